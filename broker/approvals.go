@@ -1,0 +1,145 @@
+package broker
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// ApprovalType says what a human is asked to approve.
+type ApprovalType string
+
+const (
+	ApprovalToolPermission ApprovalType = "tool_permission"
+	ApprovalDependency     ApprovalType = "dependency"
+	ApprovalIntegrity      ApprovalType = "integrity"
+	ApprovalAPIKey         ApprovalType = "api_key"
+)
+
+// Approval is the structured content of a result that asks a human. Every
+// approval type (tool permission, dependency install, integrity change,
+// missing API key) uses this one shape.
+type Approval struct {
+	ApprovalRequired bool           `json:"approval_required"`
+	ApprovalType     ApprovalType   `json:"approval_type"`
+	WorkflowID       string         `json:"workflow_id"`
+	Tool             string         `json:"tool"`
+	Arguments        map[string]any `json:"arguments"`
+	Description      string         `json:"description"`
+	Options          []string       `json:"options"`
+	ExpiresAt        time.Time      `json:"expires_at"`
+	Context          map[string]any `json:"context,omitempty"`
+}
+
+// Continuation is the answer a client sends back, either as the extra
+// argument continue_workflow of the same tool or through the
+// pml:continue_workflow tool.
+type Continuation struct {
+	WorkflowID string `json:"workflow_id"`
+	Approved   bool   `json:"approved"`
+	Always     bool   `json:"always"`
+}
+
+// Workflow errors, tested with errors.Is.
+var (
+	ErrWorkflowUnknown = errors.New("unknown workflow")
+	ErrWorkflowUsed    = errors.New("workflow already answered")
+	ErrWorkflowExpired = errors.New("workflow expired")
+)
+
+// workflow is one pending approval.
+type workflow struct {
+	id       string
+	typ      ApprovalType
+	tool     string
+	args     map[string]any
+	pattern  string
+	created  time.Time
+	expires  time.Time
+	used     bool
+	resolved bool // taken by a continuation and currently being answered
+}
+
+// MaxWorkflows bounds the pending workflows of one session; beyond it the
+// oldest is forgotten.
+const MaxWorkflows = 1000
+
+// Workflows holds the pending approvals of one client session, in memory.
+// Safe for concurrent use.
+type Workflows struct {
+	mu    sync.Mutex
+	ttl   time.Duration
+	now   func() time.Time
+	byID  map[string]*workflow
+	order []string // creation order, for eviction
+}
+
+// NewWorkflows returns a store whose workflows expire after ttl.
+func NewWorkflows(ttl time.Duration) *Workflows {
+	if ttl <= 0 {
+		ttl = 5 * time.Minute
+	}
+	return &Workflows{ttl: ttl, now: time.Now, byID: map[string]*workflow{}}
+}
+
+// create registers a new workflow and returns it.
+func (w *Workflows) create(typ ApprovalType, tool string, args map[string]any, pattern string) *workflow {
+	now := w.now()
+	wf := &workflow{id: newUUID(), typ: typ, tool: tool, args: args, pattern: pattern, created: now, expires: now.Add(w.ttl)}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.byID[wf.id] = wf
+	w.order = append(w.order, wf.id)
+	for len(w.order) > MaxWorkflows {
+		delete(w.byID, w.order[0])
+		w.order = w.order[1:]
+	}
+	return wf
+}
+
+// take claims a workflow for answering. The tool must match. A workflow is
+// answered once; release puts it back when the answer could not be applied
+// (e.g. .pml.json could not be written) so the user can answer again.
+func (w *Workflows) take(id, tool string) (*workflow, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	wf, ok := w.byID[id]
+	switch {
+	case !ok:
+		return nil, fmt.Errorf("%w %q: it was never issued in this session or was forgotten; call the tool again to get a new one", ErrWorkflowUnknown, id)
+	case wf.used || wf.resolved:
+		return nil, fmt.Errorf("%w: workflow %s was already answered; call the tool again to get a new one", ErrWorkflowUsed, id)
+	case w.now().After(wf.expires):
+		wf.used = true
+		return wf, fmt.Errorf("%w: workflow %s expired at %s (approvals are valid for %s); call the tool again", ErrWorkflowExpired, id, wf.expires.UTC().Format(time.RFC3339), w.ttl)
+	case tool != "" && tool != wf.tool:
+		return nil, fmt.Errorf("workflow %s belongs to %s, not %s: answer it with the same tool (or pml:continue_workflow)", id, wf.tool, tool)
+	}
+	wf.resolved = true
+	return wf, nil
+}
+
+// finish marks a taken workflow as used for good.
+func (w *Workflows) finish(wf *workflow) {
+	w.mu.Lock()
+	wf.used = true
+	w.mu.Unlock()
+}
+
+// release makes a taken workflow answerable again.
+func (w *Workflows) release(wf *workflow) {
+	w.mu.Lock()
+	wf.resolved = false
+	w.mu.Unlock()
+}
+
+// newUUID returns a random (version 4) UUID.
+func newUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}

@@ -1,0 +1,464 @@
+// Package broker is pml's request path. A tool call comes in, is resolved
+// to a tool, checked against the permissions, executed in a container, and
+// its result returned:
+//
+//	Call → resolve → permission → execute (toolbox / shell container) → Result
+//
+// The broker knows nothing of Docker: it speaks to a container.Runtime.
+// The MCP surface (mcp.go) is a thin layer that maps tools/list and
+// tools/call onto Tools and Call.
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/pml-dev/pml/images"
+	"github.com/pml-dev/pml/internal/audit"
+	"github.com/pml-dev/pml/internal/config"
+	"github.com/pml-dev/pml/internal/container"
+	"github.com/pml-dev/pml/internal/toolbox"
+	"github.com/pml-dev/pml/policies"
+)
+
+// Tool is what the client sees in tools/list.
+type Tool struct {
+	Name        string
+	Description string
+	InputSchema json.RawMessage
+}
+
+// Result is the outcome of one call, independent of the MCP wire format.
+type Result struct {
+	// Text is the content a person (or model) reads.
+	Text string
+	// Structured is optional machine-readable output.
+	Structured any
+	// IsError marks a failed call: a tool error, a refusal, a timeout.
+	IsError bool
+	// blocked: a path argument was refused (audited as path_blocked).
+	blocked bool
+}
+
+// Options configure a Broker.
+type Options struct {
+	// Workspace is the absolute, symlink-free workspace directory.
+	Workspace string
+	Config    *config.Config
+	Runtime   container.Runtime
+	// Exe is the pml executable the toolbox image is built from.
+	Exe string
+	// Owner labels every container (defaults to container.Self()).
+	Owner  *container.Owner
+	Logger zerolog.Logger
+}
+
+// Broker routes and executes tool calls. Safe for concurrent use.
+type Broker struct {
+	ws      string
+	cfg     *config.Config
+	rt      container.Runtime
+	perms   Permissions
+	policy  policies.Policy
+	user    string
+	owner   container.Owner
+	toolbox *images.Toolbox
+	log     zerolog.Logger
+	tools   map[string]toolEntry
+	order   []string
+	audit   *audit.Log
+
+	mu sync.RWMutex // guards perms
+
+	// base is cancelled by Close: every running call is cancelled with it,
+	// which kills its container; inflight lets Close wait for the cleanup.
+	base       context.Context
+	cancelBase context.CancelFunc
+	inflight   sync.WaitGroup
+}
+
+type toolEntry struct {
+	def toolbox.Tool
+	run func(b *Broker, ctx context.Context, def toolbox.Tool, args map[string]any) Result
+}
+
+// New builds a broker. It starts no container and does not contact the
+// runtime: initialize and tools/list never wait for Docker.
+func New(o Options) (*Broker, error) {
+	if o.Config == nil {
+		return nil, errors.New("broker: no configuration")
+	}
+	owner := container.Self()
+	if o.Owner != nil {
+		owner = *o.Owner
+	}
+	pol, err := effectivePolicy(o.Config.Sandbox)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", o.Config.Path, err)
+	}
+	b := &Broker{
+		ws:      o.Workspace,
+		cfg:     o.Config,
+		rt:      o.Runtime,
+		perms:   PermissionsFrom(o.Config),
+		policy:  pol,
+		user:    chooseUser(o.Config.Sandbox.User, o.Workspace),
+		owner:   owner,
+		toolbox: &images.Toolbox{Runtime: o.Runtime, Exe: o.Exe},
+		log:     o.Logger,
+		tools:   map[string]toolEntry{},
+		audit:   audit.New(filepath.Join(o.Workspace, ".pml", "audit.jsonl")),
+	}
+	b.base, b.cancelBase = context.WithCancel(context.Background())
+	for _, t := range toolbox.Filesystem {
+		b.add(t, (*Broker).runToolbox)
+	}
+	b.add(shellTool, (*Broker).runShell)
+	return b, nil
+}
+
+func (b *Broker) add(t toolbox.Tool, run func(*Broker, context.Context, toolbox.Tool, map[string]any) Result) {
+	b.tools[t.Name] = toolEntry{def: t, run: run}
+	b.order = append(b.order, t.Name)
+}
+
+// Close cancels every running call (killing its container) and waits up to
+// timeout for their containers to be removed.
+func (b *Broker) Close(timeout time.Duration) {
+	b.cancelBase()
+	done := make(chan struct{})
+	go func() { b.inflight.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(timeout):
+		b.log.Warn().Msg("some calls did not finish cleaning up; the next pml start removes their containers")
+	}
+}
+
+// Workspace returns the workspace directory.
+func (b *Broker) Workspace() string { return b.ws }
+
+// User returns the uid:gid containers run as.
+func (b *Broker) User() string { return b.user }
+
+// Policy returns the effective container policy.
+func (b *Broker) Policy() policies.Policy { return b.policy }
+
+// Tools lists every tool, in a stable order, ending with
+// pml:continue_workflow.
+func (b *Broker) Tools() []Tool {
+	out := make([]Tool, 0, len(b.order)+1)
+	for _, n := range b.order {
+		d := b.tools[n].def
+		out = append(out, Tool{Name: d.Name, Description: d.Description, InputSchema: d.InputSchema})
+	}
+	return append(out, continueTool)
+}
+
+var continueTool = Tool{
+	Name: ContinueTool,
+	Description: "Answer a pending approval (a result with approval_required) for clients that cannot resend the original call: " +
+		"approved runs the stored call, always also adds the tool to permissions.allow in .pml.json.",
+	InputSchema: json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    "workflow_id": {"type": "string", "description": "The workflow_id of the approval_required result."},
+    "approved": {"type": "boolean", "description": "true runs the call, false aborts it."},
+    "always": {"type": "boolean", "description": "Also allow this tool from now on (saved in .pml.json)."}
+  },
+  "required": ["workflow_id", "approved"]
+}`),
+}
+
+// Request is one tool call as the MCP layer hands it over.
+type Request struct {
+	Tool string
+	Args json.RawMessage
+	// Workflows holds the calling session's pending approvals.
+	Workflows *Workflows
+	// Ask, when set, asks the human right away (MCP elicitation). It returns
+	// "continue", "always" or "abort", or ok=false when the client declined
+	// or did not answer: then the call returns approval_required instead.
+	Ask func(ctx context.Context, a Approval) (choice string, ok bool)
+}
+
+// ContinueTool is the tool clients that cannot resend a call use to answer
+// an approval.
+const ContinueTool = "pml:continue_workflow"
+
+// Call runs one tool call through the request path. It never returns a Go
+// error: every failure is a Result with IsError and a readable message.
+func (b *Broker) Call(ctx context.Context, req Request) Result {
+	began := time.Now()
+	b.inflight.Add(1)
+	defer b.inflight.Done()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(b.base, cancel)()
+	name := req.Tool
+	if req.Workflows == nil {
+		req.Workflows = NewWorkflows(b.cfg.HIL.Timeout)
+	}
+	args := map[string]any{}
+	if len(req.Args) > 0 && string(req.Args) != "null" {
+		if err := json.Unmarshal(req.Args, &args); err != nil {
+			b.record(audit.Entry{Tool: name, Decision: audit.Failed, Reason: "arguments are not a JSON object"}, began)
+			return errorResult(fmt.Errorf("%w: the arguments of %s must be a JSON object: %v", ErrInvalidInput, name, err))
+		}
+	}
+	if name == ContinueTool {
+		cont, err := parseContinuation(args)
+		if err != nil {
+			return errorResult(err)
+		}
+		return b.continueWorkflow(ctx, req, cont, "", began)
+	}
+	entry, ok := b.tools[name]
+	if !ok {
+		b.record(audit.Entry{Tool: name, Decision: audit.Failed, Reason: "no such tool"}, began)
+		return errorResult(fmt.Errorf("%w %q: tools/list shows the %d available tools", ErrNotFound, name, len(b.order)))
+	}
+	// The continuation argument is pml's, not the tool's: take it out
+	// before the tool sees its arguments.
+	if raw, ok := args["continue_workflow"]; ok {
+		delete(args, "continue_workflow")
+		cont, err := parseContinuation(raw)
+		if err != nil {
+			return errorResult(err)
+		}
+		return b.continueWorkflow(ctx, req, cont, name, began)
+	}
+
+	decision, pattern := b.decide(name)
+	switch decision {
+	case Deny:
+		b.record(audit.Entry{Tool: name, Decision: audit.Denied, Pattern: pattern, ArgKeys: audit.Keys(args)}, began)
+		return errorResult(fmt.Errorf("%w: %s matches the deny pattern %q in %s; remove it from permissions.deny to use this tool", ErrDenied, name, pattern, b.permSource()))
+	case Ask:
+		wf := req.Workflows.create(ApprovalToolPermission, name, args, pattern)
+		approval := b.approval(wf)
+		b.record(audit.Entry{Tool: name, Decision: audit.Asked, Pattern: pattern, WorkflowID: wf.id, ArgKeys: audit.Keys(args)}, began)
+		if req.Ask != nil {
+			if choice, ok := req.Ask(ctx, approval); ok {
+				if _, err := req.Workflows.take(wf.id, name); err != nil {
+					return errorResult(err)
+				}
+				return b.answer(ctx, req.Workflows, wf, choice != "abort", choice == "always", time.Now())
+			}
+		}
+		return approvalResult(approval)
+	}
+	return b.execute(ctx, entry, args, audit.Allowed, pattern, "", began)
+}
+
+// execute runs an allowed call and records its outcome.
+func (b *Broker) execute(ctx context.Context, entry toolEntry, args map[string]any, decision, pattern, workflowID string, began time.Time) Result {
+	keys := audit.Keys(args)
+	res := entry.run(b, ctx, entry.def, args)
+	status := "ok"
+	if res.IsError {
+		status = "error"
+	}
+	if res.blocked {
+		decision = audit.PathBlocked
+	}
+	b.record(audit.Entry{Tool: entry.def.Name, Decision: decision, Pattern: pattern, WorkflowID: workflowID, ExitStatus: status, ArgKeys: keys}, began)
+	return res
+}
+
+// continueWorkflow applies a human's answer to a pending approval.
+func (b *Broker) continueWorkflow(ctx context.Context, req Request, c Continuation, tool string, began time.Time) Result {
+	wf, err := req.Workflows.take(c.WorkflowID, tool)
+	if err != nil {
+		name := tool
+		if wf != nil {
+			name = wf.tool
+		}
+		if errors.Is(err, ErrWorkflowExpired) {
+			b.record(audit.Entry{Tool: name, Decision: audit.Expired, WorkflowID: c.WorkflowID}, began)
+		} else {
+			b.record(audit.Entry{Tool: name, Decision: audit.Failed, WorkflowID: c.WorkflowID, Reason: "continuation refused"}, began)
+		}
+		return errorResult(err)
+	}
+	return b.answer(ctx, req.Workflows, wf, c.Approved, c.Always, began)
+}
+
+// answer runs (or aborts) a workflow that take has claimed.
+func (b *Broker) answer(ctx context.Context, wfs *Workflows, wf *workflow, approved, always bool, began time.Time) Result {
+	keys := audit.Keys(wf.args)
+	if !approved {
+		wfs.finish(wf)
+		b.record(audit.Entry{Tool: wf.tool, Decision: audit.Rejected, WorkflowID: wf.id, ArgKeys: keys}, began)
+		return Result{
+			Text:       fmt.Sprintf("Rejected: %s was not run.", wf.tool),
+			Structured: map[string]any{"status": "rejected", "workflow_id": wf.id, "tool": wf.tool},
+			IsError:    true,
+		}
+	}
+	decision := audit.Approved
+	if always {
+		// Save first, run after: if the file cannot be written the call
+		// has not run, and the user can answer again without "always".
+		if err := b.allowAlways(wf.tool); err != nil {
+			wfs.release(wf)
+			b.record(audit.Entry{Tool: wf.tool, Decision: audit.Failed, WorkflowID: wf.id, Reason: "could not save always"}, began)
+			return errorResult(fmt.Errorf("could not remember \"always\" for %s: %v. The call was not run; answer again with always: false to run it once", wf.tool, err))
+		}
+		decision = audit.Always
+	}
+	wfs.finish(wf)
+	entry, ok := b.tools[wf.tool]
+	if !ok {
+		return errorResult(fmt.Errorf("%w %q", ErrNotFound, wf.tool))
+	}
+	return b.execute(ctx, entry, wf.args, decision, wf.pattern, wf.id, began)
+}
+
+// approval describes a workflow for the client.
+func (b *Broker) approval(wf *workflow) Approval {
+	desc := fmt.Sprintf("Allow pml to run %s%s?", wf.tool, describeArgs(wf.args))
+	return Approval{
+		ApprovalRequired: true,
+		ApprovalType:     wf.typ,
+		WorkflowID:       wf.id,
+		Tool:             wf.tool,
+		Arguments:        wf.args,
+		Description:      desc,
+		Options:          []string{"continue", "always", "abort"},
+		ExpiresAt:        wf.expires.UTC(),
+		Context:          map[string]any{"pattern": wf.pattern, "workspace": b.ws},
+	}
+}
+
+// approvalResult is a normal tool result (not an error) that asks.
+func approvalResult(a Approval) Result {
+	text := fmt.Sprintf("Approval required (%s): %s\n"+
+		"To answer, call %s again with the extra argument continue_workflow: {\"workflow_id\": %q, \"approved\": true|false, \"always\": true|false}, "+
+		"or call %s with {\"workflow_id\": %q, \"approved\": ..., \"always\": ...}. "+
+		"\"always\" adds %s to permissions.allow in .pml.json. This request expires at %s.",
+		a.ApprovalType, a.Description, a.Tool, a.WorkflowID, ContinueTool, a.WorkflowID, a.Tool, a.ExpiresAt.Format(time.RFC3339))
+	return Result{Text: text, Structured: a}
+}
+
+// describeArgs names the main target of a call for a one-sentence prompt.
+func describeArgs(args map[string]any) string {
+	for _, k := range []string{"command", "path", "source", "paths"} {
+		if v, ok := args[k]; ok {
+			s := fmt.Sprint(v)
+			if len(s) > 200 {
+				s = s[:200] + "…"
+			}
+			return fmt.Sprintf(" with %s %s", k, s)
+		}
+	}
+	return ""
+}
+
+func parseContinuation(raw any) (Continuation, error) {
+	js, _ := json.Marshal(raw)
+	var c Continuation
+	if err := json.Unmarshal(js, &c); err != nil || c.WorkflowID == "" {
+		return c, fmt.Errorf("%w: continue_workflow must be {\"workflow_id\": \"…\", \"approved\": true|false, \"always\": true|false}", ErrInvalidInput)
+	}
+	return c, nil
+}
+
+// decide reads the current permissions (they change when a user answers
+// "always").
+func (b *Broker) decide(tool string) (Decision, string) {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.perms.Decide(tool)
+}
+
+// allowAlways persists tool in permissions.allow and applies it at once.
+// Without a .pml.json, the file is first created with the built-in
+// defaults, so saving one answer does not take the defaults away.
+func (b *Broker) allowAlways(tool string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.cfg.Exists {
+		if err := config.CreateWithPermissions(b.cfg.Path, b.perms.Allow, b.perms.Ask, b.perms.Deny); err != nil {
+			return err
+		}
+	}
+	if err := config.AddAllow(b.cfg.Path, tool); err != nil {
+		return err
+	}
+	b.perms.Allow = append(append([]string(nil), b.perms.Allow...), tool)
+	return nil
+}
+
+// record appends to the audit log; a failing audit log is logged, never
+// fatal to the call.
+func (b *Broker) record(e audit.Entry, began time.Time) {
+	e.DurationMS = time.Since(began).Milliseconds()
+	ev := b.log.Info()
+	if e.Decision == audit.Denied || e.Decision == audit.PathBlocked || e.Decision == audit.Failed {
+		ev = b.log.Warn()
+	}
+	ev.Str("tool", e.Tool).Str("decision", e.Decision).Str("pattern", e.Pattern).Str("workflow_id", e.WorkflowID).Int64("ms", e.DurationMS).Str("status", e.ExitStatus).Msg("tool call")
+	if err := b.audit.Record(e); err != nil {
+		b.log.Error().Err(err).Msg("writing the audit log")
+	}
+}
+
+func (b *Broker) permSource() string {
+	if b.cfg.Exists {
+		return b.cfg.Path
+	}
+	return "pml's defaults (no .pml.json)"
+}
+
+func errorResult(err error) Result {
+	return Result{Text: err.Error(), IsError: true}
+}
+
+// effectivePolicy applies the user's sandbox.* settings to the default
+// policy. These are explicit user choices, so they may loosen it.
+func effectivePolicy(s config.Sandbox) (policies.Policy, error) {
+	p := policies.Default()
+	if s.Memory != "" {
+		p.Resources.Memory = s.Memory
+	}
+	if s.CPUs > 0 {
+		p.Resources.CPUs = s.CPUs
+	}
+	if s.Pids > 0 {
+		p.Resources.Pids = s.Pids
+	}
+	if s.Timeout > 0 {
+		p.Timeout = policies.Duration(s.Timeout)
+	}
+	return p, p.Validate()
+}
+
+// chooseUser applies container.ChooseUser with this process and the
+// workspace owner.
+func chooseUser(explicit, ws string) string {
+	owner := container.Nobody
+	if st, err := os.Stat(ws); err == nil {
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+			owner = container.Ident{UID: int(sys.Uid), GID: int(sys.Gid)}
+		}
+	}
+	return container.ChooseUser(explicit, container.Ident{UID: os.Geteuid(), GID: os.Getegid()}, owner)
+}
+
+// labels are the labels of a container started for purpose.
+func (b *Broker) labels(purpose string) map[string]string {
+	l := b.owner.Labels()
+	l[container.LabelWorkspace] = b.ws
+	l[container.LabelPurpose] = purpose
+	return l
+}

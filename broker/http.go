@@ -1,0 +1,55 @@
+package broker
+
+import (
+	"crypto/subtle"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/pml-dev/pml/internal/jsonrpc"
+)
+
+// NewHTTPHandler serves the broker over MCP Streamable HTTP. Every request
+// needs "Authorization: Bearer <token>"; a request carrying an Origin
+// header from anything but a loopback origin is refused, so a web page the
+// user visits cannot drive the broker. Each MCP session has its own
+// approvals.
+func NewHTTPHandler(b *Broker, token string) http.Handler {
+	server := NewMCPServer(b)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
+		&mcp.StreamableHTTPOptions{MaxRequestBodyBytes: jsonrpc.MaxFrame})
+	return guard(token, h)
+}
+
+func guard(token string, next http.Handler) http.Handler {
+	want := []byte("Bearer " + token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if o := r.Header.Get("Origin"); o != "" && !loopbackOrigin(o) {
+			http.Error(w, "pml: cross-origin requests are refused (Origin "+o+")", http.StatusForbidden)
+			return
+		}
+		got := []byte(r.Header.Get("Authorization"))
+		if token == "" || subtle.ConstantTimeCompare(got, want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="pml"`)
+			http.Error(w, "pml: missing or wrong bearer token (see the token pml serve printed, or PML_SERVE_TOKEN)", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func loopbackOrigin(origin string) bool {
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	host := u.Hostname()
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

@@ -1,0 +1,138 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/pml-dev/pml/internal/jsonrpc"
+)
+
+// Version is set by cmd/pml at build time.
+var Version = "dev"
+
+// sessions gives every MCP session its own pending approvals, so one
+// client can never answer another's workflow.
+type sessions struct {
+	mu  sync.Mutex
+	ttl time.Duration
+	m   map[*mcp.ServerSession]*Workflows
+}
+
+func (s *sessions) workflows(ss *mcp.ServerSession) *Workflows {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if w, ok := s.m[ss]; ok {
+		return w
+	}
+	w := NewWorkflows(s.ttl)
+	s.m[ss] = w
+	if ss != nil {
+		go func() {
+			_ = ss.Wait()
+			s.mu.Lock()
+			delete(s.m, ss)
+			s.mu.Unlock()
+		}()
+	}
+	return w
+}
+
+// NewMCPServer exposes the broker as one MCP server: every broker tool is
+// an MCP tool with its own JSON schema. Handlers never return protocol
+// errors for tool failures; those are results with isError.
+func NewMCPServer(b *Broker) *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "pml", Title: "pml: container-isolated MCP tools", Version: Version}, &mcp.ServerOptions{
+		Instructions: "pml runs each tool in a locked-down container with the workspace " + b.Workspace() +
+			" mounted and no network. Paths are absolute or relative to the workspace. A result with approval_required " +
+			"asks the user; answer by calling the same tool again with continue_workflow.",
+		// No logging capability: logs go to pml's stderr, never the protocol.
+		Capabilities: &mcp.ServerCapabilities{},
+	})
+	sess := &sessions{ttl: b.cfg.HIL.Timeout, m: map[*mcp.ServerSession]*Workflows{}}
+	for _, t := range b.Tools() {
+		name := t.Name
+		s.AddTool(&mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema},
+			func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				var args json.RawMessage
+				if req.Params != nil {
+					args = req.Params.Arguments
+				}
+				r := Request{Tool: name, Args: args, Workflows: sess.workflows(req.Session), Ask: b.elicitor(req.Session)}
+				return toMCP(b.Call(ctx, r)), nil
+			})
+	}
+	return s
+}
+
+// elicitor asks through MCP elicitation when the client declared it; nil
+// otherwise (then the approval_required result asks).
+func (b *Broker) elicitor(ss *mcp.ServerSession) func(context.Context, Approval) (string, bool) {
+	if ss == nil {
+		return nil
+	}
+	p := ss.InitializeParams()
+	if p == nil || p.Capabilities == nil || p.Capabilities.Elicitation == nil {
+		return nil
+	}
+	// Give the human part of the workflow's lifetime, so a fallback
+	// approval_required is still answerable afterwards.
+	wait := b.cfg.HIL.Timeout / 2
+	if wait > 2*time.Minute {
+		wait = 2 * time.Minute
+	}
+	return func(ctx context.Context, a Approval) (string, bool) {
+		ectx, cancel := context.WithTimeout(ctx, wait)
+		defer cancel()
+		res, err := ss.Elicit(ectx, &mcp.ElicitParams{
+			Message: a.Description + " (Continue runs it once, Always also adds it to permissions.allow in .pml.json, Abort does not run it.)",
+			RequestedSchema: map[string]any{
+				"type": "object",
+				"properties": map[string]any{
+					"decision": map[string]any{
+						"type":        "string",
+						"title":       "Decision",
+						"enum":        []string{"continue", "always", "abort"},
+						"enumNames":   []string{"Continue", "Always", "Abort"},
+						"description": fmt.Sprintf("What to do with %s", a.Tool),
+					},
+				},
+				"required": []string{"decision"},
+			},
+		})
+		if err != nil || res == nil || res.Action != "accept" {
+			return "", false
+		}
+		choice, _ := res.Content["decision"].(string)
+		switch choice {
+		case "continue", "always", "abort":
+			return choice, true
+		}
+		return "", false
+	}
+}
+
+func toMCP(r Result) *mcp.CallToolResult {
+	out := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: r.Text}}, IsError: r.IsError}
+	if r.Structured != nil {
+		out.StructuredContent = r.Structured
+	}
+	return out
+}
+
+// ServeStdio runs one MCP session over in/out (newline-delimited JSON-RPC)
+// until the client disconnects or ctx ends. Malformed frames are answered
+// with JSON-RPC errors and the session goes on. Calls still running when
+// the client goes away are cancelled, which kills their containers.
+func ServeStdio(ctx context.Context, b *Broker, in io.ReadCloser, out io.Writer) error {
+	o := jsonrpc.NewOutput(out)
+	filter := jsonrpc.NewFilter(in, o, jsonrpc.MaxFrame, func(r jsonrpc.Rejection) {
+		b.log.Warn().Int("code", r.Code).Int("bytes", r.Size).Msg("refused a malformed frame: " + r.Reason)
+	})
+	return NewMCPServer(b).Run(ctx, &mcp.IOTransport{Reader: filter, Writer: o.Writer(), MaxLineLength: -1})
+}

@@ -1,0 +1,144 @@
+package broker
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/pml-dev/pml/images"
+	"github.com/pml-dev/pml/internal/container"
+	"github.com/pml-dev/pml/internal/pathguard"
+	"github.com/pml-dev/pml/internal/toolbox"
+)
+
+// runToolbox executes a filesystem tool in a fresh toolbox container: the
+// paths are validated here first, then the workspace is mounted (read-only
+// unless the tool writes) and the in-container agent gets one request.
+func (b *Broker) runToolbox(ctx context.Context, def toolbox.Tool, args map[string]any) Result {
+	if err := b.resolvePaths(def, args); err != nil {
+		r := errorResult(err)
+		r.blocked = true
+		return r
+	}
+	ref, err := b.toolbox.Ensure(ctx)
+	if err != nil {
+		return errorResult(fmt.Errorf("%w: %v", ErrUnavailable, err))
+	}
+	argJSON, _ := json.Marshal(args)
+	req, _ := json.Marshal(toolbox.Request{Tool: def.Name, Args: argJSON, Workspace: b.ws})
+	req = append(req, '\n')
+
+	spec := container.Spec{
+		Image:      ref,
+		Entrypoint: []string{images.AgentPath, "toolbox-agent"},
+		Env:        []string{"PML_WORKSPACE=" + b.ws},
+		WorkingDir: b.ws,
+		User:       b.user,
+		Mounts:     []container.Mount{{Source: b.ws, Target: b.ws, ReadOnly: !def.Writes}},
+		Policy:     b.policy,
+		Labels:     b.labels("tool:" + def.Name),
+	}
+	// JSON escaping can make an answer larger than the content it carries.
+	res, failure := b.run(ctx, spec, req, time.Duration(b.policy.Timeout), 4*b.policy.OutputLimit)
+	if failure != nil {
+		return *failure
+	}
+	if res.Truncated {
+		return errorResult(fmt.Errorf("%s: the answer is larger than the output limit (%d bytes); read less at a time (head/tail)", def.Name, 4*b.policy.OutputLimit))
+	}
+	var resp toolbox.Response
+	if err := json.Unmarshal(bytes.TrimSpace(res.Stdout), &resp); err != nil {
+		return errorResult(fmt.Errorf("%s: the toolbox agent gave no valid answer (exit code %d)%s", def.Name, res.Exit.Code, stderrTail(res.Stderr)))
+	}
+	out := Result{Text: resp.Text, IsError: resp.IsError}
+	if len(resp.Structured) > 0 {
+		out.Structured = json.RawMessage(resp.Structured)
+	}
+	return out
+}
+
+// resolvePaths validates every path argument of def in place, replacing
+// it with its resolved absolute form.
+func (b *Broker) resolvePaths(def toolbox.Tool, args map[string]any) error {
+	for _, name := range def.PathArgs {
+		v, ok := args[name]
+		if !ok {
+			continue // the agent reports missing required arguments
+		}
+		switch t := v.(type) {
+		case string:
+			p, err := pathguard.Resolve(b.ws, t)
+			if err != nil {
+				return pathError(def.Name, name, err)
+			}
+			args[name] = p
+		case []any:
+			out := make([]any, len(t))
+			for i, e := range t {
+				s, ok := e.(string)
+				if !ok {
+					return fmt.Errorf("%w: %s: argument %q must be a list of paths (strings)", ErrInvalidInput, def.Name, name)
+				}
+				p, err := pathguard.Resolve(b.ws, s)
+				if err != nil {
+					return pathError(def.Name, fmt.Sprintf("%s[%d]", name, i), err)
+				}
+				out[i] = p
+			}
+			args[name] = out
+		default:
+			return fmt.Errorf("%w: %s: argument %q must be a path (a string)", ErrInvalidInput, def.Name, name)
+		}
+	}
+	return nil
+}
+
+func pathError(tool, arg string, err error) error {
+	return fmt.Errorf("%w: %s refused argument %q: %v", ErrInvalidInput, tool, arg, err)
+}
+
+// run executes spec with a deadline and turns runtime failures, timeouts,
+// cancellations and OOM kills into error results. On success it returns the
+// raw container result and a nil failure.
+func (b *Broker) run(ctx context.Context, spec container.Spec, stdin []byte, timeout time.Duration, limit int64) (container.Result, *Result) {
+	if timeout <= 0 {
+		timeout = 60 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	res, err := container.Run(ctx, b.rt, spec, stdin, limit)
+	fail := func(e error) (container.Result, *Result) {
+		r := errorResult(e)
+		return res, &r
+	}
+	switch {
+	case err != nil && errors.Is(err, container.ErrImageMissing):
+		return fail(fmt.Errorf("%w: image %s is not on this Docker host: %v", ErrUnavailable, spec.Image, err))
+	case err != nil && errors.Is(err, container.ErrUnavailable):
+		return fail(fmt.Errorf("%w: %v", ErrUnavailable, err))
+	case err != nil && !res.TimedOut && !res.Cancelled:
+		return fail(fmt.Errorf("%w: running the container failed: %v", ErrUnavailable, err))
+	case res.TimedOut:
+		return fail(fmt.Errorf("timed out after %s: the container was killed (raise sandbox.timeout in .pml.json if the work needs longer)", timeout))
+	case res.Cancelled:
+		return fail(errors.New("cancelled: the container was killed"))
+	case res.Exit.OOMKilled:
+		return fail(fmt.Errorf("killed: out of memory (limit %s; raise sandbox.memory in .pml.json if needed)", b.policy.Resources.Memory))
+	}
+	return res, nil
+}
+
+func stderrTail(stderr []byte) string {
+	s := strings.TrimSpace(string(stderr))
+	if s == "" {
+		return ""
+	}
+	if len(s) > 2000 {
+		s = "…" + s[len(s)-2000:]
+	}
+	return ": " + s
+}

@@ -1,0 +1,158 @@
+// Command pml is a container-isolated execution broker for MCP tools.
+//
+// This package is thin: flags → configuration → one call into broker.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/mattn/go-isatty"
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+
+	"github.com/pml-dev/pml/broker"
+	"github.com/pml-dev/pml/internal/config"
+	"github.com/pml-dev/pml/internal/container"
+	"github.com/pml-dev/pml/internal/docker"
+	"github.com/pml-dev/pml/internal/workspace"
+)
+
+// version is set with -ldflags "-X main.version=...".
+var version = "dev"
+
+// exitError carries a process exit code through cobra.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+
+func main() {
+	broker.Version = version
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := newRoot().ExecuteContext(ctx)
+	stop()
+	if err != nil {
+		code := 1
+		var ee *exitError
+		if errors.As(err, &ee) {
+			code = ee.code
+		}
+		fmt.Fprintln(os.Stderr, "pml:", err)
+		os.Exit(code)
+	}
+}
+
+type globals struct {
+	logLevel  string
+	logFormat string
+}
+
+func newRoot() *cobra.Command {
+	g := &globals{}
+	root := &cobra.Command{
+		Use:           "pml",
+		Short:         "Run MCP tools in locked-down containers",
+		Long:          "pml is one MCP server with many tools behind it. Each tool call runs in a short-lived Docker container with the workspace mounted and no network.",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringVar(&g.logLevel, "log-level", envOr("PML_LOG_LEVEL", "info"), "log level: debug, info, warn, error (env PML_LOG_LEVEL)")
+	root.PersistentFlags().StringVar(&g.logFormat, "log-format", envOr("PML_LOG_FORMAT", "auto"), "log format on stderr: auto, console, json (env PML_LOG_FORMAT)")
+	root.AddCommand(newStdioCmd(g), newServeCmd(g), newDoctorCmd(g), newVersionCmd(), newAgentCmd(), newImagesCmd(g), newDemoCmd(g))
+	return root
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+// logger writes to stderr only: in `pml stdio`, stdout is the protocol.
+func (g *globals) logger() zerolog.Logger {
+	lvl, err := zerolog.ParseLevel(g.logLevel)
+	if err != nil || g.logLevel == "" {
+		lvl = zerolog.InfoLevel
+	}
+	var w = zerolog.New(os.Stderr)
+	console := g.logFormat == "console" || (g.logFormat == "auto" && isatty.IsTerminal(os.Stderr.Fd()))
+	if console {
+		w = zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: "15:04:05"})
+	}
+	return w.Level(lvl).With().Timestamp().Logger()
+}
+
+// env bundles what every broker-backed command needs.
+type env struct {
+	log    zerolog.Logger
+	ws     workspace.Result
+	cfg    *config.Config
+	rt     *docker.Runtime
+	broker *broker.Broker
+}
+
+// setup resolves the workspace and config and builds the broker. It does
+// not contact Docker.
+func (g *globals) setup() (*env, error) {
+	log := g.logger()
+	cwd, err := os.Getwd()
+	if err != nil {
+		return nil, &exitError{2, fmt.Errorf("cannot read the current directory: %w", err)}
+	}
+	ws, err := workspace.Resolve(os.Getenv, cwd)
+	if err != nil {
+		return nil, &exitError{2, err}
+	}
+	if ws.Warning != "" {
+		log.Warn().Msg(ws.Warning)
+	}
+	cfg, err := config.Load(ws.Dir, os.Getenv)
+	if err != nil {
+		return nil, &exitError{2, err}
+	}
+	for _, w := range cfg.Warnings {
+		log.Warn().Msg(w)
+	}
+	rt, err := docker.New()
+	if err != nil {
+		return nil, &exitError{5, err}
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, &exitError{2, fmt.Errorf("cannot find the pml executable: %w", err)}
+	}
+	b, err := broker.New(broker.Options{Workspace: ws.Dir, Config: cfg, Runtime: rt, Exe: exe, Logger: log})
+	if err != nil {
+		rt.Close()
+		return nil, &exitError{2, err}
+	}
+	log.Debug().Str("workspace", ws.Dir).Str("source", ws.Source).Str("user", b.User()).Msg("broker ready")
+	return &env{log: log, ws: ws, cfg: cfg, rt: rt, broker: b}, nil
+}
+
+// reapInBackground removes containers left by pml processes that died.
+// It never delays the caller: initialize must not wait for Docker.
+func (e *env) reapInBackground(ctx context.Context) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		n, err := container.Reap(ctx, e.rt, container.Self())
+		switch {
+		case err != nil && errors.Is(err, container.ErrUnavailable):
+			e.log.Warn().Err(err).Msg("could not look for leftover containers")
+		case err != nil:
+			e.log.Warn().Err(err).Msg("removing leftover containers")
+		case n > 0:
+			e.log.Info().Int("removed", n).Msg("removed containers left behind by a pml that exited abnormally")
+		}
+	}()
+	return done
+}

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pml-dev/pml/broker"
+)
+
+func newServeCmd(g *globals) *cobra.Command {
+	var addr string
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve MCP over Streamable HTTP on a loopback address",
+		Long: "Serve the same broker over MCP Streamable HTTP at http://ADDR/mcp. Every request needs the bearer token:\n" +
+			"PML_SERVE_TOKEN if set, else a random one printed on stderr. Requests from non-loopback web origins are refused.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			e, err := g.setup()
+			if err != nil {
+				return err
+			}
+			defer e.rt.Close()
+			token := os.Getenv("PML_SERVE_TOKEN")
+			generated := token == ""
+			if generated {
+				b := make([]byte, 24)
+				if _, err := rand.Read(b); err != nil {
+					return err
+				}
+				token = hex.EncodeToString(b)
+			}
+			ln, err := net.Listen("tcp", addr)
+			if err != nil {
+				return &exitError{2, fmt.Errorf("cannot listen on %s: %w", addr, err)}
+			}
+			if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() {
+				e.log.Warn().Str("addr", addr).Msg("listening on a non-loopback address: anyone who can reach it and has the token can run tools in your workspace")
+			}
+			e.reapInBackground(cmd.Context())
+			mux := http.NewServeMux()
+			mux.Handle("/mcp", broker.NewHTTPHandler(e.broker, token))
+			srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+			url := "http://" + ln.Addr().String() + "/mcp"
+			if generated {
+				fmt.Fprintf(os.Stderr, "pml serve: %s\npml serve: bearer token (set PML_SERVE_TOKEN to choose one): %s\n", url, token)
+			} else {
+				fmt.Fprintf(os.Stderr, "pml serve: %s (token from PML_SERVE_TOKEN)\n", url)
+			}
+			go func() {
+				<-cmd.Context().Done()
+				sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				_ = srv.Shutdown(sctx)
+			}()
+			err = srv.Serve(ln)
+			e.broker.Close(30 * time.Second)
+			if errors.Is(err, http.ErrServerClosed) {
+				return nil
+			}
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:3003", "address to listen on (keep it on loopback)")
+	return cmd
+}

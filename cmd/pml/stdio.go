@@ -1,0 +1,58 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pml-dev/pml/broker"
+)
+
+func newStdioCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "stdio",
+		Short: "Serve MCP over stdin/stdout (what .mcp.json runs)",
+		Long: "Serve MCP over stdin/stdout. Stdout carries the protocol and nothing else; logs go to stderr.\n" +
+			"The workspace is $PML_WORKSPACE, else the nearest parent directory with .git, go.mod, package.json, deno.json or .pml.json.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			proto, err := reserveStdout()
+			if err != nil {
+				return err
+			}
+			e, err := g.setup()
+			if err != nil {
+				return err
+			}
+			defer e.rt.Close()
+			e.reapInBackground(cmd.Context())
+			e.log.Info().Str("workspace", e.ws.Dir).Str("user", e.broker.User()).Msg("pml stdio ready")
+			err = broker.ServeStdio(cmd.Context(), e.broker, os.Stdin, proto)
+			// The client is gone (or we were told to stop): cancel what still
+			// runs and remove its containers before exiting.
+			e.broker.Close(30 * time.Second)
+			if err != nil && cmd.Context().Err() == nil {
+				return err
+			}
+			return nil
+		},
+	}
+}
+
+// reserveStdout keeps the real stdout for the protocol and points file
+// descriptor 1 (and os.Stdout) at stderr, so that nothing else — a stray
+// print, a library's output — can ever corrupt the JSON-RPC stream.
+func reserveStdout() (*os.File, error) {
+	fd, err := syscall.Dup(1)
+	if err != nil {
+		return nil, fmt.Errorf("reserving stdout for the protocol: %w", err)
+	}
+	if err := syscall.Dup2(2, 1); err != nil {
+		return nil, fmt.Errorf("redirecting stdout to stderr: %w", err)
+	}
+	os.Stdout = os.Stderr
+	return os.NewFile(uintptr(fd), "mcp-stdout"), nil
+}

@@ -1,0 +1,38 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"testing"
+
+	"github.com/docker/docker/client"
+
+	dc "github.com/ory/dockertest/v3/docker"
+)
+
+func execPML(ws *workspace, args ...string) *exec.Cmd {
+	cmd := exec.Command(pmlBin, args...)
+	cmd.Env = append(os.Environ(), "PML_WORKSPACE="+ws.Dir)
+	return cmd
+}
+
+func listImagesOptions() dc.ListImagesOptions {
+	return dc.ListImagesOptions{Filters: map[string][]string{"reference": {"pml/toolbox"}}}
+}
+
+// nanoCPUs reads HostConfig.NanoCpus, which dockertest's client does not
+// model, with the Engine API client pml itself uses.
+func nanoCPUs(t *testing.T, id string) int64 {
+	t.Helper()
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	info, err := cli.ContainerInspect(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.HostConfig.NanoCPUs
+}

@@ -1,0 +1,277 @@
+// Package e2e drives the built `pml` binary against the real Docker daemon:
+// real containers, real mounts, real network namespaces. Nothing here is
+// faked. Every container the tests cause carries pml's labels with the
+// test's own workspace path, so the tests only ever look at (and clean up)
+// what they created.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/ory/dockertest/v3"
+	dc "github.com/ory/dockertest/v3/docker"
+)
+
+var (
+	pmlBin string
+	pool   *dockertest.Pool
+)
+
+// testUID owns the test workspaces when the tests run as root, so that the
+// containers (which never run as root) run as this user.
+const testUID = 4321
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	pmlBin = os.Getenv("PML_BIN")
+	if pmlBin == "" {
+		dir, err := os.MkdirTemp("", "pml-e2e-bin-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		pmlBin = filepath.Join(dir, "pml")
+		if err := buildPML(pmlBin, ""); err != nil {
+			fmt.Fprintln(os.Stderr, "e2e: building pml:", err)
+			return 1
+		}
+	}
+	var err error
+	pool, err = dockertest.NewPool("")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: docker:", err)
+		return 1
+	}
+	pool.MaxWait = 30 * time.Second
+	if err := pool.Retry(func() error { return pool.Client.Ping() }); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: the Docker daemon does not answer (run `make docker`):", err)
+		return 1
+	}
+	// The shell image is built by `make images`; build it here too when the
+	// suite is run on its own.
+	if _, err := pool.Client.InspectImage("pml/shell:busybox"); err != nil {
+		out, err := exec.Command(pmlBin, "images", "build", "--busybox", "/bin/busybox").CombinedOutput()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "e2e: building the shell image (needs Debian's busybox-static; `make images`): %v\n%s", err, out)
+			return 1
+		}
+	}
+	return m.Run()
+}
+
+// buildPML builds a static pml; version changes the binary (and so the
+// toolbox image tag) when set.
+func buildPML(out, version string) error {
+	root, err := filepath.Abs("..")
+	if err != nil {
+		return err
+	}
+	ld := "-s -w"
+	if version != "" {
+		ld += " -X main.version=" + version
+	}
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", ld, "-o", out, "./cmd/pml")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%v\n%s", err, b)
+	}
+	return nil
+}
+
+// workspace is a temporary project directory owned by testUID.
+type workspace struct {
+	t   *testing.T
+	Dir string
+}
+
+func newWorkspace(t *testing.T, pmlJSON string) *workspace {
+	t.Helper()
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "ws")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// t.TempDir is 0700; the container user must reach nothing above the
+	// mount, but Docker creates the mount point itself, so that is fine.
+	dir, _ = filepath.EvalSymlinks(dir)
+	w := &workspace{t: t, Dir: dir}
+	if pmlJSON != "" {
+		w.write(".pml.json", pmlJSON)
+	}
+	w.chown(dir)
+	t.Cleanup(func() { assertNoContainers(t, dir) })
+	return w
+}
+
+func (w *workspace) path(rel string) string { return filepath.Join(w.Dir, rel) }
+
+func (w *workspace) write(rel, content string) string {
+	w.t.Helper()
+	p := w.path(rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		w.t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		w.t.Fatal(err)
+	}
+	for d := filepath.Dir(p); strings.HasPrefix(d, w.Dir); d = filepath.Dir(d) {
+		w.chown(d)
+	}
+	w.chown(p)
+	return p
+}
+
+func (w *workspace) chown(p string) {
+	if os.Geteuid() == 0 {
+		if err := os.Lchown(p, testUID, testUID); err != nil {
+			w.t.Fatal(err)
+		}
+	}
+}
+
+func (w *workspace) expectedUID() int {
+	if os.Geteuid() == 0 {
+		return testUID
+	}
+	return os.Geteuid()
+}
+
+// session is a `pml stdio` process driven by the go-sdk client.
+type session struct {
+	*mcp.ClientSession
+	cmd    *exec.Cmd
+	stderr *syncBuffer
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func startSession(t *testing.T, ws *workspace, env ...string) *session {
+	t.Helper()
+	return startSessionBin(t, pmlBin, ws, env...)
+}
+
+func startSessionBin(t *testing.T, bin string, ws *workspace, env ...string) *session {
+	t.Helper()
+	cmd := exec.Command(bin, "stdio", "--log-format", "json", "--log-level", "debug")
+	cmd.Env = append(append(os.Environ(), "PML_WORKSPACE="+ws.Dir), env...)
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	client := mcp.NewClient(&mcp.Implementation{Name: "pml-e2e", Version: "test"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("starting pml stdio: %v\nstderr:\n%s", err, stderr.String())
+	}
+	s := &session{ClientSession: cs, cmd: cmd, stderr: stderr}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// call runs one tool call and returns its text and result.
+func (s *session) call(t *testing.T, tool string, args map[string]any) (string, *mcp.CallToolResult) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: protocol error: %v\nstderr:\n%s", tool, err, s.stderr.String())
+	}
+	return text(res), res
+}
+
+func text(res *mcp.CallToolResult) string {
+	var sb strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			sb.WriteString(tc.Text)
+		}
+	}
+	return sb.String()
+}
+
+func structured(t *testing.T, res *mcp.CallToolResult, into any) {
+	t.Helper()
+	b, err := json.Marshal(res.StructuredContent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, into); err != nil {
+		t.Fatalf("structured content %s: %v", b, err)
+	}
+}
+
+// containersOf lists the containers pml created for workspace dir.
+func containersOf(t *testing.T, dir string) []dc.APIContainers {
+	t.Helper()
+	list, err := pool.Client.ListContainers(dc.ListContainersOptions{
+		All:     true,
+		Filters: map[string][]string{"label": {"pml.managed=true", "pml.workspace=" + dir}},
+	})
+	if err != nil {
+		t.Fatalf("listing containers: %v", err)
+	}
+	return list
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// assertNoContainers checks (at cleanup) that pml left nothing behind for
+// this workspace, then removes anything that is left so later tests start
+// clean. Only containers labelled with this test's workspace are touched.
+func assertNoContainers(t *testing.T, dir string) {
+	deadline := time.Now().Add(15 * time.Second)
+	var left []dc.APIContainers
+	for {
+		left = containersOf(t, dir)
+		if len(left) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, c := range left {
+		t.Errorf("container %s (%s) was left behind", c.ID[:12], c.Labels["pml.purpose"])
+		_ = pool.Client.RemoveContainer(dc.RemoveContainerOptions{ID: c.ID, Force: true})
+	}
+}

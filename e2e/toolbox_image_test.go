@@ -1,0 +1,55 @@
+package e2e
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A host with no prepared toolbox image (and no registry): pml builds the
+// image from its own static executable on the first call.
+func TestTheToolboxImageIsBuiltWhenMissing(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "pml")
+	// A distinct version string gives a distinct binary, so a distinct
+	// toolbox tag that certainly does not exist yet.
+	tag := "e2e-fresh-" + time.Now().Format("150405.000000")
+	if err := buildPML(bin, tag); err != nil {
+		t.Fatal(err)
+	}
+	ws := newWorkspace(t, allowAll)
+	ws.write("a.txt", "fresh image")
+	before := toolboxImages(t)
+	s := startSessionBin(t, bin, ws)
+	out, res := s.call(t, "filesystem:read_file", map[string]any{"path": "a.txt"})
+	if res.IsError || out != "fresh image" {
+		t.Fatalf("first call with no image: %q", out)
+	}
+	var created []string
+	for _, img := range toolboxImages(t) {
+		if !before[img] {
+			created = append(created, img)
+		}
+	}
+	if len(created) != 1 {
+		t.Fatalf("expected exactly one new toolbox image, got %v", created)
+	}
+	t.Cleanup(func() { _ = pool.Client.RemoveImage(created[0]) })
+}
+
+func toolboxImages(t *testing.T) map[string]bool {
+	t.Helper()
+	imgs, err := pool.Client.ListImages(listImagesOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, img := range imgs {
+		for _, tag := range img.RepoTags {
+			if strings.HasPrefix(tag, "pml/toolbox:") {
+				out[tag] = true
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,252 @@
+// Package images builds and names the images pml itself runs: the toolbox
+// (pml's own static executable in a FROM scratch image) and the shell image
+// (Debian's static busybox). Both are built locally, from files already on
+// the host, so pml works on a Docker host that can reach no registry.
+package images
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"debug/elf"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pml-dev/pml/internal/container"
+)
+
+const (
+	// ToolboxRepo is tagged with a digest of the pml executable, so a new
+	// pml never talks to an agent of another version.
+	ToolboxRepo = "pml/toolbox"
+	// ShellRef is the default sandbox.shell_image.
+	ShellRef = "pml/shell:busybox"
+	// LabelImage marks images pml built ("toolbox", "shell").
+	LabelImage = "pml.image"
+	// AgentPath is where the pml executable sits inside the toolbox image.
+	AgentPath = "/pml"
+)
+
+// Toolbox builds the toolbox image on first use and remembers its ref.
+// Safe for concurrent use: concurrent callers share one build.
+type Toolbox struct {
+	Runtime container.Runtime
+	// Exe is the pml executable to put in the image (os.Executable()).
+	Exe string
+
+	mu  sync.Mutex
+	ref string
+}
+
+// Ref returns the image ref for Exe without building anything.
+func (t *Toolbox) Ref() (string, error) {
+	sum, err := fileDigest(t.Exe)
+	if err != nil {
+		return "", err
+	}
+	return ToolboxRepo + ":" + sum[:16], nil
+}
+
+// Ensure returns the toolbox image ref, importing the image when missing.
+func (t *Toolbox) Ensure(ctx context.Context) (string, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ref != "" {
+		return t.ref, nil
+	}
+	ref, err := t.Ref()
+	if err != nil {
+		return "", err
+	}
+	ok, err := t.Runtime.ImageExists(ctx, ref)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		if err := CheckStatic(t.Exe); err != nil {
+			return "", fmt.Errorf("toolbox image %s is missing and cannot be built: %w", ref, err)
+		}
+		if err := importFiles(ctx, t.Runtime, ref, []file{{name: AgentPath, src: t.Exe, mode: 0o755}}, nil,
+			[]string{`ENTRYPOINT ["` + AgentPath + `", "toolbox-agent"]`, "LABEL " + LabelImage + "=toolbox"}); err != nil {
+			return "", err
+		}
+	}
+	t.ref = ref
+	return ref, nil
+}
+
+// BuildShell imports the shell image from a static busybox executable:
+// /bin/busybox plus one symlink per applet.
+func BuildShell(ctx context.Context, rt container.Runtime, busybox, ref string) error {
+	if err := CheckStatic(busybox); err != nil {
+		return fmt.Errorf("%s: %w (install Debian's busybox-static)", busybox, err)
+	}
+	out, err := exec.CommandContext(ctx, busybox, "--list").Output()
+	if err != nil {
+		return fmt.Errorf("listing busybox applets: %w", err)
+	}
+	var links []link
+	for _, a := range strings.Fields(string(out)) {
+		if a == "busybox" || strings.Contains(a, "/") {
+			continue
+		}
+		links = append(links, link{name: "/bin/" + a, target: "busybox"})
+	}
+	return importFiles(ctx, rt, ref, []file{{name: "/bin/busybox", src: busybox, mode: 0o755}}, links,
+		[]string{`ENV PATH=/bin`, `CMD ["/bin/sh"]`, "LABEL " + LabelImage + "=shell"})
+}
+
+// CheckStatic returns an error unless path is a statically linked ELF
+// executable (no program interpreter), as a FROM scratch image needs.
+func CheckStatic(p string) error {
+	f, err := elf.Open(p)
+	if err != nil {
+		return fmt.Errorf("%s is not an ELF executable: %w", p, err)
+	}
+	defer f.Close()
+	for _, prog := range f.Progs {
+		if prog.Type == elf.PT_INTERP {
+			return fmt.Errorf("%s is dynamically linked; a FROM scratch image needs a static build (CGO_ENABLED=0 go build, or make build)", p)
+		}
+	}
+	return nil
+}
+
+type file struct {
+	name, src string
+	mode      int64
+}
+
+type link struct{ name, target string }
+
+// importFiles streams a rootfs tar (the files, the links, an empty /tmp and
+// a minimal /etc/passwd) to the runtime.
+func importFiles(ctx context.Context, rt container.Runtime, ref string, files []file, links []link, changes []string) error {
+	pr, pw := io.Pipe()
+	go func() {
+		pw.CloseWithError(writeRootfs(pw, files, links))
+	}()
+	err := rt.ImportImage(ctx, ref, pr, changes)
+	pr.Close()
+	return err
+}
+
+func writeRootfs(w io.Writer, files []file, links []link) error {
+	tw := tar.NewWriter(w)
+	now := time.Unix(0, 0)
+	dirs := map[string]bool{}
+	mkdir := func(d string) error {
+		for _, p := range parents(d) {
+			if dirs[p] {
+				continue
+			}
+			dirs[p] = true
+			mode := int64(0o755)
+			if p == "tmp" {
+				mode = 0o1777
+			}
+			if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: p + "/", Mode: mode, ModTime: now}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := mkdir("tmp"); err != nil {
+		return err
+	}
+	if err := mkdir("etc"); err != nil {
+		return err
+	}
+	passwd := []byte("root:x:0:0:root:/:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/sh\n")
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: "etc/passwd", Mode: 0o644, Size: int64(len(passwd)), ModTime: now}); err != nil {
+		return err
+	}
+	if _, err := tw.Write(passwd); err != nil {
+		return err
+	}
+	for _, f := range files {
+		name := strings.TrimPrefix(f.name, "/")
+		if err := mkdir(path.Dir(name)); err != nil {
+			return err
+		}
+		src, err := os.Open(f.src)
+		if err != nil {
+			return err
+		}
+		st, err := src.Stat()
+		if err == nil {
+			err = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: f.mode, Size: st.Size(), ModTime: now})
+		}
+		if err == nil {
+			_, err = io.Copy(tw, src)
+		}
+		src.Close()
+		if err != nil {
+			return err
+		}
+	}
+	for _, l := range links {
+		name := strings.TrimPrefix(l.name, "/")
+		if err := mkdir(path.Dir(name)); err != nil {
+			return err
+		}
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeSymlink, Name: name, Linkname: l.target, Mode: 0o777, ModTime: now}); err != nil {
+			return err
+		}
+	}
+	return tw.Close()
+}
+
+// parents returns "a", "a/b", "a/b/c" for "a/b/c".
+func parents(d string) []string {
+	if d == "." || d == "" || d == "/" {
+		return nil
+	}
+	parts := strings.Split(strings.Trim(d, "/"), "/")
+	out := make([]string, 0, len(parts))
+	for i := range parts {
+		out = append(out, strings.Join(parts[:i+1], "/"))
+	}
+	return out
+}
+
+var (
+	digestMu    sync.Mutex
+	digestCache = map[string]string{}
+)
+
+// fileDigest hashes a file once per process.
+func fileDigest(p string) (string, error) {
+	digestMu.Lock()
+	defer digestMu.Unlock()
+	if d, ok := digestCache[p]; ok {
+		return d, nil
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return "", fmt.Errorf("reading pml executable: %w", err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	d := hex.EncodeToString(h.Sum(nil))
+	digestCache[p] = d
+	return d, nil
+}
+
+// rootfsBytes is used by tests to inspect the tar layout.
+func rootfsBytes(files []file, links []link) ([]byte, error) {
+	var b bytes.Buffer
+	err := writeRootfs(&b, files, links)
+	return b.Bytes(), err
+}

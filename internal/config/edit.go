@@ -1,0 +1,320 @@
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// editMu serialises edits within this process; flock serialises them
+// across processes (two pml sessions answering "Always" at once).
+var editMu sync.Mutex
+
+// AddAllow adds tool, exactly (never a wildcard), to permissions.allow in
+// the .pml.json at path, creating the file, the object or the list when
+// missing. Every other key, unknown ones included, keeps its value and its
+// place; the file is written with 2-space indentation, atomically (temp
+// file + rename, same permissions). Adding a name already present changes
+// nothing.
+func AddAllow(path, tool string) error {
+	if strings.TrimSpace(tool) == "" {
+		return errors.New("cannot allow an empty tool name")
+	}
+	editMu.Lock()
+	defer editMu.Unlock()
+	// The lock lives in .pml/ so the project root gets no stray file.
+	unlock, err := lockFile(filepath.Join(filepath.Dir(path), ".pml", "config.lock"))
+	if err != nil {
+		return err
+	}
+	defer unlock()
+
+	mode := os.FileMode(0o644)
+	doc := &object{}
+	data, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return fmt.Errorf("%s cannot be read: %w", path, err)
+	default:
+		if st, err := os.Stat(path); err == nil {
+			mode = st.Mode().Perm()
+		}
+		v, err := parseOrdered(data)
+		if err != nil {
+			return &Error{File: path, Problem: "cannot add to permissions.allow: " + err.Error()}
+		}
+		o, ok := v.(*object)
+		if !ok {
+			return &Error{File: path, Problem: "the top level must be a JSON object"}
+		}
+		doc = o
+	}
+	perms, err := doc.childObject("permissions")
+	if err != nil {
+		return &Error{File: path, Key: "permissions", Problem: err.Error()}
+	}
+	allow, _ := perms.get("allow")
+	var list []any
+	switch t := allow.(type) {
+	case nil:
+	case []any:
+		list = t
+	default:
+		return &Error{File: path, Key: "permissions.allow", Problem: "must be a list of strings"}
+	}
+	for _, e := range list {
+		if s, ok := e.(string); ok && s == tool {
+			return nil
+		}
+	}
+	perms.set("allow", append(list, tool))
+
+	var out bytes.Buffer
+	writeOrdered(&out, doc, "")
+	out.WriteByte('\n')
+	return WriteFileAtomic(path, out.Bytes(), mode)
+}
+
+// CreateWithPermissions writes a new .pml.json holding just these
+// permissions, unless the file exists already (then it does nothing).
+func CreateWithPermissions(path string, allow, ask, deny []string) error {
+	editMu.Lock()
+	defer editMu.Unlock()
+	unlock, err := lockFile(filepath.Join(filepath.Dir(path), ".pml", "config.lock"))
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if _, err := os.Stat(path); err == nil {
+		return nil
+	}
+	list := func(l []string) []any {
+		out := []any{}
+		for _, s := range l {
+			out = append(out, s)
+		}
+		return out
+	}
+	perms := &object{}
+	perms.set("allow", list(allow))
+	perms.set("ask", list(ask))
+	perms.set("deny", list(deny))
+	doc := &object{}
+	doc.set("permissions", perms)
+	var out bytes.Buffer
+	writeOrdered(&out, doc, "")
+	out.WriteByte('\n')
+	return WriteFileAtomic(path, out.Bytes(), 0o644)
+}
+
+// WriteFileAtomic writes data to a temporary file beside path and renames
+// it over path, so readers see the old or the new file, never a part.
+func WriteFileAtomic(path string, data []byte, mode os.FileMode) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("cannot write %s: %w", path, err)
+	}
+	name := tmp.Name()
+	ok := false
+	defer func() {
+		if !ok {
+			os.Remove(name)
+		}
+	}()
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("cannot write %s: %w", path, err)
+	}
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		return fmt.Errorf("cannot write %s: %w", path, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("cannot write %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("cannot write %s: %w", path, err)
+	}
+	if err := os.Rename(name, path); err != nil {
+		return fmt.Errorf("cannot write %s: %w", path, err)
+	}
+	ok = true
+	return nil
+}
+
+func lockFile(path string) (func(), error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("cannot lock %s: %w", path, err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("cannot lock %s: %w", path, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cannot lock %s: %w", path, err)
+	}
+	return func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
+}
+
+// object is a JSON object that remembers its key order.
+type object struct {
+	keys []string
+	vals map[string]any
+}
+
+func (o *object) get(k string) (any, bool) {
+	v, ok := o.vals[k]
+	return v, ok
+}
+
+func (o *object) set(k string, v any) {
+	if o.vals == nil {
+		o.vals = map[string]any{}
+	}
+	if _, ok := o.vals[k]; !ok {
+		o.keys = append(o.keys, k)
+	}
+	o.vals[k] = v
+}
+
+func (o *object) childObject(k string) (*object, error) {
+	v, ok := o.get(k)
+	if !ok || v == nil {
+		c := &object{}
+		o.set(k, c)
+		return c, nil
+	}
+	c, ok := v.(*object)
+	if !ok {
+		return nil, errors.New("must be an object")
+	}
+	return c, nil
+}
+
+// parseOrdered decodes JSON keeping object key order and numbers as
+// written.
+func parseOrdered(data []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	v, err := parseValue(dec)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("unexpected data after the top-level value")
+	}
+	return v, nil
+}
+
+func parseValue(dec *json.Decoder) (any, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	switch t := tok.(type) {
+	case json.Delim:
+		switch t {
+		case '{':
+			o := &object{vals: map[string]any{}}
+			for dec.More() {
+				kt, err := dec.Token()
+				if err != nil {
+					return nil, err
+				}
+				k, _ := kt.(string)
+				v, err := parseValue(dec)
+				if err != nil {
+					return nil, err
+				}
+				o.set(k, v)
+			}
+			_, err := dec.Token() // '}'
+			return o, err
+		case '[':
+			list := []any{}
+			for dec.More() {
+				v, err := parseValue(dec)
+				if err != nil {
+					return nil, err
+				}
+				list = append(list, v)
+			}
+			_, err := dec.Token() // ']'
+			return list, err
+		}
+		return nil, fmt.Errorf("unexpected %v", t)
+	default:
+		return t, nil
+	}
+}
+
+func writeOrdered(w *bytes.Buffer, v any, indent string) {
+	const step = "  "
+	switch t := v.(type) {
+	case *object:
+		if len(t.keys) == 0 {
+			w.WriteString("{}")
+			return
+		}
+		w.WriteString("{\n")
+		for i, k := range t.keys {
+			w.WriteString(indent + step)
+			writeString(w, k)
+			w.WriteString(": ")
+			writeOrdered(w, t.vals[k], indent+step)
+			if i < len(t.keys)-1 {
+				w.WriteByte(',')
+			}
+			w.WriteByte('\n')
+		}
+		w.WriteString(indent + "}")
+	case []any:
+		if len(t) == 0 {
+			w.WriteString("[]")
+			return
+		}
+		w.WriteString("[\n")
+		for i, e := range t {
+			w.WriteString(indent + step)
+			writeOrdered(w, e, indent+step)
+			if i < len(t)-1 {
+				w.WriteByte(',')
+			}
+			w.WriteByte('\n')
+		}
+		w.WriteString(indent + "]")
+	case string:
+		writeString(w, t)
+	case json.Number:
+		w.WriteString(t.String())
+	case bool:
+		fmt.Fprint(w, t)
+	case nil:
+		w.WriteString("null")
+	default:
+		b, _ := json.Marshal(t)
+		w.Write(b)
+	}
+}
+
+func writeString(w *bytes.Buffer, s string) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s)
+	w.Write(bytes.TrimRight(b.Bytes(), "\n"))
+}

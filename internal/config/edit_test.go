@@ -1,0 +1,123 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+func TestAddAllowKeepsEverythingElse(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, FileName)
+	orig := `{
+  "zeta": {"keep": [1, 2.50, true, null]},
+  "permissions": {
+    "ask": ["shell:*"],
+    "allow": ["filesystem:read_file"]
+  },
+  "alpha": "<&>"
+}
+`
+	if err := os.WriteFile(path, []byte(orig), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if err := AddAllow(path, "shell:exec"); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(path)
+	want := `{
+  "zeta": {
+    "keep": [
+      1,
+      2.50,
+      true,
+      null
+    ]
+  },
+  "permissions": {
+    "ask": [
+      "shell:*"
+    ],
+    "allow": [
+      "filesystem:read_file",
+      "shell:exec"
+    ]
+  },
+  "alpha": "<&>"
+}
+`
+	if string(got) != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	if st, _ := os.Stat(path); st.Mode().Perm() != 0o640 {
+		t.Errorf("mode changed to %v", st.Mode().Perm())
+	}
+	// Idempotent.
+	if err := AddAllow(path, "shell:exec"); err != nil {
+		t.Fatal(err)
+	}
+	again, _ := os.ReadFile(path)
+	if string(again) != want {
+		t.Error("adding twice changed the file")
+	}
+	cfg, err := Load(dir, noEnv)
+	if err != nil || len(cfg.Permissions.Allow) != 2 {
+		t.Errorf("reload: %+v %v", cfg, err)
+	}
+}
+
+func TestAddAllowCreatesWhatIsMissing(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	if err := AddAllow(path, "git:status"); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(path)
+	if string(got) != "{\n  \"permissions\": {\n    \"allow\": [\n      \"git:status\"\n    ]\n  }\n}\n" {
+		t.Errorf("got %q", got)
+	}
+}
+
+func TestAddAllowRefusesToGuessAndChangesNothing(t *testing.T) {
+	for name, doc := range map[string]string{
+		"invalid JSON":              `{"permissions": `,
+		"permissions not an object": `{"permissions": []}`,
+		"allow not a list":          `{"permissions": {"allow": "x"}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), FileName)
+			os.WriteFile(path, []byte(doc), 0o644)
+			if err := AddAllow(path, "a:b"); err == nil || !strings.Contains(err.Error(), path) {
+				t.Errorf("err = %v", err)
+			}
+			if got, _ := os.ReadFile(path); string(got) != doc {
+				t.Errorf("file changed to %q", got)
+			}
+		})
+	}
+}
+
+func TestConcurrentAddAllowLosesNothing(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	os.WriteFile(path, []byte(`{"other": 1}`), 0o644)
+	var wg sync.WaitGroup
+	for i := 0; i < 20; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			if err := AddAllow(path, fmt.Sprintf("tool:n%d", i)); err != nil {
+				t.Error(err)
+			}
+		}(i)
+	}
+	wg.Wait()
+	cfg, err := Load(filepath.Dir(path), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Permissions.Allow) != 20 {
+		t.Errorf("%d of 20 tools persisted: %v", len(cfg.Permissions.Allow), cfg.Permissions.Allow)
+	}
+}

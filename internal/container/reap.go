@@ -1,0 +1,40 @@
+package container
+
+import (
+	"context"
+	"fmt"
+)
+
+// Reap removes containers created by pml processes on this host that are no
+// longer running (a broker killed with SIGKILL cannot clean up after
+// itself). Containers of live owners, of other hosts, or without complete
+// owner labels are left alone. It returns how many it removed.
+func Reap(ctx context.Context, rt Runtime, self Owner) (int, error) {
+	list, err := rt.ListManaged(ctx)
+	if err != nil {
+		return 0, err
+	}
+	removed := 0
+	var firstErr error
+	for _, c := range list {
+		o, ok := OwnerFromLabels(c.Labels)
+		if !ok || o.Host != self.Host || o == self || o.Alive() {
+			continue
+		}
+		if err := rt.RemoveContainer(ctx, c.ID); err != nil {
+			if firstErr == nil {
+				firstErr = fmt.Errorf("removing orphaned container %s: %w", short(c.ID), err)
+			}
+			continue
+		}
+		removed++
+	}
+	return removed, firstErr
+}
+
+func short(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}

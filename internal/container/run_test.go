@@ -1,0 +1,93 @@
+package container
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestRunCollectsOutputAndRemovesTheContainer(t *testing.T) {
+	rt := &fakeRuntime{behave: func(in io.Reader, out, errw io.Writer, _ <-chan struct{}) int {
+		b, _ := io.ReadAll(in)
+		io.WriteString(out, "got:"+string(b))
+		io.WriteString(errw, "warn")
+		return 7
+	}}
+	res, err := Run(context.Background(), rt, Spec{}, []byte("ping"), 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(res.Stdout) != "got:ping" || string(res.Stderr) != "warn" || res.Exit.Code != 7 || res.Truncated || res.TimedOut {
+		t.Errorf("res = %+v", res)
+	}
+	if len(rt.removed) != 1 {
+		t.Errorf("removed = %v", rt.removed)
+	}
+}
+
+func TestRunKillsAtTheDeadline(t *testing.T) {
+	rt := &fakeRuntime{behave: func(_ io.Reader, out, _ io.Writer, killed <-chan struct{}) int {
+		io.WriteString(out, "partial")
+		<-killed
+		return 137
+	}}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	res, err := Run(ctx, rt, Spec{}, nil, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.TimedOut || res.Cancelled || string(res.Stdout) != "partial" || len(rt.removed) != 1 {
+		t.Errorf("res = %+v removed=%v", res, rt.removed)
+	}
+}
+
+func TestRunReportsACancellation(t *testing.T) {
+	rt := &fakeRuntime{behave: func(_ io.Reader, _, _ io.Writer, killed <-chan struct{}) int { <-killed; return 137 }}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(20*time.Millisecond, cancel)
+	res, _ := Run(ctx, rt, Spec{}, nil, 1<<20)
+	if !res.Cancelled || res.TimedOut {
+		t.Errorf("res = %+v", res)
+	}
+}
+
+func TestRunCapsOutputAndStopsTheProcess(t *testing.T) {
+	rt := &fakeRuntime{behave: func(_ io.Reader, out, _ io.Writer, killed <-chan struct{}) int {
+		chunk := bytes.Repeat([]byte("x"), 1000)
+		for {
+			select {
+			case <-killed:
+				return 137
+			default:
+				out.Write(chunk)
+			}
+		}
+	}}
+	res, err := Run(context.Background(), rt, Spec{}, nil, 10_500)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Truncated || len(res.Stdout) != 10_500 || strings.Trim(string(res.Stdout), "x") != "" {
+		t.Errorf("truncated=%v len=%d", res.Truncated, len(res.Stdout))
+	}
+}
+
+func TestReapRemovesOnlyOrphansOfThisHost(t *testing.T) {
+	self := Self()
+	dead := Owner{PID: self.PID, Start: self.Start + 1, Host: self.Host} // reused pid
+	otherHost := Owner{PID: 1, Start: 1, Host: self.Host + "-elsewhere"}
+	rt := &fakeRuntime{managed: []Managed{
+		{ID: "mine-live", Labels: self.Labels()},
+		{ID: "orphan", Labels: dead.Labels()},
+		{ID: "other-host", Labels: otherHost.Labels()},
+		{ID: "unlabelled", Labels: map[string]string{LabelManaged: "true"}},
+	}}
+	n, err := Reap(context.Background(), rt, self)
+	if err != nil || n != 1 || len(rt.removed) != 1 || rt.removed[0] != "orphan" {
+		t.Errorf("n=%d err=%v removed=%v", n, err, rt.removed)
+	}
+}

@@ -1,0 +1,349 @@
+// Package docker implements container.Runtime with the Docker Engine API.
+//
+// It negotiates the API version, so it works with Engine 20.10 (API 1.41,
+// what Debian ships) and newer, and it honours DOCKER_HOST.
+package docker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/docker/docker/api/types"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/api/types/mount"
+	"github.com/docker/docker/client"
+	"github.com/docker/docker/errdefs"
+	"github.com/docker/docker/pkg/stdcopy"
+
+	pmlc "github.com/pml-dev/pml/internal/container"
+)
+
+// Runtime is the Docker implementation of container.Runtime.
+type Runtime struct {
+	cli *client.Client
+
+	seccompOnce sync.Once
+	seccomp     bool
+}
+
+// New connects to the daemon named by the environment (DOCKER_HOST,
+// DOCKER_CERT_PATH, ...). It does not contact the daemon yet.
+func New() (*Runtime, error) {
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		return nil, fmt.Errorf("docker client: %w", err)
+	}
+	return &Runtime{cli: cli}, nil
+}
+
+// Close releases the client's connections.
+func (r *Runtime) Close() error { return r.cli.Close() }
+
+// wrap turns connection failures into container.ErrUnavailable with a hint.
+func wrap(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if client.IsErrConnectionFailed(err) || isDialError(err) {
+		return fmt.Errorf("%s: %w: the Docker daemon does not answer (%v); start it (make docker, or `sudo systemctl start docker`) or set DOCKER_HOST", op, pmlc.ErrUnavailable, err)
+	}
+	if errdefs.IsNotFound(err) && strings.Contains(err.Error(), "image") {
+		return fmt.Errorf("%s: %w: %v", op, pmlc.ErrImageMissing, err)
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+func isDialError(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) || errors.Is(err, os.ErrNotExist)
+}
+
+// Start creates, attaches (before start) and starts a container.
+func (r *Runtime) Start(ctx context.Context, spec pmlc.Spec, streams pmlc.Streams) (pmlc.Process, error) {
+	cfg, host, err := r.translate(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	name := "pml-" + randomHex(6)
+	created, err := r.cli.ContainerCreate(ctx, cfg, host, nil, nil, name)
+	if err != nil {
+		return nil, wrap("creating container from "+spec.Image, err)
+	}
+	p := &process{r: r, id: created.ID}
+	att, err := r.cli.ContainerAttach(ctx, created.ID, container.AttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
+	if err != nil {
+		_ = p.Remove(context.Background())
+		return nil, wrap("attaching to container", err)
+	}
+	p.att = att
+	stdout, stderr := streams.Stdout, streams.Stderr
+	if stdout == nil {
+		stdout = io.Discard
+	}
+	if stderr == nil {
+		stderr = io.Discard
+	}
+	p.copied = make(chan struct{})
+	go func() {
+		// Without a TTY the attach stream is multiplexed with 8-byte frame
+		// headers; stdcopy splits it.
+		_, _ = stdcopy.StdCopy(stdout, stderr, att.Reader)
+		close(p.copied)
+	}()
+	if err := r.cli.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
+		att.Close()
+		_ = p.Remove(context.Background())
+		return nil, wrap("starting container", err)
+	}
+	return p, nil
+}
+
+func (r *Runtime) translate(ctx context.Context, spec pmlc.Spec) (*container.Config, *container.HostConfig, error) {
+	pol := spec.Policy
+	if err := pol.Validate(); err != nil {
+		return nil, nil, err
+	}
+	if spec.User == "" {
+		// An empty user means the image default, often root: never.
+		return nil, nil, fmt.Errorf("container spec has no user: refusing to run as the image default (often root)")
+	}
+	labels := map[string]string{}
+	for k, v := range spec.Labels {
+		labels[k] = v
+	}
+	cfg := &container.Config{
+		Image:        spec.Image,
+		Entrypoint:   spec.Entrypoint,
+		Cmd:          spec.Cmd,
+		Env:          spec.Env,
+		WorkingDir:   spec.WorkingDir,
+		User:         spec.User,
+		Labels:       labels,
+		AttachStdin:  true,
+		AttachStdout: true,
+		AttachStderr: true,
+		OpenStdin:    true,
+		StdinOnce:    true,
+		// No network means no hostname lookups either; keep it fixed.
+		Hostname:        "pml-sandbox",
+		NetworkDisabled: pol.Network == "none",
+	}
+	mem, _ := pol.Resources.MemoryBytes()
+	pids := pol.Resources.Pids
+	host := &container.HostConfig{
+		NetworkMode:    container.NetworkMode(pol.Network),
+		ReadonlyRootfs: pol.ReadOnlyRootfs,
+		Tmpfs:          pol.Tmpfs,
+		CapDrop:        []string{"ALL"},
+		CapAdd:         pol.AddedCapabilities(),
+		// Output reaches pml through the attach stream; a log driver would
+		// only copy it to the daemon's disk.
+		LogConfig: container.LogConfig{Type: "none"},
+		Resources: container.Resources{
+			Memory:     mem,
+			MemorySwap: mem, // no swap beyond the memory limit
+			NanoCPUs:   int64(pol.Resources.CPUs * 1e9),
+			PidsLimit:  &pids,
+		},
+	}
+	if pol.NoNewPrivileges {
+		host.SecurityOpt = append(host.SecurityOpt, "no-new-privileges:true")
+	}
+	if pol.Seccomp != nil {
+		if !r.SeccompSupported(ctx) {
+			return nil, nil, fmt.Errorf("the policy sets a seccomp profile but the Docker daemon has no seccomp support (see pml doctor)")
+		}
+		js, err := json.Marshal(pol.Seccomp)
+		if err != nil {
+			return nil, nil, fmt.Errorf("encoding seccomp profile: %w", err)
+		}
+		host.SecurityOpt = append(host.SecurityOpt, "seccomp="+string(js))
+	}
+	for _, m := range spec.Mounts {
+		host.Mounts = append(host.Mounts, mount.Mount{
+			Type:        mount.TypeBind,
+			Source:      m.Source,
+			Target:      m.Target,
+			ReadOnly:    m.ReadOnly,
+			BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate},
+		})
+	}
+	return cfg, host, nil
+}
+
+// SeccompSupported reports whether the daemon applies seccomp profiles.
+func (r *Runtime) SeccompSupported(ctx context.Context) bool {
+	r.seccompOnce.Do(func() {
+		info, err := r.cli.Info(ctx)
+		if err != nil {
+			return
+		}
+		for _, o := range info.SecurityOptions {
+			if strings.Contains(o, "name=seccomp") {
+				r.seccomp = true
+			}
+		}
+	})
+	return r.seccomp
+}
+
+// ImageExists reports whether ref is present locally.
+func (r *Runtime) ImageExists(ctx context.Context, ref string) (bool, error) {
+	_, err := r.cli.ImageInspect(ctx, ref)
+	if err == nil {
+		return true, nil
+	}
+	if errdefs.IsNotFound(err) {
+		return false, nil
+	}
+	return false, wrap("inspecting image "+ref, err)
+}
+
+// ImportImage creates ref from a rootfs tarball.
+func (r *Runtime) ImportImage(ctx context.Context, ref string, rootfs io.Reader, changes []string) error {
+	rc, err := r.cli.ImageImport(ctx, image.ImportSource{Source: rootfs, SourceName: "-"}, ref, image.ImportOptions{Changes: changes})
+	if err != nil {
+		return wrap("importing image "+ref, err)
+	}
+	defer rc.Close()
+	// The daemon reports errors inside the JSON message stream.
+	dec := json.NewDecoder(rc)
+	for {
+		var msg struct {
+			Error string `json:"error"`
+		}
+		if err := dec.Decode(&msg); err == io.EOF {
+			return nil
+		} else if err != nil {
+			return fmt.Errorf("importing image %s: reading daemon answer: %w", ref, err)
+		}
+		if msg.Error != "" {
+			return fmt.Errorf("importing image %s: %s", ref, msg.Error)
+		}
+	}
+}
+
+// ListManaged lists containers labelled pml.managed=true, running or not.
+func (r *Runtime) ListManaged(ctx context.Context) ([]pmlc.Managed, error) {
+	list, err := r.cli.ContainerList(ctx, container.ListOptions{
+		All:     true,
+		Filters: filters.NewArgs(filters.Arg("label", pmlc.LabelManaged+"=true")),
+	})
+	if err != nil {
+		return nil, wrap("listing containers", err)
+	}
+	out := make([]pmlc.Managed, 0, len(list))
+	for _, c := range list {
+		out = append(out, pmlc.Managed{ID: c.ID, Labels: c.Labels})
+	}
+	return out, nil
+}
+
+// RemoveContainer force-removes id; a container already gone is not an error.
+func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
+	err := r.cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true})
+	if err == nil || errdefs.IsNotFound(err) || (errdefs.IsConflict(err) && strings.Contains(err.Error(), "already in progress")) {
+		return nil
+	}
+	return wrap("removing container", err)
+}
+
+// Info describes the daemon.
+func (r *Runtime) Info(ctx context.Context) (pmlc.Info, error) {
+	v, err := r.cli.ServerVersion(ctx)
+	if err != nil {
+		return pmlc.Info{}, wrap("contacting the Docker daemon", err)
+	}
+	host := r.cli.DaemonHost()
+	return pmlc.Info{
+		Name:             "docker",
+		ServerVersion:    v.Version,
+		APIVersion:       r.cli.ClientVersion(),
+		Endpoint:         host,
+		Remote:           !strings.HasPrefix(host, "unix://") && !strings.HasPrefix(host, "npipe://"),
+		SeccompSupported: r.SeccompSupported(ctx),
+		OS:               v.Os,
+	}, nil
+}
+
+type process struct {
+	r      *Runtime
+	id     string
+	att    types.HijackedResponse
+	copied chan struct{}
+
+	stdinOnce sync.Once
+	stdin     *stdinWriter
+}
+
+func (p *process) ID() string { return p.id }
+
+func (p *process) Stdin() io.WriteCloser {
+	p.stdinOnce.Do(func() {
+		p.stdin = &stdinWriter{p: p}
+	})
+	return p.stdin
+}
+
+func (p *process) Wait(ctx context.Context) (pmlc.Exit, error) {
+	okc, errc := p.r.cli.ContainerWait(ctx, p.id, container.WaitConditionNotRunning)
+	var exit pmlc.Exit
+	select {
+	case res := <-okc:
+		exit.Code = int(res.StatusCode)
+	case err := <-errc:
+		return exit, wrap("waiting for container", err)
+	case <-ctx.Done():
+		return exit, ctx.Err()
+	}
+	// All output is delivered once the attach stream ends.
+	select {
+	case <-p.copied:
+	case <-ctx.Done():
+		return exit, ctx.Err()
+	}
+	if ins, err := p.r.cli.ContainerInspect(ctx, p.id); err == nil && ins.State != nil {
+		exit.OOMKilled = ins.State.OOMKilled
+	}
+	return exit, nil
+}
+
+func (p *process) Kill(ctx context.Context) error {
+	err := p.r.cli.ContainerKill(ctx, p.id, "KILL")
+	if err == nil || errdefs.IsNotFound(err) || errdefs.IsConflict(err) {
+		return nil
+	}
+	return wrap("killing container", err)
+}
+
+func (p *process) Remove(ctx context.Context) error {
+	if p.att.Conn != nil {
+		defer p.att.Close()
+	}
+	return p.r.RemoveContainer(ctx, p.id)
+}
+
+// stdinWriter writes to the hijacked attach connection; Close half-closes
+// it so the process sees EOF while its output keeps flowing.
+type stdinWriter struct{ p *process }
+
+func (w *stdinWriter) Write(b []byte) (int, error) { return w.p.att.Conn.Write(b) }
+
+func (w *stdinWriter) Close() error { return w.p.att.CloseWrite() }
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,242 @@
+// Package jsonrpc guards pml's newline-delimited JSON-RPC streams.
+//
+// The MCP go-sdk ends a whole session on the first frame it cannot parse
+// (a malformed line, a missing "jsonrpc" tag). A client bug or a stray line
+// must not take every tool down, so pml reads its input through a Filter:
+// well-formed JSON-RPC 2.0 messages pass through unchanged; anything else
+// is answered with a JSON-RPC error on the output, and the session goes on.
+package jsonrpc
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"sync"
+)
+
+// MaxFrame is the default largest accepted frame (16 MiB).
+const MaxFrame = 16 << 20
+
+// Standard JSON-RPC error codes.
+const (
+	CodeParseError     = -32700
+	CodeInvalidRequest = -32600
+)
+
+// Output serialises whole lines from several writers onto one stream (the
+// SDK's answers and the filter's error replies), so lines never interleave.
+type Output struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+// NewOutput wraps w.
+func NewOutput(w io.Writer) *Output { return &Output{w: w} }
+
+// Writer returns a writer that buffers until a newline and then writes the
+// complete line at once. Close flushes a trailing partial line.
+func (o *Output) Writer() io.WriteCloser { return &lineWriter{o: o} }
+
+func (o *Output) writeLine(b []byte) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	_, err := o.w.Write(b)
+	return err
+}
+
+type lineWriter struct {
+	o   *Output
+	buf []byte
+}
+
+func (l *lineWriter) Write(p []byte) (int, error) {
+	l.buf = append(l.buf, p...)
+	for {
+		i := bytes.IndexByte(l.buf, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		if err := l.o.writeLine(l.buf[:i+1]); err != nil {
+			return 0, err
+		}
+		l.buf = l.buf[i+1:]
+	}
+}
+
+func (l *lineWriter) Close() error {
+	if len(l.buf) > 0 {
+		b := append(l.buf, '\n')
+		l.buf = nil
+		return l.o.writeLine(b)
+	}
+	return nil
+}
+
+// Rejection describes a frame the filter refused.
+type Rejection struct {
+	Code   int
+	Reason string
+	Size   int
+}
+
+// Filter is an io.ReadCloser over in that yields only well-formed
+// JSON-RPC 2.0 frames, one per line.
+type Filter struct {
+	in       *bufio.Reader
+	closer   io.Closer
+	out      *Output
+	max      int
+	onReject func(Rejection)
+	pending  []byte
+}
+
+// NewFilter reads frames from in; rejected frames are answered on out.
+// max ≤ 0 selects MaxFrame. onReject (may be nil) is told of each
+// rejection, for logging.
+func NewFilter(in io.ReadCloser, out *Output, max int, onReject func(Rejection)) *Filter {
+	if max <= 0 {
+		max = MaxFrame
+	}
+	return &Filter{in: bufio.NewReaderSize(in, 64<<10), closer: in, out: out, max: max, onReject: onReject}
+}
+
+// Close closes the underlying input.
+func (f *Filter) Close() error { return f.closer.Close() }
+
+// Read implements io.Reader.
+func (f *Filter) Read(p []byte) (int, error) {
+	for len(f.pending) == 0 {
+		line, tooBig, err := f.readLine()
+		if tooBig > 0 {
+			f.reject(nil, CodeInvalidRequest, fmt.Sprintf("message of %d bytes or more is larger than the %d-byte limit", tooBig, f.max), tooBig)
+		} else if len(bytes.TrimSpace(line)) > 0 {
+			if ok := f.check(line); ok {
+				f.pending = append(bytes.TrimRight(line, "\r\n"), '\n')
+			}
+		}
+		if err != nil {
+			if len(f.pending) > 0 {
+				break
+			}
+			return 0, err
+		}
+	}
+	n := copy(p, f.pending)
+	f.pending = f.pending[n:]
+	return n, nil
+}
+
+// readLine returns the next line. A line longer than max is discarded up
+// to its newline and reported through tooBig (its size so far).
+func (f *Filter) readLine() (line []byte, tooBig int, err error) {
+	var buf []byte
+	for {
+		chunk, err := f.in.ReadSlice('\n')
+		if tooBig == 0 {
+			if len(buf)+len(chunk) > f.max+2 { // allow the "\r\n"
+				tooBig = len(buf) + len(chunk)
+				buf = nil
+			} else {
+				buf = append(buf, chunk...)
+			}
+		} else {
+			tooBig += len(chunk)
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		return buf, tooBig, err
+	}
+}
+
+// check validates one frame, answering it with an error when it is not a
+// JSON-RPC 2.0 message.
+func (f *Filter) check(line []byte) bool {
+	var msg map[string]json.RawMessage
+	if err := json.Unmarshal(line, &msg); err != nil {
+		var probe any
+		if json.Unmarshal(line, &probe) == nil {
+			if _, isArray := probe.([]any); isArray {
+				f.reject(nil, CodeInvalidRequest, "JSON-RPC batches are not supported: send one message per line", len(line))
+				return false
+			}
+			f.reject(nil, CodeInvalidRequest, "a JSON-RPC message must be a JSON object", len(line))
+			return false
+		}
+		f.reject(nil, CodeParseError, "parse error: the line is not valid JSON", len(line))
+		return false
+	}
+	id := msg["id"]
+	if id != nil && !validID(id) {
+		f.reject(nil, CodeInvalidRequest, "\"id\" must be a string or an integer", len(line))
+		return false
+	}
+	var version string
+	if json.Unmarshal(msg["jsonrpc"], &version) != nil || version != "2.0" {
+		f.reject(id, CodeInvalidRequest, `"jsonrpc" must be "2.0"`, len(line))
+		return false
+	}
+	if m, ok := msg["method"]; ok {
+		var method string
+		if json.Unmarshal(m, &method) != nil || method == "" {
+			f.reject(id, CodeInvalidRequest, `"method" must be a non-empty string`, len(line))
+			return false
+		}
+		if p, ok := msg["params"]; ok {
+			t := bytes.TrimSpace(p)
+			if len(t) == 0 || (t[0] != '{' && t[0] != '[' && string(t) != "null") {
+				f.reject(id, CodeInvalidRequest, `"params" must be an object`, len(line))
+				return false
+			}
+		}
+		return true
+	}
+	_, hasResult := msg["result"]
+	_, hasError := msg["error"]
+	if id != nil && (hasResult || hasError) {
+		return true
+	}
+	f.reject(id, CodeInvalidRequest, `a message needs a "method" (request or notification) or a "result"/"error" with an "id" (response)`, len(line))
+	return false
+}
+
+func validID(id json.RawMessage) bool {
+	t := bytes.TrimSpace(id)
+	if len(t) == 0 {
+		return false
+	}
+	if t[0] == '"' {
+		var s string
+		return json.Unmarshal(t, &s) == nil
+	}
+	// Numeric ids must be integers: the SDK keeps them as int64, and a
+	// frame it cannot represent would end the session.
+	_, err := strconv.ParseInt(string(t), 10, 64)
+	return err == nil
+}
+
+func (f *Filter) reject(id json.RawMessage, code int, reason string, size int) {
+	if f.onReject != nil {
+		f.onReject(Rejection{Code: code, Reason: reason, Size: size})
+	}
+	// JSON-RPC answers an unusable frame with a null id.
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	resp, _ := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}{JSONRPC: "2.0", ID: id, Error: struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	}{code, reason}})
+	_ = f.out.writeLine(append(resp, '\n'))
+}
