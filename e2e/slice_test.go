@@ -203,7 +203,7 @@ func TestShellSeesOnlyLoopbackAndCannotReachTheHost(t *testing.T) {
 	if res.IsError || strings.Fields(sh.Stdout) == nil || strings.Join(strings.Fields(sh.Stdout), ",") != "lo" {
 		t.Errorf("interfaces inside the container = %q (want only lo); %s", sh.Stdout, out)
 	}
-	out, res = s.call(t, "shell:exec", map[string]any{"command": fmt.Sprintf("wget -q -T 3 -O- http://127.0.0.1:%d/", port)})
+	out, res = s.call(t, "shell:exec", map[string]any{"command": fmt.Sprintf("nc -w 3 127.0.0.1 %d </dev/null", port)})
 	structured(t, res, &sh)
 	if !res.IsError || sh.ExitCode == 0 {
 		t.Errorf("a dial to the host's loopback listener succeeded: %s", out)

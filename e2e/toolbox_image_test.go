@@ -26,7 +26,7 @@ func TestTheToolboxImageIsBuiltWhenMissing(t *testing.T) {
 		t.Fatalf("first call with no image: %q", out)
 	}
 	var created []string
-	for _, img := range toolboxImages(t) {
+	for img := range toolboxImages(t) {
 		if !before[img] {
 			created = append(created, img)
 		}

@@ -83,7 +83,7 @@ func runDemo(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	c := exec.CommandContext(ctx, exe, "stdio", "--log-level", "warn")
+	c := exec.CommandContext(ctx, exe, "stdio", "--log-level", "error")
 	c.Env = append(os.Environ(), "PML_WORKSPACE="+ws)
 	c.Stderr = os.Stderr
 
@@ -139,7 +139,7 @@ func runDemo(ctx context.Context, w io.Writer) error {
 		{"a read outside the workspace is refused before any container starts", "filesystem:read_file", map[string]any{"path": "/etc/passwd"}},
 		{"write a file (read-write mount for write tools)", "filesystem:write_file", map[string]any{"path": "notes/todo.txt", "content": "written by a container\n"}},
 		{"shell:exec in a container: who am I, which interfaces exist", "shell:exec", map[string]any{"command": "id; echo interfaces: $(ls /sys/class/net); ls -l " + ws}},
-		{fmt.Sprintf("shell:exec cannot reach a listener on the host's 127.0.0.1:%d", port), "shell:exec", map[string]any{"command": fmt.Sprintf("wget -q -T 2 -O- http://127.0.0.1:%d/ && echo REACHED || echo 'the dial failed: no route out of the container'", port)}},
+		{fmt.Sprintf("shell:exec cannot reach a listener on the host's 127.0.0.1:%d", port), "shell:exec", map[string]any{"command": fmt.Sprintf("nc -w 2 127.0.0.1 %d </dev/null && echo REACHED || echo 'the dial failed: the container has no route to the host'", port)}},
 	}
 	for _, s := range steps {
 		if err := call(s.title, s.tool, s.args); err != nil {
