@@ -1,0 +1,412 @@
+package broker
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/pml-dev/pml/internal/config"
+	"github.com/pml-dev/pml/internal/container"
+	"github.com/pml-dev/pml/internal/toolbox"
+)
+
+// inProcess is a container.Runtime that runs the toolbox agent in a
+// goroutine on the host: the broker's request path (permissions,
+// approvals, audit) is tested here without Docker; e2e/ covers the real
+// containers.
+type inProcess struct {
+	mu      sync.Mutex
+	started int
+}
+
+type inProcessProc struct {
+	stdinW *io.PipeWriter
+	done   chan struct{}
+}
+
+func (r *inProcess) Start(ctx context.Context, spec container.Spec, s container.Streams) (container.Process, error) {
+	r.mu.Lock()
+	r.started++
+	r.mu.Unlock()
+	pr, pw := io.Pipe()
+	p := &inProcessProc{stdinW: pw, done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		_ = toolbox.Serve(ctx, bufio.NewReader(pr), s.Stdout)
+		_, _ = io.Copy(io.Discard, pr)
+	}()
+	return p, nil
+}
+
+func (p *inProcessProc) ID() string            { return "in-process" }
+func (p *inProcessProc) Stdin() io.WriteCloser { return p.stdinW }
+func (p *inProcessProc) Wait(ctx context.Context) (container.Exit, error) {
+	select {
+	case <-p.done:
+		return container.Exit{}, nil
+	case <-ctx.Done():
+		return container.Exit{}, ctx.Err()
+	}
+}
+func (p *inProcessProc) Kill(context.Context) error {
+	return p.stdinW.CloseWithError(errors.New("killed"))
+}
+func (p *inProcessProc) Remove(context.Context) error { return nil }
+
+func (r *inProcess) ImageExists(context.Context, string) (bool, error) { return true, nil }
+func (r *inProcess) ImportImage(context.Context, string, io.Reader, []string) error {
+	return nil
+}
+func (r *inProcess) ListManaged(context.Context) ([]container.Managed, error) { return nil, nil }
+func (r *inProcess) RemoveContainer(context.Context, string) error            { return nil }
+func (r *inProcess) Info(context.Context) (container.Info, error) {
+	return container.Info{Name: "in-process"}, nil
+}
+func (r *inProcess) Close() error { return nil }
+
+func (r *inProcess) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.started
+}
+
+type fixture struct {
+	ws string
+	b  *Broker
+	rt *inProcess
+	wf *Workflows
+}
+
+func newFixture(t *testing.T, pmlJSON string) *fixture {
+	t.Helper()
+	ws, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pmlJSON != "" {
+		if err := os.WriteFile(filepath.Join(ws, ".pml.json"), []byte(pmlJSON), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(ws, "a.txt"), []byte("hello"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(ws, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe, _ := os.Executable()
+	rt := &inProcess{}
+	b, err := New(Options{Workspace: ws, Config: cfg, Runtime: rt, Exe: exe, Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close(time.Second) })
+	return &fixture{ws: ws, b: b, rt: rt, wf: NewWorkflows(cfg.HIL.Timeout)}
+}
+
+func (f *fixture) call(t *testing.T, tool string, args any) Result {
+	t.Helper()
+	raw, _ := json.Marshal(args)
+	return f.b.Call(context.Background(), Request{Tool: tool, Args: raw, Workflows: f.wf})
+}
+
+func approvalOf(t *testing.T, r Result) Approval {
+	t.Helper()
+	a, ok := r.Structured.(Approval)
+	if !ok || r.IsError {
+		t.Fatalf("expected approval_required, got %+v", r)
+	}
+	return a
+}
+
+func TestAskReturnsApprovalAndRunsNothing(t *testing.T) {
+	f := newFixture(t, "")
+	r := f.call(t, "filesystem:write_file", map[string]any{"path": "b.txt", "content": "x"})
+	a := approvalOf(t, r)
+	if !a.ApprovalRequired || a.ApprovalType != ApprovalToolPermission || a.Tool != "filesystem:write_file" ||
+		len(a.Options) != 3 || a.Arguments["path"] != "b.txt" || a.Description == "" || time.Until(a.ExpiresAt) < 4*time.Minute {
+		t.Fatalf("approval: %+v", a)
+	}
+	if len(a.WorkflowID) != 36 || a.WorkflowID[14] != '4' {
+		t.Fatalf("workflow id %q is not a UUID v4", a.WorkflowID)
+	}
+	if !strings.Contains(r.Text, a.WorkflowID) || !strings.Contains(r.Text, "continue_workflow") {
+		t.Fatalf("text does not explain how to answer: %s", r.Text)
+	}
+	if f.rt.count() != 0 {
+		t.Fatal("a container started for an unapproved call")
+	}
+	if _, err := os.Stat(filepath.Join(f.ws, "b.txt")); !os.IsNotExist(err) {
+		t.Fatal("the file was written")
+	}
+}
+
+func TestApproveRunsStoredArguments(t *testing.T) {
+	f := newFixture(t, "")
+	a := approvalOf(t, f.call(t, "filesystem:write_file", map[string]any{"path": "b.txt", "content": "stored"}))
+	// The resent arguments differ: the stored ones win.
+	r := f.call(t, "filesystem:write_file", map[string]any{"path": "evil.txt", "content": "changed",
+		"continue_workflow": map[string]any{"workflow_id": a.WorkflowID, "approved": true}})
+	if r.IsError {
+		t.Fatalf("approved call failed: %s", r.Text)
+	}
+	if b, _ := os.ReadFile(filepath.Join(f.ws, "b.txt")); string(b) != "stored" {
+		t.Fatalf("b.txt = %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(f.ws, "evil.txt")); !os.IsNotExist(err) {
+		t.Fatal("the resent arguments were used")
+	}
+	// Used once.
+	r = f.call(t, ContinueTool, map[string]any{"workflow_id": a.WorkflowID, "approved": true})
+	if !r.IsError || !strings.Contains(r.Text, "already answered") {
+		t.Fatalf("reuse: %+v", r)
+	}
+	if _, err := os.Stat(filepath.Join(f.ws, ".pml.json")); !os.IsNotExist(err) {
+		t.Fatal("a one-time approval wrote .pml.json")
+	}
+}
+
+func TestRejectDifferentToolUnknownExpired(t *testing.T) {
+	f := newFixture(t, "")
+	a := approvalOf(t, f.call(t, "filesystem:write_file", map[string]any{"path": "b.txt", "content": "x"}))
+	r := f.call(t, "filesystem:create_directory", map[string]any{"path": "d",
+		"continue_workflow": map[string]any{"workflow_id": a.WorkflowID, "approved": true}})
+	if !r.IsError || !strings.Contains(r.Text, "belongs to filesystem:write_file") {
+		t.Fatalf("different tool: %+v", r)
+	}
+	r = f.call(t, ContinueTool, map[string]any{"workflow_id": a.WorkflowID, "approved": false})
+	if !r.IsError || !strings.Contains(r.Text, "Rejected") {
+		t.Fatalf("reject: %+v", r)
+	}
+	for _, name := range []string{"b.txt", "d"} {
+		if _, err := os.Stat(filepath.Join(f.ws, name)); !os.IsNotExist(err) {
+			t.Fatalf("%s exists after a refusal", name)
+		}
+	}
+	r = f.call(t, ContinueTool, map[string]any{"workflow_id": "00000000-0000-4000-8000-000000000000", "approved": true})
+	if !r.IsError || !strings.Contains(r.Text, "unknown workflow") {
+		t.Fatalf("unknown: %+v", r)
+	}
+	r = f.call(t, ContinueTool, map[string]any{"approved": true})
+	if !r.IsError || !strings.Contains(r.Text, "continue_workflow must be") {
+		t.Fatalf("malformed continuation: %+v", r)
+	}
+
+	a = approvalOf(t, f.call(t, "filesystem:write_file", map[string]any{"path": "b.txt", "content": "x"}))
+	f.wf.now = func() time.Time { return time.Now().Add(6 * time.Minute) }
+	r = f.call(t, ContinueTool, map[string]any{"workflow_id": a.WorkflowID, "approved": true})
+	if !r.IsError || !strings.Contains(r.Text, "expired") {
+		t.Fatalf("expired: %+v", r)
+	}
+	if f.rt.count() != 0 {
+		t.Fatal("a refused continuation started a container")
+	}
+}
+
+func TestDenyNamesThePattern(t *testing.T) {
+	f := newFixture(t, `{"permissions": {"allow": ["*"], "deny": ["filesystem:write_*"]}}`)
+	r := f.call(t, "filesystem:write_file", map[string]any{"path": "b.txt", "content": "x"})
+	if !r.IsError || !strings.Contains(r.Text, `"filesystem:write_*"`) || !strings.Contains(r.Text, ".pml.json") {
+		t.Fatalf("deny: %+v", r)
+	}
+	r = f.call(t, "filesystem:read_file", map[string]any{"path": "a.txt"})
+	if r.IsError || r.Text != "hello" {
+		t.Fatalf("allowed read: %+v", r)
+	}
+}
+
+func TestAlwaysKeepsTheFileAndAppliesAtOnce(t *testing.T) {
+	orig := "{\n  \"zeta\": {\"keep\": [1, 2]},\n  \"permissions\": {\n    \"allow\": [\"filesystem:read_*\"],\n    \"ask\": [\"*\"]\n  },\n  \"unknown_key\": true\n}\n"
+	f := newFixture(t, orig)
+	a := approvalOf(t, f.call(t, "filesystem:write_file", map[string]any{"path": "b.txt", "content": "x"}))
+	r := f.call(t, ContinueTool, map[string]any{"workflow_id": a.WorkflowID, "approved": true, "always": true})
+	if r.IsError {
+		t.Fatal(r.Text)
+	}
+	data, _ := os.ReadFile(filepath.Join(f.ws, ".pml.json"))
+	var doc map[string]any
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	allow := doc["permissions"].(map[string]any)["allow"].([]any)
+	if len(allow) != 2 || allow[1] != "filesystem:write_file" || doc["unknown_key"] != true || doc["zeta"] == nil {
+		t.Fatalf(".pml.json after always:\n%s", data)
+	}
+	if !strings.HasPrefix(string(data), "{\n  \"zeta\"") {
+		t.Fatalf("key order or indentation changed:\n%s", data)
+	}
+	// The next call runs without asking.
+	r = f.call(t, "filesystem:write_file", map[string]any{"path": "c.txt", "content": "y"})
+	if r.IsError || r.Structured != nil {
+		t.Fatalf("after always: %+v", r)
+	}
+}
+
+func TestAlwaysThatCannotBeSavedDoesNotRun(t *testing.T) {
+	f := newFixture(t, `{"permissions": {"ask": ["*"]}}`)
+	a := approvalOf(t, f.call(t, "filesystem:write_file", map[string]any{"path": "b.txt", "content": "x"}))
+	// A file where pml's state directory belongs: the config lock cannot
+	// be taken, whatever the uid (root included).
+	if err := os.RemoveAll(filepath.Join(f.ws, ".pml")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(f.ws, ".pml"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(filepath.Join(f.ws, ".pml.json"))
+	r := f.call(t, ContinueTool, map[string]any{"workflow_id": a.WorkflowID, "approved": true, "always": true})
+	if !r.IsError || !strings.Contains(r.Text, "could not remember") || !strings.Contains(r.Text, "not run") {
+		t.Fatalf("unsaved always: %+v", r)
+	}
+	if f.rt.count() != 0 {
+		t.Fatal("the call ran although always was not saved")
+	}
+	if after, _ := os.ReadFile(filepath.Join(f.ws, ".pml.json")); string(after) != string(before) {
+		t.Fatalf(".pml.json changed:\n%s", after)
+	}
+	// The workflow can be answered again, once.
+	if err := os.Remove(filepath.Join(f.ws, ".pml")); err != nil {
+		t.Fatal(err)
+	}
+	r = f.call(t, ContinueTool, map[string]any{"workflow_id": a.WorkflowID, "approved": true})
+	if r.IsError || f.rt.count() != 1 {
+		t.Fatalf("second answer: %+v (containers %d)", r, f.rt.count())
+	}
+}
+
+// TestConcurrentAlwaysForTwentyTools answers 20 approvals for 20 different
+// tools at once; every name must end up in permissions.allow.
+func TestConcurrentAlwaysForTwentyTools(t *testing.T) {
+	f := newFixture(t, `{"permissions": {"allow": [], "ask": ["*"]}, "other": "kept"}`)
+	var names []string
+	for i := 0; i < 20; i++ {
+		def := toolbox.Filesystem[0]
+		def.Name = fmt.Sprintf("test:tool_%02d", i)
+		f.b.add(def, func(*Broker, context.Context, toolbox.Tool, map[string]any) Result { return Result{Text: "ran"} })
+		names = append(names, def.Name)
+	}
+	ids := make([]string, len(names))
+	for i, n := range names {
+		ids[i] = approvalOf(t, f.call(t, n, map[string]any{})).WorkflowID
+	}
+	var wg sync.WaitGroup
+	errs := make(chan string, len(names))
+	for i, n := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := f.call(t, n, map[string]any{"continue_workflow": map[string]any{"workflow_id": ids[i], "approved": true, "always": true}})
+			if r.IsError || r.Text != "ran" {
+				errs <- n + ": " + r.Text
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	cfg, err := config.Load(f.ws, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, a := range cfg.Permissions.Allow {
+		got[a] = true
+	}
+	for _, n := range names {
+		if !got[n] {
+			t.Errorf("%s missing from permissions.allow: %v", n, cfg.Permissions.Allow)
+		}
+	}
+	if cfg.Raw["other"] != "kept" {
+		t.Errorf("other key lost: %v", cfg.Raw)
+	}
+}
+
+func TestElicitation(t *testing.T) {
+	for _, c := range []struct {
+		choice  string
+		ok      bool
+		written bool
+		saved   bool
+	}{
+		{"continue", true, true, false},
+		{"always", true, true, true},
+		{"abort", true, false, false},
+		{"", false, false, false}, // declined: approval_required instead
+	} {
+		t.Run(c.choice, func(t *testing.T) {
+			f := newFixture(t, "")
+			var asked Approval
+			raw, _ := json.Marshal(map[string]any{"path": "b.txt", "content": "x"})
+			r := f.b.Call(context.Background(), Request{Tool: "filesystem:write_file", Args: raw, Workflows: f.wf,
+				Ask: func(_ context.Context, a Approval) (string, bool) { asked = a; return c.choice, c.ok }})
+			if asked.WorkflowID == "" {
+				t.Fatal("the human was not asked")
+			}
+			_, err := os.Stat(filepath.Join(f.ws, "b.txt"))
+			if (err == nil) != c.written {
+				t.Fatalf("written=%v, want %v (result %+v)", err == nil, c.written, r)
+			}
+			_, err = os.Stat(filepath.Join(f.ws, ".pml.json"))
+			if (err == nil) != c.saved {
+				t.Fatalf(".pml.json saved=%v, want %v", err == nil, c.saved)
+			}
+			if !c.ok {
+				if approvalOf(t, r).WorkflowID != asked.WorkflowID {
+					t.Fatal("the fallback approval has another workflow id")
+				}
+			}
+		})
+	}
+}
+
+func TestWorkflowStoreIsBounded(t *testing.T) {
+	w := NewWorkflows(time.Minute)
+	first := w.create(ApprovalToolPermission, "t", nil, "*")
+	for i := 0; i < MaxWorkflows; i++ {
+		w.create(ApprovalToolPermission, "t", nil, "*")
+	}
+	if _, err := w.take(first.id, "t"); !errors.Is(err, ErrWorkflowUnknown) {
+		t.Fatalf("oldest not evicted: %v", err)
+	}
+	if len(w.byID) != MaxWorkflows {
+		t.Fatalf("%d workflows kept", len(w.byID))
+	}
+}
+
+func TestAuditHasNoArgumentValues(t *testing.T) {
+	f := newFixture(t, `{"permissions": {"allow": ["filesystem:read_file"], "deny": ["shell:*"]}}`)
+	f.call(t, "filesystem:read_file", map[string]any{"path": "a.txt"})
+	f.call(t, "shell:exec", map[string]any{"command": "echo TOPSECRET"})
+	f.call(t, "filesystem:read_file", map[string]any{"path": "../TOPSECRET"})
+	data, err := os.ReadFile(filepath.Join(f.ws, ".pml", "audit.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(data), "TOPSECRET") || strings.Contains(string(data), "a.txt") {
+		t.Fatalf("argument values in the audit log:\n%s", data)
+	}
+	for _, want := range []string{`"allowed"`, `"denied"`, `"path_blocked"`} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("no %s line:\n%s", want, data)
+		}
+	}
+	st, _ := os.Stat(filepath.Join(f.ws, ".pml", "audit.jsonl"))
+	if st.Mode().Perm() != 0o600 {
+		t.Fatalf("audit mode %v", st.Mode().Perm())
+	}
+}
