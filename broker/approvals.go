@@ -105,6 +105,23 @@ func (w *Workflows) create(typ ApprovalType, tool string, args map[string]any, p
 func (w *Workflows) take(id, tool string) (*workflow, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	wf, err := w.check(id, tool)
+	if err != nil {
+		return wf, err
+	}
+	wf.resolved = true
+	return wf, nil
+}
+
+// peek returns a pending workflow without claiming it.
+func (w *Workflows) peek(id, tool string) (*workflow, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.check(id, tool)
+}
+
+// check finds an answerable workflow; w.mu is held.
+func (w *Workflows) check(id, tool string) (*workflow, error) {
 	wf, ok := w.byID[id]
 	switch {
 	case !ok:
@@ -117,7 +134,6 @@ func (w *Workflows) take(id, tool string) (*workflow, error) {
 	case tool != "" && tool != wf.tool:
 		return nil, fmt.Errorf("workflow %s belongs to %s, not %s: answer it with the same tool (or pml:continue_workflow)", id, wf.tool, tool)
 	}
-	wf.resolved = true
 	return wf, nil
 }
 

@@ -189,6 +189,17 @@ type Request struct {
 	// "continue", "always" or "abort", or ok=false when the client declined
 	// or did not answer: then the call returns approval_required instead.
 	Ask func(ctx context.Context, a Approval) (choice string, ok bool)
+	// Elicited, when set, is a person's answer to a workflow of this tool,
+	// given through the client's elicitation UI; Args are then ignored.
+	Elicited *Elicited
+}
+
+// Elicited is an answer from the client's elicitation UI.
+type Elicited struct {
+	WorkflowID string
+	// Choice is "continue", "always" or "abort"; "" when the person
+	// declined to answer there: the call then returns approval_required.
+	Choice string
 }
 
 // ContinueTool is the tool clients that cannot resend a call use to answer
@@ -226,6 +237,9 @@ func (b *Broker) Call(ctx context.Context, req Request) Result {
 	if !ok {
 		b.record(audit.Entry{Tool: name, Decision: audit.Failed, Reason: "no such tool"}, began)
 		return errorResult(fmt.Errorf("%w %q: tools/list shows the %d available tools", ErrNotFound, name, len(b.order)))
+	}
+	if req.Elicited != nil {
+		return b.elicited(ctx, req, name, began)
 	}
 	// The continuation argument is pml's, not the tool's: take it out
 	// before the tool sees its arguments.
@@ -291,6 +305,23 @@ func (b *Broker) continueWorkflow(ctx context.Context, req Request, c Continuati
 		return errorResult(err)
 	}
 	return b.answer(ctx, req.Workflows, wf, c.Approved, c.Always, began)
+}
+
+// elicited applies an answer given in the client's elicitation UI. A
+// declined elicitation leaves the workflow pending and returns the
+// approval_required result, so the question can still be answered with
+// continue_workflow.
+func (b *Broker) elicited(ctx context.Context, req Request, tool string, began time.Time) Result {
+	e := req.Elicited
+	if e.Choice == "" {
+		wf, err := req.Workflows.peek(e.WorkflowID, tool)
+		if err != nil {
+			return errorResult(err)
+		}
+		return approvalResult(b.approval(wf))
+	}
+	c := Continuation{WorkflowID: e.WorkflowID, Approved: e.Choice != "abort", Always: e.Choice == "always"}
+	return b.continueWorkflow(ctx, req, c, tool, began)
 }
 
 // answer runs (or aborts) a workflow that take has claimed.

@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"sync"
@@ -59,18 +58,93 @@ func NewMCPServer(b *Broker) *mcp.Server {
 		name := t.Name
 		s.AddTool(&mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema},
 			func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-				var args json.RawMessage
-				if req.Params != nil {
-					args = req.Params.Arguments
+				wfs := sess.workflows(req.Session)
+				p := req.Params
+				if p == nil {
+					p = &mcp.CallToolParamsRaw{}
 				}
-				r := Request{Tool: name, Args: args, Workflows: sess.workflows(req.Session), Ask: b.elicitor(req.Session)}
-				return toMCP(b.Call(ctx, r)), nil
+				if p.RequestState != "" {
+					// The client is back with the human's answer to the
+					// elicitation we returned as an input request.
+					return toMCP(b.Call(ctx, Request{Tool: name, Workflows: wfs, Elicited: elicitedAnswer(p)})), nil
+				}
+				r := Request{Tool: name, Args: p.Arguments, Workflows: wfs}
+				deferred := multiRoundTrip(req.Session)
+				if !deferred {
+					r.Ask = b.elicitor(req.Session)
+				}
+				res := b.Call(ctx, r)
+				if a, ok := res.Structured.(Approval); ok && deferred && !res.IsError {
+					return &mcp.CallToolResult{
+						InputRequests: mcp.InputRequestMap{approvalInput: elicitParams(a)},
+						RequestState:  a.WorkflowID,
+					}, nil
+				}
+				return toMCP(res), nil
 			})
 	}
 	return s
 }
 
-// elicitor asks through MCP elicitation when the client declared it; nil
+// approvalInput names pml's one input request in a multi round-trip
+// tool result.
+const approvalInput = "pml_approval"
+
+// multiRoundTrip reports whether the session's client can answer an
+// elicitation returned as an input request (protocol 2026-07-28 and later,
+// SEP-2322). On those versions a server may not send elicitation/create
+// while it serves a request, so pml returns the question in the result and
+// the client calls again with the answer; the server holds nothing open.
+func multiRoundTrip(ss *mcp.ServerSession) bool {
+	if ss == nil {
+		return false
+	}
+	p := ss.InitializeParams()
+	return p != nil && p.Capabilities != nil && p.Capabilities.Elicitation != nil && p.ProtocolVersion >= "2026-07-28"
+}
+
+// elicitParams asks a person to approve a (e.g. tool permission) workflow.
+func elicitParams(a Approval) *mcp.ElicitParams {
+	return &mcp.ElicitParams{
+		Message: a.Description + " (Continue runs it once, Always also adds it to permissions.allow in .pml.json, Abort does not run it.)",
+		RequestedSchema: map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"decision": map[string]any{
+					"type":        "string",
+					"title":       "Decision",
+					"enum":        []string{"continue", "always", "abort"},
+					"enumNames":   []string{"Continue", "Always", "Abort"},
+					"description": fmt.Sprintf("What to do with %s", a.Tool),
+				},
+			},
+			"required": []string{"decision"},
+		},
+	}
+}
+
+// decision reads the choice out of an elicitation result; "" when the
+// person declined, cancelled or answered something else.
+func decision(res *mcp.ElicitResult) string {
+	if res == nil || res.Action != "accept" {
+		return ""
+	}
+	choice, _ := res.Content["decision"].(string)
+	switch choice {
+	case "continue", "always", "abort":
+		return choice
+	}
+	return ""
+}
+
+// elicitedAnswer reads the answer a multi round-trip client sends back.
+func elicitedAnswer(p *mcp.CallToolParamsRaw) *Elicited {
+	res, _ := p.InputResponses[approvalInput].(*mcp.ElicitResult)
+	return &Elicited{WorkflowID: p.RequestState, Choice: decision(res)}
+}
+
+// elicitor asks through MCP elicitation (elicitation/create while the call
+// waits) when a client on an older protocol declared the capability; nil
 // otherwise (then the approval_required result asks).
 func (b *Broker) elicitor(ss *mcp.ServerSession) func(context.Context, Approval) (string, bool) {
 	if ss == nil {
@@ -89,31 +163,17 @@ func (b *Broker) elicitor(ss *mcp.ServerSession) func(context.Context, Approval)
 	return func(ctx context.Context, a Approval) (string, bool) {
 		ectx, cancel := context.WithTimeout(ctx, wait)
 		defer cancel()
-		res, err := ss.Elicit(ectx, &mcp.ElicitParams{
-			Message: a.Description + " (Continue runs it once, Always also adds it to permissions.allow in .pml.json, Abort does not run it.)",
-			RequestedSchema: map[string]any{
-				"type": "object",
-				"properties": map[string]any{
-					"decision": map[string]any{
-						"type":        "string",
-						"title":       "Decision",
-						"enum":        []string{"continue", "always", "abort"},
-						"enumNames":   []string{"Continue", "Always", "Abort"},
-						"description": fmt.Sprintf("What to do with %s", a.Tool),
-					},
-				},
-				"required": []string{"decision"},
-			},
-		})
-		if err != nil || res == nil || res.Action != "accept" {
+		res, err := ss.Elicit(ectx, elicitParams(a))
+		if err != nil {
+			b.log.Info().Err(err).Str("tool", a.Tool).Msg("elicitation failed; answering with approval_required")
 			return "", false
 		}
-		choice, _ := res.Content["decision"].(string)
-		switch choice {
-		case "continue", "always", "abort":
-			return choice, true
+		choice := decision(res)
+		if choice == "" {
+			b.log.Info().Str("tool", a.Tool).Msg("the user declined the elicitation; answering with approval_required")
+			return "", false
 		}
-		return "", false
+		return choice, true
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -91,13 +92,13 @@ func approvalFlows(t *testing.T, ws *workspace, c caller) {
 		}
 	})
 	t.Run("approve runs the stored call once", func(t *testing.T) {
-		a := askFor(t, c, "filesystem:write_file", map[string]any{"path": "a.txt", "content": "approved"})
+		a := askFor(t, c, "filesystem:write_file", map[string]any{"path": "a.txt", "content": "approved-content"})
 		// The stored arguments win over whatever is resent.
 		out, res := callC(t, c, "filesystem:write_file", map[string]any{"path": "evil.txt", "content": "x", "continue_workflow": cont(a.WorkflowID, true, false)})
 		if res.IsError {
 			t.Fatalf("approve: %q", out)
 		}
-		if b, _ := os.ReadFile(ws.path("a.txt")); string(b) != "approved" {
+		if b, _ := os.ReadFile(ws.path("a.txt")); string(b) != "approved-content" {
 			t.Errorf("a.txt = %q", b)
 		}
 		if _, err := os.Stat(ws.path("evil.txt")); err == nil {
@@ -132,7 +133,7 @@ func approvalFlows(t *testing.T, ws *workspace, c caller) {
 		}
 	})
 	t.Run("always persists the exact tool name and keeps the rest of .pml.json", func(t *testing.T) {
-		a := askFor(t, c, "filesystem:edit_file", map[string]any{"path": "a.txt", "edits": []any{map[string]any{"oldText": "approved", "newText": "edited"}}})
+		a := askFor(t, c, "filesystem:edit_file", map[string]any{"path": "a.txt", "edits": []any{map[string]any{"oldText": "approved-content", "newText": "edited"}}})
 		out, res := callC(t, c, "pml:continue_workflow", cont(a.WorkflowID, true, true))
 		if res.IsError {
 			t.Fatalf("%q", out)
@@ -218,53 +219,73 @@ func TestAnExpiredWorkflowRunsNothing(t *testing.T) {
 	}
 }
 
+// TestElicitation covers both ways a client answers through its own UI:
+// on protocol 2026-07-28 the question comes back as an input request and
+// the client calls again (multi round-trip, SEP-2322); on 2025-06-18 pml
+// sends elicitation/create while the call waits.
 func TestElicitation(t *testing.T) {
-	for _, c := range []struct {
-		name   string
-		answer *mcp.ElicitResult
-		ran    bool
-		asked  bool
-		always bool
-	}{
-		{"Always through elicitation runs and persists", &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "always"}}, true, false, true},
-		{"Continue through elicitation runs once", &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "continue"}}, true, false, false},
-		{"Abort through elicitation runs nothing", &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "abort"}}, false, false, false},
-		{"a declined elicitation falls back to approval_required", &mcp.ElicitResult{Action: "decline"}, false, true, false},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			ws := newWorkspace(t, askAll)
-			var asked sync.WaitGroup
-			asked.Add(1)
-			var once sync.Once
-			client := mcp.NewClient(&mcp.Implementation{Name: "elicit", Version: "1"}, &mcp.ClientOptions{
-				ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-					once.Do(asked.Done)
-					return c.answer, nil
-				},
+	for _, version := range []string{"2026-07-28", "2025-06-18"} {
+		for _, c := range []struct {
+			name   string
+			answer *mcp.ElicitResult
+			ran    bool
+			asked  bool
+			always bool
+		}{
+			{"always runs and persists", &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "always"}}, true, false, true},
+			{"continue runs once", &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "continue"}}, true, false, false},
+			{"abort runs nothing", &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "abort"}}, false, false, false},
+			{"decline falls back to approval_required", &mcp.ElicitResult{Action: "decline"}, false, true, false},
+		} {
+			t.Run(version+"/"+c.name, func(t *testing.T) {
+				ws := newWorkspace(t, askAll)
+				var asked atomic.Int32
+				client := mcp.NewClient(&mcp.Implementation{Name: "elicit", Version: "1"}, &mcp.ClientOptions{
+					ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+						asked.Add(1)
+						if !strings.Contains(req.Params.Message, "filesystem:write_file") {
+							t.Errorf("the question does not name the tool: %q", req.Params.Message)
+						}
+						return c.answer, nil
+					},
+				})
+				cmd := exec.Command(pmlBin, "stdio")
+				cmd.Env = append(os.Environ(), "PML_WORKSPACE="+ws.Dir)
+				cs, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: version})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer cs.Close()
+				if got := cs.InitializeResult().ProtocolVersion; got != version {
+					t.Fatalf("negotiated %s, want %s", got, version)
+				}
+				out, res := callC(t, cs, "filesystem:write_file", map[string]any{"path": "e.txt", "content": "elicited"})
+				if n := asked.Load(); n != 1 {
+					t.Fatalf("the person was asked %d times, want once (result %q)", n, out)
+				}
+				_, err = os.Stat(ws.path("e.txt"))
+				if ran := err == nil; ran != c.ran {
+					t.Errorf("ran = %v, want %v (%q)", ran, c.ran, out)
+				}
+				var a approval
+				structured(t, res, &a)
+				if a.ApprovalRequired != c.asked {
+					t.Errorf("approval_required = %v, want %v (%q)", a.ApprovalRequired, c.asked, out)
+				}
+				raw, _ := os.ReadFile(ws.path(".pml.json"))
+				if got := strings.Contains(string(raw), "filesystem:write_file"); got != c.always {
+					t.Errorf("persisted = %v, want %v", got, c.always)
+				}
+				if c.asked {
+					// The declined question is still answerable the
+					// stdio way.
+					out, _ = callC(t, cs, "pml:continue_workflow", map[string]any{"workflow_id": a.WorkflowID, "approved": true})
+					if b, err := os.ReadFile(ws.path("e.txt")); err != nil || string(b) != "elicited" {
+						t.Errorf("continuation after a declined elicitation: %q (file %q, %v)", out, b, err)
+					}
+				}
 			})
-			cmd := exec.Command(pmlBin, "stdio")
-			cmd.Env = append(os.Environ(), "PML_WORKSPACE="+ws.Dir)
-			cs, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cs.Close()
-			out, res := callC(t, cs, "filesystem:write_file", map[string]any{"path": "e.txt", "content": "elicited"})
-			asked.Wait()
-			_, err = os.Stat(ws.path("e.txt"))
-			if ran := err == nil; ran != c.ran {
-				t.Errorf("ran = %v, want %v (%q)", ran, c.ran, out)
-			}
-			var a approval
-			structured(t, res, &a)
-			if a.ApprovalRequired != c.asked {
-				t.Errorf("approval_required = %v, want %v", a.ApprovalRequired, c.asked)
-			}
-			raw, _ := os.ReadFile(ws.path(".pml.json"))
-			if got := strings.Contains(string(raw), "filesystem:write_file"); got != c.always {
-				t.Errorf("persisted = %v, want %v", got, c.always)
-			}
-		})
+		}
 	}
 }
 
@@ -401,7 +422,7 @@ func checkAudit(t *testing.T, ws *workspace) {
 			t.Errorf("no %q line in the audit log:\n%s", d, raw)
 		}
 	}
-	for _, secret := range []string{"approved\"", "edited", "evil.txt", "a.txt"} {
+	for _, secret := range []string{"approved-content", "edited", "evil.txt", "a.txt"} {
 		if strings.Contains(string(raw), secret) {
 			t.Errorf("the audit log contains an argument value %q", secret)
 		}
