@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -240,14 +241,22 @@ func TestShellReportsExitCodeAndStderr(t *testing.T) {
 func TestOutputIsCappedWithANote(t *testing.T) {
 	ws := newWorkspace(t, allowAll)
 	s := startSession(t, ws)
+	// 30 MB: more than the 10 MiB output cap, and more than an MCP client
+	// accepts in one message. The call must still answer, with a note.
 	out, res := s.call(t, "shell:exec", map[string]any{"command": "yes 0123456789abcdef | head -c 30000000"})
-	var sh struct {
-		Stdout    string
-		Truncated bool
+	if !strings.Contains(out, "output truncated") || len(out) > 11<<20 || len(out) < 1<<20 {
+		t.Errorf("30 MB of output: kept %d bytes of text, note present=%v", len(out), strings.Contains(out, "output truncated"))
 	}
-	structured(t, res, &sh)
-	if !sh.Truncated || len(sh.Stdout) > 10<<20 || len(sh.Stdout) < 1<<20 || !strings.Contains(out, "output truncated") {
-		t.Errorf("30 MB of output: truncated=%v, kept %d bytes", sh.Truncated, len(sh.Stdout))
+	if res.StructuredContent != nil {
+		var sh struct{ Truncated bool }
+		structured(t, res, &sh)
+		if !sh.Truncated {
+			t.Error("structured content does not say truncated")
+		}
+	}
+	// The session is still usable.
+	if out, res := s.call(t, "shell:exec", map[string]any{"command": "echo small"}); res.IsError || !strings.Contains(out, "small") {
+		t.Errorf("after a large result: %q", out)
 	}
 }
 
@@ -345,10 +354,12 @@ func TestLeftoversOfAKilledPMLAreReapedByTheNextStart(t *testing.T) {
 		_, _ = s.CallTool(context.Background(), &mcp.CallToolParams{Name: "shell:exec", Arguments: map[string]any{"command": "sleep 120"}})
 	}()
 	waitFor(t, "the container to run", 30*time.Second, func() bool { return len(containersOf(t, ws.Dir)) > 0 })
+	pid := s.cmd.Process.Pid
 	if err := s.cmd.Process.Kill(); err != nil { // SIGKILL: no cleanup possible
 		t.Fatal(err)
 	}
-	_ = s.cmd.Wait()
+	// The go-sdk transport reaps the process; wait until it is dead.
+	waitFor(t, "pml to die", 10*time.Second, func() bool { return !running(pid) })
 	time.Sleep(500 * time.Millisecond)
 	if n := len(containersOf(t, ws.Dir)); n == 0 {
 		t.Fatal("the container vanished with pml: the test proves nothing")
@@ -366,7 +377,9 @@ func TestPermissions(t *testing.T) {
 		t.Errorf("deny: %q", out)
 	}
 	out, res = s.call(t, "filesystem:write_file", map[string]any{"path": "a.txt", "content": "changed"})
-	if !res.IsError || !strings.Contains(out, "needs your approval") {
+	var a approval
+	structured(t, res, &a)
+	if res.IsError || !a.ApprovalRequired || !strings.Contains(out, "Approval required") {
 		t.Errorf("ask: %q", out)
 	}
 	if b, _ := os.ReadFile(ws.path("a.txt")); string(b) != "a" {
@@ -375,9 +388,14 @@ func TestPermissions(t *testing.T) {
 	if _, res := s.call(t, "filesystem:read_file", map[string]any{"path": "a.txt"}); res.IsError {
 		t.Error("allow: read_file refused")
 	}
-	out, res = s.call(t, "nosuch:tool", nil)
-	if !res.IsError || !strings.Contains(out, "no such tool") {
-		t.Errorf("unknown tool: %q", out)
+	// An unknown tool is a protocol error (MCP: invalid params), and the
+	// session goes on.
+	_, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: "nosuch:tool"})
+	if err == nil || !strings.Contains(err.Error(), `unknown tool "nosuch:tool"`) {
+		t.Errorf("unknown tool: %v", err)
+	}
+	if _, res := s.call(t, "filesystem:read_file", map[string]any{"path": "a.txt"}); res.IsError {
+		t.Error("the session broke after an unknown tool")
 	}
 }
 
@@ -388,8 +406,14 @@ func TestWithoutPmlJSONReadsAreAllowedAndWritesAsked(t *testing.T) {
 	if out, res := s.call(t, "filesystem:read_file", map[string]any{"path": "a.txt"}); res.IsError {
 		t.Errorf("read: %q", out)
 	}
-	if out, res := s.call(t, "shell:exec", map[string]any{"command": "true"}); !res.IsError || !strings.Contains(out, "needs your approval") {
+	out, res := s.call(t, "shell:exec", map[string]any{"command": "true"})
+	var a approval
+	structured(t, res, &a)
+	if res.IsError || !a.ApprovalRequired || a.Tool != "shell:exec" {
 		t.Errorf("shell without .pml.json: %q", out)
+	}
+	if _, err := os.Stat(ws.path(".pml.json")); err == nil {
+		t.Error("asking created .pml.json")
 	}
 }
 
@@ -400,4 +424,59 @@ func TestAnInvalidConfigIsAClearError(t *testing.T) {
 	if err == nil || !strings.Contains(string(out), ".pml.json") || !strings.Contains(string(out), "sandbox.pids") {
 		t.Errorf("pml stdio with a bad config: err=%v output=%q", err, out)
 	}
+}
+
+// TestAClientThatDisconnectsMidCallCancelsIt closes pml's stdin while a
+// call runs, as an editor does when it quits: pml must kill and remove
+// the call's container and exit on its own, without a signal.
+func TestAClientThatDisconnectsMidCallCancelsIt(t *testing.T) {
+	ws := newWorkspace(t, allowAll)
+	cmd := execPML(ws, "stdio")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	go func() { _, _ = io.Copy(io.Discard, stdout) }()
+	for _, line := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"quitter","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"shell:exec","arguments":{"command":"sleep 120"}}}`,
+	} {
+		if _, err := io.WriteString(stdin, line+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "the call's container to run", 30*time.Second, func() bool { return len(containersOf(t, ws.Dir)) > 0 })
+	stdin.Close()
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("pml did not exit cleanly after the client left: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("pml is still running 30 s after its client disconnected")
+	}
+	if n := len(containersOf(t, ws.Dir)); n != 0 {
+		t.Errorf("%d containers left after the client disconnected", n)
+	}
+}
+
+// running reports whether pid is alive and not a zombie.
+func running(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	return len(f) > 0 && f[0] != "Z"
 }
