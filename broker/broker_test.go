@@ -90,7 +90,7 @@ type fixture struct {
 	wf *Workflows
 }
 
-func newFixture(t *testing.T, pmlJSON string) *fixture {
+func newFixture(t testing.TB, pmlJSON string) *fixture {
 	t.Helper()
 	ws, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
@@ -432,4 +432,33 @@ func TestFitFrameKeepsResultsUnderTheLimit(t *testing.T) {
 	if len(b) > 4000 || !strings.HasSuffix(text, "message limit]") || !utf8.ValidString(text) {
 		t.Fatalf("cut result: %d bytes, valid=%v, %q", len(b), utf8.ValidString(text), text[len(text)-60:])
 	}
+}
+
+// FuzzCall sends arbitrary tool names and argument bytes down the request
+// path: it must never panic, never run an unapproved write, and always
+// answer with text.
+func FuzzCall(f *testing.F) {
+	for _, s := range [][2]string{
+		{"filesystem:read_file", `{"path":"a.txt"}`},
+		{"filesystem:read_file", `{"path":"../../etc/passwd"}`},
+		{"filesystem:write_file", `{"path":"x","content":"y"}`},
+		{"filesystem:write_file", `{"path":"x","content":"y","continue_workflow":{"workflow_id":"nope","approved":true}}`},
+		{"pml:continue_workflow", `{"workflow_id":"","approved":true}`},
+		{"filesystem:read_multiple_files", `{"paths":["a.txt",7,null]}`},
+		{"shell:exec", `[1,2]`},
+		{"", `null`},
+		{"filesystem:edit_file", `{"path":"a.txt","edits":[{"oldText":"h","newText":"j"}]}`},
+	} {
+		f.Add(s[0], []byte(s[1]))
+	}
+	fx := newFixture(f, `{"permissions": {"allow": ["filesystem:read_*", "filesystem:get_file_info"], "ask": ["*"]}}`)
+	f.Fuzz(func(t *testing.T, tool string, args []byte) {
+		r := fx.b.Call(context.Background(), Request{Tool: tool, Args: args, Workflows: fx.wf})
+		if r.Text == "" {
+			t.Fatalf("Call(%q, %q) answered without text: %+v", tool, args, r)
+		}
+		if b, _ := os.ReadFile(filepath.Join(fx.ws, "a.txt")); string(b) != "hello" {
+			t.Fatalf("Call(%q, %q) changed a.txt to %q", tool, args, b)
+		}
+	})
 }

@@ -219,6 +219,44 @@ func TestAnExpiredWorkflowRunsNothing(t *testing.T) {
 	}
 }
 
+// TestAnUnansweredElicitationFallsBack: a client on the older protocol
+// whose user never answers must not hold the call forever; after half of
+// hil.timeout the call returns approval_required.
+func TestAnUnansweredElicitationFallsBack(t *testing.T) {
+	ws := newWorkspace(t, `{"permissions": {"ask": ["*"]}, "hil": {"timeout": "4s"}}`)
+	release := make(chan struct{})
+	defer close(release)
+	client := mcp.NewClient(&mcp.Implementation{Name: "slow", Version: "1"}, &mcp.ClientOptions{
+		ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			select { // a person who walked away
+			case <-release:
+			case <-ctx.Done():
+			}
+			return &mcp.ElicitResult{Action: "cancel"}, nil
+		},
+	})
+	cmd := exec.Command(pmlBin, "stdio")
+	cmd.Env = append(os.Environ(), "PML_WORKSPACE="+ws.Dir)
+	cs, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-06-18"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	began := time.Now()
+	out, res := callC(t, cs, "filesystem:write_file", map[string]any{"path": "w.txt", "content": "x"})
+	var a approval
+	structured(t, res, &a)
+	if !a.ApprovalRequired {
+		t.Fatalf("no fallback after an unanswered elicitation: %q", out)
+	}
+	if waited := time.Since(began); waited > 30*time.Second {
+		t.Errorf("the call was held %v", waited)
+	}
+	if _, err := os.Stat(ws.path("w.txt")); err == nil {
+		t.Error("an unanswered question ran the call")
+	}
+}
+
 // TestElicitation covers both ways a client answers through its own UI:
 // on protocol 2026-07-28 the question comes back as an input request and
 // the client calls again (multi round-trip, SEP-2322); on 2025-06-18 pml

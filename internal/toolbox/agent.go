@@ -15,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/pml-dev/pml/internal/pathguard"
 )
 
 // MaxRead caps how much of one file is returned (10 MiB).
@@ -162,38 +164,11 @@ func (a *argReader) path(ws, name string) (string, error) {
 	return inside(ws, p)
 }
 
-// inside re-checks that p (absolute, or relative to ws) stays within ws
-// once cleaned and once its existing prefix is resolved.
+// inside re-checks a path with the same rules the broker applied
+// (pathguard), now against the filesystem the container sees: defence in
+// depth in case a path changed between the two checks.
 func inside(ws, p string) (string, error) {
-	if p == "" {
-		return "", errors.New("empty path")
-	}
-	if !filepath.IsAbs(p) {
-		p = filepath.Join(ws, p)
-	}
-	p = filepath.Clean(p)
-	if !within(ws, p) {
-		return "", fmt.Errorf("path %s is outside the workspace %s", p, ws)
-	}
-	existing := p
-	for {
-		if _, err := os.Lstat(existing); err == nil {
-			break
-		}
-		parent := filepath.Dir(existing)
-		if parent == existing {
-			break
-		}
-		existing = parent
-	}
-	if real, err := filepath.EvalSymlinks(existing); err == nil && !within(ws, real) {
-		return "", fmt.Errorf("path %s leads outside the workspace %s", p, ws)
-	}
-	return p, nil
-}
-
-func within(ws, p string) bool {
-	return p == ws || ws == "/" || strings.HasPrefix(p, ws+"/")
+	return pathguard.Resolve(ws, p)
 }
 
 // explain turns OS errors into sentences.
