@@ -20,12 +20,14 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 
 	"github.com/pml-dev/pml/images"
 	"github.com/pml-dev/pml/internal/audit"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/container"
+	"github.com/pml-dev/pml/internal/deps"
 	"github.com/pml-dev/pml/internal/toolbox"
 	"github.com/pml-dev/pml/policies"
 )
@@ -47,6 +49,9 @@ type Result struct {
 	IsError bool
 	// blocked: a path argument was refused (audited as path_blocked).
 	blocked bool
+	// upstream is a server tool's result as the server sent it (all its
+	// content blocks), passed on unchanged.
+	upstream *mcp.CallToolResult
 }
 
 // Options configure a Broker.
@@ -60,6 +65,9 @@ type Options struct {
 	// Owner labels every container (defaults to container.Self()).
 	Owner  *container.Owner
 	Logger zerolog.Logger
+	// ServerStartTimeout overrides how long a stdio server may take to
+	// start and initialize (tests).
+	ServerStartTimeout time.Duration
 }
 
 // Broker routes and executes tool calls. Safe for concurrent use.
@@ -78,6 +86,17 @@ type Broker struct {
 	audit   *audit.Log
 
 	mu sync.RWMutex // guards perms
+
+	// toolsMu guards tools, order and toolListeners: server tools are
+	// registered at run time.
+	toolsMu       sync.RWMutex
+	toolListeners []func(added []Tool, removed []string)
+
+	servers            map[string]*server
+	serverOrder        []string
+	deps               *deps.Store
+	toolsCache         *toolsCache
+	serverStartTimeout time.Duration
 
 	// base is cancelled by Close: every running call is cancelled with it,
 	// which kills its container; inflight lets Close wait for the cleanup.
@@ -123,6 +142,9 @@ func New(o Options) (*Broker, error) {
 		b.add(t, (*Broker).runToolbox)
 	}
 	b.add(shellTool, (*Broker).runShell)
+	b.toolsCache = &toolsCache{path: filepath.Join(o.Workspace, ".pml", "tools-cache.json")}
+	b.serverStartTimeout = o.ServerStartTimeout
+	b.setupServers()
 	return b, nil
 }
 
@@ -136,7 +158,7 @@ func (b *Broker) add(t toolbox.Tool, run func(*Broker, context.Context, toolbox.
 func (b *Broker) Close(timeout time.Duration) {
 	b.cancelBase()
 	done := make(chan struct{})
-	go func() { b.inflight.Wait(); close(done) }()
+	go func() { b.inflight.Wait(); b.closeServers(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(timeout):
@@ -156,6 +178,8 @@ func (b *Broker) Policy() policies.Policy { return b.policy }
 // Tools lists every tool, in a stable order, ending with
 // pml:continue_workflow.
 func (b *Broker) Tools() []Tool {
+	b.toolsMu.RLock()
+	defer b.toolsMu.RUnlock()
 	out := make([]Tool, 0, len(b.order)+1)
 	for _, n := range b.order {
 		d := b.tools[n].def
@@ -233,10 +257,13 @@ func (b *Broker) Call(ctx context.Context, req Request) Result {
 		}
 		return b.continueWorkflow(ctx, req, cont, "", began)
 	}
-	entry, ok := b.tools[name]
-	if !ok {
+	b.toolsMu.RLock()
+	_, known := b.tools[name]
+	b.toolsMu.RUnlock()
+	srv := b.serverOf(name)
+	if !known && srv == nil {
 		b.record(audit.Entry{Tool: name, Decision: audit.Failed, Reason: "no such tool"}, began)
-		return errorResult(fmt.Errorf("%w %q: tools/list shows the %d available tools", ErrNotFound, name, len(b.order)))
+		return errorResult(fmt.Errorf("%w %q: tools/list shows the available tools", ErrNotFound, name))
 	}
 	if req.Elicited != nil {
 		return b.elicited(ctx, req, name, began)
@@ -253,13 +280,20 @@ func (b *Broker) Call(ctx context.Context, req Request) Result {
 	}
 
 	decision, pattern := b.decide(name)
-	switch decision {
-	case Deny:
+	// A server that is not installed yet needs its install approved
+	// first, unless its tools are allowed outright.
+	needsInstall := srv != nil && !b.deps.Installed(srv.cfg)
+	switch {
+	case decision == Deny:
 		b.record(audit.Entry{Tool: name, Decision: audit.Denied, Pattern: pattern, ArgKeys: audit.Keys(args)}, began)
 		return errorResult(fmt.Errorf("%w: %s matches the deny pattern %q in %s; remove it from permissions.deny to use this tool", ErrDenied, name, pattern, b.permSource()))
-	case Ask:
-		wf := req.Workflows.create(ApprovalToolPermission, name, args, pattern)
-		approval := b.approval(wf)
+	case decision == Ask || needsInstall && decision != Allow:
+		typ := ApprovalToolPermission
+		if needsInstall {
+			typ = ApprovalDependency
+		}
+		wf := req.Workflows.create(typ, name, args, pattern)
+		approval := b.approvalFor(wf)
 		b.record(audit.Entry{Tool: name, Decision: audit.Asked, Pattern: pattern, WorkflowID: wf.id, ArgKeys: audit.Keys(args)}, began)
 		if req.Ask != nil {
 			if choice, ok := req.Ask(ctx, approval); ok {
@@ -271,7 +305,33 @@ func (b *Broker) Call(ctx context.Context, req Request) Result {
 		}
 		return approvalResult(approval)
 	}
-	return b.execute(ctx, entry, args, audit.Allowed, pattern, "", began)
+	return b.runTool(ctx, name, args, audit.Allowed, pattern, "", began)
+}
+
+// runTool installs what a server tool needs, finds the tool and executes it.
+func (b *Broker) runTool(ctx context.Context, name string, args map[string]any, decision, pattern, workflowID string, began time.Time) Result {
+	if srv := b.serverOf(name); srv != nil && !b.deps.Installed(srv.cfg) {
+		if err := b.install(ctx, srv); err != nil {
+			b.record(audit.Entry{Tool: name, Decision: audit.Failed, Pattern: pattern, WorkflowID: workflowID, Reason: "install failed", ArgKeys: audit.Keys(args)}, began)
+			return errorResult(err)
+		}
+	}
+	entry, err := b.lookup(ctx, name)
+	if err != nil {
+		b.record(audit.Entry{Tool: name, Decision: audit.Failed, Pattern: pattern, WorkflowID: workflowID, Reason: "no such tool", ArgKeys: audit.Keys(args)}, began)
+		return errorResult(err)
+	}
+	return b.execute(ctx, entry, args, decision, pattern, workflowID, began)
+}
+
+// approvalFor describes a workflow by its type.
+func (b *Broker) approvalFor(wf *workflow) Approval {
+	if wf.typ == ApprovalDependency {
+		if srv := b.serverOf(wf.tool); srv != nil && srv.cfg.Install != nil {
+			return b.dependencyApproval(wf, srv)
+		}
+	}
+	return b.approval(wf)
 }
 
 // execute runs an allowed call and records its outcome.
@@ -318,7 +378,7 @@ func (b *Broker) elicited(ctx context.Context, req Request, tool string, began t
 		if err != nil {
 			return errorResult(err)
 		}
-		return approvalResult(b.approval(wf))
+		return approvalResult(b.approvalFor(wf))
 	}
 	c := Continuation{WorkflowID: e.WorkflowID, Approved: e.Choice != "abort", Always: e.Choice == "always"}
 	return b.continueWorkflow(ctx, req, c, tool, began)
@@ -348,11 +408,7 @@ func (b *Broker) answer(ctx context.Context, wfs *Workflows, wf *workflow, appro
 		decision = audit.Always
 	}
 	wfs.finish(wf)
-	entry, ok := b.tools[wf.tool]
-	if !ok {
-		return errorResult(fmt.Errorf("%w %q", ErrNotFound, wf.tool))
-	}
-	return b.execute(ctx, entry, wf.args, decision, wf.pattern, wf.id, began)
+	return b.runTool(ctx, wf.tool, wf.args, decision, wf.pattern, wf.id, began)
 }
 
 // approval describes a workflow for the client.

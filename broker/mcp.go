@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -56,36 +57,107 @@ func NewMCPServer(b *Broker) *mcp.Server {
 		Capabilities: &mcp.ServerCapabilities{},
 	})
 	sess := &sessions{ttl: b.cfg.HIL.Timeout, m: map[*mcp.ServerSession]*Workflows{}}
-	for _, t := range b.Tools() {
-		name := t.Name
-		s.AddTool(&mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema},
-			func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-				wfs := sess.workflows(req.Session)
-				p := req.Params
-				if p == nil {
-					p = &mcp.CallToolParamsRaw{}
-				}
-				if p.RequestState != "" {
-					// The client is back with the human's answer to the
-					// elicitation we returned as an input request.
-					return toMCP(b.Call(ctx, Request{Tool: name, Workflows: wfs, Elicited: elicitedAnswer(p)})), nil
-				}
-				r := Request{Tool: name, Args: p.Arguments, Workflows: wfs}
-				deferred := multiRoundTrip(req.Session)
-				if !deferred {
-					r.Ask = b.elicitor(req.Session)
-				}
-				res := b.Call(ctx, r)
-				if a, ok := res.Structured.(Approval); ok && deferred && !res.IsError {
-					return &mcp.CallToolResult{
-						InputRequests: mcp.InputRequestMap{approvalInput: elicitParams(a)},
-						RequestState:  a.WorkflowID,
-					}, nil
-				}
-				return toMCP(res), nil
-			})
+	handler := func(name string) mcp.ToolHandler {
+		return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			wfs := sess.workflows(req.Session)
+			p := req.Params
+			if p == nil {
+				p = &mcp.CallToolParamsRaw{}
+			}
+			ctx = withCallInfo(ctx, callInfo{relay: &sessionRelay{ss: req.Session, log: b}, progressToken: p.GetProgressToken()})
+			if p.RequestState != "" {
+				// The client is back with the human's answer to the
+				// elicitation we returned as an input request.
+				return toMCP(b.Call(ctx, Request{Tool: name, Workflows: wfs, Elicited: elicitedAnswer(p)})), nil
+			}
+			r := Request{Tool: name, Args: p.Arguments, Workflows: wfs}
+			deferred := multiRoundTrip(req.Session)
+			if !deferred {
+				r.Ask = b.elicitor(req.Session)
+			}
+			res := b.Call(ctx, r)
+			if a, ok := res.Structured.(Approval); ok && deferred && !res.IsError {
+				return &mcp.CallToolResult{
+					InputRequests: mcp.InputRequestMap{approvalInput: elicitParams(a)},
+					RequestState:  a.WorkflowID,
+				}, nil
+			}
+			return toMCP(res), nil
+		}
 	}
+	add := func(t Tool) {
+		s.AddTool(&mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema}, handler(t.Name))
+	}
+	for _, t := range b.Tools() {
+		add(t)
+	}
+	// Tools of stdio servers appear at run time; the SDK tells clients
+	// with notifications/tools/list_changed.
+	b.OnToolsChanged(func(added []Tool, removed []string) {
+		if len(removed) > 0 {
+			s.RemoveTools(removed...)
+		}
+		for _, t := range added {
+			add(t)
+		}
+	})
+	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			switch method {
+			case "tools/list":
+				// The first list starts the configured servers (never
+				// initialize); later lists come from the cache.
+				b.LoadServers(ctx)
+			case "tools/call":
+				// A tool of a server whose tools are not registered yet
+				// (not installed, or not started) goes through the broker,
+				// which asks, installs and loads it.
+				if cr, ok := req.(*mcp.CallToolRequest); ok && cr.Params != nil && b.HasServer(cr.Params.Name) && !b.hasTool(cr.Params.Name) {
+					return handler(cr.Params.Name)(ctx, cr)
+				}
+			}
+			return next(ctx, method, req)
+		}
+	})
 	return s
+}
+
+// sessionRelay passes what a stdio server sends during a call to the
+// client session that made the call.
+type sessionRelay struct {
+	ss  *mcp.ServerSession
+	log *Broker
+}
+
+func (r *sessionRelay) Progress(ctx context.Context, p *mcp.ProgressNotificationParams) {
+	if r.ss != nil {
+		_ = r.ss.NotifyProgress(ctx, p)
+	}
+}
+
+func (r *sessionRelay) Log(ctx context.Context, p *mcp.LoggingMessageParams) {
+	// pml declares no logging capability of its own; a server's log
+	// messages go to pml's stderr log.
+	r.log.log.Info().Str("level", string(p.Level)).Str("logger", p.Logger).Interface("data", p.Data).Msg("MCP server log message")
+}
+
+func (r *sessionRelay) Elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+	if r.ss == nil || !clientCan(r.ss, func(c *mcp.ClientCapabilities) bool { return c.Elicitation != nil }) {
+		return nil, errors.New("pml's client does not support elicitation, so the question cannot be asked")
+	}
+	return r.ss.Elicit(ctx, p)
+}
+
+func (r *sessionRelay) CreateMessage(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
+	if r.ss == nil || !clientCan(r.ss, func(c *mcp.ClientCapabilities) bool { return c.Sampling != nil }) {
+		return nil, errors.New("pml's client does not support sampling, so no model can be asked")
+	}
+	return r.ss.CreateMessage(ctx, p)
+}
+
+func clientCan(ss *mcp.ServerSession, has func(*mcp.ClientCapabilities) bool) bool {
+	p := ss.InitializeParams()
+	return p != nil && p.Capabilities != nil && has(p.Capabilities)
 }
 
 // approvalInput names pml's one input request in a multi round-trip
@@ -180,6 +252,10 @@ func (b *Broker) elicitor(ss *mcp.ServerSession) func(context.Context, Approval)
 }
 
 func toMCP(r Result) *mcp.CallToolResult {
+	if r.upstream != nil {
+		up := *r.upstream
+		return fitFrame(&mcp.CallToolResult{Meta: up.Meta, Content: up.Content, StructuredContent: up.StructuredContent, IsError: up.IsError}, MaxResultBytes)
+	}
 	out := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: r.Text}}, IsError: r.IsError}
 	if r.Structured != nil {
 		out.StructuredContent = r.Structured

@@ -12,7 +12,10 @@ import (
 
 func newImagesCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "images", Short: "Manage the images pml runs tools in"}
-	var busybox string
+	var (
+		busybox string
+		force   bool
+	)
 	build := &cobra.Command{
 		Use:   "build",
 		Short: "Build pml's own images locally, without a registry",
@@ -35,14 +38,23 @@ func newImagesCmd(g *globals) *cobra.Command {
 			}
 			fmt.Fprintln(os.Stderr, "toolbox image:", ref)
 			if busybox != "" {
-				if err := images.BuildShell(cmd.Context(), rt, busybox, images.ShellRef); err != nil {
+				// Rebuilding an image that is there only leaves the old one
+				// dangling; --force replaces it on purpose.
+				exists, err := rt.ImageExists(cmd.Context(), images.ShellRef)
+				if err != nil {
 					return &exitError{5, err}
+				}
+				if !exists || force {
+					if err := images.BuildShell(cmd.Context(), rt, busybox, images.ShellRef); err != nil {
+						return &exitError{5, err}
+					}
 				}
 				fmt.Fprintln(os.Stderr, "shell image:", images.ShellRef)
 			}
 			return nil
 		},
 	}
+	build.Flags().BoolVar(&force, "force", false, "rebuild the shell image even when it exists")
 	build.Flags().StringVar(&busybox, "busybox", "", "static busybox to build the shell image from (e.g. /bin/busybox from busybox-static)")
 	cmd.AddCommand(build)
 	return cmd

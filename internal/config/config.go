@@ -33,6 +33,8 @@ type Config struct {
 	Permissions Permissions
 	Sandbox     Sandbox
 	HIL         HIL
+	// Servers are the stdio MCP servers of mcps and private_mcps, by name.
+	Servers map[string]Server
 	// Warnings are non-fatal findings (unknown keys), one sentence each.
 	Warnings []string
 	// Raw is the document as read, unknown keys included.
@@ -54,6 +56,8 @@ type Sandbox struct {
 	Timeout    time.Duration
 	User       string
 	ShellImage string
+	// IdleTimeout stops a pooled server after this long without calls.
+	IdleTimeout time.Duration
 }
 
 // HIL configures human-in-the-loop approvals.
@@ -224,6 +228,8 @@ func Load(workspace string, env func(string) string) (*Config, error) {
 		switch key {
 		case "sandbox.timeout":
 			cfg.Sandbox.Timeout = d
+		case "sandbox.idle_timeout":
+			cfg.Sandbox.IdleTimeout = d
 		case "hil.timeout":
 			cfg.HIL.Timeout = d
 		}
@@ -231,6 +237,13 @@ func Load(workspace string, env func(string) string) (*Config, error) {
 	if cfg.HIL.Timeout == 0 {
 		cfg.HIL.Timeout = DefaultHILTimeout
 	}
+	if cfg.Sandbox.IdleTimeout == 0 {
+		cfg.Sandbox.IdleTimeout = DefaultIdleTimeout
+	}
+	servers, warnings, serr := loadServers(path, cfg.Raw)
+	cfg.Servers = servers
+	cfg.Warnings = append(cfg.Warnings, warnings...)
+	errs = append(errs, serr...)
 	if v.IsSet("cloud.url") {
 		_ = str("cloud.url")
 	}

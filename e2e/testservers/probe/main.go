@@ -1,0 +1,108 @@
+// Command probe is a small stdio MCP server the e2e tests run inside pml's
+// pooled containers to look at the sandbox from the inside: its
+// environment, its network interfaces, whether it can dial out, and how
+// slow calls, progress and cancellation behave.
+package main
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"net"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+type sleepArgs struct {
+	MS    int    `json:"ms" jsonschema:"how long to sleep, in milliseconds"`
+	Steps int    `json:"steps,omitempty" jsonschema:"progress notifications to send while sleeping"`
+	Tag   string `json:"tag,omitempty" jsonschema:"echoed back, to tell concurrent calls apart"`
+}
+
+type echoArgs struct {
+	Text string `json:"text"`
+}
+
+type dialArgs struct {
+	Addr string `json:"addr" jsonschema:"host:port to dial over TCP"`
+}
+
+func text(s string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+}
+
+func main() {
+	s := mcp.NewServer(&mcp.Implementation{Name: "probe", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo the text back."},
+		func(ctx context.Context, req *mcp.CallToolRequest, a echoArgs) (*mcp.CallToolResult, any, error) {
+			return text(a.Text), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "sleep", Description: "Sleep, sending progress; stops early when cancelled."},
+		func(ctx context.Context, req *mcp.CallToolRequest, a sleepArgs) (*mcp.CallToolResult, any, error) {
+			steps := a.Steps
+			if steps < 1 {
+				steps = 1
+			}
+			for i := 1; i <= steps; i++ {
+				select {
+				case <-ctx.Done():
+					log.Printf("sleep %s cancelled at step %d", a.Tag, i)
+					return nil, nil, ctx.Err()
+				case <-time.After(time.Duration(a.MS/steps) * time.Millisecond):
+				}
+				if tok := req.Params.GetProgressToken(); tok != nil && a.Steps > 0 {
+					_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+						ProgressToken: tok, Progress: float64(i), Total: float64(steps), Message: fmt.Sprintf("step %d", i),
+					})
+				}
+			}
+			return text("slept " + a.Tag), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "env", Description: "List the environment variables."},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
+			env := os.Environ()
+			sort.Strings(env)
+			return text(strings.Join(env, "\n")), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "interfaces", Description: "List the network interfaces."},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
+			ifs, err := net.Interfaces()
+			if err != nil {
+				return nil, nil, err
+			}
+			var names []string
+			for _, i := range ifs {
+				names = append(names, i.Name)
+			}
+			return text(strings.Join(names, ",")), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "dial", Description: "Try a TCP connection."},
+		func(ctx context.Context, req *mcp.CallToolRequest, a dialArgs) (*mcp.CallToolResult, any, error) {
+			c, err := net.DialTimeout("tcp", a.Addr, 2*time.Second)
+			if err != nil {
+				return text("dial failed: " + err.Error()), nil, nil
+			}
+			c.Close()
+			return text("connected"), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "crash", Description: "Exit the process at once."},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
+			log.Printf("probe: crashing on request")
+			os.Exit(3)
+			return nil, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "whoami", Description: "uid, gid and working directory."},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
+			wd, _ := os.Getwd()
+			return text(fmt.Sprintf("uid=%d gid=%d cwd=%s", os.Getuid(), os.Getgid(), wd)), nil, nil
+		})
+	log.SetFlags(0)
+	log.Printf("probe: serving on stdio")
+	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+		log.Fatal(err)
+	}
+}

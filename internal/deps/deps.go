@@ -1,0 +1,335 @@
+// Package deps installs the dependencies of stdio MCP servers once per
+// project and checks them against their pinned integrity before they run.
+//
+// An install runs in a container that may use the network, writing only
+// into the server's cache directory (.pml/deps/<server>, mounted at
+// /deps); runs mount that directory read-only with network none. What was
+// installed, and with which integrity, is recorded in .pml/deps.json.
+package deps
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pml-dev/pml/internal/config"
+	"github.com/pml-dev/pml/internal/container"
+)
+
+// MountPoint is where the cache appears inside containers.
+const MountPoint = "/deps"
+
+// CABundle is where the host's CA bundle is mounted in install containers.
+const CABundle = "/etc/pml/ca-certificates.crt"
+
+// HostCABundles are the places a host keeps its CA bundle, first found wins.
+var HostCABundles = []string{
+	"/etc/ssl/certs/ca-certificates.crt", // Debian, Ubuntu, Alpine
+	"/etc/pki/tls/certs/ca-bundle.crt",   // Fedora, RHEL
+	"/etc/ssl/cert.pem",                  // macOS, BSD
+}
+
+// InstallTimeout bounds one install.
+const InstallTimeout = 10 * time.Minute
+
+// Store is the install state of one workspace.
+type Store struct {
+	ws string
+	mu sync.Mutex
+}
+
+// Record is one installed server in deps.json.
+type Record struct {
+	// Spec identifies the install step (image, command, args, integrity):
+	// a changed step means a new install.
+	Spec        string    `json:"spec"`
+	Integrity   string    `json:"integrity"`
+	InstalledAt time.Time `json:"installed_at"`
+}
+
+type state struct {
+	Servers map[string]Record `json:"servers"`
+}
+
+// NewStore returns the store of workspace ws.
+func NewStore(ws string) *Store { return &Store{ws: ws} }
+
+// Dir is the cache directory of server name.
+func (s *Store) Dir(name string) string { return filepath.Join(s.ws, ".pml", "deps", name) }
+
+func (s *Store) file() string { return filepath.Join(s.ws, ".pml", "deps.json") }
+
+// SpecOf identifies an install step.
+func SpecOf(srv config.Server) string {
+	b, _ := json.Marshal([]any{srv.Image, srv.Install.Command, srv.Install.Args, srv.Install.Integrity, srv.Install.Package})
+	sum := sha256.Sum256(b)
+	return base64.RawURLEncoding.EncodeToString(sum[:12])
+}
+
+func (s *Store) load() (state, error) {
+	st := state{Servers: map[string]Record{}}
+	b, err := os.ReadFile(s.file())
+	if errors.Is(err, os.ErrNotExist) {
+		return st, nil
+	}
+	if err != nil {
+		return st, err
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		return st, fmt.Errorf("%s is damaged (%v): delete it to reinstall", s.file(), err)
+	}
+	if st.Servers == nil {
+		st.Servers = map[string]Record{}
+	}
+	return st, nil
+}
+
+// Installed reports whether srv's install step has run with its current
+// spec and its cache is still there.
+func (s *Store) Installed(srv config.Server) bool {
+	if srv.Install == nil {
+		return true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, err := s.load()
+	if err != nil {
+		return false
+	}
+	rec, ok := st.Servers[srv.Name]
+	if !ok || rec.Spec != SpecOf(srv) {
+		return false
+	}
+	_, err = os.Stat(s.Dir(srv.Name))
+	return err == nil
+}
+
+// Installer runs install steps.
+type Installer struct {
+	Store   *Store
+	Runtime container.Runtime
+	// Spec is the container template: image, user, policy (network bridge),
+	// labels. Install adds the command, the cache mount and the CA bundle.
+	Spec container.Spec
+	// Env is the host environment lookup (proxies).
+	Env func(string) string
+}
+
+// MismatchError is an integrity failure.
+type MismatchError struct {
+	Server, Expected, Actual string
+}
+
+func (e *MismatchError) Error() string {
+	return fmt.Sprintf("integrity mismatch for %s: expected %s, got %s. The install was deleted and nothing ran; "+
+		"if the new package is the one you want, update install.integrity in .pml.json", e.Server, e.Expected, e.Actual)
+}
+
+// Install runs srv's install step into its cache, checks the integrity
+// and records it. On any failure the cache is removed.
+func (in *Installer) Install(ctx context.Context, srv config.Server) (err error) {
+	dir := in.Store.Dir(srv.Name)
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("clearing %s: %w", dir, err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("creating %s: %w", dir, err)
+	}
+	defer func() {
+		if err != nil {
+			_ = os.RemoveAll(dir)
+		}
+	}()
+	if uid, gid, ok := parseUser(in.Spec.User); ok && os.Geteuid() == 0 {
+		// The install runs as the container user, who must own the cache.
+		if err := os.Chown(dir, uid, gid); err != nil {
+			return fmt.Errorf("giving %s to %s: %w", dir, in.Spec.User, err)
+		}
+	}
+	spec := in.Spec
+	spec.Entrypoint = []string{srv.Install.Command}
+	spec.Cmd = srv.Install.Args
+	spec.WorkingDir = MountPoint
+	spec.Mounts = []container.Mount{{Source: dir, Target: MountPoint}}
+	spec.Env = []string{"HOME=/tmp", "npm_config_cache=/tmp/.npm", "npm_config_update_notifier=false"}
+	if ca := hostCABundle(); ca != "" {
+		spec.Mounts = append(spec.Mounts, container.Mount{Source: ca, Target: CABundle, ReadOnly: true})
+		spec.Env = append(spec.Env, "SSL_CERT_FILE="+CABundle, "NODE_EXTRA_CA_CERTS="+CABundle,
+			"PIP_CERT="+CABundle, "REQUESTS_CA_BUNDLE="+CABundle, "npm_config_cafile="+CABundle)
+	}
+	for _, k := range []string{"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"} {
+		if v := in.Env(k); v != "" {
+			spec.Env = append(spec.Env, k+"="+v)
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, InstallTimeout)
+	defer cancel()
+	res, err := container.Run(ctx, in.Runtime, spec, nil, 1<<20)
+	if err != nil && !res.TimedOut {
+		return fmt.Errorf("installing %s: %w", srv.Name, err)
+	}
+	if res.TimedOut {
+		return fmt.Errorf("installing %s took longer than %s and was stopped", srv.Name, InstallTimeout)
+	}
+	out := strings.TrimSpace(string(res.Stderr) + "\n" + string(res.Stdout))
+	if res.Exit.Code != 0 {
+		if unreachable(out) {
+			return fmt.Errorf("installing %s: the package registry could not be reached from the install container (%s). "+
+				"Check the network or proxy settings (HTTP_PROXY/HTTPS_PROXY are passed on); an installed server works offline",
+				srv.Name, firstMatch(out))
+		}
+		return fmt.Errorf("installing %s: `%s %s` failed with exit code %d:\n%s", srv.Name, srv.Install.Command,
+			strings.Join(srv.Install.Args, " "), res.Exit.Code, tail(out, 20))
+	}
+	actual, err := Integrity(dir, srv.Install)
+	if err != nil {
+		return fmt.Errorf("checking the integrity of %s: %w", srv.Name, err)
+	}
+	if actual != srv.Install.Integrity {
+		return &MismatchError{Server: srv.Name, Expected: srv.Install.Integrity, Actual: actual}
+	}
+	return in.Store.record(srv)
+}
+
+func (s *Store) record(srv config.Server) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, err := s.load()
+	if err != nil {
+		st = state{Servers: map[string]Record{}}
+	}
+	st.Servers[srv.Name] = Record{Spec: SpecOf(srv), Integrity: srv.Install.Integrity, InstalledAt: time.Now().UTC()}
+	b, _ := json.MarshalIndent(st, "", "  ")
+	return config.WriteFileAtomic(s.file(), append(b, '\n'), 0o644)
+}
+
+// Integrity computes the SRI of what an install produced. For npm it is
+// the package tarball's integrity as npm recorded it in its lockfile;
+// otherwise a digest over the cache's files (sorted paths and contents),
+// with the algorithm of the expected value.
+func Integrity(dir string, inst *config.Install) (string, error) {
+	if inst.Command == "npm" && inst.Package != "" {
+		b, err := os.ReadFile(filepath.Join(dir, "node_modules", ".package-lock.json"))
+		if err != nil {
+			return "", fmt.Errorf("npm left no node_modules/.package-lock.json: %w", err)
+		}
+		var lock struct {
+			Packages map[string]struct {
+				Integrity string `json:"integrity"`
+			} `json:"packages"`
+		}
+		if err := json.Unmarshal(b, &lock); err != nil {
+			return "", fmt.Errorf("reading npm's lockfile: %w", err)
+		}
+		p, ok := lock.Packages["node_modules/"+inst.Package]
+		if !ok {
+			return "", fmt.Errorf("npm did not install %s", inst.Package)
+		}
+		return p.Integrity, nil
+	}
+	algo := strings.SplitN(inst.Integrity, "-", 2)[0]
+	return TreeSRI(dir, algo)
+}
+
+// TreeSRI hashes a directory tree: every regular file's slash path, size
+// and content, and every symlink's target, in sorted order.
+func TreeSRI(dir, algo string) (string, error) {
+	var h hash.Hash
+	switch algo {
+	case "sha256":
+		h = sha256.New()
+	case "sha384":
+		h = sha512.New384()
+	default:
+		algo, h = "sha512", sha512.New()
+	}
+	var paths []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			paths = append(paths, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		rel, _ := filepath.Rel(dir, p)
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return "", err
+		}
+		switch {
+		case fi.Mode()&fs.ModeSymlink != 0:
+			t, _ := os.Readlink(p)
+			fmt.Fprintf(h, "L %s %s\n", filepath.ToSlash(rel), t)
+		case fi.Mode().IsRegular():
+			fmt.Fprintf(h, "F %s %d\n", filepath.ToSlash(rel), fi.Size())
+			f, err := os.Open(p)
+			if err != nil {
+				return "", err
+			}
+			_, err = io.Copy(h, f)
+			f.Close()
+			if err != nil {
+				return "", err
+			}
+		}
+	}
+	return algo + "-" + base64.StdEncoding.EncodeToString(h.Sum(nil)), nil
+}
+
+func hostCABundle() string {
+	for _, p := range HostCABundles {
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
+			return p
+		}
+	}
+	return ""
+}
+
+var unreachableMarks = []string{"ENOTFOUND", "EAI_AGAIN", "ECONNREFUSED", "ETIMEDOUT", "ENETUNREACH", "EHOSTUNREACH",
+	"getaddrinfo", "network is unreachable", "Could not resolve host", "Temporary failure in name resolution", "SELF_SIGNED_CERT_IN_CHAIN", "UNABLE_TO_GET_ISSUER_CERT"}
+
+func unreachable(out string) bool { return firstMatch(out) != "" }
+
+func firstMatch(out string) string {
+	for _, m := range unreachableMarks {
+		if strings.Contains(out, m) {
+			return m
+		}
+	}
+	return ""
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func parseUser(u string) (uid, gid int, ok bool) {
+	if _, err := fmt.Sscanf(u, "%d:%d", &uid, &gid); err != nil {
+		return 0, 0, false
+	}
+	return uid, gid, true
+}

@@ -1,0 +1,573 @@
+// Package upstream runs one stdio MCP server in a long-lived container and
+// shares it between concurrent calls.
+//
+// pml is the MCP client of the server: the go-sdk client does the
+// initialize handshake, gives every forwarded request its own JSON-RPC id
+// (so answers never cross), sends notifications/cancelled when a caller
+// gives up, and answers ping and roots/list. Progress, log messages and
+// server-to-client requests (elicitation, sampling) are handed to the
+// caller that is waiting on the server, through Relay.
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rs/zerolog"
+
+	"github.com/pml-dev/pml/internal/container"
+)
+
+// StartTimeout bounds container start plus the initialize handshake.
+const StartTimeout = 30 * time.Second
+
+// Relay is the client a forwarded call came from: what the server sends
+// back while the call runs goes there.
+type Relay interface {
+	Progress(ctx context.Context, p *mcp.ProgressNotificationParams)
+	Log(ctx context.Context, p *mcp.LoggingMessageParams)
+	Elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error)
+	CreateMessage(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error)
+}
+
+// Options configure a Server.
+type Options struct {
+	Name    string
+	Runtime container.Runtime
+	// Spec is the container to start; Streams are set by the Server.
+	Spec container.Spec
+	// Roots are answered to roots/list (the workspace, when mounted).
+	Roots []*mcp.Root
+	// Idle stops the container after this long without calls.
+	Idle time.Duration
+	// StartTimeout overrides StartTimeout (tests).
+	StartTimeout time.Duration
+	// ToolsChanged is called with the new tool list after the server sent
+	// notifications/tools/list_changed.
+	ToolsChanged func(tools []*mcp.Tool)
+	Logger       zerolog.Logger
+}
+
+// Server is one pooled stdio MCP server. Safe for concurrent use.
+type Server struct {
+	o Options
+
+	mu       sync.Mutex
+	cur      *conn
+	starting *startOp
+	closed   bool
+
+	// relays are the callers with calls in flight, most recent last;
+	// server-to-client requests go to the most recent one.
+	relayMu sync.Mutex
+	relays  []*relayRef
+
+	tokens   sync.Map // progress token → Relay + the caller's token
+	tokenSeq atomic.Int64
+	starts   atomic.Int64
+}
+
+type relayRef struct{ r Relay }
+
+type progressRoute struct {
+	relay Relay
+	token any
+}
+
+type startOp struct {
+	done chan struct{}
+	c    *conn
+	err  error
+}
+
+// conn is one running container and its MCP session.
+type conn struct {
+	proc     container.Process
+	cs       *mcp.ClientSession
+	stderr   *Ring
+	tools    []*mcp.Tool
+	exited   chan struct{}
+	exit     container.Exit
+	exitErr  error
+	inflight int
+	idle     *time.Timer
+	stopping bool
+}
+
+// New returns a stopped server; nothing starts before the first use.
+func New(o Options) *Server {
+	if o.StartTimeout == 0 {
+		o.StartTimeout = StartTimeout
+	}
+	return &Server{o: o}
+}
+
+// SetEnv sets the container environment for the next start.
+func (s *Server) SetEnv(env []string) {
+	s.mu.Lock()
+	s.o.Spec.Env = env
+	s.mu.Unlock()
+}
+
+// Name is the server's name (its tool prefix).
+func (s *Server) Name() string { return s.o.Name }
+
+// Starts counts container starts (tests, doctor).
+func (s *Server) Starts() int64 { return s.starts.Load() }
+
+// Running reports whether a container is up.
+func (s *Server) Running() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cur != nil && !s.cur.dead()
+}
+
+// Tools starts the server if needed and returns its tools.
+func (s *Server) Tools(ctx context.Context) ([]*mcp.Tool, error) {
+	c, err := s.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer s.release(c)
+	return c.tools, nil
+}
+
+// Call forwards one tools/call. The server's progress, log messages and
+// requests during the call go to relay. An error means the call could not
+// be made or the server died; a tool failure is a result with IsError.
+func (s *Server) Call(ctx context.Context, tool string, args json.RawMessage, progressToken any, relay Relay) (*mcp.CallToolResult, error) {
+	c, err := s.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer s.release(c)
+	ref := s.pushRelay(relay)
+	defer s.popRelay(ref)
+
+	params := &mcp.CallToolParams{Name: tool}
+	if len(args) > 0 && string(args) != "null" {
+		params.Arguments = args
+	} else {
+		params.Arguments = map[string]any{}
+	}
+	if progressToken != nil && relay != nil {
+		// The caller's token may collide with another caller's: the
+		// server sees a token of pml's, mapped back on the way out.
+		tok := fmt.Sprintf("pml-%d", s.tokenSeq.Add(1))
+		s.tokens.Store(tok, progressRoute{relay: relay, token: progressToken})
+		defer s.tokens.Delete(tok)
+		params.SetProgressToken(tok)
+	}
+	res, err := c.cs.CallTool(ctx, params)
+	if err == nil {
+		return res, nil
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	// A dead connection: wait a moment for the container's exit status so
+	// the error can say what happened.
+	select {
+	case <-c.exited:
+	case <-time.After(2 * time.Second):
+	}
+	if c.dead() {
+		return nil, s.crashError(c, "during the call")
+	}
+	return nil, fmt.Errorf("the MCP server %s did not answer: %w", s.o.Name, err)
+}
+
+func (s *Server) crashError(c *conn, when string) error {
+	msg := fmt.Sprintf("the MCP server %s exited %s", s.o.Name, when)
+	if c.exitErr == nil {
+		msg += fmt.Sprintf(" (exit code %d", c.exit.Code)
+		if c.exit.OOMKilled {
+			msg += ", out of memory"
+		}
+		msg += ")"
+	}
+	if tail := c.stderr.Tail(10); tail != "" {
+		msg += "; its last stderr lines:\n" + tail
+	}
+	return &CrashError{Server: s.o.Name, msg: msg + "\nThe next call starts it again."}
+}
+
+// CrashError says a server died; the next call restarts it.
+type CrashError struct {
+	Server string
+	msg    string
+}
+
+func (e *CrashError) Error() string { return e.msg }
+
+// Stop stops the container (if any) now; the next call starts a new one.
+func (s *Server) Stop() {
+	s.mu.Lock()
+	c := s.cur
+	s.cur = nil
+	s.mu.Unlock()
+	if c != nil {
+		s.stopConn(c)
+	}
+}
+
+// Close stops the server for good.
+func (s *Server) Close() {
+	s.mu.Lock()
+	s.closed = true
+	op := s.starting
+	s.mu.Unlock()
+	if op != nil {
+		<-op.done
+	}
+	s.Stop()
+}
+
+// acquire returns a live connection, starting the container when there
+// is none (one start at a time; concurrent callers wait for it).
+func (s *Server) acquire(ctx context.Context) (*conn, error) {
+	for {
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			return nil, fmt.Errorf("the MCP server %s is shut down", s.o.Name)
+		}
+		if c := s.cur; c != nil && !c.dead() && !c.stopping {
+			c.inflight++
+			if c.idle != nil {
+				c.idle.Stop()
+			}
+			s.mu.Unlock()
+			return c, nil
+		}
+		if s.cur != nil && s.cur.dead() {
+			old := s.cur
+			s.cur = nil
+			go s.stopConn(old)
+		}
+		op := s.starting
+		if op == nil {
+			op = &startOp{done: make(chan struct{})}
+			s.starting = op
+			s.mu.Unlock()
+			c, err := s.start()
+			s.mu.Lock()
+			op.c, op.err = c, err
+			s.starting = nil
+			if err == nil {
+				s.cur = c
+			}
+			close(op.done)
+			s.mu.Unlock()
+			if err != nil {
+				return nil, err
+			}
+			continue
+		}
+		s.mu.Unlock()
+		select {
+		case <-op.done:
+			if op.err != nil {
+				return nil, op.err
+			}
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+func (s *Server) release(c *conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c.inflight--
+	if c.inflight > 0 || s.cur != c || s.o.Idle <= 0 {
+		return
+	}
+	if c.idle == nil {
+		c.idle = time.AfterFunc(s.o.Idle, func() { s.idleStop(c) })
+	} else {
+		c.idle.Reset(s.o.Idle)
+	}
+}
+
+func (s *Server) idleStop(c *conn) {
+	s.mu.Lock()
+	if s.cur != c || c.inflight > 0 {
+		s.mu.Unlock()
+		return
+	}
+	s.cur = nil
+	s.mu.Unlock()
+	s.o.Logger.Debug().Str("server", s.o.Name).Dur("idle", s.o.Idle).Msg("stopping an idle MCP server")
+	s.stopConn(c)
+}
+
+func (s *Server) stopConn(c *conn) {
+	s.mu.Lock()
+	c.stopping = true
+	if c.idle != nil {
+		c.idle.Stop()
+	}
+	s.mu.Unlock()
+	// Closing stdin lets a well-behaved server exit; remove kills the rest.
+	_ = c.cs.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.proc.Remove(ctx); err != nil {
+		s.o.Logger.Warn().Err(err).Str("server", s.o.Name).Msg("removing an MCP server container")
+	}
+}
+
+// start runs the container and the initialize handshake.
+func (s *Server) start() (*conn, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.o.StartTimeout)
+	defer cancel()
+	s.starts.Add(1)
+	began := time.Now()
+	pr, pw := io.Pipe()
+	c := &conn{stderr: NewRing(64, 16<<10), exited: make(chan struct{})}
+	s.mu.Lock()
+	spec := s.o.Spec
+	s.mu.Unlock()
+	proc, err := s.o.Runtime.Start(ctx, spec, container.Streams{Stdout: pw, Stderr: c.stderr})
+	if err != nil {
+		pw.Close()
+		if errors.Is(err, container.ErrImageMissing) {
+			return nil, fmt.Errorf("the MCP server %s cannot start: its image %s is not on this host (build or pull it, e.g. `make images` or `pml images pull`)", s.o.Name, s.o.Spec.Image)
+		}
+		return nil, fmt.Errorf("the MCP server %s cannot start: %w", s.o.Name, err)
+	}
+	c.proc = proc
+	go func() {
+		c.exit, c.exitErr = proc.Wait(context.Background())
+		pw.CloseWithError(io.EOF)
+		close(c.exited)
+	}()
+	client := mcp.NewClient(&mcp.Implementation{Name: "pml", Version: "broker"}, s.clientOptions())
+	if len(s.o.Roots) > 0 {
+		client.AddRoots(s.o.Roots...)
+	}
+	cs, err := client.Connect(ctx, &mcp.IOTransport{Reader: pr, Writer: proc.Stdin(), MaxLineLength: 64 << 20}, nil)
+	if err == nil {
+		c.cs = cs
+		for t, terr := range cs.Tools(ctx, nil) {
+			if terr != nil {
+				err = terr
+				break
+			}
+			c.tools = append(c.tools, t)
+		}
+	}
+	if err != nil {
+		defer func() {
+			rctx, rcancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer rcancel()
+			_ = proc.Remove(rctx)
+		}()
+		if cs != nil {
+			_ = cs.Close()
+		}
+		select {
+		case <-c.exited:
+			return nil, s.crashError(c, "while starting")
+		default:
+		}
+		if ctx.Err() != nil {
+			msg := fmt.Sprintf("the MCP server %s did not finish initialize within %s", s.o.Name, s.o.StartTimeout)
+			if tail := c.stderr.Tail(10); tail != "" {
+				msg += "; its last stderr lines:\n" + tail
+			}
+			return nil, errors.New(msg)
+		}
+		return nil, fmt.Errorf("the MCP server %s failed its initialize handshake: %w", s.o.Name, err)
+	}
+	s.o.Logger.Info().Str("server", s.o.Name).Str("container", short(proc.ID())).Int("tools", len(c.tools)).
+		Dur("took", time.Since(began)).Msg("MCP server started")
+	return c, nil
+}
+
+func (c *conn) dead() bool {
+	select {
+	case <-c.exited:
+		return true
+	default:
+		return false
+	}
+}
+
+func (s *Server) clientOptions() *mcp.ClientOptions {
+	return &mcp.ClientOptions{
+		ProgressNotificationHandler: func(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
+			tok, ok := req.Params.ProgressToken.(string)
+			if !ok {
+				return
+			}
+			if v, ok := s.tokens.Load(tok); ok {
+				route := v.(progressRoute)
+				p := *req.Params
+				p.ProgressToken = route.token
+				route.relay.Progress(ctx, &p)
+			}
+		},
+		LoggingMessageHandler: func(ctx context.Context, req *mcp.LoggingMessageRequest) {
+			if r := s.currentRelay(); r != nil {
+				r.Log(ctx, req.Params)
+			}
+		},
+		ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			r := s.currentRelay()
+			if r == nil {
+				return nil, fmt.Errorf("pml has no client waiting on %s to ask", s.o.Name)
+			}
+			return r.Elicit(ctx, req.Params)
+		},
+		CreateMessageHandler: func(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			r := s.currentRelay()
+			if r == nil {
+				return nil, fmt.Errorf("pml has no client waiting on %s to sample", s.o.Name)
+			}
+			return r.CreateMessage(ctx, req.Params)
+		},
+		ToolListChangedHandler: func(ctx context.Context, req *mcp.ToolListChangedRequest) {
+			go s.refreshTools()
+		},
+	}
+}
+
+// refreshTools re-reads the tool list after list_changed.
+func (s *Server) refreshTools() {
+	s.mu.Lock()
+	c := s.cur
+	s.mu.Unlock()
+	if c == nil || c.cs == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var tools []*mcp.Tool
+	for t, err := range c.cs.Tools(ctx, nil) {
+		if err != nil {
+			s.o.Logger.Warn().Err(err).Str("server", s.o.Name).Msg("refreshing the tool list")
+			return
+		}
+		tools = append(tools, t)
+	}
+	s.mu.Lock()
+	c.tools = tools
+	s.mu.Unlock()
+	if s.o.ToolsChanged != nil {
+		s.o.ToolsChanged(tools)
+	}
+}
+
+func (s *Server) pushRelay(r Relay) *relayRef {
+	if r == nil {
+		return nil
+	}
+	ref := &relayRef{r: r}
+	s.relayMu.Lock()
+	s.relays = append(s.relays, ref)
+	s.relayMu.Unlock()
+	return ref
+}
+
+func (s *Server) popRelay(ref *relayRef) {
+	if ref == nil {
+		return
+	}
+	s.relayMu.Lock()
+	defer s.relayMu.Unlock()
+	for i, r := range s.relays {
+		if r == ref {
+			s.relays = append(s.relays[:i], s.relays[i+1:]...)
+			return
+		}
+	}
+}
+
+func (s *Server) currentRelay() Relay {
+	s.relayMu.Lock()
+	defer s.relayMu.Unlock()
+	if n := len(s.relays); n > 0 {
+		return s.relays[n-1].r
+	}
+	return nil
+}
+
+func short(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
+// Ring keeps the last lines a server wrote to stderr, bounded in lines and
+// bytes, so a crash report can quote them without keeping everything.
+type Ring struct {
+	mu       sync.Mutex
+	lines    []string
+	maxLines int
+	maxBytes int
+	partial  []byte
+}
+
+// NewRing keeps at most maxLines lines of at most maxBytes bytes in all.
+func NewRing(maxLines, maxBytes int) *Ring {
+	return &Ring{maxLines: maxLines, maxBytes: maxBytes}
+}
+
+func (r *Ring) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.partial = append(r.partial, p...)
+	for {
+		i := strings.IndexByte(string(r.partial), '\n')
+		if i < 0 {
+			break
+		}
+		r.add(string(r.partial[:i]))
+		r.partial = r.partial[i+1:]
+	}
+	if len(r.partial) > r.maxBytes {
+		r.add(string(r.partial[:r.maxBytes]))
+		r.partial = nil
+	}
+	return len(p), nil
+}
+
+func (r *Ring) add(line string) {
+	if len(line) > 1024 {
+		line = line[:1024] + "…"
+	}
+	r.lines = append(r.lines, line)
+	size := 0
+	for _, l := range r.lines {
+		size += len(l)
+	}
+	for len(r.lines) > r.maxLines || (size > r.maxBytes && len(r.lines) > 1) {
+		size -= len(r.lines[0])
+		r.lines = r.lines[1:]
+	}
+}
+
+// Tail returns the last n lines (fewer if there are fewer).
+func (r *Ring) Tail(n int) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	lines := r.lines
+	if len(r.partial) > 0 {
+		lines = append(append([]string(nil), lines...), string(r.partial))
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
