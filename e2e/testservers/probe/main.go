@@ -12,6 +12,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -35,6 +36,9 @@ func text(s string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
 }
 
+// cancelled counts sleeps that stopped because their caller cancelled.
+var cancelled atomic.Int64
+
 func main() {
 	s := mcp.NewServer(&mcp.Implementation{Name: "probe", Version: "1"}, nil)
 	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo the text back."},
@@ -50,6 +54,7 @@ func main() {
 			for i := 1; i <= steps; i++ {
 				select {
 				case <-ctx.Done():
+					cancelled.Add(1)
 					log.Printf("sleep %s cancelled at step %d", a.Tag, i)
 					return nil, nil, ctx.Err()
 				case <-time.After(time.Duration(a.MS/steps) * time.Millisecond):
@@ -99,6 +104,10 @@ func main() {
 		func(ctx context.Context, req *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
 			wd, _ := os.Getwd()
 			return text(fmt.Sprintf("uid=%d gid=%d cwd=%s", os.Getuid(), os.Getgid(), wd)), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "cancelled", Description: "How many sleeps were cancelled so far."},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
+			return text(fmt.Sprint(cancelled.Load())), nil, nil
 		})
 	log.SetFlags(0)
 	log.Printf("probe: serving on stdio")

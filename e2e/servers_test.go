@@ -1,0 +1,445 @@
+package e2e
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	dc "github.com/ory/dockertest/v3/docker"
+)
+
+// Images of real MCP servers, built locally by `make images-test` (go-sdk
+// examples, mark3labs/mcp-filesystem-server) and `make images-node`.
+const (
+	everythingImage = "pml-test/everything:1.8.0"
+	memoryImage     = "pml-test/memory:1.8.0"
+	fsServerImage   = "pml-test/filesystem:0.11.1"
+	nodeImage       = "pml/node:18"
+	// npmMemoryIntegrity is what npm records for
+	// @modelcontextprotocol/server-memory@2026.8.31.
+	npmMemoryIntegrity = "sha512-ljj/3S4aGjxdNSQWw6gucKKGnTLdBPWxzapyY/MT2tOVyZwvxChvevXSLPwx59nKJAlVpUVW+cOlnVRXRwiqMQ=="
+)
+
+var (
+	probeOnce  sync.Once
+	probeRef   string
+	probeError error
+)
+
+// probeImage builds e2e/testservers/probe into a FROM scratch image once,
+// tagged by the binary's digest so a rerun reuses it.
+func probeImage(t *testing.T) string {
+	t.Helper()
+	probeOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "pml-probe-")
+		if err != nil {
+			probeError = err
+			return
+		}
+		defer os.RemoveAll(dir)
+		root, _ := filepath.Abs("..")
+		build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", filepath.Join(dir, "probe"), "./e2e/testservers/probe")
+		build.Dir = root
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := build.CombinedOutput(); err != nil {
+			probeError = fmt.Errorf("building the probe server: %v\n%s", err, out)
+			return
+		}
+		bin, _ := os.ReadFile(filepath.Join(dir, "probe"))
+		probeRef = fmt.Sprintf("pml-test/probe:%x", sha256.Sum256(bin))[:len("pml-test/probe:")+12]
+		if _, err := pool.Client.InspectImage(probeRef); err == nil {
+			return
+		}
+		df := "FROM scratch\nCOPY probe /probe\nLABEL pml.image=test\nENTRYPOINT [\"/probe\"]\n"
+		if err := os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte(df), 0o644); err != nil {
+			probeError = err
+			return
+		}
+		if out, err := exec.Command("docker", "build", "-q", "-t", probeRef, dir).CombinedOutput(); err != nil {
+			probeError = fmt.Errorf("docker build of the probe image: %v\n%s", err, out)
+		}
+	})
+	if probeError != nil {
+		t.Fatal(probeError)
+	}
+	return probeRef
+}
+
+func needImage(t *testing.T, ref string) {
+	t.Helper()
+	if _, err := pool.Client.InspectImage(ref); err != nil {
+		t.Fatalf("image %s is missing: run `make images` (it builds it locally, no registry needed): %v", ref, err)
+	}
+}
+
+func probeConfig(t *testing.T, extra string) string {
+	return fmt.Sprintf(`{"permissions": {"allow": ["*"]}, "mcps": {"probe": {"image": %q%s}}}`, probeImage(t), extra)
+}
+
+func TestAStdioServerRunsPooledAndLockedDown(t *testing.T) {
+	ws := newWorkspace(t, probeConfig(t, `, "env": {"GREETING": "hello ${PML_E2E_GREETING}"}`))
+	s := startSession(t, ws, "PML_E2E_GREETING=from-the-host", "PML_E2E_SECRET=must-not-leak")
+	if n := len(containersOf(t, ws.Dir)); n != 0 {
+		t.Fatalf("%d containers after initialize; servers start on first use", n)
+	}
+	tools, err := s.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range tools.Tools {
+		names = append(names, tool.Name)
+	}
+	if !strings.Contains(strings.Join(names, " "), "probe:echo") {
+		t.Fatalf("probe tools not listed: %v", names)
+	}
+
+	out, _ := s.call(t, "probe:env", nil)
+	if !strings.Contains(out, "GREETING=hello from-the-host") {
+		t.Errorf("${NAME} was not expanded: %q", out)
+	}
+	if strings.Contains(out, "must-not-leak") || strings.Contains(out, "PML_") {
+		t.Errorf("host environment reached the server:\n%s", out)
+	}
+	if out, _ := s.call(t, "probe:interfaces", nil); out != "lo" {
+		t.Errorf("interfaces inside the server container: %q, want only lo", out)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if out, _ := s.call(t, "probe:dial", map[string]any{"addr": ln.Addr().String()}); !strings.Contains(out, "dial failed") {
+		t.Errorf("the server reached the host's loopback listener: %q", out)
+	}
+	if out, _ := s.call(t, "probe:whoami", nil); strings.Contains(out, "uid=0 ") || !strings.Contains(out, "cwd="+ws.Dir) {
+		t.Errorf("whoami: %q", out)
+	}
+	for i := 0; i < 5; i++ {
+		if out, res := s.call(t, "probe:echo", map[string]any{"text": fmt.Sprint("n", i)}); res.IsError || out != fmt.Sprint("n", i) {
+			t.Errorf("echo %d: %q", i, out)
+		}
+	}
+	list := containersOf(t, ws.Dir)
+	if len(list) != 1 {
+		t.Fatalf("%d containers for one pooled server, want 1", len(list))
+	}
+	c, err := pool.Client.InspectContainer(list[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := c.HostConfig
+	if hc.NetworkMode != "none" || !hc.ReadonlyRootfs || len(hc.CapDrop) == 0 || hc.CapDrop[0] != "ALL" ||
+		c.Config.User == "" || strings.HasPrefix(c.Config.User, "0:") || c.Config.Labels["pml.purpose"] != "mcp:probe" {
+		t.Errorf("server container policy: network=%s ro=%v capdrop=%v user=%q labels=%v",
+			hc.NetworkMode, hc.ReadonlyRootfs, hc.CapDrop, c.Config.User, c.Config.Labels)
+	}
+	for _, m := range c.Mounts {
+		if m.Destination == ws.Dir && m.RW {
+			t.Errorf("workspace mounted read-write for a \"ro\" server")
+		}
+	}
+	// Closing the session stops the server (checked by the cleanup).
+}
+
+func TestFiftyConcurrentCallsGetTheirOwnAnswers(t *testing.T) {
+	ws := newWorkspace(t, probeConfig(t, ""))
+	s := startSession(t, ws)
+	var wg sync.WaitGroup
+	errs := make(chan string, 50)
+	for i := 0; i < 50; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			want := fmt.Sprintf("call-%02d", i)
+			res, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: "probe:sleep", Arguments: map[string]any{"ms": 20 * (i % 5), "tag": want}})
+			if err != nil {
+				errs <- err.Error()
+				return
+			}
+			if got := text(res); got != "slept "+want {
+				errs <- fmt.Sprintf("call %d got %q", i, got)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	if n := len(containersOf(t, ws.Dir)); n != 1 {
+		t.Errorf("%d containers, want the one pooled server", n)
+	}
+}
+
+// TestParallelSlowCallsOverlap: eight 1-second calls to one server take
+// about one second, not eight. The bound (half the serial time) only
+// proves the calls are not serialised; speed lives in `make bench`.
+func TestParallelSlowCallsOverlap(t *testing.T) {
+	ws := newWorkspace(t, probeConfig(t, ""))
+	s := startSession(t, ws)
+	s.call(t, "probe:echo", map[string]any{"text": "warm"})
+	began := time.Now()
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.call(t, "probe:sleep", map[string]any{"ms": 1000, "tag": fmt.Sprint(i)})
+		}()
+	}
+	wg.Wait()
+	if took := time.Since(began); took > 4*time.Second {
+		t.Errorf("8 parallel 1 s calls took %v: they were serialised", took)
+	}
+}
+
+func TestProgressReachesTheCaller(t *testing.T) {
+	ws := newWorkspace(t, probeConfig(t, ""))
+	var mu sync.Mutex
+	var got []*mcp.ProgressNotificationParams
+	client := mcp.NewClient(&mcp.Implementation{Name: "progress", Version: "1"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
+			mu.Lock()
+			got = append(got, req.Params)
+			mu.Unlock()
+		},
+	})
+	cmd := execPML(ws, "stdio")
+	cs, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	params := &mcp.CallToolParams{Name: "probe:sleep", Arguments: map[string]any{"ms": 900, "steps": 3, "tag": "p"}}
+	params.SetProgressToken("my-token")
+	res, err := cs.CallTool(context.Background(), params)
+	if err != nil || res.IsError {
+		t.Fatalf("%v %v", err, res)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) < 2 {
+		t.Fatalf("%d progress notifications reached the client, want at least 2", len(got))
+	}
+	for _, p := range got {
+		if p.ProgressToken != "my-token" || p.Total != 3 {
+			t.Errorf("progress %+v: the client's own token must come back", p)
+		}
+	}
+}
+
+func TestACancelledServerCallStops(t *testing.T) {
+	ws := newWorkspace(t, probeConfig(t, ""))
+	s := startSession(t, ws)
+	s.call(t, "probe:echo", map[string]any{"text": "warm"})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "probe:sleep", Arguments: map[string]any{"ms": 60000, "steps": 60}})
+		done <- err
+	}()
+	time.Sleep(500 * time.Millisecond)
+	cancel()
+	<-done
+	waitFor(t, "the server to see the cancellation", 10*time.Second, func() bool {
+		out, _ := s.call(t, "probe:cancelled", nil)
+		return out == "1"
+	})
+}
+
+func TestAKilledServerFailsItsCallsAndRestarts(t *testing.T) {
+	ws := newWorkspace(t, probeConfig(t, ""))
+	s := startSession(t, ws)
+	s.call(t, "probe:echo", map[string]any{"text": "warm"})
+	first := containersOf(t, ws.Dir)[0].ID
+	type answer struct {
+		out string
+		res *mcp.CallToolResult
+	}
+	done := make(chan answer, 1)
+	go func() {
+		out, res := s.call(t, "probe:sleep", map[string]any{"ms": 60000})
+		done <- answer{out, res}
+	}()
+	time.Sleep(500 * time.Millisecond)
+	if err := pool.Client.KillContainer(dc.KillContainerOptions{ID: first}); err != nil {
+		t.Fatal(err)
+	}
+	a := <-done
+	if !a.res.IsError || !strings.Contains(a.out, "MCP server probe exited") {
+		t.Errorf("the in-flight call after a kill: %q", a.out)
+	}
+	if out, res := s.call(t, "probe:echo", map[string]any{"text": "again"}); res.IsError || out != "again" {
+		t.Errorf("the call after the crash: %q", out)
+	}
+	// The crash's stderr is quoted.
+	out, res := s.call(t, "probe:crash", nil)
+	if !res.IsError || !strings.Contains(out, "probe: crashing on request") || !strings.Contains(out, "exit code 3") {
+		t.Errorf("crash report: %q", out)
+	}
+	if out, _ := s.call(t, "probe:echo", map[string]any{"text": "third"}); out != "third" {
+		t.Errorf("after the second crash: %q", out)
+	}
+}
+
+func TestAnIdleServerStopsAndRestarts(t *testing.T) {
+	ws := newWorkspace(t, strings.Replace(probeConfig(t, ""), `"mcps"`, `"sandbox": {"idle_timeout": "1s"}, "mcps"`, 1))
+	s := startSession(t, ws)
+	s.call(t, "probe:echo", map[string]any{"text": "one"})
+	waitFor(t, "the idle server to stop", 15*time.Second, func() bool { return len(containersOf(t, ws.Dir)) == 0 })
+	if out, _ := s.call(t, "probe:echo", map[string]any{"text": "two"}); out != "two" {
+		t.Errorf("after the idle stop: %q", out)
+	}
+}
+
+func TestAMissingRequiredVariableIsNamed(t *testing.T) {
+	ws := newWorkspace(t, probeConfig(t, `, "env_required": ["PML_E2E_TOKEN"]`))
+	s := startSession(t, ws)
+	res, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: "probe:echo", Arguments: map[string]any{"text": "x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg := text(res); !res.IsError || !strings.Contains(msg, "PML_E2E_TOKEN") || !strings.Contains(msg, ".env") {
+		t.Errorf("missing env_required: %q", msg)
+	}
+	if n := len(containersOf(t, ws.Dir)); n != 0 {
+		t.Errorf("%d containers started without the required variable", n)
+	}
+	ws.write(".env", "# test\nPML_E2E_TOKEN=\"from-dotenv\"\n")
+	if out, _ := s.call(t, "probe:env", nil); !strings.Contains(out, "PML_E2E_TOKEN=from-dotenv") {
+		t.Errorf("the variable from .env did not reach the server: %q", out)
+	}
+}
+
+func TestRealGoSDKServers(t *testing.T) {
+	needImage(t, everythingImage)
+	needImage(t, memoryImage)
+	ws := newWorkspace(t, fmt.Sprintf(`{"permissions": {"allow": ["*"]}, "mcps": {
+  "everything": {"image": %q},
+  "kb": {"image": %q, "workspace": "none"}
+}}`, everythingImage, memoryImage))
+	s := startSession(t, ws)
+	if out, res := s.call(t, "everything:greet", map[string]any{"name": "pml"}); res.IsError || !strings.Contains(out, "pml") {
+		t.Errorf("everything:greet: %q", out)
+	}
+	if out, _ := s.call(t, "everything:roots", nil); !strings.Contains(out, "file://"+ws.Dir) {
+		t.Errorf("roots/list did not answer the workspace: %q", out)
+	}
+	if _, res := s.call(t, "everything:ping", nil); res.IsError {
+		t.Error("the server's ping to pml failed")
+	}
+	out, res := s.call(t, "kb:create_entities", map[string]any{"entities": []any{
+		map[string]any{"name": "pml", "entityType": "project", "observations": []any{"runs MCP servers in containers"}},
+	}})
+	if res.IsError {
+		t.Fatalf("kb:create_entities: %q", out)
+	}
+	if out, _ := s.call(t, "kb:read_graph", nil); !strings.Contains(out, "runs MCP servers in containers") {
+		t.Errorf("kb:read_graph: %q", out)
+	}
+	if out, _ := s.call(t, "kb:search_nodes", map[string]any{"query": "project"}); !strings.Contains(out, "pml") {
+		t.Errorf("kb:search_nodes: %q", out)
+	}
+}
+
+func TestMark3labsFilesystemServer(t *testing.T) {
+	needImage(t, fsServerImage)
+	ws := newWorkspace(t, "")
+	ws.write("notes/hello.txt", "hello from the workspace")
+	ws.write(".pml.json", fmt.Sprintf(`{"permissions": {"allow": ["*"]}, "mcps": {"fs": {"image": %q, "args": [%q]}}}`, fsServerImage, ws.Dir))
+	s := startSession(t, ws)
+	if out, res := s.call(t, "fs:read_file", map[string]any{"path": ws.path("notes/hello.txt")}); res.IsError || !strings.Contains(out, "hello from the workspace") {
+		t.Errorf("fs:read_file: %q", out)
+	}
+	if out, _ := s.call(t, "fs:list_directory", map[string]any{"path": ws.path("notes")}); !strings.Contains(out, "hello.txt") {
+		t.Errorf("fs:list_directory: %q", out)
+	}
+	// The mount is read-only: the server's own write fails.
+	out, res := s.call(t, "fs:write_file", map[string]any{"path": ws.path("notes/new.txt"), "content": "x"})
+	if !res.IsError && !strings.Contains(strings.ToLower(out), "read-only") {
+		t.Errorf("a write through a read-only server succeeded: %q", out)
+	}
+	if _, err := os.Stat(ws.path("notes/new.txt")); err == nil {
+		t.Error("the file was written through a read-only mount")
+	}
+}
+
+func npmMemoryConfig(integrity string) string {
+	return fmt.Sprintf(`{"permissions": {"allow": ["filesystem:*"]}, "mcps": {"memory": {
+  "image": %q, "command": "node",
+  "args": ["/deps/node_modules/@modelcontextprotocol/server-memory/dist/index.js"],
+  "env": {"MEMORY_FILE_PATH": "/tmp/memory.json"}, "workspace": "none",
+  "install": {"command": "npm", "args": ["install", "--prefix", "/deps", "--no-audit", "--no-fund", "@modelcontextprotocol/server-memory@2026.8.31"],
+              "integrity": %q}
+}}}`, nodeImage, integrity)
+}
+
+func TestAnNPMServerIsInstalledThroughApprovalAndIntegrity(t *testing.T) {
+	needImage(t, nodeImage)
+	ws := newWorkspace(t, npmMemoryConfig(npmMemoryIntegrity))
+	s := startSession(t, ws)
+	args := map[string]any{"entities": []any{map[string]any{"name": "pml", "entityType": "project", "observations": []any{"installed with approval"}}}}
+	a := askFor2(t, s, "memory:create_entities", args, "dependency")
+	if !strings.Contains(a.Description, "npm install") {
+		t.Errorf("the dependency approval does not show the install command: %q", a.Description)
+	}
+	out, res := s.call(t, "pml:continue_workflow", cont(a.WorkflowID, true, false))
+	if res.IsError {
+		t.Fatalf("approved install + call: %q", out)
+	}
+	if out, _ := s.call(t, "memory:read_graph", nil); !strings.Contains(out, "installed with approval") {
+		t.Errorf("memory:read_graph: %q", out)
+	}
+	raw, err := os.ReadFile(ws.path(".pml/deps.json"))
+	if err != nil || !strings.Contains(string(raw), npmMemoryIntegrity) {
+		t.Errorf(".pml/deps.json: %s %v", raw, err)
+	}
+	// The installed server is listed and works in a new session, with no
+	// further approval (the run has network none).
+	s2 := startSession(t, ws)
+	if out, res := s2.call(t, "memory:read_graph", nil); res.IsError {
+		t.Errorf("second session: %q", out)
+	}
+}
+
+func TestAnIntegrityMismatchIsRefused(t *testing.T) {
+	needImage(t, nodeImage)
+	wrong := "sha512-" + strings.Repeat("A", 86) + "=="
+	ws := newWorkspace(t, strings.Replace(npmMemoryConfig(wrong), `"allow": ["filesystem:*"]`, `"allow": ["memory:*"]`, 1))
+	s := startSession(t, ws)
+	out, res := s.call(t, "memory:read_graph", nil)
+	if !res.IsError || !strings.Contains(out, "integrity mismatch") || !strings.Contains(out, wrong) || !strings.Contains(out, npmMemoryIntegrity) {
+		t.Errorf("mismatch: %q", out)
+	}
+	if _, err := os.Stat(ws.path(".pml/deps/memory")); err == nil {
+		t.Error("the mismatching install was kept")
+	}
+	if raw, _ := os.ReadFile(ws.path(".pml/deps.json")); strings.Contains(string(raw), "memory") {
+		t.Errorf("the mismatching install was recorded: %s", raw)
+	}
+}
+
+// askFor2 expects approval_required of the given type.
+func askFor2(t *testing.T, s *session, tool string, args map[string]any, typ string) approval {
+	t.Helper()
+	out, res := s.call(t, tool, args)
+	var a approval
+	structured(t, res, &a)
+	if res.IsError || !a.ApprovalRequired || a.ApprovalType != typ {
+		t.Fatalf("expected a %s approval for %s, got %q", typ, tool, out)
+	}
+	b, _ := json.Marshal(a)
+	t.Logf("approval: %s", b)
+	return a
+}
