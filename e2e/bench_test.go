@@ -135,3 +135,72 @@ func pct(d []time.Duration, p float64) time.Duration {
 	i := int(float64(len(s)-1) * p)
 	return s[i]
 }
+
+// BenchmarkPooledServerVsNative compares a warm call to a stdio MCP server
+// pooled in a container by pml with the same server binary run natively
+// and spoken to over a pipe, interleaved in one run (target ≤ 1.2×), and
+// the throughput of 64 concurrent calls on each (target ≥ 0.8×).
+func BenchmarkPooledServerVsNative(b *testing.B) {
+	image := probeImage(b)
+	ws := benchWorkspace(b)
+	cfg := fmt.Sprintf(`{"permissions": {"allow": ["*"]}, "mcps": {"probe": {"image": %q, "workspace": "none"}}}`, image)
+	if err := os.WriteFile(ws.path(".pml.json"), []byte(cfg), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	viaPML := startBenchSession(b, ws)
+	native, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).
+		Connect(context.Background(), &mcp.CommandTransport{Command: exec.Command(probeBin)}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer native.Close()
+	call := func(s *mcp.ClientSession, tool, text string) {
+		res, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"text": text}})
+		if err != nil || res.IsError {
+			b.Fatalf("%s: %v %v", tool, err, res)
+		}
+	}
+	for i := 0; i < 20; i++ { // warm both: container start, connections
+		call(viaPML, "probe:echo", "warm")
+		call(native, "echo", "warm")
+	}
+	var p, n []time.Duration
+	burst := func(s *mcp.ClientSession, tool string) time.Duration {
+		t0 := time.Now()
+		done := make(chan struct{}, 64)
+		for i := 0; i < 64; i++ {
+			go func() { call(s, tool, fmt.Sprint(i)); done <- struct{}{} }()
+		}
+		for i := 0; i < 64; i++ {
+			<-done
+		}
+		return time.Since(t0)
+	}
+	var pb, nb []time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for j := 0; j < 10; j++ {
+			t0 := time.Now()
+			call(viaPML, "probe:echo", "x")
+			p = append(p, time.Since(t0))
+			t0 = time.Now()
+			call(native, "echo", "x")
+			n = append(n, time.Since(t0))
+		}
+		pb = append(pb, burst(viaPML, "probe:echo"))
+		nb = append(nb, burst(native, "echo"))
+	}
+	b.StopTimer()
+	mp, mn := median(p), median(n)
+	ratio := float64(mp) / float64(mn)
+	tp := 64 / median(pb).Seconds()
+	tn := 64 / median(nb).Seconds()
+	b.ReportMetric(float64(mp.Microseconds())/1000, "pml-warm-ms")
+	b.ReportMetric(float64(mn.Microseconds())/1000, "native-ms")
+	b.ReportMetric(ratio, "warm-ratio")
+	b.ReportMetric(tp/tn, "throughput-ratio")
+	fmt.Fprintf(os.Stderr, "warm call, pooled server via pml: median %s p99 %s | native over a pipe: median %s p99 %s | ratio %.2fx (n=%d)\n",
+		mp, pct(p, 0.99), mn, pct(n, 0.99), ratio, len(p))
+	fmt.Fprintf(os.Stderr, "64 concurrent calls: pml %.0f calls/s | native %.0f calls/s | throughput ratio %.2fx (n=%d bursts)\n",
+		tp, tn, tp/tn, len(pb))
+}

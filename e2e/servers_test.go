@@ -33,39 +33,50 @@ const (
 var (
 	probeOnce  sync.Once
 	probeRef   string
+	probeBin   string // the same binary, for native runs in benchmarks
 	probeError error
 )
 
 // probeImage builds e2e/testservers/probe into a FROM scratch image once,
 // tagged by the binary's digest so a rerun reuses it.
-func probeImage(t *testing.T) string {
+func probeImage(t testing.TB) string {
 	t.Helper()
 	probeOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "pml-probe-")
-		if err != nil {
+		root, _ := filepath.Abs("..")
+		dir := filepath.Join(root, "bin", "testservers")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
 			probeError = err
 			return
 		}
-		defer os.RemoveAll(dir)
-		root, _ := filepath.Abs("..")
-		build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", filepath.Join(dir, "probe"), "./e2e/testservers/probe")
+		probeBin = filepath.Join(dir, "probe")
+		build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", probeBin, "./e2e/testservers/probe")
 		build.Dir = root
 		build.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := build.CombinedOutput(); err != nil {
 			probeError = fmt.Errorf("building the probe server: %v\n%s", err, out)
 			return
 		}
-		bin, _ := os.ReadFile(filepath.Join(dir, "probe"))
+		bin, _ := os.ReadFile(probeBin)
 		probeRef = fmt.Sprintf("pml-test/probe:%x", sha256.Sum256(bin))[:len("pml-test/probe:")+12]
 		if _, err := pool.Client.InspectImage(probeRef); err == nil {
 			return
 		}
-		df := "FROM scratch\nCOPY probe /probe\nLABEL pml.image=test\nENTRYPOINT [\"/probe\"]\n"
-		if err := os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte(df), 0o644); err != nil {
+		ctxDir, err := os.MkdirTemp("", "pml-probe-")
+		if err != nil {
 			probeError = err
 			return
 		}
-		if out, err := exec.Command("docker", "build", "-q", "-t", probeRef, dir).CombinedOutput(); err != nil {
+		defer os.RemoveAll(ctxDir)
+		df := "FROM scratch\nCOPY probe /probe\nLABEL pml.image=test\nENTRYPOINT [\"/probe\"]\n"
+		if err := os.WriteFile(filepath.Join(ctxDir, "Dockerfile"), []byte(df), 0o644); err != nil {
+			probeError = err
+			return
+		}
+		if err := os.WriteFile(filepath.Join(ctxDir, "probe"), bin, 0o755); err != nil {
+			probeError = err
+			return
+		}
+		if out, err := exec.Command("docker", "build", "-q", "-t", probeRef, ctxDir).CombinedOutput(); err != nil {
 			probeError = fmt.Errorf("docker build of the probe image: %v\n%s", err, out)
 		}
 	})
