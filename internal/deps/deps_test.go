@@ -1,0 +1,84 @@
+package deps
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pml-dev/pml/internal/config"
+)
+
+func TestNPMIntegrityComesFromTheLockfile(t *testing.T) {
+	dir := t.TempDir()
+	lock := `{"packages": {"node_modules/@scope/pkg": {"version": "1.0.0", "integrity": "sha512-abc=="}}}`
+	if err := os.MkdirAll(filepath.Join(dir, "node_modules"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "node_modules", ".package-lock.json"), []byte(lock), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Integrity(dir, &config.Install{Command: "npm", Package: "@scope/pkg", Integrity: "sha512-x"})
+	if err != nil || got != "sha512-abc==" {
+		t.Fatalf("got %q, %v", got, err)
+	}
+	if _, err := Integrity(dir, &config.Install{Command: "npm", Package: "@other/pkg"}); err == nil || !strings.Contains(err.Error(), "did not install @other/pkg") {
+		t.Fatalf("missing package: %v", err)
+	}
+}
+
+func TestTreeSRIChangesWithContent(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "a"), []byte("one"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	first, err := TreeSRI(dir, "sha256")
+	if err != nil || !strings.HasPrefix(first, "sha256-") || config.CheckSRI(first) != nil {
+		t.Fatalf("%q %v", first, err)
+	}
+	again, _ := TreeSRI(dir, "sha256")
+	if again != first {
+		t.Fatal("not deterministic")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "a"), []byte("two"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if changed, _ := TreeSRI(dir, "sha256"); changed == first {
+		t.Fatal("a changed file kept the digest")
+	}
+}
+
+func TestInstalledFollowsTheRecordAndTheSpec(t *testing.T) {
+	ws := t.TempDir()
+	s := NewStore(ws)
+	srv := config.Server{Name: "m", Image: "img", Install: &config.Install{Command: "npm", Args: []string{"install", "p@1"}, Integrity: "sha512-x", Package: "p"}}
+	if s.Installed(srv) {
+		t.Fatal("installed before any install")
+	}
+	if err := os.MkdirAll(s.Dir("m"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.record(srv); err != nil {
+		t.Fatal(err)
+	}
+	if !s.Installed(srv) {
+		t.Fatal("not installed after record")
+	}
+	srv.Install.Args = []string{"install", "p@2"}
+	if s.Installed(srv) {
+		t.Fatal("a changed install step still counts as installed")
+	}
+	if st, _ := os.Stat(filepath.Join(ws, ".pml", "deps.json")); st == nil {
+		t.Fatal("no deps.json")
+	}
+}
+
+func TestUnreachableRegistryIsRecognised(t *testing.T) {
+	out := "npm error code EAI_AGAIN\nnpm error request to https://registry.npmjs.org/x failed, reason: getaddrinfo EAI_AGAIN registry.npmjs.org"
+	if !unreachable(out) || firstMatch(out) != "EAI_AGAIN" {
+		t.Fatal("EAI_AGAIN not recognised")
+	}
+	if unreachable("npm error 404 Not Found") {
+		t.Fatal("a 404 is not a network problem")
+	}
+}
