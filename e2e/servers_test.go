@@ -409,7 +409,9 @@ func TestAnNPMServerIsInstalledThroughApprovalAndIntegrity(t *testing.T) {
 	if res.IsError {
 		t.Fatalf("approved install + call: %q", out)
 	}
-	if out, _ := s.call(t, "memory:read_graph", nil); !strings.Contains(out, "installed with approval") {
+	// Installed now: the next tool is asked as a plain tool permission.
+	a = askFor2(t, s, "memory:read_graph", nil, "tool_permission")
+	if out, _ := s.call(t, "pml:continue_workflow", cont(a.WorkflowID, true, true)); !strings.Contains(out, "installed with approval") {
 		t.Errorf("memory:read_graph: %q", out)
 	}
 	raw, err := os.ReadFile(ws.path(".pml/deps.json"))
