@@ -11,7 +11,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 export PATH := /usr/local/go/bin:$(PATH)
 
-.PHONY: all build docker images demo test unit e2e vet fmt-check bench clean
+.PHONY: all build docker images images-node images-test demo test unit e2e vet fmt-check bench clean
 
 all: build
 
@@ -23,14 +23,25 @@ build:
 docker:
 	@bash .ci/dockerd.sh
 
-# pml's own images, built locally without any registry.
+# pml's own images, built locally without any registry, plus the Node.js
+# image for npm-packaged MCP servers and the test servers' images.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-images: build docker
+images: build docker images-node images-test
 	@dpkg -s busybox-static >/dev/null 2>&1 || { \
 	  echo "installing Debian's busybox-static for the shell image" >&2; \
 	  $(SUDO) apt-get update -qq >&2 && \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq busybox-static >&2; }
 	$(BIN) images build --busybox /bin/busybox
+
+# pml/node:18: debootstrapped Debian bookworm with nodejs + npm from the npm
+# registry (about 2 minutes the first time; skipped when the image exists).
+images-node: docker
+	@bash images/node/build.sh
+
+# pml-test/{everything,memory,filesystem}: real MCP servers as FROM scratch
+# images, and their static binaries in bin/testservers/ for native baselines.
+images-test: docker
+	@bash e2e/testservers/build.sh
 
 demo: images
 	$(BIN) demo
