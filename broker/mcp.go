@@ -145,12 +145,21 @@ func (r *sessionRelay) Elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.El
 	if r.ss == nil || !clientCan(r.ss, func(c *mcp.ClientCapabilities) bool { return c.Elicitation != nil }) {
 		return nil, errors.New("pml's client does not support elicitation, so the question cannot be asked")
 	}
+	if multiRoundTrip(r.ss) {
+		// On 2026-07-28 a request to the client in the middle of a call
+		// is not allowed, and relaying through input requests is not
+		// built yet.
+		return nil, errors.New("pml cannot relay a server's question to a client on MCP protocol 2026-07-28 yet; clients on 2025-11-25 or older get it")
+	}
 	return r.ss.Elicit(ctx, p)
 }
 
 func (r *sessionRelay) CreateMessage(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
 	if r.ss == nil || !clientCan(r.ss, func(c *mcp.ClientCapabilities) bool { return c.Sampling != nil }) {
 		return nil, errors.New("pml's client does not support sampling, so no model can be asked")
+	}
+	if multiRoundTrip(r.ss) {
+		return nil, errors.New("pml cannot relay a server's sampling request to a client on MCP protocol 2026-07-28 yet; clients on 2025-11-25 or older get it")
 	}
 	return r.ss.CreateMessage(ctx, p)
 }

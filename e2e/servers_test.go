@@ -356,11 +356,12 @@ func TestRealGoSDKServers(t *testing.T) {
 	if res.IsError {
 		t.Fatalf("kb:create_entities: %q", out)
 	}
-	if out, _ := s.call(t, "kb:read_graph", nil); !strings.Contains(out, "runs MCP servers in containers") {
-		t.Errorf("kb:read_graph: %q", out)
+	// This server answers in structured content; pml passes it on.
+	if _, res := s.call(t, "kb:read_graph", nil); !strings.Contains(structuredJSON(res), "runs MCP servers in containers") {
+		t.Errorf("kb:read_graph: %s", structuredJSON(res))
 	}
-	if out, _ := s.call(t, "kb:search_nodes", map[string]any{"query": "project"}); !strings.Contains(out, "pml") {
-		t.Errorf("kb:search_nodes: %q", out)
+	if _, res := s.call(t, "kb:search_nodes", map[string]any{"query": "project"}); !strings.Contains(structuredJSON(res), `"pml"`) {
+		t.Errorf("kb:search_nodes: %s", structuredJSON(res))
 	}
 }
 
@@ -455,4 +456,41 @@ func askFor2(t *testing.T, s *session, tool string, args map[string]any, typ str
 	b, _ := json.Marshal(a)
 	t.Logf("approval: %s", b)
 	return a
+}
+
+func structuredJSON(res *mcp.CallToolResult) string {
+	b, _ := json.Marshal(res.StructuredContent)
+	return string(b)
+}
+
+// TestServerRequestsAreRelayed: a server's elicitation and sampling
+// requests reach a client that supports them, and are refused clearly
+// for one that does not.
+func TestServerRequestsAreRelayed(t *testing.T) {
+	needImage(t, everythingImage)
+	ws := newWorkspace(t, fmt.Sprintf(`{"permissions": {"allow": ["*"]}, "mcps": {"everything": {"image": %q}}}`, everythingImage))
+	client := mcp.NewClient(&mcp.Implementation{Name: "relay", Version: "1"}, &mcp.ClientOptions{
+		ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"random": "chosen-by-the-user"}}, nil
+		},
+		CreateMessageHandler: func(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			return &mcp.CreateMessageResult{Model: "test", Role: "assistant", Content: &mcp.TextContent{Text: "sampled-by-the-client"}}, nil
+		},
+	})
+	cs, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: execPML(ws, "stdio")}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if out, res := callC(t, cs, "everything:elicit (form)", nil); res.IsError || out != "chosen-by-the-user" {
+		t.Errorf("elicitation relay: %q", out)
+	}
+	if out, res := callC(t, cs, "everything:sample", nil); res.IsError || out != "sampled-by-the-client" {
+		t.Errorf("sampling relay: %q", out)
+	}
+	// A client without those capabilities gets a clear refusal.
+	s := startSession(t, ws)
+	if out, res := s.call(t, "everything:sample", nil); !res.IsError || !strings.Contains(out, "does not support sampling") {
+		t.Errorf("sampling without client support: %q", out)
+	}
 }

@@ -26,6 +26,13 @@ import (
 	"github.com/pml-dev/pml/internal/container"
 )
 
+// ProtocolVersion is what pml offers the servers it runs. On 2026-07-28 a
+// server may no longer send requests (roots/list, elicitation, sampling)
+// while it serves a call, and servers written before it do exactly that;
+// 2025-11-25 keeps them working, and a server that only knows an older
+// version negotiates down from here.
+const ProtocolVersion = "2025-11-25"
+
 // StartTimeout bounds container start plus the initialize handshake.
 const StartTimeout = 30 * time.Second
 
@@ -355,7 +362,8 @@ func (s *Server) start() (*conn, error) {
 	if len(s.o.Roots) > 0 {
 		client.AddRoots(s.o.Roots...)
 	}
-	cs, err := client.Connect(ctx, &mcp.IOTransport{Reader: pr, Writer: proc.Stdin(), MaxLineLength: 64 << 20}, nil)
+	cs, err := client.Connect(ctx, &mcp.IOTransport{Reader: pr, Writer: proc.Stdin(), MaxLineLength: 64 << 20},
+		&mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
 	if err == nil {
 		c.cs = cs
 		for t, terr := range cs.Tools(ctx, nil) {
