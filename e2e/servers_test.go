@@ -494,3 +494,69 @@ func TestServerRequestsAreRelayed(t *testing.T) {
 		t.Errorf("sampling without client support: %q", out)
 	}
 }
+
+// TestAServersListChangedIsPassedOn: a server that adds a tool at run time
+// sends tools/list_changed; pml refreshes its list and tells its client.
+func TestAServersListChangedIsPassedOn(t *testing.T) {
+	ws := newWorkspace(t, probeConfig(t, ""))
+	var notified sync.WaitGroup
+	notified.Add(1)
+	var once sync.Once
+	client := mcp.NewClient(&mcp.Implementation{Name: "lc", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(ctx context.Context, req *mcp.ToolListChangedRequest) { once.Do(notified.Done) },
+	})
+	cs, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: execPML(ws, "stdio")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if out, res := callC(t, cs, "probe:add_tool", nil); res.IsError {
+		t.Fatalf("add_tool: %q", out)
+	}
+	deadline := time.After(10 * time.Second)
+	for {
+		tools, err := cs.ListTools(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, tool := range tools.Tools {
+			found = found || tool.Name == "probe:dynamic"
+		}
+		if found {
+			break
+		}
+		select {
+		case <-deadline:
+			t.Fatal("probe:dynamic never appeared in pml's tools/list")
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	if out, _ := callC(t, cs, "probe:dynamic", nil); out != "dynamic answer" {
+		t.Errorf("probe:dynamic: %q", out)
+	}
+	done := make(chan struct{})
+	go func() { notified.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Error("the client was not sent notifications/tools/list_changed")
+	}
+}
+
+// TestAnUnreachableRegistryIsAClearError points the install at a registry
+// on the install container's own loopback, where nothing listens.
+func TestAnUnreachableRegistryIsAClearError(t *testing.T) {
+	needImage(t, nodeImage)
+	cfg := strings.Replace(npmMemoryConfig(npmMemoryIntegrity), `"--no-fund",`, `"--no-fund", "--registry", "http://127.0.0.1:9/", "--fetch-retries", "0",`, 1)
+	cfg = strings.Replace(cfg, `"allow": ["filesystem:*"]`, `"allow": ["memory:*"]`, 1)
+	ws := newWorkspace(t, cfg)
+	s := startSession(t, ws)
+	out, res := s.call(t, "memory:read_graph", nil)
+	if !res.IsError || !strings.Contains(out, "could not be reached") {
+		t.Errorf("unreachable registry: %q", out)
+	}
+	if _, err := os.Stat(ws.path(".pml/deps/memory")); err == nil {
+		t.Error("a failed install left its cache")
+	}
+}

@@ -109,6 +109,14 @@ func main() {
 		func(ctx context.Context, req *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
 			return text(fmt.Sprint(cancelled.Load())), nil, nil
 		})
+	mcp.AddTool(s, &mcp.Tool{Name: "add_tool", Description: "Add the tool \"dynamic\" (the server then sends tools/list_changed)."},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
+			mcp.AddTool(s, &mcp.Tool{Name: "dynamic", Description: "Added at run time."},
+				func(ctx context.Context, req *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
+					return text("dynamic answer"), nil, nil
+				})
+			return text("added"), nil, nil
+		})
 	log.SetFlags(0)
 	log.Printf("probe: serving on stdio")
 	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
