@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
@@ -68,6 +69,8 @@ type Options struct {
 	// ServerStartTimeout overrides how long a stdio server may take to
 	// start and initialize (tests).
 	ServerStartTimeout time.Duration
+	// HTTPClient talks to the cloud (and registries); nil: a default one.
+	HTTPClient *http.Client
 }
 
 // Broker routes and executes tool calls. Safe for concurrent use.
@@ -97,6 +100,8 @@ type Broker struct {
 	deps               *deps.Store
 	toolsCache         *toolsCache
 	serverStartTimeout time.Duration
+
+	cloud *cloudSide
 
 	// base is cancelled by Close: every running call is cancelled with it,
 	// which kills its container; inflight lets Close wait for the cleanup.
@@ -145,6 +150,7 @@ func New(o Options) (*Broker, error) {
 	b.toolsCache = &toolsCache{path: filepath.Join(o.Workspace, ".pml", "tools-cache.json")}
 	b.serverStartTimeout = o.ServerStartTimeout
 	b.setupServers()
+	b.setupCloud(o)
 	return b, nil
 }
 
@@ -261,7 +267,8 @@ func (b *Broker) Call(ctx context.Context, req Request) Result {
 	_, known := b.tools[name]
 	b.toolsMu.RUnlock()
 	srv := b.serverOf(name)
-	if !known && srv == nil {
+	cloudTool := !known && b.isCloudTool(name)
+	if !known && srv == nil && !cloudTool {
 		b.record(audit.Entry{Tool: name, Decision: audit.Failed, Reason: "no such tool"}, began)
 		return errorResult(fmt.Errorf("%w %q: tools/list shows the available tools", ErrNotFound, name))
 	}
@@ -283,14 +290,29 @@ func (b *Broker) Call(ctx context.Context, req Request) Result {
 	// A server that is not installed yet needs its install approved
 	// first, unless its tools are allowed outright.
 	needsInstall := srv != nil && !b.deps.Installed(srv.cfg)
+	// A cloud tool whose API key is missing asks the human to set it.
+	cloudish := b.isCloudTool(name)
+	var missingKeys []string
+	if decision != Deny && cloudish {
+		_, missingKeys = b.byokFor(name)
+	}
 	switch {
 	case decision == Deny:
 		b.record(audit.Entry{Tool: name, Decision: audit.Denied, Pattern: pattern, ArgKeys: audit.Keys(args)}, began)
 		return errorResult(fmt.Errorf("%w: %s matches the deny pattern %q in %s; remove it from permissions.deny to use this tool", ErrDenied, name, pattern, b.permSource()))
-	case decision == Ask || needsInstall && decision != Allow:
+	case cloudish && !b.cloud.client.Enabled():
+		// Local mode: asking a person to approve a call that cannot run
+		// would only waste their answer.
+		res := b.runCloudTool(ctx, toolbox.Tool{Name: name}, args)
+		b.record(audit.Entry{Tool: name, Decision: audit.Failed, Pattern: pattern, Reason: "local mode", ArgKeys: audit.Keys(args)}, began)
+		return res
+	case decision == Ask || needsInstall && decision != Allow || len(missingKeys) > 0:
 		typ := ApprovalToolPermission
-		if needsInstall {
+		switch {
+		case needsInstall:
 			typ = ApprovalDependency
+		case len(missingKeys) > 0 && decision != Ask:
+			typ = ApprovalAPIKey
 		}
 		wf := req.Workflows.create(typ, name, args, pattern)
 		approval := b.approvalFor(wf)
@@ -316,6 +338,11 @@ func (b *Broker) runTool(ctx context.Context, name string, args map[string]any, 
 			return errorResult(err)
 		}
 	}
+	if b.isCloudTool(name) && !b.hasTool(name) {
+		// Not (yet) in the cloud's list: forward it anyway and let the
+		// cloud answer whether it knows the tool.
+		return b.execute(ctx, toolEntry{def: toolbox.Tool{Name: name}, run: (*Broker).runCloudTool}, args, decision, pattern, workflowID, began)
+	}
 	entry, err := b.lookup(ctx, name)
 	if err != nil {
 		b.record(audit.Entry{Tool: name, Decision: audit.Failed, Pattern: pattern, WorkflowID: workflowID, Reason: "no such tool", ArgKeys: audit.Keys(args)}, began)
@@ -326,6 +353,9 @@ func (b *Broker) runTool(ctx context.Context, name string, args map[string]any, 
 
 // approvalFor describes a workflow by its type.
 func (b *Broker) approvalFor(wf *workflow) Approval {
+	if wf.typ == ApprovalAPIKey {
+		return b.apiKeyApproval(wf)
+	}
 	if wf.typ == ApprovalDependency {
 		if srv := b.serverOf(wf.tool); srv != nil && srv.cfg.Install != nil {
 			return b.dependencyApproval(wf, srv)

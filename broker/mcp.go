@@ -108,11 +108,12 @@ func NewMCPServer(b *Broker) *mcp.Server {
 				// The first list starts the configured servers (never
 				// initialize); later lists come from the cache.
 				b.LoadServers(ctx)
+				b.waitCloud(ctx)
 			case "tools/call":
 				// A tool of a server whose tools are not registered yet
 				// (not installed, or not started) goes through the broker,
 				// which asks, installs and loads it.
-				if cr, ok := req.(*mcp.CallToolRequest); ok && cr.Params != nil && b.HasServer(cr.Params.Name) && !b.hasTool(cr.Params.Name) {
+				if cr, ok := req.(*mcp.CallToolRequest); ok && cr.Params != nil && !b.hasTool(cr.Params.Name) && (b.HasServer(cr.Params.Name) || b.isCloudTool(cr.Params.Name)) {
 					return handler(cr.Params.Name)(ctx, cr)
 				}
 			}

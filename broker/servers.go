@@ -291,21 +291,38 @@ func (b *Broker) registerServerTools(srv *server, tools []*mcp.Tool) {
 	}
 	srv.mu.Lock()
 	old := srv.names
-	srv.names = nil
-	for _, d := range defs {
-		srv.names = append(srv.names, d.Name)
-	}
+	srv.mu.Unlock()
+	names := b.replaceTools(old, defs, (*Broker).runServerTool)
+	srv.mu.Lock()
+	srv.names = names
 	srv.loaded = true
 	srv.mu.Unlock()
+}
 
+// replaceTools swaps one source's tools (a server's, the cloud's): defs
+// are registered with run, names in old but not in defs are removed, and
+// the MCP layer is told. A name that another source already registered
+// (e.g. a local tool) is kept as it was. It returns the names now held.
+func (b *Broker) replaceTools(old []string, defs []toolbox.Tool, run func(*Broker, context.Context, toolbox.Tool, map[string]any) Result) []string {
+	mine := map[string]bool{}
+	for _, n := range old {
+		mine[n] = true
+	}
 	b.toolsMu.Lock()
 	keep := map[string]bool{}
+	var names []string
+	var added []Tool
 	for _, d := range defs {
-		keep[d.Name] = true
+		if _, exists := b.tools[d.Name]; exists && !mine[d.Name] {
+			continue
+		}
 		if _, exists := b.tools[d.Name]; !exists {
 			b.order = append(b.order, d.Name)
 		}
-		b.tools[d.Name] = toolEntry{def: d, run: (*Broker).runServerTool}
+		keep[d.Name] = true
+		names = append(names, d.Name)
+		b.tools[d.Name] = toolEntry{def: d, run: run}
+		added = append(added, Tool{Name: d.Name, Description: d.Description, InputSchema: d.InputSchema})
 	}
 	var removed []string
 	for _, n := range old {
@@ -325,14 +342,10 @@ func (b *Broker) registerServerTools(srv *server, tools []*mcp.Tool) {
 	}
 	listeners := append([]func([]Tool, []string){}, b.toolListeners...)
 	b.toolsMu.Unlock()
-
-	added := make([]Tool, 0, len(defs))
-	for _, d := range defs {
-		added = append(added, Tool{Name: d.Name, Description: d.Description, InputSchema: d.InputSchema})
-	}
 	for _, l := range listeners {
 		l(added, removed)
 	}
+	return names
 }
 
 // runServerTool forwards a call to the server's pooled container.

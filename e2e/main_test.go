@@ -37,6 +37,9 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
+	// Sessions inherit this environment: a developer's own key must never
+	// send test calls to the real cloud. Cloud tests run a fake one.
+	os.Unsetenv("PML_API_KEY")
 	pmlBin = os.Getenv("PML_BIN")
 	if pmlBin == "" {
 		dir, err := os.MkdirTemp("", "pml-e2e-bin-")

@@ -47,6 +47,7 @@ func newServeCmd(g *globals) *cobra.Command {
 				e.log.Warn().Str("addr", addr).Msg("listening on a non-loopback address: anyone who can reach it and has the token can run tools in your workspace")
 			}
 			e.reapInBackground(cmd.Context())
+			e.broker.StartCloud(cmd.Context())
 			mux := http.NewServeMux()
 			mux.Handle("/mcp", broker.NewHTTPHandler(e.broker, token))
 			srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}

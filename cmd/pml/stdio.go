@@ -29,6 +29,7 @@ func newStdioCmd(g *globals) *cobra.Command {
 			}
 			defer e.rt.Close()
 			e.reapInBackground(cmd.Context())
+			e.broker.StartCloud(cmd.Context())
 			e.log.Info().Str("workspace", e.ws.Dir).Str("user", e.broker.User()).Msg("pml stdio ready")
 			err = broker.ServeStdio(cmd.Context(), e.broker, os.Stdin, proto)
 			// The client is gone (or we were told to stop): cancel what still

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -35,6 +36,10 @@ type Config struct {
 	HIL         HIL
 	// Servers are the stdio MCP servers of mcps and private_mcps, by name.
 	Servers map[string]Server
+	Cloud   Cloud
+	// Registries are the registry base URLs, first match wins (default:
+	// the cloud URL).
+	Registries []string
 	// Warnings are non-fatal findings (unknown keys), one sentence each.
 	Warnings []string
 	// Raw is the document as read, unknown keys included.
@@ -58,7 +63,29 @@ type Sandbox struct {
 	ShellImage string
 	// IdleTimeout stops a pooled server after this long without calls.
 	IdleTimeout time.Duration
+	Pool        Pool
 }
+
+// Pool sizes the pre-started single-use container pool, per kind of
+// container. Zero values mean "default".
+type Pool struct {
+	Min int
+	Max int
+}
+
+// Cloud is where server-routed tools are forwarded.
+type Cloud struct {
+	// URL is the cloud's base URL (default DefaultCloudURL).
+	URL string
+	// Timeout bounds one forwarded request (default DefaultCloudTimeout).
+	Timeout time.Duration
+}
+
+// DefaultCloudURL is the PML cloud.
+const DefaultCloudURL = "https://pml.casys.ai"
+
+// DefaultCloudTimeout bounds one forwarded call.
+const DefaultCloudTimeout = 60 * time.Second
 
 // HIL configures human-in-the-loop approvals.
 type HIL struct {
@@ -98,10 +125,12 @@ var known = map[string]kind{
 	"sandbox.user":         kString,
 	"sandbox.shell_image":  kString,
 	"sandbox.idle_timeout": kDuration,
-	"sandbox.pool":         kAny,
+	"sandbox.pool.min":     kInteger,
+	"sandbox.pool.max":     kInteger,
 	"hil.timeout":          kDuration,
 	"cloud.url":            kString,
-	"registries":           kAny,
+	"cloud.timeout":        kDuration,
+	"registries":           kStringList,
 	"mcps":                 kAny,
 	"private_mcps":         kAny,
 	"$schema":              kAny,
@@ -216,7 +245,28 @@ func Load(workspace string, env func(string) string) (*Config, error) {
 		}
 		cfg.Sandbox.Pids = int64(f)
 	}
-	for _, key := range []string{"sandbox.timeout", "sandbox.idle_timeout", "hil.timeout"} {
+	for _, key := range []string{"sandbox.pool.min", "sandbox.pool.max"} {
+		val, src := get(key)
+		if val == nil {
+			continue
+		}
+		f, err := asNumber(val)
+		if err == nil && (f != float64(int64(f)) || f < 0 || f > 64) {
+			err = fmt.Errorf("must be a whole number from 0 to 64 (got %v)", f)
+		}
+		if err != nil {
+			errs = append(errs, &Error{File: src, Key: key, Problem: err.Error()})
+		}
+		if key == "sandbox.pool.min" {
+			cfg.Sandbox.Pool.Min = int(f)
+		} else {
+			cfg.Sandbox.Pool.Max = int(f)
+		}
+	}
+	if p := cfg.Sandbox.Pool; p.Max > 0 && p.Min > p.Max {
+		errs = append(errs, &Error{File: path, Key: "sandbox.pool.min", Problem: fmt.Sprintf("must not be larger than sandbox.pool.max (%d > %d)", p.Min, p.Max)})
+	}
+	for _, key := range []string{"sandbox.timeout", "sandbox.idle_timeout", "hil.timeout", "cloud.timeout"} {
 		val, src := get(key)
 		if val == nil {
 			continue
@@ -232,6 +282,8 @@ func Load(workspace string, env func(string) string) (*Config, error) {
 			cfg.Sandbox.IdleTimeout = d
 		case "hil.timeout":
 			cfg.HIL.Timeout = d
+		case "cloud.timeout":
+			cfg.Cloud.Timeout = d
 		}
 	}
 	if cfg.HIL.Timeout == 0 {
@@ -244,13 +296,41 @@ func Load(workspace string, env func(string) string) (*Config, error) {
 	cfg.Servers = servers
 	cfg.Warnings = append(cfg.Warnings, warnings...)
 	errs = append(errs, serr...)
-	if v.IsSet("cloud.url") {
-		_ = str("cloud.url")
+	cfg.Cloud.URL = strings.TrimRight(str("cloud.url"), "/")
+	if cfg.Cloud.URL == "" {
+		cfg.Cloud.URL = DefaultCloudURL
+	} else if err := checkURL(cfg.Cloud.URL); err != nil {
+		_, src := get("cloud.url")
+		errs = append(errs, &Error{File: src, Key: "cloud.url", Problem: err.Error()})
+	}
+	if cfg.Cloud.Timeout == 0 {
+		cfg.Cloud.Timeout = DefaultCloudTimeout
+	}
+	for i, r := range list("registries") {
+		r = strings.TrimRight(r, "/")
+		if err := checkURL(r); err != nil {
+			_, src := get("registries")
+			errs = append(errs, &Error{File: src, Key: fmt.Sprintf("registries[%d]", i), Problem: err.Error()})
+			continue
+		}
+		cfg.Registries = append(cfg.Registries, r)
+	}
+	if len(cfg.Registries) == 0 {
+		cfg.Registries = []string{cfg.Cloud.URL}
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
 	return cfg, nil
+}
+
+// checkURL accepts an absolute http(s) URL.
+func checkURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%q is not an http:// or https:// URL", s)
+	}
+	return nil
 }
 
 // checkSyntax reports a JSON syntax error with its line and column.

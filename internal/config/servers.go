@@ -25,6 +25,9 @@ type Server struct {
 	Install   *Install
 	// Private: declared in private_mcps (overrides an mcps entry).
 	Private bool
+	// Lifetime is "pooled" (default: one long-lived container shared by
+	// every call) or "per_call" (a fresh container for every call).
+	Lifetime string
 }
 
 // Install is the one-time step that fills the server's /deps cache.
@@ -144,6 +147,10 @@ func parseServer(path, section, name string, val any) (Server, []string, error) 
 	if w := str("workspace"); w != "" {
 		s.Workspace = w
 	}
+	s.Lifetime = str("lifetime")
+	if s.Lifetime == "" {
+		s.Lifetime = "pooled"
+	}
 	if err != nil {
 		return Server{}, nil, err
 	}
@@ -154,6 +161,8 @@ func parseServer(path, section, name string, val any) (Server, []string, error) 
 		return fail(".image", "is required: the container image the server runs in (e.g. \"pml/node:18\")")
 	case s.Workspace != "none" && s.Workspace != "ro" && s.Workspace != "rw":
 		return fail(".workspace", fmt.Sprintf("must be \"none\", \"ro\" or \"rw\", not %q", s.Workspace))
+	case s.Lifetime != "pooled" && s.Lifetime != "per_call":
+		return fail(".lifetime", fmt.Sprintf("must be \"pooled\" or \"per_call\", not %q", s.Lifetime))
 	}
 	if e, ok := m["env"]; ok && e != nil {
 		em, ok := e.(map[string]any)

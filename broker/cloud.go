@@ -1,0 +1,244 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/pml-dev/pml/internal/cloud"
+	"github.com/pml-dev/pml/internal/config"
+	"github.com/pml-dev/pml/internal/routing"
+	"github.com/pml-dev/pml/internal/toolbox"
+)
+
+// ErrCloud: a server-routed call could not be forwarded (local mode,
+// offline, refused key).
+var ErrCloud = errors.New("cloud")
+
+// cloudToolsFile caches the cloud's tools/list so an offline start still
+// lists them (calls then answer that the cloud is unreachable).
+const cloudToolsFile = ".pml/cloud-tools-cache.json"
+
+// listWait bounds how long the first tools/list waits for the cloud's list.
+const listWait = 2 * time.Second
+
+// cloudSide is the broker's view of the PML cloud.
+type cloudSide struct {
+	client *cloud.Client
+	router *routing.Router
+
+	mu    sync.Mutex
+	names []string            // registered cloud tool names
+	env   map[string][]string // tool → BYOK variables it declares
+	// ready closes when the first refresh after start has ended (either
+	// way); a tools/list waits for it at most listWait.
+	ready     chan struct{}
+	readyOnce sync.Once
+}
+
+// setupCloud builds the router and the cloud client; it contacts nothing.
+func (b *Broker) setupCloud(o Options) {
+	local := []string{"filesystem", "shell"}
+	for name := range b.cfg.Servers {
+		local = append(local, name)
+	}
+	hc := o.HTTPClient
+	if hc == nil {
+		hc = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	}
+	b.cloud = &cloudSide{
+		client: &cloud.Client{URL: b.cfg.Cloud.URL, APIKey: os.Getenv("PML_API_KEY"), HTTP: hc, Timeout: b.cfg.Cloud.Timeout},
+		router: routing.New(b.ws, local),
+		env:    map[string][]string{},
+		ready:  make(chan struct{}),
+	}
+	if !b.cloud.client.Enabled() {
+		b.cloud.readyOnce.Do(func() { close(b.cloud.ready) })
+		return
+	}
+	// Listed at once from the cache, refreshed by StartCloud.
+	if tools, err := readCloudTools(filepath.Join(b.ws, cloudToolsFile)); err == nil {
+		b.registerCloudTools(tools)
+	}
+}
+
+// StartCloud syncs the routing table and the cloud's tool list in the
+// background. It never blocks: initialize must not wait for the network.
+// In local mode (no PML_API_KEY) pml does not contact the cloud at all.
+func (b *Broker) StartCloud(ctx context.Context) {
+	c := b.cloud
+	if !c.client.Enabled() {
+		b.log.Info().Msg("local mode: PML_API_KEY is not set, so cloud tools are off; local tools work")
+		return
+	}
+	go func() {
+		defer c.readyOnce.Do(func() { close(c.ready) })
+		sctx, cancel := context.WithTimeout(ctx, b.cfg.Cloud.Timeout)
+		defer cancel()
+		if err := c.router.Sync(sctx, c.client.HTTP, c.client.URL, c.client.APIKey); err != nil {
+			b.log.Warn().Err(err).Str("routing", c.router.Table().Version).Msg("routing sync failed; using the cached or embedded table")
+		} else {
+			b.log.Debug().Str("version", c.router.Table().Version).Msg("routing table synced")
+		}
+		tools, err := c.client.ListTools(sctx)
+		if err != nil {
+			b.log.Warn().Err(err).Msg("could not list the cloud's tools; cloud tools from the last session stay listed")
+			return
+		}
+		b.registerCloudTools(tools)
+		b.writeCloudTools(tools)
+	}()
+}
+
+// waitCloud lets the first tools/list include the cloud's tools when they
+// come quickly; later ones arrive with notifications/tools/list_changed.
+func (b *Broker) waitCloud(ctx context.Context) {
+	t := time.NewTimer(listWait)
+	defer t.Stop()
+	select {
+	case <-b.cloud.ready:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// registerCloudTools lists the cloud's server-routed tools. A tool whose
+// namespace runs here (the toolbox, a configured server, anything the
+// routing does not send to the cloud) is left out: its calls must never
+// leave the machine.
+func (b *Broker) registerCloudTools(tools []*mcp.Tool) {
+	var defs []toolbox.Tool
+	env := map[string][]string{}
+	for _, t := range tools {
+		if t == nil || t.Name == ContinueTool || b.cloud.router.Route(t.Name) != routing.Server {
+			continue
+		}
+		schema, _ := json.Marshal(t.InputSchema)
+		if len(schema) == 0 || string(schema) == "null" {
+			schema = json.RawMessage(`{"type":"object"}`)
+		}
+		desc := t.Description
+		if desc == "" {
+			desc = t.Title
+		}
+		defs = append(defs, toolbox.Tool{Name: t.Name, Description: desc + " (runs in the PML cloud)", InputSchema: schema})
+		env[t.Name] = cloud.EnvRequired(t)
+	}
+	c := b.cloud
+	c.mu.Lock()
+	old := c.names
+	c.env = env
+	c.mu.Unlock()
+	names := b.replaceTools(old, defs, (*Broker).runCloudTool)
+	c.mu.Lock()
+	c.names = names
+	c.mu.Unlock()
+}
+
+func readCloudTools(path string) ([]*mcp.Tool, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var tools []*mcp.Tool
+	return tools, json.Unmarshal(data, &tools)
+}
+
+func (b *Broker) writeCloudTools(tools []*mcp.Tool) {
+	data, err := json.MarshalIndent(tools, "", "  ")
+	if err != nil {
+		return
+	}
+	path := filepath.Join(b.ws, cloudToolsFile)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err == nil {
+		if err := config.WriteFileAtomic(path, append(data, '\n'), 0o644); err != nil {
+			b.log.Warn().Err(err).Msg("caching the cloud's tool list")
+		}
+	}
+}
+
+// isCloudTool reports whether a call goes to the cloud: its namespace is
+// server-routed and nothing local has that name.
+func (b *Broker) isCloudTool(name string) bool {
+	return name != ContinueTool && b.serverOf(name) == nil && b.cloud.router.Route(name) == routing.Server
+}
+
+// byokFor reads the variables a cloud tool declares from pml's environment,
+// else the workspace's .env. It returns the values and the missing names.
+func (b *Broker) byokFor(tool string) (map[string]string, []string) {
+	b.cloud.mu.Lock()
+	names := append([]string(nil), b.cloud.env[tool]...)
+	b.cloud.mu.Unlock()
+	if len(names) == 0 {
+		return nil, nil
+	}
+	dotenv := readDotEnv(filepath.Join(b.ws, ".env"))
+	vals := map[string]string{}
+	var missing []string
+	for _, n := range names {
+		if v, ok := os.LookupEnv(n); ok && v != "" {
+			vals[n] = v
+		} else if v := dotenv[n]; v != "" {
+			vals[n] = v
+		} else {
+			missing = append(missing, n)
+		}
+	}
+	sort.Strings(missing)
+	return vals, missing
+}
+
+// runCloudTool forwards an allowed call with its BYOK keys.
+func (b *Broker) runCloudTool(ctx context.Context, def toolbox.Tool, args map[string]any) Result {
+	c := b.cloud.client
+	if !c.Enabled() {
+		return errorResult(fmt.Errorf("%w: Cloud mode requires PML_API_KEY: %s runs in the PML cloud. Get a key at %s/settings and set PML_API_KEY in the env of the pml entry in your MCP client's configuration (e.g. .mcp.json); local tools work without it", ErrCloud, def.Name, c.URL))
+	}
+	keys, missing := b.byokFor(def.Name)
+	if len(missing) > 0 {
+		return errorResult(fmt.Errorf("%w: %s needs %s, which is not set: %s", ErrCloud, def.Name, strings.Join(missing, ", "), b.whereToSet()))
+	}
+	res, err := c.CallTool(ctx, def.Name, args, keys)
+	if err != nil {
+		var re *cloud.RemoteError
+		switch {
+		case errors.Is(err, context.Canceled):
+			return errorResult(fmt.Errorf("%s was cancelled", def.Name))
+		case errors.As(err, &re):
+			return errorResult(fmt.Errorf("%s: %s", def.Name, re.Message))
+		}
+		return errorResult(fmt.Errorf("%w: %s: %v", ErrCloud, def.Name, err))
+	}
+	if _, ok := cloud.ExecuteLocally(res); ok {
+		// Running the cloud's code here needs the Deno runner; until then
+		// it is refused, and never run on the host.
+		b.log.Warn().Str("tool", def.Name).Msg("the cloud asked to execute code locally; not supported yet")
+		return errorResult(fmt.Errorf("%s: the PML cloud asked pml to run its code on this machine (execute_locally), which this version of pml does not support yet; nothing was run", def.Name))
+	}
+	return Result{Text: joinText(res), Structured: res.StructuredContent, IsError: res.IsError, upstream: res}
+}
+
+func (b *Broker) whereToSet() string {
+	return fmt.Sprintf("add it to %s or to the env of the pml entry in your MCP client's configuration (e.g. .mcp.json)", filepath.Join(b.ws, ".env"))
+}
+
+// apiKeyApproval describes a missing BYOK key for a person.
+func (b *Broker) apiKeyApproval(wf *workflow) Approval {
+	a := b.approval(wf)
+	_, missing := b.byokFor(wf.tool)
+	a.Description = fmt.Sprintf("%s runs in the PML cloud with your own API key %s, which is not set. Set it (%s), then continue.",
+		wf.tool, strings.Join(missing, ", "), b.whereToSet())
+	a.Options = []string{"continue", "abort"}
+	a.Context = map[string]any{"variables": missing, "env_file": filepath.Join(b.ws, ".env"), "pattern": wf.pattern}
+	return a
+}
