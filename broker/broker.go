@@ -53,6 +53,20 @@ type Result struct {
 	// upstream is a server tool's result as the server sent it (all its
 	// content blocks), passed on unchanged.
 	upstream *mcp.CallToolResult
+	// err is the failure behind an error result made by pml itself (not
+	// a tool's own error), for callers that map kinds to exit codes.
+	err error
+}
+
+// Err returns the failure behind an error result pml made itself, to be
+// tested with errors.Is against ErrDenied, ErrUnavailable, ErrCloud,
+// ErrNotFound, ErrInvalidInput; nil for successes and tools' own errors.
+func (r Result) Err() error { return r.err }
+
+// Approval returns the approval a result asks for, if it asks.
+func (r Result) Approval() (Approval, bool) {
+	a, ok := r.Structured.(Approval)
+	return a, ok && !r.IsError
 }
 
 // Options configure a Broker.
@@ -538,7 +552,7 @@ func (b *Broker) permSource() string {
 }
 
 func errorResult(err error) Result {
-	return Result{Text: err.Error(), IsError: true}
+	return Result{Text: err.Error(), IsError: true, err: err}
 }
 
 // effectivePolicy applies the user's sandbox.* settings to the default
