@@ -1,0 +1,93 @@
+package registry
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/pml-dev/pml/internal/config"
+)
+
+// CacheDir is where a workspace keeps fetched entries for offline use.
+func CacheDir(workspace string) string {
+	return filepath.Join(workspace, ".pml", "registry-cache")
+}
+
+// record is one cached entry, as served. It is stored as
+// <dir>/<org.project.namespace.action>.json (the 4-part name, which is
+// always a safe file name), holding the latest version fetched, so a
+// 4-part name can be served offline too.
+type record struct {
+	FQDN      string    `json:"fqdn"`
+	Type      string    `json:"type"`
+	Routing   string    `json:"routing"`
+	Integrity string    `json:"integrity"`
+	Registry  string    `json:"registry"`
+	FetchedAt time.Time `json:"fetchedAt"`
+	// Body is the response body exactly as served (base64 in the file, so
+	// code that is not valid UTF-8 survives).
+	Body []byte `json:"body"`
+}
+
+// cache is the in-memory cache in front of the on-disk one. An empty dir
+// keeps it in memory only. Safe for concurrent use.
+type cache struct {
+	dir string
+	mu  sync.Mutex
+	mem map[string]*record
+}
+
+func newCache(dir string) *cache {
+	return &cache{dir: dir, mem: map[string]*record{}}
+}
+
+// get returns the cached record for a 4-part name, or nil. A file that
+// cannot be read or decoded is reported, not trusted; the entry built from
+// a record is verified against its integrity again by the caller.
+func (c *cache) get(base string) (*record, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if r, ok := c.mem[base]; ok {
+		return r, nil
+	}
+	if c.dir == "" {
+		return nil, nil
+	}
+	p := filepath.Join(c.dir, base+".json")
+	data, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the cached copy %s: %w", p, err)
+	}
+	var r record
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("the cached copy %s is corrupt (%v); it is replaced on the next successful fetch", p, err)
+	}
+	c.mem[base] = &r
+	return &r, nil
+}
+
+// put stores r in memory and, atomically, on disk.
+func (c *cache) put(base string, r *record) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.mem[base] = r
+	if c.dir == "" {
+		return nil
+	}
+	data, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(c.dir, 0o700); err != nil {
+		return fmt.Errorf("cannot create the registry cache %s: %w", c.dir, err)
+	}
+	return config.WriteFileAtomic(filepath.Join(c.dir, base+".json"), data, 0o644)
+}

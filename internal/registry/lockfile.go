@@ -1,0 +1,287 @@
+package registry
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pml-dev/pml/internal/config"
+)
+
+// LockfilePath is the workspace's lockfile.
+func LockfilePath(workspace string) string {
+	return filepath.Join(workspace, ".pml", "mcp.lock")
+}
+
+// LockfileVersion is the format version pml reads and writes.
+const LockfileVersion = 1
+
+// LockEntry is what the lockfile records for one entry.
+type LockEntry struct {
+	// FQDN is the 5-part name of the version recorded.
+	FQDN      string    `json:"fqdn"`
+	Integrity string    `json:"integrity"`
+	FetchedAt time.Time `json:"fetchedAt"`
+	Type      string    `json:"type"`
+	Routing   string    `json:"routing"`
+}
+
+// lockDoc is the file: seed 004's format, with entries keyed by the 4-part
+// name. The seed's example keys by the 5-part name, but its AC14 compares
+// versions of one 4-part name ("pml.mcp.tavily.server", old hash d7e8, new
+// f9a0): keyed by the 5-part name, a changed entry would get a new key and
+// the change would never be seen. Each entry keeps its 5-part name in
+// "fqdn". Files written with 5-part keys are read and rewritten.
+//
+//	{"version": 1, "entries": {"pml.mcp.tavily.server": {"fqdn": "pml.mcp.tavily.server.d7e8",
+//	  "integrity": "sha256-…", "fetchedAt": "2026-01-07T12:00:00Z", "type": "http", "routing": "server"}}}
+type lockDoc struct {
+	Version int                  `json:"version"`
+	Entries map[string]LockEntry `json:"entries"`
+}
+
+// Lockfile is the workspace's record of the integrity of every entry it
+// fetched. It is safe for concurrent use within one process; every change
+// is written at once, atomically (temporary file, then rename). Two pml
+// processes in one workspace each write their own view, so the later write
+// wins: the worst outcome is an entry recorded again or asked about again,
+// never one accepted without a check.
+type Lockfile struct {
+	path    string
+	mu      sync.Mutex
+	entries map[string]LockEntry
+	removed []string
+}
+
+// LoadLockfile reads the lockfile at path (a missing file is an empty
+// lockfile) and removes the entries that permissions no longer cover,
+// saving the file when it removed any. An entry org.project.ns.action is
+// kept when a pattern of perms.Allow or perms.Ask, cut at its first ':',
+// glob-matches ns: "tavily:*", "tavily:search" and "*" keep every tavily
+// entry; deny patterns are not consulted (a denied tool never runs, and
+// keeping its record costs nothing). A corrupt file is an error naming it;
+// it is never reset silently.
+func LoadLockfile(file string, perms config.Permissions) (*Lockfile, error) {
+	l := &Lockfile{path: file, entries: map[string]LockEntry{}}
+	data, err := os.ReadFile(file)
+	if errors.Is(err, fs.ErrNotExist) {
+		return l, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the lockfile %s: %w", file, err)
+	}
+	corrupt := func(problem string) error {
+		return fmt.Errorf("the lockfile %s is not valid: %s; fix it, or delete it to record every entry again on its next fetch (pml never resets it by itself)", file, problem)
+	}
+	var doc lockDoc
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&doc); err != nil {
+		return nil, corrupt(err.Error())
+	}
+	if doc.Version != LockfileVersion {
+		return nil, corrupt(fmt.Sprintf("its version is %d; this pml reads version %d", doc.Version, LockfileVersion))
+	}
+	migrated := false
+	for key, e := range doc.Entries {
+		f, err := ParseFQDN(key)
+		if err != nil {
+			return nil, corrupt(fmt.Sprintf("entry %q: %v", key, err))
+		}
+		if f.Hash != "" {
+			// The seed's own keys (5-part): keep the newest per name.
+			if e.FQDN == "" {
+				e.FQDN = key
+			}
+			migrated = true
+		}
+		if e.FQDN == "" {
+			return nil, corrupt(fmt.Sprintf("entry %q has no \"fqdn\"", key))
+		}
+		ef, err := ParseFQDN(e.FQDN)
+		if err != nil || ef.Hash == "" || ef.Base() != f.Base() {
+			return nil, corrupt(fmt.Sprintf("entry %q: \"fqdn\" %q is not a version of %s", key, e.FQDN, f.Base()))
+		}
+		if _, err := HashOf(e.Integrity); err != nil {
+			return nil, corrupt(fmt.Sprintf("entry %q: %v", key, err))
+		}
+		if e.FetchedAt.IsZero() {
+			return nil, corrupt(fmt.Sprintf("entry %q has no \"fetchedAt\"", key))
+		}
+		if old, ok := l.entries[f.Base()]; !ok || e.FetchedAt.After(old.FetchedAt) {
+			l.entries[f.Base()] = e
+		}
+	}
+	keep := append(append([]string{}, perms.Allow...), perms.Ask...)
+	for name := range l.entries {
+		f, _ := ParseFQDN(name)
+		if !covered(f.Namespace, keep) {
+			delete(l.entries, name)
+			l.removed = append(l.removed, name)
+		}
+	}
+	sort.Strings(l.removed)
+	if len(l.removed) > 0 || migrated {
+		if err := l.save(); err != nil {
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+// covered reports whether a permission pattern can match a tool of
+// namespace ns.
+func covered(ns string, patterns []string) bool {
+	for _, p := range patterns {
+		pns, _, _ := strings.Cut(p, ":")
+		if ok, err := path.Match(pns, ns); err == nil && ok {
+			return true
+		}
+	}
+	return false
+}
+
+// Removed lists the 4-part names LoadLockfile removed because permissions
+// no longer cover them.
+func (l *Lockfile) Removed() []string { return append([]string(nil), l.removed...) }
+
+// Path is the lockfile's path.
+func (l *Lockfile) Path() string { return l.path }
+
+// Get returns the record for a name (4 or 5 parts; the hash is ignored).
+func (l *Lockfile) Get(name string) (LockEntry, bool) {
+	f, err := ParseFQDN(name)
+	if err != nil {
+		return LockEntry{}, false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e, ok := l.entries[f.Base()]
+	return e, ok
+}
+
+// Status is the outcome of Check.
+type Status string
+
+const (
+	// StatusNew: first time this name is seen; it has been recorded.
+	StatusNew Status = "new"
+	// StatusMatch: the recorded integrity is the entry's.
+	StatusMatch Status = "match"
+	// StatusMismatch: the entry changed since it was recorded; nothing was
+	// written. Ask the user (an "integrity" approval), then Approve.
+	StatusMismatch Status = "mismatch"
+)
+
+// Verdict is Check's answer.
+type Verdict struct {
+	Status Status
+	// Name is the 4-part name.
+	Name string
+	// Old is the recorded entry (zero for StatusNew); New is the fetched one.
+	Old, New LockEntry
+}
+
+// Description is the sentence an integrity approval shows the user.
+func (v Verdict) Description() string {
+	if v.Status != StatusMismatch {
+		return ""
+	}
+	oh, _ := HashOf(v.Old.Integrity)
+	nh, _ := HashOf(v.New.Integrity)
+	return fmt.Sprintf("Hash changed for %s. Old: %s (recorded %s), New: %s (fetched %s from the registry). This could indicate a legitimate update or potential MITM attack.",
+		v.Name, oh, v.Old.FetchedAt.UTC().Format(time.RFC3339), nh, v.New.FetchedAt.UTC().Format(time.RFC3339))
+}
+
+func lockEntryOf(e *Entry) (FQDN, LockEntry, error) {
+	if e == nil {
+		return FQDN{}, LockEntry{}, errors.New("no entry to check")
+	}
+	f, err := ParseFQDN(e.FQDN)
+	if err != nil {
+		return FQDN{}, LockEntry{}, err
+	}
+	if f.Hash == "" {
+		return FQDN{}, LockEntry{}, fmt.Errorf("entry %s names no version", e.FQDN)
+	}
+	if _, err := HashOf(e.Integrity); err != nil {
+		return FQDN{}, LockEntry{}, fmt.Errorf("entry %s: %v", e.FQDN, err)
+	}
+	at := e.FetchedAt
+	if at.IsZero() {
+		at = now()
+	}
+	return f, LockEntry{FQDN: e.FQDN, Integrity: e.Integrity, FetchedAt: at.UTC(), Type: e.Type, Routing: e.Routing}, nil
+}
+
+// Check compares a fetched entry with the lockfile. A name seen for the
+// first time is recorded (and saved) and reported StatusNew; the same
+// integrity is StatusMatch; a different one is StatusMismatch, with both records, and
+// changes nothing.
+func (l *Lockfile) Check(e *Entry) (Verdict, error) {
+	f, next, err := lockEntryOf(e)
+	if err != nil {
+		return Verdict{}, err
+	}
+	name := f.Base()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	old, ok := l.entries[name]
+	switch {
+	case !ok:
+		l.entries[name] = next
+		if err := l.save(); err != nil {
+			delete(l.entries, name)
+			return Verdict{}, err
+		}
+		return Verdict{Status: StatusNew, Name: name, New: next}, nil
+	case old.Integrity == next.Integrity:
+		return Verdict{Status: StatusMatch, Name: name, Old: old, New: next}, nil
+	default:
+		return Verdict{Status: StatusMismatch, Name: name, Old: old, New: next}, nil
+	}
+}
+
+// Approve records e as the entry's trusted version, replacing what was
+// recorded: call it once the user approved an integrity change.
+func (l *Lockfile) Approve(e *Entry) error {
+	f, next, err := lockEntryOf(e)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	old, had := l.entries[f.Base()]
+	l.entries[f.Base()] = next
+	if err := l.save(); err != nil {
+		if had {
+			l.entries[f.Base()] = old
+		} else {
+			delete(l.entries, f.Base())
+		}
+		return err
+	}
+	return nil
+}
+
+// save writes the lockfile atomically; l.mu is held (or l is not shared
+// yet).
+func (l *Lockfile) save() error {
+	data, err := json.MarshalIndent(lockDoc{Version: LockfileVersion, Entries: l.entries}, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(l.path), 0o700); err != nil {
+		return fmt.Errorf("cannot write the lockfile %s: %w", l.path, err)
+	}
+	return config.WriteFileAtomic(l.path, append(data, '\n'), 0o644)
+}

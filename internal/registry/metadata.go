@@ -1,0 +1,228 @@
+package registry
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+
+	"github.com/pml-dev/pml/internal/config"
+)
+
+// Entry types: how an entry is delivered.
+const (
+	TypeDeno  = "deno"  // TypeScript code
+	TypeStdio = "stdio" // a stdio MCP server pml runs in a container
+	TypeHTTP  = "http"  // an HTTP API the cloud proxies
+)
+
+// Routings: where an entry runs.
+const (
+	RoutingClient = "client"
+	RoutingServer = "server"
+)
+
+// Metadata is the JSON document a registry serves for stdio and http
+// entries. The seed's fields (story 14.7, AC3/AC4) come first; the
+// container fields after them are pml's own, because pml runs stdio servers
+// in containers and so needs an image and a command, not just an npx line.
+//
+//	{"type": "stdio", "description": "…", "routing": "client",
+//	 "tools": ["memory:create_entities"], "envRequired": ["API_KEY"],
+//	 "image": "pml/node:18", "command": "node", "args": ["/deps/…/index.js"],
+//	 "env": {"MEMORY_FILE_PATH": "/tmp/m.json"}, "workspace": "ro",
+//	 "install": {"command": "npm", "args": ["install", "--prefix", "/deps", "pkg@1.2.3"],
+//	             "integrity": "sha512-…"}}
+type Metadata struct {
+	FQDN        string    `json:"fqdn,omitempty"`
+	Type        string    `json:"type"`
+	Description string    `json:"description,omitempty"`
+	Routing     string    `json:"routing,omitempty"`
+	Tools       []string  `json:"tools,omitempty"`
+	EnvRequired []string  `json:"envRequired,omitempty"`
+	Integrity   string    `json:"integrity,omitempty"`
+	Install     *Install  `json:"install,omitempty"`
+	Warnings    *Warnings `json:"warnings,omitempty"`
+
+	// ProxyTo is the API an http entry fronts (type http).
+	ProxyTo string `json:"proxyTo,omitempty"`
+
+	// Image is the container image a stdio server runs in (pin it by
+	// digest for reproducible runs).
+	Image   string   `json:"image,omitempty"`
+	Command string   `json:"command,omitempty"`
+	Args    []string `json:"args,omitempty"`
+	// Env values may name host variables as ${NAME}, as in .pml.json.
+	Env map[string]string `json:"env,omitempty"`
+	// Workspace is how the workspace is mounted: none, ro (default) or rw.
+	Workspace string `json:"workspace,omitempty"`
+}
+
+// Install is a stdio server's one-time install step.
+type Install struct {
+	Command string   `json:"command"`
+	Args    []string `json:"args,omitempty"`
+	// Integrity is the SRI string of the installed package (for npm, the
+	// tarball's integrity as npm's lockfile records it).
+	Integrity string `json:"integrity,omitempty"`
+	// Package is the npm package whose integrity is checked (default: the
+	// last install argument without its version).
+	Package string `json:"package,omitempty"`
+	// EnvRequired is accepted here too, where the seed's AC3 puts it.
+	EnvRequired []string `json:"envRequired,omitempty"`
+}
+
+// Warnings tell a user what a server leaves behind.
+type Warnings struct {
+	CreatesDotfiles []string `json:"createsDotfiles,omitempty"`
+}
+
+var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// ParseMetadata decodes and checks a stdio or http metadata document for
+// the entry named f. It fills the default routing (stdio: client, http:
+// server). The container fields of stdio entries are checked by
+// ServerConfig, when the entry is about to run.
+func ParseMetadata(f FQDN, doc []byte) (*Metadata, error) {
+	fail := func(format string, args ...any) (*Metadata, error) {
+		return nil, fmt.Errorf("registry entry %s: %s", f, fmt.Sprintf(format, args...))
+	}
+	var m Metadata
+	if err := json.Unmarshal(doc, &m); err != nil {
+		return fail("the metadata is not valid: %v", strings.TrimPrefix(err.Error(), "json: "))
+	}
+	switch m.Type {
+	case TypeStdio, TypeHTTP:
+	case "":
+		return fail(`"type" is required: "stdio" or "http"`)
+	default:
+		return fail(`"type" must be "stdio" or "http" in metadata, not %q (deno entries are served as code)`, m.Type)
+	}
+	switch m.Routing {
+	case "":
+		m.Routing = RoutingClient
+		if m.Type == TypeHTTP {
+			m.Routing = RoutingServer
+		}
+	case RoutingClient, RoutingServer:
+	default:
+		return fail(`"routing" must be "client" or "server", not %q`, m.Routing)
+	}
+	if m.FQDN != "" && f.Hash != "" && m.FQDN != f.String() {
+		return fail(`its "fqdn" says %q: a registry must serve an entry under its own name`, m.FQDN)
+	}
+	// A registry entry only ever provides tools of its own namespace: an
+	// entry that claimed filesystem:read_file could take over a built-in.
+	for _, t := range m.Tools {
+		ns, action, ok := strings.Cut(t, ":")
+		if !ok || ns != f.Namespace || !partRE.MatchString(action) {
+			return fail(`tool %q must be named %s:<action> (the entry's namespace, then a lowercase action)`, t, f.Namespace)
+		}
+	}
+	envs := append([]string{}, m.EnvRequired...)
+	if m.Install != nil {
+		envs = append(envs, m.Install.EnvRequired...)
+	}
+	for _, v := range envs {
+		if !envNameRE.MatchString(v) {
+			return fail(`"envRequired" holds %q, which is not an environment variable name`, v)
+		}
+	}
+	if m.Type == TypeHTTP {
+		u, err := url.Parse(m.ProxyTo)
+		if m.ProxyTo == "" || err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return fail(`"proxyTo" must be the http(s) URL of the API this entry fronts, not %q`, m.ProxyTo)
+		}
+	}
+	return &m, nil
+}
+
+// AllEnvRequired is every variable the entry needs, from envRequired and
+// install.envRequired, each once.
+func (m *Metadata) AllEnvRequired() []string {
+	var out []string
+	seen := map[string]bool{}
+	add := func(vs []string) {
+		for _, v := range vs {
+			if !seen[v] {
+				seen[v] = true
+				out = append(out, v)
+			}
+		}
+	}
+	add(m.EnvRequired)
+	if m.Install != nil {
+		add(m.Install.EnvRequired)
+	}
+	return out
+}
+
+// ServerConfig turns a stdio entry into the server definition the pool
+// runs, exactly as if it had been declared in .pml.json's mcps under the
+// entry's namespace. It checks what a container needs: an image, a valid
+// workspace mode, and an install step with an SRI integrity.
+func ServerConfig(e *Entry) (config.Server, error) {
+	if e == nil || e.Meta == nil || e.Type != TypeStdio {
+		typ := "nothing"
+		if e != nil {
+			typ = e.Type
+		}
+		return config.Server{}, fmt.Errorf("only stdio registry entries run as servers; got %s", typ)
+	}
+	f, err := ParseFQDN(e.FQDN)
+	if err != nil {
+		return config.Server{}, err
+	}
+	m := e.Meta
+	fail := func(key, problem string) (config.Server, error) {
+		return config.Server{}, fmt.Errorf("registry entry %s (from %s): %q %s", e.FQDN, e.Registry, key, problem)
+	}
+	switch f.Namespace {
+	case "filesystem", "shell", "pml":
+		return fail("fqdn", fmt.Sprintf("names the built-in namespace %q; a registry server cannot replace it", f.Namespace))
+	}
+	if m.Image == "" {
+		return fail("image", `is required: pml runs every stdio server in a container and needs its image (e.g. "pml/node:18", pinned by digest)`)
+	}
+	s := config.Server{
+		Name:        f.Namespace,
+		Type:        TypeStdio,
+		Image:       m.Image,
+		Command:     m.Command,
+		Args:        append([]string(nil), m.Args...),
+		Env:         map[string]string{},
+		EnvRequired: m.AllEnvRequired(),
+		Workspace:   m.Workspace,
+		Lifetime:    "pooled",
+	}
+	for k, v := range m.Env {
+		if !envNameRE.MatchString(k) {
+			return fail("env", fmt.Sprintf("holds %q, which is not an environment variable name", k))
+		}
+		s.Env[k] = v
+	}
+	if s.Workspace == "" {
+		s.Workspace = "ro"
+	}
+	if s.Workspace != "none" && s.Workspace != "ro" && s.Workspace != "rw" {
+		return fail("workspace", fmt.Sprintf(`must be "none", "ro" or "rw", not %q`, s.Workspace))
+	}
+	if in := m.Install; in != nil {
+		if in.Command == "" {
+			return fail("install.command", `is required (e.g. "npm")`)
+		}
+		if in.Integrity == "" {
+			return fail("install.integrity", "is required: the SRI hash (sha512-…) the installed package must match, so a changed package is never run")
+		}
+		if err := config.CheckSRI(in.Integrity); err != nil {
+			return fail("install.integrity", err.Error())
+		}
+		inst := &config.Install{Command: in.Command, Args: append([]string(nil), in.Args...), Integrity: in.Integrity, Package: in.Package}
+		if inst.Package == "" && inst.Command == "npm" && len(inst.Args) > 0 {
+			inst.Package = config.NPMPackageName(inst.Args[len(inst.Args)-1])
+		}
+		s.Install = inst
+	}
+	return s, nil
+}
