@@ -2,16 +2,27 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/pml-dev/pml/broker"
 	"github.com/pml-dev/pml/images"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/docker"
+	"github.com/pml-dev/pml/internal/mcpjson"
+	"github.com/pml-dev/pml/internal/registry"
 	"github.com/pml-dev/pml/internal/workspace"
 )
 
@@ -67,6 +78,19 @@ func doctor(ctx context.Context) []check {
 	default:
 		add(check{"ok", "config", cfg.Path + " is valid", ""})
 	}
+	exe, _ := executable()
+	add(checkMCPJSON(ws.Dir, exe))
+	if cfg != nil {
+		perms := cfg.Permissions
+		if !cfg.Exists {
+			// Without .pml.json the built-in defaults decide, as in pml stdio.
+			d := broker.DefaultPermissions()
+			perms = config.Permissions{Allow: d.Allow, Ask: d.Ask, Deny: d.Deny}
+		}
+		add(checkLockfile(ws.Dir, perms))
+		key, from := apiKeyFor(ws.Dir)
+		add(checkCloud(ctx, http.DefaultClient, cfg.Cloud.URL, key, from))
+	}
 
 	rt, err := docker.New()
 	if err != nil {
@@ -90,7 +114,6 @@ func doctor(ctx context.Context) []check {
 	} else {
 		add(check{"warn", "seccomp", "the daemon reports no seccomp support: containers run without a syscall filter (capabilities, no-new-privileges, read-only rootfs and network none still apply)", "use a kernel and Docker build with seccomp enabled"})
 	}
-	exe, _ := os.Executable()
 	tb := &images.Toolbox{Runtime: rt, Exe: exe}
 	if ref, err := tb.Ref(); err != nil {
 		add(check{"fail", "toolbox image", err.Error(), ""})
@@ -114,6 +137,11 @@ func doctor(ctx context.Context) []check {
 	} else {
 		add(check{"fail", "shell image", shell + " missing: shell:exec cannot run", "make images (builds it from Debian's busybox-static)"})
 	}
+	if cfg != nil {
+		for _, c := range checkServerImages(ictx, rt, cfg.Servers) {
+			add(c)
+		}
+	}
 	return out
 }
 
@@ -129,4 +157,155 @@ func printChecks(w io.Writer, checks []check) (failed int) {
 		}
 	}
 	return failed
+}
+
+// checkMCPJSON checks that the workspace's .mcp.json starts this pml: an
+// MCP client in the project runs what that file names, not what is on PATH.
+func checkMCPJSON(ws, exe string) check {
+	const name = ".mcp.json"
+	f, err := mcpjson.Read(mcpjson.Path(ws))
+	if err != nil {
+		return check{"fail", name, err.Error(), "correct the file as the message says (or move it away), then run pml init --yes"}
+	}
+	if !f.Exists {
+		return check{"warn", name, "no .mcp.json in " + ws + ": MCP clients opened here do not start pml", "pml init --yes"}
+	}
+	e, ok, err := f.Server(serverName)
+	switch {
+	case err != nil:
+		return check{"warn", name, err.Error(), "pml init --yes (rewrites the pml entry, keeps the other servers)"}
+	case !ok:
+		return check{"warn", name, fmt.Sprintf("%s has no %q server (servers: %s)", f.Path, serverName, strings.Join(f.Servers(), ", ")), "pml init --yes"}
+	}
+	cmd := e.Command
+	if cmd != "" && !filepath.IsAbs(cmd) {
+		if p, err := exec.LookPath(cmd); err == nil {
+			cmd = p
+		}
+	}
+	if real, err := filepath.EvalSymlinks(cmd); err == nil {
+		cmd = real
+	}
+	if cmd != exe {
+		return check{"warn", name, fmt.Sprintf("the pml server runs %q, not this pml (%s)", e.Command, exe), "pml init --yes"}
+	}
+	if len(e.Args) != 1 || e.Args[0] != "stdio" {
+		return check{"warn", name, fmt.Sprintf("the pml server's args are %q, not [\"stdio\"]", e.Args), "pml init --yes"}
+	}
+	if w := e.Env["PML_WORKSPACE"]; w != "" && !strings.Contains(w, "${") && filepath.Clean(w) != ws {
+		return check{"warn", name, fmt.Sprintf("the pml server's PML_WORKSPACE is %s, not this workspace %s", w, ws), "pml init --yes"}
+	}
+	return check{"ok", name, fmt.Sprintf("%s starts this pml (%s stdio)", f.Path, exe), ""}
+}
+
+// checkLockfile checks .pml/mcp.lock with the loader pml itself uses. That
+// loader rewrites the file when it cleans entries, and doctor changes
+// nothing, so it reads a copy.
+func checkLockfile(ws string, perms config.Permissions) check {
+	const name = "lockfile"
+	path := registry.LockfilePath(ws)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return check{"ok", name, "no " + path + " yet (nothing fetched from a registry)", ""}
+	}
+	if err != nil {
+		return check{"fail", name, err.Error(), "make the file readable"}
+	}
+	dir, err := os.MkdirTemp("", "pml-doctor-")
+	if err != nil {
+		return check{"warn", name, "cannot check " + path + ": " + err.Error(), ""}
+	}
+	defer os.RemoveAll(dir)
+	cp := filepath.Join(dir, "mcp.lock")
+	if err := os.WriteFile(cp, data, 0o600); err != nil {
+		return check{"warn", name, "cannot check " + path + ": " + err.Error(), ""}
+	}
+	l, err := registry.LoadLockfile(cp, perms)
+	if err != nil {
+		return check{"fail", name, strings.ReplaceAll(err.Error(), cp, path), "fix the entry, or delete " + path + " to record every entry again on its next fetch"}
+	}
+	var doc struct {
+		Entries map[string]json.RawMessage `json:"entries"`
+	}
+	_ = json.Unmarshal(data, &doc)
+	detail := fmt.Sprintf("%s: %d entries, all well-formed", path, len(doc.Entries))
+	if gone := l.Removed(); len(gone) > 0 {
+		detail += fmt.Sprintf("; %s no longer allowed or asked by the permissions: pml removes them at its next start", strings.Join(gone, ", "))
+	}
+	return check{"ok", name, detail, ""}
+}
+
+// apiKeyFor finds the key pml stdio would run with: pml's environment,
+// else the env of the pml server in .mcp.json. It says where, never what.
+func apiKeyFor(ws string) (key, from string) {
+	if k := os.Getenv(apiKeyVar); k != "" {
+		return k, "from the environment"
+	}
+	if f, err := mcpjson.Read(mcpjson.Path(ws)); err == nil {
+		if e, ok, err := f.Server(serverName); ok && err == nil {
+			if k := e.Env[apiKeyVar]; k != "" && !strings.Contains(k, "${") {
+				return k, "from .mcp.json"
+			}
+		}
+	}
+	return "", ""
+}
+
+// cloudCheckTimeout bounds the cloud check: doctor must answer quickly.
+const cloudCheckTimeout = 3 * time.Second
+
+// checkCloud fetches {cloud}/routing, as pml stdio does at start. In local
+// mode (no key) it contacts nothing. An unreachable cloud is a warning
+// (local tools work without it); a refused key is a failure.
+func checkCloud(ctx context.Context, hc *http.Client, cloudURL, key, from string) check {
+	const name = "cloud"
+	if key == "" {
+		return check{"ok", name, "local mode: " + apiKeyVar + " is not set (nor in .mcp.json), so pml does not contact " + cloudURL + "; cloud tools are off, local tools work", ""}
+	}
+	ctx, cancel := context.WithTimeout(ctx, cloudCheckTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, cloudURL+"/routing", nil)
+	if err != nil {
+		return check{"fail", name, err.Error(), "set cloud.url in .pml.json to an http(s) URL"}
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("X-PML-Client", "package")
+	req.Header.Set("x-api-key", key)
+	resp, err := hc.Do(req)
+	if err != nil {
+		return check{"warn", name, fmt.Sprintf("%s is not reachable (key %s): %v; cloud tools answer that they are offline, local tools work", cloudURL, from, err), "check cloud.url in .pml.json, the network and HTTPS_PROXY"}
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+		return check{"fail", name, fmt.Sprintf("%s refused the API key (%s): HTTP %d", cloudURL, from, resp.StatusCode), "set a valid " + apiKeyVar + ": pml init --yes --api-key KEY (or on a terminal: pml init)"}
+	case resp.StatusCode != http.StatusOK:
+		return check{"warn", name, fmt.Sprintf("%s/routing answered HTTP %d (key %s); pml uses its cached or embedded routing table", cloudURL, resp.StatusCode, from), "try again later; check cloud.url in .pml.json"}
+	}
+	return check{"ok", name, fmt.Sprintf("%s reachable, key %s accepted", cloudURL, from), ""}
+}
+
+// checkServerImages checks that the image of every configured stdio server
+// is present: pml does not pull during a call.
+func checkServerImages(ctx context.Context, rt *docker.Runtime, servers map[string]config.Server) []check {
+	names := make([]string, 0, len(servers))
+	for n := range servers {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var out []check
+	for _, n := range names {
+		img := servers[n].Image
+		ok, err := rt.ImageExists(ctx, img)
+		switch {
+		case err != nil:
+			out = append(out, check{"fail", "server image", fmt.Sprintf("%s (server %s): %v", img, n, err), ""})
+		case ok:
+			out = append(out, check{"ok", "server image", fmt.Sprintf("%s (server %s) present", img, n), ""})
+		default:
+			out = append(out, check{"fail", "server image", fmt.Sprintf("%s (server %s) missing: the tools of %s cannot start", img, n, n), "pml images pull (or docker pull " + img + ", or docker load on an offline host)"})
+		}
+	}
+	return out
 }

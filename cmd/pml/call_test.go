@@ -1,0 +1,120 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/pml-dev/pml/broker"
+	"github.com/pml-dev/pml/internal/config"
+)
+
+func TestParseArgs(t *testing.T) {
+	cases := []struct {
+		name, raw, stdin, want, err string
+	}{
+		{"no ARGS is an empty object", "", "", `{}`, ""},
+		{"an object is passed on as written", `{"path": "a.txt"}`, "", `{"path": "a.txt"}`, ""},
+		{"- reads stdin", "-", "{\"command\": \"ls\"}\n", "{\"command\": \"ls\"}\n", ""},
+		{"empty stdin is an empty object", "-", "  \n", `{}`, ""},
+		{"a list is refused", `[1]`, "", "", "not a list"},
+		{"null is refused", `null`, "", "", "not null"},
+		{"a string is refused", `"a.txt"`, "", "", "not a string"},
+		{"broken JSON says where", `{"path": }`, "", "", "at byte 10"},
+		{"two values are refused", `{} {}`, "", "", "not valid JSON"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := parseArgs(c.raw, strings.NewReader(c.stdin))
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) || !strings.Contains(err.Error(), "ARGS must be a JSON object") {
+					t.Fatalf("err = %v, want one mentioning %q", err, c.err)
+				}
+				return
+			}
+			if err != nil || string(got) != c.want {
+				t.Fatalf("got %q, %v; want %q", got, err, c.want)
+			}
+		})
+	}
+}
+
+func TestExitTableIsConsistent(t *testing.T) {
+	seen := map[int]bool{}
+	outcomes := map[string]bool{}
+	for _, e := range callExits {
+		if seen[e.code] || outcomes[e.outcome] {
+			t.Errorf("code %d or outcome %q listed twice", e.code, e.outcome)
+		}
+		seen[e.code], outcomes[e.outcome] = true, true
+		if outcomeOf(e.code) != e.outcome {
+			t.Errorf("outcomeOf(%d) = %q", e.code, outcomeOf(e.code))
+		}
+	}
+	for _, c := range []int{exitOK, exitToolError, exitUsage, exitApproval, exitDenied, exitUnavailable, exitCloud, exitTimeout, exitInterrupted} {
+		if !seen[c] {
+			t.Errorf("exit code %d is not in the table", c)
+		}
+	}
+	help := newCallCmd(&globals{}).Long
+	for _, e := range callExits {
+		if !strings.Contains(help, e.outcome) {
+			t.Errorf("pml call --help does not document %q", e.outcome)
+		}
+	}
+}
+
+func TestOutputIsOneJSONLine(t *testing.T) {
+	var b bytes.Buffer
+	writeOutput(&b, callOutput{Tool: "t", Outcome: "ok", Text: "a\nb <&>", Structured: map[string]any{"x": 1}})
+	if bytes.Count(b.Bytes(), []byte("\n")) != 1 || !bytes.HasSuffix(b.Bytes(), []byte("\n")) {
+		t.Fatalf("not one line: %q", b.String())
+	}
+	var back map[string]any
+	if err := json.Unmarshal(b.Bytes(), &back); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"tool", "outcome", "exit_code", "is_error", "text", "structured"} {
+		if _, ok := back[k]; !ok {
+			t.Errorf("field %q missing: %s", k, b.String())
+		}
+	}
+	if !strings.Contains(b.String(), "<&>") {
+		t.Errorf("HTML-escaped: %s", b.String())
+	}
+	b.Reset()
+	writeOutput(&b, callOutput{Tool: "t", Structured: map[string]any{"f": func() {}}})
+	if err := json.Unmarshal(b.Bytes(), &back); err != nil || back["structured"] != nil {
+		t.Errorf("unencodable structured content: %s, %v", b.String(), err)
+	}
+}
+
+func TestApprovalHint(t *testing.T) {
+	withFile := &config.Config{Path: "/w/.pml.json", Exists: true}
+	noFile := &config.Config{Path: "/w/.pml.json"}
+	approval := func(pattern string) broker.Approval {
+		return broker.Approval{Tool: "shell:exec", ApprovalType: broker.ApprovalToolPermission, Context: map[string]any{"pattern": pattern}}
+	}
+	cases := []struct {
+		name string
+		cfg  *config.Config
+		a    broker.Approval
+		want []string
+	}{
+		{"no pattern matched", withFile, approval(""), []string{`add the pattern "shell:exec" to permissions.allow of /w/.pml.json`, `jq '.permissions.allow += ["shell:exec"]' .pml.json`}},
+		{"a wildcard in ask", withFile, approval("shell:*"), []string{`it matched "shell:*" in permissions.ask`, `.permissions.allow += ["shell:exec"]`}},
+		{"the exact name in ask", withFile, approval("shell:exec"), []string{`listed in permissions.ask`, `.permissions.ask -= ["shell:exec"] | .permissions.allow += ["shell:exec"]`}},
+		{"no .pml.json keeps the defaults", noFile, approval(""), []string{`There is no /w/.pml.json yet`, `"filesystem:read_file"`, `"shell:exec"]`}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := approvalHint(c.cfg, c.a)
+			for _, w := range c.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("hint lacks %q:\n%s", w, got)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,504 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/mattn/go-isatty"
+	"github.com/spf13/cobra"
+
+	"github.com/pml-dev/pml/internal/config"
+	"github.com/pml-dev/pml/internal/mcpjson"
+	"github.com/pml-dev/pml/internal/toolbox"
+	"github.com/pml-dev/pml/internal/workspace"
+)
+
+// serverName is pml's entry in .mcp.json.
+const serverName = "pml"
+
+// apiKeyVar is the variable pml reads its cloud key from.
+const apiKeyVar = "PML_API_KEY"
+
+// initOptions are the flags of pml init.
+type initOptions struct {
+	yes      bool
+	apiKey   string
+	local    bool
+	cloudURL string
+	// cloudURLSet: --cloud-url was given (not just its default).
+	cloudURLSet bool
+}
+
+func newInitCmd() *cobra.Command {
+	var o initOptions
+	cmd := &cobra.Command{
+		Use:   "init",
+		Short: "Set up this project for MCP clients: .mcp.json, .pml.json, .gitignore",
+		Long: `Set up the project (the workspace: $PML_WORKSPACE, else the nearest parent with .git, go.mod,
+package.json, deno.json or .pml.json, else the current directory) so that Claude Code and other MCP
+clients start pml:
+
+  .mcp.json   the "pml" server under mcpServers: {"type": "stdio", "command": <this pml, absolute>,
+              "args": ["stdio"], "env": {"PML_WORKSPACE": <workspace>}}. An existing file is merged:
+              every other server and key is kept, the old file is copied to .mcp.json.backup. That
+              needs a "y" on a terminal or --yes; without either, nothing at all is written (exit 2).
+  .pml.json   written only when absent: the read tools allowed by name, nothing else listed, so write
+              tools and shell:exec are asked (as without a .pml.json); cloud.url.
+  .gitignore  .pml/ and .pml.json added once (the file is created if needed).
+
+The PML API key (for cloud tools) is asked on a terminal (input hidden; Enter for local mode), or
+given with --api-key, or skipped with --local. It is written only into the env of the pml server in
+.mcp.json: that file then holds a secret, so pml makes it mode 0600 and adds .mcp.json and
+.mcp.json.backup to .gitignore. With neither flag, a key already in .mcp.json is kept; without one,
+pml asks on a terminal and sets up local mode when there is none. The key is never printed.
+
+Running init again is safe: what is already in place is left as it is.`,
+		Example: `  pml init                      # on a terminal: asks for the key and, if .mcp.json exists, to merge
+  pml init --yes --local        # scripts: no key, merge without asking
+  pml init --yes --api-key "$PML_API_KEY"`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return &exitError{2, fmt.Errorf("pml init takes no arguments (got %q); it sets up the workspace found from the current directory, or $PML_WORKSPACE", args)}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cwd, err := os.Getwd()
+			if err != nil {
+				return &exitError{2, fmt.Errorf("cannot read the current directory: %w", err)}
+			}
+			exe, err := executable()
+			if err != nil {
+				return &exitError{1, err}
+			}
+			term := &terminal{
+				interactive: isatty.IsTerminal(os.Stdin.Fd()) || isatty.IsCygwinTerminal(os.Stdin.Fd()),
+				in:          bufio.NewReader(os.Stdin),
+				out:         os.Stderr,
+				hide:        func() (func(), error) { return hideInput(int(os.Stdin.Fd())) },
+			}
+			o.cloudURLSet = cmd.Flags().Changed("cloud-url")
+			return runInit(cmd.Context(), o, term, os.Getenv, cwd, exe)
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVarP(&o.yes, "yes", "y", false, "merge into an existing .mcp.json without asking (a backup is kept)")
+	f.StringVar(&o.apiKey, "api-key", "", "PML API key to write into the env of the pml server in .mcp.json (prefer a terminal: flags show up in shell history)")
+	f.BoolVar(&o.local, "local", false, "local mode: no API key (and remove one already in .mcp.json)")
+	f.StringVar(&o.cloudURL, "cloud-url", config.DefaultCloudURL, "cloud.url written into a new .pml.json")
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return &exitError{2, fmt.Errorf("%v (nothing was changed; see pml init --help)", err)}
+	})
+	return cmd
+}
+
+// executable is the absolute path of the running pml with symlinks
+// resolved: .mcp.json must name a file that still works from any directory.
+func executable() (string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("cannot find the pml executable: %w", err)
+	}
+	if real, err := filepath.EvalSymlinks(exe); err == nil {
+		exe = real
+	}
+	return filepath.Abs(exe)
+}
+
+// terminal is how init talks to a person; tests inject one.
+type terminal struct {
+	// interactive: stdin is a terminal, so init may ask.
+	interactive bool
+	in          *bufio.Reader
+	out         io.Writer
+	// hide turns off the echo of typed input until restore is called.
+	hide func() (restore func(), err error)
+}
+
+// line reads one line. It returns when ctx ends (Ctrl-C) even though the
+// read itself cannot be interrupted: the process is about to exit then.
+func (t *terminal) line(ctx context.Context) (string, error) {
+	type read struct {
+		s   string
+		err error
+	}
+	ch := make(chan read, 1)
+	go func() {
+		s, err := t.in.ReadString('\n')
+		ch <- read{s, err}
+	}()
+	select {
+	case r := <-ch:
+		if r.err != nil && !(errors.Is(r.err, io.EOF) && r.s != "") {
+			return "", fmt.Errorf("reading the answer: %w", r.err)
+		}
+		return strings.TrimSpace(r.s), nil
+	case <-ctx.Done():
+		fmt.Fprintln(t.out)
+		return "", ctx.Err()
+	}
+}
+
+// confirm asks a yes/no question; anything but y or yes is no.
+func (t *terminal) confirm(ctx context.Context, question string) (bool, error) {
+	fmt.Fprintf(t.out, "%s [y/N] ", question)
+	s, err := t.line(ctx)
+	if err != nil {
+		return false, err
+	}
+	s = strings.ToLower(s)
+	return s == "y" || s == "yes", nil
+}
+
+// secret asks for a value without showing what is typed; where echo
+// cannot be turned off it says so before reading.
+func (t *terminal) secret(ctx context.Context, prompt string) (string, error) {
+	restore, err := t.hide()
+	if err != nil {
+		fmt.Fprintf(t.out, "(pml cannot hide the input here: %v; what you type will be visible)\n", err)
+		restore = func() {}
+	}
+	fmt.Fprint(t.out, prompt)
+	s, err := t.line(ctx)
+	restore()
+	return s, err
+}
+
+// keyAction is what init does with PML_API_KEY in the pml entry.
+type keyAction int
+
+const (
+	keyLocal keyAction = iota // no key: remove one that is there
+	keySet                    // write the given key
+	keyKeep                   // leave the entry's key as it is
+)
+
+// runInit does pml init in the workspace found from cwd. Everything is
+// read and checked first and written last, so a refusal changes nothing.
+func runInit(ctx context.Context, o initOptions, term *terminal, getenv func(string) string, cwd, exe string) error {
+	usage := func(format string, a ...any) error { return &exitError{2, fmt.Errorf(format, a...)} }
+	if o.local && o.apiKey != "" {
+		return usage("--api-key and --local contradict each other: give one (a key for cloud tools, or --local for none)")
+	}
+	if err := checkCloudURL(o.cloudURL); err != nil {
+		return usage("--cloud-url: %v", err)
+	}
+	if o.apiKey != "" {
+		if err := checkAPIKey(o.apiKey); err != nil {
+			return usage("--api-key: %v", err)
+		}
+	}
+	ws, err := workspace.Resolve(getenv, cwd)
+	if err != nil {
+		return usage("%v", err)
+	}
+
+	mcp, err := mcpjson.Read(mcpjson.Path(ws.Dir))
+	if err != nil {
+		return usage("%v\nNothing was changed. Fix the file (or move it away) and run pml init again", err)
+	}
+	existing, hasEntry, err := mcp.Server(serverName)
+	if err != nil {
+		return usage("%v\nNothing was changed. Fix the pml entry (or remove it) and run pml init again", err)
+	}
+	pmlPath := filepath.Join(ws.Dir, config.FileName)
+	_, statErr := os.Lstat(pmlPath)
+	pmlExists := statErr == nil
+	if statErr != nil && !errors.Is(statErr, fs.ErrNotExist) {
+		return &exitError{1, fmt.Errorf("cannot check %s: %w", pmlPath, statErr)}
+	}
+	gitPath := filepath.Join(ws.Dir, ".gitignore")
+	gitOld, gitMode, err := readOptional(gitPath)
+	if err != nil {
+		return &exitError{1, err}
+	}
+
+	// The key: a flag, else the one already there, else a question on a
+	// terminal, else local mode.
+	action, key := keyLocal, ""
+	switch {
+	case o.apiKey != "":
+		action, key = keySet, o.apiKey
+	case o.local:
+	case hasEntry && existing.Env[apiKeyVar] != "":
+		action = keyKeep
+	case term.interactive:
+		s, err := term.secret(ctx, fmt.Sprintf("PML API key for cloud tools (from %s/settings; input hidden; Enter for local mode): ", strings.TrimRight(o.cloudURL, "/")))
+		if err != nil {
+			return promptError(err)
+		}
+		if s != "" {
+			if err := checkAPIKey(s); err != nil {
+				return usage("the API key: %v", err)
+			}
+			action, key = keySet, s
+		}
+	}
+
+	server := mcpjson.Server{Type: "stdio", Command: exe, Args: []string{"stdio"}, Env: map[string]string{"PML_WORKSPACE": ws.Dir}}
+	switch action {
+	case keySet:
+		server.Env[apiKeyVar] = key
+	case keyLocal:
+		server.Unset = []string{apiKeyVar}
+	}
+	others := without(mcp.Servers(), serverName)
+	if err := mcp.SetServer(serverName, server); err != nil {
+		return usage("%v\nNothing was changed", err)
+	}
+	after, _, _ := mcp.Server(serverName)
+	holdsKey := after.Env[apiKeyVar] != ""
+	merge := mcp.Exists && mcp.Changed()
+
+	ignore := []string{".pml/", config.FileName}
+	if holdsKey {
+		ignore = append(ignore, mcpjson.FileName)
+	}
+	if merge || holdsKey {
+		// The backup may hold a key; it is never something to commit.
+		ignore = append(ignore, mcpjson.FileName+mcpjson.BackupSuffix)
+	}
+	gitNew, added := gitignoreAdd(gitOld, ignore)
+
+	if merge && !o.yes {
+		what := fmt.Sprintf("%s exists; pml init would merge the pml server into it (keeping %s) and copy the old file to %s", mcp.Path, describeServers(others), mcp.BackupPath())
+		if !term.interactive {
+			return usage("%s.\nNothing was written: there is no terminal to confirm on. Run pml init --yes to merge", what)
+		}
+		ok, err := term.confirm(ctx, what+". Merge?")
+		if err != nil {
+			return promptError(err)
+		}
+		if !ok {
+			return &exitError{1, errors.New("not merged: nothing was changed")}
+		}
+	}
+
+	// Writes: .mcp.json (after its backup), .pml.json, .gitignore.
+	mode := mcp.Mode
+	if holdsKey {
+		mode &^= 0o077
+	}
+	backedUp, err := mcp.Write(mode)
+	if err != nil {
+		return &exitError{1, err}
+	}
+	if holdsKey && mcp.Exists && !backedUp && mcp.Mode&0o077 != 0 {
+		// Unchanged, but it holds a key that others may read: only
+		// tighten its permissions.
+		if err := os.Chmod(mcp.Path, mode); err != nil {
+			return &exitError{1, fmt.Errorf("%s holds an API key but its permissions cannot be tightened: %w", mcp.Path, err)}
+		}
+	}
+	var pmlJSON []byte
+	if !pmlExists {
+		pmlJSON = defaultPMLJSON(o.cloudURL)
+		if err := config.WriteFileAtomic(pmlPath, pmlJSON, 0o644); err != nil {
+			return &exitError{1, err}
+		}
+	}
+	if len(added) > 0 {
+		if err := config.WriteFileAtomic(gitPath, gitNew, gitMode); err != nil {
+			return &exitError{1, err}
+		}
+	}
+
+	// The summary, on stderr: stdout stays free for scripts.
+	w := term.out
+	src := ws.Source
+	if ws.Warning != "" {
+		src = "no project marker found, so the current directory"
+	}
+	fmt.Fprintf(w, "pml init: workspace %s (%s)\n", ws.Dir, src)
+	switch {
+	case !mcp.Exists:
+		fmt.Fprintf(w, "  %s: created with the pml server (%s stdio)\n", mcpjson.FileName, exe)
+	case backedUp:
+		fmt.Fprintf(w, "  %s: pml server written, %s kept; the old file is in %s\n", mcpjson.FileName, describeServers(others), mcpjson.FileName+mcpjson.BackupSuffix)
+	default:
+		fmt.Fprintf(w, "  %s: already up to date\n", mcpjson.FileName)
+	}
+	if pmlJSON != nil {
+		fmt.Fprintf(w, "  %s: created (read tools allowed; write tools and shell:exec asked, as they match no pattern; cloud.url %s)\n", config.FileName, strings.TrimRight(o.cloudURL, "/"))
+	} else {
+		note := ""
+		if o.cloudURLSet {
+			note = "; --cloud-url was not applied: set cloud.url there"
+		}
+		fmt.Fprintf(w, "  %s: exists, left as it is%s\n", config.FileName, note)
+	}
+	if len(added) > 0 {
+		fmt.Fprintf(w, "  .gitignore: added %s\n", strings.Join(added, ", "))
+	} else {
+		fmt.Fprintf(w, "  .gitignore: already ignores %s\n", strings.Join(dedupe(ignore), ", "))
+	}
+	switch action {
+	case keySet:
+		fmt.Fprintf(w, "  API key: written to the env of the pml server in %s (mode %04o), nowhere else.\n"+
+			"           That file now holds a secret: it is in .gitignore; never commit it (if it is committed already: git rm --cached %s)\n", mcpjson.FileName, mode, mcpjson.FileName)
+	case keyKeep:
+		fmt.Fprintf(w, "  API key: kept the %s already in %s (--api-key replaces it, --local removes it)\n", apiKeyVar, mcpjson.FileName)
+	default:
+		fmt.Fprintf(w, "  API key: none, local mode: local tools work, cloud tools answer that they need %s (pml init --api-key KEY adds one)\n", apiKeyVar)
+	}
+	fmt.Fprintln(w, "Next: restart your MCP client (in Claude Code: /mcp shows pml), and run pml doctor to check the set-up.")
+	return nil
+}
+
+// promptError turns a failed question into the command's error: Ctrl-C
+// exits 130 like any interrupted command.
+func promptError(err error) error {
+	if errors.Is(err, context.Canceled) {
+		return &exitError{130, errors.New("interrupted: nothing was changed")}
+	}
+	return &exitError{1, err}
+}
+
+// readOptional reads a file that may be missing (then nil, mode 0644).
+func readOptional(path string) ([]byte, fs.FileMode, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, 0o644, nil
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("cannot read %s: %w", path, err)
+	}
+	mode := fs.FileMode(0o644)
+	if st, err := os.Stat(path); err == nil {
+		mode = st.Mode().Perm()
+	}
+	return data, mode, nil
+}
+
+// gitignoreAdd appends the entries content does not ignore yet (".pml",
+// "/.pml/" and ".pml/" are the same entry) and returns the new content and
+// what it added. The existing content is kept byte for byte.
+func gitignoreAdd(content []byte, entries []string) ([]byte, []string) {
+	have := map[string]bool{}
+	for _, l := range strings.Split(string(content), "\n") {
+		l = strings.TrimSpace(l)
+		if l == "" || strings.HasPrefix(l, "#") || strings.HasPrefix(l, "!") {
+			continue
+		}
+		have[ignoreKey(l)] = true
+	}
+	var added []string
+	for _, e := range entries {
+		if k := ignoreKey(e); !have[k] {
+			have[k] = true
+			added = append(added, e)
+		}
+	}
+	if len(added) == 0 {
+		return content, nil
+	}
+	var b bytes.Buffer
+	b.Write(content)
+	if len(content) > 0 && !bytes.HasSuffix(content, []byte("\n")) {
+		b.WriteByte('\n')
+	}
+	b.WriteString("# pml (pml init)\n")
+	for _, e := range added {
+		b.WriteString(e + "\n")
+	}
+	return b.Bytes(), added
+}
+
+func ignoreKey(pattern string) string {
+	return strings.TrimSuffix(strings.TrimPrefix(pattern, "/"), "/")
+}
+
+// defaultPMLJSON is a new project's .pml.json: the tools that only read
+// are allowed by exact name, and nothing else is listed, so write tools,
+// shell:exec and anything new are asked (a tool matching no pattern is
+// asked). This is exactly pml's behaviour without a .pml.json. Listing the
+// write tools in "ask" would say the same louder but break two promises:
+// an exact name in ask beats the exact name "Always" adds to allow, and a
+// wildcard in ask beats a wildcard a person adds to allow.
+func defaultPMLJSON(cloudURL string) []byte {
+	type perms struct {
+		Allow []string `json:"allow"`
+		Ask   []string `json:"ask"`
+		Deny  []string `json:"deny"`
+	}
+	type cloud struct {
+		URL string `json:"url"`
+	}
+	doc := struct {
+		Permissions perms `json:"permissions"`
+		Cloud       cloud `json:"cloud"`
+	}{Permissions: perms{Ask: []string{}, Deny: []string{}}, Cloud: cloud{URL: strings.TrimRight(cloudURL, "/")}}
+	for _, t := range toolbox.Filesystem {
+		if !t.Writes {
+			doc.Permissions.Allow = append(doc.Permissions.Allow, t.Name)
+		}
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(doc) // strings only: cannot fail
+	return b.Bytes()
+}
+
+// checkCloudURL accepts an absolute http(s) URL.
+func checkCloudURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%q is not an http:// or https:// URL such as %s", s, config.DefaultCloudURL)
+	}
+	return nil
+}
+
+// checkAPIKey refuses what cannot be a key (it would break .mcp.json's
+// env or the header it is sent in), without echoing the value.
+func checkAPIKey(k string) error {
+	for _, r := range k {
+		if r <= ' ' || r == 0x7f {
+			return errors.New("it contains spaces or control characters; paste the key alone")
+		}
+	}
+	return nil
+}
+
+func without(list []string, s string) []string {
+	var out []string
+	for _, e := range list {
+		if e != s {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func dedupe(list []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, e := range list {
+		if !seen[e] {
+			seen[e] = true
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func describeServers(names []string) string {
+	switch len(names) {
+	case 0:
+		return "no other server"
+	case 1:
+		return "the other server " + names[0]
+	}
+	return fmt.Sprintf("the %d other servers %s", len(names), strings.Join(names, ", "))
+}
