@@ -60,6 +60,9 @@ type workflow struct {
 	expires  time.Time
 	used     bool
 	resolved bool // taken by a continuation and currently being answered
+	// data is what the approval type needs to carry out the answer (the
+	// changed registry entry of an integrity approval).
+	data any
 }
 
 // MaxWorkflows bounds the pending workflows of one session; beyond it the

@@ -115,13 +115,21 @@ type Broker struct {
 	toolsCache         *toolsCache
 	serverStartTimeout time.Duration
 
-	cloud *cloudSide
+	cloud    *cloudSide
+	registry *registrySide
+	// serversMu guards servers and serverOrder: registry servers are
+	// added at run time.
+	serversMu sync.RWMutex
 
 	// base is cancelled by Close: every running call is cancelled with it,
 	// which kills its container; inflight lets Close wait for the cleanup.
 	base       context.Context
 	cancelBase context.CancelFunc
 	inflight   sync.WaitGroup
+
+	// pool holds pre-started single-use containers: toolbox, shell and
+	// per_call servers. Close closes it.
+	pool *container.Pool
 }
 
 type toolEntry struct {
@@ -156,6 +164,8 @@ func New(o Options) (*Broker, error) {
 		tools:   map[string]toolEntry{},
 		audit:   audit.New(filepath.Join(o.Workspace, ".pml", "audit.jsonl")),
 	}
+	b.pool = container.NewPool(container.PoolOptions{Runtime: o.Runtime, Min: o.Config.Sandbox.Pool.Min,
+		Max: o.Config.Sandbox.Pool.Max, Idle: o.Config.Sandbox.IdleTimeout, Logger: o.Logger})
 	b.base, b.cancelBase = context.WithCancel(context.Background())
 	for _, t := range toolbox.Filesystem {
 		b.add(t, (*Broker).runToolbox)
@@ -165,6 +175,7 @@ func New(o Options) (*Broker, error) {
 	b.serverStartTimeout = o.ServerStartTimeout
 	b.setupServers()
 	b.setupCloud(o)
+	b.setupRegistry()
 	return b, nil
 }
 
@@ -178,7 +189,14 @@ func (b *Broker) add(t toolbox.Tool, run func(*Broker, context.Context, toolbox.
 func (b *Broker) Close(timeout time.Duration) {
 	b.cancelBase()
 	done := make(chan struct{})
-	go func() { b.inflight.Wait(); b.closeServers(); close(done) }()
+	go func() {
+		// Closing the pool first stops refills while the cancelled calls
+		// wind down; it returns once their containers are removed too.
+		_ = b.pool.Close(context.Background())
+		b.inflight.Wait()
+		b.closeServers()
+		close(done)
+	}()
 	select {
 	case <-done:
 	case <-time.After(timeout):
@@ -277,20 +295,12 @@ func (b *Broker) Call(ctx context.Context, req Request) Result {
 		}
 		return b.continueWorkflow(ctx, req, cont, "", began)
 	}
-	b.toolsMu.RLock()
-	_, known := b.tools[name]
-	b.toolsMu.RUnlock()
-	srv := b.serverOf(name)
-	cloudTool := !known && b.isCloudTool(name)
-	if !known && srv == nil && !cloudTool {
-		b.record(audit.Entry{Tool: name, Decision: audit.Failed, Reason: "no such tool"}, began)
-		return errorResult(fmt.Errorf("%w %q: tools/list shows the available tools", ErrNotFound, name))
-	}
 	if req.Elicited != nil {
 		return b.elicited(ctx, req, name, began)
 	}
 	// The continuation argument is pml's, not the tool's: take it out
-	// before the tool sees its arguments.
+	// before the tool sees its arguments. The workflow names its tool, so
+	// this needs nothing resolved (a registry tool may not be loaded yet).
 	if raw, ok := args["continue_workflow"]; ok {
 		delete(args, "continue_workflow")
 		cont, err := parseContinuation(raw)
@@ -298,6 +308,36 @@ func (b *Broker) Call(ctx context.Context, req Request) Result {
 			return errorResult(err)
 		}
 		return b.continueWorkflow(ctx, req, cont, name, began)
+	}
+	b.toolsMu.RLock()
+	_, known := b.tools[name]
+	b.toolsMu.RUnlock()
+	srv := b.serverOf(name)
+	cloudTool := !known && b.isCloudTool(name)
+	if !known && srv == nil && !cloudTool {
+		if !registryCandidate(name) {
+			b.record(audit.Entry{Tool: name, Decision: audit.Failed, Reason: "no such tool"}, began)
+			return errorResult(fmt.Errorf("%w %q: tools/list shows the available tools", ErrNotFound, name))
+		}
+		// Denied tools are refused before anything is fetched.
+		if d, p := b.decide(name); d == Deny {
+			b.record(audit.Entry{Tool: name, Decision: audit.Denied, Pattern: p, ArgKeys: audit.Keys(args)}, began)
+			return errorResult(fmt.Errorf("%w: %s matches the deny pattern %q in %s; remove it from permissions.deny to use this tool", ErrDenied, name, p, b.permSource()))
+		}
+		change, err := b.resolveFromRegistry(ctx, name)
+		if err != nil {
+			b.record(audit.Entry{Tool: name, Decision: audit.Failed, Reason: "registry", ArgKeys: audit.Keys(args)}, began)
+			return errorResult(err)
+		}
+		if change != nil {
+			_, p := b.decide(name)
+			wf := req.Workflows.create(ApprovalIntegrity, name, args, p)
+			wf.data = change
+			b.record(audit.Entry{Tool: name, Decision: audit.Asked, Pattern: p, WorkflowID: wf.id, Reason: "integrity changed", ArgKeys: audit.Keys(args)}, began)
+			return approvalResult(b.approvalFor(wf))
+		}
+		srv = b.serverOf(name)
+		cloudTool = b.isCloudTool(name)
 	}
 
 	decision, pattern := b.decide(name)
@@ -367,8 +407,11 @@ func (b *Broker) runTool(ctx context.Context, name string, args map[string]any, 
 
 // approvalFor describes a workflow by its type.
 func (b *Broker) approvalFor(wf *workflow) Approval {
-	if wf.typ == ApprovalAPIKey {
+	switch wf.typ {
+	case ApprovalAPIKey:
 		return b.apiKeyApproval(wf)
+	case ApprovalIntegrity:
+		return b.integrityApproval(wf)
 	}
 	if wf.typ == ApprovalDependency {
 		if srv := b.serverOf(wf.tool); srv != nil && srv.cfg.Install != nil {
@@ -441,6 +484,11 @@ func (b *Broker) answer(ctx context.Context, wfs *Workflows, wf *workflow, appro
 		}
 	}
 	decision := audit.Approved
+	if wf.typ == ApprovalIntegrity {
+		wfs.finish(wf)
+		b.record(audit.Entry{Tool: wf.tool, Decision: audit.Approved, WorkflowID: wf.id, Reason: "integrity change approved", ArgKeys: keys}, began)
+		return b.approveIntegrity(ctx, wfs, wf)
+	}
 	if always {
 		// Save first, run after: if the file cannot be written the call
 		// has not run, and the user can answer again without "always".

@@ -28,8 +28,10 @@ import (
 // approvals, audit) is tested here without Docker; e2e/ covers the real
 // containers.
 type inProcess struct {
-	mu      sync.Mutex
-	started int
+	mu sync.Mutex
+	// served counts containers that received a request: calls that ran.
+	// (Containers started counts pool pre-starts too.)
+	served int
 }
 
 type inProcessProc struct {
@@ -38,14 +40,17 @@ type inProcessProc struct {
 }
 
 func (r *inProcess) Start(ctx context.Context, spec container.Spec, s container.Streams) (container.Process, error) {
-	r.mu.Lock()
-	r.started++
-	r.mu.Unlock()
 	pr, pw := io.Pipe()
 	p := &inProcessProc{stdinW: pw, done: make(chan struct{})}
 	go func() {
 		defer close(p.done)
-		_ = toolbox.Serve(ctx, bufio.NewReader(pr), s.Stdout)
+		in := bufio.NewReader(pr)
+		if _, err := in.Peek(1); err == nil {
+			r.mu.Lock()
+			r.served++
+			r.mu.Unlock()
+		}
+		_ = toolbox.Serve(ctx, in, s.Stdout)
 		_, _ = io.Copy(io.Discard, pr)
 	}()
 	return p, nil
@@ -80,7 +85,7 @@ func (r *inProcess) Close() error { return nil }
 func (r *inProcess) count() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.started
+	return r.served
 }
 
 type fixture struct {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -49,6 +50,42 @@ func (s *sessions) workflows(ss *mcp.ServerSession) *Workflows {
 // an MCP tool with its own JSON schema. Handlers never return protocol
 // errors for tool failures; those are results with isError.
 func NewMCPServer(b *Broker) *mcp.Server {
+	return newMCPServer(b, view{})
+}
+
+// view selects and names the broker tools one MCP server shows: all of
+// them (pml stdio), or one capability's, without their namespace
+// (pml run). pml:continue_workflow is always shown: approvals need it.
+type view struct {
+	prefix string
+	// prepare runs before the first tools/list or call (it may fetch).
+	prepare func(context.Context)
+}
+
+func (v view) show(name string) (string, bool) {
+	if v.prefix == "" || name == ContinueTool {
+		return name, true
+	}
+	if rest, ok := strings.CutPrefix(name, v.prefix); ok {
+		return rest, true
+	}
+	return "", false
+}
+
+func (v view) internal(name string) string {
+	if v.prefix == "" || name == ContinueTool {
+		return name
+	}
+	return v.prefix + name
+}
+
+func newMCPServer(b *Broker, v view) *mcp.Server {
+	var prepareOnce sync.Once
+	prepare := func(ctx context.Context) {
+		if v.prepare != nil {
+			prepareOnce.Do(func() { v.prepare(ctx) })
+		}
+	}
 	s := mcp.NewServer(&mcp.Implementation{Name: "pml", Title: "pml: container-isolated MCP tools", Version: Version}, &mcp.ServerOptions{
 		Instructions: "pml runs each tool in a locked-down container with the workspace " + b.Workspace() +
 			" mounted and no network. Paths are absolute or relative to the workspace. A result with approval_required " +
@@ -58,6 +95,7 @@ func NewMCPServer(b *Broker) *mcp.Server {
 	})
 	sess := &sessions{ttl: b.cfg.HIL.Timeout, m: map[*mcp.ServerSession]*Workflows{}}
 	handler := func(name string) mcp.ToolHandler {
+		name = v.internal(name)
 		return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			wfs := sess.workflows(req.Session)
 			p := req.Params
@@ -86,7 +124,11 @@ func NewMCPServer(b *Broker) *mcp.Server {
 		}
 	}
 	add := func(t Tool) {
-		s.AddTool(&mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema}, handler(t.Name))
+		shown, ok := v.show(t.Name)
+		if !ok {
+			return
+		}
+		s.AddTool(&mcp.Tool{Name: shown, Description: t.Description, InputSchema: t.InputSchema}, handler(shown))
 	}
 	for _, t := range b.Tools() {
 		add(t)
@@ -94,8 +136,14 @@ func NewMCPServer(b *Broker) *mcp.Server {
 	// Tools of stdio servers appear at run time; the SDK tells clients
 	// with notifications/tools/list_changed.
 	b.OnToolsChanged(func(added []Tool, removed []string) {
-		if len(removed) > 0 {
-			s.RemoveTools(removed...)
+		var gone []string
+		for _, n := range removed {
+			if shown, ok := v.show(n); ok {
+				gone = append(gone, shown)
+			}
+		}
+		if len(gone) > 0 {
+			s.RemoveTools(gone...)
 		}
 		for _, t := range added {
 			add(t)
@@ -107,13 +155,15 @@ func NewMCPServer(b *Broker) *mcp.Server {
 			case "tools/list":
 				// The first list starts the configured servers (never
 				// initialize); later lists come from the cache.
+				prepare(ctx)
 				b.LoadServers(ctx)
 				b.waitCloud(ctx)
 			case "tools/call":
 				// A tool of a server whose tools are not registered yet
 				// (not installed, or not started) goes through the broker,
 				// which asks, installs and loads it.
-				if cr, ok := req.(*mcp.CallToolRequest); ok && cr.Params != nil && !b.hasTool(cr.Params.Name) && (b.HasServer(cr.Params.Name) || b.isCloudTool(cr.Params.Name)) {
+				prepare(ctx)
+				if cr, ok := req.(*mcp.CallToolRequest); ok && cr.Params != nil && !b.hasTool(v.internal(cr.Params.Name)) {
 					return handler(cr.Params.Name)(ctx, cr)
 				}
 			}
@@ -121,6 +171,17 @@ func NewMCPServer(b *Broker) *mcp.Server {
 		}
 	})
 	return s
+}
+
+// ServeCapability serves one added capability's tools over in/out, named
+// without their namespace (`pml run NAME`).
+func ServeCapability(ctx context.Context, b *Broker, c Capability, in io.ReadCloser, out io.Writer) error {
+	v := view{prefix: c.Namespace + ":", prepare: func(ctx context.Context) { b.prepareCapability(ctx, c) }}
+	o := jsonrpc.NewOutput(out)
+	filter := jsonrpc.NewFilter(in, o, jsonrpc.MaxFrame, func(r jsonrpc.Rejection) {
+		b.log.Warn().Int("code", r.Code).Int("bytes", r.Size).Msg("refused a malformed frame: " + r.Reason)
+	})
+	return newMCPServer(b, v).Run(ctx, &mcp.IOTransport{Reader: filter, Writer: o.Writer(), MaxLineLength: -1})
 }
 
 // sessionRelay passes what a stdio server sends during a call to the

@@ -64,20 +64,36 @@ func (b *Broker) setupServers() {
 		if cfg.Private {
 			b.log.Debug().Str("server", name).Msg("private_mcps entry overrides any registry entry of the same name")
 		}
-		srv := &server{cfg: cfg}
-		srv.up = upstream.New(upstream.Options{
-			Name:         name,
-			Runtime:      b.rt,
-			Spec:         b.serverSpec(cfg),
-			Roots:        b.serverRoots(cfg),
-			Idle:         b.cfg.Sandbox.IdleTimeout,
-			StartTimeout: b.serverStartTimeout,
-			ToolsChanged: func(tools []*mcp.Tool) { b.registerServerTools(srv, tools) },
-			Logger:       b.log,
-		})
-		b.servers[name] = srv
-		b.serverOrder = append(b.serverOrder, name)
+		b.addServer(cfg)
 	}
+}
+
+// addServer creates (but does not start) a server; one from the registry
+// joins at run time. A name already configured is kept as it is: local
+// configuration wins over the registry.
+func (b *Broker) addServer(cfg config.Server) *server {
+	b.serversMu.Lock()
+	defer b.serversMu.Unlock()
+	if srv, ok := b.servers[cfg.Name]; ok {
+		return srv
+	}
+	srv := &server{cfg: cfg}
+	srv.up = upstream.New(upstream.Options{
+		Name:         cfg.Name,
+		Runtime:      b.rt,
+		Spec:         b.serverSpec(cfg),
+		Roots:        b.serverRoots(cfg),
+		Idle:         b.cfg.Sandbox.IdleTimeout,
+		StartTimeout: b.serverStartTimeout,
+		ToolsChanged: func(tools []*mcp.Tool) { b.registerServerTools(srv, tools) },
+		Logger:       b.log,
+	})
+	b.servers[cfg.Name] = srv
+	b.serverOrder = append(b.serverOrder, cfg.Name)
+	if b.cloud != nil {
+		b.cloud.router.AddLocal(cfg.Name)
+	}
+	return srv
 }
 
 // serverSpec is the container of a pooled server: the same policy as the
@@ -117,6 +133,8 @@ func (b *Broker) serverOf(tool string) *server {
 	if !ok {
 		return nil
 	}
+	b.serversMu.RLock()
+	defer b.serversMu.RUnlock()
 	return b.servers[ns]
 }
 
@@ -256,9 +274,9 @@ func (b *Broker) prepareServer(srv *server) error {
 // A server that cannot start is logged and left out; it does not fail
 // the list.
 func (b *Broker) LoadServers(ctx context.Context) {
+	b.loadRegistryServers(ctx)
 	var wg sync.WaitGroup
-	for _, name := range b.serverOrder {
-		srv := b.servers[name]
+	for _, srv := range b.serverList() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -365,7 +383,13 @@ func (b *Broker) runServerTool(ctx context.Context, def toolbox.Tool, args map[s
 	}
 	raw, _ := json.Marshal(args)
 	_, tool, _ := strings.Cut(def.Name, ":")
-	res, err := srv.up.Call(ctx, tool, raw, ci.progressToken, ci.relay)
+	var res *mcp.CallToolResult
+	var err error
+	if srv.cfg.Lifetime == "per_call" {
+		res, err = b.callPerCall(ctx, srv, tool, raw, ci) // percall.go
+	} else {
+		res, err = srv.up.Call(ctx, tool, raw, ci.progressToken, ci.relay)
+	}
 	if err != nil {
 		switch {
 		case errors.Is(err, context.DeadlineExceeded):
@@ -477,11 +501,22 @@ func (b *Broker) lookup(ctx context.Context, name string) (toolEntry, error) {
 // closeServers stops every server container.
 func (b *Broker) closeServers() {
 	var wg sync.WaitGroup
-	for _, srv := range b.servers {
+	for _, srv := range b.serverList() {
 		wg.Add(1)
 		go func() { defer wg.Done(); srv.up.Close() }()
 	}
 	wg.Wait()
+}
+
+// serverList returns the servers in order.
+func (b *Broker) serverList() []*server {
+	b.serversMu.RLock()
+	defer b.serversMu.RUnlock()
+	out := make([]*server, 0, len(b.serverOrder))
+	for _, n := range b.serverOrder {
+		out = append(out, b.servers[n])
+	}
+	return out
 }
 
 // OnToolsChanged registers a listener for tools added or removed at run

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -28,6 +29,21 @@ var shellTool = toolbox.Tool{
 	PathArgs: []string{"cwd"},
 	Writes:   true,
 }
+
+// shellEntry is the shell container's own program. The working directory
+// (first line) and the command (the rest, byte for byte) arrive on stdin,
+// so the container can be started before the call is known: it comes
+// pre-started from the pool. The command then runs exactly as if it had
+// been the container's command: `/bin/sh -c COMMAND` in that directory,
+// stdin at EOF, none of these variables in its environment. Only shell
+// built-ins are used, so any image with a POSIX /bin/sh works.
+const shellEntry = `IFS= read -r dir || exit 125
+cmd=
+while IFS= read -r line; do cmd="$cmd$line
+"; done
+cmd="$cmd$line"
+cd "$dir" 2>/dev/null || { echo "pml: cannot enter the working directory $dir" >&2; exit 125; }
+exec /bin/sh -c "$cmd" </dev/null`
 
 // ShellOutput is the structured result of shell:exec.
 type ShellOutput struct {
@@ -54,6 +70,12 @@ func (b *Broker) runShell(ctx context.Context, def toolbox.Tool, args map[string
 			r.blocked = true
 			return r
 		}
+		if strings.ContainsRune(p, '\n') {
+			return errorResult(fmt.Errorf("%w: shell:exec: the working directory %q contains a line break, which pml cannot pass to the shell; use a directory without one", ErrInvalidInput, p))
+		}
+		if st, err := os.Stat(p); err != nil || !st.IsDir() {
+			return errorResult(fmt.Errorf("%w: shell:exec: the working directory %s is not an existing directory in the workspace; create it first (e.g. with filesystem:create_directory)", ErrInvalidInput, p))
+		}
 		cwd = p
 	}
 	timeout := time.Duration(b.policy.Timeout)
@@ -74,15 +96,16 @@ func (b *Broker) runShell(ctx context.Context, def toolbox.Tool, args map[string
 	}
 	spec := container.Spec{
 		Image:      image,
-		Entrypoint: []string{"/bin/sh", "-c", command},
+		Entrypoint: []string{"/bin/sh", "-c", shellEntry},
 		Env:        []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "PML_WORKSPACE=" + b.ws},
-		WorkingDir: cwd,
+		WorkingDir: b.ws,
 		User:       b.user,
 		Mounts:     []container.Mount{{Source: b.ws, Target: b.ws}},
 		Policy:     b.policy,
-		Labels:     b.labels("tool:" + def.Name),
+		Labels:     b.labels("pool:shell"),
 	}
-	res, failure := b.run(ctx, spec, nil, timeout, b.policy.OutputLimit)
+	stdin := []byte(cwd + "\n" + command)
+	res, failure := b.run(ctx, spec, container.Request{Stdin: stdin, Limit: b.policy.OutputLimit}, timeout)
 	out := ShellOutput{Stdout: string(res.Stdout), Stderr: string(res.Stderr), ExitCode: res.Exit.Code, Truncated: res.Truncated}
 	if failure != nil {
 		// Keep what the command printed before it was stopped.

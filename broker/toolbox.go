@@ -18,6 +18,9 @@ import (
 // runToolbox executes a filesystem tool in a fresh toolbox container: the
 // paths are validated here first, then the workspace is mounted (read-only
 // unless the tool writes) and the in-container agent gets one request.
+// The container comes pre-started from the pool when one is ready: every
+// filesystem tool with the same mount mode shares one kind, since the
+// request, not the container, names the tool.
 func (b *Broker) runToolbox(ctx context.Context, def toolbox.Tool, args map[string]any) Result {
 	if err := b.resolvePaths(def, args); err != nil {
 		r := errorResult(err)
@@ -40,10 +43,11 @@ func (b *Broker) runToolbox(ctx context.Context, def toolbox.Tool, args map[stri
 		User:       b.user,
 		Mounts:     []container.Mount{{Source: b.ws, Target: b.ws, ReadOnly: !def.Writes}},
 		Policy:     b.policy,
-		Labels:     b.labels("tool:" + def.Name),
+		Labels:     b.labels("pool:toolbox"),
 	}
 	// JSON escaping can make an answer larger than the content it carries.
-	res, failure := b.run(ctx, spec, req, time.Duration(b.policy.Timeout), 4*b.policy.OutputLimit)
+	// The agent answers with one line: the call ends with it.
+	res, failure := b.run(ctx, spec, container.Request{Stdin: req, Limit: 4 * b.policy.OutputLimit, AnswerLine: true}, time.Duration(b.policy.Timeout))
 	if failure != nil {
 		return *failure
 	}
@@ -52,7 +56,11 @@ func (b *Broker) runToolbox(ctx context.Context, def toolbox.Tool, args map[stri
 	}
 	var resp toolbox.Response
 	if err := json.Unmarshal(bytes.TrimSpace(res.Stdout), &resp); err != nil {
-		return errorResult(fmt.Errorf("%s: the toolbox agent gave no valid answer (exit code %d)%s", def.Name, res.Exit.Code, stderrTail(res.Stderr)))
+		how := fmt.Sprintf("exit code %d", res.Exit.Code)
+		if res.Answered {
+			how = "its answer is not JSON"
+		}
+		return errorResult(fmt.Errorf("%s: the toolbox agent gave no valid answer (%s)%s", def.Name, how, stderrTail(res.Stderr)))
 	}
 	out := Result{Text: resp.Text, IsError: resp.IsError}
 	if len(resp.Structured) > 0 {
@@ -101,16 +109,18 @@ func pathError(tool, arg string, err error) error {
 	return fmt.Errorf("%w: %s refused argument %q: %v", ErrInvalidInput, tool, arg, err)
 }
 
-// run executes spec with a deadline and turns runtime failures, timeouts,
+// run executes spec in a single-use container (pre-started from the pool
+// when one is ready) with a deadline and turns runtime failures, timeouts,
 // cancellations and OOM kills into error results. On success it returns the
 // raw container result and a nil failure.
-func (b *Broker) run(ctx context.Context, spec container.Spec, stdin []byte, timeout time.Duration, limit int64) (container.Result, *Result) {
+func (b *Broker) run(ctx context.Context, spec container.Spec, req container.Request, timeout time.Duration) (container.Result, *Result) {
 	if timeout <= 0 {
 		timeout = 60 * time.Second
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	res, err := container.Run(ctx, b.rt, spec, stdin, limit)
+	res, err := b.pool.Run(ctx, spec, req)
+	b.log.Debug().Str("image", spec.Image).Bool("warm", res.Warm).Dur("took", res.Duration).Msg("container call")
 	fail := func(e error) (container.Result, *Result) {
 		r := errorResult(e)
 		return res, &r

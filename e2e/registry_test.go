@@ -21,6 +21,20 @@ import (
 type registryServer struct {
 	URL    string
 	stderr *syncBuffer
+	cmd    *exec.Cmd
+	done   chan error
+}
+
+// stop ends the registry now (the cleanup then finds it stopped).
+func (r *registryServer) stop(t *testing.T) {
+	t.Helper()
+	_ = r.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-r.done:
+		r.done <- err
+	case <-time.After(10 * time.Second):
+		t.Fatal("pml registry serve did not stop on SIGTERM")
+	}
 }
 
 // startRegistry runs `pml registry serve --dir dir` on a free loopback
@@ -55,7 +69,8 @@ func startRegistry(t *testing.T, dir string) *registryServer {
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
-		case <-done:
+		case err := <-done:
+			done <- err
 		case <-time.After(10 * time.Second):
 			_ = cmd.Process.Kill()
 			<-done
@@ -64,7 +79,7 @@ func startRegistry(t *testing.T, dir string) *registryServer {
 	})
 	select {
 	case u := <-urlc:
-		return &registryServer{URL: u, stderr: stderr}
+		return &registryServer{URL: u, stderr: stderr, cmd: cmd, done: done}
 	case err := <-done:
 		t.Fatalf("pml registry serve exited: %v\n%s", err, stderr)
 	case <-time.After(20 * time.Second):

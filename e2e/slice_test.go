@@ -295,7 +295,7 @@ func TestARunningContainerHasThePolicy(t *testing.T) {
 		{"memory limit", hc.Memory > 0 && hc.MemorySwap == hc.Memory},
 		{"cpu limit", nanoCPUs(t, c.ID) > 0},
 		{"not root", info.Config.User != "" && !strings.HasPrefix(info.Config.User, "0:") && info.Config.User != "0" && info.Config.User != "root"},
-		{"labels", info.Config.Labels["pml.managed"] == "true" && info.Config.Labels["pml.owner.pid"] != "" && info.Config.Labels["pml.purpose"] == "tool:shell:exec"},
+		{"labels", info.Config.Labels["pml.managed"] == "true" && info.Config.Labels["pml.owner.pid"] != "" && info.Config.Labels["pml.purpose"] == "pool:shell"},
 		{"only the workspace mounted, at its own path", len(info.Mounts) == 1 && info.Mounts[0].Source == ws.Dir && info.Mounts[0].Destination == ws.Dir},
 	}
 	for _, m := range info.Mounts {
@@ -336,10 +336,25 @@ func TestACancelledCallKillsItsContainer(t *testing.T) {
 		_, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "shell:exec", Arguments: map[string]any{"command": "sleep 60"}})
 		errc <- err
 	}()
-	waitFor(t, "the container to run", 30*time.Second, func() bool { return len(containersOf(t, ws.Dir)) > 0 })
+	// The first call of a kind starts its own container (the pool fills
+	// behind it once it is done): the only one there is.
+	var id string
+	waitFor(t, "the container to run", 30*time.Second, func() bool {
+		if l := containersOf(t, ws.Dir); len(l) > 0 {
+			id = l[0].ID
+		}
+		return id != ""
+	})
 	cancel()
 	<-errc
-	waitFor(t, "the cancelled call's container to be removed", 20*time.Second, func() bool { return len(containersOf(t, ws.Dir)) == 0 })
+	waitFor(t, "the cancelled call's container to be removed", 20*time.Second, func() bool {
+		for _, c := range containersOf(t, ws.Dir) {
+			if c.ID == id {
+				return false
+			}
+		}
+		return true
+	})
 	// The session still works.
 	out, res := s.call(t, "shell:exec", map[string]any{"command": "echo alive"})
 	if res.IsError || !strings.Contains(out, "alive") {

@@ -2,6 +2,7 @@ package container
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"sync"
 )
@@ -15,6 +16,11 @@ type fakeRuntime struct {
 	managed  []Managed
 	started  int
 	lastSpec Spec
+	// procs are the started processes, in order; startErr fails Start.
+	procs    []*fakeProcess
+	startErr error
+	// agent, when set, runs instead of behave and knows its process.
+	agent func(p *fakeProcess, stdin io.Reader, stdout, stderr io.Writer) int
 }
 
 type fakeProcess struct {
@@ -29,12 +35,17 @@ type fakeProcess struct {
 
 func (f *fakeRuntime) Start(ctx context.Context, spec Spec, s Streams) (Process, error) {
 	f.mu.Lock()
+	if f.startErr != nil {
+		f.mu.Unlock()
+		return nil, f.startErr
+	}
 	f.started++
 	f.lastSpec = spec
-	id := "c" + string(rune('0'+f.started))
-	f.mu.Unlock()
+	id := fmt.Sprintf("c%d", f.started)
 	r, w := io.Pipe()
 	p := &fakeProcess{rt: f, id: id, stdinR: r, stdinW: w, killed: make(chan struct{}), done: make(chan int, 1)}
+	f.procs = append(f.procs, p)
+	f.mu.Unlock()
 	out, errw := s.Stdout, s.Stderr
 	if out == nil {
 		out = io.Discard
@@ -43,8 +54,15 @@ func (f *fakeRuntime) Start(ctx context.Context, spec Spec, s Streams) (Process,
 		errw = io.Discard
 	}
 	go func() {
-		code := f.behave(r, out, errw, p.killed)
-		_, _ = io.Copy(io.Discard, r)
+		var code int
+		if f.agent != nil {
+			code = f.agent(p, r, out, errw)
+		} else {
+			code = f.behave(r, out, errw, p.killed)
+		}
+		// Like a real process that exited: later stdin writes do not
+		// block (they are drained until Kill closes the pipe).
+		go func() { _, _ = io.Copy(io.Discard, r) }()
 		p.done <- code
 	}()
 	return p, nil
@@ -86,3 +104,37 @@ func (f *fakeRuntime) RemoveContainer(_ context.Context, id string) error {
 }
 func (f *fakeRuntime) Info(context.Context) (Info, error) { return Info{Name: "fake"}, nil }
 func (f *fakeRuntime) Close() error                       { return nil }
+
+// isRemoved reports whether the container id was removed.
+func (f *fakeRuntime) isRemoved(id string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, r := range f.removed {
+		if r == id {
+			return true
+		}
+	}
+	return false
+}
+
+// startedIDs lists the ids of every started process.
+func (f *fakeRuntime) startedIDs() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ids := make([]string, 0, len(f.procs))
+	for _, p := range f.procs {
+		ids = append(ids, p.id)
+	}
+	return ids
+}
+
+func (f *fakeRuntime) proc(id string) *fakeProcess {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, p := range f.procs {
+		if p.id == id {
+			return p
+		}
+	}
+	return nil
+}

@@ -20,7 +20,28 @@ type Result struct {
 	TimedOut bool
 	// Cancelled: the caller cancelled and the container was killed.
 	Cancelled bool
-	Duration  time.Duration
+	// Answered: the call asked for one answer line (Request.AnswerLine)
+	// and ended when it was complete; the container's exit was not waited
+	// for, so Exit is zero.
+	Answered bool
+	// Warm: the container came pre-started from a Pool.
+	Warm     bool
+	Duration time.Duration
+}
+
+// Request is one use of a single-use container.
+type Request struct {
+	// Stdin is written to the container, then its stdin is closed.
+	Stdin []byte
+	// Limit caps stdout and stderr together, in bytes (0: no cap).
+	Limit int64
+	// AnswerLine: the container answers with one line on stdout (the
+	// toolbox agent does). The call ends as soon as that line is complete
+	// instead of when the container exits: Docker reports an exit tens of
+	// milliseconds after it happened, longer than a warm call takes. When
+	// no complete line comes, the exit (and an OOM kill) is reported as
+	// usual.
+	AnswerLine bool
 }
 
 // Run starts spec, writes stdin, collects output up to limit bytes
@@ -29,8 +50,8 @@ type Result struct {
 // whether that was a timeout or a cancellation.
 func Run(ctx context.Context, rt Runtime, spec Spec, stdin []byte, limit int64) (Result, error) {
 	began := time.Now()
-	out := &capped{limit: limit, full: make(chan struct{})}
-	p, err := rt.Start(ctx, spec, Streams{Stdout: out.stream(0), Stderr: out.stream(1)})
+	out := newCapped(limit, false)
+	p, err := rt.Start(ctx, spec, out.streams())
 	if err != nil {
 		return Result{}, err
 	}
@@ -40,13 +61,20 @@ func Run(ctx context.Context, rt Runtime, spec Spec, stdin []byte, limit int64) 
 		defer cancel()
 		_ = p.Remove(rctx)
 	}()
+	return collect(ctx, p, out, stdin, began)
+}
 
+// collect writes stdin to a started container and gathers what it answers:
+// until it exits, its output passes the limit (it is killed), ctx ends (it
+// is killed) or, when out watches for one, its answer line is complete. It
+// is the part of a call that Run and Pool.Run share; neither removes the
+// container here.
+func collect(ctx context.Context, p Process, out *capped, stdin []byte, began time.Time) (Result, error) {
 	in := p.Stdin()
 	if len(stdin) > 0 {
-		if _, err := in.Write(stdin); err != nil {
-			// The process may have exited before reading: its exit tells why.
-			_ = err
-		}
+		// A write error means the process exited before reading: its exit
+		// (below) tells why, so the error itself adds nothing.
+		_, _ = in.Write(stdin)
 	}
 	_ = in.Close()
 
@@ -60,10 +88,13 @@ func Run(ctx context.Context, rt Runtime, spec Spec, stdin []byte, limit int64) 
 		done <- waited{e, err}
 	}()
 
+	var err error
 	res := Result{}
 	select {
 	case w := <-done:
 		res.Exit, err = w.exit, w.err
+	case <-out.answered:
+		res.Answered = true
 	case <-out.full:
 		res.Truncated = true
 		_ = p.Kill(context.Background())
@@ -92,7 +123,8 @@ func Run(ctx context.Context, rt Runtime, spec Spec, stdin []byte, limit int64) 
 
 // capped collects two streams up to a shared byte limit. Past the limit it
 // keeps accepting (so the runtime's copier never blocks) but drops the data
-// and signals full once.
+// and signals full once. With watchLine it also signals answered once the
+// kept stdout holds a complete line.
 type capped struct {
 	mu       sync.Mutex
 	limit    int64
@@ -101,7 +133,21 @@ type capped struct {
 	cut      bool
 	full     chan struct{}
 	fullOnce sync.Once
+
+	watchLine  bool
+	answered   chan struct{} // nil (never ready) unless watchLine
+	answerOnce sync.Once
 }
+
+func newCapped(limit int64, watchLine bool) *capped {
+	c := &capped{limit: limit, full: make(chan struct{}), watchLine: watchLine}
+	if watchLine {
+		c.answered = make(chan struct{})
+	}
+	return c
+}
+
+func (c *capped) streams() Streams { return Streams{Stdout: c.stream(0), Stderr: c.stream(1)} }
 
 func (c *capped) stream(i int) *cappedStream { return &cappedStream{c: c, i: i} }
 
@@ -118,17 +164,17 @@ func (s *cappedStream) Write(p []byte) (int, error) {
 	if c.limit <= 0 {
 		room = int64(len(p))
 	}
+	kept := p
 	if int64(len(p)) > room {
-		if room > 0 {
-			c.bufs[s.i].Write(p[:room])
-			c.n += room
-		}
+		kept = p[:max(room, 0)]
 		c.cut = true
 		c.fullOnce.Do(func() { close(c.full) })
-		return len(p), nil
 	}
-	c.bufs[s.i].Write(p)
-	c.n += int64(len(p))
+	c.bufs[s.i].Write(kept)
+	c.n += int64(len(kept))
+	if s.i == 0 && c.watchLine && bytes.IndexByte(kept, '\n') >= 0 {
+		c.answerOnce.Do(func() { close(c.answered) })
+	}
 	return len(p), nil
 }
 

@@ -188,6 +188,21 @@ func (f *File) SetServer(name string, s Server) error {
 	return nil
 }
 
+// RemoveServer deletes name's entry, keeping everything else; it reports
+// whether there was one.
+func (f *File) RemoveServer(name string) (bool, error) {
+	servers, err := f.servers()
+	if err != nil {
+		return false, err
+	}
+	if _, ok := servers.get(name); !ok {
+		return false, nil
+	}
+	servers.del(name)
+	f.doc.set(serversKey, servers.marshal())
+	return true, nil
+}
+
 // Bytes is the file as it would be written: 2-space indentation and a
 // final newline.
 func (f *File) Bytes() []byte {

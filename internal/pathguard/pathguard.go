@@ -9,6 +9,7 @@ package pathguard
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -45,7 +46,9 @@ func (e *Error) Unwrap() error { return e.Kind }
 // every symlink resolved, and refuses anything that is not inside
 // workspace. p may be absolute or relative to workspace; the target need
 // not exist (a file about to be written): its longest existing prefix is
-// resolved and the rest appended.
+// resolved and the rest appended. Resolution stops at the first symlink
+// that leads out of the workspace, so nothing outside it is ever looked
+// at.
 func Resolve(workspace, p string) (string, error) {
 	if strings.TrimSpace(p) == "" {
 		return "", &Error{Path: p, Reason: "no path given: pass a file path inside the workspace", Kind: ErrEmpty}
@@ -70,10 +73,14 @@ func Resolve(workspace, p string) (string, error) {
 	abs = filepath.Clean(abs)
 	// Judge the path as written first: "../x" is outside whatever the
 	// filesystem says.
-	if !Within(ws, abs) && !Within(filepath.Clean(workspace), abs) {
-		return "", outside(p, ws)
+	raw := filepath.Clean(workspace)
+	if !Within(ws, abs) {
+		if !Within(raw, abs) {
+			return "", outside(p, ws)
+		}
+		abs = filepath.Join(ws, rel(raw, abs))
 	}
-	real, err := resolve(abs, 0)
+	real, err := walk(ws, raw, abs)
 	if err != nil {
 		var pe *Error
 		if errors.As(err, &pe) {
@@ -92,55 +99,70 @@ func outside(p, ws string) error {
 	return &Error{Path: p, Reason: fmt.Sprintf("is outside the workspace %s: only files inside the workspace can be used", ws), Kind: ErrOutside}
 }
 
-// resolve resolves every symlink in the absolute, clean path abs; missing
-// trailing components are kept as written. hops counts symlinks followed.
-func resolve(abs string, hops int) (string, error) {
-	// Find the longest existing prefix.
-	existing, rest := abs, ""
-	for {
-		if _, err := os.Lstat(existing); err == nil {
-			break
+// walk resolves the symlinks of abs (absolute, clean, inside the resolved
+// workspace ws) one component at a time, as the kernel would, but never
+// looks at anything outside ws: a link whose target leaves the workspace
+// is refused without being followed. So the check itself touches no
+// outside file (a link to /proc/1/cwd, to a hung network mount, to a
+// FIFO) and its answer does not depend on what lies out there. raw is the
+// workspace as given, before its own symlinks were resolved: link targets
+// may name it. Components from the first one that cannot be looked up
+// (missing: a file about to be written) are kept as written; they are
+// plain names, inside ws.
+func walk(ws, raw, abs string) (string, error) {
+	cur, rest := ws, split(ws, abs)
+	hops := 0
+	for len(rest) > 0 {
+		next := filepath.Join(cur, rest[0])
+		fi, err := os.Lstat(next)
+		if err != nil {
+			return filepath.Join(append([]string{cur}, rest...)...), nil
 		}
-		parent := filepath.Dir(existing)
-		if parent == existing {
-			break
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			cur, rest = next, rest[1:]
+			continue
 		}
-		rest = filepath.Join(filepath.Base(existing), rest)
-		existing = parent
-	}
-	real, err := filepath.EvalSymlinks(existing)
-	if err != nil {
-		if strings.Contains(err.Error(), "too many links") {
+		if hops++; hops > maxLinks {
 			return "", &Error{Reason: "is a symlink loop", Kind: ErrInvalid}
 		}
-		// A dangling symlink is the last existing component: follow it by
-		// hand so we know where a write would land.
-		fi, lerr := os.Lstat(existing)
-		if lerr != nil || fi.Mode()&os.ModeSymlink == 0 {
-			return "", err
-		}
-		if hops >= maxLinks {
-			return "", &Error{Reason: "is a symlink loop", Kind: ErrInvalid}
-		}
-		target, rerr := os.Readlink(existing)
-		if rerr != nil {
-			return "", rerr
-		}
-		// A relative target is relative to the link's (real) directory.
-		if !filepath.IsAbs(target) {
-			parentReal, perr := filepath.EvalSymlinks(filepath.Dir(existing))
-			if perr != nil {
-				return "", perr
-			}
-			target = filepath.Join(parentReal, target)
-		}
-		next, err := resolve(filepath.Clean(target), hops+1)
+		target, err := os.Readlink(next)
 		if err != nil {
 			return "", err
 		}
-		return filepath.Join(next, rest), nil
+		// A relative target is relative to the link's directory, which is
+		// already resolved.
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(cur, target)
+		}
+		target = filepath.Clean(target)
+		if !Within(ws, target) {
+			if !Within(raw, target) {
+				return "", outside("", ws)
+			}
+			target = filepath.Join(ws, rel(raw, target))
+		}
+		// The target's own components may be links too: start over from
+		// the workspace root with them.
+		cur, rest = ws, append(split(ws, target), rest[1:]...)
 	}
-	return filepath.Join(real, rest), nil
+	return cur, nil
+}
+
+// split returns the components of p below dir (p is dir or inside it).
+func split(dir, p string) []string {
+	r := rel(dir, p)
+	if r == "." {
+		return nil
+	}
+	return strings.Split(r, string(filepath.Separator))
+}
+
+func rel(dir, p string) string {
+	r, err := filepath.Rel(dir, p)
+	if err != nil {
+		return "."
+	}
+	return r
 }
 
 // Within reports whether the clean absolute path p is workspace or lies

@@ -58,6 +58,7 @@ func layout(t testing.TB) (ws, out string) {
 		"dir/sub/deep-out": "../../../outside/secret",         // outside, from deep down
 		"to-root":          "/",                               // the filesystem root
 		"to-etc-passwd":    "/etc/passwd",                     // classic
+		"to-proc1-cwd":     "/proc/1/cwd",                     // unreadable outside: refused unseen
 	}
 	for name, target := range links {
 		if err := os.Symlink(target, filepath.Join(ws, name)); err != nil {
@@ -113,6 +114,8 @@ func TestResolve(t *testing.T) {
 		{"dangling symlink out", "dangling-out", "", ErrOutside},
 		{"chain to dangling out", "dangling-chain", "", ErrOutside},
 		{"new file under outside link", "link-out/new.txt", "", ErrOutside},
+		{"symlink to an unreadable outside link", "to-proc1-cwd", "", ErrOutside},
+		{"below a symlink to an unreadable outside link", "to-proc1-cwd/etc/passwd", "", ErrOutside},
 
 		// invalid
 		{"empty", "", "", ErrEmpty},

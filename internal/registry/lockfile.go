@@ -157,6 +157,17 @@ func (l *Lockfile) Removed() []string { return append([]string(nil), l.removed..
 // Path is the lockfile's path.
 func (l *Lockfile) Path() string { return l.path }
 
+// Entries returns a copy of every record, by 4-part name.
+func (l *Lockfile) Entries() map[string]LockEntry {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make(map[string]LockEntry, len(l.entries))
+	for k, v := range l.entries {
+		out[k] = v
+	}
+	return out
+}
+
 // Get returns the record for a name (4 or 5 parts; the hash is ignored).
 func (l *Lockfile) Get(name string) (LockEntry, bool) {
 	f, err := ParseFQDN(name)

@@ -147,6 +147,23 @@ func (r *Router) AddLocal(ns ...string) {
 	}
 }
 
+// AddServer marks namespaces that run in the cloud (a registry entry of
+// type http). A namespace that runs here stays here.
+func (r *Router) AddServer(ns ...string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	server := make(map[string]bool, len(r.server)+len(ns))
+	for k := range r.server {
+		server[k] = true
+	}
+	for _, n := range ns {
+		if !r.client[n] && !r.local[n] {
+			server[n] = true
+		}
+	}
+	r.server = server
+}
+
 // Namespace returns the part of a tool name before ':'.
 func Namespace(tool string) string {
 	ns, _, _ := strings.Cut(tool, ":")

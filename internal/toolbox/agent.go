@@ -164,6 +164,39 @@ func (a *argReader) path(ws, name string) (string, error) {
 	return inside(ws, p)
 }
 
+// writePath reads a path argument that the tool will change (write,
+// edit, create, move) and refuses pml's own files.
+func (a *argReader) writePath(ws, name string) (string, error) {
+	p, err := a.path(ws, name)
+	if err != nil {
+		return "", err
+	}
+	return p, guardWrite(ws, p)
+}
+
+// protected are pml's own configuration and state in the workspace, and
+// the MCP client's configuration that starts pml. They decide what every
+// later call may do: permissions, sandbox user and limits, servers and
+// their images (.pml.json), integrity pins, routing and the audit trail
+// (.pml/), and the command the client runs on the host (.mcp.json). A tool
+// that may write files must not be able to grant itself more (a
+// write_file of .pml.json that allows shell:exec as uid 0 in the next
+// session), so the filesystem tools never change them; the user edits
+// them, and pml writes them itself (approvals, lockfile).
+var protected = []string{".pml.json", ".pml", ".mcp.json"}
+
+// guardWrite refuses p (resolved, inside ws) when it is, or is inside, a
+// protected name at the workspace root.
+func guardWrite(ws, p string) error {
+	for _, name := range protected {
+		q := filepath.Join(ws, name)
+		if p == q || strings.HasPrefix(p, q+string(filepath.Separator)) {
+			return fmt.Errorf("refused: %s is pml's own configuration or state; tools may not change %s (it controls what later calls may do). Edit it yourself, outside the sandbox", p, name)
+		}
+	}
+	return nil
+}
+
 // inside re-checks a path with the same rules the broker applied
 // (pathguard), now against the filesystem the container sees: defence in
 // depth in case a path changed between the two checks.
@@ -293,7 +326,7 @@ func readMultiple(ws string, a *argReader) (string, error) {
 }
 
 func writeFile(ws string, a *argReader) (string, error) {
-	p, err := a.path(ws, "path")
+	p, err := a.writePath(ws, "path")
 	if err != nil {
 		return "", err
 	}
@@ -304,8 +337,15 @@ func writeFile(ws string, a *argReader) (string, error) {
 	if st, err := os.Stat(filepath.Dir(p)); err != nil || !st.IsDir() {
 		return "", fmt.Errorf("the directory %s does not exist: create it first (create_directory)", filepath.Dir(p))
 	}
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		return "", explain(err)
+	mode := fs.FileMode(0o644)
+	if st, err := os.Stat(p); err == nil {
+		if st.IsDir() {
+			return "", fmt.Errorf("is a directory: %s", p)
+		}
+		mode = st.Mode().Perm()
+	}
+	if err := replaceFile(p, []byte(content), mode); err != nil {
+		return "", err
 	}
 	return fmt.Sprintf("Wrote %d bytes to %s", len(content), p), nil
 }
@@ -316,7 +356,7 @@ type edit struct {
 }
 
 func editFile(ws string, a *argReader) (string, error) {
-	p, err := a.path(ws, "path")
+	p, err := a.writePath(ws, "path")
 	if err != nil {
 		return "", err
 	}
@@ -361,10 +401,59 @@ func editFile(ws string, a *argReader) (string, error) {
 	if dry {
 		return diff, nil
 	}
-	if err := os.WriteFile(p, []byte(text), st.Mode().Perm()); err != nil {
-		return "", explain(err)
+	if err := replaceFile(p, []byte(text), st.Mode().Perm()); err != nil {
+		return "", err
 	}
 	return diff, nil
+}
+
+// replaceFile gives the name p new content by writing a temporary file in
+// the same directory and renaming it over p, instead of writing into the
+// existing file. A hard link in the workspace may share its inode with a
+// file outside the workspace; an in-place write would change that outside
+// file, while the rename only replaces the workspace's directory entry.
+// It also means a reader never sees a half-written file. rename(2) does
+// not follow a symlink at p either, so a link swapped in after the path
+// checks is replaced, not written through.
+//
+// Replacing needs only the directory's write permission, so the file's
+// own permission is checked first: a file the user may not write is
+// refused, as an in-place write would be.
+func replaceFile(p string, data []byte, mode fs.FileMode) error {
+	if err := syscall.Access(p, 2 /* W_OK */); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return explain(&fs.PathError{Op: "write", Path: p, Err: err})
+	}
+	// A short fixed prefix: the target's own name may already be 255 bytes.
+	tmp, err := os.CreateTemp(filepath.Dir(p), ".pml-write-*")
+	if err != nil {
+		return explain(err)
+	}
+	done := false
+	defer func() {
+		if !done {
+			_ = os.Remove(tmp.Name())
+		}
+	}()
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return explain(err)
+	}
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		return explain(err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return explain(err)
+	}
+	if err := tmp.Close(); err != nil {
+		return explain(err)
+	}
+	if err := os.Rename(tmp.Name(), p); err != nil {
+		return explain(err)
+	}
+	done = true
+	return nil
 }
 
 // unifiedDiff is a small line diff: the common prefix and suffix are cut,
@@ -421,6 +510,9 @@ type treeEntry struct {
 	Name     string       `json:"name"`
 	Type     string       `json:"type"`
 	Children []*treeEntry `json:"children,omitempty"`
+	// Error says why a directory's children are missing (e.g. pml's own
+	// .pml directory, which the sandbox user may not read).
+	Error string `json:"error,omitempty"`
 }
 
 func directoryTree(ws string, a *argReader) (string, error) {
@@ -449,9 +541,10 @@ func directoryTree(ws string, a *argReader) (string, error) {
 			te := &treeEntry{Name: e.Name(), Type: "file"}
 			if e.IsDir() {
 				te.Type = "directory"
+				// One unreadable directory must not cost the whole tree.
 				te.Children, err = build(filepath.Join(dir, e.Name()))
 				if err != nil {
-					return nil, err
+					te.Children, te.Error = nil, subtreeError(err)
 				}
 			}
 			out = append(out, te)
@@ -470,8 +563,22 @@ func directoryTree(ws string, a *argReader) (string, error) {
 	return s, nil
 }
 
+// subtreeError is the reason of a subdirectory's read error, without the
+// path (the entry already names it).
+func subtreeError(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return reason(pe.Err)
+	}
+	msg := err.Error()
+	if i := strings.Index(msg, ": "); i >= 0 {
+		return msg[:i]
+	}
+	return msg
+}
+
 func createDirectory(ws string, a *argReader) (string, error) {
-	p, err := a.path(ws, "path")
+	p, err := a.writePath(ws, "path")
 	if err != nil {
 		return "", err
 	}
@@ -482,11 +589,11 @@ func createDirectory(ws string, a *argReader) (string, error) {
 }
 
 func moveFile(ws string, a *argReader) (string, error) {
-	src, err := a.path(ws, "source")
+	src, err := a.writePath(ws, "source")
 	if err != nil {
 		return "", err
 	}
-	dst, err := a.path(ws, "destination")
+	dst, err := a.writePath(ws, "destination")
 	if err != nil {
 		return "", err
 	}

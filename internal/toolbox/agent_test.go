@@ -247,3 +247,83 @@ func TestToolDefinitions(t *testing.T) {
 		t.Fatalf("%d filesystem tools, want 10", len(seen))
 	}
 }
+
+// TestWritesDoNotFollowHardLinks: a hard link inside the workspace may
+// name a file outside it (same inode). Writing in place would change that
+// outside file; the agent replaces the name instead, so only the
+// workspace's entry gets the new content and the mode is kept.
+func TestWritesDoNotFollowHardLinks(t *testing.T) {
+	ws := newWS(t)
+	outside := filepath.Join(t.TempDir(), "outside.txt")
+	must(t, os.WriteFile(outside, []byte("outside secret"), 0o640))
+	must(t, os.Link(outside, filepath.Join(ws, "w.txt")))
+	must(t, os.Link(outside, filepath.Join(ws, "e.txt")))
+
+	ok(t, call(t, ws, "filesystem:write_file", map[string]any{"path": "w.txt", "content": "new"}))
+	ok(t, call(t, ws, "filesystem:edit_file", map[string]any{"path": "e.txt", "edits": []any{map[string]any{"oldText": "secret", "newText": "edited"}}}))
+
+	if b, _ := os.ReadFile(outside); string(b) != "outside secret" {
+		t.Fatalf("a write through a hard link changed the outside file: %q", b)
+	}
+	for name, want := range map[string]string{"w.txt": "new", "e.txt": "outside edited"} {
+		p := filepath.Join(ws, name)
+		if b, _ := os.ReadFile(p); string(b) != want {
+			t.Errorf("%s = %q, want %q", name, b, want)
+		}
+		st, err := os.Stat(p)
+		must(t, err)
+		if st.Mode().Perm() != 0o640 {
+			t.Errorf("%s mode %v, want the original 0640", name, st.Mode().Perm())
+		}
+	}
+	// No temporary files are left behind.
+	entries, _ := os.ReadDir(ws)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".pml-") {
+			t.Errorf("temporary file %s left behind", e.Name())
+		}
+	}
+}
+
+// TestPMLsOwnFilesAreNotWritable: the filesystem tools cannot change
+// pml's configuration and state, directly or through a link, so a tool
+// allowed to write files cannot grant itself more for later calls.
+// Reading them stays possible.
+func TestPMLsOwnFilesAreNotWritable(t *testing.T) {
+	ws := newWS(t)
+	must(t, os.WriteFile(filepath.Join(ws, ".pml.json"), []byte(`{"permissions": {"allow": ["filesystem:*"]}}`), 0o644))
+	must(t, os.MkdirAll(filepath.Join(ws, ".pml"), 0o755))
+	must(t, os.WriteFile(filepath.Join(ws, ".pml", "mcp.lock"), []byte("{}"), 0o644))
+	must(t, os.WriteFile(filepath.Join(ws, ".mcp.json"), []byte("{}"), 0o644))
+	must(t, os.Symlink(".pml.json", filepath.Join(ws, "cfg-link")))
+	must(t, os.Symlink(".pml", filepath.Join(ws, "state-link")))
+	edit := []any{map[string]any{"oldText": "filesystem:*", "newText": "*"}}
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"filesystem:write_file", map[string]any{"path": ".pml.json", "content": `{"permissions": {"allow": ["*"]}}`}},
+		{"filesystem:write_file", map[string]any{"path": "cfg-link", "content": "x"}},
+		{"filesystem:write_file", map[string]any{"path": ".pml/mcp.lock", "content": "x"}},
+		{"filesystem:write_file", map[string]any{"path": "state-link/routing-cache.json", "content": "x"}},
+		{"filesystem:write_file", map[string]any{"path": ".mcp.json", "content": "x"}},
+		{"filesystem:edit_file", map[string]any{"path": ".pml.json", "edits": edit}},
+		{"filesystem:edit_file", map[string]any{"path": "./src/../.pml.json", "edits": edit}},
+		{"filesystem:create_directory", map[string]any{"path": ".pml/new"}},
+		{"filesystem:move_file", map[string]any{"source": ".pml.json", "destination": "old.json"}},
+		{"filesystem:move_file", map[string]any{"source": "notes.txt", "destination": ".pml.json.new/../.pml.json"}},
+		{"filesystem:move_file", map[string]any{"source": ".pml", "destination": "state"}},
+	} {
+		failed(t, call(t, ws, c.tool, c.args), "pml's own configuration or state")
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, ".pml.json")); string(b) != `{"permissions": {"allow": ["filesystem:*"]}}` {
+		t.Errorf(".pml.json changed: %s", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, ".pml", "mcp.lock")); string(b) != "{}" {
+		t.Errorf(".pml/mcp.lock changed: %s", b)
+	}
+	// Names that only start like them are ordinary files.
+	ok(t, call(t, ws, "filesystem:write_file", map[string]any{"path": ".pml.json.bak", "content": "x"}))
+	ok(t, call(t, ws, "filesystem:write_file", map[string]any{"path": "src/.pml.json", "content": "x"}))
+	ok(t, call(t, ws, "filesystem:read_file", map[string]any{"path": ".pml.json"}))
+}

@@ -1,0 +1,289 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/pml-dev/pml/internal/config"
+	"github.com/pml-dev/pml/internal/registry"
+)
+
+// Standalone capabilities (seed 000, story 14.10): `pml add NAME` fetches a
+// registry entry once, locks it, installs what it needs and records it in
+// .pml/capabilities.json; `pml run NAME` then serves just its tools as an
+// MCP server, offline.
+
+// CapabilitiesFile records the added capabilities, relative to the
+// workspace.
+const CapabilitiesFile = ".pml/capabilities.json"
+
+// Capability is one added registry entry.
+type Capability struct {
+	// Name is what the user typed (without @version): the .mcp.json key.
+	Name string `json:"name"`
+	// FQDN is the locked 5-part name.
+	FQDN      string `json:"fqdn"`
+	Type      string `json:"type"`
+	Routing   string `json:"routing"`
+	Namespace string `json:"namespace"`
+	// Tools are the tool names the capability offers, without namespace.
+	Tools       []string  `json:"tools,omitempty"`
+	EnvRequired []string  `json:"env_required,omitempty"`
+	Description string    `json:"description,omitempty"`
+	AddedAt     time.Time `json:"added_at"`
+}
+
+var capNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+
+// CapabilityFQDN reads what `pml add` was given: a bare name ("memory",
+// the MCP server pml.mcp.memory.server), or a 4- or 5-part FQDN; an
+// "@hash" suffix pins a version.
+func CapabilityFQDN(arg string) (name string, f registry.FQDN, err error) {
+	name, version, pinned := strings.Cut(arg, "@")
+	if pinned && version == "" {
+		return "", f, fmt.Errorf("%q: nothing after @ (give a version hash such as @3f2a, or no @)", arg)
+	}
+	full := name
+	if !strings.Contains(name, ".") {
+		if !capNameRE.MatchString(name) {
+			return "", f, fmt.Errorf("%q is not a capability name: use lowercase letters, digits, '-' or '_', or a registry FQDN such as acme.tools.json.parse", name)
+		}
+		full = registryPrefix + name + ".server"
+	}
+	if pinned {
+		full += "." + version
+	}
+	f, err = registry.ParseFQDN(full)
+	if err != nil {
+		return "", f, err
+	}
+	if pinned && f.Hash == "" {
+		return "", f, fmt.Errorf("%q: the version must be the 4 hex digits of the entry's hash", arg)
+	}
+	switch f.Namespace {
+	case "filesystem", "shell", "pml":
+		return "", f, fmt.Errorf("%q names the built-in namespace %q; it needs no pml add", arg, f.Namespace)
+	}
+	return name, f, nil
+}
+
+// Confirm asks the person running `pml add` to approve something (an
+// integrity change, an install with network access). false refuses.
+type Confirm func(Approval) bool
+
+// ErrRefused: the person (or the lack of a terminal) said no to an
+// approval `pml add` needed.
+var ErrRefused = errors.New("not approved")
+
+// AddCapability fetches, locks, installs and records a capability.
+func (b *Broker) AddCapability(ctx context.Context, arg string, confirm Confirm) (Capability, error) {
+	name, f, err := CapabilityFQDN(arg)
+	if err != nil {
+		return Capability{}, fmt.Errorf("%w: %v", ErrInvalidInput, err)
+	}
+	r := b.registry
+	if r.client == nil || r.lock == nil {
+		return Capability{}, fmt.Errorf("%w: the registry cannot be used: %v", ErrUnavailable, r.lockErr)
+	}
+	e, err := r.client.Fetch(ctx, f.String())
+	if err != nil {
+		if errors.Is(err, registry.ErrNotFound) {
+			return Capability{}, fmt.Errorf("%w: %v", ErrNotFound, err)
+		}
+		return Capability{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	if e.FromCache {
+		b.log.Warn().Msg(e.Warning)
+	}
+	v, err := r.lock.Check(e)
+	if err != nil {
+		return Capability{}, err
+	}
+	if v.Status == registry.StatusMismatch {
+		a := Approval{ApprovalRequired: true, ApprovalType: ApprovalIntegrity, Tool: f.Tool(), Description: v.Description(), Options: []string{"continue", "abort"}}
+		if !confirm(a) {
+			return Capability{}, fmt.Errorf("%w: %s changed since it was locked; the lockfile is unchanged", ErrRefused, v.Name)
+		}
+		if err := r.lock.Approve(e); err != nil {
+			return Capability{}, err
+		}
+	}
+	ef, _ := registry.ParseFQDN(e.FQDN)
+	c := Capability{Name: name, FQDN: e.FQDN, Type: e.Type, Routing: e.Routing, Namespace: ef.Namespace, AddedAt: time.Now().UTC().Truncate(time.Second)}
+	if e.Meta != nil {
+		c.Description = e.Meta.Description
+		c.EnvRequired = e.Meta.AllEnvRequired()
+		for _, t := range e.Meta.Tools {
+			if _, action, ok := strings.Cut(t, ":"); ok {
+				c.Tools = append(c.Tools, action)
+			}
+		}
+	}
+	switch e.Type {
+	case registry.TypeStdio:
+		cfg, err := registry.ServerConfig(e)
+		if err != nil {
+			return Capability{}, err
+		}
+		srv := b.addServer(cfg)
+		if cfg.Install != nil && !b.deps.Installed(cfg) {
+			wf := &workflow{typ: ApprovalDependency, tool: cfg.Name + ":*"}
+			if !confirm(b.dependencyApproval(wf, srv)) {
+				return Capability{}, fmt.Errorf("%w: installing %s was not approved; nothing was installed", ErrRefused, cfg.Name)
+			}
+			if err := b.install(ctx, srv); err != nil {
+				return Capability{}, err
+			}
+		}
+	case registry.TypeDeno:
+		c.Tools = ExportedFunctions(e.Code)
+		if len(c.Tools) == 0 {
+			return Capability{}, fmt.Errorf("%s exports no function, so it has no tool to offer", e.FQDN)
+		}
+	case registry.TypeHTTP:
+		if !b.cloud.client.Enabled() {
+			b.log.Warn().Msg(name + " runs in the PML cloud: set PML_API_KEY to use it")
+		}
+	}
+	if err := saveCapability(b.ws, c); err != nil {
+		return Capability{}, err
+	}
+	return c, nil
+}
+
+var exportFn = regexp.MustCompile(`(?m)^\s*export\s+(?:async\s+)?function\s*\*?\s*([A-Za-z_$][A-Za-z0-9_$]*)\s*\(`)
+
+// ExportedFunctions lists the functions a deno capability exports (each
+// becomes a tool).
+func ExportedFunctions(code string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, m := range exportFn.FindAllStringSubmatch(code, -1) {
+		if !seen[m[1]] {
+			seen[m[1]] = true
+			out = append(out, m[1])
+		}
+	}
+	return out
+}
+
+type capDoc struct {
+	Version      int                   `json:"version"`
+	Capabilities map[string]Capability `json:"capabilities"`
+}
+
+// LoadCapabilities reads .pml/capabilities.json (missing: none).
+func LoadCapabilities(ws string) (map[string]Capability, error) {
+	path := filepath.Join(ws, CapabilitiesFile)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return map[string]Capability{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var d capDoc
+	if err := json.Unmarshal(data, &d); err != nil {
+		return nil, fmt.Errorf("%s is not valid JSON (%v): fix or remove it, then pml add again", path, err)
+	}
+	if d.Capabilities == nil {
+		d.Capabilities = map[string]Capability{}
+	}
+	return d.Capabilities, nil
+}
+
+func writeCapabilities(ws string, caps map[string]Capability) error {
+	path := filepath.Join(ws, CapabilitiesFile)
+	data, err := json.MarshalIndent(capDoc{Version: 1, Capabilities: caps}, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return config.WriteFileAtomic(path, append(data, '\n'), 0o644)
+}
+
+func saveCapability(ws string, c Capability) error {
+	caps, err := LoadCapabilities(ws)
+	if err != nil {
+		return err
+	}
+	caps[c.Name] = c
+	return writeCapabilities(ws, caps)
+}
+
+// RemoveCapability forgets an added capability; clean also drops its
+// cached registry copy. Installed dependencies stay (another capability may
+// use them). It reports whether the capability was there.
+func RemoveCapability(ws, name string, clean bool) (Capability, bool, error) {
+	caps, err := LoadCapabilities(ws)
+	if err != nil {
+		return Capability{}, false, err
+	}
+	c, ok := caps[name]
+	if !ok {
+		return Capability{}, false, nil
+	}
+	delete(caps, name)
+	if err := writeCapabilities(ws, caps); err != nil {
+		return c, true, err
+	}
+	if clean {
+		if f, err := registry.ParseFQDN(c.FQDN); err == nil {
+			dir := registry.CacheDir(ws)
+			matches, _ := filepath.Glob(filepath.Join(dir, f.Base()+"*"))
+			for _, m := range matches {
+				_ = os.RemoveAll(m)
+			}
+		}
+	}
+	return c, true, nil
+}
+
+// SortedCapabilities returns the capabilities by name.
+func SortedCapabilities(caps map[string]Capability) []Capability {
+	out := make([]Capability, 0, len(caps))
+	for _, c := range caps {
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// prepareCapability makes an added capability's tools callable in this
+// process (`pml run`): its locked registry entry is fetched again — the
+// cached copy when the registry is unreachable — and checked against the
+// lockfile.
+func (b *Broker) prepareCapability(ctx context.Context, c Capability) {
+	tool := c.Namespace + ":" + firstOr(c.Tools, "run")
+	if c.Type == registry.TypeDeno {
+		b.registerDenoCapability(ctx, c)
+		return
+	}
+	if b.serverOf(tool) != nil {
+		return
+	}
+	change, err := b.resolveFromRegistry(ctx, tool)
+	switch {
+	case err != nil:
+		b.log.Warn().Err(err).Str("capability", c.Name).Msg("the capability cannot be loaded")
+	case change != nil:
+		b.log.Warn().Str("capability", c.Name).Msg(change.verdict.Description() + " Run `pml add " + c.Name + "` to review and approve it.")
+	}
+}
+
+func firstOr(l []string, def string) string {
+	if len(l) > 0 {
+		return l[0]
+	}
+	return def
+}

@@ -1,0 +1,245 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pml-dev/pml/internal/config"
+	"github.com/pml-dev/pml/internal/registry"
+	"github.com/pml-dev/pml/internal/routing"
+)
+
+// A tool whose namespace nothing local knows and the cloud does not run is
+// looked up in the registries as the MCP server pml.mcp.<namespace>.server
+// (seed 004): a stdio entry becomes a pooled server like one from mcps, an
+// http entry is forwarded to the cloud, a deno entry is code for
+// `pml run`. Every fetched entry is checked against .pml/mcp.lock: a
+// changed one is an "integrity" approval, never a silent update.
+
+// registryOrg and registryProject prefix the FQDNs of MCP servers.
+const registryPrefix = "pml.mcp."
+
+// registrySide is the broker's view of the registries and the lockfile.
+type registrySide struct {
+	client  *registry.Client
+	lock    *registry.Lockfile
+	lockErr error
+
+	mu sync.Mutex
+	// missing remembers namespaces no registry has, so a session does not
+	// ask again for every call of an unknown tool.
+	missing map[string]error
+	// deno holds fetched deno entries by tool name.
+	deno map[string]*registry.Entry
+}
+
+func (b *Broker) setupRegistry() {
+	r := &registrySide{missing: map[string]error{}, deno: map[string]*registry.Entry{}}
+	b.registry = r
+	client, err := registry.New(registry.Options{Registries: b.cfg.Registries, CacheDir: registry.CacheDir(b.ws)})
+	if err != nil {
+		r.lockErr = err
+		return
+	}
+	r.client = client
+	perms := config.Permissions{Allow: b.perms.Allow, Ask: b.perms.Ask}
+	if !b.cfg.Exists {
+		// Without a .pml.json every registry tool is asked (it matches
+		// nothing): keep its lock entry, or each session would trust a
+		// changed entry as new.
+		perms = config.Permissions{Ask: []string{"*"}}
+	}
+	lock, err := registry.LoadLockfile(registry.LockfilePath(b.ws), perms)
+	if err != nil {
+		r.lockErr = err
+		b.log.Error().Err(err).Msg("the lockfile cannot be read; registry tools are unavailable until it is fixed or removed")
+		return
+	}
+	r.lock = lock
+	if removed := lock.Removed(); len(removed) > 0 {
+		b.log.Info().Strs("entries", removed).Msg("removed lockfile entries that no permission allows or asks any more")
+	}
+}
+
+// fqdnFor is the registry name of the MCP server behind a tool.
+func fqdnFor(tool string) string {
+	return registryPrefix + routing.Namespace(tool) + ".server"
+}
+
+// registryCandidate reports whether a tool name may be resolved through
+// the registries: it has a namespace that is not built in.
+func registryCandidate(tool string) bool {
+	ns, action, ok := strings.Cut(tool, ":")
+	if !ok || ns == "" || action == "" {
+		return false
+	}
+	switch ns {
+	case "filesystem", "shell", "pml":
+		return false
+	}
+	_, err := registry.ParseFQDN(registryPrefix + ns + ".server")
+	return err == nil
+}
+
+// resolveFromRegistry fetches the entry behind tool and makes it callable.
+// When the entry changed since it was locked, it returns a workflow-ready
+// integrity change instead (change != nil) and makes nothing callable.
+func (b *Broker) resolveFromRegistry(ctx context.Context, tool string) (change *integrityChange, err error) {
+	r := b.registry
+	if r.client == nil || r.lock == nil {
+		return nil, fmt.Errorf("%w %q: registry tools are unavailable: %v", ErrNotFound, tool, r.lockErr)
+	}
+	ns := routing.Namespace(tool)
+	r.mu.Lock()
+	prev, known := r.missing[ns]
+	r.mu.Unlock()
+	if known {
+		return nil, prev
+	}
+	fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	fqdn := fqdnFor(tool)
+	e, err := r.client.Fetch(fctx, fqdn)
+	if err != nil {
+		if errors.Is(err, registry.ErrNotFound) {
+			nf := fmt.Errorf("%w %q: nothing local provides it and no registry has %s (%v); tools/list shows the available tools", ErrNotFound, tool, fqdn, err)
+			r.mu.Lock()
+			r.missing[ns] = nf
+			r.mu.Unlock()
+			return nil, nf
+		}
+		return nil, fmt.Errorf("%w: %s needs the registry entry %s: %v", ErrUnavailable, tool, fqdn, err)
+	}
+	if e.FromCache {
+		b.log.Warn().Str("fqdn", e.FQDN).Msg(e.Warning)
+	}
+	v, err := r.lock.Check(e)
+	if err != nil {
+		return nil, fmt.Errorf("%s: checking %s against %s: %v", tool, e.FQDN, r.lock.Path(), err)
+	}
+	switch v.Status {
+	case registry.StatusMismatch:
+		return &integrityChange{entry: e, verdict: v}, nil
+	case registry.StatusNew:
+		b.log.Info().Str("fqdn", e.FQDN).Str("integrity", e.Integrity).Msg("recorded in the lockfile")
+	}
+	return nil, b.useEntry(e, tool)
+}
+
+// loadRegistryServers makes the stdio servers this workspace fetched in
+// earlier sessions (the lockfile's entries) known again, so tools/list
+// shows their tools. A registry that does not answer within a few seconds
+// leaves them to the first call; an entry that changed stays unlisted
+// until a call asks about it.
+func (b *Broker) loadRegistryServers(ctx context.Context) {
+	r := b.registry
+	if r.lock == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for name, e := range r.lock.Entries() {
+		f, err := registry.ParseFQDN(name)
+		if err != nil || e.Type != registry.TypeStdio || b.HasServer(f.Namespace+":") || !registryCandidate(f.Namespace+":"+f.Action) {
+			continue
+		}
+		if name != fqdnFor(f.Namespace+":") {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := b.resolveFromRegistry(ctx, f.Namespace+":"+f.Action); err != nil {
+				b.log.Info().Err(err).Str("fqdn", name).Msg("a locked registry server is not listed")
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// integrityChange is a fetched entry that differs from the locked one.
+type integrityChange struct {
+	entry   *registry.Entry
+	verdict registry.Verdict
+}
+
+// useEntry makes a verified entry callable.
+func (b *Broker) useEntry(e *registry.Entry, tool string) error {
+	ns := routing.Namespace(tool)
+	switch e.Type {
+	case registry.TypeStdio:
+		cfg, err := registry.ServerConfig(e)
+		if err != nil {
+			return err
+		}
+		b.addServer(cfg)
+		return nil
+	case registry.TypeHTTP:
+		// An http server runs in the cloud, with the user's keys.
+		b.cloud.router.AddServer(ns)
+		if e.Meta != nil {
+			b.cloud.mu.Lock()
+			b.cloud.env[tool] = e.Meta.AllEnvRequired()
+			b.cloud.mu.Unlock()
+		}
+		return nil
+	case registry.TypeDeno:
+		b.registry.mu.Lock()
+		b.registry.deno[tool] = e
+		b.registry.mu.Unlock()
+		return fmt.Errorf("%s is a deno capability (%s): it runs with `pml run`, not as a tool of pml stdio yet", tool, e.FQDN)
+	}
+	return fmt.Errorf("%s: registry entry %s has the unknown type %q", tool, e.FQDN, e.Type)
+}
+
+// integrityApproval describes a changed registry entry for a person.
+func (b *Broker) integrityApproval(wf *workflow) Approval {
+	a := b.approval(wf)
+	ch, _ := wf.data.(*integrityChange)
+	if ch == nil {
+		return a
+	}
+	v := ch.verdict
+	oldHash, _ := registry.HashOf(v.Old.Integrity)
+	newHash, _ := registry.HashOf(v.New.Integrity)
+	a.Description = v.Description() + " Continue trusts the new version (and updates " + filepath.Join(".pml", "mcp.lock") + "); abort keeps the old one and runs nothing."
+	a.Options = []string{"continue", "abort"}
+	a.Context = map[string]any{
+		"fqdn":           v.Name,
+		"old_hash":       oldHash,
+		"new_hash":       newHash,
+		"old_integrity":  v.Old.Integrity,
+		"new_integrity":  v.New.Integrity,
+		"old_fetched_at": v.Old.FetchedAt,
+		"new_fetched_at": v.New.FetchedAt,
+		"registry":       ch.entry.Registry,
+		"type":           ch.entry.Type,
+	}
+	return a
+}
+
+// approveIntegrity trusts the new version, then runs the call through the
+// whole request path again (it may still need a permission or an
+// install).
+func (b *Broker) approveIntegrity(ctx context.Context, wfs *Workflows, wf *workflow) Result {
+	ch, _ := wf.data.(*integrityChange)
+	if ch == nil {
+		return errorResult(fmt.Errorf("workflow %s has no integrity change attached", wf.id))
+	}
+	if err := b.registry.lock.Approve(ch.entry); err != nil {
+		return errorResult(fmt.Errorf("could not update %s: %v; nothing was run", b.registry.lock.Path(), err))
+	}
+	b.log.Info().Str("fqdn", ch.entry.FQDN).Str("integrity", ch.entry.Integrity).Msg("integrity change approved; lockfile updated")
+	if err := b.useEntry(ch.entry, wf.tool); err != nil {
+		return errorResult(err)
+	}
+	args, _ := json.Marshal(wf.args)
+	return b.Call(ctx, Request{Tool: wf.tool, Args: args, Workflows: wfs})
+}

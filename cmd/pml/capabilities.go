@@ -1,0 +1,296 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/mattn/go-isatty"
+	"github.com/spf13/cobra"
+
+	"github.com/pml-dev/pml/broker"
+	"github.com/pml-dev/pml/internal/mcpjson"
+	"github.com/pml-dev/pml/internal/registry"
+	"github.com/pml-dev/pml/internal/workspace"
+)
+
+// Standalone capabilities (the "Docker model" of seed 000, story 14.10):
+// add fetches and installs once, run serves offline, remove and list
+// manage them.
+
+func newAddCmd(g *globals) *cobra.Command {
+	var yes bool
+	cmd := &cobra.Command{
+		Use:   "add NAME[@VERSION]",
+		Short: "Add a capability from the registry as its own MCP server in .mcp.json",
+		Long: `Fetch NAME from the registries (a bare name is the MCP server pml.mcp.NAME.server; a 4- or
+5-part FQDN names any entry; @VERSION pins the 4-hex-digit hash), record it in .pml/mcp.lock,
+install what it needs (after a "y" on a terminal, or --yes), record it in .pml/capabilities.json
+and add {"command": <pml>, "args": ["run", NAME]} to .mcp.json (the old file is kept in
+.mcp.json.backup). Needs no PML_API_KEY; afterwards pml run NAME works offline.
+
+Exit codes: 0 added, 1 failed, 2 bad name or configuration, 3 needs approval (no terminal and no
+--yes), 5 Docker or the registry unavailable.`,
+		Example: "  pml add memory\n  pml add acme.tools.json.parse@3f2a --yes",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			e, err := g.setup()
+			if err != nil {
+				return err
+			}
+			defer e.rt.Close()
+			defer e.broker.Close(30 * time.Second)
+			interactive := isatty.IsTerminal(os.Stdin.Fd())
+			in := bufio.NewReader(os.Stdin)
+			confirm := func(a broker.Approval) bool {
+				fmt.Fprintf(os.Stderr, "%s\n", a.Description)
+				if yes {
+					fmt.Fprintln(os.Stderr, "  approved by --yes")
+					return true
+				}
+				if !interactive {
+					fmt.Fprintln(os.Stderr, "  not approved: no terminal to ask on; run again with --yes to approve")
+					return false
+				}
+				fmt.Fprint(os.Stderr, "Approve? [y/N] ")
+				s, _ := in.ReadString('\n')
+				s = strings.ToLower(strings.TrimSpace(s))
+				return s == "y" || s == "yes"
+			}
+			c, err := e.broker.AddCapability(cmd.Context(), args[0], confirm)
+			if err != nil {
+				return &exitError{capExit(err), err}
+			}
+			exe, err := selfPath()
+			if err != nil {
+				return &exitError{1, err}
+			}
+			f, err := mcpjson.Read(mcpjson.Path(e.ws.Dir))
+			if err != nil {
+				return &exitError{2, fmt.Errorf("%v (the capability is recorded; fix .mcp.json and run pml add again)", err)}
+			}
+			if err := f.SetServer(c.Name, mcpjson.Server{Type: "stdio", Command: exe, Args: []string{"run", c.Name}, Env: map[string]string{"PML_WORKSPACE": e.ws.Dir}}); err != nil {
+				return &exitError{2, err}
+			}
+			mode := f.Mode
+			if mode == 0 {
+				mode = 0o644
+			}
+			backedUp, err := f.Write(mode)
+			if err != nil {
+				return &exitError{1, err}
+			}
+			w := os.Stderr
+			where := "local"
+			if c.Routing == registry.RoutingServer {
+				where = "cloud"
+			}
+			fmt.Fprintf(w, "✓ %s added (%s, %s, %s): tools %s\n", c.Name, c.FQDN, c.Type, where, strings.Join(c.Tools, ", "))
+			if backedUp {
+				fmt.Fprintf(w, "  %s updated; the old file is in %s\n", f.Path, f.BackupPath())
+			}
+			for _, v := range c.EnvRequired {
+				if os.Getenv(v) == "" {
+					fmt.Fprintf(w, "⚠ %s requires %s: set it in %s or in the env of %s in .mcp.json\n", c.Name, v, filepath.Join(e.ws.Dir, ".env"), c.Name)
+				}
+			}
+			fmt.Fprintf(w, "  Its tools are asked before they run unless permissions.allow in .pml.json has %q.\n", c.Namespace+":*")
+			fmt.Fprintln(w, "  Restart your MCP client (e.g. Claude Code) to use it.")
+			return nil
+		},
+	}
+	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "approve the install and integrity changes without asking")
+	return cmd
+}
+
+// capExit maps an add failure to its exit code.
+func capExit(err error) int {
+	switch {
+	case errors.Is(err, broker.ErrInvalidInput), errors.Is(err, broker.ErrNotFound):
+		return 2
+	case errors.Is(err, broker.ErrRefused):
+		return 3
+	case errors.Is(err, broker.ErrUnavailable):
+		return 5
+	}
+	return 1
+}
+
+// selfPath is the absolute path of this pml, links resolved, for .mcp.json.
+func selfPath() (string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("cannot find the pml executable: %w", err)
+	}
+	if r, err := filepath.EvalSymlinks(exe); err == nil {
+		exe = r
+	}
+	return filepath.Abs(exe)
+}
+
+func newRunCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "run NAME",
+		Short: "Serve one added capability's tools over MCP stdio (what .mcp.json runs after pml add)",
+		Long: "Serve the tools of a capability added with pml add as an MCP server on stdin/stdout, named without\n" +
+			"their namespace. It works offline: the locked registry entry is read from the cache when no\n" +
+			"registry answers. Calls go through permissions, approvals and containers like pml stdio.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			proto, err := reserveStdout()
+			if err != nil {
+				return err
+			}
+			e, err := g.setup()
+			if err != nil {
+				return err
+			}
+			defer e.rt.Close()
+			caps, err := broker.LoadCapabilities(e.ws.Dir)
+			if err != nil {
+				return &exitError{2, err}
+			}
+			c, ok := caps[args[0]]
+			if !ok {
+				return &exitError{2, fmt.Errorf("%s is not added in %s: run `pml add %s` first (pml list shows what is added)", args[0], e.ws.Dir, args[0])}
+			}
+			e.reapInBackground(cmd.Context())
+			e.broker.StartCloud(cmd.Context())
+			e.log.Info().Str("capability", c.Name).Str("fqdn", c.FQDN).Msg("pml run ready")
+			err = broker.ServeCapability(cmd.Context(), e.broker, c, os.Stdin, proto)
+			e.broker.Close(30 * time.Second)
+			if err != nil && cmd.Context().Err() == nil {
+				return err
+			}
+			return nil
+		},
+	}
+}
+
+func newRemoveCmd(g *globals) *cobra.Command {
+	var clean bool
+	cmd := &cobra.Command{
+		Use:   "remove NAME",
+		Short: "Remove an added capability (and its .mcp.json entry)",
+		Long: "Remove NAME from .pml/capabilities.json and its entry from .mcp.json (the old file is kept in\n" +
+			".mcp.json.backup). --clean also drops its cached registry copy. Installed dependencies are kept:\n" +
+			"other capabilities may use them.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ws, err := resolveWorkspace(g)
+			if err != nil {
+				return err
+			}
+			c, ok, err := broker.RemoveCapability(ws, args[0], clean)
+			if err != nil {
+				return &exitError{1, err}
+			}
+			f, err := mcpjson.Read(mcpjson.Path(ws))
+			if err != nil {
+				return &exitError{2, err}
+			}
+			had, err := f.RemoveServer(args[0])
+			if err != nil {
+				return &exitError{2, err}
+			}
+			if !ok && !had {
+				return &exitError{2, fmt.Errorf("%s is not added here (pml list shows what is)", args[0])}
+			}
+			if had {
+				if _, err := f.Write(f.Mode); err != nil {
+					return &exitError{1, err}
+				}
+				fmt.Fprintf(os.Stderr, "removed %s from %s (the old file is in %s)\n", args[0], f.Path, f.BackupPath())
+			}
+			if ok {
+				fmt.Fprintf(os.Stderr, "removed %s (%s) from %s", c.Name, c.FQDN, broker.CapabilitiesFile)
+				if clean {
+					fmt.Fprint(os.Stderr, " and its cached copy")
+				}
+				fmt.Fprintln(os.Stderr)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&clean, "clean", false, "also remove the cached registry copy")
+	return cmd
+}
+
+func newListCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the capabilities added with pml add",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ws, err := resolveWorkspace(g)
+			if err != nil {
+				return err
+			}
+			caps, err := broker.LoadCapabilities(ws)
+			if err != nil {
+				return &exitError{2, err}
+			}
+			list := broker.SortedCapabilities(caps)
+			if asJSON {
+				return writeCapsJSON(cmd.OutOrStdout(), list)
+			}
+			w := cmd.OutOrStdout()
+			if len(list) == 0 {
+				fmt.Fprintln(w, "No capabilities added (pml add NAME adds one).")
+			} else {
+				fmt.Fprintln(w, "Installed capabilities:")
+				tw := tabwriter.NewWriter(w, 2, 4, 3, ' ', 0)
+				for _, c := range list {
+					where := "local"
+					if c.Routing == registry.RoutingServer {
+						where = "cloud"
+					}
+					fmt.Fprintf(tw, "  %s\t(%s)\tmcp.%s.*\t%s\t%s\n", c.Name, where, c.Namespace, c.Type, c.FQDN)
+				}
+				_ = tw.Flush()
+			}
+			if os.Getenv("PML_API_KEY") != "" {
+				fmt.Fprintln(w, "\nPML meta-tools: enabled (mcp.pml.*)")
+			} else {
+				fmt.Fprintln(w, "\nPML meta-tools: disabled (local mode: PML_API_KEY is not set)")
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func writeCapsJSON(w io.Writer, list []broker.Capability) error {
+	if list == nil {
+		list = []broker.Capability{}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(list)
+}
+
+// resolveWorkspace finds the workspace without building a broker.
+func resolveWorkspace(g *globals) (string, error) {
+	cwd, err := os.Getwd()
+	if err != nil {
+		return "", &exitError{2, err}
+	}
+	ws, err := workspace.Resolve(os.Getenv, cwd)
+	if err != nil {
+		return "", &exitError{2, err}
+	}
+	if ws.Warning != "" {
+		l := g.logger()
+		l.Warn().Msg(ws.Warning)
+	}
+	return ws.Dir, nil
+}
