@@ -166,6 +166,9 @@ func New(o Options) (*Broker, error) {
 	}
 	b.pool = container.NewPool(container.PoolOptions{Runtime: o.Runtime, Min: o.Config.Sandbox.Pool.Min,
 		Max: o.Config.Sandbox.Pool.Max, Idle: o.Config.Sandbox.IdleTimeout, Logger: o.Logger})
+	// .pml/ always exists, so that containers that may write the
+	// workspace get it read-only (see workspaceMounts).
+	_ = os.MkdirAll(filepath.Join(o.Workspace, ".pml"), 0o755)
 	b.base, b.cancelBase = context.WithCancel(context.Background())
 	for _, t := range toolbox.Filesystem {
 		b.add(t, (*Broker).runToolbox)

@@ -111,7 +111,7 @@ func (b *Broker) serverSpec(cfg config.Server) container.Spec {
 		spec.Entrypoint = []string{cfg.Command}
 	}
 	if cfg.Workspace != "none" {
-		spec.Mounts = append(spec.Mounts, container.Mount{Source: b.ws, Target: b.ws, ReadOnly: cfg.Workspace != "rw"})
+		spec.Mounts = append(spec.Mounts, b.workspaceMounts(cfg.Workspace != "rw")...)
 		spec.WorkingDir = b.ws
 	}
 	if cfg.Install != nil {

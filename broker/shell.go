@@ -100,7 +100,7 @@ func (b *Broker) runShell(ctx context.Context, def toolbox.Tool, args map[string
 		Env:        []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "PML_WORKSPACE=" + b.ws},
 		WorkingDir: b.ws,
 		User:       b.user,
-		Mounts:     []container.Mount{{Source: b.ws, Target: b.ws}},
+		Mounts:     b.workspaceMounts(false),
 		Policy:     b.policy,
 		Labels:     b.labels("pool:shell"),
 	}

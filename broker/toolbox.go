@@ -41,7 +41,7 @@ func (b *Broker) runToolbox(ctx context.Context, def toolbox.Tool, args map[stri
 		Env:        []string{"PML_WORKSPACE=" + b.ws},
 		WorkingDir: b.ws,
 		User:       b.user,
-		Mounts:     []container.Mount{{Source: b.ws, Target: b.ws, ReadOnly: !def.Writes}},
+		Mounts:     b.workspaceMounts(!def.Writes),
 		Policy:     b.policy,
 		Labels:     b.labels("pool:toolbox"),
 	}
