@@ -198,6 +198,15 @@ func (b *Broker) Close(timeout time.Duration) {
 		_ = b.pool.Close(context.Background())
 		b.inflight.Wait()
 		b.closeServers()
+		if b.rt != nil {
+			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			if n, err := container.RemoveOwn(sctx, b.rt, b.owner); err != nil {
+				b.log.Debug().Err(err).Msg("final sweep of this pml's containers")
+			} else if n > 0 {
+				b.log.Info().Int("removed", n).Msg("removed containers whose removal had failed during their call")
+			}
+			cancel()
+		}
 		close(done)
 	}()
 	select {

@@ -38,3 +38,28 @@ func short(id string) string {
 	}
 	return id
 }
+
+// RemoveOwn removes every container self created that is still there: a
+// last sweep when a broker closes, for containers whose removal failed
+// during a call (the daemon was unreachable for a moment, say).
+func RemoveOwn(ctx context.Context, rt Runtime, self Owner) (int, error) {
+	list, err := rt.ListManaged(ctx)
+	if err != nil {
+		return 0, err
+	}
+	removed := 0
+	var firstErr error
+	for _, c := range list {
+		if o, ok := OwnerFromLabels(c.Labels); !ok || o != self {
+			continue
+		}
+		if err := rt.RemoveContainer(ctx, c.ID); err != nil {
+			if firstErr == nil {
+				firstErr = fmt.Errorf("removing container %s: %w", short(c.ID), err)
+			}
+			continue
+		}
+		removed++
+	}
+	return removed, firstErr
+}
