@@ -2,6 +2,13 @@
 // (pml's own static executable in a FROM scratch image) and the shell image
 // (Debian's static busybox). Both are built locally, from files already on
 // the host, so pml works on a Docker host that can reach no registry.
+//
+// It also prepares hosts for offline work (`pml images`): manifest.yaml pins
+// the images pml uses; Collect lists what a workspace needs (manifest,
+// .pml.json, .pml/mcp.lock), Puller pulls it by digest, Save and Load carry
+// it in a verified bundle, SelectPrune and Prune remove what nothing uses.
+// The container engine is reached through the small Engine interface
+// (implemented by internal/docker), one file per concern.
 package images
 
 import (
@@ -48,11 +55,21 @@ type Toolbox struct {
 
 // Ref returns the image ref for Exe without building anything.
 func (t *Toolbox) Ref() (string, error) {
-	sum, err := fileDigest(t.Exe)
+	tag, err := ExeTag(t.Exe)
 	if err != nil {
 		return "", err
 	}
-	return ToolboxRepo + ":" + sum[:16], nil
+	return ToolboxRepo + ":" + tag, nil
+}
+
+// ExeTag is the toolbox tag of the executable exe: the first 16 hex digits
+// of its sha256 (the manifest's {exe}).
+func ExeTag(exe string) (string, error) {
+	sum, err := fileDigest(exe)
+	if err != nil {
+		return "", err
+	}
+	return sum[:16], nil
 }
 
 // Ensure returns the toolbox image ref, importing the image when missing.

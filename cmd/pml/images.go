@@ -1,17 +1,50 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
 
+	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
 	"github.com/pml-dev/pml/images"
+	"github.com/pml-dev/pml/internal/config"
+	"github.com/pml-dev/pml/internal/container"
+	"github.com/pml-dev/pml/internal/deps"
 	"github.com/pml-dev/pml/internal/docker"
+	"github.com/pml-dev/pml/internal/workspace"
 )
 
+// preinstaller, when set, gives `pml images pull` the broker's install
+// path so that approved dependencies are installed too. It is nil until
+// the broker offers one; pull then reports which servers still need their
+// install (see images.DepsInstaller).
+var preinstaller func(ctx context.Context, ws string, cfg *config.Config, rt *docker.Runtime) (images.DepsInstaller, func(), error)
+
 func newImagesCmd(g *globals) *cobra.Command {
-	cmd := &cobra.Command{Use: "images", Short: "Manage the images pml runs tools in"}
+	cmd := &cobra.Command{
+		Use:   "images",
+		Short: "Manage the images pml runs tools in",
+		Long: "pml runs every tool in a container. These commands prepare a host for offline work: pull every image the " +
+			"image manifest, .pml.json and .pml/mcp.lock name (by digest when pinned), list them, carry them to an " +
+			"air-gapped host in a verified bundle, and prune the ones nothing uses any more.",
+	}
+	var manifest string
+	cmd.PersistentFlags().StringVar(&manifest, "manifest", "", "image manifest to use instead of the embedded images/manifest.yaml (env "+images.ManifestEnv+")")
+	cmd.AddCommand(newImagesBuildCmd(), newImagesPullCmd(g, &manifest), newImagesListCmd(g, &manifest),
+		newImagesSaveCmd(g, &manifest), newImagesLoadCmd(), newImagesPruneCmd(g, &manifest))
+	return cmd
+}
+
+func newImagesBuildCmd() *cobra.Command {
 	var (
 		busybox string
 		force   bool
@@ -56,6 +89,420 @@ func newImagesCmd(g *globals) *cobra.Command {
 	}
 	build.Flags().BoolVar(&force, "force", false, "rebuild the shell image even when it exists")
 	build.Flags().StringVar(&busybox, "busybox", "", "static busybox to build the shell image from (e.g. /bin/busybox from busybox-static)")
-	cmd.AddCommand(build)
+	return build
+}
+
+// imagesEnv is what every images subcommand starts from: the workspace,
+// its config, the manifest, the wanted images and the daemon.
+type imagesEnv struct {
+	ws    string
+	cfg   *config.Config
+	man   *images.Manifest
+	exe   string
+	wants []images.Want
+	rt    *docker.Runtime
+}
+
+// loadImagesEnv reads everything and connects to nothing yet: a bad
+// config or manifest is reported (exit 2) before Docker is touched.
+func loadImagesEnv(g *globals, manifestFlag string, all bool) (*imagesEnv, error) {
+	log := g.logger()
+	cwd, err := os.Getwd()
+	if err != nil {
+		return nil, &exitError{2, fmt.Errorf("cannot read the current directory: %w", err)}
+	}
+	ws, err := workspace.Resolve(os.Getenv, cwd)
+	if err != nil {
+		return nil, &exitError{2, err}
+	}
+	if ws.Warning != "" {
+		log.Warn().Msg(ws.Warning)
+	}
+	cfg, err := config.Load(ws.Dir, os.Getenv)
+	if err != nil {
+		return nil, &exitError{2, err}
+	}
+	for _, w := range cfg.Warnings {
+		log.Warn().Msg(w)
+	}
+	man, err := images.LoadManifest(images.ManifestPath(manifestFlag, os.Getenv))
+	if err != nil {
+		return nil, &exitError{2, err}
+	}
+	locked, warnings, err := images.LockfileImages(ws.Dir)
+	if err != nil {
+		return nil, &exitError{2, err}
+	}
+	for _, w := range warnings {
+		log.Warn().Msg(w)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, &exitError{2, fmt.Errorf("cannot find the pml executable: %w", err)}
+	}
+	wants, err := images.Collect(images.Sources{
+		Manifest:   man,
+		ExeTag:     func() (string, error) { return images.ExeTag(exe) },
+		Servers:    cfg.Servers,
+		ShellImage: cfg.Sandbox.ShellImage,
+		Lockfile:   locked,
+		All:        all,
+	})
+	if err != nil {
+		return nil, &exitError{2, err}
+	}
+	rt, err := docker.New()
+	if err != nil {
+		return nil, &exitError{5, err}
+	}
+	return &imagesEnv{ws: ws.Dir, cfg: cfg, man: man, exe: exe, wants: wants, rt: rt}, nil
+}
+
+// engineError maps a daemon that does not answer to exit code 5.
+func engineError(err error) error {
+	if errors.Is(err, container.ErrUnavailable) {
+		return &exitError{5, err}
+	}
+	return &exitError{1, err}
+}
+
+func newImagesPullCmd(g *globals, manifest *string) *cobra.Command {
+	var (
+		all      bool
+		parallel int
+	)
+	cmd := &cobra.Command{
+		Use:   "pull",
+		Short: "Pull every image the manifest, .pml.json and .pml/mcp.lock name, so later runs need no network",
+		Long: "Pull every image the image manifest, .pml.json (mcps, private_mcps, sandbox.shell_image) and .pml/mcp.lock " +
+			"(stdio entries) name, each once, a few at a time. A pinned image is pulled by digest; a tag with a pinned " +
+			"digest must resolve to it, or the pull fails. Images built on this host (toolbox, shell, node) are built or " +
+			"reported missing with how to build them. Progress goes to stderr (bars on a terminal, lines otherwise); the " +
+			"summary to stdout. Any image that fails makes the command fail.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if parallel < 1 {
+				return &exitError{2, fmt.Errorf("--parallel must be at least 1, not %d", parallel)}
+			}
+			env, err := loadImagesEnv(g, *manifest, all)
+			if err != nil {
+				return err
+			}
+			defer env.rt.Close()
+			ctx := cmd.Context()
+			if _, err := env.rt.Info(ctx); err != nil {
+				return engineError(err)
+			}
+			tb := &images.Toolbox{Runtime: env.rt, Exe: env.exe}
+			tty := isatty.IsTerminal(os.Stderr.Fd())
+			p := &images.Puller{
+				Engine:       env.rt,
+				BuildToolbox: tb.Ensure,
+				Parallel:     parallel,
+				Progress:     images.NewProgress(os.Stderr, tty, termWidth(os.Stderr.Fd())),
+			}
+			results := p.Pull(ctx, env.wants)
+			out := cmd.OutOrStdout()
+			if err := images.WriteSummary(out, results); err != nil {
+				return err
+			}
+			depsFailed := pullDeps(ctx, out, env)
+			var failed []string
+			for _, r := range results {
+				if r.Status == images.StatusFailed {
+					failed = append(failed, fmt.Sprintf("%s: %v", r.Want, r.Err))
+				}
+			}
+			if len(failed) > 0 || depsFailed != nil {
+				msg := fmt.Sprintf("%d of %d images failed:\n  %s", len(failed), len(results), strings.Join(failed, "\n  "))
+				if len(failed) == 0 {
+					msg = depsFailed.Error()
+				} else if depsFailed != nil {
+					msg += "\n" + depsFailed.Error()
+				}
+				return &exitError{1, errors.New(msg)}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&all, "all", false, "also pull the manifest's optional images (not used by this pml yet)")
+	cmd.Flags().IntVar(&parallel, "parallel", 3, "images pulled at the same time")
 	return cmd
 }
+
+// pullDeps pre-installs approved dependencies through the broker's hook,
+// or, without one, says which servers still need their install.
+func pullDeps(ctx context.Context, out io.Writer, env *imagesEnv) error {
+	var withInstall []config.Server
+	for _, s := range env.cfg.Servers {
+		if s.Install != nil {
+			withInstall = append(withInstall, s)
+		}
+	}
+	if len(withInstall) == 0 {
+		return nil
+	}
+	sort.Slice(withInstall, func(i, j int) bool { return withInstall[i].Name < withInstall[j].Name })
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(out)
+	fmt.Fprintln(tw, "SERVER\tDEPENDENCIES")
+	if preinstaller != nil {
+		inst, done, err := preinstaller(ctx, env.ws, env.cfg, env.rt)
+		if err != nil {
+			return fmt.Errorf("dependencies: %w", err)
+		}
+		defer done()
+		res, err := inst.PreinstallApproved(ctx)
+		var failed []string
+		for _, r := range res {
+			s := r.Status
+			if r.Err != nil {
+				s += ": " + r.Err.Error()
+				failed = append(failed, r.Server)
+			}
+			fmt.Fprintf(tw, "%s\t%s\n", r.Server, s)
+		}
+		_ = tw.Flush()
+		if err != nil {
+			return fmt.Errorf("dependencies: %w", err)
+		}
+		if len(failed) > 0 {
+			return fmt.Errorf("the dependencies of %s failed to install (see above)", strings.Join(failed, ", "))
+		}
+		return nil
+	}
+	store := deps.NewStore(env.ws)
+	for _, s := range withInstall {
+		status := "installed (" + store.Dir(s.Name) + ")"
+		if !store.Installed(s) {
+			status = "not installed: this pml cannot pre-install yet; call one of " + s.Name + "'s tools once while online and approve its install"
+		}
+		fmt.Fprintf(tw, "%s\t%s\n", s.Name, status)
+	}
+	return tw.Flush()
+}
+
+func newImagesListCmd(g *globals, manifest *string) *cobra.Command {
+	var asJSON, all bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the images pml uses here: what uses each, present or missing, size, digest",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			env, err := loadImagesEnv(g, *manifest, all)
+			if err != nil {
+				return err
+			}
+			defer env.rt.Close()
+			rows, err := images.List(cmd.Context(), env.rt, env.wants)
+			if err != nil {
+				return engineError(err)
+			}
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(rows)
+			}
+			return images.WriteTable(cmd.OutOrStdout(), rows)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&all, "all", false, "include the manifest's optional images")
+	return cmd
+}
+
+func newImagesSaveCmd(g *globals, manifest *string) *cobra.Command {
+	var out string
+	var all bool
+	cmd := &cobra.Command{
+		Use:   "save -o FILE.tar [IMAGE...]",
+		Short: "Write an air-gap bundle: the images plus a manifest with their digests and checksums",
+		Long: "Write the images (every image `pml images pull` would get, or the IMAGEs named) to one tar file: " +
+			images.BundleManifestName + " (each image's reference, pinned digest and image ID, and the size and sha256 " +
+			"of every other file) followed by " + images.BundleImagesName + " (docker save). Carry it to the offline " +
+			"host with the pml binary and run `pml images load -i FILE.tar` there. The file is written atomically.",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if out == "" {
+				return &exitError{2, errors.New("say where to write the bundle: pml images save -o FILE.tar")}
+			}
+			if st, err := os.Stat(out); err == nil && st.IsDir() {
+				return &exitError{2, fmt.Errorf("%s is a directory; give a file name (e.g. %s)", out, filepath.Join(out, "pml-images.tar"))}
+			}
+			env, err := loadImagesEnv(g, *manifest, all)
+			if err != nil {
+				return err
+			}
+			defer env.rt.Close()
+			wants := env.wants
+			if len(args) > 0 {
+				wants, err = selectWants(env.wants, args)
+				if err != nil {
+					return &exitError{2, err}
+				}
+			}
+			man, err := images.Save(cmd.Context(), env.rt, wants, out, version)
+			if err != nil {
+				return engineError(err)
+			}
+			f := man.Files[images.BundleImagesName]
+			for _, im := range man.Images {
+				fmt.Fprintf(cmd.OutOrStdout(), "saved %s (%s)\n", im.Ref, shortID(im.ID))
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: %d images, %s sha256 %s\n", out, len(man.Images), images.BundleImagesName, f.SHA256)
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&out, "output", "o", "", "bundle file to write")
+	cmd.Flags().BoolVar(&all, "all", false, "include the manifest's optional images")
+	return cmd
+}
+
+// selectWants picks the wants the user named; a name pml does not use is
+// still saved (as an unpinned reference) so any image can be carried.
+func selectWants(wants []images.Want, names []string) ([]images.Want, error) {
+	var out []images.Want
+	for _, n := range names {
+		r, err := images.ParseRef(n)
+		if err != nil {
+			return nil, err
+		}
+		found := false
+		for _, w := range wants {
+			if w.Ref.Name == r.Name && ((r.Tag != "" && w.Ref.Tag == r.Tag) || (r.Digest != "" && (w.Pin == r.Digest))) {
+				out = append(out, w)
+				found = true
+				break
+			}
+		}
+		if !found {
+			w := images.Want{Ref: r, Pin: r.Digest, Source: images.SourceRegistry, UsedBy: []string{"named on the command line"}}
+			if r.Tag != "" {
+				w.Ref.Digest = ""
+			}
+			out = append(out, w)
+		}
+	}
+	return out, nil
+}
+
+func shortID(id string) string {
+	id = strings.TrimPrefix(id, "sha256:")
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
+func newImagesLoadCmd() *cobra.Command {
+	var in string
+	cmd := &cobra.Command{
+		Use:   "load -i FILE.tar",
+		Short: "Load an air-gap bundle written by `pml images save`, after verifying every checksum",
+		Long: "Verify every file of the bundle against its " + images.BundleManifestName + " (a corrupted or altered " +
+			"bundle is refused, naming the file, and nothing is loaded), then load the images, check that each has the " +
+			"recorded image ID, and restore their names. Needs no network and no workspace.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if in == "" {
+				return &exitError{2, errors.New("say which bundle to load: pml images load -i FILE.tar")}
+			}
+			if _, err := os.Stat(in); err != nil {
+				return &exitError{2, fmt.Errorf("cannot read the bundle: %w", err)}
+			}
+			rt, err := docker.New()
+			if err != nil {
+				return &exitError{5, err}
+			}
+			defer rt.Close()
+			if _, err := rt.Info(cmd.Context()); err != nil {
+				return engineError(err)
+			}
+			_, loaded, err := images.Load(cmd.Context(), rt, in)
+			for _, l := range loaded {
+				fmt.Fprintf(cmd.OutOrStdout(), "loaded %s (%s) as %s\n", l.Image.Ref, shortID(l.Image.ID), strings.Join(l.Names, ", "))
+			}
+			if err != nil {
+				var be *images.BundleError
+				if errors.As(err, &be) {
+					return &exitError{1, err}
+				}
+				return engineError(err)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&in, "input", "i", "", "bundle file to load")
+	return cmd
+}
+
+func newImagesPruneCmd(g *globals, manifest *string) *cobra.Command {
+	var (
+		dryRun bool
+		repo   string
+	)
+	cmd := &cobra.Command{
+		Use:   "prune [--dry-run]",
+		Short: "Remove pml's images that nothing references any more",
+		Long: "Remove the images that are pml's (built by pml: label pml.image; labelled pml.managed; or a version of a " +
+			"repository the image manifest lists) and that neither the manifest, .pml.json nor .pml/mcp.lock references. " +
+			"Every other image is left alone. Images used by a container are kept. Prints what it removes.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			// --all: the optional images count as referenced, so prune
+			// never removes what `pull --all` fetched.
+			env, err := loadImagesEnv(g, *manifest, true)
+			if err != nil {
+				return err
+			}
+			defer env.rt.Close()
+			ctx := cmd.Context()
+			keep, err := images.KeepIDs(ctx, env.rt, env.wants)
+			if err != nil {
+				return engineError(err)
+			}
+			repos := map[string]bool{}
+			for _, p := range env.man.Images {
+				if r, err := images.ParseRef(strings.ReplaceAll(p.Ref, images.ExePlaceholder, "x")); err == nil {
+					repos[r.Name] = true
+				}
+			}
+			all, err := env.rt.ListImages(ctx)
+			if err != nil {
+				return engineError(err)
+			}
+			cands := images.SelectPrune(all, images.PruneScope{Keep: keep, ManifestRepos: repos, RepoPrefix: repo})
+			out := cmd.OutOrStdout()
+			if len(cands) == 0 {
+				fmt.Fprintln(out, "nothing to prune")
+				return nil
+			}
+			if dryRun {
+				for _, c := range cands {
+					fmt.Fprintf(out, "would remove %s (%s, %s): %s\n", strings.Join(c.Names(), ", "), shortID(c.Image.ID), sizeOf(c.Image.Size), c.Reason)
+				}
+				return nil
+			}
+			var failed []string
+			for _, r := range images.Prune(ctx, env.rt, cands) {
+				c := r.Candidate
+				switch {
+				case r.Removed:
+					fmt.Fprintf(out, "removed %s (%s, %s): %s\n", strings.Join(c.Names(), ", "), shortID(c.Image.ID), sizeOf(c.Image.Size), c.Reason)
+				case r.InUse:
+					fmt.Fprintf(out, "kept %s: a container uses it\n", strings.Join(c.Names(), ", "))
+				default:
+					failed = append(failed, r.Err.Error())
+				}
+			}
+			if len(failed) > 0 {
+				return &exitError{1, fmt.Errorf("prune failed for: %s", strings.Join(failed, "; "))}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print what would be removed, remove nothing")
+	cmd.Flags().StringVar(&repo, "repo", "", "only consider images whose name starts with this prefix (e.g. pml/toolbox)")
+	return cmd
+}
+
+func sizeOf(n int64) string { return fmt.Sprintf("%.1f MB", float64(n)/1e6) }

@@ -16,6 +16,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
@@ -55,7 +56,9 @@ func wrap(op string, err error) error {
 	if err == nil {
 		return nil
 	}
-	if client.IsErrConnectionFailed(err) || isDialError(err) {
+	// io.ErrUnexpectedEOF: the daemon went away in the middle of an answer
+	// (a wait or an attach that was running when it stopped).
+	if client.IsErrConnectionFailed(err) || isDialError(err) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return fmt.Errorf("%s: %w: the Docker daemon does not answer (%v); start it (make docker, or `sudo systemctl start docker`) or set DOCKER_HOST", op, pmlc.ErrUnavailable, err)
 	}
 	if errdefs.IsNotFound(err) && strings.Contains(err.Error(), "image") {
@@ -69,6 +72,9 @@ func isDialError(err error) bool {
 	return errors.As(err, &op) || errors.Is(err, os.ErrNotExist)
 }
 
+// createTimeout bounds one container create.
+const createTimeout = 60 * time.Second
+
 // Start creates, attaches (before start) and starts a container.
 func (r *Runtime) Start(ctx context.Context, spec pmlc.Spec, streams pmlc.Streams) (pmlc.Process, error) {
 	cfg, host, err := r.translate(ctx, spec)
@@ -76,11 +82,28 @@ func (r *Runtime) Start(ctx context.Context, spec pmlc.Spec, streams pmlc.Stream
 		return nil, err
 	}
 	name := "pml-" + randomHex(6)
-	created, err := r.cli.ContainerCreate(ctx, cfg, host, nil, nil, name)
+	// A create cancelled in flight can leave a container the daemon made
+	// but whose id never arrived: create without the caller's cancellation
+	// (bounded by createTimeout), then remove it if the caller gave up.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createTimeout)
+	created, err := r.cli.ContainerCreate(cctx, cfg, host, nil, nil, name)
+	if err != nil && errdefs.IsNotFound(err) {
+		// Only on this error path, so the common case costs nothing: a
+		// pinned image loaded from a bundle answers to its digest tag.
+		if dt, ok := r.loadedImage(cctx, spec.Image); ok {
+			cfg.Image = dt
+			created, err = r.cli.ContainerCreate(cctx, cfg, host, nil, nil, name)
+		}
+	}
+	cancel()
 	if err != nil {
 		return nil, wrap("creating container from "+spec.Image, err)
 	}
 	p := &process{r: r, id: created.ID}
+	if err := ctx.Err(); err != nil {
+		_ = p.Remove(context.Background())
+		return nil, err
+	}
 	att, err := r.cli.ContainerAttach(ctx, created.ID, container.AttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
 	if err != nil {
 		_ = p.Remove(context.Background())
@@ -205,7 +228,8 @@ func (r *Runtime) ImageExists(ctx context.Context, ref string) (bool, error) {
 		return true, nil
 	}
 	if errdefs.IsNotFound(err) {
-		return false, nil
+		_, loaded := r.loadedImage(ctx, ref)
+		return loaded, nil
 	}
 	return false, wrap("inspecting image "+ref, err)
 }
