@@ -327,7 +327,7 @@ func (b *Broker) Call(ctx context.Context, req Request) Result {
 	srv := b.serverOf(name)
 	cloudTool := !known && b.isCloudTool(name)
 	if !known && srv == nil && !cloudTool {
-		if !registryCandidate(name) {
+		if !registryCandidate(name) || !b.registryLookups() {
 			b.record(audit.Entry{Tool: name, Decision: audit.Failed, Reason: "no such tool"}, began)
 			return errorResult(fmt.Errorf("%w %q: tools/list shows the available tools", ErrNotFound, name))
 		}

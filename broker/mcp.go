@@ -163,7 +163,7 @@ func newMCPServer(b *Broker, v view) *mcp.Server {
 				// (not installed, or not started) goes through the broker,
 				// which asks, installs and loads it.
 				prepare(ctx)
-				if cr, ok := req.(*mcp.CallToolRequest); ok && cr.Params != nil && !b.hasTool(v.internal(cr.Params.Name)) {
+				if cr, ok := req.(*mcp.CallToolRequest); ok && cr.Params != nil && b.resolvable(v.internal(cr.Params.Name)) {
 					return handler(cr.Params.Name)(ctx, cr)
 				}
 			}

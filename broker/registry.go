@@ -72,6 +72,24 @@ func fqdnFor(tool string) string {
 	return registryPrefix + routing.Namespace(tool) + ".server"
 }
 
+// registryLookups reports whether an unknown tool may be looked up in the
+// registries: they were configured, or cloud mode is on. In local mode
+// with the default registry (the cloud) pml contacts nothing on its own;
+// `pml add` still may, since the user asks for it.
+func (b *Broker) registryLookups() bool {
+	return b.registry.client != nil && (b.cfg.RegistriesSet || b.cloud.client.Enabled())
+}
+
+// resolvable reports whether a tool that is not registered (yet) can
+// still be called: a configured server's, a cloud tool, or one a registry
+// may provide. Anything else is the SDK's "unknown tool" protocol error.
+func (b *Broker) resolvable(name string) bool {
+	if b.hasTool(name) {
+		return false
+	}
+	return b.HasServer(name) || b.isCloudTool(name) || registryCandidate(name) && b.registryLookups()
+}
+
 // registryCandidate reports whether a tool name may be resolved through
 // the registries: it has a namespace that is not built in.
 func registryCandidate(tool string) bool {

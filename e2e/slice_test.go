@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	dc "github.com/ory/dockertest/v3/docker"
 )
 
 const allowAll = `{"permissions": {"allow": ["filesystem:*", "shell:exec"]}}`
@@ -296,7 +297,7 @@ func TestARunningContainerHasThePolicy(t *testing.T) {
 		{"cpu limit", nanoCPUs(t, c.ID) > 0},
 		{"not root", info.Config.User != "" && !strings.HasPrefix(info.Config.User, "0:") && info.Config.User != "0" && info.Config.User != "root"},
 		{"labels", info.Config.Labels["pml.managed"] == "true" && info.Config.Labels["pml.owner.pid"] != "" && info.Config.Labels["pml.purpose"] == "pool:shell"},
-		{"only the workspace mounted, at its own path", len(info.Mounts) == 1 && info.Mounts[0].Source == ws.Dir && info.Mounts[0].Destination == ws.Dir},
+		{"only the workspace mounted, at its own path (pml's own files in it read-only)", onlyWorkspaceMounted(info.Mounts, ws.Dir)},
 	}
 	for _, m := range info.Mounts {
 		if strings.Contains(m.Source, "docker.sock") {
@@ -494,4 +495,20 @@ func running(pid int) bool {
 	}
 	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
 	return len(f) > 0 && f[0] != "Z"
+}
+
+// onlyWorkspaceMounted: the workspace at its own path, and nothing else
+// but read-only mounts of pml's own files inside it.
+func onlyWorkspaceMounted(mounts []dc.Mount, ws string) bool {
+	sawWS := false
+	for _, m := range mounts {
+		switch {
+		case m.Source == ws && m.Destination == ws:
+			sawWS = true
+		case m.Source == m.Destination && !m.RW && (m.Source == ws+"/.pml" || m.Source == ws+"/.pml.json" || m.Source == ws+"/.mcp.json"):
+		default:
+			return false
+		}
+	}
+	return sawWS
 }

@@ -40,6 +40,9 @@ type Config struct {
 	// Registries are the registry base URLs, first match wins (default:
 	// the cloud URL).
 	Registries []string
+	// RegistriesSet: registries was configured (file or PML_REGISTRIES),
+	// not defaulted to the cloud.
+	RegistriesSet bool
 	// Warnings are non-fatal findings (unknown keys), one sentence each.
 	Warnings []string
 	// Raw is the document as read, unknown keys included.
@@ -315,6 +318,7 @@ func Load(workspace string, env func(string) string) (*Config, error) {
 		}
 		cfg.Registries = append(cfg.Registries, r)
 	}
+	cfg.RegistriesSet = len(cfg.Registries) > 0
 	if len(cfg.Registries) == 0 {
 		cfg.Registries = []string{cfg.Cloud.URL}
 	}
