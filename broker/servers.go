@@ -17,6 +17,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/pml-dev/pml/images"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/deps"
@@ -590,4 +591,32 @@ func (b *Broker) hasTool(name string) bool {
 	defer b.toolsMu.RUnlock()
 	_, ok := b.tools[name]
 	return ok
+}
+
+// PreinstallApproved installs the dependencies of every configured server
+// whose tools are allowed outright (permissions.allow matches "name:*"),
+// for `pml images pull`: later runs then need no network. Servers whose
+// install is not approved are reported, not installed.
+func (b *Broker) PreinstallApproved(ctx context.Context) ([]images.DepResult, error) {
+	var out []images.DepResult
+	for _, srv := range b.serverList() {
+		if srv.cfg.Install == nil {
+			continue
+		}
+		r := images.DepResult{Server: srv.cfg.Name}
+		switch d, _ := b.decide(srv.cfg.Name + ":*"); {
+		case b.deps.Installed(srv.cfg):
+			r.Status = "present"
+		case d != Allow:
+			r.Status = "needs approval (allow \"" + srv.cfg.Name + ":*\" in .pml.json, or call one of its tools once and approve the install)"
+		default:
+			if err := b.install(ctx, srv); err != nil {
+				r.Status, r.Err = "failed", err
+			} else {
+				r.Status = "installed"
+			}
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }

@@ -1,0 +1,32 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/pml-dev/pml/broker"
+	"github.com/pml-dev/pml/images"
+	"github.com/pml-dev/pml/internal/config"
+	"github.com/pml-dev/pml/internal/docker"
+)
+
+// The broker owns the install path (approval, policy, integrity check),
+// so `pml images pull` pre-installs dependencies through one.
+func init() {
+	preinstaller = func(ctx context.Context, ws string, cfg *config.Config, rt *docker.Runtime) (images.DepsInstaller, func(), error) {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, nil, fmt.Errorf("cannot find the pml executable: %w", err)
+		}
+		log := zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: "15:04:05"}).Level(zerolog.WarnLevel)
+		b, err := broker.New(broker.Options{Workspace: ws, Config: cfg, Runtime: rt, Exe: exe, Logger: log})
+		if err != nil {
+			return nil, nil, err
+		}
+		return b, func() { b.Close(30 * time.Second) }, nil
+	}
+}
