@@ -353,7 +353,7 @@ func TestCallExitCodes(t *testing.T) {
   "registries": ["`+registry.URL+`"]
 }
 `)
-	offline := newWorkspace(t, `{"permissions": {"allow": ["nope:*"]}, "cloud": {"url": "`+cloud+`"}}`)
+	offline := newWorkspace(t, `{"permissions": {"allow": ["nope:*"]}, "cloud": {"url": "`+cloud+`"}, "registries": ["`+cloud+`"]}`)
 	ws.write("hello.txt", "hello, CI")
 	bad := newWorkspace(t, "{\n  \"permissions\": {\"allow\": \"filesystem:*\"}\n}\n")
 

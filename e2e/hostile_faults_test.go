@@ -33,6 +33,71 @@ func killRunning(t *testing.T, dir, purpose string) int {
 	return n
 }
 
+// busyShell lists the workspace's running shell containers that serve a
+// call whose command contains needle. With the pool, idle pre-started
+// containers run too: only the processes tell the busy one apart.
+func busyShell(t *testing.T, dir, needle string) []dc.APIContainers {
+	t.Helper()
+	var out []dc.APIContainers
+	for _, c := range containersOf(t, dir) {
+		if c.State != "running" || !strings.Contains(c.Labels["pml.purpose"], "shell") {
+			continue
+		}
+		top, err := pool.Client.TopContainer(c.ID, "")
+		if err != nil {
+			continue // gone meanwhile
+		}
+		for _, p := range top.Processes {
+			if strings.Contains(strings.Join(p, " "), needle) {
+				out = append(out, c)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// watchBusy finds, in the background, the container serving the call
+// whose command contains needle; the returned func gives its id ("" if
+// it was never seen).
+func watchBusy(t *testing.T, dir, needle string) func() string {
+	ch := make(chan string, 1)
+	stop := make(chan struct{})
+	go func() {
+		defer close(ch)
+		for {
+			if l := busyShell(t, dir, needle); len(l) > 0 {
+				ch <- l[0].ID
+				return
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}()
+	return func() string {
+		select {
+		case id := <-ch:
+			return id
+		case <-time.After(time.Second):
+			close(stop)
+			return <-ch
+		}
+	}
+}
+
+// gone reports whether the container id no longer exists.
+func gone(t *testing.T, dir, id string) bool {
+	for _, c := range containersOf(t, dir) {
+		if c.ID == id {
+			return false
+		}
+	}
+	return true
+}
+
 // TestHostileContainerKilledMidCall: a container killed from outside
 // while its call runs gives that call a clear error result, and the next
 // call works. Both kinds are covered: a shell command, and a toolbox call
@@ -56,15 +121,8 @@ func TestHostileContainerKilledMidCall(t *testing.T) {
 		sh, out, res = shell(t, s, "echo started; sleep 60")
 		done <- sh
 	}()
-	waitFor(t, "the shell container to run", 30*time.Second, func() bool {
-		for _, c := range containersOf(t, ws.Dir) {
-			if c.State == "running" && c.Labels["pml.purpose"] == "tool:shell:exec" {
-				return true
-			}
-		}
-		return false
-	})
-	if n := killRunning(t, ws.Dir, "tool:shell:exec"); n == 0 {
+	waitFor(t, "the shell container to run", 30*time.Second, func() bool { return len(busyShell(t, ws.Dir, "sleep 60")) > 0 })
+	if n := killRunning(t, ws.Dir, "pool:shell"); n == 0 {
 		t.Fatal("the shell container was gone before it could be killed")
 	}
 	sh := <-done
@@ -200,14 +258,7 @@ func TestHostileDockerUnavailableThenBack(t *testing.T) {
 		}
 		done <- out
 	}()
-	waitFor(t, "the call's container to run", 30*time.Second, func() bool {
-		for _, c := range containersOf(t, ws.Dir) {
-			if c.State == "running" && c.Labels["pml.purpose"] == "tool:shell:exec" {
-				return true
-			}
-		}
-		return false
-	})
+	waitFor(t, "the call's container to run", 30*time.Second, func() bool { return len(busyShell(t, ws.Dir, "sleep 20")) > 0 })
 	proxy.cut()
 	out := <-done
 	t.Logf("the call that lost its daemon: %q", out)
@@ -262,7 +313,7 @@ func TestHostileKill9WithServersRunning(t *testing.T) {
 				kinds[c.Labels["pml.purpose"]] = true
 			}
 		}
-		return kinds["mcp:probe"] && kinds["tool:shell:exec"]
+		return kinds["mcp:probe"] && len(busyShell(t, ws.Dir, "sleep 120")) > 0
 	})
 	if err := s.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)

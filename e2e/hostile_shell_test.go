@@ -225,15 +225,19 @@ func TestHostileForkBomb(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		// pid 1 keeps looping (a failed fork just fails) until the call
-		// is cancelled.
+		// Every bomb process keeps forking, so the container stays at its
+		// pids limit (a bomb whose processes exit when a fork fails dies
+		// out between two samples); pid 1 loops until the call is
+		// cancelled.
 		_, _ = s.CallTool(ctx, &mcp.CallToolParams{Name: "shell:exec", Arguments: map[string]any{
-			"command": `exec 2>/dev/null; bomb() { bomb | bomb & }; bomb; while :; do sleep 1; done`}})
+			"command": `exec 2>/dev/null; bomb() { while :; do bomb & done; }; bomb & while :; do sleep 1; done`}})
 	}()
 	var id string
 	waitFor(t, "the fork bomb's container to run", 30*time.Second, func() bool {
+		// The session's first shell call starts cold: the only shell
+		// container is the bomb's.
 		for _, c := range containersOf(t, ws.Dir) {
-			if c.State == "running" && c.Labels["pml.purpose"] == "tool:shell:exec" {
+			if c.State == "running" && strings.Contains(c.Labels["pml.purpose"], "shell") {
 				id = c.ID
 				return true
 			}
@@ -272,7 +276,7 @@ func TestHostileForkBomb(t *testing.T) {
 		t.Errorf("the bomb reached %d processes, above its limit of %d", peak, max)
 	}
 	t.Logf("fork bomb: peak %d of %d pids", peak, max)
-	waitFor(t, "the bomb's container to be removed", 30*time.Second, func() bool { return len(containersOf(t, ws.Dir)) == 0 })
+	waitFor(t, "the bomb's container to be removed", 30*time.Second, func() bool { return gone(t, ws.Dir, id) })
 }
 
 // TestHostileMemoryHog: a command that exceeds the memory limit is killed
@@ -386,11 +390,16 @@ func TestHostileIgnoredSIGTERM(t *testing.T) {
 	t.Parallel()
 	ws := newWorkspace(t, `{"permissions": {"allow": ["shell:exec"]}, "sandbox": {"timeout": "2s"}}`)
 	s := startSession(t, ws)
+	busy := watchBusy(t, ws.Dir, "stubborn")
 	_, out, res := shell(t, s, `trap '' TERM INT HUP; echo stubborn; while :; do sleep 1; done`)
+	id := busy()
+	if id == "" {
+		t.Fatal("the stubborn command's container was never seen running")
+	}
 	if !res.IsError || !strings.Contains(out, "timed out after 2s") || !strings.Contains(out, "stubborn") {
 		t.Errorf("a process ignoring SIGTERM: isError=%v %q", res.IsError, out)
 	}
-	waitFor(t, "the stubborn container to be removed", 15*time.Second, func() bool { return len(containersOf(t, ws.Dir)) == 0 })
+	waitFor(t, "the stubborn container to be removed", 15*time.Second, func() bool { return gone(t, ws.Dir, id) })
 	if sh, _, res := shell(t, s, "echo next"); res.IsError || sh.Stdout != "next\n" {
 		t.Errorf("the call after a timeout: %+v", sh)
 	}
