@@ -24,7 +24,8 @@ docker:
 	@bash .ci/dockerd.sh
 
 # pml's own images, built locally without any registry, plus the Node.js
-# image for npm-packaged MCP servers and the test servers' images.
+# image for npm-packaged MCP servers, the Deno runtime for code run locally
+# and the test servers' images.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 images: build docker images-node images-test images-deno
 	@dpkg -s busybox-static >/dev/null 2>&1 || { \

@@ -61,8 +61,11 @@ type workflow struct {
 	used     bool
 	resolved bool // taken by a continuation and currently being answered
 	// data is what the approval type needs to carry out the answer (the
-	// changed registry entry of an integrity approval).
+	// changed registry entry of an integrity approval, a paused run).
 	data any
+	// outer is the tool whose run made this call (pml:execute), which
+	// may answer it too.
+	outer string
 }
 
 // MaxWorkflows bounds the pending workflows of one session; beyond it the
@@ -134,10 +137,26 @@ func (w *Workflows) check(id, tool string) (*workflow, error) {
 	case w.now().After(wf.expires):
 		wf.used = true
 		return wf, fmt.Errorf("%w: workflow %s expired at %s (approvals are valid for %s); call the tool again", ErrWorkflowExpired, id, wf.expires.UTC().Format(time.RFC3339), w.ttl)
-	case tool != "" && tool != wf.tool:
+	case tool != "" && tool != wf.tool && tool != wf.outer:
 		return nil, fmt.Errorf("workflow %s belongs to %s, not %s: answer it with the same tool (or pml:continue_workflow)", id, wf.tool, tool)
 	}
 	return wf, nil
+}
+
+// attach ties a pending workflow to the run of outer that made the call:
+// the run's tool may answer it, and pc (which keeps the workflow's own
+// data) rides along. nil when the workflow is not pending here.
+func (w *Workflows) attach(id, outer string, pc *pausedCall) *workflow {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	wf, ok := w.byID[id]
+	if !ok || wf.used || wf.resolved {
+		return nil
+	}
+	pc.inner = wf.data
+	wf.data = pc
+	wf.outer = outer
+	return wf
 }
 
 // finish marks a taken workflow as used for good.

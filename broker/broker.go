@@ -293,6 +293,7 @@ func (b *Broker) Call(ctx context.Context, req Request) Result {
 	if req.Workflows == nil {
 		req.Workflows = NewWorkflows(b.cfg.HIL.Timeout)
 	}
+	ctx = context.WithValue(ctx, requestKey{}, req)
 	args := map[string]any{}
 	if len(req.Args) > 0 && string(req.Args) != "null" {
 		if err := json.Unmarshal(req.Args, &args); err != nil {
@@ -485,6 +486,9 @@ func (b *Broker) elicited(ctx context.Context, req Request, tool string, began t
 
 // answer runs (or aborts) a workflow that take has claimed.
 func (b *Broker) answer(ctx context.Context, wfs *Workflows, wf *workflow, approved, always bool, began time.Time) Result {
+	if pc, ok := wf.data.(*pausedCall); ok {
+		return b.resumeRun(ctx, wfs, wf, pc, approved, always, began)
+	}
 	keys := audit.Keys(wf.args)
 	if !approved {
 		wfs.finish(wf)

@@ -219,11 +219,10 @@ func (b *Broker) runCloudTool(ctx context.Context, def toolbox.Tool, args map[st
 		}
 		return errorResult(fmt.Errorf("%w: %s: %v", ErrCloud, def.Name, err))
 	}
-	if _, ok := cloud.ExecuteLocally(res); ok {
-		// Running the cloud's code here needs the Deno runner; until then
-		// it is refused, and never run on the host.
-		b.log.Warn().Str("tool", def.Name).Msg("the cloud asked to execute code locally; not supported yet")
-		return errorResult(fmt.Errorf("%s: the PML cloud asked pml to run its code on this machine (execute_locally), which this version of pml does not support yet; nothing was run", def.Name))
+	if payload, ok := cloud.ExecuteLocally(res); ok {
+		// Never on the host: in a Deno container whose mcp.* calls come
+		// back through the broker.
+		return b.executeLocally(ctx, def.Name, payload)
 	}
 	return Result{Text: joinText(res), Structured: res.StructuredContent, IsError: res.IsError, upstream: res}
 }

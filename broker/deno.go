@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
+	"github.com/pml-dev/pml/internal/execute"
 	"github.com/pml-dev/pml/internal/registry"
 	"github.com/pml-dev/pml/internal/toolbox"
 )
@@ -35,7 +37,16 @@ func (b *Broker) registerDenoCapability(ctx context.Context, c Capability) {
 	b.replaceTools(nil, defs, (*Broker).runDenoFunction)
 }
 
-// runDenoFunction runs one exported function of a deno capability.
+// runDenoFunction runs one exported function of a deno capability in a
+// Deno container, like the cloud's execute_locally code: its mcp.* calls
+// come back through the request path.
 func (b *Broker) runDenoFunction(ctx context.Context, def toolbox.Tool, args map[string]any) Result {
-	return errorResult(fmt.Errorf("%s: running deno capabilities is not supported by this build yet", def.Name))
+	ns, fn, _ := strings.Cut(def.Name, ":")
+	b.registry.mu.Lock()
+	e := b.registry.deno[ns]
+	b.registry.mu.Unlock()
+	if e == nil {
+		return errorResult(fmt.Errorf("%w %q: its capability's code is not loaded", ErrNotFound, def.Name))
+	}
+	return b.startRun(ctx, def.Name, execute.Program{Module: e.Code, Export: fn, Args: args})
 }

@@ -149,3 +149,54 @@ func TestAddRefusesUnknownAndAsksForAChangedEntry(t *testing.T) {
 		t.Error("the approved version was not locked")
 	}
 }
+
+func TestADenoCapabilityRunsOfflineWithPmlRun(t *testing.T) {
+	needImage(t, "pml/deno:2.9.6")
+	dir := t.TempDir()
+	writeEntry(t, dir, "acme.tools.mathx.double.ts", `export function double(args: { n: number }) { return args.n * 2; }
+export async function noteLength(args: { path: string }) {
+  const text = await mcp.filesystem.read_file({ path: args.path });
+  return text.length;
+}
+`)
+	reg := startRegistry(t, dir)
+	ws := newWorkspace(t, registryConfig("", reg.URL))
+	ws.write("note.txt", "twelve chars")
+	if code, _, stderr := runPML(t, ws, "add", "acme.tools.mathx.double"); code != 0 || !strings.Contains(stderr, "double, noteLength") {
+		t.Fatalf("pml add: %d\n%s", code, stderr)
+	}
+	reg.stop(t)
+
+	cmd := execPML(ws, "run", "acme.tools.mathx.double")
+	cmd.Dir = ws.Dir
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	client := mcp.NewClient(&mcp.Implementation{Name: "run-deno", Version: "1"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("pml run: %v\n%s", err, stderr)
+	}
+	defer cs.Close()
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range tools.Tools {
+		names = append(names, tool.Name)
+	}
+	if got := strings.Join(names, ","); !strings.Contains(got, "double") || !strings.Contains(got, "noteLength") {
+		t.Fatalf("tools of the deno capability: %s\n%s", got, stderr)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "double", Arguments: map[string]any{"n": 21}})
+	if err != nil || res.IsError || text(res) != "42" {
+		t.Errorf("double: %v %q\n%s", err, text(res), stderr)
+	}
+	// Its mcp.* calls go through the broker (read tools are allowed here).
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "noteLength", Arguments: map[string]any{"path": "note.txt"}})
+	if err != nil || res.IsError || text(res) != "12" {
+		t.Errorf("noteLength: %v %q\n%s", err, text(res), stderr)
+	}
+}

@@ -144,7 +144,17 @@ func (f *fakeCloud) serve(w http.ResponseWriter, r *http.Request) {
 	case "tools/call":
 		switch name := rec.RPC.Params.Name; name {
 		case "pml:execute":
-			reply(`{"content":[{"type":"text","text":"{\"status\":\"execute_locally\",\"code\":\"return 1\",\"tools_used\":[\"filesystem:read_file\"],\"client_tools\":[\"filesystem:read_file\"]}"}]}`)
+			// With "code", the plan needs client tools: the cloud hands it
+			// back (structured content); without, it runs server tools only
+			// and answers itself.
+			code, ok := rec.RPC.Params.Arguments["code"].(string)
+			if !ok {
+				reply(`{"content":[{"type":"text","text":"cloud ran the plan itself"}]}`)
+				return
+			}
+			payload, _ := json.Marshal(map[string]any{"status": "execute_locally", "code": code,
+				"tools_used": []string{"filesystem:read_file"}, "client_tools": []string{"filesystem:read_file"}, "dag": map[string]any{"tasks": []any{}}})
+			reply(`{"content":[{"type":"text","text":"executing locally"}],"structuredContent":` + string(payload) + `}`)
 		default:
 			q, _ := json.Marshal(fmt.Sprintf("cloud ran %s with %v", name, rec.RPC.Params.Arguments))
 			reply(`{"content":[{"type":"text","text":` + string(q) + `}]}`)
@@ -248,9 +258,9 @@ func TestCloudToolsAreForwardedWithExactlyTheirKeys(t *testing.T) {
 		}
 	}
 
-	// execute_locally is refused and nothing runs on the host.
-	if out, res := s.call(t, "pml:execute", map[string]any{"intent": "read notes"}); !res.IsError || !strings.Contains(out, "execute_locally") || !strings.Contains(out, "nothing was run") {
-		t.Errorf("pml:execute: %q", out)
+	// A plan of server tools only runs in the cloud: its answer passes.
+	if out, res := s.call(t, "pml:execute", map[string]any{"intent": "search"}); res.IsError || out != "cloud ran the plan itself" {
+		t.Errorf("pml:execute (server tools only): %q", out)
 	}
 
 	_ = s.Close()

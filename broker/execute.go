@@ -1,0 +1,239 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pml-dev/pml/internal/container"
+	"github.com/pml-dev/pml/internal/execute"
+)
+
+// execute_locally (seed 003, option A): the cloud answers pml:execute with
+// code to run here. The code runs in a Deno container that can touch
+// nothing (internal/execute); each of its mcp.* calls comes back here and
+// goes through the whole request path — resolve, permission, approval,
+// container or cloud, audit — one at a time. An inner call that needs a
+// person pauses the run: the outer call returns approval_required, the
+// container waits, and the answer resumes the same run.
+
+// requestKey carries the calling request (its workflows and elicitation)
+// to the tools a call runs, so a run's inner calls ask the same client.
+type requestKey struct{}
+
+func requestOf(ctx context.Context) Request {
+	r, _ := ctx.Value(requestKey{}).(Request)
+	return r
+}
+
+// execution is one run of cloud code, alive across the outer calls that
+// drive it (the first, and each continuation after a pause).
+type execution struct {
+	run    *execute.Run
+	outer  string
+	events chan runEvent
+	pauses chan paused
+	// ctx lives as long as the run: inner calls keep running while the
+	// outer call is back with the client for an approval.
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+type runEvent struct {
+	ev  execute.Event
+	err error
+}
+
+// paused is an inner call waiting for a person.
+type paused struct {
+	callID   int64
+	approval Approval
+}
+
+// pausedCall rides on the workflow of a paused inner call.
+type pausedCall struct {
+	ex       *execution
+	callID   int64
+	inner    any // the workflow's own data (an integrity change), restored for its answer
+	answered atomic.Bool
+}
+
+// runner builds the Deno runner with the broker's policy. The run may
+// wait for one approval on top of its compute time.
+func (b *Broker) runner() *execute.Runner {
+	return &execute.Runner{
+		Runtime: &pooledRuntime{Runtime: b.rt, pool: b.pool},
+		Image:   execute.DefaultImage,
+		Policy:  b.policy,
+		User:    b.user,
+		Labels:  b.labels("execute"),
+		Timeout: time.Duration(b.policy.Timeout) + b.cfg.HIL.Timeout,
+	}
+}
+
+// executeLocally runs the code of an execute_locally answer.
+func (b *Broker) executeLocally(ctx context.Context, outer string, payload map[string]any) Result {
+	code, _ := payload["code"].(string)
+	if strings.TrimSpace(code) == "" {
+		return errorResult(fmt.Errorf("%w: %s: the cloud asked to execute code locally but sent no code", ErrCloud, outer))
+	}
+	return b.startRun(ctx, outer, execute.Program{Code: code})
+}
+
+// startRun starts a program and drives it.
+func (b *Broker) startRun(ctx context.Context, outer string, prog execute.Program) Result {
+	run, err := b.runner().StartProgram(ctx, prog)
+	if err != nil {
+		if errors.Is(err, container.ErrUnavailable) {
+			return errorResult(fmt.Errorf("%w: %v", ErrUnavailable, err))
+		}
+		return errorResult(fmt.Errorf("%s: %v", outer, err))
+	}
+	b.log.Info().Str("tool", outer).Msg("running the cloud's code locally in a Deno container")
+	ex := &execution{run: run, outer: outer, events: make(chan runEvent), pauses: make(chan paused, 64)}
+	ex.ctx, ex.cancel = context.WithCancel(b.base)
+	go func() {
+		defer close(ex.events)
+		for {
+			ev, err := run.Next(ex.ctx)
+			ex.events <- runEvent{ev, err}
+			if _, done := ev.(execute.Done); done || err != nil {
+				return
+			}
+		}
+	}()
+	return b.drive(ctx, ex, requestOf(ctx))
+}
+
+// drive answers the run's calls until it is done or an inner call needs a
+// person.
+func (b *Broker) drive(ctx context.Context, ex *execution, req Request) Result {
+	for {
+		select {
+		case <-ctx.Done():
+			// The client cancelled the outer call: stop the code.
+			ex.finish()
+			return errorResult(fmt.Errorf("%s was cancelled: the code's container was stopped", ex.outer))
+		case p := <-ex.pauses:
+			return approvalResult(p.approval)
+		case e, ok := <-ex.events:
+			if !ok {
+				return errorResult(fmt.Errorf("%s: the run ended without a result", ex.outer))
+			}
+			if e.err != nil {
+				ex.finish()
+				return errorResult(fmt.Errorf("%s: running the code failed: %v", ex.outer, e.err))
+			}
+			switch ev := e.ev.(type) {
+			case execute.Done:
+				ex.finish()
+				return doneResult(ex.outer, ev)
+			case execute.Call:
+				go b.innerCall(ex, ev, req)
+			}
+		}
+	}
+}
+
+func (ex *execution) finish() {
+	ex.cancel()
+	ex.run.Kill()
+}
+
+// innerCall answers one mcp.* call of the code through the request path.
+func (b *Broker) innerCall(ex *execution, c execute.Call, req Request) {
+	if c.Tool == ex.outer || c.Tool == ContinueTool {
+		_ = ex.run.Fail(c.ID, fmt.Sprintf("%s cannot be called from code that %s runs", c.Tool, ex.outer))
+		return
+	}
+	args, _ := json.Marshal(c.Args)
+	res := b.Call(ex.ctx, Request{Tool: c.Tool, Args: args, Workflows: req.Workflows, Ask: req.Ask})
+	b.settle(ex, c.ID, req.Workflows, res)
+}
+
+// settle delivers an inner call's result to the code, or pauses the run
+// when the result asks a person.
+func (b *Broker) settle(ex *execution, callID int64, wfs *Workflows, res Result) {
+	if a, ok := res.Approval(); ok && wfs != nil {
+		pc := &pausedCall{ex: ex, callID: callID}
+		if wf := wfs.attach(a.WorkflowID, ex.outer, pc); wf != nil {
+			a.Description = "While " + ex.outer + " runs code on this machine: " + a.Description
+			if a.Context == nil {
+				a.Context = map[string]any{}
+			}
+			a.Context["run"] = ex.outer
+			// The run dies with its unanswered approval.
+			time.AfterFunc(time.Until(a.ExpiresAt), func() {
+				if !pc.answered.Load() {
+					b.log.Info().Str("tool", ex.outer).Msg("an approval inside the run expired; stopping the code")
+					ex.finish()
+				}
+			})
+			ex.pauses <- paused{callID: callID, approval: a}
+			return
+		}
+	}
+	_ = ex.run.Reply(callID, toMCP(res))
+}
+
+// resumeRun applies the answer to a paused inner call and drives the run
+// on: the same run, not a new one.
+func (b *Broker) resumeRun(ctx context.Context, wfs *Workflows, wf *workflow, pc *pausedCall, approved, always bool, began time.Time) Result {
+	pc.answered.Store(true)
+	wf.data = pc.inner
+	res := b.answer(ctx, wfs, wf, approved, always, began)
+	b.settle(pc.ex, pc.callID, wfs, res)
+	return b.drive(ctx, pc.ex, requestOf(ctx))
+}
+
+// doneResult is the final result of a run.
+func doneResult(outer string, d execute.Done) Result {
+	failures := d.ToolFailures
+	if failures == nil {
+		failures = []execute.ToolFailure{}
+	}
+	result := d.Result
+	if len(result) == 0 {
+		result = json.RawMessage("null")
+	}
+	structured := map[string]any{"status": d.Status, "result": result, "tool_failures": failures}
+	if d.Status != "success" {
+		structured["error"] = d.Error
+		return Result{Text: fmt.Sprintf("%s: the code failed: %s", outer, d.Error), Structured: structured, IsError: true}
+	}
+	return Result{Text: string(result), Structured: structured}
+}
+
+// pooledRuntime starts the runs' containers from the single-use pool, so
+// a run usually finds a Deno container already started and waiting for
+// its code.
+type pooledRuntime struct {
+	container.Runtime
+	pool *container.Pool
+}
+
+func (p *pooledRuntime) Start(ctx context.Context, spec container.Spec, streams container.Streams) (container.Process, error) {
+	lease, err := p.pool.Acquire(ctx, spec, streams)
+	if err != nil {
+		return nil, err
+	}
+	return &leased{Lease: lease}, nil
+}
+
+// leased ends its lease when the run removes its container.
+type leased struct {
+	*container.Lease
+	mu sync.Mutex
+}
+
+func (l *leased) Remove(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.Release()
+	return nil
+}
