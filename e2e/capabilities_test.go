@@ -33,6 +33,21 @@ func runPML(t *testing.T, ws *workspace, args ...string) (int, string, string) {
 	return code, stdout.String(), stderr.String()
 }
 
+// pmlRun starts `pml run name` in ws with the go-sdk client.
+func pmlRun(t *testing.T, ctx context.Context, ws *workspace, name string) (*mcp.ClientSession, *syncBuffer) {
+	t.Helper()
+	cmd := execPML(ws, "run", name)
+	cmd.Dir = ws.Dir
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	client := mcp.NewClient(&mcp.Implementation{Name: "pml-run-e2e", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("pml run %s: %v\n%s", name, err, stderr)
+	}
+	return cs, stderr
+}
+
 func TestAddRunListRemoveACapability(t *testing.T) {
 	dir := t.TempDir()
 	writeEntry(t, dir, "pml.mcp.regprobe.server.json", probeEntry(t, "regprobe", "standalone"))
@@ -73,17 +88,9 @@ func TestAddRunListRemoveACapability(t *testing.T) {
 
 	// run works with the registry gone.
 	reg.stop(t)
-	cmd := execPML(ws, "run", "regprobe")
-	cmd.Dir = ws.Dir
-	stderr := &syncBuffer{}
-	cmd.Stderr = stderr
-	client := mcp.NewClient(&mcp.Implementation{Name: "run-test", Version: "1"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		t.Fatalf("pml run: %v\n%s", err, stderr)
-	}
+	cs, stderr := pmlRun(t, ctx, ws, "regprobe")
 	tools, err := cs.ListTools(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -167,17 +174,9 @@ export async function noteLength(args: { path: string }) {
 	}
 	reg.stop(t)
 
-	cmd := execPML(ws, "run", "acme.tools.mathx.double")
-	cmd.Dir = ws.Dir
-	stderr := &syncBuffer{}
-	cmd.Stderr = stderr
-	client := mcp.NewClient(&mcp.Implementation{Name: "run-deno", Version: "1"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		t.Fatalf("pml run: %v\n%s", err, stderr)
-	}
+	cs, stderr := pmlRun(t, ctx, ws, "acme.tools.mathx.double")
 	defer cs.Close()
 	tools, err := cs.ListTools(ctx, nil)
 	if err != nil {

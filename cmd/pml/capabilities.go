@@ -18,7 +18,6 @@ import (
 	"github.com/pml-dev/pml/broker"
 	"github.com/pml-dev/pml/internal/mcpjson"
 	"github.com/pml-dev/pml/internal/registry"
-	"github.com/pml-dev/pml/internal/workspace"
 )
 
 // Standalone capabilities (the "Docker model" of seed 000, story 14.10):
@@ -144,32 +143,18 @@ func newRunCmd(g *globals) *cobra.Command {
 			"registry answers. Calls go through permissions, approvals and containers like pml stdio.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			proto, err := reserveStdout()
-			if err != nil {
-				return err
-			}
-			e, err := g.setup()
-			if err != nil {
-				return err
-			}
-			defer e.rt.Close()
-			caps, err := broker.LoadCapabilities(e.ws.Dir)
-			if err != nil {
-				return &exitError{2, err}
-			}
-			c, ok := caps[args[0]]
-			if !ok {
-				return &exitError{2, fmt.Errorf("%s is not added in %s: run `pml add %s` first (pml list shows what is added)", args[0], e.ws.Dir, args[0])}
-			}
-			e.reapInBackground(cmd.Context())
-			e.broker.StartCloud(cmd.Context())
-			e.log.Info().Str("capability", c.Name).Str("fqdn", c.FQDN).Msg("pml run ready")
-			err = broker.ServeCapability(cmd.Context(), e.broker, c, os.Stdin, proto)
-			e.broker.Close(30 * time.Second)
-			if err != nil && cmd.Context().Err() == nil {
-				return err
-			}
-			return nil
+			return serveOverStdio(cmd, g, func(e *env, proto *os.File) error {
+				caps, err := broker.LoadCapabilities(e.ws.Dir)
+				if err != nil {
+					return &exitError{2, err}
+				}
+				c, ok := caps[args[0]]
+				if !ok {
+					return &exitError{2, fmt.Errorf("%s is not added in %s: run `pml add %s` first (pml list shows what is added)", args[0], e.ws.Dir, args[0])}
+				}
+				e.log.Info().Str("capability", c.Name).Str("fqdn", c.FQDN).Msg("pml run ready")
+				return broker.ServeCapability(cmd.Context(), e.broker, c, os.Stdin, proto)
+			})
 		},
 	}
 }
@@ -280,17 +265,6 @@ func writeCapsJSON(w io.Writer, list []broker.Capability) error {
 
 // resolveWorkspace finds the workspace without building a broker.
 func resolveWorkspace(g *globals) (string, error) {
-	cwd, err := os.Getwd()
-	if err != nil {
-		return "", &exitError{2, err}
-	}
-	ws, err := workspace.Resolve(os.Getenv, cwd)
-	if err != nil {
-		return "", &exitError{2, err}
-	}
-	if ws.Warning != "" {
-		l := g.logger()
-		l.Warn().Msg(ws.Warning)
-	}
-	return ws.Dir, nil
+	_, ws, err := g.workspace()
+	return ws.Dir, err
 }

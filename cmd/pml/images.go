@@ -20,7 +20,6 @@ import (
 	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/deps"
 	"github.com/pml-dev/pml/internal/docker"
-	"github.com/pml-dev/pml/internal/workspace"
 )
 
 // preinstaller, when set, gives `pml images pull` the broker's install
@@ -106,24 +105,9 @@ type imagesEnv struct {
 // loadImagesEnv reads everything and connects to nothing yet: a bad
 // config or manifest is reported (exit 2) before Docker is touched.
 func loadImagesEnv(g *globals, manifestFlag string, all bool) (*imagesEnv, error) {
-	log := g.logger()
-	cwd, err := os.Getwd()
+	log, ws, cfg, err := g.project()
 	if err != nil {
-		return nil, &exitError{2, fmt.Errorf("cannot read the current directory: %w", err)}
-	}
-	ws, err := workspace.Resolve(os.Getenv, cwd)
-	if err != nil {
-		return nil, &exitError{2, err}
-	}
-	if ws.Warning != "" {
-		log.Warn().Msg(ws.Warning)
-	}
-	cfg, err := config.Load(ws.Dir, os.Getenv)
-	if err != nil {
-		return nil, &exitError{2, err}
-	}
-	for _, w := range cfg.Warnings {
-		log.Warn().Msg(w)
+		return nil, err
 	}
 	man, err := images.LoadManifest(images.ManifestPath(manifestFlag, os.Getenv))
 	if err != nil {

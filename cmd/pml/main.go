@@ -99,27 +99,47 @@ type env struct {
 	broker *broker.Broker
 }
 
-// setup resolves the workspace and config and builds the broker. It does
-// not contact Docker.
-func (g *globals) setup() (*env, error) {
+// workspace finds the workspace from the current directory, logging the
+// warning when it fell back to the directory itself.
+func (g *globals) workspace() (zerolog.Logger, workspace.Result, error) {
 	log := g.logger()
 	cwd, err := os.Getwd()
 	if err != nil {
-		return nil, &exitError{2, fmt.Errorf("cannot read the current directory: %w", err)}
+		return log, workspace.Result{}, &exitError{2, fmt.Errorf("cannot read the current directory: %w", err)}
 	}
 	ws, err := workspace.Resolve(os.Getenv, cwd)
 	if err != nil {
-		return nil, &exitError{2, err}
+		return log, ws, &exitError{2, err}
 	}
 	if ws.Warning != "" {
 		log.Warn().Msg(ws.Warning)
 	}
+	return log, ws, nil
+}
+
+// project is workspace plus its configuration (warnings logged). It
+// contacts nothing.
+func (g *globals) project() (zerolog.Logger, workspace.Result, *config.Config, error) {
+	log, ws, err := g.workspace()
+	if err != nil {
+		return log, ws, nil, err
+	}
 	cfg, err := config.Load(ws.Dir, os.Getenv)
 	if err != nil {
-		return nil, &exitError{2, err}
+		return log, ws, nil, &exitError{2, err}
 	}
 	for _, w := range cfg.Warnings {
 		log.Warn().Msg(w)
+	}
+	return log, ws, cfg, nil
+}
+
+// setup resolves the workspace and config and builds the broker. It does
+// not contact Docker.
+func (g *globals) setup() (*env, error) {
+	log, ws, cfg, err := g.project()
+	if err != nil {
+		return nil, err
 	}
 	rt, err := docker.New()
 	if err != nil {

@@ -19,28 +19,38 @@ func newStdioCmd(g *globals) *cobra.Command {
 			"The workspace is $PML_WORKSPACE, else the nearest parent directory with .git, go.mod, package.json, deno.json or .pml.json.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			proto, err := reserveStdout()
-			if err != nil {
-				return err
-			}
-			e, err := g.setup()
-			if err != nil {
-				return err
-			}
-			defer e.rt.Close()
-			e.reapInBackground(cmd.Context())
-			e.broker.StartCloud(cmd.Context())
-			e.log.Info().Str("workspace", e.ws.Dir).Str("user", e.broker.User()).Msg("pml stdio ready")
-			err = broker.ServeStdio(cmd.Context(), e.broker, os.Stdin, proto)
-			// The client is gone (or we were told to stop): cancel what still
-			// runs and remove its containers before exiting.
-			e.broker.Close(30 * time.Second)
-			if err != nil && cmd.Context().Err() == nil {
-				return err
-			}
-			return nil
+			return serveOverStdio(cmd, g, func(e *env, proto *os.File) error {
+				e.log.Info().Str("workspace", e.ws.Dir).Str("user", e.broker.User()).Msg("pml stdio ready")
+				return broker.ServeStdio(cmd.Context(), e.broker, os.Stdin, proto)
+			})
 		},
 	}
+}
+
+// serveOverStdio runs an MCP server on stdin/stdout (pml stdio, pml run):
+// stdout reserved for the protocol, the broker set up, leftovers reaped
+// and the cloud synced in the background, then serve until the client
+// goes.
+func serveOverStdio(cmd *cobra.Command, g *globals, serve func(e *env, proto *os.File) error) error {
+	proto, err := reserveStdout()
+	if err != nil {
+		return err
+	}
+	e, err := g.setup()
+	if err != nil {
+		return err
+	}
+	defer e.rt.Close()
+	e.reapInBackground(cmd.Context())
+	e.broker.StartCloud(cmd.Context())
+	err = serve(e, proto)
+	// The client is gone (or we were told to stop): cancel what still
+	// runs and remove its containers before exiting.
+	e.broker.Close(30 * time.Second)
+	if err != nil && cmd.Context().Err() == nil {
+		return err
+	}
+	return nil
 }
 
 // reserveStdout keeps the real stdout for the protocol and points file

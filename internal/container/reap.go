@@ -10,6 +10,21 @@ import (
 // itself). Containers of live owners, of other hosts, or without complete
 // owner labels are left alone. It returns how many it removed.
 func Reap(ctx context.Context, rt Runtime, self Owner) (int, error) {
+	return removeOwned(ctx, rt, "orphaned ", func(o Owner) bool {
+		return o.Host == self.Host && o != self && !o.Alive()
+	})
+}
+
+// RemoveOwn removes every container self created that is still there: a
+// last sweep when a broker closes, for containers whose removal failed
+// during a call (the daemon was unreachable for a moment, say).
+func RemoveOwn(ctx context.Context, rt Runtime, self Owner) (int, error) {
+	return removeOwned(ctx, rt, "", func(o Owner) bool { return o == self })
+}
+
+// removeOwned removes the managed containers with complete owner labels
+// whose owner matches; what is of no one is never touched.
+func removeOwned(ctx context.Context, rt Runtime, what string, match func(Owner) bool) (int, error) {
 	list, err := rt.ListManaged(ctx)
 	if err != nil {
 		return 0, err
@@ -18,12 +33,12 @@ func Reap(ctx context.Context, rt Runtime, self Owner) (int, error) {
 	var firstErr error
 	for _, c := range list {
 		o, ok := OwnerFromLabels(c.Labels)
-		if !ok || o.Host != self.Host || o == self || o.Alive() {
+		if !ok || !match(o) {
 			continue
 		}
 		if err := rt.RemoveContainer(ctx, c.ID); err != nil {
 			if firstErr == nil {
-				firstErr = fmt.Errorf("removing orphaned container %s: %w", short(c.ID), err)
+				firstErr = fmt.Errorf("removing %scontainer %s: %w", what, short(c.ID), err)
 			}
 			continue
 		}
@@ -37,29 +52,4 @@ func short(id string) string {
 		return id[:12]
 	}
 	return id
-}
-
-// RemoveOwn removes every container self created that is still there: a
-// last sweep when a broker closes, for containers whose removal failed
-// during a call (the daemon was unreachable for a moment, say).
-func RemoveOwn(ctx context.Context, rt Runtime, self Owner) (int, error) {
-	list, err := rt.ListManaged(ctx)
-	if err != nil {
-		return 0, err
-	}
-	removed := 0
-	var firstErr error
-	for _, c := range list {
-		if o, ok := OwnerFromLabels(c.Labels); !ok || o != self {
-			continue
-		}
-		if err := rt.RemoveContainer(ctx, c.ID); err != nil {
-			if firstErr == nil {
-				firstErr = fmt.Errorf("removing container %s: %w", short(c.ID), err)
-			}
-			continue
-		}
-		removed++
-	}
-	return removed, firstErr
 }
