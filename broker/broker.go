@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -361,6 +362,10 @@ func (b *Broker) Call(ctx context.Context, req Request) Result {
 	cloudish := b.isCloudTool(name)
 	var missingKeys []string
 	if decision != Deny && cloudish {
+		// The keys a cloud tool needs come with the cloud's tool list: a
+		// call right after start (pml call, a fast client) waits for it
+		// as tools/list does, so no key is left out.
+		b.waitCloud(ctx)
 		_, missingKeys = b.byokFor(name)
 	}
 	switch {
@@ -537,11 +542,15 @@ func (b *Broker) approval(wf *workflow) Approval {
 
 // approvalResult is a normal tool result (not an error) that asks.
 func approvalResult(a Approval) Result {
+	always := ""
+	if slices.Contains(a.Options, "always") {
+		always = fmt.Sprintf("\"always\" adds %s to permissions.allow in .pml.json. ", a.Tool)
+	}
 	text := fmt.Sprintf("Approval required (%s): %s\n"+
 		"To answer, call %s again with the extra argument continue_workflow: {\"workflow_id\": %q, \"approved\": true|false, \"always\": true|false}, "+
 		"or call %s with {\"workflow_id\": %q, \"approved\": ..., \"always\": ...}. "+
-		"\"always\" adds %s to permissions.allow in .pml.json. This request expires at %s.",
-		a.ApprovalType, a.Description, a.Tool, a.WorkflowID, ContinueTool, a.WorkflowID, a.Tool, a.ExpiresAt.Format(time.RFC3339))
+		"%sThis request expires at %s.",
+		a.ApprovalType, a.Description, a.Tool, a.WorkflowID, ContinueTool, a.WorkflowID, always, a.ExpiresAt.Format(time.RFC3339))
 	return Result{Text: text, Structured: a}
 }
 

@@ -404,3 +404,20 @@ func TestRoutingSyncThenOfflineStart(t *testing.T) {
 		t.Errorf("weather:today offline: %q", out)
 	}
 }
+
+// TestAFirstCallCarriesItsKeys: a call made right after start, before any
+// tools/list (pml call in CI), still knows the keys its tool declares.
+func TestAFirstCallCarriesItsKeys(t *testing.T) {
+	fc := newFakeCloud(t)
+	ws := newWorkspace(t, cloudConfig(fc.srv.URL, ""))
+	ws.write(".env", "TAVILY_API_KEY="+tavilyKey+"\n")
+	cmd := execPML(ws, "call", "tavily:search", `{"query": "first"}`)
+	cmd.Env = append(cmd.Env, "PML_API_KEY="+cloudKey)
+	out, err := cmd.Output()
+	if err != nil || !strings.Contains(string(out), "cloud ran tavily:search") {
+		t.Fatalf("pml call: %v %s", err, out)
+	}
+	if tv := fc.calls("tavily:search"); len(tv) != 1 || tv[0].Header.Get("X-PML-BYOK-TAVILY_API_KEY") != tavilyKey {
+		t.Error("the first call was forwarded without its key")
+	}
+}
