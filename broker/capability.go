@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/pml-dev/pml/internal/config"
+	"github.com/pml-dev/pml/internal/lazyre"
 	"github.com/pml-dev/pml/internal/registry"
 )
 
@@ -41,7 +41,7 @@ type Capability struct {
 	AddedAt     time.Time `json:"added_at"`
 }
 
-var capNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+var capNameRE = lazyre.New(`^[a-z0-9][a-z0-9_-]{0,62}$`)
 
 // CapabilityFQDN reads what `pml add` was given: a bare name ("memory",
 // the MCP server pml.mcp.memory.server), or a 4- or 5-part FQDN; an
@@ -159,7 +159,7 @@ func (b *Broker) AddCapability(ctx context.Context, arg string, confirm Confirm)
 	return c, nil
 }
 
-var exportFn = regexp.MustCompile(`(?m)^\s*export\s+(?:async\s+)?function\s*\*?\s*([A-Za-z_$][A-Za-z0-9_$]*)\s*\(`)
+var exportFn = lazyre.New(`(?m)^\s*export\s+(?:async\s+)?function\s*\*?\s*([A-Za-z_$][A-Za-z0-9_$]*)\s*\(`)
 
 // ExportedFunctions lists the functions a deno capability exports (each
 // becomes a tool).

@@ -12,9 +12,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"time"
+
+	"github.com/pml-dev/pml/internal/lazyre"
 )
 
 // An air-gap bundle is one uncompressed tar file:
@@ -66,9 +67,9 @@ type BundleFile struct {
 }
 
 var (
-	imageIDRE    = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
-	sha256HexRE  = regexp.MustCompile(`^[0-9a-f]{64}$`)
-	bundleNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
+	imageIDRE    = lazyre.New(`^sha256:[0-9a-f]{64}$`)
+	sha256HexRE  = lazyre.New(`^[0-9a-f]{64}$`)
+	bundleNameRE = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
 )
 
 // Save writes a bundle of the wanted images to out, atomically: a

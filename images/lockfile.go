@@ -7,14 +7,15 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/pml-dev/pml/internal/lazyre"
 )
 
 // fqdnRE is a registry name of 4 or 5 dot-separated parts; it is also what
 // makes a name safe as a file name in the registry cache.
-var fqdnRE = regexp.MustCompile(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+){3,4}$`)
+var fqdnRE = lazyre.New(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+){3,4}$`)
 
 // LockfileImages lists the images of the stdio entries of the workspace's
 // .pml/mcp.lock. The lockfile records integrity, not images: the image of

@@ -7,10 +7,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"regexp"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/pml-dev/pml/internal/lazyre"
 )
 
 //go:embed manifest.yaml
@@ -19,7 +20,7 @@ var embeddedManifest []byte
 // ManifestEnv names a manifest file that replaces the embedded one.
 const ManifestEnv = "PML_IMAGES_MANIFEST"
 
-var unknownFieldRE = regexp.MustCompile(`field (\S+) not found in type \S+`)
+var unknownFieldRE = lazyre.New(`field (\S+) not found in type \S+`)
 
 // ExePlaceholder in a manifest ref stands for the toolbox tag of the
 // running pml executable (see Toolbox.Ref).

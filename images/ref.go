@@ -2,8 +2,9 @@ package images
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
+
+	"github.com/pml-dev/pml/internal/lazyre"
 )
 
 // Ref is an image reference in Docker's familiar form: "busybox:latest",
@@ -18,10 +19,10 @@ type Ref struct {
 }
 
 var (
-	digestRE    = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
-	tagRE       = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
-	componentRE = regexp.MustCompile(`^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$`)
-	domainRE    = regexp.MustCompile(`^(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*(?::[0-9]+)?$|^\[[0-9a-fA-F:]+\](?::[0-9]+)?$`)
+	digestRE    = lazyre.New(`^sha256:[0-9a-f]{64}$`)
+	tagRE       = lazyre.New(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
+	componentRE = lazyre.New(`^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$`)
+	domainRE    = lazyre.New(`^(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*(?::[0-9]+)?$|^\[[0-9a-fA-F:]+\](?::[0-9]+)?$`)
 )
 
 // ParseRef parses an image reference. A reference with neither tag nor

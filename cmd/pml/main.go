@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
@@ -65,7 +66,7 @@ func newRoot() *cobra.Command {
 	}
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", envOr("PML_LOG_LEVEL", "info"), "log level: debug, info, warn, error (env PML_LOG_LEVEL)")
 	root.PersistentFlags().StringVar(&g.logFormat, "log-format", envOr("PML_LOG_FORMAT", "auto"), "log format on stderr: auto, console, json (env PML_LOG_FORMAT)")
-	root.AddCommand(newStdioCmd(g), newServeCmd(g), newDoctorCmd(g), newVersionCmd(), newAgentCmd(), newImagesCmd(g), newDemoCmd(g), newRegistryCmd(g), newInitCmd(), newCallCmd(g), newAddCmd(g), newRunCmd(g), newRemoveCmd(g), newListCmd(g))
+	root.AddCommand(newStdioCmd(g), newServeCmd(g), newDoctorCmd(g), newVersionCmd(), newAgentCmd(), newShimCmd(), newImagesCmd(g), newDemoCmd(g), newRegistryCmd(g), newInitCmd(), newCallCmd(g), newAddCmd(g), newRunCmd(g), newRemoveCmd(g), newListCmd(g))
 	return root
 }
 
@@ -137,6 +138,7 @@ func (g *globals) project() (zerolog.Logger, workspace.Result, *config.Config, e
 // setup resolves the workspace and config and builds the broker. It does
 // not contact Docker.
 func (g *globals) setup() (*env, error) {
+	tuneGC()
 	log, ws, cfg, err := g.project()
 	if err != nil {
 		return nil, err
@@ -149,6 +151,8 @@ func (g *globals) setup() (*env, error) {
 	if err != nil {
 		return nil, &exitError{2, fmt.Errorf("cannot find the pml executable: %w", err)}
 	}
+	// Pooled servers' stdio skips the daemon when it can (internal/shim).
+	rt.UseDirectStdio(exe, log)
 	b, err := broker.New(broker.Options{Workspace: ws.Dir, Config: cfg, Runtime: rt, Exe: exe, Logger: log})
 	if err != nil {
 		rt.Close()
@@ -161,9 +165,34 @@ func (g *globals) setup() (*env, error) {
 // reapInBackground removes containers left by pml processes that died.
 // It never delays the caller: initialize must not wait for Docker.
 func (e *env) reapInBackground(ctx context.Context) <-chan struct{} {
+	return e.reapAfter(ctx, 0)
+}
+
+// reapDelay is how long a serving pml waits before it looks for leftover
+// containers. Nothing needs them gone at once, and the daemon request
+// (with the daemon's own work) ran on a two-core machine exactly while
+// the client waited for initialize and tools/list: half a millisecond of
+// the ~6 ms start-up went to it.
+const reapDelay = time.Second
+
+// reapLater is reapInBackground after reapDelay, for the serving commands.
+func (e *env) reapLater(ctx context.Context) <-chan struct{} {
+	return e.reapAfter(ctx, reapDelay)
+}
+
+func (e *env) reapAfter(ctx context.Context, delay time.Duration) <-chan struct{} {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		if delay > 0 {
+			t := time.NewTimer(delay)
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				return
+			}
+		}
 		n, err := container.Reap(ctx, e.rt, container.Self())
 		switch {
 		case err != nil && errors.Is(err, container.ErrUnavailable):

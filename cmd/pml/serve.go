@@ -46,7 +46,7 @@ func newServeCmd(g *globals) *cobra.Command {
 			if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() {
 				e.log.Warn().Str("addr", addr).Msg("listening on a non-loopback address: anyone who can reach it and has the token can run tools in your workspace")
 			}
-			e.reapInBackground(cmd.Context())
+			e.reapLater(cmd.Context())
 			e.broker.StartCloud(cmd.Context())
 			mux := http.NewServeMux()
 			mux.Handle("/mcp", broker.NewHTTPHandler(e.broker, token))

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"syscall"
@@ -41,7 +42,11 @@ func serveOverStdio(cmd *cobra.Command, g *globals, serve func(e *env, proto *os
 		return err
 	}
 	defer e.rt.Close()
-	e.reapInBackground(cmd.Context())
+	// A reap that has not started (or finished) by the end of the session
+	// is left to the next start.
+	reapCtx, stopReap := context.WithCancel(cmd.Context())
+	defer stopReap()
+	e.reapLater(reapCtx)
 	e.broker.StartCloud(cmd.Context())
 	err = serve(e, proto)
 	// The client is gone (or we were told to stop): cancel what still

@@ -23,12 +23,13 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"regexp"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/pml-dev/pml/internal/lazyre"
 )
 
 // Error kinds, for errors.Is.
@@ -75,7 +76,7 @@ const maxAnswer = 16 << 20
 // variables it needs.
 const EnvRequiredMeta = "pml/env_required"
 
-var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var envNameRE = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // HeaderFor is the BYOK header carrying variable name.
 func HeaderFor(name string) string { return "X-PML-BYOK-" + name }

@@ -3,10 +3,11 @@ package config
 import (
 	"encoding/base64"
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/pml-dev/pml/internal/lazyre"
 )
 
 // Server is one stdio MCP server from "mcps" or "private_mcps".
@@ -46,8 +47,8 @@ type Install struct {
 const DefaultIdleTimeout = 5 * time.Minute
 
 var (
-	serverName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
-	sriRE      = regexp.MustCompile(`^(sha256|sha384|sha512)-([A-Za-z0-9+/]+={0,2})$`)
+	serverName = lazyre.New(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+	sriRE      = lazyre.New(`^(sha256|sha384|sha512)-([A-Za-z0-9+/]+={0,2})$`)
 )
 
 var serverKeys = map[string]bool{
@@ -227,7 +228,7 @@ func parseServer(path, section, name string, val any) (Server, []string, error) 
 	return s, warnings, nil
 }
 
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var envName = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // CheckSRI validates a Subresource Integrity string.
 func CheckSRI(s string) error {

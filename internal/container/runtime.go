@@ -45,6 +45,12 @@ type Spec struct {
 	Policy policies.Policy
 	// Labels are added to the owner labels (LabelManaged etc.).
 	Labels map[string]string
+	// DirectStdio asks for stdin and stdout on a direct connection to pml
+	// instead of the runtime's attach stream, where the runtime can make
+	// one (a long-lived server's JSON-RPC is then not copied through the
+	// daemon). The process sees ordinary stdio either way; stderr, the
+	// exit status and the policy are the same.
+	DirectStdio bool
 }
 
 // Streams receive the container's output. A nil writer discards.

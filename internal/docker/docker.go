@@ -33,6 +33,8 @@ import (
 // Runtime is the Docker implementation of container.Runtime.
 type Runtime struct {
 	cli *client.Client
+	// direct is set by UseDirectStdio.
+	direct *direct
 
 	seccompOnce sync.Once
 	seccomp     bool
@@ -75,36 +77,37 @@ func isDialError(err error) bool {
 // createTimeout bounds one container create.
 const createTimeout = 60 * time.Second
 
-// Start creates, attaches (before start) and starts a container.
+// Start creates, attaches (before start) and starts a container. A spec
+// that asks for DirectStdio gets it when the direct path works (see
+// UseDirectStdio), else the attach stream.
 func (r *Runtime) Start(ctx context.Context, spec pmlc.Spec, streams pmlc.Streams) (pmlc.Process, error) {
+	if r.directFor(spec) {
+		p, err := r.startDirect(ctx, spec, streams)
+		if err == nil || !isFallback(ctx, err) {
+			return p, err
+		}
+		p, aerr := r.startAttached(ctx, spec, streams)
+		if aerr == nil {
+			// The attach stream works where the direct path did not:
+			// the direct path is what failed.
+			r.directFailed(spec.Image, err)
+		}
+		return p, aerr
+	}
+	return r.startAttached(ctx, spec, streams)
+}
+
+// startAttached starts a container whose stdio is Docker's attach stream.
+func (r *Runtime) startAttached(ctx context.Context, spec pmlc.Spec, streams pmlc.Streams) (pmlc.Process, error) {
 	cfg, host, err := r.translate(ctx, spec)
 	if err != nil {
 		return nil, err
 	}
-	name := "pml-" + randomHex(6)
-	// A create cancelled in flight can leave a container the daemon made
-	// but whose id never arrived: create without the caller's cancellation
-	// (bounded by createTimeout), then remove it if the caller gave up.
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createTimeout)
-	created, err := r.cli.ContainerCreate(cctx, cfg, host, nil, nil, name)
-	if err != nil && errdefs.IsNotFound(err) {
-		// Only on this error path, so the common case costs nothing: a
-		// pinned image loaded from a bundle answers to its digest tag.
-		if dt, ok := r.loadedImage(cctx, spec.Image); ok {
-			cfg.Image = dt
-			created, err = r.cli.ContainerCreate(cctx, cfg, host, nil, nil, name)
-		}
-	}
-	cancel()
+	p, err := r.create(ctx, spec.Image, cfg, host)
 	if err != nil {
-		return nil, wrap("creating container from "+spec.Image, err)
-	}
-	p := &process{r: r, id: created.ID}
-	if err := ctx.Err(); err != nil {
-		_ = p.Remove(context.Background())
 		return nil, err
 	}
-	att, err := r.cli.ContainerAttach(ctx, created.ID, container.AttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
+	att, err := r.cli.ContainerAttach(ctx, p.id, container.AttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
 	if err != nil {
 		_ = p.Remove(context.Background())
 		return nil, wrap("attaching to container", err)
@@ -124,10 +127,39 @@ func (r *Runtime) Start(ctx context.Context, spec pmlc.Spec, streams pmlc.Stream
 		_, _ = stdcopy.StdCopy(stdout, stderr, att.Reader)
 		close(p.copied)
 	}()
-	if err := r.cli.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
+	if err := r.cli.ContainerStart(ctx, p.id, container.StartOptions{}); err != nil {
 		att.Close()
 		_ = p.Remove(context.Background())
 		return nil, wrap("starting container", err)
+	}
+	return p, nil
+}
+
+// create creates the container; it is removed again if ctx ended
+// meanwhile.
+func (r *Runtime) create(ctx context.Context, image string, cfg *container.Config, host *container.HostConfig) (*process, error) {
+	name := "pml-" + randomHex(6)
+	// A create cancelled in flight can leave a container the daemon made
+	// but whose id never arrived: create without the caller's cancellation
+	// (bounded by createTimeout), then remove it if the caller gave up.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createTimeout)
+	created, err := r.cli.ContainerCreate(cctx, cfg, host, nil, nil, name)
+	if err != nil && errdefs.IsNotFound(err) {
+		// Only on this error path, so the common case costs nothing: a
+		// pinned image loaded from a bundle answers to its digest tag.
+		if dt, ok := r.loadedImage(cctx, image); ok {
+			cfg.Image = dt
+			created, err = r.cli.ContainerCreate(cctx, cfg, host, nil, nil, name)
+		}
+	}
+	cancel()
+	if err != nil {
+		return nil, wrap("creating container from "+image, err)
+	}
+	p := &process{r: r, id: created.ID}
+	if err := ctx.Err(); err != nil {
+		_ = p.Remove(context.Background())
+		return nil, err
 	}
 	return p, nil
 }
@@ -305,7 +337,12 @@ type process struct {
 	r      *Runtime
 	id     string
 	att    types.HijackedResponse
-	copied chan struct{}
+	copied chan struct{} // closed when the attach stream has ended
+
+	// On the direct path: stdin and stdout, and out closed once all of
+	// stdout was delivered.
+	conn *net.UnixConn
+	out  chan struct{}
 
 	stdinOnce sync.Once
 	stdin     *stdinWriter
@@ -314,6 +351,9 @@ type process struct {
 func (p *process) ID() string { return p.id }
 
 func (p *process) Stdin() io.WriteCloser {
+	if p.conn != nil {
+		return connStdin{p.conn}
+	}
 	p.stdinOnce.Do(func() {
 		p.stdin = &stdinWriter{p: p}
 	})
@@ -331,11 +371,19 @@ func (p *process) Wait(ctx context.Context) (pmlc.Exit, error) {
 	case <-ctx.Done():
 		return exit, ctx.Err()
 	}
-	// All output is delivered once the attach stream ends.
+	// All output is delivered once the attach stream (and, on the direct
+	// path, the socket) ends.
 	select {
 	case <-p.copied:
 	case <-ctx.Done():
 		return exit, ctx.Err()
+	}
+	if p.out != nil {
+		select {
+		case <-p.out:
+		case <-ctx.Done():
+			return exit, ctx.Err()
+		}
 	}
 	if ins, err := p.r.cli.ContainerInspect(ctx, p.id); err == nil && ins.State != nil {
 		exit.OOMKilled = ins.State.OOMKilled
@@ -354,6 +402,9 @@ func (p *process) Kill(ctx context.Context) error {
 func (p *process) Remove(ctx context.Context) error {
 	if p.att.Conn != nil {
 		defer p.att.Close()
+	}
+	if p.conn != nil {
+		defer p.conn.Close()
 	}
 	return p.r.RemoveContainer(ctx, p.id)
 }

@@ -29,8 +29,9 @@ import (
 	"fmt"
 	"hash"
 	"io"
-	"regexp"
 	"strings"
+
+	"github.com/pml-dev/pml/internal/lazyre"
 )
 
 // FQDN is a parsed registry name. Hash is empty for a 4-part name.
@@ -40,8 +41,8 @@ type FQDN struct {
 }
 
 var (
-	partRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
-	hashRE = regexp.MustCompile(`^[0-9a-f]{4}$`)
+	partRE = lazyre.New(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+	hashRE = lazyre.New(`^[0-9a-f]{4}$`)
 )
 
 // ErrInvalidFQDN is wrapped by every FQDN parse error.

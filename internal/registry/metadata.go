@@ -4,10 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
-	"regexp"
 	"strings"
 
 	"github.com/pml-dev/pml/internal/config"
+	"github.com/pml-dev/pml/internal/lazyre"
 )
 
 // Entry types: how an entry is delivered.
@@ -78,7 +78,7 @@ type Warnings struct {
 	CreatesDotfiles []string `json:"createsDotfiles,omitempty"`
 }
 
-var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var envNameRE = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // ParseMetadata decodes and checks a stdio or http metadata document for
 // the entry named f. It fills the default routing (stdio: client, http:

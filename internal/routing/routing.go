@@ -16,13 +16,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/pml-dev/pml/internal/config"
+	"github.com/pml-dev/pml/internal/lazyre"
 )
 
 // Where a tool runs.
@@ -59,7 +59,7 @@ func Default() Table {
 	}
 }
 
-var namespaceRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
+var namespaceRE = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
 
 // Validate refuses a table that could send local calls to the cloud by
 // mistake: unknown default values, malformed names, a namespace in both

@@ -344,6 +344,9 @@ func (s *Server) start() (*conn, error) {
 	s.mu.Lock()
 	spec := s.o.Spec
 	s.mu.Unlock()
+	// Every call crosses stdin and stdout: skip the runtime's attach
+	// stream where it can.
+	spec.DirectStdio = true
 	proc, err := s.o.Runtime.Start(ctx, spec, container.Streams{Stdout: pw, Stderr: c.stderr})
 	if err != nil {
 		pw.Close()

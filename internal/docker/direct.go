@@ -1,0 +1,271 @@
+package docker
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/mount"
+	"github.com/docker/docker/errdefs"
+	"github.com/docker/docker/pkg/stdcopy"
+	"github.com/rs/zerolog"
+
+	pmlc "github.com/pml-dev/pml/internal/container"
+	"github.com/pml-dev/pml/internal/shim"
+)
+
+// direct is the state of the direct stdio path (internal/shim) for
+// containers whose Spec asks for it.
+type direct struct {
+	exe string // pml's own static binary, mounted as the shim
+	log zerolog.Logger
+
+	checkOnce sync.Once
+	unusable  error // why the direct path cannot be used at all
+
+	mu  sync.Mutex
+	off map[string]error // image → why the direct path failed for it
+}
+
+// UseDirectStdio lets containers whose Spec sets DirectStdio talk to pml
+// over a unix socket instead of the attach stream, with exe (pml's own
+// executable, statically linked) as the in-container shim. Where it
+// cannot work — the daemon is not on this machine (bind mounts and
+// sockets would name its filesystem) or exe cannot run in a container —
+// the attach stream is used, as it is for any image on which the direct
+// path fails at run time; the log says why. It contacts nothing: the
+// checks run at the first start that asks.
+func (r *Runtime) UseDirectStdio(exe string, log zerolog.Logger) {
+	r.direct = &direct{exe: exe, log: log, off: map[string]error{}}
+}
+
+// directFor reports whether a container of spec takes the direct path.
+func (r *Runtime) directFor(spec pmlc.Spec) bool {
+	d := r.direct
+	if d == nil || !spec.DirectStdio {
+		return false
+	}
+	d.checkOnce.Do(func() {
+		if host := r.cli.DaemonHost(); !strings.HasPrefix(host, "unix://") {
+			d.unusable = fmt.Errorf("the Docker daemon at %s is not on this machine", host)
+		} else {
+			d.unusable = shim.CheckBinary(d.exe)
+		}
+		if d.unusable != nil {
+			d.log.Info().Err(d.unusable).Msg("MCP servers' stdio goes through Docker's attach stream (slower per call)")
+		}
+	})
+	if d.unusable != nil {
+		return false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.off[spec.Image] == nil
+}
+
+// directFailed remembers that the direct path does not work for image
+// (the attach stream did), and says so once.
+func (r *Runtime) directFailed(image string, why error) {
+	d := r.direct
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.off[image] != nil {
+		return
+	}
+	d.off[image] = why
+	d.log.Warn().Err(why).Str("image", image).Msg("direct stdio does not work for this image; using Docker's attach stream (slower per call)")
+}
+
+// startDirect is Start on the direct path: the container's stdin and
+// stdout are a socket connection to pml, its stderr comes on the attach
+// stream. It returns only once the shim connected, so that a failure
+// (the shim cannot run or reach the socket) is seen here and the caller
+// can start the container the usual way instead.
+func (r *Runtime) startDirect(ctx context.Context, spec pmlc.Spec, streams pmlc.Streams) (pmlc.Process, error) {
+	uid, gid, err := numericUser(spec.User)
+	if err != nil {
+		return nil, err
+	}
+	argv, err := r.command(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := shim.Listen(shim.BaseDir(), uid, gid)
+	if err != nil {
+		return nil, err
+	}
+	defer ln.Close()
+	cfg, host, err := r.translate(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Entrypoint, cfg.Cmd = shim.Entrypoint(argv), nil
+	// Nothing reads the attached stdin or stdout: they are the socket.
+	cfg.AttachStdin, cfg.AttachStdout, cfg.OpenStdin, cfg.StdinOnce = false, false, false, false
+	for _, m := range [][2]string{{r.direct.exe, shim.Binary}, {ln.Dir(), shim.RunDir}} {
+		host.Mounts = append(host.Mounts, mount.Mount{
+			Type: mount.TypeBind, Source: m[0], Target: m[1], ReadOnly: true,
+			BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate},
+		})
+	}
+	p, err := r.create(ctx, spec.Image, cfg, host)
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (pmlc.Process, error) {
+		_ = p.Remove(context.Background())
+		return nil, err
+	}
+	att, err := r.cli.ContainerAttach(ctx, p.id, container.AttachOptions{Stream: true, Stderr: true})
+	if err != nil {
+		return fail(wrap("attaching to container", err))
+	}
+	p.att = att
+	// Until the shim has connected, what it says is kept here: it is the
+	// reason for falling back, not the server's output.
+	early := &gate{}
+	stderr := streams.Stderr
+	if stderr == nil {
+		stderr = io.Discard
+	}
+	p.copied = make(chan struct{})
+	go func() {
+		_, _ = stdcopy.StdCopy(io.Discard, early, att.Reader)
+		close(p.copied)
+	}()
+	if err := r.cli.ContainerStart(ctx, p.id, container.StartOptions{}); err != nil {
+		return fail(wrap("starting container", err))
+	}
+	conn, err := ln.Accept(ctx, p.id, p.copied)
+	if err != nil {
+		if ctx.Err() != nil {
+			return fail(ctx.Err())
+		}
+		<-p.copied // the container has exited or is going: its last words
+		if said := strings.TrimSpace(early.String()); said != "" {
+			err = fmt.Errorf("%w (the shim said: %s)", err, said)
+		}
+		return fail(err)
+	}
+	early.open(stderr)
+	p.conn = conn
+	p.out = make(chan struct{})
+	stdout := streams.Stdout
+	if stdout == nil {
+		stdout = io.Discard
+	}
+	go func() {
+		_, _ = io.Copy(stdout, conn)
+		close(p.out)
+	}()
+	return p, nil
+}
+
+// command is what Docker would run for spec (see argv), reading the
+// image's entrypoint and command when spec leaves the entrypoint out.
+func (r *Runtime) command(ctx context.Context, spec pmlc.Spec) ([]string, error) {
+	var imgEP, imgCmd []string
+	if len(spec.Entrypoint) == 0 {
+		ins, err := r.cli.ImageInspect(ctx, spec.Image)
+		if err != nil && errdefs.IsNotFound(err) {
+			if dt, ok := r.loadedImage(ctx, spec.Image); ok {
+				ins, err = r.cli.ImageInspect(ctx, dt)
+			}
+		}
+		if err != nil {
+			return nil, wrap("inspecting image "+spec.Image, err)
+		}
+		if ins.Config != nil {
+			imgEP, imgCmd = ins.Config.Entrypoint, ins.Config.Cmd
+		}
+	}
+	a := argv(spec.Entrypoint, spec.Cmd, imgEP, imgCmd)
+	if len(a) == 0 {
+		return nil, fmt.Errorf("the image %s names no command to run", spec.Image)
+	}
+	return a, nil
+}
+
+// argv is the command line Docker runs for a container created with
+// entrypoint ep and command cmd from an image with imgEP and imgCmd: an
+// entrypoint given in the create request replaces the image's and drops
+// its command too; a command alone replaces only the image's command.
+func argv(ep, cmd, imgEP, imgCmd []string) []string {
+	if len(ep) == 0 {
+		ep = imgEP
+		if len(cmd) == 0 {
+			cmd = imgCmd
+		}
+	}
+	return append(append([]string{}, ep...), cmd...)
+}
+
+// numericUser parses "uid:gid"; the socket is given to that user.
+func numericUser(user string) (int, int, error) {
+	u, g, ok := strings.Cut(user, ":")
+	uid, err1 := strconv.Atoi(u)
+	gid, err2 := strconv.Atoi(g)
+	if !ok || err1 != nil || err2 != nil {
+		return 0, 0, fmt.Errorf("the container user %q is not numeric uid:gid", user)
+	}
+	return uid, gid, nil
+}
+
+// gate holds what is written to it until open, then passes everything on.
+type gate struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+	w   io.Writer
+}
+
+func (g *gate) Write(p []byte) (int, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.w != nil {
+		return g.w.Write(p)
+	}
+	// Bounded: only the shim's few words matter here.
+	if g.buf.Len() < 4096 {
+		g.buf.Write(p)
+	}
+	return len(p), nil
+}
+
+// open passes on what was held (the server may have written before the
+// shim's connection was accepted) and everything after it.
+func (g *gate) open(w io.Writer) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.buf.Len() > 0 {
+		_, _ = w.Write(g.buf.Bytes())
+		g.buf.Reset()
+	}
+	g.w = w
+}
+
+func (g *gate) String() string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.buf.String()
+}
+
+// connStdin is the container's stdin on the direct path; Close half-closes
+// the socket so the server reads EOF while its answers keep coming.
+type connStdin struct{ c *net.UnixConn }
+
+func (w connStdin) Write(b []byte) (int, error) { return w.c.Write(b) }
+
+func (w connStdin) Close() error { return w.c.CloseWrite() }
+
+// isFallback reports whether a failed direct start is worth retrying on
+// the attach stream: not when the caller gave up or the daemon is gone.
+func isFallback(ctx context.Context, err error) bool {
+	return ctx.Err() == nil && !errors.Is(err, pmlc.ErrUnavailable) && !errors.Is(err, pmlc.ErrImageMissing)
+}

@@ -1,0 +1,197 @@
+//go:build linux
+
+package shim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Listener is the host end for one container: a private directory holding
+// one socket. It accepts a single connection, from that container.
+type Listener struct {
+	dir string
+	ln  *net.UnixListener
+}
+
+// maxSocketPath is what fits in sockaddr_un.sun_path with its NUL.
+const maxSocketPath = 107
+
+// Listen makes a private directory (0700) under base (see BaseDir) and
+// listens on a socket in it for a container whose processes run as
+// uid:gid. The socket must be reachable by that user: when pml runs as
+// another user it can only be made so by root, and Listen refuses.
+func Listen(base string, uid, gid int) (*Listener, error) {
+	euid := os.Geteuid()
+	if euid != 0 && euid != uid {
+		return nil, fmt.Errorf("the container runs as uid %d and pml as uid %d: its process could not reach pml's socket", uid, euid)
+	}
+	dir, err := os.MkdirTemp(base, "pml-stdio-")
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, socketName)
+	if len(path) > maxSocketPath {
+		os.Remove(dir)
+		return nil, fmt.Errorf("the socket path %s is longer than the %d bytes a unix socket address holds (set XDG_RUNTIME_DIR or TMPDIR to a shorter directory)", path, maxSocketPath)
+	}
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		os.Remove(dir)
+		return nil, err
+	}
+	l := &Listener{dir: dir, ln: ln}
+	// Only the container's user may connect (and root, who could anyway).
+	err = os.Chmod(path, 0o600)
+	if err == nil && euid != uid {
+		err = errors.Join(os.Chown(dir, uid, gid), os.Chown(path, uid, gid))
+	}
+	if err != nil {
+		l.Close()
+		return nil, fmt.Errorf("giving the socket to uid %d: %w", uid, err)
+	}
+	return l, nil
+}
+
+// BaseDir is where Listen makes its directories: $XDG_RUNTIME_DIR (a
+// private tmpfs on most desktops) when it is set, else the temporary
+// directory.
+func BaseDir() string {
+	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
+		if st, err := os.Stat(d); err == nil && st.IsDir() {
+			return d
+		}
+	}
+	return os.TempDir()
+}
+
+// Dir is the host directory to mount read-only at RunDir.
+func (l *Listener) Dir() string { return l.dir }
+
+// Close stops listening and removes the socket and its directory. The
+// directory may go while the container runs: its mount keeps it, and the
+// socket is not needed once connected.
+func (l *Listener) Close() {
+	_ = l.ln.Close() // also unlinks the socket
+	_ = os.Remove(l.dir)
+}
+
+// Accept waits for the shim of container id (its full id) to connect and
+// closes the listener. A connection from any other process (another
+// process of the same uid on the host, say) is refused and the wait goes
+// on. It gives up when ctx ends or gone is closed (the container exited
+// before connecting).
+func (l *Listener) Accept(ctx context.Context, id string, gone <-chan struct{}) (*net.UnixConn, error) {
+	defer l.Close()
+	stop := make(chan struct{})
+	defer close(stop)
+	var why error
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-gone:
+		case <-stop:
+			return
+		}
+		// Unblocks the Accept below.
+		_ = l.ln.SetDeadline(time.Unix(1, 0))
+	}()
+	for {
+		c, err := l.ln.AcceptUnix()
+		if err != nil {
+			switch {
+			case ctx.Err() != nil:
+				err = ctx.Err()
+			case isClosed(gone):
+				err = errors.New("the container exited before its shim connected")
+			}
+			return nil, errors.Join(err, why)
+		}
+		if err := peerIn(c, id); err != nil {
+			c.Close()
+			why = err
+			continue
+		}
+		return c, nil
+	}
+}
+
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// peerIn checks that the process at the other end of c belongs to
+// container id: its cgroup path names the container. Only root can move
+// a process into another cgroup, so a host process cannot pass for it.
+func peerIn(c *net.UnixConn, id string) error {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var cred *syscall.Ucred
+	var cerr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, cerr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
+	}); err != nil {
+		return err
+	}
+	if cerr != nil {
+		return fmt.Errorf("reading the peer of pml's socket: %w", cerr)
+	}
+	if cred.Pid <= 0 {
+		// The peer's pid is not visible from pml's pid namespace.
+		return errors.New("refused a connection whose process pml cannot see")
+	}
+	cg, err := readCgroup(int(cred.Pid))
+	if err != nil {
+		return fmt.Errorf("refused a connection from pid %d: %w", cred.Pid, err)
+	}
+	if !inContainer(cg, id) {
+		return fmt.Errorf("refused a connection from pid %d, which is not a process of container %.12s", cred.Pid, id)
+	}
+	return nil
+}
+
+// readCgroup reads a process's cgroup membership (a variable so tests can
+// stand in for a container).
+var readCgroup = func(pid int) ([]byte, error) {
+	return os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+}
+
+// inContainer reports whether a /proc/PID/cgroup file places the process
+// in container id: a path component names it (".../docker/ID",
+// ".../docker-ID.scope", with cgroup v1 or v2).
+func inContainer(cgroup []byte, id string) bool {
+	if len(id) < 12 {
+		return false
+	}
+	for _, line := range strings.Split(string(cgroup), "\n") {
+		_, path, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		_, path, _ = strings.Cut(path, ":")
+		for _, part := range strings.Split(path, "/") {
+			part = strings.TrimSuffix(part, ".scope")
+			if i := strings.LastIndexAny(part, "-"); i >= 0 {
+				part = part[i+1:]
+			}
+			if part == id {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,107 @@
+// Package shim connects a container's stdin and stdout straight to pml
+// over a unix socket, so that the JSON-RPC of a pooled stdio MCP server
+// does not travel through the Docker daemon.
+//
+// Docker's attach stream carries every byte pml → dockerd (hijacked HTTP)
+// → containerd-shim FIFOs → the process, and back the same way; on a
+// small machine that costs more per call than the server's own work. The
+// direct path: pml listens on a socket in a private host directory that
+// is bind-mounted read-only into the container at RunDir, its own static
+// binary is bind-mounted read-only at Binary, and the container's
+// entrypoint becomes `Binary stdio-shim SOCKET -- COMMAND...`. The shim
+// connects to the socket, puts it on file descriptors 0 and 1, and
+// replaces itself (execve) with COMMAND: the server is the container's
+// process exactly as before, with the same uid, environment, working
+// directory, limits and exit status; nothing stays between it and pml.
+// Stderr stays on Docker's attach stream (it is low-volume and feeds the
+// crash reports).
+//
+// The two halves live here: Exec runs inside the container, Listen and
+// Accept on the host. Accept only takes a connection from a process of
+// the container it waits for.
+package shim
+
+import (
+	"debug/elf"
+	"errors"
+	"fmt"
+	"runtime"
+)
+
+// Paths inside the container.
+const (
+	// Binary is where pml's executable is mounted (read-only).
+	Binary = "/.pml/shim"
+	// RunDir is where the per-container host directory holding the
+	// socket is mounted (read-only: connecting needs no write access to
+	// the mount, so the container cannot create anything there).
+	RunDir = "/.pml/run"
+	// Socket is the socket pml listens on, as the container sees it.
+	Socket = RunDir + "/" + socketName
+	// Subcommand is pml's hidden subcommand that runs Exec.
+	Subcommand = "stdio-shim"
+
+	socketName = "s"
+)
+
+// ExitNoConnection is the shim's exit code when it could not reach pml;
+// the host then falls back to the attach stream. It is chosen outside the
+// codes shells and Docker use (125-127: runtime errors, command not
+// found or not executable), which stay the server's own.
+const ExitNoConnection = 99
+
+// Entrypoint is the container entrypoint that runs argv (the server's
+// entrypoint and command, as Docker would have run them) through the
+// shim.
+func Entrypoint(argv []string) []string {
+	return append([]string{Binary, Subcommand, Socket, "--"}, argv...)
+}
+
+// NoConnectionError: the shim could not reach pml's socket; nothing was
+// run. The host side falls back to Docker's attach stream.
+type NoConnectionError struct{ Err error }
+
+func (e *NoConnectionError) Error() string {
+	return fmt.Sprintf("cannot connect to pml's socket %s: %v", Socket, e.Err)
+}
+
+func (e *NoConnectionError) Unwrap() error { return e.Err }
+
+// ErrUnsupported: the direct path does not exist on this platform.
+var ErrUnsupported = errors.New("direct stdio needs Linux")
+
+// CheckBinary reports why exe cannot be run inside a container as the
+// shim: it must be a statically linked Linux executable of this machine's
+// architecture (a FROM scratch image has no dynamic loader or libc).
+func CheckBinary(exe string) error {
+	if runtime.GOOS != "linux" {
+		return ErrUnsupported
+	}
+	f, err := elf.Open(exe)
+	if err != nil {
+		return fmt.Errorf("%s is not a Linux executable: %w", exe, err)
+	}
+	defer f.Close()
+	if f.Type != elf.ET_EXEC && f.Type != elf.ET_DYN {
+		return fmt.Errorf("%s is not an executable (ELF type %s)", exe, f.Type)
+	}
+	if want, ok := machines[runtime.GOARCH]; !ok || f.Machine != want {
+		return fmt.Errorf("%s is built for %s, not for this machine (%s)", exe, f.Machine, runtime.GOARCH)
+	}
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return fmt.Errorf("%s is dynamically linked (build it with CGO_ENABLED=0, as `make build` does)", exe)
+		}
+	}
+	return nil
+}
+
+var machines = map[string]elf.Machine{
+	"amd64":   elf.EM_X86_64,
+	"arm64":   elf.EM_AARCH64,
+	"386":     elf.EM_386,
+	"arm":     elf.EM_ARM,
+	"ppc64le": elf.EM_PPC64,
+	"s390x":   elf.EM_S390,
+	"riscv64": elf.EM_RISCV,
+}

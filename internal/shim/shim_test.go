@@ -1,0 +1,327 @@
+//go:build linux
+
+package shim
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"debug/elf"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The test binary plays two more roles, chosen by PML_SHIM_TEST_ROLE: the
+// shim inside a container ("shim": Exec with the socket and command from
+// the environment) and the server it becomes ("server": an echo server
+// that says who it is).
+func TestMain(m *testing.M) {
+	switch os.Getenv("PML_SHIM_TEST_ROLE") {
+	case "shim":
+		os.Setenv("PML_SHIM_TEST_ROLE", "server")
+		err := Exec(os.Getenv("PML_SHIM_TEST_SOCKET"), []string{os.Args[0], "server-arg", "--flag=kept"})
+		fmt.Fprintln(os.Stderr, "shim:", err)
+		var nc *NoConnectionError
+		if errors.As(err, &nc) {
+			os.Exit(ExitNoConnection)
+		}
+		os.Exit(126)
+	case "server":
+		serve()
+	}
+	os.Exit(m.Run())
+}
+
+// serve echoes stdin lines in upper case, then reports its pid, its
+// arguments, whether stdin is non-blocking, and exits 7 at EOF.
+func serve() {
+	fmt.Fprintln(os.Stderr, "server: started")
+	flags, _, _ := syscall.Syscall(syscall.SYS_FCNTL, 0, syscall.F_GETFL, 0)
+	sc := bufio.NewScanner(os.Stdin)
+	for sc.Scan() {
+		fmt.Println(strings.ToUpper(sc.Text()))
+	}
+	fmt.Printf("pid=%d args=%s nonblocking=%v\n", os.Getpid(), strings.Join(os.Args[1:], ","), flags&syscall.O_NONBLOCK != 0)
+	os.Exit(7)
+}
+
+// asContainer makes Accept see processes with these pids as members of
+// container id, as Docker's cgroups would show them.
+func asContainer(t *testing.T, id string, pids func() []int) {
+	old := readCgroup
+	t.Cleanup(func() { readCgroup = old })
+	readCgroup = func(pid int) ([]byte, error) {
+		for _, p := range pids() {
+			if p == pid {
+				return []byte("0::/system.slice/docker-" + id + ".scope\n"), nil
+			}
+		}
+		return old(pid)
+	}
+}
+
+const testID = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+func startShim(t *testing.T, socket string) (*exec.Cmd, *bytes.Buffer) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), "PML_SHIM_TEST_ROLE=shim", "PML_SHIM_TEST_SOCKET="+socket)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, &stderr
+}
+
+func TestTheShimBecomesTheServerWithItsStdioOnTheSocket(t *testing.T) {
+	ln, err := Listen(t.TempDir(), os.Getuid(), os.Getgid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var shimPID int
+	asContainer(t, testID, func() []int { mu.Lock(); defer mu.Unlock(); return []int{shimPID} })
+	cmd, stderr := startShim(t, filepath.Join(ln.Dir(), socketName))
+	mu.Lock()
+	shimPID = cmd.Process.Pid
+	mu.Unlock()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := ln.Accept(ctx, testID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := os.Stat(ln.Dir()); !os.IsNotExist(err) {
+		t.Errorf("the socket directory is still there after the connection: %v", err)
+	}
+	if _, err := io.WriteString(conn, "hello\nsecond line\n"); err != nil {
+		t.Fatal(err)
+	}
+	// Half-close: the server reads EOF, its answers still arrive.
+	if err := conn.CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	out, err := io.ReadAll(conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 7 {
+		t.Fatalf("the shim process ended with %v, want the server's own exit code 7; stderr:\n%s", err, stderr)
+	}
+	want := fmt.Sprintf("HELLO\nSECOND LINE\npid=%d args=server-arg,--flag=kept nonblocking=false\n", shimPID)
+	if string(out) != want {
+		t.Errorf("the server answered %q, want %q (same pid as the shim: exec, no process in between)", out, want)
+	}
+	if !strings.Contains(stderr.String(), "server: started") {
+		t.Errorf("the server's stderr did not stay where it was: %q", stderr)
+	}
+}
+
+func TestWithoutPMLTheShimRunsNothingAndSaysSo(t *testing.T) {
+	cmd, stderr := startShim(t, filepath.Join(t.TempDir(), "missing"))
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != ExitNoConnection {
+		t.Fatalf("exit: %v, want code %d; stderr:\n%s", err, ExitNoConnection, stderr)
+	}
+	if strings.Contains(stderr.String(), "server: started") || !strings.Contains(stderr.String(), "cannot connect to pml's socket") {
+		t.Errorf("stderr: %q", stderr)
+	}
+}
+
+func TestAMissingCommandIsNotFound(t *testing.T) {
+	ln, err := Listen(t.TempDir(), os.Getuid(), os.Getgid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	// Fails at the lookup, before anything replaces this process.
+	err = Exec(filepath.Join(ln.Dir(), socketName), []string{"pml-no-such-command-here"})
+	if !errors.Is(err, exec.ErrNotFound) {
+		t.Fatalf("got %v, want exec.ErrNotFound", err)
+	}
+	if err := Exec(filepath.Join(ln.Dir(), socketName), nil); err == nil {
+		t.Fatal("an empty command was accepted")
+	}
+}
+
+func TestAcceptRefusesAProcessOutsideTheContainer(t *testing.T) {
+	ln, err := Listen(t.TempDir(), os.Getuid(), os.Getgid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// This test process dials: it is in no container.
+	c, err := net.Dial("unix", filepath.Join(ln.Dir(), socketName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, err = ln.Accept(ctx, testID, nil)
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "not a process of container 0123456789ab") {
+		t.Fatalf("got %v, want a refusal and the deadline", err)
+	}
+	// The refused connection was closed.
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if n, err := c.Read(make([]byte, 1)); n != 0 || err != io.EOF {
+		t.Errorf("the refused connection is still open: %d %v", n, err)
+	}
+}
+
+func TestAcceptGivesUpWhenTheContainerIsGone(t *testing.T) {
+	ln, err := Listen(t.TempDir(), os.Getuid(), os.Getgid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := make(chan struct{})
+	close(gone)
+	_, err = ln.Accept(context.Background(), testID, gone)
+	if err == nil || !strings.Contains(err.Error(), "exited before its shim connected") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestTheSocketIsPrivateToTheContainerUser(t *testing.T) {
+	uid, gid := os.Getuid(), os.Getgid()
+	if uid == 0 {
+		// Root gives the socket to the container's user.
+		uid, gid = 4242, 4343
+	}
+	ln, err := Listen(t.TempDir(), uid, gid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	for path, mode := range map[string]os.FileMode{ln.Dir(): os.ModeDir | 0o700, filepath.Join(ln.Dir(), socketName): os.ModeSocket | 0o600} {
+		st, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sys := st.Sys().(*syscall.Stat_t)
+		if st.Mode() != mode || int(sys.Uid) != uid || int(sys.Gid) != gid {
+			t.Errorf("%s: mode %v owner %d:%d, want %v %d:%d", path, st.Mode(), sys.Uid, sys.Gid, mode, uid, gid)
+		}
+	}
+	if os.Getuid() != 0 {
+		if _, err := Listen(t.TempDir(), os.Getuid()+1, os.Getgid()); err == nil || !strings.Contains(err.Error(), "could not reach") {
+			t.Errorf("a socket for another user was made without root: %v", err)
+		}
+	}
+}
+
+func TestASocketPathTooLongIsRefused(t *testing.T) {
+	base := filepath.Join(t.TempDir(), strings.Repeat("d", 100))
+	if err := os.Mkdir(base, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Listen(base, os.Getuid(), os.Getgid())
+	if err == nil || !strings.Contains(err.Error(), "longer than") {
+		t.Fatalf("got %v", err)
+	}
+	if left, _ := os.ReadDir(base); len(left) != 0 {
+		t.Errorf("left behind: %v", left)
+	}
+}
+
+func TestContainerMembershipIsReadFromTheCgroupPath(t *testing.T) {
+	id := testID
+	for _, c := range []struct {
+		name   string
+		cgroup string
+		want   bool
+	}{
+		{"cgroup v1, cgroupfs driver", "4:memory:/docker/" + id + "\n0::/docker/" + id + "\n", true},
+		{"cgroup v2, systemd driver", "0::/system.slice/docker-" + id + ".scope\n", true},
+		{"nested under another cgroup namespace", "0::/../../docker/" + id + "\n", true},
+		{"a host process", "0::/user.slice/user-1000.slice/session-2.scope\n", false},
+		{"another container", "0::/docker/" + strings.Repeat("f", 64) + "\n", false},
+		{"the id only as a prefix of a longer name", "0::/docker/" + id + "x\n", false},
+		{"empty", "", false},
+	} {
+		if got := inContainer([]byte(c.cgroup), id); got != c.want {
+			t.Errorf("%s: got %v, want %v", c.name, got, c.want)
+		}
+	}
+	if inContainer([]byte("0::/docker/\n"), "") {
+		t.Error("an empty id matched")
+	}
+}
+
+// fakeELF writes an executable header for machine with the given program
+// header types.
+func fakeELF(t *testing.T, machine elf.Machine, progs ...elf.ProgType) string {
+	t.Helper()
+	var b bytes.Buffer
+	ident := [16]byte{0x7f, 'E', 'L', 'F', byte(elf.ELFCLASS64), byte(elf.ELFDATA2LSB), byte(elf.EV_CURRENT)}
+	hdr := elf.Header64{Ident: ident, Type: uint16(elf.ET_EXEC), Machine: uint16(machine), Version: uint32(elf.EV_CURRENT),
+		Phoff: 64, Ehsize: 64, Phentsize: 56, Phnum: uint16(len(progs))}
+	_ = binary.Write(&b, binary.LittleEndian, hdr)
+	for _, p := range progs {
+		_ = binary.Write(&b, binary.LittleEndian, elf.Prog64{Type: uint32(p)})
+	}
+	path := filepath.Join(t.TempDir(), "exe")
+	if err := os.WriteFile(path, b.Bytes(), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestOnlyAStaticExecutableOfThisMachineCanBeTheShim(t *testing.T) {
+	here, ok := machines[runtime.GOARCH]
+	if !ok {
+		t.Fatalf("no ELF machine known for %s", runtime.GOARCH)
+	}
+	other := elf.EM_AARCH64
+	if here == other {
+		other = elf.EM_X86_64
+	}
+	if err := CheckBinary(fakeELF(t, here, elf.PT_LOAD)); err != nil {
+		t.Errorf("a static executable was refused: %v", err)
+	}
+	for name, c := range map[string]struct {
+		path string
+		want string
+	}{
+		"dynamically linked": {fakeELF(t, here, elf.PT_INTERP, elf.PT_LOAD), "dynamically linked"},
+		"another machine":    {fakeELF(t, other, elf.PT_LOAD), "not for this machine"},
+		"not ELF":            {writeFile(t, "#!/bin/sh\n"), "not a Linux executable"},
+		"missing":            {filepath.Join(t.TempDir(), "nothing"), "not a Linux executable"},
+	} {
+		if err := CheckBinary(c.path); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v, want %q", name, err, c.want)
+		}
+	}
+}
+
+func writeFile(t *testing.T, content string) string {
+	path := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(path, []byte(content), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestTheEntrypointRunsTheCommandThroughTheShim(t *testing.T) {
+	got := strings.Join(Entrypoint([]string{"node", "server.js", "--"}), " ")
+	if want := "/.pml/shim stdio-shim /.pml/run/s -- node server.js --"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
