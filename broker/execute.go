@@ -101,7 +101,13 @@ func (b *Broker) startRun(ctx context.Context, outer string, prog execute.Progra
 		defer close(ex.events)
 		for {
 			ev, err := run.Next(ex.ctx)
-			ex.events <- runEvent{ev, err}
+			select {
+			case ex.events <- runEvent{ev, err}:
+			case <-ex.ctx.Done():
+				// Stopped (expired while paused, cancelled): nobody
+				// drives the run any more.
+				return
+			}
 			if _, done := ev.(execute.Done); done || err != nil {
 				return
 			}
@@ -174,7 +180,10 @@ func (b *Broker) settle(ex *execution, callID int64, wfs *Workflows, res Result)
 					ex.finish()
 				}
 			})
-			ex.pauses <- paused{callID: callID, approval: a}
+			select {
+			case ex.pauses <- paused{callID: callID, approval: a}:
+			case <-ex.ctx.Done():
+			}
 			return
 		}
 	}
