@@ -140,6 +140,12 @@ func (p *Pool) Run(ctx context.Context, spec Spec, req Request) (Result, error) 
 		return Result{}, err
 	}
 	defer l.Release()
+	// What the container wrote while it waited reaches this call before
+	// its answer: out never blocks, so the wait is short.
+	if w, ok := l.Process.(*warm); ok {
+		w.stdout.flush()
+		w.stderr.flush()
+	}
 	res, err := collect(ctx, l, out, req.Stdin, began)
 	res.Warm = l.Warm
 	return res, err
@@ -506,6 +512,12 @@ func (h *handoff) Write(b []byte) (int, error) {
 		h.buf = append(h.buf, b[:min(len(b), room)]...)
 	}
 	return len(b), nil
+}
+
+// flush waits until what was held back at attach has been delivered.
+func (h *handoff) flush() {
+	h.mu.Lock()
+	h.mu.Unlock() //nolint:staticcheck // an empty critical section: waiting is the point
 }
 
 // attach sends what was held back, then everything after, to w (nil
