@@ -386,10 +386,18 @@ func (s *Server) start() (*conn, error) {
 		if cs != nil {
 			_ = cs.Close()
 		}
+		// A server that exits at once usually fails the handshake (a
+		// write to its closed stdin) just before Docker reports its exit:
+		// wait a moment for the exit, so the error names it with the
+		// server's last stderr lines.
+		wait := time.Second
+		if ctx.Err() != nil {
+			wait = 0 // it timed out: the exit, if any, came already
+		}
 		select {
 		case <-c.exited:
 			return nil, s.crashError(c, "while starting")
-		default:
+		case <-time.After(wait):
 		}
 		if ctx.Err() != nil {
 			msg := fmt.Sprintf("the MCP server %s did not finish initialize within %s", s.o.Name, s.o.StartTimeout)
