@@ -166,6 +166,14 @@ func (w *Workflows) finish(wf *workflow) {
 	w.mu.Unlock()
 }
 
+// pending reports whether wf can still be answered (released after an
+// answer that could not be applied).
+func (w *Workflows) pending(wf *workflow) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return !wf.used && !wf.resolved
+}
+
 // release makes a taken workflow answerable again.
 func (w *Workflows) release(wf *workflow) {
 	w.mu.Lock()

@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -118,6 +119,9 @@ type Broker struct {
 
 	cloud    *cloudSide
 	registry *registrySide
+	// cfgCreated: pml itself created .pml.json in this session ("always"
+	// without a file), so its appearance is not a container's doing.
+	cfgCreated atomic.Bool
 	// serversMu guards servers and serverOrder: registry servers are
 	// added at run time.
 	serversMu sync.RWMutex
@@ -335,8 +339,7 @@ func (b *Broker) Call(ctx context.Context, req Request) Result {
 		}
 		// Denied tools are refused before anything is fetched.
 		if d, p := b.decide(name); d == Deny {
-			b.record(audit.Entry{Tool: name, Decision: audit.Denied, Pattern: p, ArgKeys: audit.Keys(args)}, began)
-			return errorResult(fmt.Errorf("%w: %s matches the deny pattern %q in %s; remove it from permissions.deny to use this tool", ErrDenied, name, p, b.permSource()))
+			return b.denied(name, p, args, began)
 		}
 		change, err := b.resolveFromRegistry(ctx, name)
 		if err != nil {
@@ -370,8 +373,7 @@ func (b *Broker) Call(ctx context.Context, req Request) Result {
 	}
 	switch {
 	case decision == Deny:
-		b.record(audit.Entry{Tool: name, Decision: audit.Denied, Pattern: pattern, ArgKeys: audit.Keys(args)}, began)
-		return errorResult(fmt.Errorf("%w: %s matches the deny pattern %q in %s; remove it from permissions.deny to use this tool", ErrDenied, name, pattern, b.permSource()))
+		return b.denied(name, pattern, args, began)
 	case cloudish && !b.cloud.client.Enabled():
 		// Local mode: asking a person to approve a call that cannot run
 		// would only waste their answer.
@@ -400,6 +402,12 @@ func (b *Broker) Call(ctx context.Context, req Request) Result {
 		return approvalResult(approval)
 	}
 	return b.runTool(ctx, name, args, audit.Allowed, pattern, "", began)
+}
+
+// denied refuses a call that a deny pattern matches, and audits it.
+func (b *Broker) denied(name, pattern string, args map[string]any, began time.Time) Result {
+	b.record(audit.Entry{Tool: name, Decision: audit.Denied, Pattern: pattern, ArgKeys: audit.Keys(args)}, began)
+	return errorResult(fmt.Errorf("%w: %s matches the deny pattern %q in %s; remove it from permissions.deny to use this tool", ErrDenied, name, pattern, b.permSource()))
 }
 
 // runTool installs what a server tool needs, finds the tool and executes it.
@@ -591,10 +599,11 @@ func (b *Broker) decide(tool string) (Decision, string) {
 func (b *Broker) allowAlways(tool string) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if !b.cfg.Exists {
+	if !b.cfg.Exists && !b.cfgCreated.Load() {
 		if err := config.CreateWithPermissions(b.cfg.Path, b.perms.Allow, b.perms.Ask, b.perms.Deny); err != nil {
 			return err
 		}
+		b.cfgCreated.Store(true)
 	}
 	if err := config.AddAllow(b.cfg.Path, tool); err != nil {
 		return err

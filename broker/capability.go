@@ -239,11 +239,8 @@ func RemoveCapability(ws, name string, clean bool) (Capability, bool, error) {
 	}
 	if clean {
 		if f, err := registry.ParseFQDN(c.FQDN); err == nil {
-			dir := registry.CacheDir(ws)
-			matches, _ := filepath.Glob(filepath.Join(dir, f.Base()+"*"))
-			for _, m := range matches {
-				_ = os.RemoveAll(m)
-			}
+			// The cache holds one file per 4-part name.
+			_ = os.Remove(filepath.Join(registry.CacheDir(ws), f.Base()+".json"))
 		}
 	}
 	return c, true, nil

@@ -39,7 +39,10 @@ type cloudSide struct {
 
 	mu    sync.Mutex
 	names []string            // registered cloud tool names
-	env   map[string][]string // tool → BYOK variables it declares
+	env   map[string][]string // tool → BYOK variables it declares (cloud list)
+	// regEnv: the same for tools of registry http entries, kept apart so
+	// a refresh of the cloud's list does not drop them.
+	regEnv map[string][]string
 	// ready closes when the first refresh after start has ended (either
 	// way); a tools/list waits for it at most listWait.
 	ready     chan struct{}
@@ -60,6 +63,7 @@ func (b *Broker) setupCloud(o Options) {
 		client: &cloud.Client{URL: b.cfg.Cloud.URL, APIKey: os.Getenv("PML_API_KEY"), HTTP: hc, Timeout: b.cfg.Cloud.Timeout},
 		router: routing.New(b.ws, local),
 		env:    map[string][]string{},
+		regEnv: map[string][]string{},
 		ready:  make(chan struct{}),
 	}
 	if !b.cloud.client.Enabled() {
@@ -178,6 +182,7 @@ func (b *Broker) isCloudTool(name string) bool {
 func (b *Broker) byokFor(tool string) (map[string]string, []string) {
 	b.cloud.mu.Lock()
 	names := append([]string(nil), b.cloud.env[tool]...)
+	names = append(names, b.cloud.regEnv[tool]...)
 	b.cloud.mu.Unlock()
 	if len(names) == 0 {
 		return nil, nil
@@ -186,6 +191,10 @@ func (b *Broker) byokFor(tool string) (map[string]string, []string) {
 	vals := map[string]string{}
 	var missing []string
 	for _, n := range names {
+		if ownVariable(n) {
+			b.log.Warn().Str("tool", tool).Str("variable", n).Msg("a tool asked for one of pml's own variables; it is never sent")
+			continue
+		}
 		if v, ok := os.LookupEnv(n); ok && v != "" {
 			vals[n] = v
 		} else if v := dotenv[n]; v != "" {
@@ -219,7 +228,9 @@ func (b *Broker) runCloudTool(ctx context.Context, def toolbox.Tool, args map[st
 		}
 		return errorResult(fmt.Errorf("%w: %s: %v", ErrCloud, def.Name, err))
 	}
-	if payload, ok := cloud.ExecuteLocally(res); ok {
+	// Only the planner may hand code back: a search result or a fetched
+	// page that happens to read {"status": "execute_locally"} is data.
+	if payload, ok := cloud.ExecuteLocally(res); ok && def.Name == ExecuteTool {
 		// Never on the host: in a Deno container whose mcp.* calls come
 		// back through the broker.
 		return b.executeLocally(ctx, def.Name, payload)

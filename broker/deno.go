@@ -26,6 +26,8 @@ func (b *Broker) registerDenoCapability(ctx context.Context, c Capability) {
 	b.registry.mu.Lock()
 	b.registry.deno[c.Namespace] = e
 	b.registry.mu.Unlock()
+	// Its functions run here, whatever the cloud routes under that name.
+	b.cloud.router.AddLocal(c.Namespace)
 	var defs []toolbox.Tool
 	for _, fn := range ExportedFunctions(e.Code) {
 		defs = append(defs, toolbox.Tool{

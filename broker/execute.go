@@ -22,6 +22,16 @@ import (
 // person pauses the run: the outer call returns approval_required, the
 // container waits, and the answer resumes the same run.
 
+// ExecuteTool is the cloud's planner: the one tool whose answer may be
+// code to run here.
+const ExecuteTool = "pml:execute"
+
+// maxRunDepth bounds runs started from inside runs (a capability whose
+// code calls another capability): each is a container.
+const maxRunDepth = 3
+
+type depthKey struct{}
+
 // requestKey carries the calling request (its workflows and elicitation)
 // to the tools a call runs, so a run's inner calls ask the same client.
 type requestKey struct{}
@@ -87,16 +97,23 @@ func (b *Broker) executeLocally(ctx context.Context, outer string, payload map[s
 
 // startRun starts a program and drives it.
 func (b *Broker) startRun(ctx context.Context, outer string, prog execute.Program) Result {
+	depth, _ := ctx.Value(depthKey{}).(int)
+	if depth >= maxRunDepth {
+		return errorResult(fmt.Errorf("%w: %s: runs nest %d deep (code calling code calling code); refused", ErrInvalidInput, outer, depth))
+	}
 	run, err := b.runner().StartProgram(ctx, prog)
 	if err != nil {
-		if errors.Is(err, container.ErrUnavailable) {
+		if errors.Is(err, container.ErrUnavailable) || errors.Is(err, container.ErrImageMissing) {
 			return errorResult(fmt.Errorf("%w: %v", ErrUnavailable, err))
 		}
 		return errorResult(fmt.Errorf("%s: %v", outer, err))
 	}
 	b.log.Info().Str("tool", outer).Msg("running the cloud's code locally in a Deno container")
 	ex := &execution{run: run, outer: outer, events: make(chan runEvent), pauses: make(chan paused, 64)}
-	ex.ctx, ex.cancel = context.WithCancel(b.base)
+	ex.ctx, ex.cancel = context.WithCancel(context.WithValue(b.base, depthKey{}, depth+1))
+	// pml closing (or the run ending any way) stops the code and frees
+	// its container, even while it waits for an approval.
+	context.AfterFunc(ex.ctx, func() { ex.run.Kill() })
 	go func() {
 		defer close(ex.events)
 		for {
@@ -157,6 +174,11 @@ func (b *Broker) innerCall(ex *execution, c execute.Call, req Request) {
 		_ = ex.run.Fail(c.ID, fmt.Sprintf("%s cannot be called from code that %s runs", c.Tool, ex.outer))
 		return
 	}
+	// The code may not answer the session's approvals for itself.
+	if _, ok := c.Args["continue_workflow"]; ok {
+		_ = ex.run.Fail(c.ID, "continue_workflow cannot be given from code: approvals are answered by the person, through the client")
+		return
+	}
 	args, _ := json.Marshal(c.Args)
 	res := b.Call(ex.ctx, Request{Tool: c.Tool, Args: args, Workflows: req.Workflows, Ask: req.Ask})
 	b.settle(ex, c.ID, req.Workflows, res)
@@ -196,6 +218,13 @@ func (b *Broker) resumeRun(ctx context.Context, wfs *Workflows, wf *workflow, pc
 	pc.answered.Store(true)
 	wf.data = pc.inner
 	res := b.answer(ctx, wfs, wf, approved, always, began)
+	if wfs.pending(wf) {
+		// The answer could not be applied (saving "always" failed) and the
+		// workflow is answerable again: the run stays paused on it.
+		wf.data = pc
+		pc.answered.Store(false)
+		return res
+	}
 	b.settle(pc.ex, pc.callID, wfs, res)
 	return b.drive(ctx, pc.ex, requestOf(ctx))
 }

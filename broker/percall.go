@@ -42,7 +42,7 @@ func (b *Broker) callPerCall(ctx context.Context, srv *server, tool string, args
 	if err != nil {
 		pw.Close()
 		if errors.Is(err, container.ErrImageMissing) {
-			return nil, fmt.Errorf("the MCP server %s cannot start: its image %s is not on this host (build or pull it, e.g. `make images` or `pml images pull`)", name, spec.Image)
+			return nil, fmt.Errorf("the MCP server %s cannot start: its image %s is not on this host (build or pull it, e.g. `make images` or `pml images pull`): %w", name, spec.Image, container.ErrImageMissing)
 		}
 		return nil, fmt.Errorf("the MCP server %s cannot start: %w", name, err)
 	}

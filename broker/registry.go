@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/registry"
 	"github.com/pml-dev/pml/internal/routing"
 )
@@ -48,14 +47,14 @@ func (b *Broker) setupRegistry() {
 		return
 	}
 	r.client = client
-	perms := config.Permissions{Allow: b.perms.Allow, Ask: b.perms.Ask}
-	if !b.cfg.Exists {
-		// Without a .pml.json every registry tool is asked (it matches
-		// nothing): keep its lock entry, or each session would trust a
-		// changed entry as new.
-		perms = config.Permissions{Ask: []string{"*"}}
-	}
-	lock, err := registry.LoadLockfile(registry.LockfilePath(b.ws), perms)
+	// An entry goes when its whole namespace is denied. Anything else is
+	// still allowed or asked (a tool no pattern names is asked): dropping
+	// its record would make the next fetch "new" and trust a changed entry
+	// without asking.
+	lock, err := registry.LoadLockfileKeeping(registry.LockfilePath(b.ws), func(ns string) bool {
+		d, _ := b.perms.Decide(ns + ":*")
+		return d != Deny
+	})
 	if err != nil {
 		r.lockErr = err
 		b.log.Error().Err(err).Msg("the lockfile cannot be read; registry tools are unavailable until it is fixed or removed")
@@ -204,13 +203,13 @@ func (b *Broker) useEntry(e *registry.Entry, tool string) error {
 		b.cloud.router.AddServer(ns)
 		if e.Meta != nil {
 			b.cloud.mu.Lock()
-			b.cloud.env[tool] = e.Meta.AllEnvRequired()
+			b.cloud.regEnv[tool] = e.Meta.AllEnvRequired()
 			b.cloud.mu.Unlock()
 		}
 		return nil
 	case registry.TypeDeno:
 		b.registry.mu.Lock()
-		b.registry.deno[tool] = e
+		b.registry.deno[ns] = e
 		b.registry.mu.Unlock()
 		return fmt.Errorf("%s is a deno capability (%s): it runs with `pml run`, not as a tool of pml stdio yet", tool, e.FQDN)
 	}

@@ -145,6 +145,9 @@ func (b *Broker) serverOf(tool string) *server {
 func (b *Broker) envFor(cfg config.Server) ([]string, error) {
 	dotenv := readDotEnv(filepath.Join(b.ws, ".env"))
 	lookup := func(name string) (string, bool) {
+		if ownVariable(name) {
+			return "", false
+		}
 		if v, ok := os.LookupEnv(name); ok {
 			return v, true
 		}
@@ -190,6 +193,11 @@ func (b *Broker) envFor(cfg config.Server) ([]string, error) {
 }
 
 var envRef = lazyre.New(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+// ownVariable: pml's own settings and secrets (PML_API_KEY above all)
+// are never handed to a server or sent as a tool's key, whatever its
+// configuration or a registry entry asks for.
+func ownVariable(name string) bool { return strings.HasPrefix(strings.ToUpper(name), "PML_") }
 
 func dedupe(l []string) []string {
 	out := l[:0]
@@ -386,6 +394,9 @@ func (b *Broker) runServerTool(ctx context.Context, def toolbox.Tool, args map[s
 	_, tool, _ := strings.Cut(def.Name, ":")
 	var res *mcp.CallToolResult
 	var err error
+	if srv.cfg.Workspace == "rw" {
+		defer b.refuseCreated(b.missingProtected(), def.Name)
+	}
 	if srv.cfg.Lifetime == "per_call" {
 		res, err = b.callPerCall(ctx, srv, tool, raw, ci) // percall.go
 	} else {
@@ -397,7 +408,7 @@ func (b *Broker) runServerTool(ctx context.Context, def toolbox.Tool, args map[s
 			return errorResult(fmt.Errorf("%s timed out after %s (the server was told to cancel it; raise sandbox.timeout in .pml.json if the work needs longer)", def.Name, timeDuration(b.policy.Timeout)))
 		case errors.Is(err, context.Canceled):
 			return errorResult(fmt.Errorf("%s was cancelled", def.Name))
-		case errors.Is(err, container.ErrUnavailable):
+		case errors.Is(err, container.ErrUnavailable), errors.Is(err, container.ErrImageMissing):
 			return errorResult(fmt.Errorf("%w: %v", ErrUnavailable, err))
 		}
 		return errorResult(err)

@@ -101,6 +101,11 @@ return {local: t.length, cloud: c};`, nil)
 			t.Errorf("Promise.all result %d = %q", i, f)
 		}
 	}
+	// Only the planner's answer is code: a tool's data that looks like a
+	// plan is passed on as data, and nothing runs.
+	if out, res := s.call(t, "json:parse", map[string]any{"evil": true}); res.IsError || !strings.Contains(out, "execute_locally") {
+		t.Errorf("a tool result that looks like a plan: %q", out)
+	}
 	// A failing inner call rejects inside the code.
 	out, r, _ = executeCode(t, s, `try { await mcp.filesystem.read_file({path: "/etc/passwd"}); return "read"; } catch (e) { return "refused: " + e.message; }`, nil)
 	if !strings.Contains(string(r.Result), "refused: ") || !strings.Contains(string(r.Result), "outside the workspace") || len(r.ToolFailures) != 1 {

@@ -47,3 +47,39 @@ echo fine > ordinary.txt; echo "ordinary=$?"`})
 		t.Errorf("an ordinary write failed: %v", err)
 	}
 }
+
+// TestAShellCannotCreatePMLsOwnFiles: with no .pml.json and no .mcp.json
+// (nothing to mount read-only), files a command creates under those
+// names are moved aside when its call ends, and the session's rules hold.
+func TestAShellCannotCreatePMLsOwnFiles(t *testing.T) {
+	ws := newWorkspace(t, "")
+	s := startSession(t, ws)
+	args := map[string]any{"command": `echo '{"permissions": {"allow": ["*"]}}' > .pml.json && echo '{}' > .mcp.json && echo created`}
+	a := askFor(t, s, "shell:exec", args)
+	args["continue_workflow"] = cont(a.WorkflowID, true, false)
+	out, res := s.call(t, "shell:exec", args)
+	if res.IsError || !strings.Contains(out, "created") {
+		t.Fatalf("shell:exec: %q", out)
+	}
+	for _, name := range []string{".pml.json", ".mcp.json"} {
+		if _, err := os.Stat(ws.path(name)); err == nil {
+			t.Errorf("%s created by a container is still in place", name)
+		}
+	}
+	// Still asked: the forged .pml.json did not take effect.
+	askFor(t, s, "shell:exec", map[string]any{"command": "true"})
+	if !strings.Contains(s.stderr.String(), "moved aside") {
+		t.Error("no warning about the moved files")
+	}
+}
+
+// TestPMLsOwnVariablesNeverReachAServer: a server configuration that asks
+// for PML_API_KEY gets nothing, and says the variable is missing.
+func TestPMLsOwnVariablesNeverReachAServer(t *testing.T) {
+	ws := newWorkspace(t, probeConfig(t, `, "env": {"STOLEN": "${PML_API_KEY}"}`))
+	s := startSession(t, ws, "PML_API_KEY=pml-e2e-do-not-pass")
+	out, res := s.call(t, "probe:env", nil)
+	if !res.IsError || strings.Contains(out, "pml-e2e-do-not-pass") || !strings.Contains(out, "PML_API_KEY") {
+		t.Errorf("a server asking for PML_API_KEY: %q", out)
+	}
+}

@@ -98,8 +98,8 @@ func probeConfig(t *testing.T, extra string) string {
 }
 
 func TestAStdioServerRunsPooledAndLockedDown(t *testing.T) {
-	ws := newWorkspace(t, probeConfig(t, `, "env": {"GREETING": "hello ${PML_E2E_GREETING}"}`))
-	s := startSession(t, ws, "PML_E2E_GREETING=from-the-host", "PML_E2E_SECRET=must-not-leak")
+	ws := newWorkspace(t, probeConfig(t, `, "env": {"GREETING": "hello ${E2E_PML_GREETING}"}`))
+	s := startSession(t, ws, "E2E_PML_GREETING=from-the-host", "E2E_PML_SECRET=must-not-leak")
 	if n := len(containersOf(t, ws.Dir)); n != 0 {
 		t.Fatalf("%d containers after initialize; servers start on first use", n)
 	}
@@ -315,20 +315,20 @@ func TestAnIdleServerStopsAndRestarts(t *testing.T) {
 }
 
 func TestAMissingRequiredVariableIsNamed(t *testing.T) {
-	ws := newWorkspace(t, probeConfig(t, `, "env_required": ["PML_E2E_TOKEN"]`))
+	ws := newWorkspace(t, probeConfig(t, `, "env_required": ["E2E_PML_TOKEN"]`))
 	s := startSession(t, ws)
 	res, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: "probe:echo", Arguments: map[string]any{"text": "x"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if msg := text(res); !res.IsError || !strings.Contains(msg, "PML_E2E_TOKEN") || !strings.Contains(msg, ".env") {
+	if msg := text(res); !res.IsError || !strings.Contains(msg, "E2E_PML_TOKEN") || !strings.Contains(msg, ".env") {
 		t.Errorf("missing env_required: %q", msg)
 	}
 	if n := len(containersOf(t, ws.Dir)); n != 0 {
 		t.Errorf("%d containers started without the required variable", n)
 	}
-	ws.write(".env", "# test\nPML_E2E_TOKEN=\"from-dotenv\"\n")
-	if out, _ := s.call(t, "probe:env", nil); !strings.Contains(out, "PML_E2E_TOKEN=from-dotenv") {
+	ws.write(".env", "# test\nE2E_PML_TOKEN=\"from-dotenv\"\n")
+	if out, _ := s.call(t, "probe:env", nil); !strings.Contains(out, "E2E_PML_TOKEN=from-dotenv") {
 		t.Errorf("the variable from .env did not reach the server: %q", out)
 	}
 }

@@ -181,9 +181,17 @@ func newRemoveCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return &exitError{2, err}
 			}
-			had, err := f.RemoveServer(args[0])
-			if err != nil {
+			// Only an entry pml add wrote ({"args": ["run", NAME]}): other
+			// servers in .mcp.json are not pml's to remove.
+			had := false
+			if entry, present, err := f.Server(args[0]); err != nil {
 				return &exitError{2, err}
+			} else if present && len(entry.Args) == 2 && entry.Args[0] == "run" && entry.Args[1] == args[0] {
+				if had, err = f.RemoveServer(args[0]); err != nil {
+					return &exitError{2, err}
+				}
+			} else if present && !ok {
+				return &exitError{2, fmt.Errorf("%s in %s is not a capability pml added (its args are not [\"run\", %q]); edit that file yourself to remove it", args[0], f.Path, args[0])}
 			}
 			if !ok && !had {
 				return &exitError{2, fmt.Errorf("%s is not added here (pml list shows what is)", args[0])}

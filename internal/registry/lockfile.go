@@ -71,6 +71,14 @@ type Lockfile struct {
 // keeping its record costs nothing). A corrupt file is an error naming it;
 // it is never reset silently.
 func LoadLockfile(file string, perms config.Permissions) (*Lockfile, error) {
+	keep := append(append([]string{}, perms.Allow...), perms.Ask...)
+	return LoadLockfileKeeping(file, func(ns string) bool { return covered(ns, keep) })
+}
+
+// LoadLockfileKeeping is LoadLockfile with the rule given as keep: an
+// entry of namespace ns stays when keep(ns). The broker keeps everything
+// not denied: a tool no pattern names is asked, so it is still "in ask".
+func LoadLockfileKeeping(file string, keep func(namespace string) bool) (*Lockfile, error) {
 	l := &Lockfile{path: file, entries: map[string]LockEntry{}}
 	data, err := os.ReadFile(file)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -121,10 +129,9 @@ func LoadLockfile(file string, perms config.Permissions) (*Lockfile, error) {
 			l.entries[f.Base()] = e
 		}
 	}
-	keep := append(append([]string{}, perms.Allow...), perms.Ask...)
 	for name := range l.entries {
 		f, _ := ParseFQDN(name)
-		if !covered(f.Namespace, keep) {
+		if !keep(f.Namespace) {
 			delete(l.entries, name)
 			l.removed = append(l.removed, name)
 		}

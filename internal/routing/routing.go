@@ -95,13 +95,16 @@ type Router struct {
 	// local namespaces (toolbox, configured servers) always run here,
 	// whatever the table says.
 	local map[string]bool
+	// extra namespaces run in the cloud because a registry entry (type
+	// http) says so; a synced table does not replace them.
+	extra map[string]bool
 	cache string
 }
 
 // New starts from the cached table in workspace (when valid), else the
 // embedded default. local names namespaces that always run here.
 func New(workspace string, local []string) *Router {
-	r := &Router{cache: filepath.Join(workspace, CacheFile), local: map[string]bool{}}
+	r := &Router{cache: filepath.Join(workspace, CacheFile), local: map[string]bool{}, extra: map[string]bool{}}
 	for _, ns := range local {
 		r.local[ns] = true
 	}
@@ -152,16 +155,9 @@ func (r *Router) AddLocal(ns ...string) {
 func (r *Router) AddServer(ns ...string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	server := make(map[string]bool, len(r.server)+len(ns))
-	for k := range r.server {
-		server[k] = true
-	}
 	for _, n := range ns {
-		if !r.client[n] && !r.local[n] {
-			server[n] = true
-		}
+		r.extra[n] = true
 	}
-	r.server = server
 }
 
 // Namespace returns the part of a tool name before ':'.
@@ -178,7 +174,7 @@ func (r *Router) Route(tool string) string {
 	switch {
 	case r.local[ns], r.client[ns]:
 		return Client
-	case r.server[ns]:
+	case r.server[ns], r.extra[ns]:
 		return Server
 	}
 	// Unknown namespaces run here even if a table says "default": "server":

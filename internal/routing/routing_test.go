@@ -104,3 +104,21 @@ func TestSyncFailureKeepsTheTable(t *testing.T) {
 		t.Error("the default table was lost")
 	}
 }
+
+func TestRegistryServerNamespacesSurviveASync(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte(`{"version":"v2","server":["pml"],"client":[]}`))
+	}))
+	defer srv.Close()
+	r := New(t.TempDir(), []string{"mine"})
+	r.AddServer("weather", "mine")
+	if err := r.Sync(context.Background(), srv.Client(), srv.URL, ""); err != nil {
+		t.Fatal(err)
+	}
+	if r.Route("weather:today") != Server {
+		t.Error("a registry http namespace was dropped by the sync")
+	}
+	if r.Route("mine:x") != Client {
+		t.Error("a local namespace was sent to the cloud")
+	}
+}

@@ -183,7 +183,10 @@ func (a *argReader) writePath(ws, name string) (string, error) {
 // write_file of .pml.json that allows shell:exec as uid 0 in the next
 // session), so the filesystem tools never change them; the user edits
 // them, and pml writes them itself (approvals, lockfile).
-var protected = []string{".pml.json", ".pml", ".mcp.json"}
+var protected = Protected
+
+// Protected is that list, for the broker's read-only mounts.
+var Protected = []string{".pml.json", ".pml", ".mcp.json"}
 
 // guardWrite refuses p (resolved, inside ws) when it is, or is inside, a
 // protected name at the workspace root.

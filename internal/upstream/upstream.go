@@ -351,7 +351,7 @@ func (s *Server) start() (*conn, error) {
 	if err != nil {
 		pw.Close()
 		if errors.Is(err, container.ErrImageMissing) {
-			return nil, fmt.Errorf("the MCP server %s cannot start: its image %s is not on this host (build or pull it, e.g. `make images` or `pml images pull`)", s.o.Name, s.o.Spec.Image)
+			return nil, fmt.Errorf("the MCP server %s cannot start: its image %s is not on this host (build or pull it, e.g. `make images` or `pml images pull`): %w", s.o.Name, s.o.Spec.Image, container.ErrImageMissing)
 		}
 		return nil, fmt.Errorf("the MCP server %s cannot start: %w", s.o.Name, err)
 	}
