@@ -3,10 +3,8 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -197,22 +195,7 @@ func TestExecuteLocallyExpiryAndTimeout(t *testing.T) {
 
 func TestExecuteLocallyCodeCannotTouchTheHost(t *testing.T) {
 	needImage(t, "pml/deno:2.9.6")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	var dialed atomic.Int32
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			dialed.Add(1)
-			c.Close()
-		}
-	}()
+	ln, dialed := hostListener(t)
 	fc := newFakeCloud(t)
 	ws := newWorkspace(t, executeConfig(fc, ""))
 	s := startSession(t, ws, "PML_API_KEY="+cloudKey)

@@ -10,7 +10,6 @@ import (
 	"reflect"
 	"sort"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -257,22 +256,7 @@ return {token, answer};`)
 // host's loopback, start a process or read the environment; each attempt
 // fails with Deno's permission error, and the listener sees nothing.
 func TestExecuteDenoPermissionsDenied(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	var accepted atomic.Int32
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			accepted.Add(1)
-			c.Close()
-		}
-	}()
+	ln, accepted := hostListener(t)
 	port := ln.Addr().(*net.TCPAddr).Port
 
 	r := newExecRunner(t)

@@ -2,8 +2,10 @@ package e2e
 
 import (
 	"context"
+	"net"
 	"os"
 	"os/exec"
+	"sync/atomic"
 	"testing"
 
 	"github.com/docker/docker/client"
@@ -35,4 +37,27 @@ func nanoCPUs(t *testing.T, id string) int64 {
 		t.Fatal(err)
 	}
 	return info.HostConfig.NanoCPUs
+}
+
+// hostListener listens on the host's loopback and counts connections:
+// code in a container (network none) must never reach it.
+func hostListener(t *testing.T) (net.Listener, *atomic.Int32) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	accepted := &atomic.Int32{}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			c.Close()
+		}
+	}()
+	return ln, accepted
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -177,22 +176,7 @@ func TestReadToolsGetAReadOnlyMount(t *testing.T) {
 
 func TestShellSeesOnlyLoopbackAndCannotReachTheHost(t *testing.T) {
 	ws := newWorkspace(t, allowAll)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	var accepted atomic.Int32
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			accepted.Add(1)
-			c.Close()
-		}
-	}()
+	ln, accepted := hostListener(t)
 	port := ln.Addr().(*net.TCPAddr).Port
 	s := startSession(t, ws)
 

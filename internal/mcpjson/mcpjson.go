@@ -261,7 +261,7 @@ func checkSyntax(path string, data []byte) error {
 	var se *json.SyntaxError
 	switch {
 	case errors.As(err, &se):
-		line, col := position(data, se.Offset)
+		line, col := config.Position(data, se.Offset)
 		return &Error{Path: path, Line: line, Column: col, Problem: se.Error()}
 	case err != nil:
 		return &Error{Path: path, Problem: "invalid JSON: " + err.Error()}
@@ -270,21 +270,6 @@ func checkSyntax(path string, data []byte) error {
 		return &Error{Path: path, Problem: "the top level must be a JSON object ({\"mcpServers\": {…}})"}
 	}
 	return nil
-}
-
-// position turns the byte offset the JSON decoder reports (just past the
-// offending byte) into a 1-based line and column.
-func position(data []byte, offset int64) (line, col int) {
-	line, col = 1, 1
-	for i := int64(0); i < offset-1 && i < int64(len(data)); i++ {
-		if data[i] == '\n' {
-			line++
-			col = 1
-		} else {
-			col++
-		}
-	}
-	return line, col
 }
 
 // object is a JSON object that keeps its key order and its values as
