@@ -89,21 +89,7 @@ func (b *Broker) AddCapability(ctx context.Context, arg string, confirm Confirm)
 	if err != nil {
 		return Capability{}, fmt.Errorf("%w: %v", ErrInvalidInput, err)
 	}
-	r := b.registry
-	if r.client == nil || r.lock == nil {
-		return Capability{}, fmt.Errorf("%w: the registry cannot be used: %v", ErrUnavailable, r.lockErr)
-	}
-	e, err := r.client.Fetch(ctx, f.String())
-	if err != nil {
-		if errors.Is(err, registry.ErrNotFound) {
-			return Capability{}, fmt.Errorf("%w: %v", ErrNotFound, err)
-		}
-		return Capability{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
-	}
-	if e.FromCache {
-		b.log.Warn().Msg(e.Warning)
-	}
-	v, err := r.lock.Check(e)
+	e, v, err := b.fetchChecked(ctx, f.String())
 	if err != nil {
 		return Capability{}, err
 	}
@@ -112,7 +98,7 @@ func (b *Broker) AddCapability(ctx context.Context, arg string, confirm Confirm)
 		if !confirm(a) {
 			return Capability{}, fmt.Errorf("%w: %s changed since it was locked; the lockfile is unchanged", ErrRefused, v.Name)
 		}
-		if err := r.lock.Approve(e); err != nil {
+		if err := b.registry.lock.Approve(e); err != nil {
 			return Capability{}, err
 		}
 	}

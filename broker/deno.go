@@ -14,12 +14,12 @@ import (
 // registerDenoCapability makes each exported function of a deno
 // capability a tool ns:function.
 func (b *Broker) registerDenoCapability(ctx context.Context, c Capability) {
-	e, err := b.registry.client.Fetch(ctx, c.FQDN)
+	e, v, err := b.fetchChecked(ctx, c.FQDN)
 	if err != nil {
 		b.log.Warn().Err(err).Str("capability", c.Name).Msg("the capability's code cannot be loaded")
 		return
 	}
-	if v, err := b.registry.lock.Check(e); err != nil || v.Status == registry.StatusMismatch {
+	if v.Status == registry.StatusMismatch {
 		b.log.Warn().Str("capability", c.Name).Msg("the capability's code changed since it was added; run `pml add " + c.Name + "` to review it")
 		return
 	}

@@ -104,14 +104,41 @@ func registryCandidate(tool string) bool {
 	return err == nil
 }
 
+// fetchChecked fetches an entry (the cached copy, with a warning, when no
+// registry answers) and checks it against the lockfile: a first fetch is
+// recorded there, a changed entry comes back with a StatusMismatch
+// verdict and nothing recorded. Errors wrap ErrNotFound (no registry has
+// it; registry.ErrNotFound too) or ErrUnavailable.
+func (b *Broker) fetchChecked(ctx context.Context, fqdn string) (*registry.Entry, registry.Verdict, error) {
+	r := b.registry
+	if r.client == nil || r.lock == nil {
+		return nil, registry.Verdict{}, fmt.Errorf("%w: the registries cannot be used: %v", ErrUnavailable, r.lockErr)
+	}
+	e, err := r.client.Fetch(ctx, fqdn)
+	if err != nil {
+		if errors.Is(err, registry.ErrNotFound) {
+			return nil, registry.Verdict{}, fmt.Errorf("%w: %w", ErrNotFound, err)
+		}
+		return nil, registry.Verdict{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	if e.FromCache {
+		b.log.Warn().Str("fqdn", e.FQDN).Msg(e.Warning)
+	}
+	v, err := r.lock.Check(e)
+	if err != nil {
+		return nil, v, fmt.Errorf("checking %s against %s: %v", e.FQDN, r.lock.Path(), err)
+	}
+	if v.Status == registry.StatusNew {
+		b.log.Info().Str("fqdn", e.FQDN).Str("integrity", e.Integrity).Msg("recorded in the lockfile")
+	}
+	return e, v, nil
+}
+
 // resolveFromRegistry fetches the entry behind tool and makes it callable.
 // When the entry changed since it was locked, it returns a workflow-ready
 // integrity change instead (change != nil) and makes nothing callable.
 func (b *Broker) resolveFromRegistry(ctx context.Context, tool string) (change *integrityChange, err error) {
 	r := b.registry
-	if r.client == nil || r.lock == nil {
-		return nil, fmt.Errorf("%w %q: registry tools are unavailable: %v", ErrNotFound, tool, r.lockErr)
-	}
 	ns := routing.Namespace(tool)
 	r.mu.Lock()
 	prev, known := r.missing[ns]
@@ -122,29 +149,18 @@ func (b *Broker) resolveFromRegistry(ctx context.Context, tool string) (change *
 	fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	fqdn := fqdnFor(tool)
-	e, err := r.client.Fetch(fctx, fqdn)
-	if err != nil {
-		if errors.Is(err, registry.ErrNotFound) {
-			nf := fmt.Errorf("%w %q: nothing local provides it and no registry has %s (%v); tools/list shows the available tools", ErrNotFound, tool, fqdn, err)
-			r.mu.Lock()
-			r.missing[ns] = nf
-			r.mu.Unlock()
-			return nil, nf
-		}
-		return nil, fmt.Errorf("%w: %s needs the registry entry %s: %v", ErrUnavailable, tool, fqdn, err)
-	}
-	if e.FromCache {
-		b.log.Warn().Str("fqdn", e.FQDN).Msg(e.Warning)
-	}
-	v, err := r.lock.Check(e)
-	if err != nil {
-		return nil, fmt.Errorf("%s: checking %s against %s: %v", tool, e.FQDN, r.lock.Path(), err)
-	}
-	switch v.Status {
-	case registry.StatusMismatch:
+	e, v, err := b.fetchChecked(fctx, fqdn)
+	switch {
+	case errors.Is(err, registry.ErrNotFound):
+		nf := fmt.Errorf("%w %q: nothing local provides it and no registry has %s (%v); tools/list shows the available tools", ErrNotFound, tool, fqdn, strings.TrimPrefix(err.Error(), ErrNotFound.Error()+": "))
+		r.mu.Lock()
+		r.missing[ns] = nf
+		r.mu.Unlock()
+		return nil, nf
+	case err != nil:
+		return nil, fmt.Errorf("%s needs the registry entry %s: %w", tool, fqdn, err)
+	case v.Status == registry.StatusMismatch:
 		return &integrityChange{entry: e, verdict: v}, nil
-	case registry.StatusNew:
-		b.log.Info().Str("fqdn", e.FQDN).Str("integrity", e.Integrity).Msg("recorded in the lockfile")
 	}
 	return nil, b.useEntry(e, tool)
 }
