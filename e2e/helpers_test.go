@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/docker/docker/client"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	dc "github.com/ory/dockertest/v3/docker"
 )
@@ -60,4 +61,19 @@ func hostListener(t *testing.T) (net.Listener, *atomic.Int32) {
 		}
 	}()
 	return ln, accepted
+}
+
+// listsTool reports whether the session's tools/list has name.
+func listsTool(t *testing.T, cs *mcp.ClientSession, name string) bool {
+	t.Helper()
+	tools, err := cs.ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range tools.Tools {
+		if tool.Name == name {
+			return true
+		}
+	}
+	return false
 }

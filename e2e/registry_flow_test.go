@@ -74,15 +74,7 @@ func TestARegistryServerIsFetchedLockedApprovedAndWorksOffline(t *testing.T) {
 	// A later session lists the server's tools from the lockfile.
 	_ = s.Close()
 	s = startSession(t, ws)
-	tools, err := s.ListTools(t.Context(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	listed := false
-	for _, tool := range tools.Tools {
-		listed = listed || tool.Name == "regprobe:echo"
-	}
-	if !listed {
+	if !listsTool(t, s.ClientSession, "regprobe:echo") {
 		t.Error("a locked registry server's tools are not in tools/list")
 	}
 	_ = s.Close()
