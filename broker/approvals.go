@@ -66,6 +66,12 @@ type workflow struct {
 	// outer is the tool whose run made this call (pml:execute), which
 	// may answer it too.
 	outer string
+	// dialog: the approval was put to the person through the client's own
+	// dialog (MCP elicitation), so only an answer from there counts; a
+	// relayed continue_workflow (written by the model) is refused.
+	dialog bool
+	// outcome is the person's answer in the dialog, for the refusal.
+	outcome string
 }
 
 // MaxWorkflows bounds the pending workflows of one session; beyond it the
@@ -117,6 +123,53 @@ func (w *Workflows) take(id, tool string) (*workflow, error) {
 	}
 	wf.resolved = true
 	return wf, nil
+}
+
+// takeRelayed claims a workflow for an answer relayed by the model
+// (continue_workflow): refused for a workflow put to the person through
+// the client's dialog, whatever state it is in.
+func (w *Workflows) takeRelayed(id, tool string) (*workflow, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if wf, ok := w.byID[id]; ok && wf.dialog {
+		return wf, dialogError(wf)
+	}
+	wf, err := w.check(id, tool)
+	if err != nil {
+		return wf, err
+	}
+	wf.resolved = true
+	return wf, nil
+}
+
+// ErrAnsweredInDialog: a relayed answer to an approval that only the
+// client's dialog may answer.
+var ErrAnsweredInDialog = errors.New("answered in the client's dialog")
+
+func dialogError(wf *workflow) error {
+	if wf.outcome == "" {
+		return fmt.Errorf("%w: this approval is being put to the person through the client's dialog and can only be answered there; the call is not run", ErrAnsweredInDialog)
+	}
+	return fmt.Errorf("%w: this approval was put to the person through the client's dialog and answered there: %s; the call is not run", ErrAnsweredInDialog, wf.outcome)
+}
+
+// toDialog marks a workflow as put to the person through the client's
+// dialog; on is false when it could not be shown there after all.
+func (w *Workflows) toDialog(wf *workflow, on bool) {
+	w.mu.Lock()
+	wf.dialog = on
+	w.mu.Unlock()
+}
+
+// settled records the dialog's answer (for later refusals) and ends the
+// workflow when the answer ran nothing.
+func (w *Workflows) settled(wf *workflow, outcome string, end bool) {
+	w.mu.Lock()
+	wf.outcome = outcome
+	if end {
+		wf.used = true
+	}
+	w.mu.Unlock()
 }
 
 // peek returns a pending workflow without claiming it.

@@ -264,10 +264,15 @@ type Request struct {
 	Args json.RawMessage
 	// Workflows holds the calling session's pending approvals.
 	Workflows *Workflows
-	// Ask, when set, asks the human right away (MCP elicitation). It returns
-	// "continue", "always" or "abort", or ok=false when the client declined
-	// or did not answer: then the call returns approval_required instead.
-	Ask func(ctx context.Context, a Approval) (choice string, ok bool)
+	// Ask, when set, asks the human right away (MCP elicitation). It
+	// returns "continue", "always" or "abort", or what else the person did
+	// there ("declined", "cancelled", "not answered"), which is final; shown
+	// is false when the question never reached the person (the client
+	// failed the request): then the call returns approval_required.
+	Ask func(ctx context.Context, a Approval) (choice string, shown bool)
+	// Dialog: the client answers approvals in its own dialog through input
+	// requests (multi round-trip); every approval result becomes one.
+	Dialog bool
 	// Elicited, when set, is a person's answer to a workflow of this tool,
 	// given through the client's elicitation UI; Args are then ignored.
 	Elicited *Elicited
@@ -276,8 +281,9 @@ type Request struct {
 // Elicited is an answer from the client's elicitation UI.
 type Elicited struct {
 	WorkflowID string
-	// Choice is "continue", "always" or "abort"; "" when the person
-	// declined to answer there: the call then returns approval_required.
+	// Choice is "continue", "always" or "abort"; else what the person did
+	// instead ("declined", "cancelled", "not answered"), which ends the
+	// workflow.
 	Choice string
 }
 
@@ -348,10 +354,13 @@ func (b *Broker) Call(ctx context.Context, req Request) Result {
 		}
 		if change != nil {
 			_, p := b.decide(name)
+			if res, refused := b.needsDialog(req, name, p, args, began); refused {
+				return res
+			}
 			wf := req.Workflows.create(ApprovalIntegrity, name, args, p)
 			wf.data = change
 			b.record(audit.Entry{Tool: name, Decision: audit.Asked, Pattern: p, WorkflowID: wf.id, Reason: "integrity changed", ArgKeys: audit.Keys(args)}, began)
-			return approvalResult(b.approvalFor(wf))
+			return b.askInDialog(ctx, req, wf, b.approvalFor(wf), began)
 		}
 		srv = b.serverOf(name)
 		cloudTool = b.isCloudTool(name)
@@ -388,18 +397,13 @@ func (b *Broker) Call(ctx context.Context, req Request) Result {
 		case len(missingKeys) > 0 && decision != Ask:
 			typ = ApprovalAPIKey
 		}
+		if res, refused := b.needsDialog(req, name, pattern, args, began); refused {
+			return res
+		}
 		wf := req.Workflows.create(typ, name, args, pattern)
 		approval := b.approvalFor(wf)
 		b.record(audit.Entry{Tool: name, Decision: audit.Asked, Pattern: pattern, WorkflowID: wf.id, ArgKeys: audit.Keys(args)}, began)
-		if req.Ask != nil {
-			if choice, ok := req.Ask(ctx, approval); ok {
-				if _, err := req.Workflows.take(wf.id, name); err != nil {
-					return errorResult(err)
-				}
-				return b.answer(ctx, req.Workflows, wf, choice != "abort", choice == "always", time.Now())
-			}
-		}
-		return approvalResult(approval)
+		return b.askInDialog(ctx, req, wf, approval, began) // dialog.go
 	}
 	return b.runTool(ctx, name, args, audit.Allowed, pattern, "", began)
 }
@@ -462,39 +466,49 @@ func (b *Broker) execute(ctx context.Context, entry toolEntry, args map[string]a
 	return res
 }
 
-// continueWorkflow applies a human's answer to a pending approval.
+// continueWorkflow applies an answer relayed by the model
+// (continue_workflow): the seeds' channel for clients without elicitation.
+// It is refused for a workflow put to the person through the client's own
+// dialog, and altogether under hil.require_elicitation.
 func (b *Broker) continueWorkflow(ctx context.Context, req Request, c Continuation, tool string, began time.Time) Result {
-	wf, err := req.Workflows.take(c.WorkflowID, tool)
+	wf, err := req.Workflows.takeRelayed(c.WorkflowID, tool)
+	if err == nil && b.cfg.HIL.RequireElicitation {
+		req.Workflows.finish(wf)
+		err = errRelayOff
+	}
 	if err != nil {
-		name := tool
-		if wf != nil {
-			name = wf.tool
-		}
-		if errors.Is(err, ErrWorkflowExpired) {
-			b.record(audit.Entry{Tool: name, Decision: audit.Expired, WorkflowID: c.WorkflowID}, began)
-		} else {
-			b.record(audit.Entry{Tool: name, Decision: audit.Failed, WorkflowID: c.WorkflowID, Reason: "continuation refused"}, began)
-		}
+		b.refusedAnswer(tool, c.WorkflowID, wf, err, began)
 		return errorResult(err)
 	}
 	return b.answer(ctx, req.Workflows, wf, c.Approved, c.Always, began)
 }
 
-// elicited applies an answer given in the client's elicitation UI. A
-// declined elicitation leaves the workflow pending and returns the
-// approval_required result, so the question can still be answered with
-// continue_workflow.
+// refusedAnswer audits an answer that was not applied.
+func (b *Broker) refusedAnswer(tool, id string, wf *workflow, err error, began time.Time) {
+	if wf != nil {
+		tool = wf.tool
+	}
+	switch {
+	case errors.Is(err, ErrAnsweredInDialog) || errors.Is(err, errRelayOff):
+		b.record(audit.Entry{Tool: tool, Decision: audit.Rejected, WorkflowID: id, Reason: "relayed answer refused"}, began)
+	case errors.Is(err, ErrWorkflowExpired):
+		b.record(audit.Entry{Tool: tool, Decision: audit.Expired, WorkflowID: id}, began)
+	default:
+		b.record(audit.Entry{Tool: tool, Decision: audit.Failed, WorkflowID: id, Reason: "continuation refused"}, began)
+	}
+}
+
+// elicited applies an answer given in the client's elicitation UI (multi
+// round-trip). An answer other than continue or always (abort, decline,
+// cancel) is final: the workflow ends and nothing runs.
 func (b *Broker) elicited(ctx context.Context, req Request, tool string, began time.Time) Result {
 	e := req.Elicited
-	if e.Choice == "" {
-		wf, err := req.Workflows.peek(e.WorkflowID, tool)
-		if err != nil {
-			return errorResult(err)
-		}
-		return approvalResult(b.approvalFor(wf))
+	wf, err := req.Workflows.take(e.WorkflowID, tool)
+	if err != nil {
+		b.refusedAnswer(tool, e.WorkflowID, wf, err, began)
+		return errorResult(err)
 	}
-	c := Continuation{WorkflowID: e.WorkflowID, Approved: e.Choice != "abort", Always: e.Choice == "always"}
-	return b.continueWorkflow(ctx, req, c, tool, began)
+	return b.dialogAnswer(ctx, req.Workflows, wf, e.Choice, began)
 }
 
 // answer runs (or aborts) a workflow that take has claimed.
@@ -519,6 +533,11 @@ func (b *Broker) answer(ctx context.Context, wfs *Workflows, wf *workflow, appro
 		return b.approveIntegrity(ctx, wfs, wf)
 	}
 	if always {
+		if why := b.alwaysBlocked(wf.tool); why != "" {
+			wfs.release(wf)
+			b.record(audit.Entry{Tool: wf.tool, Decision: audit.Failed, WorkflowID: wf.id, Reason: "always cannot be kept"}, began)
+			return errorResult(fmt.Errorf("%w: \"always\" is not offered for %s: %s. The call was not run; answer again with always: false to run it once", ErrInvalidInput, wf.tool, why))
+		}
 		// Save first, run after: if the file cannot be written the call
 		// has not run, and the user can answer again without "always".
 		if err := b.allowAlways(wf.tool); err != nil {
@@ -535,6 +554,13 @@ func (b *Broker) answer(ctx context.Context, wfs *Workflows, wf *workflow, appro
 // approval describes a workflow for the client.
 func (b *Broker) approval(wf *workflow) Approval {
 	desc := fmt.Sprintf("Allow pml to run %s%s?", wf.tool, describeArgs(wf.args))
+	options := []string{"continue", "always", "abort"}
+	ctx := map[string]any{"pattern": wf.pattern, "workspace": b.ws}
+	if why := b.alwaysBlocked(wf.tool); why != "" {
+		options = []string{"continue", "abort"}
+		ctx["always_not_offered"] = why
+	}
+	desc += b.describeAccess(wf.tool, ctx) // access.go
 	return Approval{
 		ApprovalRequired: true,
 		ApprovalType:     wf.typ,
@@ -542,9 +568,9 @@ func (b *Broker) approval(wf *workflow) Approval {
 		Tool:             wf.tool,
 		Arguments:        wf.args,
 		Description:      desc,
-		Options:          []string{"continue", "always", "abort"},
+		Options:          options,
 		ExpiresAt:        wf.expires.UTC(),
-		Context:          map[string]any{"pattern": wf.pattern, "workspace": b.ws},
+		Context:          ctx,
 	}
 }
 
@@ -552,7 +578,9 @@ func (b *Broker) approval(wf *workflow) Approval {
 func approvalResult(a Approval) Result {
 	always := ""
 	if slices.Contains(a.Options, "always") {
-		always = fmt.Sprintf("\"always\" adds %s to permissions.allow in .pml.json. ", a.Tool)
+		always = fmt.Sprintf("\"always\" adds %s to permissions.allow in .pml.json (and takes the exact name out of permissions.ask). ", a.Tool)
+	} else if why, ok := a.Context["always_not_offered"].(string); ok {
+		always = fmt.Sprintf("\"always\" is not offered: %s. ", why)
 	}
 	text := fmt.Sprintf("Approval required (%s): %s\n"+
 		"To answer, call %s again with the extra argument continue_workflow: {\"workflow_id\": %q, \"approved\": true|false, \"always\": true|false}, "+
@@ -605,10 +633,20 @@ func (b *Broker) allowAlways(tool string) error {
 		}
 		b.cfgCreated.Store(true)
 	}
-	if err := config.AddAllow(b.cfg.Path, tool); err != nil {
+	// An exact name in ask beats allow (permissions.go): it leaves ask,
+	// or the next call would ask again.
+	inAsk := contains(b.perms.Ask, tool)
+	save := config.AddAllow
+	if inAsk {
+		save = config.MoveToAllow
+	}
+	if err := save(b.cfg.Path, tool); err != nil {
 		return err
 	}
 	b.perms.Allow = append(append([]string(nil), b.perms.Allow...), tool)
+	if inAsk {
+		b.perms.Ask = slices.DeleteFunc(slices.Clone(b.perms.Ask), func(s string) bool { return s == tool })
+	}
 	return nil
 }
 

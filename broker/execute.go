@@ -180,7 +180,7 @@ func (b *Broker) innerCall(ex *execution, c execute.Call, req Request) {
 		return
 	}
 	args, _ := json.Marshal(c.Args)
-	res := b.Call(ex.ctx, Request{Tool: c.Tool, Args: args, Workflows: req.Workflows, Ask: req.Ask})
+	res := b.Call(ex.ctx, Request{Tool: c.Tool, Args: args, Workflows: req.Workflows, Ask: req.Ask, Dialog: req.Dialog})
 	b.settle(ex, c.ID, req.Workflows, res)
 }
 

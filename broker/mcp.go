@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -103,15 +104,17 @@ func newMCPServer(b *Broker, v view) *mcp.Server {
 				p = &mcp.CallToolParamsRaw{}
 			}
 			ctx = withCallInfo(ctx, callInfo{relay: &sessionRelay{ss: req.Session, log: b}, progressToken: p.GetProgressToken()})
-			if p.RequestState != "" {
-				// The client is back with the human's answer to the
-				// elicitation we returned as an input request.
-				return toMCP(b.Call(ctx, Request{Tool: name, Workflows: wfs, Elicited: elicitedAnswer(p)})), nil
-			}
 			r := Request{Tool: name, Args: p.Arguments, Workflows: wfs}
 			deferred := multiRoundTrip(req.Session)
 			if !deferred {
 				r.Ask = b.elicitor(req.Session)
+			}
+			r.Dialog = deferred
+			if p.RequestState != "" {
+				// The client is back with the human's answer to the
+				// elicitation we returned as an input request. (A run
+				// it resumes may ask again: the same dialog.)
+				r.Args, r.Elicited = nil, elicitedAnswer(p)
 			}
 			res := b.Call(ctx, r)
 			if a, ok := res.Structured.(Approval); ok && deferred && !res.IsError {
@@ -191,6 +194,10 @@ type sessionRelay struct {
 	log *Broker
 }
 
+// SessionKey ties the relay to its client session: a pooled server's
+// requests go only to the one session whose calls are in flight.
+func (r *sessionRelay) SessionKey() any { return r.ss }
+
 func (r *sessionRelay) Progress(ctx context.Context, p *mcp.ProgressNotificationParams) {
 	if r.ss != nil {
 		_ = r.ss.NotifyProgress(ctx, p)
@@ -250,16 +257,22 @@ func multiRoundTrip(ss *mcp.ServerSession) bool {
 
 // elicitParams asks a person to approve a (e.g. tool permission) workflow.
 func elicitParams(a Approval) *mcp.ElicitParams {
+	msg := a.Description + " (Continue runs it once, Always also adds it to permissions.allow in .pml.json, Abort does not run it.)"
+	enum, names := []string{"continue", "always", "abort"}, []string{"Continue", "Always", "Abort"}
+	if !slices.Contains(a.Options, "always") {
+		enum, names = []string{"continue", "abort"}, []string{"Continue", "Abort"}
+		msg = a.Description + " (Continue runs it once, Abort does not run it.)"
+	}
 	return &mcp.ElicitParams{
-		Message: a.Description + " (Continue runs it once, Always also adds it to permissions.allow in .pml.json, Abort does not run it.)",
+		Message: msg,
 		RequestedSchema: map[string]any{
 			"type": "object",
 			"properties": map[string]any{
 				"decision": map[string]any{
 					"type":        "string",
 					"title":       "Decision",
-					"enum":        []string{"continue", "always", "abort"},
-					"enumNames":   []string{"Continue", "Always", "Abort"},
+					"enum":        enum,
+					"enumNames":   names,
 					"description": fmt.Sprintf("What to do with %s", a.Tool),
 				},
 			},
@@ -268,18 +281,26 @@ func elicitParams(a Approval) *mcp.ElicitParams {
 	}
 }
 
-// decision reads the choice out of an elicitation result; "" when the
-// person declined, cancelled or answered something else.
+// decision reads the person's choice out of an elicitation result:
+// "continue", "always" or "abort", else what they did instead
+// ("declined", "cancelled", "not answered"), which runs nothing.
 func decision(res *mcp.ElicitResult) string {
-	if res == nil || res.Action != "accept" {
-		return ""
+	switch {
+	case res == nil:
+		return "not answered"
+	case res.Action == "decline":
+		return "declined"
+	case res.Action == "cancel":
+		return "cancelled"
+	case res.Action != "accept":
+		return "not answered"
 	}
 	choice, _ := res.Content["decision"].(string)
 	switch choice {
 	case "continue", "always", "abort":
 		return choice
 	}
-	return ""
+	return "not answered"
 }
 
 // elicitedAnswer reads the answer a multi round-trip client sends back.
@@ -299,8 +320,8 @@ func (b *Broker) elicitor(ss *mcp.ServerSession) func(context.Context, Approval)
 	if p == nil || p.Capabilities == nil || p.Capabilities.Elicitation == nil {
 		return nil
 	}
-	// Give the human part of the workflow's lifetime, so a fallback
-	// approval_required is still answerable afterwards.
+	// Give the human part of the workflow's lifetime; an unanswered
+	// question is final (see askInDialog), the call then returns.
 	wait := b.cfg.HIL.Timeout / 2
 	if wait > 2*time.Minute {
 		wait = 2 * time.Minute
@@ -309,14 +330,22 @@ func (b *Broker) elicitor(ss *mcp.ServerSession) func(context.Context, Approval)
 		ectx, cancel := context.WithTimeout(ctx, wait)
 		defer cancel()
 		res, err := ss.Elicit(ectx, elicitParams(a))
-		if err != nil {
+		switch {
+		case err != nil && ctx.Err() != nil:
+			// The call itself was cancelled while the person was asked.
+			return "cancelled", true
+		case err != nil && ectx.Err() != nil:
+			// Shown, and left unanswered: as final as a "no" (the model
+			// may not answer in the person's place).
+			b.log.Info().Str("tool", a.Tool).Dur("waited", wait).Msg("the person did not answer the elicitation; nothing runs")
+			return "not answered", true
+		case err != nil:
 			b.log.Info().Err(err).Str("tool", a.Tool).Msg("elicitation failed; answering with approval_required")
 			return "", false
 		}
 		choice := decision(res)
-		if choice == "" {
-			b.log.Info().Str("tool", a.Tool).Msg("the user declined the elicitation; answering with approval_required")
-			return "", false
+		if choice != "continue" && choice != "always" {
+			b.log.Info().Str("tool", a.Tool).Str("answer", choice).Msg("the person did not approve in the client's dialog; nothing runs")
 		}
 		return choice, true
 	}

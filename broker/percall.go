@@ -75,7 +75,7 @@ func (b *Broker) callPerCall(ctx context.Context, srv *server, tool string, args
 		return errors.New(msg)
 	}
 
-	client := mcp.NewClient(&mcp.Implementation{Name: "pml", Version: "broker"}, perCallClientOptions(name, ci.relay))
+	client := mcp.NewClient(&mcp.Implementation{Name: "pml", Version: "broker"}, perCallClientOptions(srv.up, ci.relay))
 	if roots := b.serverRoots(srv.cfg); len(roots) > 0 {
 		client.AddRoots(roots...)
 	}
@@ -115,8 +115,9 @@ func (b *Broker) callPerCall(ctx context.Context, srv *server, tool string, args
 }
 
 // perCallClientOptions hand what a per-call server sends during its one
-// call to the client the call came from.
-func perCallClientOptions(name string, relay upstream.Relay) *mcp.ClientOptions {
+// call to the client the call came from; its requests to the person are
+// attributed and rate limited by the server's upstream (asks.go).
+func perCallClientOptions(up *upstream.Server, relay upstream.Relay) *mcp.ClientOptions {
 	return &mcp.ClientOptions{
 		ProgressNotificationHandler: func(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
 			if relay != nil {
@@ -129,16 +130,10 @@ func perCallClientOptions(name string, relay upstream.Relay) *mcp.ClientOptions 
 			}
 		},
 		ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			if relay == nil {
-				return nil, fmt.Errorf("pml has no client waiting on %s to ask", name)
-			}
-			return relay.Elicit(ctx, req.Params)
+			return up.Elicit(ctx, relay, req.Params)
 		},
 		CreateMessageHandler: func(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-			if relay == nil {
-				return nil, fmt.Errorf("pml has no client waiting on %s to sample", name)
-			}
-			return relay.CreateMessage(ctx, req.Params)
+			return up.CreateMessage(ctx, relay, req.Params)
 		},
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -140,8 +141,9 @@ func (b *Broker) serverOf(tool string) *server {
 }
 
 // envFor builds a server's environment: its env (with ${NAME} taken from
-// pml's environment or the workspace's .env) and its env_required
-// variables. Nothing else of the host reaches the container.
+// pml's environment or the workspace's .env, for the user's own
+// .pml.json servers only; a registry entry's env is literal) and its
+// env_required variables. Nothing else of the host reaches the container.
 func (b *Broker) envFor(cfg config.Server) ([]string, error) {
 	dotenv := readDotEnv(filepath.Join(b.ws, ".env"))
 	lookup := func(name string) (string, bool) {
@@ -167,6 +169,15 @@ func (b *Broker) envFor(cfg config.Server) ([]string, error) {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
+		if cfg.FromRegistry {
+			// An untrusted entry asking for ${OPENAI_API_KEY} gets the
+			// text, never pml's value: values come only for the names in
+			// its envRequired, which the person approving sees.
+			if !slices.Contains(cfg.EnvRequired, k) {
+				env = append(env, k+"="+cfg.Env[k])
+			}
+			continue
+		}
 		v := envRef.ReplaceAllStringFunc(cfg.Env[k], func(ref string) string {
 			name := envRef.FindStringSubmatch(ref)[1]
 			val, ok := lookup(name)
@@ -184,7 +195,7 @@ func (b *Broker) envFor(cfg config.Server) ([]string, error) {
 			cfg.Name, strings.Join(dedupe(missing), ", "), filepath.Join(b.ws, ".env"))
 	}
 	for _, name := range cfg.EnvRequired {
-		if _, set := cfg.Env[name]; !set {
+		if _, set := cfg.Env[name]; !set || cfg.FromRegistry {
 			v, _ := lookup(name)
 			env = append(env, name+"="+v)
 		}
@@ -469,6 +480,7 @@ func (b *Broker) dependencyApproval(wf *workflow, srv *server) Approval {
 		"pattern":   wf.pattern,
 		"workspace": b.ws,
 	}
+	a.Description += b.describeAccess(wf.tool, a.Context)
 	return a
 }
 

@@ -94,6 +94,11 @@ const DefaultCloudTimeout = 60 * time.Second
 type HIL struct {
 	// Timeout is how long an approval stays answerable (default 5 minutes).
 	Timeout time.Duration
+	// RequireElicitation (hil.require_elicitation): approvals are put to
+	// the person only through the client's own dialog (MCP elicitation);
+	// without it they fail closed, and answers relayed by the model
+	// (continue_workflow) are refused.
+	RequireElicitation bool
 }
 
 // DefaultHILTimeout is how long an approval workflow lives.
@@ -112,6 +117,7 @@ const (
 	kInteger
 	kDuration
 	kSize
+	kBool
 	kAny // known, owned by a later feature; accepted as is
 )
 
@@ -137,6 +143,8 @@ var known = map[string]kind{
 	"mcps":                 kAny,
 	"private_mcps":         kAny,
 	"$schema":              kAny,
+
+	"hil.require_elicitation": kBool,
 }
 
 // Error is a configuration problem. Key is empty for whole-file problems.
@@ -288,6 +296,13 @@ func Load(workspace string, env func(string) string) (*Config, error) {
 		case "cloud.timeout":
 			cfg.Cloud.Timeout = d
 		}
+	}
+	if val, src := get("hil.require_elicitation"); val != nil {
+		b, err := asBool(val)
+		if err != nil {
+			errs = append(errs, &Error{File: src, Key: "hil.require_elicitation", Problem: err.Error()})
+		}
+		cfg.HIL.RequireElicitation = b
 	}
 	if cfg.HIL.Timeout == 0 {
 		cfg.HIL.Timeout = DefaultHILTimeout
@@ -475,6 +490,20 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// asBool accepts a JSON boolean, or true/false/1/0 from the environment.
+func asBool(v any) (bool, error) {
+	switch t := v.(type) {
+	case bool:
+		return t, nil
+	case string:
+		if b, err := strconv.ParseBool(strings.TrimSpace(t)); err == nil {
+			return b, nil
+		}
+		return false, fmt.Errorf("must be true or false, not %q", t)
+	}
+	return false, fmt.Errorf("must be true or false, not %s", typeName(v))
 }
 
 func asNumber(v any) (float64, error) {

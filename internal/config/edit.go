@@ -23,7 +23,15 @@ var editMu sync.Mutex
 // place; the file is written with 2-space indentation, atomically (temp
 // file + rename, same permissions). Adding a name already present changes
 // nothing.
-func AddAllow(path, tool string) error {
+func AddAllow(path, tool string) error { return allowTool(path, tool, false) }
+
+// MoveToAllow is AddAllow that also takes the exact name tool out of
+// permissions.ask (globs there stay): an exact name in ask beats allow, so
+// "Always" for such a tool only keeps its promise when the name leaves
+// ask. The same atomic, order-keeping write as AddAllow.
+func MoveToAllow(path, tool string) error { return allowTool(path, tool, true) }
+
+func allowTool(path, tool string, dropAsk bool) error {
 	if strings.TrimSpace(tool) == "" {
 		return errors.New("cannot allow an empty tool name")
 	}
@@ -70,12 +78,36 @@ func AddAllow(path, tool string) error {
 	default:
 		return &Error{File: path, Key: "permissions.allow", Problem: "must be a list of strings"}
 	}
-	for _, e := range list {
-		if s, ok := e.(string); ok && s == tool {
-			return nil
+	changed := false
+	if dropAsk {
+		if ask, ok := perms.get("ask"); ok {
+			l, ok := ask.([]any)
+			if !ok {
+				return &Error{File: path, Key: "permissions.ask", Problem: "must be a list of strings"}
+			}
+			kept := []any{}
+			for _, e := range l {
+				if s, ok := e.(string); ok && s == tool {
+					changed = true
+					continue
+				}
+				kept = append(kept, e)
+			}
+			perms.set("ask", kept)
 		}
 	}
-	perms.set("allow", append(list, tool))
+	present := false
+	for _, e := range list {
+		if s, ok := e.(string); ok && s == tool {
+			present = true
+		}
+	}
+	if present && !changed {
+		return nil
+	}
+	if !present {
+		perms.set("allow", append(list, tool))
+	}
 
 	var out bytes.Buffer
 	writeOrdered(&out, doc, "")

@@ -29,6 +29,11 @@ type Server struct {
 	// Lifetime is "pooled" (default: one long-lived container shared by
 	// every call) or "per_call" (a fresh container for every call).
 	Lifetime string
+	// FromRegistry: the definition came from a registry entry, not from
+	// the user's .pml.json. Its env values are passed literally (no
+	// ${NAME} from pml's environment); it gets the user's values only for
+	// the names in its EnvRequired, which its approval shows.
+	FromRegistry bool
 }
 
 // Install is the one-time step that fills the server's /deps cache.

@@ -195,6 +195,9 @@ func ServerConfig(e *Entry) (config.Server, error) {
 		EnvRequired: m.AllEnvRequired(),
 		Workspace:   m.Workspace,
 		Lifetime:    "pooled",
+		// A registry entry is untrusted: its env may not name variables
+		// of pml's environment (servers.go, envFor).
+		FromRegistry: true,
 	}
 	for k, v := range m.Env {
 		if !envNameRE.MatchString(k) {

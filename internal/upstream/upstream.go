@@ -73,9 +73,12 @@ type Server struct {
 	closed   bool
 
 	// relays are the callers with calls in flight, most recent last;
-	// server-to-client requests go to the most recent one.
+	// server-to-client requests go to their session when there is one
+	// (asks.go).
 	relayMu sync.Mutex
 	relays  []*relayRef
+	// asks limits the server's requests to the person (asks.go).
+	asks bucket
 
 	tokens   sync.Map // progress token → Relay + the caller's token
 	tokenSeq atomic.Int64
@@ -442,18 +445,10 @@ func (s *Server) clientOptions() *mcp.ClientOptions {
 			}
 		},
 		ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			r := s.currentRelay()
-			if r == nil {
-				return nil, fmt.Errorf("pml has no client waiting on %s to ask", s.o.Name)
-			}
-			return r.Elicit(ctx, req.Params)
+			return s.routedElicit(ctx, req.Params)
 		},
 		CreateMessageHandler: func(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-			r := s.currentRelay()
-			if r == nil {
-				return nil, fmt.Errorf("pml has no client waiting on %s to sample", s.o.Name)
-			}
-			return r.CreateMessage(ctx, req.Params)
+			return s.routedSample(ctx, req.Params)
 		},
 		ToolListChangedHandler: func(ctx context.Context, req *mcp.ToolListChangedRequest) {
 			go s.refreshTools()

@@ -1,0 +1,86 @@
+package broker
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/pml-dev/pml/images"
+	"github.com/pml-dev/pml/internal/execute"
+	"github.com/pml-dev/pml/internal/toolbox"
+)
+
+// access is what a tool's container gets, as the person approving it
+// should see it: the image, the workspace access, the names of the
+// environment variables (never their values) and the network.
+type access struct {
+	image     string
+	workspace string // "none", "read-only" or "read-write"
+	env       []string
+	network   string
+}
+
+// accessOf describes the container a tool runs in; ok is false for tools
+// that run no container here (cloud tools).
+func (b *Broker) accessOf(tool string) (access, bool) {
+	switch {
+	case tool == shellTool.Name:
+		return access{image: b.cfg.Sandbox.ShellImage, workspace: "read-write", env: []string{"HOME", "PATH", "PML_WORKSPACE"}, network: "none"}, true
+	case tool == ExecuteTool:
+		return access{image: execute.DefaultImage, workspace: "none", network: "none"}, true
+	}
+	for _, t := range toolbox.Filesystem {
+		if t.Name == tool {
+			a := access{image: images.ToolboxRepo + " (pml's own toolbox)", workspace: "read-only", env: []string{"PML_WORKSPACE"}, network: "none"}
+			if t.Writes {
+				a.workspace = "read-write"
+			}
+			return a, true
+		}
+	}
+	srv := b.serverOf(tool)
+	if srv == nil {
+		return access{}, false
+	}
+	cfg := srv.cfg
+	a := access{image: cfg.Image, workspace: map[string]string{"none": "none", "ro": "read-only", "rw": "read-write"}[cfg.Workspace], network: "none"}
+	if a.workspace == "" {
+		a.workspace = cfg.Workspace
+	}
+	if cfg.Install != nil && !b.deps.Installed(cfg) {
+		a.network = "none when it runs; install network for the dependency install"
+	}
+	seen := map[string]bool{}
+	for k := range cfg.Env {
+		seen[k] = true
+	}
+	for _, k := range cfg.EnvRequired {
+		seen[k] = true
+	}
+	for k := range seen {
+		if !ownVariable(k) {
+			a.env = append(a.env, k)
+		}
+	}
+	sort.Strings(a.env)
+	return a, true
+}
+
+// describeAccess appends the container's access to an approval's context
+// and returns the sentence for its description ("" for no container).
+func (b *Broker) describeAccess(tool string, ctx map[string]any) string {
+	a, ok := b.accessOf(tool)
+	if !ok {
+		return ""
+	}
+	env := "none"
+	if len(a.env) > 0 {
+		env = strings.Join(a.env, ", ")
+	}
+	ctx["image"] = a.image
+	ctx["workspace_access"] = a.workspace
+	ctx["env"] = append([]string{}, a.env...)
+	ctx["network"] = a.network
+	return fmt.Sprintf(" It runs in a container of the image %s; workspace access: %s; environment variables (names only): %s; network: %s.",
+		a.image, a.workspace, env, a.network)
+}

@@ -1,0 +1,107 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/pml-dev/pml/internal/audit"
+)
+
+// A person's answer has two channels. The client's own dialog (MCP
+// elicitation) shows the question to the person and hands back what they
+// chose; pml trusts it as the person's answer. continue_workflow is
+// written by the model, which relays what the person said in the chat:
+// pml trusts the client for it. So an approval put to the person in the
+// dialog is answered there only, and a "no" there is final: a relayed
+// answer for it is refused. hil.require_elicitation turns the relay off.
+
+// errRelayOff: a relayed answer under hil.require_elicitation.
+var errRelayOff = fmt.Errorf("%w: hil.require_elicitation is set in .pml.json, so approvals are answered only in the client's own dialog, never with continue_workflow; the call is not run", ErrAnsweredInDialog)
+
+// needsDialog fails an approval closed before it is offered when
+// hil.require_elicitation is set and the client has no dialog to put it
+// in: no workflow is created, so there is nothing to relay an answer to.
+func (b *Broker) needsDialog(req Request, tool, pattern string, args map[string]any, began time.Time) (Result, bool) {
+	if !b.cfg.HIL.RequireElicitation || req.Ask != nil || req.Dialog {
+		return Result{}, false
+	}
+	b.record(audit.Entry{Tool: tool, Decision: audit.Rejected, Pattern: pattern, Reason: "hil.require_elicitation: the client has no elicitation", ArgKeys: audit.Keys(args)}, began)
+	return errorResult(fmt.Errorf("%w: %s needs a person's approval, and hil.require_elicitation in %s allows approvals only through the client's own dialog (MCP elicitation), which this client does not offer; nothing ran. "+
+		"Use a client with elicitation, or allow the tool in permissions.allow", ErrDenied, tool, b.cfg.Path)), true
+}
+
+// askInDialog puts a new approval to the person through the client's
+// dialog when it has one. Answered there, the answer is applied at once
+// and is final; otherwise the approval_required result goes back (and,
+// for a multi round-trip client, becomes an input request of its dialog).
+func (b *Broker) askInDialog(ctx context.Context, req Request, wf *workflow, a Approval, began time.Time) Result {
+	wfs := req.Workflows
+	if req.Ask != nil {
+		// Marked before the question is out: a relayed answer racing the
+		// dialog is refused too.
+		wfs.toDialog(wf, true)
+		choice, shown := req.Ask(ctx, a)
+		if shown {
+			if _, err := wfs.take(wf.id, wf.tool); err != nil {
+				b.refusedAnswer(wf.tool, wf.id, wf, err, began)
+				return errorResult(err)
+			}
+			return b.dialogAnswer(ctx, wfs, wf, choice, time.Now())
+		}
+		// The question never reached the person (the client failed the
+		// request): the relay remains, unless it is turned off.
+		wfs.toDialog(wf, false)
+		if b.cfg.HIL.RequireElicitation {
+			wfs.finish(wf)
+			b.record(audit.Entry{Tool: wf.tool, Decision: audit.Rejected, Pattern: wf.pattern, WorkflowID: wf.id, Reason: "hil.require_elicitation: the client's dialog failed"}, began)
+			return errorResult(fmt.Errorf("%w: %s needs a person's approval, the client's dialog (MCP elicitation) failed to ask, and hil.require_elicitation allows no other way; nothing ran. Call the tool again to be asked again", ErrDenied, wf.tool))
+		}
+		return approvalResult(a)
+	}
+	if req.Dialog {
+		wfs.toDialog(wf, true)
+	}
+	return approvalResult(a)
+}
+
+// dialogAnswer applies what the person chose in the client's dialog to a
+// taken workflow. Only continue and always run the call; anything else
+// (abort, declined, cancelled, not answered) ends the workflow.
+func (b *Broker) dialogAnswer(ctx context.Context, wfs *Workflows, wf *workflow, choice string, began time.Time) Result {
+	switch choice {
+	case "continue", "always":
+		wfs.settled(wf, choice, false)
+		return b.answer(ctx, wfs, wf, true, choice == "always", began)
+	case "abort", "":
+		choice = "aborted"
+	}
+	_, paused := wf.data.(*pausedCall)
+	wfs.settled(wf, choice, false)
+	res := b.answer(ctx, wfs, wf, false, false, began)
+	if !paused {
+		res.Text = fmt.Sprintf("Rejected: %s was not run: the person was asked in the client's dialog and %s. This is final; a continue_workflow for it is refused.", wf.tool, choice)
+		res.err = errDeclined
+	}
+	return res
+}
+
+var errDeclined = fmt.Errorf("%w: declined in the client's dialog", ErrDenied)
+
+// alwaysBlocked says why "always" cannot keep its promise for tool, or ""
+// when it can. Answering "always" writes .pml.json; permissions that come
+// from pml's environment (PML_PERMISSIONS_*) replace the file's, so the
+// answer would not hold there: then "always" is neither offered nor
+// accepted.
+func (b *Broker) alwaysBlocked(tool string) string {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if os.Getenv("PML_PERMISSIONS_ALLOW") != "" {
+		return "permissions.allow comes from PML_PERMISSIONS_ALLOW in pml's environment, which replaces the file's list, so a name saved in .pml.json would not be used"
+	}
+	if contains(b.perms.Ask, tool) && os.Getenv("PML_PERMISSIONS_ASK") != "" {
+		return tool + " is named in PML_PERMISSIONS_ASK in pml's environment, which pml does not edit, and a name in ask beats allow"
+	}
+	return ""
+}
