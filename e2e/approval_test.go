@@ -221,7 +221,9 @@ func TestAnExpiredWorkflowRunsNothing(t *testing.T) {
 
 // TestAnUnansweredElicitationFallsBack: a client on the older protocol
 // whose user never answers must not hold the call forever; after half of
-// hil.timeout the call returns approval_required.
+// hil.timeout the call returns, having run nothing. The question was put
+// to the person in the client's dialog, so it is not handed to the model
+// to answer instead (issue 13): the workflow ends.
 func TestAnUnansweredElicitationFallsBack(t *testing.T) {
 	ws := newWorkspace(t, `{"permissions": {"ask": ["*"]}, "hil": {"timeout": "4s"}}`)
 	release := make(chan struct{})
@@ -246,8 +248,8 @@ func TestAnUnansweredElicitationFallsBack(t *testing.T) {
 	out, res := callC(t, cs, "filesystem:write_file", map[string]any{"path": "w.txt", "content": "x"})
 	var a approval
 	structured(t, res, &a)
-	if !a.ApprovalRequired {
-		t.Fatalf("no fallback after an unanswered elicitation: %q", out)
+	if a.ApprovalRequired || !res.IsError || !strings.Contains(out, "not answered") {
+		t.Fatalf("an unanswered elicitation should end the call, run nothing: %q", out)
 	}
 	if waited := time.Since(began); waited > 30*time.Second {
 		t.Errorf("the call was held %v", waited)
@@ -273,7 +275,7 @@ func TestElicitation(t *testing.T) {
 			{"always runs and persists", &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "always"}}, true, false, true},
 			{"continue runs once", &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "continue"}}, true, false, false},
 			{"abort runs nothing", &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "abort"}}, false, false, false},
-			{"decline falls back to approval_required", &mcp.ElicitResult{Action: "decline"}, false, true, false},
+			{"decline is final", &mcp.ElicitResult{Action: "decline"}, false, false, false},
 		} {
 			t.Run(version+"/"+c.name, func(t *testing.T) {
 				ws := newWorkspace(t, askAll)
@@ -314,12 +316,16 @@ func TestElicitation(t *testing.T) {
 				if got := strings.Contains(string(raw), "filesystem:write_file"); got != c.always {
 					t.Errorf("persisted = %v, want %v", got, c.always)
 				}
-				if c.asked {
-					// The declined question is still answerable the
-					// stdio way.
-					out, _ = callC(t, cs, "pml:continue_workflow", map[string]any{"workflow_id": a.WorkflowID, "approved": true})
-					if b, err := os.ReadFile(ws.path("e.txt")); err != nil || string(b) != "elicited" {
-						t.Errorf("continuation after a declined elicitation: %q (file %q, %v)", out, b, err)
+				if !c.ran {
+					// A "no" in the dialog is final: the model cannot
+					// answer it instead (hostile_approval_test.go).
+					var st struct {
+						WorkflowID string `json:"workflow_id"`
+					}
+					structured(t, res, &st)
+					out, _ = callC(t, cs, "pml:continue_workflow", map[string]any{"workflow_id": st.WorkflowID, "approved": true})
+					if _, err := os.Stat(ws.path("e.txt")); err == nil || !strings.Contains(out, "answered there") {
+						t.Errorf("continuation after a refused elicitation: %q (ran: %v)", out, err == nil)
 					}
 				}
 			})

@@ -12,6 +12,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -28,6 +29,11 @@ type echoArgs struct {
 	Text string `json:"text"`
 }
 
+type askArgs struct {
+	N  int `json:"n,omitempty" jsonschema:"how many elicitation requests to send, one after the other (default 1)"`
+	MS int `json:"ms,omitempty" jsonschema:"ask_later: how long after the call returned to ask"`
+}
+
 type dialArgs struct {
 	Addr string `json:"addr" jsonschema:"host:port to dial over TCP"`
 }
@@ -38,6 +44,22 @@ func text(s string) *mcp.CallToolResult {
 
 // cancelled counts sleeps that stopped because their caller cancelled.
 var cancelled atomic.Int64
+
+// later holds the outcomes of elicitations sent after their call returned.
+var (
+	laterMu sync.Mutex
+	later   []string
+)
+
+// elicit asks the client once and says how it went.
+func elicit(ctx context.Context, ss *mcp.ServerSession, i int) string {
+	res, err := ss.Elicit(ctx, &mcp.ElicitParams{Message: fmt.Sprintf("probe question %d", i),
+		RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"ok": map[string]any{"type": "boolean"}}}})
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	return res.Action
+}
 
 func main() {
 	s := mcp.NewServer(&mcp.Implementation{Name: "probe", Version: "1"}, nil)
@@ -116,6 +138,37 @@ func main() {
 					return text("dynamic answer"), nil, nil
 				})
 			return text("added"), nil, nil
+		})
+	// ask, ask_later, asked: a server that asks the person (elicitation)
+	// during its call, in a burst, or after its call returned.
+	mcp.AddTool(s, &mcp.Tool{Name: "ask", Description: "Send n elicitation requests during the call; one line per outcome."},
+		func(ctx context.Context, req *mcp.CallToolRequest, a askArgs) (*mcp.CallToolResult, any, error) {
+			n := max(a.N, 1)
+			var out []string
+			for i := 1; i <= n; i++ {
+				out = append(out, fmt.Sprintf("%d: %s", i, elicit(ctx, req.Session, i)))
+			}
+			return text(strings.Join(out, "\n")), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "ask_later", Description: "Return at once; ms later send an elicitation request (see asked)."},
+		func(ctx context.Context, req *mcp.CallToolRequest, a askArgs) (*mcp.CallToolResult, any, error) {
+			go func() {
+				time.Sleep(time.Duration(a.MS) * time.Millisecond)
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				r := elicit(ctx, req.Session, 0)
+				log.Printf("probe: ask_later: %s", r)
+				laterMu.Lock()
+				later = append(later, r)
+				laterMu.Unlock()
+			}()
+			return text("scheduled"), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "asked", Description: "The outcomes of ask_later so far."},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
+			laterMu.Lock()
+			defer laterMu.Unlock()
+			return text(strings.Join(later, "\n")), nil, nil
 		})
 	log.SetFlags(0)
 	log.Printf("probe: serving on stdio")
