@@ -1,0 +1,107 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func (f *fixture) ask(t *testing.T, tool string, args any, choice string, shown bool) Result {
+	t.Helper()
+	raw, _ := json.Marshal(args)
+	return f.b.Call(context.Background(), Request{Tool: tool, Args: raw, Workflows: f.wf,
+		Ask: func(context.Context, Approval) (string, bool) { return choice, shown }})
+}
+
+func workflowOf(t *testing.T, r Result) string {
+	t.Helper()
+	m, ok := r.Structured.(map[string]any)
+	if !ok {
+		t.Fatalf("no workflow in %+v", r)
+	}
+	return m["workflow_id"].(string)
+}
+
+func TestADialogNoIsFinal(t *testing.T) {
+	for _, choice := range []string{"declined", "cancelled", "not answered", "abort"} {
+		f := newFixture(t, "")
+		r := f.ask(t, "filesystem:write_file", map[string]any{"path": "b.txt", "content": "x"}, choice, true)
+		if !r.IsError || !errors.Is(r.Err(), ErrDenied) {
+			t.Fatalf("%s: %+v", choice, r)
+		}
+		id := workflowOf(t, r)
+		for _, relay := range []Result{
+			f.call(t, ContinueTool, map[string]any{"workflow_id": id, "approved": true}),
+			f.call(t, "filesystem:write_file", map[string]any{"continue_workflow": map[string]any{"workflow_id": id, "approved": true}}),
+		} {
+			if !relay.IsError || !errors.Is(relay.Err(), ErrAnsweredInDialog) || !strings.Contains(relay.Text, "answered there") {
+				t.Errorf("%s: relayed answer: %+v", choice, relay)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(f.ws, "b.txt")); err == nil {
+			t.Fatalf("%s: the write ran", choice)
+		}
+	}
+}
+
+func TestADialogThatFailsFallsBackToTheRelay(t *testing.T) {
+	f := newFixture(t, "")
+	a := approvalOf(t, f.ask(t, "filesystem:write_file", map[string]any{"path": "b.txt", "content": "x"}, "", false))
+	if r := f.call(t, ContinueTool, map[string]any{"workflow_id": a.WorkflowID, "approved": true}); r.IsError {
+		t.Fatalf("relay after a failed dialog: %s", r.Text)
+	}
+}
+
+func TestRequireElicitationFailsClosed(t *testing.T) {
+	f := newFixture(t, `{"permissions": {"allow": []}, "hil": {"require_elicitation": true}}`)
+	r := f.call(t, "filesystem:write_file", map[string]any{"path": "b.txt", "content": "x"})
+	if !r.IsError || !errors.Is(r.Err(), ErrDenied) || !strings.Contains(r.Text, "require_elicitation") {
+		t.Fatalf("%+v", r)
+	}
+	if _, ok := r.Structured.(Approval); ok {
+		t.Fatal("an approval was offered")
+	}
+	// A failing dialog fails closed too.
+	if r := f.ask(t, "filesystem:write_file", map[string]any{"path": "b.txt", "content": "x"}, "", false); !r.IsError {
+		t.Fatalf("%+v", r)
+	}
+	// The dialog itself still works.
+	if r := f.ask(t, "filesystem:write_file", map[string]any{"path": "b.txt", "content": "x"}, "continue", true); r.IsError {
+		t.Fatalf("%+v", r)
+	}
+}
+
+func TestAlwaysMovesAnExactAskNameToAllow(t *testing.T) {
+	f := newFixture(t, `{"permissions": {"allow": [], "ask": ["filesystem:write_file", "filesystem:*"]}}`)
+	a := approvalOf(t, f.call(t, "filesystem:write_file", map[string]any{"path": "b.txt", "content": "x"}))
+	if r := f.call(t, ContinueTool, map[string]any{"workflow_id": a.WorkflowID, "approved": true, "always": true}); r.IsError {
+		t.Fatal(r.Text)
+	}
+	if r := f.call(t, "filesystem:write_file", map[string]any{"path": "c.txt", "content": "y"}); r.IsError || r.Structured != nil && func() bool { _, ok := r.Structured.(Approval); return ok }() {
+		t.Fatalf("asked again: %+v", r)
+	}
+	// A glob in ask stays, and other tools it matches are still asked.
+	approvalOf(t, f.call(t, "filesystem:create_directory", map[string]any{"path": "d"}))
+}
+
+func TestAlwaysIsNotOfferedWhenTheEnvironmentHoldsTheAskList(t *testing.T) {
+	t.Setenv("PML_PERMISSIONS_ASK", "filesystem:write_file")
+	f := newFixture(t, `{"permissions": {"allow": []}}`)
+	f.b.perms.Ask = []string{"filesystem:write_file"} // as config.Load would read it from the environment
+	a := approvalOf(t, f.call(t, "filesystem:write_file", map[string]any{"path": "b.txt", "content": "x"}))
+	if len(a.Options) != 2 || a.Context["always_not_offered"] == nil {
+		t.Fatalf("options %v, context %v", a.Options, a.Context)
+	}
+	r := f.call(t, ContinueTool, map[string]any{"workflow_id": a.WorkflowID, "approved": true, "always": true})
+	if !r.IsError || !strings.Contains(r.Text, "not offered") {
+		t.Fatalf("%+v", r)
+	}
+	// Answerable again without always.
+	if r := f.call(t, ContinueTool, map[string]any{"workflow_id": a.WorkflowID, "approved": true}); r.IsError {
+		t.Fatal(r.Text)
+	}
+}
