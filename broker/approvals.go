@@ -148,10 +148,16 @@ var ErrAnsweredInDialog = errors.New("answered in the client's dialog")
 
 func dialogError(wf *workflow) error {
 	if wf.outcome == "" {
-		return fmt.Errorf("%w: this approval is being put to the person through the client's dialog and can only be answered there; the call is not run", ErrAnsweredInDialog)
+		return relayRefused("this approval is being put to the person through the client's dialog and can only be answered there; the call is not run")
 	}
-	return fmt.Errorf("%w: this approval was put to the person through the client's dialog and answered there: %s; the call is not run", ErrAnsweredInDialog, wf.outcome)
+	return relayRefused(fmt.Sprintf("this approval was put to the person through the client's dialog and answered there: %s; the call is not run", wf.outcome))
 }
+
+// relayRefused is an ErrAnsweredInDialog that reads as its message alone.
+type relayRefused string
+
+func (e relayRefused) Error() string        { return string(e) }
+func (e relayRefused) Is(target error) bool { return target == ErrAnsweredInDialog }
 
 // toDialog marks a workflow as put to the person through the client's
 // dialog; on is false when it could not be shown there after all.

@@ -18,7 +18,7 @@ import (
 // answer for it is refused. hil.require_elicitation turns the relay off.
 
 // errRelayOff: a relayed answer under hil.require_elicitation.
-var errRelayOff = fmt.Errorf("%w: hil.require_elicitation is set in .pml.json, so approvals are answered only in the client's own dialog, never with continue_workflow; the call is not run", ErrAnsweredInDialog)
+var errRelayOff error = relayRefused("hil.require_elicitation is set, so approvals are answered only in the client's own dialog, never with continue_workflow; the call is not run")
 
 // needsDialog fails an approval closed before it is offered when
 // hil.require_elicitation is set and the client has no dialog to put it
