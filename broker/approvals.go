@@ -178,13 +178,6 @@ func (w *Workflows) settled(wf *workflow, outcome string, end bool) {
 	w.mu.Unlock()
 }
 
-// peek returns a pending workflow without claiming it.
-func (w *Workflows) peek(id, tool string) (*workflow, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.check(id, tool)
-}
-
 // check finds an answerable workflow; w.mu is held.
 func (w *Workflows) check(id, tool string) (*workflow, error) {
 	wf, ok := w.byID[id]
