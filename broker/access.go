@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/pml-dev/pml/images"
+	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/execute"
 	"github.com/pml-dev/pml/internal/toolbox"
 )
@@ -42,7 +43,11 @@ func (b *Broker) accessOf(tool string) (access, bool) {
 	if srv == nil {
 		return access{}, false
 	}
-	cfg := srv.cfg
+	return b.serverAccess(srv.cfg), true
+}
+
+// serverAccess describes a stdio server's container.
+func (b *Broker) serverAccess(cfg config.Server) access {
 	a := access{image: cfg.Image, workspace: map[string]string{"none": "none", "ro": "read-only", "rw": "read-write"}[cfg.Workspace], network: "none"}
 	if a.workspace == "" {
 		a.workspace = cfg.Workspace
@@ -63,7 +68,7 @@ func (b *Broker) accessOf(tool string) (access, bool) {
 		}
 	}
 	sort.Strings(a.env)
-	return a, true
+	return a
 }
 
 // describeAccess appends the container's access to an approval's context
@@ -73,6 +78,10 @@ func (b *Broker) describeAccess(tool string, ctx map[string]any) string {
 	if !ok {
 		return ""
 	}
+	return accessSentence(a, ctx)
+}
+
+func accessSentence(a access, ctx map[string]any) string {
 	env := "none"
 	if len(a.env) > 0 {
 		env = strings.Join(a.env, ", ")

@@ -255,6 +255,11 @@ func (b *Broker) integrityApproval(wf *workflow) Approval {
 		"registry":       ch.entry.Registry,
 		"type":           ch.entry.Type,
 	}
+	// What the new version's container would get, as for any approval
+	// (access.go): its image, workspace access, variable names, network.
+	if cfg, err := registry.ServerConfig(ch.entry); err == nil {
+		a.Description += accessSentence(b.serverAccess(cfg), a.Context)
+	}
 	return a
 }
 
