@@ -156,10 +156,18 @@ func New(o Options) (*Broker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", o.Config.Path, err)
 	}
+	// Every container of this pml starts through one cap (see
+	// container.Limited); o.Runtime itself is kept for image work only.
+	var rt container.Runtime
+	var limited *container.Limited
+	if o.Runtime != nil {
+		limited = container.Limit(o.Runtime, o.Config.Sandbox.MaxContainers)
+		rt = limited
+	}
 	b := &Broker{
 		ws:      o.Workspace,
 		cfg:     o.Config,
-		rt:      o.Runtime,
+		rt:      rt,
 		perms:   PermissionsFrom(o.Config),
 		policy:  pol,
 		user:    chooseUser(o.Config.Sandbox.User, o.Workspace),
@@ -169,8 +177,11 @@ func New(o Options) (*Broker, error) {
 		tools:   map[string]toolEntry{},
 		audit:   audit.New(filepath.Join(o.Workspace, ".pml", "audit.jsonl")),
 	}
-	b.pool = container.NewPool(container.PoolOptions{Runtime: o.Runtime, Min: o.Config.Sandbox.Pool.Min,
+	b.pool = container.NewPool(container.PoolOptions{Runtime: rt, Min: o.Config.Sandbox.Pool.Min,
 		Max: o.Config.Sandbox.Pool.Max, Idle: o.Config.Sandbox.IdleTimeout, Logger: o.Logger})
+	if limited != nil {
+		limited.SetReclaim(b.pool.Reclaim)
+	}
 	// .pml/ always exists, so that containers that may write the
 	// workspace get it read-only (see workspaceMounts).
 	_ = os.MkdirAll(filepath.Join(o.Workspace, ".pml"), 0o755)
