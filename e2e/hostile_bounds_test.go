@@ -1,0 +1,223 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	dc "github.com/ory/dockertest/v3/docker"
+)
+
+// rawSession is a `pml stdio` driven line by line, for tests that need to
+// close its stdin or write frames the SDK would never send.
+type rawSession struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stderr *syncBuffer
+	exited chan struct{}
+
+	mu      sync.Mutex
+	answers map[string]json.RawMessage // id (as JSON text) → the whole message
+	changed chan struct{}
+}
+
+func startRaw(t *testing.T, ws *workspace, env ...string) *rawSession {
+	t.Helper()
+	cmd := execPML(ws, "stdio", "--log-format", "json", "--log-level", "debug")
+	cmd.Env = append(cmd.Env, env...)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &rawSession{cmd: cmd, stdin: stdin, stderr: &syncBuffer{}, exited: make(chan struct{}),
+		answers: map[string]json.RawMessage{}, changed: make(chan struct{})}
+	cmd.Stderr = s.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		r := bufio.NewReaderSize(stdout, 1<<20)
+		for {
+			line, err := r.ReadBytes('\n')
+			var msg struct {
+				ID json.RawMessage `json:"id"`
+			}
+			if len(line) > 0 && json.Unmarshal(line, &msg) == nil && len(msg.ID) > 0 {
+				s.mu.Lock()
+				s.answers[string(msg.ID)] = append(json.RawMessage(nil), line...)
+				close(s.changed)
+				s.changed = make(chan struct{})
+				s.mu.Unlock()
+			}
+			if err != nil {
+				break
+			}
+		}
+		_ = cmd.Wait()
+		close(s.exited)
+	}()
+	t.Cleanup(func() {
+		_ = stdin.Close()
+		select {
+		case <-s.exited:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-s.exited
+		}
+	})
+	s.send(t, `{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bounds","version":"1"}}}`)
+	s.await(t, `"init"`, 30*time.Second)
+	s.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return s
+}
+
+func (s *rawSession) send(t *testing.T, line string) {
+	t.Helper()
+	if _, err := io.WriteString(s.stdin, line+"\n"); err != nil {
+		t.Fatalf("writing to pml's stdin: %v\nstderr:\n%s", err, tail(s.stderr.String()))
+	}
+}
+
+// await waits for the answer to id (JSON text, e.g. `"x"` or `7`).
+func (s *rawSession) await(t *testing.T, id string, timeout time.Duration) json.RawMessage {
+	t.Helper()
+	deadline := time.After(timeout)
+	for {
+		s.mu.Lock()
+		a, ok := s.answers[id]
+		ch := s.changed
+		s.mu.Unlock()
+		if ok {
+			return a
+		}
+		select {
+		case <-ch:
+		case <-s.exited:
+			t.Fatalf("pml exited before answering %s\nstderr:\n%s", id, tail(s.stderr.String()))
+		case <-deadline:
+			t.Fatalf("no answer to %s within %s\nstderr:\n%s", id, timeout, tail(s.stderr.String()))
+		}
+	}
+}
+
+// runningOf lists this workspace's running pml containers (docker ps).
+func runningOf(t *testing.T, dir string) []dc.APIContainers {
+	t.Helper()
+	list, err := pool.Client.ListContainers(dc.ListContainersOptions{
+		Filters: map[string][]string{"label": {"pml.managed=true", "pml.workspace=" + dir}, "status": {"running"}},
+	})
+	if err != nil {
+		t.Fatalf("listing containers: %v", err)
+	}
+	return list
+}
+
+// TestHostileParallelCallsStayUnderTheContainerCap: 40 parallel
+// shell:exec calls through one pml never run more containers at once than
+// sandbox.max_containers (pre-started pool containers included), and every
+// call answers. The old pml ran one container per call: 41 at once.
+func TestHostileParallelCallsStayUnderTheContainerCap(t *testing.T) {
+	t.Parallel()
+	const maxContainers = 4
+	ws := newWorkspace(t, fmt.Sprintf(`{"permissions": {"allow": ["shell:exec"]}, "sandbox": {"max_containers": %d, "timeout": "120s"}}`, maxContainers))
+	s := startSession(t, ws)
+
+	var peak atomic.Int32
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			if n := int32(len(runningOf(t, ws.Dir))); n > peak.Load() {
+				peak.Store(n)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	errs := make(chan string, 40)
+	for i := range 40 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "shell:exec", Arguments: map[string]any{"command": fmt.Sprintf("sleep 1; echo call-%d", i)}})
+			switch {
+			case err != nil:
+				errs <- fmt.Sprintf("call %d: protocol error %v", i, err)
+			case res.IsError || !strings.Contains(text(res), fmt.Sprintf("call-%d", i)):
+				errs <- fmt.Sprintf("call %d: %s", i, text(res))
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	<-sampled
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	t.Logf("at most %d containers of this workspace ran at once (cap %d)", peak.Load(), maxContainers)
+	if p := peak.Load(); p > maxContainers {
+		t.Errorf("%d containers ran at once; sandbox.max_containers is %d", p, maxContainers)
+	}
+}
+
+// stopMidCall starts `shell:exec sleep 60`, waits until its container
+// runs, then stops pml with stop and checks that pml is gone within 5 s
+// (plus a little slack for the test's own polling) and took its containers
+// with it.
+func stopMidCall(t *testing.T, stop func(s *rawSession)) {
+	ws := newWorkspace(t, `{"permissions": {"allow": ["shell:exec"]}}`)
+	s := startRaw(t, ws)
+	s.send(t, `{"jsonrpc":"2.0","id":"sleep","method":"tools/call","params":{"name":"shell:exec","arguments":{"command":"sleep 60"}}}`)
+	waitFor(t, "the sleep 60 container to run", 60*time.Second, func() bool { return len(busyShell(t, ws.Dir, "sleep 60")) > 0 })
+	stop(s)
+	select {
+	case <-s.exited:
+	case <-time.After(5*time.Second + 500*time.Millisecond):
+		t.Fatalf("pml still runs 5 s after being told to stop mid-call\nstderr:\n%s", tail(s.stderr.String()))
+	}
+	if left := runningOf(t, ws.Dir); len(left) > 0 {
+		t.Errorf("%d container(s) still running after pml exited", len(left))
+	}
+	if left := containersOf(t, ws.Dir); len(left) > 0 {
+		t.Errorf("%d container(s) left after pml exited", len(left))
+	}
+}
+
+// TestHostileSIGTERMMidCall: SIGTERM while a call runs a long command.
+func TestHostileSIGTERMMidCall(t *testing.T) {
+	t.Parallel()
+	stopMidCall(t, func(s *rawSession) {
+		if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestHostileStdinClosedMidCall: the client goes away (stdin closes)
+// while a call runs a long command.
+func TestHostileStdinClosedMidCall(t *testing.T) {
+	t.Parallel()
+	stopMidCall(t, func(s *rawSession) { _ = s.stdin.Close() })
+}
