@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -220,4 +221,57 @@ func TestHostileSIGTERMMidCall(t *testing.T) {
 func TestHostileStdinClosedMidCall(t *testing.T) {
 	t.Parallel()
 	stopMidCall(t, func(s *rawSession) { _ = s.stdin.Close() })
+}
+
+// fakeOwnedContainer starts a `sleep` container labelled as if a pml with
+// the given host id and a pid that does not run here had made it, in the
+// workspace dir. It is removed at cleanup if still there.
+func fakeOwnedContainer(t *testing.T, dir, hostID string) string {
+	t.Helper()
+	host, _ := os.Hostname()
+	labels := map[string]string{
+		"pml.managed":      "true",
+		"pml.owner.pid":    "4194000", // above any pid in use here
+		"pml.owner.start":  "1",
+		"pml.owner.host":   host, // the same host name as this machine's pml
+		"pml.owner.hostid": hostID,
+		"pml.workspace":    dir,
+		"pml.purpose":      "test-foreign-runner",
+	}
+	c, err := pool.Client.CreateContainer(dc.CreateContainerOptions{
+		Config:     &dc.Config{Image: "pml/shell:busybox", Cmd: []string{"sleep", "300"}, Labels: labels, User: "65534:65534"},
+		HostConfig: &dc.HostConfig{NetworkMode: "none"},
+	})
+	if err != nil {
+		t.Fatalf("creating a container: %v", err)
+	}
+	t.Cleanup(func() { _ = pool.Client.RemoveContainer(dc.RemoveContainerOptions{ID: c.ID, Force: true}) })
+	if err := pool.Client.StartContainer(c.ID, nil); err != nil {
+		t.Fatalf("starting a container: %v", err)
+	}
+	return c.ID
+}
+
+// TestHostileSameHostnameOtherRunnerNotReaped: two CI runners named alike
+// share one daemon. A pml on runner B must not take runner A's live
+// container for an orphan (A's pid means nothing on B), while it still
+// reaps B's own orphans. The old pml judged by host name and pid alone and
+// removed both.
+func TestHostileSameHostnameOtherRunnerNotReaped(t *testing.T) {
+	t.Parallel()
+	ws := newWorkspace(t, `{"permissions": {"allow": ["shell:exec"]}}`)
+	foreign := fakeOwnedContainer(t, ws.Dir, "runner-a")
+	ownOrphan := fakeOwnedContainer(t, ws.Dir, "runner-b")
+	s := startSession(t, ws, "PML_HOST_ID=runner-b")
+	// B's own orphan going away shows that B's reap has run.
+	waitFor(t, "runner B's pml to reap its own orphan", 60*time.Second, func() bool { return gone(t, ws.Dir, ownOrphan) })
+	if gone(t, ws.Dir, foreign) {
+		t.Fatal("runner B's pml removed runner A's live container (same host name, other host id)")
+	}
+	if out, res := s.call(t, "shell:exec", map[string]any{"command": "echo still-here"}); res.IsError || !strings.Contains(out, "still-here") {
+		t.Errorf("pml after the reap: %s", out)
+	}
+	if gone(t, ws.Dir, foreign) {
+		t.Fatal("runner A's live container was removed")
+	}
 }
