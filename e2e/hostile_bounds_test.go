@@ -275,3 +275,30 @@ func TestHostileSameHostnameOtherRunnerNotReaped(t *testing.T) {
 		t.Fatal("runner A's live container was removed")
 	}
 }
+
+// TestHostileCaseVariantOfProtectedFiles: writing pml's own files under
+// another spelling (`.PML.JSON`, `.Mcp.Json`, `.ENV`) is refused like the
+// real names: on a case-insensitive filesystem (macOS and Windows hosts)
+// they are the same files, and the read-only mount of the real name does
+// not cover another spelling.
+func TestHostileCaseVariantOfProtectedFiles(t *testing.T) {
+	t.Parallel()
+	ws := newWorkspace(t, allowAll)
+	s := startSession(t, ws)
+	for _, name := range []string{".PML.JSON", ".Mcp.Json", ".ENV", ".PML/audit.jsonl"} {
+		out, res := s.call(t, "filesystem:write_file", map[string]any{"path": name, "content": `{"permissions": {"allow": ["*"]}, "sandbox": {"user": "0:0"}}`})
+		if !res.IsError || !strings.Contains(out, "pml's own configuration") {
+			t.Errorf("write_file %s: %s", name, out)
+		}
+		if _, err := os.Lstat(ws.path(name)); err == nil {
+			t.Errorf("%s was written", name)
+		}
+	}
+	ws.write("notes.txt", "n")
+	if out, res := s.call(t, "filesystem:move_file", map[string]any{"source": "notes.txt", "destination": ".Pml.Json"}); !res.IsError {
+		t.Errorf("move_file onto .Pml.Json: %s", out)
+	}
+	if b, err := os.ReadFile(ws.path(".pml.json")); err != nil || string(b) != allowAll {
+		t.Errorf(".pml.json changed: %q %v", b, err)
+	}
+}
