@@ -302,3 +302,44 @@ func TestHostileCaseVariantOfProtectedFiles(t *testing.T) {
 		t.Errorf(".pml.json changed: %q %v", b, err)
 	}
 }
+
+// TestHostileWrongShapedFrames: frames that are JSON but of the wrong
+// shape, one after the other, each followed by a ping: pml answers every
+// ping (the go-sdk ended the whole session on several of these).
+func TestHostileWrongShapedFrames(t *testing.T) {
+	t.Parallel()
+	ws := newWorkspace(t, allowAll)
+	s := startRaw(t, ws)
+	deep := strings.Repeat("[", 1500) + strings.Repeat("]", 1500)
+	for i, frame := range []string{
+		`{"jsonrpc":"2.0","id":1,"error":0}`,
+		`{"jsonrpc":"2.0","id":1,"error":"x"}`,
+		`{"jsonrpc":"2.0","id":1,"error":{"code":"x"}}`,
+		`{"jsonrpc":"2.0","id":1,"error":{"code":1.5,"message":"m"}}`,
+		`{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":7}}`,
+		`{"jsonrpc":"2.0","id":1,"error":{"code":99999999999999999999,"message":"m"}}`,
+		`{"jsonrpc":"2.0","id":{},"id":7,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":7,"id":{},"method":"ping"}`,
+		`{"jsonrpc":"2.0","jsonrpc":"1.0","id":9,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":{},"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":5,"method":5}`,
+		`{"jsonrpc":"2.0","id":5,"method":"ping","params":"x"}`,
+		`[{"jsonrpc":"2.0","id":5,"method":"ping"}]`,
+		`[{"jsonrpc":"2.0","id":1,"error":0}]`,
+		`{"jsonrpc":"2.0","id":1e400,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":5,"method":"ping","params":{"n":1e400}}`,
+		`{"jsonrpc":"2.0","id":5,"method":"ping","params":{"n":` + deep + `}}`,
+		`{"jsonrpc":"2.0","id":5,"result":` + deep + `}`,
+		`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":{},"arguments":[]}}`,
+	} {
+		s.send(t, frame)
+		id := fmt.Sprintf(`"after-%d"`, i)
+		s.send(t, `{"jsonrpc":"2.0","id":`+id+`,"method":"ping"}`)
+		s.await(t, id, 20*time.Second)
+	}
+	s.send(t, `{"jsonrpc":"2.0","id":"last","method":"tools/call","params":{"name":"shell:exec","arguments":{"command":"echo alive"}}}`)
+	if a := s.await(t, `"last"`, 60*time.Second); !strings.Contains(string(a), "alive") {
+		t.Errorf("a tool call after the frames: %s", a)
+	}
+}
