@@ -343,3 +343,105 @@ func TestHostileWrongShapedFrames(t *testing.T) {
 		t.Errorf("a tool call after the frames: %s", a)
 	}
 }
+
+// peakRunning samples this workspace's running containers until the
+// returned stop is called, which gives the largest count seen.
+func peakRunning(t *testing.T, dir string) (stop func() int) {
+	var peak atomic.Int32
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		for {
+			if n := int32(len(runningOf(t, dir))); n > peak.Load() {
+				peak.Store(n)
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}()
+	return func() int { close(done); <-finished; return int(peak.Load()) }
+}
+
+// TestHostileExecuteFanOut: cloud code doing Promise.all over 2,000 mcp.*
+// calls. The run stays under the container cap, answers (a result whose
+// excess calls were refused inside the code, or a clear timeout) within
+// its time, and pml stopped afterwards leaves no container. The old pml
+// started a container per call at once. PML_E2E_FANOUT lowers the count
+// (to try the test against an old build without loading the machine).
+func TestHostileExecuteFanOut(t *testing.T) {
+	needImage(t, "pml/deno:2.9.6")
+	t.Parallel()
+	n := 2000
+	if v := os.Getenv("PML_E2E_FANOUT"); v != "" {
+		fmt.Sscan(v, &n)
+	}
+	const maxContainers = 4
+	fc := newFakeCloud(t)
+	ws := newWorkspace(t, executeConfig(fc, fmt.Sprintf(`, "sandbox": {"timeout": "20s", "max_containers": %d}`, maxContainers)))
+	ws.write("f.txt", "x")
+	s := startSession(t, ws, "PML_API_KEY="+cloudKey)
+	stop := peakRunning(t, ws.Dir)
+	code := fmt.Sprintf(`const r = await Promise.allSettled([...Array(%d).keys()].map(i => mcp.filesystem.read_file({path: "f.txt"})));
+return {ok: r.filter(x => x.status === "fulfilled").length, refused: r.filter(x => x.status === "rejected").map(x => String(x.reason)).slice(0, 1)};`, n)
+	out, r, isErr := executeCode(t, s, code, nil)
+	peak := stop()
+	t.Logf("answer: %.300s; at most %d containers ran at once (cap %d)", out, peak, maxContainers)
+	switch {
+	case isErr && strings.Contains(out, "did not finish in time"):
+	case !isErr && r.Status == "success" && (n <= 1000 || strings.Contains(string(r.Result), "at most 1000 tool calls")):
+	default:
+		t.Errorf("neither a result nor a clear timeout: %.500s", out)
+	}
+	if peak > maxContainers {
+		t.Errorf("%d containers ran at once; sandbox.max_containers is %d", peak, maxContainers)
+	}
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "pml to exit after SIGTERM", 10*time.Second, func() bool { return !running(s.cmd.Process.Pid) })
+	if left := containersOf(t, ws.Dir); len(left) > 0 {
+		t.Errorf("%d container(s) left after pml exited", len(left))
+	}
+}
+
+// TestHostileExecuteSpinIsStoppedAtTheSandboxTimeout: code that spins is
+// stopped at sandbox.timeout, not at sandbox.timeout plus the time an
+// approval may take (hil.timeout, five minutes here); a run that waits
+// for a person longer than sandbox.timeout is not stopped for it.
+func TestHostileExecuteSpinIsStoppedAtTheSandboxTimeout(t *testing.T) {
+	needImage(t, "pml/deno:2.9.6")
+	t.Parallel()
+	fc := newFakeCloud(t)
+	ws := newWorkspace(t, executeConfig(fc, `, "hil": {"timeout": "5m"}, "sandbox": {"timeout": "3s"}`))
+	s := startSession(t, ws, "PML_API_KEY="+cloudKey)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "pml:execute", Arguments: map[string]any{"code": `while (true) {}`}})
+	if err != nil {
+		t.Fatalf("a spinning run was not stopped within a minute (sandbox.timeout is 3s): %v", err)
+	}
+	if out := text(res); !res.IsError || !strings.Contains(out, "did not finish in time") {
+		t.Errorf("a spinning run: %q", out)
+	}
+
+	// Waiting for a person does not spend the run's time.
+	code := `await mcp.filesystem.write_file({path: "slow.txt", content: "approved"}); return "done";`
+	_, res = s.call(t, "pml:execute", map[string]any{"code": code})
+	var a approval
+	structured(t, res, &a)
+	if !a.ApprovalRequired {
+		t.Fatalf("expected an approval: %s", text(res))
+	}
+	time.Sleep(5 * time.Second) // the person takes longer than sandbox.timeout
+	out, res := s.call(t, "pml:execute", map[string]any{"code": code, "continue_workflow": cont(a.WorkflowID, true, false)})
+	if res.IsError || !strings.Contains(out, "done") {
+		t.Errorf("a run approved after 5 s (sandbox.timeout 3s): %q", out)
+	}
+	if b, err := os.ReadFile(ws.path("slow.txt")); err != nil || string(b) != "approved" {
+		t.Errorf("slow.txt: %q %v", b, err)
+	}
+}
