@@ -66,6 +66,38 @@ type execution struct {
 	// running through the request path.
 	calls    atomic.Int64
 	inflight chan struct{}
+	// refused holds the ids of calls past maxRunCalls not yet answered;
+	// one goroutine at a time answers them (code may make any number).
+	refuseMu sync.Mutex
+	refused  []int64
+	refusing bool
+}
+
+// refuse answers call id with an error inside the code, in the order
+// refused, from at most one goroutine per run.
+func (ex *execution) refuse(id int64) {
+	ex.refuseMu.Lock()
+	ex.refused = append(ex.refused, id)
+	if ex.refusing {
+		ex.refuseMu.Unlock()
+		return
+	}
+	ex.refusing = true
+	ex.refuseMu.Unlock()
+	go func() {
+		for {
+			ex.refuseMu.Lock()
+			if len(ex.refused) == 0 {
+				ex.refusing = false
+				ex.refuseMu.Unlock()
+				return
+			}
+			id := ex.refused[0]
+			ex.refused = ex.refused[1:]
+			ex.refuseMu.Unlock()
+			_ = ex.run.Fail(id, fmt.Sprintf("refused: code run by %s may make at most %d tool calls", ex.outer, maxRunCalls))
+		}
+	}()
 }
 
 type runEvent struct {
@@ -174,10 +206,8 @@ func (b *Broker) drive(ctx context.Context, ex *execution, req Request) Result {
 				ex.finish()
 				return doneResult(ex.outer, ev)
 			case execute.Call:
-				if n := ex.calls.Add(1); n > maxRunCalls {
-					go func() {
-						_ = ex.run.Fail(ev.ID, fmt.Sprintf("refused: code run by %s may make at most %d tool calls; this was call %d", ex.outer, maxRunCalls, n))
-					}()
+				if ex.calls.Add(1) > maxRunCalls {
+					ex.refuse(ev.ID)
 					continue
 				}
 				go b.innerCall(ex, ev, req)
