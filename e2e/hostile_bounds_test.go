@@ -399,6 +399,13 @@ return {ok: r.filter(x => x.status === "fulfilled").length, refused: r.filter(x 
 	if peak > maxContainers {
 		t.Errorf("%d containers ran at once; sandbox.max_containers is %d", peak, maxContainers)
 	}
+	// The count limit itself, with calls that need no container: past
+	// 1,000 a call is refused inside the code.
+	out, r, isErr = executeCode(t, s, `const r = await Promise.allSettled([...Array(1005).keys()].map(i => mcp.nosuch.tool({})));
+return r.filter(x => x.status === "rejected" && String(x.reason).includes("at most 1000 tool calls")).length;`, nil)
+	if isErr || string(r.Result) != "5" {
+		t.Errorf("1,005 calls in one run: want 5 refused by the limit, got %.300s", out)
+	}
 	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
