@@ -156,10 +156,18 @@ func New(o Options) (*Broker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", o.Config.Path, err)
 	}
+	// Every container of this pml starts through one cap (see
+	// container.Limited); o.Runtime itself is kept for image work only.
+	var rt container.Runtime
+	var limited *container.Limited
+	if o.Runtime != nil {
+		limited = container.Limit(o.Runtime, o.Config.Sandbox.MaxContainers)
+		rt = limited
+	}
 	b := &Broker{
 		ws:      o.Workspace,
 		cfg:     o.Config,
-		rt:      o.Runtime,
+		rt:      rt,
 		perms:   PermissionsFrom(o.Config),
 		policy:  pol,
 		user:    chooseUser(o.Config.Sandbox.User, o.Workspace),
@@ -169,8 +177,11 @@ func New(o Options) (*Broker, error) {
 		tools:   map[string]toolEntry{},
 		audit:   audit.New(filepath.Join(o.Workspace, ".pml", "audit.jsonl")),
 	}
-	b.pool = container.NewPool(container.PoolOptions{Runtime: o.Runtime, Min: o.Config.Sandbox.Pool.Min,
+	b.pool = container.NewPool(container.PoolOptions{Runtime: rt, Min: o.Config.Sandbox.Pool.Min,
 		Max: o.Config.Sandbox.Pool.Max, Idle: o.Config.Sandbox.IdleTimeout, Logger: o.Logger})
+	if limited != nil {
+		limited.SetReclaim(b.pool.Reclaim)
+	}
 	// .pml/ always exists, so that containers that may write the
 	// workspace get it read-only (see workspaceMounts).
 	_ = os.MkdirAll(filepath.Join(o.Workspace, ".pml"), 0o755)
@@ -192,32 +203,34 @@ func (b *Broker) add(t toolbox.Tool, run func(*Broker, context.Context, toolbox.
 	b.order = append(b.order, t.Name)
 }
 
-// Close cancels every running call (killing its container) and waits up to
-// timeout for their containers to be removed.
+// Close cancels every running call (killing its container) and returns
+// within timeout: the calls' own cleanup gets two thirds of it, then a
+// sweep by owner label removes whatever this pml still has, whatever the
+// rest is doing (a call stuck on the daemon cannot hold pml's exit).
 func (b *Broker) Close(timeout time.Duration) {
 	b.cancelBase()
-	done := make(chan struct{})
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	graceful := make(chan struct{})
 	go func() {
 		// Closing the pool first stops refills while the cancelled calls
 		// wind down; it returns once their containers are removed too.
-		_ = b.pool.Close(context.Background())
+		_ = b.pool.Close(ctx)
 		b.inflight.Wait()
 		b.closeServers()
-		if b.rt != nil {
-			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			if n, err := container.RemoveOwn(sctx, b.rt, b.owner); err != nil {
-				b.log.Debug().Err(err).Msg("final sweep of this pml's containers")
-			} else if n > 0 {
-				b.log.Info().Int("removed", n).Msg("removed containers whose removal had failed during their call")
-			}
-			cancel()
-		}
-		close(done)
+		close(graceful)
 	}()
 	select {
-	case <-done:
-	case <-time.After(timeout):
-		b.log.Warn().Msg("some calls did not finish cleaning up; the next pml start removes their containers")
+	case <-graceful:
+	case <-time.After(timeout * 2 / 3):
+		b.log.Warn().Msg("some calls did not finish cleaning up in time; removing this pml's containers by label")
+	}
+	if b.rt != nil {
+		if n, err := container.RemoveOwn(ctx, b.rt, b.owner); err != nil {
+			b.log.Warn().Err(err).Msg("final sweep of this pml's containers; the next pml start removes what is left")
+		} else if n > 0 {
+			b.log.Info().Int("removed", n).Msg("removed containers whose removal had not finished")
+		}
 	}
 }
 

@@ -30,6 +30,16 @@ const ExecuteTool = "pml:execute"
 // code calls another capability): each is a container.
 const maxRunDepth = 3
 
+// A run's inner calls are bounded: at most maxRunCalls over its life (the
+// ones beyond fail at once inside the code) and maxRunInFlight at a time
+// (the others wait their turn, within the run's timeout). Code doing
+// Promise.all over thousands of mcp.* calls thus neither floods the
+// machine with containers nor hangs pml.
+const (
+	maxRunCalls    = 1000
+	maxRunInFlight = 8
+)
+
 type depthKey struct{}
 
 // requestKey carries the calling request (its workflows and elicitation)
@@ -52,6 +62,42 @@ type execution struct {
 	// outer call is back with the client for an approval.
 	ctx    context.Context
 	cancel context.CancelFunc
+	// calls counts the inner calls made; inflight holds a token per call
+	// running through the request path.
+	calls    atomic.Int64
+	inflight chan struct{}
+	// refused holds the ids of calls past maxRunCalls not yet answered;
+	// one goroutine at a time answers them (code may make any number).
+	refuseMu sync.Mutex
+	refused  []int64
+	refusing bool
+}
+
+// refuse answers call id with an error inside the code, in the order
+// refused, from at most one goroutine per run.
+func (ex *execution) refuse(id int64) {
+	ex.refuseMu.Lock()
+	ex.refused = append(ex.refused, id)
+	if ex.refusing {
+		ex.refuseMu.Unlock()
+		return
+	}
+	ex.refusing = true
+	ex.refuseMu.Unlock()
+	go func() {
+		for {
+			ex.refuseMu.Lock()
+			if len(ex.refused) == 0 {
+				ex.refusing = false
+				ex.refuseMu.Unlock()
+				return
+			}
+			id := ex.refused[0]
+			ex.refused = ex.refused[1:]
+			ex.refuseMu.Unlock()
+			_ = ex.run.Fail(id, fmt.Sprintf("refused: code run by %s may make at most %d tool calls", ex.outer, maxRunCalls))
+		}
+	}()
 }
 
 type runEvent struct {
@@ -83,6 +129,8 @@ func (b *Broker) runner() *execute.Runner {
 		User:    b.user,
 		Labels:  b.labels("execute"),
 		Timeout: time.Duration(b.policy.Timeout) + b.cfg.HIL.Timeout,
+		// Compute time is sandbox.timeout; waits for a person pause it.
+		Budget: time.Duration(b.policy.Timeout),
 	}
 }
 
@@ -109,7 +157,8 @@ func (b *Broker) startRun(ctx context.Context, outer string, prog execute.Progra
 		return errorResult(fmt.Errorf("%s: %v", outer, err))
 	}
 	b.log.Info().Str("tool", outer).Msg("running the cloud's code locally in a Deno container")
-	ex := &execution{run: run, outer: outer, events: make(chan runEvent), pauses: make(chan paused, 64)}
+	ex := &execution{run: run, outer: outer, events: make(chan runEvent), pauses: make(chan paused, 64),
+		inflight: make(chan struct{}, maxRunInFlight)}
 	ex.ctx, ex.cancel = context.WithCancel(context.WithValue(b.base, depthKey{}, depth+1))
 	// pml closing (or the run ending any way) stops the code and frees
 	// its container, even while it waits for an approval.
@@ -157,6 +206,10 @@ func (b *Broker) drive(ctx context.Context, ex *execution, req Request) Result {
 				ex.finish()
 				return doneResult(ex.outer, ev)
 			case execute.Call:
+				if ex.calls.Add(1) > maxRunCalls {
+					ex.refuse(ev.ID)
+					continue
+				}
 				go b.innerCall(ex, ev, req)
 			}
 		}
@@ -179,8 +232,25 @@ func (b *Broker) innerCall(ex *execution, c execute.Call, req Request) {
 		_ = ex.run.Fail(c.ID, "continue_workflow cannot be given from code: approvals are answered by the person, through the client")
 		return
 	}
+	// At most maxRunInFlight calls of one run at a time; the rest wait
+	// here until one finishes or the run ends.
+	select {
+	case ex.inflight <- struct{}{}:
+	case <-ex.ctx.Done():
+		return
+	}
+	ask := req.Ask
+	if ask != nil {
+		// A person answering does not spend the run's compute time.
+		ask = func(ctx context.Context, a Approval) (string, bool) {
+			ex.run.Pause()
+			defer ex.run.Resume()
+			return req.Ask(ctx, a)
+		}
+	}
 	args, _ := json.Marshal(c.Args)
-	res := b.Call(ex.ctx, Request{Tool: c.Tool, Args: args, Workflows: req.Workflows, Ask: req.Ask, Dialog: req.Dialog})
+	res := b.Call(ex.ctx, Request{Tool: c.Tool, Args: args, Workflows: req.Workflows, Ask: ask, Dialog: req.Dialog})
+	<-ex.inflight
 	b.settle(ex, c.ID, req.Workflows, res)
 }
 
@@ -195,6 +265,9 @@ func (b *Broker) settle(ex *execution, callID int64, wfs *Workflows, res Result)
 				a.Context = map[string]any{}
 			}
 			a.Context["run"] = ex.outer
+			// Waiting for the person does not spend the run's compute
+			// time; resumeRun restarts the clock.
+			ex.run.Pause()
 			// The run dies with its unanswered approval.
 			time.AfterFunc(time.Until(a.ExpiresAt), func() {
 				if !pc.answered.Load() {
@@ -216,6 +289,7 @@ func (b *Broker) settle(ex *execution, callID int64, wfs *Workflows, res Result)
 // on: the same run, not a new one.
 func (b *Broker) resumeRun(ctx context.Context, wfs *Workflows, wf *workflow, pc *pausedCall, approved, always bool, began time.Time) Result {
 	pc.answered.Store(true)
+	pc.ex.run.Resume()
 	wf.data = pc.inner
 	res := b.answer(ctx, wfs, wf, approved, always, began)
 	if wfs.pending(wf) {
@@ -223,6 +297,7 @@ func (b *Broker) resumeRun(ctx context.Context, wfs *Workflows, wf *workflow, pc
 		// workflow is answerable again: the run stays paused on it.
 		wf.data = pc
 		pc.answered.Store(false)
+		pc.ex.run.Pause()
 		return res
 	}
 	b.settle(pc.ex, pc.callID, wfs, res)

@@ -417,5 +417,9 @@ func ServeStdio(ctx context.Context, b *Broker, in io.ReadCloser, out io.Writer)
 	filter := jsonrpc.NewFilter(in, o, jsonrpc.MaxFrame, func(r jsonrpc.Rejection) {
 		b.log.Warn().Int("code", r.Code).Int("bytes", r.Size).Msg("refused a malformed frame: " + r.Reason)
 	})
+	// When ctx ends (SIGTERM), the SDK closes the session only after the
+	// calls in flight return: cancel them first, which kills their
+	// containers, so a call running `sleep 60` cannot hold pml's exit.
+	defer context.AfterFunc(ctx, b.cancelBase)()
 	return NewMCPServer(b).Run(ctx, &mcp.IOTransport{Reader: filter, Writer: o.Writer(), MaxLineLength: -1})
 }

@@ -126,6 +126,8 @@ func (b *Broker) run(ctx context.Context, spec container.Spec, req container.Req
 		return res, &r
 	}
 	switch {
+	case err != nil && errors.Is(err, container.ErrAtCap):
+		return fail(fmt.Errorf("timed out after %s waiting for a container: %w", timeout, err))
 	case err != nil && errors.Is(err, container.ErrImageMissing):
 		return fail(fmt.Errorf("%w: image %s is not on this Docker host: %v", ErrUnavailable, spec.Image, err))
 	case err != nil && errors.Is(err, container.ErrUnavailable):

@@ -374,6 +374,15 @@ func malformedFrames(n int) (frames []string, mustAnswer map[string]bool) {
 		`{"jsonrpc":2,"id":%d,"method":"ping"}`,
 		`{"jsonrpc":"2.0","id":true,"method":"ping"}`,
 		`{"jsonrpc":"2.0","id":"bad-%d","method":"initialize","params":{"protocolVersion":42}}`,
+		// JSON of the wrong shape (issue 13): the SDK ended the session on
+		// several of these.
+		`{"jsonrpc":"2.0","id":%d,"error":0}`,
+		`{"jsonrpc":"2.0","id":%d,"error":{"code":"x"}}`,
+		`{"jsonrpc":"2.0","id":%d,"error":{"code":1e400,"message":"m"}}`,
+		`{"jsonrpc":"2.0","id":%d,"id":{},"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":{},"id":"dup-%d","method":"ping"}`, // ambiguous id: answered with a null id
+		`{"jsonrpc":"2.0","id":"bad-%d","method":"ping","params":{"deep":` + strings.Repeat("[", 1200) + strings.Repeat("]", 1200) + `}}`,
+		`{"jsonrpc":"2.0","id":%d,"result":` + strings.Repeat("[", 1200) + strings.Repeat("]", 1200) + `}`,
 	}
 	mustAnswer = map[string]bool{}
 	for i := 0; i < n; i++ {

@@ -64,7 +64,7 @@ func newServeCmd(g *globals) *cobra.Command {
 				_ = srv.Shutdown(sctx)
 			}()
 			err = srv.Serve(ln)
-			e.broker.Close(30 * time.Second)
+			e.broker.Close(closeTimeout)
 			if errors.Is(err, http.ErrServerClosed) {
 				return nil
 			}

@@ -51,12 +51,18 @@ func serveOverStdio(cmd *cobra.Command, g *globals, serve func(e *env, proto *os
 	err = serve(e, proto)
 	// The client is gone (or we were told to stop): cancel what still
 	// runs and remove its containers before exiting.
-	e.broker.Close(30 * time.Second)
+	// Bounded: pml must be gone within 5 s of SIGTERM or stdin closing,
+	// its containers with it.
+	e.broker.Close(closeTimeout)
 	if err != nil && cmd.Context().Err() == nil {
 		return err
 	}
 	return nil
 }
+
+// closeTimeout bounds the clean-up at the end of a session (the issue's
+// 5 s, less the time to get there).
+const closeTimeout = 4 * time.Second
 
 // reserveStdout keeps the real stdout for the protocol and points file
 // descriptor 1 (and os.Stdout) at stderr, so that nothing else — a stray

@@ -67,6 +67,9 @@ type Sandbox struct {
 	// IdleTimeout stops a pooled server after this long without calls.
 	IdleTimeout time.Duration
 	Pool        Pool
+	// MaxContainers caps the containers one pml runs at once (0: the
+	// default, from the CPU count); calls beyond it queue.
+	MaxContainers int
 }
 
 // Pool sizes the pre-started single-use container pool, per kind of
@@ -124,25 +127,26 @@ const (
 // known lists the keys pml understands. Keys under an kAny prefix are not
 // reported as unknown.
 var known = map[string]kind{
-	"permissions.allow":    kStringList,
-	"permissions.ask":      kStringList,
-	"permissions.deny":     kStringList,
-	"sandbox.memory":       kSize,
-	"sandbox.cpus":         kNumber,
-	"sandbox.pids":         kInteger,
-	"sandbox.timeout":      kDuration,
-	"sandbox.user":         kString,
-	"sandbox.shell_image":  kString,
-	"sandbox.idle_timeout": kDuration,
-	"sandbox.pool.min":     kInteger,
-	"sandbox.pool.max":     kInteger,
-	"hil.timeout":          kDuration,
-	"cloud.url":            kString,
-	"cloud.timeout":        kDuration,
-	"registries":           kStringList,
-	"mcps":                 kAny,
-	"private_mcps":         kAny,
-	"$schema":              kAny,
+	"permissions.allow":      kStringList,
+	"permissions.ask":        kStringList,
+	"permissions.deny":       kStringList,
+	"sandbox.memory":         kSize,
+	"sandbox.cpus":           kNumber,
+	"sandbox.pids":           kInteger,
+	"sandbox.timeout":        kDuration,
+	"sandbox.user":           kString,
+	"sandbox.shell_image":    kString,
+	"sandbox.idle_timeout":   kDuration,
+	"sandbox.pool.min":       kInteger,
+	"sandbox.pool.max":       kInteger,
+	"sandbox.max_containers": kInteger,
+	"hil.timeout":            kDuration,
+	"cloud.url":              kString,
+	"cloud.timeout":          kDuration,
+	"registries":             kStringList,
+	"mcps":                   kAny,
+	"private_mcps":           kAny,
+	"$schema":                kAny,
 
 	"hil.require_elicitation": kBool,
 }
@@ -272,6 +276,19 @@ func Load(workspace string, env func(string) string) (*Config, error) {
 			cfg.Sandbox.Pool.Min = int(f)
 		} else {
 			cfg.Sandbox.Pool.Max = int(f)
+		}
+	}
+	if val, src := get("sandbox.max_containers"); val != nil {
+		f, err := asNumber(val)
+		if err == nil && (f != float64(int64(f)) || f < 2 || f > 1024) {
+			// 2: a pml:execute run holds one container while its inner
+			// calls need another.
+			err = fmt.Errorf("must be a whole number from 2 to 1024 (got %v)", f)
+		}
+		if err != nil {
+			errs = append(errs, &Error{File: src, Key: "sandbox.max_containers", Problem: err.Error()})
+		} else {
+			cfg.Sandbox.MaxContainers = int(f)
 		}
 	}
 	if p := cfg.Sandbox.Pool; p.Max > 0 && p.Min > p.Max {

@@ -1,19 +1,62 @@
 package container
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Owner identifies the pml process that created a container. A pid alone is
 // a weak identity (pids are reused), so it is paired with the process start
-// time from /proc and the host name.
+// time from /proc, and both only mean something where the owner's /proc is
+// this process's /proc: HostID names that place (see HostID).
 type Owner struct {
 	PID   int
 	Start uint64 // clock ticks since boot, field 22 of /proc/PID/stat
-	Host  string
+	// Host is the host name, for people reading labels; it identifies
+	// nothing (two CI runners are both called "runner").
+	Host string
+	// HostID is where PID and Start can be checked (see HostID); empty in
+	// labels written by pml versions before it.
+	HostID string
+}
+
+// HostIDEnv overrides the host identity. It exists for tests that play
+// two hosts sharing one daemon; nothing else should set it.
+const HostIDEnv = "PML_HOST_ID"
+
+var hostIDOnce = sync.OnceValue(computeHostID)
+
+// HostID identifies the place where this process's pids mean something:
+// the machine (/etc/machine-id), its current boot
+// (/proc/sys/kernel/random/boot_id) and the pid namespace. Two CI runners
+// named alike that share a daemon differ in at least one of these (two
+// containers on one kernel share the boot id but not the pid namespace),
+// so neither takes the other's pids for its own. The parts are hashed: a
+// label shows no machine id.
+func HostID() string { return hostIDOnce() }
+
+func computeHostID() string {
+	if v := os.Getenv(HostIDEnv); v != "" {
+		return v
+	}
+	read := func(p string) string {
+		b, _ := os.ReadFile(p)
+		return strings.TrimSpace(string(b))
+	}
+	ns, _ := os.Readlink("/proc/self/ns/pid")
+	parts := []string{read("/etc/machine-id"), read("/proc/sys/kernel/random/boot_id"), ns}
+	if strings.Join(parts, "") == "" {
+		// Not Linux (or no /proc): the host name is all there is.
+		h, _ := os.Hostname()
+		parts = []string{"hostname", h}
+	}
+	sum := sha256.Sum256([]byte("pml-host-id\x00" + strings.Join(parts, "\x00")))
+	return hex.EncodeToString(sum[:16])
 }
 
 // Self returns the identity of the running process.
@@ -21,28 +64,33 @@ func Self() Owner {
 	host, _ := os.Hostname()
 	pid := os.Getpid()
 	start, _ := processStart(pid)
-	return Owner{PID: pid, Start: start, Host: host}
+	return Owner{PID: pid, Start: start, Host: host, HostID: HostID()}
 }
 
 // Labels returns the owner labels plus LabelManaged.
 func (o Owner) Labels() map[string]string {
-	return map[string]string{
+	l := map[string]string{
 		LabelManaged:    "true",
 		LabelOwnerPID:   strconv.Itoa(o.PID),
 		LabelOwnerStart: strconv.FormatUint(o.Start, 10),
 		LabelOwnerHost:  o.Host,
 	}
+	if o.HostID != "" {
+		l[LabelOwnerHostID] = o.HostID
+	}
+	return l
 }
 
 // OwnerFromLabels reads an Owner back; ok is false when the labels are
-// incomplete (then the container is not ours to judge).
+// incomplete (then the container is not ours to judge). Labels of older
+// pml versions have no host id: HostID is then empty.
 func OwnerFromLabels(l map[string]string) (Owner, bool) {
 	pid, err1 := strconv.Atoi(l[LabelOwnerPID])
 	start, err2 := strconv.ParseUint(l[LabelOwnerStart], 10, 64)
 	if err1 != nil || err2 != nil || l[LabelOwnerHost] == "" {
 		return Owner{}, false
 	}
-	return Owner{PID: pid, Start: start, Host: l[LabelOwnerHost]}, true
+	return Owner{PID: pid, Start: start, Host: l[LabelOwnerHost], HostID: l[LabelOwnerHostID]}, true
 }
 
 // Alive reports whether the owner process still runs: same pid and same

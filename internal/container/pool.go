@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"io"
 	"sync"
 	"time"
@@ -281,7 +282,9 @@ func (p *Pool) refill(k *kind) {
 func (p *Pool) start(k *kind) {
 	w := &warm{stdout: &handoff{}, stderr: &handoff{}, exited: make(chan struct{})}
 	ctx, cancel := context.WithTimeout(p.base, poolStartTimeout)
-	proc, err := p.o.Runtime.Start(ctx, k.spec, Streams{Stdout: w.stdout, Stderr: w.stderr})
+	// A pre-start never queues for a slot under the container cap: with
+	// every slot taken by calls, the kind simply waits for its next refill.
+	proc, err := p.o.Runtime.Start(WithoutQueue(ctx), k.spec, Streams{Stdout: w.stdout, Stderr: w.stderr})
 	cancel()
 
 	p.mu.Lock()
@@ -291,6 +294,9 @@ func (p *Pool) start(k *kind) {
 	k.starting--
 	if err != nil && p.closed {
 		return // given up by Close; the runtime removed what it made
+	}
+	if errors.Is(err, ErrAtCap) {
+		return // not a failure of the kind: calls hold every slot
 	}
 	if err != nil {
 		p.failed(k)
@@ -432,6 +438,28 @@ func (p *Pool) Close(ctx context.Context) error {
 	}
 	p.mu.Unlock()
 	return nil
+}
+
+// Reclaim kills and removes one pre-started container that waits for a
+// call (the oldest of the kind used least recently), so that its slot
+// under the container cap goes to a call that needs a container now. It
+// reports whether it found one. Such a kind refills later, after a call.
+func (p *Pool) Reclaim() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var victim *kind
+	for _, k := range p.kinds {
+		if len(k.ready) > 0 && (victim == nil || k.lastTake.Before(victim.lastTake)) {
+			victim = k
+		}
+	}
+	if victim == nil {
+		return false
+	}
+	w := victim.ready[0]
+	victim.ready = victim.ready[1:]
+	p.dispose(w)
+	return true
 }
 
 // Stats describes the kind of spec (zero when it has none).

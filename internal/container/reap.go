@@ -3,15 +3,42 @@ package container
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
-// Reap removes containers created by pml processes on this host that are no
-// longer running (a broker killed with SIGKILL cannot clean up after
-// itself). Containers of live owners, of other hosts, or without complete
-// owner labels are left alone. It returns how many it removed.
+// ForeignAge is how old a stopped container of another host must be before
+// this host removes it.
+const ForeignAge = time.Hour
+
+// Reap removes containers created by pml processes that are no longer
+// running (a broker killed with SIGKILL cannot clean up after itself):
+//
+//   - an owner with this host's id (HostID: same machine, boot and pid
+//     namespace) is judged by its pid and start time, so its orphans go at
+//     once and a live owner's containers stay;
+//   - an owner of another host id (another CI runner sharing the daemon,
+//     even one with the same host name) cannot be judged from here: its
+//     running containers are never touched, and only a stopped one older
+//     than ForeignAge is removed (each container also has its own
+//     deadline, so none runs forever);
+//   - labels of older pml versions (no host id) are judged by the host
+//     name, as those versions did.
+//
+// Containers without complete owner labels are left alone. It returns how
+// many it removed.
 func Reap(ctx context.Context, rt Runtime, self Owner) (int, error) {
-	return removeOwned(ctx, rt, "orphaned ", func(o Owner) bool {
-		return o.Host == self.Host && o != self && !o.Alive()
+	now := time.Now()
+	return removeOwnedBy(ctx, rt, "orphaned ", func(o Owner, c Managed) bool {
+		switch {
+		case o == self:
+			return false
+		case o.HostID == "":
+			return o.Host == self.Host && !o.Alive()
+		case o.HostID == self.HostID:
+			return !o.Alive()
+		default:
+			return !c.Running && !c.Created.IsZero() && now.Sub(c.Created) > ForeignAge
+		}
 	})
 }
 
@@ -25,6 +52,10 @@ func RemoveOwn(ctx context.Context, rt Runtime, self Owner) (int, error) {
 // removeOwned removes the managed containers with complete owner labels
 // whose owner matches; what is of no one is never touched.
 func removeOwned(ctx context.Context, rt Runtime, what string, match func(Owner) bool) (int, error) {
+	return removeOwnedBy(ctx, rt, what, func(o Owner, _ Managed) bool { return match(o) })
+}
+
+func removeOwnedBy(ctx context.Context, rt Runtime, what string, match func(Owner, Managed) bool) (int, error) {
 	list, err := rt.ListManaged(ctx)
 	if err != nil {
 		return 0, err
@@ -33,7 +64,7 @@ func removeOwned(ctx context.Context, rt Runtime, what string, match func(Owner)
 	var firstErr error
 	for _, c := range list {
 		o, ok := OwnerFromLabels(c.Labels)
-		if !ok || !match(o) {
+		if !ok || !match(o, c) {
 			continue
 		}
 		if err := rt.RemoveContainer(ctx, c.ID); err != nil {

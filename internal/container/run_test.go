@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -78,16 +79,25 @@ func TestRunCapsOutputAndStopsTheProcess(t *testing.T) {
 
 func TestReapRemovesOnlyOrphansOfThisHost(t *testing.T) {
 	self := Self()
-	dead := Owner{PID: self.PID, Start: self.Start + 1, Host: self.Host} // reused pid
-	otherHost := Owner{PID: 1, Start: 1, Host: self.Host + "-elsewhere"}
+	dead := Owner{PID: self.PID, Start: self.Start + 1, Host: self.Host, HostID: self.HostID} // reused pid
+	otherHost := Owner{PID: 1, Start: 1, Host: self.Host + "-elsewhere", HostID: "other"}
+	// Another CI runner with the same host name: its pid means nothing here.
+	sameName := Owner{PID: 1, Start: 1, Host: self.Host, HostID: "runner-b"}
+	legacyDead := Owner{PID: self.PID, Start: self.Start + 1, Host: self.Host}
+	old := time.Now().Add(-2 * ForeignAge)
 	rt := &fakeRuntime{managed: []Managed{
-		{ID: "mine-live", Labels: self.Labels()},
-		{ID: "orphan", Labels: dead.Labels()},
-		{ID: "other-host", Labels: otherHost.Labels()},
+		{ID: "mine-live", Labels: self.Labels(), Running: true},
+		{ID: "orphan", Labels: dead.Labels(), Running: true},
+		{ID: "other-host", Labels: otherHost.Labels(), Running: true, Created: old},
+		{ID: "same-name-other-host", Labels: sameName.Labels(), Running: true, Created: old},
+		{ID: "same-name-other-host-new", Labels: sameName.Labels(), Created: time.Now()},
+		{ID: "other-host-stopped-old", Labels: sameName.Labels(), Created: old},
+		{ID: "legacy-orphan", Labels: legacyDead.Labels(), Running: true},
 		{ID: "unlabelled", Labels: map[string]string{LabelManaged: "true"}},
 	}}
 	n, err := Reap(context.Background(), rt, self)
-	if err != nil || n != 1 || len(rt.removed) != 1 || rt.removed[0] != "orphan" {
-		t.Errorf("n=%d err=%v removed=%v", n, err, rt.removed)
+	want := []string{"orphan", "other-host-stopped-old", "legacy-orphan"}
+	if err != nil || n != len(want) || !slices.Equal(rt.removed, want) {
+		t.Errorf("n=%d err=%v removed=%v, want %v", n, err, rt.removed, want)
 	}
 }

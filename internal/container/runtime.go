@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"time"
 
 	"github.com/pml-dev/pml/policies"
 )
@@ -19,8 +20,11 @@ const (
 	LabelOwnerPID   = "pml.owner.pid"
 	LabelOwnerStart = "pml.owner.start"
 	LabelOwnerHost  = "pml.owner.host"
-	LabelWorkspace  = "pml.workspace"
-	LabelPurpose    = "pml.purpose"
+	// LabelOwnerHostID names where the owner's pid can be checked (see
+	// HostID); the host name alone is not enough.
+	LabelOwnerHostID = "pml.owner.hostid"
+	LabelWorkspace   = "pml.workspace"
+	LabelPurpose     = "pml.purpose"
 )
 
 // Mount is a host directory made visible inside the container.
@@ -84,6 +88,10 @@ type Process interface {
 type Managed struct {
 	ID     string
 	Labels map[string]string
+	// Running: the container's process runs (docker ps without -a).
+	Running bool
+	// Created is when the container was created (zero: unknown).
+	Created time.Time
 }
 
 // Info describes the runtime for `pml doctor`.

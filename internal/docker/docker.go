@@ -301,7 +301,7 @@ func (r *Runtime) ListManaged(ctx context.Context) ([]pmlc.Managed, error) {
 	}
 	out := make([]pmlc.Managed, 0, len(list))
 	for _, c := range list {
-		out = append(out, pmlc.Managed{ID: c.ID, Labels: c.Labels})
+		out = append(out, pmlc.Managed{ID: c.ID, Labels: c.Labels, Running: c.State == "running", Created: time.Unix(c.Created, 0)})
 	}
 	return out, nil
 }

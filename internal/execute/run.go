@@ -83,6 +83,15 @@ type Run struct {
 	written  int64          // bytes of stdout+stderr so far
 	timer    *time.Timer
 
+	// The compute budget: a clock that runs while the code may run and
+	// stops while it waits for a person (Pause). 0: no budget, only the
+	// wall-clock timeout.
+	budget      time.Duration
+	used        time.Duration // budget spent before the current stretch
+	since       time.Time     // start of the current unpaused stretch
+	paused      int           // Pause calls not yet matched by Resume
+	budgetTimer *time.Timer
+
 	stdinMu sync.Mutex
 
 	cleanOnce sync.Once
@@ -107,6 +116,10 @@ func (r *Run) started(p container.Process) {
 	r.timer = time.AfterFunc(r.timeout, func() {
 		r.end(fmt.Errorf("%w: it ran for %s, the limit (sandbox.timeout); its container was stopped", ErrTimeout, r.timeout))
 	})
+	if r.budget > 0 {
+		r.since = time.Now()
+		r.budgetTimer = time.AfterFunc(r.budget, r.overBudget)
+	}
 	ended := r.doneSeen || r.err != nil
 	r.mu.Unlock()
 	go func() {
@@ -120,6 +133,54 @@ func (r *Run) started(p container.Process) {
 	if ended {
 		r.cleanup()
 	}
+}
+
+// Pause stops the run's compute clock while it waits for a person (an
+// approval of one of its calls): that wait does not count against the
+// budget. Pauses nest; each must be matched by a Resume. The code itself
+// keeps running, so the wall-clock timeout still bounds a paused run.
+func (r *Run) Pause() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.budget <= 0 {
+		return
+	}
+	r.paused++
+	if r.paused == 1 && r.budgetTimer != nil {
+		r.budgetTimer.Stop()
+		r.used += time.Since(r.since)
+	}
+}
+
+// Resume restarts the compute clock stopped by Pause.
+func (r *Run) Resume() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.budget <= 0 || r.paused == 0 {
+		return
+	}
+	r.paused--
+	if r.paused == 0 && r.budgetTimer != nil {
+		r.since = time.Now()
+		r.budgetTimer.Reset(max(r.budget-r.used, 0))
+	}
+}
+
+// overBudget ends a run whose compute clock reached the budget.
+func (r *Run) overBudget() {
+	r.mu.Lock()
+	spent := r.used
+	if r.paused == 0 {
+		spent += time.Since(r.since)
+	}
+	// A timer that fired while Pause stopped it (or before a Resume reset
+	// it) is stale: only a clock that really reached the budget ends the run.
+	stale := r.paused > 0 || spent < r.budget
+	r.mu.Unlock()
+	if stale {
+		return
+	}
+	r.end(fmt.Errorf("%w: it ran for %s not counting time spent waiting for approvals, the limit (sandbox.timeout); its container was stopped", ErrTimeout, r.budget))
 }
 
 // ContainerID is the id of the run's container.
@@ -304,10 +365,13 @@ func (r *Run) end(err error) {
 func (r *Run) cleanup() {
 	r.cleanOnce.Do(func() {
 		r.mu.Lock()
-		p, t := r.proc, r.timer
+		p, t, bt := r.proc, r.timer, r.budgetTimer
 		r.mu.Unlock()
 		if t != nil {
 			t.Stop()
+		}
+		if bt != nil {
+			bt.Stop()
 		}
 		defer close(r.removed)
 		if p == nil {

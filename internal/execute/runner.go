@@ -52,6 +52,10 @@ type Runner struct {
 	// Timeout bounds the whole run, from Start to Done, including time spent
 	// waiting for answers (a paused approval). 0 means Policy.Timeout.
 	Timeout time.Duration
+	// Budget bounds the run's compute time: the time from Start to Done
+	// not counting the stretches between Run.Pause and Run.Resume (waits
+	// for a person). 0: only Timeout applies.
+	Budget time.Duration
 }
 
 // Program is what a run executes: Code, or a function of Module.
@@ -92,6 +96,7 @@ func (r *Runner) StartProgram(ctx context.Context, p Program) (*Run, error) {
 		timeout = time.Duration(policies.Default().Timeout)
 	}
 	run := newRun(spec.Policy.OutputLimit, timeout)
+	run.budget = r.Budget
 	mem, _ := spec.Policy.Resources.MemoryBytes()
 	run.heapMiB = heapMiB(mem)
 	proc, err := r.Runtime.Start(ctx, spec, container.Streams{Stdout: &stdoutWriter{run: run}, Stderr: &stderrWriter{run: run}})

@@ -16,6 +16,8 @@ import (
 	"io"
 	"strconv"
 	"sync"
+
+	sdkjsonrpc "github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // MaxFrame is the default largest accepted frame (16 MiB).
@@ -156,8 +158,8 @@ func (f *Filter) readLine() (line []byte, tooBig int, err error) {
 // check validates one frame, answering it with an error when it is not a
 // JSON-RPC 2.0 message.
 func (f *Filter) check(line []byte) bool {
-	var msg map[string]json.RawMessage
-	if err := json.Unmarshal(line, &msg); err != nil {
+	msg, dup, err := members(line)
+	if err != nil {
 		var probe any
 		if json.Unmarshal(line, &probe) == nil {
 			if _, isArray := probe.([]any); isArray {
@@ -168,6 +170,12 @@ func (f *Filter) check(line []byte) bool {
 			return false
 		}
 		f.reject(nil, CodeParseError, "parse error: the line is not valid JSON", len(line))
+		return false
+	}
+	if dup != "" {
+		// Which of two values a decoder keeps is its own choice: the SDK's
+		// could see another id or method than this check saw.
+		f.reject(nil, CodeInvalidRequest, fmt.Sprintf("the member %q appears twice", dup), len(line))
 		return false
 	}
 	id := msg["id"]
@@ -193,15 +201,105 @@ func (f *Filter) check(line []byte) bool {
 				return false
 			}
 		}
-		return true
+		return f.sdkDecodes(id, line)
 	}
 	_, hasResult := msg["result"]
 	_, hasError := msg["error"]
 	if id != nil && (hasResult || hasError) {
+		// A response is never answered (JSON-RPC); a malformed one
+		// (`"error": 0`, a code that is not an integer) is dropped, since
+		// the SDK would end the session on it.
+		if _, err := sdkjsonrpc.DecodeMessage(line); err != nil {
+			if f.onReject != nil {
+				f.onReject(Rejection{Code: CodeInvalidRequest, Reason: "dropped a malformed response: " + err.Error(), Size: len(line)})
+			}
+			return false
+		}
 		return true
 	}
 	f.reject(id, CodeInvalidRequest, `a message needs a "method" (request or notification) or a "result"/"error" with an "id" (response)`, len(line))
 	return false
+}
+
+// maxDepth bounds how deeply a frame nests objects and arrays. The go-sdk
+// refuses frames nested past 1000 levels by ending the session; no real
+// message comes near either limit.
+const maxDepth = 512
+
+// sdkDecodes is the last gate for requests and notifications: what the
+// go-sdk's decoder checks beyond the members above (nesting depth) holds,
+// or the SDK would end the whole session on the frame. Such a request is
+// answered with an error. (Calling the SDK's decoder itself costs ~30 µs
+// per frame; responses, which are rare, are checked with it.)
+func (f *Filter) sdkDecodes(id json.RawMessage, line []byte) bool {
+	if depth(line) > maxDepth {
+		f.reject(id, CodeInvalidRequest, fmt.Sprintf("the message nests deeper than %d levels", maxDepth), len(line))
+		return false
+	}
+	return true
+}
+
+// depth is the deepest nesting of objects and arrays in a JSON text,
+// brackets inside strings not counted.
+func depth(b []byte) int {
+	d, deepest := 0, 0
+	inString, escaped := false, false
+	for _, c := range b {
+		switch {
+		case inString && escaped:
+			escaped = false
+		case inString && c == '\\':
+			escaped = true
+		case inString && c == '"':
+			inString = false
+		case inString:
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			d++
+			deepest = max(deepest, d)
+		case c == '}' || c == ']':
+			d--
+		}
+	}
+	return deepest
+}
+
+// members parses a JSON object's top-level members and reports the first
+// name that appears twice. Values are kept raw.
+func members(line []byte) (map[string]json.RawMessage, string, error) {
+	dec := json.NewDecoder(bytes.NewReader(line))
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, "", err
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return nil, "", errors.New("not an object")
+	}
+	msg := map[string]json.RawMessage{}
+	dup := ""
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, "", err
+		}
+		key, _ := tok.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, "", err
+		}
+		if _, seen := msg[key]; seen && dup == "" {
+			dup = key
+		}
+		msg[key] = v
+	}
+	if _, err := dec.Token(); err != nil { // the closing '}'
+		return nil, "", err
+	}
+	if _, err := dec.Token(); err != io.EOF { // nothing after it
+		return nil, "", errors.New("data after the object")
+	}
+	return msg, dup, nil
 }
 
 func validID(id json.RawMessage) bool {

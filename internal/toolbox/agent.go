@@ -174,28 +174,24 @@ func (a *argReader) writePath(ws, name string) (string, error) {
 	return p, guardWrite(ws, p)
 }
 
-// protected are pml's own configuration and state in the workspace, and
-// the MCP client's configuration that starts pml. They decide what every
-// later call may do: permissions, sandbox user and limits, servers and
-// their images (.pml.json), integrity pins, routing and the audit trail
-// (.pml/), and the command the client runs on the host (.mcp.json). A tool
-// that may write files must not be able to grant itself more (a
-// write_file of .pml.json that allows shell:exec as uid 0 in the next
-// session), so the filesystem tools never change them; the user edits
-// them, and pml writes them itself (approvals, lockfile).
-var protected = Protected
-
-// Protected is that list, for the broker's read-only mounts.
-var Protected = []string{".pml.json", ".pml", ".mcp.json"}
+// Protected are pml's own configuration and state in the workspace, the
+// MCP client's configuration that starts pml, and the secrets file pml
+// reads (pathguard.ProtectedNames). They decide what every later call may
+// do: permissions, sandbox user and limits, servers and their images
+// (.pml.json), integrity pins, routing and the audit trail (.pml/), the
+// command the client runs on the host (.mcp.json) and the secrets servers
+// get (.env). A tool that may write files must not be able to grant itself
+// more (a write_file of .pml.json that allows shell:exec as uid 0 in the
+// next session), so the filesystem tools never change them, under any
+// spelling of their names; the user edits them, and pml writes them itself
+// (approvals, lockfile). The broker mounts them read-only.
+var Protected = pathguard.ProtectedNames
 
 // guardWrite refuses p (resolved, inside ws) when it is, or is inside, a
-// protected name at the workspace root.
+// protected name at the workspace root, whatever its case.
 func guardWrite(ws, p string) error {
-	for _, name := range protected {
-		q := filepath.Join(ws, name)
-		if p == q || strings.HasPrefix(p, q+string(filepath.Separator)) {
-			return fmt.Errorf("refused: %s is pml's own configuration or state; tools may not change %s (it controls what later calls may do). Edit it yourself, outside the sandbox", p, name)
-		}
+	if name, ok := pathguard.Protected(ws, p); ok {
+		return fmt.Errorf("refused: %s is pml's own configuration or state; tools may not change %s (it controls what later calls may do). Edit it yourself, outside the sandbox", p, name)
 	}
 	return nil
 }
@@ -606,7 +602,12 @@ func moveFile(ws string, a *argReader) (string, error) {
 	if _, err := os.Lstat(dst); err == nil {
 		return "", fmt.Errorf("destination %s already exists: choose another name or remove it first", dst)
 	}
-	if err := os.Rename(src, dst); err != nil {
+	// The check above only gives the usual case a clear message: the
+	// move itself never replaces a destination that appeared since.
+	if err := renameNoReplace(src, dst); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return "", fmt.Errorf("destination %s already exists (it appeared during the move) and was left as it is: choose another name or remove it first", dst)
+		}
 		return "", explain(err)
 	}
 	return fmt.Sprintf("Moved %s to %s", src, dst), nil

@@ -313,6 +313,14 @@ func TestPMLsOwnFilesAreNotWritable(t *testing.T) {
 		{"filesystem:move_file", map[string]any{"source": ".pml.json", "destination": "old.json"}},
 		{"filesystem:move_file", map[string]any{"source": "notes.txt", "destination": ".pml.json.new/../.pml.json"}},
 		{"filesystem:move_file", map[string]any{"source": ".pml", "destination": "state"}},
+		// Any spelling: on a case-insensitive filesystem (macOS, Windows
+		// hosts) these are the same files.
+		{"filesystem:write_file", map[string]any{"path": ".PML.JSON", "content": `{"permissions": {"allow": ["*"]}}`}},
+		{"filesystem:write_file", map[string]any{"path": ".Mcp.Json", "content": "x"}},
+		{"filesystem:write_file", map[string]any{"path": ".ENV", "content": "X=1"}},
+		{"filesystem:write_file", map[string]any{"path": ".env", "content": "X=1"}},
+		{"filesystem:create_directory", map[string]any{"path": ".PML/new"}},
+		{"filesystem:move_file", map[string]any{"source": "notes.txt", "destination": ".Pml.Json"}},
 	} {
 		failed(t, call(t, ws, c.tool, c.args), "pml's own configuration or state")
 	}
