@@ -372,3 +372,35 @@ func firstLines(s string, n int) string {
 	}
 	return fmt.Sprint(strings.Join(l, "\n"))
 }
+
+// "Always" takes .pml/config.lock before it edits .pml.json. As a link to
+// a path outside that does not exist yet, an open with O_CREAT made pml
+// (root) create that file wherever the link pointed.
+func TestHostileConfigLockIsALink(t *testing.T) {
+	ws := newWorkspace(t, askAll)
+	ws.write("hello.txt", "hi\n")
+	dir, victim := outsideFiles(t, ws)
+	want, _ := os.ReadFile(victim)
+	stateDir(t, ws)
+	created := filepath.Join(dir, "created-by-pml")
+	symlink(t, ws, created, ".pml/config.lock")
+	s := startBounded(t, ws)
+	_, res := s.callBounded(t, "filesystem:list_directory", map[string]any{"path": "."})
+	var a approval
+	structured(t, res, &a)
+	if !a.ApprovalRequired {
+		t.Fatalf("expected an approval for list_directory, got %q", text(res))
+	}
+	// The answer "always": the edit of .pml.json is refused (the lock is a
+	// link), and says so; the outside path is never created.
+	out, _ := s.callBounded(t, "pml:continue_workflow", cont(a.WorkflowID, true, true))
+	if _, err := os.Lstat(created); err == nil {
+		t.Errorf("pml created %s through the .pml/config.lock link", created)
+	}
+	unchanged(t, victim, want)
+	if !strings.Contains(out+s.stderr.String(), "config.lock") {
+		t.Errorf("the refused lock is not reported: %q", out)
+	}
+	// pml still answers (callBounded fails the test otherwise).
+	s.callBounded(t, "filesystem:read_file", map[string]any{"path": "hello.txt"})
+}
