@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 
 	"github.com/pml-dev/pml/internal/safefs"
 )
@@ -147,12 +146,12 @@ func lockFile(root, path string) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot lock %s: %w", path, err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+	if err := flock(f); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("cannot lock %s: %w", path, err)
 	}
 	return func() {
-		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		funlock(f)
 		f.Close()
 	}, nil
 }
