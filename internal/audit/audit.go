@@ -5,7 +5,9 @@ package audit
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -88,12 +90,16 @@ func (l *Log) Record(e Entry) error {
 	line = append(line, '\n')
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err := safefs.MkdirAll(l.root, filepath.Dir(l.path), 0o700); err != nil {
-		return fmt.Errorf("audit log: %w", err)
-	}
 	// Never through a link (a repository can ship .pml/audit.jsonl as one
-	// to a login script), never blocking on a FIFO.
+	// to a login script), never blocking on a FIFO. The directory is made
+	// only when missing: this runs on every call.
 	f, err := safefs.OpenAppend(l.root, l.path, 0o600)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := safefs.MkdirAll(l.root, filepath.Dir(l.path), 0o700); err != nil {
+			return fmt.Errorf("audit log: %w", err)
+		}
+		f, err = safefs.OpenAppend(l.root, l.path, 0o600)
+	}
 	if err != nil {
 		return fmt.Errorf("audit log: %w", err)
 	}
