@@ -31,6 +31,7 @@ import (
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/deps"
+	"github.com/pml-dev/pml/internal/safefs"
 	"github.com/pml-dev/pml/internal/toolbox"
 	"github.com/pml-dev/pml/policies"
 )
@@ -148,6 +149,11 @@ func New(o Options) (*Broker, error) {
 	if o.Config == nil {
 		return nil, errors.New("broker: no configuration")
 	}
+	// A .pml that is a link or a file would get pml's audit log and state
+	// wherever it points: refused before anything is built.
+	if err := safefs.CheckStateDir(o.Workspace); err != nil {
+		return nil, err
+	}
 	owner := container.Self()
 	if o.Owner != nil {
 		owner = *o.Owner
@@ -183,8 +189,9 @@ func New(o Options) (*Broker, error) {
 		limited.SetReclaim(b.pool.Reclaim)
 	}
 	// .pml/ always exists, so that containers that may write the
-	// workspace get it read-only (see workspaceMounts).
-	_ = os.MkdirAll(filepath.Join(o.Workspace, ".pml"), 0o755)
+	// workspace get it read-only (see workspaceMounts); never through a
+	// link (checked above).
+	_ = safefs.MkdirAll(o.Workspace, ".pml", 0o755)
 	b.base, b.cancelBase = context.WithCancel(context.Background())
 	for _, t := range toolbox.Filesystem {
 		b.add(t, (*Broker).runToolbox)

@@ -11,9 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/lazyre"
 	"github.com/pml-dev/pml/internal/registry"
+	"github.com/pml-dev/pml/internal/safefs"
 )
 
 // Standalone capabilities (seed 000, story 14.10): `pml add NAME` fetches a
@@ -169,7 +169,7 @@ type capDoc struct {
 // LoadCapabilities reads .pml/capabilities.json (missing: none).
 func LoadCapabilities(ws string) (map[string]Capability, error) {
 	path := filepath.Join(ws, CapabilitiesFile)
-	data, err := os.ReadFile(path)
+	data, err := safefs.ReadFile(ws, path, safefs.MaxConfig)
 	if errors.Is(err, os.ErrNotExist) {
 		return map[string]Capability{}, nil
 	}
@@ -192,10 +192,10 @@ func writeCapabilities(ws string, caps map[string]Capability) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := safefs.MkdirAll(ws, filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	return config.WriteFileAtomic(path, append(data, '\n'), 0o644)
+	return safefs.WriteFile(ws, path, append(data, '\n'), 0o644)
 }
 
 func saveCapability(ws string, c Capability) error {
@@ -226,7 +226,7 @@ func RemoveCapability(ws, name string, clean bool) (Capability, bool, error) {
 	if clean {
 		if f, err := registry.ParseFQDN(c.FQDN); err == nil {
 			// The cache holds one file per 4-part name.
-			_ = os.Remove(filepath.Join(registry.CacheDir(ws), f.Base()+".json"))
+			_ = safefs.Remove(ws, filepath.Join(registry.CacheDir(ws), f.Base()+".json"))
 		}
 	}
 	return c, true, nil

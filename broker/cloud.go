@@ -16,8 +16,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/pml-dev/pml/internal/cloud"
-	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/routing"
+	"github.com/pml-dev/pml/internal/safefs"
 	"github.com/pml-dev/pml/internal/toolbox"
 )
 
@@ -71,7 +71,7 @@ func (b *Broker) setupCloud(o Options) {
 		return
 	}
 	// Listed at once from the cache, refreshed by StartCloud.
-	if tools, err := readCloudTools(filepath.Join(b.ws, cloudToolsFile)); err == nil {
+	if tools, err := readCloudTools(b.ws, filepath.Join(b.ws, cloudToolsFile)); err == nil {
 		b.registerCloudTools(tools)
 	}
 }
@@ -149,8 +149,8 @@ func (b *Broker) registerCloudTools(tools []*mcp.Tool) {
 	c.mu.Unlock()
 }
 
-func readCloudTools(path string) ([]*mcp.Tool, error) {
-	data, err := os.ReadFile(path)
+func readCloudTools(ws, path string) ([]*mcp.Tool, error) {
+	data, err := safefs.ReadFile(ws, path, safefs.MaxConfig)
 	if err != nil {
 		return nil, err
 	}
@@ -164,8 +164,8 @@ func (b *Broker) writeCloudTools(tools []*mcp.Tool) {
 		return
 	}
 	path := filepath.Join(b.ws, cloudToolsFile)
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err == nil {
-		if err := config.WriteFileAtomic(path, append(data, '\n'), 0o644); err != nil {
+	if err := safefs.MkdirAll(b.ws, filepath.Dir(path), 0o755); err == nil {
+		if err := safefs.WriteFile(b.ws, path, append(data, '\n'), 0o644); err != nil {
 			b.log.Warn().Err(err).Msg("caching the cloud's tool list")
 		}
 	}
@@ -187,7 +187,11 @@ func (b *Broker) byokFor(tool string) (map[string]string, []string) {
 	if len(names) == 0 {
 		return nil, nil
 	}
-	dotenv := readDotEnv(filepath.Join(b.ws, ".env"))
+	dotenv, err := readDotEnv(b.ws)
+	if err != nil {
+		// The keys it would hold are reported missing; this says why.
+		b.log.Error().Err(err).Str("tool", tool).Msg("the workspace's .env is not read")
+	}
 	vals := map[string]string{}
 	var missing []string
 	for _, n := range names {

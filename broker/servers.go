@@ -2,11 +2,13 @@ package broker
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -22,6 +24,7 @@ import (
 	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/deps"
 	"github.com/pml-dev/pml/internal/lazyre"
+	"github.com/pml-dev/pml/internal/safefs"
 	"github.com/pml-dev/pml/internal/toolbox"
 	"github.com/pml-dev/pml/internal/upstream"
 	"github.com/pml-dev/pml/policies"
@@ -145,13 +148,24 @@ func (b *Broker) serverOf(tool string) *server {
 // .pml.json servers only; a registry entry's env is literal) and its
 // env_required variables. Nothing else of the host reaches the container.
 func (b *Broker) envFor(cfg config.Server) ([]string, error) {
-	dotenv := readDotEnv(filepath.Join(b.ws, ".env"))
+	// .env is read only when a variable is not in pml's environment, so a
+	// .env pml cannot use (a link, a FIFO) only fails the servers that
+	// need it, with the reason.
+	var (
+		dotenv     map[string]string
+		dotenvErr  error
+		dotenvRead bool
+	)
 	lookup := func(name string) (string, bool) {
 		if ownVariable(name) {
 			return "", false
 		}
 		if v, ok := os.LookupEnv(name); ok {
 			return v, true
+		}
+		if !dotenvRead {
+			dotenv, dotenvErr = readDotEnv(b.ws)
+			dotenvRead = true
 		}
 		v, ok := dotenv[name]
 		return v, ok
@@ -188,6 +202,11 @@ func (b *Broker) envFor(cfg config.Server) ([]string, error) {
 		})
 		env = append(env, k+"="+v)
 	}
+	if len(missing) > 0 && dotenvErr != nil {
+		sort.Strings(missing)
+		return nil, fmt.Errorf("the MCP server %s needs the environment variable %s, which is not set, and pml does not read the workspace's .env: %w; no container was started",
+			cfg.Name, strings.Join(dedupe(missing), ", "), dotenvErr)
+	}
 	if len(missing) > 0 {
 		sort.Strings(missing)
 		return nil, fmt.Errorf("the MCP server %s needs the environment variable %s, which is not set. "+
@@ -220,16 +239,23 @@ func dedupe(l []string) []string {
 	return out
 }
 
-// readDotEnv reads KEY=VALUE lines (comments, blank lines and an optional
-// "export " ignored; surrounding quotes removed).
-func readDotEnv(path string) map[string]string {
+// readDotEnv reads the workspace's .env: KEY=VALUE lines (comments, blank
+// lines and an optional "export " ignored; surrounding quotes removed). A
+// missing file is empty. Only a regular file inside the workspace is read
+// (internal/safefs): a .env that is a link (to a root-only file outside,
+// whose contents would go into a server's environment), a FIFO or a huge
+// file is an error naming it.
+func readDotEnv(ws string) (map[string]string, error) {
 	out := map[string]string{}
-	f, err := os.Open(path)
-	if err != nil {
-		return out
+	data, err := safefs.ReadFile(ws, ".env", safefs.MaxConfig)
+	if errors.Is(err, fs.ErrNotExist) {
+		return out, nil
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
+	if err != nil {
+		return nil, err
+	}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 0, 64<<10), int(safefs.MaxConfig))
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
 		if line == "" || strings.HasPrefix(line, "#") {
@@ -246,7 +272,7 @@ func readDotEnv(path string) map[string]string {
 		}
 		out[strings.TrimSpace(k)] = v
 	}
-	return out
+	return out, nil
 }
 
 // loadServer makes sure a server's tools are registered: from the tools
@@ -571,9 +597,13 @@ func specKey(cfg config.Server) string {
 	return fmt.Sprintf("%x", sha256Sum(b))
 }
 
+// root is the workspace of the cache file <workspace>/.pml/tools-cache.json:
+// the file is never read or written through a link below it.
+func (c *toolsCache) root() string { return filepath.Dir(filepath.Dir(c.path)) }
+
 func (c *toolsCache) read() map[string]cachedTools {
 	m := map[string]cachedTools{}
-	if b, err := os.ReadFile(c.path); err == nil {
+	if b, err := safefs.ReadFile(c.root(), c.path, safefs.MaxConfig); err == nil {
 		_ = json.Unmarshal(b, &m)
 	}
 	return m
@@ -598,8 +628,8 @@ func (c *toolsCache) put(cfg config.Server, tools []*mcp.Tool) {
 	if err != nil {
 		return
 	}
-	if err := os.MkdirAll(filepath.Dir(c.path), 0o755); err == nil {
-		_ = config.WriteFileAtomic(c.path, append(b, '\n'), 0o644)
+	if err := safefs.MkdirAll(c.root(), filepath.Dir(c.path), 0o755); err == nil {
+		_ = safefs.WriteFile(c.root(), c.path, append(b, '\n'), 0o644)
 	}
 }
 

@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
 	"github.com/pml-dev/pml/internal/lazyre"
+	"github.com/pml-dev/pml/internal/safefs"
 )
 
 // fqdnRE is a registry name of 4 or 5 dot-separated parts; it is also what
@@ -30,7 +30,8 @@ var fqdnRE = lazyre.New(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+){3,4}$`)
 // valid JSON is an error naming it.
 func LockfileImages(workspace string) ([]LockImage, []string, error) {
 	file := filepath.Join(workspace, ".pml", "mcp.lock")
-	data, err := os.ReadFile(file)
+	// Never through a link, a FIFO or a huge file (internal/safefs).
+	data, err := safefs.ReadFile(workspace, file, safefs.MaxConfig)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, nil
 	}
@@ -76,7 +77,7 @@ func LockfileImages(workspace string) ([]LockImage, []string, error) {
 		if parts := strings.Split(key, "."); len(parts) == 5 {
 			base = strings.Join(parts[:4], ".")
 		}
-		img, err := cachedImage(filepath.Join(workspace, ".pml", "registry-cache", base+".json"))
+		img, err := cachedImage(workspace, filepath.Join(workspace, ".pml", "registry-cache", base+".json"))
 		if err != nil || img == "" {
 			why := "its registry metadata is not cached"
 			if err != nil {
@@ -91,8 +92,8 @@ func LockfileImages(workspace string) ([]LockImage, []string, error) {
 }
 
 // cachedImage reads the "image" of the metadata cached in p.
-func cachedImage(p string) (string, error) {
-	data, err := os.ReadFile(p)
+func cachedImage(workspace, p string) (string, error) {
+	data, err := safefs.ReadFile(workspace, p, safefs.MaxConfig)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}

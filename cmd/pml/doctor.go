@@ -23,6 +23,7 @@ import (
 	"github.com/pml-dev/pml/internal/docker"
 	"github.com/pml-dev/pml/internal/mcpjson"
 	"github.com/pml-dev/pml/internal/registry"
+	"github.com/pml-dev/pml/internal/safefs"
 	"github.com/pml-dev/pml/internal/workspace"
 )
 
@@ -64,6 +65,12 @@ func doctor(ctx context.Context) []check {
 		add(check{"warn", "workspace", ws.Dir + " (no project marker found)", "set PML_WORKSPACE, or run pml inside a project"})
 	} else {
 		add(check{"ok", "workspace", fmt.Sprintf("%s (from %s)", ws.Dir, ws.Source), ""})
+	}
+	if err := safefs.CheckStateDir(ws.Dir); err != nil {
+		// Every other command refuses to start here; the message says how
+		// to fix it.
+		add(check{"fail", "state", err.Error(), ""})
+		return out
 	}
 	cfg, err := config.Load(ws.Dir, os.Getenv)
 	switch {
@@ -204,9 +211,13 @@ func checkMCPJSON(ws, exe string) check {
 func checkLockfile(ws string, perms config.Permissions) check {
 	const name = "lockfile"
 	path := registry.LockfilePath(ws)
-	data, err := os.ReadFile(path)
+	data, err := safefs.ReadFile(ws, path, safefs.MaxConfig)
 	if errors.Is(err, fs.ErrNotExist) {
 		return check{"ok", name, "no " + path + " yet (nothing fetched from a registry)", ""}
+	}
+	var refused *safefs.Error
+	if errors.As(err, &refused) {
+		return check{"fail", name, err.Error(), ""}
 	}
 	if err != nil {
 		return check{"fail", name, err.Error(), "make the file readable"}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/mcpjson"
+	"github.com/pml-dev/pml/internal/safefs"
 	"github.com/pml-dev/pml/internal/toolbox"
 	"github.com/pml-dev/pml/internal/workspace"
 )
@@ -202,6 +203,9 @@ func runInit(ctx context.Context, o initOptions, term *terminal, getenv func(str
 	if err != nil {
 		return usage("%v", err)
 	}
+	if err := safefs.CheckStateDir(ws.Dir); err != nil {
+		return usage("%v", err)
+	}
 
 	mcp, err := mcpjson.Read(mcpjson.Path(ws.Dir))
 	if err != nil {
@@ -212,7 +216,7 @@ func runInit(ctx context.Context, o initOptions, term *terminal, getenv func(str
 		return usage("%v\nNothing was changed. Fix the pml entry (or remove it) and run pml init again", err)
 	}
 	pmlPath := filepath.Join(ws.Dir, config.FileName)
-	_, statErr := os.Lstat(pmlPath)
+	_, statErr := safefs.Lstat(ws.Dir, pmlPath)
 	pmlExists := statErr == nil
 	if statErr != nil && !errors.Is(statErr, fs.ErrNotExist) {
 		return &exitError{1, fmt.Errorf("cannot check %s: %w", pmlPath, statErr)}
@@ -296,7 +300,7 @@ func runInit(ctx context.Context, o initOptions, term *terminal, getenv func(str
 	if holdsKey && mcp.Exists && !backedUp && mcp.Mode&0o077 != 0 {
 		// Unchanged, but it holds a key that others may read: only
 		// tighten its permissions.
-		if err := os.Chmod(mcp.Path, mode); err != nil {
+		if err := chmodFile(ws.Dir, mcp.Path, mode); err != nil {
 			return &exitError{1, fmt.Errorf("%s holds an API key but its permissions cannot be tightened: %w", mcp.Path, err)}
 		}
 	}
@@ -364,20 +368,37 @@ func promptError(err error) error {
 	return &exitError{1, err}
 }
 
-// readOptional reads a file that may be missing (then nil, mode 0644).
+// readOptional reads a file at the workspace root that may be missing
+// (then nil, mode 0644); never through a link, never a FIFO or a huge file.
 func readOptional(path string) ([]byte, fs.FileMode, error) {
-	data, err := os.ReadFile(path)
+	root := filepath.Dir(path)
+	data, err := safefs.ReadFile(root, path, safefs.MaxConfig)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, 0o644, nil
+	}
+	var refused *safefs.Error
+	if errors.As(err, &refused) {
+		return nil, 0, err
 	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("cannot read %s: %w", path, err)
 	}
 	mode := fs.FileMode(0o644)
-	if st, err := os.Stat(path); err == nil {
+	if st, err := safefs.Lstat(root, path); err == nil {
 		mode = st.Mode().Perm()
 	}
 	return data, mode, nil
+}
+
+// chmodFile changes the mode of the regular file path beneath root
+// through a descriptor: a link swapped in is not followed.
+func chmodFile(root, path string, mode fs.FileMode) error {
+	f, err := safefs.Open(root, path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Chmod(mode)
 }
 
 // gitignoreAdd appends the entries content does not ignore yet (".pml",

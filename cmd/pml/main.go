@@ -20,6 +20,7 @@ import (
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/docker"
+	"github.com/pml-dev/pml/internal/safefs"
 	"github.com/pml-dev/pml/internal/workspace"
 )
 
@@ -124,6 +125,10 @@ func (g *globals) project() (zerolog.Logger, workspace.Result, *config.Config, e
 	log, ws, err := g.workspace()
 	if err != nil {
 		return log, ws, nil, err
+	}
+	// A .pml that is a link or a file is refused before anything is read.
+	if err := safefs.CheckStateDir(ws.Dir); err != nil {
+		return log, ws, nil, &exitError{2, err}
 	}
 	cfg, err := config.Load(ws.Dir, os.Getenv)
 	if err != nil {

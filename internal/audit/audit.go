@@ -5,12 +5,26 @@ package audit
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
-	"os"
+	"io/fs"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
+	"unicode/utf8"
+
+	"github.com/pml-dev/pml/internal/safefs"
+)
+
+// What one entry records at most of what the caller chose: a model can
+// send thousands of argument names, or names megabytes long, and each
+// call appends a line. Past the caps a marker says how much was cut.
+const (
+	MaxArgKeys   = 32
+	MaxKeyBytes  = 64
+	MaxToolBytes = 128
 )
 
 // Decisions recorded in the log.
@@ -45,12 +59,16 @@ type Entry struct {
 // (empty path) discards.
 type Log struct {
 	path string
+	// root is the workspace: nothing between it and the file may be a
+	// link (see internal/safefs).
+	root string
 	mu   sync.Mutex
 }
 
-// New returns a log writing to path; the file and its directory are
-// created on the first write.
-func New(path string) *Log { return &Log{path: path} }
+// New returns a log writing to path, which is <workspace>/.pml/<file>;
+// the file and its directory are created on the first write, never
+// through a symbolic link.
+func New(path string) *Log { return &Log{path: path, root: filepath.Dir(filepath.Dir(path))} }
 
 // Path is the file the log appends to.
 func (l *Log) Path() string { return l.path }
@@ -63,6 +81,8 @@ func (l *Log) Record(e Entry) error {
 	if e.Time.IsZero() {
 		e.Time = time.Now().UTC()
 	}
+	e.Tool = truncate(e.Tool, MaxToolBytes)
+	e.ArgKeys = capKeys(e.ArgKeys)
 	line, err := json.Marshal(e)
 	if err != nil {
 		return err
@@ -70,10 +90,16 @@ func (l *Log) Record(e Entry) error {
 	line = append(line, '\n')
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err := os.MkdirAll(filepath.Dir(l.path), 0o700); err != nil {
-		return fmt.Errorf("audit log: %w", err)
+	// Never through a link (a repository can ship .pml/audit.jsonl as one
+	// to a login script), never blocking on a FIFO. The directory is made
+	// only when missing: this runs on every call.
+	f, err := safefs.OpenAppend(l.root, l.path, 0o600)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := safefs.MkdirAll(l.root, filepath.Dir(l.path), 0o700); err != nil {
+			return fmt.Errorf("audit log: %w", err)
+		}
+		f, err = safefs.OpenAppend(l.root, l.path, 0o600)
 	}
-	f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return fmt.Errorf("audit log: %w", err)
 	}
@@ -94,5 +120,42 @@ func Keys(args map[string]any) []string {
 		out = append(out, k)
 	}
 	sort.Strings(out)
+	return out
+}
+
+// truncate cuts s to at most n bytes (on a rune boundary) and marks the
+// cut with the original length.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	mark := "…[" + strconv.Itoa(len(s)) + " bytes]"
+	cut := n - len(mark)
+	if cut < 0 {
+		cut = 0
+	}
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + mark
+}
+
+// capKeys keeps the first MaxArgKeys names, each at most MaxKeyBytes,
+// and says how many were left out.
+func capKeys(keys []string) []string {
+	if len(keys) == 0 {
+		return keys
+	}
+	n := len(keys)
+	if n > MaxArgKeys {
+		n = MaxArgKeys
+	}
+	out := make([]string, 0, n+1)
+	for _, k := range keys[:n] {
+		out = append(out, truncate(k, MaxKeyBytes))
+	}
+	if len(keys) > n {
+		out = append(out, "…["+strconv.Itoa(len(keys)-n)+" more]")
+	}
 	return out
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	units "github.com/docker/go-units"
+	"github.com/pml-dev/pml/internal/safefs"
 	"github.com/spf13/viper"
 )
 
@@ -177,9 +178,14 @@ func Load(workspace string, env func(string) string) (*Config, error) {
 			_ = v.BindEnv(k)
 		}
 	}
-	data, err := os.ReadFile(path)
+	// Never through a link, never a FIFO or a huge file: the repository
+	// is untrusted and pml may run as root (internal/safefs).
+	data, err := safefs.ReadFile(workspace, FileName, safefs.MaxConfig)
+	var refused *safefs.Error
 	switch {
 	case errors.Is(err, os.ErrNotExist):
+	case errors.As(err, &refused):
+		return nil, err
 	case err != nil:
 		return nil, &Error{File: path, Problem: fmt.Sprintf("cannot be read: %v", err)}
 	default:

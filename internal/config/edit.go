@@ -10,7 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
+
+	"github.com/pml-dev/pml/internal/safefs"
 )
 
 // editMu serialises edits within this process; flock serialises them
@@ -37,8 +38,11 @@ func allowTool(path, tool string, dropAsk bool) error {
 	}
 	editMu.Lock()
 	defer editMu.Unlock()
+	// .pml.json is at the workspace root; nothing of it is opened
+	// through a link (internal/safefs).
+	root := filepath.Dir(path)
 	// The lock lives in .pml/ so the project root gets no stray file.
-	unlock, err := lockFile(filepath.Join(filepath.Dir(path), ".pml", "config.lock"))
+	unlock, err := lockFile(root, filepath.Join(root, ".pml", "config.lock"))
 	if err != nil {
 		return err
 	}
@@ -46,13 +50,16 @@ func allowTool(path, tool string, dropAsk bool) error {
 
 	mode := os.FileMode(0o644)
 	doc := &object{}
-	data, err := os.ReadFile(path)
+	data, err := safefs.ReadFile(root, path, safefs.MaxConfig)
+	var refused *safefs.Error
 	switch {
 	case errors.Is(err, os.ErrNotExist):
+	case errors.As(err, &refused):
+		return err
 	case err != nil:
 		return fmt.Errorf("%s cannot be read: %w", path, err)
 	default:
-		if st, err := os.Stat(path); err == nil {
+		if st, err := safefs.Lstat(root, path); err == nil {
 			mode = st.Mode().Perm()
 		}
 		v, err := parseOrdered(data)
@@ -120,12 +127,13 @@ func allowTool(path, tool string, dropAsk bool) error {
 func CreateWithPermissions(path string, allow, ask, deny []string) error {
 	editMu.Lock()
 	defer editMu.Unlock()
-	unlock, err := lockFile(filepath.Join(filepath.Dir(path), ".pml", "config.lock"))
+	root := filepath.Dir(path)
+	unlock, err := lockFile(root, filepath.Join(root, ".pml", "config.lock"))
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	if _, err := os.Stat(path); err == nil {
+	if _, err := safefs.Lstat(root, path); err == nil {
 		return nil
 	}
 	list := func(l []string) []any {
@@ -148,56 +156,34 @@ func CreateWithPermissions(path string, allow, ask, deny []string) error {
 }
 
 // WriteFileAtomic writes data to a temporary file beside path and renames
-// it over path, so readers see the old or the new file, never a part.
+// it over path, so readers see the old or the new file, never a part. It
+// is for a file directly in the workspace root (.pml.json, .mcp.json,
+// .gitignore): the file and its temporary twin are handled relative to
+// that directory, never through a link. Deeper paths use safefs.WriteFile
+// with the workspace as root, so that no directory on the way is a link.
 func WriteFileAtomic(path string, data []byte, mode os.FileMode) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
+	if err := safefs.WriteFile(filepath.Dir(path), filepath.Base(path), data, mode); err != nil {
 		return fmt.Errorf("cannot write %s: %w", path, err)
 	}
-	name := tmp.Name()
-	ok := false
-	defer func() {
-		if !ok {
-			os.Remove(name)
-		}
-	}()
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("cannot write %s: %w", path, err)
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return fmt.Errorf("cannot write %s: %w", path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("cannot write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("cannot write %s: %w", path, err)
-	}
-	if err := os.Rename(name, path); err != nil {
-		return fmt.Errorf("cannot write %s: %w", path, err)
-	}
-	ok = true
 	return nil
 }
 
-func lockFile(path string) (func(), error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+// lockFile takes an exclusive flock on path beneath root, creating it
+// and its directory, never through a link.
+func lockFile(root, path string) (func(), error) {
+	if err := safefs.MkdirAll(root, filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("cannot lock %s: %w", path, err)
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := safefs.OpenLock(root, path, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("cannot lock %s: %w", path, err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+	if err := flock(f); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("cannot lock %s: %w", path, err)
 	}
 	return func() {
-		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		funlock(f)
 		f.Close()
 	}, nil
 }

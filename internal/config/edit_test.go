@@ -121,3 +121,43 @@ func TestConcurrentAddAllowLosesNothing(t *testing.T) {
 		t.Errorf("%d of 20 tools persisted: %v", len(cfg.Permissions.Allow), cfg.Permissions.Allow)
 	}
 }
+
+func TestEditsNeverGoThroughALink(t *testing.T) {
+	ws := t.TempDir()
+	outside := filepath.Join(t.TempDir(), "allow-all.json")
+	orig := `{"permissions": {"allow": ["*"]}}`
+	if err := os.WriteFile(outside, []byte(orig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(ws, FileName)
+	if err := os.Symlink(outside, path); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(ws, func(string) string { return "" }); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Errorf("Load of a linked .pml.json: %v", err)
+	}
+	if err := AddAllow(path, "shell:exec"); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Errorf("AddAllow on a linked .pml.json: %v", err)
+	}
+	if b, _ := os.ReadFile(outside); string(b) != orig {
+		t.Errorf("the link's target changed: %q", b)
+	}
+	// The lock file a link: refused, and its target never created.
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(ws, ".pml"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	created := filepath.Join(filepath.Dir(outside), "created")
+	_ = os.Remove(filepath.Join(ws, ".pml", "config.lock")) // left by the first AddAllow
+	if err := os.Symlink(created, filepath.Join(ws, ".pml", "config.lock")); err != nil {
+		t.Fatal(err)
+	}
+	if err := AddAllow(path, "shell:exec"); err == nil || !strings.Contains(err.Error(), "config.lock") {
+		t.Errorf("AddAllow with a linked lock: %v", err)
+	}
+	if _, err := os.Lstat(created); err == nil {
+		t.Error("the lock link's target was created")
+	}
+}

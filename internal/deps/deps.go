@@ -16,7 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"hash"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -27,6 +26,7 @@ import (
 
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/container"
+	"github.com/pml-dev/pml/internal/safefs"
 )
 
 // MountPoint is where the cache appears inside containers.
@@ -81,7 +81,7 @@ func SpecOf(srv config.Server) string {
 
 func (s *Store) load() (state, error) {
 	st := state{Servers: map[string]Record{}}
-	b, err := os.ReadFile(s.file())
+	b, err := safefs.ReadFile(s.ws, s.file(), safefs.MaxConfig)
 	if errors.Is(err, os.ErrNotExist) {
 		return st, nil
 	}
@@ -113,8 +113,8 @@ func (s *Store) Installed(srv config.Server) bool {
 	if !ok || rec.Spec != SpecOf(srv) {
 		return false
 	}
-	_, err = os.Stat(s.Dir(srv.Name))
-	return err == nil
+	fi, err := safefs.Lstat(s.ws, s.Dir(srv.Name))
+	return err == nil && fi.IsDir()
 }
 
 // Installer runs install steps.
@@ -141,21 +141,25 @@ func (e *MismatchError) Error() string {
 // Install runs srv's install step into its cache, checks the integrity
 // and records it. On any failure the cache is removed.
 func (in *Installer) Install(ctx context.Context, srv config.Server) (err error) {
+	// The cache is removed, created and handed over beneath the workspace
+	// without following a link: a repository shipping .pml/deps as a link
+	// to /etc would otherwise have pml empty it and mount it writable.
+	ws := in.Store.ws
 	dir := in.Store.Dir(srv.Name)
-	if err := os.RemoveAll(dir); err != nil {
+	if err := safefs.RemoveAll(ws, dir); err != nil {
 		return fmt.Errorf("clearing %s: %w", dir, err)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := safefs.MkdirAll(ws, dir, 0o755); err != nil {
 		return fmt.Errorf("creating %s: %w", dir, err)
 	}
 	defer func() {
 		if err != nil {
-			_ = os.RemoveAll(dir)
+			_ = safefs.RemoveAll(ws, dir)
 		}
 	}()
 	if uid, gid, ok := parseUser(in.Spec.User); ok && os.Geteuid() == 0 {
 		// The install runs as the container user, who must own the cache.
-		if err := os.Chown(dir, uid, gid); err != nil {
+		if err := safefs.Lchown(ws, dir, uid, gid); err != nil {
 			return fmt.Errorf("giving %s to %s: %w", dir, in.Spec.User, err)
 		}
 	}
@@ -194,7 +198,7 @@ func (in *Installer) Install(ctx context.Context, srv config.Server) (err error)
 		return fmt.Errorf("installing %s: `%s %s` failed with exit code %d:\n%s", srv.Name, srv.Install.Command,
 			strings.Join(srv.Install.Args, " "), res.Exit.Code, tail(out, 20))
 	}
-	actual, err := Integrity(dir, srv.Install)
+	actual, err := Integrity(ctx, ws, dir, srv.Install)
 	if err != nil {
 		return fmt.Errorf("checking the integrity of %s: %w", srv.Name, err)
 	}
@@ -213,16 +217,17 @@ func (s *Store) record(srv config.Server) error {
 	}
 	st.Servers[srv.Name] = Record{Spec: SpecOf(srv), Integrity: srv.Install.Integrity, InstalledAt: time.Now().UTC()}
 	b, _ := json.MarshalIndent(st, "", "  ")
-	return config.WriteFileAtomic(s.file(), append(b, '\n'), 0o644)
+	return safefs.WriteFile(s.ws, s.file(), append(b, '\n'), 0o644)
 }
 
 // Integrity computes the SRI of what an install produced. For npm it is
 // the package tarball's integrity as npm recorded it in its lockfile;
 // otherwise a digest over the cache's files (sorted paths and contents),
-// with the algorithm of the expected value.
-func Integrity(dir string, inst *config.Install) (string, error) {
+// with the algorithm of the expected value. Files are opened beneath root
+// (the workspace) without following links; ctx bounds the hashing.
+func Integrity(ctx context.Context, root, dir string, inst *config.Install) (string, error) {
 	if inst.Command == "npm" && inst.Package != "" {
-		b, err := os.ReadFile(filepath.Join(dir, "node_modules", ".package-lock.json"))
+		b, err := safefs.ReadFileContext(ctx, root, filepath.Join(dir, "node_modules", ".package-lock.json"), 64<<20)
 		if err != nil {
 			return "", fmt.Errorf("npm left no node_modules/.package-lock.json: %w", err)
 		}
@@ -241,12 +246,15 @@ func Integrity(dir string, inst *config.Install) (string, error) {
 		return p.Integrity, nil
 	}
 	algo := strings.SplitN(inst.Integrity, "-", 2)[0]
-	return TreeSRI(dir, algo)
+	return TreeSRI(ctx, root, dir, algo)
 }
 
 // TreeSRI hashes a directory tree: every regular file's slash path, size
-// and content, and every symlink's target, in sorted order.
-func TreeSRI(dir, algo string) (string, error) {
+// and content, and every symlink's target, in sorted order. dir is beneath
+// root (the workspace); no link is followed on the way to a file, and ctx
+// is checked between files and chunks, so a huge tree stops with the
+// call's deadline.
+func TreeSRI(ctx context.Context, root, dir, algo string) (string, error) {
 	var h hash.Hash
 	switch algo {
 	case "sha256":
@@ -256,9 +264,19 @@ func TreeSRI(dir, algo string) (string, error) {
 	default:
 		algo, h = "sha512", sha512.New()
 	}
+	if fi, err := safefs.Lstat(root, dir); err != nil {
+		return "", err
+	} else if fi.Mode()&fs.ModeSymlink != 0 {
+		return "", fmt.Errorf("%s is a symbolic link; pml does not follow links inside the workspace for its own files: remove it and install again", dir)
+	} else if !fi.IsDir() {
+		return "", fmt.Errorf("%s is not a directory: remove it and install again", dir)
+	}
 	var paths []string
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
 			return err
 		}
 		if !d.IsDir() {
@@ -271,8 +289,11 @@ func TreeSRI(dir, algo string) (string, error) {
 	}
 	sort.Strings(paths)
 	for _, p := range paths {
+		if err := ctx.Err(); err != nil {
+			return "", err
+		}
 		rel, _ := filepath.Rel(dir, p)
-		fi, err := os.Lstat(p)
+		fi, err := safefs.Lstat(root, p)
 		if err != nil {
 			return "", err
 		}
@@ -282,11 +303,11 @@ func TreeSRI(dir, algo string) (string, error) {
 			fmt.Fprintf(h, "L %s %s\n", filepath.ToSlash(rel), t)
 		case fi.Mode().IsRegular():
 			fmt.Fprintf(h, "F %s %d\n", filepath.ToSlash(rel), fi.Size())
-			f, err := os.Open(p)
+			f, err := safefs.Open(root, p)
 			if err != nil {
 				return "", err
 			}
-			_, err = io.Copy(h, f)
+			_, err = safefs.CopyContext(ctx, h, f)
 			f.Close()
 			if err != nil {
 				return "", err

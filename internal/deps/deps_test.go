@@ -1,6 +1,7 @@
 package deps
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,11 +19,11 @@ func TestNPMIntegrityComesFromTheLockfile(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "node_modules", ".package-lock.json"), []byte(lock), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	got, err := Integrity(dir, &config.Install{Command: "npm", Package: "@scope/pkg", Integrity: "sha512-x"})
+	got, err := Integrity(context.Background(), dir, dir, &config.Install{Command: "npm", Package: "@scope/pkg", Integrity: "sha512-x"})
 	if err != nil || got != "sha512-abc==" {
 		t.Fatalf("got %q, %v", got, err)
 	}
-	if _, err := Integrity(dir, &config.Install{Command: "npm", Package: "@other/pkg"}); err == nil || !strings.Contains(err.Error(), "did not install @other/pkg") {
+	if _, err := Integrity(context.Background(), dir, dir, &config.Install{Command: "npm", Package: "@other/pkg"}); err == nil || !strings.Contains(err.Error(), "did not install @other/pkg") {
 		t.Fatalf("missing package: %v", err)
 	}
 }
@@ -32,18 +33,18 @@ func TestTreeSRIChangesWithContent(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "a"), []byte("one"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	first, err := TreeSRI(dir, "sha256")
+	first, err := TreeSRI(context.Background(), dir, dir, "sha256")
 	if err != nil || !strings.HasPrefix(first, "sha256-") || config.CheckSRI(first) != nil {
 		t.Fatalf("%q %v", first, err)
 	}
-	again, _ := TreeSRI(dir, "sha256")
+	again, _ := TreeSRI(context.Background(), dir, dir, "sha256")
 	if again != first {
 		t.Fatal("not deterministic")
 	}
 	if err := os.WriteFile(filepath.Join(dir, "a"), []byte("two"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if changed, _ := TreeSRI(dir, "sha256"); changed == first {
+	if changed, _ := TreeSRI(context.Background(), dir, dir, "sha256"); changed == first {
 		t.Fatal("a changed file kept the digest")
 	}
 }
@@ -80,5 +81,39 @@ func TestUnreachableRegistryIsRecognised(t *testing.T) {
 	}
 	if unreachable("npm error 404 Not Found") {
 		t.Fatal("a 404 is not a network problem")
+	}
+}
+
+func TestHashingFollowsNoLinkAndStopsWithTheContext(t *testing.T) {
+	ws := t.TempDir()
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "secret"), []byte("s"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(ws, ".pml"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// .pml/deps is a link to a directory outside: refused, not hashed.
+	if err := os.Symlink(outside, filepath.Join(ws, ".pml", "deps")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := TreeSRI(context.Background(), ws, filepath.Join(ws, ".pml", "deps"), "sha256"); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Errorf("a linked cache directory: %v", err)
+	}
+	s := NewStore(ws)
+	if s.Installed(config.Server{Name: "x", Install: &config.Install{Command: "true"}}) {
+		t.Error("a linked cache directory counts as installed")
+	}
+	dir := filepath.Join(ws, "tree")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "a"), []byte("a"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := TreeSRI(ctx, ws, dir, "sha256"); err == nil {
+		t.Error("hashing went on after its context ended")
 	}
 }

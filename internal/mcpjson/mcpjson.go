@@ -17,11 +17,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 
 	"github.com/pml-dev/pml/internal/config"
+	"github.com/pml-dev/pml/internal/safefs"
 )
 
 // FileName is the file MCP clients read at the project root.
@@ -86,14 +86,21 @@ func (e *Error) Error() string {
 // not an object, is an *Error.
 func Read(path string) (*File, error) {
 	f := &File{Path: path, Mode: 0o644, doc: &object{}}
-	data, err := os.ReadFile(path)
+	// .mcp.json sits at the workspace root and comes with the repository:
+	// never read through a link, never a FIFO or a huge file.
+	root := filepath.Dir(path)
+	data, err := safefs.ReadFile(root, path, safefs.MaxConfig)
 	if errors.Is(err, fs.ErrNotExist) {
 		return f, nil
+	}
+	var refused *safefs.Error
+	if errors.As(err, &refused) {
+		return nil, err
 	}
 	if err != nil {
 		return nil, fmt.Errorf("cannot read %s: %w", path, err)
 	}
-	if st, err := os.Stat(path); err == nil {
+	if st, err := safefs.Lstat(root, path); err == nil {
 		f.Mode = st.Mode().Perm()
 	}
 	f.Exists = true

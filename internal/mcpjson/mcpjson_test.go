@@ -201,3 +201,41 @@ func TestServerReadsAnEntry(t *testing.T) {
 		t.Errorf("Server(bad) = %v %v, want an error", ok, err)
 	}
 }
+
+func TestLinksAreNeitherReadNorWrittenThrough(t *testing.T) {
+	ws := t.TempDir()
+	outside := filepath.Join(t.TempDir(), "bashrc")
+	if err := os.WriteFile(outside, []byte(`{"mcpServers": {}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// .mcp.json itself a link: refused, naming it.
+	if err := os.Symlink(outside, Path(ws)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Read(Path(ws)); err == nil || !strings.Contains(err.Error(), "symbolic link") || !strings.Contains(err.Error(), Path(ws)) {
+		t.Errorf("a linked .mcp.json: %v", err)
+	}
+	// The backup a link: the write is refused before anything changes.
+	if err := os.Remove(Path(ws)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(Path(ws), []byte(`{"mcpServers": {"a": {"command": "x"}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Read(Path(ws))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, f.BackupPath()); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.SetServer("pml", pmlServer("")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(0o644); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Errorf("writing with a linked backup: %v", err)
+	}
+	if b, _ := os.ReadFile(outside); string(b) != `{"mcpServers": {}}` {
+		t.Errorf("the link's target changed: %q", b)
+	}
+}

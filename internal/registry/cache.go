@@ -5,12 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sync"
 	"time"
 
-	"github.com/pml-dev/pml/internal/config"
+	"github.com/pml-dev/pml/internal/safefs"
 )
 
 // CacheDir is where a workspace keeps fetched entries for offline use.
@@ -59,7 +58,7 @@ func (c *cache) get(base string) (*record, error) {
 		return nil, nil
 	}
 	p := filepath.Join(c.dir, base+".json")
-	data, err := os.ReadFile(p)
+	data, err := safefs.ReadFile(c.root(), p, safefs.MaxConfig)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -86,8 +85,12 @@ func (c *cache) put(base string, r *record) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(c.dir, 0o700); err != nil {
+	if err := safefs.MkdirAll(c.root(), c.dir, 0o700); err != nil {
 		return fmt.Errorf("cannot create the registry cache %s: %w", c.dir, err)
 	}
-	return config.WriteFileAtomic(filepath.Join(c.dir, base+".json"), data, 0o644)
+	return safefs.WriteFile(c.root(), filepath.Join(c.dir, base+".json"), data, 0o644)
 }
+
+// root is the workspace of the cache directory <workspace>/.pml/registry-cache:
+// nothing below it is opened through a link (internal/safefs).
+func (c *cache) root() string { return filepath.Dir(filepath.Dir(c.dir)) }

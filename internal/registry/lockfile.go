@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"sort"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pml-dev/pml/internal/config"
+	"github.com/pml-dev/pml/internal/safefs"
 )
 
 // LockfilePath is the workspace's lockfile.
@@ -80,7 +80,9 @@ func LoadLockfile(file string, perms config.Permissions) (*Lockfile, error) {
 // not denied: a tool no pattern names is asked, so it is still "in ask".
 func LoadLockfileKeeping(file string, keep func(namespace string) bool) (*Lockfile, error) {
 	l := &Lockfile{path: file, entries: map[string]LockEntry{}}
-	data, err := os.ReadFile(file)
+	// The lockfile is <workspace>/.pml/mcp.lock: never read through a link
+	// or from a FIFO (internal/safefs).
+	data, err := safefs.ReadFile(lockRoot(file), file, safefs.MaxConfig)
 	if errors.Is(err, fs.ErrNotExist) {
 		return l, nil
 	}
@@ -298,8 +300,14 @@ func (l *Lockfile) save() error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(l.path), 0o700); err != nil {
+	if err := safefs.MkdirAll(lockRoot(l.path), filepath.Dir(l.path), 0o700); err != nil {
 		return fmt.Errorf("cannot write the lockfile %s: %w", l.path, err)
 	}
-	return config.WriteFileAtomic(l.path, append(data, '\n'), 0o644)
+	if err := safefs.WriteFile(lockRoot(l.path), l.path, append(data, '\n'), 0o644); err != nil {
+		return fmt.Errorf("cannot write the lockfile: %w", err)
+	}
+	return nil
 }
+
+// lockRoot is the workspace of a lockfile at <workspace>/.pml/mcp.lock.
+func lockRoot(file string) string { return filepath.Dir(filepath.Dir(file)) }

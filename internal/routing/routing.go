@@ -14,15 +14,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/lazyre"
+	"github.com/pml-dev/pml/internal/safefs"
 )
 
 // Where a tool runs.
@@ -99,25 +98,28 @@ type Router struct {
 	// http) says so; a synced table does not replace them.
 	extra map[string]bool
 	cache string
+	// ws is the workspace: the cache is never read or written through a
+	// link below it (internal/safefs).
+	ws string
 }
 
 // New starts from the cached table in workspace (when valid), else the
 // embedded default. local names namespaces that always run here.
 func New(workspace string, local []string) *Router {
-	r := &Router{cache: filepath.Join(workspace, CacheFile), local: map[string]bool{}, extra: map[string]bool{}}
+	r := &Router{cache: filepath.Join(workspace, CacheFile), ws: workspace, local: map[string]bool{}, extra: map[string]bool{}}
 	for _, ns := range local {
 		r.local[ns] = true
 	}
 	t := Default()
-	if cached, err := readCache(r.cache); err == nil {
+	if cached, err := readCache(r.ws, r.cache); err == nil {
 		t = cached
 	}
 	r.set(t)
 	return r
 }
 
-func readCache(path string) (Table, error) {
-	b, err := os.ReadFile(path)
+func readCache(ws, path string) (Table, error) {
+	b, err := safefs.ReadFile(ws, path, safefs.MaxConfig)
 	if err != nil {
 		return Table{}, err
 	}
@@ -235,10 +237,10 @@ func (r *Router) Sync(ctx context.Context, hc *http.Client, cloudURL, apiKey str
 	t.SyncedAt = time.Now().UTC()
 	r.set(t)
 	out, _ := json.MarshalIndent(t, "", "  ")
-	if err := os.MkdirAll(filepath.Dir(r.cache), 0o755); err != nil {
+	if err := safefs.MkdirAll(r.ws, filepath.Dir(r.cache), 0o755); err != nil {
 		return fmt.Errorf("caching the routing table: %w", err)
 	}
-	if err := config.WriteFileAtomic(r.cache, append(out, '\n'), 0o644); err != nil {
+	if err := safefs.WriteFile(r.ws, r.cache, append(out, '\n'), 0o644); err != nil {
 		return fmt.Errorf("caching the routing table: %w", err)
 	}
 	return nil

@@ -1,0 +1,3 @@
+package safefs
+
+func setWalk(on bool) { forceWalk.Store(on) }

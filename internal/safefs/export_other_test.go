@@ -1,0 +1,5 @@
+//go:build !linux
+
+package safefs
+
+func setWalk(bool) {}
