@@ -19,7 +19,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -31,6 +30,7 @@ import (
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/deps"
+	"github.com/pml-dev/pml/internal/protect"
 	"github.com/pml-dev/pml/internal/toolbox"
 	"github.com/pml-dev/pml/policies"
 )
@@ -119,9 +119,10 @@ type Broker struct {
 
 	cloud    *cloudSide
 	registry *registrySide
-	// cfgCreated: pml itself created .pml.json in this session ("always"
-	// without a file), so its appearance is not a container's doing.
-	cfgCreated atomic.Bool
+	// guard watches pml's own files that a container could create
+	// (internal/protect); session holds the long-lived servers' exposures.
+	guard   *protect.Guard
+	session sessionGuard
 	// serversMu guards servers and serverOrder: registry servers are
 	// added at run time.
 	serversMu sync.RWMutex
@@ -174,6 +175,7 @@ func New(o Options) (*Broker, error) {
 	// .pml/ always exists, so that containers that may write the
 	// workspace get it read-only (see workspaceMounts).
 	_ = os.MkdirAll(filepath.Join(o.Workspace, ".pml"), 0o755)
+	b.guard = protect.New(o.Workspace, owner.Labels(), o.Logger)
 	b.base, b.cancelBase = context.WithCancel(context.Background())
 	for _, t := range toolbox.Filesystem {
 		b.add(t, (*Broker).runToolbox)
@@ -203,6 +205,9 @@ func (b *Broker) Close(timeout time.Duration) {
 		_ = b.pool.Close(context.Background())
 		b.inflight.Wait()
 		b.closeServers()
+		// Every container is gone: the last look at pml's own files.
+		b.releaseSession()
+		b.guard.Close()
 		if b.rt != nil {
 			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			if n, err := container.RemoveOwn(sctx, b.rt, b.owner); err != nil {
@@ -599,13 +604,17 @@ func (b *Broker) decide(tool string) (Decision, string) {
 func (b *Broker) allowAlways(tool string) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if !b.cfg.Exists && !b.cfgCreated.Load() {
-		if err := config.CreateWithPermissions(b.cfg.Path, b.perms.Allow, b.perms.Ask, b.perms.Deny); err != nil {
-			return err
+	err := b.writeConfig(func(old []byte) ([]byte, error) {
+		if old == nil {
+			old = config.WithPermissions(b.perms.Allow, b.perms.Ask, b.perms.Deny)
 		}
-		b.cfgCreated.Store(true)
-	}
-	if err := config.AddAllow(b.cfg.Path, tool); err != nil {
+		out, err := config.AddAllowData(b.cfg.Path, old, tool)
+		if out == nil && err == nil {
+			out = old // already allowed
+		}
+		return out, err
+	})
+	if err != nil {
 		return err
 	}
 	b.perms.Allow = append(append([]string(nil), b.perms.Allow...), tool)

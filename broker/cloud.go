@@ -187,6 +187,7 @@ func (b *Broker) byokFor(tool string) (map[string]string, []string) {
 	if len(names) == 0 {
 		return nil, nil
 	}
+	b.guard.Verify(".env")
 	dotenv := readDotEnv(filepath.Join(b.ws, ".env"))
 	vals := map[string]string{}
 	var missing []string

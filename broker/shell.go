@@ -54,7 +54,6 @@ type ShellOutput struct {
 }
 
 func (b *Broker) runShell(ctx context.Context, def toolbox.Tool, args map[string]any) Result {
-	defer b.refuseCreated(b.missingProtected(), def.Name)
 	command, ok := args["command"].(string)
 	if !ok || strings.TrimSpace(command) == "" {
 		return errorResult(fmt.Errorf("%w: shell:exec needs the argument \"command\" (a non-empty string)", ErrInvalidInput))

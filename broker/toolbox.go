@@ -119,6 +119,22 @@ func (b *Broker) run(ctx context.Context, spec container.Spec, req container.Req
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	names, err := b.exposed(spec.Mounts)
+	if err != nil {
+		r := errorResult(fmt.Errorf("%w: %v", ErrUnavailable, err))
+		return container.Result{}, &r
+	}
+	if len(names) > 0 {
+		// Watched from before the container takes the call (a
+		// pre-started one runs only pml's own code until then) until it
+		// is removed.
+		release, err := b.guard.Expose(names, spec.Labels[container.LabelPurpose])
+		if err != nil {
+			r := errorResult(fmt.Errorf("%w: %v", ErrUnavailable, err))
+			return container.Result{}, &r
+		}
+		req.Disposed = release
+	}
 	res, err := b.pool.Run(ctx, spec, req)
 	b.log.Debug().Str("image", spec.Image).Bool("warm", res.Warm).Dur("took", res.Duration).Msg("container call")
 	fail := func(e error) (container.Result, *Result) {

@@ -37,29 +37,46 @@ func AddAllow(path, tool string) error {
 	defer unlock()
 
 	mode := os.FileMode(0o644)
-	doc := &object{}
 	data, err := os.ReadFile(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
+		data = nil
 	case err != nil:
 		return fmt.Errorf("%s cannot be read: %w", path, err)
 	default:
 		if st, err := os.Stat(path); err == nil {
 			mode = st.Mode().Perm()
 		}
+	}
+	out, err := AddAllowData(path, data, tool)
+	if err != nil || out == nil {
+		return err
+	}
+	return WriteFileAtomic(path, out, mode)
+}
+
+// AddAllowData is AddAllow on the content of a .pml.json (nil: no file
+// yet); path only names the file in errors. It returns nil when tool is
+// already allowed.
+func AddAllowData(path string, data []byte, tool string) ([]byte, error) {
+	if strings.TrimSpace(tool) == "" {
+		return nil, errors.New("cannot allow an empty tool name")
+	}
+	doc := &object{}
+	if data != nil {
 		v, err := parseOrdered(data)
 		if err != nil {
-			return &Error{File: path, Problem: "cannot add to permissions.allow: " + err.Error()}
+			return nil, &Error{File: path, Problem: "cannot add to permissions.allow: " + err.Error()}
 		}
 		o, ok := v.(*object)
 		if !ok {
-			return &Error{File: path, Problem: "the top level must be a JSON object"}
+			return nil, &Error{File: path, Problem: "the top level must be a JSON object"}
 		}
 		doc = o
 	}
 	perms, err := doc.childObject("permissions")
 	if err != nil {
-		return &Error{File: path, Key: "permissions", Problem: err.Error()}
+		return nil, &Error{File: path, Key: "permissions", Problem: err.Error()}
 	}
 	allow, _ := perms.get("allow")
 	var list []any
@@ -68,11 +85,11 @@ func AddAllow(path, tool string) error {
 	case []any:
 		list = t
 	default:
-		return &Error{File: path, Key: "permissions.allow", Problem: "must be a list of strings"}
+		return nil, &Error{File: path, Key: "permissions.allow", Problem: "must be a list of strings"}
 	}
 	for _, e := range list {
 		if s, ok := e.(string); ok && s == tool {
-			return nil
+			return nil, nil
 		}
 	}
 	perms.set("allow", append(list, tool))
@@ -80,7 +97,7 @@ func AddAllow(path, tool string) error {
 	var out bytes.Buffer
 	writeOrdered(&out, doc, "")
 	out.WriteByte('\n')
-	return WriteFileAtomic(path, out.Bytes(), mode)
+	return out.Bytes(), nil
 }
 
 // CreateWithPermissions writes a new .pml.json holding just these
@@ -96,6 +113,12 @@ func CreateWithPermissions(path string, allow, ask, deny []string) error {
 	if _, err := os.Stat(path); err == nil {
 		return nil
 	}
+	return WriteFileAtomic(path, WithPermissions(allow, ask, deny), 0o644)
+}
+
+// WithPermissions is the content of a new .pml.json holding just these
+// permissions.
+func WithPermissions(allow, ask, deny []string) []byte {
 	list := func(l []string) []any {
 		out := []any{}
 		for _, s := range l {
@@ -112,7 +135,7 @@ func CreateWithPermissions(path string, allow, ask, deny []string) error {
 	var out bytes.Buffer
 	writeOrdered(&out, doc, "")
 	out.WriteByte('\n')
-	return WriteFileAtomic(path, out.Bytes(), 0o644)
+	return out.Bytes()
 }
 
 // WriteFileAtomic writes data to a temporary file beside path and renames
@@ -317,4 +340,18 @@ func writeString(w *bytes.Buffer, s string) {
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(s)
 	w.Write(bytes.TrimRight(b.Bytes(), "\n"))
+}
+
+// LockEdits holds the lock AddAllow takes (within this process and, by
+// flock on .pml/config.lock, across processes) for an edit of the
+// .pml.json of workspace ws made elsewhere; call the returned func to
+// release it.
+func LockEdits(ws string) (func(), error) {
+	editMu.Lock()
+	unlock, err := lockFile(filepath.Join(ws, ".pml", "config.lock"))
+	if err != nil {
+		editMu.Unlock()
+		return nil, err
+	}
+	return func() { unlock(); editMu.Unlock() }, nil
 }

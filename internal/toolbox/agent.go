@@ -186,7 +186,7 @@ func (a *argReader) writePath(ws, name string) (string, error) {
 var protected = Protected
 
 // Protected is that list, for the broker's read-only mounts.
-var Protected = []string{".pml.json", ".pml", ".mcp.json"}
+var Protected = []string{".pml.json", ".pml", ".mcp.json", ".env"}
 
 // guardWrite refuses p (resolved, inside ws) when it is, or is inside, a
 // protected name at the workspace root.
