@@ -118,13 +118,16 @@ func (g *globals) workspace() (zerolog.Logger, workspace.Result, error) {
 	return log, ws, nil
 }
 
-// project is workspace plus its configuration (warnings logged). It
+// project is workspace plus its configuration (warnings logged). Before
+// the configuration is read, what containers of a pml that died may have
+// left in pml's own files is dealt with (startGuard); otherwise it
 // contacts nothing.
 func (g *globals) project() (zerolog.Logger, workspace.Result, *config.Config, error) {
 	log, ws, err := g.workspace()
 	if err != nil {
 		return log, ws, nil, err
 	}
+	startGuard(log, ws.Dir)
 	cfg, err := config.Load(ws.Dir, os.Getenv)
 	if err != nil {
 		return log, ws, nil, &exitError{2, err}
