@@ -28,6 +28,12 @@ type echoArgs struct {
 	Text string `json:"text"`
 }
 
+type writeLaterArgs struct {
+	Files map[string]string `json:"files" jsonschema:"paths (relative to the working directory) and their content"`
+	MS    int               `json:"ms" jsonschema:"how long after the answer to write them"`
+	Done  string            `json:"done" jsonschema:"a file written last, once every write was tried"`
+}
+
 type dialArgs struct {
 	Addr string `json:"addr" jsonschema:"host:port to dial over TCP"`
 }
@@ -116,6 +122,27 @@ func main() {
 					return text("dynamic answer"), nil, nil
 				})
 			return text("added"), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "write", Description: "Write a file now; answers ok or the error."},
+		func(ctx context.Context, req *mcp.CallToolRequest, a echoArgs) (*mcp.CallToolResult, any, error) {
+			if err := os.WriteFile(a.Text, []byte("written by the probe\n"), 0o644); err != nil {
+				return text("error: " + err.Error()), nil, nil
+			}
+			return text("ok"), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "write_later", Description: "Write files a while after answering (between calls), then a done file listing what each write did."},
+		func(ctx context.Context, req *mcp.CallToolRequest, a writeLaterArgs) (*mcp.CallToolResult, any, error) {
+			go func() {
+				time.Sleep(time.Duration(a.MS) * time.Millisecond)
+				var report []string
+				for p, c := range a.Files {
+					err := os.WriteFile(p, []byte(c), 0o644)
+					report = append(report, fmt.Sprintf("%s: %v", p, err))
+				}
+				sort.Strings(report)
+				_ = os.WriteFile(a.Done, []byte(strings.Join(report, "\n")+"\n"), 0o644)
+			}()
+			return text("will write"), nil, nil
 		})
 	log.SetFlags(0)
 	log.Printf("probe: serving on stdio")
