@@ -123,6 +123,10 @@ type Broker struct {
 	// (internal/protect); session holds the long-lived servers' exposures.
 	guard   *protect.Guard
 	session sessionGuard
+	// supervisorExe is pml's executable when shell:exec can run it as
+	// its container's PID 1 (see supervisor).
+	supervisorOnce sync.Once
+	supervisorExe  string
 	// serversMu guards servers and serverOrder: registry servers are
 	// added at run time.
 	serversMu sync.RWMutex
