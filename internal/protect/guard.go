@@ -93,6 +93,11 @@ type Guard struct {
 	since   time.Time
 	w       *fsnotify.Watcher
 	closed  bool
+	// written is the journal as last written (nil: none on disk); idle
+	// removes it a moment after the last exposure ends, so that calls in
+	// a row do not write and remove it every time.
+	written []byte
+	idle    *time.Timer
 	// now is time.Now, replaceable in tests.
 	now func() time.Time
 }
@@ -144,8 +149,10 @@ func (g *Guard) Expose(names []string, who string) (release func(), err error) {
 	if g.closed {
 		return nil, errors.New("pml is shutting down; no container that may write the workspace is started")
 	}
-	if err := g.realStateDir(); err != nil {
-		return nil, err
+	if g.written == nil {
+		if err := g.realStateDir(); err != nil {
+			return nil, err
+		}
 	}
 	if g.w == nil {
 		w, err := fsnotify.NewWatcher()
@@ -161,7 +168,7 @@ func (g *Guard) Expose(names []string, who string) (release func(), err error) {
 		g.w = w
 		go g.loop(w)
 	}
-	if len(g.exposed) == 0 {
+	if g.written == nil {
 		g.since = g.now()
 	}
 	for _, n := range names {
@@ -397,24 +404,60 @@ func blessed(ws, name string) string {
 	return strings.TrimSpace(string(b))
 }
 
-// writeJournal writes (or, with nothing exposed, removes) this process's
-// journal. Called with g.mu held.
+// journalLinger is how long the journal stays after the last exposure
+// ended. Should pml die within it, the next start checks names that no
+// container could write any more: at worst a file the user changed in
+// that moment is moved aside, with a warning.
+const journalLinger = 2 * time.Second
+
+// writeJournal writes this process's journal when what it says changed
+// (with nothing exposed, it is removed a moment later). Called with g.mu
+// held.
 func (g *Guard) writeJournal() error {
 	if len(g.exposed) == 0 {
-		if err := os.Remove(g.file); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return err
+		if g.written != nil && g.idle == nil && !g.closed {
+			g.idle = time.AfterFunc(journalLinger, g.dropIdleJournal)
 		}
 		return nil
+	}
+	if g.idle != nil {
+		g.idle.Stop()
+		g.idle = nil
 	}
 	j := journal{Owner: g.owner, Since: g.since, Expect: map[string]state{}}
 	for n := range g.exposed {
 		j.Expect[n] = g.expect[n]
 	}
 	data, _ := json.MarshalIndent(j, "", "  ")
+	if bytes.Equal(data, g.written) {
+		return nil
+	}
 	if err := writeAtomic(filepath.Dir(g.file), g.file, data, 0o644); err != nil {
 		return fmt.Errorf("cannot write pml's guard journal %s (%v): no container that may write the workspace is started", g.file, err)
 	}
+	g.written = data
 	return nil
+}
+
+// dropIdleJournal removes the journal once nothing has been exposed for
+// journalLinger.
+func (g *Guard) dropIdleJournal() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.exposed) > 0 {
+		return
+	}
+	g.idle = nil
+	g.removeJournal()
+}
+
+// removeJournal: called with g.mu held and nothing exposed.
+func (g *Guard) removeJournal() {
+	if err := os.Remove(g.file); err != nil && !errors.Is(err, os.ErrNotExist) {
+		g.log.Warn().Err(err).Str("path", g.file).Msg("removing pml's guard journal; the next start checks pml's own files once more")
+		return
+	}
+	g.written = nil
 }
 
 // writeAtomic writes data to a temporary file in tmpDir (under .pml/, out
@@ -506,6 +549,13 @@ func (g *Guard) Close() {
 	g.closed = true
 	for n := range g.exposed {
 		g.check(n)
+	}
+	if g.idle != nil {
+		g.idle.Stop()
+		g.idle = nil
+	}
+	if len(g.exposed) == 0 {
+		g.removeJournal()
 	}
 	if g.w != nil {
 		g.w.Close()
