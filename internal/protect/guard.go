@@ -636,3 +636,18 @@ func journals(ws string) []foundJournal {
 	}
 	return out
 }
+
+// Bless records data as what pml itself is about to write to name (pml
+// init), so that a pml session watching the workspace keeps it. Best
+// effort: without a usable .pml/ there is nothing watching to tell.
+func Bless(ws, name string, data []byte) {
+	dir := filepath.Join(ws, Dir, "guard")
+	if fi, err := os.Lstat(filepath.Join(ws, Dir)); err != nil || !fi.IsDir() {
+		return
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return
+	}
+	sum := sha256.Sum256(data)
+	_ = writeAtomic(dir, blessedPath(ws, name), []byte(hex.EncodeToString(sum[:])+"\n"), 0o644)
+}
