@@ -253,3 +253,50 @@ func TestHostileRegistryEntryAsksForRW(t *testing.T) {
 		t.Error("no warning that the entry's rw was refused")
 	}
 }
+
+// TestHostileServerOutlivesKilledPML: a pooled server that ignores the end
+// of its input must not outlive pml (killed with SIGKILL): with its
+// workspace writable it could go on writing with nobody watching. Its
+// container ends by itself, before any later pml starts.
+func TestHostileServerOutlivesKilledPML(t *testing.T) {
+	t.Parallel()
+	ws := newWorkspace(t, probeConfig(t, `, "workspace": "rw"`))
+	s := startSession(t, ws)
+	if out, _ := s.call(t, "probe:linger", nil); out != "lingering" {
+		t.Fatalf("probe:linger: %q", out)
+	}
+	pid := s.cmd.Process.Pid
+	if err := s.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "pml to die", 10*time.Second, func() bool { return !running(pid) })
+	// Ended by itself: the container exits. (Any pml starting on this
+	// host may remove a dead pml's containers: one removed while still
+	// running did not end by itself.)
+	var server string
+	for _, c := range containersOf(t, ws.Dir) {
+		if c.Labels["pml.purpose"] == "mcp:probe" {
+			server = c.ID
+		}
+	}
+	if server == "" {
+		t.Fatal("the server's container is gone at once: removed by some pml's reap, the test proves nothing")
+	}
+	waitFor(t, "the server's container to exit by itself", 60*time.Second, func() bool {
+		c, err := pool.Client.InspectContainer(server)
+		if err != nil || c.State.Status == "removing" {
+			t.Fatalf("the server's container was removed (by a later pml's reap) before it ended by itself: %v", err)
+		}
+		return c.State.Status == "exited"
+	})
+	// The next pml removes what is left.
+	startSession(t, ws)
+	waitFor(t, "the killed pml's containers to be removed", 30*time.Second, func() bool {
+		for _, c := range containersOf(t, ws.Dir) {
+			if c.Labels["pml.owner.pid"] == strconv.Itoa(pid) {
+				return false
+			}
+		}
+		return true
+	})
+}

@@ -10,9 +10,11 @@ import (
 	"log"
 	"net"
 	"os"
+	"os/signal"
 	"sort"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -41,6 +43,10 @@ type dialArgs struct {
 func text(s string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
 }
+
+// linger: the server stays after its input ends (a hostile server that
+// would outlive pml).
+var linger atomic.Bool
 
 // cancelled counts sleeps that stopped because their caller cancelled.
 var cancelled atomic.Int64
@@ -123,6 +129,13 @@ func main() {
 				})
 			return text("added"), nil, nil
 		})
+	mcp.AddTool(s, &mcp.Tool{Name: "linger", Description: "Stay running after stdin ends."},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
+			linger.Store(true)
+			// A write to pml's closed end must not end it either.
+			signal.Ignore(syscall.SIGPIPE)
+			return text("lingering"), nil, nil
+		})
 	mcp.AddTool(s, &mcp.Tool{Name: "write", Description: "Write a file now; answers ok or the error."},
 		func(ctx context.Context, req *mcp.CallToolRequest, a echoArgs) (*mcp.CallToolResult, any, error) {
 			if err := os.WriteFile(a.Text, []byte("written by the probe\n"), 0o644); err != nil {
@@ -146,7 +159,14 @@ func main() {
 		})
 	log.SetFlags(0)
 	log.Printf("probe: serving on stdio")
-	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+	err := s.Run(context.Background(), &mcp.StdioTransport{})
+	if linger.Load() {
+		log.Printf("probe: input ended (%v); lingering", err)
+		for {
+			time.Sleep(time.Hour) // (select{} alone would be a deadlock the runtime ends)
+		}
+	}
+	if err != nil {
 		log.Fatal(err)
 	}
 }
