@@ -19,7 +19,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -31,6 +30,7 @@ import (
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/deps"
+	"github.com/pml-dev/pml/internal/protect"
 	"github.com/pml-dev/pml/internal/safefs"
 	"github.com/pml-dev/pml/internal/toolbox"
 	"github.com/pml-dev/pml/policies"
@@ -120,9 +120,14 @@ type Broker struct {
 
 	cloud    *cloudSide
 	registry *registrySide
-	// cfgCreated: pml itself created .pml.json in this session ("always"
-	// without a file), so its appearance is not a container's doing.
-	cfgCreated atomic.Bool
+	// guard watches pml's own files that a container could create
+	// (internal/protect); session holds the long-lived servers' exposures.
+	guard   *protect.Guard
+	session sessionGuard
+	// supervisorExe is pml's executable when shell:exec can run it as
+	// its container's PID 1 (see supervisor).
+	supervisorOnce sync.Once
+	supervisorExe  string
 	// serversMu guards servers and serverOrder: registry servers are
 	// added at run time.
 	serversMu sync.RWMutex
@@ -192,6 +197,7 @@ func New(o Options) (*Broker, error) {
 	// workspace get it read-only (see workspaceMounts); never through a
 	// link (checked above).
 	_ = safefs.MkdirAll(o.Workspace, ".pml", 0o755)
+	b.guard = protect.New(o.Workspace, owner.Labels(), o.Logger)
 	b.base, b.cancelBase = context.WithCancel(context.Background())
 	for _, t := range toolbox.Filesystem {
 		b.add(t, (*Broker).runToolbox)
@@ -232,13 +238,21 @@ func (b *Broker) Close(timeout time.Duration) {
 	case <-time.After(timeout * 2 / 3):
 		b.log.Warn().Msg("some calls did not finish cleaning up in time; removing this pml's containers by label")
 	}
+	swept := true
 	if b.rt != nil {
 		if n, err := container.RemoveOwn(ctx, b.rt, b.owner); err != nil {
+			swept = false
 			b.log.Warn().Err(err).Msg("final sweep of this pml's containers; the next pml start removes what is left")
 		} else if n > 0 {
 			b.log.Info().Int("removed", n).Msg("removed containers whose removal had not finished")
 		}
 	}
+	// Every container is gone: the last look at pml's own files. When
+	// some may remain, their exposures stay journaled for the next start.
+	if swept {
+		b.releaseSession()
+	}
+	b.guard.Close()
 }
 
 // Workspace returns the workspace directory.
@@ -647,20 +661,24 @@ func (b *Broker) decide(tool string) (Decision, string) {
 func (b *Broker) allowAlways(tool string) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if !b.cfg.Exists && !b.cfgCreated.Load() {
-		if err := config.CreateWithPermissions(b.cfg.Path, b.perms.Allow, b.perms.Ask, b.perms.Deny); err != nil {
-			return err
-		}
-		b.cfgCreated.Store(true)
-	}
-	// An exact name in ask beats allow (permissions.go): it leaves ask,
-	// or the next call would ask again.
 	inAsk := contains(b.perms.Ask, tool)
-	save := config.AddAllow
-	if inAsk {
-		save = config.MoveToAllow
-	}
-	if err := save(b.cfg.Path, tool); err != nil {
+	err := b.writeConfig(func(old []byte) ([]byte, error) {
+		if old == nil {
+			old = config.WithPermissions(b.perms.Allow, b.perms.Ask, b.perms.Deny)
+		}
+		// An exact name in ask beats allow (permissions.go): it leaves
+		// ask, or the next call would ask again.
+		save := config.AddAllowData
+		if inAsk {
+			save = config.MoveToAllowData
+		}
+		out, err := save(b.cfg.Path, old, tool)
+		if out == nil && err == nil {
+			out = old // nothing to change
+		}
+		return out, err
+	})
+	if err != nil {
 		return err
 	}
 	b.perms.Allow = append(append([]string(nil), b.perms.Allow...), tool)

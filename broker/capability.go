@@ -116,6 +116,9 @@ func (b *Broker) AddCapability(ctx context.Context, arg string, confirm Confirm)
 	switch e.Type {
 	case registry.TypeStdio:
 		cfg, err := registry.ServerConfig(e)
+		if registry.WantsWritable(e) {
+			b.log.Warn().Msg(registry.RWRefused(e))
+		}
 		if err != nil {
 			return Capability{}, err
 		}

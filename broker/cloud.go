@@ -187,6 +187,7 @@ func (b *Broker) byokFor(tool string) (map[string]string, []string) {
 	if len(names) == 0 {
 		return nil, nil
 	}
+	b.guard.Verify(".env")
 	dotenv, err := readDotEnv(b.ws)
 	if err != nil {
 		// The keys it would hold are reported missing; this says why.

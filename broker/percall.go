@@ -34,6 +34,10 @@ func (b *Broker) callPerCall(ctx context.Context, srv *server, tool string, args
 	spec := b.serverSpec(srv.cfg)
 	spec.Env = env
 	spec.Labels = b.labels("pool:mcp:" + name)
+	// On the direct path the shim stays beside the server and ends the
+	// container when pml is gone (internal/shim): a pre-started server
+	// that ignores the end of its input cannot outlive pml.
+	spec.DirectStdio = true
 
 	pr, pw := io.Pipe()
 	defer pr.Close()

@@ -209,6 +209,9 @@ func (b *Broker) useEntry(e *registry.Entry, tool string) error {
 	switch e.Type {
 	case registry.TypeStdio:
 		cfg, err := registry.ServerConfig(e)
+		if registry.WantsWritable(e) {
+			b.log.Warn().Msg(registry.RWRefused(e))
+		}
 		if err != nil {
 			return err
 		}

@@ -122,6 +122,12 @@ func (b *Broker) serverSpec(cfg config.Server) container.Spec {
 	if cfg.Install != nil {
 		spec.Mounts = append(spec.Mounts, container.Mount{Source: b.deps.Dir(cfg.Name), Target: deps.MountPoint, ReadOnly: true})
 	}
+	if cfg.Workspace == "rw" {
+		// The server's own code runs from its container's start (a
+		// per-call one waits pre-started in the pool): watched from
+		// then until pml closes.
+		b.exposeForSession(&spec, "mcp:"+cfg.Name)
+	}
 	return spec
 }
 
@@ -148,6 +154,8 @@ func (b *Broker) serverOf(tool string) *server {
 // .pml.json servers only; a registry entry's env is literal) and its
 // env_required variables. Nothing else of the host reaches the container.
 func (b *Broker) envFor(cfg config.Server) ([]string, error) {
+	// A .env a container changed is moved aside before it is read.
+	b.guard.Verify(".env")
 	// .env is read only when a variable is not in pml's environment, so a
 	// .env pml cannot use (a link, a FIFO) only fails the servers that
 	// need it, with the reason.
@@ -431,9 +439,6 @@ func (b *Broker) runServerTool(ctx context.Context, def toolbox.Tool, args map[s
 	_, tool, _ := strings.Cut(def.Name, ":")
 	var res *mcp.CallToolResult
 	var err error
-	if srv.cfg.Workspace == "rw" {
-		defer b.refuseCreated(b.missingProtected(), def.Name)
-	}
 	if srv.cfg.Lifetime == "per_call" {
 		res, err = b.callPerCall(ctx, srv, tool, raw, ci) // percall.go
 	} else {

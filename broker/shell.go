@@ -10,6 +10,8 @@ import (
 
 	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/pathguard"
+	"github.com/pml-dev/pml/internal/shim"
+	"github.com/pml-dev/pml/internal/supervise"
 	"github.com/pml-dev/pml/internal/toolbox"
 )
 
@@ -53,8 +55,29 @@ type ShellOutput struct {
 	Truncated bool   `json:"truncated,omitempty"`
 }
 
+// deadlineMargin is how long a container's own deadline runs past its
+// call's: pml's timeout (with its clear message) comes first, the
+// container's is for when pml cannot act.
+const deadlineMargin = 2 * time.Second
+
+// supervisor returns pml's executable when it can run in a container as
+// the shell supervisor (a static Linux binary), else "" (the shell then
+// runs without a deadline of its own; pml still kills it on timeout).
+func (b *Broker) supervisor() string {
+	b.supervisorOnce.Do(func() {
+		if b.toolbox.Exe == "" {
+			return
+		}
+		if err := shim.CheckBinary(b.toolbox.Exe); err != nil {
+			b.log.Warn().Err(err).Msg("shell:exec runs without a deadline of its own inside its container")
+			return
+		}
+		b.supervisorExe = b.toolbox.Exe
+	})
+	return b.supervisorExe
+}
+
 func (b *Broker) runShell(ctx context.Context, def toolbox.Tool, args map[string]any) Result {
-	defer b.refuseCreated(b.missingProtected(), def.Name)
 	command, ok := args["command"].(string)
 	if !ok || strings.TrimSpace(command) == "" {
 		return errorResult(fmt.Errorf("%w: shell:exec needs the argument \"command\" (a non-empty string)", ErrInvalidInput))
@@ -80,6 +103,9 @@ func (b *Broker) runShell(ctx context.Context, def toolbox.Tool, args map[string
 		cwd = p
 	}
 	timeout := time.Duration(b.policy.Timeout)
+	if timeout <= 0 {
+		timeout = defaultCallTimeout
+	}
 	if v, ok := args["timeout_ms"]; ok {
 		ms, ok := v.(float64)
 		if !ok || ms < 1 || ms != float64(int64(ms)) {
@@ -106,6 +132,14 @@ func (b *Broker) runShell(ctx context.Context, def toolbox.Tool, args map[string
 		Labels:     b.labels("pool:shell"),
 	}
 	stdin := []byte(cwd + "\n" + command)
+	if exe := b.supervisor(); exe != "" {
+		// pml's own program at PID 1 gives the container a deadline of
+		// its own (internal/supervise): it ends even when pml cannot
+		// kill it (pml killed, or the daemon connection lost).
+		spec.Entrypoint = []string{supervise.Binary, supervise.Subcommand}
+		spec.Mounts = append(spec.Mounts, container.Mount{Source: exe, Target: supervise.Binary, ReadOnly: true})
+		stdin = supervise.Request(timeout+deadlineMargin, cwd, command)
+	}
 	res, failure := b.run(ctx, spec, container.Request{Stdin: stdin, Limit: b.policy.OutputLimit}, timeout)
 	out := ShellOutput{Stdout: string(res.Stdout), Stderr: string(res.Stderr), ExitCode: res.Exit.Code, Truncated: res.Truncated}
 	if failure != nil {

@@ -32,7 +32,12 @@ func (b *Broker) runToolbox(ctx context.Context, def toolbox.Tool, args map[stri
 		return errorResult(fmt.Errorf("%w: %v", ErrUnavailable, err))
 	}
 	argJSON, _ := json.Marshal(args)
-	req, _ := json.Marshal(toolbox.Request{Tool: def.Name, Args: argJSON, Workspace: b.ws})
+	deadline := time.Duration(b.policy.Timeout)
+	if deadline <= 0 {
+		deadline = defaultCallTimeout // what run applies
+	}
+	deadline += deadlineMargin
+	req, _ := json.Marshal(toolbox.Request{Tool: def.Name, Args: argJSON, Workspace: b.ws, DeadlineMS: deadline.Milliseconds()})
 	req = append(req, '\n')
 
 	spec := container.Spec{
@@ -109,16 +114,35 @@ func pathError(tool, arg string, err error) error {
 	return fmt.Errorf("%w: %s refused argument %q: %v", ErrInvalidInput, tool, arg, err)
 }
 
+// defaultCallTimeout bounds a container call when no timeout is set.
+const defaultCallTimeout = 60 * time.Second
+
 // run executes spec in a single-use container (pre-started from the pool
 // when one is ready) with a deadline and turns runtime failures, timeouts,
 // cancellations and OOM kills into error results. On success it returns the
 // raw container result and a nil failure.
 func (b *Broker) run(ctx context.Context, spec container.Spec, req container.Request, timeout time.Duration) (container.Result, *Result) {
 	if timeout <= 0 {
-		timeout = 60 * time.Second
+		timeout = defaultCallTimeout
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	names, err := b.exposed(spec.Mounts)
+	if err != nil {
+		r := errorResult(fmt.Errorf("%w: %v", ErrUnavailable, err))
+		return container.Result{}, &r
+	}
+	if len(names) > 0 {
+		// Watched from before the container takes the call (a
+		// pre-started one runs only pml's own code until then) until it
+		// is removed.
+		release, err := b.guard.Expose(names, spec.Labels[container.LabelPurpose])
+		if err != nil {
+			r := errorResult(fmt.Errorf("%w: %v", ErrUnavailable, err))
+			return container.Result{}, &r
+		}
+		req.Disposed = release
+	}
 	res, err := b.pool.Run(ctx, spec, req)
 	b.log.Debug().Str("image", spec.Image).Bool("warm", res.Warm).Dur("took", res.Duration).Msg("container call")
 	fail := func(e error) (container.Result, *Result) {

@@ -489,7 +489,10 @@ func onlyWorkspaceMounted(mounts []dc.Mount, ws string) bool {
 		switch {
 		case m.Source == ws && m.Destination == ws:
 			sawWS = true
-		case m.Source == m.Destination && !m.RW && (m.Source == ws+"/.pml" || m.Source == ws+"/.pml.json" || m.Source == ws+"/.mcp.json"):
+		case m.Source == m.Destination && !m.RW && (m.Source == ws+"/.pml" || m.Source == ws+"/.pml.json" || m.Source == ws+"/.mcp.json" || m.Source == ws+"/.env"):
+		case m.Destination == "/.pml/supervisor" && !m.RW:
+			// pml's own program, read-only: the shell's PID 1 that gives
+			// the container its own deadline (internal/supervise).
 		default:
 			return false
 		}

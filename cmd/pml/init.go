@@ -19,6 +19,7 @@ import (
 
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/mcpjson"
+	"github.com/pml-dev/pml/internal/protect"
 	"github.com/pml-dev/pml/internal/safefs"
 	"github.com/pml-dev/pml/internal/toolbox"
 	"github.com/pml-dev/pml/internal/workspace"
@@ -293,6 +294,9 @@ func runInit(ctx context.Context, o initOptions, term *terminal, getenv func(str
 	if holdsKey {
 		mode &^= 0o077
 	}
+	// Blessed first: a pml session watching this workspace keeps what
+	// init writes (internal/protect).
+	protect.Bless(ws.Dir, mcpjson.FileName, mcp.Bytes())
 	backedUp, err := mcp.Write(mode)
 	if err != nil {
 		return &exitError{1, err}
@@ -307,6 +311,7 @@ func runInit(ctx context.Context, o initOptions, term *terminal, getenv func(str
 	var pmlJSON []byte
 	if !pmlExists {
 		pmlJSON = defaultPMLJSON(o.cloudURL)
+		protect.Bless(ws.Dir, config.FileName, pmlJSON)
 		if err := config.WriteFileAtomic(pmlPath, pmlJSON, 0o644); err != nil {
 			return &exitError{1, err}
 		}

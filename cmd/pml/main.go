@@ -67,7 +67,7 @@ func newRoot() *cobra.Command {
 	}
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", envOr("PML_LOG_LEVEL", "info"), "log level: debug, info, warn, error (env PML_LOG_LEVEL)")
 	root.PersistentFlags().StringVar(&g.logFormat, "log-format", envOr("PML_LOG_FORMAT", "auto"), "log format on stderr: auto, console, json (env PML_LOG_FORMAT)")
-	root.AddCommand(newStdioCmd(g), newServeCmd(g), newDoctorCmd(g), newVersionCmd(), newAgentCmd(), newShimCmd(), newImagesCmd(g), newDemoCmd(g), newRegistryCmd(g), newInitCmd(), newCallCmd(g), newAddCmd(g), newRunCmd(g), newRemoveCmd(g), newListCmd(g))
+	root.AddCommand(newStdioCmd(g), newServeCmd(g), newDoctorCmd(g), newVersionCmd(), newAgentCmd(), newShimCmd(), newImagesCmd(g), newDemoCmd(g), newRegistryCmd(g), newInitCmd(), newCallCmd(g), newAddCmd(g), newRunCmd(g), newRemoveCmd(g), newListCmd(g), newSuperviseCmd())
 	return root
 }
 
@@ -119,7 +119,9 @@ func (g *globals) workspace() (zerolog.Logger, workspace.Result, error) {
 	return log, ws, nil
 }
 
-// project is workspace plus its configuration (warnings logged). It
+// project is workspace plus its configuration (warnings logged). Before
+// the configuration is read, what containers of a pml that died may have
+// left in pml's own files is dealt with (startGuard); otherwise it
 // contacts nothing.
 func (g *globals) project() (zerolog.Logger, workspace.Result, *config.Config, error) {
 	log, ws, err := g.workspace()
@@ -130,6 +132,9 @@ func (g *globals) project() (zerolog.Logger, workspace.Result, *config.Config, e
 	if err := safefs.CheckStateDir(ws.Dir); err != nil {
 		return log, ws, nil, &exitError{2, err}
 	}
+	// Containers of a pml that died are reaped and what they may have
+	// written is quarantined before the configuration is read.
+	startGuard(log, ws.Dir)
 	cfg, err := config.Load(ws.Dir, os.Getenv)
 	if err != nil {
 		return log, ws, nil, &exitError{2, err}

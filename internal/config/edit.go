@@ -36,24 +36,21 @@ func allowTool(path, tool string, dropAsk bool) error {
 	if strings.TrimSpace(tool) == "" {
 		return errors.New("cannot allow an empty tool name")
 	}
-	editMu.Lock()
-	defer editMu.Unlock()
 	// .pml.json is at the workspace root; nothing of it is opened
 	// through a link (internal/safefs).
 	root := filepath.Dir(path)
-	// The lock lives in .pml/ so the project root gets no stray file.
-	unlock, err := lockFile(root, filepath.Join(root, ".pml", "config.lock"))
+	unlock, err := LockEdits(root)
 	if err != nil {
 		return err
 	}
 	defer unlock()
 
 	mode := os.FileMode(0o644)
-	doc := &object{}
 	data, err := safefs.ReadFile(root, path, safefs.MaxConfig)
 	var refused *safefs.Error
 	switch {
 	case errors.Is(err, os.ErrNotExist):
+		data = nil
 	case errors.As(err, &refused):
 		return err
 	case err != nil:
@@ -62,19 +59,46 @@ func allowTool(path, tool string, dropAsk bool) error {
 		if st, err := safefs.Lstat(root, path); err == nil {
 			mode = st.Mode().Perm()
 		}
+	}
+	out, err := allowToolData(path, data, tool, dropAsk)
+	if err != nil || out == nil {
+		return err
+	}
+	return WriteFileAtomic(path, out, mode)
+}
+
+// AddAllowData is AddAllow on the content of a .pml.json (nil: no file
+// yet); path only names the file in errors. It returns nil when tool is
+// already allowed.
+func AddAllowData(path string, data []byte, tool string) ([]byte, error) {
+	return allowToolData(path, data, tool, false)
+}
+
+// MoveToAllowData is MoveToAllow on the content of a .pml.json (nil: no
+// file yet). It returns nil when nothing changes.
+func MoveToAllowData(path string, data []byte, tool string) ([]byte, error) {
+	return allowToolData(path, data, tool, true)
+}
+
+func allowToolData(path string, data []byte, tool string, dropAsk bool) ([]byte, error) {
+	if strings.TrimSpace(tool) == "" {
+		return nil, errors.New("cannot allow an empty tool name")
+	}
+	doc := &object{}
+	if data != nil {
 		v, err := parseOrdered(data)
 		if err != nil {
-			return &Error{File: path, Problem: "cannot add to permissions.allow: " + err.Error()}
+			return nil, &Error{File: path, Problem: "cannot add to permissions.allow: " + err.Error()}
 		}
 		o, ok := v.(*object)
 		if !ok {
-			return &Error{File: path, Problem: "the top level must be a JSON object"}
+			return nil, &Error{File: path, Problem: "the top level must be a JSON object"}
 		}
 		doc = o
 	}
 	perms, err := doc.childObject("permissions")
 	if err != nil {
-		return &Error{File: path, Key: "permissions", Problem: err.Error()}
+		return nil, &Error{File: path, Key: "permissions", Problem: err.Error()}
 	}
 	allow, _ := perms.get("allow")
 	var list []any
@@ -83,14 +107,14 @@ func allowTool(path, tool string, dropAsk bool) error {
 	case []any:
 		list = t
 	default:
-		return &Error{File: path, Key: "permissions.allow", Problem: "must be a list of strings"}
+		return nil, &Error{File: path, Key: "permissions.allow", Problem: "must be a list of strings"}
 	}
 	changed := false
 	if dropAsk {
 		if ask, ok := perms.get("ask"); ok {
 			l, ok := ask.([]any)
 			if !ok {
-				return &Error{File: path, Key: "permissions.ask", Problem: "must be a list of strings"}
+				return nil, &Error{File: path, Key: "permissions.ask", Problem: "must be a list of strings"}
 			}
 			kept := []any{}
 			for _, e := range l {
@@ -110,7 +134,7 @@ func allowTool(path, tool string, dropAsk bool) error {
 		}
 	}
 	if present && !changed {
-		return nil
+		return nil, nil
 	}
 	if !present {
 		perms.set("allow", append(list, tool))
@@ -119,16 +143,14 @@ func allowTool(path, tool string, dropAsk bool) error {
 	var out bytes.Buffer
 	writeOrdered(&out, doc, "")
 	out.WriteByte('\n')
-	return WriteFileAtomic(path, out.Bytes(), mode)
+	return out.Bytes(), nil
 }
 
 // CreateWithPermissions writes a new .pml.json holding just these
 // permissions, unless the file exists already (then it does nothing).
 func CreateWithPermissions(path string, allow, ask, deny []string) error {
-	editMu.Lock()
-	defer editMu.Unlock()
 	root := filepath.Dir(path)
-	unlock, err := lockFile(root, filepath.Join(root, ".pml", "config.lock"))
+	unlock, err := LockEdits(root)
 	if err != nil {
 		return err
 	}
@@ -136,6 +158,12 @@ func CreateWithPermissions(path string, allow, ask, deny []string) error {
 	if _, err := safefs.Lstat(root, path); err == nil {
 		return nil
 	}
+	return WriteFileAtomic(path, WithPermissions(allow, ask, deny), 0o644)
+}
+
+// WithPermissions is the content of a new .pml.json holding just these
+// permissions.
+func WithPermissions(allow, ask, deny []string) []byte {
 	list := func(l []string) []any {
 		out := []any{}
 		for _, s := range l {
@@ -152,7 +180,22 @@ func CreateWithPermissions(path string, allow, ask, deny []string) error {
 	var out bytes.Buffer
 	writeOrdered(&out, doc, "")
 	out.WriteByte('\n')
-	return WriteFileAtomic(path, out.Bytes(), 0o644)
+	return out.Bytes()
+}
+
+// LockEdits holds the lock AddAllow takes (within this process and, by
+// flock on .pml/config.lock, across processes) for an edit of the
+// .pml.json of workspace ws made elsewhere; call the returned func to
+// release it. The lock file lives in .pml/ so the project root gets no
+// stray file, and is never opened through a link.
+func LockEdits(ws string) (func(), error) {
+	editMu.Lock()
+	unlock, err := lockFile(ws, filepath.Join(ws, ".pml", "config.lock"))
+	if err != nil {
+		editMu.Unlock()
+		return nil, err
+	}
+	return func() { unlock(); editMu.Unlock() }, nil
 }
 
 // WriteFileAtomic writes data to a temporary file beside path and renames

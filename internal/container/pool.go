@@ -138,8 +138,12 @@ func (p *Pool) Run(ctx context.Context, spec Spec, req Request) (Result, error) 
 	out := newCapped(req.Limit, req.AnswerLine)
 	l, err := p.Acquire(ctx, spec, out.streams())
 	if err != nil {
+		if req.Disposed != nil {
+			req.Disposed()
+		}
 		return Result{}, err
 	}
+	l.disposed = req.Disposed
 	defer l.Release()
 	// What the container wrote while it waited reaches this call before
 	// its answer: out never blocks, so the wait is short.
@@ -162,6 +166,8 @@ type Lease struct {
 	pool *Pool
 	k    *kind
 	once sync.Once
+	// disposed is called once the container is removed (Request.Disposed).
+	disposed func()
 }
 
 // Acquire returns a container of spec whose output goes to streams: a
@@ -201,7 +207,7 @@ func (l *Lease) Release() {
 			p.refill(l.k)
 		}
 		p.busy--
-		p.dispose(l.Process)
+		p.dispose(l.Process, l.disposed)
 		p.signalDrained()
 		p.mu.Unlock()
 	})
@@ -377,9 +383,14 @@ func (p *Pool) shrink(k *kind) {
 
 // dispose kills and removes a container in the background. Called with
 // p.mu held.
-func (p *Pool) dispose(proc Process) {
+func (p *Pool) dispose(proc Process, done ...func()) {
 	p.busy++
 	go func() {
+		for _, f := range done {
+			if f != nil {
+				defer f()
+			}
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), disposeTimeout)
 		defer cancel()
 		// Kill first: a runtime's Remove may not stop the process itself.

@@ -42,6 +42,10 @@ type Request struct {
 	// no complete line comes, the exit (and an OOM kill) is reported as
 	// usual.
 	AnswerLine bool
+	// Disposed, when set, is called once the container is gone (killed
+	// and removed, or its removal given up): whatever it could write, it
+	// has written.
+	Disposed func()
 }
 
 // Run starts spec, writes stdin, collects output up to limit bytes

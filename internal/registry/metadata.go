@@ -158,6 +158,17 @@ func (m *Metadata) AllEnvRequired() []string {
 	return out
 }
 
+// WantsWritable reports whether e asked for a read-write workspace, which
+// ServerConfig turns into read-only: callers warn with RWRefused.
+func WantsWritable(e *Entry) bool { return e != nil && e.Meta != nil && e.Meta.Workspace == "rw" }
+
+// RWRefused is the warning for an entry that asked for a read-write
+// workspace.
+func RWRefused(e *Entry) string {
+	return fmt.Sprintf("registry entry %s (from %s) asks for a read-write workspace; registry entries get it read-only. "+
+		"To let it write, declare the server yourself in .pml.json's mcps with \"workspace\": \"rw\"", e.FQDN, e.Registry)
+}
+
 // ServerConfig turns a stdio entry into the server definition the pool
 // runs, exactly as if it had been declared in .pml.json's mcps under the
 // entry's namespace. It checks what a container needs: an image, a valid
@@ -210,6 +221,12 @@ func ServerConfig(e *Entry) (config.Server, error) {
 	}
 	if s.Workspace != "none" && s.Workspace != "ro" && s.Workspace != "rw" {
 		return fail("workspace", fmt.Sprintf(`must be "none", "ro" or "rw", not %q`, s.Workspace))
+	}
+	if s.Workspace == "rw" {
+		// Only the user grants write access (a server of theirs in
+		// .pml.json's mcps); an entry someone else published cannot ask
+		// for it by itself. Read-only keeps it useful; see WantsWritable.
+		s.Workspace = "ro"
 	}
 	if in := m.Install; in != nil {
 		if in.Command == "" {

@@ -110,3 +110,21 @@ func TestParseMetadataRefusesBadDocuments(t *testing.T) {
 		t.Errorf("http metadata = %+v", m)
 	}
 }
+
+// TestARegistryEntryCannotAskForAWritableWorkspace: only the user's
+// .pml.json grants rw; an entry asking for it gets ro and a warning.
+func TestARegistryEntryCannotAskForAWritableWorkspace(t *testing.T) {
+	f := mustFQDN(t, "pml.mcp.writer.server.abcd")
+	m, err := ParseMetadata(f, []byte(`{"type": "stdio", "image": "i", "workspace": "rw"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &Entry{FQDN: f.String(), Type: TypeStdio, Meta: m, Registry: "http://r"}
+	s, err := ServerConfig(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Workspace != "ro" || !WantsWritable(e) || !strings.Contains(RWRefused(e), ".pml.json") {
+		t.Errorf("workspace %q, wants %v, warning %q", s.Workspace, WantsWritable(e), RWRefused(e))
+	}
+}

@@ -7,14 +7,24 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
-// Exec connects to the socket at path, puts the connection on stdin and
-// stdout, and replaces this process with argv (looked up in $PATH as
-// Docker does); stderr and the environment are passed on untouched. It
-// returns only when it fails: a *NoConnectionError before pml was
-// reached, else the reason argv could not be run.
+// Exec connects to the socket at path and runs argv (looked up in $PATH
+// as Docker does) with the connection on its stdin and stdout; stderr and
+// the environment are passed on untouched. The shim stays as the
+// container's PID 1 beside it, only to watch the link: when pml's end of
+// the socket is gone (pml exited or was killed), the server and whatever
+// it started are killed and the container ends, so a server that ignores
+// the end of its input cannot outlive pml and go on writing to the
+// workspace. The bytes never pass through the shim; the container exits
+// with the server's own exit status, and signals sent to the container
+// (docker stop) are passed on to the server. It returns only when it
+// fails: a *NoConnectionError before pml was reached, else the reason
+// argv could not be run.
 func Exec(path string, argv []string) error {
 	if len(argv) == 0 {
 		return errors.New("no command to run")
@@ -40,15 +50,73 @@ func Exec(path string, argv []string) error {
 		syscall.Close(fd)
 		return fmt.Errorf("cannot run the server's command: %w", err)
 	}
-	// Dup3 without O_CLOEXEC: 0 and 1 survive the exec; the original
-	// (close-on-exec) descriptor does not.
-	for _, target := range []int{0, 1} {
-		if err := syscall.Dup3(fd, target, 0); err != nil {
-			syscall.Close(fd)
-			return fmt.Errorf("putting pml's socket on file descriptor %d: %w", target, err)
+	// Signals for the server are caught before it starts, so none is
+	// lost in between.
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2)
+	// The child gets the socket on 0 and 1 (ForkExec duplicates it there
+	// without close-on-exec) and stderr as it is.
+	pid, err := syscall.ForkExec(prog, argv, &syscall.ProcAttr{
+		Env:   os.Environ(),
+		Files: []uintptr{uintptr(fd), uintptr(fd), 2},
+		Sys:   &syscall.SysProcAttr{Setpgid: true},
+	})
+	if err != nil {
+		syscall.Close(fd)
+		return fmt.Errorf("cannot run the server's command %s: %w", prog, err)
+	}
+	go func() {
+		for sig := range sigs {
+			_ = syscall.Kill(pid, sig.(syscall.Signal))
+		}
+	}()
+	go func() {
+		waitHangup(fd)
+		// pml is gone: nobody will read the server's answers any more.
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		fmt.Fprintln(os.Stderr, "pml: the connection to pml is gone; the server was stopped")
+		os.Exit(137)
+	}()
+	os.Exit(reap(pid))
+	return nil
+}
+
+// waitHangup returns once the peer (pml) has closed its end of the socket
+// entirely. A half-close (pml telling the server its input is over, at a
+// normal stop) is not a hang-up: the server may still answer and exit
+// by itself.
+func waitHangup(fd int) {
+	for {
+		fds := []unix.PollFd{{Fd: int32(fd), Events: 0}}
+		n, err := unix.Poll(fds, -1)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil || n > 0 && fds[0].Revents&(unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0 {
+			return
 		}
 	}
-	syscall.Close(fd)
-	err = syscall.Exec(prog, argv, os.Environ())
-	return fmt.Errorf("cannot run the server's command %s: %w", prog, err)
+}
+
+// reap waits for the server, collecting any other child that ends (the
+// shim is PID 1: orphans are re-parented to it), and returns the exit
+// status a shell would report for the server.
+func reap(pid int) int {
+	for {
+		var ws syscall.WaitStatus
+		got, err := syscall.Wait4(-1, &ws, 0, nil)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return 126
+		}
+		if got != pid {
+			continue
+		}
+		if ws.Signaled() {
+			return 128 + int(ws.Signal())
+		}
+		return ws.ExitStatus()
+	}
 }

@@ -54,6 +54,10 @@ func serve() {
 		fmt.Println(strings.ToUpper(sc.Text()))
 	}
 	fmt.Printf("pid=%d args=%s nonblocking=%v\n", os.Getpid(), strings.Join(os.Args[1:], ","), flags&syscall.O_NONBLOCK != 0)
+	if os.Getenv("PML_SHIM_TEST_LINGER") == "1" {
+		// A hostile server: it ignores the end of its input and stays.
+		select {}
+	}
 	os.Exit(7)
 }
 
@@ -74,10 +78,10 @@ func asContainer(t *testing.T, id string, pids func() []int) {
 
 const testID = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
-func startShim(t *testing.T, socket string) (*exec.Cmd, *bytes.Buffer) {
+func startShim(t *testing.T, socket string, env ...string) (*exec.Cmd, *bytes.Buffer) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), "PML_SHIM_TEST_ROLE=shim", "PML_SHIM_TEST_SOCKET="+socket)
+	cmd.Env = append(append(os.Environ(), "PML_SHIM_TEST_ROLE=shim", "PML_SHIM_TEST_SOCKET="+socket), env...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -125,12 +129,71 @@ func TestTheShimBecomesTheServerWithItsStdioOnTheSocket(t *testing.T) {
 	if !errors.As(err, &ee) || ee.ExitCode() != 7 {
 		t.Fatalf("the shim process ended with %v, want the server's own exit code 7; stderr:\n%s", err, stderr)
 	}
-	want := fmt.Sprintf("HELLO\nSECOND LINE\npid=%d args=server-arg,--flag=kept nonblocking=false\n", shimPID)
-	if string(out) != want {
-		t.Errorf("the server answered %q, want %q (same pid as the shim: exec, no process in between)", out, want)
+	var serverPID int
+	rest, _ := strings.CutPrefix(string(out), "HELLO\nSECOND LINE\npid=")
+	if _, err := fmt.Sscanf(rest, "%d args=server-arg,--flag=kept nonblocking=false\n", &serverPID); err != nil || serverPID == shimPID {
+		// The server is the shim's child (the shim stays to watch the
+		// link to pml), with the socket itself on its stdio.
+		t.Errorf("the server answered %q: want its echo, its own pid (not the shim's %d), its arguments and a blocking stdin", out, shimPID)
 	}
 	if !strings.Contains(stderr.String(), "server: started") {
 		t.Errorf("the server's stderr did not stay where it was: %q", stderr)
+	}
+}
+
+// TestAServerThatOutlivesPMLIsKilled: a server that ignores the end of its
+// input stays while pml only half-closed (a normal stop waits for it), and
+// is killed with its container as soon as pml's end is gone.
+func TestAServerThatOutlivesPMLIsKilled(t *testing.T) {
+	ln, err := Listen(t.TempDir(), os.Getuid(), os.Getgid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var shimPID int
+	asContainer(t, testID, func() []int { mu.Lock(); defer mu.Unlock(); return []int{shimPID} })
+	cmd, stderr := startShim(t, filepath.Join(ln.Dir(), socketName), "PML_SHIM_TEST_LINGER=1")
+	mu.Lock()
+	shimPID = cmd.Process.Pid
+	mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := ln.Accept(ctx, testID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	var serverPID int
+	if _, err2 := fmt.Sscanf(line, "pid=%d", &serverPID); err != nil || err2 != nil {
+		t.Fatalf("the server's report %q: %v", line, err)
+	}
+	// The server has read EOF and lingers; pml goes away.
+	conn.Close()
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	select {
+	case err := <-waited:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 137 {
+			t.Errorf("the shim ended with %v, want 137; stderr:\n%s", err, stderr)
+		}
+	case <-time.After(20 * time.Second):
+		_ = syscall.Kill(-serverPID, syscall.SIGKILL)
+		_ = cmd.Process.Kill()
+		t.Fatal("the shim and its server stayed after pml was gone")
+	}
+	for end := time.Now().Add(10 * time.Second); ; {
+		if err := syscall.Kill(serverPID, 0); err != nil {
+			break
+		}
+		if time.Now().After(end) {
+			_ = syscall.Kill(serverPID, syscall.SIGKILL)
+			t.Fatal("the lingering server survived pml")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 

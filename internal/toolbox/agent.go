@@ -33,6 +33,13 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 	if err := json.NewDecoder(r).Decode(&req); err != nil {
 		return writeResponse(w, Response{Text: "the toolbox agent received no valid request: " + err.Error(), IsError: true})
 	}
+	if req.DeadlineMS > 0 {
+		t := time.AfterFunc(time.Duration(req.DeadlineMS)*time.Millisecond, func() {
+			fmt.Fprintln(os.Stderr, "pml: the toolbox request passed its deadline")
+			os.Exit(124)
+		})
+		defer t.Stop()
+	}
 	return writeResponse(w, Execute(ctx, req))
 }
 

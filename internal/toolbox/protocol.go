@@ -18,6 +18,10 @@ type Request struct {
 	Args json.RawMessage `json:"args"`
 	// Workspace is the absolute workspace root (mounted at the same path).
 	Workspace string `json:"workspace"`
+	// DeadlineMS, when set, is the container's own deadline: the agent
+	// exits (ending its container) when it passes, even if pml, which
+	// normally kills the container first, is gone.
+	DeadlineMS int64 `json:"deadline_ms,omitempty"`
 }
 
 // Response is what the agent writes back.

@@ -10,10 +10,12 @@ import (
 	"log"
 	"net"
 	"os"
+	"os/signal"
 	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -34,6 +36,12 @@ type askArgs struct {
 	MS int `json:"ms,omitempty" jsonschema:"ask_later: how long after the call returned to ask"`
 }
 
+type writeLaterArgs struct {
+	Files map[string]string `json:"files" jsonschema:"paths (relative to the working directory) and their content"`
+	MS    int               `json:"ms" jsonschema:"how long after the answer to write them"`
+	Done  string            `json:"done" jsonschema:"a file written last, once every write was tried"`
+}
+
 type dialArgs struct {
 	Addr string `json:"addr" jsonschema:"host:port to dial over TCP"`
 }
@@ -41,6 +49,10 @@ type dialArgs struct {
 func text(s string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
 }
+
+// linger: the server stays after its input ends (a hostile server that
+// would outlive pml).
+var linger atomic.Bool
 
 // cancelled counts sleeps that stopped because their caller cancelled.
 var cancelled atomic.Int64
@@ -170,9 +182,44 @@ func main() {
 			defer laterMu.Unlock()
 			return text(strings.Join(later, "\n")), nil, nil
 		})
+	mcp.AddTool(s, &mcp.Tool{Name: "linger", Description: "Stay running after stdin ends."},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
+			linger.Store(true)
+			// A write to pml's closed end must not end it either.
+			signal.Ignore(syscall.SIGPIPE)
+			return text("lingering"), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "write", Description: "Write a file now; answers ok or the error."},
+		func(ctx context.Context, req *mcp.CallToolRequest, a echoArgs) (*mcp.CallToolResult, any, error) {
+			if err := os.WriteFile(a.Text, []byte("written by the probe\n"), 0o644); err != nil {
+				return text("error: " + err.Error()), nil, nil
+			}
+			return text("ok"), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "write_later", Description: "Write files a while after answering (between calls), then a done file listing what each write did."},
+		func(ctx context.Context, req *mcp.CallToolRequest, a writeLaterArgs) (*mcp.CallToolResult, any, error) {
+			go func() {
+				time.Sleep(time.Duration(a.MS) * time.Millisecond)
+				var report []string
+				for p, c := range a.Files {
+					err := os.WriteFile(p, []byte(c), 0o644)
+					report = append(report, fmt.Sprintf("%s: %v", p, err))
+				}
+				sort.Strings(report)
+				_ = os.WriteFile(a.Done, []byte(strings.Join(report, "\n")+"\n"), 0o644)
+			}()
+			return text("will write"), nil, nil
+		})
 	log.SetFlags(0)
 	log.Printf("probe: serving on stdio")
-	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+	err := s.Run(context.Background(), &mcp.StdioTransport{})
+	if linger.Load() {
+		log.Printf("probe: input ended (%v); lingering", err)
+		for {
+			time.Sleep(time.Hour) // (select{} alone would be a deadlock the runtime ends)
+		}
+	}
+	if err != nil {
 		log.Fatal(err)
 	}
 }

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/pml-dev/pml/internal/container"
+	"github.com/pml-dev/pml/internal/docker"
+	"github.com/pml-dev/pml/internal/protect"
+)
+
+// startReapTimeout bounds the reap done at start when a pml died with a
+// container that could write pml's own files.
+const startReapTimeout = 15 * time.Second
+
+// startGuard runs before any configuration is read. A pml that died while
+// a container could create .pml.json, .mcp.json or .env left a journal
+// (internal/protect): its containers are removed first (they may still be
+// writing), then every journaled name that is not what pml expected is
+// moved aside. Without such a journal no leftover container can write any
+// of these files (they were mounted read-only), so nothing waits for the
+// daemon: the usual background reap does the rest.
+func startGuard(log zerolog.Logger, ws string) {
+	self := container.Self().Labels()
+	alive := func(l map[string]string) bool {
+		o, ok := container.OwnerFromLabels(l)
+		// Another host's process, or labels pml cannot read: not ours
+		// to judge dead, its journal stays (its names are still checked).
+		if !ok || l[container.LabelOwnerHost] != self[container.LabelOwnerHost] {
+			return true
+		}
+		return o.Alive()
+	}
+	if protect.NeedsReap(ws, alive) {
+		reapNow(log)
+	}
+	protect.Recover(ws, alive, log)
+}
+
+// reapNow removes the containers of pml processes that died, waiting for
+// it (bounded). When the daemon does not answer, nothing of theirs can run
+// either: the check goes on.
+func reapNow(log zerolog.Logger) {
+	rt, err := docker.New()
+	if err != nil {
+		log.Warn().Err(err).Msg("a pml that exited left containers that may still run; the container runtime is unreachable, so they were not removed")
+		return
+	}
+	defer rt.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), startReapTimeout)
+	defer cancel()
+	n, err := container.Reap(ctx, rt, container.Self())
+	if err != nil {
+		log.Warn().Err(err).Msg("removing the containers of a pml that exited")
+	}
+	if n > 0 {
+		log.Info().Int("removed", n).Msg("removed containers left behind by a pml that exited abnormally, before reading the configuration")
+	}
+}

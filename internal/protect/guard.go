@@ -1,0 +1,653 @@
+// Package protect keeps what a container writes from ever being trusted by
+// pml: its own files at the workspace root (.pml.json, .mcp.json, .env).
+//
+// Prevention comes first and lives in the broker's mounts: .pml/ always
+// exists and is mounted read-only into every container that may write the
+// workspace, and each of these files that exists is mounted read-only on
+// itself (a bind-mount point can be neither written, renamed nor unlinked
+// from inside). A name that does not exist cannot be mounted (the daemon
+// would create it on the host), so a container that may write the
+// workspace could create it. Those names are "exposed" while such a
+// container lives, and this package detects what happens to them:
+//
+//   - Before the container starts, Expose records what each exposed name
+//     is (absent, or the content pml itself wrote) in a journal under
+//     .pml/guard/ (read-only to every container), so a later pml knows
+//     what to check even if this one is killed.
+//   - While it lives, an inotify watch on the workspace root moves aside
+//     at once anything that appears under an exposed name, or changes it,
+//     and warns.
+//   - When it is gone (release), the names are checked a last time and the
+//     journal closed.
+//   - At the next start, Recover checks every open journal before any
+//     configuration is read.
+//
+// pml's own writes (an "always" saved in .pml.json) go through Write: the
+// file is checked first (a file changed behind pml's back is moved aside,
+// never merged), written atomically from .pml/ and blessed: its digest is
+// recorded in .pml/guard/, which no container can write, so that another
+// pml process watching the same workspace accepts it.
+package protect
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+	"github.com/rs/zerolog"
+)
+
+// Files are the protected files at the workspace root that a container
+// could create when they do not exist yet.
+var Files = []string{".pml.json", ".mcp.json", ".env"}
+
+// Dir is pml's state directory at the workspace root; it always exists
+// and is mounted read-only into every container that may write the
+// workspace, so nothing in it can come from a container.
+const Dir = ".pml"
+
+// maxSize bounds what the guard reads to hash a file: pml's own files are
+// small, and a larger one is not pml's.
+const maxSize = 4 << 20
+
+// state is what a name is: absent, or a regular file with this digest.
+// Anything else (a link, a directory, a FIFO, a file too large) is
+// "other", which is never trusted.
+type state struct {
+	Absent bool   `json:"absent,omitempty"`
+	Sum    string `json:"sha256,omitempty"`
+	Other  bool   `json:"other,omitempty"`
+}
+
+// journal is what a pml process leaves under .pml/guard/ while containers
+// that may write exposed names live.
+type journal struct {
+	Owner  map[string]string `json:"owner"`
+	Since  time.Time         `json:"since"`
+	Expect map[string]state  `json:"expect"`
+}
+
+// Guard watches the exposed names of one workspace for one pml process.
+// Safe for concurrent use.
+type Guard struct {
+	ws    string
+	log   zerolog.Logger
+	owner map[string]string
+	file  string // this process's journal
+
+	mu      sync.Mutex
+	exposed map[string]int      // name → containers exposing it
+	who     map[string][]string // name → what exposes it, for warnings
+	expect  map[string]state
+	since   time.Time
+	w       *fsnotify.Watcher
+	closed  bool
+	// written is the journal as last written (nil: none on disk); idle
+	// removes it a moment after the last exposure ends, so that calls in
+	// a row do not write and remove it every time.
+	written []byte
+	idle    *time.Timer
+	// now is time.Now, replaceable in tests.
+	now func() time.Time
+}
+
+// New returns the guard of workspace ws for the pml process named by
+// owner (its container owner labels; the journal's name derives from
+// them). It starts nothing until the first Expose.
+func New(ws string, owner map[string]string, log zerolog.Logger) *Guard {
+	id := owner["pml.owner.pid"] + "-" + owner["pml.owner.start"]
+	return &Guard{
+		ws: ws, log: log, owner: owner,
+		file:    filepath.Join(ws, Dir, "guard", "journal-"+sanitize(id)+".json"),
+		exposed: map[string]int{}, who: map[string][]string{}, expect: map[string]state{},
+		now: time.Now,
+	}
+}
+
+func sanitize(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r == '-' {
+			return r
+		}
+		return '_'
+	}, s)
+}
+
+// Unmounted returns those of Files that a container's mounts would not
+// cover: the ones that do not exist as a regular file now.
+func Unmounted(ws string) []string {
+	var out []string
+	for _, n := range Files {
+		if fi, err := os.Lstat(filepath.Join(ws, n)); err != nil || !fi.Mode().IsRegular() {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Expose records that a container that may write the workspace, without
+// names mounted read-only, is about to start (who names it in warnings).
+// The journal is on disk before Expose returns; the caller starts the
+// container after it, and calls release once the container is gone.
+func (g *Guard) Expose(names []string, who string) (release func(), err error) {
+	if len(names) == 0 {
+		return func() {}, nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return nil, errors.New("pml is shutting down; no container that may write the workspace is started")
+	}
+	if g.written == nil {
+		if err := g.realStateDir(); err != nil {
+			return nil, err
+		}
+	}
+	if g.w == nil {
+		w, err := fsnotify.NewWatcher()
+		if err == nil {
+			err = w.Add(g.ws)
+			if err != nil {
+				w.Close()
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("cannot watch %s for pml's own files (%v): no container that may write the workspace is started; raise fs.inotify.max_user_watches / max_user_instances if they are exhausted", g.ws, err)
+		}
+		g.w = w
+		go g.loop(w)
+	}
+	if g.written == nil {
+		g.since = g.now()
+	}
+	for _, n := range names {
+		if g.exposed[n] == 0 {
+			// No live container can write n now: what is there was put
+			// there by the user or pml (a pml that died with a container
+			// exposing it left a journal, checked at start).
+			g.expect[n] = stateOf(filepath.Join(g.ws, n))
+		}
+		g.exposed[n]++
+		g.who[n] = append(g.who[n], who)
+	}
+	if err := g.writeJournal(); err != nil {
+		g.unexpose(names, who)
+		return nil, err
+	}
+	var once sync.Once
+	return func() { once.Do(func() { g.release(names, who) }) }, nil
+}
+
+// realStateDir refuses to go on when .pml is not a real directory: its
+// read-only mount is what keeps the journal and the blessed digests out of
+// containers' reach.
+func (g *Guard) realStateDir() error {
+	p := filepath.Join(g.ws, Dir)
+	fi, err := os.Lstat(p)
+	if err != nil || !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory (a link or a file?): pml keeps its state there and mounts it read-only; remove it and start pml again", p)
+	}
+	if err := os.Mkdir(filepath.Join(p, "guard"), 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("cannot create %s: %w", filepath.Join(p, "guard"), err)
+	}
+	if fi, err := os.Lstat(filepath.Join(p, "guard")); err != nil || !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory: remove it and start pml again", filepath.Join(p, "guard"))
+	}
+	return nil
+}
+
+func (g *Guard) release(names []string, who string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, n := range names {
+		// The container is gone: a last look at what it may have left.
+		g.check(n)
+	}
+	g.unexpose(names, who)
+	if err := g.writeJournal(); err != nil {
+		g.log.Warn().Err(err).Msg("updating pml's guard journal; the next start checks pml's own files again")
+	}
+}
+
+// unexpose drops one exposure of names. Called with g.mu held.
+func (g *Guard) unexpose(names []string, who string) {
+	for _, n := range names {
+		g.exposed[n]--
+		if i := indexOf(g.who[n], who); i >= 0 {
+			g.who[n] = append(g.who[n][:i], g.who[n][i+1:]...)
+		}
+		if g.exposed[n] <= 0 {
+			delete(g.exposed, n)
+			delete(g.who, n)
+			delete(g.expect, n)
+		}
+	}
+}
+
+func indexOf(l []string, s string) int {
+	for i, e := range l {
+		if e == s {
+			return i
+		}
+	}
+	return -1
+}
+
+// loop moves aside what appears under an exposed name, as it happens.
+func (g *Guard) loop(w *fsnotify.Watcher) {
+	for {
+		select {
+		case ev, ok := <-w.Events:
+			if !ok {
+				return
+			}
+			if filepath.Dir(ev.Name) != g.ws {
+				continue
+			}
+			name := filepath.Base(ev.Name)
+			g.mu.Lock()
+			if g.exposed[name] > 0 {
+				g.check(name)
+			}
+			g.mu.Unlock()
+		case err, ok := <-w.Errors:
+			if !ok {
+				return
+			}
+			// An overflow loses events: look at every exposed name.
+			g.log.Debug().Err(err).Msg("guard watch")
+			g.mu.Lock()
+			for n := range g.exposed {
+				g.check(n)
+			}
+			g.mu.Unlock()
+		}
+	}
+}
+
+// Verify checks name before pml reads it: when a live container could
+// have written it, what is not pml's own or the user's is moved aside.
+func (g *Guard) Verify(name string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.exposed[name] > 0 {
+		g.check(name)
+	}
+}
+
+// check moves name aside unless it is absent, what was there when it was
+// exposed, or what a pml process wrote (blessed). Called with g.mu held.
+func (g *Guard) check(name string) {
+	want, ok := g.expect[name]
+	if !ok {
+		return
+	}
+	p := filepath.Join(g.ws, name)
+	cur := stateOf(p)
+	if trusted(g.ws, name, cur, want) {
+		if cur != want {
+			g.expect[name] = cur
+		}
+		return
+	}
+	quarantine(g.log, p, strings.Join(dedupe(g.who[name]), ", "))
+	g.expect[name] = stateOf(p)
+}
+
+func trusted(ws, name string, cur, want state) bool {
+	switch {
+	case cur.Absent:
+		return true // nothing there to be read
+	case cur == want:
+		return true
+	case cur.Sum != "" && cur.Sum == blessed(ws, name):
+		return true
+	}
+	return false
+}
+
+// quarantine renames p to p.refused-<time>: moved, not deleted, so
+// nothing a person wrote at that moment is lost.
+func quarantine(log zerolog.Logger, p, who string) {
+	aside := fmt.Sprintf("%s.refused-%d", p, time.Now().UnixNano())
+	if err := os.Rename(p, aside); err != nil {
+		log.Error().Err(err).Str("path", p).Str("container", who).
+			Msg("a container may have written one of pml's own files and it could not be moved aside; remove it before pml or your MCP client reads it")
+		return
+	}
+	log.Warn().Str("path", p).Str("moved_to", aside).Str("container", who).
+		Msg("one of pml's own files appeared or changed while a container that may write the workspace ran; it was moved aside and is not used (check it, and rename it back only if you wrote it)")
+}
+
+func dedupe(l []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range l {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// stateOf reads what p is without following a link or blocking on a
+// special file.
+func stateOf(p string) state {
+	fi, err := os.Lstat(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return state{Absent: true}
+	}
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() > maxSize {
+		return state{Other: true}
+	}
+	data, err := readRegular(p)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return state{Absent: true}
+		}
+		return state{Other: true}
+	}
+	sum := sha256.Sum256(data)
+	return state{Sum: hex.EncodeToString(sum[:])}
+}
+
+// readRegular reads p when it is a regular file of at most maxSize bytes;
+// O_NOFOLLOW and O_NONBLOCK so that a link or a FIFO swapped in after the
+// Lstat is neither followed nor waited on.
+func readRegular(p string) ([]byte, error) {
+	f, err := os.OpenFile(p, os.O_RDONLY|oNoFollow|oNonBlock, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", p)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxSize {
+		return nil, fmt.Errorf("%s is larger than %d bytes", p, maxSize)
+	}
+	return data, nil
+}
+
+// blessedPath records the digest of the last content a pml process wrote
+// to name.
+func blessedPath(ws, name string) string {
+	return filepath.Join(ws, Dir, "guard", "blessed"+name+".sha256")
+}
+
+func blessed(ws, name string) string {
+	b, err := readRegular(blessedPath(ws, name))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// journalLinger is how long the journal stays after the last exposure
+// ended. Should pml die within it, the next start checks names that no
+// container could write any more: at worst a file the user changed in
+// that moment is moved aside, with a warning.
+const journalLinger = 2 * time.Second
+
+// writeJournal writes this process's journal when what it says changed
+// (with nothing exposed, it is removed a moment later). Called with g.mu
+// held.
+func (g *Guard) writeJournal() error {
+	if len(g.exposed) == 0 {
+		if g.written != nil && g.idle == nil && !g.closed {
+			g.idle = time.AfterFunc(journalLinger, g.dropIdleJournal)
+		}
+		return nil
+	}
+	if g.idle != nil {
+		g.idle.Stop()
+		g.idle = nil
+	}
+	j := journal{Owner: g.owner, Since: g.since, Expect: map[string]state{}}
+	for n := range g.exposed {
+		j.Expect[n] = g.expect[n]
+	}
+	data, _ := json.MarshalIndent(j, "", "  ")
+	if bytes.Equal(data, g.written) {
+		return nil
+	}
+	if err := writeAtomic(filepath.Dir(g.file), g.file, data, 0o644); err != nil {
+		return fmt.Errorf("cannot write pml's guard journal %s (%v): no container that may write the workspace is started", g.file, err)
+	}
+	g.written = data
+	return nil
+}
+
+// dropIdleJournal removes the journal once nothing has been exposed for
+// journalLinger.
+func (g *Guard) dropIdleJournal() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.exposed) > 0 {
+		return
+	}
+	g.idle = nil
+	g.removeJournal()
+}
+
+// removeJournal: called with g.mu held and nothing exposed.
+func (g *Guard) removeJournal() {
+	if err := os.Remove(g.file); err != nil && !errors.Is(err, os.ErrNotExist) {
+		g.log.Warn().Err(err).Str("path", g.file).Msg("removing pml's guard journal; the next start checks pml's own files once more")
+		return
+	}
+	g.written = nil
+}
+
+// writeAtomic writes data to a temporary file in tmpDir (under .pml/, out
+// of every container's reach) and renames it over p.
+func writeAtomic(tmpDir, p string, data []byte, mode os.FileMode) error {
+	tmp, err := os.CreateTemp(tmpDir, ".tmp-*")
+	if err != nil {
+		return err
+	}
+	name := tmp.Name()
+	defer os.Remove(name)
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Chmod(mode)
+	}
+	// No fsync: a killed pml loses nothing the kernel has, and a host that
+	// crashes takes its containers with it.
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return os.Rename(name, p)
+}
+
+// Write replaces name with what edit makes of its current content (nil
+// when absent). When a container could have written name, it is checked
+// first: a file that changed behind pml's back is moved aside and edit
+// sees nil, so nothing of it is merged. The new content is blessed and
+// written atomically; mode applies to a new file.
+func (g *Guard) Write(name string, mode os.FileMode, edit func(old []byte) ([]byte, error)) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := g.realStateDir(); err != nil {
+		return err
+	}
+	if g.exposed[name] > 0 {
+		g.check(name)
+	}
+	p := filepath.Join(g.ws, name)
+	var old []byte
+	switch st := stateOf(p); {
+	case st.Absent:
+	case st.Other:
+		return fmt.Errorf("%s is not a regular file (a link, a directory or larger than %d bytes): pml does not write through it; remove it and answer again", p, maxSize)
+	default:
+		data, err := readRegular(p)
+		if err != nil {
+			return fmt.Errorf("%s cannot be read: %w", p, err)
+		}
+		old = data
+		if fi, err := os.Lstat(p); err == nil {
+			mode = fi.Mode().Perm()
+		}
+	}
+	data, err := edit(old)
+	if err != nil {
+		return err
+	}
+	if old != nil && bytes.Equal(old, data) {
+		return nil
+	}
+	sum := sha256.Sum256(data)
+	hexSum := hex.EncodeToString(sum[:])
+	// Blessed before the rename, so that no pml watching this workspace
+	// ever sees the new file without its digest.
+	dir := filepath.Join(g.ws, Dir, "guard")
+	if err := writeAtomic(dir, blessedPath(g.ws, name), []byte(hexSum+"\n"), 0o644); err != nil {
+		return fmt.Errorf("cannot write %s: %w", p, err)
+	}
+	if err := writeAtomic(dir, p, data, mode); err != nil {
+		return fmt.Errorf("cannot write %s: %w", p, err)
+	}
+	if g.exposed[name] > 0 {
+		g.expect[name] = state{Sum: hexSum}
+		if err := g.writeJournal(); err != nil {
+			g.log.Warn().Err(err).Msg("updating pml's guard journal")
+		}
+	}
+	return nil
+}
+
+// Close stops the watch. Exposures still held keep their journal, which
+// the next start checks.
+func (g *Guard) Close() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.closed = true
+	for n := range g.exposed {
+		g.check(n)
+	}
+	if g.idle != nil {
+		g.idle.Stop()
+		g.idle = nil
+	}
+	if len(g.exposed) == 0 {
+		g.removeJournal()
+	}
+	if g.w != nil {
+		g.w.Close()
+		g.w = nil
+	}
+}
+
+// Recover checks every journal left in ws's .pml/guard/ before pml reads
+// any configuration: each name a container could have written is moved
+// aside unless it is absent, what the journal expected, or blessed. The
+// journals of processes that are gone (alive reports on owner labels) are
+// then removed; a live pml keeps watching its own. A dead process's
+// containers may still run: the caller reaps them first (see NeedsReap).
+func Recover(ws string, alive func(owner map[string]string) bool, log zerolog.Logger) {
+	for _, j := range journals(ws) {
+		for n, want := range j.Expect {
+			if indexOf(Files, n) < 0 {
+				continue // only pml's own names are ever touched
+			}
+			p := filepath.Join(ws, n)
+			if cur := stateOf(p); !trusted(ws, n, cur, want) {
+				who := "of the pml process " + j.Owner["pml.owner.pid"] + " (exited while it ran)"
+				if alive(j.Owner) {
+					who = "of the running pml process " + j.Owner["pml.owner.pid"]
+				}
+				quarantine(log, p, "a container "+who)
+			}
+		}
+		if !alive(j.Owner) {
+			_ = os.Remove(j.path)
+		}
+	}
+}
+
+// NeedsReap reports whether a pml process that is gone left a journal: its
+// containers may still be running and writing, so they are removed before
+// Recover looks. Without such a journal no leftover container can write
+// any of pml's own files (they were all mounted read-only), and reaping
+// can wait (it stays off the start-up path).
+func NeedsReap(ws string, alive func(owner map[string]string) bool) bool {
+	for _, j := range journals(ws) {
+		if !alive(j.Owner) {
+			return true
+		}
+	}
+	return false
+}
+
+type foundJournal struct {
+	journal
+	path string
+}
+
+func journals(ws string) []foundJournal {
+	dir := filepath.Join(ws, Dir, "guard")
+	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
+		return nil
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var out []foundJournal
+	for _, e := range ents {
+		if !strings.HasPrefix(e.Name(), "journal-") || !strings.HasSuffix(e.Name(), ".json") {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		data, err := readRegular(p)
+		if err != nil {
+			continue
+		}
+		var j journal
+		if json.Unmarshal(data, &j) != nil {
+			continue
+		}
+		out = append(out, foundJournal{j, p})
+	}
+	return out
+}
+
+// Bless records data as what pml itself is about to write to name (pml
+// init), so that a pml session watching the workspace keeps it. Best
+// effort: without a usable .pml/ there is nothing watching to tell.
+func Bless(ws, name string, data []byte) {
+	dir := filepath.Join(ws, Dir, "guard")
+	if fi, err := os.Lstat(filepath.Join(ws, Dir)); err != nil || !fi.IsDir() {
+		return
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return
+	}
+	sum := sha256.Sum256(data)
+	_ = writeAtomic(dir, blessedPath(ws, name), []byte(hex.EncodeToString(sum[:])+"\n"), 0o644)
+}

@@ -1,0 +1,141 @@
+package protect
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+func newWS(t *testing.T) string {
+	t.Helper()
+	ws := t.TempDir()
+	if err := os.Mkdir(filepath.Join(ws, Dir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return ws
+}
+
+var owner = map[string]string{"pml.owner.pid": "1", "pml.owner.start": "2", "pml.owner.host": "h"}
+
+// eventually polls cond (a bounded wait for the watch, not a timing
+// assertion).
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); !cond(); {
+		if time.Now().After(end) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func absent(p string) bool { _, err := os.Lstat(p); return os.IsNotExist(err) }
+
+func refusedOf(p string) []string { l, _ := filepath.Glob(p + ".refused-*"); return l }
+
+func TestWhatAppearsWhileExposedIsMovedAside(t *testing.T) {
+	ws := newWS(t)
+	g := New(ws, owner, zerolog.Nop())
+	defer g.Close()
+	release, err := g.Expose([]string{".pml.json", ".env"}, "shell")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(g.file); err != nil {
+		t.Fatalf("no journal while exposed: %v", err)
+	}
+	p := filepath.Join(ws, ".pml.json")
+	if err := os.WriteFile(p, []byte(`{"permissions":{"allow":["*"]}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the file to be moved aside", func() bool { return absent(p) && len(refusedOf(p)) == 1 })
+	// A link is never followed, only moved.
+	if err := os.Symlink("/etc/passwd", filepath.Join(ws, ".env")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the link to be moved aside", func() bool { return absent(filepath.Join(ws, ".env")) })
+	release()
+	eventually(t, "the journal to be removed after the last exposure", func() bool { return absent(g.file) })
+	// Not exposed any more: the user's own file stays.
+	if err := os.WriteFile(p, []byte(`{}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g.Verify(".pml.json")
+	if absent(p) {
+		t.Error("a file written with nothing exposed was moved")
+	}
+}
+
+func TestPMLsOwnWriteIsKeptAndAChangedFileIsNotMerged(t *testing.T) {
+	ws := newWS(t)
+	g := New(ws, owner, zerolog.Nop())
+	defer g.Close()
+	release, err := g.Expose([]string{".pml.json"}, "shell")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	p := filepath.Join(ws, ".pml.json")
+	edit := func(add string) func([]byte) ([]byte, error) {
+		return func(old []byte) ([]byte, error) { return append(old, add...), nil }
+	}
+	if err := g.Write(".pml.json", 0o644, edit("mine\n")); err != nil {
+		t.Fatal(err)
+	}
+	g.Verify(".pml.json")
+	if b, _ := os.ReadFile(p); string(b) != "mine\n" {
+		t.Fatalf("pml's own write: %q", b)
+	}
+	// Another pml process (same workspace) writes: blessed, kept.
+	other := New(ws, map[string]string{"pml.owner.pid": "9", "pml.owner.start": "9"}, zerolog.Nop())
+	if err := other.Write(".pml.json", 0o644, edit("theirs\n")); err != nil {
+		t.Fatal(err)
+	}
+	g.Verify(".pml.json")
+	if b, _ := os.ReadFile(p); string(b) != "mine\ntheirs\n" {
+		t.Fatalf("another pml's write: %q", b)
+	}
+	// A container rewrites it in place (no event needed: Write checks).
+	g.mu.Lock() // hold the watch back so that Write, not the watch, sees it
+	if err := os.WriteFile(p, []byte("attacker\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g.mu.Unlock()
+	if err := g.Write(".pml.json", 0o644, edit("again\n")); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(p); string(b) != "again\n" {
+		t.Fatalf("the attacker's content was merged: %q", b)
+	}
+}
+
+func TestRecoverChecksAJournalLeftByADeadProcess(t *testing.T) {
+	ws := newWS(t)
+	g := New(ws, owner, zerolog.Nop())
+	if _, err := g.Expose([]string{".pml.json", ".mcp.json"}, "shell"); err != nil {
+		t.Fatal(err)
+	}
+	// The process dies here: no release, the watch stops with it.
+	g.mu.Lock()
+	g.w.Close()
+	g.w = nil
+	g.mu.Unlock()
+	p := filepath.Join(ws, ".pml.json")
+	if err := os.WriteFile(p, []byte(`{"sandbox":{"user":"0:0"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dead := func(map[string]string) bool { return false }
+	if !NeedsReap(ws, dead) {
+		t.Fatal("a dead process's journal does not ask for a reap")
+	}
+	Recover(ws, dead, zerolog.Nop())
+	if !absent(p) || len(refusedOf(p)) != 1 {
+		t.Error("the file written after the process died is still in place")
+	}
+	if NeedsReap(ws, dead) {
+		t.Error("the journal was not closed")
+	}
+}
