@@ -2,13 +2,13 @@ package broker
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"sync"
 
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/protect"
+	"github.com/pml-dev/pml/internal/safefs"
 	"github.com/pml-dev/pml/internal/toolbox"
 )
 
@@ -32,12 +32,18 @@ func (b *Broker) workspaceMounts(readOnly bool) []container.Mount {
 	}
 	// Recreated if it was removed since New: an absent .pml could not be
 	// mounted, and a container could then forge pml's state in it.
-	_ = os.Mkdir(filepath.Join(b.ws, protect.Dir), 0o755)
+	_ = safefs.MkdirAll(b.ws, protect.Dir, 0o755)
 	for _, rel := range protectedPaths {
+		// A name a live container may be writing is left to the guard:
+		// it could swap a link in between this look and the daemon's
+		// mount, which follows links.
+		if rel != protect.Dir && b.guard.Exposed(rel) {
+			continue
+		}
 		p := filepath.Join(b.ws, rel)
 		// Only real files and directories: a link would be followed by
 		// the bind mount to wherever it points.
-		if fi, err := os.Lstat(p); err == nil && (fi.Mode().IsRegular() || fi.IsDir()) {
+		if fi, err := safefs.Lstat(b.ws, rel); err == nil && (fi.Mode().IsRegular() || fi.IsDir()) {
 			ms = append(ms, container.Mount{Source: p, Target: p, ReadOnly: true})
 		}
 	}

@@ -36,16 +36,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
 	"github.com/rs/zerolog"
+
+	"github.com/pml-dev/pml/internal/safefs"
 )
 
 // Files are the protected files at the workspace root that a container
@@ -129,7 +131,7 @@ func sanitize(s string) string {
 func Unmounted(ws string) []string {
 	var out []string
 	for _, n := range Files {
-		if fi, err := os.Lstat(filepath.Join(ws, n)); err != nil || !fi.Mode().IsRegular() {
+		if fi, err := safefs.Lstat(ws, n); err != nil || !fi.Mode().IsRegular() {
 			out = append(out, n)
 		}
 	}
@@ -176,7 +178,7 @@ func (g *Guard) Expose(names []string, who string) (release func(), err error) {
 			// No live container can write n now: what is there was put
 			// there by the user or pml (a pml that died with a container
 			// exposing it left a journal, checked at start).
-			g.expect[n] = stateOf(filepath.Join(g.ws, n))
+			g.expect[n] = stateOf(g.ws, filepath.Join(g.ws, n))
 		}
 		g.exposed[n]++
 		g.who[n] = append(g.who[n], who)
@@ -193,16 +195,11 @@ func (g *Guard) Expose(names []string, who string) (release func(), err error) {
 // read-only mount is what keeps the journal and the blessed digests out of
 // containers' reach.
 func (g *Guard) realStateDir() error {
-	p := filepath.Join(g.ws, Dir)
-	fi, err := os.Lstat(p)
-	if err != nil || !fi.IsDir() {
-		return fmt.Errorf("%s is not a directory (a link or a file?): pml keeps its state there and mounts it read-only; remove it and start pml again", p)
+	if err := safefs.CheckStateDir(g.ws); err != nil {
+		return err
 	}
-	if err := os.Mkdir(filepath.Join(p, "guard"), 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-		return fmt.Errorf("cannot create %s: %w", filepath.Join(p, "guard"), err)
-	}
-	if fi, err := os.Lstat(filepath.Join(p, "guard")); err != nil || !fi.IsDir() {
-		return fmt.Errorf("%s is not a directory: remove it and start pml again", filepath.Join(p, "guard"))
+	if err := safefs.MkdirAll(g.ws, filepath.Join(Dir, "guard"), 0o755); err != nil {
+		return fmt.Errorf("cannot create pml's guard directory: %w", err)
 	}
 	return nil
 }
@@ -276,6 +273,17 @@ func (g *Guard) loop(w *fsnotify.Watcher) {
 	}
 }
 
+// Exposed reports whether a live container may be writing name now (it
+// was absent or unmounted when one that may write the workspace started).
+// Such a name is never bind-mounted into another container: what stands
+// there may be a container's, and the daemon would follow a link it
+// swapped in between pml's look and the mount.
+func (g *Guard) Exposed(name string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.exposed[name] > 0
+}
+
 // Verify checks name before pml reads it: when a live container could
 // have written it, what is not pml's own or the user's is moved aside.
 func (g *Guard) Verify(name string) {
@@ -294,15 +302,15 @@ func (g *Guard) check(name string) {
 		return
 	}
 	p := filepath.Join(g.ws, name)
-	cur := stateOf(p)
+	cur := stateOf(g.ws, p)
 	if trusted(g.ws, name, cur, want) {
 		if cur != want {
 			g.expect[name] = cur
 		}
 		return
 	}
-	quarantine(g.log, p, strings.Join(dedupe(g.who[name]), ", "))
-	g.expect[name] = stateOf(p)
+	quarantine(g.log, g.ws, p, strings.Join(dedupe(g.who[name]), ", "))
+	g.expect[name] = stateOf(g.ws, p)
 }
 
 func trusted(ws, name string, cur, want state) bool {
@@ -319,9 +327,9 @@ func trusted(ws, name string, cur, want state) bool {
 
 // quarantine renames p to p.refused-<time>: moved, not deleted, so
 // nothing a person wrote at that moment is lost.
-func quarantine(log zerolog.Logger, p, who string) {
+func quarantine(log zerolog.Logger, ws, p, who string) {
 	aside := fmt.Sprintf("%s.refused-%d", p, time.Now().UnixNano())
-	if err := os.Rename(p, aside); err != nil {
+	if err := safefs.Rename(ws, p, aside); err != nil {
 		log.Error().Err(err).Str("path", p).Str("container", who).
 			Msg("a container may have written one of pml's own files and it could not be moved aside; remove it before pml or your MCP client reads it")
 		return
@@ -343,17 +351,17 @@ func dedupe(l []string) []string {
 	return out
 }
 
-// stateOf reads what p is without following a link or blocking on a
-// special file.
-func stateOf(p string) state {
-	fi, err := os.Lstat(p)
+// stateOf reads what p (beneath ws) is without following a link at any
+// component or blocking on a special file (internal/safefs).
+func stateOf(ws, p string) state {
+	fi, err := safefs.Lstat(ws, p)
 	if errors.Is(err, os.ErrNotExist) {
 		return state{Absent: true}
 	}
 	if err != nil || !fi.Mode().IsRegular() || fi.Size() > maxSize {
 		return state{Other: true}
 	}
-	data, err := readRegular(p)
+	data, err := readRegular(ws, p)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return state{Absent: true}
@@ -364,30 +372,10 @@ func stateOf(p string) state {
 	return state{Sum: hex.EncodeToString(sum[:])}
 }
 
-// readRegular reads p when it is a regular file of at most maxSize bytes;
-// O_NOFOLLOW and O_NONBLOCK so that a link or a FIFO swapped in after the
-// Lstat is neither followed nor waited on.
-func readRegular(p string) ([]byte, error) {
-	f, err := os.OpenFile(p, os.O_RDONLY|oNoFollow|oNonBlock, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", p)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, maxSize+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > maxSize {
-		return nil, fmt.Errorf("%s is larger than %d bytes", p, maxSize)
-	}
-	return data, nil
+// readRegular reads p beneath ws when it is a regular file of at most
+// maxSize bytes, reached through no link and never waited on.
+func readRegular(ws, p string) ([]byte, error) {
+	return safefs.ReadFile(ws, p, maxSize)
 }
 
 // blessedPath records the digest of the last content a pml process wrote
@@ -397,7 +385,7 @@ func blessedPath(ws, name string) string {
 }
 
 func blessed(ws, name string) string {
-	b, err := readRegular(blessedPath(ws, name))
+	b, err := readRegular(ws, blessedPath(ws, name))
 	if err != nil {
 		return ""
 	}
@@ -432,7 +420,7 @@ func (g *Guard) writeJournal() error {
 	if bytes.Equal(data, g.written) {
 		return nil
 	}
-	if err := writeAtomic(filepath.Dir(g.file), g.file, data, 0o644); err != nil {
+	if err := writeAtomic(g.ws, g.file, data, 0o644); err != nil {
 		return fmt.Errorf("cannot write pml's guard journal %s (%v): no container that may write the workspace is started", g.file, err)
 	}
 	g.written = data
@@ -453,36 +441,31 @@ func (g *Guard) dropIdleJournal() {
 
 // removeJournal: called with g.mu held and nothing exposed.
 func (g *Guard) removeJournal() {
-	if err := os.Remove(g.file); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := safefs.Remove(g.ws, g.file); err != nil && !errors.Is(err, os.ErrNotExist) {
 		g.log.Warn().Err(err).Str("path", g.file).Msg("removing pml's guard journal; the next start checks pml's own files once more")
 		return
 	}
 	g.written = nil
 }
 
-// writeAtomic writes data to a temporary file in tmpDir (under .pml/, out
-// of every container's reach) and renames it over p.
-func writeAtomic(tmpDir, p string, data []byte, mode os.FileMode) error {
-	tmp, err := os.CreateTemp(tmpDir, ".tmp-*")
-	if err != nil {
+// writeAtomic writes data to a temporary file in .pml/guard/ (out of
+// every container's reach, unlike a temporary file beside a name at the
+// workspace root, which a container that may write the workspace could
+// open before the rename) and renames it over p; both steps go through
+// internal/safefs, so no link is followed.
+func writeAtomic(ws, p string, data []byte, mode os.FileMode) error {
+	tmp := filepath.Join(ws, Dir, "guard", fmt.Sprintf(".tmp-%d-%d", os.Getpid(), tmpSeq.Add(1)))
+	if err := safefs.WriteFile(ws, tmp, data, mode); err != nil {
 		return err
 	}
-	name := tmp.Name()
-	defer os.Remove(name)
-	_, err = tmp.Write(data)
-	if err == nil {
-		err = tmp.Chmod(mode)
-	}
-	// No fsync: a killed pml loses nothing the kernel has, and a host that
-	// crashes takes its containers with it.
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := safefs.Rename(ws, tmp, p); err != nil {
+		_ = safefs.Remove(ws, tmp)
 		return err
 	}
-	return os.Rename(name, p)
+	return nil
 }
+
+var tmpSeq atomic.Uint64
 
 // Write replaces name with what edit makes of its current content (nil
 // when absent). When a container could have written name, it is checked
@@ -500,17 +483,17 @@ func (g *Guard) Write(name string, mode os.FileMode, edit func(old []byte) ([]by
 	}
 	p := filepath.Join(g.ws, name)
 	var old []byte
-	switch st := stateOf(p); {
+	switch st := stateOf(g.ws, p); {
 	case st.Absent:
 	case st.Other:
 		return fmt.Errorf("%s is not a regular file (a link, a directory or larger than %d bytes): pml does not write through it; remove it and answer again", p, maxSize)
 	default:
-		data, err := readRegular(p)
+		data, err := readRegular(g.ws, p)
 		if err != nil {
 			return fmt.Errorf("%s cannot be read: %w", p, err)
 		}
 		old = data
-		if fi, err := os.Lstat(p); err == nil {
+		if fi, err := safefs.Lstat(g.ws, p); err == nil {
 			mode = fi.Mode().Perm()
 		}
 	}
@@ -525,11 +508,10 @@ func (g *Guard) Write(name string, mode os.FileMode, edit func(old []byte) ([]by
 	hexSum := hex.EncodeToString(sum[:])
 	// Blessed before the rename, so that no pml watching this workspace
 	// ever sees the new file without its digest.
-	dir := filepath.Join(g.ws, Dir, "guard")
-	if err := writeAtomic(dir, blessedPath(g.ws, name), []byte(hexSum+"\n"), 0o644); err != nil {
+	if err := writeAtomic(g.ws, blessedPath(g.ws, name), []byte(hexSum+"\n"), 0o644); err != nil {
 		return fmt.Errorf("cannot write %s: %w", p, err)
 	}
-	if err := writeAtomic(dir, p, data, mode); err != nil {
+	if err := writeAtomic(g.ws, p, data, mode); err != nil {
 		return fmt.Errorf("cannot write %s: %w", p, err)
 	}
 	if g.exposed[name] > 0 {
@@ -576,16 +558,16 @@ func Recover(ws string, alive func(owner map[string]string) bool, log zerolog.Lo
 				continue // only pml's own names are ever touched
 			}
 			p := filepath.Join(ws, n)
-			if cur := stateOf(p); !trusted(ws, n, cur, want) {
+			if cur := stateOf(ws, p); !trusted(ws, n, cur, want) {
 				who := "of the pml process " + j.Owner["pml.owner.pid"] + " (exited while it ran)"
 				if alive(j.Owner) {
 					who = "of the running pml process " + j.Owner["pml.owner.pid"]
 				}
-				quarantine(log, p, "a container "+who)
+				quarantine(log, ws, p, "a container "+who)
 			}
 		}
 		if !alive(j.Owner) {
-			_ = os.Remove(j.path)
+			_ = safefs.Remove(ws, j.path)
 		}
 	}
 }
@@ -611,9 +593,13 @@ type foundJournal struct {
 
 func journals(ws string) []foundJournal {
 	dir := filepath.Join(ws, Dir, "guard")
-	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
+	if safefs.CheckStateDir(ws) != nil {
 		return nil
 	}
+	if fi, err := safefs.Lstat(ws, dir); err != nil || !fi.IsDir() {
+		return nil
+	}
+	// Names only: every journal is then read through safefs.
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil
@@ -624,7 +610,7 @@ func journals(ws string) []foundJournal {
 			continue
 		}
 		p := filepath.Join(dir, e.Name())
-		data, err := readRegular(p)
+		data, err := readRegular(ws, p)
 		if err != nil {
 			continue
 		}
@@ -641,13 +627,12 @@ func journals(ws string) []foundJournal {
 // init), so that a pml session watching the workspace keeps it. Best
 // effort: without a usable .pml/ there is nothing watching to tell.
 func Bless(ws, name string, data []byte) {
-	dir := filepath.Join(ws, Dir, "guard")
-	if fi, err := os.Lstat(filepath.Join(ws, Dir)); err != nil || !fi.IsDir() {
+	if safefs.CheckStateDir(ws) != nil {
 		return
 	}
-	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+	if safefs.MkdirAll(ws, filepath.Join(Dir, "guard"), 0o755) != nil {
 		return
 	}
 	sum := sha256.Sum256(data)
-	_ = writeAtomic(dir, blessedPath(ws, name), []byte(hex.EncodeToString(sum[:])+"\n"), 0o644)
+	_ = writeAtomic(ws, blessedPath(ws, name), []byte(hex.EncodeToString(sum[:])+"\n"), 0o644)
 }
