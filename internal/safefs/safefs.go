@@ -420,3 +420,22 @@ func unwrapPathErr(err error) error {
 	}
 	return err
 }
+
+// fillTemp writes data to the new temporary file f, sets its mode, syncs
+// and closes it: the part of an atomic write both platforms share.
+func fillTemp(f *os.File, data []byte, perm fs.FileMode, show string) error {
+	_, err := f.Write(data)
+	if err == nil {
+		err = f.Chmod(perm.Perm())
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return &fs.PathError{Op: "write", Path: show, Err: unwrapPathErr(err)}
+	}
+	return nil
+}

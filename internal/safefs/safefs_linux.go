@@ -247,18 +247,8 @@ func writeAtomic(root, r, show string, data []byte, perm fs.FileMode) error {
 			_ = unix.Unlinkat(pfd, tmp, 0)
 		}
 	}()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(perm.Perm())
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return &fs.PathError{Op: "write", Path: show, Err: unwrapPathErr(err)}
+	if err := fillTemp(f, data, perm, show); err != nil {
+		return err
 	}
 	if err := unix.Renameat(pfd, tmp, pfd, leaf); err != nil {
 		return &fs.PathError{Op: "rename", Path: show, Err: err}

@@ -31,17 +31,25 @@ func checkDirs(root, r, show string) error {
 			continue
 		}
 		p = filepath.Join(p, c)
-		fi, err := os.Lstat(p)
-		if err != nil {
+		if err := checkDir(p); err != nil {
 			return err
 		}
-		if fi.Mode()&fs.ModeSymlink != 0 {
-			t, _ := os.Readlink(p)
-			return symlinkError(p, t, true)
-		}
-		if !fi.IsDir() {
-			return notDirError(p, fi.Mode())
-		}
+	}
+	return nil
+}
+
+// checkDir refuses p unless it is a real directory (not a link to one).
+func checkDir(p string) error {
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return err
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		t, _ := os.Readlink(p)
+		return symlinkError(p, t, true)
+	}
+	if !fi.IsDir() {
+		return notDirError(p, fi.Mode())
 	}
 	return nil
 }
@@ -151,18 +159,8 @@ func writeAtomic(root, r, show string, data []byte, perm fs.FileMode) error {
 			os.Remove(tmp)
 		}
 	}()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(perm.Perm())
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return &fs.PathError{Op: "write", Path: show, Err: unwrapPathErr(err)}
+	if err := fillTemp(f, data, perm, show); err != nil {
+		return err
 	}
 	if err := os.Rename(tmp, show); err != nil {
 		return err
@@ -184,16 +182,8 @@ func mkdirAll(root, r, show string, perm fs.FileMode) error {
 		if err := os.Mkdir(p, perm); err != nil && !errors.Is(err, fs.ErrExist) {
 			return err
 		}
-		fi, err := os.Lstat(p)
-		if err != nil {
+		if err := checkDir(p); err != nil {
 			return err
-		}
-		if fi.Mode()&fs.ModeSymlink != 0 {
-			t, _ := os.Readlink(p)
-			return symlinkError(p, t, true)
-		}
-		if !fi.IsDir() {
-			return notDirError(p, fi.Mode())
 		}
 	}
 	return nil
