@@ -131,6 +131,10 @@ func (b *Broker) runner() *execute.Runner {
 		Timeout: time.Duration(b.policy.Timeout) + b.cfg.HIL.Timeout,
 		// Compute time is sandbox.timeout; waits for a person pause it.
 		Budget: time.Duration(b.policy.Timeout),
+		// The container ends by itself with pml's end of its stdin, or at
+		// the run's ceiling plus the longest a pre-started one waits.
+		Supervisor: b.supervisor(),
+		Lifetime:   time.Duration(b.policy.Timeout) + b.cfg.HIL.Timeout + b.cfg.Sandbox.IdleTimeout + time.Minute,
 	}
 }
 

@@ -69,7 +69,7 @@ func (b *Broker) supervisor() string {
 			return
 		}
 		if err := shim.CheckBinary(b.toolbox.Exe); err != nil {
-			b.log.Warn().Err(err).Msg("shell:exec runs without a deadline of its own inside its container")
+			b.log.Warn().Err(err).Msg("shell:exec and code runs have no deadline of their own inside their containers (pml still ends them while it runs)")
 			return
 		}
 		b.supervisorExe = b.toolbox.Exe

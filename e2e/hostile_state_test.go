@@ -261,7 +261,10 @@ func TestHostileRegistryEntryAsksForRW(t *testing.T) {
 func TestHostileServerOutlivesKilledPML(t *testing.T) {
 	t.Parallel()
 	ws := newWorkspace(t, probeConfig(t, `, "workspace": "rw"`))
-	s := startSession(t, ws)
+	// A host id of its own: no other pml on this shared daemon judges the
+	// killed pml's containers (they stay until they end by themselves).
+	hostID := "PML_HOST_ID=" + privateHostID(t)
+	s := startSession(t, ws, hostID)
 	if out, _ := s.call(t, "probe:linger", nil); out != "lingering" {
 		t.Fatalf("probe:linger: %q", out)
 	}
@@ -290,7 +293,64 @@ func TestHostileServerOutlivesKilledPML(t *testing.T) {
 		return c.State.Status == "exited"
 	})
 	// The next pml removes what is left.
-	startSession(t, ws)
+	startSession(t, ws, hostID)
+	waitFor(t, "the killed pml's containers to be removed", 30*time.Second, func() bool {
+		for _, c := range containersOf(t, ws.Dir) {
+			if c.Labels["pml.owner.pid"] == strconv.Itoa(pid) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// privateHostID is a host id no other pml on the daemon has: containers
+// of a pml started with it are judged only by pml processes of this test.
+func privateHostID(t *testing.T) string {
+	return fmt.Sprintf("e2e-%s-%d", strings.ReplaceAll(t.Name(), "/", "-"), time.Now().UnixNano())
+}
+
+// Code run by pml:execute that spins (it never reads its input) must not
+// outlive a pml that was killed: before, the Deno container spun on until
+// a later pml reaped it; now pml's supervisor at its PID 1 ends it once
+// pml's end of its stdin is gone.
+func TestHostileSpinningCodeOutlivesKilledPML(t *testing.T) {
+	needImage(t, "pml/deno:2.9.6")
+	t.Parallel()
+	fc := newFakeCloud(t)
+	ws := newWorkspace(t, executeConfig(fc, `, "sandbox": {"timeout": "10m"}`))
+	hostID := "PML_HOST_ID=" + privateHostID(t)
+	s := startSession(t, ws, "PML_API_KEY="+cloudKey, hostID)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		_, _ = s.CallTool(ctx, &mcp.CallToolParams{Name: "pml:execute", Arguments: map[string]any{"code": `while (true) {}`}})
+	}()
+	var run string
+	waitFor(t, "the code's container to run", 60*time.Second, func() bool {
+		for _, c := range containersOf(t, ws.Dir) {
+			if c.Labels["pml.purpose"] == "execute" && c.State == "running" {
+				run = c.ID
+				return true
+			}
+		}
+		return false
+	})
+	// Spinning, not just started: give the runner time to take the code.
+	time.Sleep(time.Second)
+	pid := s.cmd.Process.Pid
+	if err := s.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "pml to die", 10*time.Second, func() bool { return !running(pid) })
+	waitFor(t, "the spinning code's container to end by itself", 60*time.Second, func() bool {
+		c, err := pool.Client.InspectContainer(run)
+		if err != nil || c.State.Status == "removing" {
+			t.Fatalf("the code's container was removed before it ended by itself: %v", err)
+		}
+		return c.State.Status == "exited"
+	})
+	startSession(t, ws, hostID)
 	waitFor(t, "the killed pml's containers to be removed", 30*time.Second, func() bool {
 		for _, c := range containersOf(t, ws.Dir) {
 			if c.Labels["pml.owner.pid"] == strconv.Itoa(pid) {

@@ -25,3 +25,25 @@ func newSuperviseCmd() *cobra.Command {
 		},
 	}
 }
+
+// newLinkSuperviseCmd is PID 1 of a container whose program talks to pml
+// over its stdin (the Deno runner): it ends the program at its deadline,
+// or once pml's end of stdin is gone (internal/supervise.Link).
+func newLinkSuperviseCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:                supervise.LinkSubcommand + " DEADLINE_MS -- COMMAND [ARG...]",
+		Short:              "Run a program that talks to pml over stdin, ending with pml (inside a pml container)",
+		Hidden:             true,
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			deadline, argv, err := supervise.ParseLink(args)
+			if err != nil {
+				return err
+			}
+			if code := supervise.Link(deadline, argv, os.Stdin, os.Stdout, os.Stderr); code != 0 {
+				os.Exit(code)
+			}
+			return nil
+		},
+	}
+}

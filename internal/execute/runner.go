@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pml-dev/pml/internal/container"
+	"github.com/pml-dev/pml/internal/supervise"
 	"github.com/pml-dev/pml/policies"
 )
 
@@ -56,6 +57,16 @@ type Runner struct {
 	// not counting the stretches between Run.Pause and Run.Resume (waits
 	// for a person). 0: only Timeout applies.
 	Budget time.Duration
+	// Supervisor is the host path of a static Linux pml executable, mounted
+	// read-only as the container's PID 1 (internal/supervise.Link): the
+	// container then ends at Lifetime after its start, or once pml's end of
+	// its stdin is gone, even when pml cannot act (killed, engine lost).
+	// "": Deno is PID 1 and only pml ends the run.
+	Supervisor string
+	// Lifetime is the supervisor's deadline, counted from the container's
+	// start (a pre-started one waits in a pool first). 0: Timeout plus a
+	// margin.
+	Lifetime time.Duration
 }
 
 // Program is what a run executes: Code, or a function of Module.
@@ -191,10 +202,21 @@ func (r *Runner) spec() (container.Spec, error) {
 	if labels[container.LabelPurpose] == "" {
 		labels[container.LabelPurpose] = Purpose
 	}
+	entry := []string{"deno"}
+	var mounts []container.Mount
+	if r.Supervisor != "" {
+		life := r.Lifetime
+		if life <= 0 {
+			life = r.Timeout + time.Minute
+		}
+		entry = supervise.LinkArgs(life, "deno")
+		mounts = append(mounts, container.Mount{Source: r.Supervisor, Target: supervise.Binary, ReadOnly: true})
+	}
 	return container.Spec{
 		Image:      image,
-		Entrypoint: []string{"deno"},
+		Entrypoint: entry,
 		Cmd:        args,
+		Mounts:     mounts,
 		// The complete environment: nothing of pml's reaches the code (and
 		// Deno.env is denied anyway).
 		Env: []string{

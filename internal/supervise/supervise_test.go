@@ -2,6 +2,7 @@ package supervise
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -56,5 +57,73 @@ func TestAnIncompleteRequestRunsNothing(t *testing.T) {
 	}
 	if code, _, stderr := run(t, Request(time.Second, "/nonexistent-dir", "true")); code != ExitBadRequest || !strings.Contains(stderr, "working directory") {
 		t.Errorf("missing directory: code %d %q", code, stderr)
+	}
+}
+
+func link(t *testing.T, deadline time.Duration, stdin io.Reader, argv ...string) (int, string, string) {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip("the supervisor runs in Linux containers only")
+	}
+	var out, errb bytes.Buffer
+	code := Link(deadline, argv, stdin, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// A program that talks over stdin gets it, and its own exit code is
+// passed on.
+func TestLinkPassesStdinAndTheExitCode(t *testing.T) {
+	code, out, _ := link(t, time.Minute, strings.NewReader("hello\n"), "/bin/sh", "-c", "read l; echo got $l; exit 3")
+	if code != 3 || out != "got hello\n" {
+		t.Fatalf("code %d, out %q", code, out)
+	}
+}
+
+// When pml's end of stdin is gone, a program that ignores it (it spins,
+// reads nothing) is ended after the grace, far before its deadline.
+func TestLinkEndsAProgramWhosePMLIsGone(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the supervisor runs in Linux containers only")
+	}
+	r, w := io.Pipe()
+	type res struct {
+		code   int
+		stderr string
+	}
+	got := make(chan res, 1)
+	go func() {
+		code, _, stderr := link(t, time.Hour, r, "/bin/sh", "-c", "sleep 3600")
+		got <- res{code, stderr}
+	}()
+	w.Close()
+	select {
+	case g := <-got:
+		if g.code != ExitDeadline || !strings.Contains(g.stderr, "gone") {
+			t.Fatalf("code %d, stderr %q", g.code, g.stderr)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the program outlived pml's end of its stdin")
+	}
+}
+
+// The deadline ends a program even while pml's end is still open.
+func TestLinkDeadline(t *testing.T) {
+	r, w := io.Pipe()
+	defer w.Close()
+	code, _, stderr := link(t, 300*time.Millisecond, r, "/bin/sh", "-c", "sleep 3600")
+	if code != ExitDeadline || !strings.Contains(stderr, "deadline") {
+		t.Fatalf("code %d, stderr %q", code, stderr)
+	}
+}
+
+func TestParseLink(t *testing.T) {
+	d, argv, err := ParseLink(LinkArgs(1500*time.Millisecond, "deno", "run", "x")[2:])
+	if err != nil || d != 1500*time.Millisecond || strings.Join(argv, " ") != "deno run x" {
+		t.Fatalf("%v %v %v", d, argv, err)
+	}
+	for _, bad := range [][]string{nil, {"10"}, {"10", "x", "deno"}, {"0", "--", "deno"}, {"x", "--", "deno"}} {
+		if _, _, err := ParseLink(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
 	}
 }
