@@ -172,7 +172,9 @@ func Contract(t *testing.T, rt container.Runtime, specs ContractSpecs) {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		if p, err := rt.Start(ctx, spec, container.Streams{}); err == nil {
-			_ = p.Remove(context.Background())
+			rctx, rcancel := container.CleanupContext(ctx)
+			_ = p.Remove(rctx)
+			rcancel()
 			t.Fatal("a start with an ended context succeeded")
 		}
 		lctx, lcancel := context.WithTimeout(context.Background(), contractWait)
