@@ -66,6 +66,10 @@ func (p *inProcessProc) Wait(ctx context.Context) (container.Exit, error) {
 		return container.Exit{}, ctx.Err()
 	}
 }
+func (p *inProcessProc) Done() <-chan struct{} { return p.done }
+func (p *inProcessProc) Exit() (container.Exit, error) {
+	return p.Wait(context.Background()) // only after Done
+}
 func (p *inProcessProc) Kill(context.Context) error {
 	return p.stdinW.CloseWithError(errors.New("killed"))
 }

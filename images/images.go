@@ -18,6 +18,7 @@ import (
 	"crypto/sha256"
 	"debug/elf"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -137,6 +138,9 @@ func CheckStatic(p string) error {
 	return nil
 }
 
+// errNoImport: the runtime cannot create images from files.
+var errNoImport = errors.New("the container engine cannot import images from a root file system; build and tag the image with the engine's own tools")
+
 type file struct {
 	name, src string
 	mode      int64
@@ -151,7 +155,13 @@ func importFiles(ctx context.Context, rt container.Runtime, ref string, files []
 	go func() {
 		pw.CloseWithError(writeRootfs(pw, files, links))
 	}()
-	err := rt.ImportImage(ctx, ref, pr, changes)
+	imp, ok := rt.(container.ImageImporter)
+	if !ok {
+		pw.CloseWithError(errNoImport)
+		pr.Close()
+		return fmt.Errorf("building image %s: %w", ref, errNoImport)
+	}
+	err := imp.ImportImage(ctx, ref, pr, changes)
 	pr.Close()
 	return err
 }

@@ -79,7 +79,13 @@ func (l *Limited) Start(ctx context.Context, spec Spec, streams Streams) (Proces
 		l.release()
 		return nil, err
 	}
-	return &limitedProcess{Process: p, l: l}, nil
+	lp := &limitedProcess{Process: p, l: l}
+	// The slot is free once the container has exited, whoever looks.
+	go func() {
+		<-p.Done()
+		lp.free()
+	}()
+	return lp, nil
 }
 
 func (l *Limited) acquire(ctx context.Context) error {
@@ -112,7 +118,8 @@ func (l *Limited) acquire(ctx context.Context) error {
 func (l *Limited) release() { <-l.slots }
 
 // limitedProcess gives its slot back once, when the container has exited
-// or been removed.
+// or been removed. Wait and Remove free it themselves too, so that a caller
+// that saw the exit finds the slot free already.
 type limitedProcess struct {
 	Process
 	l    *Limited

@@ -1,4 +1,4 @@
-package container
+package container_test
 
 import (
 	"context"
@@ -9,6 +9,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	. "github.com/pml-dev/pml/internal/container"
+	"github.com/pml-dev/pml/internal/container/containertest"
 )
 
 // blockUntilKilled behaves like a long `sleep`.
@@ -18,10 +21,10 @@ func blockUntilKilled(stdin io.Reader, stdout, stderr io.Writer, killed <-chan s
 }
 
 func TestLimitedQueuesBeyondTheCap(t *testing.T) {
-	f := &fakeRuntime{behave: func(stdin io.Reader, stdout, stderr io.Writer, killed <-chan struct{}) int {
+	f := &containertest.Runtime{Behave: behave(func(stdin io.Reader, stdout, stderr io.Writer, killed <-chan struct{}) int {
 		_, _ = io.Copy(io.Discard, stdin)
 		return 0
-	}}
+	})}
 	l := Limit(f, 3)
 	var running, peak atomic.Int32
 	var wg sync.WaitGroup
@@ -60,7 +63,7 @@ func TestLimitedQueuesBeyondTheCap(t *testing.T) {
 }
 
 func TestLimitedWaitCountsInTheCallsTimeout(t *testing.T) {
-	f := &fakeRuntime{behave: blockUntilKilled}
+	f := &containertest.Runtime{Behave: behave(blockUntilKilled)}
 	l := Limit(f, 1)
 	p, err := l.Start(context.Background(), Spec{}, Streams{})
 	if err != nil {
@@ -89,7 +92,7 @@ func TestLimitedWaitCountsInTheCallsTimeout(t *testing.T) {
 }
 
 func TestPoolPreStartsGiveWayToCalls(t *testing.T) {
-	f := &fakeRuntime{behave: blockUntilKilled}
+	f := &containertest.Runtime{Behave: behave(blockUntilKilled)}
 	l := Limit(f, 2)
 	pool := NewPool(PoolOptions{Runtime: l, Min: 2, Max: 2})
 	l.SetReclaim(pool.Reclaim)

@@ -22,8 +22,6 @@ const (
 	DefaultPoolDecay = 30 * time.Second
 	// poolStartTimeout bounds one pre-start (create, attach, start).
 	poolStartTimeout = 60 * time.Second
-	// disposeTimeout bounds killing and removing one container.
-	disposeTimeout = 30 * time.Second
 )
 
 // PoolOptions configure a Pool.
@@ -286,7 +284,7 @@ func (p *Pool) refill(k *kind) {
 
 // start pre-starts one container for k.
 func (p *Pool) start(k *kind) {
-	w := &warm{stdout: &handoff{}, stderr: &handoff{}, exited: make(chan struct{})}
+	w := &warm{stdout: &handoff{}, stderr: &handoff{}}
 	ctx, cancel := context.WithTimeout(p.base, poolStartTimeout)
 	// A pre-start never queues for a slot under the container cap: with
 	// every slot taken by calls, the kind simply waits for its next refill.
@@ -321,11 +319,12 @@ func (p *Pool) start(k *kind) {
 		Msg("pool: container pre-started and waiting")
 }
 
-// watch waits for a pooled container's exit. One that exits before it
-// was handed out is removed and replaced.
+// watch follows a pooled container's exit (through the runtime's one
+// watch of it). One that exits before it was handed out is removed and
+// replaced.
 func (p *Pool) watch(k *kind, w *warm) {
-	w.exit, w.err = w.proc.Wait(context.Background())
-	close(w.exited)
+	<-w.proc.Done()
+	exit, _ := w.proc.Exit()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for i, r := range k.ready {
@@ -333,7 +332,7 @@ func (p *Pool) watch(k *kind, w *warm) {
 			k.ready = append(k.ready[:i], k.ready[i+1:]...)
 			k.stats.Died++
 			p.failed(k)
-			p.o.Logger.Warn().Str("container", short(w.ID())).Str("image", k.spec.Image).Int("exit_code", w.exit.Code).
+			p.o.Logger.Warn().Str("container", short(w.ID())).Str("image", k.spec.Image).Int("exit_code", exit.Code).
 				Msg("pool: a pre-started container exited while waiting; removed, never handed out")
 			p.dispose(w)
 			p.refill(k)
@@ -391,7 +390,7 @@ func (p *Pool) dispose(proc Process, done ...func()) {
 				defer f()
 			}
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), disposeTimeout)
+		ctx, cancel := CleanupContext(context.Background())
 		defer cancel()
 		// Kill first: a runtime's Remove may not stop the process itself.
 		_ = proc.Kill(ctx)
@@ -494,40 +493,22 @@ func specKey(spec Spec) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// warm is a pre-started container. Its exit is watched from the moment it
-// starts, so Wait answers from that one watch.
+// warm is a pre-started container: the runtime's Process, with its output
+// held back until a call takes it.
 type warm struct {
 	proc           Process
 	stdout, stderr *handoff
-	exited         chan struct{}
-	exit           Exit
-	err            error
 }
 
-func (w *warm) ID() string            { return w.proc.ID() }
-func (w *warm) Stdin() io.WriteCloser { return w.proc.Stdin() }
-func (w *warm) Kill(ctx context.Context) error {
-	return w.proc.Kill(ctx)
-}
-func (w *warm) Remove(ctx context.Context) error { return w.proc.Remove(ctx) }
+func (w *warm) ID() string                             { return w.proc.ID() }
+func (w *warm) Stdin() io.WriteCloser                  { return w.proc.Stdin() }
+func (w *warm) Done() <-chan struct{}                  { return w.proc.Done() }
+func (w *warm) Exit() (Exit, error)                    { return w.proc.Exit() }
+func (w *warm) Wait(ctx context.Context) (Exit, error) { return w.proc.Wait(ctx) }
+func (w *warm) Kill(ctx context.Context) error         { return w.proc.Kill(ctx) }
+func (w *warm) Remove(ctx context.Context) error       { return w.proc.Remove(ctx) }
 
-func (w *warm) Wait(ctx context.Context) (Exit, error) {
-	select {
-	case <-w.exited:
-		return w.exit, w.err
-	case <-ctx.Done():
-		return Exit{}, ctx.Err()
-	}
-}
-
-func (w *warm) dead() bool {
-	select {
-	case <-w.exited:
-		return true
-	default:
-		return false
-	}
-}
+func (w *warm) dead() bool { return Exited(w.proc) }
 
 // handoffBuffer bounds what a waiting container may write before it is
 // handed out (a server's start-up banner on stderr); the rest is dropped.

@@ -1,4 +1,4 @@
-package container
+package container_test
 
 import (
 	"bufio"
@@ -10,21 +10,24 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	. "github.com/pml-dev/pml/internal/container"
+	"github.com/pml-dev/pml/internal/container/containertest"
 )
 
 // echoAgent behaves like the toolbox agent: it says hello on stderr while
 // it waits, reads one request line and answers it with its own id, once.
-func echoAgent(p *fakeProcess, in io.Reader, out, errw io.Writer) int {
+func echoAgent(p *containertest.Proc, in io.Reader, out, errw io.Writer) int {
 	io.WriteString(errw, "waiting\n")
 	line, err := bufio.NewReader(in).ReadString('\n')
 	if err != nil {
 		return 137 // killed (stdin closed) before a request came
 	}
-	fmt.Fprintf(out, "%s answers %s", p.id, line)
+	fmt.Fprintf(out, "%s answers %s", p.ID(), line)
 	return 0
 }
 
-func newTestPool(rt *fakeRuntime, o PoolOptions) *Pool {
+func newTestPool(rt *containertest.Runtime, o PoolOptions) *Pool {
 	o.Runtime = rt
 	return NewPool(o)
 }
@@ -74,16 +77,16 @@ func closePool(t *testing.T, p *Pool) {
 }
 
 func TestNothingStartsBeforeTheFirstCall(t *testing.T) {
-	rt := &fakeRuntime{agent: echoAgent}
+	rt := &containertest.Runtime{Behave: agent(echoAgent)}
 	p := newTestPool(rt, PoolOptions{})
 	defer closePool(t, p)
-	if n := len(rt.startedIDs()); n != 0 {
+	if n := len(startedIDs(rt)); n != 0 {
 		t.Fatalf("an unused pool started %d containers", n)
 	}
 }
 
 func TestTheFirstCallIsColdAndWarmsTheNext(t *testing.T) {
-	rt := &fakeRuntime{agent: echoAgent}
+	rt := &containertest.Runtime{Behave: agent(echoAgent)}
 	p := newTestPool(rt, PoolOptions{})
 	defer closePool(t, p)
 
@@ -92,7 +95,7 @@ func TestTheFirstCallIsColdAndWarmsTheNext(t *testing.T) {
 		t.Fatalf("first call: %+v", first)
 	}
 	eventually(t, "a container pre-started", func() bool { return p.Stats(toolboxSpec).Ready == 1 })
-	warmID := rt.startedIDs()[1]
+	warmID := startedIDs(rt)[1]
 
 	second := call(t, p, toolboxSpec, "two")
 	if !second.Warm || servedBy(t, second) != warmID {
@@ -104,7 +107,7 @@ func TestTheFirstCallIsColdAndWarmsTheNext(t *testing.T) {
 	}
 	// Used containers are removed; a replacement is ready.
 	eventually(t, "both used containers removed", func() bool {
-		return rt.isRemoved(servedBy(t, first)) && rt.isRemoved(warmID)
+		return rt.IsRemoved(servedBy(t, first)) && rt.IsRemoved(warmID)
 	})
 	eventually(t, "a replacement pre-started", func() bool { return p.Stats(toolboxSpec).Ready == 1 })
 	if s := p.Stats(toolboxSpec); s.Hits != 1 || s.Misses != 1 {
@@ -113,7 +116,7 @@ func TestTheFirstCallIsColdAndWarmsTheNext(t *testing.T) {
 }
 
 func TestNoContainerServesTwoCalls(t *testing.T) {
-	rt := &fakeRuntime{agent: echoAgent}
+	rt := &containertest.Runtime{Behave: agent(echoAgent)}
 	p := newTestPool(rt, PoolOptions{Max: 3})
 	defer closePool(t, p)
 	seen := map[string]bool{}
@@ -141,7 +144,7 @@ func TestNoContainerServesTwoCalls(t *testing.T) {
 }
 
 func TestKindsAreSeparate(t *testing.T) {
-	rt := &fakeRuntime{agent: echoAgent}
+	rt := &containertest.Runtime{Behave: agent(echoAgent)}
 	p := newTestPool(rt, PoolOptions{})
 	defer closePool(t, p)
 	rw := toolboxSpec
@@ -157,7 +160,7 @@ func TestKindsAreSeparate(t *testing.T) {
 }
 
 func TestThePoolGrowsWithMissesUpToMax(t *testing.T) {
-	rt := &fakeRuntime{agent: echoAgent}
+	rt := &containertest.Runtime{Behave: agent(echoAgent)}
 	p := newTestPool(rt, PoolOptions{Min: 1, Max: 3})
 	defer closePool(t, p)
 	// Leases held at once: each finds the pool empty (it refills only when
@@ -184,16 +187,16 @@ func TestThePoolGrowsWithMissesUpToMax(t *testing.T) {
 	}
 	eventually(t, "the pool filled to max", func() bool { return p.Stats(toolboxSpec).Ready == 3 })
 	for _, l := range leases {
-		eventually(t, "leased containers removed", func() bool { return rt.isRemoved(l.ID()) })
+		eventually(t, "leased containers removed", func() bool { return rt.IsRemoved(l.ID()) })
 	}
 }
 
 func TestThePoolShrinksBackToMinWithoutMisses(t *testing.T) {
-	rt := &fakeRuntime{agent: echoAgent}
+	rt := &containertest.Runtime{Behave: agent(echoAgent)}
 	p := newTestPool(rt, PoolOptions{Min: 1, Max: 4, Decay: time.Minute})
 	clock := time.Now()
 	var clockMu sync.Mutex
-	p.now = func() time.Time { clockMu.Lock(); defer clockMu.Unlock(); return clock }
+	SetPoolClock(p, func() time.Time { clockMu.Lock(); defer clockMu.Unlock(); return clock })
 	defer closePool(t, p)
 	var leases []*Lease
 	for i := 0; i < 4; i++ {
@@ -207,7 +210,7 @@ func TestThePoolShrinksBackToMinWithoutMisses(t *testing.T) {
 		l.Release()
 	}
 	eventually(t, "the pool filled to 4", func() bool { return p.Stats(toolboxSpec).Ready == 4 })
-	ready := rt.startedIDs()[4:8]
+	ready := startedIDs(rt)[4:8]
 
 	clockMu.Lock()
 	clock = clock.Add(2*time.Minute + time.Second) // two quiet periods
@@ -224,7 +227,7 @@ func TestThePoolShrinksBackToMinWithoutMisses(t *testing.T) {
 	eventually(t, "surplus containers removed", func() bool {
 		n := 0
 		for _, id := range ready {
-			if rt.isRemoved(id) {
+			if rt.IsRemoved(id) {
 				n++
 			}
 		}
@@ -241,7 +244,7 @@ func TestThePoolShrinksBackToMinWithoutMisses(t *testing.T) {
 }
 
 func TestAnUnusedKindShrinksToZero(t *testing.T) {
-	rt := &fakeRuntime{agent: echoAgent}
+	rt := &containertest.Runtime{Behave: agent(echoAgent)}
 	p := newTestPool(rt, PoolOptions{Idle: 30 * time.Millisecond})
 	defer closePool(t, p)
 	call(t, p, toolboxSpec, "one")
@@ -249,8 +252,8 @@ func TestAnUnusedKindShrinksToZero(t *testing.T) {
 		s := p.Stats(toolboxSpec)
 		return s.Ready == 0 && s.Starting == 0 && s.Target == 0
 	})
-	for _, id := range rt.startedIDs() {
-		eventually(t, "every container removed", func() bool { return rt.isRemoved(id) })
+	for _, id := range startedIDs(rt) {
+		eventually(t, "every container removed", func() bool { return rt.IsRemoved(id) })
 	}
 	// Used again: cold, and it warms again.
 	if res := call(t, p, toolboxSpec, "two"); res.Warm {
@@ -260,15 +263,15 @@ func TestAnUnusedKindShrinksToZero(t *testing.T) {
 }
 
 func TestAContainerThatDiedWhileWaitingIsNeverHandedOut(t *testing.T) {
-	rt := &fakeRuntime{agent: echoAgent}
+	rt := &containertest.Runtime{Behave: agent(echoAgent)}
 	p := newTestPool(rt, PoolOptions{})
 	defer closePool(t, p)
 	call(t, p, toolboxSpec, "warm up")
 	eventually(t, "pre-started", func() bool { return p.Stats(toolboxSpec).Ready == 1 })
-	victim := rt.startedIDs()[1]
-	_ = rt.proc(victim).Kill(context.Background()) // killed from outside
+	victim := startedIDs(rt)[1]
+	_ = rt.Proc(victim).Kill(context.Background()) // killed from outside
 
-	eventually(t, "the dead container removed", func() bool { return rt.isRemoved(victim) })
+	eventually(t, "the dead container removed", func() bool { return rt.IsRemoved(victim) })
 	res := call(t, p, toolboxSpec, "after the death")
 	if servedBy(t, res) == victim {
 		t.Fatal("a dead container was handed out")
@@ -279,31 +282,30 @@ func TestAContainerThatDiedWhileWaitingIsNeverHandedOut(t *testing.T) {
 }
 
 func TestADeadContainerNotYetSeenByItsWatcherIsSkipped(t *testing.T) {
-	rt := &fakeRuntime{agent: echoAgent}
+	rt := &containertest.Runtime{Behave: agent(echoAgent)}
 	p := newTestPool(rt, PoolOptions{})
 	defer closePool(t, p)
 	call(t, p, toolboxSpec, "warm up")
 	eventually(t, "pre-started", func() bool { return p.Stats(toolboxSpec).Ready == 1 })
-	victim := rt.startedIDs()[1]
+	victim := startedIDs(rt)[1]
 	// Hold the pool's lock so the watcher cannot act on the death before
 	// the next take looks at the container.
-	p.mu.Lock()
-	w := p.kinds[specKey(toolboxSpec)].ready[0]
-	_ = rt.proc(victim).Kill(context.Background())
-	<-w.exited
-	p.mu.Unlock()
+	w, release := HoldPool(p, toolboxSpec)
+	_ = rt.Proc(victim).Kill(context.Background())
+	<-w.Done()
+	release()
 	res := call(t, p, toolboxSpec, "after the death")
 	if servedBy(t, res) == victim {
 		t.Fatalf("a dead container was handed out: %+v", res)
 	}
-	eventually(t, "the dead container removed", func() bool { return rt.isRemoved(victim) })
+	eventually(t, "the dead container removed", func() bool { return rt.IsRemoved(victim) })
 }
 
 func TestContainersThatKeepDyingDoNotMakeThePoolSpin(t *testing.T) {
-	rt := &fakeRuntime{agent: func(p *fakeProcess, in io.Reader, out, errw io.Writer) int { return 1 }}
+	rt := &containertest.Runtime{Behave: agent(func(p *containertest.Proc, in io.Reader, out, errw io.Writer) int { return 1 })}
 	p := newTestPool(rt, PoolOptions{})
 	frozen := time.Now()
-	p.now = func() time.Time { return frozen }
+	SetPoolClock(p, func() time.Time { return frozen })
 	defer closePool(t, p)
 	res, err := p.Run(context.Background(), toolboxSpec, Request{Stdin: []byte("x\n"), AnswerLine: true})
 	if err != nil || res.Answered || res.Exit.Code != 1 {
@@ -318,7 +320,7 @@ func TestContainersThatKeepDyingDoNotMakeThePoolSpin(t *testing.T) {
 }
 
 func TestAFailingRuntimeFailsTheCallAndStartsNothing(t *testing.T) {
-	rt := &fakeRuntime{agent: echoAgent, startErr: fmt.Errorf("creating container: %w", ErrUnavailable)}
+	rt := &containertest.Runtime{Behave: agent(echoAgent), StartErr: fmt.Errorf("creating container: %w", ErrUnavailable)}
 	p := newTestPool(rt, PoolOptions{})
 	defer closePool(t, p)
 	for i := 0; i < 3; i++ {
@@ -334,17 +336,17 @@ func TestAFailingRuntimeFailsTheCallAndStartsNothing(t *testing.T) {
 
 func TestPoolRunKeepsRunsLimitsAndTimeouts(t *testing.T) {
 	t.Run("output cap", func(t *testing.T) {
-		rt := &fakeRuntime{agent: func(p *fakeProcess, in io.Reader, out, errw io.Writer) int {
+		rt := &containertest.Runtime{Behave: agent(func(p *containertest.Proc, in io.Reader, out, errw io.Writer) int {
 			chunk := strings.Repeat("x", 1000) // never a newline
 			for {
 				select {
-				case <-p.killed:
+				case <-p.Killed():
 					return 137
 				default:
 					io.WriteString(out, chunk)
 				}
 			}
-		}}
+		})}
 		p := newTestPool(rt, PoolOptions{})
 		defer closePool(t, p)
 		res, err := p.Run(context.Background(), toolboxSpec, Request{Limit: 10_500, AnswerLine: true})
@@ -353,17 +355,21 @@ func TestPoolRunKeepsRunsLimitsAndTimeouts(t *testing.T) {
 		}
 	})
 	t.Run("timeout on a warm container", func(t *testing.T) {
-		rt := &fakeRuntime{agent: func(p *fakeProcess, in io.Reader, out, errw io.Writer) int {
+		rt := &containertest.Runtime{Behave: agent(func(p *containertest.Proc, in io.Reader, out, errw io.Writer) int {
 			bufio.NewReader(in).ReadString('\n')
 			io.WriteString(out, "partial")
-			<-p.killed
+			<-p.Killed()
 			return 137
-		}}
+		})}
 		p := newTestPool(rt, PoolOptions{})
 		defer closePool(t, p)
-		ctx, cancel := context.WithCancel(context.Background())
-		cancel()
-		p.Run(ctx, toolboxSpec, Request{}) // warms the kind
+		// A first lease warms the kind. (A Run on an ended context did
+		// before; the shared fake, like Docker, refuses such a start.)
+		l, err := p.Acquire(context.Background(), toolboxSpec, Streams{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Release()
 		eventually(t, "pre-started", func() bool { return p.Stats(toolboxSpec).Ready == 1 })
 		tctx, tcancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 		defer tcancel()
@@ -373,11 +379,11 @@ func TestPoolRunKeepsRunsLimitsAndTimeouts(t *testing.T) {
 		}
 	})
 	t.Run("without AnswerLine the exit is awaited", func(t *testing.T) {
-		rt := &fakeRuntime{agent: func(p *fakeProcess, in io.Reader, out, errw io.Writer) int {
+		rt := &containertest.Runtime{Behave: agent(func(p *containertest.Proc, in io.Reader, out, errw io.Writer) int {
 			b, _ := io.ReadAll(in)
 			fmt.Fprintf(out, "line one\n%s", b)
 			return 3
-		}}
+		})}
 		p := newTestPool(rt, PoolOptions{})
 		defer closePool(t, p)
 		res, err := p.Run(context.Background(), toolboxSpec, Request{Stdin: []byte("rest")})
@@ -388,7 +394,7 @@ func TestPoolRunKeepsRunsLimitsAndTimeouts(t *testing.T) {
 }
 
 func TestCloseRemovesEverythingAndWaitsForLeases(t *testing.T) {
-	rt := &fakeRuntime{agent: echoAgent}
+	rt := &containertest.Runtime{Behave: agent(echoAgent)}
 	p := newTestPool(rt, PoolOptions{Max: 2})
 	call(t, p, toolboxSpec, "warm up")
 	eventually(t, "pre-started", func() bool { return p.Stats(toolboxSpec).Ready == 1 })
@@ -407,26 +413,26 @@ func TestCloseRemovesEverythingAndWaitsForLeases(t *testing.T) {
 	if err := <-closed; err != nil {
 		t.Fatal(err)
 	}
-	for _, id := range rt.startedIDs() {
-		if !rt.isRemoved(id) {
+	for _, id := range startedIDs(rt) {
+		if !rt.IsRemoved(id) {
 			t.Errorf("container %s survived Close", id)
 		}
 	}
 	// After Close calls still work, cold, and nothing is pre-started.
-	before := len(rt.startedIDs())
+	before := len(startedIDs(rt))
 	if res := call(t, p, toolboxSpec, "late"); res.Warm {
 		t.Fatal("warm after Close")
 	}
 	if err := p.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(rt.startedIDs()); n != before+1 {
+	if n := len(startedIDs(rt)); n != before+1 {
 		t.Errorf("%d containers started after Close for one call", n-before)
 	}
 }
 
 func TestCloseGivesUpAtItsDeadline(t *testing.T) {
-	rt := &fakeRuntime{agent: echoAgent}
+	rt := &containertest.Runtime{Behave: agent(echoAgent)}
 	p := newTestPool(rt, PoolOptions{})
 	l, err := p.Acquire(context.Background(), toolboxSpec, Streams{})
 	if err != nil {
@@ -453,17 +459,17 @@ func TestSpecKeysDifferForEveryField(t *testing.T) {
 		func(s *Spec) { s.Policy.Network = "bridge" },
 		func(s *Spec) { s.Policy.Resources.Memory = "1g" },
 	}
-	seen := map[string]bool{specKey(base): true}
+	seen := map[string]bool{SpecKey(base): true}
 	for i, v := range variants {
 		s := base
 		v(&s)
-		k := specKey(s)
+		k := SpecKey(s)
 		if seen[k] {
 			t.Errorf("variant %d has the same key as another spec", i)
 		}
 		seen[k] = true
 	}
-	if specKey(base) != specKey(toolboxSpec) {
+	if SpecKey(base) != SpecKey(toolboxSpec) {
 		t.Error("equal specs have different keys")
 	}
 }

@@ -61,7 +61,7 @@ func Run(ctx context.Context, rt Runtime, spec Spec, stdin []byte, limit int64) 
 	}
 	// Remove even when ctx is already done: a fresh context bounded in time.
 	defer func() {
-		rctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		rctx, cancel := CleanupContext(ctx)
 		defer cancel()
 		_ = p.Remove(rctx)
 	}()
@@ -82,37 +82,23 @@ func collect(ctx context.Context, p Process, out *capped, stdin []byte, began ti
 	}
 	_ = in.Close()
 
-	type waited struct {
-		exit Exit
-		err  error
-	}
-	done := make(chan waited, 1)
-	go func() {
-		e, err := p.Wait(context.Background())
-		done <- waited{e, err}
-	}()
-
 	var err error
 	res := Result{}
 	select {
-	case w := <-done:
-		res.Exit, err = w.exit, w.err
+	case <-p.Done():
+		res.Exit, err = p.Exit()
 	case <-out.answered:
 		res.Answered = true
 	case <-out.full:
 		res.Truncated = true
-		_ = p.Kill(context.Background())
-		w := <-done
-		res.Exit, err = w.exit, w.err
+		res.Exit, err = killAndWait(ctx, p)
 	case <-ctx.Done():
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			res.TimedOut = true
 		} else {
 			res.Cancelled = true
 		}
-		_ = p.Kill(context.Background())
-		w := <-done
-		res.Exit = w.exit
+		res.Exit, _ = killAndWait(ctx, p)
 	}
 	res.Stdout, res.Stderr = out.bytes()
 	if out.truncated() {
@@ -123,6 +109,16 @@ func collect(ctx context.Context, p Process, out *capped, stdin []byte, began ti
 		return res, fmt.Errorf("waiting for container: %w", err)
 	}
 	return res, nil
+}
+
+// killAndWait kills p and waits for its exit, both bounded by
+// CleanupTimeout: an engine that does not answer gives up the wait (the
+// caller's Remove, with its own deadline, comes next).
+func killAndWait(ctx context.Context, p Process) (Exit, error) {
+	cctx, cancel := CleanupContext(ctx)
+	defer cancel()
+	_ = p.Kill(cctx)
+	return p.Wait(cctx)
 }
 
 // capped collects two streams up to a shared byte limit. Past the limit it

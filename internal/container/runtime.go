@@ -1,7 +1,8 @@
 // Package container defines the container runtime pml runs tools in, as one
-// small interface. Docker implements it today (internal/docker); nothing in
-// the broker depends on Docker types, so Podman's API or Kubernetes can be
-// added as further implementations.
+// small interface with its contract written on it (see Runtime). Docker
+// implements it today (internal/docker); nothing in the broker depends on
+// Docker types, so Podman's API or Kubernetes can be added as further
+// implementations, tested against the same contract (containertest).
 package container
 
 import (
@@ -9,6 +10,8 @@ import (
 	"errors"
 	"io"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/pml-dev/pml/policies"
 )
@@ -70,19 +73,42 @@ type Exit struct {
 }
 
 // Process is one started container, attached.
+//
+// Its exit is watched once, by the runtime, from the moment it started:
+// Done, Exit and Wait all answer from that one watch, so any number of
+// goroutines may wait on a container without each asking the engine.
+// Every method is safe for concurrent use.
 type Process interface {
 	// ID is the runtime's container id.
 	ID() string
 	// Stdin writes to the container's standard input; Close sends EOF.
 	Stdin() io.WriteCloser
-	// Wait blocks until the container has exited and all its output has been
-	// delivered to the Streams.
+	// Done is closed once the container has exited and all its output has
+	// been delivered to the Streams, or once it was removed (Remove ends
+	// the watch: a removed container's output is over too).
+	Done() <-chan struct{}
+	// Exit is how the container ended, once Done is closed: its exit
+	// status, or the error that ended the watch (the engine went away, or
+	// the container was removed before its exit was seen). Before Done is
+	// closed it returns the zero Exit and ErrRunning.
+	Exit() (Exit, error)
+	// Wait blocks until Done is closed, then returns Exit; or until ctx
+	// ends, returning ctx.Err(). ctx bounds only this wait, never the
+	// container. Wait may be called any number of times, concurrently.
 	Wait(ctx context.Context) (Exit, error)
-	// Kill stops the container at once (SIGKILL).
+	// Kill stops the container at once (SIGKILL). Killing a container that
+	// has exited or was removed is not an error. ctx bounds the request.
 	Kill(ctx context.Context) error
-	// Remove deletes the container, killing it first if needed.
+	// Remove deletes the container, killing it first if needed, and
+	// releases its streams; Done is closed once it returns. Removing a
+	// container already gone is not an error; Remove may be called more
+	// than once. ctx bounds the request: callers cleaning up after a
+	// cancelled call use CleanupContext, never a context without deadline.
 	Remove(ctx context.Context) error
 }
+
+// ErrRunning is what Process.Exit returns while the container runs.
+var ErrRunning = errors.New("the container is still running")
 
 // Managed is a container found by its pml labels.
 type Managed struct {
@@ -105,22 +131,81 @@ type Info struct {
 	OS               string
 }
 
-// Runtime starts containers. Implementations are safe for concurrent use.
+// Runtime starts containers: it is what a container engine must provide
+// for pml to run tools in it. Docker implements it (internal/docker); a
+// further backend implements this contract, and may implement the
+// optional interfaces below (ImageImporter, DirectStdio, ImageStore) for
+// what only some engines can do. Callers detect those with a type
+// assertion, as net/http's handlers detect http.Flusher.
+//
+// The contract, which every implementation keeps (containertest's fake
+// does, and tests check both against it):
+//
+//   - Concurrency: a Runtime and the Processes it returns are safe for
+//     concurrent use by multiple goroutines.
+//   - Start either returns a started Process, or an error and nothing
+//     left behind: a container it created before failing (or before ctx
+//     ended) is removed by Start itself, with a deadline of its own.
+//   - Start's ctx bounds only the start (create, attach, start), never the
+//     container's life: a container outlives the context it was started
+//     with until it exits or is removed. The ctx of every other method
+//     bounds only that request.
+//   - Once Start returned a Process, the caller owns the container and
+//     must Remove it (Run and Pool do); until then its exit is watched
+//     (Process.Done).
+//   - Idempotency: Process.Kill and Process.Remove of a container that has
+//     exited or is gone return nil, as does RemoveContainer of an id that
+//     names nothing; Remove may be called twice.
+//   - Errors: an engine that does not answer is ErrUnavailable; an image
+//     that is not present is ErrImageMissing (test with errors.Is).
 type Runtime interface {
 	// Start creates, attaches and starts a container. Output is attached
 	// before the start so nothing the process writes early is lost.
 	Start(ctx context.Context, spec Spec, streams Streams) (Process, error)
 	// ImageExists reports whether ref is present locally.
 	ImageExists(ctx context.Context, ref string) (bool, error)
-	// ImportImage creates image ref from a rootfs tar stream, applying
-	// Dockerfile-style changes ("ENTRYPOINT [...]", "LABEL k=v").
-	ImportImage(ctx context.Context, ref string, rootfs io.Reader, changes []string) error
 	// ListManaged lists every container carrying LabelManaged=true.
 	ListManaged(ctx context.Context) ([]Managed, error)
-	// RemoveContainer force-removes a container by id.
+	// RemoveContainer force-removes a container by id; an id that names
+	// no container is not an error.
 	RemoveContainer(ctx context.Context, id string) error
 	Info(ctx context.Context) (Info, error)
+	// Close releases the runtime's connections; containers are not
+	// touched.
 	Close() error
+}
+
+// ImageImporter is a Runtime that can create an image from a root file
+// system (the images pml builds itself, e.g. the toolbox). The Docker
+// runtime implements it.
+type ImageImporter interface {
+	// ImportImage creates image ref from a rootfs tar stream, applying
+	// changes in Dockerfile syntax ("ENTRYPOINT [...]", "LABEL k=v").
+	ImportImage(ctx context.Context, ref string, rootfs io.Reader, changes []string) error
+}
+
+// DirectStdio is a Runtime that can give a container's stdin and stdout a
+// direct connection to pml instead of the engine's attach stream (see
+// Spec.DirectStdio): exe is pml's own static binary, run in the container
+// as a shim. A Runtime without it serves DirectStdio specs on its usual
+// streams.
+type DirectStdio interface {
+	UseDirectStdio(exe string, log zerolog.Logger)
+}
+
+// CleanupTimeout bounds one cleanup request (kill, remove, the wait for an
+// exit after a kill): a wedged engine must not hold a call past its own
+// timeout for longer than this.
+const CleanupTimeout = 30 * time.Second
+
+// CleanupContext is the context for cleaning up after ctx's work: it keeps
+// ctx's values but not its cancellation (the call may have ended already),
+// and ends after CleanupTimeout.
+func CleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	return context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
 }
 
 // Error kinds callers test with errors.Is.

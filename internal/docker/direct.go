@@ -120,7 +120,7 @@ func (r *Runtime) startDirect(ctx context.Context, spec pmlc.Spec, streams pmlc.
 		return nil, err
 	}
 	fail := func(err error) (pmlc.Process, error) {
-		_ = p.Remove(context.Background())
+		p.discard(ctx)
 		return nil, err
 	}
 	att, err := r.cli.ContainerAttach(ctx, p.id, container.AttachOptions{Stream: true, Stderr: true})
@@ -165,6 +165,7 @@ func (r *Runtime) startDirect(ctx context.Context, spec pmlc.Spec, streams pmlc.
 		_, _ = io.Copy(stdout, conn)
 		close(p.out)
 	}()
+	p.startWatch()
 	return p, nil
 }
 

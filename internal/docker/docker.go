@@ -109,7 +109,7 @@ func (r *Runtime) startAttached(ctx context.Context, spec pmlc.Spec, streams pml
 	}
 	att, err := r.cli.ContainerAttach(ctx, p.id, container.AttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
 	if err != nil {
-		_ = p.Remove(context.Background())
+		p.discard(ctx)
 		return nil, wrap("attaching to container", err)
 	}
 	p.att = att
@@ -128,10 +128,10 @@ func (r *Runtime) startAttached(ctx context.Context, spec pmlc.Spec, streams pml
 		close(p.copied)
 	}()
 	if err := r.cli.ContainerStart(ctx, p.id, container.StartOptions{}); err != nil {
-		att.Close()
-		_ = p.Remove(context.Background())
+		p.discard(ctx)
 		return nil, wrap("starting container", err)
 	}
+	p.startWatch()
 	return p, nil
 }
 
@@ -156,9 +156,9 @@ func (r *Runtime) create(ctx context.Context, image string, cfg *container.Confi
 	if err != nil {
 		return nil, wrap("creating container from "+image, err)
 	}
-	p := &process{r: r, id: created.ID}
+	p := newProcess(r, created.ID)
 	if err := ctx.Err(); err != nil {
-		_ = p.Remove(context.Background())
+		p.discard(ctx)
 		return nil, err
 	}
 	return p, nil
@@ -346,6 +346,19 @@ type process struct {
 
 	stdinOnce sync.Once
 	stdin     *stdinWriter
+
+	// The one watch of the container's exit (watch): Done, Exit and Wait
+	// answer from it. Remove ends it (unwatch).
+	*pmlc.ExitWatch
+	watchCtx context.Context
+	unwatch  context.CancelFunc
+	watching bool // set once, before the watcher starts
+}
+
+func newProcess(r *Runtime, id string) *process {
+	p := &process{r: r, id: id, ExitWatch: pmlc.NewExitWatch()}
+	p.watchCtx, p.unwatch = context.WithCancel(context.Background())
+	return p
 }
 
 func (p *process) ID() string { return p.id }
@@ -360,35 +373,51 @@ func (p *process) Stdin() io.WriteCloser {
 	return p.stdin
 }
 
-func (p *process) Wait(ctx context.Context) (pmlc.Exit, error) {
+// startWatch starts the watcher, once the container runs and its streams
+// are in place.
+func (p *process) startWatch() {
+	p.watching = true
+	go p.watch()
+}
+
+// watch is the container's one exit watcher, started once it runs: it
+// waits for the exit, then for all its output (the attach stream and, on
+// the direct path, the socket end), reads whether the kernel killed it for
+// memory, and finishes the ExitWatch. It lives as long as the container:
+// Remove ends it.
+func (p *process) watch() {
+	ctx := p.watchCtx
 	okc, errc := p.r.cli.ContainerWait(ctx, p.id, container.WaitConditionNotRunning)
 	var exit pmlc.Exit
 	select {
 	case res := <-okc:
 		exit.Code = int(res.StatusCode)
 	case err := <-errc:
-		return exit, wrap("waiting for container", err)
-	case <-ctx.Done():
-		return exit, ctx.Err()
+		p.Finish(exit, p.watchErr(err))
+		return
 	}
-	// All output is delivered once the attach stream (and, on the direct
-	// path, the socket) ends.
-	select {
-	case <-p.copied:
-	case <-ctx.Done():
-		return exit, ctx.Err()
-	}
-	if p.out != nil {
+	for _, c := range []chan struct{}{p.copied, p.out} {
+		if c == nil {
+			continue
+		}
 		select {
-		case <-p.out:
+		case <-c:
 		case <-ctx.Done():
-			return exit, ctx.Err()
+			p.Finish(exit, p.watchErr(ctx.Err()))
+			return
 		}
 	}
 	if ins, err := p.r.cli.ContainerInspect(ctx, p.id); err == nil && ins.State != nil {
 		exit.OOMKilled = ins.State.OOMKilled
 	}
-	return exit, nil
+	p.Finish(exit, nil)
+}
+
+func (p *process) watchErr(err error) error {
+	if p.watchCtx.Err() != nil {
+		return fmt.Errorf("container %s was removed before its exit was seen", shortID(p.id))
+	}
+	return wrap("waiting for container", err)
 }
 
 func (p *process) Kill(ctx context.Context) error {
@@ -399,14 +428,43 @@ func (p *process) Kill(ctx context.Context) error {
 	return wrap("killing container", err)
 }
 
+// Remove removes the container, closes its streams and ends the watch.
 func (p *process) Remove(ctx context.Context) error {
+	defer p.unwatch()
 	if p.att.Conn != nil {
 		defer p.att.Close()
 	}
 	if p.conn != nil {
 		defer p.conn.Close()
 	}
-	return p.r.RemoveContainer(ctx, p.id)
+	err := p.r.RemoveContainer(ctx, p.id)
+	if !p.watching {
+		// Never started: no watcher will finish the watch.
+		p.Finish(pmlc.Exit{}, fmt.Errorf("container %s was removed before it started", shortID(p.id)))
+		return err
+	}
+	// The contract: Done is closed once Remove returns. The watcher ends
+	// at once now (the container is gone, or its watch is cancelled).
+	p.unwatch()
+	<-p.Done()
+	return err
+}
+
+// discard removes a container Start made but will not return (the
+// contract: a failed Start leaves nothing behind), with a deadline of its
+// own since ctx may have ended.
+func (p *process) discard(ctx context.Context) {
+	cctx, cancel := pmlc.CleanupContext(ctx)
+	defer cancel()
+	_ = p.Remove(cctx)
+	p.Finish(pmlc.Exit{}, errors.New("the container failed to start"))
+}
+
+func shortID(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
 }
 
 // stdinWriter writes to the hijacked attach connection; Close half-closes

@@ -11,22 +11,28 @@ import (
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/errdefs"
 
-	"github.com/pml-dev/pml/images"
+	pmlc "github.com/pml-dev/pml/internal/container"
+	"github.com/pml-dev/pml/internal/imageref"
 )
 
-// The images.Engine methods: what `pml images` needs from the daemon.
-var _ images.Engine = (*Runtime)(nil)
+// The container.ImageStore methods: what `pml images` needs from the
+// daemon; and image import, for the images pml builds itself.
+var (
+	_ pmlc.ImageStore    = (*Runtime)(nil)
+	_ pmlc.ImageImporter = (*Runtime)(nil)
+	_ pmlc.DirectStdio   = (*Runtime)(nil)
+)
 
 // InspectImage describes a local image; ok is false when there is none.
-func (r *Runtime) InspectImage(ctx context.Context, ref string) (images.Image, bool, error) {
+func (r *Runtime) InspectImage(ctx context.Context, ref string) (pmlc.Image, bool, error) {
 	ins, err := r.cli.ImageInspect(ctx, ref)
 	if err != nil {
 		if errdefs.IsNotFound(err) {
-			return images.Image{}, false, nil
+			return pmlc.Image{}, false, nil
 		}
-		return images.Image{}, false, wrap("inspecting image "+ref, err)
+		return pmlc.Image{}, false, wrap("inspecting image "+ref, err)
 	}
-	img := images.Image{ID: ins.ID, RepoTags: ins.RepoTags, RepoDigests: ins.RepoDigests, Size: ins.Size}
+	img := pmlc.Image{ID: ins.ID, RepoTags: ins.RepoTags, RepoDigests: ins.RepoDigests, Size: ins.Size}
 	if ins.Config != nil {
 		img.Labels = ins.Config.Labels
 	}
@@ -61,7 +67,7 @@ func (m streamMessage) err() error {
 
 // PullImage pulls ref through the daemon (which resumes the layers it
 // already has), passing its progress messages on.
-func (r *Runtime) PullImage(ctx context.Context, ref string, progress func(images.PullEvent)) error {
+func (r *Runtime) PullImage(ctx context.Context, ref string, progress func(pmlc.PullEvent)) error {
 	rc, err := r.cli.ImagePull(ctx, ref, image.PullOptions{})
 	if err != nil {
 		// The caller names the image; the daemon's text names it again.
@@ -83,7 +89,7 @@ func (r *Runtime) PullImage(ctx context.Context, ref string, progress func(image
 			return fmt.Errorf("pull: %w", err)
 		}
 		if progress != nil {
-			ev := images.PullEvent{Layer: m.ID, Status: m.Status}
+			ev := pmlc.PullEvent{Layer: m.ID, Status: m.Status}
 			if m.Progress != nil {
 				ev.Current, ev.Total = m.Progress.Current, m.Progress.Total
 			}
@@ -105,7 +111,7 @@ func (r *Runtime) RemoveImage(ctx context.Context, ref string) error {
 	case err == nil, errdefs.IsNotFound(err):
 		return nil
 	case errdefs.IsConflict(err) && strings.Contains(err.Error(), "is using"):
-		return fmt.Errorf("%w: %v", images.ErrInUse, err)
+		return fmt.Errorf("%w: %v", pmlc.ErrImageInUse, err)
 	}
 	return wrap("removing image "+ref, err)
 }
@@ -149,26 +155,26 @@ func (r *Runtime) LoadImages(ctx context.Context, in io.Reader) error {
 }
 
 // ListImages lists the local top-level images.
-func (r *Runtime) ListImages(ctx context.Context) ([]images.Image, error) {
+func (r *Runtime) ListImages(ctx context.Context) ([]pmlc.Image, error) {
 	list, err := r.cli.ImageList(ctx, image.ListOptions{})
 	if err != nil {
 		return nil, wrap("listing images", err)
 	}
-	out := make([]images.Image, 0, len(list))
+	out := make([]pmlc.Image, 0, len(list))
 	for _, s := range list {
-		out = append(out, images.Image{ID: s.ID, RepoTags: s.RepoTags, RepoDigests: s.RepoDigests, Labels: s.Labels, Size: s.Size})
+		out = append(out, pmlc.Image{ID: s.ID, RepoTags: s.RepoTags, RepoDigests: s.RepoDigests, Labels: s.Labels, Size: s.Size})
 	}
 	return out, nil
 }
 
 // loadedImage returns the digest tag under which `pml images load` keeps an
-// image pinned as name@sha256:… (see images.DigestTag), when ref is such a
+// image pinned as name@sha256:… (see imageref.DigestTag), when ref is such a
 // reference, the daemon does not know it and the digest tag exists. Docker's
 // classic image store cannot restore digest references from a saved image,
 // so without this a pinned image carried to an offline host would be there
 // and still not run.
 func (r *Runtime) loadedImage(ctx context.Context, ref string) (string, bool) {
-	dt := images.DigestTag(ref)
+	dt := imageref.DigestTag(ref)
 	if dt == "" {
 		return "", false
 	}

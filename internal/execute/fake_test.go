@@ -2,67 +2,67 @@ package execute
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/pml-dev/pml/internal/container"
+	"github.com/pml-dev/pml/internal/container/containertest"
 )
 
-// fakeRuntime is a container.Runtime whose containers are driven by the
-// test: each started process is handed over on procs, and the test plays
-// the runner through its stdin and stdout.
+// fakeRuntime is the shared fake runtime (containertest) whose containers
+// are driven by the test: each started process is handed over on procs,
+// and the test plays the runner through its stdin and stdout.
 type fakeRuntime struct {
-	mu       sync.Mutex
-	specs    []container.Spec
+	*containertest.Runtime
 	startErr error
 	procs    chan *fakeProc
+	exits    sync.Map // *containertest.Proc → chan int
 }
 
-func newFakeRuntime() *fakeRuntime { return &fakeRuntime{procs: make(chan *fakeProc, 16)} }
+func newFakeRuntime() *fakeRuntime {
+	f := &fakeRuntime{procs: make(chan *fakeProc, 16)}
+	f.Runtime = &containertest.Runtime{Behave: f.behave}
+	return f
+}
 
-func (f *fakeRuntime) Start(_ context.Context, spec container.Spec, s container.Streams) (container.Process, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+// Start fails with startErr when set, else starts a process the test
+// drives and hands it over on procs.
+func (f *fakeRuntime) Start(ctx context.Context, spec container.Spec, s container.Streams) (container.Process, error) {
 	if f.startErr != nil {
 		return nil, f.startErr
 	}
-	f.specs = append(f.specs, spec)
-	stdin := &bufPipe{}
-	stdin.cond = sync.NewCond(&stdin.mu)
-	p := &fakeProc{
-		id: fmt.Sprintf("fake%d", len(f.specs)), stdin: stdin, in: bufio.NewReader(stdin),
-		stdout: s.Stdout, stderr: s.Stderr,
-		exit: make(chan int, 1), killed: make(chan struct{}), done: make(chan struct{}), removedC: make(chan struct{}),
+	proc, err := f.Runtime.Start(ctx, spec, s)
+	if err != nil {
+		return nil, err
 	}
-	go func() {
-		select {
-		case p.code = <-p.exit:
-		case <-p.killed:
-			p.code = 137
-		}
-		close(p.done)
-	}()
-	f.procs <- p
+	p := proc.(*containertest.Proc)
+	f.procs <- &fakeProc{Proc: p, in: bufio.NewReader(p.In), stdout: p.Out, stderr: p.Err, exit: f.exitOf(p), removedC: p.RemovedC()}
 	return p, nil
 }
 
-func (f *fakeRuntime) started() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return len(f.specs)
+// behave: the process exits with the code the test sends on exit, or 137
+// when it is killed.
+func (f *fakeRuntime) behave(p *containertest.Proc) int {
+	select {
+	case code := <-f.exitOf(p):
+		return code
+	case <-p.Killed():
+		return 137
+	}
 }
 
-func (f *fakeRuntime) lastSpec() container.Spec {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.specs[len(f.specs)-1]
+func (f *fakeRuntime) exitOf(p *containertest.Proc) chan int {
+	c, _ := f.exits.LoadOrStore(p, make(chan int, 1))
+	return c.(chan int)
 }
+
+func (f *fakeRuntime) started() int { return len(f.Procs()) }
+
+func (f *fakeRuntime) lastSpec() container.Spec { return f.Last().Spec }
 
 // proc returns the next started process.
 func (f *fakeRuntime) proc(t *testing.T) *fakeProc {
@@ -76,73 +76,18 @@ func (f *fakeRuntime) proc(t *testing.T) *fakeProc {
 	}
 }
 
-func (f *fakeRuntime) ImageExists(context.Context, string) (bool, error) { return true, nil }
-func (f *fakeRuntime) ImportImage(context.Context, string, io.Reader, []string) error {
-	return nil
-}
-func (f *fakeRuntime) ListManaged(context.Context) ([]container.Managed, error) { return nil, nil }
-func (f *fakeRuntime) RemoveContainer(context.Context, string) error            { return nil }
-func (f *fakeRuntime) Info(context.Context) (container.Info, error) {
-	return container.Info{Name: "fake"}, nil
-}
-func (f *fakeRuntime) Close() error { return nil }
-
 type fakeProc struct {
-	id             string
-	stdin          *bufPipe
+	*containertest.Proc
 	in             *bufio.Reader
 	stdout, stderr io.Writer
-
+	// exit ends the process with the code sent.
 	exit     chan int
-	code     int
-	done     chan struct{}
-	killed   chan struct{}
-	killOnce sync.Once
-
-	removeOnce sync.Once
-	removedC   chan struct{}
+	removedC <-chan struct{}
 }
 
-func (p *fakeProc) ID() string            { return p.id }
-func (p *fakeProc) Stdin() io.WriteCloser { return p.stdin }
-func (p *fakeProc) Wait(ctx context.Context) (container.Exit, error) {
-	select {
-	case <-p.done:
-		return container.Exit{Code: p.code}, nil
-	case <-ctx.Done():
-		return container.Exit{}, ctx.Err()
-	}
-}
-func (p *fakeProc) Kill(context.Context) error {
-	p.killOnce.Do(func() {
-		close(p.killed)
-		p.stdin.Close()
-	})
-	return nil
-}
-func (p *fakeProc) Remove(ctx context.Context) error {
-	_ = p.Kill(ctx)
-	p.removeOnce.Do(func() { close(p.removedC) })
-	return nil
-}
+func (p *fakeProc) removed() bool { return p.WasRemoved() }
 
-func (p *fakeProc) removed() bool {
-	select {
-	case <-p.removedC:
-		return true
-	default:
-		return false
-	}
-}
-
-func (p *fakeProc) wasKilled() bool {
-	select {
-	case <-p.killed:
-		return true
-	default:
-		return false
-	}
-}
+func (p *fakeProc) wasKilled() bool { return p.WasKilled() }
 
 // recv reads one line pml wrote to the runner.
 func (p *fakeProc) recv(t *testing.T) map[string]any {
@@ -177,44 +122,4 @@ func (p *fakeProc) send(lines ...string) {
 	for _, l := range lines {
 		_, _ = p.stdout.Write([]byte(l + "\n"))
 	}
-}
-
-// bufPipe is the container's stdin: buffered like a socket, so writing
-// does not wait for the test to read; Close ends both sides.
-type bufPipe struct {
-	mu     sync.Mutex
-	cond   *sync.Cond
-	buf    bytes.Buffer
-	closed bool
-}
-
-func (b *bufPipe) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.closed {
-		return 0, io.ErrClosedPipe
-	}
-	b.buf.Write(p)
-	b.cond.Broadcast()
-	return len(p), nil
-}
-
-func (b *bufPipe) Read(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for b.buf.Len() == 0 && !b.closed {
-		b.cond.Wait()
-	}
-	if b.buf.Len() == 0 {
-		return 0, io.EOF
-	}
-	return b.buf.Read(p)
-}
-
-func (b *bufPipe) Close() error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.closed = true
-	b.cond.Broadcast()
-	return nil
 }

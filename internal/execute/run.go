@@ -123,7 +123,8 @@ func (r *Run) started(p container.Process) {
 	ended := r.doneSeen || r.err != nil
 	r.mu.Unlock()
 	go func() {
-		exit, err := p.Wait(context.Background())
+		<-p.Done() // the runtime's one watch of the container
+		exit, err := p.Exit()
 		if err != nil {
 			r.end(fmt.Errorf("%w: waiting for it failed: %v", ErrExited, err))
 			return
@@ -377,7 +378,7 @@ func (r *Run) cleanup() {
 		if p == nil {
 			return
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := container.CleanupContext(context.Background())
 		defer cancel()
 		_ = p.Remove(ctx)
 	})

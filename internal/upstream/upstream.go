@@ -1,5 +1,7 @@
 // Package upstream runs one stdio MCP server in a long-lived container and
-// shares it between concurrent calls.
+// shares it between concurrent calls, or (CallOnce) in a container of its
+// own per call; both use the one session set-up (connect), crash report
+// and stderr tail.
 //
 // pml is the MCP client of the server: the go-sdk client does the
 // initialize handshake, gives every forwarded request its own JSON-RPC id
@@ -98,15 +100,18 @@ type startOp struct {
 	err  error
 }
 
-// conn is one running container and its MCP session.
+// conn is one running container and pml's MCP session with it: the
+// session of pooled and one-shot (per-call) servers alike. Its exit is the
+// runtime's one watch of the container (Process.Done).
 type conn struct {
-	proc     container.Process
-	cs       *mcp.ClientSession
-	stderr   *Ring
+	proc   container.Process
+	cs     *mcp.ClientSession
+	out    *io.PipeReader // the server's stdout, read by cs
+	stderr *Ring
+	// oneShot: the container serves one call (CallOnce) and is not
+	// restarted by this Server.
+	oneShot  bool
 	tools    []*mcp.Tool
-	exited   chan struct{}
-	exit     container.Exit
-	exitErr  error
 	inflight int
 	idle     *time.Timer
 	stopping bool
@@ -180,26 +185,45 @@ func (s *Server) Call(ctx context.Context, tool string, args json.RawMessage, pr
 	if err == nil {
 		return res, nil
 	}
+	return nil, s.callError(ctx, c, err)
+}
+
+// callError explains a failed tools/call: the caller gave up, the server
+// died (with its exit and last stderr lines), or it did not answer.
+func (s *Server) callError(ctx context.Context, c *conn, err error) error {
 	if ctx.Err() != nil {
-		return nil, ctx.Err()
+		return ctx.Err()
 	}
 	// A dead connection: wait a moment for the container's exit status so
 	// the error can say what happened.
-	select {
-	case <-c.exited:
-	case <-time.After(2 * time.Second):
+	if c.exitedWithin(2 * time.Second) {
+		return s.crashError(c, "during the call")
 	}
-	if c.dead() {
-		return nil, s.crashError(c, "during the call")
-	}
-	return nil, fmt.Errorf("the MCP server %s did not answer: %w", s.o.Name, err)
+	return fmt.Errorf("the MCP server %s did not answer: %w", s.o.Name, err)
 }
 
+// exitedWithin reports whether the container exits within d.
+func (c *conn) exitedWithin(d time.Duration) bool {
+	if d <= 0 {
+		return c.dead()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-c.proc.Done():
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// crashError is the one message for a server that died: when, its exit
+// status, its last stderr lines.
 func (s *Server) crashError(c *conn, when string) error {
 	msg := fmt.Sprintf("the MCP server %s exited %s", s.o.Name, when)
-	if c.exitErr == nil {
-		msg += fmt.Sprintf(" (exit code %d", c.exit.Code)
-		if c.exit.OOMKilled {
+	if exit, err := c.proc.Exit(); err == nil {
+		msg += fmt.Sprintf(" (exit code %d", exit.Code)
+		if exit.OOMKilled {
 			msg += ", out of memory"
 		}
 		msg += ")"
@@ -207,7 +231,10 @@ func (s *Server) crashError(c *conn, when string) error {
 	if tail := c.stderr.Tail(10); tail != "" {
 		msg += "; its last stderr lines:\n" + tail
 	}
-	return &CrashError{Server: s.o.Name, msg: msg + "\nThe next call starts it again."}
+	if !c.oneShot {
+		msg += "\nThe next call starts it again."
+	}
+	return &CrashError{Server: s.o.Name, msg: msg}
 }
 
 // CrashError says a server died; the next call restarts it.
@@ -329,50 +356,69 @@ func (s *Server) stopConn(c *conn) {
 	s.mu.Unlock()
 	// Closing stdin lets a well-behaved server exit; remove kills the rest.
 	_ = c.cs.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), removeTimeout)
 	defer cancel()
 	if err := c.proc.Remove(ctx); err != nil {
 		s.o.Logger.Warn().Err(err).Str("server", s.o.Name).Msg("removing an MCP server container")
 	}
 }
 
-// start runs the container and the initialize handshake.
+// removeTimeout bounds the removal of a server's container.
+const removeTimeout = 10 * time.Second
+
+// Starter starts a server's container with its output on streams:
+// Runtime.Start for a pooled server, a pool lease for a per-call one.
+type Starter func(ctx context.Context, spec container.Spec, streams container.Streams) (container.Process, error)
+
+// connect starts a container and does the MCP initialize handshake on
+// it: the one set-up of the session of pooled and one-shot servers. When
+// the start fails it returns a nil conn; when the handshake fails, the
+// conn (its container running or dead, for the caller to explain and
+// remove) and the error.
+func (s *Server) connect(ctx context.Context, start Starter, spec container.Spec, opts *mcp.ClientOptions, roots []*mcp.Root, oneShot bool) (*conn, error) {
+	pr, pw := io.Pipe()
+	c := &conn{out: pr, stderr: NewRing(64, 16<<10), oneShot: oneShot}
+	proc, err := start(ctx, spec, container.Streams{Stdout: pw, Stderr: c.stderr})
+	if err != nil {
+		pw.Close()
+		if errors.Is(err, container.ErrImageMissing) {
+			return nil, fmt.Errorf("the MCP server %s cannot start: its image %s is not on this host (build or pull it, e.g. `make images` or `pml images pull`): %w", s.o.Name, spec.Image, container.ErrImageMissing)
+		}
+		return nil, fmt.Errorf("the MCP server %s cannot start: %w", s.o.Name, err)
+	}
+	c.proc = proc
+	go func() {
+		// The server's stdout ends with the container.
+		<-proc.Done()
+		pw.CloseWithError(io.EOF)
+	}()
+	client := mcp.NewClient(&mcp.Implementation{Name: "pml", Version: "broker"}, opts)
+	if len(roots) > 0 {
+		client.AddRoots(roots...)
+	}
+	c.cs, err = client.Connect(ctx, &mcp.IOTransport{Reader: pr, Writer: proc.Stdin(), MaxLineLength: 64 << 20},
+		&mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
+	return c, err
+}
+
+// start runs the pooled server's container and the initialize handshake.
 func (s *Server) start() (*conn, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.o.StartTimeout)
 	defer cancel()
 	s.starts.Add(1)
 	began := time.Now()
-	pr, pw := io.Pipe()
-	c := &conn{stderr: NewRing(64, 16<<10), exited: make(chan struct{})}
 	s.mu.Lock()
 	spec := s.o.Spec
 	s.mu.Unlock()
 	// Every call crosses stdin and stdout: skip the runtime's attach
 	// stream where it can.
 	spec.DirectStdio = true
-	proc, err := s.o.Runtime.Start(ctx, spec, container.Streams{Stdout: pw, Stderr: c.stderr})
-	if err != nil {
-		pw.Close()
-		if errors.Is(err, container.ErrImageMissing) {
-			return nil, fmt.Errorf("the MCP server %s cannot start: its image %s is not on this host (build or pull it, e.g. `make images` or `pml images pull`): %w", s.o.Name, s.o.Spec.Image, container.ErrImageMissing)
-		}
-		return nil, fmt.Errorf("the MCP server %s cannot start: %w", s.o.Name, err)
+	c, err := s.connect(ctx, s.o.Runtime.Start, spec, s.clientOptions(false, nil), s.o.Roots, false)
+	if c == nil {
+		return nil, err
 	}
-	c.proc = proc
-	go func() {
-		c.exit, c.exitErr = proc.Wait(context.Background())
-		pw.CloseWithError(io.EOF)
-		close(c.exited)
-	}()
-	client := mcp.NewClient(&mcp.Implementation{Name: "pml", Version: "broker"}, s.clientOptions())
-	if len(s.o.Roots) > 0 {
-		client.AddRoots(s.o.Roots...)
-	}
-	cs, err := client.Connect(ctx, &mcp.IOTransport{Reader: pr, Writer: proc.Stdin(), MaxLineLength: 64 << 20},
-		&mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
 	if err == nil {
-		c.cs = cs
-		for t, terr := range cs.Tools(ctx, nil) {
+		for t, terr := range c.cs.Tools(ctx, nil) {
 			if terr != nil {
 				err = terr
 				break
@@ -382,25 +428,23 @@ func (s *Server) start() (*conn, error) {
 	}
 	if err != nil {
 		defer func() {
-			rctx, rcancel := context.WithTimeout(context.Background(), 10*time.Second)
+			rctx, rcancel := context.WithTimeout(context.Background(), removeTimeout)
 			defer rcancel()
-			_ = proc.Remove(rctx)
+			_ = c.proc.Remove(rctx)
 		}()
-		if cs != nil {
-			_ = cs.Close()
+		if c.cs != nil {
+			_ = c.cs.Close()
 		}
 		// A server that exits at once usually fails the handshake (a
-		// write to its closed stdin) just before Docker reports its exit:
-		// wait a moment for the exit, so the error names it with the
-		// server's last stderr lines.
+		// write to its closed stdin) just before the engine reports its
+		// exit: wait a moment for the exit, so the error names it with
+		// the server's last stderr lines.
 		wait := time.Second
 		if ctx.Err() != nil {
 			wait = 0 // it timed out: the exit, if any, came already
 		}
-		select {
-		case <-c.exited:
+		if c.exitedWithin(wait) {
 			return nil, s.crashError(c, "while starting")
-		case <-time.After(wait):
 		}
 		if ctx.Err() != nil {
 			msg := fmt.Sprintf("the MCP server %s did not finish initialize within %s", s.o.Name, s.o.StartTimeout)
@@ -411,21 +455,76 @@ func (s *Server) start() (*conn, error) {
 		}
 		return nil, fmt.Errorf("the MCP server %s failed its initialize handshake: %w", s.o.Name, err)
 	}
-	s.o.Logger.Info().Str("server", s.o.Name).Str("container", short(proc.ID())).Int("tools", len(c.tools)).
+	s.o.Logger.Info().Str("server", s.o.Name).Str("container", short(c.proc.ID())).Int("tools", len(c.tools)).
 		Dur("took", time.Since(began)).Msg("MCP server started")
 	return c, nil
 }
 
-func (c *conn) dead() bool {
-	select {
-	case <-c.exited:
-		return true
-	default:
-		return false
+// CallOnce makes one tools/call on the server in a container of its own
+// (a per-call server): start gives the container (a pool lease, say),
+// which serves this call only; the caller removes it afterwards. The
+// session is the pooled one's (the same handshake, crash report and
+// stderr tail), but everything the server sends goes to relay, the one
+// caller: its progress under the caller's own token (it serves no one
+// else), its requests to the person through Elicit and CreateMessage,
+// attributed and rate limited with the pooled container's (asks.go).
+func (s *Server) CallOnce(ctx context.Context, start Starter, spec container.Spec, roots []*mcp.Root, tool string, args json.RawMessage, progressToken any, relay Relay) (*mcp.CallToolResult, error) {
+	c, err := s.connect(ctx, start, spec, s.clientOptions(true, relay), roots, true)
+	if c == nil {
+		return nil, err
 	}
+	defer c.out.Close()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if c.exitedWithin(2 * time.Second) {
+			return nil, s.crashError(c, "while starting")
+		}
+		return nil, fmt.Errorf("the MCP server %s failed its initialize handshake: %w", s.o.Name, err)
+	}
+	defer c.cs.Close()
+	params := &mcp.CallToolParams{Name: tool, Arguments: map[string]any{}}
+	if len(args) > 0 && string(args) != "null" {
+		params.Arguments = args
+	}
+	if progressToken != nil && relay != nil {
+		params.SetProgressToken(progressToken)
+	}
+	res, err := c.cs.CallTool(ctx, params)
+	if err == nil {
+		return res, nil
+	}
+	return nil, s.callError(ctx, c, err)
 }
 
-func (s *Server) clientOptions() *mcp.ClientOptions {
+func (c *conn) dead() bool { return container.Exited(c.proc) }
+
+// clientOptions are pml's client handlers for the server. A pooled
+// server's messages are routed to the caller they belong to (progress by
+// token, the rest to the session with calls in flight, asks.go); a
+// one-shot server's all go to relay, the one caller.
+func (s *Server) clientOptions(oneShot bool, relay Relay) *mcp.ClientOptions {
+	if oneShot {
+		return &mcp.ClientOptions{
+			ProgressNotificationHandler: func(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
+				if relay != nil {
+					relay.Progress(ctx, req.Params)
+				}
+			},
+			LoggingMessageHandler: func(ctx context.Context, req *mcp.LoggingMessageRequest) {
+				if relay != nil {
+					relay.Log(ctx, req.Params)
+				}
+			},
+			ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				return s.Elicit(ctx, relay, req.Params)
+			},
+			CreateMessageHandler: func(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+				return s.CreateMessage(ctx, relay, req.Params)
+			},
+		}
+	}
 	return &mcp.ClientOptions{
 		ProgressNotificationHandler: func(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
 			tok, ok := req.Params.ProgressToken.(string)
