@@ -312,12 +312,12 @@ func runInit(ctx context.Context, o initOptions, term *terminal, getenv func(str
 	if !pmlExists {
 		pmlJSON = defaultPMLJSON(o.cloudURL)
 		protect.Bless(ws.Dir, config.FileName, pmlJSON)
-		if err := config.WriteFileAtomic(pmlPath, pmlJSON, 0o644); err != nil {
+		if err := writeAtRoot(pmlPath, pmlJSON, 0o644); err != nil {
 			return &exitError{1, err}
 		}
 	}
 	if len(added) > 0 {
-		if err := config.WriteFileAtomic(gitPath, gitNew, gitMode); err != nil {
+		if err := writeAtRoot(gitPath, gitNew, gitMode); err != nil {
 			return &exitError{1, err}
 		}
 	}
@@ -393,6 +393,15 @@ func readOptional(path string) ([]byte, fs.FileMode, error) {
 		mode = st.Mode().Perm()
 	}
 	return data, mode, nil
+}
+
+// writeAtRoot replaces a file directly in the workspace root (.pml.json,
+// .gitignore) atomically, never through a link (internal/safefs).
+func writeAtRoot(path string, data []byte, mode fs.FileMode) error {
+	if err := safefs.WriteFile(filepath.Dir(path), filepath.Base(path), data, mode); err != nil {
+		return fmt.Errorf("cannot write %s: %w", path, err)
+	}
+	return nil
 }
 
 // chmodFile changes the mode of the regular file path beneath root

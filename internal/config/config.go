@@ -18,6 +18,7 @@ import (
 	"time"
 
 	units "github.com/docker/go-units"
+	"github.com/pml-dev/pml/internal/jsonpos"
 	"github.com/pml-dev/pml/internal/safefs"
 	"github.com/spf13/viper"
 )
@@ -387,25 +388,10 @@ func checkSyntax(path string, data []byte) error {
 	}
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
-		line, col := Position(data, se.Offset)
+		line, col := jsonpos.LineCol(data, se.Offset)
 		return &Error{File: path, Problem: fmt.Sprintf("invalid JSON at line %d, column %d: %v", line, col, se)}
 	}
 	return &Error{File: path, Problem: "invalid JSON: " + err.Error()}
-}
-
-// Position turns the byte offset a JSON decoder reports (just past the
-// offending byte) into a 1-based line and column.
-func Position(data []byte, offset int64) (line, col int) {
-	line, col = 1, 1
-	for i := int64(0); i < offset-1 && i < int64(len(data)); i++ {
-		if data[i] == '\n' {
-			line++
-			col = 1
-		} else {
-			col++
-		}
-	}
-	return line, col
 }
 
 // lookup walks a dotted key through nested objects.

@@ -64,7 +64,7 @@ func allowTool(path, tool string, dropAsk bool) error {
 	if err != nil || out == nil {
 		return err
 	}
-	return WriteFileAtomic(path, out, mode)
+	return writeConfig(path, out, mode)
 }
 
 // AddAllowData is AddAllow on the content of a .pml.json (nil: no file
@@ -158,7 +158,7 @@ func CreateWithPermissions(path string, allow, ask, deny []string) error {
 	if _, err := safefs.Lstat(root, path); err == nil {
 		return nil
 	}
-	return WriteFileAtomic(path, WithPermissions(allow, ask, deny), 0o644)
+	return writeConfig(path, WithPermissions(allow, ask, deny), 0o644)
 }
 
 // WithPermissions is the content of a new .pml.json holding just these
@@ -198,13 +198,9 @@ func LockEdits(ws string) (func(), error) {
 	return func() { unlock(); editMu.Unlock() }, nil
 }
 
-// WriteFileAtomic writes data to a temporary file beside path and renames
-// it over path, so readers see the old or the new file, never a part. It
-// is for a file directly in the workspace root (.pml.json, .mcp.json,
-// .gitignore): the file and its temporary twin are handled relative to
-// that directory, never through a link. Deeper paths use safefs.WriteFile
-// with the workspace as root, so that no directory on the way is a link.
-func WriteFileAtomic(path string, data []byte, mode os.FileMode) error {
+// writeConfig replaces the .pml.json at path (at the workspace root)
+// atomically, never through a link (internal/safefs).
+func writeConfig(path string, data []byte, mode os.FileMode) error {
 	if err := safefs.WriteFile(filepath.Dir(path), filepath.Base(path), data, mode); err != nil {
 		return fmt.Errorf("cannot write %s: %w", path, err)
 	}

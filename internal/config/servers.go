@@ -1,13 +1,13 @@
 package config
 
 import (
-	"encoding/base64"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/pml-dev/pml/internal/lazyre"
+	"github.com/pml-dev/pml/internal/npmspec"
+	"github.com/pml-dev/pml/internal/sri"
 )
 
 // Server is one stdio MCP server from "mcps" or "private_mcps".
@@ -53,7 +53,6 @@ const DefaultIdleTimeout = 5 * time.Minute
 
 var (
 	serverName = lazyre.New(`^[a-z0-9][a-z0-9_-]{0,62}$`)
-	sriRE      = lazyre.New(`^(sha256|sha384|sha512)-([A-Za-z0-9+/]+={0,2})$`)
 )
 
 var serverKeys = map[string]bool{
@@ -222,11 +221,11 @@ func parseServer(path, section, name string, val any) (Server, []string, error) 
 		if inst.Integrity == "" {
 			return fail(".install.integrity", "is required: the SRI hash (sha512-…) the installed package must match, so a changed package is never run")
 		}
-		if err := CheckSRI(inst.Integrity); err != nil {
+		if err := sri.Check(inst.Integrity); err != nil {
 			return fail(".install.integrity", err.Error())
 		}
 		if inst.Package == "" && inst.Command == "npm" && len(inst.Args) > 0 {
-			inst.Package = NPMPackageName(inst.Args[len(inst.Args)-1])
+			inst.Package = npmspec.Name(inst.Args[len(inst.Args)-1])
 		}
 		s.Install = inst
 	}
@@ -234,30 +233,6 @@ func parseServer(path, section, name string, val any) (Server, []string, error) 
 }
 
 var envName = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
-// CheckSRI validates a Subresource Integrity string.
-func CheckSRI(s string) error {
-	m := sriRE.FindStringSubmatch(s)
-	if m == nil {
-		return fmt.Errorf("%q is not an SRI hash such as \"sha512-<base64>\"", s)
-	}
-	b, err := base64.StdEncoding.DecodeString(m[2])
-	want := map[string]int{"sha256": 32, "sha384": 48, "sha512": 64}[m[1]]
-	if err != nil || len(b) != want {
-		return fmt.Errorf("%q is not a valid %s SRI hash (expected %d bytes of base64)", s, m[1], want)
-	}
-	return nil
-}
-
-// NPMPackageName strips the version from an npm package spec:
-// "@scope/name@1.2.3" → "@scope/name", "name@^1" → "name".
-func NPMPackageName(spec string) string {
-	at := strings.LastIndexByte(spec, '@')
-	if at > 0 {
-		return spec[:at]
-	}
-	return spec
-}
 
 // asArgList reads a list of strings (command arguments).
 func asArgList(v any) ([]string, error) {
