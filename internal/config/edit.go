@@ -111,20 +111,8 @@ func allowToolData(path string, data []byte, tool string, dropAsk bool) ([]byte,
 	}
 	changed := false
 	if dropAsk {
-		if ask, ok := perms.get("ask"); ok {
-			l, ok := ask.([]any)
-			if !ok {
-				return nil, &Error{File: path, Key: "permissions.ask", Problem: "must be a list of strings"}
-			}
-			kept := []any{}
-			for _, e := range l {
-				if s, ok := e.(string); ok && s == tool {
-					changed = true
-					continue
-				}
-				kept = append(kept, e)
-			}
-			perms.set("ask", kept)
+		if changed, err = dropFromAsk(perms, tool); err != nil {
+			return nil, &Error{File: path, Key: "permissions.ask", Problem: err.Error()}
 		}
 	}
 	present := false
@@ -144,6 +132,30 @@ func allowToolData(path string, data []byte, tool string, dropAsk bool) ([]byte,
 	writeOrdered(&out, doc, "")
 	out.WriteByte('\n')
 	return out.Bytes(), nil
+}
+
+// dropFromAsk takes the exact name tool out of permissions.ask (globs
+// stay) and says whether it was there.
+func dropFromAsk(perms *object, tool string) (bool, error) {
+	ask, ok := perms.get("ask")
+	if !ok {
+		return false, nil
+	}
+	l, ok := ask.([]any)
+	if !ok {
+		return false, errors.New("must be a list of strings")
+	}
+	changed := false
+	kept := []any{}
+	for _, e := range l {
+		if s, ok := e.(string); ok && s == tool {
+			changed = true
+			continue
+		}
+		kept = append(kept, e)
+	}
+	perms.set("ask", kept)
+	return changed, nil
 }
 
 // CreateWithPermissions writes a new .pml.json holding just these
