@@ -65,7 +65,7 @@ type LockImage struct {
 // the same image is an error naming both, so nothing is pulled on a
 // contradiction.
 func Collect(s Sources) ([]Want, error) {
-	c := &collector{byKey: map[imageKey]*Want{}, referenced: map[imageKey]bool{}}
+	c := newCollector()
 	// References from the workspace first: they decide which of the
 	// manifest's "referenced" images are needed.
 	for _, n := range workspaceRefs(s) {
@@ -135,6 +135,10 @@ type collector struct {
 	first []imageKey
 	// referenced are the images the workspace names.
 	referenced map[imageKey]bool
+}
+
+func newCollector() *collector {
+	return &collector{byKey: map[imageKey]*Want{}, referenced: map[imageKey]bool{}}
 }
 
 // add records that usedBy names r (pinned to pin, else to r's digest)
