@@ -35,7 +35,9 @@ func TestEveryServerKeyAcceptsAValidValue(t *testing.T) {
 		{"env_required is read", `{"image": "x", "env_required": ["KEY_1"]}`, func(s Server) bool { return s.EnvRequired[0] == "KEY_1" }},
 		{"description is known and ignored", `{"image": "x", "description": "notes"}`, func(s Server) bool { return s.Image == "x" }},
 		{"install is read", `{"image": "x", "install": {"command": "pip", "args": ["install", "p"], "integrity": "` + goodSRI + `", "package": "p"}}`,
-			func(s Server) bool { return s.Install.Command == "pip" && s.Install.Package == "p" && s.Install.Integrity == goodSRI }},
+			func(s Server) bool {
+				return s.Install.Command == "pip" && s.Install.Package == "p" && s.Install.Integrity == goodSRI
+			}},
 		{"an npm install checks its last argument's package by default", `{"image": "x", "install": {"command": "npm", "args": ["i", "@s/p@1"], "integrity": "` + goodSRI + `"}}`,
 			func(s Server) bool { return s.Install.Package == "@s/p" }},
 		{"a given package wins over the npm default", `{"image": "x", "install": {"command": "npm", "args": ["i", "a@1"], "integrity": "` + goodSRI + `", "package": "b"}}`,
