@@ -2,6 +2,11 @@
 // overrides) into typed settings, with errors that name the file, the key
 // and the problem. Unknown keys are reported as warnings and never dropped:
 // pml keeps the raw document so later rewrites can preserve them.
+//
+// The keys are tables: keys.go lists every top-level setting (key, kind,
+// field, default, check), servers.go every key of a server and of its
+// install step; adding a key is adding a row. edit.go rewrites .pml.json
+// (permissions.allow) keeping every other key and its order.
 package config
 
 import (
