@@ -65,52 +65,43 @@ type LockImage struct {
 // the same image is an error naming both, so nothing is pulled on a
 // contradiction.
 func Collect(s Sources) ([]Want, error) {
-	type key struct{ name, tag string }
-	byKey := map[key]*Want{}
-	var order []key
-	keyOf := func(r Ref) key {
-		if r.Tag != "" {
-			return key{r.Name, ":" + r.Tag}
-		}
-		return key{r.Name, "@" + r.Digest}
-	}
-	add := func(r Ref, pin, usedBy string) (*Want, error) {
-		if pin == "" {
-			pin = r.Digest
-		}
-		k := keyOf(r)
-		w, ok := byKey[k]
-		if !ok {
-			w = &Want{Ref: Ref{Name: r.Name, Tag: r.Tag, Digest: r.Digest}, Source: SourceRegistry}
-			if r.Tag != "" {
-				w.Ref.Digest = ""
-			}
-			byKey[k] = w
-			order = append(order, k)
-		}
-		if pin != "" {
-			switch {
-			case w.Pin == "":
-				w.Pin = pin
-				w.PinnedBy = usedBy
-			case w.Pin != pin:
-				name := w.Ref.Tagged()
-				if name == "" {
-					name = w.Ref.Name
-				}
-				return nil, fmt.Errorf("%s is pinned to %s by %s but to %s by %s: make them agree", name, w.Pin, w.PinnedBy, pin, usedBy)
-			}
-		}
-		if !contains(w.UsedBy, usedBy) {
-			w.UsedBy = append(w.UsedBy, usedBy)
-		}
-		return w, nil
-	}
-
+	c := newCollector()
 	// References from the workspace first: they decide which of the
 	// manifest's "referenced" images are needed.
-	type named struct{ ref, usedBy string }
-	var refs []named
+	for _, n := range workspaceRefs(s) {
+		if err := c.addReference(n); err != nil {
+			return nil, err
+		}
+	}
+	if s.Manifest != nil {
+		for _, p := range s.Manifest.Images {
+			if err := c.addPinned(p, s.ExeTag, s.All); err != nil {
+				return nil, err
+			}
+		}
+	}
+	c.foldDigestOnly()
+	return c.result(), nil
+}
+
+// imageKey identifies one image: its name and ":tag", or "@digest" when
+// it has no tag.
+type imageKey struct{ name, tag string }
+
+func keyOf(r Ref) imageKey {
+	if r.Tag != "" {
+		return imageKey{r.Name, ":" + r.Tag}
+	}
+	return imageKey{r.Name, "@" + r.Digest}
+}
+
+// namedRef is a reference and what names it (".pml.json mcps.memory").
+type namedRef struct{ ref, usedBy string }
+
+// workspaceRefs are the images the workspace names: its servers (by
+// name), sandbox.shell_image, then the lockfile's stdio entries.
+func workspaceRefs(s Sources) []namedRef {
+	var refs []namedRef
 	names := make([]string, 0, len(s.Servers))
 	for n := range s.Servers {
 		names = append(names, n)
@@ -125,90 +116,147 @@ func Collect(s Sources) ([]Want, error) {
 		if srv.Private {
 			section = "private_mcps"
 		}
-		refs = append(refs, named{srv.Image, ".pml.json " + section + "." + n})
+		refs = append(refs, namedRef{srv.Image, ".pml.json " + section + "." + n})
 	}
 	if s.ShellImage != "" {
-		refs = append(refs, named{s.ShellImage, "sandbox.shell_image"})
+		refs = append(refs, namedRef{s.ShellImage, "sandbox.shell_image"})
 	}
 	for _, l := range s.Lockfile {
-		refs = append(refs, named{l.Image, ".pml/mcp.lock " + l.FQDN})
+		refs = append(refs, namedRef{l.Image, ".pml/mcp.lock " + l.FQDN})
 	}
-	referenced := map[key]bool{}
-	for _, n := range refs {
-		r, err := ParseRef(n.ref)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", n.usedBy, err)
-		}
-		if _, err := add(r, "", n.usedBy); err != nil {
-			return nil, err
-		}
-		referenced[keyOf(r)] = true
-		if r.Digest != "" {
-			// name@D also references a manifest entry name:tag pinned to D.
-			referenced[key{r.Name, "@" + r.Digest}] = true
-		}
-	}
+	return refs
+}
 
-	var first []key // the manifest's images are listed first
-	if s.Manifest != nil {
-		for _, p := range s.Manifest.Images {
-			r, err := p.resolve(s.ExeTag)
-			if err != nil {
-				return nil, err
+// collector gathers Wants by image, in the order they are first named.
+type collector struct {
+	byKey map[imageKey]*Want
+	order []imageKey
+	// first are the manifest's images, listed before the others.
+	first []imageKey
+	// referenced are the images the workspace names.
+	referenced map[imageKey]bool
+}
+
+func newCollector() *collector {
+	return &collector{byKey: map[imageKey]*Want{}, referenced: map[imageKey]bool{}}
+}
+
+// add records that usedBy names r (pinned to pin, else to r's digest)
+// and returns its Want; two different pins of one image are an error.
+func (c *collector) add(r Ref, pin, usedBy string) (*Want, error) {
+	if pin == "" {
+		pin = r.Digest
+	}
+	k := keyOf(r)
+	w, ok := c.byKey[k]
+	if !ok {
+		w = &Want{Ref: Ref{Name: r.Name, Tag: r.Tag, Digest: r.Digest}, Source: SourceRegistry}
+		if r.Tag != "" {
+			w.Ref.Digest = ""
+		}
+		c.byKey[k] = w
+		c.order = append(c.order, k)
+	}
+	if pin != "" {
+		switch {
+		case w.Pin == "":
+			w.Pin = pin
+			w.PinnedBy = usedBy
+		case w.Pin != pin:
+			name := w.Ref.Tagged()
+			if name == "" {
+				name = w.Ref.Name
 			}
-			k := keyOf(r)
-			need := p.Needed == NeededAlways || referenced[k] || (p.Digest != "" && referenced[key{r.Name, "@" + p.Digest}]) ||
-				(s.All && p.Needed == NeededOptional)
-			if !need {
-				continue
-			}
-			w, err := add(r, p.Digest, "manifest "+p.Name)
-			if err != nil {
-				return nil, err
-			}
-			first = append(first, k)
-			w.Source = p.Source
-			w.Build = p.Build
-			w.Toolbox = strings.Contains(p.Ref, ExePlaceholder) && p.Source == SourceLocal
-			if p.UsedBy != "" {
-				// The manifest's description goes first: it says what the
-				// image is for.
-				w.UsedBy = append([]string{p.UsedBy}, remove(w.UsedBy, "manifest "+p.Name)...)
-			}
+			return nil, fmt.Errorf("%s is pinned to %s by %s but to %s by %s: make them agree", name, w.Pin, w.PinnedBy, pin, usedBy)
 		}
 	}
+	if !contains(w.UsedBy, usedBy) {
+		w.UsedBy = append(w.UsedBy, usedBy)
+	}
+	return w, nil
+}
 
-	// A digest-only reference of a name:tag that is pinned to the same
-	// digest is the same image: fold it in.
-	out := make([]Want, 0, len(order))
-	for _, k := range order {
-		w := byKey[k]
-		if w == nil {
+// addReference adds an image the workspace names.
+func (c *collector) addReference(n namedRef) error {
+	r, err := ParseRef(n.ref)
+	if err != nil {
+		return fmt.Errorf("%s: %w", n.usedBy, err)
+	}
+	if _, err := c.add(r, "", n.usedBy); err != nil {
+		return err
+	}
+	c.referenced[keyOf(r)] = true
+	if r.Digest != "" {
+		// name@D also references a manifest entry name:tag pinned to D.
+		c.referenced[imageKey{r.Name, "@" + r.Digest}] = true
+	}
+	return nil
+}
+
+// addPinned adds a manifest image when it is needed: always, when the
+// workspace names it (by tag or by its digest), or optional with all.
+func (c *collector) addPinned(p Pinned, exeTag func() (string, error), all bool) error {
+	r, err := p.resolve(exeTag)
+	if err != nil {
+		return err
+	}
+	k := keyOf(r)
+	need := p.Needed == NeededAlways || c.referenced[k] || (p.Digest != "" && c.referenced[imageKey{r.Name, "@" + p.Digest}]) ||
+		(all && p.Needed == NeededOptional)
+	if !need {
+		return nil
+	}
+	w, err := c.add(r, p.Digest, "manifest "+p.Name)
+	if err != nil {
+		return err
+	}
+	c.first = append(c.first, k)
+	w.Source = p.Source
+	w.Build = p.Build
+	w.Toolbox = strings.Contains(p.Ref, ExePlaceholder) && p.Source == SourceLocal
+	if p.UsedBy != "" {
+		// The manifest's description goes first: it says what the image
+		// is for.
+		w.UsedBy = append([]string{p.UsedBy}, remove(w.UsedBy, "manifest "+p.Name)...)
+	}
+	return nil
+}
+
+// foldDigestOnly folds a digest-only reference into a name:tag pinned to
+// the same digest: it is the same image.
+func (c *collector) foldDigestOnly() {
+	for _, k := range c.order {
+		w := c.byKey[k]
+		if w == nil || w.Ref.Tag != "" {
 			continue
 		}
-		if w.Ref.Tag == "" {
-			for _, k2 := range order {
-				o := byKey[k2]
-				if o != nil && o != w && o.Ref.Tag != "" && o.Ref.Name == w.Ref.Name && o.Pin == w.Pin {
-					for _, u := range w.UsedBy {
-						if !contains(o.UsedBy, u) {
-							o.UsedBy = append(o.UsedBy, u)
-						}
+		for _, k2 := range c.order {
+			o := c.byKey[k2]
+			if o != nil && o != w && o.Ref.Tag != "" && o.Ref.Name == w.Ref.Name && o.Pin == w.Pin {
+				for _, u := range w.UsedBy {
+					if !contains(o.UsedBy, u) {
+						o.UsedBy = append(o.UsedBy, u)
 					}
-					byKey[k] = nil
-					break
 				}
+				c.byKey[k] = nil
+				break
 			}
 		}
 	}
-	seen := map[key]bool{}
-	for _, k := range append(first, order...) {
-		if w := byKey[k]; w != nil && !seen[k] {
+}
+
+// result lists the Wants: the manifest's first, then the others in the
+// order they were named.
+func (c *collector) result() []Want {
+	out := make([]Want, 0, len(c.order))
+	seen := map[imageKey]bool{}
+	for _, k := range append(c.first, c.order...) {
+		if w := c.byKey[k]; w != nil && !seen[k] {
 			seen[k] = true
 			out = append(out, *w)
 		}
 	}
-	return out, nil
+	return out
 }
 
 func contains(list []string, s string) bool {

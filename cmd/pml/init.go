@@ -41,12 +41,8 @@ type initOptions struct {
 	cloudURLSet bool
 }
 
-func newInitCmd() *cobra.Command {
-	var o initOptions
-	cmd := &cobra.Command{
-		Use:   "init",
-		Short: "Set up this project for MCP clients: .mcp.json, .pml.json, .gitignore",
-		Long: `Set up the project (the workspace: $PML_WORKSPACE, else the nearest parent with .git, go.mod,
+// initLong is pml init --help.
+const initLong = `Set up the project (the workspace: $PML_WORKSPACE, else the nearest parent with .git, go.mod,
 package.json, deno.json or .pml.json, else the current directory) so that Claude Code and other MCP
 clients start pml:
 
@@ -64,7 +60,14 @@ given with --api-key, or skipped with --local. It is written only into the env o
 .mcp.json.backup to .gitignore. With neither flag, a key already in .mcp.json is kept; without one,
 pml asks on a terminal and sets up local mode when there is none. The key is never printed.
 
-Running init again is safe: what is already in place is left as it is.`,
+Running init again is safe: what is already in place is left as it is.`
+
+func newInitCmd() *cobra.Command {
+	var o initOptions
+	cmd := &cobra.Command{
+		Use:   "init",
+		Short: "Set up this project for MCP clients: .mcp.json, .pml.json, .gitignore",
+		Long:  initLong,
 		Example: `  pml init                      # on a terminal: asks for the key and, if .mcp.json exists, to merge
   pml init --yes --local        # scripts: no key, merge without asking
   pml init --yes --api-key "$PML_API_KEY"`,
@@ -186,9 +189,34 @@ const (
 )
 
 // runInit does pml init in the workspace found from cwd. Everything is
-// read and checked first and written last, so a refusal changes nothing.
+// read and checked first and written last, so a refusal changes nothing:
+// check the flags, plan (read the files, choose the key, compute every
+// new content), confirm a merge, write, summarise.
 func runInit(ctx context.Context, o initOptions, term *terminal, getenv func(string) string, cwd, exe string) error {
-	usage := func(format string, a ...any) error { return &exitError{2, fmt.Errorf(format, a...)} }
+	if err := checkInitFlags(o); err != nil {
+		return err
+	}
+	p, err := planInit(ctx, o, term, getenv, cwd, exe)
+	if err != nil {
+		return err
+	}
+	if err := confirmMerge(ctx, o, term, p); err != nil {
+		return err
+	}
+	backedUp, err := p.write()
+	if err != nil {
+		return err
+	}
+	p.summarise(term.out, o, exe, backedUp)
+	return nil
+}
+
+// usage is an error in what init was asked to do: exit 2.
+func usage(format string, a ...any) error { return &exitError{2, fmt.Errorf(format, a...)} }
+
+// checkInitFlags refuses flags that contradict each other or cannot be
+// written, before anything is read.
+func checkInitFlags(o initOptions) error {
 	if o.local && o.apiKey != "" {
 		return usage("--api-key and --local contradict each other: give one (a key for cloud tools, or --local for none)")
 	}
@@ -200,71 +228,141 @@ func runInit(ctx context.Context, o initOptions, term *terminal, getenv func(str
 			return usage("--api-key: %v", err)
 		}
 	}
+	return nil
+}
+
+// initPlan is everything init decided before it writes anything.
+type initPlan struct {
+	ws  workspace.Result
+	mcp *mcpjson.File
+	// others are the servers of .mcp.json besides pml's.
+	others []string
+	action keyAction
+	// holdsKey: pml's entry holds a key once written (set or kept).
+	holdsKey bool
+	// merge: an existing .mcp.json changes (so it is backed up).
+	merge bool
+	// mode is the new .mcp.json's mode (0600 when it holds a key).
+	mode    fs.FileMode
+	pmlPath string
+	// pmlExists: .pml.json exists and is left as it is.
+	pmlExists bool
+	// pmlJSON is the new .pml.json (nil when one exists).
+	pmlJSON []byte
+	gitPath string
+	// gitOld and gitMode are .gitignore as read (nil, 0644: none);
+	// gitNew is what init writes when it adds entries.
+	gitOld, gitNew []byte
+	gitMode        fs.FileMode
+	// ignore is what .gitignore must ignore; added what init adds.
+	ignore, added []string
+}
+
+// planInit reads the workspace's files and computes their new contents.
+func planInit(ctx context.Context, o initOptions, term *terminal, getenv func(string) string, cwd, exe string) (*initPlan, error) {
+	p, existing, hasEntry, err := readInitFiles(getenv, cwd)
+	if err != nil {
+		return nil, err
+	}
+	if !p.pmlExists {
+		p.pmlJSON = defaultPMLJSON(o.cloudURL)
+	}
+	action, key, err := chooseKey(ctx, o, term, hasEntry && existing.Env[apiKeyVar] != "")
+	if err != nil {
+		return nil, err
+	}
+	p.action = action
+	if err := p.setServer(exe, action, key); err != nil {
+		return nil, err
+	}
+	p.ignore = gitignoreEntries(p.holdsKey, p.merge)
+	p.gitNew, p.added = gitignoreAdd(p.gitOld, p.ignore)
+	p.mode = p.mcp.Mode
+	if p.holdsKey {
+		p.mode &^= 0o077
+	}
+	return p, nil
+}
+
+// readInitFiles resolves the workspace and reads .mcp.json (and pml's
+// entry in it), whether .pml.json exists, and .gitignore.
+func readInitFiles(getenv func(string) string, cwd string) (*initPlan, mcpjson.Entry, bool, error) {
+	var none mcpjson.Entry
 	ws, err := workspace.Resolve(getenv, cwd)
 	if err != nil {
-		return usage("%v", err)
+		return nil, none, false, usage("%v", err)
 	}
 	if err := safefs.CheckStateDir(ws.Dir); err != nil {
-		return usage("%v", err)
+		return nil, none, false, usage("%v", err)
 	}
-
 	mcp, err := mcpjson.Read(mcpjson.Path(ws.Dir))
 	if err != nil {
-		return usage("%v\nNothing was changed. Fix the file (or move it away) and run pml init again", err)
+		return nil, none, false, usage("%v\nNothing was changed. Fix the file (or move it away) and run pml init again", err)
 	}
 	existing, hasEntry, err := mcp.Server(serverName)
 	if err != nil {
-		return usage("%v\nNothing was changed. Fix the pml entry (or remove it) and run pml init again", err)
+		return nil, none, false, usage("%v\nNothing was changed. Fix the pml entry (or remove it) and run pml init again", err)
 	}
-	pmlPath := filepath.Join(ws.Dir, config.FileName)
-	_, statErr := safefs.Lstat(ws.Dir, pmlPath)
-	pmlExists := statErr == nil
+	p := &initPlan{ws: ws, mcp: mcp, pmlPath: filepath.Join(ws.Dir, config.FileName), gitPath: filepath.Join(ws.Dir, ".gitignore")}
+	_, statErr := safefs.Lstat(ws.Dir, p.pmlPath)
+	p.pmlExists = statErr == nil
 	if statErr != nil && !errors.Is(statErr, fs.ErrNotExist) {
-		return &exitError{1, fmt.Errorf("cannot check %s: %w", pmlPath, statErr)}
+		return nil, none, false, &exitError{1, fmt.Errorf("cannot check %s: %w", p.pmlPath, statErr)}
 	}
-	gitPath := filepath.Join(ws.Dir, ".gitignore")
-	gitOld, gitMode, err := readOptional(gitPath)
-	if err != nil {
-		return &exitError{1, err}
+	if p.gitOld, p.gitMode, err = readOptional(p.gitPath); err != nil {
+		return nil, none, false, &exitError{1, err}
 	}
+	return p, existing, hasEntry, nil
+}
 
-	// The key: a flag, else the one already there, else a question on a
-	// terminal, else local mode.
-	action, key := keyLocal, ""
+// chooseKey decides what happens to PML_API_KEY: a flag, else the one
+// already there (hasKey), else a question on a terminal, else local mode.
+func chooseKey(ctx context.Context, o initOptions, term *terminal, hasKey bool) (keyAction, string, error) {
 	switch {
 	case o.apiKey != "":
-		action, key = keySet, o.apiKey
+		return keySet, o.apiKey, nil
 	case o.local:
-	case hasEntry && existing.Env[apiKeyVar] != "":
-		action = keyKeep
-	case term.interactive:
-		s, err := term.secret(ctx, fmt.Sprintf("PML API key for cloud tools (from %s/settings; input hidden; Enter for local mode): ", strings.TrimRight(o.cloudURL, "/")))
-		if err != nil {
-			return promptError(err)
-		}
-		if s != "" {
-			if err := checkAPIKey(s); err != nil {
-				return usage("the API key: %v", err)
-			}
-			action, key = keySet, s
-		}
+		return keyLocal, "", nil
+	case hasKey:
+		return keyKeep, "", nil
+	case !term.interactive:
+		return keyLocal, "", nil
 	}
+	s, err := term.secret(ctx, fmt.Sprintf("PML API key for cloud tools (from %s/settings; input hidden; Enter for local mode): ", strings.TrimRight(o.cloudURL, "/")))
+	if err != nil {
+		return keyLocal, "", promptError(err)
+	}
+	if s == "" {
+		return keyLocal, "", nil
+	}
+	if err := checkAPIKey(s); err != nil {
+		return keyLocal, "", usage("the API key: %v", err)
+	}
+	return keySet, s, nil
+}
 
-	server := mcpjson.Server{Type: "stdio", Command: exe, Args: []string{"stdio"}, Env: map[string]string{"PML_WORKSPACE": ws.Dir}}
+// setServer writes pml's entry into the in-memory .mcp.json.
+func (p *initPlan) setServer(exe string, action keyAction, key string) error {
+	server := mcpjson.Server{Type: "stdio", Command: exe, Args: []string{"stdio"}, Env: map[string]string{"PML_WORKSPACE": p.ws.Dir}}
 	switch action {
 	case keySet:
 		server.Env[apiKeyVar] = key
 	case keyLocal:
 		server.Unset = []string{apiKeyVar}
 	}
-	others := without(mcp.Servers(), serverName)
-	if err := mcp.SetServer(serverName, server); err != nil {
+	p.others = without(p.mcp.Servers(), serverName)
+	if err := p.mcp.SetServer(serverName, server); err != nil {
 		return usage("%v\nNothing was changed", err)
 	}
-	after, _, _ := mcp.Server(serverName)
-	holdsKey := after.Env[apiKeyVar] != ""
-	merge := mcp.Exists && mcp.Changed()
+	after, _, _ := p.mcp.Server(serverName)
+	p.holdsKey = after.Env[apiKeyVar] != ""
+	p.merge = p.mcp.Exists && p.mcp.Changed()
+	return nil
+}
 
+// gitignoreEntries is what .gitignore must ignore: pml's state and
+// config, and .mcp.json and its backup when they may hold a key.
+func gitignoreEntries(holdsKey, merge bool) []string {
 	ignore := []string{".pml/", config.FileName}
 	if holdsKey {
 		ignore = append(ignore, mcpjson.FileName)
@@ -273,71 +371,78 @@ func runInit(ctx context.Context, o initOptions, term *terminal, getenv func(str
 		// The backup may hold a key; it is never something to commit.
 		ignore = append(ignore, mcpjson.FileName+mcpjson.BackupSuffix)
 	}
-	gitNew, added := gitignoreAdd(gitOld, ignore)
+	return ignore
+}
 
-	if merge && !o.yes {
-		what := fmt.Sprintf("%s exists; pml init would merge the pml server into it (keeping %s) and copy the old file to %s", mcp.Path, describeServers(others), mcp.BackupPath())
-		if !term.interactive {
-			return usage("%s.\nNothing was written: there is no terminal to confirm on. Run pml init --yes to merge", what)
-		}
-		ok, err := term.confirm(ctx, what+". Merge?")
-		if err != nil {
-			return promptError(err)
-		}
-		if !ok {
-			return &exitError{1, errors.New("not merged: nothing was changed")}
-		}
+// confirmMerge asks before an existing .mcp.json is changed, unless
+// --yes; without a terminal to ask on, nothing is written.
+func confirmMerge(ctx context.Context, o initOptions, term *terminal, p *initPlan) error {
+	if !p.merge || o.yes {
+		return nil
 	}
+	what := fmt.Sprintf("%s exists; pml init would merge the pml server into it (keeping %s) and copy the old file to %s", p.mcp.Path, describeServers(p.others), p.mcp.BackupPath())
+	if !term.interactive {
+		return usage("%s.\nNothing was written: there is no terminal to confirm on. Run pml init --yes to merge", what)
+	}
+	ok, err := term.confirm(ctx, what+". Merge?")
+	if err != nil {
+		return promptError(err)
+	}
+	if !ok {
+		return &exitError{1, errors.New("not merged: nothing was changed")}
+	}
+	return nil
+}
 
-	// Writes: .mcp.json (after its backup), .pml.json, .gitignore.
-	mode := mcp.Mode
-	if holdsKey {
-		mode &^= 0o077
-	}
+// write writes .mcp.json (after its backup), .pml.json and .gitignore,
+// and says whether .mcp.json was backed up.
+func (p *initPlan) write() (bool, error) {
+	ws, mcp := p.ws.Dir, p.mcp
 	// Blessed first: a pml session watching this workspace keeps what
 	// init writes (internal/protect).
-	protect.Bless(ws.Dir, mcpjson.FileName, mcp.Bytes())
-	backedUp, err := mcp.Write(mode)
+	protect.Bless(ws, mcpjson.FileName, mcp.Bytes())
+	backedUp, err := mcp.Write(p.mode)
 	if err != nil {
-		return &exitError{1, err}
+		return false, &exitError{1, err}
 	}
-	if holdsKey && mcp.Exists && !backedUp && mcp.Mode&0o077 != 0 {
+	if p.holdsKey && mcp.Exists && !backedUp && mcp.Mode&0o077 != 0 {
 		// Unchanged, but it holds a key that others may read: only
 		// tighten its permissions.
-		if err := chmodFile(ws.Dir, mcp.Path, mode); err != nil {
-			return &exitError{1, fmt.Errorf("%s holds an API key but its permissions cannot be tightened: %w", mcp.Path, err)}
+		if err := chmodFile(ws, mcp.Path, p.mode); err != nil {
+			return false, &exitError{1, fmt.Errorf("%s holds an API key but its permissions cannot be tightened: %w", mcp.Path, err)}
 		}
 	}
-	var pmlJSON []byte
-	if !pmlExists {
-		pmlJSON = defaultPMLJSON(o.cloudURL)
-		protect.Bless(ws.Dir, config.FileName, pmlJSON)
-		if err := config.WriteFileAtomic(pmlPath, pmlJSON, 0o644); err != nil {
-			return &exitError{1, err}
+	if p.pmlJSON != nil {
+		protect.Bless(ws, config.FileName, p.pmlJSON)
+		if err := writeAtRoot(p.pmlPath, p.pmlJSON, 0o644); err != nil {
+			return false, &exitError{1, err}
 		}
 	}
-	if len(added) > 0 {
-		if err := config.WriteFileAtomic(gitPath, gitNew, gitMode); err != nil {
-			return &exitError{1, err}
+	if len(p.added) > 0 {
+		if err := writeAtRoot(p.gitPath, p.gitNew, p.gitMode); err != nil {
+			return false, &exitError{1, err}
 		}
 	}
+	return backedUp, nil
+}
 
-	// The summary, on stderr: stdout stays free for scripts.
-	w := term.out
-	src := ws.Source
-	if ws.Warning != "" {
+// summarise tells what init did, on w (stderr: stdout stays free for
+// scripts).
+func (p *initPlan) summarise(w io.Writer, o initOptions, exe string, backedUp bool) {
+	src := p.ws.Source
+	if p.ws.Warning != "" {
 		src = "no project marker found, so the current directory"
 	}
-	fmt.Fprintf(w, "pml init: workspace %s (%s)\n", ws.Dir, src)
+	fmt.Fprintf(w, "pml init: workspace %s (%s)\n", p.ws.Dir, src)
 	switch {
-	case !mcp.Exists:
+	case !p.mcp.Exists:
 		fmt.Fprintf(w, "  %s: created with the pml server (%s stdio)\n", mcpjson.FileName, exe)
 	case backedUp:
-		fmt.Fprintf(w, "  %s: pml server written, %s kept; the old file is in %s\n", mcpjson.FileName, describeServers(others), mcpjson.FileName+mcpjson.BackupSuffix)
+		fmt.Fprintf(w, "  %s: pml server written, %s kept; the old file is in %s\n", mcpjson.FileName, describeServers(p.others), mcpjson.FileName+mcpjson.BackupSuffix)
 	default:
 		fmt.Fprintf(w, "  %s: already up to date\n", mcpjson.FileName)
 	}
-	if pmlJSON != nil {
+	if p.pmlJSON != nil {
 		fmt.Fprintf(w, "  %s: created (read tools allowed; write tools and shell:exec asked, as they match no pattern; cloud.url %s)\n", config.FileName, strings.TrimRight(o.cloudURL, "/"))
 	} else {
 		note := ""
@@ -346,22 +451,25 @@ func runInit(ctx context.Context, o initOptions, term *terminal, getenv func(str
 		}
 		fmt.Fprintf(w, "  %s: exists, left as it is%s\n", config.FileName, note)
 	}
-	if len(added) > 0 {
-		fmt.Fprintf(w, "  .gitignore: added %s\n", strings.Join(added, ", "))
+	if len(p.added) > 0 {
+		fmt.Fprintf(w, "  .gitignore: added %s\n", strings.Join(p.added, ", "))
 	} else {
-		fmt.Fprintf(w, "  .gitignore: already ignores %s\n", strings.Join(dedupe(ignore), ", "))
+		fmt.Fprintf(w, "  .gitignore: already ignores %s\n", strings.Join(dedupe(p.ignore), ", "))
 	}
+	fmt.Fprintln(w, keySummary(p.action, p.mode))
+	fmt.Fprintln(w, "Next: restart your MCP client (in Claude Code: /mcp shows pml), and run pml doctor to check the set-up.")
+}
+
+// keySummary is the summary's line about the API key.
+func keySummary(action keyAction, mode fs.FileMode) string {
 	switch action {
 	case keySet:
-		fmt.Fprintf(w, "  API key: written to the env of the pml server in %s (mode %04o), nowhere else.\n"+
-			"           That file now holds a secret: it is in .gitignore; never commit it (if it is committed already: git rm --cached %s)\n", mcpjson.FileName, mode, mcpjson.FileName)
+		return fmt.Sprintf("  API key: written to the env of the pml server in %s (mode %04o), nowhere else.\n"+
+			"           That file now holds a secret: it is in .gitignore; never commit it (if it is committed already: git rm --cached %s)", mcpjson.FileName, mode, mcpjson.FileName)
 	case keyKeep:
-		fmt.Fprintf(w, "  API key: kept the %s already in %s (--api-key replaces it, --local removes it)\n", apiKeyVar, mcpjson.FileName)
-	default:
-		fmt.Fprintf(w, "  API key: none, local mode: local tools work, cloud tools answer that they need %s (pml init --api-key KEY adds one)\n", apiKeyVar)
+		return fmt.Sprintf("  API key: kept the %s already in %s (--api-key replaces it, --local removes it)", apiKeyVar, mcpjson.FileName)
 	}
-	fmt.Fprintln(w, "Next: restart your MCP client (in Claude Code: /mcp shows pml), and run pml doctor to check the set-up.")
-	return nil
+	return fmt.Sprintf("  API key: none, local mode: local tools work, cloud tools answer that they need %s (pml init --api-key KEY adds one)", apiKeyVar)
 }
 
 // promptError turns a failed question into the command's error: Ctrl-C
@@ -393,6 +501,15 @@ func readOptional(path string) ([]byte, fs.FileMode, error) {
 		mode = st.Mode().Perm()
 	}
 	return data, mode, nil
+}
+
+// writeAtRoot replaces a file directly in the workspace root (.pml.json,
+// .gitignore) atomically, never through a link (internal/safefs).
+func writeAtRoot(path string, data []byte, mode fs.FileMode) error {
+	if err := safefs.WriteFile(filepath.Dir(path), filepath.Base(path), data, mode); err != nil {
+		return fmt.Errorf("cannot write %s: %w", path, err)
+	}
+	return nil
 }
 
 // chmodFile changes the mode of the regular file path beneath root

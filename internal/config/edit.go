@@ -64,7 +64,7 @@ func allowTool(path, tool string, dropAsk bool) error {
 	if err != nil || out == nil {
 		return err
 	}
-	return WriteFileAtomic(path, out, mode)
+	return writeConfig(path, out, mode)
 }
 
 // AddAllowData is AddAllow on the content of a .pml.json (nil: no file
@@ -111,20 +111,8 @@ func allowToolData(path string, data []byte, tool string, dropAsk bool) ([]byte,
 	}
 	changed := false
 	if dropAsk {
-		if ask, ok := perms.get("ask"); ok {
-			l, ok := ask.([]any)
-			if !ok {
-				return nil, &Error{File: path, Key: "permissions.ask", Problem: "must be a list of strings"}
-			}
-			kept := []any{}
-			for _, e := range l {
-				if s, ok := e.(string); ok && s == tool {
-					changed = true
-					continue
-				}
-				kept = append(kept, e)
-			}
-			perms.set("ask", kept)
+		if changed, err = dropFromAsk(perms, tool); err != nil {
+			return nil, &Error{File: path, Key: "permissions.ask", Problem: err.Error()}
 		}
 	}
 	present := false
@@ -146,6 +134,30 @@ func allowToolData(path string, data []byte, tool string, dropAsk bool) ([]byte,
 	return out.Bytes(), nil
 }
 
+// dropFromAsk takes the exact name tool out of permissions.ask (globs
+// stay) and says whether it was there.
+func dropFromAsk(perms *object, tool string) (bool, error) {
+	ask, ok := perms.get("ask")
+	if !ok {
+		return false, nil
+	}
+	l, ok := ask.([]any)
+	if !ok {
+		return false, errors.New("must be a list of strings")
+	}
+	changed := false
+	kept := []any{}
+	for _, e := range l {
+		if s, ok := e.(string); ok && s == tool {
+			changed = true
+			continue
+		}
+		kept = append(kept, e)
+	}
+	perms.set("ask", kept)
+	return changed, nil
+}
+
 // CreateWithPermissions writes a new .pml.json holding just these
 // permissions, unless the file exists already (then it does nothing).
 func CreateWithPermissions(path string, allow, ask, deny []string) error {
@@ -158,7 +170,7 @@ func CreateWithPermissions(path string, allow, ask, deny []string) error {
 	if _, err := safefs.Lstat(root, path); err == nil {
 		return nil
 	}
-	return WriteFileAtomic(path, WithPermissions(allow, ask, deny), 0o644)
+	return writeConfig(path, WithPermissions(allow, ask, deny), 0o644)
 }
 
 // WithPermissions is the content of a new .pml.json holding just these
@@ -198,13 +210,9 @@ func LockEdits(ws string) (func(), error) {
 	return func() { unlock(); editMu.Unlock() }, nil
 }
 
-// WriteFileAtomic writes data to a temporary file beside path and renames
-// it over path, so readers see the old or the new file, never a part. It
-// is for a file directly in the workspace root (.pml.json, .mcp.json,
-// .gitignore): the file and its temporary twin are handled relative to
-// that directory, never through a link. Deeper paths use safefs.WriteFile
-// with the workspace as root, so that no directory on the way is a link.
-func WriteFileAtomic(path string, data []byte, mode os.FileMode) error {
+// writeConfig replaces the .pml.json at path (at the workspace root)
+// atomically, never through a link (internal/safefs).
+func writeConfig(path string, data []byte, mode os.FileMode) error {
 	if err := safefs.WriteFile(filepath.Dir(path), filepath.Base(path), data, mode); err != nil {
 		return fmt.Errorf("cannot write %s: %w", path, err)
 	}

@@ -1,13 +1,16 @@
 package config
 
 import (
-	"encoding/base64"
+	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/pml-dev/pml/internal/lazyre"
+	"github.com/pml-dev/pml/internal/npmspec"
+	"github.com/pml-dev/pml/internal/sri"
 )
 
 // Server is one stdio MCP server from "mcps" or "private_mcps".
@@ -53,16 +56,7 @@ const DefaultIdleTimeout = 5 * time.Minute
 
 var (
 	serverName = lazyre.New(`^[a-z0-9][a-z0-9_-]{0,62}$`)
-	sriRE      = lazyre.New(`^(sha256|sha384|sha512)-([A-Za-z0-9+/]+={0,2})$`)
 )
-
-var serverKeys = map[string]bool{
-	"type": true, "image": true, "command": true, "args": true, "env": true,
-	"env_required": true, "workspace": true, "install": true, "lifetime": true,
-	"description": true,
-}
-
-var installKeys = map[string]bool{"command": true, "args": true, "integrity": true, "package": true}
 
 // loadServers reads mcps and private_mcps; a private entry replaces the
 // mcps entry of the same name.
@@ -99,165 +93,238 @@ func loadServers(path string, raw map[string]any) (map[string]Server, []string, 
 	return out, warnings, errs
 }
 
+// parseServer reads the server name of section; only its first problem
+// is reported, and its warnings only when it has none.
 func parseServer(path, section, name string, val any) (Server, []string, error) {
 	key := section + "." + name
-	fail := func(k, problem string) (Server, []string, error) {
-		return Server{}, nil, &Error{File: path, Key: key + k, Problem: problem}
+	fail := func(problem string) (Server, []string, error) {
+		return Server{}, nil, &Error{File: path, Key: key, Problem: problem}
 	}
 	if !serverName.MatchString(name) {
-		return fail("", "a server name must be lowercase letters, digits, '-' or '_' (it becomes the tool prefix name:tool)")
+		return fail("a server name must be lowercase letters, digits, '-' or '_' (it becomes the tool prefix name:tool)")
 	}
 	switch name {
 	case "filesystem", "shell", "pml":
-		return fail("", fmt.Sprintf("%q is a built-in namespace; choose another name", name))
+		return fail(fmt.Sprintf("%q is a built-in namespace; choose another name", name))
 	}
 	m, ok := val.(map[string]any)
 	if !ok {
-		return fail("", "must be an object, not "+typeName(val))
+		return fail("must be an object, not " + typeName(val))
 	}
+	s := Server{Name: name}
 	var warnings []string
-	for k := range m {
-		if !serverKeys[k] {
-			warnings = append(warnings, fmt.Sprintf("%s: unknown key %q is kept but ignored (check its spelling)", path, key+"."+k))
-		}
-	}
-	s := Server{Name: name, Type: "stdio", Workspace: "ro", Env: map[string]string{}}
-	var err error
-	str := func(k string) string {
-		if err != nil {
-			return ""
-		}
-		var v string
-		if v, err = asString(m[k]); err != nil {
-			err = &Error{File: path, Key: key + "." + k, Problem: err.Error()}
-		}
-		return v
-	}
-	list := func(k string) []string {
-		if err != nil {
-			return nil
-		}
-		var v []string
-		if v, err = asArgList(m[k]); err != nil {
-			err = &Error{File: path, Key: key + "." + k, Problem: err.Error()}
-		}
-		return v
-	}
-	if t := str("type"); t != "" {
-		s.Type = t
-	}
-	s.Image = str("image")
-	s.Command = str("command")
-	s.Args = list("args")
-	s.EnvRequired = list("env_required")
-	if w := str("workspace"); w != "" {
-		s.Workspace = w
-	}
-	s.Lifetime = str("lifetime")
-	if s.Lifetime == "" {
-		s.Lifetime = "pooled"
-	}
-	if err != nil {
+	if err := readObject(path, key, m, serverMembers(&s, path, key, &warnings), &warnings); err != nil {
 		return Server{}, nil, err
-	}
-	switch {
-	case s.Type != "stdio":
-		return fail(".type", fmt.Sprintf("%q is not supported here yet: only \"stdio\" servers run in containers", s.Type))
-	case s.Image == "":
-		return fail(".image", "is required: the container image the server runs in (e.g. \"pml/node:18\")")
-	case s.Workspace != "none" && s.Workspace != "ro" && s.Workspace != "rw":
-		return fail(".workspace", fmt.Sprintf("must be \"none\", \"ro\" or \"rw\", not %q", s.Workspace))
-	case s.Lifetime != "pooled" && s.Lifetime != "per_call":
-		return fail(".lifetime", fmt.Sprintf("must be \"pooled\" or \"per_call\", not %q", s.Lifetime))
-	}
-	if e, ok := m["env"]; ok && e != nil {
-		em, ok := e.(map[string]any)
-		if !ok {
-			return fail(".env", "must be an object of strings, not "+typeName(e))
-		}
-		for k, v := range em {
-			sv, ok := v.(string)
-			if !ok {
-				return fail(".env."+k, "must be a string, not "+typeName(v))
-			}
-			s.Env[k] = sv
-		}
-	}
-	for _, v := range s.EnvRequired {
-		if !envName.MatchString(v) {
-			return fail(".env_required", fmt.Sprintf("%q is not an environment variable name", v))
-		}
-	}
-	if in, ok := m["install"]; ok && in != nil {
-		im, ok := in.(map[string]any)
-		if !ok {
-			return fail(".install", "must be an object {command, args, integrity}, not "+typeName(in))
-		}
-		for k := range im {
-			if !installKeys[k] {
-				warnings = append(warnings, fmt.Sprintf("%s: unknown key %q is kept but ignored (check its spelling)", path, key+".install."+k))
-			}
-		}
-		inst := &Install{}
-		var ierr error
-		get := func(k string) string {
-			v, e := asString(im[k])
-			if e != nil && ierr == nil {
-				ierr = &Error{File: path, Key: key + ".install." + k, Problem: e.Error()}
-			}
-			return v
-		}
-		inst.Command = get("command")
-		inst.Integrity = get("integrity")
-		inst.Package = get("package")
-		if ierr != nil {
-			return Server{}, nil, ierr
-		}
-		if inst.Args, ierr = asArgList(im["args"]); ierr != nil {
-			return fail(".install.args", ierr.Error())
-		}
-		if inst.Command == "" {
-			return fail(".install.command", "is required (e.g. \"npm\")")
-		}
-		if inst.Integrity == "" {
-			return fail(".install.integrity", "is required: the SRI hash (sha512-…) the installed package must match, so a changed package is never run")
-		}
-		if err := CheckSRI(inst.Integrity); err != nil {
-			return fail(".install.integrity", err.Error())
-		}
-		if inst.Package == "" && inst.Command == "npm" && len(inst.Args) > 0 {
-			inst.Package = NPMPackageName(inst.Args[len(inst.Args)-1])
-		}
-		s.Install = inst
 	}
 	return s, warnings, nil
 }
 
-var envName = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
-// CheckSRI validates a Subresource Integrity string.
-func CheckSRI(s string) error {
-	m := sriRE.FindStringSubmatch(s)
-	if m == nil {
-		return fmt.Errorf("%q is not an SRI hash such as \"sha512-<base64>\"", s)
+// serverMembers is the table of a server's keys, bound to s. Install's
+// check reads the nested install object with its own table.
+func serverMembers(s *Server, path, key string, warnings *[]string) []member {
+	return []member{
+		{"type", readString(&s.Type, "stdio"), func(any) error {
+			if s.Type != "stdio" {
+				return fmt.Errorf("%q is not supported here yet: only \"stdio\" servers run in containers", s.Type)
+			}
+			return nil
+		}},
+		{"image", readString(&s.Image, ""), func(any) error {
+			if s.Image == "" {
+				return errors.New("is required: the container image the server runs in (e.g. \"pml/node:18\")")
+			}
+			return nil
+		}},
+		{"command", readString(&s.Command, ""), nil},
+		{"args", readArgs(&s.Args), nil},
+		{"workspace", readString(&s.Workspace, "ro"), oneOf(&s.Workspace, "none", "ro", "rw")},
+		{"lifetime", readString(&s.Lifetime, "pooled"), oneOf(&s.Lifetime, "pooled", "per_call")},
+		{"env", nil, readEnv(&s.Env)},
+		{"env_required", readArgs(&s.EnvRequired), func(any) error { return checkEnvNames(s.EnvRequired) }},
+		{"install", nil, readInstall(&s.Install, path, key+".install", warnings)},
+		{"description", nil, nil},
 	}
-	b, err := base64.StdEncoding.DecodeString(m[2])
-	want := map[string]int{"sha256": 32, "sha384": 48, "sha512": 64}[m[1]]
-	if err != nil || len(b) != want {
-		return fmt.Errorf("%q is not a valid %s SRI hash (expected %d bytes of base64)", s, m[1], want)
+}
+
+// installMembers is the table of the keys of a server's install step.
+func installMembers(in *Install) []member {
+	return []member{
+		{"command", readString(&in.Command, ""), func(any) error {
+			if in.Command == "" {
+				return errors.New("is required (e.g. \"npm\")")
+			}
+			return nil
+		}},
+		{"integrity", readString(&in.Integrity, ""), func(any) error {
+			if in.Integrity == "" {
+				return errors.New("is required: the SRI hash (sha512-…) the installed package must match, so a changed package is never run")
+			}
+			return sri.Check(in.Integrity)
+		}},
+		{"package", readString(&in.Package, ""), nil},
+		{"args", readArgs(&in.Args), nil},
+	}
+}
+
+// member is one known key of an object read by readObject.
+type member struct {
+	name string
+	// read decodes the member's value, or its absence (nil), into the
+	// struct the table is bound to; nil: nothing to decode first.
+	read func(v any) error
+	// check runs once every member is read, in table order: it
+	// validates what read stored, or reads and checks a nested value
+	// (env, install) itself. nil: no check.
+	check func(v any) error
+}
+
+// readObject reads m by its table: warnings for the keys not in it, then
+// every read in table order, then every check, stopping at the first
+// problem. Errors name key and the member (".env.A" for a part of it).
+func readObject(path, key string, m map[string]any, members []member, warnings *[]string) error {
+	knownNames := map[string]bool{}
+	for _, mb := range members {
+		knownNames[mb.name] = true
+	}
+	var unknown []string
+	for k := range m {
+		if !knownNames[k] {
+			unknown = append(unknown, fmt.Sprintf("%s: unknown key %q is kept but ignored (check its spelling)", path, key+"."+k))
+		}
+	}
+	sort.Strings(unknown)
+	*warnings = append(*warnings, unknown...)
+	for _, mb := range members {
+		if mb.read != nil {
+			if err := mb.read(m[mb.name]); err != nil {
+				return memberError(path, key+"."+mb.name, err)
+			}
+		}
+	}
+	for _, mb := range members {
+		if mb.check != nil {
+			if err := mb.check(m[mb.name]); err != nil {
+				return memberError(path, key+"."+mb.name, err)
+			}
+		}
 	}
 	return nil
 }
 
-// NPMPackageName strips the version from an npm package spec:
-// "@scope/name@1.2.3" → "@scope/name", "name@^1" → "name".
-func NPMPackageName(spec string) string {
-	at := strings.LastIndexByte(spec, '@')
-	if at > 0 {
-		return spec[:at]
-	}
-	return spec
+// partError is a problem with a part of a member's value; part is
+// appended to the member's key (".A" of env).
+type partError struct {
+	part string
+	err  error
 }
+
+func (e *partError) Error() string { return e.part + ": " + e.err.Error() }
+
+// memberError names the file and the key of a member's problem; an
+// *Error from a nested object already does.
+func memberError(path, key string, err error) error {
+	var done *Error
+	if errors.As(err, &done) {
+		return err
+	}
+	var pe *partError
+	if errors.As(err, &pe) {
+		return &Error{File: path, Key: key + pe.part, Problem: pe.err.Error()}
+	}
+	return &Error{File: path, Key: key, Problem: err.Error()}
+}
+
+// readString reads a string member; empty or absent means def.
+func readString(dst *string, def string) func(any) error {
+	return func(v any) error {
+		s, err := asString(v)
+		if s == "" {
+			s = def
+		}
+		*dst = s
+		return err
+	}
+}
+
+func readArgs(dst *[]string) func(any) error {
+	return func(v any) (err error) {
+		*dst, err = asArgList(v)
+		return err
+	}
+}
+
+// oneOf checks that *s is one of the allowed values.
+func oneOf(s *string, allowed ...string) func(any) error {
+	return func(any) error {
+		for _, a := range allowed {
+			if *s == a {
+				return nil
+			}
+		}
+		quoted := make([]string, len(allowed))
+		for i, a := range allowed {
+			quoted[i] = strconv.Quote(a)
+		}
+		list := strings.Join(quoted[:len(quoted)-1], ", ") + " or " + quoted[len(quoted)-1]
+		return fmt.Errorf("must be %s, not %q", list, *s)
+	}
+}
+
+// readEnv reads env, an object of strings (absent: empty).
+func readEnv(dst *map[string]string) func(any) error {
+	return func(v any) error {
+		*dst = map[string]string{}
+		if v == nil {
+			return nil
+		}
+		em, ok := v.(map[string]any)
+		if !ok {
+			return errors.New("must be an object of strings, not " + typeName(v))
+		}
+		for k, ev := range em {
+			sv, ok := ev.(string)
+			if !ok {
+				return &partError{"." + k, errors.New("must be a string, not " + typeName(ev))}
+			}
+			(*dst)[k] = sv
+		}
+		return nil
+	}
+}
+
+func checkEnvNames(names []string) error {
+	for _, v := range names {
+		if !envName.MatchString(v) {
+			return fmt.Errorf("%q is not an environment variable name", v)
+		}
+	}
+	return nil
+}
+
+// readInstall reads the install step, by its own table; an npm install
+// checks, by default, the package named by its last argument.
+func readInstall(dst **Install, path, key string, warnings *[]string) func(any) error {
+	return func(v any) error {
+		if v == nil {
+			return nil
+		}
+		im, ok := v.(map[string]any)
+		if !ok {
+			return errors.New("must be an object {command, args, integrity}, not " + typeName(v))
+		}
+		in := &Install{}
+		if err := readObject(path, key, im, installMembers(in), warnings); err != nil {
+			return err
+		}
+		if in.Package == "" && in.Command == "npm" && len(in.Args) > 0 {
+			in.Package = npmspec.Name(in.Args[len(in.Args)-1])
+		}
+		*dst = in
+		return nil
+	}
+}
+
+var envName = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // asArgList reads a list of strings (command arguments).
 func asArgList(v any) ([]string, error) {

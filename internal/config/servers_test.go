@@ -59,13 +59,3 @@ func TestServerErrorsNameTheKey(t *testing.T) {
 		}
 	}
 }
-
-func TestNPMPackageName(t *testing.T) {
-	for in, want := range map[string]string{
-		"@scope/name@1.2.3": "@scope/name", "@scope/name": "@scope/name", "name@^1": "name", "name": "name",
-	} {
-		if got := NPMPackageName(in); got != want {
-			t.Errorf("NPMPackageName(%q) = %q, want %q", in, got, want)
-		}
-	}
-}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/pml-dev/pml/internal/config"
+	"github.com/pml-dev/pml/internal/sri"
 )
 
 func TestNPMIntegrityComesFromTheLockfile(t *testing.T) {
@@ -34,7 +35,7 @@ func TestTreeSRIChangesWithContent(t *testing.T) {
 		t.Fatal(err)
 	}
 	first, err := TreeSRI(context.Background(), dir, dir, "sha256")
-	if err != nil || !strings.HasPrefix(first, "sha256-") || config.CheckSRI(first) != nil {
+	if err != nil || !strings.HasPrefix(first, "sha256-") || sri.Check(first) != nil {
 		t.Fatalf("%q %v", first, err)
 	}
 	again, _ := TreeSRI(context.Background(), dir, dir, "sha256")

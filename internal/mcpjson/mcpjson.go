@@ -20,7 +20,7 @@ import (
 	"path/filepath"
 	"sort"
 
-	"github.com/pml-dev/pml/internal/config"
+	"github.com/pml-dev/pml/internal/jsonpos"
 	"github.com/pml-dev/pml/internal/safefs"
 )
 
@@ -237,13 +237,13 @@ func (f *File) Write(mode fs.FileMode) (backedUp bool, err error) {
 		return false, nil
 	}
 	if f.Exists {
-		if err := config.WriteFileAtomic(f.BackupPath(), f.orig, f.Mode); err != nil {
-			return false, fmt.Errorf("backing up %s (nothing was changed): %w", f.Path, err)
+		if err := safefs.WriteFile(filepath.Dir(f.Path), filepath.Base(f.BackupPath()), f.orig, f.Mode); err != nil {
+			return false, fmt.Errorf("backing up %s (nothing was changed): cannot write %s: %w", f.Path, f.BackupPath(), err)
 		}
 		backedUp = true
 	}
-	if err := config.WriteFileAtomic(f.Path, f.Bytes(), mode); err != nil {
-		return backedUp, err
+	if err := safefs.WriteFile(filepath.Dir(f.Path), filepath.Base(f.Path), f.Bytes(), mode); err != nil {
+		return backedUp, fmt.Errorf("cannot write %s: %w", f.Path, err)
 	}
 	return backedUp, nil
 }
@@ -268,7 +268,7 @@ func checkSyntax(path string, data []byte) error {
 	var se *json.SyntaxError
 	switch {
 	case errors.As(err, &se):
-		line, col := config.Position(data, se.Offset)
+		line, col := jsonpos.LineCol(data, se.Offset)
 		return &Error{Path: path, Line: line, Column: col, Problem: se.Error()}
 	case err != nil:
 		return &Error{Path: path, Problem: "invalid JSON: " + err.Error()}

@@ -8,6 +8,8 @@ import (
 
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/lazyre"
+	"github.com/pml-dev/pml/internal/npmspec"
+	"github.com/pml-dev/pml/internal/sri"
 )
 
 // Entry types: how an entry is delivered.
@@ -235,12 +237,12 @@ func ServerConfig(e *Entry) (config.Server, error) {
 		if in.Integrity == "" {
 			return fail("install.integrity", "is required: the SRI hash (sha512-…) the installed package must match, so a changed package is never run")
 		}
-		if err := config.CheckSRI(in.Integrity); err != nil {
+		if err := sri.Check(in.Integrity); err != nil {
 			return fail("install.integrity", err.Error())
 		}
 		inst := &config.Install{Command: in.Command, Args: append([]string(nil), in.Args...), Integrity: in.Integrity, Package: in.Package}
 		if inst.Package == "" && inst.Command == "npm" && len(inst.Args) > 0 {
-			inst.Package = config.NPMPackageName(inst.Args[len(inst.Args)-1])
+			inst.Package = npmspec.Name(inst.Args[len(inst.Args)-1])
 		}
 		s.Install = inst
 	}

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pml-dev/pml/internal/config"
+	"github.com/pml-dev/pml/internal/mcpjson"
+)
+
+func TestCheckInitFlags(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		o    initOptions
+		want string // "" for no error
+	}{
+		{"the defaults are accepted", initOptions{cloudURL: config.DefaultCloudURL}, ""},
+		{"a key is accepted", initOptions{cloudURL: config.DefaultCloudURL, apiKey: "sk-1"}, ""},
+		{"local mode is accepted", initOptions{cloudURL: config.DefaultCloudURL, local: true}, ""},
+		{"a key with local mode is a contradiction", initOptions{cloudURL: config.DefaultCloudURL, local: true, apiKey: "k"}, "contradict"},
+		{"a cloud URL must be http(s)", initOptions{cloudURL: "ftp://x"}, `--cloud-url: "ftp://x" is not an http:// or https:// URL`},
+		{"a key with a control character is refused without echoing it", initOptions{cloudURL: config.DefaultCloudURL, apiKey: "s\x01cret"}, "--api-key: it contains spaces or control characters"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := checkInitFlags(c.o)
+			if c.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if exitCode(err) != 2 || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v (exit %d), want exit 2 with %q", err, exitCode(err), c.want)
+			}
+			if strings.Contains(err.Error(), "cret") {
+				t.Fatalf("the key was echoed: %v", err)
+			}
+		})
+	}
+}
+
+func TestChooseKey(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		o           initOptions
+		hasKey      bool
+		interactive bool
+		input       string
+		action      keyAction
+		key         string
+		code        int
+	}{
+		{"a key flag is written", initOptions{apiKey: "k1"}, true, true, "", keySet, "k1", 0},
+		{"local mode removes the key even when one is there", initOptions{local: true}, true, true, "", keyLocal, "", 0},
+		{"a key already there is kept", initOptions{}, true, true, "", keyKeep, "", 0},
+		{"without a terminal it is local mode", initOptions{}, false, false, "", keyLocal, "", 0},
+		{"a typed key is written", initOptions{}, false, true, "k2\n", keySet, "k2", 0},
+		{"Enter at the prompt is local mode", initOptions{}, false, true, "\n", keyLocal, "", 0},
+		{"a typed key with a space is refused", initOptions{}, false, true, "a b\n", keyLocal, "", 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			term := newFakeTerm(c.interactive, strings.NewReader(c.input), nil)
+			action, key, err := chooseKey(context.Background(), c.o, term.terminal, c.hasKey)
+			if exitCode(err) != c.code {
+				t.Fatalf("err = %v, want exit %d", err, c.code)
+			}
+			if err == nil && (action != c.action || key != c.key) {
+				t.Fatalf("got %v %q, want %v %q", action, key, c.action, c.key)
+			}
+			if asked := term.hidden > 0; asked != (c.input != "") {
+				t.Fatalf("asked = %v for input %q", asked, c.input)
+			}
+		})
+	}
+}
+
+func TestGitignoreEntries(t *testing.T) {
+	for _, c := range []struct {
+		name            string
+		holdsKey, merge bool
+		want            string
+	}{
+		{"without a key or a merge, pml's own files", false, false, ".pml/ .pml.json"},
+		{"a merge adds the backup", false, true, ".pml/ .pml.json .mcp.json.backup"},
+		{"a key adds .mcp.json and its backup", true, false, ".pml/ .pml.json .mcp.json .mcp.json.backup"},
+		{"a key and a merge add each once", true, true, ".pml/ .pml.json .mcp.json .mcp.json.backup"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := strings.Join(gitignoreEntries(c.holdsKey, c.merge), " "); got != c.want {
+				t.Fatalf("got %q, want %q", got, c.want)
+			}
+		})
+	}
+}
+
+func TestConfirmMerge(t *testing.T) {
+	mcp := &mcpjson.File{Path: "/w/.mcp.json"}
+	for _, c := range []struct {
+		name        string
+		merge, yes  bool
+		interactive bool
+		input       string
+		code        int
+		want        string
+	}{
+		{"nothing to merge asks nothing", false, false, false, "", 0, ""},
+		{"--yes merges without asking", true, true, false, "", 0, ""},
+		{"without a terminal the merge is refused", true, false, false, "", 2, "Run pml init --yes to merge"},
+		{"y on a terminal merges", true, false, true, "y\n", 0, ""},
+		{"anything else on a terminal refuses", true, false, true, "sure\n", 1, "not merged: nothing was changed"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			term := newFakeTerm(c.interactive, strings.NewReader(c.input), nil)
+			p := &initPlan{mcp: mcp, merge: c.merge, others: []string{"github"}}
+			err := confirmMerge(context.Background(), initOptions{yes: c.yes}, term.terminal, p)
+			if exitCode(err) != c.code || (c.want != "" && !strings.Contains(err.Error(), c.want)) {
+				t.Fatalf("err = %v (exit %d), want exit %d with %q", err, exitCode(err), c.code, c.want)
+			}
+			if c.interactive && c.merge && !c.yes && !strings.Contains(term.out.String(), "keeping the other server github") {
+				t.Fatalf("the question does not say what is kept: %s", term.out)
+			}
+		})
+	}
+}
+
+func TestKeySummary(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		action keyAction
+		want   []string
+	}{
+		{"a written key names the file, its mode and how to uncommit it", keySet, []string{".mcp.json (mode 0600)", "git rm --cached .mcp.json"}},
+		{"a kept key says how to replace or remove it", keyKeep, []string{"kept the PML_API_KEY", "--api-key replaces it, --local removes it"}},
+		{"local mode says how to add a key", keyLocal, []string{"none, local mode", "pml init --api-key KEY"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := keySummary(c.action, fs.FileMode(0o600))
+			for _, w := range c.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("%q does not say %q", got, w)
+				}
+			}
+		})
+	}
+}
+
+func TestPlanInitComputesEverythingBeforeWriting(t *testing.T) {
+	p := newProject(t)
+	p.write(".mcp.json", otherServers)
+	p.write(".gitignore", "dist/\n")
+	before := p.snapshot()
+	term := newFakeTerm(false, strings.NewReader(""), nil)
+	plan, err := planInit(context.Background(), initOptions{apiKey: "k", cloudURL: config.DefaultCloudURL}, term.terminal, p.env, p.dir, testExe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after := p.snapshot(); !equalMaps(before, after) {
+		t.Fatalf("planning wrote files: %v", after)
+	}
+	for _, c := range []struct {
+		name string
+		ok   bool
+	}{
+		{"the key is to be written", plan.action == keySet && plan.holdsKey},
+		{"the existing file is to be merged", plan.merge && strings.Join(plan.others, ",") == "github"},
+		{"the file holding a key is to be private", plan.mode&0o077 == 0},
+		{"a new .pml.json is planned", !plan.pmlExists && len(plan.pmlJSON) > 0},
+		{"the .gitignore keeps its content and adds the key files", strings.HasPrefix(string(plan.gitNew), "dist/\n") && strings.Contains(strings.Join(plan.added, " "), ".mcp.json .mcp.json.backup")},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if !c.ok {
+				t.Fatalf("%+v", plan)
+			}
+		})
+	}
+}
+
+func TestReadInitFilesRefusesALinkedStateDir(t *testing.T) {
+	p := newProject(t)
+	if err := os.Symlink(t.TempDir(), filepath.Join(p.dir, ".pml")); err != nil {
+		t.Fatal(err)
+	}
+	_, _, _, err := readInitFiles(p.env, p.dir)
+	if exitCode(err) != 2 {
+		t.Fatalf("err = %v, want exit 2", err)
+	}
+}
