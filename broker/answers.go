@@ -42,8 +42,11 @@ func (b *Broker) continueWorkflow(ctx context.Context, c *Call, cont Continuatio
 
 // refusedAnswer audits an answer that was not applied.
 func (b *Broker) refusedAnswer(c *Call, tool, id string, wf *workflow, err error) {
-	if wf != nil {
+	switch {
+	case wf != nil:
 		tool = wf.tool
+	case tool == "":
+		tool = c.Tool // pml:continue_workflow for a workflow it does not know
 	}
 	switch {
 	case errors.Is(err, ErrAnsweredInDialog) || errors.Is(err, errRelayOff):

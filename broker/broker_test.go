@@ -28,7 +28,11 @@ import (
 // approvals, audit) is tested here without Docker; e2e/ covers the real
 // containers.
 type inProcess struct {
-	mu sync.Mutex
+	// fail, when set, is what Start returns (an unavailable runtime);
+	// hang makes every container start and never answer (a timeout).
+	fail error
+	hang bool
+	mu   sync.Mutex
 	// served counts containers that received a request: calls that ran.
 	// (Containers started counts pool pre-starts too.)
 	served int
@@ -40,8 +44,18 @@ type inProcessProc struct {
 }
 
 func (r *inProcess) Start(ctx context.Context, spec container.Spec, s container.Streams) (container.Process, error) {
+	if r.fail != nil {
+		return nil, r.fail
+	}
 	pr, pw := io.Pipe()
 	p := &inProcessProc{stdinW: pw, done: make(chan struct{})}
+	if r.hang {
+		go func() {
+			defer close(p.done)
+			_, _ = io.Copy(io.Discard, pr)
+		}()
+		return p, nil
+	}
 	go func() {
 		defer close(p.done)
 		in := bufio.NewReader(pr)
@@ -97,6 +111,12 @@ type fixture struct {
 
 func newFixture(t testing.TB, pmlJSON string) *fixture {
 	t.Helper()
+	return newFixtureOn(t, pmlJSON, &inProcess{})
+}
+
+// newFixtureOn builds a fixture on rt.
+func newFixtureOn(t testing.TB, pmlJSON string, rt *inProcess) *fixture {
+	t.Helper()
 	ws, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -114,7 +134,6 @@ func newFixture(t testing.TB, pmlJSON string) *fixture {
 		t.Fatal(err)
 	}
 	exe, _ := os.Executable()
-	rt := &inProcess{}
 	b, err := New(Options{Workspace: ws, Config: cfg, Runtime: rt, Exe: exe, Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)

@@ -25,7 +25,7 @@ func (l inputLayer) Call(ctx context.Context, c *Call) Result {
 	if raw := c.Req.Args; len(raw) > 0 && string(raw) != "null" {
 		if err := json.Unmarshal(raw, &c.Args); err != nil {
 			c.Args = nil
-			c.note(audit.Entry{Decision: audit.Failed, Reason: "arguments are not a JSON object"})
+			c.note(audit.Entry{Tool: c.Tool, Decision: audit.Failed, Reason: "arguments are not a JSON object"})
 			return errorResult(fmt.Errorf("%w: the arguments of %s must be a JSON object: %v", ErrInvalidInput, c.Tool, err))
 		}
 	}
@@ -46,7 +46,7 @@ func (l inputLayer) Call(ctx context.Context, c *Call) Result {
 func (l inputLayer) answer(ctx context.Context, c *Call, raw any) Result {
 	cont, err := parseContinuation(raw)
 	if err != nil {
-		c.note(audit.Entry{Decision: audit.Failed, Reason: "continue_workflow is malformed", ArgKeys: audit.Keys(c.Args)})
+		c.note(audit.Entry{Tool: c.Tool, Decision: audit.Failed, Reason: "continue_workflow is malformed", ArgKeys: audit.Keys(c.Args)})
 		return errorResult(err)
 	}
 	c.cont = &cont
