@@ -3,7 +3,10 @@ package broker
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
+
+	"github.com/pml-dev/pml/internal/config"
 )
 
 // approvalFor describes a workflow by its type.
@@ -71,6 +74,37 @@ func describeArgs(args map[string]any) string {
 			}
 			return fmt.Sprintf(" with %s %s", k, s)
 		}
+	}
+	return ""
+}
+
+// dependencyApproval describes an install for a person.
+func (b *Broker) dependencyApproval(wf *workflow, srv *server) Approval {
+	a := b.approval(wf)
+	inst := srv.cfg.Install
+	a.Description = fmt.Sprintf("Install the MCP server %s (`%s %s` in %s, with network access, into %s) so that %s can run?",
+		srv.cfg.Name, inst.Command, strings.Join(inst.Args, " "), srv.cfg.Image, b.deps.Dir(srv.cfg.Name), wf.tool)
+	a.Context = map[string]any{
+		"server":    srv.cfg.Name,
+		"version":   versionOf(inst),
+		"command":   append([]string{inst.Command}, inst.Args...),
+		"image":     srv.cfg.Image,
+		"integrity": inst.Integrity,
+		"network":   true,
+		"pattern":   wf.pattern,
+		"workspace": b.ws,
+	}
+	a.Description += b.describeAccess(wf.tool, a.Context)
+	return a
+}
+
+func versionOf(inst *config.Install) string {
+	if len(inst.Args) == 0 {
+		return ""
+	}
+	last := inst.Args[len(inst.Args)-1]
+	if at := strings.LastIndexByte(last, '@'); at > 0 {
+		return last[at+1:]
 	}
 	return ""
 }

@@ -146,11 +146,6 @@ type Broker struct {
 	path, belowAudit Handler
 }
 
-type toolEntry struct {
-	def toolbox.Tool
-	run func(b *Broker, ctx context.Context, def toolbox.Tool, args map[string]any) Result
-}
-
 // New builds a broker. It starts no container and does not contact the
 // runtime: initialize and tools/list never wait for Docker.
 func New(o Options) (*Broker, error) {
@@ -215,11 +210,6 @@ func New(o Options) (*Broker, error) {
 	return b, nil
 }
 
-func (b *Broker) add(t toolbox.Tool, run func(*Broker, context.Context, toolbox.Tool, map[string]any) Result) {
-	b.tools[t.Name] = toolEntry{def: t, run: run}
-	b.order = append(b.order, t.Name)
-}
-
 // Close cancels every running call (killing its container) and returns
 // within timeout: the calls' own cleanup gets two thirds of it, then a
 // sweep by owner label removes whatever this pml still has, whatever the
@@ -267,34 +257,6 @@ func (b *Broker) User() string { return b.user }
 
 // Policy returns the effective container policy.
 func (b *Broker) Policy() policies.Policy { return b.policy }
-
-// Tools lists every tool, in a stable order, ending with
-// pml:continue_workflow.
-func (b *Broker) Tools() []Tool {
-	b.toolsMu.RLock()
-	defer b.toolsMu.RUnlock()
-	out := make([]Tool, 0, len(b.order)+1)
-	for _, n := range b.order {
-		d := b.tools[n].def
-		out = append(out, Tool{Name: d.Name, Description: d.Description, InputSchema: d.InputSchema})
-	}
-	return append(out, continueTool)
-}
-
-var continueTool = Tool{
-	Name: ContinueTool,
-	Description: "Answer a pending approval (a result with approval_required) for clients that cannot resend the original call: " +
-		"approved runs the stored call, always also adds the tool to permissions.allow in .pml.json.",
-	InputSchema: json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "workflow_id": {"type": "string", "description": "The workflow_id of the approval_required result."},
-    "approved": {"type": "boolean", "description": "true runs the call, false aborts it."},
-    "always": {"type": "boolean", "description": "Also allow this tool from now on (saved in .pml.json)."}
-  },
-  "required": ["workflow_id", "approved"]
-}`),
-}
 
 // Request is one tool call as the MCP layer hands it over.
 type Request struct {
