@@ -165,14 +165,7 @@ func New(o Options) (*Broker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", o.Config.Path, err)
 	}
-	// Every container of this pml starts through one cap (see
-	// container.Limited); o.Runtime itself is kept for image work only.
-	var rt container.Runtime
-	var limited *container.Limited
-	if o.Runtime != nil {
-		limited = container.Limit(o.Runtime, o.Config.Sandbox.MaxContainers)
-		rt = limited
-	}
+	rt, limited := limitRuntime(o)
 	b := &Broker{
 		ws:      o.Workspace,
 		cfg:     o.Config,
@@ -309,6 +302,16 @@ func (b *Broker) Call(ctx context.Context, req Request) Result {
 
 func errorResult(err error) Result {
 	return Result{Text: err.Error(), IsError: true, err: err}
+}
+
+// limitRuntime puts every container of this pml through one cap (see
+// container.Limited); o.Runtime itself is kept for image work only.
+func limitRuntime(o Options) (container.Runtime, *container.Limited) {
+	if o.Runtime == nil {
+		return nil, nil
+	}
+	limited := container.Limit(o.Runtime, o.Config.Sandbox.MaxContainers)
+	return limited, limited
 }
 
 // effectivePolicy applies the user's sandbox.* settings to the default
