@@ -1,12 +1,25 @@
-// Package broker is pml's request path. A tool call comes in, is resolved
-// to a tool, checked against the permissions, executed in a container, and
-// its result returned:
+// Package broker is pml's request path. A tool call comes in through
+// Broker.Call (the MCP surface in mcp.go maps tools/list and tools/call
+// onto Tools and Call) and goes down a chain of Handlers, each in its own
+// file, in this order:
 //
-//	Call → resolve → permission → execute (toolbox / shell container) → Result
+//	audit     layer_audit.go     writes exactly one audit entry per call, whatever the exit
+//	input     layer_input.go     decodes the arguments; answers to approvals go to answers.go
+//	resolve   layer_resolve.go   toolbox, shell, a configured server, the cloud, or a registry name
+//	permit    layer_permit.go    deny > ask > allow (permissions.go); a deny ends the call
+//	registry  layer_registry.go  fetches a registry tool; a changed entry asks (integrity)
+//	approve   layer_approve.go   ask, install or API key: puts it to a person (dialog.go)
+//	execute   layer_execute.go   installs, finds the executor (lookup.go) and runs it
+//
+// The executors are the tool sources: toolbox.go (filesystem tools),
+// shell.go, server_call.go (pooled stdio servers), percall.go (per-call
+// servers), cloud.go, deno.go and execute.go (code the cloud sends, run
+// in a Deno container whose mcp.* calls come back through Call). A layer
+// notes the outcome on the Call; only the audit layer writes it.
 //
 // The broker knows nothing of Docker: it speaks to a container.Runtime.
-// The MCP surface (mcp.go) is a thin layer that maps tools/list and
-// tools/call onto Tools and Call.
+// ARCHITECTURE.md at the project root draws the path and names every
+// file.
 package broker
 
 import (
