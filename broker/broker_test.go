@@ -41,6 +41,25 @@ type inProcess struct {
 type inProcessProc struct {
 	stdinW *io.PipeWriter
 	done   chan struct{}
+	code   int
+}
+
+// shell plays a shell container: it reads "cwd\ncommand" and echoes
+// both; "fail" in the command exits 3, "loud" writes to stderr too.
+func (r *inProcess) shell(p *inProcessProc, stdin io.Reader, s container.Streams) {
+	defer close(p.done)
+	in, _ := io.ReadAll(stdin)
+	r.mu.Lock()
+	r.served++
+	r.mu.Unlock()
+	cwd, cmd, _ := strings.Cut(string(in), "\n")
+	fmt.Fprintf(s.Stdout, "in %s ran %s", cwd, cmd)
+	if strings.Contains(cmd, "loud") {
+		fmt.Fprint(s.Stderr, "complaint")
+	}
+	if strings.Contains(cmd, "fail") {
+		p.code = 3
+	}
 }
 
 func (r *inProcess) Start(ctx context.Context, spec container.Spec, s container.Streams) (container.Process, error) {
@@ -54,6 +73,10 @@ func (r *inProcess) Start(ctx context.Context, spec container.Spec, s container.
 			defer close(p.done)
 			_, _ = io.Copy(io.Discard, pr)
 		}()
+		return p, nil
+	}
+	if spec.Labels[container.LabelPurpose] == "pool:shell" {
+		go r.shell(p, pr, s)
 		return p, nil
 	}
 	go func() {
@@ -75,7 +98,7 @@ func (p *inProcessProc) Stdin() io.WriteCloser { return p.stdinW }
 func (p *inProcessProc) Wait(ctx context.Context) (container.Exit, error) {
 	select {
 	case <-p.done:
-		return container.Exit{}, nil
+		return container.Exit{Code: p.code}, nil
 	case <-ctx.Done():
 		return container.Exit{}, ctx.Err()
 	}
