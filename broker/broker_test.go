@@ -44,6 +44,32 @@ type inProcessProc struct {
 	code   int
 }
 
+// mcpServer plays an MCP server's container: its tools are echo (says
+// its text back) and boom (a tool error).
+func (r *inProcess) mcpServer(p *inProcessProc, stdin io.ReadCloser, s container.Streams) {
+	defer close(p.done)
+	r.mu.Lock()
+	r.served++
+	r.mu.Unlock()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "fake"}, nil)
+	schema := json.RawMessage(`{"type": "object"}`)
+	srv.AddTool(&mcp.Tool{Name: "echo", Description: "says it back", InputSchema: schema}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var args struct{ Text string }
+		_ = json.Unmarshal(req.Params.Arguments, &args)
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "echo: " + args.Text}}}, nil
+	})
+	srv.AddTool(&mcp.Tool{Name: "boom", InputSchema: schema}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "boom"}}}, nil
+	})
+	// The container lives until it is killed (its stdin closed), not as
+	// long as Start's context.
+	_ = srv.Run(context.Background(), &mcp.IOTransport{Reader: stdin, Writer: nopWriteCloser{s.Stdout}})
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
 // shell plays a shell container: it reads "cwd\ncommand" and echoes
 // both; "fail" in the command exits 3, "loud" writes to stderr too.
 func (r *inProcess) shell(p *inProcessProc, stdin io.Reader, s container.Streams) {
@@ -73,6 +99,10 @@ func (r *inProcess) Start(ctx context.Context, spec container.Spec, s container.
 			defer close(p.done)
 			_, _ = io.Copy(io.Discard, pr)
 		}()
+		return p, nil
+	}
+	if purpose := spec.Labels[container.LabelPurpose]; strings.HasPrefix(purpose, "mcp:") || strings.HasPrefix(purpose, "pool:mcp:") {
+		go r.mcpServer(p, pr, s)
 		return p, nil
 	}
 	if spec.Labels[container.LabelPurpose] == "pool:shell" {
@@ -152,6 +182,17 @@ func newFixtureOn(t testing.TB, pmlJSON string, rt *inProcess) *fixture {
 	if err := os.WriteFile(filepath.Join(ws, "a.txt"), []byte("hello"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return newBrokerIn(t, ws, rt)
+}
+
+// newFixtureIn builds a second broker on an existing workspace.
+func newFixtureIn(t testing.TB, ws string) *fixture {
+	t.Helper()
+	return newBrokerIn(t, ws, &inProcess{})
+}
+
+func newBrokerIn(t testing.TB, ws string, rt *inProcess) *fixture {
+	t.Helper()
 	cfg, err := config.Load(ws, func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
