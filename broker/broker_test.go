@@ -70,6 +70,46 @@ type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
 
+// deno plays the Deno runner of pml:execute. Its "code" is one line per
+// tool call, "TOOL {json arguments}"; it makes them one at a time and
+// ends with the results' texts, in order, as its result.
+func (r *inProcess) deno(p *inProcessProc, stdin io.Reader, s container.Streams) {
+	defer close(p.done)
+	in := bufio.NewReader(stdin)
+	var run struct {
+		Params struct{ Code string }
+	}
+	first, err := in.ReadBytes('\n')
+	if err != nil || json.Unmarshal(first, &run) != nil {
+		return
+	}
+	var results []string
+	for i, line := range strings.Split(strings.TrimSpace(run.Params.Code), "\n") {
+		tool, args, _ := strings.Cut(line, " ")
+		call, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": i + 1, "method": "tools/call",
+			"params": map[string]any{"name": tool, "arguments": json.RawMessage(args)}})
+		fmt.Fprintf(s.Stdout, "%s\n", call)
+		reply, err := in.ReadBytes('\n')
+		if err != nil {
+			return
+		}
+		var res struct {
+			Result *mcp.CallToolResult
+			Error  *struct{ Message string }
+		}
+		_ = json.Unmarshal(reply, &res)
+		switch {
+		case res.Error != nil:
+			results = append(results, "refused: "+res.Error.Message)
+		case res.Result != nil && len(res.Result.Content) > 0:
+			results = append(results, res.Result.Content[0].(*mcp.TextContent).Text)
+		}
+	}
+	done, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "pml/done", "params": map[string]any{"status": "success", "result": results}})
+	fmt.Fprintf(s.Stdout, "%s\n", done)
+	_, _ = io.Copy(io.Discard, in)
+}
+
 // shell plays a shell container: it reads "cwd\ncommand" and echoes
 // both; "fail" in the command exits 3, "loud" writes to stderr too.
 func (r *inProcess) shell(p *inProcessProc, stdin io.Reader, s container.Streams) {
@@ -103,6 +143,10 @@ func (r *inProcess) Start(ctx context.Context, spec container.Spec, s container.
 	}
 	if purpose := spec.Labels[container.LabelPurpose]; strings.HasPrefix(purpose, "mcp:") || strings.HasPrefix(purpose, "pool:mcp:") {
 		go r.mcpServer(p, pr, s)
+		return p, nil
+	}
+	if strings.Contains(spec.Labels[container.LabelPurpose], "execute") {
+		go r.deno(p, pr, s)
 		return p, nil
 	}
 	if spec.Labels[container.LabelPurpose] == "pool:shell" {
