@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/pml-dev/pml/internal/audit"
 	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/policies"
+	"github.com/rs/zerolog"
 )
 
 // auditEntries reads the workspace's audit log.
@@ -155,6 +157,41 @@ func TestEveryOutcomeLeavesExactlyOneAuditEntry(t *testing.T) {
 			}
 			if e.Tool == "" {
 				t.Errorf("audit entry without a tool: %+v", e)
+			}
+		})
+	}
+}
+
+func TestAuditLayerWritesOneEntryWhateverTheStepsNoted(t *testing.T) {
+	cases := []struct {
+		name  string
+		steps func(c *Call)
+		res   Result
+		want  audit.Entry
+	}{
+		{"nothing noted, invalid input", func(*Call) {}, errorResult(ErrInvalidInput), audit.Entry{Tool: "t", Decision: audit.Failed, Reason: "invalid input"}},
+		{"nothing noted, not found", func(*Call) {}, errorResult(ErrNotFound), audit.Entry{Tool: "t", Decision: audit.Failed, Reason: "not found"}},
+		{"nothing noted, an error", func(*Call) {}, errorResult(errors.New("x")), audit.Entry{Tool: "t", Decision: audit.Failed, Reason: "error"}},
+		{"nothing noted, a success", func(*Call) {}, Result{}, audit.Entry{Tool: "t", Decision: audit.Failed, Reason: "not recorded by any step"}},
+		{"the last note wins", func(c *Call) {
+			c.note(audit.Entry{Tool: "t", Decision: audit.Asked, WorkflowID: "w"})
+			c.note(audit.Entry{Tool: "t", Decision: audit.Approved, WorkflowID: "w", ExitStatus: "ok"})
+		}, Result{}, audit.Entry{Tool: "t", Decision: audit.Approved, WorkflowID: "w", ExitStatus: "ok"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ws := t.TempDir()
+			sink := audit.New(filepath.Join(ws, ".pml", "audit.jsonl"))
+			next := HandlerFunc(func(_ context.Context, c *Call) Result { tc.steps(c); return tc.res })
+			l := auditLayer{next: next, log: zerolog.Nop(), sink: sink}
+			l.Call(context.Background(), newCall(Request{Tool: "t"}))
+			got := auditEntries(t, ws)
+			if len(got) != 1 {
+				t.Fatalf("%d entries: %+v", len(got), got)
+			}
+			e := got[0]
+			if e.Tool != tc.want.Tool || e.Decision != tc.want.Decision || e.Reason != tc.want.Reason || e.WorkflowID != tc.want.WorkflowID || e.ExitStatus != tc.want.ExitStatus {
+				t.Fatalf("entry %+v, want %+v", e, tc.want)
 			}
 		})
 	}
