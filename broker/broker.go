@@ -113,16 +113,10 @@ type Broker struct {
 	owner   container.Owner
 	toolbox *images.Toolbox
 	log     zerolog.Logger
-	tools   map[string]toolEntry
-	order   []string
+	tools   toolTable
 	audit   *audit.Log
 
 	mu sync.RWMutex // guards perms
-
-	// toolsMu guards tools, order and toolListeners: server tools are
-	// registered at run time.
-	toolsMu       sync.RWMutex
-	toolListeners []func(added []Tool, removed []string)
 
 	servers            map[string]*server
 	serverOrder        []string
@@ -189,7 +183,6 @@ func New(o Options) (*Broker, error) {
 		owner:   owner,
 		toolbox: &images.Toolbox{Runtime: o.Runtime, Exe: o.Exe},
 		log:     o.Logger,
-		tools:   map[string]toolEntry{},
 		audit:   audit.New(filepath.Join(o.Workspace, ".pml", "audit.jsonl")),
 	}
 	b.pool = container.NewPool(container.PoolOptions{Runtime: rt, Min: o.Config.Sandbox.Pool.Min,
@@ -204,9 +197,9 @@ func New(o Options) (*Broker, error) {
 	b.guard = protect.New(o.Workspace, owner.Labels(), o.Logger)
 	b.base, b.cancelBase = context.WithCancel(context.Background())
 	for _, t := range toolbox.Filesystem {
-		b.add(t, (*Broker).runToolbox)
+		b.tools.add(t, (*Broker).runToolbox)
 	}
-	b.add(shellTool, (*Broker).runShell)
+	b.tools.add(shellTool, (*Broker).runShell)
 	b.toolsCache = &toolsCache{path: filepath.Join(o.Workspace, ".pml", "tools-cache.json")}
 	b.serverStartTimeout = o.ServerStartTimeout
 	b.setupServers()

@@ -84,10 +84,7 @@ func (b *Broker) LoadServers(ctx context.Context) {
 
 // lookup finds a tool; a server tool not registered yet is loaded first.
 func (b *Broker) lookup(ctx context.Context, name string) (toolEntry, error) {
-	b.toolsMu.RLock()
-	entry, ok := b.tools[name]
-	b.toolsMu.RUnlock()
-	if ok {
+	if entry, ok := b.tools.get(name); ok {
 		return entry, nil
 	}
 	srv := b.serverOf(name)
@@ -97,9 +94,7 @@ func (b *Broker) lookup(ctx context.Context, name string) (toolEntry, error) {
 	if err := b.loadServer(ctx, srv); err != nil {
 		return toolEntry{}, err
 	}
-	b.toolsMu.RLock()
-	entry, ok = b.tools[name]
-	b.toolsMu.RUnlock()
+	entry, ok := b.tools.get(name)
 	if !ok {
 		srv.mu.Lock()
 		names := strings.Join(srv.names, ", ")

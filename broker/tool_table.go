@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"encoding/json"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/pml-dev/pml/internal/toolbox"
@@ -33,92 +34,139 @@ func (b *Broker) registerServerTools(srv *server, tools []*mcp.Tool) {
 	srv.mu.Unlock()
 }
 
-// replaceTools swaps one source's tools (a server's, the cloud's): defs
-// are registered with run, names in old but not in defs are removed, and
-// the MCP layer is told. A name that another source already registered
-// (e.g. a local tool) is kept as it was. It returns the names now held.
-func (b *Broker) replaceTools(old []string, defs []toolbox.Tool, run func(*Broker, context.Context, toolbox.Tool, map[string]any) Result) []string {
+// toolTable holds every callable tool by name, in listing order, and
+// tells listeners when sources (servers, the cloud) add or remove theirs.
+// Safe for concurrent use; the zero value is empty.
+type toolTable struct {
+	mu        sync.RWMutex
+	entries   map[string]toolEntry
+	order     []string
+	listeners []func(added []Tool, removed []string)
+}
+
+// toolEntry is a tool and the executor that runs it.
+type toolEntry struct {
+	def toolbox.Tool
+	run runFunc
+}
+
+// runFunc is an executor: it runs one allowed call of def.
+type runFunc func(b *Broker, ctx context.Context, def toolbox.Tool, args map[string]any) Result
+
+// add registers a built-in tool (while the broker is built).
+func (t *toolTable) add(def toolbox.Tool, run runFunc) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.entries == nil {
+		t.entries = map[string]toolEntry{}
+	}
+	t.entries[def.Name] = toolEntry{def: def, run: run}
+	t.order = append(t.order, def.Name)
+}
+
+func (t *toolTable) get(name string) (toolEntry, bool) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	e, ok := t.entries[name]
+	return e, ok
+}
+
+func (t *toolTable) has(name string) bool {
+	_, ok := t.get(name)
+	return ok
+}
+
+// list returns the tools in order.
+func (t *toolTable) list() []Tool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	out := make([]Tool, 0, len(t.order)+1)
+	for _, n := range t.order {
+		d := t.entries[n].def
+		out = append(out, Tool{Name: d.Name, Description: d.Description, InputSchema: d.InputSchema})
+	}
+	return out
+}
+
+func (t *toolTable) onChange(f func(added []Tool, removed []string)) {
+	t.mu.Lock()
+	t.listeners = append(t.listeners, f)
+	t.mu.Unlock()
+}
+
+// replace swaps one source's tools (a server's, the cloud's): defs are
+// registered with run, names in old but not in defs are removed, and the
+// listeners are told. A name that another source already registered (e.g.
+// a local tool) is kept as it was. It returns the names now held.
+func (t *toolTable) replace(old []string, defs []toolbox.Tool, run runFunc) []string {
 	mine := map[string]bool{}
 	for _, n := range old {
 		mine[n] = true
 	}
-	b.toolsMu.Lock()
+	t.mu.Lock()
+	if t.entries == nil {
+		t.entries = map[string]toolEntry{}
+	}
 	keep := map[string]bool{}
 	var names []string
 	var added []Tool
 	for _, d := range defs {
-		if _, exists := b.tools[d.Name]; exists && !mine[d.Name] {
+		_, exists := t.entries[d.Name]
+		if exists && !mine[d.Name] {
 			continue
 		}
-		if _, exists := b.tools[d.Name]; !exists {
-			b.order = append(b.order, d.Name)
+		if !exists {
+			t.order = append(t.order, d.Name)
 		}
 		keep[d.Name] = true
 		names = append(names, d.Name)
-		b.tools[d.Name] = toolEntry{def: d, run: run}
+		t.entries[d.Name] = toolEntry{def: d, run: run}
 		added = append(added, Tool{Name: d.Name, Description: d.Description, InputSchema: d.InputSchema})
 	}
-	var removed []string
-	for _, n := range old {
-		if !keep[n] {
-			delete(b.tools, n)
-			removed = append(removed, n)
-		}
-	}
-	if len(removed) > 0 {
-		order := b.order[:0]
-		for _, n := range b.order {
-			if _, ok := b.tools[n]; ok {
-				order = append(order, n)
-			}
-		}
-		b.order = order
-	}
-	listeners := append([]func([]Tool, []string){}, b.toolListeners...)
-	b.toolsMu.Unlock()
+	removed := t.removeLocked(old, keep)
+	listeners := append([]func([]Tool, []string){}, t.listeners...)
+	t.mu.Unlock()
 	for _, l := range listeners {
 		l(added, removed)
 	}
 	return names
 }
 
+// removeLocked drops the names of old not in keep; t.mu is held.
+func (t *toolTable) removeLocked(old []string, keep map[string]bool) []string {
+	var removed []string
+	for _, n := range old {
+		if !keep[n] {
+			delete(t.entries, n)
+			removed = append(removed, n)
+		}
+	}
+	if len(removed) > 0 {
+		order := t.order[:0]
+		for _, n := range t.order {
+			if _, ok := t.entries[n]; ok {
+				order = append(order, n)
+			}
+		}
+		t.order = order
+	}
+	return removed
+}
+
+// replaceTools swaps one source's tools in the table (toolTable.replace).
+func (b *Broker) replaceTools(old []string, defs []toolbox.Tool, run runFunc) []string {
+	return b.tools.replace(old, defs, run)
+}
+
 // OnToolsChanged registers a listener for tools added or removed at run
 // time (servers loaded, list_changed).
-func (b *Broker) OnToolsChanged(f func(added []Tool, removed []string)) {
-	b.toolsMu.Lock()
-	b.toolListeners = append(b.toolListeners, f)
-	b.toolsMu.Unlock()
-}
+func (b *Broker) OnToolsChanged(f func(added []Tool, removed []string)) { b.tools.onChange(f) }
 
-func (b *Broker) hasTool(name string) bool {
-	b.toolsMu.RLock()
-	defer b.toolsMu.RUnlock()
-	_, ok := b.tools[name]
-	return ok
-}
-
-type toolEntry struct {
-	def toolbox.Tool
-	run func(b *Broker, ctx context.Context, def toolbox.Tool, args map[string]any) Result
-}
-
-func (b *Broker) add(t toolbox.Tool, run func(*Broker, context.Context, toolbox.Tool, map[string]any) Result) {
-	b.tools[t.Name] = toolEntry{def: t, run: run}
-	b.order = append(b.order, t.Name)
-}
+func (b *Broker) hasTool(name string) bool { return b.tools.has(name) }
 
 // Tools lists every tool, in a stable order, ending with
 // pml:continue_workflow.
-func (b *Broker) Tools() []Tool {
-	b.toolsMu.RLock()
-	defer b.toolsMu.RUnlock()
-	out := make([]Tool, 0, len(b.order)+1)
-	for _, n := range b.order {
-		d := b.tools[n].def
-		out = append(out, Tool{Name: d.Name, Description: d.Description, InputSchema: d.InputSchema})
-	}
-	return append(out, continueTool)
-}
+func (b *Broker) Tools() []Tool { return append(b.tools.list(), continueTool) }
 
 var continueTool = Tool{
 	Name: ContinueTool,
