@@ -107,7 +107,7 @@ type Broker struct {
 	ws      string
 	cfg     *config.Config
 	rt      container.Runtime
-	perms   Permissions
+	perms   livePermissions
 	policy  policies.Policy
 	user    string
 	owner   container.Owner
@@ -115,8 +115,6 @@ type Broker struct {
 	log     zerolog.Logger
 	tools   toolTable
 	audit   *audit.Log
-
-	mu sync.RWMutex // guards perms
 
 	servers            map[string]*server
 	serverOrder        []string
@@ -177,7 +175,7 @@ func New(o Options) (*Broker, error) {
 		ws:      o.Workspace,
 		cfg:     o.Config,
 		rt:      rt,
-		perms:   PermissionsFrom(o.Config),
+		perms:   livePermissions{p: PermissionsFrom(o.Config)},
 		policy:  pol,
 		user:    chooseUser(o.Config.Sandbox.User, o.Workspace),
 		owner:   owner,

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/pml-dev/pml/internal/audit"
 )
@@ -29,10 +30,35 @@ func (l permitLayer) Call(ctx context.Context, c *Call) Result {
 
 // decide reads the current permissions (they change when a user answers
 // "always").
-func (b *Broker) decide(tool string) (Decision, string) {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	return b.perms.Decide(tool)
+func (b *Broker) decide(tool string) (Decision, string) { return b.perms.decide(tool) }
+
+// livePermissions are the permissions in force: read by every call,
+// changed by an "always" answer. Safe for concurrent use.
+type livePermissions struct {
+	mu sync.RWMutex
+	p  Permissions
+}
+
+func (l *livePermissions) decide(tool string) (Decision, string) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.p.Decide(tool)
+}
+
+// inAsk reports whether tool is named exactly in ask.
+func (l *livePermissions) inAsk(tool string) bool {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return contains(l.p.Ask, tool)
+}
+
+// change runs f with the permissions held for writing: f saves a change
+// and then applies it, so no call decides on a half-made change and two
+// answers are saved one after the other.
+func (l *livePermissions) change(f func(p *Permissions) error) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return f(&l.p)
 }
 
 // permSource names where the permissions come from.

@@ -52,7 +52,7 @@ func (b *Broker) setupRegistry() {
 	// its record would make the next fetch "new" and trust a changed entry
 	// without asking.
 	lock, err := registry.LoadLockfileKeeping(registry.LockfilePath(b.ws), func(ns string) bool {
-		d, _ := b.perms.Decide(ns + ":*")
+		d, _ := b.perms.decide(ns + ":*")
 		return d != Deny
 	})
 	if err != nil {
