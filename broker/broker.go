@@ -1,12 +1,25 @@
-// Package broker is pml's request path. A tool call comes in, is resolved
-// to a tool, checked against the permissions, executed in a container, and
-// its result returned:
+// Package broker is pml's request path. A tool call comes in through
+// Broker.Call (the MCP surface in mcp.go maps tools/list and tools/call
+// onto Tools and Call) and goes down a chain of Handlers, each in its own
+// file, in this order:
 //
-//	Call → resolve → permission → execute (toolbox / shell container) → Result
+//	audit     layer_audit.go     writes exactly one audit entry per call, whatever the exit
+//	input     layer_input.go     decodes the arguments; answers to approvals go to answers.go
+//	resolve   layer_resolve.go   toolbox, shell, a configured server, the cloud, or a registry name
+//	permit    layer_permit.go    deny > ask > allow (permissions.go); a deny ends the call
+//	registry  layer_registry.go  fetches a registry tool; a changed entry asks (integrity)
+//	approve   layer_approve.go   ask, install or API key: puts it to a person (dialog.go)
+//	execute   layer_execute.go   installs, finds the executor (lookup.go) and runs it
+//
+// The executors are the tool sources: toolbox.go (filesystem tools),
+// shell.go, server_call.go (pooled stdio servers), percall.go (per-call
+// servers), cloud.go, deno.go and execute.go (code the cloud sends, run
+// in a Deno container whose mcp.* calls come back through Call). A layer
+// notes the outcome on the Call; only the audit layer writes it.
 //
 // The broker knows nothing of Docker: it speaks to a container.Runtime.
-// The MCP surface (mcp.go) is a thin layer that maps tools/list and
-// tools/call onto Tools and Call.
+// ARCHITECTURE.md at the project root draws the path and names every
+// file.
 package broker
 
 import (
@@ -17,7 +30,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -95,22 +107,14 @@ type Broker struct {
 	ws      string
 	cfg     *config.Config
 	rt      container.Runtime
-	perms   Permissions
+	perms   livePermissions
 	policy  policies.Policy
 	user    string
 	owner   container.Owner
 	toolbox *images.Toolbox
 	log     zerolog.Logger
-	tools   map[string]toolEntry
-	order   []string
+	tools   toolTable
 	audit   *audit.Log
-
-	mu sync.RWMutex // guards perms
-
-	// toolsMu guards tools, order and toolListeners: server tools are
-	// registered at run time.
-	toolsMu       sync.RWMutex
-	toolListeners []func(added []Tool, removed []string)
 
 	servers            map[string]*server
 	serverOrder        []string
@@ -141,11 +145,10 @@ type Broker struct {
 	// pool holds pre-started single-use containers: toolbox, shell and
 	// per_call servers. Close closes it.
 	pool *container.Pool
-}
 
-type toolEntry struct {
-	def toolbox.Tool
-	run func(b *Broker, ctx context.Context, def toolbox.Tool, args map[string]any) Result
+	// path is the request path, audit layer first; belowAudit the same
+	// path without it, for a call re-entered within an audited one.
+	path, belowAudit Handler
 }
 
 // New builds a broker. It starts no container and does not contact the
@@ -167,25 +170,17 @@ func New(o Options) (*Broker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", o.Config.Path, err)
 	}
-	// Every container of this pml starts through one cap (see
-	// container.Limited); o.Runtime itself is kept for image work only.
-	var rt container.Runtime
-	var limited *container.Limited
-	if o.Runtime != nil {
-		limited = container.Limit(o.Runtime, o.Config.Sandbox.MaxContainers)
-		rt = limited
-	}
+	rt, limited := limitRuntime(o)
 	b := &Broker{
 		ws:      o.Workspace,
 		cfg:     o.Config,
 		rt:      rt,
-		perms:   PermissionsFrom(o.Config),
+		perms:   livePermissions{p: PermissionsFrom(o.Config)},
 		policy:  pol,
 		user:    chooseUser(o.Config.Sandbox.User, o.Workspace),
 		owner:   owner,
 		toolbox: &images.Toolbox{Runtime: o.Runtime, Exe: o.Exe},
 		log:     o.Logger,
-		tools:   map[string]toolEntry{},
 		audit:   audit.New(filepath.Join(o.Workspace, ".pml", "audit.jsonl")),
 	}
 	b.pool = container.NewPool(container.PoolOptions{Runtime: rt, Min: o.Config.Sandbox.Pool.Min,
@@ -200,20 +195,16 @@ func New(o Options) (*Broker, error) {
 	b.guard = protect.New(o.Workspace, owner.Labels(), o.Logger)
 	b.base, b.cancelBase = context.WithCancel(context.Background())
 	for _, t := range toolbox.Filesystem {
-		b.add(t, (*Broker).runToolbox)
+		b.tools.add(t, (*Broker).runToolbox)
 	}
-	b.add(shellTool, (*Broker).runShell)
+	b.tools.add(shellTool, (*Broker).runShell)
 	b.toolsCache = &toolsCache{path: filepath.Join(o.Workspace, ".pml", "tools-cache.json")}
 	b.serverStartTimeout = o.ServerStartTimeout
 	b.setupServers()
 	b.setupCloud(o)
 	b.setupRegistry()
+	b.path, b.belowAudit = b.chain()
 	return b, nil
-}
-
-func (b *Broker) add(t toolbox.Tool, run func(*Broker, context.Context, toolbox.Tool, map[string]any) Result) {
-	b.tools[t.Name] = toolEntry{def: t, run: run}
-	b.order = append(b.order, t.Name)
 }
 
 // Close cancels every running call (killing its container) and returns
@@ -264,34 +255,6 @@ func (b *Broker) User() string { return b.user }
 // Policy returns the effective container policy.
 func (b *Broker) Policy() policies.Policy { return b.policy }
 
-// Tools lists every tool, in a stable order, ending with
-// pml:continue_workflow.
-func (b *Broker) Tools() []Tool {
-	b.toolsMu.RLock()
-	defer b.toolsMu.RUnlock()
-	out := make([]Tool, 0, len(b.order)+1)
-	for _, n := range b.order {
-		d := b.tools[n].def
-		out = append(out, Tool{Name: d.Name, Description: d.Description, InputSchema: d.InputSchema})
-	}
-	return append(out, continueTool)
-}
-
-var continueTool = Tool{
-	Name: ContinueTool,
-	Description: "Answer a pending approval (a result with approval_required) for clients that cannot resend the original call: " +
-		"approved runs the stored call, always also adds the tool to permissions.allow in .pml.json.",
-	InputSchema: json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "workflow_id": {"type": "string", "description": "The workflow_id of the approval_required result."},
-    "approved": {"type": "boolean", "description": "true runs the call, false aborts it."},
-    "always": {"type": "boolean", "description": "Also allow this tool from now on (saved in .pml.json)."}
-  },
-  "required": ["workflow_id", "approved"]
-}`),
-}
-
 // Request is one tool call as the MCP layer hands it over.
 type Request struct {
 	Tool string
@@ -325,392 +288,34 @@ type Elicited struct {
 // an approval.
 const ContinueTool = "pml:continue_workflow"
 
-// Call runs one tool call through the request path. It never returns a Go
-// error: every failure is a Result with IsError and a readable message.
+// Call runs one tool call through the request path (see the package
+// doc). It never returns a Go error: every failure is a Result with
+// IsError and a readable message. Close cancels it.
 func (b *Broker) Call(ctx context.Context, req Request) Result {
-	began := time.Now()
 	b.inflight.Add(1)
 	defer b.inflight.Done()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(b.base, cancel)()
-	name := req.Tool
 	if req.Workflows == nil {
 		req.Workflows = NewWorkflows(b.cfg.HIL.Timeout)
 	}
 	ctx = context.WithValue(ctx, requestKey{}, req)
-	args := map[string]any{}
-	if len(req.Args) > 0 && string(req.Args) != "null" {
-		if err := json.Unmarshal(req.Args, &args); err != nil {
-			b.record(audit.Entry{Tool: name, Decision: audit.Failed, Reason: "arguments are not a JSON object"}, began)
-			return errorResult(fmt.Errorf("%w: the arguments of %s must be a JSON object: %v", ErrInvalidInput, name, err))
-		}
-	}
-	if name == ContinueTool {
-		cont, err := parseContinuation(args)
-		if err != nil {
-			return errorResult(err)
-		}
-		return b.continueWorkflow(ctx, req, cont, "", began)
-	}
-	if req.Elicited != nil {
-		return b.elicited(ctx, req, name, began)
-	}
-	// The continuation argument is pml's, not the tool's: take it out
-	// before the tool sees its arguments. The workflow names its tool, so
-	// this needs nothing resolved (a registry tool may not be loaded yet).
-	if raw, ok := args["continue_workflow"]; ok {
-		delete(args, "continue_workflow")
-		cont, err := parseContinuation(raw)
-		if err != nil {
-			return errorResult(err)
-		}
-		return b.continueWorkflow(ctx, req, cont, name, began)
-	}
-	b.toolsMu.RLock()
-	_, known := b.tools[name]
-	b.toolsMu.RUnlock()
-	srv := b.serverOf(name)
-	cloudTool := !known && b.isCloudTool(name)
-	if !known && srv == nil && !cloudTool {
-		if !registryCandidate(name) || !b.registryLookups() {
-			b.record(audit.Entry{Tool: name, Decision: audit.Failed, Reason: "no such tool"}, began)
-			return errorResult(fmt.Errorf("%w %q: tools/list shows the available tools", ErrNotFound, name))
-		}
-		// Denied tools are refused before anything is fetched.
-		if d, p := b.decide(name); d == Deny {
-			return b.denied(name, p, args, began)
-		}
-		change, err := b.resolveFromRegistry(ctx, name)
-		if err != nil {
-			b.record(audit.Entry{Tool: name, Decision: audit.Failed, Reason: "registry", ArgKeys: audit.Keys(args)}, began)
-			return errorResult(err)
-		}
-		if change != nil {
-			_, p := b.decide(name)
-			if res, refused := b.needsDialog(req, name, p, args, began); refused {
-				return res
-			}
-			wf := req.Workflows.create(ApprovalIntegrity, name, args, p)
-			wf.data = change
-			b.record(audit.Entry{Tool: name, Decision: audit.Asked, Pattern: p, WorkflowID: wf.id, Reason: "integrity changed", ArgKeys: audit.Keys(args)}, began)
-			return b.askInDialog(ctx, req, wf, b.approvalFor(wf), began)
-		}
-		srv = b.serverOf(name)
-		cloudTool = b.isCloudTool(name)
-	}
-
-	decision, pattern := b.decide(name)
-	// A server that is not installed yet needs its install approved
-	// first, unless its tools are allowed outright.
-	needsInstall := srv != nil && !b.deps.Installed(srv.cfg)
-	// A cloud tool whose API key is missing asks the human to set it.
-	cloudish := b.isCloudTool(name)
-	var missingKeys []string
-	if decision != Deny && cloudish {
-		// The keys a cloud tool needs come with the cloud's tool list: a
-		// call right after start (pml call, a fast client) waits for it
-		// as tools/list does, so no key is left out.
-		b.waitCloud(ctx)
-		_, missingKeys = b.byokFor(name)
-	}
-	switch {
-	case decision == Deny:
-		return b.denied(name, pattern, args, began)
-	case cloudish && !b.cloud.client.Enabled():
-		// Local mode: asking a person to approve a call that cannot run
-		// would only waste their answer.
-		res := b.runCloudTool(ctx, toolbox.Tool{Name: name}, args)
-		b.record(audit.Entry{Tool: name, Decision: audit.Failed, Pattern: pattern, Reason: "local mode", ArgKeys: audit.Keys(args)}, began)
-		return res
-	case decision == Ask || needsInstall && decision != Allow || len(missingKeys) > 0:
-		typ := ApprovalToolPermission
-		switch {
-		case needsInstall:
-			typ = ApprovalDependency
-		case len(missingKeys) > 0 && decision != Ask:
-			typ = ApprovalAPIKey
-		}
-		if res, refused := b.needsDialog(req, name, pattern, args, began); refused {
-			return res
-		}
-		wf := req.Workflows.create(typ, name, args, pattern)
-		approval := b.approvalFor(wf)
-		b.record(audit.Entry{Tool: name, Decision: audit.Asked, Pattern: pattern, WorkflowID: wf.id, ArgKeys: audit.Keys(args)}, began)
-		return b.askInDialog(ctx, req, wf, approval, began) // dialog.go
-	}
-	return b.runTool(ctx, name, args, audit.Allowed, pattern, "", began)
-}
-
-// denied refuses a call that a deny pattern matches, and audits it.
-func (b *Broker) denied(name, pattern string, args map[string]any, began time.Time) Result {
-	b.record(audit.Entry{Tool: name, Decision: audit.Denied, Pattern: pattern, ArgKeys: audit.Keys(args)}, began)
-	return errorResult(fmt.Errorf("%w: %s matches the deny pattern %q in %s; remove it from permissions.deny to use this tool", ErrDenied, name, pattern, b.permSource()))
-}
-
-// runTool installs what a server tool needs, finds the tool and executes it.
-func (b *Broker) runTool(ctx context.Context, name string, args map[string]any, decision, pattern, workflowID string, began time.Time) Result {
-	if srv := b.serverOf(name); srv != nil && !b.deps.Installed(srv.cfg) {
-		if err := b.install(ctx, srv); err != nil {
-			b.record(audit.Entry{Tool: name, Decision: audit.Failed, Pattern: pattern, WorkflowID: workflowID, Reason: "install failed", ArgKeys: audit.Keys(args)}, began)
-			return errorResult(err)
-		}
-	}
-	if b.isCloudTool(name) && !b.hasTool(name) {
-		// Not (yet) in the cloud's list: forward it anyway and let the
-		// cloud answer whether it knows the tool.
-		return b.execute(ctx, toolEntry{def: toolbox.Tool{Name: name}, run: (*Broker).runCloudTool}, args, decision, pattern, workflowID, began)
-	}
-	entry, err := b.lookup(ctx, name)
-	if err != nil {
-		b.record(audit.Entry{Tool: name, Decision: audit.Failed, Pattern: pattern, WorkflowID: workflowID, Reason: "no such tool", ArgKeys: audit.Keys(args)}, began)
-		return errorResult(err)
-	}
-	return b.execute(ctx, entry, args, decision, pattern, workflowID, began)
-}
-
-// approvalFor describes a workflow by its type.
-func (b *Broker) approvalFor(wf *workflow) Approval {
-	switch wf.typ {
-	case ApprovalAPIKey:
-		return b.apiKeyApproval(wf)
-	case ApprovalIntegrity:
-		return b.integrityApproval(wf)
-	}
-	if wf.typ == ApprovalDependency {
-		if srv := b.serverOf(wf.tool); srv != nil && srv.cfg.Install != nil {
-			return b.dependencyApproval(wf, srv)
-		}
-	}
-	return b.approval(wf)
-}
-
-// execute runs an allowed call and records its outcome.
-func (b *Broker) execute(ctx context.Context, entry toolEntry, args map[string]any, decision, pattern, workflowID string, began time.Time) Result {
-	keys := audit.Keys(args)
-	res := entry.run(b, ctx, entry.def, args)
-	status := "ok"
-	if res.IsError {
-		status = "error"
-	}
-	if res.blocked {
-		decision = audit.PathBlocked
-	}
-	b.record(audit.Entry{Tool: entry.def.Name, Decision: decision, Pattern: pattern, WorkflowID: workflowID, ExitStatus: status, ArgKeys: keys}, began)
-	return res
-}
-
-// continueWorkflow applies an answer relayed by the model
-// (continue_workflow): the seeds' channel for clients without elicitation.
-// It is refused for a workflow put to the person through the client's own
-// dialog, and altogether under hil.require_elicitation.
-func (b *Broker) continueWorkflow(ctx context.Context, req Request, c Continuation, tool string, began time.Time) Result {
-	wf, err := req.Workflows.takeRelayed(c.WorkflowID, tool)
-	if err == nil && b.cfg.HIL.RequireElicitation {
-		req.Workflows.finish(wf)
-		err = errRelayOff
-	}
-	if err != nil {
-		b.refusedAnswer(tool, c.WorkflowID, wf, err, began)
-		return errorResult(err)
-	}
-	return b.answer(ctx, req.Workflows, wf, c.Approved, c.Always, began)
-}
-
-// refusedAnswer audits an answer that was not applied.
-func (b *Broker) refusedAnswer(tool, id string, wf *workflow, err error, began time.Time) {
-	if wf != nil {
-		tool = wf.tool
-	}
-	switch {
-	case errors.Is(err, ErrAnsweredInDialog) || errors.Is(err, errRelayOff):
-		b.record(audit.Entry{Tool: tool, Decision: audit.Rejected, WorkflowID: id, Reason: "relayed answer refused"}, began)
-	case errors.Is(err, ErrWorkflowExpired):
-		b.record(audit.Entry{Tool: tool, Decision: audit.Expired, WorkflowID: id}, began)
-	default:
-		b.record(audit.Entry{Tool: tool, Decision: audit.Failed, WorkflowID: id, Reason: "continuation refused"}, began)
-	}
-}
-
-// elicited applies an answer given in the client's elicitation UI (multi
-// round-trip). An answer other than continue or always (abort, decline,
-// cancel) is final: the workflow ends and nothing runs.
-func (b *Broker) elicited(ctx context.Context, req Request, tool string, began time.Time) Result {
-	e := req.Elicited
-	wf, err := req.Workflows.take(e.WorkflowID, tool)
-	if err != nil {
-		b.refusedAnswer(tool, e.WorkflowID, wf, err, began)
-		return errorResult(err)
-	}
-	return b.dialogAnswer(ctx, req.Workflows, wf, e.Choice, began)
-}
-
-// answer runs (or aborts) a workflow that take has claimed.
-func (b *Broker) answer(ctx context.Context, wfs *Workflows, wf *workflow, approved, always bool, began time.Time) Result {
-	if pc, ok := wf.data.(*pausedCall); ok {
-		return b.resumeRun(ctx, wfs, wf, pc, approved, always, began)
-	}
-	keys := audit.Keys(wf.args)
-	if !approved {
-		wfs.finish(wf)
-		b.record(audit.Entry{Tool: wf.tool, Decision: audit.Rejected, WorkflowID: wf.id, ArgKeys: keys}, began)
-		return Result{
-			Text:       fmt.Sprintf("Rejected: %s was not run.", wf.tool),
-			Structured: map[string]any{"status": "rejected", "workflow_id": wf.id, "tool": wf.tool},
-			IsError:    true,
-		}
-	}
-	decision := audit.Approved
-	if wf.typ == ApprovalIntegrity {
-		wfs.finish(wf)
-		b.record(audit.Entry{Tool: wf.tool, Decision: audit.Approved, WorkflowID: wf.id, Reason: "integrity change approved", ArgKeys: keys}, began)
-		return b.approveIntegrity(ctx, wfs, wf)
-	}
-	if always {
-		if why := b.alwaysBlocked(wf.tool); why != "" {
-			wfs.release(wf)
-			b.record(audit.Entry{Tool: wf.tool, Decision: audit.Failed, WorkflowID: wf.id, Reason: "always cannot be kept"}, began)
-			return errorResult(fmt.Errorf("%w: \"always\" is not offered for %s: %s. The call was not run; answer again with always: false to run it once", ErrInvalidInput, wf.tool, why))
-		}
-		// Save first, run after: if the file cannot be written the call
-		// has not run, and the user can answer again without "always".
-		if err := b.allowAlways(wf.tool); err != nil {
-			wfs.release(wf)
-			b.record(audit.Entry{Tool: wf.tool, Decision: audit.Failed, WorkflowID: wf.id, Reason: "could not save always"}, began)
-			return errorResult(fmt.Errorf("could not remember \"always\" for %s: %v. The call was not run; answer again with always: false to run it once", wf.tool, err))
-		}
-		decision = audit.Always
-	}
-	wfs.finish(wf)
-	return b.runTool(ctx, wf.tool, wf.args, decision, wf.pattern, wf.id, began)
-}
-
-// approval describes a workflow for the client.
-func (b *Broker) approval(wf *workflow) Approval {
-	desc := fmt.Sprintf("Allow pml to run %s%s?", wf.tool, describeArgs(wf.args))
-	options := []string{"continue", "always", "abort"}
-	ctx := map[string]any{"pattern": wf.pattern, "workspace": b.ws}
-	if why := b.alwaysBlocked(wf.tool); why != "" {
-		options = []string{"continue", "abort"}
-		ctx["always_not_offered"] = why
-	}
-	desc += b.describeAccess(wf.tool, ctx) // access.go
-	return Approval{
-		ApprovalRequired: true,
-		ApprovalType:     wf.typ,
-		WorkflowID:       wf.id,
-		Tool:             wf.tool,
-		Arguments:        wf.args,
-		Description:      desc,
-		Options:          options,
-		ExpiresAt:        wf.expires.UTC(),
-		Context:          ctx,
-	}
-}
-
-// approvalResult is a normal tool result (not an error) that asks.
-func approvalResult(a Approval) Result {
-	always := ""
-	if slices.Contains(a.Options, "always") {
-		always = fmt.Sprintf("\"always\" adds %s to permissions.allow in .pml.json (and takes the exact name out of permissions.ask). ", a.Tool)
-	} else if why, ok := a.Context["always_not_offered"].(string); ok {
-		always = fmt.Sprintf("\"always\" is not offered: %s. ", why)
-	}
-	text := fmt.Sprintf("Approval required (%s): %s\n"+
-		"To answer, call %s again with the extra argument continue_workflow: {\"workflow_id\": %q, \"approved\": true|false, \"always\": true|false}, "+
-		"or call %s with {\"workflow_id\": %q, \"approved\": ..., \"always\": ...}. "+
-		"%sThis request expires at %s.",
-		a.ApprovalType, a.Description, a.Tool, a.WorkflowID, ContinueTool, a.WorkflowID, always, a.ExpiresAt.Format(time.RFC3339))
-	return Result{Text: text, Structured: a}
-}
-
-// describeArgs names the main target of a call for a one-sentence prompt.
-func describeArgs(args map[string]any) string {
-	for _, k := range []string{"command", "path", "source", "paths"} {
-		if v, ok := args[k]; ok {
-			s := fmt.Sprint(v)
-			if len(s) > 200 {
-				s = s[:200] + "…"
-			}
-			return fmt.Sprintf(" with %s %s", k, s)
-		}
-	}
-	return ""
-}
-
-func parseContinuation(raw any) (Continuation, error) {
-	js, _ := json.Marshal(raw)
-	var c Continuation
-	if err := json.Unmarshal(js, &c); err != nil || c.WorkflowID == "" {
-		return c, fmt.Errorf("%w: continue_workflow must be {\"workflow_id\": \"…\", \"approved\": true|false, \"always\": true|false}", ErrInvalidInput)
-	}
-	return c, nil
-}
-
-// decide reads the current permissions (they change when a user answers
-// "always").
-func (b *Broker) decide(tool string) (Decision, string) {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	return b.perms.Decide(tool)
-}
-
-// allowAlways persists tool in permissions.allow and applies it at once.
-// Without a .pml.json, the file is first created with the built-in
-// defaults, so saving one answer does not take the defaults away.
-func (b *Broker) allowAlways(tool string) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	inAsk := contains(b.perms.Ask, tool)
-	err := b.writeConfig(func(old []byte) ([]byte, error) {
-		if old == nil {
-			old = config.WithPermissions(b.perms.Allow, b.perms.Ask, b.perms.Deny)
-		}
-		// An exact name in ask beats allow (permissions.go): it leaves
-		// ask, or the next call would ask again.
-		save := config.AddAllowData
-		if inAsk {
-			save = config.MoveToAllowData
-		}
-		out, err := save(b.cfg.Path, old, tool)
-		if out == nil && err == nil {
-			out = old // nothing to change
-		}
-		return out, err
-	})
-	if err != nil {
-		return err
-	}
-	b.perms.Allow = append(append([]string(nil), b.perms.Allow...), tool)
-	if inAsk {
-		b.perms.Ask = slices.DeleteFunc(slices.Clone(b.perms.Ask), func(s string) bool { return s == tool })
-	}
-	return nil
-}
-
-// record appends to the audit log; a failing audit log is logged, never
-// fatal to the call.
-func (b *Broker) record(e audit.Entry, began time.Time) {
-	e.DurationMS = time.Since(began).Milliseconds()
-	ev := b.log.Info()
-	if e.Decision == audit.Denied || e.Decision == audit.PathBlocked || e.Decision == audit.Failed {
-		ev = b.log.Warn()
-	}
-	ev.Str("tool", e.Tool).Str("decision", e.Decision).Str("pattern", e.Pattern).Str("workflow_id", e.WorkflowID).Int64("ms", e.DurationMS).Str("status", e.ExitStatus).Msg("tool call")
-	if err := b.audit.Record(e); err != nil {
-		b.log.Error().Err(err).Msg("writing the audit log")
-	}
-}
-
-func (b *Broker) permSource() string {
-	if b.cfg.Exists {
-		return b.cfg.Path
-	}
-	return "pml's defaults (no .pml.json)"
+	return b.path.Call(ctx, newCall(req))
 }
 
 func errorResult(err error) Result {
 	return Result{Text: err.Error(), IsError: true, err: err}
+}
+
+// limitRuntime puts every container of this pml through one cap (see
+// container.Limited); o.Runtime itself is kept for image work only.
+func limitRuntime(o Options) (container.Runtime, *container.Limited) {
+	if o.Runtime == nil {
+		return nil, nil
+	}
+	limited := container.Limit(o.Runtime, o.Config.Sandbox.MaxContainers)
+	return limited, limited
 }
 
 // effectivePolicy applies the user's sandbox.* settings to the default

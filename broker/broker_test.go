@@ -28,7 +28,11 @@ import (
 // approvals, audit) is tested here without Docker; e2e/ covers the real
 // containers.
 type inProcess struct {
-	mu sync.Mutex
+	// fail, when set, is what Start returns (an unavailable runtime);
+	// hang makes every container start and never answer (a timeout).
+	fail error
+	hang bool
+	mu   sync.Mutex
 	// served counts containers that received a request: calls that ran.
 	// (Containers started counts pool pre-starts too.)
 	served int
@@ -37,11 +41,118 @@ type inProcess struct {
 type inProcessProc struct {
 	stdinW *io.PipeWriter
 	done   chan struct{}
+	code   int
+}
+
+// mcpServer plays an MCP server's container: its tools are echo (says
+// its text back) and boom (a tool error).
+func (r *inProcess) mcpServer(p *inProcessProc, stdin io.ReadCloser, s container.Streams) {
+	defer close(p.done)
+	r.mu.Lock()
+	r.served++
+	r.mu.Unlock()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "fake"}, nil)
+	schema := json.RawMessage(`{"type": "object"}`)
+	srv.AddTool(&mcp.Tool{Name: "echo", Description: "says it back", InputSchema: schema}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var args struct{ Text string }
+		_ = json.Unmarshal(req.Params.Arguments, &args)
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "echo: " + args.Text}}}, nil
+	})
+	srv.AddTool(&mcp.Tool{Name: "boom", InputSchema: schema}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "boom"}}}, nil
+	})
+	// The container lives until it is killed (its stdin closed), not as
+	// long as Start's context.
+	_ = srv.Run(context.Background(), &mcp.IOTransport{Reader: stdin, Writer: nopWriteCloser{s.Stdout}})
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// deno plays the Deno runner of pml:execute. Its "code" is one line per
+// tool call, "TOOL {json arguments}"; it makes them one at a time and
+// ends with the results' texts, in order, as its result.
+func (r *inProcess) deno(p *inProcessProc, stdin io.Reader, s container.Streams) {
+	defer close(p.done)
+	in := bufio.NewReader(stdin)
+	var run struct {
+		Params struct{ Code string }
+	}
+	first, err := in.ReadBytes('\n')
+	if err != nil || json.Unmarshal(first, &run) != nil {
+		return
+	}
+	var results []string
+	for i, line := range strings.Split(strings.TrimSpace(run.Params.Code), "\n") {
+		tool, args, _ := strings.Cut(line, " ")
+		call, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": i + 1, "method": "tools/call",
+			"params": map[string]any{"name": tool, "arguments": json.RawMessage(args)}})
+		fmt.Fprintf(s.Stdout, "%s\n", call)
+		reply, err := in.ReadBytes('\n')
+		if err != nil {
+			return
+		}
+		var res struct {
+			Result *mcp.CallToolResult
+			Error  *struct{ Message string }
+		}
+		_ = json.Unmarshal(reply, &res)
+		switch {
+		case res.Error != nil:
+			results = append(results, "refused: "+res.Error.Message)
+		case res.Result != nil && len(res.Result.Content) > 0:
+			results = append(results, res.Result.Content[0].(*mcp.TextContent).Text)
+		}
+	}
+	done, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "pml/done", "params": map[string]any{"status": "success", "result": results}})
+	fmt.Fprintf(s.Stdout, "%s\n", done)
+	_, _ = io.Copy(io.Discard, in)
+}
+
+// shell plays a shell container: it reads "cwd\ncommand" and echoes
+// both; "fail" in the command exits 3, "loud" writes to stderr too.
+func (r *inProcess) shell(p *inProcessProc, stdin io.Reader, s container.Streams) {
+	defer close(p.done)
+	in, _ := io.ReadAll(stdin)
+	r.mu.Lock()
+	r.served++
+	r.mu.Unlock()
+	cwd, cmd, _ := strings.Cut(string(in), "\n")
+	fmt.Fprintf(s.Stdout, "in %s ran %s", cwd, cmd)
+	if strings.Contains(cmd, "loud") {
+		fmt.Fprint(s.Stderr, "complaint")
+	}
+	if strings.Contains(cmd, "fail") {
+		p.code = 3
+	}
 }
 
 func (r *inProcess) Start(ctx context.Context, spec container.Spec, s container.Streams) (container.Process, error) {
+	if r.fail != nil {
+		return nil, r.fail
+	}
 	pr, pw := io.Pipe()
 	p := &inProcessProc{stdinW: pw, done: make(chan struct{})}
+	if r.hang {
+		go func() {
+			defer close(p.done)
+			_, _ = io.Copy(io.Discard, pr)
+		}()
+		return p, nil
+	}
+	if purpose := spec.Labels[container.LabelPurpose]; strings.HasPrefix(purpose, "mcp:") || strings.HasPrefix(purpose, "pool:mcp:") {
+		go r.mcpServer(p, pr, s)
+		return p, nil
+	}
+	if strings.Contains(spec.Labels[container.LabelPurpose], "execute") {
+		go r.deno(p, pr, s)
+		return p, nil
+	}
+	if spec.Labels[container.LabelPurpose] == "pool:shell" {
+		go r.shell(p, pr, s)
+		return p, nil
+	}
 	go func() {
 		defer close(p.done)
 		in := bufio.NewReader(pr)
@@ -61,7 +172,7 @@ func (p *inProcessProc) Stdin() io.WriteCloser { return p.stdinW }
 func (p *inProcessProc) Wait(ctx context.Context) (container.Exit, error) {
 	select {
 	case <-p.done:
-		return container.Exit{}, nil
+		return container.Exit{Code: p.code}, nil
 	case <-ctx.Done():
 		return container.Exit{}, ctx.Err()
 	}
@@ -101,6 +212,12 @@ type fixture struct {
 
 func newFixture(t testing.TB, pmlJSON string) *fixture {
 	t.Helper()
+	return newFixtureOn(t, pmlJSON, &inProcess{})
+}
+
+// newFixtureOn builds a fixture on rt.
+func newFixtureOn(t testing.TB, pmlJSON string, rt *inProcess) *fixture {
+	t.Helper()
 	ws, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -113,12 +230,22 @@ func newFixture(t testing.TB, pmlJSON string) *fixture {
 	if err := os.WriteFile(filepath.Join(ws, "a.txt"), []byte("hello"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return newBrokerIn(t, ws, rt)
+}
+
+// newFixtureIn builds a second broker on an existing workspace.
+func newFixtureIn(t testing.TB, ws string) *fixture {
+	t.Helper()
+	return newBrokerIn(t, ws, &inProcess{})
+}
+
+func newBrokerIn(t testing.TB, ws string, rt *inProcess) *fixture {
+	t.Helper()
 	cfg, err := config.Load(ws, func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}
 	exe, _ := os.Executable()
-	rt := &inProcess{}
 	b, err := New(Options{Workspace: ws, Config: cfg, Runtime: rt, Exe: exe, Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
@@ -305,7 +432,7 @@ func TestConcurrentAlwaysForTwentyTools(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		def := toolbox.Filesystem[0]
 		def.Name = fmt.Sprintf("test:tool_%02d", i)
-		f.b.add(def, func(*Broker, context.Context, toolbox.Tool, map[string]any) Result { return Result{Text: "ran"} })
+		f.b.tools.add(def, func(*Broker, context.Context, toolbox.Tool, map[string]any) Result { return Result{Text: "ran"} })
 		names = append(names, def.Name)
 	}
 	ids := make([]string, len(names))

@@ -113,6 +113,19 @@ func (b *Broker) AddCapability(ctx context.Context, arg string, confirm Confirm)
 			}
 		}
 	}
+	if err := b.readyCapability(ctx, e, &c, confirm); err != nil {
+		return Capability{}, err
+	}
+	if err := saveCapability(b.ws, c); err != nil {
+		return Capability{}, err
+	}
+	return c, nil
+}
+
+// readyCapability readies what a capability of e's type needs here: a
+// stdio server is added and (once confirmed) installed, a deno module
+// must export a function, an http one needs the cloud.
+func (b *Broker) readyCapability(ctx context.Context, e *registry.Entry, c *Capability, confirm Confirm) error {
 	switch e.Type {
 	case registry.TypeStdio:
 		cfg, err := registry.ServerConfig(e)
@@ -120,32 +133,29 @@ func (b *Broker) AddCapability(ctx context.Context, arg string, confirm Confirm)
 			b.log.Warn().Msg(registry.RWRefused(e))
 		}
 		if err != nil {
-			return Capability{}, err
+			return err
 		}
 		srv := b.addServer(cfg)
 		if cfg.Install != nil && !b.deps.Installed(cfg) {
 			wf := &workflow{typ: ApprovalDependency, tool: cfg.Name + ":*"}
 			if !confirm(b.dependencyApproval(wf, srv)) {
-				return Capability{}, fmt.Errorf("%w: installing %s was not approved; nothing was installed", ErrRefused, cfg.Name)
+				return fmt.Errorf("%w: installing %s was not approved; nothing was installed", ErrRefused, cfg.Name)
 			}
 			if err := b.install(ctx, srv); err != nil {
-				return Capability{}, err
+				return err
 			}
 		}
 	case registry.TypeDeno:
 		c.Tools = ExportedFunctions(e.Code)
 		if len(c.Tools) == 0 {
-			return Capability{}, fmt.Errorf("%s exports no function, so it has no tool to offer", e.FQDN)
+			return fmt.Errorf("%s exports no function, so it has no tool to offer", e.FQDN)
 		}
 	case registry.TypeHTTP:
 		if !b.cloud.client.Enabled() {
-			b.log.Warn().Msg(name + " runs in the PML cloud: set PML_API_KEY to use it")
+			b.log.Warn().Msg(c.Name + " runs in the PML cloud: set PML_API_KEY to use it")
 		}
 	}
-	if err := saveCapability(b.ws, c); err != nil {
-		return Capability{}, err
-	}
-	return c, nil
+	return nil
 }
 
 var exportFn = lazyre.New(`(?m)^\s*export\s+(?:async\s+)?function\s*\*?\s*([A-Za-z_$][A-Za-z0-9_$]*)\s*\(`)

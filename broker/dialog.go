@@ -3,8 +3,6 @@ package broker
 import (
 	"context"
 	"fmt"
-	"os"
-	"time"
 
 	"github.com/pml-dev/pml/internal/audit"
 )
@@ -23,11 +21,11 @@ var errRelayOff error = relayRefused("hil.require_elicitation is set, so approva
 // needsDialog fails an approval closed before it is offered when
 // hil.require_elicitation is set and the client has no dialog to put it
 // in: no workflow is created, so there is nothing to relay an answer to.
-func (b *Broker) needsDialog(req Request, tool, pattern string, args map[string]any, began time.Time) (Result, bool) {
-	if !b.cfg.HIL.RequireElicitation || req.Ask != nil || req.Dialog {
+func (b *Broker) needsDialog(c *Call, tool, pattern string, args map[string]any) (Result, bool) {
+	if !b.cfg.HIL.RequireElicitation || c.Req.Ask != nil || c.Req.Dialog {
 		return Result{}, false
 	}
-	b.record(audit.Entry{Tool: tool, Decision: audit.Rejected, Pattern: pattern, Reason: "hil.require_elicitation: the client has no elicitation", ArgKeys: audit.Keys(args)}, began)
+	c.note(audit.Entry{Tool: tool, Decision: audit.Rejected, Pattern: pattern, Reason: "hil.require_elicitation: the client has no elicitation", ArgKeys: audit.Keys(args)})
 	return errorResult(fmt.Errorf("%w: %s needs a person's approval, and hil.require_elicitation in %s allows approvals only through the client's own dialog (MCP elicitation), which this client does not offer; nothing ran. "+
 		"Use a client with elicitation, or allow the tool in permissions.allow", ErrDenied, tool, b.cfg.Path)), true
 }
@@ -36,8 +34,8 @@ func (b *Broker) needsDialog(req Request, tool, pattern string, args map[string]
 // dialog when it has one. Answered there, the answer is applied at once
 // and is final; otherwise the approval_required result goes back (and,
 // for a multi round-trip client, becomes an input request of its dialog).
-func (b *Broker) askInDialog(ctx context.Context, req Request, wf *workflow, a Approval, began time.Time) Result {
-	wfs := req.Workflows
+func (b *Broker) askInDialog(ctx context.Context, c *Call, wf *workflow, a Approval) Result {
+	req, wfs := c.Req, c.Req.Workflows
 	if req.Ask != nil {
 		// Marked before the question is out: a relayed answer racing the
 		// dialog is refused too.
@@ -45,17 +43,17 @@ func (b *Broker) askInDialog(ctx context.Context, req Request, wf *workflow, a A
 		choice, shown := req.Ask(ctx, a)
 		if shown {
 			if _, err := wfs.take(wf.id, wf.tool); err != nil {
-				b.refusedAnswer(wf.tool, wf.id, wf, err, began)
+				b.refusedAnswer(c, wf.tool, wf.id, wf, err)
 				return errorResult(err)
 			}
-			return b.dialogAnswer(ctx, wfs, wf, choice, time.Now())
+			return b.dialogAnswer(ctx, c, wfs, wf, choice)
 		}
 		// The question never reached the person (the client failed the
 		// request): the relay remains, unless it is turned off.
 		wfs.toDialog(wf, false)
 		if b.cfg.HIL.RequireElicitation {
 			wfs.finish(wf)
-			b.record(audit.Entry{Tool: wf.tool, Decision: audit.Rejected, Pattern: wf.pattern, WorkflowID: wf.id, Reason: "hil.require_elicitation: the client's dialog failed"}, began)
+			c.note(audit.Entry{Tool: wf.tool, Decision: audit.Rejected, Pattern: wf.pattern, WorkflowID: wf.id, Reason: "hil.require_elicitation: the client's dialog failed"})
 			return errorResult(fmt.Errorf("%w: %s needs a person's approval, the client's dialog (MCP elicitation) failed to ask, and hil.require_elicitation allows no other way; nothing ran. Call the tool again to be asked again", ErrDenied, wf.tool))
 		}
 		return approvalResult(a)
@@ -69,17 +67,17 @@ func (b *Broker) askInDialog(ctx context.Context, req Request, wf *workflow, a A
 // dialogAnswer applies what the person chose in the client's dialog to a
 // taken workflow. Only continue and always run the call; anything else
 // (abort, declined, cancelled, not answered) ends the workflow.
-func (b *Broker) dialogAnswer(ctx context.Context, wfs *Workflows, wf *workflow, choice string, began time.Time) Result {
+func (b *Broker) dialogAnswer(ctx context.Context, c *Call, wfs *Workflows, wf *workflow, choice string) Result {
 	switch choice {
 	case "continue", "always":
 		wfs.settled(wf, choice, false)
-		return b.answer(ctx, wfs, wf, true, choice == "always", began)
+		return b.answer(ctx, c, wfs, wf, true, choice == "always")
 	case "abort", "":
 		choice = "aborted"
 	}
 	_, paused := wf.data.(*pausedCall)
 	wfs.settled(wf, choice, false)
-	res := b.answer(ctx, wfs, wf, false, false, began)
+	res := b.answer(ctx, c, wfs, wf, false, false)
 	if !paused {
 		res.Text = fmt.Sprintf("Rejected: %s was not run: the person was asked in the client's dialog and %s. This is final; a continue_workflow for it is refused.", wf.tool, choice)
 		res.err = errDeclined
@@ -88,20 +86,3 @@ func (b *Broker) dialogAnswer(ctx context.Context, wfs *Workflows, wf *workflow,
 }
 
 var errDeclined = fmt.Errorf("%w: declined in the client's dialog", ErrDenied)
-
-// alwaysBlocked says why "always" cannot keep its promise for tool, or ""
-// when it can. Answering "always" writes .pml.json; permissions that come
-// from pml's environment (PML_PERMISSIONS_*) replace the file's, so the
-// answer would not hold there: then "always" is neither offered nor
-// accepted.
-func (b *Broker) alwaysBlocked(tool string) string {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	if os.Getenv("PML_PERMISSIONS_ALLOW") != "" {
-		return "permissions.allow comes from PML_PERMISSIONS_ALLOW in pml's environment, which replaces the file's list, so a name saved in .pml.json would not be used"
-	}
-	if contains(b.perms.Ask, tool) && os.Getenv("PML_PERMISSIONS_ASK") != "" {
-		return tool + " is named in PML_PERMISSIONS_ASK in pml's environment, which pml does not edit, and a name in ask beats allow"
-	}
-	return ""
-}

@@ -291,11 +291,11 @@ func (b *Broker) settle(ex *execution, callID int64, wfs *Workflows, res Result)
 
 // resumeRun applies the answer to a paused inner call and drives the run
 // on: the same run, not a new one.
-func (b *Broker) resumeRun(ctx context.Context, wfs *Workflows, wf *workflow, pc *pausedCall, approved, always bool, began time.Time) Result {
+func (b *Broker) resumeRun(ctx context.Context, c *Call, wfs *Workflows, wf *workflow, pc *pausedCall, approved, always bool) Result {
 	pc.answered.Store(true)
 	pc.ex.run.Resume()
 	wf.data = pc.inner
-	res := b.answer(ctx, wfs, wf, approved, always, began)
+	res := b.answer(ctx, c, wfs, wf, approved, always)
 	if wfs.pending(wf) {
 		// The answer could not be applied (saving "always" failed) and the
 		// workflow is answerable again: the run stays paused on it.

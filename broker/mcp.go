@@ -95,63 +95,8 @@ func newMCPServer(b *Broker, v view) *mcp.Server {
 		Capabilities: &mcp.ServerCapabilities{},
 	})
 	sess := &sessions{ttl: b.cfg.HIL.Timeout, m: map[*mcp.ServerSession]*Workflows{}}
-	handler := func(name string) mcp.ToolHandler {
-		name = v.internal(name)
-		return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			wfs := sess.workflows(req.Session)
-			p := req.Params
-			if p == nil {
-				p = &mcp.CallToolParamsRaw{}
-			}
-			ctx = withCallInfo(ctx, callInfo{relay: &sessionRelay{ss: req.Session, log: b}, progressToken: p.GetProgressToken()})
-			r := Request{Tool: name, Args: p.Arguments, Workflows: wfs}
-			deferred := multiRoundTrip(req.Session)
-			if !deferred {
-				r.Ask = b.elicitor(req.Session)
-			}
-			r.Dialog = deferred
-			if p.RequestState != "" {
-				// The client is back with the human's answer to the
-				// elicitation we returned as an input request. (A run
-				// it resumes may ask again: the same dialog.)
-				r.Args, r.Elicited = nil, elicitedAnswer(p)
-			}
-			res := b.Call(ctx, r)
-			if a, ok := res.Structured.(Approval); ok && deferred && !res.IsError {
-				return &mcp.CallToolResult{
-					InputRequests: mcp.InputRequestMap{approvalInput: elicitParams(a)},
-					RequestState:  a.WorkflowID,
-				}, nil
-			}
-			return toMCP(res), nil
-		}
-	}
-	add := func(t Tool) {
-		shown, ok := v.show(t.Name)
-		if !ok {
-			return
-		}
-		s.AddTool(&mcp.Tool{Name: shown, Description: t.Description, InputSchema: t.InputSchema}, handler(shown))
-	}
-	for _, t := range b.Tools() {
-		add(t)
-	}
-	// Tools of stdio servers appear at run time; the SDK tells clients
-	// with notifications/tools/list_changed.
-	b.OnToolsChanged(func(added []Tool, removed []string) {
-		var gone []string
-		for _, n := range removed {
-			if shown, ok := v.show(n); ok {
-				gone = append(gone, shown)
-			}
-		}
-		if len(gone) > 0 {
-			s.RemoveTools(gone...)
-		}
-		for _, t := range added {
-			add(t)
-		}
-	})
+	handler := func(name string) mcp.ToolHandler { return toolHandler(b, sess, v.internal(name)) }
+	listTools(s, b, v, handler)
 	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			switch method {
@@ -174,6 +119,69 @@ func newMCPServer(b *Broker, v view) *mcp.Server {
 		}
 	})
 	return s
+}
+
+// toolHandler answers tools/call for the tool name (pml's name for it)
+// with Broker.Call, asking through the session's dialog when it has one.
+func toolHandler(b *Broker, sess *sessions, name string) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		wfs := sess.workflows(req.Session)
+		p := req.Params
+		if p == nil {
+			p = &mcp.CallToolParamsRaw{}
+		}
+		ctx = withCallInfo(ctx, callInfo{relay: &sessionRelay{ss: req.Session, log: b}, progressToken: p.GetProgressToken()})
+		r := Request{Tool: name, Args: p.Arguments, Workflows: wfs}
+		deferred := multiRoundTrip(req.Session)
+		if !deferred {
+			r.Ask = b.elicitor(req.Session)
+		}
+		r.Dialog = deferred
+		if p.RequestState != "" {
+			// The client is back with the human's answer to the
+			// elicitation we returned as an input request. (A run
+			// it resumes may ask again: the same dialog.)
+			r.Args, r.Elicited = nil, elicitedAnswer(p)
+		}
+		res := b.Call(ctx, r)
+		if a, ok := res.Structured.(Approval); ok && deferred && !res.IsError {
+			return &mcp.CallToolResult{
+				InputRequests: mcp.InputRequestMap{approvalInput: elicitParams(a)},
+				RequestState:  a.WorkflowID,
+			}, nil
+		}
+		return toMCP(res), nil
+	}
+}
+
+// listTools adds the broker's tools that the view shows to s, and keeps
+// them in step: tools of stdio servers appear at run time, and the SDK
+// tells clients with notifications/tools/list_changed.
+func listTools(s *mcp.Server, b *Broker, v view, handler func(string) mcp.ToolHandler) {
+	add := func(t Tool) {
+		shown, ok := v.show(t.Name)
+		if !ok {
+			return
+		}
+		s.AddTool(&mcp.Tool{Name: shown, Description: t.Description, InputSchema: t.InputSchema}, handler(shown))
+	}
+	for _, t := range b.Tools() {
+		add(t)
+	}
+	b.OnToolsChanged(func(added []Tool, removed []string) {
+		var gone []string
+		for _, n := range removed {
+			if shown, ok := v.show(n); ok {
+				gone = append(gone, shown)
+			}
+		}
+		if len(gone) > 0 {
+			s.RemoveTools(gone...)
+		}
+		for _, t := range added {
+			add(t)
+		}
+	})
 }
 
 // ServeCapability serves one added capability's tools over in/out, named

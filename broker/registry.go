@@ -52,7 +52,7 @@ func (b *Broker) setupRegistry() {
 	// its record would make the next fetch "new" and trust a changed entry
 	// without asking.
 	lock, err := registry.LoadLockfileKeeping(registry.LockfilePath(b.ws), func(ns string) bool {
-		d, _ := b.perms.Decide(ns + ":*")
+		d, _ := b.perms.decide(ns + ":*")
 		return d != Deny
 	})
 	if err != nil {
@@ -268,8 +268,9 @@ func (b *Broker) integrityApproval(wf *workflow) Approval {
 
 // approveIntegrity trusts the new version, then runs the call through the
 // whole request path again (it may still need a permission or an
-// install).
-func (b *Broker) approveIntegrity(ctx context.Context, wfs *Workflows, wf *workflow) Result {
+// install), below the audit layer: the call's one audit entry is the
+// outcome of that run, with the approval as its reason when it has none.
+func (b *Broker) approveIntegrity(ctx context.Context, c *Call, wfs *Workflows, wf *workflow) Result {
 	ch, _ := wf.data.(*integrityChange)
 	if ch == nil {
 		return errorResult(fmt.Errorf("workflow %s has no integrity change attached", wf.id))
@@ -282,5 +283,14 @@ func (b *Broker) approveIntegrity(ctx context.Context, wfs *Workflows, wf *workf
 		return errorResult(err)
 	}
 	args, _ := json.Marshal(wf.args)
-	return b.Call(ctx, Request{Tool: wf.tool, Args: args, Workflows: wfs})
+	again := newCall(Request{Tool: wf.tool, Args: args, Workflows: wfs})
+	again.began = c.began
+	res := b.belowAudit.Call(context.WithValue(ctx, requestKey{}, again.Req), again)
+	if e, ok := again.Noted(); ok {
+		if e.Reason == "" {
+			e.Reason = "integrity change approved"
+		}
+		c.note(e)
+	}
+	return res
 }

@@ -82,54 +82,17 @@ func (b *Broker) runShell(ctx context.Context, def toolbox.Tool, args map[string
 	if !ok || strings.TrimSpace(command) == "" {
 		return errorResult(fmt.Errorf("%w: shell:exec needs the argument \"command\" (a non-empty string)", ErrInvalidInput))
 	}
-	cwd := b.ws
-	if v, ok := args["cwd"]; ok {
-		s, ok := v.(string)
-		if !ok {
-			return errorResult(fmt.Errorf("%w: shell:exec: argument \"cwd\" must be a string", ErrInvalidInput))
-		}
-		p, err := pathguard.Resolve(b.ws, s)
-		if err != nil {
-			r := errorResult(pathError(def.Name, "cwd", err))
-			r.blocked = true
-			return r
-		}
-		if strings.ContainsRune(p, '\n') {
-			return errorResult(fmt.Errorf("%w: shell:exec: the working directory %q contains a line break, which pml cannot pass to the shell; use a directory without one", ErrInvalidInput, p))
-		}
-		if st, err := os.Stat(p); err != nil || !st.IsDir() {
-			return errorResult(fmt.Errorf("%w: shell:exec: the working directory %s is not an existing directory in the workspace; create it first (e.g. with filesystem:create_directory)", ErrInvalidInput, p))
-		}
-		cwd = p
+	cwd, refused := b.shellCwd(def, args)
+	if refused != nil {
+		return *refused
 	}
-	timeout := time.Duration(b.policy.Timeout)
-	if timeout <= 0 {
-		timeout = defaultCallTimeout
+	timeout, err := b.shellTimeout(args)
+	if err != nil {
+		return errorResult(err)
 	}
-	if v, ok := args["timeout_ms"]; ok {
-		ms, ok := v.(float64)
-		if !ok || ms < 1 || ms != float64(int64(ms)) {
-			return errorResult(fmt.Errorf("%w: shell:exec: argument \"timeout_ms\" must be a whole number of milliseconds ≥ 1", ErrInvalidInput))
-		}
-		if d := time.Duration(ms) * time.Millisecond; d < timeout {
-			timeout = d
-		}
-	}
-	image := b.cfg.Sandbox.ShellImage
-	if ok, err := b.rt.ImageExists(ctx, image); err != nil {
-		return errorResult(fmt.Errorf("%w: %v", ErrUnavailable, err))
-	} else if !ok {
-		return errorResult(fmt.Errorf("%w: the shell image %s is not on this Docker host: run `make images` (builds it locally from Debian's busybox-static) or set sandbox.shell_image in .pml.json to an image that has /bin/sh", ErrUnavailable, image))
-	}
-	spec := container.Spec{
-		Image:      image,
-		Entrypoint: []string{"/bin/sh", "-c", shellEntry},
-		Env:        []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "PML_WORKSPACE=" + b.ws},
-		WorkingDir: b.ws,
-		User:       b.user,
-		Mounts:     b.workspaceMounts(false),
-		Policy:     b.policy,
-		Labels:     b.labels("pool:shell"),
+	spec, err := b.shellSpec(ctx)
+	if err != nil {
+		return errorResult(err)
 	}
 	stdin := []byte(cwd + "\n" + command)
 	if exe := b.supervisor(); exe != "" {
@@ -151,6 +114,76 @@ func (b *Broker) runShell(ctx context.Context, def toolbox.Tool, args map[string
 		return *failure
 	}
 	return Result{Text: formatShell(out), Structured: out, IsError: out.ExitCode != 0}
+}
+
+// shellCwd checks the optional cwd argument: an existing directory in the
+// workspace (the workspace itself when not given). A refusal is the
+// result to return.
+func (b *Broker) shellCwd(def toolbox.Tool, args map[string]any) (string, *Result) {
+	v, ok := args["cwd"]
+	if !ok {
+		return b.ws, nil
+	}
+	fail := func(err error) (string, *Result) {
+		r := errorResult(err)
+		return "", &r
+	}
+	s, ok := v.(string)
+	if !ok {
+		return fail(fmt.Errorf("%w: shell:exec: argument \"cwd\" must be a string", ErrInvalidInput))
+	}
+	p, err := pathguard.Resolve(b.ws, s)
+	if err != nil {
+		r := errorResult(pathError(def.Name, "cwd", err))
+		r.blocked = true
+		return "", &r
+	}
+	if strings.ContainsRune(p, '\n') {
+		return fail(fmt.Errorf("%w: shell:exec: the working directory %q contains a line break, which pml cannot pass to the shell; use a directory without one", ErrInvalidInput, p))
+	}
+	if st, err := os.Stat(p); err != nil || !st.IsDir() {
+		return fail(fmt.Errorf("%w: shell:exec: the working directory %s is not an existing directory in the workspace; create it first (e.g. with filesystem:create_directory)", ErrInvalidInput, p))
+	}
+	return p, nil
+}
+
+// shellTimeout is sandbox.timeout, or the shorter timeout_ms argument.
+func (b *Broker) shellTimeout(args map[string]any) (time.Duration, error) {
+	timeout := time.Duration(b.policy.Timeout)
+	if timeout <= 0 {
+		timeout = defaultCallTimeout
+	}
+	if v, ok := args["timeout_ms"]; ok {
+		ms, ok := v.(float64)
+		if !ok || ms < 1 || ms != float64(int64(ms)) {
+			return 0, fmt.Errorf("%w: shell:exec: argument \"timeout_ms\" must be a whole number of milliseconds ≥ 1", ErrInvalidInput)
+		}
+		if d := time.Duration(ms) * time.Millisecond; d < timeout {
+			timeout = d
+		}
+	}
+	return timeout, nil
+}
+
+// shellSpec is the container of a shell:exec call, once its image is
+// known to be there.
+func (b *Broker) shellSpec(ctx context.Context) (container.Spec, error) {
+	image := b.cfg.Sandbox.ShellImage
+	if ok, err := b.rt.ImageExists(ctx, image); err != nil {
+		return container.Spec{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	} else if !ok {
+		return container.Spec{}, fmt.Errorf("%w: the shell image %s is not on this Docker host: run `make images` (builds it locally from Debian's busybox-static) or set sandbox.shell_image in .pml.json to an image that has /bin/sh", ErrUnavailable, image)
+	}
+	return container.Spec{
+		Image:      image,
+		Entrypoint: []string{"/bin/sh", "-c", shellEntry},
+		Env:        []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "PML_WORKSPACE=" + b.ws},
+		WorkingDir: b.ws,
+		User:       b.user,
+		Mounts:     b.workspaceMounts(false),
+		Policy:     b.policy,
+		Labels:     b.labels("pool:shell"),
+	}, nil
 }
 
 func formatShell(o ShellOutput) string {

@@ -1,0 +1,56 @@
+package broker
+
+import (
+	"os"
+	"slices"
+
+	"github.com/pml-dev/pml/internal/config"
+)
+
+// allowAlways persists tool in permissions.allow and applies it at once.
+// Without a .pml.json, the file is first created with the built-in
+// defaults, so saving one answer does not take the defaults away.
+func (b *Broker) allowAlways(tool string) error {
+	return b.perms.change(func(p *Permissions) error {
+		inAsk := contains(p.Ask, tool)
+		err := b.writeConfig(func(old []byte) ([]byte, error) {
+			if old == nil {
+				old = config.WithPermissions(p.Allow, p.Ask, p.Deny)
+			}
+			// An exact name in ask beats allow (permissions.go): it leaves
+			// ask, or the next call would ask again.
+			save := config.AddAllowData
+			if inAsk {
+				save = config.MoveToAllowData
+			}
+			out, err := save(b.cfg.Path, old, tool)
+			if out == nil && err == nil {
+				out = old // nothing to change
+			}
+			return out, err
+		})
+		if err != nil {
+			return err
+		}
+		p.Allow = append(append([]string(nil), p.Allow...), tool)
+		if inAsk {
+			p.Ask = slices.DeleteFunc(slices.Clone(p.Ask), func(s string) bool { return s == tool })
+		}
+		return nil
+	})
+}
+
+// alwaysBlocked says why "always" cannot keep its promise for tool, or ""
+// when it can. Answering "always" writes .pml.json; permissions that come
+// from pml's environment (PML_PERMISSIONS_*) replace the file's, so the
+// answer would not hold there: then "always" is neither offered nor
+// accepted.
+func (b *Broker) alwaysBlocked(tool string) string {
+	if os.Getenv("PML_PERMISSIONS_ALLOW") != "" {
+		return "permissions.allow comes from PML_PERMISSIONS_ALLOW in pml's environment, which replaces the file's list, so a name saved in .pml.json would not be used"
+	}
+	if b.perms.inAsk(tool) && os.Getenv("PML_PERMISSIONS_ASK") != "" {
+		return tool + " is named in PML_PERMISSIONS_ASK in pml's environment, which pml does not edit, and a name in ask beats allow"
+	}
+	return ""
+}

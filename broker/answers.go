@@ -1,0 +1,112 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/pml-dev/pml/internal/audit"
+)
+
+// answerCall applies an answer to an approval that inputLayer took out
+// of the call: from the client's elicitation UI, or relayed by the model
+// (pml:continue_workflow, or a continue_workflow argument of the tool).
+func (b *Broker) answerCall(ctx context.Context, c *Call) Result {
+	if c.Req.Elicited != nil {
+		return b.elicited(ctx, c)
+	}
+	tool := c.Tool
+	if tool == ContinueTool {
+		tool = "" // the workflow names its tool
+	}
+	return b.continueWorkflow(ctx, c, *c.cont, tool)
+}
+
+// continueWorkflow applies an answer relayed by the model
+// (continue_workflow): the seeds' channel for clients without elicitation.
+// It is refused for a workflow put to the person through the client's own
+// dialog, and altogether under hil.require_elicitation.
+func (b *Broker) continueWorkflow(ctx context.Context, c *Call, cont Continuation, tool string) Result {
+	wfs := c.Req.Workflows
+	wf, err := wfs.takeRelayed(cont.WorkflowID, tool)
+	if err == nil && b.cfg.HIL.RequireElicitation {
+		wfs.finish(wf)
+		err = errRelayOff
+	}
+	if err != nil {
+		b.refusedAnswer(c, tool, cont.WorkflowID, wf, err)
+		return errorResult(err)
+	}
+	return b.answer(ctx, c, wfs, wf, cont.Approved, cont.Always)
+}
+
+// refusedAnswer audits an answer that was not applied.
+func (b *Broker) refusedAnswer(c *Call, tool, id string, wf *workflow, err error) {
+	switch {
+	case wf != nil:
+		tool = wf.tool
+	case tool == "":
+		tool = c.Tool // pml:continue_workflow for a workflow it does not know
+	}
+	switch {
+	case errors.Is(err, ErrAnsweredInDialog) || errors.Is(err, errRelayOff):
+		c.note(audit.Entry{Tool: tool, Decision: audit.Rejected, WorkflowID: id, Reason: "relayed answer refused"})
+	case errors.Is(err, ErrWorkflowExpired):
+		c.note(audit.Entry{Tool: tool, Decision: audit.Expired, WorkflowID: id})
+	default:
+		c.note(audit.Entry{Tool: tool, Decision: audit.Failed, WorkflowID: id, Reason: "continuation refused"})
+	}
+}
+
+// elicited applies an answer given in the client's elicitation UI (multi
+// round-trip). An answer other than continue or always (abort, decline,
+// cancel) is final: the workflow ends and nothing runs.
+func (b *Broker) elicited(ctx context.Context, c *Call) Result {
+	e, tool := c.Req.Elicited, c.Tool
+	wf, err := c.Req.Workflows.take(e.WorkflowID, tool)
+	if err != nil {
+		b.refusedAnswer(c, tool, e.WorkflowID, wf, err)
+		return errorResult(err)
+	}
+	return b.dialogAnswer(ctx, c, c.Req.Workflows, wf, e.Choice)
+}
+
+// answer runs (or aborts) a workflow that take has claimed.
+func (b *Broker) answer(ctx context.Context, c *Call, wfs *Workflows, wf *workflow, approved, always bool) Result {
+	if pc, ok := wf.data.(*pausedCall); ok {
+		return b.resumeRun(ctx, c, wfs, wf, pc, approved, always)
+	}
+	keys := audit.Keys(wf.args)
+	if !approved {
+		wfs.finish(wf)
+		c.note(audit.Entry{Tool: wf.tool, Decision: audit.Rejected, WorkflowID: wf.id, ArgKeys: keys})
+		return Result{
+			Text:       fmt.Sprintf("Rejected: %s was not run.", wf.tool),
+			Structured: map[string]any{"status": "rejected", "workflow_id": wf.id, "tool": wf.tool},
+			IsError:    true,
+		}
+	}
+	decision := audit.Approved
+	if wf.typ == ApprovalIntegrity {
+		wfs.finish(wf)
+		c.note(audit.Entry{Tool: wf.tool, Decision: audit.Approved, WorkflowID: wf.id, Reason: "integrity change approved", ArgKeys: keys})
+		return b.approveIntegrity(ctx, c, wfs, wf)
+	}
+	if always {
+		if why := b.alwaysBlocked(wf.tool); why != "" {
+			wfs.release(wf)
+			c.note(audit.Entry{Tool: wf.tool, Decision: audit.Failed, WorkflowID: wf.id, Reason: "always cannot be kept"})
+			return errorResult(fmt.Errorf("%w: \"always\" is not offered for %s: %s. The call was not run; answer again with always: false to run it once", ErrInvalidInput, wf.tool, why))
+		}
+		// Save first, run after: if the file cannot be written the call
+		// has not run, and the user can answer again without "always".
+		if err := b.allowAlways(wf.tool); err != nil {
+			wfs.release(wf)
+			c.note(audit.Entry{Tool: wf.tool, Decision: audit.Failed, WorkflowID: wf.id, Reason: "could not save always"})
+			return errorResult(fmt.Errorf("could not remember \"always\" for %s: %v. The call was not run; answer again with always: false to run it once", wf.tool, err))
+		}
+		decision = audit.Always
+	}
+	wfs.finish(wf)
+	return b.runTool(ctx, c, wf.tool, wf.args, decision, wf.pattern, wf.id)
+}

@@ -1,0 +1,110 @@
+package broker
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/pml-dev/pml/internal/config"
+)
+
+// approvalFor describes a workflow by its type.
+func (b *Broker) approvalFor(wf *workflow) Approval {
+	switch wf.typ {
+	case ApprovalAPIKey:
+		return b.apiKeyApproval(wf)
+	case ApprovalIntegrity:
+		return b.integrityApproval(wf)
+	}
+	if wf.typ == ApprovalDependency {
+		if srv := b.serverOf(wf.tool); srv != nil && srv.cfg.Install != nil {
+			return b.dependencyApproval(wf, srv)
+		}
+	}
+	return b.approval(wf)
+}
+
+// approval describes a workflow for the client.
+func (b *Broker) approval(wf *workflow) Approval {
+	desc := fmt.Sprintf("Allow pml to run %s%s?", wf.tool, describeArgs(wf.args))
+	options := []string{"continue", "always", "abort"}
+	ctx := map[string]any{"pattern": wf.pattern, "workspace": b.ws}
+	if why := b.alwaysBlocked(wf.tool); why != "" {
+		options = []string{"continue", "abort"}
+		ctx["always_not_offered"] = why
+	}
+	desc += b.describeAccess(wf.tool, ctx) // access.go
+	return Approval{
+		ApprovalRequired: true,
+		ApprovalType:     wf.typ,
+		WorkflowID:       wf.id,
+		Tool:             wf.tool,
+		Arguments:        wf.args,
+		Description:      desc,
+		Options:          options,
+		ExpiresAt:        wf.expires.UTC(),
+		Context:          ctx,
+	}
+}
+
+// approvalResult is a normal tool result (not an error) that asks.
+func approvalResult(a Approval) Result {
+	always := ""
+	if slices.Contains(a.Options, "always") {
+		always = fmt.Sprintf("\"always\" adds %s to permissions.allow in .pml.json (and takes the exact name out of permissions.ask). ", a.Tool)
+	} else if why, ok := a.Context["always_not_offered"].(string); ok {
+		always = fmt.Sprintf("\"always\" is not offered: %s. ", why)
+	}
+	text := fmt.Sprintf("Approval required (%s): %s\n"+
+		"To answer, call %s again with the extra argument continue_workflow: {\"workflow_id\": %q, \"approved\": true|false, \"always\": true|false}, "+
+		"or call %s with {\"workflow_id\": %q, \"approved\": ..., \"always\": ...}. "+
+		"%sThis request expires at %s.",
+		a.ApprovalType, a.Description, a.Tool, a.WorkflowID, ContinueTool, a.WorkflowID, always, a.ExpiresAt.Format(time.RFC3339))
+	return Result{Text: text, Structured: a}
+}
+
+// describeArgs names the main target of a call for a one-sentence prompt.
+func describeArgs(args map[string]any) string {
+	for _, k := range []string{"command", "path", "source", "paths"} {
+		if v, ok := args[k]; ok {
+			s := fmt.Sprint(v)
+			if len(s) > 200 {
+				s = s[:200] + "…"
+			}
+			return fmt.Sprintf(" with %s %s", k, s)
+		}
+	}
+	return ""
+}
+
+// dependencyApproval describes an install for a person.
+func (b *Broker) dependencyApproval(wf *workflow, srv *server) Approval {
+	a := b.approval(wf)
+	inst := srv.cfg.Install
+	a.Description = fmt.Sprintf("Install the MCP server %s (`%s %s` in %s, with network access, into %s) so that %s can run?",
+		srv.cfg.Name, inst.Command, strings.Join(inst.Args, " "), srv.cfg.Image, b.deps.Dir(srv.cfg.Name), wf.tool)
+	a.Context = map[string]any{
+		"server":    srv.cfg.Name,
+		"version":   versionOf(inst),
+		"command":   append([]string{inst.Command}, inst.Args...),
+		"image":     srv.cfg.Image,
+		"integrity": inst.Integrity,
+		"network":   true,
+		"pattern":   wf.pattern,
+		"workspace": b.ws,
+	}
+	a.Description += b.describeAccess(wf.tool, a.Context)
+	return a
+}
+
+func versionOf(inst *config.Install) string {
+	if len(inst.Args) == 0 {
+		return ""
+	}
+	last := inst.Args[len(inst.Args)-1]
+	if at := strings.LastIndexByte(last, '@'); at > 0 {
+		return last[at+1:]
+	}
+	return ""
+}

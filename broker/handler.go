@@ -1,0 +1,65 @@
+package broker
+
+import (
+	"context"
+	"time"
+
+	"github.com/pml-dev/pml/internal/audit"
+)
+
+// Handler answers one tool call. Each step of the request path is a
+// Handler that does its one job and hands the call to the next (see the
+// package doc for the order); the last one executes the tool. A Handler
+// never returns a Go error: every failure is a Result with IsError.
+type Handler interface {
+	Call(ctx context.Context, c *Call) Result
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(ctx context.Context, c *Call) Result
+
+// Call calls f.
+func (f HandlerFunc) Call(ctx context.Context, c *Call) Result { return f(ctx, c) }
+
+// Call is one tool call on its way down the request path. The layers
+// fill it in as they go (the decoded arguments, the permission) and note
+// the outcome that the audit layer writes, once, when the call is done.
+// A Call belongs to one goroutine.
+type Call struct {
+	// Req is the request as the MCP layer handed it over.
+	Req Request
+	// Tool is the tool's name; Args its arguments once decoded (input
+	// layer), without pml's own continue_workflow.
+	Tool string
+	Args map[string]any
+	// Decision and Pattern are the permission that matched (permit layer).
+	Decision Decision
+	Pattern  string
+
+	// cont is a relayed answer to an approval (input layer).
+	cont *Continuation
+	// fromRegistry: the tool is fetched from a registry (resolve layer).
+	fromRegistry bool
+	began        time.Time
+	entry        *audit.Entry
+}
+
+// note sets the audit entry of the call. A later note replaces an earlier
+// one: the last step that decided (an approval answered in the dialog,
+// then the run) names the outcome.
+func (c *Call) note(e audit.Entry) {
+	c.entry = &e
+}
+
+// Noted returns the audit entry noted so far, if any.
+func (c *Call) Noted() (audit.Entry, bool) {
+	if c.entry == nil {
+		return audit.Entry{}, false
+	}
+	return *c.entry, true
+}
+
+// newCall starts a call for req.
+func newCall(req Request) *Call {
+	return &Call{Req: req, Tool: req.Tool, began: time.Now()}
+}

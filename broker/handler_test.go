@@ -1,0 +1,25 @@
+package broker
+
+import (
+	"context"
+
+	"github.com/pml-dev/pml/internal/audit"
+)
+
+// fakeNext is the handler below a layer under test: it records that it
+// was reached and with what, and returns res (noting note, if set).
+type fakeNext struct {
+	reached int
+	got     Call
+	note    *audit.Entry
+	res     Result
+}
+
+func (f *fakeNext) Call(_ context.Context, c *Call) Result {
+	f.reached++
+	f.got = *c
+	if f.note != nil {
+		c.note(*f.note)
+	}
+	return f.res
+}

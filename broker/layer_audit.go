@@ -1,0 +1,59 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/pml-dev/pml/internal/audit"
+)
+
+// auditLayer wraps the whole request path: whatever way a call leaves it,
+// it leaves exactly one audit entry. The steps below note the outcome on
+// the Call (Call.note); a call that returns with nothing noted is
+// recorded as failed, with the kind of its error as the reason, so no
+// exit goes unaudited.
+type auditLayer struct {
+	next Handler
+	log  zerolog.Logger
+	sink *audit.Log
+}
+
+func (l auditLayer) Call(ctx context.Context, c *Call) Result {
+	res := l.next.Call(ctx, c)
+	e, ok := c.Noted()
+	if !ok {
+		e = audit.Entry{Tool: c.Tool, Decision: audit.Failed, Reason: unnotedReason(res), ArgKeys: audit.Keys(c.Args)}
+	}
+	l.record(e, c.began)
+	return res
+}
+
+// unnotedReason names an outcome no step noted.
+func unnotedReason(res Result) string {
+	switch {
+	case errors.Is(res.err, ErrInvalidInput):
+		return "invalid input"
+	case errors.Is(res.err, ErrNotFound):
+		return "not found"
+	case res.IsError:
+		return "error"
+	}
+	return "not recorded by any step"
+}
+
+// record appends to the audit log; a failing audit log is logged, never
+// fatal to the call.
+func (l auditLayer) record(e audit.Entry, began time.Time) {
+	e.DurationMS = time.Since(began).Milliseconds()
+	ev := l.log.Info()
+	if e.Decision == audit.Denied || e.Decision == audit.PathBlocked || e.Decision == audit.Failed {
+		ev = l.log.Warn()
+	}
+	ev.Str("tool", e.Tool).Str("decision", e.Decision).Str("pattern", e.Pattern).Str("workflow_id", e.WorkflowID).Int64("ms", e.DurationMS).Str("status", e.ExitStatus).Msg("tool call")
+	if err := l.sink.Record(e); err != nil {
+		l.log.Error().Err(err).Msg("writing the audit log")
+	}
+}

@@ -1,0 +1,48 @@
+package broker
+
+import (
+	"context"
+
+	"github.com/pml-dev/pml/internal/audit"
+	"github.com/pml-dev/pml/internal/toolbox"
+)
+
+// executeLayer is the end of the request path: the call is allowed (by a
+// permission or a person's answer) and runs.
+type executeLayer struct{ b *Broker }
+
+func (l executeLayer) Call(ctx context.Context, c *Call) Result {
+	return l.b.runTool(ctx, c, c.Tool, c.Args, audit.Allowed, c.Pattern, "")
+}
+
+// runTool installs what a server tool needs, finds the tool's executor
+// (lookup) and runs it. decision is what let the call through (allowed,
+// approved, always), noted for the audit with the pattern and workflow.
+func (b *Broker) runTool(ctx context.Context, c *Call, name string, args map[string]any, decision, pattern, workflowID string) Result {
+	if srv := b.serverOf(name); srv != nil && !b.deps.Installed(srv.cfg) {
+		if err := b.install(ctx, srv); err != nil {
+			c.note(audit.Entry{Tool: name, Decision: audit.Failed, Pattern: pattern, WorkflowID: workflowID, Reason: "install failed", ArgKeys: audit.Keys(args)})
+			return errorResult(err)
+		}
+	}
+	entry := toolEntry{def: toolbox.Tool{Name: name}, run: (*Broker).runCloudTool}
+	if !b.isCloudTool(name) || b.hasTool(name) {
+		var err error
+		if entry, err = b.lookup(ctx, name); err != nil {
+			c.note(audit.Entry{Tool: name, Decision: audit.Failed, Pattern: pattern, WorkflowID: workflowID, Reason: "no such tool", ArgKeys: audit.Keys(args)})
+			return errorResult(err)
+		}
+	}
+	// else: a cloud tool not (yet) in the cloud's list is forwarded anyway,
+	// and the cloud answers whether it knows it.
+	res := entry.run(b, ctx, entry.def, args)
+	status := "ok"
+	if res.IsError {
+		status = "error"
+	}
+	if res.blocked {
+		decision = audit.PathBlocked
+	}
+	c.note(audit.Entry{Tool: entry.def.Name, Decision: decision, Pattern: pattern, WorkflowID: workflowID, ExitStatus: status, ArgKeys: audit.Keys(args)})
+	return res
+}

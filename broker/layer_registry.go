@@ -1,0 +1,38 @@
+package broker
+
+import (
+	"context"
+
+	"github.com/pml-dev/pml/internal/audit"
+)
+
+// registryLayer fetches a tool that resolveLayer marked as a registry
+// name, checked against the lockfile (registry.go). An entry whose
+// integrity changed since it was locked is put to a person before
+// anything of it runs (ApprovalIntegrity); abort keeps the old version.
+type registryLayer struct {
+	b    *Broker
+	next Handler
+}
+
+func (l registryLayer) Call(ctx context.Context, c *Call) Result {
+	if !c.fromRegistry {
+		return l.next.Call(ctx, c)
+	}
+	b := l.b
+	change, err := b.resolveFromRegistry(ctx, c.Tool)
+	if err != nil {
+		c.note(audit.Entry{Tool: c.Tool, Decision: audit.Failed, Reason: "registry", ArgKeys: audit.Keys(c.Args)})
+		return errorResult(err)
+	}
+	if change == nil {
+		return l.next.Call(ctx, c)
+	}
+	if res, refused := b.needsDialog(c, c.Tool, c.Pattern, c.Args); refused {
+		return res
+	}
+	wf := c.Req.Workflows.create(ApprovalIntegrity, c.Tool, c.Args, c.Pattern)
+	wf.data = change
+	c.note(audit.Entry{Tool: c.Tool, Decision: audit.Asked, Pattern: c.Pattern, WorkflowID: wf.id, Reason: "integrity changed", ArgKeys: audit.Keys(c.Args)})
+	return b.askInDialog(ctx, c, wf, b.approvalFor(wf))
+}

@@ -1,0 +1,27 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"testing"
+)
+
+func TestResolveLayerFailsUnknownNamesOnly(t *testing.T) {
+	f := newFixture(t, "")
+	for _, tc := range []struct {
+		tool    string
+		reached int
+	}{
+		{"filesystem:read_file", 1}, {"shell:exec", 1}, {"nosuchtool", 0}, {"filesystem:nope", 0},
+	} {
+		next := &fakeNext{}
+		c := &Call{Tool: tc.tool}
+		res := resolveLayer{b: f.b, next: next}.Call(context.Background(), c)
+		if next.reached != tc.reached {
+			t.Errorf("%s: reached %d (%s)", tc.tool, next.reached, res.Text)
+		}
+		if tc.reached == 0 && !errors.Is(res.Err(), ErrNotFound) {
+			t.Errorf("%s: %+v", tc.tool, res)
+		}
+	}
+}

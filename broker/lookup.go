@@ -1,0 +1,108 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+)
+
+// serverOf returns the configured server a tool name belongs to.
+func (b *Broker) serverOf(tool string) *server {
+	ns, _, ok := strings.Cut(tool, ":")
+	if !ok {
+		return nil
+	}
+	b.serversMu.RLock()
+	defer b.serversMu.RUnlock()
+	return b.servers[ns]
+}
+
+// loadServer makes sure a server's tools are registered: from the tools
+// cache when its configuration is unchanged, else by starting it.
+func (b *Broker) loadServer(ctx context.Context, srv *server) error {
+	srv.mu.Lock()
+	loaded := srv.loaded
+	srv.mu.Unlock()
+	if loaded {
+		return nil
+	}
+	if !b.deps.Installed(srv.cfg) {
+		return errNotInstalled
+	}
+	if tools, ok := b.toolsCache.get(srv.cfg); ok {
+		b.registerServerTools(srv, tools)
+		return nil
+	}
+	if err := b.prepareServer(srv); err != nil {
+		return err
+	}
+	tools, err := srv.up.Tools(ctx)
+	if err != nil {
+		return err
+	}
+	b.toolsCache.put(srv.cfg, tools)
+	b.registerServerTools(srv, tools)
+	return nil
+}
+
+var errNotInstalled = errors.New("not installed")
+
+// prepareServer checks what must hold before a server's container may
+// start: its environment.
+func (b *Broker) prepareServer(srv *server) error {
+	env, err := b.envFor(srv.cfg)
+	if err != nil {
+		return err
+	}
+	srv.up.SetEnv(env)
+	return nil
+}
+
+// LoadServers registers the tools of every installed server (tools/list).
+// A server that cannot start is logged and left out; it does not fail
+// the list.
+func (b *Broker) LoadServers(ctx context.Context) {
+	b.loadRegistryServers(ctx)
+	var wg sync.WaitGroup
+	for _, srv := range b.serverList() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := b.loadServer(ctx, srv); err != nil {
+				if errors.Is(err, errNotInstalled) {
+					b.log.Info().Str("server", srv.cfg.Name).Msg("not installed yet: its tools appear after the first call to one of them is approved")
+					return
+				}
+				b.log.Warn().Err(err).Str("server", srv.cfg.Name).Msg("its tools are not listed")
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// lookup finds a tool; a server tool not registered yet is loaded first.
+func (b *Broker) lookup(ctx context.Context, name string) (toolEntry, error) {
+	if entry, ok := b.tools.get(name); ok {
+		return entry, nil
+	}
+	srv := b.serverOf(name)
+	if srv == nil {
+		return toolEntry{}, fmt.Errorf("%w %q: tools/list shows the available tools", ErrNotFound, name)
+	}
+	if err := b.loadServer(ctx, srv); err != nil {
+		return toolEntry{}, err
+	}
+	entry, ok := b.tools.get(name)
+	if !ok {
+		srv.mu.Lock()
+		names := strings.Join(srv.names, ", ")
+		srv.mu.Unlock()
+		return toolEntry{}, fmt.Errorf("%w %q: the MCP server %s offers %s", ErrNotFound, name, srv.cfg.Name, names)
+	}
+	return entry, nil
+}
+
+// HasServer reports whether name is a configured server's prefix.
+func (b *Broker) HasServer(tool string) bool { return b.serverOf(tool) != nil }

@@ -1,0 +1,184 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/pml-dev/pml/internal/toolbox"
+)
+
+// registerServerTools makes a server's tools callable as server:tool and
+// tells the MCP layer.
+func (b *Broker) registerServerTools(srv *server, tools []*mcp.Tool) {
+	var defs []toolbox.Tool
+	for _, t := range tools {
+		schema, _ := json.Marshal(t.InputSchema)
+		if len(schema) == 0 || string(schema) == "null" {
+			schema = json.RawMessage(`{"type":"object"}`)
+		}
+		desc := t.Description
+		if desc == "" {
+			desc = t.Title
+		}
+		defs = append(defs, toolbox.Tool{Name: srv.cfg.Name + ":" + t.Name, Description: desc, InputSchema: schema})
+	}
+	srv.mu.Lock()
+	old := srv.names
+	srv.mu.Unlock()
+	names := b.replaceTools(old, defs, (*Broker).runServerTool)
+	srv.mu.Lock()
+	srv.names = names
+	srv.loaded = true
+	srv.mu.Unlock()
+}
+
+// toolTable holds every callable tool by name, in listing order, and
+// tells listeners when sources (servers, the cloud) add or remove theirs.
+// Safe for concurrent use; the zero value is empty.
+type toolTable struct {
+	mu        sync.RWMutex
+	entries   map[string]toolEntry
+	order     []string
+	listeners []func(added []Tool, removed []string)
+}
+
+// toolEntry is a tool and the executor that runs it.
+type toolEntry struct {
+	def toolbox.Tool
+	run runFunc
+}
+
+// runFunc is an executor: it runs one allowed call of def.
+type runFunc func(b *Broker, ctx context.Context, def toolbox.Tool, args map[string]any) Result
+
+// add registers a built-in tool (while the broker is built).
+func (t *toolTable) add(def toolbox.Tool, run runFunc) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.entries == nil {
+		t.entries = map[string]toolEntry{}
+	}
+	t.entries[def.Name] = toolEntry{def: def, run: run}
+	t.order = append(t.order, def.Name)
+}
+
+func (t *toolTable) get(name string) (toolEntry, bool) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	e, ok := t.entries[name]
+	return e, ok
+}
+
+func (t *toolTable) has(name string) bool {
+	_, ok := t.get(name)
+	return ok
+}
+
+// list returns the tools in order.
+func (t *toolTable) list() []Tool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	out := make([]Tool, 0, len(t.order)+1)
+	for _, n := range t.order {
+		d := t.entries[n].def
+		out = append(out, Tool{Name: d.Name, Description: d.Description, InputSchema: d.InputSchema})
+	}
+	return out
+}
+
+func (t *toolTable) onChange(f func(added []Tool, removed []string)) {
+	t.mu.Lock()
+	t.listeners = append(t.listeners, f)
+	t.mu.Unlock()
+}
+
+// replace swaps one source's tools (a server's, the cloud's): defs are
+// registered with run, names in old but not in defs are removed, and the
+// listeners are told. A name that another source already registered (e.g.
+// a local tool) is kept as it was. It returns the names now held.
+func (t *toolTable) replace(old []string, defs []toolbox.Tool, run runFunc) []string {
+	mine := map[string]bool{}
+	for _, n := range old {
+		mine[n] = true
+	}
+	t.mu.Lock()
+	if t.entries == nil {
+		t.entries = map[string]toolEntry{}
+	}
+	keep := map[string]bool{}
+	var names []string
+	var added []Tool
+	for _, d := range defs {
+		_, exists := t.entries[d.Name]
+		if exists && !mine[d.Name] {
+			continue
+		}
+		if !exists {
+			t.order = append(t.order, d.Name)
+		}
+		keep[d.Name] = true
+		names = append(names, d.Name)
+		t.entries[d.Name] = toolEntry{def: d, run: run}
+		added = append(added, Tool{Name: d.Name, Description: d.Description, InputSchema: d.InputSchema})
+	}
+	removed := t.removeLocked(old, keep)
+	listeners := append([]func([]Tool, []string){}, t.listeners...)
+	t.mu.Unlock()
+	for _, l := range listeners {
+		l(added, removed)
+	}
+	return names
+}
+
+// removeLocked drops the names of old not in keep; t.mu is held.
+func (t *toolTable) removeLocked(old []string, keep map[string]bool) []string {
+	var removed []string
+	for _, n := range old {
+		if !keep[n] {
+			delete(t.entries, n)
+			removed = append(removed, n)
+		}
+	}
+	if len(removed) > 0 {
+		order := t.order[:0]
+		for _, n := range t.order {
+			if _, ok := t.entries[n]; ok {
+				order = append(order, n)
+			}
+		}
+		t.order = order
+	}
+	return removed
+}
+
+// replaceTools swaps one source's tools in the table (toolTable.replace).
+func (b *Broker) replaceTools(old []string, defs []toolbox.Tool, run runFunc) []string {
+	return b.tools.replace(old, defs, run)
+}
+
+// OnToolsChanged registers a listener for tools added or removed at run
+// time (servers loaded, list_changed).
+func (b *Broker) OnToolsChanged(f func(added []Tool, removed []string)) { b.tools.onChange(f) }
+
+func (b *Broker) hasTool(name string) bool { return b.tools.has(name) }
+
+// Tools lists every tool, in a stable order, ending with
+// pml:continue_workflow.
+func (b *Broker) Tools() []Tool { return append(b.tools.list(), continueTool) }
+
+var continueTool = Tool{
+	Name: ContinueTool,
+	Description: "Answer a pending approval (a result with approval_required) for clients that cannot resend the original call: " +
+		"approved runs the stored call, always also adds the tool to permissions.allow in .pml.json.",
+	InputSchema: json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    "workflow_id": {"type": "string", "description": "The workflow_id of the approval_required result."},
+    "approved": {"type": "boolean", "description": "true runs the call, false aborts it."},
+    "always": {"type": "boolean", "description": "Also allow this tool from now on (saved in .pml.json)."}
+  },
+  "required": ["workflow_id", "approved"]
+}`),
+}
