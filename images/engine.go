@@ -2,8 +2,9 @@ package images
 
 import (
 	"context"
-	"errors"
 	"io"
+
+	"github.com/pml-dev/pml/internal/errdefs"
 )
 
 // Image is a local image as the Engine describes it.
@@ -53,4 +54,4 @@ type Engine interface {
 }
 
 // ErrInUse is returned by RemoveImage when a container uses the image.
-var ErrInUse = errors.New("image is in use by a container")
+var ErrInUse = errdefs.New(errdefs.ErrConflict, "image is in use by a container")

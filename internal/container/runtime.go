@@ -6,7 +6,6 @@ package container
 
 import (
 	"context"
-	"errors"
 	"io"
 	"time"
 
@@ -122,12 +121,3 @@ type Runtime interface {
 	Info(ctx context.Context) (Info, error)
 	Close() error
 }
-
-// Error kinds callers test with errors.Is.
-var (
-	// ErrUnavailable: the runtime does not answer (daemon down, socket
-	// missing). Retrying after starting it can help.
-	ErrUnavailable = errors.New("container runtime unavailable")
-	// ErrImageMissing: the image is not present locally.
-	ErrImageMissing = errors.New("image not present")
-)
