@@ -710,7 +710,7 @@ func (b *Broker) permSource() string {
 }
 
 func errorResult(err error) Result {
-	return Result{Text: err.Error(), IsError: true, err: err}
+	return resultFor(err)
 }
 
 // effectivePolicy applies the user's sandbox.* settings to the default

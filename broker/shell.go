@@ -117,7 +117,7 @@ func (b *Broker) runShell(ctx context.Context, def toolbox.Tool, args map[string
 	}
 	image := b.cfg.Sandbox.ShellImage
 	if ok, err := b.rt.ImageExists(ctx, image); err != nil {
-		return errorResult(fmt.Errorf("%w: %v", ErrUnavailable, err))
+		return errorResult(fmt.Errorf("%w: %w", ErrUnavailable, err))
 	} else if !ok {
 		return errorResult(fmt.Errorf("%w: the shell image %s is not on this Docker host: run `make images` (builds it locally from Debian's busybox-static) or set sandbox.shell_image in .pml.json to an image that has /bin/sh", ErrUnavailable, image))
 	}
