@@ -37,7 +37,11 @@ type Engine interface {
 	// InspectImage describes a local image; ok is false when there is none.
 	InspectImage(ctx context.Context, ref string) (img Image, ok bool, err error)
 	// PullImage pulls ref, reporting progress (progress may be nil). An
-	// error the registry reports in the progress stream is returned.
+	// error the registry reports in the progress stream is returned. A
+	// failure a retry cannot fix has an errdefs kind: ErrNotFound (no such
+	// image, no such registry host), ErrDenied (refused credentials or
+	// certificate), ErrInvalidInput (a bad reference); a daemon that does
+	// not answer is container.ErrUnavailable. Anything else is retried.
 	PullImage(ctx context.Context, ref string, progress func(PullEvent)) error
 	// TagImage gives the image source the tag target (name:tag).
 	TagImage(ctx context.Context, source, target string) error
