@@ -197,7 +197,7 @@ func (c *Client) rpc(ctx context.Context, method string, params any, byok map[st
 	}
 	var r rpcResponse
 	if err := json.Unmarshal(raw, &r); err != nil {
-		return fmt.Errorf("%w: the answer to %s is not JSON-RPC: %v", ErrProtocol, method, err)
+		return fmt.Errorf("%w: the answer to %s is not JSON-RPC: %w", ErrProtocol, method, err)
 	}
 	if r.Error != nil {
 		return &RemoteError{Code: r.Error.Code, Message: r.Error.Message}
@@ -206,7 +206,7 @@ func (c *Client) rpc(ctx context.Context, method string, params any, byok map[st
 		return fmt.Errorf("%w: the answer to %s has neither result nor error", ErrProtocol, method)
 	}
 	if err := json.Unmarshal(r.Result, out); err != nil {
-		return fmt.Errorf("%w: the result of %s cannot be read: %v", ErrProtocol, method, err)
+		return fmt.Errorf("%w: the result of %s cannot be read: %w", ErrProtocol, method, err)
 	}
 	return nil
 }

@@ -188,6 +188,19 @@ type registryError struct {
 
 func (e *registryError) Error() string { return e.msg }
 
+// Is gives one registry's failure its errdefs kind: the registry said it
+// has no such entry (not found), or it could not be reached or answered
+// 5xx (unavailable).
+func (e *registryError) Is(target error) bool {
+	switch e.kind {
+	case kindNotFound:
+		return target == errdefs.ErrNotFound
+	case kindUnavailable:
+		return target == errdefs.ErrUnavailable
+	}
+	return false
+}
+
 func isKind(err error, k kind) bool {
 	var re *registryError
 	return errors.As(err, &re) && re.kind == k
