@@ -305,7 +305,7 @@ func (b *Broker) Call(ctx context.Context, req Request) Result {
 }
 
 func errorResult(err error) Result {
-	return Result{Text: err.Error(), IsError: true, err: err}
+	return resultFor(err)
 }
 
 // limitRuntime puts every container of this pml through one cap (see

@@ -87,7 +87,7 @@ var ErrRefused = errors.New("not approved")
 func (b *Broker) AddCapability(ctx context.Context, arg string, confirm Confirm) (Capability, error) {
 	name, f, err := CapabilityFQDN(arg)
 	if err != nil {
-		return Capability{}, fmt.Errorf("%w: %v", ErrInvalidInput, err)
+		return Capability{}, fmt.Errorf("%w: %w", ErrInvalidInput, err)
 	}
 	e, v, err := b.fetchChecked(ctx, f.String())
 	if err != nil {

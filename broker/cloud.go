@@ -231,7 +231,7 @@ func (b *Broker) runCloudTool(ctx context.Context, def toolbox.Tool, args map[st
 		case errors.As(err, &re):
 			return errorResult(fmt.Errorf("%s: %s", def.Name, re.Message))
 		}
-		return errorResult(fmt.Errorf("%w: %s: %v", ErrCloud, def.Name, err))
+		return errorResult(fmt.Errorf("%w: %s: %w", ErrCloud, def.Name, err))
 	}
 	// Only the planner may hand code back: a search result or a fetched
 	// page that happens to read {"status": "execute_locally"} is data.

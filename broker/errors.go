@@ -1,18 +1,63 @@
 package broker
 
-import "errors"
+import (
+	"github.com/pml-dev/pml/internal/errdefs"
+)
 
-// Error kinds of the broker, tested with errors.Is. The MCP layer maps each
-// to a tool result a person understands.
+// Error kinds of the broker, tested with errors.Is. Each is also of its
+// errdefs kind, so a caller may test either: errors.Is(res.Err(),
+// ErrUnavailable) or errdefs.IsUnavailable(res.Err()). Wrappers use %w,
+// so the cause stays visible too (errors.Is(res.Err(),
+// container.ErrImageMissing) for a missing image).
 var (
 	// ErrDenied: a deny pattern matched.
-	ErrDenied = errors.New("denied by permissions")
+	ErrDenied = errdefs.New(errdefs.ErrDenied, "denied by permissions")
 	// ErrNeedsApproval: an ask pattern (or no pattern) matched.
-	ErrNeedsApproval = errors.New("needs approval")
+	ErrNeedsApproval = errdefs.New(errdefs.ErrNeedsApproval, "needs approval")
 	// ErrNotFound: no such tool.
-	ErrNotFound = errors.New("no such tool")
+	ErrNotFound = errdefs.New(errdefs.ErrNotFound, "no such tool")
 	// ErrUnavailable: the container runtime (or an image) is not available.
-	ErrUnavailable = errors.New("unavailable")
+	ErrUnavailable = errdefs.New(errdefs.ErrUnavailable, "unavailable")
 	// ErrInvalidInput: bad arguments, including paths outside the workspace.
-	ErrInvalidInput = errors.New("invalid input")
+	ErrInvalidInput = errdefs.New(errdefs.ErrInvalidInput, "invalid input")
 )
+
+// resultFor is the one place a failure pml itself hit becomes a tool
+// result: an error result whose text is the error's (it says what
+// happened and what to do) and which keeps the error for Result.Err, so
+// the caller can map its kind (an exit code, an audit outcome) without
+// reading the text. A nil err is a bug in the caller; it still gives an
+// error result rather than a success.
+func resultFor(err error) Result {
+	if err == nil {
+		err = errdefs.New(errdefs.ErrInternal, "internal error: a failure without a cause")
+	}
+	return Result{Text: err.Error(), IsError: true, err: err}
+}
+
+// kindName names the kind of err for logs and audit entries: one of
+// "unavailable", "not_found", "invalid_input", "denied",
+// "needs_approval", "timeout", "conflict", "internal", or "error" when it
+// has none. It is the outermost kind (see errdefs.Kind): "unavailable:
+// image x is not on this host" is unavailable, not not_found.
+func kindName(err error) string {
+	switch errdefs.Kind(err) {
+	case errdefs.ErrUnavailable:
+		return "unavailable"
+	case errdefs.ErrNotFound:
+		return "not_found"
+	case errdefs.ErrInvalidInput:
+		return "invalid_input"
+	case errdefs.ErrDenied:
+		return "denied"
+	case errdefs.ErrNeedsApproval:
+		return "needs_approval"
+	case errdefs.ErrTimeout:
+		return "timeout"
+	case errdefs.ErrConflict:
+		return "conflict"
+	case errdefs.ErrInternal:
+		return "internal"
+	}
+	return "error"
+}

@@ -156,9 +156,9 @@ func (b *Broker) startRun(ctx context.Context, outer string, prog execute.Progra
 	run, err := b.runner().StartProgram(ctx, prog)
 	if err != nil {
 		if errors.Is(err, container.ErrUnavailable) || errors.Is(err, container.ErrImageMissing) {
-			return errorResult(fmt.Errorf("%w: %v", ErrUnavailable, err))
+			return errorResult(fmt.Errorf("%w: %w", ErrUnavailable, err))
 		}
-		return errorResult(fmt.Errorf("%s: %v", outer, err))
+		return errorResult(fmt.Errorf("%s: %w", outer, err))
 	}
 	b.log.Info().Str("tool", outer).Msg("running the cloud's code locally in a Deno container")
 	ex := &execution{run: run, outer: outer, events: make(chan runEvent), pauses: make(chan paused, 64),

@@ -119,7 +119,7 @@ func (b *Broker) fetchChecked(ctx context.Context, fqdn string) (*registry.Entry
 		if errors.Is(err, registry.ErrNotFound) {
 			return nil, registry.Verdict{}, fmt.Errorf("%w: %w", ErrNotFound, err)
 		}
-		return nil, registry.Verdict{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return nil, registry.Verdict{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	if e.FromCache {
 		b.log.Warn().Str("fqdn", e.FQDN).Msg(e.Warning)

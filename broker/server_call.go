@@ -57,7 +57,7 @@ func (b *Broker) runServerTool(ctx context.Context, def toolbox.Tool, args map[s
 		case errors.Is(err, context.Canceled):
 			return errorResult(fmt.Errorf("%s was cancelled", def.Name))
 		case errors.Is(err, container.ErrUnavailable), errors.Is(err, container.ErrImageMissing):
-			return errorResult(fmt.Errorf("%w: %v", ErrUnavailable, err))
+			return errorResult(fmt.Errorf("%w: %w", ErrUnavailable, err))
 		}
 		return errorResult(err)
 	}

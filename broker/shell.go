@@ -170,7 +170,7 @@ func (b *Broker) shellTimeout(args map[string]any) (time.Duration, error) {
 func (b *Broker) shellSpec(ctx context.Context) (container.Spec, error) {
 	image := b.cfg.Sandbox.ShellImage
 	if ok, err := b.rt.ImageExists(ctx, image); err != nil {
-		return container.Spec{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return container.Spec{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	} else if !ok {
 		return container.Spec{}, fmt.Errorf("%w: the shell image %s is not on this host (the container engine has no such image): run `make images` (builds it locally from Debian's busybox-static) or set sandbox.shell_image in .pml.json to an image that has /bin/sh", ErrUnavailable, image)
 	}

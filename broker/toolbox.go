@@ -29,7 +29,7 @@ func (b *Broker) runToolbox(ctx context.Context, def toolbox.Tool, args map[stri
 	}
 	ref, err := b.toolbox.Ensure(ctx)
 	if err != nil {
-		return errorResult(fmt.Errorf("%w: %v", ErrUnavailable, err))
+		return errorResult(fmt.Errorf("%w: %w", ErrUnavailable, err))
 	}
 	argJSON, _ := json.Marshal(args)
 	deadline := time.Duration(b.policy.Timeout)
@@ -129,7 +129,7 @@ func (b *Broker) run(ctx context.Context, spec container.Spec, req container.Req
 	defer cancel()
 	names, err := b.exposed(spec.Mounts)
 	if err != nil {
-		r := errorResult(fmt.Errorf("%w: %v", ErrUnavailable, err))
+		r := errorResult(fmt.Errorf("%w: %w", ErrUnavailable, err))
 		return container.Result{}, &r
 	}
 	if len(names) > 0 {
@@ -138,7 +138,7 @@ func (b *Broker) run(ctx context.Context, spec container.Spec, req container.Req
 		// is removed.
 		release, err := b.guard.Expose(names, spec.Labels[container.LabelPurpose])
 		if err != nil {
-			r := errorResult(fmt.Errorf("%w: %v", ErrUnavailable, err))
+			r := errorResult(fmt.Errorf("%w: %w", ErrUnavailable, err))
 			return container.Result{}, &r
 		}
 		req.Disposed = release
@@ -153,11 +153,11 @@ func (b *Broker) run(ctx context.Context, spec container.Spec, req container.Req
 	case err != nil && errors.Is(err, container.ErrAtCap):
 		return fail(fmt.Errorf("timed out after %s waiting for a container: %w", timeout, err))
 	case err != nil && errors.Is(err, container.ErrImageMissing):
-		return fail(fmt.Errorf("%w: image %s is not on this Docker host: %v", ErrUnavailable, spec.Image, err))
+		return fail(fmt.Errorf("%w: image %s is not on this host (the container engine has no such image): %w", ErrUnavailable, spec.Image, err))
 	case err != nil && errors.Is(err, container.ErrUnavailable):
-		return fail(fmt.Errorf("%w: %v", ErrUnavailable, err))
+		return fail(fmt.Errorf("%w: %w", ErrUnavailable, err))
 	case err != nil && !res.TimedOut && !res.Cancelled:
-		return fail(fmt.Errorf("%w: running the container failed: %v", ErrUnavailable, err))
+		return fail(fmt.Errorf("%w: running the container failed: %w", ErrUnavailable, err))
 	case res.TimedOut:
 		return fail(fmt.Errorf("timed out after %s: the container was killed (raise sandbox.timeout in .pml.json if the work needs longer)", timeout))
 	case res.Cancelled:

@@ -396,7 +396,7 @@ func restore(ctx context.Context, eng Engine, im BundleImage) (Restored, error) 
 			continue
 		}
 		if err := eng.TagImage(ctx, img.ID, t); err != nil {
-			return l, fmt.Errorf("%s: tagging %s: %v", im.Ref, t, err)
+			return l, fmt.Errorf("%s: tagging %s: %w", im.Ref, t, err)
 		}
 		l.Names = append(l.Names, t)
 	}
@@ -408,7 +408,7 @@ func restore(ctx context.Context, eng Engine, im BundleImage) (Restored, error) 
 		} else {
 			dt := DigestTag(canonical)
 			if err := eng.TagImage(ctx, img.ID, dt); err != nil {
-				return l, fmt.Errorf("%s: tagging %s: %v", im.Ref, dt, err)
+				return l, fmt.Errorf("%s: tagging %s: %w", im.Ref, dt, err)
 			}
 			l.Names = append(l.Names, dt)
 		}

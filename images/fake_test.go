@@ -9,6 +9,8 @@ import (
 	"io"
 	"strings"
 	"sync"
+
+	"github.com/pml-dev/pml/internal/errdefs"
 )
 
 // fakeEngine is an in-memory image store. Images are keyed by ID; names
@@ -103,7 +105,8 @@ func (f *fakeEngine) PullImage(_ context.Context, ref string, progress func(Pull
 	}
 	rem, ok := f.registry[ref]
 	if !ok {
-		return fmt.Errorf("pulling %s: manifest unknown", ref)
+		// As Engine.PullImage says: a missing image is of kind not found.
+		return errdefs.Wrap(errdefs.ErrNotFound, fmt.Errorf("pulling %s: manifest unknown", ref))
 	}
 	if progress != nil {
 		progress(PullEvent{Layer: "aaaa", Status: "Pulling fs layer"})

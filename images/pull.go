@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pml-dev/pml/internal/container"
+	"github.com/pml-dev/pml/internal/errdefs"
 )
 
 // Pull outcomes.
@@ -219,24 +220,15 @@ func (p *Puller) backoff(n int) time.Duration {
 
 // Transient reports whether retrying a failed pull can help: network
 // hiccups and registry 5xx answers can; an image that does not exist, a
-// refused login, a bad reference or a daemon that is down cannot. The
-// Engine reports registry errors as text in its progress stream, so this
-// reads the text.
+// refused login, a bad reference or a daemon that is down cannot. It reads
+// the error's kind, which the Engine gives where the error enters pml (see
+// Engine.PullImage); an error with none is taken as a hiccup.
 func Transient(err error) bool {
-	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
-		errors.Is(err, container.ErrUnavailable) {
+	switch {
+	case err == nil, errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded),
+		errors.Is(err, container.ErrUnavailable),
+		errdefs.IsNotFound(err), errdefs.IsDenied(err), errdefs.IsInvalidInput(err):
 		return false
-	}
-	msg := strings.ToLower(err.Error())
-	for _, permanent := range []string{
-		"not found", "manifest unknown", "name unknown", "unauthorized", "denied",
-		"invalid reference", "does not exist", "no such host", "repository name must",
-		"no matching manifest", "refusing", "x509", "certificate",
-		"server gave http response to https client",
-	} {
-		if strings.Contains(msg, permanent) {
-			return false
-		}
 	}
 	return true
 }

@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/pml-dev/pml/internal/container"
+	"github.com/pml-dev/pml/internal/errdefs"
 )
 
 func want(t *testing.T, ref, pin string, source string) Want {
@@ -117,24 +121,30 @@ func TestRetriesStopAfterTheLastAttempt(t *testing.T) {
 	}
 }
 
+// The words of each failure are classified where they enter pml
+// (internal/docker's pullKind, tested there with these same texts);
+// Transient reads the kind.
 func TestTransient(t *testing.T) {
-	for msg, want := range map[string]bool{
-		"net/http: TLS handshake timeout":                                     true,
-		"read tcp 1.2.3.4: connection reset by peer":                          true,
-		"received unexpected HTTP status: 502 Bad Gateway":                    true,
-		"dial tcp 127.0.0.1:5000: connect: connection refused":                true,
-		"manifest unknown":                                                    false,
-		"pull access denied for x, repository does not exist":                 false,
-		"unauthorized: authentication required":                               false,
-		"dial tcp: lookup registry-1.docker.io: no such host":                 false,
-		"manifest for r.io/a:1 not found: manifest unknown: manifest unknown": false,
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{errors.New("net/http: TLS handshake timeout"), true},
+		{errors.New("read tcp 1.2.3.4: connection reset by peer"), true},
+		{errors.New("received unexpected HTTP status: 502 Bad Gateway"), true},
+		{errors.New("dial tcp 127.0.0.1:5000: connect: connection refused"), true},
+		{errdefs.Wrap(errdefs.ErrUnavailable, errors.New("registry answered 503")), true},
+		{errdefs.Wrap(errdefs.ErrNotFound, errors.New("manifest unknown")), false},
+		{fmt.Errorf("pull: %w", errdefs.Wrap(errdefs.ErrNotFound, errors.New("pull access denied for x, repository does not exist"))), false},
+		{errdefs.Wrap(errdefs.ErrDenied, errors.New("unauthorized: authentication required")), false},
+		{errdefs.Wrap(errdefs.ErrInvalidInput, errors.New("invalid reference format")), false},
+		{fmt.Errorf("pull: %w: daemon down", container.ErrUnavailable), false},
+		{context.Canceled, false},
+		{fmt.Errorf("pull: %w", context.DeadlineExceeded), false},
 	} {
-		if got := Transient(errors.New(msg)); got != want {
-			t.Errorf("Transient(%q) = %v", msg, got)
+		if got := Transient(c.err); got != c.want {
+			t.Errorf("Transient(%q) = %v", c.err, got)
 		}
-	}
-	if Transient(context.Canceled) {
-		t.Error("a cancelled pull is not retried")
 	}
 }
 

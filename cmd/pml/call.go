@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,55 +16,6 @@ import (
 	"github.com/pml-dev/pml/broker"
 	"github.com/pml-dev/pml/internal/config"
 )
-
-// Exit codes of pml call. callExits is the one table: the help text, the
-// JSON "outcome" and the process exit code all come from it.
-const (
-	exitOK          = 0
-	exitToolError   = 1
-	exitUsage       = 2
-	exitApproval    = 3
-	exitDenied      = 4
-	exitUnavailable = 5
-	exitCloud       = 6
-	exitTimeout     = 124 // as timeout(1)
-	exitInterrupted = 130 // 128 + SIGINT, as shells report it
-)
-
-var callExits = []struct {
-	code    int
-	outcome string
-	meaning string
-}{
-	{exitOK, "ok", "the tool ran and succeeded"},
-	{exitToolError, "tool_error", "the tool ran and failed (is_error: true), e.g. a missing file or a command that exited non-zero"},
-	{exitUsage, "usage_error", "bad ARGS (not a JSON object), unknown flag or tool, invalid .pml.json, input refused before running (a path outside the workspace)"},
-	{exitApproval, "approval_required", "the call needs approval: nothing ran; stderr names what to add to permissions.allow"},
-	{exitDenied, "denied", "a permissions.deny pattern matched"},
-	{exitUnavailable, "unavailable", "Docker is not available: no daemon, a missing image; or a registry a tool must be fetched from cannot be reached"},
-	{exitCloud, "cloud_unavailable", "a cloud tool could not be forwarded: no PML_API_KEY, cloud unreachable, key refused"},
-	{exitTimeout, "timeout", "--timeout expired: the call was stopped and its container removed"},
-	{exitInterrupted, "interrupted", "Ctrl-C or SIGTERM: the call was stopped and its container removed"},
-}
-
-func outcomeOf(code int) string {
-	for _, e := range callExits {
-		if e.code == code {
-			return e.outcome
-		}
-	}
-	return "error"
-}
-
-func exitTable() string {
-	var b bytes.Buffer
-	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	for _, e := range callExits {
-		fmt.Fprintf(tw, "  %d\t%s\t%s\n", e.code, e.outcome, e.meaning)
-	}
-	tw.Flush()
-	return b.String()
-}
 
 // callOutput is what pml call prints on stdout: exactly one JSON object on
 // one line, whatever happens (a usage error too), and nothing else. Its
@@ -283,20 +233,7 @@ func callExitCode(res broker.Result, ctx, cctx context.Context) int {
 	case errors.Is(cctx.Err(), context.DeadlineExceeded):
 		return exitTimeout
 	}
-	err := res.Err()
-	switch {
-	case err == nil:
-		return exitToolError
-	case errors.Is(err, broker.ErrDenied):
-		return exitDenied
-	case errors.Is(err, broker.ErrUnavailable):
-		return exitUnavailable
-	case errors.Is(err, broker.ErrCloud):
-		return exitCloud
-	case errors.Is(err, broker.ErrNotFound), errors.Is(err, broker.ErrInvalidInput):
-		return exitUsage
-	}
-	return exitToolError
+	return exitCodeFor(res.Err())
 }
 
 // callSummary is the stderr line for a non-zero exit; for an approval it

@@ -17,7 +17,6 @@ import (
 
 	"github.com/pml-dev/pml/images"
 	"github.com/pml-dev/pml/internal/config"
-	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/deps"
 	"github.com/pml-dev/pml/internal/docker"
 )
@@ -142,12 +141,10 @@ func loadImagesEnv(g *globals, manifestFlag string, all bool) (*imagesEnv, error
 	return &imagesEnv{ws: ws.Dir, cfg: cfg, man: man, exe: exe, wants: wants, rt: rt}, nil
 }
 
-// engineError maps a daemon that does not answer to exit code 5.
+// engineError gives an Engine failure its exit code: 5 for a daemon that
+// does not answer, else 1 (see exitCodeFor).
 func engineError(err error) error {
-	if errors.Is(err, container.ErrUnavailable) {
-		return &exitError{5, err}
-	}
-	return &exitError{1, err}
+	return &exitError{exitCodeFor(err), err}
 }
 
 func newImagesPullCmd(g *globals, manifest *string) *cobra.Command {

@@ -29,17 +29,18 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/pml-dev/pml/internal/errdefs"
 	"github.com/pml-dev/pml/internal/lazyre"
 )
 
-// Error kinds, for errors.Is.
+// Error kinds, for errors.Is. Those with an errdefs kind are also of it.
 var (
 	// ErrNoAPIKey: local mode; cloud tools cannot be used.
-	ErrNoAPIKey = errors.New("Cloud mode requires PML_API_KEY")
+	ErrNoAPIKey = errdefs.New(errdefs.ErrDenied, "Cloud mode requires PML_API_KEY")
 	// ErrUnauthorized: the cloud refused the key (HTTP 401/403).
-	ErrUnauthorized = errors.New("invalid PML_API_KEY")
+	ErrUnauthorized = errdefs.New(errdefs.ErrDenied, "invalid PML_API_KEY")
 	// ErrUnavailable: unreachable, timed out, or a 5xx answer.
-	ErrUnavailable = errors.New("PML cloud unavailable")
+	ErrUnavailable = errdefs.New(errdefs.ErrUnavailable, "PML cloud unavailable")
 	// ErrProtocol: the answer is not the JSON-RPC the cloud should send.
 	ErrProtocol = errors.New("unexpected answer from the PML cloud")
 )
@@ -153,7 +154,7 @@ func (c *Client) rpc(ctx context.Context, method string, params any, byok map[st
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL+"/mcp", bytes.NewReader(body))
 	if err != nil {
-		return fmt.Errorf("%w: cloud.url %q: %v", ErrUnavailable, c.URL, err)
+		return fmt.Errorf("%w: cloud.url %q: %w", ErrUnavailable, c.URL, err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
@@ -196,7 +197,7 @@ func (c *Client) rpc(ctx context.Context, method string, params any, byok map[st
 	}
 	var r rpcResponse
 	if err := json.Unmarshal(raw, &r); err != nil {
-		return fmt.Errorf("%w: the answer to %s is not JSON-RPC: %v", ErrProtocol, method, err)
+		return fmt.Errorf("%w: the answer to %s is not JSON-RPC: %w", ErrProtocol, method, err)
 	}
 	if r.Error != nil {
 		return &RemoteError{Code: r.Error.Code, Message: r.Error.Message}
@@ -205,7 +206,7 @@ func (c *Client) rpc(ctx context.Context, method string, params any, byok map[st
 		return fmt.Errorf("%w: the answer to %s has neither result nor error", ErrProtocol, method)
 	}
 	if err := json.Unmarshal(r.Result, out); err != nil {
-		return fmt.Errorf("%w: the result of %s cannot be read: %v", ErrProtocol, method, err)
+		return fmt.Errorf("%w: the result of %s cannot be read: %w", ErrProtocol, method, err)
 	}
 	return nil
 }
@@ -264,7 +265,7 @@ func (c *Client) transportError(ctx context.Context, err error, timeout time.Dur
 	if errors.As(err, &ue) && ue.Unwrap() != nil {
 		err = ue.Unwrap()
 	}
-	return fmt.Errorf("%w: %s cannot be reached (%v): you may be offline; local tools still work", ErrUnavailable, c.URL, err)
+	return fmt.Errorf("%w: %s cannot be reached (%w): you may be offline; local tools still work", ErrUnavailable, c.URL, err)
 }
 
 // EnvRequired reads the variables a cloud tool declares it needs.

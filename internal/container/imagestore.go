@@ -2,8 +2,9 @@ package container
 
 import (
 	"context"
-	"errors"
 	"io"
+
+	"github.com/pml-dev/pml/internal/errdefs"
 )
 
 // Image is a local image as an ImageStore describes it.
@@ -55,4 +56,4 @@ type ImageStore interface {
 
 // ErrImageInUse is returned by ImageStore.RemoveImage when a container
 // uses the image.
-var ErrImageInUse = errors.New("image is in use by a container")
+var ErrImageInUse = errdefs.New(errdefs.ErrConflict, "image is in use by a container")

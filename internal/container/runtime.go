@@ -207,12 +207,3 @@ func CleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	}
 	return context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
 }
-
-// Error kinds callers test with errors.Is.
-var (
-	// ErrUnavailable: the runtime does not answer (daemon down, socket
-	// missing). Retrying after starting it can help.
-	ErrUnavailable = errors.New("container runtime unavailable")
-	// ErrImageMissing: the image is not present locally.
-	ErrImageMissing = errors.New("image not present")
-)

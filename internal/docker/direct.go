@@ -181,7 +181,7 @@ func (r *Runtime) command(ctx context.Context, spec pmlc.Spec) ([]string, error)
 			}
 		}
 		if err != nil {
-			return nil, wrap("inspecting image "+spec.Image, err)
+			return nil, wrapImage("inspecting image "+spec.Image, err)
 		}
 		if ins.Config != nil {
 			imgEP, imgCmd = ins.Config.Entrypoint, ins.Config.Cmd

@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -52,27 +51,6 @@ func New() (*Runtime, error) {
 
 // Close releases the client's connections.
 func (r *Runtime) Close() error { return r.cli.Close() }
-
-// wrap turns connection failures into container.ErrUnavailable with a hint.
-func wrap(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	// io.ErrUnexpectedEOF: the daemon went away in the middle of an answer
-	// (a wait or an attach that was running when it stopped).
-	if client.IsErrConnectionFailed(err) || isDialError(err) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return fmt.Errorf("%s: %w: the Docker daemon does not answer (%v); start it (make docker, or `sudo systemctl start docker`) or set DOCKER_HOST", op, pmlc.ErrUnavailable, err)
-	}
-	if errdefs.IsNotFound(err) && strings.Contains(err.Error(), "image") {
-		return fmt.Errorf("%s: %w: %v", op, pmlc.ErrImageMissing, err)
-	}
-	return fmt.Errorf("%s: %w", op, err)
-}
-
-func isDialError(err error) bool {
-	var op *net.OpError
-	return errors.As(err, &op) || errors.Is(err, os.ErrNotExist)
-}
 
 // createTimeout bounds one container create.
 const createTimeout = 60 * time.Second
@@ -154,7 +132,7 @@ func (r *Runtime) create(ctx context.Context, image string, cfg *container.Confi
 	}
 	cancel()
 	if err != nil {
-		return nil, wrap("creating container from "+image, err)
+		return nil, wrapImage("creating container from "+image, err)
 	}
 	p := newProcess(r, created.ID)
 	if err := ctx.Err(); err != nil {
@@ -309,7 +287,7 @@ func (r *Runtime) ListManaged(ctx context.Context) ([]pmlc.Managed, error) {
 // RemoveContainer force-removes id; a container already gone is not an error.
 func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
 	err := r.cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true})
-	if err == nil || errdefs.IsNotFound(err) || (errdefs.IsConflict(err) && strings.Contains(err.Error(), "already in progress")) {
+	if err == nil || errdefs.IsNotFound(err) || (errdefs.IsConflict(err) && r.removing(ctx, id)) {
 		return nil
 	}
 	return wrap("removing container", err)

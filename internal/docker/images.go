@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/errdefs"
@@ -71,7 +70,7 @@ func (r *Runtime) PullImage(ctx context.Context, ref string, progress func(pmlc.
 	rc, err := r.cli.ImagePull(ctx, ref, image.PullOptions{})
 	if err != nil {
 		// The caller names the image; the daemon's text names it again.
-		return wrap("pull", err)
+		return pullError(err)
 	}
 	defer rc.Close()
 	dec := json.NewDecoder(rc)
@@ -86,7 +85,7 @@ func (r *Runtime) PullImage(ctx context.Context, ref string, progress func(pmlc.
 			return fmt.Errorf("pull: reading the daemon's answer: %w", err)
 		}
 		if err := m.err(); err != nil {
-			return fmt.Errorf("pull: %w", err)
+			return pullError(err)
 		}
 		if progress != nil {
 			ev := pmlc.PullEvent{Layer: m.ID, Status: m.Status}
@@ -110,8 +109,8 @@ func (r *Runtime) RemoveImage(ctx context.Context, ref string) error {
 	switch {
 	case err == nil, errdefs.IsNotFound(err):
 		return nil
-	case errdefs.IsConflict(err) && strings.Contains(err.Error(), "is using"):
-		return fmt.Errorf("%w: %v", pmlc.ErrImageInUse, err)
+	case errdefs.IsConflict(err) && r.inUse(ctx, ref):
+		return fmt.Errorf("%w: %w", pmlc.ErrImageInUse, err)
 	}
 	return wrap("removing image "+ref, err)
 }

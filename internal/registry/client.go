@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pml-dev/pml/internal/errdefs"
 )
 
 // Entry is one version of a registry entry, verified against its
@@ -106,10 +108,10 @@ func (c *Client) Registries() []string { return append([]string(nil), c.registri
 // Error kinds, for errors.Is on what Fetch and List return.
 var (
 	// ErrNotFound: every registry answered that it has no such entry.
-	ErrNotFound = errors.New("not found in any registry")
+	ErrNotFound = errdefs.New(errdefs.ErrNotFound, "not found in any registry")
 	// ErrUnavailable: at least one registry could not be reached
 	// (connection refused, timeout, 5xx) and nothing usable was cached.
-	ErrUnavailable = errors.New("registry unavailable")
+	ErrUnavailable = errdefs.New(errdefs.ErrUnavailable, "registry unavailable")
 )
 
 // FetchError says what each registry answered when none served an entry.
@@ -145,18 +147,19 @@ func (e *FetchError) Error() string {
 	return s
 }
 
-// Is reports ErrNotFound when every registry said not found, and
-// ErrUnavailable when any registry was unreachable.
+// Is reports ErrNotFound (and its kind, errdefs.ErrNotFound) when every
+// registry said not found, and ErrUnavailable (errdefs.ErrUnavailable)
+// when any registry was unreachable.
 func (e *FetchError) Is(target error) bool {
 	switch target {
-	case ErrNotFound:
+	case ErrNotFound, errdefs.ErrNotFound:
 		for _, a := range e.Attempts {
 			if !isKind(a.Err, kindNotFound) {
 				return false
 			}
 		}
 		return len(e.Attempts) > 0
-	case ErrUnavailable:
+	case ErrUnavailable, errdefs.ErrUnavailable:
 		for _, a := range e.Attempts {
 			if isKind(a.Err, kindUnavailable) {
 				return true
@@ -184,6 +187,19 @@ type registryError struct {
 }
 
 func (e *registryError) Error() string { return e.msg }
+
+// Is gives one registry's failure its errdefs kind: the registry said it
+// has no such entry (not found), or it could not be reached or answered
+// 5xx (unavailable).
+func (e *registryError) Is(target error) bool {
+	switch e.kind {
+	case kindNotFound:
+		return target == errdefs.ErrNotFound
+	case kindUnavailable:
+		return target == errdefs.ErrUnavailable
+	}
+	return false
+}
 
 func isKind(err error, k kind) bool {
 	var re *registryError

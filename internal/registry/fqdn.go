@@ -31,6 +31,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/pml-dev/pml/internal/errdefs"
 	"github.com/pml-dev/pml/internal/lazyre"
 )
 
@@ -46,7 +47,7 @@ var (
 )
 
 // ErrInvalidFQDN is wrapped by every FQDN parse error.
-var ErrInvalidFQDN = errors.New("invalid FQDN")
+var ErrInvalidFQDN = errdefs.New(errdefs.ErrInvalidInput, "invalid FQDN")
 
 // ParseFQDN parses "org.project.namespace.action" or
 // "org.project.namespace.action.hash" (hash: 4 lowercase hex digits). Each

@@ -1,0 +1,164 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/pml-dev/pml/internal/cloud"
+	"github.com/pml-dev/pml/internal/config"
+	"github.com/pml-dev/pml/internal/container"
+	"github.com/pml-dev/pml/internal/errdefs"
+	"github.com/pml-dev/pml/internal/registry"
+)
+
+// failingRuntime is a container.Runtime whose every start fails with err,
+// as the Docker runtime's would (the image exists, so the toolbox is not
+// rebuilt).
+type failingRuntime struct{ err error }
+
+func (r failingRuntime) Start(context.Context, container.Spec, container.Streams) (container.Process, error) {
+	return nil, r.err
+}
+func (failingRuntime) ImageExists(context.Context, string) (bool, error) { return true, nil }
+func (failingRuntime) ImportImage(context.Context, string, io.Reader, []string) error {
+	return nil
+}
+func (failingRuntime) ListManaged(context.Context) ([]container.Managed, error) { return nil, nil }
+func (failingRuntime) RemoveContainer(context.Context, string) error            { return nil }
+func (failingRuntime) Info(context.Context) (container.Info, error)             { return container.Info{}, nil }
+func (failingRuntime) Close() error                                             { return nil }
+
+// brokerWith builds a broker on rt with .pml.json pmlJSON and the
+// environment env.
+func brokerWith(t *testing.T, rt container.Runtime, pmlJSON string, env map[string]string) *Broker {
+	t.Helper()
+	ws, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, ".pml.json"), []byte(pmlJSON), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "a.txt"), []byte("hello"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(ws, func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe, _ := os.Executable()
+	b, err := New(Options{Workspace: ws, Config: cfg, Runtime: rt, Exe: exe, Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close(time.Second) })
+	return b
+}
+
+func callOnce(b *Broker, tool string, args any) Result {
+	raw, _ := json.Marshal(args)
+	return b.Call(context.Background(), Request{Tool: tool, Args: raw, Workflows: NewWorkflows(time.Minute)})
+}
+
+// closedURL is an address nothing listens on.
+func closedURL(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+	return "http://" + addr
+}
+
+func TestAMissingImageIsVisibleAtTheTop(t *testing.T) {
+	// As internal/docker reports it: the operation, the sentinel, the
+	// daemon's own error.
+	missing := fmt.Errorf("creating container from pml-toolbox: %w: %w", container.ErrImageMissing, errors.New("No such image: pml-toolbox"))
+	b := brokerWith(t, failingRuntime{missing}, `{"permissions": {"allow": ["filesystem:read_file"]}}`, nil)
+	res := callOnce(b, "filesystem:read_file", map[string]any{"path": "a.txt"})
+	err := res.Err()
+	if !res.IsError || err == nil {
+		t.Fatalf("%+v", res)
+	}
+	if !errors.Is(err, container.ErrImageMissing) || !errors.Is(err, ErrUnavailable) || !errdefs.IsUnavailable(err) || !errdefs.IsNotFound(err) {
+		t.Errorf("the chain is cut: %v", err)
+	}
+	if errdefs.Kind(err) != errdefs.ErrUnavailable || kindName(err) != "unavailable" {
+		t.Errorf("kind %v (%s): the broker's classification is the outermost", errdefs.Kind(err), kindName(err))
+	}
+	if res.Text != err.Error() {
+		t.Errorf("text %q is not the error's", res.Text)
+	}
+}
+
+func TestEveryUnavailabilityIsOneKindAtTheTop(t *testing.T) {
+	refused := &net.OpError{Op: "dial", Net: "unix", Err: syscall.ECONNREFUSED}
+	down := fmt.Errorf("starting container: %w: the Docker daemon does not answer (%w)", container.ErrUnavailable, refused)
+	t.Run("daemon down", func(t *testing.T) {
+		b := brokerWith(t, failingRuntime{down}, `{"permissions": {"allow": ["filesystem:read_file"]}}`, nil)
+		err := callOnce(b, "filesystem:read_file", map[string]any{"path": "a.txt"}).Err()
+		var op *net.OpError
+		if !errdefs.IsUnavailable(err) || !errors.Is(err, container.ErrUnavailable) || !errors.As(err, &op) {
+			t.Errorf("%v", err)
+		}
+	})
+	t.Run("registry down", func(t *testing.T) {
+		b := brokerWith(t, failingRuntime{down}, fmt.Sprintf(`{"registries": [%q], "permissions": {"allow": ["nosuchns:act"]}}`, closedURL(t)), nil)
+		err := callOnce(b, "nosuchns:act", map[string]any{}).Err()
+		if !errdefs.IsUnavailable(err) || !errors.Is(err, registry.ErrUnavailable) || !errors.Is(err, ErrUnavailable) {
+			t.Errorf("%v", err)
+		}
+		var fe *registry.FetchError
+		if !errors.As(err, &fe) {
+			t.Errorf("the registry's answers are lost: %v", err)
+		}
+	})
+	t.Run("cloud offline", func(t *testing.T) {
+		c := &cloud.Client{URL: closedURL(t), APIKey: "k", HTTP: &http.Client{}, Timeout: 5 * time.Second}
+		_, err := c.CallTool(context.Background(), "json:parse", nil, nil)
+		if !errdefs.IsUnavailable(err) || !errors.Is(err, cloud.ErrUnavailable) {
+			t.Fatalf("%v", err)
+		}
+		// As broker/cloud.go wraps a forwarding failure.
+		top := fmt.Errorf("%w: %s: %w", ErrCloud, "json:parse", err)
+		if !errdefs.IsUnavailable(resultFor(top).Err()) {
+			t.Errorf("%v", top)
+		}
+	})
+}
+
+func TestResultForAndKindName(t *testing.T) {
+	r := resultFor(fmt.Errorf("%w: x:y", ErrNotFound))
+	if !r.IsError || r.Text != "no such tool: x:y" || !errors.Is(r.Err(), ErrNotFound) {
+		t.Errorf("%+v", r)
+	}
+	if r := resultFor(nil); !r.IsError || !errdefs.IsInternal(r.Err()) {
+		t.Errorf("a nil error gave %+v", r)
+	}
+	for err, want := range map[error]string{
+		ErrUnavailable: "unavailable", ErrNotFound: "not_found", ErrInvalidInput: "invalid_input",
+		ErrDenied: "denied", ErrNeedsApproval: "needs_approval",
+		errdefs.Wrap(errdefs.ErrTimeout, context.DeadlineExceeded): "timeout",
+		errdefs.Wrap(errdefs.ErrConflict, errors.New("in use")):    "conflict",
+		errdefs.New(errdefs.ErrInternal, "bug"):                    "internal",
+		errors.New("plain"):                                        "error",
+	} {
+		if got := kindName(fmt.Errorf("ctx: %w", err)); got != want {
+			t.Errorf("kindName(%v) = %q, want %q", err, got, want)
+		}
+	}
+}

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/pml-dev/pml/broker"
+	"github.com/pml-dev/pml/internal/container"
+)
+
+// Exit codes of pml call. callExits is the one table: the help text, the
+// JSON "outcome" and the process exit code all come from it.
+const (
+	exitOK          = 0
+	exitToolError   = 1
+	exitUsage       = 2
+	exitApproval    = 3
+	exitDenied      = 4
+	exitUnavailable = 5
+	exitCloud       = 6
+	exitTimeout     = 124 // as timeout(1)
+	exitInterrupted = 130 // 128 + SIGINT, as shells report it
+)
+
+var callExits = []struct {
+	code    int
+	outcome string
+	meaning string
+}{
+	{exitOK, "ok", "the tool ran and succeeded"},
+	{exitToolError, "tool_error", "the tool ran and failed (is_error: true), e.g. a missing file or a command that exited non-zero"},
+	{exitUsage, "usage_error", "bad ARGS (not a JSON object), unknown flag or tool, invalid .pml.json, input refused before running (a path outside the workspace)"},
+	{exitApproval, "approval_required", "the call needs approval: nothing ran; stderr names what to add to permissions.allow"},
+	{exitDenied, "denied", "a permissions.deny pattern matched"},
+	{exitUnavailable, "unavailable", "the container engine is not available: no daemon, a missing image; or a registry a tool must be fetched from cannot be reached"},
+	{exitCloud, "cloud_unavailable", "a cloud tool could not be forwarded: no PML_API_KEY, cloud unreachable, key refused"},
+	{exitTimeout, "timeout", "--timeout expired: the call was stopped and its container removed"},
+	{exitInterrupted, "interrupted", "Ctrl-C or SIGTERM: the call was stopped and its container removed"},
+}
+
+func outcomeOf(code int) string {
+	for _, e := range callExits {
+		if e.code == code {
+			return e.outcome
+		}
+	}
+	return "error"
+}
+
+func exitTable() string {
+	var b bytes.Buffer
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	for _, e := range callExits {
+		fmt.Fprintf(tw, "  %d\t%s\t%s\n", e.code, e.outcome, e.meaning)
+	}
+	tw.Flush()
+	return b.String()
+}
+
+// failureExits is the one place a failure becomes an exit code: the first
+// row whose error errors.Is finds in the chain wins, and a failure none
+// matches is a tool error (exit 1). The rows are what the broker decided
+// about the call (its sentinels, each of an errdefs kind); the causes
+// beneath them — a runtime's not-found behind a failed run — describe
+// the cause, not the call, and do not choose the code. The runtime's own
+// unavailability is last: it is what `pml images` (and a call the broker
+// did not classify) reports when the daemon does not answer.
+var failureExits = []struct {
+	err  error
+	code int
+}{
+	{broker.ErrDenied, exitDenied},
+	{broker.ErrUnavailable, exitUnavailable},
+	{broker.ErrCloud, exitCloud},
+	{broker.ErrNotFound, exitUsage},
+	{broker.ErrInvalidInput, exitUsage},
+	{container.ErrUnavailable, exitUnavailable},
+}
+
+// exitCodeFor maps a failure to its exit code (see failureExits); nil is
+// a tool's own error.
+func exitCodeFor(err error) int {
+	for _, row := range failureExits {
+		if err != nil && errors.Is(err, row.err) {
+			return row.code
+		}
+	}
+	return exitToolError
+}
