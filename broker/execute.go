@@ -348,9 +348,16 @@ type leased struct {
 	mu sync.Mutex
 }
 
+// Remove keeps the runtime contract: Done is closed once it returns (the
+// pool removes the container on Release), unless ctx ends first.
 func (l *leased) Remove(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.Release()
-	return nil
+	select {
+	case <-l.Done():
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
