@@ -169,8 +169,8 @@ func TestAuditLayerWritesOneEntryWhateverTheStepsNoted(t *testing.T) {
 		res   Result
 		want  audit.Entry
 	}{
-		{"nothing noted, invalid input", func(*Call) {}, errorResult(ErrInvalidInput), audit.Entry{Tool: "t", Decision: audit.Failed, Reason: "invalid input"}},
-		{"nothing noted, not found", func(*Call) {}, errorResult(ErrNotFound), audit.Entry{Tool: "t", Decision: audit.Failed, Reason: "not found"}},
+		{"nothing noted, invalid input", func(*Call) {}, errorResult(ErrInvalidInput), audit.Entry{Tool: "t", Decision: audit.Failed, Reason: "invalid_input"}},
+		{"nothing noted, not found", func(*Call) {}, errorResult(ErrNotFound), audit.Entry{Tool: "t", Decision: audit.Failed, Reason: "not_found"}},
 		{"nothing noted, an error", func(*Call) {}, errorResult(errors.New("x")), audit.Entry{Tool: "t", Decision: audit.Failed, Reason: "error"}},
 		{"nothing noted, a success", func(*Call) {}, Result{}, audit.Entry{Tool: "t", Decision: audit.Failed, Reason: "not recorded by any step"}},
 		{"the last note wins", func(c *Call) {
