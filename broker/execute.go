@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -123,29 +122,24 @@ type pausedCall struct {
 // wait for one approval on top of its compute time.
 func (b *Broker) runner() *execute.Runner {
 	return &execute.Runner{
-		Runtime: &pooledRuntime{Runtime: b.rt, pool: b.pool},
+		Runtime: &pooledRuntime{Runtime: b.sb.rt, pool: b.sb.pool},
 		Image:   execute.DefaultImage,
-		Policy:  b.policy,
-		User:    b.user,
-		Labels:  b.labels("execute"),
-		Timeout: time.Duration(b.policy.Timeout) + b.cfg.HIL.Timeout,
+		Policy:  b.sb.policy,
+		User:    b.sb.user,
+		Labels:  b.sb.labels("execute"),
+		Timeout: time.Duration(b.sb.policy.Timeout) + b.cfg.HIL.Timeout,
 		// Compute time is sandbox.timeout; waits for a person pause it.
-		Budget: time.Duration(b.policy.Timeout),
+		Budget: time.Duration(b.sb.policy.Timeout),
 		// The container ends by itself with pml's end of its stdin, or at
 		// the run's ceiling plus the longest a pre-started one waits.
-		Supervisor: b.supervisor(),
-		Lifetime:   time.Duration(b.policy.Timeout) + b.cfg.HIL.Timeout + b.cfg.Sandbox.IdleTimeout + time.Minute,
+		Supervisor: b.sb.supervisor(),
+		Lifetime:   time.Duration(b.sb.policy.Timeout) + b.cfg.HIL.Timeout + b.cfg.Sandbox.IdleTimeout + time.Minute,
 	}
 }
 
-// executeLocally runs the code of an execute_locally answer.
-func (b *Broker) executeLocally(ctx context.Context, outer string, payload map[string]any) Result {
-	code, _ := payload["code"].(string)
-	if strings.TrimSpace(code) == "" {
-		return errorResult(fmt.Errorf("%w: %s: the cloud asked to execute code locally but sent no code", ErrCloud, outer))
-	}
-	return b.startRun(ctx, outer, execute.Program{Code: code})
-}
+// runStarter starts a program in a Deno container and drives it to its
+// result (Broker.startRun): the executors that run code hold only this.
+type runStarter func(ctx context.Context, outer string, prog execute.Program) Result
 
 // startRun starts a program and drives it.
 func (b *Broker) startRun(ctx context.Context, outer string, prog execute.Program) Result {
