@@ -42,7 +42,6 @@ import (
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/deps"
-	"github.com/pml-dev/pml/internal/protect"
 	"github.com/pml-dev/pml/internal/safefs"
 	"github.com/pml-dev/pml/internal/toolbox"
 	"github.com/pml-dev/pml/policies"
@@ -129,6 +128,10 @@ type Broker struct {
 	cancelBase context.CancelFunc
 	inflight   sync.WaitGroup
 
+	// runs starts and drives code in Deno containers (pml:execute, deno
+	// capabilities); its inner calls come back through Call.
+	runs *codeRuns
+
 	// path is the request path, audit layer first; belowAudit the same
 	// path without it, for a call re-entered within an audited one.
 	path, belowAudit Handler
@@ -153,26 +156,7 @@ func New(o Options) (*Broker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", o.Config.Path, err)
 	}
-	rt, limited := limitRuntime(o)
-	sb := &sandbox{
-		ws:     o.Workspace,
-		user:   chooseUser(o.Config.Sandbox.User, o.Workspace),
-		policy: pol,
-		owner:  owner,
-		rt:     rt,
-		log:    o.Logger,
-		exe:    o.Exe,
-	}
-	sb.pool = container.NewPool(container.PoolOptions{Runtime: rt, Min: o.Config.Sandbox.Pool.Min,
-		Max: o.Config.Sandbox.Pool.Max, Idle: o.Config.Sandbox.IdleTimeout, Logger: o.Logger})
-	if limited != nil {
-		limited.SetReclaim(sb.pool.Reclaim)
-	}
-	// .pml/ always exists, so that containers that may write the
-	// workspace get it read-only (see workspaceMounts); never through a
-	// link (checked above).
-	_ = safefs.MkdirAll(o.Workspace, ".pml", 0o755)
-	sb.guard = protect.New(o.Workspace, owner.Labels(), o.Logger)
+	sb := newSandbox(o, pol, owner)
 	b := &Broker{
 		cfg:   o.Config,
 		sb:    sb,
@@ -181,6 +165,7 @@ func New(o Options) (*Broker, error) {
 		audit: audit.New(filepath.Join(o.Workspace, ".pml", "audit.jsonl")),
 	}
 	b.base, b.cancelBase = context.WithCancel(context.Background())
+	b.runs = &codeRuns{sb: sb, hil: o.Config.HIL.Timeout, idle: o.Config.Sandbox.IdleTimeout, base: b.base, call: b.Call}
 	fs := toolboxExec{sb: sb, image: &images.Toolbox{Runtime: o.Runtime, Exe: o.Exe}}
 	for _, t := range toolbox.Filesystem {
 		b.tools.add(t, fs)

@@ -67,7 +67,7 @@ func (b *Broker) setupCloud(o Options) {
 		regEnv: map[string][]string{},
 		ready:  make(chan struct{}),
 	}
-	b.cloud.exec = cloudExec{sb: b.sb, cloud: b.cloud, runCode: b.startRun}
+	b.cloud.exec = cloudExec{sb: b.sb, cloud: b.cloud, runs: b.runs}
 	if !b.cloud.client.Enabled() {
 		b.cloud.readyOnce.Do(func() { close(b.cloud.ready) })
 		return

@@ -17,11 +17,11 @@ import (
 // cloudExec runs the tools the PML cloud serves (its list, registry http
 // entries): each call forwarded with the person's own API keys (BYOK).
 // pml:execute may answer with code, run here in a Deno container
-// (runCode).
+// (runs).
 type cloudExec struct {
-	sb      *sandbox
-	cloud   *cloudSide
-	runCode runStarter
+	sb    *sandbox
+	cloud *cloudSide
+	runs  *codeRuns
 }
 
 // run forwards an allowed call with its BYOK keys.
@@ -65,7 +65,7 @@ func (e cloudExec) executeLocally(ctx context.Context, outer string, payload map
 	if strings.TrimSpace(code) == "" {
 		return errorResult(fmt.Errorf("%w: %s: the cloud asked to execute code locally but sent no code", ErrCloud, outer))
 	}
-	return e.runCode(ctx, outer, execute.Program{Code: code})
+	return e.runs.start(ctx, outer, execute.Program{Code: code})
 }
 
 // byokFor reads the variables a cloud tool declares from pml's environment,

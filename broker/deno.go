@@ -36,14 +36,14 @@ func (b *Broker) registerDenoCapability(ctx context.Context, c Capability) {
 			InputSchema: json.RawMessage(`{"type":"object"}`),
 		})
 	}
-	b.replaceTools(nil, defs, denoExec{registry: b.registry, runCode: b.startRun})
+	b.replaceTools(nil, defs, denoExec{registry: b.registry, runs: b.runs})
 }
 
 // denoExec runs the exported functions of deno capabilities (pml add):
 // the code fetched from the registry, held by registry.
 type denoExec struct {
 	registry *registrySide
-	runCode  runStarter
+	runs     *codeRuns
 }
 
 // run runs one exported function of a deno capability in a
@@ -57,5 +57,5 @@ func (e denoExec) run(ctx context.Context, def toolbox.Tool, args map[string]any
 	if entry == nil {
 		return errorResult(fmt.Errorf("%w %q: its capability's code is not loaded", ErrNotFound, def.Name))
 	}
-	return e.runCode(ctx, def.Name, execute.Program{Module: entry.Code, Export: fn, Args: args})
+	return e.runs.start(ctx, def.Name, execute.Program{Module: entry.Code, Export: fn, Args: args})
 }

@@ -44,6 +44,33 @@ type sandbox struct {
 	supervisorExe  string
 }
 
+// newSandbox builds the sandbox of a broker: the runtime goes through
+// this pml's cap (limitRuntime), whose pool reclaims idle pre-started
+// containers when the cap is reached.
+func newSandbox(o Options, pol policies.Policy, owner container.Owner) *sandbox {
+	rt, limited := limitRuntime(o)
+	sb := &sandbox{
+		ws:     o.Workspace,
+		user:   chooseUser(o.Config.Sandbox.User, o.Workspace),
+		policy: pol,
+		owner:  owner,
+		rt:     rt,
+		log:    o.Logger,
+		exe:    o.Exe,
+	}
+	sb.pool = container.NewPool(container.PoolOptions{Runtime: rt, Min: o.Config.Sandbox.Pool.Min,
+		Max: o.Config.Sandbox.Pool.Max, Idle: o.Config.Sandbox.IdleTimeout, Logger: o.Logger})
+	if limited != nil {
+		limited.SetReclaim(sb.pool.Reclaim)
+	}
+	// .pml/ always exists, so that containers that may write the
+	// workspace get it read-only (see workspaceMounts); never through a
+	// link (New checked it: safefs.CheckStateDir).
+	_ = safefs.MkdirAll(o.Workspace, ".pml", 0o755)
+	sb.guard = protect.New(o.Workspace, owner.Labels(), o.Logger)
+	return sb
+}
+
 // labels are the labels of a container started for purpose.
 func (s *sandbox) labels(purpose string) map[string]string {
 	l := s.owner.Labels()
@@ -54,8 +81,8 @@ func (s *sandbox) labels(purpose string) map[string]string {
 
 // workspaceMounts mounts the workspace at its own path; a writable mount
 // gets pml's own files mounted read-only on top (Docker mounts the
-// deeper paths after the workspace). .pml/ always exists (New creates
-// it), so it is always covered; a file that does not exist cannot be
+// deeper paths after the workspace). .pml/ always exists (newSandbox
+// creates it), so it is always covered; a file that does not exist cannot be
 // mounted (the daemon would create it on the host) and is left to the
 // guard (see exposed).
 func (s *sandbox) workspaceMounts(readOnly bool) []container.Mount {
