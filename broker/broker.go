@@ -11,11 +11,15 @@
 //	approve   layer_approve.go   ask, install or API key: puts it to a person (dialog.go)
 //	execute   layer_execute.go   installs, finds the executor (lookup.go) and runs it
 //
-// The executors are the tool sources: toolbox.go (filesystem tools),
-// shell.go, server_call.go (pooled stdio servers), percall.go (per-call
-// servers), cloud.go, deno.go and execute.go (code the cloud sends, run
-// in a Deno container whose mcp.* calls come back through Call). A layer
-// notes the outcome on the Call; only the audit layer writes it.
+// The execute layer hands the call to its tool source's executor (the
+// tool table maps each name to one): toolboxExec (toolbox.go, filesystem
+// tools), shellExec (shell.go), pooledExec (server_call.go, stdio
+// servers), perCallExec (percall.go), cloudExec (cloud_exec.go) and
+// denoExec (deno.go). Each holds only what it needs; the container ones
+// share a *sandbox (sandbox.go), never the Broker. Code runs (execute.go:
+// codeRuns, for pml:execute and deno capabilities) happen in a Deno
+// container whose mcp.* calls come back through Call. A layer notes the
+// outcome on the Call; only the audit layer writes it.
 //
 // The broker knows nothing of Docker: it speaks to a container.Runtime.
 // ARCHITECTURE.md at the project root draws the path and names every
