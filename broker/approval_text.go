@@ -29,7 +29,7 @@ func (b *Broker) approvalFor(wf *workflow) Approval {
 func (b *Broker) approval(wf *workflow) Approval {
 	desc := fmt.Sprintf("Allow pml to run %s%s?", wf.tool, describeArgs(wf.args))
 	options := []string{"continue", "always", "abort"}
-	ctx := map[string]any{"pattern": wf.pattern, "workspace": b.ws}
+	ctx := map[string]any{"pattern": wf.pattern, "workspace": b.sb.ws}
 	if why := b.alwaysBlocked(wf.tool); why != "" {
 		options = []string{"continue", "abort"}
 		ctx["always_not_offered"] = why
@@ -92,7 +92,7 @@ func (b *Broker) dependencyApproval(wf *workflow, srv *server) Approval {
 		"integrity": inst.Integrity,
 		"network":   true,
 		"pattern":   wf.pattern,
-		"workspace": b.ws,
+		"workspace": b.sb.ws,
 	}
 	a.Description += b.describeAccess(wf.tool, a.Context)
 	return a

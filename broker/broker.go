@@ -11,11 +11,15 @@
 //	approve   layer_approve.go   ask, install or API key: puts it to a person (dialog.go)
 //	execute   layer_execute.go   installs, finds the executor (lookup.go) and runs it
 //
-// The executors are the tool sources: toolbox.go (filesystem tools),
-// shell.go, server_call.go (pooled stdio servers), percall.go (per-call
-// servers), cloud.go, deno.go and execute.go (code the cloud sends, run
-// in a Deno container whose mcp.* calls come back through Call). A layer
-// notes the outcome on the Call; only the audit layer writes it.
+// The execute layer hands the call to its tool source's executor (the
+// tool table maps each name to one): toolboxExec (toolbox.go, filesystem
+// tools), shellExec (shell.go), pooledExec (server_call.go, stdio
+// servers), perCallExec (percall.go), cloudExec (cloud_exec.go) and
+// denoExec (deno.go). Each holds only what it needs; the container ones
+// share a *sandbox (sandbox.go), never the Broker. Code runs (execute.go:
+// codeRuns, for pml:execute and deno capabilities) happen in a Deno
+// container whose mcp.* calls come back through Call. A layer notes the
+// outcome on the Call; only the audit layer writes it.
 //
 // The broker knows nothing of Docker: it speaks to a container.Runtime.
 // ARCHITECTURE.md at the project root draws the path and names every
@@ -42,7 +46,6 @@ import (
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/deps"
-	"github.com/pml-dev/pml/internal/protect"
 	"github.com/pml-dev/pml/internal/safefs"
 	"github.com/pml-dev/pml/internal/toolbox"
 	"github.com/pml-dev/pml/policies"
@@ -104,37 +107,24 @@ type Options struct {
 
 // Broker routes and executes tool calls. Safe for concurrent use.
 type Broker struct {
-	ws      string
-	cfg     *config.Config
-	rt      container.Runtime
-	perms   livePermissions
-	policy  policies.Policy
-	user    string
-	owner   container.Owner
-	toolbox *images.Toolbox
-	log     zerolog.Logger
-	tools   toolTable
-	audit   *audit.Log
+	cfg   *config.Config
+	sb    *sandbox
+	perms livePermissions
+	log   zerolog.Logger
+	tools toolTable
+	audit *audit.Log
 
 	servers            map[string]*server
 	serverOrder        []string
 	deps               *deps.Store
 	toolsCache         *toolsCache
 	serverStartTimeout time.Duration
-
-	cloud    *cloudSide
-	registry *registrySide
-	// guard watches pml's own files that a container could create
-	// (internal/protect); session holds the long-lived servers' exposures.
-	guard   *protect.Guard
-	session sessionGuard
-	// supervisorExe is pml's executable when shell:exec can run it as
-	// its container's PID 1 (see supervisor).
-	supervisorOnce sync.Once
-	supervisorExe  string
 	// serversMu guards servers and serverOrder: registry servers are
 	// added at run time.
 	serversMu sync.RWMutex
+
+	cloud    *cloudSide
+	registry *registrySide
 
 	// base is cancelled by Close: every running call is cancelled with it,
 	// which kills its container; inflight lets Close wait for the cleanup.
@@ -142,9 +132,9 @@ type Broker struct {
 	cancelBase context.CancelFunc
 	inflight   sync.WaitGroup
 
-	// pool holds pre-started single-use containers: toolbox, shell and
-	// per_call servers. Close closes it.
-	pool *container.Pool
+	// runs starts and drives code in Deno containers (pml:execute, deno
+	// capabilities); its inner calls come back through Call.
+	runs *codeRuns
 
 	// path is the request path, audit layer first; belowAudit the same
 	// path without it, for a call re-entered within an audited one.
@@ -170,34 +160,21 @@ func New(o Options) (*Broker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", o.Config.Path, err)
 	}
-	rt, limited := limitRuntime(o)
+	sb := newSandbox(o, pol, owner)
 	b := &Broker{
-		ws:      o.Workspace,
-		cfg:     o.Config,
-		rt:      rt,
-		perms:   livePermissions{p: PermissionsFrom(o.Config)},
-		policy:  pol,
-		user:    chooseUser(o.Config.Sandbox.User, o.Workspace),
-		owner:   owner,
-		toolbox: &images.Toolbox{Runtime: o.Runtime, Exe: o.Exe},
-		log:     o.Logger,
-		audit:   audit.New(filepath.Join(o.Workspace, ".pml", "audit.jsonl")),
+		cfg:   o.Config,
+		sb:    sb,
+		perms: livePermissions{p: PermissionsFrom(o.Config)},
+		log:   o.Logger,
+		audit: audit.New(filepath.Join(o.Workspace, ".pml", "audit.jsonl")),
 	}
-	b.pool = container.NewPool(container.PoolOptions{Runtime: rt, Min: o.Config.Sandbox.Pool.Min,
-		Max: o.Config.Sandbox.Pool.Max, Idle: o.Config.Sandbox.IdleTimeout, Logger: o.Logger})
-	if limited != nil {
-		limited.SetReclaim(b.pool.Reclaim)
-	}
-	// .pml/ always exists, so that containers that may write the
-	// workspace get it read-only (see workspaceMounts); never through a
-	// link (checked above).
-	_ = safefs.MkdirAll(o.Workspace, ".pml", 0o755)
-	b.guard = protect.New(o.Workspace, owner.Labels(), o.Logger)
 	b.base, b.cancelBase = context.WithCancel(context.Background())
+	b.runs = &codeRuns{sb: sb, hil: o.Config.HIL.Timeout, idle: o.Config.Sandbox.IdleTimeout, base: b.base, call: b.Call}
+	fs := toolboxExec{sb: sb, image: &images.Toolbox{Runtime: o.Runtime, Exe: o.Exe}}
 	for _, t := range toolbox.Filesystem {
-		b.tools.add(t, (*Broker).runToolbox)
+		b.tools.add(t, fs)
 	}
-	b.tools.add(shellTool, (*Broker).runShell)
+	b.tools.add(shellTool, shellExec{sb: sb, image: o.Config.Sandbox.ShellImage})
 	b.toolsCache = &toolsCache{path: filepath.Join(o.Workspace, ".pml", "tools-cache.json")}
 	b.serverStartTimeout = o.ServerStartTimeout
 	b.setupServers()
@@ -219,7 +196,7 @@ func (b *Broker) Close(timeout time.Duration) {
 	go func() {
 		// Closing the pool first stops refills while the cancelled calls
 		// wind down; it returns once their containers are removed too.
-		_ = b.pool.Close(ctx)
+		_ = b.sb.pool.Close(ctx)
 		b.inflight.Wait()
 		b.closeServers()
 		close(graceful)
@@ -230,8 +207,8 @@ func (b *Broker) Close(timeout time.Duration) {
 		b.log.Warn().Msg("some calls did not finish cleaning up in time; removing this pml's containers by label")
 	}
 	swept := true
-	if b.rt != nil {
-		if n, err := container.RemoveOwn(ctx, b.rt, b.owner); err != nil {
+	if b.sb.rt != nil {
+		if n, err := container.RemoveOwn(ctx, b.sb.rt, b.sb.owner); err != nil {
 			swept = false
 			b.log.Warn().Err(err).Msg("final sweep of this pml's containers; the next pml start removes what is left")
 		} else if n > 0 {
@@ -241,19 +218,19 @@ func (b *Broker) Close(timeout time.Duration) {
 	// Every container is gone: the last look at pml's own files. When
 	// some may remain, their exposures stay journaled for the next start.
 	if swept {
-		b.releaseSession()
+		b.sb.releaseSession()
 	}
-	b.guard.Close()
+	b.sb.guard.Close()
 }
 
 // Workspace returns the workspace directory.
-func (b *Broker) Workspace() string { return b.ws }
+func (b *Broker) Workspace() string { return b.sb.ws }
 
 // User returns the uid:gid containers run as.
-func (b *Broker) User() string { return b.user }
+func (b *Broker) User() string { return b.sb.user }
 
 // Policy returns the effective container policy.
-func (b *Broker) Policy() policies.Policy { return b.policy }
+func (b *Broker) Policy() policies.Policy { return b.sb.policy }
 
 // Request is one tool call as the MCP layer hands it over.
 type Request struct {
@@ -347,12 +324,4 @@ func chooseUser(explicit, ws string) string {
 		}
 	}
 	return container.ChooseUser(explicit, container.Ident{UID: os.Geteuid(), GID: os.Getegid()}, owner)
-}
-
-// labels are the labels of a container started for purpose.
-func (b *Broker) labels(purpose string) map[string]string {
-	l := b.owner.Labels()
-	l[container.LabelWorkspace] = b.ws
-	l[container.LabelPurpose] = purpose
-	return l
 }

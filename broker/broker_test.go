@@ -20,37 +20,76 @@ import (
 
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/container"
+	"github.com/pml-dev/pml/internal/container/containertest"
 	"github.com/pml-dev/pml/internal/toolbox"
 )
 
-// inProcess is a container.Runtime that runs the toolbox agent in a
-// goroutine on the host: the broker's request path (permissions,
-// approvals, audit) is tested here without Docker; e2e/ covers the real
-// containers.
+// inProcess is the shared fake runtime (internal/container/containertest)
+// playing pml's containers in goroutines on the host: the toolbox agent,
+// the shell, an MCP server and the Deno runner. The broker's request path
+// (permissions, approvals, audit) is tested here without Docker; e2e/
+// covers the real containers.
 type inProcess struct {
 	// fail, when set, is what Start returns (an unavailable runtime);
 	// hang makes every container start and never answer (a timeout).
 	fail error
 	hang bool
+
+	containertest.Runtime
+	once sync.Once
 	mu   sync.Mutex
 	// served counts containers that received a request: calls that ran.
 	// (Containers started counts pool pre-starts too.)
 	served int
 }
 
-type inProcessProc struct {
-	stdinW *io.PipeWriter
-	done   chan struct{}
-	code   int
+// Start sets the fake up from fail and hang on first use, so a test
+// builds an inProcess as a plain literal.
+func (r *inProcess) Start(ctx context.Context, spec container.Spec, s container.Streams) (container.Process, error) {
+	r.once.Do(func() {
+		r.StartErr = r.fail
+		if !r.hang {
+			r.Behave = r.behave
+		}
+	})
+	return r.Runtime.Start(ctx, spec, s)
+}
+
+// behave picks the program a container runs by its purpose label.
+func (r *inProcess) behave(p *containertest.Proc) int {
+	purpose := p.Spec.Labels[container.LabelPurpose]
+	switch {
+	case strings.HasPrefix(purpose, "mcp:") || strings.HasPrefix(purpose, "pool:mcp:"):
+		return r.mcpServer(p)
+	case strings.Contains(purpose, "execute"):
+		return r.deno(p)
+	case purpose == "pool:shell":
+		return r.shell(p)
+	}
+	return r.toolboxAgent(p)
+}
+
+func (r *inProcess) serve() {
+	r.mu.Lock()
+	r.served++
+	r.mu.Unlock()
+}
+
+// toolboxAgent runs the real toolbox agent on the container's stdin.
+func (r *inProcess) toolboxAgent(p *containertest.Proc) int {
+	in := bufio.NewReader(p.In)
+	if _, err := in.Peek(1); err == nil {
+		r.serve()
+	}
+	_ = toolbox.Serve(context.Background(), in, p.Out)
+	_, _ = io.Copy(io.Discard, in)
+	return 0
 }
 
 // mcpServer plays an MCP server's container: its tools are echo (says
 // its text back) and boom (a tool error).
-func (r *inProcess) mcpServer(p *inProcessProc, stdin io.ReadCloser, s container.Streams) {
-	defer close(p.done)
-	r.mu.Lock()
-	r.served++
-	r.mu.Unlock()
+func (r *inProcess) mcpServer(p *containertest.Proc) int {
+	r.serve()
 	srv := mcp.NewServer(&mcp.Implementation{Name: "fake"}, nil)
 	schema := json.RawMessage(`{"type": "object"}`)
 	srv.AddTool(&mcp.Tool{Name: "echo", Description: "says it back", InputSchema: schema}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -61,9 +100,9 @@ func (r *inProcess) mcpServer(p *inProcessProc, stdin io.ReadCloser, s container
 	srv.AddTool(&mcp.Tool{Name: "boom", InputSchema: schema}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "boom"}}}, nil
 	})
-	// The container lives until it is killed (its stdin closed), not as
-	// long as Start's context.
-	_ = srv.Run(context.Background(), &mcp.IOTransport{Reader: stdin, Writer: nopWriteCloser{s.Stdout}})
+	// The container lives until it is killed (its stdin ends).
+	_ = srv.Run(context.Background(), &mcp.IOTransport{Reader: io.NopCloser(p.In), Writer: nopWriteCloser{p.Out}})
+	return 0
 }
 
 type nopWriteCloser struct{ io.Writer }
@@ -73,25 +112,24 @@ func (nopWriteCloser) Close() error { return nil }
 // deno plays the Deno runner of pml:execute. Its "code" is one line per
 // tool call, "TOOL {json arguments}"; it makes them one at a time and
 // ends with the results' texts, in order, as its result.
-func (r *inProcess) deno(p *inProcessProc, stdin io.Reader, s container.Streams) {
-	defer close(p.done)
-	in := bufio.NewReader(stdin)
+func (r *inProcess) deno(p *containertest.Proc) int {
+	in := bufio.NewReader(p.In)
 	var run struct {
 		Params struct{ Code string }
 	}
 	first, err := in.ReadBytes('\n')
 	if err != nil || json.Unmarshal(first, &run) != nil {
-		return
+		return 0
 	}
 	var results []string
 	for i, line := range strings.Split(strings.TrimSpace(run.Params.Code), "\n") {
 		tool, args, _ := strings.Cut(line, " ")
 		call, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": i + 1, "method": "tools/call",
 			"params": map[string]any{"name": tool, "arguments": json.RawMessage(args)}})
-		fmt.Fprintf(s.Stdout, "%s\n", call)
+		fmt.Fprintf(p.Out, "%s\n", call)
 		reply, err := in.ReadBytes('\n')
 		if err != nil {
-			return
+			return 0
 		}
 		var res struct {
 			Result *mcp.CallToolResult
@@ -106,96 +144,26 @@ func (r *inProcess) deno(p *inProcessProc, stdin io.Reader, s container.Streams)
 		}
 	}
 	done, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "pml/done", "params": map[string]any{"status": "success", "result": results}})
-	fmt.Fprintf(s.Stdout, "%s\n", done)
+	fmt.Fprintf(p.Out, "%s\n", done)
 	_, _ = io.Copy(io.Discard, in)
+	return 0
 }
 
 // shell plays a shell container: it reads "cwd\ncommand" and echoes
 // both; "fail" in the command exits 3, "loud" writes to stderr too.
-func (r *inProcess) shell(p *inProcessProc, stdin io.Reader, s container.Streams) {
-	defer close(p.done)
-	in, _ := io.ReadAll(stdin)
-	r.mu.Lock()
-	r.served++
-	r.mu.Unlock()
+func (r *inProcess) shell(p *containertest.Proc) int {
+	in, _ := io.ReadAll(p.In)
+	r.serve()
 	cwd, cmd, _ := strings.Cut(string(in), "\n")
-	fmt.Fprintf(s.Stdout, "in %s ran %s", cwd, cmd)
+	fmt.Fprintf(p.Out, "in %s ran %s", cwd, cmd)
 	if strings.Contains(cmd, "loud") {
-		fmt.Fprint(s.Stderr, "complaint")
+		fmt.Fprint(p.Err, "complaint")
 	}
 	if strings.Contains(cmd, "fail") {
-		p.code = 3
+		return 3
 	}
+	return 0
 }
-
-func (r *inProcess) Start(ctx context.Context, spec container.Spec, s container.Streams) (container.Process, error) {
-	if r.fail != nil {
-		return nil, r.fail
-	}
-	pr, pw := io.Pipe()
-	p := &inProcessProc{stdinW: pw, done: make(chan struct{})}
-	if r.hang {
-		go func() {
-			defer close(p.done)
-			_, _ = io.Copy(io.Discard, pr)
-		}()
-		return p, nil
-	}
-	if purpose := spec.Labels[container.LabelPurpose]; strings.HasPrefix(purpose, "mcp:") || strings.HasPrefix(purpose, "pool:mcp:") {
-		go r.mcpServer(p, pr, s)
-		return p, nil
-	}
-	if strings.Contains(spec.Labels[container.LabelPurpose], "execute") {
-		go r.deno(p, pr, s)
-		return p, nil
-	}
-	if spec.Labels[container.LabelPurpose] == "pool:shell" {
-		go r.shell(p, pr, s)
-		return p, nil
-	}
-	go func() {
-		defer close(p.done)
-		in := bufio.NewReader(pr)
-		if _, err := in.Peek(1); err == nil {
-			r.mu.Lock()
-			r.served++
-			r.mu.Unlock()
-		}
-		_ = toolbox.Serve(ctx, in, s.Stdout)
-		_, _ = io.Copy(io.Discard, pr)
-	}()
-	return p, nil
-}
-
-func (p *inProcessProc) ID() string            { return "in-process" }
-func (p *inProcessProc) Stdin() io.WriteCloser { return p.stdinW }
-func (p *inProcessProc) Wait(ctx context.Context) (container.Exit, error) {
-	select {
-	case <-p.done:
-		return container.Exit{Code: p.code}, nil
-	case <-ctx.Done():
-		return container.Exit{}, ctx.Err()
-	}
-}
-func (p *inProcessProc) Done() <-chan struct{} { return p.done }
-func (p *inProcessProc) Exit() (container.Exit, error) {
-	return p.Wait(context.Background()) // only after Done
-}
-func (p *inProcessProc) Kill(context.Context) error {
-	return p.stdinW.CloseWithError(errors.New("killed"))
-}
-func (p *inProcessProc) Remove(context.Context) error { return nil }
-
-func (r *inProcess) ImageExists(context.Context, string) (bool, error) { return true, nil }
-func (r *inProcess) ImportImage(context.Context, string, io.Reader, []string) error {
-	return nil
-}
-func (r *inProcess) ListManaged(context.Context) ([]container.Managed, error) { return nil, nil }
-func (r *inProcess) RemoveContainer(context.Context, string) error            { return nil }
-func (r *inProcess) Info(context.Context) (container.Info, error) {
-	return container.Info{Name: "in-process"}, nil
-}
-func (r *inProcess) Close() error { return nil }
 
 func (r *inProcess) count() int {
 	r.mu.Lock()
@@ -432,7 +400,7 @@ func TestConcurrentAlwaysForTwentyTools(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		def := toolbox.Filesystem[0]
 		def.Name = fmt.Sprintf("test:tool_%02d", i)
-		f.b.tools.add(def, func(*Broker, context.Context, toolbox.Tool, map[string]any) Result { return Result{Text: "ran"} })
+		f.b.tools.add(def, executorFunc(func(context.Context, toolbox.Tool, map[string]any) Result { return Result{Text: "ran"} }))
 		names = append(names, def.Name)
 	}
 	ids := make([]string, len(names))

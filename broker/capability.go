@@ -116,7 +116,7 @@ func (b *Broker) AddCapability(ctx context.Context, arg string, confirm Confirm)
 	if err := b.readyCapability(ctx, e, &c, confirm); err != nil {
 		return Capability{}, err
 	}
-	if err := saveCapability(b.ws, c); err != nil {
+	if err := saveCapability(b.sb.ws, c); err != nil {
 		return Capability{}, err
 	}
 	return c, nil

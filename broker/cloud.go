@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -47,6 +46,8 @@ type cloudSide struct {
 	// way); a tools/list waits for it at most listWait.
 	ready     chan struct{}
 	readyOnce sync.Once
+	// exec runs its tools (cloudExec).
+	exec executor
 }
 
 // setupCloud builds the router and the cloud client; it contacts nothing.
@@ -61,17 +62,18 @@ func (b *Broker) setupCloud(o Options) {
 	}
 	b.cloud = &cloudSide{
 		client: &cloud.Client{URL: b.cfg.Cloud.URL, APIKey: os.Getenv("PML_API_KEY"), HTTP: hc, Timeout: b.cfg.Cloud.Timeout},
-		router: routing.New(b.ws, local),
+		router: routing.New(b.sb.ws, local),
 		env:    map[string][]string{},
 		regEnv: map[string][]string{},
 		ready:  make(chan struct{}),
 	}
+	b.cloud.exec = cloudExec{sb: b.sb, cloud: b.cloud, runs: b.runs}
 	if !b.cloud.client.Enabled() {
 		b.cloud.readyOnce.Do(func() { close(b.cloud.ready) })
 		return
 	}
 	// Listed at once from the cache, refreshed by StartCloud.
-	if tools, err := readCloudTools(b.ws, filepath.Join(b.ws, cloudToolsFile)); err == nil {
+	if tools, err := readCloudTools(b.sb.ws, filepath.Join(b.sb.ws, cloudToolsFile)); err == nil {
 		b.registerCloudTools(tools)
 	}
 }
@@ -143,7 +145,7 @@ func (b *Broker) registerCloudTools(tools []*mcp.Tool) {
 	old := c.names
 	c.env = env
 	c.mu.Unlock()
-	names := b.replaceTools(old, defs, (*Broker).runCloudTool)
+	names := b.replaceTools(old, defs, c.exec)
 	c.mu.Lock()
 	c.names = names
 	c.mu.Unlock()
@@ -163,9 +165,9 @@ func (b *Broker) writeCloudTools(tools []*mcp.Tool) {
 	if err != nil {
 		return
 	}
-	path := filepath.Join(b.ws, cloudToolsFile)
-	if err := safefs.MkdirAll(b.ws, filepath.Dir(path), 0o755); err == nil {
-		if err := safefs.WriteFile(b.ws, path, append(data, '\n'), 0o644); err != nil {
+	path := filepath.Join(b.sb.ws, cloudToolsFile)
+	if err := safefs.MkdirAll(b.sb.ws, filepath.Dir(path), 0o755); err == nil {
+		if err := safefs.WriteFile(b.sb.ws, path, append(data, '\n'), 0o644); err != nil {
 			b.log.Warn().Err(err).Msg("caching the cloud's tool list")
 		}
 	}
@@ -177,83 +179,13 @@ func (b *Broker) isCloudTool(name string) bool {
 	return name != ContinueTool && b.serverOf(name) == nil && b.cloud.router.Route(name) == routing.Server
 }
 
-// byokFor reads the variables a cloud tool declares from pml's environment,
-// else the workspace's .env. It returns the values and the missing names.
-func (b *Broker) byokFor(tool string) (map[string]string, []string) {
-	b.cloud.mu.Lock()
-	names := append([]string(nil), b.cloud.env[tool]...)
-	names = append(names, b.cloud.regEnv[tool]...)
-	b.cloud.mu.Unlock()
-	if len(names) == 0 {
-		return nil, nil
-	}
-	b.guard.Verify(".env")
-	dotenv, err := readDotEnv(b.ws)
-	if err != nil {
-		// The keys it would hold are reported missing; this says why.
-		b.log.Error().Err(err).Str("tool", tool).Msg("the workspace's .env is not read")
-	}
-	vals := map[string]string{}
-	var missing []string
-	for _, n := range names {
-		if ownVariable(n) {
-			b.log.Warn().Str("tool", tool).Str("variable", n).Msg("a tool asked for one of pml's own variables; it is never sent")
-			continue
-		}
-		if v, ok := os.LookupEnv(n); ok && v != "" {
-			vals[n] = v
-		} else if v := dotenv[n]; v != "" {
-			vals[n] = v
-		} else {
-			missing = append(missing, n)
-		}
-	}
-	sort.Strings(missing)
-	return vals, missing
-}
-
-// runCloudTool forwards an allowed call with its BYOK keys.
-func (b *Broker) runCloudTool(ctx context.Context, def toolbox.Tool, args map[string]any) Result {
-	c := b.cloud.client
-	if !c.Enabled() {
-		return errorResult(fmt.Errorf("%w: Cloud mode requires PML_API_KEY: %s runs in the PML cloud. Get a key at %s/settings and set PML_API_KEY in the env of the pml entry in your MCP client's configuration (e.g. .mcp.json); local tools work without it", ErrCloud, def.Name, c.URL))
-	}
-	keys, missing := b.byokFor(def.Name)
-	if len(missing) > 0 {
-		return errorResult(fmt.Errorf("%w: %s needs %s, which is not set: %s", ErrCloud, def.Name, strings.Join(missing, ", "), b.whereToSet()))
-	}
-	res, err := c.CallTool(ctx, def.Name, args, keys)
-	if err != nil {
-		var re *cloud.RemoteError
-		switch {
-		case errors.Is(err, context.Canceled):
-			return errorResult(fmt.Errorf("%s was cancelled", def.Name))
-		case errors.As(err, &re):
-			return errorResult(fmt.Errorf("%s: %s", def.Name, re.Message))
-		}
-		return errorResult(fmt.Errorf("%w: %s: %w", ErrCloud, def.Name, err))
-	}
-	// Only the planner may hand code back: a search result or a fetched
-	// page that happens to read {"status": "execute_locally"} is data.
-	if payload, ok := cloud.ExecuteLocally(res); ok && def.Name == ExecuteTool {
-		// Never on the host: in a Deno container whose mcp.* calls come
-		// back through the broker.
-		return b.executeLocally(ctx, def.Name, payload)
-	}
-	return Result{Text: joinText(res), Structured: res.StructuredContent, IsError: res.IsError, upstream: res}
-}
-
-func (b *Broker) whereToSet() string {
-	return fmt.Sprintf("add it to %s or to the env of the pml entry in your MCP client's configuration (e.g. .mcp.json)", filepath.Join(b.ws, ".env"))
-}
-
 // apiKeyApproval describes a missing BYOK key for a person.
 func (b *Broker) apiKeyApproval(wf *workflow) Approval {
 	a := b.approval(wf)
-	_, missing := b.byokFor(wf.tool)
+	_, missing := byokFor(b.sb, b.cloud, wf.tool)
 	a.Description = fmt.Sprintf("%s runs in the PML cloud with your own API key %s, which is not set. Set it (%s), then continue.",
-		wf.tool, strings.Join(missing, ", "), b.whereToSet())
+		wf.tool, strings.Join(missing, ", "), whereToSet(b.sb.ws))
 	a.Options = []string{"continue", "abort"}
-	a.Context = map[string]any{"variables": missing, "env_file": filepath.Join(b.ws, ".env"), "pattern": wf.pattern}
+	a.Context = map[string]any{"variables": missing, "env_file": filepath.Join(b.sb.ws, ".env"), "pattern": wf.pattern}
 	return a
 }

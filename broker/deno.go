@@ -36,19 +36,26 @@ func (b *Broker) registerDenoCapability(ctx context.Context, c Capability) {
 			InputSchema: json.RawMessage(`{"type":"object"}`),
 		})
 	}
-	b.replaceTools(nil, defs, (*Broker).runDenoFunction)
+	b.replaceTools(nil, defs, denoExec{registry: b.registry, runs: b.runs})
 }
 
-// runDenoFunction runs one exported function of a deno capability in a
+// denoExec runs the exported functions of deno capabilities (pml add):
+// the code fetched from the registry, held by registry.
+type denoExec struct {
+	registry *registrySide
+	runs     *codeRuns
+}
+
+// run runs one exported function of a deno capability in a
 // Deno container, like the cloud's execute_locally code: its mcp.* calls
 // come back through the request path.
-func (b *Broker) runDenoFunction(ctx context.Context, def toolbox.Tool, args map[string]any) Result {
+func (e denoExec) run(ctx context.Context, def toolbox.Tool, args map[string]any) Result {
 	ns, fn, _ := strings.Cut(def.Name, ":")
-	b.registry.mu.Lock()
-	e := b.registry.deno[ns]
-	b.registry.mu.Unlock()
-	if e == nil {
+	e.registry.mu.Lock()
+	entry := e.registry.deno[ns]
+	e.registry.mu.Unlock()
+	if entry == nil {
 		return errorResult(fmt.Errorf("%w %q: its capability's code is not loaded", ErrNotFound, def.Name))
 	}
-	return b.startRun(ctx, def.Name, execute.Program{Module: e.Code, Export: fn, Args: args})
+	return e.runs.start(ctx, def.Name, execute.Program{Module: entry.Code, Export: fn, Args: args})
 }

@@ -14,7 +14,7 @@ func TestARegistryEntrysEnvIsLiteral(t *testing.T) {
 	reg := config.Server{Name: "r", FromRegistry: true,
 		Env:         map[string]string{"X": "${E2E_SECRET_X}", "E2E_NEEDED": "${E2E_SECRET_X}"},
 		EnvRequired: []string{"E2E_NEEDED"}}
-	env, err := f.b.envFor(reg)
+	env, err := f.b.sb.envFor(reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +24,7 @@ func TestARegistryEntrysEnvIsLiteral(t *testing.T) {
 	}
 	// The user's own .pml.json server keeps ${NAME}.
 	own := config.Server{Name: "o", Env: map[string]string{"X": "${E2E_SECRET_X}"}}
-	if env, err := f.b.envFor(own); err != nil || !slices.Equal(env, []string{"X=secret-x"}) {
+	if env, err := f.b.sb.envFor(own); err != nil || !slices.Equal(env, []string{"X=secret-x"}) {
 		t.Fatalf("own server env %v %v", env, err)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -119,51 +118,56 @@ type pausedCall struct {
 	answered atomic.Bool
 }
 
+// codeRuns starts code in Deno containers (the cloud's execute_locally,
+// deno capabilities) and drives each run: every mcp.* call of the code is
+// answered through call, the whole request path (Broker.Call). It holds
+// only that, the sandbox and its timeouts.
+type codeRuns struct {
+	sb *sandbox
+	// hil is how long an approval may wait; idle how long a pre-started
+	// container waits for its code.
+	hil, idle time.Duration
+	// base ends every run (Close).
+	base context.Context
+	call func(ctx context.Context, req Request) Result
+}
+
 // runner builds the Deno runner with the broker's policy. The run may
 // wait for one approval on top of its compute time.
-func (b *Broker) runner() *execute.Runner {
+func (r *codeRuns) runner() *execute.Runner {
 	return &execute.Runner{
-		Runtime: &pooledRuntime{Runtime: b.rt, pool: b.pool},
+		Runtime: &pooledRuntime{Runtime: r.sb.rt, pool: r.sb.pool},
 		Image:   execute.DefaultImage,
-		Policy:  b.policy,
-		User:    b.user,
-		Labels:  b.labels("execute"),
-		Timeout: time.Duration(b.policy.Timeout) + b.cfg.HIL.Timeout,
+		Policy:  r.sb.policy,
+		User:    r.sb.user,
+		Labels:  r.sb.labels("execute"),
+		Timeout: time.Duration(r.sb.policy.Timeout) + r.hil,
 		// Compute time is sandbox.timeout; waits for a person pause it.
-		Budget: time.Duration(b.policy.Timeout),
+		Budget: time.Duration(r.sb.policy.Timeout),
 		// The container ends by itself with pml's end of its stdin, or at
 		// the run's ceiling plus the longest a pre-started one waits.
-		Supervisor: b.supervisor(),
-		Lifetime:   time.Duration(b.policy.Timeout) + b.cfg.HIL.Timeout + b.cfg.Sandbox.IdleTimeout + time.Minute,
+		Supervisor: r.sb.supervisor(),
+		Lifetime:   time.Duration(r.sb.policy.Timeout) + r.hil + r.idle + time.Minute,
 	}
 }
 
-// executeLocally runs the code of an execute_locally answer.
-func (b *Broker) executeLocally(ctx context.Context, outer string, payload map[string]any) Result {
-	code, _ := payload["code"].(string)
-	if strings.TrimSpace(code) == "" {
-		return errorResult(fmt.Errorf("%w: %s: the cloud asked to execute code locally but sent no code", ErrCloud, outer))
-	}
-	return b.startRun(ctx, outer, execute.Program{Code: code})
-}
-
-// startRun starts a program and drives it.
-func (b *Broker) startRun(ctx context.Context, outer string, prog execute.Program) Result {
+// start starts a program and drives it.
+func (r *codeRuns) start(ctx context.Context, outer string, prog execute.Program) Result {
 	depth, _ := ctx.Value(depthKey{}).(int)
 	if depth >= maxRunDepth {
 		return errorResult(fmt.Errorf("%w: %s: runs nest %d deep (code calling code calling code); refused", ErrInvalidInput, outer, depth))
 	}
-	run, err := b.runner().StartProgram(ctx, prog)
+	run, err := r.runner().StartProgram(ctx, prog)
 	if err != nil {
 		if errors.Is(err, container.ErrUnavailable) || errors.Is(err, container.ErrImageMissing) {
 			return errorResult(fmt.Errorf("%w: %w", ErrUnavailable, err))
 		}
 		return errorResult(fmt.Errorf("%s: %w", outer, err))
 	}
-	b.log.Info().Str("tool", outer).Msg("running the cloud's code locally in a Deno container")
+	r.sb.log.Info().Str("tool", outer).Msg("running the cloud's code locally in a Deno container")
 	ex := &execution{run: run, outer: outer, events: make(chan runEvent), pauses: make(chan paused, 64),
 		inflight: make(chan struct{}, maxRunInFlight)}
-	ex.ctx, ex.cancel = context.WithCancel(context.WithValue(b.base, depthKey{}, depth+1))
+	ex.ctx, ex.cancel = context.WithCancel(context.WithValue(r.base, depthKey{}, depth+1))
 	// pml closing (or the run ending any way) stops the code and frees
 	// its container, even while it waits for an approval.
 	context.AfterFunc(ex.ctx, func() { ex.run.Kill() })
@@ -183,12 +187,12 @@ func (b *Broker) startRun(ctx context.Context, outer string, prog execute.Progra
 			}
 		}
 	}()
-	return b.drive(ctx, ex, requestOf(ctx))
+	return r.drive(ctx, ex, requestOf(ctx))
 }
 
 // drive answers the run's calls until it is done or an inner call needs a
 // person.
-func (b *Broker) drive(ctx context.Context, ex *execution, req Request) Result {
+func (r *codeRuns) drive(ctx context.Context, ex *execution, req Request) Result {
 	for {
 		select {
 		case <-ctx.Done():
@@ -214,7 +218,7 @@ func (b *Broker) drive(ctx context.Context, ex *execution, req Request) Result {
 					ex.refuse(ev.ID)
 					continue
 				}
-				go b.innerCall(ex, ev, req)
+				go r.innerCall(ex, ev, req)
 			}
 		}
 	}
@@ -226,7 +230,7 @@ func (ex *execution) finish() {
 }
 
 // innerCall answers one mcp.* call of the code through the request path.
-func (b *Broker) innerCall(ex *execution, c execute.Call, req Request) {
+func (r *codeRuns) innerCall(ex *execution, c execute.Call, req Request) {
 	if c.Tool == ex.outer || c.Tool == ContinueTool {
 		_ = ex.run.Fail(c.ID, fmt.Sprintf("%s cannot be called from code that %s runs", c.Tool, ex.outer))
 		return
@@ -253,14 +257,14 @@ func (b *Broker) innerCall(ex *execution, c execute.Call, req Request) {
 		}
 	}
 	args, _ := json.Marshal(c.Args)
-	res := b.Call(ex.ctx, Request{Tool: c.Tool, Args: args, Workflows: req.Workflows, Ask: ask, Dialog: req.Dialog})
+	res := r.call(ex.ctx, Request{Tool: c.Tool, Args: args, Workflows: req.Workflows, Ask: ask, Dialog: req.Dialog})
 	<-ex.inflight
-	b.settle(ex, c.ID, req.Workflows, res)
+	r.settle(ex, c.ID, req.Workflows, res)
 }
 
 // settle delivers an inner call's result to the code, or pauses the run
 // when the result asks a person.
-func (b *Broker) settle(ex *execution, callID int64, wfs *Workflows, res Result) {
+func (r *codeRuns) settle(ex *execution, callID int64, wfs *Workflows, res Result) {
 	if a, ok := res.Approval(); ok && wfs != nil {
 		pc := &pausedCall{ex: ex, callID: callID}
 		if wf := wfs.attach(a.WorkflowID, ex.outer, pc); wf != nil {
@@ -275,7 +279,7 @@ func (b *Broker) settle(ex *execution, callID int64, wfs *Workflows, res Result)
 			// The run dies with its unanswered approval.
 			time.AfterFunc(time.Until(a.ExpiresAt), func() {
 				if !pc.answered.Load() {
-					b.log.Info().Str("tool", ex.outer).Msg("an approval inside the run expired; stopping the code")
+					r.sb.log.Info().Str("tool", ex.outer).Msg("an approval inside the run expired; stopping the code")
 					ex.finish()
 				}
 			})
@@ -304,8 +308,8 @@ func (b *Broker) resumeRun(ctx context.Context, c *Call, wfs *Workflows, wf *wor
 		pc.ex.run.Pause()
 		return res
 	}
-	b.settle(pc.ex, pc.callID, wfs, res)
-	return b.drive(ctx, pc.ex, requestOf(ctx))
+	b.runs.settle(pc.ex, pc.callID, wfs, res)
+	return b.runs.drive(ctx, pc.ex, requestOf(ctx))
 }
 
 // doneResult is the final result of a run.

@@ -30,11 +30,11 @@ func (l approveLayer) Call(ctx context.Context, c *Call) Result {
 		// call right after start (pml call, a fast client) waits for it
 		// as tools/list does, so no key is left out.
 		b.waitCloud(ctx)
-		_, missingKeys = b.byokFor(c.Tool)
+		_, missingKeys = byokFor(b.sb, b.cloud, c.Tool)
 	}
 	switch {
 	case cloudish && !b.cloud.client.Enabled():
-		res := b.runCloudTool(ctx, toolbox.Tool{Name: c.Tool}, c.Args)
+		res := b.cloud.exec.run(ctx, toolbox.Tool{Name: c.Tool}, c.Args)
 		c.note(audit.Entry{Tool: c.Tool, Decision: audit.Failed, Pattern: c.Pattern, Reason: "local mode", ArgKeys: audit.Keys(c.Args)})
 		return res
 	case c.Decision == Ask || needsInstall && c.Decision != Allow || len(missingKeys) > 0:

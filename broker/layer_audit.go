@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -31,15 +30,11 @@ func (l auditLayer) Call(ctx context.Context, c *Call) Result {
 	return res
 }
 
-// unnotedReason names an outcome no step noted.
+// unnotedReason names an outcome no step noted: the kind of its error
+// (kindName, the words the logs use), "error" for an error of no kind.
 func unnotedReason(res Result) string {
-	switch {
-	case errors.Is(res.err, ErrInvalidInput):
-		return "invalid input"
-	case errors.Is(res.err, ErrNotFound):
-		return "not found"
-	case res.IsError:
-		return "error"
+	if res.IsError {
+		return kindName(res.err)
 	}
 	return "not recorded by any step"
 }

@@ -125,7 +125,7 @@ func TestEveryOutcomeLeavesExactlyOneAuditEntry(t *testing.T) {
 			return func() Result { return f.call(t, ContinueTool, cont(id, true, false)) }
 		}, decision: audit.Rejected, reason: "relayed answer refused"},
 		{name: "timeout", rt: &inProcess{hang: true}, call: func(f *fixture) func() Result {
-			f.b.policy.Timeout = policies.Duration(time.Millisecond)
+			f.b.sb.policy.Timeout = policies.Duration(time.Millisecond)
 			return now(func() Result { return f.call(t, "filesystem:read_file", map[string]any{"path": "a.txt"}) })
 		}, decision: audit.Allowed, status: "error"},
 		{name: "unavailable", rt: &inProcess{fail: container.ErrUnavailable}, call: func(f *fixture) func() Result {
@@ -169,8 +169,8 @@ func TestAuditLayerWritesOneEntryWhateverTheStepsNoted(t *testing.T) {
 		res   Result
 		want  audit.Entry
 	}{
-		{"nothing noted, invalid input", func(*Call) {}, errorResult(ErrInvalidInput), audit.Entry{Tool: "t", Decision: audit.Failed, Reason: "invalid input"}},
-		{"nothing noted, not found", func(*Call) {}, errorResult(ErrNotFound), audit.Entry{Tool: "t", Decision: audit.Failed, Reason: "not found"}},
+		{"nothing noted, invalid input", func(*Call) {}, errorResult(ErrInvalidInput), audit.Entry{Tool: "t", Decision: audit.Failed, Reason: "invalid_input"}},
+		{"nothing noted, not found", func(*Call) {}, errorResult(ErrNotFound), audit.Entry{Tool: "t", Decision: audit.Failed, Reason: "not_found"}},
 		{"nothing noted, an error", func(*Call) {}, errorResult(errors.New("x")), audit.Entry{Tool: "t", Decision: audit.Failed, Reason: "error"}},
 		{"nothing noted, a success", func(*Call) {}, Result{}, audit.Entry{Tool: "t", Decision: audit.Failed, Reason: "not recorded by any step"}},
 		{"the last note wins", func(c *Call) {

@@ -25,7 +25,7 @@ func (b *Broker) runTool(ctx context.Context, c *Call, name string, args map[str
 			return errorResult(err)
 		}
 	}
-	entry := toolEntry{def: toolbox.Tool{Name: name}, run: (*Broker).runCloudTool}
+	entry := toolEntry{def: toolbox.Tool{Name: name}, exec: b.cloud.exec}
 	if !b.isCloudTool(name) || b.hasTool(name) {
 		var err error
 		if entry, err = b.lookup(ctx, name); err != nil {
@@ -35,7 +35,7 @@ func (b *Broker) runTool(ctx context.Context, c *Call, name string, args map[str
 	}
 	// else: a cloud tool not (yet) in the cloud's list is forwarded anyway,
 	// and the cloud answers whether it knows it.
-	res := entry.run(b, ctx, entry.def, args)
+	res := entry.exec.run(ctx, entry.def, args)
 	status := "ok"
 	if res.IsError {
 		status = "error"

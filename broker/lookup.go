@@ -35,7 +35,7 @@ func (b *Broker) loadServer(ctx context.Context, srv *server) error {
 		b.registerServerTools(srv, tools)
 		return nil
 	}
-	if err := b.prepareServer(srv); err != nil {
+	if err := srv.prepare(b.sb); err != nil {
 		return err
 	}
 	tools, err := srv.up.Tools(ctx)
@@ -49,10 +49,10 @@ func (b *Broker) loadServer(ctx context.Context, srv *server) error {
 
 var errNotInstalled = errors.New("not installed")
 
-// prepareServer checks what must hold before a server's container may
+// prepare checks what must hold before the server's container may
 // start: its environment.
-func (b *Broker) prepareServer(srv *server) error {
-	env, err := b.envFor(srv.cfg)
+func (srv *server) prepare(sb *sandbox) error {
+	env, err := sb.envFor(srv.cfg)
 	if err != nil {
 		return err
 	}

@@ -7,17 +7,32 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/pml-dev/pml/internal/container"
+	"github.com/pml-dev/pml/internal/deps"
+	"github.com/pml-dev/pml/internal/toolbox"
+	"github.com/pml-dev/pml/internal/upstream"
 )
 
-// callPerCall runs one tools/call of a server with "lifetime": "per_call"
-// in a container of its own, which is killed and removed afterwards:
-// nothing of one call (memory, files in /tmp, processes) reaches the next.
-// The container comes pre-started from the pool when one is ready, its
-// server waiting on stdin, so the MCP initialize handshake is the only
-// cost on top of the call itself.
-func (b *Broker) callPerCall(ctx context.Context, srv *server, tool string, args json.RawMessage, ci callInfo) (*mcp.CallToolResult, error) {
+// perCallExec runs the tools of a server with "lifetime": "per_call":
+// each call in a container of its own, which is killed and removed
+// afterwards: nothing of one call (memory, files in /tmp, processes)
+// reaches the next.
+type perCallExec struct {
+	sb   *sandbox
+	deps *deps.Store
+	srv  *server
+}
+
+func (e perCallExec) run(ctx context.Context, def toolbox.Tool, args map[string]any) Result {
+	return callServer(ctx, e.sb, e.srv, def, args, e.callOnce)
+}
+
+// callOnce runs one tools/call in a fresh container. It comes pre-started
+// from the pool when one is ready, its server waiting on stdin, so the
+// MCP initialize handshake is the only cost on top of the call itself.
+func (e perCallExec) callOnce(ctx context.Context, tool string, args json.RawMessage, progressToken any, relay upstream.Relay) (*mcp.CallToolResult, error) {
+	srv := e.srv
 	name := srv.cfg.Name
-	env, err := b.envFor(srv.cfg)
+	env, err := e.sb.envFor(srv.cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -26,9 +41,9 @@ func (b *Broker) callPerCall(ctx context.Context, srv *server, tool string, args
 	if srv.up.Running() {
 		srv.up.Stop()
 	}
-	spec := b.serverSpec(srv.cfg)
+	spec := serverSpec(e.sb, e.deps, srv.cfg)
 	spec.Env = env
-	spec.Labels = b.labels("pool:mcp:" + name)
+	spec.Labels = e.sb.labels("pool:mcp:" + name)
 	// On the direct path the shim stays beside the server and ends the
 	// container when pml is gone (internal/shim): a pre-started server
 	// that ignores the end of its input cannot outlive pml.
@@ -41,7 +56,7 @@ func (b *Broker) callPerCall(ctx context.Context, srv *server, tool string, args
 		}
 	}()
 	acquire := func(ctx context.Context, spec container.Spec, streams container.Streams) (container.Process, error) {
-		l, err := b.pool.Acquire(ctx, spec, streams)
+		l, err := e.sb.pool.Acquire(ctx, spec, streams)
 		if err != nil {
 			return nil, err
 		}
@@ -51,9 +66,9 @@ func (b *Broker) callPerCall(ctx context.Context, srv *server, tool string, args
 	// The server's upstream runs the session: it attributes and rate
 	// limits the server's requests to the person (asks.go) as it does for
 	// the pooled container.
-	res, err := srv.up.CallOnce(ctx, acquire, spec, b.serverRoots(srv.cfg), tool, args, ci.progressToken, ci.relay)
+	res, err := srv.up.CallOnce(ctx, acquire, spec, serverRoots(e.sb.ws, srv.cfg), tool, args, progressToken, relay)
 	if err == nil {
-		b.log.Debug().Str("server", name).Str("container", lease.ID()).Bool("warm", lease.Warm).Msg("per-call server call")
+		e.sb.log.Debug().Str("server", name).Str("container", lease.ID()).Bool("warm", lease.Warm).Msg("per-call server call")
 	}
 	return res, err
 }

@@ -41,7 +41,7 @@ type registrySide struct {
 func (b *Broker) setupRegistry() {
 	r := &registrySide{missing: map[string]error{}, deno: map[string]*registry.Entry{}}
 	b.registry = r
-	client, err := registry.New(registry.Options{Registries: b.cfg.Registries, CacheDir: registry.CacheDir(b.ws)})
+	client, err := registry.New(registry.Options{Registries: b.cfg.Registries, CacheDir: registry.CacheDir(b.sb.ws)})
 	if err != nil {
 		r.lockErr = err
 		return
@@ -51,7 +51,7 @@ func (b *Broker) setupRegistry() {
 	// still allowed or asked (a tool no pattern names is asked): dropping
 	// its record would make the next fetch "new" and trust a changed entry
 	// without asking.
-	lock, err := registry.LoadLockfileKeeping(registry.LockfilePath(b.ws), func(ns string) bool {
+	lock, err := registry.LoadLockfileKeeping(registry.LockfilePath(b.sb.ws), func(ns string) bool {
 		d, _ := b.perms.decide(ns + ":*")
 		return d != Deny
 	})

@@ -26,34 +26,40 @@ func withCallInfo(ctx context.Context, ci callInfo) context.Context {
 	return context.WithValue(ctx, callInfoKey{}, ci)
 }
 
-// runServerTool forwards a call to the server's pooled container.
-func (b *Broker) runServerTool(ctx context.Context, def toolbox.Tool, args map[string]any) Result {
-	srv := b.serverOf(def.Name)
-	if srv == nil {
-		return errorResult(fmt.Errorf("%w %q", ErrNotFound, def.Name))
-	}
-	if err := b.prepareServer(srv); err != nil {
+// pooledExec runs the tools of one configured stdio server in its
+// pooled, long-lived container (internal/upstream).
+type pooledExec struct {
+	sb  *sandbox
+	srv *server
+}
+
+func (e pooledExec) run(ctx context.Context, def toolbox.Tool, args map[string]any) Result {
+	return callServer(ctx, e.sb, e.srv, def, args, e.srv.up.Call)
+}
+
+// serverCall is one tools/call of a server, in the container its
+// executor chooses.
+type serverCall func(ctx context.Context, tool string, args json.RawMessage, progressToken any, relay upstream.Relay) (*mcp.CallToolResult, error)
+
+// callServer forwards an allowed call to srv through call, within the
+// policy's timeout, and words its failures.
+func callServer(ctx context.Context, sb *sandbox, srv *server, def toolbox.Tool, args map[string]any, call serverCall) Result {
+	if err := srv.prepare(sb); err != nil {
 		return errorResult(err)
 	}
 	ci, _ := ctx.Value(callInfoKey{}).(callInfo)
-	if t := b.policy.Timeout; t > 0 {
+	if t := sb.policy.Timeout; t > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeDuration(t))
 		defer cancel()
 	}
 	raw, _ := json.Marshal(args)
 	_, tool, _ := strings.Cut(def.Name, ":")
-	var res *mcp.CallToolResult
-	var err error
-	if srv.cfg.Lifetime == "per_call" {
-		res, err = b.callPerCall(ctx, srv, tool, raw, ci) // percall.go
-	} else {
-		res, err = srv.up.Call(ctx, tool, raw, ci.progressToken, ci.relay)
-	}
+	res, err := call(ctx, tool, raw, ci.progressToken, ci.relay)
 	if err != nil {
 		switch {
 		case errors.Is(err, context.DeadlineExceeded):
-			return errorResult(fmt.Errorf("%s timed out after %s (the server was told to cancel it; raise sandbox.timeout in .pml.json if the work needs longer)", def.Name, timeDuration(b.policy.Timeout)))
+			return errorResult(fmt.Errorf("%s timed out after %s (the server was told to cancel it; raise sandbox.timeout in .pml.json if the work needs longer)", def.Name, timeDuration(sb.policy.Timeout)))
 		case errors.Is(err, context.Canceled):
 			return errorResult(fmt.Errorf("%s was cancelled", def.Name))
 		case errors.Is(err, container.ErrUnavailable), errors.Is(err, container.ErrImageMissing):

@@ -21,10 +21,10 @@ import (
 // pml's environment or the workspace's .env, for the user's own
 // .pml.json servers only; a registry entry's env is literal) and its
 // env_required variables. Nothing else of the host reaches the container.
-func (b *Broker) envFor(cfg config.Server) ([]string, error) {
+func (s *sandbox) envFor(cfg config.Server) ([]string, error) {
 	// A .env a container changed is moved aside before it is read.
-	b.guard.Verify(".env")
-	vars := &envLookup{ws: b.ws}
+	s.guard.Verify(".env")
+	vars := &envLookup{ws: s.ws}
 	var missing []string
 	for _, name := range cfg.EnvRequired {
 		if _, ok := vars.lookup(name); !ok {
@@ -33,7 +33,7 @@ func (b *Broker) envFor(cfg config.Server) ([]string, error) {
 	}
 	env, unset := configuredEnv(cfg, vars)
 	if missing = append(missing, unset...); len(missing) > 0 {
-		return nil, b.missingEnv(cfg, missing, vars.err)
+		return nil, s.missingEnv(cfg, missing, vars.err)
 	}
 	for _, name := range cfg.EnvRequired {
 		if _, set := cfg.Env[name]; !set || cfg.FromRegistry {
@@ -76,7 +76,7 @@ func configuredEnv(cfg config.Server, vars *envLookup) (env, missing []string) {
 }
 
 // missingEnv says which variables a server needs and where to set them.
-func (b *Broker) missingEnv(cfg config.Server, missing []string, dotenvErr error) error {
+func (s *sandbox) missingEnv(cfg config.Server, missing []string, dotenvErr error) error {
 	sort.Strings(missing)
 	if dotenvErr != nil {
 		return fmt.Errorf("the MCP server %s needs the environment variable %s, which is not set, and pml does not read the workspace's .env: %w; no container was started",
@@ -84,7 +84,7 @@ func (b *Broker) missingEnv(cfg config.Server, missing []string, dotenvErr error
 	}
 	return fmt.Errorf("the MCP server %s needs the environment variable %s, which is not set. "+
 		"Set it in the env of the pml entry in your MCP client's configuration (e.g. .mcp.json) or in %s; no container was started",
-		cfg.Name, strings.Join(dedupe(missing), ", "), filepath.Join(b.ws, ".env"))
+		cfg.Name, strings.Join(dedupe(missing), ", "), filepath.Join(s.ws, ".env"))
 }
 
 // envLookup finds a variable in pml's environment, else in the

@@ -18,15 +18,15 @@ func (b *Broker) install(ctx context.Context, srv *server) error {
 	if b.deps.Installed(srv.cfg) {
 		return nil
 	}
-	pol := b.policy
+	pol := b.sb.policy
 	pol.Network = "bridge"
 	if pol.Timeout < policiesDuration(deps.InstallTimeout) {
 		pol.Timeout = policiesDuration(deps.InstallTimeout)
 	}
 	in := &deps.Installer{
 		Store:   b.deps,
-		Runtime: b.rt,
-		Spec:    container.Spec{Image: srv.cfg.Image, User: b.user, Policy: pol, Labels: b.labels("install:" + srv.cfg.Name)},
+		Runtime: b.sb.rt,
+		Spec:    container.Spec{Image: srv.cfg.Image, User: b.sb.user, Policy: pol, Labels: b.sb.labels("install:" + srv.cfg.Name)},
 		Env:     os.Getenv,
 	}
 	b.log.Info().Str("server", srv.cfg.Name).Str("command", srv.cfg.Install.Command+" "+strings.Join(srv.cfg.Install.Args, " ")).Msg("installing")

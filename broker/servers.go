@@ -29,7 +29,7 @@ type server struct {
 
 // setupServers creates (but does not start) the configured servers.
 func (b *Broker) setupServers() {
-	b.deps = deps.NewStore(b.ws)
+	b.deps = deps.NewStore(b.sb.ws)
 	b.servers = map[string]*server{}
 	names := make([]string, 0, len(b.cfg.Servers))
 	for n := range b.cfg.Servers {
@@ -57,9 +57,9 @@ func (b *Broker) addServer(cfg config.Server) *server {
 	srv := &server{cfg: cfg}
 	srv.up = upstream.New(upstream.Options{
 		Name:         cfg.Name,
-		Runtime:      b.rt,
-		Spec:         b.serverSpec(cfg),
-		Roots:        b.serverRoots(cfg),
+		Runtime:      b.sb.rt,
+		Spec:         serverSpec(b.sb, b.deps, cfg),
+		Roots:        serverRoots(b.sb.ws, cfg),
 		Idle:         b.cfg.Sandbox.IdleTimeout,
 		StartTimeout: b.serverStartTimeout,
 		ToolsChanged: func(tools []*mcp.Tool) { b.registerServerTools(srv, tools) },
@@ -75,39 +75,39 @@ func (b *Broker) addServer(cfg config.Server) *server {
 
 // serverSpec is the container of a pooled server: the same policy as the
 // toolbox, its workspace mode, its cache read-only at /deps.
-func (b *Broker) serverSpec(cfg config.Server) container.Spec {
+func serverSpec(sb *sandbox, ds *deps.Store, cfg config.Server) container.Spec {
 	spec := container.Spec{
 		Image:      cfg.Image,
 		Cmd:        cfg.Args,
-		User:       b.user,
-		Policy:     b.policy,
-		Labels:     b.labels("mcp:" + cfg.Name),
+		User:       sb.user,
+		Policy:     sb.policy,
+		Labels:     sb.labels("mcp:" + cfg.Name),
 		WorkingDir: "/",
 	}
 	if cfg.Command != "" {
 		spec.Entrypoint = []string{cfg.Command}
 	}
 	if cfg.Workspace != "none" {
-		spec.Mounts = append(spec.Mounts, b.workspaceMounts(cfg.Workspace != "rw")...)
-		spec.WorkingDir = b.ws
+		spec.Mounts = append(spec.Mounts, sb.workspaceMounts(cfg.Workspace != "rw")...)
+		spec.WorkingDir = sb.ws
 	}
 	if cfg.Install != nil {
-		spec.Mounts = append(spec.Mounts, container.Mount{Source: b.deps.Dir(cfg.Name), Target: deps.MountPoint, ReadOnly: true})
+		spec.Mounts = append(spec.Mounts, container.Mount{Source: ds.Dir(cfg.Name), Target: deps.MountPoint, ReadOnly: true})
 	}
 	if cfg.Workspace == "rw" {
 		// The server's own code runs from its container's start (a
 		// per-call one waits pre-started in the pool): watched from
 		// then until pml closes.
-		b.exposeForSession(&spec, "mcp:"+cfg.Name)
+		sb.exposeForSession(&spec, "mcp:"+cfg.Name)
 	}
 	return spec
 }
 
-func (b *Broker) serverRoots(cfg config.Server) []*mcp.Root {
+func serverRoots(ws string, cfg config.Server) []*mcp.Root {
 	if cfg.Workspace == "none" {
 		return nil
 	}
-	return []*mcp.Root{{URI: "file://" + b.ws, Name: filepath.Base(b.ws)}}
+	return []*mcp.Root{{URI: "file://" + ws, Name: filepath.Base(ws)}}
 }
 
 // closeServers stops every server container.

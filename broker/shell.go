@@ -10,7 +10,6 @@ import (
 
 	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/pathguard"
-	"github.com/pml-dev/pml/internal/shim"
 	"github.com/pml-dev/pml/internal/supervise"
 	"github.com/pml-dev/pml/internal/toolbox"
 )
@@ -60,42 +59,33 @@ type ShellOutput struct {
 // container's is for when pml cannot act.
 const deadlineMargin = 2 * time.Second
 
-// supervisor returns pml's executable when it can run in a container as
-// the shell supervisor (a static Linux binary), else "" (the shell then
-// runs without a deadline of its own; pml still kills it on timeout).
-func (b *Broker) supervisor() string {
-	b.supervisorOnce.Do(func() {
-		if b.toolbox.Exe == "" {
-			return
-		}
-		if err := shim.CheckBinary(b.toolbox.Exe); err != nil {
-			b.log.Warn().Err(err).Msg("shell:exec and code runs have no deadline of their own inside their containers (pml still ends them while it runs)")
-			return
-		}
-		b.supervisorExe = b.toolbox.Exe
-	})
-	return b.supervisorExe
+// shellExec runs shell:exec: each command in a single-use container of
+// the shell image (sandbox.shell_image), pml's supervisor as its PID 1
+// when it can be.
+type shellExec struct {
+	sb    *sandbox
+	image string
 }
 
-func (b *Broker) runShell(ctx context.Context, def toolbox.Tool, args map[string]any) Result {
+func (e shellExec) run(ctx context.Context, def toolbox.Tool, args map[string]any) Result {
 	command, ok := args["command"].(string)
 	if !ok || strings.TrimSpace(command) == "" {
 		return errorResult(fmt.Errorf("%w: shell:exec needs the argument \"command\" (a non-empty string)", ErrInvalidInput))
 	}
-	cwd, refused := b.shellCwd(def, args)
+	cwd, refused := e.cwd(def, args)
 	if refused != nil {
 		return *refused
 	}
-	timeout, err := b.shellTimeout(args)
+	timeout, err := e.timeout(args)
 	if err != nil {
 		return errorResult(err)
 	}
-	spec, err := b.shellSpec(ctx)
+	spec, err := e.spec(ctx)
 	if err != nil {
 		return errorResult(err)
 	}
 	stdin := []byte(cwd + "\n" + command)
-	if exe := b.supervisor(); exe != "" {
+	if exe := e.sb.supervisor(); exe != "" {
 		// pml's own program at PID 1 gives the container a deadline of
 		// its own (internal/supervise): it ends even when pml cannot
 		// kill it (pml killed, or the daemon connection lost).
@@ -103,7 +93,7 @@ func (b *Broker) runShell(ctx context.Context, def toolbox.Tool, args map[string
 		spec.Mounts = append(spec.Mounts, container.Mount{Source: exe, Target: supervise.Binary, ReadOnly: true})
 		stdin = supervise.Request(timeout+deadlineMargin, cwd, command)
 	}
-	res, failure := b.run(ctx, spec, container.Request{Stdin: stdin, Limit: b.policy.OutputLimit}, timeout)
+	res, failure := e.sb.run(ctx, spec, container.Request{Stdin: stdin, Limit: e.sb.policy.OutputLimit}, timeout)
 	out := ShellOutput{Stdout: string(res.Stdout), Stderr: string(res.Stderr), ExitCode: res.Exit.Code, Truncated: res.Truncated}
 	if failure != nil {
 		// Keep what the command printed before it was stopped.
@@ -116,13 +106,13 @@ func (b *Broker) runShell(ctx context.Context, def toolbox.Tool, args map[string
 	return Result{Text: formatShell(out), Structured: out, IsError: out.ExitCode != 0}
 }
 
-// shellCwd checks the optional cwd argument: an existing directory in the
+// cwd checks the optional cwd argument: an existing directory in the
 // workspace (the workspace itself when not given). A refusal is the
 // result to return.
-func (b *Broker) shellCwd(def toolbox.Tool, args map[string]any) (string, *Result) {
+func (e shellExec) cwd(def toolbox.Tool, args map[string]any) (string, *Result) {
 	v, ok := args["cwd"]
 	if !ok {
-		return b.ws, nil
+		return e.sb.ws, nil
 	}
 	fail := func(err error) (string, *Result) {
 		r := errorResult(err)
@@ -132,7 +122,7 @@ func (b *Broker) shellCwd(def toolbox.Tool, args map[string]any) (string, *Resul
 	if !ok {
 		return fail(fmt.Errorf("%w: shell:exec: argument \"cwd\" must be a string", ErrInvalidInput))
 	}
-	p, err := pathguard.Resolve(b.ws, s)
+	p, err := pathguard.Resolve(e.sb.ws, s)
 	if err != nil {
 		r := errorResult(pathError(def.Name, "cwd", err))
 		r.blocked = true
@@ -147,9 +137,9 @@ func (b *Broker) shellCwd(def toolbox.Tool, args map[string]any) (string, *Resul
 	return p, nil
 }
 
-// shellTimeout is sandbox.timeout, or the shorter timeout_ms argument.
-func (b *Broker) shellTimeout(args map[string]any) (time.Duration, error) {
-	timeout := time.Duration(b.policy.Timeout)
+// timeout is sandbox.timeout, or the shorter timeout_ms argument.
+func (e shellExec) timeout(args map[string]any) (time.Duration, error) {
+	timeout := time.Duration(e.sb.policy.Timeout)
 	if timeout <= 0 {
 		timeout = defaultCallTimeout
 	}
@@ -165,11 +155,11 @@ func (b *Broker) shellTimeout(args map[string]any) (time.Duration, error) {
 	return timeout, nil
 }
 
-// shellSpec is the container of a shell:exec call, once its image is
+// spec is the container of a shell:exec call, once its image is
 // known to be there.
-func (b *Broker) shellSpec(ctx context.Context) (container.Spec, error) {
-	image := b.cfg.Sandbox.ShellImage
-	if ok, err := b.rt.ImageExists(ctx, image); err != nil {
+func (e shellExec) spec(ctx context.Context) (container.Spec, error) {
+	image := e.image
+	if ok, err := e.sb.rt.ImageExists(ctx, image); err != nil {
 		return container.Spec{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	} else if !ok {
 		return container.Spec{}, fmt.Errorf("%w: the shell image %s is not on this host (the container engine has no such image): run `make images` (builds it locally from Debian's busybox-static) or set sandbox.shell_image in .pml.json to an image that has /bin/sh", ErrUnavailable, image)
@@ -177,12 +167,12 @@ func (b *Broker) shellSpec(ctx context.Context) (container.Spec, error) {
 	return container.Spec{
 		Image:      image,
 		Entrypoint: []string{"/bin/sh", "-c", shellEntry},
-		Env:        []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "PML_WORKSPACE=" + b.ws},
-		WorkingDir: b.ws,
-		User:       b.user,
-		Mounts:     b.workspaceMounts(false),
-		Policy:     b.policy,
-		Labels:     b.labels("pool:shell"),
+		Env:        []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "PML_WORKSPACE=" + e.sb.ws},
+		WorkingDir: e.sb.ws,
+		User:       e.sb.user,
+		Mounts:     e.sb.workspaceMounts(false),
+		Policy:     e.sb.policy,
+		Labels:     e.sb.labels("pool:shell"),
 	}, nil
 }
 

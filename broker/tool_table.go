@@ -27,7 +27,11 @@ func (b *Broker) registerServerTools(srv *server, tools []*mcp.Tool) {
 	srv.mu.Lock()
 	old := srv.names
 	srv.mu.Unlock()
-	names := b.replaceTools(old, defs, (*Broker).runServerTool)
+	var exec executor = pooledExec{sb: b.sb, srv: srv}
+	if srv.cfg.Lifetime == "per_call" {
+		exec = perCallExec{sb: b.sb, deps: b.deps, srv: srv}
+	}
+	names := b.replaceTools(old, defs, exec)
 	srv.mu.Lock()
 	srv.names = names
 	srv.loaded = true
@@ -46,21 +50,33 @@ type toolTable struct {
 
 // toolEntry is a tool and the executor that runs it.
 type toolEntry struct {
-	def toolbox.Tool
-	run runFunc
+	def  toolbox.Tool
+	exec executor
 }
 
-// runFunc is an executor: it runs one allowed call of def.
-type runFunc func(b *Broker, ctx context.Context, def toolbox.Tool, args map[string]any) Result
+// executor is a tool source: it runs one allowed call of def, its
+// arguments decoded (the execute layer's last step). Each source is its
+// own type holding only what it needs (toolboxExec, shellExec, …).
+type executor interface {
+	run(ctx context.Context, def toolbox.Tool, args map[string]any) Result
+}
+
+// executorFunc lets a function be an executor, as http.HandlerFunc does
+// for handlers (a test's stand-in tool).
+type executorFunc func(ctx context.Context, def toolbox.Tool, args map[string]any) Result
+
+func (f executorFunc) run(ctx context.Context, def toolbox.Tool, args map[string]any) Result {
+	return f(ctx, def, args)
+}
 
 // add registers a built-in tool (while the broker is built).
-func (t *toolTable) add(def toolbox.Tool, run runFunc) {
+func (t *toolTable) add(def toolbox.Tool, exec executor) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.entries == nil {
 		t.entries = map[string]toolEntry{}
 	}
-	t.entries[def.Name] = toolEntry{def: def, run: run}
+	t.entries[def.Name] = toolEntry{def: def, exec: exec}
 	t.order = append(t.order, def.Name)
 }
 
@@ -95,10 +111,10 @@ func (t *toolTable) onChange(f func(added []Tool, removed []string)) {
 }
 
 // replace swaps one source's tools (a server's, the cloud's): defs are
-// registered with run, names in old but not in defs are removed, and the
+// registered with exec, names in old but not in defs are removed, and the
 // listeners are told. A name that another source already registered (e.g.
 // a local tool) is kept as it was. It returns the names now held.
-func (t *toolTable) replace(old []string, defs []toolbox.Tool, run runFunc) []string {
+func (t *toolTable) replace(old []string, defs []toolbox.Tool, exec executor) []string {
 	mine := map[string]bool{}
 	for _, n := range old {
 		mine[n] = true
@@ -120,7 +136,7 @@ func (t *toolTable) replace(old []string, defs []toolbox.Tool, run runFunc) []st
 		}
 		keep[d.Name] = true
 		names = append(names, d.Name)
-		t.entries[d.Name] = toolEntry{def: d, run: run}
+		t.entries[d.Name] = toolEntry{def: d, exec: exec}
 		added = append(added, Tool{Name: d.Name, Description: d.Description, InputSchema: d.InputSchema})
 	}
 	removed := t.removeLocked(old, keep)
@@ -154,8 +170,8 @@ func (t *toolTable) removeLocked(old []string, keep map[string]bool) []string {
 }
 
 // replaceTools swaps one source's tools in the table (toolTable.replace).
-func (b *Broker) replaceTools(old []string, defs []toolbox.Tool, run runFunc) []string {
-	return b.tools.replace(old, defs, run)
+func (b *Broker) replaceTools(old []string, defs []toolbox.Tool, exec executor) []string {
+	return b.tools.replace(old, defs, exec)
 }
 
 // OnToolsChanged registers a listener for tools added or removed at run

@@ -1,0 +1,275 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/pml-dev/pml/internal/container"
+	"github.com/pml-dev/pml/internal/protect"
+	"github.com/pml-dev/pml/internal/safefs"
+	"github.com/pml-dev/pml/internal/shim"
+	"github.com/pml-dev/pml/policies"
+)
+
+// sandbox is what every executor that starts a container shares, and
+// nothing else: the workspace and how it is mounted (with the guard for
+// pml's own files), the user and policy containers run with, their
+// labels, the cap-limited runtime and its pool of pre-started
+// containers, and pml's supervisor. Executors hold a *sandbox, never the
+// Broker. Safe for concurrent use.
+type sandbox struct {
+	ws     string
+	user   string
+	policy policies.Policy
+	owner  container.Owner
+	// rt is the cap-limited runtime (container.Limited): every container
+	// of this pml goes through it.
+	rt   container.Runtime
+	pool *container.Pool
+	// guard watches pml's own files that a container could create
+	// (internal/protect); session holds the long-lived servers' exposures.
+	guard   *protect.Guard
+	session sessionGuard
+	log     zerolog.Logger
+	// exe is pml's executable (the toolbox image is built from it); it
+	// runs as the supervisor when it can (see supervisor).
+	exe            string
+	supervisorOnce sync.Once
+	supervisorExe  string
+}
+
+// newSandbox builds the sandbox of a broker: the runtime goes through
+// this pml's cap (limitRuntime), whose pool reclaims idle pre-started
+// containers when the cap is reached.
+func newSandbox(o Options, pol policies.Policy, owner container.Owner) *sandbox {
+	rt, limited := limitRuntime(o)
+	sb := &sandbox{
+		ws:     o.Workspace,
+		user:   chooseUser(o.Config.Sandbox.User, o.Workspace),
+		policy: pol,
+		owner:  owner,
+		rt:     rt,
+		log:    o.Logger,
+		exe:    o.Exe,
+	}
+	sb.pool = container.NewPool(container.PoolOptions{Runtime: rt, Min: o.Config.Sandbox.Pool.Min,
+		Max: o.Config.Sandbox.Pool.Max, Idle: o.Config.Sandbox.IdleTimeout, Logger: o.Logger})
+	if limited != nil {
+		limited.SetReclaim(sb.pool.Reclaim)
+	}
+	// .pml/ always exists, so that containers that may write the
+	// workspace get it read-only (see workspaceMounts); never through a
+	// link (New checked it: safefs.CheckStateDir).
+	_ = safefs.MkdirAll(o.Workspace, ".pml", 0o755)
+	sb.guard = protect.New(o.Workspace, owner.Labels(), o.Logger)
+	return sb
+}
+
+// labels are the labels of a container started for purpose.
+func (s *sandbox) labels(purpose string) map[string]string {
+	l := s.owner.Labels()
+	l[container.LabelWorkspace] = s.ws
+	l[container.LabelPurpose] = purpose
+	return l
+}
+
+// workspaceMounts mounts the workspace at its own path; a writable mount
+// gets pml's own files mounted read-only on top (Docker mounts the
+// deeper paths after the workspace). .pml/ always exists (newSandbox
+// creates it), so it is always covered; a file that does not exist cannot be
+// mounted (the daemon would create it on the host) and is left to the
+// guard (see exposed).
+func (s *sandbox) workspaceMounts(readOnly bool) []container.Mount {
+	ms := []container.Mount{{Source: s.ws, Target: s.ws, ReadOnly: readOnly}}
+	if readOnly {
+		return ms
+	}
+	// Recreated if it was removed since New: an absent .pml could not be
+	// mounted, and a container could then forge pml's state in it.
+	_ = safefs.MkdirAll(s.ws, protect.Dir, 0o755)
+	for _, rel := range protectedPaths {
+		// A name a live container may be writing is left to the guard:
+		// it could swap a link in between this look and the daemon's
+		// mount, which follows links.
+		if rel != protect.Dir && s.guard.Exposed(rel) {
+			continue
+		}
+		p := filepath.Join(s.ws, rel)
+		// Only real files and directories: a link would be followed by
+		// the bind mount to wherever it points.
+		if fi, err := safefs.Lstat(s.ws, rel); err == nil && (fi.Mode().IsRegular() || fi.IsDir()) {
+			ms = append(ms, container.Mount{Source: p, Target: p, ReadOnly: true})
+		}
+	}
+	return ms
+}
+
+// exposed lists the protected files a container with these mounts could
+// create or change: none when the workspace is not mounted writable, else
+// those not mounted read-only on themselves. It fails when .pml/ itself is
+// not covered: nothing could then tell pml's state from a container's.
+func (s *sandbox) exposed(ms []container.Mount) ([]string, error) {
+	writable := false
+	covered := map[string]bool{}
+	for _, m := range ms {
+		if m.Source == s.ws && !m.ReadOnly {
+			writable = true
+		}
+		if m.ReadOnly {
+			covered[m.Target] = true
+		}
+	}
+	if !writable {
+		return nil, nil
+	}
+	if p := filepath.Join(s.ws, protect.Dir); !covered[p] {
+		return nil, fmt.Errorf("%s is not a directory pml can mount read-only (a link or a file?): no container that may write the workspace is started; remove it and try again", p)
+	}
+	var out []string
+	for _, n := range protect.Files {
+		if !covered[filepath.Join(s.ws, n)] {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+// sessionGuard holds the exposures of long-lived servers with a writable
+// workspace (pooled or per-call, whose pool pre-starts the server itself):
+// from the first container of the kind until Close.
+type sessionGuard struct {
+	mu       sync.Mutex
+	names    map[string]bool
+	releases []func()
+}
+
+// exposeForSession exposes what spec's mounts leave uncovered for the rest
+// of the session. When the guard cannot watch, the workspace is mounted
+// read-only instead: a server then cannot write, rather than write
+// unwatched.
+func (s *sandbox) exposeForSession(spec *container.Spec, who string) {
+	names, err := s.exposed(spec.Mounts)
+	s.session.mu.Lock()
+	defer s.session.mu.Unlock()
+	var fresh []string
+	for _, n := range names {
+		if !s.session.names[n] {
+			fresh = append(fresh, n)
+		}
+	}
+	if len(fresh) == 0 && err == nil {
+		return
+	}
+	var release func()
+	if err == nil {
+		release, err = s.guard.Expose(fresh, who)
+	}
+	if err != nil {
+		s.log.Error().Err(err).Str("server", who).Msg("the workspace is mounted read-only for this server instead")
+		kept := make([]container.Mount, 0, len(spec.Mounts))
+		for _, m := range spec.Mounts {
+			if m.Source == s.ws {
+				m.ReadOnly = true
+			}
+			kept = append(kept, m)
+		}
+		spec.Mounts = kept
+		return
+	}
+	if s.session.names == nil {
+		s.session.names = map[string]bool{}
+	}
+	for _, n := range fresh {
+		s.session.names[n] = true
+	}
+	s.session.releases = append(s.session.releases, release)
+}
+
+// releaseSession ends the session exposures, once every server container
+// is gone.
+func (s *sandbox) releaseSession() {
+	s.session.mu.Lock()
+	rs := s.session.releases
+	s.session.releases, s.session.names = nil, nil
+	s.session.mu.Unlock()
+	for _, r := range rs {
+		r()
+	}
+}
+
+// supervisor returns pml's executable when it can run in a container as
+// the shell supervisor (a static Linux binary), else "" (the shell then
+// runs without a deadline of its own; pml still kills it on timeout).
+func (s *sandbox) supervisor() string {
+	s.supervisorOnce.Do(func() {
+		if s.exe == "" {
+			return
+		}
+		if err := shim.CheckBinary(s.exe); err != nil {
+			s.log.Warn().Err(err).Msg("shell:exec and code runs have no deadline of their own inside their containers (pml still ends them while it runs)")
+			return
+		}
+		s.supervisorExe = s.exe
+	})
+	return s.supervisorExe
+}
+
+// defaultCallTimeout bounds a container call when no timeout is set.
+const defaultCallTimeout = 60 * time.Second
+
+// run executes spec in a single-use container (pre-started from the pool
+// when one is ready) with a deadline and turns runtime failures, timeouts,
+// cancellations and OOM kills into error results. On success it returns the
+// raw container result and a nil failure.
+func (s *sandbox) run(ctx context.Context, spec container.Spec, req container.Request, timeout time.Duration) (container.Result, *Result) {
+	if timeout <= 0 {
+		timeout = defaultCallTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	names, err := s.exposed(spec.Mounts)
+	if err != nil {
+		r := errorResult(fmt.Errorf("%w: %w", ErrUnavailable, err))
+		return container.Result{}, &r
+	}
+	if len(names) > 0 {
+		// Watched from before the container takes the call (a
+		// pre-started one runs only pml's own code until then) until it
+		// is removed.
+		release, err := s.guard.Expose(names, spec.Labels[container.LabelPurpose])
+		if err != nil {
+			r := errorResult(fmt.Errorf("%w: %w", ErrUnavailable, err))
+			return container.Result{}, &r
+		}
+		req.Disposed = release
+	}
+	res, err := s.pool.Run(ctx, spec, req)
+	s.log.Debug().Str("image", spec.Image).Bool("warm", res.Warm).Dur("took", res.Duration).Msg("container call")
+	fail := func(e error) (container.Result, *Result) {
+		r := errorResult(e)
+		return res, &r
+	}
+	switch {
+	case err != nil && errors.Is(err, container.ErrAtCap):
+		return fail(fmt.Errorf("timed out after %s waiting for a container: %w", timeout, err))
+	case err != nil && errors.Is(err, container.ErrImageMissing):
+		return fail(fmt.Errorf("%w: image %s is not on this host (the container engine has no such image): %w", ErrUnavailable, spec.Image, err))
+	case err != nil && errors.Is(err, container.ErrUnavailable):
+		return fail(fmt.Errorf("%w: %w", ErrUnavailable, err))
+	case err != nil && !res.TimedOut && !res.Cancelled:
+		return fail(fmt.Errorf("%w: running the container failed: %w", ErrUnavailable, err))
+	case res.TimedOut:
+		return fail(fmt.Errorf("timed out after %s: the container was killed (raise sandbox.timeout in .pml.json if the work needs longer)", timeout))
+	case res.Cancelled:
+		return fail(errors.New("cancelled: the container was killed"))
+	case res.Exit.OOMKilled:
+		return fail(fmt.Errorf("killed: out of memory (limit %s; raise sandbox.memory in .pml.json if needed)", s.policy.Resources.Memory))
+	}
+	return res, nil
+}
