@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -217,12 +216,19 @@ func newRemoveCmd(g *globals) *cobra.Command {
 }
 
 func newListCmd(g *globals) *cobra.Command {
-	var asJSON bool
+	var (
+		asJSON bool
+		format string
+	)
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the capabilities added with pml add",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			f, err := outputFormat(cmd, format, asJSON)
+			if err != nil {
+				return err
+			}
 			ws, err := resolveWorkspace(g)
 			if err != nil {
 				return err
@@ -232,7 +238,7 @@ func newListCmd(g *globals) *cobra.Command {
 				return &exitError{2, err}
 			}
 			list := broker.SortedCapabilities(caps)
-			if asJSON {
+			if f == formatJSON {
 				return writeCapsJSON(cmd.OutOrStdout(), list)
 			}
 			w := cmd.OutOrStdout()
@@ -258,7 +264,7 @@ func newListCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	addFormatFlag(cmd, &format, &asJSON)
 	return cmd
 }
 
@@ -266,9 +272,7 @@ func writeCapsJSON(w io.Writer, list []broker.Capability) error {
 	if list == nil {
 		list = []broker.Capability{}
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(list)
+	return writeJSON(w, list)
 }
 
 // resolveWorkspace finds the workspace without building a broker.

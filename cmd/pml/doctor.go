@@ -36,19 +36,67 @@ type check struct {
 }
 
 func newDoctorCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var format string
+	cmd := &cobra.Command{
 		Use:   "doctor",
 		Short: "Check that pml can run here, with a fix for each problem",
-		Args:  cobra.NoArgs,
+		Long: "Check that pml can run here, with a fix for each problem. Exits 1 when a check fails (warnings do not). " +
+			"--format json prints one JSON object with every check, for CI to gate on.",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			f, err := outputFormat(cmd, format, false)
+			if err != nil {
+				return err
+			}
 			checks := doctor(cmd.Context())
-			failed := printChecks(cmd.OutOrStdout(), checks)
+			var failed int
+			if f == formatJSON {
+				failed, err = writeChecksJSON(cmd.OutOrStdout(), checks)
+			} else {
+				failed = printChecks(cmd.OutOrStdout(), checks)
+			}
+			if err != nil {
+				return err
+			}
 			if failed > 0 {
 				return &exitError{1, fmt.Errorf("%d check(s) failed", failed)}
 			}
 			return nil
 		},
 	}
+	addFormatFlag(cmd, &format, nil)
+	return cmd
+}
+
+// doctorReport is pml doctor --format json: ok is false exactly when the
+// command exits 1 (a check failed); warnings leave it true.
+type doctorReport struct {
+	OK     bool        `json:"ok"`
+	Failed int         `json:"failed"`
+	Warned int         `json:"warned"`
+	Checks []checkJSON `json:"checks"`
+}
+
+type checkJSON struct {
+	Name   string `json:"name"`
+	Status string `json:"status"` // ok, warn or fail
+	Detail string `json:"detail"`
+	Fix    string `json:"fix"` // "" when there is nothing to do
+}
+
+func writeChecksJSON(w io.Writer, checks []check) (failed int, err error) {
+	r := doctorReport{Checks: make([]checkJSON, 0, len(checks))}
+	for _, c := range checks {
+		switch c.status {
+		case "fail":
+			r.Failed++
+		case "warn":
+			r.Warned++
+		}
+		r.Checks = append(r.Checks, checkJSON{Name: c.name, Status: c.status, Detail: c.detail, Fix: c.fix})
+	}
+	r.OK = r.Failed == 0
+	return r.Failed, writeJSON(w, r)
 }
 
 func doctor(ctx context.Context) []check {

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strings"
 	"text/tabwriter"
+
+	"github.com/spf13/cobra"
 
 	"github.com/pml-dev/pml/broker"
 	"github.com/pml-dev/pml/internal/container"
@@ -88,4 +91,52 @@ func exitCodeFor(err error) int {
 		}
 	}
 	return exitToolError
+}
+
+// usageError makes err a usage error of cmd: exit 2, with the hint that
+// says where the usage is. An error that already carries an exit code
+// (pml call prints its JSON line for its own) is left as it is.
+func usageError(cmd *cobra.Command, err error) error {
+	var ee *exitError
+	if err == nil || errors.As(err, &ee) {
+		return err
+	}
+	return &exitError{exitUsage, fmt.Errorf("%w\nRun '%s --help' for usage.", err, cmd.CommandPath())}
+}
+
+// markUsage makes every usage error of the tree under cmd exit 2: flag
+// errors (cobra takes the nearest FlagErrorFunc, so commands that set
+// their own keep it), argument validators, and unknown subcommands of a
+// command group. cobra prints a group's help and exits 0 for an unknown
+// subcommand below the root; a group is given a RunE that shows its help
+// when called bare and an Args that refuses anything else.
+func markUsage(cmd *cobra.Command) {
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError(c, err) })
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.Runnable() {
+			if v := c.Args; v != nil {
+				c.Args = func(c *cobra.Command, args []string) error { return usageError(c, v(c, args)) }
+			}
+		} else if c.HasSubCommands() {
+			c.Args = func(c *cobra.Command, args []string) error {
+				if len(args) == 0 {
+					return nil
+				}
+				msg := fmt.Sprintf("unknown command %q for %q", args[0], c.CommandPath())
+				if c.SuggestionsMinimumDistance <= 0 {
+					c.SuggestionsMinimumDistance = 2 // cobra's own default
+				}
+				if s := c.SuggestionsFor(args[0]); len(s) > 0 {
+					msg += "; did you mean " + strings.Join(s, " or ") + "?"
+				}
+				return usageError(c, errors.New(msg))
+			}
+			c.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(cmd)
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -151,6 +150,7 @@ func newImagesPullCmd(g *globals, manifest *string) *cobra.Command {
 	var (
 		all      bool
 		parallel int
+		format   string
 	)
 	cmd := &cobra.Command{
 		Use:   "pull",
@@ -159,11 +159,15 @@ func newImagesPullCmd(g *globals, manifest *string) *cobra.Command {
 			"(stdio entries) name, each once, a few at a time. A pinned image is pulled by digest; a tag with a pinned " +
 			"digest must resolve to it, or the pull fails. Images built on this host (toolbox, shell, node) are built or " +
 			"reported missing with how to build them. Progress goes to stderr (bars on a terminal, lines otherwise); the " +
-			"summary to stdout. Any image that fails makes the command fail.",
+			"summary to stdout (--format json: one JSON object). Any image that fails makes the command fail.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			f, err := outputFormat(cmd, format, false)
+			if err != nil {
+				return err
+			}
 			if parallel < 1 {
-				return &exitError{2, fmt.Errorf("--parallel must be at least 1, not %d", parallel)}
+				return usageError(cmd, fmt.Errorf("--parallel must be at least 1, not %d", parallel))
 			}
 			env, err := loadImagesEnv(g, *manifest, all)
 			if err != nil {
@@ -183,11 +187,16 @@ func newImagesPullCmd(g *globals, manifest *string) *cobra.Command {
 				Progress:     images.NewProgress(os.Stderr, tty, termWidth(os.Stderr.Fd())),
 			}
 			results := p.Pull(ctx, env.wants)
+			deps, depsFailed := pullDeps(ctx, env)
 			out := cmd.OutOrStdout()
-			if err := images.WriteSummary(out, results); err != nil {
+			if f == formatJSON {
+				err = writeJSON(out, pullReport(results, deps))
+			} else {
+				err = writePullTable(out, results, deps)
+			}
+			if err != nil {
 				return err
 			}
-			depsFailed := pullDeps(ctx, out, env)
 			var failed []string
 			for _, r := range results {
 				if r.Status == images.StatusFailed {
@@ -208,12 +217,92 @@ func newImagesPullCmd(g *globals, manifest *string) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&all, "all", false, "also pull the manifest's optional images (not used by this pml yet)")
 	cmd.Flags().IntVar(&parallel, "parallel", 3, "images pulled at the same time")
+	addFormatFlag(cmd, &format, nil)
 	return cmd
 }
 
+// depRow is one server's dependencies after pull.
+type depRow struct {
+	Server string `json:"server"`
+	Status string `json:"status"`
+	Error  string `json:"error,omitempty"`
+}
+
+// pulledImage is one image in pml images pull --format json.
+type pulledImage struct {
+	Image    string   `json:"image"`
+	Status   string   `json:"status"` // pulled, present, built, local or failed
+	UsedBy   []string `json:"used_by"`
+	Source   string   `json:"source"`
+	Size     int64    `json:"size,omitempty"`
+	Digest   string   `json:"digest,omitempty"`
+	ID       string   `json:"id,omitempty"`
+	Seconds  float64  `json:"seconds,omitempty"`
+	Attempts int      `json:"attempts,omitempty"`
+	Error    string   `json:"error,omitempty"`
+}
+
+// pullJSON is pml images pull --format json: ok is false exactly when the
+// command exits 1.
+type pullJSON struct {
+	OK           bool          `json:"ok"`
+	Images       []pulledImage `json:"images"`
+	Dependencies []depRow      `json:"dependencies"`
+}
+
+func pullReport(results []images.Result, deps []depRow) pullJSON {
+	r := pullJSON{OK: true, Images: make([]pulledImage, 0, len(results)), Dependencies: deps}
+	if r.Dependencies == nil {
+		r.Dependencies = []depRow{}
+	}
+	for _, res := range results {
+		im := pulledImage{Image: res.Want.String(), Status: res.Status, UsedBy: res.Want.UsedBy, Source: res.Want.Source,
+			Size: res.Image.Size, Digest: res.Digest, ID: res.Image.ID, Attempts: res.Attempts}
+		if res.Status == images.StatusPulled || res.Status == images.StatusBuilt {
+			im.Seconds = res.Elapsed.Seconds()
+		}
+		if res.Err != nil {
+			im.Error = res.Err.Error()
+		}
+		if res.Status == images.StatusFailed {
+			r.OK = false
+		}
+		r.Images = append(r.Images, im)
+	}
+	for _, d := range deps {
+		if d.Error != "" {
+			r.OK = false
+		}
+	}
+	return r
+}
+
+// writePullTable is the table output: the images' summary, then the
+// servers' dependencies when any server has an install step.
+func writePullTable(out io.Writer, results []images.Result, deps []depRow) error {
+	if err := images.WriteSummary(out, results); err != nil {
+		return err
+	}
+	if len(deps) == 0 {
+		return nil
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(out)
+	fmt.Fprintln(tw, "SERVER\tDEPENDENCIES")
+	for _, d := range deps {
+		s := d.Status
+		if d.Error != "" {
+			s += ": " + d.Error
+		}
+		fmt.Fprintf(tw, "%s\t%s\n", d.Server, s)
+	}
+	return tw.Flush()
+}
+
 // pullDeps pre-installs approved dependencies through the broker's hook,
-// or, without one, says which servers still need their install.
-func pullDeps(ctx context.Context, out io.Writer, env *imagesEnv) error {
+// or, without one, says which servers still need their install. The
+// rows come back with the failure, if any, for the output to show.
+func pullDeps(ctx context.Context, env *imagesEnv) ([]depRow, error) {
 	var withInstall []config.Server
 	for _, s := range env.cfg.Servers {
 		if s.Install != nil {
@@ -221,36 +310,33 @@ func pullDeps(ctx context.Context, out io.Writer, env *imagesEnv) error {
 		}
 	}
 	if len(withInstall) == 0 {
-		return nil
+		return nil, nil
 	}
 	sort.Slice(withInstall, func(i, j int) bool { return withInstall[i].Name < withInstall[j].Name })
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(out)
-	fmt.Fprintln(tw, "SERVER\tDEPENDENCIES")
+	var rows []depRow
 	if preinstaller != nil {
 		inst, done, err := preinstaller(ctx, env.ws, env.cfg, env.rt)
 		if err != nil {
-			return fmt.Errorf("dependencies: %w", err)
+			return nil, fmt.Errorf("dependencies: %w", err)
 		}
 		defer done()
 		res, err := inst.PreinstallApproved(ctx)
 		var failed []string
 		for _, r := range res {
-			s := r.Status
+			row := depRow{Server: r.Server, Status: r.Status}
 			if r.Err != nil {
-				s += ": " + r.Err.Error()
+				row.Error = r.Err.Error()
 				failed = append(failed, r.Server)
 			}
-			fmt.Fprintf(tw, "%s\t%s\n", r.Server, s)
+			rows = append(rows, row)
 		}
-		_ = tw.Flush()
 		if err != nil {
-			return fmt.Errorf("dependencies: %w", err)
+			return rows, fmt.Errorf("dependencies: %w", err)
 		}
 		if len(failed) > 0 {
-			return fmt.Errorf("the dependencies of %s failed to install (see above)", strings.Join(failed, ", "))
+			return rows, fmt.Errorf("the dependencies of %s failed to install (see above)", strings.Join(failed, ", "))
 		}
-		return nil
+		return rows, nil
 	}
 	store := deps.NewStore(env.ws)
 	for _, s := range withInstall {
@@ -258,18 +344,25 @@ func pullDeps(ctx context.Context, out io.Writer, env *imagesEnv) error {
 		if !store.Installed(s) {
 			status = "not installed: this pml cannot pre-install yet; call one of " + s.Name + "'s tools once while online and approve its install"
 		}
-		fmt.Fprintf(tw, "%s\t%s\n", s.Name, status)
+		rows = append(rows, depRow{Server: s.Name, Status: status})
 	}
-	return tw.Flush()
+	return rows, nil
 }
 
 func newImagesListCmd(g *globals, manifest *string) *cobra.Command {
-	var asJSON, all bool
+	var (
+		asJSON, all bool
+		format      string
+	)
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the images pml uses here: what uses each, present or missing, size, digest",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			f, err := outputFormat(cmd, format, asJSON)
+			if err != nil {
+				return err
+			}
 			env, err := loadImagesEnv(g, *manifest, all)
 			if err != nil {
 				return err
@@ -279,15 +372,16 @@ func newImagesListCmd(g *globals, manifest *string) *cobra.Command {
 			if err != nil {
 				return engineError(err)
 			}
-			if asJSON {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(rows)
+			if f == formatJSON {
+				if rows == nil {
+					rows = []images.Row{}
+				}
+				return writeJSON(cmd.OutOrStdout(), rows)
 			}
 			return images.WriteTable(cmd.OutOrStdout(), rows)
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	addFormatFlag(cmd, &format, &asJSON)
 	cmd.Flags().BoolVar(&all, "all", false, "include the manifest's optional images")
 	return cmd
 }

@@ -5,8 +5,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -54,6 +56,7 @@ func main() {
 type globals struct {
 	logLevel  string
 	logFormat string
+	debug     bool
 }
 
 func newRoot() *cobra.Command {
@@ -64,12 +67,75 @@ func newRoot() *cobra.Command {
 		Long:          "pml is one MCP server with many tools behind it. Each tool call runs in a short-lived Docker container with the workspace mounted and no network.",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// pml --version prints what pml version prints (table format).
+		Version: versionLine(),
+		// A bad --log-level or --log-format typed on the command line is a
+		// usage error; a bad PML_LOG_LEVEL in the environment falls back to
+		// info as before, so a stray variable does not stop every command.
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			f := cmd.Flags()
+			if f.Changed("log-level") {
+				if _, err := zerolog.ParseLevel(g.logLevel); err != nil || g.logLevel == "" {
+					return usageError(cmd, fmt.Errorf("invalid --log-level %q: use debug, info, warn or error", g.logLevel))
+				}
+			}
+			if f.Changed("log-format") && g.logFormat != "auto" && g.logFormat != "console" && g.logFormat != "json" {
+				return usageError(cmd, fmt.Errorf("invalid --log-format %q: use auto, console or json", g.logFormat))
+			}
+			return nil
+		},
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", envOr("PML_LOG_LEVEL", "info"), "log level: debug, info, warn, error (env PML_LOG_LEVEL)")
 	root.PersistentFlags().StringVar(&g.logFormat, "log-format", envOr("PML_LOG_FORMAT", "auto"), "log format on stderr: auto, console, json (env PML_LOG_FORMAT)")
+	root.PersistentFlags().BoolVarP(&g.debug, "debug", "D", false, "debug logging on stderr (same as --log-level debug)")
 	root.AddCommand(newStdioCmd(g), newServeCmd(g), newDoctorCmd(g), newVersionCmd(), newAgentCmd(), newShimCmd(), newImagesCmd(g), newDemoCmd(g), newRegistryCmd(g), newInitCmd(), newCallCmd(g), newAddCmd(g), newRunCmd(g), newRemoveCmd(g), newListCmd(g), newSuperviseCmd(), newLinkSuperviseCmd())
+	markUsage(root)
 	return root
 }
+
+// Output formats of the commands that take --format.
+const (
+	formatTable = "table"
+	formatJSON  = "json"
+)
+
+// addFormatFlag adds --format json|table to cmd; jsonAlias, when not nil,
+// also adds --json, kept from before --format as its alias.
+func addFormatFlag(cmd *cobra.Command, format *string, jsonAlias *bool) {
+	cmd.Flags().StringVar(format, "format", formatTable, "output on stdout: table (for people) or json (one JSON document, for scripts)")
+	if jsonAlias != nil {
+		cmd.Flags().BoolVar(jsonAlias, "json", false, "same as --format json")
+	}
+}
+
+// outputFormat is the format asked for: json when --json was given,
+// otherwise --format, which must be json or table (else exit 2).
+func outputFormat(cmd *cobra.Command, format string, jsonAlias bool) (string, error) {
+	if jsonAlias {
+		if cmd.Flags().Changed("format") && format != formatJSON {
+			return "", usageError(cmd, fmt.Errorf("--json and --format %s contradict each other", format))
+		}
+		return formatJSON, nil
+	}
+	switch format {
+	case formatJSON, formatTable:
+		return format, nil
+	}
+	return "", usageError(cmd, fmt.Errorf("invalid --format %q: use json or table", format))
+}
+
+// writeJSON writes v as one indented JSON document.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// noColor is the NO_COLOR convention (https://no-color.org): set and not
+// empty, it turns colour off.
+func noColor() bool { return os.Getenv("NO_COLOR") != "" }
 
 func envOr(k, def string) string {
 	if v := os.Getenv(k); v != "" {
@@ -84,10 +150,13 @@ func (g *globals) logger() zerolog.Logger {
 	if err != nil || g.logLevel == "" {
 		lvl = zerolog.InfoLevel
 	}
+	if g.debug {
+		lvl = zerolog.DebugLevel
+	}
 	var w = zerolog.New(os.Stderr)
 	console := g.logFormat == "console" || (g.logFormat == "auto" && isatty.IsTerminal(os.Stderr.Fd()))
 	if console {
-		w = zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: "15:04:05"})
+		w = zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: "15:04:05", NoColor: noColor()})
 	}
 	return w.Level(lvl).With().Timestamp().Logger()
 }
