@@ -148,3 +148,26 @@ func (b *Broker) warnOldName(called string) {
 // is not denied, and clients get notifications/tools/list_changed when
 // the visible list differs.
 func (b *Broker) PermissionsChanged() { b.tools.notify() }
+
+// ToolName returns pml's name (namespace:action) for a name given in
+// either form: pml's own, or the wire name tools/list shows (`pml call`
+// accepts both). A shortened wire name is found among the tools known
+// here; a name that is neither comes back as it is (the call then says
+// the tool is not found).
+func (b *Broker) ToolName(given string) string {
+	if strings.Contains(given, ":") {
+		return given
+	}
+	if given == continueWire {
+		return ContinueTool
+	}
+	for _, t := range b.Tools() {
+		if wirename.Encode(t.Name) == given {
+			return t.Name
+		}
+	}
+	if n, ok := wirename.Decode(given); ok {
+		return n
+	}
+	return given
+}

@@ -187,3 +187,19 @@ func keys(m map[string]*mcp.Tool) []string {
 	}
 	return out
 }
+
+func TestToolNameAcceptsBothForms(t *testing.T) {
+	f := newFixture(t, "")
+	for given, want := range map[string]string{
+		"filesystem:read_file":   "filesystem:read_file",
+		"filesystem__read_file":  "filesystem:read_file",
+		"shell__exec":            "shell:exec",
+		"pml__continue_workflow": ContinueTool,
+		"github__create_issue":   "github:create_issue",
+		"plain":                  "plain",
+	} {
+		if got := f.b.ToolName(given); got != want {
+			t.Errorf("ToolName(%q) = %q, want %q", given, got, want)
+		}
+	}
+}
