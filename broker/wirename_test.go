@@ -3,6 +3,7 @@ package broker
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"regexp"
 	"strings"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
+
+	"github.com/pml-dev/pml/internal/config"
 )
 
 var wireRule = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
@@ -201,5 +204,49 @@ func TestToolNameAcceptsBothForms(t *testing.T) {
 		if got := f.b.ToolName(given); got != want {
 			t.Errorf("ToolName(%q) = %q, want %q", given, got, want)
 		}
+	}
+}
+
+// A server's own title and annotations reach the client unchanged, and
+// a server tool name outside the wire rule is listed shortened and
+// callable under that name.
+func TestServerAnnotationsPassThrough(t *testing.T) {
+	f := newFixture(t, `{"permissions": {"allow": ["filesystem:*"]}}`)
+	srv := &server{cfg: config.Server{Name: "probe"}}
+	yes := true
+	f.b.registerServerTools(srv, []*mcp.Tool{
+		{Name: "lookup", Title: "Look it up", Description: "d", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: &yes, Title: "Look it up"}},
+		{Name: "do.it", Description: "dotted"},
+	})
+	cs := stdioClient(t, f, nil)
+	tools := listed(t, cs)
+	tl := tools["probe__lookup"]
+	if tl == nil || tl.Title != "Look it up" || tl.Annotations == nil || !tl.Annotations.ReadOnlyHint || tl.Annotations.OpenWorldHint == nil || !*tl.Annotations.OpenWorldHint {
+		t.Fatalf("probe__lookup listed as %+v", tl)
+	}
+	var dotted string
+	for name, tl := range tools {
+		if !wireRule.MatchString(name) {
+			t.Errorf("%q is listed", name)
+		}
+		if tl.Description == "dotted" {
+			dotted = name
+		}
+	}
+	if dotted == "" || !strings.HasPrefix(dotted, "probe__do-it_") {
+		t.Fatalf("probe:do.it listed as %q", dotted)
+	}
+}
+
+func TestApprovalsNamePmlsTool(t *testing.T) {
+	f := newFixture(t, "")
+	cs := stdioClient(t, f, nil)
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "filesystem__write_file", Arguments: map[string]any{"path": "b.txt", "content": "x"}})
+	if err != nil || res.IsError {
+		t.Fatalf("%v %+v", err, res)
+	}
+	raw, _ := json.Marshal(res.StructuredContent)
+	if !strings.Contains(string(raw), `"tool":"filesystem:write_file"`) {
+		t.Fatalf("the approval does not name filesystem:write_file: %s", raw)
 	}
 }

@@ -95,8 +95,11 @@ func TestWireNamesGoSDKSession(t *testing.T) {
 		t.Errorf("the go-sdk logged an invalid tool name:\n%s", stderr)
 	}
 	// The audit log keeps pml's own names.
-	audit, err := os.ReadFile(filepath.Join(ws.Dir, ".pml", "audit.log"))
-	if err == nil && (!bytes.Contains(audit, []byte(`"filesystem:read_file"`)) || bytes.Contains(audit, []byte("filesystem__"))) {
+	audit, err := os.ReadFile(ws.path(".pml/audit.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(audit, []byte(`"filesystem:read_file"`)) || !bytes.Contains(audit, []byte(`"shell:exec"`)) || bytes.Contains(audit, []byte("filesystem__")) {
 		t.Errorf("the audit log does not name tools namespace:action:\n%s", audit)
 	}
 }
