@@ -146,8 +146,10 @@ func (b *Broker) warnOldName(called string) {
 // PermissionsChanged tells every MCP server of this broker that the
 // permissions in force changed (a .pml.json edit): each lists again what
 // is not denied, and clients get notifications/tools/list_changed when
-// the visible list differs.
-func (b *Broker) PermissionsChanged() { b.tools.notify() }
+// the visible list differs. It returns at once (the listing reads the
+// permissions, so it may be called while they are held for a change);
+// tools/list reads the permissions in force anyway.
+func (b *Broker) PermissionsChanged() { go b.tools.notify() }
 
 // ToolName returns pml's name (namespace:action) for a name given in
 // either form: pml's own, or the wire name tools/list shows (`pml call`
