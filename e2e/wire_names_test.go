@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -227,5 +228,56 @@ func TestWireNamesMCPInspectorCLI(t *testing.T) {
 	raw = runInspector(t, bin, ws, "--method", "tools/call", "--tool-name", "filesystem__read_file", "--tool-arg", "path=notes.txt")
 	if err := json.Unmarshal(raw, &res); err != nil || res.IsError || len(res.Content) == 0 || res.Content[0].Text != "seen by the inspector" {
 		t.Fatalf("tools/call through the inspector: %v\n%s", err, raw)
+	}
+}
+
+// A stdio server's tools appear under wire names when it loads, the
+// client is told with notifications/tools/list_changed, and its denied
+// tool stays unlisted (and answers denied).
+func TestServerToolsLoadUnderWireNamesWithListChanged(t *testing.T) {
+	cfg := fmt.Sprintf(`{"permissions": {"allow": ["*"], "deny": ["probe:env"]}, "mcps": {"probe": {"image": %q}}}`, probeImage(t))
+	ws := newWorkspace(t, cfg)
+	changed := make(chan struct{}, 16)
+	cmd := exec.Command(pmlBin, "stdio", "--log-format", "json")
+	cmd.Env = append(os.Environ(), "PML_WORKSPACE="+ws.Dir)
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	client := mcp.NewClient(&mcp.Implementation{Name: "pml-e2e", Version: "test"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("starting pml stdio: %v\n%s", err, stderr.String())
+	}
+	defer cs.Close()
+
+	list, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, tl := range list.Tools {
+		if !wireRule.MatchString(tl.Name) {
+			t.Errorf("%q is listed", tl.Name)
+		}
+		names[tl.Name] = true
+	}
+	if !names["probe__echo"] || names["probe__env"] || names["probe:echo"] {
+		t.Fatalf("the server's tools are listed as %v\n%s", names, stderr.String())
+	}
+	select {
+	case <-changed:
+	case <-ctx.Done():
+		t.Fatal("no notifications/tools/list_changed after the server's tools loaded")
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "probe__echo", Arguments: map[string]any{"text": "hi"}})
+	if err != nil || res.IsError || text(res) != "hi" {
+		t.Errorf("probe__echo: %v %+v", err, res)
+	}
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "probe__env"})
+	if err != nil || !res.IsError || !strings.Contains(text(res), "denied") {
+		t.Errorf("the denied probe__env: %v %+v", err, res)
 	}
 }
