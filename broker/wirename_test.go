@@ -250,3 +250,16 @@ func TestApprovalsNamePmlsTool(t *testing.T) {
 		t.Fatalf("the approval does not name filesystem:write_file: %s", raw)
 	}
 }
+
+// The cloud's titles and annotations pass through like a server's.
+func TestCloudAnnotationsPassThrough(t *testing.T) {
+	f := cloudFixture(t, `{"allow": ["tavily:*"]}`)
+	yes := true
+	f.b.registerCloudTools([]*mcp.Tool{{Name: "tavily:search", Title: "Web search", Description: "d", InputSchema: map[string]any{"type": "object"},
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: &yes}}})
+	cs := stdioClient(t, f, nil)
+	tl := listed(t, cs)["tavily__search"]
+	if tl == nil || tl.Title != "Web search" || tl.Annotations == nil || !tl.Annotations.ReadOnlyHint || !*tl.Annotations.OpenWorldHint {
+		t.Fatalf("tavily__search listed as %+v", tl)
+	}
+}
