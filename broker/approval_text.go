@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pml-dev/pml/internal/config"
+	"github.com/pml-dev/pml/internal/wirename"
 )
 
 // approvalFor describes a workflow by its type.
@@ -60,7 +61,8 @@ func approvalResult(a Approval) Result {
 		"To answer, call %s again with the extra argument continue_workflow: {\"workflow_id\": %q, \"approved\": true|false, \"always\": true|false}, "+
 		"or call %s with {\"workflow_id\": %q, \"approved\": ..., \"always\": ...}. "+
 		"%sThis request expires at %s.",
-		a.ApprovalType, a.Description, a.Tool, a.WorkflowID, ContinueTool, a.WorkflowID, always, a.ExpiresAt.Format(time.RFC3339))
+		// The names a client calls: their wire names (filesystem__write_file).
+		a.ApprovalType, a.Description, wirename.Encode(a.Tool), a.WorkflowID, continueWire, a.WorkflowID, always, a.ExpiresAt.Format(time.RFC3339))
 	return Result{Text: text, Structured: a}
 }
 

@@ -56,6 +56,10 @@ type Tool struct {
 	Name        string
 	Description string
 	InputSchema json.RawMessage
+	// Title and Annotations are shown to clients as they are (a server's
+	// own pass through).
+	Title       string
+	Annotations *mcp.ToolAnnotations
 }
 
 // Result is the outcome of one call, independent of the MCP wire format.

@@ -137,7 +137,7 @@ func (b *Broker) registerCloudTools(tools []*mcp.Tool) {
 		if desc == "" {
 			desc = t.Title
 		}
-		defs = append(defs, toolbox.Tool{Name: t.Name, Description: desc + " (runs in the PML cloud)", InputSchema: schema})
+		defs = append(defs, toolbox.Tool{Name: t.Name, Description: desc + " (runs in the PML cloud)", InputSchema: schema, Title: t.Title, Annotations: t.Annotations})
 		env[t.Name] = cloud.EnvRequired(t)
 	}
 	c := b.cloud

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -48,8 +49,9 @@ func (s *sessions) workflows(ss *mcp.ServerSession) *Workflows {
 }
 
 // NewMCPServer exposes the broker as one MCP server: every broker tool is
-// an MCP tool with its own JSON schema. Handlers never return protocol
-// errors for tool failures; those are results with isError.
+// an MCP tool with its own JSON schema, under its wire name (see
+// wirename.go). Handlers never return protocol errors for tool failures;
+// those are results with isError.
 func NewMCPServer(b *Broker) *mcp.Server {
 	return newMCPServer(b, view{})
 }
@@ -63,6 +65,8 @@ type view struct {
 	prepare func(context.Context)
 }
 
+// show reports whether the view shows the tool, and under which name
+// before wire encoding (the name itself, or its action for pml run).
 func (v view) show(name string) (string, bool) {
 	if v.prefix == "" || name == ContinueTool {
 		return name, true
@@ -91,12 +95,15 @@ func newMCPServer(b *Broker, v view) *mcp.Server {
 		Instructions: "pml runs each tool in a locked-down container with the workspace " + b.Workspace() +
 			" mounted and no network. Paths are absolute or relative to the workspace. A result with approval_required " +
 			"asks the user; answer by calling the same tool again with continue_workflow.",
+		// The SDK's own warnings (an invalid tool name at AddTool, a
+		// notification that could not be sent) go to pml's stderr log.
+		Logger: slog.New(slog.NewTextHandler(b.log, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		// No logging capability: logs go to pml's stderr, never the protocol.
-		Capabilities: &mcp.ServerCapabilities{},
+		// Tools: listChanged, since tools appear and go at run time.
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
 	})
 	sess := &sessions{ttl: b.cfg.HIL.Timeout, m: map[*mcp.ServerSession]*Workflows{}}
-	handler := func(name string) mcp.ToolHandler { return toolHandler(b, sess, v.internal(name)) }
-	listTools(s, b, v, handler)
+	l := newListing(s, b, v, func(name string) mcp.ToolHandler { return toolHandler(b, sess, name) })
 	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			switch method {
@@ -106,13 +113,27 @@ func newMCPServer(b *Broker, v view) *mcp.Server {
 				prepare(ctx)
 				b.LoadServers(ctx)
 				b.waitCloud(ctx)
+				// The permissions in force decide what is listed, even
+				// if no one said they changed.
+				l.sync(nil)
 			case "tools/call":
-				// A tool of a server whose tools are not registered yet
-				// (not installed, or not started) goes through the broker,
-				// which asks, installs and loads it.
 				prepare(ctx)
-				if cr, ok := req.(*mcp.CallToolRequest); ok && cr.Params != nil && b.resolvable(v.internal(cr.Params.Name)) {
-					return handler(cr.Params.Name)(ctx, cr)
+				cr, ok := req.(*mcp.CallToolRequest)
+				if !ok || cr.Params == nil {
+					break
+				}
+				name, listed := l.resolve(cr.Params.Name)
+				if listed != "" {
+					// A listed tool: the SDK's own path, under its wire name.
+					cr.Params.Name = listed
+					break
+				}
+				// A tool not listed: a denied one (it answers "denied"),
+				// or one of a server whose tools are not registered yet
+				// (not installed, or not started), which the broker asks
+				// about, installs and loads.
+				if name != "" && (b.hasTool(name) || b.resolvable(name)) {
+					return l.handler(name)(ctx, cr)
 				}
 			}
 			return next(ctx, method, req)
@@ -152,36 +173,6 @@ func toolHandler(b *Broker, sess *sessions, name string) mcp.ToolHandler {
 		}
 		return toMCP(res), nil
 	}
-}
-
-// listTools adds the broker's tools that the view shows to s, and keeps
-// them in step: tools of stdio servers appear at run time, and the SDK
-// tells clients with notifications/tools/list_changed.
-func listTools(s *mcp.Server, b *Broker, v view, handler func(string) mcp.ToolHandler) {
-	add := func(t Tool) {
-		shown, ok := v.show(t.Name)
-		if !ok {
-			return
-		}
-		s.AddTool(&mcp.Tool{Name: shown, Description: t.Description, InputSchema: t.InputSchema}, handler(shown))
-	}
-	for _, t := range b.Tools() {
-		add(t)
-	}
-	b.OnToolsChanged(func(added []Tool, removed []string) {
-		var gone []string
-		for _, n := range removed {
-			if shown, ok := v.show(n); ok {
-				gone = append(gone, shown)
-			}
-		}
-		if len(gone) > 0 {
-			s.RemoveTools(gone...)
-		}
-		for _, t := range added {
-			add(t)
-		}
-	})
 }
 
 // ServeCapability serves one added capability's tools over in/out, named

@@ -27,8 +27,10 @@ var shellTool = toolbox.Tool{
   },
   "required": ["command"]
 }`),
-	PathArgs: []string{"cwd"},
-	Writes:   true,
+	PathArgs:    []string{"cwd"},
+	Writes:      true,
+	Title:       "Run shell command",
+	Annotations: toolbox.Hints("Run shell command", false, true, false),
 }
 
 // shellEntry is the shell container's own program. The working directory

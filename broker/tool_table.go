@@ -22,7 +22,8 @@ func (b *Broker) registerServerTools(srv *server, tools []*mcp.Tool) {
 		if desc == "" {
 			desc = t.Title
 		}
-		defs = append(defs, toolbox.Tool{Name: srv.cfg.Name + ":" + t.Name, Description: desc, InputSchema: schema})
+		// The server's title and annotations pass through unchanged.
+		defs = append(defs, toolbox.Tool{Name: srv.cfg.Name + ":" + t.Name, Description: desc, InputSchema: schema, Title: t.Title, Annotations: t.Annotations})
 	}
 	srv.mu.Lock()
 	old := srv.names
@@ -99,9 +100,24 @@ func (t *toolTable) list() []Tool {
 	out := make([]Tool, 0, len(t.order)+1)
 	for _, n := range t.order {
 		d := t.entries[n].def
-		out = append(out, Tool{Name: d.Name, Description: d.Description, InputSchema: d.InputSchema})
+		out = append(out, toolOf(d))
 	}
 	return out
+}
+
+func toolOf(d toolbox.Tool) Tool {
+	return Tool{Name: d.Name, Description: d.Description, InputSchema: d.InputSchema, Title: d.Title, Annotations: d.Annotations}
+}
+
+// notify calls the listeners with no change of tools: something else
+// that decides the listing (the permissions) changed.
+func (t *toolTable) notify() {
+	t.mu.RLock()
+	listeners := append([]func([]Tool, []string){}, t.listeners...)
+	t.mu.RUnlock()
+	for _, l := range listeners {
+		l(nil, nil)
+	}
 }
 
 func (t *toolTable) onChange(f func(added []Tool, removed []string)) {
@@ -137,7 +153,7 @@ func (t *toolTable) replace(old []string, defs []toolbox.Tool, exec executor) []
 		keep[d.Name] = true
 		names = append(names, d.Name)
 		t.entries[d.Name] = toolEntry{def: d, exec: exec}
-		added = append(added, Tool{Name: d.Name, Description: d.Description, InputSchema: d.InputSchema})
+		added = append(added, toolOf(d))
 	}
 	removed := t.removeLocked(old, keep)
 	listeners := append([]func([]Tool, []string){}, t.listeners...)
@@ -197,4 +213,7 @@ var continueTool = Tool{
   },
   "required": ["workflow_id", "approved"]
 }`),
+	Title: "Continue workflow",
+	// It runs the stored call, which may write.
+	Annotations: toolbox.Hints("Continue workflow", false, true, false),
 }

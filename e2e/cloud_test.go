@@ -211,7 +211,7 @@ func TestCloudToolsAreForwardedWithExactlyTheirKeys(t *testing.T) {
 	}
 	seen := map[string]string{}
 	for _, tool := range tools.Tools {
-		seen[tool.Name] = tool.Description
+		seen[pmlName(tool.Name)] = tool.Description
 	}
 	for _, want := range []string{"tavily:search", "json:parse", "pml:execute", "filesystem:read_file", "shell:exec"} {
 		if _, ok := seen[want]; !ok {

@@ -71,7 +71,7 @@ func listsTool(t *testing.T, cs *mcp.ClientSession, name string) bool {
 		t.Fatal(err)
 	}
 	for _, tool := range tools.Tools {
-		if tool.Name == name {
+		if pmlName(tool.Name) == name {
 			return true
 		}
 	}

@@ -197,7 +197,7 @@ func TestHostileDockerUnavailableThenBack(t *testing.T) {
 			t.Fatalf("tools/list without a daemon: %v", err)
 		}
 		for _, tool := range tools.Tools {
-			if tool.Name == "json:parse" {
+			if pmlName(tool.Name) == "json:parse" {
 				return true
 			}
 		}

@@ -109,7 +109,7 @@ func TestAStdioServerRunsPooledAndLockedDown(t *testing.T) {
 	}
 	var names []string
 	for _, tool := range tools.Tools {
-		names = append(names, tool.Name)
+		names = append(names, pmlName(tool.Name))
 	}
 	if !strings.Contains(strings.Join(names, " "), "probe:echo") {
 		t.Fatalf("probe tools not listed: %v", names)
@@ -521,7 +521,7 @@ func TestAServersListChangedIsPassedOn(t *testing.T) {
 		}
 		found := false
 		for _, tool := range tools.Tools {
-			found = found || tool.Name == "probe:dynamic"
+			found = found || pmlName(tool.Name) == "probe:dynamic"
 		}
 		if found {
 			break

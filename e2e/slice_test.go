@@ -30,7 +30,7 @@ func TestToolsListAnswersWithoutStartingAContainer(t *testing.T) {
 		"filesystem:search_files", "filesystem:get_file_info", "shell:exec"}
 	got := map[string]*mcp.Tool{}
 	for _, tool := range tools.Tools {
-		got[tool.Name] = tool
+		got[pmlName(tool.Name)] = tool
 	}
 	for _, name := range want {
 		tool, ok := got[name]

@@ -42,7 +42,8 @@ func newCallCmd(g *globals) *cobra.Command {
 		Short: "Run one tool call (for CI): JSON result on stdout, exit code by outcome",
 		Long: `Run one tool call through the same path as pml stdio (permissions, approvals, containers with
 the same policy, cloud forwarding) and exit. ARGS_JSON is the tool's arguments as a JSON object
-(default {}); "-" reads it from stdin. pml call never prompts and never waits for a person: a call
+(default {}); "-" reads it from stdin. TOOL is pml's name (filesystem:read_file) or the name MCP
+clients see on the wire (filesystem__read_file); the output names it the first way. pml call never prompts and never waits for a person: a call
 that needs approval exits 3 and says what to allow.
 
 Stdout holds exactly one line, one JSON object, and nothing else:
@@ -185,6 +186,9 @@ func runCall(ctx context.Context, g *globals, tool, rawArgs string, timeout time
 		return fail(code, err)
 	}
 	defer e.rt.Close()
+	// TOOL may be the wire name an MCP client sees (filesystem__read_file);
+	// everything from here on, the output too, uses pml's own name.
+	tool = e.broker.ToolName(tool)
 	reaped := e.reapInBackground(ctx)
 	e.broker.StartCloud(ctx)
 

@@ -1,6 +1,10 @@
 package toolbox
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
 
 // Tool defines one built-in client tool.
 type Tool struct {
@@ -13,6 +17,22 @@ type Tool struct {
 	// Writes marks tools that change the workspace: their container gets a
 	// read-write mount; every other tool's mount is read-only.
 	Writes bool
+	// Title is the name a person reads in a client's tool list.
+	Title string
+	// Annotations are the MCP tool hints clients show and act on (e.g.
+	// asking before a destructive tool). A server's own pass through.
+	Annotations *mcp.ToolAnnotations
+}
+
+// Hints builds the annotations of a built-in tool. Built-in tools only
+// touch the mounted workspace, never the network: openWorldHint is false.
+func Hints(title string, readOnly, destructive, idempotent bool) *mcp.ToolAnnotations {
+	f := false
+	a := &mcp.ToolAnnotations{Title: title, ReadOnlyHint: readOnly, IdempotentHint: idempotent, OpenWorldHint: &f}
+	// destructiveHint only means something for a tool that writes.
+	d := destructive && !readOnly
+	a.DestructiveHint = &d
+	return a
 }
 
 // Schemas never set additionalProperties: false, because pml adds the
@@ -20,18 +40,24 @@ type Tool struct {
 var Filesystem = []Tool{
 	{
 		Name:        "filesystem:read_file",
+		Title:       "Read file",
+		Annotations: Hints("Read file", true, false, true),
 		Description: "Read a text file from the workspace. Optional head/tail return only the first or last N lines.",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","description":"File path, absolute or relative to the workspace."},"head":{"type":"integer","minimum":0,"description":"Return only the first N lines."},"tail":{"type":"integer","minimum":0,"description":"Return only the last N lines."}},"required":["path"]}`),
 		PathArgs:    []string{"path"},
 	},
 	{
 		Name:        "filesystem:read_multiple_files",
+		Title:       "Read multiple files",
+		Annotations: Hints("Read multiple files", true, false, true),
 		Description: "Read several files at once; a file that cannot be read reports its error without failing the others.",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"paths":{"type":"array","items":{"type":"string"},"description":"File paths, absolute or relative to the workspace."}},"required":["paths"]}`),
 		PathArgs:    []string{"paths"},
 	},
 	{
 		Name:        "filesystem:write_file",
+		Title:       "Write file",
+		Annotations: Hints("Write file", false, true, true),
 		Description: "Create a file or replace its content. The parent directory must exist.",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","description":"File path, absolute or relative to the workspace."},"content":{"type":"string","description":"The complete new content."}},"required":["path","content"]}`),
 		PathArgs:    []string{"path"},
@@ -39,6 +65,8 @@ var Filesystem = []Tool{
 	},
 	{
 		Name:        "filesystem:edit_file",
+		Title:       "Edit file",
+		Annotations: Hints("Edit file", false, true, false),
 		Description: "Apply exact-text replacements to a file and return a diff. Each oldText must occur exactly once; if any edit fails nothing is written. dryRun shows the diff without writing.",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","description":"File path, absolute or relative to the workspace."},"edits":{"type":"array","items":{"type":"object","properties":{"oldText":{"type":"string","description":"Text to find (exactly once)."},"newText":{"type":"string","description":"Replacement."}},"required":["oldText","newText"]}},"dryRun":{"type":"boolean","description":"Preview the diff without writing."}},"required":["path","edits"]}`),
 		PathArgs:    []string{"path"},
@@ -46,18 +74,24 @@ var Filesystem = []Tool{
 	},
 	{
 		Name:        "filesystem:list_directory",
+		Title:       "List directory",
+		Annotations: Hints("List directory", true, false, true),
 		Description: "List a directory: one line per entry, [DIR] or [FILE] then the name.",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","description":"Directory path, absolute or relative to the workspace."}},"required":["path"]}`),
 		PathArgs:    []string{"path"},
 	},
 	{
 		Name:        "filesystem:directory_tree",
+		Title:       "Directory tree",
+		Annotations: Hints("Directory tree", true, false, true),
 		Description: "A recursive JSON tree of a directory: [{name, type: file|directory, children}].",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","description":"Directory path, absolute or relative to the workspace."}},"required":["path"]}`),
 		PathArgs:    []string{"path"},
 	},
 	{
 		Name:        "filesystem:create_directory",
+		Title:       "Create directory",
+		Annotations: Hints("Create directory", false, false, true),
 		Description: "Create a directory and any missing parents; an existing directory is fine.",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","description":"Directory path, absolute or relative to the workspace."}},"required":["path"]}`),
 		PathArgs:    []string{"path"},
@@ -65,6 +99,8 @@ var Filesystem = []Tool{
 	},
 	{
 		Name:        "filesystem:move_file",
+		Title:       "Move file",
+		Annotations: Hints("Move file", false, true, false),
 		Description: "Move or rename a file or directory. Fails if the destination exists.",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"source":{"type":"string","description":"Existing path."},"destination":{"type":"string","description":"New path (must not exist)."}},"required":["source","destination"]}`),
 		PathArgs:    []string{"source", "destination"},
@@ -72,12 +108,16 @@ var Filesystem = []Tool{
 	},
 	{
 		Name:        "filesystem:search_files",
+		Title:       "Search files",
+		Annotations: Hints("Search files", true, false, true),
 		Description: "Find files and directories below a path whose name matches a pattern: a glob (*.go) or, without wildcards, a case-insensitive substring. Returns absolute paths.",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","description":"Directory to search, absolute or relative to the workspace."},"pattern":{"type":"string","description":"Glob or substring."},"excludePatterns":{"type":"array","items":{"type":"string"},"description":"Globs of names or relative paths to skip."}},"required":["path","pattern"]}`),
 		PathArgs:    []string{"path"},
 	},
 	{
 		Name:        "filesystem:get_file_info",
+		Title:       "Get file info",
+		Annotations: Hints("Get file info", true, false, true),
 		Description: "Size, times, type and permissions of a file or directory.",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","description":"Path, absolute or relative to the workspace."}},"required":["path"]}`),
 		PathArgs:    []string{"path"},

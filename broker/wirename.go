@@ -1,0 +1,175 @@
+package broker
+
+import (
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/pml-dev/pml/internal/wirename"
+)
+
+// listing keeps one MCP server's tool list in step with the broker: the
+// tools its view shows, minus those permissions.deny refuses, each under
+// its wire name (^[a-zA-Z0-9_-]{1,64}$, internal/wirename). Adding or
+// removing a tool makes the SDK send notifications/tools/list_changed.
+type listing struct {
+	s       *mcp.Server
+	b       *Broker
+	v       view
+	names   *wirename.Table
+	handler func(name string) mcp.ToolHandler
+
+	mu sync.Mutex
+	// shown maps each wire name registered with the SDK to pml's name.
+	shown map[string]string
+}
+
+func newListing(s *mcp.Server, b *Broker, v view, handler func(string) mcp.ToolHandler) *listing {
+	l := &listing{s: s, b: b, v: v, names: wirename.NewTable(v.prefix != ""), handler: handler, shown: map[string]string{}}
+	l.sync(nil)
+	b.OnToolsChanged(func(added []Tool, _ []string) { l.sync(added) })
+	return l
+}
+
+// wire returns the name a tool of pml (namespace:action) has on the
+// wire in this view, and whether the view shows it.
+func (l *listing) wire(name string) (string, bool) {
+	shown, ok := l.v.show(name)
+	if !ok {
+		return "", false
+	}
+	if name == ContinueTool {
+		return continueWire, true
+	}
+	if l.v.prefix == "" {
+		return l.names.Wire(name), true
+	}
+	return l.names.Wire(shown), true
+}
+
+// visible reports whether a tool is listed: permissions.deny hides it
+// (a call still answers "denied"). pml:continue_workflow is always listed:
+// approvals need it.
+func (l *listing) visible(name string) bool {
+	if name == ContinueTool {
+		return true
+	}
+	d, _ := l.b.perms.decide(name)
+	return d != Deny
+}
+
+// sync registers with the SDK the tools that should be listed and are
+// not, re-registers those in changed (their definition changed), and
+// removes the rest. The SDK tells the clients when anything changed.
+func (l *listing) sync(changed []Tool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	redo := map[string]bool{}
+	for _, t := range changed {
+		redo[t.Name] = true
+	}
+	want := map[string]bool{}
+	for _, t := range l.b.Tools() {
+		w, ok := l.wire(t.Name)
+		if !ok || !l.visible(t.Name) {
+			continue
+		}
+		want[w] = true
+		if _, has := l.shown[w]; has && !redo[t.Name] {
+			continue
+		}
+		l.s.AddTool(mcpTool(w, t), l.handler(t.Name))
+		l.shown[w] = t.Name
+	}
+	var gone []string
+	for w := range l.shown {
+		if !want[w] {
+			gone = append(gone, w)
+			delete(l.shown, w)
+		}
+	}
+	if len(gone) > 0 {
+		l.s.RemoveTools(gone...)
+	}
+}
+
+func mcpTool(wire string, t Tool) *mcp.Tool {
+	return &mcp.Tool{Name: wire, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema, Annotations: t.Annotations}
+}
+
+// resolve maps the name a client called to pml's name, and returns the
+// wire name the tool is listed under ("" when it is not listed: denied,
+// not registered yet, or unknown). A name in pml's own form
+// (namespace:action), which clients used before wire names, still works
+// for one release, with a warning.
+func (l *listing) resolve(called string) (name, listed string) {
+	if called == continueWire {
+		name = ContinueTool
+	} else if strings.Contains(called, ":") {
+		name = l.v.internal(called)
+		l.b.warnOldName(called)
+	} else if n, ok := l.names.Name(called); ok {
+		name = l.v.internal(n)
+	} else {
+		return "", ""
+	}
+	w, ok := l.wire(name)
+	if !ok {
+		return name, ""
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.shown[w] == name {
+		return name, w
+	}
+	return name, ""
+}
+
+// continueWire is pml:continue_workflow on the wire, in every view.
+var continueWire = wirename.Encode(ContinueTool)
+
+// oldNames remembers the namespace:action names clients called, so each
+// is warned about once.
+var oldNames sync.Map
+
+// warnOldName logs, once per name, that a client called a tool by pml's
+// own name instead of its wire name.
+func (b *Broker) warnOldName(called string) {
+	if _, seen := oldNames.LoadOrStore(called, true); seen {
+		return
+	}
+	b.log.Warn().Str("tool", called).Str("wire_name", wirename.Encode(called)).
+		Msg("the client called a tool by its old name with ':', which the MCP spec does not allow; it still works in this release, but clients should use the name tools/list shows")
+}
+
+// PermissionsChanged tells every MCP server of this broker that the
+// permissions in force changed (a .pml.json edit): each lists again what
+// is not denied, and clients get notifications/tools/list_changed when
+// the visible list differs. It returns at once (the listing reads the
+// permissions, so it may be called while they are held for a change);
+// tools/list reads the permissions in force anyway.
+func (b *Broker) PermissionsChanged() { go b.tools.notify() }
+
+// ToolName returns pml's name (namespace:action) for a name given in
+// either form: pml's own, or the wire name tools/list shows (`pml call`
+// accepts both). A shortened wire name is found among the tools known
+// here; a name that is neither comes back as it is (the call then says
+// the tool is not found).
+func (b *Broker) ToolName(given string) string {
+	if strings.Contains(given, ":") {
+		return given
+	}
+	if given == continueWire {
+		return ContinueTool
+	}
+	for _, t := range b.Tools() {
+		if wirename.Encode(t.Name) == given {
+			return t.Name
+		}
+	}
+	if n, ok := wirename.Decode(given); ok {
+		return n
+	}
+	return given
+}
