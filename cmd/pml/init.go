@@ -17,6 +17,7 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
+	"github.com/pml-dev/pml/internal/clients"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/credentials"
 	"github.com/pml-dev/pml/internal/mcpjson"
@@ -40,6 +41,10 @@ type initOptions struct {
 	cloudURL string
 	// cloudURLSet: --cloud-url was given (not just its default).
 	cloudURLSet bool
+	// clients are the --client names (none: Claude Code and the clients
+	// detected); scope is --scope ("": each client's default).
+	clients []string
+	scope   string
 }
 
 // initLong is pml init --help.
@@ -63,17 +68,28 @@ file; pml reads it there when PML_API_KEY is unset. A key found in the pml entry
 .mcp.json (written by older versions) is moved to the credentials file and removed from .mcp.json,
 with the same consent and backup as a merge. The key is never printed.
 
+MCP clients (--client NAME, repeatable; pml clients lists them): claude-code, claude-desktop, cursor,
+vscode, windsurf, codex, gemini-cli, zed, cline, continue, goose, opencode. Each gets the pml server in
+its own file and format; --scope project (the default where the client has a project file) writes
+the file in the workspace, --scope user the client's file in your home. Without --client, init
+configures Claude Code (.mcp.json) and, at project scope, every client it detects (its configuration
+directory exists), and names the detected clients that have only a user-level file. Other servers,
+keys and comments in those files are kept; an existing file is copied to <file>.backup first and
+changed only with the same consent as .mcp.json (a "y" on a terminal, or --yes).
+
 Running init again is safe: what is already in place is left as it is.`
 
 func newInitCmd() *cobra.Command {
 	var o initOptions
 	cmd := &cobra.Command{
 		Use:   "init",
-		Short: "Set up this project for MCP clients: .mcp.json, .pml.json, .gitignore",
+		Short: "Set up this project for MCP clients: .mcp.json (and other clients' files), .pml.json, .gitignore",
 		Long:  initLong,
 		Example: `  pml init                      # on a terminal: asks for the key and, if .mcp.json exists, to merge
   pml init --yes --local        # scripts: no key, merge without asking
-  pml init --yes --api-key "$PML_API_KEY"`,
+  pml init --yes --api-key "$PML_API_KEY"
+  pml init --client cursor --client codex      # those two clients, in their project files
+  pml init --client claude-desktop --yes       # Claude Desktop's user-level file`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
 				return &exitError{2, fmt.Errorf("pml init takes no arguments (got %q); it sets up the workspace found from the current directory, or $PML_WORKSPACE", args)}
@@ -104,6 +120,8 @@ func newInitCmd() *cobra.Command {
 	f.StringVar(&o.apiKey, "api-key", "", "PML API key to store in the user's credentials file, ~/.config/pml/credentials (prefer a terminal: flags show up in shell history)")
 	f.BoolVar(&o.local, "local", false, "local mode: no API key (and remove one from .mcp.json; the user's credentials file is left alone)")
 	f.StringVar(&o.cloudURL, "cloud-url", config.DefaultCloudURL, "cloud.url written into a new .pml.json")
+	f.StringSliceVar(&o.clients, "client", nil, "configure this MCP client (repeatable, or comma-separated): "+strings.Join(clients.Names(), ", ")+"; without it: Claude Code and the clients detected")
+	f.StringVar(&o.scope, "scope", "", "where the clients' configuration goes: project (a file in the workspace) or user (the client's file in your home, for every project); default: project where the client has one")
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return &exitError{2, fmt.Errorf("%v (nothing was changed; see pml init --help)", err)}
 	})
@@ -262,6 +280,13 @@ type initPlan struct {
 	gitMode        fs.FileMode
 	// ignore is what .gitignore must ignore; added what init adds.
 	ignore, added []string
+	// projectMCP: .mcp.json (Claude Code's project file) is written.
+	projectMCP bool
+	// edits are the other clients' files; userOnly the installed
+	// clients not configured because they have only a user-level file.
+	edits    []clientEdit
+	userOnly []*clients.Client
+	getenv   func(string) string
 }
 
 // planInit reads the workspace's files and computes their new contents.
@@ -273,6 +298,10 @@ func planInit(ctx context.Context, o initOptions, term *terminal, getenv func(st
 	if !p.pmlExists {
 		p.pmlJSON = defaultPMLJSON(o.cloudURL)
 	}
+	p.getenv = getenv
+	if err := p.planClients(o, getenv, exe); err != nil {
+		return nil, err
+	}
 	if p.credPath, err = credentials.Path(getenv); err != nil {
 		return nil, usage("%v", err)
 	}
@@ -280,7 +309,8 @@ func planInit(ctx context.Context, o initOptions, term *terminal, getenv func(st
 		return nil, &exitError{1, err}
 	}
 	var inMCP string
-	if hasEntry {
+	// A key in .mcp.json is moved out only when init writes .mcp.json.
+	if hasEntry && p.projectMCP {
 		inMCP = existing.Env[apiKeyVar]
 	}
 	action, key, err := chooseKey(ctx, o, term, inMCP, p.credOld)
@@ -288,8 +318,10 @@ func planInit(ctx context.Context, o initOptions, term *terminal, getenv func(st
 		return nil, err
 	}
 	p.action, p.key = action, key
-	if err := p.setServer(exe); err != nil {
-		return nil, err
+	if p.projectMCP {
+		if err := p.setServer(exe); err != nil {
+			return nil, err
+		}
 	}
 	p.ignore = gitignoreEntries(p.merge)
 	p.gitNew, p.added = gitignoreAdd(p.gitOld, p.ignore)
@@ -388,13 +420,22 @@ func gitignoreEntries(merge bool) []string {
 // confirmMerge asks before an existing .mcp.json is changed, unless
 // --yes; without a terminal to ask on, nothing is written.
 func confirmMerge(ctx context.Context, o initOptions, term *terminal, p *initPlan) error {
-	if !p.merge || o.yes {
+	others := p.clientMerges()
+	if (!p.merge && len(others) == 0) || o.yes {
 		return nil
 	}
-	what := fmt.Sprintf("%s exists; pml init would merge the pml server into it (keeping %s) and copy the old file to %s", p.mcp.Path, describeServers(p.others), p.mcp.BackupPath())
-	if p.action == keyMove {
-		what += fmt.Sprintf("; the API key in it would move to %s", p.credPath)
+	var parts []string
+	if p.merge {
+		what := fmt.Sprintf("%s exists; pml init would merge the pml server into it (keeping %s) and copy the old file to %s", p.mcp.Path, describeServers(p.others), p.mcp.BackupPath())
+		if p.action == keyMove {
+			what += fmt.Sprintf("; the API key in it would move to %s", p.credPath)
+		}
+		parts = append(parts, what)
 	}
+	if len(others) > 0 {
+		parts = append(parts, "pml init would merge the pml server into "+strings.Join(others, ", "))
+	}
+	what := strings.Join(parts, "; and ")
 	if !term.interactive {
 		return usage("%s.\nNothing was written: there is no terminal to confirm on. Run pml init --yes to merge", what)
 	}
@@ -419,12 +460,18 @@ func (p *initPlan) write() (bool, error) {
 			return false, &exitError{1, err}
 		}
 	}
-	// Blessed first: a pml session watching this workspace keeps what
-	// init writes (internal/protect).
-	protect.Bless(ws, mcpjson.FileName, mcp.Bytes())
-	backedUp, err := mcp.Write(p.mode)
-	if err != nil {
-		return false, &exitError{1, err}
+	var backedUp bool
+	if p.projectMCP {
+		// Blessed first: a pml session watching this workspace keeps what
+		// init writes (internal/protect).
+		protect.Bless(ws, mcpjson.FileName, mcp.Bytes())
+		var err error
+		if backedUp, err = mcp.Write(p.mode); err != nil {
+			return false, &exitError{1, err}
+		}
+	}
+	if err := p.writeClients(); err != nil {
+		return false, err
 	}
 	if backedUp && p.action != keyLocal && mcp.Mode&0o077 != 0 && strings.Contains(string(mcp.Original()), apiKeyVar) {
 		// The backup may hold the key older versions wrote: only its
@@ -456,6 +503,8 @@ func (p *initPlan) summarise(w io.Writer, o initOptions, exe string, backedUp bo
 	}
 	fmt.Fprintf(w, "pml init: workspace %s (%s)\n", p.ws.Dir, src)
 	switch {
+	case !p.projectMCP:
+		fmt.Fprintf(w, "  %s: not touched (Claude Code's project file; --client %s writes it)\n", mcpjson.FileName, claudeCode)
 	case !p.mcp.Exists:
 		fmt.Fprintf(w, "  %s: created with the pml server (%s stdio)\n", mcpjson.FileName, exe)
 	case backedUp:
@@ -463,6 +512,7 @@ func (p *initPlan) summarise(w io.Writer, o initOptions, exe string, backedUp bo
 	default:
 		fmt.Fprintf(w, "  %s: already up to date\n", mcpjson.FileName)
 	}
+	p.summariseClients(w)
 	if p.pmlJSON != nil {
 		fmt.Fprintf(w, "  %s: created (read tools allowed; write tools and shell:exec asked, as they match no pattern; cloud.url %s)\n", config.FileName, strings.TrimRight(o.cloudURL, "/"))
 	} else {

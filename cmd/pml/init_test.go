@@ -49,6 +49,8 @@ type project struct {
 	dir string
 	// config is XDG_CONFIG_HOME: the user's credentials file is beneath.
 	config string
+	// home is HOME: where clients' user-level files and directories are.
+	home string
 }
 
 func newProject(t *testing.T) *project {
@@ -56,7 +58,7 @@ func newProject(t *testing.T) *project {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &project{t: t, dir: dir, config: t.TempDir()}
+	return &project{t: t, dir: dir, config: t.TempDir(), home: t.TempDir()}
 }
 
 func (p *project) env(k string) string {
@@ -65,6 +67,8 @@ func (p *project) env(k string) string {
 		return p.dir
 	case "XDG_CONFIG_HOME":
 		return p.config
+	case "HOME":
+		return p.home
 	}
 	return ""
 }
