@@ -139,10 +139,18 @@ func startFromMCPJSON(t *testing.T, ws *workspace, userEnv []string) *session {
 	if !ok {
 		t.Fatal("no pml server in .mcp.json")
 	}
-	cmd := exec.Command(e.Command, e.Args...)
-	cmd.Dir = t.TempDir() // clients start servers from anywhere
+	return startAsConfigured(t, e.Command, e.Args, e.Env, userEnv)
+}
+
+// startAsConfigured starts a server as a client's file says: command,
+// args and env on top of userEnv, from a directory that is not the
+// workspace (clients start servers from anywhere), PML_API_KEY unset.
+func startAsConfigured(t *testing.T, command string, args []string, extra map[string]string, userEnv []string) *session {
+	t.Helper()
+	cmd := exec.Command(command, args...)
+	cmd.Dir = t.TempDir()
 	env := cliEnv(userEnv...)
-	for k, v := range e.Env {
+	for k, v := range extra {
 		env = append(env, k+"="+v)
 	}
 	cmd.Env = env
@@ -153,7 +161,7 @@ func startFromMCPJSON(t *testing.T, ws *workspace, userEnv []string) *session {
 	defer cancel()
 	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
-		t.Fatalf("starting %s %v: %v\nstderr:\n%s", e.Command, e.Args, err, stderr.String())
+		t.Fatalf("starting %s %v: %v\nstderr:\n%s", command, args, err, stderr.String())
 	}
 	s := &session{ClientSession: cs, cmd: cmd, stderr: stderr}
 	t.Cleanup(func() { s.Close() })
