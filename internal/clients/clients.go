@@ -111,6 +111,9 @@ type Client struct {
 	detect func(Env) []string
 	// format edits the file.
 	format format
+	// jsoncToo: the client also reads <file>c (opencode.jsonc), which is
+	// used when it exists and <file> does not.
+	jsoncToo bool
 }
 
 // Lookup finds a client by name.
@@ -148,16 +151,26 @@ func (c *Client) DefaultScope() Scope { return c.Scopes()[0] }
 
 // Path is the client's file at scope for the workspace ws.
 func (c *Client) Path(s Scope, ws string, env Env) (string, error) {
+	var path string
 	switch s {
 	case Project:
 		if c.project == "" {
 			return "", fmt.Errorf("%s has no project-level configuration; use --scope user (%s)", c.Name, c.user(env))
 		}
-		return filepath.Join(ws, filepath.FromSlash(c.project)), nil
+		path = filepath.Join(ws, filepath.FromSlash(c.project))
 	case User:
-		return c.user(env), nil
+		path = c.user(env)
+	default:
+		return "", fmt.Errorf("unknown scope %q: use project or user", s)
 	}
-	return "", fmt.Errorf("unknown scope %q: use project or user", s)
+	if c.jsoncToo {
+		if _, err := os.Lstat(path); errors.Is(err, os.ErrNotExist) {
+			if _, err := os.Lstat(path + "c"); err == nil {
+				path += "c"
+			}
+		}
+	}
+	return path, nil
 }
 
 // ProjectFile is the project file relative to the workspace ("" if none).

@@ -315,3 +315,20 @@ func TestWrite(t *testing.T) {
 		t.Error("the link's target was written")
 	}
 }
+
+// opencode reads opencode.jsonc too: an existing one is edited rather
+// than a second file created beside it.
+func TestOpencodeJSONC(t *testing.T) {
+	ws := t.TempDir()
+	env := Env{Home: t.TempDir(), GOOS: "linux", Getenv: func(string) string { return "" }}
+	oc, _ := Lookup("opencode")
+	if p, _ := oc.Path(Project, ws, env); p != filepath.Join(ws, "opencode.json") {
+		t.Errorf("no file: %s", p)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "opencode.jsonc"), []byte("{ // mine\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := oc.Path(Project, ws, env); p != filepath.Join(ws, "opencode.jsonc") {
+		t.Errorf("with opencode.jsonc: %s", p)
+	}
+}

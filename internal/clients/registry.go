@@ -126,6 +126,7 @@ var All = []*Client{
 		user:    func(e Env) string { return filepath.Join(e.xdgConfig(), "opencode", "opencode.json") },
 		detect:  func(e Env) []string { return []string{filepath.Join(e.xdgConfig(), "opencode")} },
 		// JSON with comments; servers under "mcp", the command one array.
+		jsoncToo: true,
 		format: jsonFormat{key: "mcp", envKey: "environment",
 			empty: "{\n  \"$schema\": \"https://opencode.ai/config.json\"\n}\n",
 			build: func(s Server) fields {
