@@ -73,9 +73,9 @@ func TestInitAPIKeyGoesToTheCredentialsFileAndStillReachesTheCloud(t *testing.T)
 	if len(calls) != 1 || calls[0].Header.Get("x-api-key") != key {
 		t.Errorf("the cloud got %d calls; key sent: %v", len(calls), len(calls) == 1 && calls[0].Header.Get("x-api-key") == key)
 	}
-	if strings.Contains(s.stderr.String(), key) {
-		t.Error("the key is in pml's log")
-	}
+	// After the session too: nothing pml wrote in the workspace (.pml/
+	// caches, audit) nor its log holds the key.
+	secretsAbsent(t, ws, s.stderr.String(), key)
 }
 
 // A .mcp.json an older pml wrote holds the key: pml init --yes moves it
