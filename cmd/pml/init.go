@@ -429,6 +429,9 @@ func confirmMerge(ctx context.Context, o initOptions, term *terminal, p *initPla
 		what := fmt.Sprintf("%s exists; pml init would merge the pml server into it (keeping %s) and copy the old file to %s", p.mcp.Path, describeServers(p.others), p.mcp.BackupPath())
 		if p.action == keyMove {
 			what += fmt.Sprintf("; the API key in it would move to %s", p.credPath)
+			if p.credOld != "" && p.credOld != p.key {
+				what += " (replacing the different key there, which every project of yours uses)"
+			}
 		}
 		parts = append(parts, what)
 	}
