@@ -59,7 +59,8 @@ clients start pml:
   .pml.json   written only when absent: the read tools allowed by name, nothing else listed, so write
               tools and shell:exec are asked (as without a .pml.json); cloud.url.
   .gitignore  .pml/ and .pml.json added once (the file is created if needed); .mcp.json.backup too
-              when one is made. .mcp.json itself is not ignored: it holds no secret, commit it.
+              when one is made. .mcp.json itself is not ignored: it holds no secret, commit it (a
+              .mcp.json line an older pml added under "# pml (pml init)" is removed).
 
 The PML API key (for cloud tools) is asked on a terminal (input hidden; Enter for local mode), or
 given with --api-key, or skipped with --local. It is written to the user's credentials file,
@@ -277,7 +278,9 @@ type initPlan struct {
 	// gitOld and gitMode are .gitignore as read (nil, 0644: none);
 	// gitNew is what init writes when it adds entries.
 	gitOld, gitNew []byte
-	gitMode        fs.FileMode
+	// gitDropped: the ".mcp.json" line an older pml added is removed.
+	gitDropped bool
+	gitMode    fs.FileMode
 	// ignore is what .gitignore must ignore; added what init adds.
 	ignore, added []string
 	// projectMCP: .mcp.json (Claude Code's project file) is written.
@@ -324,7 +327,11 @@ func planInit(ctx context.Context, o initOptions, term *terminal, getenv func(st
 		}
 	}
 	p.ignore = gitignoreEntries(p.merge)
-	p.gitNew, p.added = gitignoreAdd(p.gitOld, p.ignore)
+	base := p.gitOld
+	if p.projectMCP {
+		base, p.gitDropped = gitignoreDropOwn(base)
+	}
+	p.gitNew, p.added = gitignoreAdd(base, p.ignore)
 	p.mode = p.mcp.Mode
 	return p, nil
 }
@@ -489,7 +496,7 @@ func (p *initPlan) write() (bool, error) {
 			return false, &exitError{1, err}
 		}
 	}
-	if len(p.added) > 0 {
+	if len(p.added) > 0 || p.gitDropped {
 		if err := writeAtRoot(p.gitPath, p.gitNew, p.gitMode); err != nil {
 			return false, &exitError{1, err}
 		}
@@ -524,6 +531,9 @@ func (p *initPlan) summarise(w io.Writer, o initOptions, exe string, backedUp bo
 			note = "; --cloud-url was not applied: set cloud.url there"
 		}
 		fmt.Fprintf(w, "  %s: exists, left as it is%s\n", config.FileName, note)
+	}
+	if p.gitDropped {
+		fmt.Fprintf(w, "  .gitignore: removed the %s line an older pml added (the file holds no key now: commit it)\n", mcpjson.FileName)
 	}
 	if len(p.added) > 0 {
 		fmt.Fprintf(w, "  .gitignore: added %s\n", strings.Join(p.added, ", "))
@@ -641,11 +651,41 @@ func gitignoreAdd(content []byte, entries []string) ([]byte, []string) {
 	if len(content) > 0 && !bytes.HasSuffix(content, []byte("\n")) {
 		b.WriteByte('\n')
 	}
-	b.WriteString("# pml (pml init)\n")
+	b.WriteString(gitignoreMarker + "\n")
 	for _, e := range added {
 		b.WriteString(e + "\n")
 	}
 	return b.Bytes(), added
+}
+
+// gitignoreMarker heads the lines pml init adds to .gitignore.
+const gitignoreMarker = "# pml (pml init)"
+
+// gitignoreDropOwn removes ".mcp.json" from the blocks pml init added
+// (older versions ignored it because it held the key; it holds none now).
+// A block is the marker line and the lines after it up to a blank line or
+// another comment; the same line anywhere else is the user's and stays.
+func gitignoreDropOwn(content []byte) ([]byte, bool) {
+	lines := strings.SplitAfter(string(content), "\n")
+	var b strings.Builder
+	in, dropped := false, false
+	for _, l := range lines {
+		t := strings.TrimSpace(l)
+		switch {
+		case t == gitignoreMarker:
+			in = true
+		case t == "" || strings.HasPrefix(t, "#"):
+			in = false
+		case in && t == mcpjson.FileName:
+			dropped = true
+			continue
+		}
+		b.WriteString(l)
+	}
+	if !dropped {
+		return content, false
+	}
+	return []byte(b.String()), true
 }
 
 func ignoreKey(pattern string) string {

@@ -133,3 +133,41 @@ func TestInitUserOnlyClient(t *testing.T) {
 		t.Errorf("goose config: %v\n%s", err, b)
 	}
 }
+
+func TestGitignoreDropOwn(t *testing.T) {
+	for _, c := range []struct {
+		name, in, want string
+		dropped        bool
+	}{
+		{"pml's own block loses .mcp.json", "node_modules/\n# pml (pml init)\n.pml/\n.pml.json\n.mcp.json\n.mcp.json.backup\n", "node_modules/\n# pml (pml init)\n.pml/\n.pml.json\n.mcp.json.backup\n", true},
+		{"the user's own line stays", ".mcp.json\n# pml (pml init)\n.pml/\n", ".mcp.json\n# pml (pml init)\n.pml/\n", false},
+		{"a line after pml's block (a blank line between) is the user's", "# pml (pml init)\n.pml/\n\n.mcp.json\n", "# pml (pml init)\n.pml/\n\n.mcp.json\n", false},
+		{"a line under another comment is the user's", "# pml (pml init)\n.pml/\n# mine\n.mcp.json\n", "# pml (pml init)\n.pml/\n# mine\n.mcp.json\n", false},
+		{"no .gitignore", "", "", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, dropped := gitignoreDropOwn([]byte(c.in))
+			if string(got) != c.want || dropped != c.dropped {
+				t.Errorf("got %q, %v; want %q, %v", got, dropped, c.want, c.dropped)
+			}
+		})
+	}
+}
+
+// An older pml's set-up: the key in .mcp.json, .mcp.json in pml's block
+// of .gitignore. init --yes moves the key out and un-ignores the file.
+func TestInitUndoesTheOldGitignoreEntry(t *testing.T) {
+	p := newProject(t)
+	p.write(".mcp.json", `{"mcpServers": {"pml": {"command": "/old/pml", "args": ["stdio"], "env": {"PML_API_KEY": "sk-9"}}}}`)
+	p.write(".gitignore", "dist/\n# pml (pml init)\n.pml/\n.pml.json\n.mcp.json\n.mcp.json.backup\n")
+	term := newFakeTerm(false, strings.NewReader(""), nil)
+	if err := p.init(initOptions{yes: true}, term); err != nil {
+		t.Fatalf("%v\n%s", err, term.out)
+	}
+	if got := p.read(".gitignore"); got != "dist/\n# pml (pml init)\n.pml/\n.pml.json\n.mcp.json.backup\n" {
+		t.Errorf(".gitignore = %q", got)
+	}
+	if !strings.Contains(term.out.String(), "removed the .mcp.json line an older pml added") {
+		t.Errorf("summary:\n%s", term.out)
+	}
+}
