@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/pml-dev/pml/internal/cloud"
+	"github.com/pml-dev/pml/internal/credentials"
 	"github.com/pml-dev/pml/internal/routing"
 	"github.com/pml-dev/pml/internal/safefs"
 	"github.com/pml-dev/pml/internal/toolbox"
@@ -60,8 +61,14 @@ func (b *Broker) setupCloud(o Options) {
 	if hc == nil {
 		hc = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 	}
+	// PML_API_KEY, else the user's credentials file (pml init --api-key):
+	// the key never has to sit in a project file.
+	key, _, err := credentials.APIKey(os.Getenv)
+	if err != nil {
+		b.log.Warn().Err(err).Msg("local mode: the API key could not be read; fix the file or set PML_API_KEY")
+	}
 	b.cloud = &cloudSide{
-		client: &cloud.Client{URL: b.cfg.Cloud.URL, APIKey: os.Getenv("PML_API_KEY"), HTTP: hc, Timeout: b.cfg.Cloud.Timeout},
+		client: &cloud.Client{URL: b.cfg.Cloud.URL, APIKey: key, HTTP: hc, Timeout: b.cfg.Cloud.Timeout},
 		router: routing.New(b.sb.ws, local),
 		env:    map[string][]string{},
 		regEnv: map[string][]string{},
@@ -84,7 +91,7 @@ func (b *Broker) setupCloud(o Options) {
 func (b *Broker) StartCloud(ctx context.Context) {
 	c := b.cloud
 	if !c.client.Enabled() {
-		b.log.Info().Msg("local mode: PML_API_KEY is not set, so cloud tools are off; local tools work")
+		b.log.Info().Msg("local mode: PML_API_KEY is not set and no key is in the credentials file (pml init --api-key), so cloud tools are off; local tools work")
 		return
 	}
 	go func() {

@@ -265,35 +265,6 @@ func TestInitWithAnExistingMCPJSON(t *testing.T) {
 	})
 }
 
-func TestInitAPIKeyLandsOnlyInMCPJSON(t *testing.T) {
-	const key = "pml-init-e2e-key-93b1c7"
-	ws := newWorkspace(t, "")
-	r := runCLI(t, ws.Dir, nil, "", "init", "--api-key", key)
-	if r.code != 0 {
-		t.Fatalf("exit %d\n%s", r.code, r.stderr)
-	}
-	if bytes.Contains(r.stdout, []byte(key)) || bytes.Contains(r.stderr, []byte(key)) {
-		t.Errorf("the key was printed:\n%s%s", r.stdout, r.stderr)
-	}
-	if got := readMCP(t, ws).MCPServers["pml"].Env["PML_API_KEY"]; got != key {
-		t.Errorf("PML_API_KEY in .mcp.json = %q", got)
-	}
-	for name, content := range snapshotFiles(t, ws.Dir) {
-		if name != "/.mcp.json" && strings.Contains(content, key) {
-			t.Errorf("the key is in %s", name)
-		}
-	}
-	if st, err := os.Stat(ws.path(".mcp.json")); err != nil || st.Mode().Perm()&0o077 != 0 {
-		t.Errorf(".mcp.json holds a key: mode %v, %v", st.Mode().Perm(), err)
-	}
-	if ignore := readFile(t, ws.path(".gitignore")); lineCount(ignore, ".mcp.json") != 1 {
-		t.Errorf(".mcp.json holds a key but is not ignored: %q", ignore)
-	}
-	if !strings.Contains(string(r.stderr), "holds a secret") {
-		t.Errorf("the summary does not warn about the secret:\n%s", r.stderr)
-	}
-}
-
 // callOut is pml call's stdout.
 type callOut struct {
 	Tool       string          `json:"tool"`

@@ -40,6 +40,15 @@ func run(m *testing.M) int {
 	// Sessions inherit this environment: a developer's own key must never
 	// send test calls to the real cloud. Cloud tests run a fake one.
 	os.Unsetenv("PML_API_KEY")
+	// Nor may the developer's credentials file (pml init --api-key): every
+	// pml started here reads and writes it under a fresh config directory.
+	cfgHome, err := os.MkdirTemp("", "pml-e2e-config-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(cfgHome)
+	os.Setenv("XDG_CONFIG_HOME", cfgHome)
 	pmlBin = os.Getenv("PML_BIN")
 	if pmlBin == "" {
 		dir, err := os.MkdirTemp("", "pml-e2e-bin-")
@@ -54,7 +63,7 @@ func run(m *testing.M) int {
 			return 1
 		}
 	}
-	var err error
+
 	pool, err = dockertest.NewPool("")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: docker:", err)

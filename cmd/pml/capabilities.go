@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"github.com/pml-dev/pml/internal/credentials"
 	"io"
 	"os"
 	"path/filepath"
@@ -256,10 +257,10 @@ func newListCmd(g *globals) *cobra.Command {
 				}
 				_ = tw.Flush()
 			}
-			if os.Getenv("PML_API_KEY") != "" {
+			if key, _, _ := credentials.APIKey(os.Getenv); key != "" {
 				fmt.Fprintln(w, "\nPML meta-tools: enabled (mcp.pml.*)")
 			} else {
-				fmt.Fprintln(w, "\nPML meta-tools: disabled (local mode: PML_API_KEY is not set)")
+				fmt.Fprintln(w, "\nPML meta-tools: disabled (local mode: no PML_API_KEY and no credentials file)")
 			}
 			return nil
 		},

@@ -20,6 +20,7 @@ import (
 	"github.com/pml-dev/pml/broker"
 	"github.com/pml-dev/pml/images"
 	"github.com/pml-dev/pml/internal/config"
+	"github.com/pml-dev/pml/internal/credentials"
 	"github.com/pml-dev/pml/internal/docker"
 	"github.com/pml-dev/pml/internal/mcpjson"
 	"github.com/pml-dev/pml/internal/registry"
@@ -295,7 +296,8 @@ func checkLockfile(ws string, perms config.Permissions) check {
 }
 
 // apiKeyFor finds the key pml stdio would run with: pml's environment,
-// else the env of the pml server in .mcp.json. It says where, never what.
+// else the env of the pml server in .mcp.json (older versions wrote it
+// there), else the user's credentials file. It says where, never what.
 func apiKeyFor(ws string) (key, from string) {
 	if k := os.Getenv(apiKeyVar); k != "" {
 		return k, "from the environment"
@@ -306,6 +308,9 @@ func apiKeyFor(ws string) (key, from string) {
 				return k, "from .mcp.json"
 			}
 		}
+	}
+	if k, src, _ := credentials.APIKey(os.Getenv); k != "" {
+		return k, "from " + src
 	}
 	return "", ""
 }
@@ -319,7 +324,7 @@ const cloudCheckTimeout = 3 * time.Second
 func checkCloud(ctx context.Context, hc *http.Client, cloudURL, key, from string) check {
 	const name = "cloud"
 	if key == "" {
-		return check{"ok", name, "local mode: " + apiKeyVar + " is not set (nor in .mcp.json), so pml does not contact " + cloudURL + "; cloud tools are off, local tools work", ""}
+		return check{"ok", name, "local mode: " + apiKeyVar + " is not set (nor in .mcp.json, nor in the credentials file of pml init --api-key), so pml does not contact " + cloudURL + "; cloud tools are off, local tools work", ""}
 	}
 	ctx, cancel := context.WithTimeout(ctx, cloudCheckTimeout)
 	defer cancel()

@@ -17,7 +17,9 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
+	"github.com/pml-dev/pml/internal/clients"
 	"github.com/pml-dev/pml/internal/config"
+	"github.com/pml-dev/pml/internal/credentials"
 	"github.com/pml-dev/pml/internal/mcpjson"
 	"github.com/pml-dev/pml/internal/protect"
 	"github.com/pml-dev/pml/internal/safefs"
@@ -39,6 +41,10 @@ type initOptions struct {
 	cloudURL string
 	// cloudURLSet: --cloud-url was given (not just its default).
 	cloudURLSet bool
+	// clients are the --client names (none: Claude Code and the clients
+	// detected); scope is --scope ("": each client's default).
+	clients []string
+	scope   string
 }
 
 // initLong is pml init --help.
@@ -52,13 +58,25 @@ clients start pml:
               needs a "y" on a terminal or --yes; without either, nothing at all is written (exit 2).
   .pml.json   written only when absent: the read tools allowed by name, nothing else listed, so write
               tools and shell:exec are asked (as without a .pml.json); cloud.url.
-  .gitignore  .pml/ and .pml.json added once (the file is created if needed).
+  .gitignore  .pml/ and .pml.json added once (the file is created if needed); .mcp.json.backup too
+              when one is made. .mcp.json itself is not ignored: it holds no secret, commit it (a
+              .mcp.json line an older pml added under "# pml (pml init)" is removed).
 
 The PML API key (for cloud tools) is asked on a terminal (input hidden; Enter for local mode), or
-given with --api-key, or skipped with --local. It is written only into the env of the pml server in
-.mcp.json: that file then holds a secret, so pml makes it mode 0600 and adds .mcp.json and
-.mcp.json.backup to .gitignore. With neither flag, a key already in .mcp.json is kept; without one,
-pml asks on a terminal and sets up local mode when there is none. The key is never printed.
+given with --api-key, or skipped with --local. It is written to the user's credentials file,
+$XDG_CONFIG_HOME/pml/credentials (else ~/.config/pml/credentials; mode 0600), never into a project
+file; pml reads it there when PML_API_KEY is unset. A key found in the pml entry of an existing
+.mcp.json (written by older versions) is moved to the credentials file and removed from .mcp.json,
+with the same consent and backup as a merge. The key is never printed.
+
+MCP clients (--client NAME, repeatable; pml clients lists them): claude-code, claude-desktop, cursor,
+vscode, windsurf, codex, gemini-cli, zed, cline, continue, goose, opencode. Each gets the pml server in
+its own file and format; --scope project (the default where the client has a project file) writes
+the file in the workspace, --scope user the client's file in your home. Without --client, init
+configures Claude Code (.mcp.json) and, at project scope, every client it detects (its configuration
+directory exists), and names the detected clients that have only a user-level file. Other servers,
+keys and comments in those files are kept; an existing file is copied to <file>.backup first and
+changed only with the same consent as .mcp.json (a "y" on a terminal, or --yes).
 
 Running init again is safe: what is already in place is left as it is.`
 
@@ -66,11 +84,13 @@ func newInitCmd() *cobra.Command {
 	var o initOptions
 	cmd := &cobra.Command{
 		Use:   "init",
-		Short: "Set up this project for MCP clients: .mcp.json, .pml.json, .gitignore",
+		Short: "Set up this project for MCP clients: .mcp.json (and other clients' files), .pml.json, .gitignore",
 		Long:  initLong,
 		Example: `  pml init                      # on a terminal: asks for the key and, if .mcp.json exists, to merge
   pml init --yes --local        # scripts: no key, merge without asking
-  pml init --yes --api-key "$PML_API_KEY"`,
+  pml init --yes --api-key "$PML_API_KEY"
+  pml init --client cursor --client codex      # those two clients, in their project files
+  pml init --client claude-desktop --yes       # Claude Desktop's user-level file`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
 				return &exitError{2, fmt.Errorf("pml init takes no arguments (got %q); it sets up the workspace found from the current directory, or $PML_WORKSPACE", args)}
@@ -98,9 +118,11 @@ func newInitCmd() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.BoolVarP(&o.yes, "yes", "y", false, "merge into an existing .mcp.json without asking (a backup is kept)")
-	f.StringVar(&o.apiKey, "api-key", "", "PML API key to write into the env of the pml server in .mcp.json (prefer a terminal: flags show up in shell history)")
-	f.BoolVar(&o.local, "local", false, "local mode: no API key (and remove one already in .mcp.json)")
+	f.StringVar(&o.apiKey, "api-key", "", "PML API key to store in the user's credentials file, ~/.config/pml/credentials (prefer a terminal: flags show up in shell history)")
+	f.BoolVar(&o.local, "local", false, "local mode: no API key (and remove one from .mcp.json; the user's credentials file is left alone)")
 	f.StringVar(&o.cloudURL, "cloud-url", config.DefaultCloudURL, "cloud.url written into a new .pml.json")
+	f.StringSliceVar(&o.clients, "client", nil, "configure this MCP client (repeatable, or comma-separated): "+strings.Join(clients.Names(), ", ")+"; without it: Claude Code and the clients detected")
+	f.StringVar(&o.scope, "scope", "", "where the clients' configuration goes: project (a file in the workspace) or user (the client's file in your home, for every project); default: project where the client has one")
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return &exitError{2, fmt.Errorf("%v (nothing was changed; see pml init --help)", err)}
 	})
@@ -183,9 +205,10 @@ func (t *terminal) secret(ctx context.Context, prompt string) (string, error) {
 type keyAction int
 
 const (
-	keyLocal keyAction = iota // no key: remove one that is there
-	keySet                    // write the given key
-	keyKeep                   // leave the entry's key as it is
+	keyLocal  keyAction = iota // no key (one in .mcp.json is removed; the credentials file is left alone)
+	keySet                     // write the given key to the credentials file
+	keyMove                    // move the key in .mcp.json to the credentials file
+	keyStored                  // the credentials file holds a key already: nothing to do
 )
 
 // runInit does pml init in the workspace found from cwd. Everything is
@@ -238,11 +261,13 @@ type initPlan struct {
 	// others are the servers of .mcp.json besides pml's.
 	others []string
 	action keyAction
-	// holdsKey: pml's entry holds a key once written (set or kept).
-	holdsKey bool
+	// key is what goes to the credentials file (keySet, keyMove).
+	key string
+	// credPath is the user's credentials file; credOld the key in it.
+	credPath, credOld string
 	// merge: an existing .mcp.json changes (so it is backed up).
 	merge bool
-	// mode is the new .mcp.json's mode (0600 when it holds a key).
+	// mode is the new .mcp.json's mode (the old one's).
 	mode    fs.FileMode
 	pmlPath string
 	// pmlExists: .pml.json exists and is left as it is.
@@ -253,9 +278,18 @@ type initPlan struct {
 	// gitOld and gitMode are .gitignore as read (nil, 0644: none);
 	// gitNew is what init writes when it adds entries.
 	gitOld, gitNew []byte
-	gitMode        fs.FileMode
+	// gitDropped: the ".mcp.json" line an older pml added is removed.
+	gitDropped bool
+	gitMode    fs.FileMode
 	// ignore is what .gitignore must ignore; added what init adds.
 	ignore, added []string
+	// projectMCP: .mcp.json (Claude Code's project file) is written.
+	projectMCP bool
+	// edits are the other clients' files; userOnly the installed
+	// clients not configured because they have only a user-level file.
+	edits    []clientEdit
+	userOnly []*clients.Client
+	getenv   func(string) string
 }
 
 // planInit reads the workspace's files and computes their new contents.
@@ -267,20 +301,38 @@ func planInit(ctx context.Context, o initOptions, term *terminal, getenv func(st
 	if !p.pmlExists {
 		p.pmlJSON = defaultPMLJSON(o.cloudURL)
 	}
-	action, key, err := chooseKey(ctx, o, term, hasEntry && existing.Env[apiKeyVar] != "")
+	p.getenv = getenv
+	if err := p.planClients(o, getenv, exe); err != nil {
+		return nil, err
+	}
+	if p.credPath, err = credentials.Path(getenv); err != nil {
+		return nil, usage("%v", err)
+	}
+	if p.credOld, err = credentials.Read(p.credPath); err != nil {
+		return nil, &exitError{1, err}
+	}
+	var inMCP string
+	// A key in .mcp.json is moved out only when init writes .mcp.json.
+	if hasEntry && p.projectMCP {
+		inMCP = existing.Env[apiKeyVar]
+	}
+	action, key, err := chooseKey(ctx, o, term, inMCP, p.credOld)
 	if err != nil {
 		return nil, err
 	}
-	p.action = action
-	if err := p.setServer(exe, action, key); err != nil {
-		return nil, err
+	p.action, p.key = action, key
+	if p.projectMCP {
+		if err := p.setServer(exe); err != nil {
+			return nil, err
+		}
 	}
-	p.ignore = gitignoreEntries(p.holdsKey, p.merge)
-	p.gitNew, p.added = gitignoreAdd(p.gitOld, p.ignore)
+	p.ignore = gitignoreEntries(p.merge)
+	base := p.gitOld
+	if p.projectMCP {
+		base, p.gitDropped = gitignoreDropOwn(base)
+	}
+	p.gitNew, p.added = gitignoreAdd(base, p.ignore)
 	p.mode = p.mcp.Mode
-	if p.holdsKey {
-		p.mode &^= 0o077
-	}
 	return p, nil
 }
 
@@ -315,16 +367,19 @@ func readInitFiles(getenv func(string) string, cwd string) (*initPlan, mcpjson.E
 	return p, existing, hasEntry, nil
 }
 
-// chooseKey decides what happens to PML_API_KEY: a flag, else the one
-// already there (hasKey), else a question on a terminal, else local mode.
-func chooseKey(ctx context.Context, o initOptions, term *terminal, hasKey bool) (keyAction, string, error) {
+// chooseKey decides what happens to PML_API_KEY: a flag, else the key in
+// .mcp.json (inMCP, moved out), else the one in the credentials file
+// (stored), else a question on a terminal, else local mode.
+func chooseKey(ctx context.Context, o initOptions, term *terminal, inMCP, stored string) (keyAction, string, error) {
 	switch {
 	case o.apiKey != "":
 		return keySet, o.apiKey, nil
 	case o.local:
 		return keyLocal, "", nil
-	case hasKey:
-		return keyKeep, "", nil
+	case inMCP != "":
+		return keyMove, inMCP, nil
+	case stored != "":
+		return keyStored, "", nil
 	case !term.interactive:
 		return keyLocal, "", nil
 	}
@@ -341,34 +396,29 @@ func chooseKey(ctx context.Context, o initOptions, term *terminal, hasKey bool) 
 	return keySet, s, nil
 }
 
-// setServer writes pml's entry into the in-memory .mcp.json.
-func (p *initPlan) setServer(exe string, action keyAction, key string) error {
-	server := mcpjson.Server{Type: "stdio", Command: exe, Args: []string{"stdio"}, Env: map[string]string{"PML_WORKSPACE": p.ws.Dir}}
-	switch action {
-	case keySet:
-		server.Env[apiKeyVar] = key
-	case keyLocal:
-		server.Unset = []string{apiKeyVar}
-	}
+// setServer writes pml's entry into the in-memory .mcp.json. The entry
+// never holds the key (whatever the action, PML_API_KEY is removed from
+// its env): .mcp.json is a project file, meant to be committed, and pml
+// reads the key from the credentials file. No "${PML_API_KEY}" either:
+// clients that do not expand it would pass the text itself as the key.
+func (p *initPlan) setServer(exe string) error {
+	server := mcpjson.Server{Type: "stdio", Command: exe, Args: []string{"stdio"}, Env: map[string]string{"PML_WORKSPACE": p.ws.Dir}, Unset: []string{apiKeyVar}}
 	p.others = without(p.mcp.Servers(), serverName)
 	if err := p.mcp.SetServer(serverName, server); err != nil {
 		return usage("%v\nNothing was changed", err)
 	}
-	after, _, _ := p.mcp.Server(serverName)
-	p.holdsKey = after.Env[apiKeyVar] != ""
 	p.merge = p.mcp.Exists && p.mcp.Changed()
 	return nil
 }
 
 // gitignoreEntries is what .gitignore must ignore: pml's state and
-// config, and .mcp.json and its backup when they may hold a key.
-func gitignoreEntries(holdsKey, merge bool) []string {
+// config, and the .mcp.json backup when one is made (the old file may
+// hold a key older versions wrote). .mcp.json itself is not added: it
+// holds no secret. A ".mcp.json" line already there (older versions
+// added it) is left alone: pml cannot tell it from the user's own.
+func gitignoreEntries(merge bool) []string {
 	ignore := []string{".pml/", config.FileName}
-	if holdsKey {
-		ignore = append(ignore, mcpjson.FileName)
-	}
-	if merge || holdsKey {
-		// The backup may hold a key; it is never something to commit.
+	if merge {
 		ignore = append(ignore, mcpjson.FileName+mcpjson.BackupSuffix)
 	}
 	return ignore
@@ -377,10 +427,25 @@ func gitignoreEntries(holdsKey, merge bool) []string {
 // confirmMerge asks before an existing .mcp.json is changed, unless
 // --yes; without a terminal to ask on, nothing is written.
 func confirmMerge(ctx context.Context, o initOptions, term *terminal, p *initPlan) error {
-	if !p.merge || o.yes {
+	others := p.clientMerges()
+	if (!p.merge && len(others) == 0) || o.yes {
 		return nil
 	}
-	what := fmt.Sprintf("%s exists; pml init would merge the pml server into it (keeping %s) and copy the old file to %s", p.mcp.Path, describeServers(p.others), p.mcp.BackupPath())
+	var parts []string
+	if p.merge {
+		what := fmt.Sprintf("%s exists; pml init would merge the pml server into it (keeping %s) and copy the old file to %s", p.mcp.Path, describeServers(p.others), p.mcp.BackupPath())
+		if p.action == keyMove {
+			what += fmt.Sprintf("; the API key in it would move to %s", p.credPath)
+			if p.credOld != "" && p.credOld != p.key {
+				what += " (replacing the different key there, which every project of yours uses)"
+			}
+		}
+		parts = append(parts, what)
+	}
+	if len(others) > 0 {
+		parts = append(parts, "pml init would merge the pml server into "+strings.Join(others, ", "))
+	}
+	what := strings.Join(parts, "; and ")
 	if !term.interactive {
 		return usage("%s.\nNothing was written: there is no terminal to confirm on. Run pml init --yes to merge", what)
 	}
@@ -398,18 +463,31 @@ func confirmMerge(ctx context.Context, o initOptions, term *terminal, p *initPla
 // and says whether .mcp.json was backed up.
 func (p *initPlan) write() (bool, error) {
 	ws, mcp := p.ws.Dir, p.mcp
-	// Blessed first: a pml session watching this workspace keeps what
-	// init writes (internal/protect).
-	protect.Bless(ws, mcpjson.FileName, mcp.Bytes())
-	backedUp, err := mcp.Write(p.mode)
-	if err != nil {
-		return false, &exitError{1, err}
+	// The key first: if it cannot be stored, the workspace is unchanged
+	// (and a key being moved stays where it was).
+	if p.writesKey() {
+		if err := credentials.Write(p.credPath, p.key); err != nil {
+			return false, &exitError{1, err}
+		}
 	}
-	if p.holdsKey && mcp.Exists && !backedUp && mcp.Mode&0o077 != 0 {
-		// Unchanged, but it holds a key that others may read: only
-		// tighten its permissions.
-		if err := chmodFile(ws, mcp.Path, p.mode); err != nil {
-			return false, &exitError{1, fmt.Errorf("%s holds an API key but its permissions cannot be tightened: %w", mcp.Path, err)}
+	var backedUp bool
+	if p.projectMCP {
+		// Blessed first: a pml session watching this workspace keeps what
+		// init writes (internal/protect).
+		protect.Bless(ws, mcpjson.FileName, mcp.Bytes())
+		var err error
+		if backedUp, err = mcp.Write(p.mode); err != nil {
+			return false, &exitError{1, err}
+		}
+	}
+	if err := p.writeClients(); err != nil {
+		return false, err
+	}
+	if backedUp && p.action != keyLocal && mcp.Mode&0o077 != 0 && strings.Contains(string(mcp.Original()), apiKeyVar) {
+		// The backup may hold the key older versions wrote: only its
+		// owner may read it.
+		if err := chmodFile(ws, mcp.BackupPath(), 0o600); err != nil {
+			return false, &exitError{1, fmt.Errorf("%s may hold an API key but its permissions cannot be tightened: %w", mcp.BackupPath(), err)}
 		}
 	}
 	if p.pmlJSON != nil {
@@ -418,7 +496,7 @@ func (p *initPlan) write() (bool, error) {
 			return false, &exitError{1, err}
 		}
 	}
-	if len(p.added) > 0 {
+	if len(p.added) > 0 || p.gitDropped {
 		if err := writeAtRoot(p.gitPath, p.gitNew, p.gitMode); err != nil {
 			return false, &exitError{1, err}
 		}
@@ -435,6 +513,8 @@ func (p *initPlan) summarise(w io.Writer, o initOptions, exe string, backedUp bo
 	}
 	fmt.Fprintf(w, "pml init: workspace %s (%s)\n", p.ws.Dir, src)
 	switch {
+	case !p.projectMCP:
+		fmt.Fprintf(w, "  %s: not touched (Claude Code's project file; --client %s writes it)\n", mcpjson.FileName, claudeCode)
 	case !p.mcp.Exists:
 		fmt.Fprintf(w, "  %s: created with the pml server (%s stdio)\n", mcpjson.FileName, exe)
 	case backedUp:
@@ -442,6 +522,7 @@ func (p *initPlan) summarise(w io.Writer, o initOptions, exe string, backedUp bo
 	default:
 		fmt.Fprintf(w, "  %s: already up to date\n", mcpjson.FileName)
 	}
+	p.summariseClients(w)
 	if p.pmlJSON != nil {
 		fmt.Fprintf(w, "  %s: created (read tools allowed; write tools and shell:exec asked, as they match no pattern; cloud.url %s)\n", config.FileName, strings.TrimRight(o.cloudURL, "/"))
 	} else {
@@ -451,25 +532,45 @@ func (p *initPlan) summarise(w io.Writer, o initOptions, exe string, backedUp bo
 		}
 		fmt.Fprintf(w, "  %s: exists, left as it is%s\n", config.FileName, note)
 	}
+	if p.gitDropped {
+		fmt.Fprintf(w, "  .gitignore: removed the %s line an older pml added (the file holds no key now: commit it)\n", mcpjson.FileName)
+	}
 	if len(p.added) > 0 {
 		fmt.Fprintf(w, "  .gitignore: added %s\n", strings.Join(p.added, ", "))
 	} else {
 		fmt.Fprintf(w, "  .gitignore: already ignores %s\n", strings.Join(dedupe(p.ignore), ", "))
 	}
-	fmt.Fprintln(w, keySummary(p.action, p.mode))
+	fmt.Fprintln(w, keySummary(p.action, p.credPath, p.credOld != "" && p.credOld != p.key))
+	if p.action == keyLocal && p.credOld != "" {
+		fmt.Fprintf(w, "           but %s holds a key, which pml still uses: delete that file for local mode everywhere\n", p.credPath)
+	}
+	if p.action == keyMove && backedUp {
+		fmt.Fprintf(w, "           %s still holds the old key: delete it once you have checked the new file\n", mcpjson.FileName+mcpjson.BackupSuffix)
+	}
 	fmt.Fprintln(w, "Next: restart your MCP client (in Claude Code: /mcp shows pml), and run pml doctor to check the set-up.")
 }
 
-// keySummary is the summary's line about the API key.
-func keySummary(action keyAction, mode fs.FileMode) string {
+// writesKey: the plan stores a key in the credentials file.
+func (p *initPlan) writesKey() bool {
+	return (p.action == keySet || p.action == keyMove) && p.key != p.credOld
+}
+
+// keySummary is the summary's line about the API key; replaced: the
+// credentials file held another key before.
+func keySummary(action keyAction, credPath string, replaced bool) string {
+	note := ""
+	if replaced {
+		note = " (it replaced the key that was there: every project of this user uses the new one)"
+	}
 	switch action {
 	case keySet:
-		return fmt.Sprintf("  API key: written to the env of the pml server in %s (mode %04o), nowhere else.\n"+
-			"           That file now holds a secret: it is in .gitignore; never commit it (if it is committed already: git rm --cached %s)", mcpjson.FileName, mode, mcpjson.FileName)
-	case keyKeep:
-		return fmt.Sprintf("  API key: kept the %s already in %s (--api-key replaces it, --local removes it)", apiKeyVar, mcpjson.FileName)
+		return fmt.Sprintf("  API key: written to %s (mode 0600)%s; no project file holds it, so .mcp.json can be committed", credPath, note)
+	case keyMove:
+		return fmt.Sprintf("  API key: moved from %s to %s (mode 0600)%s; .mcp.json holds no key now and can be committed", mcpjson.FileName, credPath, note)
+	case keyStored:
+		return fmt.Sprintf("  API key: the one in %s is used (pml init --api-key KEY replaces it; PML_API_KEY overrides it)", credPath)
 	}
-	return fmt.Sprintf("  API key: none, local mode: local tools work, cloud tools answer that they need %s (pml init --api-key KEY adds one)", apiKeyVar)
+	return fmt.Sprintf("  API key: none, local mode: local tools work, cloud tools answer that they need %s or a key in %s (pml init --api-key KEY adds one)", apiKeyVar, credPath)
 }
 
 // promptError turns a failed question into the command's error: Ctrl-C
@@ -550,11 +651,41 @@ func gitignoreAdd(content []byte, entries []string) ([]byte, []string) {
 	if len(content) > 0 && !bytes.HasSuffix(content, []byte("\n")) {
 		b.WriteByte('\n')
 	}
-	b.WriteString("# pml (pml init)\n")
+	b.WriteString(gitignoreMarker + "\n")
 	for _, e := range added {
 		b.WriteString(e + "\n")
 	}
 	return b.Bytes(), added
+}
+
+// gitignoreMarker heads the lines pml init adds to .gitignore.
+const gitignoreMarker = "# pml (pml init)"
+
+// gitignoreDropOwn removes ".mcp.json" from the blocks pml init added
+// (older versions ignored it because it held the key; it holds none now).
+// A block is the marker line and the lines after it up to a blank line or
+// another comment; the same line anywhere else is the user's and stays.
+func gitignoreDropOwn(content []byte) ([]byte, bool) {
+	lines := strings.SplitAfter(string(content), "\n")
+	var b strings.Builder
+	in, dropped := false, false
+	for _, l := range lines {
+		t := strings.TrimSpace(l)
+		switch {
+		case t == gitignoreMarker:
+			in = true
+		case t == "" || strings.HasPrefix(t, "#"):
+			in = false
+		case in && t == mcpjson.FileName:
+			dropped = true
+			continue
+		}
+		b.WriteString(l)
+	}
+	if !dropped {
+		return content, false
+	}
+	return []byte(b.String()), true
 }
 
 func ignoreKey(pattern string) string {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,24 +46,26 @@ func TestChooseKey(t *testing.T) {
 	for _, c := range []struct {
 		name        string
 		o           initOptions
-		hasKey      bool
+		inMCP       string
+		stored      string
 		interactive bool
 		input       string
 		action      keyAction
 		key         string
 		code        int
 	}{
-		{"a key flag is written", initOptions{apiKey: "k1"}, true, true, "", keySet, "k1", 0},
-		{"local mode removes the key even when one is there", initOptions{local: true}, true, true, "", keyLocal, "", 0},
-		{"a key already there is kept", initOptions{}, true, true, "", keyKeep, "", 0},
-		{"without a terminal it is local mode", initOptions{}, false, false, "", keyLocal, "", 0},
-		{"a typed key is written", initOptions{}, false, true, "k2\n", keySet, "k2", 0},
-		{"Enter at the prompt is local mode", initOptions{}, false, true, "\n", keyLocal, "", 0},
-		{"a typed key with a space is refused", initOptions{}, false, true, "a b\n", keyLocal, "", 2},
+		{"a key flag is written", initOptions{apiKey: "k1"}, "old", "s", true, "", keySet, "k1", 0},
+		{"local mode removes the key even when one is there", initOptions{local: true}, "old", "", true, "", keyLocal, "", 0},
+		{"a key in .mcp.json is moved out", initOptions{}, "old", "s", true, "", keyMove, "old", 0},
+		{"a stored key is used without asking", initOptions{}, "", "s", true, "", keyStored, "", 0},
+		{"without a terminal it is local mode", initOptions{}, "", "", false, "", keyLocal, "", 0},
+		{"a typed key is written", initOptions{}, "", "", true, "k2\n", keySet, "k2", 0},
+		{"Enter at the prompt is local mode", initOptions{}, "", "", true, "\n", keyLocal, "", 0},
+		{"a typed key with a space is refused", initOptions{}, "", "", true, "a b\n", keyLocal, "", 2},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			term := newFakeTerm(c.interactive, strings.NewReader(c.input), nil)
-			action, key, err := chooseKey(context.Background(), c.o, term.terminal, c.hasKey)
+			action, key, err := chooseKey(context.Background(), c.o, term.terminal, c.inMCP, c.stored)
 			if exitCode(err) != c.code {
 				t.Fatalf("err = %v, want exit %d", err, c.code)
 			}
@@ -80,17 +81,15 @@ func TestChooseKey(t *testing.T) {
 
 func TestGitignoreEntries(t *testing.T) {
 	for _, c := range []struct {
-		name            string
-		holdsKey, merge bool
-		want            string
+		name  string
+		merge bool
+		want  string
 	}{
-		{"without a key or a merge, pml's own files", false, false, ".pml/ .pml.json"},
-		{"a merge adds the backup", false, true, ".pml/ .pml.json .mcp.json.backup"},
-		{"a key adds .mcp.json and its backup", true, false, ".pml/ .pml.json .mcp.json .mcp.json.backup"},
-		{"a key and a merge add each once", true, true, ".pml/ .pml.json .mcp.json .mcp.json.backup"},
+		{"without a merge, pml's own files (never .mcp.json: it holds no secret)", false, ".pml/ .pml.json"},
+		{"a merge adds the backup", true, ".pml/ .pml.json .mcp.json.backup"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if got := strings.Join(gitignoreEntries(c.holdsKey, c.merge), " "); got != c.want {
+			if got := strings.Join(gitignoreEntries(c.merge), " "); got != c.want {
 				t.Fatalf("got %q, want %q", got, c.want)
 			}
 		})
@@ -133,12 +132,13 @@ func TestKeySummary(t *testing.T) {
 		action keyAction
 		want   []string
 	}{
-		{"a written key names the file, its mode and how to uncommit it", keySet, []string{".mcp.json (mode 0600)", "git rm --cached .mcp.json"}},
-		{"a kept key says how to replace or remove it", keyKeep, []string{"kept the PML_API_KEY", "--api-key replaces it, --local removes it"}},
+		{"a written key names the file and its mode", keySet, []string{"written to /c/pml/credentials (mode 0600)", ".mcp.json can be committed"}},
+		{"a moved key says from where to where", keyMove, []string{"moved from .mcp.json to /c/pml/credentials"}},
+		{"a stored key says how to replace it", keyStored, []string{"the one in /c/pml/credentials is used", "pml init --api-key KEY replaces it"}},
 		{"local mode says how to add a key", keyLocal, []string{"none, local mode", "pml init --api-key KEY"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got := keySummary(c.action, fs.FileMode(0o600))
+			got := keySummary(c.action, "/c/pml/credentials", false)
 			for _, w := range c.want {
 				if !strings.Contains(got, w) {
 					t.Errorf("%q does not say %q", got, w)
@@ -165,11 +165,11 @@ func TestPlanInitComputesEverythingBeforeWriting(t *testing.T) {
 		name string
 		ok   bool
 	}{
-		{"the key is to be written", plan.action == keySet && plan.holdsKey},
+		{"the key is to go to the credentials file", plan.action == keySet && plan.writesKey() && plan.credPath == p.credPath()},
+		{"the key is not in .mcp.json", !strings.Contains(string(plan.mcp.Bytes()), "PML_API_KEY")},
 		{"the existing file is to be merged", plan.merge && strings.Join(plan.others, ",") == "github"},
-		{"the file holding a key is to be private", plan.mode&0o077 == 0},
 		{"a new .pml.json is planned", !plan.pmlExists && len(plan.pmlJSON) > 0},
-		{"the .gitignore keeps its content and adds the key files", strings.HasPrefix(string(plan.gitNew), "dist/\n") && strings.Contains(strings.Join(plan.added, " "), ".mcp.json .mcp.json.backup")},
+		{"the .gitignore keeps its content and adds the backup, not .mcp.json", strings.HasPrefix(string(plan.gitNew), "dist/\n") && strings.Join(plan.added, " ") == ".pml/ .pml.json .mcp.json.backup"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if !c.ok {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/pml-dev/pml/broker"
 	"github.com/pml-dev/pml/internal/config"
+	"github.com/pml-dev/pml/internal/credentials"
 )
 
 const testExe = "/opt/pml/bin/pml"
@@ -46,6 +47,10 @@ func newFakeTerm(interactive bool, input io.Reader, hideErr error) *fakeTerm {
 type project struct {
 	t   *testing.T
 	dir string
+	// config is XDG_CONFIG_HOME: the user's credentials file is beneath.
+	config string
+	// home is HOME: where clients' user-level files and directories are.
+	home string
 }
 
 func newProject(t *testing.T) *project {
@@ -53,12 +58,17 @@ func newProject(t *testing.T) *project {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &project{t: t, dir: dir}
+	return &project{t: t, dir: dir, config: t.TempDir(), home: t.TempDir()}
 }
 
 func (p *project) env(k string) string {
-	if k == "PML_WORKSPACE" {
+	switch k {
+	case "PML_WORKSPACE":
 		return p.dir
+	case "XDG_CONFIG_HOME":
+		return p.config
+	case "HOME":
+		return p.home
 	}
 	return ""
 }
@@ -200,8 +210,11 @@ func TestInitOnATerminalAsksTheKeyHiddenThenConfirmsTheMerge(t *testing.T) {
 		t.Errorf("no confirmation asked:\n%s", term.out)
 	}
 	env, _ := p.pmlEntry()["env"].(map[string]any)
-	if env["PML_API_KEY"] != "sk-secret-123" {
-		t.Errorf("the key is not in the pml entry: %v", env)
+	if env["PML_API_KEY"] != nil {
+		t.Errorf("the key is in the pml entry: %v", env)
+	}
+	if got := p.credential(); got != "sk-secret-123" {
+		t.Errorf("the credentials file holds %q", got)
 	}
 	if got := p.read(".mcp.json.backup"); got != otherServers {
 		t.Errorf("backup = %q", got)
@@ -210,14 +223,11 @@ func TestInitOnATerminalAsksTheKeyHiddenThenConfirmsTheMerge(t *testing.T) {
 	if !strings.Contains(mcp, "server-github") || !strings.Contains(mcp, `"x-team-setting"`) {
 		t.Errorf("the merge lost something:\n%s", mcp)
 	}
-	if st, _ := os.Stat(filepath.Join(p.dir, ".mcp.json")); st.Mode().Perm() != 0o600 {
-		t.Errorf(".mcp.json holds a key but has mode %v", st.Mode().Perm())
-	}
-	if got := p.read(".gitignore"); !strings.HasPrefix(got, "node_modules/\n") || strings.Count(got, "\n.mcp.json\n") != 1 || strings.Count(got, ".mcp.json.backup\n") != 1 {
+	if got := p.read(".gitignore"); !strings.HasPrefix(got, "node_modules/\n") || strings.Contains(got, "\n.mcp.json\n") || strings.Count(got, ".mcp.json.backup\n") != 1 {
 		t.Errorf(".gitignore = %q", got)
 	}
 	for name, content := range p.snapshot() {
-		if name != "/.mcp.json" && strings.Contains(content, "sk-secret-123") {
+		if strings.Contains(content, "sk-secret-123") {
 			t.Errorf("the key leaked into %s", name)
 		}
 	}
@@ -282,15 +292,8 @@ func TestInitIsIdempotent(t *testing.T) {
 	if got := p.read(".gitignore"); strings.Count(got, ".pml") != 2 || strings.Contains(got, "\n.pml/\n") {
 		t.Errorf("/.pml already ignores .pml/; .gitignore = %q", got)
 	}
-	if !strings.Contains(term.out.String(), "kept the PML_API_KEY") {
+	if !strings.Contains(term.out.String(), "the one in "+p.credPath()+" is used") {
 		t.Errorf("%s", term.out)
-	}
-	// --local removes the key (a change: --yes).
-	if err := p.init(initOptions{local: true, yes: true}, newFakeTerm(false, strings.NewReader(""), nil)); err != nil {
-		t.Fatal(err)
-	}
-	if env, _ := p.pmlEntry()["env"].(map[string]any); env["PML_API_KEY"] != nil {
-		t.Errorf("--local kept the key: %v", env)
 	}
 }
 
@@ -382,4 +385,87 @@ func equalMaps(a, b map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// credPath is the credentials file under the project's XDG_CONFIG_HOME.
+func (p *project) credPath() string { return filepath.Join(p.config, "pml", "credentials") }
+
+// credential is the key in the user's credentials file.
+func (p *project) credential() string {
+	p.t.Helper()
+	k, err := credentials.Read(p.credPath())
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return k
+}
+
+// A .mcp.json written by an older pml holds the key: init moves it to the
+// credentials file, with consent, keeping the other servers and a backup
+// only its owner can read.
+func TestInitMovesAKeyOutOfMCPJSON(t *testing.T) {
+	old := `{
+  "mcpServers": {
+    "github": {"command": "npx", "args": ["-y", "server-github"]},
+    "pml": {"type": "stdio", "command": "/old/pml", "args": ["stdio"], "env": {"PML_WORKSPACE": "/w", "PML_API_KEY": "sk-old-777"}}
+  }
+}
+`
+	t.Run("without a terminal and without --yes nothing is written", func(t *testing.T) {
+		p := newProject(t)
+		p.write(".mcp.json", old)
+		before := p.snapshot()
+		err := p.init(initOptions{}, newFakeTerm(false, strings.NewReader(""), nil))
+		if exitCode(err) != 2 || !strings.Contains(err.Error(), "the API key in it would move to") || !strings.Contains(err.Error(), "Nothing was written") {
+			t.Fatalf("err = %v", err)
+		}
+		if !equalMaps(before, p.snapshot()) || p.credential() != "" {
+			t.Error("files changed")
+		}
+	})
+	t.Run("a no on the terminal writes nothing", func(t *testing.T) {
+		p := newProject(t)
+		p.write(".mcp.json", old)
+		term := newFakeTerm(true, strings.NewReader("n\n"), nil)
+		if err := p.init(initOptions{}, term); exitCode(err) != 1 {
+			t.Fatalf("err = %v", err)
+		}
+		if !strings.Contains(term.out.String(), "would move to") || p.credential() != "" || p.exists(".mcp.json.backup") {
+			t.Errorf("asked %q; a file changed", term.out)
+		}
+	})
+	for _, c := range []struct {
+		name string
+		term *fakeTerm
+		o    initOptions
+	}{
+		{"--yes moves it", newFakeTerm(false, strings.NewReader(""), nil), initOptions{yes: true}},
+		{"a y on the terminal moves it", newFakeTerm(true, strings.NewReader("y\n"), nil), initOptions{}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := newProject(t)
+			if err := os.WriteFile(filepath.Join(p.dir, ".mcp.json"), []byte(old), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := p.init(c.o, c.term); err != nil {
+				t.Fatalf("%v\n%s", err, c.term.out)
+			}
+			if got := p.credential(); got != "sk-old-777" {
+				t.Errorf("credentials file holds %q", got)
+			}
+			mcp := p.read(".mcp.json")
+			if strings.Contains(mcp, "sk-old-777") || strings.Contains(mcp, "PML_API_KEY") || !strings.Contains(mcp, "server-github") {
+				t.Errorf(".mcp.json:\n%s", mcp)
+			}
+			if p.read(".mcp.json.backup") != old {
+				t.Error("the backup is not the old file")
+			}
+			if st, _ := os.Stat(filepath.Join(p.dir, ".mcp.json.backup")); st.Mode().Perm() != 0o600 {
+				t.Errorf("the backup holds a key with mode %04o", st.Mode().Perm())
+			}
+			if !strings.Contains(c.term.out.String(), "moved from .mcp.json to") || strings.Contains(c.term.out.String(), "sk-old-777") {
+				t.Errorf("summary:\n%s", c.term.out)
+			}
+		})
+	}
 }
