@@ -110,9 +110,11 @@ type Broker struct {
 	cfg   *config.Config
 	sb    *sandbox
 	perms livePermissions
-	log   zerolog.Logger
-	tools toolTable
-	audit *audit.Log
+	// reload applies edits of .pml.json (reload.go).
+	reload reloadState
+	log    zerolog.Logger
+	tools  toolTable
+	audit  *audit.Log
 
 	servers            map[string]*server
 	serverOrder        []string
@@ -164,7 +166,7 @@ func New(o Options) (*Broker, error) {
 	b := &Broker{
 		cfg:   o.Config,
 		sb:    sb,
-		perms: livePermissions{p: PermissionsFrom(o.Config)},
+		perms: livePermissions{p: PermissionsFrom(o.Config), denyFrom: denySource(o.Config)},
 		log:   o.Logger,
 		audit: audit.New(filepath.Join(o.Workspace, ".pml", "audit.jsonl")),
 	}

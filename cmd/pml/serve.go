@@ -48,6 +48,8 @@ func newServeCmd(g *globals) *cobra.Command {
 			}
 			e.reapLater(cmd.Context())
 			e.broker.StartCloud(cmd.Context())
+			stopWatch := watchConfig(cmd.Context(), e)
+			defer stopWatch()
 			mux := http.NewServeMux()
 			mux.Handle("/mcp", broker.NewHTTPHandler(e.broker, token))
 			srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}

@@ -51,6 +51,19 @@ type Config struct {
 	Warnings []string
 	// Raw is the document as read, unknown keys included.
 	Raw map[string]any
+	// Sources names where each key that has a value came from: the file's
+	// path, or the environment variable that overrides it
+	// ("PML_PERMISSIONS_DENY"). A refusal says which (Source).
+	Sources map[string]string
+}
+
+// Source names where key's value came from: the file, the environment
+// variable, or "" when it is pml's default.
+func (c *Config) Source(key string) string {
+	if c == nil {
+		return ""
+	}
+	return c.Sources[key]
 }
 
 // Permissions are glob patterns on tool names ("filesystem:*", "*").
@@ -115,15 +128,22 @@ const DefaultHILTimeout = 5 * time.Minute
 const DefaultShellImage = "pml/shell:busybox"
 
 // Error is a configuration problem. Key is empty for whole-file problems.
+// File is the file's path, or the environment variable the value came
+// from; Line, when known, is the key's line in the file.
 type Error struct {
 	File, Key, Problem string
+	Line               int
 }
 
 func (e *Error) Error() string {
-	if e.Key == "" {
-		return fmt.Sprintf("%s: %s", e.File, e.Problem)
+	where := e.File
+	if e.Line > 0 {
+		where = fmt.Sprintf("%s:%d", e.File, e.Line)
 	}
-	return fmt.Sprintf("%s: key %q: %s", e.File, e.Key, e.Problem)
+	if e.Key == "" {
+		return fmt.Sprintf("%s: %s", where, e.Problem)
+	}
+	return fmt.Sprintf("%s: key %q: %s", where, e.Key, e.Problem)
 }
 
 // Load reads workspace/.pml.json, if any, and PML_* environment overrides
@@ -131,8 +151,9 @@ func (e *Error) Error() string {
 // production. Every known key is a row of the table in keys.go.
 func Load(workspace string, env func(string) string) (*Config, error) {
 	path := filepath.Join(workspace, FileName)
-	cfg := &Config{Path: path, Raw: map[string]any{}}
-	if err := readFile(workspace, cfg); err != nil {
+	cfg := &Config{Path: path, Raw: map[string]any{}, Sources: map[string]string{}}
+	data, err := readFile(workspace, cfg)
+	if err != nil {
 		return nil, err
 	}
 	errs := applySettings(cfg, env)
@@ -141,6 +162,7 @@ func Load(workspace string, env func(string) string) (*Config, error) {
 	cfg.Warnings = append(cfg.Warnings, warnings...)
 	errs = append(errs, serr...)
 	errs = append(errs, finish(cfg)...)
+	placeErrors(path, data, errs)
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
@@ -149,8 +171,8 @@ func Load(workspace string, env func(string) string) (*Config, error) {
 
 // readFile reads .pml.json into cfg.Raw, through viper so that its
 // PML_* bindings see the file, and lists its unknown keys as warnings.
-// A missing file is no error.
-func readFile(workspace string, cfg *Config) error {
+// A missing file is no error. It returns the bytes read.
+func readFile(workspace string, cfg *Config) ([]byte, error) {
 	v := viper.New()
 	v.SetEnvPrefix("PML")
 	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
@@ -165,27 +187,27 @@ func readFile(workspace string, cfg *Config) error {
 	var refused *safefs.Error
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		return nil
+		return nil, nil
 	case errors.As(err, &refused):
-		return err
+		return nil, err
 	case err != nil:
-		return &Error{File: cfg.Path, Problem: fmt.Sprintf("cannot be read: %v", err)}
+		return nil, &Error{File: cfg.Path, Problem: fmt.Sprintf("cannot be read: %v", err)}
 	}
 	cfg.Exists = true
 	if err := checkSyntax(cfg.Path, data); err != nil {
-		return err
+		return nil, err
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	if err := dec.Decode(&cfg.Raw); err != nil {
-		return &Error{File: cfg.Path, Problem: "the top level must be a JSON object"}
+		return nil, &Error{File: cfg.Path, Problem: "the top level must be a JSON object"}
 	}
 	v.SetConfigType("json")
 	if err := v.ReadConfig(bytes.NewReader(data)); err != nil {
-		return &Error{File: cfg.Path, Problem: err.Error()}
+		return nil, &Error{File: cfg.Path, Problem: err.Error()}
 	}
 	cfg.Warnings = unknownKeys(cfg.Path, cfg.Raw)
-	return nil
+	return data, nil
 }
 
 // applySettings sets every row of the table from the environment
@@ -207,6 +229,7 @@ func applySettings(cfg *Config, env func(string) string) []error {
 			s.reset()
 			continue
 		}
+		cfg.Sources[s.key] = src
 		if err := s.store(val, fromEnv); err != nil {
 			errs = append(errs, keyed(src, s.key, err)...)
 		}

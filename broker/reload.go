@@ -1,0 +1,110 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"sync"
+
+	"github.com/pml-dev/pml/internal/config"
+)
+
+// reloadState serializes reloads of .pml.json and remembers the last
+// configuration applied, to tell what an edit changed.
+type reloadState struct {
+	mu   sync.Mutex
+	last *config.Config
+}
+
+// ConfigReloaded is the message logged once an edit of .pml.json is in
+// force (tests and people wait for it); ConfigRejected the one logged
+// when an edit is refused and the last good configuration stays.
+const (
+	ConfigReloaded = "configuration reloaded"
+	ConfigRejected = "configuration not applied"
+)
+
+// WatchConfig keeps .pml.json live until ctx ends: every save is read
+// again, checked like a start, and applied from the next call (Reload).
+// env is os.Getenv in production: the PML_* overrides keep applying on
+// top of the file.
+func (b *Broker) WatchConfig(ctx context.Context, env func(string) string) error {
+	return config.Watch(ctx, b.sb.ws, config.DefaultDebounce, func() { b.Reload(env) }, func(err error) {
+		b.log.Warn().Err(err).Msg("watching .pml.json; edits may not apply until pml restarts")
+	})
+}
+
+// Reload reads .pml.json again and puts its permissions in force. It
+// goes through the same checks as a start: what a container may have
+// written there is moved aside by the guard first (protect.Verify), and
+// config.Load reads through safefs (a link, a FIFO or a huge file is
+// refused). An invalid edit changes nothing: the last good configuration
+// stays and the error is logged with the file, line and key.
+func (b *Broker) Reload(env func(string) string) {
+	b.reload.mu.Lock()
+	defer b.reload.mu.Unlock()
+	// Read before the file: if pml saves an "always" meanwhile, this read
+	// may predate it and is dropped (the save's own event reloads again).
+	gen := b.perms.generation()
+	b.sb.guard.Verify(config.FileName)
+	cfg, err := config.Load(b.sb.ws, env)
+	if err != nil {
+		ev := b.log.Error().Err(err).Str("file", b.cfg.Path)
+		var ce *config.Error
+		if errors.As(err, &ce) {
+			ev = ev.Str("key", ce.Key).Int("line", ce.Line)
+		}
+		ev.Msg(ConfigRejected + ": the last good configuration stays in force; fix the file and save it again")
+		return
+	}
+	for _, w := range cfg.Warnings {
+		b.log.Warn().Msg(w)
+	}
+	old, applied := b.perms.replace(PermissionsFrom(cfg), denySource(cfg), gen)
+	if !applied {
+		b.log.Debug().Msg("a reload of .pml.json predates pml's own save; the next one applies it")
+		return
+	}
+	b.tellVisible(old, PermissionsFrom(cfg))
+	last := b.reload.last
+	if last == nil {
+		last = b.cfg
+	}
+	if !reflect.DeepEqual(last.Sandbox, cfg.Sandbox) {
+		b.log.Warn().Str("file", cfg.Path).Msg("sandbox settings changed in .pml.json: they apply when pml restarts")
+	}
+	if !reflect.DeepEqual(last.Servers, cfg.Servers) {
+		b.log.Warn().Str("file", cfg.Path).Msg("mcps changed in .pml.json: servers are added or removed when pml restarts")
+	}
+	b.reload.last = cfg
+	b.log.Info().Str("file", cfg.Path).Msg(ConfigReloaded)
+}
+
+// tellVisible tells the tool listeners when a permissions change hides
+// or shows a tool (a denied tool is not listed): they are called with no
+// tools added or removed, which says "the tools are the same, what
+// decides the listing changed", and the MCP layer lists again from the
+// permissions in force, sending notifications/tools/list_changed when
+// its list differs. The tools themselves are still registered (a denied
+// tool answers "denied" when called), so nothing is removed from the
+// table. An edit that only allows or asks tells no one.
+func (b *Broker) tellVisible(old, cur Permissions) {
+	changed := false
+	for _, t := range b.tools.list() {
+		was, _ := old.Decide(t.Name)
+		now, _ := cur.Decide(t.Name)
+		if (was == Deny) != (now == Deny) {
+			changed = true
+			break
+		}
+	}
+	if !changed {
+		return
+	}
+	b.tools.mu.RLock()
+	listeners := append([]func([]Tool, []string){}, b.tools.listeners...)
+	b.tools.mu.RUnlock()
+	for _, l := range listeners {
+		l(nil, nil)
+	}
+}
