@@ -1,0 +1,171 @@
+package broker
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/pml-dev/pml/internal/config"
+)
+
+func noEnv(string) string { return "" }
+
+// logTo sends the broker's log to a buffer the test reads.
+func (f *fixture) logTo() *syncBuf {
+	buf := &syncBuf{}
+	f.b.log = zerolog.New(buf)
+	return buf
+}
+
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func (f *fixture) writeConfig(t *testing.T, doc string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(f.ws, config.FileName), []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestReloadAppliesADenyToTheNextCall(t *testing.T) {
+	f := newFixture(t, `{"permissions": {"allow": ["filesystem:*"]}}`)
+	if r := f.call(t, "filesystem:read_file", map[string]any{"path": "a.txt"}); r.IsError {
+		t.Fatal(r.Text)
+	}
+	f.writeConfig(t, `{"permissions": {"allow": ["filesystem:*"], "deny": ["filesystem:read_file"]}}`)
+	f.b.Reload(noEnv)
+	r := f.call(t, "filesystem:read_file", map[string]any{"path": "a.txt"})
+	if !r.IsError || !strings.Contains(r.Text, filepath.Join(f.ws, config.FileName)) {
+		t.Fatalf("want denied naming the file: %+v", r)
+	}
+}
+
+func TestReloadKeepsTheLastGoodConfig(t *testing.T) {
+	f := newFixture(t, `{"permissions": {"deny": ["filesystem:read_file"]}}`)
+	logs := f.logTo()
+	for _, bad := range []string{
+		"{\n  \"permissions\": {\n    \"deny\": 3\n  }\n}",
+		`{"permissions": `,
+	} {
+		f.writeConfig(t, bad)
+		f.b.Reload(noEnv)
+		if r := f.call(t, "filesystem:read_file", map[string]any{"path": "a.txt"}); !r.IsError {
+			t.Fatalf("after the invalid edit %q the deny must hold: %+v", bad, r)
+		}
+	}
+	out := logs.String()
+	if !strings.Contains(out, `"key":"permissions.deny","line":3`) || !strings.Contains(out, ConfigRejected) {
+		t.Fatalf("the log should name the key and its line:\n%s", out)
+	}
+	if strings.Contains(out, ConfigReloaded) {
+		t.Fatalf("nothing was applied:\n%s", out)
+	}
+}
+
+func TestReloadRefusesALink(t *testing.T) {
+	f := newFixture(t, `{"permissions": {"allow": ["filesystem:*"]}}`)
+	other := filepath.Join(t.TempDir(), "x.json")
+	if err := os.WriteFile(other, []byte(`{"permissions": {"deny": ["*"]}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(f.ws, config.FileName)
+	if err := os.Remove(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(other, p); err != nil {
+		t.Fatal(err)
+	}
+	f.b.Reload(noEnv)
+	if r := f.call(t, "filesystem:read_file", map[string]any{"path": "a.txt"}); r.IsError {
+		t.Fatalf("a linked .pml.json must not be applied: %+v", r)
+	}
+}
+
+// pml's own "always" and the reload its write causes: the name is
+// allowed once, not twice, and a reload read before the save is dropped
+// rather than taking the answer away.
+func TestAlwaysAndReloadAgree(t *testing.T) {
+	f := newFixture(t, `{"permissions": {"allow": []}}`)
+	gen := f.b.perms.generation()
+	if err := f.b.allowAlways("filesystem:write_file"); err != nil {
+		t.Fatal(err)
+	}
+	if _, applied := f.b.perms.replace(Permissions{}, "", gen); applied {
+		t.Fatal("a reload read before pml's own save must not be applied")
+	}
+	f.b.Reload(noEnv)
+	f.b.perms.mu.RLock()
+	allow := f.b.perms.p.Allow
+	f.b.perms.mu.RUnlock()
+	if len(allow) != 1 || allow[0] != "filesystem:write_file" {
+		t.Fatalf("allow after always and reload: %v", allow)
+	}
+}
+
+// The MCP layer hears of a change that hides or shows a tool, and of
+// nothing else.
+func TestReloadTellsListenersWhenTheListingChanges(t *testing.T) {
+	f := newFixture(t, `{"permissions": {"allow": []}}`)
+	var calls int
+	f.b.OnToolsChanged(func(added []Tool, removed []string) {
+		if added != nil || removed != nil {
+			t.Errorf("a permissions change adds or removes no tool: %v %v", added, removed)
+		}
+		calls++
+	})
+	f.writeConfig(t, `{"permissions": {"allow": ["filesystem:read_file"]}}`)
+	f.b.Reload(noEnv)
+	if calls != 0 {
+		t.Fatalf("an allow changes no listing, told %d times", calls)
+	}
+	f.writeConfig(t, `{"permissions": {"deny": ["shell:*"]}}`)
+	f.b.Reload(noEnv)
+	if calls != 1 {
+		t.Fatalf("a deny hides a tool: told %d times", calls)
+	}
+}
+
+// PML_PERMISSIONS_DENY applies without a .pml.json and the refusal
+// names it.
+func TestEnvDenyWithoutFileNamesTheVariable(t *testing.T) {
+	env := func(k string) string {
+		if k == "PML_PERMISSIONS_DENY" {
+			return "filesystem:read_file"
+		}
+		return ""
+	}
+	ws, _ := filepath.EvalSymlinks(t.TempDir())
+	cfg, err := config.Load(ws, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := PermissionsFrom(cfg)
+	if d, _ := p.Decide("filesystem:read_file"); d != Deny {
+		t.Fatalf("env deny without a file: %v", p)
+	}
+	if d, _ := p.Decide("filesystem:list_directory"); d != Allow {
+		t.Fatalf("the defaults stay for the lists the environment does not set: %v", p)
+	}
+	if s := denySource(cfg); s != "PML_PERMISSIONS_DENY" {
+		t.Fatalf("source %q", s)
+	}
+}
