@@ -6,7 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-		"testing"
+	"testing"
 	"time"
 )
 
