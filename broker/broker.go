@@ -232,7 +232,7 @@ func (b *Broker) Workspace() string { return b.sb.ws }
 func (b *Broker) User() string { return b.sb.user }
 
 // Policy returns the effective container policy.
-func (b *Broker) Policy() policies.Policy { return b.sb.policy }
+func (b *Broker) Policy() policies.Policy { return b.sb.policy() }
 
 // Request is one tool call as the MCP layer hands it over.
 type Request struct {

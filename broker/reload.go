@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"slices"
+	"sort"
 	"sync"
 
 	"github.com/pml-dev/pml/internal/config"
@@ -60,6 +62,13 @@ func (b *Broker) Reload(env func(string) string) {
 	for _, w := range cfg.Warnings {
 		b.log.Warn().Msg(w)
 	}
+	// Checked before anything is applied: an edit is taken whole or not
+	// at all.
+	pol, err := effectivePolicy(cfg.Sandbox)
+	if err != nil {
+		b.log.Error().Err(err).Str("file", cfg.Path).Str("key", "sandbox").Msg(ConfigRejected + ": the last good configuration stays in force; fix the file and save it again")
+		return
+	}
 	old, applied := b.perms.replace(PermissionsFrom(cfg), denySource(cfg), gen)
 	if !applied {
 		b.log.Debug().Msg("a reload of .pml.json predates pml's own save; the next one applies it")
@@ -70,14 +79,94 @@ func (b *Broker) Reload(env func(string) string) {
 	if last == nil {
 		last = b.cfg
 	}
-	if !reflect.DeepEqual(last.Sandbox, cfg.Sandbox) {
-		b.log.Warn().Str("file", cfg.Path).Msg("sandbox settings changed in .pml.json: they apply when pml restarts")
+	// The container policy (sandbox.memory, cpus, pids, timeout) applies
+	// to the next container; the rest of sandbox is read once.
+	b.sb.setPolicy(pol)
+	if restart := restartOnly(last.Sandbox, cfg.Sandbox); len(restart) > 0 {
+		b.log.Warn().Str("file", cfg.Path).Strs("keys", restart).Msg("these sandbox settings changed in .pml.json and apply when pml restarts")
 	}
-	if !reflect.DeepEqual(last.Servers, cfg.Servers) {
-		b.log.Warn().Str("file", cfg.Path).Msg("mcps changed in .pml.json: servers are added or removed when pml restarts")
-	}
+	b.applyServers(last.Servers, cfg.Servers)
 	b.reload.last = cfg
 	b.log.Info().Str("file", cfg.Path).Msg(ConfigReloaded)
+}
+
+// restartOnly lists the sandbox keys that changed from old to cur and
+// are read only when pml starts: the user containers run as, the shell
+// image, the pool, the container cap and the idle timeout.
+func restartOnly(old, cur config.Sandbox) []string {
+	var keys []string
+	for _, k := range []struct {
+		key     string
+		changed bool
+	}{
+		{"sandbox.user", old.User != cur.User},
+		{"sandbox.shell_image", old.ShellImage != cur.ShellImage},
+		{"sandbox.pool", old.Pool != cur.Pool},
+		{"sandbox.max_containers", old.MaxContainers != cur.MaxContainers},
+		{"sandbox.idle_timeout", old.IdleTimeout != cur.IdleTimeout},
+	} {
+		if k.changed {
+			keys = append(keys, k.key)
+		}
+	}
+	return keys
+}
+
+// applyServers brings the configured servers (mcps, private_mcps) from
+// old to cur: a server removed is stopped and its tools unlisted, one
+// added is created and its tools loaded in the background (the listing
+// changes when they arrive), and one whose settings changed is both.
+// Servers that came from the registry are left alone.
+func (b *Broker) applyServers(old, cur map[string]config.Server) {
+	for name, was := range old {
+		if now, ok := cur[name]; !ok || !reflect.DeepEqual(was, now) {
+			b.removeServer(name)
+		}
+	}
+	var added []*server
+	for _, name := range sortedNames(cur) {
+		if was, ok := old[name]; !ok || !reflect.DeepEqual(was, cur[name]) {
+			added = append(added, b.addServer(cur[name]))
+			b.log.Info().Str("server", name).Msg("server added from .pml.json")
+		}
+	}
+	for _, srv := range added {
+		go func() {
+			if err := b.loadServer(b.base, srv); err != nil && !errors.Is(err, errNotInstalled) {
+				b.log.Warn().Err(err).Str("server", srv.cfg.Name).Msg("its tools are not listed")
+			}
+		}()
+	}
+}
+
+func sortedNames(m map[string]config.Server) []string {
+	out := make([]string, 0, len(m))
+	for n := range m {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// removeServer stops a server that left .pml.json and takes its tools
+// out of the listing (the MCP layer sends list_changed). A call running
+// on it ends with its container.
+func (b *Broker) removeServer(name string) {
+	b.serversMu.Lock()
+	srv := b.servers[name]
+	delete(b.servers, name)
+	b.serverOrder = slices.DeleteFunc(b.serverOrder, func(n string) bool { return n == name })
+	b.serversMu.Unlock()
+	if srv == nil {
+		return
+	}
+	srv.mu.Lock()
+	names := srv.names
+	srv.names, srv.loaded = nil, false
+	srv.mu.Unlock()
+	b.replaceTools(names, nil, nil)
+	srv.up.Close()
+	b.log.Info().Str("server", name).Msg("server removed from .pml.json: stopped")
 }
 
 // tellVisible tells the tool listeners when a permissions change hides

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -167,5 +168,60 @@ func TestEnvDenyWithoutFileNamesTheVariable(t *testing.T) {
 	}
 	if s := denySource(cfg); s != "PML_PERMISSIONS_DENY" {
 		t.Fatalf("source %q", s)
+	}
+}
+
+// mcps edits add and remove servers: a removed one is stopped and its
+// tools are gone (the listeners hear of it), an added one answers.
+func TestReloadAddsAndRemovesServers(t *testing.T) {
+	f := newFixture(t, `{"permissions": {"allow": ["*"]}, "mcps": {"fake": {"image": "fake-image"}}}`)
+	if r := f.call(t, "fake:echo", map[string]any{"text": "hi"}); r.IsError {
+		t.Fatal(r.Text)
+	}
+	var removed []string
+	f.b.OnToolsChanged(func(_ []Tool, r []string) { removed = append(removed, r...) })
+	f.writeConfig(t, `{"permissions": {"allow": ["*"]}, "mcps": {"other": {"image": "fake-image"}}}`)
+	f.b.Reload(noEnv)
+	if r := f.call(t, "fake:echo", map[string]any{"text": "hi"}); !r.IsError || !strings.Contains(r.Text, "fake:echo") {
+		t.Fatalf("a removed server must not answer: %+v", r)
+	}
+	if !slices.Contains(removed, "fake:echo") {
+		t.Fatalf("the listeners should hear fake:echo removed: %v", removed)
+	}
+	if r := f.call(t, "other:echo", map[string]any{"text": "hi"}); r.IsError || r.Text != "echo: hi" {
+		t.Fatalf("an added server should answer: %+v", r)
+	}
+}
+
+// sandbox edits apply to the next container; keys read only at start are
+// named in the log.
+func TestReloadAppliesTheSandboxToTheNextContainer(t *testing.T) {
+	f := newFixture(t, `{"permissions": {"allow": ["*"]}}`)
+	logs := f.logTo()
+	f.writeConfig(t, `{"permissions": {"allow": ["*"]}, "sandbox": {"memory": "384m", "pids": 77, "max_containers": 9}}`)
+	f.b.Reload(noEnv)
+	if p := f.b.Policy(); p.Resources.Memory != "384m" || p.Resources.Pids != 77 {
+		t.Fatalf("policy after reload: %+v", p.Resources)
+	}
+	if r := f.call(t, "filesystem:read_file", map[string]any{"path": "a.txt"}); r.IsError {
+		t.Fatal(r.Text)
+	}
+	procs := f.rt.Procs()
+	if len(procs) == 0 {
+		t.Fatal("no container started")
+	}
+	for _, p := range procs {
+		if p.Spec.Policy.Resources.Memory != "384m" {
+			t.Fatalf("the next container should get the new policy: %+v", p.Spec.Policy.Resources)
+		}
+	}
+	if !strings.Contains(logs.String(), "sandbox.max_containers") {
+		t.Fatalf("a key read only at start should be named:\n%s", logs)
+	}
+	// An invalid sandbox keeps the last good one.
+	f.writeConfig(t, `{"permissions": {"allow": ["*"]}, "sandbox": {"memory": "lots"}}`)
+	f.b.Reload(noEnv)
+	if p := f.b.Policy(); p.Resources.Memory != "384m" {
+		t.Fatalf("an invalid sandbox must not apply: %+v", p.Resources)
 	}
 }
