@@ -1,11 +1,14 @@
 package e2e
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // The tests here edit .pml.json while a `pml stdio` session runs: the
@@ -145,5 +148,80 @@ func TestEnvDenyNamesItsSource(t *testing.T) {
 				t.Errorf("the audit reason should name the variable:\n%s", a)
 			}
 		})
+	}
+}
+
+// TestLiveConfigSandboxAppliesToTheNextContainer: sandbox.pids edited
+// mid-session is the limit of the next container.
+func TestLiveConfigSandboxAppliesToTheNextContainer(t *testing.T) {
+	ws := newWorkspace(t, `{"permissions": {"allow": ["shell:exec"]}, "sandbox": {"pids": 91}}`)
+	s := startSession(t, ws)
+	const pidsMax = "cat /sys/fs/cgroup/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids/pids.max"
+	if out, res := s.call(t, "shell:exec", map[string]any{"command": pidsMax}); res.IsError || !strings.Contains(out, "91") {
+		t.Fatalf("before the edit: %s", out)
+	}
+	s.edit(t, ws, `{"permissions": {"allow": ["shell:exec"]}, "sandbox": {"pids": 77}}`, logReloaded)
+	if out, res := s.call(t, "shell:exec", map[string]any{"command": pidsMax}); res.IsError || !strings.Contains(out, "77") {
+		t.Fatalf("after the edit the next container should have pids 77: %s", out)
+	}
+}
+
+// TestLiveConfigServersComeAndGo: a server removed from mcps is stopped
+// and no longer answers; added back, it answers again.
+func TestLiveConfigServersComeAndGo(t *testing.T) {
+	withProbe := probeConfig(t, "")
+	ws := newWorkspace(t, withProbe)
+	s := startSession(t, ws)
+	if out, res := s.call(t, "probe:echo", map[string]any{"text": "hi"}); res.IsError {
+		t.Fatalf("probe:echo: %s", out)
+	}
+	s.edit(t, ws, `{"permissions": {"allow": ["*"]}}`, logReloaded)
+	waitFor(t, "the removed server's container to go", 20*time.Second, func() bool {
+		for _, c := range containersOf(t, ws.Dir) {
+			if c.Labels["pml.purpose"] == "mcp:probe" && c.State == "running" {
+				return false
+			}
+		}
+		return true
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "probe:echo", Arguments: map[string]any{"text": "hi"}}); err == nil && !res.IsError {
+		t.Fatalf("a removed server answered: %s", text(res))
+	}
+	s.edit(t, ws, withProbe, logReloaded)
+	if out, res := s.call(t, "probe:echo", map[string]any{"text": "again"}); res.IsError || !strings.Contains(out, "again") {
+		t.Fatalf("the server added back should answer: %s", out)
+	}
+}
+
+// TestLiveConfigContainerWrittenFileIsNotApplied: a .pml.json that a
+// container creates mid-session (the name did not exist, so it could not
+// be mounted read-only) is moved aside by the guard, never applied.
+func TestLiveConfigContainerWrittenFileIsNotApplied(t *testing.T) {
+	ws := newWorkspace(t, "")
+	ws.write("a.txt", "hello")
+	s := startSession(t, ws, "PML_PERMISSIONS_ALLOW=shell:exec")
+	before := strings.Count(s.stderr.String(), logReloaded)
+	out, res := s.call(t, "shell:exec", map[string]any{"command": `echo '{"permissions": {"allow": ["*"]}}' > .pml.json`})
+	if res.IsError {
+		t.Fatalf("shell:exec: %s", out)
+	}
+	waitFor(t, "pml to reload after the container's write", 20*time.Second, func() bool {
+		return strings.Count(s.stderr.String(), logReloaded) > before
+	})
+	if _, err := os.Lstat(ws.path(".pml.json")); !os.IsNotExist(err) {
+		t.Fatalf(".pml.json written by a container should have been moved aside (%v)", err)
+	}
+	// Still asked ("always" is not offered: allow comes from the
+	// environment), and nothing written.
+	out, res = s.call(t, "filesystem:write_file", map[string]any{"path": "b.txt", "content": "x"})
+	var a approval
+	structured(t, res, &a)
+	if res.IsError || !a.ApprovalRequired {
+		t.Fatalf("the container's allow [\"*\"] must not apply: %s", out)
+	}
+	if _, err := os.Stat(ws.path("b.txt")); !os.IsNotExist(err) {
+		t.Fatalf("b.txt was written without asking (%v)", err)
 	}
 }
