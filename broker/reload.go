@@ -86,6 +86,9 @@ func (b *Broker) Reload(env func(string) string) {
 		b.log.Warn().Str("file", cfg.Path).Strs("keys", restart).Msg("these sandbox settings changed in .pml.json and apply when pml restarts")
 	}
 	b.applyServers(last.Servers, cfg.Servers)
+	if restart := otherRestartOnly(last, cfg); len(restart) > 0 {
+		b.log.Warn().Str("file", cfg.Path).Strs("keys", restart).Msg("these settings changed in .pml.json and apply when pml restarts")
+	}
 	b.reload.last = cfg
 	b.log.Info().Str("file", cfg.Path).Msg(ConfigReloaded)
 }
@@ -108,6 +111,22 @@ func restartOnly(old, cur config.Sandbox) []string {
 		if k.changed {
 			keys = append(keys, k.key)
 		}
+	}
+	return keys
+}
+
+// otherRestartOnly lists the keys outside permissions, sandbox and mcps
+// that changed: hil, cloud and registries are read once, at start.
+func otherRestartOnly(old, cur *config.Config) []string {
+	var keys []string
+	if old.HIL != cur.HIL {
+		keys = append(keys, "hil")
+	}
+	if old.Cloud != cur.Cloud {
+		keys = append(keys, "cloud")
+	}
+	if !slices.Equal(old.Registries, cur.Registries) {
+		keys = append(keys, "registries")
 	}
 	return keys
 }

@@ -225,3 +225,14 @@ func TestReloadAppliesTheSandboxToTheNextContainer(t *testing.T) {
 		t.Fatalf("an invalid sandbox must not apply: %+v", p.Resources)
 	}
 }
+
+// Keys read only at start are named when an edit changes them.
+func TestReloadNamesKeysReadOnlyAtStart(t *testing.T) {
+	f := newFixture(t, `{"permissions": {"allow": ["*"]}}`)
+	logs := f.logTo()
+	f.writeConfig(t, `{"permissions": {"allow": ["*"]}, "hil": {"timeout": "1m"}}`)
+	f.b.Reload(noEnv)
+	if out := logs.String(); !strings.Contains(out, `"keys":["hil"]`) || !strings.Contains(out, ConfigReloaded) {
+		t.Fatalf("hil should be named as read at start:\n%s", out)
+	}
+}

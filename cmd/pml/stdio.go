@@ -49,8 +49,9 @@ func serveOverStdio(cmd *cobra.Command, g *globals, serve func(e *env, proto *os
 	e.reapLater(reapCtx)
 	e.broker.StartCloud(cmd.Context())
 	stopWatch := watchConfig(cmd.Context(), e)
-	defer stopWatch()
 	err = serve(e, proto)
+	// No reload may start servers while the broker closes.
+	stopWatch()
 	// The client is gone (or we were told to stop): cancel what still
 	// runs and remove its containers before exiting.
 	// Bounded: pml must be gone within 5 s of SIGTERM or stdin closing,
