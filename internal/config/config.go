@@ -1,5 +1,5 @@
-// Package config reads .pml.json (through viper, with PML_* environment
-// overrides) into typed settings, with errors that name the file, the key
+// Package config reads .pml.json (with PML_* environment overrides) into
+// typed settings, with errors that name the file, the key
 // and the problem. Unknown keys are reported as warnings and never dropped:
 // pml keeps the raw document so later rewrites can preserve them.
 //
@@ -22,7 +22,6 @@ import (
 
 	"github.com/pml-dev/pml/internal/jsonpos"
 	"github.com/pml-dev/pml/internal/safefs"
-	"github.com/spf13/viper"
 )
 
 // FileName is the project configuration file, at the workspace root.
@@ -169,18 +168,15 @@ func Load(workspace string, env func(string) string) (*Config, error) {
 	return cfg, nil
 }
 
-// readFile reads .pml.json into cfg.Raw, through viper so that its
-// PML_* bindings see the file, and lists its unknown keys as warnings.
-// A missing file is no error. It returns the bytes read.
+// readFile reads .pml.json into cfg.Raw and lists its unknown keys as
+// warnings. A missing file is no error. It returns the bytes read.
+//
+// No viper here: the table in keys.go is the one source of file,
+// environment and defaults (with errors naming the key and where its
+// value came from), and viper's watch re-reads the file itself, through
+// links and without safefs or the guard, so it cannot keep .pml.json
+// live either (see Watch).
 func readFile(workspace string, cfg *Config) ([]byte, error) {
-	v := viper.New()
-	v.SetEnvPrefix("PML")
-	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
-	for _, s := range table(&Config{}) {
-		if s.kind != kAny && !strings.HasPrefix(s.key, "$") {
-			_ = v.BindEnv(s.key)
-		}
-	}
 	// Never through a link, never a FIFO or a huge file: the repository
 	// is untrusted and pml may run as root (internal/safefs).
 	data, err := safefs.ReadFile(workspace, FileName, safefs.MaxConfig)
@@ -201,10 +197,6 @@ func readFile(workspace string, cfg *Config) ([]byte, error) {
 	dec.UseNumber()
 	if err := dec.Decode(&cfg.Raw); err != nil {
 		return nil, &Error{File: cfg.Path, Problem: "the top level must be a JSON object"}
-	}
-	v.SetConfigType("json")
-	if err := v.ReadConfig(bytes.NewReader(data)); err != nil {
-		return nil, &Error{File: cfg.Path, Problem: err.Error()}
 	}
 	cfg.Warnings = unknownKeys(cfg.Path, cfg.Raw)
 	return data, nil
