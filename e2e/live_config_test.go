@@ -3,8 +3,10 @@ package e2e
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -223,5 +225,45 @@ func TestLiveConfigContainerWrittenFileIsNotApplied(t *testing.T) {
 	}
 	if _, err := os.Stat(ws.path("b.txt")); !os.IsNotExist(err) {
 		t.Fatalf("b.txt was written without asking (%v)", err)
+	}
+}
+
+// TestLiveConfigServerRemovalNotifiesTheClient: removing a server from
+// mcps changes the listing, and the client hears
+// notifications/tools/list_changed.
+func TestLiveConfigServerRemovalNotifiesTheClient(t *testing.T) {
+	ws := newWorkspace(t, probeConfig(t, ""))
+	var changed atomic.Int32
+	cmd := exec.Command(pmlBin, "stdio", "--log-format", "json", "--log-level", "debug")
+	cmd.Env = append(os.Environ(), "PML_WORKSPACE="+ws.Dir)
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	client := mcp.NewClient(&mcp.Implementation{Name: "pml-e2e", Version: "test"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed.Add(1) },
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("starting pml stdio: %v\nstderr:\n%s", err, stderr.String())
+	}
+	s := &session{ClientSession: cs, cmd: cmd, stderr: stderr}
+	t.Cleanup(func() { s.Close() })
+	if out, res := s.call(t, "probe:echo", map[string]any{"text": "hi"}); res.IsError {
+		t.Fatalf("probe:echo: %s", out)
+	}
+	// Loading the server's tools was one change of the listing.
+	waitFor(t, "list_changed for the server's tools", 20*time.Second, func() bool { return changed.Load() >= 1 })
+	loaded := changed.Load()
+	s.edit(t, ws, `{"permissions": {"allow": ["*"]}}`, logReloaded)
+	waitFor(t, "list_changed for the removed server", 20*time.Second, func() bool { return changed.Load() > loaded })
+	tools, err := s.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range tools.Tools {
+		if strings.HasPrefix(tool.Name, "probe") {
+			t.Fatalf("a removed server's tool is still listed: %s", tool.Name)
+		}
 	}
 }
