@@ -114,9 +114,11 @@ type Broker struct {
 	cfg   *config.Config
 	sb    *sandbox
 	perms livePermissions
-	log   zerolog.Logger
-	tools toolTable
-	audit *audit.Log
+	// reload applies edits of .pml.json (reload.go).
+	reload reloadState
+	log    zerolog.Logger
+	tools  toolTable
+	audit  *audit.Log
 
 	servers            map[string]*server
 	serverOrder        []string
@@ -168,7 +170,7 @@ func New(o Options) (*Broker, error) {
 	b := &Broker{
 		cfg:   o.Config,
 		sb:    sb,
-		perms: livePermissions{p: PermissionsFrom(o.Config)},
+		perms: livePermissions{p: PermissionsFrom(o.Config), denyFrom: denySource(o.Config)},
 		log:   o.Logger,
 		audit: audit.New(filepath.Join(o.Workspace, ".pml", "audit.jsonl")),
 	}
@@ -234,7 +236,7 @@ func (b *Broker) Workspace() string { return b.sb.ws }
 func (b *Broker) User() string { return b.sb.user }
 
 // Policy returns the effective container policy.
-func (b *Broker) Policy() policies.Policy { return b.sb.policy }
+func (b *Broker) Policy() policies.Policy { return b.sb.policy() }
 
 // Request is one tool call as the MCP layer hands it over.
 type Request struct {

@@ -138,16 +138,16 @@ func (r *codeRuns) runner() *execute.Runner {
 	return &execute.Runner{
 		Runtime: &pooledRuntime{Runtime: r.sb.rt, pool: r.sb.pool},
 		Image:   execute.DefaultImage,
-		Policy:  r.sb.policy,
+		Policy:  r.sb.policy(),
 		User:    r.sb.user,
 		Labels:  r.sb.labels("execute"),
-		Timeout: time.Duration(r.sb.policy.Timeout) + r.hil,
+		Timeout: time.Duration(r.sb.policy().Timeout) + r.hil,
 		// Compute time is sandbox.timeout; waits for a person pause it.
-		Budget: time.Duration(r.sb.policy.Timeout),
+		Budget: time.Duration(r.sb.policy().Timeout),
 		// The container ends by itself with pml's end of its stdin, or at
 		// the run's ceiling plus the longest a pre-started one waits.
 		Supervisor: r.sb.supervisor(),
-		Lifetime:   time.Duration(r.sb.policy.Timeout) + r.hil + r.idle + time.Minute,
+		Lifetime:   time.Duration(r.sb.policy().Timeout) + r.hil + r.idle + time.Minute,
 	}
 }
 

@@ -38,12 +38,39 @@ func DefaultPermissions() Permissions {
 }
 
 // PermissionsFrom returns the permissions in effect: .pml.json's when the
-// file exists (it is then the only source), else the defaults.
+// file exists (it is then the only source), else the defaults; with or
+// without the file, a list set in the environment (PML_PERMISSIONS_DENY,
+// ...) replaces that list.
 func PermissionsFrom(cfg *config.Config) Permissions {
-	if cfg == nil || !cfg.Exists {
+	if cfg == nil {
 		return DefaultPermissions()
 	}
-	return Permissions{Allow: cfg.Permissions.Allow, Ask: cfg.Permissions.Ask, Deny: cfg.Permissions.Deny}
+	if cfg.Exists {
+		return Permissions{Allow: cfg.Permissions.Allow, Ask: cfg.Permissions.Ask, Deny: cfg.Permissions.Deny}
+	}
+	p := DefaultPermissions()
+	if cfg.Source("permissions.allow") != "" {
+		p.Allow = cfg.Permissions.Allow
+	}
+	if cfg.Source("permissions.ask") != "" {
+		p.Ask = cfg.Permissions.Ask
+	}
+	if cfg.Source("permissions.deny") != "" {
+		p.Deny = cfg.Permissions.Deny
+	}
+	return p
+}
+
+// denySource names where cfg's deny list comes from: the environment
+// variable, else the file when it exists; "" for pml's defaults.
+func denySource(cfg *config.Config) string {
+	if s := cfg.Source("permissions.deny"); s != "" {
+		return s
+	}
+	if cfg != nil && cfg.Exists {
+		return cfg.Path
+	}
+	return ""
 }
 
 // Decide returns the decision for tool and the pattern that decided it

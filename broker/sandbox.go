@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -24,10 +25,12 @@ import (
 // containers, and pml's supervisor. Executors hold a *sandbox, never the
 // Broker. Safe for concurrent use.
 type sandbox struct {
-	ws     string
-	user   string
-	policy policies.Policy
-	owner  container.Owner
+	ws   string
+	user string
+	// pol is the container policy: a reload of .pml.json replaces it
+	// (sandbox.*), and the next container gets the new one.
+	pol   atomic.Pointer[policies.Policy]
+	owner container.Owner
 	// rt is the cap-limited runtime (container.Limited): every container
 	// of this pml goes through it.
 	rt   container.Runtime
@@ -50,14 +53,14 @@ type sandbox struct {
 func newSandbox(o Options, pol policies.Policy, owner container.Owner) *sandbox {
 	rt, limited := limitRuntime(o)
 	sb := &sandbox{
-		ws:     o.Workspace,
-		user:   chooseUser(o.Config.Sandbox.User, o.Workspace),
-		policy: pol,
-		owner:  owner,
-		rt:     rt,
-		log:    o.Logger,
-		exe:    o.Exe,
+		ws:    o.Workspace,
+		user:  chooseUser(o.Config.Sandbox.User, o.Workspace),
+		owner: owner,
+		rt:    rt,
+		log:   o.Logger,
+		exe:   o.Exe,
 	}
+	sb.setPolicy(pol)
 	sb.pool = container.NewPool(container.PoolOptions{Runtime: rt, Min: o.Config.Sandbox.Pool.Min,
 		Max: o.Config.Sandbox.Pool.Max, Idle: o.Config.Sandbox.IdleTimeout, Logger: o.Logger})
 	if limited != nil {
@@ -70,6 +73,14 @@ func newSandbox(o Options, pol policies.Policy, owner container.Owner) *sandbox 
 	sb.guard = protect.New(o.Workspace, owner.Labels(), o.Logger)
 	return sb
 }
+
+// policy is the container policy in force.
+func (s *sandbox) policy() policies.Policy { return *s.pol.Load() }
+
+// setPolicy puts p in force for the containers started from now on
+// (pre-started ones are keyed by their spec, policy included, so none
+// started under the old policy serves a new call).
+func (s *sandbox) setPolicy(p policies.Policy) { s.pol.Store(&p) }
 
 // labels are the labels of a container started for purpose.
 func (s *sandbox) labels(purpose string) map[string]string {
@@ -269,7 +280,7 @@ func (s *sandbox) run(ctx context.Context, spec container.Spec, req container.Re
 	case res.Cancelled:
 		return fail(errors.New("cancelled: the container was killed"))
 	case res.Exit.OOMKilled:
-		return fail(fmt.Errorf("killed: out of memory (limit %s; raise sandbox.memory in .pml.json if needed)", s.policy.Resources.Memory))
+		return fail(fmt.Errorf("killed: out of memory (limit %s; raise sandbox.memory in .pml.json if needed)", s.policy().Resources.Memory))
 	}
 	return res, nil
 }

@@ -48,7 +48,7 @@ func callServer(ctx context.Context, sb *sandbox, srv *server, def toolbox.Tool,
 		return errorResult(err)
 	}
 	ci, _ := ctx.Value(callInfoKey{}).(callInfo)
-	if t := sb.policy.Timeout; t > 0 {
+	if t := sb.policy().Timeout; t > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeDuration(t))
 		defer cancel()
@@ -59,7 +59,7 @@ func callServer(ctx context.Context, sb *sandbox, srv *server, def toolbox.Tool,
 	if err != nil {
 		switch {
 		case errors.Is(err, context.DeadlineExceeded):
-			return errorResult(fmt.Errorf("%s timed out after %s (the server was told to cancel it; raise sandbox.timeout in .pml.json if the work needs longer)", def.Name, timeDuration(sb.policy.Timeout)))
+			return errorResult(fmt.Errorf("%s timed out after %s (the server was told to cancel it; raise sandbox.timeout in .pml.json if the work needs longer)", def.Name, timeDuration(sb.policy().Timeout)))
 		case errors.Is(err, context.Canceled):
 			return errorResult(fmt.Errorf("%s was cancelled", def.Name))
 		case errors.Is(err, container.ErrUnavailable), errors.Is(err, container.ErrImageMissing):

@@ -18,7 +18,7 @@ func (b *Broker) install(ctx context.Context, srv *server) error {
 	if b.deps.Installed(srv.cfg) {
 		return nil
 	}
-	pol := b.sb.policy
+	pol := b.sb.policy()
 	pol.Network = "bridge"
 	if pol.Timeout < policiesDuration(deps.InstallTimeout) {
 		pol.Timeout = policiesDuration(deps.InstallTimeout)

@@ -80,7 +80,7 @@ func serverSpec(sb *sandbox, ds *deps.Store, cfg config.Server) container.Spec {
 		Image:      cfg.Image,
 		Cmd:        cfg.Args,
 		User:       sb.user,
-		Policy:     sb.policy,
+		Policy:     sb.policy(),
 		Labels:     sb.labels("mcp:" + cfg.Name),
 		WorkingDir: "/",
 	}

@@ -95,7 +95,7 @@ func (e shellExec) run(ctx context.Context, def toolbox.Tool, args map[string]an
 		spec.Mounts = append(spec.Mounts, container.Mount{Source: exe, Target: supervise.Binary, ReadOnly: true})
 		stdin = supervise.Request(timeout+deadlineMargin, cwd, command)
 	}
-	res, failure := e.sb.run(ctx, spec, container.Request{Stdin: stdin, Limit: e.sb.policy.OutputLimit}, timeout)
+	res, failure := e.sb.run(ctx, spec, container.Request{Stdin: stdin, Limit: e.sb.policy().OutputLimit}, timeout)
 	out := ShellOutput{Stdout: string(res.Stdout), Stderr: string(res.Stderr), ExitCode: res.Exit.Code, Truncated: res.Truncated}
 	if failure != nil {
 		// Keep what the command printed before it was stopped.
@@ -141,7 +141,7 @@ func (e shellExec) cwd(def toolbox.Tool, args map[string]any) (string, *Result) 
 
 // timeout is sandbox.timeout, or the shorter timeout_ms argument.
 func (e shellExec) timeout(args map[string]any) (time.Duration, error) {
-	timeout := time.Duration(e.sb.policy.Timeout)
+	timeout := time.Duration(e.sb.policy().Timeout)
 	if timeout <= 0 {
 		timeout = defaultCallTimeout
 	}
@@ -173,7 +173,7 @@ func (e shellExec) spec(ctx context.Context) (container.Spec, error) {
 		WorkingDir: e.sb.ws,
 		User:       e.sb.user,
 		Mounts:     e.sb.workspaceMounts(false),
-		Policy:     e.sb.policy,
+		Policy:     e.sb.policy(),
 		Labels:     e.sb.labels("pool:shell"),
 	}, nil
 }

@@ -39,7 +39,7 @@ func (e toolboxExec) run(ctx context.Context, def toolbox.Tool, args map[string]
 		return errorResult(fmt.Errorf("%w: %w", ErrUnavailable, err))
 	}
 	argJSON, _ := json.Marshal(args)
-	deadline := time.Duration(e.sb.policy.Timeout)
+	deadline := time.Duration(e.sb.policy().Timeout)
 	if deadline <= 0 {
 		deadline = defaultCallTimeout // what run applies
 	}
@@ -54,17 +54,17 @@ func (e toolboxExec) run(ctx context.Context, def toolbox.Tool, args map[string]
 		WorkingDir: e.sb.ws,
 		User:       e.sb.user,
 		Mounts:     e.sb.workspaceMounts(!def.Writes),
-		Policy:     e.sb.policy,
+		Policy:     e.sb.policy(),
 		Labels:     e.sb.labels("pool:toolbox"),
 	}
 	// JSON escaping can make an answer larger than the content it carries.
 	// The agent answers with one line: the call ends with it.
-	res, failure := e.sb.run(ctx, spec, container.Request{Stdin: req, Limit: 4 * e.sb.policy.OutputLimit, AnswerLine: true}, time.Duration(e.sb.policy.Timeout))
+	res, failure := e.sb.run(ctx, spec, container.Request{Stdin: req, Limit: 4 * e.sb.policy().OutputLimit, AnswerLine: true}, time.Duration(e.sb.policy().Timeout))
 	if failure != nil {
 		return *failure
 	}
 	if res.Truncated {
-		return errorResult(fmt.Errorf("%s: the answer is larger than the output limit (%d bytes); read less at a time (head/tail)", def.Name, 4*e.sb.policy.OutputLimit))
+		return errorResult(fmt.Errorf("%s: the answer is larger than the output limit (%d bytes); read less at a time (head/tail)", def.Name, 4*e.sb.policy().OutputLimit))
 	}
 	var resp toolbox.Response
 	if err := json.Unmarshal(bytes.TrimSpace(res.Stdout), &resp); err != nil {

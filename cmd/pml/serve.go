@@ -48,6 +48,7 @@ func newServeCmd(g *globals) *cobra.Command {
 			}
 			e.reapLater(cmd.Context())
 			e.broker.StartCloud(cmd.Context())
+			stopWatch := watchConfig(cmd.Context(), e)
 			mux := http.NewServeMux()
 			mux.Handle("/mcp", broker.NewHTTPHandler(e.broker, token))
 			srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
@@ -64,6 +65,7 @@ func newServeCmd(g *globals) *cobra.Command {
 				_ = srv.Shutdown(sctx)
 			}()
 			err = srv.Serve(ln)
+			stopWatch()
 			e.broker.Close(closeTimeout)
 			if errors.Is(err, http.ErrServerClosed) {
 				return nil

@@ -48,7 +48,10 @@ func serveOverStdio(cmd *cobra.Command, g *globals, serve func(e *env, proto *os
 	defer stopReap()
 	e.reapLater(reapCtx)
 	e.broker.StartCloud(cmd.Context())
+	stopWatch := watchConfig(cmd.Context(), e)
 	err = serve(e, proto)
+	// No reload may start servers while the broker closes.
+	stopWatch()
 	// The client is gone (or we were told to stop): cancel what still
 	// runs and remove its containers before exiting.
 	// Bounded: pml must be gone within 5 s of SIGTERM or stdin closing,
@@ -58,6 +61,18 @@ func serveOverStdio(cmd *cobra.Command, g *globals, serve func(e *env, proto *os
 		return err
 	}
 	return nil
+}
+
+// watchConfig keeps .pml.json live for the session (broker.WatchConfig):
+// edits apply from the next call. Without a watch (the system's limit on
+// watches is reached) pml still serves, with the configuration it started
+// with. The returned function stops the watch.
+func watchConfig(ctx context.Context, e *env) func() {
+	ctx, cancel := context.WithCancel(ctx)
+	if err := e.broker.WatchConfig(ctx, os.Getenv); err != nil {
+		e.log.Warn().Err(err).Msg("edits of .pml.json apply only when pml restarts")
+	}
+	return cancel
 }
 
 // closeTimeout bounds the clean-up at the end of a session (the issue's

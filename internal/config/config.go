@@ -1,5 +1,5 @@
-// Package config reads .pml.json (through viper, with PML_* environment
-// overrides) into typed settings, with errors that name the file, the key
+// Package config reads .pml.json (with PML_* environment overrides) into
+// typed settings, with errors that name the file, the key
 // and the problem. Unknown keys are reported as warnings and never dropped:
 // pml keeps the raw document so later rewrites can preserve them.
 //
@@ -22,7 +22,6 @@ import (
 
 	"github.com/pml-dev/pml/internal/jsonpos"
 	"github.com/pml-dev/pml/internal/safefs"
-	"github.com/spf13/viper"
 )
 
 // FileName is the project configuration file, at the workspace root.
@@ -51,6 +50,19 @@ type Config struct {
 	Warnings []string
 	// Raw is the document as read, unknown keys included.
 	Raw map[string]any
+	// Sources names where each key that has a value came from: the file's
+	// path, or the environment variable that overrides it
+	// ("PML_PERMISSIONS_DENY"). A refusal says which (Source).
+	Sources map[string]string
+}
+
+// Source names where key's value came from: the file, the environment
+// variable, or "" when it is pml's default.
+func (c *Config) Source(key string) string {
+	if c == nil {
+		return ""
+	}
+	return c.Sources[key]
 }
 
 // Permissions are glob patterns on tool names ("filesystem:*", "*").
@@ -115,15 +127,22 @@ const DefaultHILTimeout = 5 * time.Minute
 const DefaultShellImage = "pml/shell:busybox"
 
 // Error is a configuration problem. Key is empty for whole-file problems.
+// File is the file's path, or the environment variable the value came
+// from; Line, when known, is the key's line in the file.
 type Error struct {
 	File, Key, Problem string
+	Line               int
 }
 
 func (e *Error) Error() string {
-	if e.Key == "" {
-		return fmt.Sprintf("%s: %s", e.File, e.Problem)
+	where := e.File
+	if e.Line > 0 {
+		where = fmt.Sprintf("%s:%d", e.File, e.Line)
 	}
-	return fmt.Sprintf("%s: key %q: %s", e.File, e.Key, e.Problem)
+	if e.Key == "" {
+		return fmt.Sprintf("%s: %s", where, e.Problem)
+	}
+	return fmt.Sprintf("%s: key %q: %s", where, e.Key, e.Problem)
 }
 
 // Load reads workspace/.pml.json, if any, and PML_* environment overrides
@@ -131,8 +150,9 @@ func (e *Error) Error() string {
 // production. Every known key is a row of the table in keys.go.
 func Load(workspace string, env func(string) string) (*Config, error) {
 	path := filepath.Join(workspace, FileName)
-	cfg := &Config{Path: path, Raw: map[string]any{}}
-	if err := readFile(workspace, cfg); err != nil {
+	cfg := &Config{Path: path, Raw: map[string]any{}, Sources: map[string]string{}}
+	data, err := readFile(workspace, cfg)
+	if err != nil {
 		return nil, err
 	}
 	errs := applySettings(cfg, env)
@@ -141,51 +161,45 @@ func Load(workspace string, env func(string) string) (*Config, error) {
 	cfg.Warnings = append(cfg.Warnings, warnings...)
 	errs = append(errs, serr...)
 	errs = append(errs, finish(cfg)...)
+	placeErrors(path, data, errs)
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
 	return cfg, nil
 }
 
-// readFile reads .pml.json into cfg.Raw, through viper so that its
-// PML_* bindings see the file, and lists its unknown keys as warnings.
-// A missing file is no error.
-func readFile(workspace string, cfg *Config) error {
-	v := viper.New()
-	v.SetEnvPrefix("PML")
-	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
-	for _, s := range table(&Config{}) {
-		if s.kind != kAny && !strings.HasPrefix(s.key, "$") {
-			_ = v.BindEnv(s.key)
-		}
-	}
+// readFile reads .pml.json into cfg.Raw and lists its unknown keys as
+// warnings. A missing file is no error. It returns the bytes read.
+//
+// No viper here: the table in keys.go is the one source of file,
+// environment and defaults (with errors naming the key and where its
+// value came from), and viper's watch re-reads the file itself, through
+// links and without safefs or the guard, so it cannot keep .pml.json
+// live either (see Watch).
+func readFile(workspace string, cfg *Config) ([]byte, error) {
 	// Never through a link, never a FIFO or a huge file: the repository
 	// is untrusted and pml may run as root (internal/safefs).
 	data, err := safefs.ReadFile(workspace, FileName, safefs.MaxConfig)
 	var refused *safefs.Error
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		return nil
+		return nil, nil
 	case errors.As(err, &refused):
-		return err
+		return nil, err
 	case err != nil:
-		return &Error{File: cfg.Path, Problem: fmt.Sprintf("cannot be read: %v", err)}
+		return nil, &Error{File: cfg.Path, Problem: fmt.Sprintf("cannot be read: %v", err)}
 	}
 	cfg.Exists = true
 	if err := checkSyntax(cfg.Path, data); err != nil {
-		return err
+		return nil, err
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	if err := dec.Decode(&cfg.Raw); err != nil {
-		return &Error{File: cfg.Path, Problem: "the top level must be a JSON object"}
-	}
-	v.SetConfigType("json")
-	if err := v.ReadConfig(bytes.NewReader(data)); err != nil {
-		return &Error{File: cfg.Path, Problem: err.Error()}
+		return nil, &Error{File: cfg.Path, Problem: "the top level must be a JSON object"}
 	}
 	cfg.Warnings = unknownKeys(cfg.Path, cfg.Raw)
-	return nil
+	return data, nil
 }
 
 // applySettings sets every row of the table from the environment
@@ -207,6 +221,7 @@ func applySettings(cfg *Config, env func(string) string) []error {
 			s.reset()
 			continue
 		}
+		cfg.Sources[s.key] = src
 		if err := s.store(val, fromEnv); err != nil {
 			errs = append(errs, keyed(src, s.key, err)...)
 		}

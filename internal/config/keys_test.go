@@ -86,7 +86,7 @@ func TestEveryKeyRefusesAnInvalidValueNamingTheKeyAndTheFile(t *testing.T) {
 			}
 			msg := err.Error()
 			key := `"` + c.key
-			for _, want := range []string{FileName + ": key " + key, c.problem} {
+			for _, want := range []string{FileName + ":1: key " + key, c.problem} {
 				if !strings.Contains(msg, want) {
 					t.Errorf("error %q does not say %q", msg, want)
 				}

@@ -84,7 +84,7 @@ func TestEveryServerKeyRefusesAnInvalidValueNamingTheKey(t *testing.T) {
 			if err == nil {
 				t.Fatal("want an error")
 			}
-			for _, want := range []string{FileName + `: key "` + c.key + `"`, c.problem} {
+			for _, want := range []string{FileName + `:1: key "` + c.key + `"`, c.problem} {
 				if !strings.Contains(err.Error(), want) {
 					t.Errorf("error %q does not say %q", err, want)
 				}

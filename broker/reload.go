@@ -1,0 +1,215 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"slices"
+	"sort"
+	"sync"
+
+	"github.com/pml-dev/pml/internal/config"
+)
+
+// reloadState serializes reloads of .pml.json and remembers the last
+// configuration applied, to tell what an edit changed.
+type reloadState struct {
+	mu   sync.Mutex
+	last *config.Config
+}
+
+// ConfigReloaded is the message logged once an edit of .pml.json is in
+// force (tests and people wait for it); ConfigRejected the one logged
+// when an edit is refused and the last good configuration stays.
+const (
+	ConfigReloaded = "configuration reloaded"
+	ConfigRejected = "configuration not applied"
+)
+
+// WatchConfig keeps .pml.json live until ctx ends: every save is read
+// again, checked like a start, and applied from the next call (Reload).
+// env is os.Getenv in production: the PML_* overrides keep applying on
+// top of the file.
+func (b *Broker) WatchConfig(ctx context.Context, env func(string) string) error {
+	return config.Watch(ctx, b.sb.ws, config.DefaultDebounce, func() { b.Reload(env) }, func(err error) {
+		b.log.Warn().Err(err).Msg("watching .pml.json; edits may not apply until pml restarts")
+	})
+}
+
+// Reload reads .pml.json again and puts its permissions in force. It
+// goes through the same checks as a start: what a container may have
+// written there is moved aside by the guard first (protect.Verify), and
+// config.Load reads through safefs (a link, a FIFO or a huge file is
+// refused). An invalid edit changes nothing: the last good configuration
+// stays and the error is logged with the file, line and key.
+func (b *Broker) Reload(env func(string) string) {
+	b.reload.mu.Lock()
+	defer b.reload.mu.Unlock()
+	// Read before the file: if pml saves an "always" meanwhile, this read
+	// may predate it and is dropped (the save's own event reloads again).
+	gen := b.perms.generation()
+	b.sb.guard.Verify(config.FileName)
+	cfg, err := config.Load(b.sb.ws, env)
+	if err != nil {
+		ev := b.log.Error().Err(err).Str("file", b.cfg.Path)
+		var ce *config.Error
+		if errors.As(err, &ce) {
+			ev = ev.Str("key", ce.Key).Int("line", ce.Line)
+		}
+		ev.Msg(ConfigRejected + ": the last good configuration stays in force; fix the file and save it again")
+		return
+	}
+	for _, w := range cfg.Warnings {
+		b.log.Warn().Msg(w)
+	}
+	// Checked before anything is applied: an edit is taken whole or not
+	// at all.
+	pol, err := effectivePolicy(cfg.Sandbox)
+	if err != nil {
+		b.log.Error().Err(err).Str("file", cfg.Path).Str("key", "sandbox").Msg(ConfigRejected + ": the last good configuration stays in force; fix the file and save it again")
+		return
+	}
+	old, applied := b.perms.replace(PermissionsFrom(cfg), denySource(cfg), gen)
+	if !applied {
+		b.log.Debug().Msg("a reload of .pml.json predates pml's own save; the next one applies it")
+		return
+	}
+	b.tellVisible(old, PermissionsFrom(cfg))
+	last := b.reload.last
+	if last == nil {
+		last = b.cfg
+	}
+	// The container policy (sandbox.memory, cpus, pids, timeout) applies
+	// to the next container; the rest of sandbox is read once.
+	b.sb.setPolicy(pol)
+	if restart := restartOnly(last.Sandbox, cfg.Sandbox); len(restart) > 0 {
+		b.log.Warn().Str("file", cfg.Path).Strs("keys", restart).Msg("these sandbox settings changed in .pml.json and apply when pml restarts")
+	}
+	b.applyServers(last.Servers, cfg.Servers)
+	if restart := otherRestartOnly(last, cfg); len(restart) > 0 {
+		b.log.Warn().Str("file", cfg.Path).Strs("keys", restart).Msg("these settings changed in .pml.json and apply when pml restarts")
+	}
+	b.reload.last = cfg
+	b.log.Info().Str("file", cfg.Path).Msg(ConfigReloaded)
+}
+
+// restartOnly lists the sandbox keys that changed from old to cur and
+// are read only when pml starts: the user containers run as, the shell
+// image, the pool, the container cap and the idle timeout.
+func restartOnly(old, cur config.Sandbox) []string {
+	var keys []string
+	for _, k := range []struct {
+		key     string
+		changed bool
+	}{
+		{"sandbox.user", old.User != cur.User},
+		{"sandbox.shell_image", old.ShellImage != cur.ShellImage},
+		{"sandbox.pool", old.Pool != cur.Pool},
+		{"sandbox.max_containers", old.MaxContainers != cur.MaxContainers},
+		{"sandbox.idle_timeout", old.IdleTimeout != cur.IdleTimeout},
+	} {
+		if k.changed {
+			keys = append(keys, k.key)
+		}
+	}
+	return keys
+}
+
+// otherRestartOnly lists the keys outside permissions, sandbox and mcps
+// that changed: hil, cloud and registries are read once, at start.
+func otherRestartOnly(old, cur *config.Config) []string {
+	var keys []string
+	if old.HIL != cur.HIL {
+		keys = append(keys, "hil")
+	}
+	if old.Cloud != cur.Cloud {
+		keys = append(keys, "cloud")
+	}
+	if !slices.Equal(old.Registries, cur.Registries) {
+		keys = append(keys, "registries")
+	}
+	return keys
+}
+
+// applyServers brings the configured servers (mcps, private_mcps) from
+// old to cur: a server removed is stopped and its tools unlisted, one
+// added is created and its tools loaded in the background (the listing
+// changes when they arrive), and one whose settings changed is both.
+// Servers that came from the registry are left alone.
+func (b *Broker) applyServers(old, cur map[string]config.Server) {
+	for name, was := range old {
+		if now, ok := cur[name]; !ok || !reflect.DeepEqual(was, now) {
+			b.removeServer(name)
+		}
+	}
+	var added []*server
+	for _, name := range sortedNames(cur) {
+		if was, ok := old[name]; !ok || !reflect.DeepEqual(was, cur[name]) {
+			added = append(added, b.addServer(cur[name]))
+			b.log.Info().Str("server", name).Msg("server added from .pml.json")
+		}
+	}
+	for _, srv := range added {
+		go func() {
+			if err := b.loadServer(b.base, srv); err != nil && !errors.Is(err, errNotInstalled) {
+				b.log.Warn().Err(err).Str("server", srv.cfg.Name).Msg("its tools are not listed")
+			}
+		}()
+	}
+}
+
+func sortedNames(m map[string]config.Server) []string {
+	out := make([]string, 0, len(m))
+	for n := range m {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// removeServer stops a server that left .pml.json and takes its tools
+// out of the listing (the MCP layer sends list_changed). A call running
+// on it ends with its container.
+func (b *Broker) removeServer(name string) {
+	b.serversMu.Lock()
+	srv := b.servers[name]
+	delete(b.servers, name)
+	b.serverOrder = slices.DeleteFunc(b.serverOrder, func(n string) bool { return n == name })
+	b.serversMu.Unlock()
+	if srv == nil {
+		return
+	}
+	srv.mu.Lock()
+	names := srv.names
+	srv.names, srv.loaded = nil, false
+	srv.mu.Unlock()
+	b.replaceTools(names, nil, nil)
+	srv.up.Close()
+	b.log.Info().Str("server", name).Msg("server removed from .pml.json: stopped")
+}
+
+// tellVisible tells the tool listeners when a permissions change hides
+// or shows a tool (a denied tool is not listed): they are called with no
+// tools added or removed, which says "the tools are the same, what
+// decides the listing changed", and the MCP layer lists again from the
+// permissions in force, sending notifications/tools/list_changed when
+// its list differs. The tools themselves are still registered (a denied
+// tool answers "denied" when called), so nothing is removed from the
+// table. An edit that only allows or asks tells no one.
+func (b *Broker) tellVisible(old, cur Permissions) {
+	changed := false
+	for _, t := range b.tools.list() {
+		was, _ := old.Decide(t.Name)
+		now, _ := cur.Decide(t.Name)
+		if (was == Deny) != (now == Deny) {
+			changed = true
+			break
+		}
+	}
+	if !changed {
+		return
+	}
+	// The MCP layer lists again (the denied tools leave, or come back)
+	// and sends notifications/tools/list_changed.
+	b.tools.notify()
+}
