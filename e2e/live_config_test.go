@@ -267,3 +267,57 @@ func TestLiveConfigServerRemovalNotifiesTheClient(t *testing.T) {
 		}
 	}
 }
+
+// TestLiveConfigDenyHidesTheToolAndNotifies: a deny added mid-session
+// takes the tool out of tools/list, and the client hears
+// notifications/tools/list_changed; lifting it brings the tool back.
+func TestLiveConfigDenyHidesTheToolAndNotifies(t *testing.T) {
+	ws := newWorkspace(t, `{"permissions": {"allow": ["filesystem:*"]}}`)
+	var changed atomic.Int32
+	cmd := exec.Command(pmlBin, "stdio", "--log-format", "json", "--log-level", "debug")
+	cmd.Env = append(os.Environ(), "PML_WORKSPACE="+ws.Dir)
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	client := mcp.NewClient(&mcp.Implementation{Name: "pml-e2e", Version: "test"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed.Add(1) },
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("starting pml stdio: %v\nstderr:\n%s", err, stderr.String())
+	}
+	s := &session{ClientSession: cs, cmd: cmd, stderr: stderr}
+	t.Cleanup(func() { s.Close() })
+	listed := func() map[string]bool {
+		t.Helper()
+		tools, err := s.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]bool{}
+		for _, tool := range tools.Tools {
+			out[tool.Name] = true
+		}
+		return out
+	}
+	if !listed()["shell__exec"] {
+		t.Fatal("shell__exec is not listed before the deny")
+	}
+	before := changed.Load()
+	s.edit(t, ws, `{"permissions": {"allow": ["filesystem:*"], "deny": ["shell:*"]}}`, logReloaded)
+	waitFor(t, "list_changed after the deny", 20*time.Second, func() bool { return changed.Load() > before })
+	if l := listed(); l["shell__exec"] || !l["filesystem__read_file"] {
+		t.Fatalf("after denying shell:*, the listing is %v", l)
+	}
+	out, res := s.call(t, "shell__exec", map[string]any{"command": "true"})
+	if !res.IsError || !strings.Contains(out, "denied") {
+		t.Fatalf("a denied, unlisted tool called by name: %s", out)
+	}
+	before = changed.Load()
+	s.edit(t, ws, `{"permissions": {"allow": ["filesystem:*"]}}`, logReloaded)
+	waitFor(t, "list_changed after lifting the deny", 20*time.Second, func() bool { return changed.Load() > before })
+	if !listed()["shell__exec"] {
+		t.Fatal("shell__exec is not listed again after the deny was lifted")
+	}
+}
