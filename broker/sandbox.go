@@ -269,6 +269,11 @@ func (s *sandbox) run(ctx context.Context, spec container.Spec, req container.Re
 	switch {
 	case err != nil && errors.Is(err, container.ErrAtCap):
 		return fail(fmt.Errorf("timed out after %s waiting for a container: %w", timeout, err))
+	case err != nil && !res.TimedOut && errors.Is(ctx.Err(), context.DeadlineExceeded) && !errors.Is(err, container.ErrImageMissing):
+		// The call's time ran out before its container answered (a slow
+		// engine start counts): to the person it is a timeout, not an
+		// engine failure.
+		return fail(fmt.Errorf("timed out after %s before the container answered; it was removed (raise sandbox.timeout in .pml.json if the work needs longer): %w", timeout, err))
 	case err != nil && errors.Is(err, container.ErrImageMissing):
 		return fail(fmt.Errorf("%w: image %s is not on this host (the container engine has no such image): %w", ErrUnavailable, spec.Image, err))
 	case err != nil && errors.Is(err, container.ErrUnavailable):
