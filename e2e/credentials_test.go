@@ -2,16 +2,12 @@ package e2e
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // No secret in a project file: pml init --api-key puts the key in the
@@ -154,16 +150,5 @@ func startAsConfigured(t *testing.T, command string, args []string, extra map[st
 		env = append(env, k+"="+v)
 	}
 	cmd.Env = env
-	stderr := &syncBuffer{}
-	cmd.Stderr = stderr
-	client := mcp.NewClient(&mcp.Implementation{Name: "pml-e2e", Version: "test"}, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		t.Fatalf("starting %s %v: %v\nstderr:\n%s", command, args, err, stderr.String())
-	}
-	s := &session{ClientSession: cs, cmd: cmd, stderr: stderr}
-	t.Cleanup(func() { s.Close() })
-	return s
+	return connect(t, cmd, nil)
 }

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -234,21 +233,11 @@ func TestLiveConfigContainerWrittenFileIsNotApplied(t *testing.T) {
 func TestLiveConfigServerRemovalNotifiesTheClient(t *testing.T) {
 	ws := newWorkspace(t, probeConfig(t, ""))
 	var changed atomic.Int32
-	cmd := exec.Command(pmlBin, "stdio", "--log-format", "json", "--log-level", "debug")
-	cmd.Env = append(os.Environ(), "PML_WORKSPACE="+ws.Dir)
-	stderr := &syncBuffer{}
-	cmd.Stderr = stderr
-	client := mcp.NewClient(&mcp.Implementation{Name: "pml-e2e", Version: "test"}, &mcp.ClientOptions{
+	s := startSessionWith(t, pmlBin, ws, &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed.Add(1) },
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		t.Fatalf("starting pml stdio: %v\nstderr:\n%s", err, stderr.String())
-	}
-	s := &session{ClientSession: cs, cmd: cmd, stderr: stderr}
-	t.Cleanup(func() { s.Close() })
 	if out, res := s.call(t, "probe:echo", map[string]any{"text": "hi"}); res.IsError {
 		t.Fatalf("probe:echo: %s", out)
 	}
@@ -274,21 +263,11 @@ func TestLiveConfigServerRemovalNotifiesTheClient(t *testing.T) {
 func TestLiveConfigDenyHidesTheToolAndNotifies(t *testing.T) {
 	ws := newWorkspace(t, `{"permissions": {"allow": ["filesystem:*"]}}`)
 	var changed atomic.Int32
-	cmd := exec.Command(pmlBin, "stdio", "--log-format", "json", "--log-level", "debug")
-	cmd.Env = append(os.Environ(), "PML_WORKSPACE="+ws.Dir)
-	stderr := &syncBuffer{}
-	cmd.Stderr = stderr
-	client := mcp.NewClient(&mcp.Implementation{Name: "pml-e2e", Version: "test"}, &mcp.ClientOptions{
+	s := startSessionWith(t, pmlBin, ws, &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed.Add(1) },
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		t.Fatalf("starting pml stdio: %v\nstderr:\n%s", err, stderr.String())
-	}
-	s := &session{ClientSession: cs, cmd: cmd, stderr: stderr}
-	t.Cleanup(func() { s.Close() })
 	listed := func() map[string]bool {
 		t.Helper()
 		tools, err := s.ListTools(ctx, nil)

@@ -195,16 +195,30 @@ func startSession(t *testing.T, ws *workspace, env ...string) *session {
 
 func startSessionBin(t *testing.T, bin string, ws *workspace, env ...string) *session {
 	t.Helper()
+	return startSessionWith(t, bin, ws, nil, env...)
+}
+
+// startSessionWith is startSessionBin with client options (handlers for
+// notifications, elicitation…).
+func startSessionWith(t *testing.T, bin string, ws *workspace, opts *mcp.ClientOptions, env ...string) *session {
+	t.Helper()
 	cmd := exec.Command(bin, "stdio", "--log-format", "json", "--log-level", "debug")
 	cmd.Env = append(append(os.Environ(), "PML_WORKSPACE="+ws.Dir), env...)
+	return connect(t, cmd, opts)
+}
+
+// connect runs cmd as an MCP stdio server and connects a go-sdk client to
+// it; its stderr is kept for the test, and the session closes at cleanup.
+func connect(t *testing.T, cmd *exec.Cmd, opts *mcp.ClientOptions) *session {
+	t.Helper()
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr
-	client := mcp.NewClient(&mcp.Implementation{Name: "pml-e2e", Version: "test"}, nil)
+	client := mcp.NewClient(&mcp.Implementation{Name: "pml-e2e", Version: "test"}, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
-		t.Fatalf("starting pml stdio: %v\nstderr:\n%s", err, stderr.String())
+		t.Fatalf("starting %v: %v\nstderr:\n%s", cmd.Args, err, stderr.String())
 	}
 	s := &session{ClientSession: cs, cmd: cmd, stderr: stderr}
 	t.Cleanup(func() { s.Close() })
