@@ -285,14 +285,22 @@ func TestHostileServerOutlivesKilledPML(t *testing.T) {
 	if server == "" {
 		t.Fatal("the server's container is gone at once: removed by some pml's reap, the test proves nothing")
 	}
-	waitFor(t, "the server's container to exit by itself", 60*time.Second, func() bool {
-		c, err := pool.Client.InspectContainer(server)
+	endsByItselfThenReaped(t, ws, hostID, pid, server, "the server's container")
+}
+
+// endsByItselfThenReaped waits for the container id of the killed pml pid
+// to exit on its own (one removed first, by any pml's reap, did not end by
+// itself), then checks that the next pml (same host id) removes what the
+// killed one left.
+func endsByItselfThenReaped(t *testing.T, ws *workspace, hostID string, pid int, id, what string) {
+	t.Helper()
+	waitFor(t, what+" to exit by itself", 60*time.Second, func() bool {
+		c, err := pool.Client.InspectContainer(id)
 		if err != nil || c.State.Status == "removing" {
-			t.Fatalf("the server's container was removed (by a later pml's reap) before it ended by itself: %v", err)
+			t.Fatalf("%s was removed (by a later pml's reap) before it ended by itself: %v", what, err)
 		}
 		return c.State.Status == "exited"
 	})
-	// The next pml removes what is left.
 	startSession(t, ws, hostID)
 	waitFor(t, "the killed pml's containers to be removed", 30*time.Second, func() bool {
 		for _, c := range containersOf(t, ws.Dir) {
@@ -343,20 +351,5 @@ func TestHostileSpinningCodeOutlivesKilledPML(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "pml to die", 10*time.Second, func() bool { return !running(pid) })
-	waitFor(t, "the spinning code's container to end by itself", 60*time.Second, func() bool {
-		c, err := pool.Client.InspectContainer(run)
-		if err != nil || c.State.Status == "removing" {
-			t.Fatalf("the code's container was removed before it ended by itself: %v", err)
-		}
-		return c.State.Status == "exited"
-	})
-	startSession(t, ws, hostID)
-	waitFor(t, "the killed pml's containers to be removed", 30*time.Second, func() bool {
-		for _, c := range containersOf(t, ws.Dir) {
-			if c.Labels["pml.owner.pid"] == strconv.Itoa(pid) {
-				return false
-			}
-		}
-		return true
-	})
+	endsByItselfThenReaped(t, ws, hostID, pid, run, "the spinning code's container")
 }

@@ -6,7 +6,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,13 +13,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/ory/dockertest/v3"
 	dc "github.com/ory/dockertest/v3/docker"
+
+	"github.com/pml-dev/pml/internal/container/containertest"
 )
 
 var (
@@ -171,22 +171,8 @@ type session struct {
 	stderr *syncBuffer
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer keeps a process's stderr for the test while it runs.
+type syncBuffer = containertest.Buffer
 
 func startSession(t *testing.T, ws *workspace, env ...string) *session {
 	t.Helper()

@@ -58,6 +58,12 @@ func asString(v any) (string, error) {
 }
 
 func asStringList(v any) ([]string, error) {
+	return stringList(v, ` (a tool name pattern such as "filesystem:*")`, ` such as ["filesystem:*"]`)
+}
+
+// stringList reads a JSON list of strings; itemHint and listHint follow
+// "must be a string" and "must be a list of strings" in its errors.
+func stringList(v any, itemHint, listHint string) ([]string, error) {
 	switch t := v.(type) {
 	case nil:
 		return nil, nil
@@ -66,13 +72,13 @@ func asStringList(v any) ([]string, error) {
 		for i, e := range t {
 			s, ok := e.(string)
 			if !ok {
-				return nil, fmt.Errorf("item %d must be a string (a tool name pattern such as \"filesystem:*\"), not %s", i, typeName(e))
+				return nil, fmt.Errorf("item %d must be a string%s, not %s", i, itemHint, typeName(e))
 			}
 			out = append(out, s)
 		}
 		return out, nil
 	}
-	return nil, fmt.Errorf("must be a list of strings such as [\"filesystem:*\"], not %s", typeName(v))
+	return nil, fmt.Errorf("must be a list of strings%s, not %s", listHint, typeName(v))
 }
 
 // splitList reads a comma-separated list from an environment variable.

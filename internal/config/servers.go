@@ -327,20 +327,4 @@ func readInstall(dst **Install, path, key string, warnings *[]string) func(any) 
 var envName = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // asArgList reads a list of strings (command arguments).
-func asArgList(v any) ([]string, error) {
-	switch t := v.(type) {
-	case nil:
-		return nil, nil
-	case []any:
-		out := make([]string, 0, len(t))
-		for i, e := range t {
-			s, ok := e.(string)
-			if !ok {
-				return nil, fmt.Errorf("item %d must be a string, not %s", i, typeName(e))
-			}
-			out = append(out, s)
-		}
-		return out, nil
-	}
-	return nil, fmt.Errorf("must be a list of strings, not %s", typeName(v))
-}
+func asArgList(v any) ([]string, error) { return stringList(v, "", "") }

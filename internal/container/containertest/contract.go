@@ -67,7 +67,7 @@ func Contract(t *testing.T, rt container.Runtime, specs ContractSpecs) {
 	}
 
 	t.Run("output is delivered by Done; Wait may be called twice and concurrently", func(t *testing.T) {
-		var out, errb syncBuffer
+		var out, errb Buffer
 		p := start(t, mark(specs.Exit3, "exit"), container.Streams{Stdout: &out, Stderr: &errb})
 		var wg sync.WaitGroup
 		exits := make([]container.Exit, 3)
@@ -95,7 +95,7 @@ func Contract(t *testing.T, rt container.Runtime, specs ContractSpecs) {
 	})
 
 	t.Run("stdin reaches the process and EOF ends it", func(t *testing.T) {
-		var out syncBuffer
+		var out Buffer
 		p := start(t, mark(specs.Cat, "cat"), container.Streams{Stdout: &out})
 		if _, err := io.WriteString(p.Stdin(), "hello\n"); err != nil {
 			t.Fatal(err)
@@ -198,7 +198,7 @@ func Contract(t *testing.T, rt container.Runtime, specs ContractSpecs) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				var out syncBuffer
+				var out Buffer
 				ctx, cancel := context.WithTimeout(context.Background(), contractWait)
 				defer cancel()
 				p, err := rt.Start(ctx, mark(specs.Cat, "conc"), container.Streams{Stdout: &out})
@@ -247,19 +247,20 @@ func ContractBehave(p *Proc) int {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for the runtime's copier and the test.
-type syncBuffer struct {
+// Buffer is a bytes.Buffer safe for concurrent use: a container's output
+// copier writes while the test reads.
+type Buffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
+func (s *Buffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.Write(p)
 }
 
-func (s *syncBuffer) String() string {
+func (s *Buffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
