@@ -49,7 +49,7 @@ func newDoctorCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			checks := doctor(cmd.Context())
+			checks := doctor(cmd.Context(), g.host)
 			var failed int
 			if f == formatJSON {
 				failed, err = writeChecksJSON(cmd.OutOrStdout(), checks)
@@ -100,7 +100,7 @@ func writeChecksJSON(w io.Writer, checks []check) (failed int, err error) {
 	return r.Failed, writeJSON(w, r)
 }
 
-func doctor(ctx context.Context) []check {
+func doctor(ctx context.Context, host string) []check {
 	var out []check
 	add := func(c check) { out = append(out, c) }
 
@@ -148,23 +148,13 @@ func doctor(ctx context.Context) []check {
 		add(checkCloud(ctx, http.DefaultClient, cfg.Cloud.URL, key, from))
 	}
 
-	rt, err := docker.New()
-	if err != nil {
-		add(check{"fail", "docker", err.Error(), "check DOCKER_HOST"})
+	rt, info, ok := checkEngine(ctx, host, cfg, ws.Dir, add)
+	if !ok {
 		return out
 	}
 	defer rt.Close()
 	ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	info, err := rt.Info(ictx)
-	if err != nil {
-		add(check{"fail", "docker", err.Error(), "start the daemon: make docker (or sudo systemctl start docker)"})
-		return out
-	}
-	add(check{"ok", "docker", fmt.Sprintf("Engine %s at %s, API %s", info.ServerVersion, info.Endpoint, info.APIVersion), ""})
-	if info.Remote {
-		add(check{"fail", "docker host", fmt.Sprintf("%s is a remote daemon: bind mounts name the daemon's filesystem, so the workspace %s is not there and tools would see an empty directory", info.Endpoint, ws.Dir), "run pml on the Docker host itself, or unset DOCKER_HOST"})
-	}
 	if info.SeccompSupported {
 		add(check{"ok", "seccomp", "the daemon applies its default seccomp profile to pml's containers", ""})
 	} else {

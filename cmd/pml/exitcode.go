@@ -11,6 +11,7 @@ import (
 
 	"github.com/pml-dev/pml/broker"
 	"github.com/pml-dev/pml/internal/container"
+	"github.com/pml-dev/pml/internal/engine"
 )
 
 // Exit codes of pml call. callExits is the one table: the help text, the
@@ -34,10 +35,10 @@ var callExits = []struct {
 }{
 	{exitOK, "ok", "the tool ran and succeeded"},
 	{exitToolError, "tool_error", "the tool ran and failed (is_error: true), e.g. a missing file or a command that exited non-zero"},
-	{exitUsage, "usage_error", "bad ARGS (not a JSON object), unknown flag or tool, invalid .pml.json, input refused before running (a path outside the workspace)"},
+	{exitUsage, "usage_error", "bad ARGS (not a JSON object), unknown flag or tool, invalid .pml.json, input refused before running (a path outside the workspace), a Docker configuration pml cannot use (bad config.json, missing context, bad --host)"},
 	{exitApproval, "approval_required", "the call needs approval: nothing ran; stderr names what to add to permissions.allow"},
 	{exitDenied, "denied", "a permissions.deny pattern matched"},
-	{exitUnavailable, "unavailable", "the container engine is not available: no daemon, a missing image; or a registry a tool must be fetched from cannot be reached"},
+	{exitUnavailable, "unavailable", "the container engine is not available: no daemon, a missing image, a workspace the engine cannot mount (a VM or remote daemon); or a registry a tool must be fetched from cannot be reached"},
 	{exitCloud, "cloud_unavailable", "a cloud tool could not be forwarded: no PML_API_KEY, cloud unreachable, key refused"},
 	{exitTimeout, "timeout", "--timeout expired: the call was stopped and its container removed"},
 	{exitInterrupted, "interrupted", "Ctrl-C or SIGTERM: the call was stopped and its container removed"},
@@ -80,6 +81,8 @@ var failureExits = []struct {
 	{broker.ErrNotFound, exitUsage},
 	{broker.ErrInvalidInput, exitUsage},
 	{container.ErrUnavailable, exitUnavailable},
+	{engine.ErrNotShared, exitUnavailable},
+	{engine.ErrConfig, exitUsage},
 }
 
 // exitCodeFor maps a failure to its exit code (see failureExits); nil is

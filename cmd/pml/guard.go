@@ -7,7 +7,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/pml-dev/pml/internal/container"
-	"github.com/pml-dev/pml/internal/docker"
 	"github.com/pml-dev/pml/internal/protect"
 )
 
@@ -22,7 +21,7 @@ const startReapTimeout = 15 * time.Second
 // moved aside. Without such a journal no leftover container can write any
 // of these files (they were mounted read-only), so nothing waits for the
 // daemon: the usual background reap does the rest.
-func startGuard(log zerolog.Logger, ws string) {
+func startGuard(log zerolog.Logger, ws, host string) {
 	self := container.Self().Labels()
 	alive := func(l map[string]string) bool {
 		o, ok := container.OwnerFromLabels(l)
@@ -34,7 +33,7 @@ func startGuard(log zerolog.Logger, ws string) {
 		return o.Alive()
 	}
 	if protect.NeedsReap(ws, alive) {
-		reapNow(log)
+		reapNow(log, host)
 	}
 	protect.Recover(ws, alive, log)
 }
@@ -42,8 +41,8 @@ func startGuard(log zerolog.Logger, ws string) {
 // reapNow removes the containers of pml processes that died, waiting for
 // it (bounded). When the daemon does not answer, nothing of theirs can run
 // either: the check goes on.
-func reapNow(log zerolog.Logger) {
-	rt, err := docker.New()
+func reapNow(log zerolog.Logger, host string) {
+	rt, err := openRuntime(host, nil)
 	if err != nil {
 		log.Warn().Err(err).Msg("a pml that exited left containers that may still run; the container runtime is unreachable, so they were not removed")
 		return

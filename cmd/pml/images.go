@@ -52,9 +52,9 @@ func newImagesBuildCmd() *cobra.Command {
 		Long:  "Build the toolbox image from this pml executable (it must be static: CGO_ENABLED=0) and the shell image from a static busybox (Debian's busybox-static).",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			rt, err := docker.New()
+			rt, err := openRuntime(hostOf(cmd), nil)
 			if err != nil {
-				return &exitError{5, err}
+				return err
 			}
 			defer rt.Close()
 			exe, err := os.Executable()
@@ -133,9 +133,9 @@ func loadImagesEnv(g *globals, manifestFlag string, all bool) (*imagesEnv, error
 	if err != nil {
 		return nil, &exitError{2, err}
 	}
-	rt, err := docker.New()
+	rt, err := openRuntime(g.host, cfg)
 	if err != nil {
-		return nil, &exitError{5, err}
+		return nil, err
 	}
 	return &imagesEnv{ws: ws.Dir, cfg: cfg, man: man, exe: exe, wants: wants, rt: rt}, nil
 }
@@ -484,9 +484,9 @@ func newImagesLoadCmd() *cobra.Command {
 			if _, err := os.Stat(in); err != nil {
 				return &exitError{2, fmt.Errorf("cannot read the bundle: %w", err)}
 			}
-			rt, err := docker.New()
+			rt, err := openRuntime(hostOf(cmd), nil)
 			if err != nil {
-				return &exitError{5, err}
+				return err
 			}
 			defer rt.Close()
 			if _, err := rt.Info(cmd.Context()); err != nil {

@@ -57,6 +57,7 @@ type globals struct {
 	logLevel  string
 	logFormat string
 	debug     bool
+	host      string // --host: the container engine's address
 }
 
 func newRoot() *cobra.Command {
@@ -89,6 +90,7 @@ func newRoot() *cobra.Command {
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", envOr("PML_LOG_LEVEL", "info"), "log level: debug, info, warn, error (env PML_LOG_LEVEL)")
 	root.PersistentFlags().StringVar(&g.logFormat, "log-format", envOr("PML_LOG_FORMAT", "auto"), "log format on stderr: auto, console, json (env PML_LOG_FORMAT)")
 	root.PersistentFlags().BoolVarP(&g.debug, "debug", "D", false, "debug logging on stderr (same as --log-level debug)")
+	root.PersistentFlags().StringVarP(&g.host, hostFlag, "H", "", "container engine address, as docker -H: unix:///path, tcp://host:2376, ssh://user@host (default: DOCKER_HOST, then the Docker context, then the well-known sockets)")
 	root.AddCommand(newStdioCmd(g), newServeCmd(g), newDoctorCmd(g), newVersionCmd(), newAgentCmd(), newShimCmd(), newImagesCmd(g), newDemoCmd(g), newRegistryCmd(g), newInitCmd(), newClientsCmd(), newCallCmd(g), newAddCmd(g), newRunCmd(g), newRemoveCmd(g), newListCmd(g), newSuperviseCmd(), newLinkSuperviseCmd())
 	markUsage(root)
 	return root
@@ -203,7 +205,7 @@ func (g *globals) project() (zerolog.Logger, workspace.Result, *config.Config, e
 	}
 	// Containers of a pml that died are reaped and what they may have
 	// written is quarantined before the configuration is read.
-	startGuard(log, ws.Dir)
+	startGuard(log, ws.Dir, g.host)
 	cfg, err := config.Load(ws.Dir, os.Getenv)
 	if err != nil {
 		return log, ws, nil, &exitError{2, err}
@@ -222,10 +224,12 @@ func (g *globals) setup() (*env, error) {
 	if err != nil {
 		return nil, err
 	}
-	rt, err := docker.New()
+	rt, err := openRuntime(g.host, cfg)
 	if err != nil {
-		return nil, &exitError{5, err}
+		return nil, err
 	}
+	ep := rt.Endpoint()
+	log.Debug().Str("endpoint", ep.Host).Str("how", ep.How()).Msg("container engine")
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, &exitError{2, fmt.Errorf("cannot find the pml executable: %w", err)}

@@ -86,6 +86,9 @@ type Sandbox struct {
 	// MaxContainers caps the containers one pml runs at once (0: the
 	// default, from the CPU count); calls beyond it queue.
 	MaxContainers int
+	// SharedPaths lists what a container engine in a VM or on another
+	// host can bind-mount (sandbox.shared_paths; nil: its defaults).
+	SharedPaths []string
 }
 
 // Pool sizes the pre-started single-use container pool, per kind of

@@ -66,6 +66,9 @@ func table(c *Config) []setting {
 		owned("mcps"), // servers.go
 		owned("private_mcps"),
 		owned("$schema"),
+		// What a container engine in a VM or on another host can mount
+		// (internal/engine); nil: the engine's defaults.
+		field("sandbox.shared_paths", kStringList, &c.Sandbox.SharedPaths, nil, decodePathList, nil),
 	}
 }
 

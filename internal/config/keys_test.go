@@ -36,6 +36,9 @@ var keyCases = []keyCase{
 	{"cloud.url", `"https://cloud.example/"`, func(c *Config) bool { return c.Cloud.URL == "https://cloud.example" }, `"ftp://x"`, "not an http:// or https:// URL"},
 	{"cloud.timeout", `"5s"`, func(c *Config) bool { return c.Cloud.Timeout == 5*time.Second }, `true`, "must be a duration string"},
 	{"registries", `["https://r.example/"]`, func(c *Config) bool { return c.RegistriesSet && c.Registries[0] == "https://r.example" }, `["https://ok.example", "nope"]`, `"nope" is not an http:// or https:// URL`},
+	{"sandbox.shared_paths", `["/Users/me/src/"]`, func(c *Config) bool {
+		return len(c.Sandbox.SharedPaths) == 1 && c.Sandbox.SharedPaths[0] == "/Users/me/src"
+	}, `["/ok", "src"]`, `"src" is not an absolute path`},
 }
 
 // doc nests value under the dotted key: {"a": {"b": value}}.
@@ -102,6 +105,7 @@ func TestAnEnvironmentVariableOverridesEveryKey(t *testing.T) {
 		"sandbox.pids": "128", "sandbox.timeout": "90s", "sandbox.idle_timeout": "1m", "sandbox.pool.min": "2",
 		"sandbox.pool.max": "8", "sandbox.max_containers": "2", "hil.timeout": "10m", "hil.require_elicitation": "true",
 		"cloud.url": "https://cloud.example/", "cloud.timeout": "5s", "registries": "https://r.example/",
+		"sandbox.shared_paths": "/Users/me/src/",
 	}
 	for _, c := range keyCases {
 		name := "PML_" + strings.ToUpper(strings.ReplaceAll(c.key, ".", "_"))

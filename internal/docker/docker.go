@@ -1,7 +1,9 @@
 // Package docker implements container.Runtime with the Docker Engine API.
 //
 // It negotiates the API version, so it works with Engine 20.10 (API 1.41,
-// what Debian ships) and newer, and it honours DOCKER_HOST.
+// what Debian ships) and newer, and it finds the engine as docker does
+// (internal/engine: --host, DOCKER_HOST, Docker contexts, well-known
+// sockets).
 package docker
 
 import (
@@ -27,6 +29,7 @@ import (
 	"github.com/docker/docker/pkg/stdcopy"
 
 	pmlc "github.com/pml-dev/pml/internal/container"
+	"github.com/pml-dev/pml/internal/engine"
 )
 
 // Runtime is the Docker implementation of container.Runtime.
@@ -37,16 +40,24 @@ type Runtime struct {
 
 	seccompOnce sync.Once
 	seccomp     bool
+
+	// ep is where the engine is; shared is sandbox.shared_paths; daemon
+	// is its info once asked (see Scope).
+	ep      engine.Endpoint
+	shared  []string
+	scopeMu sync.Mutex
+	daemon  *engine.Daemon
 }
 
-// New connects to the daemon named by the environment (DOCKER_HOST,
-// DOCKER_CERT_PATH, ...). It does not contact the daemon yet.
+// New connects to the engine the environment names (DOCKER_HOST, Docker
+// contexts, well-known sockets; see internal/engine) with no setting. It
+// does not contact the daemon yet.
 func New() (*Runtime, error) {
-	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	ep, err := engine.Resolve("", engine.OSEnv())
 	if err != nil {
-		return nil, fmt.Errorf("docker client: %w", err)
+		return nil, err
 	}
-	return &Runtime{cli: cli}, nil
+	return Open(ep, Options{})
 }
 
 // Close releases the client's connections.
@@ -150,6 +161,9 @@ func (r *Runtime) translate(ctx context.Context, spec pmlc.Spec) (*container.Con
 	if spec.User == "" {
 		// An empty user means the image default, often root: never.
 		return nil, nil, fmt.Errorf("container spec has no user: refusing to run as the image default (often root)")
+	}
+	if err := r.checkMounts(ctx, spec.Mounts); err != nil {
+		return nil, nil, err
 	}
 	labels := map[string]string{}
 	for k, v := range spec.Labels {
@@ -300,12 +314,13 @@ func (r *Runtime) Info(ctx context.Context) (pmlc.Info, error) {
 		return pmlc.Info{}, wrap("contacting the Docker daemon", err)
 	}
 	host := r.cli.DaemonHost()
+	scope, _ := r.Scope(ctx)
 	return pmlc.Info{
 		Name:             "docker",
 		ServerVersion:    v.Version,
 		APIVersion:       r.cli.ClientVersion(),
 		Endpoint:         host,
-		Remote:           !strings.HasPrefix(host, "unix://") && !strings.HasPrefix(host, "npipe://"),
+		Remote:           !scope.Local,
 		SeccompSupported: r.SeccompSupported(ctx),
 		OS:               v.Os,
 	}, nil

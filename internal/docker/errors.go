@@ -32,7 +32,7 @@ func wrap(op string, err error) error {
 		return nil
 	}
 	if daemonDown(err) {
-		return fmt.Errorf("%s: %w: the Docker daemon does not answer (%w); start it (make docker, or `sudo systemctl start docker`) or set DOCKER_HOST", op, pmlc.ErrUnavailable, err)
+		return fmt.Errorf("%s: %w: the Docker daemon does not answer (%w); %s", op, pmlc.ErrUnavailable, err, unreachable(err))
 	}
 	return fmt.Errorf("%s: %w", op, classify(err))
 }

@@ -1,0 +1,217 @@
+package engine
+
+import (
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"strings"
+
+	"github.com/pml-dev/pml/internal/errdefs"
+)
+
+// Daemon is what the engine says about itself (docker info): enough to
+// tell a desktop VM from a daemon on this machine.
+type Daemon struct {
+	OperatingSystem string // "Docker Desktop", "OrbStack", "Ubuntu 24.04 LTS"
+	Name            string // the daemon host's name: "docker-desktop", "colima", "orbstack", "lima-rancher-desktop"
+	KernelVersion   string
+}
+
+// Scope is which host paths the engine can bind-mount. A daemon on this
+// machine mounts any path (Local). A daemon in a VM (Docker Desktop,
+// Colima, OrbStack, Rancher Desktop) sees only the directories the VM
+// shares; a remote daemon sees none of this machine's files. There a
+// bind mount of any other path is not an error from the engine: it
+// mounts the VM's own (usually empty or missing) directory of that name,
+// so pml refuses it first.
+type Scope struct {
+	Local bool
+	// Engine says what runs the daemon: "Docker Desktop", "Colima", "a
+	// remote daemon at tcp://ci:2376", ...
+	Engine string
+	// Paths can be mounted (when not Local); FromSetting: they are
+	// sandbox.shared_paths rather than the engine's defaults.
+	Paths       []string
+	FromSetting bool
+	// Advice says how to share another directory with this engine.
+	Advice string
+}
+
+// SharedPathsKey is the .pml.json setting that lists what a VM or remote
+// daemon can mount (environment PML_SANDBOX_SHARED_PATHS).
+const SharedPathsKey = "sandbox.shared_paths"
+
+// NeedsDaemon reports whether Classify needs the daemon's own facts for
+// ep: a unix socket on Linux that is not a desktop VM's is a daemon on
+// this machine, decided without asking it (pml's start does not wait for
+// a request). Everything else asks once.
+func NeedsDaemon(ep Endpoint, goos string) bool {
+	if goos != "linux" {
+		return true
+	}
+	p, ok := socketPath(ep.Host)
+	return !ok || vmSocket(p) != ""
+}
+
+// Classify decides the scope of the engine at ep. d is the daemon's facts
+// (nil when NeedsDaemon said they are not needed, or they could not be
+// had); shared is sandbox.shared_paths (nil: not set).
+func Classify(ep Endpoint, d *Daemon, goos, home string, shared []string) Scope {
+	var s Scope
+	sock, isUnix := socketPath(ep.Host)
+	isPipe := strings.HasPrefix(ep.Host, "npipe://")
+	switch {
+	case !isUnix && !isPipe:
+		s = Scope{Engine: "a remote daemon at " + redact(ep.Host),
+			Advice: "a remote daemon mounts its own files, not this machine's: run pml on the daemon's host, or list in " + SharedPathsKey + " the paths that exist there with the same content (a shared network filesystem)"}
+	case isDesktop(d) || vmSocket(sock) == "Docker Desktop":
+		s = desktop(goos, home)
+	case isOrbStack(d) || vmSocket(sock) == "OrbStack":
+		// OrbStack shares the whole macOS filesystem with its VM.
+		s = Scope{Local: true, Engine: "OrbStack"}
+	case isColima(d) || vmSocket(sock) == "Colima":
+		s = Scope{Engine: "Colima", Paths: []string{home, "/tmp/colima"},
+			Advice: "add the directory to `mounts` in ~/.colima/default/colima.yaml (colima start --edit), restart Colima, and list it in " + SharedPathsKey}
+	case isRancher(d) || vmSocket(sock) == "Rancher Desktop":
+		s = Scope{Engine: "Rancher Desktop", Paths: []string{home, "/tmp/rancher-desktop"},
+			Advice: "add the directory as a mount in Rancher Desktop's lima override.yaml, restart it, and list it in " + SharedPathsKey}
+	case goos == "linux" || goos == "windows" && isPipe:
+		// A socket or pipe of this machine's own engine.
+		s = Scope{Local: true, Engine: "an engine on this machine"}
+	default:
+		// A unix socket on macOS that none of the above claims: some VM
+		// whose shares pml cannot know.
+		s = Scope{Engine: "an engine in a virtual machine", Paths: []string{home},
+			Advice: "share the directory with the engine's VM and list it in " + SharedPathsKey}
+	}
+	if !s.Local && shared != nil {
+		s.Paths, s.FromSetting = shared, true
+	}
+	return s
+}
+
+// desktop is Docker Desktop's default file sharing: on macOS /Users,
+// /Volumes, /private, /tmp and /var/folders; on Windows (WSL 2) the
+// drives; on Linux the home directory.
+func desktop(goos, home string) Scope {
+	s := Scope{Engine: "Docker Desktop",
+		Advice: "add the directory in Docker Desktop: Settings > Resources > File sharing, and list it in " + SharedPathsKey}
+	switch goos {
+	case "darwin":
+		s.Paths = []string{"/Users", "/Volumes", "/private", "/tmp", "/var/folders"}
+	case "windows":
+		s.Local = true // WSL 2 reaches every drive
+	default:
+		s.Paths = []string{home}
+	}
+	return s
+}
+
+func isDesktop(d *Daemon) bool  { return d != nil && d.OperatingSystem == "Docker Desktop" }
+func isOrbStack(d *Daemon) bool { return d != nil && (d.OperatingSystem == "OrbStack" || d.Name == "orbstack") }
+func isColima(d *Daemon) bool {
+	return d != nil && (d.Name == "colima" || strings.HasPrefix(d.Name, "colima-"))
+}
+func isRancher(d *Daemon) bool { return d != nil && d.Name == "lima-rancher-desktop" }
+
+// vmSocket names the desktop VM whose socket path p is ("" for none).
+func vmSocket(p string) string {
+	switch {
+	case p == "":
+		return ""
+	case strings.Contains(p, "/.docker/run/") || strings.Contains(p, "/.docker/desktop/"):
+		return "Docker Desktop"
+	case strings.Contains(p, "/.colima/"):
+		return "Colima"
+	case strings.Contains(p, "/.orbstack/"):
+		return "OrbStack"
+	case strings.Contains(p, "/.rd/") || strings.Contains(p, "/.lima/"):
+		return "Rancher Desktop"
+	}
+	return ""
+}
+
+func socketPath(host string) (string, bool) {
+	p, ok := strings.CutPrefix(host, "unix://")
+	return p, ok
+}
+
+// redact drops a password from an address before it is shown.
+func redact(host string) string {
+	u, err := url.Parse(host)
+	if err != nil || u.User == nil {
+		return host
+	}
+	return u.Redacted()
+}
+
+// ErrNotShared is the kind of a path the engine cannot mount: its daemon
+// runs in a VM or on another host that does not share it. It is of kind
+// unavailable: the engine cannot serve this workspace until it is shared.
+var ErrNotShared = errdefs.New(errdefs.ErrUnavailable, "path not shared with the container engine")
+
+// NotSharedError is a bind mount the engine cannot see.
+type NotSharedError struct {
+	Path  string
+	Scope Scope
+}
+
+func (e *NotSharedError) Error() string {
+	s := e.Scope
+	var can string
+	switch {
+	case len(s.Paths) == 0:
+		can = "it can mount none of this machine's paths"
+	case s.FromSetting:
+		can = fmt.Sprintf("%s lists only %s", SharedPathsKey, strings.Join(s.Paths, ", "))
+	default:
+		can = "it can mount only " + strings.Join(s.Paths, ", ")
+	}
+	return fmt.Sprintf("the container engine (%s) cannot see %s: %s, and a bind mount of anything else would show the container an empty directory, so nothing was started. Move the workspace under a shared path, or: %s (.pml.json, or PML_SANDBOX_SHARED_PATHS)",
+		s.Engine, e.Path, can, s.Advice)
+}
+
+// Is makes a NotSharedError ErrNotShared (and so of kind unavailable).
+func (e *NotSharedError) Is(target error) bool {
+	return target == ErrNotShared || target == errdefs.ErrUnavailable
+}
+
+// Check returns a *NotSharedError when path is not under one of the
+// scope's paths; a Local scope mounts anything. path must be absolute and
+// clean (a bind source).
+func (s Scope) Check(path string) error {
+	if s.Local {
+		return nil
+	}
+	for _, p := range s.Paths {
+		if within(path, p) {
+			return nil
+		}
+	}
+	return &NotSharedError{Path: path, Scope: s}
+}
+
+// Describe is the scope in one line for pml doctor.
+func (s Scope) Describe() string {
+	if s.Local {
+		return s.Engine + " shares this machine's filesystem: any path can be mounted"
+	}
+	if len(s.Paths) == 0 {
+		return s.Engine + " does not share this machine's filesystem: no path can be mounted (set " + SharedPathsKey + " to the paths it has)"
+	}
+	from := "by default"
+	if s.FromSetting {
+		from = "per " + SharedPathsKey
+	}
+	return fmt.Sprintf("%s runs in a VM or elsewhere: it can mount %s (%s)", s.Engine, strings.Join(s.Paths, ", "), from)
+}
+
+// within reports whether path is dir or below it.
+func within(path, dir string) bool {
+	dir = filepath.Clean(dir)
+	if path == dir || dir == "/" {
+		return true
+	}
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../") && !filepath.IsAbs(rel)
+}
