@@ -107,8 +107,10 @@ func desktop(goos, home string) Scope {
 	return s
 }
 
-func isDesktop(d *Daemon) bool  { return d != nil && d.OperatingSystem == "Docker Desktop" }
-func isOrbStack(d *Daemon) bool { return d != nil && (d.OperatingSystem == "OrbStack" || d.Name == "orbstack") }
+func isDesktop(d *Daemon) bool { return d != nil && d.OperatingSystem == "Docker Desktop" }
+func isOrbStack(d *Daemon) bool {
+	return d != nil && (d.OperatingSystem == "OrbStack" || d.Name == "orbstack")
+}
 func isColima(d *Daemon) bool {
 	return d != nil && (d.Name == "colima" || strings.HasPrefix(d.Name, "colima-"))
 }
