@@ -41,11 +41,9 @@ func fromContext(dir, name, why string) (Endpoint, error) {
 	if err != nil {
 		return ep, fmt.Errorf("%w: Docker context %q (%s): %w", ErrConfig, name, why, err)
 	}
-	var d *dockerEndpoint
-	if v, ok := meta.Endpoints[dockerEndpointName].(*dockerEndpoint); ok {
-		d = v
-	}
-	if d == nil || d.Host == "" {
+	// The store returns the typed endpoint by value.
+	d, _ := meta.Endpoints[dockerEndpointName].(dockerEndpoint)
+	if d.Host == "" {
 		return ep, fmt.Errorf("%w: Docker context %q (%s, %s) has no docker endpoint host; see `docker context inspect %s`", ErrConfig, name, why, ep.ContextMeta, name)
 	}
 	if err := checkHost(d.Host, fmt.Sprintf("the host of Docker context %q (%s)", name, ep.ContextMeta)); err != nil {

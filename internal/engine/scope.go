@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"net"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -61,7 +62,7 @@ func Classify(ep Endpoint, d *Daemon, goos, home string, shared []string) Scope 
 	sock, isUnix := socketPath(ep.Host)
 	isPipe := strings.HasPrefix(ep.Host, "npipe://")
 	switch {
-	case !isUnix && !isPipe:
+	case !isUnix && !isPipe && !loopback(ep.Host):
 		s = Scope{Engine: "a remote daemon at " + redact(ep.Host),
 			Advice: "a remote daemon mounts its own files, not this machine's: run pml on the daemon's host, or list in " + SharedPathsKey + " the paths that exist there with the same content (a shared network filesystem)"}
 	case isDesktop(d) || vmSocket(sock) == "Docker Desktop":
@@ -75,8 +76,11 @@ func Classify(ep Endpoint, d *Daemon, goos, home string, shared []string) Scope 
 	case isRancher(d) || vmSocket(sock) == "Rancher Desktop":
 		s = Scope{Engine: "Rancher Desktop", Paths: []string{home, "/tmp/rancher-desktop"},
 			Advice: "add the directory as a mount in Rancher Desktop's lima override.yaml, restart it, and list it in " + SharedPathsKey}
-	case goos == "linux" || goos == "windows" && isPipe:
-		// A socket or pipe of this machine's own engine.
+	case vmSocket(sock) == "Lima":
+		s = Scope{Engine: "Lima", Paths: []string{home, "/tmp/lima"},
+			Advice: "Lima mounts the home directory read-only unless its lima.yaml says `writable: true`; add the directory to `mounts` there, restart the instance, and list it in " + SharedPathsKey}
+	case goos == "linux" || goos == "windows" && isPipe || goos == "windows" && !isUnix:
+		// A socket, pipe or loopback port of this machine's own engine.
 		s = Scope{Local: true, Engine: "an engine on this machine"}
 	default:
 		// A unix socket on macOS that none of the above claims: some VM
@@ -127,10 +131,29 @@ func vmSocket(p string) string {
 		return "Colima"
 	case strings.Contains(p, "/.orbstack/"):
 		return "OrbStack"
-	case strings.Contains(p, "/.rd/") || strings.Contains(p, "/.lima/"):
+	case strings.Contains(p, "/.rd/"):
 		return "Rancher Desktop"
+	case strings.Contains(p, "/.lima/"):
+		return "Lima"
 	}
 	return ""
+}
+
+// loopback reports a tcp:// address on this machine (127.0.0.0/8,
+// localhost, ::1): a daemon there is classified as a local one (an engine
+// listening on a local port, or Docker Desktop's "expose daemon on
+// localhost:2375").
+func loopback(host string) bool {
+	u, err := url.Parse(host)
+	if err != nil || (u.Scheme != "tcp" && u.Scheme != "http" && u.Scheme != "https") {
+		return false
+	}
+	h := u.Hostname()
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
 }
 
 func socketPath(host string) (string, bool) {
