@@ -20,6 +20,10 @@ import (
 func checkEngine(ctx context.Context, host string, cfg *config.Config, ws string, add func(check)) (rt *docker.Runtime, info container.Info, ok bool) {
 	rt, err := openRuntime(host, cfg)
 	if err != nil {
+		var ee *exitError
+		if errors.As(err, &ee) {
+			err = ee.err
+		}
 		fix := "pass --host unix:///path/to/docker.sock, or set DOCKER_HOST"
 		if errors.Is(err, engine.ErrConfig) {
 			fix = "fix the Docker configuration as the message says (docker context ls; docker context use NAME), or pass --host"

@@ -36,15 +36,15 @@ func fromContext(dir, name, why string) (Endpoint, error) {
 	ep := Endpoint{Context: name, ContextMeta: filepath.Join(info.MetadataPath, "meta.json")}
 	meta, err := s.GetMetadata(name)
 	if errors.Is(err, fs.ErrNotExist) {
-		return ep, fmt.Errorf("%w: Docker context %q (%s) does not exist: no %s; see `docker context ls`, then `docker context use NAME`, or set DOCKER_HOST or pass --host", ErrConfig, name, why, ep.ContextMeta)
+		return ep, fmt.Errorf("%w: context %q (%s) does not exist: no %s; see `docker context ls`, then `docker context use NAME`, or set DOCKER_HOST or pass --host", ErrConfig, name, why, ep.ContextMeta)
 	}
 	if err != nil {
-		return ep, fmt.Errorf("%w: Docker context %q (%s): %w", ErrConfig, name, why, err)
+		return ep, fmt.Errorf("%w: context %q (%s): %w", ErrConfig, name, why, err)
 	}
 	// The store returns the typed endpoint by value.
 	d, _ := meta.Endpoints[dockerEndpointName].(dockerEndpoint)
 	if d.Host == "" {
-		return ep, fmt.Errorf("%w: Docker context %q (%s, %s) has no docker endpoint host; see `docker context inspect %s`", ErrConfig, name, why, ep.ContextMeta, name)
+		return ep, fmt.Errorf("%w: context %q (%s, %s) has no docker endpoint host; see `docker context inspect %s`", ErrConfig, name, why, ep.ContextMeta, name)
 	}
 	if err := checkHost(d.Host, fmt.Sprintf("the host of Docker context %q (%s)", name, ep.ContextMeta)); err != nil {
 		return ep, err
@@ -52,7 +52,7 @@ func fromContext(dir, name, why string) (Endpoint, error) {
 	ep.Host = d.Host
 	tls, err := contextTLS(s, name, info.TLSPath)
 	if err != nil {
-		return ep, fmt.Errorf("%w: Docker context %q (%s): reading its TLS files: %w", ErrConfig, name, why, err)
+		return ep, fmt.Errorf("%w: context %q (%s): reading its TLS files: %w", ErrConfig, name, why, err)
 	}
 	if tls != nil || d.SkipTLSVerify {
 		if tls == nil {

@@ -98,7 +98,7 @@ func (e Env) isSocket(p string) bool {
 // ErrConfig is the kind of a Docker configuration pml cannot use (a
 // config.json that does not parse, a context that does not exist): the
 // user has to fix it, retrying does not help.
-var ErrConfig = errdefs.New(errdefs.ErrInvalidInput, "docker configuration")
+var ErrConfig = errdefs.New(errdefs.ErrInvalidInput, "Docker configuration")
 
 // Resolve finds the engine endpoint. flagHost is --host ("" when not
 // given). It returns an error only for configuration pml was told to use
@@ -156,13 +156,13 @@ func currentContext(path string) (string, error) {
 		return "", nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("%w: cannot read the Docker config file %s: %w", ErrConfig, path, err)
+		return "", fmt.Errorf("%w: cannot read the config file %s: %w", ErrConfig, path, err)
 	}
 	var cfg struct {
 		CurrentContext string `json:"currentContext"`
 	}
 	if err := json.Unmarshal(data, &cfg); err != nil {
-		return "", fmt.Errorf("%w: the Docker config file %s is not valid JSON (%v): fix or remove it, or set DOCKER_HOST or DOCKER_CONTEXT, or pass --host", ErrConfig, path, err)
+		return "", fmt.Errorf("%w: the config file %s is not valid JSON (%v): fix or remove it, or set DOCKER_HOST or DOCKER_CONTEXT, or pass --host", ErrConfig, path, err)
 	}
 	return cfg.CurrentContext, nil
 }

@@ -111,9 +111,12 @@ func desktop(goos, home string) Scope {
 	return s
 }
 
-func isDesktop(d *Daemon) bool { return d != nil && d.OperatingSystem == "Docker Desktop" }
+// Docker Desktop's VM runs LinuxKit; OrbStack's kernel names itself.
+func isDesktop(d *Daemon) bool {
+	return d != nil && (d.OperatingSystem == "Docker Desktop" || strings.Contains(d.KernelVersion, "linuxkit"))
+}
 func isOrbStack(d *Daemon) bool {
-	return d != nil && (d.OperatingSystem == "OrbStack" || d.Name == "orbstack")
+	return d != nil && (d.OperatingSystem == "OrbStack" || d.Name == "orbstack" || strings.Contains(d.KernelVersion, "orbstack"))
 }
 func isColima(d *Daemon) bool {
 	return d != nil && (d.Name == "colima" || strings.HasPrefix(d.Name, "colima-"))

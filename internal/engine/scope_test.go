@@ -32,6 +32,8 @@ func TestScopeDecision(t *testing.T) {
 			local: true, ok: []string{"/opt/x"}},
 		{name: "Docker Desktop on macOS via /var/run/docker.sock", ep: unix("/var/run/docker.sock"), d: desktop, goos: "darwin", askDaemon: true,
 			engine: "Docker Desktop", ok: []string{"/Users/me/src/p", "/private/tmp/x", "/tmp/x", "/Volumes/ext/p", "/var/folders/ab/T/x"}, bad: []string{"/opt/src", "/Users2/x", "/usr/local/src"}},
+		{name: "an older Docker Desktop known by its LinuxKit kernel", ep: Endpoint{Host: "unix:///var/run/docker.sock"}, d: &Daemon{OperatingSystem: "Docker for Mac", KernelVersion: "4.9.184-linuxkit"}, goos: "darwin", askDaemon: true,
+			engine: "Docker Desktop", ok: []string{"/Users/x"}, bad: []string{"/opt/x"}},
 		{name: "Docker Desktop on macOS by its socket, engine silent", ep: unix(home + "/.docker/run/docker.sock"), goos: "darwin", askDaemon: true,
 			engine: "Docker Desktop", ok: []string{"/Users/me/p"}, bad: []string{"/opt/p"}},
 		{name: "Docker Desktop for Linux shares home", ep: unix("/home/me/.docker/desktop/docker.sock"), d: desktop, goos: "linux", askDaemon: true,
