@@ -40,8 +40,16 @@ type forwarder struct {
 
 func newForwarder(t *testing.T) *forwarder {
 	t.Helper()
+	return newForwarderAt(t, filepath.Join(t.TempDir(), "engine.sock"))
+}
+
+func newForwarderAt(t *testing.T, path string) *forwarder {
+	t.Helper()
 	target := daemonSocket(t)
-	f := &forwarder{path: filepath.Join(t.TempDir(), "engine.sock")}
+	f := &forwarder{path: path}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
 	ln, err := net.Listen("unix", f.path)
 	if err != nil {
 		t.Fatal(err)
@@ -244,5 +252,51 @@ func TestAContextThatCannotBeUsedStartsNothing(t *testing.T) {
 	}
 	if _, err := os.Stat(missing); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("%s: %v", missing, err)
+	}
+}
+
+func TestAVMEngineRefusesAWorkspaceItCannotSee(t *testing.T) {
+	// The daemon is reached at Docker Desktop's socket path under a
+	// temporary home (as Desktop's own context names it): pml takes it
+	// for Desktop's VM, which on Linux shares only the home directory.
+	// The workspace is outside it.
+	home := t.TempDir()
+	fwd := newForwarderAt(t, filepath.Join(home, ".docker", "desktop", "docker.sock"))
+	ws := newWorkspace(t, "")
+	ws.write("hello.txt", "hello from a shared path")
+	cfg := filepath.Join(home, ".docker")
+	dockerCLI(t, cfg, "context", "create", "desktop-linux", "--docker", "host=unix://"+fwd.path)
+	env := []string{"HOME=" + home, "DOCKER_HOST=", "DOCKER_CONTEXT=desktop-linux", "DOCKER_CONFIG=" + cfg}
+
+	r := runCLI(t, ws.Dir, env, "", "doctor", "--format", "json")
+	if status, detail, _ := doctorCheck(t, r, "endpoint"); status != "ok" || !strings.Contains(detail, "DOCKER_CONTEXT=desktop-linux") {
+		t.Errorf("endpoint check: %s %q", status, detail)
+	}
+	if status, detail, fix := doctorCheck(t, r, "mounts"); status != "fail" || !strings.Contains(detail, home) || !strings.Contains(detail, ws.Dir) || !strings.Contains(fix, "File sharing") {
+		t.Errorf("mounts check: %s %q fix %q", status, detail, fix)
+	}
+
+	r = runCLI(t, ws.Dir, env, "", "call", "filesystem:read_file", `{"path": "hello.txt"}`, "--log-level", "error")
+	out := callJSON(t, r)
+	for _, want := range []string{"Docker Desktop", ws.Dir, "cannot see", "sandbox.shared_paths", "nothing was started"} {
+		if !strings.Contains(out.Text, want) {
+			t.Errorf("text %q lacks %q", out.Text, want)
+		}
+	}
+	if r.code != 5 {
+		t.Errorf("exit %d, want 5", r.code)
+	}
+	if n := len(containersOf(t, ws.Dir)); n != 0 {
+		t.Errorf("%d containers started", n)
+	}
+	if fwd.conns.Load() == 0 {
+		t.Error("pml did not use the Docker Desktop socket")
+	}
+
+	// Told that the daemon sees the workspace (it does: it is the same
+	// machine), pml runs the call.
+	r = runCLI(t, ws.Dir, append(env, "PML_SANDBOX_SHARED_PATHS="+filepath.Dir(ws.Dir)), "", "call", "filesystem:read_file", `{"path": "hello.txt"}`, "--log-level", "error")
+	if out := callJSON(t, r); r.code != 0 || out.Text != "hello from a shared path" {
+		t.Fatalf("with shared_paths: exit %d %+v\nstderr:\n%s", r.code, out, r.stderr)
 	}
 }
