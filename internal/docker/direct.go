@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 	"github.com/rs/zerolog"
 
 	pmlc "github.com/pml-dev/pml/internal/container"
+	"github.com/pml-dev/pml/internal/engine"
 	"github.com/pml-dev/pml/internal/shim"
 )
 
@@ -53,8 +55,10 @@ func (r *Runtime) directFor(spec pmlc.Spec) bool {
 		return false
 	}
 	d.checkOnce.Do(func() {
-		if host := r.cli.DaemonHost(); !strings.HasPrefix(host, "unix://") {
-			d.unusable = fmt.Errorf("the Docker daemon at %s is not on this machine", host)
+		// A socket crosses no VM boundary: only an engine known to be on
+		// this machine (internal/engine) gets the direct path.
+		if host := r.cli.DaemonHost(); engine.NeedsDaemon(r.ep, runtime.GOOS) {
+			d.unusable = fmt.Errorf("the Docker daemon at %s may not be on this machine (a VM or another host)", host)
 		} else {
 			d.unusable = shim.CheckBinary(d.exe)
 		}

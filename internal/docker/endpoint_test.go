@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/rs/zerolog"
+
 	pmlc "github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/engine"
 	"github.com/pml-dev/pml/internal/errdefs"
@@ -147,5 +149,24 @@ func TestUnreachableNamesTheEndpointAndHowItWasChosen(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("%v\nlacks %q", err, want)
 		}
+	}
+}
+
+func TestNoDirectStdioThroughAVM(t *testing.T) {
+	// A unix socket does not cross into Docker Desktop's VM nor to
+	// another host: pooled servers there use the attach stream.
+	for _, host := range []string{"unix:///home/me/.docker/desktop/docker.sock", "unix:///Users/me/.colima/default/docker.sock", "tcp://127.0.0.1:2375", "ssh://me@build.invalid"} {
+		rt, err := Open(engine.Endpoint{Host: host}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rt.UseDirectStdio("/nonexistent/pml", zerolog.Nop())
+		if rt.directFor(pmlc.Spec{DirectStdio: true, Image: "x"}) {
+			t.Errorf("%s: the direct path was chosen", host)
+		}
+		if err := rt.direct.unusable; err == nil || !strings.Contains(err.Error(), "may not be on this machine") {
+			t.Errorf("%s: unusable = %v", host, err)
+		}
+		rt.Close()
 	}
 }
