@@ -12,6 +12,8 @@ import (
 	"io"
 	"log"
 	"math/big"
+	"os"
+	"path/filepath"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -84,6 +86,40 @@ func TestAContextsTLSFilesAreUsed(t *testing.T) {
 	ep.TLS = &engine.TLS{CA: []byte("not PEM"), Dir: "/cfg/contexts/tls/x/docker"}
 	if _, err := Open(ep, Options{}); err == nil || !strings.Contains(err.Error(), "/cfg/contexts/tls/x/docker/ca.pem") {
 		t.Fatalf("bad ca.pem: %v", err)
+	}
+}
+
+func TestDockerHostKeepsTheTLSEnvironment(t *testing.T) {
+	// DOCKER_HOST with DOCKER_CERT_PATH and DOCKER_TLS_VERIFY, as docker
+	// reads them: ca.pem, cert.pem and key.pem in that directory.
+	certPEM, keyPEM, cert := clientCert(t)
+	srv := httptest.NewUnstartedServer(&vmDaemon{info: map[string]any{"Name": "tls"}})
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	srv.TLS = &tls.Config{ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool, MinVersion: tls.VersionTLS12}
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	srv.StartTLS()
+	defer srv.Close()
+	dir := t.TempDir()
+	for name, b := range map[string][]byte{
+		"ca.pem":   pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}),
+		"cert.pem": certPEM, "key.pem": keyPEM,
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("DOCKER_HOST", "tcp://"+strings.TrimPrefix(srv.URL, "https://"))
+	t.Setenv("DOCKER_CERT_PATH", dir)
+	t.Setenv("DOCKER_TLS_VERIFY", "1")
+	t.Setenv("DOCKER_CONTEXT", "")
+	rt, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	if _, err := rt.Info(context.Background()); err != nil {
+		t.Fatalf("Info with DOCKER_CERT_PATH: %v", err)
 	}
 }
 
