@@ -267,13 +267,13 @@ func (e Endpoint) Unreachable() string {
 	}
 	switch e.Source {
 	case FromFlag:
-		b.WriteString("; start the engine there or pass another --host")
+		b.WriteString("; start it, or pass another --host")
 	case FromDockerHost:
-		b.WriteString("; start the engine there, or unset DOCKER_HOST to use the current Docker context")
+		b.WriteString("; start it, or unset DOCKER_HOST to use the current Docker context")
 	case FromEnvContext, FromConfig:
-		fmt.Fprintf(&b, "; start the engine of context %q, or choose another one (docker context ls; docker context use NAME), or pass --host", e.Context)
+		fmt.Fprintf(&b, "; start it (the engine of Docker context %q), or choose another context (docker context ls; docker context use NAME), or pass --host", e.Context)
 	default:
-		b.WriteString("; start Docker (Docker Desktop, Colima, OrbStack, `sudo systemctl start docker`, or `podman system service`), or point pml at it with --host, DOCKER_HOST or `docker context use`")
+		b.WriteString("; start it (Docker Desktop, Colima, OrbStack, `make docker` or `sudo systemctl start docker`, `podman system service`), or point pml at the engine with --host, DOCKER_HOST or `docker context use`")
 	}
 	return b.String()
 }
