@@ -195,7 +195,7 @@ func (e *NotSharedError) Error() string {
 	default:
 		can = "it can mount only " + strings.Join(s.Paths, ", ")
 	}
-	return fmt.Sprintf("the container engine (%s) cannot see %s: %s, and a bind mount of anything else would show the container an empty directory, so nothing was started. Move the workspace under a shared path, or: %s (.pml.json, or PML_SANDBOX_SHARED_PATHS)",
+	return fmt.Sprintf("the container engine (%s) cannot see %s: %s, and a bind mount of anything else would show the container an empty directory, so nothing was started. Move it under a shared path, or: %s (.pml.json, or PML_SANDBOX_SHARED_PATHS)",
 		s.Engine, e.Path, can, s.Advice)
 }
 
