@@ -107,6 +107,7 @@ func restartOnly(old, cur config.Sandbox) []string {
 		{"sandbox.pool", old.Pool != cur.Pool},
 		{"sandbox.max_containers", old.MaxContainers != cur.MaxContainers},
 		{"sandbox.idle_timeout", old.IdleTimeout != cur.IdleTimeout},
+		{"sandbox.shared_paths", !slices.Equal(old.SharedPaths, cur.SharedPaths)}, // the runtime is opened with them
 	} {
 		if k.changed {
 			keys = append(keys, k.key)
