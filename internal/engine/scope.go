@@ -27,6 +27,8 @@ type Daemon struct {
 // so pml refuses it first.
 type Scope struct {
 	Local bool
+	// Remote: the daemon is on another host (not in a VM of this one).
+	Remote bool
 	// Engine says what runs the daemon: "Docker Desktop", "Colima", "a
 	// remote daemon at tcp://ci:2376", ...
 	Engine string
@@ -63,7 +65,7 @@ func Classify(ep Endpoint, d *Daemon, goos, home string, shared []string) Scope 
 	isPipe := strings.HasPrefix(ep.Host, "npipe://")
 	switch {
 	case !isUnix && !isPipe && !loopback(ep.Host):
-		s = Scope{Engine: "a remote daemon at " + redact(ep.Host),
+		s = Scope{Remote: true, Engine: "a remote daemon at " + redact(ep.Host),
 			Advice: "a remote daemon mounts its own files, not this machine's: run pml on the daemon's host, or list in " + SharedPathsKey + " the paths that exist there with the same content (a shared network filesystem)"}
 	case isDesktop(d) || vmSocket(sock) == "Docker Desktop":
 		s = desktop(goos, home)
@@ -231,7 +233,11 @@ func (s Scope) Describe() string {
 	if s.FromSetting {
 		from = "per " + SharedPathsKey
 	}
-	return fmt.Sprintf("%s runs in a VM or elsewhere: it can mount %s (%s)", s.Engine, strings.Join(s.Paths, ", "), from)
+	where := "runs in a VM"
+	if s.Remote {
+		where = "is on another host"
+	}
+	return fmt.Sprintf("%s %s: it can mount %s (%s)", s.Engine, where, strings.Join(s.Paths, ", "), from)
 }
 
 // within reports whether path is dir or below it.
