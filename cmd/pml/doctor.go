@@ -165,6 +165,7 @@ func doctor(ctx context.Context) []check {
 	if info.Remote {
 		add(check{"fail", "docker host", fmt.Sprintf("%s is a remote daemon: bind mounts name the daemon's filesystem, so the workspace %s is not there and tools would see an empty directory", info.Endpoint, ws.Dir), "run pml on the Docker host itself, or unset DOCKER_HOST"})
 	}
+	out = append(out, checkEngineLimits(info)...) // doctor_podman.go
 	if info.SeccompSupported {
 		add(check{"ok", "seccomp", "the daemon applies its default seccomp profile to pml's containers", ""})
 	} else {

@@ -37,6 +37,13 @@ type Runtime struct {
 
 	seccompOnce sync.Once
 	seccomp     bool
+
+	// What the engine is (podman.go), learnt once it answers: the user
+	// namespace containers get, and the facts pml doctor and the broker
+	// report (with the version).
+	engineMu    sync.Mutex
+	factsKnown  bool
+	engineFacts engineFacts
 }
 
 // New connects to the daemon named by the environment (DOCKER_HOST,
@@ -190,6 +197,11 @@ func (r *Runtime) translate(ctx context.Context, spec pmlc.Spec) (*container.Con
 			PidsLimit:  &pids,
 		},
 	}
+	userns, err := r.usernsMode(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	host.UsernsMode = container.UsernsMode(userns)
 	if pol.NoNewPrivileges {
 		host.SecurityOpt = append(host.SecurityOpt, "no-new-privileges:true")
 	}
@@ -295,19 +307,24 @@ func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
 
 // Info describes the daemon.
 func (r *Runtime) Info(ctx context.Context) (pmlc.Info, error) {
-	v, err := r.cli.ServerVersion(ctx)
+	eng, err := r.facts(ctx)
 	if err != nil {
-		return pmlc.Info{}, wrap("contacting the Docker daemon", err)
+		return pmlc.Info{}, err
 	}
 	host := r.cli.DaemonHost()
 	return pmlc.Info{
 		Name:             "docker",
-		ServerVersion:    v.Version,
+		Engine:           eng.name(),
+		Rootless:         eng.rootless,
+		CgroupVersion:    eng.cgroupVersion,
+		Unenforced:       eng.unenforced,
+		UsernsMode:       eng.usernsMode(),
+		ServerVersion:    eng.version,
 		APIVersion:       r.cli.ClientVersion(),
 		Endpoint:         host,
 		Remote:           !strings.HasPrefix(host, "unix://") && !strings.HasPrefix(host, "npipe://"),
 		SeccompSupported: r.SeccompSupported(ctx),
-		OS:               v.Os,
+		OS:               eng.os,
 	}, nil
 }
 
