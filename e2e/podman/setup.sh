@@ -97,10 +97,10 @@ up() {
   log "starting podman system service as $USER_NAME (log: $LOG)"
   touch "$LOG"
   chown "$USER_NAME" "$LOG"
-  # setsid: the service outlives this script and make, in a session of its
-  # own that a terminal's hangup does not reach.
-  as setsid podman system service --time=0 "unix://$(sock)" >>"$LOG" 2>&1 </dev/null &
-  echo $! >"$(pidfile)"
+  # The shell writes its own pid, then becomes the service: the pid file
+  # names the service itself (runuser stays in between as its parent).
+  as sh -c 'echo $$ >"$0"; exec podman system service --time=0 "$1"' "$(pidfile)" "unix://$(sock)" \
+    >>"$LOG" 2>&1 </dev/null &
   for _ in $(seq 1 120); do
     if answers; then
       log "the Podman service of $USER_NAME answers at $(sock) ($(as podman --version))"
@@ -118,10 +118,18 @@ stop_service() {
   pf=$(pidfile)
   [ -f "$pf" ] || return 0
   pid=$(cat "$pf")
-  # Only the process this script started, and only if it is still Podman.
-  if [ -n "$pid" ] && grep -q podman "/proc/$pid/cmdline" 2>/dev/null; then
-    kill "$pid" 2>/dev/null || true
-    for _ in $(seq 1 20); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
+  # Only the process this script started, and only if it is still the
+  # service (a pid is reused once its process is gone).
+  if [ -n "$pid" ] && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q '^podman system service'; then
+    # Rootless Podman re-executes itself inside the user namespace: the
+    # child serves the socket, and a signal to the parent does not reach it.
+    local pids
+    pids="$pid $(pgrep -P "$pid" | tr '\n' ' ')"
+    # shellcheck disable=SC2086
+    kill $pids 2>/dev/null || true
+    for p in $pids; do
+      for _ in $(seq 1 20); do kill -0 "$p" 2>/dev/null || break; sleep 0.25; done
+    done
   fi
   rm -f "$pf"
 }
