@@ -95,7 +95,7 @@ bench: images
 # creates that user on first use (e2e/podman/setup.sh; about a minute of
 # tests after that). Needs root (sudo otherwise). podman-down stops the
 # service.
-test-podman: build
+test-podman: build images-test
 	$(SUDO) env PATH="$(PATH)" GO=$(GO) PML_BIN=$(CURDIR)/$(BIN) bash e2e/podman/run.sh
 
 podman-down:

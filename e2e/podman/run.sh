@@ -15,11 +15,19 @@ GO=${GO:-go}
 
 # The slice tests (read, write, shell, network, timeouts, cancel, reaping;
 # each checks at cleanup that no container is left) and the Podman ones.
-default_run='^(TestPodman.*|TestReadInsideTheWorkspace|TestReadsAndWritesOutsideAreRefusedAndChangeNothing|TestAWrittenFileBelongsToTheContainerUser|TestShellSeesOnlyLoopbackAndCannotReachTheHost|TestShellReportsExitCodeAndStderr|TestACallPastItsTimeoutIsKilledAndReported|TestACancelledCallKillsItsContainer|TestLeftoversOfAKilledPMLAreReapedByTheNextStart|TestAClientThatDisconnectsMidCallCancelsIt)$'
+default_run='^(TestPodman.*|TestReadInsideTheWorkspace|TestReadsAndWritesOutsideAreRefusedAndChangeNothing|TestAWrittenFileBelongsToTheContainerUser|TestShellSeesOnlyLoopbackAndCannotReachTheHost|TestShellReportsExitCodeAndStderr|TestACallPastItsTimeoutIsKilledAndReported|TestACancelledCallKillsItsContainer|TestLeftoversOfAKilledPMLAreReapedByTheNextStart|TestAClientThatDisconnectsMidCallCancelsIt|TestRealGoSDKServers)$'
 run=${PODMAN_RUN:-$default_run}
 
 bash "$here/setup.sh" up
 eval "$(bash "$here/setup.sh" env)"
+
+# The real MCP servers' images (make images-test builds them in Docker):
+# into the user's Podman storage, as a user would `podman load` them.
+for img in pml-test/everything:1.8.0 pml-test/memory:1.8.0; do
+  if docker image inspect "$img" >/dev/null 2>&1 && ! bash "$here/setup.sh" has-image "$img"; then
+    docker save "$img" | bash "$here/setup.sh" load
+  fi
+done
 
 dir=$(mktemp -d /tmp/pml-podman-e2e-XXXXXX)
 trap 'rm -rf "$dir"' EXIT

@@ -9,11 +9,13 @@
 #                              answers is left alone.
 #   e2e/podman/setup.sh down   stop the service this script started.
 #   e2e/podman/setup.sh env    print the variables the tests need (sourceable).
+#   e2e/podman/setup.sh load   load an image archive from stdin (docker save)
+#                              into the user's storage; has-image REF: is it there.
 #
 # The socket is $XDG_RUNTIME_DIR/podman/podman.sock, where Podman itself puts
-# it; the service log is $LOG. Images are not copied from Docker: pml builds
-# the toolbox image and `pml images build` the shell image through the
-# Podman socket, as a user's first run would.
+# it; the service log is $LOG. pml builds the toolbox image and `pml images
+# build` the shell image through the Podman socket, as a user's first run
+# would; run.sh loads the test servers' images from Docker.
 set -euo pipefail
 
 USER_NAME=${PML_PODMAN_USER:-pmlpodman}
@@ -151,5 +153,8 @@ case "${1:-up}" in
   up) up ;;
   down) down ;;
   env) env_vars ;;
-  *) log "usage: $0 [up|down|env]"; exit 2 ;;
+  # load: an image archive on stdin (docker save) into the user's storage.
+  load) as podman load -q >&2 ;;
+  has-image) as podman image exists "$2" ;;
+  *) log "usage: $0 [up|down|env|load|has-image REF]"; exit 2 ;;
 esac

@@ -66,7 +66,7 @@ const createTimeout = 60 * time.Second
 // that asks for DirectStdio gets it when the direct path works (see
 // UseDirectStdio), else the attach stream.
 func (r *Runtime) Start(ctx context.Context, spec pmlc.Spec, streams pmlc.Streams) (pmlc.Process, error) {
-	if r.directFor(spec) {
+	if r.directFor(spec) && r.ownCgroups(ctx) {
 		p, err := r.startDirect(ctx, spec, streams)
 		if err == nil || !isFallback(ctx, err) {
 			return p, err

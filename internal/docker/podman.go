@@ -227,3 +227,15 @@ func (f engineFacts) name() string {
 	}
 	return n
 }
+
+// ownCgroups reports whether the engine gives each container a cgroup of
+// its own. The direct stdio path (direct.go) needs it: pml accepts a
+// connection on a container's socket only from a process in that
+// container's cgroup. Rootless Podman on cgroup v1 leaves containers in
+// the user's own cgroup, where a process of the user could pass for one,
+// so its servers use the attach stream (and no doomed attempt is made per
+// image first).
+func (r *Runtime) ownCgroups(ctx context.Context) bool {
+	f, err := r.facts(ctx)
+	return err != nil || !(f.podman && f.rootless && f.cgroupVersion == "1")
+}
