@@ -42,6 +42,8 @@ type Runtime struct {
 	// namespace containers get, and the facts pml doctor and the broker
 	// report (with the version).
 	engineMu    sync.Mutex
+	pinged      bool
+	podman      bool
 	factsKnown  bool
 	engineFacts engineFacts
 }

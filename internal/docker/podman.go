@@ -60,13 +60,12 @@ func (r *Runtime) facts(ctx context.Context) (engineFacts, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, engineTimeout)
 	defer cancel()
-	resp, err := r.get(ctx, "/_ping")
+	pv, err := r.libpodVersion(ctx)
 	if err != nil {
-		return engineFacts{}, wrap("contacting the Docker daemon", err)
+		return engineFacts{}, err
 	}
-	resp.Body.Close()
 	var f engineFacts
-	if pv := resp.Header.Get(libpodHeader); pv != "" {
+	if pv != "" {
 		f, err = r.podmanFacts(ctx)
 		f.version = pv
 		f.os = "linux" // Podman runs Linux containers (in a VM off Linux)
@@ -84,8 +83,40 @@ func (r *Runtime) facts(ctx context.Context) (engineFacts, error) {
 // Podman (the invoking user's uid is itself in the container, so the
 // files tools write are theirs), the engine's default elsewhere.
 func (r *Runtime) usernsMode(ctx context.Context) (string, error) {
+	podman, err := r.isPodman(ctx)
+	if err != nil || !podman {
+		// Docker's default, without asking for the rest of its facts.
+		return "", err
+	}
 	f, err := r.facts(ctx)
 	return f.usernsMode(), err
+}
+
+// isPodman pings the engine once: Podman adds its own header.
+func (r *Runtime) isPodman(ctx context.Context) (bool, error) {
+	r.engineMu.Lock()
+	defer r.engineMu.Unlock()
+	if r.pinged {
+		return r.podman, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, engineTimeout)
+	defer cancel()
+	pv, err := r.libpodVersion(ctx)
+	if err != nil {
+		return false, err
+	}
+	r.podman, r.pinged = pv != "", true
+	return r.podman, nil
+}
+
+// libpodVersion is Podman's version from /_ping's header, "" for Docker.
+func (r *Runtime) libpodVersion(ctx context.Context) (string, error) {
+	resp, err := r.get(ctx, "/_ping")
+	if err != nil {
+		return "", wrap("contacting the Docker daemon", err)
+	}
+	resp.Body.Close()
+	return resp.Header.Get(libpodHeader), nil
 }
 
 // dockerFacts reads Docker's Info, which reports rootless mode as a
