@@ -100,8 +100,8 @@ func procStatus(t *testing.T, pid int) map[string]string {
 // TestPodmanFilesBelongToTheUserAndThePolicyHolds: what a tool writes in
 // the workspace belongs to the person who ran pml, and the container's
 // process, seen from the host, is that person too (never uid 0, nor a
-// subordinate uid), with no capability, no new privileges, only lo and a
-// read-only root.
+// subordinate uid), with no capability, no new privileges, a seccomp
+// filter, only lo and a read-only root.
 func TestPodmanFilesBelongToTheUserAndThePolicyHolds(t *testing.T) {
 	ws := newWorkspace(t, allowAll)
 	s := startSession(t, ws)
@@ -146,6 +146,9 @@ func TestPodmanFilesBelongToTheUserAndThePolicyHolds(t *testing.T) {
 	}
 	if ps["NoNewPrivs"] != "1" {
 		t.Errorf("NoNewPrivs = %q", ps["NoNewPrivs"])
+	}
+	if ps["Seccomp"] != "2" { // 2: a filter is in force
+		t.Errorf("Seccomp = %q: no syscall filter", ps["Seccomp"])
 	}
 	out = <-done
 	if !strings.Contains(out, "done") || !strings.Contains(out, "Read-only file system") {

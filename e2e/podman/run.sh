@@ -42,4 +42,5 @@ runuser -u "$PML_PODMAN_USER" -- env -i \
   PATH=/usr/local/bin:/usr/bin:/bin HOME="$home" USER="$PML_PODMAN_USER" LOGNAME="$PML_PODMAN_USER" \
   XDG_RUNTIME_DIR="$PML_PODMAN_RUNTIME_DIR" DOCKER_HOST="$PML_PODMAN_HOST" \
   PML_BIN="$dir/pml" TMPDIR="$dir" \
-  "$dir/e2e.test" -test.count=1 -test.timeout=10m -test.run "$run" "$@" </dev/null
+  "$dir/e2e.test" -test.count=1 -test.timeout=10m -test.v -test.run "$run" "$@" </dev/null |
+  grep --line-buffered -v -E '^=== (RUN|PAUSE|CONT|NAME)'
