@@ -47,8 +47,8 @@ const libpodHeader = "Libpod-Api-Version"
 const engineTimeout = 10 * time.Second
 
 // facts are what the engine is, learnt once (a failed attempt is not
-// kept: the next call asks again). Every container start needs them (the
-// user namespace), so they are learnt cheaply: Podman's /version and
+// kept: the next call asks again). A container start on Podman needs
+// them (the user namespace), so they are learnt cheaply: Podman's /version and
 // /info take a second or more each (they gather the state of the whole
 // system) and its /_ping does not; a Podman on this machine's own unix
 // socket is described from the socket and the host's cgroup file system.
