@@ -11,7 +11,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 export PATH := /usr/local/go/bin:$(PATH)
 
-.PHONY: all build docker images images-node images-test images-deno registry-bin demo test unit e2e vet fmt-check bench clean
+.PHONY: all build docker images images-node images-test images-deno registry-bin demo test unit e2e vet fmt-check bench clean test-podman podman-down
 
 all: build
 
@@ -76,6 +76,7 @@ fmt-check:
 # Every test: unit tests and the e2e suite against the real daemon.
 test: images registry-bin vet fmt-check
 	PML_BIN=$(CURDIR)/$(BIN) $(GO) test -race -count=1 -timeout 15m ./...
+	$(MAKE) --no-print-directory test-podman
 
 unit:
 	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v /e2e)
@@ -87,6 +88,18 @@ e2e: images registry-bin
 # side in one run (a few minutes); raw samples in bench/tmp/ (not committed).
 bench: images
 	PML_BIN=$(CURDIR)/$(BIN) PML_BENCH_OUT=$(CURDIR)/bench $(GO) test -run '^$$' -bench '^BenchmarkReport$$' -benchtime 1x -count 1 -timeout 30m ./e2e
+
+# The slice e2e tests and the Podman ones (build tag podman) through
+# rootless Podman, as the ordinary user pmlpodman against its own
+# `podman system service` socket: installs Debian's podman and uidmap and
+# creates that user on first use (e2e/podman/setup.sh; about a minute of
+# tests after that). Needs root (sudo otherwise). podman-down stops the
+# service.
+test-podman: build images-test
+	$(SUDO) env PATH="$(PATH)" GO=$(GO) PML_BIN=$(CURDIR)/$(BIN) bash e2e/podman/run.sh
+
+podman-down:
+	$(SUDO) bash e2e/podman/setup.sh down
 
 clean:
 	rm -rf bin

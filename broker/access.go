@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -19,6 +20,9 @@ type access struct {
 	workspace string // "none", "read-only" or "read-write"
 	env       []string
 	network   string
+	// limits is "" when the engine enforces the policy's resource limits,
+	// else what it does not (sandbox.limitsNote).
+	limits string
 }
 
 // accessOf describes the container a tool runs in; ok is false for tools
@@ -78,6 +82,7 @@ func (b *Broker) describeAccess(tool string, ctx map[string]any) string {
 	if !ok {
 		return ""
 	}
+	a.limits = b.sb.limitsNote(context.Background())
 	return accessSentence(a, ctx)
 }
 
@@ -90,6 +95,11 @@ func accessSentence(a access, ctx map[string]any) string {
 	ctx["workspace_access"] = a.workspace
 	ctx["env"] = append([]string{}, a.env...)
 	ctx["network"] = a.network
-	return fmt.Sprintf(" It runs in a container of the image %s; workspace access: %s; environment variables (names only): %s; network: %s.",
-		a.image, a.workspace, env, a.network)
+	limits := ""
+	if a.limits != "" {
+		ctx["limits"] = a.limits
+		limits = "; limits: " + a.limits
+	}
+	return fmt.Sprintf(" It runs in a container of the image %s; workspace access: %s; environment variables (names only): %s; network: %s%s.",
+		a.image, a.workspace, env, a.network, limits)
 }

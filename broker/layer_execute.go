@@ -43,6 +43,10 @@ func (b *Broker) runTool(ctx context.Context, c *Call, name string, args map[str
 	if res.blocked {
 		decision = audit.PathBlocked
 	}
-	c.note(audit.Entry{Tool: entry.def.Name, Decision: decision, Pattern: pattern, WorkflowID: workflowID, ExitStatus: status, ArgKeys: audit.Keys(args)})
+	e := audit.Entry{Tool: entry.def.Name, Decision: decision, Pattern: pattern, WorkflowID: workflowID, ExitStatus: status, ArgKeys: audit.Keys(args)}
+	if _, inContainer := b.accessOf(entry.def.Name); inContainer {
+		e.Limits = b.sb.limitsNote(ctx)
+	}
+	c.note(e)
 	return res
 }

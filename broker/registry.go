@@ -261,7 +261,9 @@ func (b *Broker) integrityApproval(wf *workflow) Approval {
 	// What the new version's container would get, as for any approval
 	// (access.go): its image, workspace access, variable names, network.
 	if cfg, err := registry.ServerConfig(ch.entry); err == nil {
-		a.Description += accessSentence(b.serverAccess(cfg), a.Context)
+		acc := b.serverAccess(cfg)
+		acc.limits = b.sb.limitsNote(context.Background())
+		a.Description += accessSentence(acc, a.Context)
 	}
 	return a
 }

@@ -35,6 +35,8 @@ type sandbox struct {
 	// of this pml goes through it.
 	rt   container.Runtime
 	pool *container.Pool
+	// limits: which resource limits the engine ignores (limits.go).
+	limits engineLimits
 	// guard watches pml's own files that a container could create
 	// (internal/protect); session holds the long-lived servers' exposures.
 	guard   *protect.Guard
@@ -71,6 +73,9 @@ func newSandbox(o Options, pol policies.Policy, owner container.Owner) *sandbox 
 	// link (New checked it: safefs.CheckStateDir).
 	_ = safefs.MkdirAll(o.Workspace, ".pml", 0o755)
 	sb.guard = protect.New(o.Workspace, owner.Labels(), o.Logger)
+	// Learn in the background what the engine does not enforce (a second
+	// or two on Podman), before the first call needs to say it.
+	go sb.limitsNote(context.Background())
 	return sb
 }
 

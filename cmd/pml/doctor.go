@@ -155,6 +155,7 @@ func doctor(ctx context.Context, host string) []check {
 	defer rt.Close()
 	ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
+	out = append(out, checkEngineLimits(info)...) // doctor_podman.go
 	if info.SeccompSupported {
 		add(check{"ok", "seccomp", "the daemon applies its default seccomp profile to pml's containers", ""})
 	} else {

@@ -53,6 +53,10 @@ type Entry struct {
 	ArgKeys    []string `json:"arg_keys,omitempty"`
 	// Reason is pml's own short explanation (never argument values).
 	Reason string `json:"reason,omitempty"`
+	// Limits, for a call that ran in a container, says which of the
+	// policy's resource limits the engine did not enforce ("not enforced:
+	// …"); absent when it enforced them all.
+	Limits string `json:"limits,omitempty"`
 }
 
 // Log appends entries to a file. Safe for concurrent use; the zero value

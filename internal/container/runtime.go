@@ -129,6 +129,18 @@ type Info struct {
 	Remote           bool // the daemon's filesystem is not this machine's
 	SeccompSupported bool
 	OS               string
+	// Engine names the engine: "Docker Engine", "Podman", with "rootless "
+	// in front when it runs as an ordinary user.
+	Engine        string
+	Rootless      bool
+	CgroupVersion string // "1", "2" or "" (not said)
+	// Unenforced names the policy's resource limits the engine ignores
+	// ("memory", "cpus", "pids"; rootless engines on cgroup v1 ignore all
+	// three): pml must not claim them (see LimitsNote).
+	Unenforced []string
+	// UsernsMode is the user namespace pml's containers get ("keep-id" on
+	// rootless Podman; "" the engine's default).
+	UsernsMode string
 }
 
 // Runtime starts containers: it is what a container engine must provide

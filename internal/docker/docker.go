@@ -47,6 +47,15 @@ type Runtime struct {
 	shared  []string
 	scopeMu sync.Mutex
 	daemon  *engine.Daemon
+
+	// What the engine is (podman.go), learnt once it answers: the user
+	// namespace containers get, and the facts pml doctor and the broker
+	// report (with the version).
+	engineMu    sync.Mutex
+	pinged      bool
+	podman      bool
+	factsKnown  bool
+	engineFacts engineFacts
 }
 
 // New connects to the engine the environment names (DOCKER_HOST, Docker
@@ -70,7 +79,7 @@ const createTimeout = 60 * time.Second
 // that asks for DirectStdio gets it when the direct path works (see
 // UseDirectStdio), else the attach stream.
 func (r *Runtime) Start(ctx context.Context, spec pmlc.Spec, streams pmlc.Streams) (pmlc.Process, error) {
-	if r.directFor(spec) {
+	if r.directFor(spec) && r.ownCgroups(ctx) {
 		p, err := r.startDirect(ctx, spec, streams)
 		if err == nil || !isFallback(ctx, err) {
 			return p, err
@@ -204,6 +213,11 @@ func (r *Runtime) translate(ctx context.Context, spec pmlc.Spec) (*container.Con
 			PidsLimit:  &pids,
 		},
 	}
+	userns, err := r.usernsMode(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	host.UsernsMode = container.UsernsMode(userns)
 	if pol.NoNewPrivileges {
 		host.SecurityOpt = append(host.SecurityOpt, "no-new-privileges:true")
 	}
@@ -309,20 +323,25 @@ func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
 
 // Info describes the daemon.
 func (r *Runtime) Info(ctx context.Context) (pmlc.Info, error) {
-	v, err := r.cli.ServerVersion(ctx)
+	eng, err := r.facts(ctx)
 	if err != nil {
-		return pmlc.Info{}, wrap("contacting the Docker daemon", err)
+		return pmlc.Info{}, err
 	}
 	host := r.cli.DaemonHost()
 	scope, _ := r.Scope(ctx)
 	return pmlc.Info{
 		Name:             "docker",
-		ServerVersion:    v.Version,
+		Engine:           eng.name(),
+		Rootless:         eng.rootless,
+		CgroupVersion:    eng.cgroupVersion,
+		Unenforced:       eng.unenforced,
+		UsernsMode:       eng.usernsMode(),
+		ServerVersion:    eng.version,
 		APIVersion:       r.cli.ClientVersion(),
 		Endpoint:         host,
 		Remote:           !scope.Local,
 		SeccompSupported: r.SeccompSupported(ctx),
-		OS:               v.Os,
+		OS:               eng.os,
 	}, nil
 }
 

@@ -1,0 +1,50 @@
+package broker
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// engineLimits remembers which of the policy's resource limits the engine
+// does not enforce (rootless engines on cgroup v1 ignore memory, CPU and
+// pids limits), so that what pml says of a call's policy never claims
+// them: approvals and audit entries carry the note.
+type engineLimits struct {
+	// note is container.Info.LimitsNote once the engine answered.
+	note   atomic.Pointer[string]
+	warned sync.Once
+}
+
+// limitsInfoTimeout bounds the one Info request that learns the note.
+const limitsInfoTimeout = 5 * time.Second
+
+// limitsNote is "" when the engine enforces every limit of the policy,
+// else what it does not ("not enforced: rootless Podman on cgroup v1
+// ignores the memory, cpus, pids limits"). Asked once of the engine; an
+// engine that does not answer yet gives "" (no container runs on it
+// either) and is asked again next time.
+func (s *sandbox) limitsNote(ctx context.Context) string {
+	if p := s.limits.note.Load(); p != nil {
+		return *p
+	}
+	if s.rt == nil {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), limitsInfoTimeout)
+	defer cancel()
+	info, err := s.rt.Info(ctx)
+	if err != nil {
+		return ""
+	}
+	n := info.LimitsNote()
+	s.limits.note.Store(&n)
+	if n != "" {
+		s.limits.warned.Do(func() {
+			s.log.Warn().Str("engine", info.Engine).Strs("unenforced", info.Unenforced).
+				Msg("resource limits " + n + ": a tool can use all the memory, CPU and processes the user may (pml doctor)")
+		})
+	}
+	return n
+}
