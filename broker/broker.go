@@ -35,7 +35,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -324,10 +323,8 @@ func effectivePolicy(s config.Sandbox) (policies.Policy, error) {
 // workspace owner.
 func chooseUser(explicit, ws string) string {
 	owner := container.Nobody
-	if st, err := os.Stat(ws); err == nil {
-		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
-			owner = container.Ident{UID: int(sys.Uid), GID: int(sys.Gid)}
-		}
+	if id, ok := fileOwner(ws); ok {
+		owner = id
 	}
 	return container.ChooseUser(explicit, container.Ident{UID: os.Geteuid(), GID: os.Getegid()}, owner)
 }

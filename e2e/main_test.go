@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package e2e drives the built `pml` binary against the real Docker daemon:
 // real containers, real mounts, real network namespaces. Nothing here is
 // faked. Every container the tests cause carries pml's labels with the
