@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -99,13 +100,36 @@ func buildPML(out, version string) error {
 	if version != "" {
 		ld += " -X main.version=" + version
 	}
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", ld, "-o", out, "./cmd/pml")
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("%v\n%s", err, b)
+	// The in-container program for this machine (the daemon's) is built
+	// with the same version, so its digest, and the toolbox tag, are new,
+	// and put where internal/inside embeds it through a build overlay
+	// (the source tree is left alone).
+	tmp, err := os.MkdirTemp("", "pml-build-")
+	if err != nil {
+		return err
 	}
-	return nil
+	defer os.RemoveAll(tmp)
+	prog := filepath.Join(tmp, "pml-inside")
+	run := func(env []string, args ...string) error {
+		cmd := exec.Command("go", args...)
+		cmd.Dir = root
+		cmd.Env = append(append(os.Environ(), "CGO_ENABLED=0"), env...)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, b)
+		}
+		return nil
+	}
+	if err := run([]string{"GOOS=linux"}, "build", "-tags", "pml_inside", "-trimpath", "-ldflags", ld, "-o", prog, "./cmd/pml-inside"); err != nil {
+		return err
+	}
+	overlay, _ := json.Marshal(map[string]any{"Replace": map[string]string{
+		filepath.Join(root, "internal", "inside", "programs", "pml-inside-linux-"+runtime.GOARCH): prog,
+	}})
+	ov := filepath.Join(tmp, "overlay.json")
+	if err := os.WriteFile(ov, overlay, 0o600); err != nil {
+		return err
+	}
+	return run(nil, "build", "-overlay", ov, "-trimpath", "-ldflags", ld, "-o", out, "./cmd/pml")
 }
 
 // workspace is a temporary project directory owned by testUID.

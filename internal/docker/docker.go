@@ -59,7 +59,7 @@ const createTimeout = 60 * time.Second
 // that asks for DirectStdio gets it when the direct path works (see
 // UseDirectStdio), else the attach stream.
 func (r *Runtime) Start(ctx context.Context, spec pmlc.Spec, streams pmlc.Streams) (pmlc.Process, error) {
-	if r.directFor(spec) {
+	if r.directFor(ctx, spec) {
 		p, err := r.startDirect(ctx, spec, streams)
 		if err == nil || !isFallback(ctx, err) {
 			return p, err
@@ -308,6 +308,7 @@ func (r *Runtime) Info(ctx context.Context) (pmlc.Info, error) {
 		Remote:           !strings.HasPrefix(host, "unix://") && !strings.HasPrefix(host, "npipe://"),
 		SeccompSupported: r.SeccompSupported(ctx),
 		OS:               v.Os,
+		Architecture:     v.Arch,
 	}, nil
 }
 
