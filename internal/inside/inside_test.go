@@ -30,7 +30,7 @@ func TestEngineArchitecturesMapToGoNames(t *testing.T) {
 
 func TestAMissingProgramSaysToRunMakeBuild(t *testing.T) {
 	fsys := fstest.MapFS{
-		"programs/README":                {Data: []byte("x")},
+		"programs/README":                 {Data: []byte("x")},
 		"programs/pml-inside-linux-amd64": {Data: []byte("amd64 program")},
 	}
 	if b, err := lookup(fsys, "amd64"); err != nil || string(b) != "amd64 program" {
