@@ -176,12 +176,8 @@ func doctor(ctx context.Context) []check {
 	if cfg != nil {
 		shell = cfg.Sandbox.ShellImage
 	}
-	if ok, err := rt.ImageExists(ictx, shell); err != nil {
-		add(check{"fail", "shell image", err.Error(), ""})
-	} else if ok {
-		add(check{"ok", "shell image", shell + " present", ""})
-	} else {
-		add(check{"fail", "shell image", shell + " missing: shell:exec cannot run", "make images (builds it from Debian's busybox-static)"})
+	for _, c := range checkLocalImages(ictx, rt, info, shell) {
+		add(c)
 	}
 	if cfg != nil {
 		for _, c := range checkServerImages(ictx, rt, cfg.Servers) {
