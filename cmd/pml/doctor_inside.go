@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -17,9 +18,9 @@ func checkInside(ctx context.Context, rt *docker.Runtime) []check {
 	src := insideSource(rt)
 	p, err := src.Program(ctx)
 	if err != nil {
-		fix := "make build (it builds the in-container programs, then pml)"
-		if !strings.Contains(err.Error(), "make build") && len(inside.Embedded()) > 0 {
-			fix = ""
+		fix := ""
+		if errors.Is(err, inside.ErrMissing) {
+			fix = "make build (it builds the in-container programs, then pml)"
 		}
 		return []check{{"fail", "in-container", err.Error() + fmt.Sprintf(" (this pml carries it for: %s)", embeddedList()), fix}}
 	}

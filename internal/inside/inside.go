@@ -49,7 +49,7 @@ var Arches = []string{"amd64", "arm64"}
 func FileName(arch string) string { return "pml-inside-linux-" + arch }
 
 // ErrMissing: this pml was built without the program (a plain `go build`).
-var ErrMissing = errors.New("program missing")
+var ErrMissing = errors.New("pml's in-container program is missing")
 
 // NormalizeArch turns an engine's architecture name (Docker's version
 // answer gives Go names; its info answer, like uname, gives x86_64 and
@@ -72,7 +72,7 @@ func Lookup(arch string) ([]byte, error) { return lookup(embedded, arch) }
 func lookup(fsys fs.FS, arch string) ([]byte, error) {
 	b, err := fs.ReadFile(fsys, "programs/"+FileName(arch))
 	if errors.Is(err, fs.ErrNotExist) || (err == nil && len(b) == 0) {
-		return nil, fmt.Errorf("%w: this pml was built without its in-container program for linux/%s (a plain `go build`); build pml with `make build`", ErrMissing, arch)
+		return nil, fmt.Errorf("%w: this pml was built without it for linux/%s (a plain `go build`); build pml with `make build`", ErrMissing, arch)
 	}
 	return b, err
 }
