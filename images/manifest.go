@@ -23,7 +23,7 @@ const ManifestEnv = "PML_IMAGES_MANIFEST"
 var unknownFieldRE = lazyre.New(`field (\S+) not found in type \S+`)
 
 // ExePlaceholder in a manifest ref stands for the toolbox tag of the
-// running pml executable (see Toolbox.Ref).
+// in-container program for the daemon's architecture (see Toolbox.Ref).
 const ExePlaceholder = "{exe}"
 
 // Sources of an image.
@@ -191,7 +191,7 @@ func (p Pinned) resolve(exeTag func() (string, error)) (Ref, error) {
 	ref := p.Ref
 	if strings.Contains(ref, ExePlaceholder) {
 		if exeTag == nil {
-			return Ref{}, fmt.Errorf("image %s: %s needs the pml executable", p.Name, ExePlaceholder)
+			return Ref{}, fmt.Errorf("image %s: %s needs pml's in-container program", p.Name, ExePlaceholder)
 		}
 		tag, err := exeTag()
 		if err != nil {

@@ -38,7 +38,7 @@ type Result struct {
 // Engine (and Progress, or nothing is shown).
 type Puller struct {
 	Engine Engine
-	// BuildToolbox builds the toolbox image from the pml executable.
+	// BuildToolbox builds the toolbox image from pml's in-container program.
 	BuildToolbox func(ctx context.Context) (string, error)
 	// Parallel bounds concurrent pulls (default 3): enough to overlap
 	// registry round trips without starving a small host's disk and CPU.
