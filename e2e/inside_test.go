@@ -182,3 +182,34 @@ func imageFiles(t *testing.T, ref, ws string) map[string][]byte {
 	}
 	return files
 }
+
+// TestAPMLBuiltWithoutTheProgramSaysToRunMakeBuild: a plain `go build` of
+// pml (no in-container program embedded) still serves what needs no
+// container, and a call that needs one fails with an error naming make
+// build, not an engine failure or a hang.
+func TestAPMLBuiltWithoutTheProgramSaysToRunMakeBuild(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "pml")
+	if err := buildPMLWith(bin, "", false); err != nil {
+		t.Fatal(err)
+	}
+	ws := newWorkspace(t, allowAll)
+	ws.write("a.txt", "x")
+	if out, err := exec.Command(bin, "version").CombinedOutput(); err != nil || !strings.HasPrefix(string(out), "pml ") {
+		t.Fatalf("version: %v %s", err, out)
+	}
+	cmd := exec.Command(bin, "call", "filesystem:read_file", `{"path": "a.txt"}`)
+	cmd.Dir = ws.Dir
+	cmd.Env = append(os.Environ(), "PML_WORKSPACE="+ws.Dir)
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 5 || !strings.Contains(string(out), "in-container program is missing") || !strings.Contains(string(out), "make build") {
+		t.Errorf("read_file without the program: %v\n%s", err, out)
+	}
+	doc := exec.Command(bin, "doctor")
+	doc.Dir = ws.Dir
+	doc.Env = cmd.Env
+	dout, _ := doc.CombinedOutput()
+	if !strings.Contains(string(dout), "in-container") || !strings.Contains(string(dout), "fix: make build") {
+		t.Errorf("doctor does not say to run make build:\n%s", dout)
+	}
+}

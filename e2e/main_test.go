@@ -91,7 +91,11 @@ func run(m *testing.M) int {
 
 // buildPML builds a static pml; version changes the binary (and so the
 // toolbox image tag) when set.
-func buildPML(out, version string) error {
+func buildPML(out, version string) error { return buildPMLWith(out, version, true) }
+
+// buildPMLWith builds pml; without withInside it embeds no in-container
+// program at all, as a plain `go build ./cmd/pml` of a fresh clone.
+func buildPMLWith(out, version string, withInside bool) error {
 	root, err := filepath.Abs("..")
 	if err != nil {
 		return err
@@ -119,12 +123,20 @@ func buildPML(out, version string) error {
 		}
 		return nil
 	}
-	if err := run([]string{"GOOS=linux"}, "build", "-tags", "pml_inside", "-trimpath", "-ldflags", ld, "-o", prog, "./cmd/pml-inside"); err != nil {
-		return err
+	programs := filepath.Join(root, "internal", "inside", "programs")
+	replace := map[string]string{}
+	if withInside {
+		if err := run([]string{"GOOS=linux"}, "build", "-tags", "pml_inside", "-trimpath", "-ldflags", ld, "-o", prog, "./cmd/pml-inside"); err != nil {
+			return err
+		}
+		replace[filepath.Join(programs, "pml-inside-linux-"+runtime.GOARCH)] = prog
+	} else {
+		// An empty replacement deletes the file from the build's view.
+		for _, a := range []string{"amd64", "arm64"} {
+			replace[filepath.Join(programs, "pml-inside-linux-"+a)] = ""
+		}
 	}
-	overlay, _ := json.Marshal(map[string]any{"Replace": map[string]string{
-		filepath.Join(root, "internal", "inside", "programs", "pml-inside-linux-"+runtime.GOARCH): prog,
-	}})
+	overlay, _ := json.Marshal(map[string]any{"Replace": replace})
 	ov := filepath.Join(tmp, "overlay.json")
 	if err := os.WriteFile(ov, overlay, 0o600); err != nil {
 		return err
