@@ -22,13 +22,16 @@ build: inside
 
 # The program that runs inside pml's containers (toolbox agent, stdio shim,
 # supervisors): static, small (-tags pml_inside leaves the MCP SDK out), one
-# per daemon architecture, written where internal/inside embeds it.
+# per daemon architecture, in bin/, and gzipped (-n: the same bytes every
+# build) where internal/inside embeds it.
 INSIDE_DIR   := internal/inside/programs
 INSIDE_ARCHS := amd64 arm64
 inside:
 	@for a in $(INSIDE_ARCHS); do \
 	  CGO_ENABLED=0 GOOS=linux GOARCH=$$a $(GO) build -tags pml_inside -trimpath -ldflags '-s -w' \
-	    -o $(INSIDE_DIR)/pml-inside-linux-$$a ./cmd/pml-inside || exit 1; done
+	    -o bin/pml-inside-linux-$$a ./cmd/pml-inside && \
+	  gzip -9n -c bin/pml-inside-linux-$$a > $(INSIDE_DIR)/.pml-inside-linux-$$a.gz.tmp && \
+	  mv $(INSIDE_DIR)/.pml-inside-linux-$$a.gz.tmp $(INSIDE_DIR)/pml-inside-linux-$$a.gz || exit 1; done
 
 # pml for every platform it supports, each vetted (so a Linux-only system
 # call cannot slip back in), into dist/; the linux/arm64 one is run under

@@ -8,6 +8,8 @@
 package e2e
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -129,11 +131,14 @@ func buildPMLWith(out, version string, withInside bool) error {
 		if err := run([]string{"GOOS=linux"}, "build", "-tags", "pml_inside", "-trimpath", "-ldflags", ld, "-o", prog, "./cmd/pml-inside"); err != nil {
 			return err
 		}
-		replace[filepath.Join(programs, "pml-inside-linux-"+runtime.GOARCH)] = prog
+		if err := gzipFile(prog, prog+".gz"); err != nil {
+			return err
+		}
+		replace[filepath.Join(programs, "pml-inside-linux-"+runtime.GOARCH+".gz")] = prog + ".gz"
 	} else {
 		// An empty replacement deletes the file from the build's view.
 		for _, a := range []string{"amd64", "arm64"} {
-			replace[filepath.Join(programs, "pml-inside-linux-"+a)] = ""
+			replace[filepath.Join(programs, "pml-inside-linux-"+a+".gz")] = ""
 		}
 	}
 	overlay, _ := json.Marshal(map[string]any{"Replace": replace})
@@ -142,6 +147,23 @@ func buildPMLWith(out, version string, withInside bool) error {
 		return err
 	}
 	return run(nil, "build", "-overlay", ov, "-trimpath", "-ldflags", ld, "-o", out, "./cmd/pml")
+}
+
+// gzipFile writes src gzipped to dst, as the Makefile embeds programs.
+func gzipFile(src, dst string) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	var z bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&z, gzip.BestCompression)
+	if _, err := zw.Write(b); err != nil {
+		return err
+	}
+	if err := zw.Close(); err != nil {
+		return err
+	}
+	return os.WriteFile(dst, z.Bytes(), 0o644)
 }
 
 // workspace is a temporary project directory owned by testUID.

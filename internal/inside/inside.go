@@ -5,18 +5,22 @@
 // for macOS or Windows is not a Linux program, and even a Linux pml would
 // be the wrong architecture for some daemons.
 //
-// The program is written once to the user's cache directory (outside any
-// workspace), named by its digest, atomically; the toolbox image, the
+// The program is embedded gzipped, and written once to the user's cache
+// directory (outside any workspace), named by its digest, atomically; the toolbox image, the
 // shim mount and the supervisor mount all use that file.
 package inside
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"embed"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -35,9 +39,10 @@ type Program struct {
 	Arch string
 	// Path is the extracted file on this machine.
 	Path string
-	// Digest is the hex sha256 of its content.
+	// Digest is the hex sha256 of its embedded (gzipped) copy: it names
+	// the extracted file and tags the toolbox image.
 	Digest string
-	// Size is its size in bytes.
+	// Size is its size in bytes, extracted.
 	Size int64
 }
 
@@ -45,8 +50,8 @@ type Program struct {
 var Arches = []string{"amd64", "arm64"}
 
 // FileName is the name of the program for arch in programs/ (what the
-// Makefile writes).
-func FileName(arch string) string { return "pml-inside-linux-" + arch }
+// Makefile writes), gzipped: it is a third of the size there.
+func FileName(arch string) string { return "pml-inside-linux-" + arch + ".gz" }
 
 // ErrMissing: this pml was built without the program (a plain `go build`).
 var ErrMissing = errors.New("pml's in-container program is missing")
@@ -66,22 +71,39 @@ func NormalizeArch(a string) (string, error) {
 	return "", fmt.Errorf("the container engine runs on %s; pml's in-container program exists for linux/amd64 and linux/arm64 only", a)
 }
 
-// Lookup returns the embedded program for arch (a Go name).
+// Lookup returns the embedded program for arch (a Go name), gzipped.
 func Lookup(arch string) ([]byte, error) { return lookup(embedded, arch) }
 
 func lookup(fsys fs.FS, arch string) ([]byte, error) {
 	b, err := fs.ReadFile(fsys, "programs/"+FileName(arch))
-	if errors.Is(err, fs.ErrNotExist) || (err == nil && len(b) == 0) {
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%w: this pml was built without it for linux/%s (a plain `go build`); build pml with `make build`", ErrMissing, arch)
 	}
 	return b, err
+}
+
+// Decompress returns the program of a gzipped copy; a copy that does not
+// decompress (a build that stopped half-way) is ErrMissing.
+func Decompress(arch string, blob []byte) ([]byte, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(blob))
+	var b []byte
+	if err == nil {
+		b, err = io.ReadAll(zr)
+	}
+	if err == nil && len(b) == 0 {
+		err = errors.New("empty")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: the copy of it for linux/%s in this pml is damaged (%v); build pml with `make build`", ErrMissing, arch, err)
+	}
+	return b, nil
 }
 
 // Embedded lists the architectures this pml carries the program for.
 func Embedded() []string {
 	var out []string
 	for _, a := range Arches {
-		if _, err := Lookup(a); err == nil {
+		if _, err := fs.Stat(embedded, "programs/"+FileName(a)); err == nil {
 			out = append(out, a)
 		}
 	}
@@ -102,18 +124,33 @@ func CacheDir(getenv func(string) string) (string, error) {
 	return filepath.Join(d, "pml", "inside"), nil
 }
 
-// Extract writes content for arch into dir as <digest>/pml-inside, unless
-// that file is already there with this content, and returns it. The write
-// is atomic (a temporary file renamed into place), so a crash or a
-// concurrent pml never leaves a partial program where another pml would
-// mount it.
-func Extract(dir, arch string, content []byte) (Program, error) {
-	sum := sha256.Sum256(content)
+// Extract writes the program of blob (its gzipped copy) for arch into dir
+// as <digest>-linux-<arch>/pml-inside, unless it is there already, and
+// returns it. The name is the sha256 of blob, so that a pml that finds
+// its program extracted (every run but the first) hashes 1 MB and
+// decompresses nothing; a file of another size than the program's is
+// written again. The write is atomic (a temporary file renamed into
+// place), so a crash or a concurrent pml never leaves a partial program
+// where another pml would mount it.
+func Extract(dir, arch string, blob []byte) (Program, error) {
+	if len(blob) < 18 {
+		return Program{}, fmt.Errorf("%w: the copy of it for linux/%s in this pml is damaged (%d bytes); build pml with `make build`", ErrMissing, arch, len(blob))
+	}
+	sum := sha256.Sum256(blob)
 	digest := hex.EncodeToString(sum[:])
-	p := Program{Arch: arch, Digest: digest, Size: int64(len(content)),
+	// A gzip stream ends with the size of what it holds (RFC 1952, ISIZE).
+	size := int64(binary.LittleEndian.Uint32(blob[len(blob)-4:]))
+	p := Program{Arch: arch, Digest: digest, Size: size,
 		Path: filepath.Join(dir, digest[:32]+"-linux-"+arch, "pml-inside")}
-	if same(p.Path, digest) {
+	if st, err := os.Lstat(p.Path); err == nil && st.Mode().IsRegular() && st.Size() == size {
 		return p, nil
+	}
+	content, err := Decompress(arch, blob)
+	if err != nil {
+		return Program{}, err
+	}
+	if int64(len(content)) != size {
+		return Program{}, fmt.Errorf("%w: the copy of it for linux/%s in this pml is damaged (size); build pml with `make build`", ErrMissing, arch)
 	}
 	if err := os.MkdirAll(filepath.Dir(p.Path), 0o755); err != nil {
 		return Program{}, fmt.Errorf("writing pml's in-container program: %w", err)
@@ -141,16 +178,6 @@ func Extract(dir, arch string, content []byte) (Program, error) {
 		return Program{}, fmt.Errorf("writing pml's in-container program %s: %w", p.Path, err)
 	}
 	return p, nil
-}
-
-// same reports whether path holds content of this digest.
-func same(path, digest string) bool {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return false
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:]) == digest
 }
 
 // Engine is what Source asks the architecture of.

@@ -1,7 +1,12 @@
 package inside
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
+	"crypto/sha256"
+	"debug/elf"
+	"encoding/hex"
 	"errors"
 	"os"
 	"path/filepath"
@@ -30,20 +35,24 @@ func TestEngineArchitecturesMapToGoNames(t *testing.T) {
 
 func TestAMissingProgramSaysToRunMakeBuild(t *testing.T) {
 	fsys := fstest.MapFS{
-		"programs/README":                 {Data: []byte("x")},
-		"programs/pml-inside-linux-amd64": {Data: []byte("amd64 program")},
+		"programs/README":                    {Data: []byte("x")},
+		"programs/pml-inside-linux-amd64.gz": {Data: gz(t, "amd64 program")},
 	}
-	if b, err := lookup(fsys, "amd64"); err != nil || string(b) != "amd64 program" {
-		t.Fatalf("amd64: %q, %v", b, err)
+	if b, err := lookup(fsys, "amd64"); err != nil {
+		t.Fatalf("amd64: %v", err)
+	} else if c, err := Decompress("amd64", b); err != nil || string(c) != "amd64 program" {
+		t.Fatalf("amd64: %q, %v", c, err)
 	}
 	_, err := lookup(fsys, "arm64")
 	if !errors.Is(err, ErrMissing) || !strings.Contains(err.Error(), "make build") || !strings.Contains(err.Error(), "linux/arm64") {
 		t.Fatalf("arm64 missing: %v", err)
 	}
-	// An empty file (a failed build that left one) is missing too.
-	fsys["programs/pml-inside-linux-arm64"] = &fstest.MapFile{}
-	if _, err := lookup(fsys, "arm64"); !errors.Is(err, ErrMissing) {
-		t.Fatalf("empty arm64: %v", err)
+	// A cut or empty copy (a build that stopped half-way) is missing
+	// too, and says so.
+	for _, bad := range [][]byte{nil, gz(t, "arm64 program")[:20], gz(t, "")} {
+		if _, err := Extract(t.TempDir(), "arm64", bad); !errors.Is(err, ErrMissing) || !strings.Contains(err.Error(), "make build") {
+			t.Fatalf("damaged arm64 (%d bytes): %v", len(bad), err)
+		}
 	}
 }
 
@@ -51,22 +60,40 @@ func TestAMissingProgramSaysToRunMakeBuild(t *testing.T) {
 // it holds depends on whether make build ran: each file present is the
 // program its name says.
 func TestTheEmbeddedProgramsAreNamedForTheirArchitecture(t *testing.T) {
+	machines := map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}
 	for _, a := range Embedded() {
-		b, err := Lookup(a)
-		if err != nil || len(b) < 4 || string(b[:4]) != "\x7fELF" {
-			t.Errorf("%s: not an ELF program (%d bytes, %v)", a, len(b), err)
+		blob, err := Lookup(a)
+		if err != nil {
+			t.Fatal(err)
 		}
+		p, err := Extract(t.TempDir(), a, blob)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := elf.Open(p.Path)
+		if err != nil {
+			t.Fatalf("%s: %v", a, err)
+		}
+		if f.Machine != machines[a] {
+			t.Errorf("%s: the program is for %s", a, f.Machine)
+		}
+		f.Close()
 	}
 }
 
 func TestExtractWritesOnceByDigestAndRepairsADamagedCopy(t *testing.T) {
 	dir := t.TempDir()
-	p, err := Extract(dir, "arm64", []byte("program v1"))
+	v1 := gz(t, "program v1")
+	p, err := Extract(dir, "arm64", v1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(p.Path, dir) || !strings.Contains(p.Path, p.Digest[:32]) || !strings.Contains(p.Path, "linux-arm64") || p.Size != 10 {
+	sum := sha256.Sum256(v1)
+	if !strings.HasPrefix(p.Path, dir) || p.Digest != hex.EncodeToString(sum[:]) || !strings.Contains(p.Path, p.Digest[:32]) || !strings.Contains(p.Path, "linux-arm64") || p.Size != 10 {
 		t.Fatalf("program: %+v", p)
+	}
+	if b, _ := os.ReadFile(p.Path); string(b) != "program v1" {
+		t.Fatalf("content %q", b)
 	}
 	st, err := os.Stat(p.Path)
 	if err != nil || st.Mode().Perm() != 0o555 {
@@ -74,7 +101,7 @@ func TestExtractWritesOnceByDigestAndRepairsADamagedCopy(t *testing.T) {
 	}
 	// Once there, it is not written again.
 	before := st.ModTime()
-	again, err := Extract(dir, "arm64", []byte("program v1"))
+	again, err := Extract(dir, "arm64", v1)
 	if err != nil || again != p {
 		t.Fatalf("again: %+v %v", again, err)
 	}
@@ -82,18 +109,18 @@ func TestExtractWritesOnceByDigestAndRepairsADamagedCopy(t *testing.T) {
 		t.Error("the program was rewritten")
 	}
 	// Another content: another file, the first one stays.
-	v2, err := Extract(dir, "arm64", []byte("program v2"))
+	v2, err := Extract(dir, "arm64", gz(t, "program v2"))
 	if err != nil || v2.Path == p.Path {
 		t.Fatalf("v2: %+v %v", v2, err)
 	}
-	// A damaged copy (not the digest its name says) is replaced.
+	// A cut copy (a write that did not go through rename) is replaced.
 	if err := os.Chmod(p.Path, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(p.Path, []byte("tampered"), 0o755); err != nil {
+	if err := os.WriteFile(p.Path, []byte("prog"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Extract(dir, "arm64", []byte("program v1")); err != nil {
+	if _, err := Extract(dir, "arm64", v1); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(p.Path); string(b) != "program v1" {
@@ -126,8 +153,8 @@ func testSource(t *testing.T, e *engine) *Source {
 		return ""
 	}, lookup: func(arch string) ([]byte, error) {
 		return lookup(fstest.MapFS{
-			"programs/pml-inside-linux-amd64": {Data: []byte("amd64 program")},
-			"programs/pml-inside-linux-arm64": {Data: []byte("arm64 program")},
+			"programs/pml-inside-linux-amd64.gz": {Data: gz(t, "amd64 program")},
+			"programs/pml-inside-linux-arm64.gz": {Data: gz(t, "arm64 program")},
 		}, arch)
 	}}
 }
@@ -170,4 +197,17 @@ func TestTheSourceAsksAgainAfterTheEngineFailedButNotAfterAMissingProgram(t *tes
 	if e2.calls != 1 {
 		t.Errorf("a lasting failure asked the engine %d times", e2.calls)
 	}
+}
+
+func gz(t *testing.T, s string) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	if _, err := zw.Write([]byte(s)); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
 }
