@@ -11,13 +11,54 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 export PATH := /usr/local/go/bin:$(PATH)
 
-.PHONY: all build docker images images-node images-test images-deno registry-bin demo test unit e2e vet fmt-check bench clean test-podman podman-down
+.PHONY: all build inside cross dist qemu-user docker images images-node images-test images-deno registry-bin demo test unit e2e vet fmt-check bench clean test-podman podman-down
 
 all: build
 
-# A static binary: the toolbox image is built FROM scratch from it.
-build:
+# pml embeds its in-container program (cmd/pml-inside) for both Linux
+# architectures, so the two are built first.
+build: inside
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/pml
+
+# The program that runs inside pml's containers (toolbox agent, stdio shim,
+# supervisors): static, small (-tags pml_inside leaves the MCP SDK out), one
+# per daemon architecture, in bin/, and gzipped (-n: the same bytes every
+# build) where internal/inside embeds it.
+INSIDE_DIR   := internal/inside/programs
+INSIDE_ARCHS := amd64 arm64
+inside:
+	@for a in $(INSIDE_ARCHS); do \
+	  CGO_ENABLED=0 GOOS=linux GOARCH=$$a $(GO) build -tags pml_inside -trimpath -ldflags '-s -w' \
+	    -o bin/pml-inside-linux-$$a ./cmd/pml-inside && \
+	  gzip -9n -c bin/pml-inside-linux-$$a > $(INSIDE_DIR)/.pml-inside-linux-$$a.gz.tmp && \
+	  mv $(INSIDE_DIR)/.pml-inside-linux-$$a.gz.tmp $(INSIDE_DIR)/pml-inside-linux-$$a.gz || exit 1; done
+
+# pml for every platform it supports, each vetted (so a Linux-only system
+# call cannot slip back in), into dist/; the linux/arm64 one is run under
+# qemu-user-static (Debian's, installed when missing) and must print its
+# version.
+PLATFORMS := darwin/arm64 darwin/amd64 linux/arm64 linux/amd64 windows/amd64
+DIST      := dist
+cross: inside qemu-user
+	@set -e; mkdir -p $(DIST); for t in $(PLATFORMS); do \
+	  os=$${t%/*}; arch=$${t#*/}; ext=; [ $$os = windows ] && ext=.exe; \
+	  echo "cross: pml for $$t, go vet" >&2; \
+	  GOOS=$$os GOARCH=$$arch CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(DIST)/pml-$$os-$$arch$$ext ./cmd/pml; \
+	  GOOS=$$os GOARCH=$$arch $(GO) vet ./...; done
+	@out=$$(qemu-aarch64-static $(DIST)/pml-linux-arm64 version) || { echo "cross: pml-linux-arm64 version failed under qemu-aarch64-static: $$out" >&2; exit 1; }; \
+	case "$$out" in *"$(VERSION)"*linux/arm64*|*linux/arm64*"$(VERSION)"*) echo "cross: linux/arm64 under qemu: $$(echo "$$out" | tr '\n' ' ')" >&2;; \
+	  *) echo "cross: pml-linux-arm64 version under qemu printed no \"$(VERSION)\" and linux/arm64: $$out" >&2; exit 1;; esac
+
+# The five binaries and their checksums (dist/ is not committed).
+dist: cross
+	cd $(DIST) && sha256sum pml-darwin-arm64 pml-darwin-amd64 pml-linux-arm64 pml-linux-amd64 pml-windows-amd64.exe > SHA256SUMS
+	@cat $(DIST)/SHA256SUMS
+
+qemu-user:
+	@command -v qemu-aarch64-static >/dev/null || { \
+	  echo "installing Debian's qemu-user-static to run the linux/arm64 pml" >&2; \
+	  $(SUDO) apt-get update -qq >&2 && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq qemu-user-static >&2; }
 
 # Start a Docker engine when none answers (installs Debian's docker.io if needed).
 docker:
@@ -74,7 +115,7 @@ fmt-check:
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 # Every test: unit tests and the e2e suite against the real daemon.
-test: images registry-bin vet fmt-check
+test: images registry-bin vet fmt-check cross
 	PML_BIN=$(CURDIR)/$(BIN) $(GO) test -race -count=1 -timeout 15m ./...
 	$(MAKE) --no-print-directory test-podman
 
@@ -102,4 +143,4 @@ podman-down:
 	$(SUDO) bash e2e/podman/setup.sh down
 
 clean:
-	rm -rf bin
+	rm -rf bin $(DIST) $(INSIDE_DIR)/pml-inside-linux-*

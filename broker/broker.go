@@ -35,7 +35,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -46,6 +45,7 @@ import (
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/deps"
+	"github.com/pml-dev/pml/internal/inside"
 	"github.com/pml-dev/pml/internal/safefs"
 	"github.com/pml-dev/pml/internal/toolbox"
 	"github.com/pml-dev/pml/policies"
@@ -97,8 +97,11 @@ type Options struct {
 	Workspace string
 	Config    *config.Config
 	Runtime   container.Runtime
-	// Exe is the pml executable the toolbox image is built from.
-	Exe string
+	// Inside gives pml's in-container program (cmd/pml-inside) for the
+	// daemon's architecture: the toolbox image is built from it and it
+	// is mounted as the shell and Deno supervisor. nil: extracted from
+	// this pml (internal/inside) for Runtime's architecture.
+	Inside func(context.Context) (inside.Program, error)
 	// Owner labels every container (defaults to container.Self()).
 	Owner  *container.Owner
 	Logger zerolog.Logger
@@ -176,7 +179,7 @@ func New(o Options) (*Broker, error) {
 	}
 	b.base, b.cancelBase = context.WithCancel(context.Background())
 	b.runs = &codeRuns{sb: sb, hil: o.Config.HIL.Timeout, idle: o.Config.Sandbox.IdleTimeout, base: b.base, call: b.Call}
-	fs := toolboxExec{sb: sb, image: &images.Toolbox{Runtime: o.Runtime, Exe: o.Exe}}
+	fs := toolboxExec{sb: sb, image: &images.Toolbox{Runtime: o.Runtime, Program: sb.inside}}
 	for _, t := range toolbox.Filesystem {
 		b.tools.add(t, fs)
 	}
@@ -324,10 +327,8 @@ func effectivePolicy(s config.Sandbox) (policies.Policy, error) {
 // workspace owner.
 func chooseUser(explicit, ws string) string {
 	owner := container.Nobody
-	if st, err := os.Stat(ws); err == nil {
-		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
-			owner = container.Ident{UID: int(sys.Uid), GID: int(sys.Gid)}
-		}
+	if id, ok := fileOwner(ws); ok {
+		owner = id
 	}
 	return container.ChooseUser(explicit, container.Ident{UID: os.Geteuid(), GID: os.Getegid()}, owner)
 }

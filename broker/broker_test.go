@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -21,6 +22,7 @@ import (
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/container/containertest"
+	"github.com/pml-dev/pml/internal/inside"
 	"github.com/pml-dev/pml/internal/toolbox"
 )
 
@@ -207,14 +209,21 @@ func newFixtureIn(t testing.TB, ws string) *fixture {
 	return newBrokerIn(t, ws, &inProcess{})
 }
 
+// testInside stands for pml's in-container program: the fake runtime
+// runs the agent in-process, so only the toolbox tag is read from it. The
+// test binary is no static program, so shell and Deno get no supervisor.
+func testInside(context.Context) (inside.Program, error) {
+	exe, err := os.Executable()
+	return inside.Program{Arch: runtime.GOARCH, Path: exe, Digest: strings.Repeat("0", 64)}, err
+}
+
 func newBrokerIn(t testing.TB, ws string, rt *inProcess) *fixture {
 	t.Helper()
 	cfg, err := config.Load(ws, func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}
-	exe, _ := os.Executable()
-	b, err := New(Options{Workspace: ws, Config: cfg, Runtime: rt, Exe: exe, Logger: zerolog.Nop()})
+	b, err := New(Options{Workspace: ws, Config: cfg, Runtime: rt, Inside: testInside, Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -58,8 +58,7 @@ func brokerWith(t *testing.T, rt container.Runtime, pmlJSON string, env map[stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	exe, _ := os.Executable()
-	b, err := New(Options{Workspace: ws, Config: cfg, Runtime: rt, Exe: exe, Logger: zerolog.Nop()})
+	b, err := New(Options{Workspace: ws, Config: cfg, Runtime: rt, Inside: testInside, Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -134,7 +134,7 @@ type codeRuns struct {
 
 // runner builds the Deno runner with the broker's policy. The run may
 // wait for one approval on top of its compute time.
-func (r *codeRuns) runner() *execute.Runner {
+func (r *codeRuns) runner(ctx context.Context) *execute.Runner {
 	return &execute.Runner{
 		Runtime: &pooledRuntime{Runtime: r.sb.rt, pool: r.sb.pool},
 		Image:   execute.DefaultImage,
@@ -146,7 +146,7 @@ func (r *codeRuns) runner() *execute.Runner {
 		Budget: time.Duration(r.sb.policy().Timeout),
 		// The container ends by itself with pml's end of its stdin, or at
 		// the run's ceiling plus the longest a pre-started one waits.
-		Supervisor: r.sb.supervisor(),
+		Supervisor: r.sb.supervisor(ctx),
 		Lifetime:   time.Duration(r.sb.policy().Timeout) + r.hil + r.idle + time.Minute,
 	}
 }
@@ -157,7 +157,7 @@ func (r *codeRuns) start(ctx context.Context, outer string, prog execute.Program
 	if depth >= maxRunDepth {
 		return errorResult(fmt.Errorf("%w: %s: runs nest %d deep (code calling code calling code); refused", ErrInvalidInput, outer, depth))
 	}
-	run, err := r.runner().StartProgram(ctx, prog)
+	run, err := r.runner(ctx).StartProgram(ctx, prog)
 	if err != nil {
 		if errors.Is(err, container.ErrUnavailable) || errors.Is(err, container.ErrImageMissing) {
 			return errorResult(fmt.Errorf("%w: %w", ErrUnavailable, err))

@@ -39,8 +39,7 @@ func brokerOnEngine(t *testing.T, pmlJSON string, info container.Info) *fixture 
 		t.Fatal(err)
 	}
 	rt := &inProcess{}
-	exe, _ := os.Executable()
-	b, err := New(Options{Workspace: ws, Config: cfg, Runtime: engineSays{rt, info}, Exe: exe, Logger: zerolog.Nop()})
+	b, err := New(Options{Workspace: ws, Config: cfg, Runtime: engineSays{rt, info}, Inside: testInside, Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}

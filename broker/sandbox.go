@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/pml-dev/pml/internal/container"
+	"github.com/pml-dev/pml/internal/inside"
 	"github.com/pml-dev/pml/internal/protect"
 	"github.com/pml-dev/pml/internal/safefs"
 	"github.com/pml-dev/pml/internal/shim"
@@ -42,11 +43,15 @@ type sandbox struct {
 	guard   *protect.Guard
 	session sessionGuard
 	log     zerolog.Logger
-	// exe is pml's executable (the toolbox image is built from it); it
-	// runs as the supervisor when it can (see supervisor).
-	exe            string
-	supervisorOnce sync.Once
-	supervisorExe  string
+	// inside gives pml's in-container program (the toolbox image is
+	// built from it); it runs as the supervisor when it can (see
+	// supervisor).
+	inside func(context.Context) (inside.Program, error)
+	sup    struct {
+		sync.Mutex
+		path   string
+		warned bool
+	}
 }
 
 // newSandbox builds the sandbox of a broker: the runtime goes through
@@ -55,12 +60,15 @@ type sandbox struct {
 func newSandbox(o Options, pol policies.Policy, owner container.Owner) *sandbox {
 	rt, limited := limitRuntime(o)
 	sb := &sandbox{
-		ws:    o.Workspace,
-		user:  chooseUser(o.Config.Sandbox.User, o.Workspace),
-		owner: owner,
-		rt:    rt,
-		log:   o.Logger,
-		exe:   o.Exe,
+		ws:     o.Workspace,
+		user:   chooseUser(o.Config.Sandbox.User, o.Workspace),
+		owner:  owner,
+		rt:     rt,
+		log:    o.Logger,
+		inside: o.Inside,
+	}
+	if sb.inside == nil {
+		sb.inside = inside.NewSource(o.Runtime).Program
 	}
 	sb.setPolicy(pol)
 	sb.pool = container.NewPool(container.PoolOptions{Runtime: rt, Min: o.Config.Sandbox.Pool.Min,
@@ -219,21 +227,31 @@ func (s *sandbox) releaseSession() {
 	}
 }
 
-// supervisor returns pml's executable when it can run in a container as
-// the shell supervisor (a static Linux binary), else "" (the shell then
-// runs without a deadline of its own; pml still kills it on timeout).
-func (s *sandbox) supervisor() string {
-	s.supervisorOnce.Do(func() {
-		if s.exe == "" {
-			return
-		}
-		if err := shim.CheckBinary(s.exe); err != nil {
+// supervisor returns the host path of pml's in-container program for
+// the daemon's architecture, mounted as PID 1 of shell and Deno
+// containers, or "" when there is none (a pml built without it, a daemon
+// of another architecture, an engine that does not answer yet): the
+// container then runs without a deadline of its own; pml still kills it
+// on timeout. The reason is logged once.
+func (s *sandbox) supervisor(ctx context.Context) string {
+	s.sup.Lock()
+	defer s.sup.Unlock()
+	if s.sup.path != "" {
+		return s.sup.path
+	}
+	p, err := s.inside(ctx)
+	if err == nil {
+		err = shim.CheckBinary(p.Path, p.Arch)
+	}
+	if err != nil {
+		if !s.sup.warned {
+			s.sup.warned = true
 			s.log.Warn().Err(err).Msg("shell:exec and code runs have no deadline of their own inside their containers (pml still ends them while it runs)")
-			return
 		}
-		s.supervisorExe = s.exe
-	})
-	return s.supervisorExe
+		return ""
+	}
+	s.sup.path = p.Path
+	return p.Path
 }
 
 // defaultCallTimeout bounds a container call when no timeout is set.

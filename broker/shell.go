@@ -87,8 +87,8 @@ func (e shellExec) run(ctx context.Context, def toolbox.Tool, args map[string]an
 		return errorResult(err)
 	}
 	stdin := []byte(cwd + "\n" + command)
-	if exe := e.sb.supervisor(); exe != "" {
-		// pml's own program at PID 1 gives the container a deadline of
+	if exe := e.sb.supervisor(ctx); exe != "" {
+		// pml's in-container program at PID 1 gives the container a deadline of
 		// its own (internal/supervise): it ends even when pml cannot
 		// kill it (pml killed, or the daemon connection lost).
 		spec.Entrypoint = []string{supervise.Binary, supervise.Subcommand}

@@ -49,7 +49,7 @@ func (e toolboxExec) run(ctx context.Context, def toolbox.Tool, args map[string]
 
 	spec := container.Spec{
 		Image:      ref,
-		Entrypoint: []string{images.AgentPath, "toolbox-agent"},
+		Entrypoint: images.AgentEntrypoint,
 		Env:        []string{"PML_WORKSPACE=" + e.sb.ws},
 		WorkingDir: e.sb.ws,
 		User:       e.sb.user,

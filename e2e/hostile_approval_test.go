@@ -1,3 +1,5 @@
+//go:build linux
+
 package e2e
 
 // Hostile corpus, approvals (issue 13, items 3, 4 and 5): a person's "no"

@@ -1,3 +1,5 @@
+//go:build linux
+
 package e2e
 
 // The hostile corpus (issue 7, part 3): paths that try to leave the

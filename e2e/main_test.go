@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package e2e drives the built `pml` binary against the real Docker daemon:
 // real containers, real mounts, real network namespaces. Nothing here is
 // faked. Every container the tests cause carries pml's labels with the
@@ -6,12 +8,15 @@
 package e2e
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -88,7 +93,11 @@ func run(m *testing.M) int {
 
 // buildPML builds a static pml; version changes the binary (and so the
 // toolbox image tag) when set.
-func buildPML(out, version string) error {
+func buildPML(out, version string) error { return buildPMLWith(out, version, true) }
+
+// buildPMLWith builds pml; without withInside it embeds no in-container
+// program at all, as a plain `go build ./cmd/pml` of a fresh clone.
+func buildPMLWith(out, version string, withInside bool) error {
 	root, err := filepath.Abs("..")
 	if err != nil {
 		return err
@@ -97,13 +106,64 @@ func buildPML(out, version string) error {
 	if version != "" {
 		ld += " -X main.version=" + version
 	}
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", ld, "-o", out, "./cmd/pml")
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("%v\n%s", err, b)
+	// The in-container program for this machine (the daemon's) is built
+	// with the same version, so its digest, and the toolbox tag, are new,
+	// and put where internal/inside embeds it through a build overlay
+	// (the source tree is left alone).
+	tmp, err := os.MkdirTemp("", "pml-build-")
+	if err != nil {
+		return err
 	}
-	return nil
+	defer os.RemoveAll(tmp)
+	prog := filepath.Join(tmp, "pml-inside")
+	run := func(env []string, args ...string) error {
+		cmd := exec.Command("go", args...)
+		cmd.Dir = root
+		cmd.Env = append(append(os.Environ(), "CGO_ENABLED=0"), env...)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, b)
+		}
+		return nil
+	}
+	programs := filepath.Join(root, "internal", "inside", "programs")
+	replace := map[string]string{}
+	if withInside {
+		if err := run([]string{"GOOS=linux"}, "build", "-tags", "pml_inside", "-trimpath", "-ldflags", ld, "-o", prog, "./cmd/pml-inside"); err != nil {
+			return err
+		}
+		if err := gzipFile(prog, prog+".gz"); err != nil {
+			return err
+		}
+		replace[filepath.Join(programs, "pml-inside-linux-"+runtime.GOARCH+".gz")] = prog + ".gz"
+	} else {
+		// An empty replacement deletes the file from the build's view.
+		for _, a := range []string{"amd64", "arm64"} {
+			replace[filepath.Join(programs, "pml-inside-linux-"+a+".gz")] = ""
+		}
+	}
+	overlay, _ := json.Marshal(map[string]any{"Replace": replace})
+	ov := filepath.Join(tmp, "overlay.json")
+	if err := os.WriteFile(ov, overlay, 0o600); err != nil {
+		return err
+	}
+	return run(nil, "build", "-overlay", ov, "-trimpath", "-ldflags", ld, "-o", out, "./cmd/pml")
+}
+
+// gzipFile writes src gzipped to dst, as the Makefile embeds programs.
+func gzipFile(src, dst string) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	var z bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&z, gzip.BestCompression)
+	if _, err := zw.Write(b); err != nil {
+		return err
+	}
+	if err := zw.Close(); err != nil {
+		return err
+	}
+	return os.WriteFile(dst, z.Bytes(), 0o644)
 }
 
 // workspace is a temporary project directory owned by testUID.

@@ -1,4 +1,4 @@
-//go:build podman
+//go:build linux && podman
 
 package e2e
 

@@ -1,3 +1,5 @@
+//go:build linux
+
 package e2e
 
 import (
@@ -8,7 +10,7 @@ import (
 )
 
 // A host with no prepared toolbox image (and no registry): pml builds the
-// image from its own static executable on the first call.
+// image from its in-container program (embedded in pml) on the first call.
 func TestTheToolboxImageIsBuiltWhenMissing(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "pml")
 	// A distinct version string gives a distinct binary, so a distinct

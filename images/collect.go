@@ -24,8 +24,12 @@ type Want struct {
 	Source string
 	// Build says how to build a local image.
 	Build string
-	// Toolbox marks the image pml builds from its own executable.
+	// Toolbox marks the image pml builds from its in-container program.
 	Toolbox bool
+	// Pull is a local image's registry copy pinned by digest
+	// (name[:tag]@sha256:…), pulled and tagged as Ref where the image is
+	// missing; "" when there is none.
+	Pull string
 }
 
 // String is the reference as pull and list show it.
@@ -213,6 +217,7 @@ func (c *collector) addPinned(p Pinned, exeTag func() (string, error), all bool)
 	c.first = append(c.first, k)
 	w.Source = p.Source
 	w.Build = p.Build
+	w.Pull = p.Pull
 	w.Toolbox = strings.Contains(p.Ref, ExePlaceholder) && p.Source == SourceLocal
 	if p.UsedBy != "" {
 		// The manifest's description goes first: it says what the image

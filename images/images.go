@@ -1,5 +1,5 @@
 // Package images builds and names the images pml itself runs: the toolbox
-// (pml's own static executable in a FROM scratch image) and the shell image
+// (pml's in-container program, internal/inside, in a FROM scratch image) and the shell image
 // (Debian's static busybox). Both are built locally, from files already on
 // the host, so pml works on a Docker host that can reach no registry.
 //
@@ -15,9 +15,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"debug/elf"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -29,49 +27,52 @@ import (
 	"time"
 
 	"github.com/pml-dev/pml/internal/container"
+	"github.com/pml-dev/pml/internal/inside"
+	"github.com/pml-dev/pml/internal/toolbox"
 )
 
 const (
-	// ToolboxRepo is tagged with a digest of the pml executable, so a new
-	// pml never talks to an agent of another version.
+	// ToolboxRepo is tagged with a digest of pml's in-container program
+	// (internal/inside), so a pml never talks to an agent of another
+	// build, and each daemon architecture has its own image.
 	ToolboxRepo = "pml/toolbox"
 	// ShellRef is the default sandbox.shell_image.
 	ShellRef = "pml/shell:busybox"
 	// LabelImage marks images pml built ("toolbox", "shell").
 	LabelImage = "pml.image"
-	// AgentPath is where the pml executable sits inside the toolbox image.
-	AgentPath = "/pml"
+	// AgentPath is where the in-container program sits inside the
+	// toolbox image.
+	AgentPath = "/pml-inside"
 )
+
+// AgentEntrypoint is the toolbox image's entrypoint.
+var AgentEntrypoint = []string{AgentPath, toolbox.Subcommand}
 
 // Toolbox builds the toolbox image on first use and remembers its ref.
 // Safe for concurrent use: concurrent callers share one build.
 type Toolbox struct {
 	Runtime container.Runtime
-	// Exe is the pml executable to put in the image (os.Executable()).
-	Exe string
+	// Program is pml's in-container program for the daemon's
+	// architecture (inside.Source.Program): the image holds it alone.
+	Program func(context.Context) (inside.Program, error)
 
 	mu  sync.Mutex
 	ref string
 }
 
-// Ref returns the image ref for Exe without building anything.
-func (t *Toolbox) Ref() (string, error) {
-	tag, err := ExeTag(t.Exe)
+// Ref returns the image ref for the daemon's architecture without
+// building anything.
+func (t *Toolbox) Ref(ctx context.Context) (string, error) {
+	p, err := t.Program(ctx)
 	if err != nil {
 		return "", err
 	}
-	return ToolboxRepo + ":" + tag, nil
+	return ToolboxRepo + ":" + ProgramTag(p), nil
 }
 
-// ExeTag is the toolbox tag of the executable exe: the first 16 hex digits
-// of its sha256 (the manifest's {exe}).
-func ExeTag(exe string) (string, error) {
-	sum, err := fileDigest(exe)
-	if err != nil {
-		return "", err
-	}
-	return sum[:16], nil
-}
+// ProgramTag is the toolbox tag of the in-container program p: the first
+// 16 hex digits of its sha256 (the manifest's {exe}).
+func ProgramTag(p inside.Program) string { return p.Digest[:16] }
 
 // Ensure returns the toolbox image ref, importing the image when missing.
 func (t *Toolbox) Ensure(ctx context.Context) (string, error) {
@@ -80,20 +81,21 @@ func (t *Toolbox) Ensure(ctx context.Context) (string, error) {
 	if t.ref != "" {
 		return t.ref, nil
 	}
-	ref, err := t.Ref()
+	p, err := t.Program(ctx)
 	if err != nil {
 		return "", err
 	}
+	ref := ToolboxRepo + ":" + ProgramTag(p)
 	ok, err := t.Runtime.ImageExists(ctx, ref)
 	if err != nil {
 		return "", err
 	}
 	if !ok {
-		if err := CheckStatic(t.Exe); err != nil {
+		if err := CheckStatic(p.Path); err != nil {
 			return "", fmt.Errorf("toolbox image %s is missing and cannot be built: %w", ref, err)
 		}
-		if err := importFiles(ctx, t.Runtime, ref, []file{{name: AgentPath, src: t.Exe, mode: 0o755}}, nil,
-			[]string{`ENTRYPOINT ["` + AgentPath + `", "toolbox-agent"]`, "LABEL " + LabelImage + "=toolbox"}); err != nil {
+		if err := importFiles(ctx, t.Runtime, ref, []file{{name: AgentPath, src: p.Path, mode: 0o755}}, nil,
+			[]string{`ENTRYPOINT ["` + AgentPath + `", "` + toolbox.Subcommand + `"]`, "LABEL " + LabelImage + "=toolbox"}); err != nil {
 			return "", err
 		}
 	}
@@ -243,32 +245,6 @@ func parents(d string) []string {
 		out = append(out, strings.Join(parts[:i+1], "/"))
 	}
 	return out
-}
-
-var (
-	digestMu    sync.Mutex
-	digestCache = map[string]string{}
-)
-
-// fileDigest hashes a file once per process.
-func fileDigest(p string) (string, error) {
-	digestMu.Lock()
-	defer digestMu.Unlock()
-	if d, ok := digestCache[p]; ok {
-		return d, nil
-	}
-	f, err := os.Open(p)
-	if err != nil {
-		return "", fmt.Errorf("reading pml executable: %w", err)
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	d := hex.EncodeToString(h.Sum(nil))
-	digestCache[p] = d
-	return d, nil
 }
 
 // rootfsBytes is used by tests to inspect the tar layout.

@@ -23,7 +23,7 @@ const ManifestEnv = "PML_IMAGES_MANIFEST"
 var unknownFieldRE = lazyre.New(`field (\S+) not found in type \S+`)
 
 // ExePlaceholder in a manifest ref stands for the toolbox tag of the
-// running pml executable (see Toolbox.Ref).
+// in-container program for the daemon's architecture (see Toolbox.Ref).
 const ExePlaceholder = "{exe}"
 
 // Sources of an image.
@@ -56,6 +56,11 @@ type Pinned struct {
 	Needed string `yaml:"needed"`
 	Build  string `yaml:"build"`
 	UsedBy string `yaml:"used_by"`
+	// Pull is, for a local image, a registry copy pinned by digest
+	// (name[:tag]@sha256:…): where the image is missing, `pml images
+	// pull` pulls it by that digest and tags it as Ref, for hosts that
+	// cannot build it (no Debian busybox, a daemon in a VM).
+	Pull string `yaml:"pull"`
 }
 
 // LoadManifest returns the manifest at path, or the embedded one when path
@@ -134,12 +139,24 @@ func ParseManifest(data []byte, origin string) (*Manifest, error) {
 		refs[r.String()] = p.Name
 		switch p.Source {
 		case SourceRegistry:
+			if p.Pull != "" {
+				return fail("%s: pull is for local images (a registry image is pulled by its own ref and digest)", at)
+			}
 			if p.Digest == "" {
 				return fail("%s: a registry image needs `digest: sha256:…` (pml pulls by digest)", at)
 			}
 		case SourceLocal:
 			if p.Digest != "" {
 				return fail("%s: a local image has no registry digest (its build stamps a new image ID each time); remove digest or use source: registry", at)
+			}
+			if p.Pull != "" {
+				pr, err := ParseRef(p.Pull)
+				if err != nil {
+					return fail("%s: pull: %v", at, err)
+				}
+				if pr.Digest == "" {
+					return fail("%s: pull must name its digest (name:tag@sha256:…): pml pulls by digest", at)
+				}
 			}
 		case "":
 			return fail("%s: source is required: %s or %s", at, SourceRegistry, SourceLocal)
@@ -174,7 +191,7 @@ func (p Pinned) resolve(exeTag func() (string, error)) (Ref, error) {
 	ref := p.Ref
 	if strings.Contains(ref, ExePlaceholder) {
 		if exeTag == nil {
-			return Ref{}, fmt.Errorf("image %s: %s needs the pml executable", p.Name, ExePlaceholder)
+			return Ref{}, fmt.Errorf("image %s: %s needs pml's in-container program", p.Name, ExePlaceholder)
 		}
 		tag, err := exeTag()
 		if err != nil {

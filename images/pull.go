@@ -38,7 +38,7 @@ type Result struct {
 // Engine (and Progress, or nothing is shown).
 type Puller struct {
 	Engine Engine
-	// BuildToolbox builds the toolbox image from the pml executable.
+	// BuildToolbox builds the toolbox image from pml's in-container program.
 	BuildToolbox func(ctx context.Context) (string, error)
 	// Parallel bounds concurrent pulls (default 3): enough to overlap
 	// registry round trips without starving a small host's disk and CPU.
@@ -113,6 +113,8 @@ func (p *Puller) one(ctx context.Context, i int, w Want, prog Progress) Result {
 				return fail(fmt.Errorf("the toolbox image %s was built but cannot be found: %v", ref, err))
 			}
 			return Result{Status: StatusBuilt, Image: img}
+		case w.Pull != "":
+			return p.pullCopy(ctx, i, w, prog)
 		default:
 			how := w.Build
 			if how == "" {
@@ -142,36 +144,9 @@ func (p *Puller) one(ctx context.Context, i int, w Want, prog Progress) Result {
 	case w.Pin != "":
 		ref = w.Ref.Canonical(w.Pin)
 	}
-	prog.Start(i, "pulling")
-	attempts := p.Attempts
-	if attempts <= 0 {
-		attempts = 3
-	}
-	var n int
-	for n = 1; ; n++ {
-		agg := newPullState()
-		err = p.Engine.PullImage(ctx, ref, func(ev PullEvent) {
-			prog.Update(i, agg.add(ev))
-		})
-		if err == nil {
-			break
-		}
-		if ctx.Err() != nil {
-			return Result{Status: StatusFailed, Err: ctx.Err(), Attempts: n}
-		}
-		if n >= attempts || !Transient(err) {
-			if n > 1 {
-				err = fmt.Errorf("%w (after %d attempts)", err, n)
-			}
-			return Result{Status: StatusFailed, Err: err, Attempts: n}
-		}
-		wait := p.backoff(n)
-		prog.Retry(i, n+1, attempts, wait, err)
-		select {
-		case <-time.After(wait):
-		case <-ctx.Done():
-			return Result{Status: StatusFailed, Err: ctx.Err(), Attempts: n}
-		}
+	n, err := p.pullRetrying(ctx, i, ref, prog)
+	if err != nil {
+		return Result{Status: StatusFailed, Err: err, Attempts: n}
 	}
 	img, ok, err := p.Engine.InspectImage(ctx, ref)
 	if err != nil || !ok {
@@ -196,6 +171,72 @@ func (p *Puller) one(ctx context.Context, i int, w Want, prog Progress) Result {
 		digest = w.Pin
 	}
 	return Result{Status: StatusPulled, Image: img, Digest: digest, Attempts: n}
+}
+
+// pullRetrying pulls ref, retrying transient failures with backoff; n is
+// the number of attempts made.
+func (p *Puller) pullRetrying(ctx context.Context, i int, ref string, prog Progress) (int, error) {
+	prog.Start(i, "pulling")
+	attempts := p.Attempts
+	if attempts <= 0 {
+		attempts = 3
+	}
+	for n := 1; ; n++ {
+		agg := newPullState()
+		err := p.Engine.PullImage(ctx, ref, func(ev PullEvent) {
+			prog.Update(i, agg.add(ev))
+		})
+		if err == nil {
+			return n, nil
+		}
+		if ctx.Err() != nil {
+			return n, ctx.Err()
+		}
+		if n >= attempts || !Transient(err) {
+			if n > 1 {
+				err = fmt.Errorf("%w (after %d attempts)", err, n)
+			}
+			return n, err
+		}
+		wait := p.backoff(n)
+		prog.Retry(i, n+1, attempts, wait, err)
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return n, ctx.Err()
+		}
+	}
+}
+
+// pullCopy gets a missing local image from its registry copy: pulled by
+// the manifest's digest (never by a tag, which could move), checked, and
+// tagged as the local ref, so that pml runs it as if built here.
+func (p *Puller) pullCopy(ctx context.Context, i int, w Want, prog Progress) Result {
+	src, err := ParseRef(w.Pull)
+	if err != nil || src.Digest == "" {
+		return Result{Status: StatusFailed, Err: fmt.Errorf("the manifest's pull %q is not name@sha256:…", w.Pull)}
+	}
+	ref := src.Canonical(src.Digest)
+	n, err := p.pullRetrying(ctx, i, ref, prog)
+	if err != nil {
+		how := w.Build
+		if how == "" {
+			how = "see images/manifest.yaml"
+		}
+		return Result{Status: StatusFailed, Attempts: n, Err: fmt.Errorf(
+			"it is missing; pulling its pinned copy %s failed: %w; build it instead with: %s, or load a bundle made where it exists: pml images load -i FILE.tar", ref, err, how)}
+	}
+	img, ok, err := p.Engine.InspectImage(ctx, ref)
+	if err != nil || !ok {
+		return Result{Status: StatusFailed, Attempts: n, Err: fmt.Errorf("pulled %s but the Engine does not find it: %v", ref, err)}
+	}
+	if !hasDigest(img.RepoDigests, src.Name, src.Digest) {
+		return Result{Status: StatusFailed, Attempts: n, Err: fmt.Errorf("pulled %s but it does not carry the digest %s: refusing it", ref, src.Digest)}
+	}
+	if err := p.Engine.TagImage(ctx, ref, w.Ref.String()); err != nil {
+		return Result{Status: StatusFailed, Attempts: n, Err: fmt.Errorf("tagging %s as %s: %w", ref, w.Ref, err)}
+	}
+	return Result{Status: StatusPulled, Image: img, Digest: src.Digest, Attempts: n}
 }
 
 // restoreTag puts tag back on the image it named before a pull that moved

@@ -265,3 +265,61 @@ func TestPullStateSumsLayers(t *testing.T) {
 		t.Errorf("%+v", st)
 	}
 }
+
+// A local image this host cannot build comes from its manifest pin: pulled
+// by digest (never by its moving tag), checked, and tagged as the local
+// ref; a present one is not pulled; a failed pull says how else to get it.
+func TestAMissingLocalImageIsPulledByItsPinAndTagged(t *testing.T) {
+	f := newFake()
+	copyRef := "r.io/library/busybox@" + fakeDigest(5)
+	f.registry[copyRef] = fakeRemote{id: fakeID(5), digest: fakeDigest(5), size: 1e6}
+	shell := want(t, "pml/shell:busybox", "", SourceLocal)
+	shell.Pull = "r.io/library/busybox:1.36.1-musl@" + fakeDigest(5)
+	shell.Build = "pml images build --busybox /bin/busybox"
+	p := &Puller{Engine: f, Backoff: noWait}
+	res := p.Pull(context.Background(), []Want{shell})
+	if res[0].Status != StatusPulled || res[0].Digest != fakeDigest(5) {
+		t.Fatalf("result = %+v", res[0])
+	}
+	if f.pulls[copyRef] != 1 || f.pulls["r.io/library/busybox:1.36.1-musl"] != 0 {
+		t.Errorf("pulls: %v (want only by digest)", f.pulls)
+	}
+	if img, ok, _ := f.InspectImage(context.Background(), "pml/shell:busybox"); !ok || img.ID != fakeID(5) {
+		t.Errorf("pml/shell:busybox names %+v", img)
+	}
+	// Present now: nothing is pulled again.
+	res = p.Pull(context.Background(), []Want{shell})
+	if res[0].Status != StatusPresent || f.pulls[copyRef] != 1 {
+		t.Errorf("second run: %+v, pulls %v", res[0], f.pulls)
+	}
+
+	node := want(t, "pml/node:18", "", SourceLocal)
+	node.Pull = "r.io/library/node:18@" + fakeDigest(6)
+	node.Build = "make images-node"
+	res = p.Pull(context.Background(), []Want{node})
+	if res[0].Status != StatusFailed {
+		t.Fatalf("node: %+v", res[0])
+	}
+	for _, s := range []string{"r.io/library/node@" + fakeDigest(6), "make images-node", "pml images load -i"} {
+		if !strings.Contains(res[0].Err.Error(), s) {
+			t.Errorf("the failure does not say %q: %v", s, res[0].Err)
+		}
+	}
+	if _, ok, _ := f.InspectImage(context.Background(), "pml/node:18"); ok {
+		t.Error("pml/node:18 exists after a failed pull")
+	}
+}
+
+func TestAManifestPullMustBeALocalImagesDigest(t *testing.T) {
+	base := "version: 1\nimages:\n  - name: shell\n    ref: pml/shell:busybox\n"
+	for yaml, wantErr := range map[string]string{
+		base + "    source: local\n    pull: busybox:1.36.1-musl\n":                                                 "must name its digest",
+		base + "    source: registry\n    digest: " + fakeDigest(1) + "\n    pull: busybox@" + fakeDigest(1) + "\n": "pull is for local images",
+		base + "    source: local\n    pull: busybox:1.36.1-musl@" + fakeDigest(1) + "\n":                           "",
+	} {
+		_, err := ParseManifest([]byte(yaml), "test")
+		if (wantErr == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), wantErr)) {
+			t.Errorf("%s: %v, want %q", yaml, err, wantErr)
+		}
+	}
+}

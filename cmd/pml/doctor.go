@@ -18,7 +18,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pml-dev/pml/broker"
-	"github.com/pml-dev/pml/images"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/credentials"
 	"github.com/pml-dev/pml/internal/docker"
@@ -161,28 +160,15 @@ func doctor(ctx context.Context, host string) []check {
 	} else {
 		add(check{"warn", "seccomp", "the daemon reports no seccomp support: containers run without a syscall filter (capabilities, no-new-privileges, read-only rootfs and network none still apply)", "use a kernel and Docker build with seccomp enabled"})
 	}
-	tb := &images.Toolbox{Runtime: rt, Exe: exe}
-	if ref, err := tb.Ref(); err != nil {
-		add(check{"fail", "toolbox image", err.Error(), ""})
-	} else if ok, err := rt.ImageExists(ictx, ref); err != nil {
-		add(check{"fail", "toolbox image", err.Error(), ""})
-	} else if ok {
-		add(check{"ok", "toolbox image", ref + " present", ""})
-	} else if serr := images.CheckStatic(exe); serr != nil {
-		add(check{"fail", "toolbox image", ref + " missing and this pml cannot build it: " + serr.Error(), "make build && bin/pml images build"})
-	} else {
-		add(check{"warn", "toolbox image", ref + " missing; pml builds it from its own executable on the first call (about a second)", "pml images build"})
+	for _, c := range checkInside(ictx, rt) {
+		add(c)
 	}
 	shell := config.DefaultShellImage
 	if cfg != nil {
 		shell = cfg.Sandbox.ShellImage
 	}
-	if ok, err := rt.ImageExists(ictx, shell); err != nil {
-		add(check{"fail", "shell image", err.Error(), ""})
-	} else if ok {
-		add(check{"ok", "shell image", shell + " present", ""})
-	} else {
-		add(check{"fail", "shell image", shell + " missing: shell:exec cannot run", "make images (builds it from Debian's busybox-static)"})
+	for _, c := range checkLocalImages(ictx, rt, info, shell) {
+		add(c)
 	}
 	if cfg != nil {
 		for _, c := range checkServerImages(ictx, rt, cfg.Servers) {

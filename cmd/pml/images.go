@@ -49,7 +49,7 @@ func newImagesBuildCmd() *cobra.Command {
 	build := &cobra.Command{
 		Use:   "build",
 		Short: "Build pml's own images locally, without a registry",
-		Long:  "Build the toolbox image from this pml executable (it must be static: CGO_ENABLED=0) and the shell image from a static busybox (Debian's busybox-static).",
+		Long:  "Build the toolbox image from pml's in-container program for the daemon's architecture (embedded in pml by make build) and the shell image from a static busybox (Debian's busybox-static).",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			rt, err := openRuntime(hostOf(cmd), nil)
@@ -57,11 +57,7 @@ func newImagesBuildCmd() *cobra.Command {
 				return err
 			}
 			defer rt.Close()
-			exe, err := os.Executable()
-			if err != nil {
-				return err
-			}
-			tb := &images.Toolbox{Runtime: rt, Exe: exe}
+			tb := &images.Toolbox{Runtime: rt, Program: insideSource(rt).Program}
 			ref, err := tb.Ensure(cmd.Context())
 			if err != nil {
 				return &exitError{5, err}
@@ -95,7 +91,7 @@ type imagesEnv struct {
 	ws    string
 	cfg   *config.Config
 	man   *images.Manifest
-	exe   string
+	tb    *images.Toolbox
 	wants []images.Want
 	rt    *docker.Runtime
 }
@@ -118,26 +114,39 @@ func loadImagesEnv(g *globals, manifestFlag string, all bool) (*imagesEnv, error
 	for _, w := range warnings {
 		log.Warn().Msg(w)
 	}
-	exe, err := os.Executable()
+	rt, err := openRuntime(g.host, cfg)
 	if err != nil {
-		return nil, &exitError{2, fmt.Errorf("cannot find the pml executable: %w", err)}
+		return nil, err
 	}
+	tb := &images.Toolbox{Runtime: rt, Program: insideSource(rt).Program}
+	// The toolbox tag is the digest of the in-container program for the
+	// daemon's architecture: asking it is the first contact with Docker.
+	var tagErr error
 	wants, err := images.Collect(images.Sources{
-		Manifest:   man,
-		ExeTag:     func() (string, error) { return images.ExeTag(exe) },
+		Manifest: man,
+		ExeTag: func() (string, error) {
+			ref, err := tb.Ref(context.Background())
+			if err != nil {
+				tagErr = err
+				return "", err
+			}
+			_, tag, _ := strings.Cut(ref, ":")
+			return tag, nil
+		},
 		Servers:    cfg.Servers,
 		ShellImage: cfg.Sandbox.ShellImage,
 		Lockfile:   locked,
 		All:        all,
 	})
+	if tagErr != nil {
+		rt.Close()
+		return nil, engineError(tagErr)
+	}
 	if err != nil {
+		rt.Close()
 		return nil, &exitError{2, err}
 	}
-	rt, err := openRuntime(g.host, cfg)
-	if err != nil {
-		return nil, err
-	}
-	return &imagesEnv{ws: ws.Dir, cfg: cfg, man: man, exe: exe, wants: wants, rt: rt}, nil
+	return &imagesEnv{ws: ws.Dir, cfg: cfg, man: man, tb: tb, wants: wants, rt: rt}, nil
 }
 
 // engineError gives an Engine failure its exit code: 5 for a daemon that
@@ -178,7 +187,7 @@ func newImagesPullCmd(g *globals, manifest *string) *cobra.Command {
 			if _, err := env.rt.Info(ctx); err != nil {
 				return engineError(err)
 			}
-			tb := &images.Toolbox{Runtime: env.rt, Exe: env.exe}
+			tb := env.tb
 			tty := isatty.IsTerminal(os.Stderr.Fd())
 			p := &images.Puller{
 				Engine:       env.rt,

@@ -91,7 +91,7 @@ func newRoot() *cobra.Command {
 	root.PersistentFlags().StringVar(&g.logFormat, "log-format", envOr("PML_LOG_FORMAT", "auto"), "log format on stderr: auto, console, json (env PML_LOG_FORMAT)")
 	root.PersistentFlags().BoolVarP(&g.debug, "debug", "D", false, "debug logging on stderr (same as --log-level debug)")
 	root.PersistentFlags().StringVarP(&g.host, hostFlag, "H", "", "container engine address, as docker -H: unix:///path, tcp://host:2376, ssh://user@host (default: DOCKER_HOST, then the Docker context, then the well-known sockets)")
-	root.AddCommand(newStdioCmd(g), newServeCmd(g), newDoctorCmd(g), newVersionCmd(), newAgentCmd(), newShimCmd(), newImagesCmd(g), newDemoCmd(g), newRegistryCmd(g), newInitCmd(), newClientsCmd(), newCallCmd(g), newAddCmd(g), newRunCmd(g), newRemoveCmd(g), newListCmd(g), newSuperviseCmd(), newLinkSuperviseCmd())
+	root.AddCommand(newStdioCmd(g), newServeCmd(g), newDoctorCmd(g), newVersionCmd(), newImagesCmd(g), newDemoCmd(g), newRegistryCmd(g), newInitCmd(), newClientsCmd(), newCallCmd(g), newAddCmd(g), newRunCmd(g), newRemoveCmd(g), newListCmd(g))
 	markUsage(root)
 	return root
 }
@@ -230,13 +230,10 @@ func (g *globals) setup() (*env, error) {
 	}
 	ep := rt.Endpoint()
 	log.Debug().Str("endpoint", ep.Host).Str("how", ep.How()).Msg("container engine")
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, &exitError{2, fmt.Errorf("cannot find the pml executable: %w", err)}
-	}
+	src := insideSource(rt)
 	// Pooled servers' stdio skips the daemon when it can (internal/shim).
-	rt.UseDirectStdio(exe, log)
-	b, err := broker.New(broker.Options{Workspace: ws.Dir, Config: cfg, Runtime: rt, Exe: exe, Logger: log})
+	rt.UseDirectStdio(shimProgram(src), log)
+	b, err := broker.New(broker.Options{Workspace: ws.Dir, Config: cfg, Runtime: rt, Inside: src.Program, Logger: log})
 	if err != nil {
 		rt.Close()
 		return nil, &exitError{2, err}

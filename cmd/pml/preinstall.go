@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"time"
 
@@ -18,12 +17,8 @@ import (
 // so `pml images pull` pre-installs dependencies through one.
 func init() {
 	preinstaller = func(ctx context.Context, ws string, cfg *config.Config, rt *docker.Runtime) (images.DepsInstaller, func(), error) {
-		exe, err := os.Executable()
-		if err != nil {
-			return nil, nil, fmt.Errorf("cannot find the pml executable: %w", err)
-		}
 		log := zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: "15:04:05"}).Level(zerolog.WarnLevel)
-		b, err := broker.New(broker.Options{Workspace: ws, Config: cfg, Runtime: rt, Exe: exe, Logger: log})
+		b, err := broker.New(broker.Options{Workspace: ws, Config: cfg, Runtime: rt, Inside: insideSource(rt).Program, Logger: log})
 		if err != nil {
 			return nil, nil, err
 		}

@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -78,18 +76,3 @@ func watchConfig(ctx context.Context, e *env) func() {
 // closeTimeout bounds the clean-up at the end of a session (the issue's
 // 5 s, less the time to get there).
 const closeTimeout = 4 * time.Second
-
-// reserveStdout keeps the real stdout for the protocol and points file
-// descriptor 1 (and os.Stdout) at stderr, so that nothing else — a stray
-// print, a library's output — can ever corrupt the JSON-RPC stream.
-func reserveStdout() (*os.File, error) {
-	fd, err := syscall.Dup(1)
-	if err != nil {
-		return nil, fmt.Errorf("reserving stdout for the protocol: %w", err)
-	}
-	if err := syscall.Dup2(2, 1); err != nil {
-		return nil, fmt.Errorf("redirecting stdout to stderr: %w", err)
-	}
-	os.Stdout = os.Stderr
-	return os.NewFile(uintptr(fd), "mcp-stdout"), nil
-}

@@ -141,6 +141,10 @@ type Info struct {
 	// UsernsMode is the user namespace pml's containers get ("keep-id" on
 	// rootless Podman; "" the engine's default).
 	UsernsMode string
+	// Architecture is the daemon's machine (Go names where the engine
+	// gives them: amd64, arm64): pml's in-container program and the
+	// toolbox image are chosen by it.
+	Architecture string
 }
 
 // Runtime starts containers: it is what a container engine must provide
@@ -198,11 +202,12 @@ type ImageImporter interface {
 
 // DirectStdio is a Runtime that can give a container's stdin and stdout a
 // direct connection to pml instead of the engine's attach stream (see
-// Spec.DirectStdio): exe is pml's own static binary, run in the container
-// as a shim. A Runtime without it serves DirectStdio specs on its usual
-// streams.
+// Spec.DirectStdio): program gives the host path and architecture of
+// pml's static in-container program (internal/inside), run in the
+// container as a shim. A Runtime without it serves DirectStdio specs on
+// its usual streams.
 type DirectStdio interface {
-	UseDirectStdio(exe string, log zerolog.Logger)
+	UseDirectStdio(program func(context.Context) (path, arch string, err error), log zerolog.Logger)
 }
 
 // CleanupTimeout bounds one cleanup request (kill, remove, the wait for an

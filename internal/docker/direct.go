@@ -26,47 +26,66 @@ import (
 // direct is the state of the direct stdio path (internal/shim) for
 // containers whose Spec asks for it.
 type direct struct {
-	exe string // pml's own static binary, mounted as the shim
-	log zerolog.Logger
+	// program gives pml's in-container program for the daemon's
+	// architecture (internal/inside), mounted as the shim.
+	program func(context.Context) (path, arch string, err error)
+	exe     string // its path, once checked
+	log     zerolog.Logger
 
-	checkOnce sync.Once
-	unusable  error // why the direct path cannot be used at all
+	checkMu  sync.Mutex
+	checked  bool
+	unusable error // why the direct path cannot be used at all
 
 	mu  sync.Mutex
 	off map[string]error // image → why the direct path failed for it
 }
 
 // UseDirectStdio lets containers whose Spec sets DirectStdio talk to pml
-// over a unix socket instead of the attach stream, with exe (pml's own
-// executable, statically linked) as the in-container shim. Where it
-// cannot work — the daemon is not on this machine (bind mounts and
-// sockets would name its filesystem) or exe cannot run in a container —
-// the attach stream is used, as it is for any image on which the direct
-// path fails at run time; the log says why. It contacts nothing: the
-// checks run at the first start that asks.
-func (r *Runtime) UseDirectStdio(exe string, log zerolog.Logger) {
-	r.direct = &direct{exe: exe, log: log, off: map[string]error{}}
+// over a unix socket instead of the attach stream, with program (pml's
+// static in-container program for the daemon's architecture) as the
+// shim. Where it cannot work — the daemon is not on this machine (bind
+// mounts and sockets would name its filesystem), pml does not run on
+// Linux, or there is no program — the attach stream is used, as it is
+// for any image on which the direct path fails at run time; the log says
+// why. It contacts nothing: the checks run at the first start that asks.
+func (r *Runtime) UseDirectStdio(program func(context.Context) (path, arch string, err error), log zerolog.Logger) {
+	r.direct = &direct{program: program, log: log, off: map[string]error{}}
 }
 
 // directFor reports whether a container of spec takes the direct path.
-func (r *Runtime) directFor(spec pmlc.Spec) bool {
+func (r *Runtime) directFor(ctx context.Context, spec pmlc.Spec) bool {
 	d := r.direct
 	if d == nil || !spec.DirectStdio {
 		return false
 	}
-	d.checkOnce.Do(func() {
+	d.checkMu.Lock()
+	if !d.checked {
+		var err error
 		// A socket crosses no VM boundary: only an engine known to be on
 		// this machine (internal/engine) gets the direct path.
 		if host := r.cli.DaemonHost(); engine.NeedsDaemon(r.ep, runtime.GOOS) {
-			d.unusable = fmt.Errorf("the Docker daemon at %s may not be on this machine (a VM or another host)", host)
+			err = fmt.Errorf("the Docker daemon at %s may not be on this machine (a VM or another host)", host)
 		} else {
-			d.unusable = shim.CheckBinary(d.exe)
+			var path, arch string
+			if path, arch, err = d.program(ctx); err == nil {
+				err = shim.CheckBinary(path, arch)
+				d.exe = path
+			}
 		}
-		if d.unusable != nil {
-			d.log.Info().Err(d.unusable).Msg("MCP servers' stdio goes through Docker's attach stream (slower per call)")
+		if err != nil && (errors.Is(err, pmlc.ErrUnavailable) || ctx.Err() != nil) {
+			// The daemon did not answer (this start will fail too): it
+			// is asked again next time.
+			d.checkMu.Unlock()
+			return false
 		}
-	})
-	if d.unusable != nil {
+		d.checked, d.unusable = true, err
+		if err != nil {
+			d.log.Info().Err(err).Msg("MCP servers' stdio goes through Docker's attach stream (slower per call)")
+		}
+	}
+	unusable := d.unusable
+	d.checkMu.Unlock()
+	if unusable != nil {
 		return false
 	}
 	d.mu.Lock()

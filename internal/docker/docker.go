@@ -79,7 +79,7 @@ const createTimeout = 60 * time.Second
 // that asks for DirectStdio gets it when the direct path works (see
 // UseDirectStdio), else the attach stream.
 func (r *Runtime) Start(ctx context.Context, spec pmlc.Spec, streams pmlc.Streams) (pmlc.Process, error) {
-	if r.directFor(spec) && r.ownCgroups(ctx) {
+	if r.directFor(ctx, spec) && r.ownCgroups(ctx) {
 		p, err := r.startDirect(ctx, spec, streams)
 		if err == nil || !isFallback(ctx, err) {
 			return p, err
@@ -342,6 +342,7 @@ func (r *Runtime) Info(ctx context.Context) (pmlc.Info, error) {
 		Remote:           !scope.Local,
 		SeccompSupported: r.SeccompSupported(ctx),
 		OS:               eng.os,
+		Architecture:     eng.arch,
 	}, nil
 }
 

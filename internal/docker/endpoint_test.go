@@ -160,8 +160,11 @@ func TestNoDirectStdioThroughAVM(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rt.UseDirectStdio("/nonexistent/pml", zerolog.Nop())
-		if rt.directFor(pmlc.Spec{DirectStdio: true, Image: "x"}) {
+		rt.UseDirectStdio(func(context.Context) (string, string, error) {
+			t.Error("the program was asked for")
+			return "/nonexistent/pml-inside", "amd64", nil
+		}, zerolog.Nop())
+		if rt.directFor(context.Background(), pmlc.Spec{DirectStdio: true, Image: "x"}) {
 			t.Errorf("%s: the direct path was chosen", host)
 		}
 		if err := rt.direct.unusable; err == nil || !strings.Contains(err.Error(), "may not be on this machine") {

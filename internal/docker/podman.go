@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -31,6 +32,7 @@ import (
 type engineFacts struct {
 	version       string
 	os            string
+	arch          string // the engine's machine, Go's name (amd64, arm64)
 	podman        bool
 	rootless      bool
 	cgroupVersion string // "1" or "2"; "" when the engine does not say
@@ -69,6 +71,11 @@ func (r *Runtime) facts(ctx context.Context) (engineFacts, error) {
 		f, err = r.podmanFacts(ctx)
 		f.version = pv
 		f.os = "linux" // Podman runs Linux containers (in a VM off Linux)
+		if f.arch == "" {
+			// A Podman on this machine's socket runs its containers on
+			// this machine (or in a VM of the same architecture).
+			f.arch = runtime.GOARCH
+		}
 	} else {
 		f, err = r.dockerFacts(ctx)
 	}
@@ -130,7 +137,7 @@ func (r *Runtime) dockerFacts(ctx context.Context) (engineFacts, error) {
 	if err != nil {
 		return engineFacts{}, wrap("asking the Docker daemon for its info", err)
 	}
-	f := engineFacts{version: v.Version, os: v.Os, cgroupVersion: info.CgroupVersion}
+	f := engineFacts{version: v.Version, os: v.Os, arch: v.Arch, cgroupVersion: info.CgroupVersion}
 	for _, o := range info.SecurityOptions {
 		if strings.Contains(o, "name=rootless") {
 			f.rootless = true
@@ -154,6 +161,7 @@ func (r *Runtime) dockerFacts(ctx context.Context) (engineFacts, error) {
 // libpodInfo is the part of Podman's own /libpod/info pml reads.
 type libpodInfo struct {
 	Host struct {
+		Arch              string   `json:"arch"`
 		CgroupVersion     string   `json:"cgroupVersion"` // "v1" or "v2"
 		CgroupControllers []string `json:"cgroupControllers"`
 		Security          struct {
@@ -188,7 +196,7 @@ func (r *Runtime) podmanFacts(ctx context.Context) (engineFacts, error) {
 // delegated to the user (systemd delegates cpu, memory and pids by default
 // on recent distributions, not everywhere).
 func podmanFactsFrom(li libpodInfo) engineFacts {
-	f := engineFacts{podman: true, rootless: li.Host.Security.Rootless, cgroupVersion: strings.TrimPrefix(li.Host.CgroupVersion, "v")}
+	f := engineFacts{podman: true, arch: li.Host.Arch, rootless: li.Host.Security.Rootless, cgroupVersion: strings.TrimPrefix(li.Host.CgroupVersion, "v")}
 	if !f.rootless {
 		return f
 	}

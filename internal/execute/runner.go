@@ -57,7 +57,8 @@ type Runner struct {
 	// not counting the stretches between Run.Pause and Run.Resume (waits
 	// for a person). 0: only Timeout applies.
 	Budget time.Duration
-	// Supervisor is the host path of a static Linux pml executable, mounted
+	// Supervisor is the host path of pml's static in-container program
+	// (cmd/pml-inside, internal/inside), mounted
 	// read-only as the container's PID 1 (internal/supervise.Link): the
 	// container then ends at Lifetime after its start, or once pml's end of
 	// its stdin is gone, even when pml cannot act (killed, engine lost).

@@ -6,8 +6,8 @@
 // → containerd-shim FIFOs → the process, and back the same way; on a
 // small machine that costs more per call than the server's own work. The
 // direct path: pml listens on a socket in a private host directory that
-// is bind-mounted read-only into the container at RunDir, its own static
-// binary is bind-mounted read-only at Binary, and the container's
+// is bind-mounted read-only into the container at RunDir, its static
+// in-container program (cmd/pml-inside) is bind-mounted read-only at Binary, and the container's
 // entrypoint becomes `Binary stdio-shim SOCKET -- COMMAND...`. The shim
 // connects to the socket, puts it on file descriptors 0 and 1, and
 // replaces itself (execve) with COMMAND: the server is the container's
@@ -25,12 +25,12 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
-	"runtime"
 )
 
 // Paths inside the container.
 const (
-	// Binary is where pml's executable is mounted (read-only).
+	// Binary is where pml's in-container program (cmd/pml-inside) is
+	// mounted (read-only).
 	Binary = "/.pml/shim"
 	// RunDir is where the per-container host directory holding the
 	// socket is mounted (read-only: connecting needs no write access to
@@ -38,7 +38,7 @@ const (
 	RunDir = "/.pml/run"
 	// Socket is the socket pml listens on, as the container sees it.
 	Socket = RunDir + "/" + socketName
-	// Subcommand is pml's hidden subcommand that runs Exec.
+	// Subcommand is the in-container program's command that runs Exec.
 	Subcommand = "stdio-shim"
 
 	socketName = "s"
@@ -71,12 +71,10 @@ func (e *NoConnectionError) Unwrap() error { return e.Err }
 var ErrUnsupported = errors.New("direct stdio needs Linux")
 
 // CheckBinary reports why exe cannot be run inside a container as the
-// shim: it must be a statically linked Linux executable of this machine's
-// architecture (a FROM scratch image has no dynamic loader or libc).
-func CheckBinary(exe string) error {
-	if runtime.GOOS != "linux" {
-		return ErrUnsupported
-	}
+// shim or a supervisor: it must be a statically linked Linux executable
+// of the daemon's architecture arch (a Go name; a FROM scratch image has
+// no dynamic loader or libc).
+func CheckBinary(exe, arch string) error {
 	f, err := elf.Open(exe)
 	if err != nil {
 		return fmt.Errorf("%s is not a Linux executable: %w", exe, err)
@@ -85,8 +83,8 @@ func CheckBinary(exe string) error {
 	if f.Type != elf.ET_EXEC && f.Type != elf.ET_DYN {
 		return fmt.Errorf("%s is not an executable (ELF type %s)", exe, f.Type)
 	}
-	if want, ok := machines[runtime.GOARCH]; !ok || f.Machine != want {
-		return fmt.Errorf("%s is built for %s, not for this machine (%s)", exe, f.Machine, runtime.GOARCH)
+	if want, ok := machines[arch]; !ok || f.Machine != want {
+		return fmt.Errorf("%s is built for %s, not for the container engine's machine (%s)", exe, f.Machine, arch)
 	}
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_INTERP {

@@ -347,7 +347,7 @@ func fakeELF(t *testing.T, machine elf.Machine, progs ...elf.ProgType) string {
 	return path
 }
 
-func TestOnlyAStaticExecutableOfThisMachineCanBeTheShim(t *testing.T) {
+func TestOnlyAStaticExecutableOfTheDaemonsMachineCanBeTheShim(t *testing.T) {
 	here, ok := machines[runtime.GOARCH]
 	if !ok {
 		t.Fatalf("no ELF machine known for %s", runtime.GOARCH)
@@ -356,7 +356,7 @@ func TestOnlyAStaticExecutableOfThisMachineCanBeTheShim(t *testing.T) {
 	if here == other {
 		other = elf.EM_X86_64
 	}
-	if err := CheckBinary(fakeELF(t, here, elf.PT_LOAD)); err != nil {
+	if err := CheckBinary(fakeELF(t, here, elf.PT_LOAD), runtime.GOARCH); err != nil {
 		t.Errorf("a static executable was refused: %v", err)
 	}
 	for name, c := range map[string]struct {
@@ -364,11 +364,11 @@ func TestOnlyAStaticExecutableOfThisMachineCanBeTheShim(t *testing.T) {
 		want string
 	}{
 		"dynamically linked": {fakeELF(t, here, elf.PT_INTERP, elf.PT_LOAD), "dynamically linked"},
-		"another machine":    {fakeELF(t, other, elf.PT_LOAD), "not for this machine"},
+		"another machine":    {fakeELF(t, other, elf.PT_LOAD), "not for the container engine's machine"},
 		"not ELF":            {writeFile(t, "#!/bin/sh\n"), "not a Linux executable"},
 		"missing":            {filepath.Join(t.TempDir(), "nothing"), "not a Linux executable"},
 	} {
-		if err := CheckBinary(c.path); err == nil || !strings.Contains(err.Error(), c.want) {
+		if err := CheckBinary(c.path, runtime.GOARCH); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: got %v, want %q", name, err, c.want)
 		}
 	}

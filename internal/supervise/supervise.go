@@ -1,6 +1,6 @@
 // Package supervise is the program pml puts at PID 1 of a shell:exec
-// container (pml's own static binary, mounted read-only; the image needs
-// nothing but /bin/sh). It exists so that the container has a deadline of
+// container (pml's static in-container program, cmd/pml-inside, mounted
+// read-only; the image needs nothing but /bin/sh). It exists so that the container has a deadline of
 // its own: pml kills a container when its call times out, but a pml that
 // was killed, or that lost its connection to the Docker daemon, kills
 // nothing, and the command ran on until it ended by itself, writing into
@@ -37,7 +37,8 @@ import (
 )
 
 const (
-	// Binary is where pml's executable is mounted in the container.
+	// Binary is where pml's in-container program (cmd/pml-inside) is
+	// mounted in the container.
 	Binary = "/.pml/supervisor"
 	// Subcommand is pml's hidden subcommand that runs Shell.
 	Subcommand = "shell-supervisor"

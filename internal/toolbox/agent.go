@@ -426,7 +426,7 @@ func editFile(ws string, a *argReader) (string, error) {
 // own permission is checked first: a file the user may not write is
 // refused, as an in-place write would be.
 func replaceFile(p string, data []byte, mode fs.FileMode) error {
-	if err := syscall.Access(p, 2 /* W_OK */); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := checkWritable(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return explain(&fs.PathError{Op: "write", Path: p, Err: err})
 	}
 	// A short fixed prefix: the target's own name may already be 255 bytes.
@@ -724,8 +724,8 @@ func fileInfo(ws string, a *argReader) (string, any, error) {
 		IsFile:      st.Mode().IsRegular(),
 		Permissions: fmt.Sprintf("%o", st.Mode().Perm()),
 	}
-	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
-		fi.Accessed = time.Unix(sys.Atim.Unix()).UTC().Format(time.RFC3339)
+	if at, ok := accessTime(st); ok {
+		fi.Accessed = at.UTC().Format(time.RFC3339)
 	}
 	var sb bytes.Buffer
 	fmt.Fprintf(&sb, "size: %d\n", fi.Size)

@@ -3,11 +3,14 @@
 // executes them inside a locked-down container.
 //
 // The broker validates every path before a container starts; the agent runs
-// inside the container (`pml toolbox-agent`), reads one Request as JSON from
+// inside the container (`pml-inside toolbox-agent`, cmd/pml-inside), reads one Request as JSON from
 // stdin, executes it, and writes one Response as JSON to stdout.
 package toolbox
 
 import "encoding/json"
+
+// Subcommand is the in-container program's command that runs Serve.
+const Subcommand = "toolbox-agent"
 
 // Request is what the broker sends to the in-container agent.
 type Request struct {

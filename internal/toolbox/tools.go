@@ -1,3 +1,10 @@
+//go:build !pml_inside
+
+// The tool definitions are pml's (the host's), not the agent's: the
+// in-container program (cmd/pml-inside) is built with -tags pml_inside
+// and leaves this file, and with it the MCP SDK and net/http, out. That
+// keeps it about a third of its size.
+
 package toolbox
 
 import (

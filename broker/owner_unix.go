@@ -1,0 +1,23 @@
+//go:build unix
+
+package broker
+
+import (
+	"os"
+	"syscall"
+
+	"github.com/pml-dev/pml/internal/container"
+)
+
+// fileOwner is the uid and gid that own path.
+func fileOwner(path string) (container.Ident, bool) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return container.Ident{}, false
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok {
+		return container.Ident{}, false
+	}
+	return container.Ident{UID: int(sys.Uid), GID: int(sys.Gid)}, true
+}

@@ -1,0 +1,89 @@
+// Command pml-inside is the program pml runs inside its containers: the
+// toolbox agent, the stdio shim of pooled servers, and PID 1 of shell and
+// Deno containers. It is a small static Linux program, built for amd64 and
+// arm64 and embedded in every pml (internal/inside), so that pml on any
+// host builds the toolbox image for the daemon's architecture without a
+// registry or a Linux machine.
+//
+// It only dispatches: what each part does lives in its package
+// (internal/toolbox, internal/shim, internal/supervise). It imports no
+// logging, CLI or engine library, to stay small.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+
+	"github.com/pml-dev/pml/internal/shim"
+	"github.com/pml-dev/pml/internal/supervise"
+	"github.com/pml-dev/pml/internal/toolbox"
+)
+
+// version is set with -ldflags "-X main.version=..." (tests use it to
+// build a program of distinct content); pml's toolbox tag is the
+// program's digest.
+var version = "dev"
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	if len(args) == 0 {
+		fmt.Fprintf(os.Stderr, "pml-inside %s\n%s\n", version, usage)
+		return 2
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case toolbox.Subcommand:
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		if err := toolbox.Serve(ctx, os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "pml-inside:", err)
+			return 1
+		}
+		return 0
+	case shim.Subcommand:
+		return runShim(rest)
+	case supervise.Subcommand:
+		return supervise.Shell(os.Stdin, os.Stdout, os.Stderr)
+	case supervise.LinkSubcommand:
+		deadline, argv, err := supervise.ParseLink(rest)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "pml-inside:", err)
+			return 2
+		}
+		return supervise.Link(deadline, argv, os.Stdin, os.Stdout, os.Stderr)
+	}
+	fmt.Fprintf(os.Stderr, "pml-inside %s: unknown command %q\n%s\n", version, cmd, usage)
+	return 2
+}
+
+const usage = "usage: pml-inside " + toolbox.Subcommand + " | " + shim.Subcommand + " SOCKET -- COMMAND [ARG...] | " +
+	supervise.Subcommand + " | " + supervise.LinkSubcommand + " DEADLINE_MS -- COMMAND [ARG...]\n" +
+	"(it runs inside pml's containers; pml starts it)"
+
+// runShim connects to pml's socket and becomes the server (shim.Exec
+// returns only on failure).
+func runShim(args []string) int {
+	if len(args) < 3 || args[1] != "--" {
+		fmt.Fprintln(os.Stderr, "usage: pml-inside "+shim.Subcommand+" SOCKET -- COMMAND [ARG...]")
+		return 2
+	}
+	err := shim.Exec(args[0], args[2:])
+	fmt.Fprintln(os.Stderr, "pml-inside:", err)
+	var nc *shim.NoConnectionError
+	switch {
+	case errors.As(err, &nc):
+		return shim.ExitNoConnection
+	case errors.Is(err, exec.ErrNotFound):
+		// What a shell answers for a missing command.
+		return 127
+	}
+	return 126
+}
