@@ -53,6 +53,21 @@ type Entry struct {
 	ArgKeys    []string `json:"arg_keys,omitempty"`
 	// Reason is pml's own short explanation (never argument values).
 	Reason string `json:"reason,omitempty"`
+	// Net describes one connection through pml's egress proxy
+	// (internal/egress); Tool then names the server or tool that made it.
+	Net *Net `json:"net,omitempty"`
+}
+
+// Net is one egress connection: where to, and how much went each way;
+// never what was sent.
+type Net struct {
+	Host string `json:"host"`
+	Port int    `json:"port"`
+	// Address is the address pml dialled (resolved by pml), "" when the
+	// connection was refused before.
+	Address   string `json:"address,omitempty"`
+	BytesUp   int64  `json:"bytes_up"`
+	BytesDown int64  `json:"bytes_down"`
 }
 
 // Log appends entries to a file. Safe for concurrent use; the zero value
