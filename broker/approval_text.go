@@ -52,7 +52,9 @@ func (b *Broker) approval(wf *workflow) Approval {
 // approvalResult is a normal tool result (not an error) that asks.
 func approvalResult(a Approval) Result {
 	always := ""
-	if slices.Contains(a.Options, "always") {
+	if adds, ok := a.Context["always_adds"].(string); ok && slices.Contains(a.Options, "always") {
+		always = fmt.Sprintf("\"always\" adds %s. ", adds)
+	} else if slices.Contains(a.Options, "always") {
 		always = fmt.Sprintf("\"always\" adds %s to permissions.allow in .pml.json (and takes the exact name out of permissions.ask). ", a.Tool)
 	} else if why, ok := a.Context["always_not_offered"].(string); ok {
 		always = fmt.Sprintf("\"always\" is not offered: %s. ", why)

@@ -45,6 +45,9 @@ type sandbox struct {
 	exe            string
 	supervisorOnce sync.Once
 	supervisorExe  string
+	// egress is the egress proxies of servers and tools given network
+	// (egress.go).
+	egress *egressSet
 }
 
 // newSandbox builds the sandbox of a broker: the runtime goes through

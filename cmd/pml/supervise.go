@@ -1,10 +1,12 @@
 package main
 
 import (
+	"errors"
 	"os"
 
 	"github.com/spf13/cobra"
 
+	"github.com/pml-dev/pml/internal/egress/inside"
 	"github.com/pml-dev/pml/internal/supervise"
 )
 
@@ -13,11 +15,22 @@ import (
 // it is given, whatever happened to pml.
 func newSuperviseCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:    supervise.Subcommand,
+		Use:    supervise.Subcommand + " [--egress SPEC]",
 		Short:  "Run one shell:exec request under a deadline (inside a pml container)",
 		Hidden: true,
-		Args:   cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		// --egress SPEC (sandbox.network): the egress listener runs in
+		// the supervisor, beside the command (internal/egress/inside).
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			spec, rest := inside.SplitArgs(args)
+			if len(rest) > 0 {
+				return &exitError{2, errors.New("usage: pml " + supervise.Subcommand + " [--egress SPEC]")}
+			}
+			if spec != "" {
+				if err := startEgress(spec); err != nil {
+					os.Exit(supervise.ExitBadRequest)
+				}
+			}
 			if code := supervise.Shell(os.Stdin, os.Stdout, os.Stderr); code != 0 {
 				os.Exit(code)
 			}
