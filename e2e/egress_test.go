@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
@@ -14,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pml-dev/pml/internal/deps"
 )
 
 // The egress tests run their target servers on this machine's loopback:
@@ -287,5 +290,48 @@ func TestShellExecReachesOnlyItsAllowedHost(t *testing.T) {
 	out, _ = s.call(t, "shell:exec", map[string]any{"command": "http_proxy= wget -q -T 3 -O - " + web.URL + "/ || echo FAILED"})
 	if strings.Contains(out, "shell fetched this") || !strings.Contains(out, "FAILED") {
 		t.Errorf("wget without the proxy: %q", out)
+	}
+}
+
+// TestAnInstallReachesOnlyItsHosts: an install step runs with no network
+// interface but lo (before egress it ran on the engine's bridge network,
+// with full egress) and reaches, through pml's proxy, the hosts it is
+// given (the registry's, and the server's own network.allow) and nothing
+// else: its install script's other fetch is refused. The integrity the
+// step must match is that of exactly those outcomes, so a different
+// outcome is an integrity mismatch naming what was installed.
+func TestAnInstallReachesOnlyItsHosts(t *testing.T) {
+	_, allowed := hostHTTP(t, "package contents")
+	_, other := hostHTTP(t, "must not be reached")
+	script := fmt.Sprintf("ls /sys/class/net > /deps/ifs; wget -q -O /deps/got http://%s/; wget -q -O - http://%s/ >/dev/null 2>&1 && echo reached > /deps/other || echo refused > /deps/other", allowed, other)
+	want := t.TempDir()
+	for name, content := range map[string]string{"ifs": "lo\n", "got": "package contents", "other": "refused\n"} {
+		if err := os.WriteFile(want+"/"+name, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	integrity, err := deps.TreeSRI(context.Background(), want, want, "sha256")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := newWorkspace(t, fmt.Sprintf(`{"permissions": {"allow": ["*"]}, "mcps": {"inst": {"image": "pml/shell:busybox", "command": "cat", "workspace": "none",
+  "network": {"allow": [%q]},
+  "install": {"command": "sh", "args": ["-c", %q], "integrity": %q}}}}`, allowed, script, integrity))
+	s := startSession(t, ws)
+	out, _ := s.call(t, "inst:anything", nil)
+	if strings.Contains(out, "integrity mismatch") || strings.Contains(out, "failed with exit code") {
+		t.Fatalf("the install did not see exactly lo, the allowed host and a refusal: %q", out)
+	}
+	if raw, _ := os.ReadFile(ws.path(".pml/deps.json")); !strings.Contains(string(raw), integrity) {
+		t.Errorf("the install was not recorded (%q): %s", out, raw)
+	}
+	found := false
+	for _, e := range netEntries(t, ws) {
+		if e.Tool == "install:inst" && e.Decision == "denied" && e.Net.Host == "127.0.0.1" && strings.Contains(e.Reason, "not in") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no denied egress entry for the install:\n%s", readAudit(t, ws))
 	}
 }
