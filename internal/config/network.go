@@ -25,16 +25,19 @@ type Network struct {
 // Empty reports whether no network is given.
 func (n Network) Empty() bool { return n.Rules.Empty() }
 
-// parse checks Allow and Forward into Rules.
-func (n *Network) parse() error {
+// parse checks Allow and Forward into Rules; it returns the problems of
+// each, one per line.
+func (n *Network) parse() (allowErr, forwardErr error) {
 	allow, err1 := netallow.ParseList(n.Allow)
 	fwd, err2 := netallow.ParseForwards(n.Forward)
-	if err := errors.Join(err1, err2); err != nil {
-		return err
+	if err1 != nil || err2 != nil {
+		return err1, err2
 	}
 	n.Rules = netallow.Rules{Allow: allow, Forward: fwd}
-	return nil
+	return nil, nil
 }
+
+func oneLine(err error) error { return errors.New(strings.ReplaceAll(err.Error(), "\n", "; ")) }
 
 // networkHint ends every network error: what a valid value looks like.
 const networkHint = ` (e.g. {"allow": ["api.github.com:443", "*.example.org"], "forward": {"127.0.0.1:5432": "db.internal:5432"}})`
@@ -64,8 +67,12 @@ func readNetwork(dst *Network) func(any) error {
 			return &partError{".forward", err}
 		}
 		dst.Allow, dst.Forward = allow, fwd
-		if err := dst.parse(); err != nil {
-			return errors.New(strings.ReplaceAll(err.Error(), "\n", "; "))
+		aerr, ferr := dst.parse()
+		if aerr != nil {
+			return &partError{".allow", oneLine(aerr)}
+		}
+		if ferr != nil {
+			return &partError{".forward", oneLine(ferr)}
 		}
 		return nil
 	}
@@ -110,16 +117,17 @@ func decodeForward(v any, fromEnv bool) (map[string]string, error) {
 
 // sandboxNetwork checks sandbox.network once both of its keys are read.
 func sandboxNetwork(cfg *Config) []error {
-	n := &cfg.Sandbox.Network
-	if err := n.parse(); err != nil {
-		key := "sandbox.network"
-		var errs []error
-		for _, line := range strings.Split(err.Error(), "\n") {
-			errs = append(errs, &Error{File: cfg.Path, Key: key, Problem: line + networkHint})
+	aerr, ferr := cfg.Sandbox.Network.parse()
+	var errs []error
+	for _, e := range []struct {
+		key string
+		err error
+	}{{"sandbox.network.allow", aerr}, {"sandbox.network.forward", ferr}} {
+		if e.err != nil {
+			errs = append(errs, &Error{File: cfg.Path, Key: e.key, Problem: oneLine(e.err).Error()})
 		}
-		return errs
 	}
-	return nil
+	return errs
 }
 
 // decodeHostList reads sandbox.network.allow; the environment gives it
@@ -129,4 +137,24 @@ func decodeHostList(v any, fromEnv bool) ([]string, error) {
 		return splitList(s), nil
 	}
 	return stringList(v, ` ("host:port")`, ` such as ["api.github.com:443"]`)
+}
+
+// NewNetwork checks allow and forward as network.allow and
+// network.forward are (a registry entry's declared hosts).
+func NewNetwork(allow []string, forward map[string]string) (Network, error) {
+	n := Network{Allow: allow, Forward: forward}
+	aerr, ferr := n.parse()
+	return n, errors.Join(aerr, ferr)
+}
+
+// Describe says what the network is, for a person approving it.
+func (n Network) Describe() string {
+	if n.Empty() {
+		return "none"
+	}
+	parts := n.Rules.Strings()
+	for _, f := range n.Rules.Forward {
+		parts = append(parts, f.Listen+" → "+f.Target.Text)
+	}
+	return "only through pml's egress proxy, to " + strings.Join(parts, ", ")
 }
