@@ -170,6 +170,7 @@ func doctor(ctx context.Context) []check {
 	} else {
 		add(check{"warn", "seccomp", "the daemon reports no seccomp support: containers run without a syscall filter (capabilities, no-new-privileges, read-only rootfs and network none still apply)", "use a kernel and Docker build with seccomp enabled"})
 	}
+	add(checkEgress(cfg, info, exe))
 	tb := &images.Toolbox{Runtime: rt, Exe: exe}
 	if ref, err := tb.Ref(); err != nil {
 		add(check{"fail", "toolbox image", err.Error(), ""})

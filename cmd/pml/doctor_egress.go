@@ -1,0 +1,43 @@
+package main
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/pml-dev/pml/internal/config"
+	"github.com/pml-dev/pml/internal/container"
+	"github.com/pml-dev/pml/internal/egress"
+	"github.com/pml-dev/pml/internal/shim"
+)
+
+// checkEgress says which path egress takes here (internal/egress) and
+// who was given network.
+func checkEgress(cfg *config.Config, info container.Info, exe string) check {
+	var given []string
+	if cfg != nil {
+		if !cfg.Sandbox.Network.Empty() {
+			given = append(given, "shell:exec")
+		}
+		for name, s := range cfg.Servers {
+			if !s.Network.Empty() {
+				given = append(given, name)
+			}
+		}
+	}
+	sort.Strings(given)
+	who := "nothing is given network (mcps.NAME.network, sandbox.network)"
+	if len(given) > 0 {
+		who = "given network: " + strings.Join(given, ", ")
+	}
+	path, why := egress.PathFor(info.Remote, shim.CheckBinary(exe))
+	if path == egress.PathUnixSocket {
+		return check{"ok", "egress", fmt.Sprintf("path: %s (%s); %s", path, why, who), ""}
+	}
+	status := "warn"
+	if len(given) > 0 {
+		status = "fail"
+	}
+	return check{status, "egress", fmt.Sprintf("path: %s: %s; servers and shell:exec given network run without it, and dependency installs use the engine's bridge network; %s", path, why, who),
+		"run pml on the Docker host itself with a static Linux pml (make build)"}
+}
