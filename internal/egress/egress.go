@@ -20,7 +20,10 @@
 package egress
 
 import (
+	"bufio"
 	"context"
+	"crypto/tls"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -28,6 +31,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -67,6 +71,20 @@ type Options struct {
 	// Dial opens the connection to the checked address (nil: a net.Dialer
 	// with DialTimeout).
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Upstream is the host's own proxy for a target, nil for none (nil:
+	// HostProxy, from pml's HTTPS_PROXY / NO_PROXY). Through one, pml
+	// asks it to CONNECT the address pml checked.
+	Upstream func(host string, port int) *url.URL
+}
+
+// HostProxy is the proxy pml's environment names for host:port
+// (HTTPS_PROXY, HTTP_PROXY, NO_PROXY; loopback targets never).
+func HostProxy(host string, port int) *url.URL {
+	u, err := http.ProxyFromEnvironment(&http.Request{URL: &url.URL{Scheme: "https", Host: net.JoinHostPort(host, strconv.Itoa(port))}})
+	if err != nil {
+		return nil
+	}
+	return u
 }
 
 // DialTimeout bounds a lookup and a connection to a target.
@@ -122,6 +140,9 @@ func Start(base string, o Options) (*Proxy, error) {
 	}
 	if o.Dial == nil {
 		o.Dial = (&net.Dialer{Timeout: DialTimeout}).DialContext
+	}
+	if o.Upstream == nil {
+		o.Upstream = HostProxy
 	}
 	p := &Proxy{o: o, dir: dir, ln: ln, conns: map[net.Conn]struct{}{}}
 	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second,
@@ -182,13 +203,37 @@ type Refusal struct {
 	// resolved or reached.
 	NotAllowed bool
 	Reason     string
+	unresolved bool
 }
 
 func (r *Refusal) Error() string { return r.Reason }
 
+// route is where a decided connection goes: the checked addresses, or,
+// when pml cannot resolve the name itself and the host's own proxy is
+// to be used, the name (that proxy resolves it).
+type route struct {
+	host   string
+	addrs  []netip.Addr
+	byName bool
+}
+
 // Decide checks host:port against the rules and resolves it: the
 // addresses it may dial, in order, or why not.
 func (p *Proxy) Decide(ctx context.Context, host string, port int) ([]netip.Addr, *Refusal) {
+	r, ref := p.decide(ctx, host, port)
+	return r.addrs, ref
+}
+
+func (p *Proxy) decide(ctx context.Context, host string, port int) (route, *Refusal) {
+	addrs, ref := p.check(ctx, host, port)
+	if ref != nil && ref.unresolved && p.o.Upstream(netallow.Canonical(host), port) != nil {
+		// Behind a proxy of the host, names often resolve only there.
+		return route{host: netallow.Canonical(host), byName: true}, nil
+	}
+	return route{host: netallow.Canonical(host), addrs: addrs}, ref
+}
+
+func (p *Proxy) check(ctx context.Context, host string, port int) ([]netip.Addr, *Refusal) {
 	host = netallow.Canonical(host)
 	hp := net.JoinHostPort(host, strconv.Itoa(port))
 	entry, ok := p.o.Rules().Find(host, port)
@@ -204,7 +249,7 @@ func (p *Proxy) Decide(ctx context.Context, host string, port int) ([]netip.Addr
 		defer cancel()
 		got, err := p.o.Lookup(ctx, host)
 		if err != nil {
-			return nil, &Refusal{Host: host, Port: port, Reason: fmt.Sprintf("pml could not resolve %s for %s: %v", host, p.o.Who, err)}
+			return nil, &Refusal{Host: host, Port: port, unresolved: true, Reason: fmt.Sprintf("pml could not resolve %s for %s: %v", host, p.o.Who, err)}
 		}
 		for _, a := range got {
 			addrs = append(addrs, a.Unmap())
@@ -232,17 +277,72 @@ func (p *Proxy) Decide(ctx context.Context, host string, port int) ([]netip.Addr
 	return ok2, nil
 }
 
-// dial connects to the first of addrs that answers.
-func (p *Proxy) dial(ctx context.Context, addrs []netip.Addr, port int) (net.Conn, netip.Addr, error) {
+// dial connects to the first address of r that answers (through the
+// host's own proxy when it names one), and says which.
+func (p *Proxy) dial(ctx context.Context, r route, port int) (net.Conn, string, error) {
+	targets := make([]string, 0, len(r.addrs)+1)
+	for _, a := range r.addrs {
+		targets = append(targets, netip.AddrPortFrom(a, uint16(port)).String())
+	}
+	if r.byName {
+		targets = append(targets, net.JoinHostPort(r.host, strconv.Itoa(port)))
+	}
+	up := p.o.Upstream(r.host, port)
 	var errs []error
-	for _, a := range addrs {
-		c, err := p.o.Dial(ctx, "tcp", netip.AddrPortFrom(a, uint16(port)).String())
+	for _, t := range targets {
+		var c net.Conn
+		var err error
+		if up != nil {
+			c, err = p.viaUpstream(ctx, up, t)
+		} else {
+			c, err = p.o.Dial(ctx, "tcp", t)
+		}
 		if err == nil {
-			return c, a, nil
+			h, _, _ := net.SplitHostPort(t)
+			return c, h, nil
 		}
 		errs = append(errs, err)
 	}
-	return nil, netip.Addr{}, errors.Join(errs...)
+	return nil, "", errors.Join(errs...)
+}
+
+// viaUpstream opens a CONNECT tunnel to target through the host's proxy.
+func (p *Proxy) viaUpstream(ctx context.Context, up *url.URL, target string) (net.Conn, error) {
+	addr := up.Host
+	if up.Port() == "" {
+		addr = net.JoinHostPort(up.Hostname(), map[bool]string{true: "443", false: "80"}[up.Scheme == "https"])
+	}
+	c, err := p.o.Dial(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("the host's proxy %s: %w", up.Redacted(), err)
+	}
+	if up.Scheme == "https" {
+		c = tls.Client(c, &tls.Config{ServerName: up.Hostname()})
+	}
+	req := &http.Request{Method: http.MethodConnect, URL: &url.URL{Opaque: target}, Host: target, Header: http.Header{}}
+	if u := up.User; u != nil {
+		pw, _ := u.Password()
+		req.Header.Set("Proxy-Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(u.Username()+":"+pw)))
+	}
+	_ = c.SetDeadline(time.Now().Add(DialTimeout))
+	if err := req.Write(c); err != nil {
+		c.Close()
+		return nil, err
+	}
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, req)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("the host's proxy %s answered %s", up.Redacted(), resp.Status)
+	}
+	if err == nil && br.Buffered() > 0 {
+		err = fmt.Errorf("the host's proxy %s sent data before the tunnel", up.Redacted())
+	}
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	_ = c.SetDeadline(time.Time{})
+	return c, nil
 }
 
 // ServeHTTP is the proxy: CONNECT host:port, or an absolute http:// URI.
@@ -295,13 +395,13 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "pml's egress proxy: CONNECT needs host:port: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	addrs, ref := p.Decide(r.Context(), host, port)
+	rt, ref := p.decide(r.Context(), host, port)
 	if ref != nil {
 		p.refuse(w, ref, start)
 		return
 	}
 	host = netallow.Canonical(host)
-	up, addr, err := p.dial(r.Context(), addrs, port)
+	up, addr, err := p.dial(r.Context(), rt, port)
 	if err != nil {
 		p.refuse(w, &Refusal{Host: host, Port: port, Reason: fmt.Sprintf("pml could not connect to %s for %s: %v", net.JoinHostPort(host, strconv.Itoa(port)), p.o.Who, err)}, start)
 		return
@@ -335,7 +435,7 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 		from = io.MultiReader(io.LimitReader(buf.Reader, int64(n)), down)
 	}
 	bUp, bDown := splice(up, down, from)
-	p.record(host, port, addr.String(), audit.Allowed, "", bUp, bDown, start)
+	p.record(host, port, addr, audit.Allowed, "", bUp, bDown, start)
 }
 
 // splice copies both ways until both are done, half-closing as each
@@ -376,7 +476,7 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "pml's egress proxy: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	addrs, ref := p.Decide(r.Context(), host, port)
+	rt, ref := p.decide(r.Context(), host, port)
 	if ref != nil {
 		p.refuse(w, ref, start)
 		return
@@ -389,7 +489,7 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request) {
 		DisableKeepAlives: true,
 		Proxy:             nil,
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			c, a, err := p.dial(ctx, addrs, port)
+			c, a, err := p.dial(ctx, rt, port)
 			if err != nil {
 				return nil, err
 			}
@@ -424,7 +524,7 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request) {
 	select {
 	case up := <-dialled:
 		up.Close()
-		p.record(host, port, up.addr.String(), audit.Allowed, "", up.written.Load(), up.read.Load(), start)
+		p.record(host, port, up.addr, audit.Allowed, "", up.written.Load(), up.read.Load(), start)
 	default:
 	}
 }
@@ -432,7 +532,7 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request) {
 // countConn counts the bytes of a connection each way.
 type countConn struct {
 	net.Conn
-	addr          netip.Addr
+	addr          string
 	read, written atomic.Int64
 }
 
@@ -443,8 +543,11 @@ func (c *countConn) Read(b []byte) (int, error) {
 }
 
 func (c *countConn) Write(b []byte) (int, error) {
+	// Counted before the write returns: the answer (and the count's
+	// reader) may come before this goroutine runs again.
+	c.written.Add(int64(len(b)))
 	n, err := c.Conn.Write(b)
-	c.written.Add(int64(n))
+	c.written.Add(int64(n - len(b)))
 	return n, err
 }
 

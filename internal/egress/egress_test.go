@@ -242,3 +242,48 @@ func TestInternal(t *testing.T) {
 		}
 	}
 }
+
+// TestTheHostsOwnProxyIsUsed: with a proxy in pml's environment, pml
+// tunnels to the address it checked through it; a name pml cannot
+// resolve goes by name (that proxy resolves it).
+func TestTheHostsOwnProxyIsUsed(t *testing.T) {
+	_, hp := target(t, "via upstream")
+	var asked []string
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked = append(asked, r.Host)
+		to := r.Host
+		if strings.HasPrefix(to, "only-upstream.test:") {
+			to = hp
+		}
+		c, err := net.Dial("tcp", to)
+		if err != nil {
+			http.Error(w, err.Error(), 502)
+			return
+		}
+		down, _, _ := w.(http.Hijacker).Hijack()
+		io.WriteString(down, "HTTP/1.1 200 OK\r\n\r\n")
+		go func() { io.Copy(c, down); c.Close() }()
+		io.Copy(down, c)
+		down.Close()
+	}))
+	t.Cleanup(upstream.Close)
+	u, _ := url.Parse(upstream.URL)
+	_, port, _ := net.SplitHostPort(hp)
+	f := start(t, Options{Rules: rules(t, hp, "only-upstream.test:"+port),
+		Upstream: func(string, int) *url.URL { return u },
+		Lookup:   func(_ context.Context, h string) ([]netip.Addr, error) { return nil, fmt.Errorf("no such host %s", h) }})
+	for _, to := range []string{hp, "only-upstream.test:" + port} {
+		code, body, c := connect(t, f, to)
+		if code != 200 {
+			t.Fatalf("%s: %d %s", to, code, body)
+		}
+		fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+		b, _ := io.ReadAll(c)
+		if !strings.Contains(string(b), "via upstream") {
+			t.Errorf("%s: %q", to, b)
+		}
+	}
+	if len(asked) != 2 || asked[0] != hp || asked[1] != "only-upstream.test:"+port {
+		t.Errorf("the upstream was asked for %v", asked)
+	}
+}
