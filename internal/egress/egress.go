@@ -90,6 +90,10 @@ func HostProxy(host string, port int) *url.URL {
 // DialTimeout bounds a lookup and a connection to a target.
 const DialTimeout = 15 * time.Second
 
+// MaxConns bounds one proxy's connections at once: a container cannot
+// spend the host's file descriptors.
+const MaxConns = 256
+
 // Proxy is one running egress proxy.
 type Proxy struct {
 	o   Options
@@ -100,6 +104,8 @@ type Proxy struct {
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{} // hijacked tunnels, closed by Close
 	closed bool
+	// slots bounds the requests and tunnels in progress (MaxConns).
+	slots chan struct{}
 }
 
 // maxSocketPath is what fits in sockaddr_un.sun_path with its NUL.
@@ -144,7 +150,7 @@ func Start(base string, o Options) (*Proxy, error) {
 	if o.Upstream == nil {
 		o.Upstream = HostProxy
 	}
-	p := &Proxy{o: o, dir: dir, ln: ln, conns: map[net.Conn]struct{}{}}
+	p := &Proxy{o: o, dir: dir, ln: ln, conns: map[net.Conn]struct{}{}, slots: make(chan struct{}, MaxConns)}
 	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second,
 		ErrorLog: log.New(io.Discard, "", 0), ConnState: p.track}
 	go func() { _ = p.srv.Serve(ln) }()
@@ -347,6 +353,13 @@ func (p *Proxy) viaUpstream(ctx context.Context, up *url.URL, target string) (ne
 
 // ServeHTTP is the proxy: CONNECT host:port, or an absolute http:// URI.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	select {
+	case p.slots <- struct{}{}:
+		defer func() { <-p.slots }()
+	default:
+		http.Error(w, fmt.Sprintf("pml's egress proxy: %s has %d connections open, the most it may have at once", p.o.Who, MaxConns), http.StatusServiceUnavailable)
+		return
+	}
 	switch {
 	case r.Method == http.MethodConnect:
 		p.connect(w, r)
