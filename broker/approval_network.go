@@ -66,6 +66,8 @@ func (b *Broker) networkApproval(ctx context.Context, c *Call, tool string, args
 	if res.Text != "" {
 		a.Context["result"] = truncateText(res.Text, 2000)
 	}
+	// The tool's own "always" (permissions.allow) is not what is asked.
+	delete(a.Context, "always_not_offered")
 	opts := []string{"continue", "abort"}
 	if why := b.networkAlwaysBlocked(key); why != "" {
 		a.Context["always_not_offered"] = why
