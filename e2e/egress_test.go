@@ -287,6 +287,20 @@ func TestShellExecReachesOnlyItsAllowedHost(t *testing.T) {
 	if strings.Contains(out, "must not be reached") || !strings.Contains(out, "FAILED") {
 		t.Errorf("wget to a host not allowed: %q", out)
 	}
+	// "always" for shell:exec adds the host to sandbox.network.allow.
+	otherHost := strings.TrimPrefix(other.URL, "http://")
+	_, res := s.call(t, "shell:exec", map[string]any{"command": "wget -q -O - " + other.URL + "/"})
+	var a approval
+	structured(t, res, &a)
+	if a.ApprovalType != "network" {
+		t.Fatalf("no network approval: %+v", a)
+	}
+	if out, _ := s.call(t, "pml:continue_workflow", cont(a.WorkflowID, true, true)); !strings.Contains(out, "must not be reached") {
+		t.Errorf("after always, shell:exec ran again: %q", out)
+	}
+	if raw, _ := os.ReadFile(ws.path(".pml.json")); !strings.Contains(string(raw), `"`+otherHost+`"`) || !strings.Contains(string(raw), `"sandbox"`) {
+		t.Errorf(".pml.json after always: %s", raw)
+	}
 	out, _ = s.call(t, "shell:exec", map[string]any{"command": "http_proxy= wget -q -T 3 -O - " + web.URL + "/ || echo FAILED"})
 	if strings.Contains(out, "shell fetched this") || !strings.Contains(out, "FAILED") {
 		t.Errorf("wget without the proxy: %q", out)
@@ -333,5 +347,23 @@ func TestAnInstallReachesOnlyItsHosts(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("no denied egress entry for the install:\n%s", readAudit(t, ws))
+	}
+}
+
+// TestAPerCallServerGetsItsNetworkToo: a server with "lifetime":
+// "per_call" (a fresh container per call, pre-started from the pool)
+// reaches its allowed host the same way.
+func TestAPerCallServerGetsItsNetworkToo(t *testing.T) {
+	web, webHost := hostHTTP(t, "per-call fetch")
+	ws := newWorkspace(t, fmt.Sprintf(`{"permissions": {"allow": ["*"]}, "mcps": {"probe": {"image": %q, "workspace": "none", "lifetime": "per_call",
+  "network": {"allow": [%q]}}}}`, probeImage(t), webHost))
+	s := startSession(t, ws)
+	for i := 0; i < 2; i++ {
+		if out, _ := s.call(t, "probe:fetch", map[string]any{"url": web.URL}); !strings.Contains(out, "per-call fetch") {
+			t.Errorf("call %d: %q", i, out)
+		}
+	}
+	if out, _ := s.call(t, "probe:dial", map[string]any{"addr": webHost}); !strings.Contains(out, "dial failed") {
+		t.Errorf("a raw dial without the proxy: %q", out)
 	}
 }
