@@ -18,7 +18,7 @@ import (
 var shellTool = toolbox.Tool{
 	Name: "shell:exec",
 	Description: "Run a shell command (/bin/sh -c) inside a disposable container with the workspace mounted " +
-		"read-write at its own path and no network. Returns stdout, stderr and the exit code.",
+		"read-write at its own path and no network (only the hosts sandbox.network.allow names, through pml's proxy). Returns stdout, stderr and the exit code.",
 	InputSchema: json.RawMessage(`{
   "type": "object",
   "properties": {
