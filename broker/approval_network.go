@@ -58,8 +58,8 @@ func (b *Broker) networkApproval(ctx context.Context, c *Call, tool string, args
 	wf := c.Req.Workflows.create(ApprovalNetwork, tool, args, pattern)
 	wf.data = &networkGrant{id: id, who: who, key: key, hosts: hosts}
 	a := b.approval(wf)
-	a.Description = fmt.Sprintf("%s tried to connect to %s, which %s does not allow; pml's egress proxy refused it. Allow %s to connect to %s and run %s again?",
-		who, strings.Join(hosts, ", "), key, who, strings.Join(hosts, ", "), tool)
+	a.Description = fmt.Sprintf("%s (running %s%s) tried to connect to %s, which %s does not allow; pml's egress proxy refused it. Allow %s to connect to %s and run it again?",
+		who, tool, describeArgs(args), strings.Join(hosts, ", "), key, who, strings.Join(hosts, ", "))
 	a.Context["hosts"] = hosts
 	a.Context["who"] = who
 	a.Context["config_key"] = key

@@ -209,6 +209,9 @@ type Refusal struct {
 	// resolved or reached.
 	NotAllowed bool
 	Reason     string
+	// Address is the internal address a name resolved to, when that was
+	// the reason.
+	Address    string
 	unresolved bool
 }
 
@@ -276,7 +279,11 @@ func (p *Proxy) check(ctx context.Context, host string, port int) ([]netip.Addr,
 		}
 	}
 	if len(ok2) == 0 {
-		return nil, &Refusal{Host: host, Port: port, Reason: fmt.Sprintf(
+		first := ""
+		if len(addrs) > 0 {
+			first = addrs[0].String()
+		}
+		return nil, &Refusal{Host: host, Port: port, Address: first, Reason: fmt.Sprintf(
 			"pml refused %s for %s: it resolves to %s; an internal address is reached only through an allow entry naming that host or address itself, not %q",
 			hp, p.o.Who, strings.Join(internal, ", "), entry.Text)}
 	}
@@ -390,7 +397,7 @@ func (p *Proxy) refuse(w http.ResponseWriter, ref *Refusal, start time.Time) {
 	if ref.NotAllowed && p.o.Refused != nil {
 		p.o.Refused(ref.Host, ref.Port)
 	}
-	p.record(ref.Host, ref.Port, "", audit.Denied, ref.Reason, 0, 0, start)
+	p.record(ref.Host, ref.Port, ref.Address, audit.Denied, ref.Reason, 0, 0, start)
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Connection", "close")
 	code := http.StatusForbidden

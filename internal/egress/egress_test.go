@@ -214,14 +214,19 @@ func TestForwardCarriesRawTCP(t *testing.T) {
 		}
 	}()
 	f := start(t, Options{Rules: rules(t, ln.Addr().String())})
-	fl, _ := net.Listen("tcp", "127.0.0.1:0")
-	port := fl.Addr().(*net.TCPAddr).Port
-	fl.Close()
-	pl, _ := net.Listen("tcp", "127.0.0.1:0")
-	pport := pl.Addr().(*net.TCPAddr).Port
-	pl.Close()
-	if err := inside.Start(inside.Spec{Socket: f.p.Socket(), Port: pport, Forwards: []inside.Forward{{Port: port, Target: ln.Addr().String()}}}); err != nil {
-		t.Fatal(err)
+	// The listener's ports are chosen free, then opened: another test
+	// process may take one in between, so a few tries.
+	var port int
+	for try := 0; ; try++ {
+		pport := freeLoopbackPort(t)
+		port = freeLoopbackPort(t)
+		err := inside.Start(inside.Spec{Socket: f.p.Socket(), Port: pport, Forwards: []inside.Forward{{Port: port, Target: ln.Addr().String()}}})
+		if err == nil {
+			break
+		}
+		if try == 5 {
+			t.Fatal(err)
+		}
 	}
 	c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 	if err != nil {
@@ -286,4 +291,13 @@ func TestTheHostsOwnProxyIsUsed(t *testing.T) {
 	if len(asked) != 2 || asked[0] != hp || asked[1] != "only-upstream.test:"+port {
 		t.Errorf("the upstream was asked for %v", asked)
 	}
+}
+
+func freeLoopbackPort(t *testing.T) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
 }
