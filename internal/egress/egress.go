@@ -106,6 +106,9 @@ type Proxy struct {
 	closed bool
 	// slots bounds the requests and tunnels in progress (MaxConns).
 	slots chan struct{}
+	// busy counts them, so that Close returns once their audit entries
+	// are written.
+	busy sync.WaitGroup
 }
 
 // maxSocketPath is what fits in sockaddr_un.sun_path with its NUL.
@@ -175,6 +178,12 @@ func (p *Proxy) Close() {
 		_ = c.Close()
 	}
 	_ = os.RemoveAll(p.dir)
+	done := make(chan struct{})
+	go func() { p.busy.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(DialTimeout):
+	}
 }
 
 func (p *Proxy) track(c net.Conn, s http.ConnState) {
@@ -363,6 +372,18 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	select {
 	case p.slots <- struct{}{}:
 		defer func() { <-p.slots }()
+		// Counted only while open: Close's wait sees every handler.
+		p.mu.Lock()
+		closed := p.closed
+		if !closed {
+			p.busy.Add(1)
+			defer p.busy.Done()
+		}
+		p.mu.Unlock()
+		if closed {
+			http.Error(w, "pml's egress proxy is closing", http.StatusServiceUnavailable)
+			return
+		}
 	default:
 		http.Error(w, fmt.Sprintf("pml's egress proxy: %s has %d connections open, the most it may have at once", p.o.Who, MaxConns), http.StatusServiceUnavailable)
 		return
