@@ -30,7 +30,7 @@ type access struct {
 func (b *Broker) accessOf(tool string) (access, bool) {
 	switch {
 	case tool == shellTool.Name:
-		return access{image: b.cfg.Sandbox.ShellImage, workspace: "read-write", env: []string{"HOME", "PATH", "PML_WORKSPACE"}, network: "none"}, true
+		return access{image: b.cfg.Sandbox.ShellImage, workspace: "read-write", env: []string{"HOME", "PATH", "PML_WORKSPACE"}, network: b.cfg.Sandbox.Network.Describe()}, true
 	case tool == ExecuteTool:
 		return access{image: execute.DefaultImage, workspace: "none", network: "none"}, true
 	}
@@ -52,12 +52,12 @@ func (b *Broker) accessOf(tool string) (access, bool) {
 
 // serverAccess describes a stdio server's container.
 func (b *Broker) serverAccess(cfg config.Server) access {
-	a := access{image: cfg.Image, workspace: map[string]string{"none": "none", "ro": "read-only", "rw": "read-write"}[cfg.Workspace], network: "none"}
+	a := access{image: cfg.Image, workspace: map[string]string{"none": "none", "ro": "read-only", "rw": "read-write"}[cfg.Workspace], network: cfg.Network.Describe()}
 	if a.workspace == "" {
 		a.workspace = cfg.Workspace
 	}
 	if cfg.Install != nil && !b.deps.Installed(cfg) {
-		a.network = "none when it runs; install network for the dependency install"
+		a.network += " when it runs; the dependency install reaches its package registry only"
 	}
 	seen := map[string]bool{}
 	for k := range cfg.Env {

@@ -87,6 +87,9 @@ func (b *Broker) answer(ctx context.Context, c *Call, wfs *Workflows, wf *workfl
 		}
 	}
 	decision := audit.Approved
+	if g, ok := wf.data.(*networkGrant); ok && wf.typ == ApprovalNetwork {
+		return b.answerNetwork(ctx, c, wfs, wf, g, always)
+	}
 	if wf.typ == ApprovalIntegrity {
 		wfs.finish(wf)
 		c.note(audit.Entry{Tool: wf.tool, Decision: audit.Approved, WorkflowID: wf.id, Reason: "integrity change approved", ArgKeys: keys})

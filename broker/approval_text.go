@@ -2,11 +2,13 @@ package broker
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/pml-dev/pml/internal/config"
+	"github.com/pml-dev/pml/internal/deps"
 	"github.com/pml-dev/pml/internal/wirename"
 )
 
@@ -52,7 +54,9 @@ func (b *Broker) approval(wf *workflow) Approval {
 // approvalResult is a normal tool result (not an error) that asks.
 func approvalResult(a Approval) Result {
 	always := ""
-	if slices.Contains(a.Options, "always") {
+	if adds, ok := a.Context["always_adds"].(string); ok && slices.Contains(a.Options, "always") {
+		always = fmt.Sprintf("\"always\" adds %s. ", adds)
+	} else if slices.Contains(a.Options, "always") {
 		always = fmt.Sprintf("\"always\" adds %s to permissions.allow in .pml.json (and takes the exact name out of permissions.ask). ", a.Tool)
 	} else if why, ok := a.Context["always_not_offered"].(string); ok {
 		always = fmt.Sprintf("\"always\" is not offered: %s. ", why)
@@ -84,15 +88,20 @@ func describeArgs(args map[string]any) string {
 func (b *Broker) dependencyApproval(wf *workflow, srv *server) Approval {
 	a := b.approval(wf)
 	inst := srv.cfg.Install
-	a.Description = fmt.Sprintf("Install the MCP server %s (`%s %s` in %s, with network access, into %s) so that %s can run?",
-		srv.cfg.Name, inst.Command, strings.Join(inst.Args, " "), srv.cfg.Image, b.deps.Dir(srv.cfg.Name), wf.tool)
+	hosts := append(deps.RegistryHosts(inst, os.Getenv), srv.cfg.Network.Rules.Strings()...)
+	reach := "with no network"
+	if len(hosts) > 0 {
+		reach = "reaching only " + strings.Join(hosts, ", ") + " through pml's egress proxy"
+	}
+	a.Description = fmt.Sprintf("Install the MCP server %s (`%s %s` in %s, %s, into %s) so that %s can run?",
+		srv.cfg.Name, inst.Command, strings.Join(inst.Args, " "), srv.cfg.Image, reach, b.deps.Dir(srv.cfg.Name), wf.tool)
 	a.Context = map[string]any{
 		"server":    srv.cfg.Name,
 		"version":   versionOf(inst),
 		"command":   append([]string{inst.Command}, inst.Args...),
 		"image":     srv.cfg.Image,
 		"integrity": inst.Integrity,
-		"network":   true,
+		"network":   hosts,
 		"pattern":   wf.pattern,
 		"workspace": b.sb.ws,
 	}

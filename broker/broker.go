@@ -177,6 +177,8 @@ func New(o Options) (*Broker, error) {
 		log:   o.Logger,
 		audit: audit.New(filepath.Join(o.Workspace, ".pml", "audit.jsonl")),
 	}
+	sb.egress = newEgressSet(b.audit, o.Logger, sb.user)
+	sb.egress.shell.Store(&o.Config.Sandbox.Network.Rules)
 	b.base, b.cancelBase = context.WithCancel(context.Background())
 	b.runs = &codeRuns{sb: sb, hil: o.Config.HIL.Timeout, idle: o.Config.Sandbox.IdleTimeout, base: b.base, call: b.Call}
 	fs := toolboxExec{sb: sb, image: &images.Toolbox{Runtime: o.Runtime, Program: sb.inside}}
@@ -230,6 +232,7 @@ func (b *Broker) Close(timeout time.Duration) {
 		b.sb.releaseSession()
 	}
 	b.sb.guard.Close()
+	b.sb.egress.close()
 }
 
 // Workspace returns the workspace directory.

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"time"
 
 	"github.com/pml-dev/pml/internal/audit"
 	"github.com/pml-dev/pml/internal/toolbox"
@@ -35,6 +36,7 @@ func (b *Broker) runTool(ctx context.Context, c *Call, name string, args map[str
 	}
 	// else: a cloud tool not (yet) in the cloud's list is forwarded anyway,
 	// and the cloud answers whether it knows it.
+	began := time.Now()
 	res := entry.exec.run(ctx, entry.def, args)
 	status := "ok"
 	if res.IsError {
@@ -48,5 +50,10 @@ func (b *Broker) runTool(ctx context.Context, c *Call, name string, args map[str
 		e.Limits = b.sb.limitsNote(ctx)
 	}
 	c.note(e)
+	// The tool's egress proxy refused a host it does not allow during
+	// the call: a person may allow it (approval_network.go).
+	if ask, ok := b.networkApproval(ctx, c, entry.def.Name, args, pattern, began, res); ok {
+		return ask
+	}
 	return res
 }

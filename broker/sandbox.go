@@ -52,6 +52,9 @@ type sandbox struct {
 		path   string
 		warned bool
 	}
+	// egress is the egress proxies of servers and tools given network
+	// (egress.go).
+	egress *egressSet
 }
 
 // newSandbox builds the sandbox of a broker: the runtime goes through

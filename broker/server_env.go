@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"github.com/pml-dev/pml/internal/egress/inside"
+
 	"bufio"
 	"bytes"
 	"errors"
@@ -40,6 +42,11 @@ func (s *sandbox) envFor(cfg config.Server) ([]string, error) {
 			v, _ := vars.lookup(name)
 			env = append(env, name+"="+v)
 		}
+	}
+	if !cfg.Network.Empty() {
+		// The proxy variables of the in-container egress listener
+		// (egress.go): set by pml, after the server's own.
+		env = append(env, inside.Env(inside.ProxyPort)...)
 	}
 	return env, nil
 }

@@ -8,6 +8,9 @@ import (
 	"github.com/pml-dev/pml/images"
 	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/deps"
+	"github.com/pml-dev/pml/internal/egress/inside"
+	"github.com/pml-dev/pml/internal/netallow"
+	"github.com/pml-dev/pml/internal/shim"
 )
 
 // install runs a server's install step (once; concurrent callers wait)
@@ -19,7 +22,14 @@ func (b *Broker) install(ctx context.Context, srv *server) error {
 		return nil
 	}
 	pol := b.sb.policy()
-	pol.Network = "bridge"
+	network := b.installNetwork(ctx, srv)
+	if network == nil {
+		// pml's in-container program is missing (a pml built without
+		// it) or cannot run there: the install gets the engine's network, as before
+		// egress existed.
+		b.log.Warn().Str("server", srv.cfg.Name).Msg("the install runs on the engine's bridge network (full egress): pml's egress listener cannot run in its container")
+		pol.Network = "bridge"
+	}
 	if pol.Timeout < policiesDuration(deps.InstallTimeout) {
 		pol.Timeout = policiesDuration(deps.InstallTimeout)
 	}
@@ -28,6 +38,7 @@ func (b *Broker) install(ctx context.Context, srv *server) error {
 		Runtime: b.sb.rt,
 		Spec:    container.Spec{Image: srv.cfg.Image, User: b.sb.user, Policy: pol, Labels: b.sb.labels("install:" + srv.cfg.Name)},
 		Env:     os.Getenv,
+		Network: network,
 	}
 	b.log.Info().Str("server", srv.cfg.Name).Str("command", srv.cfg.Install.Command+" "+strings.Join(srv.cfg.Install.Args, " ")).Msg("installing")
 	if err := in.Install(ctx, srv.cfg); err != nil {
@@ -63,4 +74,35 @@ func (b *Broker) PreinstallApproved(ctx context.Context) ([]images.DepResult, er
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// installNetwork gives an install its network through pml's egress
+// proxy: the registry's host (deps.RegistryHosts) and the server's own
+// network.allow, nothing else; the container keeps network none. nil
+// when pml's program cannot run in the container.
+func (b *Broker) installNetwork(ctx context.Context, srv *server) func(*container.Spec) error {
+	exe := b.sb.supervisor(ctx)
+	if exe == "" {
+		return nil
+	}
+	return func(spec *container.Spec) error {
+		rules := srv.cfg.Network.Rules
+		hosts := deps.RegistryHosts(srv.cfg.Install, os.Getenv)
+		extra, err := netallow.ParseList(hosts)
+		if err != nil {
+			return err
+		}
+		rules = rules.With(extra...)
+		if rules.Empty() {
+			return nil
+		}
+		id := "install:" + srv.cfg.Name
+		if err := b.sb.withEgress(spec, id, "the install of "+srv.cfg.Name, "its package registry ("+strings.Join(hosts, ", ")+") or "+networkKey(srv.cfg.Private, srv.cfg.Name), rules); err != nil {
+			return err
+		}
+		spec.Mounts = append(spec.Mounts, container.Mount{Source: exe, Target: shim.Binary, ReadOnly: true})
+		spec.Entrypoint = append([]string{shim.Binary, inside.RunSubcommand, spec.Egress, "--"}, spec.Entrypoint...)
+		spec.Egress = "" // run by the wrapper above, not the runtime
+		return nil
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pml-dev/pml/internal/container"
+	"github.com/pml-dev/pml/internal/egress/inside"
 	"github.com/pml-dev/pml/internal/pathguard"
 	"github.com/pml-dev/pml/internal/supervise"
 	"github.com/pml-dev/pml/internal/toolbox"
@@ -17,7 +18,7 @@ import (
 var shellTool = toolbox.Tool{
 	Name: "shell:exec",
 	Description: "Run a shell command (/bin/sh -c) inside a disposable container with the workspace mounted " +
-		"read-write at its own path and no network. Returns stdout, stderr and the exit code.",
+		"read-write at its own path and no network (only the hosts sandbox.network.allow names, through pml's proxy). Returns stdout, stderr and the exit code.",
 	InputSchema: json.RawMessage(`{
   "type": "object",
   "properties": {
@@ -94,6 +95,17 @@ func (e shellExec) run(ctx context.Context, def toolbox.Tool, args map[string]an
 		spec.Entrypoint = []string{supervise.Binary, supervise.Subcommand}
 		spec.Mounts = append(spec.Mounts, container.Mount{Source: exe, Target: supervise.Binary, ReadOnly: true})
 		stdin = supervise.Request(timeout+deadlineMargin, cwd, command)
+	}
+	// sandbox.network: the supervisor runs the egress listener beside the
+	// command (egress.go); without it there is no way out at all.
+	if rules := *e.sb.egress.shell.Load(); !rules.Empty() {
+		if exe := e.sb.supervisor(ctx); exe == "" {
+			return errorResult(fmt.Errorf("%w: sandbox.network needs pml's supervisor in the shell container, and pml's in-container program is missing (make build); nothing ran", ErrUnavailable))
+		}
+		if err := e.sb.withEgress(&spec, shellEgressID, "shell:exec", "sandbox.network.allow", rules); err != nil {
+			return errorResult(fmt.Errorf("%w: %w", ErrUnavailable, err))
+		}
+		spec.Entrypoint = append(spec.Entrypoint, inside.Flag, spec.Egress)
 	}
 	res, failure := e.sb.run(ctx, spec, container.Request{Stdin: stdin, Limit: e.sb.policy().OutputLimit}, timeout)
 	out := ShellOutput{Stdout: string(res.Stdout), Stderr: string(res.Stderr), ExitCode: res.Exit.Code, Truncated: res.Truncated}

@@ -421,6 +421,11 @@ func TestAnNPMServerIsInstalledThroughApprovalAndIntegrity(t *testing.T) {
 	if err != nil || !strings.Contains(string(raw), npmMemoryIntegrity) {
 		t.Errorf(".pml/deps.json: %s %v", raw, err)
 	}
+	// npm reached its registry through pml's egress proxy (no bridge
+	// network): the install's connections are audited.
+	if audit := readAudit(t, ws); !strings.Contains(audit, `"tool":"install:memory","decision":"allowed"`) || !strings.Contains(audit, `"host":"registry.npmjs.org","port":443`) {
+		t.Errorf("the install's registry connections are not in the audit log:\n%s", audit)
+	}
 	// The installed server is listed and works in a new session, with no
 	// further approval (the run has network none).
 	s2 := startSession(t, ws)

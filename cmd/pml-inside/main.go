@@ -6,7 +6,8 @@
 // registry or a Linux machine.
 //
 // It only dispatches: what each part does lives in its package
-// (internal/toolbox, internal/shim, internal/supervise). It imports no
+// (internal/toolbox, internal/shim, internal/supervise,
+// internal/egress/inside). It imports no
 // logging, CLI or engine library, to stay small.
 package main
 
@@ -19,6 +20,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	egress "github.com/pml-dev/pml/internal/egress/inside"
 	"github.com/pml-dev/pml/internal/shim"
 	"github.com/pml-dev/pml/internal/supervise"
 	"github.com/pml-dev/pml/internal/toolbox"
@@ -51,7 +53,25 @@ func run(args []string) int {
 	case shim.Subcommand:
 		return runShim(rest)
 	case supervise.Subcommand:
+		// --egress SPEC (sandbox.network): the egress listener runs in
+		// the supervisor, beside the command.
+		spec, extra := egress.SplitArgs(rest)
+		if len(extra) > 0 {
+			fmt.Fprintln(os.Stderr, "usage: pml-inside "+supervise.Subcommand+" [--egress SPEC]")
+			return 2
+		}
+		if spec != "" && startEgress(spec) != nil {
+			return supervise.ExitBadRequest
+		}
 		return supervise.Shell(os.Stdin, os.Stdout, os.Stderr)
+	case egress.RunSubcommand:
+		// An install container (no shim, no supervisor): the listener
+		// beside the install command.
+		if len(rest) < 3 || rest[1] != "--" {
+			fmt.Fprintln(os.Stderr, "usage: pml-inside "+egress.RunSubcommand+" SPEC -- COMMAND [ARG...]")
+			return 2
+		}
+		return egress.Run(rest[0], rest[2:])
 	case supervise.LinkSubcommand:
 		deadline, argv, err := supervise.ParseLink(rest)
 		if err != nil {
@@ -64,18 +84,29 @@ func run(args []string) int {
 	return 2
 }
 
-const usage = "usage: pml-inside " + toolbox.Subcommand + " | " + shim.Subcommand + " SOCKET -- COMMAND [ARG...] | " +
-	supervise.Subcommand + " | " + supervise.LinkSubcommand + " DEADLINE_MS -- COMMAND [ARG...]\n" +
+const usage = "usage: pml-inside " + toolbox.Subcommand + " | " + shim.Subcommand + " SOCKET [--egress SPEC] -- COMMAND [ARG...] | " +
+	supervise.Subcommand + " [--egress SPEC] | " + supervise.LinkSubcommand + " DEADLINE_MS -- COMMAND [ARG...] | " +
+	egress.RunSubcommand + " SPEC -- COMMAND [ARG...]\n" +
 	"(it runs inside pml's containers; pml starts it)"
 
 // runShim connects to pml's socket and becomes the server (shim.Exec
-// returns only on failure).
+// returns only on failure). With --egress it first opens the container's
+// egress listener, which the shim, staying PID 1, serves beside the
+// server.
 func runShim(args []string) int {
-	if len(args) < 3 || args[1] != "--" {
-		fmt.Fprintln(os.Stderr, "usage: pml-inside "+shim.Subcommand+" SOCKET -- COMMAND [ARG...]")
+	var spec string
+	var rest []string
+	if len(args) > 0 {
+		spec, rest = egress.SplitArgs(args[1:])
+	}
+	if len(rest) < 2 || rest[0] != "--" {
+		fmt.Fprintln(os.Stderr, "usage: pml-inside "+shim.Subcommand+" SOCKET [--egress SPEC] -- COMMAND [ARG...]")
 		return 2
 	}
-	err := shim.Exec(args[0], args[2:])
+	if spec != "" && startEgress(spec) != nil {
+		return 126
+	}
+	err := shim.Exec(args[0], rest[1:])
 	fmt.Fprintln(os.Stderr, "pml-inside:", err)
 	var nc *shim.NoConnectionError
 	switch {
@@ -86,4 +117,16 @@ func runShim(args []string) int {
 		return 127
 	}
 	return 126
+}
+
+// startEgress opens the in-container egress listener of spec.
+func startEgress(spec string) error {
+	s, err := egress.Parse(spec)
+	if err == nil {
+		err = egress.Start(s)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "pml-inside:", err)
+	}
+	return err
 }

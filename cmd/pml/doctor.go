@@ -163,6 +163,7 @@ func doctor(ctx context.Context, host string) []check {
 	for _, c := range checkInside(ictx, rt) {
 		add(c)
 	}
+	add(checkEgress(cfg, info, egressScope(ictx, rt)))
 	shell := config.DefaultShellImage
 	if cfg != nil {
 		shell = cfg.Sandbox.ShellImage

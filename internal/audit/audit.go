@@ -57,6 +57,21 @@ type Entry struct {
 	// policy's resource limits the engine did not enforce ("not enforced:
 	// …"); absent when it enforced them all.
 	Limits string `json:"limits,omitempty"`
+	// Net describes one connection through pml's egress proxy
+	// (internal/egress); Tool then names the server or tool that made it.
+	Net *Net `json:"net,omitempty"`
+}
+
+// Net is one egress connection: where to, and how much went each way;
+// never what was sent.
+type Net struct {
+	Host string `json:"host"`
+	Port int    `json:"port"`
+	// Address is the address pml dialled (resolved by pml), "" when the
+	// connection was refused before.
+	Address   string `json:"address,omitempty"`
+	BytesUp   int64  `json:"bytes_up"`
+	BytesDown int64  `json:"bytes_down"`
 }
 
 // Log appends entries to a file. Safe for concurrent use; the zero value

@@ -89,6 +89,9 @@ type Sandbox struct {
 	// SharedPaths lists what a container engine in a VM or on another
 	// host can bind-mount (sandbox.shared_paths; nil: its defaults).
 	SharedPaths []string
+	// Network is what shell:exec may reach through pml's egress proxy
+	// (sandbox.network; network.go).
+	Network Network
 }
 
 // Pool sizes the pre-started single-use container pool, per kind of
@@ -235,7 +238,7 @@ func applySettings(cfg *Config, env func(string) string) []error {
 // finish applies what spans several keys: the pool's bounds agree, and
 // registries default to the cloud.
 func finish(cfg *Config) []error {
-	var errs []error
+	errs := sandboxNetwork(cfg)
 	if p := cfg.Sandbox.Pool; p.Max > 0 && p.Min > p.Max {
 		errs = append(errs, &Error{File: cfg.Path, Key: "sandbox.pool.min", Problem: fmt.Sprintf("must not be larger than sandbox.pool.max (%d > %d)", p.Min, p.Max)})
 	}

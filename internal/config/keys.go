@@ -63,6 +63,8 @@ func table(c *Config) []setting {
 		field("hil.require_elicitation", kBool, &c.HIL.RequireElicitation, false, decodeBool, nil),
 		baseURL("cloud.url", &c.Cloud.URL, DefaultCloudURL),
 		field("registries", kStringList, &c.Registries, nil, decodeURLList, nil),
+		field("sandbox.network.allow", kStringList, &c.Sandbox.Network.Allow, nil, decodeHostList, nil),
+		field("sandbox.network.forward", kAny, &c.Sandbox.Network.Forward, nil, decodeForward, nil),
 		owned("mcps"), // servers.go
 		owned("private_mcps"),
 		owned("$schema"),

@@ -35,6 +35,9 @@ var keyCases = []keyCase{
 	{"hil.require_elicitation", `true`, func(c *Config) bool { return c.HIL.RequireElicitation }, `"yes"`, "must be true or false"},
 	{"cloud.url", `"https://cloud.example/"`, func(c *Config) bool { return c.Cloud.URL == "https://cloud.example" }, `"ftp://x"`, "not an http:// or https:// URL"},
 	{"cloud.timeout", `"5s"`, func(c *Config) bool { return c.Cloud.Timeout == 5*time.Second }, `true`, "must be a duration string"},
+	{"sandbox.network.allow", `["api.github.com", "*.npmjs.org:443"]`, func(c *Config) bool {
+		return len(c.Sandbox.Network.Rules.Allow) == 3 && c.Sandbox.Network.Rules.Allow[1].Port == 80
+	}, `["http://api.github.com"]`, "is a URL; write host or host:port"},
 	{"registries", `["https://r.example/"]`, func(c *Config) bool { return c.RegistriesSet && c.Registries[0] == "https://r.example" }, `["https://ok.example", "nope"]`, `"nope" is not an http:// or https:// URL`},
 	{"sandbox.shared_paths", `["/Users/me/src/"]`, func(c *Config) bool {
 		return len(c.Sandbox.SharedPaths) == 1 && c.Sandbox.SharedPaths[0] == "/Users/me/src"
@@ -106,6 +109,7 @@ func TestAnEnvironmentVariableOverridesEveryKey(t *testing.T) {
 		"sandbox.pool.max": "8", "sandbox.max_containers": "2", "hil.timeout": "10m", "hil.require_elicitation": "true",
 		"cloud.url": "https://cloud.example/", "cloud.timeout": "5s", "registries": "https://r.example/",
 		"sandbox.shared_paths": "/Users/me/src/",
+		"sandbox.network.allow": "api.github.com,*.npmjs.org:443",
 	}
 	for _, c := range keyCases {
 		name := "PML_" + strings.ToUpper(strings.ReplaceAll(c.key, ".", "_"))

@@ -37,6 +37,9 @@ type Server struct {
 	// ${NAME} from pml's environment); it gets the user's values only for
 	// the names in its EnvRequired, which its approval shows.
 	FromRegistry bool
+	// Network is what the server may reach through pml's egress proxy
+	// (network.go); empty: nothing.
+	Network Network
 }
 
 // Install is the one-time step that fills the server's /deps cache.
@@ -142,6 +145,7 @@ func serverMembers(s *Server, path, key string, warnings *[]string) []member {
 		{"env", nil, readEnv(&s.Env)},
 		{"env_required", readArgs(&s.EnvRequired), func(any) error { return checkEnvNames(s.EnvRequired) }},
 		{"install", nil, readInstall(&s.Install, path, key+".install", warnings)},
+		{"network", nil, readNetwork(&s.Network)},
 		{"description", nil, nil},
 	}
 }

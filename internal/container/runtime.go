@@ -58,6 +58,13 @@ type Spec struct {
 	// daemon). The process sees ordinary stdio either way; stderr, the
 	// exit status and the policy are the same.
 	DirectStdio bool
+	// Egress, when set, is the spec (internal/egress/inside) of the
+	// in-container listener that carries the container's connections to
+	// pml's egress proxy; the caller mounts the proxy's socket directory.
+	// The runtime runs the listener in its in-container program beside
+	// the process (the stdio shim); where it cannot, the container has no
+	// network, as without Egress.
+	Egress string `json:",omitempty"`
 }
 
 // Streams receive the container's output. A nil writer discards.

@@ -126,6 +126,11 @@ type Installer struct {
 	Spec container.Spec
 	// Env is the host environment lookup (proxies).
 	Env func(string) string
+	// Network, when set, gives the install its network (pml's egress
+	// proxy): it wraps the finished container spec. Without it the
+	// template's policy network is used and the host's proxy variables
+	// are passed on.
+	Network func(spec *container.Spec) error
 }
 
 // MismatchError is an integrity failure.
@@ -174,9 +179,15 @@ func (in *Installer) Install(ctx context.Context, srv config.Server) (err error)
 		spec.Env = append(spec.Env, "SSL_CERT_FILE="+CABundle, "NODE_EXTRA_CA_CERTS="+CABundle,
 			"PIP_CERT="+CABundle, "REQUESTS_CA_BUNDLE="+CABundle, "npm_config_cafile="+CABundle)
 	}
-	for _, k := range []string{"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"} {
-		if v := in.Env(k); v != "" {
-			spec.Env = append(spec.Env, k+"="+v)
+	if in.Network != nil {
+		if err := in.Network(&spec); err != nil {
+			return fmt.Errorf("installing %s: %w", srv.Name, err)
+		}
+	} else {
+		for _, k := range []string{"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"} {
+			if v := in.Env(k); v != "" {
+				spec.Env = append(spec.Env, k+"="+v)
+			}
 		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, InstallTimeout)
@@ -326,7 +337,7 @@ func hostCABundle() string {
 	return ""
 }
 
-var unreachableMarks = []string{"ENOTFOUND", "EAI_AGAIN", "ECONNREFUSED", "ETIMEDOUT", "ENETUNREACH", "EHOSTUNREACH",
+var unreachableMarks = []string{"pml refused", "pml could not", "ENOTFOUND", "EAI_AGAIN", "ECONNREFUSED", "ETIMEDOUT", "ENETUNREACH", "EHOSTUNREACH",
 	"getaddrinfo", "network is unreachable", "Could not resolve host", "Temporary failure in name resolution", "SELF_SIGNED_CERT_IN_CHAIN", "UNABLE_TO_GET_ISSUER_CERT"}
 
 func unreachable(out string) bool { return firstMatch(out) != "" }

@@ -130,6 +130,9 @@ func (r *Runtime) startDirect(ctx context.Context, spec pmlc.Spec, streams pmlc.
 		return nil, err
 	}
 	cfg.Entrypoint, cfg.Cmd = shim.Entrypoint(argv), nil
+	if spec.Egress != "" {
+		cfg.Entrypoint = shim.EntrypointEgress(spec.Egress, argv)
+	}
 	// Nothing reads the attached stdin or stdout: they are the socket.
 	cfg.AttachStdin, cfg.AttachStdout, cfg.OpenStdin, cfg.StdinOnce = false, false, false, false
 	for _, m := range [][2]string{{r.direct.exe, shim.Binary}, {ln.Dir(), shim.RunDir}} {

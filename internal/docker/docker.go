@@ -85,12 +85,18 @@ func (r *Runtime) Start(ctx context.Context, spec pmlc.Spec, streams pmlc.Stream
 			return p, err
 		}
 		p, aerr := r.startAttached(ctx, spec, streams)
+		if aerr == nil && spec.Egress != "" {
+			r.direct.log.Warn().Str("image", spec.Image).Msg("this server runs without the network it was given: pml's egress listener runs in the stdio shim, which failed for this image")
+		}
 		if aerr == nil {
 			// The attach stream works where the direct path did not:
 			// the direct path is what failed.
 			r.directFailed(spec.Image, err)
 		}
 		return p, aerr
+	}
+	if spec.Egress != "" && spec.DirectStdio && r.direct != nil {
+		r.direct.log.Warn().Str("image", spec.Image).Msg("this server runs without the network it was given: pml's egress listener needs the direct stdio path (an engine on this machine and pml's in-container program)")
 	}
 	return r.startAttached(ctx, spec, streams)
 }

@@ -59,6 +59,10 @@ type Metadata struct {
 	Env map[string]string `json:"env,omitempty"`
 	// Workspace is how the workspace is mounted: none, ro (default) or rw.
 	Workspace string `json:"workspace,omitempty"`
+	// Network lists the hosts the server needs ("api.github.com:443",
+	// as mcps.NAME.network.allow): shown in the approval to run it, and
+	// reached through pml's egress proxy only once approved.
+	Network []string `json:"network,omitempty"`
 }
 
 // Install is a stdio server's one-time install step.
@@ -220,6 +224,13 @@ func ServerConfig(e *Entry) (config.Server, error) {
 	}
 	if s.Workspace == "" {
 		s.Workspace = "ro"
+	}
+	if len(m.Network) > 0 {
+		n, err := config.NewNetwork(m.Network, nil)
+		if err != nil {
+			return fail("network", strings.ReplaceAll(err.Error(), "\n", "; "))
+		}
+		s.Network = n
 	}
 	if s.Workspace != "none" && s.Workspace != "ro" && s.Workspace != "rw" {
 		return fail("workspace", fmt.Sprintf(`must be "none", "ro" or "rw", not %q`, s.Workspace))

@@ -57,6 +57,12 @@ func Entrypoint(argv []string) []string {
 	return append([]string{Binary, Subcommand, Socket, "--"}, argv...)
 }
 
+// EntrypointEgress is Entrypoint with the shim also running the egress
+// listener of spec (internal/egress/inside) beside the server.
+func EntrypointEgress(spec string, argv []string) []string {
+	return append([]string{Binary, Subcommand, Socket, "--egress", spec, "--"}, argv...)
+}
+
 // NoConnectionError: the shim could not reach pml's socket; nothing was
 // run. The host side falls back to Docker's attach stream.
 type NoConnectionError struct{ Err error }

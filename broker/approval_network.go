@@ -1,0 +1,142 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/pml-dev/pml/internal/audit"
+	"github.com/pml-dev/pml/internal/config"
+)
+
+// ApprovalNetwork: a server or shell:exec tried to reach a host:port its
+// network.allow does not name; pml's egress proxy refused it.
+const ApprovalNetwork ApprovalType = "network"
+
+// networkGrant is what a network approval carries out: the host:ports to
+// allow through proxy id, and the list "always" adds them to.
+type networkGrant struct {
+	id    string
+	who   string
+	key   string // "mcps.NAME.network.allow", "sandbox.network.allow"
+	hosts []string
+}
+
+// egressOf names the proxy a tool's containers use and its allow list,
+// or "" when the tool has none.
+func (b *Broker) egressOf(tool string) (id, who, key string) {
+	if tool == shellTool.Name {
+		return shellEgressID, "shell:exec", "sandbox.network.allow"
+	}
+	if srv := b.serverOf(tool); srv != nil {
+		return serverEgressID(srv.cfg.Name), "server " + srv.cfg.Name, networkKey(srv.cfg.Private, srv.cfg.Name)
+	}
+	return "", "", ""
+}
+
+// networkApproval turns a call during which the tool's egress proxy
+// refused a host:port it does not allow into an approval of type network
+// (where a person can be asked): approved, the host:port is allowed for
+// the session and the call runs again; "always" also adds it to the
+// allow list in .pml.json. ok is false when nothing was refused.
+func (b *Broker) networkApproval(ctx context.Context, c *Call, tool string, args map[string]any, pattern string, since time.Time, res Result) (Result, bool) {
+	id, who, key := b.egressOf(tool)
+	if id == "" {
+		return Result{}, false
+	}
+	ep := b.sb.egress.lookup(id)
+	if ep == nil {
+		return Result{}, false
+	}
+	hosts := ep.refusedSince(since)
+	if len(hosts) == 0 || b.cfg.HIL.RequireElicitation && c.Req.Ask == nil && !c.Req.Dialog {
+		return Result{}, false
+	}
+	wf := c.Req.Workflows.create(ApprovalNetwork, tool, args, pattern)
+	wf.data = &networkGrant{id: id, who: who, key: key, hosts: hosts}
+	a := b.approval(wf)
+	a.Description = fmt.Sprintf("%s (running %s%s) tried to connect to %s, which %s does not allow; pml's egress proxy refused it. Allow %s to connect to %s and run it again?",
+		who, tool, describeArgs(args), strings.Join(hosts, ", "), key, who, strings.Join(hosts, ", "))
+	a.Context["hosts"] = hosts
+	a.Context["who"] = who
+	a.Context["config_key"] = key
+	if res.Text != "" {
+		a.Context["result"] = truncateText(res.Text, 2000)
+	}
+	// The tool's own "always" (permissions.allow) is not what is asked.
+	delete(a.Context, "always_not_offered")
+	opts := []string{"continue", "abort"}
+	if why := b.networkAlwaysBlocked(key); why != "" {
+		a.Context["always_not_offered"] = why
+	} else {
+		opts = []string{"continue", "always", "abort"}
+		a.Context["always_adds"] = fmt.Sprintf("%s to %s in .pml.json", strings.Join(hosts, ", "), key)
+	}
+	a.Options = opts
+	c.note(audit.Entry{Tool: tool, Decision: audit.Asked, Pattern: pattern, WorkflowID: wf.id, Reason: "network: " + strings.Join(hosts, ", "), ArgKeys: audit.Keys(args)})
+	return b.askInDialog(ctx, c, wf, a), true
+}
+
+// networkAlwaysBlocked says why "always" could not keep its promise for
+// key: sandbox.network.allow from pml's environment replaces the file's.
+func (b *Broker) networkAlwaysBlocked(key string) string {
+	if key == "sandbox.network.allow" && os.Getenv("PML_SANDBOX_NETWORK_ALLOW") != "" {
+		return "sandbox.network.allow comes from PML_SANDBOX_NETWORK_ALLOW in pml's environment, which replaces the file's list"
+	}
+	return ""
+}
+
+// answerNetwork carries out an approved network approval: "always" saves
+// the host:ports first (if that fails nothing runs), then they are
+// allowed for the session and the call runs again.
+func (b *Broker) answerNetwork(ctx context.Context, c *Call, wfs *Workflows, wf *workflow, g *networkGrant, always bool) Result {
+	decision := audit.Approved
+	if always {
+		if why := b.networkAlwaysBlocked(g.key); why != "" {
+			wfs.release(wf)
+			c.note(audit.Entry{Tool: wf.tool, Decision: audit.Failed, WorkflowID: wf.id, Reason: "always cannot be kept"})
+			return errorResult(fmt.Errorf("%w: \"always\" is not offered here: %s. Answer again with always: false to allow it for this session", ErrInvalidInput, why))
+		}
+		err := b.writeConfig(func(old []byte) ([]byte, error) {
+			cur := old
+			for _, h := range g.hosts {
+				out, err := config.AddNetworkAllowData(b.cfg.Path, cur, g.key, h)
+				if err != nil {
+					return nil, err
+				}
+				if out != nil {
+					cur = out
+				}
+			}
+			if cur == nil {
+				return nil, errors.New("nothing to write")
+			}
+			return cur, nil
+		})
+		if err != nil {
+			wfs.release(wf)
+			c.note(audit.Entry{Tool: wf.tool, Decision: audit.Failed, WorkflowID: wf.id, Reason: "could not save always"})
+			return errorResult(fmt.Errorf("could not add %s to %s: %v. Nothing ran; answer again with always: false to allow it for this session", strings.Join(g.hosts, ", "), g.key, err))
+		}
+		decision = audit.Always
+	}
+	if ep := b.sb.egress.lookup(g.id); ep != nil {
+		if err := ep.grant(g.hosts); err != nil {
+			wfs.release(wf)
+			return errorResult(err)
+		}
+	}
+	wfs.finish(wf)
+	b.log.Info().Str("who", g.who).Strs("hosts", g.hosts).Bool("always", always).Msg("network approved")
+	return b.runTool(ctx, c, wf.tool, wf.args, decision, wf.pattern, wf.id)
+}
+
+func truncateText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
