@@ -108,7 +108,7 @@ func TestAnEnvironmentVariableOverridesEveryKey(t *testing.T) {
 		"sandbox.pids": "128", "sandbox.timeout": "90s", "sandbox.idle_timeout": "1m", "sandbox.pool.min": "2",
 		"sandbox.pool.max": "8", "sandbox.max_containers": "2", "hil.timeout": "10m", "hil.require_elicitation": "true",
 		"cloud.url": "https://cloud.example/", "cloud.timeout": "5s", "registries": "https://r.example/",
-		"sandbox.shared_paths": "/Users/me/src/",
+		"sandbox.shared_paths":  "/Users/me/src/",
 		"sandbox.network.allow": "api.github.com,*.npmjs.org:443",
 	}
 	for _, c := range keyCases {
