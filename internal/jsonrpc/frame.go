@@ -132,6 +132,27 @@ func (f *Filter) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// Next returns the next well-formed frame, without its newline (the
+// frames refused on the way are answered as Read answers them). Use
+// either Next or Read on a Filter, not both.
+func (f *Filter) Next() ([]byte, error) {
+	for {
+		line, tooBig, err := f.readLine()
+		if tooBig > 0 {
+			f.reject(nil, CodeInvalidRequest, fmt.Sprintf("message of %d bytes or more is larger than the %d-byte limit", tooBig, f.max), tooBig)
+		} else if len(bytes.TrimSpace(line)) > 0 && f.check(line) {
+			return bytes.TrimRight(line, "\r\n"), nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// WriteLine writes one whole line (it must end with a newline) to the
+// output, between the lines other writers write.
+func (o *Output) WriteLine(b []byte) error { return o.writeLine(b) }
+
 // readLine returns the next line. A line longer than max is discarded up
 // to its newline and reported through tooBig (its size so far).
 func (f *Filter) readLine() (line []byte, tooBig int, err error) {

@@ -1,0 +1,306 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/pml-dev/pml/internal/jsonrpc"
+)
+
+// The fast path. A tools/call to a pooled server that the broker's layers
+// have allowed is written to the container as bytes (Forward) and its
+// answer read back as bytes: the arguments and the result are never
+// decoded into Go values, and the go-sdk client session is not on the way.
+// The session still runs beside it on the same stream for everything else
+// (initialize, tools/list, the server's requests to the person, log
+// messages, ping): the container's stdout goes through a tap that takes
+// out the frames of fast calls (answers to pml's fast ids, progress for
+// pml's fast tokens) and passes every other frame to the session
+// unchanged. The two writers to the container's stdin (the session and
+// Forward) share one line-atomic output, one write per frame.
+//
+// Fast ids and tokens are strings ("pml-f-N", "pml-p-N"); the go-sdk's own
+// ids are integers, so the two can never be confused.
+
+// fastRoutes are the fast calls in flight on one container.
+type fastRoutes struct {
+	// active counts the entries below, read without the lock by the tap.
+	active   atomic.Int64
+	mu       sync.Mutex
+	pending  map[string]chan []byte // raw quoted id → its answer frame
+	progress map[string]func(frame []byte)
+}
+
+func newFastRoutes() *fastRoutes {
+	return &fastRoutes{pending: map[string]chan []byte{}, progress: map[string]func([]byte){}}
+}
+
+// tap is the container's stdout: whole lines, fast frames to their
+// callers, the rest to the go-sdk session (next).
+type tap struct {
+	routes *fastRoutes
+	next   io.Writer
+	buf    []byte
+	// onDrop is told of fast answers no call waits for (late, or forged).
+	onDrop func(reason string)
+}
+
+func (t *tap) Write(p []byte) (int, error) {
+	if len(t.buf) == 0 {
+		// The common case: p holds whole frames; no copy unless a
+		// frame is cut.
+		if err := t.lines(p); err != nil {
+			return 0, err
+		}
+		return len(p), nil
+	}
+	t.buf = append(t.buf, p...)
+	rest := t.buf
+	t.buf = nil
+	if err := t.lines(rest); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// lines handles every complete line of b and keeps the rest.
+func (t *tap) lines(b []byte) error {
+	for {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			if len(b) > 0 {
+				t.buf = append(t.buf[:0:0], b...)
+			}
+			return nil
+		}
+		line := b[:i+1]
+		b = b[i+1:]
+		if t.take(line) {
+			continue
+		}
+		if _, err := t.next.Write(line); err != nil {
+			return err
+		}
+	}
+}
+
+// take reports whether line is a fast frame, and hands it over.
+func (t *tap) take(line []byte) bool {
+	if t.routes.active.Load() == 0 {
+		// (a call registers before it writes, so its own answer always
+		// sees it counted.)
+		return false
+	}
+	// Cheap first look: fast frames name a "pml-f-" id or a progress token.
+	if !bytes.Contains(line, []byte(`"pml-`)) {
+		return false
+	}
+	m, ok := jsonrpc.Scan(bytes.TrimRight(line, "\r\n"))
+	if !ok || m.Dup {
+		return false
+	}
+	switch {
+	case m.Method == nil && m.ID != nil && (m.Result != nil || m.Error != nil):
+		t.routes.mu.Lock()
+		ch, ok := t.routes.pending[string(m.ID)]
+		delete(t.routes.pending, string(m.ID))
+		t.routes.mu.Unlock()
+		if !ok {
+			if bytes.HasPrefix(m.ID, []byte(`"pml-f-`)) {
+				// pml's own id, with no call waiting (it gave up): the
+				// session would not know the id either.
+				if t.onDrop != nil {
+					t.onDrop("an answer to a call that is no longer waiting")
+				}
+				return true
+			}
+			return false
+		}
+		ch <- append([]byte(nil), line...)
+		return true
+	case string(m.Method) == `"notifications/progress"` && m.ID == nil && m.Params != nil:
+		tok := jsonrpc.Member(m.Params, "progressToken")
+		t.routes.mu.Lock()
+		sink := t.routes.progress[string(tok)]
+		t.routes.mu.Unlock()
+		if sink == nil {
+			return false
+		}
+		sink(m.Params)
+		return true
+	}
+	return false
+}
+
+// lockedStdin is the container's stdin for the session: whole lines
+// through the shared output, and Close closes the stdin itself (which
+// lets a well-behaved server exit).
+type lockedStdin struct {
+	io.Writer
+	stdin io.Closer
+}
+
+func (l lockedStdin) Close() error {
+	if c, ok := l.Writer.(io.Closer); ok {
+		_ = c.Close()
+	}
+	return l.stdin.Close()
+}
+
+var fastSeq atomic.Int64
+
+// Forward makes one tools/call of tool with args (a JSON object, as the
+// caller sent it) and returns the result member of the server's answer as
+// the server sent it (checked to be a JSON object). progressToken is the
+// caller's own (raw JSON) or nil; the server's progress for the call is
+// given to progress as the params of a notifications/progress carrying
+// that token. relay gets what else the server sends during the call (log
+// messages, requests to the person), as for Call. An error means the call
+// could not be made, the server died, or it answered with a JSON-RPC
+// error.
+func (s *Server) Forward(ctx context.Context, tool string, args json.RawMessage, progressToken json.RawMessage, progress func(params []byte), relay Relay) (json.RawMessage, error) {
+	c, err := s.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer s.release(c)
+	ref := s.pushRelay(relay)
+	defer s.popRelay(ref)
+
+	n := fastSeq.Add(1)
+	id := `"pml-f-` + strconv.FormatInt(n, 10) + `"`
+	name, _ := json.Marshal(tool)
+	if len(bytes.TrimSpace(args)) == 0 || string(args) == "null" {
+		args = json.RawMessage("{}")
+	}
+	frame := make([]byte, 0, 96+len(name)+len(args))
+	frame = append(frame, `{"jsonrpc":"2.0","id":`...)
+	frame = append(frame, id...)
+	frame = append(frame, `,"method":"tools/call","params":{"name":`...)
+	frame = append(frame, name...)
+	frame = append(frame, `,"arguments":`...)
+	frame = append(frame, args...)
+	var tok string
+	if progressToken != nil && progress != nil {
+		tok = `"pml-p-` + strconv.FormatInt(n, 10) + `"`
+		frame = append(frame, `,"_meta":{"progressToken":`...)
+		frame = append(frame, tok...)
+		frame = append(frame, '}')
+	}
+	frame = append(frame, "}}\n"...)
+
+	ch := make(chan []byte, 1)
+	r := c.fast
+	r.active.Add(1)
+	r.mu.Lock()
+	r.pending[id] = ch
+	if tok != "" {
+		r.progress[tok] = func(params []byte) {
+			if p := progressParams(params, progressToken); p != nil {
+				progress(p)
+			}
+		}
+	}
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		delete(r.pending, id)
+		if tok != "" {
+			delete(r.progress, tok)
+		}
+		r.mu.Unlock()
+		r.active.Add(-1)
+	}()
+
+	if err := c.in.WriteLine(frame); err != nil {
+		return nil, s.callError(ctx, c, err)
+	}
+	select {
+	case answer := <-ch:
+		return s.fastAnswer(answer)
+	case <-ctx.Done():
+		// Tell the server, as the session does for its own calls.
+		note := `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + id + `,"reason":` + strconv.Quote(ctx.Err().Error()) + "}}\n"
+		_ = c.in.WriteLine([]byte(note))
+		return nil, ctx.Err()
+	case <-c.proc.Done():
+		// The answer may have come just before the exit.
+		select {
+		case answer := <-ch:
+			return s.fastAnswer(answer)
+		default:
+		}
+		return nil, s.crashError(c, "during the call")
+	}
+}
+
+// fastAnswer reads the result member of a fast call's answer, or its error.
+func (s *Server) fastAnswer(frame []byte) (json.RawMessage, error) {
+	m, _ := jsonrpc.Scan(bytes.TrimRight(frame, "\r\n"))
+	if m.Error != nil {
+		var e struct {
+			Code    int64  `json:"code"`
+			Message string `json:"message"`
+		}
+		if json.Unmarshal(m.Error, &e) != nil {
+			return nil, fmt.Errorf("the MCP server %s answered with a malformed error", s.o.Name)
+		}
+		return nil, fmt.Errorf("the MCP server %s answered with an error: %s (code %d)", s.o.Name, e.Message, e.Code)
+	}
+	res := bytes.TrimSpace(m.Result)
+	if len(res) == 0 || res[0] != '{' || !json.Valid(res) {
+		return nil, ErrMalformedResult
+	}
+	return json.RawMessage(res), nil
+}
+
+// ErrMalformedResult: a server's answer whose result is not a JSON object.
+var ErrMalformedResult = errors.New("the MCP server answered with a result that is not a JSON object")
+
+// maxProgressMessage bounds a progress message passed on (a server is
+// untrusted; a person reads these).
+const maxProgressMessage = 4 << 10
+
+// progressParams rebuilds the params of a server's progress notification
+// for the caller: its own token, and only the members MCP defines, each
+// checked for its type; nil when the notification is malformed.
+func progressParams(params []byte, token json.RawMessage) []byte {
+	var progress, total, message []byte
+	if !jsonrpc.Each(params, func(k, v []byte) bool {
+		switch string(k) {
+		case "progress":
+			progress = v
+		case "total":
+			total = v
+		case "message":
+			message = v
+		}
+		return true
+	}) {
+		return nil
+	}
+	if !jsonrpc.IsNumber(progress) || !json.Valid(progress) {
+		return nil
+	}
+	out := make([]byte, 0, 64+len(token)+len(message))
+	out = append(out, `{"progressToken":`...)
+	out = append(out, token...)
+	out = append(out, `,"progress":`...)
+	out = append(out, progress...)
+	if jsonrpc.IsNumber(total) && json.Valid(total) {
+		out = append(out, `,"total":`...)
+		out = append(out, total...)
+	}
+	if jsonrpc.IsString(message) && len(message) <= maxProgressMessage && json.Valid(message) {
+		out = append(out, `,"message":`...)
+		out = append(out, message...)
+	}
+	return append(out, '}')
+}
