@@ -37,6 +37,12 @@ type forwardCall struct {
 	args     json.RawMessage
 	token    json.RawMessage // the client's progress token, or nil
 	progress func(params []byte)
+	// answer sends the server's result to the client as soon as the
+	// executor has it, before the layers unwind (the audit entry is
+	// written right after): false when it cannot go as it is (too large
+	// to pass on whole). answered says it went.
+	answer   func(result json.RawMessage) bool
+	answered bool
 }
 
 func (f *forwardCall) on() bool { return f != nil && f.args != nil }
@@ -214,6 +220,22 @@ func (f *fastFront) serve(ctx context.Context, cancel context.CancelFunc, ss *mc
 		args = json.RawMessage("{}")
 	}
 	fwd := &forwardCall{args: args, token: token}
+	fwd.answer = func(result json.RawMessage) bool {
+		if len(result) > MaxResultBytes {
+			return false
+		}
+		frame := make([]byte, 0, 48+len(id)+len(result))
+		frame = append(frame, `{"jsonrpc":"2.0","id":`...)
+		frame = append(frame, id...)
+		frame = append(frame, `,"result":`...)
+		frame = append(frame, result...)
+		frame = append(frame, "}\n"...)
+		if err := f.out.WriteLine(frame); err != nil {
+			b.log.Debug().Err(err).Msg("answering a forwarded call")
+		}
+		fwd.answered = true
+		return true
+	}
 	var tokenAny any
 	if token != nil {
 		_ = json.Unmarshal(token, &tokenAny)
@@ -233,31 +255,21 @@ func (f *fastFront) serve(ctx context.Context, cancel context.CancelFunc, ss *mc
 	}
 	r.Dialog = deferred
 	res := b.Call(ctx, r)
-	if ctx.Err() != nil {
-		// Cancelled by the client (who no longer waits for an answer,
-		// as MCP has it), or the session is gone.
+	if fwd.answered || ctx.Err() != nil {
+		// Answered already; or cancelled by the client (who no longer
+		// waits for an answer, as MCP has it), or the session is gone.
 		return
 	}
-	var frame []byte
-	if res.raw != nil && len(res.raw) <= MaxResultBytes {
-		frame = make([]byte, 0, 48+len(id)+len(res.raw))
-		frame = append(frame, `{"jsonrpc":"2.0","id":`...)
-		frame = append(frame, id...)
-		frame = append(frame, `,"result":`...)
-		frame = append(frame, res.raw...)
-		frame = append(frame, "}\n"...)
-	} else {
-		out, err := json.Marshal(callResult(res, deferred))
-		if err != nil {
-			out, _ = json.Marshal(toMCP(errorResult(err)))
-		}
-		frame = make([]byte, 0, 48+len(id)+len(out))
-		frame = append(frame, `{"jsonrpc":"2.0","id":`...)
-		frame = append(frame, id...)
-		frame = append(frame, `,"result":`...)
-		frame = append(frame, out...)
-		frame = append(frame, "}\n"...)
+	out, err := json.Marshal(callResult(res, deferred))
+	if err != nil {
+		out, _ = json.Marshal(toMCP(errorResult(err)))
 	}
+	frame := make([]byte, 0, 48+len(id)+len(out))
+	frame = append(frame, `{"jsonrpc":"2.0","id":`...)
+	frame = append(frame, id...)
+	frame = append(frame, `,"result":`...)
+	frame = append(frame, out...)
+	frame = append(frame, "}\n"...)
 	if err := f.out.WriteLine(frame); err != nil {
 		b.log.Debug().Err(err).Msg("answering a forwarded call")
 	}

@@ -86,8 +86,12 @@ func serverCallError(sb *sandbox, def toolbox.Tool, err error) Result {
 // to the server as they came, and its result comes back as it went
 // (Result.raw), never decoded.
 func forwardServer(ctx context.Context, sb *sandbox, srv *server, def toolbox.Tool, fwd *forwardCall) Result {
-	if err := srv.prepare(sb); err != nil {
-		return errorResult(err)
+	// The environment matters when the container starts: a running
+	// server keeps the one it started with.
+	if !srv.up.Running() {
+		if err := srv.prepare(sb); err != nil {
+			return errorResult(err)
+		}
 	}
 	ci, _ := ctx.Value(callInfoKey{}).(callInfo)
 	if t := sb.policy().Timeout; t > 0 {
@@ -99,6 +103,9 @@ func forwardServer(ctx context.Context, sb *sandbox, srv *server, def toolbox.To
 	res, err := srv.up.Forward(ctx, tool, fwd.args, fwd.token, fwd.progress, ci.relay)
 	if err != nil {
 		return serverCallError(sb, def, err)
+	}
+	if fwd.answer != nil && ctx.Err() == nil {
+		fwd.answer(res)
 	}
 	return Result{raw: res, IsError: string(jsonrpc.Member(res, "isError")) == "true"}
 }
