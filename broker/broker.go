@@ -230,6 +230,7 @@ func (b *Broker) Close(timeout time.Duration) {
 		b.sb.releaseSession()
 	}
 	b.sb.guard.Close()
+	_ = b.audit.Close()
 }
 
 // Workspace returns the workspace directory.
