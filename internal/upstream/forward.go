@@ -139,20 +139,23 @@ func (t *tap) take(line []byte) bool {
 	return false
 }
 
-// lockedStdin is the container's stdin for the session: whole lines
-// through the shared output, and Close closes the stdin itself (which
-// lets a well-behaved server exit).
+// lockedStdin is the container's stdin for the session: each of its
+// writes goes whole through the shared output (the go-sdk writes one
+// message and its newline per Write), and Close closes the stdin itself
+// (which lets a well-behaved server exit).
 type lockedStdin struct {
-	io.Writer
+	out   *jsonrpc.Output
 	stdin io.Closer
 }
 
-func (l lockedStdin) Close() error {
-	if c, ok := l.Writer.(io.Closer); ok {
-		_ = c.Close()
+func (l lockedStdin) Write(p []byte) (int, error) {
+	if err := l.out.WriteLine(p); err != nil {
+		return 0, err
 	}
-	return l.stdin.Close()
+	return len(p), nil
 }
+
+func (l lockedStdin) Close() error { return l.stdin.Close() }
 
 var fastSeq atomic.Int64
 

@@ -405,7 +405,7 @@ func (s *Server) connect(ctx context.Context, start Starter, spec container.Spec
 		client.AddRoots(roots...)
 	}
 	c.in = jsonrpc.NewOutput(proc.Stdin())
-	c.cs, err = client.Connect(ctx, &mcp.IOTransport{Reader: pr, Writer: lockedStdin{Writer: c.in.Writer(), stdin: proc.Stdin()}, MaxLineLength: 64 << 20},
+	c.cs, err = client.Connect(ctx, &mcp.IOTransport{Reader: pr, Writer: lockedStdin{out: c.in, stdin: proc.Stdin()}, MaxLineLength: 64 << 20},
 		&mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
 	return c, err
 }
