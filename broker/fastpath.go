@@ -37,10 +37,11 @@ type forwardCall struct {
 	args     json.RawMessage
 	token    json.RawMessage // the client's progress token, or nil
 	progress func(params []byte)
-	// answer sends the server's result to the client as soon as the
-	// executor has it, before the layers unwind (the audit entry is
-	// written right after): false when it cannot go as it is (too large
-	// to pass on whole). answered says it went.
+	// answer sends the server's result to the client the moment it
+	// arrives (upstream.Server.Forward calls it), before the layers
+	// unwind; the audit entry is written right after. It is false when
+	// the result cannot go as it is (too large to pass on whole).
+	// answered says it went (set by the executor).
 	answer   func(result json.RawMessage) bool
 	answered bool
 }
@@ -233,7 +234,6 @@ func (f *fastFront) serve(ctx context.Context, cancel context.CancelFunc, ss *mc
 		if err := f.out.WriteLine(frame); err != nil {
 			b.log.Debug().Err(err).Msg("answering a forwarded call")
 		}
-		fwd.answered = true
 		return true
 	}
 	var tokenAny any

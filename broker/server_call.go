@@ -100,13 +100,11 @@ func forwardServer(ctx context.Context, sb *sandbox, srv *server, def toolbox.To
 		defer cancel()
 	}
 	_, tool, _ := strings.Cut(def.Name, ":")
-	res, err := srv.up.Forward(ctx, tool, fwd.args, fwd.token, fwd.progress, ci.relay)
+	res, sent, err := srv.up.Forward(ctx, tool, fwd.args, fwd.token, fwd.progress, fwd.answer, ci.relay)
 	if err != nil {
 		return serverCallError(sb, def, err)
 	}
-	if fwd.answer != nil && ctx.Err() == nil {
-		fwd.answer(res)
-	}
+	fwd.answered = sent
 	return Result{raw: res, IsError: string(jsonrpc.Member(res, "isError")) == "true"}
 }
 

@@ -34,12 +34,26 @@ type fastRoutes struct {
 	// active counts the entries below, read without the lock by the tap.
 	active   atomic.Int64
 	mu       sync.Mutex
-	pending  map[string]chan []byte // raw quoted id → its answer frame
+	pending  map[string]*fastCall // raw quoted id → its caller
 	progress map[string]func(frame []byte)
 }
 
 func newFastRoutes() *fastRoutes {
-	return &fastRoutes{pending: map[string]chan []byte{}, progress: map[string]func([]byte){}}
+	return &fastRoutes{pending: map[string]*fastCall{}, progress: map[string]func([]byte){}}
+}
+
+// fastCall is a Forward waiting for its answer.
+type fastCall struct {
+	// done gets the answer frame, and whether answer sent its result.
+	done chan fastDone
+	// answer, when set, sends a well-formed result to the caller's
+	// client at once, from the tap (see Forward).
+	answer func(result json.RawMessage) bool
+}
+
+type fastDone struct {
+	frame []byte
+	sent  bool
 }
 
 // tap is the container's stdout: whole lines, fast frames to their
@@ -109,7 +123,7 @@ func (t *tap) take(line []byte) bool {
 	switch {
 	case m.Method == nil && m.ID != nil && (m.Result != nil || m.Error != nil):
 		t.routes.mu.Lock()
-		ch, ok := t.routes.pending[string(m.ID)]
+		fc, ok := t.routes.pending[string(m.ID)]
 		delete(t.routes.pending, string(m.ID))
 		t.routes.mu.Unlock()
 		if !ok {
@@ -123,7 +137,14 @@ func (t *tap) take(line []byte) bool {
 			}
 			return false
 		}
-		ch <- append([]byte(nil), line...)
+		frame := append([]byte(nil), line...)
+		sent := false
+		if fc.answer != nil && m.Error == nil {
+			if res, ok := resultOf(m.Result); ok {
+				sent = fc.answer(res)
+			}
+		}
+		fc.done <- fastDone{frame: frame, sent: sent}
 		return true
 	case string(m.Method) == `"notifications/progress"` && m.ID == nil && m.Params != nil:
 		tok := jsonrpc.Member(m.Params, "progressToken")
@@ -161,17 +182,21 @@ var fastSeq atomic.Int64
 
 // Forward makes one tools/call of tool with args (a JSON object, as the
 // caller sent it) and returns the result member of the server's answer as
-// the server sent it (checked to be a JSON object). progressToken is the
+// the server sent it (checked to be a JSON object), and whether answer
+// sent it. answer (may be nil) is called with a well-formed result as soon
+// as it arrives, on the goroutine that reads the server, so the caller's
+// client has it without waiting for this one to be scheduled; it reports
+// whether it sent it. progressToken is the
 // caller's own (raw JSON) or nil; the server's progress for the call is
 // given to progress as the params of a notifications/progress carrying
 // that token. relay gets what else the server sends during the call (log
 // messages, requests to the person), as for Call. An error means the call
 // could not be made, the server died, or it answered with a JSON-RPC
 // error.
-func (s *Server) Forward(ctx context.Context, tool string, args json.RawMessage, progressToken json.RawMessage, progress func(params []byte), relay Relay) (json.RawMessage, error) {
+func (s *Server) Forward(ctx context.Context, tool string, args json.RawMessage, progressToken json.RawMessage, progress func(params []byte), answer func(result json.RawMessage) bool, relay Relay) (json.RawMessage, bool, error) {
 	c, err := s.acquire(ctx)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer s.release(c)
 	ref := s.pushRelay(relay)
@@ -199,11 +224,11 @@ func (s *Server) Forward(ctx context.Context, tool string, args json.RawMessage,
 	}
 	frame = append(frame, "}}\n"...)
 
-	ch := make(chan []byte, 1)
+	fc := &fastCall{done: make(chan fastDone, 1), answer: answer}
 	r := c.fast
 	r.active.Add(1)
 	r.mu.Lock()
-	r.pending[id] = ch
+	r.pending[id] = fc
 	if tok != "" {
 		r.progress[tok] = func(params []byte) {
 			if p := progressParams(params, progressToken); p != nil {
@@ -223,29 +248,48 @@ func (s *Server) Forward(ctx context.Context, tool string, args json.RawMessage,
 	}()
 
 	if err := c.in.WriteLine(frame); err != nil {
-		return nil, s.callError(ctx, c, err)
+		return nil, false, s.callError(ctx, c, err)
+	}
+	// taken reports whether the tap has taken the answer (then it is
+	// on its way on done, perhaps sent already): a call that gives up
+	// takes its entry out first, so its outcome is the one the client
+	// saw.
+	taken := func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if _, waiting := r.pending[id]; waiting {
+			delete(r.pending, id)
+			return false
+		}
+		return true
 	}
 	select {
-	case answer := <-ch:
-		return s.fastAnswer(answer)
+	case d := <-fc.done:
+		return s.fastAnswer(d)
 	case <-ctx.Done():
+		if taken() {
+			return s.fastAnswer(<-fc.done)
+		}
 		// Tell the server, as the session does for its own calls.
 		note := `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + id + `,"reason":` + strconv.Quote(ctx.Err().Error()) + "}}\n"
 		_ = c.in.WriteLine([]byte(note))
-		return nil, ctx.Err()
+		return nil, false, ctx.Err()
 	case <-c.proc.Done():
 		// The answer may have come just before the exit.
-		select {
-		case answer := <-ch:
-			return s.fastAnswer(answer)
-		default:
+		if taken() {
+			return s.fastAnswer(<-fc.done)
 		}
-		return nil, s.crashError(c, "during the call")
+		return nil, false, s.crashError(c, "during the call")
 	}
 }
 
 // fastAnswer reads the result member of a fast call's answer, or its error.
-func (s *Server) fastAnswer(frame []byte) (json.RawMessage, error) {
+func (s *Server) fastAnswer(d fastDone) (json.RawMessage, bool, error) {
+	res, err := s.answerOf(d.frame)
+	return res, d.sent && err == nil, err
+}
+
+func (s *Server) answerOf(frame []byte) (json.RawMessage, error) {
 	m, _ := jsonrpc.Scan(bytes.TrimRight(frame, "\r\n"))
 	if m.Error != nil {
 		var e struct {
@@ -257,11 +301,20 @@ func (s *Server) fastAnswer(frame []byte) (json.RawMessage, error) {
 		}
 		return nil, fmt.Errorf("the MCP server %s answered with an error: %s (code %d)", s.o.Name, e.Message, e.Code)
 	}
-	res := bytes.TrimSpace(m.Result)
-	if len(res) == 0 || res[0] != '{' || !json.Valid(res) {
+	res, ok := resultOf(m.Result)
+	if !ok {
 		return nil, ErrMalformedResult
 	}
-	return json.RawMessage(res), nil
+	return res, nil
+}
+
+// resultOf checks that a result member is a JSON object.
+func resultOf(raw []byte) (json.RawMessage, bool) {
+	res := bytes.TrimSpace(raw)
+	if len(res) == 0 || res[0] != '{' || !json.Valid(res) {
+		return nil, false
+	}
+	return json.RawMessage(res), true
 }
 
 // ErrMalformedResult: a server's answer whose result is not a JSON object.
