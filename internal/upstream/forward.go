@@ -62,6 +62,9 @@ type tap struct {
 	routes *fastRoutes
 	next   io.Writer
 	buf    []byte
+	// passing: a line longer than maxTapLine is being passed on as it
+	// comes, up to its newline (the session's own limit refuses it).
+	passing bool
 	// onDrop is told of fast answers no call waits for (late, or forged).
 	onDrop func(reason string)
 }
@@ -84,11 +87,35 @@ func (t *tap) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// maxTapLine bounds what the tap holds of one line: the go-sdk session's
+// own limit for a server's message (upstream.connect).
+const maxTapLine = 64 << 20
+
 // lines handles every complete line of b and keeps the rest.
 func (t *tap) lines(b []byte) error {
 	for {
 		i := bytes.IndexByte(b, '\n')
+		if t.passing {
+			end := len(b)
+			if i >= 0 {
+				end = i + 1
+				t.passing = false
+			}
+			if _, err := t.next.Write(b[:end]); err != nil {
+				return err
+			}
+			b = b[end:]
+			if len(b) == 0 {
+				return nil
+			}
+			continue
+		}
 		if i < 0 {
+			if len(b) > maxTapLine {
+				// Never a fast frame: no reason to hold it.
+				t.passing = true
+				continue
+			}
 			if len(b) > 0 {
 				t.buf = append(t.buf[:0:0], b...)
 			}
