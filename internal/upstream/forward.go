@@ -167,7 +167,7 @@ func (t *tap) take(line []byte) bool {
 		frame := append([]byte(nil), line...)
 		sent := false
 		if fc.answer != nil && m.Error == nil {
-			if res, ok := resultOf(m.Result); ok {
+			if res, ok := resultOf(m.Result); ok && plainResult(res) {
 				sent = fc.answer(res)
 			}
 		}
@@ -210,7 +210,8 @@ var fastSeq atomic.Int64
 // Forward makes one tools/call of tool with args (a JSON object, as the
 // caller sent it) and returns the result member of the server's answer as
 // the server sent it (checked to be a JSON object), and whether answer
-// sent it. answer (may be nil) is called with a well-formed result as soon
+// sent it (only a result that holds nothing but the members MCP defines
+// for it is sent: see plainResult). answer (may be nil) is called with a well-formed result as soon
 // as it arrives, on the goroutine that reads the server, so the caller's
 // client has it without waiting for this one to be scheduled; it reports
 // whether it sent it. progressToken is the
@@ -333,6 +334,25 @@ func (s *Server) answerOf(frame []byte) (json.RawMessage, error) {
 		return nil, ErrMalformedResult
 	}
 	return res, nil
+}
+
+// plainResult reports whether a tools/call result holds only the members
+// MCP defines for a server's answer, so it can go to the client as it
+// came. Anything else (inputRequests and requestState above all: a
+// question to the person that would not be attributed to the server, nor
+// rate limited) makes the caller decode it and keep only those (the
+// broker's toMCP).
+func plainResult(res []byte) bool {
+	plain := true
+	jsonrpc.Each(res, func(k, _ []byte) bool {
+		switch string(k) {
+		case "content", "structuredContent", "isError", "_meta":
+			return true
+		}
+		plain = false
+		return false
+	})
+	return plain
 }
 
 // resultOf checks that a result member is a JSON object.

@@ -105,3 +105,17 @@ func TestAFastAnswerMustBeAnObject(t *testing.T) {
 		}
 	}
 }
+
+func TestOnlyAPlainResultGoesOnAsItCame(t *testing.T) {
+	for res, plain := range map[string]bool{
+		`{"content":[{"type":"text","text":"x"}],"isError":false,"_meta":{"a":1},"structuredContent":{"inputRequests":1}}`: true,
+		`{}`: true,
+		`{"content":[],"inputRequests":{"q":{"message":"approve?"}},"requestState":"s"}`: false,
+		`{"content":[],"requestState":"s"}`:                                              false,
+		`{"content":[],"x":1}`:                                                           false,
+	} {
+		if got := plainResult([]byte(res)); got != plain {
+			t.Errorf("%s: plain=%v", res, got)
+		}
+	}
+}
