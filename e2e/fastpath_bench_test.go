@@ -99,3 +99,31 @@ func BenchmarkFastPathAB(b *testing.B) {
 			s.name, w, float64(w)/float64(nw), bu, float64(nb)/float64(bu))
 	}
 }
+
+// BenchmarkFastPathRSS prints pml's RSS as calls to a pooled server (and,
+// every tenth, a toolbox call) go on, to tell a leak (growth with every
+// call) from the heap settling (growth that stops).
+func BenchmarkFastPathRSS(b *testing.B) {
+	image := probeImage(b)
+	ws := benchWorkspace(b, fmt.Sprintf(`{"permissions": {"allow": ["*"]}, "mcps": {"probe": {"image": %q, "workspace": "none"}}}`, image))
+	s := startBenchSession(b, ws)
+	n := 0
+	calls := func(k int) {
+		for i := 0; i < k; i++ {
+			n++
+			name, args := "probe:echo", map[string]any{"text": strconv.Itoa(i)}
+			if i%10 == 0 {
+				name, args = "filesystem:read_file", map[string]any{"path": "bench.txt"}
+			}
+			res, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+			if err != nil || res.IsError {
+				b.Fatalf("%s: %v %v", name, err, res)
+			}
+		}
+	}
+	for _, k := range []int{100, 1000, 1000, 2000, 2000} {
+		calls(k)
+		time.Sleep(time.Second)
+		fmt.Fprintf(os.Stderr, "after %5d calls: %.2f MiB\n", n, rssMiB(b, s.cmd.Process.Pid))
+	}
+}
