@@ -55,6 +55,12 @@ func (b *Broker) networkApproval(ctx context.Context, c *Call, tool string, args
 	if len(hosts) == 0 || b.cfg.HIL.RequireElicitation && c.Req.Ask == nil && !c.Req.Dialog {
 		return Result{}, false
 	}
+	if c.rawArgs {
+		// A fast-path call (fastpath.go) kept its arguments as bytes: the
+		// person sees them, and the call runs again from them.
+		c.decodeArgs()
+		args = c.Args
+	}
 	wf := c.Req.Workflows.create(ApprovalNetwork, tool, args, pattern)
 	wf.data = &networkGrant{id: id, who: who, key: key, hosts: hosts}
 	a := b.approval(wf)

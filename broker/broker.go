@@ -75,6 +75,9 @@ type Result struct {
 	// upstream is a server tool's result as the server sent it (all its
 	// content blocks), passed on unchanged.
 	upstream *mcp.CallToolResult
+	// raw is a server tool's result forwarded on the fast path
+	// (fastpath.go): the result member of its answer, as it sent it.
+	raw json.RawMessage
 	// err is the failure behind an error result made by pml itself (not
 	// a tool's own error), for callers that map kinds to exit codes.
 	err error
@@ -233,6 +236,8 @@ func (b *Broker) Close(timeout time.Duration) {
 	}
 	b.sb.guard.Close()
 	b.sb.egress.close()
+	// After the proxies: their Close writes their last audit entries.
+	_ = b.audit.Close()
 }
 
 // Workspace returns the workspace directory.

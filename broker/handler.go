@@ -32,6 +32,9 @@ type Call struct {
 	// layer), without pml's own continue_workflow.
 	Tool string
 	Args map[string]any
+	// rawArgs: Args hold their values raw (json.RawMessage), as the fast
+	// path keeps them; decodeArgs decodes them.
+	rawArgs bool
 	// Decision and Pattern are the permission that matched (permit layer).
 	Decision Decision
 	Pattern  string

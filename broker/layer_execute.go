@@ -36,6 +36,12 @@ func (b *Broker) runTool(ctx context.Context, c *Call, name string, args map[str
 	}
 	// else: a cloud tool not (yet) in the cloud's list is forwarded anyway,
 	// and the cloud answers whether it knows it.
+	if _, pooled := entry.exec.(pooledExec); c.rawArgs && !pooled {
+		// Kept raw for a pooled server that is no longer one (a reload):
+		// this executor reads them.
+		c.decodeArgs()
+		args = c.Args
+	}
 	began := time.Now()
 	res := entry.exec.run(ctx, entry.def, args)
 	status := "ok"

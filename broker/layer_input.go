@@ -1,11 +1,13 @@
 package broker
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 
 	"github.com/pml-dev/pml/internal/audit"
+	"github.com/pml-dev/pml/internal/jsonrpc"
 )
 
 // inputLayer decodes a call's arguments and sends pml's own answers to
@@ -21,6 +23,19 @@ type inputLayer struct {
 }
 
 func (l inputLayer) Call(ctx context.Context, c *Call) Result {
+	if fwd := forwardOf(ctx); fwd.on() {
+		// The fast path: the arguments go to the server as they came;
+		// the layers need only their names (the audit's arg_keys).
+		if args, ok := topLevel(c.Req.Args); ok {
+			if _, cont := args["continue_workflow"]; !cont {
+				c.Args, c.rawArgs = args, true
+				return l.next.Call(ctx, c)
+			}
+		}
+		// An answer to an approval, or arguments pml must look at: the
+		// whole call takes the usual path.
+		fwd.args = nil
+	}
 	c.Args = map[string]any{}
 	if raw := c.Req.Args; len(raw) > 0 && string(raw) != "null" {
 		if err := json.Unmarshal(raw, &c.Args); err != nil {
@@ -60,4 +75,38 @@ func parseContinuation(raw any) (Continuation, error) {
 		return c, fmt.Errorf("%w: continue_workflow must be {\"workflow_id\": \"…\", \"approved\": true|false, \"always\": true|false}", ErrInvalidInput)
 	}
 	return c, nil
+}
+
+// topLevel returns the top-level members of the JSON object raw, their
+// values kept raw (json.RawMessage); ok is false when raw is not an
+// object, or a name needs unescaping (then the usual decoding answers).
+func topLevel(raw json.RawMessage) (map[string]any, bool) {
+	args := map[string]any{}
+	if len(raw) == 0 || string(raw) == "null" {
+		return args, true
+	}
+	escaped := false
+	ok := jsonrpc.Each(raw, func(k, v []byte) bool {
+		if bytes.IndexByte(k, '\\') >= 0 {
+			escaped = true
+			return false
+		}
+		args[string(k)] = json.RawMessage(v)
+		return true
+	})
+	return args, ok && !escaped
+}
+
+// decodeArgs decodes arguments kept raw by the fast path, for a step that
+// shows them to a person (an approval): from here the call is no longer
+// one that passes them on unread.
+func (c *Call) decodeArgs() {
+	if !c.rawArgs {
+		return
+	}
+	c.rawArgs = false
+	args := map[string]any{}
+	if err := json.Unmarshal(c.Req.Args, &args); err == nil {
+		c.Args = args
+	}
 }

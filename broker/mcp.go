@@ -85,6 +85,13 @@ func (v view) internal(name string) string {
 }
 
 func newMCPServer(b *Broker, v view) *mcp.Server {
+	s, _, _ := newMCPServerParts(b, v)
+	return s
+}
+
+// newMCPServerParts is newMCPServer, also returning its tool listing and
+// sessions (the stdio fast path answers calls beside the server).
+func newMCPServerParts(b *Broker, v view) (*mcp.Server, *listing, *sessions) {
 	var prepareOnce sync.Once
 	prepare := func(ctx context.Context) {
 		if v.prepare != nil {
@@ -139,7 +146,7 @@ func newMCPServer(b *Broker, v view) *mcp.Server {
 			return next(ctx, method, req)
 		}
 	})
-	return s
+	return s, l, sess
 }
 
 // toolHandler answers tools/call for the tool name (pml's name for it)
@@ -164,15 +171,20 @@ func toolHandler(b *Broker, sess *sessions, name string) mcp.ToolHandler {
 			// it resumes may ask again: the same dialog.)
 			r.Args, r.Elicited = nil, elicitedAnswer(p)
 		}
-		res := b.Call(ctx, r)
-		if a, ok := res.Structured.(Approval); ok && deferred && !res.IsError {
-			return &mcp.CallToolResult{
-				InputRequests: mcp.InputRequestMap{approvalInput: elicitParams(a)},
-				RequestState:  a.WorkflowID,
-			}, nil
-		}
-		return toMCP(res), nil
+		return callResult(b.Call(ctx, r), deferred), nil
 	}
+}
+
+// callResult is the MCP result of a call: an approval becomes an input
+// request for a client that answers in its own dialog (deferred).
+func callResult(res Result, deferred bool) *mcp.CallToolResult {
+	if a, ok := res.Structured.(Approval); ok && deferred && !res.IsError {
+		return &mcp.CallToolResult{
+			InputRequests: mcp.InputRequestMap{approvalInput: elicitParams(a)},
+			RequestState:  a.WorkflowID,
+		}
+	}
+	return toMCP(res)
 }
 
 // ServeCapability serves one added capability's tools over in/out, named
@@ -351,6 +363,15 @@ func (b *Broker) elicitor(ss *mcp.ServerSession) func(context.Context, Approval)
 }
 
 func toMCP(r Result) *mcp.CallToolResult {
+	if r.raw != nil && r.upstream == nil {
+		// A forwarded result taking the slow way (too large to pass on
+		// whole): decoded once, to be cut to fit.
+		var up mcp.CallToolResult
+		if err := json.Unmarshal(r.raw, &up); err != nil {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "the MCP server's result is malformed: " + err.Error()}}, IsError: true}
+		}
+		r.upstream = &up
+	}
 	if r.upstream != nil {
 		up := *r.upstream
 		return fitFrame(&mcp.CallToolResult{Meta: up.Meta, Content: up.Content, StructuredContent: up.StructuredContent, IsError: up.IsError}, MaxResultBytes)
@@ -420,5 +441,23 @@ func ServeStdio(ctx context.Context, b *Broker, in io.ReadCloser, out io.Writer)
 	// calls in flight return: cancel them first, which kills their
 	// containers, so a call running `sleep 60` cannot hold pml's exit.
 	defer context.AfterFunc(ctx, b.cancelBase)()
-	return NewMCPServer(b).Run(ctx, &mcp.IOTransport{Reader: filter, Writer: o.Writer(), MaxLineLength: -1})
+	s, l, sess := newMCPServerParts(b, view{})
+	front := newFastFront(ctx, b, l, sess, filter, o)
+	defer front.close()
+	ss, err := s.Connect(ctx, &mcp.IOTransport{Reader: front, Writer: o.Writer(), MaxLineLength: -1}, nil)
+	if err != nil {
+		return err
+	}
+	front.session(ss)
+	// As mcp.Server.Run: the session ends with the client, or with ctx.
+	ended := make(chan error, 1)
+	go func() { ended <- ss.Wait() }()
+	select {
+	case <-ctx.Done():
+		_ = ss.Close()
+		<-ended
+		return ctx.Err()
+	case err := <-ended:
+		return err
+	}
 }

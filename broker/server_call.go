@@ -9,6 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/pml-dev/pml/internal/container"
+	"github.com/pml-dev/pml/internal/jsonrpc"
 	"github.com/pml-dev/pml/internal/toolbox"
 	"github.com/pml-dev/pml/internal/upstream"
 )
@@ -18,6 +19,9 @@ import (
 type callInfo struct {
 	relay         upstream.Relay
 	progressToken any
+	// fwd, when set, asks a pooled server's executor to forward the call
+	// as bytes (fastpath.go).
+	fwd *forwardCall
 }
 
 type callInfoKey struct{}
@@ -34,6 +38,9 @@ type pooledExec struct {
 }
 
 func (e pooledExec) run(ctx context.Context, def toolbox.Tool, args map[string]any) Result {
+	if ci, _ := ctx.Value(callInfoKey{}).(callInfo); ci.fwd.on() {
+		return forwardServer(ctx, e.sb, e.srv, def, ci.fwd)
+	}
 	return callServer(ctx, e.sb, e.srv, def, args, e.srv.up.Call)
 }
 
@@ -57,17 +64,48 @@ func callServer(ctx context.Context, sb *sandbox, srv *server, def toolbox.Tool,
 	_, tool, _ := strings.Cut(def.Name, ":")
 	res, err := call(ctx, tool, raw, ci.progressToken, ci.relay)
 	if err != nil {
-		switch {
-		case errors.Is(err, context.DeadlineExceeded):
-			return errorResult(fmt.Errorf("%s timed out after %s (the server was told to cancel it; raise sandbox.timeout in .pml.json if the work needs longer)", def.Name, timeDuration(sb.policy().Timeout)))
-		case errors.Is(err, context.Canceled):
-			return errorResult(fmt.Errorf("%s was cancelled", def.Name))
-		case errors.Is(err, container.ErrUnavailable), errors.Is(err, container.ErrImageMissing):
-			return errorResult(fmt.Errorf("%w: %w", ErrUnavailable, err))
-		}
-		return errorResult(err)
+		return serverCallError(sb, def, err)
 	}
 	return Result{Text: joinText(res), Structured: res.StructuredContent, IsError: res.IsError, upstream: res}
+}
+
+// serverCallError words a failed call to a server.
+func serverCallError(sb *sandbox, def toolbox.Tool, err error) Result {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return errorResult(fmt.Errorf("%s timed out after %s (the server was told to cancel it; raise sandbox.timeout in .pml.json if the work needs longer)", def.Name, timeDuration(sb.policy().Timeout)))
+	case errors.Is(err, context.Canceled):
+		return errorResult(fmt.Errorf("%s was cancelled", def.Name))
+	case errors.Is(err, container.ErrUnavailable), errors.Is(err, container.ErrImageMissing):
+		return errorResult(fmt.Errorf("%w: %w", ErrUnavailable, err))
+	}
+	return errorResult(err)
+}
+
+// forwardServer is callServer on the fast path: the caller's arguments go
+// to the server as they came, and its result comes back as it went
+// (Result.raw), never decoded.
+func forwardServer(ctx context.Context, sb *sandbox, srv *server, def toolbox.Tool, fwd *forwardCall) Result {
+	// The environment matters when the container starts: a running
+	// server keeps the one it started with.
+	if !srv.up.Running() {
+		if err := srv.prepare(sb); err != nil {
+			return errorResult(err)
+		}
+	}
+	ci, _ := ctx.Value(callInfoKey{}).(callInfo)
+	if t := sb.policy().Timeout; t > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeDuration(t))
+		defer cancel()
+	}
+	_, tool, _ := strings.Cut(def.Name, ":")
+	res, sent, err := srv.up.Forward(ctx, tool, fwd.args, fwd.token, fwd.progress, fwd.answer, ci.relay)
+	if err != nil {
+		return serverCallError(sb, def, err)
+	}
+	fwd.answered = sent
+	return Result{raw: res, IsError: string(jsonrpc.Member(res, "isError")) == "true"}
 }
 
 func joinText(res *mcp.CallToolResult) string {

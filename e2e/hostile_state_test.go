@@ -144,9 +144,10 @@ func TestHostilePooledServerWritesBetweenCalls(t *testing.T) {
 	if len(refused(ws, ".mcp.json")) == 0 || len(refused(ws, ".env")) == 0 {
 		t.Errorf("the files were not moved aside (kept for the user to look at): .mcp.json %v, .env %v", refused(ws, ".mcp.json"), refused(ws, ".env"))
 	}
-	if !strings.Contains(s.stderr.String(), "moved aside") {
-		t.Error("no warning about the moved files")
-	}
+	// (The warning follows the move: wait for it.)
+	waitFor(t, "a warning about the moved files", 10*time.Second, func() bool {
+		return strings.Contains(s.stderr.String(), "moved aside")
+	})
 	if out, _ := s.call(t, "probe:echo", map[string]any{"text": "still here"}); out != "still here" {
 		t.Errorf("the server after its writes were refused: %q", out)
 	}

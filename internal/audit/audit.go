@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -82,6 +83,10 @@ type Log struct {
 	// link (see internal/safefs).
 	root string
 	mu   sync.Mutex
+	// f is the file opened for the last entry, kept for the next ones
+	// while the path still names it (see Record); fi is its identity.
+	f  *os.File
+	fi os.FileInfo
 }
 
 // New returns a log writing to path, which is <workspace>/.pml/<file>;
@@ -109,6 +114,19 @@ func (l *Log) Record(e Entry) error {
 	line = append(line, '\n')
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	// The file of the last entry, while the path still names that very
+	// file (not renamed away by a rotation, not replaced by a link): one
+	// lstat and one write instead of a checked open per call. Anything
+	// else is opened again, with every check below.
+	if l.f != nil {
+		if fi, err := os.Lstat(l.path); err == nil && os.SameFile(fi, l.fi) {
+			if _, err := l.f.Write(line); err == nil {
+				return nil
+			}
+		}
+		_ = l.f.Close()
+		l.f, l.fi = nil, nil
+	}
 	// Never through a link (a repository can ship .pml/audit.jsonl as one
 	// to a login script), never blocking on a FIFO. The directory is made
 	// only when missing: this runs on every call.
@@ -125,11 +143,30 @@ func (l *Log) Record(e Entry) error {
 	// One write of the whole line: with O_APPEND, lines from several
 	// processes never interleave.
 	_, werr := f.Write(line)
-	cerr := f.Close()
 	if werr != nil {
+		_ = f.Close()
 		return fmt.Errorf("audit log: %w", werr)
 	}
-	return cerr
+	if fi, err := f.Stat(); err == nil {
+		l.f, l.fi = f, fi
+		return nil
+	}
+	return f.Close()
+}
+
+// Close closes the file kept open between entries.
+func (l *Log) Close() error {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
+		return nil
+	}
+	err := l.f.Close()
+	l.f, l.fi = nil, nil
+	return err
 }
 
 // Keys returns the sorted argument names of args.

@@ -17,6 +17,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/docker/docker/api/types"
@@ -372,6 +373,10 @@ type process struct {
 	watchCtx context.Context
 	unwatch  context.CancelFunc
 	watching bool // set once, before the watcher starts
+	// killed: pml killed it (a timeout, a cancel, a used container
+	// going): whether the kernel also killed it for memory changes
+	// nothing, so the watch does not ask the daemon.
+	killed atomic.Bool
 }
 
 func newProcess(r *Runtime, id string) *process {
@@ -426,8 +431,10 @@ func (p *process) watch() {
 			return
 		}
 	}
-	if ins, err := p.r.cli.ContainerInspect(ctx, p.id); err == nil && ins.State != nil {
-		exit.OOMKilled = ins.State.OOMKilled
+	if !p.killed.Load() {
+		if ins, err := p.r.cli.ContainerInspect(ctx, p.id); err == nil && ins.State != nil {
+			exit.OOMKilled = ins.State.OOMKilled
+		}
 	}
 	p.Finish(exit, nil)
 }
@@ -440,6 +447,7 @@ func (p *process) watchErr(err error) error {
 }
 
 func (p *process) Kill(ctx context.Context) error {
+	p.killed.Store(true)
 	err := p.r.cli.ContainerKill(ctx, p.id, "KILL")
 	if err == nil || errdefs.IsNotFound(err) || errdefs.IsConflict(err) {
 		return nil
@@ -449,6 +457,7 @@ func (p *process) Kill(ctx context.Context) error {
 
 // Remove removes the container, closes its streams and ends the watch.
 func (p *process) Remove(ctx context.Context) error {
+	p.killed.Store(true)
 	defer p.unwatch()
 	if p.att.Conn != nil {
 		defer p.att.Close()

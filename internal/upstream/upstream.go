@@ -26,6 +26,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/pml-dev/pml/internal/container"
+	"github.com/pml-dev/pml/internal/jsonrpc"
 )
 
 // ProtocolVersion is what pml offers the servers it runs. On 2026-07-28 a
@@ -104,9 +105,13 @@ type startOp struct {
 // session of pooled and one-shot (per-call) servers alike. Its exit is the
 // runtime's one watch of the container (Process.Done).
 type conn struct {
-	proc   container.Process
-	cs     *mcp.ClientSession
-	out    *io.PipeReader // the server's stdout, read by cs
+	proc container.Process
+	cs   *mcp.ClientSession
+	out  *io.PipeReader // the server's stdout, read by cs
+	// in is the server's stdin, shared by cs and Forward (forward.go);
+	// fast are Forward's calls in flight.
+	in     *jsonrpc.Output
+	fast   *fastRoutes
 	stderr *Ring
 	// oneShot: the container serves one call (CallOnce) and is not
 	// restarted by this Server.
@@ -377,8 +382,11 @@ type Starter func(ctx context.Context, spec container.Spec, streams container.St
 // remove) and the error.
 func (s *Server) connect(ctx context.Context, start Starter, spec container.Spec, opts *mcp.ClientOptions, roots []*mcp.Root, oneShot bool) (*conn, error) {
 	pr, pw := io.Pipe()
-	c := &conn{out: pr, stderr: NewRing(64, 16<<10), oneShot: oneShot}
-	proc, err := start(ctx, spec, container.Streams{Stdout: pw, Stderr: c.stderr})
+	c := &conn{out: pr, stderr: NewRing(64, 16<<10), oneShot: oneShot, fast: newFastRoutes()}
+	stdout := &tap{routes: c.fast, next: pw, onDrop: func(why string) {
+		s.o.Logger.Debug().Str("server", s.o.Name).Msg("dropped " + why)
+	}}
+	proc, err := start(ctx, spec, container.Streams{Stdout: stdout, Stderr: c.stderr})
 	if err != nil {
 		pw.Close()
 		if errors.Is(err, container.ErrImageMissing) {
@@ -396,7 +404,8 @@ func (s *Server) connect(ctx context.Context, start Starter, spec container.Spec
 	if len(roots) > 0 {
 		client.AddRoots(roots...)
 	}
-	c.cs, err = client.Connect(ctx, &mcp.IOTransport{Reader: pr, Writer: proc.Stdin(), MaxLineLength: 64 << 20},
+	c.in = jsonrpc.NewOutput(proc.Stdin())
+	c.cs, err = client.Connect(ctx, &mcp.IOTransport{Reader: pr, Writer: lockedStdin{out: c.in, stdin: proc.Stdin()}, MaxLineLength: 64 << 20},
 		&mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
 	return c, err
 }

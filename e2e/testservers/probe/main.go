@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log"
 	"net"
@@ -134,6 +135,11 @@ func main() {
 			log.Printf("probe: crashing on request")
 			os.Exit(3)
 			return nil, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "exact", Description: "Answer structured content whose numbers only survive if passed on as bytes (an integer past float64's precision, a trailing zero)."},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "exact"}},
+				StructuredContent: json.RawMessage(`{"big":12345678901234567891,"f":1.50}`)}, nil, nil
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "whoami", Description: "uid, gid and working directory."},
 		func(ctx context.Context, req *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {

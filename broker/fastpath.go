@@ -1,0 +1,276 @@
+package broker
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"sync"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/pml-dev/pml/internal/jsonrpc"
+)
+
+// The stdio fast path. A tools/call of a pooled server's tool costs, on
+// the go-sdk's own path, a full decode and encode by two MCP sessions
+// (pml's server session with the client, its client session with the
+// server): more than the server's own work. fastFront sits in front of
+// the go-sdk server session on `pml stdio`, where the frame filter
+// already is: it takes the tools/call frames whose tool is a listed tool
+// of a pooled server that the permissions allow outright, and runs them
+// through Broker.Call like any call, so the layers (audit, input,
+// resolve, permit, registry, approve, execute) still decide; only the
+// executor forwards the call as bytes (upstream.Server.Forward) and the
+// answer comes back as bytes, with the client's id and progress token put
+// back. Everything else (initialize, lists, pings, answers to pml's
+// requests, every other call) goes to the go-sdk session unchanged; so
+// does a call that needs a person first: the fast path takes only calls
+// the permissions allow, and a call that turns out to need an approval
+// anyway (the permissions changed on the way) is decoded there and goes
+// on as usual (Call.decodeArgs).
+
+// forwardCall is a call the fast path asks the executor to forward as
+// bytes; args is set to nil when a layer decides it must not be (an
+// answer to an approval).
+type forwardCall struct {
+	args     json.RawMessage
+	token    json.RawMessage // the client's progress token, or nil
+	progress func(params []byte)
+	// answer sends the server's result to the client the moment it
+	// arrives (upstream.Server.Forward calls it), before the layers
+	// unwind; the audit entry is written right after. It is false when
+	// the result cannot go as it is (too large to pass on whole).
+	// answered says it went (set by the executor).
+	answer   func(result json.RawMessage) bool
+	answered bool
+}
+
+func (f *forwardCall) on() bool { return f != nil && f.args != nil }
+
+// forwardOf returns the fast-path call in ctx, if any.
+func forwardOf(ctx context.Context) *forwardCall {
+	ci, _ := ctx.Value(callInfoKey{}).(callInfo)
+	return ci.fwd
+}
+
+// fastFront reads the client's frames for the go-sdk session, taking out
+// the calls it forwards (and the client's cancellations of them).
+type fastFront struct {
+	b      *Broker
+	l      *listing
+	sess   *sessions
+	filter *jsonrpc.Filter
+	out    *jsonrpc.Output
+
+	ss      atomic.Pointer[mcp.ServerSession]
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	pending []byte
+
+	mu       sync.Mutex
+	inflight map[string]context.CancelFunc // the client's raw id → its call
+}
+
+func newFastFront(ctx context.Context, b *Broker, l *listing, sess *sessions, filter *jsonrpc.Filter, out *jsonrpc.Output) *fastFront {
+	f := &fastFront{b: b, l: l, sess: sess, filter: filter, out: out, inflight: map[string]context.CancelFunc{}}
+	f.ctx, f.cancel = context.WithCancel(ctx)
+	return f
+}
+
+// session sets the go-sdk session the calls belong to; calls before it
+// is set (and before initialize) go the usual way.
+func (f *fastFront) session(ss *mcp.ServerSession) { f.ss.Store(ss) }
+
+// close cancels the calls still in flight (the client is gone) and waits
+// for them, so each leaves its audit entry.
+func (f *fastFront) close() {
+	f.cancel()
+	f.wg.Wait()
+}
+
+// Close closes the client's input.
+func (f *fastFront) Close() error { return f.filter.Close() }
+
+// Read gives the go-sdk session the frames the fast path does not take.
+func (f *fastFront) Read(p []byte) (int, error) {
+	for len(f.pending) == 0 {
+		frame, err := f.filter.Next()
+		if err != nil {
+			return 0, err
+		}
+		if f.take(frame) {
+			continue
+		}
+		f.pending = append(frame, '\n')
+	}
+	n := copy(p, f.pending)
+	f.pending = f.pending[n:]
+	return n, nil
+}
+
+var (
+	toolsCall = []byte(`"tools/call"`)
+	cancelled = []byte(`"notifications/cancelled"`)
+)
+
+// take reports whether the fast path handles frame (a well-formed
+// JSON-RPC message, as the filter passed it).
+func (f *fastFront) take(frame []byte) bool {
+	isCall := bytes.Contains(frame, toolsCall)
+	if !isCall && !bytes.Contains(frame, cancelled) {
+		return false
+	}
+	m, ok := jsonrpc.Scan(frame)
+	if !ok || m.Dup {
+		return false
+	}
+	switch {
+	case bytes.Equal(m.Method, cancelled) && m.ID == nil:
+		id := jsonrpc.Member(m.Params, "requestId")
+		f.mu.Lock()
+		cancel := f.inflight[string(id)]
+		f.mu.Unlock()
+		if cancel == nil {
+			return false // one of the go-sdk's calls
+		}
+		cancel()
+		return true
+	case bytes.Equal(m.Method, toolsCall) && m.ID != nil:
+		return f.call(m.ID, m.Params)
+	}
+	return false
+}
+
+// call starts a forwarded call when the tool is one the fast path takes.
+func (f *fastFront) call(id, params []byte) bool {
+	ss := f.ss.Load()
+	if ss == nil || ss.InitializeParams() == nil {
+		return false
+	}
+	var wire string
+	var args, meta []byte
+	plain := jsonrpc.Each(params, func(k, v []byte) bool {
+		switch string(k) {
+		case "name":
+			if json.Unmarshal(v, &wire) != nil {
+				return false
+			}
+		case "arguments":
+			args = v
+		case "_meta":
+			meta = v
+		default:
+			// (task, requestState, inputResponses, …): the go-sdk's.
+			wire = ""
+			return false
+		}
+		return true
+	})
+	if !plain || wire == "" {
+		return false
+	}
+	name, listed := f.l.resolve(wire)
+	if listed == "" {
+		return false
+	}
+	entry, ok := f.b.tools.get(name)
+	if !ok {
+		return false
+	}
+	if _, pooled := entry.exec.(pooledExec); !pooled {
+		return false
+	}
+	if d, _ := f.b.decide(name); d != Allow {
+		return false // a person decides first: the usual path
+	}
+	var token json.RawMessage
+	if meta != nil {
+		token = jsonrpc.Member(meta, "progressToken")
+		if token != nil && !jsonrpc.IsString(token) && !jsonrpc.IsNumber(token) {
+			return false
+		}
+	}
+	key := string(id)
+	ctx, cancel := context.WithCancel(f.ctx)
+	f.mu.Lock()
+	if _, dup := f.inflight[key]; dup {
+		f.mu.Unlock()
+		cancel()
+		return false
+	}
+	f.inflight[key] = cancel
+	f.mu.Unlock()
+	f.wg.Add(1)
+	go f.serve(ctx, cancel, ss, append([]byte(nil), id...), name, args, token)
+	return true
+}
+
+// serve runs one forwarded call through the broker and answers it.
+func (f *fastFront) serve(ctx context.Context, cancel context.CancelFunc, ss *mcp.ServerSession, id []byte, name string, args, token json.RawMessage) {
+	defer f.wg.Done()
+	defer func() {
+		f.mu.Lock()
+		delete(f.inflight, string(id))
+		f.mu.Unlock()
+		cancel()
+	}()
+	b := f.b
+	if args == nil {
+		args = json.RawMessage("{}")
+	}
+	fwd := &forwardCall{args: args, token: token}
+	fwd.answer = func(result json.RawMessage) bool {
+		if len(result) > MaxResultBytes {
+			return false
+		}
+		frame := make([]byte, 0, 48+len(id)+len(result))
+		frame = append(frame, `{"jsonrpc":"2.0","id":`...)
+		frame = append(frame, id...)
+		frame = append(frame, `,"result":`...)
+		frame = append(frame, result...)
+		frame = append(frame, "}\n"...)
+		if err := f.out.WriteLine(frame); err != nil {
+			b.log.Debug().Err(err).Msg("answering a forwarded call")
+		}
+		return true
+	}
+	var tokenAny any
+	if token != nil {
+		_ = json.Unmarshal(token, &tokenAny)
+		fwd.progress = func(params []byte) {
+			frame := make([]byte, 0, 64+len(params))
+			frame = append(frame, `{"jsonrpc":"2.0","method":"notifications/progress","params":`...)
+			frame = append(frame, params...)
+			frame = append(frame, "}\n"...)
+			_ = f.out.WriteLine(frame)
+		}
+	}
+	ctx = withCallInfo(ctx, callInfo{relay: &sessionRelay{ss: ss, log: b}, progressToken: tokenAny, fwd: fwd})
+	r := Request{Tool: name, Args: args, Workflows: f.sess.workflows(ss)}
+	deferred := multiRoundTrip(ss)
+	if !deferred {
+		r.Ask = b.elicitor(ss)
+	}
+	r.Dialog = deferred
+	res := b.Call(ctx, r)
+	if fwd.answered || ctx.Err() != nil {
+		// Answered already; or cancelled by the client (who no longer
+		// waits for an answer, as MCP has it), or the session is gone.
+		return
+	}
+	out, err := json.Marshal(callResult(res, deferred))
+	if err != nil {
+		out, _ = json.Marshal(toMCP(errorResult(err)))
+	}
+	frame := make([]byte, 0, 48+len(id)+len(out))
+	frame = append(frame, `{"jsonrpc":"2.0","id":`...)
+	frame = append(frame, id...)
+	frame = append(frame, `,"result":`...)
+	frame = append(frame, out...)
+	frame = append(frame, "}\n"...)
+	if err := f.out.WriteLine(frame); err != nil {
+		b.log.Debug().Err(err).Msg("answering a forwarded call")
+	}
+}

@@ -1,0 +1,409 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/pml-dev/pml/internal/jsonrpc"
+)
+
+// The fast path. A tools/call to a pooled server that the broker's layers
+// have allowed is written to the container as bytes (Forward) and its
+// answer read back as bytes: the arguments and the result are never
+// decoded into Go values, and the go-sdk client session is not on the way.
+// The session still runs beside it on the same stream for everything else
+// (initialize, tools/list, the server's requests to the person, log
+// messages, ping): the container's stdout goes through a tap that takes
+// out the frames of fast calls (answers to pml's fast ids, progress for
+// pml's fast tokens) and passes every other frame to the session
+// unchanged. The two writers to the container's stdin (the session and
+// Forward) share one line-atomic output, one write per frame.
+//
+// Fast ids and tokens are strings ("pml-f-N", "pml-p-N"); the go-sdk's own
+// ids are integers, so the two can never be confused.
+
+// fastRoutes are the fast calls in flight on one container.
+type fastRoutes struct {
+	// active counts the entries below, read without the lock by the tap.
+	active   atomic.Int64
+	mu       sync.Mutex
+	pending  map[string]*fastCall // raw quoted id → its caller
+	progress map[string]func(frame []byte)
+}
+
+func newFastRoutes() *fastRoutes {
+	return &fastRoutes{pending: map[string]*fastCall{}, progress: map[string]func([]byte){}}
+}
+
+// fastCall is a Forward waiting for its answer.
+type fastCall struct {
+	// done gets the answer frame, and whether answer sent its result.
+	done chan fastDone
+	// answer, when set, sends a well-formed result to the caller's
+	// client at once, from the tap (see Forward).
+	answer func(result json.RawMessage) bool
+}
+
+type fastDone struct {
+	frame []byte
+	sent  bool
+}
+
+// tap is the container's stdout: whole lines, fast frames to their
+// callers, the rest to the go-sdk session (next).
+type tap struct {
+	routes *fastRoutes
+	next   io.Writer
+	buf    []byte
+	// passing: a line longer than maxTapLine is being passed on as it
+	// comes, up to its newline (the session's own limit refuses it).
+	passing bool
+	// onDrop is told of fast answers no call waits for (late, or forged).
+	onDrop func(reason string)
+}
+
+func (t *tap) Write(p []byte) (int, error) {
+	if len(t.buf) == 0 {
+		// The common case: p holds whole frames; no copy unless a
+		// frame is cut.
+		if err := t.lines(p); err != nil {
+			return 0, err
+		}
+		return len(p), nil
+	}
+	t.buf = append(t.buf, p...)
+	rest := t.buf
+	t.buf = nil
+	if err := t.lines(rest); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// maxTapLine bounds what the tap holds of one line: the go-sdk session's
+// own limit for a server's message (upstream.connect).
+const maxTapLine = 64 << 20
+
+// lines handles every complete line of b and keeps the rest.
+func (t *tap) lines(b []byte) error {
+	for {
+		i := bytes.IndexByte(b, '\n')
+		if t.passing {
+			end := len(b)
+			if i >= 0 {
+				end = i + 1
+				t.passing = false
+			}
+			if _, err := t.next.Write(b[:end]); err != nil {
+				return err
+			}
+			b = b[end:]
+			if len(b) == 0 {
+				return nil
+			}
+			continue
+		}
+		if i < 0 {
+			if len(b) > maxTapLine {
+				// Never a fast frame: no reason to hold it.
+				t.passing = true
+				continue
+			}
+			if len(b) > 0 {
+				t.buf = append(t.buf[:0:0], b...)
+			}
+			return nil
+		}
+		line := b[:i+1]
+		b = b[i+1:]
+		if t.take(line) {
+			continue
+		}
+		if _, err := t.next.Write(line); err != nil {
+			return err
+		}
+	}
+}
+
+// take reports whether line is a fast frame, and hands it over.
+func (t *tap) take(line []byte) bool {
+	if t.routes.active.Load() == 0 {
+		// (a call registers before it writes, so its own answer always
+		// sees it counted.)
+		return false
+	}
+	// Cheap first look: fast frames name a "pml-f-" id or a progress token.
+	if !bytes.Contains(line, []byte(`"pml-`)) {
+		return false
+	}
+	m, ok := jsonrpc.Scan(bytes.TrimRight(line, "\r\n"))
+	if !ok || m.Dup {
+		return false
+	}
+	switch {
+	case m.Method == nil && m.ID != nil && (m.Result != nil || m.Error != nil):
+		t.routes.mu.Lock()
+		fc, ok := t.routes.pending[string(m.ID)]
+		delete(t.routes.pending, string(m.ID))
+		t.routes.mu.Unlock()
+		if !ok {
+			if bytes.HasPrefix(m.ID, []byte(`"pml-f-`)) {
+				// pml's own id, with no call waiting (it gave up): the
+				// session would not know the id either.
+				if t.onDrop != nil {
+					t.onDrop("an answer to a call that is no longer waiting")
+				}
+				return true
+			}
+			return false
+		}
+		frame := append([]byte(nil), line...)
+		sent := false
+		if fc.answer != nil && m.Error == nil {
+			if res, ok := resultOf(m.Result); ok && plainResult(res) {
+				sent = fc.answer(res)
+			}
+		}
+		fc.done <- fastDone{frame: frame, sent: sent}
+		return true
+	case string(m.Method) == `"notifications/progress"` && m.ID == nil && m.Params != nil:
+		tok := jsonrpc.Member(m.Params, "progressToken")
+		t.routes.mu.Lock()
+		sink := t.routes.progress[string(tok)]
+		t.routes.mu.Unlock()
+		if sink == nil {
+			return false
+		}
+		sink(m.Params)
+		return true
+	}
+	return false
+}
+
+// lockedStdin is the container's stdin for the session: each of its
+// writes goes whole through the shared output (the go-sdk writes one
+// message and its newline per Write), and Close closes the stdin itself
+// (which lets a well-behaved server exit).
+type lockedStdin struct {
+	out   *jsonrpc.Output
+	stdin io.Closer
+}
+
+func (l lockedStdin) Write(p []byte) (int, error) {
+	if err := l.out.WriteLine(p); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+func (l lockedStdin) Close() error { return l.stdin.Close() }
+
+var fastSeq atomic.Int64
+
+// Forward makes one tools/call of tool with args (a JSON object, as the
+// caller sent it) and returns the result member of the server's answer as
+// the server sent it (checked to be a JSON object), and whether answer
+// sent it (only a result that holds nothing but the members MCP defines
+// for it is sent: see plainResult). answer (may be nil) is called with a well-formed result as soon
+// as it arrives, on the goroutine that reads the server, so the caller's
+// client has it without waiting for this one to be scheduled; it reports
+// whether it sent it. progressToken is the
+// caller's own (raw JSON) or nil; the server's progress for the call is
+// given to progress as the params of a notifications/progress carrying
+// that token. relay gets what else the server sends during the call (log
+// messages, requests to the person), as for Call. An error means the call
+// could not be made, the server died, or it answered with a JSON-RPC
+// error.
+func (s *Server) Forward(ctx context.Context, tool string, args json.RawMessage, progressToken json.RawMessage, progress func(params []byte), answer func(result json.RawMessage) bool, relay Relay) (json.RawMessage, bool, error) {
+	c, err := s.acquire(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	defer s.release(c)
+	ref := s.pushRelay(relay)
+	defer s.popRelay(ref)
+
+	n := fastSeq.Add(1)
+	id := `"pml-f-` + strconv.FormatInt(n, 10) + `"`
+	name, _ := json.Marshal(tool)
+	if len(bytes.TrimSpace(args)) == 0 || string(args) == "null" {
+		args = json.RawMessage("{}")
+	}
+	frame := make([]byte, 0, 96+len(name)+len(args))
+	frame = append(frame, `{"jsonrpc":"2.0","id":`...)
+	frame = append(frame, id...)
+	frame = append(frame, `,"method":"tools/call","params":{"name":`...)
+	frame = append(frame, name...)
+	frame = append(frame, `,"arguments":`...)
+	frame = append(frame, args...)
+	var tok string
+	if progressToken != nil && progress != nil {
+		tok = `"pml-p-` + strconv.FormatInt(n, 10) + `"`
+		frame = append(frame, `,"_meta":{"progressToken":`...)
+		frame = append(frame, tok...)
+		frame = append(frame, '}')
+	}
+	frame = append(frame, "}}\n"...)
+
+	fc := &fastCall{done: make(chan fastDone, 1), answer: answer}
+	r := c.fast
+	r.active.Add(1)
+	r.mu.Lock()
+	r.pending[id] = fc
+	if tok != "" {
+		r.progress[tok] = func(params []byte) {
+			if p := progressParams(params, progressToken); p != nil {
+				progress(p)
+			}
+		}
+	}
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		delete(r.pending, id)
+		if tok != "" {
+			delete(r.progress, tok)
+		}
+		r.mu.Unlock()
+		r.active.Add(-1)
+	}()
+
+	if err := c.in.WriteLine(frame); err != nil {
+		return nil, false, s.callError(ctx, c, err)
+	}
+	// taken reports whether the tap has taken the answer (then it is
+	// on its way on done, perhaps sent already): a call that gives up
+	// takes its entry out first, so its outcome is the one the client
+	// saw.
+	taken := func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if _, waiting := r.pending[id]; waiting {
+			delete(r.pending, id)
+			return false
+		}
+		return true
+	}
+	select {
+	case d := <-fc.done:
+		return s.fastAnswer(d)
+	case <-ctx.Done():
+		if taken() {
+			return s.fastAnswer(<-fc.done)
+		}
+		// Tell the server, as the session does for its own calls.
+		note := `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + id + `,"reason":` + strconv.Quote(ctx.Err().Error()) + "}}\n"
+		_ = c.in.WriteLine([]byte(note))
+		return nil, false, ctx.Err()
+	case <-c.proc.Done():
+		// The answer may have come just before the exit.
+		if taken() {
+			return s.fastAnswer(<-fc.done)
+		}
+		return nil, false, s.crashError(c, "during the call")
+	}
+}
+
+// fastAnswer reads the result member of a fast call's answer, or its error.
+func (s *Server) fastAnswer(d fastDone) (json.RawMessage, bool, error) {
+	res, err := s.answerOf(d.frame)
+	return res, d.sent && err == nil, err
+}
+
+func (s *Server) answerOf(frame []byte) (json.RawMessage, error) {
+	m, _ := jsonrpc.Scan(bytes.TrimRight(frame, "\r\n"))
+	if m.Error != nil {
+		var e struct {
+			Code    int64  `json:"code"`
+			Message string `json:"message"`
+		}
+		if json.Unmarshal(m.Error, &e) != nil {
+			return nil, fmt.Errorf("the MCP server %s answered with a malformed error", s.o.Name)
+		}
+		return nil, fmt.Errorf("the MCP server %s answered with an error: %s (code %d)", s.o.Name, e.Message, e.Code)
+	}
+	res, ok := resultOf(m.Result)
+	if !ok {
+		return nil, ErrMalformedResult
+	}
+	return res, nil
+}
+
+// plainResult reports whether a tools/call result holds only the members
+// MCP defines for a server's answer, so it can go to the client as it
+// came. Anything else (inputRequests and requestState above all: a
+// question to the person that would not be attributed to the server, nor
+// rate limited) makes the caller decode it and keep only those (the
+// broker's toMCP).
+func plainResult(res []byte) bool {
+	plain := true
+	jsonrpc.Each(res, func(k, _ []byte) bool {
+		switch string(k) {
+		case "content", "structuredContent", "isError", "_meta":
+			return true
+		}
+		plain = false
+		return false
+	})
+	return plain
+}
+
+// resultOf checks that a result member is a JSON object.
+func resultOf(raw []byte) (json.RawMessage, bool) {
+	res := bytes.TrimSpace(raw)
+	if len(res) == 0 || res[0] != '{' || !json.Valid(res) {
+		return nil, false
+	}
+	return json.RawMessage(res), true
+}
+
+// ErrMalformedResult: a server's answer whose result is not a JSON object.
+var ErrMalformedResult = errors.New("the MCP server answered with a result that is not a JSON object")
+
+// maxProgressMessage bounds a progress message passed on (a server is
+// untrusted; a person reads these).
+const maxProgressMessage = 4 << 10
+
+// progressParams rebuilds the params of a server's progress notification
+// for the caller: its own token, and only the members MCP defines, each
+// checked for its type; nil when the notification is malformed.
+func progressParams(params []byte, token json.RawMessage) []byte {
+	var progress, total, message []byte
+	if !jsonrpc.Each(params, func(k, v []byte) bool {
+		switch string(k) {
+		case "progress":
+			progress = v
+		case "total":
+			total = v
+		case "message":
+			message = v
+		}
+		return true
+	}) {
+		return nil
+	}
+	if !jsonrpc.IsNumber(progress) || !json.Valid(progress) {
+		return nil
+	}
+	out := make([]byte, 0, 64+len(token)+len(message))
+	out = append(out, `{"progressToken":`...)
+	out = append(out, token...)
+	out = append(out, `,"progress":`...)
+	out = append(out, progress...)
+	if jsonrpc.IsNumber(total) && json.Valid(total) {
+		out = append(out, `,"total":`...)
+		out = append(out, total...)
+	}
+	if jsonrpc.IsString(message) && len(message) <= maxProgressMessage && json.Valid(message) {
+		out = append(out, `,"message":`...)
+		out = append(out, message...)
+	}
+	return append(out, '}')
+}
