@@ -18,11 +18,25 @@ type report struct {
 	Started time.Time         `json:"started"`
 	Took    string            `json:"took"`
 	Figures []figure          `json:"figures"`
+	// Peers says, for each peer, whether it was measured on this run and
+	// how, or why not.
+	Peers []peerStatus `json:"peers"`
+	// Targets is computed from Figures (and the previous report) when the
+	// report is written.
+	Targets []target `json:"targets"`
+	// Previous is the report this run is compared with for regressions
+	// (the one it replaces), nil on a first run.
+	Previous *previousReport `json:"-"`
+	// toolhive is the peer for the steps after benchPeers.
+	toolhive *toolhive
 }
 
-// figure is one line of the report: pml's side against a baseline
+// figure is one line of the report: pml's side against a baseline, and a
+// peer's side against the same baseline where one was measured
 // (MarshalJSON gives its form in report.json).
 type figure struct {
+	// ID is how the targets find a figure; Name is what the report says.
+	ID       string
 	Name     string
 	PML      string // what pml's side is
 	Baseline string // what it is measured against
@@ -38,12 +52,58 @@ type figure struct {
 	// (memory, rates); ValueText says it in words for the table.
 	Value     *float64
 	ValueText string
-	Target    string
-	Met       *bool
 	Note      string
+	// Peer is a peer's side of the same figure, nil where no peer
+	// applies.
+	Peer *peerSide
+}
+
+// peerSide is a peer (ToolHive) measured on the same row, against the same
+// baseline and with the same client.
+type peerSide struct {
+	Name string
+	What string
+	// Comparison is the peer against the row's baseline (throughput
+	// turned the same way as pml's).
+	benchstat.Comparison
+	Value *float64
+	// NotRun says why the peer has no figure on this row.
+	NotRun string
+}
+
+// peerStatus is one line of the report's Peers section.
+type peerStatus struct {
+	Name     string `json:"name"`
+	Version  string `json:"version,omitempty"`
+	Measured bool   `json:"measured"`
+	How      string `json:"how"`
+}
+
+// target is one line of the Targets table: a rule, what was measured, and
+// whether the rule holds (nil: it could not be decided on this run).
+type target struct {
+	Rule     string `json:"rule"`
+	Measured string `json:"measured"`
+	Met      *bool  `json:"met"`
 }
 
 func (r *report) add(f figure) { r.Figures = append(r.Figures, f) }
+
+func (r *report) figure(id string) *figure {
+	for i := range r.Figures {
+		if r.Figures[i].ID == id {
+			return &r.Figures[i]
+		}
+	}
+	return nil
+}
+
+// throughput turns a comparison of the durations of one amount of work
+// into one of throughputs (the inverse), interval bounds swapped.
+func throughput(c benchstat.Comparison) benchstat.Comparison {
+	c.Ratio, c.CILow, c.CIHigh = 1/c.Ratio, 1/c.CIHigh, 1/c.CILow
+	return c
+}
 
 // MarshalJSON writes a figure for report.json: each side with its
 // description and summary, numbers rounded to what the measurement can
@@ -56,6 +116,11 @@ func (f figure) MarshalJSON() ([]byte, error) {
 		P99    *float64 `json:"p99,omitempty"`
 		Min    *float64 `json:"min,omitempty"`
 		Max    *float64 `json:"max,omitempty"`
+		// For a peer: its ratio to the baseline, or why it did not run.
+		Ratio  *float64 `json:"ratio,omitempty"`
+		CI95   []any    `json:"ratio_ci95,omitempty"`
+		Value  *float64 `json:"value,omitempty"`
+		NotRun string   `json:"not_run,omitempty"`
 	}
 	mk := func(what string, s benchstat.Summary) *side {
 		if what == "" {
@@ -68,21 +133,21 @@ func (f figure) MarshalJSON() ([]byte, error) {
 		return out
 	}
 	out := struct {
+		ID        string   `json:"id"`
 		Name      string   `json:"name"`
 		Unit      string   `json:"unit"`
 		PML       *side    `json:"pml"`
 		Baseline  *side    `json:"baseline,omitempty"`
+		Peer      *side    `json:"peer,omitempty"`
 		Ratio     *float64 `json:"ratio,omitempty"`
 		RatioKind string   `json:"ratio_kind,omitempty"`
 		CI95      []any    `json:"ratio_ci95,omitempty"`
 		P         *float64 `json:"p_mann_whitney,omitempty"`
 		Value     *float64 `json:"value,omitempty"`
 		ValueText string   `json:"value_text,omitempty"`
-		Target    string   `json:"target"`
-		Met       *bool    `json:"met,omitempty"`
 		Note      string   `json:"note,omitempty"`
-	}{Name: f.Name, Unit: f.Unit, PML: mk(f.PML, f.A), Baseline: mk(f.Baseline, f.B), RatioKind: f.RatioKind,
-		ValueText: f.ValueText, Target: f.Target, Met: f.Met, Note: f.Note}
+	}{ID: f.ID, Name: f.Name, Unit: f.Unit, PML: mk(f.PML, f.A), Baseline: mk(f.Baseline, f.B), RatioKind: f.RatioKind,
+		ValueText: f.ValueText, Note: f.Note}
 	if f.RatioKind != "" && !math.IsNaN(f.Ratio) {
 		out.Ratio = round(f.Ratio)
 		out.CI95 = []any{round(f.CILow), round(f.CIHigh)}
@@ -90,6 +155,17 @@ func (f figure) MarshalJSON() ([]byte, error) {
 	}
 	if f.Value != nil {
 		out.Value = round(*f.Value)
+	}
+	if p := f.Peer; p != nil {
+		out.Peer = mk(p.Name+": "+p.What, p.A)
+		out.Peer.NotRun = p.NotRun
+		if p.NotRun == "" && !math.IsNaN(p.Ratio) && p.A.N > 0 {
+			out.Peer.Ratio = round(p.Ratio)
+			out.Peer.CI95 = []any{round(p.CILow), round(p.CIHigh)}
+		}
+		if p.Value != nil {
+			out.Peer.Value = round(*p.Value)
+		}
 	}
 	return json.Marshal(out)
 }
@@ -115,16 +191,127 @@ func durationsMS(d []time.Duration) []float64 {
 func boolp(v bool) *bool        { return &v }
 func floatp(v float64) *float64 { return &v }
 
-// timeFigure compares two sets of durations (lower is better) against a
-// target ratio (≤ target; 0 for none).
-func timeFigure(name, pmlSide, base string, p, q []time.Duration, target float64, note string) figure {
-	f := figure{Name: name, PML: pmlSide, Baseline: base, Unit: "ms", Comparison: benchstat.Compare(durationsMS(p), durationsMS(q)), RatioKind: "time", Note: note}
-	f.Target = "none (reported)"
-	if target > 0 {
-		f.Target = fmt.Sprintf("≤ %.2f×", target)
-		f.Met = boolp(f.Ratio <= target)
+// timeFigure compares two sets of durations (lower is better).
+func timeFigure(id, name, pmlSide, base string, p, q []time.Duration, note string) figure {
+	return figure{ID: id, Name: name, PML: pmlSide, Baseline: base, Unit: "ms", Comparison: benchstat.Compare(durationsMS(p), durationsMS(q)), RatioKind: "time", Note: note}
+}
+
+// --- previous report and targets ---------------------------------------------------
+
+// previousReport is what a run needs of the report it replaces.
+type previousReport struct {
+	Started time.Time `json:"started"`
+	Figures []struct {
+		Name      string    `json:"name"`
+		Unit      string    `json:"unit"`
+		Ratio     *float64  `json:"ratio"`
+		RatioKind string    `json:"ratio_kind"`
+		CI95      []float64 `json:"ratio_ci95"`
+		Value     *float64  `json:"value"`
+	} `json:"figures"`
+}
+
+func readPrevious(dir string) *previousReport {
+	b, err := os.ReadFile(filepath.Join(dir, "report.json"))
+	if err != nil {
+		return nil
 	}
-	return f
+	var p previousReport
+	if json.Unmarshal(b, &p) != nil {
+		return nil
+	}
+	return &p
+}
+
+// regressions lists the figures that got worse than the previous report
+// beyond this run's confidence interval: the previous ratio lies outside
+// the interval, on its better side. Single values (memory) have no
+// interval: they regress when they grew by more than 10 % and 2 MiB.
+func (r *report) regressions() (compared int, worse []string) {
+	if r.Previous == nil {
+		return 0, nil
+	}
+	for _, f := range r.Figures {
+		for _, old := range r.Previous.Figures {
+			if old.Name != f.Name {
+				continue
+			}
+			switch {
+			case f.RatioKind != "" && old.RatioKind == f.RatioKind && old.Ratio != nil && !math.IsNaN(f.Ratio):
+				compared++
+				if (f.RatioKind == "time" && f.CILow > *old.Ratio) || (f.RatioKind == "throughput" && f.CIHigh < *old.Ratio) {
+					worse = append(worse, fmt.Sprintf("%s (%.3f× [%.3f, %.3f], was %.3f×)", f.Name, f.Ratio, f.CILow, f.CIHigh, *old.Ratio))
+				}
+			case f.RatioKind == "" && f.Unit == "MiB" && old.Unit == "MiB" && f.Value != nil && old.Value != nil:
+				compared++
+				if *f.Value > *old.Value+max(2, 0.1*math.Abs(*old.Value)) {
+					worse = append(worse, fmt.Sprintf("%s (%.1f MiB, was %.1f MiB)", f.Name, *f.Value, *old.Value))
+				}
+			}
+		}
+	}
+	return compared, worse
+}
+
+// computeTargets decides issue 18's targets from the figures measured.
+func (r *report) computeTargets() {
+	r.Targets = nil
+	add := func(rule, measured string, met *bool) {
+		r.Targets = append(r.Targets, target{Rule: rule, Measured: measured, Met: met})
+	}
+	missing := func(rule, id string) {
+		add(rule, "not measured (figure "+id+" missing)", nil)
+	}
+	ratio := func(f *figure) string { return fmt.Sprintf("%.3f× [%.3f, %.3f]", f.Ratio, f.CILow, f.CIHigh) }
+	peerVs := func(rule string, f *figure, better func(pml, peer float64) bool) {
+		switch p := f.Peer; {
+		case p == nil:
+			add(rule, "no peer on this row", nil)
+		case p.NotRun != "":
+			add(rule, p.Name+" not measured: "+p.NotRun, nil)
+		default:
+			add(rule, fmt.Sprintf("pml %.3f×, %s %.3f× [%.3f, %.3f]", f.Ratio, p.Name, p.Ratio, p.CILow, p.CIHigh), boolp(better(f.Ratio, p.Ratio)))
+		}
+	}
+
+	if f := r.figure("warm"); f != nil {
+		add("warm call to a pooled server ≤ 1.30× native (stretch 1.20×)",
+			ratio(f)+map[bool]string{true: "; stretch met", false: "; stretch not met"}[f.Ratio <= 1.2], boolp(f.Ratio <= 1.3))
+		peerVs("warm call: pml's ratio below ToolHive's", f, func(a, b float64) bool { return a < b })
+	} else {
+		missing("warm call to a pooled server ≤ 1.30× native", "warm")
+	}
+	if f := r.figure("c64"); f != nil {
+		add("64 concurrent callers ≥ 0.90× native throughput", ratio(f), boolp(f.Ratio >= 0.9))
+		peerVs("64 concurrent: pml's throughput ratio above ToolHive's", f, func(a, b float64) bool { return a > b })
+	} else {
+		missing("64 concurrent callers ≥ 0.90× native throughput", "c64")
+	}
+	if f := r.figure("percall"); f != nil && f.Value != nil {
+		add("per-call server sustained rate ≥ 3× docker run --rm -i", f.ValueText, boolp(*f.Value >= 3))
+	} else {
+		missing("per-call server sustained rate ≥ 3× docker run --rm -i", "percall")
+	}
+	if f := r.figure("toolbox_cold"); f != nil {
+		add("cold toolbox call (pool off) ≤ 0.40× docker run --rm", ratio(f), boolp(f.Ratio <= 0.4))
+	} else {
+		missing("cold toolbox call (pool off) ≤ 0.40× docker run --rm", "toolbox_cold")
+	}
+	if f := r.figure("rss_idle"); f != nil && f.Value != nil {
+		add("broker RSS idle ≤ 30 MiB", fmt.Sprintf("%.1f MiB", *f.Value), boolp(*f.Value <= 30))
+	} else {
+		missing("broker RSS idle ≤ 30 MiB", "rss_idle")
+	}
+	rule := "nothing regresses beyond its confidence interval"
+	switch compared, worse := r.regressions(); {
+	case r.Previous == nil:
+		add(rule, "no previous report to compare with", nil)
+	case len(worse) == 0:
+		add(rule, fmt.Sprintf("none of %d figures found in the report of %s", compared, r.Previous.Started.Format("2006-01-02 15:04 MST")), boolp(true))
+	default:
+		add(rule, fmt.Sprintf("%d of %d figures against the report of %s: %s", len(worse), compared,
+			r.Previous.Started.Format("2006-01-02 15:04 MST"), strings.Join(worse, "; ")), boolp(false))
+	}
 }
 
 // --- output ----------------------------------------------------------------------
@@ -137,14 +324,35 @@ func (r *report) write(dir string, raw map[string][]float64) error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "report.json"), append(js, '\n'), 0o644); err != nil {
-		return err
-	}
 	samples, _ := json.MarshalIndent(raw, "", " ")
-	if err := os.WriteFile(filepath.Join(dir, "tmp", "samples.json"), samples, 0o644); err != nil {
+	if err := writeAtomic(filepath.Join(dir, "tmp", "samples.json"), samples); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, "report.md"), []byte(r.markdown()), 0o644)
+	if err := writeAtomic(filepath.Join(dir, "report.json"), append(js, '\n')); err != nil {
+		return err
+	}
+	return writeAtomic(filepath.Join(dir, "report.md"), []byte(r.markdown()))
+}
+
+// writeAtomic replaces path with data, never leaving it half written.
+func writeAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
 }
 
 func num(v float64) string {
@@ -159,11 +367,11 @@ func num(v float64) string {
 	return fmt.Sprintf("%.2f", v)
 }
 
-func (f figure) side(s benchstat.Summary) string {
+func side(s benchstat.Summary, unit string) string {
 	if s.N == 0 {
 		return "–"
 	}
-	return fmt.Sprintf("%s / %s %s", num(s.Median), num(s.P99), f.Unit)
+	return fmt.Sprintf("%s / %s %s", num(s.Median), num(s.P99), unit)
 }
 
 func (f figure) ratio() string {
@@ -176,21 +384,40 @@ func (f figure) ratio() string {
 	return fmt.Sprintf("**%.3f×** [%.3f, %.3f]", f.Ratio, f.CILow, f.CIHigh)
 }
 
-func (f figure) met() string {
+// peer is the peer's cell: its median / p99 and its ratio to the same
+// baseline, its single value, or why it did not run.
+func (f figure) peer() string {
+	p := f.Peer
 	switch {
-	case f.Met == nil:
+	case p == nil:
 		return "–"
-	case *f.Met:
-		return "yes"
+	case p.NotRun != "":
+		return "not run (see Peers)"
+	case p.A.N > 0 && f.RatioKind != "" && !math.IsNaN(p.Ratio):
+		return fmt.Sprintf("%s; **%.3f×** [%.3f, %.3f]", side(p.A, f.Unit), p.Ratio, p.CILow, p.CIHigh)
+	case p.A.N > 0:
+		return side(p.A, f.Unit)
+	case p.Value != nil:
+		return fmt.Sprintf("%s %s", num(*p.Value), f.Unit)
 	}
-	return "**no**"
+	return "–"
+}
+
+func (t target) met() string {
+	switch {
+	case t.Met == nil:
+		return "not decided"
+	case *t.Met:
+		return "met"
+	}
+	return "**not met**"
 }
 
 // table is the Markdown table of every figure.
 func (r *report) table() string {
 	var sb strings.Builder
-	sb.WriteString("| Figure | pml: median / p99 | baseline: median / p99 | n (pml, baseline) | ratio [95% CI] | p | target | met |\n")
-	sb.WriteString("|---|---|---|---|---|---|---|---|\n")
+	sb.WriteString("| Figure | pml: median / p99 | baseline: median / p99 | n (pml, baseline) | pml ratio [95% CI] | p | ToolHive: median / p99; ratio [95% CI] |\n")
+	sb.WriteString("|---|---|---|---|---|---|---|\n")
 	for _, f := range r.Figures {
 		n := "–"
 		if f.A.N > 0 {
@@ -204,7 +431,16 @@ func (r *report) table() string {
 		if f.ValueText != "" {
 			value += "; " + f.ValueText
 		}
-		fmt.Fprintf(&sb, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", f.Name, f.side(f.A), f.side(f.B), n, value, p, f.Target, f.met())
+		fmt.Fprintf(&sb, "| %s | %s | %s | %s | %s | %s | %s |\n", f.Name, side(f.A, f.Unit), side(f.B, f.Unit), n, value, p, f.peer())
+	}
+	return sb.String()
+}
+
+func (r *report) targetsTable() string {
+	var sb strings.Builder
+	sb.WriteString("| Target | Measured | Met |\n|---|---|---|\n")
+	for _, t := range r.Targets {
+		fmt.Fprintf(&sb, "| %s | %s | %s |\n", t.Rule, t.Measured, t.met())
 	}
 	return sb.String()
 }
@@ -212,37 +448,44 @@ func (r *report) table() string {
 func (r *report) markdown() string {
 	var sb strings.Builder
 	sb.WriteString("# pml benchmark report\n\n")
-	sb.WriteString("Written by `make bench` (e2e/bench_test.go, BenchmarkReport). Every pair was measured side by side in one run, ")
-	sb.WriteString("interleaved call by call so both sides saw the same machine. Ratios are pml over the baseline: ")
+	sb.WriteString("Written by `make bench` (e2e/bench_*_test.go, BenchmarkReport). Every pair was measured side by side in one run, ")
+	sb.WriteString("interleaved call by call (or round by round) so all sides saw the same machine. Ratios are over the baseline: ")
 	sb.WriteString("for times lower is better, for throughput higher is better. The interval is a 95 % percentile bootstrap of the ")
-	sb.WriteString("ratio of medians; p is the two-sided Mann-Whitney U test (small p: the sides really differ). p99 is by nearest rank ")
-	sb.WriteString("(the slowest sample when n < 100). Times are as a client sees them: from sending the request to reading the answer.\n\n")
+	sb.WriteString("ratio of medians; p is the two-sided Mann-Whitney U test of pml against the baseline (small p: the sides really differ). ")
+	sb.WriteString("p99 is by nearest rank (the slowest sample when n < 100). Times are as a client sees them: from sending the request ")
+	sb.WriteString("to reading the answer. The peer (ToolHive) is measured against the same baseline, on the same run, with the same ")
+	sb.WriteString("client (the go-sdk MCP client), on the same probe image.\n\n")
 	fmt.Fprintf(&sb, "Measured %s, took %s.", r.Started.Format("2006-01-02 15:04 MST"), r.Took)
-	for _, k := range []string{"pml", "go", "docker", "kernel", "cpu", "cpus"} {
+	for _, k := range []string{"pml", "go", "docker", "kernel", "cpu", "cpus", "memory", "load"} {
 		if v := r.Env[k]; v != "" {
 			fmt.Fprintf(&sb, " %s: %s.", k, v)
 		}
 	}
-	sb.WriteString("\n\n")
+	sb.WriteString("\n\n## Targets\n\n")
+	sb.WriteString("Computed from the figures below when the report is written (issue 18).\n\n")
+	sb.WriteString(r.targetsTable())
+	sb.WriteString("\n## Figures\n\n")
 	sb.WriteString(r.table())
-	var met, missed []string
-	for _, f := range r.Figures {
-		switch {
-		case f.Met == nil:
-		case *f.Met:
-			met = append(met, f.Name)
-		default:
-			missed = append(missed, f.Name)
+	sb.WriteString("\n## Peers\n\n")
+	for _, p := range r.Peers {
+		state := "not measured on this run"
+		if p.Measured {
+			state = "measured on this run"
 		}
+		v := ""
+		if p.Version != "" {
+			v = " " + p.Version
+		}
+		fmt.Fprintf(&sb, "- **%s%s**: %s. %s\n", p.Name, v, state, p.How)
 	}
-	sb.WriteString("\n## Targets\n\n")
-	fmt.Fprintf(&sb, "Met (%d): %s.\n\n", len(met), orNone(met))
-	fmt.Fprintf(&sb, "Not met (%d): %s.\n", len(missed), orNone(missed))
 	sb.WriteString("\n## Notes\n\n")
 	for _, f := range r.Figures {
 		line := fmt.Sprintf("- **%s**: pml side: %s", f.Name, f.PML)
 		if f.Baseline != "" {
 			line += fmt.Sprintf("; baseline: %s", f.Baseline)
+		}
+		if f.Peer != nil && f.Peer.NotRun == "" {
+			line += fmt.Sprintf("; %s: %s", f.Peer.Name, f.Peer.What)
 		}
 		if f.Note != "" {
 			line += ". " + f.Note
@@ -250,11 +493,4 @@ func (r *report) markdown() string {
 		sb.WriteString(line + ".\n")
 	}
 	return sb.String()
-}
-
-func orNone(l []string) string {
-	if len(l) == 0 {
-		return "none"
-	}
-	return strings.Join(l, "; ")
 }

@@ -33,16 +33,19 @@ func BenchmarkReport(b *testing.B) {
 	if out == "" {
 		out = filepath.Join("..", "bench")
 	}
-	r := &report{Env: benchEnv(b), Started: time.Now().UTC()}
+	r := &report{Env: benchEnv(b), Started: time.Now().UTC(), Previous: readPrevious(out)}
 	raw := map[string][]float64{}
 	steps := []struct {
 		name string
 		run  func(*testing.B, *report, map[string][]float64)
 	}{
+		{"peers: ToolHive install and start, start to first answer", benchPeers},
+		{"pooled stdio server vs native and ToolHive: warm call, concurrency curve, cost per call", benchPooledServer},
+		{"peers: stop ToolHive", func(*testing.B, *report, map[string][]float64) { r.toolhive.stop() }},
 		{"toolbox: pool vs cold vs docker run --rm", benchToolbox},
-		{"pooled stdio server vs native", benchPooledServer},
 		{"per-call server containers, sustained", benchPerCall},
 		{"initialize + tools/list", benchInitialize},
+		{"cost as work grows: 1, 5, 20 configured servers", benchServersScale},
 		{"broker memory", benchRSS},
 	}
 	for _, s := range steps {
@@ -52,10 +55,11 @@ func BenchmarkReport(b *testing.B) {
 		fmt.Fprintf(os.Stderr, "bench: %s done in %s\n", s.name, time.Since(t0).Round(time.Second))
 	}
 	r.Took = time.Since(r.Started).Round(time.Second).String()
+	r.computeTargets()
 	if err := r.write(out, raw); err != nil {
 		b.Fatal(err)
 	}
-	fmt.Fprintf(os.Stderr, "bench: wrote %s and %s\n\n%s", filepath.Join(out, "report.md"), filepath.Join(out, "report.json"), r.table())
+	fmt.Fprintf(os.Stderr, "bench: wrote %s and %s\n\n%s", filepath.Join(out, "report.md"), filepath.Join(out, "report.json"), r.targetsTable())
 }
 
 // --- sessions and workspaces ----------------------------------------------------
@@ -168,6 +172,17 @@ func benchEnv(b *testing.B) map[string]string {
 	}
 	if out, err := exec.Command("uname", "-sr").Output(); err == nil {
 		env["kernel"] = strings.TrimSpace(string(out))
+	}
+	if info, err := os.ReadFile("/proc/meminfo"); err == nil {
+		var kb float64
+		if _, err := fmt.Sscanf(string(info), "MemTotal: %f kB", &kb); err == nil {
+			env["memory"] = fmt.Sprintf("%.0f GiB", kb/(1<<20))
+		}
+	}
+	if load, err := os.ReadFile("/proc/loadavg"); err == nil {
+		// The machine may be shared: the load when the run started says
+		// how noisy the numbers may be.
+		env["load"] = strings.Join(strings.Fields(string(load))[:3], " ") + " (1, 5, 15 min, at the start)"
 	}
 	if info, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		for _, line := range strings.Split(string(info), "\n") {
