@@ -72,14 +72,18 @@ func benchCacheDir() string {
 func benchPeers(b *testing.B, r *report, raw map[string][]float64) {
 	thv := &toolhive{}
 	r.toolhive = thv
-	thv.install(b)
+	if os.Getenv("PML_BENCH_PEERS") == "none" {
+		thv.notRun = "left out on request (PML_BENCH_PEERS=none)"
+	} else {
+		thv.install(b)
+	}
+	// Start to first answer: a process start until an MCP client got its
+	// first tools/call answered, the probe's container not running.
+	pmlStarts, nativeStarts := benchStartToFirstAnswer(b)
+	var starts []time.Duration
 	if thv.ok() {
 		thv.image = probeImage(b)
 		thv.env = thv.environment(b)
-		var starts []time.Duration
-		// Start to first answer: `thv run` until an MCP client got its
-		// first tools/call answered, the probe's container not running.
-		pmlStarts, nativeStarts := benchStartToFirstAnswer(b)
 		for i := 0; i < 5 && thv.ok(); i++ {
 			d, err := thv.start(b, fmt.Sprintf("pml-bench-%d-s%d", os.Getpid(), i))
 			if err != nil {
@@ -89,21 +93,19 @@ func benchPeers(b *testing.B, r *report, raw map[string][]float64) {
 			starts = append(starts, d)
 			thv.stop()
 		}
+		// The long-lived one the next steps call.
 		if thv.ok() {
 			if _, err := thv.start(b, fmt.Sprintf("pml-bench-%d", os.Getpid())); err != nil {
 				thv.fail("start: " + err.Error())
 			}
 		}
-		raw["start_pml_ms"], raw["start_native_ms"], raw["start_toolhive_ms"] = durationsMS(pmlStarts), durationsMS(nativeStarts), durationsMS(starts)
-		f := timeFigure("start", "start to first answer (server not running): process start to initialize + first tools/call answered",
-			"`pml stdio` in a new workspace, the probe configured as a pooled server", "the probe binary run natively", pmlStarts, nativeStarts,
-			"the container start is on this path for pml and ToolHive, not for native")
-		f.Peer = thv.side("`thv run --foreground` until its proxy answered", starts, nativeStarts, false)
-		r.add(f)
-	} else {
-		r.add(figure{ID: "start", Name: "start to first answer (server not running): process start to initialize + first tools/call answered",
-			Peer: thv.side("", nil, nil, false), Note: "not measured: ToolHive could not run, and this row is only for the comparison with it"})
 	}
+	raw["start_pml_ms"], raw["start_native_ms"], raw["start_toolhive_ms"] = durationsMS(pmlStarts), durationsMS(nativeStarts), durationsMS(starts)
+	f := timeFigure("start", "start to first answer (server not running): process start to initialize + first tools/call answered",
+		"`pml stdio` in a new workspace, the probe configured as a pooled server", "the probe binary run natively", pmlStarts, nativeStarts,
+		"the container start is on this path for pml and ToolHive, not for native")
+	f.Peer = thv.side("`thv run --foreground` until its proxy answered", starts, nativeStarts, false)
+	r.add(f)
 	how := fmt.Sprintf("`go install %s@%s` (cached in %s), `thv run --foreground --transport stdio --proxy-mode streamable-http "+
 		"--isolate-network=false --network none` of the local probe image (a tag other than latest: thv uses the local image and does not pull), "+
 		"called over its streamable-http proxy on 127.0.0.1 with the go-sdk client", thvModule, thv.version, benchCacheDir())
@@ -114,7 +116,9 @@ func benchPeers(b *testing.B, r *report, raw map[string][]float64) {
 		how += ". Install: " + strings.Join(thv.tried, "; ")
 	}
 	r.Peers = append(r.Peers, peerStatus{Name: "ToolHive", Version: thv.version, Measured: thv.ok(), How: how})
-	r.Peers = append(r.Peers, gatewayStatus(b))
+	if os.Getenv("PML_BENCH_PEERS") != "none" {
+		r.Peers = append(r.Peers, gatewayStatus(b))
+	}
 }
 
 // gatewayStatus tries to build Docker's MCP Gateway the way ToolHive is

@@ -48,7 +48,13 @@ func BenchmarkReport(b *testing.B) {
 		{"cost as work grows: 1, 5, 20 configured servers", benchServersScale},
 		{"broker memory", benchRSS},
 	}
+	// PML_BENCH_ONLY runs only the steps whose name holds it (while
+	// working on one; the report then has only their figures).
+	only := os.Getenv("PML_BENCH_ONLY")
 	for _, s := range steps {
+		if only != "" && !strings.Contains(s.name, only) && !strings.HasPrefix(s.name, "peers") {
+			continue
+		}
 		t0 := time.Now()
 		fmt.Fprintf(os.Stderr, "bench: %s …\n", s.name)
 		s.run(b, r, raw)
@@ -84,6 +90,17 @@ func startBenchSession(b *testing.B, ws *workspace) *benchSession {
 	}
 	b.Cleanup(func() { cs.Close() })
 	return &benchSession{ClientSession: cs, cmd: cmd, stderr: stderr}
+}
+
+// warnings are the session's log lines at warn level and above.
+func (s *benchSession) warnings() string {
+	var out []string
+	for _, l := range strings.Split(s.stderr.String(), "\n") {
+		if strings.Contains(l, `"level":"warn"`) || strings.Contains(l, `"level":"error"`) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 func (s *benchSession) count(msg string) int { return strings.Count(s.stderr.String(), msg) }
