@@ -190,7 +190,6 @@ func benchServersScale(b *testing.B, r *report, raw map[string][]float64) {
 		f := figure{ID: key, Name: fmt.Sprintf("%d configured servers: initialize + tools/list from the tools cache", k),
 			PML: fmt.Sprintf("pml stdio, %d pooled servers configured, lists cached", k), Unit: "ms",
 			Comparison: benchstat.Compare(durationsMS(st.times), nil),
-			Value:      floatp(benchstat.Summarize(st.rss).Median),
 			ValueText: fmt.Sprintf("RSS %.1f MiB (median); %d of %d servers' tools listed; server containers started on this path: %d (other containers: %s)",
 				benchstat.Summarize(st.rss).Median, st.tools, k, servers, otherStarts(started))}
 		f.Note = "counted from `docker events` of the workspace's label over the measurement"

@@ -151,7 +151,7 @@ func (f figure) MarshalJSON() ([]byte, error) {
 	if f.RatioKind != "" && !math.IsNaN(f.Ratio) {
 		out.Ratio = round(f.Ratio)
 		out.CI95 = []any{round(f.CILow), round(f.CIHigh)}
-		out.P = &f.P
+		out.P = round(f.P)
 	}
 	if f.Value != nil {
 		out.Value = round(*f.Value)
@@ -170,9 +170,13 @@ func (f figure) MarshalJSON() ([]byte, error) {
 	return json.Marshal(out)
 }
 
-// round keeps four significant digits.
+// round keeps four significant digits; nil for what JSON cannot hold
+// (NaN: not known).
 func round(v float64) *float64 {
-	if v == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	if v == 0 {
 		return &v
 	}
 	scale := math.Pow(10, 3-math.Floor(math.Log10(math.Abs(v))))
@@ -376,7 +380,7 @@ func side(s benchstat.Summary, unit string) string {
 
 func (f figure) ratio() string {
 	if f.RatioKind == "" || math.IsNaN(f.Ratio) {
-		if f.Value != nil && f.ValueText == "" {
+		if f.Value != nil && !math.IsNaN(*f.Value) {
 			return fmt.Sprintf("%s %s", num(*f.Value), f.Unit)
 		}
 		return "–"

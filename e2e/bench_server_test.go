@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"math"
 	"os/exec"
 	"strconv"
 	"sync"
@@ -68,7 +69,7 @@ func benchPooledServer(b *testing.B, r *report, raw map[string][]float64) {
 	}
 	// What the warm calls cost, per call: CPU of the broker process and
 	// of the server's container (the same image on every side).
-	pmlCPU, ctrCPU := processCPU(viaPML.cmd.Process.Pid)-pmlCPU0, containerCPU(pmlCtr)-ctrCPU0
+	pmlCPU, ctrCPU := processCPU(viaPML.cmd.Process.Pid)-pmlCPU0, cpuDiff(containerCPU(pmlCtr), ctrCPU0)
 	thvCPU1, thvCtrCPU1 := thv.cpu()
 	raw["server_warm_pml_ms"], raw["server_warm_native_ms"], raw["server_warm_toolhive_ms"] = durationsMS(p), durationsMS(n), durationsMS(t)
 	f := timeFigure("warm", "warm call to a pooled stdio server vs native", "probe:echo via pml stdio, server pooled in a container",
@@ -122,17 +123,33 @@ func benchPooledServer(b *testing.B, r *report, raw map[string][]float64) {
 	// Per call, on the warm calls above.
 	per := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) / warmN }
 	cf := figure{ID: "server_cpu", Name: "CPU per warm call to a pooled server (broker process + server container)", PML: "pml stdio process; the probe's container",
-		Unit: "µs CPU per call", Value: floatp(per(pmlCPU + ctrCPU)),
+		Unit: "µs CPU per call", Value: floatp(per(pmlCPU) + perOrNaN(ctrCPU, per)),
 		ValueText: fmt.Sprintf("broker %.0f µs + container %s", per(pmlCPU), cpuText(ctrCPU, per))}
 	if thv.ok() {
 		cf.Peer = &peerSide{Name: thv.label(), What: "thv proxy process; the probe's container",
-			Value: floatp(per(thvCPU1 - thvCPU0 + thvCtrCPU1 - thvCtrCPU0))}
-		cf.Note = fmt.Sprintf("ToolHive: proxy %.0f µs + container %s", per(thvCPU1-thvCPU0), cpuText(thvCtrCPU1-thvCtrCPU0, per))
+			Value: floatp(per(thvCPU1-thvCPU0) + perOrNaN(cpuDiff(thvCtrCPU1, thvCtrCPU0), per))}
+		cf.Note = fmt.Sprintf("ToolHive: proxy %.0f µs + container %s", per(thvCPU1-thvCPU0), cpuText(cpuDiff(thvCtrCPU1, thvCtrCPU0), per))
 	} else {
 		cf.Peer = thv.side("", nil, nil, false)
 	}
 	r.add(cf)
 	benchContainerCost(b, r, viaPML.cmd.Process.Pid, pmlCtr, thv)
+}
+
+// cpuDiff is b-a, negative (unknown) when either is.
+func cpuDiff(b, a time.Duration) time.Duration {
+	if a < 0 || b < 0 {
+		return -1
+	}
+	return b - a
+}
+
+// perOrNaN is d per call, NaN when d is not known (negative).
+func perOrNaN(d time.Duration, per func(time.Duration) float64) float64 {
+	if d < 0 {
+		return math.NaN()
+	}
+	return per(d)
 }
 
 func cpuText(d time.Duration, per func(time.Duration) float64) string {

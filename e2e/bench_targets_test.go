@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 
@@ -43,7 +44,12 @@ func TestBenchTargetsAreComputed(t *testing.T) {
 	// Worse than the previous 0.3× beyond its interval: a regression.
 	r.add(figure{ID: "toolbox_cold", Name: "cold", RatioKind: "time", Comparison: cmp(0.38, 0.35, 0.40)})
 	r.add(figure{ID: "rss_idle", Name: "rss", Unit: "MiB", Value: floatp(31), Comparison: benchstat.Compare(nil, nil)})
+	// A value not known on this machine (no cgroup CPU accounting).
+	r.add(figure{ID: "server_cpu", Name: "cpu", Unit: "µs", Value: floatp(math.NaN()), Peer: &peerSide{Name: "ToolHive", Value: floatp(math.NaN())}})
 	r.computeTargets()
+	if _, err := json.Marshal(r); err != nil {
+		t.Errorf("report.json: %v", err)
+	}
 	got := targetsByRule(r)
 	want := map[string]string{
 		"warm call to a pooled server ≤ 1.30× native (stretch 1.20×)": "met",
