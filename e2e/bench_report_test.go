@@ -465,7 +465,9 @@ func (r *report) markdown() string {
 			fmt.Fprintf(&sb, " %s: %s.", k, v)
 		}
 	}
-	sb.WriteString("\n\n## Targets\n\n")
+	sb.WriteString("\n\n## Summary\n\n")
+	sb.WriteString("For README's performance section:\n\n> " + r.summary() + "\n")
+	sb.WriteString("\n## Targets\n\n")
 	sb.WriteString("Computed from the figures below when the report is written (issue 18).\n\n")
 	sb.WriteString(r.targetsTable())
 	sb.WriteString("\n## Figures\n\n")
@@ -497,4 +499,53 @@ func (r *report) markdown() string {
 		sb.WriteString(line + ".\n")
 	}
 	return sb.String()
+}
+
+// summary says the main figures in one paragraph, with the date and the
+// machine, for README's performance section.
+func (r *report) summary() string {
+	var parts []string
+	peer := func(f *figure) string {
+		if f.Peer == nil || f.Peer.NotRun != "" || math.IsNaN(f.Peer.Ratio) || f.Peer.A.N == 0 {
+			return ""
+		}
+		return fmt.Sprintf(" (%s: %.2f×)", f.Peer.Name, f.Peer.Ratio)
+	}
+	if f := r.figure("warm"); f != nil {
+		parts = append(parts, fmt.Sprintf("a warm call to a pooled stdio server costs %.2f× the same server run natively over a pipe%s (%s vs %s ms median)",
+			f.Ratio, peer(f), num(f.A.Median), num(f.B.Median)))
+	}
+	if f := r.figure("c64"); f != nil {
+		parts = append(parts, fmt.Sprintf("64 concurrent callers get %.2f× native throughput%s", f.Ratio, peer(f)))
+	}
+	if f := r.figure("percall"); f != nil && f.Value != nil {
+		parts = append(parts, fmt.Sprintf("a per-call server sustains %.2f× the rate of `docker run --rm -i`", *f.Value))
+	}
+	if f := r.figure("toolbox_cold"); f != nil {
+		parts = append(parts, fmt.Sprintf("a toolbox call with the pool off takes %.2f× `docker run --rm` of the same image", f.Ratio))
+	}
+	if f := r.figure("toolbox_pool"); f != nil {
+		parts = append(parts, fmt.Sprintf("one from the pool %.3f× (%s ms)", f.Ratio, num(f.A.Median)))
+	}
+	if f := r.figure("rss_idle"); f != nil && f.Value != nil {
+		parts = append(parts, fmt.Sprintf("pml idles at %.1f MiB RSS", *f.Value))
+	}
+	if f := r.figure("scale20"); f != nil && f.A.N > 0 {
+		parts = append(parts, fmt.Sprintf("and answers initialize + tools/list with 20 configured servers in %s ms from its tools cache", num(f.A.Median)))
+	}
+	met, decided := 0, 0
+	for _, t := range r.Targets {
+		if t.Met != nil {
+			decided++
+			if *t.Met {
+				met++
+			}
+		}
+	}
+	load := "?"
+	if f := strings.Fields(r.Env["load"]); len(f) > 0 {
+		load = f[0]
+	}
+	return fmt.Sprintf("Measured %s on %s (%s CPUs, shared: load %s at the start; `make bench`, bench/report.md): %s. Targets met: %d of %d decided (%d in all).",
+		r.Started.Format("2006-01-02"), r.Env["cpu"], r.Env["cpus"], load, strings.Join(parts, "; "), met, decided, len(r.Targets))
 }
