@@ -47,11 +47,13 @@ type toolhive struct {
 	// tried says what the install did, for the Peers section.
 	tried []string
 
-	cmd   *exec.Cmd
-	cs    *mcp.ClientSession
-	name  string
-	ctrID string
-	pid   int
+	// started: it answered at least once on this run.
+	started bool
+	cmd     *exec.Cmd
+	cs      *mcp.ClientSession
+	name    string
+	ctrID   string
+	pid     int
 }
 
 // benchCacheDir is where the bench keeps what it installs (PML_BENCH_CACHE,
@@ -106,19 +108,31 @@ func benchPeers(b *testing.B, r *report, raw map[string][]float64) {
 		"the container start is on this path for pml and ToolHive, not for native")
 	f.Peer = thv.side("`thv run --foreground` until its proxy answered", starts, nativeStarts, false)
 	r.add(f)
-	how := fmt.Sprintf("`go install %s@%s` (cached in %s), `thv run --foreground --transport stdio --proxy-mode streamable-http "+
-		"--isolate-network=false --network none` of the local probe image (a tag other than latest: thv uses the local image and does not pull), "+
-		"called over its streamable-http proxy on 127.0.0.1 with the go-sdk client", thvModule, thv.version, benchCacheDir())
-	if !thv.ok() {
-		how = "why: " + thv.notRun
-	}
-	if len(thv.tried) > 0 {
-		how += ". Install: " + strings.Join(thv.tried, "; ")
-	}
-	r.Peers = append(r.Peers, peerStatus{Name: "ToolHive", Version: thv.version, Measured: thv.ok(), How: how})
 	if os.Getenv("PML_BENCH_PEERS") != "none" {
 		r.Peers = append(r.Peers, gatewayStatus(b))
 	}
+}
+
+// status is ToolHive's line of the Peers section, at the end of the run
+// (a peer may be left out half-way).
+func (t *toolhive) status() peerStatus {
+	if t == nil {
+		return peerStatus{Name: "ToolHive", How: "not set up"}
+	}
+	how := fmt.Sprintf("`go install %s@%s` (cached in %s), `thv run --foreground --transport stdio --proxy-mode streamable-http "+
+		"--isolate-network=false --network none` of the local probe image (a tag other than latest: thv uses the local image and does not pull), "+
+		"called over its streamable-http proxy on 127.0.0.1 with the go-sdk client. Rows measured before a failure keep their figures", thvModule, t.version, benchCacheDir())
+	measured := t.version != "" && t.started
+	if t.notRun != "" {
+		how = "left out: " + t.notRun + ". " + how
+		if t.version == "" {
+			how = "why: " + t.notRun
+		}
+	}
+	if len(t.tried) > 0 {
+		how += ". Install: " + strings.Join(t.tried, "; ")
+	}
+	return peerStatus{Name: "ToolHive", Version: t.version, Measured: measured, How: how}
 }
 
 // gatewayStatus tries to build Docker's MCP Gateway the way ToolHive is
@@ -190,6 +204,7 @@ func (t *toolhive) install(b *testing.B) {
 		cmd.Dir = os.TempDir()
 		t0 := time.Now()
 		out, err := cmd.CombinedOutput()
+		timedOut := ctx.Err() != nil
 		cancel()
 		if err == nil {
 			err = os.Rename(filepath.Join(tmp, "thv"), bin)
@@ -199,7 +214,8 @@ func (t *toolhive) install(b *testing.B) {
 			why := firstLine(string(out), err)
 			errs = append(errs, v+": "+why)
 			t.tried = append(t.tried, v+" did not build")
-			if ctx.Err() == nil {
+			// A release that timed out may build on a quieter run.
+			if !timedOut {
 				_ = os.WriteFile(filepath.Join(dir, "failed"), []byte(why+"\n"), 0o644)
 			}
 			fmt.Fprintf(os.Stderr, "bench: ToolHive %s did not build: %s\n", v, why)
@@ -294,6 +310,7 @@ func (t *toolhive) start(b *testing.B, name string) (time.Duration, error) {
 				return 0, err
 			}
 			d := time.Since(t0)
+			t.started = true
 			t.ctrID = t.container()
 			return d, nil
 		}

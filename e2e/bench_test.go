@@ -61,6 +61,7 @@ func BenchmarkReport(b *testing.B) {
 		fmt.Fprintf(os.Stderr, "bench: %s done in %s\n", s.name, time.Since(t0).Round(time.Second))
 	}
 	r.Took = time.Since(r.Started).Round(time.Second).String()
+	r.Peers = append([]peerStatus{r.toolhive.status()}, r.Peers...)
 	r.computeTargets()
 	if err := r.write(out, raw); err != nil {
 		b.Fatal(err)
