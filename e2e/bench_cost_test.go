@@ -187,8 +187,8 @@ func benchServersScale(b *testing.B, r *report, raw map[string][]float64) {
 		key := fmt.Sprintf("scale%d", k)
 		raw[key+"_ms"], raw[key+"_rss_mib"] = durationsMS(st.times), st.rss
 		servers := started["server"]
-		f := figure{ID: key, Name: fmt.Sprintf("%d configured servers: initialize + tools/list from the tools cache", k),
-			PML: fmt.Sprintf("pml stdio, %d pooled servers configured, lists cached", k), Unit: "ms",
+		f := figure{ID: key, Name: fmt.Sprintf("%s configured: initialize + tools/list from the tools cache", plural(k, "server")),
+			PML: fmt.Sprintf("pml stdio, %s configured, lists cached", plural(k, "pooled server")), Unit: "ms",
 			Comparison: benchstat.Compare(durationsMS(st.times), nil),
 			ValueText: fmt.Sprintf("RSS %.1f MiB (median); %d of %d servers' tools listed; server containers started on this path: %d (other containers: %s)",
 				benchstat.Summarize(st.rss).Median, st.tools, k, servers, otherStarts(started))}
@@ -218,7 +218,7 @@ func countServerTools(tools []*mcp.Tool, k int) int {
 func containerStarts(b *testing.B, dir string, since, until time.Time) map[string]int {
 	out, err := exec.Command("docker", "events", "--since", strconv.FormatInt(since.Unix()-1, 10), "--until", strconv.FormatInt(until.Unix()+1, 10),
 		"--filter", "type=container", "--filter", "event=start", "--filter", "label=pml.workspace="+dir,
-		"--format", `{{index .Actor.Attributes "pml.purpose"}}|{{index .Actor.Attributes "image"}}`).Output()
+		"--format", `{{index .Actor.Attributes "pml.purpose"}}|{{index .Actor.Attributes "image"}}|{{.TimeNano}}|{{.Actor.Attributes.name}}`).Output()
 	if err != nil {
 		b.Fatalf("docker events: %v", err)
 	}
@@ -227,7 +227,19 @@ func containerStarts(b *testing.B, dir string, since, until time.Time) map[strin
 		if line == "" {
 			continue
 		}
-		purpose, image, _ := strings.Cut(line, "|")
+		if os.Getenv("PML_BENCH_DEBUG") != "" {
+			fmt.Fprintf(os.Stderr, "bench: %s since %d: %s\n", dir, since.UnixNano(), line)
+		}
+		f := strings.SplitN(line, "|", 4)
+		if len(f) < 3 {
+			continue
+		}
+		purpose, image := f[0], f[1]
+		// The window asked of docker is in whole seconds: the starts of
+		// the set-up just before it are left out by their own time.
+		if at, err := strconv.ParseInt(f[2], 10, 64); err == nil && (at < since.UnixNano() || at > until.UnixNano()) {
+			continue
+		}
 		if strings.HasPrefix(image, "pml-test/probe") {
 			purpose = "server"
 		}
