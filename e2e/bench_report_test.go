@@ -509,14 +509,14 @@ func (r *report) summary() string {
 		if f.Peer == nil || f.Peer.NotRun != "" || math.IsNaN(f.Peer.Ratio) || f.Peer.A.N == 0 {
 			return ""
 		}
-		return fmt.Sprintf(" (%s: %.2f×)", f.Peer.Name, f.Peer.Ratio)
+		return fmt.Sprintf("; %s: %.2f×", f.Peer.Name, f.Peer.Ratio)
 	}
 	if f := r.figure("warm"); f != nil {
-		parts = append(parts, fmt.Sprintf("a warm call to a pooled stdio server costs %.2f× the same server run natively over a pipe%s (%s vs %s ms median)",
-			f.Ratio, peer(f), num(f.A.Median), num(f.B.Median)))
+		parts = append(parts, fmt.Sprintf("a warm call to a pooled stdio server costs %.2f× the same server run natively over a pipe (%s vs %s ms median%s)",
+			f.Ratio, num(f.A.Median), num(f.B.Median), peer(f)))
 	}
 	if f := r.figure("c64"); f != nil {
-		parts = append(parts, fmt.Sprintf("64 concurrent callers get %.2f× native throughput%s", f.Ratio, peer(f)))
+		parts = append(parts, fmt.Sprintf("64 concurrent callers get %.2f× native throughput (%s calls/s%s)", f.Ratio, num(curveWork/(f.A.Median/1000)), peer(f)))
 	}
 	if f := r.figure("percall"); f != nil && f.Value != nil {
 		parts = append(parts, fmt.Sprintf("a per-call server sustains %.2f× the rate of `docker run --rm -i`", *f.Value))
