@@ -228,9 +228,12 @@ func readPrevious(dir string) *previousReport {
 }
 
 // regressions lists the figures that got worse than the previous report
-// beyond this run's confidence interval: the previous ratio lies outside
-// the interval, on its better side. Single values (memory) have no
-// interval: they regress when they grew by more than 10 % and 2 MiB.
+// beyond their confidence intervals: this run's interval lies wholly on
+// the worse side of the previous one (of its ratio, when it had no
+// interval). On a shared machine a point estimate alone moves with the
+// load; two intervals that do not overlap do not. Single values (memory)
+// have no interval: they regress when they grew by more than 10 % and
+// 2 MiB.
 func (r *report) regressions() (compared int, worse []string) {
 	if r.Previous == nil {
 		return 0, nil
@@ -243,8 +246,12 @@ func (r *report) regressions() (compared int, worse []string) {
 			switch {
 			case f.RatioKind != "" && old.RatioKind == f.RatioKind && old.Ratio != nil && !math.IsNaN(f.Ratio):
 				compared++
-				if (f.RatioKind == "time" && f.CILow > *old.Ratio) || (f.RatioKind == "throughput" && f.CIHigh < *old.Ratio) {
-					worse = append(worse, fmt.Sprintf("%s (%.3f× [%.3f, %.3f], was %.3f×)", f.Name, f.Ratio, f.CILow, f.CIHigh, *old.Ratio))
+				oldLo, oldHi := *old.Ratio, *old.Ratio
+				if len(old.CI95) == 2 {
+					oldLo, oldHi = old.CI95[0], old.CI95[1]
+				}
+				if (f.RatioKind == "time" && f.CILow > oldHi) || (f.RatioKind == "throughput" && f.CIHigh < oldLo) {
+					worse = append(worse, fmt.Sprintf("%s (%.3f× [%.3f, %.3f], was %.3f× [%.3f, %.3f])", f.Name, f.Ratio, f.CILow, f.CIHigh, *old.Ratio, oldLo, oldHi))
 				}
 			case f.RatioKind == "" && f.Unit == "MiB" && old.Unit == "MiB" && f.Value != nil && old.Value != nil:
 				compared++

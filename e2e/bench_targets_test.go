@@ -31,6 +31,8 @@ func TestBenchTargetsAreComputed(t *testing.T) {
 	prev := &previousReport{}
 	if err := json.Unmarshal([]byte(`{"started": "2026-11-23T18:55:00Z", "figures": [
 		{"name": "warm", "unit": "ms", "ratio": 2.3, "ratio_kind": "time"},
+		{"name": "c64", "unit": "ms", "ratio": 0.97, "ratio_kind": "throughput", "ratio_ci95": [0.92, 1.1]},
+		{"name": "percall", "unit": "ms", "ratio": 0.45, "ratio_kind": "time", "ratio_ci95": [0.3, 0.6]},
 		{"name": "cold", "unit": "ms", "ratio": 0.3, "ratio_kind": "time"},
 		{"name": "rss", "unit": "MiB", "value": 18.5}]}`), prev); err != nil {
 		t.Fatal(err)
@@ -40,7 +42,7 @@ func TestBenchTargetsAreComputed(t *testing.T) {
 		Peer: &peerSide{Name: "ToolHive", Comparison: cmp(2.2, 2.0, 2.4)}})
 	r.add(figure{ID: "c64", Name: "c64", RatioKind: "throughput", Comparison: cmp(0.95, 0.9, 1.0),
 		Peer: &peerSide{Name: "ToolHive", NotRun: "did not build"}})
-	r.add(figure{ID: "percall", Name: "percall", RatioKind: "time", Comparison: cmp(0.5, 0.4, 0.6), Value: floatp(2.5), ValueText: "2.5×"})
+	r.add(figure{ID: "percall", Name: "percall", RatioKind: "time", Comparison: cmp(0.5, 0.46, 0.6), Value: floatp(2.5), ValueText: "2.5×"})
 	// Worse than the previous 0.3× beyond its interval: a regression.
 	r.add(figure{ID: "toolbox_cold", Name: "cold", RatioKind: "time", Comparison: cmp(0.38, 0.35, 0.40)})
 	r.add(figure{ID: "rss_idle", Name: "rss", Unit: "MiB", Value: floatp(31), Comparison: benchstat.Compare(nil, nil)})
@@ -73,7 +75,10 @@ func TestBenchTargetsAreComputed(t *testing.T) {
 	}
 	reg := got["nothing regresses beyond its confidence interval"].Measured
 	// warm improved, cold regressed (0.35 > 0.3), rss grew by 12.5 MiB.
-	if !strings.Contains(reg, "cold") || !strings.Contains(reg, "rss") || strings.Contains(reg, "warm (") {
+	// c64 (0.95× [0.9, 1.0]) and percall (0.5× [0.46, 0.6], above the previous 0.45×) moved, but
+	// their intervals overlap the previous ones: no regression.
+	if !strings.Contains(reg, "cold") || !strings.Contains(reg, "rss") || strings.Contains(reg, "warm (") ||
+		strings.Contains(reg, "c64") || strings.Contains(reg, "percall") || !strings.HasPrefix(reg, "2 of 5 ") {
 		t.Errorf("regressions: %s", reg)
 	}
 	if !strings.Contains(got["64 concurrent: pml's throughput ratio above ToolHive's"].Measured, "did not build") {
