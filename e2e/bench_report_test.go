@@ -318,7 +318,7 @@ func (r *report) computeTargets() {
 	case r.Previous == nil:
 		add(rule, "no previous report to compare with", nil)
 	case len(worse) == 0:
-		add(rule, fmt.Sprintf("none of %d figures found in the report of %s", compared, r.Previous.Started.Format("2006-01-02 15:04 MST")), boolp(true))
+		add(rule, fmt.Sprintf("no regression among the %d figures compared with the report of %s", compared, r.Previous.Started.Format("2006-01-02 15:04 MST")), boolp(true))
 	default:
 		add(rule, fmt.Sprintf("%d of %d figures against the report of %s: %s", len(worse), compared,
 			r.Previous.Started.Format("2006-01-02 15:04 MST"), strings.Join(worse, "; ")), boolp(false))
