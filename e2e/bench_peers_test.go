@@ -189,7 +189,10 @@ func (t *toolhive) install(b *testing.B) {
 			continue
 		}
 		fmt.Fprintf(os.Stderr, "bench: installing ToolHive %s (go install, a few minutes the first time) …\n", v)
-		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+		// About 25 minutes on a busy 2-CPU machine the first time (some
+		// 2,000 packages); the Go build cache keeps what a timed-out try
+		// compiled for the next.
+		ctx, cancel := context.WithTimeout(context.Background(), 45*time.Minute)
 		cmd := exec.CommandContext(ctx, "nice", "-n", "10", "go", "install", thvModule+"@"+v)
 		// GOTOOLCHAIN fetches a newer Go through the module proxy when the
 		// release needs one; the binary goes to a temporary GOBIN first so
@@ -203,7 +206,21 @@ func (t *toolhive) install(b *testing.B) {
 		cmd.Env = append(os.Environ(), "GOBIN="+tmp, "CGO_ENABLED=0", "GOTOOLCHAIN="+thvToolchain+"+auto", "GOFLAGS=-buildvcs=false")
 		cmd.Dir = os.TempDir()
 		t0 := time.Now()
+		done := make(chan struct{})
+		go func() {
+			tick := time.NewTicker(time.Minute)
+			defer tick.Stop()
+			for {
+				select {
+				case <-done:
+					return
+				case <-tick.C:
+					fmt.Fprintf(os.Stderr, "bench: still installing ToolHive %s (%s so far)\n", v, time.Since(t0).Round(time.Second))
+				}
+			}
+		}()
 		out, err := cmd.CombinedOutput()
+		close(done)
 		timedOut := ctx.Err() != nil
 		cancel()
 		if err == nil {
