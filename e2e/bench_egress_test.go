@@ -70,7 +70,7 @@ func egressFigures(b *testing.B, raw map[string][]float64) []figure {
 		b.Fatal(err)
 	}
 	b.Cleanup(p.Close)
-	port := freePortB(b)
+	port := freePort(b)
 	if err := inside.Start(inside.Spec{Socket: p.Socket(), Port: port}); err != nil {
 		b.Fatal(err)
 	}
@@ -131,20 +131,20 @@ func egressFigures(b *testing.B, raw map[string][]float64) []figure {
 	raw["egress_connect_ms"], raw["egress_dial_ms"] = durationsMS(lConnect), durationsMS(lDial)
 
 	mb := float64(egressDownload) / (1 << 20)
-	throughput := func(name, side string, p []time.Duration) figure {
-		f := figure{Name: name, PML: side, Baseline: "the same GET straight to the server over loopback TCP", Unit: "ms per 10 MiB",
-			RatioKind: "throughput", Comparison: benchstat.Compare(durationsMS(p), durationsMS(dDirect)), Target: "none (reported)"}
+	throughput := func(id, name, side string, p []time.Duration) figure {
+		f := figure{ID: id, Name: name, PML: side, Baseline: "the same GET straight to the server over loopback TCP", Unit: "ms per 10 MiB",
+			RatioKind: "throughput", Comparison: benchstat.Compare(durationsMS(p), durationsMS(dDirect))}
 		f.Ratio, f.CILow, f.CIHigh = 1/f.Ratio, 1/f.CIHigh, 1/f.CILow
 		f.Note = fmt.Sprintf("through pml %.0f MiB/s, direct %.0f MiB/s (medians)", mb/(f.A.Median/1000), mb/(f.B.Median/1000))
 		return f
 	}
-	lat := timeFigure("egress: one CONNECT vs a direct TCP connection", "CONNECT through the in-container listener, the unix socket and pml's proxy, until 200",
-		"a TCP connection straight to the server", lConnect, lDial, 0, "")
+	lat := timeFigure("egress_connect", "egress: one CONNECT vs a direct TCP connection", "CONNECT through the in-container listener, the unix socket and pml's proxy, until 200",
+		"a TCP connection straight to the server", lConnect, lDial, "")
 	s := benchstat.Compare(durationsMS(lConnect), durationsMS(lDial))
 	lat.Note = fmt.Sprintf("added latency %.3f ms (median CONNECT − median dial)", s.A.Median-s.B.Median)
 	return []figure{
-		throughput("egress: 10 MiB download by CONNECT vs direct (throughput)", "GET through a CONNECT tunnel of pml's egress path", dTunnel),
-		throughput("egress: 10 MiB download by plain HTTP proxying vs direct (throughput)", "GET of an absolute http:// URL through pml's egress path", dPlain),
+		throughput("egress_connect_download", "egress: 10 MiB download by CONNECT vs direct (throughput)", "GET through a CONNECT tunnel of pml's egress path", dTunnel),
+		throughput("egress_plain_download", "egress: 10 MiB download by plain HTTP proxying vs direct (throughput)", "GET of an absolute http:// URL through pml's egress path", dPlain),
 		lat,
 	}
 }
@@ -168,13 +168,4 @@ func connectVia(proxyAddr, target string) (net.Conn, error) {
 		return nil, fmt.Errorf("CONNECT %s: bytes before the tunnel", target)
 	}
 	return c, nil
-}
-
-func freePortB(b *testing.B) int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }

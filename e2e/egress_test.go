@@ -60,7 +60,7 @@ func hostEcho(t *testing.T) string {
 
 // freePort is a loopback port nothing listens on (for a forward inside
 // the container, which has a loopback of its own).
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
