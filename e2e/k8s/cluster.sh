@@ -7,6 +7,7 @@
 #   cluster.sh kubeconfig       print the admin kubeconfig's path
 #   cluster.sh load IMAGE...    copy images from the Docker daemon into the node's containerd
 #   cluster.sh build            only build the binaries into the cache
+#   cluster.sh docker-check     check the machine's Docker engine still runs containers
 #
 # Binaries are built from the Go module proxy (no registry, no GitHub) and cached outside the
 # clone under $PML_K8S_CACHE (default ~/.cache/pml/k8s)/<version>/bin; the running cluster's
@@ -497,6 +498,27 @@ NP
 	log "self-check passed in $(( $(date +%s) - t0 ))s"
 }
 
+# docker_check: the machine's Docker engine is untouched by the cluster: a container without a
+# network has only lo, and one on Docker's default bridge reaches a listener on the host's
+# docker0 address (Docker's FORWARD/NAT chains and its bridge still work).
+docker_check() {
+	local img=${PML_K8S_DOCKER_CHECK_IMAGE:-pml/shell:busybox} gw port=18089 lp out
+	command -v docker >/dev/null && docker info >/dev/null 2>&1 || { log "docker check: no Docker engine; skipped"; return 0; }
+	docker image inspect "$img" >/dev/null 2>&1 || die "docker check needs the image $img (make images)"
+	out=$(docker run --rm --label pml.dev/test=k8s-docker-check --network none "$img" ls /sys/class/net) ||
+		die "docker check: a --network none container failed to run"
+	[ "$out" = lo ] || die "docker check: a --network none container has interfaces: $out"
+	gw=$(docker network inspect bridge --format '{{(index .IPAM.Config 0).Gateway}}')
+	[ -x "$PROBE_BIN" ] || build_local
+	"$PROBE_BIN" listen "$gw:$port" >>"$LOGS/docker-check.log" 2>&1 &
+	lp=$!
+	sleep 0.3
+	out=$(docker run --rm --label pml.dev/test=k8s-docker-check "$img" sh -c "nc -w 3 $gw $port </dev/null" 2>&1) || true
+	kill "$lp" 2>/dev/null || true
+	[ "$out" = ok ] || die "docker check: a bridge container could not reach the host at $gw:$port ($out)"
+	log "docker check: --network none and bridge containers work"
+}
+
 # --- commands ---------------------------------------------------------------------------------
 
 up() {
@@ -567,12 +589,15 @@ down() {
 	stop netpolicy
 	if [ -x "$NETPOL_BIN" ]; then "$NETPOL_BIN" --cleanup --pod-cidr "$POD_CIDR" || true; fi
 	[ -x "$BIN/kube-proxy" ] && "$BIN/kube-proxy" --cleanup >>"$LOGS/kube-proxy-cleanup.log" 2>&1 || true
-	# The kubelet's canary chains (mangle/nat/filter KUBE-KUBELET-CANARY, KUBE-IPTABLES-HINT).
-	local t c
+	# What kube-proxy's cleanup leaves (the kubelet's canaries, KUBE-FIREWALL): jumps from the
+	# built-in chains first, then the chains. KUBE-* chains belong to Kubernetes alone.
+	local t r c
 	for t in mangle nat filter; do
-		for c in KUBE-KUBELET-CANARY KUBE-IPTABLES-HINT KUBE-PROXY-CANARY KUBE-FIREWALL; do
-			iptables -t "$t" -F "$c" 2>/dev/null && iptables -t "$t" -X "$c" 2>/dev/null || true
+		{ iptables -t "$t" -S 2>/dev/null | grep -E '^-A [A-Z]+ .*-j KUBE-' || true; } | { grep -vE '^-A KUBE-' || true; } | while read -r r; do
+			eval "iptables -t $t ${r/-A/-D}" 2>/dev/null || true
 		done
+		for c in $(iptables -t "$t" -S 2>/dev/null | awk '$1 == "-N" && $2 ~ /^KUBE-/ {print $2}'); do iptables -t "$t" -F "$c" 2>/dev/null || true; done
+		for c in $(iptables -t "$t" -S 2>/dev/null | awk '$1 == "-N" && $2 ~ /^KUBE-/ {print $2}'); do iptables -t "$t" -X "$c" 2>/dev/null || true; done
 	done
 	ip link del "$BRIDGE" 2>/dev/null || true
 	# Leftover kubepods cgroups (cgroup v1: one per controller).
@@ -583,7 +608,7 @@ down() {
 	restore_sysctls
 	unmount_under "$RUN"
 	# Keep the logs of the last run for a post-mortem; drop everything else.
-	rm -rf "$RUN/etcd" "$RUN/kubelet" "$CTRD" "$RUN/cni" "$PIDS" "$PKI" "$RUN"/*.kubeconfig "$KUBECONFIG_FILE" "$RUN/bin"
+	rm -rf "$RUN/etcd" "$RUN/kubelet" "$CTRD" "$RUN/cni" "$PIDS" "$PKI" "$RUN"/*.kubeconfig "$KUBECONFIG_FILE" "$RUN/bin" "$RUN/kubelet.yaml"
 	log "cluster down"
 }
 
@@ -623,5 +648,6 @@ status) status ;;
 kubeconfig) echo "$KUBECONFIG_FILE" ;;
 load) shift; load "$@" ;;
 build) build ;;
-*) echo "usage: $0 up|down|status|kubeconfig|load IMAGE...|build" >&2; exit 2 ;;
+docker-check) mkdir -p "$LOGS"; docker_check ;;
+*) echo "usage: $0 up|down|status|kubeconfig|load IMAGE...|build|docker-check" >&2; exit 2 ;;
 esac

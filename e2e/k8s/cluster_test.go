@@ -277,10 +277,11 @@ func dial(t *testing.T, cfg *rest.Config, cs *kubernetes.Clientset, ns, pod, add
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out bytes.Buffer
+	// Stdout and stderr are copied by separate goroutines: one buffer each.
+	var out, errOut bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	err = exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &out, Stderr: &out})
+	err = exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &out, Stderr: &errOut})
 	var exit utilexec.ExitError
 	switch {
 	case err == nil:
@@ -288,7 +289,7 @@ func dial(t *testing.T, cfg *rest.Config, cs *kubernetes.Clientset, ns, pod, add
 	case errors.As(err, &exit) && exit.ExitStatus() == 1:
 		return false
 	default:
-		t.Fatalf("exec in %s/%s: %v: %s", ns, pod, err, out.String())
+		t.Fatalf("exec in %s/%s: %v: %s%s", ns, pod, err, out.String(), errOut.String())
 		return false
 	}
 }

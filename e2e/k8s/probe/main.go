@@ -6,7 +6,8 @@
 //	probe listen ADDR                accept TCP connections on ADDR, answer "ok", until killed
 //	probe dial ADDR                  exit 0 when a TCP connection to ADDR opens within 3 s, else 1
 //	probe image OUT NAME ARG...      write an OCI image archive: this binary as /probe, FROM
-//	                                 scratch, entrypoint /probe ARG..., named NAME (for ctr import)
+//	                                 scratch, entrypoint /probe, command ARG... (a pod's args
+//	                                 replace them), named NAME (for ctr import)
 package main
 
 import (
@@ -99,7 +100,7 @@ func dial(addr string) error {
 
 // image writes an OCI image layout archive holding one layer with this executable as /probe.
 // Uncompressed layers keep it simple: the layer's digest is also its diff ID.
-func image(out, name string, entrypoint []string) error {
+func image(out, name string, args []string) error {
 	self, err := os.ReadFile("/proc/self/exe")
 	if err != nil {
 		return err
@@ -132,7 +133,7 @@ func image(out, name string, entrypoint []string) error {
 	cfg, _ := json.Marshal(map[string]any{
 		"architecture": "amd64",
 		"os":           "linux",
-		"config":       map[string]any{"Entrypoint": append([]string{"/probe"}, entrypoint...)},
+		"config":       map[string]any{"Entrypoint": []string{"/probe"}, "Cmd": args},
 		"rootfs":       map[string]any{"type": "layers", "diff_ids": []string{layerDesc.Digest}},
 	})
 	cfgDesc := put("application/vnd.oci.image.config.v1+json", cfg)
