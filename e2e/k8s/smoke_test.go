@@ -33,9 +33,9 @@ import (
 // probeImage is the cluster's own static probe image (cluster.sh imports it into the node).
 const probeImage = "pml-test/k8s-netprobe:1"
 
-// kubeconfig is the admin kubeconfig of the test cluster: $KUBECONFIG, else where cluster.sh
+// smokeKubeconfig is the admin kubeconfig of the test cluster: $KUBECONFIG, else where cluster.sh
 // writes it.
-func kubeconfig(t *testing.T) string {
+func smokeKubeconfig(t *testing.T) string {
 	if k := os.Getenv("KUBECONFIG"); k != "" {
 		return k
 	}
@@ -46,9 +46,9 @@ func kubeconfig(t *testing.T) string {
 	return filepath.Join(home, ".cache", "pml", "k8s", "run", "kubeconfig")
 }
 
-func client(t *testing.T) (*rest.Config, *kubernetes.Clientset) {
+func smokeClient(t *testing.T) (*rest.Config, *kubernetes.Clientset) {
 	t.Helper()
-	path := kubeconfig(t)
+	path := smokeKubeconfig(t)
 	cfg, err := clientcmd.BuildConfigFromFlags("", path)
 	if err != nil {
 		t.Fatalf("no test cluster (%v): start one with e2e/k8s/cluster.sh up, or run make test-k8s", err)
@@ -61,7 +61,7 @@ func client(t *testing.T) (*rest.Config, *kubernetes.Clientset) {
 }
 
 func TestNodeIsReady(t *testing.T) {
-	_, cs := client(t)
+	_, cs := smokeClient(t)
 	nodes, err := cs.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatalf("listing nodes: %v", err)
@@ -84,11 +84,11 @@ func TestNodeIsReady(t *testing.T) {
 // TestNetworkPolicyIsEnforced is the proof that the cluster isolates a pod under a deny-all
 // policy: before the policy the same dials succeed, so the test can fail.
 func TestNetworkPolicyIsEnforced(t *testing.T) {
-	cfg, cs := client(t)
+	cfg, cs := smokeClient(t)
 	ctx := context.Background()
-	ns := createNamespace(t, cs)
-	probe := startProbe(t, cs, ns, "probe")
-	target := startProbe(t, cs, ns, "target")
+	ns := smokeNamespace(t, cs)
+	probe := startNetProbe(t, cs, ns, "probe")
+	target := startNetProbe(t, cs, ns, "target")
 
 	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil || len(nodes.Items) == 0 {
@@ -105,7 +105,7 @@ func TestNetworkPolicyIsEnforced(t *testing.T) {
 		t.Fatal(err)
 	}
 	apiService := net.JoinHostPort(api.Spec.ClusterIP, "443")
-	apiHost := net.JoinHostPort(nodeIP, strconv.Itoa(hostPort(t, cfg)))
+	apiHost := net.JoinHostPort(nodeIP, strconv.Itoa(apiPort(t, cfg)))
 	toTarget := net.JoinHostPort(target.Status.PodIP, "8080")
 	toProbe := net.JoinHostPort(probe.Status.PodIP, "8080")
 
@@ -138,7 +138,7 @@ func TestNetworkPolicyIsEnforced(t *testing.T) {
 		{"probe", hostLoopback, false},
 		{"probe", net.JoinHostPort("127.0.0.1", port), false},
 	} {
-		if got := dial(t, cfg, cs, ns, c.from, c.addr); got != c.reach {
+		if got := execDial(t, cfg, cs, ns, c.from, c.addr); got != c.reach {
 			t.Errorf("without a policy: %s dialing %s: reached=%v, want %v", c.from, c.addr, got, c.reach)
 		}
 	}
@@ -158,7 +158,7 @@ func TestNetworkPolicyIsEnforced(t *testing.T) {
 	}
 	// The enforcer acts on the policy's creation within moments; wait for the first sign.
 	_ = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 15*time.Second, true, func(context.Context) (bool, error) {
-		return !dial(t, cfg, cs, ns, "probe", toTarget), nil
+		return !execDial(t, cfg, cs, ns, "probe", toTarget), nil
 	})
 	for _, c := range []struct {
 		from, addr string
@@ -171,14 +171,14 @@ func TestNetworkPolicyIsEnforced(t *testing.T) {
 		{"probe", hostLoopback, false},
 		{"target", apiHost, true}, // an unselected pod is not isolated
 	} {
-		if got := dial(t, cfg, cs, ns, c.from, c.addr); got != c.reach {
+		if got := execDial(t, cfg, cs, ns, c.from, c.addr); got != c.reach {
 			t.Errorf("under deny-all on the probe: %s dialing %s: reached=%v, want %v", c.from, c.addr, got, c.reach)
 		}
 	}
 }
 
-// hostPort is the API server's port as the kubeconfig names it.
-func hostPort(t *testing.T, cfg *rest.Config) int {
+// apiPort is the API server's port as the kubeconfig names it.
+func apiPort(t *testing.T, cfg *rest.Config) int {
 	u, err := url.Parse(cfg.Host)
 	if err != nil {
 		t.Fatal(err)
@@ -190,7 +190,7 @@ func hostPort(t *testing.T, cfg *rest.Config) int {
 	return p
 }
 
-func createNamespace(t *testing.T, cs *kubernetes.Clientset) string {
+func smokeNamespace(t *testing.T, cs *kubernetes.Clientset) string {
 	t.Helper()
 	ns, err := cs.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "pml-smoke-", Labels: map[string]string{"pml.dev/test": "k8s-smoke"}},
@@ -212,8 +212,8 @@ func createNamespace(t *testing.T, cs *kubernetes.Clientset) string {
 	return ns.Name
 }
 
-// startProbe runs the probe image listening on :8080, as a locked-down pod, and waits for it.
-func startProbe(t *testing.T, cs *kubernetes.Clientset, ns, role string) *corev1.Pod {
+// startNetProbe runs the probe image listening on :8080, as a locked-down pod, and waits for it.
+func startNetProbe(t *testing.T, cs *kubernetes.Clientset, ns, role string) *corev1.Pod {
 	t.Helper()
 	ctx := context.Background()
 	_, err := cs.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
@@ -259,9 +259,9 @@ func startProbe(t *testing.T, cs *kubernetes.Clientset, ns, role string) *corev1
 	return pod
 }
 
-// dial runs `/probe dial ADDR` in the pod through the API server's exec subresource and says
+// execDial runs `/probe dial ADDR` in the pod through the API server's exec subresource and says
 // whether the connection opened. Anything but the probe's own verdict fails the test.
-func dial(t *testing.T, cfg *rest.Config, cs *kubernetes.Clientset, ns, pod, addr string) bool {
+func execDial(t *testing.T, cfg *rest.Config, cs *kubernetes.Clientset, ns, pod, addr string) bool {
 	t.Helper()
 	req := cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(ns).Name(pod).SubResource("exec").
 		VersionedParams(&corev1.PodExecOptions{Container: "probe", Command: []string{"/probe", "dial", addr}, Stdout: true, Stderr: true}, scheme.ParameterCodec)
