@@ -70,7 +70,7 @@ build() {
 	local tmp t0
 	tmp=$(mktemp -d)
 	t0=$(date +%s)
-	log "building ${need[*]} into $BIN (from nothing this takes ~15 minutes on 2 cores)"
+	log "building ${need[*]} into $BIN (from nothing about 14 minutes on 2 idle cores)"
 	local v=k8s.io/component-base/version cv=k8s.io/client-go/pkg/version minor
 	minor=$(echo "$K8S_VERSION" | cut -d. -f2)
 	local ld="-X $v.gitVersion=$K8S_VERSION -X $v.gitMajor=1 -X $v.gitMinor=$minor -X $v.gitTreeState=clean"
