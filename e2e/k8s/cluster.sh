@@ -546,6 +546,7 @@ up() {
 	node_up
 	log "node $NODE Ready $(( $(date +%s) - t0 ))s after start"
 	selfcheck
+	reload
 	log "cluster up in $(( $(date +%s) - t0 ))s; KUBECONFIG=$KUBECONFIG_FILE"
 }
 
@@ -637,7 +638,21 @@ load() {
 	for img in "$@"; do
 		log "loading $img"
 		docker image save "$img" | ctr_k8s images import - >/dev/null || die "loading $img failed"
+		# Remembered (outside the run directory) so the next `up` loads it again: the node's
+		# image store does not outlive `down`.
+		grep -qxF "$img" "$CACHE/loaded-images" 2>/dev/null || echo "$img" >>"$CACHE/loaded-images"
 	done
+}
+
+# reload: loads again the images loaded into an earlier cluster that Docker still has.
+reload() {
+	[ -f "$CACHE/loaded-images" ] && command -v docker >/dev/null || return 0
+	local img keep=()
+	while IFS= read -r img; do
+		docker image inspect "$img" >/dev/null 2>&1 && keep+=("$img")
+	done <"$CACHE/loaded-images"
+	printf '%s\n' "${keep[@]}" >"$CACHE/loaded-images"
+	[ ${#keep[@]} -eq 0 ] || load "${keep[@]}"
 }
 
 
