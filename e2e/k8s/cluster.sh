@@ -294,6 +294,10 @@ network() {
 		ip link add "$BRIDGE" type bridge
 		ip addr add "$NODE_IP/24" dev "$BRIDGE"
 	fi
+	# IPv4 only: the enforcer filters IPv4, so pods get no IPv6 at all (not even link-local,
+	# which would let them talk to each other and the host around the policy). The tuning plugin
+	# sets that inside each pod; the bridge's own setting goes away with it.
+	sysctl -qw "net.ipv6.conf.$BRIDGE.disable_ipv6=1" 2>/dev/null || true
 	ip link set "$BRIDGE" up
 	# Bridged pod-to-pod traffic must pass iptables for policies to see it.
 	sysctl -qw net.bridge.bridge-nf-call-iptables=1 net.ipv4.ip_forward=1
@@ -314,6 +318,14 @@ network() {
         "dataDir": "$RUN/cni/ipam",
         "ranges": [[{"subnet": "$NODE_SUBNET", "gateway": "$NODE_IP"}]],
         "routes": [{"dst": "0.0.0.0/0"}]
+      }
+    },
+    {
+      "type": "tuning",
+      "sysctl": {
+        "net.ipv6.conf.all.disable_ipv6": "1",
+        "net.ipv6.conf.default.disable_ipv6": "1",
+        "net.ipv6.conf.eth0.disable_ipv6": "1"
       }
     }
   ]
