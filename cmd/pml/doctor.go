@@ -148,6 +148,9 @@ func doctor(ctx context.Context) []check {
 		add(checkCloud(ctx, http.DefaultClient, cfg.Cloud.URL, key, from))
 	}
 
+	if cfg != nil && cfg.Runtime == config.RuntimeKubernetes {
+		return append(out, doctorKubernetes(ctx, ws.Dir, cfg, exe)...)
+	}
 	rt, err := docker.New()
 	if err != nil {
 		add(check{"fail", "docker", err.Error(), "check DOCKER_HOST"})

@@ -7,7 +7,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/pml-dev/pml/internal/container"
-	"github.com/pml-dev/pml/internal/docker"
 	"github.com/pml-dev/pml/internal/protect"
 )
 
@@ -43,7 +42,7 @@ func startGuard(log zerolog.Logger, ws string) {
 // it (bounded). When the daemon does not answer, nothing of theirs can run
 // either: the check goes on.
 func reapNow(log zerolog.Logger) {
-	rt, err := docker.New()
+	rt, err := newRuntime(nil, log)
 	if err != nil {
 		log.Warn().Err(err).Msg("a pml that exited left containers that may still run; the container runtime is unreachable, so they were not removed")
 		return

@@ -21,7 +21,6 @@ import (
 	"github.com/pml-dev/pml/broker"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/container"
-	"github.com/pml-dev/pml/internal/docker"
 	"github.com/pml-dev/pml/internal/safefs"
 	"github.com/pml-dev/pml/internal/workspace"
 )
@@ -166,7 +165,7 @@ type env struct {
 	log    zerolog.Logger
 	ws     workspace.Result
 	cfg    *config.Config
-	rt     *docker.Runtime
+	rt     container.Runtime
 	broker *broker.Broker
 }
 
@@ -222,7 +221,7 @@ func (g *globals) setup() (*env, error) {
 	if err != nil {
 		return nil, err
 	}
-	rt, err := docker.New()
+	rt, err := newRuntime(cfg, log)
 	if err != nil {
 		return nil, &exitError{5, err}
 	}
@@ -230,8 +229,10 @@ func (g *globals) setup() (*env, error) {
 	if err != nil {
 		return nil, &exitError{2, fmt.Errorf("cannot find the pml executable: %w", err)}
 	}
-	// Pooled servers' stdio skips the daemon when it can (internal/shim).
-	rt.UseDirectStdio(exe, log)
+	// Pooled servers' stdio skips the engine when it can (internal/shim).
+	if d, ok := rt.(container.DirectStdio); ok {
+		d.UseDirectStdio(exe, log)
+	}
 	b, err := broker.New(broker.Options{Workspace: ws.Dir, Config: cfg, Runtime: rt, Exe: exe, Logger: log})
 	if err != nil {
 		rt.Close()

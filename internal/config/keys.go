@@ -66,6 +66,9 @@ func table(c *Config) []setting {
 		owned("mcps"), // servers.go
 		owned("private_mcps"),
 		owned("$schema"),
+		text("runtime", kString, &c.Runtime, RuntimeDocker, checkRuntime),
+		text("kubernetes.namespace", kString, &c.Kubernetes.Namespace, DefaultKubernetesNamespace, checkNamespace),
+		field("kubernetes.unverified_network", kBool, &c.Kubernetes.UnverifiedNetwork, false, decodeBool, nil),
 	}
 }
 

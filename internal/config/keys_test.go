@@ -36,6 +36,9 @@ var keyCases = []keyCase{
 	{"cloud.url", `"https://cloud.example/"`, func(c *Config) bool { return c.Cloud.URL == "https://cloud.example" }, `"ftp://x"`, "not an http:// or https:// URL"},
 	{"cloud.timeout", `"5s"`, func(c *Config) bool { return c.Cloud.Timeout == 5*time.Second }, `true`, "must be a duration string"},
 	{"registries", `["https://r.example/"]`, func(c *Config) bool { return c.RegistriesSet && c.Registries[0] == "https://r.example" }, `["https://ok.example", "nope"]`, `"nope" is not an http:// or https:// URL`},
+	{"runtime", `"kubernetes"`, func(c *Config) bool { return c.Runtime == RuntimeKubernetes }, `"podman-compose"`, `must be "docker" or "kubernetes"`},
+	{"kubernetes.namespace", `"tools"`, func(c *Config) bool { return c.Kubernetes.Namespace == "tools" }, `"Not_A_Name"`, "is not a Kubernetes namespace name"},
+	{"kubernetes.unverified_network", `true`, func(c *Config) bool { return c.Kubernetes.UnverifiedNetwork }, `"yes"`, "must be true or false"},
 }
 
 // doc nests value under the dotted key: {"a": {"b": value}}.
@@ -102,6 +105,7 @@ func TestAnEnvironmentVariableOverridesEveryKey(t *testing.T) {
 		"sandbox.pids": "128", "sandbox.timeout": "90s", "sandbox.idle_timeout": "1m", "sandbox.pool.min": "2",
 		"sandbox.pool.max": "8", "sandbox.max_containers": "2", "hil.timeout": "10m", "hil.require_elicitation": "true",
 		"cloud.url": "https://cloud.example/", "cloud.timeout": "5s", "registries": "https://r.example/",
+		"runtime": "kubernetes", "kubernetes.namespace": "tools", "kubernetes.unverified_network": "1",
 	}
 	for _, c := range keyCases {
 		name := "PML_" + strings.ToUpper(strings.ReplaceAll(c.key, ".", "_"))

@@ -29,8 +29,10 @@ type fakeAPI struct {
 	enforcing bool
 	// controlFails: the control pod reaches nothing either.
 	controlFails bool
-	// nodeImages are the images every node reports.
+	// nodeImages are the images the node holds; the node's status lists
+	// them unless statusLags.
 	nodeImages []string
+	statusLags bool
 
 	mu    sync.Mutex
 	procs map[string]*fakeProc
@@ -99,7 +101,14 @@ func (f *fakeAPI) kubelet(ctx context.Context, w watch.Interface) {
 
 func (f *fakeAPI) run(ctx context.Context, pod *corev1.Pod) {
 	c := pod.Spec.Containers[0]
-	if strings.HasPrefix(c.Image, "missing/") {
+	known := !strings.HasPrefix(c.Image, "missing/")
+	if c.ImagePullPolicy == corev1.PullNever {
+		known = false
+		for _, img := range f.nodeImages {
+			known = known || sameImage(img, c.Image)
+		}
+	}
+	if !known {
 		f.setStatus(ctx, pod.Name, func(s *corev1.PodStatus) {
 			s.ContainerStatuses = []corev1.ContainerStatus{{Name: mainContainer, Image: c.Image, State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImageNeverPull", Message: "not present"}}}}
 		})
@@ -259,7 +268,7 @@ func (f *fakeAPI) updateNetworkPolicy(ctx context.Context, np *networkingv1.Netw
 
 func (f *fakeAPI) listNodes(ctx context.Context) (*corev1.NodeList, error) {
 	l, err := f.cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err == nil {
+	if err == nil && !f.statusLags {
 		for i := range l.Items {
 			for _, img := range f.nodeImages {
 				l.Items[i].Status.Images = append(l.Items[i].Status.Images, corev1.ContainerImage{Names: []string{img}})

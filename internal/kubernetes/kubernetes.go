@@ -72,6 +72,8 @@ type Runtime struct {
 	placeErr  error
 
 	net netCheck
+	// images holds the refs known present (ImageExists).
+	images sync.Map
 }
 
 // New loads the cluster's credentials the way kubectl does (KUBECONFIG, or
@@ -272,36 +274,36 @@ func waitingError(pod, image string, w *corev1.ContainerStateWaiting) error {
 	return nil
 }
 
-// ImageExists reports whether a node of the cluster holds ref (the images
-// the nodes report in their status). A reference with a registry host is
-// taken as present: the cluster pulls it (imagePullPolicy IfNotPresent),
-// and whether it can is only known when a pod starts (an image that
-// cannot be had then fails the start with ErrImageMissing). When the
-// nodes cannot be read (a namespaced account), the pod's start answers
-// too.
+// ImageExists reports whether the node pml's pods run on holds ref: the
+// images the nodes report first, else the node itself (images.go). A
+// reference with a registry host that no node holds is taken as present:
+// the cluster pulls it (imagePullPolicy IfNotPresent), and an image that
+// cannot be had fails the pod's start with ErrImageMissing. A present
+// answer is remembered for the process.
 func (r *Runtime) ImageExists(ctx context.Context, ref string) (bool, error) {
-	nodes, err := r.api.listNodes(ctx)
-	if err != nil {
-		if isForbidden(err) {
-			return true, nil
-		}
-		return false, wrap("listing the cluster's nodes", err)
+	if _, ok := r.images.Load(ref); ok {
+		return true, nil
 	}
-	for _, n := range nodes.Items {
-		for _, img := range n.Status.Images {
-			for _, name := range img.Names {
-				if sameImage(name, ref) {
-					return true, nil
+	if nodes, err := r.api.listNodes(ctx); err == nil {
+		for _, n := range nodes.Items {
+			for _, img := range n.Status.Images {
+				for _, name := range img.Names {
+					if sameImage(name, ref) {
+						r.images.Store(ref, true)
+						return true, nil
+					}
 				}
 			}
 		}
-		// A node reports at most 50 images by default: a full list may
-		// hide ref.
-		if len(n.Status.Images) >= 50 {
-			return true, nil
-		}
 	}
-	return hasRegistryHost(ref), nil
+	ok, err := r.imageOnNode(ctx, ref)
+	if err != nil {
+		return false, err
+	}
+	if ok {
+		r.images.Store(ref, true)
+	}
+	return ok || hasRegistryHost(ref), nil
 }
 
 // ListManaged lists pml's pods (label pml.managed=true) in the namespace.

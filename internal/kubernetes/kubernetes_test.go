@@ -256,16 +256,22 @@ func TestMissingImageIsErrImageMissing(t *testing.T) {
 func TestImageExists(t *testing.T) {
 	f := newFakeAPI(t)
 	f.nodeImages = []string{"docker.io/pml/toolbox:abc", "docker.io/library/busybox:1"}
-	rt := newTestRuntime(t, f)
 	ctx := context.Background()
-	for ref, want := range map[string]bool{
-		"pml/toolbox:abc": true, "busybox:1": true, "pml/toolbox:other": false,
-		"registry.example:5000/pml/toolbox:abc": true, // the cluster pulls it
-	} {
-		if got, err := rt.ImageExists(ctx, ref); err != nil || got != want {
-			t.Errorf("ImageExists(%s) = %v, %v; want %v", ref, got, err, want)
+	// The node's status lists its images, or lags behind: the node itself
+	// answers then (a check pod with imagePullPolicy Never).
+	for _, lag := range []bool{false, true} {
+		f.statusLags = lag
+		rt := newTestRuntime(t, f)
+		for ref, want := range map[string]bool{
+			"pml/toolbox:abc": true, "busybox:1": true, "pml/toolbox:other": false,
+			"registry.example:5000/pml/toolbox:abc": true, // the cluster pulls it
+		} {
+			if got, err := rt.ImageExists(ctx, ref); err != nil || got != want {
+				t.Errorf("status lags %v: ImageExists(%s) = %v, %v; want %v", lag, ref, got, err, want)
+			}
 		}
 	}
+	waitNoPods(t, f)
 }
 
 func TestCheckPin(t *testing.T) {
