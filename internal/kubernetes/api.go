@@ -79,6 +79,9 @@ func newRestAPI(cfg *rest.Config, ns string) (*restAPI, error) {
 		if c.UserAgent == "" {
 			c.UserAgent = "pml"
 		}
+		// The API server's deprecation warnings (v1 Endpoints) would go
+		// to stderr through klog, outside pml's log.
+		c.WarningHandler = rest.NoWarnings{}
 		return rest.RESTClientFor(c)
 	}
 	core, err := mk("/api", corev1.SchemeGroupVersion)

@@ -16,6 +16,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"sync"
@@ -26,6 +27,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 
 	"github.com/pml-dev/pml/internal/container"
 )
@@ -90,6 +92,7 @@ func New(o Options) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
+	quietKlog()
 	a, err := newRestAPI(cfg, o.Namespace)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
@@ -105,6 +108,18 @@ func newRuntime(a api, o Options) *Runtime {
 	r.net.r = r
 	return r
 }
+
+// quietKlog keeps client-go's own log (klog: a stream closed under a
+// removed pod is "Unhandled Error") off pml's stderr, which holds pml's
+// log only; what matters reaches pml as errors.
+func quietKlog() {
+	klogOnce.Do(func() {
+		klog.LogToStderr(false)
+		klog.SetOutput(io.Discard)
+	})
+}
+
+var klogOnce sync.Once
 
 func loadConfig() (*rest.Config, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
@@ -197,6 +212,12 @@ func (r *Runtime) Start(ctx context.Context, spec container.Spec, streams contai
 		p.discard(ctx)
 		return nil, err
 	}
+	if spec.Policy.Network != "bridge" {
+		if err := settle(ctx, running); err != nil {
+			p.discard(ctx)
+			return nil, err
+		}
+	}
 	p.start(running)
 	return p, nil
 }
@@ -233,6 +254,29 @@ func (r *Runtime) waitRunning(ctx context.Context, pod *corev1.Pod) (*corev1.Pod
 		}
 		pod = next
 	}
+}
+
+// settle waits until pod's container has run for policySettle (see
+// network.go).
+func settle(ctx context.Context, pod *corev1.Pod) error {
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.Name != mainContainer || cs.State.Running == nil {
+			continue
+		}
+		wait := policySettle - time.Since(cs.State.Running.StartedAt.Time)
+		if wait <= 0 {
+			return nil
+		}
+		if wait > policySettle {
+			wait = policySettle // clocks of node and pml disagree
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
 }
 
 // startState reports whether pod's container has started (running or

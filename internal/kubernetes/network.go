@@ -243,10 +243,22 @@ func policyError(ns, op string, err error) error {
 	return wrap(what, err)
 }
 
+// policySettle is how long a pod runs before the probe dials, and before
+// pml hands a tool pod its work: enforcers that program a new pod's rules
+// once it has an address (rather than before its network comes up) leave
+// it a moment of network at its start. pml's own programs do nothing
+// before their work arrives on stdin; a third-party server's start-up
+// code runs in that moment (see README, Kubernetes).
+const (
+	policySettle  = 2 * time.Second
+	settleSeconds = "2"
+)
+
 // probeScript tries each "ip port" argument and writes "open" or "closed"
 // per line to the termination message: output written before an attach
 // is lost on Kubernetes, the termination message is not.
-const probeScript = `for t in "$@"; do
+const probeScript = `sleep ` + settleSeconds + `
+for t in "$@"; do
   set -- $t
   if nc -w 3 "$1" "$2" </dev/null >/dev/null 2>&1; then echo "open $1 $2"; else echo "closed $1 $2"; fi
 done >/dev/termination-log`
@@ -355,7 +367,7 @@ func (r *Runtime) verify(ctx context.Context) Verdict {
 	if n := strings.Count(probeOut, "closed "); n != 1+len(apiAddrs) {
 		return fail("the probe pod's answer is incomplete (%q)", probeOut)
 	}
-	return Verdict{Enforced: true, Detail: fmt.Sprintf("a probe pod failed to reach another pod (%s) and the API server (%s), which a pod outside the policy reached", strings.Replace(targetAddr, " ", ":", 1), strings.Join(apiAddrs, ", "))}
+	return Verdict{Enforced: true, Detail: fmt.Sprintf("a probe pod failed to reach another pod (%s) and the API server (%s), which a pod outside the policy reached", strings.Replace(targetAddr, " ", ":", 1), strings.ReplaceAll(strings.Join(apiAddrs, ", "), " ", ":"))}
 }
 
 // probePolicy is the policy of verification pods: the default one, with
