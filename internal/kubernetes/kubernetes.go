@@ -44,6 +44,9 @@ const (
 	// UnverifiedNetworkEnv=1 runs tools even where the isolation of pml's
 	// pods could not be verified (logged on every pod).
 	UnverifiedNetworkEnv = "PML_KUBERNETES_UNVERIFIED_NETWORK"
+	// PodDeadlineEnv replaces the longest life of a pod (podDeadline), as
+	// a duration ("30m").
+	PodDeadlineEnv = "PML_KUBERNETES_POD_DEADLINE"
 )
 
 // Options configure New.
@@ -58,7 +61,10 @@ type Options struct {
 	// VerdictDir holds the cached verdicts ("" means the user cache
 	// directory).
 	VerdictDir string
-	Logger     zerolog.Logger
+	// PodDeadline is the longest a pod lives (activeDeadlineSeconds)
+	// when pml cannot end it (0: one hour, or PodDeadlineEnv).
+	PodDeadline time.Duration
+	Logger      zerolog.Logger
 }
 
 // Runtime is the Kubernetes implementation of container.Runtime.
@@ -87,6 +93,13 @@ func New(o Options) (*Runtime, error) {
 	}
 	if o.Namespace == "" {
 		o.Namespace = DefaultNamespace
+	}
+	if v := os.Getenv(PodDeadlineEnv); v != "" && o.PodDeadline == 0 {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 10*time.Second {
+			return nil, fmt.Errorf("%s=%q is not a duration of at least 10s such as \"30m\"", PodDeadlineEnv, v)
+		}
+		o.PodDeadline = d
 	}
 	cfg, err := loadConfig()
 	if err != nil {
@@ -180,7 +193,7 @@ func (r *Runtime) Start(ctx context.Context, spec container.Spec, streams contai
 	if err != nil {
 		return nil, err
 	}
-	pod, err := podFor(spec, podOptions{name: "pml-" + randomHex(6), node: r.placeNode, volumes: place})
+	pod, err := podFor(spec, podOptions{name: "pml-" + randomHex(6), node: r.placeNode, volumes: place, deadline: r.opts.PodDeadline})
 	if err != nil {
 		return nil, err
 	}

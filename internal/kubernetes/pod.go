@@ -45,6 +45,8 @@ type podOptions struct {
 	node string
 	// volumes maps a mount source to its volume (see workspace.go).
 	volumes volumeSource
+	// deadline replaces podDeadline when set.
+	deadline time.Duration
 }
 
 // podFor translates spec into a pod: the policy as the pod's security
@@ -85,8 +87,12 @@ func podFor(spec container.Spec, o podOptions) (*corev1.Pod, error) {
 	f, t := false, true
 	uid, gid := int64(id.UID), int64(id.GID)
 	changePolicy := corev1.FSGroupChangeOnRootMismatch
-	deadline := int64(podDeadline / time.Second)
-	if d := 2 * time.Duration(pol.Timeout); d > podDeadline {
+	longest := podDeadline
+	if o.deadline > 0 {
+		longest = o.deadline
+	}
+	deadline := int64(longest / time.Second)
+	if d := 2 * time.Duration(pol.Timeout); d > longest {
 		deadline = int64(d / time.Second)
 	}
 	grace := int64(1)
