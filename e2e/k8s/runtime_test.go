@@ -148,7 +148,7 @@ func rtBuildProbe() (string, error) {
 
 // rtNamespace creates a namespace for one test; it is deleted (with every
 // pod in it) at the end.
-func rtNamespace(t *testing.T, cs *kubernetes.Clientset) string {
+func rtNamespace(t testing.TB, cs *kubernetes.Clientset) string {
 	t.Helper()
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
@@ -163,7 +163,7 @@ func rtNamespace(t *testing.T, cs *kubernetes.Clientset) string {
 
 // rtWorkspace is a workspace owned by rtOwner with cfg as .pml.json, the
 // runtime set to kubernetes in namespace ns.
-func rtWorkspace(t *testing.T, ns, cfg string) string {
+func rtWorkspace(t testing.TB, ns, cfg string) string {
 	t.Helper()
 	dir := t.TempDir()
 	var doc map[string]any
@@ -470,7 +470,7 @@ func TestKubernetesKilledPmlPodsAreReaped(t *testing.T) {
 	serve("PML_KUBERNETES_POD_DEADLINE=15s")
 	pods := rtPods(t, cs, ns)
 	if len(pods) == 0 || pods[0].Spec.ActiveDeadlineSeconds == nil || *pods[0].Spec.ActiveDeadlineSeconds != 15 {
-		t.Fatalf("the server pod has no 15 s deadline: %+v", pods)
+		t.Fatalf("the server pod has no 15 s deadline (%d pods)", len(pods))
 	}
 	name := pods[0].Name
 	rtEventually(t, 90*time.Second, "the pod did not end by its deadline", func() bool {

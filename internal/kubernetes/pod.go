@@ -92,7 +92,7 @@ func podFor(spec container.Spec, o podOptions) (*corev1.Pod, error) {
 		longest = o.deadline
 	}
 	deadline := int64(longest / time.Second)
-	if d := 2 * time.Duration(pol.Timeout); d > longest {
+	if d := 2 * time.Duration(pol.Timeout); d > longest && o.deadline == 0 {
 		deadline = int64(d / time.Second)
 	}
 	grace := int64(1)
