@@ -90,3 +90,8 @@ bench: images
 
 clean:
 	rm -rf bin
+
+# The Kubernetes runtime's bench rows (pool vs cold pod, pooled server vs
+# native) against the test cluster (e2e/k8s/cluster.sh up): bench/k8s-report.md.
+bench-k8s: build
+	PML_BIN=$(CURDIR)/$(BIN) PML_BENCH_OUT=$(CURDIR)/bench $(GO) test -tags k8s -run '^$$' -bench '^BenchmarkKubernetesReport$$' -benchtime 1x -count 1 -timeout 30m ./e2e/k8s

@@ -473,7 +473,7 @@ func TestKubernetesKilledPmlPodsAreReaped(t *testing.T) {
 		t.Fatalf("the server pod has no 15 s deadline (%d pods)", len(pods))
 	}
 	name := pods[0].Name
-	rtEventually(t, 90*time.Second, "the pod did not end by its deadline", func() bool {
+	rtEventually(t, 3*time.Minute, "the pod did not end by its deadline (the kubelet checks it on its resync, about every minute)", func() bool {
 		p, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		return err != nil || p.Status.Phase == corev1.PodFailed
 	})

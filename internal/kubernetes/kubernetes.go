@@ -324,7 +324,7 @@ func startState(pod *corev1.Pod) (bool, error) {
 func waitingError(pod, image string, w *corev1.ContainerStateWaiting) error {
 	switch w.Reason {
 	case "ErrImagePull", "ImagePullBackOff", "ErrImageNeverPull", "InvalidImageName":
-		return fmt.Errorf("pod %s: %w: image %s cannot be had on the node (%s: %s); put it where the cluster can pull it: pml images push --registry, or import it into the node's container runtime (see README, Kubernetes)", pod, container.ErrImageMissing, image, w.Reason, w.Message)
+		return fmt.Errorf("pod %s: %w: image %s cannot be had on the node (%s: %s); %s", pod, container.ErrImageMissing, image, w.Reason, w.Message, imageFix)
 	case "CreateContainerConfigError", "CreateContainerError", "RunContainerError", "CrashLoopBackOff":
 		return fmt.Errorf("pod %s: the container could not be started (%s: %s)", pod, w.Reason, w.Message)
 	}
@@ -361,6 +361,16 @@ func (r *Runtime) ImageExists(ctx context.Context, ref string) (bool, error) {
 		r.images.Store(ref, true)
 	}
 	return ok || hasRegistryHost(ref), nil
+}
+
+// imageFix says how to put an image where the cluster finds it.
+const imageFix = "import it into each node's container runtime (built where pml runs with `pml images build`, exported with the local engine's save, then `ctr -n k8s.io images import`), or push it to a registry the nodes pull from (README, Kubernetes)"
+
+// ImportImage cannot build an image on the nodes: it says how to put it
+// there (the toolbox image is built from pml's own executable where an
+// engine can import it).
+func (r *Runtime) ImportImage(ctx context.Context, ref string, rootfs io.Reader, changes []string) error {
+	return fmt.Errorf("%w: image %s is on no node of the cluster, and pml cannot build images on the nodes: %s", container.ErrImageMissing, ref, imageFix)
 }
 
 // ListManaged lists pml's pods (label pml.managed=true) in the namespace.
