@@ -423,6 +423,15 @@ func (r *Runtime) waitMessage(ctx context.Context, pod *corev1.Pod) (string, err
 	}
 }
 
+// AuditNote is recorded in every audit entry while tools run without a
+// verified network isolation (the opt-out).
+func (r *Runtime) AuditNote() string {
+	if !r.opts.AllowUnverifiedNetwork {
+		return ""
+	}
+	return "network isolation of pods NOT verified (" + UnverifiedNetworkEnv + " opt-out)"
+}
+
 // NetworkVerdict returns whether pml's pods are verified to have no
 // network (pml doctor; fresh skips the cache).
 func (r *Runtime) NetworkVerdict(ctx context.Context, fresh bool) (Verdict, error) {
