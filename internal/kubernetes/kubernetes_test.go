@@ -12,6 +12,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/rs/zerolog"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/pml-dev/pml/internal/container"
@@ -339,3 +340,27 @@ func waitNoPods(t *testing.T, f *fakeAPI) {
 }
 
 var specsSeccomp = specs.LinuxSeccomp{DefaultAction: specs.ActErrno}
+
+// Hostile: someone widened pml's policy (an egress rule allowing all):
+// pml puts its deny-all spec back before it trusts or runs anything.
+func TestAWidenedPolicyIsRestored(t *testing.T) {
+	f := newFakeAPI(t)
+	rt := newTestRuntime(t, f)
+	ctx := context.Background()
+	np := denyAll(f.ns)
+	np.Spec.Egress = []networkingv1.NetworkPolicyEgressRule{{}} // allow all egress
+	np.Spec.PodSelector.MatchLabels = map[string]string{"nothing": "selected"}
+	if _, err := f.createNetworkPolicy(ctx, np); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rt.NetworkVerdict(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	got, err := f.getNetworkPolicy(ctx, PolicyName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Spec.Egress) != 0 || got.Spec.PodSelector.MatchLabels[container.LabelManaged] != "true" {
+		t.Fatalf("the widened policy was kept: %+v", got.Spec)
+	}
+}
