@@ -446,10 +446,10 @@ func TestKubernetesKilledPmlPodsAreReaped(t *testing.T) {
 	ws := rtWorkspace(t, ns, fmt.Sprintf(`{"permissions": {"allow": ["*"]}, "mcps": {"probe": {"image": %q}}}`, probe))
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	serve := func(env ...string) *exec.Cmd {
+	serve := func(tool string, env ...string) *exec.Cmd {
 		s, cmd := rtSession(t, ws, env...)
-		if r, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "probe__echo", Arguments: map[string]any{"text": "x"}}); err != nil || r.IsError {
-			t.Fatalf("echo: %v", err)
+		if r, err := s.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"text": "x"}}); err != nil || r.IsError {
+			t.Fatalf("%s: %v", tool, err)
 		}
 		if err := cmd.Process.Kill(); err != nil {
 			t.Fatal(err)
@@ -457,7 +457,7 @@ func TestKubernetesKilledPmlPodsAreReaped(t *testing.T) {
 		_, _ = cmd.Process.Wait()
 		return cmd
 	}
-	serve()
+	serve("probe__echo")
 	if len(rtPods(t, cs, ns)) == 0 {
 		t.Fatal("no pod outlived the killed pml: the test proves nothing")
 	}
@@ -466,8 +466,10 @@ func TestKubernetesKilledPmlPodsAreReaped(t *testing.T) {
 	}
 	rtEventually(t, 60*time.Second, "the killed pml's pods were not reaped by the next pml", func() bool { return len(rtPods(t, cs, ns)) == 0 })
 
-	// Nobody reaps this time: the pod's own deadline ends it.
-	serve("PML_KUBERNETES_POD_DEADLINE=15s")
+	// Nobody reaps this time, and the server stays after its stdin ended
+	// (a killed pml's attach ends it for a well-behaved server): the
+	// pod's own deadline ends it.
+	serve("probe__linger", "PML_KUBERNETES_POD_DEADLINE=15s")
 	pods := rtPods(t, cs, ns)
 	if len(pods) == 0 || pods[0].Spec.ActiveDeadlineSeconds == nil || *pods[0].Spec.ActiveDeadlineSeconds != 15 {
 		t.Fatalf("the server pod has no 15 s deadline (%d pods)", len(pods))
@@ -475,6 +477,6 @@ func TestKubernetesKilledPmlPodsAreReaped(t *testing.T) {
 	name := pods[0].Name
 	rtEventually(t, 3*time.Minute, "the pod did not end by its deadline (the kubelet checks it on its resync, about every minute)", func() bool {
 		p, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
-		return err != nil || p.Status.Phase == corev1.PodFailed
+		return err == nil && p.Status.Phase == corev1.PodFailed && p.Status.Reason == "DeadlineExceeded"
 	})
 }
