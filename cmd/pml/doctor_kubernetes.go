@@ -69,7 +69,7 @@ func doctorKubernetes(ctx context.Context, ws string, cfg *config.Config, exe st
 		case ok:
 			add(check{"ok", img.name, ref + " is on a node of the cluster (or pulled by it)", ""})
 		default:
-			add(check{"fail", img.name, ref + " is on no node of the cluster", "pml images save -o pml-images.tar, then import it on each node (ctr -n k8s.io images import pml-images.tar), or push it to a registry the cluster pulls from"})
+			add(check{"fail", img.name, ref + " is on no node of the cluster", "pml images save -o pml-images.tar, then on each node: tar -xOf pml-images.tar images.tar | ctr -n k8s.io images import - (or push it to a registry the nodes pull from)"})
 		}
 	}
 	return out
