@@ -149,9 +149,10 @@ podman-down:
 # e2e/k8s/cluster.sh builds Kubernetes from the Go module proxy once (cached in
 # ~/.cache/pml/k8s/<version>/bin; about 15 minutes from nothing on 2 cores), starts it
 # (about 25 s), loads pml's images into the node and always takes it down again.
-# K8S_IMAGES: the Docker images the tests run as pods (the toolbox is tagged by bin/pml).
+# K8S_IMAGES: the Docker images the tests run as pods (the toolbox is tagged by the
+# digest of the embedded in-container program for this machine's architecture).
 K8S_CLUSTER := $(CURDIR)/e2e/k8s/cluster.sh
-K8S_IMAGES ?= pml/toolbox:$$(sha256sum $(BIN) | cut -c1-16) $(shell echo pml/shell:busybox pml-test/everything:1.8.0 pml-test/memory:1.8.0 pml-test/filesystem:0.11.1)
+K8S_IMAGES ?= pml/toolbox:$$(sha256sum $(INSIDE_DIR)/pml-inside-linux-$$($(GO) env GOARCH).gz | cut -c1-16) $(shell echo pml/shell:busybox pml-test/everything:1.8.0 pml-test/memory:1.8.0 pml-test/filesystem:0.11.1)
 export PML_K8S_CLUSTER := $(K8S_CLUSTER)
 .PHONY: test-k8s k8s-up k8s-down
 test-k8s: images
@@ -175,3 +176,8 @@ clean:
 .PHONY: bench-egress
 bench-egress:
 	$(GO) test -run '^$$' -bench '^BenchmarkEgress$$' -benchtime 1x -count 1 -timeout 10m ./e2e
+
+# The Kubernetes runtime's bench rows (pool vs cold pod, pooled server vs
+# native) against the test cluster (e2e/k8s/cluster.sh up): bench/k8s-report.md.
+bench-k8s: build
+	PML_BIN=$(CURDIR)/$(BIN) PML_BENCH_OUT=$(CURDIR)/bench $(GO) test -tags k8s -run '^$$' -bench '^BenchmarkKubernetesReport$$' -benchtime 1x -count 1 -timeout 30m ./e2e/k8s

@@ -195,6 +195,9 @@ func New(o Options) (*Broker, error) {
 	b.setupCloud(o)
 	b.setupRegistry()
 	b.path, b.belowAudit = b.chain()
+	if n, ok := o.Runtime.(container.AuditNoter); ok {
+		b.path = auditLayerNoted(b.path, n)
+	}
 	return b, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/pml-dev/pml/internal/audit"
+	"github.com/pml-dev/pml/internal/container"
 )
 
 // auditLayer wraps the whole request path: whatever way a call leaves it,
@@ -18,6 +19,18 @@ type auditLayer struct {
 	next Handler
 	log  zerolog.Logger
 	sink *audit.Log
+	// noter, when set, adds the runtime's note to every entry (see
+	// container.AuditNoter).
+	noter container.AuditNoter
+}
+
+// auditLayerNoted gives the audit layer of path the runtime's note.
+func auditLayerNoted(path Handler, n container.AuditNoter) Handler {
+	if l, ok := path.(auditLayer); ok {
+		l.noter = n
+		return l
+	}
+	return path
 }
 
 func (l auditLayer) Call(ctx context.Context, c *Call) Result {
@@ -43,6 +56,14 @@ func unnotedReason(res Result) string {
 // fatal to the call.
 func (l auditLayer) record(e audit.Entry, began time.Time) {
 	e.DurationMS = time.Since(began).Milliseconds()
+	if l.noter != nil {
+		if n := l.noter.AuditNote(); n != "" {
+			if e.Reason != "" {
+				n = e.Reason + "; " + n
+			}
+			e.Reason = n
+		}
+	}
 	ev := l.log.Info()
 	if e.Decision == audit.Denied || e.Decision == audit.PathBlocked || e.Decision == audit.Failed {
 		ev = l.log.Warn()

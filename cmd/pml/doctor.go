@@ -147,6 +147,9 @@ func doctor(ctx context.Context, host string) []check {
 		add(checkCloud(ctx, http.DefaultClient, cfg.Cloud.URL, key, from))
 	}
 
+	if cfg != nil && cfg.Runtime == config.RuntimeKubernetes {
+		return append(out, doctorKubernetes(ctx, ws.Dir, cfg)...)
+	}
 	rt, info, ok := checkEngine(ctx, host, cfg, ws.Dir, add)
 	if !ok {
 		return out

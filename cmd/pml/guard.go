@@ -42,7 +42,7 @@ func startGuard(log zerolog.Logger, ws, host string) {
 // it (bounded). When the daemon does not answer, nothing of theirs can run
 // either: the check goes on.
 func reapNow(log zerolog.Logger, host string) {
-	rt, err := openRuntime(host, nil)
+	rt, err := newRuntime(host, nil, log)
 	if err != nil {
 		log.Warn().Err(err).Msg("a pml that exited left containers that may still run; the container runtime is unreachable, so they were not removed")
 		return

@@ -22,6 +22,7 @@ import (
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/docker"
+	"github.com/pml-dev/pml/internal/inside"
 	"github.com/pml-dev/pml/internal/safefs"
 	"github.com/pml-dev/pml/internal/workspace"
 )
@@ -168,7 +169,7 @@ type env struct {
 	log    zerolog.Logger
 	ws     workspace.Result
 	cfg    *config.Config
-	rt     *docker.Runtime
+	rt     container.Runtime
 	broker *broker.Broker
 }
 
@@ -224,15 +225,19 @@ func (g *globals) setup() (*env, error) {
 	if err != nil {
 		return nil, err
 	}
-	rt, err := openRuntime(g.host, cfg)
+	rt, err := newRuntime(g.host, cfg, log)
 	if err != nil {
 		return nil, err
 	}
-	ep := rt.Endpoint()
-	log.Debug().Str("endpoint", ep.Host).Str("how", ep.How()).Msg("container engine")
-	src := insideSource(rt)
-	// Pooled servers' stdio skips the daemon when it can (internal/shim).
-	rt.UseDirectStdio(shimProgram(src), log)
+	src := inside.NewSource(rt)
+	if d, ok := rt.(*docker.Runtime); ok {
+		ep := d.Endpoint()
+		log.Debug().Str("endpoint", ep.Host).Str("how", ep.How()).Msg("container engine")
+	}
+	// Pooled servers' stdio skips the engine when it can (internal/shim).
+	if d, ok := rt.(container.DirectStdio); ok {
+		d.UseDirectStdio(shimProgram(src), log)
+	}
 	b, err := broker.New(broker.Options{Workspace: ws.Dir, Config: cfg, Runtime: rt, Inside: src.Program, Logger: log})
 	if err != nil {
 		rt.Close()

@@ -50,6 +50,10 @@ type Config struct {
 	Warnings []string
 	// Raw is the document as read, unknown keys included.
 	Raw map[string]any
+	// Runtime is the container runtime: "docker" (default) or
+	// "kubernetes" (runtime.go).
+	Runtime    string
+	Kubernetes Kubernetes
 	// Sources names where each key that has a value came from: the file's
 	// path, or the environment variable that overrides it
 	// ("PML_PERMISSIONS_DENY"). A refusal says which (Source).

@@ -42,6 +42,9 @@ var keyCases = []keyCase{
 	{"sandbox.shared_paths", `["/Users/me/src/"]`, func(c *Config) bool {
 		return len(c.Sandbox.SharedPaths) == 1 && c.Sandbox.SharedPaths[0] == "/Users/me/src"
 	}, `["/ok", "src"]`, `"src" is not an absolute path`},
+	{"runtime", `"kubernetes"`, func(c *Config) bool { return c.Runtime == RuntimeKubernetes }, `"podman-compose"`, `must be "docker" or "kubernetes"`},
+	{"kubernetes.namespace", `"tools"`, func(c *Config) bool { return c.Kubernetes.Namespace == "tools" }, `"Not_A_Name"`, "is not a Kubernetes namespace name"},
+	{"kubernetes.unverified_network", `true`, func(c *Config) bool { return c.Kubernetes.UnverifiedNetwork }, `"yes"`, "must be true or false"},
 }
 
 // doc nests value under the dotted key: {"a": {"b": value}}.
@@ -110,6 +113,7 @@ func TestAnEnvironmentVariableOverridesEveryKey(t *testing.T) {
 		"cloud.url": "https://cloud.example/", "cloud.timeout": "5s", "registries": "https://r.example/",
 		"sandbox.shared_paths":  "/Users/me/src/",
 		"sandbox.network.allow": "api.github.com,*.npmjs.org:443",
+		"runtime":               "kubernetes", "kubernetes.namespace": "tools", "kubernetes.unverified_network": "1",
 	}
 	for _, c := range keyCases {
 		name := "PML_" + strings.ToUpper(strings.ReplaceAll(c.key, ".", "_"))

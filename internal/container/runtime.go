@@ -217,6 +217,14 @@ type DirectStdio interface {
 	UseDirectStdio(program func(context.Context) (path, arch string, err error), log zerolog.Logger)
 }
 
+// AuditNoter is a Runtime whose containers run under a condition every
+// audit entry must record: the Kubernetes runtime when its pods' network
+// isolation is not verified and the person opted out of the check.
+// AuditNote is "" when there is nothing to record.
+type AuditNoter interface {
+	AuditNote() string
+}
+
 // CleanupTimeout bounds one cleanup request (kill, remove, the wait for an
 // exit after a kill): a wedged engine must not hold a call past its own
 // timeout for longer than this.
