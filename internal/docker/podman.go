@@ -120,7 +120,10 @@ func (r *Runtime) isPodman(ctx context.Context) (bool, error) {
 func (r *Runtime) libpodVersion(ctx context.Context) (string, error) {
 	resp, err := r.get(ctx, "/_ping")
 	if err != nil {
-		return "", wrap("contacting the Docker daemon", err)
+		// The request's URL names no daemon (a placeholder host on unix
+		// sockets): the error names the endpoint, so that wrap says how it
+		// was chosen.
+		return "", wrap("contacting the Docker daemon", fmt.Errorf("%s: %w", r.cli.DaemonHost(), err))
 	}
 	resp.Body.Close()
 	return resp.Header.Get(libpodHeader), nil
