@@ -130,8 +130,11 @@ e2e: images registry-bin
 # also installs ToolHive into ~/.cache/pml/bench, PML_BENCH_CACHE to move
 # it, which can take 25 minutes on 2 busy CPUs); progress on stderr, raw
 # samples in bench/tmp/ (not committed).
+# Then the Kubernetes rows (bench/k8s-report.md) on the test cluster, which
+# it starts and takes down (bench-k8s-cluster).
 bench: images
 	PML_BIN=$(CURDIR)/$(BIN) PML_BENCH_OUT=$(CURDIR)/bench $(GO) test -run '^$$' -bench '^BenchmarkReport$$' -benchtime 1x -count 1 -timeout 90m ./e2e
+	$(MAKE) --no-print-directory bench-k8s-cluster
 
 # The slice e2e tests and the Podman ones (build tag podman) through
 # rootless Podman, as the ordinary user pmlpodman against its own
@@ -181,3 +184,11 @@ bench-egress:
 # native) against the test cluster (e2e/k8s/cluster.sh up): bench/k8s-report.md.
 bench-k8s: build
 	PML_BIN=$(CURDIR)/$(BIN) PML_BENCH_OUT=$(CURDIR)/bench $(GO) test -tags k8s -run '^$$' -bench '^BenchmarkKubernetesReport$$' -benchtime 1x -count 1 -timeout 30m ./e2e/k8s
+
+# bench-k8s on a cluster of its own: up, images loaded, the rows, down.
+.PHONY: bench-k8s bench-k8s-cluster
+bench-k8s-cluster: images
+	@st=0; trap '$(K8S_CLUSTER) down; exit 130' INT TERM; \
+	  { $(K8S_CLUSTER) up && $(K8S_CLUSTER) load $(K8S_IMAGES) && \
+	    KUBECONFIG=$$($(K8S_CLUSTER) kubeconfig) $(MAKE) --no-print-directory bench-k8s; } || st=$$?; \
+	  $(K8S_CLUSTER) down || st=1; exit $$st

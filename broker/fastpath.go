@@ -182,6 +182,12 @@ func (f *fastFront) call(id, params []byte) bool {
 	if _, pooled := entry.exec.(pooledExec); !pooled {
 		return false
 	}
+	if srv := f.b.serverOf(name); srv == nil || !srv.cfg.Network.Empty() {
+		// A server given network: a host its proxy refuses during the
+		// call becomes an approval (approval_network.go), which needs the
+		// result held back, not passed on as it comes.
+		return false
+	}
 	if d, _ := f.b.decide(name); d != Allow {
 		return false // a person decides first: the usual path
 	}
