@@ -131,7 +131,7 @@ build_local() {
 	mkdir -p "$RUN/bin"
 	log "building the enforcer and the probe from this checkout"
 	(cd "$HERE/../.." &&
-		CGO_ENABLED=0 nice -n 10 go build -trimpath -ldflags "-s -w" -o "$NETPOL_BIN" ./e2e/k8s/netpolicy &&
+		CGO_ENABLED=0 nice -n 10 go build -tags k8s -trimpath -ldflags "-s -w" -o "$NETPOL_BIN" ./e2e/k8s/netpolicy &&
 		CGO_ENABLED=0 nice -n 10 go build -trimpath -ldflags "-s -w" -o "$PROBE_BIN" ./e2e/k8s/probe) ||
 		die "building e2e/k8s/netpolicy or e2e/k8s/probe failed"
 }

@@ -10,20 +10,27 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/pml-dev/pml/internal/container"
 )
 
-// fakeAPI puts client-go's fake clientset behind api, with a fake kubelet
-// that runs each pod's "process" in Go (see behave) once it is attached.
-// The fake's watch ignores selectors and resource versions: fakeAPI
-// filters by name and sends the current pod first, as a real watch from
-// a resource version would send what changed since.
+// fakeAPI puts an in-memory API server (store) behind api, with a fake
+// kubelet that runs each pod's "process" in Go (see behave) once it is
+// attached. The store's watch ignores selectors and resource versions:
+// fakeAPI filters by name and sends the current pod first, as a real
+// watch from a resource version would send what changed since.
+//
+// The store is this file's own, not client-go's fake clientset: that
+// one brings every API group's typed client and apply configuration
+// (some 380 packages) into the test build, which `make cross` compiles
+// again for each of five platforms.
 type fakeAPI struct {
-	cs *fake.Clientset
+	cs *store
 	ns string
 	// enforcing: probe pods selected by the deny-all policy reach nothing.
 	enforcing bool
@@ -48,11 +55,12 @@ type fakeProc struct {
 }
 
 func newFakeAPI(t *testing.T) *fakeAPI {
-	f := &fakeAPI{cs: fake.NewClientset(), ns: "pml", enforcing: true, procs: map[string]*fakeProc{}}
-	f.cs.Tracker().Add(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1", Labels: map[string]string{"kubernetes.io/hostname": "node-1"}}})
+	f := &fakeAPI{cs: newStore(), ns: "pml", enforcing: true, procs: map[string]*fakeProc{}}
+	f.cs.nodes = append(f.cs.nodes, corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1", Labels: map[string]string{"kubernetes.io/hostname": "node-1"}}})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	w, err := f.cs.CoreV1().Pods(f.ns).Watch(ctx, metav1.ListOptions{})
+	t.Cleanup(f.cs.events.Shutdown)
+	w, err := f.cs.watchPods()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,11 +68,148 @@ func newFakeAPI(t *testing.T) *fakeAPI {
 	return f
 }
 
-func (f *fakeAPI) pods() podClient { return f.cs.CoreV1().Pods(f.ns) }
+// store keeps the objects pml uses (pods and network policies of one
+// namespace, the nodes) the way an API server answers for them: copies
+// in and out, a new resourceVersion on every write, NotFound and
+// AlreadyExists errors, label selectors on lists, and an event for every
+// pod change to each watch.
+type store struct {
+	mu       sync.Mutex
+	pods     map[string]*corev1.Pod
+	policies map[string]*networkingv1.NetworkPolicy
+	nodes    []corev1.Node
+	version  int
+	// podCreates counts pods created (as an audit of API calls would).
+	podCreates int
+	events     *watch.Broadcaster
+}
 
-type podClient interface {
-	Get(context.Context, string, metav1.GetOptions) (*corev1.Pod, error)
-	UpdateStatus(context.Context, *corev1.Pod, metav1.UpdateOptions) (*corev1.Pod, error)
+func newStore() *store {
+	return &store{
+		pods:     map[string]*corev1.Pod{},
+		policies: map[string]*networkingv1.NetworkPolicy{},
+		// Events wait for a slow watch rather than being lost, as a
+		// test's kubelet must see every pod.
+		events: watch.NewBroadcaster(1024, watch.WaitIfChannelFull),
+	}
+}
+
+var (
+	podsResource     = schema.GroupResource{Resource: "pods"}
+	policiesResource = schema.GroupResource{Group: "networking.k8s.io", Resource: "networkpolicies"}
+)
+
+// next is the resourceVersion of a write; s.mu is held.
+func (s *store) next() string {
+	s.version++
+	return fmt.Sprint(s.version)
+}
+
+func (s *store) watchPods() (watch.Interface, error) { return s.events.Watch() }
+
+func (s *store) createPod(p *corev1.Pod) (*corev1.Pod, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.pods[p.Name]; ok {
+		return nil, apierrors.NewAlreadyExists(podsResource, p.Name)
+	}
+	p = p.DeepCopy()
+	p.ResourceVersion = s.next()
+	s.pods[p.Name] = p
+	s.podCreates++
+	_ = s.events.Action(watch.Added, p.DeepCopy())
+	return p.DeepCopy(), nil
+}
+
+func (s *store) getPod(name string) (*corev1.Pod, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.pods[name]
+	if !ok {
+		return nil, apierrors.NewNotFound(podsResource, name)
+	}
+	return p.DeepCopy(), nil
+}
+
+// updatePodStatus replaces the status of the pod as it is now.
+func (s *store) updatePodStatus(p *corev1.Pod) (*corev1.Pod, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur, ok := s.pods[p.Name]
+	if !ok {
+		return nil, apierrors.NewNotFound(podsResource, p.Name)
+	}
+	cur = cur.DeepCopy()
+	cur.Status = *p.Status.DeepCopy()
+	cur.ResourceVersion = s.next()
+	s.pods[p.Name] = cur
+	_ = s.events.Action(watch.Modified, cur.DeepCopy())
+	return cur.DeepCopy(), nil
+}
+
+func (s *store) listPods(selector string) (*corev1.PodList, error) {
+	sel, err := labels.Parse(selector)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l := &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: fmt.Sprint(s.version)}}
+	for _, p := range s.pods {
+		if sel.Matches(labels.Set(p.Labels)) {
+			l.Items = append(l.Items, *p.DeepCopy())
+		}
+	}
+	return l, nil
+}
+
+func (s *store) deletePod(name string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.pods[name]
+	if !ok {
+		return apierrors.NewNotFound(podsResource, name)
+	}
+	delete(s.pods, name)
+	_ = s.events.Action(watch.Deleted, p.DeepCopy())
+	return nil
+}
+
+func (s *store) getPolicy(name string) (*networkingv1.NetworkPolicy, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	np, ok := s.policies[name]
+	if !ok {
+		return nil, apierrors.NewNotFound(policiesResource, name)
+	}
+	return np.DeepCopy(), nil
+}
+
+// putPolicy creates (create) or replaces (!create) a network policy.
+func (s *store) putPolicy(np *networkingv1.NetworkPolicy, create bool) (*networkingv1.NetworkPolicy, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, exists := s.policies[np.Name]
+	switch {
+	case create && exists:
+		return nil, apierrors.NewAlreadyExists(policiesResource, np.Name)
+	case !create && !exists:
+		return nil, apierrors.NewNotFound(policiesResource, np.Name)
+	}
+	np = np.DeepCopy()
+	np.ResourceVersion = s.next()
+	s.policies[np.Name] = np
+	return np.DeepCopy(), nil
+}
+
+func (s *store) listNodes() *corev1.NodeList {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l := &corev1.NodeList{}
+	for _, n := range s.nodes {
+		l.Items = append(l.Items, *n.DeepCopy())
+	}
+	return l
 }
 
 // kubelet starts pods: a pod's container "runs" at once (it gets an IP);
@@ -156,12 +301,12 @@ func (f *fakeAPI) terminate(ctx context.Context, name string, code int, msg stri
 }
 
 func (f *fakeAPI) setStatus(ctx context.Context, name string, change func(*corev1.PodStatus)) {
-	pod, err := f.pods().Get(ctx, name, metav1.GetOptions{})
+	pod, err := f.cs.getPod(name)
 	if err != nil {
 		return
 	}
 	change(&pod.Status)
-	_, _ = f.pods().UpdateStatus(ctx, pod, metav1.UpdateOptions{})
+	_, _ = f.cs.updatePodStatus(pod)
 }
 
 // behave plays the ContractSpecs: Cmd[0] is "cat", "sleep" or "exit3".
@@ -183,20 +328,20 @@ func (f *fakeAPI) createPod(ctx context.Context, p *corev1.Pod) (*corev1.Pod, er
 	p = p.DeepCopy()
 	p.Namespace = f.ns
 	p.CreationTimestamp = metav1.Now()
-	return f.cs.CoreV1().Pods(f.ns).Create(ctx, p, metav1.CreateOptions{})
+	return f.cs.createPod(p)
 }
 
 func (f *fakeAPI) getPod(ctx context.Context, name string) (*corev1.Pod, error) {
-	return f.pods().Get(ctx, name, metav1.GetOptions{})
+	return f.cs.getPod(name)
 }
 
 func (f *fakeAPI) listPods(ctx context.Context, opts metav1.ListOptions) (*corev1.PodList, error) {
-	return f.cs.CoreV1().Pods(f.ns).List(ctx, opts)
+	return f.cs.listPods(opts.LabelSelector)
 }
 
 func (f *fakeAPI) watchPods(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	name := strings.TrimPrefix(opts.FieldSelector, "metadata.name=")
-	w, err := f.cs.CoreV1().Pods(f.ns).Watch(ctx, metav1.ListOptions{})
+	w, err := f.cs.watchPods()
 	if err != nil {
 		return nil, err
 	}
@@ -249,26 +394,26 @@ func (w *filteredWatch) Stop()                          { w.once.Do(w.stop) }
 func (w *filteredWatch) ResultChan() <-chan watch.Event { return w.ch }
 
 func (f *fakeAPI) deletePod(ctx context.Context, name string, opts metav1.DeleteOptions) error {
-	return f.cs.CoreV1().Pods(f.ns).Delete(ctx, name, opts)
+	return f.cs.deletePod(name)
 }
 
 func (f *fakeAPI) getNetworkPolicy(ctx context.Context, name string) (*networkingv1.NetworkPolicy, error) {
-	return f.cs.NetworkingV1().NetworkPolicies(f.ns).Get(ctx, name, metav1.GetOptions{})
+	return f.cs.getPolicy(name)
 }
 
 func (f *fakeAPI) createNetworkPolicy(ctx context.Context, np *networkingv1.NetworkPolicy) (*networkingv1.NetworkPolicy, error) {
 	np = np.DeepCopy()
 	np.UID = "uid-1"
-	return f.cs.NetworkingV1().NetworkPolicies(f.ns).Create(ctx, np, metav1.CreateOptions{})
+	return f.cs.putPolicy(np, true)
 }
 
 func (f *fakeAPI) updateNetworkPolicy(ctx context.Context, np *networkingv1.NetworkPolicy) (*networkingv1.NetworkPolicy, error) {
-	return f.cs.NetworkingV1().NetworkPolicies(f.ns).Update(ctx, np, metav1.UpdateOptions{})
+	return f.cs.putPolicy(np, false)
 }
 
 func (f *fakeAPI) listNodes(ctx context.Context) (*corev1.NodeList, error) {
-	l, err := f.cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err == nil && !f.statusLags {
+	l, err := f.cs.listNodes(), error(nil)
+	if !f.statusLags {
 		for i := range l.Items {
 			for _, img := range f.nodeImages {
 				l.Items[i].Status.Images = append(l.Items[i].Status.Images, corev1.ContainerImage{Names: []string{img}})

@@ -13,7 +13,6 @@ import (
 	"github.com/rs/zerolog"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/container/containertest"
@@ -312,20 +311,16 @@ func TestReapRemovesADeadOwnersPods(t *testing.T) {
 }
 
 func countCreates(f *fakeAPI) int {
-	n := 0
-	for _, a := range f.cs.Actions() {
-		if a.GetVerb() == "create" && a.GetResource().Resource == "pods" {
-			n++
-		}
-	}
-	return n
+	f.cs.mu.Lock()
+	defer f.cs.mu.Unlock()
+	return f.cs.podCreates
 }
 
 func waitNoPods(t *testing.T, f *fakeAPI) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		l, err := f.cs.CoreV1().Pods(f.ns).List(context.Background(), metav1.ListOptions{})
+		l, err := f.cs.listPods("")
 		if err != nil {
 			t.Fatal(err)
 		}

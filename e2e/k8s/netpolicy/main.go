@@ -1,3 +1,5 @@
+//go:build k8s
+
 // Command netpolicy enforces Kubernetes NetworkPolicy on the single-node test cluster that
 // e2e/k8s/cluster.sh starts, with iptables rules in chains of its own.
 //
