@@ -521,6 +521,14 @@ docker_check() {
 		die "docker check: a --network none container failed to run"
 	[ "$out" = lo ] || die "docker check: a --network none container has interfaces: $out"
 	gw=$(docker network inspect bridge --format '{{(index .IPAM.Config 0).Gateway}}')
+	if [ -z "$gw" ]; then
+		# A freshly installed engine may leave the default bridge's gateway out of its IPAM
+		# config (only the subnet is there): the gateway is the bridge interface's address.
+		local br
+		br=$(docker network inspect bridge --format '{{index .Options "com.docker.network.bridge.name"}}')
+		gw=$(ip -4 -o addr show dev "${br:-docker0}" | awk '{split($4, a, "/"); print a[1]; exit}')
+	fi
+	[ -n "$gw" ] || die "docker check: cannot tell the address of Docker's default bridge (docker network inspect bridge)"
 	[ -x "$PROBE_BIN" ] || build_local
 	"$PROBE_BIN" listen "$gw:$port" >>"$LOGS/docker-check.log" 2>&1 &
 	lp=$!
