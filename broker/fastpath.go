@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -71,10 +72,45 @@ type fastFront struct {
 
 	mu       sync.Mutex
 	inflight map[string]context.CancelFunc // the client's raw id → its call
+
+	// work hands a call to an idle worker (see run).
+	work chan func()
+}
+
+// workerIdle is how long a worker waits for another call before it ends.
+const workerIdle = 10 * time.Second
+
+// run runs fn on an idle worker, or on a new one when none waits. A call
+// goes down every layer, which grows a new goroutine's stack (a copy) a
+// few times on every call; a worker keeps its grown stack for the next.
+// There are never more workers than calls in flight at the busiest
+// moment of the last workerIdle.
+func (f *fastFront) run(fn func()) {
+	select {
+	case f.work <- fn:
+	default:
+		go f.worker(fn)
+	}
+}
+
+func (f *fastFront) worker(fn func()) {
+	idle := time.NewTimer(workerIdle)
+	defer idle.Stop()
+	for {
+		fn()
+		idle.Reset(workerIdle)
+		select {
+		case fn = <-f.work:
+		case <-idle.C:
+			return
+		case <-f.ctx.Done():
+			return
+		}
+	}
 }
 
 func newFastFront(ctx context.Context, b *Broker, l *listing, sess *sessions, filter *jsonrpc.Filter, out *jsonrpc.Output) *fastFront {
-	f := &fastFront{b: b, l: l, sess: sess, filter: filter, out: out, inflight: map[string]context.CancelFunc{}}
+	f := &fastFront{b: b, l: l, sess: sess, filter: filter, out: out, inflight: map[string]context.CancelFunc{}, work: make(chan func())}
 	f.ctx, f.cancel = context.WithCancel(ctx)
 	return f
 }
@@ -209,7 +245,8 @@ func (f *fastFront) call(id, params []byte) bool {
 	f.inflight[key] = cancel
 	f.mu.Unlock()
 	f.wg.Add(1)
-	go f.serve(ctx, cancel, ss, append([]byte(nil), id...), name, args, token)
+	id = append([]byte(nil), id...)
+	f.run(func() { f.serve(ctx, cancel, ss, id, name, args, token) })
 	return true
 }
 
