@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -149,9 +150,16 @@ func writeK8sReport(dir string, rows []k8sRow) error {
 	}
 	js, _ := json.MarshalIndent(map[string]any{"created": time.Now().UTC(), "figures": rows}, "", "  ")
 	var sb strings.Builder
-	sb.WriteString("# Kubernetes runtime (make bench-k8s)\n\n| Figure | pml median / p99 (ms) | baseline median / p99 (ms) | ratio [95 % CI] | p |\n|---|---|---|---|---|\n")
+	sb.WriteString("# Kubernetes runtime (make bench-k8s)\n\n")
+	// When and where, as bench/report.md says it: ratios only mean
+	// something beside the machine and its load.
+	load, _ := os.ReadFile("/proc/loadavg")
+	fmt.Fprintf(&sb, "Measured %s UTC on the single-node test cluster (e2e/k8s/cluster.sh), %d CPUs, load %s (1, 5, 15 min, at the end); each pair side by side in one run, interleaved.\n\n",
+		time.Now().UTC().Format("2006-01-02 15:04"), runtime.NumCPU(), strings.Join(strings.Fields(string(load))[:min(3, len(strings.Fields(string(load))))], " "))
+	sb.WriteString("| Figure | pml median / p99 (ms) | baseline median / p99 (ms) | ratio [95 % CI] | p |\n|---|---|---|---|---|\n")
 	for _, r := range rows {
-		fmt.Fprintf(&sb, "| %s | %.1f / %.1f (n=%d) | %.1f / %.1f (n=%d) | %.2f× [%.2f, %.2f] | %.3g |\n", r.Name,
+		// %.3g: a pool's ratio to a cold pod is far below 0.01.
+		fmt.Fprintf(&sb, "| %s | %.1f / %.1f (n=%d) | %.1f / %.1f (n=%d) | %.3g× [%.3g, %.3g] | %.3g |\n", r.Name,
 			r.A.Median, r.A.P99, r.A.N, r.B.Median, r.B.P99, r.B.N, r.Ratio, r.CILow, r.CIHigh, r.P)
 	}
 	fmt.Fprint(os.Stderr, sb.String())
