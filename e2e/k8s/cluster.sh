@@ -7,6 +7,8 @@
 #   cluster.sh kubeconfig       print the admin kubeconfig's path
 #   cluster.sh load IMAGE...    copy images from the Docker daemon into the node's containerd
 #   cluster.sh build            only build the binaries into the cache
+#   cluster.sh prebuild         build, then compile what `up` and the tests compile (CI runs
+#                               it in the background while other tests run)
 #   cluster.sh docker-check     check the machine's Docker engine still runs containers
 #
 # Binaries are built from the Go module proxy (no registry, no GitHub) and cached outside the
@@ -683,6 +685,16 @@ status) status ;;
 kubeconfig) echo "$KUBECONFIG_FILE" ;;
 load) shift; load "$@" ;;
 build) build ;;
+prebuild)
+	build
+	build_local
+	# The tests' own packages, race-instrumented as `make test-k8s` runs them, so that only
+	# the link is left for then (client-go's informers are compiled nowhere else).
+	tdir=$(mktemp -d)
+	(cd "$HERE/../.." && CGO_ENABLED=1 go test -tags k8s -race -c -o "$tdir" ./e2e/k8s/...) ||
+		{ rm -rf "$tdir"; die "compiling the Kubernetes tests failed"; }
+	rm -rf "$tdir"
+	;;
 docker-check) mkdir -p "$LOGS"; docker_check ;;
 *) echo "usage: $0 up|down|status|kubeconfig|load IMAGE...|build|docker-check" >&2; exit 2 ;;
 esac
