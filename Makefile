@@ -41,12 +41,13 @@ inside:
 # dependency is compiled twice per platform (about 95 s each from nothing).
 PLATFORMS := darwin/arm64 darwin/amd64 linux/arm64 linux/amd64 windows/amd64
 DIST      := dist
-cross: inside qemu-user
+cross: inside
 	@set -e; mkdir -p $(DIST); for t in $(PLATFORMS); do \
 	  os=$${t%/*}; arch=$${t#*/}; ext=; [ $$os = windows ] && ext=.exe; \
 	  echo "cross: pml for $$t, go vet" >&2; \
 	  GOOS=$$os GOARCH=$$arch CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(DIST)/pml-$$os-$$arch$$ext ./cmd/pml; \
 	  GOOS=$$os GOARCH=$$arch CGO_ENABLED=0 $(GO) vet -trimpath ./...; done
+	@$(MAKE) --no-print-directory qemu-user
 	@out=$$(qemu-aarch64-static $(DIST)/pml-linux-arm64 version) || { echo "cross: pml-linux-arm64 version failed under qemu-aarch64-static: $$out" >&2; exit 1; }; \
 	case "$$out" in *"$(VERSION)"*linux/arm64*|*linux/arm64*"$(VERSION)"*) echo "cross: linux/arm64 under qemu: $$(echo "$$out" | tr '\n' ' ')" >&2;; \
 	  *) echo "cross: pml-linux-arm64 version under qemu printed no \"$(VERSION)\" and linux/arm64: $$out" >&2; exit 1;; esac
@@ -57,10 +58,7 @@ dist: cross
 	@cat $(DIST)/SHA256SUMS
 
 qemu-user:
-	@command -v qemu-aarch64-static >/dev/null || { \
-	  echo "installing Debian's qemu-user-static to run the linux/arm64 pml" >&2; \
-	  $(SUDO) apt-get update -qq >&2 && \
-	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq qemu-user-static >&2; }
+	@command -v qemu-aarch64-static >/dev/null || bash .ci/apt.sh qemu-user-static
 
 # Start a Docker engine when none answers (installs Debian's docker.io if needed).
 docker:
@@ -71,10 +69,7 @@ docker:
 # and the test servers' images.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 images: build docker images-node images-test images-deno
-	@dpkg -s busybox-static >/dev/null 2>&1 || { \
-	  echo "installing Debian's busybox-static for the shell image" >&2; \
-	  $(SUDO) apt-get update -qq >&2 && \
-	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq busybox-static >&2; }
+	@bash .ci/apt.sh busybox-static
 	$(BIN) images build --busybox /bin/busybox
 
 # pml/node:18: debootstrapped Debian bookworm with nodejs + npm from the npm
@@ -110,15 +105,18 @@ demo: images
 	$(BIN) demo
 
 # The same flags as `build` (see cross), so the two share compiled packages.
-vet:
+vet: inside
 	CGO_ENABLED=0 $(GO) vet -trimpath ./...
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-# Every test: unit tests and the e2e suite against the real daemon.
-test: images registry-bin vet fmt-check cross
+# Every test: unit tests and the e2e suite against the real daemon. The
+# compiling comes first and the installing (Docker, images) last, so that
+# CI's background install of Debian's packages (.ci/run) has finished
+# by the time anything needs one.
+test: inside vet fmt-check cross registry-bin images
 	PML_BIN=$(CURDIR)/$(BIN) $(GO) test -race -count=1 -timeout 15m ./...
 	$(MAKE) --no-print-directory test-podman
 

@@ -20,8 +20,7 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 
 if ! command -v dockerd >/dev/null 2>&1 || ! command -v docker >/dev/null 2>&1; then
   log "no Docker engine installed: installing Debian's docker.io"
-  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
-  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker.io >&2
+  bash "$(dirname "${BASH_SOURCE[0]}")/apt.sh" docker.io
 fi
 
 # A dockerd that died leaves its pid file behind and the next start refuses

@@ -6,8 +6,11 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -53,13 +56,27 @@ func benchPooledServer(b *testing.B, r *report, raw map[string][]float64) {
 		call(native, "echo", "warm")
 		thv.call("warm")
 	}
-	pmlCPU0, pmlCtr := processCPU(viaPML.cmd.Process.Pid), pooledContainer(b, ws.Dir, image)
+	pmlCtr := pooledContainer(b, ws.Dir, image)
+	// The floor under pml's side: the same binary behind a bare relay,
+	// scheduled in the cgroups of pml's own container.
+	floor, floorWhy := connectFloor(b, pmlCtr)
+	if floor != nil {
+		for i := 0; i < 20; i++ {
+			call(floor, "echo", "warm")
+		}
+	}
+	pmlCPU0 := processCPU(viaPML.cmd.Process.Pid)
 	ctrCPU0 := containerCPU(pmlCtr)
 	thvCPU0, thvCtrCPU0 := thv.cpu()
 
 	const warmN = 300
-	var p, n, t []time.Duration
+	var p, n, t, fl []time.Duration
 	for i := 0; i < warmN; i++ {
+		if floor != nil {
+			t0 := time.Now()
+			call(floor, "echo", "x")
+			fl = append(fl, time.Since(t0))
+		}
 		t0 := time.Now()
 		call(viaPML.ClientSession, "probe:echo", "x")
 		p = append(p, time.Since(t0))
@@ -79,6 +96,17 @@ func benchPooledServer(b *testing.B, r *report, raw map[string][]float64) {
 		"the same binary run natively, over a pipe", p, n, "")
 	f.Peer = thv.side("the probe image as a long-lived server behind `thv run` (stdio to streamable-http proxy)", t, n, false)
 	r.add(f)
+	ff := figure{ID: "warm_floor", Name: "floor under the warm call: a bare relay to the server in a container's cgroups vs native",
+		PML:      "e2e/testservers/relay (copies bytes, nothing else) in front of the probe binary, moved into the cgroups of pml's pooled container",
+		Baseline: "the same binary run natively, over a pipe", Unit: "ms", RatioKind: "time"}
+	if floor != nil {
+		raw["server_warm_floor_ms"] = durationsMS(fl)
+		ff.Comparison = benchstat.Compare(durationsMS(fl), durationsMS(n))
+		ff.Note = "measured in the same interleaved loop as the warm call; what no broker in its own process can go under here: one more process on the path, and the server scheduled as a container's process (its cgroups; not its namespaces or seccomp filter)"
+	} else {
+		ff.RatioKind, ff.ValueText = "", "not measured: "+floorWhy
+	}
+	r.add(ff)
 
 	// The curve: every round is curveWork calls from k callers, the
 	// sides taking turns round by round.
@@ -197,6 +225,37 @@ func concurrentRound(k int, call func(j int)) time.Duration {
 	}
 	wg.Wait()
 	return time.Since(t0)
+}
+
+// connectFloor runs the probe binary behind e2e/testservers/relay, moved
+// into the cgroups of container ctr (pml's pooled one); nil and why when
+// it cannot (the row then says so; the bench goes on).
+func connectFloor(b *testing.B, ctr string) (*mcp.ClientSession, string) {
+	if ctr == "" {
+		return nil, "pml's pooled container was not found"
+	}
+	c, err := pool.Client.InspectContainer(ctr)
+	if err != nil || c.State.Pid == 0 {
+		return nil, fmt.Sprintf("inspecting pml's container: %v (pid %d)", err, c.State.Pid)
+	}
+	root, _ := filepath.Abs("..")
+	relay := filepath.Join(b.TempDir(), "relay")
+	build := exec.Command("go", "build", "-trimpath", "-o", relay, "./e2e/testservers/relay")
+	build.Dir = root
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		return nil, fmt.Sprintf("building the relay: %v: %s", err, out)
+	}
+	cmd := exec.Command(relay, "-cgroup-of", strconv.Itoa(c.State.Pid), "--", probeBin)
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).
+		Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		return nil, fmt.Sprintf("%v: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	b.Cleanup(func() { cs.Close() })
+	return cs, ""
 }
 
 // connectNative runs the probe binary as a plain go-sdk stdio server.

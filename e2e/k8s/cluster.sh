@@ -146,9 +146,7 @@ need_packages() {
 		dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
 	done
 	[ ${#missing[@]} -eq 0 ] && return 0
-	log "installing Debian packages: ${missing[*]}"
-	apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >&2 ||
-		die "apt-get install ${missing[*]} failed"
+	bash "$HERE/../../.ci/apt.sh" "${missing[@]}" || die "installing ${missing[*]} failed"
 }
 
 # --- certificates -----------------------------------------------------------------------------

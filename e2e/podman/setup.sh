@@ -54,16 +54,7 @@ install() {
   if [ ${#missing[@]} -gt 0 ]; then
     log "installing Debian's ${missing[*]}"
     # Quiet unless it fails: apt's and needrestart's chatter goes to a file.
-    local out
-    out=$(mktemp)
-    if ! { DEBIAN_FRONTEND=noninteractive NEEDRESTART_SUSPEND=1 apt-get update -qq &&
-      DEBIAN_FRONTEND=noninteractive NEEDRESTART_SUSPEND=1 apt-get install -y -qq "${missing[@]}"; } >"$out" 2>&1; then
-      tail -n 30 "$out" >&2
-      rm -f "$out"
-      log "installing ${missing[*]} failed"
-      exit 1
-    fi
-    rm -f "$out"
+    bash "$(dirname "${BASH_SOURCE[0]}")/../../.ci/apt.sh" "${missing[@]}" || { log "installing ${missing[*]} failed"; exit 1; }
   fi
 }
 

@@ -92,12 +92,7 @@ trap cleanup EXIT
 
 if ! command -v debootstrap >/dev/null 2>&1 && ! [ -x /usr/sbin/debootstrap ]; then
   log "installing Debian's debootstrap"
-  if ! { $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq \
-      && $SUDO env DEBIAN_FRONTEND=noninteractive NEEDRESTART_SUSPEND=1 \
-           apt-get install -y -qq debootstrap; } >"$work/apt.log" 2>&1; then
-    tail -n 20 "$work/apt.log" >&2 || true
-    die "apt-get install debootstrap failed (log above)"
-  fi
+  bash "$(dirname "${BASH_SOURCE[0]}")/../../.ci/apt.sh" debootstrap || die "installing debootstrap failed"
 fi
 DEBOOTSTRAP=$(command -v debootstrap || echo /usr/sbin/debootstrap)
 
