@@ -59,7 +59,7 @@ func benchPooledServer(b *testing.B, r *report, raw map[string][]float64) {
 	pmlCtr := pooledContainer(b, ws.Dir, image)
 	// The floor under pml's side: the same binary behind a bare relay,
 	// scheduled in the cgroups of pml's own container.
-	floor, floorWhy := connectFloor(b, pmlCtr)
+	floor, floorWhy := connectFloor(b, ws.Dir, image, pmlCtr)
 	if floor != nil {
 		for i := 0; i < 20; i++ {
 			call(floor, "echo", "warm")
@@ -97,7 +97,7 @@ func benchPooledServer(b *testing.B, r *report, raw map[string][]float64) {
 	f.Peer = thv.side("the probe image as a long-lived server behind `thv run` (stdio to streamable-http proxy)", t, n, false)
 	r.add(f)
 	ff := figure{ID: "warm_floor", Name: "floor under the warm call: a bare relay to the server in a container's cgroups vs native",
-		PML:      "e2e/testservers/relay (copies bytes, nothing else) in front of the probe binary, moved into the cgroups of pml's pooled container",
+		PML:      "e2e/testservers/relay (copies bytes, nothing else) in front of the probe binary, moved into the cgroups of a container with the limits of pml's pooled one",
 		Baseline: "the same binary run natively, over a pipe", Unit: "ms", RatioKind: "time"}
 	if floor != nil {
 		raw["server_warm_floor_ms"] = durationsMS(fl)
@@ -228,15 +228,34 @@ func concurrentRound(k int, call func(j int)) time.Duration {
 }
 
 // connectFloor runs the probe binary behind e2e/testservers/relay, moved
-// into the cgroups of container ctr (pml's pooled one); nil and why when
-// it cannot (the row then says so; the bench goes on).
-func connectFloor(b *testing.B, ctr string) (*mcp.ClientSession, string) {
+// into the cgroups of a container of its own with the limits of ctr
+// (pml's pooled one; not ctr itself, whose CPU and memory the next rows
+// read); nil and why when it cannot (the row then says so; the bench
+// goes on).
+func connectFloor(b *testing.B, dir, image, ctr string) (*mcp.ClientSession, string) {
 	if ctr == "" {
 		return nil, "pml's pooled container was not found"
 	}
-	c, err := pool.Client.InspectContainer(ctr)
+	lim, err := exec.Command("docker", "inspect", "--format", "{{.HostConfig.NanoCpus}} {{.HostConfig.Memory}} {{.HostConfig.PidsLimit}}", ctr).Output()
+	f := strings.Fields(string(lim))
+	if err != nil || len(f) != 3 {
+		return nil, fmt.Sprintf("inspecting pml's container: %v %q", err, lim)
+	}
+	nano, _ := strconv.ParseFloat(f[0], 64)
+	// The probe with stdin open waits for a client that never comes: a
+	// container to hold the cgroups.
+	out, err := exec.Command("docker", "run", "-d", "-i", "--rm", "--network", "none", "--read-only", "--cap-drop", "ALL",
+		"--security-opt", "no-new-privileges", "--user", "65534:65534",
+		"--cpus", strconv.FormatFloat(nano/1e9, 'f', -1, 64), "--memory", f[1], "--pids-limit", f[2],
+		"--label", "pml.workspace="+dir, "--label", "pml.bench=floor", image).CombinedOutput()
+	if err != nil {
+		return nil, fmt.Sprintf("starting a container to hold the cgroups: %v: %s", err, strings.TrimSpace(string(out)))
+	}
+	holder := strings.TrimSpace(string(out))
+	b.Cleanup(func() { _ = exec.Command("docker", "rm", "-f", holder).Run() })
+	c, err := pool.Client.InspectContainer(holder)
 	if err != nil || c.State.Pid == 0 {
-		return nil, fmt.Sprintf("inspecting pml's container: %v (pid %d)", err, c.State.Pid)
+		return nil, fmt.Sprintf("inspecting the floor's container: %v (pid %d)", err, c.State.Pid)
 	}
 	root, _ := filepath.Abs("..")
 	relay := filepath.Join(b.TempDir(), "relay")
