@@ -58,10 +58,28 @@ func benchToolbox(b *testing.B, r *report, raw map[string][]float64) {
 		}
 		return d
 	}
+	// The engine's floor under a cold call: create + start of the same
+	// container, nothing run in it (removed off the clock).
+	eng := newEngineFloor(b, image, cold.expectedUID(), cold.Dir, cold.Dir)
+	var engine []time.Duration
+	engineStart := func() {
+		if eng.failed != nil {
+			return
+		}
+		id, d, err := eng.start()
+		if err != nil {
+			eng.failed = err
+			return
+		}
+		engine = append(engine, d)
+		eng.remove(id)
+	}
 	// Warm-up: the image in the page cache, every path once.
 	read(warmS)
 	read(coldS)
 	dockerRun()
+	engineStart()
+	engine = nil
 	hits0, calls0 := warmS.poolHits()
 	coldHits0, _ := coldS.poolHits()
 	var pool, coldD, docker []time.Duration
@@ -72,6 +90,7 @@ func benchToolbox(b *testing.B, r *report, raw map[string][]float64) {
 		pool = append(pool, read(warmS))
 		coldD = append(coldD, read(coldS))
 		docker = append(docker, dockerRun())
+		engineStart()
 	}
 	hits, calls := warmS.poolHits()
 	hits, calls = hits-hits0, calls-calls0
@@ -84,6 +103,16 @@ func benchToolbox(b *testing.B, r *report, raw map[string][]float64) {
 	r.add(timeFigure("toolbox_cold", "toolbox call, cold start vs docker run --rm", "filesystem:read_file via pml stdio, container started for the call",
 		"docker run --rm -i, same image, limits and mount", coldD, docker,
 		fmt.Sprintf("pool off (idle_timeout 1ms); %d calls were served warm", coldHits)))
+	ef := timeFigure("toolbox_engine", "floor under the cold call: create + start of the same container through the Engine API vs docker run --rm",
+		"ContainerCreate + ContainerStart, same image, user, limits and mount, nothing run (removed off the clock)",
+		"docker run --rm -i, same image, limits and mount", engine, docker,
+		"what any client of this engine pays before a fresh container can run a tool; pml's cold call is this, the call itself and its answer")
+	if eng.failed != nil || len(engine) == 0 {
+		ef = figure{ID: "toolbox_engine", Name: ef.Name, PML: ef.PML, Baseline: ef.Baseline, ValueText: fmt.Sprintf("not measured: %v", eng.failed)}
+	} else {
+		raw["toolbox_engine_ms"] = durationsMS(engine)
+	}
+	r.add(ef)
 	r.add(timeFigure("toolbox_pool_cold", "toolbox call from the pool vs cold start", "pre-started container", "container started for the call", pool, coldD, "what the pool saves"))
 }
 
@@ -136,6 +165,24 @@ func benchPerCall(b *testing.B, r *report, raw map[string][]float64) {
 		}
 	}
 
+	// The engine's ceiling for fresh containers with the same callers:
+	// create, start and remove, nothing run.
+	eng := newEngineFloor(b, image, ws.expectedUID(), ws.Dir, "")
+	var engineRate float64
+	if eng.failed == nil {
+		_, engineRate = closedLoop(workers, dTotal, dSkip, func() {
+			if eng.failed != nil {
+				return
+			}
+			id, _, err := eng.start()
+			if err != nil {
+				eng.failed = err
+				return
+			}
+			eng.remove(id)
+		})
+	}
+
 	raw["percall_pml_ms"], raw["percall_docker_run_ms"] = durationsMS(pmlLat), durationsMS(dockerLat)
 	f := timeFigure("percall", "per-call server container, sustained", fmt.Sprintf("\"lifetime\": \"per_call\" probe:echo via pml stdio, %d callers", workers),
 		fmt.Sprintf("docker run --rm -i per call + MCP handshake, %d callers", workers), pmlLat, dockerLat,
@@ -146,6 +193,16 @@ func benchPerCall(b *testing.B, r *report, raw map[string][]float64) {
 	f.Value = floatp(pmlRate / dockerRate)
 	f.ValueText = fmt.Sprintf("rate pml %.1f calls/s, docker run %.1f calls/s: %.2f×", pmlRate, dockerRate, pmlRate/dockerRate)
 	r.add(f)
+	ef := figure{ID: "percall_engine", Name: "ceiling under per-call servers: fresh containers the engine creates, starts and removes per second",
+		PML: fmt.Sprintf("ContainerCreate + ContainerStart + ContainerRemove through the Engine API, same image, user and limits, nothing run, %d callers", workers)}
+	if eng.failed != nil || engineRate == 0 {
+		ef.ValueText = fmt.Sprintf("not measured: %v", eng.failed)
+	} else {
+		ef.Value = floatp(engineRate / dockerRate)
+		ef.ValueText = fmt.Sprintf("engine %.1f containers/s, docker run %.1f calls/s: %.2f×", engineRate, dockerRate, engineRate/dockerRate)
+		ef.Note = "no client of this engine can sustain more fresh containers per second than this with these callers; pml's per-call rate over docker run's is bounded by this ratio"
+	}
+	r.add(ef)
 }
 
 // closedLoop runs total calls from workers callers, each calling again as

@@ -28,7 +28,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -44,13 +43,13 @@ func rtKubeconfig(t testing.TB) string {
 	return filepath.Join(home, ".cache", "pml", "k8s", "run", "kubeconfig")
 }
 
-func rtClient(t testing.TB) *kubernetes.Clientset {
+func rtClient(t testing.TB) *clients {
 	t.Helper()
 	cfg, err := clientcmd.BuildConfigFromFlags("", rtKubeconfig(t))
 	if err != nil {
 		t.Fatalf("no test cluster (%v): start one with e2e/k8s/cluster.sh up, or run make test-k8s", err)
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, err := newClients(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +147,7 @@ func rtBuildProbe() (string, error) {
 
 // rtNamespace creates a namespace for one test; it is deleted (with every
 // pod in it) at the end.
-func rtNamespace(t testing.TB, cs *kubernetes.Clientset) string {
+func rtNamespace(t testing.TB, cs *clients) string {
 	t.Helper()
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
@@ -229,7 +228,7 @@ func rtCall(t *testing.T, ws, tool, args string) rtResult {
 }
 
 // rtPods lists the pods of namespace ns that are not going away.
-func rtPods(t *testing.T, cs *kubernetes.Clientset, ns string) []corev1.Pod {
+func rtPods(t *testing.T, cs *clients, ns string) []corev1.Pod {
 	t.Helper()
 	l, err := cs.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
 	if err != nil {

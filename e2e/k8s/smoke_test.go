@@ -21,7 +21,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -46,14 +45,14 @@ func smokeKubeconfig(t *testing.T) string {
 	return filepath.Join(home, ".cache", "pml", "k8s", "run", "kubeconfig")
 }
 
-func smokeClient(t *testing.T) (*rest.Config, *kubernetes.Clientset) {
+func smokeClient(t *testing.T) (*rest.Config, *clients) {
 	t.Helper()
 	path := smokeKubeconfig(t)
 	cfg, err := clientcmd.BuildConfigFromFlags("", path)
 	if err != nil {
 		t.Fatalf("no test cluster (%v): start one with e2e/k8s/cluster.sh up, or run make test-k8s", err)
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, err := newClients(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +189,7 @@ func apiPort(t *testing.T, cfg *rest.Config) int {
 	return p
 }
 
-func smokeNamespace(t *testing.T, cs *kubernetes.Clientset) string {
+func smokeNamespace(t *testing.T, cs *clients) string {
 	t.Helper()
 	ns, err := cs.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "pml-smoke-", Labels: map[string]string{"pml.dev/test": "k8s-smoke"}},
@@ -213,7 +212,7 @@ func smokeNamespace(t *testing.T, cs *kubernetes.Clientset) string {
 }
 
 // startNetProbe runs the probe image listening on :8080, as a locked-down pod, and waits for it.
-func startNetProbe(t *testing.T, cs *kubernetes.Clientset, ns, role string) *corev1.Pod {
+func startNetProbe(t *testing.T, cs *clients, ns, role string) *corev1.Pod {
 	t.Helper()
 	ctx := context.Background()
 	_, err := cs.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
@@ -261,7 +260,7 @@ func startNetProbe(t *testing.T, cs *kubernetes.Clientset, ns, role string) *cor
 
 // execDial runs `/probe dial ADDR` in the pod through the API server's exec subresource and says
 // whether the connection opened. Anything but the probe's own verdict fails the test.
-func execDial(t *testing.T, cfg *rest.Config, cs *kubernetes.Clientset, ns, pod, addr string) bool {
+func execDial(t *testing.T, cfg *rest.Config, cs *clients, ns, pod, addr string) bool {
 	t.Helper()
 	req := cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(ns).Name(pod).SubResource("exec").
 		VersionedParams(&corev1.PodExecOptions{Container: "probe", Command: []string{"/probe", "dial", addr}, Stdout: true, Stderr: true}, scheme.ParameterCodec)
