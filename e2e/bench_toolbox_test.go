@@ -58,8 +58,8 @@ func benchToolbox(b *testing.B, r *report, raw map[string][]float64) {
 		}
 		return d
 	}
-	// The engine's floor under a cold call: create + start of the same
-	// container, nothing run in it (removed off the clock).
+	// For scale: the engine's create + start of docker run's container,
+	// nothing run in it (removed off the clock).
 	eng := newEngineFloor(b, image, cold.expectedUID(), cold.Dir, cold.Dir)
 	var engine []time.Duration
 	engineStart := func() {
@@ -103,10 +103,10 @@ func benchToolbox(b *testing.B, r *report, raw map[string][]float64) {
 	r.add(timeFigure("toolbox_cold", "toolbox call, cold start vs docker run --rm", "filesystem:read_file via pml stdio, container started for the call",
 		"docker run --rm -i, same image, limits and mount", coldD, docker,
 		fmt.Sprintf("pool off (idle_timeout 1ms); %d calls were served warm", coldHits)))
-	ef := timeFigure("toolbox_engine", "floor under the cold call: create + start of the same container through the Engine API vs docker run --rm",
+	ef := timeFigure("toolbox_engine", "the engine's create + start of docker run's container, through its API, vs docker run --rm",
 		"ContainerCreate + ContainerStart, same image, user, limits and mount, nothing run (removed off the clock)",
 		"docker run --rm -i, same image, limits and mount", engine, docker,
-		"what any client of this engine pays before a fresh container can run a tool; pml's cold call is this, the call itself and its answer")
+		"how much of docker run --rm is the engine creating and starting the container; pml's cold call (its own container options, the call and its answer) is measured beside it")
 	if eng.failed != nil || len(engine) == 0 {
 		ef = figure{ID: "toolbox_engine", Name: ef.Name, PML: ef.PML, Baseline: ef.Baseline, ValueText: fmt.Sprintf("not measured: %v", eng.failed)}
 	} else {
@@ -165,24 +165,6 @@ func benchPerCall(b *testing.B, r *report, raw map[string][]float64) {
 		}
 	}
 
-	// The engine's ceiling for fresh containers with the same callers:
-	// create, start and remove, nothing run.
-	eng := newEngineFloor(b, image, ws.expectedUID(), ws.Dir, "")
-	var engineRate float64
-	if eng.failed == nil {
-		_, engineRate = closedLoop(workers, dTotal, dSkip, func() {
-			if eng.failed != nil {
-				return
-			}
-			id, _, err := eng.start()
-			if err != nil {
-				eng.failed = err
-				return
-			}
-			eng.remove(id)
-		})
-	}
-
 	raw["percall_pml_ms"], raw["percall_docker_run_ms"] = durationsMS(pmlLat), durationsMS(dockerLat)
 	f := timeFigure("percall", "per-call server container, sustained", fmt.Sprintf("\"lifetime\": \"per_call\" probe:echo via pml stdio, %d callers", workers),
 		fmt.Sprintf("docker run --rm -i per call + MCP handshake, %d callers", workers), pmlLat, dockerLat,
@@ -193,16 +175,6 @@ func benchPerCall(b *testing.B, r *report, raw map[string][]float64) {
 	f.Value = floatp(pmlRate / dockerRate)
 	f.ValueText = fmt.Sprintf("rate pml %.1f calls/s, docker run %.1f calls/s: %.2f×", pmlRate, dockerRate, pmlRate/dockerRate)
 	r.add(f)
-	ef := figure{ID: "percall_engine", Name: "ceiling under per-call servers: fresh containers the engine creates, starts and removes per second",
-		PML: fmt.Sprintf("ContainerCreate + ContainerStart + ContainerRemove through the Engine API, same image, user and limits, nothing run, %d callers", workers)}
-	if eng.failed != nil || engineRate == 0 {
-		ef.ValueText = fmt.Sprintf("not measured: %v", eng.failed)
-	} else {
-		ef.Value = floatp(engineRate / dockerRate)
-		ef.ValueText = fmt.Sprintf("engine %.1f containers/s, docker run %.1f calls/s: %.2f×", engineRate, dockerRate, engineRate/dockerRate)
-		ef.Note = "no client of this engine can sustain more fresh containers per second than this with these callers; pml's per-call rate over docker run's is bounded by this ratio"
-	}
-	r.add(ef)
 }
 
 // closedLoop runs total calls from workers callers, each calling again as
