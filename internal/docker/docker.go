@@ -432,11 +432,31 @@ func (p *process) watch() {
 		}
 	}
 	if !p.killed.Load() {
-		if ins, err := p.r.cli.ContainerInspect(ctx, p.id); err == nil && ins.State != nil {
-			exit.OOMKilled = ins.State.OOMKilled
-		}
+		exit.OOMKilled = p.oomKilled(ctx, exit.Code)
 	}
 	p.Finish(exit, nil)
+}
+
+// oomKilled asks the engine whether the container's memory limit killed
+// it. The engine learns of an OOM kill from its own event, which can come
+// after the exit it reported (seen on a loaded machine: exit 137 and no
+// OOM flag yet): an exit by SIGKILL that pml did not send is asked about
+// again for up to a second.
+func (p *process) oomKilled(ctx context.Context, code int) bool {
+	for i := 0; ; i++ {
+		ins, err := p.r.cli.ContainerInspect(ctx, p.id)
+		if err != nil || ins.State == nil {
+			return false
+		}
+		if ins.State.OOMKilled || code != 137 || i == 10 {
+			return ins.State.OOMKilled
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 func (p *process) watchErr(err error) error {
