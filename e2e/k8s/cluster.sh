@@ -687,12 +687,12 @@ prebuild)
 	build
 	build_local
 	# The tests' own packages, race-instrumented as `make test-k8s` runs them, so that only
-	# the link is left for then (client-go's informers are compiled nowhere else).
+	# the link is left for then (`make test` compiles none of the k8s-tagged packages).
 	tdir=$(mktemp -d)
 	(cd "$HERE/../.." && CGO_ENABLED=1 go test -tags k8s -race -c -o "$tdir" ./e2e/k8s/...) ||
 		{ rm -rf "$tdir"; die "compiling the Kubernetes tests failed"; }
 	rm -rf "$tdir"
 	;;
 docker-check) mkdir -p "$LOGS"; docker_check ;;
-*) echo "usage: $0 up|down|status|kubeconfig|load IMAGE...|build|docker-check" >&2; exit 2 ;;
+*) echo "usage: $0 up|down|status|kubeconfig|load IMAGE...|build|prebuild|docker-check" >&2; exit 2 ;;
 esac
