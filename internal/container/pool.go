@@ -76,6 +76,11 @@ type Pool struct {
 	// it to reach zero.
 	busy    int
 	drained chan struct{}
+	// epoch counts the times a container's stream said the runtime does
+	// not answer (the engine's connection was lost). A container
+	// pre-started in an earlier epoch may have lost its streams too,
+	// without its own watcher having said so yet: it is never handed out.
+	epoch uint64
 }
 
 // kind is the pool of one Spec.
@@ -183,6 +188,9 @@ func (p *Pool) Acquire(ctx context.Context, spec Spec, streams Streams) (*Lease,
 	proc, err := p.o.Runtime.Start(ctx, spec, streams)
 	if err != nil {
 		p.mu.Lock()
+		if errors.Is(err, ErrUnavailable) {
+			p.lost()
+		}
 		p.busy--
 		p.signalDrained()
 		p.mu.Unlock()
@@ -201,6 +209,9 @@ func (l *Lease) Release() {
 		// create does not compete with the call for the CPU and the
 		// daemon; a warm call takes milliseconds, so it starts barely
 		// later than it would at the take.
+		if lostRuntime(l.Process) {
+			p.lost()
+		}
 		if l.k != nil {
 			p.refill(l.k)
 		}
@@ -256,6 +267,13 @@ func (p *Pool) take(spec Spec) (*warm, *kind) {
 			p.dispose(w)
 			continue
 		}
+		if w.epoch != p.epoch {
+			// Pre-started before the runtime's connection was lost: its
+			// streams may have gone with it, though its watcher has not
+			// said so yet.
+			p.dispose(w)
+			continue
+		}
 		k.stats.Hits++
 		k.fails = 0
 		return w, k
@@ -278,13 +296,13 @@ func (p *Pool) refill(k *kind) {
 	for len(k.ready)+k.starting < k.target {
 		k.starting++
 		p.busy++
-		go p.start(k)
+		go p.start(k, p.epoch)
 	}
 }
 
-// start pre-starts one container for k.
-func (p *Pool) start(k *kind) {
-	w := &warm{stdout: &handoff{}, stderr: &handoff{}}
+// start pre-starts one container for k, in the given epoch.
+func (p *Pool) start(k *kind, epoch uint64) {
+	w := &warm{stdout: &handoff{}, stderr: &handoff{}, epoch: epoch}
 	ctx, cancel := context.WithTimeout(p.base, poolStartTimeout)
 	// A pre-start never queues for a slot under the container cap: with
 	// every slot taken by calls, the kind simply waits for its next refill.
@@ -302,6 +320,9 @@ func (p *Pool) start(k *kind) {
 	if errors.Is(err, ErrAtCap) {
 		return // not a failure of the kind: calls hold every slot
 	}
+	if errors.Is(err, ErrUnavailable) {
+		p.lost()
+	}
 	if err != nil {
 		p.failed(k)
 		p.o.Logger.Warn().Err(err).Str("image", k.spec.Image).Time("retry_after", k.retryAt).
@@ -310,7 +331,7 @@ func (p *Pool) start(k *kind) {
 	}
 	w.proc = proc
 	go p.watch(k, w)
-	if p.closed || k.target == 0 || p.kinds[k.key] != k || len(k.ready) >= k.target {
+	if p.closed || k.target == 0 || p.kinds[k.key] != k || len(k.ready) >= k.target || epoch != p.epoch {
 		p.dispose(w)
 		return
 	}
@@ -327,6 +348,9 @@ func (p *Pool) watch(k *kind, w *warm) {
 	exit, _ := w.proc.Exit()
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if lostRuntime(w.proc) {
+		p.lost()
+	}
 	for i, r := range k.ready {
 		if r == w {
 			k.ready = append(k.ready[:i], k.ready[i+1:]...)
@@ -339,6 +363,22 @@ func (p *Pool) watch(k *kind, w *warm) {
 			return
 		}
 	}
+}
+
+// lost starts a new epoch: the runtime's connection was lost, so no
+// container pre-started before now is handed out. Called with p.mu held.
+func (p *Pool) lost() {
+	p.epoch++
+}
+
+// lostRuntime reports whether p ended because its runtime stopped
+// answering (rather than by its own exit).
+func lostRuntime(p Process) bool {
+	if !Exited(p) {
+		return false
+	}
+	_, err := p.Exit()
+	return errors.Is(err, ErrUnavailable)
 }
 
 // failed records a failed start or an early death and holds refills back:
@@ -498,6 +538,8 @@ func specKey(spec Spec) string {
 type warm struct {
 	proc           Process
 	stdout, stderr *handoff
+	// epoch is the pool's epoch when its start began.
+	epoch uint64
 }
 
 func (w *warm) ID() string                             { return w.proc.ID() }

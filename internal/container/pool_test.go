@@ -301,6 +301,48 @@ func TestADeadContainerNotYetSeenByItsWatcherIsSkipped(t *testing.T) {
 	eventually(t, "the dead container removed", func() bool { return rt.IsRemoved(victim) })
 }
 
+// When one container's stream says the runtime does not answer (the
+// engine's connection was cut), the containers pre-started before it may
+// have lost their streams too, though their own watchers have not said so
+// yet: none of them is handed out. (Seen on a loaded machine: a call right
+// after the engine came back was given such a container and failed.)
+func TestAContainerPreStartedBeforeTheRuntimeWasLostIsNotHandedOut(t *testing.T) {
+	rt := &containertest.Runtime{Behave: agent(func(p *containertest.Proc, in io.Reader, out, errw io.Writer) int {
+		line, err := bufio.NewReader(in).ReadString('\n')
+		if err != nil {
+			return 137
+		}
+		if line == "lose the runtime\n" {
+			p.Finish(Exit{}, fmt.Errorf("waiting for container: %w", ErrUnavailable))
+			<-p.Killed()
+			return 137
+		}
+		fmt.Fprintf(out, "%s answers %s", p.ID(), line)
+		return 0
+	})}
+	p := newTestPool(rt, PoolOptions{})
+	defer closePool(t, p)
+	other := toolboxSpec
+	other.Mounts = []Mount{{Source: "/ws", Target: "/ws"}} // a second kind
+	call(t, p, toolboxSpec, "warm up")
+	eventually(t, "pre-started", func() bool { return p.Stats(toolboxSpec).Ready == 1 })
+	stale := startedIDs(rt)[1]
+
+	_, err := p.Run(context.Background(), other, Request{Stdin: []byte("lose the runtime\n"), Limit: 1 << 20, AnswerLine: true})
+	if !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("the call that lost the runtime: %v", err)
+	}
+	if by := servedBy(t, call(t, p, toolboxSpec, "after the loss")); by == stale {
+		t.Fatalf("%s, pre-started before the runtime was lost, was handed out", stale)
+	}
+	eventually(t, "the stale container removed", func() bool { return rt.IsRemoved(stale) })
+	// The pool keeps working: what it starts now is handed out again.
+	eventually(t, "pre-started again", func() bool { return p.Stats(toolboxSpec).Ready >= 1 })
+	if res := call(t, p, toolboxSpec, "later"); !res.Warm {
+		t.Errorf("a container pre-started after the loss was not used: %+v", res)
+	}
+}
+
 func TestContainersThatKeepDyingDoNotMakeThePoolSpin(t *testing.T) {
 	rt := &containertest.Runtime{Behave: agent(func(p *containertest.Proc, in io.Reader, out, errw io.Writer) int { return 1 })}
 	p := newTestPool(rt, PoolOptions{})
