@@ -46,7 +46,7 @@ func registryBinary(t *testing.T) string {
 	bin := os.Getenv("PML_REGISTRY_BIN")
 	if bin == "" {
 		home, _ := os.UserHomeDir()
-		bin = filepath.Join(home, ".cache", "pml", "bin", "registry")
+		bin = filepath.Join(home, ".cache", "pml", "bin", "registry-v3.1.2") // the Makefile's REGISTRY_BIN
 	}
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("the OCI registry binary %s is missing: run `make registry-bin` (builds it once from the Go module proxy): %v", bin, err)

@@ -56,6 +56,7 @@ k8s_module() {
 		echo "go 1.24.0"
 		echo
 		echo "require k8s.io/kubernetes $K8S_VERSION"
+		echo "require go.etcd.io/etcd/server/v3 $ETCD_VERSION"
 		echo
 		awk '$2 == "=>" && $3 ~ /^\.\/staging\// { print "replace " $1 " => " $1 " '"$STAGING_VERSION"'" }' "$gomod"
 	} >"$dir/go.mod"
@@ -77,17 +78,18 @@ build() {
 	minor=$(echo "$K8S_VERSION" | cut -d. -f2)
 	local ld="-X $v.gitVersion=$K8S_VERSION -X $v.gitMajor=1 -X $v.gitMinor=$minor -X $v.gitTreeState=clean"
 	ld="$ld -X $cv.gitVersion=$K8S_VERSION -X $cv.gitMajor=1 -X $cv.gitMinor=$minor"
+	mkdir -p "$tmp/k8s" && k8s_module "$tmp/k8s"
+	# etcd is built in the same module as Kubernetes (which requires this very etcd for its
+	# own tests), so the packages they share (gRPC, protobuf, OpenTelemetry, Prometheus, zap)
+	# are compiled once, at the versions the API server is built with.
+	local etcd_v
+	etcd_v=$(cd "$tmp/k8s" && GOFLAGS=-mod=mod go list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3) ||
+		die "could not resolve etcd in the Kubernetes build module"
+	[ "$etcd_v" = "$ETCD_VERSION" ] || die "Kubernetes $K8S_VERSION selects etcd $etcd_v, not $ETCD_VERSION: update ETCD_VERSION"
 	for b in "${need[@]}"; do
 		case $b in
-		etcd)
-			mkdir -p "$tmp/etcd"
-			printf 'module pml.local/etcdbuild\n\ngo 1.24.0\n\nrequire go.etcd.io/etcd/server/v3 %s\n' "$ETCD_VERSION" >"$tmp/etcd/go.mod"
-			gobuild "$tmp/etcd" "$BIN/etcd" go.etcd.io/etcd/server/v3
-			;;
-		*)
-			[ -f "$tmp/k8s/go.mod" ] || { mkdir -p "$tmp/k8s" && k8s_module "$tmp/k8s"; }
-			gobuild "$tmp/k8s" "$BIN/$b" "k8s.io/kubernetes/cmd/$b" "$ld"
-			;;
+		etcd) gobuild "$tmp/k8s" "$BIN/etcd" go.etcd.io/etcd/server/v3 ;;
+		*) gobuild "$tmp/k8s" "$BIN/$b" "k8s.io/kubernetes/cmd/$b" "$ld" ;;
 		esac
 	done
 	rm -rf "$tmp"
