@@ -437,7 +437,12 @@ func TestHostileExecuteSpinIsStoppedAtTheSandboxTimeout(t *testing.T) {
 		t.Errorf("a spinning run: %q", out)
 	}
 
-	// Waiting for a person does not spend the run's time.
+	// Waiting for a person does not spend the run's time. This run gets
+	// more time than the spinner: its own work (Deno's start and a toolbox
+	// call) must fit in it on a loaded machine (3 s did not once, in CI
+	// from nothing), and the person still takes longer than all of it.
+	ws = newWorkspace(t, executeConfig(fc, `, "hil": {"timeout": "5m"}, "sandbox": {"timeout": "10s"}`))
+	s = startSession(t, ws, "PML_API_KEY="+cloudKey)
 	code := `await mcp.filesystem.write_file({path: "slow.txt", content: "approved"}); return "done";`
 	_, res = s.call(t, "pml:execute", map[string]any{"code": code})
 	var a approval
@@ -445,10 +450,10 @@ func TestHostileExecuteSpinIsStoppedAtTheSandboxTimeout(t *testing.T) {
 	if !a.ApprovalRequired {
 		t.Fatalf("expected an approval: %s", text(res))
 	}
-	time.Sleep(5 * time.Second) // the person takes longer than sandbox.timeout
+	time.Sleep(12 * time.Second) // the person takes longer than sandbox.timeout
 	out, res := s.call(t, "pml:execute", map[string]any{"code": code, "continue_workflow": cont(a.WorkflowID, true, false)})
 	if res.IsError || !strings.Contains(out, "done") {
-		t.Errorf("a run approved after 5 s (sandbox.timeout 3s): %q", out)
+		t.Errorf("a run approved after 12 s (sandbox.timeout 10s): %q", out)
 	}
 	if b, err := os.ReadFile(ws.path("slow.txt")); err != nil || string(b) != "approved" {
 		t.Errorf("slow.txt: %q %v", b, err)
