@@ -16,9 +16,12 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // podmanHost is what libpod's own info says about the engine.
@@ -218,5 +221,57 @@ func TestPodmanLimitsAreNeverClaimedWhereIgnored(t *testing.T) {
 	}
 	if !read {
 		t.Errorf("no audit entry for read_file:\n%s", raw)
+	}
+}
+
+// TestPodmanConcurrentCreatesKeepTheServiceUp: rootless Podman reads the
+// user's subordinate ids through libpod's libsubid on every keep-id
+// create, and that code is not thread-safe: concurrent creates crashed
+// Debian's Podman 4.3.1 service here (SIGSEGV in subid_get_uid_ranges,
+// containers/storage#2030), once during this suite and with 30 concurrent
+// creates by hand. pml serializes its creates on such an engine, across
+// its sessions: four sessions making eight calls at once, twice
+// over, all succeed and the service still answers.
+func TestPodmanConcurrentCreatesKeepTheServiceUp(t *testing.T) {
+	const sessions, calls, rounds = 4, 8, 2
+	var ss []*session
+	for range sessions {
+		ws := newWorkspace(t, allowAll)
+		ss = append(ss, startSession(t, ws))
+	}
+	for r := range rounds {
+		failures := make(chan string, sessions*calls)
+		var wg sync.WaitGroup
+		for _, s := range ss {
+			for i := range calls {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+					defer cancel()
+					res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "shell:exec", Arguments: map[string]any{"command": fmt.Sprintf("echo call-%d", i)}})
+					switch {
+					case err != nil:
+						failures <- err.Error()
+					case res.IsError || !strings.Contains(text(res), fmt.Sprintf("call-%d", i)):
+						failures <- text(res)
+					}
+				}()
+			}
+		}
+		wg.Wait()
+		close(failures)
+		n := 0
+		for f := range failures {
+			if n++; n <= 3 {
+				t.Errorf("round %d: %.300s", r+1, f)
+			}
+		}
+		if n > 0 {
+			t.Fatalf("round %d: %d of %d concurrent calls failed", r+1, n, sessions*calls)
+		}
+	}
+	if info := libpodInfo(t); !info.Host.Security.Rootless {
+		t.Fatal("the engine is not rootless Podman")
 	}
 }

@@ -57,6 +57,9 @@ type Runtime struct {
 	podman      bool
 	factsKnown  bool
 	engineFacts engineFacts
+
+	// createGate serializes creates of keep-id containers (creategate.go).
+	createGate *createGate
 }
 
 // New connects to the engine the environment names (DOCKER_HOST, Docker
@@ -148,6 +151,10 @@ func (r *Runtime) create(ctx context.Context, image string, cfg *container.Confi
 	// but whose id never arrived: create without the caller's cancellation
 	// (bounded by createTimeout), then remove it if the caller gave up.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createTimeout)
+	if host.UsernsMode == "keep-id" && r.createGate != nil {
+		leave := r.createGate.enter()
+		defer leave()
+	}
 	created, err := r.cli.ContainerCreate(cctx, cfg, host, nil, nil, name)
 	if err != nil && errdefs.IsNotFound(err) {
 		// Only on this error path, so the common case costs nothing: a

@@ -37,7 +37,7 @@ func Open(ep engine.Endpoint, o Options) (*Runtime, error) {
 		return nil, fmt.Errorf("docker client for %s (%s): %w", ep.Host, ep.How(), err)
 	}
 	endpoints.Store(cli.DaemonHost(), ep)
-	return &Runtime{cli: cli, ep: ep, shared: o.SharedPaths}, nil
+	return &Runtime{cli: cli, ep: ep, shared: o.SharedPaths, createGate: newCreateGate(cli.DaemonHost())}, nil
 }
 
 // clientOpts are the Docker client's options for ep: TLS from
