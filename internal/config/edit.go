@@ -229,12 +229,12 @@ func lockFile(root, path string) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot lock %s: %w", path, err)
 	}
-	if err := flock(f); err != nil {
+	if err := safefs.Lock(f); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("cannot lock %s: %w", path, err)
 	}
 	return func() {
-		funlock(f)
+		safefs.Unlock(f)
 		f.Close()
 	}, nil
 }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+
+	"github.com/pml-dev/pml/internal/safefs"
 )
 
 // createGate serializes container creates where the engine cannot take
@@ -56,14 +58,14 @@ func (g *createGate) enter() func() {
 			return
 		}
 		_ = os.MkdirAll(filepath.Dir(g.path), 0o700)
-		// O_NOFOLLOW: a link planted at the path is not followed. Nothing
-		// is written to the file; it only carries the lock.
-		g.f, _ = openLockFile(g.path)
+		// A link or anything but a regular file planted at the path is
+		// refused. Nothing is written to the file; it only carries the lock.
+		g.f, _ = safefs.OpenLock(filepath.Dir(g.path), g.path, 0o600)
 	})
-	locked := g.f != nil && lockFile(g.f) == nil
+	locked := g.f != nil && safefs.Lock(g.f) == nil
 	return func() {
 		if locked {
-			_ = unlockFile(g.f)
+			safefs.Unlock(g.f)
 		}
 		g.mu.Unlock()
 	}

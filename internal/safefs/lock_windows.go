@@ -1,6 +1,6 @@
 //go:build windows
 
-package config
+package safefs
 
 import (
 	"os"
@@ -8,10 +8,13 @@ import (
 	"golang.org/x/sys/windows"
 )
 
-func flock(f *os.File) error {
+// Lock takes an exclusive lock on f (opened with OpenLock), waiting for
+// it; Unlock releases it.
+func Lock(f *os.File) error {
 	return windows.LockFileEx(windows.Handle(f.Fd()), windows.LOCKFILE_EXCLUSIVE_LOCK, 0, 1, 0, new(windows.Overlapped))
 }
 
-func funlock(f *os.File) {
+// Unlock releases the lock Lock took.
+func Unlock(f *os.File) {
 	_ = windows.UnlockFileEx(windows.Handle(f.Fd()), 0, 1, 0, new(windows.Overlapped))
 }
