@@ -29,6 +29,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/pml-dev/pml/e2e/k8s/kapi"
 )
 
 // rtOwner owns the test workspaces: pods run as the workspace owner when
@@ -43,13 +45,13 @@ func rtKubeconfig(t testing.TB) string {
 	return filepath.Join(home, ".cache", "pml", "k8s", "run", "kubeconfig")
 }
 
-func rtClient(t testing.TB) *clients {
+func rtClient(t testing.TB) *kapi.Client {
 	t.Helper()
 	cfg, err := clientcmd.BuildConfigFromFlags("", rtKubeconfig(t))
 	if err != nil {
 		t.Fatalf("no test cluster (%v): start one with e2e/k8s/cluster.sh up, or run make test-k8s", err)
 	}
-	cs, err := newClients(cfg)
+	cs, err := kapi.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,16 +149,17 @@ func rtBuildProbe() (string, error) {
 
 // rtNamespace creates a namespace for one test; it is deleted (with every
 // pod in it) at the end.
-func rtNamespace(t testing.TB, cs *clients) string {
+func rtNamespace(t testing.TB, cs *kapi.Client) string {
 	t.Helper()
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	ns := "pml-e2e-rt-" + hex.EncodeToString(b)
 	ctx := context.Background()
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"pml.e2e": "runtime"}}}, metav1.CreateOptions{}); err != nil {
+	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"pml.e2e": "runtime"}}}
+	if err := cs.Create(ctx, kapi.Namespaces, "", nsObj, nsObj); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	t.Cleanup(func() { _ = cs.Delete(context.Background(), kapi.Namespaces, "", ns) })
 	return ns
 }
 
@@ -228,10 +231,10 @@ func rtCall(t *testing.T, ws, tool, args string) rtResult {
 }
 
 // rtPods lists the pods of namespace ns that are not going away.
-func rtPods(t *testing.T, cs *clients, ns string) []corev1.Pod {
+func rtPods(t *testing.T, cs *kapi.Client, ns string) []corev1.Pod {
 	t.Helper()
-	l, err := cs.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
-	if err != nil {
+	var l corev1.PodList
+	if err := cs.List(context.Background(), kapi.Pods, ns, &l); err != nil {
 		t.Fatal(err)
 	}
 	var out []corev1.Pod
@@ -475,7 +478,8 @@ func TestKubernetesKilledPmlPodsAreReaped(t *testing.T) {
 	}
 	name := pods[0].Name
 	rtEventually(t, 3*time.Minute, "the pod did not end by its deadline (the kubelet checks it on its resync, about every minute)", func() bool {
-		p, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		var p corev1.Pod
+		err := cs.Get(ctx, kapi.Pods, ns, name, &p)
 		return err == nil && p.Status.Phase == corev1.PodFailed && p.Status.Reason == "DeadlineExceeded"
 	})
 }

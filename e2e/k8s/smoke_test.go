@@ -21,12 +21,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/remotecommand"
 	utilexec "k8s.io/client-go/util/exec"
 	"k8s.io/utils/ptr"
+
+	"github.com/pml-dev/pml/e2e/k8s/kapi"
 )
 
 // probeImage is the cluster's own static probe image (cluster.sh imports it into the node).
@@ -45,14 +46,14 @@ func smokeKubeconfig(t *testing.T) string {
 	return filepath.Join(home, ".cache", "pml", "k8s", "run", "kubeconfig")
 }
 
-func smokeClient(t *testing.T) (*rest.Config, *clients) {
+func smokeClient(t *testing.T) (*rest.Config, *kapi.Client) {
 	t.Helper()
 	path := smokeKubeconfig(t)
 	cfg, err := clientcmd.BuildConfigFromFlags("", path)
 	if err != nil {
 		t.Fatalf("no test cluster (%v): start one with e2e/k8s/cluster.sh up, or run make test-k8s", err)
 	}
-	cs, err := newClients(cfg)
+	cs, err := kapi.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,8 +62,8 @@ func smokeClient(t *testing.T) (*rest.Config, *clients) {
 
 func TestNodeIsReady(t *testing.T) {
 	_, cs := smokeClient(t)
-	nodes, err := cs.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
-	if err != nil {
+	var nodes corev1.NodeList
+	if err := cs.List(context.Background(), kapi.Nodes, "", &nodes); err != nil {
 		t.Fatalf("listing nodes: %v", err)
 	}
 	if len(nodes.Items) != 1 {
@@ -89,8 +90,8 @@ func TestNetworkPolicyIsEnforced(t *testing.T) {
 	probe := startNetProbe(t, cs, ns, "probe")
 	target := startNetProbe(t, cs, ns, "target")
 
-	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil || len(nodes.Items) == 0 {
+	var nodes corev1.NodeList
+	if err := cs.List(ctx, kapi.Nodes, "", &nodes); err != nil || len(nodes.Items) == 0 {
 		t.Fatalf("listing nodes: %v", err)
 	}
 	var nodeIP string
@@ -99,8 +100,8 @@ func TestNetworkPolicyIsEnforced(t *testing.T) {
 			nodeIP = a.Address
 		}
 	}
-	api, err := cs.CoreV1().Services("default").Get(ctx, "kubernetes", metav1.GetOptions{})
-	if err != nil {
+	var api corev1.Service
+	if err := cs.Get(ctx, kapi.Services, "default", "kubernetes", &api); err != nil {
 		t.Fatal(err)
 	}
 	apiService := net.JoinHostPort(api.Spec.ClusterIP, "443")
@@ -145,14 +146,14 @@ func TestNetworkPolicyIsEnforced(t *testing.T) {
 		t.FailNow()
 	}
 
-	_, err = cs.NetworkingV1().NetworkPolicies(ns).Create(ctx, &networkingv1.NetworkPolicy{
+	np := &networkingv1.NetworkPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: "deny-all"},
 		Spec: networkingv1.NetworkPolicySpec{
 			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"role": "probe"}},
 			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
 		},
-	}, metav1.CreateOptions{})
-	if err != nil {
+	}
+	if err := cs.Create(ctx, kapi.NetworkPolicies, ns, np, np); err != nil {
 		t.Fatal(err)
 	}
 	// The enforcer acts on the policy's creation within moments; wait for the first sign.
@@ -189,21 +190,20 @@ func apiPort(t *testing.T, cfg *rest.Config) int {
 	return p
 }
 
-func smokeNamespace(t *testing.T, cs *clients) string {
+func smokeNamespace(t *testing.T, cs *kapi.Client) string {
 	t.Helper()
-	ns, err := cs.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{
+	ns := &corev1.Namespace{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "pml-smoke-", Labels: map[string]string{"pml.dev/test": "k8s-smoke"}},
-	}, metav1.CreateOptions{})
-	if err != nil {
+	}
+	if err := cs.Create(context.Background(), kapi.Namespaces, "", ns, ns); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = cs.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
+		_ = cs.Delete(context.Background(), kapi.Namespaces, "", ns.Name)
 	})
 	// Pods are refused until the controller manager has made the namespace's service account.
-	err = wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := cs.CoreV1().ServiceAccounts(ns.Name).Get(ctx, "default", metav1.GetOptions{})
-		return err == nil, nil
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		return cs.Get(ctx, kapi.ServiceAccounts, ns.Name, "default", &corev1.ServiceAccount{}) == nil, nil
 	})
 	if err != nil {
 		t.Fatalf("no default service account in %s: %v", ns.Name, err)
@@ -212,10 +212,10 @@ func smokeNamespace(t *testing.T, cs *clients) string {
 }
 
 // startNetProbe runs the probe image listening on :8080, as a locked-down pod, and waits for it.
-func startNetProbe(t *testing.T, cs *clients, ns, role string) *corev1.Pod {
+func startNetProbe(t *testing.T, cs *kapi.Client, ns, role string) *corev1.Pod {
 	t.Helper()
 	ctx := context.Background()
-	_, err := cs.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
+	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: role, Labels: map[string]string{"role": role}},
 		Spec: corev1.PodSpec{
 			AutomountServiceAccountToken:  ptr.To(false),
@@ -234,17 +234,17 @@ func startNetProbe(t *testing.T, cs *clients, ns, role string) *corev1.Pod {
 				},
 			}},
 		},
-	}, metav1.CreateOptions{})
-	if err != nil {
+	}
+	if err := cs.Create(ctx, kapi.Pods, ns, p, p); err != nil {
 		t.Fatal(err)
 	}
 	var pod *corev1.Pod
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		p, err := cs.CoreV1().Pods(ns).Get(ctx, role, metav1.GetOptions{})
-		if err != nil {
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		var p corev1.Pod
+		if err := cs.Get(ctx, kapi.Pods, ns, role, &p); err != nil {
 			return false, nil
 		}
-		pod = p
+		pod = &p
 		for _, c := range p.Status.Conditions {
 			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
 				return true, nil
@@ -260,10 +260,10 @@ func startNetProbe(t *testing.T, cs *clients, ns, role string) *corev1.Pod {
 
 // execDial runs `/probe dial ADDR` in the pod through the API server's exec subresource and says
 // whether the connection opened. Anything but the probe's own verdict fails the test.
-func execDial(t *testing.T, cfg *rest.Config, cs *clients, ns, pod, addr string) bool {
+func execDial(t *testing.T, cfg *rest.Config, cs *kapi.Client, ns, pod, addr string) bool {
 	t.Helper()
-	req := cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(ns).Name(pod).SubResource("exec").
-		VersionedParams(&corev1.PodExecOptions{Container: "probe", Command: []string{"/probe", "dial", addr}, Stdout: true, Stderr: true}, scheme.ParameterCodec)
+	req := cs.Core.Post().Resource("pods").Namespace(ns).Name(pod).SubResource("exec").
+		VersionedParams(&corev1.PodExecOptions{Container: "probe", Command: []string{"/probe", "dial", addr}, Stdout: true, Stderr: true}, kapi.ParameterCodec)
 	ws, err := remotecommand.NewWebSocketExecutor(cfg, "GET", req.URL().String())
 	if err != nil {
 		t.Fatal(err)

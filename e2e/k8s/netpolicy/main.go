@@ -30,10 +30,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
-	networkingv1client "k8s.io/client-go/kubernetes/typed/networking/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/pml-dev/pml/e2e/k8s/kapi"
 )
 
 func main() {
@@ -59,27 +59,23 @@ func run(kubeconfig, cidr string, clean bool) error {
 	if err != nil {
 		return fmt.Errorf("reading kubeconfig %q: %w", kubeconfig, err)
 	}
-	// The two API groups' own clients, not client-go's clientset and
-	// informer factory: those compile every API group of Kubernetes
-	// (about 300 more packages, race-instrumented again for the tests).
-	core, err := corev1client.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	netv1, err := networkingv1client.NewForConfig(cfg)
+	// REST clients of the two API groups (kapi), not client-go's
+	// clientset, typed clients or informer factory: those compile every
+	// API group of Kubernetes.
+	api, err := kapi.New(cfg)
 	if err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
-	informer := func(c cache.Getter, resource string, example runtime.Object) cache.SharedIndexInformer {
-		return cache.NewSharedIndexInformer(cache.NewListWatchFromClient(c, resource, metav1.NamespaceAll, fields.Everything()),
+	informer := func(r kapi.Resource, example runtime.Object) cache.SharedIndexInformer {
+		return cache.NewSharedIndexInformer(cache.NewListWatchFromClient(api.For(r), r.Name(), metav1.NamespaceAll, fields.Everything()),
 			example, 10*time.Minute, cache.Indexers{})
 	}
-	pods := informer(core.RESTClient(), "pods", &corev1.Pod{})
-	nss := informer(core.RESTClient(), "namespaces", &corev1.Namespace{})
-	nps := informer(netv1.RESTClient(), "networkpolicies", &networkingv1.NetworkPolicy{})
+	pods := informer(kapi.Pods, &corev1.Pod{})
+	nss := informer(kapi.Namespaces, &corev1.Namespace{})
+	nps := informer(kapi.NetworkPolicies, &networkingv1.NetworkPolicy{})
 	dirty := make(chan struct{}, 1)
 	poke := func() {
 		select {
