@@ -26,12 +26,12 @@ import (
 	"github.com/docker/docker/client"
 )
 
-// The `pml images` tests run a real OCI registry (CNCF distribution, built
-// by `make registry-bin` into ~/.cache/pml/bin) on a free 127.0.0.1 port
-// with a temporary storage directory, and push FROM scratch images made
-// here to it. The Engine pulls from 127.0.0.0/8 over plain HTTP without any
-// daemon configuration. Every image name carries a random nonce and is
-// removed in t.Cleanup.
+// The `pml images` tests run a real OCI registry (go-containerregistry's,
+// built by `make registry-bin` into ~/.cache/pml/bin; e2e/registry/build.sh)
+// on a free 127.0.0.1 port with a temporary blob directory, and push FROM
+// scratch images made here to it. The Engine pulls from 127.0.0.0/8 over
+// plain HTTP without any daemon configuration. Every image name carries a
+// random nonce and is removed in t.Cleanup.
 
 // ociRegistry is one running registry process.
 type ociRegistry struct {
@@ -46,7 +46,7 @@ func registryBinary(t *testing.T) string {
 	bin := os.Getenv("PML_REGISTRY_BIN")
 	if bin == "" {
 		home, _ := os.UserHomeDir()
-		bin = filepath.Join(home, ".cache", "pml", "bin", "registry-v3.1.2") // the Makefile's REGISTRY_BIN
+		bin = filepath.Join(home, ".cache", "pml", "bin", "registry-ggcr-v0.22.1") // the Makefile's REGISTRY_BIN
 	}
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("the OCI registry binary %s is missing: run `make registry-bin` (builds it once from the Go module proxy): %v", bin, err)
@@ -64,23 +64,8 @@ func startOCIRegistry(t *testing.T) *ociRegistry {
 	addr := ln.Addr().String()
 	ln.Close()
 	dir := t.TempDir()
-	conf := filepath.Join(dir, "config.yml")
-	if err := os.WriteFile(conf, []byte(fmt.Sprintf(`version: 0.1
-log:
-  level: warn
-storage:
-  filesystem:
-    rootdirectory: %s
-  delete:
-    enabled: true
-http:
-  addr: %s
-  secret: pml-e2e-only
-`, filepath.Join(dir, "data"), addr)), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	r := &ociRegistry{Addr: addr, out: &syncBuffer{}, done: make(chan struct{})}
-	r.cmd = exec.Command(bin, "serve", conf)
+	r.cmd = exec.Command(bin, addr, filepath.Join(dir, "blobs"))
 	r.cmd.Stdout, r.cmd.Stderr = r.out, r.out
 	if err := r.cmd.Start(); err != nil {
 		t.Fatal(err)
