@@ -234,9 +234,14 @@ func TestPodmanLimitsAreNeverClaimedWhereIgnored(t *testing.T) {
 // over, all succeed and the service still answers.
 func TestPodmanConcurrentCreatesKeepTheServiceUp(t *testing.T) {
 	const sessions, calls, rounds = 4, 8, 2
+	// Each session runs at most 4 containers and every create waits for the
+	// others' (the gate), so on a loaded machine a call can wait a minute
+	// for a slot: the calls get 4 minutes, as the test is about every call
+	// succeeding and the service staying up, not about how fast.
+	const perSession = `{"permissions": {"allow": ["shell:exec"]}, "sandbox": {"max_containers": 4, "timeout": "240s"}}`
 	var ss []*session
 	for range sessions {
-		ws := newWorkspace(t, allowAll)
+		ws := newWorkspace(t, perSession)
 		ss = append(ss, startSession(t, ws))
 	}
 	for r := range rounds {
@@ -247,7 +252,7 @@ func TestPodmanConcurrentCreatesKeepTheServiceUp(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 					defer cancel()
 					res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "shell:exec", Arguments: map[string]any{"command": fmt.Sprintf("echo call-%d", i)}})
 					switch {
