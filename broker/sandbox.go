@@ -74,8 +74,12 @@ func newSandbox(o Options, pol policies.Policy, owner container.Owner) *sandbox 
 		sb.inside = inside.NewSource(o.Runtime).Program
 	}
 	sb.setPolicy(pol)
+	var ready func()
+	if limited != nil {
+		ready = limited.Idle
+	}
 	sb.pool = container.NewPool(container.PoolOptions{Runtime: rt, Min: o.Config.Sandbox.Pool.Min,
-		Max: o.Config.Sandbox.Pool.Max, Idle: o.Config.Sandbox.IdleTimeout, Logger: o.Logger})
+		Max: o.Config.Sandbox.Pool.Max, Idle: o.Config.Sandbox.IdleTimeout, Ready: ready, Logger: o.Logger})
 	if limited != nil {
 		limited.SetReclaim(sb.pool.Reclaim)
 	}

@@ -235,9 +235,11 @@ func TestPodmanLimitsAreNeverClaimedWhereIgnored(t *testing.T) {
 func TestPodmanConcurrentCreatesKeepTheServiceUp(t *testing.T) {
 	const sessions, calls, rounds = 4, 8, 2
 	// Each session runs at most 4 containers and every create waits for the
-	// others' (the gate), so on a loaded machine a call can wait a minute
-	// for a slot: the calls get 4 minutes, as the test is about every call
-	// succeeding and the service staying up, not about how fast.
+	// others' (the gate): 64 creates one after the other. The calls get 4
+	// minutes, as the test is about every call succeeding and the service
+	// staying up, not about how fast. (Round 2 once timed out even so:
+	// calls queued for a slot behind pre-starts that then sat idle with it;
+	// internal/container's TestACallQueuedBehindAPreStartGetsItsSlot.)
 	const perSession = `{"permissions": {"allow": ["shell:exec"]}, "sandbox": {"max_containers": 4, "timeout": "240s"}}`
 	var ss []*session
 	for range sessions {

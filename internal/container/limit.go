@@ -45,6 +45,11 @@ type Limited struct {
 	// reclaim, when set, frees a slot held by a container no call is
 	// using (a pre-started pool container); it reports whether it did.
 	reclaim func() bool
+	// idle is closed (and forgotten) by Idle: starts waiting for a slot
+	// try reclaim again.
+	idle chan struct{}
+	// waiting counts the starts waiting for a slot.
+	waiting int
 }
 
 // Limit wraps rt with a cap of n containers (n < 1: DefaultMaxContainers).
@@ -60,6 +65,25 @@ func (l *Limited) Cap() int { return l.n }
 
 // Running is the number of slots taken now (tests, logs).
 func (l *Limited) Running() int { return len(l.slots) }
+
+// Waiting is the number of starts waiting for a slot now (tests, logs).
+func (l *Limited) Waiting() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.waiting
+}
+
+// Idle says that a container no call uses now holds a slot (the pool
+// calls it when a pre-start has become ready): the starts waiting for a
+// slot try to reclaim it.
+func (l *Limited) Idle() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.idle != nil {
+		close(l.idle)
+		l.idle = nil
+	}
+}
 
 // SetReclaim registers the function that frees an idle container's slot
 // when a start would otherwise wait.
@@ -97,21 +121,40 @@ func (l *Limited) acquire(ctx context.Context) error {
 	if ctx.Value(noQueueKey{}) != nil {
 		return fmt.Errorf("%w: all %d container slots are in use", ErrAtCap, l.n)
 	}
-	// A pre-started container nobody uses yet gives its slot to a call.
 	l.mu.Lock()
-	reclaim := l.reclaim
+	l.waiting++
 	l.mu.Unlock()
-	if reclaim != nil {
-		reclaim()
-	}
+	defer func() {
+		l.mu.Lock()
+		l.waiting--
+		l.mu.Unlock()
+	}()
 	began := time.Now()
-	select {
-	case l.slots <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("%w: all %d containers this pml may run at once were busy for %s, until the call's time ran out "+
-			"(%v); retry with fewer calls at once, or raise sandbox.max_containers in .pml.json",
-			ErrAtCap, l.n, time.Since(began).Round(time.Millisecond), ctx.Err())
+	for {
+		// A pre-started container nobody uses yet gives its slot to a
+		// call: now, and again whenever one becomes ready while this call
+		// waits (a pre-start that held a slot when the call came finishes
+		// later, and would then hold it idle for as long as the call can
+		// wait).
+		l.mu.Lock()
+		reclaim := l.reclaim
+		if l.idle == nil {
+			l.idle = make(chan struct{})
+		}
+		idle := l.idle
+		l.mu.Unlock()
+		if reclaim != nil {
+			reclaim()
+		}
+		select {
+		case l.slots <- struct{}{}:
+			return nil
+		case <-idle:
+		case <-ctx.Done():
+			return fmt.Errorf("%w: all %d containers this pml may run at once were busy for %s, until the call's time ran out "+
+				"(%v); retry with fewer calls at once, or raise sandbox.max_containers in .pml.json",
+				ErrAtCap, l.n, time.Since(began).Round(time.Millisecond), ctx.Err())
+		}
 	}
 }
 

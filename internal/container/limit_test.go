@@ -116,3 +116,78 @@ func TestPoolPreStartsGiveWayToCalls(t *testing.T) {
 	}
 	lb.Release()
 }
+
+// gatedStarts lets the first start through and holds every later one
+// until open is closed, the way a slow engine holds a pre-start.
+type gatedStarts struct {
+	Runtime
+	n    atomic.Int32
+	open chan struct{}
+}
+
+func (g *gatedStarts) Start(ctx context.Context, spec Spec, s Streams) (Process, error) {
+	if g.n.Add(1) > 1 {
+		<-g.open
+	}
+	return g.Runtime.Start(ctx, spec, s)
+}
+
+// TestACallQueuedBehindAPreStartGetsItsSlot: a call that found no
+// container ready queued for a slot while a pre-start of its own kind
+// held it; the pre-start then finished and waited, idle, with the slot.
+// The call must get a container then, not wait out its whole timeout
+// (seen on Podman: every call of a burst timed out after 4 minutes behind
+// idle pre-started containers).
+func TestACallQueuedBehindAPreStartGetsItsSlot(t *testing.T) {
+	g := &gatedStarts{Runtime: &containertest.Runtime{Behave: behave(blockUntilKilled)}, open: make(chan struct{})}
+	l := Limit(g, 1)
+	pool := NewPool(PoolOptions{Runtime: l, Min: 1, Max: 1, Ready: l.Idle})
+	l.SetReclaim(pool.Reclaim)
+	var opened sync.Once
+	openGate := func() { opened.Do(func() { close(g.open) }) }
+	defer pool.Close(context.Background())
+	defer openGate() // before Close: it waits for the held pre-start
+	spec := Spec{Image: "a"}
+	ctx := context.Background()
+
+	// The first call, cold; its container is gone before it releases, so
+	// the pre-start its release asks for takes the one slot.
+	first, err := pool.Acquire(ctx, spec, Streams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = first.Kill(ctx)
+	_ = first.Remove(ctx)
+	first.Release()
+	waitFor(t, "the pre-start to take the slot", func() bool { return l.Running() == 1 })
+
+	// The second call finds nothing ready and queues for the slot.
+	got := make(chan error, 1)
+	go func() {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		lease, err := pool.Acquire(cctx, spec, Streams{})
+		if err == nil {
+			lease.Release()
+		}
+		got <- err
+	}()
+	waitFor(t, "the call to queue", func() bool { return l.Waiting() == 1 })
+
+	// The pre-start finishes and waits, idle, holding the slot.
+	openGate()
+	if err := <-got; err != nil {
+		t.Fatalf("the queued call: %v", err)
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

@@ -37,7 +37,10 @@ type PoolOptions struct {
 	Idle time.Duration
 	// Decay: after this long without a miss a kind keeps one container
 	// fewer, down to Min (0: DefaultPoolDecay).
-	Decay  time.Duration
+	Decay time.Duration
+	// Ready, when set, is called whenever a pre-started container has
+	// become ready (Limited.Idle).
+	Ready  func()
 	Logger zerolog.Logger
 }
 
@@ -309,6 +312,13 @@ func (p *Pool) start(k *kind, epoch uint64) {
 	proc, err := p.o.Runtime.Start(WithoutQueue(ctx), k.spec, Streams{Stdout: w.stdout, Stderr: w.stderr})
 	cancel()
 
+	ready := false
+	defer func() {
+		// After the lock is left: Ready may lead to Reclaim.
+		if ready && p.o.Ready != nil {
+			p.o.Ready()
+		}
+	}()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	defer p.signalDrained()
@@ -336,6 +346,7 @@ func (p *Pool) start(k *kind, epoch uint64) {
 		return
 	}
 	k.ready = append(k.ready, w)
+	ready = true
 	p.o.Logger.Debug().Str("container", short(proc.ID())).Str("image", k.spec.Image).Int("ready", len(k.ready)).
 		Msg("pool: container pre-started and waiting")
 }
