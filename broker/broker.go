@@ -204,7 +204,9 @@ func New(o Options) (*Broker, error) {
 // Close cancels every running call (killing its container) and returns
 // within timeout: the calls' own cleanup gets two thirds of it, then a
 // sweep by owner label removes whatever this pml still has, whatever the
-// rest is doing (a call stuck on the daemon cannot hold pml's exit).
+// rest is doing (a call stuck on the daemon cannot hold pml's exit); what
+// was in flight then gets the rest of the time to land and go, and a
+// second sweep follows it.
 func (b *Broker) Close(timeout time.Duration) {
 	b.cancelBase()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -218,18 +220,24 @@ func (b *Broker) Close(timeout time.Duration) {
 		b.closeServers()
 		close(graceful)
 	}()
+	done := false
 	select {
 	case <-graceful:
+		done = true
 	case <-time.After(timeout * 2 / 3):
 		b.log.Warn().Msg("some calls did not finish cleaning up in time; removing this pml's containers by label")
 	}
-	swept := true
-	if b.sb.rt != nil {
-		if n, err := container.RemoveOwn(ctx, b.sb.rt, b.sb.owner); err != nil {
-			swept = false
-			b.log.Warn().Err(err).Msg("final sweep of this pml's containers; the next pml start removes what is left")
-		} else if n > 0 {
-			b.log.Info().Int("removed", n).Msg("removed containers whose removal had not finished")
+	swept := b.sweep(ctx)
+	if !done {
+		// What was still in flight at the sweep can land after it: the
+		// engine finishes a create whose client gave up, and on a loaded
+		// machine that can take seconds. Those calls remove their own
+		// container once it lands (their context is cancelled): wait for
+		// them within the bound, then look once more.
+		select {
+		case <-graceful:
+			swept = b.sweep(ctx)
+		case <-ctx.Done():
 		}
 	}
 	// Every container is gone: the last look at pml's own files. When
@@ -241,6 +249,23 @@ func (b *Broker) Close(timeout time.Duration) {
 	b.sb.egress.close()
 	// After the proxies: their Close writes their last audit entries.
 	_ = b.audit.Close()
+}
+
+// sweep removes every container of this pml still there (Close); it
+// reports whether it could.
+func (b *Broker) sweep(ctx context.Context) bool {
+	if b.sb.rt == nil {
+		return true
+	}
+	n, err := container.RemoveOwn(ctx, b.sb.rt, b.sb.owner)
+	if err != nil {
+		b.log.Warn().Err(err).Msg("final sweep of this pml's containers; the next pml start removes what is left")
+		return false
+	}
+	if n > 0 {
+		b.log.Info().Int("removed", n).Msg("removed containers whose removal had not finished")
+	}
+	return true
 }
 
 // Workspace returns the workspace directory.

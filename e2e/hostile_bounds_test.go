@@ -203,9 +203,7 @@ func stopMidCall(t *testing.T, stop func(s *rawSession)) {
 	if left := runningOf(t, ws.Dir); len(left) > 0 {
 		t.Errorf("%d container(s) still running after pml exited", len(left))
 	}
-	if left := containersOf(t, ws.Dir); len(left) > 0 {
-		t.Errorf("%d container(s) left after pml exited", len(left))
-	}
+	noneLeftAfterExit(t, s.stderr, ws)
 }
 
 // TestHostileSIGTERMMidCall: SIGTERM while a call runs a long command.
@@ -412,9 +410,7 @@ return r.filter(x => x.status === "rejected" && String(x.reason).includes("at mo
 		t.Fatal(err)
 	}
 	waitFor(t, "pml to exit after SIGTERM", 10*time.Second, func() bool { return !running(s.cmd.Process.Pid) })
-	if left := containersOf(t, ws.Dir); len(left) > 0 {
-		t.Errorf("%d container(s) left after pml exited", len(left))
-	}
+	noneLeftAfterExit(t, s.stderr, ws)
 }
 
 // TestHostileExecuteSpinIsStoppedAtTheSandboxTimeout: code that spins is
@@ -458,4 +454,19 @@ func TestHostileExecuteSpinIsStoppedAtTheSandboxTimeout(t *testing.T) {
 	if b, err := os.ReadFile(ws.path("slow.txt")); err != nil || string(b) != "approved" {
 		t.Errorf("slow.txt: %q %v", b, err)
 	}
+}
+
+// noneLeftAfterExit fails the test when a container of ws is still listed
+// after its pml exited, with what is left and the end of pml's stderr
+// (its warnings say which part of the clean-up did not finish).
+func noneLeftAfterExit(t *testing.T, stderr *syncBuffer, ws *workspace) {
+	t.Helper()
+	left := containersOf(t, ws.Dir)
+	if len(left) == 0 {
+		return
+	}
+	for _, c := range left {
+		t.Logf("left: %.12s %s, %s", c.ID, c.Labels["pml.purpose"], c.Status)
+	}
+	t.Errorf("%d container(s) left after pml exited; the end of pml's stderr:\n%s", len(left), tail(stderr.String()))
 }
