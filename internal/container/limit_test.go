@@ -159,7 +159,7 @@ func TestACallQueuedBehindAPreStartGetsItsSlot(t *testing.T) {
 	_ = first.Kill(ctx)
 	_ = first.Remove(ctx)
 	first.Release()
-	waitFor(t, "the pre-start to take the slot", func() bool { return l.Running() == 1 })
+	eventually(t, "the pre-start took the slot", func() bool { return l.Running() == 1 })
 
 	// The second call finds nothing ready and queues for the slot.
 	got := make(chan error, 1)
@@ -172,22 +172,11 @@ func TestACallQueuedBehindAPreStartGetsItsSlot(t *testing.T) {
 		}
 		got <- err
 	}()
-	waitFor(t, "the call to queue", func() bool { return l.Waiting() == 1 })
+	eventually(t, "the call queued", func() bool { return l.Waiting() == 1 })
 
 	// The pre-start finishes and waits, idle, holding the slot.
 	openGate()
 	if err := <-got; err != nil {
 		t.Fatalf("the queued call: %v", err)
-	}
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
 	}
 }
