@@ -34,12 +34,42 @@ sock() { echo "$(runtime_dir)/podman/podman.sock"; }
 pidfile() { echo "$(runtime_dir)/pml-podman-service.pid"; }
 
 # as USER runs a command as the test user with a login-like environment:
-# rootless Podman finds its storage and runtime directory from these.
+# rootless Podman finds its storage and runtime directory from these. It
+# runs in the user's home, not in the caller's directory: the service
+# passes its working directory on to every conmon, and once a checkout it
+# was started from is deleted, each container start fails ("conmon: Failed
+# to get working directory"; attach answers 409).
 as() {
   local home
   home=$(getent passwd "$USER_NAME" | cut -d: -f6)
-  runuser -u "$USER_NAME" -- env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$home" USER="$USER_NAME" \
-    LOGNAME="$USER_NAME" XDG_RUNTIME_DIR="$(runtime_dir)" "$@"
+  (
+    cd "$home" 2>/dev/null || cd /
+    runuser -u "$USER_NAME" -- env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$home" USER="$USER_NAME" \
+      LOGNAME="$USER_NAME" XDG_RUNTIME_DIR="$(runtime_dir)" "$@"
+  )
+}
+
+# service_pid prints the pid of the service this script started, if it
+# still runs (a pid is reused once its process is gone).
+service_pid() {
+  local pf pid
+  pf=$(pidfile)
+  [ -f "$pf" ] || return 1
+  pid=$(cat "$pf")
+  [ -n "$pid" ] && { tr '\0' ' ' <"/proc/$pid/cmdline"; } 2>/dev/null | grep -q '^podman system service' || return 1
+  echo "$pid"
+}
+
+# cwd_gone: the service this script started runs in a directory that was
+# deleted since (started by an older setup.sh from a checkout): it answers
+# but can start no container.
+cwd_gone() {
+  local pid
+  pid=$(service_pid) || return 1
+  case "$(readlink "/proc/$pid/cwd" 2>/dev/null)" in
+    *' (deleted)') return 0 ;;
+  esac
+  return 1
 }
 
 answers() {
@@ -77,11 +107,12 @@ user() {
 up() {
   install
   user
-  if answers; then
+  if answers && ! cwd_gone; then
     log "the Podman service of $USER_NAME answers at $(sock)"
     return 0
   fi
-  # A service from an earlier run that died leaves its socket and pid file.
+  # A service from an earlier run that died leaves its socket and pid file;
+  # one whose working directory was deleted is replaced.
   stop_service
   rm -f "$(sock)"
   # Storage from another Podman version or a changed subuid range is
@@ -110,10 +141,9 @@ stop_service() {
   local pf pid
   pf=$(pidfile)
   [ -f "$pf" ] || return 0
-  pid=$(cat "$pf")
   # Only the process this script started, and only if it is still the
-  # service (a pid is reused once its process is gone).
-  if [ -n "$pid" ] && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q '^podman system service'; then
+  # service.
+  if pid=$(service_pid); then
     # Rootless Podman re-executes itself inside the user namespace: the
     # child serves the socket, and a signal to the parent does not reach it.
     local pids
