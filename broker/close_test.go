@@ -2,15 +2,10 @@ package broker
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
-	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/container"
 )
 
@@ -59,22 +54,8 @@ func (r *landsLate) starting() int {
 // Within its bound, Close waits for it.
 func TestCloseWaitsForAStartInFlight(t *testing.T) {
 	const timeout = 4 * time.Second
-	ws, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(ws, "a.txt"), []byte("hello"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(ws, func(string) string { return "" })
-	if err != nil {
-		t.Fatal(err)
-	}
 	rt := &landsLate{inProcess: &inProcess{}, delay: timeout * 3 / 4}
-	b, err := New(Options{Workspace: ws, Config: cfg, Runtime: rt, Inside: testInside, Logger: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := openBroker(t, rt, `{"permissions": {"allow": ["filesystem:read_file"]}}`, nil)
 	go callOnce(b, "filesystem:read_file", map[string]any{"path": "a.txt"})
 	deadline := time.Now().Add(10 * time.Second)
 	for rt.starting() == 0 {

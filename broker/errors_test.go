@@ -41,8 +41,16 @@ func (failingRuntime) Info(context.Context) (container.Info, error)             
 func (failingRuntime) Close() error                                             { return nil }
 
 // brokerWith builds a broker on rt with .pml.json pmlJSON and the
-// environment env.
+// environment env; it closes at cleanup.
 func brokerWith(t *testing.T, rt container.Runtime, pmlJSON string, env map[string]string) *Broker {
+	t.Helper()
+	b := openBroker(t, rt, pmlJSON, env)
+	t.Cleanup(func() { b.Close(time.Second) })
+	return b
+}
+
+// openBroker is brokerWith for a test that closes the broker itself.
+func openBroker(t *testing.T, rt container.Runtime, pmlJSON string, env map[string]string) *Broker {
 	t.Helper()
 	ws, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
@@ -62,7 +70,6 @@ func brokerWith(t *testing.T, rt container.Runtime, pmlJSON string, env map[stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { b.Close(time.Second) })
 	return b
 }
 
