@@ -237,15 +237,34 @@ func TestHostileForkBomb(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan struct{})
+	var bombRes *mcp.CallToolResult
+	var bombErr error
 	go func() {
 		defer close(done)
-		// Every bomb process keeps forking, so the container stays at its
-		// pids limit (a bomb whose processes exit when a fork fails dies
-		// out between two samples); pid 1 loops until the call is
+		// The bomb's processes exit when their fork fails (busybox sh
+		// gives up on "can't fork") and the others fork again into the
+		// freed pids, so the container stays at its limit. The script's
+		// own shell must never fork once the bomb runs: a `sleep` loop
+		// there fails its fork at the limit, the shell exits, and the
+		// call ends by itself, before the test has looked (on a loaded
+		// machine, more often than not). So it waits in `read` (a
+		// builtin) on a FIFO that nobody writes, until the call is
 		// cancelled.
-		_, _ = s.CallTool(ctx, &mcp.CallToolParams{Name: "shell:exec", Arguments: map[string]any{
-			"command": `exec 2>/dev/null; bomb() { while :; do bomb & done; }; bomb & while :; do sleep 1; done`}})
+		bombRes, bombErr = s.CallTool(ctx, &mcp.CallToolParams{Name: "shell:exec", Arguments: map[string]any{
+			"command": `exec 2>/dev/null; mkfifo /tmp/hold && exec 3<>/tmp/hold || exit 99; bomb() { while :; do bomb & done; }; bomb & read -r x <&3`}})
 	}()
+	// ended says how the bomb's call ended, if it did.
+	ended := func() string {
+		select {
+		case <-done:
+			if bombErr != nil {
+				return fmt.Sprintf("the bomb's call ended: %v", bombErr)
+			}
+			return fmt.Sprintf("the bomb's call ended: isError=%v %q", bombRes.IsError, text(bombRes))
+		default:
+			return ""
+		}
+	}
 	// The bomb's container is the shell container whose process count
 	// climbs: a replacement the pool pre-starts beside it (after the
 	// first call of a kind, or one a waiting call reclaims) also runs,
@@ -253,18 +272,23 @@ func TestHostileForkBomb(t *testing.T) {
 	const max = 128
 	var id, cg string
 	peak := 0
-	waitFor(t, "the bomb to reach its pids limit", 60*time.Second, func() bool {
+	waitSaw(t, "the bomb to reach its pids limit", 60*time.Second, func() (bool, string) {
+		var saw []string
 		for _, c := range containersOf(t, ws.Dir) {
+			n, err := readInt(filepath.Join(findPidsCgroup(c.ID), "pids.current"))
+			saw = append(saw, fmt.Sprintf("%s %s %s pids=%d (%v)", c.ID[:12], c.Labels["pml.purpose"], c.State, n, err))
 			if c.State != "running" || !strings.Contains(c.Labels["pml.purpose"], "shell") {
 				continue
 			}
-			dir := findPidsCgroup(c.ID)
-			if n, err := readInt(filepath.Join(dir, "pids.current")); err == nil && n >= max*3/4 {
-				id, cg, peak = c.ID, dir, n
-				return true
+			if err == nil && n >= max*3/4 {
+				id, cg, peak = c.ID, findPidsCgroup(c.ID), n
+				return true, ""
 			}
 		}
-		return false
+		if e := ended(); e != "" {
+			t.Fatalf("%s, before its container reached its pids limit; containers: %v\npml's stderr:\n%s", e, saw, tail(s.stderr.String()))
+		}
+		return false, fmt.Sprintf("containers %v; pml's stderr:\n%s", saw, tail(s.stderr.String()))
 	})
 	if got, err := readInt(filepath.Join(cg, "pids.max")); err != nil || got != max {
 		t.Fatalf("pids.max of the bomb's container = %d (%v), want the configured %d", got, err, max)
@@ -283,10 +307,8 @@ func TestHostileForkBomb(t *testing.T) {
 		t.Errorf("a call during the fork bomb: %q", out)
 	}
 	sample()
-	select {
-	case <-done:
-		t.Fatal("the fork bomb's call ended before the other call was answered: nothing was shown to run meanwhile")
-	default:
+	if e := ended(); e != "" {
+		t.Fatalf("%s before the other call was answered: nothing was shown to run meanwhile\npml's stderr:\n%s", e, tail(s.stderr.String()))
 	}
 	cancel()
 	<-done

@@ -320,10 +320,29 @@ func containersOf(t *testing.T, dir string) []dc.APIContainers {
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
+	waitSaw(t, what, timeout, func() (bool, string) { return cond(), "" })
+}
+
+// waitSaw is waitFor for a condition that also says what it saw, so that a
+// test that times out says what the state was last (counts, states, pml's
+// stderr tail) rather than only that it waited: a wait that fails only on
+// a loaded machine has to be diagnosed from its log.
+func waitSaw(t *testing.T, what string, timeout time.Duration, cond func() (bool, string)) {
+	t.Helper()
+	start := time.Now()
+	deadline := start.Add(timeout)
+	polls := 0
+	for {
+		ok, saw := cond()
+		polls++
+		if ok {
+			return
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+			if saw == "" {
+				saw = "(the condition says nothing more)"
+			}
+			t.Fatalf("timed out after %s (%d looks) waiting for %s; last seen: %s", time.Since(start).Round(time.Millisecond), polls, what, saw)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
