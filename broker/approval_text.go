@@ -38,6 +38,14 @@ func (b *Broker) approval(wf *workflow) Approval {
 		ctx["always_not_offered"] = why
 	}
 	desc += b.describeAccess(wf.tool, ctx) // access.go
+	if note := b.untrustedNote(func(g config.Grant) bool {
+		pat, ok := strings.CutPrefix(g.Key, "permissions.allow=")
+		d, _ := Permissions{Allow: []string{pat}}.Decide(wf.tool)
+		return ok && d == Allow
+	}); note != "" {
+		desc += note
+		ctx["policy_not_trusted"] = b.cfg.Path
+	}
 	return Approval{
 		ApprovalRequired: true,
 		ApprovalType:     wf.typ,

@@ -43,6 +43,7 @@ import (
 	"github.com/pml-dev/pml/images"
 	"github.com/pml-dev/pml/internal/audit"
 	"github.com/pml-dev/pml/internal/config"
+	"github.com/pml-dev/pml/internal/trust"
 	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/deps"
 	"github.com/pml-dev/pml/internal/inside"
@@ -113,6 +114,11 @@ type Options struct {
 	ServerStartTimeout time.Duration
 	// HTTPClient talks to the cloud (and registries); nil: a default one.
 	HTTPClient *http.Client
+	// Trust is the person's record of trusted policy files
+	// (internal/trust): Config is expected to be trust.Apply'd already,
+	// and reloads and pml's own writes of .pml.json go through it. nil:
+	// every policy is taken as trusted (tests of other layers).
+	Trust *trust.Store
 }
 
 // Broker routes and executes tool calls. Safe for concurrent use.
@@ -122,6 +128,10 @@ type Broker struct {
 	perms livePermissions
 	// reload applies edits of .pml.json (reload.go).
 	reload reloadState
+	// trust is the person's trust records; trustState how the
+	// configuration in force stands against them (trust.go).
+	trust      *trust.Store
+	trustState trustState
 	log    zerolog.Logger
 	tools  toolTable
 	audit  *audit.Log
@@ -164,6 +174,16 @@ func New(o Options) (*Broker, error) {
 	if err := safefs.CheckStateDir(o.Workspace); err != nil {
 		return nil, err
 	}
+	// What the policy file grants applies only as far as the person
+	// trusted it (internal/trust); what it narrows applies whatever.
+	var tst trust.Status
+	if o.Trust != nil {
+		cfg, st, err := trust.Apply(o.Config, o.Trust, DefaultPermissions().Allow)
+		if err != nil {
+			o.Logger.Warn().Err(err).Msg("the project's policy is applied as untrusted")
+		}
+		o.Config, tst = cfg, st
+	}
 	owner := container.Self()
 	if o.Owner != nil {
 		owner = *o.Owner
@@ -180,6 +200,8 @@ func New(o Options) (*Broker, error) {
 		log:   o.Logger,
 		audit: audit.New(filepath.Join(o.Workspace, ".pml", "audit.jsonl")),
 	}
+	b.trust = o.Trust
+	b.trustState.set(b, o.Config, tst)
 	sb.egress = newEgressSet(b.audit, o.Logger, sb.user)
 	sb.egress.shell.Store(&o.Config.Sandbox.Network.Rules)
 	b.base, b.cancelBase = context.WithCancel(context.Background())
@@ -323,6 +345,9 @@ func (b *Broker) Call(ctx context.Context, req Request) Result {
 		req.Workflows = NewWorkflows(b.cfg.HIL.Timeout)
 	}
 	ctx = context.WithValue(ctx, requestKey{}, req)
+	// A `pml trust` given since the policy was read applies from this
+	// call (its servers too, before the tool is resolved).
+	b.refreshTrust()
 	return b.path.Call(ctx, newCall(req))
 }
 

@@ -20,5 +20,20 @@ func (b *Broker) writeConfig(edit func(old []byte) ([]byte, error)) error {
 		return err
 	}
 	defer unlock()
-	return b.sb.guard.Write(".pml.json", 0o644, edit)
+	var before, after []byte
+	err = b.sb.guard.Write(".pml.json", 0o644, func(old []byte) ([]byte, error) {
+		out, err := edit(old)
+		before, after = old, out
+		return out, err
+	})
+	if err != nil || b.trust == nil {
+		return err
+	}
+	// The person asked for what this write adds ("Always"): it is trusted,
+	// so they never re-trust what pml just wrote for them. Anything else
+	// the file grants stays as trusted as it was.
+	if err := b.trust.Saved(b.cfg.Path, before, after, DefaultPermissions().Allow); err != nil {
+		b.log.Warn().Err(err).Msg("the answer was saved in .pml.json, but not in your trust records: run `pml trust` to apply it in later sessions")
+	}
+	return nil
 }

@@ -45,7 +45,7 @@ func PermissionsFrom(cfg *config.Config) Permissions {
 	if cfg == nil {
 		return DefaultPermissions()
 	}
-	if cfg.Exists {
+	if cfg.HasFile() {
 		return Permissions{Allow: cfg.Permissions.Allow, Ask: cfg.Permissions.Ask, Deny: cfg.Permissions.Deny}
 	}
 	p := DefaultPermissions()
@@ -67,7 +67,7 @@ func denySource(cfg *config.Config) string {
 	if s := cfg.Source("permissions.deny"); s != "" {
 		return s
 	}
-	if cfg != nil && cfg.Exists {
+	if cfg.HasFile() {
 		return cfg.Path
 	}
 	return ""

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/pml-dev/pml/internal/config"
+	"github.com/pml-dev/pml/internal/trust"
 )
 
 // reloadState serializes reloads of .pml.json and remembers the last
@@ -49,6 +50,7 @@ func (b *Broker) Reload(env func(string) string) {
 	// may predate it and is dropped (the save's own event reloads again).
 	gen := b.perms.generation()
 	b.sb.guard.Verify(config.FileName)
+	b.sb.guard.Verify(config.LocalFileName)
 	cfg, err := config.Load(b.sb.ws, env)
 	if err != nil {
 		ev := b.log.Error().Err(err).Str("file", b.cfg.Path)
@@ -62,6 +64,17 @@ func (b *Broker) Reload(env func(string) string) {
 	for _, w := range cfg.Warnings {
 		b.log.Warn().Msg(w)
 	}
+	// Only what the person trusted of this content is applied; the
+	// decision is on the bytes config.Load parsed (cfg.Sum), never on a
+	// second read of a file a container may swap meanwhile.
+	var tst trust.Status
+	if b.trust != nil {
+		var terr error
+		cfg, tst, terr = trust.Apply(cfg, b.trust, DefaultPermissions().Allow)
+		if terr != nil {
+			b.log.Warn().Err(terr).Msg("the project's policy is applied as untrusted")
+		}
+	}
 	// Checked before anything is applied: an edit is taken whole or not
 	// at all.
 	pol, err := effectivePolicy(cfg.Sandbox)
@@ -74,6 +87,7 @@ func (b *Broker) Reload(env func(string) string) {
 		b.log.Debug().Msg("a reload of .pml.json predates pml's own save; the next one applies it")
 		return
 	}
+	b.trustState.set(b, cfg, tst)
 	b.tellVisible(old, PermissionsFrom(cfg))
 	last := b.reload.last
 	if last == nil {

@@ -160,7 +160,8 @@ func TestInitEmptyProject(t *testing.T) {
 		t.Errorf(".pml.json = %+v", cfg)
 	}
 	ignore := readFile(t, ws.path(".gitignore"))
-	if lineCount(ignore, ".pml/") != 1 || lineCount(ignore, ".pml.json") != 1 {
+	// .pml.json is the team's policy, committed; the personal file is not.
+	if lineCount(ignore, ".pml/") != 1 || lineCount(ignore, ".pml.local.json") != 1 || lineCount(ignore, ".pml.json") != 0 {
 		t.Errorf(".gitignore = %q", ignore)
 	}
 	for _, want := range []string{"created", "local mode"} {
@@ -178,7 +179,7 @@ func TestInitEmptyProject(t *testing.T) {
 		if after := snapshotFiles(t, ws.Dir); !reflect.DeepEqual(before, after) {
 			t.Errorf("files changed:\n%v\n%v", before, after)
 		}
-		if ignore := readFile(t, ws.path(".gitignore")); lineCount(ignore, ".pml/") != 1 || lineCount(ignore, ".pml.json") != 1 {
+		if ignore := readFile(t, ws.path(".gitignore")); lineCount(ignore, ".pml/") != 1 || lineCount(ignore, ".pml.local.json") != 1 || lineCount(ignore, ".pml.json") != 0 {
 			t.Errorf(".gitignore = %q", ignore)
 		}
 		if _, err := os.Stat(ws.path(".mcp.json.backup")); err == nil {

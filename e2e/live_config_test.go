@@ -31,6 +31,9 @@ func (s *session) edit(t *testing.T, ws *workspace, content, want string) {
 	t.Helper()
 	tmp := ws.write(".pml.json.tmp", content)
 	s.replaceConfig(t, ws, func() error { return os.Rename(tmp, ws.path(".pml.json")) }, want)
+	// The person who edits the policy trusts it (pml trust): the session
+	// applies it from the next call.
+	ws.trust()
 }
 
 // replaceConfig runs change and waits for the log line want that follows.

@@ -12,6 +12,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -54,6 +55,14 @@ func run(m *testing.M) int {
 	}
 	defer os.RemoveAll(cfgHome)
 	os.Setenv("XDG_CONFIG_HOME", cfgHome)
+	// And the person's trust records (pml trust) are the tests' own.
+	stateHome, err := os.MkdirTemp("", "pml-e2e-state-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(stateHome)
+	os.Setenv("XDG_STATE_HOME", stateHome)
 	pmlBin = os.Getenv("PML_BIN")
 	if pmlBin == "" {
 		dir, err := os.MkdirTemp("", "pml-e2e-bin-")
@@ -193,7 +202,38 @@ func newWorkspace(t *testing.T, pmlJSON string) *workspace {
 
 func (w *workspace) path(rel string) string { return filepath.Join(w.Dir, rel) }
 
+// write writes a file of the workspace as the person would. The person
+// wrote .pml.json, so its content is trusted as `pml trust --yes` does
+// (writeUntrusted is what a clone or a container leaves).
 func (w *workspace) write(rel, content string) string {
+	w.t.Helper()
+	p := w.writeUntrusted(rel, content)
+	if rel == ".pml.json" {
+		w.trust()
+	}
+	return p
+}
+
+// trust runs `pml trust --yes` in the workspace. A file pml cannot read is
+// left untrusted (tests of broken files write one on purpose).
+func (w *workspace) trust() {
+	w.t.Helper()
+	cmd := exec.Command(pmlBin, "trust", "--yes")
+	cmd.Dir = w.Dir
+	cmd.Env = append(os.Environ(), "PML_WORKSPACE="+w.Dir)
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && ee.ExitCode() == 2 {
+		return
+	}
+	if err != nil {
+		w.t.Fatalf("pml trust --yes: %v\n%s", err, out)
+	}
+}
+
+// writeUntrusted writes a file of the workspace, and for .pml.json trusts
+// nothing.
+func (w *workspace) writeUntrusted(rel, content string) string {
 	w.t.Helper()
 	p := w.path(rel)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {

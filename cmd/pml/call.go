@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -272,24 +273,28 @@ func approvalHint(cfg *config.Config, a broker.Approval) string {
 	pattern, _ := a.Context["pattern"].(string)
 	var b strings.Builder
 	fmt.Fprintf(&b, "call %s: approval_required (%s): nothing ran; pml call never asks.\n", a.Tool, a.ApprovalType)
+	if file, ok := a.Context["policy_not_trusted"].(string); ok {
+		fmt.Fprintf(&b, "  %s allows it, but that content of the file is not trusted: review it and run `pml trust --yes` in %s", file, filepath.Dir(file))
+		return b.String()
+	}
 	if pattern == a.Tool {
 		fmt.Fprintf(&b, "  %q is listed in permissions.ask of %s: remove it there and add it to permissions.allow:\n", a.Tool, cfg.Path)
-		fmt.Fprintf(&b, "  jq '.permissions.ask -= [%q] | .permissions.allow += [%q]' .pml.json > .pml.json.new && mv .pml.json.new .pml.json", a.Tool, a.Tool)
+		fmt.Fprintf(&b, "  jq '.permissions.ask -= [%q] | .permissions.allow += [%q]' .pml.json > .pml.json.new && mv .pml.json.new .pml.json && pml trust --yes", a.Tool, a.Tool)
 		return b.String()
 	}
 	fmt.Fprintf(&b, "  add the pattern %q to permissions.allow", a.Tool)
 	if pattern != "" {
 		fmt.Fprintf(&b, " (it matched %q in permissions.ask)", pattern)
 	}
-	if !cfg.Exists {
+	if !cfg.HasFile() {
 		// Without a .pml.json the built-in defaults apply; a new file
 		// replaces them, so it must list the read tools too.
 		allow := append(broker.DefaultPermissions().Allow, a.Tool)
 		js, _ := json.Marshal(map[string]any{"permissions": map[string]any{"allow": allow}})
-		fmt.Fprintf(&b, ". There is no %s yet; create it with:\n  %s", cfg.Path, js)
+		fmt.Fprintf(&b, ". There is no %s yet; create it, then trust it:\n  echo '%s' > .pml.json && pml trust --yes", cfg.Path, js)
 		return b.String()
 	}
-	fmt.Fprintf(&b, " of %s:\n  jq '.permissions.allow += [%q]' .pml.json > .pml.json.new && mv .pml.json.new .pml.json", cfg.Path, a.Tool)
+	fmt.Fprintf(&b, " of %s and trust the new content (it grants more):\n  jq '.permissions.allow += [%q]' .pml.json > .pml.json.new && mv .pml.json.new .pml.json && pml trust --yes", cfg.Path, a.Tool)
 	return b.String()
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/pml-dev/pml/internal/mcpjson"
 	"github.com/pml-dev/pml/internal/registry"
 	"github.com/pml-dev/pml/internal/safefs"
+	"github.com/pml-dev/pml/internal/trust"
 	"github.com/pml-dev/pml/internal/workspace"
 )
 
@@ -124,7 +125,7 @@ func doctor(ctx context.Context, host string) []check {
 	switch {
 	case err != nil:
 		add(check{"fail", "config", err.Error(), "fix .pml.json as the message says"})
-	case !cfg.Exists:
+	case !cfg.HasFile():
 		add(check{"ok", "config", "no .pml.json: built-in permissions (read tools allowed, write and shell tools asked)", ""})
 	case len(cfg.Warnings) > 0:
 		for _, w := range cfg.Warnings {
@@ -133,11 +134,14 @@ func doctor(ctx context.Context, host string) []check {
 	default:
 		add(check{"ok", "config", cfg.Path + " is valid", ""})
 	}
+	if cfg != nil {
+		cfg = checkTrust(cfg, add)
+	}
 	exe, _ := executable()
 	add(checkMCPJSON(ws.Dir, exe))
 	if cfg != nil {
 		perms := cfg.Permissions
-		if !cfg.Exists {
+		if !cfg.HasFile() {
 			// Without .pml.json the built-in defaults decide, as in pml stdio.
 			d := broker.DefaultPermissions()
 			perms = config.Permissions{Allow: d.Allow, Ask: d.Ask, Deny: d.Deny}
@@ -353,4 +357,24 @@ func checkServerImages(ctx context.Context, rt *docker.Runtime, servers map[stri
 		}
 	}
 	return out
+}
+
+// checkTrust says whether what .pml.json grants is trusted, and returns
+// the configuration as pml applies it (what is not trusted left out).
+func checkTrust(cfg *config.Config, add func(check)) *config.Config {
+	store, err := trust.Open(os.Getenv)
+	if err != nil {
+		store = &trust.Store{}
+	}
+	applied, st, err := trust.Apply(cfg, store, broker.DefaultPermissions().Allow)
+	switch {
+	case !cfg.HasFile():
+	case !st.Trusted:
+		add(check{"warn", "trust", trust.Message(cfg, st), "review the file, then run `pml trust`"})
+	case err != nil:
+		add(check{"warn", "trust", err.Error(), ""})
+	default:
+		add(check{"ok", "trust", cfg.Path + ": what it grants is trusted", ""})
+	}
+	return applied
 }

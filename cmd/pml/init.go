@@ -12,11 +12,13 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
+	"github.com/pml-dev/pml/broker"
 	"github.com/pml-dev/pml/internal/clients"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/credentials"
@@ -24,6 +26,7 @@ import (
 	"github.com/pml-dev/pml/internal/protect"
 	"github.com/pml-dev/pml/internal/safefs"
 	"github.com/pml-dev/pml/internal/toolbox"
+	"github.com/pml-dev/pml/internal/trust"
 	"github.com/pml-dev/pml/internal/workspace"
 )
 
@@ -278,8 +281,9 @@ type initPlan struct {
 	// gitOld and gitMode are .gitignore as read (nil, 0644: none);
 	// gitNew is what init writes when it adds entries.
 	gitOld, gitNew []byte
-	// gitDropped: the ".mcp.json" line an older pml added is removed.
-	gitDropped bool
+	// gitDropped: the lines an older pml added that are removed
+	// (".mcp.json", ".pml.json").
+	gitDropped []string
 	gitMode    fs.FileMode
 	// ignore is what .gitignore must ignore; added what init adds.
 	ignore, added []string
@@ -327,10 +331,12 @@ func planInit(ctx context.Context, o initOptions, term *terminal, getenv func(st
 		}
 	}
 	p.ignore = gitignoreEntries(p.merge)
-	base := p.gitOld
+	own := []string{config.FileName}
 	if p.projectMCP {
-		base, p.gitDropped = gitignoreDropOwn(base)
+		own = append(own, mcpjson.FileName)
 	}
+	base, dropped := gitignoreDropOwn(p.gitOld, own...)
+	p.gitDropped = dropped
 	p.gitNew, p.added = gitignoreAdd(base, p.ignore)
 	p.mode = p.mcp.Mode
 	return p, nil
@@ -411,13 +417,13 @@ func (p *initPlan) setServer(exe string) error {
 	return nil
 }
 
-// gitignoreEntries is what .gitignore must ignore: pml's state and
-// config, and the .mcp.json backup when one is made (the old file may
+// gitignoreEntries is what .gitignore must ignore: pml's state, the
+// personal .pml.local.json (.pml.json is the team's and is committed), and the .mcp.json backup when one is made (the old file may
 // hold a key older versions wrote). .mcp.json itself is not added: it
 // holds no secret. A ".mcp.json" line already there (older versions
 // added it) is left alone: pml cannot tell it from the user's own.
 func gitignoreEntries(merge bool) []string {
-	ignore := []string{".pml/", config.FileName}
+	ignore := []string{".pml/", config.LocalFileName}
 	if merge {
 		ignore = append(ignore, mcpjson.FileName+mcpjson.BackupSuffix)
 	}
@@ -495,8 +501,13 @@ func (p *initPlan) write() (bool, error) {
 		if err := writeAtRoot(p.pmlPath, p.pmlJSON, 0o644); err != nil {
 			return false, &exitError{1, err}
 		}
+		// What pml init wrote for the person (--cloud-url) is theirs:
+		// trusted, so they are not asked about it at the first call.
+		if store, err := trust.Open(p.getenv); err == nil {
+			_ = store.Saved(p.pmlPath, nil, p.pmlJSON, broker.DefaultPermissions().Allow)
+		}
 	}
-	if len(p.added) > 0 || p.gitDropped {
+	if len(p.added) > 0 || len(p.gitDropped) > 0 {
 		if err := writeAtRoot(p.gitPath, p.gitNew, p.gitMode); err != nil {
 			return false, &exitError{1, err}
 		}
@@ -532,8 +543,12 @@ func (p *initPlan) summarise(w io.Writer, o initOptions, exe string, backedUp bo
 		}
 		fmt.Fprintf(w, "  %s: exists, left as it is%s\n", config.FileName, note)
 	}
-	if p.gitDropped {
-		fmt.Fprintf(w, "  .gitignore: removed the %s line an older pml added (the file holds no key now: commit it)\n", mcpjson.FileName)
+	for _, d := range p.gitDropped {
+		why := "the file holds no key now: commit it"
+		if d == config.FileName {
+			why = "it is the team's policy: commit it; personal settings go in " + config.LocalFileName
+		}
+		fmt.Fprintf(w, "  .gitignore: removed the %s line an older pml added (%s)\n", d, why)
 	}
 	if len(p.added) > 0 {
 		fmt.Fprintf(w, "  .gitignore: added %s\n", strings.Join(p.added, ", "))
@@ -646,29 +661,41 @@ func gitignoreAdd(content []byte, entries []string) ([]byte, []string) {
 	if len(added) == 0 {
 		return content, nil
 	}
+	lines := ""
+	for _, e := range added {
+		lines += e + "\n"
+	}
+	// Into pml's own block when there is one (an older pml's), so that
+	// one marker heads everything pml added.
+	if i := bytes.Index(content, []byte(gitignoreMarker+"\n")); i >= 0 {
+		at := i + len(gitignoreMarker) + 1
+		out := append(append(append([]byte(nil), content[:at]...), lines...), content[at:]...)
+		return out, added
+	}
 	var b bytes.Buffer
 	b.Write(content)
 	if len(content) > 0 && !bytes.HasSuffix(content, []byte("\n")) {
 		b.WriteByte('\n')
 	}
 	b.WriteString(gitignoreMarker + "\n")
-	for _, e := range added {
-		b.WriteString(e + "\n")
-	}
+	b.WriteString(lines)
 	return b.Bytes(), added
 }
 
 // gitignoreMarker heads the lines pml init adds to .gitignore.
 const gitignoreMarker = "# pml (pml init)"
 
-// gitignoreDropOwn removes ".mcp.json" from the blocks pml init added
-// (older versions ignored it because it held the key; it holds none now).
-// A block is the marker line and the lines after it up to a blank line or
-// another comment; the same line anywhere else is the user's and stays.
-func gitignoreDropOwn(content []byte) ([]byte, bool) {
+// gitignoreDropOwn removes names from the blocks pml init added: older
+// versions ignored .mcp.json (it held the key; it holds none now) and
+// .pml.json (it is the team's policy now, committed and trusted by
+// content). A block is the marker line and the lines after it up to a
+// blank line or another comment; the same line anywhere else is the
+// user's and stays. It returns the names it dropped.
+func gitignoreDropOwn(content []byte, names ...string) ([]byte, []string) {
 	lines := strings.SplitAfter(string(content), "\n")
 	var b strings.Builder
-	in, dropped := false, false
+	var dropped []string
+	in := false
 	for _, l := range lines {
 		t := strings.TrimSpace(l)
 		switch {
@@ -676,16 +703,16 @@ func gitignoreDropOwn(content []byte) ([]byte, bool) {
 			in = true
 		case t == "" || strings.HasPrefix(t, "#"):
 			in = false
-		case in && t == mcpjson.FileName:
-			dropped = true
+		case in && slices.Contains(names, t):
+			dropped = append(dropped, t)
 			continue
 		}
 		b.WriteString(l)
 	}
-	if !dropped {
-		return content, false
+	if len(dropped) == 0 {
+		return content, nil
 	}
-	return []byte(b.String()), true
+	return []byte(b.String()), dropped
 }
 
 func ignoreKey(pattern string) string {

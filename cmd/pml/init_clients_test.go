@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -137,17 +138,17 @@ func TestInitUserOnlyClient(t *testing.T) {
 func TestGitignoreDropOwn(t *testing.T) {
 	for _, c := range []struct {
 		name, in, want string
-		dropped        bool
+		dropped        []string
 	}{
-		{"pml's own block loses .mcp.json", "node_modules/\n# pml (pml init)\n.pml/\n.pml.json\n.mcp.json\n.mcp.json.backup\n", "node_modules/\n# pml (pml init)\n.pml/\n.pml.json\n.mcp.json.backup\n", true},
-		{"the user's own line stays", ".mcp.json\n# pml (pml init)\n.pml/\n", ".mcp.json\n# pml (pml init)\n.pml/\n", false},
-		{"a line after pml's block (a blank line between) is the user's", "# pml (pml init)\n.pml/\n\n.mcp.json\n", "# pml (pml init)\n.pml/\n\n.mcp.json\n", false},
-		{"a line under another comment is the user's", "# pml (pml init)\n.pml/\n# mine\n.mcp.json\n", "# pml (pml init)\n.pml/\n# mine\n.mcp.json\n", false},
-		{"no .gitignore", "", "", false},
+		{"pml's own block loses .mcp.json and .pml.json", "node_modules/\n# pml (pml init)\n.pml/\n.pml.json\n.mcp.json\n.mcp.json.backup\n", "node_modules/\n# pml (pml init)\n.pml/\n.mcp.json.backup\n", []string{".pml.json", ".mcp.json"}},
+		{"the user's own lines stay", ".mcp.json\n.pml.json\n# pml (pml init)\n.pml/\n", ".mcp.json\n.pml.json\n# pml (pml init)\n.pml/\n", nil},
+		{"a line after pml's block (a blank line between) is the user's", "# pml (pml init)\n.pml/\n\n.mcp.json\n", "# pml (pml init)\n.pml/\n\n.mcp.json\n", nil},
+		{"a line under another comment is the user's", "# pml (pml init)\n.pml/\n# mine\n.mcp.json\n", "# pml (pml init)\n.pml/\n# mine\n.mcp.json\n", nil},
+		{"no .gitignore", "", "", nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got, dropped := gitignoreDropOwn([]byte(c.in))
-			if string(got) != c.want || dropped != c.dropped {
+			got, dropped := gitignoreDropOwn([]byte(c.in), ".pml.json", ".mcp.json")
+			if string(got) != c.want || !slices.Equal(dropped, c.dropped) {
 				t.Errorf("got %q, %v; want %q, %v", got, dropped, c.want, c.dropped)
 			}
 		})
@@ -164,10 +165,10 @@ func TestInitUndoesTheOldGitignoreEntry(t *testing.T) {
 	if err := p.init(initOptions{yes: true}, term); err != nil {
 		t.Fatalf("%v\n%s", err, term.out)
 	}
-	if got := p.read(".gitignore"); got != "dist/\n# pml (pml init)\n.pml/\n.pml.json\n.mcp.json.backup\n" {
+	if got := p.read(".gitignore"); got != "dist/\n# pml (pml init)\n.pml.local.json\n.pml/\n.mcp.json.backup\n" {
 		t.Errorf(".gitignore = %q", got)
 	}
-	if !strings.Contains(term.out.String(), "removed the .mcp.json line an older pml added") {
+	if !strings.Contains(term.out.String(), "removed the .mcp.json line an older pml added") || !strings.Contains(term.out.String(), "removed the .pml.json line an older pml added (it is the team's policy: commit it") {
 		t.Errorf("summary:\n%s", term.out)
 	}
 }

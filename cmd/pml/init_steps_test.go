@@ -85,8 +85,8 @@ func TestGitignoreEntries(t *testing.T) {
 		merge bool
 		want  string
 	}{
-		{"without a merge, pml's own files (never .mcp.json: it holds no secret)", false, ".pml/ .pml.json"},
-		{"a merge adds the backup", true, ".pml/ .pml.json .mcp.json.backup"},
+		{"without a merge, pml's state and the personal file (never .mcp.json: it holds no secret; never .pml.json: it is the team's policy)", false, ".pml/ .pml.local.json"},
+		{"a merge adds the backup", true, ".pml/ .pml.local.json .mcp.json.backup"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if got := strings.Join(gitignoreEntries(c.merge), " "); got != c.want {
@@ -169,7 +169,7 @@ func TestPlanInitComputesEverythingBeforeWriting(t *testing.T) {
 		{"the key is not in .mcp.json", !strings.Contains(string(plan.mcp.Bytes()), "PML_API_KEY")},
 		{"the existing file is to be merged", plan.merge && strings.Join(plan.others, ",") == "github"},
 		{"a new .pml.json is planned", !plan.pmlExists && len(plan.pmlJSON) > 0},
-		{"the .gitignore keeps its content and adds the backup, not .mcp.json", strings.HasPrefix(string(plan.gitNew), "dist/\n") && strings.Join(plan.added, " ") == ".pml/ .pml.json .mcp.json.backup"},
+		{"the .gitignore keeps its content and adds the backup, not .mcp.json", strings.HasPrefix(string(plan.gitNew), "dist/\n") && strings.Join(plan.added, " ") == ".pml/ .pml.local.json .mcp.json.backup"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if !c.ok {

@@ -184,7 +184,7 @@ func TestInitOnAnEmptyProjectWithoutATerminal(t *testing.T) {
 	if d, _ := always.Decide("filesystem:write_file"); d != broker.Allow {
 		t.Errorf("after Always, filesystem:write_file is %s", d)
 	}
-	if got := p.read(".gitignore"); strings.Count(got, ".pml/\n") != 1 || strings.Count(got, ".pml.json\n") != 1 || strings.Contains(got, ".mcp.json") {
+	if got := p.read(".gitignore"); strings.Count(got, ".pml/\n") != 1 || strings.Count(got, ".pml.local.json\n") != 1 || strings.Contains(got, ".pml.json\n") || strings.Contains(got, ".mcp.json") {
 		t.Errorf(".gitignore = %q", got)
 	}
 	if term.hidden != 0 || !strings.Contains(term.out.String(), "local mode") {

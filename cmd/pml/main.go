@@ -24,6 +24,7 @@ import (
 	"github.com/pml-dev/pml/internal/docker"
 	"github.com/pml-dev/pml/internal/inside"
 	"github.com/pml-dev/pml/internal/safefs"
+	"github.com/pml-dev/pml/internal/trust"
 	"github.com/pml-dev/pml/internal/workspace"
 )
 
@@ -36,7 +37,12 @@ type exitError struct {
 	err  error
 }
 
-func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
 
 func main() {
 	broker.Version = version
@@ -49,7 +55,10 @@ func main() {
 		if errors.As(err, &ee) {
 			code = ee.code
 		}
-		fmt.Fprintln(os.Stderr, "pml:", err)
+		// An exit status without an error: the command said it all.
+		if ee == nil || ee.err != nil {
+			fmt.Fprintln(os.Stderr, "pml:", err)
+		}
 		os.Exit(code)
 	}
 }
@@ -59,6 +68,10 @@ type globals struct {
 	logFormat string
 	debug     bool
 	host      string // --host: the container engine's address
+	// rawCfg is .pml.json as read, before trust (project); trust the
+	// person's trust records.
+	rawCfg *config.Config
+	trust  *trust.Store
 }
 
 func newRoot() *cobra.Command {
@@ -92,7 +105,7 @@ func newRoot() *cobra.Command {
 	root.PersistentFlags().StringVar(&g.logFormat, "log-format", envOr("PML_LOG_FORMAT", "auto"), "log format on stderr: auto, console, json (env PML_LOG_FORMAT)")
 	root.PersistentFlags().BoolVarP(&g.debug, "debug", "D", false, "debug logging on stderr (same as --log-level debug)")
 	root.PersistentFlags().StringVarP(&g.host, hostFlag, "H", "", "container engine address, as docker -H: unix:///path, tcp://host:2376, ssh://user@host (default: DOCKER_HOST, then the Docker context, then the well-known sockets)")
-	root.AddCommand(newStdioCmd(g), newServeCmd(g), newDoctorCmd(g), newVersionCmd(), newImagesCmd(g), newDemoCmd(g), newRegistryCmd(g), newInitCmd(), newClientsCmd(), newCallCmd(g), newAddCmd(g), newRunCmd(g), newRemoveCmd(g), newListCmd(g))
+	root.AddCommand(newStdioCmd(g), newServeCmd(g), newDoctorCmd(g), newVersionCmd(), newImagesCmd(g), newDemoCmd(g), newRegistryCmd(g), newInitCmd(), newClientsCmd(), newCallCmd(g), newAddCmd(g), newRunCmd(g), newRemoveCmd(g), newListCmd(g), newTrustCmd(g))
 	markUsage(root)
 	return root
 }
@@ -214,7 +227,23 @@ func (g *globals) project() (zerolog.Logger, workspace.Result, *config.Config, e
 	for _, w := range cfg.Warnings {
 		log.Warn().Msg(w)
 	}
+	// What .pml.json grants applies only as far as the person trusted
+	// that content (internal/trust); the broker applies the same records
+	// to the raw configuration and to every reload.
+	g.rawCfg, g.trust = cfg, openTrust(log)
+	cfg, _, _ = trust.Apply(cfg, g.trust, broker.DefaultPermissions().Allow)
 	return log, ws, cfg, nil
+}
+
+// openTrust is the person's trust store. Without a place for it (no HOME)
+// it is a store that trusts nothing, never one in the working directory.
+func openTrust(log zerolog.Logger) *trust.Store {
+	s, err := trust.Open(os.Getenv)
+	if err != nil {
+		log.Warn().Err(err).Msg("no project policy can be trusted")
+		return &trust.Store{}
+	}
+	return s
 }
 
 // setup resolves the workspace and config and builds the broker. It does
@@ -238,7 +267,7 @@ func (g *globals) setup() (*env, error) {
 	if d, ok := rt.(container.DirectStdio); ok {
 		d.UseDirectStdio(shimProgram(src), log)
 	}
-	b, err := broker.New(broker.Options{Workspace: ws.Dir, Config: cfg, Runtime: rt, Inside: src.Program, Logger: log})
+	b, err := broker.New(broker.Options{Workspace: ws.Dir, Config: g.rawCfg, Trust: g.trust, Runtime: rt, Inside: src.Program, Logger: log})
 	if err != nil {
 		rt.Close()
 		return nil, &exitError{2, err}

@@ -11,6 +11,8 @@ package config
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,13 +26,28 @@ import (
 	"github.com/pml-dev/pml/internal/safefs"
 )
 
-// FileName is the project configuration file, at the workspace root.
+// FileName is the project configuration file, at the workspace root: the
+// team's policy, committed.
 const FileName = ".pml.json"
+
+// LocalFileName holds a person's own overrides of FileName, beside it;
+// pml init adds it to .gitignore. The same trust rules apply to both.
+const LocalFileName = ".pml.local.json"
 
 // Config is the effective configuration.
 type Config struct {
 	// Path is the .pml.json path (it may not exist).
 	Path string
+	// LocalPath is .pml.local.json beside it: personal overrides, not
+	// committed; LocalExists when it was found. Its keys win over
+	// .pml.json's, except the permission lists, which add to them.
+	LocalPath   string
+	LocalExists bool
+	// Sum is the sha256 (hex) of the exact bytes of .pml.json that this
+	// configuration was parsed from ("" without a file): trust is by
+	// content (internal/trust), and it must be the content that applies,
+	// not a second read of a file a container may have swapped meanwhile.
+	Sum string
 	// Exists is true when .pml.json was found. Then its permissions are the
 	// only source of permissions.
 	Exists      bool
@@ -50,6 +67,8 @@ type Config struct {
 	Warnings []string
 	// Raw is the document as read, unknown keys included.
 	Raw map[string]any
+	// local is .pml.local.json as read (nil: none).
+	local map[string]any
 	// Runtime is the container runtime: "docker" (default) or
 	// "kubernetes" (runtime.go).
 	Runtime    string
@@ -160,13 +179,87 @@ func (e *Error) Error() string {
 // production. Every known key is a row of the table in keys.go.
 func Load(workspace string, env func(string) string) (*Config, error) {
 	path := filepath.Join(workspace, FileName)
-	cfg := &Config{Path: path, Raw: map[string]any{}, Sources: map[string]string{}}
+	cfg := &Config{Path: path, LocalPath: filepath.Join(workspace, LocalFileName), Raw: map[string]any{}, Sources: map[string]string{}}
 	data, err := readFile(workspace, cfg)
 	if err != nil {
 		return nil, err
 	}
+	local, localData, err := readJSON(workspace, LocalFileName, cfg.LocalPath)
+	if err != nil {
+		return nil, err
+	}
+	if local != nil {
+		cfg.LocalExists, cfg.local = true, local
+		cfg.Warnings = append(cfg.Warnings, unknownKeys(cfg.LocalPath, local)...)
+		// Trust covers both files: the sum is of the pair.
+		h := sha256.New()
+		fmt.Fprintf(h, "%s\n", cfg.Sum)
+		ls := sha256.Sum256(localData)
+		fmt.Fprintf(h, "%s:%x\n", LocalFileName, ls)
+		cfg.Sum = hex.EncodeToString(h.Sum(nil))
+	}
+	return settle(cfg, data, env)
+}
+
+// readJSON reads a JSON object file beneath workspace through safefs;
+// a missing file is (nil, nil, nil).
+func readJSON(workspace, name, path string) (map[string]any, []byte, error) {
+	data, err := safefs.ReadFile(workspace, name, safefs.MaxConfig)
+	var refused *safefs.Error
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil, nil, nil
+	case errors.As(err, &refused):
+		return nil, nil, err
+	case err != nil:
+		return nil, nil, &Error{File: path, Problem: fmt.Sprintf("cannot be read: %v", err)}
+	}
+	if err := checkSyntax(path, data); err != nil {
+		return nil, nil, err
+	}
+	raw := map[string]any{}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(&raw); err != nil {
+		return nil, nil, &Error{File: path, Problem: "the top level must be a JSON object"}
+	}
+	return raw, data, nil
+}
+
+// Parse is Load of data as the content of the .pml.json at path, with no
+// environment: what a file grants on its own (pml's own writes compare
+// the content before and after, internal/trust).
+func Parse(path string, data []byte) (*Config, error) {
+	cfg := &Config{Path: path, Raw: map[string]any{}, Sources: map[string]string{}}
+	if data != nil {
+		cfg.Exists = true
+		sum := sha256.Sum256(data)
+		cfg.Sum = hex.EncodeToString(sum[:])
+		if err := checkSyntax(path, data); err != nil {
+			return nil, err
+		}
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.UseNumber()
+		if err := dec.Decode(&cfg.Raw); err != nil {
+			return nil, &Error{File: path, Problem: "the top level must be a JSON object"}
+		}
+	}
+	return settle(cfg, data, func(string) string { return "" })
+}
+
+// settle reads every setting of cfg.Raw (and env) into cfg.
+func settle(cfg *Config, data []byte, env func(string) string) (*Config, error) {
+	path := cfg.Path
 	errs := applySettings(cfg, env)
 	servers, warnings, serr := loadServers(path, cfg.Raw)
+	if cfg.local != nil {
+		// A server of the local file replaces the team's of that name.
+		mine, w, lerr := loadServers(cfg.LocalPath, cfg.local)
+		for n, srv := range mine {
+			servers[n] = srv
+		}
+		warnings, serr = append(warnings, w...), append(serr, lerr...)
+	}
 	cfg.Servers = servers
 	cfg.Warnings = append(cfg.Warnings, warnings...)
 	errs = append(errs, serr...)
@@ -200,6 +293,8 @@ func readFile(workspace string, cfg *Config) ([]byte, error) {
 		return nil, &Error{File: cfg.Path, Problem: fmt.Sprintf("cannot be read: %v", err)}
 	}
 	cfg.Exists = true
+	sum := sha256.Sum256(data)
+	cfg.Sum = hex.EncodeToString(sum[:])
 	if err := checkSyntax(cfg.Path, data); err != nil {
 		return nil, err
 	}
@@ -226,6 +321,13 @@ func applySettings(cfg *Config, env func(string) string) []error {
 		val, src, fromEnv := any(env(envName)), envName, true
 		if val == "" {
 			val, src, fromEnv = lookup(cfg.Raw, s.key), cfg.Path, false
+			if lv := lookup(cfg.local, s.key); lv != nil {
+				if mergesLists[s.key] && val != nil {
+					val, src = unionLists(val, lv), cfg.Path+" and "+cfg.LocalPath
+				} else {
+					val, src = lv, cfg.LocalPath
+				}
+			}
 		}
 		if val == nil {
 			s.reset()
@@ -304,3 +406,45 @@ func hasKnownUnder(prefix string) bool {
 	}
 	return false
 }
+
+// mergesLists are the keys whose lists in .pml.local.json add to those of
+// .pml.json rather than replace them: a person's own allow, ask and deny
+// come on top of the team's, and never drop one of the team's denies.
+var mergesLists = map[string]bool{"permissions.allow": true, "permissions.ask": true, "permissions.deny": true}
+
+// unionLists is a followed by what b adds; either may be of the wrong
+// type, which the key's own decoding then reports.
+func unionLists(a, b any) any {
+	la, ok1 := a.([]any)
+	lb, ok2 := b.([]any)
+	if !ok1 || !ok2 {
+		return b
+	}
+	out := append([]any(nil), la...)
+	for _, v := range lb {
+		dup := false
+		for _, w := range out {
+			if w == v {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// FromFiles reports whether key's value came from .pml.json or
+// .pml.local.json (not from pml's environment or its defaults): only
+// those need trust.
+func (c *Config) FromFiles(key string) bool {
+	src := c.Source(key)
+	return src != "" && !strings.HasPrefix(src, "PML_")
+}
+
+// HasFile reports whether .pml.json or .pml.local.json was found: then
+// their permissions are the only source of permissions (with the
+// environment's lists on top).
+func (c *Config) HasFile() bool { return c != nil && (c.Exists || c.LocalExists) }

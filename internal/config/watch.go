@@ -63,7 +63,7 @@ func Watch(ctx context.Context, workspace string, debounce time.Duration, change
 				if !ok {
 					return
 				}
-				if filepath.Base(ev.Name) != FileName || ev.Op == fsnotify.Chmod {
+				if base := filepath.Base(ev.Name); (base != FileName && base != LocalFileName) || ev.Op == fsnotify.Chmod {
 					continue
 				}
 				mu.Lock()

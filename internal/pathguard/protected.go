@@ -9,7 +9,7 @@ import (
 // root, the MCP client's configuration that starts pml, and the secrets
 // file pml reads: they decide what later calls and sessions may do, so no
 // tool may change them.
-var ProtectedNames = []string{".pml.json", ".pml", ".mcp.json", ".env"}
+var ProtectedNames = []string{".pml.json", ".pml.local.json", ".pml", ".mcp.json", ".env"}
 
 // Protected reports which protected name p (absolute and clean, inside ws)
 // is or lies under. The comparison ignores case (and the trailing dots and

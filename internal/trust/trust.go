@@ -1,0 +1,285 @@
+// Package trust records which project policies a person has trusted, by
+// content, outside every workspace (the direnv model): a repository's
+// .pml.json is the team's policy and is committed, so what it grants
+// beyond pml's defaults (tools run unasked, a container user, hosts,
+// servers, a cloud that gets the API key) must not apply because a clone,
+// a container or the model wrote it. It applies once a person has trusted
+// that exact content (`pml trust`, or an approval pml itself saved), and
+// what a file narrows (deny, ask) applies at once.
+//
+// The store is one JSON file in the user's state directory
+// ($XDG_STATE_HOME/pml/trust.json, else ~/.local/state/pml/trust.json),
+// 0600, replaced atomically under a lock, never inside a workspace and so
+// never mounted into a container.
+package trust
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/pml-dev/pml/internal/config"
+	"github.com/pml-dev/pml/internal/safefs"
+)
+
+// FileName is the store's name in pml's state directory.
+const FileName = "trust.json"
+
+// Record is what a person trusted for one policy file.
+type Record struct {
+	// SHA256 is the content last trusted whole (`pml trust`).
+	SHA256 string `json:"sha256"`
+	// Grants are the grants trusted: those of that content, plus any that
+	// pml's own writes added since ("Always").
+	Grants []config.Grant `json:"grants"`
+	// At is when the record last changed.
+	At time.Time `json:"at"`
+}
+
+// Has reports whether the record trusts g.
+func (r *Record) Has(g config.Grant) bool {
+	if r == nil {
+		return false
+	}
+	return slices.ContainsFunc(r.Grants, func(h config.Grant) bool { return h.Key == g.Key })
+}
+
+type document struct {
+	Version int `json:"version"`
+	// Files maps a policy file's absolute path to its record.
+	Files map[string]*Record `json:"files"`
+}
+
+// Store is the trust file at Path.
+type Store struct {
+	Path string
+}
+
+// Dir is pml's user state directory.
+func Dir(getenv func(string) string) (string, error) {
+	if d := getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "pml"), nil
+	}
+	if h := getenv("HOME"); h != "" && filepath.IsAbs(h) {
+		return filepath.Join(h, ".local", "state", "pml"), nil
+	}
+	return "", errors.New("cannot place pml's trust records: neither XDG_STATE_HOME nor HOME is set to an absolute path; set one")
+}
+
+// Open returns the store of the user whose environment getenv reads.
+func Open(getenv func(string) string) (*Store, error) {
+	d, err := Dir(getenv)
+	if err != nil {
+		return nil, err
+	}
+	return &Store{Path: filepath.Join(d, FileName)}, nil
+}
+
+func (s *Store) read() (*document, error) {
+	doc := &document{Version: 1, Files: map[string]*Record{}}
+	if !filepath.IsAbs(s.Path) {
+		return nil, errors.New("pml has no place for trust records (set HOME or XDG_STATE_HOME): no project policy is trusted")
+	}
+	data, err := safefs.ReadFile(filepath.Dir(s.Path), FileName, 16<<20)
+	if errors.Is(err, os.ErrNotExist) {
+		return doc, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot read pml's trust records %s: %w", s.Path, err)
+	}
+	if err := json.Unmarshal(data, doc); err != nil {
+		return nil, fmt.Errorf("pml's trust records %s are not valid JSON (%v): move the file aside to start again (every project then asks to be trusted once more)", s.Path, err)
+	}
+	if doc.Files == nil {
+		doc.Files = map[string]*Record{}
+	}
+	return doc, nil
+}
+
+// Lookup returns the record for the policy file at path (nil: none).
+func (s *Store) Lookup(path string) (*Record, error) {
+	doc, err := s.read()
+	if err != nil {
+		return nil, err
+	}
+	return doc.Files[path], nil
+}
+
+// Stamp is the store's modification time and size, to tell cheaply
+// whether it changed since it was last read (the zero value: no file).
+func (s *Store) Stamp() (time.Time, int64) {
+	st, err := os.Stat(s.Path)
+	if err != nil {
+		return time.Time{}, 0
+	}
+	return st.ModTime(), st.Size()
+}
+
+// update changes the record of path under the store's lock and writes the
+// store atomically, 0600, in a 0700 directory.
+func (s *Store) update(path string, change func(*Record) *Record) error {
+	if !filepath.IsAbs(s.Path) {
+		return errors.New("pml has no place for trust records: set HOME or XDG_STATE_HOME")
+	}
+	dir := filepath.Dir(s.Path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("cannot create %s for pml's trust records: %w", dir, err)
+	}
+	lock, err := safefs.OpenLock(dir, FileName+".lock", 0o600)
+	if err != nil {
+		return fmt.Errorf("cannot lock pml's trust records: %w", err)
+	}
+	defer lock.Close()
+	if err := safefs.Lock(lock); err != nil {
+		return fmt.Errorf("cannot lock pml's trust records: %w", err)
+	}
+	defer safefs.Unlock(lock)
+	doc, err := s.read()
+	if err != nil {
+		return err
+	}
+	if rec := change(doc.Files[path]); rec != nil {
+		rec.At = time.Now().UTC()
+		doc.Files[path] = rec
+	} else {
+		delete(doc.Files, path)
+	}
+	data, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := safefs.WriteFile(dir, FileName, append(data, '\n'), 0o600); err != nil {
+		return fmt.Errorf("cannot write pml's trust records %s: %w", s.Path, err)
+	}
+	return nil
+}
+
+// Trust records cfg's content as trusted: exactly its grants.
+func (s *Store) Trust(cfg *config.Config, defaultAllow []string) error {
+	grants := config.GrantsBeyond(cfg, defaultAllow)
+	return s.update(cfg.Path, func(*Record) *Record {
+		return &Record{SHA256: cfg.Sum, Grants: grants}
+	})
+}
+
+// Revoke forgets what was trusted for the policy file at path.
+func (s *Store) Revoke(path string) error {
+	return s.update(path, func(*Record) *Record { return nil })
+}
+
+// Saved records a write pml made itself (an "Always" answer, pml init):
+// the person asked for what the write added, so the grants it added are
+// trusted; what the file granted before stays as trusted as it was. When
+// the content before was trusted whole, the new content is too.
+func (s *Store) Saved(path string, before, after []byte, defaultAllow []string) error {
+	old, err := config.Parse(path, before)
+	if err != nil {
+		old = nil // a broken file before: nothing of it was in force
+	}
+	cur, err := config.Parse(path, after)
+	if err != nil {
+		return nil // pml wrote what it cannot read: nothing to trust
+	}
+	had := map[string]bool{}
+	for _, g := range config.GrantsBeyond(old, defaultAllow) {
+		had[g.Key] = true
+	}
+	return s.update(path, func(rec *Record) *Record {
+		if rec == nil {
+			rec = &Record{}
+		} else {
+			c := *rec
+			c.Grants = slices.Clone(rec.Grants)
+			rec = &c
+		}
+		wasWhole := (old == nil && before == nil) || (old != nil && rec.SHA256 == old.Sum)
+		for _, g := range config.GrantsBeyond(cur, defaultAllow) {
+			if !had[g.Key] && !rec.Has(g) {
+				rec.Grants = append(rec.Grants, g)
+			}
+		}
+		if wasWhole {
+			rec.SHA256 = cur.Sum
+		}
+		return rec
+	})
+}
+
+// Status is how a configuration stands against the store.
+type Status struct {
+	// Trusted: everything the file grants is trusted (or it grants
+	// nothing, or there is no file).
+	Trusted bool
+	// Untrusted lists the grants not (yet) trusted: they do not apply.
+	Untrusted []config.Grant
+	// Record is what was trusted before (nil: nothing).
+	Record *Record
+}
+
+// Apply returns cfg with only its trusted grants in force (config.Restrict)
+// and how it stands. A store that cannot be read trusts nothing.
+func Apply(cfg *config.Config, s *Store, defaultAllow []string) (*config.Config, Status, error) {
+	if !cfg.HasFile() {
+		return cfg, Status{Trusted: true}, nil
+	}
+	var rec *Record
+	var err error
+	if s != nil {
+		rec, err = s.Lookup(cfg.Path)
+	} else {
+		err = errors.New("no trust store")
+	}
+	st := Status{Record: rec}
+	for _, g := range config.GrantsBeyond(cfg, defaultAllow) {
+		if !rec.Has(g) {
+			st.Untrusted = append(st.Untrusted, g)
+		}
+	}
+	st.Trusted = len(st.Untrusted) == 0
+	if st.Trusted {
+		return cfg, st, err
+	}
+	return config.Restrict(cfg, defaultAllow, rec.Has), st, err
+}
+
+// Changes lists what cur grants that rec did not (added) and what rec
+// trusted that cur no longer grants (dropped).
+func Changes(rec *Record, cur []config.Grant) (added, dropped []config.Grant) {
+	for _, g := range cur {
+		if !rec.Has(g) {
+			added = append(added, g)
+		}
+	}
+	if rec != nil {
+		for _, g := range rec.Grants {
+			if !slices.ContainsFunc(cur, func(h config.Grant) bool { return h.Key == g.Key }) {
+				dropped = append(dropped, g)
+			}
+		}
+	}
+	return added, dropped
+}
+
+// Message is what pml says, once per content, about a policy that is not
+// trusted: what it would grant and the command that trusts it.
+func Message(cfg *config.Config, st Status) string {
+	if st.Trusted {
+		return ""
+	}
+	var b []byte
+	b = fmt.Appendf(b, "%s is not trusted, so it applies only as far as it narrows pml's defaults (deny, ask)", cfg.Path)
+	if st.Record != nil {
+		b = append(b, "; it changed since you trusted it"...)
+	}
+	b = append(b, ". Not applied until you trust it:"...)
+	for _, g := range st.Untrusted {
+		b = append(b, "\n  - "...)
+		b = append(b, g.Text...)
+	}
+	b = fmt.Appendf(b, "\nReview the file, then run `pml trust` in %s.", filepath.Dir(cfg.Path))
+	return string(b)
+}
