@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/pml-dev/pml/internal/config"
+	"github.com/pml-dev/pml/internal/toolglob"
 )
 
 // allowAlways persists tool in permissions.allow and applies it at once.
@@ -34,7 +35,11 @@ func (b *Broker) allowAlways(tool string) error {
 		}
 		p.Allow = append(append([]string(nil), p.Allow...), tool)
 		if inAsk {
-			p.Ask = slices.DeleteFunc(slices.Clone(p.Ask), func(s string) bool { return s == tool })
+			// Every exact name of the tool leaves, in whatever form it
+			// was written ("SHELL:EXEC", "shell__exec"): any of them
+			// would outrank the allow (config.MoveToAllowData does the
+			// same in the file).
+			p.Ask = slices.DeleteFunc(slices.Clone(p.Ask), func(s string) bool { return toolglob.Exact(s, tool) })
 		}
 		return nil
 	})

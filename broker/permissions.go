@@ -1,10 +1,9 @@
 package broker
 
 import (
-	"path"
-
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/toolbox"
+	"github.com/pml-dev/pml/internal/toolglob"
 )
 
 // Decision is the permission outcome for one tool call.
@@ -73,17 +72,20 @@ func denySource(cfg *config.Config) string {
 	return ""
 }
 
-// Decide returns the decision for tool and the pattern that decided it
-// ("" when no pattern matched and the answer is the default ask).
+// Decide returns the decision for tool and the pattern that decided it,
+// as written ("" when no pattern matched and the answer is the default
+// ask). Patterns match the tool by any of the names pml shows for it
+// (shell:exec, shell__exec, mcp__pml__shell__exec) in any case
+// (internal/toolglob), so a deny copied from a client's screen holds.
 func (p Permissions) Decide(tool string) (Decision, string) {
 	if pat := firstMatch(p.Deny, tool); pat != "" {
 		return Deny, pat
 	}
-	if contains(p.Ask, tool) {
-		return Ask, tool
+	if pat := exactIn(p.Ask, tool); pat != "" {
+		return Ask, pat
 	}
-	if contains(p.Allow, tool) {
-		return Allow, tool
+	if pat := exactIn(p.Allow, tool); pat != "" {
+		return Allow, pat
 	}
 	if pat := firstMatch(p.Ask, tool); pat != "" {
 		return Ask, pat
@@ -94,22 +96,23 @@ func (p Permissions) Decide(tool string) (Decision, string) {
 	return Ask, ""
 }
 
-func contains(list []string, s string) bool {
+// exactIn returns the first pattern of list that names tool exactly, in
+// any of its forms and any case (toolglob.Exact), or "".
+func exactIn(list []string, tool string) string {
 	for _, e := range list {
-		if e == s {
-			return true
+		if toolglob.Exact(e, tool) {
+			return e
 		}
 	}
-	return false
+	return ""
 }
+
+// contains reports whether list names tool exactly (exactIn).
+func contains(list []string, tool string) bool { return exactIn(list, tool) != "" }
 
 func firstMatch(patterns []string, tool string) string {
 	for _, pat := range patterns {
-		if pat == tool {
-			return pat
-		}
-		// Tool names hold no '/', so path.Match's '*' spans the whole name.
-		if ok, err := path.Match(pat, tool); err == nil && ok {
+		if toolglob.Match(pat, tool) {
 			return pat
 		}
 	}

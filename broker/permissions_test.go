@@ -1,6 +1,11 @@
 package broker
 
-import "testing"
+import (
+	"strings"
+	"testing"
+
+	"github.com/pml-dev/pml/internal/wirename"
+)
 
 func TestDecide(t *testing.T) {
 	p := Permissions{
@@ -64,5 +69,98 @@ func TestDefaultPermissionsAllowReadsAndAskWrites(t *testing.T) {
 		if got, _ := p.Decide(tool); got != want {
 			t.Errorf("default %s = %s, want %s", tool, got, want)
 		}
+	}
+}
+
+// TestPatternsMatchEveryNameFormAndCase: a pattern copied from wherever
+// pml shows a tool (pml's name, the MCP wire name, Claude Code's or
+// codex's mcp__pml__ name), in any case, decides like pml's own name, in
+// deny, ask and allow alike. Before, only pml's own lower-case name
+// matched, and a deny written any other way let the tool run.
+func TestPatternsMatchEveryNameFormAndCase(t *testing.T) {
+	forms := []string{
+		"shell:exec", "shell__exec", "mcp__pml__shell__exec",
+		"SHELL:EXEC", "Shell__Exec", "MCP__PML__SHELL__EXEC", " shell:exec ",
+		// Globs in each form.
+		"shell:*", "shell__*", "mcp__pml__shell__*", "SHELL:*", "mcp__pml__*", "*:exec", "*__exec", "sh*",
+	}
+	for _, form := range forms {
+		for _, c := range []struct {
+			list string
+			p    Permissions
+			want Decision
+		}{
+			{"deny", Permissions{Allow: []string{"*"}, Deny: []string{form}}, Deny},
+			{"ask", Permissions{Allow: []string{"*"}, Ask: []string{form}}, Ask},
+			{"allow", Permissions{Allow: []string{form}}, Allow},
+		} {
+			t.Run(c.list+" "+form, func(t *testing.T) {
+				if got, pat := c.p.Decide("shell:exec"); got != c.want || pat != form {
+					t.Errorf("Decide(shell:exec) = %s %q, want %s %q", got, pat, c.want, form)
+				}
+				// The pattern names this tool only (mcp__pml__* names
+				// every tool of pml).
+				if got, _ := c.p.Decide("filesystem:read_file"); got == c.want && c.want != Allow && form != "mcp__pml__*" {
+					t.Errorf("%s %q also decided filesystem:read_file", c.list, form)
+				}
+			})
+		}
+	}
+}
+
+// TestExactNamesInAnyFormKeepTheirPrecedence: "exact" in Decide's order
+// (an exact ask beats an exact allow, which beats a glob ask) holds for
+// an exact name in any form and case.
+func TestExactNamesInAnyFormKeepTheirPrecedence(t *testing.T) {
+	for _, exact := range []string{"shell:exec", "shell__exec", "mcp__pml__shell__exec", "SHELL:EXEC"} {
+		t.Run(exact, func(t *testing.T) {
+			p := Permissions{Allow: []string{exact}, Ask: []string{"shell:*"}}
+			if d, pat := p.Decide("shell:exec"); d != Allow || pat != exact {
+				t.Errorf("an exact allow should beat a glob ask: %s %q", d, pat)
+			}
+			p = Permissions{Allow: []string{"shell:exec"}, Ask: []string{exact}}
+			if d, pat := p.Decide("shell:exec"); d != Ask || pat != exact {
+				t.Errorf("an exact ask should beat an exact allow: %s %q", d, pat)
+			}
+		})
+	}
+}
+
+// TestPatternsDoNotOvermatch: reading wire names back does not make a
+// pattern match tools it does not name.
+func TestPatternsDoNotOvermatch(t *testing.T) {
+	for _, c := range []struct{ pattern, tool string }{
+		{"shell__exec", "shell:exec2"},
+		{"shell__exec", "shellx:exec"},
+		{"mcp__pml__shell__exec", "filesystem:read_file"},
+		{"filesystem__*", "shell:exec"},
+		{"mcp__other__shell__exec", "shell:exec"},
+		{"exec", "shell:exec"},
+	} {
+		p := Permissions{Deny: []string{c.pattern}}
+		if d, _ := p.Decide(c.tool); d == Deny {
+			t.Errorf("deny %q denied %s", c.pattern, c.tool)
+		}
+	}
+}
+
+// TestPatternsMatchAShortenedWireName: a tool whose name needs shortening
+// on the wire (internal/wirename) is matched by that wire name too.
+func TestPatternsMatchAShortenedWireName(t *testing.T) {
+	tool := "srv:get.thing"
+	w := wirename.Encode(tool)
+	if w == "srv__get.thing" || !strings.HasPrefix(w, "srv__get-thing_") {
+		t.Fatalf("the test expects a shortened wire name, got %q", w)
+	}
+	for _, pat := range []string{w, "mcp__pml__" + w, strings.ToUpper(w), "srv__get-thing_*", "srv:*"} {
+		p := Permissions{Allow: []string{"*"}, Deny: []string{pat}}
+		if d, _ := p.Decide(tool); d != Deny {
+			t.Errorf("deny %q did not deny %s (wire %s): %s", pat, tool, w, d)
+		}
+	}
+	// A server may name a tool with '/': a wildcard still spans it.
+	p := Permissions{Deny: []string{"srv:*"}}
+	if d, _ := p.Decide("srv:a/b"); d != Deny {
+		t.Errorf("srv:* did not deny srv:a/b: %s", d)
 	}
 }

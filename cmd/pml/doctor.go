@@ -147,6 +147,7 @@ func doctor(ctx context.Context, host string) []check {
 			perms = config.Permissions{Allow: d.Allow, Ask: d.Ask, Deny: d.Deny}
 		}
 		add(checkLockfile(ws.Dir, perms))
+		out = append(out, checkPatterns(cfg, broker.Known(ws.Dir, cfg))...)
 		key, from := apiKeyFor(ws.Dir)
 		add(checkCloud(ctx, http.DefaultClient, cfg.Cloud.URL, key, from))
 	}

@@ -105,3 +105,38 @@ func TestMissingFileIsNotAnError(t *testing.T) {
 		t.Fatalf("cfg=%+v err=%v", cfg, err)
 	}
 }
+
+// TestAPatternPMLCannotReadIsALoadError: an empty pattern, or one
+// path.Match refuses (an unclosed '['), would match no tool: a deny
+// written so would let the tool run without a word. Loading refuses it,
+// naming the file, the line and the key (the item's index), or the
+// environment variable it came from.
+func TestAPatternPMLCannotReadIsALoadError(t *testing.T) {
+	doc := "{\n  \"permissions\": {\n    \"allow\": [\"*\"],\n    \"deny\": [\n      \"shell:exec\",\n      \"shell:[\"\n    ],\n    \"ask\": [\"\"]\n  }\n}\n"
+	_, err := Load(write(t, doc), noEnv)
+	if err == nil {
+		t.Fatal("want an error")
+	}
+	for _, want := range []string{
+		FileName + `:6: key "permissions.deny[1]": "shell:[" is not a pattern pml can read`,
+		FileName + `:8: key "permissions.ask[0]": is empty`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	_, err = Load(write(t, ""), func(k string) string {
+		if k == "PML_PERMISSIONS_DENY" {
+			return "shell:exec, mcp__pml__[x"
+		}
+		return ""
+	})
+	if err == nil || !strings.Contains(err.Error(), `PML_PERMISSIONS_DENY: key "permissions.deny[1]": "mcp__pml__[x" is not a pattern pml can read`) {
+		t.Errorf("the environment's bad pattern: %v", err)
+	}
+	// Every form pml shows a tool under is a pattern it reads.
+	cfg, err := Load(write(t, `{"permissions": {"deny": ["shell:exec", "shell__exec", "mcp__pml__shell__exec", "SHELL:EXEC", "shell__*", "*"]}}`), noEnv)
+	if err != nil || len(cfg.Permissions.Deny) != 6 {
+		t.Errorf("valid patterns: %v %+v", err, cfg)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/pml-dev/pml/internal/safefs"
+	"github.com/pml-dev/pml/internal/toolglob"
 )
 
 // editMu serialises edits within this process; flock serialises them
@@ -117,7 +118,9 @@ func allowToolData(path string, data []byte, tool string, dropAsk bool) ([]byte,
 	}
 	present := false
 	for _, e := range list {
-		if s, ok := e.(string); ok && s == tool {
+		// A name of the tool in another form or case ("shell__exec")
+		// already allows it exactly (internal/toolglob).
+		if s, ok := e.(string); ok && toolglob.Exact(s, tool) {
 			present = true
 		}
 	}
@@ -134,8 +137,9 @@ func allowToolData(path string, data []byte, tool string, dropAsk bool) ([]byte,
 	return out.Bytes(), nil
 }
 
-// dropFromAsk takes the exact name tool out of permissions.ask (globs
-// stay) and says whether it was there.
+// dropFromAsk takes the exact names of tool out of permissions.ask, in
+// any form or case ("SHELL:EXEC", "shell__exec": each would outrank the
+// allow); globs stay. It says whether one was there.
 func dropFromAsk(perms *object, tool string) (bool, error) {
 	ask, ok := perms.get("ask")
 	if !ok {
@@ -148,7 +152,7 @@ func dropFromAsk(perms *object, tool string) (bool, error) {
 	changed := false
 	kept := []any{}
 	for _, e := range l {
-		if s, ok := e.(string); ok && s == tool {
+		if s, ok := e.(string); ok && toolglob.Exact(s, tool) {
 			changed = true
 			continue
 		}

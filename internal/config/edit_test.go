@@ -161,3 +161,28 @@ func TestEditsNeverGoThroughALink(t *testing.T) {
 		t.Error("the lock link's target was created")
 	}
 }
+
+// TestMoveToAllowTakesEveryFormOfTheNameOutOfAsk: an exact name of the
+// tool in ask outranks the allow "Always" writes, whatever form or case
+// it is written in, so every one leaves ask (globs stay); a name already
+// in allow in another form is not added twice.
+func TestMoveToAllowTakesEveryFormOfTheNameOutOfAsk(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	orig := `{"permissions": {"ask": ["SHELL:EXEC", "shell__exec", "shell:*"], "allow": ["mcp__pml__shell__exec"]}}`
+	if err := os.WriteFile(path, []byte(orig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := MoveToAllow(path, "shell:exec"); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Load(filepath.Dir(path), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Permissions.Ask; len(got) != 1 || got[0] != "shell:*" {
+		t.Errorf("ask = %q, want [shell:*]", got)
+	}
+	if got := cfg.Permissions.Allow; len(got) != 1 || got[0] != "mcp__pml__shell__exec" {
+		t.Errorf("allow = %q, want the name already there only", got)
+	}
+}

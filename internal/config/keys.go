@@ -8,6 +8,8 @@ import (
 	"time"
 
 	units "github.com/docker/go-units"
+
+	"github.com/pml-dev/pml/internal/toolglob"
 )
 
 // kind is the expected type of a known key.
@@ -128,7 +130,7 @@ func baseURL(key string, dst *string, def string) setting {
 // list is a list of tool name patterns; the environment gives it comma
 // separated.
 func list(key string, dst *[]string) setting {
-	return field(key, kStringList, dst, nil, decodeList, nil)
+	return field(key, kStringList, dst, nil, decodePatternList, nil)
 }
 
 func duration(key string, dst *time.Duration, def time.Duration) setting {
@@ -164,6 +166,27 @@ func decodeList(v any, fromEnv bool) ([]string, error) {
 		return splitList(s), nil
 	}
 	return asStringList(v)
+}
+
+// decodePatternList reads a list of tool name patterns and refuses, by
+// index, every one pml cannot read (toolglob.Check: empty, or an unclosed
+// '['). Such a pattern would match no tool, and a deny that matches
+// nothing lets the tool run without a word: the file is refused instead.
+func decodePatternList(v any, fromEnv bool) ([]string, error) {
+	l, err := decodeList(v, fromEnv)
+	if err != nil {
+		return nil, err
+	}
+	var bad itemErrors
+	for i, p := range l {
+		if err := toolglob.Check(p); err != nil {
+			bad = append(bad, itemError{i, err})
+		}
+	}
+	if len(bad) > 0 {
+		return nil, bad
+	}
+	return l, nil
 }
 
 // decodeURLList reads registries: each item loses its trailing slashes

@@ -15,6 +15,7 @@ import (
 
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/safefs"
+	"github.com/pml-dev/pml/internal/toolglob"
 )
 
 // LockfilePath is the workspace's lockfile.
@@ -148,11 +149,13 @@ func LoadLockfileKeeping(file string, keep func(namespace string) bool) (*Lockfi
 }
 
 // covered reports whether a permission pattern can match a tool of
-// namespace ns.
+// namespace ns. A pattern is read in pml's form first ("tavily__search"
+// and "mcp__pml__tavily__*" cover tavily, as they do in permissions),
+// and namespaces compare in lower case, as permissions do.
 func covered(ns string, patterns []string) bool {
 	for _, p := range patterns {
-		pns, _, _ := strings.Cut(p, ":")
-		if ok, err := path.Match(pns, ns); err == nil && ok {
+		pns, _, _ := strings.Cut(toolglob.Normalize(p), ":")
+		if ok, err := path.Match(pns, strings.ToLower(ns)); err == nil && ok {
 			return true
 		}
 	}

@@ -1,0 +1,113 @@
+// Package toolglob reads the tool name patterns of permissions
+// (.pml.json's permissions.allow, ask and deny).
+//
+// A person copies a tool's name from wherever pml showed it: pml's own
+// form (shell:exec), the MCP wire name clients list (shell__exec, see
+// internal/wirename), or the name Claude Code and codex show, with their
+// server prefix (mcp__pml__shell__exec). A pattern written in any of
+// these forms, in any case, must match the tool: a deny that silently
+// matches nothing fails open. So a pattern matches a tool when it matches
+// any of the tool's names, compared in lower case; a pattern in the wire
+// form is also read back into pml's form (shell__* is shell:*).
+package toolglob
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/pml-dev/pml/internal/wirename"
+)
+
+// ClientPrefix starts the name MCP clients that group tools by server
+// (Claude Code, codex) show for a tool of the server "pml".
+const ClientPrefix = "mcp__pml__"
+
+// Normalize returns pattern in pml's own form, lower-case: surrounding
+// blanks and a leading ClientPrefix go, and a wire name (ns__action, no
+// ':') is read back as ns:action the way wirename.Decode splits it. Glob
+// characters stay where they are, so "shell__*" becomes "shell:*".
+func Normalize(pattern string) string {
+	s := strings.TrimPrefix(strings.ToLower(strings.TrimSpace(pattern)), ClientPrefix)
+	if strings.Contains(s, ":") {
+		return s
+	}
+	// wirename.Decode refuses glob characters; the split is the same.
+	if ns, action, ok := strings.Cut(s, wirename.Sep); ok && ns != "" && action != "" && !strings.HasSuffix(ns, "_") {
+		return ns + ":" + action
+	}
+	return s
+}
+
+// Check reports why pml cannot use pattern: it is empty, or it is not a
+// glob path.Match reads (an unclosed '[', a trailing '\'). Such a pattern
+// would match nothing, which for a deny is the silent miss this package
+// exists to prevent, so configuration loading refuses it.
+func Check(pattern string) error {
+	if strings.TrimSpace(pattern) == "" {
+		return errors.New(`is empty: it names no tool; remove it, or write a tool name or glob such as "shell:exec" or "filesystem:*"`)
+	}
+	// path.Match checks the whole pattern even when it does not match.
+	for _, p := range []string{Normalize(pattern), lower(pattern)} {
+		if _, err := path.Match(p, ""); err != nil {
+			return fmt.Errorf(`%q is not a pattern pml can read (%v): close every '[' with ']' and do not end it with '\'; use * and ? as wildcards, such as "shell:*"`, pattern, err)
+		}
+	}
+	return nil
+}
+
+// lower is the pattern as written, in lower case, without surrounding
+// blanks: what is compared with the tool's wire and client names.
+func lower(pattern string) string { return strings.ToLower(strings.TrimSpace(pattern)) }
+
+// names are the forms of tool a person may have copied, lower-case: pml's
+// own, the wire name, and the client's (ClientPrefix + wire name).
+func names(tool string) [3]string {
+	w := strings.ToLower(wirename.Encode(tool))
+	return [3]string{strings.ToLower(tool), w, ClientPrefix + w}
+}
+
+// Exact reports whether pattern names tool itself, in any of its forms
+// and any case, without a wildcard doing the work: "SHELL:EXEC",
+// "shell__exec" and "mcp__pml__shell__exec" all name shell:exec. An exact
+// name outranks a glob in permissions (broker.Permissions.Decide).
+func Exact(pattern, tool string) bool {
+	if tool == "" {
+		return false
+	}
+	n := names(tool)
+	if Normalize(pattern) == n[0] {
+		return true
+	}
+	l := lower(pattern)
+	return l == n[1] || l == n[2]
+}
+
+// Match reports whether pattern matches tool: exactly (Exact), or as a
+// glob on any of its forms. A pattern Check refuses matches nothing.
+func Match(pattern, tool string) bool {
+	if tool == "" {
+		return false
+	}
+	if Exact(pattern, tool) {
+		return true
+	}
+	n := names(tool)
+	for _, p := range []string{Normalize(pattern), lower(pattern)} {
+		for _, name := range n {
+			if glob(p, name) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// glob is path.Match with '/' an ordinary character: a server may name a
+// tool "a/b", and "srv:*" (or a deny "*") must still match it.
+func glob(pattern, name string) bool {
+	const slash = "\x00"
+	ok, err := path.Match(strings.ReplaceAll(pattern, "/", slash), strings.ReplaceAll(name, "/", slash))
+	return err == nil && ok
+}
