@@ -16,6 +16,7 @@ import (
 
 	"github.com/pml-dev/pml/internal/cloud"
 	"github.com/pml-dev/pml/internal/credentials"
+	"github.com/pml-dev/pml/internal/keysafe"
 	"github.com/pml-dev/pml/internal/routing"
 	"github.com/pml-dev/pml/internal/safefs"
 	"github.com/pml-dev/pml/internal/toolbox"
@@ -92,6 +93,13 @@ func (b *Broker) StartCloud(ctx context.Context) {
 	c := b.cloud
 	if !c.client.Enabled() {
 		b.log.Info().Msg("local mode: PML_API_KEY is not set and no key is in the credentials file (pml init --api-key), so cloud tools are off; local tools work")
+		return
+	}
+	if err := keysafe.Check("cloud.url", c.client.URL); err != nil {
+		// Said once at start; every request is refused the same way
+		// (internal/keysafe), so cloud tools answer with this too.
+		b.log.Error().Err(err).Str("cloud_url", c.client.URL).Msg("cloud tools are off: the API key is not sent to this cloud.url")
+		c.readyOnce.Do(func() { close(c.ready) })
 		return
 	}
 	go func() {

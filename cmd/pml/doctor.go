@@ -21,6 +21,7 @@ import (
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/credentials"
 	"github.com/pml-dev/pml/internal/docker"
+	"github.com/pml-dev/pml/internal/keysafe"
 	"github.com/pml-dev/pml/internal/mcpjson"
 	"github.com/pml-dev/pml/internal/registry"
 	"github.com/pml-dev/pml/internal/safefs"
@@ -321,7 +322,10 @@ func checkCloud(ctx context.Context, hc *http.Client, cloudURL, key, from string
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("X-PML-Client", "package")
 	req.Header.Set("x-api-key", key)
-	resp, err := hc.Do(req)
+	resp, err := keysafe.Do(hc, req, "cloud.url", cloudURL)
+	if errors.Is(err, keysafe.ErrInsecure) {
+		return check{"fail", name, err.Error(), "set cloud.url in .pml.json to an https:// URL"}
+	}
 	if err != nil {
 		return check{"warn", name, fmt.Sprintf("%s is not reachable (key %s): %v; cloud tools answer that they are offline, local tools work", cloudURL, from, err), "check cloud.url in .pml.json, the network and HTTPS_PROXY"}
 	}

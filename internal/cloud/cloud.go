@@ -30,6 +30,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/pml-dev/pml/internal/errdefs"
+	"github.com/pml-dev/pml/internal/keysafe"
 	"github.com/pml-dev/pml/internal/lazyre"
 )
 
@@ -167,11 +168,13 @@ func (c *Client) rpc(ctx context.Context, method string, params any, byok map[st
 		req.Header.Set(HeaderFor(name), val)
 	}
 	hc := c.HTTP
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	resp, err := hc.Do(req)
+	// keysafe refuses, before dialling, a cloud.url (or a redirect) that
+	// is not https: the request carries the API key and BYOK keys.
+	resp, err := keysafe.Do(hc, req, "cloud.url", c.URL)
 	if err != nil {
+		if errors.Is(err, keysafe.ErrInsecure) {
+			return err
+		}
 		return c.transportError(ctx, err, timeout)
 	}
 	defer resp.Body.Close()

@@ -130,3 +130,42 @@ func TestExecuteLocallyIsRecognised(t *testing.T) {
 		t.Error("a normal result was taken for execute_locally")
 	}
 }
+
+// sentNothing fails the test if a request is sent at all.
+type sentNothing struct{ t *testing.T }
+
+func (s sentNothing) RoundTrip(r *http.Request) (*http.Response, error) {
+	s.t.Errorf("a request carrying the API key was sent to %s", r.URL)
+	return nil, errors.New("not sent")
+}
+
+// A cloud.url that is not https (nor http to loopback) gets nothing: not
+// the API key, not a BYOK key; the error names the endpoint and the fix.
+func TestKeysAreNeverSentToAPlainHTTPCloud(t *testing.T) {
+	c := &Client{URL: "http://pml-cloud.invalid", APIKey: "pml-key", HTTP: &http.Client{Transport: sentNothing{t}}}
+	_, err := c.CallTool(context.Background(), "tavily:search", nil, map[string]string{"TAVILY_API_KEY": "tv-secret"})
+	if err == nil || !strings.Contains(err.Error(), "cloud.url http://pml-cloud.invalid is not https") || !strings.Contains(err.Error(), "https://") {
+		t.Fatalf("CallTool: %v", err)
+	}
+	if _, err := c.ListTools(context.Background()); err == nil || !strings.Contains(err.Error(), "is not https") {
+		t.Fatalf("ListTools: %v", err)
+	}
+	if errors.Is(err, ErrUnavailable) {
+		t.Error("a refusal reads as an unreachable cloud")
+	}
+}
+
+// http to loopback is allowed: a cloud on this machine (tests, a local
+// gateway) is not on any network.
+func TestLoopbackHTTPCloudGetsTheKey(t *testing.T) {
+	var key string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key = r.Header.Get("x-api-key")
+		_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}`))
+	}))
+	defer srv.Close()
+	c := &Client{URL: srv.URL, APIKey: "pml-key", HTTP: srv.Client()}
+	if _, err := c.ListTools(context.Background()); err != nil || key != "pml-key" {
+		t.Fatalf("ListTools on loopback http: %v (key sent: %v)", err, key == "pml-key")
+	}
+}

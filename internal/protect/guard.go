@@ -173,11 +173,27 @@ func (g *Guard) Expose(names []string, who string) (release func(), err error) {
 	if g.written == nil {
 		g.since = g.now()
 	}
+	var others map[string]state
 	for _, n := range names {
 		if g.exposed[n] == 0 {
+			if others == nil {
+				others = g.othersExpect()
+			}
+			if want, ok := others[n]; ok {
+				// Another pml process's container may be writing n now:
+				// what is there is not adopted; this process expects what
+				// that one does (which it saw before any container could
+				// write, or wrote itself), and looks at once.
+				g.expect[n] = want
+				g.exposed[n]++
+				g.who[n] = append(g.who[n], who)
+				g.check(n)
+				continue
+			}
 			// No live container can write n now: what is there was put
 			// there by the user or pml (a pml that died with a container
-			// exposing it left a journal, checked at start).
+			// exposing it left a journal, checked at start). This is the
+			// only time the guard takes what is on disk as expected.
 			g.expect[n] = stateOf(g.ws, filepath.Join(g.ws, n))
 		}
 		g.exposed[n]++
@@ -294,23 +310,79 @@ func (g *Guard) Verify(name string) {
 	}
 }
 
+// othersExpect returns what the journals of other pml processes on this
+// workspace expect of the names they expose. Called with g.mu held.
+func (g *Guard) othersExpect() map[string]state {
+	out := map[string]state{}
+	for _, j := range journals(g.ws) {
+		if j.path == g.file {
+			continue
+		}
+		for n, want := range j.Expect {
+			if prev, ok := out[n]; ok && prev != want {
+				// Two processes disagree: only absence satisfies both.
+				want = state{Absent: true}
+			}
+			out[n] = want
+		}
+	}
+	return out
+}
+
+// maxMoves bounds how many times in a row check (or Recover) moves aside
+// what keeps reappearing under one name: a container racing the guard
+// can put a file back right after each move, and the guard must neither
+// spin forever nor give up by accepting it. The watch looks again at the
+// next event.
+const maxMoves = 16
+
+// afterMoveAside, when set (tests only), runs right after each move-aside:
+// where a racing container would put its next file.
+var afterMoveAside func(p string)
+
 // check moves name aside unless it is absent, what was there when it was
 // exposed, or what a pml process wrote (blessed). Called with g.mu held.
+//
+// The expected state is never taken from what is on disk here: while a
+// container may write name, whatever appears there (right after a
+// move-aside as much as at any other time) may be the container's. So a
+// move-aside leaves the expectation as it was, and what stands there after
+// it is checked again like anything else.
 func (g *Guard) check(name string) {
 	want, ok := g.expect[name]
 	if !ok {
 		return
 	}
 	p := filepath.Join(g.ws, name)
-	cur := stateOf(g.ws, p)
-	if trusted(g.ws, name, cur, want) {
-		if cur != want {
-			g.expect[name] = cur
-		}
-		return
+	who := strings.Join(dedupe(g.who[name]), ", ")
+	if !settle(g.log, g.ws, name, want, who) {
+		g.log.Error().Str("path", p).Str("container", who).Int("moves", maxMoves).
+			Msg("something keeps putting one of pml's own files back right after it is moved aside; it is not used, and is moved aside again at the next change (stop that container)")
 	}
-	quarantine(g.log, g.ws, p, strings.Join(dedupe(g.who[name]), ", "))
-	g.expect[name] = stateOf(g.ws, p)
+}
+
+// settle moves aside what stands at name until it is absent, want or
+// blessed, at most maxMoves times; it reports whether it got there.
+func settle(log zerolog.Logger, ws, name string, want state, who string) bool {
+	p := filepath.Join(ws, name)
+	for i := 0; ; i++ {
+		if trusted(ws, name, stateOf(ws, p), want) {
+			return true
+		}
+		if i == maxMoves {
+			return false
+		}
+		if i > 0 {
+			log.Warn().Str("path", p).Str("container", who).Int("attempt", i+1).
+				Msg("one of pml's own files reappeared right after it was moved aside; moving it aside again")
+		}
+		if !quarantine(log, ws, p, who) {
+			return false
+		}
+		if afterMoveAside != nil {
+			afterMoveAside(p)
+		}
+	}
 }
 
 func trusted(ws, name string, cur, want state) bool {
@@ -326,16 +398,18 @@ func trusted(ws, name string, cur, want state) bool {
 }
 
 // quarantine renames p to p.refused-<time>: moved, not deleted, so
-// nothing a person wrote at that moment is lost.
-func quarantine(log zerolog.Logger, ws, p, who string) {
+// nothing a person wrote at that moment is lost. It reports whether the
+// rename was done.
+func quarantine(log zerolog.Logger, ws, p, who string) bool {
 	aside := fmt.Sprintf("%s.refused-%d", p, time.Now().UnixNano())
 	if err := safefs.Rename(ws, p, aside); err != nil {
 		log.Error().Err(err).Str("path", p).Str("container", who).
 			Msg("a container may have written one of pml's own files and it could not be moved aside; remove it before pml or your MCP client reads it")
-		return
+		return false
 	}
 	log.Warn().Str("path", p).Str("moved_to", aside).Str("container", who).
 		Msg("one of pml's own files appeared or changed while a container that may write the workspace ran; it was moved aside and is not used (check it, and rename it back only if you wrote it)")
+	return true
 }
 
 func dedupe(l []string) []string {
@@ -557,13 +631,17 @@ func Recover(ws string, alive func(owner map[string]string) bool, log zerolog.Lo
 			if indexOf(Files, n) < 0 {
 				continue // only pml's own names are ever touched
 			}
-			p := filepath.Join(ws, n)
-			if cur := stateOf(ws, p); !trusted(ws, n, cur, want) {
-				who := "of the pml process " + j.Owner["pml.owner.pid"] + " (exited while it ran)"
-				if alive(j.Owner) {
-					who = "of the running pml process " + j.Owner["pml.owner.pid"]
-				}
-				quarantine(log, ws, p, "a container "+who)
+			who := "of the pml process " + j.Owner["pml.owner.pid"] + " (exited while it ran)"
+			if alive(j.Owner) {
+				who = "of the running pml process " + j.Owner["pml.owner.pid"]
+			}
+			// A live process's container may put a file back right
+			// after each move-aside: checked again until it is absent,
+			// expected or blessed (bounded); the journal is never
+			// updated from what is found.
+			if !settle(log, ws, n, want, "a container "+who) {
+				log.Error().Str("path", filepath.Join(ws, n)).Str("container", "a container "+who).
+					Msg("one of pml's own files keeps reappearing after it is moved aside; remove it and stop that container before pml reads it")
 			}
 		}
 		if !alive(j.Owner) {

@@ -139,3 +139,160 @@ func TestRecoverChecksAJournalLeftByADeadProcess(t *testing.T) {
 		t.Error("the journal was not closed")
 	}
 }
+
+// racer puts a prepared file at p right after each of the next n
+// move-asides, as a container looping on link(2) would: the hook makes
+// the window that a real racer wins a few times in a hundred certain.
+func racer(t *testing.T, n int, content string) *int {
+	t.Helper()
+	placed := new(int)
+	afterMoveAside = func(p string) {
+		if *placed >= n {
+			return
+		}
+		*placed++
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+	t.Cleanup(func() { afterMoveAside = nil })
+	return placed
+}
+
+const wide = `{"permissions":{"allow":["*"]},"sandbox":{"user":"0:0"}}`
+
+// expectOf reads what g expects of name, as its journal records it.
+func expectOf(g *Guard, name string) state {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.expect[name]
+}
+
+func TestAFileReplacedRightAfterAMoveAsideIsNotAdopted(t *testing.T) {
+	ws := newWS(t)
+	g := New(ws, owner, zerolog.Nop())
+	defer g.Close()
+	release, err := g.Expose([]string{".pml.json"}, "shell")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	p := filepath.Join(ws, ".pml.json")
+	placed := racer(t, 1, wide)
+	g.mu.Lock() // the container writes; the watch waits, Verify looks
+	if err := os.WriteFile(p, []byte(`{"permissions":{"allow":["*"]}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g.mu.Unlock()
+	g.Verify(".pml.json")
+	if *placed != 1 {
+		t.Fatalf("the racer placed %d files, want 1", *placed)
+	}
+	if !absent(p) {
+		b, _ := os.ReadFile(p)
+		t.Fatalf("the file put back right after the move-aside stays in place: %s", b)
+	}
+	if got := expectOf(g, ".pml.json"); got != (state{Absent: true}) {
+		t.Errorf("the guard now expects %+v, want absent", got)
+	}
+	if n := len(refusedOf(p)); n != 2 {
+		t.Errorf("%d files moved aside, want 2", n)
+	}
+}
+
+func TestAPersistentRacerIsNeverAdopted(t *testing.T) {
+	ws := newWS(t)
+	g := New(ws, owner, zerolog.Nop())
+	defer g.Close()
+	release, err := g.Expose([]string{".pml.json"}, "shell")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(ws, ".pml.json")
+	placed := racer(t, 1000, wide)
+	g.mu.Lock()
+	if err := os.WriteFile(p, []byte(wide), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g.mu.Unlock()
+	g.Verify(".pml.json") // gives up after maxMoves, without adopting
+	if *placed > maxMoves+1 {
+		t.Errorf("the guard moved aside %d times in one check, want at most %d", *placed, maxMoves+1)
+	}
+	if got := expectOf(g, ".pml.json"); got != (state{Absent: true}) {
+		t.Fatalf("the guard now expects %+v, want absent", got)
+	}
+	// The racer stops; whatever it left is moved aside at the next look,
+	// and when the container is gone.
+	g.mu.Lock()
+	afterMoveAside = nil
+	g.mu.Unlock()
+	g.Verify(".pml.json")
+	if !absent(p) {
+		t.Fatal("the racer's last file stays in place")
+	}
+	if err := os.WriteFile(p, []byte(wide), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g.mu.Lock()
+	g.w.Close() // no watch: release, not the watch, must see it
+	g.w = nil
+	g.mu.Unlock()
+	release()
+	if !absent(p) {
+		t.Error("a file left by the container was kept at release")
+	}
+}
+
+func TestASecondProcessDoesNotAdoptWhatAnotherProcesssContainerWrote(t *testing.T) {
+	ws := newWS(t)
+	a := New(ws, owner, zerolog.Nop())
+	defer a.Close()
+	if _, err := a.Expose([]string{".pml.json"}, "shell"); err != nil {
+		t.Fatal(err)
+	}
+	// a's watch is held back: its container writes, and b starts a
+	// container of its own before a looks.
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	p := filepath.Join(ws, ".pml.json")
+	if err := os.WriteFile(p, []byte(wide), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b := New(ws, map[string]string{"pml.owner.pid": "9", "pml.owner.start": "9"}, zerolog.Nop())
+	defer b.Close()
+	release, err := b.Expose([]string{".pml.json"}, "shell")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	if !absent(p) {
+		t.Error("another process's container's file was adopted by the second process")
+	}
+	if got := expectOf(b, ".pml.json"); got != (state{Absent: true}) {
+		t.Errorf("the second process expects %+v, want absent", got)
+	}
+}
+
+func TestRecoverDoesNotLeaveAFilePutBackByALiveContainer(t *testing.T) {
+	ws := newWS(t)
+	g := New(ws, owner, zerolog.Nop())
+	if _, err := g.Expose([]string{".pml.json"}, "shell"); err != nil {
+		t.Fatal(err)
+	}
+	g.mu.Lock()
+	g.w.Close()
+	g.w = nil
+	g.mu.Unlock()
+	p := filepath.Join(ws, ".pml.json")
+	if err := os.WriteFile(p, []byte(wide), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	racer(t, 1, wide)
+	// The journal's process still runs (and so may its container): a new
+	// pml on the same workspace checks its names.
+	Recover(ws, func(map[string]string) bool { return true }, zerolog.Nop())
+	if !absent(p) {
+		t.Error("the file put back right after Recover moved the first aside is in place")
+	}
+}

@@ -11,6 +11,7 @@ package routing
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -20,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pml-dev/pml/internal/keysafe"
 	"github.com/pml-dev/pml/internal/lazyre"
 	"github.com/pml-dev/pml/internal/safefs"
 )
@@ -207,7 +209,17 @@ func (r *Router) Sync(ctx context.Context, hc *http.Client, cloudURL, apiKey str
 	if apiKey != "" {
 		req.Header.Set("x-api-key", apiKey)
 	}
-	resp, err := hc.Do(req)
+	var resp *http.Response
+	if apiKey != "" {
+		// The key goes only over https (or http to loopback): checked
+		// before dialling, and on every redirect.
+		resp, err = keysafe.Do(hc, req, "cloud.url", cloudURL)
+	} else {
+		resp, err = hc.Do(req)
+	}
+	if errors.Is(err, keysafe.ErrInsecure) {
+		return err
+	}
 	if err != nil {
 		return fmt.Errorf("fetching the routing table from %s: %w", cloudURL, err)
 	}

@@ -2,10 +2,12 @@ package routing
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -120,5 +122,20 @@ func TestRegistryServerNamespacesSurviveASync(t *testing.T) {
 	}
 	if r.Route("mine:x") != Client {
 		t.Error("a local namespace was sent to the cloud")
+	}
+}
+
+type sentNothing struct{ t *testing.T }
+
+func (s sentNothing) RoundTrip(r *http.Request) (*http.Response, error) {
+	s.t.Errorf("a request carrying the API key was sent to %s", r.URL)
+	return nil, errors.New("not sent")
+}
+
+func TestSyncNeverSendsTheKeyOverPlainHTTP(t *testing.T) {
+	r := New(t.TempDir(), nil)
+	err := r.Sync(context.Background(), &http.Client{Transport: sentNothing{t}}, "http://pml-cloud.invalid", "k-123")
+	if err == nil || !strings.Contains(err.Error(), "cloud.url http://pml-cloud.invalid is not https") {
+		t.Fatalf("Sync: %v", err)
 	}
 }
