@@ -43,12 +43,12 @@ import (
 	"github.com/pml-dev/pml/images"
 	"github.com/pml-dev/pml/internal/audit"
 	"github.com/pml-dev/pml/internal/config"
-	"github.com/pml-dev/pml/internal/trust"
 	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/deps"
 	"github.com/pml-dev/pml/internal/inside"
 	"github.com/pml-dev/pml/internal/safefs"
 	"github.com/pml-dev/pml/internal/toolbox"
+	"github.com/pml-dev/pml/internal/trust"
 	"github.com/pml-dev/pml/policies"
 )
 
@@ -132,9 +132,9 @@ type Broker struct {
 	// configuration in force stands against them (trust.go).
 	trust      *trust.Store
 	trustState trustState
-	log    zerolog.Logger
-	tools  toolTable
-	audit  *audit.Log
+	log        zerolog.Logger
+	tools      toolTable
+	audit      *audit.Log
 
 	servers            map[string]*server
 	serverOrder        []string
