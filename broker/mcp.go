@@ -113,6 +113,11 @@ func newMCPServerParts(b *Broker, v view) (*mcp.Server, *listing, *sessions) {
 	l := newListing(s, b, v, func(name string) mcp.ToolHandler { return toolHandler(b, sess, name) })
 	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "tools/list" || method == "tools/call" {
+				// A `pml trust` given since the policy was read applies
+				// now: its servers' tools are listed and resolvable.
+				b.refreshTrust()
+			}
 			switch method {
 			case "tools/list":
 				// The first list starts the configured servers (never

@@ -112,6 +112,10 @@ func TestHostileClonedPolicyAppliesOnlyOnceTrusted(t *testing.T) {
 	if !strings.Contains(s.stderr.String(), "is not trusted") || !strings.Contains(s.stderr.String(), "starts the server \\\"fs\\\"") {
 		t.Errorf("pml's stderr does not say what the untrusted policy would grant:\n%s", tail(s.stderr.String()))
 	}
+	doctor, _ := execPML(ws, "doctor").CombinedOutput()
+	if !strings.Contains(string(doctor), "is not trusted") || !strings.Contains(string(doctor), "pml trust") {
+		t.Errorf("pml doctor does not say the policy is not trusted:\n%s", doctor)
+	}
 	if out, code := runTrust(t, ws); code != 3 || !strings.Contains(out, "runs tool containers as user 0:0") {
 		t.Errorf("pml trust without a terminal: exit %d, want 3 with the grants listed:\n%s", code, out)
 	}
