@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -192,6 +193,7 @@ func newWorkspace(t *testing.T, pmlJSON string) *workspace {
 	// mount, but Docker creates the mount point itself, so that is fine.
 	dir, _ = filepath.EvalSymlinks(dir)
 	w := &workspace{t: t, Dir: dir}
+	traces.addDir(t, dir)
 	if pmlJSON != "" {
 		w.write(".pml.json", pmlJSON)
 	}
@@ -307,6 +309,7 @@ func connect(t *testing.T, cmd *exec.Cmd, opts *mcp.ClientOptions) *session {
 		t.Fatalf("starting %v: %v\nstderr:\n%s", cmd.Args, err, stderr.String())
 	}
 	s := &session{ClientSession: cs, cmd: cmd, stderr: stderr}
+	traces.addSession(t, s)
 	t.Cleanup(func() { s.Close() })
 	return s
 }
@@ -382,10 +385,77 @@ func waitSaw(t *testing.T, what string, timeout time.Duration, cond func() (bool
 			if saw == "" {
 				saw = "(the condition says nothing more)"
 			}
-			t.Fatalf("timed out after %s (%d looks) waiting for %s; last seen: %s", time.Since(start).Round(time.Millisecond), polls, what, saw)
+			t.Fatalf("timed out after %s (%d looks) waiting for %s; last seen: %s%s", time.Since(start).Round(time.Millisecond), polls, what, saw, traces.of(t))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// traces remembers, per test, the workspaces it made and the pml
+// sessions it started, so that a wait that times out can say what the
+// containers and pml looked like (a failure seen only on a loaded machine
+// is diagnosed from its log).
+var traces = &testTraces{m: map[*testing.T]*testTrace{}}
+
+type testTraces struct {
+	mu sync.Mutex
+	m  map[*testing.T]*testTrace
+}
+
+type testTrace struct {
+	dirs     []string
+	sessions []*session
+}
+
+func (tt *testTraces) get(t *testing.T) *testTrace {
+	tt.mu.Lock()
+	defer tt.mu.Unlock()
+	tr := tt.m[t]
+	if tr == nil {
+		tr = &testTrace{}
+		tt.m[t] = tr
+		t.Cleanup(func() { tt.mu.Lock(); delete(tt.m, t); tt.mu.Unlock() })
+	}
+	return tr
+}
+
+func (tt *testTraces) addDir(t *testing.T, dir string) {
+	tr := tt.get(t)
+	tt.mu.Lock()
+	tr.dirs = append(tr.dirs, dir)
+	tt.mu.Unlock()
+}
+
+func (tt *testTraces) addSession(t *testing.T, s *session) {
+	tr := tt.get(t)
+	tt.mu.Lock()
+	tr.sessions = append(tr.sessions, s)
+	tt.mu.Unlock()
+}
+
+// of describes the test's containers and the end of each session's stderr.
+func (tt *testTraces) of(t *testing.T) string {
+	tt.mu.Lock()
+	tr := tt.m[t]
+	var dirs []string
+	var sessions []*session
+	if tr != nil {
+		dirs, sessions = append(dirs, tr.dirs...), append(sessions, tr.sessions...)
+	}
+	tt.mu.Unlock()
+	var b strings.Builder
+	for _, d := range dirs {
+		opts := dc.ListContainersOptions{All: true, Filters: map[string][]string{"label": {"pml.managed=true", "pml.workspace=" + d}}}
+		cs, err := pool.Client.ListContainers(opts)
+		fmt.Fprintf(&b, "\ncontainers of %s (%v):", d, err)
+		for _, c := range cs {
+			fmt.Fprintf(&b, " %s %s %s;", c.ID[:12], c.Labels["pml.purpose"], c.State)
+		}
+	}
+	for i, s := range sessions {
+		fmt.Fprintf(&b, "\nthe end of pml's stderr (session %d):\n%s", i+1, tail(s.stderr.String()))
+	}
+	return b.String()
 }
 
 // assertNoContainers checks (at cleanup) that pml left nothing behind for

@@ -100,8 +100,11 @@ func describeServer(s Server) string {
 	if s.Image != "" {
 		fmt.Fprintf(&b, " from the image %s", s.Image)
 	}
-	if s.Command != "" || len(s.Args) > 0 {
+	switch {
+	case s.Command != "":
 		fmt.Fprintf(&b, " running %s", strings.TrimSpace(s.Command+" "+strings.Join(s.Args, " ")))
+	case len(s.Args) > 0:
+		fmt.Fprintf(&b, " with the arguments %s", strings.Join(s.Args, " "))
 	}
 	switch s.Workspace {
 	case "rw":
