@@ -94,7 +94,7 @@ func TestInitClientsAndTheirFilesStartPML(t *testing.T) {
 		if !listsTool(t, s.ClientSession, "filesystem:read_file") && !listsTool(t, s.ClientSession, "filesystem__read_file") {
 			t.Errorf("%s: the pml it starts lists no filesystem tool", name)
 		}
-		if !strings.Contains(s.stderr.String(), ws.Dir) {
+		if !s.logs(ws.Dir) {
 			t.Errorf("%s: pml did not serve the workspace %s:\n%s", name, ws.Dir, s.stderr.String())
 		}
 		s.Close()

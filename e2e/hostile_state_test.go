@@ -252,7 +252,7 @@ func TestHostileRegistryEntryAsksForRW(t *testing.T) {
 	if res.IsError || !strings.Contains(out, "read-only") {
 		t.Errorf("the write should fail on a read-only workspace: %q", out)
 	}
-	if !strings.Contains(s.stderr.String(), "read-write workspace") {
+	if !s.logs("read-write workspace") {
 		t.Error("no warning that the entry's rw was refused")
 	}
 }

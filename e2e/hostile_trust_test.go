@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -15,28 +14,20 @@ import (
 // trusted one edited since, grants nothing beyond pml's defaults, and
 // narrowing applies at once.
 
-// deadProxy is an HTTPS proxy on loopback that refuses every connection
-// and counts them: pml's sessions get it as HTTPS_PROXY so that a request
-// to the default cloud (what an untrusted cloud.url falls back to) never
+// clonedWorkspace is a workspace holding clonedPolicy, untrusted, and
+// the environment its sessions get: the API key, and as HTTPS_PROXY a
+// loopback listener that refuses every connection, so that a request to
+// the default cloud (what an untrusted cloud.url falls back to) never
 // leaves the machine. Go's clients send loopback requests (the fake
 // clouds) directly.
-func deadProxy(t *testing.T) string {
+func clonedWorkspace(t *testing.T) (*fakeCloud, *workspace, []string) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-	return "http://" + ln.Addr().String()
+	needImage(t, fsServerImage)
+	evil := newFakeCloud(t)
+	ws := newWorkspace(t, "")
+	ws.writeUntrusted(".pml.json", clonedPolicy(evil.srv.URL, ws.Dir, ""))
+	proxy, _ := hostListener(t)
+	return evil, ws, []string{"PML_API_KEY=" + cloudKey, "HTTPS_PROXY=http://" + proxy.Addr().String(), "NO_PROXY="}
 }
 
 // keyed counts the requests to f that carried the API key.
@@ -86,11 +77,7 @@ func runTrust(t *testing.T, ws *workspace, args ...string) (string, int) {
 // applies to the next call with no trust step.
 func TestHostileClonedPolicyAppliesOnlyOnceTrusted(t *testing.T) {
 	t.Parallel()
-	needImage(t, fsServerImage)
-	evil := newFakeCloud(t)
-	ws := newWorkspace(t, "")
-	ws.writeUntrusted(".pml.json", clonedPolicy(evil.srv.URL, ws.Dir, ""))
-	env := []string{"PML_API_KEY=" + cloudKey, "HTTPS_PROXY=" + deadProxy(t), "NO_PROXY="}
+	evil, ws, env := clonedWorkspace(t)
 
 	s := startSession(t, ws, env...)
 	a := askFor(t, s, "shell:exec", map[string]any{"command": "id -u"})
@@ -109,7 +96,7 @@ func TestHostileClonedPolicyAppliesOnlyOnceTrusted(t *testing.T) {
 	if n := evil.keyed(); n != 0 {
 		t.Errorf("the untrusted cloud.url received %d requests carrying the API key", n)
 	}
-	if !strings.Contains(s.stderr.String(), "is not trusted") || !strings.Contains(s.stderr.String(), "starts the server \\\"fs\\\"") {
+	if !s.logs("is not trusted", `starts the server \"fs\"`) {
 		t.Errorf("pml's stderr does not say what the untrusted policy would grant:\n%s", tail(s.stderr.String()))
 	}
 	doctor, _ := execPML(ws, "doctor").CombinedOutput()
@@ -168,11 +155,7 @@ func TestHostileClonedPolicyAppliesOnlyOnceTrusted(t *testing.T) {
 // that one tool and trusts nothing else of an untrusted policy.
 func TestHostileContinueWorkflowTrustsNothing(t *testing.T) {
 	t.Parallel()
-	needImage(t, fsServerImage)
-	evil := newFakeCloud(t)
-	ws := newWorkspace(t, "")
-	ws.writeUntrusted(".pml.json", clonedPolicy(evil.srv.URL, ws.Dir, ""))
-	env := []string{"PML_API_KEY=" + cloudKey, "HTTPS_PROXY=" + deadProxy(t), "NO_PROXY="}
+	evil, ws, env := clonedWorkspace(t)
 	s := startSession(t, ws, env...)
 	a := askFor(t, s, "shell:exec", map[string]any{"command": "id -u"})
 	out, res := s.call(t, "shell:exec", map[string]any{"command": "id -u", "continue_workflow": cont(a.WorkflowID, true, true)})

@@ -314,6 +314,30 @@ func connect(t *testing.T, cmd *exec.Cmd, opts *mcp.ClientOptions) *session {
 	return s
 }
 
+// logs reports whether pml's stderr says want within a few seconds. A
+// line pml wrote before it answered can reach the test after the answer:
+// stderr is copied from a pipe by its own goroutine, which a loaded
+// machine may not run for a while (TestAReadIsAnsweredByAPreStartedContainer
+// failed so under make test-stress), so a check right after a call waits
+// for the line rather than sampling once.
+func (s *session) logs(want ...string) bool {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		out := s.stderr.String()
+		all := true
+		for _, w := range want {
+			all = all && strings.Contains(out, w)
+		}
+		if all {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // call runs one tool call and returns its text and result.
 func (s *session) call(t *testing.T, tool string, args map[string]any) (string, *mcp.CallToolResult) {
 	t.Helper()

@@ -59,6 +59,19 @@ func (s *session) taken(id string) bool {
 	return s.logged("pool: pre-started container taken", id)
 }
 
+// tookWarm reports whether pml logs, within a few seconds, that a call
+// took container id (see session.logs: the line can trail the answer).
+func (s *session) tookWarm(id string) bool {
+	deadline := time.Now().Add(10 * time.Second)
+	for !s.taken(id) {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return true
+}
+
 func exists(t *testing.T, dir, id string) bool {
 	for _, c := range containersOf(t, dir) {
 		if c.ID == id {
@@ -85,7 +98,7 @@ func TestAReadIsAnsweredByAPreStartedContainer(t *testing.T) {
 	if res.IsError || out != "from the pool\n" {
 		t.Fatalf("pooled read: %q", out)
 	}
-	if !s.taken(warm) {
+	if !s.tookWarm(warm) {
 		t.Fatalf("the read was not given the pre-started container %s:\n%s", warm[:12], s.stderr.String())
 	}
 	waitFor(t, "the used container to be removed", 30*time.Second, func() bool { return !exists(t, ws.Dir, warm) })
@@ -113,7 +126,7 @@ func TestTwoShellCallsNeverShareAContainer(t *testing.T) {
 	warm := waitWarm(t, s, ws, "pool:shell")
 	second := "ls -a /tmp; cat /tmp/mark; ps -o pid,args; echo \"LEAK=$LEAK\"; pwd"
 	out, res := s.call(t, "shell:exec", map[string]any{"command": second, "cwd": "."})
-	if !s.taken(warm) {
+	if !s.tookWarm(warm) {
 		t.Fatalf("the second call was not given the pre-started container")
 	}
 	var sh struct {
@@ -179,7 +192,7 @@ func TestAPerCallServerGetsAFreshContainerForEveryCall(t *testing.T) {
 	if out, res := s.call(t, "memory:create_entities", create); res.IsError || !strings.Contains(structuredJSON(res), "remembered") {
 		t.Fatalf("create_entities from the pool: %q", out)
 	}
-	if !s.taken(warm) {
+	if !s.tookWarm(warm) {
 		t.Error("the per-call server was not served from the pool")
 	}
 	if out, res := s.call(t, "memory:read_graph", nil); res.IsError || strings.Contains(out+structuredJSON(res), "remembered") {
@@ -255,7 +268,7 @@ func TestAPoolContainerKilledWhileWaitingIsNeverHandedOut(t *testing.T) {
 	if s.taken(victim) {
 		t.Fatal("the killed container was handed out")
 	}
-	if !strings.Contains(s.stderr.String(), "exited while waiting") {
+	if !s.logs("exited while waiting") {
 		t.Error("pml did not report the dead pool container")
 	}
 }

@@ -70,7 +70,7 @@ func TestAShellCannotCreatePMLsOwnFiles(t *testing.T) {
 	}
 	// Still asked: the forged .pml.json did not take effect.
 	askFor(t, s, "shell:exec", map[string]any{"command": "true"})
-	if !strings.Contains(s.stderr.String(), "moved aside") {
+	if !s.logs("moved aside") {
 		t.Error("no warning about the moved files")
 	}
 }

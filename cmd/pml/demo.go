@@ -15,6 +15,10 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
+
+	"github.com/pml-dev/pml/broker"
+	"github.com/pml-dev/pml/internal/config"
+	"github.com/pml-dev/pml/internal/trust"
 )
 
 // demoConfig is the embedded default the demo runs on.
@@ -83,8 +87,22 @@ func runDemo(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// The demo's policy is the person's own (they ran pml demo): trusted,
+	// in trust records of the demo's own, gone with it.
+	state, err := os.MkdirTemp("", "pml-demo-state-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(state)
+	cfg, err := config.Load(ws, func(string) string { return "" })
+	if err != nil {
+		return err
+	}
+	if err := (&trust.Store{Path: filepath.Join(state, "pml", trust.FileName)}).Trust(cfg, broker.DefaultPermissions().Allow); err != nil {
+		return err
+	}
 	c := exec.CommandContext(ctx, exe, "stdio", "--log-level", "error")
-	c.Env = append(os.Environ(), "PML_WORKSPACE="+ws)
+	c.Env = append(os.Environ(), "PML_WORKSPACE="+ws, "XDG_STATE_HOME="+state)
 	c.Stderr = os.Stderr
 
 	step := func(title string) { fmt.Fprintf(w, "\n== %s\n", title) }

@@ -194,11 +194,27 @@ func rtWorkspace(t testing.TB, ns, cfg string) string {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	// The person who wrote the policy trusts it (internal/trust).
+	trust := exec.Command(rtPML(t), "trust", "--yes")
+	trust.Dir, trust.Env = dir, rtEnv("PML_WORKSPACE="+dir)
+	if out, err := trust.CombinedOutput(); err != nil {
+		t.Fatalf("pml trust --yes: %v\n%s", err, out)
+	}
 	return dir
 }
 
+// rtState is the tests' own user state directory (pml's trust records),
+// made once per test process.
+var rtState = sync.OnceValue(func() string {
+	d, err := os.MkdirTemp("", "pml-k8s-state-")
+	if err != nil {
+		panic(err)
+	}
+	return d
+})
+
 func rtEnv(extra ...string) []string {
-	env := append(os.Environ(), "KUBECONFIG="+os.Getenv("KUBECONFIG"))
+	env := append(os.Environ(), "XDG_STATE_HOME="+rtState(), "KUBECONFIG="+os.Getenv("KUBECONFIG"))
 	if os.Getenv("KUBECONFIG") == "" {
 		home, _ := os.UserHomeDir()
 		env = append(env, "KUBECONFIG="+filepath.Join(home, ".cache", "pml", "k8s", "run", "kubeconfig"))
