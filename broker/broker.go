@@ -115,9 +115,9 @@ type Options struct {
 	// HTTPClient talks to the cloud (and registries); nil: a default one.
 	HTTPClient *http.Client
 	// Trust is the person's record of trusted policy files
-	// (internal/trust): Config is expected to be trust.Apply'd already,
-	// and reloads and pml's own writes of .pml.json go through it. nil:
-	// every policy is taken as trusted (tests of other layers).
+	// (internal/trust). Config is .pml.json as read: New, every reload and
+	// pml's own writes of .pml.json go through Trust. nil: every policy is
+	// taken as trusted (tests of other layers).
 	Trust *trust.Store
 }
 
@@ -176,7 +176,7 @@ func New(o Options) (*Broker, error) {
 	}
 	// What the policy file grants applies only as far as the person
 	// trusted it (internal/trust); what it narrows applies whatever.
-	var tst trust.Status
+	tst := trust.Status{Trusted: true}
 	if o.Trust != nil {
 		cfg, st, err := trust.Apply(o.Config, o.Trust, DefaultPermissions().Allow)
 		if err != nil {
@@ -345,9 +345,6 @@ func (b *Broker) Call(ctx context.Context, req Request) Result {
 		req.Workflows = NewWorkflows(b.cfg.HIL.Timeout)
 	}
 	ctx = context.WithValue(ctx, requestKey{}, req)
-	// A `pml trust` given since the policy was read applies from this
-	// call (its servers too, before the tool is resolved).
-	b.refreshTrust()
 	return b.path.Call(ctx, newCall(req))
 }
 

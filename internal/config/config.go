@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -422,14 +423,7 @@ func unionLists(a, b any) any {
 	}
 	out := append([]any(nil), la...)
 	for _, v := range lb {
-		dup := false
-		for _, w := range out {
-			if w == v {
-				dup = true
-				break
-			}
-		}
-		if !dup {
+		if !slices.Contains(out, v) {
 			out = append(out, v)
 		}
 	}

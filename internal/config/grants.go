@@ -5,8 +5,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 )
 
@@ -76,7 +76,7 @@ func GrantsBeyond(cfg *Config, defaultAllow []string) []Grant {
 			add("registries="+r, fmt.Sprintf("fetches tools' code from %s and sends your PML_API_KEY there (registries)", r))
 		}
 	}
-	for _, name := range sortedServerNames(cfg.Servers) {
+	for _, name := range sortedKeys(cfg.Servers) {
 		srv := cfg.Servers[name]
 		if srv.FromRegistry {
 			continue
@@ -223,20 +223,4 @@ func Restrict(cfg *Config, defaultAllow []string, keep func(Grant) bool) *Config
 	return &c
 }
 
-func sortedKeys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
-func sortedServerNames(m map[string]Server) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
