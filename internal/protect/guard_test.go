@@ -143,20 +143,32 @@ func TestRecoverChecksAJournalLeftByADeadProcess(t *testing.T) {
 // racer puts a prepared file at p right after each of the next n
 // move-asides, as a container looping on link(2) would: the hook makes
 // the window that a real racer wins a few times in a hundred certain.
-func racer(t *testing.T, n int, content string) *int {
+// The hook runs under g.mu (from Verify or from g's watch goroutine), so
+// the count it returns is read, and the hook removed, under g.mu too.
+func racer(t *testing.T, g *Guard, n int, content string) (placed func() int) {
 	t.Helper()
-	placed := new(int)
+	count := 0
+	g.mu.Lock()
 	afterMoveAside = func(p string) {
-		if *placed >= n {
+		if count >= n {
 			return
 		}
-		*placed++
+		count++
 		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
 			t.Error(err)
 		}
 	}
-	t.Cleanup(func() { afterMoveAside = nil })
-	return placed
+	g.mu.Unlock()
+	t.Cleanup(func() {
+		g.mu.Lock()
+		afterMoveAside = nil
+		g.mu.Unlock()
+	})
+	return func() int {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return count
+	}
 }
 
 const wide = `{"permissions":{"allow":["*"]},"sandbox":{"user":"0:0"}}`
@@ -178,15 +190,15 @@ func TestAFileReplacedRightAfterAMoveAsideIsNotAdopted(t *testing.T) {
 	}
 	defer release()
 	p := filepath.Join(ws, ".pml.json")
-	placed := racer(t, 1, wide)
+	placed := racer(t, g, 1, wide)
 	g.mu.Lock() // the container writes; the watch waits, Verify looks
 	if err := os.WriteFile(p, []byte(`{"permissions":{"allow":["*"]}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	g.mu.Unlock()
 	g.Verify(".pml.json")
-	if *placed != 1 {
-		t.Fatalf("the racer placed %d files, want 1", *placed)
+	if n := placed(); n != 1 {
+		t.Fatalf("the racer placed %d files, want 1", n)
 	}
 	if !absent(p) {
 		b, _ := os.ReadFile(p)
@@ -208,22 +220,26 @@ func TestAPersistentRacerIsNeverAdopted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := filepath.Join(ws, ".pml.json")
-	placed := racer(t, 1000, wide)
+	// No watch: each file the racer puts back would start another check
+	// of its own, and this counts the moves of one.
 	g.mu.Lock()
+	g.w.Close()
+	g.w = nil
+	g.mu.Unlock()
+	p := filepath.Join(ws, ".pml.json")
+	placed := racer(t, g, 1000, wide)
 	if err := os.WriteFile(p, []byte(wide), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	g.mu.Unlock()
 	g.Verify(".pml.json") // gives up after maxMoves, without adopting
-	if *placed > maxMoves+1 {
-		t.Errorf("the guard moved aside %d times in one check, want at most %d", *placed, maxMoves+1)
+	if n := placed(); n > maxMoves+1 {
+		t.Errorf("the guard moved aside %d times in one check, want at most %d", n, maxMoves+1)
 	}
 	if got := expectOf(g, ".pml.json"); got != (state{Absent: true}) {
 		t.Fatalf("the guard now expects %+v, want absent", got)
 	}
 	// The racer stops; whatever it left is moved aside at the next look,
-	// and when the container is gone.
+	// and when the container is gone (release, not a watch, sees it).
 	g.mu.Lock()
 	afterMoveAside = nil
 	g.mu.Unlock()
@@ -234,10 +250,6 @@ func TestAPersistentRacerIsNeverAdopted(t *testing.T) {
 	if err := os.WriteFile(p, []byte(wide), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	g.mu.Lock()
-	g.w.Close() // no watch: release, not the watch, must see it
-	g.w = nil
-	g.mu.Unlock()
 	release()
 	if !absent(p) {
 		t.Error("a file left by the container was kept at release")
@@ -288,7 +300,7 @@ func TestRecoverDoesNotLeaveAFilePutBackByALiveContainer(t *testing.T) {
 	if err := os.WriteFile(p, []byte(wide), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	racer(t, 1, wide)
+	racer(t, g, 1, wide)
 	// The journal's process still runs (and so may its container): a new
 	// pml on the same workspace checks its names.
 	Recover(ws, func(map[string]string) bool { return true }, zerolog.Nop())
