@@ -351,7 +351,11 @@ func TestACancelledCallKillsItsContainer(t *testing.T) {
 
 func TestLeftoversOfAKilledPMLAreReapedByTheNextStart(t *testing.T) {
 	ws := newWorkspace(t, allowAll)
-	s := startSession(t, ws)
+	// A host id of its own: any pml starting on this host (another test's,
+	// on a shared daemon) removes a dead pml's containers, and could do so
+	// before the count below; with this id only the next start here may.
+	hostID := "PML_HOST_ID=" + privateHostID(t)
+	s := startSession(t, ws, hostID)
 	go func() {
 		_, _ = s.CallTool(context.Background(), &mcp.CallToolParams{Name: "shell:exec", Arguments: map[string]any{"command": "sleep 120"}})
 	}()
@@ -366,7 +370,7 @@ func TestLeftoversOfAKilledPMLAreReapedByTheNextStart(t *testing.T) {
 	if n := len(containersOf(t, ws.Dir)); n == 0 {
 		t.Fatal("the container vanished with pml: the test proves nothing")
 	}
-	startSession(t, ws)
+	startSession(t, ws, hostID)
 	waitFor(t, "the next pml to remove the orphan", 30*time.Second, func() bool { return len(containersOf(t, ws.Dir)) == 0 })
 }
 
