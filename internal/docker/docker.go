@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -232,6 +233,9 @@ func (r *Runtime) translate(ctx context.Context, spec pmlc.Spec) (*container.Con
 		return nil, nil, err
 	}
 	host.UsernsMode = container.UsernsMode(userns)
+	// The OCI runtime (sandbox.runtime), settled by container.RuntimeChooser:
+	// "" is the engine's default.
+	host.Runtime = pol.Runtime
 	if pol.NoNewPrivileges {
 		host.SecurityOpt = append(host.SecurityOpt, "no-new-privileges:true")
 	}
@@ -343,7 +347,10 @@ func (r *Runtime) Info(ctx context.Context) (pmlc.Info, error) {
 	}
 	host := r.cli.DaemonHost()
 	scope, _ := r.Scope(ctx)
+	runtimes, defRuntime, _ := r.OCIRuntimes(ctx)
 	return pmlc.Info{
+		Runtimes:         runtimes,
+		DefaultRuntime:   defRuntime,
 		Name:             "docker",
 		Engine:           eng.name(),
 		Rootless:         eng.rootless,
@@ -358,6 +365,21 @@ func (r *Runtime) Info(ctx context.Context) (pmlc.Info, error) {
 		OS:               eng.os,
 		Architecture:     eng.arch,
 	}, nil
+}
+
+// OCIRuntimes asks the engine for the OCI runtimes it has registered
+// (runc, runsc...), sorted, and its default one.
+func (r *Runtime) OCIRuntimes(ctx context.Context) ([]string, string, error) {
+	info, err := r.cli.Info(ctx)
+	if err != nil {
+		return nil, "", wrap("asking the engine for its runtimes", err)
+	}
+	names := make([]string, 0, len(info.Runtimes))
+	for n := range info.Runtimes {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names, info.DefaultRuntime, nil
 }
 
 type process struct {
