@@ -146,6 +146,18 @@ bench: images
 	PML_BIN=$(CURDIR)/$(BIN) PML_BENCH_OUT=$(CURDIR)/bench $(GO) test -run '^$$' -bench '^BenchmarkReport$$' -benchtime 1x -count 1 -timeout 90m ./e2e
 	$(MAKE) --no-print-directory bench-k8s-cluster
 
+# Tool containers under gVisor: registers Debian's runsc with the engine
+# (.ci/runsc.sh: apt, /etc/docker/daemon.json, SIGHUP, no restart), runs
+# the gVisor e2e tests (build tag gvisor), then the hostile corpus and the
+# egress tests with every container forced onto runsc
+# (PML_SANDBOX_RUNTIME=runsc, which overrides sandbox.runtime; docs/gvisor.md).
+GVISOR_FORCED := ^(TestHostile.*|TestShellExecReachesOnlyItsAllowedHost|TestAServerReachesOnlyTheHostsItIsAllowed|TestAnInstallReachesOnlyItsHosts|TestAPerCallServerGetsItsNetworkToo)$$
+.PHONY: test-gvisor
+test-gvisor: images registry-bin
+	@bash .ci/runsc.sh
+	PML_BIN=$(CURDIR)/$(BIN) $(GO) test -tags gvisor -race -count=1 -timeout 15m -run '^TestGVisor' ./e2e
+	PML_SANDBOX_RUNTIME=runsc PML_BIN=$(CURDIR)/$(BIN) $(GO) test -tags gvisor -race -count=1 -timeout 30m -run '$(GVISOR_FORCED)' ./e2e
+
 # The slice e2e tests and the Podman ones (build tag podman) through
 # rootless Podman, as the ordinary user pmlpodman against its own
 # `podman system service` socket: installs Debian's podman and uidmap and

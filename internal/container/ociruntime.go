@@ -127,9 +127,13 @@ func (c *RuntimeChooser) chooseAuto(ctx context.Context, lister OCIRuntimes, lis
 // NoSuchRuntime is the error for a runtime the engine does not have
 // (have: the ones it has).
 func NoSuchRuntime(want string, have []string) error {
-	fix := `register it with the engine or set sandbox.runtime to "default"`
+	return fmt.Errorf("%w: sandbox.runtime asks for %q but the engine offers %q: %s", ErrNoSuchRuntime, want, have, RuntimeFix(want))
+}
+
+// RuntimeFix says how to give the engine the runtime want.
+func RuntimeFix(want string) string {
 	if want == policies.RuntimeGVisor {
-		fix = `install gVisor (Debian: apt install runsc), add {"runtimes": {"runsc": {"path": "/usr/bin/runsc", "runtimeArgs": ["--platform=ptrace", "--network=none", "--host-uds=open"]}}} to /etc/docker/daemon.json and send dockerd a SIGHUP (pkill -HUP -x dockerd; no restart needed), see docs/gvisor.md; or set sandbox.runtime to "default" or "auto"`
+		return `install gVisor (Debian: apt install runsc), add {"runtimes": {"runsc": {"path": "/usr/bin/runsc", "runtimeArgs": ["--platform=ptrace", "--network=none", "--host-uds=open"]}}} to /etc/docker/daemon.json and send dockerd a SIGHUP (pkill -HUP -x dockerd; no restart needed), see docs/gvisor.md; or set sandbox.runtime to "default" or "auto"`
 	}
-	return fmt.Errorf("%w: sandbox.runtime asks for %q but the engine offers %q: %s", ErrNoSuchRuntime, want, have, fix)
+	return `register it with the engine or set sandbox.runtime to "default"`
 }
