@@ -143,6 +143,7 @@ e2e: images registry-bin
 # Then the Kubernetes rows (bench/k8s-report.md) on the test cluster, which
 # it starts and takes down (bench-k8s-cluster).
 bench: images
+	@bash .ci/runsc.sh # the gVisor rows (docs/gvisor.md)
 	PML_BIN=$(CURDIR)/$(BIN) PML_BENCH_OUT=$(CURDIR)/bench $(GO) test -run '^$$' -bench '^BenchmarkReport$$' -benchtime 1x -count 1 -timeout 90m ./e2e
 	$(MAKE) --no-print-directory bench-k8s-cluster
 

@@ -16,7 +16,8 @@
 #                      network namespace");
 #   --host-uds=open    lets a container connect to a host unix socket that is
 #                      bind-mounted into it: pml's egress proxy is reached
-#                      that way (without it connect() fails with ECONNREFUSED).
+#                      that way (without it connect() fails: "operation not
+#                      permitted").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
