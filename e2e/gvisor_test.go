@@ -11,7 +11,6 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/docker/docker/client"
 )
 
 // The gVisor tests need the engine to offer runsc (`bash .ci/runsc.sh`
@@ -28,18 +27,6 @@ func needGVisor(t *testing.T) {
 	if _, ok := info.Runtimes["runsc"]; !ok {
 		t.Fatalf("the engine has no runsc runtime (it has %v): run `bash .ci/runsc.sh` (installs Debian's runsc and registers it, see docs/gvisor.md)", runtimeNames(info.Runtimes))
 	}
-}
-
-// engineClient is a Docker API client (dockertest's does not know
-// runtimes).
-func engineClient(t *testing.T) *client.Client {
-	t.Helper()
-	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cli.Close() })
-	return cli
 }
 
 func runtimeNames[V any](m map[string]V) []string {

@@ -45,12 +45,12 @@ func busyShell(t *testing.T, dir, needle string) []dc.APIContainers {
 		if c.State != "running" || !strings.Contains(c.Labels["pml.purpose"], "shell") {
 			continue
 		}
-		top, err := pool.Client.TopContainer(c.ID, "")
+		procs, err := commandLines(t, c.ID)
 		if err != nil {
 			continue // gone meanwhile
 		}
-		for _, p := range top.Processes {
-			if strings.Contains(strings.Join(p, " "), needle) {
+		for _, p := range procs {
+			if strings.Contains(p, needle) {
 				out = append(out, c)
 				break
 			}

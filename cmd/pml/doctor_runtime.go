@@ -46,14 +46,20 @@ func checkRuntimes(cfg *config.Config, info container.Info) check {
 	}
 	var uses []string
 	var missing []string
-	rt, ok := settle(project)
+	onGVisor := false
+	settleUse := func(r string) (string, bool) {
+		s, ok := settle(r)
+		onGVisor = onGVisor || (ok && strings.HasPrefix(s, policies.RuntimeGVisor))
+		return s, ok
+	}
+	rt, ok := settleUse(project)
 	if !ok {
 		missing = append(missing, project)
 	}
 	uses = append(uses, "toolbox, shell:exec, Deno runs, servers and their installs: "+rt)
 	for _, n := range servers {
 		r := cfg.Servers[n].Runtime
-		s, ok := settle(r)
+		s, ok := settleUse(r)
 		if !ok && !slices.Contains(missing, r) {
 			missing = append(missing, r)
 		}
@@ -63,5 +69,24 @@ func checkRuntimes(cfg *config.Config, info container.Info) check {
 	if len(missing) > 0 {
 		return check{"fail", name, fmt.Sprintf("%s; but the engine has no runtime %q", detail, missing[0]), container.RuntimeFix(missing[0])}
 	}
+	// gVisor forbids connecting to the host's unix sockets unless told:
+	// pml's egress proxy and pooled servers' direct stdio are such
+	// sockets, mounted into the container.
+	if onGVisor && !hostUDS(info.RuntimeArgs[policies.RuntimeGVisor]) {
+		return check{"warn", name, detail + "; but runsc is registered without --host-uds=open: under it, servers and shell:exec given network get none",
+			`add "--host-uds=open" to runsc's runtimeArgs in /etc/docker/daemon.json and send dockerd a SIGHUP (docs/gvisor.md)`}
+	}
 	return check{"ok", name, detail, ""}
+}
+
+// hostUDS: runsc's arguments let a container connect to a host socket
+// mounted into it.
+func hostUDS(args []string) bool {
+	for _, a := range args {
+		switch strings.TrimLeft(a, "-") {
+		case "host-uds=open", "host-uds=all", "fsgofer-host-uds":
+			return true
+		}
+	}
+	return false
 }

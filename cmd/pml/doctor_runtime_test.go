@@ -9,7 +9,9 @@ import (
 )
 
 func TestDoctorSaysWhichRuntimeEachContainerUses(t *testing.T) {
-	withRunsc := container.Info{Runtimes: []string{"runc", "runsc"}, DefaultRuntime: "runc"}
+	withRunsc := container.Info{Runtimes: []string{"runc", "runsc"}, DefaultRuntime: "runc",
+		RuntimeArgs: map[string][]string{"runsc": {"--platform=ptrace", "--network=none", "--host-uds=open"}}}
+	noUDS := container.Info{Runtimes: []string{"runc", "runsc"}, DefaultRuntime: "runc", RuntimeArgs: map[string][]string{"runsc": {"--network=none"}}}
 	plain := container.Info{Runtimes: []string{"runc"}, DefaultRuntime: "runc"}
 	cfg := func(project string, servers map[string]string) *config.Config {
 		c := &config.Config{Sandbox: config.Sandbox{Runtime: project}, Servers: map[string]config.Server{}}
@@ -32,6 +34,8 @@ func TestDoctorSaysWhichRuntimeEachContainerUses(t *testing.T) {
 		{"a server on runsc", cfg("default", map[string]string{"probe": "runsc", "other": ""}), withRunsc, "ok", []string{"server probe: runsc"}},
 		{"a server on runsc without it", cfg("default", map[string]string{"probe": "runsc"}), plain, "fail", []string{"server probe: runsc", `no runtime "runsc"`}},
 		{"an engine that does not list", cfg("runsc", nil), container.Info{}, "ok", []string{"does not list its runtimes"}},
+		{"runsc without --host-uds", cfg("runsc", nil), noUDS, "warn", []string{"without --host-uds=open"}},
+		{"runsc without --host-uds, unused", cfg("default", nil), noUDS, "ok", []string{"runc (the engine's default)"}},
 	} {
 		got := checkRuntimes(c.cfg, c.info)
 		if got.status != c.status {

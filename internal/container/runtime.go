@@ -157,6 +157,9 @@ type Info struct {
 	// (nil, "": the engine does not say; see OCIRuntimes).
 	Runtimes       []string
 	DefaultRuntime string
+	// RuntimeArgs are the arguments the engine gives each runtime (from
+	// its configuration: daemon.json's runtimeArgs), where it says.
+	RuntimeArgs map[string][]string
 }
 
 // Runtime starts containers: it is what a container engine must provide
