@@ -10,7 +10,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-
 )
 
 // The gVisor tests need the engine to offer runsc (`bash .ci/runsc.sh`
