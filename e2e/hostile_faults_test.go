@@ -136,10 +136,11 @@ func TestHostileContainerKilledMidCall(t *testing.T) {
 	}
 
 	if underGVisor() {
-		// gVisor does not open a host FIFO for the container (runsc's
-		// --host-fifo is "none" by default: its gofer opens it itself), so
-		// a FIFO cannot hold the toolbox agent mid-call; the shell half
-		// above is the container killed mid-call under gVisor.
+		// A FIFO of the workspace does not hold the toolbox agent
+		// mid-call under gVisor (runsc's --host-fifo is "none" by
+		// default; seen here: the call had ended by the time the writer's
+		// open returned); the shell half above is the container killed
+		// mid-call under gVisor.
 		return
 	}
 	// read_file of a FIFO blocks in open(2) until a writer comes: opening
