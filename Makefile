@@ -143,8 +143,21 @@ e2e: images registry-bin
 # Then the Kubernetes rows (bench/k8s-report.md) on the test cluster, which
 # it starts and takes down (bench-k8s-cluster).
 bench: images
+	@bash .ci/runsc.sh # the gVisor rows (docs/gvisor.md)
 	PML_BIN=$(CURDIR)/$(BIN) PML_BENCH_OUT=$(CURDIR)/bench $(GO) test -run '^$$' -bench '^BenchmarkReport$$' -benchtime 1x -count 1 -timeout 90m ./e2e
 	$(MAKE) --no-print-directory bench-k8s-cluster
+
+# Tool containers under gVisor: registers Debian's runsc with the engine
+# (.ci/runsc.sh: apt, /etc/docker/daemon.json, SIGHUP, no restart), runs
+# the gVisor e2e tests (build tag gvisor), then the hostile corpus and the
+# egress tests with every container forced onto runsc
+# (PML_SANDBOX_RUNTIME=runsc, which overrides sandbox.runtime; docs/gvisor.md).
+GVISOR_FORCED := ^(TestHostile.*|TestShellExecReachesOnlyItsAllowedHost|TestAServerReachesOnlyTheHostsItIsAllowed|TestAnInstallReachesOnlyItsHosts|TestAPerCallServerGetsItsNetworkToo)$$
+.PHONY: test-gvisor
+test-gvisor: images registry-bin
+	@bash .ci/runsc.sh
+	PML_BIN=$(CURDIR)/$(BIN) $(GO) test -tags gvisor -race -count=1 -timeout 15m -run '^TestGVisor' ./e2e
+	PML_SANDBOX_RUNTIME=runsc PML_BIN=$(CURDIR)/$(BIN) $(GO) test -tags gvisor -race -count=1 -timeout 30m -run '$(GVISOR_FORCED)' ./e2e
 
 # The slice e2e tests and the Podman ones (build tag podman) through
 # rootless Podman, as the ordinary user pmlpodman against its own

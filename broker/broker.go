@@ -358,7 +358,9 @@ func limitRuntime(o Options) (container.Runtime, *container.Limited) {
 	if o.Runtime == nil {
 		return nil, nil
 	}
-	limited := container.Limit(o.Runtime, o.Config.Sandbox.MaxContainers)
+	// Every container's OCI runtime (sandbox.runtime) is settled on its
+	// way to the engine (container.RuntimeChooser), whoever starts it.
+	limited := container.Limit(container.ChooseRuntime(o.Runtime, o.Logger), o.Config.Sandbox.MaxContainers)
 	return limited, limited
 }
 
@@ -378,6 +380,7 @@ func effectivePolicy(s config.Sandbox) (policies.Policy, error) {
 	if s.Timeout > 0 {
 		p.Timeout = policies.Duration(s.Timeout)
 	}
+	p.Runtime = config.PolicyRuntime(s.Runtime)
 	return p, p.Validate()
 }
 

@@ -21,7 +21,7 @@ func (b *Broker) install(ctx context.Context, srv *server) error {
 	if b.deps.Installed(srv.cfg) {
 		return nil
 	}
-	pol := b.sb.policy()
+	pol := serverPolicy(b.sb, srv.cfg)
 	network := b.installNetwork(ctx, srv)
 	if network == nil {
 		// pml's in-container program is missing (a pml built without

@@ -80,7 +80,7 @@ func serverSpec(sb *sandbox, ds *deps.Store, cfg config.Server) container.Spec {
 		Image:      cfg.Image,
 		Cmd:        cfg.Args,
 		User:       sb.user,
-		Policy:     sb.policy(),
+		Policy:     serverPolicy(sb, cfg),
 		Labels:     sb.labels("mcp:" + cfg.Name),
 		WorkingDir: "/",
 	}
@@ -106,6 +106,16 @@ func serverSpec(sb *sandbox, ds *deps.Store, cfg config.Server) container.Spec {
 		sb.log.Error().Err(err).Str("server", cfg.Name).Msg("the server runs without the network it was given")
 	}
 	return spec
+}
+
+// serverPolicy is the project's policy with the server's own
+// sandbox.runtime, when it names one.
+func serverPolicy(sb *sandbox, cfg config.Server) policies.Policy {
+	p := sb.policy()
+	if cfg.Runtime != "" {
+		p.Runtime = config.PolicyRuntime(cfg.Runtime)
+	}
+	return p
 }
 
 func serverRoots(ws string, cfg config.Server) []*mcp.Root {

@@ -426,12 +426,12 @@ func TestCallTimeoutAndInterruptRemoveTheContainer(t *testing.T) {
 // runs in one of the workspace's containers.
 func runningIn(t *testing.T, dir, cmd string) bool {
 	for _, c := range containersOf(t, dir) {
-		top, err := pool.Client.TopContainer(c.ID, "")
+		procs, err := commandLines(t, c.ID)
 		if err != nil {
 			continue // not running (yet, or any more)
 		}
-		for _, p := range top.Processes {
-			if strings.Contains(strings.Join(p, " "), cmd) {
+		for _, p := range procs {
+			if strings.Contains(p, cmd) {
 				return true
 			}
 		}

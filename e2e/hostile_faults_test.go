@@ -45,12 +45,12 @@ func busyShell(t *testing.T, dir, needle string) []dc.APIContainers {
 		if c.State != "running" || !strings.Contains(c.Labels["pml.purpose"], "shell") {
 			continue
 		}
-		top, err := pool.Client.TopContainer(c.ID, "")
+		procs, err := commandLines(t, c.ID)
 		if err != nil {
 			continue // gone meanwhile
 		}
-		for _, p := range top.Processes {
-			if strings.Contains(strings.Join(p, " "), needle) {
+		for _, p := range procs {
+			if strings.Contains(p, needle) {
 				out = append(out, c)
 				break
 			}
@@ -135,6 +135,14 @@ func TestHostileContainerKilledMidCall(t *testing.T) {
 		t.Errorf("the call after the kill: %q", out)
 	}
 
+	if underGVisor() {
+		// A FIFO of the workspace does not hold the toolbox agent
+		// mid-call under gVisor (runsc's --host-fifo is "none" by
+		// default; seen here: the call had ended by the time the writer's
+		// open returned); the shell half above is the container killed
+		// mid-call under gVisor.
+		return
+	}
 	// read_file of a FIFO blocks in open(2) until a writer comes: opening
 	// the writing end here returns exactly when the agent is mid-call.
 	type answer struct {

@@ -288,6 +288,14 @@ func TestHostileServerOutlivesKilledPML(t *testing.T) {
 	if server == "" {
 		t.Fatal("the server's container is gone at once: removed by some pml's reap, the test proves nothing")
 	}
+	if underGVisor() {
+		// A known limit (docs/gvisor.md): gVisor (runsc 20221219) reports
+		// no hang-up (POLLHUP) on a host unix socket, so the shim cannot
+		// see pml's end close and the server runs on until the next pml
+		// on this host removes it, which is what holds there.
+		reapedByNextPML(t, ws, hostID, pid)
+		return
+	}
 	endsByItselfThenReaped(t, ws, hostID, pid, server, "the server's container")
 }
 
@@ -304,6 +312,13 @@ func endsByItselfThenReaped(t *testing.T, ws *workspace, hostID string, pid int,
 		}
 		return c.State.Status == "exited"
 	})
+	reapedByNextPML(t, ws, hostID, pid)
+}
+
+// reapedByNextPML: the next pml on the host removes the killed pml's
+// containers.
+func reapedByNextPML(t *testing.T, ws *workspace, hostID string, pid int) {
+	t.Helper()
 	startSession(t, ws, hostID)
 	waitFor(t, "the killed pml's containers to be removed", 30*time.Second, func() bool {
 		for _, c := range containersOf(t, ws.Dir) {

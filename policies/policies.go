@@ -17,7 +17,13 @@ import (
 	units "github.com/docker/go-units"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/pml-dev/pml/internal/lazyre"
 )
+
+// runtimeName is what an engine's runtime or a RuntimeClass may be called
+// (empty: the default).
+var runtimeName = lazyre.New(`^([A-Za-z0-9][A-Za-z0-9._-]{0,62})?$`)
 
 //go:embed default.yaml
 var defaultYAML []byte
@@ -36,7 +42,20 @@ type Policy struct {
 	Resources   Resources           `json:"resources"`
 	Timeout     Duration            `json:"timeout"`
 	OutputLimit int64               `json:"outputLimit"`
+	// Runtime is the engine's OCI runtime the container runs on
+	// (sandbox.runtime): "" the engine's default, RuntimeAuto (gVisor
+	// where the engine offers it), or a runtime's name ("runsc"). On
+	// Kubernetes it is the pod's RuntimeClass.
+	Runtime string `json:"runtime,omitempty"`
 }
+
+// RuntimeAuto asks for gVisor (RuntimeGVisor) where the engine has it
+// registered, else the engine's default runtime.
+const RuntimeAuto = "auto"
+
+// RuntimeGVisor is the name gVisor's runtime is registered under
+// (/etc/docker/daemon.json "runtimes"; docs/gvisor.md).
+const RuntimeGVisor = "runsc"
 
 // Resources are the cgroup limits of a container.
 type Resources struct {
@@ -119,6 +138,9 @@ func (p Policy) Validate() error {
 	}
 	if _, err := p.Resources.MemoryBytes(); err != nil {
 		return fmt.Errorf("policy: resources.%w", err)
+	}
+	if !runtimeName.MatchString(p.Runtime) {
+		return fmt.Errorf("policy: runtime %q is not a runtime name (letters, digits, '.', '_', '-')", p.Runtime)
 	}
 	if p.Resources.CPUs < 0 || p.Resources.Pids < 0 || p.OutputLimit < 0 || p.Timeout < 0 {
 		return fmt.Errorf("policy: limits cannot be negative")

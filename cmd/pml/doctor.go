@@ -169,6 +169,7 @@ func doctor(ctx context.Context, host string) []check {
 	} else {
 		add(check{"warn", "seccomp", "the daemon reports no seccomp support: containers run without a syscall filter (capabilities, no-new-privileges, read-only rootfs and network none still apply)", "use a kernel and Docker build with seccomp enabled"})
 	}
+	add(checkRuntimes(cfg, info)) // doctor_runtime.go
 	for _, c := range checkInside(ictx, rt) {
 		add(c)
 	}

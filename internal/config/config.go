@@ -104,6 +104,9 @@ type Sandbox struct {
 	Timeout    time.Duration
 	User       string
 	ShellImage string
+	// Runtime is sandbox.runtime: the engine's OCI runtime tool
+	// containers run on ("default", "runsc", "auto"; runtime.go).
+	Runtime string
 	// IdleTimeout stops a pooled server after this long without calls.
 	IdleTimeout time.Duration
 	Pool        Pool

@@ -50,6 +50,7 @@ func table(c *Config) []setting {
 		list("permissions.deny", &c.Permissions.Deny),
 		text("sandbox.user", kString, &c.Sandbox.User, "", nil),
 		text("sandbox.shell_image", kString, &c.Sandbox.ShellImage, DefaultShellImage, nil),
+		text("sandbox.runtime", kString, &c.Sandbox.Runtime, SandboxRuntimeDefault, checkSandboxRuntime),
 		text("sandbox.memory", kSize, &c.Sandbox.Memory, "", checkSize),
 		field("sandbox.cpus", kNumber, &c.Sandbox.CPUs, 0, decodeNumber, checkPositive),
 		whole("sandbox.pids", &c.Sandbox.Pids, 1, 0),

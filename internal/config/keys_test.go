@@ -22,6 +22,7 @@ var keyCases = []keyCase{
 	{"permissions.ask", `["shell:exec"]`, func(c *Config) bool { return c.Permissions.Ask[0] == "shell:exec" }, `[1]`, "item 0 must be a string"},
 	{"permissions.deny", `["a:*", "b:c"]`, func(c *Config) bool { return len(c.Permissions.Deny) == 2 }, `{}`, "must be a list of strings"},
 	{"sandbox.user", `"1000:1000"`, func(c *Config) bool { return c.Sandbox.User == "1000:1000" }, `1000`, "must be a string, not a number"},
+	{"sandbox.runtime", `"runsc"`, func(c *Config) bool { return c.Sandbox.Runtime == SandboxRuntimeGVisor }, `"kata"`, `must be "default", "runsc" or "auto"`},
 	{"sandbox.shell_image", `"my/shell:1"`, func(c *Config) bool { return c.Sandbox.ShellImage == "my/shell:1" }, `["x"]`, "must be a string, not a list"},
 	{"sandbox.memory", `"512m"`, func(c *Config) bool { return c.Sandbox.Memory == "512m" }, `"lots"`, `"lots" is not a size`},
 	{"sandbox.cpus", `1.5`, func(c *Config) bool { return c.Sandbox.CPUs == 1.5 }, `0`, "must be greater than 0"},
@@ -107,7 +108,7 @@ func TestEveryKeyRefusesAnInvalidValueNamingTheKeyAndTheFile(t *testing.T) {
 func TestAnEnvironmentVariableOverridesEveryKey(t *testing.T) {
 	envValue := map[string]string{
 		"permissions.allow": "filesystem:*", "permissions.ask": "shell:exec", "permissions.deny": "a:*,b:c",
-		"sandbox.user": "1000:1000", "sandbox.shell_image": "my/shell:1", "sandbox.memory": "512m", "sandbox.cpus": "1.5",
+		"sandbox.user": "1000:1000", "sandbox.shell_image": "my/shell:1", "sandbox.runtime": "runsc", "sandbox.memory": "512m", "sandbox.cpus": "1.5",
 		"sandbox.pids": "128", "sandbox.timeout": "90s", "sandbox.idle_timeout": "1m", "sandbox.pool.min": "2",
 		"sandbox.pool.max": "8", "sandbox.max_containers": "2", "hil.timeout": "10m", "hil.require_elicitation": "true",
 		"cloud.url": "https://cloud.example/", "cloud.timeout": "5s", "registries": "https://r.example/",

@@ -33,6 +33,32 @@ func checkRuntime(s string) error {
 	return fmt.Errorf("must be %q or %q (got %q)", RuntimeDocker, RuntimeKubernetes, s)
 }
 
+// The values of sandbox.runtime (and of a server's sandbox.runtime): the
+// engine's default OCI runtime, gVisor's (registered as "runsc"), or
+// gVisor where the engine offers it and the default elsewhere.
+const (
+	SandboxRuntimeDefault = "default"
+	SandboxRuntimeGVisor  = "runsc"
+	SandboxRuntimeAuto    = "auto"
+)
+
+func checkSandboxRuntime(s string) error {
+	switch s {
+	case "", SandboxRuntimeDefault, SandboxRuntimeGVisor, SandboxRuntimeAuto:
+		return nil
+	}
+	return fmt.Errorf("must be %q, %q or %q (got %q)", SandboxRuntimeDefault, SandboxRuntimeGVisor, SandboxRuntimeAuto, s)
+}
+
+// PolicyRuntime is a sandbox.runtime value as the container policy names
+// it (policies.Policy.Runtime): "default" is the engine's, "".
+func PolicyRuntime(s string) string {
+	if s == SandboxRuntimeDefault {
+		return ""
+	}
+	return s
+}
+
 func checkNamespace(s string) error {
 	if s == "" {
 		return nil

@@ -40,6 +40,9 @@ type Server struct {
 	// Network is what the server may reach through pml's egress proxy
 	// (network.go); empty: nothing.
 	Network Network
+	// Runtime is the server's sandbox.runtime ("" the project's): its
+	// containers and its install step run on it.
+	Runtime string
 }
 
 // Install is the one-time step that fills the server's /deps cache.
@@ -146,6 +149,7 @@ func serverMembers(s *Server, path, key string, warnings *[]string) []member {
 		{"env_required", readArgs(&s.EnvRequired), func(any) error { return checkEnvNames(s.EnvRequired) }},
 		{"install", nil, readInstall(&s.Install, path, key+".install", warnings)},
 		{"network", nil, readNetwork(&s.Network)},
+		{"sandbox", nil, readServerSandbox(&s.Runtime, path, key+".sandbox", warnings)},
 		{"description", nil, nil},
 	}
 }
@@ -325,6 +329,23 @@ func readInstall(dst **Install, path, key string, warnings *[]string) func(any) 
 		}
 		*dst = in
 		return nil
+	}
+}
+
+// readServerSandbox reads a server's own sandbox settings: runtime, the
+// project's sandbox.runtime for this server only.
+func readServerSandbox(dst *string, path, key string, warnings *[]string) func(any) error {
+	return func(v any) error {
+		if v == nil {
+			return nil
+		}
+		m, ok := v.(map[string]any)
+		if !ok {
+			return errors.New("must be an object {runtime}, not " + typeName(v))
+		}
+		return readObject(path, key, m, []member{
+			{"runtime", readString(dst, ""), func(any) error { return checkSandboxRuntime(*dst) }},
+		}, warnings)
 	}
 }
 

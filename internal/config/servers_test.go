@@ -37,6 +37,32 @@ func TestServersAreParsed(t *testing.T) {
 	}
 }
 
+func TestAServerNamesItsOwnRuntime(t *testing.T) {
+	cfg, err := Load(write(t, `{"sandbox": {"runtime": "auto"}, "mcps": {"a": {"image": "x", "sandbox": {"runtime": "runsc"}}, "b": {"image": "y"}}}`), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Sandbox.Runtime != "auto" || cfg.Servers["a"].Runtime != "runsc" || cfg.Servers["b"].Runtime != "" {
+		t.Errorf("runtimes: project %q, a %q, b %q", cfg.Sandbox.Runtime, cfg.Servers["a"].Runtime, cfg.Servers["b"].Runtime)
+	}
+	if len(cfg.Warnings) != 0 {
+		t.Errorf("warnings: %v", cfg.Warnings)
+	}
+	// Absent, the engine's default; PML_SANDBOX_RUNTIME overrides the file.
+	if cfg, _ := Load(write(t, `{}`), noEnv); cfg.Sandbox.Runtime != SandboxRuntimeDefault {
+		t.Errorf("default sandbox.runtime: %q", cfg.Sandbox.Runtime)
+	}
+	env := func(k string) string {
+		if k == "PML_SANDBOX_RUNTIME" {
+			return "runsc"
+		}
+		return ""
+	}
+	if cfg, err := Load(write(t, `{"sandbox": {"runtime": "default"}}`), env); err != nil || cfg.Sandbox.Runtime != "runsc" {
+		t.Errorf("PML_SANDBOX_RUNTIME=runsc over the file: %v %v", cfg, err)
+	}
+}
+
 func TestServerErrorsNameTheKey(t *testing.T) {
 	for _, c := range []struct{ doc, key, problem string }{
 		{`{"mcps": {"m": {}}}`, `"mcps.m.image"`, "is required"},
@@ -50,6 +76,8 @@ func TestServerErrorsNameTheKey(t *testing.T) {
 		{`{"mcps": {"m": {"image": "x", "install": {"command": "npm"}}}}`, `"mcps.m.install.integrity"`, "is required"},
 		{`{"mcps": {"m": {"image": "x", "install": {"command": "npm", "integrity": "md5-abc"}}}}`, `"mcps.m.install.integrity"`, "not an SRI"},
 		{`{"mcps": {"m": {"image": "x", "install": {"command": "npm", "integrity": "sha256-AAAA"}}}}`, `"mcps.m.install.integrity"`, "expected 32 bytes"},
+		{`{"mcps": {"m": {"image": "x", "sandbox": {"runtime": "gvisor"}}}}`, `"mcps.m.sandbox.runtime"`, `must be "default", "runsc" or "auto"`},
+		{`{"mcps": {"m": {"image": "x", "sandbox": "runsc"}}}`, `"mcps.m.sandbox"`, "must be an object {runtime}"},
 		{`{"mcps": []}`, `"mcps"`, "object of servers"},
 		{`{"sandbox": {"idle_timeout": "soon"}}`, `"sandbox.idle_timeout"`, "positive duration"},
 	} {

@@ -152,6 +152,14 @@ type Info struct {
 	// gives them: amd64, arm64): pml's in-container program and the
 	// toolbox image are chosen by it.
 	Architecture string
+	// Runtimes are the OCI runtimes the engine has registered, sorted, and
+	// DefaultRuntime the one a container gets unless it names another
+	// (nil, "": the engine does not say; see OCIRuntimes).
+	Runtimes       []string
+	DefaultRuntime string
+	// RuntimeArgs are the arguments the engine gives each runtime (from
+	// its configuration: daemon.json's runtimeArgs), where it says.
+	RuntimeArgs map[string][]string
 }
 
 // Runtime starts containers: it is what a container engine must provide

@@ -47,6 +47,10 @@ const (
 	// PodDeadlineEnv replaces the longest life of a pod (podDeadline), as
 	// a duration ("30m").
 	PodDeadlineEnv = "PML_KUBERNETES_POD_DEADLINE"
+	// RuntimeClassEnv names the RuntimeClass every pml pod runs with
+	// (runtimeClassName), above sandbox.runtime: a cluster's gVisor class
+	// is often not called "runsc" (GKE's is "gvisor").
+	RuntimeClassEnv = "PML_RUNTIME_CLASS"
 )
 
 // Options configure New.
@@ -64,7 +68,10 @@ type Options struct {
 	// PodDeadline is the longest a pod lives (activeDeadlineSeconds)
 	// when pml cannot end it (0: one hour, or PodDeadlineEnv).
 	PodDeadline time.Duration
-	Logger      zerolog.Logger
+	// RuntimeClass is every pod's runtimeClassName ("": RuntimeClassEnv,
+	// else the policy's runtime, sandbox.runtime).
+	RuntimeClass string
+	Logger       zerolog.Logger
 }
 
 // Runtime is the Kubernetes implementation of container.Runtime.
@@ -93,6 +100,9 @@ func New(o Options) (*Runtime, error) {
 	}
 	if o.Namespace == "" {
 		o.Namespace = DefaultNamespace
+	}
+	if o.RuntimeClass == "" {
+		o.RuntimeClass = os.Getenv(RuntimeClassEnv)
 	}
 	if v := os.Getenv(PodDeadlineEnv); v != "" && o.PodDeadline == 0 {
 		d, err := time.ParseDuration(v)
@@ -193,7 +203,7 @@ func (r *Runtime) Start(ctx context.Context, spec container.Spec, streams contai
 	if err != nil {
 		return nil, err
 	}
-	pod, err := podFor(spec, podOptions{name: "pml-" + randomHex(6), node: r.placeNode, volumes: place, deadline: r.opts.PodDeadline})
+	pod, err := podFor(spec, podOptions{name: "pml-" + randomHex(6), node: r.placeNode, volumes: place, deadline: r.opts.PodDeadline, runtimeClass: r.opts.RuntimeClass})
 	if err != nil {
 		return nil, err
 	}

@@ -111,6 +111,34 @@ func TestPodCarriesThePolicy(t *testing.T) {
 	}
 }
 
+// sandbox.runtime is the pod's RuntimeClass; PML_RUNTIME_CLASS (the
+// option) names it for every pod; none by default.
+func TestPodRuntimeClass(t *testing.T) {
+	for _, c := range []struct {
+		policy, option, want string
+	}{
+		{"", "", ""},
+		{"runsc", "", "runsc"},
+		{"", "gvisor", "gvisor"},
+		{"runsc", "gvisor", "gvisor"},
+	} {
+		pol := policies.Default()
+		pol.Runtime = c.policy
+		spec := container.Spec{Image: "pml/toolbox:abc", User: "1000:1000", Policy: pol}
+		pod, err := podFor(spec, podOptions{name: "pml-x", runtimeClass: c.option})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := ""
+		if pod.Spec.RuntimeClassName != nil {
+			got = *pod.Spec.RuntimeClassName
+		}
+		if got != c.want {
+			t.Errorf("runtime %q, PML_RUNTIME_CLASS %q: runtimeClassName %q, want %q", c.policy, c.option, got, c.want)
+		}
+	}
+}
+
 // Hostile: a spec that would run as root, or with a profile a pod cannot
 // carry, is refused rather than run with less.
 func TestPodRefusesRootAndUnsupportedPolicy(t *testing.T) {

@@ -1,6 +1,7 @@
 package kubernetes
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -47,6 +48,9 @@ type podOptions struct {
 	volumes volumeSource
 	// deadline replaces podDeadline when set.
 	deadline time.Duration
+	// runtimeClass, when set, is the pod's RuntimeClass whatever the
+	// policy's runtime (PML_RUNTIME_CLASS).
+	runtimeClass string
 }
 
 // podFor translates spec into a pod: the policy as the pod's security
@@ -145,6 +149,12 @@ func podFor(spec container.Spec, o podOptions) (*corev1.Pod, error) {
 				SeccompProfile:      &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 			},
 		},
+	}
+	// sandbox.runtime names the pod's RuntimeClass ("runsc": gVisor where
+	// the cluster has a class of that name); PML_RUNTIME_CLASS names it
+	// for every pod. A class the cluster lacks fails the pod's creation.
+	if class := cmp.Or(o.runtimeClass, pol.Runtime); class != "" {
+		pod.Spec.RuntimeClassName = &class
 	}
 	if o.node != "" {
 		pod.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": o.node}
