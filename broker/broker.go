@@ -383,10 +383,12 @@ func effectivePolicy(s config.Sandbox) (policies.Policy, error) {
 
 // chooseUser applies container.ChooseUser with this process and the
 // workspace owner.
-func chooseUser(explicit, ws string) string {
-	owner := container.Nobody
-	if id, ok := fileOwner(ws); ok {
-		owner = id
-	}
-	return container.ChooseUser(explicit, container.Ident{UID: os.Geteuid(), GID: os.Getegid()}, owner)
+func chooseUser(explicit, ws string) string { return ContainerUser(explicit, ws).User }
+
+// ContainerUser is the user pml's containers run as in workspace ws, and
+// why (container.Choose with this process and the workspace's owner);
+// explicit is sandbox.user as applied (trusted).
+func ContainerUser(explicit, ws string) container.UserChoice {
+	owner, ok := fileOwner(ws)
+	return container.Choose(explicit, container.Ident{UID: os.Geteuid(), GID: os.Getegid()}, owner, ok)
 }
