@@ -137,6 +137,8 @@ func doctor(ctx context.Context, host string) []check {
 	}
 	if cfg != nil {
 		cfg = checkTrust(cfg, add)
+		u := broker.ContainerUser(cfg.Sandbox.User, ws.Dir)
+		add(check{"ok", "user", fmt.Sprintf("tools run as uid:gid %s: %s", u.User, u.Why), ""})
 	}
 	exe, _ := executable()
 	add(checkMCPJSON(ws.Dir, exe))
