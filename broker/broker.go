@@ -106,6 +106,9 @@ type Options struct {
 	// is mounted as the shell and Deno supervisor. nil: extracted from
 	// this pml (internal/inside) for Runtime's architecture.
 	Inside func(context.Context) (inside.Program, error)
+	// PullImage gets an image that a container needs and the engine does
+	// not have (first use); nil: a missing image fails the call.
+	PullImage func(ctx context.Context, ref string) error
 	// Owner labels every container (defaults to container.Self()).
 	Owner  *container.Owner
 	Logger zerolog.Logger
@@ -359,6 +362,10 @@ func limitRuntime(o Options) (container.Runtime, *container.Limited) {
 		return nil, nil
 	}
 	limited := container.Limit(o.Runtime, o.Config.Sandbox.MaxContainers)
+	if o.PullImage != nil {
+		// Above the cap: a pull holds no container slot.
+		return &pullingRuntime{Runtime: limited, pull: o.PullImage, log: o.Logger}, limited
+	}
 	return limited, limited
 }
 

@@ -302,3 +302,61 @@ func TestFirstRunOutsideTheDockerGroupSaysWhy(t *testing.T) {
 		t.Errorf("pml doctor should fail naming permission denied and the group: exit %d\n%s", r.code, r.stdout)
 	}
 }
+
+// A server whose image is not on the host is pulled on its first call,
+// with progress on stderr; once the registry is gone, the server's tools
+// stay listed (the tools cache) and a call fails with exit 5 naming pml
+// images pull and pml images load.
+func TestFirstUsePullsAMissingServerImage(t *testing.T) {
+	cli := imagesEngine(t)
+	reg := startOCIRegistry(t)
+	ref := reg.Addr + "/pml-e2e-" + imgNonce(t) + "/probe:v1"
+	probeImage(t) // builds the probe binary
+	id := importTestImage(t, cli, ref, probeBin, map[string]string{"pml.image": "test"})
+	pushImage(t, cli, ref)
+	removeTestImage(t, cli, id)
+	if _, ok := localImageID(cli, ref); ok {
+		t.Fatalf("%s is still on the host", ref)
+	}
+
+	ws := newWorkspace(t, fmt.Sprintf(`{"permissions": {"allow": ["*"]}, "mcps": {"probe": {"image": %q}}}`, ref))
+	r := runCLI(t, ws.Dir, nil, "", "call", "probe:echo", `{"text": "pulled on first use"}`)
+	out := callJSON(t, r)
+	if r.code != 0 || out.Text != "pulled on first use" {
+		t.Fatalf("the first call should pull the image and answer: exit %d %q\nstderr:\n%s", r.code, out.Text, r.stderr)
+	}
+	if !bytes.Contains(r.stderr, []byte("pulling "+ref)) || !bytes.Contains(r.stderr, []byte("pulled "+ref)) {
+		t.Errorf("no pull progress on stderr:\n%s", r.stderr)
+	}
+	if got, ok := localImageID(cli, ref); !ok || got != id {
+		t.Fatalf("after the call %s is %q, want the pushed image %s", ref, got, id)
+	}
+	// Present now: the next call pulls nothing.
+	r = runCLI(t, ws.Dir, nil, "", "call", "probe:echo", `{"text": "again"}`)
+	if callJSON(t, r); r.code != 0 || bytes.Contains(r.stderr, []byte("pulling")) {
+		t.Errorf("a present image was pulled again: exit %d\n%s", r.code, r.stderr)
+	}
+
+	// The image gone and its registry unreachable.
+	removeTestImage(t, cli, id)
+	reg.stop()
+	r = runCLI(t, ws.Dir, nil, "", "call", "probe:echo", `{"text": "x"}`)
+	out = callJSON(t, r)
+	for _, want := range []string{ref, "pml images pull", "pml images load"} {
+		if r.code != 5 || out.Outcome != "unavailable" || !strings.Contains(out.Text, want) {
+			t.Errorf("an image that cannot be pulled: want exit 5 naming %q, got %d %s %q", want, r.code, out.Outcome, out.Text)
+		}
+	}
+	if bytes.Contains(r.stderr, []byte("unavailable: unavailable")) {
+		t.Errorf("doubled prefix on stderr:\n%s", r.stderr)
+	}
+	// In an MCP client the server's tools stay listed, and the call says why.
+	s := startSession(t, ws)
+	if !listsTool(t, s.ClientSession, "probe:echo") {
+		t.Errorf("probe:echo vanished from tools/list while its image is missing:\n%s", s.stderr.String())
+	}
+	text, res := s.call(t, "probe:echo", map[string]any{"text": "x"})
+	if !res.IsError || !strings.Contains(text, "pml images pull") {
+		t.Errorf("the call should fail naming pml images pull: %v %q", res.IsError, text)
+	}
+}
