@@ -392,6 +392,16 @@ func effectivePolicy(s config.Sandbox) (policies.Policy, error) {
 // workspace owner.
 func chooseUser(explicit, ws string) string { return ContainerUser(explicit, ws).User }
 
+// runtimeUser is user, except that a runtime that never runs root
+// (container.NoRoot) gets nobody where pml chose root itself; an explicit
+// sandbox.user is kept (the runtime then says why it refuses it).
+func runtimeUser(rt container.Runtime, user, explicit string) string {
+	if nr, ok := rt.(container.NoRoot); ok && nr.RunsNoRoot() && explicit == "" && container.IsRoot(user) {
+		return container.Nobody.String()
+	}
+	return user
+}
+
 // ContainerUser is the user pml's containers run as in workspace ws, and
 // why (container.Choose with this process and the workspace's owner);
 // explicit is sandbox.user as applied (trusted).

@@ -64,7 +64,7 @@ func newSandbox(o Options, pol policies.Policy, owner container.Owner) *sandbox 
 	rt, limited := limitRuntime(o)
 	sb := &sandbox{
 		ws:     o.Workspace,
-		user:   chooseUser(o.Config.Sandbox.User, o.Workspace),
+		user:   runtimeUser(o.Runtime, chooseUser(o.Config.Sandbox.User, o.Workspace), o.Config.Sandbox.User),
 		owner:  owner,
 		rt:     rt,
 		log:    o.Logger,

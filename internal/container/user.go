@@ -57,3 +57,10 @@ func IsRoot(user string) bool {
 	uid, _, _ := strings.Cut(user, ":")
 	return uid == "0" || uid == "root"
 }
+
+// NoRoot is a Runtime that never runs a container as uid 0 (Kubernetes
+// pods: runAsNonRoot). Where pml would choose root for a root-owned
+// workspace, it chooses nobody on such a runtime.
+type NoRoot interface {
+	RunsNoRoot() bool
+}
