@@ -112,6 +112,10 @@ type Options struct {
 	// Owner labels every container (defaults to container.Self()).
 	Owner  *container.Owner
 	Logger zerolog.Logger
+	// Progress, when set, logs the progress of long work (dependency
+	// installs, first-use pulls) where Logger is quieter (pml call logs
+	// warnings only, yet shows that an install is under way).
+	Progress *zerolog.Logger
 	// ServerStartTimeout overrides how long a stdio server may take to
 	// start and initialize (tests).
 	ServerStartTimeout time.Duration
@@ -136,6 +140,7 @@ type Broker struct {
 	trust      *trust.Store
 	trustState trustState
 	log        zerolog.Logger
+	progress   zerolog.Logger
 	tools      toolTable
 	audit      *audit.Log
 
@@ -197,11 +202,12 @@ func New(o Options) (*Broker, error) {
 	}
 	sb := newSandbox(o, pol, owner)
 	b := &Broker{
-		cfg:   o.Config,
-		sb:    sb,
-		perms: livePermissions{p: PermissionsFrom(o.Config), denyFrom: denySource(o.Config)},
-		log:   o.Logger,
-		audit: audit.New(filepath.Join(o.Workspace, ".pml", "audit.jsonl")),
+		cfg:      o.Config,
+		sb:       sb,
+		perms:    livePermissions{p: PermissionsFrom(o.Config), denyFrom: denySource(o.Config)},
+		log:      o.Logger,
+		progress: progressLogger(o),
+		audit:    audit.New(filepath.Join(o.Workspace, ".pml", "audit.jsonl")),
 	}
 	b.trust = o.Trust
 	b.trustState.set(b, o.Config, tst)
@@ -364,7 +370,7 @@ func limitRuntime(o Options) (container.Runtime, *container.Limited) {
 	limited := container.Limit(o.Runtime, o.Config.Sandbox.MaxContainers)
 	if o.PullImage != nil {
 		// Above the cap: a pull holds no container slot.
-		return &pullingRuntime{Runtime: limited, pull: o.PullImage, log: o.Logger}, limited
+		return &pullingRuntime{Runtime: limited, pull: o.PullImage, log: progressLogger(o)}, limited
 	}
 	return limited, limited
 }
@@ -391,6 +397,14 @@ func effectivePolicy(s config.Sandbox) (policies.Policy, error) {
 // chooseUser applies container.ChooseUser with this process and the
 // workspace owner.
 func chooseUser(explicit, ws string) string { return ContainerUser(explicit, ws).User }
+
+// progressLogger is Options.Progress, else Logger.
+func progressLogger(o Options) zerolog.Logger {
+	if o.Progress != nil {
+		return *o.Progress
+	}
+	return o.Logger
+}
 
 // runtimeUser is user, except that a runtime that never runs root
 // (container.NoRoot) gets nobody where pml chose root itself; an explicit

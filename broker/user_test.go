@@ -1,7 +1,11 @@
 package broker
 
 import (
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/pml-dev/pml/internal/container"
 )
@@ -25,5 +29,24 @@ func TestARuntimeThatRunsNoRootGetsNobodyInsteadOfRoot(t *testing.T) {
 	}
 	if got := codeUser("0:0"); got != "65534:65534" {
 		t.Errorf("code never runs as root: got %s", got)
+	}
+}
+
+func TestALongInstallSaysItStillRunsEveryTick(t *testing.T) {
+	var buf syncBuf
+	old := installTick
+	installTick = 10 * time.Millisecond
+	defer func() { installTick = old }()
+	b := &Broker{progress: zerolog.New(&buf)}
+	stop := b.stillInstalling("memory", time.Now())
+	time.Sleep(55 * time.Millisecond)
+	stop()
+	n := strings.Count(buf.String(), `"message":"still installing"`)
+	time.Sleep(30 * time.Millisecond)
+	if n < 3 || !strings.Contains(buf.String(), `"server":"memory"`) {
+		t.Errorf("want a line per tick naming the server, got %d:\n%s", n, buf.String())
+	}
+	if after := strings.Count(buf.String(), `"message":"still installing"`); after != n {
+		t.Errorf("lines went on after the install ended: %d then %d", n, after)
 	}
 }
