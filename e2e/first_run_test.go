@@ -8,7 +8,9 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -358,5 +360,32 @@ func TestFirstUsePullsAMissingServerImage(t *testing.T) {
 	text, res := s.call(t, "probe:echo", map[string]any{"text": "x"})
 	if !res.IsError || !strings.Contains(text, "pml images pull") {
 		t.Errorf("the call should fail naming pml images pull: %v %q", res.IsError, text)
+	}
+}
+
+// pml demo runs in a workspace it leaves as it made it (owned by whoever
+// runs the demo): its write succeeds, and the files it lists belong to
+// that user, not to a uid the demo chose.
+func TestDemoWritesInAWorkspaceItDoesNotChown(t *testing.T) {
+	r := runCLI(t, t.TempDir(), nil, "", "demo")
+	if r.code != 0 {
+		t.Fatalf("pml demo: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	out := string(r.stdout)
+	_, after, ok := strings.Cut(out, "write a file")
+	if !ok || !strings.Contains(strings.SplitN(after, "\n", 4)[2], "<- ok") {
+		t.Errorf("the demo's write did not succeed:\n%s", out)
+	}
+	uid := strconv.Itoa(os.Geteuid())
+	owner := uid
+	if u, err := user.LookupId(uid); err == nil {
+		// busybox's ls names the users its image's /etc/passwd knows (root).
+		owner = "(?:" + uid + "|" + regexp.QuoteMeta(u.Username) + ")"
+	}
+	if !regexp.MustCompile(`(?m)^\s+-\S+\s+\d+\s+` + owner + `\s+\d+\s+.*hello\.txt$`).MatchString(out) {
+		t.Errorf("hello.txt should belong to uid %s (the demo no longer chowns its workspace):\n%s", uid, out)
+	}
+	if strings.Contains(out, " 65534 ") {
+		t.Errorf("the demo's workspace belongs to 65534:\n%s", out)
 	}
 }

@@ -343,7 +343,7 @@ func checkCloud(ctx context.Context, hc *http.Client, cloudURL, key, from string
 }
 
 // checkServerImages checks that the image of every configured stdio server
-// is present: pml does not pull during a call.
+// is present; a missing one is pulled on first use, so it is a warning.
 func checkServerImages(ctx context.Context, rt *docker.Runtime, servers map[string]config.Server) []check {
 	names := make([]string, 0, len(servers))
 	for n := range servers {
@@ -360,7 +360,7 @@ func checkServerImages(ctx context.Context, rt *docker.Runtime, servers map[stri
 		case ok:
 			out = append(out, check{"ok", "server image", fmt.Sprintf("%s (server %s) present", img, n), ""})
 		default:
-			out = append(out, check{"fail", "server image", fmt.Sprintf("%s (server %s) missing: the tools of %s cannot start", img, n, n), "pml images pull (or docker pull " + img + ", or docker load on an offline host)"})
+			out = append(out, check{"warn", "server image", fmt.Sprintf("%s (server %s) missing: the first call of its tools pulls it (and fails on a host that cannot reach its registry)", img, n), "pml images pull now (offline: pml images load ARCHIVE)"})
 		}
 	}
 	return out
