@@ -8,10 +8,12 @@ import (
 
 	"github.com/mattn/go-isatty"
 
+	"github.com/pml-dev/pml/broker"
 	"github.com/pml-dev/pml/images"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/docker"
+	"github.com/pml-dev/pml/internal/trust"
 )
 
 // firstUsePull is broker.Options.PullImage for a Docker engine: an image a
@@ -35,6 +37,7 @@ func firstUsePull(rt container.Runtime, ws string, cfg *config.Config) func(cont
 		if err != nil {
 			return err
 		}
+		cfg := currentConfig(ws, cfg)
 		tb := &images.Toolbox{Runtime: d, Program: insideSource(d).Program}
 		wants, err := images.Collect(images.Sources{
 			Manifest: man,
@@ -83,4 +86,23 @@ func wantFor(wants []images.Want, ref string) (images.Want, bool) {
 		}
 	}
 	return images.Want{}, false
+}
+
+// currentConfig is the workspace's configuration as pml applies it now
+// (trusted grants only: a server added to .pml.json since pml started
+// counts once trusted), else the one pml started with.
+func currentConfig(ws string, started *config.Config) *config.Config {
+	c, err := config.Load(ws, os.Getenv)
+	if err != nil {
+		return started
+	}
+	store, err := trust.Open(os.Getenv)
+	if err != nil {
+		return started
+	}
+	applied, _, _ := trust.Apply(c, store, broker.DefaultPermissions().Allow)
+	if applied == nil {
+		return started
+	}
+	return applied
 }
