@@ -119,6 +119,15 @@ test: inside vet fmt-check cross registry-bin images
 	PML_BIN=$(CURDIR)/$(BIN) $(GO) test -race -count=1 -timeout 15m ./...
 	$(MAKE) --no-print-directory test-podman
 
+# The e2e tests that need no root, as a normal user (uid 1000 in the engine
+# socket's group, its own HOME, workspaces it owns): .ci/test-user.sh.
+# The root-owned-workspace cases run in make test (as root).
+USER_TESTS ?= TestFirstRun|TestReadInsideTheWorkspace|TestReadsAndWritesOutsideAreRefusedAndChangeNothing|TestAWrittenFileBelongsToTheContainerUser|TestShellReportsExitCodeAndStderr|TestPermissions|TestCallExitCodes|TestDoctorChecksTheProject|TestInitEmptyProject|TestRealGoSDKServers|TestHostilePaths|TestExecuteCallThenReturn
+.PHONY: test-user
+test-user: images
+	$(GO) test -c -race -o bin/e2e.test ./e2e
+	bash .ci/test-user.sh bin/e2e.test $(BIN) '$(USER_TESTS)'
+
 # The e2e suite STRESS_RUNS times in a row (default 3) under -race, with a
 # CPU hog beside it at the lowest priority (one busy loop per core, nice 19:
 # it takes every cycle the tests leave, so waits that hold only on an idle

@@ -106,9 +106,16 @@ type Options struct {
 	// is mounted as the shell and Deno supervisor. nil: extracted from
 	// this pml (internal/inside) for Runtime's architecture.
 	Inside func(context.Context) (inside.Program, error)
+	// PullImage gets an image that a container needs and the engine does
+	// not have (first use); nil: a missing image fails the call.
+	PullImage func(ctx context.Context, ref string) error
 	// Owner labels every container (defaults to container.Self()).
 	Owner  *container.Owner
 	Logger zerolog.Logger
+	// Progress, when set, logs the progress of long work (dependency
+	// installs, first-use pulls) where Logger is quieter (pml call logs
+	// warnings only, yet shows that an install is under way).
+	Progress *zerolog.Logger
 	// ServerStartTimeout overrides how long a stdio server may take to
 	// start and initialize (tests).
 	ServerStartTimeout time.Duration
@@ -133,6 +140,7 @@ type Broker struct {
 	trust      *trust.Store
 	trustState trustState
 	log        zerolog.Logger
+	progress   zerolog.Logger
 	tools      toolTable
 	audit      *audit.Log
 
@@ -194,11 +202,12 @@ func New(o Options) (*Broker, error) {
 	}
 	sb := newSandbox(o, pol, owner)
 	b := &Broker{
-		cfg:   o.Config,
-		sb:    sb,
-		perms: livePermissions{p: PermissionsFrom(o.Config), denyFrom: denySource(o.Config)},
-		log:   o.Logger,
-		audit: audit.New(filepath.Join(o.Workspace, ".pml", "audit.jsonl")),
+		cfg:      o.Config,
+		sb:       sb,
+		perms:    livePermissions{p: PermissionsFrom(o.Config), denyFrom: denySource(o.Config)},
+		log:      o.Logger,
+		progress: progressLogger(o),
+		audit:    audit.New(filepath.Join(o.Workspace, ".pml", "audit.jsonl")),
 	}
 	b.trust = o.Trust
 	b.trustState.set(b, o.Config, tst)
@@ -361,6 +370,10 @@ func limitRuntime(o Options) (container.Runtime, *container.Limited) {
 	// Every container's OCI runtime (sandbox.runtime) is settled on its
 	// way to the engine (container.RuntimeChooser), whoever starts it.
 	limited := container.Limit(container.ChooseRuntime(o.Runtime, o.Logger), o.Config.Sandbox.MaxContainers)
+	if o.PullImage != nil {
+		// Above the cap: a pull holds no container slot.
+		return &pullingRuntime{Runtime: limited, pull: o.PullImage, log: progressLogger(o)}, limited
+	}
 	return limited, limited
 }
 
@@ -386,10 +399,30 @@ func effectivePolicy(s config.Sandbox) (policies.Policy, error) {
 
 // chooseUser applies container.ChooseUser with this process and the
 // workspace owner.
-func chooseUser(explicit, ws string) string {
-	owner := container.Nobody
-	if id, ok := fileOwner(ws); ok {
-		owner = id
+func chooseUser(explicit, ws string) string { return ContainerUser(explicit, ws).User }
+
+// progressLogger is Options.Progress, else Logger.
+func progressLogger(o Options) zerolog.Logger {
+	if o.Progress != nil {
+		return *o.Progress
 	}
-	return container.ChooseUser(explicit, container.Ident{UID: os.Geteuid(), GID: os.Getegid()}, owner)
+	return o.Logger
+}
+
+// runtimeUser is user, except that a runtime that never runs root
+// (container.NoRoot) gets nobody where pml chose root itself; an explicit
+// sandbox.user is kept (the runtime then says why it refuses it).
+func runtimeUser(rt container.Runtime, user, explicit string) string {
+	if nr, ok := rt.(container.NoRoot); ok && nr.RunsNoRoot() && explicit == "" && container.IsRoot(user) {
+		return container.Nobody.String()
+	}
+	return user
+}
+
+// ContainerUser is the user pml's containers run as in workspace ws, and
+// why (container.Choose with this process and the workspace's owner);
+// explicit is sandbox.user as applied (trusted).
+func ContainerUser(explicit, ws string) container.UserChoice {
+	owner, ok := fileOwner(ws)
+	return container.Choose(explicit, container.Ident{UID: os.Geteuid(), GID: os.Getegid()}, owner, ok)
 }

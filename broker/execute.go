@@ -139,7 +139,7 @@ func (r *codeRuns) runner(ctx context.Context) *execute.Runner {
 		Runtime: &pooledRuntime{Runtime: r.sb.rt, pool: r.sb.pool},
 		Image:   execute.DefaultImage,
 		Policy:  r.sb.policy(),
-		User:    r.sb.user,
+		User:    codeUser(r.sb.user),
 		Labels:  r.sb.labels("execute"),
 		Timeout: time.Duration(r.sb.policy().Timeout) + r.hil,
 		// Compute time is sandbox.timeout; waits for a person pause it.
@@ -149,6 +149,17 @@ func (r *codeRuns) runner(ctx context.Context) *execute.Runner {
 		Supervisor: r.sb.supervisor(ctx),
 		Lifetime:   time.Duration(r.sb.policy().Timeout) + r.hil + r.idle + time.Minute,
 	}
+}
+
+// codeUser is the user code runs as: the sandbox's, except that code never
+// runs as root (a root-owned workspace gives tools uid 0 so that they can
+// write it; code run by Deno writes nothing of the workspace, so it runs
+// as nobody instead).
+func codeUser(u string) string {
+	if container.IsRoot(u) {
+		return container.Nobody.String()
+	}
+	return u
 }
 
 // start starts a program and drives it.

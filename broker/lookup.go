@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+
+	"github.com/pml-dev/pml/internal/container"
 )
 
 // serverOf returns the configured server a tool name belongs to.
@@ -92,6 +94,11 @@ func (b *Broker) lookup(ctx context.Context, name string) (toolEntry, error) {
 		return toolEntry{}, fmt.Errorf("%w %q: tools/list shows the available tools", ErrNotFound, name)
 	}
 	if err := b.loadServer(ctx, srv); err != nil {
+		if errors.Is(err, container.ErrImageMissing) || errors.Is(err, container.ErrUnavailable) {
+			// The server could not start for want of its image or the
+			// engine: the call is unavailable, not the tool's error.
+			return toolEntry{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
 		return toolEntry{}, err
 	}
 	entry, ok := b.tools.get(name)

@@ -64,7 +64,7 @@ func newSandbox(o Options, pol policies.Policy, owner container.Owner) *sandbox 
 	rt, limited := limitRuntime(o)
 	sb := &sandbox{
 		ws:     o.Workspace,
-		user:   chooseUser(o.Config.Sandbox.User, o.Workspace),
+		user:   runtimeUser(o.Runtime, chooseUser(o.Config.Sandbox.User, o.Workspace), o.Config.Sandbox.User),
 		owner:  owner,
 		rt:     rt,
 		log:    o.Logger,
@@ -304,6 +304,8 @@ func (s *sandbox) run(ctx context.Context, spec container.Spec, req container.Re
 		// engine start counts): to the person it is a timeout, not an
 		// engine failure.
 		return fail(fmt.Errorf("timed out after %s before the container answered; it was removed (raise sandbox.timeout in .pml.json if the work needs longer): %w", timeout, err))
+	case err != nil && errors.As(err, new(*container.PullError)):
+		return fail(fmt.Errorf("%w: %w", ErrUnavailable, err))
 	case err != nil && errors.Is(err, container.ErrImageMissing):
 		return fail(fmt.Errorf("%w: image %s is not on this host (the container engine has no such image): %w", ErrUnavailable, spec.Image, err))
 	case err != nil && errors.Is(err, container.ErrUnavailable):

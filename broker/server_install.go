@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/pml-dev/pml/images"
 	"github.com/pml-dev/pml/internal/container"
@@ -40,12 +41,39 @@ func (b *Broker) install(ctx context.Context, srv *server) error {
 		Env:     os.Getenv,
 		Network: network,
 	}
-	b.log.Info().Str("server", srv.cfg.Name).Str("command", srv.cfg.Install.Command+" "+strings.Join(srv.cfg.Install.Args, " ")).Msg("installing")
-	if err := in.Install(ctx, srv.cfg); err != nil {
+	b.progress.Info().Str("server", srv.cfg.Name).Str("image", srv.cfg.Image).Str("command", srv.cfg.Install.Command+" "+strings.Join(srv.cfg.Install.Args, " ")).Msg("installing (a first install takes a while; a line every few seconds until it ends)")
+	began := time.Now()
+	stop := b.stillInstalling(srv.cfg.Name, began)
+	err := in.Install(ctx, srv.cfg)
+	stop()
+	if err != nil {
 		return err
 	}
-	b.log.Info().Str("server", srv.cfg.Name).Str("integrity", srv.cfg.Install.Integrity).Msg("installed and verified")
+	b.progress.Info().Str("server", srv.cfg.Name).Str("integrity", srv.cfg.Install.Integrity).Dur("took", time.Since(began).Round(100*time.Millisecond)).Msg("installed and verified")
 	return nil
+}
+
+// installTick is how often a running install says it still runs.
+var installTick = 5 * time.Second
+
+// stillInstalling logs a line every installTick while an install runs, so
+// that a 20-second npm install is not 20 seconds of silence; the returned
+// function stops it.
+func (b *Broker) stillInstalling(name string, began time.Time) func() {
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(installTick)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				b.progress.Info().Str("server", name).Dur("elapsed", time.Since(began).Round(time.Second)).Msg("still installing")
+			}
+		}
+	}()
+	return func() { close(done) }
 }
 
 // PreinstallApproved installs the dependencies of every configured server

@@ -49,7 +49,7 @@ that needs approval exits 3 and says what to allow.
 
 Stdout holds exactly one line, one JSON object, and nothing else:
   {"tool": "…", "outcome": "ok", "exit_code": 0, "is_error": false, "text": "…", "structured": …}
-Logs go to stderr (--log-level error quietens them).
+Logs go to stderr: warnings and errors only (-D or --log-level info|debug for more).
 
 Exit codes:
 ` + exitTable() + `
@@ -72,6 +72,11 @@ Exit codes:
 			var raw string
 			if len(args) == 2 {
 				raw = args[1]
+			}
+			// A CI step wants its result, not pml's info lines (the local
+			// mode notice is pml doctor's and pml init's to say).
+			if !cmd.Flags().Changed("log-level") && os.Getenv("PML_LOG_LEVEL") == "" {
+				g.logLevel = "warn"
 			}
 			return runCall(cmd.Context(), g, args[0], raw, timeout)
 		},
@@ -256,7 +261,9 @@ func callSummary(e *env, tool string, code int, res broker.Result) string {
 	case code == exitTimeout || code == exitInterrupted:
 		return fmt.Sprintf("call %s: %s", tool, first)
 	case code != exitApproval || !ok:
-		return fmt.Sprintf("call %s: %s: %s", tool, outcomeOf(code), first)
+		// The text may start with the outcome already (the broker's kinds
+		// read "unavailable: …"): say it once.
+		return fmt.Sprintf("call %s: %s: %s", tool, outcomeOf(code), strings.TrimPrefix(first, outcomeOf(code)+": "))
 	}
 	if a.ApprovalType == broker.ApprovalAPIKey {
 		vars, _ := a.Context["variables"].([]string)

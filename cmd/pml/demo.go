@@ -56,15 +56,6 @@ func runDemo(ctx context.Context, w io.Writer) error {
 	if err := os.Mkdir(filepath.Join(ws, "notes"), 0o755); err != nil {
 		return err
 	}
-	// Containers never run as root. Run as root, pml falls back to the
-	// workspace owner, so give the demo workspace to nobody.
-	if os.Geteuid() == 0 {
-		for _, p := range []string{ws, filepath.Join(ws, "notes"), filepath.Join(ws, "hello.txt"), filepath.Join(ws, ".pml.json")} {
-			if err := os.Chown(p, 65534, 65534); err != nil {
-				return err
-			}
-		}
-	}
 	// A listener on the host's loopback: the shell container must not reach it.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -137,6 +137,8 @@ func doctor(ctx context.Context, host string) []check {
 	}
 	if cfg != nil {
 		cfg = checkTrust(cfg, add)
+		u := broker.ContainerUser(cfg.Sandbox.User, ws.Dir)
+		add(check{"ok", "user", fmt.Sprintf("tools run as uid:gid %s: %s", u.User, u.Why), ""})
 	}
 	exe, _ := executable()
 	add(checkMCPJSON(ws.Dir, exe))
@@ -342,7 +344,7 @@ func checkCloud(ctx context.Context, hc *http.Client, cloudURL, key, from string
 }
 
 // checkServerImages checks that the image of every configured stdio server
-// is present: pml does not pull during a call.
+// is present; a missing one is pulled on first use, so it is a warning.
 func checkServerImages(ctx context.Context, rt *docker.Runtime, servers map[string]config.Server) []check {
 	names := make([]string, 0, len(servers))
 	for n := range servers {
@@ -359,7 +361,7 @@ func checkServerImages(ctx context.Context, rt *docker.Runtime, servers map[stri
 		case ok:
 			out = append(out, check{"ok", "server image", fmt.Sprintf("%s (server %s) present", img, n), ""})
 		default:
-			out = append(out, check{"fail", "server image", fmt.Sprintf("%s (server %s) missing: the tools of %s cannot start", img, n, n), "pml images pull (or docker pull " + img + ", or docker load on an offline host)"})
+			out = append(out, check{"warn", "server image", fmt.Sprintf("%s (server %s) missing: the first call of its tools pulls it (and fails on a host that cannot reach its registry)", img, n), "pml images pull now (offline: pml images load ARCHIVE)"})
 		}
 	}
 	return out

@@ -37,7 +37,11 @@ func checkEngine(ctx context.Context, host string, cfg *config.Config, ws string
 	defer cancel()
 	info, err = rt.Info(ictx)
 	if err != nil {
-		add(check{"fail", "docker", err.Error(), engineFix(ep)})
+		fix := engineFix(ep)
+		if docker.SocketDenied(err) {
+			fix = "join the socket's group and log in again, or use a rootless engine (the message says how)"
+		}
+		add(check{"fail", "docker", err.Error(), fix})
 		rt.Close()
 		return nil, info, false
 	}

@@ -177,6 +177,16 @@ func (g *globals) logger() zerolog.Logger {
 	return w.Level(lvl).With().Timestamp().Logger()
 }
 
+// progress logs long work (installs) at info when the log level is warn
+// (pml call's default): a CI log shows that an install is under way, and
+// --log-level error still quietens it.
+func (g *globals) progress(log zerolog.Logger) *zerolog.Logger {
+	if log.GetLevel() == zerolog.WarnLevel {
+		log = log.Level(zerolog.InfoLevel)
+	}
+	return &log
+}
+
 // env bundles what every broker-backed command needs.
 type env struct {
 	log    zerolog.Logger
@@ -267,7 +277,7 @@ func (g *globals) setup() (*env, error) {
 	if d, ok := rt.(container.DirectStdio); ok {
 		d.UseDirectStdio(shimProgram(src), log)
 	}
-	b, err := broker.New(broker.Options{Workspace: ws.Dir, Config: g.rawCfg, Trust: g.trust, Runtime: rt, Inside: src.Program, Logger: log})
+	b, err := broker.New(broker.Options{Workspace: ws.Dir, Config: g.rawCfg, Trust: g.trust, Runtime: rt, Inside: src.Program, Logger: log, PullImage: firstUsePull(rt, ws.Dir, cfg), Progress: g.progress(log)})
 	if err != nil {
 		rt.Close()
 		return nil, &exitError{2, err}

@@ -12,3 +12,18 @@ var (
 	// ErrImageMissing: the image is not present locally.
 	ErrImageMissing = errdefs.New(errdefs.ErrNotFound, "image not present")
 )
+
+// PullError is an image that was missing and could not be pulled on first
+// use. It is ErrImageMissing (errors.Is) and says what to do.
+type PullError struct {
+	Ref string
+	Err error // why the pull failed
+}
+
+func (e *PullError) Error() string {
+	return "image " + e.Ref + " is not on this host and pulling it failed (" + e.Err.Error() +
+		"); run `pml images pull` where its registry is reachable, or `pml images load ARCHIVE` with an archive made by `pml images save` on a host that has it"
+}
+
+// Unwrap gives both the kind and the cause.
+func (e *PullError) Unwrap() []error { return []error{ErrImageMissing, e.Err} }

@@ -2,7 +2,7 @@ package container
 
 import "testing"
 
-func TestChooseUserNeverPicksRoot(t *testing.T) {
+func TestChooseUserPicksTheWorkspaceOwner(t *testing.T) {
 	root := Ident{0, 0}
 	alice := Ident{1000, 1000}
 	bob := Ident{1001, 100}
@@ -14,10 +14,10 @@ func TestChooseUserNeverPicksRoot(t *testing.T) {
 	}{
 		{"an unprivileged caller runs as itself", "", alice, bob, "1000:1000"},
 		{"root falls back to the workspace owner", "", root, bob, "1001:100"},
-		{"root with a root-owned workspace runs as nobody", "", root, root, "65534:65534"},
+		{"root with a root-owned workspace runs as root (capabilities dropped by the policy)", "", root, root, "0:0"},
 		{"an explicit sandbox.user wins", "2000:2000", alice, bob, "2000:2000"},
 		{"an explicit user wins even for root", "1234:5678", root, root, "1234:5678"},
-		{"a caller with uid 0 but another gid is still root", "", Ident{0, 1000}, Ident{0, 0}, "65534:65534"},
+		{"a caller with uid 0 but another gid is still root", "", Ident{0, 1000}, Ident{0, 5}, "0:5"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -25,6 +25,19 @@ func TestChooseUserNeverPicksRoot(t *testing.T) {
 				t.Errorf("got %s, want %s", got, c.want)
 			}
 		})
+	}
+	if c := Choose("", root, root, false); c.User != "65534:65534" {
+		t.Errorf("root with an unknown owner: got %s, want nobody", c.User)
+	}
+	for _, u := range []string{"0:0", "0", "root", "0:1000"} {
+		if !IsRoot(u) {
+			t.Errorf("IsRoot(%q) = false", u)
+		}
+	}
+	for _, u := range []string{"1000:0", "65534:65534", "10:10"} {
+		if IsRoot(u) {
+			t.Errorf("IsRoot(%q) = true", u)
+		}
 	}
 }
 

@@ -94,6 +94,15 @@ var endpoints sync.Map // string → engine.Endpoint
 // unreachable says what was tried and what to do, for an error of the
 // client that could not reach its daemon.
 func unreachable(err error) string {
+	if ep := endpointOf(err); ep != nil {
+		return ep.Unreachable()
+	}
+	return "start it, or point pml at it with --host, DOCKER_HOST or `docker context use` (pml doctor shows which endpoint pml chose and why)"
+}
+
+// endpointOf is the opened endpoint err is about: the one its text names,
+// else the only one opened, else nil.
+func endpointOf(err error) *engine.Endpoint {
 	msg := err.Error()
 	var only, named *engine.Endpoint
 	n := 0
@@ -108,11 +117,11 @@ func unreachable(err error) string {
 	})
 	switch {
 	case named != nil:
-		return named.Unreachable()
+		return named
 	case n == 1:
-		return only.Unreachable()
+		return only
 	}
-	return "start it, or point pml at it with --host, DOCKER_HOST or `docker context use` (pml doctor shows which endpoint pml chose and why)"
+	return nil
 }
 
 // Endpoint is where this runtime's engine is and why.

@@ -15,6 +15,7 @@ import (
 	"github.com/docker/docker/client"
 
 	pmlc "github.com/pml-dev/pml/internal/container"
+	"github.com/pml-dev/pml/internal/engine"
 	"github.com/pml-dev/pml/internal/errdefs"
 )
 
@@ -32,9 +33,45 @@ func wrap(op string, err error) error {
 		return nil
 	}
 	if daemonDown(err) {
-		return fmt.Errorf("%s: %w: the Docker daemon does not answer (%w); %s", op, pmlc.ErrUnavailable, err, unreachable(err))
+		ep := endpointOf(err)
+		if sock, ok := socketDenied(err); ok {
+			return fmt.Errorf("%s: %w: permission denied on the %s socket %s (%w); %s", op, pmlc.ErrUnavailable, engineName(ep), sock, err, deniedFix(sock))
+		}
+		return fmt.Errorf("%s: %w: the %s does not answer (%w); %s", op, pmlc.ErrUnavailable, engineName(ep), err, unreachable(err))
 	}
 	return fmt.Errorf("%s: %w", op, classify(err))
+}
+
+// socketDenied reports a connection the kernel refused because this user
+// may not open the engine's unix socket (EACCES), and the socket's path:
+// on Linux, a user outside the socket's group (docker) — the engine runs,
+// only this user cannot reach it.
+func socketDenied(err error) (string, bool) {
+	var op *net.OpError
+	if !errors.As(err, &op) || !errors.Is(err, os.ErrPermission) || op.Addr == nil || op.Addr.Network() != "unix" {
+		return "", false
+	}
+	return op.Addr.String(), true
+}
+
+// deniedFix says what to do about a socket this user may not open, naming
+// the socket's group when the file says it.
+func deniedFix(sock string) string {
+	group := "docker"
+	if g, ok := socketGroup(sock); ok {
+		group = g
+	}
+	return fmt.Sprintf("your user is not in the group %q that may use it: add your user to it (sudo usermod -aG %s $USER), then log out and in again, or run `newgrp %s`, so that the new group applies; or use a rootless engine (rootless Docker, or Podman's `podman system service`) and point DOCKER_HOST at its socket", group, group, group)
+}
+
+// engineName names the engine behind ep for messages: a Podman socket is
+// Podman's service, anything else the Docker daemon (pml speaks the Docker
+// API to both).
+func engineName(ep *engine.Endpoint) string {
+	if ep != nil && strings.Contains(strings.ToLower(ep.Host+" "+ep.Socket+" "+ep.Context), "podman") {
+		return "Podman service"
+	}
+	return "Docker daemon"
 }
 
 // wrapImage is wrap for an operation whose only missing thing can be the
@@ -166,4 +203,11 @@ func (r *Runtime) inUse(ctx context.Context, ref string) bool {
 		}
 	}
 	return false
+}
+
+// SocketDenied reports whether err is a connection to the engine's unix
+// socket that the kernel refused to this user (see wrap).
+func SocketDenied(err error) bool {
+	_, ok := socketDenied(err)
+	return ok
 }

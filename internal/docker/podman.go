@@ -17,9 +17,11 @@ package docker
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"runtime"
 	"slices"
 	"strings"
@@ -123,7 +125,7 @@ func (r *Runtime) libpodVersion(ctx context.Context) (string, error) {
 		// The request's URL names no daemon (a placeholder host on unix
 		// sockets): the error names the endpoint, so that wrap says how it
 		// was chosen.
-		return "", wrap("contacting the Docker daemon", fmt.Errorf("%s: %w", r.cli.DaemonHost(), err))
+		return "", wrap("contacting the container engine", fmt.Errorf("%s: %w", r.cli.DaemonHost(), err))
 	}
 	resp.Body.Close()
 	return resp.Header.Get(libpodHeader), nil
@@ -134,7 +136,7 @@ func (r *Runtime) libpodVersion(ctx context.Context) (string, error) {
 func (r *Runtime) dockerFacts(ctx context.Context) (engineFacts, error) {
 	v, err := r.cli.ServerVersion(ctx)
 	if err != nil {
-		return engineFacts{}, wrap("contacting the Docker daemon", err)
+		return engineFacts{}, wrap("contacting the container engine", err)
 	}
 	info, err := r.cli.Info(ctx)
 	if err != nil {
@@ -223,7 +225,7 @@ func (r *Runtime) get(ctx context.Context, path string) (*http.Response, error) 
 		return nil, err
 	}
 	hc := r.cli.HTTPClient()
-	base := "http://podman" // unix sockets and pipes: the transport dials the socket, the host is a placeholder
+	base := "http://engine" // unix sockets and pipes: the transport dials the socket, the host is a placeholder
 	if u.Scheme == "tcp" {
 		base = "http://" + u.Host + u.Path
 		if t, ok := hc.Transport.(*http.Transport); ok && t.TLSClientConfig != nil {
@@ -234,7 +236,13 @@ func (r *Runtime) get(ctx context.Context, path string) (*http.Response, error) 
 	if err != nil {
 		return nil, err
 	}
-	return hc.Do(req)
+	resp, err := hc.Do(req)
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		// The URL's host is the placeholder above: name the path only.
+		return nil, fmt.Errorf("GET %s: %w", path, ue.Err)
+	}
+	return resp, err
 }
 
 func (r *Runtime) getJSON(ctx context.Context, path string, into any) error {

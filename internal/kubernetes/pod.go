@@ -311,3 +311,8 @@ func sortedKeys(m map[string]string) []string {
 	sort.Strings(keys)
 	return keys
 }
+
+// RunsNoRoot says that pods never run as uid 0 (parseUser): pml chooses
+// nobody rather than root for a root-owned workspace here
+// (container.NoRoot).
+func (r *Runtime) RunsNoRoot() bool { return true }

@@ -220,6 +220,9 @@ func explain(err error) error {
 		}
 		return err
 	}
+	if errors.Is(pe.Err, fs.ErrPermission) && !errors.Is(pe.Err, syscall.EROFS) {
+		return fmt.Errorf("%s: %s%s", reason(pe.Err), pe.Path, ownerNote(pe.Path))
+	}
 	return fmt.Errorf("%s: %s", reason(pe.Err), pe.Path)
 }
 

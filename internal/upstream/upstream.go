@@ -389,7 +389,11 @@ func (s *Server) connect(ctx context.Context, start Starter, spec container.Spec
 	proc, err := start(ctx, spec, container.Streams{Stdout: stdout, Stderr: c.stderr})
 	if err != nil {
 		pw.Close()
-		if errors.Is(err, container.ErrImageMissing) {
+		var pe *container.PullError
+		switch {
+		case errors.As(err, &pe):
+			return nil, fmt.Errorf("the MCP server %s cannot start: %w", s.o.Name, pe)
+		case errors.Is(err, container.ErrImageMissing):
 			return nil, fmt.Errorf("the MCP server %s cannot start: its image %s is not on this host (build or pull it, e.g. `make images` or `pml images pull`): %w", s.o.Name, spec.Image, container.ErrImageMissing)
 		}
 		return nil, fmt.Errorf("the MCP server %s cannot start: %w", s.o.Name, err)
