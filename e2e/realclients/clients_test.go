@@ -199,6 +199,11 @@ func (m *machine) readsThroughPML(client string, r result, marker string) {
 		m.model.dump(m.t)
 		m.t.Fatalf("%s did not read hello.txt (%s) through pml: exit %d\nstdout:\n%s\nstderr:\n%s", client, marker, r.code, r.stdout, tail(r.stderr, 4000))
 	}
+	// pml serves 12 tools (filesystem, shell, continue_workflow); the
+	// client listed them all to the model.
+	if got := m.model.offered(); len(got) < 12 {
+		m.t.Errorf("%s offered the model %d pml tools, want 12: %v", client, len(got), got)
+	}
 }
 
 func tail(s string, n int) string {

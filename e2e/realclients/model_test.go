@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -88,6 +89,9 @@ type decision struct {
 func (m *model) decide(path string, body []byte) decision {
 	m.mu.Lock()
 	m.requests = append(m.requests, path+" "+string(body))
+	if d := os.Getenv("PML_MODEL_DUMP"); d != "" {
+		_ = os.WriteFile(fmt.Sprintf("%s/%03d.json", d, len(m.requests)), body, 0o644)
+	}
 	m.mu.Unlock()
 	names := toolNames(body)
 	var pml []string
@@ -125,32 +129,41 @@ func readTool(names []string) string {
 	return ""
 }
 
-// toolNames are the names under the request's tools.
+// toolNames are the names under the request's tools. A tool inside a
+// namespace (codex groups a server's tools in one: "mcp__pml") is
+// "namespace.name".
 func toolNames(body []byte) []string {
 	var doc any
 	if json.Unmarshal(body, &doc) != nil {
 		return nil
 	}
 	var names []string
-	var walk func(v any, inTools bool)
-	walk = func(v any, inTools bool) {
+	var walk func(v any, inTools bool, ns string)
+	walk = func(v any, inTools bool, ns string) {
 		switch x := v.(type) {
 		case map[string]any:
-			for k, c := range x {
-				if k == "name" && inTools {
-					if s, ok := c.(string); ok {
-						names = append(names, s)
+			name, _ := x["name"].(string)
+			if inTools && name != "" {
+				if x["type"] == "namespace" {
+					if sub, ok := x["tools"].([]any); ok {
+						for _, c := range sub {
+							walk(c, true, name+".")
+						}
 					}
+					return
 				}
-				walk(c, inTools || k == "tools" || k == "functionDeclarations")
+				names = append(names, ns+name)
+			}
+			for k, c := range x {
+				walk(c, inTools || k == "tools" || k == "functionDeclarations", ns)
 			}
 		case []any:
 			for _, c := range x {
-				walk(c, inTools)
+				walk(c, inTools, ns)
 			}
 		}
 	}
-	walk(doc, false)
+	walk(doc, false, "")
 	return names
 }
 
@@ -260,6 +273,9 @@ func (m *model) responses(w http.ResponseWriter, d decision) {
 	var item map[string]any
 	if d.tool != "" {
 		item = map[string]any{"type": "function_call", "id": "fc_01", "call_id": "call_01", "name": d.tool, "arguments": toolArgs, "status": "completed"}
+		if ns, name, ok := strings.Cut(d.tool, "."); ok {
+			item["namespace"], item["name"] = ns, name
+		}
 	} else {
 		item = map[string]any{"type": "message", "id": "msg_01", "role": "assistant", "status": "completed",
 			"content": []any{map[string]any{"type": "output_text", "text": d.text, "annotations": []any{}}}}
