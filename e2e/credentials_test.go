@@ -137,16 +137,16 @@ func startFromMCPJSON(t *testing.T, ws *workspace, userEnv []string) *session {
 	if !ok {
 		t.Fatal("no pml server in .mcp.json")
 	}
-	return startAsConfigured(t, e.Command, e.Args, e.Env, userEnv)
+	return startAsConfigured(t, ws.Dir, e.Command, e.Args, e.Env, userEnv)
 }
 
 // startAsConfigured starts a server as a client's file says: command,
-// args and env on top of userEnv, from a directory that is not the
-// workspace (clients start servers from anywhere), PML_API_KEY unset.
-func startAsConfigured(t *testing.T, command string, args []string, extra map[string]string, userEnv []string) *session {
+// args and env on top of userEnv, in dir (the directory the client was
+// opened in: the file pins no workspace), PML_API_KEY unset.
+func startAsConfigured(t *testing.T, dir, command string, args []string, extra map[string]string, userEnv []string) *session {
 	t.Helper()
 	cmd := exec.Command(command, args...)
-	cmd.Dir = t.TempDir()
+	cmd.Dir = dir
 	env := cliEnv(userEnv...)
 	for k, v := range extra {
 		env = append(env, k+"="+v)

@@ -82,8 +82,16 @@ func newMachine(t *testing.T, clientBins ...string) *machine {
 // env is the environment every process on the machine gets: no XDG_*
 // variables, so pml, its trust records and the clients all live under
 // HOME, whatever a client passes on to the servers it starts.
+// The CA variables pass through: a client that fetches packages from the
+// npm registry (opencode, its provider) may sit behind a TLS proxy.
 func (m *machine) env() []string {
-	return append([]string{"HOME=" + m.home, "PATH=" + m.path, "LANG=C.UTF-8", "TERM=dumb", "NO_COLOR=1", "CI=1"}, m.extra...)
+	env := []string{"HOME=" + m.home, "PATH=" + m.path, "LANG=C.UTF-8", "TERM=dumb", "NO_COLOR=1", "CI=1"}
+	for _, k := range []string{"SSL_CERT_FILE", "SSL_CERT_DIR", "NODE_EXTRA_CA_CERTS", "HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY"} {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	return append(env, m.extra...)
 }
 
 // project makes a directory with a .git marker and a hello.txt holding a
