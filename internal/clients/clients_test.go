@@ -64,6 +64,12 @@ func TestGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			golden(t, c.Name+".new.golden", fresh)
+			// What init writes travels: no workspace, no machine path.
+			for _, f := range [][]byte{out, fresh} {
+				if bytes.Contains(f, []byte("PML_WORKSPACE")) || bytes.Contains(f, []byte("/opt/")) || bytes.Contains(f, []byte("/home/me/project")) {
+					t.Errorf("a file pml wrote pins a path:\n%s", f)
+				}
+			}
 		})
 	}
 }
