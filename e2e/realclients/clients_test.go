@@ -108,7 +108,31 @@ func (m *machine) project(name string) (string, string) {
 	if err := os.WriteFile(filepath.Join(dir, "hello.txt"), []byte(marker+"\n"), 0o644); err != nil {
 		m.t.Fatal(err)
 	}
+	m.t.Cleanup(func() { noContainersLeft(m.t, dir) })
 	return dir, marker
+}
+
+// noContainersLeft fails when a container pml started for the project
+// outlives the clients (each client stops pml when it exits, and pml
+// removes its containers); leftovers, found by pml's labels, are removed.
+func noContainersLeft(t *testing.T, dir string) {
+	t.Helper()
+	list := func() []string {
+		out, err := exec.Command("docker", "ps", "-aq", "--filter", "label=pml.managed=true", "--filter", "label=pml.workspace="+dir).Output()
+		if err != nil {
+			t.Errorf("listing containers: %v", err)
+			return nil
+		}
+		return strings.Fields(string(out))
+	}
+	left := list()
+	for deadline := time.Now().Add(15 * time.Second); len(left) > 0 && time.Now().Before(deadline); left = list() {
+		time.Sleep(200 * time.Millisecond)
+	}
+	for _, id := range left {
+		t.Errorf("container %s of %s was left behind", id, dir)
+		_ = exec.Command("docker", "rm", "-f", id).Run()
+	}
 }
 
 type result struct {
