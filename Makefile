@@ -138,6 +138,17 @@ STRESS_RUNS ?= 3
 test-stress: images registry-bin
 	@bash .ci/stress.sh $(STRESS_RUNS) env PML_BIN=$(CURDIR)/$(BIN) $(GO) test -race -count=1 -timeout 20m ./e2e
 
+# Real MCP clients (Claude Code, codex, gemini-cli, opencode; versions in
+# e2e/realclients/install.sh) installed from the npm registry into
+# ~/.cache/pml/clients (PML_CLIENTS_CACHE to move it; once), each pointed at
+# a scripted model on loopback through its own base-URL setting, set up
+# by pml init: each lists pml's tools and reads a project file through
+# pml (e2e/realclients). Not part of make test.
+.PHONY: test-clients
+test-clients: build images
+	@bash e2e/realclients/install.sh
+	PML_BIN=$(CURDIR)/$(BIN) $(GO) test -tags realclients -race -count=1 -timeout 30m -v ./e2e/realclients/
+
 unit:
 	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v /e2e)
 

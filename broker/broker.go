@@ -126,6 +126,9 @@ type Options struct {
 	// pml's own writes of .pml.json go through Trust. nil: every policy is
 	// taken as trusted (tests of other layers).
 	Trust *trust.Store
+	// WorkspaceExplicit: the person named the workspace (PML_WORKSPACE),
+	// so the client's roots are not compared with it (roots.go).
+	WorkspaceExplicit bool
 }
 
 // Broker routes and executes tool calls. Safe for concurrent use.
@@ -139,6 +142,8 @@ type Broker struct {
 	// configuration in force stands against them (trust.go).
 	trust      *trust.Store
 	trustState trustState
+	// wsExplicit: Options.WorkspaceExplicit.
+	wsExplicit bool
 	log        zerolog.Logger
 	progress   zerolog.Logger
 	tools      toolTable
@@ -210,6 +215,7 @@ func New(o Options) (*Broker, error) {
 		audit:    audit.New(filepath.Join(o.Workspace, ".pml", "audit.jsonl")),
 	}
 	b.trust = o.Trust
+	b.wsExplicit = o.WorkspaceExplicit
 	b.trustState.set(b, o.Config, tst)
 	sb.egress = newEgressSet(b.audit, o.Logger, sb.user)
 	sb.egress.shell.Store(&o.Config.Sandbox.Network.Rules)

@@ -108,6 +108,11 @@ func newMCPServerParts(b *Broker, v view) (*mcp.Server, *listing, *sessions) {
 		// No logging capability: logs go to pml's stderr, never the protocol.
 		// Tools: listChanged, since tools appear and go at run time.
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+		// The client's roots are compared with the workspace (roots.go).
+		InitializedHandler: func(_ context.Context, req *mcp.InitializedRequest) { go b.checkRoots(req.Session) },
+		RootsListChangedHandler: func(_ context.Context, req *mcp.RootsListChangedRequest) {
+			go b.checkRoots(req.Session)
+		},
 	})
 	sess := &sessions{ttl: b.cfg.HIL.Timeout, m: map[*mcp.ServerSession]*Workflows{}}
 	l := newListing(s, b, v, func(name string) mcp.ToolHandler { return toolHandler(b, sess, name) })

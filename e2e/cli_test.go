@@ -141,9 +141,14 @@ func TestInitEmptyProject(t *testing.T) {
 	if !ok {
 		t.Fatalf("no pml server in .mcp.json: %+v", d)
 	}
+	// This pml is not on the test's PATH: its absolute path, and no
+	// workspace (pml finds it from where the client starts it).
 	if !filepath.IsAbs(pml.Command) || pml.Command != realPML(t) || pml.Type != "stdio" ||
-		!reflect.DeepEqual(pml.Args, []string{"stdio"}) || !reflect.DeepEqual(pml.Env, map[string]string{"PML_WORKSPACE": ws.Dir}) {
-		t.Errorf("pml server = %+v, want command %s, args [stdio], env PML_WORKSPACE=%s", pml, realPML(t), ws.Dir)
+		!reflect.DeepEqual(pml.Args, []string{"stdio"}) || len(pml.Env) != 0 {
+		t.Errorf("pml server = %+v, want command %s, args [stdio], no env", pml, realPML(t))
+	}
+	if !strings.Contains(string(r.stderr), "the pml on PATH is not this one") {
+		t.Errorf("init does not say why it wrote an absolute path:\n%s", r.stderr)
 	}
 	var cfg struct {
 		Permissions struct{ Allow, Ask, Deny []string } `json:"permissions"`
@@ -458,19 +463,47 @@ func TestCompletion(t *testing.T) {
 	})
 }
 
+// pmlOnPath is an environment whose PATH finds this pml as "pml" first.
+func pmlOnPath(t *testing.T) []string {
+	t.Helper()
+	bin := t.TempDir()
+	if err := os.Symlink(realPML(t), filepath.Join(bin, "pml")); err != nil {
+		t.Fatal(err)
+	}
+	return []string{"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH")}
+}
+
 func TestDoctorChecksTheProject(t *testing.T) {
 	ws := newWorkspace(t, "")
-	r := runCLI(t, ws.Dir, nil, "", "doctor")
-	if r.code != 0 || !hasCheck(r.stdout, "[warn] .mcp.json") || !bytes.Contains(r.stdout, []byte("fix: pml init --yes")) || !bytes.Contains(r.stdout, []byte("local mode")) {
-		t.Fatalf("without .mcp.json: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	onPath := pmlOnPath(t)
+	r := runCLI(t, ws.Dir, onPath, "", "doctor")
+	if r.code != 0 || !hasCheck(r.stdout, "[warn] clients") || !bytes.Contains(r.stdout, []byte("no MCP client file names pml")) || !bytes.Contains(r.stdout, []byte("local mode")) {
+		t.Fatalf("without a client file: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	if r := runCLI(t, ws.Dir, nil, "", "init"); r.code != 0 {
+	if r := runCLI(t, ws.Dir, onPath, "", "init"); r.code != 0 {
 		t.Fatalf("init: %s", r.stderr)
 	}
-	r = runCLI(t, ws.Dir, nil, "", "doctor")
-	if r.code != 0 || !hasCheck(r.stdout, "[ok  ] .mcp.json") || !bytes.Contains(r.stdout, []byte(realPML(t))) {
+	if d := readMCP(t, ws); d.MCPServers["pml"].Command != "pml" {
+		t.Fatalf("with this pml on PATH, init wrote %+v", d.MCPServers["pml"])
+	}
+	r = runCLI(t, ws.Dir, onPath, "", "doctor")
+	if r.code != 0 || !hasCheck(r.stdout, "[ok  ] .mcp.json") || !bytes.Contains(r.stdout, []byte("starts this pml (pml stdio)")) {
 		t.Fatalf("after init: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
+	// Without it on PATH, the same file starts no pml: doctor says so.
+	r = runCLI(t, ws.Dir, []string{"PATH=/usr/bin:/bin"}, "", "doctor")
+	if !hasCheck(r.stdout, "[warn] .mcp.json") || !bytes.Contains(r.stdout, []byte(`runs "pml", which is not on PATH`)) {
+		t.Fatalf("pml not on PATH: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+
+	t.Run("a client file that pins another workspace warns", func(t *testing.T) {
+		ws := newWorkspace(t, "")
+		ws.write(".gemini/settings.json", `{"mcpServers": {"pml": {"command": "pml", "args": ["stdio"], "env": {"PML_WORKSPACE": "/srv/elsewhere"}}}}`)
+		r := runCLI(t, ws.Dir, onPath, "", "doctor")
+		if !hasCheck(r.stdout, "[warn] gemini-cli") || !bytes.Contains(r.stdout, []byte("pins PML_WORKSPACE=/srv/elsewhere")) || hasCheck(r.stdout, "[warn] clients") {
+			t.Errorf("exit %d\n%s", r.code, r.stdout)
+		}
+	})
 
 	t.Run("a .mcp.json naming another pml warns", func(t *testing.T) {
 		ws := newWorkspace(t, "")

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -14,8 +15,9 @@ import (
 )
 
 // pml init --client writes each client's own file in its own format, and
-// a pml started exactly as that file says serves this workspace; pml
-// clients then reports those clients configured.
+// a pml started exactly as that file says, in the project (a
+// subdirectory of it), serves this workspace, though no file names it;
+// pml clients then reports those clients configured.
 func TestInitClientsAndTheirFilesStartPML(t *testing.T) {
 	ws := newWorkspace(t, "")
 	home := t.TempDir()
@@ -84,13 +86,22 @@ func TestInitClientsAndTheirFilesStartPML(t *testing.T) {
 	c := cx.MCPServers["pml"]
 	got["codex"] = launch{c.Command, c.Args, c.Env}
 
+	clientFiles := map[string]string{"cursor": ".cursor/mcp.json", "opencode": "opencode.json", "codex": ".codex/config.toml"}
 	for _, name := range []string{"cursor", "opencode", "codex"} {
 		l, ok := got[name]
 		if !ok || l.command == "" {
 			t.Errorf("%s: no pml server in its file", name)
 			continue
 		}
-		s := startAsConfigured(t, l.command, l.args, l.env, userEnv)
+		if l.env["PML_WORKSPACE"] != "" || strings.Contains(readFile(t, ws.path(clientFiles[name])), ws.Dir) {
+			t.Errorf("%s: its file pins the workspace %s", name, ws.Dir)
+		}
+		// From a subdirectory too: pml walks up to the project's marker.
+		sub := filepath.Join(ws.Dir, "src", "deep")
+		if err := os.MkdirAll(sub, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		s := startAsConfigured(t, sub, l.command, l.args, l.env, userEnv)
 		if !listsTool(t, s.ClientSession, "filesystem:read_file") && !listsTool(t, s.ClientSession, "filesystem__read_file") {
 			t.Errorf("%s: the pml it starts lists no filesystem tool", name)
 		}
@@ -130,26 +141,62 @@ func TestInitClientsAndTheirFilesStartPML(t *testing.T) {
 	}
 }
 
-// Without --client and without a terminal, an existing client file that
-// would change is left alone, and so is everything else.
-func TestInitDetectedClientFileNeedsConsent(t *testing.T) {
+// On a machine where codex, gemini-cli and opencode are installed, pml
+// init in a repository writes only .mcp.json, .pml.json and .gitignore,
+// and prints the command that configures each of the others.
+func TestInitWritesOnlyClaudeCodesFileAndNamesTheOthers(t *testing.T) {
 	ws := newWorkspace(t, "")
 	home := t.TempDir()
 	userEnv := []string{"HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, ".config")}
-	if err := os.MkdirAll(filepath.Join(home, ".gemini"), 0o755); err != nil {
-		t.Fatal(err)
+	for _, d := range []string{".codex", ".gemini", ".config/opencode"} {
+		if err := os.MkdirAll(filepath.Join(home, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
+	before := snapshotFiles(t, ws.Dir)
+	r := runCLI(t, ws.Dir, userEnv, "", "init", "--local")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	after := snapshotFiles(t, ws.Dir)
+	var added []string
+	for f := range after {
+		if _, ok := before[f]; !ok && !strings.HasPrefix(f, "/.pml/") {
+			added = append(added, f)
+		}
+	}
+	slices.Sort(added)
+	if want := []string{"/.gitignore", "/.mcp.json", "/.pml.json"}; !slices.Equal(added, want) {
+		t.Errorf("files written: %v, want %v", added, want)
+	}
+	for _, w := range []string{
+		"codex: installed, not configured; pml init --client codex writes .codex/config.toml",
+		"gemini-cli: installed, not configured; pml init --client gemini-cli writes .gemini/settings.json",
+		"opencode: installed, not configured; pml init --client opencode writes opencode.json",
+	} {
+		if !strings.Contains(string(r.stderr), w) {
+			t.Errorf("init does not say %q:\n%s", w, r.stderr)
+		}
+	}
+}
+
+// An existing client file that would change is left alone without
+// --yes and without a terminal, and so is everything else.
+func TestInitClientFileMergeNeedsConsent(t *testing.T) {
+	ws := newWorkspace(t, "")
+	home := t.TempDir()
+	userEnv := []string{"HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, ".config")}
 	old := "{\n  // mine\n  \"mcpServers\": {\"memory\": {\"command\": \"mem\"}}\n}\n"
 	ws.write(".gemini/settings.json", old)
 	before := snapshotFiles(t, ws.Dir)
-	r := runCLI(t, ws.Dir, userEnv, "", "init", "--local")
+	r := runCLI(t, ws.Dir, userEnv, "", "init", "--local", "--client", "gemini-cli")
 	if r.code != 2 || !strings.Contains(string(r.stderr), ".gemini/settings.json") || !strings.Contains(string(r.stderr), "Nothing was written") {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
 	if after := snapshotFiles(t, ws.Dir); len(after) != len(before) || after["/.gemini/settings.json"] != old {
 		t.Errorf("files changed: %v", after)
 	}
-	r = runCLI(t, ws.Dir, userEnv, "", "init", "--local", "--yes")
+	r = runCLI(t, ws.Dir, userEnv, "", "init", "--local", "--yes", "--client", "gemini-cli")
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
@@ -159,5 +206,8 @@ func TestInitDetectedClientFileNeedsConsent(t *testing.T) {
 	}
 	if readFile(t, ws.path(".gemini/settings.json.backup")) != old {
 		t.Error("no backup")
+	}
+	if ignore := readFile(t, ws.path(".gitignore")); !strings.Contains(ignore, ".gemini/settings.json.backup\n") {
+		t.Errorf("the backup is not ignored:\n%s", ignore)
 	}
 }

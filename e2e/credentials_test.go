@@ -137,20 +137,53 @@ func startFromMCPJSON(t *testing.T, ws *workspace, userEnv []string) *session {
 	if !ok {
 		t.Fatal("no pml server in .mcp.json")
 	}
-	return startAsConfigured(t, e.Command, e.Args, e.Env, userEnv)
+	return startAsConfigured(t, ws.Dir, e.Command, e.Args, e.Env, userEnv)
 }
 
 // startAsConfigured starts a server as a client's file says: command,
-// args and env on top of userEnv, from a directory that is not the
-// workspace (clients start servers from anywhere), PML_API_KEY unset.
-func startAsConfigured(t *testing.T, command string, args []string, extra map[string]string, userEnv []string) *session {
+// args and env on top of userEnv, in dir (the directory the client was
+// opened in: the file pins no workspace), PML_API_KEY unset.
+func startAsConfigured(t *testing.T, dir, command string, args []string, extra map[string]string, userEnv []string) *session {
 	t.Helper()
 	cmd := exec.Command(command, args...)
-	cmd.Dir = t.TempDir()
+	cmd.Dir = dir
 	env := cliEnv(userEnv...)
 	for k, v := range extra {
 		env = append(env, k+"="+v)
 	}
 	cmd.Env = env
 	return connect(t, cmd, nil)
+}
+
+// --api-key - reads the key from stdin (out of shell history); a value
+// that cannot be a key is refused before anything is written.
+func TestInitReadsTheKeyFromStdin(t *testing.T) {
+	const key = "pml-stdin-e2e-key-9b1f"
+	ws := newWorkspace(t, "")
+	cfgHome := t.TempDir()
+	userEnv := []string{"XDG_CONFIG_HOME=" + cfgHome, "HOME=" + t.TempDir()}
+	cred := filepath.Join(cfgHome, "pml", "credentials")
+
+	before := snapshotFiles(t, ws.Dir)
+	r := runCLI(t, ws.Dir, userEnv, "y\n", "init", "--api-key", "-")
+	if r.code != 2 || !strings.Contains(string(r.stderr), "too short to be a PML API key") {
+		t.Fatalf("a \"y\" as the key: exit %d\n%s", r.code, r.stderr)
+	}
+	if after := snapshotFiles(t, ws.Dir); len(after) != len(before) {
+		t.Errorf("files written for a refused key: %v", after)
+	}
+	if _, err := os.Stat(cred); err == nil {
+		t.Error("the credentials file was written for a refused key")
+	}
+
+	r = runCLI(t, ws.Dir, userEnv, key+"\n", "init", "--api-key", "-")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	if b, _ := os.ReadFile(cred); !bytes.Contains(b, []byte(key)) {
+		t.Error("the key from stdin did not reach the credentials file")
+	}
+	if strings.Contains(string(r.stderr), key) || strings.Contains(readFile(t, ws.path(".mcp.json")), key) {
+		t.Error("the key was printed or written into .mcp.json")
+	}
 }

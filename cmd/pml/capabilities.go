@@ -75,7 +75,9 @@ Exit codes: 0 added, 1 failed, 2 bad name or configuration, 3 needs approval (no
 			if err != nil {
 				return &exitError{2, fmt.Errorf("%v (the capability is recorded; fix .mcp.json and run pml add again)", err)}
 			}
-			if err := f.SetServer(c.Name, mcpjson.Server{Type: "stdio", Command: exe, Args: []string{"run", c.Name}, Env: map[string]string{"PML_WORKSPACE": e.ws.Dir}}); err != nil {
+			// Like pml init's entry: no machine path, no workspace.
+			command, _ := launchCommand(exe, os.Getenv)
+			if err := f.SetServer(c.Name, mcpjson.Server{Type: "stdio", Command: command, Args: []string{"run", c.Name}, Unset: []string{"PML_WORKSPACE"}}); err != nil {
 				return &exitError{2, err}
 			}
 			mode := f.Mode

@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -141,7 +140,7 @@ func doctor(ctx context.Context, host string) []check {
 		add(check{"ok", "user", fmt.Sprintf("tools run as uid:gid %s: %s", u.User, u.Why), ""})
 	}
 	exe, _ := executable()
-	add(checkMCPJSON(ws.Dir, exe))
+	out = append(out, checkClientFiles(ws.Dir, exe, os.Getenv)...) // doctor_clients.go
 	if cfg != nil {
 		perms := cfg.Permissions
 		if !cfg.HasFile() {
@@ -206,7 +205,9 @@ func printChecks(w io.Writer, checks []check) (failed int) {
 }
 
 // checkMCPJSON checks that the workspace's .mcp.json starts this pml: an
-// MCP client in the project runs what that file names, not what is on PATH.
+// MCP client in the project runs what that file names. No file, or no pml
+// entry in it, is no check (status ""): checkClientFiles says when no
+// client file names pml at all.
 func checkMCPJSON(ws, exe string) check {
 	const name = ".mcp.json"
 	f, err := mcpjson.Read(mcpjson.Path(ws))
@@ -214,34 +215,26 @@ func checkMCPJSON(ws, exe string) check {
 		return check{"fail", name, err.Error(), "correct the file as the message says (or move it away), then run pml init --yes"}
 	}
 	if !f.Exists {
-		return check{"warn", name, "no .mcp.json in " + ws + ": MCP clients opened here do not start pml", "pml init --yes"}
+		return check{}
 	}
 	e, ok, err := f.Server(serverName)
 	switch {
 	case err != nil:
 		return check{"warn", name, err.Error(), "pml init --yes (rewrites the pml entry, keeps the other servers)"}
 	case !ok:
-		return check{"warn", name, fmt.Sprintf("%s has no %q server (servers: %s)", f.Path, serverName, strings.Join(f.Servers(), ", ")), "pml init --yes"}
+		return check{}
 	}
-	cmd := e.Command
-	if cmd != "" && !filepath.IsAbs(cmd) {
-		if p, err := exec.LookPath(cmd); err == nil {
-			cmd = p
-		}
+	if problem := launchProblem(e.Command, e.Args, exe); problem != "" {
+		return check{"warn", name, problem, "pml init --yes"}
 	}
-	if real, err := filepath.EvalSymlinks(cmd); err == nil {
-		cmd = real
+	if w := e.Env["PML_WORKSPACE"]; w != "" && !strings.Contains(w, "${") {
+		return check{"warn", name, fmt.Sprintf("the pml server pins PML_WORKSPACE=%s, which every copy and checkout of the project would serve", w), "pml init --yes (removes it)"}
 	}
-	if cmd != exe {
-		return check{"warn", name, fmt.Sprintf("the pml server runs %q, not this pml (%s)", e.Command, exe), "pml init --yes"}
+	detail := fmt.Sprintf("%s starts this pml (%s stdio)", f.Path, e.Command)
+	if filepath.IsAbs(e.Command) {
+		return check{"warn", name, detail + " by its absolute path, which works on this machine only", "put this pml on PATH, then pml init --yes"}
 	}
-	if len(e.Args) != 1 || e.Args[0] != "stdio" {
-		return check{"warn", name, fmt.Sprintf("the pml server's args are %q, not [\"stdio\"]", e.Args), "pml init --yes"}
-	}
-	if w := e.Env["PML_WORKSPACE"]; w != "" && !strings.Contains(w, "${") && filepath.Clean(w) != ws {
-		return check{"warn", name, fmt.Sprintf("the pml server's PML_WORKSPACE is %s, not this workspace %s", w, ws), "pml init --yes"}
-	}
-	return check{"ok", name, fmt.Sprintf("%s starts this pml (%s stdio)", f.Path, exe), ""}
+	return check{"ok", name, detail, ""}
 }
 
 // checkLockfile checks .pml/mcp.lock with the loader pml itself uses. That

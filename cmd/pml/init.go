@@ -55,31 +55,43 @@ const initLong = `Set up the project (the workspace: $PML_WORKSPACE, else the ne
 package.json, deno.json or .pml.json, else the current directory) so that Claude Code and other MCP
 clients start pml:
 
-  .mcp.json   the "pml" server under mcpServers: {"type": "stdio", "command": <this pml, absolute>,
-              "args": ["stdio"], "env": {"PML_WORKSPACE": <workspace>}}. An existing file is merged:
-              every other server and key is kept, the old file is copied to .mcp.json.backup. That
-              needs a "y" on a terminal or --yes; without either, nothing at all is written (exit 2).
+  .mcp.json   the "pml" server under mcpServers: {"type": "stdio", "command": "pml", "args": ["stdio"]}.
+              No machine path and no workspace: the file is committed and works for every checkout
+              (pml finds the workspace from the client's roots, else from the directory the client
+              starts it in). "command" is this pml's absolute path only when the pml on PATH is
+              another one (init and pml doctor then say so). An existing file is merged: every other
+              server and key is kept (a PML_WORKSPACE an older pml wrote is removed), the old file is
+              copied to .mcp.json.backup. That needs a "y" on a terminal or --yes; without either,
+              nothing at all is written (exit 2).
   .pml.json   written only when absent: the read tools allowed by name, nothing else listed, so write
               tools and shell:exec are asked (as without a .pml.json); cloud.url.
-  .gitignore  .pml/ and .pml.json added once (the file is created if needed); .mcp.json.backup too
-              when one is made. .mcp.json itself is not ignored: it holds no secret, commit it (a
-              .mcp.json line an older pml added under "# pml (pml init)" is removed).
+  .gitignore  .pml/ and .pml.local.json added once (the file is created if needed), and every
+              backup init makes in the project (.mcp.json.backup, .gemini/settings.json.backup, …).
+              .mcp.json itself is not ignored: it holds no secret, commit it (a .mcp.json line an
+              older pml added under "# pml (pml init)" is removed).
 
-The PML API key (for cloud tools) is asked on a terminal (input hidden; Enter for local mode), or
-given with --api-key, or skipped with --local. It is written to the user's credentials file,
-$XDG_CONFIG_HOME/pml/credentials (else ~/.config/pml/credentials; mode 0600), never into a project
-file; pml reads it there when PML_API_KEY is unset. A key found in the pml entry of an existing
-.mcp.json (written by older versions) is moved to the credentials file and removed from .mcp.json,
-with the same consent and backup as a merge. The key is never printed.
+The PML API key (for cloud tools) is asked on a terminal after every yes/no question (input hidden;
+Enter for local mode), or given with --api-key (--api-key - reads it from stdin), or skipped with
+--local. A value that cannot be a key (spaces, under 16 characters) is refused and nothing is
+written. The key goes to the user's credentials file, $XDG_CONFIG_HOME/pml/credentials (else
+~/.config/pml/credentials; mode 0600), never into a project file; pml reads it there when
+PML_API_KEY is unset. A key found in the pml entry of an existing .mcp.json (written by older
+versions) is moved to the credentials file and removed from .mcp.json, with the same consent and
+backup as a merge. The key is never printed.
 
 MCP clients (--client NAME, repeatable; pml clients lists them): claude-code, claude-desktop, cursor,
 vscode, windsurf, codex, gemini-cli, zed, cline, continue, goose, opencode. Each gets the pml server in
 its own file and format; --scope project (the default where the client has a project file) writes
-the file in the workspace, --scope user the client's file in your home. Without --client, init
-configures Claude Code (.mcp.json) and, at project scope, every client it detects (its configuration
-directory exists), and names the detected clients that have only a user-level file. Other servers,
-keys and comments in those files are kept; an existing file is copied to <file>.backup first and
-changed only with the same consent as .mcp.json (a "y" on a terminal, or --yes).
+the file in the workspace, --scope user the client's file in your home: one entry, no workspace, for
+every project. Without --client, init configures Claude Code (.mcp.json) only, and names each other
+client it finds installed with the command that configures it. Other servers, keys and comments in
+those files are kept; an existing file is copied to <file>.backup first and changed only with the
+same consent as .mcp.json (a "y" on a terminal, or --yes). Continue's user file is not written when
+Continue reads ~/.continue/config.json (init says what to add there).
+
+The closing lines name, for each configured client, the step it needs before it starts pml (Claude
+Code's approval of project servers, codex's and gemini-cli's trusted folders) and the client's own
+command that shows pml connected (claude mcp list, codex mcp list, gemini mcp list, opencode mcp list).
 
 Running init again is safe: what is already in place is left as it is.`
 
@@ -91,8 +103,9 @@ func newInitCmd() *cobra.Command {
 		Long:  initLong,
 		Example: `  pml init                      # on a terminal: asks for the key and, if .mcp.json exists, to merge
   pml init --yes --local        # scripts: no key, merge without asking
-  pml init --yes --api-key "$PML_API_KEY"
+  pass show pml | pml init --yes --api-key -   # the key from stdin
   pml init --client cursor --client codex      # those two clients, in their project files
+  pml init --client codex --scope user         # codex's user file: every project
   pml init --client claude-desktop --yes       # Claude Desktop's user-level file`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
@@ -116,12 +129,20 @@ func newInitCmd() *cobra.Command {
 				hide:        func() (func(), error) { return hideInput(int(os.Stdin.Fd())) },
 			}
 			o.cloudURLSet = cmd.Flags().Changed("cloud-url")
+			if o.apiKey == "-" {
+				// stdin is the key's: nothing is left to answer a
+				// question with (a merge then needs --yes).
+				if o.apiKey, err = keyFromStdin(os.Stdin); err != nil {
+					return &exitError{2, err}
+				}
+				term.interactive = false
+			}
 			return runInit(cmd.Context(), o, term, os.Getenv, cwd, exe)
 		},
 	}
 	f := cmd.Flags()
 	f.BoolVarP(&o.yes, "yes", "y", false, "merge into an existing .mcp.json without asking (a backup is kept)")
-	f.StringVar(&o.apiKey, "api-key", "", "PML API key to store in the user's credentials file, ~/.config/pml/credentials (prefer a terminal: flags show up in shell history)")
+	f.StringVar(&o.apiKey, "api-key", "", "PML API key to store in the user's credentials file, ~/.config/pml/credentials; - reads it from stdin (prefer that or the terminal's prompt: flags show up in shell history)")
 	f.BoolVar(&o.local, "local", false, "local mode: no API key (and remove one from .mcp.json; the user's credentials file is left alone)")
 	f.StringVar(&o.cloudURL, "cloud-url", config.DefaultCloudURL, "cloud.url written into a new .pml.json")
 	f.StringSliceVar(&o.clients, "client", nil, "configure this MCP client (repeatable, or comma-separated): "+strings.Join(clients.Names(), ", ")+"; without it: Claude Code and the clients detected")
@@ -212,6 +233,7 @@ const (
 	keySet                     // write the given key to the credentials file
 	keyMove                    // move the key in .mcp.json to the credentials file
 	keyStored                  // the credentials file holds a key already: nothing to do
+	keyAsk                     // ask on the terminal, after every yes/no question
 )
 
 // runInit does pml init in the workspace found from cwd. Everything is
@@ -229,11 +251,16 @@ func runInit(ctx context.Context, o initOptions, term *terminal, getenv func(str
 	if err := confirmMerge(ctx, o, term, p); err != nil {
 		return err
 	}
+	if p.action == keyAsk {
+		if p.action, p.key, err = askKey(ctx, o, term); err != nil {
+			return err
+		}
+	}
 	backedUp, err := p.write()
 	if err != nil {
 		return err
 	}
-	p.summarise(term.out, o, exe, backedUp)
+	p.summarise(term.out, o, backedUp)
 	return nil
 }
 
@@ -289,11 +316,15 @@ type initPlan struct {
 	ignore, added []string
 	// projectMCP: .mcp.json (Claude Code's project file) is written.
 	projectMCP bool
-	// edits are the other clients' files; userOnly the installed
-	// clients not configured because they have only a user-level file.
+	// edits are the other clients' files; detected the installed
+	// clients init did not configure (it names the command for each).
 	edits    []clientEdit
-	userOnly []*clients.Client
+	detected []*clients.Client
 	getenv   func(string) string
+	// command is how client files name pml ("pml", or this pml's path
+	// when the pml on PATH is another: commandOnPath false).
+	command       string
+	commandOnPath bool
 }
 
 // planInit reads the workspace's files and computes their new contents.
@@ -306,7 +337,8 @@ func planInit(ctx context.Context, o initOptions, term *terminal, getenv func(st
 		p.pmlJSON = defaultPMLJSON(o.cloudURL)
 	}
 	p.getenv = getenv
-	if err := p.planClients(o, getenv, exe); err != nil {
+	p.command, p.commandOnPath = launchCommand(exe, getenv)
+	if err := p.planClients(o, getenv); err != nil {
 		return nil, err
 	}
 	if p.credPath, err = credentials.Path(getenv); err != nil {
@@ -326,11 +358,11 @@ func planInit(ctx context.Context, o initOptions, term *terminal, getenv func(st
 	}
 	p.action, p.key = action, key
 	if p.projectMCP {
-		if err := p.setServer(exe); err != nil {
+		if err := p.setServer(); err != nil {
 			return nil, err
 		}
 	}
-	p.ignore = gitignoreEntries(p.merge)
+	p.ignore = append(gitignoreEntries(p.merge), p.clientBackups()...)
 	own := []string{config.FileName}
 	if p.projectMCP {
 		own = append(own, mcpjson.FileName)
@@ -389,6 +421,13 @@ func chooseKey(ctx context.Context, o initOptions, term *terminal, inMCP, stored
 	case !term.interactive:
 		return keyLocal, "", nil
 	}
+	return keyAsk, "", nil
+}
+
+// askKey asks for the key on the terminal. It comes after every yes/no
+// question (a "y" typed ahead for a merge must not become the key), and
+// a value that cannot be a key is refused before anything is written.
+func askKey(ctx context.Context, o initOptions, term *terminal) (keyAction, string, error) {
 	s, err := term.secret(ctx, fmt.Sprintf("PML API key for cloud tools (from %s/settings; input hidden; Enter for local mode): ", strings.TrimRight(o.cloudURL, "/")))
 	if err != nil {
 		return keyLocal, "", promptError(err)
@@ -397,7 +436,7 @@ func chooseKey(ctx context.Context, o initOptions, term *terminal, inMCP, stored
 		return keyLocal, "", nil
 	}
 	if err := checkAPIKey(s); err != nil {
-		return keyLocal, "", usage("the API key: %v", err)
+		return keyLocal, "", usage("the API key: %v. Nothing was changed", err)
 	}
 	return keySet, s, nil
 }
@@ -407,8 +446,12 @@ func chooseKey(ctx context.Context, o initOptions, term *terminal, inMCP, stored
 // its env): .mcp.json is a project file, meant to be committed, and pml
 // reads the key from the credentials file. No "${PML_API_KEY}" either:
 // clients that do not expand it would pass the text itself as the key.
-func (p *initPlan) setServer(exe string) error {
-	server := mcpjson.Server{Type: "stdio", Command: exe, Args: []string{"stdio"}, Env: map[string]string{"PML_WORKSPACE": p.ws.Dir}, Unset: []string{apiKeyVar}}
+//
+// Nor a workspace: a PML_WORKSPACE there would serve that directory to
+// whoever uses the file (a teammate, a copy of the project); pml finds the
+// workspace from the client's roots or the directory it starts in.
+func (p *initPlan) setServer() error {
+	server := mcpjson.Server{Type: "stdio", Command: p.command, Args: []string{"stdio"}, Unset: clients.Unpinned}
 	p.others = without(p.mcp.Servers(), serverName)
 	if err := p.mcp.SetServer(serverName, server); err != nil {
 		return usage("%v\nNothing was changed", err)
@@ -517,7 +560,7 @@ func (p *initPlan) write() (bool, error) {
 
 // summarise tells what init did, on w (stderr: stdout stays free for
 // scripts).
-func (p *initPlan) summarise(w io.Writer, o initOptions, exe string, backedUp bool) {
+func (p *initPlan) summarise(w io.Writer, o initOptions, backedUp bool) {
 	src := p.ws.Source
 	if p.ws.Warning != "" {
 		src = "no project marker found, so the current directory"
@@ -527,7 +570,7 @@ func (p *initPlan) summarise(w io.Writer, o initOptions, exe string, backedUp bo
 	case !p.projectMCP:
 		fmt.Fprintf(w, "  %s: not touched (Claude Code's project file; --client %s writes it)\n", mcpjson.FileName, claudeCode)
 	case !p.mcp.Exists:
-		fmt.Fprintf(w, "  %s: created with the pml server (%s stdio)\n", mcpjson.FileName, exe)
+		fmt.Fprintf(w, "  %s: created with the pml server (%s stdio)\n", mcpjson.FileName, p.command)
 	case backedUp:
 		fmt.Fprintf(w, "  %s: pml server written, %s kept; the old file is in %s\n", mcpjson.FileName, describeServers(p.others), mcpjson.FileName+mcpjson.BackupSuffix)
 	default:
@@ -562,7 +605,10 @@ func (p *initPlan) summarise(w io.Writer, o initOptions, exe string, backedUp bo
 	if p.action == keyMove && backedUp {
 		fmt.Fprintf(w, "           %s still holds the old key: delete it once you have checked the new file\n", mcpjson.FileName+mcpjson.BackupSuffix)
 	}
-	fmt.Fprintln(w, "Next: restart your MCP client (in Claude Code: /mcp shows pml), and run pml doctor to check the set-up.")
+	if !p.commandOnPath && (p.projectMCP || len(p.edits) > 0) {
+		fmt.Fprintf(w, "  note: the pml on PATH is not this one (%s), so the client files name this pml by its absolute path, which works on this machine only; put this pml on PATH and run pml init again to write \"pml\"\n", p.command)
+	}
+	p.summariseNext(w)
 }
 
 // writesKey: the plan stores a key in the credentials file.
@@ -769,7 +815,29 @@ func checkAPIKey(k string) error {
 			return errors.New("it contains spaces or control characters; paste the key alone")
 		}
 	}
+	if len(k) < minAPIKeyLen {
+		return fmt.Errorf("it is too short to be a PML API key (under %d characters; an answer meant for another question?); paste the key from the cloud's settings page", minAPIKeyLen)
+	}
 	return nil
+}
+
+// minAPIKeyLen is the shortest value taken as a key: PML API keys are
+// longer, and a stray "y" or "yes" is refused.
+const minAPIKeyLen = 16
+
+// keyFromStdin is the key of --api-key -: stdin's first line, trimmed (a
+// script's echo or a password manager's pipe ends it with a newline).
+func keyFromStdin(r io.Reader) (string, error) {
+	b, err := io.ReadAll(io.LimitReader(r, 4096))
+	if err != nil {
+		return "", fmt.Errorf("--api-key -: reading stdin: %w", err)
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	line = strings.TrimSpace(line)
+	if line == "" {
+		return "", errors.New("--api-key -: stdin held no key (pipe it in: pml init --api-key - < keyfile); nothing was changed")
+	}
+	return line, nil
 }
 
 func without(list []string, s string) []string {

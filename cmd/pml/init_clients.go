@@ -1,8 +1,11 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -21,20 +24,61 @@ func clientEnv(getenv func(string) string) clients.Env {
 	return clients.Env{Home: getenv("HOME"), GOOS: runtime.GOOS, Getenv: getenv}
 }
 
+// launchCommand is how a client file names pml: "pml" when the first pml
+// on PATH is this one, so that the file holds no machine path and works
+// for a teammate and from a copy of the project; else this pml's absolute
+// path (onPath false: pml doctor and init's summary say so).
+func launchCommand(exe string, getenv func(string) string) (cmd string, onPath bool) {
+	if p := findOnPath("pml", getenv); p != "" && sameFile(p, exe) {
+		return "pml", true
+	}
+	return exe, false
+}
+
+// findOnPath is the first executable name in getenv("PATH"), as a shell
+// would run it ("" when there is none). exec.LookPath reads the process's
+// PATH only; init's getenv may be a test's.
+func findOnPath(name string, getenv func(string) string) string {
+	if runtime.GOOS == "windows" && filepath.Ext(name) == "" {
+		name += ".exe"
+	}
+	for _, dir := range filepath.SplitList(getenv("PATH")) {
+		if dir == "" || !filepath.IsAbs(dir) {
+			continue
+		}
+		p := filepath.Join(dir, name)
+		st, err := os.Stat(p)
+		if err != nil || !st.Mode().IsRegular() || (runtime.GOOS != "windows" && st.Mode().Perm()&0o111 == 0) {
+			continue
+		}
+		return p
+	}
+	return ""
+}
+
+// sameFile: a and b are one file (links resolved).
+func sameFile(a, b string) bool {
+	sa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	sb, err := os.Stat(b)
+	return err == nil && os.SameFile(sa, sb)
+}
+
 // clientChoice is one client init configures, at one scope.
 type clientChoice struct {
 	client *clients.Client
 	scope  clients.Scope
-	// detected: chosen because it is installed (no --client).
-	detected bool
 }
 
 // chooseClients resolves --client and --scope. Without --client: Claude
-// Code (.mcp.json) and every installed client that has a project file,
-// at project scope; installed clients with only a user-level file are
-// returned in userOnly, to be named (their file serves every project, so
-// init writes it only when asked).
-func chooseClients(o initOptions, env clients.Env) (chosen []clientChoice, userOnly []*clients.Client, err error) {
+// Code (.mcp.json, or its user file with --scope user) only; every other
+// client that seems installed is returned in detected, to be named with
+// the command that configures it. A file is written only for a client
+// the person named: a client directory in $HOME says nothing about what
+// the team wants in the repository.
+func chooseClients(o initOptions, env clients.Env) (chosen []clientChoice, detected []*clients.Client, err error) {
 	scope := clients.Scope(o.scope)
 	if o.scope != "" && scope != clients.Project && scope != clients.User {
 		return nil, nil, usage("--scope %q: use project or user", o.scope)
@@ -78,46 +122,66 @@ func chooseClients(o initOptions, env clients.Env) (chosen []clientChoice, userO
 		if c.Name == claudeCode {
 			continue
 		}
-		if ok, _ := c.Installed(env); !ok {
-			continue
+		if ok, _ := c.Installed(env); ok {
+			detected = append(detected, c)
 		}
-		if !c.Has(scope) {
-			userOnly = append(userOnly, c)
-			continue
-		}
-		chosen = append(chosen, clientChoice{client: c, scope: scope, detected: true})
 	}
-	return chosen, userOnly, nil
+	return chosen, detected, nil
 }
 
 // planClients chooses the clients and plans every file but .mcp.json,
 // and says whether .mcp.json is to be written.
-func (p *initPlan) planClients(o initOptions, getenv func(string) string, exe string) error {
+func (p *initPlan) planClients(o initOptions, getenv func(string) string) error {
 	env := clientEnv(getenv)
-	chosen, userOnly, err := chooseClients(o, env)
+	chosen, detected, err := chooseClients(o, env)
 	if err != nil {
 		return err
 	}
-	p.userOnly = userOnly
-	srv := clients.Server{Command: exe, Args: []string{"stdio"}, Env: map[string]string{"PML_WORKSPACE": p.ws.Dir}}
+	p.detected = detected
+	srv := clients.Server{Command: p.command, Args: []string{"stdio"}}
 	for _, ch := range chosen {
 		if ch.client.Name == claudeCode && ch.scope == clients.Project {
 			p.projectMCP = true
 			continue
 		}
+		if err := checkContinue(ch, env); err != nil {
+			return err
+		}
 		e, err := ch.client.Plan(ch.scope, p.ws.Dir, env, srv)
 		if err != nil {
 			return usage("%s (%s): %v", ch.client.Name, ch.scope, err)
 		}
-		p.edits = append(p.edits, clientEdit{Edit: e, detected: ch.detected})
+		p.edits = append(p.edits, clientEdit{Edit: e})
 	}
 	return nil
+}
+
+// checkContinue refuses Continue's user file when the user's Continue
+// reads ~/.continue/config.json: a config.yaml beside it is what Continue
+// loads from then on, which would drop the user's own configuration.
+// The person adds pml to their config.json (the error says how).
+func checkContinue(ch clientChoice, env clients.Env) error {
+	if ch.client.Name != "continue" || ch.scope != clients.User {
+		return nil
+	}
+	yamlPath, _ := ch.client.Path(clients.User, "", env)
+	jsonPath := filepath.Join(filepath.Dir(yamlPath), "config.json")
+	if _, err := os.Lstat(yamlPath); err == nil || !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if _, err := os.Lstat(jsonPath); err != nil {
+		return nil
+	}
+	return usage("--client continue --scope user: Continue reads %s here, and a %s beside it would replace that file as Continue's configuration, so pml init writes neither.\n"+
+		"Add pml to %s yourself, under \"experimental\":\n"+
+		"  \"modelContextProtocolServers\": [{\"transport\": {\"type\": \"stdio\", \"command\": \"pml\", \"args\": [\"stdio\"]}}]\n"+
+		"or configure it for this project only: pml init --client continue (writes .continue/mcpServers/pml.yaml). Nothing was changed",
+		jsonPath, filepath.Base(yamlPath), jsonPath)
 }
 
 // clientEdit is a planned client file and what became of it.
 type clientEdit struct {
 	*clients.Edit
-	detected bool
 	backedUp bool
 }
 
@@ -127,6 +191,20 @@ func (p *initPlan) clientMerges() []string {
 	for _, e := range p.edits {
 		if e.Merge() {
 			out = append(out, fmt.Sprintf("%s (%s; keeping %s; old file copied to %s)", e.Path, e.Client.Title, describeServers(e.Others), e.BackupPath()))
+		}
+	}
+	return out
+}
+
+// clientBackups are the backups of project files init makes, relative to
+// the workspace with forward slashes, for .gitignore.
+func (p *initPlan) clientBackups() []string {
+	var out []string
+	for _, e := range p.edits {
+		if e.Merge() && e.Scope == clients.Project {
+			if rel, err := filepath.Rel(p.ws.Dir, e.BackupPath()); err == nil {
+				out = append(out, filepath.ToSlash(rel))
+			}
 		}
 	}
 	return out
@@ -145,7 +223,8 @@ func (p *initPlan) writeClients() error {
 	return nil
 }
 
-// summariseClients says what init did for each client.
+// summariseClients says what init did for each client, and names the
+// clients it found installed with the command that configures each.
 func (p *initPlan) summariseClients(w io.Writer) {
 	for _, e := range p.edits {
 		where := e.Path
@@ -154,21 +233,96 @@ func (p *initPlan) summariseClients(w io.Writer) {
 				where = rel
 			}
 		}
-		why := ""
-		if e.detected {
-			why = ", detected"
-		}
 		switch {
 		case !e.Exists:
-			fmt.Fprintf(w, "  %s (%s%s): %s created with the pml server\n", e.Client.Name, e.Scope, why, where)
+			fmt.Fprintf(w, "  %s (%s): %s created with the pml server (%s stdio)\n", e.Client.Name, e.Scope, where, p.command)
 		case e.backedUp:
-			fmt.Fprintf(w, "  %s (%s%s): pml server written into %s, %s kept; the old file is in %s\n", e.Client.Name, e.Scope, why, where, describeServers(e.Others), e.BackupPath())
+			fmt.Fprintf(w, "  %s (%s): pml server written into %s, %s kept; the old file is in %s\n", e.Client.Name, e.Scope, where, describeServers(e.Others), e.BackupPath())
 		default:
-			fmt.Fprintf(w, "  %s (%s%s): %s already up to date\n", e.Client.Name, e.Scope, why, where)
+			fmt.Fprintf(w, "  %s (%s): %s already up to date\n", e.Client.Name, e.Scope, where)
 		}
 	}
-	for _, c := range p.userOnly {
-		path, _ := c.Path(clients.User, p.ws.Dir, clientEnv(p.getenv))
-		fmt.Fprintf(w, "  %s: installed, not configured: its only configuration is user-level (%s); pml init --client %s writes it\n", c.Name, path, c.Name)
+	for _, c := range p.detected {
+		scope := c.DefaultScope()
+		path, _ := c.Path(scope, p.ws.Dir, clientEnv(p.getenv))
+		if scope == clients.Project {
+			if rel, err := filepath.Rel(p.ws.Dir, path); err == nil {
+				path = rel
+			}
+		}
+		flag := ""
+		if scope == clients.User {
+			flag = " --scope user"
+		}
+		fmt.Fprintf(w, "  %s: installed, not configured; pml init --client %s%s writes %s\n", c.Name, c.Name, flag, path)
 	}
+}
+
+// clientNext is what a person does after init for one client: the trust
+// or approval step the client needs before it starts pml ("" when none),
+// and how to see pml connected.
+type clientNext struct{ trust, check string }
+
+// nextFor is clientNext for a configured client. The texts follow each
+// client's documentation (November 2026).
+func nextFor(name string, scope clients.Scope, ws string) clientNext {
+	project := scope == clients.Project
+	outside := "it starts pml outside any project, so pml serves the directory it starts in: to choose one, add PML_WORKSPACE to the pml entry's env"
+	switch name {
+	case claudeCode:
+		if project {
+			return clientNext{"open Claude Code in " + ws + " and approve the project server pml when it asks (.mcp.json servers need approval)", "claude mcp list"}
+		}
+		return clientNext{"", "claude mcp list"}
+	case "codex":
+		if project {
+			return clientNext{"codex reads .codex/config.toml only in a trusted project: start codex in " + ws + " and trust the folder when it asks", "codex mcp list"}
+		}
+		return clientNext{"", "codex mcp list"}
+	case "gemini-cli":
+		if project {
+			return clientNext{"gemini reads .gemini/settings.json only when started in " + ws + " itself (not a subdirectory) and only once the folder is trusted: trust it when gemini asks", "gemini mcp list"}
+		}
+		return clientNext{"", "gemini mcp list"}
+	case "opencode":
+		return clientNext{"", "opencode mcp list"}
+	case "cursor":
+		return clientNext{"check that pml is turned on in Cursor's Settings → MCP", "that page (pml and its tools)"}
+	case "vscode":
+		return clientNext{"start pml from .vscode/mcp.json (Start above the entry), and trust it if VS Code asks", "the command MCP: List Servers"}
+	case "zed":
+		return clientNext{"", "the Agent panel's settings show pml"}
+	case "continue":
+		return clientNext{"", "Continue's configuration panel lists pml under MCP servers"}
+	case "claude-desktop", "windsurf", "cline", "goose":
+		c, _ := clients.Lookup(name)
+		return clientNext{c.Title + ": " + outside, "restart " + c.Title + "; its list of MCP servers shows pml"}
+	}
+	return clientNext{}
+}
+
+// summariseNext is init's closing lines: for each configured client, the
+// step that lets it start pml and the command that shows pml connected.
+func (p *initPlan) summariseNext(w io.Writer) {
+	type done struct {
+		name  string
+		scope clients.Scope
+	}
+	var configured []done
+	if p.projectMCP {
+		configured = append(configured, done{claudeCode, clients.Project})
+	}
+	for _, e := range p.edits {
+		configured = append(configured, done{e.Client.Name, e.Scope})
+	}
+	fmt.Fprintln(w, "Next:")
+	for _, c := range configured {
+		n := nextFor(c.name, c.scope, p.ws.Dir)
+		if n.trust != "" {
+			fmt.Fprintf(w, "  %s: %s; then %s shows pml connected\n", c.name, n.trust, n.check)
+		} else {
+			fmt.Fprintf(w, "  %s: restart it; %s shows pml connected\n", c.name, n.check)
+		}
+	}
+	fmt.Fprintln(w, "  pml doctor checks the set-up (the engine, the images, every client file that names pml).")
 }

@@ -1,11 +1,15 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/pml-dev/pml/internal/clients"
+	"github.com/pml-dev/pml/internal/config"
 )
 
 // --client writes exactly the clients named, each in its own file; the
@@ -19,7 +23,7 @@ func TestInitClientWritesOnlyTheNamedClients(t *testing.T) {
 	if p.exists(".mcp.json") {
 		t.Error(".mcp.json was written without --client claude-code")
 	}
-	if got := p.read(".cursor/mcp.json"); !strings.Contains(got, `"command": "`+testExe+`"`) || !strings.Contains(got, p.dir) {
+	if got := p.read(".cursor/mcp.json"); !strings.Contains(got, `"command": "`+testExe+`"`) || strings.Contains(got, p.dir) {
 		t.Errorf(".cursor/mcp.json:\n%s", got)
 	}
 	if got := p.read(".codex/config.toml"); !strings.Contains(got, "[mcp_servers.pml]") {
@@ -33,35 +37,46 @@ func TestInitClientWritesOnlyTheNamedClients(t *testing.T) {
 	}
 }
 
-// Without --client: Claude Code, plus the installed clients with a
-// project file; an installed client with only a user file is named, not
-// written.
-func TestInitConfiguresTheDetectedClients(t *testing.T) {
+// Without --client: Claude Code only. Installed clients are named with
+// the command that configures each, never written: a client directory in
+// $HOME says nothing about what the repository should hold.
+func TestInitNamesTheDetectedClients(t *testing.T) {
 	p := newProject(t)
-	for _, d := range []string{".cursor", ".gemini", ".codeium/windsurf"} {
+	for _, d := range []string{".cursor", ".gemini", ".codex", ".codeium/windsurf"} {
 		if err := os.MkdirAll(filepath.Join(p.home, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if err := os.MkdirAll(filepath.Join(p.config, "opencode"), 0o755); err != nil { // $XDG_CONFIG_HOME/opencode
+		t.Fatal(err)
 	}
 	term := newFakeTerm(false, strings.NewReader(""), nil)
 	if err := p.init(initOptions{}, term); err != nil {
 		t.Fatalf("%v\n%s", err, term.out)
 	}
-	for _, f := range []string{".mcp.json", ".cursor/mcp.json", ".gemini/settings.json"} {
-		if !p.exists(f) {
-			t.Errorf("%s not written", f)
+	got := p.snapshot()
+	var names []string
+	for f := range got {
+		if !strings.HasPrefix(f, "/.pml/") { // pml's state
+			names = append(names, f)
 		}
 	}
-	for _, f := range []string{".vscode/mcp.json", "opencode.json"} {
-		if p.exists(f) {
-			t.Errorf("%s written for a client that is not installed", f)
-		}
+	slices.Sort(names)
+	if want := []string{"/.gitignore", "/.mcp.json", "/.pml.json"}; !slices.Equal(names, want) {
+		t.Errorf("files written: %v, want %v", names, want)
 	}
 	if _, err := os.Stat(filepath.Join(p.home, ".codeium/windsurf/mcp_config.json")); err == nil {
 		t.Error("a user-level file was written without --client")
 	}
 	out := term.out.String()
-	for _, w := range []string{"cursor (project, detected)", "gemini-cli (project, detected)", "windsurf: installed, not configured", "pml init --client windsurf"} {
+	for _, w := range []string{
+		"cursor: installed, not configured; pml init --client cursor writes .cursor/mcp.json",
+		"gemini-cli: installed, not configured; pml init --client gemini-cli writes .gemini/settings.json",
+		"codex: installed, not configured; pml init --client codex writes .codex/config.toml",
+		"opencode: installed, not configured; pml init --client opencode writes opencode.json",
+		"windsurf: installed, not configured; pml init --client windsurf --scope user writes " + filepath.Join(p.home, ".codeium/windsurf/mcp_config.json"),
+		"claude-code: open Claude Code in " + p.dir + " and approve the project server pml",
+	} {
 		if !strings.Contains(out, w) {
 			t.Errorf("summary lacks %q:\n%s", w, out)
 		}
@@ -88,7 +103,7 @@ func TestInitClientMergeNeedsConsent(t *testing.T) {
 	if b, _ := os.ReadFile(zed); string(b) != old || p.exists(".pml.json") {
 		t.Fatal("something was written without consent")
 	}
-	term := newFakeTerm(true, strings.NewReader("\ny\n"), nil) // Enter: no key; y: merge
+	term := newFakeTerm(true, strings.NewReader("y\n\n"), nil) // y: merge; Enter: no key
 	if err := p.init(o, term); err != nil {
 		t.Fatalf("%v\n%s", err, term.out)
 	}
@@ -170,5 +185,163 @@ func TestInitUndoesTheOldGitignoreEntry(t *testing.T) {
 	}
 	if !strings.Contains(term.out.String(), "removed the .mcp.json line an older pml added") || !strings.Contains(term.out.String(), "removed the .pml.json line an older pml added (it is the team's policy: commit it") {
 		t.Errorf("summary:\n%s", term.out)
+	}
+}
+
+// onPath puts an executable pml on PATH and returns its path and an
+// environment for init in which it is found.
+func (p *project) onPath(t *testing.T) (exe string, getenv func(string) string) {
+	bin := t.TempDir()
+	exe = filepath.Join(bin, "pml")
+	if err := os.WriteFile(exe, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return exe, func(k string) string {
+		if k == "PATH" {
+			return "/nonexistent:" + bin
+		}
+		return p.env(k)
+	}
+}
+
+// No file init writes for any client, at any scope, holds the workspace
+// or pml's own path: the pml on PATH is this one, so "pml" is written.
+func TestInitClientFilesHoldNoMachinePath(t *testing.T) {
+	for _, c := range clients.All {
+		for _, scope := range c.Scopes() {
+			t.Run(c.Name+"/"+string(scope), func(t *testing.T) {
+				p := newProject(t)
+				exe, getenv := p.onPath(t)
+				term := newFakeTerm(false, strings.NewReader(""), nil)
+				o := initOptions{yes: true, local: true, clients: []string{c.Name}, scope: string(scope), cloudURL: config.DefaultCloudURL}
+				if err := runInit(context.Background(), o, term.terminal, getenv, p.dir, exe); err != nil {
+					t.Fatalf("%v\n%s", err, term.out)
+				}
+				path, err := c.Path(scope, p.dir, clientEnv(getenv))
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, err := os.ReadFile(path)
+				if err != nil {
+					t.Fatalf("%s not written: %v", path, err)
+				}
+				for _, bad := range []string{p.dir, exe, filepath.Dir(exe), "PML_WORKSPACE"} {
+					if strings.Contains(string(b), bad) {
+						t.Errorf("%s holds %s:\n%s", path, bad, b)
+					}
+				}
+				st := c.Status(scope, p.dir, clientEnv(getenv))
+				if st.Scope != clients.Configured || st.Command != "pml" || strings.Join(st.Args, " ") != "stdio" {
+					t.Errorf("read back: %+v", st)
+				}
+				if strings.Contains(term.out.String(), "the pml on PATH is not this one") {
+					t.Errorf("the PATH note is printed although PATH's pml is this one:\n%s", term.out)
+				}
+			})
+		}
+	}
+}
+
+// When the pml on PATH is another one, the absolute path is written, and
+// init says so.
+func TestInitNamesThisPMLWhenPATHHasAnother(t *testing.T) {
+	p := newProject(t)
+	other, getenv := p.onPath(t)
+	exe := filepath.Join(t.TempDir(), "pml")
+	if err := os.WriteFile(exe, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	term := newFakeTerm(false, strings.NewReader(""), nil)
+	o := initOptions{yes: true, local: true, cloudURL: config.DefaultCloudURL}
+	if err := runInit(context.Background(), o, term.terminal, getenv, p.dir, exe); err != nil {
+		t.Fatalf("%v\n%s", err, term.out)
+	}
+	if e := p.pmlEntry(); e["command"] != exe {
+		t.Errorf("command = %v, want %s (PATH has %s)", e["command"], exe, other)
+	}
+	if !strings.Contains(term.out.String(), "the pml on PATH is not this one ("+exe+")") {
+		t.Errorf("no note:\n%s", term.out)
+	}
+}
+
+// A merged project file's backup is ignored by git, like .mcp.json's.
+func TestInitIgnoresTheBackupsItMakes(t *testing.T) {
+	p := newProject(t)
+	if err := os.MkdirAll(filepath.Join(p.dir, ".gemini"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p.write(".gemini/settings.json", `{"mcpServers": {"mem": {"command": "mem"}}}`)
+	p.write(".mcp.json", otherServers)
+	term := newFakeTerm(false, strings.NewReader(""), nil)
+	if err := p.init(initOptions{yes: true, local: true, clients: []string{"claude-code", "gemini-cli"}}, term); err != nil {
+		t.Fatalf("%v\n%s", err, term.out)
+	}
+	got := p.read(".gitignore")
+	for _, w := range []string{".mcp.json.backup\n", ".gemini/settings.json.backup\n"} {
+		if !strings.Contains(got, w) {
+			t.Errorf(".gitignore lacks %q:\n%s", w, got)
+		}
+	}
+	if !p.exists(".gemini/settings.json.backup") {
+		t.Error("no backup made")
+	}
+}
+
+// The closing lines name each configured client's trust step and the
+// client's command that shows pml connected.
+func TestInitClosingLinesNameEachClientsSteps(t *testing.T) {
+	p := newProject(t)
+	term := newFakeTerm(false, strings.NewReader(""), nil)
+	if err := p.init(initOptions{local: true, clients: []string{"claude-code", "codex", "gemini-cli", "opencode"}}, term); err != nil {
+		t.Fatalf("%v\n%s", err, term.out)
+	}
+	out := term.out.String()
+	next := out[strings.Index(out, "Next:"):]
+	for _, w := range []string{
+		"claude-code: open Claude Code in " + p.dir + " and approve the project server pml", "claude mcp list",
+		"codex: codex reads .codex/config.toml only in a trusted project", "codex mcp list",
+		"gemini-cli: gemini reads .gemini/settings.json only when started in " + p.dir, "gemini mcp list",
+		"opencode: restart it; opencode mcp list shows pml connected",
+	} {
+		if !strings.Contains(next, w) {
+			t.Errorf("closing lines lack %q:\n%s", w, next)
+		}
+	}
+	if strings.Count(next, "\n  ") != 5 {
+		t.Errorf("want one line per client and pml doctor's:\n%s", next)
+	}
+}
+
+// Continue reads ~/.continue/config.json when there is no config.yaml:
+// init writes no config.yaml that would shadow it, and says what to add.
+func TestInitContinueNeverShadowsConfigJSON(t *testing.T) {
+	p := newProject(t)
+	dir := filepath.Join(p.home, ".continue")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"models": []}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := p.snapshot()
+	err := p.init(initOptions{yes: true, local: true, clients: []string{"continue"}, scope: "user"}, newFakeTerm(false, strings.NewReader(""), nil))
+	if exitCode(err) != 2 || !strings.Contains(err.Error(), filepath.Join(dir, "config.json")) || !strings.Contains(err.Error(), "modelContextProtocolServers") {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "config.yaml")); err == nil {
+		t.Error("config.yaml written beside config.json")
+	}
+	if !equalMaps(before, p.snapshot()) {
+		t.Error("project files changed")
+	}
+	// With a config.yaml (Continue's current format), it is edited.
+	if err := os.WriteFile(filepath.Join(dir, "config.yaml"), []byte("name: mine\nversion: 0.0.1\nschema: v1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.init(initOptions{yes: true, local: true, clients: []string{"continue"}, scope: "user"}, newFakeTerm(false, strings.NewReader(""), nil)); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "config.yaml")); !strings.Contains(string(b), "name: mine") || !strings.Contains(string(b), "command: /opt/pml/bin/pml") {
+		t.Errorf("config.yaml:\n%s", b)
 	}
 }

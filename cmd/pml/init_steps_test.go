@@ -18,7 +18,8 @@ func TestCheckInitFlags(t *testing.T) {
 		want string // "" for no error
 	}{
 		{"the defaults are accepted", initOptions{cloudURL: config.DefaultCloudURL}, ""},
-		{"a key is accepted", initOptions{cloudURL: config.DefaultCloudURL, apiKey: "sk-1"}, ""},
+		{"a key is accepted", initOptions{cloudURL: config.DefaultCloudURL, apiKey: "pml-key-0123456789abcdef"}, ""},
+		{"a value too short to be a key is refused", initOptions{cloudURL: config.DefaultCloudURL, apiKey: "y"}, "--api-key: it is too short"},
 		{"local mode is accepted", initOptions{cloudURL: config.DefaultCloudURL, local: true}, ""},
 		{"a key with local mode is a contradiction", initOptions{cloudURL: config.DefaultCloudURL, local: true, apiKey: "k"}, "contradict"},
 		{"a cloud URL must be http(s)", initOptions{cloudURL: "ftp://x"}, `--cloud-url: "ftp://x" is not an http:// or https:// URL`},
@@ -54,14 +55,12 @@ func TestChooseKey(t *testing.T) {
 		key         string
 		code        int
 	}{
-		{"a key flag is written", initOptions{apiKey: "k1"}, "old", "s", true, "", keySet, "k1", 0},
+		{"a key flag is written", initOptions{apiKey: testKey}, "old", "s", true, "", keySet, testKey, 0},
 		{"local mode removes the key even when one is there", initOptions{local: true}, "old", "", true, "", keyLocal, "", 0},
 		{"a key in .mcp.json is moved out", initOptions{}, "old", "s", true, "", keyMove, "old", 0},
 		{"a stored key is used without asking", initOptions{}, "", "s", true, "", keyStored, "", 0},
 		{"without a terminal it is local mode", initOptions{}, "", "", false, "", keyLocal, "", 0},
-		{"a typed key is written", initOptions{}, "", "", true, "k2\n", keySet, "k2", 0},
-		{"Enter at the prompt is local mode", initOptions{}, "", "", true, "\n", keyLocal, "", 0},
-		{"a typed key with a space is refused", initOptions{}, "", "", true, "a b\n", keyLocal, "", 2},
+		{"on a terminal with nothing else, the key is asked later", initOptions{}, "", "", true, "", keyAsk, "", 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			term := newFakeTerm(c.interactive, strings.NewReader(c.input), nil)
@@ -76,6 +75,55 @@ func TestChooseKey(t *testing.T) {
 				t.Fatalf("asked = %v for input %q", asked, c.input)
 			}
 		})
+	}
+}
+
+// testKey is a value that can be a key.
+const testKey = "pml-test-key-0123456789"
+
+func TestAskKey(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		input  string
+		action keyAction
+		key    string
+		code   int
+	}{
+		{"a typed key is written", testKey + "\n", keySet, testKey, 0},
+		{"Enter at the prompt is local mode", "\n", keyLocal, "", 0},
+		{"a typed key with a space is refused", "a b\n", keyLocal, "", 2},
+		{"a y is refused, not stored as the key", "y\n", keyLocal, "", 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			term := newFakeTerm(true, strings.NewReader(c.input), nil)
+			action, key, err := askKey(context.Background(), initOptions{cloudURL: config.DefaultCloudURL}, term.terminal)
+			if exitCode(err) != c.code {
+				t.Fatalf("err = %v, want exit %d", err, c.code)
+			}
+			if err == nil && (action != c.action || key != c.key) {
+				t.Fatalf("got %v %q, want %v %q", action, key, c.action, c.key)
+			}
+			if term.hidden != 1 || term.restored != 1 {
+				t.Fatalf("echo off %d times, restored %d", term.hidden, term.restored)
+			}
+			if v := strings.TrimSpace(c.input); err != nil && len(v) > 2 && strings.Contains(err.Error(), v) {
+				t.Fatalf("the refused value is echoed: %v", err)
+			}
+		})
+	}
+}
+
+func TestKeyFromStdin(t *testing.T) {
+	for _, c := range []struct{ in, want, err string }{
+		{testKey + "\n", testKey, ""},
+		{"  " + testKey + "\r\nrest\n", testKey, ""},
+		{"", "", "stdin held no key"},
+		{"\n\n", "", "stdin held no key"},
+	} {
+		got, err := keyFromStdin(strings.NewReader(c.in))
+		if got != c.want || (err == nil) != (c.err == "") || (err != nil && !strings.Contains(err.Error(), c.err)) {
+			t.Errorf("%q: got %q, %v; want %q, %q", c.in, got, err, c.want, c.err)
+		}
 	}
 }
 
@@ -154,7 +202,7 @@ func TestPlanInitComputesEverythingBeforeWriting(t *testing.T) {
 	p.write(".gitignore", "dist/\n")
 	before := p.snapshot()
 	term := newFakeTerm(false, strings.NewReader(""), nil)
-	plan, err := planInit(context.Background(), initOptions{apiKey: "k", cloudURL: config.DefaultCloudURL}, term.terminal, p.env, p.dir, testExe)
+	plan, err := planInit(context.Background(), initOptions{apiKey: testKey, cloudURL: config.DefaultCloudURL}, term.terminal, p.env, p.dir, testExe)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -157,7 +157,7 @@ func TestInitOnAnEmptyProjectWithoutATerminal(t *testing.T) {
 	}
 	e := p.pmlEntry()
 	env, _ := e["env"].(map[string]any)
-	if e["command"] != testExe || e["type"] != "stdio" || env["PML_WORKSPACE"] != p.dir || env["PML_API_KEY"] != nil {
+	if e["command"] != testExe || e["type"] != "stdio" || env != nil {
 		t.Errorf("pml entry = %v", e)
 	}
 	cfg, err := config.Load(p.dir, func(string) string { return "" })
@@ -196,14 +196,16 @@ func TestInitOnATerminalAsksTheKeyHiddenThenConfirmsTheMerge(t *testing.T) {
 	p := newProject(t)
 	p.write(".mcp.json", otherServers)
 	p.write(".gitignore", "node_modules/") // no final newline
-	term := newFakeTerm(true, strings.NewReader("sk-secret-123\ny\n"), nil)
+	// The merge question first, the key last: a "y" typed for the one
+	// never becomes the other.
+	term := newFakeTerm(true, strings.NewReader("y\nsk-secret-123456789\n"), nil)
 	if err := p.init(initOptions{}, term); err != nil {
 		t.Fatalf("%v\n%s", err, term.out)
 	}
 	if term.hidden != 1 || term.restored != 1 {
 		t.Errorf("echo turned off %d times, restored %d times", term.hidden, term.restored)
 	}
-	if strings.Contains(term.out.String(), "sk-secret-123") {
+	if strings.Contains(term.out.String(), "sk-secret-123456789") {
 		t.Errorf("the key was printed:\n%s", term.out)
 	}
 	if !strings.Contains(term.out.String(), "[y/N]") {
@@ -213,7 +215,7 @@ func TestInitOnATerminalAsksTheKeyHiddenThenConfirmsTheMerge(t *testing.T) {
 	if env["PML_API_KEY"] != nil {
 		t.Errorf("the key is in the pml entry: %v", env)
 	}
-	if got := p.credential(); got != "sk-secret-123" {
+	if got := p.credential(); got != "sk-secret-123456789" {
 		t.Errorf("the credentials file holds %q", got)
 	}
 	if got := p.read(".mcp.json.backup"); got != otherServers {
@@ -227,7 +229,7 @@ func TestInitOnATerminalAsksTheKeyHiddenThenConfirmsTheMerge(t *testing.T) {
 		t.Errorf(".gitignore = %q", got)
 	}
 	for name, content := range p.snapshot() {
-		if strings.Contains(content, "sk-secret-123") {
+		if strings.Contains(content, "sk-secret-123456789") {
 			t.Errorf("the key leaked into %s", name)
 		}
 	}
@@ -248,7 +250,7 @@ func TestInitChangesNothingWhenItMayNotMerge(t *testing.T) {
 		{"the person just presses Enter", true, "\n\n", initOptions{}, otherServers, 1, "nothing was changed"},
 		{"invalid JSON", false, "", initOptions{yes: true}, "{\n  \"mcpServers\": {,}\n}\n", 2, "line 2, column 18"},
 		{"the pml entry is not an object", false, "", initOptions{yes: true}, `{"mcpServers": {"pml": "x"}}`, 2, `server "pml"`},
-		{"--api-key with --local", false, "", initOptions{yes: true, local: true, apiKey: "k"}, otherServers, 2, "contradict"},
+		{"--api-key with --local", false, "", initOptions{yes: true, local: true, apiKey: testKey}, otherServers, 2, "contradict"},
 		{"a key with a space", false, "", initOptions{yes: true, apiKey: "a b"}, otherServers, 2, "--api-key"},
 		{"a bad cloud URL", false, "", initOptions{yes: true, cloudURL: "ftp://x"}, otherServers, 2, "--cloud-url"},
 	}
@@ -273,7 +275,7 @@ func TestInitChangesNothingWhenItMayNotMerge(t *testing.T) {
 func TestInitIsIdempotent(t *testing.T) {
 	p := newProject(t)
 	p.write(".gitignore", "/.pml\n")
-	if err := p.init(initOptions{apiKey: "k1"}, newFakeTerm(false, strings.NewReader(""), nil)); err != nil {
+	if err := p.init(initOptions{apiKey: testKey}, newFakeTerm(false, strings.NewReader(""), nil)); err != nil {
 		t.Fatal(err)
 	}
 	first := p.snapshot()

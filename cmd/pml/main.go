@@ -277,7 +277,7 @@ func (g *globals) setup() (*env, error) {
 	if d, ok := rt.(container.DirectStdio); ok {
 		d.UseDirectStdio(shimProgram(src), log)
 	}
-	b, err := broker.New(broker.Options{Workspace: ws.Dir, Config: g.rawCfg, Trust: g.trust, Runtime: rt, Inside: src.Program, Logger: log, PullImage: firstUsePull(rt, ws.Dir, cfg), Progress: g.progress(log)})
+	b, err := broker.New(broker.Options{Workspace: ws.Dir, WorkspaceExplicit: ws.Source == "PML_WORKSPACE", Config: g.rawCfg, Trust: g.trust, Runtime: rt, Inside: src.Program, Logger: log, PullImage: firstUsePull(rt, ws.Dir, cfg), Progress: g.progress(log)})
 	if err != nil {
 		rt.Close()
 		return nil, &exitError{2, err}

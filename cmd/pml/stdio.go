@@ -15,7 +15,9 @@ func newStdioCmd(g *globals) *cobra.Command {
 		Use:   "stdio",
 		Short: "Serve MCP over stdin/stdout (what .mcp.json runs)",
 		Long: "Serve MCP over stdin/stdout. Stdout carries the protocol and nothing else; logs go to stderr.\n" +
-			"The workspace is $PML_WORKSPACE, else the nearest parent directory with .git, go.mod, package.json, deno.json or .pml.json.",
+			"The workspace is $PML_WORKSPACE, else the nearest parent directory (of the directory the client starts pml in) with .git,\n" +
+			"go.mod, package.json, deno.json or .pml.json. The client's MCP roots are read once it has initialized and when they change:\n" +
+			"a root that neither holds the workspace nor lies in it is logged (pml keeps the workspace it started with for the session).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return serveOverStdio(cmd, g, func(e *env, proto *os.File) error {

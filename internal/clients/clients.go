@@ -191,9 +191,10 @@ func (c *Client) Installed(env Env) (bool, string) {
 type State string
 
 const (
-	// Configured: pml's entry is there, for this workspace.
+	// Configured: pml's entry is there, for this workspace (it names
+	// none, or this one).
 	Configured State = "configured"
-	// Elsewhere: pml's entry is there, for another workspace.
+	// Elsewhere: pml's entry is there and pins another workspace.
 	Elsewhere State = "other-workspace"
 	// Missing: no pml entry (or no file).
 	Missing State = "not-configured"
@@ -207,7 +208,10 @@ type Status struct {
 	Path  string
 	// Workspace is the workspace the entry names ("" when it names none).
 	Workspace string
-	Err       error
+	// Command and Args are how the entry starts pml.
+	Command string
+	Args    []string
+	Err     error
 }
 
 // Status reads the client's file at scope and says whether pml is
@@ -235,6 +239,7 @@ func (c *Client) Status(s Scope, ws string, env Env) Status {
 		return st
 	}
 	st.Workspace = e.Env["PML_WORKSPACE"]
+	st.Command, st.Args = e.Command, e.Args
 	if st.Workspace == "" || st.Workspace == ws {
 		st.Scope = Configured
 	} else {

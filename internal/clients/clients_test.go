@@ -12,7 +12,8 @@ import (
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden")
 
-var testServer = Server{Command: "/opt/pml/bin/pml", Args: []string{"stdio"}, Env: map[string]string{"PML_WORKSPACE": "/home/me/project"}}
+// testServer is the entry pml init writes: pml from PATH, no workspace.
+var testServer = Server{Command: "pml", Args: []string{"stdio"}}
 
 // golden compares got with testdata/name (rewritten with -update).
 func golden(t *testing.T, name string, got []byte) {
@@ -55,7 +56,7 @@ func TestGolden(t *testing.T) {
 				t.Errorf("setting the entry again changed the file (%v):\n%s", err, again)
 			}
 			s, ok, err := c.format.entry(out)
-			if err != nil || !ok || s.Command != testServer.Command || strings.Join(s.Args, " ") != "stdio" || s.Env["PML_WORKSPACE"] != "/home/me/project" {
+			if err != nil || !ok || s.Command != testServer.Command || strings.Join(s.Args, " ") != "stdio" || s.Env["PML_WORKSPACE"] != "" {
 				t.Errorf("entry read back = %+v, %v, %v", s, ok, err)
 			}
 			fresh, _, err := c.format.set(nil, testServer)
@@ -63,6 +64,12 @@ func TestGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			golden(t, c.Name+".new.golden", fresh)
+			// What init writes travels: no workspace, no machine path.
+			for _, f := range [][]byte{out, fresh} {
+				if bytes.Contains(f, []byte("PML_WORKSPACE")) || bytes.Contains(f, []byte("/opt/")) || bytes.Contains(f, []byte("/home/me/project")) {
+					t.Errorf("a file pml wrote pins a path:\n%s", f)
+				}
+			}
 		})
 	}
 }
@@ -72,9 +79,9 @@ func TestGolden(t *testing.T) {
 // removed, what the user added stays.
 func TestUpdateKeepsTheUsersAdditions(t *testing.T) {
 	cases := map[string]string{
-		"cline": `{"mcpServers": {"pml": {"command": "/old/pml", "args": ["stdio"], "env": {"PML_API_KEY": "sk-old", "DOCKER_HOST": "unix:///d.sock"}, "autoApprove": ["filesystem__read_file"]}}}`,
-		"codex": "[mcp_servers.pml]\ncommand = \"/old/pml\"\nargs = [\"stdio\"]\nstartup_timeout_sec = 30\n\n[mcp_servers.pml.env]\nPML_API_KEY = \"sk-old\"\nDOCKER_HOST = \"unix:///d.sock\"\n\n# next\n[other]\nx = 1\n",
-		"goose": "extensions:\n  pml:\n    cmd: /old/pml\n    envs:\n      PML_API_KEY: sk-old\n      DOCKER_HOST: unix:///d.sock\n    bundled: false\n",
+		"cline": `{"mcpServers": {"pml": {"command": "/old/pml", "args": ["stdio"], "env": {"PML_API_KEY": "sk-old", "PML_WORKSPACE": "/old/ws", "DOCKER_HOST": "unix:///d.sock"}, "autoApprove": ["filesystem__read_file"]}}}`,
+		"codex": "[mcp_servers.pml]\ncommand = \"/old/pml\"\nargs = [\"stdio\"]\nstartup_timeout_sec = 30\n\n[mcp_servers.pml.env]\nPML_API_KEY = \"sk-old\"\nPML_WORKSPACE = \"/old/ws\"\nDOCKER_HOST = \"unix:///d.sock\"\n\n# next\n[other]\nx = 1\n",
+		"goose": "extensions:\n  pml:\n    cmd: /old/pml\n    envs:\n      PML_API_KEY: sk-old\n      PML_WORKSPACE: /old/ws\n      DOCKER_HOST: unix:///d.sock\n    bundled: false\n",
 	}
 	for name, in := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -84,7 +91,7 @@ func TestUpdateKeepsTheUsersAdditions(t *testing.T) {
 				t.Fatal(err)
 			}
 			s := string(out)
-			if strings.Contains(s, "sk-old") || strings.Contains(s, "/old/pml") || !strings.Contains(s, "unix:///d.sock") {
+			if strings.Contains(s, "sk-old") || strings.Contains(s, "/old/") || !strings.Contains(s, "unix:///d.sock") {
 				t.Errorf("not updated as expected:\n%s", s)
 			}
 			for _, kept := range map[string]string{"cline": "autoApprove", "codex": "startup_timeout_sec", "goose": "bundled"} {
@@ -195,6 +202,7 @@ func TestInstalledAndStatus(t *testing.T) {
 		t.Errorf("status without a file = %+v", st)
 	}
 	srv := Server{Command: "/pml", Args: []string{"stdio"}, Env: map[string]string{"PML_WORKSPACE": ws}}
+	// (An entry that pins a workspace: Status tells this one from another.)
 	for _, s := range []Scope{Project, User} {
 		e, err := cursor.Plan(s, ws, env, srv)
 		if err != nil {
@@ -292,7 +300,7 @@ func TestWrite(t *testing.T) {
 	if fi, _ := os.Lstat(link); fi.Mode()&os.ModeSymlink == 0 {
 		t.Error("the link was replaced")
 	}
-	if b, _ := os.ReadFile(target); !bytes.Contains(b, []byte("/opt/pml/bin/pml")) {
+	if b, _ := os.ReadFile(target); !bytes.Contains(b, []byte(`"command": "pml"`)) {
 		t.Error("the link's target was not written")
 	}
 

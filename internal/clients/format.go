@@ -29,6 +29,26 @@ type removeT struct{}
 
 var remove = removeT{}
 
+// onlyRemovals: fs removes keys and sets none. Such a value changes an
+// existing object and adds none (a new entry gets no empty "env").
+func (fs fields) onlyRemovals() bool {
+	for _, f := range fs {
+		if _, ok := f.v.(removeT); !ok {
+			return false
+		}
+	}
+	return len(fs) > 0
+}
+
+// skipped: v is written nowhere when its key is new.
+func skipped(v any) bool {
+	if _, ok := v.(removeT); ok {
+		return true
+	}
+	fs, ok := v.(fields)
+	return ok && fs.onlyRemovals()
+}
+
 // MarshalJSON writes the keys in order (encoding/json would sort a map),
 // leaving out removed ones.
 func (fs fields) MarshalJSON() ([]byte, error) {
@@ -36,7 +56,7 @@ func (fs fields) MarshalJSON() ([]byte, error) {
 	b.WriteByte('{')
 	n := 0
 	for _, f := range fs {
-		if _, ok := f.v.(removeT); ok {
+		if skipped(f.v) {
 			continue
 		}
 		if n > 0 {
@@ -68,15 +88,28 @@ func marshal(v any) ([]byte, error) {
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
-// envFields is pml's env: the workspace set, an API key removed (it
-// belongs in the user's credentials file, never in a client's file).
+// envFields is pml's env: srv's variables set, and the ones pml never
+// writes removed (Unpinned: an older pml's PML_WORKSPACE, an API key).
 func envFields(env map[string]string) fields {
 	var fs fields
 	for _, k := range sortedKeys(env) {
 		fs = append(fs, field{k, env[k]})
 	}
-	return append(fs, field{"PML_API_KEY", remove})
+	for _, k := range Unpinned {
+		if _, set := env[k]; !set {
+			fs = append(fs, field{k, remove})
+		}
+	}
+	return fs
 }
+
+// Unpinned are the variables pml removes from its entry in a client's
+// file. PML_WORKSPACE: a client file that names a directory serves that
+// directory to whoever uses the file (another project, a teammate's
+// copy); pml finds the workspace from the client's roots or the
+// directory the client starts it in (older versions wrote it). The API
+// key belongs in the user's credentials file, never in a client's file.
+var Unpinned = []string{"PML_WORKSPACE", "PML_API_KEY"}
 
 func sortedKeys(m map[string]string) []string {
 	keys := make([]string, 0, len(m))

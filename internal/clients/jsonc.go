@@ -177,7 +177,7 @@ func setMember(obj *hujson.Object, parent, k string, v any) error {
 
 // appendMember adds k: v as obj's last member, on its own line.
 func appendMember(obj *hujson.Object, parent, k string, v any) error {
-	if _, ok := v.(removeT); ok {
+	if skipped(v) {
 		return nil
 	}
 	ind := indentOf(obj, parent)

@@ -153,7 +153,14 @@ func tomlBlock(srv Server, kept map[string]any) string {
 	for k, v := range srv.Env {
 		env[k] = v
 	}
-	delete(env, "PML_API_KEY")
+	for _, k := range Unpinned {
+		if _, set := srv.Env[k]; !set {
+			delete(env, k)
+		}
+	}
+	if len(env) == 0 {
+		return b.String()
+	}
 	b.WriteString("\n[mcp_servers." + ServerName + ".env]\n")
 	for _, k := range sortedKeys(env) {
 		b.WriteString(tomlKey(k) + " = " + tomlString(env[k]) + "\n")

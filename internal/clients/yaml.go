@@ -193,6 +193,9 @@ func mergeYAML(m *yaml.Node, fs fields) {
 			mapDel(m, f.k)
 		case fields:
 			cur := mapGet(m, f.k)
+			if cur == nil && v.onlyRemovals() {
+				continue
+			}
 			if cur == nil || cur.Kind != yaml.MappingNode {
 				cur = &yaml.Node{Kind: yaml.MappingNode}
 				mapSet(m, f.k, cur)

@@ -173,6 +173,7 @@ func (f *File) SetServer(name string, s Server) error {
 	}
 	entry.set("args", mustJSON(args))
 	env := &object{}
+	_, hadEnv := entry.get("env")
 	if raw, ok := entry.get("env"); ok && !isNull(raw) {
 		if env, err = parseObject(raw); err != nil {
 			return &Error{Path: f.Path, Problem: fmt.Sprintf("server %q: \"env\" must be an object of strings: %v", name, err)}
@@ -189,7 +190,10 @@ func (f *File) SetServer(name string, s Server) error {
 	for _, k := range s.Unset {
 		env.del(k)
 	}
-	entry.set("env", env.marshal())
+	// A new entry without variables gets no empty "env".
+	if hadEnv || len(env.keys) > 0 {
+		entry.set("env", env.marshal())
+	}
 	servers.set(name, entry.marshal())
 	f.doc.set(serversKey, servers.marshal())
 	return nil

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// pml doctor checks every client file that names pml, not .mcp.json
+// alone: a gemini-cli set-up is not "no .mcp.json", and an entry that
+// pins another workspace, runs another pml or names an absolute path is
+// a warning that says which file and what to run.
+func TestDoctorChecksEveryConfiguredClientFile(t *testing.T) {
+	p := newProject(t)
+	exe, getenv := p.onPath(t)
+	t.Setenv("PATH", getenv("PATH")) // launchProblem looks "pml" up on the process's PATH
+	find := func(checks []check, name string) check {
+		for _, c := range checks {
+			if c.name == name {
+				return c
+			}
+		}
+		return check{}
+	}
+
+	none := checkClientFiles(p.dir, exe, getenv)
+	if len(none) != 1 || none[0].status != "warn" || !strings.Contains(none[0].detail, "no MCP client file names pml") {
+		t.Fatalf("no client configured: %+v", none)
+	}
+
+	if err := os.MkdirAll(filepath.Join(p.dir, ".gemini"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p.write(".gemini/settings.json", `{"mcpServers": {"pml": {"command": "pml", "args": ["stdio"]}}}`)
+	got := checkClientFiles(p.dir, exe, getenv)
+	if c := find(got, "gemini-cli"); c.status != "ok" || len(got) != 1 {
+		t.Errorf("gemini-cli only, configured as init writes it: %+v", got)
+	}
+
+	p.write(".gemini/settings.json", `{"mcpServers": {"pml": {"command": "pml", "args": ["stdio"], "env": {"PML_WORKSPACE": "/srv/first"}}}}`)
+	if c := find(checkClientFiles(p.dir, exe, getenv), "gemini-cli"); c.status != "warn" || !strings.Contains(c.detail, "pins PML_WORKSPACE=/srv/first") || !strings.Contains(c.fix, "pml init --yes --client gemini-cli") {
+		t.Errorf("a project file that pins a workspace: %+v", c)
+	}
+
+	p.write(".mcp.json", `{"mcpServers": {"pml": {"type": "stdio", "command": "/usr/local/bin/some-other-pml", "args": ["stdio"]}}}`)
+	if c := find(checkClientFiles(p.dir, exe, getenv), ".mcp.json"); c.status != "warn" || !strings.Contains(c.detail, "some-other-pml") {
+		t.Errorf("a .mcp.json naming a pml that does not exist: %+v", c)
+	}
+	p.write(".mcp.json", `{"mcpServers": {"pml": {"type": "stdio", "command": "`+exe+`", "args": ["stdio"]}}}`)
+	if c := find(checkClientFiles(p.dir, exe, getenv), ".mcp.json"); c.status != "warn" || !strings.Contains(c.detail, "absolute path") {
+		t.Errorf("a .mcp.json naming this pml by its absolute path: %+v", c)
+	}
+
+	codex := filepath.Join(p.home, ".codex", "config.toml")
+	if err := os.MkdirAll(filepath.Dir(codex), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(codex, []byte("[mcp_servers.pml]\ncommand = \"pml\"\nargs = [\"stdio\"]\n\n[mcp_servers.pml.env]\nPML_WORKSPACE = \"/srv/first\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if c := find(checkClientFiles(p.dir, exe, getenv), "codex (user)"); c.status != "warn" || !strings.Contains(c.detail, "not this workspace "+p.dir) || !strings.Contains(c.fix, "--scope user") {
+		t.Errorf("a user file pinned to another project: %+v", c)
+	}
+	if err := os.WriteFile(codex, []byte("[mcp_servers.pml]\ncommand = \"pml\"\nargs = [\"serve\"]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if c := find(checkClientFiles(p.dir, exe, getenv), "codex (user)"); c.status != "warn" || !strings.Contains(c.detail, `not ["stdio"]`) {
+		t.Errorf("wrong args: %+v", c)
+	}
+	if err := os.WriteFile(codex, []byte("[mcp_servers.pml]\ncommand = \"pml\"\nargs = [\"stdio\"]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if c := find(checkClientFiles(p.dir, exe, getenv), "codex (user)"); c.status != "ok" {
+		t.Errorf("a user file as init writes it: %+v", c)
+	}
+}
