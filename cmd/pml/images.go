@@ -12,9 +12,12 @@ import (
 	"text/tabwriter"
 
 	"github.com/mattn/go-isatty"
+	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
+	"github.com/pml-dev/pml/broker"
 	"github.com/pml-dev/pml/images"
+	"github.com/pml-dev/pml/internal/credentials"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/deps"
 	"github.com/pml-dev/pml/internal/docker"
@@ -37,7 +40,7 @@ func newImagesCmd(g *globals) *cobra.Command {
 	var manifest string
 	cmd.PersistentFlags().StringVar(&manifest, "manifest", "", "image manifest to use instead of the embedded images/manifest.yaml (env "+images.ManifestEnv+")")
 	cmd.AddCommand(newImagesBuildCmd(), newImagesPullCmd(g, &manifest), newImagesListCmd(g, &manifest),
-		newImagesSaveCmd(g, &manifest), newImagesLoadCmd(), newImagesPruneCmd(g, &manifest))
+		newImagesSaveCmd(g, &manifest), newImagesLoadCmd(g), newImagesPruneCmd(g, &manifest))
 	return cmd
 }
 
@@ -137,6 +140,7 @@ func loadImagesEnv(g *globals, manifestFlag string, all bool) (*imagesEnv, error
 		ShellImage: cfg.Sandbox.ShellImage,
 		Lockfile:   locked,
 		All:        all,
+		RunsCode:   runsCode(ws.Dir, &log),
 	})
 	if tagErr != nil {
 		rt.Close()
@@ -396,21 +400,27 @@ func newImagesListCmd(g *globals, manifest *string) *cobra.Command {
 }
 
 func newImagesSaveCmd(g *globals, manifest *string) *cobra.Command {
-	var out string
-	var all bool
+	var (
+		out        string
+		all        bool
+		imagesOnly bool
+	)
 	cmd := &cobra.Command{
-		Use:   "save -o FILE.tar [IMAGE...]",
-		Short: "Write an air-gap bundle: the images plus a manifest with their digests and checksums",
-		Long: "Write the images (every image `pml images pull` would get, or the IMAGEs named) to one tar file: " +
-			images.BundleManifestName + " (each image's reference, pinned digest and image ID, and the size and sha256 " +
-			"of every other file) followed by " + images.BundleImagesName + " (docker save). Carry it to the offline " +
-			"host with the pml binary and run `pml images load -i FILE.tar` there. The file is written atomically.",
+		Use:   "save -o FILE.tar.zst [IMAGE...]",
+		Short: "Write one bundle for an offline host: the images, the installed dependencies, the lockfile and the tools cache",
+		Long: "Write one zstd-compressed bundle holding what the project needs on a host with no network: the images " +
+			"`pml images pull` would get (or the IMAGEs named; the Deno image only when the project runs code or has an " +
+			"API key, or with --all), the installed dependencies of its servers (.pml/deps) with their integrity records " +
+			"(.pml/deps.json), .pml/mcp.lock, and the caches pml lists tools and routes from (.pml/tools-cache.json, " +
+			".pml/routing-cache.json, .pml/registry-cache). " + images.BundleManifestName + " comes first with the size " +
+			"and sha256 of every other part. Carry the file and the pml binary to the offline host and run `pml images " +
+			"load -i FILE` in the project there. Progress goes to stderr; the file is written atomically.",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
-				return &exitError{2, errors.New("say where to write the bundle: pml images save -o FILE.tar")}
+				return &exitError{2, errors.New("say where to write the bundle: pml images save -o FILE.tar.zst")}
 			}
 			if st, err := os.Stat(out); err == nil && st.IsDir() {
-				return &exitError{2, fmt.Errorf("%s is a directory; give a file name (e.g. %s)", out, filepath.Join(out, "pml-images.tar"))}
+				return &exitError{2, fmt.Errorf("%s is a directory; give a file name (e.g. %s)", out, filepath.Join(out, "pml-bundle.tar.zst"))}
 			}
 			env, err := loadImagesEnv(g, *manifest, all)
 			if err != nil {
@@ -424,21 +434,91 @@ func newImagesSaveCmd(g *globals, manifest *string) *cobra.Command {
 					return &exitError{2, err}
 				}
 			}
-			man, err := images.Save(cmd.Context(), env.rt, wants, out, version)
+			opt := images.SaveOptions{Out: out, PMLVersion: version,
+				Progress: images.NewBundleProgress(os.Stderr, isatty.IsTerminal(os.Stderr.Fd()), termWidth(os.Stderr.Fd()))}
+			if !imagesOnly {
+				var missing []string
+				opt.Servers, missing = installedServers(env)
+				if len(missing) > 0 {
+					return &exitError{1, fmt.Errorf("cannot save: the dependencies of %s are not installed here, so the offline host would have to install them from the network; run `pml images pull` (it installs them), or pass --images-only (nothing was written)", strings.Join(missing, ", "))}
+				}
+				opt.Workspace = env.ws
+				if opt.Parts, err = images.WorkspaceParts(env.ws, opt.Servers); err != nil {
+					return &exitError{1, err}
+				}
+			}
+			man, err := images.Save(cmd.Context(), env.rt, wants, opt)
 			if err != nil {
 				return engineError(err)
 			}
-			f := man.Files[images.BundleImagesName]
-			for _, im := range man.Images {
-				fmt.Fprintf(cmd.OutOrStdout(), "saved %s (%s)\n", im.Ref, shortID(im.ID))
+			st, err := os.Stat(out)
+			if err != nil {
+				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: %d images, %s sha256 %s\n", out, len(man.Images), images.BundleImagesName, f.SHA256)
+			w := cmd.OutOrStdout()
+			for _, im := range man.Images {
+				fmt.Fprintf(w, "saved %s (%s)\n", im.Ref, shortID(im.ID))
+			}
+			if man.Workspace != nil {
+				fmt.Fprintf(w, "saved .pml/%s\n", strings.Join(man.Workspace.Parts, ", .pml/"))
+			}
+			var raw int64
+			for _, f := range man.Files {
+				raw += f.Size
+			}
+			fmt.Fprintf(w, "wrote %s: %d images, %s (%s before compression)\n", out, len(man.Images), sizeOf(st.Size()), sizeOf(raw))
 			return nil
 		},
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "", "bundle file to write")
-	cmd.Flags().BoolVar(&all, "all", false, "include the manifest's optional images")
+	cmd.Flags().BoolVar(&all, "all", false, "include the manifest's optional images and the Deno image")
+	cmd.Flags().BoolVar(&imagesOnly, "images-only", false, "carry the images only, no project files")
 	return cmd
+}
+
+// installedServers splits the servers with an install step into those
+// whose dependencies are installed here and those still missing them.
+func installedServers(env *imagesEnv) (installed, missing []string) {
+	store := deps.NewStore(env.ws)
+	for _, s := range env.cfg.Servers {
+		if s.Install == nil {
+			continue
+		}
+		if store.Installed(s) {
+			installed = append(installed, s.Name)
+		} else {
+			missing = append(missing, s.Name)
+		}
+	}
+	sort.Strings(installed)
+	sort.Strings(missing)
+	return installed, missing
+}
+
+// runsCode reports whether the project needs the Deno image: it has an
+// API key (the cloud may answer execute_locally), a deno capability or a
+// deno entry in its lockfile. An unreadable file counts as code, so the
+// image is not left out on a guess.
+func runsCode(ws string, log *zerolog.Logger) bool {
+	if key, _, _ := credentials.APIKey(os.Getenv); key != "" {
+		return true
+	}
+	caps, err := broker.LoadCapabilities(ws)
+	if err != nil {
+		log.Warn().Err(err).Msg("the Deno image counts as needed")
+		return true
+	}
+	for _, c := range caps {
+		if c.Type == "deno" {
+			return true
+		}
+	}
+	code, err := images.LockfileHasCode(ws)
+	if err != nil {
+		log.Warn().Err(err).Msg("the Deno image counts as needed")
+		return true
+	}
+	return code
 }
 
 // selectWants picks the wants the user named; a name pml does not use is
@@ -477,21 +557,36 @@ func shortID(id string) string {
 	return id
 }
 
-func newImagesLoadCmd() *cobra.Command {
-	var in string
+func newImagesLoadCmd(g *globals) *cobra.Command {
+	var (
+		in         string
+		imagesOnly bool
+	)
 	cmd := &cobra.Command{
-		Use:   "load -i FILE.tar",
-		Short: "Load an air-gap bundle written by `pml images save`, after verifying every checksum",
-		Long: "Verify every file of the bundle against its " + images.BundleManifestName + " (a corrupted or altered " +
-			"bundle is refused, naming the file, and nothing is loaded), then load the images, check that each has the " +
-			"recorded image ID, and restore their names. Needs no network and no workspace.",
+		Use:   "load -i FILE.tar.zst",
+		Short: "Load a bundle written by `pml images save`, after verifying every checksum",
+		Long: "Verify every part of the bundle against its " + images.BundleManifestName + " (a corrupted or altered " +
+			"bundle is refused, naming the part, and nothing is loaded or changed), then load the images, check that each " +
+			"has the recorded image ID and restore their names, and only then put the project files it carries " +
+			"(installed dependencies, deps.json, mcp.lock, the tools cache) into the workspace's .pml, each replacing " +
+			"what was there. Needs no network. Bundles of the first format (images only, uncompressed) load too.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if in == "" {
-				return &exitError{2, errors.New("say which bundle to load: pml images load -i FILE.tar")}
+				return &exitError{2, errors.New("say which bundle to load: pml images load -i FILE.tar.zst")}
 			}
 			if _, err := os.Stat(in); err != nil {
 				return &exitError{2, fmt.Errorf("cannot read the bundle: %w", err)}
+			}
+			opt := images.LoadOptions{Progress: images.NewBundleProgress(os.Stderr, isatty.IsTerminal(os.Stderr.Fd()), termWidth(os.Stderr.Fd()))}
+			if !imagesOnly {
+				// The project files go to the workspace pml would serve
+				// from here (PML_WORKSPACE, else the nearest project root).
+				_, ws, _, err := g.project()
+				if err != nil {
+					return err
+				}
+				opt.Workspace = ws.Dir
 			}
 			rt, err := openRuntime(hostOf(cmd), nil)
 			if err != nil {
@@ -501,9 +596,18 @@ func newImagesLoadCmd() *cobra.Command {
 			if _, err := rt.Info(cmd.Context()); err != nil {
 				return engineError(err)
 			}
-			_, loaded, err := images.Load(cmd.Context(), rt, in)
-			for _, l := range loaded {
-				fmt.Fprintf(cmd.OutOrStdout(), "loaded %s (%s) as %s\n", l.Image.Ref, shortID(l.Image.ID), strings.Join(l.Names, ", "))
+			res, err := images.Load(cmd.Context(), rt, in, opt)
+			w := cmd.OutOrStdout()
+			if res != nil {
+				for _, l := range res.Images {
+					fmt.Fprintf(w, "loaded %s (%s) as %s\n", l.Image.Ref, shortID(l.Image.ID), strings.Join(l.Names, ", "))
+				}
+				for _, p := range res.Parts {
+					fmt.Fprintf(w, "restored %s\n", filepath.Join(opt.Workspace, ".pml", filepath.FromSlash(p)))
+				}
+				if res.Manifest.Workspace != nil && opt.Workspace == "" && err == nil {
+					fmt.Fprintf(w, "left out the project files (--images-only): .pml/%s\n", strings.Join(res.Manifest.Workspace.Parts, ", .pml/"))
+				}
 			}
 			if err != nil {
 				var be *images.BundleError
@@ -516,6 +620,7 @@ func newImagesLoadCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVarP(&in, "input", "i", "", "bundle file to load")
+	cmd.Flags().BoolVar(&imagesOnly, "images-only", false, "load the images only and leave the workspace as it is")
 	return cmd
 }
 
