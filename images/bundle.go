@@ -63,14 +63,14 @@ var zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
 
 // BundleManifest is pml-bundle.json.
 type BundleManifest struct {
-	Format      string    `json:"format"`
-	Created     time.Time `json:"created"`
-	PMLVersion  string    `json:"pml_version,omitempty"`
-	Compression string    `json:"compression,omitempty"`
+	Format      string        `json:"format"`
+	Created     time.Time     `json:"created"`
+	PMLVersion  string        `json:"pml_version,omitempty"`
+	Compression string        `json:"compression,omitempty"`
 	Images      []BundleImage `json:"images"`
 	// Workspace lists the project files the bundle carries (nil: images
 	// only).
-	Workspace *BundleWorkspace    `json:"workspace,omitempty"`
+	Workspace *BundleWorkspace      `json:"workspace,omitempty"`
 	Files     map[string]BundleFile `json:"files"`
 }
 
