@@ -510,6 +510,8 @@ type Restored struct {
 	Image BundleImage
 	// Names are the references it answers to now.
 	Names []string
+	// New: the image was not on the host before the load.
+	New bool
 }
 
 // LoadOptions says where a bundle's workspace files go.
@@ -575,6 +577,14 @@ func Load(ctx context.Context, eng Engine, path string, opt LoadOptions) (*LoadR
 		return nil, err
 	}
 	defer done()
+	// What is here already is not the bundle's doing: only the images
+	// the load brings are reported as new (and recorded as pml's).
+	before := map[string]bool{}
+	for _, im := range man.Images {
+		if _, ok, err := eng.InspectImage(ctx, im.ID); err == nil && ok {
+			before[im.ID] = true
+		}
+	}
 	tr := tar.NewReader(plain)
 	changed := func(member string, err error) error {
 		return fmt.Errorf("bundle %s: %s changed while it was being loaded (%v): load it again", path, member, err)
@@ -625,6 +635,7 @@ func Load(ctx context.Context, eng Engine, path string, opt LoadOptions) (*LoadR
 			problems = append(problems, err.Error())
 			continue
 		}
+		l.New = !before[im.ID]
 		res.Images = append(res.Images, l)
 	}
 	if len(problems) > 0 {

@@ -21,6 +21,7 @@ import (
 	"github.com/pml-dev/pml/internal/credentials"
 	"github.com/pml-dev/pml/internal/deps"
 	"github.com/pml-dev/pml/internal/docker"
+	"github.com/pml-dev/pml/internal/projects"
 )
 
 // preinstaller, when set, gives `pml images pull` the broker's install
@@ -200,6 +201,13 @@ func newImagesPullCmd(g *globals, manifest *string) *cobra.Command {
 				Progress:     images.NewProgress(os.Stderr, tty, termWidth(os.Stderr.Fd())),
 			}
 			results := p.Pull(ctx, env.wants)
+			pulled := map[string]string{}
+			for _, r := range results {
+				if r.Status == images.StatusPulled && r.Image.ID != "" {
+					pulled[r.Image.ID] = r.Want.String()
+				}
+			}
+			recordPulled(env.ws, pulled)
 			deps, depsFailed := pullDeps(ctx, env)
 			out := cmd.OutOrStdout()
 			if f == formatJSON {
@@ -602,6 +610,13 @@ func newImagesLoadCmd(g *globals) *cobra.Command {
 				for _, l := range res.Images {
 					fmt.Fprintf(w, "loaded %s (%s) as %s\n", l.Image.Ref, shortID(l.Image.ID), strings.Join(l.Names, ", "))
 				}
+				loaded := map[string]string{}
+				for _, l := range res.Images {
+					if l.New {
+						loaded[l.Image.ID] = l.Image.Ref
+					}
+				}
+				recordPulled(opt.Workspace, loaded)
 				for _, p := range res.Parts {
 					fmt.Fprintf(w, "restored %s\n", filepath.Join(opt.Workspace, ".pml", filepath.FromSlash(p)))
 				}
@@ -631,10 +646,13 @@ func newImagesPruneCmd(g *globals, manifest *string) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "prune [--dry-run]",
-		Short: "Remove pml's images that nothing references any more",
-		Long: "Remove the images that are pml's (built by pml: label pml.image; labelled pml.managed; or a version of a " +
-			"repository the image manifest lists) and that neither the manifest, .pml.json nor .pml/mcp.lock references. " +
-			"Every other image is left alone. Images used by a container are kept. Prints what it removes.",
+		Short: "Remove the images pml built or pulled that no project on this host uses any more",
+		Long: "Images are shared by the whole host, so prune looks at every project pml has served here (recorded in " +
+			"pml's state directory, $XDG_STATE_HOME/pml/" + projects.FileName + "), not only this one: it removes an " +
+			"image only when pml built it (label pml.image naming one of the manifest's images) or pulled or loaded it " +
+			"(as recorded), and neither the manifest, nor the .pml.json or .pml/mcp.lock of any known project references " +
+			"it. Every other image is left alone. Images used by a container are kept. --dry-run prints what would go " +
+			"and why, and removes nothing.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// --all: the optional images count as referenced, so prune
@@ -645,21 +663,45 @@ func newImagesPruneCmd(g *globals, manifest *string) *cobra.Command {
 			}
 			defer env.rt.Close()
 			ctx := cmd.Context()
-			keep, err := images.KeepIDs(ctx, env.rt, env.wants)
+			store, err := projects.Open(os.Getenv)
+			if err != nil {
+				return &exitError{1, err}
+			}
+			rec, err := store.Read()
+			if err != nil {
+				return &exitError{1, err}
+			}
+			wants, known, gone, err := knownProjectWants(ctx, env, rec)
+			if err != nil {
+				return &exitError{1, fmt.Errorf("%w; nothing was removed", err)}
+			}
+			errOut := cmd.ErrOrStderr()
+			fmt.Fprintf(errOut, "images in use by %d projects pml knows on this host: %s\n", len(known), strings.Join(known, ", "))
+			if len(gone) > 0 {
+				fmt.Fprintf(errOut, "projects whose directory is gone no longer keep images: %s\n", strings.Join(gone, ", "))
+			}
+			keep, err := images.KeepIDs(ctx, env.rt, wants)
 			if err != nil {
 				return engineError(err)
 			}
-			repos := map[string]bool{}
+			built := map[string]bool{}
 			for _, p := range env.man.Images {
-				if r, err := images.ParseRef(strings.ReplaceAll(p.Ref, images.ExePlaceholder, "x")); err == nil {
-					repos[r.Name] = true
+				built[p.Name] = true
+			}
+			pulled := map[string]string{}
+			for id, p := range rec.Pulled {
+				why := "pulled or loaded by pml"
+				if len(p.Projects) > 0 {
+					why += " for " + strings.Join(p.Projects, ", ")
 				}
+				pulled[id] = why
 			}
 			all, err := env.rt.ListImages(ctx)
 			if err != nil {
 				return engineError(err)
 			}
-			cands := images.SelectPrune(all, images.PruneScope{Keep: keep, ManifestRepos: repos, RepoPrefix: repo})
+			cands := images.SelectPrune(all, images.PruneScope{Keep: keep, Built: built, Pulled: pulled, RepoPrefix: repo,
+				Known: fmt.Sprintf("the %d projects pml knows on this host", len(known))})
 			out := cmd.OutOrStdout()
 			if len(cands) == 0 {
 				fmt.Fprintln(out, "nothing to prune")
@@ -671,11 +713,12 @@ func newImagesPruneCmd(g *globals, manifest *string) *cobra.Command {
 				}
 				return nil
 			}
-			var failed []string
+			var failed, removed []string
 			for _, r := range images.Prune(ctx, env.rt, cands) {
 				c := r.Candidate
 				switch {
 				case r.Removed:
+					removed = append(removed, c.Image.ID)
 					fmt.Fprintf(out, "removed %s (%s, %s): %s\n", strings.Join(c.Names(), ", "), shortID(c.Image.ID), sizeOf(c.Image.Size), c.Reason)
 				case r.InUse:
 					fmt.Fprintf(out, "kept %s: a container uses it\n", strings.Join(c.Names(), ", "))
@@ -683,15 +726,76 @@ func newImagesPruneCmd(g *globals, manifest *string) *cobra.Command {
 					failed = append(failed, r.Err.Error())
 				}
 			}
+			if err := store.Forget(removed); err != nil {
+				failed = append(failed, err.Error())
+			}
 			if len(failed) > 0 {
 				return &exitError{1, fmt.Errorf("prune failed for: %s", strings.Join(failed, "; "))}
 			}
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print what would be removed, remove nothing")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print what would be removed and why, remove nothing")
 	cmd.Flags().StringVar(&repo, "repo", "", "only consider images whose name starts with this prefix (e.g. pml/toolbox)")
 	return cmd
+}
+
+// knownProjectWants returns the images of every project known on this
+// host (this one included), read afresh from each project's .pml.json and
+// .pml/mcp.lock with this pml's manifest. A project whose directory is gone is
+// returned in gone and keeps nothing; one that cannot be read is an
+// error, since its images cannot be told.
+func knownProjectWants(ctx context.Context, env *imagesEnv, rec *projects.Record) (wants []images.Want, known, gone []string, err error) {
+	ref, err := env.tb.Ref(ctx)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	_, exeTag, _ := strings.Cut(ref, ":")
+	dirs := []string{env.ws}
+	for d := range rec.Projects {
+		if d != env.ws {
+			dirs = append(dirs, d)
+		}
+	}
+	sort.Strings(dirs[1:])
+	for _, d := range dirs {
+		if d != env.ws {
+			if st, err := os.Stat(d); err != nil || !st.IsDir() {
+				gone = append(gone, d)
+				continue
+			}
+		}
+		w, err := projectWants(d, env, exeTag)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("cannot tell which images the project %s uses: %w; fix it, or remove the directory if the project is gone", d, err)
+		}
+		wants = append(wants, w...)
+		known = append(known, d)
+	}
+	return wants, known, gone, nil
+}
+
+// projectWants collects the images of the project at dir.
+func projectWants(dir string, env *imagesEnv, exeTag string) ([]images.Want, error) {
+	cfg := env.cfg
+	if dir != env.ws {
+		var err error
+		if cfg, err = config.Load(dir, func(string) string { return "" }); err != nil {
+			return nil, err
+		}
+	}
+	locked, _, err := images.LockfileImages(dir)
+	if err != nil {
+		return nil, err
+	}
+	return images.Collect(images.Sources{
+		Manifest:   env.man,
+		ExeTag:     func() (string, error) { return exeTag, nil },
+		Servers:    cfg.Servers,
+		ShellImage: cfg.Sandbox.ShellImage,
+		Lockfile:   locked,
+		All:        true,
+	})
 }
 
 func sizeOf(n int64) string { return fmt.Sprintf("%.1f MB", float64(n)/1e6) }
