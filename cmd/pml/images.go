@@ -236,7 +236,7 @@ func newImagesPullCmd(g *globals, manifest *string) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&all, "all", false, "also pull the manifest's optional images (not used by this pml yet)")
+	cmd.Flags().BoolVar(&all, "all", false, "also pull the manifest's optional images and the Deno image (needed only when the project runs code)")
 	cmd.Flags().IntVar(&parallel, "parallel", 3, "images pulled at the same time")
 	addFormatFlag(cmd, &format, nil)
 	return cmd
@@ -403,7 +403,7 @@ func newImagesListCmd(g *globals, manifest *string) *cobra.Command {
 		},
 	}
 	addFormatFlag(cmd, &format, &asJSON)
-	cmd.Flags().BoolVar(&all, "all", false, "include the manifest's optional images")
+	cmd.Flags().BoolVar(&all, "all", false, "include the manifest's optional images and the Deno image")
 	return cmd
 }
 
