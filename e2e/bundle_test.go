@@ -149,6 +149,16 @@ func TestABundleCarriesAnOfflineProject(t *testing.T) {
 		t.Errorf("a refused load left %v", left)
 	}
 
+	// Project files go to a project only: a directory with no .pml.json
+	// is refused before anything is loaded.
+	stdout, stderr, code = runImagesCmd(t, newWorkspace(t, ""), "images", "load", "-i", bundle)
+	if code != 2 || !strings.Contains(stderr, "has no .pml.json") || !strings.Contains(stderr, "--images-only") {
+		t.Errorf("load outside a project: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if _, ok := localImageID(cli, nodeCopy); ok {
+		t.Error("a refused load restored the image")
+	}
+
 	stdout, stderr, code = runImagesCmd(t, ws, "images", "load", "-i", bundle)
 	if code != 0 {
 		t.Fatalf("load: exit %d\n%s\n%s", code, stdout, stderr)

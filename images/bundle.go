@@ -359,6 +359,39 @@ func openBundle(r io.Reader) (io.Reader, func(), error) {
 	return zr, zr.Close, nil
 }
 
+// PeekBundle reads only the manifest at the head of the bundle at path,
+// without checking the rest: enough to decide where its parts would go
+// before the verifying read (Load) changes anything.
+func PeekBundle(path string) (*BundleManifest, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot open the bundle: %w", err)
+	}
+	defer f.Close()
+	bad := func(format string, args ...any) error {
+		return &BundleError{Bundle: path, Problem: fmt.Sprintf(format, args...)}
+	}
+	plain, done, err := openBundle(f)
+	if err != nil {
+		return nil, bad("cannot be decompressed: %v", err)
+	}
+	defer done()
+	tr := tar.NewReader(plain)
+	h, err := tr.Next()
+	if err != nil || h.Name != BundleManifestName || h.Size > maxBundleManifest {
+		return nil, bad("is not a pml bundle (it does not start with %s)", BundleManifestName)
+	}
+	js, err := io.ReadAll(io.LimitReader(tr, maxBundleManifest))
+	if err != nil {
+		return nil, bad("cannot be read: %v", err)
+	}
+	man, err := parseBundleManifest(js)
+	if err != nil {
+		return nil, bad("has an invalid %s: %v", BundleManifestName, err)
+	}
+	return man, nil
+}
+
 // VerifyBundle reads a whole bundle and checks every member against
 // pml-bundle.json (sizes, then sha256), refusing anything the manifest does
 // not list, anything it lists that is missing, any entry that is not a

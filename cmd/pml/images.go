@@ -588,13 +588,24 @@ func newImagesLoadCmd(g *globals) *cobra.Command {
 			}
 			opt := images.LoadOptions{Progress: images.NewBundleProgress(os.Stderr, isatty.IsTerminal(os.Stderr.Fd()), termWidth(os.Stderr.Fd()))}
 			if !imagesOnly {
-				// The project files go to the workspace pml would serve
-				// from here (PML_WORKSPACE, else the nearest project root).
-				_, ws, _, err := g.project()
+				head, err := images.PeekBundle(in)
 				if err != nil {
-					return err
+					return &exitError{1, err}
 				}
-				opt.Workspace = ws.Dir
+				if head.Workspace != nil {
+					// The project files go to the workspace pml would serve
+					// from here (PML_WORKSPACE, else the nearest project
+					// root), and only to a project.
+					_, ws, cfg, err := g.project()
+					if err != nil {
+						return err
+					}
+					if !cfg.Exists {
+						return &exitError{2, fmt.Errorf("the bundle carries project files (.pml/%s) but %s has no .pml.json: run the load in the project (or set PML_WORKSPACE to it), or pass --images-only; nothing was loaded",
+							strings.Join(head.Workspace.Parts, ", .pml/"), ws.Dir)}
+					}
+					opt.Workspace = ws.Dir
+				}
 			}
 			rt, err := openRuntime(hostOf(cmd), nil)
 			if err != nil {
