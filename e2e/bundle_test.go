@@ -181,8 +181,10 @@ func TestABundleCarriesAnOfflineProject(t *testing.T) {
 	}
 
 	// Offline: the server answers from the restored dependencies with no
-	// install (the audit log records none) and the toolbox answers.
-	s = startSession(t, ws)
+	// install (the audit log records none, an install's registry traffic
+	// would go to a proxy where nothing listens) and the toolbox answers.
+	// The server's image name exists in no registry this host reaches.
+	s = startSession(t, ws, "HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9", "https_proxy=http://127.0.0.1:9", "http_proxy=http://127.0.0.1:9")
 	if out, res := s.call(t, "memory:read_graph", nil); res.IsError {
 		t.Fatalf("memory:read_graph after the load: %q\nstderr:\n%s", out, s.stderr.String())
 	}
@@ -190,6 +192,9 @@ func TestABundleCarriesAnOfflineProject(t *testing.T) {
 		t.Fatalf("filesystem:read_file after the load: %q", out)
 	}
 	_ = s.Close()
+	if strings.Contains(s.stderr.String(), `"installing"`) {
+		t.Errorf("pml installed the server again after the load:\n%s", s.stderr.String())
+	}
 	if after := readAudit(t, ws)[auditBefore:]; strings.Contains(after, "install:memory") {
 		t.Errorf("the server was installed again after the load:\n%s", after)
 	}

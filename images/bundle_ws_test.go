@@ -38,6 +38,8 @@ func project(t *testing.T) string {
 	}
 	mk("deps.json", `{"servers":{"memory":{"spec":"s","integrity":"sha512-x"}}}`, 0o644)
 	mk("tools-cache.json", `{"memory":[]}`, 0o644)
+	mk("mcp.lock", `{"version":1,"entries":{}}`, 0o644)
+	mk("audit.jsonl", "not carried\n", 0o644)
 	return ws
 }
 
@@ -49,7 +51,7 @@ func TestABundleCarriesTheWorkspacePartsAndLoadPutsThemInPlace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(parts, ","); got != "deps/memory,deps.json,tools-cache.json" {
+	if got := strings.Join(parts, ","); got != "deps/memory,deps.json,mcp.lock,tools-cache.json" {
 		t.Fatalf("parts = %s", got)
 	}
 	out := filepath.Join(t.TempDir(), "b.tar.zst")
@@ -74,7 +76,7 @@ func TestABundleCarriesTheWorkspacePartsAndLoadPutsThemInPlace(t *testing.T) {
 	if strings.Join(res.Parts, ",") != strings.Join(parts, ",") {
 		t.Errorf("restored %v", res.Parts)
 	}
-	for _, rel := range []string{"deps/memory/node_modules/pkg/index.js", "deps/memory/node_modules/pkg/package.json", "deps.json", "tools-cache.json"} {
+	for _, rel := range []string{"deps/memory/node_modules/pkg/index.js", "deps/memory/node_modules/pkg/package.json", "deps.json", "mcp.lock", "tools-cache.json"} {
 		a, _ := os.ReadFile(filepath.Join(ws, ".pml", rel))
 		b, err := os.ReadFile(filepath.Join(other, ".pml", rel))
 		if err != nil || !bytes.Equal(a, b) {
@@ -86,6 +88,9 @@ func TestABundleCarriesTheWorkspacePartsAndLoadPutsThemInPlace(t *testing.T) {
 	}
 	if l, err := os.Readlink(filepath.Join(other, ".pml/deps/memory/node_modules/.bin/pkg")); err != nil || l != "../pkg/index.js" {
 		t.Errorf("link = %q %v", l, err)
+	}
+	if _, err := os.Stat(filepath.Join(other, ".pml/audit.jsonl")); err == nil {
+		t.Error("the audit log was carried")
 	}
 	if _, err := os.Stat(filepath.Join(other, ".pml/deps/memory/stale")); err == nil {
 		t.Error("the old dependencies were merged, not replaced")
@@ -198,5 +203,20 @@ func TestAFailedImageLoadLeavesTheWorkspaceAsItWas(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(filepath.Join(other, ".pml")); len(ents) != 1 {
 		t.Errorf(".pml holds %v", ents)
+	}
+}
+
+func TestBundleProgressWritesAStageLineAndQuarters(t *testing.T) {
+	var b bytes.Buffer
+	p := NewBundleProgress(&b, false, 0)
+	p.Stage("compressing (zstd)", 400)
+	for i := 0; i < 8; i++ {
+		p.Add(50)
+	}
+	p.Done("compressed 400 B")
+	// The stage, 25 %, 50 %, 75 %, the summary: one line each.
+	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+	if len(lines) != 5 || !strings.HasPrefix(lines[0], "compressing (zstd)") || !strings.Contains(lines[2], ": 50% ") || lines[4] != "compressed 400 B" {
+		t.Errorf("progress:\n%s", b.String())
 	}
 }
