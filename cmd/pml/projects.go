@@ -23,9 +23,10 @@ func recordServed(ws string, log zerolog.Logger) {
 }
 
 // recordPulled notes the images pml pulled or loaded for ws (id to
-// reference): they are pml's to prune once no project uses them.
+// reference): they are pml's to prune once no project uses them. ws, a
+// project prepared for offline work, is recorded too ("" for none).
 func recordPulled(ws string, images map[string]string) {
-	if len(images) == 0 {
+	if len(images) == 0 && ws == "" {
 		return
 	}
 	s, err := projects.Open(os.Getenv)
