@@ -478,9 +478,44 @@ func TestImagesPruneKeepsWhatAnotherProjectUses(t *testing.T) {
 			t.Errorf("prune removed %s, an image pml never pulled or built", id)
 		}
 	}
+
+	// A known project that cannot be read stops prune: its images cannot
+	// be told. Once its directory is gone, it keeps nothing and is named.
+	wsC := newWorkspace(t, `{"mcps": {}}`)
+	if out, errOut, code := runImagesCmd(t, wsC, "images", "pull", "--manifest", man); code != 0 {
+		t.Fatalf("pull in C: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if err := os.WriteFile(wsC.path(".pml.json"), []byte("{not json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code = runImagesCmd(t, wsA, "images", "prune", "--manifest", man, "--dry-run", "--repo", prefix)
+	if code != 1 || !strings.Contains(stderr, "cannot tell which images the project "+wsC.Dir+" uses") || !strings.Contains(stderr, "nothing was removed") {
+		t.Errorf("prune with an unreadable project: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if err := os.RemoveAll(wsC.Dir); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code = runImagesCmd(t, wsA, "images", "prune", "--manifest", man, "--dry-run", "--repo", prefix)
+	if code != 0 || !strings.Contains(stderr, "projects whose directory is gone no longer keep images: ") || !strings.Contains(stderr, wsC.Dir) {
+		t.Errorf("prune after a project's directory went: exit %d\n%s\n%s", code, stdout, stderr)
+	}
 	for _, n := range []string{"a", "b"} {
 		if id, ok := localImageID(cli, prefix+n+":1"); ok {
 			removeTestImage(t, cli, id)
 		}
+	}
+}
+
+// TestSaveRefusesAProjectWhoseDependenciesAreNotInstalled: the offline
+// host would have to install them, so save says so and writes nothing.
+func TestSaveRefusesAProjectWhoseDependenciesAreNotInstalled(t *testing.T) {
+	ws := newWorkspace(t, npmMemoryConfig(npmMemoryIntegrity))
+	out := filepath.Join(t.TempDir(), "b.tar.zst")
+	stdout, stderr, code := runImagesCmd(t, ws, "images", "save", "--manifest", writeImageManifest(t, ""), "-o", out)
+	if code != 1 || !strings.Contains(stderr, "the dependencies of memory are not installed here") || !strings.Contains(stderr, "pml images pull") || !strings.Contains(stderr, "nothing was written") {
+		t.Errorf("save: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("a refused save wrote the bundle")
 	}
 }
