@@ -149,6 +149,22 @@ func TestABundleCarriesAnOfflineProject(t *testing.T) {
 		t.Errorf("a refused load left %v", left)
 	}
 
+	// The dependencies carried must have the integrity .pml.json pins,
+	// checked before any image is loaded.
+	wrong := "sha512-" + strings.Repeat("A", 86) + "=="
+	ws.write(".pml.json", strings.Replace(cfg, npmMemoryIntegrity, wrong, 1))
+	stdout, stderr, code = runImagesCmd(t, ws, "images", "load", "-i", bundle)
+	if code != 1 || !strings.Contains(stderr, "the dependencies of memory it carries have integrity "+npmMemoryIntegrity+", .pml.json pins "+wrong) || !strings.Contains(stderr, "nothing was loaded or changed") {
+		t.Errorf("a bundle for another version of the project: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if _, ok := localImageID(cli, nodeCopy); ok {
+		t.Error("a refused load restored the image")
+	}
+	if _, err := os.Stat(ws.path(".pml/deps")); err == nil {
+		t.Error("a refused load restored .pml/deps")
+	}
+	ws.write(".pml.json", cfg)
+
 	// Project files go to a project only: a directory with no .pml.json
 	// is refused before anything is loaded.
 	stdout, stderr, code = runImagesCmd(t, newWorkspace(t, ""), "images", "load", "-i", bundle)

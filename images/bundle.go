@@ -552,7 +552,11 @@ type LoadOptions struct {
 	// Workspace receives the bundle's workspace files ("": they are
 	// verified but left out).
 	Workspace string
-	Progress  BundleProgress
+	// CheckStaged, when set, checks the workspace files once staged (dir
+	// stands for .pml), before any image is loaded: an error stops the
+	// load with nothing changed.
+	CheckStaged func(dir string) error
+	Progress    BundleProgress
 }
 
 // LoadResult is what Load did.
@@ -641,6 +645,11 @@ func Load(ctx context.Context, eng Engine, path string, opt LoadOptions) (*LoadR
 			if staging != "" {
 				if err := ReadWorkspaceTar(body, man.Workspace.Parts, staging); err != nil {
 					return nil, fmt.Errorf("staging the workspace files in %s: %w (nothing was changed)", staging, err)
+				}
+				if opt.CheckStaged != nil {
+					if err := opt.CheckStaged(staging); err != nil {
+						return nil, fmt.Errorf("bundle %s: %w; nothing was loaded or changed", path, err)
+					}
 				}
 			}
 		case BundleImagesName:

@@ -220,3 +220,35 @@ func TestBundleProgressWritesAStageLineAndQuarters(t *testing.T) {
 		t.Errorf("progress:\n%s", b.String())
 	}
 }
+
+func TestACheckOfTheStagedFilesStopsTheLoadBeforeAnyImage(t *testing.T) {
+	src := newFake()
+	src.add(fakeID(2), 200, nil, "pml-test/memory:1.8.0")
+	ws := project(t)
+	parts, _ := WorkspaceParts(ws, []string{"memory"})
+	out := filepath.Join(t.TempDir(), "b.tar.zst")
+	if _, err := Save(context.Background(), src, []Want{want(t, "pml-test/memory:1.8.0", "", SourceRegistry)},
+		SaveOptions{Out: out, Workspace: ws, Parts: parts, Servers: []string{"memory"}}); err != nil {
+		t.Fatal(err)
+	}
+	dst := newFake()
+	other := t.TempDir()
+	var saw string
+	_, err := Load(context.Background(), dst, out, LoadOptions{Workspace: other, CheckStaged: func(dir string) error {
+		b, _ := os.ReadFile(filepath.Join(dir, "deps/memory/node_modules/pkg/package.json"))
+		saw = string(b)
+		return errors.New("integrity differs")
+	}})
+	if err == nil || !strings.Contains(err.Error(), "integrity differs") || !strings.Contains(err.Error(), "nothing was loaded or changed") {
+		t.Fatalf("err = %v", err)
+	}
+	if saw != `{"name":"pkg"}` {
+		t.Errorf("the check saw %q", saw)
+	}
+	if dst.loadedN != 0 {
+		t.Error("images were loaded")
+	}
+	if ents, _ := os.ReadDir(filepath.Join(other, ".pml")); len(ents) != 0 {
+		t.Errorf(".pml holds %v", ents)
+	}
+}

@@ -484,6 +484,27 @@ func newImagesSaveCmd(g *globals, manifest *string) *cobra.Command {
 	return cmd
 }
 
+// checkCarriedDeps checks the dependencies a bundle carries, staged in
+// dir (standing for .pml), against the integrity .pml.json pins for each
+// server, as an install does: a bundle made for another version of the
+// project is refused before anything changes.
+func checkCarriedDeps(ctx context.Context, dir string, servers []string, cfg *config.Config) error {
+	for _, name := range servers {
+		s, ok := cfg.Servers[name]
+		if !ok || s.Install == nil || s.Install.Integrity == "" {
+			continue
+		}
+		got, err := deps.Integrity(ctx, dir, filepath.Join(dir, "deps", name), s.Install)
+		if err != nil {
+			return fmt.Errorf("the dependencies of %s it carries cannot be checked: %w", name, err)
+		}
+		if got != s.Install.Integrity {
+			return fmt.Errorf("the dependencies of %s it carries have integrity %s, .pml.json pins %s: make the bundle again from this version of the project", name, got, s.Install.Integrity)
+		}
+	}
+	return nil
+}
+
 // installedServers splits the servers with an install step into those
 // whose dependencies are installed here and those still missing them.
 func installedServers(env *imagesEnv) (installed, missing []string) {
@@ -605,6 +626,7 @@ func newImagesLoadCmd(g *globals) *cobra.Command {
 							strings.Join(head.Workspace.Parts, ", .pml/"), ws.Dir)}
 					}
 					opt.Workspace = ws.Dir
+					opt.CheckStaged = func(dir string) error { return checkCarriedDeps(cmd.Context(), dir, head.Workspace.Servers, cfg) }
 				}
 			}
 			rt, err := openRuntime(hostOf(cmd), nil)
