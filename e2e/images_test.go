@@ -399,51 +399,123 @@ func TestImagesSaveLoadThenRunWithTheRegistryStopped(t *testing.T) {
 	}
 }
 
-func TestImagesPruneRemovesOnlyUnreferencedPmlImages(t *testing.T) {
+// TestImagesPruneKeepsWhatAnotherProjectUses: two projects pull their
+// servers' images through pml; the second then drops one. Prune in the
+// first removes only that one: the second's image stays although the
+// first does not use it, and images pml never pulled or built (whatever
+// their labels) are never listed.
+func TestImagesPruneKeepsWhatAnotherProjectUses(t *testing.T) {
 	cli := imagesEngine(t)
-	prefix := "pml-e2e-prune-" + imgNonce(t) + "/"
-	pmlLabel := map[string]string{"pml.image": "test"}
-	kept := importTestImage(t, cli, prefix+"kept:1", "", pmlLabel)
-	old := importTestImage(t, cli, prefix+"old:1", "", pmlLabel)
-	listed := importTestImage(t, cli, prefix+"listed:old", "", nil)
-	unrelated := importTestImage(t, cli, prefix+"unrelated:1", "", nil)
+	reg := startOCIRegistry(t)
+	prefix := reg.Addr + "/pml-e2e-prune-" + imgNonce(t) + "/"
+	ids := map[string]string{}
+	for _, n := range []string{"a", "b", "c"} {
+		ref := prefix + n + ":1"
+		id := importTestImage(t, cli, ref, "", nil)
+		pushImage(t, cli, ref)
+		removeTestImage(t, cli, id) // pml pulls it
+		ids[n] = id
+	}
+	foreign := importTestImage(t, cli, prefix+"foreign:1", "", nil)
+	testLabel := importTestImage(t, cli, prefix+"labelled:1", "", map[string]string{"pml.image": "test"})
+	man := writeImageManifest(t, "") // only the projects' own images: the engine is shared
+	server := func(names ...string) string {
+		var parts []string
+		for _, n := range names {
+			parts = append(parts, fmt.Sprintf(`%q: {"image": %q, "command": "/x"}`, n, prefix+n+":1"))
+		}
+		return `{"mcps": {` + strings.Join(parts, ", ") + `}}`
+	}
+	wsA := newWorkspace(t, server("a"))
+	wsB := newWorkspace(t, server("b", "c"))
+	for _, ws := range []*workspace{wsA, wsB} {
+		if out, errOut, code := runImagesCmd(t, ws, "images", "pull", "--manifest", man); code != 0 {
+			t.Fatalf("pull: exit %d\n%s\n%s", code, out, errOut)
+		}
+	}
+	for n, id := range ids {
+		if _, ok := localImageID(cli, prefix+n+":1"); !ok {
+			t.Fatalf("%s was not pulled (%s)", n, id)
+		}
+	}
+	wsB.write(".pml.json", server("b")) // c is no longer used
 
-	ws := newWorkspace(t, fmt.Sprintf(`{"mcps": {"k": {"image": %q, "command": "/x"}}}`, prefix+"kept:1"))
-	man := writeImageManifest(t, fmt.Sprintf("  - {name: listed, ref: %q, source: local, needed: referenced, build: test}\n", prefix+"listed:new"))
-
-	// Dry run over the whole host: says, removes nothing, never names
-	// what is referenced or not pml's.
-	stdout, stderr, code := runImagesCmd(t, ws, "images", "prune", "--manifest", man, "--dry-run")
+	stdout, stderr, code := runImagesCmd(t, wsA, "images", "prune", "--manifest", man, "--dry-run")
 	if code != 0 {
 		t.Fatalf("prune --dry-run: exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	for _, want := range []string{"would remove " + prefix + "old:1", "would remove " + prefix + "listed:old"} {
-		if !strings.Contains(stdout, want) {
-			t.Errorf("dry run does not say %q:\n%s", want, stdout)
-		}
+	// An image's names start with its digest reference (name@sha256:…).
+	if !strings.Contains(stdout, "would remove "+prefix+"c@") || !strings.Contains(stdout, prefix+"c:1") || !strings.Contains(stdout, "pulled or loaded by pml for "+wsB.Dir) {
+		t.Errorf("dry run does not list c with why:\n%s", stdout)
 	}
-	for _, never := range []string{prefix + "kept:1", prefix + "unrelated:1"} {
+	for _, never := range []string{prefix + "a:", prefix + "a@", prefix + "b:", prefix + "b@", prefix + "foreign:", prefix + "labelled:"} {
 		if strings.Contains(stdout, never) {
-			t.Errorf("dry run names %s:\n%s", never, stdout)
+			t.Errorf("dry run lists %s:\n%s", never, stdout)
 		}
 	}
-	for _, id := range []string{kept, old, listed, unrelated} {
-		if _, ok := localImageID(cli, id); !ok {
-			t.Fatalf("--dry-run removed %s", id)
-		}
+	if !strings.Contains(stderr, wsA.Dir) || !strings.Contains(stderr, wsB.Dir) {
+		t.Errorf("prune does not say which projects it considered:\n%s", stderr)
+	}
+	if _, ok := localImageID(cli, prefix+"c:1"); !ok {
+		t.Fatal("--dry-run removed c")
 	}
 
 	// For real, limited to this test's images (the host is shared).
-	stdout, stderr, code = runImagesCmd(t, ws, "images", "prune", "--manifest", man, "--repo", prefix)
+	stdout, stderr, code = runImagesCmd(t, wsA, "images", "prune", "--manifest", man, "--repo", prefix)
 	if code != 0 {
 		t.Fatalf("prune: exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	if !strings.Contains(stdout, "removed "+prefix+"old:1") || !strings.Contains(stdout, "removed "+prefix+"listed:old") {
+	if !strings.Contains(stdout, "removed "+prefix+"c@") || strings.Count(stdout, "removed ") != 1 {
 		t.Errorf("prune output:\n%s", stdout)
 	}
-	for id, wantPresent := range map[string]bool{kept: true, unrelated: true, old: false, listed: false} {
-		if _, ok := localImageID(cli, id); ok != wantPresent {
-			t.Errorf("image %s present=%v after prune, want %v\n%s", id, ok, wantPresent, stdout)
+	for ref, wantPresent := range map[string]bool{prefix + "a:1": true, prefix + "b:1": true, prefix + "c:1": false} {
+		if _, ok := localImageID(cli, ref); ok != wantPresent {
+			t.Errorf("%s present=%v after prune, want %v\n%s", ref, ok, wantPresent, stdout)
 		}
+	}
+	for _, id := range []string{foreign, testLabel} {
+		if _, ok := localImageID(cli, id); !ok {
+			t.Errorf("prune removed %s, an image pml never pulled or built", id)
+		}
+	}
+
+	// A known project that cannot be read stops prune: its images cannot
+	// be told. Once its directory is gone, it keeps nothing and is named.
+	wsC := newWorkspace(t, `{"mcps": {}}`)
+	if out, errOut, code := runImagesCmd(t, wsC, "images", "pull", "--manifest", man); code != 0 {
+		t.Fatalf("pull in C: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if err := os.WriteFile(wsC.path(".pml.json"), []byte("{not json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code = runImagesCmd(t, wsA, "images", "prune", "--manifest", man, "--dry-run", "--repo", prefix)
+	if code != 1 || !strings.Contains(stderr, "cannot tell which images the project "+wsC.Dir+" uses") || !strings.Contains(stderr, "nothing was removed") {
+		t.Errorf("prune with an unreadable project: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if err := os.RemoveAll(wsC.Dir); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code = runImagesCmd(t, wsA, "images", "prune", "--manifest", man, "--dry-run", "--repo", prefix)
+	if code != 0 || !strings.Contains(stderr, "projects whose directory is gone no longer keep images: ") || !strings.Contains(stderr, wsC.Dir) {
+		t.Errorf("prune after a project's directory went: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	for _, n := range []string{"a", "b"} {
+		if id, ok := localImageID(cli, prefix+n+":1"); ok {
+			removeTestImage(t, cli, id)
+		}
+	}
+}
+
+// TestSaveRefusesAProjectWhoseDependenciesAreNotInstalled: the offline
+// host would have to install them, so save says so and writes nothing.
+func TestSaveRefusesAProjectWhoseDependenciesAreNotInstalled(t *testing.T) {
+	ws := newWorkspace(t, npmMemoryConfig(npmMemoryIntegrity))
+	out := filepath.Join(t.TempDir(), "b.tar.zst")
+	stdout, stderr, code := runImagesCmd(t, ws, "images", "save", "--manifest", writeImageManifest(t, ""), "-o", out)
+	if code != 1 || !strings.Contains(stderr, "the dependencies of memory are not installed here") || !strings.Contains(stderr, "pml images pull") || !strings.Contains(stderr, "nothing was written") {
+		t.Errorf("save: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("a refused save wrote the bundle")
 	}
 }

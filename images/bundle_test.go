@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/klauspost/compress/zstd"
 )
 
 // savedBundle makes a bundle of two images (one pinned, one tagged) with
@@ -22,7 +24,7 @@ func savedBundle(t *testing.T, f *fakeEngine) (string, []Want) {
 	f.add(fakeID(2), 200, nil, "pml-test/memory:1.8.0")
 	wants := []Want{want(t, pinned, "", SourceRegistry), want(t, "pml-test/memory:1.8.0", "", SourceRegistry)}
 	out := filepath.Join(t.TempDir(), "bundle.tar")
-	man, err := Save(context.Background(), f, wants, out, "test")
+	man, err := Save(context.Background(), f, wants, SaveOptions{Out: out, PMLVersion: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +42,12 @@ func members(t *testing.T, path string) map[string][]byte {
 	}
 	defer f.Close()
 	out := map[string][]byte{}
-	tr := tar.NewReader(f)
+	zr, err := zstd.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zr.Close()
+	tr := tar.NewReader(zr)
 	var order []string
 	for {
 		h, err := tr.Next()
@@ -96,7 +103,7 @@ func mustRead(t *testing.T, p string) []byte {
 func TestSaveRefusesMissingImagesAndWritesNothing(t *testing.T) {
 	f := newFake()
 	out := filepath.Join(t.TempDir(), "b.tar")
-	_, err := Save(context.Background(), f, []Want{want(t, "r.io/nothere:1", "", SourceRegistry)}, out, "")
+	_, err := Save(context.Background(), f, []Want{want(t, "r.io/nothere:1", "", SourceRegistry)}, SaveOptions{Out: out})
 	if err == nil || !strings.Contains(err.Error(), "r.io/nothere:1") || !strings.Contains(err.Error(), "pml images pull") {
 		t.Fatalf("err = %v", err)
 	}
@@ -132,7 +139,7 @@ func TestLoadVerifiesEveryChecksumBeforeLoadingAnything(t *testing.T) {
 				t.Fatal(err)
 			}
 			before := f.loadedN
-			_, _, err := Load(context.Background(), f, bad)
+			_, err := Load(context.Background(), f, bad, LoadOptions{})
 			var be *BundleError
 			if !errors.As(err, &be) {
 				t.Fatalf("err = %v", err)
@@ -145,7 +152,7 @@ func TestLoadVerifiesEveryChecksumBeforeLoadingAnything(t *testing.T) {
 			}
 		})
 	}
-	if _, _, err := Load(context.Background(), f, filepath.Join(t.TempDir(), "none.tar")); err == nil {
+	if _, err := Load(context.Background(), f, filepath.Join(t.TempDir(), "none.tar"), LoadOptions{}); err == nil {
 		t.Error("a missing file loads nothing and says so")
 	}
 }
@@ -155,10 +162,11 @@ func TestLoadRestoresTagsAndTheDigestTagOfPinnedImages(t *testing.T) {
 	path, wants := savedBundle(t, src)
 	dst := newFake() // the air-gapped host
 	dst.loadImgs = []Image{{ID: fakeID(1), Size: 100}, {ID: fakeID(2), Size: 200, RepoTags: []string{"pml-test/memory:1.8.0"}}}
-	_, loaded, err := Load(context.Background(), dst, path)
+	res, err := Load(context.Background(), dst, path, LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	loaded := res.Images
 	if len(loaded) != 2 {
 		t.Fatalf("loaded = %+v", loaded)
 	}
@@ -179,7 +187,7 @@ func TestLoadFailsWhenTheEngineDoesNotProduceTheRecordedImage(t *testing.T) {
 	path, _ := savedBundle(t, src)
 	dst := newFake()
 	dst.loadImgs = []Image{{ID: fakeID(2), RepoTags: []string{"pml-test/memory:1.8.0"}}} // fakeID(1) never appears
-	_, _, err := Load(context.Background(), dst, path)
+	_, err := Load(context.Background(), dst, path, LoadOptions{})
 	if err == nil || !strings.Contains(err.Error(), fakeID(1)) {
 		t.Errorf("err = %v", err)
 	}

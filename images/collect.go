@@ -52,8 +52,12 @@ type Sources struct {
 	// Lockfile lists images of the lockfile's stdio entries (see
 	// LockfileImages).
 	Lockfile []LockImage
-	// All includes the manifest's optional images.
+	// All includes the manifest's optional images (and those needed to
+	// run code).
 	All bool
+	// RunsCode: the project runs code here or uses the cloud (see
+	// NeededCode).
+	RunsCode bool
 }
 
 // LockImage is the image of one stdio entry of .pml/mcp.lock.
@@ -79,7 +83,7 @@ func Collect(s Sources) ([]Want, error) {
 	}
 	if s.Manifest != nil {
 		for _, p := range s.Manifest.Images {
-			if err := c.addPinned(p, s.ExeTag, s.All); err != nil {
+			if err := c.addPinned(p, s.ExeTag, s.All, s.RunsCode); err != nil {
 				return nil, err
 			}
 		}
@@ -198,15 +202,16 @@ func (c *collector) addReference(n namedRef) error {
 }
 
 // addPinned adds a manifest image when it is needed: always, when the
-// workspace names it (by tag or by its digest), or optional with all.
-func (c *collector) addPinned(p Pinned, exeTag func() (string, error), all bool) error {
+// workspace names it (by tag or by its digest), code when the project runs
+// code, or optional with all.
+func (c *collector) addPinned(p Pinned, exeTag func() (string, error), all, code bool) error {
 	r, err := p.resolve(exeTag)
 	if err != nil {
 		return err
 	}
 	k := keyOf(r)
 	need := p.Needed == NeededAlways || c.referenced[k] || (p.Digest != "" && c.referenced[imageKey{r.Name, "@" + p.Digest}]) ||
-		(all && p.Needed == NeededOptional)
+		(all && p.Needed == NeededOptional) || ((all || code) && p.Needed == NeededCode)
 	if !need {
 		return nil
 	}

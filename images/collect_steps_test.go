@@ -77,19 +77,24 @@ func TestCollectorAddPinnedTakesOnlyNeededImages(t *testing.T) {
 	always := Pinned{Name: "tb", Ref: "pml/toolbox:1", Source: SourceLocal, Needed: NeededAlways}
 	referenced := Pinned{Name: "node", Ref: "pml/node:18", Source: SourceLocal, Needed: NeededReferenced, UsedBy: "node servers"}
 	optional := Pinned{Name: "deno", Ref: "denoland/deno:2", Source: SourceRegistry, Needed: NeededOptional, Digest: fakeDigest(9)}
+	code := Pinned{Name: "deno", Ref: "pml/deno:2", Source: SourceLocal, Needed: NeededCode}
 	for _, c := range []struct {
 		name  string
 		p     Pinned
 		refs  []string
 		all   bool
 		taken bool
+		code  bool
 	}{
-		{"an always image is taken", always, nil, false, true},
-		{"a referenced image nobody names is left out", referenced, nil, false, false},
-		{"a referenced image the workspace names is taken", referenced, []string{"pml/node:18"}, false, true},
-		{"an optional image is left out without all", optional, nil, false, false},
-		{"an optional image is taken with all", optional, nil, true, true},
-		{"a reference by the pinned digest takes the image", optional, []string{"denoland/deno@" + fakeDigest(9)}, false, true},
+		{"the code runtime is left out of a project that runs no code", code, nil, false, false, false},
+		{"the code runtime is taken when the project runs code", code, nil, false, true, true},
+		{"the code runtime is taken with all", code, nil, true, true, false},
+		{"an always image is taken", always, nil, false, true, false},
+		{"a referenced image nobody names is left out", referenced, nil, false, false, false},
+		{"a referenced image the workspace names is taken", referenced, []string{"pml/node:18"}, false, true, false},
+		{"an optional image is left out without all", optional, nil, false, false, false},
+		{"an optional image is taken with all", optional, nil, true, true, false},
+		{"a reference by the pinned digest takes the image", optional, []string{"denoland/deno@" + fakeDigest(9)}, false, true, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			col := newCollector()
@@ -98,7 +103,7 @@ func TestCollectorAddPinnedTakesOnlyNeededImages(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if err := col.addPinned(c.p, nil, c.all); err != nil {
+			if err := col.addPinned(c.p, nil, c.all, c.code); err != nil {
 				t.Fatal(err)
 			}
 			if taken := len(col.first) == 1; taken != c.taken {
@@ -118,7 +123,7 @@ func TestCollectorResultListsTheManifestFirstThenByFirstMention(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := col.addPinned(Pinned{Name: "node", Ref: "pml/node:18", Needed: NeededReferenced, Source: SourceLocal}, nil, false); err != nil {
+	if err := col.addPinned(Pinned{Name: "node", Ref: "pml/node:18", Needed: NeededReferenced, Source: SourceLocal}, nil, false, false); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"pml/node:18", "r.io/b:1", "r.io/a:1"}

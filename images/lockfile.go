@@ -115,3 +115,30 @@ func cachedImage(workspace, p string) (string, error) {
 	}
 	return meta.Image, nil
 }
+
+// LockfileHasCode reports whether .pml/mcp.lock holds a deno entry: code
+// the project runs here in the Deno image. A missing lockfile holds none.
+func LockfileHasCode(workspace string) (bool, error) {
+	file := filepath.Join(workspace, ".pml", "mcp.lock")
+	data, err := safefs.ReadFile(workspace, file, safefs.MaxConfig)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("cannot read the lockfile %s: %w", file, err)
+	}
+	var doc struct {
+		Entries map[string]struct {
+			Type string `json:"type"`
+		} `json:"entries"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return false, fmt.Errorf("the lockfile %s is not valid JSON (%v): fix it or delete it (pml records entries again on their next fetch)", file, err)
+	}
+	for _, e := range doc.Entries {
+		if e.Type == "deno" {
+			return true, nil
+		}
+	}
+	return false, nil
+}

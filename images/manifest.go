@@ -37,6 +37,10 @@ const (
 	NeededAlways     = "always"
 	NeededReferenced = "referenced"
 	NeededOptional   = "optional"
+	// NeededCode: needed when the project runs code (deno capabilities,
+	// deno registry entries) or uses the cloud, which may answer
+	// execute_locally.
+	NeededCode = "code"
 )
 
 // Manifest is images/manifest.yaml: the images pml itself runs, pinned.
@@ -167,11 +171,11 @@ func ParseManifest(data []byte, origin string) (*Manifest, error) {
 			return fail(`%s: digest must be "sha256:" and 64 lowercase hex digits, not %q`, at, p.Digest)
 		}
 		switch p.Needed {
-		case NeededAlways, NeededReferenced, NeededOptional:
+		case NeededAlways, NeededReferenced, NeededOptional, NeededCode:
 		case "":
 			p.Needed = NeededAlways
 		default:
-			return fail("%s: needed must be %s, %s or %s, not %q", at, NeededAlways, NeededReferenced, NeededOptional, p.Needed)
+			return fail("%s: needed must be %s, %s, %s or %s, not %q", at, NeededAlways, NeededReferenced, NeededCode, NeededOptional, p.Needed)
 		}
 	}
 	return &m, nil

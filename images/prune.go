@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-
-	"github.com/pml-dev/pml/internal/container"
 )
 
 // PruneCandidate is an image prune would remove, and why it may.
@@ -27,21 +25,28 @@ func (c PruneCandidate) Names() []string {
 
 // PruneScope says which images prune may consider at all.
 type PruneScope struct {
-	// Keep are the IDs of the images the workspace and the manifest
-	// reference (see KeepIDs): never removed.
+	// Keep are the IDs of the images some project known on this host
+	// references (see KeepIDs): never removed.
 	Keep map[string]bool
-	// ManifestRepos are the manifest's repositories (pml/toolbox, ...):
-	// their images are pml's even when they carry no pml label.
-	ManifestRepos map[string]bool
+	// Built are the pml.image label values of the images pml builds (the
+	// manifest's names: toolbox, shell, node, deno). An image with another
+	// value (a test image, someone's own build) is not pml's.
+	Built map[string]bool
+	// Pulled maps the IDs of images pml pulled or loaded to what it says
+	// about them ("pulled by pml for /src/app").
+	Pulled map[string]string
+	// Known says which projects were considered ("the 2 projects pml
+	// knows on this host"), for the reasons.
+	Known string
 	// RepoPrefix, when set, limits prune to images with a name starting
 	// with it (a safety net on hosts shared with other work).
 	RepoPrefix string
 }
 
-// SelectPrune picks, from every local image, those that are pml's (they
-// carry a pml label: pml.image on images pml built, pml.managed, or they
-// belong to a repository the manifest lists) and that nothing references
-// any more. Every other image is left alone, whatever it is.
+// SelectPrune picks, from every local image, those that are pml's (built
+// by pml: a pml.image label naming one of its images; or pulled or loaded
+// by pml, as recorded) and that no known project references. Every other
+// image is left alone, whatever its name or labels.
 func SelectPrune(all []Image, s PruneScope) []PruneCandidate {
 	var out []PruneCandidate
 	for _, img := range all {
@@ -61,22 +66,19 @@ func SelectPrune(all []Image, s PruneScope) []PruneCandidate {
 			}
 		}
 		reason := ""
-		if v, ok := img.Labels[LabelImage]; ok {
+		if v, ok := img.Labels[LabelImage]; ok && s.Built[v] {
 			reason = fmt.Sprintf("built by pml (%s=%s)", LabelImage, v)
-		} else if v, ok := img.Labels[container.LabelManaged]; ok {
-			reason = fmt.Sprintf("labelled %s=%s", container.LabelManaged, v)
-		} else {
-			for _, n := range names {
-				if r, err := ParseRef(n); err == nil && s.ManifestRepos[r.Name] {
-					reason = "a version of " + r.Name + " (listed in the image manifest)"
-					break
-				}
-			}
+		} else if why, ok := s.Pulled[img.ID]; ok {
+			reason = why
 		}
 		if reason == "" {
 			continue
 		}
-		out = append(out, PruneCandidate{Image: img, Reason: reason + ", no longer referenced"})
+		known := s.Known
+		if known == "" {
+			known = "any project pml knows on this host"
+		}
+		out = append(out, PruneCandidate{Image: img, Reason: reason + "; not used by " + known})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Names()[0] < out[j].Names()[0] })
 	return out

@@ -4,6 +4,7 @@ import (
 	"context"
 	"reflect"
 	"sort"
+	"strings"
 	"testing"
 )
 
@@ -16,39 +17,43 @@ func candidateNames(cs []PruneCandidate) []string {
 	return out
 }
 
-func TestPruneSelectsOnlyPmlImagesNothingReferences(t *testing.T) {
+func TestPruneSelectsOnlyImagesPmlBuiltOrPulledThatNoProjectUses(t *testing.T) {
 	f := newFake()
 	f.add(fakeID(1), 1, map[string]string{LabelImage: "toolbox"}, "pml/toolbox:current")
 	f.add(fakeID(2), 1, map[string]string{LabelImage: "toolbox"}, "pml/toolbox:old")
 	f.add(fakeID(3), 1, nil, "busybox:latest")                                      // somebody else's
-	f.add(fakeID(4), 1, map[string]string{"pml.managed": "true"}, "x/y:1")          // labelled
-	f.add(fakeID(5), 1, nil, "denoland/deno:2.0.0", "denoland/deno@"+fakeDigest(5)) // an old manifest version
-	f.add(fakeID(6), 1, nil, "denoland/deno:2.9.6")                                 // referenced
-	f.add(fakeID(7), 1, map[string]string{LabelImage: "node"}, "pml/node:18")       // referenced by .pml.json
+	f.add(fakeID(4), 1, map[string]string{"pml.managed": "true"}, "x/y:1")          // a label pml does not build with
+	f.add(fakeID(5), 1, nil, "denoland/deno:2.0.0", "denoland/deno@"+fakeDigest(5)) // a manifest repository pml never pulled
+	f.add(fakeID(6), 1, nil, "r.io/other/server:1")                                 // pulled for another project, used
+	f.add(fakeID(7), 1, map[string]string{LabelImage: "node"}, "pml/node:18")       // referenced
 	f.add(fakeID(8), 1, map[string]string{LabelImage: "shell"})                     // dangling pml build
-	f.add(fakeID(9), 1, map[string]string{"org.opencontainers.image.title": "pml"}, "other/pml:1")
-	wants := []Want{want(t, "pml/toolbox:current", "", SourceLocal), want(t, "denoland/deno:2.9.6", "", SourceRegistry), want(t, "pml/node:18", "", SourceLocal)}
+	f.add(fakeID(9), 1, map[string]string{LabelImage: "test"}, "pml-test/probe:1")  // a test image, not pml's
+	f.add(fakeID(10), 1, nil, "r.io/gone/server:1")                                 // pulled, no longer used
+	// The wants of every known project: this one and another.
+	wants := []Want{want(t, "pml/toolbox:current", "", SourceLocal), want(t, "pml/node:18", "", SourceLocal), want(t, "r.io/other/server:1", "", SourceRegistry)}
 	keep, err := KeepIDs(context.Background(), f, wants)
 	if err != nil {
 		t.Fatal(err)
 	}
 	all, _ := f.ListImages(context.Background())
-	cands := SelectPrune(all, PruneScope{Keep: keep, ManifestRepos: map[string]bool{"pml/toolbox": true, "denoland/deno": true, "pml/node": true}})
+	scope := PruneScope{Keep: keep, Built: map[string]bool{"toolbox": true, "shell": true, "node": true, "deno": true},
+		Pulled: map[string]string{fakeID(6): "pulled by pml for /b", fakeID(10): "pulled by pml for /gone"}, Known: "the 2 projects pml knows on this host"}
+	cands := SelectPrune(all, scope)
 	got := candidateNames(cands)
-	want := []string{"denoland/deno:2.0.0", "denoland/deno@" + fakeDigest(5), fakeID(8), "pml/toolbox:old", "x/y:1"}
+	want := []string{fakeID(8), "pml/toolbox:old", "r.io/gone/server:1"}
 	sort.Strings(want)
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("candidates = %v\nwant         %v", got, want)
 	}
 	for _, c := range cands {
-		if c.Reason == "" {
-			t.Errorf("%v has no reason", c.Names())
+		if !strings.Contains(c.Reason, "not used by the 2 projects pml knows on this host") {
+			t.Errorf("%v: reason %q", c.Names(), c.Reason)
 		}
 	}
 
 	// A prefix narrows it further.
-	narrow := SelectPrune(all, PruneScope{Keep: keep, ManifestRepos: map[string]bool{"denoland/deno": true}, RepoPrefix: "pml/"})
-	if got := candidateNames(narrow); !reflect.DeepEqual(got, []string{"pml/toolbox:old"}) {
+	scope.RepoPrefix = "pml/"
+	if got := candidateNames(SelectPrune(all, scope)); !reflect.DeepEqual(got, []string{"pml/toolbox:old"}) {
 		t.Errorf("with --repo pml/: %v", got)
 	}
 }
@@ -59,7 +64,7 @@ func TestPruneRemovesEveryNameAndKeepsImagesInUse(t *testing.T) {
 	f.add(fakeID(2), 1, map[string]string{LabelImage: "x"}, "a/c:1")
 	f.inUse[fakeID(2)] = true
 	all, _ := f.ListImages(context.Background())
-	res := Prune(context.Background(), f, SelectPrune(all, PruneScope{}))
+	res := Prune(context.Background(), f, SelectPrune(all, PruneScope{Built: map[string]bool{"x": true}}))
 	if len(res) != 2 {
 		t.Fatalf("%+v", res)
 	}

@@ -104,7 +104,11 @@ func imageRoute(p images.Pinned, h hostFacts) route {
 			if r, err := images.ParseRef(p.Pull); err == nil {
 				byDigest = r.Canonical(r.Digest)
 			}
-			cmd = "pml images pull (once .pml.json uses " + p.Ref + "), or now: docker pull " + byDigest + " && docker tag " + byDigest + " " + p.Ref
+			when := "once .pml.json uses " + p.Ref
+			if p.Needed == images.NeededCode {
+				when = "once the project runs code or has an API key, or with --all"
+			}
+			cmd = "pml images pull (" + when + "), or now: docker pull " + byDigest + " && docker tag " + byDigest + " " + p.Ref
 		}
 		return route{how: "pull", command: cmd, why: why}
 	}

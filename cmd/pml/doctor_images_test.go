@@ -34,7 +34,7 @@ func TestDoctorSaysHowEachHostGetsTheImagesBuiltFromHostFiles(t *testing.T) {
 		{"Linux without busybox or apt", "shell", noBusybox, "pull", "pml images pull (pulls busybox:1.36.1-musl@sha256:"},
 		{"macOS", "shell", mac, "pull", "tags it pml/shell:busybox"},
 		{"macOS", "node", mac, "pull", "docker pull node@sha256:f9ab18e354e6855ae56ef2b290dd225c1e51a564f87584b9bd21dd651838830e && docker tag node@sha256:f9ab18e354e6855ae56ef2b290dd225c1e51a564f87584b9bd21dd651838830e pml/node:18"},
-		{"macOS", "deno", mac, "pull", "pml images pull (pulls denoland/deno:2.9.6@sha256:"},
+		{"macOS", "deno", mac, "pull", "pml images pull (once the project runs code or has an API key, or with --all), or now: docker pull denoland/deno@sha256:"},
 		{"arm64 Linux", "deno", arm, "pull", "denoland/deno"},
 		{"arm64 Linux", "shell", arm, "build", "--busybox"},
 		{"a remote engine", "shell", remote, "pull", "busybox"},

@@ -12,12 +12,16 @@ import (
 	"text/tabwriter"
 
 	"github.com/mattn/go-isatty"
+	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
+	"github.com/pml-dev/pml/broker"
 	"github.com/pml-dev/pml/images"
 	"github.com/pml-dev/pml/internal/config"
+	"github.com/pml-dev/pml/internal/credentials"
 	"github.com/pml-dev/pml/internal/deps"
 	"github.com/pml-dev/pml/internal/docker"
+	"github.com/pml-dev/pml/internal/projects"
 )
 
 // preinstaller, when set, gives `pml images pull` the broker's install
@@ -37,7 +41,7 @@ func newImagesCmd(g *globals) *cobra.Command {
 	var manifest string
 	cmd.PersistentFlags().StringVar(&manifest, "manifest", "", "image manifest to use instead of the embedded images/manifest.yaml (env "+images.ManifestEnv+")")
 	cmd.AddCommand(newImagesBuildCmd(), newImagesPullCmd(g, &manifest), newImagesListCmd(g, &manifest),
-		newImagesSaveCmd(g, &manifest), newImagesLoadCmd(), newImagesPruneCmd(g, &manifest))
+		newImagesSaveCmd(g, &manifest), newImagesLoadCmd(g), newImagesPruneCmd(g, &manifest))
 	return cmd
 }
 
@@ -137,6 +141,7 @@ func loadImagesEnv(g *globals, manifestFlag string, all bool) (*imagesEnv, error
 		ShellImage: cfg.Sandbox.ShellImage,
 		Lockfile:   locked,
 		All:        all,
+		RunsCode:   runsCode(ws.Dir, &log),
 	})
 	if tagErr != nil {
 		rt.Close()
@@ -196,6 +201,13 @@ func newImagesPullCmd(g *globals, manifest *string) *cobra.Command {
 				Progress:     images.NewProgress(os.Stderr, tty, termWidth(os.Stderr.Fd())),
 			}
 			results := p.Pull(ctx, env.wants)
+			pulled := map[string]string{}
+			for _, r := range results {
+				if r.Status == images.StatusPulled && r.Image.ID != "" {
+					pulled[r.Image.ID] = r.Want.String()
+				}
+			}
+			recordPulled(env.ws, pulled)
 			deps, depsFailed := pullDeps(ctx, env)
 			out := cmd.OutOrStdout()
 			if f == formatJSON {
@@ -224,7 +236,7 @@ func newImagesPullCmd(g *globals, manifest *string) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&all, "all", false, "also pull the manifest's optional images (not used by this pml yet)")
+	cmd.Flags().BoolVar(&all, "all", false, "also pull the manifest's optional images and the Deno image (needed only when the project runs code)")
 	cmd.Flags().IntVar(&parallel, "parallel", 3, "images pulled at the same time")
 	addFormatFlag(cmd, &format, nil)
 	return cmd
@@ -391,26 +403,32 @@ func newImagesListCmd(g *globals, manifest *string) *cobra.Command {
 		},
 	}
 	addFormatFlag(cmd, &format, &asJSON)
-	cmd.Flags().BoolVar(&all, "all", false, "include the manifest's optional images")
+	cmd.Flags().BoolVar(&all, "all", false, "include the manifest's optional images and the Deno image")
 	return cmd
 }
 
 func newImagesSaveCmd(g *globals, manifest *string) *cobra.Command {
-	var out string
-	var all bool
+	var (
+		out        string
+		all        bool
+		imagesOnly bool
+	)
 	cmd := &cobra.Command{
-		Use:   "save -o FILE.tar [IMAGE...]",
-		Short: "Write an air-gap bundle: the images plus a manifest with their digests and checksums",
-		Long: "Write the images (every image `pml images pull` would get, or the IMAGEs named) to one tar file: " +
-			images.BundleManifestName + " (each image's reference, pinned digest and image ID, and the size and sha256 " +
-			"of every other file) followed by " + images.BundleImagesName + " (docker save). Carry it to the offline " +
-			"host with the pml binary and run `pml images load -i FILE.tar` there. The file is written atomically.",
+		Use:   "save -o FILE.tar.zst [IMAGE...]",
+		Short: "Write one bundle for an offline host: the images, the installed dependencies, the lockfile and the tools cache",
+		Long: "Write one zstd-compressed bundle holding what the project needs on a host with no network: the images " +
+			"`pml images pull` would get (or the IMAGEs named; the Deno image only when the project runs code or has an " +
+			"API key, or with --all), the installed dependencies of its servers (.pml/deps) with their integrity records " +
+			"(.pml/deps.json), .pml/mcp.lock, and the caches pml lists tools and routes from (.pml/tools-cache.json, " +
+			".pml/routing-cache.json, .pml/registry-cache). " + images.BundleManifestName + " comes first with the size " +
+			"and sha256 of every other part. Carry the file and the pml binary to the offline host and run `pml images " +
+			"load -i FILE` in the project there. Progress goes to stderr; the file is written atomically.",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
-				return &exitError{2, errors.New("say where to write the bundle: pml images save -o FILE.tar")}
+				return &exitError{2, errors.New("say where to write the bundle: pml images save -o FILE.tar.zst")}
 			}
 			if st, err := os.Stat(out); err == nil && st.IsDir() {
-				return &exitError{2, fmt.Errorf("%s is a directory; give a file name (e.g. %s)", out, filepath.Join(out, "pml-images.tar"))}
+				return &exitError{2, fmt.Errorf("%s is a directory; give a file name (e.g. %s)", out, filepath.Join(out, "pml-bundle.tar.zst"))}
 			}
 			env, err := loadImagesEnv(g, *manifest, all)
 			if err != nil {
@@ -424,21 +442,112 @@ func newImagesSaveCmd(g *globals, manifest *string) *cobra.Command {
 					return &exitError{2, err}
 				}
 			}
-			man, err := images.Save(cmd.Context(), env.rt, wants, out, version)
+			opt := images.SaveOptions{Out: out, PMLVersion: version,
+				Progress: images.NewBundleProgress(os.Stderr, isatty.IsTerminal(os.Stderr.Fd()), termWidth(os.Stderr.Fd()))}
+			if !imagesOnly {
+				var missing []string
+				opt.Servers, missing = installedServers(env)
+				if len(missing) > 0 {
+					return &exitError{1, fmt.Errorf("cannot save: the dependencies of %s are not installed here, so the offline host would have to install them from the network; run `pml images pull` (it installs them), or pass --images-only (nothing was written)", strings.Join(missing, ", "))}
+				}
+				opt.Workspace = env.ws
+				if opt.Parts, err = images.WorkspaceParts(env.ws, opt.Servers); err != nil {
+					return &exitError{1, err}
+				}
+			}
+			man, err := images.Save(cmd.Context(), env.rt, wants, opt)
 			if err != nil {
 				return engineError(err)
 			}
-			f := man.Files[images.BundleImagesName]
-			for _, im := range man.Images {
-				fmt.Fprintf(cmd.OutOrStdout(), "saved %s (%s)\n", im.Ref, shortID(im.ID))
+			st, err := os.Stat(out)
+			if err != nil {
+				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: %d images, %s sha256 %s\n", out, len(man.Images), images.BundleImagesName, f.SHA256)
+			w := cmd.OutOrStdout()
+			for _, im := range man.Images {
+				fmt.Fprintf(w, "saved %s (%s)\n", im.Ref, shortID(im.ID))
+			}
+			if man.Workspace != nil {
+				fmt.Fprintf(w, "saved .pml/%s\n", strings.Join(man.Workspace.Parts, ", .pml/"))
+			}
+			var raw int64
+			for _, f := range man.Files {
+				raw += f.Size
+			}
+			fmt.Fprintf(w, "wrote %s: %d images, %s (%s before compression)\n", out, len(man.Images), sizeOf(st.Size()), sizeOf(raw))
 			return nil
 		},
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "", "bundle file to write")
-	cmd.Flags().BoolVar(&all, "all", false, "include the manifest's optional images")
+	cmd.Flags().BoolVar(&all, "all", false, "include the manifest's optional images and the Deno image")
+	cmd.Flags().BoolVar(&imagesOnly, "images-only", false, "carry the images only, no project files")
 	return cmd
+}
+
+// checkCarriedDeps checks the dependencies a bundle carries, staged in
+// dir (standing for .pml), against the integrity .pml.json pins for each
+// server, as an install does: a bundle made for another version of the
+// project is refused before anything changes.
+func checkCarriedDeps(ctx context.Context, dir string, servers []string, cfg *config.Config) error {
+	for _, name := range servers {
+		s, ok := cfg.Servers[name]
+		if !ok || s.Install == nil || s.Install.Integrity == "" {
+			continue
+		}
+		got, err := deps.Integrity(ctx, dir, filepath.Join(dir, "deps", name), s.Install)
+		if err != nil {
+			return fmt.Errorf("the dependencies of %s it carries cannot be checked: %w", name, err)
+		}
+		if got != s.Install.Integrity {
+			return fmt.Errorf("the dependencies of %s it carries have integrity %s, .pml.json pins %s: make the bundle again from this version of the project", name, got, s.Install.Integrity)
+		}
+	}
+	return nil
+}
+
+// installedServers splits the servers with an install step into those
+// whose dependencies are installed here and those still missing them.
+func installedServers(env *imagesEnv) (installed, missing []string) {
+	store := deps.NewStore(env.ws)
+	for _, s := range env.cfg.Servers {
+		if s.Install == nil {
+			continue
+		}
+		if store.Installed(s) {
+			installed = append(installed, s.Name)
+		} else {
+			missing = append(missing, s.Name)
+		}
+	}
+	sort.Strings(installed)
+	sort.Strings(missing)
+	return installed, missing
+}
+
+// runsCode reports whether the project needs the Deno image: it has an
+// API key (the cloud may answer execute_locally), a deno capability or a
+// deno entry in its lockfile. An unreadable file counts as code, so the
+// image is not left out on a guess.
+func runsCode(ws string, log *zerolog.Logger) bool {
+	if key, _, _ := credentials.APIKey(os.Getenv); key != "" {
+		return true
+	}
+	caps, err := broker.LoadCapabilities(ws)
+	if err != nil {
+		log.Warn().Err(err).Msg("the Deno image counts as needed")
+		return true
+	}
+	for _, c := range caps {
+		if c.Type == "deno" {
+			return true
+		}
+	}
+	code, err := images.LockfileHasCode(ws)
+	if err != nil {
+		log.Warn().Err(err).Msg("the Deno image counts as needed")
+		return true
+	}
+	return code
 }
 
 // selectWants picks the wants the user named; a name pml does not use is
@@ -477,21 +586,48 @@ func shortID(id string) string {
 	return id
 }
 
-func newImagesLoadCmd() *cobra.Command {
-	var in string
+func newImagesLoadCmd(g *globals) *cobra.Command {
+	var (
+		in         string
+		imagesOnly bool
+	)
 	cmd := &cobra.Command{
-		Use:   "load -i FILE.tar",
-		Short: "Load an air-gap bundle written by `pml images save`, after verifying every checksum",
-		Long: "Verify every file of the bundle against its " + images.BundleManifestName + " (a corrupted or altered " +
-			"bundle is refused, naming the file, and nothing is loaded), then load the images, check that each has the " +
-			"recorded image ID, and restore their names. Needs no network and no workspace.",
+		Use:   "load -i FILE.tar.zst",
+		Short: "Load a bundle written by `pml images save`, after verifying every checksum",
+		Long: "Verify every part of the bundle against its " + images.BundleManifestName + " (a corrupted or altered " +
+			"bundle is refused, naming the part, and nothing is loaded or changed), then load the images, check that each " +
+			"has the recorded image ID and restore their names, and only then put the project files it carries " +
+			"(installed dependencies, deps.json, mcp.lock, the tools cache) into the workspace's .pml, each replacing " +
+			"what was there. Needs no network. Bundles of the first format (images only, uncompressed) load too.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if in == "" {
-				return &exitError{2, errors.New("say which bundle to load: pml images load -i FILE.tar")}
+				return &exitError{2, errors.New("say which bundle to load: pml images load -i FILE.tar.zst")}
 			}
 			if _, err := os.Stat(in); err != nil {
 				return &exitError{2, fmt.Errorf("cannot read the bundle: %w", err)}
+			}
+			opt := images.LoadOptions{Progress: images.NewBundleProgress(os.Stderr, isatty.IsTerminal(os.Stderr.Fd()), termWidth(os.Stderr.Fd()))}
+			if !imagesOnly {
+				head, err := images.PeekBundle(in)
+				if err != nil {
+					return &exitError{1, err}
+				}
+				if head.Workspace != nil {
+					// The project files go to the workspace pml would serve
+					// from here (PML_WORKSPACE, else the nearest project
+					// root), and only to a project.
+					_, ws, cfg, err := g.project()
+					if err != nil {
+						return err
+					}
+					if !cfg.Exists {
+						return &exitError{2, fmt.Errorf("the bundle carries project files (.pml/%s) but %s has no .pml.json: run the load in the project (or set PML_WORKSPACE to it), or pass --images-only; nothing was loaded",
+							strings.Join(head.Workspace.Parts, ", .pml/"), ws.Dir)}
+					}
+					opt.Workspace = ws.Dir
+					opt.CheckStaged = func(dir string) error { return checkCarriedDeps(cmd.Context(), dir, head.Workspace.Servers, cfg) }
+				}
 			}
 			rt, err := openRuntime(hostOf(cmd), nil)
 			if err != nil {
@@ -501,9 +637,25 @@ func newImagesLoadCmd() *cobra.Command {
 			if _, err := rt.Info(cmd.Context()); err != nil {
 				return engineError(err)
 			}
-			_, loaded, err := images.Load(cmd.Context(), rt, in)
-			for _, l := range loaded {
-				fmt.Fprintf(cmd.OutOrStdout(), "loaded %s (%s) as %s\n", l.Image.Ref, shortID(l.Image.ID), strings.Join(l.Names, ", "))
+			res, err := images.Load(cmd.Context(), rt, in, opt)
+			w := cmd.OutOrStdout()
+			if res != nil {
+				for _, l := range res.Images {
+					fmt.Fprintf(w, "loaded %s (%s) as %s\n", l.Image.Ref, shortID(l.Image.ID), strings.Join(l.Names, ", "))
+				}
+				loaded := map[string]string{}
+				for _, l := range res.Images {
+					if l.New {
+						loaded[l.Image.ID] = l.Image.Ref
+					}
+				}
+				recordPulled(opt.Workspace, loaded)
+				for _, p := range res.Parts {
+					fmt.Fprintf(w, "restored %s\n", filepath.Join(opt.Workspace, ".pml", filepath.FromSlash(p)))
+				}
+				if res.Manifest.Workspace != nil && opt.Workspace == "" && err == nil {
+					fmt.Fprintf(w, "left out the project files (--images-only): .pml/%s\n", strings.Join(res.Manifest.Workspace.Parts, ", .pml/"))
+				}
 			}
 			if err != nil {
 				var be *images.BundleError
@@ -516,6 +668,7 @@ func newImagesLoadCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVarP(&in, "input", "i", "", "bundle file to load")
+	cmd.Flags().BoolVar(&imagesOnly, "images-only", false, "load the images only and leave the workspace as it is")
 	return cmd
 }
 
@@ -526,10 +679,13 @@ func newImagesPruneCmd(g *globals, manifest *string) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "prune [--dry-run]",
-		Short: "Remove pml's images that nothing references any more",
-		Long: "Remove the images that are pml's (built by pml: label pml.image; labelled pml.managed; or a version of a " +
-			"repository the image manifest lists) and that neither the manifest, .pml.json nor .pml/mcp.lock references. " +
-			"Every other image is left alone. Images used by a container are kept. Prints what it removes.",
+		Short: "Remove the images pml built or pulled that no project on this host uses any more",
+		Long: "Images are shared by the whole host, so prune looks at every project pml has served here (recorded in " +
+			"pml's state directory, $XDG_STATE_HOME/pml/" + projects.FileName + "), not only this one: it removes an " +
+			"image only when pml built it (label pml.image naming one of the manifest's images) or pulled or loaded it " +
+			"(as recorded), and neither the manifest, nor the .pml.json or .pml/mcp.lock of any known project references " +
+			"it. Every other image is left alone. Images used by a container are kept. --dry-run prints what would go " +
+			"and why, and removes nothing.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// --all: the optional images count as referenced, so prune
@@ -540,21 +696,45 @@ func newImagesPruneCmd(g *globals, manifest *string) *cobra.Command {
 			}
 			defer env.rt.Close()
 			ctx := cmd.Context()
-			keep, err := images.KeepIDs(ctx, env.rt, env.wants)
+			store, err := projects.Open(os.Getenv)
+			if err != nil {
+				return &exitError{1, err}
+			}
+			rec, err := store.Read()
+			if err != nil {
+				return &exitError{1, err}
+			}
+			wants, known, gone, err := knownProjectWants(ctx, env, rec)
+			if err != nil {
+				return &exitError{1, fmt.Errorf("%w; nothing was removed", err)}
+			}
+			errOut := cmd.ErrOrStderr()
+			fmt.Fprintf(errOut, "images in use by %d projects pml knows on this host: %s\n", len(known), strings.Join(known, ", "))
+			if len(gone) > 0 {
+				fmt.Fprintf(errOut, "projects whose directory is gone no longer keep images: %s\n", strings.Join(gone, ", "))
+			}
+			keep, err := images.KeepIDs(ctx, env.rt, wants)
 			if err != nil {
 				return engineError(err)
 			}
-			repos := map[string]bool{}
+			built := map[string]bool{}
 			for _, p := range env.man.Images {
-				if r, err := images.ParseRef(strings.ReplaceAll(p.Ref, images.ExePlaceholder, "x")); err == nil {
-					repos[r.Name] = true
+				built[p.Name] = true
+			}
+			pulled := map[string]string{}
+			for id, p := range rec.Pulled {
+				why := "pulled or loaded by pml"
+				if len(p.Projects) > 0 {
+					why += " for " + strings.Join(p.Projects, ", ")
 				}
+				pulled[id] = why
 			}
 			all, err := env.rt.ListImages(ctx)
 			if err != nil {
 				return engineError(err)
 			}
-			cands := images.SelectPrune(all, images.PruneScope{Keep: keep, ManifestRepos: repos, RepoPrefix: repo})
+			cands := images.SelectPrune(all, images.PruneScope{Keep: keep, Built: built, Pulled: pulled, RepoPrefix: repo,
+				Known: fmt.Sprintf("the %d projects pml knows on this host", len(known))})
 			out := cmd.OutOrStdout()
 			if len(cands) == 0 {
 				fmt.Fprintln(out, "nothing to prune")
@@ -566,11 +746,12 @@ func newImagesPruneCmd(g *globals, manifest *string) *cobra.Command {
 				}
 				return nil
 			}
-			var failed []string
+			var failed, removed []string
 			for _, r := range images.Prune(ctx, env.rt, cands) {
 				c := r.Candidate
 				switch {
 				case r.Removed:
+					removed = append(removed, c.Image.ID)
 					fmt.Fprintf(out, "removed %s (%s, %s): %s\n", strings.Join(c.Names(), ", "), shortID(c.Image.ID), sizeOf(c.Image.Size), c.Reason)
 				case r.InUse:
 					fmt.Fprintf(out, "kept %s: a container uses it\n", strings.Join(c.Names(), ", "))
@@ -578,15 +759,76 @@ func newImagesPruneCmd(g *globals, manifest *string) *cobra.Command {
 					failed = append(failed, r.Err.Error())
 				}
 			}
+			if err := store.Forget(removed); err != nil {
+				failed = append(failed, err.Error())
+			}
 			if len(failed) > 0 {
 				return &exitError{1, fmt.Errorf("prune failed for: %s", strings.Join(failed, "; "))}
 			}
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print what would be removed, remove nothing")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print what would be removed and why, remove nothing")
 	cmd.Flags().StringVar(&repo, "repo", "", "only consider images whose name starts with this prefix (e.g. pml/toolbox)")
 	return cmd
+}
+
+// knownProjectWants returns the images of every project known on this
+// host (this one included), read afresh from each project's .pml.json and
+// .pml/mcp.lock with this pml's manifest. A project whose directory is gone is
+// returned in gone and keeps nothing; one that cannot be read is an
+// error, since its images cannot be told.
+func knownProjectWants(ctx context.Context, env *imagesEnv, rec *projects.Record) (wants []images.Want, known, gone []string, err error) {
+	ref, err := env.tb.Ref(ctx)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	_, exeTag, _ := strings.Cut(ref, ":")
+	dirs := []string{env.ws}
+	for d := range rec.Projects {
+		if d != env.ws {
+			dirs = append(dirs, d)
+		}
+	}
+	sort.Strings(dirs[1:])
+	for _, d := range dirs {
+		if d != env.ws {
+			if st, err := os.Stat(d); err != nil || !st.IsDir() {
+				gone = append(gone, d)
+				continue
+			}
+		}
+		w, err := projectWants(d, env, exeTag)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("cannot tell which images the project %s uses: %w; fix it, or remove the directory if the project is gone", d, err)
+		}
+		wants = append(wants, w...)
+		known = append(known, d)
+	}
+	return wants, known, gone, nil
+}
+
+// projectWants collects the images of the project at dir.
+func projectWants(dir string, env *imagesEnv, exeTag string) ([]images.Want, error) {
+	cfg := env.cfg
+	if dir != env.ws {
+		var err error
+		if cfg, err = config.Load(dir, func(string) string { return "" }); err != nil {
+			return nil, err
+		}
+	}
+	locked, _, err := images.LockfileImages(dir)
+	if err != nil {
+		return nil, err
+	}
+	return images.Collect(images.Sources{
+		Manifest:   env.man,
+		ExeTag:     func() (string, error) { return exeTag, nil },
+		Servers:    cfg.Servers,
+		ShellImage: cfg.Sandbox.ShellImage,
+		Lockfile:   locked,
+		All:        true,
+	})
 }
 
 func sizeOf(n int64) string { return fmt.Sprintf("%.1f MB", float64(n)/1e6) }

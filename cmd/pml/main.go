@@ -283,6 +283,7 @@ func (g *globals) setup() (*env, error) {
 		return nil, &exitError{2, err}
 	}
 	log.Debug().Str("workspace", ws.Dir).Str("source", ws.Source).Str("user", b.User()).Msg("broker ready")
+	recordServed(ws.Dir, log)
 	return &env{log: log, ws: ws, cfg: cfg, rt: rt, broker: b}, nil
 }
 
