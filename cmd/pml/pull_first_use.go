@@ -63,8 +63,14 @@ func firstUsePull(rt container.Runtime, ws string, cfg *config.Config) func(cont
 			Parallel:     1,
 			Progress:     images.NewProgress(os.Stderr, isatty.IsTerminal(os.Stderr.Fd()), termWidth(os.Stderr.Fd())),
 		}
-		if r := p.Pull(ctx, []images.Want{w})[0]; r.Status == images.StatusFailed {
+		r := p.Pull(ctx, []images.Want{w})[0]
+		if r.Status == images.StatusFailed {
 			return r.Err
+		}
+		if r.Status == images.StatusPulled && r.Image.ID != "" {
+			// pml brought it here: `pml images prune` may remove it once
+			// no project it knows uses it.
+			recordPulled(ws, map[string]string{r.Image.ID: r.Want.String()})
 		}
 		return nil
 	}
