@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/pml-dev/pml/internal/config"
+	"github.com/pml-dev/pml/internal/toolbox"
 	"github.com/pml-dev/pml/internal/trust"
 )
 
@@ -153,14 +154,23 @@ func otherRestartOnly(old, cur *config.Config) []string {
 // changes when they arrive), and one whose settings changed is both.
 // Servers that came from the registry are left alone.
 func (b *Broker) applyServers(old, cur map[string]config.Server) {
+	var added []*server
+	handed := map[string]bool{}
 	for name, was := range old {
-		if now, ok := cur[name]; !ok || !reflect.DeepEqual(was, now) {
+		now, ok := cur[name]
+		switch {
+		case ok && !reflect.DeepEqual(was, now) && b.deps.Installed(now):
+			added = append(added, b.handOver(name, now))
+			handed[name] = true
+		case !ok || !reflect.DeepEqual(was, now):
 			b.removeServer(name)
 		}
 	}
-	var added []*server
 	for _, name := range sortedNames(cur) {
 		if was, ok := old[name]; !ok || !reflect.DeepEqual(was, cur[name]) {
+			if handed[name] {
+				continue
+			}
 			added = append(added, b.addServer(cur[name]))
 			b.log.Info().Str("server", name).Msg("server added from .pml.json")
 		}
@@ -181,6 +191,49 @@ func sortedNames(m map[string]config.Server) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// handOver replaces a server whose entry changed (an "always" that adds
+// a host to its network.allow, an edit of its args) by one built from
+// the new entry, without a moment in which its tools are unknown: the
+// names it had are pointed at the new server at once, so a call made
+// while the new one lists its tools waits for it rather than failing
+// with "unknown tool"; the new list then replaces them (list_changed
+// when it differs). The old server's container is stopped; a call
+// running on it ends with it. Only for an entry that is installed: one
+// that needs an install first leaves the listing until it is installed,
+// as a new server does.
+func (b *Broker) handOver(name string, cfg config.Server) *server {
+	b.serversMu.Lock()
+	was := b.servers[name]
+	delete(b.servers, name)
+	b.serverOrder = slices.DeleteFunc(b.serverOrder, func(n string) bool { return n == name })
+	b.serversMu.Unlock()
+	srv := b.addServer(cfg)
+	if was == nil {
+		return srv
+	}
+	was.mu.Lock()
+	names := was.names
+	was.names, was.loaded = nil, false
+	was.mu.Unlock()
+	var defs []toolbox.Tool
+	for _, n := range names {
+		if e, ok := b.tools.get(n); ok {
+			defs = append(defs, e.def)
+		}
+	}
+	var exec executor = pooledExec{sb: b.sb, srv: srv}
+	if cfg.Lifetime == "per_call" {
+		exec = perCallExec{sb: b.sb, deps: b.deps, srv: srv}
+	}
+	kept := b.replaceTools(names, defs, exec)
+	srv.mu.Lock()
+	srv.names = kept // replaced by the new server's own list once loaded
+	srv.mu.Unlock()
+	was.up.Close()
+	b.log.Info().Str("server", name).Msg("server changed in .pml.json: restarted with the new entry")
+	return srv
 }
 
 // removeServer stops a server that left .pml.json and takes its tools

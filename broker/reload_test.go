@@ -2,6 +2,7 @@ package broker
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -234,5 +235,38 @@ func TestReloadNamesKeysReadOnlyAtStart(t *testing.T) {
 	f.b.Reload(noEnv)
 	if out := logs.String(); !strings.Contains(out, `"keys":["hil"]`) || !strings.Contains(out, ConfigReloaded) {
 		t.Fatalf("hil should be named as read at start:\n%s", out)
+	}
+}
+
+// A server whose entry changes (an "always" adding a host to its
+// network.allow does this) is restarted with the new entry without a
+// moment in which its tools are unknown: before, its tools were removed
+// and listed again once the new server had started, and a call made in
+// between failed with "unknown tool".
+func TestAChangedServerKeepsItsToolsWhileItRestarts(t *testing.T) {
+	f := newFixture(t, `{"permissions": {"allow": ["*"]}, "mcps": {"fake": {"image": "fake-image"}}}`)
+	f.b.LoadServers(context.Background())
+	if r := f.call(t, "fake:echo", map[string]any{"text": "hi"}); r.IsError {
+		t.Fatal(r.Text)
+	}
+	var mu sync.Mutex
+	var removed []string
+	f.b.OnToolsChanged(func(_ []Tool, r []string) {
+		mu.Lock()
+		defer mu.Unlock()
+		removed = append(removed, r...)
+	})
+	f.writeConfig(t, `{"permissions": {"allow": ["*"]}, "mcps": {"fake": {"image": "fake-image", "network": {"allow": ["example.com:443"]}}}}`)
+	f.b.Reload(noEnv)
+	if !f.b.hasTool("fake:echo") {
+		t.Fatal("fake:echo is unknown right after its server's entry changed")
+	}
+	if r := f.call(t, "fake:echo", map[string]any{"text": "again"}); r.IsError || r.Text != "echo: again" {
+		t.Fatalf("fake:echo after the change: %+v", r)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if slices.Contains(removed, "fake:echo") {
+		t.Errorf("the listeners heard fake:echo removed: %v", removed)
 	}
 }
