@@ -26,10 +26,20 @@ import (
 
 func newAddCmd(g *globals) *cobra.Command {
 	var yes bool
+	var o addServerOptions
 	cmd := &cobra.Command{
-		Use:   "add NAME[@VERSION]",
-		Short: "Add a capability from the registry as its own MCP server in .mcp.json",
-		Long: `Fetch NAME from the registries (a bare name is the MCP server pml.mcp.NAME.server; a 4- or
+		Use:   "add NAME[@VERSION] | npm:PACKAGE[@VERSION] | oci:IMAGE[@DIGEST] [--name NAME] [-- ARGS…]",
+		Short: "Add an MCP server (npm:, oci:) to .pml.json, or a registry capability to .mcp.json",
+		Long: `pml add npm:PACKAGE[@VERSION] resolves the package in the npm registry your npm configuration
+names (npm_config_registry, ~/.npmrc), checks its tarball against the integrity the registry gives,
+writes a pinned mcps entry (exact version, integrity, entry point, ARGS after --) to .pml.json,
+installs it and lists its tools. pml add oci:IMAGE[@DIGEST] does the same for an MCP server shipped
+as a container image, pinned by digest. The name is derived from the package or image
+(server-everything → everything) unless --name gives one; a name already in .pml.json is an error.
+Both ask before writing (a "y" on a terminal, or --yes); --allow also allows the server's tools
+without asking. See docs/add.md.
+
+Fetch NAME from the registries (a bare name is the MCP server pml.mcp.NAME.server; a 4- or
 5-part FQDN names any entry; @VERSION pins the 4-hex-digit hash), record it in .pml/mcp.lock,
 install what it needs (after a "y" on a terminal, or --yes), record it in .pml/capabilities.json
 and add {"command": <pml>, "args": ["run", NAME]} to .mcp.json (the old file is kept in
@@ -37,9 +47,30 @@ and add {"command": <pml>, "args": ["run", NAME]} to .mcp.json (the old file is 
 
 Exit codes: 0 added, 1 failed, 2 bad name or configuration, 3 needs approval (no terminal and no
 --yes), 5 Docker or the registry unavailable.`,
-		Example: "  pml add memory\n  pml add acme.tools.json.parse@3f2a --yes",
-		Args:    cobra.ExactArgs(1),
+		Example: "  pml add npm:@modelcontextprotocol/server-everything --yes\n  pml add npm:@modelcontextprotocol/server-filesystem --name files -- /workspace\n  pml add oci:mcp/fetch@sha256:… --yes\n  pml add memory\n  pml add acme.tools.json.parse@3f2a --yes",
+		Args: func(cmd *cobra.Command, args []string) error {
+			dash := cmd.ArgsLenAtDash()
+			if len(args) == 0 || dash == 0 {
+				return usageError(cmd, errors.New("pml add needs what to add: npm:PACKAGE, oci:IMAGE or a registry NAME"))
+			}
+			if (dash < 0 && len(args) > 1) || dash > 1 {
+				return usageError(cmd, fmt.Errorf("pml add takes one source; the server's own arguments go after --: pml add %s -- %s", args[0], strings.Join(args[1:], " ")))
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if dash := cmd.ArgsLenAtDash(); dash >= 0 {
+				o.args = args[dash:]
+			}
+			o.yes = yes
+			switch {
+			case strings.HasPrefix(args[0], "npm:"):
+				return addNPM(cmd, g, strings.TrimPrefix(args[0], "npm:"), o)
+			case strings.HasPrefix(args[0], "oci:"):
+				return addOCI(cmd, g, strings.TrimPrefix(args[0], "oci:"), o)
+			case len(o.args) > 0 || o.name != "" || o.allow:
+				return usageError(cmd, errors.New("--name, --allow and arguments after -- are for npm: and oci: sources"))
+			}
 			e, err := g.setup()
 			if err != nil {
 				return err
@@ -106,6 +137,8 @@ Exit codes: 0 added, 1 failed, 2 bad name or configuration, 3 needs approval (no
 		},
 	}
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "approve the install and integrity changes without asking")
+	cmd.Flags().StringVar(&o.name, "name", "", "the server's name in .pml.json and its tools' prefix (npm:, oci:; default: derived from the package or image)")
+	cmd.Flags().BoolVar(&o.allow, "allow", false, "also allow the server's tools without asking (adds \"NAME:*\" to permissions.allow)")
 	return cmd
 }
 

@@ -1,0 +1,85 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/pml-dev/pml/internal/wirename"
+)
+
+// InstallServer runs the install step of the configured server name (the
+// person consented to it on the command line: pml add) and registers its
+// tools, from the tools cache or by starting the server once. It returns
+// the server's tools.
+func (b *Broker) InstallServer(ctx context.Context, name string) ([]Tool, error) {
+	srv := b.serverOf(name + ":")
+	if srv == nil {
+		return nil, fmt.Errorf("%w: %s is not a server in .pml.json (or its entry is not trusted: pml trust)", ErrNotFound, name)
+	}
+	if !b.deps.Installed(srv.cfg) {
+		if err := b.install(ctx, srv); err != nil {
+			return nil, err
+		}
+	}
+	if err := b.loadServer(ctx, srv); err != nil {
+		return nil, err
+	}
+	return b.ServerTools(name), nil
+}
+
+// ServerTools lists the registered tools of server name.
+func (b *Broker) ServerTools(name string) []Tool {
+	var out []Tool
+	for _, t := range b.tools.list() {
+		if strings.HasPrefix(t.Name, name+":") {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// ServerState is how a configured server stands, for pml list.
+type ServerState struct {
+	Name      string
+	Image     string
+	Installed bool // its install step ran with its current spec (or it has none)
+	Running   bool // its pooled container is up
+	Cached    bool // its tool list is in the tools cache
+	Private   bool
+}
+
+// Servers lists the configured servers (mcps, private_mcps, the
+// registry's loaded ones) and how each stands.
+func (b *Broker) Servers() []ServerState {
+	var out []ServerState
+	for _, srv := range b.serverList() {
+		_, cached := b.toolsCache.get(srv.cfg)
+		out = append(out, ServerState{Name: srv.cfg.Name, Image: srv.cfg.Image, Installed: b.deps.Installed(srv.cfg),
+			Running: srv.up.Running(), Cached: cached, Private: srv.cfg.Private})
+	}
+	return out
+}
+
+// Listed is a tool as a client sees it: its wire name and pml's.
+type Listed struct {
+	Tool
+	Wire string
+}
+
+// ListedTools is every tool a client would be shown (permissions.deny
+// hides a tool), each with its wire name, in listing order; servers'
+// tools are those registered (LoadServers loads them, from the cache
+// where it can).
+func (b *Broker) ListedTools() []Listed {
+	var out []Listed
+	for _, t := range b.Tools() {
+		if t.Name != ContinueTool {
+			if d, _ := b.decide(t.Name); d == Deny {
+				continue
+			}
+		}
+		out = append(out, Listed{Tool: t, Wire: wirename.Encode(t.Name)})
+	}
+	return out
+}
