@@ -220,3 +220,35 @@ func TestAddRefusesAPackageWhoseTarballChangedUpstream(t *testing.T) {
 		t.Errorf("an unapproved add wrote .pml.json (%v)", err)
 	}
 }
+
+// TestAddOCIServerFromALoopbackRegistry adds an MCP server shipped as an
+// image by its tag: pml pulls it, pins the digest the registry gave and
+// lists its tools; the image is then used by digest.
+func TestAddOCIServerFromALoopbackRegistry(t *testing.T) {
+	probeImage(t) // builds the probe server binary (probeBin)
+	cli := imagesEngine(t)
+	reg := startOCIRegistry(t)
+	ref := reg.Addr + "/pml-e2e-" + imgNonce(t) + "/mcp-probe:v1"
+	id := importTestImage(t, cli, ref, probeBin, nil)
+	digest := pushImage(t, cli, ref)
+	removeTestImage(t, cli, id) // pml add must pull it
+	ws := newWorkspace(t, "")
+	code, stdout, stderr := runPML(t, ws, "add", "oci:"+ref, "--yes", "--allow")
+	if code != 0 {
+		t.Fatalf("pml add oci:%s: exit %d\n%s\n%s", ref, code, stdout, stderr)
+	}
+	if !strings.Contains(stderr, "pulled ") || !strings.Contains(stdout, "probe:echo") {
+		t.Errorf("no pull progress or no tool list:\nstdout:\n%s\nstderr:\n%s", stdout, stderr)
+	}
+	pinned := strings.TrimSuffix(ref, ":v1") + "@" + digest
+	if cfg := readFile(t, ws.path(".pml.json")); !strings.Contains(cfg, `"image": "`+pinned+`"`) {
+		t.Errorf(".pml.json does not pin %s:\n%s", pinned, cfg)
+	}
+	r := runCLI(t, ws.Dir, []string{"PML_WORKSPACE=" + ws.Dir}, "", "call", "probe:echo", `{"text":"from an image"}`)
+	if out := callJSON(t, r); r.code != 0 || !strings.Contains(out.Text, "from an image") {
+		t.Errorf("pml call probe:echo: exit %d %q\n%s", r.code, out.Text, r.stderr)
+	}
+	if code, stdout, _ := runPML(t, ws, "list"); code != 0 || !strings.Contains(stdout, "image "+pinned) || !strings.Contains(stdout, "image present") {
+		t.Errorf("pml list: exit %d\n%s", code, stdout)
+	}
+}
