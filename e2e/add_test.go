@@ -252,3 +252,24 @@ func TestAddOCIServerFromALoopbackRegistry(t *testing.T) {
 		t.Errorf("pml list: exit %d\n%s", code, stdout)
 	}
 }
+
+// TestASeedFormatRegistryEntryRuns: an entry written as the seeds define
+// them (an npx install line, routing "local", none of pml's container
+// fields), served by pml registry serve, installs and answers.
+func TestASeedFormatRegistryEntryRuns(t *testing.T) {
+	needImage(t, nodeImage)
+	dir := t.TempDir()
+	writeEntry(t, dir, "pml.mcp.everything.server.json", `{"type": "stdio", "description": "MCP test server", "routing": "local",
+ "tools": ["everything:echo"],
+ "install": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-everything@2026.8.31"]}}`)
+	reg := startRegistry(t, dir)
+	ws := newWorkspace(t, registryConfig("", reg.URL))
+	r := runCLI(t, ws.Dir, []string{"PML_WORKSPACE=" + ws.Dir}, "", "call", "everything:echo", `{"message":"seed format"}`)
+	if out := callJSON(t, r); r.code != 0 || !strings.Contains(out.Text, "Echo: seed format") {
+		t.Fatalf("pml call everything:echo: exit %d %q\n%s", r.code, out.Text, r.stderr)
+	}
+	// The first install's integrity is recorded: later installs must match.
+	if deps := readFile(t, ws.path(".pml/deps.json")); !strings.Contains(deps, `"integrity": "sha512-`) {
+		t.Errorf(".pml/deps.json records no integrity:\n%s", deps)
+	}
+}

@@ -78,4 +78,3 @@ func mustWorkspace(g *globals) string {
 	}
 	return ws.Dir
 }
-
