@@ -273,3 +273,26 @@ func TestASeedFormatRegistryEntryRuns(t *testing.T) {
 		t.Errorf(".pml/deps.json records no integrity:\n%s", deps)
 	}
 }
+
+// TestAFailedInstallTakesTheEntryOutAgain: the package checks out on the
+// host, but its install cannot reach the registry (on the host's
+// loopback, not the install container's): pml add fails and leaves no
+// entry and no installed files behind.
+func TestAFailedInstallTakesTheEntryOutAgain(t *testing.T) {
+	needImage(t, nodeImage)
+	tarball := []byte("not really a tarball")
+	reg := fakeNPM(t, "@pml-test/server-fake", sri512(tarball), tarball)
+	ws := newWorkspace(t, "")
+	ws.write(".pml.json", `{"permissions": {"allow": ["filesystem:*"]}}`+"\n")
+	before := readFile(t, ws.path(".pml.json"))
+	r := runCLI(t, ws.Dir, []string{"PML_WORKSPACE=" + ws.Dir, "npm_config_registry=" + reg.URL}, "", "add", "npm:@pml-test/server-fake", "--yes")
+	if r.code == 0 || !strings.Contains(string(r.stderr), "wrote mcps.fake") || !strings.Contains(string(r.stderr), "fake was taken out of") {
+		t.Errorf("exit %d, want a failure after the write and its undo:\n%s", r.code, r.stderr)
+	}
+	if after := readFile(t, ws.path(".pml.json")); after != before {
+		t.Errorf(".pml.json was not put back:\n%s", after)
+	}
+	if _, err := os.Stat(ws.path(".pml/deps/fake")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the failed install left .pml/deps/fake (%v)", err)
+	}
+}
