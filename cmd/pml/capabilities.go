@@ -200,7 +200,8 @@ func newRemoveCmd(g *globals) *cobra.Command {
 		Long: "Remove the MCP server NAME from .pml.json (mcps or private_mcps, with a \"NAME:*\" permission), or the\n" +
 			"capability NAME from .pml/capabilities.json and its entry from .mcp.json (the old file is kept in\n" +
 			".mcp.json.backup). --clean also deletes what it installed (.pml/deps/NAME and its record in\n" +
-			".pml/deps.json), its cached tool list and, for a capability, its cached registry copy; it asks first\n" +
+			".pml/deps.json), its cached tool list and, for a capability, its cached registry copy; deleting installed\n" +
+			"dependencies is asked first " +
 			"(a \"y\" on a terminal, or --yes). Built-in tools cannot be removed: deny them in permissions.deny.\n\n" +
 			"Exit codes: 0 removed, 1 failed, 2 nothing of that name, 3 --clean not approved (nothing changed).",
 		Args: cobra.ExactArgs(1),
@@ -227,7 +228,7 @@ func newRemoveCmd(g *globals) *cobra.Command {
 				files, _ := broker.ServerFiles(ws, capability.Namespace)
 				if len(files) > 0 {
 					describeLeftovers(os.Stderr, "pml remove --clean deletes:", files)
-					if !confirmAdd(os.Stderr, yes) {
+					if hasInstalled(files) && !confirmAdd(os.Stderr, yes) {
 						return &exitError{3, errors.New("nothing was removed: approve on a terminal, or run again with --yes")}
 					}
 					if err := broker.RemoveLeftovers(ws, files); err != nil {

@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/pml-dev/pml/broker"
 	"github.com/pml-dev/pml/internal/config"
@@ -39,7 +41,9 @@ func removeServer(g *globals, ws, name string, clean, yes bool) (done bool, err 
 		}
 		fmt.Fprintf(w, "pml remove --clean takes %s out of %s and deletes:\n", name, path)
 		describeLeftovers(w, "", files)
-		if !confirmAdd(w, yes) {
+		// Deleting installed dependencies is asked; a cached tool list
+		// is only a cache.
+		if hasInstalled(files) && !confirmAdd(w, yes) {
 			return true, &exitError{3, errors.New("nothing was removed: approve on a terminal, or run again with --yes")}
 		}
 	}
@@ -62,7 +66,13 @@ func removeServer(g *globals, ws, name string, clean, yes bool) (done bool, err 
 		if err := broker.RemoveLeftovers(ws, files); err != nil {
 			return true, &exitError{1, fmt.Errorf("%s is out of %s, but deleting its files failed: %w (pml cleanup tries again)", name, path, err)}
 		}
-		fmt.Fprintf(w, "deleted %s's installed dependencies and cached tools\n", name)
+		kinds := []string{}
+		for _, f := range files {
+			if !slices.Contains(kinds, f.Kind) {
+				kinds = append(kinds, f.Kind)
+			}
+		}
+		fmt.Fprintf(w, "deleted %s's %s\n", name, strings.Join(kinds, " and "))
 	} else if files, _ := broker.ServerFiles(ws, name); len(files) > 0 {
 		fmt.Fprintf(w, "  its installed files are kept: pml cleanup (or pml remove %s --clean next time) deletes them\n", name)
 	}
@@ -86,4 +96,14 @@ func describeLeftovers(w io.Writer, title string, ls []broker.Leftover) {
 		}
 		fmt.Fprintf(w, "  %s: %s %s\n", l.Server, l.Kind, what)
 	}
+}
+
+// hasInstalled reports whether ls holds installed dependencies.
+func hasInstalled(ls []broker.Leftover) bool {
+	for _, l := range ls {
+		if l.Kind == "dependencies" {
+			return true
+		}
+	}
+	return false
 }
