@@ -88,6 +88,10 @@ func TestAddNPMServersFromTheRealRegistry(t *testing.T) {
 			t.Errorf(".pml.json lacks %s:\n%s", want, cfg)
 		}
 	}
+	// The package without its source says which source to write.
+	if code, _, stderr := run("add", "@modelcontextprotocol/server-everything"); code != 2 || !strings.Contains(stderr, "pml add npm:@modelcontextprotocol/server-everything") {
+		t.Errorf("pml add with a bare package name: exit %d\n%s", code, stderr)
+	}
 	// A second add of the same package clashes on the derived name and
 	// changes nothing.
 	if code, _, stderr := run("add", "npm:@modelcontextprotocol/server-everything", "--yes"); code != 2 || !strings.Contains(stderr, "--name") {
