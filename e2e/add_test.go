@@ -252,9 +252,18 @@ func TestAddOCIServerFromALoopbackRegistry(t *testing.T) {
 	if out := callJSON(t, r); r.code != 0 || !strings.Contains(out.Text, "from an image") {
 		t.Errorf("pml call probe:echo: exit %d %q\n%s", r.code, out.Text, r.stderr)
 	}
-	if code, stdout, _ := runPML(t, ws, "list"); code != 0 || !strings.Contains(stdout, "image "+pinned) || !strings.Contains(stdout, "image present") {
+	if code, stdout, _ := runPML(t, ws, "list"); code != 0 || !strings.Contains(stdout, "image "+pinned) || !strings.Contains(stdout, "image present, stopped") {
 		t.Errorf("pml list: exit %d\n%s", code, stdout)
 	}
+	// While a client's session has the server up, pml list says so.
+	s := startSession(t, ws)
+	if out, res := s.call(t, "probe:echo", map[string]any{"text": "up"}); res.IsError || out != "up" {
+		t.Fatalf("probe:echo in a session: %q", out)
+	}
+	if code, stdout, _ := runPML(t, ws, "list", "--format", "json"); code != 0 || !strings.Contains(stdout, `"running": true`) {
+		t.Errorf("pml list with the server up: exit %d\n%s", code, stdout)
+	}
+	_ = s.Close()
 }
 
 // TestASeedFormatRegistryEntryRuns: an entry written as the seeds define
