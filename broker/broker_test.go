@@ -414,7 +414,7 @@ func TestConcurrentAlwaysForTwentyTools(t *testing.T) {
 	}
 	ids := make([]string, len(names))
 	for i, n := range names {
-		ids[i] = approvalOf(t, f.call(t, n, map[string]any{})).WorkflowID
+		ids[i] = approvalOf(t, f.call(t, n, map[string]any{"path": "x"})).WorkflowID
 	}
 	var wg sync.WaitGroup
 	errs := make(chan string, len(names))

@@ -24,7 +24,7 @@ func (l resolveLayer) Call(ctx context.Context, c *Call) Result {
 	}
 	if !registryCandidate(c.Tool) || !b.registryLookups() {
 		c.note(audit.Entry{Tool: c.Tool, Decision: audit.Failed, Reason: "no such tool"})
-		return errorResult(fmt.Errorf("%w %q: tools/list shows the available tools", ErrNotFound, c.Tool))
+		return errorResult(fmt.Errorf("%w %q: tools/list (`pml tools` on the command line) shows the available tools", ErrNotFound, c.Tool))
 	}
 	c.fromRegistry = true
 	return l.next.Call(ctx, c)

@@ -91,7 +91,7 @@ func (b *Broker) lookup(ctx context.Context, name string) (toolEntry, error) {
 	}
 	srv := b.serverOf(name)
 	if srv == nil {
-		return toolEntry{}, fmt.Errorf("%w %q: tools/list shows the available tools", ErrNotFound, name)
+		return toolEntry{}, fmt.Errorf("%w %q: tools/list (`pml tools` on the command line) shows the available tools", ErrNotFound, name)
 	}
 	if err := b.loadServer(ctx, srv); err != nil {
 		if errors.Is(err, container.ErrImageMissing) || errors.Is(err, container.ErrUnavailable) {

@@ -152,7 +152,7 @@ func (b *Broker) resolveFromRegistry(ctx context.Context, tool string) (change *
 	e, v, err := b.fetchChecked(fctx, fqdn)
 	switch {
 	case errors.Is(err, registry.ErrNotFound):
-		nf := fmt.Errorf("%w %q: nothing local provides it and no registry has %s (%v); tools/list shows the available tools", ErrNotFound, tool, fqdn, strings.TrimPrefix(err.Error(), ErrNotFound.Error()+": "))
+		nf := fmt.Errorf("%w %q: nothing local provides it and no registry has %s (%v); tools/list (`pml tools` on the command line) shows the available tools", ErrNotFound, tool, fqdn, strings.TrimPrefix(err.Error(), ErrNotFound.Error()+": "))
 		r.mu.Lock()
 		r.missing[ns] = nf
 		r.mu.Unlock()

@@ -23,11 +23,11 @@ func TestShellExec(t *testing.T) {
 		{"a failing command is an error with its exit code", map[string]any{"command": "fail"}, true, "exit code: 3"},
 		{"stderr is kept", map[string]any{"command": "loud"}, false, "complaint"},
 		{"no command", map[string]any{"command": " "}, true, "needs the argument \"command\""},
-		{"cwd not a string", map[string]any{"command": "ls", "cwd": 3}, true, "must be a string"},
+		{"cwd not a string", map[string]any{"command": "ls", "cwd": 3}, true, `argument "cwd": 3 has type "integer", want "string"`},
 		{"cwd outside", map[string]any{"command": "ls", "cwd": "../"}, true, "outside"},
 		{"cwd missing", map[string]any{"command": "ls", "cwd": "nope"}, true, "not an existing directory"},
 		{"cwd with a line break", map[string]any{"command": "ls", "cwd": "a\nb"}, true, "line break"},
-		{"timeout_ms not whole", map[string]any{"command": "ls", "timeout_ms": 1.5}, true, "whole number"},
+		{"timeout_ms not whole", map[string]any{"command": "ls", "timeout_ms": 1.5}, true, `argument "timeout_ms": 1.5 has type "number", want "integer"`},
 		{"timeout_ms shortens", map[string]any{"command": "ls", "timeout_ms": 60000}, false, "ran ls"},
 	}
 	for _, tc := range cases {

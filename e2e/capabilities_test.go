@@ -83,8 +83,8 @@ func TestAddRunListRemoveACapability(t *testing.T) {
 		t.Errorf("pml list: %d %q", code, stdout)
 	}
 	code, stdout, _ = runPML(t, ws, "list", "--json")
-	var listed []struct{ Name, FQDN string }
-	if code != 0 || json.Unmarshal([]byte(stdout), &listed) != nil || len(listed) != 1 || listed[0].Name != "regprobe" {
+	var listed struct{ Capabilities []struct{ Name, FQDN string } }
+	if code != 0 || json.Unmarshal([]byte(stdout), &listed) != nil || len(listed.Capabilities) != 1 || listed.Capabilities[0].Name != "regprobe" {
 		t.Errorf("pml list --json: %d %q", code, stdout)
 	}
 
@@ -120,7 +120,8 @@ func TestAddRunListRemoveACapability(t *testing.T) {
 	if _, err := os.Stat(ws.path(".mcp.json.backup")); err != nil {
 		t.Error("no backup of .mcp.json")
 	}
-	if code, stdout, _ := runPML(t, ws, "list", "--json"); code != 0 || strings.TrimSpace(stdout) != "[]" {
+	var after struct{ Capabilities []any }
+	if code, stdout, _ := runPML(t, ws, "list", "--json"); code != 0 || json.Unmarshal([]byte(stdout), &after) != nil || after.Capabilities == nil || len(after.Capabilities) != 0 {
 		t.Errorf("list after remove: %q", stdout)
 	}
 	if code, _, _ := runPML(t, ws, "remove", "regprobe"); code != 2 {

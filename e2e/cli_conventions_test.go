@@ -121,8 +121,8 @@ func TestListFormatJSON(t *testing.T) {
 	ws := newWorkspace(t, "")
 	a := runCLI(t, ws.Dir, nil, "", "list", "--format", "json")
 	b := runCLI(t, ws.Dir, nil, "", "list", "--json")
-	var caps []any
-	if a.code != 0 || json.Unmarshal(a.stdout, &caps) != nil || caps == nil || !bytes.Equal(a.stdout, b.stdout) {
+	var listed struct{ Builtin, Servers, Capabilities []any }
+	if a.code != 0 || json.Unmarshal(a.stdout, &listed) != nil || listed.Capabilities == nil || listed.Servers == nil || len(listed.Builtin) == 0 || !bytes.Equal(a.stdout, b.stdout) {
 		t.Fatalf("list --format json: exit %d %q; --json: exit %d %q", a.code, a.stdout, b.code, b.stdout)
 	}
 	if c := runCLI(t, ws.Dir, nil, "", "list", "--format", "table"); c.code != 0 || !bytes.Contains(c.stdout, []byte("No capabilities added")) {
@@ -219,7 +219,11 @@ func TestUsageErrorsExit2OnEveryCommand(t *testing.T) {
 		{"images", "list", "--bogus"},
 		{"images", "pull", "--parallel", "zero"},
 		{"add"},
+		{"add", "npm:a", "b"},
+		{"add", "memory", "--name", "m"},
 		{"remove", "a", "b"},
+		{"tools", "--format", "xml"},
+		{"cleanup", "extra"},
 		{"stdio", "extra"},
 		{"serve", "--bogus"},
 		{"init", "--bogus"},

@@ -26,10 +26,20 @@ import (
 
 func newAddCmd(g *globals) *cobra.Command {
 	var yes bool
+	var o addServerOptions
 	cmd := &cobra.Command{
-		Use:   "add NAME[@VERSION]",
-		Short: "Add a capability from the registry as its own MCP server in .mcp.json",
-		Long: `Fetch NAME from the registries (a bare name is the MCP server pml.mcp.NAME.server; a 4- or
+		Use:   "add NAME[@VERSION] | npm:PACKAGE[@VERSION] | oci:IMAGE[@DIGEST] [--name NAME] [-- ARGS…]",
+		Short: "Add an MCP server (npm:, oci:) to .pml.json, or a registry capability to .mcp.json",
+		Long: `pml add npm:PACKAGE[@VERSION] resolves the package in the npm registry your npm configuration
+names (npm_config_registry, ~/.npmrc), checks its tarball against the integrity the registry gives,
+writes a pinned mcps entry (exact version, integrity, entry point, ARGS after --) to .pml.json,
+installs it and lists its tools. pml add oci:IMAGE[@DIGEST] does the same for an MCP server shipped
+as a container image, pinned by digest. The name is derived from the package or image
+(server-everything → everything) unless --name gives one; a name already in .pml.json is an error.
+Both ask before writing (a "y" on a terminal, or --yes); --allow also allows the server's tools
+without asking. See docs/add.md.
+
+Fetch NAME from the registries (a bare name is the MCP server pml.mcp.NAME.server; a 4- or
 5-part FQDN names any entry; @VERSION pins the 4-hex-digit hash), record it in .pml/mcp.lock,
 install what it needs (after a "y" on a terminal, or --yes), record it in .pml/capabilities.json
 and add {"command": <pml>, "args": ["run", NAME]} to .mcp.json (the old file is kept in
@@ -37,9 +47,34 @@ and add {"command": <pml>, "args": ["run", NAME]} to .mcp.json (the old file is 
 
 Exit codes: 0 added, 1 failed, 2 bad name or configuration, 3 needs approval (no terminal and no
 --yes), 5 Docker or the registry unavailable.`,
-		Example: "  pml add memory\n  pml add acme.tools.json.parse@3f2a --yes",
-		Args:    cobra.ExactArgs(1),
+		Example: "  pml add npm:@modelcontextprotocol/server-everything --yes\n  pml add npm:@modelcontextprotocol/server-filesystem --name files -- /workspace\n  pml add oci:mcp/fetch@sha256:… --yes\n  pml add memory\n  pml add acme.tools.json.parse@3f2a --yes",
+		Args: func(cmd *cobra.Command, args []string) error {
+			dash := cmd.ArgsLenAtDash()
+			if len(args) == 0 || dash == 0 {
+				return usageError(cmd, errors.New("pml add needs what to add: npm:PACKAGE, oci:IMAGE or a registry NAME"))
+			}
+			if (dash < 0 && len(args) > 1) || dash > 1 {
+				return usageError(cmd, fmt.Errorf("pml add takes one source; the server's own arguments go after --: pml add %s -- %s", args[0], strings.Join(args[1:], " ")))
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if dash := cmd.ArgsLenAtDash(); dash >= 0 {
+				o.args = args[dash:]
+			}
+			o.yes = yes
+			switch {
+			case strings.HasPrefix(args[0], "npm:"):
+				return addNPM(cmd, g, strings.TrimPrefix(args[0], "npm:"), o)
+			case strings.HasPrefix(args[0], "oci:"):
+				return addOCI(cmd, g, strings.TrimPrefix(args[0], "oci:"), o)
+			case len(o.args) > 0 || o.name != "" || o.allow:
+				return usageError(cmd, errors.New("--name, --allow and arguments after -- are for npm: and oci: sources"))
+			case strings.HasPrefix(args[0], "@") || strings.Contains(args[0], "/"):
+				// A registry name has no '@' in front and no '/': this is
+				// an npm package or an image written without its source.
+				return &exitError{2, fmt.Errorf("%q is not a registry name: for the npm package run `pml add npm:%s`, for an image `pml add oci:%s`", args[0], args[0], args[0])}
+			}
 			e, err := g.setup()
 			if err != nil {
 				return err
@@ -108,6 +143,8 @@ Exit codes: 0 added, 1 failed, 2 bad name or configuration, 3 needs approval (no
 		},
 	}
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "approve the install and integrity changes without asking")
+	cmd.Flags().StringVar(&o.name, "name", "", "the server's name in .pml.json and its tools' prefix (npm:, oci:; default: derived from the package or image)")
+	cmd.Flags().BoolVar(&o.allow, "allow", false, "also allow the server's tools without asking (adds \"NAME:*\" to permissions.allow)")
 	return cmd
 }
 
@@ -162,18 +199,48 @@ func newRunCmd(g *globals) *cobra.Command {
 }
 
 func newRemoveCmd(g *globals) *cobra.Command {
-	var clean bool
+	var clean, yes bool
 	cmd := &cobra.Command{
 		Use:   "remove NAME",
-		Short: "Remove an added capability (and its .mcp.json entry)",
-		Long: "Remove NAME from .pml/capabilities.json and its entry from .mcp.json (the old file is kept in\n" +
-			".mcp.json.backup). --clean also drops its cached registry copy. Installed dependencies are kept:\n" +
-			"other capabilities may use them.",
+		Short: "Remove an MCP server from .pml.json, or an added capability (and its .mcp.json entry)",
+		Long: "Remove the MCP server NAME from .pml.json (mcps or private_mcps, with a \"NAME:*\" permission), or the\n" +
+			"capability NAME from .pml/capabilities.json and its entry from .mcp.json (the old file is kept in\n" +
+			".mcp.json.backup). --clean also deletes what it installed (.pml/deps/NAME and its record in\n" +
+			".pml/deps.json), its cached tool list and, for a capability, its cached registry copy; deleting installed\n" +
+			"dependencies is asked first " +
+			"(a \"y\" on a terminal, or --yes). Built-in tools cannot be removed: deny them in permissions.deny.\n\n" +
+			"Exit codes: 0 removed, 1 failed, 2 nothing of that name, 3 --clean not approved (nothing changed).",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ws, err := resolveWorkspace(g)
 			if err != nil {
 				return err
+			}
+			switch args[0] {
+			case "filesystem", "shell", "pml":
+				return &exitError{2, fmt.Errorf("%s is built into pml and cannot be removed: add \"%s:*\" to permissions.deny in .pml.json to hide its tools", args[0], args[0])}
+			}
+			caps, err := broker.LoadCapabilities(ws)
+			if err != nil {
+				return &exitError{2, err}
+			}
+			capability, isCap := caps[args[0]]
+			if !isCap {
+				if done, err := removeServer(g, ws, args[0], clean, yes); done || err != nil {
+					return err
+				}
+			}
+			if clean && isCap {
+				files, _ := broker.ServerFiles(ws, capability.Namespace)
+				if len(files) > 0 {
+					describeLeftovers(os.Stderr, "pml remove --clean deletes:", files)
+					if hasInstalled(files) && !confirmAdd(os.Stderr, yes) {
+						return &exitError{3, errors.New("nothing was removed: approve on a terminal, or run again with --yes")}
+					}
+					if err := broker.RemoveLeftovers(ws, files); err != nil {
+						return &exitError{1, err}
+					}
+				}
 			}
 			c, ok, err := broker.RemoveCapability(ws, args[0], clean)
 			if err != nil {
@@ -214,7 +281,8 @@ func newRemoveCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&clean, "clean", false, "also remove the cached registry copy")
+	cmd.Flags().BoolVar(&clean, "clean", false, "also delete its installed dependencies, cached tool list and cached registry copy")
+	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "approve --clean's deletions without asking")
 	return cmd
 }
 
@@ -225,31 +293,57 @@ func newListCmd(g *globals) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "list",
-		Short: "List the capabilities added with pml add",
-		Args:  cobra.NoArgs,
+		Short: "List everything pml serves here: built-in tools, MCP servers in .pml.json, added capabilities",
+		Long: "List what pml serves in this workspace: the built-in tool groups, the MCP servers of .pml.json\n" +
+			"(mcps, private_mcps) with their source, version and state (installed, image present, running), and the\n" +
+			"capabilities added from a registry with pml add NAME. --format json prints one object\n" +
+			"{\"builtin\": […], \"servers\": […], \"capabilities\": […]}.",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f, err := outputFormat(cmd, format, asJSON)
 			if err != nil {
 				return err
 			}
-			ws, err := resolveWorkspace(g)
+			e, err := g.setup()
 			if err != nil {
 				return err
 			}
-			caps, err := broker.LoadCapabilities(ws)
+			defer e.rt.Close()
+			defer e.broker.Close(30 * time.Second)
+			caps, err := broker.LoadCapabilities(e.ws.Dir)
 			if err != nil {
 				return &exitError{2, err}
 			}
 			list := broker.SortedCapabilities(caps)
+			if list == nil {
+				list = []broker.Capability{}
+			}
+			servers := e.broker.Servers(cmd.Context())
+			if servers == nil {
+				servers = []broker.ServerState{}
+			}
+			builtin := builtinGroups(e.broker, servers)
 			if f == formatJSON {
-				return writeCapsJSON(cmd.OutOrStdout(), list)
+				return writeJSON(cmd.OutOrStdout(), listJSON{Builtin: builtin, Servers: servers, Capabilities: list})
 			}
 			w := cmd.OutOrStdout()
-			if len(list) == 0 {
-				fmt.Fprintln(w, "No capabilities added (pml add NAME adds one).")
+			tw := tabwriter.NewWriter(w, 2, 4, 3, ' ', 0)
+			fmt.Fprintln(tw, "Built-in tools:")
+			for _, b := range builtin {
+				fmt.Fprintf(tw, "  %s\t%s\t%s\n", b.Name, plural(b.Tools, "tool"), b.Source)
+			}
+			if len(servers) == 0 {
+				fmt.Fprintln(tw, "No MCP servers in .pml.json (pml add npm:PACKAGE or oci:IMAGE adds one).")
 			} else {
-				fmt.Fprintln(w, "Installed capabilities:")
-				tw := tabwriter.NewWriter(w, 2, 4, 3, ' ', 0)
+				fmt.Fprintln(tw, "MCP servers (.pml.json):")
+				for _, s := range servers {
+					fmt.Fprintf(tw, "  %s\t%s\t%s\n", s.Name, s.Source, serverStateText(s))
+				}
+			}
+			if len(list) == 0 {
+				fmt.Fprintln(tw, "No capabilities added (pml add NAME adds one).")
+			} else {
+				fmt.Fprintln(tw, "Installed capabilities:")
 				for _, c := range list {
 					where := "local"
 					if c.Routing == registry.RoutingServer {
@@ -257,8 +351,8 @@ func newListCmd(g *globals) *cobra.Command {
 					}
 					fmt.Fprintf(tw, "  %s\t(%s)\tmcp.%s.*\t%s\t%s\n", c.Name, where, c.Namespace, c.Type, c.FQDN)
 				}
-				_ = tw.Flush()
 			}
+			_ = tw.Flush()
 			if key, _, _ := credentials.APIKey(os.Getenv); key != "" {
 				fmt.Fprintln(w, "\nPML meta-tools: enabled (mcp.pml.*)")
 			} else {
@@ -269,6 +363,82 @@ func newListCmd(g *globals) *cobra.Command {
 	}
 	addFormatFlag(cmd, &format, &asJSON)
 	return cmd
+}
+
+// listJSON is pml list --format json.
+type listJSON struct {
+	Builtin      []builtinGroup       `json:"builtin"`
+	Servers      []broker.ServerState `json:"servers"`
+	Capabilities []broker.Capability  `json:"capabilities"`
+}
+
+// builtinGroup is one namespace of pml's own tools.
+type builtinGroup struct {
+	Name   string `json:"name"`
+	Tools  int    `json:"tools"`
+	Source string `json:"source"`
+}
+
+// builtinGroups counts pml's own tools by namespace (servers' tools and
+// pml:continue_workflow left out).
+func builtinGroups(b *broker.Broker, servers []broker.ServerState) []builtinGroup {
+	isServer := map[string]bool{}
+	for _, s := range servers {
+		isServer[s.Name] = true
+	}
+	var out []builtinGroup
+	idx := map[string]int{}
+	for _, t := range b.Tools() {
+		ns, _, _ := strings.Cut(t.Name, ":")
+		if isServer[ns] || t.Name == broker.ContinueTool {
+			continue
+		}
+		i, ok := idx[ns]
+		if !ok {
+			src := "pml's toolbox container"
+			switch ns {
+			case "shell":
+				src = "shell:exec in sandbox.shell_image"
+			case "pml":
+				src = "pml itself"
+			}
+			i = len(out)
+			idx[ns] = i
+			out = append(out, builtinGroup{Name: ns, Source: src})
+		}
+		out[i].Tools++
+	}
+	if out == nil {
+		out = []builtinGroup{}
+	}
+	return out
+}
+
+// serverStateText is a server's state in words.
+func serverStateText(s broker.ServerState) string {
+	var parts []string
+	if s.Installed {
+		parts = append(parts, "installed")
+	} else {
+		parts = append(parts, "not installed (its first call installs it, after approval)")
+	}
+	switch {
+	case s.EngineErr != "":
+		parts = append(parts, "image unknown (container engine unavailable)")
+	case s.ImagePresent:
+		parts = append(parts, "image present")
+	default:
+		parts = append(parts, "image missing ("+s.Image+"; pml images pull)")
+	}
+	if s.Running {
+		parts = append(parts, "running")
+	} else {
+		parts = append(parts, "stopped")
+	}
+	if s.Tools > 0 {
+		parts = append(parts, plural(s.Tools, "tool"))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func writeCapsJSON(w io.Writer, list []broker.Capability) error {
@@ -282,4 +452,12 @@ func writeCapsJSON(w io.Writer, list []broker.Capability) error {
 func resolveWorkspace(g *globals) (string, error) {
 	_, ws, err := g.workspace()
 	return ws.Dir, err
+}
+
+// plural is "1 tool", "2 tools".
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
 }

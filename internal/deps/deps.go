@@ -213,20 +213,42 @@ func (in *Installer) Install(ctx context.Context, srv config.Server) (err error)
 	if err != nil {
 		return fmt.Errorf("checking the integrity of %s: %w", srv.Name, err)
 	}
-	if actual != srv.Install.Integrity {
-		return &MismatchError{Server: srv.Name, Expected: srv.Install.Integrity, Actual: actual}
+	expected := srv.Install.Integrity
+	if expected == "" {
+		// A registry entry in the seeds' format pins an exact version but
+		// no integrity: the first install's is recorded and every later
+		// install of the same step must match it.
+		expected = in.Store.recorded(srv)
 	}
-	return in.Store.record(srv)
+	if expected != "" && actual != expected {
+		return &MismatchError{Server: srv.Name, Expected: expected, Actual: actual}
+	}
+	return in.Store.record(srv, actual)
 }
 
-func (s *Store) record(srv config.Server) error {
+// recorded is the integrity recorded for srv's install step ("" when it
+// never ran with this step).
+func (s *Store) recorded(srv config.Server) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, err := s.load()
+	if err != nil {
+		return ""
+	}
+	if rec, ok := st.Servers[srv.Name]; ok && rec.Spec == SpecOf(srv) {
+		return rec.Integrity
+	}
+	return ""
+}
+
+func (s *Store) record(srv config.Server, integrity string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st, err := s.load()
 	if err != nil {
 		st = state{Servers: map[string]Record{}}
 	}
-	st.Servers[srv.Name] = Record{Spec: SpecOf(srv), Integrity: srv.Install.Integrity, InstalledAt: time.Now().UTC()}
+	st.Servers[srv.Name] = Record{Spec: SpecOf(srv), Integrity: integrity, InstalledAt: time.Now().UTC()}
 	b, _ := json.MarshalIndent(st, "", "  ")
 	return safefs.WriteFile(s.ws, s.file(), append(b, '\n'), 0o644)
 }

@@ -77,3 +77,8 @@ func hostPort(raw string) string {
 	}
 	return net.JoinHostPort(u.Hostname(), port)
 }
+
+// NPMRegistry is the npm registry the user's npm configuration names
+// (npm_config_registry, then ~/.npmrc, then npm's default): where
+// `pml add npm:` resolves a package and where its install goes.
+func NPMRegistry(env func(string) string) string { return npmRegistry(nil, env) }

@@ -105,6 +105,11 @@ func ParseMetadata(f FQDN, doc []byte) (*Metadata, error) {
 	default:
 		return fail(`"type" must be "stdio" or "http" in metadata, not %q (deno entries are served as code)`, m.Type)
 	}
+	// The seeds' registry rows say "local" where the API says "client"
+	// (the seeds normalise it so).
+	if m.Routing == "local" {
+		m.Routing = RoutingClient
+	}
 	switch m.Routing {
 	case "":
 		m.Routing = RoutingClient
@@ -200,7 +205,8 @@ func ServerConfig(e *Entry) (config.Server, error) {
 		return fail("fqdn", fmt.Sprintf("names the built-in namespace %q; a registry server cannot replace it", f.Namespace))
 	}
 	if m.Image == "" {
-		return fail("image", `is required: pml runs every stdio server in a container and needs its image (e.g. "pml/node:18", pinned by digest)`)
+		// The seeds' format: an install line and nothing of pml's own.
+		return derivedServer(e, f)
 	}
 	s := config.Server{
 		Name:        f.Namespace,

@@ -1,0 +1,269 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/mattn/go-isatty"
+	"github.com/spf13/cobra"
+
+	"github.com/pml-dev/pml/broker"
+	"github.com/pml-dev/pml/internal/config"
+	"github.com/pml-dev/pml/internal/deps"
+	"github.com/pml-dev/pml/internal/npmreg"
+	"github.com/pml-dev/pml/internal/safefs"
+)
+
+// pml add npm:PACKAGE and oci:IMAGE: a real MCP server into .pml.json's
+// mcps in one command, pinned (exact version and integrity, or image
+// digest), installed and listed.
+
+// nodeImage is the image npm servers run in (images/manifest.yaml).
+const nodeImage = "pml/node:18"
+
+// addServerOptions are pml add's flags for npm: and oci: sources.
+type addServerOptions struct {
+	name  string
+	allow bool
+	yes   bool
+	args  []string // after --
+}
+
+// serverEntry is an mcps entry as pml add writes it (fields in the order
+// people read them).
+type serverEntry struct {
+	Description string        `json:"description,omitempty"`
+	Image       string        `json:"image"`
+	Command     string        `json:"command,omitempty"`
+	Args        []string      `json:"args,omitempty"`
+	Install     *installEntry `json:"install,omitempty"`
+}
+
+type installEntry struct {
+	Command   string   `json:"command"`
+	Args      []string `json:"args"`
+	Integrity string   `json:"integrity"`
+}
+
+// npmHTTP is the client that reads the npm registry: the environment's
+// proxy and the system's CA bundle, as npm itself would.
+var npmHTTP = &http.Client{Timeout: 2 * time.Minute, Transport: &http.Transport{Proxy: http.ProxyFromEnvironment}}
+
+// addNPM resolves spec in the npm registry the user's npm configuration
+// names and adds it as a server.
+func addNPM(cmd *cobra.Command, g *globals, spec string, o addServerOptions) error {
+	ctx := cmd.Context()
+	reg := deps.NPMRegistry(os.Getenv)
+	pkg, err := npmreg.Resolve(ctx, npmHTTP, reg, spec)
+	switch {
+	case errors.Is(err, npmreg.ErrNotFound):
+		return &exitError{2, err}
+	case err != nil:
+		return &exitError{5, err}
+	}
+	bin, file, ok := pkg.EntryPoint()
+	if !ok {
+		names := make([]string, 0, len(pkg.Bin))
+		for b := range pkg.Bin {
+			names = append(names, b)
+		}
+		if len(names) == 0 {
+			return &exitError{2, fmt.Errorf("%s@%s has no \"bin\": it is not a package pml can run as an MCP server (write its mcps entry by hand, see docs/add.md)", pkg.Name, pkg.Version)}
+		}
+		return &exitError{2, fmt.Errorf("%s@%s has several executables (%s) and none is named like the package: write its mcps entry by hand (docs/add.md)", pkg.Name, pkg.Version, strings.Join(names, ", "))}
+	}
+	fmt.Fprintf(os.Stderr, "resolved %s@%s from %s (%s); checking its tarball…\n", pkg.Name, pkg.Version, reg, pkg.Integrity)
+	if err := pkg.Verify(ctx, npmHTTP); err != nil {
+		if errors.Is(err, npmreg.ErrIntegrity) {
+			return &exitError{1, err}
+		}
+		return &exitError{5, err}
+	}
+	name := o.name
+	if name == "" {
+		name = npmreg.ServerName(pkg.Name)
+	}
+	entryPoint := "/deps/node_modules/" + pkg.Name + "/" + strings.TrimPrefix(cleanRel(file), "./")
+	entry := serverEntry{
+		Description: fmt.Sprintf("npm %s@%s (%s), added by pml add", pkg.Name, pkg.Version, bin),
+		Image:       nodeImage,
+		Command:     "node",
+		Args:        append([]string{entryPoint}, o.args...),
+		Install: &installEntry{Command: "npm", Args: []string{"install", "--prefix", deps.MountPoint, "--no-audit", "--no-fund", pkg.Name + "@" + pkg.Version},
+			Integrity: pkg.Integrity},
+	}
+	what := fmt.Sprintf("%s (npm %s@%s): runs `node %s` in %s; installs with `npm install %s@%s` from %s, checked against %s",
+		name, pkg.Name, pkg.Version, strings.Join(entry.Args, " "), nodeImage, pkg.Name, pkg.Version, reg, pkg.Integrity)
+	return addServer(cmd, g, name, entry, what, o)
+}
+
+// cleanRel is a bin path inside the package, without a leading "./".
+func cleanRel(p string) string {
+	for strings.HasPrefix(p, "./") {
+		p = p[2:]
+	}
+	return p
+}
+
+// addServer asks for consent, writes mcps.name into .pml.json (trusted,
+// as pml's other writes), installs and lists the server's tools. A
+// failure after the write puts .pml.json back as it was.
+func addServer(cmd *cobra.Command, g *globals, name string, entry serverEntry, what string, o addServerOptions) error {
+	if err := checkServerName(name); err != nil {
+		return &exitError{2, err}
+	}
+	_, ws, err := g.workspace()
+	if err != nil {
+		return err
+	}
+	path := ws.Dir + string(os.PathSeparator) + config.FileName
+	// The name is checked before the person is asked anything.
+	if data, err := safefs.ReadFile(ws.Dir, path, safefs.MaxConfig); err == nil {
+		if _, err := config.AddServerData(path, data, name, config.EntryBytes(entry), o.allow); err != nil {
+			return &exitError{2, err}
+		}
+	}
+	w := os.Stderr
+	fmt.Fprintf(w, "pml add writes mcps.%s to %s:\n  %s\n", name, path, what)
+	if o.allow {
+		fmt.Fprintf(w, "  and allows its tools without asking (%q in permissions.allow)\n", name+":*")
+	}
+	if !confirmAdd(w, o.yes) {
+		return &exitError{3, errors.New("nothing was written: approve on a terminal, or run again with --yes")}
+	}
+	store := openTrust(g.logger())
+	before, after, err := config.EditFile(ws.Dir, func(old []byte) ([]byte, error) {
+		return config.AddServerData(path, old, name, config.EntryBytes(entry), o.allow)
+	})
+	if err != nil {
+		if errors.Is(err, config.ErrServerExists) {
+			return &exitError{2, err}
+		}
+		return &exitError{1, err}
+	}
+	// The person asked for this entry: it is trusted as pml's other
+	// writes are, so it runs without a pml trust of its own.
+	if err := store.Saved(path, before, after, broker.DefaultPermissions().Allow); err != nil {
+		fmt.Fprintf(w, "⚠ the entry is written but not in your trust records (%v): run `pml trust`\n", err)
+	}
+	fmt.Fprintf(w, "wrote mcps.%s to %s\n", name, path)
+	tools, err := installAndList(cmd.Context(), g, name)
+	if err != nil {
+		undoAdd(ws.Dir, path, before, after, store)
+		fmt.Fprintf(w, "%s was taken out of %s again: nothing of it is kept\n", name, path)
+		return &exitError{capExit(err), err}
+	}
+	fmt.Fprintf(w, "✓ %s added: %d tools\n", name, len(tools))
+	out := cmd.OutOrStdout()
+	for _, t := range tools {
+		fmt.Fprintf(out, "  %s\t%s\n", t.Name, firstLine(t.Description))
+	}
+	if !o.allow {
+		fmt.Fprintf(w, "  Its tools are asked before they run unless permissions.allow in .pml.json has %q.\n", name+":*")
+	}
+	fmt.Fprintln(w, "  Clients that run pml stdio see them now (pml tools lists them).")
+	return nil
+}
+
+// installAndList builds a broker on the new configuration, installs the
+// server with progress on stderr, and returns its tools.
+func installAndList(ctx context.Context, g *globals, name string) ([]broker.Tool, error) {
+	e, err := g.setup()
+	if err != nil {
+		return nil, err
+	}
+	defer e.rt.Close()
+	defer e.broker.Close(30 * time.Second)
+	began := time.Now()
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(5 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				fmt.Fprintf(os.Stderr, "  still installing %s (%s)…\n", name, time.Since(began).Round(time.Second))
+			}
+		}
+	}()
+	fmt.Fprintf(os.Stderr, "installing %s and listing its tools…\n", name)
+	tools, err := e.broker.InstallServer(ctx, name)
+	close(done)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(os.Stderr, "installed %s in %s\n", name, time.Since(began).Round(100*time.Millisecond))
+	return tools, nil
+}
+
+// undoAdd puts .pml.json back as it was before pml add wrote it, unless
+// someone changed it since; a file pml add created is removed.
+func undoAdd(ws, path string, before, after []byte, store interface {
+	Saved(path string, before, after []byte, defaultAllow []string) error
+}) {
+	_, _, _ = config.EditFile(ws, func(cur []byte) ([]byte, error) {
+		if string(cur) != string(after) {
+			return nil, nil
+		}
+		if before == nil {
+			_ = safefs.Remove(ws, path)
+			return nil, nil
+		}
+		return before, nil
+	})
+	if before != nil {
+		_ = store.Saved(path, after, before, broker.DefaultPermissions().Allow)
+	}
+}
+
+// confirmAdd asks on a terminal; --yes approves; without either nothing
+// is approved.
+func confirmAdd(w io.Writer, yes bool) bool {
+	if yes {
+		fmt.Fprintln(w, "  approved by --yes")
+		return true
+	}
+	if !isatty.IsTerminal(os.Stdin.Fd()) {
+		fmt.Fprintln(w, "  not approved: no terminal to ask on; run again with --yes to approve")
+		return false
+	}
+	fmt.Fprint(w, "Approve? [y/N] ")
+	s, _ := bufio.NewReader(os.Stdin).ReadString('\n')
+	s = strings.ToLower(strings.TrimSpace(s))
+	return s == "y" || s == "yes"
+}
+
+// checkServerName refuses what .pml.json would refuse as a server name.
+func checkServerName(name string) error {
+	switch name {
+	case "filesystem", "shell", "pml":
+		return fmt.Errorf("%q is a built-in namespace: choose another name with --name", name)
+	}
+	for i, r := range name {
+		ok := r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || (i > 0 && (r == '-' || r == '_'))
+		if !ok || len(name) > 63 {
+			return fmt.Errorf("%q is not a server name (lowercase letters, digits, '-' or '_', at most 63): choose one with --name", name)
+		}
+	}
+	if name == "" {
+		return errors.New("no server name could be derived: choose one with --name")
+	}
+	return nil
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	if len(s) > 100 {
+		s = s[:97] + "…"
+	}
+	return s
+}

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pml-dev/pml/broker"
+)
+
+func newCleanupCmd(g *globals) *cobra.Command {
+	var dryRun bool
+	cmd := &cobra.Command{
+		Use:   "cleanup [--dry-run]",
+		Short: "Delete installed dependencies and cached tool lists that no server here uses any more",
+		Long: "Delete what servers left in .pml/ that neither .pml.json (mcps, private_mcps), an added capability\n" +
+			"(.pml/capabilities.json) nor the registry lockfile (.pml/mcp.lock) names any more: installed\n" +
+			"dependencies (.pml/deps/NAME and their records in .pml/deps.json) and cached tool lists\n" +
+			"(.pml/tools-cache.json). --dry-run lists them (on stdout) and deletes nothing.\n\n" +
+			"Exit codes: 0 done (or nothing to do), 1 failed, 2 the configuration cannot be read.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, ws, _, err := g.project()
+			if err != nil {
+				return err
+			}
+			// What the file names counts as used, trusted or not: a policy
+			// waiting for pml trust still means its servers.
+			left, err := broker.Unreferenced(ws.Dir, g.rawCfg)
+			if err != nil {
+				return &exitError{2, err}
+			}
+			out := cmd.OutOrStdout()
+			if len(left) == 0 {
+				fmt.Fprintln(out, "Nothing to clean up: every installed dependency and cached tool list belongs to a server here.")
+				return nil
+			}
+			if dryRun {
+				describeLeftovers(out, "pml cleanup would delete:", left)
+				return nil
+			}
+			if err := broker.RemoveLeftovers(ws.Dir, left); err != nil {
+				return &exitError{1, err}
+			}
+			describeLeftovers(out, "Deleted:", left)
+			fmt.Fprintln(os.Stderr, "cleanup done")
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "list what would be deleted, delete nothing")
+	return cmd
+}

@@ -1,0 +1,71 @@
+package registry
+
+import (
+	"strings"
+	"testing"
+)
+
+func seedEntry(t *testing.T, doc string) (*Entry, error) {
+	t.Helper()
+	f, err := ParseFQDN("pml.mcp.everything.server")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := ParseMetadata(f, []byte(doc))
+	if err != nil {
+		return nil, err
+	}
+	return &Entry{FQDN: f.String(), Type: m.Type, Registry: "http://127.0.0.1:1", Meta: m}, nil
+}
+
+func TestASeedFormatEntryGetsItsContainerDerived(t *testing.T) {
+	e, err := seedEntry(t, `{"type": "stdio", "routing": "local", "tools": ["everything:echo"],
+  "install": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-everything@2026.8.31", "stdio"], "envRequired": ["TOKEN"]}}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Meta.Routing != RoutingClient {
+		t.Errorf(`routing "local" became %q, want client`, e.Meta.Routing)
+	}
+	s, err := ServerConfig(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Image != NodeImage || s.Command != "node" || s.Args[0] != "-e" || s.Args[2] != "@modelcontextprotocol/server-everything" || s.Args[3] != "stdio" || len(s.Args) != 4 {
+		t.Errorf("derived run: %s %s %q", s.Image, s.Command, s.Args)
+	}
+	if s.Install == nil || s.Install.Command != "npm" || s.Install.Package != "@modelcontextprotocol/server-everything" ||
+		s.Install.Args[len(s.Install.Args)-1] != "@modelcontextprotocol/server-everything@2026.8.31" || s.Install.Integrity != "" {
+		t.Errorf("derived install: %+v", s.Install)
+	}
+	if len(s.EnvRequired) != 1 || s.EnvRequired[0] != "TOKEN" || !s.FromRegistry || s.Workspace != "ro" {
+		t.Errorf("derived server: %+v", s)
+	}
+}
+
+func TestASeedFormatEntryIsRefusedWhereNothingCanBeDerived(t *testing.T) {
+	for _, tc := range []struct{ name, doc, want string }{
+		{"a range without integrity", `{"type": "stdio", "install": {"command": "npx", "args": ["-y", "pkg@^1.2"]}}`, "exact version"},
+		{"no version without integrity", `{"type": "stdio", "install": {"command": "npx", "args": ["pkg"]}}`, "exact version"},
+		{"a pip install", `{"type": "stdio", "install": {"command": "uvx", "args": ["mcp-server-git"]}}`, `"image" is required`},
+		{"no install and no image", `{"type": "stdio"}`, `"image" is required`},
+		{"npx --package", `{"type": "stdio", "install": {"command": "npx", "args": ["--package=x@1.0.0", "y"]}}`, "--package"},
+		{"a bad integrity", `{"type": "stdio", "install": {"command": "npx", "args": ["pkg@1.0.0"], "integrity": "md5-x"}}`, "install.integrity"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, err := seedEntry(t, tc.doc)
+			if err == nil {
+				_, err = ServerConfig(e)
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestAnUnknownRoutingIsStillRefused(t *testing.T) {
+	if _, err := seedEntry(t, `{"type": "stdio", "routing": "nearby", "image": "x"}`); err == nil || !strings.Contains(err.Error(), "routing") {
+		t.Errorf("routing nearby: %v", err)
+	}
+}
