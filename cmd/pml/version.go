@@ -4,8 +4,24 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"strings"
+
+	"golang.org/x/mod/semver"
 
 	"github.com/spf13/cobra"
+)
+
+// How this pml was built, which decides what pml version prints and what
+// pml upgrade may do.
+const (
+	// builtRelease: a release (GoReleaser) or make build: -ldflags set
+	// main.version.
+	builtRelease = "release"
+	// builtGoInstall: `go install github.com/pml-dev/pml/cmd/pml@vX`: no
+	// ldflags, the module's version is in the build information.
+	builtGoInstall = "go install"
+	// builtSource: a plain go build in a checkout: no version at all.
+	builtSource = "source"
 )
 
 // versionInfo is what pml version prints; its JSON is the --format json
@@ -13,26 +29,49 @@ import (
 type versionInfo struct {
 	Version  string `json:"version"`
 	Revision string `json:"revision,omitempty"`
+	Built    string `json:"built"`
 	Go       string `json:"go"`
 	OS       string `json:"os"`
 	Arch     string `json:"arch"`
 }
 
-func currentVersion() versionInfo {
-	v := versionInfo{Version: version, Go: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH}
-	if bi, ok := debug.ReadBuildInfo(); ok {
+// buildVersion works out the version from what the linker set (ldVersion,
+// ldCommit: empty or "dev" when nothing was set) and the binary's build
+// information. A version given as a bare semantic version (GoReleaser's
+// {{.Version}}: 1.2.3) is printed with its v, as tags are.
+func buildVersion(ldVersion, ldCommit string, bi *debug.BuildInfo) versionInfo {
+	v := versionInfo{Version: ldVersion, Revision: ldCommit, Built: builtRelease,
+		Go: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH}
+	if bi != nil && v.Revision == "" {
 		for _, s := range bi.Settings {
 			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
 				v.Revision = s.Value[:12]
 			}
 		}
 	}
+	if v.Version == "" || v.Version == "dev" {
+		v.Version, v.Built = "dev", builtSource
+		// go install …@vX records the module's version; a build in a
+		// checkout records "(devel)" (or nothing before Go 1.24's vcs stamping).
+		if bi != nil && semver.IsValid(bi.Main.Version) {
+			v.Version, v.Built = bi.Main.Version, builtGoInstall
+		}
+	}
+	if !strings.HasPrefix(v.Version, "v") && semver.IsValid("v"+v.Version) {
+		v.Version = "v" + v.Version
+	}
 	return v
 }
 
-// versionLine is the table output, shared by pml version and pml --version.
+func currentVersion() versionInfo {
+	bi, _ := debug.ReadBuildInfo()
+	return buildVersion(version, commit, bi)
+}
+
+// versionLine is the table output, shared by pml version and pml --version:
+// "pml v1.2.3 (0123456789ab) go1.26.8 linux/amd64".
 func versionLine() string {
-	v := currentVersion()
+	v := built
 	rev := ""
 	if v.Revision != "" {
 		rev = " (" + v.Revision + ")"
@@ -52,7 +91,7 @@ func newVersionCmd() *cobra.Command {
 				return err
 			}
 			if f == formatJSON {
-				return writeJSON(cmd.OutOrStdout(), currentVersion())
+				return writeJSON(cmd.OutOrStdout(), built)
 			}
 			_, err = fmt.Fprintln(cmd.OutOrStdout(), versionLine())
 			return err
