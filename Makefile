@@ -122,8 +122,13 @@ release-tools:
 # an SBOM per archive, .deb and .rpm, the Homebrew formula and the Scoop
 # manifest. On a commit tagged vX.Y.Z (make release-tag) it publishes (GitHub
 # token needed); anywhere else it is a snapshot: offline, nothing published.
+# GoReleaser reads the git remote's URL and, when there is none (a local
+# clone, a worktree), builds without the commit: the project's URL is given
+# then, for this process only.
+PML_GIT_URL := https://github.com/pml-dev/pml.git
 release: release-tools
-	PATH="$(CYCLONEDX_DIR):$(PATH)" $(GORELEASER_BIN) release --clean \
+	$$([ -n "$$(git remote)" ] || echo env GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=remote.origin.url GIT_CONFIG_VALUE_0=$(PML_GIT_URL)) \
+	  PATH="$(CYCLONEDX_DIR):$(PATH)" $(GORELEASER_BIN) release --clean \
 	  $$(git describe --tags --exact-match --match 'v*' >/dev/null 2>&1 || echo --snapshot)
 
 # make release-tag TAG=v1.2.3: tags a commit that is HEAD plus the generated

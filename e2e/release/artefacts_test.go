@@ -141,7 +141,7 @@ func TestTheChecksumsVerifyAndListEveryArchiveAndPackage(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("sha256sum -c checksums.txt: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	want := []string{"_amd64.deb", "_arm64.deb", ".x86_64.rpm", ".aarch64.rpm"}
+	want := []string{"_linux_amd64.deb", "_linux_arm64.deb", "_linux_amd64.rpm", "_linux_arm64.rpm"}
 	for _, p := range platforms {
 		want = append(want, archiveName(p.os, p.arch))
 	}
@@ -210,9 +210,9 @@ func TestTheDebInstallsWithDpkg(t *testing.T) {
 	if v.code != 0 || !strings.HasPrefix(v.stdout, "pml "+tag()+" ") {
 		t.Fatalf("the installed pml version: exit %d %q %s", v.code, v.stdout, v.stderr)
 	}
-	rpms, _ := filepath.Glob(filepath.Join(dist, "pml-*.x86_64.rpm"))
+	rpms, _ := filepath.Glob(filepath.Join(dist, "pml_*_linux_amd64.rpm"))
 	if len(rpms) != 1 {
-		t.Fatalf("want one x86_64 .rpm, found %v", rpms)
+		t.Fatalf("want one linux/amd64 .rpm, found %v", rpms)
 	}
 	if b, _ := os.ReadFile(rpms[0]); !bytes.HasPrefix(b, []byte{0xed, 0xab, 0xee, 0xdb}) {
 		t.Errorf("%s is not an RPM package", rpms[0])

@@ -43,6 +43,11 @@ func TestMain(m *testing.M) {
 	if err == nil && meta.Version == "" {
 		err = fmt.Errorf("no version in it")
 	}
+	// GoReleaser writes "none" when it could not read the git state (it
+	// then builds pml without its commit).
+	if err == nil && len(meta.Commit) < 12 {
+		err = fmt.Errorf("commit %q: GoReleaser did not read the git state", meta.Commit)
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "e2e/release: %s/metadata.json: %v: run make release first\n", dist, err)
 		os.Exit(1)
