@@ -150,6 +150,7 @@ release-tag: inside
 # and go install from a module proxy made of this checkout gives a working
 # pml. Not part of `make test` (the snapshot takes minutes).
 test-release: release build images qemu-user
+	@bash .ci/apt.sh shellcheck && shellcheck install.sh && echo "test-release: install.sh is shellcheck-clean" >&2
 	PML_BIN=$(CURDIR)/$(BIN) PML_RELEASE_DIST=$(CURDIR)/$(DIST)/release $(GO) test -tags release -race -count=1 -timeout 30m -v ./e2e/release/
 
 # The same flags as `build` (see cross), so the two share compiled packages.

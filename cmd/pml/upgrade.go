@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -101,6 +103,9 @@ func (u upgrader) run(ctx context.Context, cmd *cobra.Command, check bool) error
 		return fmt.Errorf("%w; this pml was left as it was", err)
 	}
 	if err := u.apply(u.exe, bin); err != nil {
+		if errors.Is(err, fs.ErrPermission) {
+			return fmt.Errorf("replacing %s: %w; this pml was left as it was: run pml upgrade as a user who may write to %s", u.exe, err, filepath.Dir(u.exe))
+		}
 		return fmt.Errorf("replacing %s: %w", u.exe, err)
 	}
 	_, err = fmt.Fprintf(out, "✓ Upgraded from %s to %s\n", u.built.Version, latest)

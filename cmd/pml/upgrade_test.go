@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"runtime/debug"
@@ -99,6 +100,21 @@ func TestUpgradeLeavesPmlAloneWhenTheArchiveIsTampered(t *testing.T) {
 	r := runUpgrade(t, upgrader{base: url, built: versionInfo{Version: "v1.0.0", Built: builtRelease}}, false)
 	if r.err == nil || !strings.Contains(r.err.Error(), "does not match its checksum") || !strings.Contains(r.err.Error(), "left as it was") || r.applied != nil {
 		t.Fatalf("out %q, err %v, applied %q", r.out, r.err, r.applied)
+	}
+}
+
+func TestUpgradeIntoADirectoryItMayNotWriteSaysWhoMay(t *testing.T) {
+	url := releaseServer(t, "v1.1.0", []byte("pml 1.1.0"), false)
+	var out bytes.Buffer
+	cmd := &cobra.Command{Use: "upgrade"}
+	cmd.SetOut(&out)
+	u := upgrader{exe: "/usr/local/bin/pml", base: url, goos: "linux", goarch: "amd64", built: versionInfo{Version: "v1.0.0", Built: builtRelease},
+		apply: func(string, []byte) error {
+			return &fs.PathError{Op: "open", Path: "/usr/local/bin/.pml.new", Err: fs.ErrPermission}
+		}}
+	err := u.run(context.Background(), cmd, false)
+	if err == nil || !strings.Contains(err.Error(), "left as it was: run pml upgrade as a user who may write to /usr/local/bin") || out.Len() != 0 {
+		t.Fatalf("err %v, out %q", err, out.String())
 	}
 }
 
