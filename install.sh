@@ -19,6 +19,16 @@ set -eu
 releases=${PML_RELEASES_URL:-https://github.com/pml-dev/pml/releases}
 releases=${releases%/}
 version=${PML_VERSION:-latest}
+# The checksums come from the same place as the archive: over plain http
+# anyone on the way could change both.
+case $releases in
+https://*) ;;
+http://127.* | http://localhost | http://localhost[:/]* | "http://[::1]"*) ;;
+*)
+	printf 'install.sh: PML_RELEASES_URL=%s is not an https URL (or http to a loopback address); nothing was installed\n' "$releases" >&2
+	exit 1
+	;;
+esac
 
 say() { printf '%s\n' "$*"; }
 fail() {
@@ -66,7 +76,7 @@ fi
 
 # download URL FILE
 if command -v curl >/dev/null 2>&1; then
-	download() { curl -fsSL --proto '=https,http' -o "$2" "$1"; }
+	download() { curl -fsSL --proto '=https,http' --proto-redir '=https' -o "$2" "$1"; }
 elif command -v wget >/dev/null 2>&1; then
 	download() { wget -q -O "$2" "$1"; }
 else

@@ -101,3 +101,14 @@ func TestInstallScriptRefusesATamperedArchiveAndChangesNothing(t *testing.T) {
 		t.Errorf("%s holds %v, want the old pml alone", dir, ents)
 	}
 }
+
+func TestInstallScriptRefusesPlainHTTPBeyondLoopback(t *testing.T) {
+	home := t.TempDir()
+	r := run(t, home, userEnv(home, "PML_RELEASES_URL=http://mirror.example.com/releases"), "sh", installScript(t))
+	if r.code == 0 || !strings.Contains(r.stderr, "PML_RELEASES_URL=http://mirror.example.com/releases is not an https URL (or http to a loopback address); nothing was installed") {
+		t.Fatalf("install.sh: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(home, ".pml")); !os.IsNotExist(err) {
+		t.Errorf("a refused install left %s/.pml behind (%v)", home, err)
+	}
+}

@@ -24,6 +24,8 @@ import (
 	"time"
 
 	"golang.org/x/mod/semver"
+
+	"github.com/pml-dev/pml/internal/keysafe"
 )
 
 // DefaultURL is where pml's releases are published; PML_RELEASES_URL
@@ -59,10 +61,21 @@ func New(base string) (*Client, error) {
 		base = DefaultURL
 	}
 	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return nil, fmt.Errorf("the releases URL %q is not an http(s) URL (PML_RELEASES_URL)", base)
+	if err != nil || !keysafe.Secure(u) {
+		return nil, fmt.Errorf("the releases URL %q is not an https URL (or http to a loopback address) (PML_RELEASES_URL): the checksums would come over the same unprotected connection as the archive", base)
 	}
-	return &Client{URL: strings.TrimRight(base, "/"), HTTP: &http.Client{Timeout: 5 * time.Minute}}, nil
+	hc := &http.Client{Timeout: 5 * time.Minute, CheckRedirect: func(req *http.Request, via []*http.Request) error {
+		// GitHub sends downloads to its storage over https; a redirect
+		// to plain http would undo what the https URL was chosen for.
+		if !keysafe.Secure(req.URL) {
+			return fmt.Errorf("refusing a redirect to %s: not https", req.URL.Redacted())
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}}
+	return &Client{URL: strings.TrimRight(base, "/"), HTTP: hc}, nil
 }
 
 // Latest returns the tag of the latest release (v1.2.3): where

@@ -176,3 +176,32 @@ func TestNewerComparesSemanticVersions(t *testing.T) {
 		t.Error("a commit hash compared as a version")
 	}
 }
+
+func TestNewRefusesPlainHTTPBeyondLoopback(t *testing.T) {
+	for _, u := range []string{"http://mirror.example.com/releases", "ftp://example.com/r", "releases"} {
+		if _, err := New(u); err == nil || !strings.Contains(err.Error(), "not an https URL") {
+			t.Errorf("New(%q) = %v", u, err)
+		}
+	}
+	for _, u := range []string{"", "https://mirror.example.com/releases", "http://127.0.0.1:8080/releases", "http://localhost/r"} {
+		if _, err := New(u); err != nil {
+			t.Errorf("New(%q) = %v", u, err)
+		}
+	}
+}
+
+func TestFetchRefusesARedirectToPlainHTTP(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/download/v1.0.0/", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "http://downloads.example.com/x", http.StatusFound)
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	c, err := New(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Fetch(context.Background(), "v1.0.0", "pml_linux_amd64.tar.gz"); err == nil || !strings.Contains(err.Error(), "refusing a redirect to http://downloads.example.com/x: not https") {
+		t.Fatalf("err = %v", err)
+	}
+}
