@@ -82,7 +82,7 @@ func (u upgrader) run(ctx context.Context, cmd *cobra.Command, check bool) error
 		return err
 	}
 	newer, err := release.Newer(u.built.Version, latest)
-	if err != nil {
+	if err != nil || u.built.Built == builtSource {
 		return fmt.Errorf("this pml's version %q is not a release version (a build from source), so it cannot be compared with %s; install a release instead (docs/install.md)", u.built.Version, latest)
 	}
 	if !newer {

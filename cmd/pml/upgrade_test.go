@@ -129,6 +129,7 @@ func TestUpgradeRefusesPmlsThatAnotherToolInstalled(t *testing.T) {
 		{upgrader{exe: "/opt/homebrew/Cellar/pml/1.0.0/bin/pml", built: versionInfo{Version: "v1.0.0", Built: builtRelease}}, "upgrade it with: brew upgrade pml"},
 		{upgrader{built: versionInfo{Version: "v1.0.0", Built: builtGoInstall}}, "built by go install; upgrade it with: go install github.com/pml-dev/pml/cmd/pml@latest"},
 		{upgrader{built: versionInfo{Version: "dev", Built: builtSource}}, `version "dev" is not a release version`},
+		{upgrader{built: versionInfo{Version: "v1.0.0-3-gabc1234", Built: builtSource}}, `version "v1.0.0-3-gabc1234" is not a release version (a build from source)`},
 	} {
 		tc.u.base = url
 		r := runUpgrade(t, tc.u, false)
@@ -147,7 +148,10 @@ func TestVersionComesFromTheLinkerThenFromGoInstall(t *testing.T) {
 		version, kind string
 	}{
 		{"1.4.0", "abc1234", checkout, "v1.4.0", builtRelease},
-		{"v1.4.0-3-gabc1234", "", checkout, "v1.4.0-3-gabc1234", builtRelease},
+		{"v1.4.0-3-gabc1234", "", checkout, "v1.4.0-3-gabc1234", builtSource},
+		{"v1.4.0-dirty", "", checkout, "v1.4.0-dirty", builtSource},
+		{"0b18ed3", "", checkout, "0b18ed3", builtSource},
+		{"0.0.1-snapshot", "abc1234", checkout, "v0.0.1-snapshot", builtRelease},
 		{"dev", "", goInstalled, "v1.2.3", builtGoInstall},
 		{"dev", "", checkout, "dev", builtSource},
 		{"dev", "", nil, "dev", builtSource},

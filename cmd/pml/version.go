@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"regexp"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -14,13 +15,14 @@ import (
 // How this pml was built, which decides what pml version prints and what
 // pml upgrade may do.
 const (
-	// builtRelease: a release (GoReleaser) or make build: -ldflags set
-	// main.version.
+	// builtRelease: a release (GoReleaser; make build on a tag): -ldflags
+	// set main.version to a semantic version.
 	builtRelease = "release"
 	// builtGoInstall: `go install github.com/pml-dev/pml/cmd/pml@vX`: no
 	// ldflags, the module's version is in the build information.
 	builtGoInstall = "go install"
-	// builtSource: a plain go build in a checkout: no version at all.
+	// builtSource: a build in a checkout: a plain go build (no version),
+	// or make build off a tag (git describe's commit).
 	builtSource = "source"
 )
 
@@ -60,8 +62,17 @@ func buildVersion(ldVersion, ldCommit string, bi *debug.BuildInfo) versionInfo {
 	if !strings.HasPrefix(v.Version, "v") && semver.IsValid("v"+v.Version) {
 		v.Version = "v" + v.Version
 	}
+	// make build stamps git describe: a commit (0b18ed3), or a tag with the
+	// commits since (v1.2.3-4-gabcdef0, -dirty): builds from source, not
+	// releases (and v1.2.3-4-g… would sort before the v1.2.3 it follows).
+	if v.Built == builtRelease && (!semver.IsValid(v.Version) || gitDescribed.MatchString(v.Version)) {
+		v.Built = builtSource
+	}
 	return v
 }
+
+// gitDescribed matches what git describe adds after a tag.
+var gitDescribed = regexp.MustCompile(`-[0-9]+-g[0-9a-f]{4,}(-dirty)?$|-dirty$`)
 
 func currentVersion() versionInfo {
 	bi, _ := debug.ReadBuildInfo()
