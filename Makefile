@@ -121,7 +121,8 @@ release-tools:
 # A release into dist/release: the five platforms' archives, checksums.txt,
 # an SBOM per archive, .deb and .rpm, the Homebrew formula and the Scoop
 # manifest. On a commit tagged vX.Y.Z (make release-tag) it publishes (GitHub
-# token needed); anywhere else it is a snapshot: offline, nothing published.
+# token needed); anywhere else, or with SNAPSHOT=1 (test-release), it is a
+# snapshot: offline, nothing published.
 # GoReleaser reads the git remote's URL and, when there is none (a local
 # clone, a worktree), builds without the commit: the project's URL is given
 # then, for this process only.
@@ -129,7 +130,7 @@ PML_GIT_URL := https://github.com/pml-dev/pml.git
 release: release-tools
 	$$([ -n "$$(git remote)" ] || echo env GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=remote.origin.url GIT_CONFIG_VALUE_0=$(PML_GIT_URL)) \
 	  PATH="$(CYCLONEDX_DIR):$(PATH)" $(GORELEASER_BIN) release --clean \
-	  $$(git describe --tags --exact-match --match 'v*' >/dev/null 2>&1 || echo --snapshot)
+	  $$(if [ "$(SNAPSHOT)" = 1 ] || ! git describe --tags --exact-match --match 'v*' >/dev/null 2>&1; then echo --snapshot; fi)
 
 # make release-tag TAG=v1.2.3: tags a commit that is HEAD plus the generated
 # in-container program (gitignored on branches), so that the module the Go
@@ -144,12 +145,13 @@ release-tag: inside
 	  git tag -a "$(TAG)" -m "pml $(TAG)" $$c; echo "tagged $(TAG) at $$c (HEAD plus $(INSIDE_DIR)/*.gz)"
 
 # The release checks (e2e/release, build tag release): make release as a
-# snapshot, then every archive's pml runs (linux/arm64 under qemu), the
+# snapshot (even on a tag), then every archive's pml runs (linux/arm64 under qemu), the
 # checksums verify, the .deb installs with dpkg into a throwaway root,
 # install.sh and pml upgrade work against the snapshot served on loopback,
 # and go install from a module proxy made of this checkout gives a working
 # pml. Not part of `make test` (the snapshot takes minutes).
-test-release: release build images qemu-user
+test-release: build images qemu-user
+	$(MAKE) --no-print-directory release SNAPSHOT=1
 	@bash .ci/apt.sh shellcheck && shellcheck install.sh && echo "test-release: install.sh is shellcheck-clean" >&2
 	PML_BIN=$(CURDIR)/$(BIN) PML_RELEASE_DIST=$(CURDIR)/$(DIST)/release $(GO) test -tags release -race -count=1 -timeout 30m -v ./e2e/release/
 
