@@ -73,17 +73,20 @@ func (u upgrader) run(ctx context.Context, cmd *cobra.Command, check bool) error
 	if u.built.Built == builtGoInstall {
 		return fmt.Errorf("this pml (%s) was built by go install; upgrade it with: %s", u.built.Version, goInstallCmd)
 	}
+	if u.built.Built == builtSource {
+		return fmt.Errorf("this pml's version %q is not a release version (a build from source), so pml upgrade cannot compare it with the releases; install a release instead (docs/install.md)", u.built.Version)
+	}
 	c, err := release.New(u.base)
 	if err != nil {
-		return usageError(cmd, err)
+		return err
 	}
 	latest, err := c.Latest(ctx)
 	if err != nil {
 		return err
 	}
 	newer, err := release.Newer(u.built.Version, latest)
-	if err != nil || u.built.Built == builtSource {
-		return fmt.Errorf("this pml's version %q is not a release version (a build from source), so it cannot be compared with %s; install a release instead (docs/install.md)", u.built.Version, latest)
+	if err != nil {
+		return fmt.Errorf("this pml's version %q cannot be compared with %s: %w", u.built.Version, latest, err)
 	}
 	if !newer {
 		_, err := fmt.Fprintf(out, "✓ Already up to date (%s; the latest release is %s)\n", u.built.Version, latest)

@@ -132,10 +132,22 @@ func TestUpgradeRefusesPmlsThatAnotherToolInstalled(t *testing.T) {
 		{upgrader{built: versionInfo{Version: "v1.0.0-3-gabc1234", Built: builtSource}}, `version "v1.0.0-3-gabc1234" is not a release version (a build from source)`},
 	} {
 		tc.u.base = url
+		if tc.u.built.Built == builtSource {
+			// Refused before any request: offline too.
+			tc.u.base = "http://127.0.0.1:1/releases"
+		}
 		r := runUpgrade(t, tc.u, false)
 		if r.err == nil || !strings.Contains(r.err.Error(), tc.want) || r.applied != nil {
 			t.Errorf("%s: err %v, applied %q; want %q", tc.u.exe, r.err, r.applied, tc.want)
 		}
+	}
+}
+
+func TestUpgradeRefusesAReleasesURLThatIsNotHTTPS(t *testing.T) {
+	r := runUpgrade(t, upgrader{base: "http://mirror.example.com/releases", built: versionInfo{Version: "v1.0.0", Built: builtRelease}}, false)
+	var ee *exitError
+	if r.err == nil || errors.As(r.err, &ee) || !strings.Contains(r.err.Error(), `the releases URL "http://mirror.example.com/releases" is not an https URL`) {
+		t.Fatalf("err %v", r.err)
 	}
 }
 
