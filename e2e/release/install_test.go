@@ -30,6 +30,17 @@ func TestInstallScriptInstallsIntoAnEmptyHomeAndPmlWorks(t *testing.T) {
 		t.Fatalf("installed pml version: exit %d %q %s", v.code, v.stdout, v.stderr)
 	}
 	firstCall(t, pml, home)
+	t.Run("the installed pml runs pml demo's calls", func(t *testing.T) {
+		r := run(t, home, env, pml, "demo")
+		for _, want := range []string{"Hello from the workspace!", "written by a container", "the dial failed", "demo finished"} {
+			if !strings.Contains(r.stdout, want) {
+				t.Errorf("pml demo did not print %q (exit %d):\n%s\n%s", want, r.code, r.stdout, r.stderr)
+			}
+		}
+		if r.code != 0 {
+			t.Errorf("pml demo: exit %d", r.code)
+		}
+	})
 
 	t.Run("a second run installs the same pml again and leaves nothing else", func(t *testing.T) {
 		before := sha256File(t, pml)
