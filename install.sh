@@ -21,13 +21,29 @@ releases=${releases%/}
 version=${PML_VERSION:-latest}
 # The checksums come from the same place as the archive: over plain http
 # anyone on the way could change both.
-case $releases in
-https://*) ;;
-http://127.* | http://localhost | http://localhost[:/]* | "http://[::1]"*) ;;
-*)
+insecure() {
 	printf 'install.sh: PML_RELEASES_URL=%s is not an https URL (or http to a loopback address); nothing was installed\n' "$releases" >&2
 	exit 1
+}
+case $releases in
+https://*) ;;
+http://*)
+	host=${releases#http://}
+	host=${host%%/*}
+	case $host in
+	"[::1]" | "[::1]:"*) ;;
+	*)
+		host=${host%:*}
+		case $host in
+		localhost) ;;
+		*[!0-9.]*) insecure ;;
+		127.*) ;;
+		*) insecure ;;
+		esac
+		;;
+	esac
 	;;
+*) insecure ;;
 esac
 
 say() { printf '%s\n' "$*"; }

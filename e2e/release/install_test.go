@@ -114,12 +114,14 @@ func TestInstallScriptRefusesATamperedArchiveAndChangesNothing(t *testing.T) {
 }
 
 func TestInstallScriptRefusesPlainHTTPBeyondLoopback(t *testing.T) {
-	home := t.TempDir()
-	r := run(t, home, userEnv(home, "PML_RELEASES_URL=http://mirror.example.com/releases"), "sh", installScript(t))
-	if r.code == 0 || !strings.Contains(r.stderr, "PML_RELEASES_URL=http://mirror.example.com/releases is not an https URL (or http to a loopback address); nothing was installed") {
-		t.Fatalf("install.sh: exit %d\n%s%s", r.code, r.stdout, r.stderr)
-	}
-	if _, err := os.Stat(filepath.Join(home, ".pml")); !os.IsNotExist(err) {
-		t.Errorf("a refused install left %s/.pml behind (%v)", home, err)
+	for _, u := range []string{"http://mirror.example.com/releases", "http://127.0.0.1.evil.example/releases", "ftp://mirror.example.com/releases"} {
+		home := t.TempDir()
+		r := run(t, home, userEnv(home, "PML_RELEASES_URL="+u), "sh", installScript(t))
+		if r.code == 0 || !strings.Contains(r.stderr, "PML_RELEASES_URL="+u+" is not an https URL (or http to a loopback address); nothing was installed") {
+			t.Fatalf("install.sh: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		if _, err := os.Stat(filepath.Join(home, ".pml")); !os.IsNotExist(err) {
+			t.Errorf("a refused install left %s/.pml behind (%v)", home, err)
+		}
 	}
 }

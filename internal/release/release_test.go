@@ -178,7 +178,7 @@ func TestNewerComparesSemanticVersions(t *testing.T) {
 }
 
 func TestNewRefusesPlainHTTPBeyondLoopback(t *testing.T) {
-	for _, u := range []string{"http://mirror.example.com/releases", "ftp://example.com/r", "releases"} {
+	for _, u := range []string{"http://mirror.example.com/releases", "http://127.0.0.1.evil.example/r", "ftp://example.com/r", "releases"} {
 		if _, err := New(u); err == nil || !strings.Contains(err.Error(), "not an https URL") {
 			t.Errorf("New(%q) = %v", u, err)
 		}
