@@ -11,7 +11,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 export PATH := /usr/local/go/bin:$(PATH)
 
-.PHONY: all build inside cross dist qemu-user docker images images-node images-test images-deno registry-bin demo test unit e2e vet fmt-check bench clean test-podman podman-down
+.PHONY: all build inside cross dist qemu-user docker images images-node images-test images-deno registry-bin demo test unit e2e vet fmt-check bench clean test-podman podman-down release release-tools test-release release-tag
 
 all: build
 
@@ -102,6 +102,58 @@ registry-bin:
 
 demo: images
 	$(BIN) demo
+
+# Releases (.goreleaser.yaml): GoReleaser and cyclonedx-gomod (the SBOMs),
+# built from the Go module proxy once and cached outside the tree like the
+# registry binary (GoReleaser is several minutes of compiling on 2 cores).
+GORELEASER_VERSION := v2.15.1
+GORELEASER_BIN ?= $(HOME)/.cache/pml/bin/goreleaser-$(GORELEASER_VERSION)
+CYCLONEDX_VERSION := v1.10.0
+CYCLONEDX_DIR ?= $(HOME)/.cache/pml/bin/cyclonedx-gomod-$(CYCLONEDX_VERSION)
+release-tools:
+	@set -e; if [ ! -x "$(GORELEASER_BIN)" ]; then echo "building GoReleaser $(GORELEASER_VERSION) into $(GORELEASER_BIN), once" >&2; \
+	  t=$$(mktemp -d); GOBIN=$$t CGO_ENABLED=0 $(GO) install -trimpath -ldflags '-s -w' github.com/goreleaser/goreleaser/v2@$(GORELEASER_VERSION); \
+	  mkdir -p $$(dirname $(GORELEASER_BIN)); mv $$t/goreleaser $(GORELEASER_BIN); rm -rf $$t; fi
+	@set -e; if [ ! -x "$(CYCLONEDX_DIR)/cyclonedx-gomod" ]; then echo "building cyclonedx-gomod $(CYCLONEDX_VERSION) into $(CYCLONEDX_DIR), once" >&2; \
+	  t=$$(mktemp -d); GOBIN=$$t CGO_ENABLED=0 $(GO) install -trimpath -ldflags '-s -w' github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@$(CYCLONEDX_VERSION); \
+	  mkdir -p $(CYCLONEDX_DIR); mv $$t/cyclonedx-gomod $(CYCLONEDX_DIR)/; rm -rf $$t; fi
+
+# A release into dist/release: the five platforms' archives, checksums.txt,
+# an SBOM per archive, .deb and .rpm, the Homebrew formula and the Scoop
+# manifest. On a commit tagged vX.Y.Z (make release-tag) it publishes (GitHub
+# token needed); anywhere else, or with SNAPSHOT=1 (test-release), it is a
+# snapshot: offline, nothing published.
+# GoReleaser reads the git remote's URL and, when there is none (a local
+# clone, a worktree), builds without the commit: the project's URL is given
+# then, for this process only.
+PML_GIT_URL := https://github.com/pml-dev/pml.git
+release: release-tools
+	$$([ -n "$$(git remote)" ] || echo env GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=remote.origin.url GIT_CONFIG_VALUE_0=$(PML_GIT_URL)) \
+	  PATH="$(CYCLONEDX_DIR):$(PATH)" $(GORELEASER_BIN) release --clean \
+	  $$(if [ "$(SNAPSHOT)" = 1 ] || ! git describe --tags --exact-match --match 'v*' >/dev/null 2>&1; then echo --snapshot; fi)
+
+# make release-tag TAG=v1.2.3: tags a commit that is HEAD plus the generated
+# in-container program (gitignored on branches), so that the module the Go
+# proxy serves for the tag carries it and `go install …@v1.2.3` gives a pml
+# whose tools work (ARCHITECTURE.md). The work tree and branch are left
+# alone; then `git checkout v1.2.3 && make release`.
+release-tag: inside
+	@case "$(TAG)" in v[0-9]*.[0-9]*.[0-9]*) ;; *) echo "release-tag: TAG=vMAJOR.MINOR.PATCH is needed (got \"$(TAG)\")" >&2; exit 2;; esac
+	@set -e; idx=$$(mktemp); trap 'rm -f $$idx' EXIT; export GIT_INDEX_FILE=$$idx; \
+	  git read-tree HEAD; git add -f $(INSIDE_DIR)/pml-inside-linux-*.gz; \
+	  c=$$(git commit-tree $$(git write-tree) -p HEAD -m "release $(TAG): the in-container program, for go install"); \
+	  git tag -a "$(TAG)" -m "pml $(TAG)" $$c; echo "tagged $(TAG) at $$c (HEAD plus $(INSIDE_DIR)/*.gz)"
+
+# The release checks (e2e/release, build tag release): make release as a
+# snapshot (even on a tag), then every archive's pml runs (linux/arm64 under qemu), the
+# checksums verify, the .deb installs with dpkg into a throwaway root,
+# install.sh and pml upgrade work against the snapshot served on loopback,
+# and go install from a module proxy made of this checkout gives a working
+# pml. Not part of `make test` (the snapshot takes minutes).
+test-release: build images qemu-user
+	$(MAKE) --no-print-directory release SNAPSHOT=1
+	@bash .ci/apt.sh shellcheck && shellcheck install.sh && echo "test-release: install.sh is shellcheck-clean" >&2
+	PML_BIN=$(CURDIR)/$(BIN) PML_RELEASE_DIST=$(CURDIR)/$(DIST)/release $(GO) test -tags release -race -count=1 -timeout 30m -v ./e2e/release/
 
 # The same flags as `build` (see cross), so the two share compiled packages.
 vet: inside

@@ -28,8 +28,19 @@ import (
 	"github.com/pml-dev/pml/internal/workspace"
 )
 
-// version is set with -ldflags "-X main.version=...".
-var version = "dev"
+// version and commit are set with -ldflags "-X main.version=... -X
+// main.commit=..." (make build, GoReleaser); init fills them in for a
+// go install build from its build information (version.go).
+var (
+	version = "dev"
+	commit  = ""
+)
+
+// built is this pml's version, read once; version then holds its
+// printable form for the places that name it (MCP, image labels).
+var built = currentVersion()
+
+func init() { version = built.Version }
 
 // exitError carries a process exit code through cobra.
 type exitError struct {
@@ -105,7 +116,7 @@ func newRoot() *cobra.Command {
 	root.PersistentFlags().StringVar(&g.logFormat, "log-format", envOr("PML_LOG_FORMAT", "auto"), "log format on stderr: auto, console, json (env PML_LOG_FORMAT)")
 	root.PersistentFlags().BoolVarP(&g.debug, "debug", "D", false, "debug logging on stderr (same as --log-level debug)")
 	root.PersistentFlags().StringVarP(&g.host, hostFlag, "H", "", "container engine address, as docker -H: unix:///path, tcp://host:2376, ssh://user@host (default: DOCKER_HOST, then the Docker context, then the well-known sockets)")
-	root.AddCommand(newStdioCmd(g), newServeCmd(g), newDoctorCmd(g), newVersionCmd(), newImagesCmd(g), newDemoCmd(g), newRegistryCmd(g), newInitCmd(), newClientsCmd(), newCallCmd(g), newAddCmd(g), newRunCmd(g), newRemoveCmd(g), newListCmd(g), newTrustCmd(g), newToolsCmd(g), newCleanupCmd(g))
+	root.AddCommand(newStdioCmd(g), newServeCmd(g), newDoctorCmd(g), newVersionCmd(), newImagesCmd(g), newDemoCmd(g), newRegistryCmd(g), newInitCmd(), newClientsCmd(), newCallCmd(g), newAddCmd(g), newRunCmd(g), newRemoveCmd(g), newListCmd(g), newTrustCmd(g), newToolsCmd(g), newCleanupCmd(g), newUpgradeCmd())
 	markUsage(root)
 	return root
 }

@@ -77,7 +77,7 @@ func Lookup(arch string) ([]byte, error) { return lookup(embedded, arch) }
 func lookup(fsys fs.FS, arch string) ([]byte, error) {
 	b, err := fs.ReadFile(fsys, "programs/"+FileName(arch))
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%w: this pml was built without it for linux/%s (a plain `go build`); build pml with `make build`", ErrMissing, arch)
+		return nil, fmt.Errorf("%w: this pml was built without it for linux/%s (a plain `go build`, or a go install of a commit rather than a release tag); build pml with `make build`, or install a release (docs/install.md)", ErrMissing, arch)
 	}
 	return b, err
 }

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+
+	"github.com/minio/selfupdate"
+	"github.com/spf13/cobra"
+
+	"github.com/pml-dev/pml/internal/release"
+)
+
+// exitUpgradeAvailable is pml upgrade --check's answer when a newer
+// release exists (0: up to date).
+const exitUpgradeAvailable = 10
+
+// goInstallCmd is how a go install build upgrades.
+const goInstallCmd = "go install github.com/pml-dev/pml/cmd/pml@latest"
+
+func newUpgradeCmd() *cobra.Command {
+	var check bool
+	cmd := &cobra.Command{
+		Use:   "upgrade",
+		Short: "Replace this pml with the latest release",
+		Long: `Finds the latest release (PML_RELEASES_URL, default ` + release.DefaultURL + `),
+and when it is newer than this pml downloads the archive for this platform, checks it against
+the release's checksums file and replaces this pml's executable with the one inside, atomically:
+a failed download or a bad checksum leaves this pml as it was.
+
+A pml installed by a package manager (Homebrew, a .deb or .rpm package, Scoop) or by go install
+is left to that tool; pml upgrade names the command to use.
+
+--check only reports: exit 0 when up to date, 10 when a newer release exists.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			exe, err := os.Executable()
+			if err == nil {
+				exe, err = filepath.EvalSymlinks(exe)
+			}
+			if err != nil {
+				return fmt.Errorf("finding this pml's executable: %w", err)
+			}
+			u := upgrader{exe: exe, built: built, base: os.Getenv("PML_RELEASES_URL"), owns: packageOwns,
+				goos: runtime.GOOS, goarch: runtime.GOARCH, apply: applyBinary}
+			return u.run(cmd.Context(), cmd, check)
+		},
+	}
+	cmd.Flags().BoolVar(&check, "check", false, "only report whether a newer release exists (exit 10 when one does)")
+	return cmd
+}
+
+// upgrader is pml upgrade with what it touches made replaceable for tests.
+type upgrader struct {
+	exe, base    string
+	built        versionInfo
+	goos, goarch string
+	owns         func(string) (string, bool)
+	apply        func(exe string, bin []byte) error
+}
+
+func (u upgrader) run(ctx context.Context, cmd *cobra.Command, check bool) error {
+	out := cmd.OutOrStdout()
+	if m := release.Owner(u.exe, u.owns); m != nil {
+		return fmt.Errorf("this pml (%s) was installed by %s; upgrade it with: %s", u.exe, m.Name, m.Upgrade)
+	}
+	if u.built.Built == builtGoInstall {
+		return fmt.Errorf("this pml (%s) was built by go install; upgrade it with: %s", u.built.Version, goInstallCmd)
+	}
+	if u.built.Built == builtSource {
+		return fmt.Errorf("this pml's version %q is not a release version (a build from source), so pml upgrade cannot compare it with the releases; install a release instead (docs/install.md)", u.built.Version)
+	}
+	c, err := release.New(u.base)
+	if err != nil {
+		return err
+	}
+	latest, err := c.Latest(ctx)
+	if err != nil {
+		return err
+	}
+	newer, err := release.Newer(u.built.Version, latest)
+	if err != nil {
+		return fmt.Errorf("this pml's version %q cannot be compared with %s: %w", u.built.Version, latest, err)
+	}
+	if !newer {
+		_, err := fmt.Fprintf(out, "✓ Already up to date (%s; the latest release is %s)\n", u.built.Version, latest)
+		return err
+	}
+	if check {
+		fmt.Fprintf(out, "A newer release exists: %s (this pml is %s); run pml upgrade\n", latest, u.built.Version)
+		return &exitError{code: exitUpgradeAvailable}
+	}
+	asset := release.ArchiveName(u.goos, u.goarch)
+	archive, err := c.Fetch(ctx, latest, asset)
+	if err != nil {
+		return fmt.Errorf("%w; this pml was left as it was", err)
+	}
+	bin, err := release.Binary(asset, archive)
+	if err != nil {
+		return fmt.Errorf("%w; this pml was left as it was", err)
+	}
+	if err := u.apply(u.exe, bin); err != nil {
+		if errors.Is(err, fs.ErrPermission) {
+			return fmt.Errorf("replacing %s: %w; this pml was left as it was: run pml upgrade as a user who may write to %s", u.exe, err, filepath.Dir(u.exe))
+		}
+		return fmt.Errorf("replacing %s: %w", u.exe, err)
+	}
+	_, err = fmt.Fprintf(out, "✓ Upgraded from %s to %s\n", u.built.Version, latest)
+	return err
+}
+
+// applyBinary replaces exe with bin: selfupdate writes it beside exe and
+// renames it over, keeping the old file until the rename succeeded and
+// putting it back when it did not.
+func applyBinary(exe string, bin []byte) error {
+	err := selfupdate.Apply(bytes.NewReader(bin), selfupdate.Options{TargetPath: exe})
+	if rerr := selfupdate.RollbackError(err); rerr != nil {
+		return fmt.Errorf("%w, and putting the old pml back failed too (%v): reinstall pml (docs/install.md)", err, rerr)
+	}
+	return err
+}
+
+// packageOwns asks dpkg, then rpm, whether a package owns path.
+func packageOwns(path string) (string, bool) {
+	for _, q := range []struct{ db, cmd, flag string }{{"dpkg", "dpkg", "-S"}, {"rpm", "rpm", "-qf"}} {
+		if _, err := exec.LookPath(q.cmd); err != nil {
+			continue
+		}
+		// Exit 0: a package lists the path (dpkg -S and rpm -qf exit 1
+		// when none does).
+		if exec.Command(q.cmd, q.flag, path).Run() == nil {
+			return q.db, true
+		}
+	}
+	return "", false
+}
