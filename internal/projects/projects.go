@@ -149,29 +149,19 @@ func (s *Store) Forget(ids []string) error {
 // 0600, in a 0700 directory.
 func (s *Store) update(change func(*Record)) error {
 	dir := filepath.Dir(s.Path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("cannot create %s for pml's record of projects: %w", dir, err)
-	}
-	lock, err := safefs.OpenLock(dir, FileName+".lock", 0o600)
-	if err != nil {
-		return fmt.Errorf("cannot lock pml's record of projects: %w", err)
-	}
-	defer lock.Close()
-	if err := safefs.Lock(lock); err != nil {
-		return fmt.Errorf("cannot lock pml's record of projects: %w", err)
-	}
-	defer safefs.Unlock(lock)
-	rec, err := s.Read()
-	if err != nil {
-		return err
-	}
-	change(rec)
-	data, err := json.MarshalIndent(rec, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := safefs.WriteFile(dir, FileName, append(data, '\n'), 0o600); err != nil {
-		return fmt.Errorf("cannot write pml's record of projects %s: %w", s.Path, err)
-	}
-	return nil
+	return safefs.Locked(dir, FileName, "pml's record of projects", func() error {
+		rec, err := s.Read()
+		if err != nil {
+			return err
+		}
+		change(rec)
+		data, err := json.MarshalIndent(rec, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := safefs.WriteFile(dir, FileName, append(data, '\n'), 0o600); err != nil {
+			return fmt.Errorf("cannot write pml's record of projects %s: %w", s.Path, err)
+		}
+		return nil
+	})
 }

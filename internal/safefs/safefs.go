@@ -439,3 +439,23 @@ func fillTemp(f *os.File, data []byte, perm fs.FileMode, show string) error {
 	}
 	return nil
 }
+
+// Locked runs fn while holding an exclusive lock on dir/name.lock (dir is
+// created 0700 when missing): the read-change-write of a small record
+// that several pml processes share (trust records, the projects pml
+// knows). what names the record in errors.
+func Locked(dir, name, what string, fn func() error) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("cannot create %s for %s: %w", dir, what, err)
+	}
+	lock, err := OpenLock(dir, name+".lock", 0o600)
+	if err != nil {
+		return fmt.Errorf("cannot lock %s: %w", what, err)
+	}
+	defer lock.Close()
+	if err := Lock(lock); err != nil {
+		return fmt.Errorf("cannot lock %s: %w", what, err)
+	}
+	defer Unlock(lock)
+	return fn()
+}

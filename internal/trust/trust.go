@@ -126,36 +126,26 @@ func (s *Store) update(path string, change func(*Record) *Record) error {
 		return errors.New("pml has no place for trust records: set HOME or XDG_STATE_HOME")
 	}
 	dir := filepath.Dir(s.Path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("cannot create %s for pml's trust records: %w", dir, err)
-	}
-	lock, err := safefs.OpenLock(dir, FileName+".lock", 0o600)
-	if err != nil {
-		return fmt.Errorf("cannot lock pml's trust records: %w", err)
-	}
-	defer lock.Close()
-	if err := safefs.Lock(lock); err != nil {
-		return fmt.Errorf("cannot lock pml's trust records: %w", err)
-	}
-	defer safefs.Unlock(lock)
-	doc, err := s.read()
-	if err != nil {
-		return err
-	}
-	if rec := change(doc.Files[path]); rec != nil {
-		rec.At = time.Now().UTC()
-		doc.Files[path] = rec
-	} else {
-		delete(doc.Files, path)
-	}
-	data, err := json.MarshalIndent(doc, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := safefs.WriteFile(dir, FileName, append(data, '\n'), 0o600); err != nil {
-		return fmt.Errorf("cannot write pml's trust records %s: %w", s.Path, err)
-	}
-	return nil
+	return safefs.Locked(dir, FileName, "pml's trust records", func() error {
+		doc, err := s.read()
+		if err != nil {
+			return err
+		}
+		if rec := change(doc.Files[path]); rec != nil {
+			rec.At = time.Now().UTC()
+			doc.Files[path] = rec
+		} else {
+			delete(doc.Files, path)
+		}
+		data, err := json.MarshalIndent(doc, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := safefs.WriteFile(dir, FileName, append(data, '\n'), 0o600); err != nil {
+			return fmt.Errorf("cannot write pml's trust records %s: %w", s.Path, err)
+		}
+		return nil
+	})
 }
 
 // Trust records cfg's content as trusted: exactly its grants.
