@@ -2,6 +2,8 @@ package broker
 
 import (
 	"context"
+	"encoding/json"
+	"slices"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -72,4 +74,21 @@ func (l auditLayer) record(e audit.Entry, began time.Time) {
 	if err := l.sink.Record(e); err != nil {
 		l.log.Error().Err(err).Msg("writing the audit log")
 	}
+}
+
+// auditRefused records a tools/call the go-sdk answers with a protocol
+// error before any layer runs (a tool pml does not have, arguments a
+// listed tool's schema refuses): without it such a call would leave no
+// entry. tool is the name as the client sent it, or pml's name when it
+// is known (the log caps its length); only the argument names are kept.
+func (b *Broker) auditRefused(tool string, args json.RawMessage, reason string) {
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal(args, &m)
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	l := auditLayer{log: b.log, sink: b.audit}
+	l.record(audit.Entry{Tool: tool, Decision: audit.Failed, Reason: reason, ArgKeys: keys}, time.Now())
 }
