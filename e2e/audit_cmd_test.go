@@ -6,7 +6,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-		"strings"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
