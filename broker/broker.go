@@ -344,6 +344,7 @@ func (b *Broker) Call(ctx context.Context, req Request) Result {
 	if req.Workflows == nil {
 		req.Workflows = NewWorkflows(b.cfg.HIL.Timeout)
 	}
+	req.Ask = tracedAsk(req.Ask)
 	ctx = context.WithValue(ctx, requestKey{}, req)
 	return b.path.Call(ctx, newCall(req))
 }

@@ -165,6 +165,8 @@ func newMCPServerParts(b *Broker, v view) (*mcp.Server, *listing, *sessions) {
 			return next(ctx, method, req)
 		}
 	})
+	// Added last, so it runs first: the request's span covers the rest.
+	s.AddReceivingMiddleware(traceRequests)
 	return s, l, sess
 }
 

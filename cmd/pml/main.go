@@ -49,6 +49,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := newRoot().ExecuteContext(ctx)
 	stop()
+	stopTelemetry()
 	if err != nil {
 		code := 1
 		var ee *exitError
@@ -254,6 +255,7 @@ func (g *globals) setup() (*env, error) {
 	if err != nil {
 		return nil, err
 	}
+	startTelemetry(log)
 	rt, err := newRuntime(g.host, cfg, log)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,77 @@
+package broker
+
+import (
+	"context"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/pml-dev/pml/internal/telemetry"
+	"github.com/pml-dev/pml/internal/wirename"
+)
+
+// traceRequests gives every MCP request pml answers its server span (the
+// OpenTelemetry conventions for MCP), continuing a trace the client sent
+// in params._meta. It is the outermost receiving middleware, so the span
+// covers everything pml does for the request; the steps of a tool call
+// add their own spans below it (spanStep). Off, it is one atomic load.
+func traceRequests(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if !telemetry.Enabled() {
+			return next(ctx, method, req)
+		}
+		r := telemetry.Request{Method: method}
+		var meta map[string]any
+		if p := req.GetParams(); p != nil {
+			meta = p.GetMeta()
+		}
+		var pmlName string
+		if cr, ok := req.(*mcp.CallToolRequest); ok && cr.Params != nil {
+			r.Tool = cr.Params.Name
+			if n, ok := wirename.Decode(cr.Params.Name); ok {
+				pmlName = n
+			}
+		}
+		if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil {
+			r.SessionID = ss.ID()
+			if ip := ss.InitializeParams(); ip != nil {
+				r.Protocol = ip.ProtocolVersion
+			}
+		}
+		ctx, span := telemetry.StartServer(ctx, r, meta)
+		if pmlName != "" && pmlName != r.Tool {
+			span.SetAttributes(attribute.String("pml.tool", pmlName))
+		}
+		res, err := next(ctx, method, req)
+		toolErr := false
+		if cr, ok := res.(*mcp.CallToolResult); ok && cr != nil {
+			toolErr = cr.IsError
+		}
+		telemetry.End(span, toolErr, err)
+		return res, err
+	}
+}
+
+// spanStep starts the span of one step of a call that does work (permit,
+// approve, registry, install, execute); end it with span.End. Off, it
+// costs one atomic load.
+func spanStep(ctx context.Context, step string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	return telemetry.Start(ctx, "pml."+step, trace.SpanKindInternal, attrs...)
+}
+
+// tracedAsk gives each question put to a person (an approval through the
+// client's dialog) its span, so a trace shows the time the person took
+// and the answer. Off, ask is returned as it is.
+func tracedAsk(ask func(context.Context, Approval) (string, bool)) func(context.Context, Approval) (string, bool) {
+	if ask == nil || !telemetry.Enabled() {
+		return ask
+	}
+	return func(ctx context.Context, a Approval) (string, bool) {
+		ctx, span := spanStep(ctx, "approve", attribute.String("pml.approval.type", string(a.ApprovalType)))
+		choice, shown := ask(ctx, a)
+		span.SetAttributes(attribute.String("pml.approval.answer", choice), attribute.Bool("pml.approval.shown", shown))
+		span.End()
+		return choice, shown
+	}
+}
