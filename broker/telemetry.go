@@ -2,6 +2,8 @@ package broker
 
 import (
 	"context"
+	"net/http"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/attribute"
@@ -18,9 +20,10 @@ import (
 // add their own spans below it (spanStep). Off, it is one atomic load.
 func traceRequests(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if !telemetry.Enabled() {
+		if !telemetry.Active() {
 			return next(ctx, method, req)
 		}
+		began := time.Now()
 		r := telemetry.Request{Method: method}
 		var meta map[string]any
 		if p := req.GetParams(); p != nil {
@@ -48,7 +51,7 @@ func traceRequests(next mcp.MethodHandler) mcp.MethodHandler {
 		if cr, ok := res.(*mcp.CallToolResult); ok && cr != nil {
 			toolErr = cr.IsError
 		}
-		telemetry.End(span, toolErr, err)
+		telemetry.End(ctx, span, r, true, began, toolErr, err)
 		return res, err
 	}
 }
@@ -64,14 +67,19 @@ func spanStep(ctx context.Context, step string, attrs ...attribute.KeyValue) (co
 // client's dialog) its span, so a trace shows the time the person took
 // and the answer. Off, ask is returned as it is.
 func tracedAsk(ask func(context.Context, Approval) (string, bool)) func(context.Context, Approval) (string, bool) {
-	if ask == nil || !telemetry.Enabled() {
+	if ask == nil || !telemetry.Active() {
 		return ask
 	}
 	return func(ctx context.Context, a Approval) (string, bool) {
 		ctx, span := spanStep(ctx, "approve", attribute.String("pml.approval.type", string(a.ApprovalType)))
 		choice, shown := ask(ctx, a)
 		span.SetAttributes(attribute.String("pml.approval.answer", choice), attribute.Bool("pml.approval.shown", shown))
+		telemetry.CountApproval(choice)
 		span.End()
 		return choice, shown
 	}
 }
+
+// GuardHTTP is h behind pml serve's rules (bearer token, loopback
+// origins only), for what pml serve serves beside /mcp (/metrics).
+func GuardHTTP(token string, h http.Handler) http.Handler { return guard(token, h) }

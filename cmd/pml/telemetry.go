@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"net/http"
 	"os"
 
 	"github.com/rs/zerolog"
@@ -9,23 +10,47 @@ import (
 	"github.com/pml-dev/pml/internal/telemetry"
 )
 
-// stopTelemetry flushes the spans of a command that started telemetry
-// (setup); main calls it before exiting.
+// stopTelemetry flushes the spans and metrics of a command that started
+// telemetry (setup); main calls it before exiting.
 var stopTelemetry = func() {}
 
-// startTelemetry turns traces on when the OTEL_* variables ask for them
-// (internal/telemetry). Settings pml cannot use are a warning, never
-// fatal: the tools work without traces.
+// servePrometheus is set by pml serve, which serves the metrics on
+// /metrics; metricsHandler is then the handler.
+var (
+	servePrometheus bool
+	metricsHandler  http.Handler
+)
+
+// startTelemetry turns traces and metrics on when the OTEL_* variables
+// ask for them (internal/telemetry), and the Prometheus metrics of pml
+// serve. Settings pml cannot use are a warning, never fatal: the tools
+// work without telemetry.
 func startTelemetry(log zerolog.Logger) {
 	s := telemetry.FromEnv(os.Getenv)
-	if !s.On() {
+	if !s.On() && !servePrometheus {
 		return
 	}
-	stop, err := telemetry.Setup(context.Background(), s, version)
+	var stops []func()
+	if s.On() {
+		stop, err := telemetry.Setup(context.Background(), s, version)
+		if err != nil {
+			log.Warn().Err(err).Msg("traces and metrics over OTLP are off")
+			s = telemetry.Settings{}
+		} else {
+			stops = append(stops, stop)
+			log.Debug().Str("endpoint", s.Endpoint).Msg("exporting traces and metrics over OTLP")
+		}
+	}
+	h, stop, err := telemetry.MetricsSetup(context.Background(), s, version, servePrometheus)
 	if err != nil {
-		log.Warn().Err(err).Msg("traces are off")
-		return
+		log.Warn().Err(err).Msg("metrics are off")
+	} else {
+		stops = append(stops, stop)
+		metricsHandler = h
 	}
-	stopTelemetry = stop
-	log.Debug().Str("endpoint", s.Endpoint).Msg("exporting traces over OTLP")
+	stopTelemetry = func() {
+		for _, f := range stops {
+			f()
+		}
+	}
 }

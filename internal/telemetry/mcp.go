@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -70,27 +71,37 @@ func StartClient(ctx context.Context, r Request, server string) (context.Context
 	return Start(ctx, r.spanName(), trace.SpanKindClient, r.attrs(attribute.String("pml.server", server))...)
 }
 
-// End ends a request's span: a protocol error sets error.type and
-// rpc.response.status_code to its JSON-RPC code, a tool result with
-// isError sets error.type "tool_error", as the conventions have it.
-func End(span trace.Span, toolError bool, err error) {
-	if !span.IsRecording() {
+// End ends a request's span and records its duration (began) in the
+// conventions' operation duration, server or client side: a protocol
+// error sets error.type and rpc.response.status_code to its JSON-RPC
+// code, a tool result with isError sets error.type "tool_error", as the
+// conventions have it.
+func End(ctx context.Context, span trace.Span, r Request, server bool, began time.Time, toolError bool, err error) {
+	if !Active() {
 		span.End()
 		return
 	}
+	errType, desc := "", ""
 	var we *jsonrpc.Error
 	switch {
 	case errors.As(err, &we):
-		code := strconv.FormatInt(we.Code, 10)
-		span.SetAttributes(semconv.RPCResponseStatusCode(code))
-		Fail(span, code, we.Message)
+		errType, desc = strconv.FormatInt(we.Code, 10), we.Message
+		span.SetAttributes(semconv.RPCResponseStatusCode(errType))
 	case err != nil:
-		Fail(span, "_OTHER", err.Error())
+		errType, desc = "_OTHER", err.Error()
 	case toolError:
-		Fail(span, "tool_error", "the tool's result is an error")
+		errType, desc = "tool_error", "the tool's result is an error"
+	}
+	if errType != "" {
+		Fail(span, errType, desc)
 	}
 	span.End()
+	recordOp(ctx, server, r, began, errType)
 }
+
+// Active reports whether traces or metrics are on: the middlewares do
+// nothing otherwise.
+func Active() bool { return enabled.Load() || metricsOn.Load() }
 
 // ClientMiddleware gives every request pml sends to the MCP server named
 // server its client span, with the trace context put into the request's
@@ -99,9 +110,10 @@ func End(span trace.Span, toolError bool, err error) {
 func ClientMiddleware(server string) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			if !enabled.Load() || strings.HasPrefix(method, "notifications/") {
+			if !Active() || strings.HasPrefix(method, "notifications/") {
 				return next(ctx, method, req)
 			}
+			began := time.Now()
 			r := Request{Method: method}
 			p := req.GetParams()
 			if cp, ok := p.(*mcp.CallToolParams); ok && cp != nil {
@@ -116,7 +128,7 @@ func ClientMiddleware(server string) mcp.Middleware {
 			if cr, ok := res.(*mcp.CallToolResult); ok && cr != nil {
 				toolErr = cr.IsError
 			}
-			End(span, toolErr, err)
+			End(ctx, span, r, false, began, toolErr, err)
 			return res, err
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -22,7 +23,7 @@ func TestOffIsFree(t *testing.T) {
 		c, span := StartServer(ctx, Request{Method: "tools/call", Tool: "shell__exec"}, nil)
 		_, s2 := Start(c, "pml.permit", trace.SpanKindInternal)
 		s2.End()
-		End(span, false, nil)
+		End(ctx, span, Request{}, true, time.Time{}, false, nil)
 	})
 	if allocs != 0 {
 		t.Errorf("a span while off allocates %v times", allocs)
@@ -82,7 +83,7 @@ func TestTraceContextCrossesMeta(t *testing.T) {
 	if _, err := mw(ctx, "tools/call", &mcp.ClientRequest[*mcp.CallToolParams]{Params: p}); err != nil {
 		t.Fatal(err)
 	}
-	End(span, false, nil)
+	End(ctx, span, Request{Method: "tools/call"}, true, time.Now(), false, nil)
 
 	spans := rec.Ended()
 	if len(spans) != 2 {

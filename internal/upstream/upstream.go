@@ -284,6 +284,9 @@ func (s *Server) acquire(ctx context.Context) (c *conn, err error) {
 	_, span := telemetry.Start(ctx, "pml.container.acquire", trace.SpanKindInternal, attribute.String("pml.server", s.o.Name))
 	hit := true
 	defer func() {
+		if err == nil {
+			telemetry.CountPool(s.o.Name, hit)
+		}
 		if span.IsRecording() {
 			span.SetAttributes(attribute.Bool("pml.pool.hit", hit && err == nil))
 			if err != nil {
@@ -315,6 +318,7 @@ func (s *Server) acquire(ctx context.Context) (c *conn, err error) {
 		if op == nil {
 			op = &startOp{done: make(chan struct{})}
 			hit = false
+			telemetry.CountStart(s.o.Name)
 			s.starting = op
 			s.mu.Unlock()
 			c, err := s.start()
@@ -498,6 +502,7 @@ func (s *Server) start() (*conn, error) {
 // attributed and rate limited with the pooled container's (asks.go).
 func (s *Server) CallOnce(ctx context.Context, start Starter, spec container.Spec, roots []*mcp.Root, tool string, args json.RawMessage, progressToken any, relay Relay) (*mcp.CallToolResult, error) {
 	// A per-call server: its container starts for this call.
+	telemetry.CountStart(s.o.Name)
 	sctx, span := telemetry.Start(ctx, "pml.container.start", trace.SpanKindInternal, attribute.String("pml.server", s.o.Name))
 	c, err := s.connect(sctx, start, spec, s.clientOptions(true, relay), roots, true)
 	if err != nil {
