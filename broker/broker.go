@@ -345,8 +345,11 @@ func (b *Broker) Call(ctx context.Context, req Request) Result {
 		req.Workflows = NewWorkflows(b.cfg.HIL.Timeout)
 	}
 	req.Ask = tracedAsk(req.Ask)
+	ctx, end := callSpan(ctx, req.Tool)
 	ctx = context.WithValue(ctx, requestKey{}, req)
-	return b.path.Call(ctx, newCall(req))
+	res := b.path.Call(ctx, newCall(req))
+	end(res)
+	return res
 }
 
 func errorResult(err error) Result {

@@ -83,3 +83,19 @@ func tracedAsk(ask func(context.Context, Approval) (string, bool)) func(context.
 // GuardHTTP is h behind pml serve's rules (bearer token, loopback
 // origins only), for what pml serve serves beside /mcp (/metrics).
 func GuardHTTP(token string, h http.Handler) http.Handler { return guard(token, h) }
+
+// callSpan gives a call made outside any MCP request (pml call) a span
+// of its own, so its steps form one trace; inside a request (its server
+// span in ctx) it adds nothing.
+func callSpan(ctx context.Context, tool string) (context.Context, func(Result)) {
+	if !telemetry.Enabled() || trace.SpanContextFromContext(ctx).IsValid() {
+		return ctx, func(Result) {}
+	}
+	ctx, span := telemetry.Start(ctx, "pml call "+tool, trace.SpanKindInternal, attribute.String("gen_ai.tool.name", tool))
+	return ctx, func(res Result) {
+		if res.IsError {
+			telemetry.Fail(span, "tool_error", "the tool's result is an error")
+		}
+		span.End()
+	}
+}
