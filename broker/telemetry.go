@@ -42,6 +42,18 @@ func traceRequests(next mcp.MethodHandler) mcp.MethodHandler {
 				r.Protocol = ip.ProtocolVersion
 			}
 		}
+		if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil && method == "initialize" {
+			// The session's duration (mcp.server.session.duration), from
+			// its initialize to its end.
+			go func() {
+				_ = ss.Wait()
+				proto := ""
+				if ip := ss.InitializeParams(); ip != nil {
+					proto = ip.ProtocolVersion
+				}
+				telemetry.SessionEnded(began, proto)
+			}()
+		}
 		ctx, span := telemetry.StartServer(ctx, r, meta)
 		if pmlName != "" && pmlName != r.Tool {
 			span.SetAttributes(attribute.String("pml.tool", pmlName))
