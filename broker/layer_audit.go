@@ -3,9 +3,12 @@ package broker
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"slices"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/rs/zerolog"
 
 	"github.com/pml-dev/pml/internal/audit"
@@ -91,4 +94,15 @@ func (b *Broker) auditRefused(tool string, args json.RawMessage, reason string) 
 	slices.Sort(keys)
 	l := auditLayer{log: b.log, sink: b.audit}
 	l.record(audit.Entry{Tool: tool, Decision: audit.Failed, Reason: reason, ArgKeys: keys}, time.Now())
+}
+
+// refusedReason says why the go-sdk refused a call of a listed tool
+// before pml's steps: the JSON-RPC code only (its message may quote the
+// arguments).
+func refusedReason(err error) string {
+	var we *jsonrpc.Error
+	if errors.As(err, &we) {
+		return fmt.Sprintf("refused by the MCP layer before any step ran (JSON-RPC error %d)", we.Code)
+	}
+	return "refused by the MCP layer before any step ran"
 }

@@ -138,12 +138,11 @@ func newMCPServerParts(b *Broker, v view) (*mcp.Server, *listing, *sessions) {
 				if listed != "" {
 					// A listed tool: the SDK's own path, under its wire name.
 					// The handler (Broker.Call) audits the call; a request
-					// the SDK refuses before it (arguments its schema
-					// rejects) is audited here.
+					// the SDK refuses before it runs is audited here.
 					cr.Params.Name = listed
 					res, err := next(ctx, method, req)
 					if err != nil {
-						b.auditRefused(name, cr.Params.Arguments, "the request was refused before any step ran (invalid arguments)")
+						b.auditRefused(name, cr.Params.Arguments, refusedReason(err))
 					}
 					return res, err
 				}
