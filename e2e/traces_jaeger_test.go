@@ -10,6 +10,7 @@ package e2e
 // metrics through the Prometheus exporter of the same Jaeger process.
 
 import (
+	stdcmp "cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -125,6 +127,8 @@ type jSpan struct {
 		Value any    `json:"value"`
 	} `json:"tags"`
 	ProcessID string `json:"processID"`
+	StartTime int64  `json:"startTime"` // µs
+	Duration  int64  `json:"duration"`  // µs
 }
 
 type jTrace struct {
@@ -353,6 +357,12 @@ func TestTracesOfASessionReachJaeger(t *testing.T) {
 		t.Errorf("denied: the refused call has an execute span")
 	}
 
+	// PML_TRACE_TREE names a file for the span trees of the write and
+	// probe calls, as docs/observability.md shows them.
+	if f := os.Getenv("PML_TRACE_TREE"); f != "" {
+		_ = os.WriteFile(f, []byte(spanTree(write)+"\n"+spanTree(probe)), 0o644)
+	}
+
 	// Names and sizes only: no argument value or file content anywhere.
 	for _, tr := range byTool {
 		b, _ := json.Marshal(tr)
@@ -389,4 +399,38 @@ func tailOf(s string) string {
 		return s[len(s)-4000:]
 	}
 	return s
+}
+
+// spanTree draws a trace as an indented tree: each span's service, name,
+// offset from the trace's start and duration.
+func spanTree(tr jTrace) string {
+	kids := map[string][]jSpan{}
+	ids := map[string]bool{}
+	var t0 int64
+	for _, sp := range tr.Spans {
+		ids[sp.SpanID] = true
+		if t0 == 0 || sp.StartTime < t0 {
+			t0 = sp.StartTime
+		}
+	}
+	for _, sp := range tr.Spans {
+		p := sp.parent()
+		if !ids[p] {
+			p = ""
+		}
+		kids[p] = append(kids[p], sp)
+	}
+	var b strings.Builder
+	var walk func(parent string, depth int)
+	walk = func(parent string, depth int) {
+		ks := kids[parent]
+		slices.SortFunc(ks, func(a, c jSpan) int { return stdcmp.Compare(a.StartTime, c.StartTime) })
+		for _, sp := range ks {
+			fmt.Fprintf(&b, "%-58s %-6s +%7.1f ms %8.1f ms\n", strings.Repeat("  ", depth)+sp.OperationName, tr.service(sp)[:min(5, len(tr.service(sp)))],
+				float64(sp.StartTime-t0)/1000, float64(sp.Duration)/1000)
+			walk(sp.SpanID, depth+1)
+		}
+	}
+	walk("", 0)
+	return b.String()
 }
