@@ -7,7 +7,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -111,4 +113,42 @@ func TestAnUnreachableTraceEndpointNeverSlowsOrFailsACall(t *testing.T) {
 			t.Errorf("%s: pml took %v to exit", ep, d)
 		}
 	}
+}
+
+// .pml.json's telemetry.endpoint sends the traces of a session there once
+// the person trusted the file; a cloned repository's endpoint, untrusted,
+// receives nothing (it would learn what tools ran, and when).
+func TestATelemetryEndpointInPmlJSONNeedsTrust(t *testing.T) {
+	var mu sync.Mutex
+	paths := map[string]int{}
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		paths[r.URL.Path]++
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	t.Cleanup(recv.Close)
+	got := func(p string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return paths[p]
+	}
+	policy := fmt.Sprintf(`{"permissions": {"deny": ["shell:*"]}, "telemetry": {"endpoint": %q}}`, recv.URL+"/")
+
+	untrusted := newWorkspace(t, "")
+	untrusted.writeUntrusted(".pml.json", policy)
+	s := startSession(t, untrusted, "OTEL_BSP_SCHEDULE_DELAY=50", "OTEL_METRIC_EXPORT_INTERVAL=50")
+	s.call(t, "shell:exec", map[string]any{"command": "true"})
+	s.Close()
+	if n := got("/v1/traces") + got("/v1/metrics"); n != 0 {
+		t.Fatalf("an untrusted telemetry.endpoint received %d exports", n)
+	}
+
+	trusted := newWorkspace(t, policy)
+	s = startSession(t, trusted, "OTEL_BSP_SCHEDULE_DELAY=50", "OTEL_METRIC_EXPORT_INTERVAL=50")
+	s.call(t, "shell:exec", map[string]any{"command": "true"})
+	waitFor(t, "traces and metrics at the trusted endpoint", 15*time.Second, func() bool {
+		return got("/v1/traces") > 0 && got("/v1/metrics") > 0
+	})
 }

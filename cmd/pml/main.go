@@ -255,7 +255,7 @@ func (g *globals) setup() (*env, error) {
 	if err != nil {
 		return nil, err
 	}
-	startTelemetry(log)
+	startTelemetry(log, cfg.Telemetry.Endpoint)
 	rt, err := newRuntime(g.host, cfg, log)
 	if err != nil {
 		return nil, err

@@ -23,10 +23,11 @@ var (
 
 // startTelemetry turns traces and metrics on when the OTEL_* variables
 // ask for them (internal/telemetry), and the Prometheus metrics of pml
-// serve. Settings pml cannot use are a warning, never fatal: the tools
+// serve; .pml.json's telemetry.endpoint (once trusted) when no variable
+// names an endpoint. Settings pml cannot use are a warning, never fatal: the tools
 // work without telemetry.
-func startTelemetry(log zerolog.Logger) {
-	s := telemetry.FromEnv(os.Getenv)
+func startTelemetry(log zerolog.Logger, configEndpoint string) {
+	s := telemetry.FromEnv(os.Getenv).WithConfig(configEndpoint)
 	if !s.On() && !servePrometheus {
 		return
 	}

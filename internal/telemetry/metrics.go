@@ -47,7 +47,11 @@ func MetricsSetup(ctx context.Context, s Settings, version string, prom bool) (h
 		if err := s.Check(); err != nil {
 			return nil, func() {}, err
 		}
-		exp, err := otlpmetrichttp.New(ctx)
+		var mopts []otlpmetrichttp.Option
+		if s.FromConfig {
+			mopts = append(mopts, otlpmetrichttp.WithEndpointURL(s.signalURL("/v1/metrics")))
+		}
+		exp, err := otlpmetrichttp.New(ctx, mopts...)
 		if err != nil {
 			return nil, func() {}, err
 		}

@@ -56,6 +56,24 @@ type Settings struct {
 	Protocol string
 	// Disabled is OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none.
 	Disabled bool
+	// FromConfig: Endpoint is .pml.json's telemetry.endpoint (a base
+	// URL: traces go to its /v1/traces, metrics to /v1/metrics), not a
+	// variable the exporters read themselves.
+	FromConfig bool
+}
+
+// WithConfig is s with .pml.json's telemetry.endpoint when no variable
+// names an endpoint: the standard variables win.
+func (s Settings) WithConfig(endpoint string) Settings {
+	if s.Endpoint == "" && endpoint != "" {
+		s.Endpoint, s.FromConfig = endpoint, true
+	}
+	return s
+}
+
+// signalURL is the URL of one signal's path under a configured base.
+func (s Settings) signalURL(path string) string {
+	return strings.TrimRight(s.Endpoint, "/") + path
 }
 
 // FromEnv reads the settings the standard variables give.
@@ -103,7 +121,11 @@ func Setup(ctx context.Context, s Settings, version string) (shutdown func(), er
 	if err := s.Check(); err != nil {
 		return func() {}, err
 	}
-	exp, err := otlptracehttp.New(ctx)
+	var opts []otlptracehttp.Option
+	if s.FromConfig {
+		opts = append(opts, otlptracehttp.WithEndpointURL(s.signalURL("/v1/traces")))
+	}
+	exp, err := otlptracehttp.New(ctx, opts...)
 	if err != nil {
 		return func() {}, fmt.Errorf("the OTLP trace exporter: %w", err)
 	}
