@@ -265,6 +265,20 @@ k8s-up:
 k8s-down:
 	$(K8S_CLUSTER) down
 
+# The trace tests (e2e/traces_jaeger_test.go, build tag traces) against a real
+# trace backend: Jaeger v2 built from the Go module proxy once by
+# e2e/traces/build.sh (a long compile: it links the OpenTelemetry Collector),
+# cached in ~/.cache/pml/bin like the registry.
+JAEGER_VERSION := v1.76.0
+JAEGER_BIN ?= $(HOME)/.cache/pml/bin/jaeger-$(JAEGER_VERSION)
+.PHONY: jaeger-bin test-traces
+jaeger-bin:
+	@if [ -x "$(JAEGER_BIN)" ]; then echo "jaeger binary: $(JAEGER_BIN) (cached)"; else \
+	  echo "building Jaeger $(JAEGER_VERSION) into $(JAEGER_BIN), once" >&2; \
+	  bash e2e/traces/build.sh "$(JAEGER_BIN)" $(JAEGER_VERSION); fi
+test-traces: build images jaeger-bin
+	PML_JAEGER_BIN=$(JAEGER_BIN) PML_BIN=$(CURDIR)/$(BIN) $(GO) test -tags traces -race -count=1 -timeout 10m -run 'TestTraces' ./e2e
+
 clean:
 	rm -rf bin $(DIST) $(INSIDE_DIR)/pml-inside-linux-*
 

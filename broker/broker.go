@@ -359,8 +359,12 @@ func (b *Broker) Call(ctx context.Context, req Request) Result {
 	if req.Workflows == nil {
 		req.Workflows = NewWorkflows(b.cfg.HIL.Timeout)
 	}
+	req.Ask = tracedAsk(req.Ask)
+	ctx, end := callSpan(ctx, req.Tool)
 	ctx = context.WithValue(ctx, requestKey{}, req)
-	return b.path.Call(ctx, newCall(req))
+	res := b.path.Call(ctx, newCall(req))
+	end(res)
+	return res
 }
 
 func errorResult(err error) Result {

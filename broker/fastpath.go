@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/pml-dev/pml/internal/jsonrpc"
+	"github.com/pml-dev/pml/internal/telemetry"
 )
 
 // The stdio fast path. A tools/call of a pooled server's tool costs, on
@@ -183,6 +184,11 @@ func (f *fastFront) take(frame []byte) bool {
 func (f *fastFront) call(id, params []byte) bool {
 	ss := f.ss.Load()
 	if ss == nil || ss.InitializeParams() == nil {
+		return false
+	}
+	if telemetry.Enabled() {
+		// Traced calls take the go-sdk's path, where the request's
+		// span (traceRequests) and the server's client span are made.
 		return false
 	}
 	var wire string

@@ -2,8 +2,13 @@ package broker
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/rs/zerolog"
 
 	"github.com/pml-dev/pml/internal/audit"
@@ -72,4 +77,32 @@ func (l auditLayer) record(e audit.Entry, began time.Time) {
 	if err := l.sink.Record(e); err != nil {
 		l.log.Error().Err(err).Msg("writing the audit log")
 	}
+}
+
+// auditRefused records a tools/call the go-sdk answers with a protocol
+// error before any layer runs (a tool pml does not have, arguments a
+// listed tool's schema refuses): without it such a call would leave no
+// entry. tool is the name as the client sent it, or pml's name when it
+// is known (the log caps its length); only the argument names are kept.
+func (b *Broker) auditRefused(tool string, args json.RawMessage, reason string) {
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal(args, &m)
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	l := auditLayer{log: b.log, sink: b.audit}
+	l.record(audit.Entry{Tool: tool, Decision: audit.Failed, Reason: reason, ArgKeys: keys}, time.Now())
+}
+
+// refusedReason says why the go-sdk refused a call of a listed tool
+// before pml's steps: the JSON-RPC code only (its message may quote the
+// arguments).
+func refusedReason(err error) string {
+	var we *jsonrpc.Error
+	if errors.As(err, &we) {
+		return fmt.Sprintf("refused by the MCP layer before any step ran (JSON-RPC error %d)", we.Code)
+	}
+	return "refused by the MCP layer before any step ran"
 }

@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"github.com/pml-dev/pml/internal/telemetry"
+
 	"context"
 	"time"
 
@@ -21,7 +23,10 @@ func (l executeLayer) Call(ctx context.Context, c *Call) Result {
 // approved, always), noted for the audit with the pattern and workflow.
 func (b *Broker) runTool(ctx context.Context, c *Call, name string, args map[string]any, decision, pattern, workflowID string) Result {
 	if srv := b.serverOf(name); srv != nil && !b.deps.Installed(srv.cfg) {
-		if err := b.install(ctx, srv); err != nil {
+		ictx, span := spanStep(ctx, "install")
+		err := b.install(ictx, srv)
+		span.End()
+		if err != nil {
 			c.note(audit.Entry{Tool: name, Decision: audit.Failed, Pattern: pattern, WorkflowID: workflowID, Reason: "install failed", ArgKeys: audit.Keys(args)})
 			return errorResult(err)
 		}
@@ -43,7 +48,12 @@ func (b *Broker) runTool(ctx context.Context, c *Call, name string, args map[str
 		args = c.Args
 	}
 	began := time.Now()
-	res := entry.exec.run(ctx, entry.def, args)
+	ectx, span := spanStep(ctx, "execute")
+	res := entry.exec.run(ectx, entry.def, args)
+	if res.IsError {
+		telemetry.Fail(span, "tool_error", "the tool's result is an error")
+	}
+	span.End()
 	status := "ok"
 	if res.IsError {
 		status = "error"

@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"go.opentelemetry.io/otel/attribute"
+
 	"context"
 	"fmt"
 	"sync"
@@ -20,7 +22,12 @@ type permitLayer struct {
 }
 
 func (l permitLayer) Call(ctx context.Context, c *Call) Result {
+	_, span := spanStep(ctx, "permit")
 	c.Decision, c.Pattern = l.decide(c.Tool)
+	if span.IsRecording() {
+		span.SetAttributes(attribute.String("pml.decision", string(c.Decision)), attribute.String("pml.pattern", c.Pattern))
+	}
+	span.End()
 	if c.Decision == Deny {
 		src := l.source()
 		c.note(audit.Entry{Tool: c.Tool, Decision: audit.Denied, Pattern: c.Pattern, ArgKeys: audit.Keys(c.Args),

@@ -20,7 +20,9 @@ func (l registryLayer) Call(ctx context.Context, c *Call) Result {
 		return l.next.Call(ctx, c)
 	}
 	b := l.b
-	change, err := b.resolveFromRegistry(ctx, c.Tool)
+	rctx, span := spanStep(ctx, "registry")
+	change, err := b.resolveFromRegistry(rctx, c.Tool)
+	span.End()
 	if err != nil {
 		c.note(audit.Entry{Tool: c.Tool, Decision: audit.Failed, Reason: "registry", ArgKeys: audit.Keys(c.Args)})
 		return errorResult(err)

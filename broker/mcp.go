@@ -142,8 +142,14 @@ func newMCPServerParts(b *Broker, v view) (*mcp.Server, *listing, *sessions) {
 				name, listed := l.resolve(cr.Params.Name)
 				if listed != "" {
 					// A listed tool: the SDK's own path, under its wire name.
+					// The handler (Broker.Call) audits the call; a request
+					// the SDK refuses before it runs is audited here.
 					cr.Params.Name = listed
-					break
+					res, err := next(ctx, method, req)
+					if err != nil {
+						b.auditRefused(name, cr.Params.Arguments, refusedReason(err))
+					}
+					return res, err
 				}
 				// A tool not listed: a denied one (it answers "denied"),
 				// or one of a server whose tools are not registered yet
@@ -152,10 +158,19 @@ func newMCPServerParts(b *Broker, v view) (*mcp.Server, *listing, *sessions) {
 				if name != "" && (b.hasTool(name) || b.resolvable(name)) {
 					return l.handler(name)(ctx, cr)
 				}
+				// No such tool: the SDK's protocol error answers, and
+				// the call is audited like every other.
+				res, err := next(ctx, method, req)
+				if err != nil {
+					b.auditRefused(cr.Params.Name, cr.Params.Arguments, "no such tool")
+				}
+				return res, err
 			}
 			return next(ctx, method, req)
 		}
 	})
+	// Added last, so it runs first: the request's span covers the rest.
+	s.AddReceivingMiddleware(traceRequests)
 	return s, l, sess
 }
 

@@ -51,6 +51,7 @@ func BenchmarkReport(b *testing.B) {
 		{"cost as work grows: 1, 5, 20 configured servers", benchServersScale},
 		{"broker memory", benchRSS},
 		{"egress proxy vs direct", benchEgress},
+		{"telemetry on vs off", benchTelemetry},
 	}
 	// PML_BENCH_ONLY runs only the steps whose name holds it (while
 	// working on one; the report then has only their figures).

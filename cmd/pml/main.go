@@ -60,6 +60,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := newRoot().ExecuteContext(ctx)
 	stop()
+	stopTelemetry()
 	if err != nil {
 		code := 1
 		var ee *exitError
@@ -116,7 +117,7 @@ func newRoot() *cobra.Command {
 	root.PersistentFlags().StringVar(&g.logFormat, "log-format", envOr("PML_LOG_FORMAT", "auto"), "log format on stderr: auto, console, json (env PML_LOG_FORMAT)")
 	root.PersistentFlags().BoolVarP(&g.debug, "debug", "D", false, "debug logging on stderr (same as --log-level debug)")
 	root.PersistentFlags().StringVarP(&g.host, hostFlag, "H", "", "container engine address, as docker -H: unix:///path, tcp://host:2376, ssh://user@host (default: DOCKER_HOST, then the Docker context, then the well-known sockets)")
-	root.AddCommand(newStdioCmd(g), newServeCmd(g), newDoctorCmd(g), newVersionCmd(), newImagesCmd(g), newDemoCmd(g), newRegistryCmd(g), newInitCmd(), newClientsCmd(), newCallCmd(g), newAddCmd(g), newRunCmd(g), newRemoveCmd(g), newListCmd(g), newTrustCmd(g), newToolsCmd(g), newCleanupCmd(g), newUpgradeCmd())
+	root.AddCommand(newStdioCmd(g), newServeCmd(g), newDoctorCmd(g), newVersionCmd(), newImagesCmd(g), newDemoCmd(g), newRegistryCmd(g), newInitCmd(), newClientsCmd(), newCallCmd(g), newAddCmd(g), newRunCmd(g), newRemoveCmd(g), newListCmd(g), newTrustCmd(g), newToolsCmd(g), newCleanupCmd(g), newUpgradeCmd(), newAuditCmd(g))
 	markUsage(root)
 	return root
 }
@@ -275,6 +276,7 @@ func (g *globals) setup() (*env, error) {
 	if err != nil {
 		return nil, err
 	}
+	startTelemetry(log, cfg.Telemetry.Endpoint)
 	rt, err := newRuntime(g.host, cfg, log)
 	if err != nil {
 		return nil, err

@@ -21,10 +21,11 @@ func newServeCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve MCP over Streamable HTTP on a loopback address",
-		Long: "Serve the same broker over MCP Streamable HTTP at http://ADDR/mcp. Every request needs the bearer token:\n" +
+		Long: "Serve the same broker over MCP Streamable HTTP at http://ADDR/mcp, and Prometheus metrics at http://ADDR/metrics.\nEvery request needs the bearer token:\n" +
 			"PML_SERVE_TOKEN if set, else a random one printed on stderr. Requests from non-loopback web origins are refused.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			servePrometheus = true
 			e, err := g.setup()
 			if err != nil {
 				return err
@@ -51,6 +52,10 @@ func newServeCmd(g *globals) *cobra.Command {
 			stopWatch := watchConfig(cmd.Context(), e)
 			mux := http.NewServeMux()
 			mux.Handle("/mcp", broker.NewHTTPHandler(e.broker, token))
+			if metricsHandler != nil {
+				// Prometheus metrics, under the same token rules.
+				mux.Handle("/metrics", broker.GuardHTTP(token, metricsHandler))
+			}
 			srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 			url := "http://" + ln.Addr().String() + "/mcp"
 			if generated {

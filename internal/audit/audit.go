@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/pml-dev/pml/internal/safefs"
+	"github.com/pml-dev/pml/internal/telemetry"
 )
 
 // What one entry records at most of what the caller chose: a model can
@@ -104,6 +105,11 @@ func (l *Log) Record(e Entry) error {
 	}
 	if e.Time.IsZero() {
 		e.Time = time.Now().UTC()
+	}
+	if e.Net != nil {
+		telemetry.CountEgress(e.Net.BytesUp, e.Net.BytesDown)
+	} else {
+		telemetry.CountCall(e.Decision)
 	}
 	e.Tool = truncate(e.Tool, MaxToolBytes)
 	e.ArgKeys = capKeys(e.ArgKeys)

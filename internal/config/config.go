@@ -58,6 +58,9 @@ type Config struct {
 	// Servers are the stdio MCP servers of mcps and private_mcps, by name.
 	Servers map[string]Server
 	Cloud   Cloud
+	// Telemetry is where traces and metrics go (docs/observability.md);
+	// the OTEL_* variables win over it.
+	Telemetry Telemetry
 	// Registries are the registry base URLs, first match wins (default:
 	// the cloud URL).
 	Registries []string
@@ -445,3 +448,11 @@ func (c *Config) FromFiles(key string) bool {
 // their permissions are the only source of permissions (with the
 // environment's lists on top).
 func (c *Config) HasFile() bool { return c != nil && (c.Exists || c.LocalExists) }
+
+// Telemetry is the .pml.json side of pml's OpenTelemetry export.
+type Telemetry struct {
+	// Endpoint is the OTLP/HTTP base URL (http://127.0.0.1:4318): traces
+	// go to its /v1/traces, metrics to /v1/metrics. Empty: off, unless
+	// the OTEL_* variables say otherwise.
+	Endpoint string
+}

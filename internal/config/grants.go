@@ -71,6 +71,9 @@ func GrantsBeyond(cfg *Config, defaultAllow []string) []Grant {
 	if fromFile("cloud.url") && cfg.Cloud.URL != DefaultCloudURL {
 		add("cloud.url="+cfg.Cloud.URL, fmt.Sprintf("sends cloud tool calls, your PML_API_KEY and the keys they need to %s (cloud.url)", cfg.Cloud.URL))
 	}
+	if fromFile("telemetry.endpoint") && cfg.Telemetry.Endpoint != "" {
+		add("telemetry.endpoint="+cfg.Telemetry.Endpoint, fmt.Sprintf("sends traces and metrics of your tool calls (tool names, outcomes, timings; never arguments) to %s (telemetry.endpoint)", cfg.Telemetry.Endpoint))
+	}
 	if fromFile("registries") {
 		for _, r := range cfg.Registries {
 			add("registries="+r, fmt.Sprintf("fetches tools' code from %s and sends your PML_API_KEY there (registries)", r))
@@ -197,6 +200,9 @@ func Restrict(cfg *Config, defaultAllow []string, keep func(Grant) bool) *Config
 	}
 	if fromFile("cloud.url") && !ok("cloud.url="+cfg.Cloud.URL) {
 		c.Cloud.URL = DefaultCloudURL
+	}
+	if fromFile("telemetry.endpoint") && !ok("telemetry.endpoint="+cfg.Telemetry.Endpoint) {
+		c.Telemetry.Endpoint = ""
 	}
 	if !cfg.RegistriesSet {
 		c.Registries = []string{c.Cloud.URL} // the default follows the cloud in force

@@ -65,6 +65,7 @@ func table(c *Config) []setting {
 		duration("cloud.timeout", &c.Cloud.Timeout, DefaultCloudTimeout),
 		field("hil.require_elicitation", kBool, &c.HIL.RequireElicitation, false, decodeBool, nil),
 		baseURL("cloud.url", &c.Cloud.URL, DefaultCloudURL),
+		baseURL("telemetry.endpoint", &c.Telemetry.Endpoint, ""),
 		field("registries", kStringList, &c.Registries, nil, decodeURLList, nil),
 		field("sandbox.network.allow", kStringList, &c.Sandbox.Network.Allow, nil, decodeHostList, nil),
 		field("sandbox.network.forward", kAny, &c.Sandbox.Network.Forward, nil, decodeForward, nil),

@@ -35,6 +35,7 @@ var keyCases = []keyCase{
 	{"hil.timeout", `"10m"`, func(c *Config) bool { return c.HIL.Timeout == 10*time.Minute }, `"soon"`, `"soon" is not a positive duration`},
 	{"hil.require_elicitation", `true`, func(c *Config) bool { return c.HIL.RequireElicitation }, `"yes"`, "must be true or false"},
 	{"cloud.url", `"https://cloud.example/"`, func(c *Config) bool { return c.Cloud.URL == "https://cloud.example" }, `"ftp://x"`, "not an http:// or https:// URL"},
+	{"telemetry.endpoint", `"http://127.0.0.1:4318/"`, func(c *Config) bool { return c.Telemetry.Endpoint == "http://127.0.0.1:4318" }, `"localhost:4318"`, "not an http:// or https:// URL"},
 	{"cloud.timeout", `"5s"`, func(c *Config) bool { return c.Cloud.Timeout == 5*time.Second }, `true`, "must be a duration string"},
 	{"sandbox.network.allow", `["api.github.com", "*.npmjs.org:443"]`, func(c *Config) bool {
 		return len(c.Sandbox.Network.Rules.Allow) == 3 && c.Sandbox.Network.Rules.Allow[1].Port == 80
@@ -111,7 +112,7 @@ func TestAnEnvironmentVariableOverridesEveryKey(t *testing.T) {
 		"sandbox.user": "1000:1000", "sandbox.shell_image": "my/shell:1", "sandbox.runtime": "runsc", "sandbox.memory": "512m", "sandbox.cpus": "1.5",
 		"sandbox.pids": "128", "sandbox.timeout": "90s", "sandbox.idle_timeout": "1m", "sandbox.pool.min": "2",
 		"sandbox.pool.max": "8", "sandbox.max_containers": "2", "hil.timeout": "10m", "hil.require_elicitation": "true",
-		"cloud.url": "https://cloud.example/", "cloud.timeout": "5s", "registries": "https://r.example/",
+		"cloud.url": "https://cloud.example/", "cloud.timeout": "5s", "registries": "https://r.example/", "telemetry.endpoint": "http://127.0.0.1:4318/",
 		"sandbox.shared_paths":  "/Users/me/src/",
 		"sandbox.network.allow": "api.github.com,*.npmjs.org:443",
 		"runtime":               "kubernetes", "kubernetes.namespace": "tools", "kubernetes.unverified_network": "1",

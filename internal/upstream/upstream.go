@@ -24,9 +24,12 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/jsonrpc"
+	"github.com/pml-dev/pml/internal/telemetry"
 )
 
 // ProtocolVersion is what pml offers the servers it runs. On 2026-07-28 a
@@ -275,7 +278,23 @@ func (s *Server) Close() {
 
 // acquire returns a live connection, starting the container when there
 // is none (one start at a time; concurrent callers wait for it).
-func (s *Server) acquire(ctx context.Context) (*conn, error) {
+func (s *Server) acquire(ctx context.Context) (c *conn, err error) {
+	// The span says whether the pool had the server running (a hit) or a
+	// container was started for it.
+	_, span := telemetry.Start(ctx, "pml.container.acquire", trace.SpanKindInternal, attribute.String("pml.server", s.o.Name))
+	hit := true
+	defer func() {
+		if err == nil {
+			telemetry.CountPool(s.o.Name, hit)
+		}
+		if span.IsRecording() {
+			span.SetAttributes(attribute.Bool("pml.pool.hit", hit && err == nil))
+			if err != nil {
+				telemetry.Fail(span, "_OTHER", err.Error())
+			}
+		}
+		span.End()
+	}()
 	for {
 		s.mu.Lock()
 		if s.closed {
@@ -298,6 +317,8 @@ func (s *Server) acquire(ctx context.Context) (*conn, error) {
 		op := s.starting
 		if op == nil {
 			op = &startOp{done: make(chan struct{})}
+			hit = false
+			telemetry.CountStart(s.o.Name)
 			s.starting = op
 			s.mu.Unlock()
 			c, err := s.start()
@@ -317,6 +338,7 @@ func (s *Server) acquire(ctx context.Context) (*conn, error) {
 		s.mu.Unlock()
 		select {
 		case <-op.done:
+			hit = false
 			if op.err != nil {
 				return nil, op.err
 			}
@@ -405,6 +427,7 @@ func (s *Server) connect(ctx context.Context, start Starter, spec container.Spec
 		pw.CloseWithError(io.EOF)
 	}()
 	client := mcp.NewClient(&mcp.Implementation{Name: "pml", Version: "broker"}, opts)
+	client.AddSendingMiddleware(telemetry.ClientMiddleware(s.o.Name))
 	if len(roots) > 0 {
 		client.AddRoots(roots...)
 	}
@@ -482,7 +505,14 @@ func (s *Server) start() (*conn, error) {
 // else), its requests to the person through Elicit and CreateMessage,
 // attributed and rate limited with the pooled container's (asks.go).
 func (s *Server) CallOnce(ctx context.Context, start Starter, spec container.Spec, roots []*mcp.Root, tool string, args json.RawMessage, progressToken any, relay Relay) (*mcp.CallToolResult, error) {
-	c, err := s.connect(ctx, start, spec, s.clientOptions(true, relay), roots, true)
+	// A per-call server: its container starts for this call.
+	telemetry.CountStart(s.o.Name)
+	sctx, span := telemetry.Start(ctx, "pml.container.start", trace.SpanKindInternal, attribute.String("pml.server", s.o.Name))
+	c, err := s.connect(sctx, start, spec, s.clientOptions(true, relay), roots, true)
+	if err != nil {
+		telemetry.Fail(span, "_OTHER", err.Error())
+	}
+	span.End()
 	if c == nil {
 		return nil, err
 	}

@@ -77,6 +77,7 @@ func elicit(ctx context.Context, ss *mcp.ServerSession, i int) string {
 func main() {
 	s := mcp.NewServer(&mcp.Implementation{Name: "probe", Version: "1"}, nil)
 	addNetTools(s)
+	addTraceTool(s)
 	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo the text back."},
 		func(ctx context.Context, req *mcp.CallToolRequest, a echoArgs) (*mcp.CallToolResult, any, error) {
 			return text(a.Text), nil, nil

@@ -1,0 +1,81 @@
+//go:build linux
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// benchTelemetry: the warm call to a pooled server and the broker's RSS
+// with telemetry on (traces and metrics exported over OTLP/HTTP to a
+// receiver on loopback) against off, the two sessions taking turns call
+// by call.
+func benchTelemetry(b *testing.B, r *report, raw map[string][]float64) {
+	var posts atomic.Int64
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		_, _ = io.Copy(io.Discard, req.Body)
+		posts.Add(1)
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		w.WriteHeader(http.StatusOK)
+	}))
+	b.Cleanup(recv.Close)
+	image := probeImage(b)
+	pmlJSON := fmt.Sprintf(`{"permissions": {"allow": ["*"]}, "mcps": {"probe": {"image": %q, "workspace": "none"}}}`, image)
+	off := startBenchSession(b, benchWorkspace(b, pmlJSON))
+	on := startBenchSessionEnv(b, benchWorkspace(b, pmlJSON), "OTEL_EXPORTER_OTLP_ENDPOINT="+recv.URL)
+	call := func(s *benchSession) time.Duration {
+		t0 := time.Now()
+		res, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: "probe:echo", Arguments: map[string]any{"text": "x"}})
+		if err != nil || res.IsError {
+			b.Fatalf("probe:echo: %v %v", err, res)
+		}
+		return time.Since(t0)
+	}
+	for i := 0; i < 30; i++ {
+		call(off)
+		call(on)
+	}
+	const n = 300
+	var pOn, pOff []time.Duration
+	for i := 0; i < n; i++ {
+		pOff = append(pOff, call(off))
+		pOn = append(pOn, call(on))
+	}
+	time.Sleep(6 * time.Second) // the batch exporter's default 5 s delay: the spans leave
+	raw["telemetry_warm_on_ms"], raw["telemetry_warm_off_ms"] = durationsMS(pOn), durationsMS(pOff)
+	r.add(timeFigure("telemetry_warm", "warm call to a pooled stdio server, telemetry on vs off",
+		"probe:echo via pml stdio with OTEL_EXPORTER_OTLP_ENDPOINT set (traces and metrics to a loopback OTLP/HTTP receiver)",
+		"the same call via pml stdio without any OTEL_* variable (telemetry off)", pOn, pOff,
+		fmt.Sprintf("the two sessions take turns call by call; the receiver got %d OTLP posts. With telemetry on, calls take the go-sdk's path (the stdio fast path is off), where the spans are made", posts.Load())))
+	rssOn, rssOff := rssMiB(b, on.cmd.Process.Pid), rssMiB(b, off.cmd.Process.Pid)
+	raw["telemetry_rss_on_off_mib"] = []float64{rssOn, rssOff}
+	r.add(figure{ID: "telemetry_rss_on", Name: "broker RSS after 330 calls, telemetry on", PML: "pml stdio, OTLP to a loopback receiver", Unit: "MiB", Value: floatp(rssOn),
+		Note: fmt.Sprintf("%.1f MiB for the same session with telemetry off, measured in the same run", rssOff)})
+	r.add(figure{ID: "telemetry_rss_off", Name: "broker RSS after 330 calls, telemetry off", PML: "pml stdio, no OTEL_* variable", Unit: "MiB", Value: floatp(rssOff)})
+}
+
+// startBenchSessionEnv is startBenchSession with more environment.
+func startBenchSessionEnv(b *testing.B, ws *workspace, env ...string) *benchSession {
+	cmd := exec.Command(pmlBin, "stdio", "--log-format", "json", "--log-level", "debug")
+	cmd.Env = append(append(os.Environ(), "PML_WORKSPACE="+ws.Dir), env...)
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "pml-bench", Version: "bench"}, nil).
+		Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		b.Fatalf("pml stdio: %v\n%s", err, stderr.String())
+	}
+	b.Cleanup(func() { cs.Close() })
+	return &benchSession{ClientSession: cs, cmd: cmd, stderr: stderr}
+}

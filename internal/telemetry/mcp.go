@@ -1,0 +1,141 @@
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/attribute"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Request describes one MCP request for its span: names only, never
+// arguments or results.
+type Request struct {
+	// Method is the MCP method (tools/call, tools/list, initialize…).
+	Method string
+	// Tool is the tool a tools/call names (gen_ai.tool.name).
+	Tool string
+	// SessionID and Protocol are the session's, when known.
+	SessionID, Protocol string
+	// ID is the JSON-RPC request id, when known.
+	ID string
+}
+
+// spanName is the conventions' `{mcp.method.name} {target}`.
+func (r Request) spanName() string {
+	if r.Tool != "" {
+		return r.Method + " " + r.Tool
+	}
+	return r.Method
+}
+
+func (r Request) attrs(extra ...attribute.KeyValue) []attribute.KeyValue {
+	a := append(make([]attribute.KeyValue, 0, 8+len(extra)), semconv.McpMethodNameKey.String(r.Method), semconv.NetworkTransportPipe)
+	if r.Tool != "" {
+		a = append(a, semconv.GenAIToolName(r.Tool), semconv.GenAIOperationNameExecuteTool)
+	}
+	if r.SessionID != "" {
+		a = append(a, semconv.McpSessionID(r.SessionID))
+	}
+	if r.Protocol != "" {
+		a = append(a, semconv.McpProtocolVersion(r.Protocol))
+	}
+	if r.ID != "" {
+		a = append(a, semconv.JSONRPCRequestID(r.ID))
+	}
+	return append(a, extra...)
+}
+
+// StartServer starts the server span of a request pml answers,
+// continuing the trace a client sent in params._meta.
+func StartServer(ctx context.Context, r Request, meta map[string]any) (context.Context, trace.Span) {
+	if !enabled.Load() {
+		return ctx, noSpan
+	}
+	return Start(FromMeta(ctx, meta), r.spanName(), trace.SpanKindServer, r.attrs()...)
+}
+
+// StartClient starts the client span of a request pml sends to the MCP
+// server named server.
+func StartClient(ctx context.Context, r Request, server string) (context.Context, trace.Span) {
+	if !enabled.Load() {
+		return ctx, noSpan
+	}
+	return Start(ctx, r.spanName(), trace.SpanKindClient, r.attrs(attribute.String("pml.server", server))...)
+}
+
+// End ends a request's span and records its duration (began) in the
+// conventions' operation duration, server or client side: a protocol
+// error sets error.type and rpc.response.status_code to its JSON-RPC
+// code, a tool result with isError sets error.type "tool_error", as the
+// conventions have it.
+func End(ctx context.Context, span trace.Span, r Request, server bool, began time.Time, toolError bool, err error) {
+	if !Active() {
+		span.End()
+		return
+	}
+	errType, desc := "", ""
+	var we *jsonrpc.Error
+	switch {
+	case errors.As(err, &we):
+		errType, desc = strconv.FormatInt(we.Code, 10), we.Message
+		span.SetAttributes(semconv.RPCResponseStatusCode(errType))
+	case err != nil:
+		errType, desc = "_OTHER", err.Error()
+	case toolError:
+		errType, desc = "tool_error", "the tool's result is an error"
+	}
+	if errType != "" {
+		Fail(span, errType, desc)
+	}
+	span.End()
+	recordOp(ctx, server, r, began, errType)
+}
+
+// Active reports whether traces or metrics are on: the middlewares do
+// nothing otherwise.
+func Active() bool { return enabled.Load() || metricsOn.Load() }
+
+// ClientMiddleware gives every request pml sends to the MCP server named
+// server its client span, with the trace context put into the request's
+// params._meta (traceparent, tracestate) so a server that reads it
+// continues the same trace. Off, it passes requests on untouched.
+func ClientMiddleware(server string) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if !Active() || strings.HasPrefix(method, "notifications/") {
+				return next(ctx, method, req)
+			}
+			began := time.Now()
+			r := Request{Method: method}
+			p := req.GetParams()
+			if cp, ok := p.(*mcp.CallToolParams); ok && cp != nil {
+				r.Tool = cp.Name
+			}
+			ctx, span := StartClient(ctx, r, server)
+			if p != nil && !isNil(p) {
+				p.SetMeta(ToMeta(ctx, p.GetMeta()))
+			}
+			res, err := next(ctx, method, req)
+			toolErr := false
+			if cr, ok := res.(*mcp.CallToolResult); ok && cr != nil {
+				toolErr = cr.IsError
+			}
+			End(ctx, span, r, false, began, toolErr, err)
+			return res, err
+		}
+	}
+}
+
+// isNil reports whether p is a typed nil (the SDK's params are pointers).
+func isNil(p mcp.Params) bool {
+	v := reflect.ValueOf(p)
+	return v.Kind() == reflect.Pointer && v.IsNil()
+}

@@ -1,0 +1,186 @@
+package telemetry
+
+import (
+	"context"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	"go.opentelemetry.io/otel/metric"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/resource"
+	"go.opentelemetry.io/otel/semconv/v1.40.0/mcpconv"
+)
+
+// instruments are pml's metrics: the conventions' operation and session
+// durations, and pml's own counters.
+type instruments struct {
+	serverOp      mcpconv.ServerOperationDuration
+	clientOp      mcpconv.ClientOperationDuration
+	serverSession mcpconv.ServerSessionDuration
+	calls         metric.Int64Counter
+	poolHits      metric.Int64Counter
+	poolMisses    metric.Int64Counter
+	starts        metric.Int64Counter
+	approvals     metric.Int64Counter
+	egressBytes   metric.Int64Counter
+}
+
+var (
+	metricsOn atomic.Bool
+	inst      atomic.Pointer[instruments]
+)
+
+// MetricsSetup starts pml's metrics: exported over OTLP/HTTP when s asks
+// for telemetry (the same OTEL_* variables as traces; the interval is
+// OTEL_METRIC_EXPORT_INTERVAL's), and served for Prometheus when
+// prometheus is true (Handler). Off on both counts it does nothing.
+func MetricsSetup(ctx context.Context, s Settings, version string, prom bool) (handler http.Handler, shutdown func(), err error) {
+	var opts []sdkmetric.Option
+	var h http.Handler
+	if s.On() {
+		if err := s.Check(); err != nil {
+			return nil, func() {}, err
+		}
+		var mopts []otlpmetrichttp.Option
+		if s.FromConfig {
+			mopts = append(mopts, otlpmetrichttp.WithEndpointURL(s.signalURL("/v1/metrics")))
+		}
+		exp, err := otlpmetrichttp.New(ctx, mopts...)
+		if err != nil {
+			return nil, func() {}, err
+		}
+		opts = append(opts, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(exp)))
+	}
+	if prom {
+		reg := prometheus.NewRegistry()
+		exp, err := otelprom.New(otelprom.WithRegisterer(reg))
+		if err != nil {
+			return nil, func() {}, err
+		}
+		opts = append(opts, sdkmetric.WithReader(exp))
+		h = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+	}
+	if len(opts) == 0 {
+		return nil, func() {}, nil
+	}
+	res, _ := resource.New(ctx, resource.WithAttributes(attribute.String("service.name", "pml"), attribute.String("service.version", version)), resource.WithFromEnv())
+	if res != nil {
+		opts = append(opts, sdkmetric.WithResource(res))
+	}
+	mp := sdkmetric.NewMeterProvider(opts...)
+	m := mp.Meter(ScopeName)
+	var in instruments
+	if in.serverOp, err = mcpconv.NewServerOperationDuration(m); err != nil {
+		return nil, func() {}, err
+	}
+	if in.clientOp, err = mcpconv.NewClientOperationDuration(m); err != nil {
+		return nil, func() {}, err
+	}
+	if in.serverSession, err = mcpconv.NewServerSessionDuration(m); err != nil {
+		return nil, func() {}, err
+	}
+	counter := func(name, unit, desc string) metric.Int64Counter {
+		c, e := m.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		if e != nil && err == nil {
+			err = e
+		}
+		return c
+	}
+	in.calls = counter("pml.calls", "{call}", "Tool calls by outcome (the audit log's decision).")
+	in.poolHits = counter("pml.pool.hits", "{call}", "Calls to a pooled server that found its container running.")
+	in.poolMisses = counter("pml.pool.misses", "{call}", "Calls to a pooled server that waited for its container to start.")
+	in.starts = counter("pml.container.starts", "{container}", "Server containers started (pooled and per call).")
+	in.approvals = counter("pml.approvals", "{approval}", "Questions put to a person, by answer.")
+	in.egressBytes = counter("pml.egress.bytes", "By", "Bytes through pml's egress proxy, by direction.")
+	if err != nil {
+		return nil, func() {}, err
+	}
+	inst.Store(&in)
+	metricsOn.Store(true)
+	return h, func() {
+		metricsOn.Store(false)
+		sctx, cancel := context.WithTimeout(context.Background(), ShutdownWait)
+		defer cancel()
+		_ = mp.Shutdown(sctx)
+	}, nil
+}
+
+func instrumentsOn() *instruments {
+	if !metricsOn.Load() {
+		return nil
+	}
+	return inst.Load()
+}
+
+// recordOp records one operation's duration by the conventions.
+func recordOp(ctx context.Context, server bool, r Request, began time.Time, errType string) {
+	in := instrumentsOn()
+	if in == nil {
+		return
+	}
+	d := time.Since(began).Seconds()
+	attrs := []attribute.KeyValue{attribute.String("network.transport", "pipe")}
+	if r.Tool != "" {
+		attrs = append(attrs, attribute.String("gen_ai.tool.name", r.Tool))
+	}
+	if r.Protocol != "" {
+		attrs = append(attrs, attribute.String("mcp.protocol.version", r.Protocol))
+	}
+	if errType != "" {
+		attrs = append(attrs, attribute.String("error.type", errType))
+	}
+	if server {
+		in.serverOp.Record(ctx, d, mcpconv.MethodNameAttr(r.Method), attrs...)
+	} else {
+		in.clientOp.Record(ctx, d, mcpconv.MethodNameAttr(r.Method), attrs...)
+	}
+}
+
+// SessionEnded records a session's duration.
+func SessionEnded(began time.Time, protocol string) {
+	if in := instrumentsOn(); in != nil {
+		in.serverSession.Record(context.Background(), time.Since(began).Seconds(), attribute.String("mcp.protocol.version", protocol), attribute.String("network.transport", "pipe"))
+	}
+}
+
+func add(c func(*instruments) metric.Int64Counter, n int64, attrs ...attribute.KeyValue) {
+	if in := instrumentsOn(); in != nil {
+		c(in).Add(context.Background(), n, metric.WithAttributes(attrs...))
+	}
+}
+
+// CountCall counts a tool call by its outcome.
+func CountCall(outcome string) {
+	add(func(i *instruments) metric.Int64Counter { return i.calls }, 1, attribute.String("pml.outcome", outcome))
+}
+
+// CountPool counts a call to a pooled server: a hit found it running.
+func CountPool(server string, hit bool) {
+	if hit {
+		add(func(i *instruments) metric.Int64Counter { return i.poolHits }, 1, attribute.String("pml.server", server))
+	} else {
+		add(func(i *instruments) metric.Int64Counter { return i.poolMisses }, 1, attribute.String("pml.server", server))
+	}
+}
+
+// CountStart counts a server container started.
+func CountStart(server string) {
+	add(func(i *instruments) metric.Int64Counter { return i.starts }, 1, attribute.String("pml.server", server))
+}
+
+// CountApproval counts a question put to a person, by answer.
+func CountApproval(answer string) {
+	add(func(i *instruments) metric.Int64Counter { return i.approvals }, 1, attribute.String("pml.answer", answer))
+}
+
+// CountEgress counts bytes through the egress proxy.
+func CountEgress(up, down int64) {
+	add(func(i *instruments) metric.Int64Counter { return i.egressBytes }, up, attribute.String("pml.direction", "up"))
+	add(func(i *instruments) metric.Int64Counter { return i.egressBytes }, down, attribute.String("pml.direction", "down"))
+}

@@ -1,0 +1,231 @@
+// Package telemetry gives pml OpenTelemetry traces (and the metrics of
+// metrics.go), by the OpenTelemetry semantic conventions for MCP. It is
+// off unless configured, and then free: every function here returns at
+// once, allocating nothing, while Enabled is false; the broker calls
+// them unconditionally.
+//
+// It is configured the standard way, by the OTEL_* variables the
+// OpenTelemetry SDK and its OTLP exporter read (OTEL_EXPORTER_OTLP_ENDPOINT,
+// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, OTEL_EXPORTER_OTLP_HEADERS,
+// OTEL_TRACES_SAMPLER, OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES, …).
+// Spans leave in batches from a goroutine of their own: an endpoint that
+// cannot be reached costs a call nothing (spans past the queue are
+// dropped), and pml's exit waits for the last batch at most ShutdownWait.
+package telemetry
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// ScopeName names pml's instrumentation scope.
+const ScopeName = "github.com/pml-dev/pml"
+
+// ShutdownWait bounds how long pml's exit waits for the last spans.
+const ShutdownWait = 3 * time.Second
+
+var (
+	enabled atomic.Bool
+	tracer  atomic.Pointer[trace.Tracer]
+	// prop reads and writes W3C trace context (traceparent, tracestate).
+	prop = propagation.TraceContext{}
+)
+
+// Enabled reports whether traces are being recorded.
+func Enabled() bool { return enabled.Load() }
+
+// Settings is what configures telemetry, read from the environment
+// (FromEnv).
+type Settings struct {
+	// Endpoint is the OTLP endpoint traces go to ("" is off).
+	Endpoint string
+	// Protocol is the OTLP protocol asked for; pml speaks http/protobuf.
+	Protocol string
+	// Disabled is OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none.
+	Disabled bool
+	// FromConfig: Endpoint is .pml.json's telemetry.endpoint (a base
+	// URL: traces go to its /v1/traces, metrics to /v1/metrics), not a
+	// variable the exporters read themselves.
+	FromConfig bool
+}
+
+// WithConfig is s with .pml.json's telemetry.endpoint when no variable
+// names an endpoint: the standard variables win.
+func (s Settings) WithConfig(endpoint string) Settings {
+	if s.Endpoint == "" && endpoint != "" {
+		s.Endpoint, s.FromConfig = endpoint, true
+	}
+	return s
+}
+
+// signalURL is the URL of one signal's path under a configured base.
+func (s Settings) signalURL(path string) string {
+	return strings.TrimRight(s.Endpoint, "/") + path
+}
+
+// FromEnv reads the settings the standard variables give.
+func FromEnv(getenv func(string) string) Settings {
+	s := Settings{
+		Endpoint: first(getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"), getenv("OTEL_EXPORTER_OTLP_ENDPOINT")),
+		Protocol: first(getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"), getenv("OTEL_EXPORTER_OTLP_PROTOCOL")),
+	}
+	exp := strings.TrimSpace(strings.ToLower(getenv("OTEL_TRACES_EXPORTER")))
+	s.Disabled = strings.EqualFold(strings.TrimSpace(getenv("OTEL_SDK_DISABLED")), "true") || exp == "none"
+	return s
+}
+
+func first(v ...string) string {
+	for _, s := range v {
+		if s = strings.TrimSpace(s); s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// On reports whether s asks for telemetry.
+func (s Settings) On() bool { return !s.Disabled && s.Endpoint != "" }
+
+// Check says what is wrong with settings that ask for telemetry.
+func (s Settings) Check() error {
+	switch s.Protocol {
+	case "", "http/protobuf":
+		return nil
+	case "grpc":
+		return fmt.Errorf("OTEL_EXPORTER_OTLP_PROTOCOL=grpc: pml exports OTLP over http/protobuf only; point OTEL_EXPORTER_OTLP_ENDPOINT at the receiver's OTLP/HTTP port (4318 by default) and set the protocol to http/protobuf or leave it unset")
+	}
+	return fmt.Errorf("OTEL_EXPORTER_OTLP_PROTOCOL=%q: pml exports OTLP over http/protobuf only; set it to http/protobuf or leave it unset", s.Protocol)
+}
+
+// Setup starts exporting traces when s asks for it, for the service
+// version given; otherwise it does nothing and returns a no-op shutdown.
+// The returned function flushes and stops the exporter, waiting at most
+// ShutdownWait. An error means telemetry stays off; pml runs on.
+func Setup(ctx context.Context, s Settings, version string) (shutdown func(), err error) {
+	if !s.On() {
+		return func() {}, nil
+	}
+	if err := s.Check(); err != nil {
+		return func() {}, err
+	}
+	var opts []otlptracehttp.Option
+	if s.FromConfig {
+		opts = append(opts, otlptracehttp.WithEndpointURL(s.signalURL("/v1/traces")))
+	}
+	exp, err := otlptracehttp.New(ctx, opts...)
+	if err != nil {
+		return func() {}, fmt.Errorf("the OTLP trace exporter: %w", err)
+	}
+	// pml's name and version first: OTEL_SERVICE_NAME and
+	// OTEL_RESOURCE_ATTRIBUTES (WithFromEnv) override them.
+	res, err := resource.New(ctx,
+		resource.WithAttributes(semconv.ServiceName("pml"), semconv.ServiceVersion(version)),
+		resource.WithTelemetrySDK(),
+		resource.WithFromEnv(),
+	)
+	if err != nil && res == nil {
+		res = resource.Default()
+	}
+	// The sampler is OTEL_TRACES_SAMPLER's (the SDK reads it), by
+	// default the parent's decision, else every trace.
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+	use(tp, version)
+	return func() {
+		enabled.Store(false)
+		sctx, cancel := context.WithTimeout(context.Background(), ShutdownWait)
+		defer cancel()
+		_ = tp.Shutdown(sctx)
+	}, nil
+}
+
+// use makes tp the provider of pml's spans and turns them on.
+func use(tp trace.TracerProvider, version string) {
+	otel.SetTracerProvider(tp)
+	otel.SetTextMapPropagator(prop)
+	t := tp.Tracer(ScopeName, trace.WithInstrumentationVersion(version))
+	tracer.Store(&t)
+	enabled.Store(true)
+}
+
+// noSpan is the span of every call while telemetry is off.
+var noSpan = trace.SpanFromContext(context.Background())
+
+// Start starts a span named name under the span in ctx (an internal
+// span unless kind says otherwise). Off, it returns ctx and a span that
+// does nothing.
+func Start(ctx context.Context, name string, kind trace.SpanKind, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	if !enabled.Load() {
+		return ctx, noSpan
+	}
+	t := tracer.Load()
+	if t == nil {
+		return ctx, noSpan
+	}
+	return (*t).Start(ctx, name, trace.WithSpanKind(kind), trace.WithAttributes(attrs...))
+}
+
+// Fail marks span as failed with errType (error.type), and the
+// description for the status.
+func Fail(span trace.Span, errType, description string) {
+	if !span.IsRecording() {
+		return
+	}
+	span.SetAttributes(semconv.ErrorTypeKey.String(errType))
+	span.SetStatus(codes.Error, description)
+}
+
+// FromMeta returns ctx carrying the remote span context found in an MCP
+// request's params._meta (traceparent, tracestate), so the server span
+// continues the client's trace. Off, it returns ctx.
+func FromMeta(ctx context.Context, meta map[string]any) context.Context {
+	if !enabled.Load() || meta == nil {
+		return ctx
+	}
+	return prop.Extract(ctx, metaCarrier(meta))
+}
+
+// ToMeta writes the span context of ctx into meta (traceparent,
+// tracestate) for a request pml sends, so the server continues the
+// trace. It returns meta, made when nil and there is something to write.
+func ToMeta(ctx context.Context, meta map[string]any) map[string]any {
+	if !enabled.Load() || !trace.SpanContextFromContext(ctx).IsValid() {
+		return meta
+	}
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	prop.Inject(ctx, metaCarrier(meta))
+	return meta
+}
+
+// metaCarrier reads and writes the trace context keys of an MCP _meta
+// object (propagation.TextMapCarrier). Only string values are read.
+type metaCarrier map[string]any
+
+func (m metaCarrier) Get(key string) string {
+	s, _ := m[key].(string)
+	return s
+}
+
+func (m metaCarrier) Set(key, value string) { m[key] = value }
+
+func (m metaCarrier) Keys() []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}

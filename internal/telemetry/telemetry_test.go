@@ -1,0 +1,117 @@
+package telemetry
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Off (nothing configured), a span costs no allocation and records
+// nothing; nothing is written into a request's _meta.
+func TestOffIsFree(t *testing.T) {
+	if FromEnv(func(string) string { return "" }).On() {
+		t.Fatal("telemetry on with no variable set")
+	}
+	ctx := context.Background()
+	allocs := testing.AllocsPerRun(100, func() {
+		c, span := StartServer(ctx, Request{Method: "tools/call", Tool: "shell__exec"}, nil)
+		_, s2 := Start(c, "pml.permit", trace.SpanKindInternal)
+		s2.End()
+		End(ctx, span, Request{}, true, time.Time{}, false, nil)
+	})
+	if allocs != 0 {
+		t.Errorf("a span while off allocates %v times", allocs)
+	}
+	if m := ToMeta(ctx, nil); m != nil {
+		t.Errorf("_meta written while off: %v", m)
+	}
+}
+
+func TestSettingsFromTheStandardVariables(t *testing.T) {
+	env := func(kv ...string) func(string) string {
+		m := map[string]string{}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return func(k string) string { return m[k] }
+	}
+	for _, c := range []struct {
+		name string
+		env  func(string) string
+		on   bool
+		err  string
+	}{
+		{"an endpoint", env("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318"), true, ""},
+		{"a traces endpoint", env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://127.0.0.1:4318/v1/traces"), true, ""},
+		{"disabled", env("OTEL_EXPORTER_OTLP_ENDPOINT", "http://x:4318", "OTEL_SDK_DISABLED", "true"), false, ""},
+		{"exporter none", env("OTEL_EXPORTER_OTLP_ENDPOINT", "http://x:4318", "OTEL_TRACES_EXPORTER", "none"), false, ""},
+		{"grpc", env("OTEL_EXPORTER_OTLP_ENDPOINT", "http://x:4317", "OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"), true, "4318"},
+		{"http/json", env("OTEL_EXPORTER_OTLP_ENDPOINT", "http://x:4318", "OTEL_EXPORTER_OTLP_PROTOCOL", "http/json"), true, "http/protobuf"},
+	} {
+		s := FromEnv(c.env)
+		err := s.Check()
+		if s.On() != c.on || (c.err == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), c.err) {
+			t.Errorf("%s: on %v, %v", c.name, s.On(), err)
+		}
+	}
+}
+
+// On, a request's server span continues the trace of the client's
+// _meta.traceparent, and a request pml sends carries pml's span in its
+// own _meta; names and attributes are the conventions'.
+func TestTraceContextCrossesMeta(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	use(tp, "test")
+	t.Cleanup(func() { enabled.Store(false) })
+
+	const parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	ctx, span := StartServer(context.Background(), Request{Method: "tools/call", Tool: "echo__say", Protocol: "2025-06-18"}, map[string]any{"traceparent": parent})
+	var sent map[string]any
+	mw := ClientMiddleware("echo")(func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		sent = req.GetParams().GetMeta()
+		return &mcp.CallToolResult{IsError: true}, nil
+	})
+	p := &mcp.CallToolParams{Name: "say", Arguments: map[string]any{"secret": "x"}}
+	p.SetProgressToken("tok")
+	if _, err := mw(ctx, "tools/call", &mcp.ClientRequest[*mcp.CallToolParams]{Params: p}); err != nil {
+		t.Fatal(err)
+	}
+	End(ctx, span, Request{Method: "tools/call"}, true, time.Now(), false, nil)
+
+	spans := rec.Ended()
+	if len(spans) != 2 {
+		t.Fatalf("%d spans", len(spans))
+	}
+	client, server := spans[0], spans[1]
+	if server.Name() != "tools/call echo__say" || server.SpanKind() != trace.SpanKindServer || server.SpanContext().TraceID().String() != "4bf92f3577b34da6a3ce929d0e0e4736" || server.Parent().SpanID().String() != "00f067aa0ba902b7" {
+		t.Errorf("server span: %s %v trace %s parent %s", server.Name(), server.SpanKind(), server.SpanContext().TraceID(), server.Parent().SpanID())
+	}
+	if client.Name() != "tools/call say" || client.SpanKind() != trace.SpanKindClient || client.Parent().SpanID() != server.SpanContext().SpanID() {
+		t.Errorf("client span: %s %v", client.Name(), client.SpanKind())
+	}
+	tp2, _ := sent["traceparent"].(string)
+	if !strings.Contains(tp2, client.SpanContext().TraceID().String()) || !strings.Contains(tp2, client.SpanContext().SpanID().String()) || sent["progressToken"] != "tok" {
+		t.Errorf("the request's _meta: %v", sent)
+	}
+	attrs := map[string]string{}
+	for _, a := range client.Attributes() {
+		attrs[string(a.Key)] = a.Value.Emit()
+	}
+	for k, v := range map[string]string{"mcp.method.name": "tools/call", "gen_ai.tool.name": "say", "error.type": "tool_error", "gen_ai.operation.name": "execute_tool"} {
+		if attrs[k] != v {
+			t.Errorf("client span %s = %q, want %q", k, attrs[k], v)
+		}
+	}
+	for k := range attrs {
+		if strings.Contains(k, "argument") || strings.Contains(attrs[k], "secret") {
+			t.Errorf("an argument in the span: %s=%s", k, attrs[k])
+		}
+	}
+}
