@@ -5,7 +5,9 @@
 # and dockerd is sent SIGHUP, which reloads its runtimes. Idempotent: an
 # engine that already offers runsc is left alone.
 #
-#   bash .ci/runsc.sh
+#   bash .ci/runsc.sh               register it
+#   bash .ci/runsc.sh --unregister  take the entry out again (make test-gvisor's
+#                                   checks of an engine without it)
 #
 # The runtime's arguments (docs/gvisor.md says why):
 #   --platform=ptrace  works in any VM, without /dev/kvm (the 2022 runsc
@@ -30,10 +32,39 @@ registered() {
 	[ "$(docker info --format '{{with index .Runtimes "runsc"}}{{.Path}}{{end}}' 2>/dev/null)" = /usr/bin/runsc ]
 }
 
-bash .ci/apt.sh runsc jq
-
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+
+reload() {
+	# -x: only the process named exactly dockerd; SIGHUP reloads the
+	# configuration (runtimes included) and running containers carry on.
+	$SUDO pkill -HUP -x dockerd || { log "no dockerd runs here: start the engine (make docker) and run this again"; exit 1; }
+}
+
+if [ "${1:-}" = --unregister ]; then
+	bash .ci/apt.sh jq
+	if [ -s "$conf" ] && $SUDO jq -e '.runtimes.runsc' "$conf" >/dev/null 2>&1; then
+		log "taking runsc out of $conf"
+		tmp=$($SUDO mktemp "$conf.XXXXXX")
+		# "runtimes" stays, empty: dockerd's reload applies only the keys
+		# the file sets, so a file without it would leave runsc in place.
+		$SUDO jq 'del(.runtimes.runsc)' "$conf" | $SUDO tee "$tmp" >/dev/null
+		$SUDO chmod 644 "$tmp"
+		$SUDO mv -f "$tmp" "$conf"
+	fi
+	if registered; then
+		reload
+		for _ in $(seq 1 40); do
+			registered || break
+			sleep 0.25
+		done
+	fi
+	! registered || { log "dockerd still offers runsc after the reload (is it given on its command line?)"; exit 1; }
+	log "the engine no longer offers runsc"
+	exit 0
+fi
+
+bash .ci/apt.sh runsc jq
 
 # The file first (even when the engine already has runsc: its arguments
 # may be older ones), then the reload only when the file changed.
@@ -57,9 +88,7 @@ else
 fi
 
 if [ "$changed" = 1 ] || ! registered; then
-	# -x: only the process named exactly dockerd; SIGHUP reloads the
-	# configuration (runtimes included) and running containers carry on.
-	$SUDO pkill -HUP -x dockerd || { log "no dockerd runs here: start the engine (make docker) and run this again"; exit 1; }
+	reload
 	for _ in $(seq 1 40); do
 		registered && break
 		sleep 0.25
