@@ -13,20 +13,29 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/pml-dev/pml/internal/wirename"
 )
 
 // rootsSession starts pml stdio in dir (no PML_WORKSPACE unless env has
 // one), as a client offering roots would.
 func rootsSession(t *testing.T, dir string, roots []string, env ...string) (*session, *mcp.Client) {
 	t.Helper()
+	return rootsSessionWith(t, dir, nil, roots, env...)
+}
+
+// rootsSessionWith is rootsSession with client options; roots are URIs
+// when they hold "://", else paths.
+func rootsSessionWith(t *testing.T, dir string, opts *mcp.ClientOptions, roots []string, env ...string) (*session, *mcp.Client) {
+	t.Helper()
 	cmd := exec.Command(pmlBin, "stdio", "--log-level", "debug")
 	cmd.Dir = dir
 	cmd.Env = cliEnv(env...)
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr
-	client := mcp.NewClient(&mcp.Implementation{Name: "pml-e2e-roots", Version: "test"}, nil)
+	client := mcp.NewClient(&mcp.Implementation{Name: "pml-e2e-roots", Version: "test"}, opts)
 	for _, r := range roots {
-		client.AddRoots(&mcp.Root{URI: (&url.URL{Scheme: "file", Path: r}).String()})
+		client.AddRoots(&mcp.Root{URI: rootURI(r)})
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -41,12 +50,22 @@ func rootsSession(t *testing.T, dir string, roots []string, env ...string) (*ses
 	return s, client
 }
 
-const rootsDisagree = "the client's roots do not hold the workspace pml serves"
+func rootURI(r string) string {
+	if strings.Contains(r, "://") {
+		return r
+	}
+	return (&url.URL{Scheme: "file", Path: r}).String()
+}
 
-// pml reads the client's roots once the client has initialized and when
-// they change: a root that neither holds the workspace nor lies in it is
-// said on stderr, naming it; PML_WORKSPACE, the person's own choice, is
-// not second-guessed.
+const (
+	rootsMoved  = "serving the workspace of the client's roots"
+	rootsAgree  = "serving the workspace of the client's roots (the one pml started with)"
+	rootsIgnore = "PML_WORKSPACE names the workspace: the client's roots are not read"
+)
+
+// pml reads the client's roots once the client has initialized: a root
+// in the project pml was started in keeps it; PML_WORKSPACE, the person's
+// own choice, is not second-guessed.
 func TestClientRootsAreComparedWithTheWorkspace(t *testing.T) {
 	ws := newWorkspace(t, "")
 	ws.write("go.mod", "module x\n")
@@ -61,39 +80,116 @@ func TestClientRootsAreComparedWithTheWorkspace(t *testing.T) {
 
 	t.Run("a root in the project agrees", func(t *testing.T) {
 		s, _ := rootsSession(t, sub, []string{sub})
-		if !s.logs("the client's roots agree with the workspace", ws.Dir) {
-			t.Fatalf("stderr:\n%s", s.stderr.String())
-		}
-		if strings.Contains(s.stderr.String(), rootsDisagree) {
-			t.Errorf("a warning for an agreeing root:\n%s", s.stderr.String())
-		}
-	})
-	t.Run("a root elsewhere is said, and the workspace stays", func(t *testing.T) {
-		s, _ := rootsSession(t, ws.Dir, []string{other})
-		if !s.logs(rootsDisagree, other, "PML_WORKSPACE") {
-			t.Fatalf("stderr:\n%s", s.stderr.String())
-		}
-		if !s.logs("pml stdio ready", ws.Dir) {
-			t.Errorf("stderr:\n%s", s.stderr.String())
-		}
-	})
-	t.Run("roots that change to elsewhere are said", func(t *testing.T) {
-		s, client := rootsSession(t, ws.Dir, []string{ws.Dir})
-		if !s.logs("the client's roots agree with the workspace") {
-			t.Fatalf("stderr:\n%s", s.stderr.String())
-		}
-		client.RemoveRoots((&url.URL{Scheme: "file", Path: ws.Dir}).String())
-		client.AddRoots(&mcp.Root{URI: (&url.URL{Scheme: "file", Path: other}).String()})
-		if !s.logs(rootsDisagree, other) {
+		if !s.logs(rootsAgree, ws.Dir) {
 			t.Fatalf("stderr:\n%s", s.stderr.String())
 		}
 	})
 	t.Run("PML_WORKSPACE is not compared with roots", func(t *testing.T) {
 		s, _ := rootsSession(t, other, []string{other}, "PML_WORKSPACE="+ws.Dir)
-		if !s.logs("PML_WORKSPACE names the workspace: the client's roots are not read") {
+		if !s.logs(rootsIgnore, "pml stdio ready", "from", "PML_WORKSPACE") {
 			t.Fatalf("stderr:\n%s", s.stderr.String())
 		}
-		if strings.Contains(s.stderr.String(), rootsDisagree) {
+		if strings.Contains(s.stderr.String(), rootsMoved) {
+			t.Errorf("stderr:\n%s", s.stderr.String())
+		}
+	})
+}
+
+// project is a workspace with a go.mod and a hello.txt saying name.
+func project(t *testing.T, name string) *workspace {
+	t.Helper()
+	w := newWorkspace(t, "")
+	w.write("go.mod", "module "+name+"\n")
+	w.write("hello.txt", "this is project "+name+"\n")
+	return w
+}
+
+// readHello reads hello.txt through a container of the workspace served.
+func readHello(t *testing.T, s *session) string {
+	t.Helper()
+	out, res := s.call(t, wirename.Encode("filesystem:read_file"), map[string]any{"path": "hello.txt"})
+	if res.IsError {
+		t.Fatalf("read_file: %s\nstderr:\n%s", out, s.stderr.String())
+	}
+	return out
+}
+
+// The client's roots choose the workspace when no PML_WORKSPACE does:
+// pml started in project A by a client whose root is project B serves B
+// (files, policy as trusted), and moves to C when the roots change to it
+// between calls. A client without roots, or whose roots name nothing
+// local, keeps the start directory's.
+func TestClientRootsChooseTheWorkspace(t *testing.T) {
+	a := project(t, "a")
+	b := project(t, "b")
+	c := project(t, "c")
+	// B's policy allows shell:exec unasked; trusted, it applies.
+	b.write(".pml.json", `{"permissions": {"allow": ["filesystem:read_file", "shell:exec"]}}`)
+	bSub := b.path("cmd/tool")
+	if err := os.MkdirAll(bSub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("a root in project B serves B, then a change to C serves C", func(t *testing.T) {
+		s, client := rootsSession(t, a.Dir, []string{bSub})
+		if got := readHello(t, s); !strings.Contains(got, "this is project b") {
+			t.Fatalf("read %q, want project b's file\nstderr:\n%s", got, s.stderr.String())
+		}
+		if !s.logs(rootsMoved, b.Dir, a.Dir) {
+			t.Errorf("no line says B is served from the roots:\n%s", s.stderr.String())
+		}
+		// B's trusted policy applies: shell:exec runs unasked.
+		if _, out, res := shell(t, s, "cat hello.txt"); res.IsError || !strings.Contains(out, "this is project b") {
+			t.Errorf("shell:exec under B's trusted policy: isError=%v %q", res.IsError, out)
+		}
+		client.RemoveRoots(rootURI(bSub))
+		client.AddRoots(&mcp.Root{URI: rootURI(c.Dir)})
+		if !s.logs(rootsMoved, c.Dir) {
+			t.Fatalf("the change to C is not served:\n%s", s.stderr.String())
+		}
+		if got := readHello(t, s); !strings.Contains(got, "this is project c") {
+			t.Fatalf("read %q after the roots changed to C\nstderr:\n%s", got, s.stderr.String())
+		}
+		// C has no policy: shell:exec asks again.
+		askFor(t, s, "shell:exec", map[string]any{"command": "true"})
+	})
+	t.Run("an untrusted policy of the root's project is restricted", func(t *testing.T) {
+		u := project(t, "u")
+		u.writeUntrusted(".pml.json", `{"permissions": {"allow": ["filesystem:read_file", "shell:exec"]}}`)
+		s, _ := rootsSession(t, a.Dir, []string{u.Dir})
+		if got := readHello(t, s); !strings.Contains(got, "this is project u") {
+			t.Fatalf("read %q, want project u's file\nstderr:\n%s", got, s.stderr.String())
+		}
+		askFor(t, s, "shell:exec", map[string]any{"command": "true"})
+	})
+	t.Run("PML_WORKSPACE ignores the roots", func(t *testing.T) {
+		s, _ := rootsSession(t, c.Dir, []string{b.Dir}, "PML_WORKSPACE="+a.Dir)
+		if got := readHello(t, s); !strings.Contains(got, "this is project a") {
+			t.Fatalf("read %q, want project a's file\nstderr:\n%s", got, s.stderr.String())
+		}
+		if !s.logs(rootsIgnore) {
+			t.Errorf("stderr:\n%s", s.stderr.String())
+		}
+	})
+	t.Run("a client without roots keeps the start directory", func(t *testing.T) {
+		if err := os.MkdirAll(a.path("sub"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		s, _ := rootsSessionWith(t, a.path("sub"), &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}}, nil)
+		if got := readHello(t, s); !strings.Contains(got, "this is project a") {
+			t.Fatalf("read %q, want project a's file\nstderr:\n%s", got, s.stderr.String())
+		}
+		if !s.logs("the client offers no roots: the workspace is the start directory's") {
+			t.Errorf("stderr:\n%s", s.stderr.String())
+		}
+	})
+	t.Run("a root that is not a local directory is ignored", func(t *testing.T) {
+		s, _ := rootsSession(t, a.Dir, []string{"file://server/share/b", b.path("hello.txt"), c.Dir})
+		if got := readHello(t, s); !strings.Contains(got, "this is project c") {
+			t.Fatalf("read %q, want project c's file (the first root that is a directory)\nstderr:\n%s", got, s.stderr.String())
+		}
+		if !s.logs("a root that is not a file:// URI of this machine is ignored", "file://server/share/b",
+			"a root that is not a directory is ignored", b.path("hello.txt")) {
 			t.Errorf("stderr:\n%s", s.stderr.String())
 		}
 	})
