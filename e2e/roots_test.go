@@ -80,19 +80,39 @@ func TestClientRootsAreComparedWithTheWorkspace(t *testing.T) {
 
 	t.Run("a root in the project agrees", func(t *testing.T) {
 		s, _ := rootsSession(t, sub, []string{sub})
-		if !s.logs(rootsAgree, ws.Dir) {
+		if !s.logsLine(rootsAgree, `"workspace":"`+ws.Dir+`"`, `"root":"`+sub+`"`) {
 			t.Fatalf("stderr:\n%s", s.stderr.String())
 		}
 	})
 	t.Run("PML_WORKSPACE is not compared with roots", func(t *testing.T) {
 		s, _ := rootsSession(t, other, []string{other}, "PML_WORKSPACE="+ws.Dir)
-		if !s.logs(rootsIgnore, "pml stdio ready", "from", "PML_WORKSPACE") {
+		if !s.logs(rootsIgnore) || !s.logsLine("pml stdio ready", `"workspace":"`+ws.Dir+`"`, `"from":"PML_WORKSPACE`) {
 			t.Fatalf("stderr:\n%s", s.stderr.String())
 		}
 		if strings.Contains(s.stderr.String(), rootsMoved) {
 			t.Errorf("stderr:\n%s", s.stderr.String())
 		}
 	})
+}
+
+// logsLine is logs for one line holding every part of want.
+func (s *session) logsLine(want ...string) bool {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		for _, line := range strings.Split(s.stderr.String(), "\n") {
+			all := true
+			for _, w := range want {
+				all = all && strings.Contains(line, w)
+			}
+			if all {
+				return true
+			}
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // project is a workspace with a go.mod and a hello.txt saying name.
@@ -135,17 +155,50 @@ func TestClientRootsChooseTheWorkspace(t *testing.T) {
 		if got := readHello(t, s); !strings.Contains(got, "this is project b") {
 			t.Fatalf("read %q, want project b's file\nstderr:\n%s", got, s.stderr.String())
 		}
-		if !s.logs(rootsMoved, b.Dir, a.Dir) {
+		if !s.logsLine(rootsMoved, `"workspace":"`+b.Dir+`"`, `"was":"`+a.Dir+`"`, `"from":"the client's roots"`) {
 			t.Errorf("no line says B is served from the roots:\n%s", s.stderr.String())
 		}
 		// B's trusted policy applies: shell:exec runs unasked.
 		if _, out, res := shell(t, s, "cat hello.txt"); res.IsError || !strings.Contains(out, "this is project b") {
 			t.Errorf("shell:exec under B's trusted policy: isError=%v %q", res.IsError, out)
 		}
+		// The change comes while a call runs in B: the call finishes in
+		// B (its container is not taken away), the next one runs in C.
+		running := make(chan string, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: wirename.Encode("shell:exec"), Arguments: map[string]any{"command": "sleep 2; cat hello.txt"}})
+			switch {
+			case err != nil:
+				running <- "protocol error: " + err.Error()
+			case res.IsError:
+				running <- "error: " + text(res)
+			default:
+				running <- text(res)
+			}
+		}()
+		time.Sleep(700 * time.Millisecond)
 		client.RemoveRoots(rootURI(bSub))
 		client.AddRoots(&mcp.Root{URI: rootURI(c.Dir)})
-		if !s.logs(rootsMoved, c.Dir) {
+		if got := <-running; !strings.Contains(got, "this is project b") {
+			t.Errorf("the call running when the roots changed: %q, want project b's file\nstderr:\n%s", got, s.stderr.String())
+		}
+		if !s.logsLine(rootsMoved, `"workspace":"`+c.Dir+`"`) {
 			t.Fatalf("the change to C is not served:\n%s", s.stderr.String())
+		}
+		// The swap came after the running call ended (its audit line).
+		var callEnd, swap = -1, -1
+		for i, line := range strings.Split(s.stderr.String(), "\n") {
+			if strings.Contains(line, `"tool":"shell:exec"`) && strings.Contains(line, `"message":"tool call"`) {
+				callEnd = i
+			}
+			if strings.Contains(line, rootsMoved) && strings.Contains(line, `"workspace":"`+c.Dir+`"`) {
+				swap = i
+			}
+		}
+		if callEnd < 0 || swap < callEnd {
+			t.Errorf("the workspace moved to C (line %d) before the running call ended (line %d):\n%s", swap, callEnd, s.stderr.String())
 		}
 		if got := readHello(t, s); !strings.Contains(got, "this is project c") {
 			t.Fatalf("read %q after the roots changed to C\nstderr:\n%s", got, s.stderr.String())
@@ -188,8 +241,8 @@ func TestClientRootsChooseTheWorkspace(t *testing.T) {
 		if got := readHello(t, s); !strings.Contains(got, "this is project c") {
 			t.Fatalf("read %q, want project c's file (the first root that is a directory)\nstderr:\n%s", got, s.stderr.String())
 		}
-		if !s.logs("a root that is not a file:// URI of this machine is ignored", "file://server/share/b",
-			"a root that is not a directory is ignored", b.path("hello.txt")) {
+		if !s.logsLine("a root that is not a file:// URI of this machine is ignored", "file://server/share/b") ||
+			!s.logsLine("a root that is not a directory is ignored", b.path("hello.txt")) {
 			t.Errorf("stderr:\n%s", s.stderr.String())
 		}
 	})
