@@ -139,7 +139,8 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 			if method == "tools/list" || method == "tools/call" {
 				// The workspace the client's roots choose serves them
 				// (roots.go); a swap waits for running calls.
-				x.wait(ctx)
+				ss, _ := req.GetSession().(*mcp.ServerSession)
+				x.wait(ctx, ss)
 				x.gate.RLock()
 				defer x.gate.RUnlock()
 				b := x.get()

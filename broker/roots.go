@@ -85,8 +85,15 @@ func (x *binding) settled() bool {
 
 // wait holds a list or call until the workspace is decided, at most
 // rootsWait.
-func (x *binding) wait(ctx context.Context) {
+func (x *binding) wait(ctx context.Context, ss *mcp.ServerSession) {
 	if x.settled() {
+		return
+	}
+	if !offersRoots(ss) {
+		// No roots will come (nor notifications/initialized on
+		// 2026-07-28, which has no roots to ask for outside a request).
+		x.get().log.Debug().Msg("the client offers no roots: the workspace is the start directory's")
+		x.settle()
 		return
 	}
 	t := time.NewTimer(rootsWait)
@@ -118,8 +125,7 @@ func (x *binding) checkRoots(ss *mcp.ServerSession) {
 		b.log.Debug().Msg("PML_WORKSPACE names the workspace: the client's roots are not read")
 		return
 	}
-	p := ss.InitializeParams()
-	if p == nil || p.Capabilities == nil || p.Capabilities.RootsV2 == nil {
+	if !offersRoots(ss) {
 		b.log.Debug().Msg("the client offers no roots: the workspace is the start directory's")
 		return
 	}
@@ -179,6 +185,16 @@ func (x *binding) checkRoots(ss *mcp.ServerSession) {
 		x.swapped(nb)
 	}
 	nb.log.Info().Str("workspace", nb.Workspace()).Str("from", "the client's roots").Str("root", dir).Str("was", ws).Msg("serving the workspace of the client's roots")
+}
+
+// offersRoots: the client declared the roots capability on a protocol
+// where pml may ask for them after initialize (before 2026-07-28).
+func offersRoots(ss *mcp.ServerSession) bool {
+	if ss == nil {
+		return false
+	}
+	p := ss.InitializeParams()
+	return p != nil && p.Capabilities != nil && p.Capabilities.RootsV2 != nil && p.ProtocolVersion < "2026-07-28"
 }
 
 // rootDir is the directory a file:// root names, symlinks resolved.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"os"
 	"sync"
 	"time"
@@ -40,6 +41,8 @@ type envSet struct {
 	ctx  context.Context
 	mu   sync.Mutex
 	live map[*broker.Broker]*liveEnv
+	// ended: stopAll ran; a broker built after it is stopped at once.
+	ended bool
 }
 
 // liveEnv is one broker with what runs beside it.
@@ -50,7 +53,7 @@ type liveEnv struct {
 
 // start runs beside e's broker what a serving pml runs: the reap of
 // leftovers, the cloud sync, the watch of .pml.json.
-func (s *envSet) start(e *env) {
+func (s *envSet) start(e *env) error {
 	// A reap that has not started (or finished) by the end of the session
 	// is left to the next start.
 	reapCtx, stopReap := context.WithCancel(s.ctx)
@@ -58,7 +61,8 @@ func (s *envSet) start(e *env) {
 	e.broker.StartCloud(s.ctx)
 	stopWatch := watchConfig(s.ctx, e)
 	s.mu.Lock()
-	s.live[e.broker] = &liveEnv{e: e, stop: func() {
+	defer s.mu.Unlock()
+	l := &liveEnv{e: e, stop: func() {
 		// No reload may start servers while the broker closes.
 		stopWatch()
 		// Cancel what still runs and remove its containers. Bounded:
@@ -68,7 +72,13 @@ func (s *envSet) start(e *env) {
 		stopReap()
 		e.rt.Close()
 	}}
-	s.mu.Unlock()
+	if s.ended {
+		// Built while the session ended: nothing will serve it.
+		l.stop()
+		return errors.New("the MCP session ended")
+	}
+	s.live[e.broker] = l
+	return nil
 }
 
 // retire stops b and what runs beside it.
@@ -85,6 +95,7 @@ func (s *envSet) retire(b *broker.Broker) {
 // stopAll retires every broker left (the session ended).
 func (s *envSet) stopAll() {
 	s.mu.Lock()
+	s.ended = true
 	var all []*broker.Broker
 	for b := range s.live {
 		all = append(all, b)
@@ -120,7 +131,9 @@ func (s *envSet) rebinder(g *globals) broker.Rebinder {
 			if err != nil {
 				return nil, err
 			}
-			s.start(e)
+			if err := s.start(e); err != nil {
+				return nil, err
+			}
 			return e.broker, nil
 		},
 		Retire: s.retire,
@@ -141,7 +154,7 @@ func serveOverStdio(cmd *cobra.Command, g *globals, serve func(e *env, envs *env
 		return err
 	}
 	envs := &envSet{ctx: cmd.Context(), live: map[*broker.Broker]*liveEnv{}}
-	envs.start(e)
+	_ = envs.start(e) // the session has not ended yet
 	err = serve(e, envs, proto)
 	// The client is gone (or we were told to stop).
 	envs.stopAll()
