@@ -3,7 +3,10 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/url"
 	"os"
 	"os/exec"
@@ -246,4 +249,103 @@ func TestClientRootsChooseTheWorkspace(t *testing.T) {
 			t.Errorf("stderr:\n%s", s.stderr.String())
 		}
 	})
+}
+
+// A client that offers roots and does not answer roots/list holds the
+// first list at most 5 s: then the start directory's workspace serves,
+// and the answer that comes later moves it.
+func TestClientRootsLateAnswerKeepsThenMoves(t *testing.T) {
+	a := project(t, "a")
+	b := project(t, "b")
+	cmd := exec.Command(pmlBin, "stdio", "--log-format", "json", "--log-level", "debug")
+	cmd.Dir = a.Dir
+	cmd.Env = cliEnv()
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &rawSession{cmd: cmd, stdin: stdin, stderr: &syncBuffer{}, exited: make(chan struct{}),
+		answers: map[string]json.RawMessage{}, changed: make(chan struct{})}
+	cmd.Stderr = s.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Every message with an id: pml's answers, and pml's own requests
+	// (kept under "req:" and their method).
+	go func() {
+		r := bufio.NewReaderSize(stdout, 1<<20)
+		for {
+			line, err := r.ReadBytes('\n')
+			var msg struct {
+				ID     json.RawMessage `json:"id"`
+				Method string          `json:"method"`
+			}
+			if len(line) > 0 && json.Unmarshal(line, &msg) == nil && len(msg.ID) > 0 {
+				key := string(msg.ID)
+				if msg.Method != "" {
+					key = "req:" + msg.Method
+				}
+				s.mu.Lock()
+				s.answers[key] = append(json.RawMessage(nil), line...)
+				close(s.changed)
+				s.changed = make(chan struct{})
+				s.mu.Unlock()
+			}
+			if err != nil {
+				break
+			}
+		}
+		_ = cmd.Wait()
+		close(s.exited)
+	}()
+	t.Cleanup(func() {
+		_ = stdin.Close()
+		select {
+		case <-s.exited:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-s.exited
+		}
+	})
+	s.send(t, `{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"roots":{"listChanged":true}},"clientInfo":{"name":"late-roots","version":"1"}}}`)
+	s.await(t, `"init"`, 30*time.Second)
+	s.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	ask := s.await(t, "req:roots/list", 10*time.Second)
+	began := time.Now()
+	s.send(t, `{"jsonrpc":"2.0","id":"list","method":"tools/list"}`)
+	s.await(t, `"list"`, 30*time.Second)
+	if waited := time.Since(began); waited < 4*time.Second || waited > 15*time.Second {
+		t.Errorf("tools/list answered after %s; want about 5 s (the wait for the roots)", waited)
+	}
+	if !strings.Contains(s.stderr.String(), "the client did not give its roots in time: serving the workspace of the start directory") {
+		t.Errorf("stderr:\n%s", s.stderr.String())
+	}
+	read := `{"jsonrpc":"2.0","id":%q,"method":"tools/call","params":{"name":%q,"arguments":{"path":"hello.txt"}}}`
+	s.send(t, fmt.Sprintf(read, "r1", wirename.Encode("filesystem:read_file")))
+	if got := string(s.await(t, `"r1"`, 90*time.Second)); !strings.Contains(got, "this is project a") {
+		t.Fatalf("before the roots came: %s", got)
+	}
+	// The late answer to roots/list names B.
+	var req struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if err := json.Unmarshal(ask, &req); err != nil {
+		t.Fatal(err)
+	}
+	s.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"roots":[{"uri":%q}]}}`, req.ID, rootURI(b.Dir)))
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(s.stderr.String(), `"workspace":"`+b.Dir+`","from":"the client's roots"`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the late roots did not move the workspace:\n%s", s.stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	s.send(t, fmt.Sprintf(read, "r2", wirename.Encode("filesystem:read_file")))
+	if got := string(s.await(t, `"r2"`, 90*time.Second)); !strings.Contains(got, "this is project b") {
+		t.Fatalf("after the late roots: %s", got)
+	}
 }
