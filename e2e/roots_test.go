@@ -349,3 +349,52 @@ func TestClientRootsLateAnswerKeepsThenMoves(t *testing.T) {
 		t.Fatalf("after the late roots: %s", got)
 	}
 }
+
+// When the roots move the workspace to a project whose tools differ (its
+// policy denies one), the client is told (notifications/tools/list_changed)
+// and the list is the new project's.
+func TestClientRootsMoveChangesTheToolList(t *testing.T) {
+	a := project(t, "a")
+	d := project(t, "d")
+	d.write(".pml.json", `{"permissions": {"deny": ["filesystem:search_files"]}}`)
+	changed := make(chan struct{}, 8)
+	opts := &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+		changed <- struct{}{}
+	}}
+	s, client := rootsSessionWith(t, a.Dir, opts, []string{a.Dir})
+	search := wirename.Encode("filesystem:search_files")
+	listed := func() bool {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		res, err := s.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tl := range res.Tools {
+			if tl.Name == search {
+				return true
+			}
+		}
+		return false
+	}
+	if !listed() {
+		t.Fatalf("%s is not listed in project a", search)
+	}
+	for len(changed) > 0 {
+		<-changed
+	}
+	client.RemoveRoots(rootURI(a.Dir))
+	client.AddRoots(&mcp.Root{URI: rootURI(d.Dir)})
+	select {
+	case <-changed:
+	case <-time.After(15 * time.Second):
+		t.Fatalf("no notifications/tools/list_changed after the move to d:\n%s", s.stderr.String())
+	}
+	if listed() {
+		t.Errorf("%s still listed in project d, whose policy denies it:\n%s", search, s.stderr.String())
+	}
+	if !s.logsLine(rootsMoved, `"workspace":"`+d.Dir+`"`) {
+		t.Errorf("stderr:\n%s", s.stderr.String())
+	}
+}
