@@ -143,10 +143,9 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 				x.wait(ctx, ss)
 				x.gate.RLock()
 				defer x.gate.RUnlock()
-				b := x.get()
 				// A `pml trust` given since the policy was read applies
 				// now: its servers' tools are listed and resolvable.
-				b.refreshTrust()
+				x.get().refreshTrust()
 			}
 			b := x.get()
 			switch method {
