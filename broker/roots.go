@@ -72,7 +72,11 @@ func fixed(b *Broker) *binding {
 
 func (x *binding) get() *Broker { return x.cur.Load() }
 
-func (x *binding) settle() { x.readyOnce.Do(func() { close(x.ready) }) }
+// settle marks the first decision made; it reports whether this call did.
+func (x *binding) settle() (first bool) {
+	x.readyOnce.Do(func() { close(x.ready); first = true })
+	return first
+}
 
 func (x *binding) settled() bool {
 	select {
@@ -102,8 +106,7 @@ func (x *binding) wait(ctx context.Context, ss *mcp.ServerSession) {
 	case <-x.ready:
 	case <-ctx.Done():
 	case <-t.C:
-		if !x.settled() {
-			x.settle()
+		if x.settle() {
 			x.get().log.Info().Str("workspace", x.get().Workspace()).Dur("waited", rootsWait).
 				Msg("the client did not give its roots in time: serving the workspace of the start directory (an answer that comes later still moves it)")
 		}
