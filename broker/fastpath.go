@@ -59,7 +59,7 @@ func forwardOf(ctx context.Context) *forwardCall {
 // fastFront reads the client's frames for the go-sdk session, taking out
 // the calls it forwards (and the client's cancellations of them).
 type fastFront struct {
-	b      *Broker
+	x      *binding
 	l      *listing
 	sess   *sessions
 	filter *jsonrpc.Filter
@@ -110,8 +110,8 @@ func (f *fastFront) worker(fn func()) {
 	}
 }
 
-func newFastFront(ctx context.Context, b *Broker, l *listing, sess *sessions, filter *jsonrpc.Filter, out *jsonrpc.Output) *fastFront {
-	f := &fastFront{b: b, l: l, sess: sess, filter: filter, out: out, inflight: map[string]context.CancelFunc{}, work: make(chan func())}
+func newFastFront(ctx context.Context, x *binding, l *listing, sess *sessions, filter *jsonrpc.Filter, out *jsonrpc.Output) *fastFront {
+	f := &fastFront{x: x, l: l, sess: sess, filter: filter, out: out, inflight: map[string]context.CancelFunc{}, work: make(chan func())}
 	f.ctx, f.cancel = context.WithCancel(ctx)
 	return f
 }
@@ -183,7 +183,9 @@ func (f *fastFront) take(frame []byte) bool {
 // call starts a forwarded call when the tool is one the fast path takes.
 func (f *fastFront) call(id, params []byte) bool {
 	ss := f.ss.Load()
-	if ss == nil || ss.InitializeParams() == nil {
+	if ss == nil || ss.InitializeParams() == nil || !f.x.settled() {
+		// Before the client's roots chose the workspace the go-sdk's
+		// path waits for it (this goroutine reads the roots' answer).
 		return false
 	}
 	if telemetry.Enabled() {
@@ -191,6 +193,7 @@ func (f *fastFront) call(id, params []byte) bool {
 		// span (traceRequests) and the server's client span are made.
 		return false
 	}
+	fb := f.x.get()
 	var wire string
 	var args, meta []byte
 	plain := jsonrpc.Each(params, func(k, v []byte) bool {
@@ -217,20 +220,20 @@ func (f *fastFront) call(id, params []byte) bool {
 	if listed == "" {
 		return false
 	}
-	entry, ok := f.b.tools.get(name)
+	entry, ok := fb.tools.get(name)
 	if !ok {
 		return false
 	}
 	if _, pooled := entry.exec.(pooledExec); !pooled {
 		return false
 	}
-	if srv := f.b.serverOf(name); srv == nil || !srv.cfg.Network.Empty() {
+	if srv := fb.serverOf(name); srv == nil || !srv.cfg.Network.Empty() {
 		// A server given network: a host its proxy refuses during the
 		// call becomes an approval (approval_network.go), which needs the
 		// result held back, not passed on as it comes.
 		return false
 	}
-	if d, _ := f.b.decide(name); d != Allow {
+	if d, _ := fb.decide(name); d != Allow {
 		return false // a person decides first: the usual path
 	}
 	var token json.RawMessage
@@ -265,7 +268,10 @@ func (f *fastFront) serve(ctx context.Context, cancel context.CancelFunc, ss *mc
 		f.mu.Unlock()
 		cancel()
 	}()
-	b := f.b
+	// A swap of workspace (roots.go) happens between calls.
+	f.x.gate.RLock()
+	defer f.x.gate.RUnlock()
+	b := f.x.get()
 	if args == nil {
 		args = json.RawMessage("{}")
 	}

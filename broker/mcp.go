@@ -29,6 +29,13 @@ type sessions struct {
 	m   map[*mcp.ServerSession]*Workflows
 }
 
+// reset forgets every pending approval (the workspace changed).
+func (s *sessions) reset() {
+	s.mu.Lock()
+	clear(s.m)
+	s.mu.Unlock()
+}
+
 func (s *sessions) workflows(ss *mcp.ServerSession) *Workflows {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -85,13 +92,19 @@ func (v view) internal(name string) string {
 }
 
 func newMCPServer(b *Broker, v view) *mcp.Server {
-	s, _, _ := newMCPServerParts(b, v)
+	s, _, _ := newMCPServerParts(fixed(b), v)
 	return s
 }
 
 // newMCPServerParts is newMCPServer, also returning its tool listing and
 // sessions (the stdio fast path answers calls beside the server).
-func newMCPServerParts(b *Broker, v view) (*mcp.Server, *listing, *sessions) {
+func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
+	b := x.get()
+	ws := "the workspace " + b.Workspace()
+	if x.rebind != nil {
+		// The client's roots may move it (roots.go).
+		ws = "the project's workspace (the client's root, else the project pml was started in)"
+	}
 	var prepareOnce sync.Once
 	prepare := func(ctx context.Context) {
 		if v.prepare != nil {
@@ -99,7 +112,7 @@ func newMCPServerParts(b *Broker, v view) (*mcp.Server, *listing, *sessions) {
 		}
 	}
 	s := mcp.NewServer(&mcp.Implementation{Name: "pml", Title: "pml: container-isolated MCP tools", Version: Version}, &mcp.ServerOptions{
-		Instructions: "pml runs each tool in a locked-down container with the workspace " + b.Workspace() +
+		Instructions: "pml runs each tool in a locked-down container with " + ws +
 			" mounted and no network. Paths are absolute or relative to the workspace. A result with approval_required " +
 			"asks the user; answer by calling the same tool again with continue_workflow.",
 		// The SDK's own warnings (an invalid tool name at AddTool, a
@@ -108,21 +121,33 @@ func newMCPServerParts(b *Broker, v view) (*mcp.Server, *listing, *sessions) {
 		// No logging capability: logs go to pml's stderr, never the protocol.
 		// Tools: listChanged, since tools appear and go at run time.
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
-		// The client's roots are compared with the workspace (roots.go).
-		InitializedHandler: func(_ context.Context, req *mcp.InitializedRequest) { go b.checkRoots(req.Session) },
+		// The client's roots choose the workspace (roots.go).
+		InitializedHandler: func(_ context.Context, req *mcp.InitializedRequest) { go x.checkRoots(req.Session) },
 		RootsListChangedHandler: func(_ context.Context, req *mcp.RootsListChangedRequest) {
-			go b.checkRoots(req.Session)
+			go x.checkRoots(req.Session)
 		},
 	})
 	sess := &sessions{ttl: b.cfg.HIL.Timeout, m: map[*mcp.ServerSession]*Workflows{}}
-	l := newListing(s, b, v, func(name string) mcp.ToolHandler { return toolHandler(b, sess, name) })
+	l := newListing(s, x, v, func(name string) mcp.ToolHandler { return toolHandler(x, sess, name) })
+	x.swapped = func(nb *Broker) {
+		// A new session's approvals belong to the new workspace.
+		sess.reset()
+		l.follow(nb)
+	}
 	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if method == "tools/list" || method == "tools/call" {
+				// The workspace the client's roots choose serves them
+				// (roots.go); a swap waits for running calls.
+				ss, _ := req.GetSession().(*mcp.ServerSession)
+				x.wait(ctx, ss)
+				x.gate.RLock()
+				defer x.gate.RUnlock()
 				// A `pml trust` given since the policy was read applies
 				// now: its servers' tools are listed and resolvable.
-				b.refreshTrust()
+				x.get().refreshTrust()
 			}
+			b := x.get()
 			switch method {
 			case "tools/list":
 				// The first list starts the configured servers (never
@@ -176,8 +201,9 @@ func newMCPServerParts(b *Broker, v view) (*mcp.Server, *listing, *sessions) {
 
 // toolHandler answers tools/call for the tool name (pml's name for it)
 // with Broker.Call, asking through the session's dialog when it has one.
-func toolHandler(b *Broker, sess *sessions, name string) mcp.ToolHandler {
+func toolHandler(x *binding, sess *sessions, name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		b := x.get()
 		wfs := sess.workflows(req.Session)
 		p := req.Params
 		if p == nil {
@@ -458,6 +484,32 @@ func fitFrame(out *mcp.CallToolResult, max int) *mcp.CallToolResult {
 // with JSON-RPC errors and the session goes on. Calls still running when
 // the client goes away are cancelled, which kills their containers.
 func ServeStdio(ctx context.Context, b *Broker, in io.ReadCloser, out io.Writer) error {
+	return ServeStdioRoots(ctx, b, in, out, Rebinder{})
+}
+
+// Rebinder lets the client's roots move a stdio session to another
+// workspace (roots.go). Zero: the workspace stays; roots are only
+// compared with it.
+type Rebinder struct {
+	// Resolve is the workspace a root directory names (walked up to
+	// the markers).
+	Resolve func(dir string) string
+	// Rebind builds the broker for the workspace of a root directory,
+	// as pml builds the first one.
+	Rebind func(dir string) (*Broker, error)
+	// Retire closes a broker swapped out (no call uses it any more).
+	Retire func(*Broker)
+}
+
+// ServeStdioRoots is ServeStdio whose workspace the client's roots may
+// move (r).
+func ServeStdioRoots(ctx context.Context, b *Broker, in io.ReadCloser, out io.Writer, r Rebinder) error {
+	x := &binding{ready: make(chan struct{}), resolve: r.Resolve, rebind: r.Rebind, retire: r.Retire}
+	x.cur.Store(b)
+	if r.Rebind == nil || b.wsExplicit {
+		x.rebind = nil
+		x.settle()
+	}
 	o := jsonrpc.NewOutput(out)
 	filter := jsonrpc.NewFilter(in, o, jsonrpc.MaxFrame, func(r jsonrpc.Rejection) {
 		b.log.Warn().Int("code", r.Code).Int("bytes", r.Size).Msg("refused a malformed frame: " + r.Reason)
@@ -465,9 +517,9 @@ func ServeStdio(ctx context.Context, b *Broker, in io.ReadCloser, out io.Writer)
 	// When ctx ends (SIGTERM), the SDK closes the session only after the
 	// calls in flight return: cancel them first, which kills their
 	// containers, so a call running `sleep 60` cannot hold pml's exit.
-	defer context.AfterFunc(ctx, b.cancelBase)()
-	s, l, sess := newMCPServerParts(b, view{})
-	front := newFastFront(ctx, b, l, sess, filter, o)
+	defer context.AfterFunc(ctx, func() { x.get().cancelBase() })()
+	s, l, sess := newMCPServerParts(x, view{})
+	front := newFastFront(ctx, x, l, sess, filter, o)
 	defer front.close()
 	ss, err := s.Connect(ctx, &mcp.IOTransport{Reader: front, Writer: o.Writer(), MaxLineLength: -1}, nil)
 	if err != nil {

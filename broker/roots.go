@@ -3,35 +3,124 @@ package broker
 import (
 	"context"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// The client's roots (MCP roots/list) and the workspace.
+// The client's roots (MCP roots/list) choose the workspace.
 //
-// The workspace is bound when pml starts: the policy it loads and trusts,
-// the guard over its files, the containers' mounts and the pool of
-// started servers all hang on it, and none of them can move to another
-// directory under a running session. So pml finds the workspace before
-// the session (PML_WORKSPACE, else the directory the client started it in
-// and the markers above it) and reads the client's roots once the client
-// has initialized, and again when the client says they changed
-// (notifications/roots/list_changed): when no root holds the workspace
-// nor lies within it, pml says so on stderr, naming the roots and what
-// to do, and keeps serving the workspace it started with. A
-// PML_WORKSPACE is the person's explicit choice: roots are not read.
+// pml stdio binds a workspace when it starts: PML_WORKSPACE, else the
+// directory the client started it in, walked up to the markers. The
+// policy, the guard over pml's files, the mounts and the pool all hang on
+// that one broker, and none of them can move to another directory. So
+// when the client offers roots (and no PML_WORKSPACE names the
+// workspace), pml reads them right after notifications/initialized; when
+// the first root that is a local directory, walked up to its markers,
+// names another workspace, pml builds a whole broker for it (Rebind: the
+// same setup as at start, trust and guard recovery included) and swaps it
+// in; the old broker is then closed (Retire), its containers with it.
+// Lists and calls that arrive before that decision wait for it, at most
+// rootsWait; after that the start workspace serves and a late answer is
+// taken like a change. notifications/roots/list_changed is decided the
+// same way, and a swap happens only between calls: it waits for the
+// calls running to end, and calls arriving meanwhile wait for the swap.
 
 // rootsTimeout bounds one roots/list: a client that never answers costs
-// nothing but this log line.
+// nothing but a log line.
 const rootsTimeout = 10 * time.Second
 
-// checkRoots reads the session's roots and logs when none of them agrees
-// with the workspace. It runs on its own goroutine: the SDK reads the
-// client's answer on the goroutine that delivered the notification.
-func (b *Broker) checkRoots(ss *mcp.ServerSession) {
+// rootsWait bounds how long the first lists and calls wait for the
+// workspace the roots choose.
+var rootsWait = 5 * time.Second
+
+// binding is the broker one MCP session serves, and what may replace it.
+type binding struct {
+	cur atomic.Pointer[Broker]
+	// gate: calls hold it shared, a swap holds it alone.
+	gate sync.RWMutex
+	// ready is closed once the first workspace decision is made (or
+	// given up on).
+	ready     chan struct{}
+	readyOnce sync.Once
+	// decide serialises decisions (initialized, then each change).
+	decide sync.Mutex
+
+	// resolve is the workspace a root names (walked up to the markers);
+	// rebind builds the broker serving a root's workspace; retire closes
+	// a broker no call uses any more. rebind nil: the workspace never
+	// moves (roots are only compared with it).
+	resolve func(dir string) string
+	rebind  func(dir string) (*Broker, error)
+	retire  func(*Broker)
+	// swapped runs after a swap (the listing follows the new broker).
+	swapped func(b *Broker)
+}
+
+// fixed is a binding that never changes (pml serve, pml run, tests).
+func fixed(b *Broker) *binding {
+	x := &binding{ready: make(chan struct{})}
+	x.cur.Store(b)
+	x.settle()
+	return x
+}
+
+func (x *binding) get() *Broker { return x.cur.Load() }
+
+// settle marks the first decision made; it reports whether this call did.
+func (x *binding) settle() (first bool) {
+	x.readyOnce.Do(func() { close(x.ready); first = true })
+	return first
+}
+
+func (x *binding) settled() bool {
+	select {
+	case <-x.ready:
+		return true
+	default:
+		return false
+	}
+}
+
+// wait holds a list or call until the workspace is decided, at most
+// rootsWait.
+func (x *binding) wait(ctx context.Context, ss *mcp.ServerSession) {
+	if x.settled() {
+		return
+	}
+	if !offersRoots(ss) {
+		// No roots will come (nor notifications/initialized on
+		// 2026-07-28, which has no roots to ask for outside a request).
+		x.get().log.Debug().Msg("the client offers no roots: the workspace is the start directory's")
+		x.settle()
+		return
+	}
+	t := time.NewTimer(rootsWait)
+	defer t.Stop()
+	select {
+	case <-x.ready:
+	case <-ctx.Done():
+	case <-t.C:
+		if x.settle() {
+			x.get().log.Info().Str("workspace", x.get().Workspace()).Dur("waited", rootsWait).
+				Msg("the client did not give its roots in time: serving the workspace of the start directory (an answer that comes later still moves it)")
+		}
+	}
+}
+
+// checkRoots reads the session's roots and serves the workspace they
+// name. It runs on its own goroutine: the SDK reads the client's answer
+// on the goroutine that delivered the notification.
+func (x *binding) checkRoots(ss *mcp.ServerSession) {
+	x.decide.Lock()
+	defer x.decide.Unlock()
+	defer x.settle()
+	b := x.get()
 	if ss == nil {
 		return
 	}
@@ -39,35 +128,76 @@ func (b *Broker) checkRoots(ss *mcp.ServerSession) {
 		b.log.Debug().Msg("PML_WORKSPACE names the workspace: the client's roots are not read")
 		return
 	}
-	p := ss.InitializeParams()
-	if p == nil || p.Capabilities == nil || p.Capabilities.RootsV2 == nil {
-		return // the client offers no roots
+	if !offersRoots(ss) {
+		b.log.Debug().Msg("the client offers no roots: the workspace is the start directory's")
+		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), rootsTimeout)
 	defer cancel()
 	res, err := ss.ListRoots(ctx, &mcp.ListRootsParams{})
 	if err != nil {
-		b.log.Debug().Err(err).Msg("the client's roots could not be read")
+		b.log.Info().Err(err).Str("workspace", b.Workspace()).Msg("the client's roots could not be read: serving the workspace of the start directory")
 		return
 	}
-	var dirs []string
+	var dir string
 	for _, r := range res.Roots {
-		if d, ok := rootDir(r.URI); ok {
-			dirs = append(dirs, d)
+		d, ok := rootDir(r.URI)
+		if !ok {
+			b.log.Debug().Str("root", r.URI).Msg("a root that is not a file:// URI of this machine is ignored")
+			continue
 		}
-	}
-	if len(dirs) == 0 {
-		return
+		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
+			b.log.Debug().Str("root", d).Msg("a root that is not a directory is ignored")
+			continue
+		}
+		if dir == "" {
+			dir = d
+		}
 	}
 	ws := b.Workspace()
-	for _, d := range dirs {
-		if related(ws, d) {
-			b.log.Debug().Strs("roots", dirs).Str("workspace", ws).Msg("the client's roots agree with the workspace")
-			return
-		}
+	if dir == "" {
+		b.log.Debug().Str("workspace", ws).Msg("no root names a local directory: the workspace is the start directory's")
+		return
 	}
-	b.log.Warn().Strs("roots", dirs).Str("workspace", ws).
-		Msg("the client's roots do not hold the workspace pml serves (found from the directory the client started pml in); pml keeps serving it for this session: open the client in the project, or set PML_WORKSPACE in pml's entry to choose the workspace")
+	if x.rebind == nil {
+		if related(ws, dir) {
+			b.log.Debug().Str("root", dir).Str("workspace", ws).Msg("the client's roots agree with the workspace")
+		} else {
+			b.log.Warn().Str("root", dir).Str("workspace", ws).Msg("the client's roots do not hold the workspace pml serves, and this command keeps its workspace: open the client in the project, or set PML_WORKSPACE")
+		}
+		return
+	}
+	if target := x.resolve(dir); target == ws {
+		b.log.Info().Str("root", dir).Str("workspace", ws).Msg("serving the workspace of the client's roots (the one pml started with)")
+		return
+	}
+	nb, err := x.rebind(dir)
+	if err != nil {
+		b.log.Warn().Err(err).Str("root", dir).Str("workspace", ws).Msg("the workspace of the client's root cannot be served: pml keeps serving the workspace it has; fix what is said, or set PML_WORKSPACE in pml's entry")
+		return
+	}
+	// Between calls: the calls running end first, new ones wait.
+	// The old broker closes before any call reaches the new one: its
+	// final sweep removes every container of this pml by owner label,
+	// which the new broker's would share.
+	x.gate.Lock()
+	defer x.gate.Unlock()
+	x.retire(b)
+	x.cur.Store(nb)
+	if x.swapped != nil {
+		x.swapped(nb)
+	}
+	nb.log.Info().Str("workspace", nb.Workspace()).Str("from", "the client's roots").Str("root", dir).Str("was", ws).Msg("serving the workspace of the client's roots")
+}
+
+// offersRoots: the client declared the roots capability on a protocol
+// where pml may ask for them after initialize (before 2026-07-28).
+func offersRoots(ss *mcp.ServerSession) bool {
+	if ss == nil {
+		return false
+	}
+	p := ss.InitializeParams()
+	return p != nil && p.Capabilities != nil && p.Capabilities.RootsV2 != nil && p.ProtocolVersion < "2026-07-28"
 }
 
 // rootDir is the directory a file:// root names, symlinks resolved.
@@ -86,13 +216,13 @@ func rootDir(uri string) (string, bool) {
 	return filepath.Clean(p), true
 }
 
+// within: child is parent or lies in it.
+func within(parent, child string) bool {
+	rel, err := filepath.Rel(parent, child)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
 // related: a and b are the same directory, or one holds the other (a
 // client opened in a subdirectory, pml walked up to the project's marker;
 // or a root that holds several projects).
-func related(a, b string) bool {
-	within := func(parent, child string) bool {
-		rel, err := filepath.Rel(parent, child)
-		return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
-	}
-	return within(a, b) || within(b, a)
-}
+func related(a, b string) bool { return within(a, b) || within(b, a) }

@@ -15,7 +15,7 @@ import (
 // removing a tool makes the SDK send notifications/tools/list_changed.
 type listing struct {
 	s       *mcp.Server
-	b       *Broker
+	x       *binding
 	v       view
 	names   *wirename.Table
 	handler func(name string) mcp.ToolHandler
@@ -25,11 +25,22 @@ type listing struct {
 	shown map[string]string
 }
 
-func newListing(s *mcp.Server, b *Broker, v view, handler func(string) mcp.ToolHandler) *listing {
-	l := &listing{s: s, b: b, v: v, names: wirename.NewTable(v.prefix != ""), handler: handler, shown: map[string]string{}}
-	l.sync(nil)
-	b.OnToolsChanged(func(added []Tool, _ []string) { l.sync(added) })
+func newListing(s *mcp.Server, x *binding, v view, handler func(string) mcp.ToolHandler) *listing {
+	l := &listing{s: s, x: x, v: v, names: wirename.NewTable(v.prefix != ""), handler: handler, shown: map[string]string{}}
+	l.follow(x.get())
 	return l
+}
+
+// follow lists b's tools from now on (the workspace moved to b, roots.go):
+// tools b does not have are removed, its own added, and the SDK tells the
+// client when that changed the list.
+func (l *listing) follow(b *Broker) {
+	l.sync(nil)
+	b.OnToolsChanged(func(added []Tool, _ []string) {
+		if l.x.get() == b {
+			l.sync(added)
+		}
+	})
 }
 
 // wire returns the name a tool of pml (namespace:action) has on the
@@ -55,7 +66,7 @@ func (l *listing) visible(name string) bool {
 	if name == ContinueTool {
 		return true
 	}
-	d, _ := l.b.perms.decide(name)
+	d, _ := l.x.get().perms.decide(name)
 	return d != Deny
 }
 
@@ -70,7 +81,7 @@ func (l *listing) sync(changed []Tool) {
 		redo[t.Name] = true
 	}
 	want := map[string]bool{}
-	for _, t := range l.b.Tools() {
+	for _, t := range l.x.get().Tools() {
 		w, ok := l.wire(t.Name)
 		if !ok || !l.visible(t.Name) {
 			continue
@@ -108,7 +119,7 @@ func (l *listing) resolve(called string) (name, listed string) {
 		name = ContinueTool
 	} else if strings.Contains(called, ":") {
 		name = l.v.internal(called)
-		l.b.warnOldName(called)
+		l.x.get().warnOldName(called)
 	} else if n, ok := l.names.Name(called); ok {
 		name = l.v.internal(n)
 	} else {

@@ -182,7 +182,7 @@ func newRunCmd(g *globals) *cobra.Command {
 			"registry answers. Calls go through permissions, approvals and containers like pml stdio.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return serveOverStdio(cmd, g, func(e *env, proto *os.File) error {
+			return serveOverStdio(cmd, g, func(e *env, _ *envSet, proto *os.File) error {
 				caps, err := broker.LoadCapabilities(e.ws.Dir)
 				if err != nil {
 					return &exitError{2, err}

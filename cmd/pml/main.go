@@ -235,6 +235,11 @@ func (g *globals) project() (zerolog.Logger, workspace.Result, *config.Config, e
 	if err != nil {
 		return log, ws, nil, err
 	}
+	return g.projectAt(log, ws)
+}
+
+// projectAt is project for the workspace ws.
+func (g *globals) projectAt(log zerolog.Logger, ws workspace.Result) (zerolog.Logger, workspace.Result, *config.Config, error) {
 	// A .pml that is a link or a file is refused before anything is read.
 	if err := safefs.CheckStateDir(ws.Dir); err != nil {
 		return log, ws, nil, &exitError{2, err}
@@ -277,6 +282,11 @@ func (g *globals) setup() (*env, error) {
 		return nil, err
 	}
 	startTelemetry(log, cfg.Telemetry.Endpoint)
+	return g.setupAt(log, ws, cfg)
+}
+
+// setupAt builds the broker for the workspace ws and its configuration.
+func (g *globals) setupAt(log zerolog.Logger, ws workspace.Result, cfg *config.Config) (*env, error) {
 	rt, err := newRuntime(g.host, cfg, log)
 	if err != nil {
 		return nil, err

@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"errors"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/pml-dev/pml/broker"
+	"github.com/pml-dev/pml/internal/workspace"
 )
 
 func newStdioCmd(g *globals) *cobra.Command {
@@ -15,16 +18,125 @@ func newStdioCmd(g *globals) *cobra.Command {
 		Use:   "stdio",
 		Short: "Serve MCP over stdin/stdout (what .mcp.json runs)",
 		Long: "Serve MCP over stdin/stdout. Stdout carries the protocol and nothing else; logs go to stderr.\n" +
-			"The workspace is $PML_WORKSPACE, else the nearest parent directory (of the directory the client starts pml in) with .git,\n" +
-			"go.mod, package.json, deno.json or .pml.json. The client's MCP roots are read once it has initialized and when they change:\n" +
-			"a root that neither holds the workspace nor lies in it is logged (pml keeps the workspace it started with for the session).",
+			"The workspace is $PML_WORKSPACE; else the first of the client's MCP roots that is a local directory, walked up to\n" +
+			"the nearest directory with .git, go.mod, package.json, deno.json or .pml.json (read once the client has initialized,\n" +
+			"and again when they change, between calls); else the same walk from the directory the client starts pml in.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return serveOverStdio(cmd, g, func(e *env, proto *os.File) error {
-				e.log.Info().Str("workspace", e.ws.Dir).Str("user", e.broker.User()).Msg("pml stdio ready")
-				return broker.ServeStdio(cmd.Context(), e.broker, os.Stdin, proto)
+			return serveOverStdio(cmd, g, func(e *env, envs *envSet, proto *os.File) error {
+				from := "the directory the client started pml in"
+				if e.ws.Source == "PML_WORKSPACE" {
+					from = "PML_WORKSPACE (the client's roots are not read)"
+				}
+				e.log.Info().Str("workspace", e.ws.Dir).Str("from", from).Str("user", e.broker.User()).Msg("pml stdio ready")
+				return broker.ServeStdioRoots(cmd.Context(), e.broker, os.Stdin, proto, envs.rebinder(g))
 			})
 		},
+	}
+}
+
+// envSet is every broker a stdio session has built: the start one, and
+// one per workspace the client's roots moved it to (broker/roots.go).
+type envSet struct {
+	ctx  context.Context
+	mu   sync.Mutex
+	live map[*broker.Broker]*liveEnv
+	// ended: stopAll ran; a broker built after it is stopped at once.
+	ended bool
+}
+
+// liveEnv is one broker with what runs beside it.
+type liveEnv struct {
+	e    *env
+	stop func()
+}
+
+// start runs beside e's broker what a serving pml runs: the reap of
+// leftovers, the cloud sync, the watch of .pml.json.
+func (s *envSet) start(e *env) error {
+	// A reap that has not started (or finished) by the end of the session
+	// is left to the next start.
+	reapCtx, stopReap := context.WithCancel(s.ctx)
+	e.reapLater(reapCtx)
+	e.broker.StartCloud(s.ctx)
+	stopWatch := watchConfig(s.ctx, e)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l := &liveEnv{e: e, stop: func() {
+		// No reload may start servers while the broker closes.
+		stopWatch()
+		// Cancel what still runs and remove its containers. Bounded:
+		// pml must be gone within 5 s of SIGTERM or stdin closing, its
+		// containers with it.
+		e.broker.Close(closeTimeout)
+		stopReap()
+		e.rt.Close()
+	}}
+	if s.ended {
+		// Built while the session ended: nothing will serve it.
+		l.stop()
+		return errors.New("the MCP session ended")
+	}
+	s.live[e.broker] = l
+	return nil
+}
+
+// retire stops b and what runs beside it.
+func (s *envSet) retire(b *broker.Broker) {
+	s.mu.Lock()
+	l := s.live[b]
+	delete(s.live, b)
+	s.mu.Unlock()
+	if l != nil {
+		l.stop()
+	}
+}
+
+// stopAll retires every broker left (the session ended).
+func (s *envSet) stopAll() {
+	s.mu.Lock()
+	s.ended = true
+	var all []*broker.Broker
+	for b := range s.live {
+		all = append(all, b)
+	}
+	s.mu.Unlock()
+	for _, b := range all {
+		s.retire(b)
+	}
+}
+
+// rebinder builds, for a root's workspace, the broker pml builds at start
+// (guard recovery, policy and trust, runtime), and runs beside it what
+// runs beside the first.
+func (s *envSet) rebinder(g *globals) broker.Rebinder {
+	noEnv := func(string) string { return "" }
+	resolve := func(dir string) workspace.Result {
+		ws, err := workspace.Resolve(noEnv, dir)
+		if err != nil || ws.Source == "cwd" {
+			// No marker above the root: the root is the workspace.
+			return workspace.Result{Dir: dir, Source: "root"}
+		}
+		return ws
+	}
+	return broker.Rebinder{
+		Resolve: func(dir string) string { return resolve(dir).Dir },
+		Rebind: func(dir string) (*broker.Broker, error) {
+			log := g.logger()
+			_, ws, cfg, err := g.projectAt(log, resolve(dir))
+			if err != nil {
+				return nil, err
+			}
+			e, err := g.setupAt(log, ws, cfg)
+			if err != nil {
+				return nil, err
+			}
+			if err := s.start(e); err != nil {
+				return nil, err
+			}
+			return e.broker, nil
+		},
+		Retire: s.retire,
 	}
 }
 
@@ -32,7 +144,7 @@ func newStdioCmd(g *globals) *cobra.Command {
 // stdout reserved for the protocol, the broker set up, leftovers reaped
 // and the cloud synced in the background, then serve until the client
 // goes.
-func serveOverStdio(cmd *cobra.Command, g *globals, serve func(e *env, proto *os.File) error) error {
+func serveOverStdio(cmd *cobra.Command, g *globals, serve func(e *env, envs *envSet, proto *os.File) error) error {
 	proto, err := reserveStdout()
 	if err != nil {
 		return err
@@ -41,22 +153,11 @@ func serveOverStdio(cmd *cobra.Command, g *globals, serve func(e *env, proto *os
 	if err != nil {
 		return err
 	}
-	defer e.rt.Close()
-	// A reap that has not started (or finished) by the end of the session
-	// is left to the next start.
-	reapCtx, stopReap := context.WithCancel(cmd.Context())
-	defer stopReap()
-	e.reapLater(reapCtx)
-	e.broker.StartCloud(cmd.Context())
-	stopWatch := watchConfig(cmd.Context(), e)
-	err = serve(e, proto)
-	// No reload may start servers while the broker closes.
-	stopWatch()
-	// The client is gone (or we were told to stop): cancel what still
-	// runs and remove its containers before exiting.
-	// Bounded: pml must be gone within 5 s of SIGTERM or stdin closing,
-	// its containers with it.
-	e.broker.Close(closeTimeout)
+	envs := &envSet{ctx: cmd.Context(), live: map[*broker.Broker]*liveEnv{}}
+	_ = envs.start(e) // the session has not ended yet
+	err = serve(e, envs, proto)
+	// The client is gone (or we were told to stop).
+	envs.stopAll()
 	if err != nil && cmd.Context().Err() == nil {
 		return err
 	}
