@@ -128,7 +128,7 @@ release-tools:
 # then, for this process only.
 PML_GIT_URL := https://github.com/pml-dev/pml.git
 release: release-tools
-	$$([ -n "$$(git remote)" ] || echo env GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=remote.origin.url GIT_CONFIG_VALUE_0=$(PML_GIT_URL)) \
+	env $$([ -n "$$(git remote)" ] || echo GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=remote.origin.url GIT_CONFIG_VALUE_0=$(PML_GIT_URL)) \
 	  PATH="$(CYCLONEDX_DIR):$(PATH)" $(GORELEASER_BIN) release --clean \
 	  $$(if [ "$(SNAPSHOT)" = 1 ] || ! git describe --tags --exact-match --match 'v*' >/dev/null 2>&1; then echo --snapshot; fi)
 
