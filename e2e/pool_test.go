@@ -250,6 +250,36 @@ func TestAWarmPoolOfAKilledPMLIsReapedByTheNextStart(t *testing.T) {
 	waitFor(t, "the next pml to reap the orphaned pool", 30*time.Second, func() bool { return len(containersOf(t, ws.Dir)) == 0 })
 }
 
+// TestAPoolIsGoneWhenTheClientKillsSoonAfterSIGTERM: codex stops the
+// servers it started with SIGTERM and sends SIGKILL about 30 ms later.
+// pml's pre-started containers are gone all the same, not left for the
+// next start to find (pml used to ask the engine to kill each container
+// and, once it had stopped, to remove it: the SIGKILL came in between and
+// the container stayed, exited).
+func TestAPoolIsGoneWhenTheClientKillsSoonAfterSIGTERM(t *testing.T) {
+	t.Parallel()
+	ws := newWorkspace(t, allowAll)
+	ws.write("a.txt", "a")
+	s := startSession(t, ws)
+	s.call(t, "filesystem:read_file", map[string]any{"path": "a.txt"})
+	s.call(t, "shell:exec", map[string]any{"command": "true"})
+	waitWarm(t, s, ws, "pool:toolbox")
+	waitWarm(t, s, ws, "pool:shell")
+	pid := s.cmd.Process.Pid
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(30 * time.Millisecond)
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+	waitFor(t, "pml to die", 10*time.Second, func() bool { return !running(pid) })
+	// The engine finishes a removal it was asked for: a little time for it.
+	deadline := time.Now().Add(10 * time.Second)
+	for len(containersOf(t, ws.Dir)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	noneLeftAfterExit(t, s.stderr, ws)
+}
+
 func TestAPoolContainerKilledWhileWaitingIsNeverHandedOut(t *testing.T) {
 	ws := newWorkspace(t, allowAll)
 	ws.write("a.txt", "still works\n")

@@ -443,8 +443,10 @@ func (p *Pool) dispose(proc Process, done ...func()) {
 		}
 		ctx, cancel := CleanupContext(context.Background())
 		defer cancel()
-		// Kill first: a runtime's Remove may not stop the process itself.
-		_ = proc.Kill(ctx)
+		// Remove alone: it kills what still runs (the Process contract),
+		// and a Kill before it is one more round trip to the engine at the
+		// moment a client stopping pml may give it only milliseconds
+		// before its SIGKILL (codex: about 30 ms after SIGTERM).
 		if err := proc.Remove(ctx); err != nil {
 			p.o.Logger.Warn().Err(err).Str("container", short(proc.ID())).Msg("pool: removing a used container failed; the next pml start removes it")
 		}
