@@ -51,10 +51,28 @@ func reapNow(log zerolog.Logger, host string) {
 	ctx, cancel := context.WithTimeout(context.Background(), startReapTimeout)
 	defer cancel()
 	n, err := container.Reap(ctx, rt, container.Self())
-	if err != nil {
-		log.Warn().Err(err).Msg("removing the containers of a pml that exited")
-	}
 	if n > 0 {
 		log.Info().Int("removed", n).Msg("removed containers left behind by a pml that exited abnormally, before reading the configuration")
+	}
+	// Another pml starting on this host may be removing the same
+	// containers: this one's removal then fails while the container still
+	// runs (and may still write). The check of pml's own files waits
+	// until none is listed.
+	for {
+		left, lerr := container.Orphans(ctx, rt, container.Self())
+		if lerr != nil {
+			log.Warn().Err(lerr).Msg("cannot tell whether the containers of a pml that exited are gone")
+			return
+		}
+		if left == 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			log.Warn().Err(err).Int("left", left).Msg("containers of a pml that exited could not be removed; what they write after this check is not moved aside (remove them with docker rm -f, then restart pml)")
+			return
+		case <-time.After(200 * time.Millisecond):
+		}
+		_, err = container.Reap(ctx, rt, container.Self())
 	}
 }

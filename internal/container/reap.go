@@ -27,8 +27,12 @@ const ForeignAge = time.Hour
 // Containers without complete owner labels are left alone. It returns how
 // many it removed.
 func Reap(ctx context.Context, rt Runtime, self Owner) (int, error) {
-	now := time.Now()
-	return removeOwnedBy(ctx, rt, "orphaned ", func(o Owner, c Managed) bool {
+	return removeOwnedBy(ctx, rt, "orphaned ", orphaned(self, time.Now()))
+}
+
+// orphaned is Reap's judgement of one container.
+func orphaned(self Owner, now time.Time) func(Owner, Managed) bool {
+	return func(o Owner, c Managed) bool {
 		switch {
 		case o == self:
 			return false
@@ -39,7 +43,26 @@ func Reap(ctx context.Context, rt Runtime, self Owner) (int, error) {
 		default:
 			return !c.Running && !c.Created.IsZero() && now.Sub(c.Created) > ForeignAge
 		}
-	})
+	}
+}
+
+// Orphans counts the containers Reap would remove now. A Reap that
+// returns may leave some listed: another pml removing the same container
+// at the same moment makes this one's removal fail ("removal already in
+// progress") while the container still runs.
+func Orphans(ctx context.Context, rt Runtime, self Owner) (int, error) {
+	list, err := rt.ListManaged(ctx)
+	if err != nil {
+		return 0, err
+	}
+	is := orphaned(self, time.Now())
+	n := 0
+	for _, c := range list {
+		if o, ok := OwnerFromLabels(c.Labels); ok && is(o, c) {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // RemoveOwn removes every container self created that is still there: a
