@@ -110,7 +110,14 @@ GORELEASER_VERSION := v2.15.1
 GORELEASER_BIN ?= $(HOME)/.cache/pml/bin/goreleaser-$(GORELEASER_VERSION)
 CYCLONEDX_VERSION := v1.10.0
 CYCLONEDX_DIR ?= $(HOME)/.cache/pml/bin/cyclonedx-gomod-$(CYCLONEDX_VERSION)
+# Under a lock: CI builds these in the background while earlier stages
+# run, and a stage that needs them waits here for that build to finish
+# instead of starting a second one into the same place.
 release-tools:
+	@mkdir -p $(HOME)/.cache/pml/bin
+	@flock $(HOME)/.cache/pml/bin/.release-tools.lock $(MAKE) --no-print-directory release-tools-locked
+.PHONY: release-tools-locked
+release-tools-locked:
 	@set -e; if [ ! -x "$(GORELEASER_BIN)" ]; then echo "building GoReleaser $(GORELEASER_VERSION) into $(GORELEASER_BIN), once" >&2; \
 	  t=$$(mktemp -d); GOBIN=$$t CGO_ENABLED=0 $(GO) install -trimpath -ldflags '-s -w' github.com/goreleaser/goreleaser/v2@$(GORELEASER_VERSION); \
 	  mkdir -p $$(dirname $(GORELEASER_BIN)); mv $$t/goreleaser $(GORELEASER_BIN); rm -rf $$t; fi
@@ -167,9 +174,21 @@ fmt-check:
 # compiling comes first and the installing (Docker, images) last, so that
 # CI's background install of Debian's packages (.ci/run) has finished
 # by the time anything needs one.
-test: inside vet fmt-check cross registry-bin images
+test: inside vet fmt-check registry-bin images
 	PML_BIN=$(CURDIR)/$(BIN) $(GO) test -race -count=1 -timeout 15m ./...
-	$(MAKE) --no-print-directory test-podman
+
+# The slower matrix, after make test (CI runs both, .ci/run): the five
+# platforms' builds (linux/arm64 run under qemu), Podman, the e2e tests as
+# an ordinary user, gVisor, real MCP clients, the release and its install,
+# the trace backend, Kubernetes. Each stage is a target of its own; this
+# runs them in order and stops at the first that fails.
+TEST_ALL_STAGES := test-cross test-podman test-user test-gvisor test-clients test-release test-traces test-k8s
+.PHONY: test-all test-cross
+test-all:
+	@t0=$$(date +%s); for s in $(TEST_ALL_STAGES); do \
+	  $(MAKE) --no-print-directory $$s || { echo "test-all: make $$s failed after $$(( $$(date +%s) - t0 )) s" >&2; exit 1; }; \
+	  echo "test-all: make $$s passed after $$(( $$(date +%s) - t0 )) s" >&2; done
+test-cross: cross
 
 # The e2e tests that need no root, as a normal user (uid 1000 in the engine
 # socket's group, its own HOME, workspaces it owns): .ci/test-user.sh.
@@ -278,9 +297,10 @@ JAEGER_VERSION := v1.76.0
 JAEGER_BIN ?= $(HOME)/.cache/pml/bin/jaeger-$(JAEGER_VERSION)
 .PHONY: jaeger-bin test-traces
 jaeger-bin:
-	@if [ -x "$(JAEGER_BIN)" ]; then echo "jaeger binary: $(JAEGER_BIN) (cached)"; else \
+	@mkdir -p $$(dirname $(JAEGER_BIN))
+	@flock $(JAEGER_BIN).lock sh -c 'if [ -x "$(JAEGER_BIN)" ]; then echo "jaeger binary: $(JAEGER_BIN) (cached)"; else \
 	  echo "building Jaeger $(JAEGER_VERSION) into $(JAEGER_BIN), once" >&2; \
-	  bash e2e/traces/build.sh "$(JAEGER_BIN)" $(JAEGER_VERSION); fi
+	  bash e2e/traces/build.sh "$(JAEGER_BIN)" $(JAEGER_VERSION); fi'
 test-traces: build images jaeger-bin
 	PML_JAEGER_BIN=$(JAEGER_BIN) PML_BIN=$(CURDIR)/$(BIN) $(GO) test -tags traces -race -count=1 -timeout 10m -run 'TestTraces' ./e2e
 

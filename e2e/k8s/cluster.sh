@@ -63,8 +63,19 @@ k8s_module() {
 	grep -q '^replace k8s.io/api ' "$dir/go.mod" || die "no staging replaces found in $gomod"
 }
 
+# build under a lock: CI runs `prebuild` in the background while other
+# stages run, and `up` (make test-k8s) waits here for that build instead of
+# starting a second one into the same directory.
 build() {
 	mkdir -p "$BIN"
+	local lockfd
+	exec {lockfd}>"$BIN/.build.lock"
+	flock "$lockfd"
+	build_locked
+	exec {lockfd}>&-
+}
+
+build_locked() {
 	local need=() b
 	for b in etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl kube-proxy; do
 		[ -x "$BIN/$b" ] || need+=("$b")
