@@ -229,7 +229,10 @@ func TestNothingIsLeftWhenTheSessionEnds(t *testing.T) {
 	}
 }
 
-func TestAWarmPoolOfAKilledPMLIsReapedByTheNextStart(t *testing.T) {
+// warmPools starts a pml whose toolbox and shell pools each hold a
+// pre-started container waiting for a call.
+func warmPools(t *testing.T) (*workspace, *session) {
+	t.Helper()
 	ws := newWorkspace(t, allowAll)
 	ws.write("a.txt", "a")
 	s := startSession(t, ws)
@@ -237,6 +240,11 @@ func TestAWarmPoolOfAKilledPMLIsReapedByTheNextStart(t *testing.T) {
 	s.call(t, "shell:exec", map[string]any{"command": "true"})
 	waitWarm(t, s, ws, "pool:toolbox")
 	waitWarm(t, s, ws, "pool:shell")
+	return ws, s
+}
+
+func TestAWarmPoolOfAKilledPMLIsReapedByTheNextStart(t *testing.T) {
+	ws, s := warmPools(t)
 	pid := s.cmd.Process.Pid
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -258,13 +266,7 @@ func TestAWarmPoolOfAKilledPMLIsReapedByTheNextStart(t *testing.T) {
 // the container stayed, exited).
 func TestAPoolIsGoneWhenTheClientKillsSoonAfterSIGTERM(t *testing.T) {
 	t.Parallel()
-	ws := newWorkspace(t, allowAll)
-	ws.write("a.txt", "a")
-	s := startSession(t, ws)
-	s.call(t, "filesystem:read_file", map[string]any{"path": "a.txt"})
-	s.call(t, "shell:exec", map[string]any{"command": "true"})
-	waitWarm(t, s, ws, "pool:toolbox")
-	waitWarm(t, s, ws, "pool:shell")
+	ws, s := warmPools(t)
 	pid := s.cmd.Process.Pid
 	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
 		t.Fatal(err)
