@@ -11,6 +11,7 @@ package docs
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -175,14 +176,24 @@ func (s *scratch) run(t *testing.T, text string, errexit bool) (string, int) {
 	// started too (a pml and its children).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	// A process the command left in the background (a server it forgot
+	// to stop) must neither hold the output open nor outlive the command.
+	cmd.WaitDelay = 2 * time.Second
 	start := time.Now()
 	err := cmd.Run()
+	if cmd.Process != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
 	if ctx.Err() != nil {
 		t.Fatalf("timed out after %s:\n%s\noutput:\n%s", commandTimeout, text, out.String())
 	}
 	code := 0
 	if err != nil {
 		ee, ok := err.(*exec.ExitError)
+		if !ok && errors.Is(err, exec.ErrWaitDelay) {
+			t.Logf("the command left a process that held its output open; it was killed")
+			ee, ok = &exec.ExitError{ProcessState: cmd.ProcessState}, cmd.ProcessState != nil
+		}
 		if !ok {
 			t.Fatalf("running bash: %v", err)
 		}
