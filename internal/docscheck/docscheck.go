@@ -15,6 +15,10 @@
 //     number of output lines come between two runs. Spaces at either end
 //     of a line do not count. The command must exit 0, unless the
 //     expected output ends with a line `[exit N]`.
+//   - The commands of a console block run one after another in one
+//     scratch directory: the working directory and exported variables
+//     carry from one command to the next, functions and shell options do
+//     not (put such commands on one line).
 //   - A block `sh` or `bash` is one script: each of its commands must exit 0.
 //   - The block right after `<!-- docs-check: skip REASON -->` is not run.
 //     A REASON starting `covered by` names the test(s) that run the
