@@ -16,7 +16,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"syscall"
 	"testing"
@@ -28,27 +27,6 @@ import (
 // commandTimeout bounds one command (an image pull or an npm install is
 // the slowest a page shows).
 const commandTimeout = 10 * time.Minute
-
-// generated pages are written by a program from pml's own tables and
-// checked by their own drift tests: they hold no examples to run.
-func generated(name string) bool {
-	return name == "configuration.md" || strings.HasPrefix(name, "cli")
-}
-
-func pages(t *testing.T, root string) []string {
-	files := []string{filepath.Join(root, "README.md")}
-	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sort.Strings(docs)
-	for _, d := range docs {
-		if !generated(filepath.Base(d)) {
-			files = append(files, d)
-		}
-	}
-	return files
-}
 
 func TestDocs(t *testing.T) {
 	root, err := filepath.Abs("../..")
@@ -70,7 +48,11 @@ func TestDocs(t *testing.T) {
 	}
 
 	var blocks []docscheck.Block
-	for _, f := range pages(t, root) {
+	files, err := docscheck.Pages(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
 		src, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)

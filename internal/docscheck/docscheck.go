@@ -35,6 +35,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -323,4 +324,27 @@ func MissingTests(root string, names []string) ([]string, error) {
 		}
 	}
 	return missing, err
+}
+
+// ReadmeMaxLines is the README's length limit: it is for people who use
+// pml, and everything else lives in docs/ (issue 35).
+const ReadmeMaxLines = 250
+
+// Pages returns the pages whose examples are checked: README.md and the
+// hand-written docs/*.md. Generated pages (docs/configuration.md,
+// docs/cli*.md) are written by a program from pml's own tables, hold no
+// examples and have drift tests of their own.
+func Pages(root string) ([]string, error) {
+	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(docs)
+	files := []string{filepath.Join(root, "README.md")}
+	for _, d := range docs {
+		if n := filepath.Base(d); n != "configuration.md" && !strings.HasPrefix(n, "cli") {
+			files = append(files, d)
+		}
+	}
+	return files, nil
 }

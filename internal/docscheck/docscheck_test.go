@@ -147,3 +147,57 @@ func TestMissingTests(t *testing.T) {
 		t.Errorf("missing = %v, want %v", missing, want)
 	}
 }
+
+// The repository's own pages, checked in make test (the examples run in
+// make docs-check): each parses, each skip that says `covered by` names a
+// test that exists, and the README stays short.
+func TestTheRepositorysPages(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := Pages(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	runnable := 0
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if filepath.Base(f) == "README.md" {
+			if n := strings.Count(string(src), "\n"); n >= ReadmeMaxLines {
+				t.Errorf("README.md has %d lines; it must stay under %d (move the rest to docs/)", n, ReadmeMaxLines)
+			}
+		}
+		blocks, err := Parse(f, src)
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		for _, b := range blocks {
+			if strings.HasPrefix(b.Skip, "covered by") {
+				got := CoveredBy(b.Skip)
+				if len(got) == 0 {
+					t.Errorf("%s: %q names no test", b.Name(), b.Skip)
+				}
+				names = append(names, got...)
+			}
+			if b.Skip == "" {
+				runnable++
+			}
+		}
+	}
+	missing, err := MissingTests(root, names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(missing) > 0 {
+		t.Errorf("pages say their commands are covered by tests that do not exist: %v", missing)
+	}
+	if runnable == 0 {
+		t.Error("no page has an example that make docs-check runs")
+	}
+}
