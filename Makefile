@@ -304,6 +304,14 @@ jaeger-bin:
 test-traces: build images jaeger-bin
 	PML_JAEGER_BIN=$(JAEGER_BIN) PML_BIN=$(CURDIR)/$(BIN) $(GO) test -tags traces -race -count=1 -timeout 10m -run 'TestTraces' ./e2e
 
+# The shell examples of README.md and docs/*.md (e2e/docs, build tag
+# docscheck): every console, sh and bash block runs in a scratch workspace
+# with this pml on PATH and the real engine, and must print what the page
+# shows (internal/docscheck has the conventions). Not part of make test.
+.PHONY: docs-check
+docs-check: build images
+	PML_BIN=$(CURDIR)/$(BIN) $(GO) test -tags docscheck -count=1 -timeout 30m -v ./e2e/docs/
+
 clean:
 	rm -rf bin $(DIST) $(INSIDE_DIR)/pml-inside-linux-*
 
