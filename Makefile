@@ -163,6 +163,14 @@ fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
+# docs/configuration.md and docs/cli.md, written from what they describe
+# (internal/refdocs: the known-keys table, the PML_* variables, the
+# commands' help). The same tests, without -update, fail make test while a
+# committed page differs.
+.PHONY: docs
+docs: inside
+	$(GO) test -count=1 -run 'ReferenceIsCurrent' ./internal/refdocs ./cmd/pml -args -update
+
 # Every test: unit tests and the e2e suite against the real daemon. The
 # compiling comes first and the installing (Docker, images) last, so that
 # CI's background install of Debian's packages (.ci/run) has finished
