@@ -135,7 +135,7 @@ release: release-tools
 # make release-tag TAG=v1.2.3: tags a commit that is HEAD plus the generated
 # in-container program (gitignored on branches), so that the module the Go
 # proxy serves for the tag carries it and `go install …@v1.2.3` gives a pml
-# whose tools work (ARCHITECTURE.md). The work tree and branch are left
+# whose tools work (docs/architecture.md). The work tree and branch are left
 # alone; then `git checkout v1.2.3 && make release`.
 release-tag: inside
 	@case "$(TAG)" in v[0-9]*.[0-9]*.[0-9]*) ;; *) echo "release-tag: TAG=vMAJOR.MINOR.PATCH is needed (got \"$(TAG)\")" >&2; exit 2;; esac
