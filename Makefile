@@ -169,7 +169,7 @@ fmt-check:
 # committed page differs.
 .PHONY: docs
 docs: inside
-	$(GO) test -count=1 -run 'ReferenceIsCurrent' ./internal/refdocs ./cmd/pml -args -update
+	$(GO) test -count=1 -run 'ReferenceIsCurrent|PerformanceQuotesTheBench' ./internal/refdocs ./cmd/pml -args -update
 
 # Every test: unit tests and the e2e suite against the real daemon. The
 # compiling comes first and the installing (Docker, images) last, so that
