@@ -165,7 +165,8 @@ fmt-check:
 
 # docs/configuration.md and docs/cli.md, written from what they describe
 # (internal/refdocs: the known-keys table, the PML_* variables, the
-# commands' help). The same tests, without -update, fail make test while a
+# commands' help), and docs/performance.md's quote of bench/report.md's
+# Targets. The same tests, without -update, fail make test while a
 # committed page differs.
 .PHONY: docs
 docs: inside
