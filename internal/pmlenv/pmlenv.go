@@ -39,7 +39,7 @@ var Variables = []Variable{
 	{Name: "PML_RELEASES_URL", Default: "pml's GitHub releases",
 		Meaning: "Where `pml upgrade` finds releases (https, or http to a loopback address): a mirror.",
 		Example: "https://mirror.example/pml/releases"},
-	{Name: "PML_CACHE_DIR", Default: "the user's cache directory's `pml` (`~/.cache/pml`)",
+	{Name: "PML_CACHE_DIR", Default: "`pml` in the user's cache directory (`~/.cache/pml` on Linux, `~/Library/Caches/pml` on macOS)",
 		Meaning: "Where pml extracts its in-container program (under `inside/`).",
 		Example: "/var/cache/pml"},
 	{Name: "PML_IMAGES_MANIFEST", Default: "the manifest built into pml",
