@@ -138,3 +138,30 @@ func anyWithPrefix(m map[string]bool, prefix string) bool {
 	}
 	return false
 }
+
+// A variable name built at run time ("PML_" + x) is one the scan above
+// cannot see. Only config builds names, from its own table (EnvName),
+// whose keys the reference lists with their variables.
+func TestNoVariableNameIsBuiltOutsideConfig(t *testing.T) {
+	built := regexp.MustCompile(`"PML_"\s*\+`)
+	root := filepath.Join("..", "..")
+	for _, dir := range sourceDirs {
+		err := filepath.WalkDir(filepath.Join(root, dir), func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+				return err
+			}
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(root, path)
+			if built.Match(data) && rel != filepath.Join("internal", "config", "config.go") {
+				t.Errorf("%s builds a PML_ variable name at run time: name it in full (and add it to internal/pmlenv.Variables) so the reference can list it", rel)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
