@@ -142,7 +142,7 @@ release: release-tools
 # make release-tag TAG=v1.2.3: tags a commit that is HEAD plus the generated
 # in-container program (gitignored on branches), so that the module the Go
 # proxy serves for the tag carries it and `go install …@v1.2.3` gives a pml
-# whose tools work (ARCHITECTURE.md). The work tree and branch are left
+# whose tools work (docs/architecture.md). The work tree and branch are left
 # alone; then `git checkout v1.2.3 && make release`.
 release-tag: inside
 	@case "$(TAG)" in v[0-9]*.[0-9]*.[0-9]*) ;; *) echo "release-tag: TAG=vMAJOR.MINOR.PATCH is needed (got \"$(TAG)\")" >&2; exit 2;; esac
@@ -170,6 +170,15 @@ fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
+# docs/configuration.md and docs/cli.md, written from what they describe
+# (internal/refdocs: the known-keys table, the PML_* variables, the
+# commands' help), and docs/performance.md's quote of bench/report.md's
+# Targets. The same tests, without -update, fail make test while a
+# committed page differs.
+.PHONY: docs
+docs: inside
+	$(GO) test -count=1 -run 'ReferenceIsCurrent|PerformanceQuotesTheBench' ./internal/refdocs ./cmd/pml -args -update
+
 # Every test: unit tests and the e2e suite against the real daemon. The
 # compiling comes first and the installing (Docker, images) last, so that
 # CI's background install of Debian's packages (.ci/run) has finished
@@ -182,7 +191,7 @@ test: inside vet fmt-check registry-bin images
 # an ordinary user, gVisor, real MCP clients, the release and its install,
 # the trace backend, Kubernetes. Each stage is a target of its own; this
 # runs them in order and stops at the first that fails.
-TEST_ALL_STAGES := test-cross test-podman test-user test-gvisor test-clients test-release test-traces test-k8s
+TEST_ALL_STAGES := docs-check test-cross test-podman test-user test-gvisor test-clients test-release test-traces test-k8s
 .PHONY: test-all test-cross
 test-all:
 	@t0=$$(date +%s); for s in $(TEST_ALL_STAGES); do \

@@ -22,8 +22,7 @@
 // outcome on the Call; only the audit layer writes it.
 //
 // The broker knows nothing of Docker: it speaks to a container.Runtime.
-// ARCHITECTURE.md at the project root draws the path and names every
-// file.
+// docs/architecture.md draws the path and names every file.
 package broker
 
 import (

@@ -45,7 +45,7 @@ func doctorKubernetes(ctx context.Context, ws string, cfg *config.Config) []chec
 	v, err := rt.NetworkVerdict(vctx, false)
 	switch {
 	case err != nil:
-		add(check{"fail", "network isolation", err.Error(), "see README, Kubernetes: what the cluster must have"})
+		add(check{"fail", "network isolation", err.Error(), "see \"What the cluster must have\" in https://github.com/pml-dev/pml/blob/main/docs/kubernetes.md"})
 	case v.Enforced:
 		add(check{"ok", "network isolation", "NetworkPolicy " + kubernetes.PolicyName + " in namespace " + rt.Namespace() + " is enforced: " + v.Detail + " (checked " + v.Checked.Format(time.RFC3339) + ")", ""})
 	case cfg.Kubernetes.UnverifiedNetwork:

@@ -13,7 +13,7 @@
 #
 # Binaries are built from the Go module proxy (no registry, no GitHub) and cached outside the
 # clone under $PML_K8S_CACHE (default ~/.cache/pml/k8s)/<version>/bin; the running cluster's
-# state lives under $PML_K8S_CACHE/run. See README "Kubernetes test cluster".
+# state lives under $PML_K8S_CACHE/run. See CONTRIBUTING.md "The Kubernetes test cluster".
 set -euo pipefail
 
 K8S_VERSION=v1.34.4

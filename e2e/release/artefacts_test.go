@@ -80,7 +80,7 @@ func TestEveryArchiveHoldsAPmlOfItsPlatformThatRuns(t *testing.T) {
 			if !ok {
 				t.Fatalf("no %s in the archive: %v", exe, keys(files))
 			}
-			for _, doc := range []string{"README.md", "SECURITY.md", "docs/install.md"} {
+			for _, doc := range []string{"README.md", "SECURITY.md", "docs/security.md", "docs/install.md"} {
 				if _, ok := files[doc]; !ok {
 					t.Errorf("no %s in the archive", doc)
 				}

@@ -324,7 +324,7 @@ func applySettings(cfg *Config, env func(string) string) []error {
 		if s.store == nil {
 			continue
 		}
-		envName := "PML_" + strings.ToUpper(strings.ReplaceAll(s.key, ".", "_"))
+		envName := EnvName(s.key)
 		val, src, fromEnv := any(env(envName)), envName, true
 		if val == "" {
 			val, src, fromEnv = lookup(cfg.Raw, s.key), cfg.Path, false
@@ -346,6 +346,13 @@ func applySettings(cfg *Config, env func(string) string) []error {
 		}
 	}
 	return errs
+}
+
+// EnvName is the environment variable that overrides key: PML_ and the
+// key in capitals, dots as underscores (sandbox.timeout:
+// PML_SANDBOX_TIMEOUT).
+func EnvName(key string) string {
+	return "PML_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
 }
 
 // finish applies what spans several keys: the pool's bounds agree, and

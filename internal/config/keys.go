@@ -37,6 +37,8 @@ type setting struct {
 	store func(v any, fromEnv bool) error
 	// reset stores the default: the key is absent.
 	reset func()
+	// def is the default reset stores (docs/configuration.md shows it).
+	def any
 }
 
 // table is the known keys of .pml.json, each bound to its field of c.
@@ -111,6 +113,7 @@ func field[T any](key string, k kind, dst *T, def T, decode func(v any, fromEnv 
 			return nil
 		},
 		reset: func() { *dst = def },
+		def:   def,
 	}
 }
 

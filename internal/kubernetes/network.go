@@ -238,7 +238,7 @@ func policyError(ns, op string, err error) error {
 		return fmt.Errorf("%s: namespace %s does not exist: create it (kubectl create namespace %s) or set %s: %w: %w", what, ns, ns, NamespaceEnv, container.ErrUnavailable, err)
 	}
 	if isForbidden(err) {
-		return fmt.Errorf("%s was refused: give pml's account the right to get, create and update networkpolicies there (or create the policy yourself: see README, Kubernetes): %w: %w", what, container.ErrUnavailable, err)
+		return fmt.Errorf("%s was refused: give pml's account the right to get, create and update networkpolicies there (or create the policy yourself: see https://github.com/pml-dev/pml/blob/main/docs/kubernetes.md): %w: %w", what, container.ErrUnavailable, err)
 	}
 	return wrap(what, err)
 }
@@ -248,7 +248,7 @@ func policyError(ns, op string, err error) error {
 // once it has an address (rather than before its network comes up) leave
 // it a moment of network at its start. pml's own programs do nothing
 // before their work arrives on stdin; a third-party server's start-up
-// code runs in that moment (see README, Kubernetes).
+// code runs in that moment (see docs/kubernetes.md).
 const (
 	policySettle  = 2 * time.Second
 	settleSeconds = "2"

@@ -1,0 +1,171 @@
+package config
+
+// keyDoc is what a person reads about a key in docs/configuration.md;
+// the key's type, default and variable come from the tables themselves.
+type keyDoc struct {
+	section string
+	meaning string
+	// example is a whole .pml.json that sets the key; a test loads it
+	// and fails on any error or warning.
+	example string
+	// typ is the type in words, for keys whose table row does not say
+	// it (server members, kAny rows).
+	typ string
+	// def is the default in words, only where the table's default is
+	// zero and zero means something ("the container policy's 512m").
+	def string
+}
+
+// sections are the reference's sections, in order.
+var sections = []string{"Permissions", "Approvals", "Sandbox", "Network", "Servers", "Cloud and registries", "Runtime and Kubernetes", "Telemetry", "File"}
+
+// keyDocs documents every key of Keys. TestEveryKeyIsDocumented fails
+// when a key has no row here, or a row no key.
+var keyDocs = map[string]keyDoc{
+	"$schema": {section: "File", typ: "string", def: "none",
+		meaning: "Accepted and ignored, so an editor can point at a JSON schema.",
+		example: `{"$schema": "https://example.org/pml.schema.json"}`},
+
+	"permissions.allow": {section: "Permissions", def: "none",
+		meaning: "Tool name patterns that run without asking. Patterns are globs on a tool's name (`filesystem:*`, `shell:exec`, `*`) and match it by any name pml shows for it, in any case: `shell:exec`, the MCP wire name `shell__exec`, or a client's `mcp__pml__shell__exec`. `deny` wins over `ask`, `ask` over `allow`; an exact name in `allow` (what answering \"always\" writes) wins over a wildcard in `ask`. With a `.pml.json`, its lists are the only source of permissions; without one, read tools are allowed and write and shell tools asked. The variable's list (comma separated) replaces the file's. `.pml.local.json`'s lists add to `.pml.json`'s.",
+		example: `{"permissions": {"allow": ["filesystem:*", "shell:exec"]}}`},
+	"permissions.ask": {section: "Permissions", def: "none (a tool no pattern matches is asked)",
+		meaning: "Tool name patterns that need a person's approval for each call. A tool that no list matches is asked too.",
+		example: `{"permissions": {"ask": ["filesystem:write_file"]}}`},
+	"permissions.deny": {section: "Permissions", def: "none",
+		meaning: "Tool name patterns that never run, whatever the other lists say. A refusal names where the pattern came from (the file or the variable). An empty pattern, or one that is not a valid glob (`shell:[`), is a load error; `pml doctor` warns about a pattern that matches no known tool.",
+		example: `{"permissions": {"deny": ["shell:*"]}}`},
+
+	"hil.timeout": {section: "Approvals",
+		meaning: "How long an approval stays answerable. An unanswered approval expires; a `pml:execute` run waiting on it is stopped.",
+		example: `{"hil": {"timeout": "10m"}}`},
+	"hil.require_elicitation": {section: "Approvals",
+		meaning: "Put approvals to the person only through the client's own dialog (MCP elicitation). A client without it gets no approval to relay: an `ask` call fails closed, and answers relayed by the model (`continue_workflow`) are refused.",
+		example: `{"hil": {"require_elicitation": true}}`},
+
+	"sandbox.memory": {section: "Sandbox", def: "the container policy's (`512m`)",
+		meaning: "Memory limit of each tool container. Applies to the next container after a save.",
+		example: `{"sandbox": {"memory": "1g"}}`},
+	"sandbox.cpus": {section: "Sandbox", def: "the container policy's (`1`)",
+		meaning: "CPU limit of each tool container, in CPUs (`0.5`, `2`). Applies to the next container after a save.",
+		example: `{"sandbox": {"cpus": 2}}`},
+	"sandbox.pids": {section: "Sandbox", def: "the container policy's (`256`)",
+		meaning: "Process limit of each tool container (at least 1). Applies to the next container after a save.",
+		example: `{"sandbox": {"pids": 512}}`},
+	"sandbox.timeout": {section: "Sandbox", def: "the container policy's (`60s`)",
+		meaning: "How long one tool call may run; past it the container is killed. A `pml:execute` run computes for at most this long, not counting time spent waiting for approvals.",
+		example: `{"sandbox": {"timeout": "5m"}}`},
+	"sandbox.user": {section: "Sandbox", def: "the invoking user; if that is root, the workspace's owner",
+		meaning: "The user tool containers run as (`uid` or `uid:gid`). `pml doctor` says which user is used and why. A repository's file that sets it needs trust.",
+		example: `{"sandbox": {"user": "1000:1000"}}`},
+	"sandbox.shell_image": {section: "Sandbox",
+		meaning: "The image `shell:exec` runs in.",
+		example: `{"sandbox": {"shell_image": "pml/shell:busybox"}}`},
+	"sandbox.runtime": {section: "Sandbox",
+		meaning: "The engine's OCI runtime tool containers run on: `default` (the engine's), `runsc` (gVisor; an engine without it fails the call) or `auto` (gVisor where the engine has it). A server can choose its own with `mcps.NAME.sandbox.runtime`. See [gvisor.md](gvisor.md).",
+		example: `{"sandbox": {"runtime": "auto"}}`},
+	"sandbox.idle_timeout": {section: "Sandbox",
+		meaning: "A pooled server container that gets no call for this long is stopped; the next call starts it again.",
+		example: `{"sandbox": {"idle_timeout": "15m"}}`},
+	"sandbox.pool.min": {section: "Sandbox", def: "`1`",
+		meaning: "How many pre-started single-use containers pml keeps ready per kind of container (0 to 64), so a call skips the container's start.",
+		example: `{"sandbox": {"pool": {"min": 2}}}`},
+	"sandbox.pool.max": {section: "Sandbox", def: "`4`",
+		meaning: "How many pre-started single-use containers pml keeps at most per kind (0 to 64); it must not be smaller than `sandbox.pool.min`.",
+		example: `{"sandbox": {"pool": {"max": 8}}}`},
+	"sandbox.max_containers": {section: "Sandbox", def: "twice the CPU count, at least 4",
+		meaning: "How many containers one pml runs at once (2 to 1024); calls beyond it wait their turn. At least 2: a `pml:execute` run holds one container while its inner calls need another.",
+		example: `{"sandbox": {"max_containers": 16}}`},
+	"sandbox.shared_paths": {section: "Sandbox", def: "the engine's own shares (Docker Desktop on macOS: `/Users`, `/Volumes`, `/private`, `/tmp`, `/var/folders`; a remote engine: none)",
+		meaning: "The host directories a container engine in a VM or on another host can mount (absolute paths); it replaces the engine's defaults. Ignored for a local engine. A call whose workspace is outside them fails before any container is created. See [engines.md](engines.md).",
+		example: `{"sandbox": {"shared_paths": ["/Users/me/src"]}}`},
+
+	"sandbox.network.allow": {section: "Network", def: "none (no network)",
+		meaning: "The hosts `shell:exec` may reach through pml's egress proxy: `host`, `host:port`, an IP, or `*.domain` (subdomains only); without a port, 443 and 80. A name that resolves to a loopback, link-local or private address is refused unless that host or address is named itself.",
+		example: `{"sandbox": {"network": {"allow": ["proxy.golang.org", "*.npmjs.org:443"]}}}`},
+	"sandbox.network.forward": {section: "Network", typ: `object: "127.0.0.1:PORT" → "host:port"`, def: "none",
+		meaning: "Loopback ports inside `shell:exec`'s container, each carried to its one target, for clients that ignore `HTTP_PROXY`. The variable takes `127.0.0.1:5432=db.internal:5432,...`.",
+		example: `{"sandbox": {"network": {"forward": {"127.0.0.1:5432": "db.internal:5432"}}}}`},
+
+	"mcps": {section: "Servers", typ: "object: servers by name", def: "none",
+		meaning: "The stdio MCP servers of the project, by name: each runs in its own container, started on first use and shared by every call; its tools appear as `NAME:tool`. A name is lowercase letters, digits, `-` or `_`; `filesystem`, `shell` and `pml` are taken. The keys of a server are the `mcps.NAME.*` rows below.",
+		example: `{"mcps": {"memory": {"image": "pml/node:18", "command": "node"}}}`},
+	"private_mcps": {section: "Servers", typ: "object: servers by name", def: "none",
+		meaning: "Servers with the same keys as `mcps`; an entry replaces the `mcps` entry of the same name.",
+		example: `{"private_mcps": {"memory": {"image": "pml/node:18", "command": "node"}}}`},
+	serverKey + "type": {section: "Servers", typ: "string", def: "`stdio`",
+		meaning: "The server's transport; only `stdio` servers run in containers.",
+		example: `{"mcps": {"memory": {"type": "stdio", "image": "pml/node:18"}}}`},
+	serverKey + "image": {section: "Servers", typ: "string", def: "required",
+		meaning: "The container image the server runs in.",
+		example: `{"mcps": {"memory": {"image": "pml/node:18"}}}`},
+	serverKey + "command": {section: "Servers", typ: "string", def: "the image's entrypoint",
+		meaning: "The server's program; with `args`, it replaces the image's entrypoint and command.",
+		example: `{"mcps": {"memory": {"image": "pml/node:18", "command": "node"}}}`},
+	serverKey + "args": {section: "Servers", typ: "list of strings", def: "none",
+		meaning: "The program's arguments.",
+		example: `{"mcps": {"memory": {"image": "pml/node:18", "command": "node", "args": ["/deps/node_modules/@modelcontextprotocol/server-memory/dist/index.js"]}}}`},
+	serverKey + "workspace": {section: "Servers", typ: "string", def: "`ro`",
+		meaning: "How the workspace is mounted in the server's container: `none`, `ro` (read-only) or `rw`.",
+		example: `{"mcps": {"memory": {"image": "pml/node:18", "workspace": "none"}}}`},
+	serverKey + "lifetime": {section: "Servers", typ: "string", def: "`pooled`",
+		meaning: "`pooled`: one long-lived container shared by every call, stopped after `sandbox.idle_timeout`; `per_call`: a fresh container for every call.",
+		example: `{"mcps": {"memory": {"image": "pml/node:18", "lifetime": "per_call"}}}`},
+	serverKey + "env": {section: "Servers", typ: "object of strings", def: "none",
+		meaning: "Environment of the server. A value may name a variable as `${NAME}`, read from pml's environment, else the workspace's `.env`; nothing else of the host's environment reaches the server.",
+		example: `{"mcps": {"memory": {"image": "pml/node:18", "env": {"MEMORY_FILE_PATH": "/tmp/memory.json"}}}}`},
+	serverKey + "env_required": {section: "Servers", typ: "list of strings", def: "none",
+		meaning: "Variables the server needs; a missing one is an error naming it, before any container starts.",
+		example: `{"mcps": {"github": {"image": "pml/node:18", "env_required": ["GITHUB_TOKEN"]}}}`},
+	serverKey + "install": {section: "Servers", typ: "object", def: "none",
+		meaning: "A one-time step that fills the server's dependency cache (`.pml/deps/NAME`, mounted at `/deps`). It runs once per project after approval (or at once when the tool is allowed), reaching only its package registry; then the result is checked against `integrity`, and runs mount the cache read-only without network.",
+		example: `{"mcps": {"memory": {"image": "pml/node:18", "install": {"command": "npm", "args": ["install", "--prefix", "/deps", "@modelcontextprotocol/server-memory@2026.8.31"], "integrity": "sha512-ljj/3S4aGjxdNSQWw6gucKKGnTLdBPWxzapyY/MT2tOVyZwvxChvevXSLPwx59nKJAlVpUVW+cOlnVRXRwiqMQ=="}}}}`},
+	serverKey + "install.command": {section: "Servers", typ: "string", def: "required",
+		meaning: "The install program (`npm`).",
+		example: `{"mcps": {"memory": {"image": "pml/node:18", "install": {"command": "npm", "args": ["install", "--prefix", "/deps", "left-pad@1.3.0"], "integrity": "sha512-ljj/3S4aGjxdNSQWw6gucKKGnTLdBPWxzapyY/MT2tOVyZwvxChvevXSLPwx59nKJAlVpUVW+cOlnVRXRwiqMQ=="}}}}`},
+	serverKey + "install.args": {section: "Servers", typ: "list of strings", def: "none",
+		meaning: "The install program's arguments.",
+		example: `{"mcps": {"memory": {"image": "pml/node:18", "install": {"command": "npm", "args": ["install", "--prefix", "/deps", "left-pad@1.3.0"], "integrity": "sha512-ljj/3S4aGjxdNSQWw6gucKKGnTLdBPWxzapyY/MT2tOVyZwvxChvevXSLPwx59nKJAlVpUVW+cOlnVRXRwiqMQ=="}}}}`},
+	serverKey + "install.integrity": {section: "Servers", typ: "string", def: "required",
+		meaning: "The SRI hash (`sha512-…` or `sha256-…`) the installed package must match: for npm, the package tarball's integrity as npm records it; otherwise a digest of the installed tree. A mismatch deletes the install and shows both.",
+		example: `{"mcps": {"memory": {"image": "pml/node:18", "install": {"command": "npm", "args": ["install", "left-pad@1.3.0"], "integrity": "sha512-ljj/3S4aGjxdNSQWw6gucKKGnTLdBPWxzapyY/MT2tOVyZwvxChvevXSLPwx59nKJAlVpUVW+cOlnVRXRwiqMQ=="}}}}`},
+	serverKey + "install.package": {section: "Servers", typ: "string", def: "for npm, the last argument without its version",
+		meaning: "The npm package whose integrity is checked.",
+		example: `{"mcps": {"memory": {"image": "pml/node:18", "install": {"command": "npm", "args": ["install", "left-pad@1.3.0"], "package": "left-pad", "integrity": "sha512-ljj/3S4aGjxdNSQWw6gucKKGnTLdBPWxzapyY/MT2tOVyZwvxChvevXSLPwx59nKJAlVpUVW+cOlnVRXRwiqMQ=="}}}}`},
+	serverKey + "network.allow": {section: "Servers", typ: "list of strings", def: "none (no network)",
+		meaning: "The hosts the server may reach through pml's egress proxy, written as for `sandbox.network.allow`.",
+		example: `{"mcps": {"github": {"image": "pml/node:18", "network": {"allow": ["api.github.com:443"]}}}}`},
+	serverKey + "network.forward": {section: "Servers", typ: `object: "127.0.0.1:PORT" → "host:port"`, def: "none",
+		meaning: "Loopback ports inside the server's container, each carried to its one target, as `sandbox.network.forward`.",
+		example: `{"mcps": {"db-tools": {"image": "pml/node:18", "network": {"forward": {"127.0.0.1:5432": "db.internal:5432"}}}}}`},
+	serverKey + "sandbox.runtime": {section: "Servers", typ: "string", def: "the project's `sandbox.runtime`",
+		meaning: "The OCI runtime of this server's containers and of its install step: `default`, `runsc` or `auto`.",
+		example: `{"mcps": {"memory": {"image": "pml/node:18", "sandbox": {"runtime": "runsc"}}}}`},
+	serverKey + "description": {section: "Servers", typ: "string", def: "none",
+		meaning: "Notes for people; pml ignores it.",
+		example: `{"mcps": {"memory": {"image": "pml/node:18", "description": "Knowledge graph memory"}}}`},
+
+	"cloud.url": {section: "Cloud and registries",
+		meaning: "The PML cloud: where cloud tools are forwarded, the routing table is synced from, and the default registry. Only contacted when an API key is set.",
+		example: `{"cloud": {"url": "https://pml.casys.ai"}}`},
+	"cloud.timeout": {section: "Cloud and registries",
+		meaning: "How long one forwarded cloud call may take.",
+		example: `{"cloud": {"timeout": "2m"}}`},
+	"registries": {section: "Cloud and registries", def: "`[cloud.url]`",
+		meaning: "Registry base URLs a tool that nothing local provides is looked up in; first match wins. Fetched entries are pinned in `.pml/mcp.lock`. See [registry.md](registry.md).",
+		example: `{"registries": ["http://127.0.0.1:3004", "https://pml.casys.ai"]}`},
+
+	"runtime": {section: "Runtime and Kubernetes",
+		meaning: "Where tools run: `docker` (any Docker-compatible engine, Podman included) or `kubernetes` (pods). See [kubernetes.md](kubernetes.md).",
+		example: `{"runtime": "kubernetes"}`},
+	"kubernetes.namespace": {section: "Runtime and Kubernetes",
+		meaning: "The namespace pml's pods run in.",
+		example: `{"runtime": "kubernetes", "kubernetes": {"namespace": "tools"}}`},
+	"kubernetes.unverified_network": {section: "Runtime and Kubernetes",
+		meaning: "Run tools even where pml could not verify that its pods are isolated from the network; logged as a warning for every pod.",
+		example: `{"runtime": "kubernetes", "kubernetes": {"unverified_network": true}}`},
+
+	"telemetry.endpoint": {section: "Telemetry", def: "none (off, unless the `OTEL_*` variables say otherwise)",
+		meaning: "An OTLP/HTTP base URL: traces go to its `/v1/traces`, metrics to `/v1/metrics`. The `OTEL_*` variables win over it. See [observability.md](observability.md).",
+		example: `{"telemetry": {"endpoint": "http://127.0.0.1:4318"}}`},
+}
