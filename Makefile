@@ -186,12 +186,13 @@ docs: inside
 test: inside vet fmt-check registry-bin images
 	PML_BIN=$(CURDIR)/$(BIN) $(GO) test -race -count=1 -timeout 15m ./...
 
-# The slower matrix, after make test (CI runs both, .ci/run): the five
+# The slower matrix, after make test (CI runs both, .ci/run): the docs'
+# shell examples (docs-check), the five
 # platforms' builds (linux/arm64 run under qemu), Podman, the e2e tests as
 # an ordinary user, gVisor, real MCP clients, the release and its install,
 # the trace backend, Kubernetes. Each stage is a target of its own; this
 # runs them in order and stops at the first that fails.
-TEST_ALL_STAGES := docs-check test-cross test-podman test-user test-gvisor test-clients test-release test-traces test-k8s
+TEST_ALL_STAGES := docs-check test-cross test-user test-gvisor test-clients test-release test-traces test-k8s test-podman
 .PHONY: test-all test-cross
 test-all:
 	@t0=$$(date +%s); for s in $(TEST_ALL_STAGES); do \
