@@ -36,7 +36,11 @@ func (b *Broker) accessOf(tool string) (access, bool) {
 	}
 	for _, t := range toolbox.Filesystem {
 		if t.Name == tool {
-			a := access{image: images.ToolboxRepo + " (pml's own toolbox)", workspace: "read-only", env: []string{"PML_WORKSPACE"}, network: "none"}
+			repo, err := images.ToolboxRepository()
+			if err != nil {
+				repo = images.ToolboxRepo + " (" + err.Error() + ")"
+			}
+			a := access{image: repo + " (pml's own toolbox)", workspace: "read-only", env: []string{"PML_WORKSPACE"}, network: "none"}
 			if t.Writes {
 				a.workspace = "read-write"
 			}

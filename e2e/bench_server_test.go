@@ -107,6 +107,14 @@ func benchPooledServer(b *testing.B, r *report, raw map[string][]float64) {
 		ff.RatioKind, ff.ValueText = "", "not measured: "+floorWhy
 	}
 	r.add(ff)
+	// pml's warm call over the floor, sample against sample (the same
+	// interleaved loop): the target is on this ratio.
+	of := timeFigure("warm_over_floor", "warm call to a pooled stdio server vs the bare relay (the floor)", "probe:echo via pml stdio, server pooled in a container",
+		"the bare relay in front of the probe in a container's cgroups (the floor above)", p, fl, "what pml's broker adds over a relay that only copies bytes")
+	if floor == nil {
+		of = figure{ID: of.ID, Name: of.Name, PML: of.PML, Baseline: of.Baseline, ValueText: "not measured: " + floorWhy}
+	}
+	r.add(of)
 
 	// The curve: every round is curveWork calls from k callers, the
 	// sides taking turns round by round.

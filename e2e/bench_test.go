@@ -52,6 +52,7 @@ func BenchmarkReport(b *testing.B) {
 		{"broker memory", benchRSS},
 		{"egress proxy vs direct", benchEgress},
 		{"telemetry on vs off", benchTelemetry},
+		{"first workflow: install.sh, pml init, first tool call", benchFirstWorkflow},
 	}
 	// PML_BENCH_ONLY runs only the steps whose name holds it (while
 	// working on one; the report then has only their figures).

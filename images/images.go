@@ -45,6 +45,35 @@ const (
 	AgentPath = "/pml-inside"
 )
 
+// ToolboxRepoEnv names another repository for the toolbox image than
+// ToolboxRepo (its tag stays the program's digest): a registry the nodes
+// of a cluster pull from, or a name of one's own on a shared engine (the
+// bench's first-workflow row measures a pml whose toolbox is not there
+// yet without removing the one everybody else on the engine uses).
+const ToolboxRepoEnv = "PML_TOOLBOX_REPO"
+
+// getenv is os.Getenv; tests replace it.
+var getenv = os.Getenv
+
+// ToolboxRepository is the repository the toolbox image is tagged in:
+// $PML_TOOLBOX_REPO when set, else ToolboxRepo. A value that is not a
+// repository name (a tag, a digest, spaces) is an error, never ignored.
+func ToolboxRepository() (string, error) {
+	repo := getenv(ToolboxRepoEnv)
+	if repo == "" {
+		return ToolboxRepo, nil
+	}
+	r, err := ParseRef(repo + ":0000000000000000")
+	if err != nil || r.Tag != "0000000000000000" || r.Digest != "" {
+		why := "it must be an image repository without a tag or digest"
+		if err != nil {
+			why = err.Error()
+		}
+		return "", fmt.Errorf("%s=%q is not an image repository name (e.g. %s or registry.example.com/pml/toolbox): %s; unset it or fix it", ToolboxRepoEnv, repo, ToolboxRepo, why)
+	}
+	return repo, nil
+}
+
 // AgentEntrypoint is the toolbox image's entrypoint.
 var AgentEntrypoint = []string{AgentPath, toolbox.Subcommand}
 
@@ -63,11 +92,15 @@ type Toolbox struct {
 // Ref returns the image ref for the daemon's architecture without
 // building anything.
 func (t *Toolbox) Ref(ctx context.Context) (string, error) {
+	repo, err := ToolboxRepository()
+	if err != nil {
+		return "", err
+	}
 	p, err := t.Program(ctx)
 	if err != nil {
 		return "", err
 	}
-	return ToolboxRepo + ":" + ProgramTag(p), nil
+	return repo + ":" + ProgramTag(p), nil
 }
 
 // ProgramTag is the toolbox tag of the in-container program p: the first
@@ -81,11 +114,15 @@ func (t *Toolbox) Ensure(ctx context.Context) (string, error) {
 	if t.ref != "" {
 		return t.ref, nil
 	}
+	repo, err := ToolboxRepository()
+	if err != nil {
+		return "", err
+	}
 	p, err := t.Program(ctx)
 	if err != nil {
 		return "", err
 	}
-	ref := ToolboxRepo + ":" + ProgramTag(p)
+	ref := repo + ":" + ProgramTag(p)
 	ok, err := t.Runtime.ImageExists(ctx, ref)
 	if err != nil {
 		return "", err

@@ -202,6 +202,15 @@ func (p Pinned) resolve(exeTag func() (string, error)) (Ref, error) {
 			return Ref{}, fmt.Errorf("image %s: %w", p.Name, err)
 		}
 		ref = strings.ReplaceAll(ref, ExePlaceholder, tag)
+		// The toolbox pml builds is named as pml names it
+		// ($PML_TOOLBOX_REPO), so that pml images and the calls agree.
+		if strings.HasPrefix(p.Ref, ToolboxRepo+":") && p.Source == SourceLocal {
+			repo, err := ToolboxRepository()
+			if err != nil {
+				return Ref{}, fmt.Errorf("image %s: %w", p.Name, err)
+			}
+			ref = repo + ":" + tag
+		}
 	}
 	r, err := ParseRef(ref)
 	if err != nil {

@@ -93,3 +93,55 @@ func TestTheToolboxIsTheInContainerProgramTaggedByItsDigest(t *testing.T) {
 		t.Error("the two architectures share a toolbox tag")
 	}
 }
+
+// PML_TOOLBOX_REPO renames the toolbox (the tag stays the program's
+// digest): a pml so set finds its own image missing and builds it under
+// that name, and the manifest's toolbox entry (pml images) names the same
+// image. A value that is no repository name is refused, with the variable
+// and the fix in the error, and nothing is built.
+func TestTheToolboxRepositoryCanBeSetByTheEnvironment(t *testing.T) {
+	env := map[string]string{}
+	getenv = func(k string) string { return env[k] }
+	t.Cleanup(func() { getenv = os.Getenv })
+	rt := &importer{imports: map[string][]string{}, changes: map[string][]string{}}
+	p := staticELF(t, elf.EM_X86_64, "")
+	prog := func(context.Context) (inside.Program, error) { return p, nil }
+	tag := p.Digest[:16]
+	if _, err := (&Toolbox{Runtime: rt, Program: prog}).Ensure(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, repo := range []string{"pml-bench-1234/toolbox", "127.0.0.1:5000/pml/toolbox"} {
+		env[ToolboxRepoEnv] = repo
+		tb := &Toolbox{Runtime: rt, Program: prog}
+		if ref, err := tb.Ref(context.Background()); err != nil || ref != repo+":"+tag {
+			t.Fatalf("Ref with %s=%s: %q %v", ToolboxRepoEnv, repo, ref, err)
+		}
+		ref, err := tb.Ensure(context.Background())
+		if err != nil || ref != repo+":"+tag {
+			t.Fatalf("Ensure: %q %v", ref, err)
+		}
+		if _, ok := rt.imports[repo+":"+tag]; !ok {
+			t.Errorf("%s was not built (imports: %v)", ref, rt.imports)
+		}
+		man := Pinned{Name: "toolbox", Ref: ToolboxRepo + ":" + ExePlaceholder, Source: SourceLocal}
+		r, err := man.resolve(func() (string, error) { return tag, nil })
+		if err != nil || r.String() != repo+":"+tag {
+			t.Errorf("the manifest's toolbox resolves to %q (%v), want %s:%s", r.String(), err, repo, tag)
+		}
+	}
+	if _, ok := rt.imports[ToolboxRepo+":"+tag]; !ok {
+		t.Errorf("the default name was not built first: %v", rt.imports)
+	}
+
+	for _, bad := range []string{"pml/toolbox:v1", "pml/toolbox@sha256:" + strings.Repeat("a", 64), "has space", "Upper/Case"} {
+		env[ToolboxRepoEnv] = bad
+		before := len(rt.imports)
+		_, err := (&Toolbox{Runtime: rt, Program: prog}).Ensure(context.Background())
+		if err == nil || !strings.Contains(err.Error(), ToolboxRepoEnv+"=") || !strings.Contains(err.Error(), "unset it or fix it") {
+			t.Errorf("%s=%q: %v", ToolboxRepoEnv, bad, err)
+		}
+		if len(rt.imports) != before {
+			t.Errorf("%s=%q built something: %v", ToolboxRepoEnv, bad, rt.imports)
+		}
+	}
+}

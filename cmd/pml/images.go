@@ -134,8 +134,8 @@ func loadImagesEnv(g *globals, manifestFlag string, all bool) (*imagesEnv, error
 				tagErr = err
 				return "", err
 			}
-			_, tag, _ := strings.Cut(ref, ":")
-			return tag, nil
+			// The tag follows the last colon (a registry host may have a port).
+			return ref[strings.LastIndex(ref, ":")+1:], nil
 		},
 		Servers:    cfg.Servers,
 		ShellImage: cfg.Sandbox.ShellImage,

@@ -43,8 +43,8 @@ func firstUsePull(rt container.Runtime, ws string, cfg *config.Config) func(cont
 			Manifest: man,
 			ExeTag: func() (string, error) {
 				r, err := tb.Ref(ctx)
-				_, tag, _ := strings.Cut(r, ":")
-				return tag, err
+				// The tag follows the last colon (a registry host may have a port).
+				return r[strings.LastIndex(r, ":")+1:], err
 			},
 			Servers:    cfg.Servers,
 			ShellImage: cfg.Sandbox.ShellImage,
