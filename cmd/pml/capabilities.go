@@ -294,9 +294,12 @@ func newListCmd(g *globals) *cobra.Command {
 		Use:   "list",
 		Short: "List everything pml serves here: built-in tools, MCP servers in .pml.json, added capabilities",
 		Long: "List what pml serves in this workspace: the built-in tool groups, the MCP servers of .pml.json\n" +
-			"(mcps, private_mcps) with their source, version and state (installed, image present, running), and the\n" +
-			"capabilities added from a registry with pml add NAME. --format json prints one object\n" +
-			"{\"builtin\": […], \"servers\": […], \"capabilities\": […]}.",
+			"(mcps, private_mcps) and the capabilities added from a registry with pml add NAME, each with its source\n" +
+			"(built-in, npm, oci, .pml.json, the registry's URL), version (pinned version, image tag or digest, locked\n" +
+			"hash) and state: installed (in .pml/deps with the pinned integrity), image present, running (a pooled\n" +
+			"container of a live pml in this workspace). It starts and fetches nothing. With the container engine\n" +
+			"unreachable it still lists, says why those states are unknown, and exits 0. --format json prints one object\n" +
+			"{\"builtin\": […], \"servers\": […], \"capabilities\": […]}. See docs/list.md.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f, err := outputFormat(cmd, format, asJSON)
