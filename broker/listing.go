@@ -131,7 +131,14 @@ func (b *Broker) List(ctx context.Context, caps []Capability, version string) Li
 // Servers lists the configured servers (mcps, private_mcps) and how each
 // stands; it asks the engine about images and running containers.
 func (b *Broker) Servers(ctx context.Context) []ServerState {
-	return b.List(ctx, nil, "").Servers
+	ctx, cancel := context.WithTimeout(ctx, listEngineTimeout)
+	defer cancel()
+	v := b.viewEngine(ctx)
+	out := []ServerState{}
+	for _, srv := range b.serverList() {
+		out = append(out, b.serverState(ctx, v, srv.cfg))
+	}
+	return out
 }
 
 // engineView is what the engine said, asked once per listing.
