@@ -147,6 +147,9 @@ type Broker struct {
 	progress   zerolog.Logger
 	tools      toolTable
 	audit      *audit.Log
+	// toolbox is the image the filesystem tools run in (pml list asks
+	// for its ref).
+	toolbox *images.Toolbox
 
 	servers            map[string]*server
 	serverOrder        []string
@@ -220,7 +223,8 @@ func New(o Options) (*Broker, error) {
 	sb.egress.shell.Store(&o.Config.Sandbox.Network.Rules)
 	b.base, b.cancelBase = context.WithCancel(context.Background())
 	b.runs = &codeRuns{sb: sb, hil: o.Config.HIL.Timeout, idle: o.Config.Sandbox.IdleTimeout, base: b.base, call: b.Call}
-	fs := toolboxExec{sb: sb, image: &images.Toolbox{Runtime: o.Runtime, Program: sb.inside}}
+	b.toolbox = &images.Toolbox{Runtime: o.Runtime, Program: sb.inside}
+	fs := toolboxExec{sb: sb, image: b.toolbox}
 	for _, t := range toolbox.Filesystem {
 		b.tools.add(t, fs)
 	}
@@ -290,7 +294,7 @@ func (b *Broker) Close(timeout time.Duration) {
 // sweep removes every container of this pml still there (Close); it
 // reports whether it could.
 func (b *Broker) sweep(ctx context.Context) bool {
-	if b.sb.rt == nil {
+	if b.sb.rt == nil || b.sb.limited != nil && !b.sb.limited.Used() {
 		return true
 	}
 	n, err := container.RemoveOwn(ctx, b.sb.rt, b.sb.owner)

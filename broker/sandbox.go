@@ -36,6 +36,9 @@ type sandbox struct {
 	// of this pml goes through it.
 	rt   container.Runtime
 	pool *container.Pool
+	// limited is rt's cap (nil without a runtime): it knows whether this
+	// pml ever started a container.
+	limited *container.Limited
 	// limits: which resource limits the engine ignores (limits.go).
 	limits engineLimits
 	// guard watches pml's own files that a container could create
@@ -63,12 +66,13 @@ type sandbox struct {
 func newSandbox(o Options, pol policies.Policy, owner container.Owner) *sandbox {
 	rt, limited := limitRuntime(o)
 	sb := &sandbox{
-		ws:     o.Workspace,
-		user:   runtimeUser(o.Runtime, chooseUser(o.Config.Sandbox.User, o.Workspace), o.Config.Sandbox.User),
-		owner:  owner,
-		rt:     rt,
-		log:    o.Logger,
-		inside: o.Inside,
+		ws:      o.Workspace,
+		user:    runtimeUser(o.Runtime, chooseUser(o.Config.Sandbox.User, o.Workspace), o.Config.Sandbox.User),
+		owner:   owner,
+		rt:      rt,
+		limited: limited,
+		log:     o.Logger,
+		inside:  o.Inside,
 	}
 	if sb.inside == nil {
 		sb.inside = inside.NewSource(o.Runtime).Program

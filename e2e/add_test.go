@@ -130,7 +130,7 @@ func TestAddNPMServersFromTheRealRegistry(t *testing.T) {
 	}
 
 	code, stdout, _ = run("list")
-	for _, want := range []string{"everything", "npm @modelcontextprotocol/server-everything@", "memory", "npm @modelcontextprotocol/server-memory@", "installed, image present", "filesystem"} {
+	for _, want := range []string{"everything", "npm @modelcontextprotocol/server-everything ", "memory", "npm @modelcontextprotocol/server-memory ", "installed, image present", "filesystem"} {
 		if code != 0 || !strings.Contains(stdout, want) {
 			t.Errorf("pml list lacks %q: exit %d\n%s", want, code, stdout)
 		}
@@ -252,7 +252,7 @@ func TestAddOCIServerFromALoopbackRegistry(t *testing.T) {
 	if out := callJSON(t, r); r.code != 0 || !strings.Contains(out.Text, "from an image") {
 		t.Errorf("pml call probe:echo: exit %d %q\n%s", r.code, out.Text, r.stderr)
 	}
-	if code, stdout, _ := runPML(t, ws, "list"); code != 0 || !strings.Contains(stdout, "image "+pinned) || !strings.Contains(stdout, "image present, stopped") {
+	if code, stdout, _ := runPML(t, ws, "list"); code != 0 || !strings.Contains(stdout, "oci "+strings.TrimSuffix(ref, ":v1")) || !strings.Contains(stdout, digest[:len("sha256:")+12]+" ") || !strings.Contains(stdout, "image present, stopped") {
 		t.Errorf("pml list: exit %d\n%s", code, stdout)
 	}
 	// While a client's session has the server up, pml list says so.

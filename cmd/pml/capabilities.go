@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/mattn/go-isatty"
@@ -295,9 +294,12 @@ func newListCmd(g *globals) *cobra.Command {
 		Use:   "list",
 		Short: "List everything pml serves here: built-in tools, MCP servers in .pml.json, added capabilities",
 		Long: "List what pml serves in this workspace: the built-in tool groups, the MCP servers of .pml.json\n" +
-			"(mcps, private_mcps) with their source, version and state (installed, image present, running), and the\n" +
-			"capabilities added from a registry with pml add NAME. --format json prints one object\n" +
-			"{\"builtin\": […], \"servers\": […], \"capabilities\": […]}.",
+			"(mcps, private_mcps) and the capabilities added from a registry with pml add NAME, each with its source\n" +
+			"(built-in, npm, oci, .pml.json, the registry's URL), version (pinned version, image tag or digest, locked\n" +
+			"hash) and state: installed (in .pml/deps with the pinned integrity), image present, running (a pooled\n" +
+			"container of a live pml in this workspace). It starts and fetches nothing. With the container engine\n" +
+			"unreachable it still lists, says why those states are unknown, and exits 0. --format json prints one object\n" +
+			"{\"builtin\": […], \"servers\": […], \"capabilities\": […]}. See docs/list.md.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f, err := outputFormat(cmd, format, asJSON)
@@ -314,45 +316,12 @@ func newListCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return &exitError{2, err}
 			}
-			list := broker.SortedCapabilities(caps)
-			if list == nil {
-				list = []broker.Capability{}
-			}
-			servers := e.broker.Servers(cmd.Context())
-			if servers == nil {
-				servers = []broker.ServerState{}
-			}
-			builtin := builtinGroups(e.broker, servers)
+			l := e.broker.List(cmd.Context(), broker.SortedCapabilities(caps), version)
 			if f == formatJSON {
-				return writeJSON(cmd.OutOrStdout(), listJSON{Builtin: builtin, Servers: servers, Capabilities: list})
+				return writeJSON(cmd.OutOrStdout(), l)
 			}
 			w := cmd.OutOrStdout()
-			tw := tabwriter.NewWriter(w, 2, 4, 3, ' ', 0)
-			fmt.Fprintln(tw, "Built-in tools:")
-			for _, b := range builtin {
-				fmt.Fprintf(tw, "  %s\t%s\t%s\n", b.Name, plural(b.Tools, "tool"), b.Source)
-			}
-			if len(servers) == 0 {
-				fmt.Fprintln(tw, "No MCP servers in .pml.json (pml add npm:PACKAGE or oci:IMAGE adds one).")
-			} else {
-				fmt.Fprintln(tw, "MCP servers (.pml.json):")
-				for _, s := range servers {
-					fmt.Fprintf(tw, "  %s\t%s\t%s\n", s.Name, s.Source, serverStateText(s))
-				}
-			}
-			if len(list) == 0 {
-				fmt.Fprintln(tw, "No capabilities added (pml add NAME adds one).")
-			} else {
-				fmt.Fprintln(tw, "Installed capabilities:")
-				for _, c := range list {
-					where := "local"
-					if c.Routing == registry.RoutingServer {
-						where = "cloud"
-					}
-					fmt.Fprintf(tw, "  %s\t(%s)\tmcp.%s.*\t%s\t%s\n", c.Name, where, c.Namespace, c.Type, c.FQDN)
-				}
-			}
-			_ = tw.Flush()
+			writeListing(w, l)
 			if key, _, _ := credentials.APIKey(os.Getenv); key != "" {
 				fmt.Fprintln(w, "\nPML meta-tools: enabled (mcp.pml.*)")
 			} else {
@@ -363,82 +332,6 @@ func newListCmd(g *globals) *cobra.Command {
 	}
 	addFormatFlag(cmd, &format, &asJSON)
 	return cmd
-}
-
-// listJSON is pml list --format json.
-type listJSON struct {
-	Builtin      []builtinGroup       `json:"builtin"`
-	Servers      []broker.ServerState `json:"servers"`
-	Capabilities []broker.Capability  `json:"capabilities"`
-}
-
-// builtinGroup is one namespace of pml's own tools.
-type builtinGroup struct {
-	Name   string `json:"name"`
-	Tools  int    `json:"tools"`
-	Source string `json:"source"`
-}
-
-// builtinGroups counts pml's own tools by namespace (servers' tools and
-// pml:continue_workflow left out).
-func builtinGroups(b *broker.Broker, servers []broker.ServerState) []builtinGroup {
-	isServer := map[string]bool{}
-	for _, s := range servers {
-		isServer[s.Name] = true
-	}
-	var out []builtinGroup
-	idx := map[string]int{}
-	for _, t := range b.Tools() {
-		ns, _, _ := strings.Cut(t.Name, ":")
-		if isServer[ns] || t.Name == broker.ContinueTool {
-			continue
-		}
-		i, ok := idx[ns]
-		if !ok {
-			src := "pml's toolbox container"
-			switch ns {
-			case "shell":
-				src = "shell:exec in sandbox.shell_image"
-			case "pml":
-				src = "pml itself"
-			}
-			i = len(out)
-			idx[ns] = i
-			out = append(out, builtinGroup{Name: ns, Source: src})
-		}
-		out[i].Tools++
-	}
-	if out == nil {
-		out = []builtinGroup{}
-	}
-	return out
-}
-
-// serverStateText is a server's state in words.
-func serverStateText(s broker.ServerState) string {
-	var parts []string
-	if s.Installed {
-		parts = append(parts, "installed")
-	} else {
-		parts = append(parts, "not installed (its first call installs it, after approval)")
-	}
-	switch {
-	case s.EngineErr != "":
-		parts = append(parts, "image unknown (container engine unavailable)")
-	case s.ImagePresent:
-		parts = append(parts, "image present")
-	default:
-		parts = append(parts, "image missing ("+s.Image+"; pml images pull)")
-	}
-	if s.Running {
-		parts = append(parts, "running")
-	} else {
-		parts = append(parts, "stopped")
-	}
-	if s.Tools > 0 {
-		parts = append(parts, plural(s.Tools, "tool"))
-	}
-	return strings.Join(parts, ", ")
 }
 
 func writeCapsJSON(w io.Writer, list []broker.Capability) error {

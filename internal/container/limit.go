@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -50,6 +51,8 @@ type Limited struct {
 	idle chan struct{}
 	// waiting counts the starts waiting for a slot.
 	waiting int
+	// used is set by the first Start, before anything reaches the engine.
+	used atomic.Bool
 }
 
 // Limit wraps rt with a cap of n containers (n < 1: DefaultMaxContainers).
@@ -62,6 +65,11 @@ func Limit(rt Runtime, n int) *Limited {
 
 // Cap is the number of containers that may run at once.
 func (l *Limited) Cap() int { return l.n }
+
+// Used reports whether a start was ever asked for: a pml that never asked
+// has no container to sweep at its end (pml list with the engine down has
+// nothing to warn about).
+func (l *Limited) Used() bool { return l.used.Load() }
 
 // Running is the number of slots taken now (tests, logs).
 func (l *Limited) Running() int { return len(l.slots) }
@@ -95,6 +103,7 @@ func (l *Limited) SetReclaim(f func() bool) {
 
 // Start takes a slot, then starts the container.
 func (l *Limited) Start(ctx context.Context, spec Spec, streams Streams) (Process, error) {
+	l.used.Store(true)
 	if err := l.acquire(ctx); err != nil {
 		return nil, err
 	}

@@ -180,3 +180,20 @@ func TestACallQueuedBehindAPreStartGetsItsSlot(t *testing.T) {
 		t.Fatalf("the queued call: %v", err)
 	}
 }
+
+// TestUsedIsSetByTheFirstStartEvenAFailedOne: a pml whose Limited was
+// never asked to start anything has no container to sweep; a failed start
+// may still have reached the engine, so it counts.
+func TestUsedIsSetByTheFirstStartEvenAFailedOne(t *testing.T) {
+	f := &containertest.Runtime{StartErr: errors.New("engine down")}
+	l := Limit(f, 2)
+	if l.Used() {
+		t.Fatal("used before any start")
+	}
+	if _, err := l.Start(context.Background(), Spec{Image: "x"}, Streams{}); err == nil {
+		t.Fatal("the start did not fail")
+	}
+	if !l.Used() {
+		t.Error("a failed start does not count")
+	}
+}

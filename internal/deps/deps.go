@@ -387,3 +387,39 @@ func parseUser(u string) (uid, gid int, ok bool) {
 	}
 	return uid, gid, true
 }
+
+// Install states of a server (Status).
+const (
+	// StatusNone: the server has no install step.
+	StatusNone = "none"
+	// StatusInstalled: installed with its current spec (version and
+	// integrity) and its directory is there.
+	StatusInstalled = "installed"
+	// StatusOutdated: installed, but for another spec (its pinned version
+	// or integrity changed since): the next start installs it again.
+	StatusOutdated = "outdated"
+	// StatusMissing: not installed (or its directory was removed).
+	StatusMissing = "missing"
+)
+
+// Status says how srv's install step stands, for pml list.
+func (s *Store) Status(srv config.Server) string {
+	if srv.Install == nil {
+		return StatusNone
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, err := s.load()
+	if err != nil {
+		return StatusMissing
+	}
+	rec, ok := st.Servers[srv.Name]
+	fi, ferr := safefs.Lstat(s.ws, s.Dir(srv.Name))
+	switch {
+	case !ok || ferr != nil || !fi.IsDir():
+		return StatusMissing
+	case rec.Spec != SpecOf(srv):
+		return StatusOutdated
+	}
+	return StatusInstalled
+}

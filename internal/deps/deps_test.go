@@ -118,3 +118,35 @@ func TestHashingFollowsNoLinkAndStopsWithTheContext(t *testing.T) {
 		t.Error("hashing went on after its context ended")
 	}
 }
+
+func TestStatusTellsMissingOutdatedAndInstalled(t *testing.T) {
+	ws := t.TempDir()
+	s := NewStore(ws)
+	if got := s.Status(config.Server{Name: "plain"}); got != StatusNone {
+		t.Errorf("a server without install: %q", got)
+	}
+	srv := config.Server{Name: "m", Image: "img", Install: &config.Install{Command: "npm", Args: []string{"install", "p@1"}, Integrity: "sha512-x", Package: "p"}}
+	if got := s.Status(srv); got != StatusMissing {
+		t.Errorf("before any install: %q", got)
+	}
+	if err := os.MkdirAll(s.Dir("m"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.record(srv, srv.Install.Integrity); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Status(srv); got != StatusInstalled {
+		t.Errorf("after the install: %q", got)
+	}
+	changed := srv
+	changed.Install = &config.Install{Command: "npm", Args: []string{"install", "p@1"}, Integrity: "sha512-y", Package: "p"}
+	if got := s.Status(changed); got != StatusOutdated {
+		t.Errorf("with another integrity pinned: %q", got)
+	}
+	if err := os.RemoveAll(s.Dir("m")); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Status(srv); got != StatusMissing {
+		t.Errorf("with its directory removed: %q", got)
+	}
+}

@@ -623,3 +623,19 @@ func (c *Client) listFrom(ctx context.Context, reg string, q url.Values) (*Catal
 	cat.Registry = reg
 	return &cat, nil
 }
+
+// Cached returns the cached copy of the 5-part fqdn without asking any
+// registry (pml list), or nil when the cache holds no copy of that
+// version. Its content is checked against its integrity like a fetched
+// entry's.
+func (c *Client) Cached(fqdn string) (*Entry, error) {
+	f, err := ParseFQDN(fqdn)
+	if err != nil {
+		return nil, err
+	}
+	r, err := c.cache.get(f.Base())
+	if err != nil || r == nil || r.FQDN != f.String() {
+		return nil, err
+	}
+	return entryFromRecord(r)
+}

@@ -561,3 +561,35 @@ func TestACachedCopyFromALaterRegistryDoesNotStandInForAnEarlierOne(t *testing.T
 		t.Fatalf("entry = %+v, want the second registry's current version", e)
 	}
 }
+
+// TestCachedAsksNoRegistry: pml list reads an added entry's copy from the
+// cache; a version the cache does not hold is nil, not another version.
+func TestCachedAsksNoRegistry(t *testing.T) {
+	r := newFake(t)
+	name := r.meta("pml.mcp.tavily.server", tavilyMeta)
+	dir := filepath.Join(t.TempDir(), "cache")
+	first, err := newClient(t, Options{Registries: []string{r.url()}, CacheDir: dir}).Fetch(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var asked atomic.Bool
+	r.mu.Lock()
+	r.override = func(http.ResponseWriter, *http.Request) bool { asked.Store(true); return false }
+	r.mu.Unlock()
+	c := newClient(t, Options{Registries: []string{r.url()}, CacheDir: dir})
+	e, err := c.Cached(first.FQDN)
+	if err != nil || e == nil || e.Registry != r.url() || e.Integrity != first.Integrity || e.Meta == nil {
+		t.Fatalf("Cached(%s) = %+v, %v", first.FQDN, e, err)
+	}
+	f, _ := ParseFQDN(first.FQDN)
+	other := f.WithHash("ffff").String()
+	if other == first.FQDN {
+		other = f.WithHash("eeee").String()
+	}
+	if e, err := c.Cached(other); e != nil || err != nil {
+		t.Errorf("Cached(%s), a version not cached = %+v, %v", other, e, err)
+	}
+	if asked.Load() {
+		t.Error("Cached asked the registry")
+	}
+}
