@@ -1,0 +1,92 @@
+//go:build linux
+
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+)
+
+// TestCallNetworkApprovalSaysWhatRanAndWhatToAllow: pml call runs
+// shell:exec under sandbox.network; the command writes a file, then
+// connects to a host the list does not name. The stderr hint and the
+// JSON text say that the command ran, name the refused host and the
+// network list (where it comes from: the file, or PML_ variables), and
+// never tell to edit permissions.ask or to answer with continue_workflow,
+// which a new pml call cannot do. On the old code the hint read
+// `"shell:exec" is listed in permissions.ask … remove it there` and
+// "nothing ran".
+func TestCallNetworkApprovalSaysWhatRanAndWhatToAllow(t *testing.T) {
+	_, allowed := hostHTTP(t, "allowed")
+	other, otherHost := hostHTTP(t, "must not be reached")
+	cmd := fmt.Sprintf(`{"command": "echo ran > ran.txt; wget -q -O - %s/ || echo FAILED"}`, other.URL)
+	check := func(t *testing.T, r cliResult, ws *workspace, want ...string) {
+		t.Helper()
+		out := callJSON(t, r)
+		if r.code != 3 || out.Outcome != "approval_required" {
+			t.Fatalf("exit %d outcome %q, want 3 approval_required\nstdout: %s\nstderr:\n%s", r.code, out.Outcome, r.stdout, r.stderr)
+		}
+		stderr := string(r.stderr)
+		for _, w := range append([]string{"shell:exec ran, and pml's egress proxy refused its connection to " + otherHost + ", which sandbox.network.allow does not allow"}, want...) {
+			if !strings.Contains(stderr, w) {
+				t.Errorf("stderr lacks %q:\n%s", w, stderr)
+			}
+			if !strings.Contains(out.Text, w) {
+				t.Errorf("the JSON text lacks %q:\n%s", w, out.Text)
+			}
+		}
+		for _, bad := range []string{"permissions.ask", "nothing ran", "continue_workflow"} {
+			if strings.Contains(stderr, bad) || strings.Contains(out.Text, bad) {
+				t.Errorf("the message says %q:\nstderr:\n%s\ntext:\n%s", bad, stderr, out.Text)
+			}
+		}
+		if _, err := os.Stat(ws.path("ran.txt")); err != nil {
+			t.Errorf("the command did not run up to the connection: %v", err)
+		}
+	}
+	t.Run("list in .pml.json", func(t *testing.T) {
+		ws := newWorkspace(t, fmt.Sprintf(`{"permissions": {"allow": ["shell:exec"]}, "sandbox": {"network": {"allow": [%q]}}}`, allowed))
+		r := runCLI(t, ws.Dir, nil, "", "call", "shell:exec", cmd)
+		check(t, r, ws, fmt.Sprintf(`jq '.sandbox.network.allow += [%q]' .pml.json`, otherHost))
+	})
+	t.Run("lists in PML_ variables", func(t *testing.T) {
+		ws := newWorkspace(t, "")
+		r := runCLI(t, ws.Dir, []string{"PML_PERMISSIONS_ALLOW=shell:exec", "PML_SANDBOX_NETWORK_ALLOW=" + allowed}, "", "call", "shell:exec", cmd)
+		check(t, r, ws, "add "+otherHost+" to PML_SANDBOX_NETWORK_ALLOW", "export PML_SANDBOX_NETWORK_ALLOW="+allowed+","+otherHost)
+		if _, hint, _ := strings.Cut(string(r.stderr), "pml: call"); strings.Contains(hint, ".pml.json") || strings.Contains(callJSON(t, r).Text, ".pml.json") {
+			t.Errorf("the hint names .pml.json, which does not exist and would change nothing:\n%s", r.stderr)
+		}
+	})
+}
+
+// TestCallApprovalNamesWhatACLIUserCanDo: a permission approval in pml
+// call names the variable the allow list comes from (PML_PERMISSIONS_ALLOW
+// replaces the file's list, so adding to .pml.json would change nothing),
+// and its JSON text no longer tells to answer with continue_workflow.
+func TestCallApprovalNamesWhatACLIUserCanDo(t *testing.T) {
+	ws := newWorkspace(t, `{"permissions": {"allow": ["filesystem:read_file"]}}`)
+	r := runCLI(t, ws.Dir, []string{"PML_PERMISSIONS_ALLOW=filesystem:read_file"}, "", "call", "filesystem:create_directory", `{"path": "made"}`)
+	out := callJSON(t, r)
+	if r.code != 3 || out.Outcome != "approval_required" {
+		t.Fatalf("exit %d outcome %q\nstderr:\n%s", r.code, out.Outcome, r.stderr)
+	}
+	want := []string{"nothing ran; pml call never asks and cannot answer an approval", `add "filesystem:create_directory" to PML_PERMISSIONS_ALLOW`,
+		"export PML_PERMISSIONS_ALLOW=filesystem:read_file,filesystem:create_directory"}
+	for _, w := range want {
+		if !strings.Contains(string(r.stderr), w) || !strings.Contains(out.Text, w) {
+			t.Errorf("stderr or text lacks %q\nstderr:\n%s\ntext:\n%s", w, r.stderr, out.Text)
+		}
+	}
+	for _, bad := range []string{"jq '.permissions.allow", "continue_workflow"} {
+		if strings.Contains(string(r.stderr), bad) || strings.Contains(out.Text, bad) {
+			t.Errorf("the message says %q\nstderr:\n%s\ntext:\n%s", bad, r.stderr, out.Text)
+		}
+	}
+	// With the variable extended as told, the call runs.
+	r = runCLI(t, ws.Dir, []string{"PML_PERMISSIONS_ALLOW=filesystem:read_file,filesystem:create_directory"}, "", "call", "filesystem:create_directory", `{"path": "made"}`)
+	if r.code != 0 {
+		t.Errorf("after following the hint: exit %d\n%s", r.code, r.stderr)
+	}
+}
