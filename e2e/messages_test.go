@@ -90,3 +90,19 @@ func TestCallApprovalNamesWhatACLIUserCanDo(t *testing.T) {
 		t.Errorf("after following the hint: exit %d\n%s", r.code, r.stderr)
 	}
 }
+
+// TestCallErrorKeepsItsLines: a server that crashes during pml call has
+// its last stderr lines in the error; on stderr they follow "its last
+// stderr lines:" (the old summary stopped at the first line break).
+func TestCallErrorKeepsItsLines(t *testing.T) {
+	ws := newWorkspace(t, probeConfig(t, ""))
+	r := runCLI(t, ws.Dir, nil, "", "call", "probe:crash", `{}`)
+	out := callJSON(t, r)
+	if r.code == 0 || !strings.Contains(out.Text, "probe: crashing on request") {
+		t.Fatalf("exit %d, text %q", r.code, out.Text)
+	}
+	_, after, ok := strings.Cut(string(r.stderr), "its last stderr lines:")
+	if !ok || !strings.Contains(after, "probe: crashing on request") {
+		t.Errorf("stderr does not show the server's stderr lines after the colon:\n%s", r.stderr)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -253,23 +254,53 @@ func callExitCode(res broker.Result, ctx, cctx context.Context) int {
 // callSummary is the stderr line for a non-zero exit; for an approval it
 // says exactly what to allow, and how.
 func callSummary(e *env, tool string, code int, res broker.Result) string {
-	first := res.Text
-	if i := strings.IndexByte(first, '\n'); i >= 0 {
-		first = first[:i]
-	}
-	if len(first) > 500 {
-		first = first[:500] + "…"
-	}
+	text := summaryLines(res.Text)
 	a, ok := res.Approval()
 	switch {
 	case code == exitTimeout || code == exitInterrupted:
-		return fmt.Sprintf("call %s: %s", tool, first)
+		return fmt.Sprintf("call %s: %s", tool, text)
 	case code != exitApproval || !ok:
 		// The text may start with the outcome already (the broker's kinds
 		// read "unavailable: …"): say it once.
-		return fmt.Sprintf("call %s: %s: %s", tool, outcomeOf(code), strings.TrimPrefix(first, outcomeOf(code)+": "))
+		return fmt.Sprintf("call %s: %s: %s", tool, outcomeOf(code), strings.TrimPrefix(text, outcomeOf(code)+": "))
 	}
 	return approvalHint(e.cfg, a)
+}
+
+// Bounds of the message repeated on stderr (the JSON on stdout has it
+// all).
+const (
+	summaryMaxLines = 20
+	summaryMaxBytes = 4000
+)
+
+// summaryLines is res.Text for stderr: every line of a multi-line message
+// (a crashed server's "its last stderr lines:" are what says why), bounded,
+// the lines after the first indented under it.
+func summaryLines(text string) string {
+	text = strings.TrimRight(text, "\n")
+	lines := strings.Split(text, "\n")
+	more := 0
+	if len(lines) > summaryMaxLines {
+		more = len(lines) - summaryMaxLines
+		lines = lines[:summaryMaxLines]
+	}
+	out := strings.Join(lines, "\n  ")
+	if len(out) > summaryMaxBytes {
+		cut := summaryMaxBytes
+		for cut > 0 && !utf8.RuneStart(out[cut]) {
+			cut--
+		}
+		out = out[:cut] + "…"
+		more = -1
+	}
+	switch {
+	case more > 0:
+		out += fmt.Sprintf("\n  … (%d more lines in the text of the JSON on stdout)", more)
+	case more < 0:
+		out += "\n  (the whole text is in the JSON on stdout)"
+	}
+	return out
 }
 
 // approvalHint is pml call's stderr block for an approval: what happened

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/pml-dev/pml/broker"
 	"github.com/pml-dev/pml/internal/config"
@@ -214,5 +215,21 @@ func TestNetworkApprovalHint(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSummaryLinesKeepsTheLinesBounded: every line of a message up to the
+// bound, then a count of the rest (the old summary kept the first line).
+func TestSummaryLinesKeepsTheLinesBounded(t *testing.T) {
+	got := summaryLines("unavailable: the MCP server x exited (exit code 3); its last stderr lines:\nboom\nbang\n")
+	if want := "unavailable: the MCP server x exited (exit code 3); its last stderr lines:\n  boom\n  bang"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	long := strings.Repeat("row\n", summaryMaxLines+5)
+	if got := summaryLines(long); strings.Count(got, "row") != summaryMaxLines || !strings.Contains(got, "5 more lines") {
+		t.Errorf("a long text: %q", got)
+	}
+	if got := summaryLines(strings.Repeat("é", summaryMaxBytes)); !utf8.ValidString(got) || len(got) > summaryMaxBytes+100 {
+		t.Errorf("a long line is not cut on a rune: %d bytes", len(got))
 	}
 }
