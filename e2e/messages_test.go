@@ -3,10 +3,14 @@
 package e2e
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestCallNetworkApprovalSaysWhatRanAndWhatToAllow: pml call runs
@@ -104,5 +108,34 @@ func TestCallErrorKeepsItsLines(t *testing.T) {
 	_, after, ok := strings.Cut(string(r.stderr), "its last stderr lines:")
 	if !ok || !strings.Contains(after, "probe: crashing on request") {
 		t.Errorf("stderr does not show the server's stderr lines after the colon:\n%s", r.stderr)
+	}
+}
+
+// TestServeRefusesAShortToken: pml serve with a one-character
+// PML_SERVE_TOKEN exits 2 before it listens, saying how to make a token
+// (the old code served with it).
+func TestServeRefusesAShortToken(t *testing.T) {
+	ws := newWorkspace(t, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	port := freePort(t)
+	cmd := exec.CommandContext(ctx, pmlBin, "serve", "--addr", fmt.Sprintf("127.0.0.1:%d", port))
+	cmd.Dir = ws.Dir
+	cmd.Env = cliEnv("PML_SERVE_TOKEN=x")
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	err := cmd.Run()
+	code := -1
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	}
+	if ctx.Err() != nil || code != 2 {
+		t.Fatalf("pml serve with a one-character token: exit %d (%v), still running: %v\n%s", code, err, ctx.Err() != nil, errb.String())
+	}
+	if !strings.Contains(errb.String(), "PML_SERVE_TOKEN has only 1 character(s)") || !strings.Contains(errb.String(), "openssl rand -hex 24") {
+		t.Errorf("stderr: %s", errb.String())
+	}
+	if _, err := os.Stat(ws.path(".pml")); err == nil {
+		t.Error("pml serve created .pml before refusing")
 	}
 }
