@@ -14,8 +14,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rs/zerolog"
 
 	"github.com/pml-dev/pml/internal/jsonrpc"
+	"github.com/pml-dev/pml/internal/slogzerolog"
 )
 
 // Version is set by cmd/pml at build time.
@@ -116,8 +118,9 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 			" mounted and no network. Paths are absolute or relative to the workspace. A result with approval_required " +
 			"asks the user; answer by calling the same tool again with continue_workflow.",
 		// The SDK's own warnings (an invalid tool name at AddTool, a
-		// notification that could not be sent) go to pml's stderr log.
-		Logger: slog.New(slog.NewTextHandler(b.log, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		// notification that could not be sent) go to pml's stderr log as
+		// its own lines: their level, their attributes as fields.
+		Logger: sdkLogger(b.log),
 		// No logging capability: logs go to pml's stderr, never the protocol.
 		// Tools: listChanged, since tools appear and go at run time.
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
@@ -537,4 +540,10 @@ func ServeStdioRoots(ctx context.Context, b *Broker, in io.ReadCloser, out io.Wr
 	case err := <-ended:
 		return err
 	}
+}
+
+// sdkLogger is the go-sdk's slog.Logger: warnings and errors, written as
+// pml's zerolog lines marked as the SDK's.
+func sdkLogger(log zerolog.Logger) *slog.Logger {
+	return slog.New(slogzerolog.New(log.With().Str("from", "mcp-sdk").Logger(), slog.LevelWarn))
 }
