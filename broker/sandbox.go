@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -264,14 +265,57 @@ func (s *sandbox) supervisor(ctx context.Context) string {
 // defaultCallTimeout bounds a container call when no timeout is set.
 const defaultCallTimeout = 60 * time.Second
 
+// callLimit is a container call's time limit and what set it, so that a
+// timeout names the setting that actually expired.
+type callLimit struct {
+	d time.Duration
+	// arg is the tool's argument that set a limit shorter than
+	// sandbox.timeout ("timeout_ms"); "" when sandbox.timeout is the limit.
+	arg string
+	// max is sandbox.timeout, the most arg may give.
+	max time.Duration
+}
+
+// policyLimit is sandbox.timeout (pml's default when it is not set).
+func (s *sandbox) policyLimit() callLimit {
+	d := time.Duration(s.policy().Timeout)
+	if d <= 0 {
+		d = defaultCallTimeout
+	}
+	return callLimit{d: d, max: d}
+}
+
+// advice says what to change when the limit is too short.
+func (l callLimit) advice() string {
+	if l.arg != "" {
+		return fmt.Sprintf("the limit was the %s argument; give a larger one, up to sandbox.timeout (%s), if the work needs longer", l.arg, l.max)
+	}
+	return raiseTimeout()
+}
+
+// raiseTimeout says where sandbox.timeout is raised: the variable when it
+// comes from pml's environment (which wins over the file), else .pml.json.
+func raiseTimeout() string {
+	if os.Getenv("PML_SANDBOX_TIMEOUT") != "" {
+		return "the limit is sandbox.timeout, from PML_SANDBOX_TIMEOUT in pml's environment; raise it there if the work needs longer"
+	}
+	return "the limit is sandbox.timeout; raise it in .pml.json if the work needs longer"
+}
+
+// callerDeadline is the message for a call stopped by its caller's
+// deadline (pml call --timeout, a code run's budget) before its own limit.
+const callerDeadline = "the call's deadline passed (set by its caller, before its own limit)"
+
 // run executes spec in a single-use container (pre-started from the pool
 // when one is ready) with a deadline and turns runtime failures, timeouts,
 // cancellations and OOM kills into error results. On success it returns the
 // raw container result and a nil failure.
-func (s *sandbox) run(ctx context.Context, spec container.Spec, req container.Request, timeout time.Duration) (container.Result, *Result) {
-	if timeout <= 0 {
-		timeout = defaultCallTimeout
+func (s *sandbox) run(ctx context.Context, spec container.Spec, req container.Request, limit callLimit) (container.Result, *Result) {
+	if limit.d <= 0 {
+		limit = s.policyLimit()
 	}
+	timeout := limit.d
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	names, err := s.exposed(spec.Mounts)
@@ -296,14 +340,21 @@ func (s *sandbox) run(ctx context.Context, spec container.Spec, req container.Re
 		r := errorResult(e)
 		return res, &r
 	}
+	// Whose deadline passed: the caller's (pml call --timeout) is not this
+	// limit, and the message must not name this one.
+	byCaller := errors.Is(parent.Err(), context.DeadlineExceeded)
 	switch {
+	case err != nil && errors.Is(err, container.ErrAtCap) && byCaller:
+		return fail(fmt.Errorf("%s while the call waited for a container: %w", callerDeadline, err))
 	case err != nil && errors.Is(err, container.ErrAtCap):
 		return fail(fmt.Errorf("timed out after %s waiting for a container: %w", timeout, err))
+	case err != nil && !res.TimedOut && byCaller && !errors.Is(err, container.ErrImageMissing):
+		return fail(fmt.Errorf("%s before the container answered; it was removed: %w", callerDeadline, err))
 	case err != nil && !res.TimedOut && errors.Is(ctx.Err(), context.DeadlineExceeded) && !errors.Is(err, container.ErrImageMissing):
 		// The call's time ran out before its container answered (a slow
 		// engine start counts): to the person it is a timeout, not an
 		// engine failure.
-		return fail(fmt.Errorf("timed out after %s before the container answered; it was removed (raise sandbox.timeout in .pml.json if the work needs longer): %w", timeout, err))
+		return fail(fmt.Errorf("timed out after %s before the container answered; it was removed (%s): %w", timeout, limit.advice(), err))
 	case err != nil && errors.As(err, new(*container.PullError)):
 		return fail(fmt.Errorf("%w: %w", ErrUnavailable, err))
 	case err != nil && errors.Is(err, container.ErrImageMissing):
@@ -312,8 +363,10 @@ func (s *sandbox) run(ctx context.Context, spec container.Spec, req container.Re
 		return fail(fmt.Errorf("%w: %w", ErrUnavailable, err))
 	case err != nil && !res.TimedOut && !res.Cancelled:
 		return fail(fmt.Errorf("%w: running the container failed: %w", ErrUnavailable, err))
+	case res.TimedOut && byCaller:
+		return fail(fmt.Errorf("%s: the container was killed", callerDeadline))
 	case res.TimedOut:
-		return fail(fmt.Errorf("timed out after %s: the container was killed (raise sandbox.timeout in .pml.json if the work needs longer)", timeout))
+		return fail(fmt.Errorf("timed out after %s: the container was killed (%s)", timeout, limit.advice()))
 	case res.Cancelled:
 		return fail(errors.New("cancelled: the container was killed"))
 	case res.Exit.OOMKilled:

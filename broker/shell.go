@@ -79,7 +79,7 @@ func (e shellExec) run(ctx context.Context, def toolbox.Tool, args map[string]an
 	if refused != nil {
 		return *refused
 	}
-	timeout, err := e.timeout(args)
+	limit, err := e.timeout(args)
 	if err != nil {
 		return errorResult(err)
 	}
@@ -94,7 +94,7 @@ func (e shellExec) run(ctx context.Context, def toolbox.Tool, args map[string]an
 		// kill it (pml killed, or the daemon connection lost).
 		spec.Entrypoint = []string{supervise.Binary, supervise.Subcommand}
 		spec.Mounts = append(spec.Mounts, container.Mount{Source: exe, Target: supervise.Binary, ReadOnly: true})
-		stdin = supervise.Request(timeout+deadlineMargin, cwd, command)
+		stdin = supervise.Request(limit.d+deadlineMargin, cwd, command)
 	}
 	// sandbox.network: the supervisor runs the egress listener beside the
 	// command (egress.go); without it there is no way out at all.
@@ -107,7 +107,7 @@ func (e shellExec) run(ctx context.Context, def toolbox.Tool, args map[string]an
 		}
 		spec.Entrypoint = append(spec.Entrypoint, inside.Flag, spec.Egress)
 	}
-	res, failure := e.sb.run(ctx, spec, container.Request{Stdin: stdin, Limit: e.sb.policy().OutputLimit}, timeout)
+	res, failure := e.sb.run(ctx, spec, container.Request{Stdin: stdin, Limit: e.sb.policy().OutputLimit}, limit)
 	out := ShellOutput{Stdout: string(res.Stdout), Stderr: string(res.Stderr), ExitCode: res.Exit.Code, Truncated: res.Truncated}
 	if failure != nil {
 		// Keep what the command printed before it was stopped.
@@ -152,21 +152,18 @@ func (e shellExec) cwd(def toolbox.Tool, args map[string]any) (string, *Result) 
 }
 
 // timeout is sandbox.timeout, or the shorter timeout_ms argument.
-func (e shellExec) timeout(args map[string]any) (time.Duration, error) {
-	timeout := time.Duration(e.sb.policy().Timeout)
-	if timeout <= 0 {
-		timeout = defaultCallTimeout
-	}
+func (e shellExec) timeout(args map[string]any) (callLimit, error) {
+	limit := e.sb.policyLimit()
 	if v, ok := args["timeout_ms"]; ok {
 		ms, ok := v.(float64)
 		if !ok || ms < 1 || ms != float64(int64(ms)) {
-			return 0, fmt.Errorf("%w: shell:exec: argument \"timeout_ms\" must be a whole number of milliseconds ≥ 1", ErrInvalidInput)
+			return callLimit{}, fmt.Errorf("%w: shell:exec: argument \"timeout_ms\" must be a whole number of milliseconds ≥ 1", ErrInvalidInput)
 		}
-		if d := time.Duration(ms) * time.Millisecond; d < timeout {
-			timeout = d
+		if d := time.Duration(ms) * time.Millisecond; d < limit.d {
+			limit.d, limit.arg = d, "timeout_ms"
 		}
 	}
-	return timeout, nil
+	return limit, nil
 }
 
 // spec is the container of a shell:exec call, once its image is

@@ -139,3 +139,33 @@ func TestServeRefusesAShortToken(t *testing.T) {
 		t.Error("pml serve created .pml before refusing")
 	}
 }
+
+// TestCallTimeoutNamesTheLimitThatExpired: with --timeout shorter than
+// sandbox.timeout the message names --timeout only (the old one added
+// "(timed out after 1m0s …)", sandbox.timeout's default); a timeout_ms
+// expiry names timeout_ms, not sandbox.timeout.
+func TestCallTimeoutNamesTheLimitThatExpired(t *testing.T) {
+	ws := newWorkspace(t, `{"permissions": {"allow": ["shell:exec"]}}`)
+	t.Run("--timeout", func(t *testing.T) {
+		r := runCLI(t, ws.Dir, nil, "", "call", "shell:exec", `{"command": "echo started; sleep 30"}`, "--timeout", "2s")
+		out := callJSON(t, r)
+		if r.code != 124 || !strings.HasPrefix(out.Text, "--timeout 2s expired") || !strings.Contains(out.Text, "started") {
+			t.Fatalf("exit %d text %q", r.code, out.Text)
+		}
+		for _, bad := range []string{"1m0s", "sandbox.timeout", "timed out after"} {
+			if strings.Contains(out.Text, bad) || strings.Contains(string(r.stderr), bad) {
+				t.Errorf("the message names %q, which did not expire:\ntext: %s\nstderr: %s", bad, out.Text, r.stderr)
+			}
+		}
+	})
+	t.Run("timeout_ms", func(t *testing.T) {
+		r := runCLI(t, ws.Dir, nil, "", "call", "shell:exec", `{"command": "echo started; sleep 30", "timeout_ms": 1500}`)
+		out := callJSON(t, r)
+		if r.code == 0 || !strings.Contains(out.Text, "timed out after 1.5s") || !strings.Contains(out.Text, "the limit was the timeout_ms argument") {
+			t.Fatalf("exit %d text %q", r.code, out.Text)
+		}
+		if strings.Contains(out.Text, "raise it in .pml.json") || strings.Contains(out.Text, "raise sandbox.timeout") {
+			t.Errorf("the message tells to raise sandbox.timeout: %q", out.Text)
+		}
+	})
+}

@@ -220,10 +220,11 @@ func runCall(ctx context.Context, g *globals, tool, rawArgs string, timeout time
 	}
 	switch code {
 	case exitTimeout:
-		// The tool's own message may name sandbox.timeout; say which bound hit.
-		res.Text = fmt.Sprintf("--timeout %s expired: the call was stopped and its container killed and removed (%s)", timeout, res.Text)
+		// The bound that hit first is --timeout (the tool's own message
+		// says the caller's deadline passed); what it printed follows.
+		res.Text = fmt.Sprintf("--timeout %s expired: the call was stopped and its container killed and removed.\n%s", timeout, res.Text)
 	case exitInterrupted:
-		res.Text = fmt.Sprintf("interrupted: the call was stopped and its container killed and removed (%s)", res.Text)
+		res.Text = fmt.Sprintf("interrupted: the call was stopped and its container killed and removed.\n%s", res.Text)
 	}
 	o := callOutput{Tool: tool, Outcome: outcomeOf(code), ExitCode: code, IsError: res.IsError, Text: res.Text, Structured: res.Structured}
 	writeOutput(out, o)
