@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/egress/inside"
 	"github.com/pml-dev/pml/internal/pathguard"
@@ -100,7 +101,7 @@ func (e shellExec) run(ctx context.Context, def toolbox.Tool, args map[string]an
 	// command (egress.go); without it there is no way out at all.
 	if rules := *e.sb.egress.shell.Load(); !rules.Empty() {
 		if exe := e.sb.supervisor(ctx); exe == "" {
-			return errorResult(fmt.Errorf("%w: sandbox.network needs pml's supervisor in the shell container, and pml's in-container program is missing (make build); nothing ran", ErrUnavailable))
+			return errorResult(fmt.Errorf("%w: sandbox.network needs pml's supervisor in the shell container, and pml's in-container program is missing from this pml; reinstall pml from a release (docs/install.md), or build it from source with `make build`; nothing ran", ErrUnavailable))
 		}
 		if err := e.sb.withEgress(&spec, shellEgressID, "shell:exec", "sandbox.network.allow", rules); err != nil {
 			return errorResult(fmt.Errorf("%w: %w", ErrUnavailable, err))
@@ -172,8 +173,12 @@ func (e shellExec) spec(ctx context.Context) (container.Spec, error) {
 	image := e.image
 	if ok, err := e.sb.rt.ImageExists(ctx, image); err != nil {
 		return container.Spec{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	} else if !ok && image == config.DefaultShellImage {
+		return container.Spec{}, fmt.Errorf("%w: the shell image %s is not on this host (the container engine has no such image): run `pml images build` (it builds the shell image locally from a static busybox, Debian's busybox-static) or `pml images pull`, or set sandbox.shell_image in .pml.json to an image that has /bin/sh", ErrUnavailable, image)
 	} else if !ok {
-		return container.Spec{}, fmt.Errorf("%w: the shell image %s is not on this host (the container engine has no such image): run `make images` (builds it locally from Debian's busybox-static) or set sandbox.shell_image in .pml.json to an image that has /bin/sh", ErrUnavailable, image)
+		// pml's commands build only its own shell image: this one is the
+		// person's to get.
+		return container.Spec{}, fmt.Errorf("%w: the shell image %s named by sandbox.shell_image is not on this host (the container engine has no such image): pull or build it (`pml images pull` pulls the images .pml.json names), or remove sandbox.shell_image to use pml's own %s", ErrUnavailable, image, config.DefaultShellImage)
 	}
 	return container.Spec{
 		Image:      image,

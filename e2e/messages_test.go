@@ -169,3 +169,20 @@ func TestCallTimeoutNamesTheLimitThatExpired(t *testing.T) {
 		}
 	})
 }
+
+// TestAMissingShellImageSaysHowToGetIt: a sandbox.shell_image the engine
+// does not have is the person's image to pull or build (the old message
+// said `make images`, a target of pml's source tree that builds pml's own
+// shell image, not this one).
+func TestAMissingShellImageSaysHowToGetIt(t *testing.T) {
+	ws := newWorkspace(t, `{"permissions": {"allow": ["shell:exec"]}, "sandbox": {"shell_image": "pml-e2e/no-such-shell:1"}}`)
+	r := runCLI(t, ws.Dir, nil, "", "call", "shell:exec", `{"command": "true"}`)
+	out := callJSON(t, r)
+	if r.code != 5 || !strings.Contains(out.Text, "pml-e2e/no-such-shell:1 named by sandbox.shell_image is not on this host") ||
+		!strings.Contains(out.Text, "pml images pull") || !strings.Contains(out.Text, "remove sandbox.shell_image") {
+		t.Fatalf("exit %d text %q", r.code, out.Text)
+	}
+	if strings.Contains(out.Text, "make ") {
+		t.Errorf("the message names a make target: %q", out.Text)
+	}
+}

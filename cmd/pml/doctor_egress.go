@@ -43,7 +43,7 @@ func checkEgress(cfg *config.Config, info container.Info, scope egressFacts) che
 		status = "fail"
 	}
 	return check{status, "egress", fmt.Sprintf("path: %s: %s; servers and shell:exec given network run without it, and dependency installs use the engine's bridge network; %s", path, why, who),
-		"run pml on the Docker host itself, with its in-container program (make build)"}
+		"run pml on the Docker host itself (a release of pml carries its in-container program)"}
 }
 
 // egressFacts is what decides the egress path besides the daemon's info:

@@ -416,7 +416,7 @@ func (s *Server) connect(ctx context.Context, start Starter, spec container.Spec
 		case errors.As(err, &pe):
 			return nil, fmt.Errorf("the MCP server %s cannot start: %w", s.o.Name, pe)
 		case errors.Is(err, container.ErrImageMissing):
-			return nil, fmt.Errorf("the MCP server %s cannot start: its image %s is not on this host (build or pull it, e.g. `make images` or `pml images pull`): %w", s.o.Name, spec.Image, container.ErrImageMissing)
+			return nil, fmt.Errorf("the MCP server %s cannot start: its image %s is not on this host (pull or build it: `pml images pull`): %w", s.o.Name, spec.Image, container.ErrImageMissing)
 		}
 		return nil, fmt.Errorf("the MCP server %s cannot start: %w", s.o.Name, err)
 	}
