@@ -322,11 +322,22 @@ func multiRoundTrip(ss *mcp.ServerSession) bool {
 
 // elicitParams asks a person to approve a (e.g. tool permission) workflow.
 func elicitParams(a Approval) *mcp.ElicitParams {
-	msg := a.Description + " (Continue runs it once, Always also adds it to permissions.allow in .pml.json, Abort does not run it.)"
+	// What each choice does: a network approval's call already ran, and
+	// its "always" adds the host to a network list, not the tool to
+	// permissions.allow.
+	cont, abort := "Continue runs it once", "Abort does not run it"
+	always := "Always also adds it to permissions.allow in .pml.json"
+	if a.ApprovalType == ApprovalNetwork {
+		cont, abort = "Continue allows the connection for this session and runs the call again", "Abort runs nothing more"
+	}
+	if adds, ok := a.Context["always_adds"].(string); ok {
+		always = "Always also adds " + adds
+	}
+	msg := a.Description + " (" + cont + ", " + always + ", " + abort + ".)"
 	enum, names := []string{"continue", "always", "abort"}, []string{"Continue", "Always", "Abort"}
 	if !slices.Contains(a.Options, "always") {
 		enum, names = []string{"continue", "abort"}, []string{"Continue", "Abort"}
-		msg = a.Description + " (Continue runs it once, Abort does not run it.)"
+		msg = a.Description + " (" + cont + ", " + abort + ".)"
 	}
 	return &mcp.ElicitParams{
 		Message: msg,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -293,13 +294,20 @@ func (l callLimit) advice() string {
 	return raiseTimeout()
 }
 
-// raiseTimeout says where sandbox.timeout is raised: the variable when it
-// comes from pml's environment (which wins over the file), else .pml.json.
+// raiseTimeout says where sandbox.timeout is raised.
 func raiseTimeout() string {
-	if os.Getenv("PML_SANDBOX_TIMEOUT") != "" {
-		return "the limit is sandbox.timeout, from PML_SANDBOX_TIMEOUT in pml's environment; raise it there if the work needs longer"
+	return "the limit is sandbox.timeout; " + raiseSetting("sandbox.timeout") + " if the work needs longer"
+}
+
+// raiseSetting says where a sandbox setting is raised: its PML_ variable
+// when pml's environment sets it (the variable wins over the file), else
+// .pml.json.
+func raiseSetting(key string) string {
+	env := "PML_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
+	if os.Getenv(env) != "" {
+		return "raise " + env + " in pml's environment (it sets " + key + ")"
 	}
-	return "the limit is sandbox.timeout; raise it in .pml.json if the work needs longer"
+	return "raise " + key + " in .pml.json"
 }
 
 // callerDeadline is the message for a call stopped by its caller's
@@ -370,7 +378,7 @@ func (s *sandbox) run(ctx context.Context, spec container.Spec, req container.Re
 	case res.Cancelled:
 		return fail(errors.New("cancelled: the container was killed"))
 	case res.Exit.OOMKilled:
-		return fail(fmt.Errorf("killed: out of memory (limit %s; raise sandbox.memory in .pml.json if needed)", s.policy().Resources.Memory))
+		return fail(fmt.Errorf("killed: out of memory (limit %s; %s if needed)", s.policy().Resources.Memory, raiseSetting("sandbox.memory")))
 	}
 	return res, nil
 }
