@@ -186,3 +186,26 @@ func TestAMissingShellImageSaysHowToGetIt(t *testing.T) {
 		t.Errorf("the message names a make target: %q", out.Text)
 	}
 }
+
+// TestARejectedNetworkApprovalSaysTheCallRan: a network approval comes
+// after the command ran up to the refused connection; rejecting it says
+// so (the old text said "Rejected: shell:exec was not run.").
+func TestARejectedNetworkApprovalSaysTheCallRan(t *testing.T) {
+	_, allowed := hostHTTP(t, "allowed")
+	other, otherHost := hostHTTP(t, "must not be reached")
+	ws := newWorkspace(t, fmt.Sprintf(`{"permissions": {"allow": ["shell:exec"]}, "sandbox": {"network": {"allow": [%q]}}}`, allowed))
+	s := startSession(t, ws)
+	_, res := s.call(t, "shell:exec", map[string]any{"command": "echo ran > ran.txt; wget -q -O - " + other.URL + "/ || true"})
+	var a approval
+	structured(t, res, &a)
+	if a.ApprovalType != "network" {
+		t.Fatalf("no network approval: %+v", a)
+	}
+	out, res := s.call(t, "pml:continue_workflow", cont(a.WorkflowID, false, false))
+	if !res.IsError || !strings.Contains(out, "shell:exec ran once, up to its refused connection to "+otherHost+", and was not run again") || strings.Contains(out, "was not run.") {
+		t.Errorf("reject: %q", out)
+	}
+	if _, err := os.Stat(ws.path("ran.txt")); err != nil {
+		t.Errorf("the command did not run before its connection: %v", err)
+	}
+}
