@@ -441,6 +441,15 @@ func replacesFile(cfg *config.Config, key string) string {
 	return ", which replaces the file's " + key
 }
 
+// allowList names the permissions.allow in force: PML_PERMISSIONS_ALLOW,
+// when set, replaces the file's.
+func allowList() string {
+	if os.Getenv("PML_PERMISSIONS_ALLOW") != "" {
+		return "PML_PERMISSIONS_ALLOW (which replaces permissions.allow in .pml.json)"
+	}
+	return "permissions.allow in .pml.json"
+}
+
 // envSource is the PML_ variable key's value comes from, or "" when it
 // comes from a file or pml's default.
 func envSource(cfg *config.Config, key string) string {

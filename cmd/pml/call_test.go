@@ -233,3 +233,16 @@ func TestSummaryLinesKeepsTheLinesBounded(t *testing.T) {
 		t.Errorf("a long line is not cut on a rune: %d bytes", len(got))
 	}
 }
+
+// TestAllowListNamesTheListInForce: pml add's note names
+// PML_PERMISSIONS_ALLOW when it is set (it replaces the file's list).
+func TestAllowListNamesTheListInForce(t *testing.T) {
+	t.Setenv("PML_PERMISSIONS_ALLOW", "")
+	if got := allowList(); got != "permissions.allow in .pml.json" {
+		t.Errorf("without the variable: %q", got)
+	}
+	t.Setenv("PML_PERMISSIONS_ALLOW", "filesystem:*")
+	if got := allowList(); !strings.HasPrefix(got, "PML_PERMISSIONS_ALLOW") {
+		t.Errorf("with the variable: %q", got)
+	}
+}
