@@ -209,3 +209,25 @@ func TestARejectedNetworkApprovalSaysTheCallRan(t *testing.T) {
 		t.Errorf("the command did not run before its connection: %v", err)
 	}
 }
+
+// TestCallRefusesToAnswerAnApproval: pml call with continue_workflow (or
+// pml:continue_workflow) is a usage error saying why it cannot work (the
+// old answer, "unknown workflow … call the tool again to get a new one",
+// sent a CI user round in a circle).
+func TestCallRefusesToAnswerAnApproval(t *testing.T) {
+	ws := newWorkspace(t, `{"permissions": {"allow": ["shell:exec"]}}`)
+	for _, args := range [][]string{
+		{"pml:continue_workflow", `{"workflow_id": "wf-1", "approved": true}`},
+		{"pml__continue_workflow", `{"workflow_id": "wf-1", "approved": true}`},
+		{"shell:exec", `{"command": "echo ran > ran.txt", "continue_workflow": {"workflow_id": "wf-1", "approved": true}}`},
+	} {
+		r := runCLI(t, ws.Dir, nil, "", append([]string{"call"}, args...)...)
+		out := callJSON(t, r)
+		if r.code != 2 || !strings.Contains(out.Text, "pml call cannot answer an approval") || strings.Contains(out.Text, "call the tool again") {
+			t.Errorf("%v: exit %d text %q", args, r.code, out.Text)
+		}
+	}
+	if _, err := os.Stat(ws.path("ran.txt")); err == nil {
+		t.Error("the call ran")
+	}
+}

@@ -197,6 +197,9 @@ func runCall(ctx context.Context, g *globals, tool, rawArgs string, timeout time
 	// TOOL may be the wire name an MCP client sees (filesystem__read_file);
 	// everything from here on, the output too, uses pml's own name.
 	tool = e.broker.ToolName(tool)
+	if err := answersApproval(tool, args); err != nil {
+		return fail(exitUsage, err)
+	}
 	reaped := e.reapInBackground(ctx)
 	e.broker.StartCloud(ctx)
 
@@ -232,6 +235,20 @@ func runCall(ctx context.Context, g *globals, tool, rawArgs string, timeout time
 		return nil
 	}
 	return &exitError{code, errors.New(callSummary(e, tool, code, res))}
+}
+
+// answersApproval refuses an answer to an approval: a workflow lives in
+// the process that asked it, and each pml call is a new one, so the
+// broker's "unknown workflow … call the tool again" would send a CI user
+// round in a circle.
+func answersApproval(tool string, args json.RawMessage) error {
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal(args, &m)
+	if _, ok := m["continue_workflow"]; !ok && tool != broker.ContinueTool {
+		return nil
+	}
+	return errors.New("pml call cannot answer an approval: an approval is answered in the session that asked it, and each pml call is a new process. " +
+		"Allow the call before running it instead: the approval_required output of the call says what to allow and where")
 }
 
 // callExitCode maps a result to the exit code table. ctx is the command's
