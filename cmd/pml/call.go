@@ -421,8 +421,12 @@ func networkHelp(cfg *config.Config, a broker.Approval) (what, fix string) {
 	key := stringOf(a.Context["config_key"])
 	who := stringOf(a.Context["who"])
 	list := strings.Join(hosts, ", ")
-	what = fmt.Sprintf("%s ran, and pml's egress proxy refused its connection to %s, which %s does not allow; the call went on without it, and what it did up to there is done (its output is in structured.context.result of the JSON on stdout). %s, so allow the host before running it again.",
-		who, list, key, cannotAsk)
+	output := ""
+	if _, ok := a.Context["result"]; ok {
+		output = " (its output is in structured.context.result of the JSON on stdout)"
+	}
+	what = fmt.Sprintf("%s ran, and pml's egress proxy refused its connection to %s, which %s does not allow; the call went on without it, and what it did up to there is done%s. %s, so allow the host before running it again.",
+		who, list, key, output, cannotAsk)
 	if env := envSource(cfg, key); env != "" {
 		cur := cfg.Sandbox.Network.Allow
 		return what, fmt.Sprintf("add %s to %s%s:\n  export %s=%s", list, env, replacesFile(cfg, key), env, shellQuote(strings.Join(append(slices.Clone(cur), hosts...), ",")))

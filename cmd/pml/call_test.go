@@ -178,7 +178,7 @@ func TestApprovalHintFollowsWhereTheSettingComesFrom(t *testing.T) {
 func TestNetworkApprovalHint(t *testing.T) {
 	net := func(key, who string) broker.Approval {
 		return broker.Approval{Tool: "shell:exec", ApprovalType: broker.ApprovalNetwork, Context: map[string]any{
-			"pattern": "shell:exec", "hosts": []string{"example.com:443"}, "config_key": key, "who": who}}
+			"pattern": "shell:exec", "hosts": []string{"example.com:443"}, "config_key": key, "who": who, "result": "exit code: 1"}}
 	}
 	file := &config.Config{Path: "/w/.pml.json", Exists: true, Permissions: config.Permissions{Allow: []string{"shell:exec"}},
 		Sources: map[string]string{"permissions.allow": "/w/.pml.json"}}
@@ -192,7 +192,7 @@ func TestNetworkApprovalHint(t *testing.T) {
 		want []string
 	}{
 		{"shell:exec, file", file, net("sandbox.network.allow", "shell:exec"),
-			[]string{"shell:exec ran, and pml's egress proxy refused its connection to example.com:443, which sandbox.network.allow does not allow",
+			[]string{"shell:exec ran, and pml's egress proxy refused its connection to example.com:443, which sandbox.network.allow does not allow", "structured.context.result",
 				`jq '.sandbox.network.allow += ["example.com:443"]' .pml.json`}},
 		{"shell:exec, variable", envNet, net("sandbox.network.allow", "shell:exec"),
 			[]string{"add example.com:443 to PML_SANDBOX_NETWORK_ALLOW", "export PML_SANDBOX_NETWORK_ALLOW=a.test:80,example.com:443"}},
