@@ -231,3 +231,20 @@ func TestCallRefusesToAnswerAnApproval(t *testing.T) {
 		t.Error("the call ran")
 	}
 }
+
+// TestCallTimeoutOfAServerCallNamesTimeout: a server's tool stopped by
+// pml call --timeout says the caller's deadline passed, not "timed out
+// after 1m0s (… raise sandbox.timeout …)".
+func TestCallTimeoutOfAServerCallNamesTimeout(t *testing.T) {
+	ws := newWorkspace(t, probeConfig(t, ""))
+	r := runCLI(t, ws.Dir, nil, "", "call", "probe:sleep", `{"ms": 60000, "tag": "long"}`, "--timeout", "8s")
+	out := callJSON(t, r)
+	if r.code != 124 || !strings.HasPrefix(out.Text, "--timeout 8s expired") {
+		t.Fatalf("exit %d text %q\n%s", r.code, out.Text, r.stderr)
+	}
+	for _, bad := range []string{"1m0s", "sandbox.timeout", "timed out after"} {
+		if strings.Contains(out.Text, bad) {
+			t.Errorf("the message names %q, which did not expire: %q", bad, out.Text)
+		}
+	}
+}
