@@ -556,5 +556,5 @@ func ServeStdioRoots(ctx context.Context, b *Broker, in io.ReadCloser, out io.Wr
 // sdkLogger is the go-sdk's slog.Logger: warnings and errors, written as
 // pml's zerolog lines marked as the SDK's.
 func sdkLogger(log zerolog.Logger) *slog.Logger {
-	return slog.New(slogzerolog.New(log.With().Str("from", "mcp-sdk").Logger(), slog.LevelWarn))
+	return slogzerolog.Logger(log, "mcp-sdk", slog.LevelWarn)
 }

@@ -30,6 +30,12 @@ func New(log zerolog.Logger, min slog.Leveler) *Handler {
 	return &Handler{log: log, min: min}
 }
 
+// Logger is a slog.Logger over log for a library's records at min and
+// above, each line marked with from (e.g. "mcp-sdk").
+func Logger(log zerolog.Logger, from string, min slog.Level) *slog.Logger {
+	return slog.New(New(log.With().Str("from", from).Logger(), min))
+}
+
 // Level is the zerolog level of a slog level: slog's levels are integers
 // with room between the named ones, each counted with the named level
 // below it.
