@@ -81,7 +81,7 @@ func (b *Broker) answer(ctx context.Context, c *Call, wfs *Workflows, wf *workfl
 		wfs.finish(wf)
 		c.note(audit.Entry{Tool: wf.tool, Decision: audit.Rejected, WorkflowID: wf.id, ArgKeys: keys})
 		return Result{
-			Text:       fmt.Sprintf("Rejected: %s was not run.", wf.tool),
+			Text:       fmt.Sprintf("Rejected: %s.", notRun(wf)),
 			Structured: map[string]any{"status": "rejected", "workflow_id": wf.id, "tool": wf.tool},
 			IsError:    true,
 		}

@@ -104,7 +104,7 @@ func (b *Broker) answerNetwork(ctx context.Context, c *Call, wfs *Workflows, wf 
 		if why := b.networkAlwaysBlocked(g.key); why != "" {
 			wfs.release(wf)
 			c.note(audit.Entry{Tool: wf.tool, Decision: audit.Failed, WorkflowID: wf.id, Reason: "always cannot be kept"})
-			return errorResult(fmt.Errorf("%w: \"always\" is not offered here: %s. Answer again with always: false to allow it for this session", ErrInvalidInput, why))
+			return errorResult(fmt.Errorf("%w: \"always\" is not offered here: %s; %s. Answer again with always: false to allow it for this session", ErrInvalidInput, why, notRun(wf)))
 		}
 		err := b.writeConfig(func(old []byte) ([]byte, error) {
 			cur := old
@@ -125,7 +125,7 @@ func (b *Broker) answerNetwork(ctx context.Context, c *Call, wfs *Workflows, wf 
 		if err != nil {
 			wfs.release(wf)
 			c.note(audit.Entry{Tool: wf.tool, Decision: audit.Failed, WorkflowID: wf.id, Reason: "could not save always"})
-			return errorResult(fmt.Errorf("could not add %s to %s: %v. Nothing ran; answer again with always: false to allow it for this session", strings.Join(g.hosts, ", "), g.key, err))
+			return errorResult(fmt.Errorf("could not add %s to %s: %v; %s. Answer again with always: false to allow it for this session", strings.Join(g.hosts, ", "), g.key, err, notRun(wf)))
 		}
 		decision = audit.Always
 	}
@@ -138,6 +138,16 @@ func (b *Broker) answerNetwork(ctx context.Context, c *Call, wfs *Workflows, wf 
 	wfs.finish(wf)
 	b.log.Info().Str("who", g.who).Strs("hosts", g.hosts).Bool("always", always).Msg("network approved")
 	return b.runTool(ctx, c, wf.tool, wf.args, decision, wf.pattern, wf.id)
+}
+
+// notRun says what of wf's call ran when it is not run (again): nothing,
+// except for a network approval, whose call ran once up to the refused
+// connection.
+func notRun(wf *workflow) string {
+	if g, ok := wf.data.(*networkGrant); ok && wf.typ == ApprovalNetwork {
+		return fmt.Sprintf("%s ran once, up to its refused connection to %s, and was not run again", wf.tool, strings.Join(g.hosts, ", "))
+	}
+	return wf.tool + " was not run"
 }
 
 func truncateText(s string, n int) string {

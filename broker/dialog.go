@@ -54,7 +54,7 @@ func (b *Broker) askInDialog(ctx context.Context, c *Call, wf *workflow, a Appro
 		if b.cfg.HIL.RequireElicitation {
 			wfs.finish(wf)
 			c.note(audit.Entry{Tool: wf.tool, Decision: audit.Rejected, Pattern: wf.pattern, WorkflowID: wf.id, Reason: "hil.require_elicitation: the client's dialog failed"})
-			return errorResult(fmt.Errorf("%w: %s needs a person's approval, the client's dialog (MCP elicitation) failed to ask, and hil.require_elicitation allows no other way; nothing ran. Call the tool again to be asked again", ErrDenied, wf.tool))
+			return errorResult(fmt.Errorf("%w: %s needs a person's approval, the client's dialog (MCP elicitation) failed to ask, and hil.require_elicitation allows no other way; %s. Call the tool again to be asked again", ErrDenied, wf.tool, notRun(wf)))
 		}
 		return approvalResult(a)
 	}
@@ -79,7 +79,7 @@ func (b *Broker) dialogAnswer(ctx context.Context, c *Call, wfs *Workflows, wf *
 	wfs.settled(wf, choice, false)
 	res := b.answer(ctx, c, wfs, wf, false, false)
 	if !paused {
-		res.Text = fmt.Sprintf("Rejected: %s was not run: the person was asked in the client's dialog and %s. This is final; a continue_workflow for it is refused.", wf.tool, choice)
+		res.Text = fmt.Sprintf("Rejected: %s: the person was asked in the client's dialog and %s. This is final; a continue_workflow for it is refused.", notRun(wf), choice)
 		res.err = errDeclined
 	}
 	return res

@@ -20,7 +20,7 @@ import (
 func NewHTTPHandler(b *Broker, token string) http.Handler {
 	server := NewMCPServer(b)
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
-		&mcp.StreamableHTTPOptions{MaxRequestBodyBytes: jsonrpc.MaxFrame})
+		&mcp.StreamableHTTPOptions{MaxRequestBodyBytes: jsonrpc.MaxFrame, Logger: sdkLogger(b.log)})
 	return guard(token, h)
 }
 

@@ -14,8 +14,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rs/zerolog"
 
 	"github.com/pml-dev/pml/internal/jsonrpc"
+	"github.com/pml-dev/pml/internal/slogzerolog"
 )
 
 // Version is set by cmd/pml at build time.
@@ -116,8 +118,9 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 			" mounted and no network. Paths are absolute or relative to the workspace. A result with approval_required " +
 			"asks the user; answer by calling the same tool again with continue_workflow.",
 		// The SDK's own warnings (an invalid tool name at AddTool, a
-		// notification that could not be sent) go to pml's stderr log.
-		Logger: slog.New(slog.NewTextHandler(b.log, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		// notification that could not be sent) go to pml's stderr log as
+		// its own lines: their level, their attributes as fields.
+		Logger: sdkLogger(b.log),
 		// No logging capability: logs go to pml's stderr, never the protocol.
 		// Tools: listChanged, since tools appear and go at run time.
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
@@ -319,11 +322,22 @@ func multiRoundTrip(ss *mcp.ServerSession) bool {
 
 // elicitParams asks a person to approve a (e.g. tool permission) workflow.
 func elicitParams(a Approval) *mcp.ElicitParams {
-	msg := a.Description + " (Continue runs it once, Always also adds it to permissions.allow in .pml.json, Abort does not run it.)"
+	// What each choice does: a network approval's call already ran, and
+	// its "always" adds the host to a network list, not the tool to
+	// permissions.allow.
+	cont, abort := "Continue runs it once", "Abort does not run it"
+	always := "Always also adds it to permissions.allow in .pml.json"
+	if a.ApprovalType == ApprovalNetwork {
+		cont, abort = "Continue allows the connection for this session and runs the call again", "Abort runs nothing more"
+	}
+	if adds, ok := a.Context["always_adds"].(string); ok {
+		always = "Always also adds " + adds
+	}
+	msg := a.Description + " (" + cont + ", " + always + ", " + abort + ".)"
 	enum, names := []string{"continue", "always", "abort"}, []string{"Continue", "Always", "Abort"}
 	if !slices.Contains(a.Options, "always") {
 		enum, names = []string{"continue", "abort"}, []string{"Continue", "Abort"}
-		msg = a.Description + " (Continue runs it once, Abort does not run it.)"
+		msg = a.Description + " (" + cont + ", " + abort + ".)"
 	}
 	return &mcp.ElicitParams{
 		Message: msg,
@@ -537,4 +551,10 @@ func ServeStdioRoots(ctx context.Context, b *Broker, in io.ReadCloser, out io.Wr
 	case err := <-ended:
 		return err
 	}
+}
+
+// sdkLogger is the go-sdk's slog.Logger: warnings and errors, written as
+// pml's zerolog lines marked as the SDK's.
+func sdkLogger(log zerolog.Logger) *slog.Logger {
+	return slogzerolog.Logger(log, "mcp-sdk", slog.LevelWarn)
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -268,14 +270,64 @@ func (s *sandbox) supervisor(ctx context.Context) string {
 // defaultCallTimeout bounds a container call when no timeout is set.
 const defaultCallTimeout = 60 * time.Second
 
+// callLimit is a container call's time limit and what set it, so that a
+// timeout names the setting that actually expired.
+type callLimit struct {
+	d time.Duration
+	// arg is the tool's argument that set a limit shorter than
+	// sandbox.timeout ("timeout_ms"); "" when sandbox.timeout is the limit.
+	arg string
+	// max is sandbox.timeout, the most arg may give.
+	max time.Duration
+}
+
+// policyLimit is sandbox.timeout (pml's default when it is not set).
+func (s *sandbox) policyLimit() callLimit {
+	d := time.Duration(s.policy().Timeout)
+	if d <= 0 {
+		d = defaultCallTimeout
+	}
+	return callLimit{d: d, max: d}
+}
+
+// advice says what to change when the limit is too short.
+func (l callLimit) advice() string {
+	if l.arg != "" {
+		return fmt.Sprintf("the limit was the %s argument; give a larger one, up to sandbox.timeout (%s), if the work needs longer", l.arg, l.max)
+	}
+	return raiseTimeout()
+}
+
+// raiseTimeout says where sandbox.timeout is raised.
+func raiseTimeout() string {
+	return "the limit is sandbox.timeout; " + raiseSetting("sandbox.timeout") + " if the work needs longer"
+}
+
+// raiseSetting says where a sandbox setting is raised: its PML_ variable
+// when pml's environment sets it (the variable wins over the file), else
+// .pml.json.
+func raiseSetting(key string) string {
+	env := "PML_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
+	if os.Getenv(env) != "" {
+		return "raise " + env + " in pml's environment (it sets " + key + ")"
+	}
+	return "raise " + key + " in .pml.json"
+}
+
+// callerDeadline is the message for a call stopped by its caller's
+// deadline (pml call --timeout, a code run's budget) before its own limit.
+const callerDeadline = "the call's deadline passed (set by its caller, before its own limit)"
+
 // run executes spec in a single-use container (pre-started from the pool
 // when one is ready) with a deadline and turns runtime failures, timeouts,
 // cancellations and OOM kills into error results. On success it returns the
 // raw container result and a nil failure.
-func (s *sandbox) run(ctx context.Context, spec container.Spec, req container.Request, timeout time.Duration) (container.Result, *Result) {
-	if timeout <= 0 {
-		timeout = defaultCallTimeout
+func (s *sandbox) run(ctx context.Context, spec container.Spec, req container.Request, limit callLimit) (container.Result, *Result) {
+	if limit.d <= 0 {
+		limit = s.policyLimit()
 	}
+	timeout := limit.d
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	names, err := s.exposed(spec.Mounts)
@@ -300,14 +352,21 @@ func (s *sandbox) run(ctx context.Context, spec container.Spec, req container.Re
 		r := errorResult(e)
 		return res, &r
 	}
+	// Whose deadline passed: the caller's (pml call --timeout) is not this
+	// limit, and the message must not name this one.
+	byCaller := errors.Is(parent.Err(), context.DeadlineExceeded)
 	switch {
+	case err != nil && errors.Is(err, container.ErrAtCap) && byCaller:
+		return fail(fmt.Errorf("%s while the call waited for a container: %w", callerDeadline, err))
 	case err != nil && errors.Is(err, container.ErrAtCap):
 		return fail(fmt.Errorf("timed out after %s waiting for a container: %w", timeout, err))
+	case err != nil && !res.TimedOut && byCaller && !errors.Is(err, container.ErrImageMissing):
+		return fail(fmt.Errorf("%s before the container answered; it was removed: %w", callerDeadline, err))
 	case err != nil && !res.TimedOut && errors.Is(ctx.Err(), context.DeadlineExceeded) && !errors.Is(err, container.ErrImageMissing):
 		// The call's time ran out before its container answered (a slow
 		// engine start counts): to the person it is a timeout, not an
 		// engine failure.
-		return fail(fmt.Errorf("timed out after %s before the container answered; it was removed (raise sandbox.timeout in .pml.json if the work needs longer): %w", timeout, err))
+		return fail(fmt.Errorf("timed out after %s before the container answered; it was removed (%s): %w", timeout, limit.advice(), err))
 	case err != nil && errors.As(err, new(*container.PullError)):
 		return fail(fmt.Errorf("%w: %w", ErrUnavailable, err))
 	case err != nil && errors.Is(err, container.ErrImageMissing):
@@ -316,12 +375,14 @@ func (s *sandbox) run(ctx context.Context, spec container.Spec, req container.Re
 		return fail(fmt.Errorf("%w: %w", ErrUnavailable, err))
 	case err != nil && !res.TimedOut && !res.Cancelled:
 		return fail(fmt.Errorf("%w: running the container failed: %w", ErrUnavailable, err))
+	case res.TimedOut && byCaller:
+		return fail(fmt.Errorf("%s: the container was killed", callerDeadline))
 	case res.TimedOut:
-		return fail(fmt.Errorf("timed out after %s: the container was killed (raise sandbox.timeout in .pml.json if the work needs longer)", timeout))
+		return fail(fmt.Errorf("timed out after %s: the container was killed (%s)", timeout, limit.advice()))
 	case res.Cancelled:
 		return fail(errors.New("cancelled: the container was killed"))
 	case res.Exit.OOMKilled:
-		return fail(fmt.Errorf("killed: out of memory (limit %s; raise sandbox.memory in .pml.json if needed)", s.policy().Resources.Memory))
+		return fail(fmt.Errorf("killed: out of memory (limit %s; %s if needed)", s.policy().Resources.Memory, raiseSetting("sandbox.memory")))
 	}
 	return res, nil
 }

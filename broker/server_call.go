@@ -55,6 +55,7 @@ func callServer(ctx context.Context, sb *sandbox, srv *server, def toolbox.Tool,
 		return errorResult(err)
 	}
 	ci, _ := ctx.Value(callInfoKey{}).(callInfo)
+	parent := ctx
 	if t := sb.policy().Timeout; t > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeDuration(t))
@@ -64,16 +65,21 @@ func callServer(ctx context.Context, sb *sandbox, srv *server, def toolbox.Tool,
 	_, tool, _ := strings.Cut(def.Name, ":")
 	res, err := call(ctx, tool, raw, ci.progressToken, ci.relay)
 	if err != nil {
-		return serverCallError(sb, def, err)
+		return serverCallError(sb, def, err, parent)
 	}
 	return Result{Text: joinText(res), Structured: res.StructuredContent, IsError: res.IsError, upstream: res}
 }
 
-// serverCallError words a failed call to a server.
-func serverCallError(sb *sandbox, def toolbox.Tool, err error) Result {
+// serverCallError words a failed call to a server; parent is the call's
+// context before sandbox.timeout bounded it (whose deadline passed).
+func serverCallError(sb *sandbox, def toolbox.Tool, err error, parent context.Context) Result {
 	switch {
+	case errors.Is(err, context.DeadlineExceeded) && errors.Is(parent.Err(), context.DeadlineExceeded):
+		return errorResult(fmt.Errorf("%s was stopped: %s; the server was told to cancel it", def.Name, callerDeadline))
+	case errors.Is(err, context.DeadlineExceeded) && sb.policy().Timeout <= 0:
+		return errorResult(fmt.Errorf("%s was stopped by a deadline (the server was told to cancel it)", def.Name))
 	case errors.Is(err, context.DeadlineExceeded):
-		return errorResult(fmt.Errorf("%s timed out after %s (the server was told to cancel it; raise sandbox.timeout in .pml.json if the work needs longer)", def.Name, timeDuration(sb.policy().Timeout)))
+		return errorResult(fmt.Errorf("%s timed out after %s (the server was told to cancel it; %s)", def.Name, timeDuration(sb.policy().Timeout), raiseTimeout()))
 	case errors.Is(err, context.Canceled):
 		return errorResult(fmt.Errorf("%s was cancelled", def.Name))
 	case errors.Is(err, container.ErrUnavailable), errors.Is(err, container.ErrImageMissing):
@@ -94,6 +100,7 @@ func forwardServer(ctx context.Context, sb *sandbox, srv *server, def toolbox.To
 		}
 	}
 	ci, _ := ctx.Value(callInfoKey{}).(callInfo)
+	parent := ctx
 	if t := sb.policy().Timeout; t > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeDuration(t))
@@ -102,7 +109,7 @@ func forwardServer(ctx context.Context, sb *sandbox, srv *server, def toolbox.To
 	_, tool, _ := strings.Cut(def.Name, ":")
 	res, sent, err := srv.up.Forward(ctx, tool, fwd.args, fwd.token, fwd.progress, fwd.answer, ci.relay)
 	if err != nil {
-		return serverCallError(sb, def, err)
+		return serverCallError(sb, def, err, parent)
 	}
 	fwd.answered = sent
 	return Result{raw: res, IsError: string(jsonrpc.Member(res, "isError")) == "true"}

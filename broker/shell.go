@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/egress/inside"
 	"github.com/pml-dev/pml/internal/pathguard"
@@ -79,7 +80,7 @@ func (e shellExec) run(ctx context.Context, def toolbox.Tool, args map[string]an
 	if refused != nil {
 		return *refused
 	}
-	timeout, err := e.timeout(args)
+	limit, err := e.timeout(args)
 	if err != nil {
 		return errorResult(err)
 	}
@@ -94,20 +95,20 @@ func (e shellExec) run(ctx context.Context, def toolbox.Tool, args map[string]an
 		// kill it (pml killed, or the daemon connection lost).
 		spec.Entrypoint = []string{supervise.Binary, supervise.Subcommand}
 		spec.Mounts = append(spec.Mounts, container.Mount{Source: exe, Target: supervise.Binary, ReadOnly: true})
-		stdin = supervise.Request(timeout+deadlineMargin, cwd, command)
+		stdin = supervise.Request(limit.d+deadlineMargin, cwd, command)
 	}
 	// sandbox.network: the supervisor runs the egress listener beside the
 	// command (egress.go); without it there is no way out at all.
 	if rules := *e.sb.egress.shell.Load(); !rules.Empty() {
 		if exe := e.sb.supervisor(ctx); exe == "" {
-			return errorResult(fmt.Errorf("%w: sandbox.network needs pml's supervisor in the shell container, and pml's in-container program is missing (make build); nothing ran", ErrUnavailable))
+			return errorResult(fmt.Errorf("%w: sandbox.network needs pml's supervisor in the shell container, and pml's in-container program is missing from this pml; reinstall pml from a release (docs/install.md), or build it from source with `make build`; nothing ran", ErrUnavailable))
 		}
 		if err := e.sb.withEgress(&spec, shellEgressID, "shell:exec", "sandbox.network.allow", rules); err != nil {
 			return errorResult(fmt.Errorf("%w: %w", ErrUnavailable, err))
 		}
 		spec.Entrypoint = append(spec.Entrypoint, inside.Flag, spec.Egress)
 	}
-	res, failure := e.sb.run(ctx, spec, container.Request{Stdin: stdin, Limit: e.sb.policy().OutputLimit}, timeout)
+	res, failure := e.sb.run(ctx, spec, container.Request{Stdin: stdin, Limit: e.sb.policy().OutputLimit}, limit)
 	out := ShellOutput{Stdout: string(res.Stdout), Stderr: string(res.Stderr), ExitCode: res.Exit.Code, Truncated: res.Truncated}
 	if failure != nil {
 		// Keep what the command printed before it was stopped.
@@ -152,21 +153,18 @@ func (e shellExec) cwd(def toolbox.Tool, args map[string]any) (string, *Result) 
 }
 
 // timeout is sandbox.timeout, or the shorter timeout_ms argument.
-func (e shellExec) timeout(args map[string]any) (time.Duration, error) {
-	timeout := time.Duration(e.sb.policy().Timeout)
-	if timeout <= 0 {
-		timeout = defaultCallTimeout
-	}
+func (e shellExec) timeout(args map[string]any) (callLimit, error) {
+	limit := e.sb.policyLimit()
 	if v, ok := args["timeout_ms"]; ok {
 		ms, ok := v.(float64)
 		if !ok || ms < 1 || ms != float64(int64(ms)) {
-			return 0, fmt.Errorf("%w: shell:exec: argument \"timeout_ms\" must be a whole number of milliseconds ≥ 1", ErrInvalidInput)
+			return callLimit{}, fmt.Errorf("%w: shell:exec: argument \"timeout_ms\" must be a whole number of milliseconds ≥ 1", ErrInvalidInput)
 		}
-		if d := time.Duration(ms) * time.Millisecond; d < timeout {
-			timeout = d
+		if d := time.Duration(ms) * time.Millisecond; d < limit.d {
+			limit.d, limit.arg = d, "timeout_ms"
 		}
 	}
-	return timeout, nil
+	return limit, nil
 }
 
 // spec is the container of a shell:exec call, once its image is
@@ -175,8 +173,12 @@ func (e shellExec) spec(ctx context.Context) (container.Spec, error) {
 	image := e.image
 	if ok, err := e.sb.rt.ImageExists(ctx, image); err != nil {
 		return container.Spec{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	} else if !ok && image == config.DefaultShellImage {
+		return container.Spec{}, fmt.Errorf("%w: the shell image %s is not on this host (the container engine has no such image): run `pml images build` (it builds the shell image locally from a static busybox, Debian's busybox-static) or `pml images pull`, or set sandbox.shell_image in .pml.json to an image that has /bin/sh", ErrUnavailable, image)
 	} else if !ok {
-		return container.Spec{}, fmt.Errorf("%w: the shell image %s is not on this host (the container engine has no such image): run `make images` (builds it locally from Debian's busybox-static) or set sandbox.shell_image in .pml.json to an image that has /bin/sh", ErrUnavailable, image)
+		// pml's commands build only its own shell image: this one is the
+		// person's to get.
+		return container.Spec{}, fmt.Errorf("%w: the shell image %s named by sandbox.shell_image is not on this host (the container engine has no such image): pull or build it (`pml images pull` pulls the images .pml.json names), or remove sandbox.shell_image to use pml's own %s", ErrUnavailable, image, config.DefaultShellImage)
 	}
 	return container.Spec{
 		Image:      image,

@@ -59,7 +59,7 @@ func (e toolboxExec) run(ctx context.Context, def toolbox.Tool, args map[string]
 	}
 	// JSON escaping can make an answer larger than the content it carries.
 	// The agent answers with one line: the call ends with it.
-	res, failure := e.sb.run(ctx, spec, container.Request{Stdin: req, Limit: 4 * e.sb.policy().OutputLimit, AnswerLine: true}, time.Duration(e.sb.policy().Timeout))
+	res, failure := e.sb.run(ctx, spec, container.Request{Stdin: req, Limit: 4 * e.sb.policy().OutputLimit, AnswerLine: true}, e.sb.policyLimit())
 	if failure != nil {
 		return *failure
 	}

@@ -209,7 +209,10 @@ func TestAPMLBuiltWithoutTheProgramSaysToRunMakeBuild(t *testing.T) {
 	doc.Dir = ws.Dir
 	doc.Env = cmd.Env
 	dout, _ := doc.CombinedOutput()
-	if !strings.Contains(string(dout), "in-container") || !strings.Contains(string(dout), "fix: make build") {
-		t.Errorf("doctor does not say to run make build:\n%s", dout)
+	if !strings.Contains(string(dout), "in-container") || !strings.Contains(string(dout), "fix: reinstall pml from a release") || !strings.Contains(string(dout), "`make build`") {
+		t.Errorf("doctor does not say to reinstall pml or run make build:\n%s", dout)
+	}
+	if strings.Contains(string(dout), "run pml on the Docker host itself") {
+		t.Errorf("doctor tells to run pml on the Docker host, which it does already:\n%s", dout)
 	}
 }

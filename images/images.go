@@ -171,7 +171,7 @@ func CheckStatic(p string) error {
 	defer f.Close()
 	for _, prog := range f.Progs {
 		if prog.Type == elf.PT_INTERP {
-			return fmt.Errorf("%s is dynamically linked; a FROM scratch image needs a static build (CGO_ENABLED=0 go build, or make build)", p)
+			return fmt.Errorf("%s is dynamically linked; a FROM scratch image needs a static build (CGO_ENABLED=0 go build, or make build in pml's source tree)", p)
 		}
 	}
 	return nil

@@ -166,7 +166,7 @@ func addServer(cmd *cobra.Command, g *globals, name string, entry serverEntry, w
 		fmt.Fprintf(out, "  %s\t%s\n", t.Name, firstLine(t.Description))
 	}
 	if !o.allow {
-		fmt.Fprintf(w, "  Its tools are asked before they run unless permissions.allow in .pml.json has %q.\n", name+":*")
+		fmt.Fprintf(w, "  Its tools are asked before they run unless %s has %q.\n", allowList(), name+":*")
 	}
 	fmt.Fprintln(w, "  Clients that run pml stdio see them now (pml tools lists them).")
 	return nil

@@ -9,8 +9,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -195,6 +197,9 @@ func runCall(ctx context.Context, g *globals, tool, rawArgs string, timeout time
 	// TOOL may be the wire name an MCP client sees (filesystem__read_file);
 	// everything from here on, the output too, uses pml's own name.
 	tool = e.broker.ToolName(tool)
+	if err := answersApproval(tool, args); err != nil {
+		return fail(exitUsage, err)
+	}
 	reaped := e.reapInBackground(ctx)
 	e.broker.StartCloud(ctx)
 
@@ -213,12 +218,16 @@ func runCall(ctx context.Context, g *globals, tool, rawArgs string, timeout time
 	}
 
 	code := callExitCode(res, ctx, cctx)
+	if a, ok := res.Approval(); ok {
+		res.Text = approvalText(e.cfg, a)
+	}
 	switch code {
 	case exitTimeout:
-		// The tool's own message may name sandbox.timeout; say which bound hit.
-		res.Text = fmt.Sprintf("--timeout %s expired: the call was stopped and its container killed and removed (%s)", timeout, res.Text)
+		// The bound that hit first is --timeout (the tool's own message
+		// says the caller's deadline passed); what it printed follows.
+		res.Text = fmt.Sprintf("--timeout %s expired: the call was stopped and its container killed and removed.\n%s", timeout, res.Text)
 	case exitInterrupted:
-		res.Text = fmt.Sprintf("interrupted: the call was stopped and its container killed and removed (%s)", res.Text)
+		res.Text = fmt.Sprintf("interrupted: the call was stopped and its container killed and removed.\n%s", res.Text)
 	}
 	o := callOutput{Tool: tool, Outcome: outcomeOf(code), ExitCode: code, IsError: res.IsError, Text: res.Text, Structured: res.Structured}
 	writeOutput(out, o)
@@ -226,6 +235,20 @@ func runCall(ctx context.Context, g *globals, tool, rawArgs string, timeout time
 		return nil
 	}
 	return &exitError{code, errors.New(callSummary(e, tool, code, res))}
+}
+
+// answersApproval refuses an answer to an approval: a workflow lives in
+// the process that asked it, and each pml call is a new one, so the
+// broker's "unknown workflow … call the tool again" would send a CI user
+// round in a circle.
+func answersApproval(tool string, args json.RawMessage) error {
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal(args, &m)
+	if _, ok := m["continue_workflow"]; !ok && tool != broker.ContinueTool {
+		return nil
+	}
+	return errors.New("pml call cannot answer an approval: an approval is answered in the session that asked it, and each pml call is a new process. " +
+		"Allow the call before running it instead: the approval_required output of the call says what to allow and where")
 }
 
 // callExitCode maps a result to the exit code table. ctx is the command's
@@ -249,60 +272,241 @@ func callExitCode(res broker.Result, ctx, cctx context.Context) int {
 // callSummary is the stderr line for a non-zero exit; for an approval it
 // says exactly what to allow, and how.
 func callSummary(e *env, tool string, code int, res broker.Result) string {
-	first := res.Text
-	if i := strings.IndexByte(first, '\n'); i >= 0 {
-		first = first[:i]
-	}
-	if len(first) > 500 {
-		first = first[:500] + "…"
-	}
+	text := summaryLines(res.Text)
 	a, ok := res.Approval()
 	switch {
 	case code == exitTimeout || code == exitInterrupted:
-		return fmt.Sprintf("call %s: %s", tool, first)
+		return fmt.Sprintf("call %s: %s", tool, text)
 	case code != exitApproval || !ok:
 		// The text may start with the outcome already (the broker's kinds
 		// read "unavailable: …"): say it once.
-		return fmt.Sprintf("call %s: %s: %s", tool, outcomeOf(code), strings.TrimPrefix(first, outcomeOf(code)+": "))
-	}
-	if a.ApprovalType == broker.ApprovalAPIKey {
-		vars, _ := a.Context["variables"].([]string)
-		return fmt.Sprintf("call %s: approval_required (api_key): nothing ran. Set %s in the environment or in %s, then run the call again",
-			tool, strings.Join(vars, ", "), a.Context["env_file"])
+		return fmt.Sprintf("call %s: %s: %s", tool, outcomeOf(code), strings.TrimPrefix(text, outcomeOf(code)+": "))
 	}
 	return approvalHint(e.cfg, a)
 }
 
-// approvalHint tells a CI user what to put in permissions.allow. An exact
-// tool name in allow wins over a wildcard in ask, but not over the same
-// exact name in ask, which must be removed.
+// Bounds of the message repeated on stderr (the JSON on stdout has it
+// all).
+const (
+	summaryMaxLines = 20
+	summaryMaxBytes = 4000
+)
+
+// summaryLines is res.Text for stderr: every line of a multi-line message
+// (a crashed server's "its last stderr lines:" are what says why), bounded,
+// the lines after the first indented under it.
+func summaryLines(text string) string {
+	text = strings.TrimRight(text, "\n")
+	lines := strings.Split(text, "\n")
+	more := 0
+	if len(lines) > summaryMaxLines {
+		more = len(lines) - summaryMaxLines
+		lines = lines[:summaryMaxLines]
+	}
+	out := strings.Join(lines, "\n  ")
+	if len(out) > summaryMaxBytes {
+		cut := summaryMaxBytes
+		for cut > 0 && !utf8.RuneStart(out[cut]) {
+			cut--
+		}
+		out = out[:cut] + "…"
+		more = -1
+	}
+	switch {
+	case more > 0:
+		out += fmt.Sprintf("\n  … (%d more lines in the text of the JSON on stdout)", more)
+	case more < 0:
+		out += "\n  (the whole text is in the JSON on stdout)"
+	}
+	return out
+}
+
+// approvalHint is pml call's stderr block for an approval: what happened
+// and what a CI user can do before running the call again.
 func approvalHint(cfg *config.Config, a broker.Approval) string {
-	pattern, _ := a.Context["pattern"].(string)
-	var b strings.Builder
-	fmt.Fprintf(&b, "call %s: approval_required (%s): nothing ran; pml call never asks.\n", a.Tool, a.ApprovalType)
+	what, fix := approvalHelp(cfg, a)
+	return fmt.Sprintf("call %s: approval_required (%s): %s\n  %s", a.Tool, a.ApprovalType, what, fix)
+}
+
+// approvalText replaces the broker's approval text in pml call's output:
+// the broker's tells a model to answer with continue_workflow, which a
+// pml call cannot do (the process exits; the next one starts afresh).
+func approvalText(cfg *config.Config, a broker.Approval) string {
+	what, fix := approvalHelp(cfg, a)
+	return fmt.Sprintf("Approval required (%s): %s\n%s\n%s", a.ApprovalType, a.Description, what, fix)
+}
+
+// cannotAsk is said of every approval pml call meets.
+const cannotAsk = "pml call never asks and cannot answer an approval (each call is a new process)"
+
+// approvalHelp says what happened and what to change so that the next
+// pml call runs, for where the setting in force comes from: .pml.json,
+// or a PML_ variable that replaces the file's list (then editing the file
+// would change nothing).
+func approvalHelp(cfg *config.Config, a broker.Approval) (what, fix string) {
+	if a.ApprovalType == broker.ApprovalNetwork {
+		return networkHelp(cfg, a)
+	}
+	if a.ApprovalType == broker.ApprovalAPIKey {
+		return "nothing ran: the tool needs an API key that is not set.",
+			fmt.Sprintf("Set %s in the environment or in %s, then run the call again", strings.Join(stringsOf(a.Context["variables"]), ", "), a.Context["env_file"])
+	}
+	if a.ApprovalType == broker.ApprovalIntegrity {
+		return "nothing ran: the registry serves a different version of this server than .pml/mcp.lock pinned; " + cannotAsk + ".",
+			"Review the change, then accept it once in an MCP client session (pml stdio answers continue, which updates .pml/mcp.lock) and commit .pml/mcp.lock"
+	}
+	what = "nothing ran; " + cannotAsk + ", so allow it before the call."
 	if file, ok := a.Context["policy_not_trusted"].(string); ok {
-		fmt.Fprintf(&b, "  %s allows it, but that content of the file is not trusted: review it and run `pml trust --yes` in %s", file, filepath.Dir(file))
-		return b.String()
+		return what, fmt.Sprintf("%s allows it, but that content of the file is not trusted: review it and run `pml trust --yes` in %s", file, filepath.Dir(file))
 	}
-	if pattern == a.Tool {
-		fmt.Fprintf(&b, "  %q is listed in permissions.ask of %s: remove it there and add it to permissions.allow:\n", a.Tool, cfg.Path)
-		fmt.Fprintf(&b, "  jq '.permissions.ask -= [%q] | .permissions.allow += [%q]' .pml.json > .pml.json.new && mv .pml.json.new .pml.json && pml trust --yes", a.Tool, a.Tool)
-		return b.String()
+	return what, permissionFix(cfg, a.Tool, stringOf(a.Context["pattern"]))
+}
+
+// permissionFix says how to make tool allowed. An exact tool name in
+// allow wins over a wildcard in ask, but not over the same exact name in
+// ask, which must be taken out.
+func permissionFix(cfg *config.Config, tool, pattern string) string {
+	perms := broker.PermissionsFrom(cfg)
+	allowed, _ := broker.Permissions{Allow: perms.Allow}.Decide(tool)
+	allowEnv := envSource(cfg, "permissions.allow")
+	if pattern == tool {
+		if env := envSource(cfg, "permissions.ask"); env != "" {
+			fix := fmt.Sprintf("%q is named in %s in the environment (a name in ask beats allow): take it out of that variable", tool, env)
+			if allowed != broker.Allow {
+				fix += " and " + addToAllow(cfg, tool, allowEnv)
+			}
+			return fix
+		}
+		if allowed == broker.Allow {
+			fix := fmt.Sprintf("%q is listed in permissions.ask of %s, which beats its allow", tool, cfg.Path)
+			if allowEnv != "" {
+				fix += " (it is allowed by " + allowEnv + ")"
+			}
+			return fix + fmt.Sprintf(": remove it from permissions.ask and trust the new content:\n  jq '.permissions.ask -= [%q]' .pml.json > .pml.json.new && mv .pml.json.new .pml.json && pml trust --yes", tool)
+		}
+		if allowEnv != "" {
+			return fmt.Sprintf("%q is listed in permissions.ask of %s: remove it there (jq '.permissions.ask -= [%q]' .pml.json > .pml.json.new && mv .pml.json.new .pml.json && pml trust --yes) and %s",
+				tool, cfg.Path, tool, addToAllow(cfg, tool, allowEnv))
+		}
+		return fmt.Sprintf("%q is listed in permissions.ask of %s: remove it there and add it to permissions.allow:\n  jq '.permissions.ask -= [%q] | .permissions.allow += [%q]' .pml.json > .pml.json.new && mv .pml.json.new .pml.json && pml trust --yes", tool, cfg.Path, tool, tool)
 	}
-	fmt.Fprintf(&b, "  add the pattern %q to permissions.allow", a.Tool)
+	fix := addToAllow(cfg, tool, allowEnv)
 	if pattern != "" {
-		fmt.Fprintf(&b, " (it matched %q in permissions.ask)", pattern)
+		fix += fmt.Sprintf(" (it matched %q in permissions.ask; an exact name in allow wins over it)", pattern)
+	}
+	return fix
+}
+
+// addToAllow says how to add tool to permissions.allow where the list in
+// force comes from: the variable env, the file, or no file yet.
+func addToAllow(cfg *config.Config, tool, env string) string {
+	if env != "" {
+		list := append(slices.Clone(cfg.Permissions.Allow), tool)
+		return fmt.Sprintf("add %q to %s%s:\n  export %s=%s", tool, env, replacesFile(cfg, "permissions.allow"), env, shellQuote(strings.Join(list, ",")))
 	}
 	if !cfg.HasFile() {
 		// Without a .pml.json the built-in defaults apply; a new file
 		// replaces them, so it must list the read tools too.
-		allow := append(broker.DefaultPermissions().Allow, a.Tool)
+		allow := append(broker.DefaultPermissions().Allow, tool)
 		js, _ := json.Marshal(map[string]any{"permissions": map[string]any{"allow": allow}})
-		fmt.Fprintf(&b, ". There is no %s yet; create it, then trust it:\n  echo '%s' > .pml.json && pml trust --yes", cfg.Path, js)
-		return b.String()
+		return fmt.Sprintf("add the pattern %q to permissions.allow. There is no %s yet; create it, then trust it:\n  echo '%s' > .pml.json && pml trust --yes", tool, cfg.Path, js)
 	}
-	fmt.Fprintf(&b, " of %s and trust the new content (it grants more):\n  jq '.permissions.allow += [%q]' .pml.json > .pml.json.new && mv .pml.json.new .pml.json && pml trust --yes", cfg.Path, a.Tool)
-	return b.String()
+	return fmt.Sprintf("add the pattern %q to permissions.allow of %s and trust the new content (it grants more):\n  jq '.permissions.allow += [%q]' .pml.json > .pml.json.new && mv .pml.json.new .pml.json && pml trust --yes", tool, cfg.Path, tool)
+}
+
+// networkHelp: the tool ran, and pml's egress proxy refused a connection
+// its network.allow does not name. What ran before stays done.
+func networkHelp(cfg *config.Config, a broker.Approval) (what, fix string) {
+	hosts := stringsOf(a.Context["hosts"])
+	key := stringOf(a.Context["config_key"])
+	who := stringOf(a.Context["who"])
+	list := strings.Join(hosts, ", ")
+	output := ""
+	if _, ok := a.Context["result"]; ok {
+		output = " (its output is in structured.context.result of the JSON on stdout)"
+	}
+	what = fmt.Sprintf("%s ran, and pml's egress proxy refused its connection to %s, which %s does not allow; the call went on without it, and what it did up to there is done%s. %s, so allow the host before running it again.",
+		who, list, key, output, cannotAsk)
+	if env := envSource(cfg, key); env != "" {
+		cur := cfg.Sandbox.Network.Allow
+		return what, fmt.Sprintf("add %s to %s%s:\n  export %s=%s", list, env, replacesFile(cfg, key), env, shellQuote(strings.Join(append(slices.Clone(cur), hosts...), ",")))
+	}
+	js, _ := json.Marshal(hosts)
+	path := jqPath(key)
+	if !cfg.HasFile() && key == "sandbox.network.allow" {
+		env := "PML_SANDBOX_NETWORK_ALLOW"
+		return what, fmt.Sprintf("add %s to %s (there is no %s), e.g. in the environment:\n  export %s=%s", list, key, cfg.Path, env, shellQuote(strings.Join(hosts, ",")))
+	}
+	return what, fmt.Sprintf("add %s to %s in %s and trust the new content:\n  jq '%s += %s' .pml.json > .pml.json.new && mv .pml.json.new .pml.json && pml trust --yes", list, key, cfg.Path, path, js)
+}
+
+// jqPath is a dotted config key as a jq path; server names may hold
+// characters jq's .name form does not take.
+func jqPath(key string) string {
+	for _, section := range []string{"mcps.", "private_mcps."} {
+		if rest, ok := strings.CutPrefix(key, section); ok {
+			if name, tail, ok := strings.Cut(rest, ".network."); ok {
+				js, _ := json.Marshal(name)
+				return "." + strings.TrimSuffix(section, ".") + "[" + string(js) + "].network." + tail
+			}
+		}
+	}
+	return "." + key
+}
+
+// replacesFile reminds that a variable's list replaces the file's.
+func replacesFile(cfg *config.Config, key string) string {
+	if !cfg.HasFile() {
+		return ""
+	}
+	return ", which replaces the file's " + key
+}
+
+// allowList names the permissions.allow in force: PML_PERMISSIONS_ALLOW,
+// when set, replaces the file's.
+func allowList() string {
+	if os.Getenv("PML_PERMISSIONS_ALLOW") != "" {
+		return "PML_PERMISSIONS_ALLOW (which replaces permissions.allow in .pml.json)"
+	}
+	return "permissions.allow in .pml.json"
+}
+
+// envSource is the PML_ variable key's value comes from, or "" when it
+// comes from a file or pml's default.
+func envSource(cfg *config.Config, key string) string {
+	if s := cfg.Source(key); strings.HasPrefix(s, "PML_") {
+		return s
+	}
+	return ""
+}
+
+func stringOf(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+func stringsOf(v any) []string {
+	switch l := v.(type) {
+	case []string:
+		return l
+	case []any:
+		var out []string
+		for _, e := range l {
+			out = append(out, fmt.Sprint(e))
+		}
+		return out
+	}
+	return nil
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.,:/@+=", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // toolNames completes TOOL from the tools pml lists here (built-in, the

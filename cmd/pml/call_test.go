@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/pml-dev/pml/broker"
 	"github.com/pml-dev/pml/internal/config"
@@ -110,11 +111,138 @@ func TestApprovalHint(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			got := approvalHint(c.cfg, c.a)
+			if !strings.Contains(got, "cannot answer an approval") {
+				t.Errorf("hint does not say pml call cannot answer:\n%s", got)
+			}
 			for _, w := range c.want {
 				if !strings.Contains(got, w) {
 					t.Errorf("hint lacks %q:\n%s", w, got)
 				}
 			}
 		})
+	}
+}
+
+// TestApprovalHintFollowsWhereTheSettingComesFrom: a list set by a PML_
+// variable replaces the file's, so the hint names the variable, never an
+// edit of .pml.json that would change nothing (or add what is there).
+func TestApprovalHintFollowsWhereTheSettingComesFrom(t *testing.T) {
+	envAllow := &config.Config{Path: "/w/.pml.json", Exists: true,
+		Permissions: config.Permissions{Allow: []string{"filesystem:read_file"}, Ask: []string{"shell:exec"}},
+		Sources:     map[string]string{"permissions.allow": "PML_PERMISSIONS_ALLOW", "permissions.ask": "/w/.pml.json"}}
+	envAllowed := &config.Config{Path: "/w/.pml.json", Exists: true,
+		Permissions: config.Permissions{Allow: []string{"shell:exec"}, Ask: []string{"shell:exec"}},
+		Sources:     map[string]string{"permissions.allow": "PML_PERMISSIONS_ALLOW", "permissions.ask": "/w/.pml.json"}}
+	envAsk := &config.Config{Path: "/w/.pml.json", Exists: true,
+		Permissions: config.Permissions{Allow: []string{"shell:*"}, Ask: []string{"shell:exec"}},
+		Sources:     map[string]string{"permissions.allow": "/w/.pml.json", "permissions.ask": "PML_PERMISSIONS_ASK"}}
+	perm := func(pattern string) broker.Approval {
+		return broker.Approval{Tool: "shell:exec", ApprovalType: broker.ApprovalToolPermission, Context: map[string]any{"pattern": pattern}}
+	}
+	cases := []struct {
+		name      string
+		cfg       *config.Config
+		a         broker.Approval
+		want, not []string
+	}{
+		{"allow from the variable", envAllow, perm(""),
+			[]string{`add "shell:exec" to PML_PERMISSIONS_ALLOW, which replaces the file's permissions.allow`, `export PML_PERMISSIONS_ALLOW=filesystem:read_file,shell:exec`},
+			[]string{`jq '.permissions.allow`}},
+		{"already allowed by the variable, asked by the file", envAllowed, perm("shell:exec"),
+			[]string{`listed in permissions.ask of /w/.pml.json, which beats its allow (it is allowed by PML_PERMISSIONS_ALLOW)`, `jq '.permissions.ask -= ["shell:exec"]' .pml.json`},
+			[]string{`permissions.allow +=`, `add it to permissions.allow`}},
+		{"asked by the variable", envAsk, perm("shell:exec"),
+			[]string{`"shell:exec" is named in PML_PERMISSIONS_ASK in the environment`, `take it out of that variable`},
+			[]string{`jq`}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := approvalHint(c.cfg, c.a)
+			for _, w := range c.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("hint lacks %q:\n%s", w, got)
+				}
+			}
+			for _, w := range c.not {
+				if strings.Contains(got, w) {
+					t.Errorf("hint has %q:\n%s", w, got)
+				}
+			}
+		})
+	}
+}
+
+// TestNetworkApprovalHint: a refused connection is not a permission: the
+// hint names the host and the network list (where it comes from), says
+// the command ran, and never tells to edit permissions.ask.
+func TestNetworkApprovalHint(t *testing.T) {
+	net := func(key, who string) broker.Approval {
+		return broker.Approval{Tool: "shell:exec", ApprovalType: broker.ApprovalNetwork, Context: map[string]any{
+			"pattern": "shell:exec", "hosts": []string{"example.com:443"}, "config_key": key, "who": who, "result": "exit code: 1"}}
+	}
+	file := &config.Config{Path: "/w/.pml.json", Exists: true, Permissions: config.Permissions{Allow: []string{"shell:exec"}},
+		Sources: map[string]string{"permissions.allow": "/w/.pml.json"}}
+	envNet := &config.Config{Path: "/w/.pml.json", Exists: true, Sandbox: config.Sandbox{Network: config.Network{Allow: []string{"a.test:80"}}},
+		Sources: map[string]string{"sandbox.network.allow": "PML_SANDBOX_NETWORK_ALLOW"}}
+	noFile := &config.Config{Path: "/w/.pml.json", Sources: map[string]string{"permissions.allow": "PML_PERMISSIONS_ALLOW"}}
+	cases := []struct {
+		name string
+		cfg  *config.Config
+		a    broker.Approval
+		want []string
+	}{
+		{"shell:exec, file", file, net("sandbox.network.allow", "shell:exec"),
+			[]string{"shell:exec ran, and pml's egress proxy refused its connection to example.com:443, which sandbox.network.allow does not allow", "structured.context.result",
+				`jq '.sandbox.network.allow += ["example.com:443"]' .pml.json`}},
+		{"shell:exec, variable", envNet, net("sandbox.network.allow", "shell:exec"),
+			[]string{"add example.com:443 to PML_SANDBOX_NETWORK_ALLOW", "export PML_SANDBOX_NETWORK_ALLOW=a.test:80,example.com:443"}},
+		{"shell:exec, no file", noFile, net("sandbox.network.allow", "shell:exec"),
+			[]string{"export PML_SANDBOX_NETWORK_ALLOW=example.com:443"}},
+		{"a server", file, net("mcps.my-probe.network.allow", "server my-probe"),
+			[]string{"server my-probe ran", `jq '.mcps["my-probe"].network.allow += ["example.com:443"]'`}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := approvalHint(c.cfg, c.a)
+			for _, w := range c.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("hint lacks %q:\n%s", w, got)
+				}
+			}
+			for _, bad := range []string{"permissions.ask", "nothing ran"} {
+				if strings.Contains(got, bad) {
+					t.Errorf("hint says %q:\n%s", bad, got)
+				}
+			}
+		})
+	}
+}
+
+// TestSummaryLinesKeepsTheLinesBounded: every line of a message up to the
+// bound, then a count of the rest (the old summary kept the first line).
+func TestSummaryLinesKeepsTheLinesBounded(t *testing.T) {
+	got := summaryLines("unavailable: the MCP server x exited (exit code 3); its last stderr lines:\nboom\nbang\n")
+	if want := "unavailable: the MCP server x exited (exit code 3); its last stderr lines:\n  boom\n  bang"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	long := strings.Repeat("row\n", summaryMaxLines+5)
+	if got := summaryLines(long); strings.Count(got, "row") != summaryMaxLines || !strings.Contains(got, "5 more lines") {
+		t.Errorf("a long text: %q", got)
+	}
+	if got := summaryLines(strings.Repeat("é", summaryMaxBytes)); !utf8.ValidString(got) || len(got) > summaryMaxBytes+100 {
+		t.Errorf("a long line is not cut on a rune: %d bytes", len(got))
+	}
+}
+
+// TestAllowListNamesTheListInForce: pml add's note names
+// PML_PERMISSIONS_ALLOW when it is set (it replaces the file's list).
+func TestAllowListNamesTheListInForce(t *testing.T) {
+	t.Setenv("PML_PERMISSIONS_ALLOW", "")
+	if got := allowList(); got != "permissions.allow in .pml.json" {
+		t.Errorf("without the variable: %q", got)
+	}
+	t.Setenv("PML_PERMISSIONS_ALLOW", "filesystem:*")
+	if got := allowList(); !strings.HasPrefix(got, "PML_PERMISSIONS_ALLOW") {
+		t.Errorf("with the variable: %q", got)
 	}
 }

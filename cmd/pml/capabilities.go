@@ -136,7 +136,7 @@ Exit codes: 0 added, 1 failed, 2 bad name or configuration, 3 needs approval (no
 					fmt.Fprintf(w, "⚠ %s requires %s: set it in %s or in the env of %s in .mcp.json\n", c.Name, v, filepath.Join(e.ws.Dir, ".env"), c.Name)
 				}
 			}
-			fmt.Fprintf(w, "  Its tools are asked before they run unless permissions.allow in .pml.json has %q.\n", c.Namespace+":*")
+			fmt.Fprintf(w, "  Its tools are asked before they run unless %s has %q.\n", allowList(), c.Namespace+":*")
 			fmt.Fprintln(w, "  Restart your MCP client (e.g. Claude Code) to use it.")
 			return nil
 		},

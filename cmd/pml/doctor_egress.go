@@ -42,8 +42,13 @@ func checkEgress(cfg *config.Config, info container.Info, scope egressFacts) che
 	if len(given) > 0 {
 		status = "fail"
 	}
-	return check{status, "egress", fmt.Sprintf("path: %s: %s; servers and shell:exec given network run without it, and dependency installs use the engine's bridge network; %s", path, why, who),
-		"run pml on the Docker host itself, with its in-container program (make build)"}
+	// The fix for the cause: a pml without its in-container program gets
+	// one; an engine on another machine (or in a VM) is the other cause.
+	fix := "run pml on the Docker host itself"
+	if scope.programErr != nil {
+		fix = "use a pml that carries its in-container program: reinstall a release (docs/install.md), or `make build` in pml's source tree"
+	}
+	return check{status, "egress", fmt.Sprintf("path: %s: %s; servers and shell:exec given network run without it, and dependency installs use the engine's bridge network; %s", path, why, who), fix}
 }
 
 // egressFacts is what decides the egress path besides the daemon's info:

@@ -79,5 +79,5 @@ func engineFix(ep engine.Endpoint) string {
 	case engine.FromEnvContext, engine.FromConfig:
 		return fmt.Sprintf("start the engine of Docker context %q, or choose another (docker context ls; docker context use NAME)", ep.Context)
 	}
-	return "start the daemon (Docker Desktop, Colima, OrbStack, or: make docker / sudo systemctl start docker), or name it with --host, DOCKER_HOST or docker context use"
+	return "start the daemon (Docker Desktop, Colima, OrbStack, or: sudo systemctl start docker), or name it with --host, DOCKER_HOST or docker context use"
 }

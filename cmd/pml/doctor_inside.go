@@ -20,7 +20,7 @@ func checkInside(ctx context.Context, rt *docker.Runtime) []check {
 	if err != nil {
 		fix := ""
 		if errors.Is(err, inside.ErrMissing) {
-			fix = "make build (it builds the in-container programs, then pml)"
+			fix = "reinstall pml from a release (docs/install.md); from source, `make build` builds the in-container programs, then pml"
 		}
 		return []check{{"fail", "in-container", err.Error() + fmt.Sprintf(" (this pml carries it for: %s)", embeddedList()), fix}}
 	}

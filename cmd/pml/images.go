@@ -53,7 +53,7 @@ func newImagesBuildCmd() *cobra.Command {
 	build := &cobra.Command{
 		Use:   "build",
 		Short: "Build pml's own images locally, without a registry",
-		Long:  "Build the toolbox image from pml's in-container program for the daemon's architecture (embedded in pml by make build) and the shell image from a static busybox (Debian's busybox-static).",
+		Long:  "Build the toolbox image from pml's in-container program for the daemon's architecture (embedded in this pml when it was built) and the shell image from a static busybox (Debian's busybox-static).",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			rt, err := openRuntime(hostOf(cmd), nil)

@@ -9,7 +9,9 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -22,9 +24,14 @@ func newServeCmd(g *globals) *cobra.Command {
 		Use:   "serve",
 		Short: "Serve MCP over Streamable HTTP on a loopback address",
 		Long: "Serve the same broker over MCP Streamable HTTP at http://ADDR/mcp, and Prometheus metrics at http://ADDR/metrics.\nEvery request needs the bearer token:\n" +
-			"PML_SERVE_TOKEN if set, else a random one printed on stderr. Requests from non-loopback web origins are refused.",
+			"PML_SERVE_TOKEN if set (at least 16 characters, e.g. from `openssl rand -hex 24`), else a random one printed on stderr. Requests from non-loopback web origins are refused.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// Refused before anything starts: a guessable token would let
+			// anyone who reaches the port run tools in the workspace.
+			if err := checkServeToken(os.Getenv("PML_SERVE_TOKEN")); err != nil {
+				return &exitError{exitUsage, err}
+			}
 			servePrometheus = true
 			e, err := g.setup()
 			if err != nil {
@@ -80,4 +87,25 @@ func newServeCmd(g *globals) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:3003", "address to listen on (keep it on loopback)")
 	return cmd
+}
+
+// minServeToken is the shortest PML_SERVE_TOKEN pml serve takes: 16
+// characters, so a chosen token is not one a person guesses (the generated
+// one has 48 hex digits).
+const minServeToken = 16
+
+// checkServeToken refuses a PML_SERVE_TOKEN too short to be a secret ("" is
+// fine: pml serve then generates one).
+func checkServeToken(token string) error {
+	if token == "" {
+		return nil
+	}
+	if n := utf8.RuneCountInString(token); n < minServeToken {
+		return fmt.Errorf("PML_SERVE_TOKEN has only %d character(s); a bearer token needs at least %d to be hard to guess, so pml serve did not start. "+
+			"Make one with `openssl rand -hex 24`, or unset PML_SERVE_TOKEN and pml serve prints a random one", n, minServeToken)
+	}
+	if strings.TrimSpace(token) != token {
+		return errors.New("PML_SERVE_TOKEN starts or ends with white space, which a client's Authorization header would not carry; set it without")
+	}
+	return nil
 }

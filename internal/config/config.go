@@ -159,7 +159,7 @@ type HIL struct {
 // DefaultHILTimeout is how long an approval workflow lives.
 const DefaultHILTimeout = 5 * time.Minute
 
-// DefaultShellImage is built locally by `make images` (busybox-static).
+// DefaultShellImage is built locally by `pml images build` (busybox-static).
 const DefaultShellImage = "pml/shell:busybox"
 
 // Error is a configuration problem. Key is empty for whole-file problems.

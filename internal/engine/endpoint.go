@@ -273,7 +273,7 @@ func (e Endpoint) Unreachable() string {
 	case FromEnvContext, FromConfig:
 		fmt.Fprintf(&b, "; start it (the engine of Docker context %q), or choose another context (docker context ls; docker context use NAME), or pass --host", e.Context)
 	default:
-		b.WriteString("; start it (Docker Desktop, Colima, OrbStack, `make docker` or `sudo systemctl start docker`, `podman system service`), or point pml at the engine with --host, DOCKER_HOST or `docker context use`")
+		b.WriteString("; start it (Docker Desktop, Colima, OrbStack, `sudo systemctl start docker`, `podman system service`), or point pml at the engine with --host, DOCKER_HOST or `docker context use`")
 	}
 	return b.String()
 }

@@ -169,7 +169,7 @@ func TestStartWithoutTheImageSaysHowToGetIt(t *testing.T) {
 	f := newFakeRuntime()
 	f.startErr = fmt.Errorf("creating container: %w", container.ErrImageMissing)
 	_, err := testRunner(f).Start(context.Background(), "return 1")
-	if !errors.Is(err, container.ErrImageMissing) || !strings.Contains(err.Error(), "make images-deno") {
+	if !errors.Is(err, container.ErrImageMissing) || !strings.Contains(err.Error(), "pml images pull --all") || strings.Contains(err.Error(), "make ") {
 		t.Fatalf("err = %v", err)
 	}
 }

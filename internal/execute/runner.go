@@ -114,7 +114,7 @@ func (r *Runner) StartProgram(ctx context.Context, p Program) (*Run, error) {
 	proc, err := r.Runtime.Start(ctx, spec, container.Streams{Stdout: &stdoutWriter{run: run}, Stderr: &stderrWriter{run: run}})
 	if err != nil {
 		if errors.Is(err, container.ErrImageMissing) {
-			return nil, fmt.Errorf("cannot run the code: the Deno image %s is not on this host; build it with `make images-deno` (bash images/deno/build.sh) or pull one (`pml images pull`): %w", spec.Image, err)
+			return nil, fmt.Errorf("cannot run the code: the Deno image %s is not on this host; get it with `pml images pull --all` (--all includes the Deno image): %w", spec.Image, err)
 		}
 		return nil, fmt.Errorf("cannot run the code: starting its container: %w", err)
 	}

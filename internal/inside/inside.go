@@ -77,7 +77,7 @@ func Lookup(arch string) ([]byte, error) { return lookup(embedded, arch) }
 func lookup(fsys fs.FS, arch string) ([]byte, error) {
 	b, err := fs.ReadFile(fsys, "programs/"+FileName(arch))
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%w: this pml was built without it for linux/%s (a plain `go build`, or a go install of a commit rather than a release tag); build pml with `make build`, or install a release (docs/install.md)", ErrMissing, arch)
+		return nil, fmt.Errorf("%w: this pml was built without it for linux/%s (a plain `go build`, or a go install of a commit rather than a release tag); install a release (docs/install.md), or build pml from source with `make build`", ErrMissing, arch)
 	}
 	return b, err
 }
@@ -94,7 +94,7 @@ func Decompress(arch string, blob []byte) ([]byte, error) {
 		err = errors.New("empty")
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: the copy of it for linux/%s in this pml is damaged (%v); build pml with `make build`", ErrMissing, arch, err)
+		return nil, fmt.Errorf("%w: the copy of it for linux/%s in this pml is damaged (%v); reinstall pml (docs/install.md), or build it from source with `make build`", ErrMissing, arch, err)
 	}
 	return b, nil
 }
@@ -134,7 +134,7 @@ func CacheDir(getenv func(string) string) (string, error) {
 // where another pml would mount it.
 func Extract(dir, arch string, blob []byte) (Program, error) {
 	if len(blob) < 18 {
-		return Program{}, fmt.Errorf("%w: the copy of it for linux/%s in this pml is damaged (%d bytes); build pml with `make build`", ErrMissing, arch, len(blob))
+		return Program{}, fmt.Errorf("%w: the copy of it for linux/%s in this pml is damaged (%d bytes); reinstall pml (docs/install.md), or build it from source with `make build`", ErrMissing, arch, len(blob))
 	}
 	sum := sha256.Sum256(blob)
 	digest := hex.EncodeToString(sum[:])
@@ -150,7 +150,7 @@ func Extract(dir, arch string, blob []byte) (Program, error) {
 		return Program{}, err
 	}
 	if int64(len(content)) != size {
-		return Program{}, fmt.Errorf("%w: the copy of it for linux/%s in this pml is damaged (size); build pml with `make build`", ErrMissing, arch)
+		return Program{}, fmt.Errorf("%w: the copy of it for linux/%s in this pml is damaged (size); reinstall pml (docs/install.md), or build it from source with `make build`", ErrMissing, arch)
 	}
 	if err := os.MkdirAll(filepath.Dir(p.Path), 0o755); err != nil {
 		return Program{}, fmt.Errorf("writing pml's in-container program: %w", err)

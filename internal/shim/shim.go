@@ -94,7 +94,7 @@ func CheckBinary(exe, arch string) error {
 	}
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_INTERP {
-			return fmt.Errorf("%s is dynamically linked (build it with CGO_ENABLED=0, as `make build` does)", exe)
+			return fmt.Errorf("%s is dynamically linked (build it with CGO_ENABLED=0, as `make build` in pml's source tree does)", exe)
 		}
 	}
 	return nil

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -29,6 +30,7 @@ import (
 
 	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/jsonrpc"
+	"github.com/pml-dev/pml/internal/slogzerolog"
 	"github.com/pml-dev/pml/internal/telemetry"
 )
 
@@ -416,7 +418,7 @@ func (s *Server) connect(ctx context.Context, start Starter, spec container.Spec
 		case errors.As(err, &pe):
 			return nil, fmt.Errorf("the MCP server %s cannot start: %w", s.o.Name, pe)
 		case errors.Is(err, container.ErrImageMissing):
-			return nil, fmt.Errorf("the MCP server %s cannot start: its image %s is not on this host (build or pull it, e.g. `make images` or `pml images pull`): %w", s.o.Name, spec.Image, container.ErrImageMissing)
+			return nil, fmt.Errorf("the MCP server %s cannot start: its image %s is not on this host (pull or build it: `pml images pull`): %w", s.o.Name, spec.Image, container.ErrImageMissing)
 		}
 		return nil, fmt.Errorf("the MCP server %s cannot start: %w", s.o.Name, err)
 	}
@@ -548,8 +550,12 @@ func (c *conn) dead() bool { return container.Exited(c.proc) }
 // token, the rest to the session with calls in flight, asks.go); a
 // one-shot server's all go to relay, the one caller.
 func (s *Server) clientOptions(oneShot bool, relay Relay) *mcp.ClientOptions {
+	// The SDK's own warnings (a tool of the server dropped for an invalid
+	// name) are pml's log lines.
+	sdkLog := slogzerolog.Logger(s.o.Logger.With().Str("server", s.o.Name).Logger(), "mcp-sdk", slog.LevelWarn)
 	if oneShot {
 		return &mcp.ClientOptions{
+			Logger: sdkLog,
 			ProgressNotificationHandler: func(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
 				if relay != nil {
 					relay.Progress(ctx, req.Params)
@@ -569,6 +575,7 @@ func (s *Server) clientOptions(oneShot bool, relay Relay) *mcp.ClientOptions {
 		}
 	}
 	return &mcp.ClientOptions{
+		Logger: sdkLog,
 		ProgressNotificationHandler: func(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
 			tok, ok := req.Params.ProgressToken.(string)
 			if !ok {
