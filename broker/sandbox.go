@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/inside"
 	"github.com/pml-dev/pml/internal/protect"
@@ -307,7 +307,7 @@ func raiseTimeout() string {
 // when pml's environment sets it (the variable wins over the file), else
 // .pml.json.
 func raiseSetting(key string) string {
-	env := "PML_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
+	env := config.EnvName(key)
 	if os.Getenv(env) != "" {
 		return "raise " + env + " in pml's environment (it sets " + key + ")"
 	}

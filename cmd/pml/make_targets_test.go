@@ -15,7 +15,7 @@ import (
 
 // devOnly are the packages whose messages are printed by test and
 // development tooling, where the source tree is at hand.
-var devOnly = []string{"internal/benchstat", "internal/release", "bench"}
+var devOnly = []string{"internal/benchstat", "internal/release", "internal/refdocs", "internal/docscheck", "bench"}
 
 // TestMessagesNameNoMakeTarget: a message pml prints names the command
 // of the installed binary (pml images build, pml images pull), not a make
