@@ -185,14 +185,17 @@ func TestListShowsSourceVersionAndState(t *testing.T) {
 
 	// A client's session installs memory (its tools are allowed) and
 	// runs both servers.
-	s := startSession(t, ws)
+	// A host id of its own: no other pml on this engine (other tests)
+	// reaps the killed pml's containers before the list below looks.
+	host := "PML_HOST_ID=" + privateHostID(t)
+	s := startSession(t, ws, host)
 	if _, res := s.call(t, "memory:read_graph", map[string]any{}); res.IsError {
 		t.Fatalf("memory:read_graph: %s\n%s", text(res), s.stderr.String())
 	}
 	if out, res := s.call(t, "everything:echo", map[string]any{"message": "listed"}); res.IsError || !strings.Contains(out, "listed") {
 		t.Fatalf("everything:echo: %q\n%s", out, s.stderr.String())
 	}
-	l, table = listState(t, ws)
+	l, table = listState(t, ws, host)
 	t.Logf("pml list while a session runs both:\n%s", table)
 	if m := l.Servers[0]; m.Install != "installed" || !m.Installed || !isTrue(m.Running) {
 		t.Errorf("memory while the session runs it: %+v", m)
@@ -206,8 +209,12 @@ func TestListShowsSourceVersionAndState(t *testing.T) {
 		}
 	}
 
-	// pml dies with SIGKILL: its servers' containers outlive it until
-	// the next pml start removes them, but no one can call them.
+	// pml dies with SIGKILL: its servers' containers may outlive it
+	// until the next pml start removes them, but no one can call them.
+	// (A server's container also ends by itself once its connection to
+	// the dead pml closes: where it has, a stand-in with its labels runs
+	// in its place, so that the case is always there.)
+	labels := labelsOfRunning(t, ws.Dir, "mcp:memory")
 	pid := s.cmd.Process.Pid
 	if err := s.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -215,9 +222,12 @@ func TestListShowsSourceVersionAndState(t *testing.T) {
 	waitFor(t, "pml to die", 10*time.Second, func() bool { return syscall.Kill(pid, 0) != nil })
 	t.Cleanup(func() { removeOrphans(t, ws.Dir, pid) })
 	if len(runningWithPurpose(t, ws.Dir, "mcp:memory")) == 0 {
-		t.Fatal("memory's container went with its pml: the orphan case below proves nothing")
+		standIn(t, labels)
 	}
-	l, table = listState(t, ws)
+	if len(runningWithPurpose(t, ws.Dir, "mcp:memory")) == 0 {
+		t.Fatal("no container of the killed pml runs for memory: the orphan case below would prove nothing")
+	}
+	l, table = listState(t, ws, host)
 	if m, c := l.Servers[0], l.Capabilities[0]; !isFalse(m.Running) || !isFalse(c.Running) {
 		t.Errorf("the servers of a killed pml are listed as running: %+v %+v\n%s", m, c, table)
 	}
@@ -251,6 +261,39 @@ func TestListShowsSourceVersionAndState(t *testing.T) {
 
 // removeOrphans removes the containers of workspace dir that the killed
 // pml pid left.
+// labelsOfRunning returns the labels of a running container of ws with
+// purpose.
+func labelsOfRunning(t *testing.T, dir, purpose string) map[string]string {
+	t.Helper()
+	ids := runningWithPurpose(t, dir, purpose)
+	if len(ids) == 0 {
+		t.Fatalf("no running container of %s with purpose %s", dir, purpose)
+	}
+	out, err := exec.Command("docker", "inspect", "--format", "{{json .Config.Labels}}", ids[0]).Output()
+	if err != nil {
+		t.Fatalf("docker inspect %s: %v", ids[0], err)
+	}
+	var labels map[string]string
+	if err := json.Unmarshal(out, &labels); err != nil {
+		t.Fatalf("labels of %s: %v", ids[0], err)
+	}
+	return labels
+}
+
+// standIn starts a sleeping container with labels (removeOrphans removes
+// it with the killed pml's own).
+func standIn(t *testing.T, labels map[string]string) {
+	t.Helper()
+	args := []string{"run", "-d", "--network", "none", "--user", "65534:65534"}
+	for k, v := range labels {
+		args = append(args, "--label", k+"="+v)
+	}
+	args = append(args, "pml/shell:busybox", "sleep", "300")
+	if out, err := exec.Command("docker", args...).CombinedOutput(); err != nil {
+		t.Fatalf("starting a stand-in for the killed pml's container: %v\n%s", err, out)
+	}
+}
+
 func removeOrphans(t *testing.T, dir string, pid int) {
 	out, _ := exec.Command("docker", "ps", "-aq", "--filter", "label=pml.workspace="+dir, "--filter", fmt.Sprintf("label=pml.owner.pid=%d", pid)).Output()
 	if ids := strings.Fields(string(out)); len(ids) > 0 {
