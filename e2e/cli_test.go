@@ -384,6 +384,19 @@ func TestCallExitCodes(t *testing.T) {
 	}
 }
 
+// TestCallWithTheEngineDownSaysItOnce: pml call with an engine that does
+// not answer prints its error once, with the fix, and no warning before it
+// (the reap of leftovers warned that it could not look, in JSON, first).
+func TestCallWithTheEngineDownSaysItOnce(t *testing.T) {
+	ws := newWorkspace(t, `{"permissions": {"allow": ["filesystem:read_file"]}}`)
+	ws.write("hello.txt", "hello")
+	r := runCLI(t, ws.Dir, []string{"DOCKER_HOST=unix:///nonexistent.sock"}, "", "call", "filesystem:read_file", `{"path": "hello.txt"}`)
+	stderr := string(r.stderr)
+	if r.code != 5 || strings.Count(stderr, "does not answer") != 1 || !strings.HasPrefix(stderr, "pml: ") || !strings.Contains(stderr, "start it") {
+		t.Errorf("exit %d, want 5 and one line on stderr saying the engine does not answer and what to do:\n%s", r.code, stderr)
+	}
+}
+
 func TestCallTimeoutAndInterruptRemoveTheContainer(t *testing.T) {
 	ws := newWorkspace(t, `{"permissions": {"allow": ["shell:exec"]}}`)
 	t.Run("--timeout", func(t *testing.T) {

@@ -344,7 +344,9 @@ func (e *env) reapAfter(ctx context.Context, delay time.Duration) <-chan struct{
 		n, err := container.Reap(ctx, e.rt, container.Self())
 		switch {
 		case err != nil && errors.Is(err, container.ErrUnavailable):
-			e.log.Warn().Err(err).Msg("could not look for leftover containers")
+			// Every call says so itself, with the fix; a warning here
+			// only repeated it (pml call printed it before its error).
+			e.log.Debug().Err(err).Msg("could not look for leftover containers: the engine does not answer")
 		case err != nil:
 			e.log.Warn().Err(err).Msg("removing leftover containers")
 		case n > 0:
