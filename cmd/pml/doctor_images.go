@@ -44,7 +44,7 @@ type route struct {
 	why     string // why it cannot be built here ("" when it can)
 }
 
-const loadHint = "pml images save -o pml-images.tar on a host that has it, then here: pml images load -i pml-images.tar"
+const loadHint = "pml images save -o pml-images.tar.zst on a host that has it, then here: pml images load -i pml-images.tar.zst"
 
 // imageRoute decides, for a manifest image that is built from host files,
 // whether this host builds it (the default, where it works), pulls its

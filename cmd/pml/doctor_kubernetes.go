@@ -70,7 +70,7 @@ func doctorKubernetes(ctx context.Context, ws string, cfg *config.Config) []chec
 		case ok:
 			add(check{"ok", img.name, ref + " is on a node of the cluster (or pulled by it)", ""})
 		default:
-			add(check{"fail", img.name, ref + " is on no node of the cluster", "pml images save -o pml-images.tar, then on each node: tar -xOf pml-images.tar images.tar | ctr -n k8s.io images import - (or push it to a registry the nodes pull from)"})
+			add(check{"fail", img.name, ref + " is on no node of the cluster", "pml images save -o pml-images.tar.zst, then on each node: zstd -dc pml-images.tar.zst | tar -xO images.tar | ctr -n k8s.io images import - (or push it to a registry the nodes pull from)"})
 		}
 	}
 	return out

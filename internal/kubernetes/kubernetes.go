@@ -374,7 +374,7 @@ func (r *Runtime) ImageExists(ctx context.Context, ref string) (bool, error) {
 }
 
 // imageFix says how to put an image where the cluster finds it.
-const imageFix = "import it into each node's container runtime (`pml images save -o pml-images.tar` where pml's images are built, then on each node `tar -xOf pml-images.tar images.tar | ctr -n k8s.io images import -`), or push it to a registry the nodes pull from (https://github.com/pml-dev/pml/blob/main/docs/kubernetes.md)"
+const imageFix = "import it into each node's container runtime (`pml images save -o pml-images.tar.zst` where pml's images are built, then on each node `zstd -dc pml-images.tar.zst | tar -xO images.tar | ctr -n k8s.io images import -`), or push it to a registry the nodes pull from (https://github.com/pml-dev/pml/blob/main/docs/kubernetes.md)"
 
 // ImportImage cannot build an image on the nodes: it says how to put it
 // there (the toolbox image is built from pml's in-container program where an
