@@ -34,10 +34,12 @@ type rawSession struct {
 	changed chan struct{}
 }
 
-func startRaw(t *testing.T, ws *workspace, env ...string) *rawSession {
+// startRawCmd starts cmd (a pml stdio) with its stdout read line by line:
+// every message with an id is kept, pml's answers under their id and
+// pml's own requests under "req:" and their method. It is stopped at
+// cleanup.
+func startRawCmd(t *testing.T, cmd *exec.Cmd) *rawSession {
 	t.Helper()
-	cmd := execPML(ws, "stdio", "--log-format", "json", "--log-level", "debug")
-	cmd.Env = append(cmd.Env, env...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -57,11 +59,16 @@ func startRaw(t *testing.T, ws *workspace, env ...string) *rawSession {
 		for {
 			line, err := r.ReadBytes('\n')
 			var msg struct {
-				ID json.RawMessage `json:"id"`
+				ID     json.RawMessage `json:"id"`
+				Method string          `json:"method"`
 			}
 			if len(line) > 0 && json.Unmarshal(line, &msg) == nil && len(msg.ID) > 0 {
+				key := string(msg.ID)
+				if msg.Method != "" {
+					key = "req:" + msg.Method
+				}
 				s.mu.Lock()
-				s.answers[string(msg.ID)] = append(json.RawMessage(nil), line...)
+				s.answers[key] = append(json.RawMessage(nil), line...)
 				close(s.changed)
 				s.changed = make(chan struct{})
 				s.mu.Unlock()
@@ -82,6 +89,14 @@ func startRaw(t *testing.T, ws *workspace, env ...string) *rawSession {
 			<-s.exited
 		}
 	})
+	return s
+}
+
+func startRaw(t *testing.T, ws *workspace, env ...string) *rawSession {
+	t.Helper()
+	cmd := execPML(ws, "stdio", "--log-format", "json", "--log-level", "debug")
+	cmd.Env = append(cmd.Env, env...)
+	s := startRawCmd(t, cmd)
 	s.send(t, `{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bounds","version":"1"}}}`)
 	s.await(t, `"init"`, 30*time.Second)
 	s.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)

@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -260,57 +259,7 @@ func TestClientRootsLateAnswerKeepsThenMoves(t *testing.T) {
 	cmd := exec.Command(pmlBin, "stdio", "--log-format", "json", "--log-level", "debug")
 	cmd.Dir = a.Dir
 	cmd.Env = cliEnv()
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &rawSession{cmd: cmd, stdin: stdin, stderr: &syncBuffer{}, exited: make(chan struct{}),
-		answers: map[string]json.RawMessage{}, changed: make(chan struct{})}
-	cmd.Stderr = s.stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	// Every message with an id: pml's answers, and pml's own requests
-	// (kept under "req:" and their method).
-	go func() {
-		r := bufio.NewReaderSize(stdout, 1<<20)
-		for {
-			line, err := r.ReadBytes('\n')
-			var msg struct {
-				ID     json.RawMessage `json:"id"`
-				Method string          `json:"method"`
-			}
-			if len(line) > 0 && json.Unmarshal(line, &msg) == nil && len(msg.ID) > 0 {
-				key := string(msg.ID)
-				if msg.Method != "" {
-					key = "req:" + msg.Method
-				}
-				s.mu.Lock()
-				s.answers[key] = append(json.RawMessage(nil), line...)
-				close(s.changed)
-				s.changed = make(chan struct{})
-				s.mu.Unlock()
-			}
-			if err != nil {
-				break
-			}
-		}
-		_ = cmd.Wait()
-		close(s.exited)
-	}()
-	t.Cleanup(func() {
-		_ = stdin.Close()
-		select {
-		case <-s.exited:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-s.exited
-		}
-	})
+	s := startRawCmd(t, cmd)
 	s.send(t, `{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"roots":{"listChanged":true}},"clientInfo":{"name":"late-roots","version":"1"}}}`)
 	s.await(t, `"init"`, 30*time.Second)
 	s.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
