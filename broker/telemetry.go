@@ -26,7 +26,10 @@ func traceRequests(next mcp.MethodHandler) mcp.MethodHandler {
 		began := time.Now()
 		r := telemetry.Request{Method: method}
 		var meta map[string]any
-		if p := req.GetParams(); p != nil {
+		// GetParams can return an interface holding a nil pointer (a
+		// request sent without params): check the pointer, not the
+		// interface, or a paramless ping ends the process.
+		if p := req.GetParams(); p != nil && !telemetry.IsNilParams(p) {
 			meta = p.GetMeta()
 		}
 		var pmlName string

@@ -120,7 +120,7 @@ func ClientMiddleware(server string) mcp.Middleware {
 				r.Tool = cp.Name
 			}
 			ctx, span := StartClient(ctx, r, server)
-			if p != nil && !isNil(p) {
+			if p != nil && !IsNilParams(p) {
 				p.SetMeta(ToMeta(ctx, p.GetMeta()))
 			}
 			res, err := next(ctx, method, req)
@@ -134,8 +134,9 @@ func ClientMiddleware(server string) mcp.Middleware {
 	}
 }
 
-// isNil reports whether p is a typed nil (the SDK's params are pointers).
-func isNil(p mcp.Params) bool {
+// IsNilParams reports whether p is a typed nil (the SDK's params are
+// pointers, and GetParams of a request sent without params returns one).
+func IsNilParams(p mcp.Params) bool {
 	v := reflect.ValueOf(p)
 	return v.Kind() == reflect.Pointer && v.IsNil()
 }
