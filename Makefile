@@ -163,8 +163,12 @@ test-release: build images qemu-user
 	PML_BIN=$(CURDIR)/$(BIN) PML_RELEASE_DIST=$(CURDIR)/$(DIST)/release $(GO) test -tags release -race -count=1 -timeout 30m -v ./e2e/release/
 
 # The same flags as `build` (see cross), so the two share compiled packages.
+# Then staticcheck, a Go tool of this module (go.mod's tool line pins its
+# version; its results are cached in ~/.cache/staticcheck). A deliberate
+# use of something it flags carries a //lint:ignore with the reason.
 vet: inside
 	CGO_ENABLED=0 $(GO) vet -trimpath ./...
+	$(GO) tool staticcheck ./...
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
