@@ -197,6 +197,8 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 			return next(ctx, method, req)
 		}
 	})
+	// Which protocol revision initialize agreed on, and why (protocol.go).
+	s.AddReceivingMiddleware(logProtocol(x))
 	// Added last, so it runs first: the request's span covers the rest.
 	s.AddReceivingMiddleware(traceRequests)
 	return s, l, sess
