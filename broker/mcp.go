@@ -537,6 +537,8 @@ func ServeStdioRoots(ctx context.Context, b *Broker, in io.ReadCloser, out io.Wr
 	s, l, sess := newMCPServerParts(x, view{})
 	front := newFastFront(ctx, x, l, sess, filter, o)
 	defer front.close()
+	// Batches pass on the revisions that have them (protocol.go).
+	filter.SetBatchRule(batchRule(front.ss.Load))
 	ss, err := s.Connect(ctx, &mcp.IOTransport{Reader: front, Writer: o.Writer(), MaxLineLength: -1}, nil)
 	if err != nil {
 		return err

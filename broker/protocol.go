@@ -2,6 +2,8 @@ package broker
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -45,4 +47,40 @@ func logProtocol(x *binding) mcp.Middleware {
 			return res, err
 		}
 	}
+}
+
+// batchRule allows a JSON-RPC batch on a stdio session (jsonrpc.Filter)
+// when the revision initialize agreed on has batches: 2025-03-26 (and
+// 2024-11-05, which did not forbid them); 2025-06-18 removed them. pml
+// serve's handler (the go-sdk's) draws the same line.
+func batchRule(ss func() *mcp.ServerSession) func() error {
+	return func() error {
+		var ip *mcp.InitializeParams
+		if s := ss(); s != nil {
+			ip = s.InitializeParams()
+		}
+		if ip == nil {
+			return errors.New("a JSON-RPC batch is accepted only after initialize, on MCP protocol 2025-03-26: send one message per line")
+		}
+		if v := agreedRevision(ip.ProtocolVersion); v >= "2025-06-18" {
+			return fmt.Errorf("JSON-RPC batches were removed in MCP protocol 2025-06-18 and this session uses %s: send one message per line", v)
+		}
+		return nil
+	}
+}
+
+// agreedRevision is the revision initialize answers a client asking for
+// asked with, as the go-sdk (v1.8.0) chooses it: asked when it knows it
+// and it has initialize (before 2026-07-28), else the latest that has.
+func agreedRevision(asked string) string {
+	known := mcp.SupportedProtocolVersions()
+	if slices.Contains(known, asked) && asked < "2026-07-28" {
+		return asked
+	}
+	for _, v := range known { // newest first
+		if v < "2026-07-28" {
+			return v
+		}
+	}
+	return "2025-11-25"
 }

@@ -126,3 +126,65 @@ func TestInitializeOnAnUnknownRevisionIsLogged(t *testing.T) {
 		t.Fatalf("the log does not say which revision was chosen and why:\n%s", logs)
 	}
 }
+
+// errorOf returns the code and message of a JSON-RPC error line.
+func errorOf(t *testing.T, line string) (int, string) {
+	t.Helper()
+	var r struct {
+		Error *struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(line), &r); err != nil || r.Error == nil {
+		t.Fatalf("not a JSON-RPC error: %s", line)
+	}
+	return r.Error.Code, r.Error.Message
+}
+
+const twoPings = `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":99}},{"jsonrpc":"2.0","id":2,"method":"ping"}]`
+
+// On 2025-03-26, the revision with batches, pml stdio answers a batch
+// with an array of its answers (it refused every batch), as pml serve
+// does; the session goes on.
+func TestStdioTakesABatchOn20250326(t *testing.T) {
+	r := newRawStdio(t)
+	if got := r.initialize("2025-03-26"); got != "2025-03-26" {
+		t.Fatalf("agreed %s", got)
+	}
+	line := r.send(twoPings)
+	var answers []struct {
+		ID     int             `json:"id"`
+		Result json.RawMessage `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(line), &answers); err != nil || len(answers) != 2 || answers[0].ID+answers[1].ID != 3 ||
+		answers[0].Result == nil || answers[1].Result == nil {
+		t.Fatalf("batch answered %s", line)
+	}
+	// An id a batch used before is refused whole, and the session lives.
+	if code, msg := errorOf(t, r.send(`[{"jsonrpc":"2.0","id":2,"method":"ping"}]`)); code != -32600 || !strings.Contains(msg, "reuses") {
+		t.Fatalf("reused id: %d %s", code, msg)
+	}
+	if code, msg := errorOf(t, r.send(`[{"jsonrpc":"2.0","id":3,"method":"ping"},{"jsonrpc":"1.0","id":4,"method":"ping"}]`)); code != -32600 || !strings.Contains(msg, "message 2") {
+		t.Fatalf("bad element: %d %s", code, msg)
+	}
+	if line := r.send(`{"jsonrpc":"2.0","id":5,"method":"ping"}`); !strings.Contains(line, `"id":5,"result"`) {
+		t.Fatalf("ping after the batches: %s", line)
+	}
+}
+
+// From 2025-06-18 on, and before initialize, a batch is refused with a
+// JSON-RPC error that says why, and the session goes on.
+func TestStdioRefusesABatchFrom20250618(t *testing.T) {
+	r := newRawStdio(t)
+	if code, msg := errorOf(t, r.send(twoPings)); code != -32600 || !strings.Contains(msg, "after initialize") {
+		t.Fatalf("before initialize: %d %s", code, msg)
+	}
+	r.initialize("2025-06-18")
+	if code, msg := errorOf(t, r.send(twoPings)); code != -32600 || !strings.Contains(msg, "removed in MCP protocol 2025-06-18") {
+		t.Fatalf("on 2025-06-18: %d %s", code, msg)
+	}
+	if line := r.send(`{"jsonrpc":"2.0","id":5,"method":"ping"}`); !strings.Contains(line, `"id":5,"result"`) {
+		t.Fatalf("ping after the batch: %s", line)
+	}
+}

@@ -94,6 +94,14 @@ type Filter struct {
 	max      int
 	onReject func(Rejection)
 	pending  []byte
+
+	// batchRule allows batches (batch.go); batchIDs are the request ids
+	// the batches passed so far carried.
+	batchRule func() error
+	batchIDs  map[string]bool
+	// split: the frames a batch just passed becomes; queued: those
+	// Next has still to return.
+	split, queued [][]byte
 }
 
 // NewFilter reads frames from in; rejected frames are answered on out.
@@ -117,7 +125,9 @@ func (f *Filter) Read(p []byte) (int, error) {
 			f.reject(nil, CodeInvalidRequest, fmt.Sprintf("message of %d bytes or more is larger than the %d-byte limit", tooBig, f.max), tooBig)
 		} else if len(bytes.TrimSpace(line)) > 0 {
 			if ok := f.check(line); ok {
-				f.pending = append(bytes.TrimRight(line, "\r\n"), '\n')
+				for _, fr := range f.frames(line) {
+					f.pending = append(append(f.pending, fr...), '\n')
+				}
 			}
 		}
 		if err != nil {
@@ -136,12 +146,19 @@ func (f *Filter) Read(p []byte) (int, error) {
 // frames refused on the way are answered as Read answers them). Use
 // either Next or Read on a Filter, not both.
 func (f *Filter) Next() ([]byte, error) {
+	if len(f.queued) > 0 {
+		fr := f.queued[0]
+		f.queued = f.queued[1:]
+		return fr, nil
+	}
 	for {
 		line, tooBig, err := f.readLine()
 		if tooBig > 0 {
 			f.reject(nil, CodeInvalidRequest, fmt.Sprintf("message of %d bytes or more is larger than the %d-byte limit", tooBig, f.max), tooBig)
 		} else if len(bytes.TrimSpace(line)) > 0 && f.check(line) {
-			return bytes.TrimRight(line, "\r\n"), nil
+			frs := f.frames(line)
+			f.queued = frs[1:]
+			return frs[0], nil
 		}
 		if err != nil {
 			return nil, err
@@ -177,69 +194,81 @@ func (f *Filter) readLine() (line []byte, tooBig int, err error) {
 }
 
 // check validates one frame, answering it with an error when it is not a
-// JSON-RPC 2.0 message.
+// JSON-RPC 2.0 message (or a batch the session may not send).
 func (f *Filter) check(line []byte) bool {
+	if isArray(line) {
+		return f.checkBatch(line)
+	}
+	r := f.verdict(line)
+	if r == nil {
+		return true
+	}
+	if r.drop {
+		// A response is never answered (JSON-RPC); a malformed one
+		// (`"error": 0`, a code that is not an integer) is dropped, since
+		// the SDK would end the session on it.
+		if f.onReject != nil {
+			f.onReject(Rejection{Code: r.code, Reason: r.reason, Size: len(line)})
+		}
+		return false
+	}
+	f.reject(r.id, r.code, r.reason, len(line))
+	return false
+}
+
+// refusal is why a message may not pass.
+type refusal struct {
+	id     json.RawMessage
+	code   int
+	reason string
+	drop   bool // a response: dropped, not answered
+}
+
+// verdict checks one message; nil: it may pass.
+func (f *Filter) verdict(line []byte) *refusal {
 	msg, dup, err := members(line)
 	if err != nil {
 		var probe any
 		if json.Unmarshal(line, &probe) == nil {
-			if _, isArray := probe.([]any); isArray {
-				f.reject(nil, CodeInvalidRequest, "JSON-RPC batches are not supported: send one message per line", len(line))
-				return false
-			}
-			f.reject(nil, CodeInvalidRequest, "a JSON-RPC message must be a JSON object", len(line))
-			return false
+			return &refusal{code: CodeInvalidRequest, reason: "a JSON-RPC message must be a JSON object"}
 		}
-		f.reject(nil, CodeParseError, "parse error: the line is not valid JSON", len(line))
-		return false
+		return &refusal{code: CodeParseError, reason: "parse error: the line is not valid JSON"}
 	}
 	if dup != "" {
 		// Which of two values a decoder keeps is its own choice: the SDK's
 		// could see another id or method than this check saw.
-		f.reject(nil, CodeInvalidRequest, fmt.Sprintf("the member %q appears twice", dup), len(line))
-		return false
+		return &refusal{code: CodeInvalidRequest, reason: fmt.Sprintf("the member %q appears twice", dup)}
 	}
 	id := msg["id"]
 	if id != nil && !validID(id) {
-		f.reject(nil, CodeInvalidRequest, "\"id\" must be a string or an integer", len(line))
-		return false
+		return &refusal{code: CodeInvalidRequest, reason: "\"id\" must be a string or an integer"}
 	}
 	var version string
 	if json.Unmarshal(msg["jsonrpc"], &version) != nil || version != "2.0" {
-		f.reject(id, CodeInvalidRequest, `"jsonrpc" must be "2.0"`, len(line))
-		return false
+		return &refusal{id: id, code: CodeInvalidRequest, reason: `"jsonrpc" must be "2.0"`}
 	}
 	if m, ok := msg["method"]; ok {
 		var method string
 		if json.Unmarshal(m, &method) != nil || method == "" {
-			f.reject(id, CodeInvalidRequest, `"method" must be a non-empty string`, len(line))
-			return false
+			return &refusal{id: id, code: CodeInvalidRequest, reason: `"method" must be a non-empty string`}
 		}
 		if p, ok := msg["params"]; ok {
 			t := bytes.TrimSpace(p)
 			if len(t) == 0 || (t[0] != '{' && t[0] != '[' && string(t) != "null") {
-				f.reject(id, CodeInvalidRequest, `"params" must be an object`, len(line))
-				return false
+				return &refusal{id: id, code: CodeInvalidRequest, reason: `"params" must be an object`}
 			}
 		}
-		return f.sdkDecodes(id, line)
+		return sdkDecodes(id, line)
 	}
 	_, hasResult := msg["result"]
 	_, hasError := msg["error"]
 	if id != nil && (hasResult || hasError) {
-		// A response is never answered (JSON-RPC); a malformed one
-		// (`"error": 0`, a code that is not an integer) is dropped, since
-		// the SDK would end the session on it.
 		if _, err := sdkjsonrpc.DecodeMessage(line); err != nil {
-			if f.onReject != nil {
-				f.onReject(Rejection{Code: CodeInvalidRequest, Reason: "dropped a malformed response: " + err.Error(), Size: len(line)})
-			}
-			return false
+			return &refusal{id: id, code: CodeInvalidRequest, reason: "dropped a malformed response: " + err.Error(), drop: true}
 		}
-		return true
+		return nil
 	}
-	f.reject(id, CodeInvalidRequest, `a message needs a "method" (request or notification) or a "result"/"error" with an "id" (response)`, len(line))
-	return false
+	return &refusal{id: id, code: CodeInvalidRequest, reason: `a message needs a "method" (request or notification) or a "result"/"error" with an "id" (response)`}
 }
 
 // maxDepth bounds how deeply a frame nests objects and arrays. The go-sdk
@@ -252,12 +281,11 @@ const maxDepth = 512
 // or the SDK would end the whole session on the frame. Such a request is
 // answered with an error. (Calling the SDK's decoder itself costs ~30 µs
 // per frame; responses, which are rare, are checked with it.)
-func (f *Filter) sdkDecodes(id json.RawMessage, line []byte) bool {
+func sdkDecodes(id json.RawMessage, line []byte) *refusal {
 	if depth(line) > maxDepth {
-		f.reject(id, CodeInvalidRequest, fmt.Sprintf("the message nests deeper than %d levels", maxDepth), len(line))
-		return false
+		return &refusal{id: id, code: CodeInvalidRequest, reason: fmt.Sprintf("the message nests deeper than %d levels", maxDepth)}
 	}
-	return true
+	return nil
 }
 
 // depth is the deepest nesting of objects and arrays in a JSON text,
