@@ -12,7 +12,8 @@
 # true). The suite has no stdio mode: pml stdio gets the Inspector's
 # checks, as pml serve does (tools/list --strict, resources/list,
 # prompts/list, and a tools/call that reads a workspace file through the
-# toolbox). At the end the same pml serve process must still be alive.
+# toolbox). frames.mjs sends frames by hand for what the suite does not
+# check. At the end the same pml serve process must still be alive.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 pml=${PML_BIN:?PML_BIN must name the pml binary}
@@ -119,6 +120,12 @@ if [ $suite_rc -ne 0 ]; then
 else
 	sed -n 's/\x1b\[[0-9;]*m//g; /Baseline check passed/p' "$tmp/suite.log" | sed 's/^/conformance: /' >&2
 fi
+
+# Hand-sent frames: what the suite does not check (frames.mjs).
+echo "conformance: hand-sent frames (e2e/conformance/frames.mjs):" >&2
+(cd "$ws" && "$node" "$here/frames.mjs" "$url" "$pml") || fail "hand-sent frames (above)"
+grep -q '"asked":"1999-01-01","agreed":"2025-11-25"' "$tmp/serve.log" ||
+	fail "pml serve's log does not say that initialize asked for 1999-01-01 and got 2025-11-25"
 
 # The Inspector's CLI against both transports.
 inspect() { # name, then the target and its options
