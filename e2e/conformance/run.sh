@@ -27,10 +27,10 @@ done
 expected=$here/expected-failures.yml
 t0=$(date +%s)
 failed=0
-fail() { echo "conformance: FAIL: $*" >&2; failed=1; }
+fail() { echo "conformance: FAIL: $*" >&2; failed=$((failed + 1)); }
 
 tmp=$(mktemp -d /tmp/pml-conformance.XXXXXX)
-serve_pid= proxy_pid=
+serve_pid='' proxy_pid=''
 cleanup() {
 	[ -n "$proxy_pid" ] && kill "$proxy_pid" 2>/dev/null
 	[ -n "$serve_pid" ] && kill "$serve_pid" 2>/dev/null && wait "$serve_pid" 2>/dev/null
@@ -112,7 +112,9 @@ for (const w of warnings) console.error(w);
 JS
 ran=$(find "$tmp/results" -name checks.json 2>/dev/null | wc -l)
 want=$(sed -n 's/^Running all suite (\([0-9]*\) scenarios).*/\1/p' "$tmp/suite.log")
-[ -n "$want" ] && [ "$ran" = "$want" ] || fail "the suite ran $ran scenarios of ${want:-?}"
+if [ -z "$want" ] || [ "$ran" != "$want" ]; then
+	fail "the suite ran $ran scenarios of ${want:-?}"
+fi
 if [ $suite_rc -ne 0 ]; then
 	fail "the suite's baseline check failed (exit $suite_rc):"
 	sed -n '/Expected failures (in baseline)/,$p; /Validation error/,$p' "$tmp/suite.log" >&2
@@ -139,24 +141,33 @@ inspect() { # name, then the target and its options
 	fi
 	return 0
 }
-http=("$url" --transport http --header "Authorization: Bearer $PML_SERVE_TOKEN")
-stdio=(--transport stdio --cwd "$ws" "$pml" stdio)
+# on TRANSPORT NAME OPTIONS...: the Inspector's CLI against pml serve or
+# pml stdio.
+on() {
+	local t=$1 name=$2
+	shift 2
+	case $t in
+	http) inspect "$t $name" "$url" --transport http --header "Authorization: Bearer $PML_SERVE_TOKEN" "$@" ;;
+	stdio) inspect "$t $name" --transport stdio --cwd "$ws" "$pml" stdio "$@" ;;
+	esac
+}
 for t in http stdio; do
-	declare -n target=$t
-	if inspect "$t tools/list --strict" "${target[@]}" --method tools/list --strict; then
+	before=$failed
+	if on $t "tools/list --strict" --method tools/list --strict; then
 		grep -q '"filesystem__read_file"' "$tmp/inspect.out" || fail "inspector $t tools/list: no filesystem__read_file in $(head -c 500 "$tmp/inspect.out")"
 	fi
 	for m in resources/list prompts/list; do
-		if inspect "$t $m" "${target[@]}" --method "$m"; then
+		if on $t "$m" --method "$m"; then
 			grep -q "\"${m%/list}\"" "$tmp/inspect.out" || fail "inspector $t $m: $(head -c 500 "$tmp/inspect.out")"
 		fi
 	done
-	if inspect "$t tools/call" "${target[@]}" --method tools/call --tool-name filesystem__read_file --tool-arg path=hello.txt; then
-		grep -q "$greeting" "$tmp/inspect.out" && ! grep -q '"isError": *true' "$tmp/inspect.out" ||
+	if on $t "tools/call" --method tools/call --tool-name filesystem__read_file --tool-arg path=hello.txt; then
+		if ! grep -q "$greeting" "$tmp/inspect.out" || grep -q '"isError": *true' "$tmp/inspect.out"; then
 			fail "inspector $t tools/call filesystem__read_file: $(head -c 1000 "$tmp/inspect.out")"
+		fi
 	fi
-	unset -n target
-	echo "conformance: inspector 2.12.0 --cli over $t: tools/list --strict, resources/list, prompts/list, tools/call filesystem__read_file done" >&2
+	[ "$failed" = "$before" ] &&
+		echo "conformance: inspector 2.12.0 --cli over $t: tools/list --strict, resources/list, prompts/list, tools/call filesystem__read_file passed" >&2
 done
 
 # The one pml serve lived through it all.
