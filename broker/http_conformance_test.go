@@ -84,6 +84,13 @@ func TestHTTPUnknownMethodIsAJSONRPCMethodNotFound(t *testing.T) {
 	if resp.StatusCode != http.StatusBadRequest {
 		t.Errorf("unknown notification: HTTP %d, want 400", resp.StatusCode)
 	}
+	// A request refused for another reason keeps the SDK's 400 and text.
+	resp = c.post(`{"jsonrpc":"2.0","id":9,"method":"tools/call"}`)
+	b, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), "params") {
+		t.Errorf("tools/call without params: HTTP %d: %s", resp.StatusCode, b)
+	}
 	// The session still answers.
 	resp = c.post(`{"jsonrpc":"2.0","id":8,"method":"ping"}`)
 	b, _ = io.ReadAll(resp.Body)
