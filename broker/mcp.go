@@ -132,6 +132,8 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 	})
 	sess := &sessions{ttl: b.cfg.HIL.Timeout, m: map[*mcp.ServerSession]*Workflows{}}
 	l := newListing(s, x, v, func(name string) mcp.ToolHandler { return toolHandler(x, sess, name) })
+	// Which protocol revision initialize agreed on, and why (protocol.go).
+	s.AddReceivingMiddleware(logProtocol(x))
 	x.swapped = func(nb *Broker) {
 		// A new session's approvals belong to the new workspace.
 		sess.reset()
@@ -197,8 +199,6 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 			return next(ctx, method, req)
 		}
 	})
-	// Which protocol revision initialize agreed on, and why (protocol.go).
-	s.AddReceivingMiddleware(logProtocol(x))
 	// Added last, so it runs first: the request's span covers the rest.
 	s.AddReceivingMiddleware(traceRequests)
 	return s, l, sess

@@ -25,11 +25,6 @@ import (
 // rule: every batch is refused. Call it before the first Read or Next.
 func (f *Filter) SetBatchRule(rule func() error) { f.batchRule = rule }
 
-func isArray(line []byte) bool {
-	t := bytes.TrimSpace(line)
-	return len(t) > 0 && t[0] == '['
-}
-
 // checkBatch passes a batch whole, or answers it with one error.
 func (f *Filter) checkBatch(line []byte) bool {
 	var elems []json.RawMessage
@@ -53,8 +48,8 @@ func (f *Filter) checkBatch(line []byte) bool {
 	var notes, rest [][]byte
 	calls := false
 	for i, e := range elems {
-		if r := f.verdict(e); r != nil {
-			f.reject(nil, CodeInvalidRequest, fmt.Sprintf("message %d of the batch: %s; nothing in the batch was run", i+1, r.reason), len(line))
+		if why, ok := f.checkDry(e); !ok {
+			f.reject(nil, CodeInvalidRequest, fmt.Sprintf("message %d of the batch: %s; nothing in the batch was run", i+1, why), len(line))
 			return false
 		}
 		e = bytes.TrimSpace(e)
@@ -101,4 +96,21 @@ func (f *Filter) frames(line []byte) [][]byte {
 		return s
 	}
 	return [][]byte{bytes.TrimRight(line, "\r\n")}
+}
+
+// checkDry checks one message of a batch as check does a line, without
+// answering it: why it may not pass.
+func (f *Filter) checkDry(msg []byte) (why string, ok bool) {
+	if len(msg) > 0 && msg[0] == '[' {
+		return "a batch inside a batch", false
+	}
+	f.dry = &why
+	defer func() { f.dry = nil }()
+	if f.check(msg) {
+		return "", true
+	}
+	if why == "" {
+		why = "a malformed response"
+	}
+	return why, false
 }

@@ -96,12 +96,14 @@ type Filter struct {
 	pending  []byte
 
 	// batchRule allows batches (batch.go); batchIDs are the request ids
-	// the batches passed so far carried.
-	batchRule func() error
-	batchIDs  map[string]bool
-	// split: the frames a batch just passed becomes; queued: those
-	// Next has still to return.
+	// the batches passed so far carried; split: the frames a batch just
+	// passed becomes; queued: those Next has still to return; dry, when
+	// set, takes the reason of a refusal instead of answering it (a
+	// batch's messages are checked one by one, the batch answered once).
+	batchRule     func() error
+	batchIDs      map[string]bool
 	split, queued [][]byte
+	dry           *string
 }
 
 // NewFilter reads frames from in; rejected frames are answered on out.
@@ -194,81 +196,68 @@ func (f *Filter) readLine() (line []byte, tooBig int, err error) {
 }
 
 // check validates one frame, answering it with an error when it is not a
-// JSON-RPC 2.0 message (or a batch the session may not send).
+// JSON-RPC 2.0 message.
 func (f *Filter) check(line []byte) bool {
-	if isArray(line) {
-		return f.checkBatch(line)
-	}
-	r := f.verdict(line)
-	if r == nil {
-		return true
-	}
-	if r.drop {
-		// A response is never answered (JSON-RPC); a malformed one
-		// (`"error": 0`, a code that is not an integer) is dropped, since
-		// the SDK would end the session on it.
-		if f.onReject != nil {
-			f.onReject(Rejection{Code: r.code, Reason: r.reason, Size: len(line)})
-		}
-		return false
-	}
-	f.reject(r.id, r.code, r.reason, len(line))
-	return false
-}
-
-// refusal is why a message may not pass.
-type refusal struct {
-	id     json.RawMessage
-	code   int
-	reason string
-	drop   bool // a response: dropped, not answered
-}
-
-// verdict checks one message; nil: it may pass.
-func (f *Filter) verdict(line []byte) *refusal {
 	msg, dup, err := members(line)
 	if err != nil {
 		var probe any
 		if json.Unmarshal(line, &probe) == nil {
-			return &refusal{code: CodeInvalidRequest, reason: "a JSON-RPC message must be a JSON object"}
+			if _, isArray := probe.([]any); isArray {
+				return f.checkBatch(line)
+			}
+			f.reject(nil, CodeInvalidRequest, "a JSON-RPC message must be a JSON object", len(line))
+			return false
 		}
-		return &refusal{code: CodeParseError, reason: "parse error: the line is not valid JSON"}
+		f.reject(nil, CodeParseError, "parse error: the line is not valid JSON", len(line))
+		return false
 	}
 	if dup != "" {
 		// Which of two values a decoder keeps is its own choice: the SDK's
 		// could see another id or method than this check saw.
-		return &refusal{code: CodeInvalidRequest, reason: fmt.Sprintf("the member %q appears twice", dup)}
+		f.reject(nil, CodeInvalidRequest, fmt.Sprintf("the member %q appears twice", dup), len(line))
+		return false
 	}
 	id := msg["id"]
 	if id != nil && !validID(id) {
-		return &refusal{code: CodeInvalidRequest, reason: "\"id\" must be a string or an integer"}
+		f.reject(nil, CodeInvalidRequest, "\"id\" must be a string or an integer", len(line))
+		return false
 	}
 	var version string
 	if json.Unmarshal(msg["jsonrpc"], &version) != nil || version != "2.0" {
-		return &refusal{id: id, code: CodeInvalidRequest, reason: `"jsonrpc" must be "2.0"`}
+		f.reject(id, CodeInvalidRequest, `"jsonrpc" must be "2.0"`, len(line))
+		return false
 	}
 	if m, ok := msg["method"]; ok {
 		var method string
 		if json.Unmarshal(m, &method) != nil || method == "" {
-			return &refusal{id: id, code: CodeInvalidRequest, reason: `"method" must be a non-empty string`}
+			f.reject(id, CodeInvalidRequest, `"method" must be a non-empty string`, len(line))
+			return false
 		}
 		if p, ok := msg["params"]; ok {
 			t := bytes.TrimSpace(p)
 			if len(t) == 0 || (t[0] != '{' && t[0] != '[' && string(t) != "null") {
-				return &refusal{id: id, code: CodeInvalidRequest, reason: `"params" must be an object`}
+				f.reject(id, CodeInvalidRequest, `"params" must be an object`, len(line))
+				return false
 			}
 		}
-		return sdkDecodes(id, line)
+		return f.sdkDecodes(id, line)
 	}
 	_, hasResult := msg["result"]
 	_, hasError := msg["error"]
 	if id != nil && (hasResult || hasError) {
+		// A response is never answered (JSON-RPC); a malformed one
+		// (`"error": 0`, a code that is not an integer) is dropped, since
+		// the SDK would end the session on it.
 		if _, err := sdkjsonrpc.DecodeMessage(line); err != nil {
-			return &refusal{id: id, code: CodeInvalidRequest, reason: "dropped a malformed response: " + err.Error(), drop: true}
+			if f.onReject != nil {
+				f.onReject(Rejection{Code: CodeInvalidRequest, Reason: "dropped a malformed response: " + err.Error(), Size: len(line)})
+			}
+			return false
 		}
-		return nil
+		return true
 	}
-	return &refusal{id: id, code: CodeInvalidRequest, reason: `a message needs a "method" (request or notification) or a "result"/"error" with an "id" (response)`}
+	f.reject(id, CodeInvalidRequest, `a message needs a "method" (request or notification) or a "result"/"error" with an "id" (response)`, len(line))
+	return false
 }
 
 // maxDepth bounds how deeply a frame nests objects and arrays. The go-sdk
@@ -281,11 +270,12 @@ const maxDepth = 512
 // or the SDK would end the whole session on the frame. Such a request is
 // answered with an error. (Calling the SDK's decoder itself costs ~30 µs
 // per frame; responses, which are rare, are checked with it.)
-func sdkDecodes(id json.RawMessage, line []byte) *refusal {
+func (f *Filter) sdkDecodes(id json.RawMessage, line []byte) bool {
 	if depth(line) > maxDepth {
-		return &refusal{id: id, code: CodeInvalidRequest, reason: fmt.Sprintf("the message nests deeper than %d levels", maxDepth)}
+		f.reject(id, CodeInvalidRequest, fmt.Sprintf("the message nests deeper than %d levels", maxDepth), len(line))
+		return false
 	}
-	return nil
+	return true
 }
 
 // depth is the deepest nesting of objects and arrays in a JSON text,
@@ -364,6 +354,10 @@ func validID(id json.RawMessage) bool {
 }
 
 func (f *Filter) reject(id json.RawMessage, code int, reason string, size int) {
+	if f.dry != nil {
+		*f.dry = reason
+		return
+	}
 	if f.onReject != nil {
 		f.onReject(Rejection{Code: code, Reason: reason, Size: size})
 	}
