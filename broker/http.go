@@ -20,8 +20,14 @@ import (
 func NewHTTPHandler(b *Broker, token string) http.Handler {
 	server := NewMCPServer(b)
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
-		&mcp.StreamableHTTPOptions{MaxRequestBodyBytes: jsonrpc.MaxFrame, Logger: sdkLogger(b.log)})
-	return guard(token, h)
+		&mcp.StreamableHTTPOptions{MaxRequestBodyBytes: jsonrpc.MaxFrame, Logger: sdkLogger(b.log),
+			// SSE streams are primed and resumable (http_prime.go): a
+			// client whose stream drops gets what it missed (bounded:
+			// the store keeps the last 10 MiB of events).
+			EventStore: mcp.NewMemoryEventStore(nil)})
+	// Where the go-sdk (v1.8.0) answers off the protocol, wrappers put it
+	// right: http_notfound.go, http_prime.go.
+	return guard(token, methodNotFound(primeRetry(h)))
 }
 
 func guard(token string, next http.Handler) http.Handler {

@@ -134,6 +134,8 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 	})
 	sess := &sessions{ttl: b.cfg.HIL.Timeout, m: map[*mcp.ServerSession]*Workflows{}}
 	l := newListing(s, x, v, func(name string) mcp.ToolHandler { return toolHandler(x, sess, name) })
+	// Which protocol revision initialize agreed on, and why (protocol.go).
+	s.AddReceivingMiddleware(logProtocol(x))
 	x.swapped = func(nb *Broker) {
 		// A new session's approvals belong to the new workspace.
 		sess.reset()
@@ -537,6 +539,8 @@ func ServeStdioRoots(ctx context.Context, b *Broker, in io.ReadCloser, out io.Wr
 	s, l, sess := newMCPServerParts(x, view{})
 	front := newFastFront(ctx, x, l, sess, filter, o)
 	defer front.close()
+	// Batches pass on the revisions that have them (protocol.go).
+	filter.SetBatchRule(batchRule(front.ss.Load))
 	ss, err := s.Connect(ctx, &mcp.IOTransport{Reader: front, Writer: o.Writer(), MaxLineLength: -1}, nil)
 	if err != nil {
 		return err
