@@ -356,6 +356,8 @@ func (s *sandbox) run(ctx context.Context, spec container.Spec, req container.Re
 	// limit, and the message must not name this one.
 	byCaller := errors.Is(parent.Err(), context.DeadlineExceeded)
 	switch {
+	case err != nil && errors.Is(err, container.ErrAtCap) && errors.Is(err, context.Canceled):
+		return fail(err) // it says it was cancelled in the queue, and after how long
 	case err != nil && errors.Is(err, container.ErrAtCap) && byCaller:
 		return fail(fmt.Errorf("%s while the call waited for a container: %w", callerDeadline, err))
 	case err != nil && errors.Is(err, container.ErrAtCap):
