@@ -155,14 +155,13 @@ func benchQueue(b *testing.B, r *report, raw map[string][]float64) {
 	if len(lat) > 0 {
 		rate = float64(len(lat)) / lastAnswer.Sub(started).Seconds()
 	}
-	p99 := waits.quantile(0.99)
+	p99, lo, hi := waits.quantile(0.99)
 	f := figure{ID: "queue256", Name: queueRowName,
 		PML: fmt.Sprintf("%d streamable-HTTP sessions of one `pml serve`, each calling filesystem:read_file again as soon as its last call answered, for %s; sandbox.max_containers at its default (%d here), sandbox.timeout %s",
 			queueSessions, queueWindow, maxContainersDefault(), queueTimeout),
 		Unit: "ms", Comparison: benchstat.Compare(durationsMS(lat), nil)}
-	f.Value = floatp(rate)
-	f.ValueText = fmt.Sprintf("%.1f calls/s; p99 wait in the queue %s; %d calls: %d answered, %d documented queue timeouts, %d other errors",
-		rate, secsOrDash(p99), calls, len(lat), queueTimeouts, others)
+	f.ValueText = fmt.Sprintf("%.1f calls/s; p99 wait in the queue %s (in (%s, %s]); %d calls: %d answered, %d documented queue timeouts, %d other errors",
+		rate, secsOrDash(p99), secsOrDash(lo), secsOrDash(hi), calls, len(lat), queueTimeouts, others)
 	f.Note = fmt.Sprintf("took %s; the times are whole calls as the client saw them (queue wait included); the wait's p99 is interpolated in the buckets of pml's own pml.container.queue.wait_time histogram (/metrics) over the %d container starts of these calls (%s); a documented queue timeout is a call whose time ran out in the queue, its message saying how long it waited, behind how many calls and the cap; no peer: ToolHive has no toolbox whose calls each get a container of their own, nor a container cap to queue behind",
 		took.Round(time.Second), int(waits.count()), waits.outcomes())
 	if others > 0 {
@@ -281,12 +280,13 @@ func (q queueWaits) outcomes() string {
 }
 
 // quantile interpolates linearly within the bucket the quantile falls in
-// (as Prometheus' histogram_quantile does); NaN without samples, the
-// highest finite bound when it falls in the +Inf bucket.
-func (q queueWaits) quantile(p float64) float64 {
+// (as Prometheus' histogram_quantile does), and says that bucket's bounds:
+// NaN without samples, the highest finite bound when it falls in the +Inf
+// bucket.
+func (q queueWaits) quantile(p float64) (v, lo, hi float64) {
 	total := q.count()
 	if total <= 0 {
-		return math.NaN()
+		return math.NaN(), math.NaN(), math.NaN()
 	}
 	var les []float64
 	for le := range q.buckets {
@@ -298,17 +298,17 @@ func (q queueWaits) quantile(p float64) float64 {
 	for _, le := range les {
 		n := q.buckets[le]
 		if n >= rank {
-			if math.IsInf(le, 1) {
-				return prevLE
+			switch {
+			case math.IsInf(le, 1):
+				return prevLE, prevLE, le
+			case n == prevN:
+				return le, prevLE, le
 			}
-			if n == prevN {
-				return le
-			}
-			return prevLE + (le-prevLE)*(rank-prevN)/(n-prevN)
+			return prevLE + (le-prevLE)*(rank-prevN)/(n-prevN), prevLE, le
 		}
 		prevLE, prevN = le, n
 	}
-	return prevLE
+	return prevLE, prevLE, math.Inf(1)
 }
 
 // The p99 wait of the queue row is read from pml's histogram as /metrics
@@ -334,7 +334,7 @@ pml_container_queue_wait_time_seconds_count{otel_scope_name="pml",pml_outcome="d
 	// The median (rank 50) is the top of the (0, 10] bucket; the 70th
 	// lies halfway in (10, 20]; the 99th is in +Inf: the last bound.
 	for p, want := range map[float64]float64{0.5: 10, 0.7: 15, 0.99: 20, 0.05: 0} {
-		if got := q.quantile(p); math.Abs(got-want) > 1e-9 {
+		if got, _, _ := q.quantile(p); math.Abs(got-want) > 1e-9 {
 			t.Errorf("quantile(%v) = %v, want %v", p, got, want)
 		}
 	}
@@ -342,7 +342,10 @@ pml_container_queue_wait_time_seconds_count{otel_scope_name="pml",pml_outcome="d
 	if d := q.minus(before); d.count() != 5 || d.byResult["deadline"] != 5 {
 		t.Errorf("the difference of two scrapes: %+v", d)
 	}
-	if !math.IsNaN((queueWaits{}).quantile(0.99)) {
+	if _, lo, hi := q.quantile(0.7); lo != 10 || hi != 20 {
+		t.Errorf("the 70th percentile's bucket: (%v, %v], want (10, 20]", lo, hi)
+	}
+	if v, _, _ := (queueWaits{}).quantile(0.99); !math.IsNaN(v) {
 		t.Error("a quantile without samples is a number")
 	}
 }
