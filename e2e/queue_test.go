@@ -87,6 +87,50 @@ func TestACallTimedOutInTheQueueSaysSo(t *testing.T) {
 	}
 }
 
+// TestACallThatQueuedThenTimedOutSaysItQueued: a call that got its
+// container only after a wait in the queue, then ran out of time in it,
+// says how much of its time went to the queue and what to do (the old
+// message named only the limit, as if the work alone had been slow: what
+// a third of the calls of 256 sessions said).
+func TestACallThatQueuedThenTimedOutSaysItQueued(t *testing.T) {
+	ws := newWorkspace(t, `{"permissions": {"allow": ["shell:exec"]}, "sandbox": {"max_containers": 2}}`)
+	url, token := startServe(t, ws)
+	third := httpSession(t, url, token)
+	done := make(chan struct{}, 2)
+	for _, name := range []string{"a", "b"} {
+		cs := httpSession(t, url, token)
+		go func() {
+			defer func() { done <- struct{}{} }()
+			_, _ = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "shell:exec",
+				Arguments: map[string]any{"command": "touch " + name + ".started; sleep 2"}})
+		}()
+	}
+	deadline := time.Now().Add(90 * time.Second)
+	for !(fileExists(ws.path("a.started")) && fileExists(ws.path("b.started"))) {
+		if time.Now().After(deadline) {
+			t.Fatal("the two holding calls did not start within 90 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// Behind them for up to 2 s, then its own sleep outlives its 8 s
+	// limit.
+	out, res := callC(t, third, "shell:exec", map[string]any{"command": "sleep 30", "timeout_ms": 8000})
+	if !res.IsError || !strings.Contains(out, "timed out after 8s") {
+		t.Fatalf("the third call did not time out after 8 s:\n%s", out)
+	}
+	m := regexp.MustCompile(`it had waited (\d+\.\d) s of its time in the queue behind 2 calls \(sandbox\.max_containers 2\) before it got a container: raise sandbox\.max_containers`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("the message does not say the call waited in the queue first:\n%s", out)
+	}
+	t.Logf("the message: %s", out)
+	if n, _ := strconv.ParseFloat(m[1], 64); n <= 0 || n > 8 {
+		t.Errorf("it says it waited %s s in the queue:\n%s", m[1], out)
+	}
+	for range 2 {
+		<-done
+	}
+}
+
 func fileExists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil

@@ -159,7 +159,11 @@ func (l *Limited) acquire(ctx context.Context) error {
 		}
 		select {
 		case <-w.granted:
-			telemetry.QueueWaited(time.Since(began), telemetry.QueueSlot)
+			waited := time.Since(began)
+			telemetry.QueueWaited(waited, telemetry.QueueSlot)
+			if q := queueWaitOf(ctx); q != nil {
+				q.add(waited, l.n+w.ahead, l.n)
+			}
 			return nil
 		case <-idle:
 		case <-ctx.Done():

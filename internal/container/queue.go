@@ -26,6 +26,8 @@ type waiter struct {
 	// has then left the line and holds the slot).
 	granted chan struct{}
 	elem    *list.Element
+	// ahead is how many were in line before it when it joined.
+	ahead int
 }
 
 func newSlotQueue(n int) *slotQueue { return &slotQueue{n: n} }
@@ -51,7 +53,7 @@ func (q *slotQueue) join() *waiter {
 		q.taken++
 		return nil
 	}
-	w := &waiter{granted: make(chan struct{})}
+	w := &waiter{granted: make(chan struct{}), ahead: q.line.Len()}
 	w.elem = q.line.PushBack(w)
 	return w
 }

@@ -214,3 +214,45 @@ func fmtErr(err error) string {
 	}
 	return err.Error()
 }
+
+// TestAStartSaysHowLongItQueued: a start that got its slot after a wait
+// records it in its call's QueueWait (for the message should the call
+// then run out of time); one that found a slot free records nothing.
+func TestAStartSaysHowLongItQueued(t *testing.T) {
+	f := &containertest.Runtime{Behave: behave(blockUntilKilled)}
+	l := Limit(f, 1)
+	ctx, free := WithQueueWait(context.Background())
+	first, err := l.Start(ctx, Spec{}, Streams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := free.Explain(); s != "" {
+		t.Errorf("a start that found a slot free says %q", s)
+	}
+	ctx, queued := WithQueueWait(context.Background())
+	got := make(chan Process, 1)
+	go func() {
+		p, err := l.Start(ctx, Spec{}, Streams{})
+		if err != nil {
+			t.Error(err)
+		}
+		got <- p
+	}()
+	waitFor(t, "the second start waits", func() bool { return l.Waiting() == 1 })
+	time.Sleep(300 * time.Millisecond)
+	_ = first.Kill(context.Background())
+	_ = first.Remove(context.Background())
+	second := <-got
+	m := regexp.MustCompile(`it had waited (\d+\.\d) s of its time in the queue behind 1 call \(sandbox\.max_containers 1\) before it got a container: raise sandbox\.max_containers`).
+		FindStringSubmatch(queued.Explain())
+	if m == nil {
+		t.Fatalf("after a wait for a slot: %q", queued.Explain())
+	}
+	if n, _ := strconv.ParseFloat(m[1], 64); n < 0.25 {
+		t.Errorf("it says it waited %s s; it waited at least 0.3 s", m[1])
+	}
+	if second != nil {
+		_ = second.Kill(context.Background())
+		_ = second.Remove(context.Background())
+	}
+}
