@@ -198,8 +198,9 @@ func CountEgress(up, down int64) {
 
 // queueWaitBuckets are the wait time's histogram bounds, in seconds: from
 // no wait to past the default sandbox.timeout (the SDK's default bounds
-// are meant for milliseconds).
-var queueWaitBuckets = []float64{0, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 3, 4, 5, 7.5, 10, 12.5, 15, 17.5, 20, 25, 30, 35, 40, 45, 50, 55, 60, 75, 90, 120, 180, 300}
+// are meant for milliseconds). (60, 61] holds the waits that ran out at
+// the default limit, so that they do not spread over a wide bucket.
+var queueWaitBuckets = []float64{0, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 3, 4, 5, 7.5, 10, 12.5, 15, 17.5, 20, 25, 30, 35, 40, 45, 50, 55, 60, 61, 75, 90, 120, 180, 300}
 
 // The outcomes of a wait for a container slot (pml.outcome of
 // pml.container.queue.wait_time).
