@@ -164,6 +164,14 @@ func benchQueue(b *testing.B, r *report, raw map[string][]float64) {
 		rate, secsOrDash(p99), secsOrDash(lo), secsOrDash(hi), calls, len(lat), queueTimeouts, others)
 	f.Note = fmt.Sprintf("took %s; the times are whole calls as the client saw them (queue wait included); the wait's p99 is interpolated in the buckets of pml's own pml.container.queue.wait_time histogram (/metrics) over the %d container starts of these calls (%s); a documented queue timeout is a call whose time ran out in the queue, its message saying how long it waited, behind how many calls and the cap; no peer: ToolHive has no toolbox whose calls each get a container of their own, nor a container cap to queue behind",
 		took.Round(time.Second), int(waits.count()), waits.outcomes())
+	if rate > 0 {
+		// Every caller calls again at once: the line stays about as long
+		// as the callers beyond the cap, and each call waits about that
+		// many calls' worth of the throughput. Past the limit, calls
+		// time out in the queue; the row says how close this run was.
+		f.Note += fmt.Sprintf("; with every caller calling again at once, a call waits about (%d callers − %d slots) / %.1f calls/s = %.0f s, against the %s limit",
+			queueSessions, maxContainersDefault(), rate, float64(queueSessions-maxContainersDefault())/rate, queueTimeout)
+	}
 	if others > 0 {
 		f.Failed = true
 		f.ValueText += fmt.Sprintf(" (first: %s)", oneLine(firstOther))

@@ -32,8 +32,10 @@ func WithoutQueue(ctx context.Context) context.Context {
 }
 
 // Limited is a Runtime that runs at most N containers at once. Start takes
-// a slot, waiting in line (FIFO) while all are taken, for as long as the
-// caller's context allows: the wait is part of the call's timeout. The
+// a slot, waiting in line (first come, first served: slotQueue) while all
+// are taken, for as long as the caller's context allows: the wait is part
+// of the call's timeout, and a start whose context ends leaves the line at
+// once, its error saying how long it waited and behind how many. The
 // slot is given back when the container has exited (Wait returned) or has
 // been removed, whichever comes first. Every container pml starts goes
 // through one Limited (broker.New wraps the runtime), so the cap covers
