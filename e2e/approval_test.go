@@ -475,7 +475,7 @@ func checkAudit(t *testing.T, ws *workspace) {
 	}
 }
 
-func startServe(t *testing.T, ws *workspace) (url, token string) {
+func startServe(t testing.TB, ws *workspace) (url, token string) {
 	t.Helper()
 	token = "e2e-token-" + fmt.Sprint(time.Now().UnixNano())
 	cmd := execPML(ws, "serve", "--addr", "127.0.0.1:0")
