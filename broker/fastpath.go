@@ -268,6 +268,20 @@ func (f *fastFront) serve(ctx context.Context, cancel context.CancelFunc, ss *mc
 		f.mu.Unlock()
 		cancel()
 	}()
+	defer func() {
+		// The fast path's recover boundary, as recoverRequests is the
+		// go-sdk path's: this worker is pml's own goroutine, and a panic
+		// in it would end the process.
+		if v := recover(); v != nil {
+			e := recovered(f.x.get().log, v, "tools/call", name)
+			frame, _ := json.Marshal(struct {
+				JSONRPC string          `json:"jsonrpc"`
+				ID      json.RawMessage `json:"id"`
+				Error   any             `json:"error"`
+			}{"2.0", id, e})
+			_ = f.out.WriteLine(append(frame, '\n'))
+		}
+	}()
 	// A swap of workspace (roots.go) happens between calls.
 	f.x.gate.RLock()
 	defer f.x.gate.RUnlock()

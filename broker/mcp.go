@@ -197,8 +197,12 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 			return next(ctx, method, req)
 		}
 	})
-	// Added last, so it runs first: the request's span covers the rest.
+	// Added after the rest, so it runs before them: the request's span
+	// covers the rest.
 	s.AddReceivingMiddleware(traceRequests)
+	// Added last, so it runs first: a panic anywhere in pml's answer to
+	// a request (its span included) answers that request alone.
+	s.AddReceivingMiddleware(recoverRequests(func() zerolog.Logger { return x.get().log }))
 	return s, l, sess
 }
 

@@ -29,6 +29,7 @@ type instruments struct {
 	starts        metric.Int64Counter
 	approvals     metric.Int64Counter
 	egressBytes   metric.Int64Counter
+	panics        metric.Int64Counter
 }
 
 var (
@@ -98,6 +99,7 @@ func MetricsSetup(ctx context.Context, s Settings, version string, prom bool) (h
 	in.starts = counter("pml.container.starts", "{container}", "Server containers started (pooled and per call).")
 	in.approvals = counter("pml.approvals", "{approval}", "Questions put to a person, by answer.")
 	in.egressBytes = counter("pml.egress.bytes", "By", "Bytes through pml's egress proxy, by direction.")
+	in.panics = counter("pml.panics", "{panic}", "Panics pml recovered from while answering a request, by MCP method (the request got an internal error; pml kept running).")
 	if err != nil {
 		return nil, func() {}, err
 	}
@@ -183,4 +185,14 @@ func CountApproval(answer string) {
 func CountEgress(up, down int64) {
 	add(func(i *instruments) metric.Int64Counter { return i.egressBytes }, up, attribute.String("pml.direction", "up"))
 	add(func(i *instruments) metric.Int64Counter { return i.egressBytes }, down, attribute.String("pml.direction", "down"))
+}
+
+// CountPanic counts a panic recovered while answering an MCP request
+// (method) or running a tool call (tool, else "").
+func CountPanic(method, tool string) {
+	attrs := []attribute.KeyValue{attribute.String("mcp.method.name", method)}
+	if tool != "" {
+		attrs = append(attrs, attribute.String("gen_ai.tool.name", tool))
+	}
+	add(func(i *instruments) metric.Int64Counter { return i.panics }, 1, attrs...)
 }

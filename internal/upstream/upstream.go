@@ -430,6 +430,7 @@ func (s *Server) connect(ctx context.Context, start Starter, spec container.Spec
 	}()
 	client := mcp.NewClient(&mcp.Implementation{Name: "pml", Version: "broker"}, opts)
 	client.AddSendingMiddleware(telemetry.ClientMiddleware(s.o.Name))
+	client.AddReceivingMiddleware(guardRequests(s.o.Name, s.o.Logger))
 	if len(roots) > 0 {
 		client.AddRoots(roots...)
 	}
