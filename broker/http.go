@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rs/zerolog"
 
 	"github.com/pml-dev/pml/internal/jsonrpc"
 )
@@ -19,9 +20,12 @@ import (
 // approvals.
 func NewHTTPHandler(b *Broker, token string) http.Handler {
 	server := NewMCPServer(b)
+	// A call ends with the POST that carried it (http_cancel.go).
+	p := &posts{}
+	server.AddReceivingMiddleware(recoverRequests(func() zerolog.Logger { return b.log }), p.cancelWithPost)
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
 		&mcp.StreamableHTTPOptions{MaxRequestBodyBytes: jsonrpc.MaxFrame, Logger: sdkLogger(b.log)})
-	return guard(token, h)
+	return guard(token, p.tiePosts(h))
 }
 
 func guard(token string, next http.Handler) http.Handler {
