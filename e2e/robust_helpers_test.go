@@ -141,7 +141,7 @@ func (h *rawHTTP) post(ctx context.Context, frame string) (*http.Response, []jso
 				msgs = append(msgs, json.RawMessage(strings.TrimSpace(data)))
 			}
 		}
-	} else if len(bytes.TrimSpace(body)) > 0 {
+	} else if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") && len(bytes.TrimSpace(body)) > 0 {
 		msgs = append(msgs, json.RawMessage(body))
 	}
 	if resp.StatusCode >= 300 {
@@ -161,14 +161,16 @@ type rpcAnswer struct {
 }
 
 // proper reports whether msg is a JSON-RPC answer to id: a result, or an
-// error with a code and a message.
+// error with a message. (Its code may be 0: the go-sdk answers some
+// requests it cannot read so, e.g. an initialize with params of the
+// wrong type; the error shapes are issue 45's.)
 func proper(msg json.RawMessage, id string) (rpcAnswer, bool) {
 	var a rpcAnswer
 	if json.Unmarshal(msg, &a) != nil || string(a.ID) != id {
 		return a, false
 	}
 	if a.Error != nil {
-		return a, a.Result == nil && a.Error.Code != 0 && a.Error.Message != ""
+		return a, a.Result == nil && a.Error.Message != ""
 	}
 	return a, a.Result != nil
 }
