@@ -52,6 +52,21 @@ func TestAPanicInsideAToolCallAnswersThatCallAndTheSessionGoesOn(t *testing.T) {
 			t.Errorf("the call after the panic: %q", out)
 		}
 	})
+	t.Run("over stdio's fast path, a pooled server's tool", func(t *testing.T) {
+		ws := newWorkspace(t, probeConfig(t, ""))
+		s := startSessionBin(t, bin, ws)
+		if !listsTool(t, s.ClientSession, "probe:echo") {
+			t.Fatal("probe:echo is not listed")
+		}
+		_, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: "probe:echo", Arguments: map[string]any{"text": panicMarker}})
+		if err == nil || !strings.Contains(err.Error(), "tools/call of probe:echo") || !strings.Contains(err.Error(), "pml kept running") {
+			t.Fatalf("the panicking call: %v\n%s", err, tail(s.stderr.String()))
+		}
+		out, res := s.call(t, "probe:echo", map[string]any{"text": "still-serving"})
+		if res.IsError || !strings.Contains(out, "still-serving") {
+			t.Errorf("the call after the panic: %q", out)
+		}
+	})
 	t.Run("over HTTP", func(t *testing.T) {
 		ws := newWorkspace(t, allowAll)
 		url, token, stderr := startServeBin(t, bin, ws)
