@@ -125,9 +125,11 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 		// Tools: listChanged, since tools appear and go at run time.
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
 		// The client's roots choose the workspace (roots.go).
-		InitializedHandler: func(_ context.Context, req *mcp.InitializedRequest) { go x.checkRoots(req.Session) },
+		InitializedHandler: func(_ context.Context, req *mcp.InitializedRequest) {
+			go guarded(x.get().log, "notifications/initialized", "checking the client's roots", func() { x.checkRoots(req.Session) })
+		},
 		RootsListChangedHandler: func(_ context.Context, req *mcp.RootsListChangedRequest) {
-			go x.checkRoots(req.Session)
+			go guarded(x.get().log, "notifications/roots/list_changed", "checking the client's roots", func() { x.checkRoots(req.Session) })
 		},
 	})
 	sess := &sessions{ttl: b.cfg.HIL.Timeout, m: map[*mcp.ServerSession]*Workflows{}}

@@ -68,3 +68,18 @@ func recovered(log zerolog.Logger, v any, method, tool string) *jsonrpc.Error {
 			"the stack is in pml's log (a bug in pml: please report it)", what, v),
 	}
 }
+
+// guarded runs fn, a goroutine pml starts while it answers method (a
+// server's load for tools/list, the roots check of initialized), where no
+// recover boundary is above: a panic in it is logged with its stack and
+// counted, and pml goes on without what fn was doing.
+func guarded(log zerolog.Logger, method, what string, fn func()) {
+	defer func() {
+		if v := recover(); v != nil {
+			log.Error().Str("method", method).Str("panic", fmt.Sprint(v)).Str("stack", string(debug.Stack())).
+				Msg("pml panicked while " + what + " (a bug in pml: please report it with this stack); pml goes on without it")
+			telemetry.CountPanic(method, "")
+		}
+	}()
+	fn()
+}

@@ -190,7 +190,10 @@ func CountEgress(up, down int64) {
 // CountPanic counts a panic recovered while answering an MCP request
 // (method) or running a tool call (tool, else "").
 func CountPanic(method, tool string) {
-	attrs := []attribute.KeyValue{attribute.String("mcp.method.name", method)}
+	var attrs []attribute.KeyValue
+	if method != "" {
+		attrs = append(attrs, attribute.String("mcp.method.name", method))
+	}
 	if tool != "" {
 		attrs = append(attrs, attribute.String("gen_ai.tool.name", tool))
 	}
