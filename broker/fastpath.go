@@ -154,7 +154,15 @@ var (
 
 // take reports whether the fast path handles frame (a well-formed
 // JSON-RPC message, as the filter passed it).
-func (f *fastFront) take(frame []byte) bool {
+func (f *fastFront) take(frame []byte) (taken bool) {
+	defer func() {
+		// This runs in the go-sdk's reader goroutine, where a panic would
+		// end pml: a frame the fast path trips on goes the usual way.
+		if v := recover(); v != nil {
+			logPanic(f.x.get().log, v, "", "reading a frame for the fast path")
+			taken = false
+		}
+	}()
 	isCall := bytes.Contains(frame, toolsCall)
 	if !isCall && !bytes.Contains(frame, cancelled) {
 		return false

@@ -76,10 +76,16 @@ func recovered(log zerolog.Logger, v any, method, tool string) *jsonrpc.Error {
 func guarded(log zerolog.Logger, method, what string, fn func()) {
 	defer func() {
 		if v := recover(); v != nil {
-			log.Error().Str("method", method).Str("panic", fmt.Sprint(v)).Str("stack", string(debug.Stack())).
-				Msg("pml panicked while " + what + " (a bug in pml: please report it with this stack); pml goes on without it")
-			telemetry.CountPanic(method, "")
+			logPanic(log, v, method, what)
 		}
 	}()
 	fn()
+}
+
+// logPanic logs (with its stack) and counts the panic v, recovered while
+// pml was doing what for method.
+func logPanic(log zerolog.Logger, v any, method, what string) {
+	log.Error().Str("method", method).Str("panic", fmt.Sprint(v)).Str("stack", string(debug.Stack())).
+		Msg("pml panicked while " + what + " (a bug in pml: please report it with this stack); pml goes on without it")
+	telemetry.CountPanic(method, "")
 }
