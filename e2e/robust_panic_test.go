@@ -3,6 +3,9 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -83,6 +86,18 @@ func TestAPanicInsideAToolCallAnswersThatCallAndTheSessionGoesOn(t *testing.T) {
 		// Another session of the same pml serve is served too.
 		if err := httpSession(t, url, token).Ping(context.Background(), nil); err != nil {
 			t.Errorf("a new session after the panic: %v", err)
+		}
+		// The panic is counted, by method and tool.
+		req, _ := http.NewRequest("GET", strings.TrimSuffix(url, "/mcp")+"/metrics", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		r, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Body.Close()
+		body, _ := io.ReadAll(r.Body)
+		if !regexp.MustCompile(`pml_panics_total\{[^}]*gen_ai_tool_name="shell:exec"[^}]*mcp_method_name="tools/call"[^}]*\} 1\b`).Match(body) {
+			t.Errorf("/metrics does not count the panic once:\n%s", body)
 		}
 	})
 }
