@@ -12,6 +12,15 @@ import (
 	"github.com/pml-dev/pml/internal/telemetry"
 )
 
+// newClient is pml's client for the server, with its middlewares: the
+// trace context on what pml sends, the guard on what it receives.
+func (s *Server) newClient(opts *mcp.ClientOptions) *mcp.Client {
+	client := mcp.NewClient(&mcp.Implementation{Name: "pml", Version: "broker"}, opts)
+	client.AddSendingMiddleware(telemetry.ClientMiddleware(s.o.Name))
+	client.AddReceivingMiddleware(guardRequests(s.o.Name, s.o.Logger))
+	return client
+}
+
 // guardRequests is the receiving middleware of pml's client session
 // with a server: what the server sends pml runs in a goroutine of the
 // go-sdk's, where a panic would end pml. A request without the params it
