@@ -25,7 +25,7 @@ func NewHTTPHandler(b *Broker, token string) http.Handler {
 	server.AddReceivingMiddleware(recoverRequests(func() zerolog.Logger { return b.log }), p.cancelWithPost)
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
 		&mcp.StreamableHTTPOptions{MaxRequestBodyBytes: jsonrpc.MaxFrame, Logger: sdkLogger(b.log)})
-	return guard(token, p.tiePosts(h))
+	return guard(token, recoverHTTP(b.log, p.tiePosts(h)))
 }
 
 func guard(token string, next http.Handler) http.Handler {

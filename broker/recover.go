@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"runtime/debug"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -88,4 +89,27 @@ func logPanic(log zerolog.Logger, v any, method, what string) {
 	log.Error().Str("method", method).Str("panic", fmt.Sprint(v)).Str("stack", string(debug.Stack())).
 		Msg("pml panicked while " + what + " (a bug in pml: please report it with this stack); pml goes on without it")
 	telemetry.CountPanic(method, "")
+}
+
+// recoverHTTP is the recover boundary of pml serve's HTTP handler. net/http
+// recovers a panic in a handler itself, but only to log it to the
+// standard log and drop the connection; here it is pml's log line, with
+// its stack, and counted, and the client gets a 500 when nothing was
+// written yet. (What the go-sdk runs for the request's messages, in
+// goroutines of its own, is recoverRequests'.)
+func recoverHTTP(log zerolog.Logger, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			v := recover()
+			if v == nil {
+				return
+			}
+			if v == http.ErrAbortHandler {
+				panic(v) // net/http's own way to drop a connection
+			}
+			logPanic(log, v, "", "serving an HTTP "+r.Method+" request")
+			http.Error(w, "pml: internal error while serving the request (a bug in pml; the stack is in pml's log); pml kept running", http.StatusInternalServerError)
+		}()
+		h.ServeHTTP(w, r)
+	})
 }

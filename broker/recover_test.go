@@ -92,3 +92,16 @@ func TestAPanicInAnInnerCallOfCodeIsThatCallsError(t *testing.T) {
 		t.Errorf("got %+v", res)
 	}
 }
+
+func TestAPanicInPMLServesHTTPHandlerIsA500(t *testing.T) {
+	var logs strings.Builder
+	h := recoverHTTP(zerolog.New(&logs), http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom") }))
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/mcp", nil))
+	if w.Code != http.StatusInternalServerError || !strings.Contains(w.Body.String(), "pml kept running") {
+		t.Errorf("got %d %q", w.Code, w.Body.String())
+	}
+	if !strings.Contains(logs.String(), "pml panicked while serving an HTTP POST request") {
+		t.Errorf("log:\n%s", logs.String())
+	}
+}
