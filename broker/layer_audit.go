@@ -39,6 +39,14 @@ func auditLayerNoted(path Handler, n container.AuditNoter) Handler {
 }
 
 func (l auditLayer) Call(ctx context.Context, c *Call) Result {
+	defer func() {
+		if v := recover(); v != nil {
+			// A panic below: the call still leaves its entry; the
+			// request's recover boundary (recover.go) answers it.
+			l.record(audit.Entry{Tool: c.Tool, Decision: audit.Failed, Reason: "pml panicked (a bug in pml; the stack is in pml's log)", ArgKeys: audit.Keys(c.Args)}, c.began)
+			panic(v)
+		}
+	}()
 	res := l.next.Call(ctx, c)
 	e, ok := c.Noted()
 	if !ok {

@@ -127,9 +127,11 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 		// Tools: listChanged, since tools appear and go at run time.
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
 		// The client's roots choose the workspace (roots.go).
-		InitializedHandler: func(_ context.Context, req *mcp.InitializedRequest) { go x.checkRoots(req.Session) },
+		InitializedHandler: func(_ context.Context, req *mcp.InitializedRequest) {
+			go guarded(x.get().log, "notifications/initialized", "checking the client's roots", func() { x.checkRoots(req.Session) })
+		},
 		RootsListChangedHandler: func(_ context.Context, req *mcp.RootsListChangedRequest) {
-			go x.checkRoots(req.Session)
+			go guarded(x.get().log, "notifications/roots/list_changed", "checking the client's roots", func() { x.checkRoots(req.Session) })
 		},
 	})
 	sess := &sessions{ttl: b.cfg.HIL.Timeout, m: map[*mcp.ServerSession]*Workflows{}}
@@ -201,8 +203,12 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 			return next(ctx, method, req)
 		}
 	})
-	// Added last, so it runs first: the request's span covers the rest.
+	// Added after the rest, so it runs before them: the request's span
+	// covers the rest.
 	s.AddReceivingMiddleware(traceRequests)
+	// Added last, so it runs first: a panic anywhere in pml's answer to
+	// a request (its span included) answers that request alone.
+	s.AddReceivingMiddleware(recoverRequests(func() zerolog.Logger { return x.get().log }))
 	return s, l, sess
 }
 

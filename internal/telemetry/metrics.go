@@ -31,6 +31,7 @@ type instruments struct {
 	egressBytes   metric.Int64Counter
 	queueDepth    metric.Int64UpDownCounter
 	queueWait     metric.Float64Histogram
+	panics        metric.Int64Counter
 }
 
 var (
@@ -109,6 +110,7 @@ func MetricsSetup(ctx context.Context, s Settings, version string, prom bool) (h
 			metric.WithDescription("How long a container start waited for a slot under sandbox.max_containers (0 when one was free), by outcome."),
 			metric.WithExplicitBucketBoundaries(queueWaitBuckets...))
 	}
+	in.panics = counter("pml.panics", "{panic}", "Panics pml recovered from while answering a request, by MCP method (the request got an internal error; pml kept running).")
 	if err != nil {
 		return nil, func() {}, err
 	}
@@ -223,4 +225,17 @@ func QueueWaited(d time.Duration, outcome string) {
 	if in := instrumentsOn(); in != nil {
 		in.queueWait.Record(context.Background(), d.Seconds(), metric.WithAttributes(attribute.String("pml.outcome", outcome)))
 	}
+}
+
+// CountPanic counts a panic recovered while answering an MCP request
+// (method) or running a tool call (tool, else "").
+func CountPanic(method, tool string) {
+	var attrs []attribute.KeyValue
+	if method != "" {
+		attrs = append(attrs, attribute.String("mcp.method.name", method))
+	}
+	if tool != "" {
+		attrs = append(attrs, attribute.String("gen_ai.tool.name", tool))
+	}
+	add(func(i *instruments) metric.Int64Counter { return i.panics }, 1, attrs...)
 }

@@ -430,8 +430,7 @@ func (s *Server) connect(ctx context.Context, start Starter, spec container.Spec
 		<-proc.Done()
 		pw.CloseWithError(io.EOF)
 	}()
-	client := mcp.NewClient(&mcp.Implementation{Name: "pml", Version: "broker"}, opts)
-	client.AddSendingMiddleware(telemetry.ClientMiddleware(s.o.Name))
+	client := s.newClient(opts)
 	if len(roots) > 0 {
 		client.AddRoots(roots...)
 	}
