@@ -100,7 +100,7 @@ func runTrust(g *globals, stdout, stderr io.Writer, format string, yes, revoke b
 		return &exitError{1, err}
 	}
 	defaults := broker.DefaultPermissions().Allow
-	grants := config.GrantsBeyond(cfg, defaults)
+	grants := trust.Grants(cfg, rec, defaults)
 	added, dropped := trust.Changes(rec, grants)
 	rep := trustReport{File: cfg.Path, SHA256: cfg.Sum, Grants: grants, Added: added, Dropped: dropped}
 	if rep.Grants == nil {

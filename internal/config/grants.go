@@ -30,6 +30,13 @@ type Grant struct {
 // defaultAllow is the allow list pml uses without a file (read-only
 // tools): naming those is no grant.
 func GrantsBeyond(cfg *Config, defaultAllow []string) []Grant {
+	return GrantsAgainst(cfg, defaultAllow, nil)
+}
+
+// GrantsAgainst is GrantsBeyond where a floor key (floors.go) set weaker
+// than what the person trusted (trusted: the Floor of a trusted content)
+// is a grant too.
+func GrantsAgainst(cfg *Config, defaultAllow []string, trusted Floor) []Grant {
 	if cfg == nil || !(cfg.Exists || cfg.LocalExists) {
 		return nil
 	}
@@ -86,7 +93,7 @@ func GrantsBeyond(cfg *Config, defaultAllow []string) []Grant {
 		}
 		add("mcps."+name+"#"+serverHash(srv), describeServer(srv))
 	}
-	return out
+	return append(out, floorGrants(cfg, trusted)...)
 }
 
 // serverHash names a server's whole definition: any change to its
@@ -142,11 +149,18 @@ func quoteTool(p string) string {
 // The allow list is then the defaults plus the kept entries (until the
 // file is trusted pml behaves as with no file, plus what was trusted).
 func Restrict(cfg *Config, defaultAllow []string, keep func(Grant) bool) *Config {
+	return RestrictAgainst(cfg, defaultAllow, nil, keep)
+}
+
+// RestrictAgainst is Restrict with the floors of a trusted content: a
+// floor key weaker than its floor that keep refuses is put back to the
+// floor (the tightest of the trusted value, the team's and the default).
+func RestrictAgainst(cfg *Config, defaultAllow []string, trusted Floor, keep func(Grant) bool) *Config {
 	if cfg == nil || !(cfg.Exists || cfg.LocalExists) {
 		return cfg
 	}
 	granted := map[string]bool{}
-	for _, g := range GrantsBeyond(cfg, defaultAllow) {
+	for _, g := range GrantsAgainst(cfg, defaultAllow, trusted) {
 		granted[g.Key] = keep(g)
 	}
 	ok := func(key string) bool { v, listed := granted[key]; return !listed || v }
@@ -226,6 +240,7 @@ func Restrict(cfg *Config, defaultAllow []string, keep func(Grant) bool) *Config
 			}
 		}
 	}
+	holdFloors(&c, cfg, trusted, keep)
 	return &c
 }
 

@@ -36,8 +36,27 @@ type Record struct {
 	// Grants are the grants trusted: those of that content, plus any that
 	// pml's own writes added since ("Always").
 	Grants []config.Grant `json:"grants"`
+	// Floor is what that content set of the keys a file may tighten at
+	// once but not weaken without trust (hil.require_elicitation,
+	// sandbox.runtime, the limits: config.Floor): a later content, or a
+	// .pml.local.json, that sets one weaker grants that.
+	Floor config.Floor `json:"floor,omitempty"`
 	// At is when the record last changed.
 	At time.Time `json:"at"`
+}
+
+func (r *Record) floor() config.Floor {
+	if r == nil {
+		return nil
+	}
+	return r.Floor
+}
+
+// Grants lists what cfg grants measured against rec (nil: nothing
+// trusted): beyond pml's defaults, and any floor key set weaker than rec
+// trusted.
+func Grants(cfg *config.Config, rec *Record, defaultAllow []string) []config.Grant {
+	return config.GrantsAgainst(cfg, defaultAllow, rec.floor())
 }
 
 // Has reports whether the record trusts g.
@@ -150,9 +169,8 @@ func (s *Store) update(path string, change func(*Record) *Record) error {
 
 // Trust records cfg's content as trusted: exactly its grants.
 func (s *Store) Trust(cfg *config.Config, defaultAllow []string) error {
-	grants := config.GrantsBeyond(cfg, defaultAllow)
-	return s.update(cfg.Path, func(*Record) *Record {
-		return &Record{SHA256: cfg.Sum, Grants: grants}
+	return s.update(cfg.Path, func(prev *Record) *Record {
+		return &Record{SHA256: cfg.Sum, Grants: Grants(cfg, prev, defaultAllow), Floor: config.FloorOf(cfg)}
 	})
 }
 
@@ -194,6 +212,7 @@ func (s *Store) Saved(path string, before, after []byte, defaultAllow []string) 
 		}
 		if wasWhole {
 			rec.SHA256 = cur.Sum
+			rec.Floor = config.FloorOf(cur)
 		}
 		return rec
 	})
@@ -224,7 +243,7 @@ func Apply(cfg *config.Config, s *Store, defaultAllow []string) (*config.Config,
 		err = errors.New("no trust store")
 	}
 	st := Status{Record: rec}
-	for _, g := range config.GrantsBeyond(cfg, defaultAllow) {
+	for _, g := range Grants(cfg, rec, defaultAllow) {
 		if !rec.Has(g) {
 			st.Untrusted = append(st.Untrusted, g)
 		}
@@ -233,7 +252,7 @@ func Apply(cfg *config.Config, s *Store, defaultAllow []string) (*config.Config,
 	if st.Trusted {
 		return cfg, st, err
 	}
-	return config.Restrict(cfg, defaultAllow, rec.Has), st, err
+	return config.RestrictAgainst(cfg, defaultAllow, rec.floor(), rec.Has), st, err
 }
 
 // Changes lists what cur grants that rec did not (added) and what rec
@@ -261,7 +280,11 @@ func Message(cfg *config.Config, st Status) string {
 		return ""
 	}
 	var b []byte
-	b = fmt.Appendf(b, "%s is not trusted, so it applies only as far as it narrows pml's defaults (deny, ask)", cfg.Path)
+	what := cfg.Path
+	if cfg.LocalExists {
+		what = cfg.Path + " with " + cfg.LocalPath
+	}
+	b = fmt.Appendf(b, "%s is not trusted, so it applies only as far as it narrows pml's defaults (deny, ask) and what you trusted", what)
 	if st.Record != nil {
 		b = append(b, "; it changed since you trusted it"...)
 	}
