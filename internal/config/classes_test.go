@@ -87,7 +87,9 @@ func TestLocalFileWeakeningIsAGrant(t *testing.T) {
 		{"namespace changed", `{"kubernetes":{"namespace":"tools"}}`, `{"kubernetes":{"namespace":"kube-system"}}`, "kubernetes.namespace=kube-system",
 			func(c *Config) bool { return c.Kubernetes.Namespace == "tools" }},
 		{"tightening", `{"sandbox":{"runtime":"auto","timeout":"1m"}}`, `{"hil":{"require_elicitation":true},"sandbox":{"runtime":"runsc","timeout":"5s","memory":"128m"}}`, "",
-			func(c *Config) bool { return c.HIL.RequireElicitation && c.Sandbox.Runtime == "runsc" && c.Sandbox.Timeout.String() == "5s" }},
+			func(c *Config) bool {
+				return c.HIL.RequireElicitation && c.Sandbox.Runtime == "runsc" && c.Sandbox.Timeout.String() == "5s"
+			}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -74,10 +74,12 @@ var floorKeys = []floorKey{
 	},
 	{
 		key: "sandbox.memory", what: "gives tool containers more memory",
-		get:    func(c *Config) string { return c.Sandbox.Memory },
-		set:    func(c *Config, v string) { c.Sandbox.Memory = v },
-		weaker: func(cur, base string) bool { return effective(cur, parseSize, defaultMemory()) > effective(base, parseSize, defaultMemory()) },
-		def:    "",
+		get: func(c *Config) string { return c.Sandbox.Memory },
+		set: func(c *Config, v string) { c.Sandbox.Memory = v },
+		weaker: func(cur, base string) bool {
+			return effective(cur, parseSize, defaultMemory()) > effective(base, parseSize, defaultMemory())
+		},
+		def: "",
 	},
 	{
 		key: "sandbox.cpus", what: "gives tool containers more CPUs",
@@ -91,17 +93,21 @@ var floorKeys = []floorKey{
 	},
 	{
 		key: "sandbox.pids", what: "lets tool containers run more processes",
-		get:    func(c *Config) string { return strconv.FormatInt(c.Sandbox.Pids, 10) },
-		set:    func(c *Config, v string) { c.Sandbox.Pids, _ = strconv.ParseInt(v, 10, 64) },
-		weaker: func(cur, base string) bool { return effective(cur, parseInt, policies.Default().Resources.Pids) > effective(base, parseInt, policies.Default().Resources.Pids) },
-		def:    "0",
+		get: func(c *Config) string { return strconv.FormatInt(c.Sandbox.Pids, 10) },
+		set: func(c *Config, v string) { c.Sandbox.Pids, _ = strconv.ParseInt(v, 10, 64) },
+		weaker: func(cur, base string) bool {
+			return effective(cur, parseInt, policies.Default().Resources.Pids) > effective(base, parseInt, policies.Default().Resources.Pids)
+		},
+		def: "0",
 	},
 	{
 		key: "sandbox.max_containers", what: "lets pml run more containers at once",
-		get:    func(c *Config) string { return strconv.Itoa(c.Sandbox.MaxContainers) },
-		set:    func(c *Config, v string) { c.Sandbox.MaxContainers, _ = strconv.Atoi(v) },
-		weaker: func(cur, base string) bool { return effective(cur, parseInt, defaultMaxContainers()) > effective(base, parseInt, defaultMaxContainers()) },
-		def:    "0",
+		get: func(c *Config) string { return strconv.Itoa(c.Sandbox.MaxContainers) },
+		set: func(c *Config, v string) { c.Sandbox.MaxContainers, _ = strconv.Atoi(v) },
+		weaker: func(cur, base string) bool {
+			return effective(cur, parseInt, defaultMaxContainers()) > effective(base, parseInt, defaultMaxContainers())
+		},
+		def: "0",
 	},
 }
 
