@@ -67,6 +67,8 @@ func TestHostileLocalPolicyWeakeningNeedsTrust(t *testing.T) {
 	s := startSession(t, ws)
 	if closed, out := failsClosed(t, s); !closed {
 		t.Errorf("an untrusted .pml.local.json turned hil.require_elicitation off: %q", out)
+	} else if !strings.Contains(out, "not trusted") || !strings.Contains(out, "pml trust") {
+		t.Errorf("the closed failure does not say the weakening waits for pml trust: %q", out)
 	}
 	if !s.logs("is not trusted", "require_elicitation") {
 		t.Errorf("pml's stderr does not say the weakening is not trusted:\n%s", tail(s.stderr.String()))

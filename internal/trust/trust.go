@@ -273,6 +273,15 @@ func Changes(rec *Record, cur []config.Grant) (added, dropped []config.Grant) {
 	return added, dropped
 }
 
+// Names names the policy's files as a person reads them: .pml.json, and
+// .pml.local.json beside it when there is one (trust covers the pair).
+func Names(cfg *config.Config) string {
+	if cfg.LocalExists {
+		return cfg.Path + " with " + cfg.LocalPath
+	}
+	return cfg.Path
+}
+
 // Message is what pml says, once per content, about a policy that is not
 // trusted: what it would grant and the command that trusts it.
 func Message(cfg *config.Config, st Status) string {
@@ -280,11 +289,7 @@ func Message(cfg *config.Config, st Status) string {
 		return ""
 	}
 	var b []byte
-	what := cfg.Path
-	if cfg.LocalExists {
-		what = cfg.Path + " with " + cfg.LocalPath
-	}
-	b = fmt.Appendf(b, "%s is not trusted, so it applies only as far as it narrows pml's defaults (deny, ask) and what you trusted", what)
+	b = fmt.Appendf(b, "%s is not trusted, so it applies only as far as it narrows pml's defaults (deny, ask) and what you trusted", Names(cfg))
 	if st.Record != nil {
 		b = append(b, "; it changed since you trusted it"...)
 	}
