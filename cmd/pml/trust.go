@@ -113,7 +113,7 @@ func runTrust(g *globals, stdout, stderr io.Writer, format string, yes, revoke b
 				return err
 			}
 		} else {
-			fmt.Fprintf(stdout, "%s: %s\n", cfg.Path, result)
+			fmt.Fprintf(stdout, "%s: %s\n", trust.Names(cfg), result)
 		}
 		if code != 0 {
 			return &exitError{code, nil}
@@ -145,10 +145,10 @@ func runTrust(g *globals, stdout, stderr io.Writer, format string, yes, revoke b
 	}
 	if !yes {
 		if !isatty.IsTerminal(os.Stdin.Fd()) {
-			fmt.Fprintf(stderr, "pml trust: no terminal to ask on: run `pml trust --yes` in %s to trust this content (or `pml trust` on a terminal)\n", ws.Dir)
+			fmt.Fprintf(stderr, "pml trust: no terminal to ask on: run `pml trust --yes` in %s to trust this content (or `pml trust` on a terminal)\n", trust.Path(ws.Dir))
 			return finish(trustNeedPerson, exitNeedsPerson)
 		}
-		fmt.Fprint(stderr, "Trust this content of "+cfg.Path+"? [y/N] ")
+		fmt.Fprint(stderr, "Trust this content of "+trust.Names(cfg)+"? [y/N] ")
 		line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
 		switch strings.ToLower(strings.TrimSpace(line)) {
 		case "y", "yes":
@@ -167,7 +167,7 @@ func runTrust(g *globals, stdout, stderr io.Writer, format string, yes, revoke b
 // describeTrust says, in words, what the file grants and what changed
 // since the content trusted before.
 func describeTrust(w io.Writer, cfg *config.Config, rec *trust.Record, grants, added, dropped []config.Grant) {
-	fmt.Fprintf(w, "%s (sha256 %s)\n", cfg.Path, short(cfg.Sum))
+	fmt.Fprintf(w, "%s (sha256 %s)\n", trust.Names(cfg), short(cfg.Sum))
 	if len(grants) == 0 {
 		fmt.Fprintln(w, "grants nothing beyond pml's defaults (it may deny or ask more).")
 	} else {

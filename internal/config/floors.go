@@ -249,7 +249,7 @@ func floorGrants(cfg *Config, trusted Floor) []Grant {
 		cur := k.get(cfg)
 		out = append(out, Grant{
 			Key:  k.key + "=" + cur,
-			Text: fmt.Sprintf("%s (%s %s, not %s)", k.what, k.key, quoteEmpty(cur), quoteEmpty(base)),
+			Text: fmt.Sprintf("%s (%s %s, not %s)", k.what, k.key, shown(quoteEmpty(cur)), shown(quoteEmpty(base))),
 		})
 	}
 	return out

@@ -24,6 +24,7 @@ import (
 
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/safefs"
+	"github.com/pml-dev/pml/internal/termsafe"
 )
 
 // FileName is the store's name in pml's state directory.
@@ -277,10 +278,14 @@ func Changes(rec *Record, cur []config.Grant) (added, dropped []config.Grant) {
 // .pml.local.json beside it when there is one (trust covers the pair).
 func Names(cfg *config.Config) string {
 	if cfg.LocalExists {
-		return cfg.Path + " with " + cfg.LocalPath
+		return Path(cfg.Path) + " with " + Path(cfg.LocalPath)
 	}
-	return cfg.Path
+	return Path(cfg.Path)
 }
+
+// Path is a file's path as pml shows it to a person: a workspace's name
+// comes from a clone, so its control characters are quoted too.
+func Path(p string) string { return termsafe.Quote(p, 1024) }
 
 // Message is what pml says, once per content, about a policy that is not
 // trusted: what it would grant and the command that trusts it.
@@ -298,6 +303,6 @@ func Message(cfg *config.Config, st Status) string {
 		b = append(b, "\n  - "...)
 		b = append(b, g.Text...)
 	}
-	b = fmt.Appendf(b, "\nReview the file, then run `pml trust` in %s.", filepath.Dir(cfg.Path))
+	b = fmt.Appendf(b, "\nReview the file, then run `pml trust` in %s.", Path(filepath.Dir(cfg.Path)))
 	return string(b)
 }
