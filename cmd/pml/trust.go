@@ -61,12 +61,15 @@ Exit status: 0 trusted (or nothing to trust), 1 you said no,
 
 // trustReport is pml trust's answer, for --format json.
 type trustReport struct {
-	File    string         `json:"file"`
-	SHA256  string         `json:"sha256,omitempty"`
-	Result  string         `json:"result"`
-	Grants  []config.Grant `json:"grants"`
-	Added   []config.Grant `json:"added,omitempty"`
-	Dropped []config.Grant `json:"dropped,omitempty"`
+	File   string `json:"file"`
+	SHA256 string `json:"sha256,omitempty"`
+	// LocalSHA256 is .pml.local.json's, when there is one: trust covers
+	// the exact bytes of both.
+	LocalSHA256 string         `json:"local_sha256,omitempty"`
+	Result      string         `json:"result"`
+	Grants      []config.Grant `json:"grants"`
+	Added       []config.Grant `json:"added,omitempty"`
+	Dropped     []config.Grant `json:"dropped,omitempty"`
 }
 
 // Results of pml trust.
@@ -96,13 +99,16 @@ func runTrust(g *globals, stdout, stderr io.Writer, format string, yes, revoke b
 		return &exitError{1, err}
 	}
 	rec, err := store.Lookup(cfg.Path)
-	if err != nil {
+	if errors.Is(err, trust.ErrMalformed) {
+		// Not honoured: this run shows everything and replaces it.
+		fmt.Fprintf(stderr, "pml trust: %v\n", err)
+	} else if err != nil {
 		return &exitError{1, err}
 	}
 	defaults := broker.DefaultPermissions().Allow
 	grants := trust.Grants(cfg, rec, defaults)
 	added, dropped := trust.Changes(rec, grants)
-	rep := trustReport{File: cfg.Path, SHA256: cfg.Sum, Grants: grants, Added: added, Dropped: dropped}
+	rep := trustReport{File: cfg.Path, SHA256: cfg.FileSum, LocalSHA256: cfg.LocalSum, Grants: grants, Added: added, Dropped: dropped}
 	if rep.Grants == nil {
 		rep.Grants = []config.Grant{}
 	}
@@ -130,14 +136,10 @@ func runTrust(g *globals, stdout, stderr io.Writer, format string, yes, revoke b
 	if !cfg.HasFile() {
 		return finish(trustNothing, 0)
 	}
-	if len(added) == 0 && rec != nil {
-		// Nothing more is granted than was trusted (an edit that only
-		// narrows): the record follows the content, no question asked.
-		if rec.SHA256 != cfg.Sum {
-			if err := store.Trust(cfg, defaults); err != nil {
-				return &exitError{1, err}
-			}
-		}
+	if len(added) == 0 && rec.Whole(cfg) {
+		// Trust is of the exact bytes: only the content trusted is
+		// "already trusted". Another one granting the same is shown (by
+		// grant: nothing more) and asked like any other.
 		return finish(trustAlready, 0)
 	}
 	if format != formatJSON {
@@ -168,6 +170,9 @@ func runTrust(g *globals, stdout, stderr io.Writer, format string, yes, revoke b
 // since the content trusted before.
 func describeTrust(w io.Writer, cfg *config.Config, rec *trust.Record, grants, added, dropped []config.Grant) {
 	fmt.Fprintf(w, "%s (sha256 %s)\n", trust.Names(cfg), short(cfg.Sum))
+	if rec != nil && !rec.Whole(cfg) && rec.SHA256 != "" {
+		fmt.Fprintln(w, "This content is not the one you trusted (its sha256 differs).")
+	}
 	if len(grants) == 0 {
 		fmt.Fprintln(w, "grants nothing beyond pml's defaults (it may deny or ask more).")
 	} else {

@@ -99,11 +99,13 @@ func GrantsAgainst(cfg *Config, defaultAllow []string, trusted Floor) []Grant {
 }
 
 // serverHash names a server's whole definition: any change to its
-// image, command, environment, mount or network is a new grant.
+// image, command, environment, mount or network is a new grant. The
+// whole sha256: a shorter one would let a repository find two
+// definitions, one harmless to be trusted and one not, that share it.
 func serverHash(s Server) string {
 	b, _ := json.Marshal(s)
 	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:8])
+	return hex.EncodeToString(sum[:])
 }
 
 func describeServer(s Server) string {
