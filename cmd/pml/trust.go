@@ -36,8 +36,10 @@ Until you trust a content, pml applies the file only as far as it narrows
 the defaults (deny and ask apply at once); a clone, a container or the model
 writing the file cannot widen what pml allows. The record is kept outside
 every workspace, in $XDG_STATE_HOME/pml/trust.json (else
-~/.local/state/pml/trust.json), by the file's path and the sha256 of its
-content: any edit that grants more needs trust again.
+~/.local/state/pml/trust.json), by the file's path and the full sha256 of
+the exact bytes of .pml.json and .pml.local.json: after any edit the content
+is not the one trusted until pml trust runs again (what you trusted of it
+still applies meanwhile, and what it grants beyond that waits).
 
 Exit status: 0 trusted (or nothing to trust), 1 you said no,
 3 a person must decide (no terminal and no --yes), 2 usage.`,
