@@ -249,7 +249,7 @@ func floorGrants(cfg *Config, trusted Floor) []Grant {
 		cur := k.get(cfg)
 		out = append(out, Grant{
 			Key:  k.key + "=" + cur,
-			Text: fmt.Sprintf("%s (%s %s, not %s)", k.what, k.key, shown(quoteEmpty(cur)), shown(quoteEmpty(base))),
+			Text: fmt.Sprintf("%s (%s %s, not %s)", k.what, k.key, shown(quoteEmpty(cur)), shown(k.baseText(base))),
 		})
 	}
 	return out
@@ -264,6 +264,17 @@ func holdFloors(c, cfg *Config, trusted Floor, keep func(Grant) bool) {
 			k.set(c, base)
 		}
 	}
+}
+
+// baseText says a floor in words: pml's default is named as such.
+func (k floorKey) baseText(base string) string {
+	switch {
+	case base != k.def:
+		return quoteEmpty(base)
+	case base == "" || base == "0" || base == "0s":
+		return "pml's default"
+	}
+	return "pml's default " + base
 }
 
 func quoteEmpty(s string) string {
