@@ -10,17 +10,16 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
-	"unicode"
 
 	"github.com/spf13/cobra"
 
 	"github.com/pml-dev/pml/internal/audit"
 	"github.com/pml-dev/pml/internal/safefs"
+	"github.com/pml-dev/pml/internal/termsafe"
 )
 
 // followEvery is how often pml audit -f looks for new entries.
@@ -192,7 +191,7 @@ func (p *auditPrinter) entry(e audit.Entry) error {
 	if e.Net != nil {
 		reason = strings.TrimSpace(fmt.Sprintf("%s:%d up %d B down %d B %s", e.Net.Host, e.Net.Port, e.Net.BytesUp, e.Net.BytesDown, reason))
 	}
-	fmt.Fprintf(p.tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", e.Time.Local().Format("2006-01-02 15:04:05"), oneLine(tool), e.Decision, e.DurationMS, dash(e.ExitStatus), dash(e.Pattern), oneLine(reason))
+	fmt.Fprintf(p.tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", e.Time.Local().Format("2006-01-02 15:04:05"), oneLine(tool), e.Decision, e.DurationMS, dash(oneLine(e.ExitStatus)), dash(oneLine(e.Pattern)), oneLine(reason))
 	if p.follow {
 		return p.tw.Flush()
 	}
@@ -224,10 +223,6 @@ func dash(s string) string {
 
 // oneLine keeps a table row on one line, and the terminal's state as it
 // was, whatever a name or reason holds (a client chooses the name of a
-// tool it calls, unknown ones included): such text is shown quoted.
-func oneLine(s string) string {
-	if strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
-		return strconv.QuoteToGraphic(s)
-	}
-	return s
-}
+// tool it calls, unknown ones included): its control and bidi characters
+// are shown quoted, and it is bounded (internal/termsafe).
+func oneLine(s string) string { return termsafe.Quote(s, termsafe.DefaultMax) }
