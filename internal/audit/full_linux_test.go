@@ -60,9 +60,23 @@ func TestTheReserveTakesTheEntryOnAFullDisk(t *testing.T) {
 			t.Fatalf("entry %d on a full disk, after Ready: %v", i, err)
 		}
 	}
+	// Each call checks first: calls go on while the reserve lasts, then
+	// are refused, and every call that went on has its entry, whole.
+	ran := 20
+	for ; ran < 10000; ran++ {
+		if err := l.Ready(); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatal(err)
+			}
+			break
+		}
+		if err := l.Record(Entry{Tool: "toolbox:write_file", Decision: Allowed, ExitStatus: "error"}); err != nil {
+			t.Fatalf("entry %d on a full disk, after Ready: %v", ran, err)
+		}
+	}
 	got, bad := readAll(t, path)
-	if len(got) != 20 || len(bad) != 0 {
-		t.Errorf("%d entries, bad lines %+v", len(got), bad)
+	if len(got) != ran || len(bad) != 0 || ran < (Reserve-MinRoom)/200 || ran == 10000 {
+		t.Errorf("%d calls ran, %d entries, bad lines %+v", ran, len(got), bad)
 	}
 
 	other := filepath.Join(disk, "other", ".pml", "audit.jsonl")

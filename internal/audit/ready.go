@@ -18,6 +18,11 @@ import (
 // takes its entry.
 const Reserve = 64 << 10
 
+// MinRoom is the least room Ready accepts when the disk cannot give the
+// whole Reserve: on a full disk, calls go on while what is left of the
+// reserve holds two of the largest entries, and are refused after.
+const MinRoom = 8 << 10
+
 // Ready makes sure the next entry can be written, before the call it
 // records runs: the log opens for appending (not a directory, a link or
 // a file pml may not write) and, where the file system allows it, room
@@ -35,6 +40,9 @@ func (l *Log) Ready() error {
 		return l.fail(err)
 	}
 	if err := reserve(f, Reserve); err != nil {
+		// Not kept: the next call opens the log again, with every check
+		// (the full disk may be gone, or the file replaced).
+		l.drop()
 		return l.fail(err)
 	}
 	return nil

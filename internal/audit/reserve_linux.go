@@ -24,11 +24,12 @@ func reserve(f *os.File, n int64) error {
 	}
 	var ferr error
 	if err := rc.Control(func(fd uintptr) {
-		for {
-			ferr = unix.Fallocate(int(fd), unix.FALLOC_FL_KEEP_SIZE, fi.Size(), n)
-			if !errors.Is(ferr, unix.EINTR) {
-				return
-			}
+		ferr = fallocate(fd, fi.Size(), n)
+		if errors.Is(ferr, unix.ENOSPC) && n > MinRoom {
+			// A full disk: what the earlier calls reserved may still
+			// hold the next entries (allocating blocks the file already
+			// has succeeds).
+			ferr = fallocate(fd, fi.Size(), MinRoom)
 		}
 	}); err != nil {
 		return err
@@ -40,6 +41,15 @@ func reserve(f *os.File, n int64) error {
 		return &os.PathError{Op: "reserve", Path: f.Name(), Err: ferr}
 	}
 	return nil
+}
+
+func fallocate(fd uintptr, off, n int64) error {
+	for {
+		err := unix.Fallocate(int(fd), unix.FALLOC_FL_KEEP_SIZE, off, n)
+		if !errors.Is(err, unix.EINTR) {
+			return err
+		}
+	}
 }
 
 // probe checks that dir (or the file) at p is writable and that its file
