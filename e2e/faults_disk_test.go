@@ -199,6 +199,14 @@ func TestACallWhoseAuditEntryCannotBeWrittenDoesNotRun(t *testing.T) {
 	if !s.logs("refused the call: its audit entry cannot be written") {
 		t.Errorf("pml's log does not say it refused:\n%s", s.stderr.String())
 	}
+	// pml call refuses it the same way: exit 5 (unavailable), with why.
+	code, cout, cerr := runPML(t, ws, "call", "shell:exec", `{"command": "touch ran-by-pml-call"}`)
+	if code != 5 || !strings.Contains(cout+cerr, logPath) || !strings.Contains(cout+cerr, "no space left on device") {
+		t.Errorf("pml call with .pml/ full: exit %d\n%s\n%s", code, cout, cerr)
+	}
+	if _, err := os.Stat(ws.path("ran-by-pml-call")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("pml call ran the refused command: %v", err)
+	}
 	code, dout, _ := runPML(t, ws, "doctor")
 	if code != 1 || !strings.Contains(dout, "[FAIL] audit log") || !strings.Contains(dout, "free space") {
 		t.Errorf("pml doctor on a full .pml/: exit %d\n%s", code, dout)
