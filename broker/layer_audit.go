@@ -53,6 +53,14 @@ func (l auditLayer) Call(ctx context.Context, c *Call) Result {
 		l.log.Error().Err(err).Str("tool", c.Tool).Msg("refused the call: its audit entry cannot be written")
 		return resultFor(auditRefusal(c.Tool, err))
 	}
+	defer func() {
+		if v := recover(); v != nil {
+			// A panic below: the call still leaves its entry; the
+			// request's recover boundary (recover.go) answers it.
+			_ = l.record(audit.Entry{Tool: c.Tool, Decision: audit.Failed, Reason: "pml panicked (a bug in pml; the stack is in pml's log)", ArgKeys: audit.Keys(c.Args)}, c.began)
+			panic(v)
+		}
+	}()
 	res := l.next.Call(ctx, c)
 	e, ok := c.Noted()
 	if !ok {

@@ -187,12 +187,12 @@ func (b *Broker) loadRegistryServers(ctx context.Context) {
 			continue
 		}
 		wg.Add(1)
-		go func() {
+		go guarded(b.log, "tools/list", "loading the locked registry server "+name, func() {
 			defer wg.Done()
 			if _, err := b.resolveFromRegistry(ctx, f.Namespace+":"+f.Action); err != nil {
 				b.log.Info().Err(err).Str("fqdn", name).Msg("a locked registry server is not listed")
 			}
-		}()
+		})
 	}
 	wg.Wait()
 }

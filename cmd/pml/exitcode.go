@@ -104,6 +104,7 @@ func usageError(cmd *cobra.Command, err error) error {
 	if err == nil || errors.As(err, &ee) {
 		return err
 	}
+	//lint:ignore ST1005 the usage hint is the last sentence a person reads, as cobra prints it
 	return &exitError{exitUsage, fmt.Errorf("%w\nRun '%s --help' for usage.", err, cmd.CommandPath())}
 }
 
