@@ -125,10 +125,16 @@ func runAudit(ctx context.Context, dir string, stdout, stderr io.Writer, format 
 					return err
 				}
 			}
+			reportBad(stderr, path, rd.Bad())
 		}
 		if !follow {
-			if rd.Skipped > 0 {
-				fmt.Fprintf(stderr, "pml audit: %d line(s) of %s are not audit entries and were skipped\n", rd.Skipped, path)
+			if rd != nil {
+				if n, ok := rd.Unterminated(); ok {
+					fmt.Fprintf(stderr, "pml audit: line %d of %s has no end yet: an entry being written, or one cut short (a full disk, a crash), which pml terminates before its next entry\n", n, path)
+				}
+				if rd.Skipped > 0 {
+					fmt.Fprintf(stderr, "pml audit: %d line(s) of %s are not audit entries; the entries around them are shown\n", rd.Skipped, path)
+				}
 			}
 			return out.done()
 		}
@@ -149,6 +155,15 @@ func runAudit(ctx context.Context, dir string, stdout, stderr io.Writer, format 
 			}
 			f, rd, fi = nf, audit.NewReader(nf), statOf(nf)
 		}
+	}
+}
+
+// reportBad tells, on stderr, each line of the log that is not an entry
+// (a torn one, by its number), so none is passed over in silence; the
+// reader goes on with the next line.
+func reportBad(stderr io.Writer, path string, bad []audit.BadLine) {
+	for _, b := range bad {
+		fmt.Fprintf(stderr, "pml audit: line %d of %s: %s\n", b.Line, path, b.Why)
 	}
 }
 

@@ -122,6 +122,7 @@ func doctor(ctx context.Context, host string) []check {
 		add(check{"fail", "state", err.Error(), ""})
 		return out
 	}
+	add(checkAuditLog(ws.Dir)) // doctor_audit.go
 	cfg, err := config.Load(ws.Dir, os.Getenv)
 	switch {
 	case err != nil:
