@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/pml-dev/pml/internal/safefs"
 )
@@ -29,7 +30,11 @@ func (s *Store) Names() ([]string, error) {
 		return nil, err
 	}
 	for _, e := range entries {
-		seen[e.Name()] = true
+		// Dot names are pml's own: an install under way, or one a kill
+		// interrupted (ClearInterrupted), and the lock beside them.
+		if !strings.HasPrefix(e.Name(), ".") {
+			seen[e.Name()] = true
+		}
 	}
 	out := make([]string, 0, len(seen))
 	for n := range seen {

@@ -1,0 +1,75 @@
+package deps
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A partial directory whose install still runs (its lock held) is left
+// alone; once its process is gone (the lock free: what a kill leaves),
+// the sweep deletes it and its lock file, after beforeRemove, and a dry
+// run only lists it.
+func TestClearInterruptedTakesOnlyWhatNoInstallHolds(t *testing.T) {
+	ws := t.TempDir()
+	s := NewStore(ws)
+	live, finish, err := s.beginPartial("everything")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(filepath.Base(live), ".partial-everything-") {
+		t.Fatalf("partial directory %s", live)
+	}
+	// What a SIGKILLed install leaves: the directory, half filled, and
+	// its lock file, held by no one.
+	dead := filepath.Join(s.root(), ".partial-memory-0123456789ab")
+	if err := os.MkdirAll(filepath.Join(dead, "node_modules", "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dead+".lock", nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A lock file whose directory was already removed.
+	if err := os.WriteFile(filepath.Join(s.root(), ".partial-other-ffffffffffff.lock"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.ClearInterrupted(true, func() { t.Error("a dry run called beforeRemove") })
+	if err != nil || len(got) != 2 || got[0].Path != dead || got[1].Path != filepath.Join(s.root(), ".partial-other-ffffffffffff.lock") {
+		t.Fatalf("dry run: %v %v", got, err)
+	}
+	if _, err := os.Stat(dead); err != nil {
+		t.Fatalf("the dry run deleted %s: %v", dead, err)
+	}
+	called := false
+	got, err = s.ClearInterrupted(false, func() {
+		called = true
+		if _, err := os.Stat(dead); err != nil {
+			t.Errorf("deleted before beforeRemove ran: %v", err)
+		}
+	})
+	if err != nil || len(got) != 2 || !called {
+		t.Fatalf("sweep: %v %v (beforeRemove called: %v)", got, err, called)
+	}
+	for _, p := range []string{dead, dead + ".lock", filepath.Join(s.root(), ".partial-other-ffffffffffff.lock")} {
+		if _, err := os.Lstat(p); !os.IsNotExist(err) {
+			t.Errorf("%s is still there (%v)", p, err)
+		}
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Fatalf("the sweep deleted a running install's directory: %v", err)
+	}
+	if names, err := s.Names(); err != nil || len(names) != 0 {
+		t.Errorf("Names lists pml's own dot entries: %v %v", names, err)
+	}
+	finish()
+	entries, _ := os.ReadDir(s.root())
+	for _, e := range entries {
+		if e.Name() != ".partials.lock" {
+			t.Errorf("finish left %s", e.Name())
+		}
+	}
+	if got, err := s.ClearInterrupted(false, nil); err != nil || len(got) != 0 {
+		t.Errorf("nothing left to clear: %v %v", got, err)
+	}
+}
