@@ -186,6 +186,16 @@ func installAndList(ctx context.Context, g *globals, path, name string, entry se
 	}
 	defer e.rt.Close()
 	defer e.broker.Close(30 * time.Second)
+	// Containers of a pml that died (an add killed while it listed a
+	// server's tools leaves that server's) go, as pml call's do; waited
+	// for, briefly, before this pml exits.
+	reaped := e.reapInBackground(ctx)
+	defer func() {
+		select {
+		case <-reaped:
+		case <-time.After(5 * time.Second):
+		}
+	}()
 	srv, err := entryServer(e.ws.Dir, path, name, entry, allow)
 	if err != nil {
 		return nil, &exitError{2, err}
