@@ -275,3 +275,72 @@ func TestCleanupLeavesARunningInstallAlone(t *testing.T) {
 		t.Errorf(".pml.json after the add:\n%s", cfg)
 	}
 }
+
+// TestTwoAddsAtOnce: two pml adds of different servers in one workspace
+// at the same time both succeed; .pml.json, .pml/deps.json and the trust
+// record have both (each add's partial install is its own, and the
+// records are written under a lock).
+func TestTwoAddsAtOnce(t *testing.T) {
+	needImage(t, nodeImage)
+	ws := newWorkspace(t, `{"permissions": {"allow": ["filesystem:*"]}}`+"\n")
+	names := []string{"one", "two"}
+	type result struct {
+		name         string
+		code         int
+		out, errText string
+	}
+	results := make(chan result, len(names))
+	for _, n := range names {
+		go func() {
+			cmd := execPML(ws, "add", killedAddPackage, "--name", n, "--yes", "--allow")
+			cmd.Dir = ws.Dir
+			var stdout, stderr strings.Builder
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			code := 0
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				code = ee.ExitCode()
+			} else if err != nil {
+				code = -1
+			}
+			results <- result{n, code, stdout.String(), stderr.String() + errString(err)}
+		}()
+	}
+	for range names {
+		r := <-results
+		if r.code != 0 {
+			t.Errorf("pml add --name %s: exit %d\n%s\n%s", r.name, r.code, r.out, r.errText)
+		}
+	}
+	cfg, deps := readFile(t, ws.path(".pml.json")), readFile(t, ws.path(".pml/deps.json"))
+	for _, n := range names {
+		if !strings.Contains(cfg, `"`+n+`": {`) || !strings.Contains(cfg, `"`+n+`:*"`) {
+			t.Errorf(".pml.json lacks %s:\n%s", n, cfg)
+		}
+		if !strings.Contains(deps, `"`+n+`": {`) {
+			t.Errorf(".pml/deps.json lacks %s:\n%s", n, deps)
+		}
+		if _, err := os.Stat(ws.path(".pml/deps/" + n + "/node_modules")); err != nil {
+			t.Errorf(".pml/deps/%s: %v", n, err)
+		}
+	}
+	if left := partials(t, ws); len(left) != 0 {
+		t.Errorf("partial installs left: %v", left)
+	}
+	// Both entries apply without a pml trust (an untrusted server is left
+	// out): the trust record has both.
+	code, stdout, stderr := runPML(t, ws, "tools", "--format", "json")
+	for _, n := range names {
+		if code != 0 || !strings.Contains(stdout, `"name": "`+n+`:read_graph"`) {
+			t.Errorf("pml tools lacks %s:read_graph: exit %d\n%s\n%s", n, code, stdout, stderr)
+		}
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}

@@ -251,6 +251,13 @@ func (s *Store) recorded(srv config.Server) string {
 func (s *Store) record(srv config.Server, integrity string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// Another pml (a pml add of another server, now) may be recording
+	// too: without the lock, one of the two records would be lost.
+	unlock, err := s.lockDeps()
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	st, err := s.load()
 	if err != nil {
 		st = state{Servers: map[string]Record{}}

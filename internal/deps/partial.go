@@ -25,8 +25,8 @@ import (
 // .partial-NAME-RANDOM.lock for as long as it runs, and the kernel drops
 // it when the process dies, whatever its pid namespace (a pid alone is
 // reused, and means nothing across namespaces). The creation of a
-// partial directory and the sweep of dead ones both hold
-// .pml/deps/.partials.lock, so a sweep never sees a directory whose lock
+// partial directory and the sweep of dead ones both hold .pml/deps/.lock,
+// so a sweep never sees a directory whose lock
 // is not yet taken.
 
 // partialPrefix starts the name of an install's directory under way: a
@@ -38,12 +38,15 @@ const lockSuffix = ".lock"
 
 func (s *Store) root() string { return filepath.Join(s.ws, ".pml", "deps") }
 
-// lockPartials holds .pml/deps/.partials.lock (the directory is created).
-func (s *Store) lockPartials() (func(), error) {
+// lockDeps holds .pml/deps/.lock (the directory is created), the lock of
+// .pml/deps and .pml/deps.json across pml processes: held to create a
+// partial directory, to finish or sweep one, and to change deps.json.
+// Never held while another is: no nesting, no deadlock.
+func (s *Store) lockDeps() (func(), error) {
 	if err := safefs.MkdirAll(s.ws, s.root(), 0o755); err != nil {
 		return nil, fmt.Errorf("creating %s: %w", s.root(), err)
 	}
-	f, err := safefs.OpenLock(s.ws, filepath.Join(s.root(), ".partials.lock"), 0o600)
+	f, err := safefs.OpenLock(s.ws, filepath.Join(s.root(), ".lock"), 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("cannot lock %s: %w", s.root(), err)
 	}
@@ -58,7 +61,7 @@ func (s *Store) lockPartials() (func(), error) {
 // with its lock held until finish, which removes whatever is left of the
 // directory (nothing once it was renamed into place) and its lock file.
 func (s *Store) beginPartial(name string) (dir string, finish func(), err error) {
-	unlock, err := s.lockPartials()
+	unlock, err := s.lockDeps()
 	if err != nil {
 		return "", nil, err
 	}
@@ -77,7 +80,7 @@ func (s *Store) beginPartial(name string) (dir string, finish func(), err error)
 	finish = func() {
 		// Under the sweep's lock: a sweep sees the directory and its
 		// held lock, or neither.
-		if unlock, err := s.lockPartials(); err == nil {
+		if unlock, err := s.lockDeps(); err == nil {
 			defer unlock()
 		}
 		_ = safefs.RemoveAll(s.ws, dir)
@@ -117,7 +120,7 @@ func (s *Store) ClearInterrupted(dryRun bool, beforeRemove func()) ([]Interrupte
 	if !hasPartial(entries) {
 		return nil, nil
 	}
-	unlock, err := s.lockPartials()
+	unlock, err := s.lockDeps()
 	if err != nil {
 		return nil, err
 	}

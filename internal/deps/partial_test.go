@@ -1,10 +1,13 @@
 package deps
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pml-dev/pml/internal/config"
 )
 
 // A partial directory whose install still runs (its lock held) is left
@@ -65,11 +68,44 @@ func TestClearInterruptedTakesOnlyWhatNoInstallHolds(t *testing.T) {
 	finish()
 	entries, _ := os.ReadDir(s.root())
 	for _, e := range entries {
-		if e.Name() != ".partials.lock" {
+		if e.Name() != ".lock" {
 			t.Errorf("finish left %s", e.Name())
 		}
 	}
 	if got, err := s.ClearInterrupted(false, nil); err != nil || len(got) != 0 {
 		t.Errorf("nothing left to clear: %v %v", got, err)
+	}
+}
+
+// Two pml processes (two Stores: their mutexes are their own) recording
+// installs of different servers at once keep both records.
+func TestRecordsOfTwoProcessesAreBothKept(t *testing.T) {
+	ws := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(ws, ".pml"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const each = 40
+	done := make(chan error, 2)
+	for p := range 2 {
+		s := NewStore(ws)
+		go func() {
+			for i := range each {
+				srv := config.Server{Name: fmt.Sprintf("p%d-%d", p, i), Image: "img", Install: &config.Install{Command: "npm"}}
+				if err := s.record(srv, "sha512-x"); err != nil {
+					done <- err
+					return
+				}
+			}
+			done <- nil
+		}()
+	}
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := NewStore(ws).load()
+	if err != nil || len(st.Servers) != 2*each {
+		t.Fatalf("%d records of %d kept (%v)", len(st.Servers), 2*each, err)
 	}
 }

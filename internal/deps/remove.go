@@ -53,6 +53,11 @@ func (s *Store) Remove(name string) (bool, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	unlock, err := s.lockDeps()
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
 	had := false
 	if _, err := safefs.Lstat(s.ws, s.Dir(name)); err == nil {
 		had = true
