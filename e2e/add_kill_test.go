@@ -229,7 +229,8 @@ func TestAKilledAddChangesNothing(t *testing.T) {
 }
 
 // TestCleanupLeavesARunningInstallAlone: pml cleanup while a pml add
-// installs does not touch its partial directory, and the add succeeds.
+// installs does not touch its partial directory, nor its install once in
+// place but not yet in .pml.json; the add succeeds.
 func TestCleanupLeavesARunningInstallAlone(t *testing.T) {
 	needImage(t, nodeImage)
 	ws := newWorkspace(t, `{"permissions": {"allow": ["filesystem:*"]}}`+"\n")
@@ -268,11 +269,39 @@ func TestCleanupLeavesARunningInstallAlone(t *testing.T) {
 			t.Errorf("pml cleanup deleted the running install's %s: %v", p, err)
 		}
 	}
-	if err := <-done; err != nil {
-		t.Fatalf("the add beside pml cleanup: %v\n%s", err, stderr.String())
+	// Installed and in place, not yet in .pml.json (the server lists
+	// its tools): pml cleanup must not take it for a leftover.
+	var exited error
+	landed := false
+wait:
+	for {
+		select {
+		case exited = <-done:
+			break wait
+		case <-time.After(20 * time.Millisecond):
+		}
+		if _, err := os.Stat(ws.path(".pml/deps/memory")); err == nil {
+			code, stdout, cerr := runPML(t, ws, "cleanup")
+			if code != 0 || strings.Contains(stdout, "memory") {
+				t.Errorf("pml cleanup while the add lists its tools: exit %d\n%s\n%s", code, stdout, cerr)
+			}
+			landed = !strings.Contains(readFile(t, ws.path(".pml.json")), `"memory"`)
+			exited = <-done
+			break
+		}
+	}
+	t.Logf("pml cleanup ran between the install and the write: %v", landed)
+	if exited != nil {
+		t.Fatalf("the add beside pml cleanup: %v\n%s", exited, stderr.String())
 	}
 	if cfg := readFile(t, ws.path(".pml.json")); !strings.Contains(cfg, `"memory": {`) {
 		t.Errorf(".pml.json after the add:\n%s", cfg)
+	}
+	if _, err := os.Stat(ws.path(".pml/deps/memory/node_modules")); err != nil {
+		t.Errorf("the added server's install is gone: %v", err)
+	}
+	if deps := readFile(t, ws.path(".pml/deps.json")); !strings.Contains(deps, `"memory"`) {
+		t.Errorf(".pml/deps.json lacks memory:\n%s", deps)
 	}
 }
 

@@ -141,6 +141,14 @@ func addServer(cmd *cobra.Command, g *globals, name string, entry serverEntry, w
 	if !confirmAdd(w, o.yes) {
 		return &exitError{3, errors.New("nothing was written: approve on a terminal, or run again with --yes")}
 	}
+	// Until the entry is written, .pml/deps/NAME is in no configuration:
+	// pml cleanup must know it is being added, and a second add of the
+	// same name is refused while this one runs.
+	release, err := deps.NewStore(ws.Dir).HoldAdding(name)
+	if err != nil {
+		return &exitError{1, err}
+	}
+	defer release()
 	tools, err := installAndList(cmd.Context(), g, path, name, entry, o.allow)
 	if err != nil {
 		fmt.Fprintf(w, "nothing was written to %s: %s is not added\n", path, name)

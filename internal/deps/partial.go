@@ -135,6 +135,19 @@ func (s *Store) ClearInterrupted(dryRun bool, beforeRemove func()) ([]Interrupte
 			bases[strings.TrimSuffix(n, lockSuffix)] = true
 		}
 	}
+	// A killed pml add's mark (adding.go) holds nothing: it goes without
+	// a word, unless its add still runs.
+	for _, e := range entries {
+		if n := e.Name(); strings.HasPrefix(n, addingPrefix) && strings.HasSuffix(n, lockSuffix) {
+			p := filepath.Join(s.root(), n)
+			if f, err := safefs.Open(s.ws, p); err == nil {
+				if ok, err := safefs.TryLock(f); err == nil && ok && !dryRun {
+					_ = safefs.Remove(s.ws, p)
+				}
+				f.Close()
+			}
+		}
+	}
 	var dead []Interrupted
 	var held []*os.File
 	defer func() {
@@ -190,7 +203,7 @@ func (s *Store) ClearInterrupted(dryRun bool, beforeRemove func()) ([]Interrupte
 
 func hasPartial(entries []os.DirEntry) bool {
 	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), partialPrefix) {
+		if strings.HasPrefix(e.Name(), partialPrefix) || strings.HasPrefix(e.Name(), addingPrefix) {
 			return true
 		}
 	}

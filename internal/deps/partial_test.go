@@ -1,6 +1,7 @@
 package deps
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -107,5 +108,46 @@ func TestRecordsOfTwoProcessesAreBothKept(t *testing.T) {
 	st, err := NewStore(ws).load()
 	if err != nil || len(st.Servers) != 2*each {
 		t.Fatalf("%d records of %d kept (%v)", len(st.Servers), 2*each, err)
+	}
+}
+
+// A name being added is seen as such by other processes (other Stores)
+// until released; a second add of it is refused; a killed add's mark is
+// swept without a word.
+func TestAddingMarksANameUntilReleased(t *testing.T) {
+	ws := t.TempDir()
+	s, other := NewStore(ws), NewStore(ws)
+	release, err := s.HoldAdding("memory")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !other.Adding("memory") || other.Adding("everything") {
+		t.Fatal("Adding does not see the mark")
+	}
+	if _, err := other.HoldAdding("memory"); !errors.Is(err, ErrAdding) {
+		t.Fatalf("a second add of the name: %v", err)
+	}
+	if got, err := other.ClearInterrupted(false, nil); err != nil || len(got) != 0 || !other.Adding("memory") {
+		t.Fatalf("the sweep touched a running add's mark: %v %v", got, err)
+	}
+	release()
+	if other.Adding("memory") {
+		t.Fatal("still marked after release")
+	}
+	if _, err := os.Stat(s.addingLock("memory")); !os.IsNotExist(err) {
+		t.Fatalf("release left its lock file (%v)", err)
+	}
+	// What a killed add leaves: the file, held by no one.
+	if err := os.WriteFile(s.addingLock("fetch"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if other.Adding("fetch") {
+		t.Fatal("a dead add's mark counts as adding")
+	}
+	if got, err := other.ClearInterrupted(false, func() { t.Error("reaped for a mark that holds nothing") }); err != nil || len(got) != 0 {
+		t.Fatalf("sweep: %v %v", got, err)
+	}
+	if _, err := os.Stat(s.addingLock("fetch")); !os.IsNotExist(err) {
+		t.Fatalf("the sweep left a dead add's mark (%v)", err)
 	}
 }
