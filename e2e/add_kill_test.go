@@ -132,12 +132,13 @@ func TestAKilledAddChangesNothing(t *testing.T) {
 		{atLine: "installing memory and listing its tools"},
 		{atLine: "installed and verified"},
 	}
-	// Then by time, growing by half until an add ends first (an install
-	// takes 10 to 30 s here, by load); an install is bounded by 10 min.
-	for _, d := range []time.Duration{50, 200, 500, 1000} {
+	// Then by time, doubling until an add ends first (an install takes 10
+	// to 30 s here, by load; each kill costs a fresh add, so the loop
+	// takes 5 to 12 minutes); an install is bounded by 10 min.
+	for _, d := range []time.Duration{50, 200, 500} {
 		points = append(points, point{after: d * time.Millisecond})
 	}
-	for d := 2 * time.Second; d < 11*time.Minute; d = d * 3 / 2 {
+	for d := time.Second; d < 11*time.Minute; d *= 2 {
 		points = append(points, point{after: d})
 	}
 	began := time.Now()
