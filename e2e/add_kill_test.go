@@ -1,0 +1,376 @@
+//go:build linux
+
+package e2e
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// pml add is all or nothing (issue 40): an add killed at any moment leaves
+// .pml.json and the trust records as they were, never a half-filled
+// .pml/deps/NAME, and the next pml add (or pml cleanup) clears what the
+// killed install left.
+
+// killedAddPackage is small among the real MCP servers (the SDK and a
+// few of its dependencies): an install of some seconds.
+const killedAddPackage = "npm:@modelcontextprotocol/server-memory"
+
+// addRun is one pml add, killed with SIGKILL after a delay or when its
+// stderr shows a line (whichever is set), or left to finish.
+type addRun struct {
+	killed bool
+	code   int
+	stderr string
+	took   time.Duration
+}
+
+func runKilledAdd(t *testing.T, ws *workspace, after time.Duration, atLine string) addRun {
+	t.Helper()
+	cmd := execPML(ws, "add", killedAddPackage, "--yes", "--allow")
+	cmd.Dir = ws.Dir
+	pipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var stderr strings.Builder
+	kill := func() { _ = cmd.Process.Signal(syscall.SIGKILL) }
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		sc := bufio.NewScanner(pipe)
+		for sc.Scan() {
+			mu.Lock()
+			stderr.WriteString(sc.Text() + "\n")
+			mu.Unlock()
+			if atLine != "" && strings.Contains(sc.Text(), atLine) {
+				kill()
+			}
+		}
+	}()
+	if after > 0 {
+		timer := time.AfterFunc(after, kill)
+		defer timer.Stop()
+	}
+	<-read
+	err = cmd.Wait()
+	r := addRun{took: time.Since(began), stderr: stderr.String()}
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee) && ee.Sys().(syscall.WaitStatus).Signaled():
+		r.killed = true
+	case errors.As(err, &ee):
+		r.code = ee.ExitCode()
+	case err != nil:
+		t.Fatal(err)
+	}
+	return r
+}
+
+// trustRecord is the trust store's record of ws's .pml.json, as bytes.
+func trustRecord(t *testing.T, ws *workspace) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(os.Getenv("XDG_STATE_HOME"), "pml", "trust.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Files map[string]json.RawMessage `json:"files"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	return string(doc.Files[ws.path(".pml.json")])
+}
+
+// partials lists the unfinished installs' directories and locks in
+// .pml/deps.
+func partials(t *testing.T, ws *workspace) []string {
+	t.Helper()
+	entries, err := os.ReadDir(ws.path(".pml/deps"))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".partial-") {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// TestAKilledAddChangesNothing kills pml add with SIGKILL at growing
+// delays, and at the lines that start the install and end it, until an
+// add finishes before its kill. Every time .pml.json is byte-identical to
+// before, the trust record unchanged and .pml/deps/memory absent or
+// complete; a fresh pml add then succeeds and clears what the killed one
+// left (once pml cleanup clears it instead). No container is left
+// (newWorkspace's cleanup checks each workspace).
+func TestAKilledAddChangesNothing(t *testing.T) {
+	needImage(t, nodeImage)
+	const initial = `{"permissions": {"allow": ["filesystem:*"]}}` + "\n"
+	type point struct {
+		after  time.Duration
+		atLine string
+	}
+	points := []point{
+		{atLine: "installing memory and listing its tools"},
+		{atLine: "installed and verified"},
+	}
+	// Then by time, doubling until an add ends first (an install takes 10
+	// to 30 s here, by load; each kill costs a fresh add, so the loop
+	// takes 5 to 12 minutes); an install is bounded by 10 min.
+	for _, d := range []time.Duration{50, 200, 500} {
+		points = append(points, point{after: d * time.Millisecond})
+	}
+	for d := time.Second; d < 11*time.Minute; d *= 2 {
+		points = append(points, point{after: d})
+	}
+	began := time.Now()
+	kills, cleanupChecked, completed := 0, false, false
+	for _, p := range points {
+		ws := newWorkspace(t, initial)
+		before, trustBefore := readFile(t, ws.path(".pml.json")), trustRecord(t, ws)
+		if trustBefore == "" {
+			t.Fatal("the workspace's .pml.json has no trust record: this test could not see a change")
+		}
+		r := runKilledAdd(t, ws, p.after, p.atLine)
+		what := p.atLine
+		if what == "" {
+			what = p.after.String()
+		}
+		if !r.killed {
+			if p.atLine != "" {
+				t.Fatalf("pml add ended (exit %d) before the line %q that kills it:\n%s", r.code, p.atLine, r.stderr)
+			}
+			if r.code != 0 || !strings.Contains(readFile(t, ws.path(".pml.json")), `"memory": {`) {
+				t.Fatalf("the unkilled add: exit %d\n%s", r.code, r.stderr)
+			}
+			t.Logf("kill after %s: pml add finished first, in %s", what, r.took.Round(time.Millisecond))
+			completed = true
+			break
+		}
+		kills++
+		left := partials(t, ws)
+		t.Logf("kill at %s (%s in): partial installs left %v", what, r.took.Round(time.Millisecond), left)
+		if after := readFile(t, ws.path(".pml.json")); after != before {
+			if strings.Contains(r.stderr, "installed memory in") {
+				// Killed in the add's last moment, after its install and
+				// listing ended: the write may have been done.
+				t.Logf("kill at %s: after the install and listing ended", what)
+				continue
+			}
+			t.Fatalf("killed at %s, .pml.json changed:\n%s\nstderr:\n%s", what, after, r.stderr)
+		}
+		if tr := trustRecord(t, ws); tr != trustBefore {
+			t.Fatalf("killed at %s, the trust record changed:\n%s\nwas:\n%s", what, tr, trustBefore)
+		}
+		if _, err := os.Stat(ws.path(".pml/deps/memory")); err == nil {
+			if deps := readFile(t, ws.path(".pml/deps.json")); !strings.Contains(deps, `"memory"`) {
+				t.Fatalf("killed at %s, .pml/deps/memory is there unrecorded (a half-filled install):\n%s", what, deps)
+			}
+		}
+		if len(left) > 0 && !cleanupChecked {
+			cleanupChecked = true
+			code, stdout, stderr := runPML(t, ws, "cleanup", "--dry-run")
+			if code != 0 || !strings.Contains(stdout, "an interrupted install's leftovers: .pml/deps/.partial-memory-") {
+				t.Errorf("pml cleanup --dry-run: exit %d\n%s\n%s", code, stdout, stderr)
+			}
+			if now := partials(t, ws); len(now) != len(left) {
+				t.Errorf("the dry run deleted %v (left %v)", left, now)
+			}
+			code, stdout, stderr = runPML(t, ws, "cleanup")
+			if code != 0 || !strings.Contains(stdout, "removed an interrupted install's leftovers: .pml/deps/.partial-memory-") {
+				t.Errorf("pml cleanup: exit %d\n%s\n%s", code, stdout, stderr)
+			}
+			if now := partials(t, ws); len(now) != 0 {
+				t.Errorf("pml cleanup left %v", now)
+			}
+			left = nil
+		}
+		code, stdout, stderr := runPML(t, ws, "add", killedAddPackage, "--yes", "--allow")
+		if code != 0 {
+			t.Fatalf("the add after a kill at %s: exit %d\n%s\n%s", what, code, stdout, stderr)
+		}
+		if len(left) > 0 && !strings.Contains(stderr, "removed an interrupted install's leftovers: .pml/deps/.partial-memory-") {
+			t.Errorf("the add after a kill at %s did not say it cleared %v:\n%s", what, left, stderr)
+		}
+		if now := partials(t, ws); len(now) != 0 {
+			t.Errorf("the add after a kill at %s left %v", what, now)
+		}
+		if cfg := readFile(t, ws.path(".pml.json")); !strings.Contains(cfg, `"memory": {`) || !strings.Contains(cfg, `"memory:*"`) {
+			t.Errorf("the add after a kill at %s: .pml.json\n%s", what, cfg)
+		}
+		if tr := trustRecord(t, ws); tr == trustBefore {
+			t.Errorf("the add after a kill at %s did not trust its entry", what)
+		}
+	}
+	if !completed {
+		t.Fatalf("every add was killed: the last kill point is too early")
+	}
+	if !cleanupChecked {
+		t.Errorf("no kill left a partial install: pml cleanup's clearing was not checked")
+	}
+	t.Logf("%d kills, then an add that finished; %s in all", kills, time.Since(began).Round(time.Second))
+}
+
+// TestCleanupLeavesARunningInstallAlone: pml cleanup while a pml add
+// installs does not touch its partial directory, nor its install once in
+// place but not yet in .pml.json; the add succeeds.
+func TestCleanupLeavesARunningInstallAlone(t *testing.T) {
+	needImage(t, nodeImage)
+	ws := newWorkspace(t, `{"permissions": {"allow": ["filesystem:*"]}}`+"\n")
+	cmd := execPML(ws, "add", killedAddPackage, "--yes")
+	cmd.Dir = ws.Dir
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	deadline := time.Now().Add(2 * time.Minute)
+	var seen []string
+	for len(seen) == 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+		for _, p := range partials(t, ws) {
+			if !strings.HasSuffix(p, ".lock") {
+				seen = append(seen, p)
+			}
+		}
+	}
+	if len(seen) == 0 {
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatalf("no partial install appeared:\n%s", stderr.String())
+	}
+	code, stdout, cerr := runPML(t, ws, "cleanup")
+	if code != 0 || strings.Contains(stdout, "interrupted") {
+		t.Errorf("pml cleanup during an add: exit %d\n%s\n%s", code, stdout, cerr)
+	}
+	// Still being filled, or (the install ended meanwhile) in place.
+	for _, p := range seen {
+		_, err := os.Stat(ws.path(".pml/deps/" + p))
+		if _, ferr := os.Stat(ws.path(".pml/deps/memory")); err != nil && ferr != nil {
+			t.Errorf("pml cleanup deleted the running install's %s: %v", p, err)
+		}
+	}
+	// Installed and in place, not yet in .pml.json (the server lists
+	// its tools): pml cleanup must not take it for a leftover.
+	var exited error
+	landed := false
+wait:
+	for {
+		select {
+		case exited = <-done:
+			break wait
+		case <-time.After(20 * time.Millisecond):
+		}
+		if _, err := os.Stat(ws.path(".pml/deps/memory")); err == nil {
+			code, stdout, cerr := runPML(t, ws, "cleanup")
+			if code != 0 || strings.Contains(stdout, "memory") {
+				t.Errorf("pml cleanup while the add lists its tools: exit %d\n%s\n%s", code, stdout, cerr)
+			}
+			landed = !strings.Contains(readFile(t, ws.path(".pml.json")), `"memory"`)
+			exited = <-done
+			break
+		}
+	}
+	t.Logf("pml cleanup ran between the install and the write: %v", landed)
+	if exited != nil {
+		t.Fatalf("the add beside pml cleanup: %v\n%s", exited, stderr.String())
+	}
+	if cfg := readFile(t, ws.path(".pml.json")); !strings.Contains(cfg, `"memory": {`) {
+		t.Errorf(".pml.json after the add:\n%s", cfg)
+	}
+	if _, err := os.Stat(ws.path(".pml/deps/memory/node_modules")); err != nil {
+		t.Errorf("the added server's install is gone: %v", err)
+	}
+	if deps := readFile(t, ws.path(".pml/deps.json")); !strings.Contains(deps, `"memory"`) {
+		t.Errorf(".pml/deps.json lacks memory:\n%s", deps)
+	}
+}
+
+// TestTwoAddsAtOnce: two pml adds of different servers in one workspace
+// at the same time both succeed; .pml.json, .pml/deps.json and the trust
+// record have both (each add's partial install is its own, and the
+// records are written under a lock).
+func TestTwoAddsAtOnce(t *testing.T) {
+	needImage(t, nodeImage)
+	ws := newWorkspace(t, `{"permissions": {"allow": ["filesystem:*"]}}`+"\n")
+	names := []string{"one", "two"}
+	type result struct {
+		name         string
+		code         int
+		out, errText string
+	}
+	results := make(chan result, len(names))
+	for _, n := range names {
+		go func() {
+			cmd := execPML(ws, "add", killedAddPackage, "--name", n, "--yes", "--allow")
+			cmd.Dir = ws.Dir
+			var stdout, stderr strings.Builder
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			code := 0
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				code = ee.ExitCode()
+			} else if err != nil {
+				code = -1
+			}
+			results <- result{n, code, stdout.String(), stderr.String() + errString(err)}
+		}()
+	}
+	for range names {
+		r := <-results
+		if r.code != 0 {
+			t.Errorf("pml add --name %s: exit %d\n%s\n%s", r.name, r.code, r.out, r.errText)
+		}
+	}
+	cfg, deps := readFile(t, ws.path(".pml.json")), readFile(t, ws.path(".pml/deps.json"))
+	for _, n := range names {
+		if !strings.Contains(cfg, `"`+n+`": {`) || !strings.Contains(cfg, `"`+n+`:*"`) {
+			t.Errorf(".pml.json lacks %s:\n%s", n, cfg)
+		}
+		if !strings.Contains(deps, `"`+n+`": {`) {
+			t.Errorf(".pml/deps.json lacks %s:\n%s", n, deps)
+		}
+		if _, err := os.Stat(ws.path(".pml/deps/" + n + "/node_modules")); err != nil {
+			t.Errorf(".pml/deps/%s: %v", n, err)
+		}
+	}
+	if left := partials(t, ws); len(left) != 0 {
+		t.Errorf("partial installs left: %v", left)
+	}
+	// Both entries apply without a pml trust (an untrusted server is left
+	// out): the trust record has both.
+	code, stdout, stderr := runPML(t, ws, "tools", "--format", "json")
+	for _, n := range names {
+		if code != 0 || !strings.Contains(stdout, `"name": "`+n+`:read_graph"`) {
+			t.Errorf("pml tools lacks %s:read_graph: exit %d\n%s\n%s", n, code, stdout, stderr)
+		}
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
