@@ -147,7 +147,7 @@ func (p *Pool) Run(ctx context.Context, spec Spec, req Request) (Result, error) 
 		if req.Disposed != nil {
 			req.Disposed()
 		}
-		return Result{}, err
+		return stoppedStart(err), err
 	}
 	l.disposed = req.Disposed
 	defer l.Release()
@@ -159,6 +159,14 @@ func (p *Pool) Run(ctx context.Context, spec Spec, req Request) (Result, error) 
 	}
 	res, err := collect(ctx, l, out, req.Stdin, began)
 	res.Warm = l.Warm
+	if res.TimedOut || res.Cancelled {
+		// Removed now, within DeadlineGrace, so that the caller hears
+		// what the engine confirmed; Release's removal in the background
+		// then finds it gone (or goes on trying).
+		d, exit := l.removeWithin(ctx)
+		res.Disposal, res.Exit = &d, exit
+		res.Duration = time.Since(began)
+	}
 	return res, err
 }
 
@@ -200,6 +208,27 @@ func (p *Pool) Acquire(ctx context.Context, spec Spec, streams Streams) (*Lease,
 		return nil, err
 	}
 	return &Lease{Process: proc, pool: p, k: k}, nil
+}
+
+// removeWithin is RemoveWithin for a lease: the pool counts the removal
+// in flight until it ends (Close waits for it, bounded), and Disposed is
+// called once it has.
+func (l *Lease) removeWithin(ctx context.Context) (Disposal, Exit) {
+	p := l.pool
+	p.mu.Lock()
+	p.busy++
+	p.mu.Unlock()
+	disposed := l.disposed
+	l.disposed = nil
+	return RemoveWithin(ctx, l.Process, func() {
+		if disposed != nil {
+			disposed()
+		}
+		p.mu.Lock()
+		p.busy--
+		p.signalDrained()
+		p.mu.Unlock()
+	})
 }
 
 // Release kills and removes the container in the background (it is never
