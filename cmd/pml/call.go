@@ -170,8 +170,8 @@ func parseArgs(raw string, stdin io.Reader) (json.RawMessage, error) {
 // runCall is pml call: the JSON line goes to the real stdout, which is
 // reserved for it first so that nothing else can ever be printed there.
 func runCall(ctx context.Context, g *globals, tool, rawArgs string, timeout time.Duration) error {
-	// --timeout bounds the whole call, its set-up too.
-	began := time.Now()
+	// --timeout bounds the whole call, from the process's start.
+	began := processStart
 	if timeout < 0 {
 		return callUsage(os.Stdout, tool, fmt.Errorf("--timeout must not be negative (got %s)", timeout))
 	}
@@ -216,18 +216,17 @@ func runCall(ctx context.Context, g *globals, tool, rawArgs string, timeout time
 	res, overran := callWithin(cctx, e.broker, broker.Request{Tool: tool, Args: args})
 	// Whatever happened, the call's containers are gone before pml exits;
 	// after a deadline (or Ctrl-C) within what is left of its bound.
-	closeEnd, reapEnd := time.Now().Add(30*time.Second), time.Time{}
+	// The reap of other pmls' leftovers is not waited for then: the
+	// next start does it.
+	closeBy, reapBy := 30*time.Second, 5*time.Second
 	if cctx.Err() != nil {
-		closeEnd = stoppedAt(cctx).Add(callExitGrace)
-		reapEnd = closeEnd
+		closeBy = max(time.Until(stoppedAt(cctx).Add(callExitGrace)), 10*time.Millisecond)
+		reapBy = 0
 	}
-	e.broker.Close(max(time.Until(closeEnd), 10*time.Millisecond))
-	if reapEnd.IsZero() {
-		reapEnd = time.Now().Add(5 * time.Second)
-	}
+	e.broker.Close(closeBy)
 	select {
 	case <-reaped:
-	case <-time.After(max(time.Until(reapEnd), 0)):
+	case <-time.After(reapBy):
 	}
 
 	code := callExitCode(res, ctx, cctx)
@@ -257,6 +256,10 @@ func runCall(ctx context.Context, g *globals, tool, rawArgs string, timeout time
 	return &exitError{code, errors.New(callSummary(e, tool, code, res))}
 }
 
+// processStart is when this pml started (package initialisation comes
+// first): --timeout counts from it.
+var processStart = time.Now()
+
 // callOverrun is how long after its deadline (or Ctrl-C) pml call waits
 // for the call to end: the call waits container.DeadlineGrace for the
 // engine to confirm its container's removal, so this passes only when
@@ -264,8 +267,8 @@ func runCall(ctx context.Context, g *globals, tool, rawArgs string, timeout time
 // (closing the broker, the reap of leftovers): pml call exits within a
 // second of its --timeout whatever the engine does.
 const (
-	callOverrun   = 700 * time.Millisecond
-	callExitGrace = 850 * time.Millisecond
+	callOverrun   = 650 * time.Millisecond
+	callExitGrace = 700 * time.Millisecond
 )
 
 // callWithin runs the call and returns its result, or, when it has not

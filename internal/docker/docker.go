@@ -54,7 +54,11 @@ type Runtime struct {
 	// What the engine is (podman.go), learnt once it answers: the user
 	// namespace containers get, and the facts pml doctor and the broker
 	// report (with the version).
-	engineMu    sync.Mutex
+	engineMu    ctxLock
+
+	// negotiated: the API version is settled (negotiate.go).
+	negotiating ctxLock
+	negotiated  atomic.Bool
 	pinged      bool
 	podman      bool
 	factsKnown  bool
@@ -85,6 +89,7 @@ const createTimeout = 60 * time.Second
 // that asks for DirectStdio gets it when the direct path works (see
 // UseDirectStdio), else the attach stream.
 func (r *Runtime) Start(ctx context.Context, spec pmlc.Spec, streams pmlc.Streams) (pmlc.Process, error) {
+	r.negotiate(ctx)
 	p, err := r.start(ctx, spec, streams)
 	var ss *pmlc.StartStopped
 	if err != nil && ctx.Err() != nil && !errors.As(err, &ss) {
@@ -343,6 +348,7 @@ func (r *Runtime) SeccompSupported(ctx context.Context) bool {
 
 // ImageExists reports whether ref is present locally.
 func (r *Runtime) ImageExists(ctx context.Context, ref string) (bool, error) {
+	r.negotiate(ctx)
 	_, err := r.cli.ImageInspect(ctx, ref)
 	if err == nil {
 		return true, nil
@@ -356,6 +362,7 @@ func (r *Runtime) ImageExists(ctx context.Context, ref string) (bool, error) {
 
 // ImportImage creates ref from a rootfs tarball.
 func (r *Runtime) ImportImage(ctx context.Context, ref string, rootfs io.Reader, changes []string) error {
+	r.negotiate(ctx)
 	rc, err := r.cli.ImageImport(ctx, image.ImportSource{Source: rootfs, SourceName: "-"}, ref, image.ImportOptions{Changes: changes})
 	if err != nil {
 		return wrap("importing image "+ref, err)
@@ -380,6 +387,7 @@ func (r *Runtime) ImportImage(ctx context.Context, ref string, rootfs io.Reader,
 
 // ListManaged lists containers labelled pml.managed=true, running or not.
 func (r *Runtime) ListManaged(ctx context.Context) ([]pmlc.Managed, error) {
+	r.negotiate(ctx)
 	list, err := r.cli.ContainerList(ctx, container.ListOptions{
 		All:     true,
 		Filters: filters.NewArgs(filters.Arg("label", pmlc.LabelManaged+"=true")),
@@ -396,6 +404,7 @@ func (r *Runtime) ListManaged(ctx context.Context) ([]pmlc.Managed, error) {
 
 // RemoveContainer force-removes id; a container already gone is not an error.
 func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
+	r.negotiate(ctx)
 	err := r.cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true})
 	if err == nil || errdefs.IsNotFound(err) || (errdefs.IsConflict(err) && r.removing(ctx, id)) {
 		return nil
@@ -405,6 +414,7 @@ func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
 
 // Info describes the daemon.
 func (r *Runtime) Info(ctx context.Context) (pmlc.Info, error) {
+	r.negotiate(ctx)
 	eng, err := r.facts(ctx)
 	if err != nil {
 		return pmlc.Info{}, err
