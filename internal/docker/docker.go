@@ -54,7 +54,7 @@ type Runtime struct {
 	// What the engine is (podman.go), learnt once it answers: the user
 	// namespace containers get, and the facts pml doctor and the broker
 	// report (with the version).
-	engineMu    ctxLock
+	engineMu ctxLock
 
 	// negotiated: the API version is settled (negotiate.go).
 	negotiating ctxLock
