@@ -153,10 +153,12 @@ func TestCallTimeoutWithTheEngineFrozenDuringTheCall(t *testing.T) {
 	reapedByNextStart(t, f, ws)
 }
 
-// TestEngineRestartedMidSession: a pml stdio session calls a tool, the
-// engine is stopped and started again (its containers are gone, the
-// connection to it is new), and the session's next calls succeed; once
-// the session ends no container of it is left on the engine.
+// TestEngineRestartedMidSession: a pml stdio session calls tools, the
+// engine hangs during a call (which still ends within its timeout_ms plus
+// a second: it took 34 s), is stopped and started again (its containers
+// are gone, the connection to it is new), and the session's next calls
+// succeed; once the session ends no container of it is left on the
+// engine.
 func TestEngineRestartedMidSession(t *testing.T) {
 	f := sharedFaultEngine(t)
 	ws := newWorkspace(t, `{"permissions": {"allow": ["shell:exec", "filesystem:list_directory"]}}`)
@@ -173,9 +175,41 @@ func TestEngineRestartedMidSession(t *testing.T) {
 		}
 	}
 	call("before")
-	// The pool has pre-started containers by now: the restart kills them
-	// under pml's feet.
+	// The pool has pre-started containers by now. A call runs when the
+	// engine hangs (SIGSTOP): it still ends within its own limit
+	// (timeout_ms, no caller deadline here) plus a second. Then the
+	// person restarts the hung engine (the containers it ran are gone,
+	// the connection to it is new).
 	waitFor(t, "pre-started containers", 15*time.Second, func() bool { return len(f.ContainersOf(t, ws.Dir)) > 0 })
+	type ended struct {
+		out  string
+		took time.Duration
+	}
+	running := make(chan ended, 1)
+	go func() {
+		began := time.Now()
+		out, _ := s.call(t, "shell:exec", map[string]any{"command": "sleep 30", "timeout_ms": 4000})
+		running <- ended{out, time.Since(began)}
+	}()
+	// A pre-started container takes the call in milliseconds; the
+	// freeze comes well inside the sleep.
+	time.Sleep(1500 * time.Millisecond)
+	f.Freeze(t)
+	var e ended
+	select {
+	case e = <-running:
+	case <-time.After(90 * time.Second):
+		f.Thaw(t)
+		e = <-running
+	}
+	t.Logf("the call running when the engine hung (timeout_ms 4000) ended after %v: %s", e.took.Round(time.Millisecond), e.out)
+	if e.took > 5*time.Second {
+		t.Errorf("the call running when the engine hung took %v, more than its timeout_ms 4000 plus a second", e.took.Round(time.Millisecond))
+	}
+	if !strings.Contains(e.out, "timed out after 4s") || !strings.Contains(e.out, "may still be running") {
+		t.Errorf("the timed-out call's message does not say that its container may still run: %q", e.out)
+	}
+	noFalseRemoval(t, e.out)
 	f.Restart(t)
 	began := time.Now()
 	call("after")
