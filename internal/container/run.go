@@ -114,6 +114,13 @@ func collect(ctx context.Context, p Process, out *capped, stdin []byte, began ti
 	select {
 	case <-p.Done():
 		res.Exit, err = p.Exit()
+		// The answer and the exit can come together (stdin is written
+		// beside this wait): the answer is what the call waited for.
+		select {
+		case <-out.answered:
+			res.Answered = true
+		default:
+		}
 	case <-out.answered:
 		res.Answered = true
 	case <-out.full:
