@@ -165,6 +165,7 @@ func (p *Pool) Run(ctx context.Context, spec Spec, req Request) (Result, error) 
 		// then finds it gone (or goes on trying).
 		d, exit := l.removeWithin(ctx)
 		res.Disposal, res.Exit = &d, exit
+		l.stopped = true
 		res.Duration = time.Since(began)
 	}
 	return res, err
@@ -182,6 +183,9 @@ type Lease struct {
 	once sync.Once
 	// disposed is called once the container is removed (Request.Disposed).
 	disposed func()
+	// stopped: the call was stopped (deadline, cancellation); its kind is
+	// not refilled now (see Release).
+	stopped bool
 }
 
 // Acquire returns a container of spec whose output goes to streams: a
@@ -244,7 +248,11 @@ func (l *Lease) Release() {
 		if lostRuntime(l.Process) {
 			p.lost()
 		}
-		if l.k != nil {
+		// Not after a stopped call: the engine may be what stopped it, and
+		// a pml that exits right after (pml call, bounded by its deadline)
+		// would leave the replacement behind. The kind's next call
+		// refills it.
+		if l.k != nil && !l.stopped {
 			p.refill(l.k)
 		}
 		p.busy--

@@ -148,7 +148,7 @@ func (r *Runtime) startDirect(ctx context.Context, spec pmlc.Spec, streams pmlc.
 	fail := func(err error) (pmlc.Process, error) {
 		return nil, p.discard(ctx, err)
 	}
-	att, err := r.cli.ContainerAttach(ctx, p.id, container.AttachOptions{Stream: true, Stderr: true})
+	att, err := r.attach(ctx, p.id, container.AttachOptions{Stream: true, Stderr: true})
 	if err != nil {
 		return fail(wrap("attaching to container", err))
 	}

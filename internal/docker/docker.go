@@ -133,7 +133,7 @@ func (r *Runtime) startAttached(ctx context.Context, spec pmlc.Spec, streams pml
 	if err != nil {
 		return nil, err
 	}
-	att, err := r.cli.ContainerAttach(ctx, p.id, container.AttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
+	att, err := r.attach(ctx, p.id, container.AttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
 	if err != nil {
 		return nil, p.discard(ctx, wrap("attaching to container", err))
 	}
