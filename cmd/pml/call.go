@@ -267,8 +267,8 @@ var processStart = time.Now()
 // (closing the broker, the reap of leftovers): pml call exits within a
 // second of its --timeout whatever the engine does.
 const (
-	callOverrun   = 700 * time.Millisecond
-	callExitGrace = 750 * time.Millisecond
+	callOverrun   = 600 * time.Millisecond
+	callExitGrace = 600 * time.Millisecond
 )
 
 // callWithin runs the call and returns its result, or, when it has not

@@ -13,7 +13,7 @@ import (
 // CleanupTimeout. What the engine has not confirmed by then goes on being
 // removed in the background (bounded by CleanupTimeout), and whatever is
 // still left is reaped by the next pml start (Reap: its owner is gone).
-const DeadlineGrace = 600 * time.Millisecond
+const DeadlineGrace = 500 * time.Millisecond
 
 // GraceContext is the context for the cleanup a stopped call waits for:
 // ctx's values without its cancellation, ending DeadlineGrace from now.

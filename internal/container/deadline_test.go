@@ -152,7 +152,7 @@ func TestADisposalSaysWhatTheEngineConfirmed(t *testing.T) {
 		{Disposal{}, "no container had been created yet"},
 		{Disposal{Container: "pml-0123456789ab"}, "no container had been created yet (the engine had not answered pml's request to create pml-0123456789ab; should it still create it, the next pml start removes it, or run pml cleanup)"},
 		{Disposal{Container: "0123456789abcdef", Created: true, Removed: true}, "the container was killed and removed"},
-		{Disposal{Container: "0123456789abcdef", Created: true, Waited: 612 * time.Millisecond}, "the engine did not answer within 600ms: container 0123456789ab may still be running; the next pml start removes it (or run pml cleanup)"},
+		{Disposal{Container: "0123456789abcdef", Created: true, Waited: 512 * time.Millisecond}, "the engine did not answer within 500ms: container 0123456789ab may still be running; the next pml start removes it (or run pml cleanup)"},
 	} {
 		if got := c.d.String(); got != c.want {
 			t.Errorf("%+v says %q, want %q", c.d, got, c.want)
