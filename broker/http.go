@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rs/zerolog"
 
 	"github.com/pml-dev/pml/internal/jsonrpc"
 )
@@ -19,9 +20,20 @@ import (
 // approvals.
 func NewHTTPHandler(b *Broker, token string) http.Handler {
 	server := NewMCPServer(b)
+	// A call ends with the POST that carried it (http_cancel.go).
+	p := &posts{}
+	server.AddReceivingMiddleware(recoverRequests(func() zerolog.Logger { return b.log }), p.cancelWithPost)
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
-		&mcp.StreamableHTTPOptions{MaxRequestBodyBytes: jsonrpc.MaxFrame, Logger: sdkLogger(b.log)})
-	return guard(token, h)
+		&mcp.StreamableHTTPOptions{MaxRequestBodyBytes: jsonrpc.MaxFrame, Logger: sdkLogger(b.log),
+			// SSE streams are primed and resumable (http_prime.go): a
+			// client whose stream drops gets what it missed (bounded:
+			// the store keeps the last 10 MiB of events).
+			EventStore: mcp.NewMemoryEventStore(nil)})
+	// Where the go-sdk (v1.8.0) answers off the protocol, wrappers put it
+	// right: http_notfound.go, http_prime.go. A panic in the handler is
+	// answered and logged (recover.go); a call ends with its POST
+	// (http_cancel.go).
+	return guard(token, recoverHTTP(b.log, methodNotFound(primeRetry(p.tiePosts(h)))))
 }
 
 func guard(token string, next http.Handler) http.Handler {

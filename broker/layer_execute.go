@@ -48,6 +48,7 @@ func (b *Broker) runTool(ctx context.Context, c *Call, name string, args map[str
 		args = c.Args
 	}
 	began := time.Now()
+	testPanic(name, args)
 	ectx, span := spanStep(ctx, "execute")
 	res := entry.exec.run(ectx, entry.def, args)
 	if res.IsError {

@@ -406,9 +406,15 @@ func (s *sandbox) run(ctx context.Context, spec container.Spec, req container.Re
 		}
 		req.Disposed = release
 	}
+	ctx, queued := container.WithQueueWait(ctx)
 	res, err := s.pool.Run(ctx, spec, req)
 	s.log.Debug().Str("image", spec.Image).Bool("warm", res.Warm).Dur("took", res.Duration).Msg("container call")
 	fail := func(e error) (container.Result, *Result) {
+		// A call that ran out of time after a long wait for its slot
+		// says so (one that ran out in the queue says it already).
+		if note := queued.Explain(); note != "" && errors.Is(ctx.Err(), context.DeadlineExceeded) && !errors.Is(e, container.ErrAtCap) {
+			e = fmt.Errorf("%w; %s", e, note)
+		}
 		r := errorResult(e)
 		return res, &r
 	}
@@ -416,6 +422,8 @@ func (s *sandbox) run(ctx context.Context, spec container.Spec, req container.Re
 	// limit, and the message must not name this one.
 	byCaller := errors.Is(parent.Err(), context.DeadlineExceeded)
 	switch {
+	case err != nil && errors.Is(err, container.ErrAtCap) && errors.Is(err, context.Canceled):
+		return fail(err) // it says it was cancelled in the queue, and after how long
 	case err != nil && errors.Is(err, container.ErrAtCap) && byCaller:
 		return fail(fmt.Errorf("%s while the call waited for a container: %w", callerDeadline, err))
 	case err != nil && errors.Is(err, container.ErrAtCap):

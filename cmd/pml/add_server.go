@@ -19,6 +19,7 @@ import (
 	"github.com/pml-dev/pml/internal/deps"
 	"github.com/pml-dev/pml/internal/npmreg"
 	"github.com/pml-dev/pml/internal/safefs"
+	"github.com/pml-dev/pml/internal/termsafe"
 )
 
 // pml add npm:PACKAGE and oci:IMAGE: a real MCP server into .pml.json's
@@ -163,7 +164,7 @@ func addServer(cmd *cobra.Command, g *globals, name string, entry serverEntry, w
 	fmt.Fprintf(w, "✓ %s added: %d tools\n", name, len(tools))
 	out := cmd.OutOrStdout()
 	for _, t := range tools {
-		fmt.Fprintf(out, "  %s\t%s\n", t.Name, firstLine(t.Description))
+		fmt.Fprintf(out, "  %s\t%s\n", termsafe.Quote(t.Name, termsafe.DefaultMax), firstLine(t.Description))
 	}
 	if !o.allow {
 		fmt.Fprintf(w, "  Its tools are asked before they run unless %s has %q.\n", allowList(), name+":*")
@@ -260,10 +261,9 @@ func checkServerName(name string) error {
 	return nil
 }
 
+// firstLine is the first line of a server's text (a tool's description),
+// quoted and bounded for a table row (internal/termsafe).
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
-	if len(s) > 100 {
-		s = s[:97] + "…"
-	}
-	return s
+	return termsafe.Quote(s, 100)
 }

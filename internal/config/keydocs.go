@@ -74,7 +74,7 @@ var keyDocs = map[string]keyDoc{
 		meaning: "How many pre-started single-use containers pml keeps at most per kind (0 to 64); it must not be smaller than `sandbox.pool.min`.",
 		example: `{"sandbox": {"pool": {"max": 8}}}`},
 	"sandbox.max_containers": {section: "Sandbox", def: "twice the CPU count, at least 4",
-		meaning: "How many containers one pml runs at once (2 to 1024); calls beyond it wait their turn. At least 2: a `pml:execute` run holds one container while its inner calls need another.",
+		meaning: "How many containers one pml runs at once (2 to 1024). Calls beyond it wait in a queue, first come first served, and the wait counts against the call's own time limit; a call whose time runs out in the queue says how long it waited and behind how many calls (raise this, or make fewer calls in parallel). At least 2: a `pml:execute` run holds one container while its inner calls need another.",
 		example: `{"sandbox": {"max_containers": 16}}`},
 	"sandbox.shared_paths": {section: "Sandbox", def: "the engine's own shares (Docker Desktop on macOS: `/Users`, `/Volumes`, `/private`, `/tmp`, `/var/folders`; a remote engine: none)",
 		meaning: "The host directories a container engine in a VM or on another host can mount (absolute paths); it replaces the engine's defaults. Ignored for a local engine. A call whose workspace is outside them fails before any container is created. See [engines.md](engines.md).",

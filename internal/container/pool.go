@@ -629,7 +629,8 @@ func (h *handoff) Write(b []byte) (int, error) {
 // flush waits until what was held back at attach has been delivered.
 func (h *handoff) flush() {
 	h.mu.Lock()
-	h.mu.Unlock() //nolint:staticcheck // an empty critical section: waiting is the point
+	//lint:ignore SA2001 an empty critical section: waiting for the holder is the point
+	h.mu.Unlock()
 }
 
 // attach sends what was held back, then everything after, to w (nil

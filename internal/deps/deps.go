@@ -72,11 +72,13 @@ func (s *Store) Dir(name string) string { return filepath.Join(s.ws, ".pml", "de
 
 func (s *Store) file() string { return filepath.Join(s.ws, ".pml", "deps.json") }
 
-// SpecOf identifies an install step.
+// SpecOf identifies an install step, by the whole sha256 of what decides
+// it: a prefix would let a repository find a second step that passes for
+// an installed one.
 func SpecOf(srv config.Server) string {
 	b, _ := json.Marshal([]any{srv.Image, srv.Install.Command, srv.Install.Args, srv.Install.Integrity, srv.Install.Package})
 	sum := sha256.Sum256(b)
-	return base64.RawURLEncoding.EncodeToString(sum[:12])
+	return base64.RawURLEncoding.EncodeToString(sum[:])
 }
 
 func (s *Store) load() (state, error) {

@@ -12,9 +12,9 @@ import (
 	"strings"
 	"sync"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/mount"
-	"github.com/docker/docker/errdefs"
 	"github.com/docker/docker/pkg/stdcopy"
 	"github.com/rs/zerolog"
 
@@ -200,7 +200,7 @@ func (r *Runtime) command(ctx context.Context, spec pmlc.Spec) ([]string, error)
 	var imgEP, imgCmd []string
 	if len(spec.Entrypoint) == 0 {
 		ins, err := r.cli.ImageInspect(ctx, spec.Image)
-		if err != nil && errdefs.IsNotFound(err) {
+		if err != nil && cerrdefs.IsNotFound(err) {
 			if dt, ok := r.loadedImage(ctx, spec.Image); ok {
 				ins, err = r.cli.ImageInspect(ctx, dt)
 			}

@@ -21,13 +21,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/client"
-	"github.com/docker/docker/errdefs"
 	"github.com/docker/docker/pkg/stdcopy"
 
 	pmlc "github.com/pml-dev/pml/internal/container"
@@ -210,7 +210,7 @@ func (r *Runtime) createNamed(ctx context.Context, name, image string, cfg *cont
 		defer leave()
 	}
 	created, err := r.cli.ContainerCreate(ctx, cfg, host, nil, nil, name)
-	if err != nil && errdefs.IsNotFound(err) {
+	if err != nil && cerrdefs.IsNotFound(err) {
 		// Only on this error path, so the common case costs nothing: a
 		// pinned image loaded from a bundle answers to its digest tag.
 		if dt, ok := r.loadedImage(ctx, image); ok {
@@ -353,7 +353,7 @@ func (r *Runtime) ImageExists(ctx context.Context, ref string) (bool, error) {
 	if err == nil {
 		return true, nil
 	}
-	if errdefs.IsNotFound(err) {
+	if cerrdefs.IsNotFound(err) {
 		_, loaded := r.loadedImage(ctx, ref)
 		return loaded, nil
 	}
@@ -406,7 +406,7 @@ func (r *Runtime) ListManaged(ctx context.Context) ([]pmlc.Managed, error) {
 func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
 	r.negotiate(ctx)
 	err := r.cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true})
-	if err == nil || errdefs.IsNotFound(err) || (errdefs.IsConflict(err) && r.removing(ctx, id)) {
+	if err == nil || cerrdefs.IsNotFound(err) || (cerrdefs.IsConflict(err) && r.removing(ctx, id)) {
 		return nil
 	}
 	return wrap("removing container", err)
@@ -584,7 +584,7 @@ func (p *process) watchErr(err error) error {
 func (p *process) Kill(ctx context.Context) error {
 	p.killed.Store(true)
 	err := p.r.cli.ContainerKill(ctx, p.id, "KILL")
-	if err == nil || errdefs.IsNotFound(err) || errdefs.IsConflict(err) {
+	if err == nil || cerrdefs.IsNotFound(err) || cerrdefs.IsConflict(err) {
 		return nil
 	}
 	return wrap("killing container", err)
