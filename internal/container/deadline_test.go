@@ -12,9 +12,9 @@ import (
 	"github.com/pml-dev/pml/internal/container/containertest"
 )
 
-// hungRuntime is a runtime whose engine stops answering once hung is set:
-// a kill or a removal then waits until its context ends, as a request to
-// a frozen dockerd does.
+// hungRuntime is a runtime whose engine stops answering once it has
+// started a container: a kill or a removal then waits until its context
+// ends, as a request to a frozen dockerd does.
 type hungRuntime struct {
 	*containertest.Runtime
 	hung atomic.Bool
@@ -42,6 +42,9 @@ func (r *hungRuntime) Start(ctx context.Context, spec Spec, s Streams) (Process,
 	if err != nil {
 		return nil, err
 	}
+	// The engine hangs once the container runs: every later request to
+	// it waits.
+	r.hung.Store(true)
 	return &hungProc{Process: p, r: r}, nil
 }
 
@@ -82,7 +85,8 @@ func sleeper() *containertest.Runtime {
 // not confirmed.
 func TestADeadlineIsABoundWhenTheEngineHangs(t *testing.T) {
 	const timeout = 100 * time.Millisecond
-	bound := timeout + DeadlineGrace + 400*time.Millisecond
+	// Far below CleanupTimeout; room for a loaded machine running -race.
+	bound := timeout + DeadlineGrace + 1500*time.Millisecond
 	check := func(t *testing.T, res Result, took time.Duration) {
 		t.Helper()
 		if took > bound {
@@ -101,7 +105,6 @@ func TestADeadlineIsABoundWhenTheEngineHangs(t *testing.T) {
 		defer close(rt.thawed)
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
-		time.AfterFunc(timeout/2, func() { rt.hung.Store(true) })
 		began := time.Now()
 		res, _ := Run(ctx, rt, Spec{}, nil, 1<<20)
 		check(t, res, time.Since(began))
@@ -120,7 +123,6 @@ func TestADeadlineIsABoundWhenTheEngineHangs(t *testing.T) {
 		}()
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
-		time.AfterFunc(timeout/2, func() { rt.hung.Store(true) })
 		began := time.Now()
 		res, _ := p.Run(ctx, toolboxSpec, Request{})
 		check(t, res, time.Since(began))
