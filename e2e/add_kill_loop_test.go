@@ -8,8 +8,13 @@ package e2e
 // all-or-nothing tests (add_kill_test.go) run in make test.
 
 import (
+	"bufio"
+	"errors"
 	"os"
+	"os/exec"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -129,3 +134,58 @@ func TestAKilledAddChangesNothing(t *testing.T) {
 	t.Logf("%d kills, then an add that finished; %s in all", kills, time.Since(began).Round(time.Second))
 }
 
+// addRun is one pml add, killed with SIGKILL after a delay or when its
+// stderr shows a line (whichever is set), or left to finish.
+type addRun struct {
+	killed bool
+	code   int
+	stderr string
+	took   time.Duration
+}
+
+func runKilledAdd(t *testing.T, ws *workspace, after time.Duration, atLine string) addRun {
+	t.Helper()
+	cmd := execPML(ws, "add", killedAddPackage, "--yes", "--allow")
+	cmd.Dir = ws.Dir
+	pipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var stderr strings.Builder
+	kill := func() { _ = cmd.Process.Signal(syscall.SIGKILL) }
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		sc := bufio.NewScanner(pipe)
+		for sc.Scan() {
+			mu.Lock()
+			stderr.WriteString(sc.Text() + "\n")
+			mu.Unlock()
+			if atLine != "" && strings.Contains(sc.Text(), atLine) {
+				kill()
+			}
+		}
+	}()
+	if after > 0 {
+		timer := time.AfterFunc(after, kill)
+		defer timer.Stop()
+	}
+	<-read
+	err = cmd.Wait()
+	r := addRun{took: time.Since(began), stderr: stderr.String()}
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee) && ee.Sys().(syscall.WaitStatus).Signaled():
+		r.killed = true
+	case errors.As(err, &ee):
+		r.code = ee.ExitCode()
+	case err != nil:
+		t.Fatal(err)
+	}
+	return r
+}

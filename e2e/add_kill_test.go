@@ -3,15 +3,12 @@
 package e2e
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -24,62 +21,6 @@ import (
 // killedAddPackage is small among the real MCP servers (the SDK and a
 // few of its dependencies): an install of some seconds.
 const killedAddPackage = "npm:@modelcontextprotocol/server-memory"
-
-// addRun is one pml add, killed with SIGKILL after a delay or when its
-// stderr shows a line (whichever is set), or left to finish.
-type addRun struct {
-	killed bool
-	code   int
-	stderr string
-	took   time.Duration
-}
-
-func runKilledAdd(t *testing.T, ws *workspace, after time.Duration, atLine string) addRun {
-	t.Helper()
-	cmd := execPML(ws, "add", killedAddPackage, "--yes", "--allow")
-	cmd.Dir = ws.Dir
-	pipe, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	began := time.Now()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var stderr strings.Builder
-	kill := func() { _ = cmd.Process.Signal(syscall.SIGKILL) }
-	read := make(chan struct{})
-	go func() {
-		defer close(read)
-		sc := bufio.NewScanner(pipe)
-		for sc.Scan() {
-			mu.Lock()
-			stderr.WriteString(sc.Text() + "\n")
-			mu.Unlock()
-			if atLine != "" && strings.Contains(sc.Text(), atLine) {
-				kill()
-			}
-		}
-	}()
-	if after > 0 {
-		timer := time.AfterFunc(after, kill)
-		defer timer.Stop()
-	}
-	<-read
-	err = cmd.Wait()
-	r := addRun{took: time.Since(began), stderr: stderr.String()}
-	var ee *exec.ExitError
-	switch {
-	case errors.As(err, &ee) && ee.Sys().(syscall.WaitStatus).Signaled():
-		r.killed = true
-	case errors.As(err, &ee):
-		r.code = ee.ExitCode()
-	case err != nil:
-		t.Fatal(err)
-	}
-	return r
-}
 
 // trustRecord is the trust store's record of ws's .pml.json, as bytes.
 func trustRecord(t *testing.T, ws *workspace) string {
