@@ -9,12 +9,12 @@ import (
 	"testing"
 )
 
-// TestHostileStateDirIsRefused: trust records another local user can
+// TestHostileTrustStoreNotPrivateIsRefused: trust records another local user can
 // change are that user's grants. pml refuses its state directory or trust
 // file when it is group- or world-writable, a symbolic link, or owned by
 // someone else (as root, the last case), naming the file and the fix;
 // nothing is trusted from it. A private one (pml's own 0700/0600) works.
-func TestHostileStateDirIsRefused(t *testing.T) {
+func TestHostileTrustStoreNotPrivateIsRefused(t *testing.T) {
 	t.Parallel()
 	ws := newWorkspace(t, "")
 	ws.writeUntrusted(".pml.json", `{"permissions": {"allow": ["shell:exec"]}}`)
