@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -103,4 +104,21 @@ func TestClientRootsNeverServeSystemDirectories(t *testing.T) {
 			t.Fatalf("read %q after the roots changed to C\nstderr:\n%s", got, s.stderr.String())
 		}
 	})
+}
+
+// TestPMLWorkspaceNeverNamesSystemDirectories: PML_WORKSPACE, though the
+// person's own choice, cannot name /, the home or a system directory
+// either: pml says so and what to set, and serves nothing.
+func TestPMLWorkspaceNeverNamesSystemDirectories(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	for dir, why := range map[string]string{"/": "it is the filesystem's root", home: "it is your home directory", "/etc": "it is a system directory", "/usr": "it is a system directory"} {
+		cmd := exec.Command(pmlBin, "trust", "--yes")
+		cmd.Dir = t.TempDir()
+		cmd.Env = cliEnv("PML_WORKSPACE="+dir, "HOME="+home)
+		out, err := cmd.CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "PML_WORKSPACE="+dir+" cannot be the workspace: "+why) || !strings.Contains(string(out), "set it to the project's directory") {
+			t.Errorf("pml trust with PML_WORKSPACE=%s: %v, want a refusal saying %q\n%s", dir, err, why, out)
+		}
+	}
 }
