@@ -69,6 +69,25 @@ func TestHostileTrustStoreNotPrivateIsRefused(t *testing.T) {
 		})
 	}
 
+	// Records planted where another user could write them (pml's own
+	// records, then the directory opened to everyone) are not honoured by
+	// a session: shell:exec, which they trust, is asked, and pml says why.
+	t.Run("a session does not honour them", func(t *testing.T) {
+		state := t.TempDir()
+		if out, code := trustWith(t, ws, state, "--yes"); code != 0 {
+			t.Fatalf("pml trust --yes: exit %d\n%s", code, out)
+		}
+		if err := os.Chmod(filepath.Join(state, "pml"), 0o777); err != nil {
+			t.Fatal(err)
+		}
+		s := startSession(t, ws, "XDG_STATE_HOME="+state)
+		defer s.Close()
+		askFor(t, s, "shell:exec", map[string]any{"command": "true"})
+		if !s.logs("holds pml's trust records but is writable by group or others", "chmod go-w") {
+			t.Errorf("the session does not say why the records are not honoured:\n%s", tail(s.stderr.String()))
+		}
+	})
+
 	// pml's own directory (made by pml: 0700, 0600) is used.
 	state := t.TempDir()
 	if out, code := trustWith(t, ws, state, "--yes"); code != 0 {
