@@ -122,3 +122,31 @@ func TestPMLWorkspaceNeverNamesSystemDirectories(t *testing.T) {
 		}
 	}
 }
+
+// TestStartDirectoryHomeOrRootIsNotServed: a client that starts pml in
+// the home (no marker, or a .git of dotfiles) or in / without roots gets
+// an empty stand-in workspace, said so, not the directory; a root that
+// names a project then moves pml there.
+func TestStartDirectoryHomeOrRootIsNotServed(t *testing.T) {
+	b := project(t, "b")
+	home := t.TempDir()
+	if err := os.WriteFile(filepath.Join(home, "secret.txt"), []byte("the home's secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	noRoots := &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}}
+	for _, dir := range []string{home, "/"} {
+		s, _ := rootsSessionWith(t, dir, noRoots, nil, "HOME="+home)
+		out, res := s.call(t, wirename.Encode("filesystem:list_directory"), map[string]any{"path": "."})
+		if res.IsError || strings.Contains(out, "secret.txt") || strings.Contains(out, "etc") {
+			t.Errorf("pml started in %s: list_directory . = %q (isError %v), want an empty stand-in\nstderr:\n%s", dir, out, res.IsError, s.stderr.String())
+		}
+		if !s.logsLine("pml was started in "+dir+", which it does not serve as the workspace", "open the client in a project, or set PML_WORKSPACE") {
+			t.Errorf("pml started in %s does not say it serves a stand-in:\n%s", dir, s.stderr.String())
+		}
+		s.Close()
+	}
+	s, _ := rootsSession(t, home, []string{b.Dir}, "HOME="+home)
+	if got := readHello(t, s); !strings.Contains(got, "this is project b") {
+		t.Fatalf("read %q, want project b's file\nstderr:\n%s", got, s.stderr.String())
+	}
+}
