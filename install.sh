@@ -25,24 +25,37 @@ insecure() {
 	printf 'install.sh: PML_RELEASES_URL=%s is not an https URL (or http to a loopback address); nothing was installed\n' "$releases" >&2
 	exit 1
 }
-case $releases in
-https://*) ;;
-http://*)
-	host=${releases#http://}
-	host=${host%%/*}
-	case $host in
-	"[::1]" | "[::1]:"*) ;;
+# Plain http only to a literal loopback host, read as curl reads the URL:
+# the host ends at the first / ? or #, and anything before an @ is a user
+# name (http://localhost:1@example.com/ goes to example.com), so a URL with
+# one is refused, as is any port that is not digits.
+loopback_http() {
+	authority=${releases#http://}
+	authority=${authority%%[/?#]*}
+	case $authority in
+	*@* | *\\*) return 1 ;;
+	"[::1]" | "[::1]:"*) port=${authority#"[::1]"} ;;
 	*)
-		host=${host%:*}
+		host=${authority%%:*}
+		port=${authority#"$host"}
 		case $host in
 		localhost) ;;
-		*[!0-9.]*) insecure ;;
+		127.*[!0-9.]* | 127.) return 1 ;;
 		127.*) ;;
-		*) insecure ;;
+		*) return 1 ;;
 		esac
 		;;
 	esac
-	;;
+	case $port in
+	"") ;;
+	: | :*[!0-9]*) return 1 ;;
+	:*) ;;
+	*) return 1 ;;
+	esac
+}
+case $releases in
+https://*) ;;
+http://*) loopback_http || insecure ;;
 *) insecure ;;
 esac
 

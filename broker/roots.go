@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/pml-dev/pml/internal/termsafe"
+	"github.com/pml-dev/pml/internal/workspace"
 )
 
 // The client's roots (MCP roots/list) choose the workspace.
@@ -152,6 +155,10 @@ func (x *binding) checkRoots(ss *mcp.ServerSession) {
 			b.log.Debug().Str("root", d).Msg("a root that is not a directory is ignored")
 			continue
 		}
+		if why := refusedRoot(x, d); why != "" {
+			b.log.Warn().Str("root", termsafe.Quote(r.URI, 1024)).Msg("the client's root " + termsafe.Quote(d, 1024) + " is not served as the workspace: " + why + "; open the client in a project directory, or set PML_WORKSPACE in pml's entry")
+			continue
+		}
 		if dir == "" {
 			dir = d
 		}
@@ -190,6 +197,21 @@ func (x *binding) checkRoots(ss *mcp.ServerSession) {
 		x.swapped(nb)
 	}
 	nb.log.Info().Str("workspace", nb.Workspace()).Str("from", "the client's roots").Str("root", dir).Str("was", ws).Msg("serving the workspace of the client's roots")
+}
+
+// refusedRoot says why the workspace the root dir names (walked up to
+// its markers: a root below a home with a .git names the home) must not be
+// served, "" when it may.
+func refusedRoot(x *binding, dir string) string {
+	target := dir
+	if x.resolve != nil {
+		target = x.resolve(dir)
+	}
+	why := workspace.Refused(target, workspace.Home(os.Getenv))
+	if why != "" && target != dir {
+		why = "it names the workspace " + termsafe.Quote(target, 1024) + ", and " + why
+	}
+	return why
 }
 
 // offersRoots: the client declared the roots capability on a protocol

@@ -24,6 +24,7 @@ import (
 	"github.com/pml-dev/pml/internal/docker"
 	"github.com/pml-dev/pml/internal/inside"
 	"github.com/pml-dev/pml/internal/safefs"
+	"github.com/pml-dev/pml/internal/termsafe"
 	"github.com/pml-dev/pml/internal/trust"
 	"github.com/pml-dev/pml/internal/workspace"
 )
@@ -84,6 +85,11 @@ type globals struct {
 	// person's trust records.
 	rawCfg *config.Config
 	trust  *trust.Store
+	// stand is set by pml stdio and pml run: a start directory that
+	// cannot be a workspace (workspace.Refused) is replaced by an empty
+	// one, made here and removed at exit, until the client's roots name
+	// a project.
+	stand func(dir, why string) (string, error)
 }
 
 func newRoot() *cobra.Command {
@@ -222,6 +228,15 @@ func (g *globals) workspace() (zerolog.Logger, workspace.Result, error) {
 	}
 	if ws.Warning != "" {
 		log.Warn().Msg(ws.Warning)
+	}
+	if why := workspace.Refused(ws.Dir, workspace.Home(os.Getenv)); why != "" && g.stand != nil {
+		dir, err := g.stand(ws.Dir, why)
+		if err != nil {
+			return log, ws, &exitError{2, err}
+		}
+		log.Warn().Str("start", termsafe.Quote(ws.Dir, 1024)).Str("workspace", dir).
+			Msg("pml was started in " + termsafe.Quote(ws.Dir, 1024) + ", which it does not serve as the workspace (" + why + "): tools see an empty directory, removed when pml exits, until the client's roots name a project; open the client in a project, or set PML_WORKSPACE in pml's entry")
+		ws = workspace.Result{Dir: dir, Source: "empty stand-in"}
 	}
 	return log, ws, nil
 }

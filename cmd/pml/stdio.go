@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -20,13 +22,18 @@ func newStdioCmd(g *globals) *cobra.Command {
 		Long: "Serve MCP over stdin/stdout. Stdout carries the protocol and nothing else; logs go to stderr.\n" +
 			"The workspace is $PML_WORKSPACE; else the first of the client's MCP roots that is a local directory, walked up to\n" +
 			"the nearest directory with .git, go.mod, package.json, deno.json or .pml.json (read once the client has initialized,\n" +
-			"and again when they change, between calls); else the same walk from the directory the client starts pml in.",
+			"and again when they change, between calls); else the same walk from the directory the client starts pml in.\n" +
+			"Never /, your home, a directory holding it or a system directory: such a root is skipped, and such a start\n" +
+			"directory is replaced by an empty one until the roots name a project.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return serveOverStdio(cmd, g, func(e *env, envs *envSet, proto *os.File) error {
 				from := "the directory the client started pml in"
-				if e.ws.Source == "PML_WORKSPACE" {
+				switch e.ws.Source {
+				case "PML_WORKSPACE":
 					from = "PML_WORKSPACE (the client's roots are not read)"
+				case "empty stand-in":
+					from = "an empty stand-in: the start directory is not served"
 				}
 				e.log.Info().Str("workspace", e.ws.Dir).Str("from", from).Str("user", e.broker.User()).Msg("pml stdio ready")
 				return broker.ServeStdioRoots(cmd.Context(), e.broker, os.Stdin, proto, envs.rebinder(g))
@@ -149,6 +156,23 @@ func serveOverStdio(cmd *cobra.Command, g *globals, serve func(e *env, envs *env
 	if err != nil {
 		return err
 	}
+	var stand string
+	g.stand = func(string, string) (string, error) {
+		d, err := os.MkdirTemp("", "pml-no-workspace-")
+		if err == nil {
+			d, err = filepath.EvalSymlinks(d)
+		}
+		if err != nil {
+			return "", fmt.Errorf("cannot make an empty stand-in workspace: %w", err)
+		}
+		stand = d
+		return d, nil
+	}
+	defer func() {
+		if stand != "" {
+			os.RemoveAll(stand)
+		}
+	}()
 	e, err := g.setup()
 	if err != nil {
 		return err

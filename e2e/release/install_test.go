@@ -113,6 +113,32 @@ func TestInstallScriptRefusesATamperedArchiveAndChangesNothing(t *testing.T) {
 	}
 }
 
+// TestInstallScriptReadsTheHostAsCurlDoes: the loopback check reads the URL
+// as curl does. A user name before an @ is not the host
+// (http://localhost:1@HOST goes to HOST), nor is what follows a ? or a #
+// in the authority; a port is digits. Each is refused, changing nothing.
+func TestInstallScriptReadsTheHostAsCurlDoes(t *testing.T) {
+	for _, u := range []string{
+		"http://localhost:1@mirror.example.com/releases",
+		"http://127.0.0.1:80@mirror.example.com/releases",
+		"http://[::1]@mirror.example.com/releases",
+		"http://mirror.example.com?@127.0.0.1/releases",
+		"http://mirror.example.com#@localhost/releases",
+		`http://localhost\@mirror.example.com/releases`,
+		"http://localhost.mirror.example.com/releases",
+		"http://127.0.0.1:8x/releases",
+	} {
+		home := t.TempDir()
+		r := run(t, home, userEnv(home, "PML_RELEASES_URL="+u), "sh", installScript(t))
+		if r.code == 0 || !strings.Contains(r.stderr, "PML_RELEASES_URL="+u+" is not an https URL (or http to a loopback address); nothing was installed") {
+			t.Errorf("install.sh with PML_RELEASES_URL=%s: exit %d, want the refusal\n%s%s", u, r.code, r.stdout, r.stderr)
+		}
+		if _, err := os.Stat(filepath.Join(home, ".pml")); !os.IsNotExist(err) {
+			t.Errorf("a refused install left %s/.pml behind (%v)", home, err)
+		}
+	}
+}
+
 func TestInstallScriptRefusesPlainHTTPBeyondLoopback(t *testing.T) {
 	for _, u := range []string{"http://mirror.example.com/releases", "http://127.0.0.1.evil.example/releases", "ftp://mirror.example.com/releases"} {
 		home := t.TempDir()

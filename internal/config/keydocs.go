@@ -152,7 +152,7 @@ var keyDocs = map[string]keyDoc{
 		meaning: "How long one forwarded cloud call may take.",
 		example: `{"cloud": {"timeout": "2m"}}`},
 	"registries": {section: "Cloud and registries", def: "`[cloud.url]`",
-		meaning: "Registry base URLs a tool that nothing local provides is looked up in; first match wins. Fetched entries are pinned in `.pml/mcp.lock`. See [registry.md](registry.md).",
+		meaning: "Registry base URLs a tool that nothing local provides is looked up in; first match wins. Fetched entries are pinned in `.pml/mcp.lock`. Each is https, or http to a loopback address (127.0.0.0/8, ::1, localhost): the first fetch is what the lockfile pins. See [registry.md](registry.md).",
 		example: `{"registries": ["http://127.0.0.1:3004", "https://pml.casys.ai"]}`},
 
 	"runtime": {section: "Runtime and Kubernetes",

@@ -3,12 +3,15 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"reflect"
 	"strings"
 	"time"
 
 	units "github.com/docker/go-units"
 
+	"github.com/pml-dev/pml/internal/keysafe"
+	"github.com/pml-dev/pml/internal/termsafe"
 	"github.com/pml-dev/pml/internal/toolglob"
 )
 
@@ -209,12 +212,27 @@ func decodeURLList(v any, fromEnv bool) ([]string, error) {
 			bad = append(bad, itemError{i, err})
 			continue
 		}
+		if err := checkRegistryURL(r); err != nil {
+			bad = append(bad, itemError{i, err})
+			continue
+		}
 		out = append(out, r)
 	}
 	if len(bad) > 0 {
 		return nil, bad
 	}
 	return out, nil
+}
+
+// checkRegistryURL refuses plain http to another machine, as keysafe does
+// for cloud.url: what pml first fetches from a registry is pinned in the
+// lockfile and trusted from then on, so that fetch must not be open to
+// anyone on the way.
+func checkRegistryURL(s string) error {
+	if u, err := url.Parse(s); err == nil && keysafe.Secure(u) {
+		return nil
+	}
+	return fmt.Errorf("%s is plain http to another machine: pml pins what it first fetches from a registry (.pml/mcp.lock), so anyone on the way could choose the code it trusts; use https://, or http:// to 127.0.0.1, [::1] or localhost", termsafe.Quote(s, 200))
 }
 
 func trimSlash(s string) string { return strings.TrimRight(s, "/") }

@@ -21,8 +21,8 @@ type Variable struct {
 
 // Variables are pml's own variables, by name.
 var Variables = []Variable{
-	{Name: "PML_WORKSPACE", Default: "for `pml stdio`, the client's first MCP root that is a local directory, walked up to the nearest directory with `.git`, `go.mod`, `package.json`, `deno.json` or `.pml.json`; otherwise the same walk from the current directory, else the current directory itself (with a warning)",
-		Meaning: "The project directory pml serves and mounts into tool containers. Set, it wins over the client's MCP roots. pml also sets it inside its own tool containers.",
+	{Name: "PML_WORKSPACE", Default: "for `pml stdio`, the client's first MCP root that is a local directory and not `/`, the home or a system directory, walked up to the nearest directory with `.git`, `go.mod`, `package.json`, `deno.json` or `.pml.json`; otherwise the same walk from the current directory, else the current directory itself (with a warning)",
+		Meaning: "The project directory pml serves and mounts into tool containers. Set, it wins over the client's MCP roots. `/`, your home, a directory holding it and system directories (`/etc`, `/usr`, `/var`, …) are refused. pml also sets it inside its own tool containers.",
 		Example: "/home/me/src/project"},
 	{Name: "PML_API_KEY", Default: "the key in the user's credentials file (`~/.config/pml/credentials`, written by `pml init --api-key`), else none: cloud tools are off",
 		Meaning: "The PML cloud API key; it wins over the credentials file. Without a key pml never contacts the cloud.",

@@ -71,6 +71,9 @@ func Open(getenv func(string) string) (*Store, error) {
 // Read returns the record (empty when there is none yet).
 func (s *Store) Read() (*Record, error) {
 	rec := &Record{Version: 1, Projects: map[string]*Project{}, Pulled: map[string]*Pulled{}}
+	if err := s.private(); err != nil {
+		return nil, err
+	}
 	data, err := safefs.ReadFile(filepath.Dir(s.Path), FileName, 64<<20)
 	if errors.Is(err, os.ErrNotExist) {
 		return rec, nil
@@ -147,7 +150,16 @@ func (s *Store) Forget(ids []string) error {
 
 // update changes the record under its lock and writes it atomically,
 // 0600, in a 0700 directory.
+// private refuses a record someone else than the person can change: it
+// names the projects and images pml prunes around (see safefs.Private).
+func (s *Store) private() error {
+	return safefs.Private(filepath.Dir(s.Path), "pml's record of projects", FileName, FileName+".lock")
+}
+
 func (s *Store) update(change func(*Record)) error {
+	if err := s.private(); err != nil {
+		return err
+	}
 	dir := filepath.Dir(s.Path)
 	return safefs.Locked(dir, FileName, "pml's record of projects", func() error {
 		rec, err := s.Read()

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/pml-dev/pml/internal/errdefs"
+	"github.com/pml-dev/pml/internal/keysafe"
+	"github.com/pml-dev/pml/internal/termsafe"
 )
 
 // Entry is one version of a registry entry, verified against its
@@ -83,6 +85,12 @@ func New(opts Options) (*Client, error) {
 		u, err := url.Parse(r)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
 			return nil, fmt.Errorf("registry %q is not an http:// or https:// base URL (e.g. https://pml.casys.ai)", r)
+		}
+		if !keysafe.Secure(u) {
+			// The default registry is cloud.url, which is checked only
+			// when a key is sent: a fetch pinned for good must be
+			// protected too.
+			return nil, fmt.Errorf("registry %s is plain http to another machine: what pml first fetches is pinned in the lockfile, so anyone on the way could choose it; use https://, or http:// to a loopback address", termsafe.Quote(r, 200))
 		}
 		c.registries = append(c.registries, strings.TrimRight(r, "/"))
 	}

@@ -593,3 +593,18 @@ func TestCachedAsksNoRegistry(t *testing.T) {
 		t.Error("Cached asked the registry")
 	}
 }
+
+// A registry is https or loopback http: the default one is cloud.url,
+// which the policy's check does not cover, so New checks again.
+func TestNewRefusesPlainHTTPToAnotherMachine(t *testing.T) {
+	for _, r := range []string{"http://registry.example.com", "http://10.0.0.1:3004", "http://localhost:1@registry.example.com"} {
+		if _, err := New(Options{Registries: []string{r}}); err == nil || !strings.Contains(err.Error(), "plain http to another machine") {
+			t.Errorf("New(%s): %v, want a refusal", r, err)
+		}
+	}
+	for _, r := range []string{"https://registry.example.com", "http://127.0.0.1:3004", "http://[::1]:1", "http://localhost:2"} {
+		if _, err := New(Options{Registries: []string{r}}); err != nil {
+			t.Errorf("New(%s): %v", r, err)
+		}
+	}
+}

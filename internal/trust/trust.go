@@ -142,6 +142,9 @@ func (s *Store) read() (*document, error) {
 	if !filepath.IsAbs(s.Path) {
 		return nil, errors.New("pml has no place for trust records (set HOME or XDG_STATE_HOME): no project policy is trusted")
 	}
+	if err := s.private(); err != nil {
+		return nil, err
+	}
 	data, err := safefs.ReadFile(filepath.Dir(s.Path), FileName, 16<<20)
 	if errors.Is(err, os.ErrNotExist) {
 		return doc, nil
@@ -156,6 +159,15 @@ func (s *Store) read() (*document, error) {
 		doc.Files = map[string]*Record{}
 	}
 	return doc, nil
+}
+
+// private refuses a store that someone else than the person can change:
+// its records would be their grants (see safefs.Private).
+func (s *Store) private() error {
+	if err := safefs.Private(filepath.Dir(s.Path), "pml's trust records", FileName, FileName+".lock"); err != nil {
+		return fmt.Errorf("%w; until then no project policy is trusted", err)
+	}
+	return nil
 }
 
 // Lookup returns the record for the policy file at path (nil: none).
@@ -188,6 +200,9 @@ func (s *Store) Stamp() (time.Time, int64) {
 func (s *Store) update(path string, change func(*Record) *Record) error {
 	if !filepath.IsAbs(s.Path) {
 		return errors.New("pml has no place for trust records: set HOME or XDG_STATE_HOME")
+	}
+	if err := s.private(); err != nil {
+		return err
 	}
 	dir := filepath.Dir(s.Path)
 	return safefs.Locked(dir, FileName, "pml's trust records", func() error {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/pml-dev/pml/internal/termsafe"
 )
 
 // Markers are the files or directories that make a directory a project
@@ -29,6 +31,11 @@ func Resolve(env func(string) string, cwd string) (Result, error) {
 		dir, err := clean(v)
 		if err != nil {
 			return Result{}, fmt.Errorf("PML_WORKSPACE=%q: %w", v, err)
+		}
+		// Even named on purpose: it would be mounted read-write into
+		// every tool container.
+		if why := Refused(dir, Home(env)); why != "" {
+			return Result{}, fmt.Errorf("PML_WORKSPACE=%s cannot be the workspace: %s; set it to the project's directory", termsafe.Quote(v, 1024), why)
 		}
 		return Result{Dir: dir, Source: "PML_WORKSPACE"}, nil
 	}
