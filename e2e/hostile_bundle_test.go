@@ -14,6 +14,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/image"
 )
 
 // TestHostileBundleCannotNameImagesItsManifestDoesNotList (issue 41,
@@ -167,4 +170,72 @@ func hostileBundle(t *testing.T, imagesTar []byte, id string, tags []string) str
 		t.Fatal(err)
 	}
 	return path
+}
+
+// TestHostileToolboxImpostorIsRefused (issue 41, item 5): pml checks the
+// image under its toolbox's name by content (its one layer is the file
+// system pml builds from its in-container program) before running it,
+// and a bundle giving that name to another image is refused with
+// nothing tagged. The test runs on a toolbox name of its own
+// (PML_TOOLBOX_REPO), never the shared pml/toolbox.
+func TestHostileToolboxImpostorIsRefused(t *testing.T) {
+	cli := imagesEngine(t)
+	ctx := context.Background()
+	nonce := imgNonce(t)
+	repo := "pml-e2e-hostile-" + nonce + "/toolbox"
+	env := []string{"PML_TOOLBOX_REPO=" + repo}
+	ws := newWorkspace(t, `{"permissions": {"allow": ["filesystem:read_file"]}}`)
+	ws.write("hello.txt", "read by the real toolbox")
+	read := func() cliResult {
+		return runCLI(t, ws.Dir, env, "", "call", "filesystem:read_file", `{"path": "hello.txt"}`)
+	}
+	// Built on the first call; checked and used on the second.
+	for i := 0; i < 2; i++ {
+		if r := read(); r.code != 0 || !strings.Contains(string(r.stdout), "read by the real toolbox") {
+			t.Fatalf("call %d through pml's own toolbox: exit %d\n%s%s", i+1, r.code, r.stdout, r.stderr)
+		}
+	}
+	list, err := cli.ImageList(ctx, image.ListOptions{Filters: filters.NewArgs(filters.Arg("reference", repo))})
+	if err != nil || len(list) != 1 || len(list[0].RepoTags) != 1 {
+		t.Fatalf("images named %s: %+v %v", repo, list, err)
+	}
+	real := list[0].RepoTags[0]
+	t.Cleanup(func() { removeTestImage(t, cli, list[0].ID) })
+
+	// Another image under that name is refused before it runs.
+	impostor := importTestImage(t, cli, "pml-e2e-hostile-"+nonce+"/impostor:1", "", nil)
+	if _, err := cli.ImageRemove(ctx, real, image.RemoveOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cli.ImageTag(ctx, impostor, real); err != nil {
+		t.Fatal(err)
+	}
+	r := read()
+	if text := string(r.stdout) + string(r.stderr); r.code == 0 || !strings.Contains(text, "is not the toolbox this pml builds") || !strings.Contains(text, "docker rmi "+real) {
+		t.Errorf("a call with another image tagged %s: exit %d\n%s", real, r.code, text)
+	}
+	if _, err := cli.ImageRemove(ctx, real, image.RemoveOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// A bundle giving the toolbox's name to another image.
+	rc, err := cli.ImageSave(ctx, []string{impostor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved, _ := io.ReadAll(rc)
+	rc.Close()
+	removeTestImage(t, cli, impostor)
+	bundle := hostileBundle(t, retagSave(t, saved, []string{real}), impostor, []string{real})
+	r = runCLI(t, ws.Dir, env, "", "images", "load", "-i", bundle)
+	if text := string(r.stdout) + string(r.stderr); r.code == 0 || !strings.Contains(text, "not the toolbox this pml builds") || !strings.Contains(text, "nothing was loaded") {
+		t.Errorf("a bundle giving %s to another image: exit %d\n%s", real, r.code, text)
+	}
+	if id, ok := localImageID(cli, real); ok {
+		t.Errorf("after the refused bundle, %s names %s", real, id)
+	}
+	if _, ok := localImageID(cli, impostor); ok {
+		t.Errorf("after the refused bundle, its image %s is on the engine", impostor)
+		removeTestImage(t, cli, impostor)
+	}
 }

@@ -561,6 +561,9 @@ type LoadOptions struct {
 	// A bundle giving any other name in its repository is refused: a
 	// bundle carries pml's toolbox, it does not choose it.
 	Toolbox string
+	// ToolboxLayer is the layer of that toolbox (ToolboxLayer): an image
+	// the bundle gives the toolbox's name must have it.
+	ToolboxLayer string
 }
 
 // LoadResult is what Load did.
@@ -681,6 +684,9 @@ func Load(ctx context.Context, eng Engine, path string, opt LoadOptions) (*LoadR
 		if h.Name == BundleImagesName {
 			prog.Done(fmt.Sprintf("loaded %d images", len(man.Images)))
 		}
+	}
+	if err := checkLoadedToolbox(ctx, eng, man, opt, before); err != nil {
+		return nil, &BundleError{Bundle: path, File: BundleImagesName, Problem: err.Error()}
 	}
 	var problems []string
 	for _, im := range man.Images {

@@ -641,6 +641,11 @@ func newImagesLoadCmd(g *globals) *cobra.Command {
 			if opt.Toolbox, err = tb.Ref(cmd.Context()); err != nil {
 				return err
 			}
+			if prog, err := tb.Program(cmd.Context()); err != nil {
+				return err
+			} else if opt.ToolboxLayer, err = images.ToolboxLayer(prog); err != nil {
+				return err
+			}
 			res, err := images.Load(cmd.Context(), rt, in, opt)
 			w := cmd.OutOrStdout()
 			if res != nil {
