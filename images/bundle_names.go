@@ -9,6 +9,8 @@ import (
 	"io"
 	"path"
 	"strings"
+
+	"github.com/pml-dev/pml/internal/termsafe"
 )
 
 // maxIndexSize bounds a naming file of images.tar read into memory.
@@ -113,11 +115,11 @@ func configID(p string) string {
 func (n loadNames) check(id string, tags []string) error {
 	allowed, ok := n[id]
 	if !ok {
-		return fmt.Errorf("it holds image %s, which the bundle's %s does not list", id, BundleManifestName)
+		return fmt.Errorf("it holds image %s, which the bundle's %s does not list", quoteName(id), BundleManifestName)
 	}
 	for _, t := range tags {
 		if !allowed[t] && !allowed[qualifiedTag(t)] {
-			return fmt.Errorf("it names image %s %s, a name the bundle's %s does not give it", id, quoteName(t), BundleManifestName)
+			return fmt.Errorf("it names image %s %s, a name the bundle's %s does not give it", quoteName(id), quoteName(t), BundleManifestName)
 		}
 	}
 	return nil
@@ -130,13 +132,9 @@ func qualifiedTag(t string) string {
 	return strings.TrimPrefix(t, "library/")
 }
 
-// quoteName shows a name from the bundle with control characters quoted.
-func quoteName(s string) string {
-	if len(s) > 200 {
-		s = s[:200] + "…"
-	}
-	return fmt.Sprintf("%q", s)
-}
+// quoteName shows a name from the bundle with control characters quoted
+// and its length bounded.
+func quoteName(s string) string { return termsafe.Quote(s, 0) }
 
 func unnameManifest(body []byte, names loadNames) ([]byte, error) {
 	var entries []map[string]json.RawMessage

@@ -53,3 +53,12 @@ func TestUnnamedImagesTakesNamesOutAndRefusesOthers(t *testing.T) {
 		}
 	}
 }
+
+func TestUnnamedImagesQuotesTheNamesItRefuses(t *testing.T) {
+	names := loadNames{"sha256:aa": {"r/a:1": true}}
+	in := imagesTar(t, [2]string{"manifest.json", `[{"Config":"blobs/sha256/aa","RepoTags":["r/a:1\u001b[2K\rr/a:1"]}]`})
+	err := unnamedImages(in, &bytes.Buffer{}, names)
+	if err == nil || strings.ContainsAny(err.Error(), "\x1b\r") || !strings.Contains(err.Error(), `\x1b`) {
+		t.Errorf("err = %q, want the name quoted", err)
+	}
+}
