@@ -557,6 +557,13 @@ type LoadOptions struct {
 	// load with nothing changed.
 	CheckStaged func(dir string) error
 	Progress    BundleProgress
+	// Toolbox is the toolbox reference this pml uses ("": none checked).
+	// A bundle giving any other name in its repository is refused: a
+	// bundle carries pml's toolbox, it does not choose it.
+	Toolbox string
+	// ToolboxLayer is the layer of that toolbox (ToolboxLayer): an image
+	// the bundle gives the toolbox's name must have it.
+	ToolboxLayer string
 }
 
 // LoadResult is what Load did.
@@ -591,6 +598,9 @@ func Load(ctx context.Context, eng Engine, path string, opt LoadOptions) (*LoadR
 	man, err := VerifyBundle(&countReader{r: f, prog: prog}, path)
 	if err != nil {
 		return nil, err
+	}
+	if err := checkToolboxNames(man, opt.Toolbox); err != nil {
+		return nil, &BundleError{Bundle: path, File: BundleManifestName, Problem: err.Error()}
 	}
 	prog.Done(fmt.Sprintf("verified %s: %d images%s, every checksum matches", path, len(man.Images), workspaceNote(man)))
 	res := &LoadResult{Manifest: man}
@@ -654,7 +664,12 @@ func Load(ctx context.Context, eng Engine, path string, opt LoadOptions) (*LoadR
 			}
 		case BundleImagesName:
 			prog.Stage(fmt.Sprintf("loading %d images", len(man.Images)), want.Size)
-			if err := eng.LoadImages(ctx, &countReader{r: body, prog: prog}); err != nil {
+			if err := loadUnnamed(ctx, eng, &countReader{r: body, prog: prog}, namesOf(man)); err != nil {
+				var be *BundleError
+				if errors.As(err, &be) {
+					be.Bundle = path
+					return nil, be
+				}
 				return nil, fmt.Errorf("loading %s from %s: %w", BundleImagesName, path, err)
 			}
 		}
@@ -669,6 +684,9 @@ func Load(ctx context.Context, eng Engine, path string, opt LoadOptions) (*LoadR
 		if h.Name == BundleImagesName {
 			prog.Done(fmt.Sprintf("loaded %d images", len(man.Images)))
 		}
+	}
+	if err := checkLoadedToolbox(ctx, eng, man, opt, before); err != nil {
+		return nil, &BundleError{Bundle: path, File: BundleImagesName, Problem: err.Error()}
 	}
 	var problems []string
 	for _, im := range man.Images {

@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -170,13 +171,31 @@ func (f *fakeEngine) SaveImages(_ context.Context, refs []string, w io.Writer) e
 	f.mu.Lock()
 	f.saved = append(f.saved, refs)
 	f.mu.Unlock()
-	tw := tar.NewWriter(w)
-	body := []byte(strings.Join(refs, "\n") + "\n" + strings.Repeat("layer-bytes ", 1000))
-	if err := tw.WriteHeader(&tar.Header{Name: "manifest.json", Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg}); err != nil {
-		return err
+	// As docker save writes it: a manifest.json naming each image's
+	// config and tags (Load takes the names out before the engine).
+	var entries []map[string]any
+	f.mu.Lock()
+	for _, r := range refs {
+		id := f.names[r]
+		if id == "" {
+			id = r
+		}
+		e := map[string]any{"Config": "blobs/sha256/" + strings.TrimPrefix(id, "sha256:")}
+		if !strings.HasPrefix(r, "sha256:") {
+			e["RepoTags"] = []string{r}
+		}
+		entries = append(entries, e)
 	}
-	if _, err := tw.Write(body); err != nil {
-		return err
+	f.mu.Unlock()
+	man, _ := json.Marshal(entries)
+	tw := tar.NewWriter(w)
+	for _, e := range [][2]string{{"blobs/sha256/layer", strings.Repeat("layer-bytes ", 1000)}, {"manifest.json", string(man)}} {
+		if err := tw.WriteHeader(&tar.Header{Name: e[0], Mode: 0o644, Size: int64(len(e[1])), Typeflag: tar.TypeReg}); err != nil {
+			return err
+		}
+		if _, err := tw.Write([]byte(e[1])); err != nil {
+			return err
+		}
 	}
 	return tw.Close()
 }

@@ -136,11 +136,16 @@ func (t *Toolbox) Ensure(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if ok {
+		if err := checkToolbox(ctx, t.Runtime, ref, p); err != nil {
+			return "", err
+		}
+	}
 	if !ok {
 		if err := CheckStatic(p.Path); err != nil {
 			return "", fmt.Errorf("toolbox image %s is missing and cannot be built: %w", ref, err)
 		}
-		if err := importFiles(ctx, t.Runtime, ref, []file{{name: AgentPath, src: p.Path, mode: 0o755}}, nil,
+		if err := importFiles(ctx, t.Runtime, ref, toolboxFiles(p), nil,
 			[]string{`ENTRYPOINT ["` + AgentPath + `", "` + toolbox.Subcommand + `"]`, "LABEL " + LabelImage + "=toolbox"}); err != nil {
 			return "", err
 		}

@@ -637,6 +637,15 @@ func newImagesLoadCmd(g *globals) *cobra.Command {
 			if _, err := rt.Info(cmd.Context()); err != nil {
 				return engineError(err)
 			}
+			tb := &images.Toolbox{Runtime: rt, Program: insideSource(rt).Program}
+			if opt.Toolbox, err = tb.Ref(cmd.Context()); err != nil {
+				return err
+			}
+			if prog, err := tb.Program(cmd.Context()); err != nil {
+				return err
+			} else if opt.ToolboxLayer, err = images.ToolboxLayer(prog); err != nil {
+				return err
+			}
 			res, err := images.Load(cmd.Context(), rt, in, opt)
 			w := cmd.OutOrStdout()
 			if res != nil {

@@ -19,6 +19,9 @@ type Image struct {
 	RepoDigests []string
 	Labels      map[string]string
 	Size        int64
+	// Layers are the diff IDs of its layers ("sha256:…", uncompressed),
+	// when the engine reports them: a content address of its files.
+	Layers []string
 }
 
 // PullEvent is one message of an ImageStore's pull progress stream.

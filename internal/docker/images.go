@@ -31,7 +31,7 @@ func (r *Runtime) InspectImage(ctx context.Context, ref string) (pmlc.Image, boo
 		}
 		return pmlc.Image{}, false, wrap("inspecting image "+ref, err)
 	}
-	img := pmlc.Image{ID: ins.ID, RepoTags: ins.RepoTags, RepoDigests: ins.RepoDigests, Size: ins.Size}
+	img := pmlc.Image{ID: ins.ID, RepoTags: ins.RepoTags, RepoDigests: ins.RepoDigests, Size: ins.Size, Layers: ins.RootFS.Layers}
 	if ins.Config != nil {
 		img.Labels = ins.Config.Labels
 	}

@@ -5,8 +5,11 @@
 // socket that pml mounts read-only beside the shim, to a Proxy here, on
 // the host, which:
 //
-//   - speaks HTTP CONNECT (a byte tunnel: TLS and any TCP protocol) and
-//     plain HTTP proxying (absolute-URI requests);
+//   - speaks HTTP CONNECT (a byte tunnel: TLS and any TCP protocol),
+//     plain HTTP proxying (absolute-URI requests), and absolute https://
+//     requests, which busybox wget sends its proxy instead of a CONNECT:
+//     for those pml makes the TLS connection itself and checks the
+//     server's certificate against this machine's CA roots;
 //   - checks host:port against the allow rules (internal/netallow)
 //     before anything else, and answers a refusal with 403 and the
 //     reason;
@@ -89,6 +92,10 @@ func HostProxy(host string, port int) *url.URL {
 
 // DialTimeout bounds a lookup and a connection to a target.
 const DialTimeout = 15 * time.Second
+
+// ResponseTimeout bounds the wait for the headers of an answer to a
+// forwarded request.
+const ResponseTimeout = 5 * time.Minute
 
 // MaxConns bounds one proxy's connections at once: a container cannot
 // spend the host's file descriptors.
@@ -391,10 +398,10 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.Method == http.MethodConnect:
 		p.connect(w, r)
-	case r.URL.IsAbs() && r.URL.Scheme == "http":
+	case r.URL.IsAbs() && (r.URL.Scheme == "http" || r.URL.Scheme == "https"):
 		p.forward(w, r)
 	default:
-		http.Error(w, "pml's egress proxy takes proxy requests only: CONNECT host:port, or a request for an absolute http:// URL (https goes through CONNECT)", http.StatusBadRequest)
+		http.Error(w, "pml's egress proxy takes proxy requests only: CONNECT host:port, or a request for an absolute http:// or https:// URL", http.StatusBadRequest)
 	}
 }
 
@@ -508,11 +515,19 @@ func closeWrite(c net.Conn) {
 // hopHeaders are the proxy-connection headers not passed on.
 var hopHeaders = []string{"Proxy-Connection", "Proxy-Authorization", "Proxy-Authenticate", "Connection", "Keep-Alive", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
 
-// forward proxies one plain HTTP request, on a connection of its own to
-// the checked address.
+// forward proxies one request for an absolute URL, on a connection of
+// its own to the checked address. For an https:// URL (busybox wget asks
+// its proxy so rather than by CONNECT) pml is the TLS client: the
+// transport verifies the server's certificate for the URL's host
+// against the host's roots (SSL_CERT_FILE, SSL_CERT_DIR), and the
+// container sees the answer in the clear on its own loopback.
 func (p *Proxy) forward(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	host, port, err := splitTarget(r.URL.Host, 80)
+	def := 80
+	if r.URL.Scheme == "https" {
+		def = 443
+	}
+	host, port, err := splitTarget(r.URL.Host, def)
 	if err != nil {
 		http.Error(w, "pml's egress proxy: "+err.Error(), http.StatusBadRequest)
 		return
@@ -540,14 +555,24 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request) {
 		},
 	}
 	defer tr.CloseIdleConnections()
-	out := r.Clone(r.Context())
+	// Not the request's context: busybox wget shuts its sending side
+	// once the request is written, which the server reads as the client
+	// gone and cancels, often before a TLS handshake ends. A client that
+	// is really gone fails the copy of the answer; an answer that never
+	// starts is bounded by ResponseHeaderTimeout.
+	tr.ResponseHeaderTimeout = ResponseTimeout
+	out := r.Clone(context.WithoutCancel(r.Context()))
 	out.RequestURI = ""
 	for _, h := range hopHeaders {
 		out.Header.Del(h)
 	}
 	resp, err := tr.RoundTrip(out)
 	if err != nil {
-		p.refuse(w, &Refusal{Host: host, Port: port, Reason: fmt.Sprintf("pml could not reach %s for %s: %v", net.JoinHostPort(host, strconv.Itoa(port)), p.o.Who, err)}, start)
+		why := fmt.Sprintf("pml could not reach %s for %s: %v", net.JoinHostPort(host, strconv.Itoa(port)), p.o.Who, err)
+		if r.URL.Scheme == "https" {
+			why += " (for an https:// URL asked of its proxy, pml makes the TLS connection and checks the certificate against this machine's CA roots, or SSL_CERT_FILE in pml's environment)"
+		}
+		p.refuse(w, &Refusal{Host: host, Port: port, Reason: why}, start)
 		return
 	}
 	defer resp.Body.Close()
