@@ -41,14 +41,33 @@ type PruneScope struct {
 	// RepoPrefix, when set, limits prune to images with a name starting
 	// with it (a safety net on hosts shared with other work).
 	RepoPrefix string
+	// InUse maps the IDs of the images a container of the engine was
+	// created from (running or stopped, whoever's) to who that is.
+	InUse map[string]string
+	// Base maps the repositories of pml's own images (pml/toolbox,
+	// pml/node, ...: the manifest's local images) to what runs in them.
+	// A named image there, or one pml built (Built), is a base image:
+	// every install and user of pml on the engine may run it, and pml
+	// cannot see their projects, so it is kept unless IncludeBase.
+	Base        map[string]string
+	IncludeBase bool
+}
+
+// PruneKept is an image of pml's that prune keeps although no project it
+// knows uses it, and why.
+type PruneKept struct {
+	Image  Image
+	Reason string
 }
 
 // SelectPrune picks, from every local image, those that are pml's (built
 // by pml: a pml.image label naming one of its images; or pulled or loaded
 // by pml, as recorded) and that no known project references. Every other
-// image is left alone, whatever its name or labels.
-func SelectPrune(all []Image, s PruneScope) []PruneCandidate {
-	var out []PruneCandidate
+// image is left alone, whatever its name or labels. Of pml's images, those
+// a container uses and the named base images (unless IncludeBase) are
+// returned in kept with why: the engine may be shared by users whose
+// projects this user's pml does not know.
+func SelectPrune(all []Image, s PruneScope) (out []PruneCandidate, kept []PruneKept) {
 	for _, img := range all {
 		if s.Keep[img.ID] {
 			continue
@@ -74,6 +93,14 @@ func SelectPrune(all []Image, s PruneScope) []PruneCandidate {
 		if reason == "" {
 			continue
 		}
+		if who, ok := s.InUse[img.ID]; ok {
+			kept = append(kept, PruneKept{Image: img, Reason: "used by " + who})
+			continue
+		}
+		if what, ok := s.base(img); ok && !s.IncludeBase {
+			kept = append(kept, PruneKept{Image: img, Reason: "a base image of pml (" + what + "); other users' projects and other pml installs on this engine may use it, which pml cannot see from here; remove it with --include-base"})
+			continue
+		}
 		known := s.Known
 		if known == "" {
 			known = "any project pml knows on this host"
@@ -81,7 +108,32 @@ func SelectPrune(all []Image, s PruneScope) []PruneCandidate {
 		out = append(out, PruneCandidate{Image: img, Reason: reason + "; not used by " + known})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Names()[0] < out[j].Names()[0] })
-	return out
+	sort.Slice(kept, func(i, j int) bool {
+		return PruneCandidate{Image: kept[i].Image}.Names()[0] < PruneCandidate{Image: kept[j].Image}.Names()[0]
+	})
+	return out, kept
+}
+
+// base says whether img is a named base image of pml, and what runs in
+// it. An untagged build is no one's base: nothing can name it.
+func (s PruneScope) base(img Image) (string, bool) {
+	tags := usable(img.RepoTags)
+	if len(tags) == 0 {
+		return "", false
+	}
+	for _, t := range tags {
+		repo := t
+		if i := strings.LastIndex(t, ":"); i > strings.LastIndex(t, "/") {
+			repo = t[:i]
+		}
+		if what, ok := s.Base[repo]; ok {
+			return what, true
+		}
+	}
+	if v, ok := img.Labels[LabelImage]; ok && s.Built[v] {
+		return "built by pml as its " + v + " image", true
+	}
+	return "", false
 }
 
 // usable drops the "<none>:<none>" placeholders old Engines report.

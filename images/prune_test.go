@@ -37,8 +37,25 @@ func TestPruneSelectsOnlyImagesPmlBuiltOrPulledThatNoProjectUses(t *testing.T) {
 	}
 	all, _ := f.ListImages(context.Background())
 	scope := PruneScope{Keep: keep, Built: map[string]bool{"toolbox": true, "shell": true, "node": true, "deno": true},
-		Pulled: map[string]string{fakeID(6): "pulled by pml for /b", fakeID(10): "pulled by pml for /gone"}, Known: "the 2 projects pml knows on this host"}
-	cands := SelectPrune(all, scope)
+		Pulled: map[string]string{fakeID(6): "pulled by pml for /b", fakeID(10): "pulled by pml for /gone"}, Known: "the 2 projects pml knows on this host",
+		Base: map[string]string{"pml/toolbox": "pml/toolbox", "pml/node": "pml/node"}}
+	// By default, pml's named base images stay: the engine may be shared
+	// by users whose projects this pml cannot see.
+	cands, kept := SelectPrune(all, scope)
+	if got := candidateNames(cands); !reflect.DeepEqual(got, []string{"r.io/gone/server:1", fakeID(8)}) {
+		t.Errorf("without --include-base: %v", got)
+	}
+	if len(kept) != 1 || kept[0].Image.ID != fakeID(2) || !strings.Contains(kept[0].Reason, "--include-base") {
+		t.Errorf("kept = %+v", kept)
+	}
+	// A container on the engine, whoever's, keeps its image.
+	scope.InUse = map[string]string{fakeID(10): "container x of project /other"}
+	if cands, kept := SelectPrune(all, scope); len(cands) != 1 || len(kept) != 2 {
+		t.Errorf("with a container: %v kept %+v", candidateNames(cands), kept)
+	}
+	scope.InUse = nil
+	scope.IncludeBase = true
+	cands, _ = SelectPrune(all, scope)
 	got := candidateNames(cands)
 	want := []string{fakeID(8), "pml/toolbox:old", "r.io/gone/server:1"}
 	sort.Strings(want)
@@ -53,7 +70,7 @@ func TestPruneSelectsOnlyImagesPmlBuiltOrPulledThatNoProjectUses(t *testing.T) {
 
 	// A prefix narrows it further.
 	scope.RepoPrefix = "pml/"
-	if got := candidateNames(SelectPrune(all, scope)); !reflect.DeepEqual(got, []string{"pml/toolbox:old"}) {
+	if got, _ := SelectPrune(all, scope); !reflect.DeepEqual(candidateNames(got), []string{"pml/toolbox:old"}) {
 		t.Errorf("with --repo pml/: %v", got)
 	}
 }
@@ -64,7 +81,8 @@ func TestPruneRemovesEveryNameAndKeepsImagesInUse(t *testing.T) {
 	f.add(fakeID(2), 1, map[string]string{LabelImage: "x"}, "a/c:1")
 	f.inUse[fakeID(2)] = true
 	all, _ := f.ListImages(context.Background())
-	res := Prune(context.Background(), f, SelectPrune(all, PruneScope{Built: map[string]bool{"x": true}}))
+	cands, _ := SelectPrune(all, PruneScope{Built: map[string]bool{"x": true}, IncludeBase: true})
+	res := Prune(context.Background(), f, cands)
 	if len(res) != 2 {
 		t.Fatalf("%+v", res)
 	}

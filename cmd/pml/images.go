@@ -18,10 +18,13 @@ import (
 	"github.com/pml-dev/pml/broker"
 	"github.com/pml-dev/pml/images"
 	"github.com/pml-dev/pml/internal/config"
+	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/credentials"
 	"github.com/pml-dev/pml/internal/deps"
 	"github.com/pml-dev/pml/internal/docker"
 	"github.com/pml-dev/pml/internal/projects"
+	"github.com/pml-dev/pml/internal/termsafe"
+	"github.com/pml-dev/pml/internal/workspace"
 )
 
 // preinstaller, when set, gives `pml images pull` the broker's install
@@ -683,8 +686,8 @@ func newImagesLoadCmd(g *globals) *cobra.Command {
 
 func newImagesPruneCmd(g *globals, manifest *string) *cobra.Command {
 	var (
-		dryRun bool
-		repo   string
+		dryRun, includeBase bool
+		repo                string
 	)
 	cmd := &cobra.Command{
 		Use:   "prune [--dry-run]",
@@ -693,8 +696,11 @@ func newImagesPruneCmd(g *globals, manifest *string) *cobra.Command {
 			"pml's state directory, $XDG_STATE_HOME/pml/" + projects.FileName + "), not only this one: it removes an " +
 			"image only when pml built it (label pml.image naming one of the manifest's images) or pulled or loaded it " +
 			"(as recorded), and neither the manifest, nor the .pml.json or .pml/mcp.lock of any known project references " +
-			"it. Every other image is left alone. Images used by a container are kept. --dry-run prints what would go " +
-			"and why, and removes nothing.",
+			"it. Every other image is left alone. The engine may be shared by other users, whose projects pml cannot see: " +
+			"an image any container on the engine was created from (running or stopped, whoever's) is kept, and so are " +
+			"pml's base images (pml/toolbox of any version, pml/shell, pml/node, pml/deno) unless --include-base; prune " +
+			"says what it keeps and why. Run outside a project (in your home directory, say), it considers only the " +
+			"projects pml knows and records nothing. --dry-run prints what would go and why, and removes nothing.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// --all: the optional images count as referenced, so prune
@@ -713,12 +719,23 @@ func newImagesPruneCmd(g *globals, manifest *string) *cobra.Command {
 			if err != nil {
 				return &exitError{1, err}
 			}
-			wants, known, gone, err := knownProjectWants(ctx, env, rec)
+			errOut := cmd.ErrOrStderr()
+			// Home or / is never a project: its config is not one, and
+			// nothing is recorded for it.
+			here := env.ws
+			if why := workspace.Refused(env.ws, workspace.Home(os.Getenv)); why != "" {
+				fmt.Fprintf(errOut, "%s is not a project (%s): only the projects pml knows count\n", termsafe.Quote(env.ws, 1024), why)
+				here = ""
+			}
+			wants, known, gone, err := knownProjectWants(ctx, env, here, rec)
 			if err != nil {
 				return &exitError{1, fmt.Errorf("%w; nothing was removed", err)}
 			}
-			errOut := cmd.ErrOrStderr()
-			fmt.Fprintf(errOut, "images in use by %d projects pml knows on this host: %s\n", len(known), strings.Join(known, ", "))
+			if len(known) == 0 {
+				fmt.Fprintln(errOut, "pml knows no project of yours on this host")
+			} else {
+				fmt.Fprintf(errOut, "images in use by %d projects pml knows on this host: %s\n", len(known), strings.Join(known, ", "))
+			}
 			if len(gone) > 0 {
 				fmt.Fprintf(errOut, "projects whose directory is gone no longer keep images: %s\n", strings.Join(gone, ", "))
 			}
@@ -742,9 +759,17 @@ func newImagesPruneCmd(g *globals, manifest *string) *cobra.Command {
 			if err != nil {
 				return engineError(err)
 			}
-			cands := images.SelectPrune(all, images.PruneScope{Keep: keep, Built: built, Pulled: pulled, RepoPrefix: repo,
-				Known: fmt.Sprintf("the %d projects pml knows on this host", len(known))})
+			inUse, err := containerUsers(ctx, env.rt)
+			if err != nil {
+				return engineError(err)
+			}
+			cands, kept := images.SelectPrune(all, images.PruneScope{Keep: keep, Built: built, Pulled: pulled, RepoPrefix: repo,
+				Known: fmt.Sprintf("the %d projects pml knows for you on this host, nor by any container on this engine", len(known)),
+				InUse: inUse, Base: baseRepos(env.man), IncludeBase: includeBase})
 			out := cmd.OutOrStdout()
+			for _, k := range kept {
+				fmt.Fprintf(out, "kept %s (%s, %s): %s\n", strings.Join(images.PruneCandidate{Image: k.Image}.Names(), ", "), shortID(k.Image.ID), sizeOf(k.Image.Size), k.Reason)
+			}
 			if len(cands) == 0 {
 				fmt.Fprintln(out, "nothing to prune")
 				return nil
@@ -779,6 +804,7 @@ func newImagesPruneCmd(g *globals, manifest *string) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print what would be removed and why, remove nothing")
 	cmd.Flags().StringVar(&repo, "repo", "", "only consider images whose name starts with this prefix (e.g. pml/toolbox)")
+	cmd.Flags().BoolVar(&includeBase, "include-base", false, "also remove pml's base images (pml/toolbox of other versions, pml/shell, pml/node, pml/deno) that no project pml knows uses; other users' projects on a shared engine may need them")
 	return cmd
 }
 
@@ -787,21 +813,33 @@ func newImagesPruneCmd(g *globals, manifest *string) *cobra.Command {
 // .pml/mcp.lock with this pml's manifest. A project whose directory is gone is
 // returned in gone and keeps nothing; one that cannot be read is an
 // error, since its images cannot be told.
-func knownProjectWants(ctx context.Context, env *imagesEnv, rec *projects.Record) (wants []images.Want, known, gone []string, err error) {
+func knownProjectWants(ctx context.Context, env *imagesEnv, here string, rec *projects.Record) (wants []images.Want, known, gone []string, err error) {
 	ref, err := env.tb.Ref(ctx)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	_, exeTag, _ := strings.Cut(ref, ":")
-	dirs := []string{env.ws}
+	// This pml's own images count even outside a project: the manifest's
+	// always-needed ones, with no project's servers.
+	if here == "" {
+		w, err := images.Collect(images.Sources{Manifest: env.man, ExeTag: func() (string, error) { return exeTag, nil }, All: true})
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		wants = append(wants, w...)
+	}
+	var dirs []string
 	for d := range rec.Projects {
-		if d != env.ws {
+		if d != here && workspace.Refused(d, workspace.Home(os.Getenv)) == "" {
 			dirs = append(dirs, d)
 		}
 	}
-	sort.Strings(dirs[1:])
+	sort.Strings(dirs)
+	if here != "" {
+		dirs = append([]string{here}, dirs...)
+	}
 	for _, d := range dirs {
-		if d != env.ws {
+		if d != here {
 			if st, err := os.Stat(d); err != nil || !st.IsDir() {
 				gone = append(gone, d)
 				continue
@@ -815,6 +853,51 @@ func knownProjectWants(ctx context.Context, env *imagesEnv, rec *projects.Record
 		known = append(known, d)
 	}
 	return wants, known, gone, nil
+}
+
+// containerUsers maps the image ID of every container on the engine to
+// who uses it: the project a pml container names in its labels, else the
+// container. A runtime that cannot list them keeps nothing this way.
+func containerUsers(ctx context.Context, rt *docker.Runtime) (map[string]string, error) {
+	var lister container.ImageUsers = rt
+	list, err := lister.ListImageUsers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	users := map[string][]string{}
+	for _, c := range list {
+		who := "container " + termsafe.Quote(c.Name, 128)
+		if ws := c.Labels[container.LabelWorkspace]; ws != "" {
+			who += " of project " + termsafe.Quote(ws, 1024)
+		}
+		users[c.ImageID] = append(users[c.ImageID], who)
+	}
+	out := map[string]string{}
+	for id, who := range users {
+		sort.Strings(who)
+		if len(who) > 3 {
+			who = append(who[:3], fmt.Sprintf("%d more", len(who)-3))
+		}
+		out[id] = strings.Join(who, ", ") + " on this engine"
+	}
+	return out, nil
+}
+
+// baseRepos are the repositories of the manifest's local images (pml's
+// own: toolbox, shell, node, deno) and what runs in each.
+func baseRepos(man *images.Manifest) map[string]string {
+	out := map[string]string{}
+	for _, p := range man.Images {
+		if p.Source != images.SourceLocal {
+			continue
+		}
+		repo := p.Ref
+		if i := strings.LastIndex(repo, ":"); i > strings.LastIndex(repo, "/") {
+			repo = repo[:i]
+		}
+		out[repo] = repo + ", for " + p.UsedBy
+	}
+	return out
 }
 
 // projectWants collects the images of the project at dir.

@@ -7,6 +7,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/pml-dev/pml/internal/projects"
+	"github.com/pml-dev/pml/internal/workspace"
 )
 
 // recordServed notes in the user's state directory that pml serves the
@@ -26,6 +27,10 @@ func recordServed(ws string, log zerolog.Logger) {
 // reference): they are pml's to prune once no project uses them. ws, a
 // project prepared for offline work, is recorded too ("" for none).
 func recordPulled(ws string, images map[string]string) {
+	// Home or / is never recorded as a project (workspace.Refused).
+	if ws != "" && workspace.Refused(ws, workspace.Home(os.Getenv)) != "" {
+		ws = ""
+	}
 	if len(images) == 0 && ws == "" {
 		return
 	}
