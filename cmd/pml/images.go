@@ -856,8 +856,8 @@ func knownProjectWants(ctx context.Context, env *imagesEnv, here string, rec *pr
 }
 
 // containerUsers maps the image ID of every container on the engine to
-// who uses it: the project a pml container names in its labels, else the
-// container. A runtime that cannot list them keeps nothing this way.
+// who uses it: the container, and the project a pml container names in
+// its labels. Another user's project is known to this pml only this way.
 func containerUsers(ctx context.Context, rt *docker.Runtime) (map[string]string, error) {
 	var lister container.ImageUsers = rt
 	list, err := lister.ListImageUsers(ctx)
