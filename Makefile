@@ -188,7 +188,7 @@ docs: inside
 # CI's background install of Debian's packages (.ci/run) has finished
 # by the time anything needs one.
 test: inside vet fmt-check registry-bin images
-	PML_BIN=$(CURDIR)/$(BIN) $(GO) test -race -count=1 -timeout 15m ./...
+	PML_BIN=$(CURDIR)/$(BIN) $(GO) test -race -count=1 -timeout 25m ./...
 
 # The slower matrix, after make test (CI runs both, .ci/run): the MCP
 # conformance suite (first: it is cheap), the docs'

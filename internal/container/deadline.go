@@ -81,7 +81,9 @@ func RemoveWithin(ctx context.Context, p Process, done func()) (Disposal, Exit) 
 	d := Disposal{Container: p.ID(), Created: true}
 	exited := make(chan Exit, 1)
 	finished := make(chan error, 1)
+	lingered := Linger()
 	go func() {
+		defer lingered()
 		// The longer bound: this goroutine goes on after the grace ends.
 		cctx, cancel := CleanupContext(ctx)
 		defer cancel()

@@ -175,6 +175,9 @@ func (r *Runtime) create(ctx context.Context, image string, cfg *container.Confi
 		err error
 	}
 	answered := make(chan answer, 1)
+	// Counted until the container it may make is known or removed: a pml
+	// closing waits for it (container.WaitLingering), bounded.
+	lingered := pmlc.Linger()
 	go func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createTimeout)
 		defer cancel()
@@ -184,8 +187,10 @@ func (r *Runtime) create(ctx context.Context, image string, cfg *container.Confi
 	var a answer
 	select {
 	case a = <-answered:
+		lingered()
 	case <-ctx.Done():
 		go func() {
+			defer lingered()
 			if a := <-answered; a.err == nil {
 				newProcess(r, a.id).discard(context.Background(), nil)
 			}
