@@ -71,9 +71,9 @@ func fuzzBundle(zst bool, wsEntries ...*tar.Header) []byte {
 // written back as JSON.
 func FuzzBundleManifest(f *testing.F) {
 	good := BundleManifest{Format: BundleFormat, Compression: BundleCompression, PMLVersion: "v1",
-		Images: []BundleImage{{Ref: "a/b:1", ID: fakeID(1), Tags: []string{"a/b:1", "a/b:latest"}, Size: 5, UsedBy: []string{"memory"}}},
+		Images:    []BundleImage{{Ref: "a/b:1", ID: fakeID(1), Tags: []string{"a/b:1", "a/b:latest"}, Size: 5, UsedBy: []string{"memory"}}},
 		Workspace: &BundleWorkspace{Parts: []string{"deps/memory", "mcp.lock", "registry-cache"}},
-		Files: map[string]BundleFile{BundleImagesName: {Size: 1, SHA256: strings.Repeat("a", 64)}, BundleWorkspaceName: {SHA256: strings.Repeat("0", 64)}}}
+		Files:     map[string]BundleFile{BundleImagesName: {Size: 1, SHA256: strings.Repeat("a", 64)}, BundleWorkspaceName: {SHA256: strings.Repeat("0", 64)}}}
 	js, _ := json.Marshal(good)
 	f.Add(js)
 	for _, s := range []string{
