@@ -40,7 +40,14 @@ func FuzzMatch(f *testing.F) {
 		if Exact(pattern, tool) && !Match(pattern, tool) {
 			t.Fatalf("%q names %q exactly but does not match it", pattern, tool)
 		}
-		for _, p := range []string{"*", ns + ":*", "mcp__pml__*"} {
+		always := []string{"*", "mcp__pml__*"}
+		if !strings.ContainsAny(ns, `*?[\`) {
+			// (A namespace with glob characters of its own, as "\" in
+			// testdata/fuzz/FuzzMatch/ca0591b8f2a2f629, is no server name
+			// pml accepts, and ns + ":*" is then another glob.)
+			always = append(always, ns+":*")
+		}
+		for _, p := range always {
 			if Check(p) == nil && !Match(p, tool) {
 				t.Fatalf("%q does not match %q", p, tool)
 			}
