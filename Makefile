@@ -202,7 +202,9 @@ test-cross: cross
 
 # Every Go fuzz target (func FuzzXxx in a _test.go, found by grep) for
 # FUZZTIME each, FUZZJOBS targets at a time, each with FUZZPARALLEL
-# workers; FUZZ picks targets by a regexp on "package-dir:FuzzName".
+# workers; FUZZ picks targets by a regexp on "package-dir:FuzzName";
+# FUZZMINIMIZETIME bounds the minimizing of each new input (Go's default
+# minute ate most of a slow target's time).
 # Prints each target's executions and new interesting inputs and a table;
 # a crasher fails it, written under the package's testdata/fuzz/ (commit
 # it with the fix: go test, so make test, replays it). New interesting
@@ -212,11 +214,12 @@ FUZZTIME     ?= 10m
 FUZZPARALLEL ?= 1
 FUZZJOBS     ?= 1
 FUZZ         ?=
+FUZZMINIMIZETIME ?= 10s
 .PHONY: fuzz fuzz-short
 fuzz: inside
-	@bash .ci/fuzz.sh $(FUZZTIME) $(FUZZPARALLEL) $(FUZZJOBS) '$(FUZZ)'
+	@bash .ci/fuzz.sh $(FUZZTIME) $(FUZZPARALLEL) $(FUZZJOBS) '$(FUZZ)' $(FUZZMINIMIZETIME)
 fuzz-short: inside
-	@bash .ci/fuzz.sh 20s $(FUZZPARALLEL) $(FUZZJOBS) '$(FUZZ)'
+	@bash .ci/fuzz.sh 20s $(FUZZPARALLEL) $(FUZZJOBS) '$(FUZZ)' 5s
 
 # The e2e tests that need no root, as a normal user (uid 1000 in the engine
 # socket's group, its own HOME, workspaces it owns): .ci/test-user.sh.
