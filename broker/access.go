@@ -105,5 +105,5 @@ func accessSentence(a access, ctx map[string]any) string {
 		limits = "; limits: " + a.limits
 	}
 	return fmt.Sprintf(" It runs in a container of the image %s; workspace access: %s; environment variables (names only): %s; network: %s%s.",
-		a.image, a.workspace, env, a.network, limits)
+		shown(a.image), shown(a.workspace), shown(env), shown(a.network), limits)
 }

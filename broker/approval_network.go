@@ -65,7 +65,8 @@ func (b *Broker) networkApproval(ctx context.Context, c *Call, tool string, args
 	wf.data = &networkGrant{id: id, who: who, key: key, hosts: hosts}
 	a := b.approval(wf)
 	a.Description = fmt.Sprintf("%s (running %s%s) tried to connect to %s, which %s does not allow; pml's egress proxy refused it. Allow %s to connect to %s and run it again?",
-		who, tool, describeArgs(args), strings.Join(hosts, ", "), key, who, strings.Join(hosts, ", "))
+		// The hosts are what a container asked the proxy for: quoted.
+		shown(who), shown(tool), describeArgs(args), shown(strings.Join(hosts, ", ")), key, shown(who), shown(strings.Join(hosts, ", ")))
 	a.Context["hosts"] = hosts
 	a.Context["who"] = who
 	a.Context["config_key"] = key
@@ -79,7 +80,7 @@ func (b *Broker) networkApproval(ctx context.Context, c *Call, tool string, args
 		a.Context["always_not_offered"] = why
 	} else {
 		opts = []string{"continue", "always", "abort"}
-		a.Context["always_adds"] = fmt.Sprintf("%s to %s in .pml.json", strings.Join(hosts, ", "), key)
+		a.Context["always_adds"] = fmt.Sprintf("%s to %s in .pml.json", shown(strings.Join(hosts, ", ")), key)
 	}
 	a.Options = opts
 	c.note(audit.Entry{Tool: tool, Decision: audit.Asked, Pattern: pattern, WorkflowID: wf.id, Reason: "network: " + strings.Join(hosts, ", "), ArgKeys: audit.Keys(args)})

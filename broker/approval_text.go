@@ -9,6 +9,7 @@ import (
 
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/deps"
+	"github.com/pml-dev/pml/internal/termsafe"
 	"github.com/pml-dev/pml/internal/wirename"
 )
 
@@ -30,7 +31,7 @@ func (b *Broker) approvalFor(wf *workflow) Approval {
 
 // approval describes a workflow for the client.
 func (b *Broker) approval(wf *workflow) Approval {
-	desc := fmt.Sprintf("Allow pml to run %s%s?", wf.tool, describeArgs(wf.args))
+	desc := fmt.Sprintf("Allow pml to run %s%s?", shown(wf.tool), describeArgs(wf.args))
 	options := []string{"continue", "always", "abort"}
 	ctx := map[string]any{"pattern": wf.pattern, "workspace": b.sb.ws}
 	if why := b.alwaysBlocked(wf.tool); why != "" {
@@ -82,11 +83,9 @@ func approvalResult(a Approval) Result {
 func describeArgs(args map[string]any) string {
 	for _, k := range []string{"command", "path", "source", "paths"} {
 		if v, ok := args[k]; ok {
-			s := fmt.Sprint(v)
-			if len(s) > 200 {
-				s = s[:200] + "…"
-			}
-			return fmt.Sprintf(" with %s %s", k, s)
+			// Quoted and bounded: the model wrote it, and the person
+			// reads it in the client's dialog (internal/termsafe).
+			return fmt.Sprintf(" with %s %s", k, shown(fmt.Sprint(v)))
 		}
 	}
 	return ""
@@ -99,10 +98,10 @@ func (b *Broker) dependencyApproval(wf *workflow, srv *server) Approval {
 	hosts := append(deps.RegistryHosts(inst, os.Getenv), srv.cfg.Network.Rules.Strings()...)
 	reach := "with no network"
 	if len(hosts) > 0 {
-		reach = "reaching only " + strings.Join(hosts, ", ") + " through pml's egress proxy"
+		reach = "reaching only " + shown(strings.Join(hosts, ", ")) + " through pml's egress proxy"
 	}
-	a.Description = fmt.Sprintf("Install the MCP server %s (`%s %s` in %s, %s, into %s) so that %s can run?",
-		srv.cfg.Name, inst.Command, strings.Join(inst.Args, " "), srv.cfg.Image, reach, b.deps.Dir(srv.cfg.Name), wf.tool)
+	a.Description = fmt.Sprintf("Install the MCP server %s (`%s` in %s, %s, into %s) so that %s can run?",
+		shown(srv.cfg.Name), termsafe.Quote(strings.TrimSpace(inst.Command+" "+strings.Join(inst.Args, " ")), 2*termsafe.DefaultMax), shown(srv.cfg.Image), reach, shown(b.deps.Dir(srv.cfg.Name)), shown(wf.tool))
 	a.Context = map[string]any{
 		"server":    srv.cfg.Name,
 		"version":   versionOf(inst),
@@ -116,6 +115,11 @@ func (b *Broker) dependencyApproval(wf *workflow, srv *server) Approval {
 	a.Description += b.describeAccess(wf.tool, a.Context)
 	return a
 }
+
+// shown is a string pml did not write (a tool's or a server's name, an
+// image, the model's arguments) as an approval shows it: control and bidi
+// characters quoted, bounded (internal/termsafe).
+func shown(s string) string { return termsafe.Quote(s, termsafe.DefaultMax) }
 
 func versionOf(inst *config.Install) string {
 	if len(inst.Args) == 0 {

@@ -3,7 +3,8 @@
 // onto Tools and Call) and goes down a chain of Handlers, each in its own
 // file, in this order:
 //
-//	audit     layer_audit.go     writes exactly one audit entry per call, whatever the exit
+//	audit     layer_audit.go     writes exactly one audit entry per call, whatever the exit;
+//	                             refuses, before it runs, a call it could not record
 //	input     layer_input.go     decodes the arguments; answers to approvals go to answers.go
 //	resolve   layer_resolve.go   toolbox, shell, a configured server, the cloud, or a registry name
 //	permit    layer_permit.go    deny > ask > allow (permissions.go); a deny ends the call

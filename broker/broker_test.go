@@ -372,12 +372,14 @@ func TestAlwaysKeepsTheFileAndAppliesAtOnce(t *testing.T) {
 func TestAlwaysThatCannotBeSavedDoesNotRun(t *testing.T) {
 	f := newFixture(t, `{"permissions": {"ask": ["*"]}}`)
 	a := approvalOf(t, f.call(t, "filesystem:write_file", map[string]any{"path": "b.txt", "content": "x"}))
-	// A file where pml's state directory belongs: the config lock cannot
-	// be taken, whatever the uid (root included).
-	if err := os.RemoveAll(filepath.Join(f.ws, ".pml")); err != nil {
+	// A directory where the config lock belongs: it cannot be taken,
+	// whatever the uid (root included), while the audit log (beside it)
+	// takes the call's entry.
+	lock := filepath.Join(f.ws, ".pml", "config.lock")
+	if err := os.RemoveAll(lock); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(f.ws, ".pml"), nil, 0o644); err != nil {
+	if err := os.Mkdir(lock, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	before, _ := os.ReadFile(filepath.Join(f.ws, ".pml.json"))
@@ -392,7 +394,7 @@ func TestAlwaysThatCannotBeSavedDoesNotRun(t *testing.T) {
 		t.Fatalf(".pml.json changed:\n%s", after)
 	}
 	// The workflow can be answered again, once.
-	if err := os.Remove(filepath.Join(f.ws, ".pml")); err != nil {
+	if err := os.Remove(lock); err != nil {
 		t.Fatal(err)
 	}
 	r = f.call(t, ContinueTool, map[string]any{"workflow_id": a.WorkflowID, "approved": true})

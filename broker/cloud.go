@@ -141,7 +141,7 @@ func (b *Broker) registerCloudTools(tools []*mcp.Tool) {
 	var defs []toolbox.Tool
 	env := map[string][]string{}
 	for _, t := range tools {
-		if t == nil || t.Name == ContinueTool || b.cloud.router.Route(t.Name) != routing.Server {
+		if !b.listable("the PML cloud", t) || t.Name == ContinueTool || b.cloud.router.Route(t.Name) != routing.Server {
 			continue
 		}
 		schema, _ := json.Marshal(t.InputSchema)

@@ -3,8 +3,10 @@ package broker
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/pml-dev/pml/internal/audit"
+	"github.com/pml-dev/pml/internal/config"
 )
 
 // A person's answer has two channels. The client's own dialog (MCP
@@ -27,7 +29,9 @@ func (b *Broker) needsDialog(c *Call, tool, pattern string, args map[string]any)
 	}
 	c.note(audit.Entry{Tool: tool, Decision: audit.Rejected, Pattern: pattern, Reason: "hil.require_elicitation: the client has no elicitation", ArgKeys: audit.Keys(args)})
 	return errorResult(fmt.Errorf("%w: %s needs a person's approval, and hil.require_elicitation in %s allows approvals only through the client's own dialog (MCP elicitation), which this client does not offer; nothing ran. "+
-		"Use a client with elicitation, or allow the tool in permissions.allow", ErrDenied, tool, b.cfg.Path)), true
+		"Use a client with elicitation, or allow the tool in permissions.allow%s", ErrDenied, tool, b.cfg.Path, b.untrustedNote(func(g config.Grant) bool {
+		return strings.HasPrefix(g.Key, "hil.require_elicitation=")
+	}))), true
 }
 
 // askInDialog puts a new approval to the person through the client's

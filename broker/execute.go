@@ -182,7 +182,8 @@ func (r *codeRuns) start(ctx context.Context, outer string, prog execute.Program
 	// pml closing (or the run ending any way) stops the code and frees
 	// its container, even while it waits for an approval.
 	context.AfterFunc(ex.ctx, func() { ex.run.Kill() })
-	go func() {
+	// A panic here ends the events: the run ends "without a result".
+	go guarded(r.sb.log, "tools/call", "reading the events of the code "+outer+" runs", func() {
 		defer close(ex.events)
 		for {
 			ev, err := run.Next(ex.ctx)
@@ -197,7 +198,7 @@ func (r *codeRuns) start(ctx context.Context, outer string, prog execute.Program
 				return
 			}
 		}
-	}()
+	})
 	return r.drive(ctx, ex, requestOf(ctx))
 }
 
@@ -268,9 +269,21 @@ func (r *codeRuns) innerCall(ex *execution, c execute.Call, req Request) {
 		}
 	}
 	args, _ := json.Marshal(c.Args)
-	res := r.call(ex.ctx, Request{Tool: c.Tool, Args: args, Workflows: req.Workflows, Ask: ask, Dialog: req.Dialog})
+	res := r.guardedCall(ex.ctx, Request{Tool: c.Tool, Args: args, Workflows: req.Workflows, Ask: ask, Dialog: req.Dialog})
 	<-ex.inflight
 	r.settle(ex, c.ID, req.Workflows, res)
+}
+
+// guardedCall is r.call in a goroutine of pml's own (an inner call of
+// code): a panic in it is the call's error, which the code gets, not the
+// end of pml.
+func (r *codeRuns) guardedCall(ctx context.Context, req Request) (res Result) {
+	defer func() {
+		if v := recover(); v != nil {
+			res = errorResult(errors.New(recovered(r.sb.log, v, "tools/call", req.Tool).Message))
+		}
+	}()
+	return r.call(ctx, req)
 }
 
 // settle delivers an inner call's result to the code, or pauses the run

@@ -154,7 +154,15 @@ var (
 
 // take reports whether the fast path handles frame (a well-formed
 // JSON-RPC message, as the filter passed it).
-func (f *fastFront) take(frame []byte) bool {
+func (f *fastFront) take(frame []byte) (taken bool) {
+	defer func() {
+		// This runs in the go-sdk's reader goroutine, where a panic would
+		// end pml: a frame the fast path trips on goes the usual way.
+		if v := recover(); v != nil {
+			logPanic(f.x.get().log, v, "", "reading a frame for the fast path")
+			taken = false
+		}
+	}()
 	isCall := bytes.Contains(frame, toolsCall)
 	if !isCall && !bytes.Contains(frame, cancelled) {
 		return false
@@ -267,6 +275,20 @@ func (f *fastFront) serve(ctx context.Context, cancel context.CancelFunc, ss *mc
 		delete(f.inflight, string(id))
 		f.mu.Unlock()
 		cancel()
+	}()
+	defer func() {
+		// The fast path's recover boundary, as recoverRequests is the
+		// go-sdk path's: this worker is pml's own goroutine, and a panic
+		// in it would end the process.
+		if v := recover(); v != nil {
+			e := recovered(f.x.get().log, v, "tools/call", name)
+			frame, _ := json.Marshal(struct {
+				JSONRPC string          `json:"jsonrpc"`
+				ID      json.RawMessage `json:"id"`
+				Error   any             `json:"error"`
+			}{"2.0", id, e})
+			_ = f.out.WriteLine(append(frame, '\n'))
+		}
 	}()
 	// A swap of workspace (roots.go) happens between calls.
 	f.x.gate.RLock()

@@ -1,16 +1,14 @@
 package broker
 
 import (
-	"bytes"
 	"crypto/subtle"
-	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rs/zerolog"
 
 	"github.com/pml-dev/pml/internal/jsonrpc"
 )
@@ -22,34 +20,20 @@ import (
 // approvals.
 func NewHTTPHandler(b *Broker, token string) http.Handler {
 	server := NewMCPServer(b)
+	// A call ends with the POST that carried it (http_cancel.go).
+	p := &posts{}
+	server.AddReceivingMiddleware(recoverRequests(func() zerolog.Logger { return b.log }), p.cancelWithPost)
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
-		&mcp.StreamableHTTPOptions{MaxRequestBodyBytes: jsonrpc.MaxFrame, Logger: sdkLogger(b.log)})
-	return guard(token, exactIDs(h))
-}
-
-// exactIDs answers a request whose numeric id the go-sdk would change
-// (beyond 2^53: it decodes ids through a float64) with an error under the
-// id as sent, as pml stdio's frame filter does; the SDK would answer it
-// under another id, which its client never sees.
-func exactIDs(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost || r.Body == nil {
-			next.ServeHTTP(w, r)
-			return
-		}
-		// The SDK reads the whole body too, to the same limit.
-		body, err := io.ReadAll(io.LimitReader(r.Body, jsonrpc.MaxFrame+1))
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		if err == nil {
-			if id := jsonrpc.Member(body, "id"); id != nil && jsonrpc.IntegerID(id) && !jsonrpc.ValidID(id) {
-				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(http.StatusBadRequest)
-				_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%q}}`+"\n", id, jsonrpc.CodeInvalidRequest, jsonrpc.IDProblem)
-				return
-			}
-		}
-		next.ServeHTTP(w, r)
-	})
+		&mcp.StreamableHTTPOptions{MaxRequestBodyBytes: jsonrpc.MaxFrame, Logger: sdkLogger(b.log),
+			// SSE streams are primed and resumable (http_prime.go): a
+			// client whose stream drops gets what it missed (bounded:
+			// the store keeps the last 10 MiB of events).
+			EventStore: mcp.NewMemoryEventStore(nil)})
+	// Where the go-sdk (v1.8.0) answers off the protocol, wrappers put it
+	// right: http_ids.go, http_notfound.go, http_prime.go. A panic in the handler is
+	// answered and logged (recover.go); a call ends with its POST
+	// (http_cancel.go).
+	return guard(token, recoverHTTP(b.log, exactIDs(methodNotFound(primeRetry(p.tiePosts(h))))))
 }
 
 func guard(token string, next http.Handler) http.Handler {

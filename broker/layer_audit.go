@@ -9,10 +9,12 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 
 	"github.com/pml-dev/pml/internal/audit"
 	"github.com/pml-dev/pml/internal/container"
+	"github.com/pml-dev/pml/internal/errdefs"
 )
 
 // auditLayer wraps the whole request path: whatever way a call leaves it,
@@ -20,6 +22,14 @@ import (
 // the Call (Call.note); a call that returns with nothing noted is
 // recorded as failed, with the kind of its error as the reason, so no
 // exit goes unaudited.
+//
+// The log is complete or the call does not run: before the call goes
+// down the path, the log must take its entry (audit.Log.Ready: it opens,
+// and room is reserved past its end), or the call is refused, nothing
+// run. The entry itself is written after, with the outcome: one line per
+// call, as pml audit shows it. Should that write still fail (the reserve
+// used up by other writers), the client is told with the result. No
+// setting turns any of this off.
 type auditLayer struct {
 	next Handler
 	log  zerolog.Logger
@@ -39,12 +49,79 @@ func auditLayerNoted(path Handler, n container.AuditNoter) Handler {
 }
 
 func (l auditLayer) Call(ctx context.Context, c *Call) Result {
+	if err := l.sink.Ready(); err != nil {
+		l.log.Error().Err(err).Str("tool", c.Tool).Msg("refused the call: its audit entry cannot be written")
+		return resultFor(auditRefusal(c.Tool, err))
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			// A panic below: the call still leaves its entry; the
+			// request's recover boundary (recover.go) answers it.
+			_ = l.record(audit.Entry{Tool: c.Tool, Decision: audit.Failed, Reason: "pml panicked (a bug in pml; the stack is in pml's log)", ArgKeys: audit.Keys(c.Args)}, c.began)
+			panic(v)
+		}
+	}()
 	res := l.next.Call(ctx, c)
 	e, ok := c.Noted()
 	if !ok {
 		e = audit.Entry{Tool: c.Tool, Decision: audit.Failed, Reason: unnotedReason(res), ArgKeys: audit.Keys(c.Args)}
 	}
-	l.record(e, c.began)
+	if err := l.record(e, c.began); err != nil {
+		res = withAuditFailure(ctx, res, err)
+	}
+	return res
+}
+
+// auditRefusal is the error of a call refused because its audit entry
+// cannot be written: what was not run, why, and the fix (err, an
+// audit.WriteError, names the log, the cause and what to do).
+// It is unavailable for errors.Is, both as ErrUnavailable and as its
+// errdefs kind (pml call's exit code 5), and unwraps to the
+// *audit.WriteError.
+func auditRefusal(tool string, err error) error {
+	return &auditRefused{tool: tool, err: err}
+}
+
+type auditRefused struct {
+	tool string
+	err  error
+}
+
+func (e *auditRefused) Error() string {
+	return fmt.Sprintf("pml did not run %s: it runs no call it cannot record, and %v; then call again (pml doctor checks the audit log)", e.tool, e.err)
+}
+
+func (e *auditRefused) Unwrap() error { return e.err }
+
+func (e *auditRefused) Is(target error) bool {
+	return target == ErrUnavailable || target == errdefs.ErrUnavailable
+}
+
+// withAuditFailure tells the client that its call ran but its entry is
+// not in the audit log. A result the fast path already sent (fastpath.go)
+// cannot take the note: the failure is in pml's log only.
+func withAuditFailure(ctx context.Context, res Result, err error) Result {
+	note := "pml: this call ran, but its audit entry could not be written: " + err.Error()
+	if fwd := forwardOf(ctx); fwd != nil && fwd.answered {
+		return res
+	}
+	if res.raw != nil && res.upstream == nil {
+		var up mcp.CallToolResult
+		if json.Unmarshal(res.raw, &up) != nil {
+			return res
+		}
+		res.upstream = &up
+	}
+	if res.upstream != nil {
+		up := *res.upstream
+		up.Content = append(slices.Clip(up.Content), &mcp.TextContent{Text: note})
+		res.upstream = &up
+		return res
+	}
+	if res.Text != "" {
+		note = "\n\n" + note
+	}
+	res.Text += note
 	return res
 }
 
@@ -57,9 +134,9 @@ func unnotedReason(res Result) string {
 	return "not recorded by any step"
 }
 
-// record appends to the audit log; a failing audit log is logged, never
-// fatal to the call.
-func (l auditLayer) record(e audit.Entry, began time.Time) {
+// record appends to the audit log; a failure is logged and returned, for
+// the client to hear of it too.
+func (l auditLayer) record(e audit.Entry, began time.Time) error {
 	e.DurationMS = time.Since(began).Milliseconds()
 	if l.noter != nil {
 		if n := l.noter.AuditNote(); n != "" {
@@ -74,9 +151,11 @@ func (l auditLayer) record(e audit.Entry, began time.Time) {
 		ev = l.log.Warn()
 	}
 	ev.Str("tool", e.Tool).Str("decision", e.Decision).Str("pattern", e.Pattern).Str("workflow_id", e.WorkflowID).Int64("ms", e.DurationMS).Str("status", e.ExitStatus).Msg("tool call")
-	if err := l.sink.Record(e); err != nil {
-		l.log.Error().Err(err).Msg("writing the audit log")
+	err := l.sink.Record(e)
+	if err != nil {
+		l.log.Error().Err(err).Str("tool", e.Tool).Msg("writing the audit log")
 	}
+	return err
 }
 
 // auditRefused records a tools/call the go-sdk answers with a protocol
@@ -93,7 +172,7 @@ func (b *Broker) auditRefused(tool string, args json.RawMessage, reason string) 
 	}
 	slices.Sort(keys)
 	l := auditLayer{log: b.log, sink: b.audit}
-	l.record(audit.Entry{Tool: tool, Decision: audit.Failed, Reason: reason, ArgKeys: keys}, time.Now())
+	_ = l.record(audit.Entry{Tool: tool, Decision: audit.Failed, Reason: reason, ArgKeys: keys}, time.Now())
 }
 
 // refusedReason says why the go-sdk refused a call of a listed tool

@@ -70,7 +70,7 @@ func (b *Broker) LoadServers(ctx context.Context) {
 	var wg sync.WaitGroup
 	for _, srv := range b.serverList() {
 		wg.Add(1)
-		go func() {
+		go guarded(b.log, "tools/list", "loading the server "+srv.cfg.Name, func() {
 			defer wg.Done()
 			if err := b.loadServer(ctx, srv); err != nil {
 				if errors.Is(err, errNotInstalled) {
@@ -79,7 +79,7 @@ func (b *Broker) LoadServers(ctx context.Context) {
 				}
 				b.log.Warn().Err(err).Str("server", srv.cfg.Name).Msg("its tools are not listed")
 			}
-		}()
+		})
 	}
 	wg.Wait()
 }

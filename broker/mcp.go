@@ -1,5 +1,7 @@
 package broker
 
+//lint:file-ignore SA1019 roots, sampling and logging are deprecated from MCP 2026-07-28 (SEP-2577), but the clients and servers pml serves today speak the revisions before it, where they are the protocol
+
 import (
 	"context"
 	"encoding/json"
@@ -125,13 +127,17 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 		// Tools: listChanged, since tools appear and go at run time.
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
 		// The client's roots choose the workspace (roots.go).
-		InitializedHandler: func(_ context.Context, req *mcp.InitializedRequest) { go x.checkRoots(req.Session) },
+		InitializedHandler: func(_ context.Context, req *mcp.InitializedRequest) {
+			go guarded(x.get().log, "notifications/initialized", "checking the client's roots", func() { x.checkRoots(req.Session) })
+		},
 		RootsListChangedHandler: func(_ context.Context, req *mcp.RootsListChangedRequest) {
-			go x.checkRoots(req.Session)
+			go guarded(x.get().log, "notifications/roots/list_changed", "checking the client's roots", func() { x.checkRoots(req.Session) })
 		},
 	})
 	sess := &sessions{ttl: b.cfg.HIL.Timeout, m: map[*mcp.ServerSession]*Workflows{}}
 	l := newListing(s, x, v, func(name string) mcp.ToolHandler { return toolHandler(x, sess, name) })
+	// Which protocol revision initialize agreed on, and why (protocol.go).
+	s.AddReceivingMiddleware(logProtocol(x))
 	x.swapped = func(nb *Broker) {
 		// A new session's approvals belong to the new workspace.
 		sess.reset()
@@ -197,8 +203,12 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 			return next(ctx, method, req)
 		}
 	})
-	// Added last, so it runs first: the request's span covers the rest.
+	// Added after the rest, so it runs before them: the request's span
+	// covers the rest.
 	s.AddReceivingMiddleware(traceRequests)
+	// Added last, so it runs first: a panic anywhere in pml's answer to
+	// a request (its span included) answers that request alone.
+	s.AddReceivingMiddleware(recoverRequests(func() zerolog.Logger { return x.get().log }))
 	return s, l, sess
 }
 
@@ -535,6 +545,8 @@ func ServeStdioRoots(ctx context.Context, b *Broker, in io.ReadCloser, out io.Wr
 	s, l, sess := newMCPServerParts(x, view{})
 	front := newFastFront(ctx, x, l, sess, filter, o)
 	defer front.close()
+	// Batches pass on the revisions that have them (protocol.go).
+	filter.SetBatchRule(batchRule(front.ss.Load))
 	ss, err := s.Connect(ctx, &mcp.IOTransport{Reader: front, Writer: o.Writer(), MaxLineLength: -1}, nil)
 	if err != nil {
 		return err

@@ -412,10 +412,10 @@ func (l *lockedBuffer) Write(p []byte) (int, error) {
 	return l.buf.Write(p)
 }
 
-// recovered is what a recovered panic leaves in a log: a stack (from
+// recoveredPanic is what a recovered panic leaves in a log: a stack (from
 // debug.Stack: the runtime's panic frames), net/http's "http: panic
 // serving", or a field named panic.
-var recovered = regexp.MustCompile(`runtime/panic\.go|goroutine [0-9]+ \[running\]|http: panic serving|"panic":`)
+var recoveredPanic = regexp.MustCompile(`runtime/panic\.go|goroutine [0-9]+ \[running\]|http: panic serving|"panic":`)
 
 // panicked returns the log's line that tells of a recovered panic, and
 // empties the log.
@@ -423,7 +423,7 @@ func (l *lockedBuffer) panicked() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	defer l.buf.Reset()
-	if loc := recovered.FindIndex(l.buf.Bytes()); loc != nil {
+	if loc := recoveredPanic.FindIndex(l.buf.Bytes()); loc != nil {
 		s := l.buf.String()
 		start := max(0, loc[0]-300)
 		return s[start:min(len(s), loc[1]+2000)]

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pml-dev/pml/internal/registry"
 	"github.com/pml-dev/pml/internal/routing"
+	"github.com/pml-dev/pml/internal/termsafe"
 )
 
 // A tool whose namespace nothing local knows and the cloud does not run is
@@ -187,12 +188,12 @@ func (b *Broker) loadRegistryServers(ctx context.Context) {
 			continue
 		}
 		wg.Add(1)
-		go func() {
+		go guarded(b.log, "tools/list", "loading the locked registry server "+name, func() {
 			defer wg.Done()
 			if _, err := b.resolveFromRegistry(ctx, f.Namespace+":"+f.Action); err != nil {
 				b.log.Info().Err(err).Str("fqdn", name).Msg("a locked registry server is not listed")
 			}
-		}()
+		})
 	}
 	wg.Wait()
 }
@@ -245,7 +246,8 @@ func (b *Broker) integrityApproval(wf *workflow) Approval {
 	v := ch.verdict
 	oldHash, _ := registry.HashOf(v.Old.Integrity)
 	newHash, _ := registry.HashOf(v.New.Integrity)
-	a.Description = v.Description() + " Continue trusts the new version (and updates " + filepath.Join(".pml", "mcp.lock") + "); abort keeps the old one and runs nothing."
+	// The verdict names what the registry said: quoted, bounded.
+	a.Description = termsafe.Quote(v.Description(), 4*termsafe.DefaultMax) + " Continue trusts the new version (and updates " + filepath.Join(".pml", "mcp.lock") + "); abort keeps the old one and runs nothing."
 	a.Options = []string{"continue", "abort"}
 	a.Context = map[string]any{
 		"fqdn":           v.Name,

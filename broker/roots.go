@@ -1,5 +1,7 @@
 package broker
 
+//lint:file-ignore SA1019 roots, sampling and logging are deprecated from MCP 2026-07-28 (SEP-2577), but the clients and servers pml serves today speak the revisions before it, where they are the protocol
+
 import (
 	"context"
 	"net/url"

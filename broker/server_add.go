@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/wirename"
 )
 
@@ -26,6 +27,19 @@ func (b *Broker) InstallServer(ctx context.Context, name string) ([]Tool, error)
 		return nil, err
 	}
 	return b.ServerTools(name), nil
+}
+
+// InstallNewServer is InstallServer for a server not (yet) in .pml.json:
+// pml add installs and lists it before it writes the entry, so that an
+// add that fails or is killed leaves .pml.json as it was. cfg is the
+// entry as pml add will write it; a configured server of that name is an
+// error.
+func (b *Broker) InstallNewServer(ctx context.Context, cfg config.Server) ([]Tool, error) {
+	if b.serverOf(cfg.Name+":") != nil {
+		return nil, fmt.Errorf("%s is already a server here: choose another name with --name", cfg.Name)
+	}
+	b.addServer(cfg)
+	return b.InstallServer(ctx, cfg.Name)
 }
 
 // ServerTools lists the registered tools of server name.

@@ -72,8 +72,10 @@ func Unreferenced(ws string, cfg *config.Config) ([]Leftover, error) {
 		return nil, err
 	}
 	var out []Leftover
+	store := deps.NewStore(ws)
 	for _, l := range all {
-		if !used[l.Server] {
+		// A running pml add installs before it writes the entry.
+		if !used[l.Server] && !store.Adding(l.Server) {
 			out = append(out, l)
 		}
 	}

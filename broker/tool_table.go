@@ -6,6 +6,8 @@ import (
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/pml-dev/pml/internal/termsafe"
 	"github.com/pml-dev/pml/internal/toolbox"
 )
 
@@ -14,6 +16,9 @@ import (
 func (b *Broker) registerServerTools(srv *server, tools []*mcp.Tool) {
 	var defs []toolbox.Tool
 	for _, t := range tools {
+		if !b.listable(srv.cfg.Name, t) {
+			continue
+		}
 		schema, _ := json.Marshal(t.InputSchema)
 		if len(schema) == 0 || string(schema) == "null" {
 			schema = json.RawMessage(`{"type":"object"}`)
@@ -37,6 +42,24 @@ func (b *Broker) registerServerTools(srv *server, tools []*mcp.Tool) {
 	srv.names = names
 	srv.loaded = true
 	srv.mu.Unlock()
+}
+
+// listable reports whether a tool a server (or the cloud) listed may be
+// listed by pml: a name with a control character, a bidi control or
+// invalid UTF-8 is dropped, with a log line naming the source and the
+// name quoted. Such a name would reach the client's screens (the tool
+// list, approvals, pml tools) and the audit as the server wrote it, and no
+// honest tool needs one.
+func (b *Broker) listable(source string, t *mcp.Tool) bool {
+	if t == nil {
+		return false
+	}
+	if termsafe.Has(t.Name) {
+		b.log.Warn().Str("server", termsafe.Quote(source, 0)).Str("tool", termsafe.Quote(t.Name, 0)).
+			Msg("a tool name with control or bidi characters is not listed (the server must rename it)")
+		return false
+	}
+	return true
 }
 
 // toolTable holds every callable tool by name, in listing order, and

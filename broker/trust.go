@@ -79,7 +79,7 @@ func (b *Broker) refreshTrust() {
 func (b *Broker) untrustedNote(match func(config.Grant) bool) string {
 	for _, g := range b.trustState.untrusted() {
 		if match(g) {
-			return "\n(" + b.cfg.Path + " " + g.Text + ", but its content is not trusted, so that does not apply: review the file and run `pml trust` in " + b.sb.ws + " to apply it.)"
+			return "\n(" + trust.Names(b.cfg) + " " + g.Text + ", but its content is not trusted, so that does not apply: review the file and run `pml trust` in " + b.sb.ws + " to apply it.)"
 		}
 	}
 	return ""

@@ -287,25 +287,33 @@ func TestASeedFormatRegistryEntryRuns(t *testing.T) {
 	}
 }
 
-// TestAFailedInstallTakesTheEntryOutAgain: the package checks out on the
-// host, but its install cannot reach the registry (on the host's
-// loopback, not the install container's): pml add fails and leaves no
-// entry and no installed files behind.
-func TestAFailedInstallTakesTheEntryOutAgain(t *testing.T) {
+// TestAFailedInstallWritesNothing: the package checks out on the host's
+// loopback registry, which the install container does not use (npm there
+// asks the public registry, which has no such package): the install
+// fails, pml add says nothing was written, and
+// .pml.json, its trust record and .pml/deps are as they were.
+func TestAFailedInstallWritesNothing(t *testing.T) {
 	needImage(t, nodeImage)
 	tarball := []byte("not really a tarball")
 	reg := fakeNPM(t, "@pml-test/server-fake", sri512(tarball), tarball)
 	ws := newWorkspace(t, "")
 	ws.write(".pml.json", `{"permissions": {"allow": ["filesystem:*"]}}`+"\n")
-	before := readFile(t, ws.path(".pml.json"))
+	before, trustBefore := readFile(t, ws.path(".pml.json")), trustRecord(t, ws)
 	r := runCLI(t, ws.Dir, []string{"PML_WORKSPACE=" + ws.Dir, "npm_config_registry=" + reg.URL}, "", "add", "npm:@pml-test/server-fake", "--yes")
-	if r.code == 0 || !strings.Contains(string(r.stderr), "wrote mcps.fake") || !strings.Contains(string(r.stderr), "fake was taken out of") {
-		t.Errorf("exit %d, want a failure after the write and its undo:\n%s", r.code, r.stderr)
+	stderr := string(r.stderr)
+	if r.code == 0 || !strings.Contains(stderr, "installing fake: ") || !strings.Contains(stderr, "nothing was written to "+ws.path(".pml.json")) || strings.Contains(stderr, "wrote mcps.fake") {
+		t.Errorf("exit %d, want the install's failure and that nothing was written:\n%s", r.code, stderr)
 	}
 	if after := readFile(t, ws.path(".pml.json")); after != before {
-		t.Errorf(".pml.json was not put back:\n%s", after)
+		t.Errorf(".pml.json changed:\n%s", after)
+	}
+	if tr := trustRecord(t, ws); tr != trustBefore {
+		t.Errorf("the trust record changed:\n%s\nwas:\n%s", tr, trustBefore)
 	}
 	if _, err := os.Stat(ws.path(".pml/deps/fake")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the failed install left .pml/deps/fake (%v)", err)
+	}
+	if left := partials(t, ws); len(left) != 0 {
+		t.Errorf("the failed install left %v", left)
 	}
 }

@@ -475,35 +475,10 @@ func checkAudit(t *testing.T, ws *workspace) {
 	}
 }
 
-func startServe(t *testing.T, ws *workspace) (url, token string) {
+func startServe(t testing.TB, ws *workspace) (url, token string) {
 	t.Helper()
-	token = "e2e-token-" + fmt.Sprint(time.Now().UnixNano())
-	cmd := execPML(ws, "serve", "--addr", "127.0.0.1:0")
-	cmd.Env = append(cmd.Env, "PML_SERVE_TOKEN="+token)
-	stderr, _ := cmd.StderrPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			cmd.Process.Kill()
-		}
-	})
-	sc := bufio.NewScanner(stderr)
-	re := regexp.MustCompile(`http://127\.0\.0\.1:\d+/mcp`)
-	for sc.Scan() {
-		if m := re.FindString(sc.Text()); m != "" {
-			go io.Copy(io.Discard, stderr)
-			return m, token
-		}
-	}
-	t.Fatal("pml serve printed no address")
-	return "", ""
+	url, token, _ = startServeBin(t, pmlBin, ws)
+	return url, token
 }
 
 type bearer struct {

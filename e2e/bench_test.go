@@ -46,6 +46,7 @@ func BenchmarkReport(b *testing.B) {
 		{"peers: stop ToolHive", func(*testing.B, *report, map[string][]float64) { r.toolhive.stop() }},
 		{"toolbox: pool vs cold vs docker run --rm", benchToolbox},
 		{"per-call server containers, sustained", benchPerCall},
+		{"queue: 256 pml serve sessions × toolbox calls, more calls than containers", benchQueue},
 		{"gVisor vs runc: warm pooled call, pooled and cold toolbox call", benchGVisor},
 		{"initialize + tools/list", benchInitialize},
 		{"cost as work grows: 1, 5, 20 configured servers", benchServersScale},

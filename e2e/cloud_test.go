@@ -114,11 +114,11 @@ func (f *fakeCloud) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "upstream exploded", 500)
 		return
 	case "401":
-		http.Error(w, `{"error":"unauthorized"}`, 401)
+		http.Error(w, `{"error":"unauthorized"}`, http.StatusUnauthorized)
 		return
 	}
 	if r.Header.Get("x-api-key") != cloudKey {
-		http.Error(w, "no key", 401)
+		http.Error(w, "no key", http.StatusUnauthorized)
 		return
 	}
 	switch {

@@ -215,8 +215,9 @@ func TestHostileAuditLogIsALink(t *testing.T) {
 	args := map[string]any{"path": "hello.txt", "$(touch " + marker + ")": 1, "\n`touch " + marker + "`\n": 2}
 	s.callBounded(t, "filesystem:read_file", args)
 	unchanged(t, victim, want)
-	// pml still answers, and says on stderr why nothing was audited.
-	if out, res := s.callBounded(t, "filesystem:read_file", map[string]any{"path": "hello.txt"}); res.IsError || out != "hi\n" {
+	// pml still answers: it refuses the calls it cannot audit, and says
+	// why, to the client and on stderr.
+	if out, res := s.callBounded(t, "filesystem:read_file", map[string]any{"path": "hello.txt"}); !res.IsError || !strings.Contains(out, ".pml/audit.jsonl") || !strings.Contains(out, "symbolic link") {
 		t.Errorf("the call after a refused audit write: %q", out)
 	}
 	unchanged(t, victim, want)
@@ -262,7 +263,14 @@ func TestHostileStateFilesAreLinks(t *testing.T) {
 					t.Fatalf("tools/list did not answer within %s: %v\nstderr:\n%s", hostileBound, err, s.stderr.String())
 				}
 				s.callBounded(t, "probe:echo", map[string]any{"text": "x", "$(touch /tmp/pml-pwned)": 1})
-				if out, res := s.callBounded(t, "filesystem:read_file", map[string]any{"path": "hello.txt"}); res.IsError || out != "hi\n" {
+				out, res := s.callBounded(t, "filesystem:read_file", map[string]any{"path": "hello.txt"})
+				switch {
+				case name == "audit.jsonl":
+					// A call pml cannot audit is refused, and says why.
+					if !res.IsError || !strings.Contains(out, "did not run") || !strings.Contains(out, "symbolic link") {
+						t.Errorf("a call with a linked audit log: %q", out)
+					}
+				case res.IsError || out != "hi\n":
 					t.Errorf("pml stopped answering: %q", out)
 				}
 				unchanged(t, victim, want)
@@ -299,7 +307,8 @@ func TestHostileFIFOsDoNotBlock(t *testing.T) {
 		stateDir(t, ws)
 		mkfifo(t, ws.path(".pml/audit.jsonl"))
 		s := startBounded(t, ws)
-		if out, res := s.callBounded(t, "filesystem:read_file", map[string]any{"path": "hello.txt"}); res.IsError || out != "hi\n" {
+		// pml answers: the call is refused (it cannot be audited), with why.
+		if out, res := s.callBounded(t, "filesystem:read_file", map[string]any{"path": "hello.txt"}); !res.IsError || !strings.Contains(out, "audit.jsonl") || !strings.Contains(out, "not a regular file") {
 			t.Errorf("read_file with a FIFO audit log: %q", out)
 		}
 		// The log line travels on stderr, the answer on stdout: the

@@ -199,7 +199,7 @@ func TestShellSeesOnlyLoopbackAndCannotReachTheHost(t *testing.T) {
 	if n := accepted.Load(); n != 0 {
 		t.Errorf("the host listener accepted %d connections from the sandbox", n)
 	}
-	out, res = s.call(t, "shell:exec", map[string]any{"command": "id -u; pwd", "cwd": "."})
+	_, res = s.call(t, "shell:exec", map[string]any{"command": "id -u; pwd", "cwd": "."})
 	structured(t, res, &sh)
 	lines := strings.Fields(sh.Stdout)
 	if res.IsError || len(lines) != 2 || lines[0] != fmt.Sprint(ws.expectedUID()) || lines[1] != ws.Dir {

@@ -209,6 +209,7 @@ func (f *fakeEngine) ListImages(context.Context) ([]Image, error) {
 	return out, nil
 }
 
+//lint:ignore ST1005 the text of a real net/http error, as a registry client sees it
 var errTransient = errors.New("Get \"https://r/v2/\": net/http: TLS handshake timeout")
 
 // bundleBytes builds a bundle tar by hand (for tampering tests).

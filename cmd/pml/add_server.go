@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/pml-dev/pml/internal/deps"
 	"github.com/pml-dev/pml/internal/npmreg"
 	"github.com/pml-dev/pml/internal/safefs"
+	"github.com/pml-dev/pml/internal/termsafe"
 )
 
 // pml add npm:PACKAGE and oci:IMAGE: a real MCP server into .pml.json's
@@ -112,9 +114,11 @@ func cleanRel(p string) string {
 	return p
 }
 
-// addServer asks for consent, writes mcps.name into .pml.json (trusted,
-// as pml's other writes), installs and lists the server's tools. A
-// failure after the write puts .pml.json back as it was.
+// addServer asks for consent, installs the server and lists its tools on
+// a configuration that has the entry in memory only, and then writes
+// mcps.name into .pml.json (trusted, as pml's other writes): .pml.json
+// and the trust records change only once everything else succeeded, so
+// an add that fails, or is killed at any moment, leaves them as they were.
 func addServer(cmd *cobra.Command, g *globals, name string, entry serverEntry, what string, o addServerOptions) error {
 	if err := checkServerName(name); err != nil {
 		return &exitError{2, err}
@@ -138,6 +142,19 @@ func addServer(cmd *cobra.Command, g *globals, name string, entry serverEntry, w
 	if !confirmAdd(w, o.yes) {
 		return &exitError{3, errors.New("nothing was written: approve on a terminal, or run again with --yes")}
 	}
+	// Until the entry is written, .pml/deps/NAME is in no configuration:
+	// pml cleanup must know it is being added, and a second add of the
+	// same name is refused while this one runs.
+	release, err := deps.NewStore(ws.Dir).HoldAdding(name)
+	if err != nil {
+		return &exitError{1, err}
+	}
+	defer release()
+	tools, err := installAndList(cmd.Context(), g, path, name, entry, o.allow)
+	if err != nil {
+		fmt.Fprintf(w, "nothing was written to %s: %s is not added\n", path, name)
+		return err
+	}
 	store := openTrust(g.logger())
 	before, after, err := config.EditFile(ws.Dir, func(old []byte) ([]byte, error) {
 		return config.AddServerData(path, old, name, config.EntryBytes(entry), o.allow)
@@ -154,16 +171,10 @@ func addServer(cmd *cobra.Command, g *globals, name string, entry serverEntry, w
 		fmt.Fprintf(w, "⚠ the entry is written but not in your trust records (%v): run `pml trust`\n", err)
 	}
 	fmt.Fprintf(w, "wrote mcps.%s to %s\n", name, path)
-	tools, err := installAndList(cmd.Context(), g, name)
-	if err != nil {
-		undoAdd(ws.Dir, path, before, after, store)
-		fmt.Fprintf(w, "%s was taken out of %s again: nothing of it is kept\n", name, path)
-		return &exitError{capExit(err), err}
-	}
 	fmt.Fprintf(w, "✓ %s added: %d tools\n", name, len(tools))
 	out := cmd.OutOrStdout()
 	for _, t := range tools {
-		fmt.Fprintf(out, "  %s\t%s\n", t.Name, firstLine(t.Description))
+		fmt.Fprintf(out, "  %s\t%s\n", termsafe.Quote(t.Name, termsafe.DefaultMax), firstLine(t.Description))
 	}
 	if !o.allow {
 		fmt.Fprintf(w, "  Its tools are asked before they run unless %s has %q.\n", allowList(), name+":*")
@@ -172,15 +183,37 @@ func addServer(cmd *cobra.Command, g *globals, name string, entry serverEntry, w
 	return nil
 }
 
-// installAndList builds a broker on the new configuration, installs the
-// server with progress on stderr, and returns its tools.
-func installAndList(ctx context.Context, g *globals, name string) ([]broker.Tool, error) {
+// installAndList builds a broker on the configuration as it is, adds the
+// entry pml add is about to write (in memory: .pml.json is not touched),
+// installs the server with progress on stderr and returns its tools.
+// What an interrupted install left is cleared first. A failure removes
+// what this add installed.
+func installAndList(ctx context.Context, g *globals, path, name string, entry serverEntry, allow bool) ([]broker.Tool, error) {
 	e, err := g.setup()
 	if err != nil {
 		return nil, err
 	}
 	defer e.rt.Close()
 	defer e.broker.Close(30 * time.Second)
+	// Containers of a pml that died (an add killed while it listed a
+	// server's tools leaves that server's) go, as pml call's do; waited
+	// for, briefly, before this pml exits.
+	reaped := e.reapInBackground(ctx)
+	defer func() {
+		select {
+		case <-reaped:
+		case <-time.After(5 * time.Second):
+		}
+	}()
+	srv, err := entryServer(e.ws.Dir, path, name, entry, allow)
+	if err != nil {
+		return nil, &exitError{2, err}
+	}
+	if _, err := clearInterrupted(g, e.ws.Dir, os.Stderr); err != nil {
+		return nil, &exitError{1, err}
+	}
+	store := deps.NewStore(e.ws.Dir)
+	had := store.Installed(srv)
 	began := time.Now()
 	done := make(chan struct{})
 	go func() {
@@ -196,33 +229,64 @@ func installAndList(ctx context.Context, g *globals, name string) ([]broker.Tool
 		}
 	}()
 	fmt.Fprintf(os.Stderr, "installing %s and listing its tools…\n", name)
-	tools, err := e.broker.InstallServer(ctx, name)
+	tools, err := e.broker.InstallNewServer(ctx, srv)
 	close(done)
 	if err != nil {
-		return nil, err
+		if !had {
+			// An install that succeeded for a server that then would not
+			// start is of no use to anything.
+			_, _ = store.Remove(name)
+		}
+		return nil, &exitError{capExit(err), err}
 	}
 	fmt.Fprintf(os.Stderr, "installed %s in %s\n", name, time.Since(began).Round(100*time.Millisecond))
 	return tools, nil
 }
 
-// undoAdd puts .pml.json back as it was before pml add wrote it, unless
-// someone changed it since; a file pml add created is removed.
-func undoAdd(ws, path string, before, after []byte, store interface {
-	Saved(path string, before, after []byte, defaultAllow []string) error
-}) {
-	_, _, _ = config.EditFile(ws, func(cur []byte) ([]byte, error) {
-		if string(cur) != string(after) {
-			return nil, nil
-		}
-		if before == nil {
-			_ = safefs.Remove(ws, path)
-			return nil, nil
-		}
-		return before, nil
-	})
-	if before != nil {
-		_ = store.Saved(path, after, before, broker.DefaultPermissions().Allow)
+// entryServer is the server entry as .pml.json will have it once pml add
+// writes it, read from the content that write would produce.
+func entryServer(ws, path, name string, entry serverEntry, allow bool) (config.Server, error) {
+	data, err := safefs.ReadFile(ws, path, safefs.MaxConfig)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return config.Server{}, err
 	}
+	after, err := config.AddServerData(path, data, name, config.EntryBytes(entry), allow)
+	if err != nil {
+		return config.Server{}, err
+	}
+	cfg, err := config.Parse(path, after)
+	if err != nil {
+		return config.Server{}, err
+	}
+	srv, ok := cfg.Servers[name]
+	if !ok {
+		return config.Server{}, fmt.Errorf("mcps.%s is not in %s as pml add would write it", name, path)
+	}
+	return srv, nil
+}
+
+// clearInterrupted deletes what installs a kill interrupted left in
+// .pml/deps (never a running install's), saying so on w. The containers
+// of pml processes that died are removed first: a killed pml's install
+// container outlives it and may still be writing there.
+func clearInterrupted(g *globals, ws string, w io.Writer) (int, error) {
+	log := g.logger()
+	cleared, err := deps.NewStore(ws).ClearInterrupted(false, func() { reapNow(log, g.host) })
+	for _, c := range cleared {
+		fmt.Fprintf(w, "removed an interrupted install's leftovers: %s\n", relToWorkspace(ws, c.Path))
+	}
+	if err != nil {
+		return len(cleared), fmt.Errorf("clearing what an interrupted install left in .pml/deps: %w", err)
+	}
+	return len(cleared), nil
+}
+
+// relToWorkspace is p relative to the workspace ws, for messages.
+func relToWorkspace(ws, p string) string {
+	if r, err := filepath.Rel(ws, p); err == nil && !strings.HasPrefix(r, "..") {
+		return r
+	}
+	return p
 }
 
 // confirmAdd asks on a terminal; --yes approves; without either nothing
@@ -260,10 +324,9 @@ func checkServerName(name string) error {
 	return nil
 }
 
+// firstLine is the first line of a server's text (a tool's description),
+// quoted and bounded for a table row (internal/termsafe).
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
-	if len(s) > 100 {
-		s = s[:97] + "…"
-	}
-	return s
+	return termsafe.Quote(s, 100)
 }

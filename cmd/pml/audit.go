@@ -10,17 +10,16 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
-	"unicode"
 
 	"github.com/spf13/cobra"
 
 	"github.com/pml-dev/pml/internal/audit"
 	"github.com/pml-dev/pml/internal/safefs"
+	"github.com/pml-dev/pml/internal/termsafe"
 )
 
 // followEvery is how often pml audit -f looks for new entries.
@@ -126,10 +125,16 @@ func runAudit(ctx context.Context, dir string, stdout, stderr io.Writer, format 
 					return err
 				}
 			}
+			reportBad(stderr, path, rd.Bad())
 		}
 		if !follow {
-			if rd.Skipped > 0 {
-				fmt.Fprintf(stderr, "pml audit: %d line(s) of %s are not audit entries and were skipped\n", rd.Skipped, path)
+			if rd != nil {
+				if n, ok := rd.Unterminated(); ok {
+					fmt.Fprintf(stderr, "pml audit: line %d of %s has no end yet: an entry being written, or one cut short (a full disk, a crash), which pml terminates before its next entry\n", n, path)
+				}
+				if rd.Skipped > 0 {
+					fmt.Fprintf(stderr, "pml audit: %d line(s) of %s are not audit entries; the entries around them are shown\n", rd.Skipped, path)
+				}
 			}
 			return out.done()
 		}
@@ -150,6 +155,15 @@ func runAudit(ctx context.Context, dir string, stdout, stderr io.Writer, format 
 			}
 			f, rd, fi = nf, audit.NewReader(nf), statOf(nf)
 		}
+	}
+}
+
+// reportBad tells, on stderr, each line of the log that is not an entry
+// (a torn one, by its number), so none is passed over in silence; the
+// reader goes on with the next line.
+func reportBad(stderr io.Writer, path string, bad []audit.BadLine) {
+	for _, b := range bad {
+		fmt.Fprintf(stderr, "pml audit: line %d of %s: %s\n", b.Line, path, b.Why)
 	}
 }
 
@@ -192,7 +206,7 @@ func (p *auditPrinter) entry(e audit.Entry) error {
 	if e.Net != nil {
 		reason = strings.TrimSpace(fmt.Sprintf("%s:%d up %d B down %d B %s", e.Net.Host, e.Net.Port, e.Net.BytesUp, e.Net.BytesDown, reason))
 	}
-	fmt.Fprintf(p.tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", e.Time.Local().Format("2006-01-02 15:04:05"), oneLine(tool), e.Decision, e.DurationMS, dash(e.ExitStatus), dash(e.Pattern), oneLine(reason))
+	fmt.Fprintf(p.tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", e.Time.Local().Format("2006-01-02 15:04:05"), oneLine(tool), e.Decision, e.DurationMS, dash(oneLine(e.ExitStatus)), dash(oneLine(e.Pattern)), oneLine(reason))
 	if p.follow {
 		return p.tw.Flush()
 	}
@@ -224,10 +238,6 @@ func dash(s string) string {
 
 // oneLine keeps a table row on one line, and the terminal's state as it
 // was, whatever a name or reason holds (a client chooses the name of a
-// tool it calls, unknown ones included): such text is shown quoted.
-func oneLine(s string) string {
-	if strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
-		return strconv.QuoteToGraphic(s)
-	}
-	return s
-}
+// tool it calls, unknown ones included): its control and bidi characters
+// are shown quoted, and it is bounded (internal/termsafe).
+func oneLine(s string) string { return termsafe.Quote(s, termsafe.DefaultMax) }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"github.com/pml-dev/pml/internal/credentials"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -332,13 +331,6 @@ func newListCmd(g *globals) *cobra.Command {
 	}
 	addFormatFlag(cmd, &format, &asJSON)
 	return cmd
-}
-
-func writeCapsJSON(w io.Writer, list []broker.Capability) error {
-	if list == nil {
-		list = []broker.Capability{}
-	}
-	return writeJSON(w, list)
 }
 
 // resolveWorkspace finds the workspace without building a broker.

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pml-dev/pml/broker"
+	"github.com/pml-dev/pml/internal/deps"
 )
 
 func newCleanupCmd(g *globals) *cobra.Command {
@@ -17,7 +18,8 @@ func newCleanupCmd(g *globals) *cobra.Command {
 		Long: "Delete what servers left in .pml/ that neither .pml.json (mcps, private_mcps), an added capability\n" +
 			"(.pml/capabilities.json) nor the registry lockfile (.pml/mcp.lock) names any more: installed\n" +
 			"dependencies (.pml/deps/NAME and their records in .pml/deps.json) and cached tool lists\n" +
-			"(.pml/tools-cache.json). --dry-run lists them (on stdout) and deletes nothing.\n\n" +
+			"(.pml/tools-cache.json); and what an install interrupted by a kill left (.pml/deps/.partial-*,\n" +
+			"never a running install's). --dry-run lists them (on stdout) and deletes nothing.\n\n" +
 			"Exit codes: 0 done (or nothing to do), 1 failed, 2 the configuration cannot be read.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -32,12 +34,32 @@ func newCleanupCmd(g *globals) *cobra.Command {
 				return &exitError{2, err}
 			}
 			out := cmd.OutOrStdout()
-			if len(left) == 0 {
+			// What a killed pml add (or first call) left mid-install:
+			// never a running install's.
+			var interrupted []deps.Interrupted
+			if dryRun {
+				if interrupted, err = deps.NewStore(ws.Dir).ClearInterrupted(true, nil); err != nil {
+					return &exitError{1, err}
+				}
+			} else {
+				n, err := clearInterrupted(g, ws.Dir, out)
+				if err != nil {
+					return &exitError{1, err}
+				}
+				if n > 0 && len(left) == 0 {
+					fmt.Fprintln(os.Stderr, "cleanup done")
+					return nil
+				}
+			}
+			if len(left) == 0 && len(interrupted) == 0 {
 				fmt.Fprintln(out, "Nothing to clean up: every installed dependency and cached tool list belongs to a server here.")
 				return nil
 			}
 			if dryRun {
 				describeLeftovers(out, "pml cleanup would delete:", left)
+				for _, c := range interrupted {
+					fmt.Fprintf(out, "  an interrupted install's leftovers: %s\n", relToWorkspace(ws.Dir, c.Path))
+				}
 				return nil
 			}
 			if err := broker.RemoveLeftovers(ws.Dir, left); err != nil {

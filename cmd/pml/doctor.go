@@ -24,6 +24,7 @@ import (
 	"github.com/pml-dev/pml/internal/mcpjson"
 	"github.com/pml-dev/pml/internal/registry"
 	"github.com/pml-dev/pml/internal/safefs"
+	"github.com/pml-dev/pml/internal/termsafe"
 	"github.com/pml-dev/pml/internal/trust"
 	"github.com/pml-dev/pml/internal/workspace"
 )
@@ -121,6 +122,7 @@ func doctor(ctx context.Context, host string) []check {
 		add(check{"fail", "state", err.Error(), ""})
 		return out
 	}
+	add(checkAuditLog(ws.Dir)) // doctor_audit.go
 	cfg, err := config.Load(ws.Dir, os.Getenv)
 	switch {
 	case err != nil:
@@ -190,12 +192,24 @@ func doctor(ctx context.Context, host string) []check {
 	return out
 }
 
+// safeLines is a check's text as printed: its own lines kept, and on each
+// the control and bidi characters a repository, a server or a registry
+// may have put there quoted (internal/termsafe), so nothing in them can
+// rewrite the report on the terminal.
+func safeLines(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = termsafe.Quote(l, 2000)
+	}
+	return strings.Join(lines, "\n")
+}
+
 func printChecks(w io.Writer, checks []check) (failed int) {
 	marks := map[string]string{"ok": "ok  ", "warn": "warn", "fail": "FAIL"}
 	for _, c := range checks {
-		fmt.Fprintf(w, "[%s] %-14s %s\n", marks[c.status], c.name, c.detail)
+		fmt.Fprintf(w, "[%s] %-14s %s\n", marks[c.status], c.name, safeLines(c.detail))
 		if c.fix != "" && c.status != "ok" {
-			fmt.Fprintf(w, "       %-14s fix: %s\n", "", c.fix)
+			fmt.Fprintf(w, "       %-14s fix: %s\n", "", safeLines(c.fix))
 		}
 		if c.status == "fail" {
 			failed++
@@ -350,11 +364,11 @@ func checkServerImages(ctx context.Context, rt *docker.Runtime, servers map[stri
 		ok, err := rt.ImageExists(ctx, img)
 		switch {
 		case err != nil:
-			out = append(out, check{"fail", "server image", fmt.Sprintf("%s (server %s): %v", img, n, err), ""})
+			out = append(out, check{"fail", "server image", fmt.Sprintf("%s (server %s): %v", shown(img), shown(n), err), ""})
 		case ok:
-			out = append(out, check{"ok", "server image", fmt.Sprintf("%s (server %s) present", img, n), ""})
+			out = append(out, check{"ok", "server image", fmt.Sprintf("%s (server %s) present", shown(img), shown(n)), ""})
 		default:
-			out = append(out, check{"warn", "server image", fmt.Sprintf("%s (server %s) missing: the first call of its tools pulls it (and fails on a host that cannot reach its registry)", img, n), "pml images pull now (offline: pml images load ARCHIVE)"})
+			out = append(out, check{"warn", "server image", fmt.Sprintf("%s (server %s) missing: the first call of its tools pulls it (and fails on a host that cannot reach its registry)", shown(img), shown(n)), "pml images pull now (offline: pml images load ARCHIVE)"})
 		}
 	}
 	return out

@@ -38,10 +38,10 @@ var callExits = []struct {
 	{exitUsage, "usage_error", "bad ARGS (not a JSON object), unknown flag or tool, invalid .pml.json, input refused before running (a path outside the workspace, an answer to an approval, which pml call cannot give), a Docker configuration pml cannot use (bad config.json, missing context, bad --host)"},
 	{exitApproval, "approval_required", "the call needs approval: nothing ran (for a network approval, the tool ran and a connection it tried was refused); stderr says what to allow and where"},
 	{exitDenied, "denied", "a permissions.deny pattern matched"},
-	{exitUnavailable, "unavailable", "the container engine is not available: no daemon, permission denied on its socket (join its group), a missing image that could not be pulled, a workspace the engine cannot mount (a VM or remote daemon); or a registry a tool must be fetched from cannot be reached"},
+	{exitUnavailable, "unavailable", "the container engine is not available: no daemon, permission denied on its socket (join its group), a missing image that could not be pulled, a workspace the engine cannot mount (a VM or remote daemon); or a registry a tool must be fetched from cannot be reached; or the workspace's audit log cannot be written (the call was not run)"},
 	{exitCloud, "cloud_unavailable", "a cloud tool could not be forwarded: no PML_API_KEY, cloud unreachable, key refused"},
-	{exitTimeout, "timeout", "--timeout expired: the call was stopped and its container removed"},
-	{exitInterrupted, "interrupted", "Ctrl-C or SIGTERM: the call was stopped and its container removed"},
+	{exitTimeout, "timeout", "--timeout expired: the call was stopped (the text says what became of its container)"},
+	{exitInterrupted, "interrupted", "Ctrl-C or SIGTERM: the call was stopped (the text says what became of its container)"},
 }
 
 func outcomeOf(code int) string {
@@ -104,6 +104,7 @@ func usageError(cmd *cobra.Command, err error) error {
 	if err == nil || errors.As(err, &ee) {
 		return err
 	}
+	//lint:ignore ST1005 the usage hint is the last sentence a person reads, as cobra prints it
 	return &exitError{exitUsage, fmt.Errorf("%w\nRun '%s --help' for usage.", err, cmd.CommandPath())}
 }
 

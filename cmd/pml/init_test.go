@@ -368,15 +368,6 @@ func TestGitignoreAdd(t *testing.T) {
 	}
 }
 
-func contains(list []string, s string) bool {
-	for _, e := range list {
-		if e == s {
-			return true
-		}
-	}
-	return false
-}
-
 func equalMaps(a, b map[string]string) bool {
 	if len(a) != len(b) {
 		return false

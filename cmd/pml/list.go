@@ -9,17 +9,23 @@ import (
 	"github.com/pml-dev/pml/broker"
 	"github.com/pml-dev/pml/internal/deps"
 	"github.com/pml-dev/pml/internal/registry"
+	"github.com/pml-dev/pml/internal/termsafe"
 )
 
 // pml list as a table: one section per kind, each row NAME, SOURCE,
 // VERSION and STATE, and one line at the end when the engine could not be
 // asked.
 
+// shown is a string from a repository, a server or a registry as pml
+// prints it for a person: control and bidi characters quoted, bounded
+// (internal/termsafe).
+func shown(s string) string { return termsafe.Quote(s, termsafe.DefaultMax) }
+
 func writeListing(w io.Writer, l broker.Listing) {
 	tw := tabwriter.NewWriter(w, 2, 4, 3, ' ', 0)
 	fmt.Fprintln(tw, "Built-in tools:")
 	for _, b := range l.Builtin {
-		fmt.Fprintf(tw, "  %s\t%s (%s)\t%s\t%s\n", b.Name, b.Source, b.Runs, dash(b.Version), stateText(b.Health, b.Tools, ""))
+		fmt.Fprintf(tw, "  %s\t%s (%s)\t%s\t%s\n", b.Name, b.Source, b.Runs, dash(shown(b.Version)), stateText(b.Health, b.Tools, ""))
 	}
 	if len(l.Servers) == 0 {
 		fmt.Fprintln(tw, "No MCP servers in .pml.json (pml add npm:PACKAGE or oci:IMAGE adds one).")
@@ -33,7 +39,8 @@ func writeListing(w io.Writer, l broker.Listing) {
 			case s.Image != "":
 				src += " (image " + s.Image + ")"
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", s.Name, src, dash(s.Version), stateText(s.Health, s.Tools, ""))
+			// A repository's and a registry's strings: quoted and bounded.
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", shown(s.Name), shown(src), dash(shown(s.Version)), stateText(s.Health, s.Tools, ""))
 		}
 	}
 	if len(l.Capabilities) == 0 {
@@ -49,7 +56,7 @@ func writeListing(w io.Writer, l broker.Listing) {
 				src += " (npm " + c.Package + ")"
 			}
 			what := fmt.Sprintf("%s, %s, mcp.%s.*", c.Type, where(c.Routing), c.Namespace)
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s: %s\n", c.Name, src, dash(c.Version), what, stateText(c.Health, c.ToolCount, c.Note))
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s: %s\n", shown(c.Name), shown(src), dash(shown(c.Version)), shown(what), shown(stateText(c.Health, c.ToolCount, c.Note)))
 		}
 	}
 	_ = tw.Flush()

@@ -49,7 +49,7 @@ func newToolsCmd(g *globals) *cobra.Command {
 			e.broker.LoadServers(cmd.Context())
 			for _, s := range e.broker.Servers(cmd.Context()) {
 				if !s.Installed {
-					fmt.Fprintf(os.Stderr, "%s is not installed, so its tools are not listed: its first call installs it after approval (or pml images pull when \"%s:*\" is allowed)\n", s.Name, s.Name)
+					fmt.Fprintf(os.Stderr, "%s is not installed, so its tools are not listed: its first call installs it after approval (or pml images pull when \"%s:*\" is allowed)\n", shown(s.Name), shown(s.Name))
 				}
 			}
 			var out []toolJSON
@@ -87,7 +87,7 @@ func newToolsCmd(g *globals) *cobra.Command {
 			tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "WIRE NAME\tNAME\tARGUMENTS\tDESCRIPTION")
 			for _, t := range out {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.WireName, t.Name, argSummary(t.InputSchema), firstLine(t.Description))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.WireName, shown(t.Name), shown(argSummary(t.InputSchema)), firstLine(t.Description))
 			}
 			return tw.Flush()
 		},

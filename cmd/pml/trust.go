@@ -36,8 +36,10 @@ Until you trust a content, pml applies the file only as far as it narrows
 the defaults (deny and ask apply at once); a clone, a container or the model
 writing the file cannot widen what pml allows. The record is kept outside
 every workspace, in $XDG_STATE_HOME/pml/trust.json (else
-~/.local/state/pml/trust.json), by the file's path and the sha256 of its
-content: any edit that grants more needs trust again.
+~/.local/state/pml/trust.json), by the file's path and the full sha256 of
+the exact bytes of .pml.json and .pml.local.json: after any edit the content
+is not the one trusted until pml trust runs again (what you trusted of it
+still applies meanwhile, and what it grants beyond that waits).
 
 Exit status: 0 trusted (or nothing to trust), 1 you said no,
 3 a person must decide (no terminal and no --yes), 2 usage.`,
@@ -61,12 +63,15 @@ Exit status: 0 trusted (or nothing to trust), 1 you said no,
 
 // trustReport is pml trust's answer, for --format json.
 type trustReport struct {
-	File    string         `json:"file"`
-	SHA256  string         `json:"sha256,omitempty"`
-	Result  string         `json:"result"`
-	Grants  []config.Grant `json:"grants"`
-	Added   []config.Grant `json:"added,omitempty"`
-	Dropped []config.Grant `json:"dropped,omitempty"`
+	File   string `json:"file"`
+	SHA256 string `json:"sha256,omitempty"`
+	// LocalSHA256 is .pml.local.json's, when there is one: trust covers
+	// the exact bytes of both.
+	LocalSHA256 string         `json:"local_sha256,omitempty"`
+	Result      string         `json:"result"`
+	Grants      []config.Grant `json:"grants"`
+	Added       []config.Grant `json:"added,omitempty"`
+	Dropped     []config.Grant `json:"dropped,omitempty"`
 }
 
 // Results of pml trust.
@@ -96,13 +101,16 @@ func runTrust(g *globals, stdout, stderr io.Writer, format string, yes, revoke b
 		return &exitError{1, err}
 	}
 	rec, err := store.Lookup(cfg.Path)
-	if err != nil {
+	if errors.Is(err, trust.ErrMalformed) {
+		// Not honoured: this run shows everything and replaces it.
+		fmt.Fprintf(stderr, "pml trust: %v\n", err)
+	} else if err != nil {
 		return &exitError{1, err}
 	}
 	defaults := broker.DefaultPermissions().Allow
-	grants := config.GrantsBeyond(cfg, defaults)
+	grants := trust.Grants(cfg, rec, defaults)
 	added, dropped := trust.Changes(rec, grants)
-	rep := trustReport{File: cfg.Path, SHA256: cfg.Sum, Grants: grants, Added: added, Dropped: dropped}
+	rep := trustReport{File: cfg.Path, SHA256: cfg.FileSum, LocalSHA256: cfg.LocalSum, Grants: grants, Added: added, Dropped: dropped}
 	if rep.Grants == nil {
 		rep.Grants = []config.Grant{}
 	}
@@ -113,7 +121,7 @@ func runTrust(g *globals, stdout, stderr io.Writer, format string, yes, revoke b
 				return err
 			}
 		} else {
-			fmt.Fprintf(stdout, "%s: %s\n", cfg.Path, result)
+			fmt.Fprintf(stdout, "%s: %s\n", trust.Names(cfg), result)
 		}
 		if code != 0 {
 			return &exitError{code, nil}
@@ -130,14 +138,10 @@ func runTrust(g *globals, stdout, stderr io.Writer, format string, yes, revoke b
 	if !cfg.HasFile() {
 		return finish(trustNothing, 0)
 	}
-	if len(added) == 0 && rec != nil {
-		// Nothing more is granted than was trusted (an edit that only
-		// narrows): the record follows the content, no question asked.
-		if rec.SHA256 != cfg.Sum {
-			if err := store.Trust(cfg, defaults); err != nil {
-				return &exitError{1, err}
-			}
-		}
+	if len(added) == 0 && rec.Whole(cfg) {
+		// Trust is of the exact bytes: only the content trusted is
+		// "already trusted". Another one granting the same is shown (by
+		// grant: nothing more) and asked like any other.
 		return finish(trustAlready, 0)
 	}
 	if format != formatJSON {
@@ -145,10 +149,10 @@ func runTrust(g *globals, stdout, stderr io.Writer, format string, yes, revoke b
 	}
 	if !yes {
 		if !isatty.IsTerminal(os.Stdin.Fd()) {
-			fmt.Fprintf(stderr, "pml trust: no terminal to ask on: run `pml trust --yes` in %s to trust this content (or `pml trust` on a terminal)\n", ws.Dir)
+			fmt.Fprintf(stderr, "pml trust: no terminal to ask on: run `pml trust --yes` in %s to trust this content (or `pml trust` on a terminal)\n", trust.Path(ws.Dir))
 			return finish(trustNeedPerson, exitNeedsPerson)
 		}
-		fmt.Fprint(stderr, "Trust this content of "+cfg.Path+"? [y/N] ")
+		fmt.Fprint(stderr, "Trust this content of "+trust.Names(cfg)+"? [y/N] ")
 		line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
 		switch strings.ToLower(strings.TrimSpace(line)) {
 		case "y", "yes":
@@ -167,7 +171,10 @@ func runTrust(g *globals, stdout, stderr io.Writer, format string, yes, revoke b
 // describeTrust says, in words, what the file grants and what changed
 // since the content trusted before.
 func describeTrust(w io.Writer, cfg *config.Config, rec *trust.Record, grants, added, dropped []config.Grant) {
-	fmt.Fprintf(w, "%s (sha256 %s)\n", cfg.Path, short(cfg.Sum))
+	fmt.Fprintf(w, "%s (sha256 %s)\n", trust.Names(cfg), short(cfg.Sum))
+	if rec != nil && !rec.Whole(cfg) && rec.SHA256 != "" {
+		fmt.Fprintln(w, "This content is not the one you trusted (its sha256 differs).")
+	}
 	if len(grants) == 0 {
 		fmt.Fprintln(w, "grants nothing beyond pml's defaults (it may deny or ask more).")
 	} else {

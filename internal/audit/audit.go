@@ -6,7 +6,6 @@ package audit
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -98,7 +97,8 @@ func New(path string) *Log { return &Log{path: path, root: filepath.Dir(filepath
 // Path is the file the log appends to.
 func (l *Log) Path() string { return l.path }
 
-// Record appends e as one line. Time is filled in when zero.
+// Record appends e as one line. Time is filled in when zero. A failure
+// is a *WriteError, which names the file, the cause and the fix.
 func (l *Log) Record(e Entry) error {
 	if l == nil || l.path == "" {
 		return nil
@@ -120,18 +120,32 @@ func (l *Log) Record(e Entry) error {
 	line = append(line, '\n')
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	f, err := l.current()
+	if err != nil {
+		return l.fail(err)
+	}
+	if err := appendLine(f, line); err != nil {
+		// A write cut short (a full disk) leaves a torn line; the next
+		// append terminates it (appendLine). The file is opened again,
+		// with every check, for the next entry.
+		l.drop()
+		return l.fail(err)
+	}
+	return nil
+}
+
+// current returns the file the path names, opened for appending; the
+// caller holds mu.
+func (l *Log) current() (*os.File, error) {
 	// The file of the last entry, while the path still names that very
 	// file (not renamed away by a rotation, not replaced by a link): one
-	// lstat and one write instead of a checked open per call. Anything
-	// else is opened again, with every check below.
+	// lstat instead of a checked open per call. Anything else is opened
+	// again, with every check below.
 	if l.f != nil {
 		if fi, err := os.Lstat(l.path); err == nil && os.SameFile(fi, l.fi) {
-			if _, err := l.f.Write(line); err == nil {
-				return nil
-			}
+			return l.f, nil
 		}
-		_ = l.f.Close()
-		l.f, l.fi = nil, nil
+		l.drop()
 	}
 	// Never through a link (a repository can ship .pml/audit.jsonl as one
 	// to a login script), never blocking on a FIFO. The directory is made
@@ -139,25 +153,56 @@ func (l *Log) Record(e Entry) error {
 	f, err := safefs.OpenAppend(l.root, l.path, 0o600)
 	if errors.Is(err, fs.ErrNotExist) {
 		if err := safefs.MkdirAll(l.root, filepath.Dir(l.path), 0o700); err != nil {
-			return fmt.Errorf("audit log: %w", err)
+			return nil, err
 		}
 		f, err = safefs.OpenAppend(l.root, l.path, 0o600)
 	}
 	if err != nil {
-		return fmt.Errorf("audit log: %w", err)
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	l.f, l.fi = f, fi
+	return f, nil
+}
+
+// drop closes the kept file; the caller holds mu.
+func (l *Log) drop() {
+	if l.f != nil {
+		_ = l.f.Close()
+	}
+	l.f, l.fi = nil, nil
+}
+
+func (l *Log) fail(err error) error { return &WriteError{Path: l.path, Err: err} }
+
+// appendLine appends line to f, on a line of its own. When the file
+// does not end with a newline (a write cut short by a full disk or a
+// crash, by this pml or another one on the same workspace), the torn
+// line is terminated first, in the same write: otherwise the new entry
+// would be glued to it and both lost to a reader. Terminating it, rather
+// than cutting it off (truncate) or moving the log aside, is the one
+// repair that is safe while other pml processes append to the same file
+// (a truncate could cut their fresh entries) and that keeps every byte
+// that was written, for pml audit to report by its line number.
+func appendLine(f *os.File, line []byte) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if n := fi.Size(); n > 0 {
+		var last [1]byte
+		if _, err := f.ReadAt(last[:], n-1); err == nil && last[0] != '\n' {
+			line = append([]byte{'\n'}, line...)
+		}
 	}
 	// One write of the whole line: with O_APPEND, lines from several
 	// processes never interleave.
-	_, werr := f.Write(line)
-	if werr != nil {
-		_ = f.Close()
-		return fmt.Errorf("audit log: %w", werr)
-	}
-	if fi, err := f.Stat(); err == nil {
-		l.f, l.fi = f, fi
-		return nil
-	}
-	return f.Close()
+	_, err = f.Write(line)
+	return err
 }
 
 // Close closes the file kept open between entries.

@@ -60,13 +60,55 @@ func (f Filter) Check() error {
 const MaxLine = 1 << 20
 
 // Reader reads entries from a log, line by line. A line that is not an
-// entry (a write cut short by a crash, something else's text) is
-// counted in Skipped, never fatal: the log is read to see what happened.
+// entry (a write cut short by a full disk or a crash, something else's
+// text) is counted in Skipped and kept, with its number, for Bad; never
+// fatal: the log is read to see what happened, and the entries after it
+// are read as usual.
 type Reader struct {
 	r       *bufio.Reader
 	partial []byte
+	// line is the number of the last line read whole (from 1).
+	line int
+	bad  []BadLine
 	// Skipped counts the lines that were not entries.
 	Skipped int
+}
+
+// BadLine is a line of the log that is not an entry.
+type BadLine struct {
+	// Line is its number in the file, from 1.
+	Line int
+	// Why says what is wrong with it.
+	Why string
+}
+
+// maxBad bounds the bad lines a Reader keeps between two calls of Bad
+// (a file that is not a log at all has only bad lines); Skipped counts
+// them all.
+const maxBad = 100
+
+// Bad returns the lines found not to be entries since the last call.
+func (rd *Reader) Bad() []BadLine {
+	b := rd.bad
+	rd.bad = nil
+	return b
+}
+
+// Unterminated returns the number of the last line when it has no
+// newline yet: a writer mid-line, or a write cut short at the end of the
+// log (the next entry pml appends terminates it).
+func (rd *Reader) Unterminated() (int, bool) {
+	if len(bytes.TrimSpace(rd.partial)) == 0 {
+		return 0, false
+	}
+	return rd.line + 1, true
+}
+
+func (rd *Reader) skip(why string) {
+	rd.Skipped++
+	if len(rd.bad) < maxBad {
+		rd.bad = append(rd.bad, BadLine{Line: rd.line, Why: why})
+	}
 }
 
 // NewReader reads entries from r.
@@ -82,10 +124,12 @@ func (rd *Reader) Next(f Filter) (Entry, error) {
 			rd.partial = append(rd.partial, chunk...)
 			if len(rd.partial) > MaxLine {
 				// Too long to be an entry: drop up to its newline.
-				rd.partial, rd.Skipped = nil, rd.Skipped+1
+				rd.partial = nil
 				if _, err := rd.r.ReadBytes('\n'); err != nil {
 					return Entry{}, err
 				}
+				rd.line++
+				rd.skip(fmt.Sprintf("longer than %d bytes: not an audit entry", MaxLine))
 			}
 			continue
 		}
@@ -93,6 +137,7 @@ func (rd *Reader) Next(f Filter) (Entry, error) {
 			rd.partial = append(rd.partial, chunk...)
 			return Entry{}, err
 		}
+		rd.line++
 		line := chunk
 		if len(rd.partial) > 0 {
 			line = append(rd.partial, chunk...)
@@ -103,8 +148,12 @@ func (rd *Reader) Next(f Filter) (Entry, error) {
 			continue
 		}
 		var e Entry
-		if json.Unmarshal(line, &e) != nil || e.Decision == "" {
-			rd.Skipped++
+		if err := json.Unmarshal(line, &e); err != nil {
+			rd.skip("not a JSON audit entry (" + err.Error() + "): an entry cut short, by a full disk or a crash, leaves such a line")
+			continue
+		}
+		if e.Decision == "" {
+			rd.skip("JSON, but not an audit entry (no decision)")
 			continue
 		}
 		if f.Keep(e) {

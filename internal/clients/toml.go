@@ -183,7 +183,7 @@ func (tomlFormat) entry(data []byte) (Server, bool, error) {
 		return Server{}, false, fmt.Errorf("not valid TOML: %w", err)
 	}
 	s, ok := doc.MCPServers[ServerName]
-	return Server{Command: s.Command, Args: s.Args, Env: s.Env}, ok, nil
+	return Server(s), ok, nil
 }
 
 var bareKey = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)

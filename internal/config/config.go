@@ -49,6 +49,10 @@ type Config struct {
 	// content (internal/trust), and it must be the content that applies,
 	// not a second read of a file a container may have swapped meanwhile.
 	Sum string
+	// FileSum and LocalSum are the full sha256 (hex) of the exact bytes of
+	// .pml.json and of .pml.local.json ("" for a file that is absent): a
+	// trust record holds both (internal/trust).
+	FileSum, LocalSum string
 	// Exists is true when .pml.json was found. Then its permissions are the
 	// only source of permissions.
 	Exists      bool
@@ -202,6 +206,7 @@ func Load(workspace string, env func(string) string) (*Config, error) {
 		h := sha256.New()
 		fmt.Fprintf(h, "%s\n", cfg.Sum)
 		ls := sha256.Sum256(localData)
+		cfg.LocalSum = hex.EncodeToString(ls[:])
 		fmt.Fprintf(h, "%s:%x\n", LocalFileName, ls)
 		cfg.Sum = hex.EncodeToString(h.Sum(nil))
 	}
@@ -242,6 +247,7 @@ func Parse(path string, data []byte) (*Config, error) {
 		cfg.Exists = true
 		sum := sha256.Sum256(data)
 		cfg.Sum = hex.EncodeToString(sum[:])
+		cfg.FileSum = cfg.Sum
 		if err := checkSyntax(path, data); err != nil {
 			return nil, err
 		}
@@ -302,6 +308,7 @@ func readFile(workspace string, cfg *Config) ([]byte, error) {
 	cfg.Exists = true
 	sum := sha256.Sum256(data)
 	cfg.Sum = hex.EncodeToString(sum[:])
+	cfg.FileSum = cfg.Sum
 	if err := checkSyntax(cfg.Path, data); err != nil {
 		return nil, err
 	}

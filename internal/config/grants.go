@@ -8,6 +8,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/pml-dev/pml/internal/termsafe"
 )
 
 // A Grant is one thing a project's .pml.json gives beyond pml's built-in
@@ -30,6 +32,13 @@ type Grant struct {
 // defaultAllow is the allow list pml uses without a file (read-only
 // tools): naming those is no grant.
 func GrantsBeyond(cfg *Config, defaultAllow []string) []Grant {
+	return GrantsAgainst(cfg, defaultAllow, nil)
+}
+
+// GrantsAgainst is GrantsBeyond where a floor key (floors.go) set weaker
+// than what the person trusted (trusted: the Floor of a trusted content)
+// is a grant too.
+func GrantsAgainst(cfg *Config, defaultAllow []string, trusted Floor) []Grant {
 	if cfg == nil || !(cfg.Exists || cfg.LocalExists) {
 		return nil
 	}
@@ -44,41 +53,41 @@ func GrantsBeyond(cfg *Config, defaultAllow []string) []Grant {
 		}
 	}
 	if fromFile("sandbox.user") && cfg.Sandbox.User != "" {
-		add("sandbox.user="+cfg.Sandbox.User, fmt.Sprintf("runs tool containers as user %s (sandbox.user)", cfg.Sandbox.User))
+		add("sandbox.user="+cfg.Sandbox.User, fmt.Sprintf("runs tool containers as user %s (sandbox.user)", shown(cfg.Sandbox.User)))
 	}
 	if fromFile("sandbox.shell_image") && cfg.Sandbox.ShellImage != DefaultShellImage {
-		add("sandbox.shell_image="+cfg.Sandbox.ShellImage, fmt.Sprintf("runs shell:exec in the image %s (sandbox.shell_image)", cfg.Sandbox.ShellImage))
+		add("sandbox.shell_image="+cfg.Sandbox.ShellImage, fmt.Sprintf("runs shell:exec in the image %s (sandbox.shell_image)", shown(cfg.Sandbox.ShellImage)))
 	}
 	if fromFile("sandbox.network.allow") {
 		for _, h := range cfg.Sandbox.Network.Allow {
-			add("sandbox.network.allow="+h, fmt.Sprintf("lets shell:exec reach %s through pml's egress proxy (sandbox.network.allow)", h))
+			add("sandbox.network.allow="+h, fmt.Sprintf("lets shell:exec reach %s through pml's egress proxy (sandbox.network.allow)", shown(h)))
 		}
 	}
 	if fromFile("sandbox.network.forward") {
 		for _, l := range sortedKeys(cfg.Sandbox.Network.Forward) {
 			t := cfg.Sandbox.Network.Forward[l]
-			add("sandbox.network.forward="+l+"="+t, fmt.Sprintf("forwards %s in shell:exec's container to %s (sandbox.network.forward)", l, t))
+			add("sandbox.network.forward="+l+"="+t, fmt.Sprintf("forwards %s in shell:exec's container to %s (sandbox.network.forward)", shown(l), shown(t)))
 		}
 	}
 	if fromFile("sandbox.shared_paths") {
 		for _, p := range cfg.Sandbox.SharedPaths {
-			add("sandbox.shared_paths="+p, fmt.Sprintf("treats %s as shared with the container engine (sandbox.shared_paths)", p))
+			add("sandbox.shared_paths="+p, fmt.Sprintf("treats %s as shared with the container engine (sandbox.shared_paths)", shown(p)))
 		}
 	}
 	if fromFile("kubernetes.unverified_network") && cfg.Kubernetes.UnverifiedNetwork {
 		add("kubernetes.unverified_network=true", "runs pods where the cluster's network policy is not verified (kubernetes.unverified_network)")
 	}
 	if fromFile("cloud.url") && cfg.Cloud.URL != DefaultCloudURL {
-		add("cloud.url="+cfg.Cloud.URL, fmt.Sprintf("sends cloud tool calls, your PML_API_KEY and the keys they need to %s (cloud.url)", cfg.Cloud.URL))
+		add("cloud.url="+cfg.Cloud.URL, fmt.Sprintf("sends cloud tool calls, your PML_API_KEY and the keys they need to %s (cloud.url)", shown(cfg.Cloud.URL)))
 	}
 	if fromFile("telemetry.endpoint") && cfg.Telemetry.Endpoint != "" {
-		add("telemetry.endpoint="+cfg.Telemetry.Endpoint, fmt.Sprintf("sends traces and metrics of your tool calls (tool names, outcomes, timings; never arguments) to %s (telemetry.endpoint)", cfg.Telemetry.Endpoint))
+		add("telemetry.endpoint="+cfg.Telemetry.Endpoint, fmt.Sprintf("sends traces and metrics of your tool calls (tool names, outcomes, timings; never arguments) to %s (telemetry.endpoint)", shown(cfg.Telemetry.Endpoint)))
 	}
 	// An empty list from the file is the default (the cloud's registry),
 	// no grant.
 	if fromFile("registries") && cfg.RegistriesSet {
 		for _, r := range cfg.Registries {
-			add("registries="+r, fmt.Sprintf("fetches tools' code from %s and sends your PML_API_KEY there (registries)", r))
+			add("registries="+r, fmt.Sprintf("fetches tools' code from %s and sends your PML_API_KEY there (registries)", shown(r)))
 		}
 	}
 	for _, name := range sortedKeys(cfg.Servers) {
@@ -88,28 +97,30 @@ func GrantsBeyond(cfg *Config, defaultAllow []string) []Grant {
 		}
 		add("mcps."+name+"#"+serverHash(srv), describeServer(srv))
 	}
-	return out
+	return append(out, floorGrants(cfg, trusted)...)
 }
 
 // serverHash names a server's whole definition: any change to its
-// image, command, environment, mount or network is a new grant.
+// image, command, environment, mount or network is a new grant. The
+// whole sha256: a shorter one would let a repository find two
+// definitions, one harmless to be trusted and one not, that share it.
 func serverHash(s Server) string {
 	b, _ := json.Marshal(s)
 	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:8])
+	return hex.EncodeToString(sum[:])
 }
 
 func describeServer(s Server) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "starts the server %q", s.Name)
+	fmt.Fprintf(&b, "starts the server \"%s\"", shown(s.Name))
 	if s.Image != "" {
-		fmt.Fprintf(&b, " from the image %s", s.Image)
+		fmt.Fprintf(&b, " from the image %s", shown(s.Image))
 	}
 	switch {
 	case s.Command != "":
-		fmt.Fprintf(&b, " running %s", strings.TrimSpace(s.Command+" "+strings.Join(s.Args, " ")))
+		fmt.Fprintf(&b, " running %s", shownLine(strings.TrimSpace(s.Command+" "+strings.Join(s.Args, " "))))
 	case len(s.Args) > 0:
-		fmt.Fprintf(&b, " with the arguments %s", strings.Join(s.Args, " "))
+		fmt.Fprintf(&b, " with the arguments %s", shownLine(strings.Join(s.Args, " ")))
 	}
 	switch s.Workspace {
 	case "rw":
@@ -118,13 +129,13 @@ func describeServer(s Server) string {
 		b.WriteString(", with the workspace readable")
 	}
 	if len(s.Env) > 0 {
-		fmt.Fprintf(&b, ", with the environment variables %s", strings.Join(sortedKeys(s.Env), ", "))
+		fmt.Fprintf(&b, ", with the environment variables %s", shownLine(strings.Join(sortedKeys(s.Env), ", ")))
 	}
 	if !s.Network.Empty() {
-		b.WriteString(", network " + s.Network.Describe())
+		b.WriteString(", network " + shownLine(s.Network.Describe()))
 	}
 	if s.Install != nil {
-		fmt.Fprintf(&b, ", installed by %s", strings.TrimSpace(s.Install.Command+" "+strings.Join(s.Install.Args, " ")))
+		fmt.Fprintf(&b, ", installed by %s", shownLine(strings.TrimSpace(s.Install.Command+" "+strings.Join(s.Install.Args, " "))))
 	}
 	b.WriteString(" (mcps)")
 	return b.String()
@@ -134,8 +145,18 @@ func quoteTool(p string) string {
 	if p == "*" {
 		return "every tool"
 	}
-	return p
+	return shown(p)
 }
+
+// shown is a string from a policy file as a grant's text says it: its
+// control characters and bidi controls quoted, and bounded
+// (internal/termsafe), so that the one screen a person reviews before
+// trusting cannot be rewritten by what it shows.
+func shown(s string) string { return termsafe.Quote(s, termsafe.DefaultMax) }
+
+// shownLine is shown for a whole command line or list: longer, still
+// bounded.
+func shownLine(s string) string { return termsafe.Quote(s, 2*termsafe.DefaultMax) }
 
 // Restrict returns a copy of cfg in which only the grants that keep
 // says yes to apply; every other grant falls back to pml's default, as if
@@ -144,11 +165,18 @@ func quoteTool(p string) string {
 // The allow list is then the defaults plus the kept entries (until the
 // file is trusted pml behaves as with no file, plus what was trusted).
 func Restrict(cfg *Config, defaultAllow []string, keep func(Grant) bool) *Config {
+	return RestrictAgainst(cfg, defaultAllow, nil, keep)
+}
+
+// RestrictAgainst is Restrict with the floors of a trusted content: a
+// floor key weaker than its floor that keep refuses is put back to the
+// floor (the tightest of the trusted value, the team's and the default).
+func RestrictAgainst(cfg *Config, defaultAllow []string, trusted Floor, keep func(Grant) bool) *Config {
 	if cfg == nil || !(cfg.Exists || cfg.LocalExists) {
 		return cfg
 	}
 	granted := map[string]bool{}
-	for _, g := range GrantsBeyond(cfg, defaultAllow) {
+	for _, g := range GrantsAgainst(cfg, defaultAllow, trusted) {
 		granted[g.Key] = keep(g)
 	}
 	ok := func(key string) bool { v, listed := granted[key]; return !listed || v }
@@ -228,6 +256,7 @@ func Restrict(cfg *Config, defaultAllow []string, keep func(Grant) bool) *Config
 			}
 		}
 	}
+	holdFloors(&c, cfg, trusted, keep)
 	return &c
 }
 

@@ -27,6 +27,33 @@ type Key struct {
 	Example string
 	// Section groups keys in the reference ("Permissions").
 	Section string
+	// Trust says whether a value from a policy file needs the person's
+	// trust (classes.go), in words.
+	Trust string
+}
+
+// trustText is what the reference says of a class.
+func trustText(c Class, floor bool) string {
+	switch {
+	case c == Narrowing:
+		return "narrowing: applies at once, trusted or not"
+	case c == Neutral:
+		return "neutral: applies at once"
+	case floor:
+		return "granting when weaker than the value you trusted, the team's `.pml.json` or the default: that value applies only after `pml trust` (a tighter one at once)"
+	case c == Granting:
+		return "granting: a value beyond pml's default applies only after `pml trust`"
+	}
+	return ""
+}
+
+func isFloor(key string) bool {
+	for _, f := range floorKeys {
+		if f.key == key {
+			return true
+		}
+	}
+	return false
 }
 
 // serverKey is how the reference writes the keys of a server: NAME is
@@ -39,7 +66,8 @@ const serverKey = "mcps.NAME."
 func Keys() []Key {
 	var out []Key
 	for _, s := range table(&Config{}) {
-		k := Key{Key: s.key, Type: kindName(s.kind)}
+		c, _ := ClassOf(s.key)
+		k := Key{Key: s.key, Type: kindName(s.kind), Trust: trustText(c, isFloor(s.key))}
 		if s.store != nil {
 			k.Env = EnvName(s.key)
 			k.Default = defaultText(s.def)
@@ -47,7 +75,8 @@ func Keys() []Key {
 		out = append(out, withDoc(k))
 	}
 	for _, name := range memberKeys() {
-		out = append(out, withDoc(Key{Key: name}))
+		// A server's keys are its definition, one grant whole.
+		out = append(out, withDoc(Key{Key: name, Trust: "granting: part of the server's definition, which applies only after `pml trust`"}))
 	}
 	order := map[string]int{}
 	for i, s := range sections {

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/pml-dev/pml/internal/telemetry"
 )
 
 // ErrAtCap: every container slot of this pml was taken for as long as the
@@ -30,8 +32,10 @@ func WithoutQueue(ctx context.Context) context.Context {
 }
 
 // Limited is a Runtime that runs at most N containers at once. Start takes
-// a slot, waiting in line (FIFO) while all are taken, for as long as the
-// caller's context allows: the wait is part of the call's timeout. The
+// a slot, waiting in line (first come, first served: slotQueue) while all
+// are taken, for as long as the caller's context allows: the wait is part
+// of the call's timeout, and a start whose context ends leaves the line at
+// once, its error saying how long it waited and behind how many. The
 // slot is given back when the container has exited (Wait returned) or has
 // been removed, whichever comes first. Every container pml starts goes
 // through one Limited (broker.New wraps the runtime), so the cap covers
@@ -40,7 +44,7 @@ func WithoutQueue(ctx context.Context) context.Context {
 type Limited struct {
 	Runtime
 	n     int
-	slots chan struct{}
+	slots *slotQueue
 
 	mu sync.Mutex
 	// reclaim, when set, frees a slot held by a container no call is
@@ -49,8 +53,6 @@ type Limited struct {
 	// idle is closed (and forgotten) by Idle: starts waiting for a slot
 	// try reclaim again.
 	idle chan struct{}
-	// waiting counts the starts waiting for a slot.
-	waiting int
 	// used is set by the first Start, before anything reaches the engine.
 	used atomic.Bool
 }
@@ -60,7 +62,7 @@ func Limit(rt Runtime, n int) *Limited {
 	if n < 1 {
 		n = DefaultMaxContainers()
 	}
-	return &Limited{Runtime: rt, n: n, slots: make(chan struct{}, n)}
+	return &Limited{Runtime: rt, n: n, slots: newSlotQueue(n)}
 }
 
 // Cap is the number of containers that may run at once.
@@ -72,13 +74,15 @@ func (l *Limited) Cap() int { return l.n }
 func (l *Limited) Used() bool { return l.used.Load() }
 
 // Running is the number of slots taken now (tests, logs).
-func (l *Limited) Running() int { return len(l.slots) }
+func (l *Limited) Running() int {
+	taken, _ := l.slots.counts()
+	return taken
+}
 
 // Waiting is the number of starts waiting for a slot now (tests, logs).
 func (l *Limited) Waiting() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.waiting
+	_, waiting := l.slots.counts()
+	return waiting
 }
 
 // Idle says that a container no call uses now holds a slot (the pool
@@ -121,30 +125,30 @@ func (l *Limited) Start(ctx context.Context, spec Spec, streams Streams) (Proces
 	return lp, nil
 }
 
+// acquire takes a slot, or waits in line for one for as long as ctx
+// allows (see slotQueue: first come, first served).
 func (l *Limited) acquire(ctx context.Context) error {
-	select {
-	case l.slots <- struct{}{}:
-		return nil
-	default:
-	}
 	if ctx.Value(noQueueKey{}) != nil {
+		if l.slots.take() {
+			return nil
+		}
 		return fmt.Errorf("%w: all %d container slots are in use", ErrAtCap, l.n)
 	}
-	l.mu.Lock()
-	l.waiting++
-	l.mu.Unlock()
-	defer func() {
-		l.mu.Lock()
-		l.waiting--
-		l.mu.Unlock()
-	}()
 	began := time.Now()
+	w := l.slots.join()
+	if w == nil {
+		telemetry.QueueWaited(0, telemetry.QueueSlot)
+		return nil
+	}
+	telemetry.QueueDepth(1)
+	defer telemetry.QueueDepth(-1)
 	for {
 		// A pre-started container nobody uses yet gives its slot to a
 		// call: now, and again whenever one becomes ready while this call
 		// waits (a pre-start that held a slot when the call came finishes
 		// later, and would then hold it idle for as long as the call can
-		// wait).
+		// wait). The slot it frees goes to the head of the line, which
+		// may be another call: the line stays in order.
 		l.mu.Lock()
 		reclaim := l.reclaim
 		if l.idle == nil {
@@ -156,18 +160,53 @@ func (l *Limited) acquire(ctx context.Context) error {
 			reclaim()
 		}
 		select {
-		case l.slots <- struct{}{}:
+		case <-w.granted:
+			waited := time.Since(began)
+			telemetry.QueueWaited(waited, telemetry.QueueSlot)
+			if q := queueWaitOf(ctx); q != nil {
+				q.add(waited, l.n+w.ahead, l.n)
+			}
 			return nil
 		case <-idle:
 		case <-ctx.Done():
-			return fmt.Errorf("%w: all %d containers this pml may run at once were busy for %s, until the call's time ran out "+
-				"(%v); retry with fewer calls at once, or raise sandbox.max_containers in .pml.json",
-				ErrAtCap, l.n, time.Since(began).Round(time.Millisecond), ctx.Err())
+			ahead := l.slots.leave(w)
+			return l.gaveUp(ctx, time.Since(began), ahead)
 		}
 	}
 }
 
-func (l *Limited) release() { <-l.slots }
+// gaveUp is the error of a start whose context ended while it waited in
+// line with ahead starts before it (and every slot taken).
+func (l *Limited) gaveUp(ctx context.Context, waited time.Duration, ahead int) error {
+	// Behind it: the containers holding every slot, and the starts
+	// still ahead of it in the line.
+	behind := plural(l.n+ahead, "call")
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		telemetry.QueueWaited(waited, telemetry.QueueDeadline)
+		return fmt.Errorf("%w: waited %s in the queue behind %s (sandbox.max_containers %d) until the call's time ran out; "+
+			"raise sandbox.max_containers in .pml.json, or make fewer calls in parallel", ErrAtCap, seconds(waited), behind, l.n)
+	}
+	telemetry.QueueWaited(waited, telemetry.QueueCancelled)
+	return fmt.Errorf("%w: cancelled after it waited %s in the queue behind %s (sandbox.max_containers %d): %w",
+		ErrAtCap, seconds(waited), behind, l.n, context.Cause(ctx))
+}
+
+// seconds says d in seconds, to the tenth under a minute.
+func seconds(d time.Duration) string {
+	if d < time.Minute {
+		return fmt.Sprintf("%.1f s", d.Seconds())
+	}
+	return fmt.Sprintf("%.0f s", d.Seconds())
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+func (l *Limited) release() { l.slots.release() }
 
 // limitedProcess gives its slot back once, when the container has exited
 // or been removed. Wait and Remove free it themselves too, so that a caller

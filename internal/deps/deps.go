@@ -72,11 +72,13 @@ func (s *Store) Dir(name string) string { return filepath.Join(s.ws, ".pml", "de
 
 func (s *Store) file() string { return filepath.Join(s.ws, ".pml", "deps.json") }
 
-// SpecOf identifies an install step.
+// SpecOf identifies an install step, by the whole sha256 of what decides
+// it: a prefix would let a repository find a second step that passes for
+// an installed one.
 func SpecOf(srv config.Server) string {
 	b, _ := json.Marshal([]any{srv.Image, srv.Install.Command, srv.Install.Args, srv.Install.Integrity, srv.Install.Package})
 	sum := sha256.Sum256(b)
-	return base64.RawURLEncoding.EncodeToString(sum[:12])
+	return base64.RawURLEncoding.EncodeToString(sum[:])
 }
 
 func (s *Store) load() (state, error) {
@@ -143,25 +145,23 @@ func (e *MismatchError) Error() string {
 		"if the new package is the one you want, update install.integrity in .pml.json", e.Server, e.Expected, e.Actual)
 }
 
-// Install runs srv's install step into its cache, checks the integrity
-// and records it. On any failure the cache is removed.
+// Install runs srv's install step into a directory of its own beside
+// the cache (partial.go), checks the integrity, renames it into place and
+// records it. On any failure what it installed is removed and the cache
+// is as it was; a kill leaves only the partial directory, which
+// ClearInterrupted deletes later.
 func (in *Installer) Install(ctx context.Context, srv config.Server) (err error) {
-	// The cache is removed, created and handed over beneath the workspace
-	// without following a link: a repository shipping .pml/deps as a link
-	// to /etc would otherwise have pml empty it and mount it writable.
+	// The directories are created, handed over and renamed beneath the
+	// workspace without following a link: a repository shipping
+	// .pml/deps as a link to /etc would otherwise have pml fill it and
+	// mount it writable.
 	ws := in.Store.ws
-	dir := in.Store.Dir(srv.Name)
-	if err := safefs.RemoveAll(ws, dir); err != nil {
-		return fmt.Errorf("clearing %s: %w", dir, err)
+	final := in.Store.Dir(srv.Name)
+	dir, finish, err := in.Store.beginPartial(srv.Name)
+	if err != nil {
+		return err
 	}
-	if err := safefs.MkdirAll(ws, dir, 0o755); err != nil {
-		return fmt.Errorf("creating %s: %w", dir, err)
-	}
-	defer func() {
-		if err != nil {
-			_ = safefs.RemoveAll(ws, dir)
-		}
-	}()
+	defer finish()
 	if uid, gid, ok := parseUser(in.Spec.User); ok && os.Geteuid() == 0 {
 		// The install runs as the container user, who must own the cache.
 		if err := safefs.Lchown(ws, dir, uid, gid); err != nil {
@@ -223,6 +223,15 @@ func (in *Installer) Install(ctx context.Context, srv config.Server) (err error)
 	if expected != "" && actual != expected {
 		return &MismatchError{Server: srv.Name, Expected: expected, Actual: actual}
 	}
+	// Complete and verified: into place. What was there (an install of
+	// an older step) goes first, as a rename cannot replace a directory
+	// that has files.
+	if err := safefs.RemoveAll(ws, final); err != nil {
+		return fmt.Errorf("clearing %s: %w", final, err)
+	}
+	if err := safefs.Rename(ws, dir, final); err != nil {
+		return fmt.Errorf("moving the install of %s into %s: %w", srv.Name, final, err)
+	}
 	return in.Store.record(srv, actual)
 }
 
@@ -244,6 +253,13 @@ func (s *Store) recorded(srv config.Server) string {
 func (s *Store) record(srv config.Server, integrity string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// Another pml (a pml add of another server, now) may be recording
+	// too: without the lock, one of the two records would be lost.
+	unlock, err := s.lockDeps()
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	st, err := s.load()
 	if err != nil {
 		st = state{Servers: map[string]Record{}}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/pml-dev/pml/internal/safefs"
 )
@@ -29,7 +30,11 @@ func (s *Store) Names() ([]string, error) {
 		return nil, err
 	}
 	for _, e := range entries {
-		seen[e.Name()] = true
+		// Dot names are pml's own: an install under way, or one a kill
+		// interrupted (ClearInterrupted), and the lock beside them.
+		if !strings.HasPrefix(e.Name(), ".") {
+			seen[e.Name()] = true
+		}
 	}
 	out := make([]string, 0, len(seen))
 	for n := range seen {
@@ -48,6 +53,11 @@ func (s *Store) Remove(name string) (bool, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	unlock, err := s.lockDeps()
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
 	had := false
 	if _, err := safefs.Lstat(s.ws, s.Dir(name)); err == nil {
 		had = true

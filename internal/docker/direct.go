@@ -12,9 +12,9 @@ import (
 	"strings"
 	"sync"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/mount"
-	"github.com/docker/docker/errdefs"
 	"github.com/docker/docker/pkg/stdcopy"
 	"github.com/rs/zerolog"
 
@@ -146,10 +146,9 @@ func (r *Runtime) startDirect(ctx context.Context, spec pmlc.Spec, streams pmlc.
 		return nil, err
 	}
 	fail := func(err error) (pmlc.Process, error) {
-		p.discard(ctx)
-		return nil, err
+		return nil, p.discard(ctx, err)
 	}
-	att, err := r.cli.ContainerAttach(ctx, p.id, container.AttachOptions{Stream: true, Stderr: true})
+	att, err := r.attach(ctx, p.id, container.AttachOptions{Stream: true, Stderr: true})
 	if err != nil {
 		return fail(wrap("attaching to container", err))
 	}
@@ -201,7 +200,7 @@ func (r *Runtime) command(ctx context.Context, spec pmlc.Spec) ([]string, error)
 	var imgEP, imgCmd []string
 	if len(spec.Entrypoint) == 0 {
 		ins, err := r.cli.ImageInspect(ctx, spec.Image)
-		if err != nil && errdefs.IsNotFound(err) {
+		if err != nil && cerrdefs.IsNotFound(err) {
 			if dt, ok := r.loadedImage(ctx, spec.Image); ok {
 				ins, err = r.cli.ImageInspect(ctx, dt)
 			}

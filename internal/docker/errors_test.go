@@ -24,8 +24,9 @@ import (
 func TestADaemonThatDoesNotAnswerIsUnavailable(t *testing.T) {
 	refused := &net.OpError{Op: "dial", Net: "unix", Err: syscall.ECONNREFUSED}
 	for name, cause := range map[string]error{
-		"refused socket":          fmt.Errorf("Get \"http://%%2Fvar%%2Frun%%2Fdocker.sock/v1.41/version\": %w", refused),
-		"daemon gone mid-answer":  io.ErrUnexpectedEOF,
+		"refused socket":         fmt.Errorf("Get \"http://%%2Fvar%%2Frun%%2Fdocker.sock/v1.41/version\": %w", refused),
+		"daemon gone mid-answer": io.ErrUnexpectedEOF,
+		//lint:ignore SA1019 the error the client itself returns when it cannot connect: the test needs one
 		"client connection error": client.ErrorConnectionFailed("unix:///var/run/docker.sock"),
 	} {
 		err := wrap("starting container", cause)

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"io"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/image"
-	"github.com/docker/docker/errdefs"
 
 	pmlc "github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/imageref"
@@ -26,7 +26,7 @@ var (
 func (r *Runtime) InspectImage(ctx context.Context, ref string) (pmlc.Image, bool, error) {
 	ins, err := r.cli.ImageInspect(ctx, ref)
 	if err != nil {
-		if errdefs.IsNotFound(err) {
+		if cerrdefs.IsNotFound(err) {
 			return pmlc.Image{}, false, nil
 		}
 		return pmlc.Image{}, false, wrap("inspecting image "+ref, err)
@@ -107,9 +107,9 @@ func (r *Runtime) TagImage(ctx context.Context, source, target string) error {
 func (r *Runtime) RemoveImage(ctx context.Context, ref string) error {
 	_, err := r.cli.ImageRemove(ctx, ref, image.RemoveOptions{PruneChildren: true})
 	switch {
-	case err == nil, errdefs.IsNotFound(err):
+	case err == nil, cerrdefs.IsNotFound(err):
 		return nil
-	case errdefs.IsConflict(err) && r.inUse(ctx, ref):
+	case cerrdefs.IsConflict(err) && r.inUse(ctx, ref):
 		return fmt.Errorf("%w: %w", pmlc.ErrImageInUse, err)
 	}
 	return wrap("removing image "+ref, err)

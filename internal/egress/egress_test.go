@@ -262,7 +262,7 @@ func TestTheHostsOwnProxyIsUsed(t *testing.T) {
 		}
 		c, err := net.Dial("tcp", to)
 		if err != nil {
-			http.Error(w, err.Error(), 502)
+			http.Error(w, err.Error(), http.StatusBadGateway)
 			return
 		}
 		down, _, _ := w.(http.Hijacker).Hijack()

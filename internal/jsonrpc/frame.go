@@ -94,6 +94,16 @@ type Filter struct {
 	max      int
 	onReject func(Rejection)
 	pending  []byte
+
+	// batchRule allows batches (batch.go); batchIDs are the request ids
+	// the batches passed so far carried; split: the frames a batch just
+	// passed becomes; queued: those Next has still to return; dry, when
+	// set, takes the reason of a refusal instead of answering it (a
+	// batch's messages are checked one by one, the batch answered once).
+	batchRule     func() error
+	batchIDs      map[string]bool
+	split, queued [][]byte
+	dry           *string
 }
 
 // NewFilter reads frames from in; rejected frames are answered on out.
@@ -117,7 +127,9 @@ func (f *Filter) Read(p []byte) (int, error) {
 			f.reject(nil, CodeInvalidRequest, fmt.Sprintf("message of %d bytes or more is larger than the %d-byte limit", tooBig, f.max), tooBig)
 		} else if len(bytes.TrimSpace(line)) > 0 {
 			if ok := f.check(line); ok {
-				f.pending = append(bytes.TrimRight(line, "\r\n"), '\n')
+				for _, fr := range f.frames(line) {
+					f.pending = append(append(f.pending, fr...), '\n')
+				}
 			}
 		}
 		if err != nil {
@@ -136,12 +148,19 @@ func (f *Filter) Read(p []byte) (int, error) {
 // frames refused on the way are answered as Read answers them). Use
 // either Next or Read on a Filter, not both.
 func (f *Filter) Next() ([]byte, error) {
+	if len(f.queued) > 0 {
+		fr := f.queued[0]
+		f.queued = f.queued[1:]
+		return fr, nil
+	}
 	for {
 		line, tooBig, err := f.readLine()
 		if tooBig > 0 {
 			f.reject(nil, CodeInvalidRequest, fmt.Sprintf("message of %d bytes or more is larger than the %d-byte limit", tooBig, f.max), tooBig)
 		} else if len(bytes.TrimSpace(line)) > 0 && f.check(line) {
-			return bytes.TrimRight(line, "\r\n"), nil
+			frs := f.frames(line)
+			f.queued = frs[1:]
+			return frs[0], nil
 		}
 		if err != nil {
 			return nil, err
@@ -184,8 +203,7 @@ func (f *Filter) check(line []byte) bool {
 		var probe any
 		if json.Unmarshal(line, &probe) == nil {
 			if _, isArray := probe.([]any); isArray {
-				f.reject(nil, CodeInvalidRequest, "JSON-RPC batches are not supported: send one message per line", len(line))
-				return false
+				return f.checkBatch(line)
 			}
 			f.reject(nil, CodeInvalidRequest, "a JSON-RPC message must be a JSON object", len(line))
 			return false
@@ -372,6 +390,10 @@ func IntegerID(id json.RawMessage) bool {
 }
 
 func (f *Filter) reject(id json.RawMessage, code int, reason string, size int) {
+	if f.dry != nil {
+		*f.dry = reason
+		return
+	}
 	if f.onReject != nil {
 		f.onReject(Rejection{Code: code, Reason: reason, Size: size})
 	}

@@ -164,3 +164,38 @@ func FuzzFilter(f *testing.F) {
 		}
 	})
 }
+
+// A batch passes only under a rule that allows it, whole and sound, its
+// notifications split out before the rest (the go-sdk would never answer
+// a batch holding one); an id a batch used before refuses the batch.
+func TestBatchesFollowTheRule(t *testing.T) {
+	in := `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/x"},{"jsonrpc":"2.0","id":2,"method":"ping"}]
+[{"jsonrpc":"2.0","id":2,"method":"ping"}]
+[{"jsonrpc":"2.0","id":3,"method":"ping"},{"jsonrpc":"2.0","id":3,"method":"ping"}]
+[{"jsonrpc":"2.0","id":4,"method":"ping"},{"jsonrpc":"1.0","id":5,"method":"ping"}]
+[]
+`
+	var out bytes.Buffer
+	f := NewFilter(nopCloser{strings.NewReader(in)}, NewOutput(&out), 0, nil)
+	f.SetBatchRule(func() error { return nil })
+	b, err := io.ReadAll(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"jsonrpc":"2.0","method":"notifications/x"}
+[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"ping"}]
+`
+	if string(b) != want {
+		t.Errorf("passed:\n%s\nwant:\n%s", b, want)
+	}
+	if n := strings.Count(out.String(), `"code":-32600`); n != 4 {
+		t.Errorf("%d refusals, want 4:\n%s", n, out.String())
+	}
+	// A rule that says no: its reason is the answer.
+	out.Reset()
+	f = NewFilter(nopCloser{strings.NewReader(`[{"jsonrpc":"2.0","id":1,"method":"ping"}]` + "\n")}, NewOutput(&out), 0, nil)
+	f.SetBatchRule(func() error { return io.ErrUnexpectedEOF })
+	if b, _ := io.ReadAll(f); len(b) != 0 || !strings.Contains(out.String(), io.ErrUnexpectedEOF.Error()) {
+		t.Errorf("passed %q, answered %s", b, out.String())
+	}
+}

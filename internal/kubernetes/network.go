@@ -74,7 +74,6 @@ type netCheck struct {
 
 	mu      sync.Mutex
 	verdict *Verdict
-	warned  bool
 }
 
 // require returns nil when pods may run: isolation was verified, or the

@@ -86,9 +86,6 @@ func within(p, dir string) bool {
 	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
 }
 
-// serviceAccountDir is where a pod finds its namespace.
-const serviceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
-
 // inCluster reports whether pml runs in a pod (the API server's service
 // is in its environment).
 func inCluster() bool {

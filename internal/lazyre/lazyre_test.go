@@ -41,7 +41,7 @@ func TestConcurrentFirstUsesCompileOnce(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if re.re() != re.re() {
+	if first, again := re.re(), re.re(); first != again {
 		t.Error("compiled more than once")
 	}
 }

@@ -1,5 +1,6 @@
 // Package protect keeps what a container writes from ever being trusted by
-// pml: its own files at the workspace root (.pml.json, .mcp.json, .env).
+// pml: its own files at the workspace root (.pml.json, .pml.local.json,
+// .mcp.json, .env).
 //
 // Prevention comes first and lives in the broker's mounts: .pml/ always
 // exists and is mounted read-only into every container that may write the
@@ -51,8 +52,11 @@ import (
 )
 
 // Files are the protected files at the workspace root that a container
-// could create when they do not exist yet.
-var Files = []string{".pml.json", ".mcp.json", ".env"}
+// could create when they do not exist yet. .pml.local.json is guarded as
+// .pml.json is: its keys override the team's, so a container that created
+// it could weaken the policy in force (hil.require_elicitation, the OCI
+// runtime) from the next reload.
+var Files = []string{".pml.json", ".pml.local.json", ".mcp.json", ".env"}
 
 // Dir is pml's state directory at the workspace root; it always exists
 // and is mounted read-only into every container that may write the

@@ -73,6 +73,9 @@ The other ` + "`PML_*`" + ` variables are at the end: [Environment variables](#e
 		if k.Env != "" {
 			fmt.Fprintf(&b, "- Variable: `%s`\n", k.Env)
 		}
+		if k.Trust != "" {
+			fmt.Fprintf(&b, "- Trust: %s\n", k.Trust)
+		}
 		fmt.Fprintf(&b, "\n```json\n%s\n```\n", indent(k.Example))
 	}
 	b.WriteString("\n## Environment variables\n\nBesides the variable of each key above, pml reads these:\n\n")

@@ -234,13 +234,15 @@ func CopyContext(ctx context.Context, w io.Writer, r io.Reader) (int64, error) {
 
 // OpenAppend opens (creating it with perm) the regular file name beneath
 // root for appending, creating no directory. A file with other hard links
-// is refused: appending would write into whatever else it is.
+// is refused: appending would write into whatever else it is. The file is
+// readable too: an appender looks at the last byte, to start its line on
+// a fresh one (internal/audit).
 func OpenAppend(root, name string, perm fs.FileMode) (*os.File, error) {
 	r, show, err := rel(root, name)
 	if err != nil {
 		return nil, err
 	}
-	return openWrite(root, r, show, os.O_WRONLY|os.O_APPEND|os.O_CREATE, perm)
+	return openWrite(root, r, show, os.O_RDWR|os.O_APPEND|os.O_CREATE, perm)
 }
 
 // OpenLock opens (creating it with perm) the regular file name beneath

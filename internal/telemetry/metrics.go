@@ -29,6 +29,9 @@ type instruments struct {
 	starts        metric.Int64Counter
 	approvals     metric.Int64Counter
 	egressBytes   metric.Int64Counter
+	queueDepth    metric.Int64UpDownCounter
+	queueWait     metric.Float64Histogram
+	panics        metric.Int64Counter
 }
 
 var (
@@ -98,6 +101,16 @@ func MetricsSetup(ctx context.Context, s Settings, version string, prom bool) (h
 	in.starts = counter("pml.container.starts", "{container}", "Server containers started (pooled and per call).")
 	in.approvals = counter("pml.approvals", "{approval}", "Questions put to a person, by answer.")
 	in.egressBytes = counter("pml.egress.bytes", "By", "Bytes through pml's egress proxy, by direction.")
+	if err == nil {
+		in.queueDepth, err = m.Int64UpDownCounter("pml.container.queue.depth", metric.WithUnit("{call}"),
+			metric.WithDescription("Container starts waiting in line for a slot under sandbox.max_containers."))
+	}
+	if err == nil {
+		in.queueWait, err = m.Float64Histogram("pml.container.queue.wait_time", metric.WithUnit("s"),
+			metric.WithDescription("How long a container start waited for a slot under sandbox.max_containers (0 when one was free), by outcome."),
+			metric.WithExplicitBucketBoundaries(queueWaitBuckets...))
+	}
+	in.panics = counter("pml.panics", "{panic}", "Panics pml recovered from while answering a request, by MCP method (the request got an internal error; pml kept running).")
 	if err != nil {
 		return nil, func() {}, err
 	}
@@ -183,4 +196,46 @@ func CountApproval(answer string) {
 func CountEgress(up, down int64) {
 	add(func(i *instruments) metric.Int64Counter { return i.egressBytes }, up, attribute.String("pml.direction", "up"))
 	add(func(i *instruments) metric.Int64Counter { return i.egressBytes }, down, attribute.String("pml.direction", "down"))
+}
+
+// queueWaitBuckets are the wait time's histogram bounds, in seconds: from
+// no wait to past the default sandbox.timeout (the SDK's default bounds
+// are meant for milliseconds). (60, 61] holds the waits that ran out at
+// the default limit, so that they do not spread over a wide bucket.
+var queueWaitBuckets = []float64{0, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 3, 4, 5, 7.5, 10, 12.5, 15, 17.5, 20, 25, 30, 35, 40, 45, 50, 55, 60, 61, 75, 90, 120, 180, 300}
+
+// The outcomes of a wait for a container slot (pml.outcome of
+// pml.container.queue.wait_time).
+const (
+	QueueSlot      = "slot"      // it got one
+	QueueDeadline  = "deadline"  // the call's time ran out first
+	QueueCancelled = "cancelled" // the call was cancelled first
+)
+
+// QueueDepth counts starts joining (+1) and leaving (-1) the line for a
+// container slot.
+func QueueDepth(delta int64) {
+	if in := instrumentsOn(); in != nil {
+		in.queueDepth.Add(context.Background(), delta)
+	}
+}
+
+// QueueWaited records how long a start waited for a container slot.
+func QueueWaited(d time.Duration, outcome string) {
+	if in := instrumentsOn(); in != nil {
+		in.queueWait.Record(context.Background(), d.Seconds(), metric.WithAttributes(attribute.String("pml.outcome", outcome)))
+	}
+}
+
+// CountPanic counts a panic recovered while answering an MCP request
+// (method) or running a tool call (tool, else "").
+func CountPanic(method, tool string) {
+	var attrs []attribute.KeyValue
+	if method != "" {
+		attrs = append(attrs, attribute.String("mcp.method.name", method))
+	}
+	if tool != "" {
+		attrs = append(attrs, attribute.String("gen_ai.tool.name", tool))
+	}
+	add(func(i *instruments) metric.Int64Counter { return i.panics }, 1, attrs...)
 }

@@ -102,7 +102,7 @@ func TestTraceContextCrossesMeta(t *testing.T) {
 	}
 	attrs := map[string]string{}
 	for _, a := range client.Attributes() {
-		attrs[string(a.Key)] = a.Value.Emit()
+		attrs[string(a.Key)] = a.Value.String()
 	}
 	for k, v := range map[string]string{"mcp.method.name": "tools/call", "gen_ai.tool.name": "say", "error.type": "tool_error", "gen_ai.operation.name": "execute_tool"} {
 		if attrs[k] != v {

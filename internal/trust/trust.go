@@ -24,6 +24,7 @@ import (
 
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/safefs"
+	"github.com/pml-dev/pml/internal/termsafe"
 )
 
 // FileName is the store's name in pml's state directory.
@@ -31,13 +32,70 @@ const FileName = "trust.json"
 
 // Record is what a person trusted for one policy file.
 type Record struct {
-	// SHA256 is the content last trusted whole (`pml trust`).
-	SHA256 string `json:"sha256"`
+	// SHA256 is the full sha256 (hex) of the exact bytes of .pml.json last
+	// trusted whole (`pml trust`), LocalSHA256 that of .pml.local.json
+	// beside it ("" when it was absent). Any other content is not trusted
+	// whole until `pml trust`; a record whose sums are not sha256 hex is
+	// not honoured at all (Lookup drops it).
+	SHA256      string `json:"sha256"`
+	LocalSHA256 string `json:"local_sha256,omitempty"`
 	// Grants are the grants trusted: those of that content, plus any that
 	// pml's own writes added since ("Always").
 	Grants []config.Grant `json:"grants"`
+	// Floor is what that content set of the keys a file may tighten at
+	// once but not weaken without trust (hil.require_elicitation,
+	// sandbox.runtime, the limits: config.Floor): a later content, or a
+	// .pml.local.json, that sets one weaker grants that.
+	Floor config.Floor `json:"floor,omitempty"`
 	// At is when the record last changed.
 	At time.Time `json:"at"`
+}
+
+// wellFormed reports whether r's sums are each empty (no content trusted
+// whole: only grants pml's own writes added) or a full sha256 in
+// lower-case hex.
+func (r *Record) wellFormed() bool { return isSum(r.SHA256) && isSum(r.LocalSHA256) }
+
+// ErrMalformed: a record whose sums are not sha256 hex; it is not
+// honoured.
+var ErrMalformed = errors.New("malformed trust record")
+
+func isSum(s string) bool {
+	if s == "" {
+		return true
+	}
+	if len(s) != 64 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// Whole reports whether r trusted exactly cfg's content: the bytes of
+// .pml.json and of .pml.local.json (each absent or with the same sha256).
+func (r *Record) Whole(cfg *config.Config) bool {
+	if r == nil || !r.wellFormed() || !cfg.HasFile() || (r.SHA256 == "" && r.LocalSHA256 == "") {
+		return false
+	}
+	return r.SHA256 == cfg.FileSum && r.LocalSHA256 == cfg.LocalSum
+}
+
+func (r *Record) floor() config.Floor {
+	if r == nil {
+		return nil
+	}
+	return r.Floor
+}
+
+// Grants lists what cfg grants measured against rec (nil: nothing
+// trusted): beyond pml's defaults, and any floor key set weaker than rec
+// trusted.
+func Grants(cfg *config.Config, rec *Record, defaultAllow []string) []config.Grant {
+	return config.GrantsAgainst(cfg, defaultAllow, rec.floor())
 }
 
 // Has reports whether the record trusts g.
@@ -106,7 +164,13 @@ func (s *Store) Lookup(path string) (*Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	return doc.Files[path], nil
+	rec := doc.Files[path]
+	if rec != nil && !rec.wellFormed() {
+		// Not what pml writes: a hand-edited or damaged record trusts
+		// nothing (pml trust replaces it).
+		return nil, fmt.Errorf("%w: the trust record of %s in %s has a sha256 that is not one (%s): it is not honoured; review the file and run `pml trust`", ErrMalformed, Path(path), s.Path, termsafe.Quote(rec.SHA256+" "+rec.LocalSHA256, 140))
+	}
+	return rec, nil
 }
 
 // Stamp is the store's modification time and size, to tell cheaply
@@ -150,9 +214,11 @@ func (s *Store) update(path string, change func(*Record) *Record) error {
 
 // Trust records cfg's content as trusted: exactly its grants.
 func (s *Store) Trust(cfg *config.Config, defaultAllow []string) error {
-	grants := config.GrantsBeyond(cfg, defaultAllow)
-	return s.update(cfg.Path, func(*Record) *Record {
-		return &Record{SHA256: cfg.Sum, Grants: grants}
+	return s.update(cfg.Path, func(prev *Record) *Record {
+		if prev != nil && !prev.wellFormed() {
+			prev = nil
+		}
+		return &Record{SHA256: cfg.FileSum, LocalSHA256: cfg.LocalSum, Grants: Grants(cfg, prev, defaultAllow), Floor: config.FloorOf(cfg)}
 	})
 }
 
@@ -179,21 +245,23 @@ func (s *Store) Saved(path string, before, after []byte, defaultAllow []string) 
 		had[g.Key] = true
 	}
 	return s.update(path, func(rec *Record) *Record {
-		if rec == nil {
+		if rec == nil || !rec.wellFormed() {
 			rec = &Record{}
 		} else {
 			c := *rec
 			c.Grants = slices.Clone(rec.Grants)
 			rec = &c
 		}
-		wasWhole := (old == nil && before == nil) || (old != nil && rec.SHA256 == old.Sum)
+		// Saved sees .pml.json's bytes only: .pml.local.json is as it was.
+		wasWhole := (old == nil && before == nil) || (old != nil && rec.SHA256 == old.FileSum)
 		for _, g := range config.GrantsBeyond(cur, defaultAllow) {
 			if !had[g.Key] && !rec.Has(g) {
 				rec.Grants = append(rec.Grants, g)
 			}
 		}
 		if wasWhole {
-			rec.SHA256 = cur.Sum
+			rec.SHA256 = cur.FileSum
+			rec.Floor = config.FloorOf(cur)
 		}
 		return rec
 	})
@@ -201,9 +269,12 @@ func (s *Store) Saved(path string, before, after []byte, defaultAllow []string) 
 
 // Status is how a configuration stands against the store.
 type Status struct {
-	// Trusted: everything the file grants is trusted (or it grants
-	// nothing, or there is no file).
+	// Trusted: this exact content was trusted (or it grants nothing, or
+	// there is no file).
 	Trusted bool
+	// Changed: a content was trusted, and this is another one. What it
+	// grants that was trusted still applies; the rest waits.
+	Changed bool
 	// Untrusted lists the grants not (yet) trusted: they do not apply.
 	Untrusted []config.Grant
 	// Record is what was trusted before (nil: nothing).
@@ -224,16 +295,21 @@ func Apply(cfg *config.Config, s *Store, defaultAllow []string) (*config.Config,
 		err = errors.New("no trust store")
 	}
 	st := Status{Record: rec}
-	for _, g := range config.GrantsBeyond(cfg, defaultAllow) {
+	grants := Grants(cfg, rec, defaultAllow)
+	for _, g := range grants {
 		if !rec.Has(g) {
 			st.Untrusted = append(st.Untrusted, g)
 		}
 	}
-	st.Trusted = len(st.Untrusted) == 0
-	if st.Trusted {
+	whole := rec.Whole(cfg)
+	st.Changed = rec != nil && !whole && (rec.SHA256 != "" || rec.LocalSHA256 != "")
+	// By content: only the bytes trusted are trusted. A content that
+	// grants nothing needs no trust (what it narrows applies anyway).
+	st.Trusted = len(st.Untrusted) == 0 && (whole || len(grants) == 0)
+	if st.Trusted || len(st.Untrusted) == 0 {
 		return cfg, st, err
 	}
-	return config.Restrict(cfg, defaultAllow, rec.Has), st, err
+	return config.RestrictAgainst(cfg, defaultAllow, rec.floor(), rec.Has), st, err
 }
 
 // Changes lists what cur grants that rec did not (added) and what rec
@@ -254,6 +330,19 @@ func Changes(rec *Record, cur []config.Grant) (added, dropped []config.Grant) {
 	return added, dropped
 }
 
+// Names names the policy's files as a person reads them: .pml.json, and
+// .pml.local.json beside it when there is one (trust covers the pair).
+func Names(cfg *config.Config) string {
+	if cfg.LocalExists {
+		return Path(cfg.Path) + " with " + Path(cfg.LocalPath)
+	}
+	return Path(cfg.Path)
+}
+
+// Path is a file's path as pml shows it to a person: a workspace's name
+// comes from a clone, so its control characters are quoted too.
+func Path(p string) string { return termsafe.Quote(p, 1024) }
+
 // Message is what pml says, once per content, about a policy that is not
 // trusted: what it would grant and the command that trusts it.
 func Message(cfg *config.Config, st Status) string {
@@ -261,15 +350,19 @@ func Message(cfg *config.Config, st Status) string {
 		return ""
 	}
 	var b []byte
-	b = fmt.Appendf(b, "%s is not trusted, so it applies only as far as it narrows pml's defaults (deny, ask)", cfg.Path)
-	if st.Record != nil {
+	b = fmt.Appendf(b, "%s is not trusted, so it applies only as far as it narrows pml's defaults (deny, ask) and what you trusted", Names(cfg))
+	if st.Changed {
 		b = append(b, "; it changed since you trusted it"...)
 	}
-	b = append(b, ". Not applied until you trust it:"...)
+	if len(st.Untrusted) == 0 {
+		b = append(b, ". It grants nothing you did not trust, but this content is not the one you trusted."...)
+	} else {
+		b = append(b, ". Not applied until you trust it:"...)
+	}
 	for _, g := range st.Untrusted {
 		b = append(b, "\n  - "...)
 		b = append(b, g.Text...)
 	}
-	b = fmt.Appendf(b, "\nReview the file, then run `pml trust` in %s.", filepath.Dir(cfg.Path))
+	b = fmt.Appendf(b, "\nReview the file, then run `pml trust` in %s.", Path(filepath.Dir(cfg.Path)))
 	return string(b)
 }

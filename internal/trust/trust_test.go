@@ -1,9 +1,11 @@
 package trust
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/pml-dev/pml/internal/config"
@@ -86,12 +88,21 @@ func TestTrustAppliesThatContentOnly(t *testing.T) {
 	if !slices.Equal(cfg.Sandbox.Network.Allow, []string{"example.org:443"}) || cfg.Sandbox.User != "0:0" {
 		t.Errorf("after widening: network %v user %q (what was trusted stays, the new host waits)", cfg.Sandbox.Network.Allow, cfg.Sandbox.User)
 	}
-	// An edit that only adds a deny needs no trust.
+	// An edit that only adds a deny: the deny applies at once, what was
+	// trusted still applies, and the content is not the one trusted (trust
+	// is by the exact bytes) until pml trust.
 	narrowed := `{"permissions": {"allow": ["*"], "deny": ["filesystem:write_file", "shell:exec"]}, "sandbox": {"user": "0:0", "network": {"allow": ["example.org:443"]}}, "cloud": {"url": "https://cloud.example"}, "mcps": {"fs": {"image": "x/fs:1", "command": "fs", "workspace": "rw"}}}`
 	os.WriteFile(filepath.Join(ws, config.FileName), []byte(narrowed), 0o644)
 	cfg, st, _ = Apply(load(t, ws), store, defaults)
-	if !st.Trusted || !slices.Contains(cfg.Permissions.Deny, "shell:exec") {
-		t.Errorf("a deny-only edit: trusted=%v deny=%v", st.Trusted, cfg.Permissions.Deny)
+	if st.Trusted || !st.Changed || len(st.Untrusted) != 0 || !slices.Contains(cfg.Permissions.Deny, "shell:exec") || cfg.Sandbox.User != "0:0" {
+		t.Errorf("a deny-only edit: %+v deny=%v user %q", st, cfg.Permissions.Deny, cfg.Sandbox.User)
+	}
+	if msg := Message(cfg, st); !strings.Contains(msg, "changed since you trusted it") || !strings.Contains(msg, "pml trust") {
+		t.Errorf("message: %q", msg)
+	}
+	store.Trust(load(t, ws), defaults)
+	if _, st, _ = Apply(load(t, ws), store, defaults); !st.Trusted {
+		t.Errorf("trusted again: %+v", st)
 	}
 	if err := store.Revoke(cfg.Path); err != nil {
 		t.Fatal(err)
@@ -176,5 +187,44 @@ func TestATelemetryEndpointWaitsForTrust(t *testing.T) {
 	}
 	if cfg, _, _ := Apply(load(t, ws), store, defaults); cfg.Telemetry.Endpoint != "https://collector.evil.example" {
 		t.Errorf("trusted endpoint not applied: %q", cfg.Telemetry.Endpoint)
+	}
+}
+
+// The record holds the full sha256 of each file's bytes; one whose sums
+// are not sha256 hex is not honoured at all.
+func TestARecordIsOfTheExactBytes(t *testing.T) {
+	ws, store := project(t, cloned)
+	os.WriteFile(filepath.Join(ws, config.LocalFileName), []byte(`{"permissions": {"ask": ["shell:exec"]}}`), 0o644)
+	cfg := load(t, ws)
+	if err := store.Trust(cfg, defaults); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := store.Lookup(cfg.Path)
+	if err != nil || rec.SHA256 != cfg.FileSum || rec.LocalSHA256 != cfg.LocalSum || len(rec.SHA256) != 64 || len(rec.LocalSHA256) != 64 {
+		t.Fatalf("record %+v (%v), want the sums of both files", rec, err)
+	}
+	// The local file changes: the pair is no longer the content trusted.
+	os.WriteFile(filepath.Join(ws, config.LocalFileName), []byte(`{"permissions": {"ask": ["shell:*"]}}`), 0o644)
+	if _, st, _ := Apply(load(t, ws), store, defaults); st.Trusted || !st.Changed {
+		t.Errorf("another .pml.local.json: %+v", st)
+	}
+	for _, bad := range []string{"x", strings.Repeat("A", 64), strings.Repeat("0", 63), rec.SHA256[:16]} {
+		doc, _ := os.ReadFile(store.Path)
+		os.WriteFile(store.Path, []byte(strings.Replace(string(doc), rec.SHA256, bad, 1)), 0o600)
+		cfg, st, err := Apply(load(t, ws), store, defaults)
+		if err == nil || !errors.Is(err, ErrMalformed) || st.Trusted || st.Record != nil || cfg.Sandbox.User != "" {
+			t.Errorf("sha256 %q: err %v status %+v user %q: a malformed record must trust nothing", bad, err, st, cfg.Sandbox.User)
+		}
+		os.WriteFile(store.Path, doc, 0o600)
+	}
+}
+
+// A server's grant key holds the whole sha256 of its definition.
+func TestServerGrantKeysAreFullWidth(t *testing.T) {
+	ws, _ := project(t, cloned)
+	for _, g := range config.GrantsBeyond(load(t, ws), defaults) {
+		if k, ok := strings.CutPrefix(g.Key, "mcps.fs#"); ok && len(k) != 64 {
+			t.Errorf("server key %q: %d hex digits, want 64", g.Key, len(k))
+		}
 	}
 }

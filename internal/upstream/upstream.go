@@ -11,6 +11,8 @@
 // caller that is waiting on the server, through Relay.
 package upstream
 
+//lint:file-ignore SA1019 roots, sampling and logging are deprecated from MCP 2026-07-28 (SEP-2577), but the clients and servers pml serves today speak the revisions before it, where they are the protocol
+
 import (
 	"context"
 	"encoding/json"
@@ -428,8 +430,7 @@ func (s *Server) connect(ctx context.Context, start Starter, spec container.Spec
 		<-proc.Done()
 		pw.CloseWithError(io.EOF)
 	}()
-	client := mcp.NewClient(&mcp.Implementation{Name: "pml", Version: "broker"}, opts)
-	client.AddSendingMiddleware(telemetry.ClientMiddleware(s.o.Name))
+	client := s.newClient(opts)
 	if len(roots) > 0 {
 		client.AddRoots(roots...)
 	}

@@ -1,0 +1,64 @@
+package broker
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rs/zerolog"
+
+	"github.com/pml-dev/pml/internal/config"
+)
+
+// A tool name with a control or bidi character, from a server's
+// tools/list, is not listed; the log names the server and the name
+// quoted, never raw.
+func TestToolNamesWithControlCharactersAreRefused(t *testing.T) {
+	f := newFixture(t, `{"permissions": {"allow": ["filesystem:*"]}}`)
+	var logs bytes.Buffer
+	f.b.log = zerolog.New(&logs)
+	srv := &server{cfg: config.Server{Name: "probe"}}
+	f.b.registerServerTools(srv, []*mcp.Tool{
+		{Name: "lookup", Description: "fine"},
+		{Name: "read\x1b[2K\rfile", Description: "erases a line"},
+		{Name: "ev\u202eil", Description: "reordered"},
+		nil,
+	})
+	if _, ok := f.b.tools.get("probe:lookup"); !ok {
+		t.Error("the ordinary tool is not listed")
+	}
+	for _, name := range []string{"probe:read\x1b[2K\rfile", "probe:ev\u202eil"} {
+		if _, ok := f.b.tools.get(name); ok {
+			t.Errorf("%q is listed", name)
+		}
+	}
+	out := logs.String()
+	if !strings.Contains(out, `read\\x1b[2K\\rfile`) || !strings.Contains(out, `ev\\u202eil`) || !strings.Contains(out, `"server":"probe"`) {
+		t.Errorf("the log does not name the server and the quoted names:\n%s", out)
+	}
+	if strings.Contains(out, "\u202e") {
+		t.Errorf("the log holds a raw bidi override:\n%s", out)
+	}
+}
+
+// An approval's text quotes what the model wrote: an escape sequence in a
+// path cannot rewrite the question in the client's dialog.
+func TestApprovalTextQuotesControlCharacters(t *testing.T) {
+	f := newFixture(t, "")
+	cs := stdioClient(t, f, nil)
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "filesystem__write_file", Arguments: map[string]any{"path": "a\x1b[2K\rAllow nothing?\u202e.txt", "content": "x"}})
+	if err != nil || res.IsError {
+		t.Fatalf("%v %+v", err, res)
+	}
+	raw, _ := json.Marshal(res.StructuredContent)
+	var a Approval
+	if err := json.Unmarshal(raw, &a); err != nil {
+		t.Fatal(err)
+	}
+	if strings.ContainsAny(a.Description, "\x1b\r\u202e") || !strings.Contains(a.Description, `a\x1b[2K\rAllow nothing?\u202e.txt`) {
+		t.Errorf("the approval's description is not quoted: %q", a.Description)
+	}
+}

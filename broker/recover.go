@@ -1,0 +1,115 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"runtime/debug"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rs/zerolog"
+
+	"github.com/pml-dev/pml/internal/telemetry"
+	"github.com/pml-dev/pml/internal/wirename"
+)
+
+// The recover boundary. The go-sdk runs every request's handler in a
+// goroutine of its own (not net/http's, which would recover), so a panic
+// anywhere in pml's answer to one request would end the process: every
+// session of `pml serve`, every container's owner. As net/http does per
+// connection, pml recovers per request instead: the request is answered
+// with a JSON-RPC internal error that names it, the stack goes to pml's
+// log once, the panic is counted (pml.panics), and pml serves on.
+
+// recoverRequests is the outermost receiving middleware: every MCP
+// request pml serves (stdio and Streamable HTTP) runs inside it, tool
+// calls on the go-sdk's path included. log gives the log of the moment
+// (the workspace's broker may change during a session).
+func recoverRequests(log func() zerolog.Logger) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
+			defer func() {
+				if v := recover(); v != nil {
+					res, err = nil, recovered(log(), v, method, requestTool(req))
+				}
+			}()
+			return next(ctx, method, req)
+		}
+	}
+}
+
+// requestTool is the tool a tools/call names (pml's name when the wire
+// name decodes), else "".
+func requestTool(req mcp.Request) string {
+	cr, ok := req.(*mcp.CallToolRequest)
+	if !ok || cr == nil || cr.Params == nil {
+		return ""
+	}
+	if n, ok := wirename.Decode(cr.Params.Name); ok {
+		return n
+	}
+	return cr.Params.Name
+}
+
+// recovered logs and counts the panic v, raised while pml answered
+// method (for tool, when a tool call), and returns the request's answer:
+// a JSON-RPC internal error that says what failed and that pml goes on.
+func recovered(log zerolog.Logger, v any, method, tool string) *jsonrpc.Error {
+	what := method
+	if tool != "" {
+		what = method + " of " + tool
+	}
+	log.Error().Str("method", method).Str("tool", tool).Str("panic", fmt.Sprint(v)).Str("stack", string(debug.Stack())).
+		Msg("pml panicked while answering " + what + " (a bug in pml: please report it with this stack); the request got an internal error and pml goes on serving")
+	telemetry.CountPanic(method, tool)
+	return &jsonrpc.Error{
+		Code: jsonrpc.CodeInternalError,
+		Message: fmt.Sprintf("internal error in pml while answering %s: %v. pml kept running and serves the next request; "+
+			"the stack is in pml's log (a bug in pml: please report it)", what, v),
+	}
+}
+
+// guarded runs fn, a goroutine pml starts while it answers method (a
+// server's load for tools/list, the roots check of initialized), where no
+// recover boundary is above: a panic in it is logged with its stack and
+// counted, and pml goes on without what fn was doing.
+func guarded(log zerolog.Logger, method, what string, fn func()) {
+	defer func() {
+		if v := recover(); v != nil {
+			logPanic(log, v, method, what)
+		}
+	}()
+	fn()
+}
+
+// logPanic logs (with its stack) and counts the panic v, recovered while
+// pml was doing what for method.
+func logPanic(log zerolog.Logger, v any, method, what string) {
+	log.Error().Str("method", method).Str("panic", fmt.Sprint(v)).Str("stack", string(debug.Stack())).
+		Msg("pml panicked while " + what + " (a bug in pml: please report it with this stack); pml goes on without it")
+	telemetry.CountPanic(method, "")
+}
+
+// recoverHTTP is the recover boundary of pml serve's HTTP handler. net/http
+// recovers a panic in a handler itself, but only to log it to the
+// standard log and drop the connection; here it is pml's log line, with
+// its stack, and counted, and the client gets a 500 when nothing was
+// written yet. (What the go-sdk runs for the request's messages, in
+// goroutines of its own, is recoverRequests'.)
+func recoverHTTP(log zerolog.Logger, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			v := recover()
+			if v == nil {
+				return
+			}
+			if v == http.ErrAbortHandler {
+				panic(v) // net/http's own way to drop a connection
+			}
+			logPanic(log, v, "", "serving an HTTP "+r.Method+" request")
+			http.Error(w, "pml: internal error while serving the request (a bug in pml; the stack is in pml's log); pml kept running", http.StatusInternalServerError)
+		}()
+		h.ServeHTTP(w, r)
+	})
+}
