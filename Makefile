@@ -207,7 +207,7 @@ test-cross: cross
 
 # Every Go fuzz target (func FuzzXxx in a _test.go, found by grep) for
 # FUZZTIME each, FUZZJOBS targets at a time, each with FUZZPARALLEL
-# workers; FUZZ picks targets by a regexp on "package-dir:FuzzName";
+# workers; FUZZ picks targets by a regexp on "package-dir:FuzzName" ($ as is);
 # FUZZMINIMIZETIME bounds the minimizing of each new input (Go's default
 # minute ate most of a slow target's time).
 # Prints each target's executions and new interesting inputs and a table;
@@ -222,9 +222,9 @@ FUZZ         ?=
 FUZZMINIMIZETIME ?= 10s
 .PHONY: fuzz fuzz-short
 fuzz: inside
-	@bash .ci/fuzz.sh $(FUZZTIME) $(FUZZPARALLEL) $(FUZZJOBS) '$(FUZZ)' $(FUZZMINIMIZETIME)
+	@bash .ci/fuzz.sh $(FUZZTIME) $(FUZZPARALLEL) $(FUZZJOBS) '$(value FUZZ)' $(FUZZMINIMIZETIME)
 fuzz-short: inside
-	@bash .ci/fuzz.sh 20s $(FUZZPARALLEL) $(FUZZJOBS) '$(FUZZ)' 5s
+	@bash .ci/fuzz.sh 20s $(FUZZPARALLEL) $(FUZZJOBS) '$(value FUZZ)' 5s
 
 # The e2e tests that need no root, as a normal user (uid 1000 in the engine
 # socket's group, its own HOME, workspaces it owns): .ci/test-user.sh.
