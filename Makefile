@@ -197,13 +197,34 @@ test: inside vet fmt-check registry-bin images
 # an ordinary user, gVisor, real MCP clients, the release and its install,
 # the trace backend, Kubernetes. Each stage is a target of its own; this
 # runs them in order and stops at the first that fails.
-TEST_ALL_STAGES := test-conformance test-faults docs-check test-cross test-user test-gvisor test-clients test-release test-traces test-k8s test-podman
+TEST_ALL_STAGES := test-conformance test-faults fuzz-short docs-check test-cross test-user test-gvisor test-clients test-release test-traces test-k8s test-podman
 .PHONY: test-all test-cross
 test-all:
 	@t0=$$(date +%s); for s in $(TEST_ALL_STAGES); do \
 	  $(MAKE) --no-print-directory $$s || { echo "test-all: make $$s failed after $$(( $$(date +%s) - t0 )) s" >&2; exit 1; }; \
 	  echo "test-all: make $$s passed after $$(( $$(date +%s) - t0 )) s" >&2; done
 test-cross: cross
+
+# Every Go fuzz target (func FuzzXxx in a _test.go, found by grep) for
+# FUZZTIME each, FUZZJOBS targets at a time, each with FUZZPARALLEL
+# workers; FUZZ picks targets by a regexp on "package-dir:FuzzName" ($ as is);
+# FUZZMINIMIZETIME bounds the minimizing of each new input (Go's default
+# minute ate most of a slow target's time).
+# Prints each target's executions and new interesting inputs and a table;
+# a crasher fails it, written under the package's testdata/fuzz/ (commit
+# it with the fix: go test, so make test, replays it). New interesting
+# inputs stay in Go's cache ($$(go env GOCACHE)/fuzz). .ci/fuzz.sh.
+# fuzz-short is CI's pass (in TEST_ALL_STAGES).
+FUZZTIME     ?= 10m
+FUZZPARALLEL ?= 1
+FUZZJOBS     ?= 1
+FUZZ         ?=
+FUZZMINIMIZETIME ?= 10s
+.PHONY: fuzz fuzz-short
+fuzz: inside
+	@bash .ci/fuzz.sh $(FUZZTIME) $(FUZZPARALLEL) $(FUZZJOBS) '$(value FUZZ)' $(FUZZMINIMIZETIME)
+fuzz-short: inside
+	@bash .ci/fuzz.sh 20s $(FUZZPARALLEL) $(FUZZJOBS) '$(value FUZZ)' 5s
 
 # The e2e tests that need no root, as a normal user (uid 1000 in the engine
 # socket's group, its own HOME, workspaces it owns): .ci/test-user.sh.

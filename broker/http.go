@@ -30,10 +30,10 @@ func NewHTTPHandler(b *Broker, token string) http.Handler {
 			// the store keeps the last 10 MiB of events).
 			EventStore: mcp.NewMemoryEventStore(nil)})
 	// Where the go-sdk (v1.8.0) answers off the protocol, wrappers put it
-	// right: http_notfound.go, http_prime.go. A panic in the handler is
+	// right: http_ids.go, http_notfound.go, http_prime.go. A panic in the handler is
 	// answered and logged (recover.go); a call ends with its POST
 	// (http_cancel.go).
-	return guard(token, recoverHTTP(b.log, methodNotFound(primeRetry(p.tiePosts(h)))))
+	return guard(token, recoverHTTP(b.log, exactIDs(methodNotFound(primeRetry(p.tiePosts(h))))))
 }
 
 func guard(token string, next http.Handler) http.Handler {

@@ -83,7 +83,9 @@ func GrantsAgainst(cfg *Config, defaultAllow []string, trusted Floor) []Grant {
 	if fromFile("telemetry.endpoint") && cfg.Telemetry.Endpoint != "" {
 		add("telemetry.endpoint="+cfg.Telemetry.Endpoint, fmt.Sprintf("sends traces and metrics of your tool calls (tool names, outcomes, timings; never arguments) to %s (telemetry.endpoint)", shown(cfg.Telemetry.Endpoint)))
 	}
-	if fromFile("registries") {
+	// An empty list from the file is the default (the cloud's registry),
+	// no grant.
+	if fromFile("registries") && cfg.RegistriesSet {
 		for _, r := range cfg.Registries {
 			add("registries="+r, fmt.Sprintf("fetches tools' code from %s and sends your PML_API_KEY there (registries)", shown(r)))
 		}

@@ -218,8 +218,14 @@ func (f *Filter) check(line []byte) bool {
 		return false
 	}
 	id := msg["id"]
-	if id != nil && !validID(id) {
-		f.reject(nil, CodeInvalidRequest, "\"id\" must be a string or an integer", len(line))
+	if id != nil && !ValidID(id) {
+		// An integer too large for the SDK is answered under the id
+		// as sent, so the client sees which request it was.
+		var echo json.RawMessage
+		if IntegerID(id) {
+			echo = id
+		}
+		f.reject(echo, CodeInvalidRequest, IDProblem, len(line))
 		return false
 	}
 	var version string
@@ -338,7 +344,19 @@ func members(line []byte) (map[string]json.RawMessage, string, error) {
 	return msg, dup, nil
 }
 
-func validID(id json.RawMessage) bool {
+// MaxExactID bounds a numeric id. The go-sdk decodes a numeric id
+// through a float64: an integer beyond 2^53 would be answered under
+// another id (9223372036854775807 came back as -9223372036854775808,
+// found by broker's FuzzMCP), an answer its client never sees.
+const MaxExactID = 1 << 53
+
+// IDProblem is the error message for an id ValidID refuses.
+const IDProblem = `"id" must be a string or an integer between -2^53 and 2^53`
+
+// ValidID reports whether a request's raw id is one the go-sdk answers
+// under the same id: a string, or an integer of at most MaxExactID in
+// magnitude.
+func ValidID(id json.RawMessage) bool {
 	t := bytes.TrimSpace(id)
 	if len(t) == 0 {
 		return false
@@ -349,8 +367,26 @@ func validID(id json.RawMessage) bool {
 	}
 	// Numeric ids must be integers: the SDK keeps them as int64, and a
 	// frame it cannot represent would end the session.
-	_, err := strconv.ParseInt(string(t), 10, 64)
-	return err == nil
+	n, err := strconv.ParseInt(string(t), 10, 64)
+	return err == nil && n >= -MaxExactID && n <= MaxExactID
+}
+
+// IntegerID reports whether a raw id is written as an integer (of any
+// size): one a refusal can be answered under.
+func IntegerID(id json.RawMessage) bool {
+	t := bytes.TrimSpace(id)
+	if len(t) > 0 && t[0] == '-' {
+		t = t[1:]
+	}
+	if len(t) == 0 || len(t) > 1 && t[0] == '0' {
+		return false
+	}
+	for _, c := range t {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 func (f *Filter) reject(id json.RawMessage, code int, reason string, size int) {
