@@ -34,14 +34,9 @@ func (e toolboxExec) run(ctx context.Context, def toolbox.Tool, args map[string]
 		r.blocked = true
 		return r
 	}
-	// The image check counts against the call's limit: an engine that
-	// does not answer it must not hold the call longer.
-	limit := e.sb.policyLimit()
-	pctx, cancel := limit.within(ctx)
-	defer cancel()
-	ref, err := e.image.Ensure(pctx)
+	ref, err := e.image.Ensure(ctx)
 	if err != nil {
-		return beforeContainer(ctx, pctx, limit, fmt.Errorf("%w: %w", ErrUnavailable, err))
+		return errorResult(fmt.Errorf("%w: %w", ErrUnavailable, err))
 	}
 	argJSON, _ := json.Marshal(args)
 	deadline := time.Duration(e.sb.policy().Timeout)
@@ -64,7 +59,7 @@ func (e toolboxExec) run(ctx context.Context, def toolbox.Tool, args map[string]
 	}
 	// JSON escaping can make an answer larger than the content it carries.
 	// The agent answers with one line: the call ends with it.
-	res, failure := e.sb.run(ctx, spec, container.Request{Stdin: req, Limit: 4 * e.sb.policy().OutputLimit, AnswerLine: true}, limit)
+	res, failure := e.sb.run(ctx, spec, container.Request{Stdin: req, Limit: 4 * e.sb.policy().OutputLimit, AnswerLine: true}, e.sb.policyLimit())
 	if failure != nil {
 		return *failure
 	}

@@ -98,8 +98,6 @@ func run(m *testing.M) int {
 			return 1
 		}
 	}
-	// The fault tests' own dockerd, if one was started, goes with them.
-	defer stopFaultEngine()
 	return m.Run()
 }
 
