@@ -58,8 +58,8 @@ func (l approveLayer) ask(ctx context.Context, c *Call, typ ApprovalType) Result
 	if res, refused := b.needsDialog(c, c.Tool, c.Pattern, c.Args); refused {
 		return res
 	}
-	wf := c.Req.Workflows.create(typ, c.Tool, c.Args, c.Pattern)
+	wf := c.Req.Workflows.Create(typ, c.Tool, c.Args, c.Pattern)
 	approval := b.approvalFor(wf)
-	c.note(audit.Entry{Tool: c.Tool, Decision: audit.Asked, Pattern: c.Pattern, WorkflowID: wf.id, ArgKeys: audit.Keys(c.Args)})
+	c.note(audit.Entry{Tool: c.Tool, Decision: audit.Asked, Pattern: c.Pattern, WorkflowID: wf.ID, ArgKeys: audit.Keys(c.Args)})
 	return b.askInDialog(ctx, c, wf, approval)
 }

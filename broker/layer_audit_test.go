@@ -117,7 +117,7 @@ func TestEveryOutcomeLeavesExactlyOneAuditEntry(t *testing.T) {
 		}, decision: audit.Failed, reason: "continuation refused"},
 		{name: "expired workflow", call: func(f *fixture) func() Result {
 			id := ask(f)
-			f.wf.now = func() time.Time { return time.Now().Add(time.Hour) }
+			f.wf.SetClock(func() time.Time { return time.Now().Add(time.Hour) })
 			return func() Result { return f.call(t, ContinueTool, cont(id, true, false)) }
 		}, decision: audit.Expired},
 		{name: "relay refused after the dialog", call: func(f *fixture) func() Result {

@@ -34,8 +34,8 @@ func (l registryLayer) Call(ctx context.Context, c *Call) Result {
 	if res, refused := b.needsDialog(c, c.Tool, c.Pattern, c.Args); refused {
 		return res
 	}
-	wf := c.Req.Workflows.create(ApprovalIntegrity, c.Tool, c.Args, c.Pattern)
-	wf.data = change
-	c.note(audit.Entry{Tool: c.Tool, Decision: audit.Asked, Pattern: c.Pattern, WorkflowID: wf.id, Reason: "integrity changed", ArgKeys: audit.Keys(c.Args)})
+	wf := c.Req.Workflows.Create(ApprovalIntegrity, c.Tool, c.Args, c.Pattern)
+	wf.Data = change
+	c.note(audit.Entry{Tool: c.Tool, Decision: audit.Asked, Pattern: c.Pattern, WorkflowID: wf.ID, Reason: "integrity changed", ArgKeys: audit.Keys(c.Args)})
 	return b.askInDialog(ctx, c, wf, b.approvalFor(wf))
 }

@@ -237,9 +237,9 @@ func (b *Broker) useEntry(e *registry.Entry, tool string) error {
 }
 
 // integrityApproval describes a changed registry entry for a person.
-func (b *Broker) integrityApproval(wf *workflow) Approval {
+func (b *Broker) integrityApproval(wf *Workflow) Approval {
 	a := b.approval(wf)
-	ch, _ := wf.data.(*integrityChange)
+	ch, _ := wf.Data.(*integrityChange)
 	if ch == nil {
 		return a
 	}
@@ -274,20 +274,20 @@ func (b *Broker) integrityApproval(wf *workflow) Approval {
 // whole request path again (it may still need a permission or an
 // install), below the audit layer: the call's one audit entry is the
 // outcome of that run, with the approval as its reason when it has none.
-func (b *Broker) approveIntegrity(ctx context.Context, c *Call, wfs *Workflows, wf *workflow) Result {
-	ch, _ := wf.data.(*integrityChange)
+func (b *Broker) approveIntegrity(ctx context.Context, c *Call, wfs *Workflows, wf *Workflow) Result {
+	ch, _ := wf.Data.(*integrityChange)
 	if ch == nil {
-		return errorResult(fmt.Errorf("workflow %s has no integrity change attached", wf.id))
+		return errorResult(fmt.Errorf("workflow %s has no integrity change attached", wf.ID))
 	}
 	if err := b.registry.lock.Approve(ch.entry); err != nil {
 		return errorResult(fmt.Errorf("could not update %s: %v; nothing was run", b.registry.lock.Path(), err))
 	}
 	b.log.Info().Str("fqdn", ch.entry.FQDN).Str("integrity", ch.entry.Integrity).Msg("integrity change approved; lockfile updated")
-	if err := b.useEntry(ch.entry, wf.tool); err != nil {
+	if err := b.useEntry(ch.entry, wf.Tool); err != nil {
 		return errorResult(err)
 	}
-	args, _ := json.Marshal(wf.args)
-	again := newCall(Request{Tool: wf.tool, Args: args, Workflows: wfs})
+	args, _ := json.Marshal(wf.Args)
+	again := newCall(Request{Tool: wf.Tool, Args: args, Workflows: wfs})
 	again.began = c.began
 	res := b.belowAudit.Call(context.WithValue(ctx, requestKey{}, again.Req), again)
 	if e, ok := again.Noted(); ok {
