@@ -1,4 +1,4 @@
-package broker
+package workflow
 
 import (
 	"crypto/rand"
