@@ -19,7 +19,7 @@ func (b *Broker) answerCall(ctx context.Context, c *Call) Result {
 	if tool == ContinueTool {
 		tool = "" // the workflow names its tool
 	}
-	return b.continueWorkflow(ctx, c, *c.cont, tool)
+	return b.continueWorkflow(ctx, c, *c.Cont, tool)
 }
 
 // continueWorkflow applies an answer relayed by the model
@@ -50,11 +50,11 @@ func (b *Broker) refusedAnswer(c *Call, tool, id string, wf *Workflow, err error
 	}
 	switch {
 	case errors.Is(err, ErrAnsweredInDialog) || errors.Is(err, errRelayOff):
-		c.note(audit.Entry{Tool: tool, Decision: audit.Rejected, WorkflowID: id, Reason: "relayed answer refused"})
+		c.Note(audit.Entry{Tool: tool, Decision: audit.Rejected, WorkflowID: id, Reason: "relayed answer refused"})
 	case errors.Is(err, ErrWorkflowExpired):
-		c.note(audit.Entry{Tool: tool, Decision: audit.Expired, WorkflowID: id})
+		c.Note(audit.Entry{Tool: tool, Decision: audit.Expired, WorkflowID: id})
 	default:
-		c.note(audit.Entry{Tool: tool, Decision: audit.Failed, WorkflowID: id, Reason: "continuation refused"})
+		c.Note(audit.Entry{Tool: tool, Decision: audit.Failed, WorkflowID: id, Reason: "continuation refused"})
 	}
 }
 
@@ -79,7 +79,7 @@ func (b *Broker) answer(ctx context.Context, c *Call, wfs *Workflows, wf *Workfl
 	keys := audit.Keys(wf.Args)
 	if !approved {
 		wfs.Finish(wf)
-		c.note(audit.Entry{Tool: wf.Tool, Decision: audit.Rejected, WorkflowID: wf.ID, ArgKeys: keys})
+		c.Note(audit.Entry{Tool: wf.Tool, Decision: audit.Rejected, WorkflowID: wf.ID, ArgKeys: keys})
 		return Result{
 			Text:       fmt.Sprintf("Rejected: %s.", notRun(wf)),
 			Structured: map[string]any{"status": "rejected", "workflow_id": wf.ID, "tool": wf.Tool},
@@ -92,20 +92,20 @@ func (b *Broker) answer(ctx context.Context, c *Call, wfs *Workflows, wf *Workfl
 	}
 	if wf.Type == ApprovalIntegrity {
 		wfs.Finish(wf)
-		c.note(audit.Entry{Tool: wf.Tool, Decision: audit.Approved, WorkflowID: wf.ID, Reason: "integrity change approved", ArgKeys: keys})
+		c.Note(audit.Entry{Tool: wf.Tool, Decision: audit.Approved, WorkflowID: wf.ID, Reason: "integrity change approved", ArgKeys: keys})
 		return b.approveIntegrity(ctx, c, wfs, wf)
 	}
 	if always {
 		if why := b.alwaysBlocked(wf.Tool); why != "" {
 			wfs.Release(wf)
-			c.note(audit.Entry{Tool: wf.Tool, Decision: audit.Failed, WorkflowID: wf.ID, Reason: "always cannot be kept"})
+			c.Note(audit.Entry{Tool: wf.Tool, Decision: audit.Failed, WorkflowID: wf.ID, Reason: "always cannot be kept"})
 			return errorResult(fmt.Errorf("%w: \"always\" is not offered for %s: %s. The call was not run; answer again with always: false to run it once", ErrInvalidInput, wf.Tool, why))
 		}
 		// Save first, run after: if the file cannot be written the call
 		// has not run, and the user can answer again without "always".
 		if err := b.allowAlways(wf.Tool); err != nil {
 			wfs.Release(wf)
-			c.note(audit.Entry{Tool: wf.Tool, Decision: audit.Failed, WorkflowID: wf.ID, Reason: "could not save always"})
+			c.Note(audit.Entry{Tool: wf.Tool, Decision: audit.Failed, WorkflowID: wf.ID, Reason: "could not save always"})
 			return errorResult(fmt.Errorf("could not remember \"always\" for %s: %v. The call was not run; answer again with always: false to run it once", wf.Tool, err))
 		}
 		decision = audit.Always

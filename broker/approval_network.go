@@ -55,7 +55,7 @@ func (b *Broker) networkApproval(ctx context.Context, c *Call, tool string, args
 	if len(hosts) == 0 || b.cfg.HIL.RequireElicitation && c.Req.Ask == nil && !c.Req.Dialog {
 		return Result{}, false
 	}
-	if c.rawArgs {
+	if c.RawArgs {
 		// A fast-path call (fastpath.go) kept its arguments as bytes: the
 		// person sees them, and the call runs again from them.
 		c.decodeArgs()
@@ -83,7 +83,7 @@ func (b *Broker) networkApproval(ctx context.Context, c *Call, tool string, args
 		a.Context["always_adds"] = fmt.Sprintf("%s to %s in .pml.json", shown(strings.Join(hosts, ", ")), key)
 	}
 	a.Options = opts
-	c.note(audit.Entry{Tool: tool, Decision: audit.Asked, Pattern: pattern, WorkflowID: wf.ID, Reason: "network: " + strings.Join(hosts, ", "), ArgKeys: audit.Keys(args)})
+	c.Note(audit.Entry{Tool: tool, Decision: audit.Asked, Pattern: pattern, WorkflowID: wf.ID, Reason: "network: " + strings.Join(hosts, ", "), ArgKeys: audit.Keys(args)})
 	return b.askInDialog(ctx, c, wf, a), true
 }
 
@@ -104,7 +104,7 @@ func (b *Broker) answerNetwork(ctx context.Context, c *Call, wfs *Workflows, wf 
 	if always {
 		if why := b.networkAlwaysBlocked(g.key); why != "" {
 			wfs.Release(wf)
-			c.note(audit.Entry{Tool: wf.Tool, Decision: audit.Failed, WorkflowID: wf.ID, Reason: "always cannot be kept"})
+			c.Note(audit.Entry{Tool: wf.Tool, Decision: audit.Failed, WorkflowID: wf.ID, Reason: "always cannot be kept"})
 			return errorResult(fmt.Errorf("%w: \"always\" is not offered here: %s; %s. Answer again with always: false to allow it for this session", ErrInvalidInput, why, notRun(wf)))
 		}
 		err := b.writeConfig(func(old []byte) ([]byte, error) {
@@ -125,7 +125,7 @@ func (b *Broker) answerNetwork(ctx context.Context, c *Call, wfs *Workflows, wf 
 		})
 		if err != nil {
 			wfs.Release(wf)
-			c.note(audit.Entry{Tool: wf.Tool, Decision: audit.Failed, WorkflowID: wf.ID, Reason: "could not save always"})
+			c.Note(audit.Entry{Tool: wf.Tool, Decision: audit.Failed, WorkflowID: wf.ID, Reason: "could not save always"})
 			return errorResult(fmt.Errorf("could not add %s to %s: %v; %s. Answer again with always: false to allow it for this session", strings.Join(g.hosts, ", "), g.key, err, notRun(wf)))
 		}
 		decision = audit.Always

@@ -71,23 +71,23 @@ type Result struct {
 	Structured any
 	// IsError marks a failed call: a tool error, a refusal, a timeout.
 	IsError bool
-	// blocked: a path argument was refused (audited as path_blocked).
-	blocked bool
-	// upstream is a server tool's result as the server sent it (all its
+	// Blocked: a path argument was refused (audited as path_blocked).
+	Blocked bool
+	// Upstream is a server tool's result as the server sent it (all its
 	// content blocks), passed on unchanged.
-	upstream *mcp.CallToolResult
-	// raw is a server tool's result forwarded on the fast path
+	Upstream *mcp.CallToolResult
+	// Raw is a server tool's result forwarded on the fast path
 	// (fastpath.go): the result member of its answer, as it sent it.
-	raw json.RawMessage
-	// err is the failure behind an error result made by pml itself (not
+	Raw json.RawMessage
+	// Cause is the failure behind an error result made by pml itself (not
 	// a tool's own error), for callers that map kinds to exit codes.
-	err error
+	Cause error
 }
 
 // Err returns the failure behind an error result pml made itself, to be
 // tested with errors.Is against ErrDenied, ErrUnavailable, ErrCloud,
 // ErrNotFound, ErrInvalidInput; nil for successes and tools' own errors.
-func (r Result) Err() error { return r.err }
+func (r Result) Err() error { return r.Cause }
 
 // Approval returns the approval a result asks for, if it asks.
 func (r Result) Approval() (Approval, bool) {
@@ -366,13 +366,13 @@ func (b *Broker) Call(ctx context.Context, req Request) Result {
 	req.Ask = tracedAsk(req.Ask)
 	ctx, end := callSpan(ctx, req.Tool)
 	ctx = context.WithValue(ctx, requestKey{}, req)
-	res := b.path.Call(ctx, newCall(req))
+	res := b.path.Call(ctx, NewCall(req))
 	end(res)
 	return res
 }
 
 func errorResult(err error) Result {
-	return resultFor(err)
+	return ResultFor(err)
 }
 
 // limitRuntime puts every container of this pml through one cap (see

@@ -27,7 +27,7 @@ func (b *Broker) needsDialog(c *Call, tool, pattern string, args map[string]any)
 	if !b.cfg.HIL.RequireElicitation || c.Req.Ask != nil || c.Req.Dialog {
 		return Result{}, false
 	}
-	c.note(audit.Entry{Tool: tool, Decision: audit.Rejected, Pattern: pattern, Reason: "hil.require_elicitation: the client has no elicitation", ArgKeys: audit.Keys(args)})
+	c.Note(audit.Entry{Tool: tool, Decision: audit.Rejected, Pattern: pattern, Reason: "hil.require_elicitation: the client has no elicitation", ArgKeys: audit.Keys(args)})
 	return errorResult(fmt.Errorf("%w: %s needs a person's approval, and hil.require_elicitation in %s allows approvals only through the client's own dialog (MCP elicitation), which this client does not offer; nothing ran. "+
 		"Use a client with elicitation, or allow the tool in permissions.allow%s", ErrDenied, tool, b.cfg.Path, b.untrustedNote(func(g config.Grant) bool {
 		return strings.HasPrefix(g.Key, "hil.require_elicitation=")
@@ -57,7 +57,7 @@ func (b *Broker) askInDialog(ctx context.Context, c *Call, wf *Workflow, a Appro
 		wfs.ToDialog(wf, false)
 		if b.cfg.HIL.RequireElicitation {
 			wfs.Finish(wf)
-			c.note(audit.Entry{Tool: wf.Tool, Decision: audit.Rejected, Pattern: wf.Pattern, WorkflowID: wf.ID, Reason: "hil.require_elicitation: the client's dialog failed"})
+			c.Note(audit.Entry{Tool: wf.Tool, Decision: audit.Rejected, Pattern: wf.Pattern, WorkflowID: wf.ID, Reason: "hil.require_elicitation: the client's dialog failed"})
 			return errorResult(fmt.Errorf("%w: %s needs a person's approval, the client's dialog (MCP elicitation) failed to ask, and hil.require_elicitation allows no other way; %s. Call the tool again to be asked again", ErrDenied, wf.Tool, notRun(wf)))
 		}
 		return approvalResult(a)
@@ -84,7 +84,7 @@ func (b *Broker) dialogAnswer(ctx context.Context, c *Call, wfs *Workflows, wf *
 	res := b.answer(ctx, c, wfs, wf, false, false)
 	if !paused {
 		res.Text = fmt.Sprintf("Rejected: %s: the person was asked in the client's dialog and %s. This is final; a continue_workflow for it is refused.", notRun(wf), choice)
-		res.err = errDeclined
+		res.Cause = errDeclined
 	}
 	return res
 }

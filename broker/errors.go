@@ -22,25 +22,25 @@ var (
 	ErrInvalidInput = errdefs.New(errdefs.ErrInvalidInput, "invalid input")
 )
 
-// resultFor is the one place a failure pml itself hit becomes a tool
+// ResultFor is the one place a failure pml itself hit becomes a tool
 // result: an error result whose text is the error's (it says what
 // happened and what to do) and which keeps the error for Result.Err, so
 // the caller can map its kind (an exit code, an audit outcome) without
 // reading the text. A nil err is a bug in the caller; it still gives an
 // error result rather than a success.
-func resultFor(err error) Result {
+func ResultFor(err error) Result {
 	if err == nil {
 		err = errdefs.New(errdefs.ErrInternal, "internal error: a failure without a cause")
 	}
-	return Result{Text: err.Error(), IsError: true, err: err}
+	return Result{Text: err.Error(), IsError: true, Cause: err}
 }
 
-// kindName names the kind of err for logs and audit entries: one of
+// KindName names the kind of err for logs and audit entries: one of
 // "unavailable", "not_found", "invalid_input", "denied",
 // "needs_approval", "timeout", "conflict", "internal", or "error" when it
 // has none. It is the outermost kind (see errdefs.Kind): "unavailable:
 // image x is not on this host" is unavailable, not not_found.
-func kindName(err error) string {
+func KindName(err error) string {
 	switch errdefs.Kind(err) {
 	case errdefs.ErrUnavailable:
 		return "unavailable"

@@ -32,37 +32,37 @@ type Call struct {
 	// layer), without pml's own continue_workflow.
 	Tool string
 	Args map[string]any
-	// rawArgs: Args hold their values raw (json.RawMessage), as the fast
+	// RawArgs: Args hold their values raw (json.RawMessage), as the fast
 	// path keeps them; decodeArgs decodes them.
-	rawArgs bool
+	RawArgs bool
 	// Decision and Pattern are the permission that matched (permit layer).
 	Decision Decision
 	Pattern  string
 
-	// cont is a relayed answer to an approval (input layer).
-	cont *Continuation
-	// fromRegistry: the tool is fetched from a registry (resolve layer).
-	fromRegistry bool
-	began        time.Time
-	entry        *audit.Entry
+	// Cont is a relayed answer to an approval (input layer).
+	Cont *Continuation
+	// FromRegistry: the tool is fetched from a registry (resolve layer).
+	FromRegistry bool
+	Began        time.Time
+	Entry        *audit.Entry
 }
 
-// note sets the audit entry of the call. A later note replaces an earlier
+// Note sets the audit entry of the call. A later Note replaces an earlier
 // one: the last step that decided (an approval answered in the dialog,
 // then the run) names the outcome.
-func (c *Call) note(e audit.Entry) {
-	c.entry = &e
+func (c *Call) Note(e audit.Entry) {
+	c.Entry = &e
 }
 
 // Noted returns the audit entry noted so far, if any.
 func (c *Call) Noted() (audit.Entry, bool) {
-	if c.entry == nil {
+	if c.Entry == nil {
 		return audit.Entry{}, false
 	}
-	return *c.entry, true
+	return *c.Entry, true
 }
 
-// newCall starts a call for req.
-func newCall(req Request) *Call {
-	return &Call{Req: req, Tool: req.Tool, began: time.Now()}
+// NewCall starts a call for req.
+func NewCall(req Request) *Call {
+	return &Call{Req: req, Tool: req.Tool, Began: time.Now()}
 }

@@ -36,7 +36,7 @@ func (l approveLayer) Call(ctx context.Context, c *Call) Result {
 	case cloudish && !b.cloud.client.Enabled():
 		c.decodeArgs()
 		res := b.cloud.exec.run(ctx, toolbox.Tool{Name: c.Tool}, c.Args)
-		c.note(audit.Entry{Tool: c.Tool, Decision: audit.Failed, Pattern: c.Pattern, Reason: "local mode", ArgKeys: audit.Keys(c.Args)})
+		c.Note(audit.Entry{Tool: c.Tool, Decision: audit.Failed, Pattern: c.Pattern, Reason: "local mode", ArgKeys: audit.Keys(c.Args)})
 		return res
 	case c.Decision == Ask || needsInstall && c.Decision != Allow || len(missingKeys) > 0:
 		typ := ApprovalToolPermission
@@ -60,6 +60,6 @@ func (l approveLayer) ask(ctx context.Context, c *Call, typ ApprovalType) Result
 	}
 	wf := c.Req.Workflows.Create(typ, c.Tool, c.Args, c.Pattern)
 	approval := b.approvalFor(wf)
-	c.note(audit.Entry{Tool: c.Tool, Decision: audit.Asked, Pattern: c.Pattern, WorkflowID: wf.ID, ArgKeys: audit.Keys(c.Args)})
+	c.Note(audit.Entry{Tool: c.Tool, Decision: audit.Asked, Pattern: c.Pattern, WorkflowID: wf.ID, ArgKeys: audit.Keys(c.Args)})
 	return b.askInDialog(ctx, c, wf, approval)
 }

@@ -176,8 +176,8 @@ func TestAuditLayerWritesOneEntryWhateverTheStepsNoted(t *testing.T) {
 		{"nothing noted, an error", func(*Call) {}, errorResult(errors.New("x")), audit.Entry{Tool: "t", Decision: audit.Failed, Reason: "error"}},
 		{"nothing noted, a success", func(*Call) {}, Result{}, audit.Entry{Tool: "t", Decision: audit.Failed, Reason: "not recorded by any step"}},
 		{"the last note wins", func(c *Call) {
-			c.note(audit.Entry{Tool: "t", Decision: audit.Asked, WorkflowID: "w"})
-			c.note(audit.Entry{Tool: "t", Decision: audit.Approved, WorkflowID: "w", ExitStatus: "ok"})
+			c.Note(audit.Entry{Tool: "t", Decision: audit.Asked, WorkflowID: "w"})
+			c.Note(audit.Entry{Tool: "t", Decision: audit.Approved, WorkflowID: "w", ExitStatus: "ok"})
 		}, Result{}, audit.Entry{Tool: "t", Decision: audit.Approved, WorkflowID: "w", ExitStatus: "ok"}},
 	}
 	for _, tc := range cases {
@@ -186,7 +186,7 @@ func TestAuditLayerWritesOneEntryWhateverTheStepsNoted(t *testing.T) {
 			sink := audit.New(filepath.Join(ws, ".pml", "audit.jsonl"))
 			next := HandlerFunc(func(_ context.Context, c *Call) Result { tc.steps(c); return tc.res })
 			l := auditLayer{next: next, log: zerolog.Nop(), sink: sink}
-			l.Call(context.Background(), newCall(Request{Tool: "t"}))
+			l.Call(context.Background(), NewCall(Request{Tool: "t"}))
 			got := auditEntries(t, ws)
 			if len(got) != 1 {
 				t.Fatalf("%d entries: %+v", len(got), got)

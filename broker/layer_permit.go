@@ -30,7 +30,7 @@ func (l permitLayer) Call(ctx context.Context, c *Call) Result {
 	span.End()
 	if c.Decision == Deny {
 		src := l.source()
-		c.note(audit.Entry{Tool: c.Tool, Decision: audit.Denied, Pattern: c.Pattern, ArgKeys: audit.Keys(c.Args),
+		c.Note(audit.Entry{Tool: c.Tool, Decision: audit.Denied, Pattern: c.Pattern, ArgKeys: audit.Keys(c.Args),
 			Reason: fmt.Sprintf("deny pattern %q from %s", c.Pattern, src)})
 		return errorResult(fmt.Errorf("%w: %s matches the deny pattern %q in %s; remove it from permissions.deny there to use this tool", ErrDenied, c.Tool, c.Pattern, src))
 	}

@@ -16,7 +16,7 @@ type registryLayer struct {
 }
 
 func (l registryLayer) Call(ctx context.Context, c *Call) Result {
-	if !c.fromRegistry {
+	if !c.FromRegistry {
 		return l.next.Call(ctx, c)
 	}
 	b := l.b
@@ -24,7 +24,7 @@ func (l registryLayer) Call(ctx context.Context, c *Call) Result {
 	change, err := b.resolveFromRegistry(rctx, c.Tool)
 	span.End()
 	if err != nil {
-		c.note(audit.Entry{Tool: c.Tool, Decision: audit.Failed, Reason: "registry", ArgKeys: audit.Keys(c.Args)})
+		c.Note(audit.Entry{Tool: c.Tool, Decision: audit.Failed, Reason: "registry", ArgKeys: audit.Keys(c.Args)})
 		return errorResult(err)
 	}
 	if change == nil {
@@ -36,6 +36,6 @@ func (l registryLayer) Call(ctx context.Context, c *Call) Result {
 	}
 	wf := c.Req.Workflows.Create(ApprovalIntegrity, c.Tool, c.Args, c.Pattern)
 	wf.Data = change
-	c.note(audit.Entry{Tool: c.Tool, Decision: audit.Asked, Pattern: c.Pattern, WorkflowID: wf.ID, Reason: "integrity changed", ArgKeys: audit.Keys(c.Args)})
+	c.Note(audit.Entry{Tool: c.Tool, Decision: audit.Asked, Pattern: c.Pattern, WorkflowID: wf.ID, Reason: "integrity changed", ArgKeys: audit.Keys(c.Args)})
 	return b.askInDialog(ctx, c, wf, b.approvalFor(wf))
 }

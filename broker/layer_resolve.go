@@ -23,9 +23,9 @@ func (l resolveLayer) Call(ctx context.Context, c *Call) Result {
 		return l.next.Call(ctx, c)
 	}
 	if !registryCandidate(c.Tool) || !b.registryLookups() {
-		c.note(audit.Entry{Tool: c.Tool, Decision: audit.Failed, Reason: "no such tool"})
+		c.Note(audit.Entry{Tool: c.Tool, Decision: audit.Failed, Reason: "no such tool"})
 		return errorResult(fmt.Errorf("%w %q: tools/list (`pml tools` on the command line) shows the available tools", ErrNotFound, c.Tool))
 	}
-	c.fromRegistry = true
+	c.FromRegistry = true
 	return l.next.Call(ctx, c)
 }

@@ -31,7 +31,7 @@ func (l schemaLayer) Call(ctx context.Context, c *Call) Result {
 		return l.next.Call(ctx, c)
 	}
 	args := c.Args
-	if c.rawArgs {
+	if c.RawArgs {
 		// The fast path keeps them raw for the server; the check reads a
 		// decoded copy and leaves the call's as they are.
 		args = map[string]any{}
@@ -40,7 +40,7 @@ func (l schemaLayer) Call(ctx context.Context, c *Call) Result {
 		}
 	}
 	if err := checkArgs(raw, args); err != nil {
-		c.note(audit.Entry{Tool: c.Tool, Decision: audit.Failed, Reason: "arguments do not match the input schema", ArgKeys: audit.Keys(args)})
+		c.Note(audit.Entry{Tool: c.Tool, Decision: audit.Failed, Reason: "arguments do not match the input schema", ArgKeys: audit.Keys(args)})
 		return errorResult(fmt.Errorf("%w: %s: %v", ErrInvalidInput, c.Tool, err))
 	}
 	return l.next.Call(ctx, c)

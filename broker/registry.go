@@ -287,14 +287,14 @@ func (b *Broker) approveIntegrity(ctx context.Context, c *Call, wfs *Workflows, 
 		return errorResult(err)
 	}
 	args, _ := json.Marshal(wf.Args)
-	again := newCall(Request{Tool: wf.Tool, Args: args, Workflows: wfs})
-	again.began = c.began
+	again := NewCall(Request{Tool: wf.Tool, Args: args, Workflows: wfs})
+	again.Began = c.Began
 	res := b.belowAudit.Call(context.WithValue(ctx, requestKey{}, again.Req), again)
 	if e, ok := again.Noted(); ok {
 		if e.Reason == "" {
 			e.Reason = "integrity change approved"
 		}
-		c.note(e)
+		c.Note(e)
 	}
 	return res
 }

@@ -140,7 +140,7 @@ func (e shellExec) cwd(def toolbox.Tool, args map[string]any) (string, *Result) 
 	p, err := pathguard.Resolve(e.sb.ws, s)
 	if err != nil {
 		r := errorResult(pathError(def.Name, "cwd", err))
-		r.blocked = true
+		r.Blocked = true
 		return "", &r
 	}
 	if strings.ContainsRune(p, '\n') {
