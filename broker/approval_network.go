@@ -58,7 +58,7 @@ func (b *Broker) networkApproval(ctx context.Context, c *Call, tool string, args
 	if c.RawArgs {
 		// A fast-path call (fastpath.go) kept its arguments as bytes: the
 		// person sees them, and the call runs again from them.
-		c.decodeArgs()
+		c.DecodeArgs()
 		args = c.Args
 	}
 	wf := c.Req.Workflows.Create(ApprovalNetwork, tool, args, pattern)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/pml-dev/pml/broker/call"
 	"github.com/pml-dev/pml/internal/audit"
 )
 
@@ -28,8 +29,8 @@ func TestARuntimeNoteIsInEveryAuditEntry(t *testing.T) {
 		return errorResult(ErrInvalidInput)
 	})
 	path := auditLayerNoted(auditLayer{next: next, log: zerolog.Nop(), sink: sink}, fixedNote("network NOT verified"))
-	path.Call(context.Background(), NewCall(Request{Tool: "ok"}))
-	path.Call(context.Background(), NewCall(Request{Tool: "bad"}))
+	path.Call(context.Background(), call.NewCall(Request{Tool: "ok"}))
+	path.Call(context.Background(), call.NewCall(Request{Tool: "bad"}))
 	got := auditEntries(t, ws)
 	if len(got) != 2 || got[0].Reason != "network NOT verified" || got[1].Reason != "invalid_input; network NOT verified" {
 		t.Fatalf("entries %+v: want the note in each", got)

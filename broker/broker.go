@@ -40,6 +40,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 
+	"github.com/pml-dev/pml/broker/call"
 	"github.com/pml-dev/pml/images"
 	"github.com/pml-dev/pml/internal/audit"
 	"github.com/pml-dev/pml/internal/config"
@@ -61,38 +62,6 @@ type Tool struct {
 	// own pass through).
 	Title       string
 	Annotations *mcp.ToolAnnotations
-}
-
-// Result is the outcome of one call, independent of the MCP wire format.
-type Result struct {
-	// Text is the content a person (or model) reads.
-	Text string
-	// Structured is optional machine-readable output.
-	Structured any
-	// IsError marks a failed call: a tool error, a refusal, a timeout.
-	IsError bool
-	// Blocked: a path argument was refused (audited as path_blocked).
-	Blocked bool
-	// Upstream is a server tool's result as the server sent it (all its
-	// content blocks), passed on unchanged.
-	Upstream *mcp.CallToolResult
-	// Raw is a server tool's result forwarded on the fast path
-	// (fastpath.go): the result member of its answer, as it sent it.
-	Raw json.RawMessage
-	// Cause is the failure behind an error result made by pml itself (not
-	// a tool's own error), for callers that map kinds to exit codes.
-	Cause error
-}
-
-// Err returns the failure behind an error result pml made itself, to be
-// tested with errors.Is against ErrDenied, ErrUnavailable, ErrCloud,
-// ErrNotFound, ErrInvalidInput; nil for successes and tools' own errors.
-func (r Result) Err() error { return r.Cause }
-
-// Approval returns the approval a result asks for, if it asks.
-func (r Result) Approval() (Approval, bool) {
-	a, ok := r.Structured.(Approval)
-	return a, ok && !r.IsError
 }
 
 // Options configure a Broker.
@@ -318,39 +287,6 @@ func (b *Broker) User() string { return b.sb.user }
 // Policy returns the effective container policy.
 func (b *Broker) Policy() policies.Policy { return b.sb.policy() }
 
-// Request is one tool call as the MCP layer hands it over.
-type Request struct {
-	Tool string
-	Args json.RawMessage
-	// Workflows holds the calling session's pending approvals.
-	Workflows *Workflows
-	// Ask, when set, asks the human right away (MCP elicitation). It
-	// returns "continue", "always" or "abort", or what else the person did
-	// there ("declined", "cancelled", "not answered"), which is final; shown
-	// is false when the question never reached the person (the client
-	// failed the request): then the call returns approval_required.
-	Ask func(ctx context.Context, a Approval) (choice string, shown bool)
-	// Dialog: the client answers approvals in its own dialog through input
-	// requests (multi round-trip); every approval result becomes one.
-	Dialog bool
-	// Elicited, when set, is a person's answer to a workflow of this tool,
-	// given through the client's elicitation UI; Args are then ignored.
-	Elicited *Elicited
-}
-
-// Elicited is an answer from the client's elicitation UI.
-type Elicited struct {
-	WorkflowID string
-	// Choice is "continue", "always" or "abort"; else what the person did
-	// instead ("declined", "cancelled", "not answered"), which ends the
-	// workflow.
-	Choice string
-}
-
-// ContinueTool is the tool clients that cannot resend a call use to answer
-// an approval.
-const ContinueTool = "pml:continue_workflow"
-
 // Call runs one tool call through the request path (see the package
 // doc). It never returns a Go error: every failure is a Result with
 // IsError and a readable message. Close cancels it.
@@ -366,13 +302,13 @@ func (b *Broker) Call(ctx context.Context, req Request) Result {
 	req.Ask = tracedAsk(req.Ask)
 	ctx, end := callSpan(ctx, req.Tool)
 	ctx = context.WithValue(ctx, requestKey{}, req)
-	res := b.path.Call(ctx, NewCall(req))
+	res := b.path.Call(ctx, call.NewCall(req))
 	end(res)
 	return res
 }
 
 func errorResult(err error) Result {
-	return ResultFor(err)
+	return call.ResultFor(err)
 }
 
 // limitRuntime puts every container of this pml through one cap (see

@@ -34,7 +34,7 @@ func (l approveLayer) Call(ctx context.Context, c *Call) Result {
 	}
 	switch {
 	case cloudish && !b.cloud.client.Enabled():
-		c.decodeArgs()
+		c.DecodeArgs()
 		res := b.cloud.exec.run(ctx, toolbox.Tool{Name: c.Tool}, c.Args)
 		c.Note(audit.Entry{Tool: c.Tool, Decision: audit.Failed, Pattern: c.Pattern, Reason: "local mode", ArgKeys: audit.Keys(c.Args)})
 		return res
@@ -54,7 +54,7 @@ func (l approveLayer) Call(ctx context.Context, c *Call) Result {
 // ask opens a workflow of typ for the call and puts it to the person.
 func (l approveLayer) ask(ctx context.Context, c *Call, typ ApprovalType) Result {
 	b := l.b
-	c.decodeArgs()
+	c.DecodeArgs()
 	if res, refused := b.needsDialog(c, c.Tool, c.Pattern, c.Args); refused {
 		return res
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 
+	"github.com/pml-dev/pml/broker/call"
 	"github.com/pml-dev/pml/internal/audit"
 	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/errdefs"
@@ -51,7 +52,7 @@ func auditLayerNoted(path Handler, n container.AuditNoter) Handler {
 func (l auditLayer) Call(ctx context.Context, c *Call) Result {
 	if err := l.sink.Ready(); err != nil {
 		l.log.Error().Err(err).Str("tool", c.Tool).Msg("refused the call: its audit entry cannot be written")
-		return ResultFor(auditRefusal(c.Tool, err))
+		return call.ResultFor(auditRefusal(c.Tool, err))
 	}
 	defer func() {
 		if v := recover(); v != nil {
@@ -129,7 +130,7 @@ func withAuditFailure(ctx context.Context, res Result, err error) Result {
 // (kindName, the words the logs use), "error" for an error of no kind.
 func unnotedReason(res Result) string {
 	if res.IsError {
-		return KindName(res.Cause)
+		return call.KindName(res.Cause)
 	}
 	return "not recorded by any step"
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pml-dev/pml/broker/call"
 	"github.com/pml-dev/pml/internal/audit"
 	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/policies"
@@ -186,7 +187,7 @@ func TestAuditLayerWritesOneEntryWhateverTheStepsNoted(t *testing.T) {
 			sink := audit.New(filepath.Join(ws, ".pml", "audit.jsonl"))
 			next := HandlerFunc(func(_ context.Context, c *Call) Result { tc.steps(c); return tc.res })
 			l := auditLayer{next: next, log: zerolog.Nop(), sink: sink}
-			l.Call(context.Background(), NewCall(Request{Tool: "t"}))
+			l.Call(context.Background(), call.NewCall(Request{Tool: "t"}))
 			got := auditEntries(t, ws)
 			if len(got) != 1 {
 				t.Fatalf("%d entries: %+v", len(got), got)

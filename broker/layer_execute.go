@@ -44,7 +44,7 @@ func (b *Broker) runTool(ctx context.Context, c *Call, name string, args map[str
 	if _, pooled := entry.exec.(pooledExec); c.RawArgs && !pooled {
 		// Kept raw for a pooled server that is no longer one (a reload):
 		// this executor reads them.
-		c.decodeArgs()
+		c.DecodeArgs()
 		args = c.Args
 	}
 	began := time.Now()

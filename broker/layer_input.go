@@ -96,17 +96,3 @@ func topLevel(raw json.RawMessage) (map[string]any, bool) {
 	})
 	return args, ok && !escaped
 }
-
-// decodeArgs decodes arguments kept raw by the fast path, for a step that
-// shows them to a person (an approval): from here the call is no longer
-// one that passes them on unread.
-func (c *Call) decodeArgs() {
-	if !c.RawArgs {
-		return
-	}
-	c.RawArgs = false
-	args := map[string]any{}
-	if err := json.Unmarshal(c.Req.Args, &args); err == nil {
-		c.Args = args
-	}
-}

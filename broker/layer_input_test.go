@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+
+	"github.com/pml-dev/pml/broker/call"
 )
 
 func TestInputLayerSendsAnswersAsideAndStripsTheContinuation(t *testing.T) {
@@ -29,7 +31,7 @@ func TestInputLayerSendsAnswersAsideAndStripsTheContinuation(t *testing.T) {
 			if tc.elicited {
 				req.Elicited = &Elicited{WorkflowID: "w", Choice: "continue"}
 			}
-			c := NewCall(req)
+			c := call.NewCall(req)
 			res := inputLayer{next: next, answers: answers}.Call(context.Background(), c)
 			if next.reached != tc.toNext || answers.reached != tc.toAnswer || res.IsError != tc.isError {
 				t.Fatalf("next %d, answers %d, isError %v (%s)", next.reached, answers.reached, res.IsError, res.Text)

@@ -30,7 +30,7 @@ func (l registryLayer) Call(ctx context.Context, c *Call) Result {
 	if change == nil {
 		return l.next.Call(ctx, c)
 	}
-	c.decodeArgs()
+	c.DecodeArgs()
 	if res, refused := b.needsDialog(c, c.Tool, c.Pattern, c.Args); refused {
 		return res
 	}

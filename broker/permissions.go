@@ -6,15 +6,6 @@ import (
 	"github.com/pml-dev/pml/internal/toolglob"
 )
 
-// Decision is the permission outcome for one tool call.
-type Decision string
-
-const (
-	Allow Decision = "allow"
-	Ask   Decision = "ask"
-	Deny  Decision = "deny"
-)
-
 // Permissions decide whether a tool may run. Patterns are globs on tool
 // names ("filesystem:*", "shell:exec", "*"); deny beats ask beats allow,
 // and a tool matching nothing is asked about. One refinement: an exact

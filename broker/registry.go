@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pml-dev/pml/broker/call"
 	"github.com/pml-dev/pml/internal/registry"
 	"github.com/pml-dev/pml/internal/routing"
 	"github.com/pml-dev/pml/internal/termsafe"
@@ -287,7 +288,7 @@ func (b *Broker) approveIntegrity(ctx context.Context, c *Call, wfs *Workflows, 
 		return errorResult(err)
 	}
 	args, _ := json.Marshal(wf.Args)
-	again := NewCall(Request{Tool: wf.Tool, Args: args, Workflows: wfs})
+	again := call.NewCall(Request{Tool: wf.Tool, Args: args, Workflows: wfs})
 	again.Began = c.Began
 	res := b.belowAudit.Call(context.WithValue(ctx, requestKey{}, again.Req), again)
 	if e, ok := again.Noted(); ok {

@@ -1,4 +1,4 @@
-package broker
+package call
 
 import (
 	"github.com/pml-dev/pml/internal/errdefs"

@@ -1,9 +1,11 @@
-package broker
+package call
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
+	"github.com/pml-dev/pml/broker/workflow"
 	"github.com/pml-dev/pml/internal/audit"
 )
 
@@ -40,7 +42,7 @@ type Call struct {
 	Pattern  string
 
 	// Cont is a relayed answer to an approval (input layer).
-	Cont *Continuation
+	Cont *workflow.Continuation
 	// FromRegistry: the tool is fetched from a registry (resolve layer).
 	FromRegistry bool
 	Began        time.Time
@@ -65,4 +67,18 @@ func (c *Call) Noted() (audit.Entry, bool) {
 // NewCall starts a call for req.
 func NewCall(req Request) *Call {
 	return &Call{Req: req, Tool: req.Tool, Began: time.Now()}
+}
+
+// DecodeArgs decodes arguments kept raw by the fast path, for a step that
+// shows them to a person (an approval): from here the call is no longer
+// one that passes them on unread.
+func (c *Call) DecodeArgs() {
+	if !c.RawArgs {
+		return
+	}
+	c.RawArgs = false
+	args := map[string]any{}
+	if err := json.Unmarshal(c.Req.Args, &args); err == nil {
+		c.Args = args
+	}
 }
