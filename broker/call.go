@@ -24,9 +24,8 @@ const (
 // Error kinds of the broker, tested with errors.Is (package call says
 // how they relate to errdefs).
 var (
-	ErrDenied        = call.ErrDenied
-	ErrNeedsApproval = call.ErrNeedsApproval
-	ErrNotFound      = call.ErrNotFound
-	ErrUnavailable   = call.ErrUnavailable
-	ErrInvalidInput  = call.ErrInvalidInput
+	ErrDenied       = call.ErrDenied
+	ErrNotFound     = call.ErrNotFound
+	ErrUnavailable  = call.ErrUnavailable
+	ErrInvalidInput = call.ErrInvalidInput
 )

@@ -158,7 +158,7 @@ func TestResultForAndKindName(t *testing.T) {
 	}
 	for err, want := range map[error]string{
 		ErrUnavailable: "unavailable", ErrNotFound: "not_found", ErrInvalidInput: "invalid_input",
-		ErrDenied: "denied", ErrNeedsApproval: "needs_approval",
+		ErrDenied: "denied", errdefs.New(errdefs.ErrNeedsApproval, "needs approval"): "needs_approval",
 		errdefs.Wrap(errdefs.ErrTimeout, context.DeadlineExceeded): "timeout",
 		errdefs.Wrap(errdefs.ErrConflict, errors.New("in use")):    "conflict",
 		errdefs.New(errdefs.ErrInternal, "bug"):                    "internal",

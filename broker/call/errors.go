@@ -12,8 +12,6 @@ import (
 var (
 	// ErrDenied: a deny pattern matched.
 	ErrDenied = errdefs.New(errdefs.ErrDenied, "denied by permissions")
-	// ErrNeedsApproval: an ask pattern (or no pattern) matched.
-	ErrNeedsApproval = errdefs.New(errdefs.ErrNeedsApproval, "needs approval")
 	// ErrNotFound: no such tool.
 	ErrNotFound = errdefs.New(errdefs.ErrNotFound, "no such tool")
 	// ErrUnavailable: the container runtime (or an image) is not available.
