@@ -359,7 +359,7 @@ func doneResult(outer string, d execute.Done) Result {
 // its code.
 type pooledRuntime struct {
 	container.Runtime
-	pool *container.Pool
+	pool *container.Prestarted
 }
 
 func (p *pooledRuntime) Start(ctx context.Context, spec container.Spec, streams container.Streams) (container.Process, error) {
