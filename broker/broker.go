@@ -1,29 +1,3 @@
-// Package broker is pml's request path. A tool call comes in through
-// Broker.Call (the MCP surface in mcp.go maps tools/list and tools/call
-// onto Tools and Call) and goes down a chain of Handlers, each in its own
-// file, in this order:
-//
-//	audit     layer_audit.go     writes exactly one audit entry per call, whatever the exit;
-//	                             refuses, before it runs, a call it could not record
-//	input     layer_input.go     decodes the arguments; answers to approvals go to answers.go
-//	resolve   layer_resolve.go   toolbox, shell, a configured server, the cloud, or a registry name
-//	permit    layer_permit.go    deny > ask > allow (permissions.go); a deny ends the call
-//	registry  layer_registry.go  fetches a registry tool; a changed entry asks (integrity)
-//	approve   layer_approve.go   ask, install or API key: puts it to a person (dialog.go)
-//	execute   layer_execute.go   installs, finds the executor (lookup.go) and runs it
-//
-// The execute layer hands the call to its tool source's executor (the
-// tool table maps each name to one): toolboxExec (toolbox.go, filesystem
-// tools), shellExec (shell.go), pooledExec (server_call.go, stdio
-// servers), perCallExec (percall.go), cloudExec (cloud_exec.go) and
-// denoExec (deno.go). Each holds only what it needs; the container ones
-// share a *sandbox (sandbox.go), never the Broker. Code runs (execute.go:
-// codeRuns, for pml:execute and deno capabilities) happen in a Deno
-// container whose mcp.* calls come back through Call. A layer notes the
-// outcome on the Call; only the audit layer writes it.
-//
-// The broker knows nothing of Docker: it speaks to a container.Runtime.
-// docs/architecture.md draws the path and names every file.
 package broker
 
 import (
