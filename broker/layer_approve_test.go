@@ -16,7 +16,7 @@ func TestApproveLayerAsksForAskOnly(t *testing.T) {
 		next := &fakeNext{}
 		c := call.NewCall(Request{Tool: "filesystem:write_file", Workflows: f.wf})
 		c.Args, c.Decision = map[string]any{"path": "x"}, tc.decision
-		res := approveLayer{b: f.b, next: next}.Call(context.Background(), c)
+		res := approveLayerOf(f.b, next).Call(context.Background(), c)
 		if next.reached != tc.reached {
 			t.Errorf("%v: reached %d", tc.decision, next.reached)
 		}

@@ -12,10 +12,13 @@ import (
 
 // executeLayer is the end of the request path: the call is allowed (by a
 // permission or a person's answer) and runs.
-type executeLayer struct{ b *Broker }
+type executeLayer struct {
+	// run installs, finds and runs a tool (Broker.runTool).
+	run func(ctx context.Context, c *Call, name string, args map[string]any, decision, pattern, workflowID string) Result
+}
 
 func (l executeLayer) Call(ctx context.Context, c *Call) Result {
-	return l.b.runTool(ctx, c, c.Tool, c.Args, audit.Allowed, c.Pattern, "")
+	return l.run(ctx, c, c.Tool, c.Args, audit.Allowed, c.Pattern, "")
 }
 
 // runTool installs what a server tool needs, finds the tool's executor

@@ -21,12 +21,14 @@ import (
 // schema is not known without starting something is not checked here
 // (its server checks its own arguments).
 type schemaLayer struct {
-	b    *Broker
 	next Handler
+	// schema is the input schema the client was shown for a tool, when
+	// it is known without starting anything (Broker.knownSchema).
+	schema func(tool string) (json.RawMessage, bool)
 }
 
 func (l schemaLayer) Call(ctx context.Context, c *Call) Result {
-	raw, ok := l.b.knownSchema(c.Tool)
+	raw, ok := l.schema(c.Tool)
 	if !ok {
 		return l.next.Call(ctx, c)
 	}
