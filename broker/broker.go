@@ -78,7 +78,7 @@ type Options struct {
 type Broker struct {
 	cfg   *config.Config
 	sb    *sandbox
-	perms livePermissions
+	perms *LivePermissions
 	// reload applies edits of .pml.json (reload.go).
 	reload reloadState
 	// trust is the person's trust records; trustState how the
@@ -155,7 +155,7 @@ func New(o Options) (*Broker, error) {
 	b := &Broker{
 		cfg:      o.Config,
 		sb:       sb,
-		perms:    livePermissions{p: PermissionsFrom(o.Config), denyFrom: denySource(o.Config)},
+		perms:    NewLivePermissions(PermissionsFrom(o.Config), DenySource(o.Config)),
 		log:      o.Logger,
 		progress: progressLogger(o),
 		audit:    audit.New(filepath.Join(o.Workspace, ".pml", "audit.jsonl")),

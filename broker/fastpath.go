@@ -241,7 +241,7 @@ func (f *fastFront) call(id, params []byte) bool {
 		// result held back, not passed on as it comes.
 		return false
 	}
-	if d, _ := fb.decide(name); d != Allow {
+	if d, _ := fb.perms.Decide(name); d != Allow {
 		return false // a person decides first: the usual path
 	}
 	var token json.RawMessage

@@ -7,44 +7,42 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/pml-dev/pml/broker/call"
 	"github.com/pml-dev/pml/internal/audit"
 )
 
-// permitLayer reads the permissions for the tool (permissions.go: deny >
+// PermitLayer reads the permissions for the tool (permissions.go: deny >
 // ask > allow) and notes them on the Call; a deny pattern ends the call
 // here. Whether ask (or no pattern) needs a person is approveLayer's.
-type permitLayer struct {
-	next Handler
-	// decide reads the current permissions; source names where they come
+type PermitLayer struct {
+	Next Handler
+	// Decide reads the current permissions (they change when a user
+	// answers "always"); Source names where they come
 	// from, for the refusal.
-	decide func(tool string) (Decision, string)
-	source func() string
+	Decide func(tool string) (Decision, string)
+	Source func() string
 }
 
-func (l permitLayer) Call(ctx context.Context, c *Call) Result {
-	_, span := spanStep(ctx, "permit")
-	c.Decision, c.Pattern = l.decide(c.Tool)
+func (l PermitLayer) Call(ctx context.Context, c *Call) Result {
+	_, span := call.SpanStep(ctx, "permit")
+	c.Decision, c.Pattern = l.Decide(c.Tool)
 	if span.IsRecording() {
 		span.SetAttributes(attribute.String("pml.decision", string(c.Decision)), attribute.String("pml.pattern", c.Pattern))
 	}
 	span.End()
 	if c.Decision == Deny {
-		src := l.source()
+		src := l.Source()
 		c.Note(audit.Entry{Tool: c.Tool, Decision: audit.Denied, Pattern: c.Pattern, ArgKeys: audit.Keys(c.Args),
 			Reason: fmt.Sprintf("deny pattern %q from %s", c.Pattern, src)})
-		return errorResult(fmt.Errorf("%w: %s matches the deny pattern %q in %s; remove it from permissions.deny there to use this tool", ErrDenied, c.Tool, c.Pattern, src))
+		return call.ResultFor(fmt.Errorf("%w: %s matches the deny pattern %q in %s; remove it from permissions.deny there to use this tool", ErrDenied, c.Tool, c.Pattern, src))
 	}
-	return l.next.Call(ctx, c)
+	return l.Next.Call(ctx, c)
 }
 
-// decide reads the current permissions (they change when a user answers
-// "always").
-func (b *Broker) decide(tool string) (Decision, string) { return b.perms.decide(tool) }
-
-// livePermissions are the permissions in force: read by every call,
+// LivePermissions are the permissions in force: read by every call,
 // changed by an "always" answer and replaced when .pml.json is reloaded
 // (reload.go). Safe for concurrent use.
-type livePermissions struct {
+type LivePermissions struct {
 	mu sync.RWMutex
 	p  Permissions
 	// denyFrom names where permissions.deny came from: the file's path or
@@ -56,17 +54,23 @@ type livePermissions struct {
 	gen uint64
 }
 
-// generation is the count of pml's own changes so far.
-func (l *livePermissions) generation() uint64 {
+// NewLivePermissions puts p in force; denyFrom names where its deny list
+// came from (DenySource).
+func NewLivePermissions(p Permissions, denyFrom string) *LivePermissions {
+	return &LivePermissions{p: p, denyFrom: denyFrom}
+}
+
+// Generation is the count of pml's own changes so far.
+func (l *LivePermissions) Generation() uint64 {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	return l.gen
 }
 
-// replace puts p in force unless pml changed the permissions itself since
+// Replace puts p in force unless pml changed the permissions itself since
 // gen (then p was read before that change and is stale). It returns the
 // permissions replaced and whether p was applied.
-func (l *livePermissions) replace(p Permissions, denyFrom string, gen uint64) (Permissions, bool) {
+func (l *LivePermissions) Replace(p Permissions, denyFrom string, gen uint64) (Permissions, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.gen != gen {
@@ -77,41 +81,43 @@ func (l *livePermissions) replace(p Permissions, denyFrom string, gen uint64) (P
 	return old, true
 }
 
-// source names where the deny list came from.
-func (l *livePermissions) source() string {
+// Source names where the deny patterns come from (a refusal says it):
+// the .pml.json path or the environment variable.
+func (l *LivePermissions) Source() string {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	return l.denyFrom
+	if l.denyFrom != "" {
+		return l.denyFrom
+	}
+	return "pml's defaults (no .pml.json)"
 }
 
-func (l *livePermissions) decide(tool string) (Decision, string) {
+// Current returns a copy of the permissions in force.
+func (l *LivePermissions) Current() Permissions {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.p
+}
+
+func (l *LivePermissions) Decide(tool string) (Decision, string) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	return l.p.Decide(tool)
 }
 
-// inAsk reports whether tool is named exactly in ask.
-func (l *livePermissions) inAsk(tool string) bool {
+// InAsk reports whether tool is named exactly in ask.
+func (l *LivePermissions) InAsk(tool string) bool {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	return contains(l.p.Ask, tool)
+	return Contains(l.p.Ask, tool)
 }
 
-// change runs f with the permissions held for writing: f saves a change
-// and then applies it, so no call decides on a half-made change and two
+// Change runs f with the permissions held for writing: f saves a Change
+// and then applies it, so no call decides on a half-made Change and two
 // answers are saved one after the other.
-func (l *livePermissions) change(f func(p *Permissions) error) error {
+func (l *LivePermissions) Change(f func(p *Permissions) error) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.gen++
 	return f(&l.p)
-}
-
-// permSource names where the deny patterns come from (a refusal says
-// it): the .pml.json path or the environment variable.
-func (b *Broker) permSource() string {
-	if s := b.perms.source(); s != "" {
-		return s
-	}
-	return "pml's defaults (no .pml.json)"
 }

@@ -18,7 +18,7 @@ func TestPermitLayerStopsDeniedCallsOnly(t *testing.T) {
 		{"a:x", 1, Allow}, {"q:x", 1, Ask}, {"d:x", 0, Deny}, {"other:x", 1, Ask},
 	} {
 		next := &fakeNext{}
-		l := permitLayer{next: next, decide: perms.Decide, source: func() string { return "test" }}
+		l := PermitLayer{Next: next, Decide: perms.Decide, Source: func() string { return "test" }}
 		c := &Call{Tool: tc.tool}
 		res := l.Call(context.Background(), c)
 		if next.reached != tc.reached || c.Decision != tc.want {

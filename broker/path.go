@@ -19,7 +19,7 @@ func (b *Broker) chain() (whole, belowAudit Handler) {
 	h = approveLayerOf(b, h)
 	h = schemaLayer{next: h, schema: b.knownSchema}
 	h = registryLayerOf(b, h)
-	h = permitLayer{next: h, decide: b.decide, source: b.permSource}
+	h = PermitLayer{Next: h, Decide: b.perms.Decide, Source: b.perms.Source}
 	h = resolveLayerOf(b, h)
 	h = inputLayer{next: h, answers: HandlerFunc(b.answerCall)}
 	return auditLayer{next: h, log: b.log, sink: b.audit}, h

@@ -51,9 +51,9 @@ func PermissionsFrom(cfg *config.Config) Permissions {
 	return p
 }
 
-// denySource names where cfg's deny list comes from: the environment
+// DenySource names where cfg's deny list comes from: the environment
 // variable, else the file when it exists; "" for pml's defaults.
-func denySource(cfg *config.Config) string {
+func DenySource(cfg *config.Config) string {
 	if s := cfg.Source("permissions.deny"); s != "" {
 		return s
 	}
@@ -98,8 +98,8 @@ func exactIn(list []string, tool string) string {
 	return ""
 }
 
-// contains reports whether list names tool exactly (exactIn).
-func contains(list []string, tool string) bool { return exactIn(list, tool) != "" }
+// Contains reports whether list names tool exactly (exactIn).
+func Contains(list []string, tool string) bool { return exactIn(list, tool) != "" }
 
 func firstMatch(patterns []string, tool string) string {
 	for _, pat := range patterns {

@@ -54,7 +54,7 @@ func (b *Broker) setupRegistry() {
 	// its record would make the next fetch "new" and trust a changed entry
 	// without asking.
 	lock, err := registry.LoadLockfileKeeping(registry.LockfilePath(b.sb.ws), func(ns string) bool {
-		d, _ := b.perms.decide(ns + ":*")
+		d, _ := b.perms.Decide(ns + ":*")
 		return d != Deny
 	})
 	if err != nil {

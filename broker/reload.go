@@ -49,7 +49,7 @@ func (b *Broker) Reload(env func(string) string) {
 	defer b.reload.mu.Unlock()
 	// Read before the file: if pml saves an "always" meanwhile, this read
 	// may predate it and is dropped (the save's own event reloads again).
-	gen := b.perms.generation()
+	gen := b.perms.Generation()
 	b.sb.guard.Verify(config.FileName)
 	b.sb.guard.Verify(config.LocalFileName)
 	cfg, err := config.Load(b.sb.ws, env)
@@ -83,7 +83,7 @@ func (b *Broker) Reload(env func(string) string) {
 		b.log.Error().Err(err).Str("file", cfg.Path).Str("key", "sandbox").Msg(ConfigRejected + ": the last good configuration stays in force; fix the file and save it again")
 		return
 	}
-	old, applied := b.perms.replace(PermissionsFrom(cfg), denySource(cfg), gen)
+	old, applied := b.perms.Replace(PermissionsFrom(cfg), DenySource(cfg), gen)
 	if !applied {
 		b.log.Debug().Msg("a reload of .pml.json predates pml's own save; the next one applies it")
 		return
