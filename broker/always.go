@@ -4,6 +4,7 @@ import (
 	"os"
 	"slices"
 
+	"github.com/pml-dev/pml/broker/permit"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/toolglob"
 )
@@ -13,7 +14,7 @@ import (
 // defaults, so saving one answer does not take the defaults away.
 func (b *Broker) allowAlways(tool string) error {
 	return b.perms.Change(func(p *Permissions) error {
-		inAsk := Contains(p.Ask, tool)
+		inAsk := permit.Contains(p.Ask, tool)
 		err := b.writeConfig(func(old []byte) ([]byte, error) {
 			if old == nil {
 				old = config.WithPermissions(p.Allow, p.Ask, p.Deny)

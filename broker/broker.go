@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/pml-dev/pml/broker/call"
+	"github.com/pml-dev/pml/broker/permit"
 	"github.com/pml-dev/pml/images"
 	"github.com/pml-dev/pml/internal/audit"
 	"github.com/pml-dev/pml/internal/config"
@@ -155,7 +156,7 @@ func New(o Options) (*Broker, error) {
 	b := &Broker{
 		cfg:      o.Config,
 		sb:       sb,
-		perms:    NewLivePermissions(PermissionsFrom(o.Config), DenySource(o.Config)),
+		perms:    permit.NewLivePermissions(PermissionsFrom(o.Config), permit.DenySource(o.Config)),
 		log:      o.Logger,
 		progress: progressLogger(o),
 		audit:    audit.New(filepath.Join(o.Workspace, ".pml", "audit.jsonl")),

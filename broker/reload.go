@@ -8,6 +8,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/pml-dev/pml/broker/permit"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/toolbox"
 	"github.com/pml-dev/pml/internal/trust"
@@ -83,7 +84,7 @@ func (b *Broker) Reload(env func(string) string) {
 		b.log.Error().Err(err).Str("file", cfg.Path).Str("key", "sandbox").Msg(ConfigRejected + ": the last good configuration stays in force; fix the file and save it again")
 		return
 	}
-	old, applied := b.perms.Replace(PermissionsFrom(cfg), DenySource(cfg), gen)
+	old, applied := b.perms.Replace(PermissionsFrom(cfg), permit.DenySource(cfg), gen)
 	if !applied {
 		b.log.Debug().Msg("a reload of .pml.json predates pml's own save; the next one applies it")
 		return

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/pml-dev/pml/broker/permit"
 	"github.com/pml-dev/pml/internal/config"
 )
 
@@ -165,7 +166,7 @@ func TestEnvDenyWithoutFileNamesTheVariable(t *testing.T) {
 	if d, _ := p.Decide("filesystem:list_directory"); d != Allow {
 		t.Fatalf("the defaults stay for the lists the environment does not set: %v", p)
 	}
-	if s := DenySource(cfg); s != "PML_PERMISSIONS_DENY" {
+	if s := permit.DenySource(cfg); s != "PML_PERMISSIONS_DENY" {
 		t.Fatalf("source %q", s)
 	}
 }

@@ -1,4 +1,4 @@
-package broker
+package permit
 
 import (
 	"go.opentelemetry.io/otel/attribute"
@@ -15,26 +15,26 @@ import (
 // ask > allow) and notes them on the Call; a deny pattern ends the call
 // here. Whether ask (or no pattern) needs a person is approveLayer's.
 type PermitLayer struct {
-	Next Handler
+	Next call.Handler
 	// Decide reads the current permissions (they change when a user
 	// answers "always"); Source names where they come
 	// from, for the refusal.
-	Decide func(tool string) (Decision, string)
+	Decide func(tool string) (call.Decision, string)
 	Source func() string
 }
 
-func (l PermitLayer) Call(ctx context.Context, c *Call) Result {
+func (l PermitLayer) Call(ctx context.Context, c *call.Call) call.Result {
 	_, span := call.SpanStep(ctx, "permit")
 	c.Decision, c.Pattern = l.Decide(c.Tool)
 	if span.IsRecording() {
 		span.SetAttributes(attribute.String("pml.decision", string(c.Decision)), attribute.String("pml.pattern", c.Pattern))
 	}
 	span.End()
-	if c.Decision == Deny {
+	if c.Decision == call.Deny {
 		src := l.Source()
 		c.Note(audit.Entry{Tool: c.Tool, Decision: audit.Denied, Pattern: c.Pattern, ArgKeys: audit.Keys(c.Args),
 			Reason: fmt.Sprintf("deny pattern %q from %s", c.Pattern, src)})
-		return call.ResultFor(fmt.Errorf("%w: %s matches the deny pattern %q in %s; remove it from permissions.deny there to use this tool", ErrDenied, c.Tool, c.Pattern, src))
+		return call.ResultFor(fmt.Errorf("%w: %s matches the deny pattern %q in %s; remove it from permissions.deny there to use this tool", call.ErrDenied, c.Tool, c.Pattern, src))
 	}
 	return l.Next.Call(ctx, c)
 }
@@ -99,7 +99,7 @@ func (l *LivePermissions) Current() Permissions {
 	return l.p
 }
 
-func (l *LivePermissions) Decide(tool string) (Decision, string) {
+func (l *LivePermissions) Decide(tool string) (call.Decision, string) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	return l.p.Decide(tool)

@@ -1,6 +1,7 @@
-package broker
+package permit
 
 import (
+	"github.com/pml-dev/pml/broker/call"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/toolbox"
 	"github.com/pml-dev/pml/internal/toolglob"
@@ -68,23 +69,23 @@ func DenySource(cfg *config.Config) string {
 // ask). Patterns match the tool by any of the names pml shows for it
 // (shell:exec, shell__exec, mcp__pml__shell__exec) in any case
 // (internal/toolglob), so a deny copied from a client's screen holds.
-func (p Permissions) Decide(tool string) (Decision, string) {
+func (p Permissions) Decide(tool string) (call.Decision, string) {
 	if pat := firstMatch(p.Deny, tool); pat != "" {
-		return Deny, pat
+		return call.Deny, pat
 	}
 	if pat := exactIn(p.Ask, tool); pat != "" {
-		return Ask, pat
+		return call.Ask, pat
 	}
 	if pat := exactIn(p.Allow, tool); pat != "" {
-		return Allow, pat
+		return call.Allow, pat
 	}
 	if pat := firstMatch(p.Ask, tool); pat != "" {
-		return Ask, pat
+		return call.Ask, pat
 	}
 	if pat := firstMatch(p.Allow, tool); pat != "" {
-		return Allow, pat
+		return call.Allow, pat
 	}
-	return Ask, ""
+	return call.Ask, ""
 }
 
 // exactIn returns the first pattern of list that names tool exactly, in
