@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -488,20 +487,6 @@ func TestElicitation(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-func TestWorkflowStoreIsBounded(t *testing.T) {
-	w := NewWorkflows(time.Minute)
-	first := w.Create(ApprovalToolPermission, "t", nil, "*")
-	for i := 0; i < MaxWorkflows; i++ {
-		w.Create(ApprovalToolPermission, "t", nil, "*")
-	}
-	if _, err := w.Take(first.ID, "t"); !errors.Is(err, ErrWorkflowUnknown) {
-		t.Fatalf("oldest not evicted: %v", err)
-	}
-	if w.Len() != MaxWorkflows {
-		t.Fatalf("%d workflows kept", w.Len())
 	}
 }
 
