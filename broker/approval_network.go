@@ -29,10 +29,10 @@ type networkGrant struct {
 // or "" when the tool has none.
 func (b *Broker) egressOf(tool string) (id, who, key string) {
 	if tool == shellTool.Name {
-		return shellEgressID, "shell:exec", "sandbox.network.allow"
+		return ShellEgressID, "shell:exec", "sandbox.network.allow"
 	}
 	if srv := b.serverOf(tool); srv != nil {
-		return serverEgressID(srv.cfg.Name), "server " + srv.cfg.Name, networkKey(srv.cfg.Private, srv.cfg.Name)
+		return ServerEgressID(srv.cfg.Name), "server " + srv.cfg.Name, NetworkKey(srv.cfg.Private, srv.cfg.Name)
 	}
 	return "", "", ""
 }
@@ -47,11 +47,11 @@ func (b *Broker) networkApproval(ctx context.Context, c *Call, tool string, args
 	if id == "" {
 		return Result{}, false
 	}
-	ep := b.sb.egress.lookup(id)
+	ep := b.sb.egress.Lookup(id)
 	if ep == nil {
 		return Result{}, false
 	}
-	hosts := ep.refusedSince(since)
+	hosts := ep.RefusedSince(since)
 	if len(hosts) == 0 || b.cfg.HIL.RequireElicitation && c.Req.Ask == nil && !c.Req.Dialog {
 		return Result{}, false
 	}
@@ -130,8 +130,8 @@ func (b *Broker) answerNetwork(ctx context.Context, c *Call, wfs *Workflows, wf 
 		}
 		decision = audit.Always
 	}
-	if ep := b.sb.egress.lookup(g.id); ep != nil {
-		if err := ep.grant(g.hosts); err != nil {
+	if ep := b.sb.egress.Lookup(g.id); ep != nil {
+		if err := ep.Grant(g.hosts); err != nil {
 			wfs.Release(wf)
 			return errorResult(err)
 		}

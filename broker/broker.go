@@ -164,8 +164,8 @@ func New(o Options) (*Broker, error) {
 	b.trust = o.Trust
 	b.wsExplicit = o.WorkspaceExplicit
 	b.trustState.set(b, o.Config, tst)
-	sb.egress = newEgressSet(b.audit, o.Logger, sb.user)
-	sb.egress.shell.Store(&o.Config.Sandbox.Network.Rules)
+	sb.egress = NewEgressSet(b.audit, o.Logger, sb.user)
+	sb.egress.Shell.Store(&o.Config.Sandbox.Network.Rules)
 	b.base, b.cancelBase = context.WithCancel(context.Background())
 	b.runs = &codeRuns{sb: sb, hil: o.Config.HIL.Timeout, idle: o.Config.Sandbox.IdleTimeout, base: b.base, call: b.Call}
 	b.toolbox = &images.Toolbox{Runtime: o.Runtime, Program: sb.inside}
@@ -231,7 +231,7 @@ func (b *Broker) Close(timeout time.Duration) {
 		b.sb.releaseSession()
 	}
 	b.sb.guard.Close()
-	b.sb.egress.close()
+	b.sb.egress.Close()
 	// After the proxies: their Close writes their last audit entries.
 	_ = b.audit.Close()
 }

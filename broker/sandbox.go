@@ -59,7 +59,7 @@ type sandbox struct {
 	}
 	// egress is the egress proxies of servers and tools given network
 	// (egress.go).
-	egress *egressSet
+	egress *EgressSet
 }
 
 // newSandbox builds the sandbox of a broker: the runtime goes through

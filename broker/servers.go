@@ -104,7 +104,7 @@ func serverSpec(sb *sandbox, ds *deps.Store, cfg config.Server) container.Spec {
 	}
 	// mcps.NAME.network: the server reaches what it allows through pml's
 	// egress proxy, and nothing else (egress.go).
-	if err := sb.withEgress(&spec, serverEgressID(cfg.Name), "server "+cfg.Name, networkKey(cfg.Private, cfg.Name), cfg.Network.Rules); err != nil {
+	if err := sb.withEgress(&spec, ServerEgressID(cfg.Name), "server "+cfg.Name, NetworkKey(cfg.Private, cfg.Name), cfg.Network.Rules); err != nil {
 		sb.log.Error().Err(err).Str("server", cfg.Name).Msg("the server runs without the network it was given")
 	}
 	return spec
