@@ -29,10 +29,10 @@ type networkGrant struct {
 // or "" when the tool has none.
 func (b *Broker) egressOf(tool string) (id, who, key string) {
 	if tool == shellTool.Name {
-		return ShellEgressID, "shell:exec", "sandbox.network.allow"
+		return shellEgressID, "shell:exec", "sandbox.network.allow"
 	}
 	if srv := b.serverOf(tool); srv != nil {
-		return ServerEgressID(srv.cfg.Name), "server " + srv.cfg.Name, NetworkKey(srv.cfg.Private, srv.cfg.Name)
+		return serverEgressID(srv.cfg.Name), "server " + srv.cfg.Name, networkKey(srv.cfg.Private, srv.cfg.Name)
 	}
 	return "", "", ""
 }

@@ -164,7 +164,7 @@ func New(o Options) (*Broker, error) {
 	b.trust = o.Trust
 	b.wsExplicit = o.WorkspaceExplicit
 	b.trustState.set(b, o.Config, tst)
-	sb.egress = NewEgressSet(b.audit, o.Logger, sb.user)
+	sb.egress = newEgressSet(b.audit, o.Logger, sb.user)
 	sb.egress.Shell.Store(&o.Config.Sandbox.Network.Rules)
 	b.base, b.cancelBase = context.WithCancel(context.Background())
 	b.runs = &codeRuns{sb: sb, hil: o.Config.HIL.Timeout, idle: o.Config.Sandbox.IdleTimeout, base: b.base, call: b.Call}

@@ -58,8 +58,8 @@
 // A container that is given network has only its loopback; its one way
 // out is a unix socket to an egress proxy on the host (internal/egress:
 // the allow rules of internal/netallow, checked before any dial, internal
-// ranges refused). egress.go holds one proxy per server or shell and the
-// rules in force; approval_network.go turns what a proxy refused during a
+// ranges refused). sandbox/egress.go (package sandbox) holds one proxy
+// per server, shell or install and the rules in force; approval_network.go turns what a proxy refused during a
 // call into a network approval and its "always".
 //
 // # How a call is audited

@@ -58,8 +58,8 @@ type sandbox struct {
 		warned bool
 	}
 	// egress is the egress proxies of servers and tools given network
-	// (egress.go).
-	egress *EgressSet
+	// (sandbox/egress.go).
+	egress *egressSet
 }
 
 // newSandbox builds the sandbox of a broker: the runtime goes through

@@ -125,7 +125,7 @@ func (b *Broker) installNetwork(ctx context.Context, srv *server) func(*containe
 			return nil
 		}
 		id := "install:" + srv.cfg.Name
-		if err := b.sb.withEgress(spec, id, "the install of "+srv.cfg.Name, "its package registry ("+strings.Join(hosts, ", ")+") or "+NetworkKey(srv.cfg.Private, srv.cfg.Name), rules); err != nil {
+		if err := b.sb.withEgress(spec, id, "the install of "+srv.cfg.Name, "its package registry ("+strings.Join(hosts, ", ")+") or "+networkKey(srv.cfg.Private, srv.cfg.Name), rules); err != nil {
 			return err
 		}
 		spec.Mounts = append(spec.Mounts, container.Mount{Source: exe, Target: shim.Binary, ReadOnly: true})

@@ -98,12 +98,12 @@ func (e shellExec) run(ctx context.Context, def toolbox.Tool, args map[string]an
 		stdin = supervise.Request(limit.d+deadlineMargin, cwd, command)
 	}
 	// sandbox.network: the supervisor runs the egress listener beside the
-	// command (egress.go); without it there is no way out at all.
+	// command (sandbox/egress.go); without it there is no way out at all.
 	if rules := *e.sb.egress.Shell.Load(); !rules.Empty() {
 		if exe := e.sb.supervisor(ctx); exe == "" {
 			return errorResult(fmt.Errorf("%w: sandbox.network needs pml's supervisor in the shell container, and pml's in-container program is missing from this pml; reinstall pml from a release (docs/install.md), or build it from source with `make build`; nothing ran", ErrUnavailable))
 		}
-		if err := e.sb.withEgress(&spec, ShellEgressID, "shell:exec", "sandbox.network.allow", rules); err != nil {
+		if err := e.sb.withEgress(&spec, shellEgressID, "shell:exec", "sandbox.network.allow", rules); err != nil {
 			return errorResult(fmt.Errorf("%w: %w", ErrUnavailable, err))
 		}
 		spec.Entrypoint = append(spec.Entrypoint, inside.Flag, spec.Egress)
