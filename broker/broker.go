@@ -297,7 +297,7 @@ func limitRuntime(o Options) (container.Runtime, *container.Limited) {
 	limited := container.Limit(container.ChooseRuntime(o.Runtime, o.Logger), o.Config.Sandbox.MaxContainers)
 	if o.PullImage != nil {
 		// Above the cap: a pull holds no container slot.
-		return &pullingRuntime{Runtime: limited, pull: o.PullImage, log: progressLogger(o)}, limited
+		return &PullingRuntime{Runtime: limited, Pull: o.PullImage, Log: progressLogger(o)}, limited
 	}
 	return limited, limited
 }
@@ -348,6 +348,6 @@ func runtimeUser(rt container.Runtime, user, explicit string) string {
 // why (container.Choose with this process and the workspace's owner);
 // explicit is sandbox.user as applied (trusted).
 func ContainerUser(explicit, ws string) container.UserChoice {
-	owner, ok := fileOwner(ws)
+	owner, ok := FileOwner(ws)
 	return container.Choose(explicit, container.Ident{UID: os.Geteuid(), GID: os.Getegid()}, owner, ok)
 }
