@@ -16,6 +16,7 @@ import (
 
 	"github.com/pml-dev/pml/broker/call"
 	"github.com/pml-dev/pml/broker/permit"
+	sbx "github.com/pml-dev/pml/broker/sandbox"
 	"github.com/pml-dev/pml/images"
 	"github.com/pml-dev/pml/internal/audit"
 	"github.com/pml-dev/pml/internal/config"
@@ -297,7 +298,7 @@ func limitRuntime(o Options) (container.Runtime, *container.Limited) {
 	limited := container.Limit(container.ChooseRuntime(o.Runtime, o.Logger), o.Config.Sandbox.MaxContainers)
 	if o.PullImage != nil {
 		// Above the cap: a pull holds no container slot.
-		return &PullingRuntime{Runtime: limited, Pull: o.PullImage, Log: progressLogger(o)}, limited
+		return &sbx.PullingRuntime{Runtime: limited, Pull: o.PullImage, Log: progressLogger(o)}, limited
 	}
 	return limited, limited
 }
@@ -348,6 +349,6 @@ func runtimeUser(rt container.Runtime, user, explicit string) string {
 // why (container.Choose with this process and the workspace's owner);
 // explicit is sandbox.user as applied (trusted).
 func ContainerUser(explicit, ws string) container.UserChoice {
-	owner, ok := FileOwner(ws)
+	owner, ok := sbx.FileOwner(ws)
 	return container.Choose(explicit, container.Ident{UID: os.Geteuid(), GID: os.Getegid()}, owner, ok)
 }

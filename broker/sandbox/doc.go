@@ -1,5 +1,7 @@
 // Package sandbox is the containers' side of pml's request path. So far
-// it holds the egress proxies (egress.go); the rest of what its name
+// it holds the egress proxies (egress.go), the first-use pull of a
+// missing image (pull.go) and the owner of the workspace, which chooses
+// the container user (owner_*.go); the rest of what its name
 // promises (mounts, the guard of pml's own files, the cap, the
 // pre-started containers, the supervisor, server env and install, the
 // executors) is still broker's sandbox type and its files.

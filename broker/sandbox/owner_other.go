@@ -1,6 +1,6 @@
 //go:build !unix
 
-package broker
+package sandbox
 
 import "github.com/pml-dev/pml/internal/container"
 
