@@ -147,25 +147,3 @@ func TestEveryUnavailabilityIsOneKindAtTheTop(t *testing.T) {
 		}
 	})
 }
-
-func TestResultForAndKindName(t *testing.T) {
-	r := call.ResultFor(fmt.Errorf("%w: x:y", ErrNotFound))
-	if !r.IsError || r.Text != "no such tool: x:y" || !errors.Is(r.Err(), ErrNotFound) {
-		t.Errorf("%+v", r)
-	}
-	if r := call.ResultFor(nil); !r.IsError || !errdefs.IsInternal(r.Err()) {
-		t.Errorf("a nil error gave %+v", r)
-	}
-	for err, want := range map[error]string{
-		ErrUnavailable: "unavailable", ErrNotFound: "not_found", ErrInvalidInput: "invalid_input",
-		ErrDenied: "denied", errdefs.New(errdefs.ErrNeedsApproval, "needs approval"): "needs_approval",
-		errdefs.Wrap(errdefs.ErrTimeout, context.DeadlineExceeded): "timeout",
-		errdefs.Wrap(errdefs.ErrConflict, errors.New("in use")):    "conflict",
-		errdefs.New(errdefs.ErrInternal, "bug"):                    "internal",
-		errors.New("plain"):                                        "error",
-	} {
-		if got := call.KindName(fmt.Errorf("ctx: %w", err)); got != want {
-			t.Errorf("kindName(%v) = %q, want %q", err, got, want)
-		}
-	}
-}
