@@ -175,7 +175,7 @@ func New(o Options) (*Broker, error) {
 		b.tools.add(t, fs)
 	}
 	b.tools.add(shellTool, shellExec{sb: sb, image: o.Config.Sandbox.ShellImage})
-	b.toolsCache = &toolsCache{path: filepath.Join(o.Workspace, ".pml", "tools-cache.json")}
+	b.toolsCache = &toolsCache{Path: filepath.Join(o.Workspace, ".pml", "tools-cache.json")}
 	b.serverStartTimeout = o.ServerStartTimeout
 	b.setupServers()
 	b.setupCloud(o)

@@ -58,7 +58,7 @@ func (b *Broker) knownSchema(tool string) (json.RawMessage, bool) {
 	if srv == nil || !b.deps.Installed(srv.cfg) {
 		return nil, false
 	}
-	tools, ok := b.toolsCache.get(srv.cfg)
+	tools, ok := b.toolsCache.Get(srv.cfg)
 	if !ok {
 		return nil, false
 	}

@@ -15,54 +15,69 @@ import (
 // toolsCache keeps each server's tool list in .pml/tools-cache.json, keyed
 // by its configuration, so a later session lists them without a start.
 type toolsCache struct {
-	path string
+	Path string
 	mu   sync.Mutex
 }
 
-type cachedTools struct {
+type CachedTools struct {
 	Spec  string      `json:"spec"`
 	Tools []*mcp.Tool `json:"tools"`
 }
 
-func specKey(cfg config.Server) string {
+func SpecKey(cfg config.Server) string {
 	b, _ := json.Marshal(cfg)
 	return fmt.Sprintf("%x", sha256Sum(b))
 }
 
-// root is the workspace of the cache file <workspace>/.pml/tools-cache.json:
+// Root is the workspace of the cache file <workspace>/.pml/tools-cache.json:
 // the file is never read or written through a link below it.
-func (c *toolsCache) root() string { return filepath.Dir(filepath.Dir(c.path)) }
+func (c *toolsCache) Root() string { return filepath.Dir(filepath.Dir(c.Path)) }
 
-func (c *toolsCache) read() map[string]cachedTools {
-	m := map[string]cachedTools{}
-	if b, err := safefs.ReadFile(c.root(), c.path, safefs.MaxConfig); err == nil {
+func (c *toolsCache) Read() map[string]CachedTools {
+	m := map[string]CachedTools{}
+	if b, err := safefs.ReadFile(c.Root(), c.Path, safefs.MaxConfig); err == nil {
 		_ = json.Unmarshal(b, &m)
 	}
 	return m
 }
 
-func (c *toolsCache) get(cfg config.Server) ([]*mcp.Tool, bool) {
+func (c *toolsCache) Get(cfg config.Server) ([]*mcp.Tool, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e, ok := c.read()[cfg.Name]
-	if !ok || e.Spec != specKey(cfg) || len(e.Tools) == 0 {
+	e, ok := c.Read()[cfg.Name]
+	if !ok || e.Spec != SpecKey(cfg) || len(e.Tools) == 0 {
 		return nil, false
 	}
 	return e.Tools, true
 }
 
-func (c *toolsCache) put(cfg config.Server, tools []*mcp.Tool) {
+func (c *toolsCache) Put(cfg config.Server, tools []*mcp.Tool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	m := c.read()
-	m[cfg.Name] = cachedTools{Spec: specKey(cfg), Tools: tools}
+	m := c.Read()
+	m[cfg.Name] = CachedTools{Spec: SpecKey(cfg), Tools: tools}
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return
 	}
-	if err := safefs.MkdirAll(c.root(), filepath.Dir(c.path), 0o755); err == nil {
-		_ = safefs.WriteFile(c.root(), c.path, append(b, '\n'), 0o644)
+	if err := safefs.MkdirAll(c.Root(), filepath.Dir(c.Path), 0o755); err == nil {
+		_ = safefs.WriteFile(c.Root(), c.Path, append(b, '\n'), 0o644)
 	}
+}
+
+// Forget drops names from the cache file.
+func (c *toolsCache) Forget(names ...string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := c.Read()
+	for _, n := range names {
+		delete(m, n)
+	}
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	return safefs.WriteFile(c.Root(), c.Path, append(b, '\n'), 0o644)
 }
 
 func sha256Sum(b []byte) [32]byte { return sha256.Sum256(b) }
