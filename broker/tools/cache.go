@@ -1,4 +1,4 @@
-package broker
+package tools
 
 import (
 	"crypto/sha256"
@@ -12,9 +12,9 @@ import (
 	"github.com/pml-dev/pml/internal/safefs"
 )
 
-// toolsCache keeps each server's tool list in .pml/tools-cache.json, keyed
+// Cache keeps each server's tool list in .pml/tools-cache.json, keyed
 // by its configuration, so a later session lists them without a start.
-type toolsCache struct {
+type Cache struct {
 	Path string
 	mu   sync.Mutex
 }
@@ -31,9 +31,9 @@ func SpecKey(cfg config.Server) string {
 
 // Root is the workspace of the cache file <workspace>/.pml/tools-cache.json:
 // the file is never read or written through a link below it.
-func (c *toolsCache) Root() string { return filepath.Dir(filepath.Dir(c.Path)) }
+func (c *Cache) Root() string { return filepath.Dir(filepath.Dir(c.Path)) }
 
-func (c *toolsCache) Read() map[string]CachedTools {
+func (c *Cache) Read() map[string]CachedTools {
 	m := map[string]CachedTools{}
 	if b, err := safefs.ReadFile(c.Root(), c.Path, safefs.MaxConfig); err == nil {
 		_ = json.Unmarshal(b, &m)
@@ -41,7 +41,7 @@ func (c *toolsCache) Read() map[string]CachedTools {
 	return m
 }
 
-func (c *toolsCache) Get(cfg config.Server) ([]*mcp.Tool, bool) {
+func (c *Cache) Get(cfg config.Server) ([]*mcp.Tool, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.Read()[cfg.Name]
@@ -51,7 +51,7 @@ func (c *toolsCache) Get(cfg config.Server) ([]*mcp.Tool, bool) {
 	return e.Tools, true
 }
 
-func (c *toolsCache) Put(cfg config.Server, tools []*mcp.Tool) {
+func (c *Cache) Put(cfg config.Server, tools []*mcp.Tool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	m := c.Read()
@@ -66,7 +66,7 @@ func (c *toolsCache) Put(cfg config.Server, tools []*mcp.Tool) {
 }
 
 // Forget drops names from the cache file.
-func (c *toolsCache) Forget(names ...string) error {
+func (c *Cache) Forget(names ...string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	m := c.Read()
