@@ -30,8 +30,13 @@ func checkPath(exe string, getenv func(string) string) check {
 		if samePath(d, dir) {
 			return check{"ok", name, dir + " (this pml's directory) is on PATH", ""}
 		}
-		if other := filepath.Join(d, bin); isExecutableFile(other) && !samePath(other, exe) {
-			return check{"warn", name, fmt.Sprintf("`pml` on PATH is %s, found before this pml (%s)", other, exe), "remove the other pml, or put " + dir + " before " + d + " on PATH"}
+		if found := filepath.Join(d, bin); isExecutableFile(found) {
+			// A link to this pml (as a package manager or a user makes) is
+			// this pml.
+			if samePath(found, exe) {
+				return check{"ok", name, "`pml` on PATH is this pml (" + found + ")", ""}
+			}
+			return check{"warn", name, fmt.Sprintf("`pml` on PATH is %s, found before this pml (%s)", found, exe), "remove the other pml, or put " + dir + " before " + d + " on PATH"}
 		}
 	}
 	rc, line := pathAdvice(runtime.GOOS, getenv("SHELL"), getenv("HOME"), getenv("ZDOTDIR"), dir)

@@ -74,4 +74,17 @@ func TestDoctorSaysWhenAnotherPmlComesFirstOnPATH(t *testing.T) {
 	if c.status != "ok" {
 		t.Errorf("ours first: %+v", c)
 	}
+	link := t.TempDir()
+	if err := os.Symlink(exe, filepath.Join(link, "pml")); err != nil {
+		t.Fatal(err)
+	}
+	c = checkPath(exe, func(k string) string {
+		if k == "PATH" {
+			return link + ":" + other
+		}
+		return ""
+	})
+	if c.status != "ok" || !strings.Contains(c.detail, "is this pml") {
+		t.Errorf("a link to this pml first on PATH: %+v", c)
+	}
 }
