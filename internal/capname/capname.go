@@ -62,7 +62,7 @@ type Ref struct {
 	// Org, Project, Namespace and Action are the registry's (lowercase)
 	// 4-part name; Hash is set for Kind Hash.
 	Org, Project, Namespace, Action, Hash string
-	Kind                                   Kind
+	Kind                                  Kind
 	// Version is what followed '@' ("" when nothing did).
 	Version string
 	// constraint is set for Exact and Range.
