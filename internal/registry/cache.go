@@ -23,6 +23,7 @@ func CacheDir(workspace string) string {
 // 4-part name can be served offline too.
 type record struct {
 	FQDN      string    `json:"fqdn"`
+	Version   string    `json:"version,omitempty"`
 	Type      string    `json:"type"`
 	Routing   string    `json:"routing"`
 	Integrity string    `json:"integrity"`

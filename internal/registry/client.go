@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pml-dev/pml/internal/capname"
 	"github.com/pml-dev/pml/internal/errdefs"
 	"github.com/pml-dev/pml/internal/keysafe"
 	"github.com/pml-dev/pml/internal/termsafe"
@@ -27,6 +28,9 @@ type Entry struct {
 	Type string
 	// Routing is RoutingClient or RoutingServer.
 	Routing string
+	// Version is the entry's semantic version when the registry gives one
+	// (X-PML-Version, or "version" in its metadata), else "".
+	Version string
 	// Integrity is the registry's ETag ("sha256-<hex>" for pml's own
 	// registry); the content has been checked against it.
 	Integrity string
@@ -234,7 +238,7 @@ func (c *Client) Fetch(ctx context.Context, fqdn string) (*Entry, error) {
 	for _, reg := range c.registries {
 		e, err := c.fetchFrom(ctx, reg, f, cached)
 		if err == nil {
-			r := &record{FQDN: e.FQDN, Type: e.Type, Routing: e.Routing, Integrity: e.Integrity, Registry: reg, FetchedAt: e.FetchedAt, Body: e.body()}
+			r := &record{FQDN: e.FQDN, Version: e.Version, Type: e.Type, Routing: e.Routing, Integrity: e.Integrity, Registry: reg, FetchedAt: e.FetchedAt, Body: e.body()}
 			if err := c.cache.put(f.Base(), r); err != nil {
 				e.Warning = fmt.Sprintf("%s could not be cached for offline use: %v", e.FQDN, err)
 			}
@@ -276,8 +280,27 @@ func entryFromRecord(r *record) (*Entry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the cached copy of %s is unusable (%v); it is replaced on the next successful fetch", r.FQDN, err)
 	}
+	if err := e.setVersion(r.Version); err != nil {
+		return nil, fmt.Errorf("the cached copy of %s is unusable (%v); it is replaced on the next successful fetch", r.FQDN, err)
+	}
 	e.Registry, e.FetchedAt = r.Registry, r.FetchedAt
 	return e, nil
+}
+
+// setVersion records the version a registry gave for e (a header, a
+// cache record): a semantic version that agrees with the metadata's.
+func (e *Entry) setVersion(v string) error {
+	if e.Meta != nil && e.Meta.Version != "" {
+		if v != "" && v != e.Meta.Version {
+			return fmt.Errorf("%s: X-PML-Version says %q but the metadata says %q", e.FQDN, v, e.Meta.Version)
+		}
+		v = e.Meta.Version
+	}
+	if v != "" && !capname.ValidVersion(v) {
+		return fmt.Errorf("%s: its version %s is not a semantic version (such as 1.2.0)", e.FQDN, termsafe.Quote(v, 80))
+	}
+	e.Version = v
+	return nil
 }
 
 // fetchFrom asks one registry. cached, when set, is a version this request
@@ -477,7 +500,14 @@ func entryFromResponse(f FQDN, h http.Header, body []byte) (*Entry, error) {
 		}
 		f = f.WithHash(hash)
 	}
-	return buildEntry(f, typ, h.Get("X-PML-Routing"), integrity, body)
+	e, err := buildEntry(f, typ, h.Get("X-PML-Routing"), integrity, body)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.setVersion(h.Get("X-PML-Version")); err != nil {
+		return nil, err
+	}
+	return e, nil
 }
 
 // contentIntegrity is pml's integrity of a body of type typ ("" = JSON
@@ -558,6 +588,7 @@ type Catalog struct {
 // CatalogItem is one entry of a listing.
 type CatalogItem struct {
 	FQDN        string `json:"fqdn"`
+	Version     string `json:"version,omitempty"`
 	Type        string `json:"type"`
 	Routing     string `json:"routing"`
 	Description string `json:"description,omitempty"`

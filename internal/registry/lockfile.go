@@ -29,7 +29,10 @@ const LockfileVersion = 1
 // LockEntry is what the lockfile records for one entry.
 type LockEntry struct {
 	// FQDN is the 5-part name of the version recorded.
-	FQDN      string    `json:"fqdn"`
+	FQDN string `json:"fqdn"`
+	// Version is the semantic version the FQDN was resolved from (pml add
+	// NAME@^1.2 pins the version chosen), when the registry gave one.
+	Version   string    `json:"version,omitempty"`
 	Integrity string    `json:"integrity"`
 	FetchedAt time.Time `json:"fetchedAt"`
 	Type      string    `json:"type"`
@@ -243,7 +246,7 @@ func lockEntryOf(e *Entry) (FQDN, LockEntry, error) {
 	if at.IsZero() {
 		at = now()
 	}
-	return f, LockEntry{FQDN: e.FQDN, Integrity: e.Integrity, FetchedAt: at.UTC(), Type: e.Type, Routing: e.Routing}, nil
+	return f, LockEntry{FQDN: e.FQDN, Version: e.Version, Integrity: e.Integrity, FetchedAt: at.UTC(), Type: e.Type, Routing: e.Routing}, nil
 }
 
 // Check compares a fetched entry with the lockfile. A name seen for the

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/pml-dev/pml/internal/capname"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/lazyre"
 	"github.com/pml-dev/pml/internal/npmspec"
@@ -39,6 +40,7 @@ const (
 type Metadata struct {
 	FQDN        string    `json:"fqdn,omitempty"`
 	Type        string    `json:"type"`
+	Version     string    `json:"version,omitempty"`
 	Description string    `json:"description,omitempty"`
 	Routing     string    `json:"routing,omitempty"`
 	Tools       []string  `json:"tools,omitempty"`
@@ -119,6 +121,9 @@ func ParseMetadata(f FQDN, doc []byte) (*Metadata, error) {
 	case RoutingClient, RoutingServer:
 	default:
 		return fail(`"routing" must be "client" or "server", not %q`, m.Routing)
+	}
+	if m.Version != "" && !capname.ValidVersion(m.Version) {
+		return fail(`"version" must be a semantic version such as 1.2.0, not %q`, m.Version)
 	}
 	if m.FQDN != "" && f.Hash != "" && m.FQDN != f.String() {
 		return fail(`its "fqdn" says %q: a registry must serve an entry under its own name`, m.FQDN)
