@@ -500,7 +500,7 @@ func entryFromResponse(f FQDN, h http.Header, body []byte) (*Entry, error) {
 		}
 		f = f.WithHash(hash)
 	}
-	e, err := buildEntry(f, typ, h.Get("X-PML-Routing"), integrity, body)
+	e, err := buildEntry(f, SeedType(typ), SeedRouting(h.Get("X-PML-Routing")), integrity, body)
 	if err != nil {
 		return nil, err
 	}

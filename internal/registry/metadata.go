@@ -88,6 +88,67 @@ type Warnings struct {
 
 var envNameRE = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
+// TypeCloud is the seeds' name for an http entry (seed 000, story 14.7
+// AC3: "type": "cloud" with "proxy_to"): read as TypeHTTP.
+const TypeCloud = "cloud"
+
+// SeedType reads a type as the seeds write it: "cloud" is TypeHTTP.
+func SeedType(t string) string {
+	if t == TypeCloud {
+		return TypeHTTP
+	}
+	return t
+}
+
+// SeedRouting reads a routing as the seeds write it: their registry rows
+// and the X-PML-Routing header say "local" where the API says "client".
+func SeedRouting(r string) string {
+	if r == "local" {
+		return RoutingClient
+	}
+	return r
+}
+
+// seedFields are the seeds' snake_case spellings of metadata fields
+// (seed 000 story 14.7, seed 002): read as pml's own when those are
+// absent. A document giving both with different values is refused.
+type seedFields struct {
+	EnvRequired []string `json:"env_required"`
+	ProxyTo     string   `json:"proxy_to"`
+	Install     *struct {
+		EnvRequired []string `json:"env_required"`
+	} `json:"install"`
+}
+
+// applySeedFields fills m from the seeds' spellings in doc.
+func applySeedFields(m *Metadata, doc []byte) error {
+	var sf seedFields
+	// Install may be something else entirely (the seeds' mcp_deps write
+	// it as a string): only the fields that decode are read here.
+	if err := json.Unmarshal(doc, &sf); err != nil {
+		var alt struct {
+			EnvRequired []string `json:"env_required"`
+			ProxyTo     string   `json:"proxy_to"`
+		}
+		_ = json.Unmarshal(doc, &alt)
+		sf.EnvRequired, sf.ProxyTo = alt.EnvRequired, alt.ProxyTo
+	}
+	both := func(key string) error {
+		return fmt.Errorf("it gives both %q and its camelCase spelling, with different values; keep one", key)
+	}
+	if sf.ProxyTo != "" {
+		if m.ProxyTo != "" && m.ProxyTo != sf.ProxyTo {
+			return both("proxy_to")
+		}
+		m.ProxyTo = sf.ProxyTo
+	}
+	m.EnvRequired = append(m.EnvRequired, sf.EnvRequired...)
+	if sf.Install != nil && m.Install != nil {
+		m.Install.EnvRequired = append(m.Install.EnvRequired, sf.Install.EnvRequired...)
+	}
+	return nil
+}
+
 // ParseMetadata decodes and checks a stdio or http metadata document for
 // the entry named f. It fills the default routing (stdio: client, http:
 // server). The container fields of stdio entries are checked by
@@ -100,18 +161,20 @@ func ParseMetadata(f FQDN, doc []byte) (*Metadata, error) {
 	if err := json.Unmarshal(doc, &m); err != nil {
 		return fail("the metadata is not valid: %v", strings.TrimPrefix(err.Error(), "json: "))
 	}
+	if err := applySeedFields(&m, doc); err != nil {
+		return fail("%v", err)
+	}
+	m.Type = SeedType(m.Type)
 	switch m.Type {
 	case TypeStdio, TypeHTTP:
 	case "":
 		return fail(`"type" is required: "stdio" or "http"`)
 	default:
-		return fail(`"type" must be "stdio" or "http" in metadata, not %q (deno entries are served as code)`, m.Type)
+		return fail(`"type" must be "stdio", "http" or "cloud" in metadata, not %q (deno entries are served as code)`, m.Type)
 	}
 	// The seeds' registry rows say "local" where the API says "client"
 	// (the seeds normalise it so).
-	if m.Routing == "local" {
-		m.Routing = RoutingClient
-	}
+	m.Routing = SeedRouting(m.Routing)
 	switch m.Routing {
 	case "":
 		m.Routing = RoutingClient
@@ -148,7 +211,7 @@ func ParseMetadata(f FQDN, doc []byte) (*Metadata, error) {
 	if m.Type == TypeHTTP {
 		u, err := url.Parse(m.ProxyTo)
 		if m.ProxyTo == "" || err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			return fail(`"proxyTo" must be the http(s) URL of the API this entry fronts, not %q`, m.ProxyTo)
+			return fail(`"proxyTo" must be the http(s) URL of the API this entry fronts (the seeds write it "proxy_to"), not %q`, m.ProxyTo)
 		}
 	}
 	return &m, nil
