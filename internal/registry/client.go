@@ -36,6 +36,9 @@ type Entry struct {
 	Integrity string
 	// Code is the TypeScript source of a deno entry.
 	Code string
+	// CodeIntegrity is the integrity of Code when it was fetched in a
+	// second step from the metadata's codeUrl ("" otherwise).
+	CodeIntegrity string
 	// Metadata is a stdio or http entry's JSON as served; Meta is the same,
 	// decoded and checked.
 	Metadata json.RawMessage
@@ -239,6 +242,9 @@ func (c *Client) Fetch(ctx context.Context, fqdn string) (*Entry, error) {
 		e, err := c.fetchFrom(ctx, reg, f, cached)
 		if err == nil {
 			r := &record{FQDN: e.FQDN, Version: e.Version, Type: e.Type, Routing: e.Routing, Integrity: e.Integrity, Registry: reg, FetchedAt: e.FetchedAt, Body: e.body()}
+			if e.CodeIntegrity != "" {
+				r.TwoStep, r.Code = true, []byte(e.Code)
+			}
 			if err := c.cache.put(f.Base(), r); err != nil {
 				e.Warning = fmt.Sprintf("%s could not be cached for offline use: %v", e.FQDN, err)
 			}
@@ -265,7 +271,7 @@ func (c *Client) Fetch(ctx context.Context, fqdn string) (*Entry, error) {
 
 // body is the entry's content as served.
 func (e *Entry) body() []byte {
-	if e.Type == TypeDeno {
+	if e.Meta == nil {
 		return []byte(e.Code)
 	}
 	return append([]byte(nil), e.Metadata...)
@@ -276,7 +282,10 @@ func entryFromRecord(r *record) (*Entry, error) {
 	if err != nil || f.Hash == "" {
 		return nil, fmt.Errorf("the cached copy of %s names no version (%q); it is replaced on the next successful fetch", f.Base(), r.FQDN)
 	}
-	e, err := buildEntry(f, r.Type, r.Routing, r.Integrity, r.Body)
+	e, err := buildEntry(f, r.Type, r.Routing, r.Integrity, r.Body, r.Type != TypeDeno || r.TwoStep)
+	if err == nil && e.Meta != nil && e.Meta.CodeURL != "" {
+		err = e.attachCode(r.Code)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("the cached copy of %s is unusable (%v); it is replaced on the next successful fetch", r.FQDN, err)
 	}
@@ -331,6 +340,11 @@ func (c *Client) fetchFrom(ctx context.Context, reg string, f FQDN, cached *reco
 			e, err := entryFromResponse(target, resp.Header, body)
 			if err != nil {
 				return nil, &registryError{kind: kindOther, msg: fmt.Sprintf("%s served an entry pml refuses: %v", reg, err)}
+			}
+			if e.Meta != nil && e.Meta.CodeURL != "" {
+				if err := c.fetchCode(ctx, reg, e); err != nil {
+					return nil, err
+				}
 			}
 			e.Registry, e.FetchedAt = reg, now()
 			return e, nil
@@ -476,12 +490,12 @@ var denoMediaTypes = map[string]bool{
 // f (which may lack its hash when a registry serves a 4-part name as is).
 func entryFromResponse(f FQDN, h http.Header, body []byte) (*Entry, error) {
 	typ := h.Get("X-PML-Type")
-	if typ == "" {
-		mt, _, _ := mime.ParseMediaType(h.Get("Content-Type"))
-		if denoMediaTypes[mt] {
-			typ = TypeDeno
-		}
+	mt, _, _ := mime.ParseMediaType(h.Get("Content-Type"))
+	if typ == "" && denoMediaTypes[mt] {
+		typ = TypeDeno
 	}
+	// A deno entry served as JSON is metadata whose codeUrl holds the code.
+	isMeta := SeedType(typ) != TypeDeno || mt == "application/json"
 	integrity := strings.TrimPrefix(h.Get("ETag"), "W/")
 	if s, err := strconv.Unquote(integrity); err == nil {
 		integrity = s
@@ -490,7 +504,7 @@ func entryFromResponse(f FQDN, h http.Header, body []byte) (*Entry, error) {
 		i := integrity
 		if i == "" {
 			var err error
-			if i, err = contentIntegrity(typ, body); err != nil {
+			if i, err = contentIntegrity(isMeta, body); err != nil {
 				return nil, err
 			}
 		}
@@ -500,7 +514,7 @@ func entryFromResponse(f FQDN, h http.Header, body []byte) (*Entry, error) {
 		}
 		f = f.WithHash(hash)
 	}
-	e, err := buildEntry(f, SeedType(typ), SeedRouting(h.Get("X-PML-Routing")), integrity, body)
+	e, err := buildEntry(f, SeedType(typ), SeedRouting(h.Get("X-PML-Routing")), integrity, body, isMeta)
 	if err != nil {
 		return nil, err
 	}
@@ -510,10 +524,10 @@ func entryFromResponse(f FQDN, h http.Header, body []byte) (*Entry, error) {
 	return e, nil
 }
 
-// contentIntegrity is pml's integrity of a body of type typ ("" = JSON
-// metadata whose type is inside).
-func contentIntegrity(typ string, body []byte) (string, error) {
-	if typ == TypeDeno {
+// contentIntegrity is pml's integrity of a body: code, or JSON metadata
+// (isMeta).
+func contentIntegrity(isMeta bool, body []byte) (string, error) {
+	if !isMeta {
 		return Integrity(body), nil
 	}
 	canon, err := CanonicalMetadata(body)
@@ -527,10 +541,10 @@ func contentIntegrity(typ string, body []byte) (string, error) {
 // verifies it: the content against integrity (computed when empty), and
 // the hash in the name against the integrity. typ and routing may be
 // empty, then they come from the metadata.
-func buildEntry(f FQDN, typ, routing, integrity string, body []byte) (*Entry, error) {
+func buildEntry(f FQDN, typ, routing, integrity string, body []byte, isMeta bool) (*Entry, error) {
 	e := &Entry{FQDN: f.String(), Type: typ, Routing: routing}
 	content := body
-	if typ != TypeDeno {
+	if isMeta {
 		m, err := ParseMetadata(f, body)
 		if err != nil {
 			return nil, err

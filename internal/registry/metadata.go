@@ -52,6 +52,15 @@ type Metadata struct {
 	// ProxyTo is the API an http entry fronts (type http).
 	ProxyTo string `json:"proxyTo,omitempty"`
 
+	// CodeURL is where a deno entry served as metadata keeps its code
+	// (the seeds' two steps: metadata, then code; seed 002 code_url, seed
+	// 003 codeUrl): absolute (https, or http to loopback) or relative to
+	// the registry. CodeIntegrity, when given, is the code's integrity
+	// (sha256-<hex> or SRI); without it the first code fetched is
+	// recorded in the lockfile and a later change is asked about.
+	CodeURL       string `json:"codeUrl,omitempty"`
+	CodeIntegrity string `json:"codeIntegrity,omitempty"`
+
 	// Image is the container image a stdio server runs in (pin it by
 	// digest for reproducible runs).
 	Image   string   `json:"image,omitempty"`
@@ -113,9 +122,11 @@ func SeedRouting(r string) string {
 // (seed 000 story 14.7, seed 002): read as pml's own when those are
 // absent. A document giving both with different values is refused.
 type seedFields struct {
-	EnvRequired []string `json:"env_required"`
-	ProxyTo     string   `json:"proxy_to"`
-	Install     *struct {
+	EnvRequired   []string `json:"env_required"`
+	ProxyTo       string   `json:"proxy_to"`
+	CodeURL       string   `json:"code_url"`
+	CodeIntegrity string   `json:"code_integrity"`
+	Install       *struct {
 		EnvRequired []string `json:"env_required"`
 	} `json:"install"`
 }
@@ -127,20 +138,28 @@ func applySeedFields(m *Metadata, doc []byte) error {
 	// it as a string): only the fields that decode are read here.
 	if err := json.Unmarshal(doc, &sf); err != nil {
 		var alt struct {
-			EnvRequired []string `json:"env_required"`
-			ProxyTo     string   `json:"proxy_to"`
+			EnvRequired   []string `json:"env_required"`
+			ProxyTo       string   `json:"proxy_to"`
+			CodeURL       string   `json:"code_url"`
+			CodeIntegrity string   `json:"code_integrity"`
 		}
 		_ = json.Unmarshal(doc, &alt)
-		sf.EnvRequired, sf.ProxyTo = alt.EnvRequired, alt.ProxyTo
+		sf.EnvRequired, sf.ProxyTo, sf.CodeURL, sf.CodeIntegrity = alt.EnvRequired, alt.ProxyTo, alt.CodeURL, alt.CodeIntegrity
 	}
 	both := func(key string) error {
 		return fmt.Errorf("it gives both %q and its camelCase spelling, with different values; keep one", key)
 	}
-	if sf.ProxyTo != "" {
-		if m.ProxyTo != "" && m.ProxyTo != sf.ProxyTo {
-			return both("proxy_to")
+	for _, p := range []struct {
+		key        string
+		own, seeds *string
+	}{{"proxy_to", &m.ProxyTo, &sf.ProxyTo}, {"code_url", &m.CodeURL, &sf.CodeURL}, {"code_integrity", &m.CodeIntegrity, &sf.CodeIntegrity}} {
+		if *p.seeds == "" {
+			continue
 		}
-		m.ProxyTo = sf.ProxyTo
+		if *p.own != "" && *p.own != *p.seeds {
+			return both(p.key)
+		}
+		*p.own = *p.seeds
 	}
 	m.EnvRequired = append(m.EnvRequired, sf.EnvRequired...)
 	if sf.Install != nil && m.Install != nil {
@@ -167,10 +186,20 @@ func ParseMetadata(f FQDN, doc []byte) (*Metadata, error) {
 	m.Type = SeedType(m.Type)
 	switch m.Type {
 	case TypeStdio, TypeHTTP:
+	case TypeDeno:
+		// Code in two steps: the metadata names where it is.
+		if m.CodeURL == "" {
+			return fail(`a "deno" entry served as metadata needs "codeUrl" (or "code_url"), where its code is; otherwise deno entries are served as code`)
+		}
+		if m.CodeIntegrity != "" {
+			if _, _, err := parseIntegrity(m.CodeIntegrity); err != nil {
+				return fail(`"codeIntegrity": %v`, err)
+			}
+		}
 	case "":
 		return fail(`"type" is required: "stdio" or "http"`)
 	default:
-		return fail(`"type" must be "stdio", "http" or "cloud" in metadata, not %q (deno entries are served as code)`, m.Type)
+		return fail(`"type" must be "stdio", "http", "cloud", or "deno" with "codeUrl", in metadata, not %q`, m.Type)
 	}
 	// The seeds' registry rows say "local" where the API says "client"
 	// (the seeds normalise it so).
