@@ -151,6 +151,7 @@ func doctor(ctx context.Context, host string) []check {
 			perms = config.Permissions{Allow: d.Allow, Ask: d.Ask, Deny: d.Deny}
 		}
 		add(checkLockfile(ws.Dir, perms))
+		add(checkDeps(ctx, ws.Dir)) // doctor_deps.go
 		out = append(out, checkPatterns(cfg, broker.Known(ws.Dir, cfg))...)
 		key, from := apiKeyFor(ws.Dir)
 		add(checkCloud(ctx, http.DefaultClient, cfg.Cloud.URL, key, from))
