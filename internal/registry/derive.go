@@ -23,7 +23,6 @@ const nodeLauncher = `const pkg=process.argv[1];const path=require("path");const
 	`if(typeof bin!=="string"){console.error("pml: "+pkg+" has no single executable (bin) to run; declare the server in .pml.json with its command");process.exit(2);}` +
 	`const main=path.resolve(dir,bin);process.argv[1]=main;import(require("url").pathToFileURL(main).href).catch(e=>{console.error(e);process.exit(1);});`
 
-
 // derivedServer is the server of a stdio entry in the seeds' format, which
 // says how to install the server ("install": {"command": "npx", "args":
 // ["-y", "pkg@1.2.3", ARGS…]}) but not pml's container fields: it runs in
