@@ -138,6 +138,9 @@ func doctor(ctx context.Context, host string) []check {
 	}
 	if cfg != nil {
 		cfg = checkTrust(cfg, add)
+		if c, ok := checkExtraMounts(cfg); ok { // doctor_mounts.go
+			add(c)
+		}
 		u := broker.ContainerUser(cfg.Sandbox.User, ws.Dir)
 		add(check{"ok", "user", fmt.Sprintf("tools run as uid:gid %s: %s", u.User, u.Why), ""})
 	}
