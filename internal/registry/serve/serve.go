@@ -101,7 +101,8 @@ func New(dir string, log zerolog.Logger) (*Handler, error) {
 	return &Handler{dir: dir, log: log, files: map[string]fileState{}}, nil
 }
 
-// Scan reads the directory and returns the number of entries it serves.
+// Scan reads the directory and returns the number of names it serves (a
+// name published in several versions counts once).
 // Requests scan too; call it to report problems at start-up.
 func (h *Handler) Scan() (int, error) {
 	entries, err := h.scan()
