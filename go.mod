@@ -3,6 +3,7 @@ module github.com/pml-dev/pml
 go 1.26.0
 
 require (
+	github.com/Masterminds/semver/v3 v3.5.0
 	github.com/containerd/errdefs v1.0.0
 	github.com/docker/cli v27.4.1+incompatible
 	github.com/docker/docker v28.5.2+incompatible
