@@ -69,17 +69,22 @@ func (e *StartStopped) Error() string {
 
 func (e *StartStopped) Unwrap() error { return e.Err }
 
-// RemoveWithin removes p for a stopped call: it kills it, waits for its
-// exit and removes it, waiting at most DeadlineGrace in all for the
-// engine, and reports what the engine confirmed, with the exit when it
-// was seen in time (else the zero Exit). When the engine does not confirm
-// in time, the removal goes on in the background (bounded by
-// CleanupTimeout) and calls done once over; otherwise done is called
-// before RemoveWithin returns.
+// RemoveWithin removes p for a stopped call, waiting at most
+// DeadlineGrace for the engine, and reports what the engine confirmed,
+// with the exit when it was seen in time (else the zero Exit). When the
+// engine does not confirm in time, the removal goes on in the background
+// (bounded by CleanupTimeout) and calls done once over; otherwise done is
+// called before RemoveWithin returns.
+//
+// The one request is the removal (it kills what still runs, the Process
+// contract), never a kill first: the engine finishes a removal it was
+// asked for whatever becomes of pml, and a client that stops pml may
+// SIGKILL it milliseconds after SIGTERM (codex: about 30 ms). A kill,
+// then a wait for the exit, then the removal left the container killed
+// (exited 137) and never removed when pml died in between.
 func RemoveWithin(ctx context.Context, p Process, done func()) (Disposal, Exit) {
 	began := time.Now()
 	d := Disposal{Container: p.ID(), Created: true}
-	exited := make(chan Exit, 1)
 	finished := make(chan error, 1)
 	lingered := Linger()
 	go func() {
@@ -87,12 +92,6 @@ func RemoveWithin(ctx context.Context, p Process, done func()) (Disposal, Exit) 
 		// The longer bound: this goroutine goes on after the grace ends.
 		cctx, cancel := CleanupContext(ctx)
 		defer cancel()
-		// Kill, then the exit (from the one watch, no request), then the
-		// removal: how the container ended is part of the answer (137).
-		_ = p.Kill(cctx)
-		if e, err := p.Wait(cctx); err == nil {
-			exited <- e
-		}
 		err := p.Remove(cctx)
 		if done != nil {
 			done()
@@ -102,19 +101,17 @@ func RemoveWithin(ctx context.Context, p Process, done func()) (Disposal, Exit) 
 	t := time.NewTimer(DeadlineGrace)
 	defer t.Stop()
 	var exit Exit
-	for {
-		select {
-		case exit = <-exited:
-			continue
-		case err := <-finished:
-			d.Removed = err == nil
-		case <-t.C:
-		}
-		break
-	}
 	select {
-	case exit = <-exited: // sent before the removal's end
-	default:
+	case err := <-finished:
+		d.Removed = err == nil
+		// How the container ended is part of the answer (137): the
+		// watch saw the exit the removal caused (its code, even when the
+		// watch then ended with the removal), unless the removal outran
+		// it.
+		if e, err := p.Exit(); err == nil || e.Code != 0 {
+			exit = e
+		}
+	case <-t.C:
 	}
 	d.Waited = time.Since(began)
 	return d, exit

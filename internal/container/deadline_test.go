@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"strings"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -160,4 +162,78 @@ func TestADisposalSaysWhatTheEngineConfirmed(t *testing.T) {
 			t.Errorf("%+v says %q, want %q", c.d, got, c.want)
 		}
 	}
+}
+
+// requestLog records the requests a runtime's containers were sent.
+type requestLog struct {
+	*containertest.Runtime
+	mu   sync.Mutex
+	sent []string
+}
+
+func (r *requestLog) Start(ctx context.Context, spec Spec, s Streams) (Process, error) {
+	p, err := r.Runtime.Start(ctx, spec, s)
+	if err != nil {
+		return nil, err
+	}
+	return &loggedProc{Process: p, r: r}, nil
+}
+
+func (r *requestLog) requests() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.sent)
+}
+
+type loggedProc struct {
+	Process
+	r *requestLog
+}
+
+func (p *loggedProc) log(what string) {
+	p.r.mu.Lock()
+	p.r.sent = append(p.r.sent, what)
+	p.r.mu.Unlock()
+}
+
+func (p *loggedProc) Kill(ctx context.Context) error {
+	p.log("kill")
+	return p.Process.Kill(ctx)
+}
+
+func (p *loggedProc) Remove(ctx context.Context) error {
+	p.log("remove")
+	return p.Process.Remove(ctx)
+}
+
+// A stopped call's first request to the engine is the removal: a client
+// may SIGKILL pml milliseconds after SIGTERM (codex), and the engine
+// finishes a removal it was asked for, not a kill-then-remove whose
+// second half never came (the container stayed, exited 137).
+func TestAStoppedCallAsksForTheRemovalFirst(t *testing.T) {
+	check := func(t *testing.T, rt *requestLog, res Result) {
+		t.Helper()
+		if !res.TimedOut || res.Disposal == nil || !res.Disposal.Removed {
+			t.Fatalf("res %+v disposal %+v", res, res.Disposal)
+		}
+		if got := rt.requests(); len(got) == 0 || got[0] != "remove" {
+			t.Errorf("the engine was sent %v; the removal must come first", got)
+		}
+	}
+	t.Run("Run", func(t *testing.T) {
+		rt := &requestLog{Runtime: sleeper()}
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		res, _ := Run(ctx, rt, Spec{}, nil, 1<<20)
+		check(t, rt, res)
+	})
+	t.Run("Pool.Run", func(t *testing.T) {
+		rt := &requestLog{Runtime: sleeper()}
+		p := NewPool(PoolOptions{Runtime: rt})
+		defer closePool(t, p)
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		res, _ := p.Run(ctx, toolboxSpec, Request{})
+		check(t, rt, res)
+	})
 }
