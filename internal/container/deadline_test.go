@@ -3,8 +3,8 @@ package container_test
 import (
 	"context"
 	"io"
-	"strings"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
