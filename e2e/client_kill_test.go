@@ -1,0 +1,41 @@
+//go:build linux
+
+package e2e
+
+import (
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestACallIsGoneWhenTheClientKillsSoonAfterSIGTERM: codex stops the
+// servers it started with SIGTERM and sends SIGKILL about 30 ms later. A
+// call running then is stopped, and its container is gone all the same:
+// pml's one request is the removal, which the engine finishes after pml
+// died (pml used to ask for a kill, wait for the exit, then ask for the
+// removal: the SIGKILL came in between and the container stayed, exited
+// 137, until the next pml start).
+func TestACallIsGoneWhenTheClientKillsSoonAfterSIGTERM(t *testing.T) {
+	t.Parallel()
+	ws := newWorkspace(t, `{"permissions": {"allow": ["shell:exec"]}}`)
+	s := startRaw(t, ws)
+	s.send(t, `{"jsonrpc":"2.0","id":"sleep","method":"tools/call","params":{"name":"shell:exec","arguments":{"command":"sleep 60"}}}`)
+	waitFor(t, "the sleep 60 container to run", 60*time.Second, func() bool { return len(busyShell(t, ws.Dir, "sleep 60")) > 0 })
+	pid := s.cmd.Process.Pid
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(30 * time.Millisecond)
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+	select {
+	case <-s.exited:
+	case <-time.After(10 * time.Second):
+		t.Fatal("pml still runs 10 s after SIGKILL")
+	}
+	// The engine finishes a removal it was asked for: a little time for it.
+	deadline := time.Now().Add(10 * time.Second)
+	for len(containersOf(t, ws.Dir)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	noneLeftAfterExit(t, s.stderr, ws)
+}
