@@ -39,3 +39,33 @@ func TestACallIsGoneWhenTheClientKillsSoonAfterSIGTERM(t *testing.T) {
 	}
 	noneLeftAfterExit(t, s.stderr, ws)
 }
+
+// TestAPreStartInFlightIsGoneWhenTheSessionEnds: the client closes stdin
+// right after a call's answer, while the pool's refill of that kind is
+// being created and started; once pml has exited, nothing of the
+// session is left, running or exited (a pre-start cancelled by Close
+// whose create landed after Close's sweep was left behind; so was one
+// killed whose removal came too late). Several rounds: where the close
+// lands in the pre-start varies.
+func TestAPreStartInFlightIsGoneWhenTheSessionEnds(t *testing.T) {
+	t.Parallel()
+	for i := range 4 {
+		ws := newWorkspace(t, `{"permissions": {"allow": ["filesystem:read_file"]}}`)
+		ws.write("a.txt", "a\n")
+		s := startRaw(t, ws)
+		s.send(t, `{"jsonrpc":"2.0","id":"read","method":"tools/call","params":{"name":"filesystem:read_file","arguments":{"path":"a.txt"}}}`)
+		s.await(t, `"read"`, 60*time.Second)
+		// Later each round: into the create, the attach, the start.
+		time.Sleep(time.Duration(i) * 40 * time.Millisecond)
+		_ = s.stdin.Close()
+		select {
+		case <-s.exited:
+		case <-time.After(5*time.Second + 500*time.Millisecond):
+			t.Fatalf("round %d: pml still runs 5 s after stdin closed\nstderr:\n%s", i, tail(s.stderr.String()))
+		}
+		// Checked at once: pml removes its containers before it exits.
+		for _, c := range containersOf(t, ws.Dir) {
+			t.Errorf("round %d: container %.12s (%s, %s) outlived its pml", i, c.ID, c.Labels["pml.purpose"], c.Status)
+		}
+	}
+}
