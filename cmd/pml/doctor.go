@@ -143,6 +143,9 @@ func doctor(ctx context.Context, host string) []check {
 	}
 	exe, _ := executable()
 	out = append(out, checkClientFiles(ws.Dir, exe, os.Getenv)...) // doctor_clients.go
+	if c := checkPath(exe, os.Getenv); c.status != "" {            // doctor_path.go
+		add(c)
+	}
 	if cfg != nil {
 		perms := cfg.Permissions
 		if !cfg.HasFile() {
