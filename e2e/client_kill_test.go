@@ -49,6 +49,11 @@ func TestACallIsGoneWhenTheClientKillsSoonAfterSIGTERM(t *testing.T) {
 // lands in the pre-start varies.
 func TestAPreStartInFlightIsGoneWhenTheSessionEnds(t *testing.T) {
 	t.Parallel()
+	preStartInFlight(t, func(s *rawSession) { _ = s.stdin.Close() })
+}
+
+func preStartInFlight(t *testing.T, stop func(s *rawSession)) {
+	var dirs []*workspace
 	for i := range 4 {
 		ws := newWorkspace(t, `{"permissions": {"allow": ["filesystem:read_file"]}}`)
 		ws.write("a.txt", "a\n")
@@ -57,15 +62,24 @@ func TestAPreStartInFlightIsGoneWhenTheSessionEnds(t *testing.T) {
 		s.await(t, `"read"`, 60*time.Second)
 		// Later each round: into the create, the attach, the start.
 		time.Sleep(time.Duration(i) * 40 * time.Millisecond)
-		_ = s.stdin.Close()
+		stop(s)
 		select {
 		case <-s.exited:
 		case <-time.After(5*time.Second + 500*time.Millisecond):
-			t.Fatalf("round %d: pml still runs 5 s after stdin closed\nstderr:\n%s", i, tail(s.stderr.String()))
+			t.Fatalf("round %d: pml still runs 5 s after it was stopped\nstderr:\n%s", i, tail(s.stderr.String()))
 		}
-		// Checked at once: pml removes its containers before it exits.
+		// Checked at once (pml removes its containers before it exits),
+		// and again later: a create pml gave up on that the engine
+		// finished after pml exited would show only then.
 		for _, c := range containersOf(t, ws.Dir) {
 			t.Errorf("round %d: container %.12s (%s, %s) outlived its pml", i, c.ID, c.Labels["pml.purpose"], c.Status)
+		}
+		dirs = append(dirs, ws)
+	}
+	time.Sleep(3 * time.Second)
+	for _, ws := range dirs {
+		for _, c := range containersOf(t, ws.Dir) {
+			t.Errorf("container %.12s (%s, %s) of %s appeared after its pml exited", c.ID, c.Labels["pml.purpose"], c.Status, ws.Dir)
 		}
 	}
 }
