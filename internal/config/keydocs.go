@@ -53,7 +53,7 @@ var keyDocs = map[string]keyDoc{
 		meaning: "Process limit of each tool container (at least 1). Applies to the next container after a save.",
 		example: `{"sandbox": {"pids": 512}}`},
 	"sandbox.timeout": {section: "Sandbox", def: "the container policy's (`60s`)",
-		meaning: "How long one tool call may run; past it the container is killed. A `pml:execute` run computes for at most this long, not counting time spent waiting for approvals.",
+		meaning: "How long one tool call may run, what it asks the container engine included; past it the container is killed, and a filesystem or shell:exec call ends within a second whatever the engine does (what the engine did not confirm removing, the next pml start removes). A `pml:execute` run computes for at most this long, not counting time spent waiting for approvals.",
 		example: `{"sandbox": {"timeout": "5m"}}`},
 	"sandbox.user": {section: "Sandbox", def: "the invoking user; if that is root, the workspace's owner",
 		meaning: "The user tool containers run as (`uid` or `uid:gid`). `pml doctor` says which user is used and why. A repository's file that sets it needs trust.",
