@@ -13,7 +13,7 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// Pool defaults.
+// Prestarted's defaults.
 const (
 	DefaultPoolMin = 1
 	DefaultPoolMax = 4
@@ -150,7 +150,7 @@ func (p *Prestarted) Run(ctx context.Context, spec Spec, req Request) (Result, e
 		if req.Disposed != nil {
 			req.Disposed()
 		}
-		return Result{}, err
+		return stoppedStart(err), err
 	}
 	l.disposed = req.Disposed
 	defer l.Release()
@@ -162,6 +162,15 @@ func (p *Prestarted) Run(ctx context.Context, spec Spec, req Request) (Result, e
 	}
 	res, err := collect(ctx, l, out, req.Stdin, began)
 	res.Warm = l.Warm
+	if res.TimedOut || res.Cancelled {
+		// Removed now, within DeadlineGrace, so that the caller hears
+		// what the engine confirmed; Release's removal in the background
+		// then finds it gone (or goes on trying).
+		d, exit := l.removeWithin(ctx)
+		res.Disposal, res.Exit = &d, exit
+		l.stopped = true
+		res.Duration = time.Since(began)
+	}
 	return res, err
 }
 
@@ -177,6 +186,9 @@ type Lease struct {
 	once sync.Once
 	// disposed is called once the container is removed (Request.Disposed).
 	disposed func()
+	// stopped: the call was stopped (deadline, cancellation); its kind is
+	// not refilled now (see Release).
+	stopped bool
 }
 
 // Acquire returns a container of spec whose output goes to streams: a
@@ -205,6 +217,27 @@ func (p *Prestarted) Acquire(ctx context.Context, spec Spec, streams Streams) (*
 	return &Lease{Process: proc, pool: p, k: k}, nil
 }
 
+// removeWithin is RemoveWithin for a lease: the pool counts the removal
+// in flight until it ends (Close waits for it, bounded), and Disposed is
+// called once it has.
+func (l *Lease) removeWithin(ctx context.Context) (Disposal, Exit) {
+	p := l.pool
+	p.mu.Lock()
+	p.busy++
+	p.mu.Unlock()
+	disposed := l.disposed
+	l.disposed = nil
+	return RemoveWithin(ctx, l.Process, func() {
+		if disposed != nil {
+			disposed()
+		}
+		p.mu.Lock()
+		p.busy--
+		p.signalDrained()
+		p.mu.Unlock()
+	})
+}
+
 // Release kills and removes the container in the background (it is never
 // used again) and lets the pool start a replacement. Safe to call twice.
 func (l *Lease) Release() {
@@ -218,7 +251,11 @@ func (l *Lease) Release() {
 		if lostRuntime(l.Process) {
 			p.lost()
 		}
-		if l.k != nil {
+		// Not after a stopped call: the engine may be what stopped it, and
+		// a pml that exits right after (pml call, bounded by its deadline)
+		// would leave the replacement behind. The kind's next call
+		// refills it.
+		if l.k != nil && !l.stopped {
 			p.refill(l.k)
 		}
 		p.busy--

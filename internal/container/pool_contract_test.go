@@ -9,7 +9,7 @@ import (
 	"github.com/pml-dev/pml/internal/container/containertest"
 )
 
-// poolRuntime is a Pool seen as a Runtime: Start is Acquire, a process's
+// poolRuntime is a Prestarted seen as a Runtime: Start is Acquire, a process's
 // Remove is its lease's Release (then the wait for the removal).
 type poolRuntime struct {
 	Runtime
