@@ -86,7 +86,7 @@ type Broker struct {
 	// trust is the person's trust records; trustState how the
 	// configuration in force stands against them (trust.go).
 	trust      *trust.Store
-	trustState trustState
+	trustState TrustState
 	// wsExplicit: Options.WorkspaceExplicit.
 	wsExplicit bool
 	log        zerolog.Logger
@@ -164,7 +164,7 @@ func New(o Options) (*Broker, error) {
 	}
 	b.trust = o.Trust
 	b.wsExplicit = o.WorkspaceExplicit
-	b.trustState.set(b, o.Config, tst)
+	b.trustState.Set(b.trust, b.log, o.Config, tst)
 	sb.egress = newEgressSet(b.audit, o.Logger, sb.user)
 	sb.egress.Shell.Store(&o.Config.Sandbox.Network.Rules)
 	b.base, b.cancelBase = context.WithCancel(context.Background())

@@ -89,7 +89,7 @@ func (b *Broker) Reload(env func(string) string) {
 		b.log.Debug().Msg("a reload of .pml.json predates pml's own save; the next one applies it")
 		return
 	}
-	b.trustState.set(b, cfg, tst)
+	b.trustState.Set(b.trust, b.log, cfg, tst)
 	b.tellVisible(old, PermissionsFrom(cfg))
 	last := b.reload.last
 	if last == nil {

@@ -1,20 +1,20 @@
 package broker
 
 import (
-	"os"
 	"sync"
 	"time"
 
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/trust"
+	"github.com/rs/zerolog"
 )
 
-// trustState is how the policy in force stands against the person's
+// TrustState is how the policy in force stands against the person's
 // trust records: which grants of .pml.json do not apply, what pml said
 // about it (once per content), and the store's stamp when it was read,
 // so that a `pml trust` run in another terminal applies from the next
 // call without a restart.
-type trustState struct {
+type TrustState struct {
 	mu        sync.Mutex
 	status    trust.Status
 	sum       string
@@ -23,14 +23,15 @@ type trustState struct {
 	stampSize int64
 }
 
-// set records st for cfg and says once per content, on stderr, what an
+// Set records st for cfg, with the stamp of the person's trust records
+// (store; nil: none), and says once per content, on log (stderr), what an
 // untrusted policy would grant.
-func (t *trustState) set(b *Broker, cfg *config.Config, st trust.Status) {
+func (t *TrustState) Set(store *trust.Store, log zerolog.Logger, cfg *config.Config, st trust.Status) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.status, t.sum = st, cfg.Sum
-	if b.trust != nil {
-		t.stampTime, t.stampSize = b.trust.Stamp()
+	if store != nil {
+		t.stampTime, t.stampSize = store.Stamp()
 	}
 	if st.Trusted {
 		return
@@ -40,20 +41,20 @@ func (t *trustState) set(b *Broker, cfg *config.Config, st trust.Status) {
 	}
 	if !t.told[cfg.Sum] {
 		t.told[cfg.Sum] = true
-		b.log.Warn().Str("file", cfg.Path).Msg(trust.Message(cfg, st))
+		log.Warn().Str("file", cfg.Path).Msg(trust.Message(cfg, st))
 	}
 }
 
-// untrusted returns the grants of .pml.json that do not apply.
-func (t *trustState) untrusted() []config.Grant {
+// Untrusted returns the grants of .pml.json that do not apply.
+func (t *TrustState) Untrusted() []config.Grant {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.status.Untrusted
 }
 
-// storeChanged reports whether the trust records changed since they were
+// StoreChanged reports whether the trust records changed since they were
 // read, while some grant is waiting for trust.
-func (t *trustState) storeChanged(s *trust.Store) bool {
+func (t *TrustState) StoreChanged(s *trust.Store) bool {
 	if s == nil {
 		return false
 	}
@@ -64,23 +65,4 @@ func (t *trustState) storeChanged(s *trust.Store) bool {
 	}
 	mt, sz := s.Stamp()
 	return !mt.Equal(t.stampTime) || sz != t.stampSize
-}
-
-// refreshTrust applies a trust given since the policy was loaded (a
-// `pml trust` beside the session): the next call sees it.
-func (b *Broker) refreshTrust() {
-	if b.trustState.storeChanged(b.trust) {
-		b.Reload(os.Getenv)
-	}
-}
-
-// untrustedNote is what a call's text adds when a grant of the untrusted
-// policy would have changed its outcome ("" when none would).
-func (b *Broker) untrustedNote(match func(config.Grant) bool) string {
-	for _, g := range b.trustState.untrusted() {
-		if match(g) {
-			return "\n(" + trust.Names(b.cfg) + " " + g.Text + ", but its content is not trusted, so that does not apply: review the file and run `pml trust` in " + b.sb.ws + " to apply it.)"
-		}
-	}
-	return ""
 }
