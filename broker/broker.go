@@ -84,9 +84,9 @@ type Broker struct {
 	// reload applies edits of .pml.json (reload.go).
 	reload reloadState
 	// trust is the person's trust records; trustState how the
-	// configuration in force stands against them (trust.go).
+	// configuration in force stands against them (permit/trust.go).
 	trust      *trust.Store
-	trustState TrustState
+	trustState permit.TrustState
 	// wsExplicit: Options.WorkspaceExplicit.
 	wsExplicit bool
 	log        zerolog.Logger
