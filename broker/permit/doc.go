@@ -1,6 +1,6 @@
 // Package permit decides whether a call may go on without a person: the
-// permission rules (permissions.go: deny > ask > allow, exact names beat
-// wildcards in allow), the live set in force (LivePermissions: read by
+// permission rules (permissions.go: deny > ask > allow; an exact name in
+// allow, what "always" writes, beats a wildcard in ask), the live set in force (LivePermissions: read by
 // every call, changed by "always", replaced by a reload), the permit
 // layer of the request path (layer.go; the path is audit → input →
 // resolve → permit → registry → schema → approve → execute), and how the
