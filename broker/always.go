@@ -4,6 +4,7 @@ import (
 	"os"
 	"slices"
 
+	"github.com/pml-dev/pml/broker/permit"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/toolglob"
 )
@@ -12,8 +13,8 @@ import (
 // Without a .pml.json, the file is first created with the built-in
 // defaults, so saving one answer does not take the defaults away.
 func (b *Broker) allowAlways(tool string) error {
-	return b.perms.change(func(p *Permissions) error {
-		inAsk := contains(p.Ask, tool)
+	return b.perms.Change(func(p *Permissions) error {
+		inAsk := permit.Contains(p.Ask, tool)
 		err := b.writeConfig(func(old []byte) ([]byte, error) {
 			if old == nil {
 				old = config.WithPermissions(p.Allow, p.Ask, p.Deny)
@@ -54,7 +55,7 @@ func (b *Broker) alwaysBlocked(tool string) string {
 	if os.Getenv("PML_PERMISSIONS_ALLOW") != "" {
 		return "permissions.allow comes from PML_PERMISSIONS_ALLOW in pml's environment, which replaces the file's list, so a name saved in .pml.json would not be used"
 	}
-	if b.perms.inAsk(tool) && os.Getenv("PML_PERMISSIONS_ASK") != "" {
+	if b.perms.InAsk(tool) && os.Getenv("PML_PERMISSIONS_ASK") != "" {
 		return tool + " is named in PML_PERMISSIONS_ASK in pml's environment, which pml does not edit, and a name in ask beats allow"
 	}
 	return ""

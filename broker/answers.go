@@ -19,7 +19,7 @@ func (b *Broker) answerCall(ctx context.Context, c *Call) Result {
 	if tool == ContinueTool {
 		tool = "" // the workflow names its tool
 	}
-	return b.continueWorkflow(ctx, c, *c.cont, tool)
+	return b.continueWorkflow(ctx, c, *c.Cont, tool)
 }
 
 // continueWorkflow applies an answer relayed by the model
@@ -28,9 +28,9 @@ func (b *Broker) answerCall(ctx context.Context, c *Call) Result {
 // dialog, and altogether under hil.require_elicitation.
 func (b *Broker) continueWorkflow(ctx context.Context, c *Call, cont Continuation, tool string) Result {
 	wfs := c.Req.Workflows
-	wf, err := wfs.takeRelayed(cont.WorkflowID, tool)
+	wf, err := wfs.TakeRelayed(cont.WorkflowID, tool)
 	if err == nil && b.cfg.HIL.RequireElicitation {
-		wfs.finish(wf)
+		wfs.Finish(wf)
 		err = errRelayOff
 	}
 	if err != nil {
@@ -41,20 +41,20 @@ func (b *Broker) continueWorkflow(ctx context.Context, c *Call, cont Continuatio
 }
 
 // refusedAnswer audits an answer that was not applied.
-func (b *Broker) refusedAnswer(c *Call, tool, id string, wf *workflow, err error) {
+func (b *Broker) refusedAnswer(c *Call, tool, id string, wf *Workflow, err error) {
 	switch {
 	case wf != nil:
-		tool = wf.tool
+		tool = wf.Tool
 	case tool == "":
 		tool = c.Tool // pml:continue_workflow for a workflow it does not know
 	}
 	switch {
 	case errors.Is(err, ErrAnsweredInDialog) || errors.Is(err, errRelayOff):
-		c.note(audit.Entry{Tool: tool, Decision: audit.Rejected, WorkflowID: id, Reason: "relayed answer refused"})
+		c.Note(audit.Entry{Tool: tool, Decision: audit.Rejected, WorkflowID: id, Reason: "relayed answer refused"})
 	case errors.Is(err, ErrWorkflowExpired):
-		c.note(audit.Entry{Tool: tool, Decision: audit.Expired, WorkflowID: id})
+		c.Note(audit.Entry{Tool: tool, Decision: audit.Expired, WorkflowID: id})
 	default:
-		c.note(audit.Entry{Tool: tool, Decision: audit.Failed, WorkflowID: id, Reason: "continuation refused"})
+		c.Note(audit.Entry{Tool: tool, Decision: audit.Failed, WorkflowID: id, Reason: "continuation refused"})
 	}
 }
 
@@ -63,7 +63,7 @@ func (b *Broker) refusedAnswer(c *Call, tool, id string, wf *workflow, err error
 // cancel) is final: the workflow ends and nothing runs.
 func (b *Broker) elicited(ctx context.Context, c *Call) Result {
 	e, tool := c.Req.Elicited, c.Tool
-	wf, err := c.Req.Workflows.take(e.WorkflowID, tool)
+	wf, err := c.Req.Workflows.Take(e.WorkflowID, tool)
 	if err != nil {
 		b.refusedAnswer(c, tool, e.WorkflowID, wf, err)
 		return errorResult(err)
@@ -72,44 +72,44 @@ func (b *Broker) elicited(ctx context.Context, c *Call) Result {
 }
 
 // answer runs (or aborts) a workflow that take has claimed.
-func (b *Broker) answer(ctx context.Context, c *Call, wfs *Workflows, wf *workflow, approved, always bool) Result {
-	if pc, ok := wf.data.(*pausedCall); ok {
+func (b *Broker) answer(ctx context.Context, c *Call, wfs *Workflows, wf *Workflow, approved, always bool) Result {
+	if pc, ok := wf.Data.(*pausedCall); ok {
 		return b.resumeRun(ctx, c, wfs, wf, pc, approved, always)
 	}
-	keys := audit.Keys(wf.args)
+	keys := audit.Keys(wf.Args)
 	if !approved {
-		wfs.finish(wf)
-		c.note(audit.Entry{Tool: wf.tool, Decision: audit.Rejected, WorkflowID: wf.id, ArgKeys: keys})
+		wfs.Finish(wf)
+		c.Note(audit.Entry{Tool: wf.Tool, Decision: audit.Rejected, WorkflowID: wf.ID, ArgKeys: keys})
 		return Result{
 			Text:       fmt.Sprintf("Rejected: %s.", notRun(wf)),
-			Structured: map[string]any{"status": "rejected", "workflow_id": wf.id, "tool": wf.tool},
+			Structured: map[string]any{"status": "rejected", "workflow_id": wf.ID, "tool": wf.Tool},
 			IsError:    true,
 		}
 	}
 	decision := audit.Approved
-	if g, ok := wf.data.(*networkGrant); ok && wf.typ == ApprovalNetwork {
+	if g, ok := wf.Data.(*networkGrant); ok && wf.Type == ApprovalNetwork {
 		return b.answerNetwork(ctx, c, wfs, wf, g, always)
 	}
-	if wf.typ == ApprovalIntegrity {
-		wfs.finish(wf)
-		c.note(audit.Entry{Tool: wf.tool, Decision: audit.Approved, WorkflowID: wf.id, Reason: "integrity change approved", ArgKeys: keys})
+	if wf.Type == ApprovalIntegrity {
+		wfs.Finish(wf)
+		c.Note(audit.Entry{Tool: wf.Tool, Decision: audit.Approved, WorkflowID: wf.ID, Reason: "integrity change approved", ArgKeys: keys})
 		return b.approveIntegrity(ctx, c, wfs, wf)
 	}
 	if always {
-		if why := b.alwaysBlocked(wf.tool); why != "" {
-			wfs.release(wf)
-			c.note(audit.Entry{Tool: wf.tool, Decision: audit.Failed, WorkflowID: wf.id, Reason: "always cannot be kept"})
-			return errorResult(fmt.Errorf("%w: \"always\" is not offered for %s: %s. The call was not run; answer again with always: false to run it once", ErrInvalidInput, wf.tool, why))
+		if why := b.alwaysBlocked(wf.Tool); why != "" {
+			wfs.Release(wf)
+			c.Note(audit.Entry{Tool: wf.Tool, Decision: audit.Failed, WorkflowID: wf.ID, Reason: "always cannot be kept"})
+			return errorResult(fmt.Errorf("%w: \"always\" is not offered for %s: %s. The call was not run; answer again with always: false to run it once", ErrInvalidInput, wf.Tool, why))
 		}
 		// Save first, run after: if the file cannot be written the call
 		// has not run, and the user can answer again without "always".
-		if err := b.allowAlways(wf.tool); err != nil {
-			wfs.release(wf)
-			c.note(audit.Entry{Tool: wf.tool, Decision: audit.Failed, WorkflowID: wf.id, Reason: "could not save always"})
-			return errorResult(fmt.Errorf("could not remember \"always\" for %s: %v. The call was not run; answer again with always: false to run it once", wf.tool, err))
+		if err := b.allowAlways(wf.Tool); err != nil {
+			wfs.Release(wf)
+			c.Note(audit.Entry{Tool: wf.Tool, Decision: audit.Failed, WorkflowID: wf.ID, Reason: "could not save always"})
+			return errorResult(fmt.Errorf("could not remember \"always\" for %s: %v. The call was not run; answer again with always: false to run it once", wf.Tool, err))
 		}
 		decision = audit.Always
 	}
-	wfs.finish(wf)
-	return b.runTool(ctx, c, wf.tool, wf.args, decision, wf.pattern, wf.id)
+	wfs.Finish(wf)
+	return b.runTool(ctx, c, wf.Tool, wf.Args, decision, wf.Pattern, wf.ID)
 }

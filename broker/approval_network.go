@@ -47,22 +47,22 @@ func (b *Broker) networkApproval(ctx context.Context, c *Call, tool string, args
 	if id == "" {
 		return Result{}, false
 	}
-	ep := b.sb.egress.lookup(id)
+	ep := b.sb.egress.Lookup(id)
 	if ep == nil {
 		return Result{}, false
 	}
-	hosts := ep.refusedSince(since)
+	hosts := ep.RefusedSince(since)
 	if len(hosts) == 0 || b.cfg.HIL.RequireElicitation && c.Req.Ask == nil && !c.Req.Dialog {
 		return Result{}, false
 	}
-	if c.rawArgs {
+	if c.RawArgs {
 		// A fast-path call (fastpath.go) kept its arguments as bytes: the
 		// person sees them, and the call runs again from them.
-		c.decodeArgs()
+		c.DecodeArgs()
 		args = c.Args
 	}
-	wf := c.Req.Workflows.create(ApprovalNetwork, tool, args, pattern)
-	wf.data = &networkGrant{id: id, who: who, key: key, hosts: hosts}
+	wf := c.Req.Workflows.Create(ApprovalNetwork, tool, args, pattern)
+	wf.Data = &networkGrant{id: id, who: who, key: key, hosts: hosts}
 	a := b.approval(wf)
 	a.Description = fmt.Sprintf("%s (running %s%s) tried to connect to %s, which %s does not allow; pml's egress proxy refused it. Allow %s to connect to %s and run it again?",
 		// The hosts are what a container asked the proxy for: quoted.
@@ -83,7 +83,7 @@ func (b *Broker) networkApproval(ctx context.Context, c *Call, tool string, args
 		a.Context["always_adds"] = fmt.Sprintf("%s to %s in .pml.json", shown(strings.Join(hosts, ", ")), key)
 	}
 	a.Options = opts
-	c.note(audit.Entry{Tool: tool, Decision: audit.Asked, Pattern: pattern, WorkflowID: wf.id, Reason: "network: " + strings.Join(hosts, ", "), ArgKeys: audit.Keys(args)})
+	c.Note(audit.Entry{Tool: tool, Decision: audit.Asked, Pattern: pattern, WorkflowID: wf.ID, Reason: "network: " + strings.Join(hosts, ", "), ArgKeys: audit.Keys(args)})
 	return b.askInDialog(ctx, c, wf, a), true
 }
 
@@ -99,12 +99,12 @@ func (b *Broker) networkAlwaysBlocked(key string) string {
 // answerNetwork carries out an approved network approval: "always" saves
 // the host:ports first (if that fails nothing runs), then they are
 // allowed for the session and the call runs again.
-func (b *Broker) answerNetwork(ctx context.Context, c *Call, wfs *Workflows, wf *workflow, g *networkGrant, always bool) Result {
+func (b *Broker) answerNetwork(ctx context.Context, c *Call, wfs *Workflows, wf *Workflow, g *networkGrant, always bool) Result {
 	decision := audit.Approved
 	if always {
 		if why := b.networkAlwaysBlocked(g.key); why != "" {
-			wfs.release(wf)
-			c.note(audit.Entry{Tool: wf.tool, Decision: audit.Failed, WorkflowID: wf.id, Reason: "always cannot be kept"})
+			wfs.Release(wf)
+			c.Note(audit.Entry{Tool: wf.Tool, Decision: audit.Failed, WorkflowID: wf.ID, Reason: "always cannot be kept"})
 			return errorResult(fmt.Errorf("%w: \"always\" is not offered here: %s; %s. Answer again with always: false to allow it for this session", ErrInvalidInput, why, notRun(wf)))
 		}
 		err := b.writeConfig(func(old []byte) ([]byte, error) {
@@ -124,31 +124,31 @@ func (b *Broker) answerNetwork(ctx context.Context, c *Call, wfs *Workflows, wf 
 			return cur, nil
 		})
 		if err != nil {
-			wfs.release(wf)
-			c.note(audit.Entry{Tool: wf.tool, Decision: audit.Failed, WorkflowID: wf.id, Reason: "could not save always"})
+			wfs.Release(wf)
+			c.Note(audit.Entry{Tool: wf.Tool, Decision: audit.Failed, WorkflowID: wf.ID, Reason: "could not save always"})
 			return errorResult(fmt.Errorf("could not add %s to %s: %v; %s. Answer again with always: false to allow it for this session", strings.Join(g.hosts, ", "), g.key, err, notRun(wf)))
 		}
 		decision = audit.Always
 	}
-	if ep := b.sb.egress.lookup(g.id); ep != nil {
-		if err := ep.grant(g.hosts); err != nil {
-			wfs.release(wf)
+	if ep := b.sb.egress.Lookup(g.id); ep != nil {
+		if err := ep.Grant(g.hosts); err != nil {
+			wfs.Release(wf)
 			return errorResult(err)
 		}
 	}
-	wfs.finish(wf)
+	wfs.Finish(wf)
 	b.log.Info().Str("who", g.who).Strs("hosts", g.hosts).Bool("always", always).Msg("network approved")
-	return b.runTool(ctx, c, wf.tool, wf.args, decision, wf.pattern, wf.id)
+	return b.runTool(ctx, c, wf.Tool, wf.Args, decision, wf.Pattern, wf.ID)
 }
 
 // notRun says what of wf's call ran when it is not run (again): nothing,
 // except for a network approval, whose call ran once up to the refused
 // connection.
-func notRun(wf *workflow) string {
-	if g, ok := wf.data.(*networkGrant); ok && wf.typ == ApprovalNetwork {
-		return fmt.Sprintf("%s ran once, up to its refused connection to %s, and was not run again", wf.tool, strings.Join(g.hosts, ", "))
+func notRun(wf *Workflow) string {
+	if g, ok := wf.Data.(*networkGrant); ok && wf.Type == ApprovalNetwork {
+		return fmt.Sprintf("%s ran once, up to its refused connection to %s, and was not run again", wf.Tool, strings.Join(g.hosts, ", "))
 	}
-	return wf.tool + " was not run"
+	return wf.Tool + " was not run"
 }
 
 func truncateText(s string, n int) string {

@@ -14,15 +14,15 @@ import (
 )
 
 // approvalFor describes a workflow by its type.
-func (b *Broker) approvalFor(wf *workflow) Approval {
-	switch wf.typ {
+func (b *Broker) approvalFor(wf *Workflow) Approval {
+	switch wf.Type {
 	case ApprovalAPIKey:
 		return b.apiKeyApproval(wf)
 	case ApprovalIntegrity:
 		return b.integrityApproval(wf)
 	}
-	if wf.typ == ApprovalDependency {
-		if srv := b.serverOf(wf.tool); srv != nil && srv.cfg.Install != nil {
+	if wf.Type == ApprovalDependency {
+		if srv := b.serverOf(wf.Tool); srv != nil && srv.cfg.Install != nil {
 			return b.dependencyApproval(wf, srv)
 		}
 	}
@@ -30,18 +30,18 @@ func (b *Broker) approvalFor(wf *workflow) Approval {
 }
 
 // approval describes a workflow for the client.
-func (b *Broker) approval(wf *workflow) Approval {
-	desc := fmt.Sprintf("Allow pml to run %s%s?", shown(wf.tool), describeArgs(wf.args))
+func (b *Broker) approval(wf *Workflow) Approval {
+	desc := fmt.Sprintf("Allow pml to run %s%s?", shown(wf.Tool), describeArgs(wf.Args))
 	options := []string{"continue", "always", "abort"}
-	ctx := map[string]any{"pattern": wf.pattern, "workspace": b.sb.ws}
-	if why := b.alwaysBlocked(wf.tool); why != "" {
+	ctx := map[string]any{"pattern": wf.Pattern, "workspace": b.sb.ws}
+	if why := b.alwaysBlocked(wf.Tool); why != "" {
 		options = []string{"continue", "abort"}
 		ctx["always_not_offered"] = why
 	}
-	desc += b.describeAccess(wf.tool, ctx) // access.go
+	desc += b.describeAccess(wf.Tool, ctx) // access.go
 	if note := b.untrustedNote(func(g config.Grant) bool {
 		pat, ok := strings.CutPrefix(g.Key, "permissions.allow=")
-		d, _ := Permissions{Allow: []string{pat}}.Decide(wf.tool)
+		d, _ := Permissions{Allow: []string{pat}}.Decide(wf.Tool)
 		return ok && d == Allow
 	}); note != "" {
 		desc += note
@@ -49,13 +49,13 @@ func (b *Broker) approval(wf *workflow) Approval {
 	}
 	return Approval{
 		ApprovalRequired: true,
-		ApprovalType:     wf.typ,
-		WorkflowID:       wf.id,
-		Tool:             wf.tool,
-		Arguments:        wf.args,
+		ApprovalType:     wf.Type,
+		WorkflowID:       wf.ID,
+		Tool:             wf.Tool,
+		Arguments:        wf.Args,
 		Description:      desc,
 		Options:          options,
-		ExpiresAt:        wf.expires.UTC(),
+		ExpiresAt:        wf.Expires.UTC(),
 		Context:          ctx,
 	}
 }
@@ -92,7 +92,7 @@ func describeArgs(args map[string]any) string {
 }
 
 // dependencyApproval describes an install for a person.
-func (b *Broker) dependencyApproval(wf *workflow, srv *server) Approval {
+func (b *Broker) dependencyApproval(wf *Workflow, srv *server) Approval {
 	a := b.approval(wf)
 	inst := srv.cfg.Install
 	hosts := append(deps.RegistryHosts(inst, os.Getenv), srv.cfg.Network.Rules.Strings()...)
@@ -101,7 +101,7 @@ func (b *Broker) dependencyApproval(wf *workflow, srv *server) Approval {
 		reach = "reaching only " + shown(strings.Join(hosts, ", ")) + " through pml's egress proxy"
 	}
 	a.Description = fmt.Sprintf("Install the MCP server %s (`%s` in %s, %s, into %s) so that %s can run?",
-		shown(srv.cfg.Name), termsafe.Quote(strings.TrimSpace(inst.Command+" "+strings.Join(inst.Args, " ")), 2*termsafe.DefaultMax), shown(srv.cfg.Image), reach, shown(b.deps.Dir(srv.cfg.Name)), shown(wf.tool))
+		shown(srv.cfg.Name), termsafe.Quote(strings.TrimSpace(inst.Command+" "+strings.Join(inst.Args, " ")), 2*termsafe.DefaultMax), shown(srv.cfg.Image), reach, shown(b.deps.Dir(srv.cfg.Name)), shown(wf.Tool))
 	a.Context = map[string]any{
 		"server":    srv.cfg.Name,
 		"version":   versionOf(inst),
@@ -109,10 +109,10 @@ func (b *Broker) dependencyApproval(wf *workflow, srv *server) Approval {
 		"image":     srv.cfg.Image,
 		"integrity": inst.Integrity,
 		"network":   hosts,
-		"pattern":   wf.pattern,
+		"pattern":   wf.Pattern,
 		"workspace": b.sb.ws,
 	}
-	a.Description += b.describeAccess(wf.tool, a.Context)
+	a.Description += b.describeAccess(wf.Tool, a.Context)
 	return a
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/pml-dev/pml/broker/call"
 	"github.com/pml-dev/pml/internal/audit"
 )
 
@@ -22,14 +23,14 @@ func TestARuntimeNoteIsInEveryAuditEntry(t *testing.T) {
 	sink := audit.New(filepath.Join(ws, ".pml", "audit.jsonl"))
 	next := HandlerFunc(func(_ context.Context, c *Call) Result {
 		if c.Tool == "ok" {
-			c.note(audit.Entry{Tool: c.Tool, Decision: audit.Allowed, ExitStatus: "ok"})
+			c.Note(audit.Entry{Tool: c.Tool, Decision: audit.Allowed, ExitStatus: "ok"})
 			return Result{}
 		}
 		return errorResult(ErrInvalidInput)
 	})
 	path := auditLayerNoted(auditLayer{next: next, log: zerolog.Nop(), sink: sink}, fixedNote("network NOT verified"))
-	path.Call(context.Background(), newCall(Request{Tool: "ok"}))
-	path.Call(context.Background(), newCall(Request{Tool: "bad"}))
+	path.Call(context.Background(), call.NewCall(Request{Tool: "ok"}))
+	path.Call(context.Background(), call.NewCall(Request{Tool: "bad"}))
 	got := auditEntries(t, ws)
 	if len(got) != 2 || got[0].Reason != "network NOT verified" || got[1].Reason != "invalid_input; network NOT verified" {
 		t.Fatalf("entries %+v: want the note in each", got)

@@ -56,12 +56,12 @@ func TestAnEntryLostAfterTheCallIsToldWithTheResult(t *testing.T) {
 		t.Errorf("plain: %q", plain.Text)
 	}
 	up := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "server says"}}}
-	got := withAuditFailure(t.Context(), Result{upstream: up}, err)
-	if len(up.Content) != 1 || len(got.upstream.Content) != 2 {
-		t.Fatalf("upstream: %d blocks, the server's result %d", len(got.upstream.Content), len(up.Content))
+	got := withAuditFailure(t.Context(), Result{Upstream: up}, err)
+	if len(up.Content) != 1 || len(got.Upstream.Content) != 2 {
+		t.Fatalf("upstream: %d blocks, the server's result %d", len(got.Upstream.Content), len(up.Content))
 	}
-	raw := withAuditFailure(t.Context(), Result{raw: []byte(`{"content":[{"type":"text","text":"forwarded"}]}`)}, err)
-	if raw.upstream == nil || len(raw.upstream.Content) != 2 {
-		t.Errorf("raw: %+v", raw.upstream)
+	raw := withAuditFailure(t.Context(), Result{Raw: []byte(`{"content":[{"type":"text","text":"forwarded"}]}`)}, err)
+	if raw.Upstream == nil || len(raw.Upstream.Content) != 2 {
+		t.Errorf("raw: %+v", raw.Upstream)
 	}
 }

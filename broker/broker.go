@@ -1,29 +1,3 @@
-// Package broker is pml's request path. A tool call comes in through
-// Broker.Call (the MCP surface in mcp.go maps tools/list and tools/call
-// onto Tools and Call) and goes down a chain of Handlers, each in its own
-// file, in this order:
-//
-//	audit     layer_audit.go     writes exactly one audit entry per call, whatever the exit;
-//	                             refuses, before it runs, a call it could not record
-//	input     layer_input.go     decodes the arguments; answers to approvals go to answers.go
-//	resolve   layer_resolve.go   toolbox, shell, a configured server, the cloud, or a registry name
-//	permit    layer_permit.go    deny > ask > allow (permissions.go); a deny ends the call
-//	registry  layer_registry.go  fetches a registry tool; a changed entry asks (integrity)
-//	approve   layer_approve.go   ask, install or API key: puts it to a person (dialog.go)
-//	execute   layer_execute.go   installs, finds the executor (lookup.go) and runs it
-//
-// The execute layer hands the call to its tool source's executor (the
-// tool table maps each name to one): toolboxExec (toolbox.go, filesystem
-// tools), shellExec (shell.go), pooledExec (server_call.go, stdio
-// servers), perCallExec (percall.go), cloudExec (cloud_exec.go) and
-// denoExec (deno.go). Each holds only what it needs; the container ones
-// share a *sandbox (sandbox.go), never the Broker. Code runs (execute.go:
-// codeRuns, for pml:execute and deno capabilities) happen in a Deno
-// container whose mcp.* calls come back through Call. A layer notes the
-// outcome on the Call; only the audit layer writes it.
-//
-// The broker knows nothing of Docker: it speaks to a container.Runtime.
-// docs/architecture.md draws the path and names every file.
 package broker
 
 import (
@@ -40,6 +14,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 
+	"github.com/pml-dev/pml/broker/call"
+	"github.com/pml-dev/pml/broker/permit"
+	sbx "github.com/pml-dev/pml/broker/sandbox"
 	"github.com/pml-dev/pml/images"
 	"github.com/pml-dev/pml/internal/audit"
 	"github.com/pml-dev/pml/internal/config"
@@ -61,38 +38,6 @@ type Tool struct {
 	// own pass through).
 	Title       string
 	Annotations *mcp.ToolAnnotations
-}
-
-// Result is the outcome of one call, independent of the MCP wire format.
-type Result struct {
-	// Text is the content a person (or model) reads.
-	Text string
-	// Structured is optional machine-readable output.
-	Structured any
-	// IsError marks a failed call: a tool error, a refusal, a timeout.
-	IsError bool
-	// blocked: a path argument was refused (audited as path_blocked).
-	blocked bool
-	// upstream is a server tool's result as the server sent it (all its
-	// content blocks), passed on unchanged.
-	upstream *mcp.CallToolResult
-	// raw is a server tool's result forwarded on the fast path
-	// (fastpath.go): the result member of its answer, as it sent it.
-	raw json.RawMessage
-	// err is the failure behind an error result made by pml itself (not
-	// a tool's own error), for callers that map kinds to exit codes.
-	err error
-}
-
-// Err returns the failure behind an error result pml made itself, to be
-// tested with errors.Is against ErrDenied, ErrUnavailable, ErrCloud,
-// ErrNotFound, ErrInvalidInput; nil for successes and tools' own errors.
-func (r Result) Err() error { return r.err }
-
-// Approval returns the approval a result asks for, if it asks.
-func (r Result) Approval() (Approval, bool) {
-	a, ok := r.Structured.(Approval)
-	return a, ok && !r.IsError
 }
 
 // Options configure a Broker.
@@ -135,13 +80,13 @@ type Options struct {
 type Broker struct {
 	cfg   *config.Config
 	sb    *sandbox
-	perms livePermissions
+	perms *LivePermissions
 	// reload applies edits of .pml.json (reload.go).
 	reload reloadState
 	// trust is the person's trust records; trustState how the
-	// configuration in force stands against them (trust.go).
+	// configuration in force stands against them (permit/trust.go).
 	trust      *trust.Store
-	trustState trustState
+	trustState permit.TrustState
 	// wsExplicit: Options.WorkspaceExplicit.
 	wsExplicit bool
 	log        zerolog.Logger
@@ -212,16 +157,16 @@ func New(o Options) (*Broker, error) {
 	b := &Broker{
 		cfg:      o.Config,
 		sb:       sb,
-		perms:    livePermissions{p: PermissionsFrom(o.Config), denyFrom: denySource(o.Config)},
+		perms:    permit.NewLivePermissions(PermissionsFrom(o.Config), permit.DenySource(o.Config)),
 		log:      o.Logger,
 		progress: progressLogger(o),
 		audit:    audit.New(filepath.Join(o.Workspace, ".pml", "audit.jsonl")),
 	}
 	b.trust = o.Trust
 	b.wsExplicit = o.WorkspaceExplicit
-	b.trustState.set(b, o.Config, tst)
+	b.trustState.Set(b.trust, b.log, o.Config, tst)
 	sb.egress = newEgressSet(b.audit, o.Logger, sb.user)
-	sb.egress.shell.Store(&o.Config.Sandbox.Network.Rules)
+	sb.egress.Shell.Store(&o.Config.Sandbox.Network.Rules)
 	b.base, b.cancelBase = context.WithCancel(context.Background())
 	b.runs = &codeRuns{sb: sb, hil: o.Config.HIL.Timeout, idle: o.Config.Sandbox.IdleTimeout, base: b.base, call: b.Call}
 	b.toolbox = &images.Toolbox{Runtime: o.Runtime, Program: sb.inside}
@@ -230,7 +175,7 @@ func New(o Options) (*Broker, error) {
 		b.tools.add(t, fs)
 	}
 	b.tools.add(shellTool, shellExec{sb: sb, image: o.Config.Sandbox.ShellImage})
-	b.toolsCache = &toolsCache{path: filepath.Join(o.Workspace, ".pml", "tools-cache.json")}
+	b.toolsCache = &toolsCache{Path: filepath.Join(o.Workspace, ".pml", "tools-cache.json")}
 	b.serverStartTimeout = o.ServerStartTimeout
 	b.setupServers()
 	b.setupCloud(o)
@@ -291,7 +236,7 @@ func (b *Broker) Close(timeout time.Duration) {
 		b.sb.releaseSession()
 	}
 	b.sb.guard.Close()
-	b.sb.egress.close()
+	b.sb.egress.Close()
 	// After the proxies: their Close writes their last audit entries.
 	_ = b.audit.Close()
 }
@@ -322,39 +267,6 @@ func (b *Broker) User() string { return b.sb.user }
 // Policy returns the effective container policy.
 func (b *Broker) Policy() policies.Policy { return b.sb.policy() }
 
-// Request is one tool call as the MCP layer hands it over.
-type Request struct {
-	Tool string
-	Args json.RawMessage
-	// Workflows holds the calling session's pending approvals.
-	Workflows *Workflows
-	// Ask, when set, asks the human right away (MCP elicitation). It
-	// returns "continue", "always" or "abort", or what else the person did
-	// there ("declined", "cancelled", "not answered"), which is final; shown
-	// is false when the question never reached the person (the client
-	// failed the request): then the call returns approval_required.
-	Ask func(ctx context.Context, a Approval) (choice string, shown bool)
-	// Dialog: the client answers approvals in its own dialog through input
-	// requests (multi round-trip); every approval result becomes one.
-	Dialog bool
-	// Elicited, when set, is a person's answer to a workflow of this tool,
-	// given through the client's elicitation UI; Args are then ignored.
-	Elicited *Elicited
-}
-
-// Elicited is an answer from the client's elicitation UI.
-type Elicited struct {
-	WorkflowID string
-	// Choice is "continue", "always" or "abort"; else what the person did
-	// instead ("declined", "cancelled", "not answered"), which ends the
-	// workflow.
-	Choice string
-}
-
-// ContinueTool is the tool clients that cannot resend a call use to answer
-// an approval.
-const ContinueTool = "pml:continue_workflow"
-
 // Call runs one tool call through the request path (see the package
 // doc). It never returns a Go error: every failure is a Result with
 // IsError and a readable message. Close cancels it.
@@ -370,13 +282,13 @@ func (b *Broker) Call(ctx context.Context, req Request) Result {
 	req.Ask = tracedAsk(req.Ask)
 	ctx, end := callSpan(ctx, req.Tool)
 	ctx = context.WithValue(ctx, requestKey{}, req)
-	res := b.path.Call(ctx, newCall(req))
+	res := b.path.Call(ctx, call.NewCall(req))
 	end(res)
 	return res
 }
 
 func errorResult(err error) Result {
-	return resultFor(err)
+	return call.ResultFor(err)
 }
 
 // limitRuntime puts every container of this pml through one cap (see
@@ -390,7 +302,7 @@ func limitRuntime(o Options) (container.Runtime, *container.Limited) {
 	limited := container.Limit(container.ChooseRuntime(o.Runtime, o.Logger), o.Config.Sandbox.MaxContainers)
 	if o.PullImage != nil {
 		// Above the cap: a pull holds no container slot.
-		return &pullingRuntime{Runtime: limited, pull: o.PullImage, log: progressLogger(o)}, limited
+		return &sbx.PullingRuntime{Runtime: limited, Pull: o.PullImage, Log: progressLogger(o)}, limited
 	}
 	return limited, limited
 }
@@ -441,6 +353,6 @@ func runtimeUser(rt container.Runtime, user, explicit string) string {
 // why (container.Choose with this process and the workspace's owner);
 // explicit is sandbox.user as applied (trusted).
 func ContainerUser(explicit, ws string) container.UserChoice {
-	owner, ok := fileOwner(ws)
+	owner, ok := sbx.FileOwner(ws)
 	return container.Choose(explicit, container.Ident{UID: os.Geteuid(), GID: os.Getegid()}, owner, ok)
 }

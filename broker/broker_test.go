@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -320,7 +319,7 @@ func TestRejectDifferentToolUnknownExpired(t *testing.T) {
 	}
 
 	a = approvalOf(t, f.call(t, "filesystem:write_file", map[string]any{"path": "b.txt", "content": "x"}))
-	f.wf.now = func() time.Time { return time.Now().Add(6 * time.Minute) }
+	f.wf.SetClock(func() time.Time { return time.Now().Add(6 * time.Minute) })
 	r = f.call(t, ContinueTool, map[string]any{"workflow_id": a.WorkflowID, "approved": true})
 	if !r.IsError || !strings.Contains(r.Text, "expired") {
 		t.Fatalf("expired: %+v", r)
@@ -488,20 +487,6 @@ func TestElicitation(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-func TestWorkflowStoreIsBounded(t *testing.T) {
-	w := NewWorkflows(time.Minute)
-	first := w.create(ApprovalToolPermission, "t", nil, "*")
-	for i := 0; i < MaxWorkflows; i++ {
-		w.create(ApprovalToolPermission, "t", nil, "*")
-	}
-	if _, err := w.take(first.id, "t"); !errors.Is(err, ErrWorkflowUnknown) {
-		t.Fatalf("oldest not evicted: %v", err)
-	}
-	if len(w.byID) != MaxWorkflows {
-		t.Fatalf("%d workflows kept", len(w.byID))
 	}
 }
 

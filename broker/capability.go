@@ -133,7 +133,7 @@ func (b *Broker) readyCapability(ctx context.Context, e *registry.Entry, c *Capa
 		}
 		srv := b.addServer(cfg)
 		if cfg.Install != nil && !b.deps.Installed(cfg) {
-			wf := &workflow{typ: ApprovalDependency, tool: cfg.Name + ":*"}
+			wf := &Workflow{Type: ApprovalDependency, Tool: cfg.Name + ":*"}
 			if !confirm(b.dependencyApproval(wf, srv)) {
 				return fmt.Errorf("%w: installing %s was not approved; nothing was installed", ErrRefused, cfg.Name)
 			}

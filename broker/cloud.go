@@ -195,12 +195,12 @@ func (b *Broker) isCloudTool(name string) bool {
 }
 
 // apiKeyApproval describes a missing BYOK key for a person.
-func (b *Broker) apiKeyApproval(wf *workflow) Approval {
+func (b *Broker) apiKeyApproval(wf *Workflow) Approval {
 	a := b.approval(wf)
-	_, missing := byokFor(b.sb, b.cloud, wf.tool)
+	_, missing := byokFor(b.sb, b.cloud, wf.Tool)
 	a.Description = fmt.Sprintf("%s runs in the PML cloud with your own API key %s, which is not set. Set it (%s), then continue.",
-		wf.tool, strings.Join(missing, ", "), whereToSet(b.sb.ws))
+		wf.Tool, strings.Join(missing, ", "), whereToSet(b.sb.ws))
 	a.Options = []string{"continue", "abort"}
-	a.Context = map[string]any{"variables": missing, "env_file": filepath.Join(b.sb.ws, ".env"), "pattern": wf.pattern}
+	a.Context = map[string]any{"variables": missing, "env_file": filepath.Join(b.sb.ws, ".env"), "pattern": wf.Pattern}
 	return a
 }

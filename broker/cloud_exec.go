@@ -52,7 +52,7 @@ func (e cloudExec) run(ctx context.Context, def toolbox.Tool, args map[string]an
 		// back through the broker.
 		return e.executeLocally(ctx, def.Name, payload)
 	}
-	return Result{Text: joinText(res), Structured: res.StructuredContent, IsError: res.IsError, upstream: res}
+	return Result{Text: joinText(res), Structured: res.StructuredContent, IsError: res.IsError, Upstream: res}
 }
 
 func whereToSet(ws string) string {

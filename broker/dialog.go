@@ -18,7 +18,7 @@ import (
 // answer for it is refused. hil.require_elicitation turns the relay off.
 
 // errRelayOff: a relayed answer under hil.require_elicitation.
-var errRelayOff error = relayRefused("hil.require_elicitation is set, so approvals are answered only in the client's own dialog, never with continue_workflow; the call is not run")
+var errRelayOff error = RelayRefused("hil.require_elicitation is set, so approvals are answered only in the client's own dialog, never with continue_workflow; the call is not run")
 
 // needsDialog fails an approval closed before it is offered when
 // hil.require_elicitation is set and the client has no dialog to put it
@@ -27,7 +27,7 @@ func (b *Broker) needsDialog(c *Call, tool, pattern string, args map[string]any)
 	if !b.cfg.HIL.RequireElicitation || c.Req.Ask != nil || c.Req.Dialog {
 		return Result{}, false
 	}
-	c.note(audit.Entry{Tool: tool, Decision: audit.Rejected, Pattern: pattern, Reason: "hil.require_elicitation: the client has no elicitation", ArgKeys: audit.Keys(args)})
+	c.Note(audit.Entry{Tool: tool, Decision: audit.Rejected, Pattern: pattern, Reason: "hil.require_elicitation: the client has no elicitation", ArgKeys: audit.Keys(args)})
 	return errorResult(fmt.Errorf("%w: %s needs a person's approval, and hil.require_elicitation in %s allows approvals only through the client's own dialog (MCP elicitation), which this client does not offer; nothing ran. "+
 		"Use a client with elicitation, or allow the tool in permissions.allow%s", ErrDenied, tool, b.cfg.Path, b.untrustedNote(func(g config.Grant) bool {
 		return strings.HasPrefix(g.Key, "hil.require_elicitation=")
@@ -38,32 +38,32 @@ func (b *Broker) needsDialog(c *Call, tool, pattern string, args map[string]any)
 // dialog when it has one. Answered there, the answer is applied at once
 // and is final; otherwise the approval_required result goes back (and,
 // for a multi round-trip client, becomes an input request of its dialog).
-func (b *Broker) askInDialog(ctx context.Context, c *Call, wf *workflow, a Approval) Result {
+func (b *Broker) askInDialog(ctx context.Context, c *Call, wf *Workflow, a Approval) Result {
 	req, wfs := c.Req, c.Req.Workflows
 	if req.Ask != nil {
 		// Marked before the question is out: a relayed answer racing the
 		// dialog is refused too.
-		wfs.toDialog(wf, true)
+		wfs.ToDialog(wf, true)
 		choice, shown := req.Ask(ctx, a)
 		if shown {
-			if _, err := wfs.take(wf.id, wf.tool); err != nil {
-				b.refusedAnswer(c, wf.tool, wf.id, wf, err)
+			if _, err := wfs.Take(wf.ID, wf.Tool); err != nil {
+				b.refusedAnswer(c, wf.Tool, wf.ID, wf, err)
 				return errorResult(err)
 			}
 			return b.dialogAnswer(ctx, c, wfs, wf, choice)
 		}
 		// The question never reached the person (the client failed the
 		// request): the relay remains, unless it is turned off.
-		wfs.toDialog(wf, false)
+		wfs.ToDialog(wf, false)
 		if b.cfg.HIL.RequireElicitation {
-			wfs.finish(wf)
-			c.note(audit.Entry{Tool: wf.tool, Decision: audit.Rejected, Pattern: wf.pattern, WorkflowID: wf.id, Reason: "hil.require_elicitation: the client's dialog failed"})
-			return errorResult(fmt.Errorf("%w: %s needs a person's approval, the client's dialog (MCP elicitation) failed to ask, and hil.require_elicitation allows no other way; %s. Call the tool again to be asked again", ErrDenied, wf.tool, notRun(wf)))
+			wfs.Finish(wf)
+			c.Note(audit.Entry{Tool: wf.Tool, Decision: audit.Rejected, Pattern: wf.Pattern, WorkflowID: wf.ID, Reason: "hil.require_elicitation: the client's dialog failed"})
+			return errorResult(fmt.Errorf("%w: %s needs a person's approval, the client's dialog (MCP elicitation) failed to ask, and hil.require_elicitation allows no other way; %s. Call the tool again to be asked again", ErrDenied, wf.Tool, notRun(wf)))
 		}
 		return approvalResult(a)
 	}
 	if req.Dialog {
-		wfs.toDialog(wf, true)
+		wfs.ToDialog(wf, true)
 	}
 	return approvalResult(a)
 }
@@ -71,20 +71,20 @@ func (b *Broker) askInDialog(ctx context.Context, c *Call, wf *workflow, a Appro
 // dialogAnswer applies what the person chose in the client's dialog to a
 // taken workflow. Only continue and always run the call; anything else
 // (abort, declined, cancelled, not answered) ends the workflow.
-func (b *Broker) dialogAnswer(ctx context.Context, c *Call, wfs *Workflows, wf *workflow, choice string) Result {
+func (b *Broker) dialogAnswer(ctx context.Context, c *Call, wfs *Workflows, wf *Workflow, choice string) Result {
 	switch choice {
 	case "continue", "always":
-		wfs.settled(wf, choice, false)
+		wfs.Settled(wf, choice, false)
 		return b.answer(ctx, c, wfs, wf, true, choice == "always")
 	case "abort", "":
 		choice = "aborted"
 	}
-	_, paused := wf.data.(*pausedCall)
-	wfs.settled(wf, choice, false)
+	_, paused := wf.Data.(*pausedCall)
+	wfs.Settled(wf, choice, false)
 	res := b.answer(ctx, c, wfs, wf, false, false)
 	if !paused {
 		res.Text = fmt.Sprintf("Rejected: %s: the person was asked in the client's dialog and %s. This is final; a continue_workflow for it is refused.", notRun(wf), choice)
-		res.err = errDeclined
+		res.Cause = errDeclined
 	}
 	return res
 }

@@ -91,7 +91,7 @@ func TestAlwaysMovesAnExactAskNameToAllow(t *testing.T) {
 func TestAlwaysIsNotOfferedWhenTheEnvironmentHoldsTheAskList(t *testing.T) {
 	t.Setenv("PML_PERMISSIONS_ASK", "filesystem:write_file")
 	f := newFixture(t, `{"permissions": {"allow": []}}`)
-	f.b.perms.p.Ask = []string{"filesystem:write_file"} // as config.Load would read it from the environment
+	_ = f.b.perms.Change(func(p *Permissions) error { p.Ask = []string{"filesystem:write_file"}; return nil }) // as config.Load would read it from the environment
 	a := approvalOf(t, f.call(t, "filesystem:write_file", map[string]any{"path": "b.txt", "content": "x"}))
 	if len(a.Options) != 2 || a.Context["always_not_offered"] == nil {
 		t.Fatalf("options %v, context %v", a.Options, a.Context)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/pml-dev/pml/broker/call"
 	"github.com/pml-dev/pml/internal/cloud"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/container"
@@ -103,8 +104,8 @@ func TestAMissingImageIsVisibleAtTheTop(t *testing.T) {
 	if !errors.Is(err, container.ErrImageMissing) || !errors.Is(err, ErrUnavailable) || !errdefs.IsUnavailable(err) || !errdefs.IsNotFound(err) {
 		t.Errorf("the chain is cut: %v", err)
 	}
-	if errdefs.Kind(err) != errdefs.ErrUnavailable || kindName(err) != "unavailable" {
-		t.Errorf("kind %v (%s): the broker's classification is the outermost", errdefs.Kind(err), kindName(err))
+	if errdefs.Kind(err) != errdefs.ErrUnavailable || call.KindName(err) != "unavailable" {
+		t.Errorf("kind %v (%s): the broker's classification is the outermost", errdefs.Kind(err), call.KindName(err))
 	}
 	if res.Text != err.Error() {
 		t.Errorf("text %q is not the error's", res.Text)
@@ -141,30 +142,8 @@ func TestEveryUnavailabilityIsOneKindAtTheTop(t *testing.T) {
 		}
 		// As broker/cloud.go wraps a forwarding failure.
 		top := fmt.Errorf("%w: %s: %w", ErrCloud, "json:parse", err)
-		if !errdefs.IsUnavailable(resultFor(top).Err()) {
+		if !errdefs.IsUnavailable(call.ResultFor(top).Err()) {
 			t.Errorf("%v", top)
 		}
 	})
-}
-
-func TestResultForAndKindName(t *testing.T) {
-	r := resultFor(fmt.Errorf("%w: x:y", ErrNotFound))
-	if !r.IsError || r.Text != "no such tool: x:y" || !errors.Is(r.Err(), ErrNotFound) {
-		t.Errorf("%+v", r)
-	}
-	if r := resultFor(nil); !r.IsError || !errdefs.IsInternal(r.Err()) {
-		t.Errorf("a nil error gave %+v", r)
-	}
-	for err, want := range map[error]string{
-		ErrUnavailable: "unavailable", ErrNotFound: "not_found", ErrInvalidInput: "invalid_input",
-		ErrDenied: "denied", ErrNeedsApproval: "needs_approval",
-		errdefs.Wrap(errdefs.ErrTimeout, context.DeadlineExceeded): "timeout",
-		errdefs.Wrap(errdefs.ErrConflict, errors.New("in use")):    "conflict",
-		errdefs.New(errdefs.ErrInternal, "bug"):                    "internal",
-		errors.New("plain"):                                        "error",
-	} {
-		if got := kindName(fmt.Errorf("ctx: %w", err)); got != want {
-			t.Errorf("kindName(%v) = %q, want %q", err, got, want)
-		}
-	}
 }

@@ -291,7 +291,7 @@ func (r *codeRuns) guardedCall(ctx context.Context, req Request) (res Result) {
 func (r *codeRuns) settle(ex *execution, callID int64, wfs *Workflows, res Result) {
 	if a, ok := res.Approval(); ok && wfs != nil {
 		pc := &pausedCall{ex: ex, callID: callID}
-		if wf := wfs.attach(a.WorkflowID, ex.outer, pc); wf != nil {
+		if wf := wfs.Attach(a.WorkflowID, ex.outer, func(inner any) any { pc.inner = inner; return pc }); wf != nil {
 			a.Description = "While " + ex.outer + " runs code on this machine: " + a.Description
 			if a.Context == nil {
 				a.Context = map[string]any{}
@@ -319,15 +319,15 @@ func (r *codeRuns) settle(ex *execution, callID int64, wfs *Workflows, res Resul
 
 // resumeRun applies the answer to a paused inner call and drives the run
 // on: the same run, not a new one.
-func (b *Broker) resumeRun(ctx context.Context, c *Call, wfs *Workflows, wf *workflow, pc *pausedCall, approved, always bool) Result {
+func (b *Broker) resumeRun(ctx context.Context, c *Call, wfs *Workflows, wf *Workflow, pc *pausedCall, approved, always bool) Result {
 	pc.answered.Store(true)
 	pc.ex.run.Resume()
-	wf.data = pc.inner
+	wf.Data = pc.inner
 	res := b.answer(ctx, c, wfs, wf, approved, always)
-	if wfs.pending(wf) {
+	if wfs.Pending(wf) {
 		// The answer could not be applied (saving "always" failed) and the
 		// workflow is answerable again: the run stays paused on it.
-		wf.data = pc
+		wf.Data = pc
 		pc.answered.Store(false)
 		pc.ex.run.Pause()
 		return res
@@ -359,7 +359,7 @@ func doneResult(outer string, d execute.Done) Result {
 // its code.
 type pooledRuntime struct {
 	container.Runtime
-	pool *container.Pool
+	pool *container.Prestarted
 }
 
 func (p *pooledRuntime) Start(ctx context.Context, spec container.Spec, streams container.Streams) (container.Process, error) {

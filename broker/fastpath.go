@@ -22,7 +22,7 @@ import (
 // already is: it takes the tools/call frames whose tool is a listed tool
 // of a pooled server that the permissions allow outright, and runs them
 // through Broker.Call like any call, so the layers (audit, input,
-// resolve, permit, registry, approve, execute) still decide; only the
+// resolve, permit, registry, schema, approve, execute) still decide; only the
 // executor forwards the call as bytes (upstream.Server.Forward) and the
 // answer comes back as bytes, with the client's id and progress token put
 // back. Everything else (initialize, lists, pings, answers to pml's
@@ -241,7 +241,7 @@ func (f *fastFront) call(id, params []byte) bool {
 		// result held back, not passed on as it comes.
 		return false
 	}
-	if d, _ := fb.decide(name); d != Allow {
+	if d, _ := fb.perms.Decide(name); d != Allow {
 		return false // a person decides first: the usual path
 	}
 	var token json.RawMessage

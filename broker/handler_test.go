@@ -19,7 +19,7 @@ func (f *fakeNext) Call(_ context.Context, c *Call) Result {
 	f.reached++
 	f.got = *c
 	if f.note != nil {
-		c.note(*f.note)
+		c.Note(*f.note)
 	}
 	return f.res
 }

@@ -35,7 +35,7 @@ func Known(workspace string, cfg *config.Config) KnownTools {
 	if cfg != nil {
 		servers = cfg.Servers
 	}
-	cached := (&toolsCache{path: filepath.Join(workspace, ".pml", "tools-cache.json")}).read()
+	cached := (&toolsCache{Path: filepath.Join(workspace, ".pml", "tools-cache.json")}).Read()
 	for name := range servers {
 		e, ok := cached[name]
 		if !ok || len(e.Tools) == 0 {

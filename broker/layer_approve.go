@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/pml-dev/pml/internal/audit"
-	"github.com/pml-dev/pml/internal/toolbox"
 )
 
 // approveLayer decides whether a permitted call needs a person first:
@@ -15,28 +14,32 @@ import (
 // tool in local mode fails here: asking a person to approve a call that
 // cannot run would only waste their answer.
 type approveLayer struct {
-	b    *Broker
 	next Handler
+	// needsInstall: the tool's server has dependencies not installed yet.
+	needsInstall func(tool string) bool
+	// cloudTool: the tool is the cloud's; missingKeys the API keys it
+	// needs that the person has not given (it waits for the cloud's tool
+	// list); cloudOn whether the cloud is enabled, else local runs the
+	// tool locally, which fails it.
+	cloudTool   func(tool string) bool
+	missingKeys func(ctx context.Context, tool string) []string
+	cloudOn     func() bool
+	local       func(ctx context.Context, tool string, args map[string]any) Result
+	asking      asking
 }
 
 func (l approveLayer) Call(ctx context.Context, c *Call) Result {
-	b := l.b
-	srv := b.serverOf(c.Tool)
-	needsInstall := srv != nil && !b.deps.Installed(srv.cfg)
-	cloudish := b.isCloudTool(c.Tool)
+	needsInstall := l.needsInstall(c.Tool)
+	cloudish := l.cloudTool(c.Tool)
 	var missingKeys []string
 	if cloudish {
-		// The keys a cloud tool needs come with the cloud's tool list: a
-		// call right after start (pml call, a fast client) waits for it
-		// as tools/list does, so no key is left out.
-		b.waitCloud(ctx)
-		_, missingKeys = byokFor(b.sb, b.cloud, c.Tool)
+		missingKeys = l.missingKeys(ctx, c.Tool)
 	}
 	switch {
-	case cloudish && !b.cloud.client.Enabled():
-		c.decodeArgs()
-		res := b.cloud.exec.run(ctx, toolbox.Tool{Name: c.Tool}, c.Args)
-		c.note(audit.Entry{Tool: c.Tool, Decision: audit.Failed, Pattern: c.Pattern, Reason: "local mode", ArgKeys: audit.Keys(c.Args)})
+	case cloudish && !l.cloudOn():
+		c.DecodeArgs()
+		res := l.local(ctx, c.Tool, c.Args)
+		c.Note(audit.Entry{Tool: c.Tool, Decision: audit.Failed, Pattern: c.Pattern, Reason: "local mode", ArgKeys: audit.Keys(c.Args)})
 		return res
 	case c.Decision == Ask || needsInstall && c.Decision != Allow || len(missingKeys) > 0:
 		typ := ApprovalToolPermission
@@ -53,13 +56,12 @@ func (l approveLayer) Call(ctx context.Context, c *Call) Result {
 
 // ask opens a workflow of typ for the call and puts it to the person.
 func (l approveLayer) ask(ctx context.Context, c *Call, typ ApprovalType) Result {
-	b := l.b
-	c.decodeArgs()
-	if res, refused := b.needsDialog(c, c.Tool, c.Pattern, c.Args); refused {
+	c.DecodeArgs()
+	if res, refused := l.asking.needsDialog(c, c.Tool, c.Pattern, c.Args); refused {
 		return res
 	}
-	wf := c.Req.Workflows.create(typ, c.Tool, c.Args, c.Pattern)
-	approval := b.approvalFor(wf)
-	c.note(audit.Entry{Tool: c.Tool, Decision: audit.Asked, Pattern: c.Pattern, WorkflowID: wf.id, ArgKeys: audit.Keys(c.Args)})
-	return b.askInDialog(ctx, c, wf, approval)
+	wf := c.Req.Workflows.Create(typ, c.Tool, c.Args, c.Pattern)
+	approval := l.asking.approval(wf)
+	c.Note(audit.Entry{Tool: c.Tool, Decision: audit.Asked, Pattern: c.Pattern, WorkflowID: wf.ID, ArgKeys: audit.Keys(c.Args)})
+	return l.asking.inDialog(ctx, c, wf, approval)
 }

@@ -3,6 +3,8 @@ package broker
 import (
 	"context"
 	"testing"
+
+	"github.com/pml-dev/pml/broker/call"
 )
 
 func TestApproveLayerAsksForAskOnly(t *testing.T) {
@@ -12,9 +14,9 @@ func TestApproveLayerAsksForAskOnly(t *testing.T) {
 		reached  int
 	}{{Allow, 1}, {Ask, 0}} {
 		next := &fakeNext{}
-		c := newCall(Request{Tool: "filesystem:write_file", Workflows: f.wf})
+		c := call.NewCall(Request{Tool: "filesystem:write_file", Workflows: f.wf})
 		c.Args, c.Decision = map[string]any{"path": "x"}, tc.decision
-		res := approveLayer{b: f.b, next: next}.Call(context.Background(), c)
+		res := approveLayerOf(f.b, next).Call(context.Background(), c)
 		if next.reached != tc.reached {
 			t.Errorf("%v: reached %d", tc.decision, next.reached)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 
+	"github.com/pml-dev/pml/broker/call"
 	"github.com/pml-dev/pml/internal/audit"
 	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/errdefs"
@@ -51,13 +52,13 @@ func auditLayerNoted(path Handler, n container.AuditNoter) Handler {
 func (l auditLayer) Call(ctx context.Context, c *Call) Result {
 	if err := l.sink.Ready(); err != nil {
 		l.log.Error().Err(err).Str("tool", c.Tool).Msg("refused the call: its audit entry cannot be written")
-		return resultFor(auditRefusal(c.Tool, err))
+		return call.ResultFor(auditRefusal(c.Tool, err))
 	}
 	defer func() {
 		if v := recover(); v != nil {
 			// A panic below: the call still leaves its entry; the
 			// request's recover boundary (recover.go) answers it.
-			_ = l.record(audit.Entry{Tool: c.Tool, Decision: audit.Failed, Reason: "pml panicked (a bug in pml; the stack is in pml's log)", ArgKeys: audit.Keys(c.Args)}, c.began)
+			_ = l.record(audit.Entry{Tool: c.Tool, Decision: audit.Failed, Reason: "pml panicked (a bug in pml; the stack is in pml's log)", ArgKeys: audit.Keys(c.Args)}, c.Began)
 			panic(v)
 		}
 	}()
@@ -66,7 +67,7 @@ func (l auditLayer) Call(ctx context.Context, c *Call) Result {
 	if !ok {
 		e = audit.Entry{Tool: c.Tool, Decision: audit.Failed, Reason: unnotedReason(res), ArgKeys: audit.Keys(c.Args)}
 	}
-	if err := l.record(e, c.began); err != nil {
+	if err := l.record(e, c.Began); err != nil {
 		res = withAuditFailure(ctx, res, err)
 	}
 	return res
@@ -105,17 +106,17 @@ func withAuditFailure(ctx context.Context, res Result, err error) Result {
 	if fwd := forwardOf(ctx); fwd != nil && fwd.answered {
 		return res
 	}
-	if res.raw != nil && res.upstream == nil {
+	if res.Raw != nil && res.Upstream == nil {
 		var up mcp.CallToolResult
-		if json.Unmarshal(res.raw, &up) != nil {
+		if json.Unmarshal(res.Raw, &up) != nil {
 			return res
 		}
-		res.upstream = &up
+		res.Upstream = &up
 	}
-	if res.upstream != nil {
-		up := *res.upstream
+	if res.Upstream != nil {
+		up := *res.Upstream
 		up.Content = append(slices.Clip(up.Content), &mcp.TextContent{Text: note})
-		res.upstream = &up
+		res.Upstream = &up
 		return res
 	}
 	if res.Text != "" {
@@ -129,7 +130,7 @@ func withAuditFailure(ctx context.Context, res Result, err error) Result {
 // (kindName, the words the logs use), "error" for an error of no kind.
 func unnotedReason(res Result) string {
 	if res.IsError {
-		return kindName(res.err)
+		return call.KindName(res.Cause)
 	}
 	return "not recorded by any step"
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pml-dev/pml/broker/call"
 	"github.com/pml-dev/pml/internal/audit"
 	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/policies"
@@ -117,7 +118,7 @@ func TestEveryOutcomeLeavesExactlyOneAuditEntry(t *testing.T) {
 		}, decision: audit.Failed, reason: "continuation refused"},
 		{name: "expired workflow", call: func(f *fixture) func() Result {
 			id := ask(f)
-			f.wf.now = func() time.Time { return time.Now().Add(time.Hour) }
+			f.wf.SetClock(func() time.Time { return time.Now().Add(time.Hour) })
 			return func() Result { return f.call(t, ContinueTool, cont(id, true, false)) }
 		}, decision: audit.Expired},
 		{name: "relay refused after the dialog", call: func(f *fixture) func() Result {
@@ -176,8 +177,8 @@ func TestAuditLayerWritesOneEntryWhateverTheStepsNoted(t *testing.T) {
 		{"nothing noted, an error", func(*Call) {}, errorResult(errors.New("x")), audit.Entry{Tool: "t", Decision: audit.Failed, Reason: "error"}},
 		{"nothing noted, a success", func(*Call) {}, Result{}, audit.Entry{Tool: "t", Decision: audit.Failed, Reason: "not recorded by any step"}},
 		{"the last note wins", func(c *Call) {
-			c.note(audit.Entry{Tool: "t", Decision: audit.Asked, WorkflowID: "w"})
-			c.note(audit.Entry{Tool: "t", Decision: audit.Approved, WorkflowID: "w", ExitStatus: "ok"})
+			c.Note(audit.Entry{Tool: "t", Decision: audit.Asked, WorkflowID: "w"})
+			c.Note(audit.Entry{Tool: "t", Decision: audit.Approved, WorkflowID: "w", ExitStatus: "ok"})
 		}, Result{}, audit.Entry{Tool: "t", Decision: audit.Approved, WorkflowID: "w", ExitStatus: "ok"}},
 	}
 	for _, tc := range cases {
@@ -186,7 +187,7 @@ func TestAuditLayerWritesOneEntryWhateverTheStepsNoted(t *testing.T) {
 			sink := audit.New(filepath.Join(ws, ".pml", "audit.jsonl"))
 			next := HandlerFunc(func(_ context.Context, c *Call) Result { tc.steps(c); return tc.res })
 			l := auditLayer{next: next, log: zerolog.Nop(), sink: sink}
-			l.Call(context.Background(), newCall(Request{Tool: "t"}))
+			l.Call(context.Background(), call.NewCall(Request{Tool: "t"}))
 			got := auditEntries(t, ws)
 			if len(got) != 1 {
 				t.Fatalf("%d entries: %+v", len(got), got)

@@ -12,10 +12,13 @@ import (
 
 // executeLayer is the end of the request path: the call is allowed (by a
 // permission or a person's answer) and runs.
-type executeLayer struct{ b *Broker }
+type executeLayer struct {
+	// run installs, finds and runs a tool (Broker.runTool).
+	run func(ctx context.Context, c *Call, name string, args map[string]any, decision, pattern, workflowID string) Result
+}
 
 func (l executeLayer) Call(ctx context.Context, c *Call) Result {
-	return l.b.runTool(ctx, c, c.Tool, c.Args, audit.Allowed, c.Pattern, "")
+	return l.run(ctx, c, c.Tool, c.Args, audit.Allowed, c.Pattern, "")
 }
 
 // runTool installs what a server tool needs, finds the tool's executor
@@ -27,7 +30,7 @@ func (b *Broker) runTool(ctx context.Context, c *Call, name string, args map[str
 		err := b.install(ictx, srv)
 		span.End()
 		if err != nil {
-			c.note(audit.Entry{Tool: name, Decision: audit.Failed, Pattern: pattern, WorkflowID: workflowID, Reason: "install failed", ArgKeys: audit.Keys(args)})
+			c.Note(audit.Entry{Tool: name, Decision: audit.Failed, Pattern: pattern, WorkflowID: workflowID, Reason: "install failed", ArgKeys: audit.Keys(args)})
 			return errorResult(err)
 		}
 	}
@@ -35,16 +38,16 @@ func (b *Broker) runTool(ctx context.Context, c *Call, name string, args map[str
 	if !b.isCloudTool(name) || b.hasTool(name) {
 		var err error
 		if entry, err = b.lookup(ctx, name); err != nil {
-			c.note(audit.Entry{Tool: name, Decision: audit.Failed, Pattern: pattern, WorkflowID: workflowID, Reason: "no such tool", ArgKeys: audit.Keys(args)})
+			c.Note(audit.Entry{Tool: name, Decision: audit.Failed, Pattern: pattern, WorkflowID: workflowID, Reason: "no such tool", ArgKeys: audit.Keys(args)})
 			return errorResult(err)
 		}
 	}
 	// else: a cloud tool not (yet) in the cloud's list is forwarded anyway,
 	// and the cloud answers whether it knows it.
-	if _, pooled := entry.exec.(pooledExec); c.rawArgs && !pooled {
+	if _, pooled := entry.exec.(pooledExec); c.RawArgs && !pooled {
 		// Kept raw for a pooled server that is no longer one (a reload):
 		// this executor reads them.
-		c.decodeArgs()
+		c.DecodeArgs()
 		args = c.Args
 	}
 	began := time.Now()
@@ -59,7 +62,7 @@ func (b *Broker) runTool(ctx context.Context, c *Call, name string, args map[str
 	if res.IsError {
 		status = "error"
 	}
-	if res.blocked {
+	if res.Blocked {
 		decision = audit.PathBlocked
 	}
 	e := audit.Entry{Tool: entry.def.Name, Decision: decision, Pattern: pattern, WorkflowID: workflowID, ExitStatus: status, ArgKeys: audit.Keys(args)}
@@ -72,7 +75,7 @@ func (b *Broker) runTool(ctx context.Context, c *Call, name string, args map[str
 			e.Limits = b.sb.limitsNote(ctx)
 		}
 	}
-	c.note(e)
+	c.Note(e)
 	// The tool's egress proxy refused a host it does not allow during
 	// the call: a person may allow it (approval_network.go).
 	if ask, ok := b.networkApproval(ctx, c, entry.def.Name, args, pattern, began, res); ok {

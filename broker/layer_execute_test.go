@@ -17,7 +17,7 @@ func TestExecuteLayerNotesWhatRanAndHowItEnded(t *testing.T) {
 		{"../outside", audit.PathBlocked, "error"},
 	} {
 		c := &Call{Tool: "filesystem:read_file", Args: map[string]any{"path": tc.path}, Pattern: "p"}
-		executeLayer{b: f.b}.Call(context.Background(), c)
+		executeLayerOf(f.b).Call(context.Background(), c)
 		e, ok := c.Noted()
 		if !ok || e.Decision != tc.decision || e.ExitStatus != tc.status || e.Pattern != "p" {
 			t.Errorf("%s: noted %+v", tc.path, e)

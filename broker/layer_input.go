@@ -28,7 +28,7 @@ func (l inputLayer) Call(ctx context.Context, c *Call) Result {
 		// the layers need only their names (the audit's arg_keys).
 		if args, ok := topLevel(c.Req.Args); ok {
 			if _, cont := args["continue_workflow"]; !cont {
-				c.Args, c.rawArgs = args, true
+				c.Args, c.RawArgs = args, true
 				return l.next.Call(ctx, c)
 			}
 		}
@@ -40,7 +40,7 @@ func (l inputLayer) Call(ctx context.Context, c *Call) Result {
 	if raw := c.Req.Args; len(raw) > 0 && string(raw) != "null" {
 		if err := json.Unmarshal(raw, &c.Args); err != nil {
 			c.Args = nil
-			c.note(audit.Entry{Tool: c.Tool, Decision: audit.Failed, Reason: "arguments are not a JSON object"})
+			c.Note(audit.Entry{Tool: c.Tool, Decision: audit.Failed, Reason: "arguments are not a JSON object"})
 			return errorResult(fmt.Errorf("%w: the arguments of %s must be a JSON object: %v", ErrInvalidInput, c.Tool, err))
 		}
 	}
@@ -61,10 +61,10 @@ func (l inputLayer) Call(ctx context.Context, c *Call) Result {
 func (l inputLayer) answer(ctx context.Context, c *Call, raw any) Result {
 	cont, err := parseContinuation(raw)
 	if err != nil {
-		c.note(audit.Entry{Tool: c.Tool, Decision: audit.Failed, Reason: "continue_workflow is malformed", ArgKeys: audit.Keys(c.Args)})
+		c.Note(audit.Entry{Tool: c.Tool, Decision: audit.Failed, Reason: "continue_workflow is malformed", ArgKeys: audit.Keys(c.Args)})
 		return errorResult(err)
 	}
-	c.cont = &cont
+	c.Cont = &cont
 	return l.answers.Call(ctx, c)
 }
 
@@ -95,18 +95,4 @@ func topLevel(raw json.RawMessage) (map[string]any, bool) {
 		return true
 	})
 	return args, ok && !escaped
-}
-
-// decodeArgs decodes arguments kept raw by the fast path, for a step that
-// shows them to a person (an approval): from here the call is no longer
-// one that passes them on unread.
-func (c *Call) decodeArgs() {
-	if !c.rawArgs {
-		return
-	}
-	c.rawArgs = false
-	args := map[string]any{}
-	if err := json.Unmarshal(c.Req.Args, &args); err == nil {
-		c.Args = args
-	}
 }

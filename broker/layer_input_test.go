@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+
+	"github.com/pml-dev/pml/broker/call"
 )
 
 func TestInputLayerSendsAnswersAsideAndStripsTheContinuation(t *testing.T) {
@@ -29,7 +31,7 @@ func TestInputLayerSendsAnswersAsideAndStripsTheContinuation(t *testing.T) {
 			if tc.elicited {
 				req.Elicited = &Elicited{WorkflowID: "w", Choice: "continue"}
 			}
-			c := newCall(req)
+			c := call.NewCall(req)
 			res := inputLayer{next: next, answers: answers}.Call(context.Background(), c)
 			if next.reached != tc.toNext || answers.reached != tc.toAnswer || res.IsError != tc.isError {
 				t.Fatalf("next %d, answers %d, isError %v (%s)", next.reached, answers.reached, res.IsError, res.Text)
@@ -37,8 +39,8 @@ func TestInputLayerSendsAnswersAsideAndStripsTheContinuation(t *testing.T) {
 			if _, ok := c.Args["continue_workflow"]; ok {
 				t.Error("continue_workflow left in the tool's arguments")
 			}
-			if answers.reached == 1 && !tc.elicited && (answers.got.cont == nil || answers.got.cont.WorkflowID != "w") {
-				t.Errorf("the answer is not on the call: %+v", answers.got.cont)
+			if answers.reached == 1 && !tc.elicited && (answers.got.Cont == nil || answers.got.Cont.WorkflowID != "w") {
+				t.Errorf("the answer is not on the call: %+v", answers.got.Cont)
 			}
 			if _, noted := c.Noted(); noted != tc.isError {
 				t.Errorf("noted=%v for isError=%v", noted, tc.isError)

@@ -11,31 +11,33 @@ import (
 // integrity changed since it was locked is put to a person before
 // anything of it runs (ApprovalIntegrity); abort keeps the old version.
 type registryLayer struct {
-	b    *Broker
 	next Handler
+	// fetch loads a registry tool (Broker.resolveFromRegistry); a
+	// non-nil change is an entry whose integrity changed.
+	fetch func(ctx context.Context, tool string) (*integrityChange, error)
+	ask   asking
 }
 
 func (l registryLayer) Call(ctx context.Context, c *Call) Result {
-	if !c.fromRegistry {
+	if !c.FromRegistry {
 		return l.next.Call(ctx, c)
 	}
-	b := l.b
 	rctx, span := spanStep(ctx, "registry")
-	change, err := b.resolveFromRegistry(rctx, c.Tool)
+	change, err := l.fetch(rctx, c.Tool)
 	span.End()
 	if err != nil {
-		c.note(audit.Entry{Tool: c.Tool, Decision: audit.Failed, Reason: "registry", ArgKeys: audit.Keys(c.Args)})
+		c.Note(audit.Entry{Tool: c.Tool, Decision: audit.Failed, Reason: "registry", ArgKeys: audit.Keys(c.Args)})
 		return errorResult(err)
 	}
 	if change == nil {
 		return l.next.Call(ctx, c)
 	}
-	c.decodeArgs()
-	if res, refused := b.needsDialog(c, c.Tool, c.Pattern, c.Args); refused {
+	c.DecodeArgs()
+	if res, refused := l.ask.needsDialog(c, c.Tool, c.Pattern, c.Args); refused {
 		return res
 	}
-	wf := c.Req.Workflows.create(ApprovalIntegrity, c.Tool, c.Args, c.Pattern)
-	wf.data = change
-	c.note(audit.Entry{Tool: c.Tool, Decision: audit.Asked, Pattern: c.Pattern, WorkflowID: wf.id, Reason: "integrity changed", ArgKeys: audit.Keys(c.Args)})
-	return b.askInDialog(ctx, c, wf, b.approvalFor(wf))
+	wf := c.Req.Workflows.Create(ApprovalIntegrity, c.Tool, c.Args, c.Pattern)
+	wf.Data = change
+	c.Note(audit.Entry{Tool: c.Tool, Decision: audit.Asked, Pattern: c.Pattern, WorkflowID: wf.ID, Reason: "integrity changed", ArgKeys: audit.Keys(c.Args)})
+	return l.ask.inDialog(ctx, c, wf, l.ask.approval(wf))
 }

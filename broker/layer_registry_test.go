@@ -8,7 +8,7 @@ import (
 func TestRegistryLayerPassesLocalToolsThrough(t *testing.T) {
 	f := newFixture(t, "")
 	next := &fakeNext{}
-	registryLayer{b: f.b, next: next}.Call(context.Background(), &Call{Tool: "filesystem:read_file"})
+	registryLayerOf(f.b, next).Call(context.Background(), &Call{Tool: "filesystem:read_file"})
 	if next.reached != 1 {
 		t.Fatal("a local tool did not go through")
 	}

@@ -13,19 +13,23 @@ import (
 // registry name is only marked: it is fetched after the permission
 // check (registryLayer), so a denied name is never fetched.
 type resolveLayer struct {
-	b    *Broker
 	next Handler
+	// known: the toolbox or shell table, a configured server or the
+	// cloud has the tool.
+	known func(tool string) bool
+	// registryName: the name is one a registry may provide, and registry
+	// lookups are on.
+	registryName func(tool string) bool
 }
 
 func (l resolveLayer) Call(ctx context.Context, c *Call) Result {
-	b := l.b
-	if b.hasTool(c.Tool) || b.serverOf(c.Tool) != nil || b.isCloudTool(c.Tool) {
+	if l.known(c.Tool) {
 		return l.next.Call(ctx, c)
 	}
-	if !registryCandidate(c.Tool) || !b.registryLookups() {
-		c.note(audit.Entry{Tool: c.Tool, Decision: audit.Failed, Reason: "no such tool"})
+	if !l.registryName(c.Tool) {
+		c.Note(audit.Entry{Tool: c.Tool, Decision: audit.Failed, Reason: "no such tool"})
 		return errorResult(fmt.Errorf("%w %q: tools/list (`pml tools` on the command line) shows the available tools", ErrNotFound, c.Tool))
 	}
-	c.fromRegistry = true
+	c.FromRegistry = true
 	return l.next.Call(ctx, c)
 }

@@ -16,7 +16,7 @@ func TestResolveLayerFailsUnknownNamesOnly(t *testing.T) {
 	} {
 		next := &fakeNext{}
 		c := &Call{Tool: tc.tool}
-		res := resolveLayer{b: f.b, next: next}.Call(context.Background(), c)
+		res := resolveLayerOf(f.b, next).Call(context.Background(), c)
 		if next.reached != tc.reached {
 			t.Errorf("%s: reached %d (%s)", tc.tool, next.reached, res.Text)
 		}

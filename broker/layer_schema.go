@@ -21,17 +21,19 @@ import (
 // schema is not known without starting something is not checked here
 // (its server checks its own arguments).
 type schemaLayer struct {
-	b    *Broker
 	next Handler
+	// schema is the input schema the client was shown for a tool, when
+	// it is known without starting anything (Broker.knownSchema).
+	schema func(tool string) (json.RawMessage, bool)
 }
 
 func (l schemaLayer) Call(ctx context.Context, c *Call) Result {
-	raw, ok := l.b.knownSchema(c.Tool)
+	raw, ok := l.schema(c.Tool)
 	if !ok {
 		return l.next.Call(ctx, c)
 	}
 	args := c.Args
-	if c.rawArgs {
+	if c.RawArgs {
 		// The fast path keeps them raw for the server; the check reads a
 		// decoded copy and leaves the call's as they are.
 		args = map[string]any{}
@@ -40,7 +42,7 @@ func (l schemaLayer) Call(ctx context.Context, c *Call) Result {
 		}
 	}
 	if err := checkArgs(raw, args); err != nil {
-		c.note(audit.Entry{Tool: c.Tool, Decision: audit.Failed, Reason: "arguments do not match the input schema", ArgKeys: audit.Keys(args)})
+		c.Note(audit.Entry{Tool: c.Tool, Decision: audit.Failed, Reason: "arguments do not match the input schema", ArgKeys: audit.Keys(args)})
 		return errorResult(fmt.Errorf("%w: %s: %v", ErrInvalidInput, c.Tool, err))
 	}
 	return l.next.Call(ctx, c)
@@ -56,7 +58,7 @@ func (b *Broker) knownSchema(tool string) (json.RawMessage, bool) {
 	if srv == nil || !b.deps.Installed(srv.cfg) {
 		return nil, false
 	}
-	tools, ok := b.toolsCache.get(srv.cfg)
+	tools, ok := b.toolsCache.Get(srv.cfg)
 	if !ok {
 		return nil, false
 	}

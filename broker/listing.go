@@ -276,7 +276,7 @@ func (b *Broker) builtinState(ctx context.Context, v *engineView, ns, version st
 }
 
 func (b *Broker) serverState(ctx context.Context, v *engineView, cfg config.Server) ServerState {
-	tools, _ := b.toolsCache.get(cfg)
+	tools, _ := b.toolsCache.Get(cfg)
 	st := ServerState{Name: cfg.Name, Tools: len(tools), Private: cfg.Private}
 	st.Source, st.Package, st.Version = serverSource(cfg)
 	st.Health = v.health(ctx, cfg.Image, "mcp:"+cfg.Name)
@@ -372,7 +372,7 @@ func (b *Broker) capabilityState(ctx context.Context, v *engineView, c Capabilit
 		}
 		st.Health = v.health(ctx, cfg.Image, "mcp:"+cfg.Name)
 		b.installHealth(&st.Health, cfg)
-		if tools, ok := b.toolsCache.get(cfg); ok {
+		if tools, ok := b.toolsCache.Get(cfg); ok {
 			st.ToolCount = len(tools)
 		}
 	}

@@ -33,7 +33,7 @@ func (b *Broker) loadServer(ctx context.Context, srv *server) error {
 	if !b.deps.Installed(srv.cfg) {
 		return errNotInstalled
 	}
-	if tools, ok := b.toolsCache.get(srv.cfg); ok {
+	if tools, ok := b.toolsCache.Get(srv.cfg); ok {
 		b.registerServerTools(srv, tools)
 		return nil
 	}
@@ -44,7 +44,7 @@ func (b *Broker) loadServer(ctx context.Context, srv *server) error {
 	if err != nil {
 		return err
 	}
-	b.toolsCache.put(srv.cfg, tools)
+	b.toolsCache.Put(srv.cfg, tools)
 	b.registerServerTools(srv, tools)
 	return nil
 }

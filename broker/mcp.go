@@ -438,17 +438,17 @@ func (b *Broker) elicitor(ss *mcp.ServerSession) func(context.Context, Approval)
 }
 
 func toMCP(r Result) *mcp.CallToolResult {
-	if r.raw != nil && r.upstream == nil {
+	if r.Raw != nil && r.Upstream == nil {
 		// A forwarded result taking the slow way (too large to pass on
 		// whole): decoded once, to be cut to fit.
 		var up mcp.CallToolResult
-		if err := json.Unmarshal(r.raw, &up); err != nil {
+		if err := json.Unmarshal(r.Raw, &up); err != nil {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "the MCP server's result is malformed: " + err.Error()}}, IsError: true}
 		}
-		r.upstream = &up
+		r.Upstream = &up
 	}
-	if r.upstream != nil {
-		up := *r.upstream
+	if r.Upstream != nil {
+		up := *r.Upstream
 		return fitFrame(&mcp.CallToolResult{Meta: up.Meta, Content: up.Content, StructuredContent: up.StructuredContent, IsError: up.IsError}, MaxResultBytes)
 	}
 	out := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: r.Text}}, IsError: r.IsError}

@@ -1,5 +1,11 @@
 package broker
 
+import (
+	"context"
+
+	"github.com/pml-dev/pml/internal/toolbox"
+)
+
 // chain builds the request path, outermost first:
 //
 //	audit → input → resolve → permit → registry → schema → approve → execute
@@ -9,12 +15,68 @@ package broker
 // whole path and the path below the audit layer (for a call re-entered
 // inside an audited one: approveIntegrity runs the call again).
 func (b *Broker) chain() (whole, belowAudit Handler) {
-	var h Handler = executeLayer{b: b}
-	h = approveLayer{b: b, next: h}
-	h = schemaLayer{b: b, next: h}
-	h = registryLayer{b: b, next: h}
-	h = permitLayer{next: h, decide: b.decide, source: b.permSource}
-	h = resolveLayer{b: b, next: h}
+	var h Handler = executeLayerOf(b)
+	h = approveLayerOf(b, h)
+	h = schemaLayer{next: h, schema: b.knownSchema}
+	h = registryLayerOf(b, h)
+	h = PermitLayer{Next: h, Decide: b.perms.Decide, Source: b.perms.Source}
+	h = resolveLayerOf(b, h)
 	h = inputLayer{next: h, answers: HandlerFunc(b.answerCall)}
 	return auditLayer{next: h, log: b.log, sink: b.audit}, h
 }
+
+// The layers get only what they use of the broker, as functions (never
+// the *Broker): these build them.
+
+// asking is what a layer that opens an approval uses: whether the call
+// must be refused for want of the client's dialog (dialog.go), the
+// approval's text (approval_text.go), and putting it to the person.
+type asking struct {
+	needsDialog func(c *Call, tool, pattern string, args map[string]any) (Result, bool)
+	approval    func(wf *Workflow) Approval
+	inDialog    func(ctx context.Context, c *Call, wf *Workflow, a Approval) Result
+}
+
+func askingOf(b *Broker) asking {
+	return asking{needsDialog: b.needsDialog, approval: b.approvalFor, inDialog: b.askInDialog}
+}
+
+func resolveLayerOf(b *Broker, next Handler) resolveLayer {
+	return resolveLayer{
+		next: next,
+		known: func(tool string) bool {
+			return b.hasTool(tool) || b.serverOf(tool) != nil || b.isCloudTool(tool)
+		},
+		registryName: func(tool string) bool { return registryCandidate(tool) && b.registryLookups() },
+	}
+}
+
+func registryLayerOf(b *Broker, next Handler) registryLayer {
+	return registryLayer{next: next, fetch: b.resolveFromRegistry, ask: askingOf(b)}
+}
+
+func approveLayerOf(b *Broker, next Handler) approveLayer {
+	return approveLayer{
+		next: next,
+		needsInstall: func(tool string) bool {
+			srv := b.serverOf(tool)
+			return srv != nil && !b.deps.Installed(srv.cfg)
+		},
+		cloudTool: b.isCloudTool,
+		missingKeys: func(ctx context.Context, tool string) []string {
+			// The keys a cloud tool needs come with the cloud's tool list:
+			// a call right after start (pml call, a fast client) waits for
+			// it as tools/list does, so no key is left out.
+			b.waitCloud(ctx)
+			_, missing := byokFor(b.sb, b.cloud, tool)
+			return missing
+		},
+		cloudOn: func() bool { return b.cloud.client.Enabled() },
+		local: func(ctx context.Context, tool string, args map[string]any) Result {
+			return b.cloud.exec.run(ctx, toolbox.Tool{Name: tool}, args)
+		},
+		asking: askingOf(b),
+	}
+}
+
+func executeLayerOf(b *Broker) executeLayer { return executeLayer{run: b.runTool} }

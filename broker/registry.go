@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pml-dev/pml/broker/call"
 	"github.com/pml-dev/pml/internal/capname"
 	"github.com/pml-dev/pml/internal/registry"
 	"github.com/pml-dev/pml/internal/routing"
@@ -54,7 +55,7 @@ func (b *Broker) setupRegistry() {
 	// its record would make the next fetch "new" and trust a changed entry
 	// without asking.
 	lock, err := registry.LoadLockfileKeeping(registry.LockfilePath(b.sb.ws), func(ns string) bool {
-		d, _ := b.perms.decide(ns + ":*")
+		d, _ := b.perms.Decide(ns + ":*")
 		return d != Deny
 	})
 	if err != nil {
@@ -238,9 +239,9 @@ func (b *Broker) useEntry(e *registry.Entry, tool string) error {
 }
 
 // integrityApproval describes a changed registry entry for a person.
-func (b *Broker) integrityApproval(wf *workflow) Approval {
+func (b *Broker) integrityApproval(wf *Workflow) Approval {
 	a := b.approval(wf)
-	ch, _ := wf.data.(*integrityChange)
+	ch, _ := wf.Data.(*integrityChange)
 	if ch == nil {
 		return a
 	}
@@ -275,27 +276,27 @@ func (b *Broker) integrityApproval(wf *workflow) Approval {
 // whole request path again (it may still need a permission or an
 // install), below the audit layer: the call's one audit entry is the
 // outcome of that run, with the approval as its reason when it has none.
-func (b *Broker) approveIntegrity(ctx context.Context, c *Call, wfs *Workflows, wf *workflow) Result {
-	ch, _ := wf.data.(*integrityChange)
+func (b *Broker) approveIntegrity(ctx context.Context, c *Call, wfs *Workflows, wf *Workflow) Result {
+	ch, _ := wf.Data.(*integrityChange)
 	if ch == nil {
-		return errorResult(fmt.Errorf("workflow %s has no integrity change attached", wf.id))
+		return errorResult(fmt.Errorf("workflow %s has no integrity change attached", wf.ID))
 	}
 	if err := b.registry.lock.Approve(ch.entry); err != nil {
 		return errorResult(fmt.Errorf("could not update %s: %v; nothing was run", b.registry.lock.Path(), err))
 	}
 	b.log.Info().Str("fqdn", ch.entry.FQDN).Str("integrity", ch.entry.Integrity).Msg("integrity change approved; lockfile updated")
-	if err := b.useEntry(ch.entry, wf.tool); err != nil {
+	if err := b.useEntry(ch.entry, wf.Tool); err != nil {
 		return errorResult(err)
 	}
-	args, _ := json.Marshal(wf.args)
-	again := newCall(Request{Tool: wf.tool, Args: args, Workflows: wfs})
-	again.began = c.began
+	args, _ := json.Marshal(wf.Args)
+	again := call.NewCall(Request{Tool: wf.Tool, Args: args, Workflows: wfs})
+	again.Began = c.Began
 	res := b.belowAudit.Call(context.WithValue(ctx, requestKey{}, again.Req), again)
 	if e, ok := again.Noted(); ok {
 		if e.Reason == "" {
 			e.Reason = "integrity change approved"
 		}
-		c.note(e)
+		c.Note(e)
 	}
 	return res
 }

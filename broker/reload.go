@@ -8,6 +8,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/pml-dev/pml/broker/permit"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/toolbox"
 	"github.com/pml-dev/pml/internal/trust"
@@ -49,7 +50,7 @@ func (b *Broker) Reload(env func(string) string) {
 	defer b.reload.mu.Unlock()
 	// Read before the file: if pml saves an "always" meanwhile, this read
 	// may predate it and is dropped (the save's own event reloads again).
-	gen := b.perms.generation()
+	gen := b.perms.Generation()
 	b.sb.guard.Verify(config.FileName)
 	b.sb.guard.Verify(config.LocalFileName)
 	cfg, err := config.Load(b.sb.ws, env)
@@ -83,12 +84,12 @@ func (b *Broker) Reload(env func(string) string) {
 		b.log.Error().Err(err).Str("file", cfg.Path).Str("key", "sandbox").Msg(ConfigRejected + ": the last good configuration stays in force; fix the file and save it again")
 		return
 	}
-	old, applied := b.perms.replace(PermissionsFrom(cfg), denySource(cfg), gen)
+	old, applied := b.perms.Replace(PermissionsFrom(cfg), permit.DenySource(cfg), gen)
 	if !applied {
 		b.log.Debug().Msg("a reload of .pml.json predates pml's own save; the next one applies it")
 		return
 	}
-	b.trustState.set(b, cfg, tst)
+	b.trustState.Set(b.trust, b.log, cfg, tst)
 	b.tellVisible(old, PermissionsFrom(cfg))
 	last := b.reload.last
 	if last == nil {
@@ -97,7 +98,7 @@ func (b *Broker) Reload(env func(string) string) {
 	// The container policy (sandbox.memory, cpus, pids, timeout) applies
 	// to the next container; the rest of sandbox is read once.
 	b.sb.setPolicy(pol)
-	b.sb.egress.shell.Store(&cfg.Sandbox.Network.Rules)
+	b.sb.egress.Shell.Store(&cfg.Sandbox.Network.Rules)
 	if restart := restartOnly(last.Sandbox, cfg.Sandbox); len(restart) > 0 {
 		b.log.Warn().Str("file", cfg.Path).Strs("keys", restart).Msg("these sandbox settings changed in .pml.json and apply when pml restarts")
 	}

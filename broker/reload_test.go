@@ -12,6 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/pml-dev/pml/broker/permit"
 	"github.com/pml-dev/pml/internal/config"
 )
 
@@ -107,17 +108,15 @@ func TestReloadRefusesALink(t *testing.T) {
 // rather than taking the answer away.
 func TestAlwaysAndReloadAgree(t *testing.T) {
 	f := newFixture(t, `{"permissions": {"allow": []}}`)
-	gen := f.b.perms.generation()
+	gen := f.b.perms.Generation()
 	if err := f.b.allowAlways("filesystem:write_file"); err != nil {
 		t.Fatal(err)
 	}
-	if _, applied := f.b.perms.replace(Permissions{}, "", gen); applied {
+	if _, applied := f.b.perms.Replace(Permissions{}, "", gen); applied {
 		t.Fatal("a reload read before pml's own save must not be applied")
 	}
 	f.b.Reload(noEnv)
-	f.b.perms.mu.RLock()
-	allow := f.b.perms.p.Allow
-	f.b.perms.mu.RUnlock()
+	allow := f.b.perms.Current().Allow
 	if len(allow) != 1 || allow[0] != "filesystem:write_file" {
 		t.Fatalf("allow after always and reload: %v", allow)
 	}
@@ -167,7 +166,7 @@ func TestEnvDenyWithoutFileNamesTheVariable(t *testing.T) {
 	if d, _ := p.Decide("filesystem:list_directory"); d != Allow {
 		t.Fatalf("the defaults stay for the lists the environment does not set: %v", p)
 	}
-	if s := denySource(cfg); s != "PML_PERMISSIONS_DENY" {
+	if s := permit.DenySource(cfg); s != "PML_PERMISSIONS_DENY" {
 		t.Fatalf("source %q", s)
 	}
 }

@@ -45,7 +45,7 @@ type sandbox struct {
 	// rt is the cap-limited runtime (container.Limited): every container
 	// of this pml goes through it.
 	rt   container.Runtime
-	pool *container.Pool
+	pool *container.Prestarted
 	// limited is rt's cap (nil without a runtime): it knows whether this
 	// pml ever started a container.
 	limited *container.Limited
@@ -66,7 +66,7 @@ type sandbox struct {
 		warned bool
 	}
 	// egress is the egress proxies of servers and tools given network
-	// (egress.go).
+	// (sandbox/egress.go).
 	egress *egressSet
 }
 
@@ -92,7 +92,7 @@ func newSandbox(o Options, pol policies.Policy, owner container.Owner) *sandbox 
 	if limited != nil {
 		ready = limited.Idle
 	}
-	sb.pool = container.NewPool(container.PoolOptions{Runtime: rt, Min: o.Config.Sandbox.Pool.Min,
+	sb.pool = container.NewPrestarted(container.PrestartedOptions{Runtime: rt, Min: o.Config.Sandbox.Pool.Min,
 		Max: o.Config.Sandbox.Pool.Max, Idle: o.Config.Sandbox.IdleTimeout, Ready: ready, Logger: o.Logger})
 	if limited != nil {
 		limited.SetReclaim(sb.pool.Reclaim)

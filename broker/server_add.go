@@ -67,7 +67,7 @@ func (b *Broker) ListedTools() []Listed {
 	var out []Listed
 	for _, t := range b.Tools() {
 		if t.Name != ContinueTool {
-			if d, _ := b.decide(t.Name); d == Deny {
+			if d, _ := b.perms.Decide(t.Name); d == Deny {
 				continue
 			}
 		}

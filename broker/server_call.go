@@ -67,7 +67,7 @@ func callServer(ctx context.Context, sb *sandbox, srv *server, def toolbox.Tool,
 	if err != nil {
 		return serverCallError(sb, def, err, parent)
 	}
-	return Result{Text: joinText(res), Structured: res.StructuredContent, IsError: res.IsError, upstream: res}
+	return Result{Text: joinText(res), Structured: res.StructuredContent, IsError: res.IsError, Upstream: res}
 }
 
 // serverCallError words a failed call to a server; parent is the call's
@@ -112,7 +112,7 @@ func forwardServer(ctx context.Context, sb *sandbox, srv *server, def toolbox.To
 		return serverCallError(sb, def, err, parent)
 	}
 	fwd.answered = sent
-	return Result{raw: res, IsError: string(jsonrpc.Member(res, "isError")) == "true"}
+	return Result{Raw: res, IsError: string(jsonrpc.Member(res, "isError")) == "true"}
 }
 
 func joinText(res *mcp.CallToolResult) string {

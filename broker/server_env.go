@@ -45,7 +45,7 @@ func (s *sandbox) envFor(cfg config.Server) ([]string, error) {
 	}
 	if !cfg.Network.Empty() {
 		// The proxy variables of the in-container egress listener
-		// (egress.go): set by pml, after the server's own.
+		// (sandbox/egress.go): set by pml, after the server's own.
 		env = append(env, inside.Env(inside.ProxyPort)...)
 	}
 	return env, nil

@@ -1,14 +1,12 @@
 package broker
 
 import (
-	"encoding/json"
 	"path/filepath"
 	"sort"
 
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/deps"
 	"github.com/pml-dev/pml/internal/registry"
-	"github.com/pml-dev/pml/internal/safefs"
 )
 
 // What a server leaves in the workspace once it ran: its installed
@@ -99,8 +97,8 @@ func RemoveLeftovers(ws string, ls []Leftover) error {
 	if len(cacheNames) == 0 {
 		return nil
 	}
-	c := &toolsCache{path: toolsCachePath(ws)}
-	return c.forget(cacheNames...)
+	c := &toolsCache{Path: toolsCachePath(ws)}
+	return c.Forget(cacheNames...)
 }
 
 const (
@@ -121,31 +119,16 @@ func leftovers(ws string) ([]Leftover, error) {
 	for _, n := range names {
 		out = append(out, Leftover{Server: n, Kind: kindDeps, Path: store.Dir(n)})
 	}
-	c := &toolsCache{path: toolsCachePath(ws)}
-	cached := c.read()
+	c := &toolsCache{Path: toolsCachePath(ws)}
+	cached := c.Read()
 	keys := make([]string, 0, len(cached))
 	for n := range cached {
 		keys = append(keys, n)
 	}
 	sort.Strings(keys)
 	for _, n := range keys {
-		out = append(out, Leftover{Server: n, Kind: kindToolsCache, Path: c.path})
+		out = append(out, Leftover{Server: n, Kind: kindToolsCache, Path: c.Path})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Server < out[j].Server })
 	return out, nil
-}
-
-// forget drops names from the cache file.
-func (c *toolsCache) forget(names ...string) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	m := c.read()
-	for _, n := range names {
-		delete(m, n)
-	}
-	b, err := json.MarshalIndent(m, "", "  ")
-	if err != nil {
-		return err
-	}
-	return safefs.WriteFile(c.root(), c.path, append(b, '\n'), 0o644)
 }

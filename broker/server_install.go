@@ -90,7 +90,7 @@ func (b *Broker) PreinstallApproved(ctx context.Context) ([]images.DepResult, er
 			continue
 		}
 		r := images.DepResult{Server: srv.cfg.Name}
-		switch d, _ := b.decide(srv.cfg.Name + ":*"); {
+		switch d, _ := b.perms.Decide(srv.cfg.Name + ":*"); {
 		case b.deps.Installed(srv.cfg):
 			r.Status = "present"
 		case d != Allow:

@@ -103,7 +103,7 @@ func serverSpec(sb *sandbox, ds *deps.Store, cfg config.Server) container.Spec {
 		sb.exposeForSession(&spec, "mcp:"+cfg.Name)
 	}
 	// mcps.NAME.network: the server reaches what it allows through pml's
-	// egress proxy, and nothing else (egress.go).
+	// egress proxy, and nothing else (sandbox/egress.go).
 	if err := sb.withEgress(&spec, serverEgressID(cfg.Name), "server "+cfg.Name, networkKey(cfg.Private, cfg.Name), cfg.Network.Rules); err != nil {
 		sb.log.Error().Err(err).Str("server", cfg.Name).Msg("the server runs without the network it was given")
 	}

@@ -102,8 +102,8 @@ func (e shellExec) run(ctx context.Context, def toolbox.Tool, args map[string]an
 		stdin = supervise.Request(limit.d+deadlineMargin, cwd, command)
 	}
 	// sandbox.network: the supervisor runs the egress listener beside the
-	// command (egress.go); without it there is no way out at all.
-	if rules := *e.sb.egress.shell.Load(); !rules.Empty() {
+	// command (sandbox/egress.go); without it there is no way out at all.
+	if rules := *e.sb.egress.Shell.Load(); !rules.Empty() {
 		if exe := e.sb.supervisor(pctx); exe == "" {
 			return errorResult(fmt.Errorf("%w: sandbox.network needs pml's supervisor in the shell container, and pml's in-container program is missing from this pml; reinstall pml from a release (docs/install.md), or build it from source with `make build`; nothing ran", ErrUnavailable))
 		}
@@ -144,7 +144,7 @@ func (e shellExec) cwd(def toolbox.Tool, args map[string]any) (string, *Result) 
 	p, err := pathguard.Resolve(e.sb.ws, s)
 	if err != nil {
 		r := errorResult(pathError(def.Name, "cwd", err))
-		r.blocked = true
+		r.Blocked = true
 		return "", &r
 	}
 	if strings.ContainsRune(p, '\n') {

@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/pml-dev/pml/broker/call"
 	"github.com/pml-dev/pml/internal/telemetry"
 	"github.com/pml-dev/pml/internal/wirename"
 )
@@ -75,7 +76,7 @@ func traceRequests(next mcp.MethodHandler) mcp.MethodHandler {
 // approve, registry, install, execute); end it with span.End. Off, it
 // costs one atomic load.
 func spanStep(ctx context.Context, step string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
-	return telemetry.Start(ctx, "pml."+step, trace.SpanKindInternal, attrs...)
+	return call.SpanStep(ctx, step, attrs...)
 }
 
 // tracedAsk gives each question put to a person (an approval through the

@@ -31,7 +31,7 @@ type toolboxExec struct {
 func (e toolboxExec) run(ctx context.Context, def toolbox.Tool, args map[string]any) Result {
 	if err := resolvePaths(e.sb.ws, def, args); err != nil {
 		r := errorResult(err)
-		r.blocked = true
+		r.Blocked = true
 		return r
 	}
 	// The image check counts against the call's limit: an engine that

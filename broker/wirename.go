@@ -66,7 +66,7 @@ func (l *listing) visible(name string) bool {
 	if name == ContinueTool {
 		return true
 	}
-	d, _ := l.x.get().perms.decide(name)
+	d, _ := l.x.get().perms.Decide(name)
 	return d != Deny
 }
 

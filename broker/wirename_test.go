@@ -156,7 +156,7 @@ func TestDeniedToolsAreNotListedButAnswerDenied(t *testing.T) {
 	case <-changed: // one from the start, if any
 	default:
 	}
-	if err := f.b.perms.change(func(p *Permissions) error { p.Deny = append(p.Deny, "filesystem:read_file"); return nil }); err != nil {
+	if err := f.b.perms.Change(func(p *Permissions) error { p.Deny = append(p.Deny, "filesystem:read_file"); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	f.b.PermissionsChanged()
@@ -165,7 +165,7 @@ func TestDeniedToolsAreNotListedButAnswerDenied(t *testing.T) {
 		t.Fatalf("read_file still listed after the deny: %v", keys(tools))
 	}
 	// Lifting the deny lists it again.
-	if err := f.b.perms.change(func(p *Permissions) error { p.Deny = []string{"shell:*"}; return nil }); err != nil {
+	if err := f.b.perms.Change(func(p *Permissions) error { p.Deny = []string{"shell:*"}; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	f.b.PermissionsChanged()

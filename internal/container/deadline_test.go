@@ -81,7 +81,7 @@ func sleeper() *containertest.Runtime {
 }
 
 // A call's deadline is a bound whatever the engine does: with an engine
-// that stops answering during the call, Run and Pool.Run return within
+// that stops answering during the call, Run and Prestarted.Run return within
 // DeadlineGrace of the deadline (they waited CleanupTimeout, 30 s, for the
 // kill and as long again for the removal), and say that the removal was
 // not confirmed.
@@ -111,9 +111,9 @@ func TestADeadlineIsABoundWhenTheEngineHangs(t *testing.T) {
 		res, _ := Run(ctx, rt, Spec{}, nil, 1<<20)
 		check(t, res, time.Since(began))
 	})
-	t.Run("Pool.Run", func(t *testing.T) {
+	t.Run("Prestarted.Run", func(t *testing.T) {
 		rt := newHung()
-		p := NewPool(PoolOptions{Runtime: rt})
+		p := NewPrestarted(PrestartedOptions{Runtime: rt})
 		defer func() {
 			// The removal goes on in the background until its own
 			// bound: the engine answers again, and it ends.
@@ -135,7 +135,7 @@ func TestADeadlineIsABoundWhenTheEngineHangs(t *testing.T) {
 // was killed (137) and removed.
 func TestAStoppedCallSaysItsContainerWasRemoved(t *testing.T) {
 	rt := sleeper()
-	p := NewPool(PoolOptions{Runtime: rt})
+	p := NewPrestarted(PrestartedOptions{Runtime: rt})
 	defer closePool(t, p)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
@@ -227,9 +227,9 @@ func TestAStoppedCallAsksForTheRemovalFirst(t *testing.T) {
 		res, _ := Run(ctx, rt, Spec{}, nil, 1<<20)
 		check(t, rt, res)
 	})
-	t.Run("Pool.Run", func(t *testing.T) {
+	t.Run("Prestarted.Run", func(t *testing.T) {
 		rt := &requestLog{Runtime: sleeper()}
-		p := NewPool(PoolOptions{Runtime: rt})
+		p := NewPrestarted(PrestartedOptions{Runtime: rt})
 		defer closePool(t, p)
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		defer cancel()

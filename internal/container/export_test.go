@@ -6,14 +6,14 @@ import "time"
 // shared fake runtime (containertest imports this package).
 
 // SetPoolClock replaces the pool's clock.
-func SetPoolClock(p *Pool, now func() time.Time) { p.now = now }
+func SetPoolClock(p *Prestarted, now func() time.Time) { p.now = now }
 
 // SpecKey is specKey.
 func SpecKey(s Spec) string { return specKey(s) }
 
 // HoldPool locks the pool and returns the first ready container of spec's
 // kind; release unlocks it.
-func HoldPool(p *Pool, spec Spec) (first Process, release func()) {
+func HoldPool(p *Prestarted, spec Spec) (first Process, release func()) {
 	p.mu.Lock()
 	return p.kinds[specKey(spec)].ready[0], p.mu.Unlock
 }

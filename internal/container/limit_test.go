@@ -94,7 +94,7 @@ func TestLimitedWaitCountsInTheCallsTimeout(t *testing.T) {
 func TestPoolPreStartsGiveWayToCalls(t *testing.T) {
 	f := &containertest.Runtime{Behave: behave(blockUntilKilled)}
 	l := Limit(f, 2)
-	pool := NewPool(PoolOptions{Runtime: l, Min: 2, Max: 2})
+	pool := NewPrestarted(PrestartedOptions{Runtime: l, Min: 2, Max: 2})
 	l.SetReclaim(pool.Reclaim)
 	defer pool.Close(context.Background())
 	// Kind A: one call, then its pool fills (2 pre-started, holding both slots).
@@ -141,7 +141,7 @@ func (g *gatedStarts) Start(ctx context.Context, spec Spec, s Streams) (Process,
 func TestACallQueuedBehindAPreStartGetsItsSlot(t *testing.T) {
 	g := &gatedStarts{Runtime: &containertest.Runtime{Behave: behave(blockUntilKilled)}, open: make(chan struct{})}
 	l := Limit(g, 1)
-	pool := NewPool(PoolOptions{Runtime: l, Min: 1, Max: 1, Ready: l.Idle})
+	pool := NewPrestarted(PrestartedOptions{Runtime: l, Min: 1, Max: 1, Ready: l.Idle})
 	l.SetReclaim(pool.Reclaim)
 	var opened sync.Once
 	openGate := func() { opened.Do(func() { close(g.open) }) }

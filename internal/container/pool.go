@@ -13,7 +13,7 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// Pool defaults.
+// Prestarted's defaults.
 const (
 	DefaultPoolMin = 1
 	DefaultPoolMax = 4
@@ -24,8 +24,8 @@ const (
 	poolStartTimeout = 60 * time.Second
 )
 
-// PoolOptions configure a Pool.
-type PoolOptions struct {
+// PrestartedOptions configure a Prestarted.
+type PrestartedOptions struct {
 	Runtime Runtime
 	// Min is how many containers of a kind in use are kept ready
 	// (0: DefaultPoolMin).
@@ -44,9 +44,12 @@ type PoolOptions struct {
 	Logger zerolog.Logger
 }
 
-// Pool keeps pre-started, single-use containers, so that a call pays a
-// round trip on an attached pipe instead of create + attach + start
-// (≈ 2 ms instead of ≈ 300 ms here).
+// Prestarted keeps pre-started, single-use containers (it was called Pool,
+// yet it reuses nothing: a container serves one call and goes; the one
+// container that serves many calls is a stdio server's, reused by
+// upstream.Server.acquire), so that a call pays a round trip on an
+// attached pipe instead of create + attach + start (≈ 2 ms instead of
+// ≈ 300 ms here).
 //
 // Containers are pooled per kind: one kind per distinct Spec (image,
 // command, environment, user, mounts and their read-only flags, policy,
@@ -64,9 +67,9 @@ type PoolOptions struct {
 // a miss for Decay keeps one fewer, down to Min; unused for Idle it keeps
 // none. Containers that die while they wait are removed, never handed out.
 //
-// Pool is safe for concurrent use.
-type Pool struct {
-	o   PoolOptions
+// Prestarted is safe for concurrent use.
+type Prestarted struct {
+	o   PrestartedOptions
 	now func() time.Time
 	// base is cancelled by Close: pre-starts still in flight give up.
 	base       context.Context
@@ -116,8 +119,8 @@ type PoolStats struct {
 	Hits, Misses, Died int
 }
 
-// NewPool returns an empty pool; it starts nothing until the first call.
-func NewPool(o PoolOptions) *Pool {
+// NewPrestarted returns an empty pool; it starts nothing until the first call.
+func NewPrestarted(o PrestartedOptions) *Prestarted {
 	if o.Min <= 0 {
 		o.Min = DefaultPoolMin
 	}
@@ -130,7 +133,7 @@ func NewPool(o PoolOptions) *Pool {
 	if o.Decay <= 0 {
 		o.Decay = DefaultPoolDecay
 	}
-	p := &Pool{o: o, now: time.Now, kinds: map[string]*kind{}}
+	p := &Prestarted{o: o, now: time.Now, kinds: map[string]*kind{}}
 	p.base, p.cancelBase = context.WithCancel(context.Background())
 	return p
 }
@@ -139,7 +142,7 @@ func NewPool(o PoolOptions) *Pool {
 // one is ready: it writes req.Stdin, collects the answer with the same
 // output cap, timeout, cancellation and OOM reporting, and then the
 // container is killed and removed in the background.
-func (p *Pool) Run(ctx context.Context, spec Spec, req Request) (Result, error) {
+func (p *Prestarted) Run(ctx context.Context, spec Spec, req Request) (Result, error) {
 	began := time.Now()
 	out := newCapped(req.Limit, req.AnswerLine)
 	l, err := p.Acquire(ctx, spec, out.streams())
@@ -178,7 +181,7 @@ type Lease struct {
 	// Warm: the container was pre-started.
 	Warm bool
 
-	pool *Pool
+	pool *Prestarted
 	k    *kind
 	once sync.Once
 	// disposed is called once the container is removed (Request.Disposed).
@@ -191,7 +194,7 @@ type Lease struct {
 // Acquire returns a container of spec whose output goes to streams: a
 // pre-started one when the pool has one ready, else one started now. It
 // never waits for the pool. The caller must Release the lease.
-func (p *Pool) Acquire(ctx context.Context, spec Spec, streams Streams) (*Lease, error) {
+func (p *Prestarted) Acquire(ctx context.Context, spec Spec, streams Streams) (*Lease, error) {
 	w, k := p.take(spec)
 	if w != nil {
 		w.stdout.attach(streams.Stdout)
@@ -265,7 +268,7 @@ func (l *Lease) Release() {
 // take hands out a ready container of spec's kind, or nil. Either way it
 // counts as a lease in flight (busy) and records the demand. The kind is
 // nil when the pool is closed.
-func (p *Pool) take(spec Spec) (*warm, *kind) {
+func (p *Prestarted) take(spec Spec) (*warm, *kind) {
 	key := specKey(spec)
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -329,7 +332,7 @@ func (p *Pool) take(spec Spec) (*warm, *kind) {
 
 // refill starts containers until the kind has its target ready or
 // starting. Called with p.mu held.
-func (p *Pool) refill(k *kind) {
+func (p *Prestarted) refill(k *kind) {
 	if p.closed || k.target == 0 || p.kinds[k.key] != k || p.now().Before(k.retryAt) {
 		return
 	}
@@ -341,7 +344,7 @@ func (p *Pool) refill(k *kind) {
 }
 
 // start pre-starts one container for k, in the given epoch.
-func (p *Pool) start(k *kind, epoch uint64) {
+func (p *Prestarted) start(k *kind, epoch uint64) {
 	w := &warm{stdout: &handoff{}, stderr: &handoff{}, epoch: epoch}
 	ctx, cancel := context.WithTimeout(p.base, poolStartTimeout)
 	// A pre-start never queues for a slot under the container cap: with
@@ -391,7 +394,7 @@ func (p *Pool) start(k *kind, epoch uint64) {
 // watch follows a pooled container's exit (through the runtime's one
 // watch of it). One that exits before it was handed out is removed and
 // replaced.
-func (p *Pool) watch(k *kind, w *warm) {
+func (p *Prestarted) watch(k *kind, w *warm) {
 	<-w.proc.Done()
 	exit, _ := w.proc.Exit()
 	p.mu.Lock()
@@ -415,7 +418,7 @@ func (p *Pool) watch(k *kind, w *warm) {
 
 // lost starts a new epoch: the runtime's connection was lost, so no
 // container pre-started before now is handed out. Called with p.mu held.
-func (p *Pool) lost() {
+func (p *Prestarted) lost() {
 	p.epoch++
 }
 
@@ -431,7 +434,7 @@ func lostRuntime(p Process) bool {
 
 // failed records a failed start or an early death and holds refills back:
 // not at all after the first, then 1 s, 2 s, 4 s … up to a minute.
-func (p *Pool) failed(k *kind) {
+func (p *Prestarted) failed(k *kind) {
 	k.fails++
 	if k.fails > 1 {
 		k.retryAt = p.now().Add(min(time.Minute, time.Second<<min(k.fails-2, 6)))
@@ -439,7 +442,7 @@ func (p *Pool) failed(k *kind) {
 }
 
 // armIdle (re)starts the kind's idle timer. Called with p.mu held.
-func (p *Pool) armIdle(k *kind) {
+func (p *Prestarted) armIdle(k *kind) {
 	if p.o.Idle <= 0 {
 		return
 	}
@@ -451,7 +454,7 @@ func (p *Pool) armIdle(k *kind) {
 }
 
 // shrink empties a kind that was not used for Idle.
-func (p *Pool) shrink(k *kind) {
+func (p *Prestarted) shrink(k *kind) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.now().Sub(k.lastTake) < p.o.Idle || k.target == 0 {
@@ -470,7 +473,7 @@ func (p *Pool) shrink(k *kind) {
 
 // dispose kills and removes a container in the background. Called with
 // p.mu held.
-func (p *Pool) dispose(proc Process, done ...func()) {
+func (p *Prestarted) dispose(proc Process, done ...func()) {
 	p.busy++
 	go func() {
 		for _, f := range done {
@@ -496,7 +499,7 @@ func (p *Pool) dispose(proc Process, done ...func()) {
 
 // signalDrained wakes Close when nothing is in flight. Called with p.mu
 // held.
-func (p *Pool) signalDrained() {
+func (p *Prestarted) signalDrained() {
 	if p.busy == 0 && p.drained != nil {
 		close(p.drained)
 		p.drained = nil
@@ -508,7 +511,7 @@ func (p *Pool) signalDrained() {
 // returns once every start, lease and removal in flight has finished
 // (calls still running keep their containers until they Release them), or
 // when ctx ends.
-func (p *Pool) Close(ctx context.Context) error {
+func (p *Prestarted) Close(ctx context.Context) error {
 	p.mu.Lock()
 	p.closed = true
 	p.cancelBase()
@@ -544,7 +547,7 @@ func (p *Pool) Close(ctx context.Context) error {
 // call (the oldest of the kind used least recently), so that its slot
 // under the container cap goes to a call that needs a container now. It
 // reports whether it found one. Such a kind refills later, after a call.
-func (p *Pool) Reclaim() bool {
+func (p *Prestarted) Reclaim() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var victim *kind
@@ -563,7 +566,7 @@ func (p *Pool) Reclaim() bool {
 }
 
 // Stats describes the kind of spec (zero when it has none).
-func (p *Pool) Stats(spec Spec) PoolStats {
+func (p *Prestarted) Stats(spec Spec) PoolStats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	k := p.kinds[specKey(spec)]

@@ -9,11 +9,11 @@ import (
 	"github.com/pml-dev/pml/internal/container/containertest"
 )
 
-// poolRuntime is a Pool seen as a Runtime: Start is Acquire, a process's
+// poolRuntime is a Prestarted seen as a Runtime: Start is Acquire, a process's
 // Remove is its lease's Release (then the wait for the removal).
 type poolRuntime struct {
 	Runtime
-	pool *Pool
+	pool *Prestarted
 }
 
 func (r poolRuntime) Start(ctx context.Context, spec Spec, s Streams) (Process, error) {
@@ -40,7 +40,7 @@ func (l leaseProcess) Remove(ctx context.Context) error {
 // caller gets keeps the runtime contract either way.
 func TestPoolLeasesKeepTheRuntimeContract(t *testing.T) {
 	rt := &containertest.Runtime{Behave: containertest.ContractBehave}
-	pool := NewPool(PoolOptions{Runtime: rt})
+	pool := NewPrestarted(PrestartedOptions{Runtime: rt})
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

@@ -27,15 +27,15 @@ func echoAgent(p *containertest.Proc, in io.Reader, out, errw io.Writer) int {
 	return 0
 }
 
-func newTestPool(rt *containertest.Runtime, o PoolOptions) *Pool {
+func newTestPool(rt *containertest.Runtime, o PrestartedOptions) *Prestarted {
 	o.Runtime = rt
-	return NewPool(o)
+	return NewPrestarted(o)
 }
 
 var toolboxSpec = Spec{Image: "toolbox", Entrypoint: []string{"/pml", "toolbox-agent"}, User: "1000:1000",
 	Mounts: []Mount{{Source: "/ws", Target: "/ws", ReadOnly: true}}, Labels: map[string]string{LabelPurpose: "pool:toolbox"}}
 
-func call(t *testing.T, p *Pool, spec Spec, req string) Result {
+func call(t *testing.T, p *Prestarted, spec Spec, req string) Result {
 	t.Helper()
 	res, err := p.Run(context.Background(), spec, Request{Stdin: []byte(req + "\n"), Limit: 1 << 20, AnswerLine: true})
 	if err != nil {
@@ -67,7 +67,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func closePool(t *testing.T, p *Pool) {
+func closePool(t *testing.T, p *Prestarted) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -78,7 +78,7 @@ func closePool(t *testing.T, p *Pool) {
 
 func TestNothingStartsBeforeTheFirstCall(t *testing.T) {
 	rt := &containertest.Runtime{Behave: agent(echoAgent)}
-	p := newTestPool(rt, PoolOptions{})
+	p := newTestPool(rt, PrestartedOptions{})
 	defer closePool(t, p)
 	if n := len(startedIDs(rt)); n != 0 {
 		t.Fatalf("an unused pool started %d containers", n)
@@ -87,7 +87,7 @@ func TestNothingStartsBeforeTheFirstCall(t *testing.T) {
 
 func TestTheFirstCallIsColdAndWarmsTheNext(t *testing.T) {
 	rt := &containertest.Runtime{Behave: agent(echoAgent)}
-	p := newTestPool(rt, PoolOptions{})
+	p := newTestPool(rt, PrestartedOptions{})
 	defer closePool(t, p)
 
 	first := call(t, p, toolboxSpec, "one")
@@ -117,7 +117,7 @@ func TestTheFirstCallIsColdAndWarmsTheNext(t *testing.T) {
 
 func TestNoContainerServesTwoCalls(t *testing.T) {
 	rt := &containertest.Runtime{Behave: agent(echoAgent)}
-	p := newTestPool(rt, PoolOptions{Max: 3})
+	p := newTestPool(rt, PrestartedOptions{Max: 3})
 	defer closePool(t, p)
 	seen := map[string]bool{}
 	var mu sync.Mutex
@@ -145,7 +145,7 @@ func TestNoContainerServesTwoCalls(t *testing.T) {
 
 func TestKindsAreSeparate(t *testing.T) {
 	rt := &containertest.Runtime{Behave: agent(echoAgent)}
-	p := newTestPool(rt, PoolOptions{})
+	p := newTestPool(rt, PrestartedOptions{})
 	defer closePool(t, p)
 	rw := toolboxSpec
 	rw.Mounts = []Mount{{Source: "/ws", Target: "/ws", ReadOnly: false}}
@@ -161,7 +161,7 @@ func TestKindsAreSeparate(t *testing.T) {
 
 func TestThePoolGrowsWithMissesUpToMax(t *testing.T) {
 	rt := &containertest.Runtime{Behave: agent(echoAgent)}
-	p := newTestPool(rt, PoolOptions{Min: 1, Max: 3})
+	p := newTestPool(rt, PrestartedOptions{Min: 1, Max: 3})
 	defer closePool(t, p)
 	// Leases held at once: each finds the pool empty (it refills only when
 	// a call is done).
@@ -193,7 +193,7 @@ func TestThePoolGrowsWithMissesUpToMax(t *testing.T) {
 
 func TestThePoolShrinksBackToMinWithoutMisses(t *testing.T) {
 	rt := &containertest.Runtime{Behave: agent(echoAgent)}
-	p := newTestPool(rt, PoolOptions{Min: 1, Max: 4, Decay: time.Minute})
+	p := newTestPool(rt, PrestartedOptions{Min: 1, Max: 4, Decay: time.Minute})
 	clock := time.Now()
 	var clockMu sync.Mutex
 	SetPoolClock(p, func() time.Time { clockMu.Lock(); defer clockMu.Unlock(); return clock })
@@ -245,7 +245,7 @@ func TestThePoolShrinksBackToMinWithoutMisses(t *testing.T) {
 
 func TestAnUnusedKindShrinksToZero(t *testing.T) {
 	rt := &containertest.Runtime{Behave: agent(echoAgent)}
-	p := newTestPool(rt, PoolOptions{Idle: 30 * time.Millisecond})
+	p := newTestPool(rt, PrestartedOptions{Idle: 30 * time.Millisecond})
 	defer closePool(t, p)
 	call(t, p, toolboxSpec, "one")
 	eventually(t, "emptied after idle", func() bool {
@@ -264,7 +264,7 @@ func TestAnUnusedKindShrinksToZero(t *testing.T) {
 
 func TestAContainerThatDiedWhileWaitingIsNeverHandedOut(t *testing.T) {
 	rt := &containertest.Runtime{Behave: agent(echoAgent)}
-	p := newTestPool(rt, PoolOptions{})
+	p := newTestPool(rt, PrestartedOptions{})
 	defer closePool(t, p)
 	call(t, p, toolboxSpec, "warm up")
 	eventually(t, "pre-started", func() bool { return p.Stats(toolboxSpec).Ready == 1 })
@@ -283,7 +283,7 @@ func TestAContainerThatDiedWhileWaitingIsNeverHandedOut(t *testing.T) {
 
 func TestADeadContainerNotYetSeenByItsWatcherIsSkipped(t *testing.T) {
 	rt := &containertest.Runtime{Behave: agent(echoAgent)}
-	p := newTestPool(rt, PoolOptions{})
+	p := newTestPool(rt, PrestartedOptions{})
 	defer closePool(t, p)
 	call(t, p, toolboxSpec, "warm up")
 	eventually(t, "pre-started", func() bool { return p.Stats(toolboxSpec).Ready == 1 })
@@ -320,7 +320,7 @@ func TestAContainerPreStartedBeforeTheRuntimeWasLostIsNotHandedOut(t *testing.T)
 		fmt.Fprintf(out, "%s answers %s", p.ID(), line)
 		return 0
 	})}
-	p := newTestPool(rt, PoolOptions{})
+	p := newTestPool(rt, PrestartedOptions{})
 	defer closePool(t, p)
 	other := toolboxSpec
 	other.Mounts = []Mount{{Source: "/ws", Target: "/ws"}} // a second kind
@@ -345,7 +345,7 @@ func TestAContainerPreStartedBeforeTheRuntimeWasLostIsNotHandedOut(t *testing.T)
 
 func TestContainersThatKeepDyingDoNotMakeThePoolSpin(t *testing.T) {
 	rt := &containertest.Runtime{Behave: agent(func(p *containertest.Proc, in io.Reader, out, errw io.Writer) int { return 1 })}
-	p := newTestPool(rt, PoolOptions{})
+	p := newTestPool(rt, PrestartedOptions{})
 	frozen := time.Now()
 	SetPoolClock(p, func() time.Time { return frozen })
 	defer closePool(t, p)
@@ -363,7 +363,7 @@ func TestContainersThatKeepDyingDoNotMakeThePoolSpin(t *testing.T) {
 
 func TestAFailingRuntimeFailsTheCallAndStartsNothing(t *testing.T) {
 	rt := &containertest.Runtime{Behave: agent(echoAgent), StartErr: fmt.Errorf("creating container: %w", ErrUnavailable)}
-	p := newTestPool(rt, PoolOptions{})
+	p := newTestPool(rt, PrestartedOptions{})
 	defer closePool(t, p)
 	for i := 0; i < 3; i++ {
 		_, err := p.Run(context.Background(), toolboxSpec, Request{Stdin: []byte("x\n")})
@@ -389,7 +389,7 @@ func TestPoolRunKeepsRunsLimitsAndTimeouts(t *testing.T) {
 				}
 			}
 		})}
-		p := newTestPool(rt, PoolOptions{})
+		p := newTestPool(rt, PrestartedOptions{})
 		defer closePool(t, p)
 		res, err := p.Run(context.Background(), toolboxSpec, Request{Limit: 10_500, AnswerLine: true})
 		if err != nil || !res.Truncated || len(res.Stdout) != 10_500 || res.Answered {
@@ -403,7 +403,7 @@ func TestPoolRunKeepsRunsLimitsAndTimeouts(t *testing.T) {
 			<-p.Killed()
 			return 137
 		})}
-		p := newTestPool(rt, PoolOptions{})
+		p := newTestPool(rt, PrestartedOptions{})
 		defer closePool(t, p)
 		// A first lease warms the kind. (A Run on an ended context did
 		// before; the shared fake, like Docker, refuses such a start.)
@@ -426,7 +426,7 @@ func TestPoolRunKeepsRunsLimitsAndTimeouts(t *testing.T) {
 			fmt.Fprintf(out, "line one\n%s", b)
 			return 3
 		})}
-		p := newTestPool(rt, PoolOptions{})
+		p := newTestPool(rt, PrestartedOptions{})
 		defer closePool(t, p)
 		res, err := p.Run(context.Background(), toolboxSpec, Request{Stdin: []byte("rest")})
 		if err != nil || res.Answered || res.Exit.Code != 3 || string(res.Stdout) != "line one\nrest" {
@@ -437,7 +437,7 @@ func TestPoolRunKeepsRunsLimitsAndTimeouts(t *testing.T) {
 
 func TestCloseRemovesEverythingAndWaitsForLeases(t *testing.T) {
 	rt := &containertest.Runtime{Behave: agent(echoAgent)}
-	p := newTestPool(rt, PoolOptions{Max: 2})
+	p := newTestPool(rt, PrestartedOptions{Max: 2})
 	call(t, p, toolboxSpec, "warm up")
 	eventually(t, "pre-started", func() bool { return p.Stats(toolboxSpec).Ready == 1 })
 	held, err := p.Acquire(context.Background(), toolboxSpec, Streams{})
@@ -475,7 +475,7 @@ func TestCloseRemovesEverythingAndWaitsForLeases(t *testing.T) {
 
 func TestCloseGivesUpAtItsDeadline(t *testing.T) {
 	rt := &containertest.Runtime{Behave: agent(echoAgent)}
-	p := newTestPool(rt, PoolOptions{})
+	p := newTestPool(rt, PrestartedOptions{})
 	l, err := p.Acquire(context.Background(), toolboxSpec, Streams{})
 	if err != nil {
 		t.Fatal(err)

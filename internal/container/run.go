@@ -24,7 +24,7 @@ type Result struct {
 	// and ended when it was complete; the container's exit was not waited
 	// for, so Exit is zero.
 	Answered bool
-	// Warm: the container came pre-started from a Pool.
+	// Warm: the container came pre-started from a Prestarted.
 	Warm     bool
 	Duration time.Duration
 	// Disposal, set when the call was stopped (TimedOut, Cancelled, or a
@@ -93,7 +93,7 @@ func stoppedStart(err error) Result {
 // collect writes stdin to a started container and gathers what it answers:
 // until it exits, its output passes the limit (it is killed), ctx ends (it
 // is killed) or, when out watches for one, its answer line is complete. It
-// is the part of a call that Run and Pool.Run share; neither removes the
+// is the part of a call that Run and Prestarted.Run share; neither removes the
 // container here.
 func collect(ctx context.Context, p Process, out *capped, stdin []byte, began time.Time) (Result, error) {
 	in := p.Stdin()

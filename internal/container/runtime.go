@@ -182,7 +182,7 @@ type Info struct {
 //     with until it exits or is removed. The ctx of every other method
 //     bounds only that request.
 //   - Once Start returned a Process, the caller owns the container and
-//     must Remove it (Run and Pool do); until then its exit is watched
+//     must Remove it (Run and Prestarted do); until then its exit is watched
 //     (Process.Done).
 //   - Idempotency: Process.Kill and Process.Remove of a container that has
 //     exited or is gone return nil, as does RemoveContainer of an id that

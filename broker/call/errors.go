@@ -1,4 +1,4 @@
-package broker
+package call
 
 import (
 	"github.com/pml-dev/pml/internal/errdefs"
@@ -12,8 +12,6 @@ import (
 var (
 	// ErrDenied: a deny pattern matched.
 	ErrDenied = errdefs.New(errdefs.ErrDenied, "denied by permissions")
-	// ErrNeedsApproval: an ask pattern (or no pattern) matched.
-	ErrNeedsApproval = errdefs.New(errdefs.ErrNeedsApproval, "needs approval")
 	// ErrNotFound: no such tool.
 	ErrNotFound = errdefs.New(errdefs.ErrNotFound, "no such tool")
 	// ErrUnavailable: the container runtime (or an image) is not available.
@@ -22,25 +20,25 @@ var (
 	ErrInvalidInput = errdefs.New(errdefs.ErrInvalidInput, "invalid input")
 )
 
-// resultFor is the one place a failure pml itself hit becomes a tool
+// ResultFor is the one place a failure pml itself hit becomes a tool
 // result: an error result whose text is the error's (it says what
 // happened and what to do) and which keeps the error for Result.Err, so
 // the caller can map its kind (an exit code, an audit outcome) without
 // reading the text. A nil err is a bug in the caller; it still gives an
 // error result rather than a success.
-func resultFor(err error) Result {
+func ResultFor(err error) Result {
 	if err == nil {
 		err = errdefs.New(errdefs.ErrInternal, "internal error: a failure without a cause")
 	}
-	return Result{Text: err.Error(), IsError: true, err: err}
+	return Result{Text: err.Error(), IsError: true, Cause: err}
 }
 
-// kindName names the kind of err for logs and audit entries: one of
+// KindName names the kind of err for logs and audit entries: one of
 // "unavailable", "not_found", "invalid_input", "denied",
 // "needs_approval", "timeout", "conflict", "internal", or "error" when it
 // has none. It is the outermost kind (see errdefs.Kind): "unavailable:
 // image x is not on this host" is unavailable, not not_found.
-func kindName(err error) string {
+func KindName(err error) string {
 	switch errdefs.Kind(err) {
 	case errdefs.ErrUnavailable:
 		return "unavailable"

@@ -1,18 +1,10 @@
-package broker
+package permit
 
 import (
+	"github.com/pml-dev/pml/broker/call"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/toolbox"
 	"github.com/pml-dev/pml/internal/toolglob"
-)
-
-// Decision is the permission outcome for one tool call.
-type Decision string
-
-const (
-	Allow Decision = "allow"
-	Ask   Decision = "ask"
-	Deny  Decision = "deny"
 )
 
 // Permissions decide whether a tool may run. Patterns are globs on tool
@@ -60,9 +52,9 @@ func PermissionsFrom(cfg *config.Config) Permissions {
 	return p
 }
 
-// denySource names where cfg's deny list comes from: the environment
+// DenySource names where cfg's deny list comes from: the environment
 // variable, else the file when it exists; "" for pml's defaults.
-func denySource(cfg *config.Config) string {
+func DenySource(cfg *config.Config) string {
 	if s := cfg.Source("permissions.deny"); s != "" {
 		return s
 	}
@@ -77,23 +69,23 @@ func denySource(cfg *config.Config) string {
 // ask). Patterns match the tool by any of the names pml shows for it
 // (shell:exec, shell__exec, mcp__pml__shell__exec) in any case
 // (internal/toolglob), so a deny copied from a client's screen holds.
-func (p Permissions) Decide(tool string) (Decision, string) {
+func (p Permissions) Decide(tool string) (call.Decision, string) {
 	if pat := firstMatch(p.Deny, tool); pat != "" {
-		return Deny, pat
+		return call.Deny, pat
 	}
 	if pat := exactIn(p.Ask, tool); pat != "" {
-		return Ask, pat
+		return call.Ask, pat
 	}
 	if pat := exactIn(p.Allow, tool); pat != "" {
-		return Allow, pat
+		return call.Allow, pat
 	}
 	if pat := firstMatch(p.Ask, tool); pat != "" {
-		return Ask, pat
+		return call.Ask, pat
 	}
 	if pat := firstMatch(p.Allow, tool); pat != "" {
-		return Allow, pat
+		return call.Allow, pat
 	}
-	return Ask, ""
+	return call.Ask, ""
 }
 
 // exactIn returns the first pattern of list that names tool exactly, in
@@ -107,8 +99,8 @@ func exactIn(list []string, tool string) string {
 	return ""
 }
 
-// contains reports whether list names tool exactly (exactIn).
-func contains(list []string, tool string) bool { return exactIn(list, tool) != "" }
+// Contains reports whether list names tool exactly (exactIn).
+func Contains(list []string, tool string) bool { return exactIn(list, tool) != "" }
 
 func firstMatch(patterns []string, tool string) string {
 	for _, pat := range patterns {

@@ -1,4 +1,4 @@
-package broker
+package workflow
 
 import (
 	"crypto/rand"
@@ -49,23 +49,23 @@ var (
 	ErrWorkflowExpired = errors.New("workflow expired")
 )
 
-// workflow is one pending approval.
-type workflow struct {
-	id       string
-	typ      ApprovalType
-	tool     string
-	args     map[string]any
-	pattern  string
+// Workflow is one pending approval.
+type Workflow struct {
+	ID       string
+	Type     ApprovalType
+	Tool     string
+	Args     map[string]any
+	Pattern  string
 	created  time.Time
-	expires  time.Time
+	Expires  time.Time
 	used     bool
 	resolved bool // taken by a continuation and currently being answered
-	// data is what the approval type needs to carry out the answer (the
+	// Data is what the approval type needs to carry out the answer (the
 	// changed registry entry of an integrity approval, a paused run).
-	data any
-	// outer is the tool whose run made this call (pml:execute), which
+	Data any
+	// Outer is the tool whose run made this call (pml:execute), which
 	// may answer it too.
-	outer string
+	Outer string
 	// dialog: the approval was put to the person through the client's own
 	// dialog (MCP elicitation), so only an answer from there counts; a
 	// relayed continue_workflow (written by the model) is refused.
@@ -84,7 +84,7 @@ type Workflows struct {
 	mu    sync.Mutex
 	ttl   time.Duration
 	now   func() time.Time
-	byID  map[string]*workflow
+	byID  map[string]*Workflow
 	order []string // creation order, for eviction
 }
 
@@ -93,17 +93,17 @@ func NewWorkflows(ttl time.Duration) *Workflows {
 	if ttl <= 0 {
 		ttl = 5 * time.Minute
 	}
-	return &Workflows{ttl: ttl, now: time.Now, byID: map[string]*workflow{}}
+	return &Workflows{ttl: ttl, now: time.Now, byID: map[string]*Workflow{}}
 }
 
-// create registers a new workflow and returns it.
-func (w *Workflows) create(typ ApprovalType, tool string, args map[string]any, pattern string) *workflow {
+// Create registers a new workflow and returns it.
+func (w *Workflows) Create(typ ApprovalType, tool string, args map[string]any, pattern string) *Workflow {
 	now := w.now()
-	wf := &workflow{id: newUUID(), typ: typ, tool: tool, args: args, pattern: pattern, created: now, expires: now.Add(w.ttl)}
+	wf := &Workflow{ID: newUUID(), Type: typ, Tool: tool, Args: args, Pattern: pattern, created: now, Expires: now.Add(w.ttl)}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.byID[wf.id] = wf
-	w.order = append(w.order, wf.id)
+	w.byID[wf.ID] = wf
+	w.order = append(w.order, wf.ID)
 	for len(w.order) > MaxWorkflows {
 		delete(w.byID, w.order[0])
 		w.order = w.order[1:]
@@ -111,10 +111,10 @@ func (w *Workflows) create(typ ApprovalType, tool string, args map[string]any, p
 	return wf
 }
 
-// take claims a workflow for answering. The tool must match. A workflow is
+// Take claims a workflow for answering. The tool must match. A workflow is
 // answered once; release puts it back when the answer could not be applied
 // (e.g. .pml.json could not be written) so the user can answer again.
-func (w *Workflows) take(id, tool string) (*workflow, error) {
+func (w *Workflows) Take(id, tool string) (*Workflow, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	wf, err := w.check(id, tool)
@@ -125,10 +125,10 @@ func (w *Workflows) take(id, tool string) (*workflow, error) {
 	return wf, nil
 }
 
-// takeRelayed claims a workflow for an answer relayed by the model
+// TakeRelayed claims a workflow for an answer relayed by the model
 // (continue_workflow): refused for a workflow put to the person through
 // the client's dialog, whatever state it is in.
-func (w *Workflows) takeRelayed(id, tool string) (*workflow, error) {
+func (w *Workflows) TakeRelayed(id, tool string) (*Workflow, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if wf, ok := w.byID[id]; ok && wf.dialog {
@@ -146,30 +146,30 @@ func (w *Workflows) takeRelayed(id, tool string) (*workflow, error) {
 // client's dialog may answer.
 var ErrAnsweredInDialog = errors.New("answered in the client's dialog")
 
-func dialogError(wf *workflow) error {
+func dialogError(wf *Workflow) error {
 	if wf.outcome == "" {
-		return relayRefused("this approval is being put to the person through the client's dialog and can only be answered there; the call is not run")
+		return RelayRefused("this approval is being put to the person through the client's dialog and can only be answered there; the call is not run")
 	}
-	return relayRefused(fmt.Sprintf("this approval was put to the person through the client's dialog and answered there: %s; the call is not run", wf.outcome))
+	return RelayRefused(fmt.Sprintf("this approval was put to the person through the client's dialog and answered there: %s; the call is not run", wf.outcome))
 }
 
-// relayRefused is an ErrAnsweredInDialog that reads as its message alone.
-type relayRefused string
+// RelayRefused is an ErrAnsweredInDialog that reads as its message alone.
+type RelayRefused string
 
-func (e relayRefused) Error() string        { return string(e) }
-func (e relayRefused) Is(target error) bool { return target == ErrAnsweredInDialog }
+func (e RelayRefused) Error() string        { return string(e) }
+func (e RelayRefused) Is(target error) bool { return target == ErrAnsweredInDialog }
 
-// toDialog marks a workflow as put to the person through the client's
+// ToDialog marks a workflow as put to the person through the client's
 // dialog; on is false when it could not be shown there after all.
-func (w *Workflows) toDialog(wf *workflow, on bool) {
+func (w *Workflows) ToDialog(wf *Workflow, on bool) {
 	w.mu.Lock()
 	wf.dialog = on
 	w.mu.Unlock()
 }
 
-// settled records the dialog's answer (for later refusals) and ends the
+// Settled records the dialog's answer (for later refusals) and ends the
 // workflow when the answer ran nothing.
-func (w *Workflows) settled(wf *workflow, outcome string, end bool) {
+func (w *Workflows) Settled(wf *Workflow, outcome string, end bool) {
 	w.mu.Lock()
 	wf.outcome = outcome
 	if end {
@@ -179,55 +179,69 @@ func (w *Workflows) settled(wf *workflow, outcome string, end bool) {
 }
 
 // check finds an answerable workflow; w.mu is held.
-func (w *Workflows) check(id, tool string) (*workflow, error) {
+func (w *Workflows) check(id, tool string) (*Workflow, error) {
 	wf, ok := w.byID[id]
 	switch {
 	case !ok:
 		return nil, fmt.Errorf("%w %q: it was never issued in this session or was forgotten; call the tool again to get a new one", ErrWorkflowUnknown, id)
 	case wf.used || wf.resolved:
 		return nil, fmt.Errorf("%w: workflow %s was already answered; call the tool again to get a new one", ErrWorkflowUsed, id)
-	case w.now().After(wf.expires):
+	case w.now().After(wf.Expires):
 		wf.used = true
-		return wf, fmt.Errorf("%w: workflow %s expired at %s (approvals are valid for %s); call the tool again", ErrWorkflowExpired, id, wf.expires.UTC().Format(time.RFC3339), w.ttl)
-	case tool != "" && tool != wf.tool && tool != wf.outer:
-		return nil, fmt.Errorf("workflow %s belongs to %s, not %s: answer it with the same tool (or pml:continue_workflow)", id, wf.tool, tool)
+		return wf, fmt.Errorf("%w: workflow %s expired at %s (approvals are valid for %s); call the tool again", ErrWorkflowExpired, id, wf.Expires.UTC().Format(time.RFC3339), w.ttl)
+	case tool != "" && tool != wf.Tool && tool != wf.Outer:
+		return nil, fmt.Errorf("workflow %s belongs to %s, not %s: answer it with the same tool (or pml:continue_workflow)", id, wf.Tool, tool)
 	}
 	return wf, nil
 }
 
-// attach ties a pending workflow to the run of outer that made the call:
-// the run's tool may answer it, and pc (which keeps the workflow's own
-// data) rides along. nil when the workflow is not pending here.
-func (w *Workflows) attach(id, outer string, pc *pausedCall) *workflow {
+// Attach ties a pending workflow to the run of outer that made the call:
+// the run's tool may answer it, and wrap gets the workflow's own payload
+// and returns the one that rides along (it keeps the inner one). nil when
+// the workflow is not pending here.
+func (w *Workflows) Attach(id, outer string, wrap func(inner any) any) *Workflow {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	wf, ok := w.byID[id]
 	if !ok || wf.used || wf.resolved {
 		return nil
 	}
-	pc.inner = wf.data
-	wf.data = pc
-	wf.outer = outer
+	wf.Data = wrap(wf.Data)
+	wf.Outer = outer
 	return wf
 }
 
-// finish marks a taken workflow as used for good.
-func (w *Workflows) finish(wf *workflow) {
+// Len is the number of workflows kept.
+func (w *Workflows) Len() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.byID)
+}
+
+// SetClock replaces the clock workflows expire by (tests).
+func (w *Workflows) SetClock(now func() time.Time) {
+	w.mu.Lock()
+	w.now = now
+	w.mu.Unlock()
+}
+
+// Finish marks a taken workflow as used for good.
+func (w *Workflows) Finish(wf *Workflow) {
 	w.mu.Lock()
 	wf.used = true
 	w.mu.Unlock()
 }
 
-// pending reports whether wf can still be answered (released after an
+// Pending reports whether wf can still be answered (released after an
 // answer that could not be applied).
-func (w *Workflows) pending(wf *workflow) bool {
+func (w *Workflows) Pending(wf *Workflow) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return !wf.used && !wf.resolved
 }
 
-// release makes a taken workflow answerable again.
-func (w *Workflows) release(wf *workflow) {
+// Release makes a taken workflow answerable again.
+func (w *Workflows) Release(wf *Workflow) {
 	w.mu.Lock()
 	wf.resolved = false
 	w.mu.Unlock()

@@ -1,6 +1,6 @@
 //go:build unix
 
-package broker
+package sandbox
 
 import (
 	"os"
@@ -9,8 +9,8 @@ import (
 	"github.com/pml-dev/pml/internal/container"
 )
 
-// fileOwner is the uid and gid that own path.
-func fileOwner(path string) (container.Ident, bool) {
+// FileOwner is the uid and gid that own path.
+func FileOwner(path string) (container.Ident, bool) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return container.Ident{}, false

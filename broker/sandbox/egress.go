@@ -1,4 +1,4 @@
-package broker
+package sandbox
 
 import (
 	"fmt"
@@ -19,26 +19,26 @@ import (
 	"github.com/pml-dev/pml/internal/shim"
 )
 
-// egressSet holds this pml's egress proxies (internal/egress): one per
+// EgressSet holds this pml's egress proxies (internal/egress): one per
 // server, shell:exec or install that was given network, shared by that
 // one's containers (a pre-started shell container already names its
 // proxy: its spec must not change between calls). Safe for concurrent
 // use.
-type egressSet struct {
+type EgressSet struct {
 	audit *audit.Log
 	log   zerolog.Logger
 	user  string
 
 	mu   sync.Mutex
-	byID map[string]*egressProxy
-	// shell is sandbox.network, live (a reload replaces it).
-	shell atomic.Pointer[netallow.Rules]
+	byID map[string]*EgressProxy
+	// Shell is sandbox.network, live (a reload replaces it).
+	Shell atomic.Pointer[netallow.Rules]
 }
 
-// egressProxy is one proxy and what the broker keeps about it: the rules
+// EgressProxy is one proxy and what the broker keeps about it: the rules
 // from the configuration, the host:ports approved for this session, and
 // the refusals an approval can be made of.
-type egressProxy struct {
+type EgressProxy struct {
 	id, who, key string
 	p            *egress.Proxy
 	rules        atomic.Pointer[netallow.Rules]
@@ -54,14 +54,14 @@ type refusedTarget struct {
 	at       time.Time
 }
 
-func newEgressSet(log *audit.Log, l zerolog.Logger, user string) *egressSet {
-	s := &egressSet{audit: log, log: l, user: user, byID: map[string]*egressProxy{}}
-	s.shell.Store(&netallow.Rules{})
+func NewEgressSet(log *audit.Log, l zerolog.Logger, user string) *EgressSet {
+	s := &EgressSet{audit: log, log: l, user: user, byID: map[string]*EgressProxy{}}
+	s.Shell.Store(&netallow.Rules{})
 	return s
 }
 
-// get returns id's proxy, started on first use, with rules in force.
-func (s *egressSet) get(id, who, key string, rules netallow.Rules) (*egressProxy, error) {
+// Get returns id's proxy, started on first use, with rules in force.
+func (s *EgressSet) Get(id, who, key string, rules netallow.Rules) (*EgressProxy, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if ep, ok := s.byID[id]; ok {
@@ -72,12 +72,12 @@ func (s *egressSet) get(id, who, key string, rules netallow.Rules) (*egressProxy
 	if err != nil {
 		return nil, err
 	}
-	ep := &egressProxy{id: id, who: who, key: key}
+	ep := &EgressProxy{id: id, who: who, key: key}
 	ep.rules.Store(&rules)
 	ep.p, err = egress.Start(shim.BaseDir(), egress.Options{
 		Who: who, Tool: id, Key: key, UID: uid, GID: gid, Audit: s.audit,
-		Rules:   ep.current,
-		Refused: ep.noteRefused,
+		Rules:   ep.Current,
+		Refused: ep.NoteRefused,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("starting the egress proxy for %s: %w", who, err)
@@ -86,15 +86,15 @@ func (s *egressSet) get(id, who, key string, rules netallow.Rules) (*egressProxy
 	return ep, nil
 }
 
-// lookup returns id's proxy when one runs.
-func (s *egressSet) lookup(id string) *egressProxy {
+// Lookup returns id's proxy when one runs.
+func (s *EgressSet) Lookup(id string) *EgressProxy {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.byID[id]
 }
 
-// close stops every proxy (their containers are gone).
-func (s *egressSet) close() {
+// Close stops every proxy (their containers are gone).
+func (s *EgressSet) Close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for id, ep := range s.byID {
@@ -103,7 +103,7 @@ func (s *egressSet) close() {
 	}
 }
 
-func (ep *egressProxy) current() netallow.Rules {
+func (ep *EgressProxy) Current() netallow.Rules {
 	ep.mu.Lock()
 	extra := ep.extra
 	ep.mu.Unlock()
@@ -113,7 +113,7 @@ func (ep *egressProxy) current() netallow.Rules {
 // maxRefused bounds the refusals kept for approvals.
 const maxRefused = 64
 
-func (ep *egressProxy) noteRefused(host string, port int) {
+func (ep *EgressProxy) NoteRefused(host string, port int) {
 	ep.mu.Lock()
 	defer ep.mu.Unlock()
 	if len(ep.refused) >= maxRefused {
@@ -122,8 +122,8 @@ func (ep *egressProxy) noteRefused(host string, port int) {
 	ep.refused = append(ep.refused, refusedTarget{hostport: net.JoinHostPort(host, strconv.Itoa(port)), at: time.Now()})
 }
 
-// refusedSince lists (once each) the host:ports refused from since on.
-func (ep *egressProxy) refusedSince(since time.Time) []string {
+// RefusedSince lists (once each) the host:ports refused from since on.
+func (ep *EgressProxy) RefusedSince(since time.Time) []string {
 	ep.mu.Lock()
 	defer ep.mu.Unlock()
 	seen := map[string]bool{}
@@ -137,8 +137,8 @@ func (ep *egressProxy) refusedSince(since time.Time) []string {
 	return out
 }
 
-// grant allows the exact host:ports for the rest of the session.
-func (ep *egressProxy) grant(hostports []string) error {
+// Grant allows the exact host:ports for the rest of the session.
+func (ep *EgressProxy) Grant(hostports []string) error {
 	var add []netallow.Entry
 	for _, hp := range hostports {
 		es, err := netallow.Parse(hp)
@@ -153,15 +153,14 @@ func (ep *egressProxy) grant(hostports []string) error {
 	return nil
 }
 
-// withEgress gives spec the network of rules through id's proxy: the
-// proxy's socket directory mounted read-only beside the shim, the
-// in-container listener's spec, and the proxy variables. Empty rules
-// change nothing.
-func (s *sandbox) withEgress(spec *container.Spec, id, who, key string, rules netallow.Rules) error {
+// Give gives spec the network of rules through id's proxy: the proxy's
+// socket directory mounted read-only beside the shim, the in-container
+// listener's spec, and the proxy variables. Empty rules change nothing.
+func (s *EgressSet) Give(spec *container.Spec, id, who, key string, rules netallow.Rules) error {
 	if rules.Empty() {
 		return nil
 	}
-	ep, err := s.egress.get(id, who, key, rules)
+	ep, err := s.Get(id, who, key, rules)
 	if err != nil {
 		return err
 	}
@@ -180,14 +179,14 @@ func egressSpec(rules netallow.Rules) inside.Spec {
 	return sp
 }
 
-// serverEgressID names a server's proxy (and its audit entries).
-func serverEgressID(name string) string { return name }
+// ServerEgressID names a server's proxy (and its audit entries).
+func ServerEgressID(name string) string { return name }
 
-// shellEgressID names shell:exec's proxy.
-const shellEgressID = "shell:exec"
+// ShellEgressID names shell:exec's proxy.
+const ShellEgressID = "shell:exec"
 
-// networkKey is the configuration key of a server's allow list.
-func networkKey(private bool, name string) string {
+// NetworkKey is the configuration key of a server's allow list.
+func NetworkKey(private bool, name string) string {
 	if private {
 		return "private_mcps." + name + ".network.allow"
 	}

@@ -1,4 +1,4 @@
-package broker
+package sandbox
 
 import (
 	"context"
@@ -10,14 +10,14 @@ import (
 	"github.com/pml-dev/pml/internal/container"
 )
 
-// pullingRuntime gets an image on first use: a start that fails because
+// PullingRuntime gets an image on first use: a start that fails because
 // the image is missing pulls it (Options.PullImage: pml images pull's
 // code, digest pinning and progress included) and starts again. Calls
 // that need the same image at once wait for one pull.
-type pullingRuntime struct {
+type PullingRuntime struct {
 	container.Runtime
-	pull func(ctx context.Context, ref string) error
-	log  zerolog.Logger
+	Pull func(ctx context.Context, ref string) error
+	Log  zerolog.Logger
 
 	mu       sync.Mutex
 	inflight map[string]*pullWait
@@ -28,7 +28,7 @@ type pullWait struct {
 	err  error
 }
 
-func (r *pullingRuntime) Start(ctx context.Context, spec container.Spec, streams container.Streams) (container.Process, error) {
+func (r *PullingRuntime) Start(ctx context.Context, spec container.Spec, streams container.Streams) (container.Process, error) {
 	p, err := r.Runtime.Start(ctx, spec, streams)
 	if err == nil || !errors.Is(err, container.ErrImageMissing) || spec.Image == "" {
 		return p, err
@@ -41,7 +41,7 @@ func (r *pullingRuntime) Start(ctx context.Context, spec container.Spec, streams
 
 // get pulls ref once for every caller waiting on it now; a failed pull is
 // not remembered (the next call tries again: the network may be back).
-func (r *pullingRuntime) get(ctx context.Context, ref string) error {
+func (r *PullingRuntime) get(ctx context.Context, ref string) error {
 	r.mu.Lock()
 	w, ok := r.inflight[ref]
 	if !ok {
@@ -51,10 +51,10 @@ func (r *pullingRuntime) get(ctx context.Context, ref string) error {
 		}
 		r.inflight[ref] = w
 		r.mu.Unlock()
-		r.log.Info().Str("image", ref).Msg("the image is not on this host: pulling it (first use)")
+		r.Log.Info().Str("image", ref).Msg("the image is not on this host: pulling it (first use)")
 		// The pull serves every waiter: it ends with the first caller's
 		// context only.
-		w.err = r.pull(ctx, ref)
+		w.err = r.Pull(ctx, ref)
 		r.mu.Lock()
 		delete(r.inflight, ref)
 		r.mu.Unlock()

@@ -1,9 +1,11 @@
-package broker
+package call
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
+	"github.com/pml-dev/pml/broker/workflow"
 	"github.com/pml-dev/pml/internal/audit"
 )
 
@@ -32,37 +34,51 @@ type Call struct {
 	// layer), without pml's own continue_workflow.
 	Tool string
 	Args map[string]any
-	// rawArgs: Args hold their values raw (json.RawMessage), as the fast
+	// RawArgs: Args hold their values raw (json.RawMessage), as the fast
 	// path keeps them; decodeArgs decodes them.
-	rawArgs bool
+	RawArgs bool
 	// Decision and Pattern are the permission that matched (permit layer).
 	Decision Decision
 	Pattern  string
 
-	// cont is a relayed answer to an approval (input layer).
-	cont *Continuation
-	// fromRegistry: the tool is fetched from a registry (resolve layer).
-	fromRegistry bool
-	began        time.Time
-	entry        *audit.Entry
+	// Cont is a relayed answer to an approval (input layer).
+	Cont *workflow.Continuation
+	// FromRegistry: the tool is fetched from a registry (resolve layer).
+	FromRegistry bool
+	Began        time.Time
+	Entry        *audit.Entry
 }
 
-// note sets the audit entry of the call. A later note replaces an earlier
+// Note sets the audit entry of the call. A later Note replaces an earlier
 // one: the last step that decided (an approval answered in the dialog,
 // then the run) names the outcome.
-func (c *Call) note(e audit.Entry) {
-	c.entry = &e
+func (c *Call) Note(e audit.Entry) {
+	c.Entry = &e
 }
 
 // Noted returns the audit entry noted so far, if any.
 func (c *Call) Noted() (audit.Entry, bool) {
-	if c.entry == nil {
+	if c.Entry == nil {
 		return audit.Entry{}, false
 	}
-	return *c.entry, true
+	return *c.Entry, true
 }
 
-// newCall starts a call for req.
-func newCall(req Request) *Call {
-	return &Call{Req: req, Tool: req.Tool, began: time.Now()}
+// NewCall starts a call for req.
+func NewCall(req Request) *Call {
+	return &Call{Req: req, Tool: req.Tool, Began: time.Now()}
+}
+
+// DecodeArgs decodes arguments kept raw by the fast path, for a step that
+// shows them to a person (an approval): from here the call is no longer
+// one that passes them on unread.
+func (c *Call) DecodeArgs() {
+	if !c.RawArgs {
+		return
+	}
+	c.RawArgs = false
+	args := map[string]any{}
+	if err := json.Unmarshal(c.Req.Args, &args); err == nil {
+		c.Args = args
+	}
 }

@@ -1,9 +1,10 @@
-package broker
+package permit
 
 import (
 	"strings"
 	"testing"
 
+	"github.com/pml-dev/pml/broker/call"
 	"github.com/pml-dev/pml/internal/wirename"
 )
 
@@ -15,20 +16,20 @@ func TestDecide(t *testing.T) {
 	}
 	cases := []struct {
 		name, tool string
-		want       Decision
+		want       call.Decision
 		pattern    string
 	}{
-		{"a namespace wildcard allows its tools", "filesystem:read_file", Allow, "filesystem:*"},
-		{"ask beats allow", "filesystem:write_file", Ask, "filesystem:write_file"},
-		{"deny beats ask", "shell:rm", Deny, "shell:rm"},
-		{"ask wildcard", "shell:run", Ask, "shell:*"},
-		{"exact allow", "git:status", Allow, "git:status"},
-		{"an action wildcard matches across namespaces", "memory:list", Allow, "*:list"},
-		{"a tool matching nothing is asked", "git:push", Ask, ""},
-		{"deny namespace", "danger:anything", Deny, "danger:*"},
-		{"a wildcard does not match a prefix of another namespace", "filesystemx:read", Ask, ""},
-		{"an empty name matches nothing", "", Ask, ""},
-		{"an exact allow (an Always answer) beats a wildcard ask", "shell:exec", Allow, "shell:exec"},
+		{"a namespace wildcard allows its tools", "filesystem:read_file", call.Allow, "filesystem:*"},
+		{"ask beats allow", "filesystem:write_file", call.Ask, "filesystem:write_file"},
+		{"deny beats ask", "shell:rm", call.Deny, "shell:rm"},
+		{"ask wildcard", "shell:run", call.Ask, "shell:*"},
+		{"exact allow", "git:status", call.Allow, "git:status"},
+		{"an action wildcard matches across namespaces", "memory:list", call.Allow, "*:list"},
+		{"a tool matching nothing is asked", "git:push", call.Ask, ""},
+		{"deny namespace", "danger:anything", call.Deny, "danger:*"},
+		{"a wildcard does not match a prefix of another namespace", "filesystemx:read", call.Ask, ""},
+		{"an empty name matches nothing", "", call.Ask, ""},
+		{"an exact allow (an Always answer) beats a wildcard ask", "shell:exec", call.Allow, "shell:exec"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -42,29 +43,29 @@ func TestDecide(t *testing.T) {
 
 func TestStarAllowsEverythingButDenyStillWins(t *testing.T) {
 	p := Permissions{Allow: []string{"*"}, Deny: []string{"shell:exec"}}
-	if d, _ := p.Decide("anything:at_all"); d != Allow {
+	if d, _ := p.Decide("anything:at_all"); d != call.Allow {
 		t.Errorf("* should allow, got %s", d)
 	}
-	if d, _ := p.Decide("shell:exec"); d != Deny {
+	if d, _ := p.Decide("shell:exec"); d != call.Deny {
 		t.Errorf("deny should win over *, got %s", d)
 	}
 }
 
 func TestAMalformedPatternMatchesNothing(t *testing.T) {
 	p := Permissions{Allow: []string{"[filesystem:*"}}
-	if d, pat := p.Decide("filesystem:read_file"); d != Ask || pat != "" {
+	if d, pat := p.Decide("filesystem:read_file"); d != call.Ask || pat != "" {
 		t.Errorf("got %s %q", d, pat)
 	}
 }
 
 func TestDefaultPermissionsAllowReadsAndAskWrites(t *testing.T) {
 	p := DefaultPermissions()
-	for tool, want := range map[string]Decision{
-		"filesystem:read_file":      Allow,
-		"filesystem:list_directory": Allow,
-		"filesystem:write_file":     Ask,
-		"filesystem:move_file":      Ask,
-		"shell:exec":                Ask,
+	for tool, want := range map[string]call.Decision{
+		"filesystem:read_file":      call.Allow,
+		"filesystem:list_directory": call.Allow,
+		"filesystem:write_file":     call.Ask,
+		"filesystem:move_file":      call.Ask,
+		"shell:exec":                call.Ask,
 	} {
 		if got, _ := p.Decide(tool); got != want {
 			t.Errorf("default %s = %s, want %s", tool, got, want)
@@ -88,11 +89,11 @@ func TestPatternsMatchEveryNameFormAndCase(t *testing.T) {
 		for _, c := range []struct {
 			list string
 			p    Permissions
-			want Decision
+			want call.Decision
 		}{
-			{"deny", Permissions{Allow: []string{"*"}, Deny: []string{form}}, Deny},
-			{"ask", Permissions{Allow: []string{"*"}, Ask: []string{form}}, Ask},
-			{"allow", Permissions{Allow: []string{form}}, Allow},
+			{"deny", Permissions{Allow: []string{"*"}, Deny: []string{form}}, call.Deny},
+			{"ask", Permissions{Allow: []string{"*"}, Ask: []string{form}}, call.Ask},
+			{"allow", Permissions{Allow: []string{form}}, call.Allow},
 		} {
 			t.Run(c.list+" "+form, func(t *testing.T) {
 				if got, pat := c.p.Decide("shell:exec"); got != c.want || pat != form {
@@ -100,7 +101,7 @@ func TestPatternsMatchEveryNameFormAndCase(t *testing.T) {
 				}
 				// The pattern names this tool only (mcp__pml__* names
 				// every tool of pml).
-				if got, _ := c.p.Decide("filesystem:read_file"); got == c.want && c.want != Allow && form != "mcp__pml__*" {
+				if got, _ := c.p.Decide("filesystem:read_file"); got == c.want && c.want != call.Allow && form != "mcp__pml__*" {
 					t.Errorf("%s %q also decided filesystem:read_file", c.list, form)
 				}
 			})
@@ -115,11 +116,11 @@ func TestExactNamesInAnyFormKeepTheirPrecedence(t *testing.T) {
 	for _, exact := range []string{"shell:exec", "shell__exec", "mcp__pml__shell__exec", "SHELL:EXEC"} {
 		t.Run(exact, func(t *testing.T) {
 			p := Permissions{Allow: []string{exact}, Ask: []string{"shell:*"}}
-			if d, pat := p.Decide("shell:exec"); d != Allow || pat != exact {
+			if d, pat := p.Decide("shell:exec"); d != call.Allow || pat != exact {
 				t.Errorf("an exact allow should beat a glob ask: %s %q", d, pat)
 			}
 			p = Permissions{Allow: []string{"shell:exec"}, Ask: []string{exact}}
-			if d, pat := p.Decide("shell:exec"); d != Ask || pat != exact {
+			if d, pat := p.Decide("shell:exec"); d != call.Ask || pat != exact {
 				t.Errorf("an exact ask should beat an exact allow: %s %q", d, pat)
 			}
 		})
@@ -138,7 +139,7 @@ func TestPatternsDoNotOvermatch(t *testing.T) {
 		{"exec", "shell:exec"},
 	} {
 		p := Permissions{Deny: []string{c.pattern}}
-		if d, _ := p.Decide(c.tool); d == Deny {
+		if d, _ := p.Decide(c.tool); d == call.Deny {
 			t.Errorf("deny %q denied %s", c.pattern, c.tool)
 		}
 	}
@@ -154,13 +155,13 @@ func TestPatternsMatchAShortenedWireName(t *testing.T) {
 	}
 	for _, pat := range []string{w, "mcp__pml__" + w, strings.ToUpper(w), "srv__get-thing_*", "srv:*"} {
 		p := Permissions{Allow: []string{"*"}, Deny: []string{pat}}
-		if d, _ := p.Decide(tool); d != Deny {
+		if d, _ := p.Decide(tool); d != call.Deny {
 			t.Errorf("deny %q did not deny %s (wire %s): %s", pat, tool, w, d)
 		}
 	}
 	// A server may name a tool with '/': a wildcard still spans it.
 	p := Permissions{Deny: []string{"srv:*"}}
-	if d, _ := p.Decide("srv:a/b"); d != Deny {
+	if d, _ := p.Decide("srv:a/b"); d != call.Deny {
 		t.Errorf("srv:* did not deny srv:a/b: %s", d)
 	}
 }

@@ -1,0 +1,41 @@
+package call
+
+import (
+	"encoding/json"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/pml-dev/pml/broker/workflow"
+)
+
+// Result is the outcome of one call, independent of the MCP wire format.
+type Result struct {
+	// Text is the content a person (or model) reads.
+	Text string
+	// Structured is optional machine-readable output.
+	Structured any
+	// IsError marks a failed call: a tool error, a refusal, a timeout.
+	IsError bool
+	// Blocked: a path argument was refused (audited as path_blocked).
+	Blocked bool
+	// Upstream is a server tool's result as the server sent it (all its
+	// content blocks), passed on unchanged.
+	Upstream *mcp.CallToolResult
+	// Raw is a server tool's result forwarded on the fast path
+	// (fastpath.go): the result member of its answer, as it sent it.
+	Raw json.RawMessage
+	// Cause is the failure behind an error result made by pml itself (not
+	// a tool's own error), for callers that map kinds to exit codes.
+	Cause error
+}
+
+// Err returns the failure behind an error result pml made itself, to be
+// tested with errors.Is against ErrDenied, ErrUnavailable, ErrCloud,
+// ErrNotFound, ErrInvalidInput; nil for successes and tools' own errors.
+func (r Result) Err() error { return r.Cause }
+
+// Approval returns the approval a result asks for, if it asks.
+func (r Result) Approval() (workflow.Approval, bool) {
+	a, ok := r.Structured.(workflow.Approval)
+	return a, ok && !r.IsError
+}

@@ -1,0 +1,123 @@
+package permit
+
+import (
+	"go.opentelemetry.io/otel/attribute"
+
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/pml-dev/pml/broker/call"
+	"github.com/pml-dev/pml/internal/audit"
+)
+
+// PermitLayer reads the permissions for the tool (permissions.go: deny >
+// ask > allow) and notes them on the Call; a deny pattern ends the call
+// here. Whether ask (or no pattern) needs a person is approveLayer's.
+type PermitLayer struct {
+	Next call.Handler
+	// Decide reads the current permissions (they change when a user
+	// answers "always"); Source names where they come
+	// from, for the refusal.
+	Decide func(tool string) (call.Decision, string)
+	Source func() string
+}
+
+func (l PermitLayer) Call(ctx context.Context, c *call.Call) call.Result {
+	_, span := call.SpanStep(ctx, "permit")
+	c.Decision, c.Pattern = l.Decide(c.Tool)
+	if span.IsRecording() {
+		span.SetAttributes(attribute.String("pml.decision", string(c.Decision)), attribute.String("pml.pattern", c.Pattern))
+	}
+	span.End()
+	if c.Decision == call.Deny {
+		src := l.Source()
+		c.Note(audit.Entry{Tool: c.Tool, Decision: audit.Denied, Pattern: c.Pattern, ArgKeys: audit.Keys(c.Args),
+			Reason: fmt.Sprintf("deny pattern %q from %s", c.Pattern, src)})
+		return call.ResultFor(fmt.Errorf("%w: %s matches the deny pattern %q in %s; remove it from permissions.deny there to use this tool", call.ErrDenied, c.Tool, c.Pattern, src))
+	}
+	return l.Next.Call(ctx, c)
+}
+
+// LivePermissions are the permissions in force: read by every call,
+// changed by an "always" answer and replaced when .pml.json is reloaded
+// (reload.go). Safe for concurrent use.
+type LivePermissions struct {
+	mu sync.RWMutex
+	p  Permissions
+	// denyFrom names where permissions.deny came from: the file's path or
+	// the environment variable (PML_PERMISSIONS_DENY).
+	denyFrom string
+	// gen counts the changes made by pml itself ("always"): a reload read
+	// before one of them is stale and is not applied (the write's own
+	// file event brings the next reload).
+	gen uint64
+}
+
+// NewLivePermissions puts p in force; denyFrom names where its deny list
+// came from (DenySource).
+func NewLivePermissions(p Permissions, denyFrom string) *LivePermissions {
+	return &LivePermissions{p: p, denyFrom: denyFrom}
+}
+
+// Generation is the count of pml's own changes so far.
+func (l *LivePermissions) Generation() uint64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.gen
+}
+
+// Replace puts p in force unless pml changed the permissions itself since
+// gen (then p was read before that change and is stale). It returns the
+// permissions replaced and whether p was applied.
+func (l *LivePermissions) Replace(p Permissions, denyFrom string, gen uint64) (Permissions, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.gen != gen {
+		return l.p, false
+	}
+	old := l.p
+	l.p, l.denyFrom = p, denyFrom
+	return old, true
+}
+
+// Source names where the deny patterns come from (a refusal says it):
+// the .pml.json path or the environment variable.
+func (l *LivePermissions) Source() string {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.denyFrom != "" {
+		return l.denyFrom
+	}
+	return "pml's defaults (no .pml.json)"
+}
+
+// Current returns a copy of the permissions in force.
+func (l *LivePermissions) Current() Permissions {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.p
+}
+
+func (l *LivePermissions) Decide(tool string) (call.Decision, string) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.p.Decide(tool)
+}
+
+// InAsk reports whether tool is named exactly in ask.
+func (l *LivePermissions) InAsk(tool string) bool {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return Contains(l.p.Ask, tool)
+}
+
+// Change runs f with the permissions held for writing: f saves a Change
+// and then applies it, so no call decides on a half-made Change and two
+// answers are saved one after the other.
+func (l *LivePermissions) Change(f func(p *Permissions) error) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.gen++
+	return f(&l.p)
+}

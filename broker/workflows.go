@@ -1,0 +1,37 @@
+package broker
+
+import (
+	"time"
+
+	"github.com/pml-dev/pml/broker/workflow"
+)
+
+// The pending approvals of a session live in package workflow; these
+// names keep the broker's facade (cmd/pml, tests) as it was.
+type (
+	ApprovalType = workflow.ApprovalType
+	Approval     = workflow.Approval
+	Continuation = workflow.Continuation
+	Workflow     = workflow.Workflow
+	Workflows    = workflow.Workflows
+	RelayRefused = workflow.RelayRefused
+)
+
+const (
+	ApprovalToolPermission = workflow.ApprovalToolPermission
+	ApprovalDependency     = workflow.ApprovalDependency
+	ApprovalIntegrity      = workflow.ApprovalIntegrity
+	ApprovalAPIKey         = workflow.ApprovalAPIKey
+	MaxWorkflows           = workflow.MaxWorkflows
+)
+
+// Workflow errors, tested with errors.Is.
+var (
+	ErrWorkflowUnknown  = workflow.ErrWorkflowUnknown
+	ErrWorkflowUsed     = workflow.ErrWorkflowUsed
+	ErrWorkflowExpired  = workflow.ErrWorkflowExpired
+	ErrAnsweredInDialog = workflow.ErrAnsweredInDialog
+)
+
+// NewWorkflows returns a store whose workflows expire after ttl.
+func NewWorkflows(ttl time.Duration) *Workflows { return workflow.NewWorkflows(ttl) }
