@@ -150,7 +150,7 @@ func dialogError(wf *workflow) error {
 	if wf.outcome == "" {
 		return relayRefused("this approval is being put to the person through the client's dialog and can only be answered there; the call is not run")
 	}
-	return relayRefused(fmt.Sprintf("this approval was put to the person through the client's dialog and answered there: %s; the call is not run", wf.outcome))
+	return relayRefused(fmt.Sprintf("this approval was put to the client's dialog and ended there: %s; the call is not run", wf.outcome))
 }
 
 // relayRefused is an ErrAnsweredInDialog that reads as its message alone.

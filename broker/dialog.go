@@ -76,17 +76,36 @@ func (b *Broker) dialogAnswer(ctx context.Context, c *Call, wfs *Workflows, wf *
 	case "continue", "always":
 		wfs.settled(wf, choice, false)
 		return b.answer(ctx, c, wfs, wf, true, choice == "always")
-	case "abort", "":
-		choice = "aborted"
 	}
+	what := dialogOutcome(choice)
 	_, paused := wf.data.(*pausedCall)
-	wfs.settled(wf, choice, false)
+	wfs.settled(wf, what, false)
 	res := b.answer(ctx, c, wfs, wf, false, false)
 	if !paused {
-		res.Text = fmt.Sprintf("Rejected: %s: the person was asked in the client's dialog and %s. This is final; a continue_workflow for it is refused.", notRun(wf), choice)
+		res.Text = fmt.Sprintf("Rejected: %s: %s. This is final; a continue_workflow for it is refused.", notRun(wf), what)
 		res.err = errDeclined
 	}
 	return res
+}
+
+// dialogOutcome says what ended a dialog without an approval, no more
+// than pml knows. MCP elicitation's "decline" is the person's explicit no
+// and Abort their choice; "cancel" only says the dialog closed without a
+// choice: Claude Code in print mode closes it at once with nobody there,
+// a person pressing Escape looks the same, so it is never told as a
+// person's answer.
+func dialogOutcome(choice string) string {
+	switch choice {
+	case "abort", "":
+		return "the person chose Abort in the client's dialog"
+	case "declined":
+		return "the person declined in the client's dialog"
+	case "cancelled":
+		return "the client closed pml's dialog; no person answered"
+	case "not answered":
+		return "pml's dialog got no answer in time; no person answered"
+	}
+	return "the client's dialog ended with " + choice
 }
 
 var errDeclined = fmt.Errorf("%w: declined in the client's dialog", ErrDenied)
