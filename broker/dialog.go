@@ -84,22 +84,28 @@ func (b *Broker) dialogAnswer(ctx context.Context, c *Call, wfs *Workflows, wf *
 	if !paused {
 		res.Text = fmt.Sprintf("Rejected: %s: %s. This is final; a continue_workflow for it is refused.", notRun(wf), what)
 		res.err = errDeclined
+		// Some clients (codex) give the model the structured result
+		// only: it says who answered too.
+		if m, ok := res.Structured.(map[string]any); ok {
+			m["reason"] = what
+		}
 	}
 	return res
 }
 
 // dialogOutcome says what ended a dialog without an approval, no more
-// than pml knows. MCP elicitation's "decline" is the person's explicit no
-// and Abort their choice; "cancel" only says the dialog closed without a
-// choice: Claude Code in print mode closes it at once with nobody there,
-// a person pressing Escape looks the same, so it is never told as a
-// person's answer.
+// than pml knows: what the client answered. MCP elicitation's "decline"
+// is meant as a person's no, but codex exec declines by itself with
+// nobody asked; "cancel" only says the dialog closed without a choice:
+// Claude Code in print mode closes it at once with nobody there, and a
+// person pressing Escape looks the same. Neither is told as a person's
+// answer.
 func dialogOutcome(choice string) string {
 	switch choice {
 	case "abort", "":
-		return "the person chose Abort in the client's dialog"
+		return "Abort was chosen in the client's dialog"
 	case "declined":
-		return "the person declined in the client's dialog"
+		return "the client declined pml's dialog (a person's no, or the client's own where nobody can be asked, as codex exec does)"
 	case "cancelled":
 		return "the client closed pml's dialog; no person answered"
 	case "not answered":

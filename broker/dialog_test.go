@@ -56,8 +56,13 @@ func TestADialogTheClientClosedSaysNoPersonAnswered(t *testing.T) {
 	if !r.IsError || !strings.Contains(r.Text, "the client closed pml's dialog; no person answered") || strings.Contains(r.Text, "the person") {
 		t.Fatalf("%s", r.Text)
 	}
+	// A client that shows the model only the structured result (codex)
+	// says the same.
+	if m, _ := r.Structured.(map[string]any); m["reason"] != "the client closed pml's dialog; no person answered" {
+		t.Fatalf("structured: %+v", r.Structured)
+	}
 	r = f.ask(t, "filesystem:write_file", map[string]any{"path": "b.txt", "content": "x"}, "declined", true)
-	if !strings.Contains(r.Text, "the person declined") {
+	if !strings.Contains(r.Text, "the client declined pml's dialog") {
 		t.Fatalf("%s", r.Text)
 	}
 }
