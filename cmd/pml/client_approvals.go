@@ -24,6 +24,8 @@ func clientApprovals(name string) (text string, dialog bool) {
 	switch name {
 	case claudeCode:
 		return "approvals reach you in Claude Code's own dialog (MCP elicitation); in print mode (claude -p) nobody sees it: Claude Code closes it, pml reports \"the client closed pml's dialog; no person answered\" and nothing runs", true
+	case "codex":
+		return "codex declares a dialog for pml's approvals (MCP elicitation); codex exec declines it by itself, with nobody asked, and nothing that needs an approval runs", true
 	case "vscode":
 		return "approvals reach you in VS Code's own dialog (MCP elicitation)", true
 	case "opencode":

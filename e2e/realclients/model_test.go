@@ -111,8 +111,13 @@ func (m *model) decide(path string, body []byte) decision {
 	}
 	// A call pml rejected (an approval nobody gave) ends the task: asked
 	// again, it would be rejected again.
-	if strings.Contains(string(body), "Rejected: ") {
+	if strings.Contains(string(body), "Rejected: ") || strings.Contains(string(body), `\"status\":\"rejected\"`) {
 		return decision{text: "pml did not read the file: not approved"}
+	}
+	// pml's approval handed to the model (the client has no dialog): the
+	// script does not answer it in the person's place.
+	if strings.Contains(string(body), "Approval required (") {
+		return decision{text: "pml did not read the file: it needs a person's approval"}
 	}
 	if tool := readTool(names); tool != "" {
 		m.mu.Lock()
