@@ -103,41 +103,39 @@ registry-bin:
 demo: images
 	$(BIN) demo
 
-# Releases (.goreleaser.yaml): GoReleaser and cyclonedx-gomod (the SBOMs),
-# built from the Go module proxy once and cached outside the tree like the
-# registry binary (GoReleaser is several minutes of compiling on 2 cores).
-GORELEASER_VERSION := v2.15.1
-GORELEASER_BIN ?= $(HOME)/.cache/pml/bin/goreleaser-$(GORELEASER_VERSION)
+# Releases (.goreleaser.yaml): GoReleaser is a Go tool of its own module
+# file, tools/goreleaser/go.mod (its version pinned there; a module of its
+# own because its hundreds of dependencies would move pml's to other
+# versions), run as `go tool -modfile=tools/goreleaser/go.mod goreleaser`:
+# Go builds it once into its cache and reuses it. cyclonedx-gomod (the
+# SBOMs) is built from the Go module proxy once and cached outside the
+# tree like the registry binary.
 CYCLONEDX_VERSION := v1.10.0
 CYCLONEDX_DIR ?= $(HOME)/.cache/pml/bin/cyclonedx-gomod-$(CYCLONEDX_VERSION)
+GORELEASER := $(GO) tool -modfile=tools/goreleaser/go.mod goreleaser
 # Under a lock: CI builds these in the background while earlier stages
 # run, and a stage that needs them waits here for that build to finish
-# instead of starting a second one into the same place.
+# instead of starting a second one.
 release-tools:
 	@mkdir -p $(HOME)/.cache/pml/bin
 	@flock $(HOME)/.cache/pml/bin/.release-tools.lock $(MAKE) --no-print-directory release-tools-locked
 .PHONY: release-tools-locked
 release-tools-locked:
-	@set -e; if [ ! -x "$(GORELEASER_BIN)" ]; then echo "building GoReleaser $(GORELEASER_VERSION) into $(GORELEASER_BIN), once" >&2; \
-	  t=$$(mktemp -d); GOBIN=$$t CGO_ENABLED=0 $(GO) install -trimpath -ldflags '-s -w' github.com/goreleaser/goreleaser/v2@$(GORELEASER_VERSION); \
-	  mkdir -p $$(dirname $(GORELEASER_BIN)); mv $$t/goreleaser $(GORELEASER_BIN); rm -rf $$t; fi
+	@$(GORELEASER) --version | grep -m1 '^GitVersion' >&2
 	@set -e; if [ ! -x "$(CYCLONEDX_DIR)/cyclonedx-gomod" ]; then echo "building cyclonedx-gomod $(CYCLONEDX_VERSION) into $(CYCLONEDX_DIR), once" >&2; \
 	  t=$$(mktemp -d); GOBIN=$$t CGO_ENABLED=0 $(GO) install -trimpath -ldflags '-s -w' github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@$(CYCLONEDX_VERSION); \
 	  mkdir -p $(CYCLONEDX_DIR); mv $$t/cyclonedx-gomod $(CYCLONEDX_DIR)/; rm -rf $$t; fi
 
-# A release into dist/release: the five platforms' archives, checksums.txt,
-# an SBOM per archive, .deb and .rpm, the Homebrew formula and the Scoop
-# manifest. On a commit tagged vX.Y.Z (make release-tag) it publishes (GitHub
-# token needed); anywhere else, or with SNAPSHOT=1 (test-release), it is a
-# snapshot: offline, nothing published.
-# GoReleaser reads the git remote's URL and, when there is none (a local
-# clone, a worktree), builds without the commit: the project's URL is given
-# then, for this process only.
-PML_GIT_URL := https://github.com/pml-dev/pml.git
+# A release into dist/release: the five platforms' archives, checksums.txt
+# (signed with cosign, keyless, when a GitHub Actions OIDC token is there),
+# an SBOM per archive, .deb and .rpm, install.sh, the Homebrew formula and
+# the Scoop manifest. .ci/release.sh runs GoReleaser: on a commit tagged
+# vX.Y.Z (make release-tag) in the release workflow it publishes
+# (.github/workflows/release.yml); anywhere else, or with SNAPSHOT=1
+# (test-release), it is a snapshot: offline, unsigned (it says so),
+# nothing published.
 release: release-tools
-	env $$([ -n "$$(git remote)" ] || echo GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=remote.origin.url GIT_CONFIG_VALUE_0=$(PML_GIT_URL)) \
-	  PATH="$(CYCLONEDX_DIR):$(PATH)" $(GORELEASER_BIN) release --clean \
-	  $$(if [ "$(SNAPSHOT)" = 1 ] || ! git describe --tags --exact-match --match 'v*' >/dev/null 2>&1; then echo --snapshot; fi)
+	PATH="$(CYCLONEDX_DIR):$(PATH)" bash .ci/release.sh $$([ "$(SNAPSHOT)" = 1 ] && echo --snapshot)
 
 # make release-tag TAG=v1.2.3: tags a commit that is HEAD plus the generated
 # in-container program (gitignored on branches), so that the module the Go
@@ -166,9 +164,13 @@ test-release: build images qemu-user
 # Then staticcheck, a Go tool of this module (go.mod's tool line pins its
 # version; its results are cached in ~/.cache/staticcheck). A deliberate
 # use of something it flags carries a //lint:ignore with the reason.
+# And actionlint (a Go tool too) on .github/workflows: the CI and release
+# workflows, with shellcheck on their run: scripts when it is installed
+# (internal/cicheck has the project's own rules for them, run by go test).
 vet: inside
 	CGO_ENABLED=0 $(GO) vet -trimpath ./...
 	$(GO) tool staticcheck ./...
+	$(GO) tool actionlint -color=false
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

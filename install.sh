@@ -4,9 +4,16 @@
 #   curl -fsSL https://github.com/pml-dev/pml/releases/latest/download/install.sh | sh
 #
 # Detects the OS and architecture, downloads the matching archive and the
-# release's checksums file, refuses an archive whose sha256 does not match
-# (changing nothing), and installs pml into ~/.pml/bin. Running it again
-# installs the release again (or a newer one); nothing else changes.
+# release's checksums file, verifies the checksums file's keyless cosign
+# signature by pml's release workflow when cosign is installed (and says
+# that it did not when it is not), refuses an archive whose sha256 does not
+# match (changing nothing), and installs pml into ~/.pml/bin. Running it
+# again installs the release again (or a newer one); nothing else changes.
+# When the directory is not on PATH it says how to put it there for your
+# shell; with --modify-path it adds that line to your shell's startup file
+# itself (once: a second run finds it there).
+#
+#   curl -fsSL …/install.sh | sh -s -- --modify-path
 #
 # Environment:
 #   PML_INSTALL_DIR   where pml goes (default: $HOME/.pml/bin)
@@ -14,7 +21,21 @@
 #   PML_RELEASES_URL  where releases are (default: pml's GitHub releases),
 #                     laid out like GitHub's: <url>/latest/download/<asset>,
 #                     <url>/download/<tag>/<asset>
+#   PML_VERIFY_SIGNATURE=0  skips the signature check even with cosign
+#                     installed (a mirror of an unsigned build); the
+#                     checksum is always checked
 set -eu
+
+modify_path=0
+for arg in "$@"; do
+	case $arg in
+	--modify-path) modify_path=1 ;;
+	*)
+		printf 'install.sh: unknown argument %s (the one argument is --modify-path)\n' "$arg" >&2
+		exit 2
+		;;
+	esac
+done
 
 releases=${PML_RELEASES_URL:-https://github.com/pml-dev/pml/releases}
 releases=${releases%/}
@@ -131,6 +152,24 @@ say "Downloading $asset from $base"
 download "$base/$asset" "$tmp/$asset" || fail "could not download $base/$asset; nothing was installed"
 download "$base/checksums.txt" "$tmp/checksums.txt" || fail "could not download $base/checksums.txt; nothing was installed"
 
+# The checksums file's signature: cosign keyless, by the release workflow of
+# pml's repository for a v* tag (GitHub's OIDC identity); the same check
+# pml upgrade makes (internal/release). The checksum below is always checked.
+sig=checksums.txt.sigstore.json
+if [ "${PML_VERIFY_SIGNATURE:-}" = 0 ]; then
+	say "PML_VERIFY_SIGNATURE=0: the signature of checksums.txt is not verified, only the archive's checksum"
+elif command -v cosign >/dev/null 2>&1; then
+	download "$base/$sig" "$tmp/$sig" || fail "could not download $base/$sig: the release's checksums have no signature to verify; nothing was installed (PML_VERIFY_SIGNATURE=0 skips the check, for a mirror of an unsigned build)"
+	cosign verify-blob --bundle "$tmp/$sig" \
+		--certificate-identity-regexp '^https://github\.com/pml-dev/pml/\.github/workflows/release\.yml@refs/tags/v' \
+		--certificate-oidc-issuer https://token.actions.githubusercontent.com \
+		"$tmp/checksums.txt" >"$tmp/cosign.log" 2>&1 ||
+		fail "$sig is not a valid signature of checksums.txt by pml's release workflow (cosign: $(tail -n 1 "$tmp/cosign.log")): the release may have been tampered with; nothing was installed"
+	say "✓ checksums.txt is signed by pml's release workflow (cosign)"
+else
+	say "cosign is not installed: the signature of checksums.txt is not verified, only the archive's checksum (install cosign to have it verified)"
+fi
+
 want=$(awk -v f="$asset" '$2 == f || $2 == "*" f { print $1; exit }' "$tmp/checksums.txt")
 [ -n "$want" ] || fail "checksums.txt does not list $asset; nothing was installed"
 got=$(sha256 "$tmp/$asset")
@@ -162,12 +201,66 @@ mv -f "$dir/.$exe.new.$$" "$dir/$exe" || {
 }
 
 say "✓ pml $installed installed: $dir/$exe"
+# The startup file of the user's shell (by $SHELL) and the line that puts
+# the directory on PATH there; pml doctor gives the same advice.
+home=${HOME:-}
+rc=$home/.profile
+line="export PATH=\"$dir:\$PATH\""
+case ${SHELL:-} in
+*/zsh) rc=${ZDOTDIR:-$home}/.zshrc ;;
+*/bash)
+	# Terminals on macOS start login shells, which read .bash_profile.
+	if [ "$os" = darwin ]; then rc=$home/.bash_profile; else rc=$home/.bashrc; fi
+	;;
+*/fish)
+	rc=$home/.config/fish/config.fish
+	line="fish_add_path $dir"
+	;;
+esac
+
+# add_to_rc: appends the line to rc unless it is there: into a copy beside
+# it, renamed over it, so that the file is never seen half-written (a
+# linked rc file, as dotfile managers make, is appended to in place, to
+# keep the link).
+add_to_rc() {
+	if [ -f "$rc" ] && grep -qxF "$line" "$rc"; then
+		say "$rc already puts $dir on PATH"
+		return 0
+	fi
+	mkdir -p "$(dirname "$rc")" || return 1
+	if [ -L "$rc" ]; then
+		printf '\n# pml (install.sh)\n%s\n' "$line" >>"$rc" || return 1
+	else
+		# cp -p: the copy keeps the rc file's permissions.
+		new=$(dirname "$rc")/.$(basename "$rc").pml.$$
+		if ! {
+			if [ -f "$rc" ]; then cp -p "$rc" "$new"; else : >"$new"; fi &&
+				printf '\n# pml (install.sh)\n%s\n' "$line" >>"$new" &&
+				mv -f "$new" "$rc"
+		}; then
+			rm -f "$new"
+			return 1
+		fi
+	fi
+	say "✓ added to $rc: $line"
+}
+
 case ":${PATH:-}:" in
 *":$dir:"*) ;;
 *)
 	say ""
-	say "$dir is not on your PATH. Add it, then open a new terminal:"
-	say "  echo 'export PATH=\"$dir:\$PATH\"' >> ~/.profile"
+	if [ -z "$home" ]; then
+		say "$dir is not on your PATH (and HOME is not set): add it to PATH to run pml by name."
+	elif [ "$modify_path" = 1 ]; then
+		add_to_rc || fail "could not write $rc: add this line to it yourself: $line"
+		say "Open a new terminal (or run: $line) to use pml."
+	elif [ -f "$rc" ] && grep -qxF "$line" "$rc"; then
+		say "$rc puts $dir on PATH: open a new terminal (or run: $line) to use pml."
+	else
+		say "$dir is not on your PATH. Add it for your shell, then open a new terminal:"
+		say "  echo '$line' >> $rc"
+		say "(or run install.sh again with --modify-path to have it added)"
+	fi
 	;;
 esac
 say ""

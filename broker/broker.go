@@ -259,6 +259,10 @@ func (b *Broker) Close(timeout time.Duration) {
 		_ = b.sb.pool.Close(ctx)
 		b.inflight.Wait()
 		b.closeServers()
+		// The creates and removals stopped calls no longer wait for (a
+		// pre-start cancelled by the pool's Close above, a removal past
+		// its grace): what they make or leave is gone before pml exits.
+		_ = container.WaitLingering(ctx)
 		close(graceful)
 	}()
 	done := false

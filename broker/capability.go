@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pml-dev/pml/internal/capname"
 	"github.com/pml-dev/pml/internal/lazyre"
 	"github.com/pml-dev/pml/internal/registry"
 	"github.com/pml-dev/pml/internal/safefs"
@@ -29,8 +30,10 @@ const CapabilitiesFile = ".pml/capabilities.json"
 type Capability struct {
 	// Name is what the user typed (without @version): the .mcp.json key.
 	Name string `json:"name"`
-	// FQDN is the locked 5-part name.
+	// FQDN is the locked 5-part name; Version its semantic version, when
+	// the registry gave one.
 	FQDN      string `json:"fqdn"`
+	Version   string `json:"version,omitempty"`
 	Type      string `json:"type"`
 	Routing   string `json:"routing"`
 	Namespace string `json:"namespace"`
@@ -41,38 +44,25 @@ type Capability struct {
 	AddedAt     time.Time `json:"added_at"`
 }
 
-var capNameRE = lazyre.New(`^[a-z0-9][a-z0-9_-]{0,62}$`)
-
-// CapabilityFQDN reads what `pml add` was given: a bare name ("memory",
-// the MCP server pml.mcp.memory.server), or a 4- or 5-part FQDN; an
-// "@hash" suffix pins a version.
-func CapabilityFQDN(arg string) (name string, f registry.FQDN, err error) {
-	name, version, pinned := strings.Cut(arg, "@")
-	if pinned && version == "" {
-		return "", f, fmt.Errorf("%q: nothing after @ (give a version hash such as @3f2a, or no @)", arg)
-	}
-	full := name
-	if !strings.Contains(name, ".") {
-		if !capNameRE.MatchString(name) {
-			return "", f, fmt.Errorf("%q is not a capability name: use lowercase letters, digits, '-' or '_', or a registry FQDN such as acme.tools.json.parse", name)
-		}
-		full = registryPrefix + name + ".server"
-	}
-	if pinned {
-		full += "." + version
-	}
-	f, err = registry.ParseFQDN(full)
+// CapabilityFQDN reads what `pml add` was given, as the seeds write it
+// (internal/capname: smartSearch, db.postgres_query,
+// casys.pml.myCapability, a 4- or 5-part FQDN; @latest, @3f2a, @1.2.0,
+// @^1.2). The FQDN has the hash of an @hash; a semantic version is
+// resolved by AddCapability.
+func CapabilityFQDN(arg string) (capname.Ref, registry.FQDN, error) {
+	ref, err := capname.Parse(arg)
 	if err != nil {
-		return "", f, err
+		return ref, registry.FQDN{}, err
 	}
-	if pinned && f.Hash == "" {
-		return "", f, fmt.Errorf("%q: the version must be the 4 hex digits of the entry's hash", arg)
+	f, err := registry.ParseFQDN(ref.FQDN())
+	if err != nil {
+		return ref, f, err
 	}
 	switch f.Namespace {
 	case "filesystem", "shell", "pml":
-		return "", f, fmt.Errorf("%q names the built-in namespace %q; it needs no pml add", arg, f.Namespace)
+		return ref, f, fmt.Errorf("%q names the built-in namespace %q; it needs no pml add", arg, f.Namespace)
 	}
-	return name, f, nil
+	return ref, f, nil
 }
 
 // Confirm asks the person running `pml add` to approve something (an
@@ -85,11 +75,17 @@ var ErrRefused = errors.New("not approved")
 
 // AddCapability fetches, locks, installs and records a capability.
 func (b *Broker) AddCapability(ctx context.Context, arg string, confirm Confirm) (Capability, error) {
-	name, f, err := CapabilityFQDN(arg)
+	ref, f, err := CapabilityFQDN(arg)
 	if err != nil {
 		return Capability{}, fmt.Errorf("%w: %w", ErrInvalidInput, err)
 	}
-	e, v, err := b.fetchChecked(ctx, f.String())
+	name, fqdn := ref.Name, f.String()
+	if ref.NeedsListing() {
+		if fqdn, err = b.resolveVersion(ctx, ref); err != nil {
+			return Capability{}, err
+		}
+	}
+	e, v, err := b.fetchChecked(ctx, fqdn)
 	if err != nil {
 		return Capability{}, err
 	}
@@ -103,7 +99,7 @@ func (b *Broker) AddCapability(ctx context.Context, arg string, confirm Confirm)
 		}
 	}
 	ef, _ := registry.ParseFQDN(e.FQDN)
-	c := Capability{Name: name, FQDN: e.FQDN, Type: e.Type, Routing: e.Routing, Namespace: ef.Namespace, AddedAt: time.Now().UTC().Truncate(time.Second)}
+	c := Capability{Name: name, FQDN: e.FQDN, Version: e.Version, Type: e.Type, Routing: e.Routing, Namespace: ef.Namespace, AddedAt: time.Now().UTC().Truncate(time.Second)}
 	if e.Meta != nil {
 		c.Description = e.Meta.Description
 		c.EnvRequired = e.Meta.AllEnvRequired()

@@ -64,7 +64,13 @@ func (b *Broker) runTool(ctx context.Context, c *Call, name string, args map[str
 	}
 	e := audit.Entry{Tool: entry.def.Name, Decision: decision, Pattern: pattern, WorkflowID: workflowID, ExitStatus: status, ArgKeys: audit.Keys(args)}
 	if _, inContainer := b.accessOf(entry.def.Name); inContainer {
-		e.Limits = b.sb.limitsNote(ctx)
+		// Asked of the engine only after a call that ran: one stopped by
+		// its deadline (an engine that does not answer) must not wait for
+		// it past that deadline; the start-up's question learns it.
+		e.Limits = b.sb.knownLimitsNote()
+		if !res.IsError {
+			e.Limits = b.sb.limitsNote(ctx)
+		}
 	}
 	c.note(e)
 	// The tool's egress proxy refused a host it does not allow during

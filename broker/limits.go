@@ -2,6 +2,8 @@ package broker
 
 import (
 	"context"
+
+	"github.com/pml-dev/pml/internal/container"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,7 +26,8 @@ const limitsInfoTimeout = 5 * time.Second
 // else what it does not ("not enforced: rootless Podman on cgroup v1
 // ignores the memory, cpus, pids limits"). Asked once of the engine; an
 // engine that does not answer yet gives "" (no container runs on it
-// either) and is asked again next time.
+// either) and is asked again next time. ctx bounds the request, and
+// limitsInfoTimeout at most.
 func (s *sandbox) limitsNote(ctx context.Context) string {
 	if p := s.limits.note.Load(); p != nil {
 		return *p
@@ -32,12 +35,26 @@ func (s *sandbox) limitsNote(ctx context.Context) string {
 	if s.rt == nil {
 		return ""
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), limitsInfoTimeout)
+	ctx, cancel := context.WithTimeout(ctx, limitsInfoTimeout)
 	defer cancel()
 	info, err := s.rt.Info(ctx)
 	if err != nil {
 		return ""
 	}
+	return s.learnLimits(info)
+}
+
+// knownLimitsNote is limitsNote without asking the engine: what was
+// learnt so far.
+func (s *sandbox) knownLimitsNote() string {
+	if p := s.limits.note.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// learnLimits keeps what info says of the limits, and says it once.
+func (s *sandbox) learnLimits(info container.Info) string {
 	n := info.LimitsNote()
 	s.limits.note.Store(&n)
 	if n != "" {

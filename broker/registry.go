@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pml-dev/pml/internal/capname"
 	"github.com/pml-dev/pml/internal/registry"
 	"github.com/pml-dev/pml/internal/routing"
 	"github.com/pml-dev/pml/internal/termsafe"
@@ -297,4 +298,24 @@ func (b *Broker) approveIntegrity(ctx context.Context, c *Call, wfs *Workflows, 
 		c.note(e)
 	}
 	return res
+}
+
+// resolveVersion turns a name's semantic version or range into the
+// 5-part FQDN to fetch (registry.Resolve: a locked version that still
+// matches is kept; else the highest listed).
+func (b *Broker) resolveVersion(ctx context.Context, ref capname.Ref) (string, error) {
+	r := b.registry
+	if r.client == nil || r.lock == nil {
+		return "", fmt.Errorf("%w: the registries cannot be used: %v", ErrUnavailable, r.lockErr)
+	}
+	fqdn, _, err := registry.Resolve(ctx, r.client, r.lock, ref)
+	switch {
+	case err == nil:
+		return fqdn, nil
+	case errors.Is(err, registry.ErrNotFound):
+		return "", fmt.Errorf("%w: %w", ErrNotFound, err)
+	case ctx.Err() != nil:
+		return "", err
+	}
+	return "", fmt.Errorf("%w: %w", ErrUnavailable, err)
 }

@@ -21,6 +21,14 @@ import (
 	"github.com/pml-dev/pml/policies"
 )
 
+// disposalOf says what became of a stopped call's container.
+func disposalOf(res container.Result) string {
+	if res.Disposal == nil {
+		return "the container was killed"
+	}
+	return res.Disposal.String()
+}
+
 // sandbox is what every executor that starts a container shares, and
 // nothing else: the workspace and how it is mounted (with the guard for
 // pml's own files), the user and policy containers run with, their
@@ -279,15 +287,67 @@ type callLimit struct {
 	arg string
 	// max is sandbox.timeout, the most arg may give.
 	max time.Duration
+	// start is when the call began: what it asks the engine before its
+	// container runs (an image check) counts against the limit too, so
+	// that an engine that does not answer cannot hold it longer.
+	start time.Time
 }
 
-// policyLimit is sandbox.timeout (pml's default when it is not set).
+// policyLimit is sandbox.timeout (pml's default when it is not set),
+// counted from now.
 func (s *sandbox) policyLimit() callLimit {
 	d := time.Duration(s.policy().Timeout)
 	if d <= 0 {
 		d = defaultCallTimeout
 	}
-	return callLimit{d: d, max: d}
+	return callLimit{d: d, max: d, start: time.Now()}
+}
+
+// within bounds ctx by the limit, from the call's start.
+func (l callLimit) within(ctx context.Context) (context.Context, context.CancelFunc) {
+	start := l.start
+	if start.IsZero() {
+		start = time.Now()
+	}
+	return context.WithDeadline(ctx, start.Add(l.d))
+}
+
+// beforeContainer is the result of a step before a call's container (an
+// image check) that failed with err under ctx, parent bounded by limit:
+// when a deadline ended it, it says whose, and that no container exists.
+func beforeContainer(parent, ctx context.Context, limit callLimit, err error) Result {
+	const none = "no container had been created yet (the engine had not answered)"
+	switch {
+	case errors.Is(parent.Err(), context.DeadlineExceeded):
+		return errorResult(fmt.Errorf("%s before the call's container was started; %s: %w", callerDeadline, none, err))
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return errorResult(fmt.Errorf("timed out after %s before the call's container was started; %s (%s): %w", limit.d, none, limit.advice(), err))
+	case parent.Err() != nil:
+		return errorResult(fmt.Errorf("cancelled before the call's container was started; %s: %w", none, err))
+	}
+	return errorResult(err)
+}
+
+// stopped says what became of the container of a call that was stopped
+// (res.Disposal), and the cause worth adding: none when the error only
+// says the same (a start its context ended).
+func stopped(res container.Result, err error) (string, error) {
+	what := ""
+	if res.Disposal != nil {
+		what = res.Disposal.String()
+	}
+	if errors.As(err, new(*container.StartStopped)) {
+		return what, nil
+	}
+	return what, err
+}
+
+// withCause appends ": cause" when there is one.
+func withCause(msg string, cause error) error {
+	if cause == nil {
+		return errors.New(msg)
+	}
+	return fmt.Errorf("%s: %w", msg, cause)
 }
 
 // advice says what to change when the limit is too short.
@@ -328,7 +388,7 @@ func (s *sandbox) run(ctx context.Context, spec container.Spec, req container.Re
 	}
 	timeout := limit.d
 	parent := ctx
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := limit.within(ctx)
 	defer cancel()
 	names, err := s.exposed(spec.Mounts)
 	if err != nil {
@@ -369,12 +429,23 @@ func (s *sandbox) run(ctx context.Context, spec container.Spec, req container.Re
 	case err != nil && errors.Is(err, container.ErrAtCap):
 		return fail(fmt.Errorf("timed out after %s waiting for a container: %w", timeout, err))
 	case err != nil && !res.TimedOut && byCaller && !errors.Is(err, container.ErrImageMissing):
-		return fail(fmt.Errorf("%s before the container answered; it was removed: %w", callerDeadline, err))
+		what, cause := stopped(res, err)
+		if what == "" {
+			return fail(fmt.Errorf("%s before the container answered: %w", callerDeadline, err))
+		}
+		return fail(withCause(fmt.Sprintf("%s before the container answered; %s", callerDeadline, what), cause))
 	case err != nil && !res.TimedOut && errors.Is(ctx.Err(), context.DeadlineExceeded) && !errors.Is(err, container.ErrImageMissing):
 		// The call's time ran out before its container answered (a slow
 		// engine start counts): to the person it is a timeout, not an
 		// engine failure.
-		return fail(fmt.Errorf("timed out after %s before the container answered; it was removed (%s): %w", timeout, limit.advice(), err))
+		what, cause := stopped(res, err)
+		if what == "" {
+			return fail(fmt.Errorf("timed out after %s before the container answered (%s): %w", timeout, limit.advice(), err))
+		}
+		return fail(withCause(fmt.Sprintf("timed out after %s before the container answered; %s (%s)", timeout, what, limit.advice()), cause))
+	case err != nil && !res.TimedOut && parent.Err() != nil && res.Disposal != nil:
+		what, cause := stopped(res, err)
+		return fail(withCause("cancelled before the container answered; "+what, cause))
 	case err != nil && errors.As(err, new(*container.PullError)):
 		return fail(fmt.Errorf("%w: %w", ErrUnavailable, err))
 	case err != nil && errors.Is(err, container.ErrImageMissing):
@@ -384,11 +455,11 @@ func (s *sandbox) run(ctx context.Context, spec container.Spec, req container.Re
 	case err != nil && !res.TimedOut && !res.Cancelled:
 		return fail(fmt.Errorf("%w: running the container failed: %w", ErrUnavailable, err))
 	case res.TimedOut && byCaller:
-		return fail(fmt.Errorf("%s: the container was killed", callerDeadline))
+		return fail(fmt.Errorf("%s: %s", callerDeadline, disposalOf(res)))
 	case res.TimedOut:
-		return fail(fmt.Errorf("timed out after %s: the container was killed (%s)", timeout, limit.advice()))
+		return fail(fmt.Errorf("timed out after %s: %s (%s)", timeout, disposalOf(res), limit.advice()))
 	case res.Cancelled:
-		return fail(errors.New("cancelled: the container was killed"))
+		return fail(fmt.Errorf("cancelled: %s", disposalOf(res)))
 	case res.Exit.OOMKilled:
 		return fail(fmt.Errorf("killed: out of memory (limit %s; %s if needed)", s.policy().Resources.Memory, raiseSetting("sandbox.memory")))
 	}

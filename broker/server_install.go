@@ -40,6 +40,9 @@ func (b *Broker) install(ctx context.Context, srv *server) error {
 		Spec:    container.Spec{Image: srv.cfg.Image, User: b.sb.user, Policy: pol, Labels: b.sb.labels("install:" + srv.cfg.Name)},
 		Env:     os.Getenv,
 		Network: network,
+		// An unpinned package (the seeds' npx -y @scope/server) says
+		// which version its first install chose.
+		Note: func(note string) { b.progress.Info().Str("server", srv.cfg.Name).Msg(note) },
 	}
 	b.progress.Info().Str("server", srv.cfg.Name).Str("image", srv.cfg.Image).Str("command", srv.cfg.Install.Command+" "+strings.Join(srv.cfg.Install.Args, " ")).Msg("installing (a first install takes a while; a line every few seconds until it ends)")
 	began := time.Now()

@@ -84,12 +84,16 @@ func (e shellExec) run(ctx context.Context, def toolbox.Tool, args map[string]an
 	if err != nil {
 		return errorResult(err)
 	}
-	spec, err := e.spec(ctx)
+	// What is asked of the engine before the container runs counts
+	// against the call's limit too.
+	pctx, cancel := limit.within(ctx)
+	defer cancel()
+	spec, err := e.spec(pctx)
 	if err != nil {
-		return errorResult(err)
+		return beforeContainer(ctx, pctx, limit, err)
 	}
 	stdin := []byte(cwd + "\n" + command)
-	if exe := e.sb.supervisor(ctx); exe != "" {
+	if exe := e.sb.supervisor(pctx); exe != "" {
 		// pml's in-container program at PID 1 gives the container a deadline of
 		// its own (internal/supervise): it ends even when pml cannot
 		// kill it (pml killed, or the daemon connection lost).
@@ -100,7 +104,7 @@ func (e shellExec) run(ctx context.Context, def toolbox.Tool, args map[string]an
 	// sandbox.network: the supervisor runs the egress listener beside the
 	// command (egress.go); without it there is no way out at all.
 	if rules := *e.sb.egress.shell.Load(); !rules.Empty() {
-		if exe := e.sb.supervisor(ctx); exe == "" {
+		if exe := e.sb.supervisor(pctx); exe == "" {
 			return errorResult(fmt.Errorf("%w: sandbox.network needs pml's supervisor in the shell container, and pml's in-container program is missing from this pml; reinstall pml from a release (docs/install.md), or build it from source with `make build`; nothing ran", ErrUnavailable))
 		}
 		if err := e.sb.withEgress(&spec, shellEgressID, "shell:exec", "sandbox.network.allow", rules); err != nil {

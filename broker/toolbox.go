@@ -34,9 +34,14 @@ func (e toolboxExec) run(ctx context.Context, def toolbox.Tool, args map[string]
 		r.blocked = true
 		return r
 	}
-	ref, err := e.image.Ensure(ctx)
+	// The image check counts against the call's limit: an engine that
+	// does not answer it must not hold the call longer.
+	limit := e.sb.policyLimit()
+	pctx, cancel := limit.within(ctx)
+	defer cancel()
+	ref, err := e.image.Ensure(pctx)
 	if err != nil {
-		return errorResult(fmt.Errorf("%w: %w", ErrUnavailable, err))
+		return beforeContainer(ctx, pctx, limit, fmt.Errorf("%w: %w", ErrUnavailable, err))
 	}
 	argJSON, _ := json.Marshal(args)
 	deadline := time.Duration(e.sb.policy().Timeout)
@@ -59,7 +64,7 @@ func (e toolboxExec) run(ctx context.Context, def toolbox.Tool, args map[string]
 	}
 	// JSON escaping can make an answer larger than the content it carries.
 	// The agent answers with one line: the call ends with it.
-	res, failure := e.sb.run(ctx, spec, container.Request{Stdin: req, Limit: 4 * e.sb.policy().OutputLimit, AnswerLine: true}, e.sb.policyLimit())
+	res, failure := e.sb.run(ctx, spec, container.Request{Stdin: req, Limit: 4 * e.sb.policy().OutputLimit, AnswerLine: true}, limit)
 	if failure != nil {
 		return *failure
 	}

@@ -400,14 +400,29 @@ func TestCallWithTheEngineDownSaysItOnce(t *testing.T) {
 func TestCallTimeoutAndInterruptRemoveTheContainer(t *testing.T) {
 	ws := newWorkspace(t, `{"permissions": {"allow": ["shell:exec"]}}`)
 	t.Run("--timeout", func(t *testing.T) {
+		began := time.Now()
 		r := runCLI(t, ws.Dir, nil, "", "call", "shell:exec", `{"command": "sleep 30"}`, "--timeout", "1s")
+		took := time.Since(began)
 		out := callJSON(t, r)
 		if r.code != 124 || out.Outcome != "timeout" || !out.IsError {
 			t.Errorf("exit %d %+v\n%s", r.code, out, r.stderr)
 		}
-		// pml has exited: its container must already be gone.
-		if left := containersOf(t, ws.Dir); len(left) != 0 {
-			t.Errorf("%d container(s) left after pml call exited", len(left))
+		if took > 2*time.Second {
+			t.Errorf("pml call --timeout 1s took %v", took.Round(time.Millisecond))
+		}
+		// pml has exited: its container is gone, unless the engine did
+		// not confirm its removal within pml's bound (a loaded machine),
+		// and then the message names it and the next start removes it.
+		for _, c := range containersOf(t, ws.Dir) {
+			if !strings.Contains(out.Text, "container "+c.ID[:12]+" may still be running") {
+				t.Errorf("container %.12s (%s) left after pml call exited, and its message does not name it: %q", c.ID, c.Labels["pml.purpose"], out.Text)
+			}
+		}
+		if strings.Contains(out.Text, "may still be running") {
+			if r := runCLI(t, ws.Dir, nil, "", "call", "shell:exec", `{"command": "true"}`); r.code != 0 {
+				t.Fatalf("the next call: exit %d\n%s", r.code, r.stderr)
+			}
+			waitFor(t, "the next pml start to remove what was left", 15*time.Second, func() bool { return len(containersOf(t, ws.Dir)) == 0 })
 		}
 	})
 	t.Run("Ctrl-C", func(t *testing.T) {

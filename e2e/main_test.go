@@ -98,6 +98,8 @@ func run(m *testing.M) int {
 			return 1
 		}
 	}
+	// The fault tests' own dockerd, if one was started, goes with them.
+	defer stopFaultEngine()
 	return m.Run()
 }
 

@@ -85,8 +85,12 @@ type Toolbox struct {
 	// architecture (inside.Source.Program): the image holds it alone.
 	Program func(context.Context) (inside.Program, error)
 
-	mu  sync.Mutex
-	ref string
+	// busy is held while one caller asks the engine (or builds): the
+	// others wait for it only as long as their context lasts, since an
+	// engine that does not answer may hold it until the holder's ends.
+	busyOnce sync.Once
+	busy     chan struct{}
+	ref      string
 }
 
 // Ref returns the image ref for the daemon's architecture without
@@ -109,8 +113,13 @@ func ProgramTag(p inside.Program) string { return p.Digest[:16] }
 
 // Ensure returns the toolbox image ref, importing the image when missing.
 func (t *Toolbox) Ensure(ctx context.Context) (string, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.busyOnce.Do(func() { t.busy = make(chan struct{}, 1) })
+	select {
+	case t.busy <- struct{}{}:
+	case <-ctx.Done():
+		return "", fmt.Errorf("waiting for the toolbox image check of another call: %w", ctx.Err())
+	}
+	defer func() { <-t.busy }()
 	if t.ref != "" {
 		return t.ref, nil
 	}

@@ -56,7 +56,9 @@ Logs go to stderr: warnings and errors only (-D or --log-level info|debug for mo
 
 Exit codes:
 ` + exitTable() + `
---timeout bounds the whole call; when it expires (or on Ctrl-C) the container is killed and removed.`,
+--timeout bounds the whole call: pml call exits within a second of it whatever the container engine
+does. When it expires (or on Ctrl-C) the call's container is killed and removed; the text says
+whether the engine confirmed that in time, and what it did not confirm is removed by the next pml start.`,
 		Example: `  pml call filesystem:read_file '{"path": "README.md"}' | jq -r .text
   echo '{"command": "make test"}' | pml call shell:exec - --timeout 10m`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -169,6 +171,8 @@ func parseArgs(raw string, stdin io.Reader) (json.RawMessage, error) {
 // runCall is pml call: the JSON line goes to the real stdout, which is
 // reserved for it first so that nothing else can ever be printed there.
 func runCall(ctx context.Context, g *globals, tool, rawArgs string, timeout time.Duration) error {
+	// --timeout bounds the whole call, from the process's start.
+	began := processStart
 	if timeout < 0 {
 		return callUsage(os.Stdout, tool, fmt.Errorf("--timeout must not be negative (got %s)", timeout))
 	}
@@ -207,28 +211,43 @@ func runCall(ctx context.Context, g *globals, tool, rawArgs string, timeout time
 	cctx := ctx
 	if timeout > 0 {
 		var cancel context.CancelFunc
-		cctx, cancel = context.WithTimeout(ctx, timeout)
+		cctx, cancel = context.WithDeadline(ctx, began.Add(timeout))
 		defer cancel()
 	}
-	res := e.broker.Call(cctx, broker.Request{Tool: tool, Args: args})
-	// Whatever happened, the call's containers are gone before pml exits.
-	e.broker.Close(30 * time.Second)
+	res, overran := callWithin(cctx, e.broker, broker.Request{Tool: tool, Args: args})
+	// Whatever happened, the call's containers are gone before pml exits;
+	// after a deadline (or Ctrl-C) within what is left of its bound.
+	// The reap of other pmls' leftovers is not waited for then: the
+	// next start does it.
+	closeBy, reapBy := 30*time.Second, 5*time.Second
+	if cctx.Err() != nil {
+		closeBy = max(time.Until(stoppedAt(cctx).Add(callExitGrace)), 10*time.Millisecond)
+		reapBy = 0
+	}
+	e.broker.Close(closeBy)
 	select {
 	case <-reaped:
-	case <-time.After(5 * time.Second):
+	case <-time.After(reapBy):
 	}
 
 	code := callExitCode(res, ctx, cctx)
+	if overran {
+		code = exitTimeout
+		if ctx.Err() != nil {
+			code = exitInterrupted
+		}
+	}
 	if a, ok := res.Approval(); ok {
 		res.Text = approvalText(e.cfg, a)
 	}
 	switch code {
 	case exitTimeout:
 		// The bound that hit first is --timeout (the tool's own message
-		// says the caller's deadline passed); what it printed follows.
-		res.Text = fmt.Sprintf("--timeout %s expired: the call was stopped and its container killed and removed.\n%s", timeout, res.Text)
+		// says the caller's deadline passed, and what became of its
+		// container); what it printed follows.
+		res.Text = fmt.Sprintf("--timeout %s expired: the call was stopped.\n%s", timeout, res.Text)
 	case exitInterrupted:
-		res.Text = fmt.Sprintf("interrupted: the call was stopped and its container killed and removed.\n%s", res.Text)
+		res.Text = fmt.Sprintf("interrupted: the call was stopped.\n%s", res.Text)
 	}
 	o := callOutput{Tool: tool, Outcome: outcomeOf(code), ExitCode: code, IsError: res.IsError, Text: res.Text, Structured: res.Structured}
 	writeOutput(out, o)
@@ -236,6 +255,52 @@ func runCall(ctx context.Context, g *globals, tool, rawArgs string, timeout time
 		return nil
 	}
 	return &exitError{code, errors.New(callSummary(e, tool, code, res))}
+}
+
+// processStart is when this pml started (package initialisation comes
+// first): --timeout counts from it.
+var processStart = time.Now()
+
+// callOverrun is how long after its deadline (or Ctrl-C) pml call waits
+// for the call to end: the call waits container.DeadlineGrace for the
+// engine to confirm its container's removal, so this passes only when
+// some step did not heed the deadline. callExitGrace bounds the rest
+// (closing the broker, the reap of leftovers): pml call exits within a
+// second of its --timeout whatever the engine does.
+const (
+	callOverrun   = 600 * time.Millisecond
+	callExitGrace = 600 * time.Millisecond
+)
+
+// callWithin runs the call and returns its result, or, when it has not
+// ended callOverrun after cctx did, a result that says so (overran): the
+// call goes on in the background until pml exits.
+func callWithin(cctx context.Context, b *broker.Broker, req broker.Request) (broker.Result, bool) {
+	done := make(chan broker.Result, 1)
+	go func() { done <- b.Call(cctx, req) }()
+	select {
+	case res := <-done:
+		return res, false
+	case <-cctx.Done():
+	}
+	t := time.NewTimer(callOverrun)
+	defer t.Stop()
+	select {
+	case res := <-done:
+		return res, false
+	case <-t.C:
+	}
+	return broker.Result{IsError: true, Text: fmt.Sprintf("the call did not end within %s of being stopped (the container engine did not answer): "+
+		"its container, if one had been created, may still be running; the next pml start removes it (or run pml cleanup)", callOverrun)}, true
+}
+
+// stoppedAt is when cctx ended (its deadline, or now for a
+// cancellation), or now while it runs.
+func stoppedAt(cctx context.Context) time.Time {
+	if dl, ok := cctx.Deadline(); ok && cctx.Err() == context.DeadlineExceeded {
+		return dl
+	}
+	return time.Now()
 }
 
 // answersApproval refuses an answer to an approval: a workflow lives in

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pml-dev/pml/broker"
+	"github.com/pml-dev/pml/internal/capname"
 	"github.com/pml-dev/pml/internal/mcpjson"
 	"github.com/pml-dev/pml/internal/registry"
 	"github.com/pml-dev/pml/internal/wirename"
@@ -39,11 +40,16 @@ as a container image, pinned by digest. The name is derived from the package or 
 Both ask before writing (a "y" on a terminal, or --yes); --allow also allows the server's tools
 without asking. See docs/add.md.
 
-Fetch NAME from the registries (a bare name is the MCP server pml.mcp.NAME.server; a 4- or
-5-part FQDN names any entry; @VERSION pins the 4-hex-digit hash), record it in .pml/mcp.lock,
-install what it needs (after a "y" on a terminal, or --yes), record it in .pml/capabilities.json
-and add {"command": <pml>, "args": ["run", NAME]} to .mcp.json (the old file is kept in
-.mcp.json.backup). Needs no PML_API_KEY; afterwards pml run NAME works offline.
+Fetch NAME from the registries, named as the seeds write it: smartSearch (the entry
+pml.mcp.smartsearch.server: registry names are lowercase), db.postgres_query (namespace.action:
+pml.mcp.db.postgres_query), casys.pml.myCapability (org.project.name), or a 4- or 5-part FQDN.
+@VERSION is @latest (the current version, as with no @), a 4-hex-digit hash (@3f2a), a semantic
+version (@1.2.0) or a range as npm writes it (@^1.2, @~1.2.0, "@>=1.0.0 <2.0.0"), resolved once
+against the versions the registry lists: a version already locked that still matches is kept.
+Record it (and its version) in .pml/mcp.lock, install what it needs (after a "y" on a terminal, or
+--yes), record it in .pml/capabilities.json and add {"command": <pml>, "args": ["run", NAME]} to
+.mcp.json under NAME with its dots made '_' (db.postgres_query → "db_postgres_query"; the old file
+is kept in .mcp.json.backup). Needs no PML_API_KEY; afterwards pml run NAME works offline.
 
 --format json prints one JSON object on stdout: {"name", "kind" ("server" or "capability"), "file",
 "source", "allowed", "tools": [as pml tools --format json lists them]}; what pml says while it works
@@ -51,7 +57,7 @@ stays on stderr.
 
 Exit codes: 0 added, 1 failed, 2 bad name or configuration, 3 needs approval (no terminal and no
 --yes), 5 Docker or the registry unavailable.`,
-		Example: "  pml add npm:@modelcontextprotocol/server-everything --yes --allow\n  pml add npm:@modelcontextprotocol/server-filesystem --name files --allow -- .\n  pml add oci:mcp/fetch@sha256:… --yes\n  pml add memory\n  pml add acme.tools.json.parse@3f2a --yes",
+		Example: "  pml add npm:@modelcontextprotocol/server-everything --yes --allow\n  pml add npm:@modelcontextprotocol/server-filesystem --name files --allow -- .\n  pml add oci:mcp/fetch@sha256:… --yes\n  pml add memory\n  pml add smartSearch@1.2.0\n  pml add db.postgres_query@latest\n  pml add acme.tools.json.parse@3f2a --yes",
 		Args: func(cmd *cobra.Command, args []string) error {
 			dash := cmd.ArgsLenAtDash()
 			if len(args) == 0 || dash == 0 {
@@ -122,7 +128,10 @@ Exit codes: 0 added, 1 failed, 2 bad name or configuration, 3 needs approval (no
 			}
 			// Like pml init's entry: no machine path, no workspace.
 			command, _ := launchCommand(exe, os.Getenv)
-			if err := f.SetServer(c.Name, mcpjson.Server{Type: "stdio", Command: command, Args: []string{"run", c.Name}, Unset: []string{"PML_WORKSPACE"}}); err != nil {
+			// The seeds' key: db.postgres_query is "db_postgres_query",
+			// smartSearch stays "smartSearch"; `pml run` gets the name.
+			key := capKey(c.Name)
+			if err := f.SetServer(key, mcpjson.Server{Type: "stdio", Command: command, Args: []string{"run", c.Name}, Unset: []string{"PML_WORKSPACE"}}); err != nil {
 				return &exitError{2, err}
 			}
 			mode := f.Mode
@@ -138,7 +147,11 @@ Exit codes: 0 added, 1 failed, 2 bad name or configuration, 3 needs approval (no
 			if c.Routing == registry.RoutingServer {
 				where = "cloud"
 			}
-			fmt.Fprintf(w, "✓ %s added (%s, %s, %s): tools %s\n", c.Name, c.FQDN, c.Type, where, strings.Join(c.Tools, ", "))
+			version := ""
+			if c.Version != "" {
+				version = " " + c.Version
+			}
+			fmt.Fprintf(w, "✓ %s added (%s%s, %s, %s): tools %s\n", c.Name, c.FQDN, version, c.Type, where, strings.Join(c.Tools, ", "))
 			if of == formatJSON {
 				tools := []toolJSON{}
 				for _, t := range c.Tools {
@@ -166,6 +179,15 @@ Exit codes: 0 added, 1 failed, 2 bad name or configuration, 3 needs approval (no
 	cmd.Flags().BoolVar(&o.allow, "allow", false, "also allow the server's tools without asking (adds \"NAME:*\" to permissions.allow)")
 	addFormatFlag(cmd, &format, nil)
 	return cmd
+}
+
+// capKey is the .mcp.json key of a capability added as name: its dots
+// made '_' (capname.Ref.Key), the name itself when it does not parse.
+func capKey(name string) string {
+	if r, err := capname.Parse(name); err == nil {
+		return r.Key()
+	}
+	return name
 }
 
 // capExit maps an add failure to its exit code.
@@ -290,14 +312,15 @@ func newRemoveCmd(g *globals) *cobra.Command {
 			// Only an entry pml add wrote ({"args": ["run", NAME]}): other
 			// servers in .mcp.json are not pml's to remove.
 			had := false
-			if entry, present, err := f.Server(args[0]); err != nil {
+			key := capKey(args[0])
+			if entry, present, err := f.Server(key); err != nil {
 				return &exitError{2, err}
 			} else if present && len(entry.Args) == 2 && entry.Args[0] == "run" && entry.Args[1] == args[0] {
-				if had, err = f.RemoveServer(args[0]); err != nil {
+				if had, err = f.RemoveServer(key); err != nil {
 					return &exitError{2, err}
 				}
 			} else if present && !ok {
-				return &exitError{2, fmt.Errorf("%s in %s is not a capability pml added (its args are not [\"run\", %q]); edit that file yourself to remove it", args[0], f.Path, args[0])}
+				return &exitError{2, fmt.Errorf("%s in %s is not a capability pml added (its args are not [\"run\", %q]); edit that file yourself to remove it", key, f.Path, args[0])}
 			}
 			if !ok && !had {
 				return &exitError{2, fmt.Errorf("%s is not added here (pml list shows what is)", args[0])}
@@ -306,7 +329,7 @@ func newRemoveCmd(g *globals) *cobra.Command {
 				if _, err := f.Write(f.Mode); err != nil {
 					return &exitError{1, err}
 				}
-				fmt.Fprintf(say, "removed %s from %s (the old file is in %s)\n", args[0], f.Path, f.BackupPath())
+				fmt.Fprintf(say, "removed %s from %s (the old file is in %s)\n", key, f.Path, f.BackupPath())
 				rep.Kind, rep.File = "capability", f.Path
 			}
 			if ok {

@@ -138,11 +138,17 @@ func doctor(ctx context.Context, host string) []check {
 	}
 	if cfg != nil {
 		cfg = checkTrust(cfg, add)
+		if c, ok := checkExtraMounts(cfg); ok { // doctor_mounts.go
+			add(c)
+		}
 		u := broker.ContainerUser(cfg.Sandbox.User, ws.Dir)
 		add(check{"ok", "user", fmt.Sprintf("tools run as uid:gid %s: %s", u.User, u.Why), ""})
 	}
 	exe, _ := executable()
 	out = append(out, checkClientFiles(ws.Dir, exe, os.Getenv)...) // doctor_clients.go
+	if c := checkPath(exe, os.Getenv); c.status != "" {            // doctor_path.go
+		add(c)
+	}
 	if cfg != nil {
 		perms := cfg.Permissions
 		if !cfg.HasFile() {
@@ -151,6 +157,7 @@ func doctor(ctx context.Context, host string) []check {
 			perms = config.Permissions{Allow: d.Allow, Ask: d.Ask, Deny: d.Deny}
 		}
 		add(checkLockfile(ws.Dir, perms))
+		add(checkDeps(ctx, ws.Dir)) // doctor_deps.go
 		out = append(out, checkPatterns(cfg, broker.Known(ws.Dir, cfg))...)
 		key, from := apiKeyFor(ws.Dir)
 		add(checkCloud(ctx, http.DefaultClient, cfg.Cloud.URL, key, from))

@@ -40,8 +40,8 @@ var callExits = []struct {
 	{exitDenied, "denied", "a permissions.deny pattern matched"},
 	{exitUnavailable, "unavailable", "the container engine is not available: no daemon, permission denied on its socket (join its group), a missing image that could not be pulled, a workspace the engine cannot mount (a VM or remote daemon); or a registry a tool must be fetched from cannot be reached; or the workspace's audit log cannot be written (the call was not run)"},
 	{exitCloud, "cloud_unavailable", "a cloud tool could not be forwarded: no PML_API_KEY, cloud unreachable, key refused"},
-	{exitTimeout, "timeout", "--timeout expired: the call was stopped and its container removed"},
-	{exitInterrupted, "interrupted", "Ctrl-C or SIGTERM: the call was stopped and its container removed"},
+	{exitTimeout, "timeout", "--timeout expired: the call was stopped (the text says what became of its container)"},
+	{exitInterrupted, "interrupted", "Ctrl-C or SIGTERM: the call was stopped (the text says what became of its container)"},
 }
 
 func outcomeOf(code int) string {

@@ -51,12 +51,15 @@ type initOptions struct {
 	// format is --format; stdout gets its JSON document.
 	format string
 	stdout io.Writer
+	// workspace is --workspace DIR: the project is DIR, not the one
+	// found from the current directory.
+	workspace string
 }
 
 // initLong is pml init --help.
-const initLong = `Set up the project (the workspace: $PML_WORKSPACE, else the nearest parent with .git, go.mod,
-package.json, deno.json or .pml.json, else the current directory) so that Claude Code and other MCP
-clients start pml:
+const initLong = `Set up the project (the workspace: --workspace DIR, else $PML_WORKSPACE, else the nearest parent
+with .git, go.mod, package.json, deno.json or .pml.json, else the current directory) so that Claude
+Code and other MCP clients start pml:
 
   .mcp.json   the "pml" server under mcpServers: {"type": "stdio", "command": "pml", "args": ["stdio"]}.
               No machine path and no workspace: the file is committed and works for every checkout
@@ -118,10 +121,11 @@ func newInitCmd() *cobra.Command {
   pass show pml | pml init --yes --api-key -   # the key from stdin
   pml init --client cursor --client codex      # those two clients, in their project files
   pml init --client codex --scope user         # codex's user file: every project
-  pml init --client claude-desktop --yes       # Claude Desktop's user-level file`,
+  pml init --client claude-desktop --yes       # Claude Desktop's user-level file
+  pml init --workspace ~/src/app --yes --local # the project in ~/src/app, from anywhere`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return &exitError{2, fmt.Errorf("pml init takes no arguments (got %q); it sets up the workspace found from the current directory, or $PML_WORKSPACE", args)}
+				return &exitError{2, fmt.Errorf("pml init takes no arguments (got %q); it sets up the workspace found from the current directory, or $PML_WORKSPACE, or --workspace DIR", args)}
 			}
 			return nil
 		},
@@ -163,6 +167,7 @@ func newInitCmd() *cobra.Command {
 	f.StringVar(&o.cloudURL, "cloud-url", config.DefaultCloudURL, "cloud.url written into a new .pml.json")
 	f.StringSliceVar(&o.clients, "client", nil, "configure this MCP client (repeatable, or comma-separated): "+strings.Join(clients.Names(), ", ")+"; without it: Claude Code and the clients detected")
 	addFormatFlag(cmd, &format, nil)
+	f.StringVar(&o.workspace, "workspace", "", "set up the project in this directory (it must exist; not /, your home or a system directory) instead of the one found from the current directory or $PML_WORKSPACE")
 	f.StringVar(&o.scope, "scope", "", "where the clients' configuration goes: project (a file in the workspace) or user (the client's file in your home, for every project); default: project where the client has one")
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return &exitError{2, fmt.Errorf("%v (nothing was changed; see pml init --help)", err)}
@@ -346,7 +351,7 @@ type initPlan struct {
 
 // planInit reads the workspace's files and computes their new contents.
 func planInit(ctx context.Context, o initOptions, term *terminal, getenv func(string) string, cwd, exe string) (*initPlan, error) {
-	p, existing, hasEntry, err := readInitFiles(getenv, cwd)
+	p, existing, hasEntry, err := readInitFiles(getenv, cwd, o.workspace)
 	if err != nil {
 		return nil, err
 	}
@@ -393,9 +398,12 @@ func planInit(ctx context.Context, o initOptions, term *terminal, getenv func(st
 
 // readInitFiles resolves the workspace and reads .mcp.json (and pml's
 // entry in it), whether .pml.json exists, and .gitignore.
-func readInitFiles(getenv func(string) string, cwd string) (*initPlan, mcpjson.Entry, bool, error) {
+func readInitFiles(getenv func(string) string, cwd, named string) (*initPlan, mcpjson.Entry, bool, error) {
 	var none mcpjson.Entry
 	ws, err := workspace.Resolve(getenv, cwd)
+	if named != "" {
+		ws, err = workspace.Named(getenv, named, "--workspace")
+	}
 	if err != nil {
 		return nil, none, false, usage("%v", err)
 	}

@@ -232,7 +232,7 @@ func TestReadInitFilesRefusesALinkedStateDir(t *testing.T) {
 	if err := os.Symlink(t.TempDir(), filepath.Join(p.dir, ".pml")); err != nil {
 		t.Fatal(err)
 	}
-	_, _, _, err := readInitFiles(p.env, p.dir)
+	_, _, _, err := readInitFiles(p.env, p.dir, "")
 	if exitCode(err) != 2 {
 		t.Fatalf("err = %v, want exit 2", err)
 	}

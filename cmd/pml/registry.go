@@ -76,7 +76,7 @@ The address must be a loopback one unless --public is given.`,
 				return &exitError{2, err}
 			}
 			if n == 0 {
-				log.Warn().Str("dir", abs).Msg("the registry directory holds no entry yet (files named <org>.<project>.<namespace>.<action>.ts or .json)")
+				log.Warn().Str("dir", abs).Msg("the registry directory holds no entry yet (files named <org>.<project>.<namespace>.<action>.ts or .json, or <…>@1.2.0.ts for a version)")
 			}
 			ln, err := net.ListenTCP("tcp", tcp)
 			if err != nil {

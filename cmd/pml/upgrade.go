@@ -13,6 +13,7 @@ import (
 
 	"github.com/minio/selfupdate"
 	"github.com/spf13/cobra"
+	"golang.org/x/mod/semver"
 
 	"github.com/pml-dev/pml/internal/release"
 )
@@ -31,7 +32,8 @@ func newUpgradeCmd() *cobra.Command {
 		Short: "Replace this pml with the latest release",
 		Long: `Finds the latest release (PML_RELEASES_URL, default ` + release.DefaultURL + `),
 and when it is newer than this pml downloads the archive for this platform, checks it against
-the release's checksums file and replaces this pml's executable with the one inside, atomically:
+the release's checksums file (and, when cosign is installed, the checksums file against its
+keyless signature by pml's release workflow; PML_VERIFY_SIGNATURE=0 skips that) and replaces this pml's executable with the one inside, atomically:
 a failed download or a bad checksum leaves this pml as it was.
 
 A pml installed by a package manager (Homebrew, a .deb or .rpm package, Scoop) or by go install
@@ -48,7 +50,8 @@ is left to that tool; pml upgrade names the command to use.
 				return fmt.Errorf("finding this pml's executable: %w", err)
 			}
 			u := upgrader{exe: exe, built: built, base: os.Getenv("PML_RELEASES_URL"), owns: packageOwns,
-				goos: runtime.GOOS, goarch: runtime.GOARCH, apply: applyBinary}
+				goos: runtime.GOOS, goarch: runtime.GOARCH, apply: applyBinary,
+				cosign: lookCosign(), skipSignature: os.Getenv("PML_VERIFY_SIGNATURE") == "0"}
 			return u.run(cmd.Context(), cmd, check)
 		},
 	}
@@ -63,18 +66,34 @@ type upgrader struct {
 	goos, goarch string
 	owns         func(string) (string, bool)
 	apply        func(exe string, bin []byte) error
+	// cosign is the cosign program found on PATH ("" when none);
+	// skipSignature is PML_VERIFY_SIGNATURE=0 (upgrade_signature.go).
+	cosign        string
+	skipSignature bool
 }
 
 func (u upgrader) run(ctx context.Context, cmd *cobra.Command, check bool) error {
 	out := cmd.OutOrStdout()
+	// Another tool's pml: --check still answers (0 or 10, with that tool's
+	// command); an upgrade is left to that tool.
+	other, how := "", ""
 	if m := release.Owner(u.exe, u.owns); m != nil {
-		return fmt.Errorf("this pml (%s) was installed by %s; upgrade it with: %s", u.exe, m.Name, m.Upgrade)
+		other, how = "installed by "+m.Name, m.Upgrade
+	} else if u.built.Built == builtGoInstall {
+		other, how = "built by go install", goInstallCmd
 	}
-	if u.built.Built == builtGoInstall {
-		return fmt.Errorf("this pml (%s) was built by go install; upgrade it with: %s", u.built.Version, goInstallCmd)
+	if other != "" && !check {
+		return fmt.Errorf("this pml (%s) was %s; upgrade it with: %s", u.exe, other, how)
 	}
+	current := u.built.Version
 	if u.built.Built == builtSource {
-		return fmt.Errorf("this pml's version %q is not a release version (a build from source), so pml upgrade cannot compare it with the releases; install a release instead (docs/install.md)", u.built.Version)
+		// make build off a tag: git describe's v1.2.3-4-gabcdef0 is that
+		// tag plus commits, so --check compares the tag.
+		base, ok := describedTag(current)
+		if !check || !ok {
+			return fmt.Errorf("this pml's version %q is not a release version (a build from source), so pml upgrade cannot compare it with the releases; install a release instead (docs/install.md)", current)
+		}
+		current, other, how = base, "built from source", "build it from a newer checkout, or install the release (docs/install.md)"
 	}
 	c, err := release.New(u.base)
 	if err != nil {
@@ -84,7 +103,7 @@ func (u upgrader) run(ctx context.Context, cmd *cobra.Command, check bool) error
 	if err != nil {
 		return err
 	}
-	newer, err := release.Newer(u.built.Version, latest)
+	newer, err := release.Newer(current, latest)
 	if err != nil {
 		return fmt.Errorf("this pml's version %q cannot be compared with %s: %w", u.built.Version, latest, err)
 	}
@@ -93,9 +112,14 @@ func (u upgrader) run(ctx context.Context, cmd *cobra.Command, check bool) error
 		return err
 	}
 	if check {
-		fmt.Fprintf(out, "A newer release exists: %s (this pml is %s); run pml upgrade\n", latest, u.built.Version)
+		if other != "" {
+			fmt.Fprintf(out, "A newer release exists: %s (this pml is %s, %s); upgrade it with: %s\n", latest, u.built.Version, other, how)
+		} else {
+			fmt.Fprintf(out, "A newer release exists: %s (this pml is %s); run pml upgrade\n", latest, u.built.Version)
+		}
 		return &exitError{code: exitUpgradeAvailable}
 	}
+	u.verifier(c, cmd)
 	asset := release.ArchiveName(u.goos, u.goarch)
 	archive, err := c.Fetch(ctx, latest, asset)
 	if err != nil {
@@ -113,6 +137,13 @@ func (u upgrader) run(ctx context.Context, cmd *cobra.Command, check bool) error
 	}
 	_, err = fmt.Fprintf(out, "✓ Upgraded from %s to %s\n", u.built.Version, latest)
 	return err
+}
+
+// describedTag is the release tag a git-describe version starts from
+// (v1.2.3 of v1.2.3-4-gabcdef0 or v1.2.3-dirty).
+func describedTag(v string) (string, bool) {
+	base := gitDescribed.ReplaceAllString(v, "")
+	return base, base != v && semver.IsValid(base)
 }
 
 // applyBinary replaces exe with bin: selfupdate writes it beside exe and

@@ -133,7 +133,10 @@ func noContainersLeft(t *testing.T, dir string) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	for _, id := range left {
-		t.Errorf("container %s of %s was left behind", id, dir)
+		// Its state and purpose say which path left it (exited 137: killed
+		// and never removed; created: a create that landed after pml).
+		state, _ := exec.Command("docker", "inspect", "--format", `{{.State.Status}} exit {{.State.ExitCode}} {{index .Config.Labels "pml.purpose"}} created {{.Created}} finished {{.State.FinishedAt}}`, id).Output()
+		t.Errorf("container %s of %s was left behind: %s", id, dir, strings.TrimSpace(string(state)))
 		_ = exec.Command("docker", "rm", "-f", id).Run()
 	}
 }

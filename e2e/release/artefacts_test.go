@@ -141,7 +141,7 @@ func TestTheChecksumsVerifyAndListEveryArchiveAndPackage(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("sha256sum -c checksums.txt: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	want := []string{"_linux_amd64.deb", "_linux_arm64.deb", "_linux_amd64.rpm", "_linux_arm64.rpm"}
+	want := []string{"_linux_amd64.deb", "_linux_arm64.deb", "_linux_amd64.rpm", "_linux_arm64.rpm", "install.sh"}
 	for _, p := range platforms {
 		want = append(want, archiveName(p.os, p.arch))
 	}

@@ -62,6 +62,7 @@ var keyClasses = map[string]Class{
 	"private_mcps":                  Granting,
 	"$schema":                       Neutral,
 	"sandbox.shared_paths":          Granting,
+	"sandbox.mounts":                Granting, // each mount, its target and its mode
 	"runtime":                       Granting, // another runtime (floors.go)
 	"kubernetes.namespace":          Granting, // another namespace (floors.go)
 	"kubernetes.unverified_network": Granting,

@@ -123,6 +123,9 @@ type Sandbox struct {
 	// SharedPaths lists what a container engine in a VM or on another
 	// host can bind-mount (sandbox.shared_paths; nil: its defaults).
 	SharedPaths []string
+	// Mounts are extra host paths for tool containers (sandbox.mounts;
+	// mounts.go): grants, read-only by default.
+	Mounts []Mount
 	// Network is what shell:exec may reach through pml's egress proxy
 	// (sandbox.network; network.go).
 	Network Network
@@ -277,6 +280,7 @@ func settle(cfg *Config, data []byte, env func(string) string) (*Config, error) 
 	cfg.Warnings = append(cfg.Warnings, warnings...)
 	errs = append(errs, serr...)
 	errs = append(errs, finish(cfg)...)
+	errs = append(errs, checkMounts(cfg, env)...)
 	placeErrors(path, data, errs)
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)

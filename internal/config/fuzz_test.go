@@ -37,6 +37,7 @@ func FuzzLoad(f *testing.F) {
 		f.Add([]byte(s), []byte(fuzzPolicies[(i+2)%len(fuzzPolicies)]))
 	}
 	f.Add([]byte(fuzzPolicies[1]), []byte(`{"permissions": {"allow": ["shell:exec"], "deny": []}, "mcps": {"fs": {"image": "y/fs:2"}}}`))
+	f.Add([]byte(`{"sandbox": {"mounts": ["/data", {"source": "/srv", "target": "/s", "read_only": false}]}, "mcps": {"m": {"image": "x", "sandbox": {"mounts": ["/opt"]}}}}`), []byte(`{"sandbox": {"mounts": ["/var/run"]}}`))
 	noEnv := func(string) string { return "" }
 	defaults := []string{"filesystem:read_file"}
 	load := func(t *testing.T, shared, local []byte) (*Config, error) {

@@ -74,6 +74,11 @@ func GrantsAgainst(cfg *Config, defaultAllow []string, trusted Floor) []Grant {
 			add("sandbox.shared_paths="+p, fmt.Sprintf("treats %s as shared with the container engine (sandbox.shared_paths)", shown(p)))
 		}
 	}
+	if fromFile("sandbox.mounts") {
+		for _, m := range cfg.Sandbox.Mounts {
+			add("sandbox.mounts="+m.Key(), fmt.Sprintf("mounts %s into tool containers (sandbox.mounts)", shown(m.String())))
+		}
+	}
 	if fromFile("kubernetes.unverified_network") && cfg.Kubernetes.UnverifiedNetwork {
 		add("kubernetes.unverified_network=true", "runs pods where the cluster's network policy is not verified (kubernetes.unverified_network)")
 	}
@@ -133,6 +138,9 @@ func describeServer(s Server) string {
 	}
 	if !s.Network.Empty() {
 		b.WriteString(", network " + shownLine(s.Network.Describe()))
+	}
+	for _, m := range s.Mounts {
+		fmt.Fprintf(&b, ", mounting %s", shownLine(m.String()))
 	}
 	if s.Install != nil {
 		fmt.Fprintf(&b, ", installed by %s", shownLine(strings.TrimSpace(s.Install.Command+" "+strings.Join(s.Install.Args, " "))))
@@ -224,6 +232,15 @@ func RestrictAgainst(cfg *Config, defaultAllow []string, trusted Floor, keep fun
 			}
 		}
 		c.Sandbox.SharedPaths = kept
+	}
+	if fromFile("sandbox.mounts") {
+		var kept []Mount
+		for _, m := range cfg.Sandbox.Mounts {
+			if ok("sandbox.mounts=" + m.Key()) {
+				kept = append(kept, m)
+			}
+		}
+		c.Sandbox.Mounts = kept
 	}
 	if fromFile("kubernetes.unverified_network") && !ok("kubernetes.unverified_network=true") {
 		c.Kubernetes.UnverifiedNetwork = false

@@ -53,7 +53,7 @@ var keyDocs = map[string]keyDoc{
 		meaning: "Process limit of each tool container (at least 1). Applies to the next container after a save.",
 		example: `{"sandbox": {"pids": 512}}`},
 	"sandbox.timeout": {section: "Sandbox", def: "the container policy's (`60s`)",
-		meaning: "How long one tool call may run; past it the container is killed. A `pml:execute` run computes for at most this long, not counting time spent waiting for approvals.",
+		meaning: "How long one tool call may run, what it asks the container engine included; past it the container is killed, and a filesystem or shell:exec call ends within a second whatever the engine does (what the engine did not confirm removing, the next pml start removes). A `pml:execute` run computes for at most this long, not counting time spent waiting for approvals.",
 		example: `{"sandbox": {"timeout": "5m"}}`},
 	"sandbox.user": {section: "Sandbox", def: "the invoking user; if that is root, the workspace's owner",
 		meaning: "The user tool containers run as (`uid` or `uid:gid`). `pml doctor` says which user is used and why. A repository's file that sets it needs trust.",
@@ -79,6 +79,9 @@ var keyDocs = map[string]keyDoc{
 	"sandbox.shared_paths": {section: "Sandbox", def: "the engine's own shares (Docker Desktop on macOS: `/Users`, `/Volumes`, `/private`, `/tmp`, `/var/folders`; a remote engine: none)",
 		meaning: "The host directories a container engine in a VM or on another host can mount (absolute paths); it replaces the engine's defaults. Ignored for a local engine. A call whose workspace is outside them fails before any container is created. See [engines.md](engines.md).",
 		example: `{"sandbox": {"shared_paths": ["/Users/me/src"]}}`},
+	"sandbox.mounts": {section: "Sandbox", typ: `list: host paths or {"source", "target", "read_only"}`, def: "none (the workspace only)",
+		meaning: "Extra host paths for tool containers: a host path (read-only, at the same path in the container) or `{\"source\", \"target\", \"read_only\"}` (`\"read_only\": false` makes it writable). Per server too, as `mcps.NAME.sandbox.mounts`. Each mount is a grant (`pml trust`); a container engine's socket, `~/.ssh`, `~/.docker`, pml's trust store and state (`~/.local/state/pml`, `~/.config/pml`, the project's `.pml/`), or a directory holding one of them, are refused. `pml doctor` lists them. Read and checked only: tool containers do not get them yet.",
+		example: `{"sandbox": {"mounts": ["/data/models", {"source": "/srv/cache", "target": "/cache", "read_only": false}]}}`},
 
 	"sandbox.network.allow": {section: "Network", def: "none (no network)",
 		meaning: "The hosts `shell:exec` may reach through pml's egress proxy: `host`, `host:port`, an IP, or `*.domain` (subdomains only); without a port, 443 and 80. A name that resolves to a loopback, link-local or private address is refused unless that host or address is named itself.",

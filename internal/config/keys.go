@@ -80,6 +80,8 @@ func table(c *Config) []setting {
 		// What a container engine in a VM or on another host can mount
 		// (internal/engine); nil: the engine's defaults.
 		field("sandbox.shared_paths", kStringList, &c.Sandbox.SharedPaths, nil, decodePathList, nil),
+		// Extra host paths in tool containers (mounts.go).
+		field("sandbox.mounts", kAny, &c.Sandbox.Mounts, nil, decodeMounts, nil),
 		text("runtime", kString, &c.Runtime, RuntimeDocker, checkRuntime),
 		text("kubernetes.namespace", kString, &c.Kubernetes.Namespace, DefaultKubernetesNamespace, checkNamespace),
 		field("kubernetes.unverified_network", kBool, &c.Kubernetes.UnverifiedNetwork, false, decodeBool, nil),

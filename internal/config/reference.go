@@ -177,7 +177,7 @@ func defaultText(v any) string {
 		return code(s)
 	case bool:
 		return code(fmt.Sprint(d))
-	case map[string]string:
+	case map[string]string, []Mount:
 		return ""
 	case []string:
 		if len(d) == 0 {

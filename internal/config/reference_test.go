@@ -114,7 +114,7 @@ func (k Key) sampleEnv() string {
 		return "127.0.0.1:5432=db.internal:5432"
 	case "sandbox.network.allow":
 		return "api.github.com:443"
-	case "sandbox.shared_paths":
+	case "sandbox.shared_paths", "sandbox.mounts":
 		return "/srv/a"
 	case "registries", "cloud.url", "telemetry.endpoint":
 		return "https://r.example"

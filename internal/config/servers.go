@@ -43,6 +43,9 @@ type Server struct {
 	// Runtime is the server's sandbox.runtime ("" the project's): its
 	// containers and its install step run on it.
 	Runtime string
+	// Mounts are the server's extra host paths (its sandbox.mounts;
+	// mounts.go), part of its definition and so of its trust.
+	Mounts []Mount `json:",omitempty"`
 }
 
 // Install is the one-time step that fills the server's /deps cache.
@@ -149,7 +152,7 @@ func serverMembers(s *Server, path, key string, warnings *[]string) []member {
 		{"env_required", readArgs(&s.EnvRequired), func(any) error { return checkEnvNames(s.EnvRequired) }},
 		{"install", nil, readInstall(&s.Install, path, key+".install", warnings)},
 		{"network", nil, readNetwork(&s.Network)},
-		{"sandbox", nil, readServerSandbox(&s.Runtime, path, key+".sandbox", warnings)},
+		{"sandbox", nil, readServerSandbox(s, path, key+".sandbox", warnings)},
 		{"description", nil, nil},
 	}
 }
@@ -334,17 +337,18 @@ func readInstall(dst **Install, path, key string, warnings *[]string) func(any) 
 
 // readServerSandbox reads a server's own sandbox settings: runtime, the
 // project's sandbox.runtime for this server only.
-func readServerSandbox(dst *string, path, key string, warnings *[]string) func(any) error {
+func readServerSandbox(s *Server, path, key string, warnings *[]string) func(any) error {
 	return func(v any) error {
 		if v == nil {
 			return nil
 		}
 		m, ok := v.(map[string]any)
 		if !ok {
-			return errors.New("must be an object {runtime}, not " + typeName(v))
+			return errors.New("must be an object {runtime, mounts}, not " + typeName(v))
 		}
 		return readObject(path, key, m, []member{
-			{"runtime", readString(dst, ""), func(any) error { return checkSandboxRuntime(*dst) }},
+			{"runtime", readString(&s.Runtime, ""), func(any) error { return checkSandboxRuntime(s.Runtime) }},
+			{"mounts", func(v any) (err error) { s.Mounts, err = decodeMounts(v, false); return err }, nil},
 		}, warnings)
 	}
 }

@@ -77,7 +77,7 @@ func TestServerErrorsNameTheKey(t *testing.T) {
 		{`{"mcps": {"m": {"image": "x", "install": {"command": "npm", "integrity": "md5-abc"}}}}`, `"mcps.m.install.integrity"`, "not an SRI"},
 		{`{"mcps": {"m": {"image": "x", "install": {"command": "npm", "integrity": "sha256-AAAA"}}}}`, `"mcps.m.install.integrity"`, "expected 32 bytes"},
 		{`{"mcps": {"m": {"image": "x", "sandbox": {"runtime": "gvisor"}}}}`, `"mcps.m.sandbox.runtime"`, `must be "default", "runsc" or "auto"`},
-		{`{"mcps": {"m": {"image": "x", "sandbox": "runsc"}}}`, `"mcps.m.sandbox"`, "must be an object {runtime}"},
+		{`{"mcps": {"m": {"image": "x", "sandbox": "runsc"}}}`, `"mcps.m.sandbox"`, "must be an object {runtime, mounts}"},
 		{`{"mcps": []}`, `"mcps"`, "object of servers"},
 		{`{"sandbox": {"idle_timeout": "soon"}}`, `"sandbox.idle_timeout"`, "positive duration"},
 	} {

@@ -147,7 +147,7 @@ func (p *Pool) Run(ctx context.Context, spec Spec, req Request) (Result, error) 
 		if req.Disposed != nil {
 			req.Disposed()
 		}
-		return Result{}, err
+		return stoppedStart(err), err
 	}
 	l.disposed = req.Disposed
 	defer l.Release()
@@ -159,6 +159,15 @@ func (p *Pool) Run(ctx context.Context, spec Spec, req Request) (Result, error) 
 	}
 	res, err := collect(ctx, l, out, req.Stdin, began)
 	res.Warm = l.Warm
+	if res.TimedOut || res.Cancelled {
+		// Removed now, within DeadlineGrace, so that the caller hears
+		// what the engine confirmed; Release's removal in the background
+		// then finds it gone (or goes on trying).
+		d, exit := l.removeWithin(ctx)
+		res.Disposal, res.Exit = &d, exit
+		l.stopped = true
+		res.Duration = time.Since(began)
+	}
 	return res, err
 }
 
@@ -174,6 +183,9 @@ type Lease struct {
 	once sync.Once
 	// disposed is called once the container is removed (Request.Disposed).
 	disposed func()
+	// stopped: the call was stopped (deadline, cancellation); its kind is
+	// not refilled now (see Release).
+	stopped bool
 }
 
 // Acquire returns a container of spec whose output goes to streams: a
@@ -202,6 +214,27 @@ func (p *Pool) Acquire(ctx context.Context, spec Spec, streams Streams) (*Lease,
 	return &Lease{Process: proc, pool: p, k: k}, nil
 }
 
+// removeWithin is RemoveWithin for a lease: the pool counts the removal
+// in flight until it ends (Close waits for it, bounded), and Disposed is
+// called once it has.
+func (l *Lease) removeWithin(ctx context.Context) (Disposal, Exit) {
+	p := l.pool
+	p.mu.Lock()
+	p.busy++
+	p.mu.Unlock()
+	disposed := l.disposed
+	l.disposed = nil
+	return RemoveWithin(ctx, l.Process, func() {
+		if disposed != nil {
+			disposed()
+		}
+		p.mu.Lock()
+		p.busy--
+		p.signalDrained()
+		p.mu.Unlock()
+	})
+}
+
 // Release kills and removes the container in the background (it is never
 // used again) and lets the pool start a replacement. Safe to call twice.
 func (l *Lease) Release() {
@@ -215,7 +248,11 @@ func (l *Lease) Release() {
 		if lostRuntime(l.Process) {
 			p.lost()
 		}
-		if l.k != nil {
+		// Not after a stopped call: the engine may be what stopped it, and
+		// a pml that exits right after (pml call, bounded by its deadline)
+		// would leave the replacement behind. The kind's next call
+		// refills it.
+		if l.k != nil && !l.stopped {
 			p.refill(l.k)
 		}
 		p.busy--

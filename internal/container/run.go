@@ -27,6 +27,10 @@ type Result struct {
 	// Warm: the container came pre-started from a Pool.
 	Warm     bool
 	Duration time.Duration
+	// Disposal, set when the call was stopped (TimedOut, Cancelled, or a
+	// start its context ended), says what became of the container as far
+	// as the engine confirmed within DeadlineGrace.
+	Disposal *Disposal
 }
 
 // Request is one use of a single-use container.
@@ -57,15 +61,33 @@ func Run(ctx context.Context, rt Runtime, spec Spec, stdin []byte, limit int64) 
 	out := newCapped(limit, false)
 	p, err := rt.Start(ctx, spec, out.streams())
 	if err != nil {
-		return Result{}, err
+		return stoppedStart(err), err
+	}
+	res, err := collect(ctx, p, out, stdin, began)
+	if res.TimedOut || res.Cancelled {
+		// The caller's bound holds: wait DeadlineGrace at most for the
+		// engine, the rest of the removal goes on in the background.
+		d, exit := RemoveWithin(ctx, p, nil)
+		res.Disposal, res.Exit = &d, exit
+		res.Duration = time.Since(began)
+		return res, err
 	}
 	// Remove even when ctx is already done: a fresh context bounded in time.
-	defer func() {
-		rctx, cancel := CleanupContext(ctx)
-		defer cancel()
-		_ = p.Remove(rctx)
-	}()
-	return collect(ctx, p, out, stdin, began)
+	rctx, cancel := CleanupContext(ctx)
+	defer cancel()
+	_ = p.Remove(rctx)
+	return res, err
+}
+
+// stoppedStart is the Result of a Start that failed: when its context
+// ended, what became of the container it asked for.
+func stoppedStart(err error) Result {
+	var ss *StartStopped
+	if errors.As(err, &ss) {
+		d := ss.Disposal
+		return Result{Disposal: &d}
+	}
+	return Result{}
 }
 
 // collect writes stdin to a started container and gathers what it answers:
@@ -75,30 +97,44 @@ func Run(ctx context.Context, rt Runtime, spec Spec, stdin []byte, limit int64) 
 // container here.
 func collect(ctx context.Context, p Process, out *capped, stdin []byte, began time.Time) (Result, error) {
 	in := p.Stdin()
-	if len(stdin) > 0 {
-		// A write error means the process exited before reading: its exit
-		// (below) tells why, so the error itself adds nothing.
-		_, _ = in.Write(stdin)
-	}
-	_ = in.Close()
+	// Written beside the wait: an engine that stops reading (frozen) must
+	// not hold the call past its deadline. Removing the container closes
+	// the stream and ends a write still blocked.
+	go func() {
+		if len(stdin) > 0 {
+			// A write error means the process exited before reading: its
+			// exit (below) tells why, so the error itself adds nothing.
+			_, _ = in.Write(stdin)
+		}
+		_ = in.Close()
+	}()
 
 	var err error
 	res := Result{}
 	select {
 	case <-p.Done():
 		res.Exit, err = p.Exit()
+		// The answer and the exit can come together (stdin is written
+		// beside this wait): the answer is what the call waited for.
+		select {
+		case <-out.answered:
+			res.Answered = true
+		default:
+		}
 	case <-out.answered:
 		res.Answered = true
 	case <-out.full:
 		res.Truncated = true
 		res.Exit, err = killAndWait(ctx, p)
 	case <-ctx.Done():
+		// The caller removes the container within DeadlineGrace
+		// (RemoveWithin): a kill and a wait here would be two more
+		// requests an engine that does not answer could hold.
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			res.TimedOut = true
 		} else {
 			res.Cancelled = true
 		}
-		res.Exit, _ = killAndWait(ctx, p)
 	}
 	res.Stdout, res.Stderr = out.bytes()
 	if out.truncated() {
@@ -112,11 +148,17 @@ func collect(ctx context.Context, p Process, out *capped, stdin []byte, began ti
 }
 
 // killAndWait kills p and waits for its exit, both bounded by
-// CleanupTimeout: an engine that does not answer gives up the wait (the
-// caller's Remove, with its own deadline, comes next).
+// CleanupTimeout and by ctx's deadline plus DeadlineGrace: an engine that
+// does not answer gives up the wait (the caller's Remove, with its own
+// deadline, comes next), and never holds the call past its bound.
 func killAndWait(ctx context.Context, p Process) (Exit, error) {
 	cctx, cancel := CleanupContext(ctx)
 	defer cancel()
+	if dl, ok := ctx.Deadline(); ok {
+		var cancelGrace context.CancelFunc
+		cctx, cancelGrace = context.WithDeadline(cctx, dl.Add(DeadlineGrace))
+		defer cancelGrace()
+	}
 	_ = p.Kill(cctx)
 	return p.Wait(cctx)
 }

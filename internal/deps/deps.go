@@ -26,6 +26,7 @@ import (
 
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/container"
+	"github.com/pml-dev/pml/internal/npmspec"
 	"github.com/pml-dev/pml/internal/safefs"
 )
 
@@ -55,8 +56,15 @@ type Store struct {
 type Record struct {
 	// Spec identifies the install step (image, command, args, integrity):
 	// a changed step means a new install.
-	Spec        string    `json:"spec"`
-	Integrity   string    `json:"integrity"`
+	Spec      string `json:"spec"`
+	Integrity string `json:"integrity"`
+	// Version is the npm package's version as installed. For a package
+	// the install step does not pin (`npx -y @scope/server`, the seeds'
+	// form) it is the version resolved at the first install, which every
+	// later install of the same step uses.
+	Version string `json:"version,omitempty"`
+	// Package is the npm package Version is of.
+	Package     string    `json:"package,omitempty"`
 	InstalledAt time.Time `json:"installed_at"`
 }
 
@@ -133,6 +141,9 @@ type Installer struct {
 	// template's policy network is used and the host's proxy variables
 	// are passed on.
 	Network func(spec *container.Spec) error
+	// Note, when set, is told one line for the person when an unpinned
+	// package is resolved to a version at its first install.
+	Note func(string)
 }
 
 // MismatchError is an integrity failure.
@@ -171,6 +182,18 @@ func (in *Installer) Install(ctx context.Context, srv config.Server) (err error)
 	spec := in.Spec
 	spec.Entrypoint = []string{srv.Install.Command}
 	spec.Cmd = srv.Install.Args
+	unpinned := Unpinned(srv.Install)
+	resolved := ""
+	if unpinned {
+		// Resolved once: a later install takes the version the first
+		// one chose, and must match its integrity (below).
+		if rec, ok := in.Store.recordOf(srv); ok && rec.Version != "" {
+			resolved = rec.Version
+			args := append([]string(nil), srv.Install.Args...)
+			args[len(args)-1] = srv.Install.Package + "@" + rec.Version
+			spec.Cmd = args
+		}
+	}
 	spec.WorkingDir = MountPoint
 	spec.Mounts = []container.Mount{{Source: dir, Target: MountPoint}}
 	spec.Env = []string{"HOME=/tmp", "npm_config_cache=/tmp/.npm", "npm_config_update_notifier=false"}
@@ -223,6 +246,15 @@ func (in *Installer) Install(ctx context.Context, srv config.Server) (err error)
 	if expected != "" && actual != expected {
 		return &MismatchError{Server: srv.Name, Expected: expected, Actual: actual}
 	}
+	version := ""
+	if srv.Install.Command == "npm" && srv.Install.Package != "" {
+		if version, err = InstalledVersion(ctx, ws, dir, srv.Install.Package); err != nil {
+			return fmt.Errorf("checking the version of %s: %w", srv.Name, err)
+		}
+		if resolved != "" && version != resolved {
+			return fmt.Errorf("installing %s: npm installed %s %s, not the version %s recorded at its first install; nothing was changed", srv.Name, srv.Install.Package, version, resolved)
+		}
+	}
 	// Complete and verified: into place. What was there (an install of
 	// an older step) goes first, as a rename cannot replace a directory
 	// that has files.
@@ -232,7 +264,71 @@ func (in *Installer) Install(ctx context.Context, srv config.Server) (err error)
 	if err := safefs.Rename(ws, dir, final); err != nil {
 		return fmt.Errorf("moving the install of %s into %s: %w", srv.Name, final, err)
 	}
-	return in.Store.record(srv, actual)
+	if err := in.Store.record(srv, actual, version); err != nil {
+		return err
+	}
+	if unpinned && resolved == "" && in.Note != nil {
+		in.Note(fmt.Sprintf("%s: %s resolved to %s@%s (%s) at its first install; recorded in .pml/deps.json, later installs use that version",
+			srv.Name, srv.Install.Args[len(srv.Install.Args)-1], srv.Install.Package, version, actual))
+	}
+	return nil
+}
+
+// Unpinned reports whether an install step names an npm package without
+// an exact version and without an integrity (`npx -y @scope/server`,
+// `pkg@^1.2`, `pkg@latest`): what it installs is decided at its first
+// install, then recorded.
+func Unpinned(inst *config.Install) bool {
+	if inst == nil || inst.Command != "npm" || inst.Integrity != "" || inst.Package == "" || len(inst.Args) == 0 {
+		return false
+	}
+	spec := inst.Args[len(inst.Args)-1]
+	if npmspec.Name(spec) != inst.Package {
+		return false
+	}
+	return !npmspec.Exact(strings.TrimPrefix(spec[len(inst.Package):], "@"))
+}
+
+// InstalledVersion is the version of package pkg that npm installed in
+// dir, from npm's lockfile there.
+func InstalledVersion(ctx context.Context, root, dir, pkg string) (string, error) {
+	b, err := safefs.ReadFileContext(ctx, root, filepath.Join(dir, "node_modules", ".package-lock.json"), 64<<20)
+	if err != nil {
+		return "", fmt.Errorf("npm left no node_modules/.package-lock.json: %w", err)
+	}
+	var lock struct {
+		Packages map[string]struct {
+			Version string `json:"version"`
+		} `json:"packages"`
+	}
+	if err := json.Unmarshal(b, &lock); err != nil {
+		return "", fmt.Errorf("reading npm's lockfile: %w", err)
+	}
+	p, ok := lock.Packages["node_modules/"+pkg]
+	if !ok || p.Version == "" {
+		return "", fmt.Errorf("npm did not install %s", pkg)
+	}
+	return p.Version, nil
+}
+
+// recordOf is srv's record when it is for srv's current install step.
+func (s *Store) recordOf(srv config.Server) (Record, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, err := s.load()
+	if err != nil {
+		return Record{}, false
+	}
+	rec, ok := st.Servers[srv.Name]
+	return rec, ok && rec.Spec == SpecOf(srv)
+}
+
+// Records returns every record of deps.json, by server name.
+func (s *Store) Records() (map[string]Record, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, err := s.load()
+	return st.Servers, err
 }
 
 // recorded is the integrity recorded for srv's install step ("" when it
@@ -250,7 +346,7 @@ func (s *Store) recorded(srv config.Server) string {
 	return ""
 }
 
-func (s *Store) record(srv config.Server, integrity string) error {
+func (s *Store) record(srv config.Server, integrity, version string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	// Another pml (a pml add of another server, now) may be recording
@@ -264,7 +360,11 @@ func (s *Store) record(srv config.Server, integrity string) error {
 	if err != nil {
 		st = state{Servers: map[string]Record{}}
 	}
-	st.Servers[srv.Name] = Record{Spec: SpecOf(srv), Integrity: integrity, InstalledAt: time.Now().UTC()}
+	rec := Record{Spec: SpecOf(srv), Integrity: integrity, Version: version, InstalledAt: time.Now().UTC()}
+	if version != "" {
+		rec.Package = srv.Install.Package
+	}
+	st.Servers[srv.Name] = rec
 	b, _ := json.MarshalIndent(st, "", "  ")
 	return safefs.WriteFile(s.ws, s.file(), append(b, '\n'), 0o644)
 }

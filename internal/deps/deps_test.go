@@ -60,7 +60,7 @@ func TestInstalledFollowsTheRecordAndTheSpec(t *testing.T) {
 	if err := os.MkdirAll(s.Dir("m"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.record(srv, srv.Install.Integrity); err != nil {
+	if err := s.record(srv, srv.Install.Integrity, ""); err != nil {
 		t.Fatal(err)
 	}
 	if !s.Installed(srv) {
@@ -132,7 +132,7 @@ func TestStatusTellsMissingOutdatedAndInstalled(t *testing.T) {
 	if err := os.MkdirAll(s.Dir("m"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.record(srv, srv.Install.Integrity); err != nil {
+	if err := s.record(srv, srv.Install.Integrity, ""); err != nil {
 		t.Fatal(err)
 	}
 	if got := s.Status(srv); got != StatusInstalled {
@@ -148,5 +148,24 @@ func TestStatusTellsMissingOutdatedAndInstalled(t *testing.T) {
 	}
 	if got := s.Status(srv); got != StatusMissing {
 		t.Errorf("with its directory removed: %q", got)
+	}
+}
+
+// The seeds' unpinned npm packages are resolved at their first install.
+func TestUnpinnedIsAnNPMPackageWithoutAnExactVersionOrIntegrity(t *testing.T) {
+	for spec, want := range map[string]bool{
+		"@scope/server":        true,
+		"@scope/server@latest": true,
+		"@scope/server@^1.2":   true,
+		"@scope/server@1.2.3":  false,
+	} {
+		inst := &config.Install{Command: "npm", Args: []string{"install", "--prefix", "/deps", spec}, Package: "@scope/server"}
+		if got := Unpinned(inst); got != want {
+			t.Errorf("Unpinned(%s) = %v", spec, got)
+		}
+		inst.Integrity = "sha512-x"
+		if Unpinned(inst) {
+			t.Errorf("%s with an integrity is pinned by it", spec)
+		}
 	}
 }

@@ -146,10 +146,9 @@ func (r *Runtime) startDirect(ctx context.Context, spec pmlc.Spec, streams pmlc.
 		return nil, err
 	}
 	fail := func(err error) (pmlc.Process, error) {
-		p.discard(ctx)
-		return nil, err
+		return nil, p.discard(ctx, err)
 	}
-	att, err := r.cli.ContainerAttach(ctx, p.id, container.AttachOptions{Stream: true, Stderr: true})
+	att, err := r.attach(ctx, p.id, container.AttachOptions{Stream: true, Stderr: true})
 	if err != nil {
 		return fail(wrap("attaching to container", err))
 	}

@@ -54,7 +54,11 @@ type Runtime struct {
 	// What the engine is (podman.go), learnt once it answers: the user
 	// namespace containers get, and the facts pml doctor and the broker
 	// report (with the version).
-	engineMu    sync.Mutex
+	engineMu ctxLock
+
+	// negotiated: the API version is settled (negotiate.go).
+	negotiating ctxLock
+	negotiated  atomic.Bool
 	pinged      bool
 	podman      bool
 	factsKnown  bool
@@ -85,6 +89,18 @@ const createTimeout = 60 * time.Second
 // that asks for DirectStdio gets it when the direct path works (see
 // UseDirectStdio), else the attach stream.
 func (r *Runtime) Start(ctx context.Context, spec pmlc.Spec, streams pmlc.Streams) (pmlc.Process, error) {
+	r.negotiate(ctx)
+	p, err := r.start(ctx, spec, streams)
+	var ss *pmlc.StartStopped
+	if err != nil && ctx.Err() != nil && !errors.As(err, &ss) {
+		// Stopped before any create was asked for (a question to the
+		// engine first, which ctx ended): no container exists.
+		err = &pmlc.StartStopped{Err: fmt.Errorf("%w: %w", ctx.Err(), err)}
+	}
+	return p, err
+}
+
+func (r *Runtime) start(ctx context.Context, spec pmlc.Spec, streams pmlc.Streams) (pmlc.Process, error) {
 	if r.directFor(ctx, spec) && r.ownCgroups(ctx) {
 		p, err := r.startDirect(ctx, spec, streams)
 		if err == nil || !isFallback(ctx, err) {
@@ -117,10 +133,9 @@ func (r *Runtime) startAttached(ctx context.Context, spec pmlc.Spec, streams pml
 	if err != nil {
 		return nil, err
 	}
-	att, err := r.cli.ContainerAttach(ctx, p.id, container.AttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
+	att, err := r.attach(ctx, p.id, container.AttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
 	if err != nil {
-		p.discard(ctx)
-		return nil, wrap("attaching to container", err)
+		return nil, p.discard(ctx, wrap("attaching to container", err))
 	}
 	p.att = att
 	stdout, stderr := streams.Stdout, streams.Stderr
@@ -138,8 +153,7 @@ func (r *Runtime) startAttached(ctx context.Context, spec pmlc.Spec, streams pml
 		close(p.copied)
 	}()
 	if err := r.cli.ContainerStart(ctx, p.id, container.StartOptions{}); err != nil {
-		p.discard(ctx)
-		return nil, wrap("starting container", err)
+		return nil, p.discard(ctx, wrap("starting container", err))
 	}
 	p.startWatch()
 	return p, nil
@@ -147,35 +161,69 @@ func (r *Runtime) startAttached(ctx context.Context, spec pmlc.Spec, streams pml
 
 // create creates the container; it is removed again if ctx ended
 // meanwhile.
+//
+// A create cancelled in flight can leave a container the daemon made but
+// whose id never arrived: the request runs without the caller's
+// cancellation (bounded by createTimeout), and the caller waits for it
+// only until ctx ends. A create that lands after that is removed then;
+// one that lands after this pml exited carries its owner labels, and the
+// next pml start reaps it.
 func (r *Runtime) create(ctx context.Context, image string, cfg *container.Config, host *container.HostConfig) (*process, error) {
 	name := "pml-" + randomHex(6)
-	// A create cancelled in flight can leave a container the daemon made
-	// but whose id never arrived: create without the caller's cancellation
-	// (bounded by createTimeout), then remove it if the caller gave up.
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createTimeout)
+	type answer struct {
+		id  string
+		err error
+	}
+	answered := make(chan answer, 1)
+	// Counted until the container it may make is known or removed: a pml
+	// closing waits for it (container.WaitLingering), bounded.
+	lingered := pmlc.Linger()
+	go func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createTimeout)
+		defer cancel()
+		id, err := r.createNamed(cctx, name, image, cfg, host)
+		answered <- answer{id, err}
+	}()
+	var a answer
+	select {
+	case a = <-answered:
+		lingered()
+	case <-ctx.Done():
+		go func() {
+			defer lingered()
+			if a := <-answered; a.err == nil {
+				newProcess(r, a.id).discard(context.Background(), nil)
+			}
+		}()
+		return nil, &pmlc.StartStopped{Disposal: pmlc.Disposal{Container: name}, Err: ctx.Err()}
+	}
+	if a.err != nil {
+		return nil, wrapImage("creating container from "+image, a.err)
+	}
+	p := newProcess(r, a.id)
+	if err := ctx.Err(); err != nil {
+		return nil, p.discard(ctx, err)
+	}
+	return p, nil
+}
+
+// createNamed is one create request (two when a pinned image answers to
+// its digest tag only).
+func (r *Runtime) createNamed(ctx context.Context, name, image string, cfg *container.Config, host *container.HostConfig) (string, error) {
 	if host.UsernsMode == "keep-id" && r.createGate != nil {
 		leave := r.createGate.enter()
 		defer leave()
 	}
-	created, err := r.cli.ContainerCreate(cctx, cfg, host, nil, nil, name)
+	created, err := r.cli.ContainerCreate(ctx, cfg, host, nil, nil, name)
 	if err != nil && cerrdefs.IsNotFound(err) {
 		// Only on this error path, so the common case costs nothing: a
 		// pinned image loaded from a bundle answers to its digest tag.
-		if dt, ok := r.loadedImage(cctx, image); ok {
+		if dt, ok := r.loadedImage(ctx, image); ok {
 			cfg.Image = dt
-			created, err = r.cli.ContainerCreate(cctx, cfg, host, nil, nil, name)
+			created, err = r.cli.ContainerCreate(ctx, cfg, host, nil, nil, name)
 		}
 	}
-	cancel()
-	if err != nil {
-		return nil, wrapImage("creating container from "+image, err)
-	}
-	p := newProcess(r, created.ID)
-	if err := ctx.Err(); err != nil {
-		p.discard(ctx)
-		return nil, err
-	}
-	return p, nil
+	return created.ID, err
 }
 
 func (r *Runtime) translate(ctx context.Context, spec pmlc.Spec) (*container.Config, *container.HostConfig, error) {
@@ -305,6 +353,7 @@ func (r *Runtime) SeccompSupported(ctx context.Context) bool {
 
 // ImageExists reports whether ref is present locally.
 func (r *Runtime) ImageExists(ctx context.Context, ref string) (bool, error) {
+	r.negotiate(ctx)
 	_, err := r.cli.ImageInspect(ctx, ref)
 	if err == nil {
 		return true, nil
@@ -318,6 +367,7 @@ func (r *Runtime) ImageExists(ctx context.Context, ref string) (bool, error) {
 
 // ImportImage creates ref from a rootfs tarball.
 func (r *Runtime) ImportImage(ctx context.Context, ref string, rootfs io.Reader, changes []string) error {
+	r.negotiate(ctx)
 	rc, err := r.cli.ImageImport(ctx, image.ImportSource{Source: rootfs, SourceName: "-"}, ref, image.ImportOptions{Changes: changes})
 	if err != nil {
 		return wrap("importing image "+ref, err)
@@ -342,6 +392,7 @@ func (r *Runtime) ImportImage(ctx context.Context, ref string, rootfs io.Reader,
 
 // ListManaged lists containers labelled pml.managed=true, running or not.
 func (r *Runtime) ListManaged(ctx context.Context) ([]pmlc.Managed, error) {
+	r.negotiate(ctx)
 	list, err := r.cli.ContainerList(ctx, container.ListOptions{
 		All:     true,
 		Filters: filters.NewArgs(filters.Arg("label", pmlc.LabelManaged+"=true")),
@@ -358,6 +409,7 @@ func (r *Runtime) ListManaged(ctx context.Context) ([]pmlc.Managed, error) {
 
 // RemoveContainer force-removes id; a container already gone is not an error.
 func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
+	r.negotiate(ctx)
 	err := r.cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true})
 	if err == nil || cerrdefs.IsNotFound(err) || (cerrdefs.IsConflict(err) && r.removing(ctx, id)) {
 		return nil
@@ -367,6 +419,7 @@ func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
 
 // Info describes the daemon.
 func (r *Runtime) Info(ctx context.Context) (pmlc.Info, error) {
+	r.negotiate(ctx)
 	eng, err := r.facts(ctx)
 	if err != nil {
 		return pmlc.Info{}, err
@@ -566,13 +619,26 @@ func (p *process) Remove(ctx context.Context) error {
 }
 
 // discard removes a container Start made but will not return (the
-// contract: a failed Start leaves nothing behind), with a deadline of its
-// own since ctx may have ended.
-func (p *process) discard(ctx context.Context) {
+// contract: a failed Start leaves nothing behind), and returns the error
+// Start returns: cause, or, when ctx has ended, what became of the
+// container (*container.StartStopped). Once ctx has ended it waits for
+// the engine DeadlineGrace at most (the caller's deadline is a bound);
+// the removal goes on in the background.
+func (p *process) discard(ctx context.Context, cause error) error {
+	defer p.Finish(pmlc.Exit{}, errors.New("the container failed to start"))
+	if err := ctx.Err(); err != nil {
+		d, _ := pmlc.RemoveWithin(ctx, p, nil)
+		if cause == nil || errors.Is(cause, err) {
+			cause = err
+		} else {
+			cause = fmt.Errorf("%w: %w", err, cause)
+		}
+		return &pmlc.StartStopped{Disposal: d, Err: cause}
+	}
 	cctx, cancel := pmlc.CleanupContext(ctx)
 	defer cancel()
 	_ = p.Remove(cctx)
-	p.Finish(pmlc.Exit{}, errors.New("the container failed to start"))
+	return cause
 }
 
 func shortID(id string) string {

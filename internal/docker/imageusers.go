@@ -12,6 +12,7 @@ import (
 // ListImageUsers lists every container, running or not, whoever created
 // it, with the ID of its image.
 func (r *Runtime) ListImageUsers(ctx context.Context) ([]pmlc.ImageUser, error) {
+	r.negotiate(ctx)
 	list, err := r.cli.ContainerList(ctx, container.ListOptions{All: true})
 	if err != nil {
 		return nil, wrap("listing containers", err)

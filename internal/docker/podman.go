@@ -57,8 +57,10 @@ const engineTimeout = 10 * time.Second
 // system) and its /_ping does not; a Podman on this machine's own unix
 // socket is described from the socket and the host's cgroup file system.
 func (r *Runtime) facts(ctx context.Context) (engineFacts, error) {
-	r.engineMu.Lock()
-	defer r.engineMu.Unlock()
+	if err := r.engineMu.lock(ctx); err != nil {
+		return engineFacts{}, err
+	}
+	defer r.engineMu.unlock()
 	if r.factsKnown {
 		return r.engineFacts, nil
 	}
@@ -103,8 +105,10 @@ func (r *Runtime) usernsMode(ctx context.Context) (string, error) {
 
 // isPodman pings the engine once: Podman adds its own header.
 func (r *Runtime) isPodman(ctx context.Context) (bool, error) {
-	r.engineMu.Lock()
-	defer r.engineMu.Unlock()
+	if err := r.engineMu.lock(ctx); err != nil {
+		return false, err
+	}
+	defer r.engineMu.unlock()
 	if r.pinged {
 		return r.podman, nil
 	}

@@ -92,7 +92,7 @@ The other ` + "`PML_*`" + ` variables are at the end: [Environment variables](#e
 			fmt.Fprintf(&b, "- `%s`: %s Default: %s.\n", v.Name, v.Meaning, v.Default)
 		}
 	}
-	b.WriteString("\nOther variables pml honours: `OTEL_*` for telemetry ([observability.md](observability.md)), `DOCKER_HOST` and the Docker context for the engine ([engines.md](engines.md)), `KUBECONFIG` for Kubernetes ([kubernetes.md](kubernetes.md)), `XDG_CONFIG_HOME` and `XDG_STATE_HOME` for pml's own files, and `NO_COLOR`. The installer, `install.sh`, reads `PML_INSTALL_DIR`, `PML_VERSION` and `PML_RELEASES_URL` ([install.md](install.md)).\n")
+	b.WriteString("\nOther variables pml honours: `OTEL_*` for telemetry ([observability.md](observability.md)), `DOCKER_HOST` and the Docker context for the engine ([engines.md](engines.md)), `KUBECONFIG` for Kubernetes ([kubernetes.md](kubernetes.md)), `XDG_CONFIG_HOME` and `XDG_STATE_HOME` for pml's own files, and `NO_COLOR`. The installer, `install.sh`, reads `PML_INSTALL_DIR`, `PML_VERSION`, `PML_RELEASES_URL` and `PML_VERIFY_SIGNATURE` ([install.md](install.md)).\n")
 	return b.Bytes()
 }
 

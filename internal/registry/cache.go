@@ -23,6 +23,7 @@ func CacheDir(workspace string) string {
 // 4-part name can be served offline too.
 type record struct {
 	FQDN      string    `json:"fqdn"`
+	Version   string    `json:"version,omitempty"`
 	Type      string    `json:"type"`
 	Routing   string    `json:"routing"`
 	Integrity string    `json:"integrity"`
@@ -31,6 +32,10 @@ type record struct {
 	// Body is the response body exactly as served (base64 in the file, so
 	// code that is not valid UTF-8 survives).
 	Body []byte `json:"body"`
+	// TwoStep: Body is a deno entry's metadata and Code the code its
+	// codeUrl served.
+	TwoStep bool   `json:"twoStep,omitempty"`
+	Code    []byte `json:"code,omitempty"`
 }
 
 // cache is the in-memory cache in front of the on-disk one. An empty dir

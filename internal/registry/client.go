@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pml-dev/pml/internal/capname"
 	"github.com/pml-dev/pml/internal/errdefs"
 	"github.com/pml-dev/pml/internal/keysafe"
 	"github.com/pml-dev/pml/internal/termsafe"
@@ -27,11 +28,17 @@ type Entry struct {
 	Type string
 	// Routing is RoutingClient or RoutingServer.
 	Routing string
+	// Version is the entry's semantic version when the registry gives one
+	// (X-PML-Version, or "version" in its metadata), else "".
+	Version string
 	// Integrity is the registry's ETag ("sha256-<hex>" for pml's own
 	// registry); the content has been checked against it.
 	Integrity string
 	// Code is the TypeScript source of a deno entry.
 	Code string
+	// CodeIntegrity is the integrity of Code when it was fetched in a
+	// second step from the metadata's codeUrl ("" otherwise).
+	CodeIntegrity string
 	// Metadata is a stdio or http entry's JSON as served; Meta is the same,
 	// decoded and checked.
 	Metadata json.RawMessage
@@ -234,7 +241,10 @@ func (c *Client) Fetch(ctx context.Context, fqdn string) (*Entry, error) {
 	for _, reg := range c.registries {
 		e, err := c.fetchFrom(ctx, reg, f, cached)
 		if err == nil {
-			r := &record{FQDN: e.FQDN, Type: e.Type, Routing: e.Routing, Integrity: e.Integrity, Registry: reg, FetchedAt: e.FetchedAt, Body: e.body()}
+			r := &record{FQDN: e.FQDN, Version: e.Version, Type: e.Type, Routing: e.Routing, Integrity: e.Integrity, Registry: reg, FetchedAt: e.FetchedAt, Body: e.body()}
+			if e.CodeIntegrity != "" {
+				r.TwoStep, r.Code = true, []byte(e.Code)
+			}
 			if err := c.cache.put(f.Base(), r); err != nil {
 				e.Warning = fmt.Sprintf("%s could not be cached for offline use: %v", e.FQDN, err)
 			}
@@ -261,7 +271,7 @@ func (c *Client) Fetch(ctx context.Context, fqdn string) (*Entry, error) {
 
 // body is the entry's content as served.
 func (e *Entry) body() []byte {
-	if e.Type == TypeDeno {
+	if e.Meta == nil {
 		return []byte(e.Code)
 	}
 	return append([]byte(nil), e.Metadata...)
@@ -272,12 +282,34 @@ func entryFromRecord(r *record) (*Entry, error) {
 	if err != nil || f.Hash == "" {
 		return nil, fmt.Errorf("the cached copy of %s names no version (%q); it is replaced on the next successful fetch", f.Base(), r.FQDN)
 	}
-	e, err := buildEntry(f, r.Type, r.Routing, r.Integrity, r.Body)
+	e, err := buildEntry(f, r.Type, r.Routing, r.Integrity, r.Body, r.Type != TypeDeno || r.TwoStep)
+	if err == nil && e.Meta != nil && e.Meta.CodeURL != "" {
+		err = e.attachCode(r.Code)
+	}
 	if err != nil {
+		return nil, fmt.Errorf("the cached copy of %s is unusable (%v); it is replaced on the next successful fetch", r.FQDN, err)
+	}
+	if err := e.setVersion(r.Version); err != nil {
 		return nil, fmt.Errorf("the cached copy of %s is unusable (%v); it is replaced on the next successful fetch", r.FQDN, err)
 	}
 	e.Registry, e.FetchedAt = r.Registry, r.FetchedAt
 	return e, nil
+}
+
+// setVersion records the version a registry gave for e (a header, a
+// cache record): a semantic version that agrees with the metadata's.
+func (e *Entry) setVersion(v string) error {
+	if e.Meta != nil && e.Meta.Version != "" {
+		if v != "" && v != e.Meta.Version {
+			return fmt.Errorf("%s: X-PML-Version says %q but the metadata says %q", e.FQDN, v, e.Meta.Version)
+		}
+		v = e.Meta.Version
+	}
+	if v != "" && !capname.ValidVersion(v) {
+		return fmt.Errorf("%s: its version %s is not a semantic version (such as 1.2.0)", e.FQDN, termsafe.Quote(v, 80))
+	}
+	e.Version = v
+	return nil
 }
 
 // fetchFrom asks one registry. cached, when set, is a version this request
@@ -308,6 +340,11 @@ func (c *Client) fetchFrom(ctx context.Context, reg string, f FQDN, cached *reco
 			e, err := entryFromResponse(target, resp.Header, body)
 			if err != nil {
 				return nil, &registryError{kind: kindOther, msg: fmt.Sprintf("%s served an entry pml refuses: %v", reg, err)}
+			}
+			if e.Meta != nil && e.Meta.CodeURL != "" {
+				if err := c.fetchCode(ctx, reg, e); err != nil {
+					return nil, err
+				}
 			}
 			e.Registry, e.FetchedAt = reg, now()
 			return e, nil
@@ -453,12 +490,12 @@ var denoMediaTypes = map[string]bool{
 // f (which may lack its hash when a registry serves a 4-part name as is).
 func entryFromResponse(f FQDN, h http.Header, body []byte) (*Entry, error) {
 	typ := h.Get("X-PML-Type")
-	if typ == "" {
-		mt, _, _ := mime.ParseMediaType(h.Get("Content-Type"))
-		if denoMediaTypes[mt] {
-			typ = TypeDeno
-		}
+	mt, _, _ := mime.ParseMediaType(h.Get("Content-Type"))
+	if typ == "" && denoMediaTypes[mt] {
+		typ = TypeDeno
 	}
+	// A deno entry served as JSON is metadata whose codeUrl holds the code.
+	isMeta := SeedType(typ) != TypeDeno || mt == "application/json"
 	integrity := strings.TrimPrefix(h.Get("ETag"), "W/")
 	if s, err := strconv.Unquote(integrity); err == nil {
 		integrity = s
@@ -467,7 +504,7 @@ func entryFromResponse(f FQDN, h http.Header, body []byte) (*Entry, error) {
 		i := integrity
 		if i == "" {
 			var err error
-			if i, err = contentIntegrity(typ, body); err != nil {
+			if i, err = contentIntegrity(isMeta, body); err != nil {
 				return nil, err
 			}
 		}
@@ -477,13 +514,20 @@ func entryFromResponse(f FQDN, h http.Header, body []byte) (*Entry, error) {
 		}
 		f = f.WithHash(hash)
 	}
-	return buildEntry(f, typ, h.Get("X-PML-Routing"), integrity, body)
+	e, err := buildEntry(f, SeedType(typ), SeedRouting(h.Get("X-PML-Routing")), integrity, body, isMeta)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.setVersion(h.Get("X-PML-Version")); err != nil {
+		return nil, err
+	}
+	return e, nil
 }
 
-// contentIntegrity is pml's integrity of a body of type typ ("" = JSON
-// metadata whose type is inside).
-func contentIntegrity(typ string, body []byte) (string, error) {
-	if typ == TypeDeno {
+// contentIntegrity is pml's integrity of a body: code, or JSON metadata
+// (isMeta).
+func contentIntegrity(isMeta bool, body []byte) (string, error) {
+	if !isMeta {
 		return Integrity(body), nil
 	}
 	canon, err := CanonicalMetadata(body)
@@ -497,10 +541,10 @@ func contentIntegrity(typ string, body []byte) (string, error) {
 // verifies it: the content against integrity (computed when empty), and
 // the hash in the name against the integrity. typ and routing may be
 // empty, then they come from the metadata.
-func buildEntry(f FQDN, typ, routing, integrity string, body []byte) (*Entry, error) {
+func buildEntry(f FQDN, typ, routing, integrity string, body []byte, isMeta bool) (*Entry, error) {
 	e := &Entry{FQDN: f.String(), Type: typ, Routing: routing}
 	content := body
-	if typ != TypeDeno {
+	if isMeta {
 		m, err := ParseMetadata(f, body)
 		if err != nil {
 			return nil, err
@@ -558,6 +602,7 @@ type Catalog struct {
 // CatalogItem is one entry of a listing.
 type CatalogItem struct {
 	FQDN        string `json:"fqdn"`
+	Version     string `json:"version,omitempty"`
 	Type        string `json:"type"`
 	Routing     string `json:"routing"`
 	Description string `json:"description,omitempty"`

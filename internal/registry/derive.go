@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/pml-dev/pml/internal/config"
-	"github.com/pml-dev/pml/internal/lazyre"
 	"github.com/pml-dev/pml/internal/npmspec"
 	"github.com/pml-dev/pml/internal/sri"
 )
@@ -24,17 +23,13 @@ const nodeLauncher = `const pkg=process.argv[1];const path=require("path");const
 	`if(typeof bin!=="string"){console.error("pml: "+pkg+" has no single executable (bin) to run; declare the server in .pml.json with its command");process.exit(2);}` +
 	`const main=path.resolve(dir,bin);process.argv[1]=main;import(require("url").pathToFileURL(main).href).catch(e=>{console.error(e);process.exit(1);});`
 
-// exactVersion is a package spec's exact version (npm never republishes
-// one): "1.2.3", "2026.8.31", "1.0.0-beta.2".
-var exactVersion = lazyre.New(`^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$`)
-
 // derivedServer is the server of a stdio entry in the seeds' format, which
 // says how to install the server ("install": {"command": "npx", "args":
 // ["-y", "pkg@1.2.3", ARGS…]}) but not pml's container fields: it runs in
 // NodeImage, installed with npm into /deps, its package's executable
-// started with ARGS. An entry without install.integrity must pin an exact
-// version; its first install's integrity is then recorded and checked on
-// every later install (.pml/deps.json).
+// started with ARGS. An entry without install.integrity has its first
+// install's version and integrity recorded and checked on every later
+// install (.pml/deps.json).
 func derivedServer(e *Entry, f FQDN) (config.Server, error) {
 	m := e.Meta
 	fail := func(key, problem string) (config.Server, error) {
@@ -68,7 +63,6 @@ func derivedServer(e *Entry, f FQDN) (config.Server, error) {
 		return fail("image", fmt.Sprintf("is required for an install with %q: pml derives the container only for npm and npx packages", in.Command))
 	}
 	name := npmspec.Name(spec)
-	version := strings.TrimPrefix(spec[len(name):], "@")
 	if name == "" || strings.HasPrefix(name, ".") || strings.Contains(name, "..") || strings.ContainsAny(name, ":\\ ") {
 		return fail("install.args", fmt.Sprintf("%q is not an npm package", spec))
 	}
@@ -76,9 +70,11 @@ func derivedServer(e *Entry, f FQDN) (config.Server, error) {
 		if err := sri.Check(in.Integrity); err != nil {
 			return fail("install.integrity", err.Error())
 		}
-	} else if !exactVersion.MatchString(version) {
-		return fail("install.args", fmt.Sprintf("%q must pin an exact version (%s@1.2.3) when there is no install.integrity: pml never runs whatever a range resolves to today", spec, name))
 	}
+	// Without an integrity, an exact version is pinned as is; anything
+	// else (the seeds' `npx -y @scope/server`, a range, a dist-tag) is
+	// resolved by npm at the first install, whose version and integrity
+	// are recorded and used by every later install (internal/deps).
 	s := config.Server{
 		Name:        f.Namespace,
 		Type:        TypeStdio,

@@ -45,8 +45,6 @@ func TestASeedFormatEntryGetsItsContainerDerived(t *testing.T) {
 
 func TestASeedFormatEntryIsRefusedWhereNothingCanBeDerived(t *testing.T) {
 	for _, tc := range []struct{ name, doc, want string }{
-		{"a range without integrity", `{"type": "stdio", "install": {"command": "npx", "args": ["-y", "pkg@^1.2"]}}`, "exact version"},
-		{"no version without integrity", `{"type": "stdio", "install": {"command": "npx", "args": ["pkg"]}}`, "exact version"},
 		{"a pip install", `{"type": "stdio", "install": {"command": "uvx", "args": ["mcp-server-git"]}}`, `"image" is required`},
 		{"no install and no image", `{"type": "stdio"}`, `"image" is required`},
 		{"npx --package", `{"type": "stdio", "install": {"command": "npx", "args": ["--package=x@1.0.0", "y"]}}`, "--package"},
@@ -67,5 +65,24 @@ func TestASeedFormatEntryIsRefusedWhereNothingCanBeDerived(t *testing.T) {
 func TestAnUnknownRoutingIsStillRefused(t *testing.T) {
 	if _, err := seedEntry(t, `{"type": "stdio", "routing": "nearby", "image": "x"}`); err == nil || !strings.Contains(err.Error(), "routing") {
 		t.Errorf("routing nearby: %v", err)
+	}
+}
+
+// The seeds' unpinned form (`npx -y @scope/server`, both seed examples)
+// is derived: npm resolves it at the first install, whose version and
+// integrity internal/deps records and reuses.
+func TestAnUnpinnedSeedEntryIsDerivedForResolutionAtFirstInstall(t *testing.T) {
+	for _, spec := range []string{"@modelcontextprotocol/server-everything", "@modelcontextprotocol/server-everything@^2026", "@modelcontextprotocol/server-everything@latest"} {
+		e, err := seedEntry(t, `{"type": "stdio", "install": {"command": "npx", "args": ["-y", "`+spec+`"]}}`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := ServerConfig(e)
+		if err != nil {
+			t.Fatalf("%s: %v", spec, err)
+		}
+		if s.Install.Args[len(s.Install.Args)-1] != spec || s.Install.Package != "@modelcontextprotocol/server-everything" || s.Install.Integrity != "" {
+			t.Errorf("%s: install %+v", spec, s.Install)
+		}
 	}
 }

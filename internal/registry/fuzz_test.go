@@ -25,7 +25,9 @@ func FuzzMetadata(f *testing.F) {
 		{"pml.mcp.fs.server.0000", `{"type": "stdio", "fqdn": "pml.mcp.fs.server.ffff", "integrity": "sha256-x"}`},
 		{"a.b.c.d", `{"type": "stdio", "tools": ["filesystem:read_file"]}`},
 		{"a.b.c.d", `{"type": "deno"}`}, {"A.b.c.d", `null`}, {"a.b.c", `[]`}, {"a..c.d", `{"type":"stdio","install":{"command":"npm","envRequired":["1X"]}}`},
-		{"a.b.c.d.zzzz", `{"type":"http","proxyTo":"ftp://x"}`}, {"a.b.c.d", `{"a":1} {}`}, {"a.b.c.d", `{"n": 1e999, "s": "\ud800"}`},
+		{"a.b.c.d.zzzz", `{"type":"http","proxyTo":"ftp://x"}`},
+		{"casys.pml.tavily.server", `{"type":"cloud","proxy_to":"https://x","env_required":["K"],"version":"1.2.0"}`},
+		{"casys.pml.my.server", `{"type":"deno","code_url":"https://x/c.ts","codeIntegrity":"sha256-x","install":"npx a@1"}`}, {"a.b.c.d", `{"a":1} {}`}, {"a.b.c.d", `{"n": 1e999, "s": "\ud800"}`},
 	} {
 		f.Add(s[0], []byte(s[1]))
 	}

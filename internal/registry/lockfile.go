@@ -29,11 +29,17 @@ const LockfileVersion = 1
 // LockEntry is what the lockfile records for one entry.
 type LockEntry struct {
 	// FQDN is the 5-part name of the version recorded.
-	FQDN      string    `json:"fqdn"`
-	Integrity string    `json:"integrity"`
-	FetchedAt time.Time `json:"fetchedAt"`
-	Type      string    `json:"type"`
-	Routing   string    `json:"routing"`
+	FQDN string `json:"fqdn"`
+	// Version is the semantic version the FQDN was resolved from (pml add
+	// NAME@^1.2 pins the version chosen), when the registry gave one.
+	Version   string `json:"version,omitempty"`
+	Integrity string `json:"integrity"`
+	// CodeIntegrity is the integrity of a deno entry's code fetched from
+	// its codeUrl (the seeds' two steps), recorded at its first fetch.
+	CodeIntegrity string    `json:"codeIntegrity,omitempty"`
+	FetchedAt     time.Time `json:"fetchedAt"`
+	Type          string    `json:"type"`
+	Routing       string    `json:"routing"`
 }
 
 // lockDoc is the file: seed 004's format, with entries keyed by the 4-part
@@ -221,6 +227,10 @@ func (v Verdict) Description() string {
 	}
 	oh, _ := HashOf(v.Old.Integrity)
 	nh, _ := HashOf(v.New.Integrity)
+	if oh == nh && v.Old.CodeIntegrity != v.New.CodeIntegrity {
+		return fmt.Sprintf("The code of %s changed: its codeUrl served code with integrity %s, recorded %s; now %s (fetched %s). This could indicate a legitimate update or potential MITM attack.",
+			v.Name, v.Old.CodeIntegrity, v.Old.FetchedAt.UTC().Format(time.RFC3339), v.New.CodeIntegrity, v.New.FetchedAt.UTC().Format(time.RFC3339))
+	}
 	return fmt.Sprintf("Hash changed for %s. Old: %s (recorded %s), New: %s (fetched %s from the registry). This could indicate a legitimate update or potential MITM attack.",
 		v.Name, oh, v.Old.FetchedAt.UTC().Format(time.RFC3339), nh, v.New.FetchedAt.UTC().Format(time.RFC3339))
 }
@@ -243,7 +253,7 @@ func lockEntryOf(e *Entry) (FQDN, LockEntry, error) {
 	if at.IsZero() {
 		at = now()
 	}
-	return f, LockEntry{FQDN: e.FQDN, Integrity: e.Integrity, FetchedAt: at.UTC(), Type: e.Type, Routing: e.Routing}, nil
+	return f, LockEntry{FQDN: e.FQDN, Version: e.Version, Integrity: e.Integrity, CodeIntegrity: e.CodeIntegrity, FetchedAt: at.UTC(), Type: e.Type, Routing: e.Routing}, nil
 }
 
 // Check compares a fetched entry with the lockfile. A name seen for the
@@ -267,7 +277,7 @@ func (l *Lockfile) Check(e *Entry) (Verdict, error) {
 			return Verdict{}, err
 		}
 		return Verdict{Status: StatusNew, Name: name, New: next}, nil
-	case old.Integrity == next.Integrity:
+	case old.Integrity == next.Integrity && (old.CodeIntegrity == "" || old.CodeIntegrity == next.CodeIntegrity):
 		return Verdict{Status: StatusMatch, Name: name, Old: old, New: next}, nil
 	default:
 		return Verdict{Status: StatusMismatch, Name: name, Old: old, New: next}, nil

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/pml-dev/pml/internal/capname"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/lazyre"
 	"github.com/pml-dev/pml/internal/npmspec"
@@ -39,6 +40,7 @@ const (
 type Metadata struct {
 	FQDN        string    `json:"fqdn,omitempty"`
 	Type        string    `json:"type"`
+	Version     string    `json:"version,omitempty"`
 	Description string    `json:"description,omitempty"`
 	Routing     string    `json:"routing,omitempty"`
 	Tools       []string  `json:"tools,omitempty"`
@@ -49,6 +51,15 @@ type Metadata struct {
 
 	// ProxyTo is the API an http entry fronts (type http).
 	ProxyTo string `json:"proxyTo,omitempty"`
+
+	// CodeURL is where a deno entry served as metadata keeps its code
+	// (the seeds' two steps: metadata, then code; seed 002 code_url, seed
+	// 003 codeUrl): absolute (https, or http to loopback) or relative to
+	// the registry. CodeIntegrity, when given, is the code's integrity
+	// (sha256-<hex> or SRI); without it the first code fetched is
+	// recorded in the lockfile and a later change is asked about.
+	CodeURL       string `json:"codeUrl,omitempty"`
+	CodeIntegrity string `json:"codeIntegrity,omitempty"`
 
 	// Image is the container image a stdio server runs in (pin it by
 	// digest for reproducible runs).
@@ -86,6 +97,77 @@ type Warnings struct {
 
 var envNameRE = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
+// TypeCloud is the seeds' name for an http entry (seed 000, story 14.7
+// AC3: "type": "cloud" with "proxy_to"): read as TypeHTTP.
+const TypeCloud = "cloud"
+
+// SeedType reads a type as the seeds write it: "cloud" is TypeHTTP.
+func SeedType(t string) string {
+	if t == TypeCloud {
+		return TypeHTTP
+	}
+	return t
+}
+
+// SeedRouting reads a routing as the seeds write it: their registry rows
+// and the X-PML-Routing header say "local" where the API says "client".
+func SeedRouting(r string) string {
+	if r == "local" {
+		return RoutingClient
+	}
+	return r
+}
+
+// seedFields are the seeds' snake_case spellings of metadata fields
+// (seed 000 story 14.7, seed 002): read as pml's own when those are
+// absent. A document giving both with different values is refused.
+type seedFields struct {
+	EnvRequired   []string `json:"env_required"`
+	ProxyTo       string   `json:"proxy_to"`
+	CodeURL       string   `json:"code_url"`
+	CodeIntegrity string   `json:"code_integrity"`
+	Install       *struct {
+		EnvRequired []string `json:"env_required"`
+	} `json:"install"`
+}
+
+// applySeedFields fills m from the seeds' spellings in doc.
+func applySeedFields(m *Metadata, doc []byte) error {
+	var sf seedFields
+	// Install may be something else entirely (the seeds' mcp_deps write
+	// it as a string): only the fields that decode are read here.
+	if err := json.Unmarshal(doc, &sf); err != nil {
+		var alt struct {
+			EnvRequired   []string `json:"env_required"`
+			ProxyTo       string   `json:"proxy_to"`
+			CodeURL       string   `json:"code_url"`
+			CodeIntegrity string   `json:"code_integrity"`
+		}
+		_ = json.Unmarshal(doc, &alt)
+		sf.EnvRequired, sf.ProxyTo, sf.CodeURL, sf.CodeIntegrity = alt.EnvRequired, alt.ProxyTo, alt.CodeURL, alt.CodeIntegrity
+	}
+	both := func(key string) error {
+		return fmt.Errorf("it gives both %q and its camelCase spelling, with different values; keep one", key)
+	}
+	for _, p := range []struct {
+		key        string
+		own, seeds *string
+	}{{"proxy_to", &m.ProxyTo, &sf.ProxyTo}, {"code_url", &m.CodeURL, &sf.CodeURL}, {"code_integrity", &m.CodeIntegrity, &sf.CodeIntegrity}} {
+		if *p.seeds == "" {
+			continue
+		}
+		if *p.own != "" && *p.own != *p.seeds {
+			return both(p.key)
+		}
+		*p.own = *p.seeds
+	}
+	m.EnvRequired = append(m.EnvRequired, sf.EnvRequired...)
+	if sf.Install != nil && m.Install != nil {
+		m.Install.EnvRequired = append(m.Install.EnvRequired, sf.Install.EnvRequired...)
+	}
+	return nil
+}
+
 // ParseMetadata decodes and checks a stdio or http metadata document for
 // the entry named f. It fills the default routing (stdio: client, http:
 // server). The container fields of stdio entries are checked by
@@ -98,18 +180,30 @@ func ParseMetadata(f FQDN, doc []byte) (*Metadata, error) {
 	if err := json.Unmarshal(doc, &m); err != nil {
 		return fail("the metadata is not valid: %v", strings.TrimPrefix(err.Error(), "json: "))
 	}
+	if err := applySeedFields(&m, doc); err != nil {
+		return fail("%v", err)
+	}
+	m.Type = SeedType(m.Type)
 	switch m.Type {
 	case TypeStdio, TypeHTTP:
+	case TypeDeno:
+		// Code in two steps: the metadata names where it is.
+		if m.CodeURL == "" {
+			return fail(`a "deno" entry served as metadata needs "codeUrl" (or "code_url"), where its code is; otherwise deno entries are served as code`)
+		}
+		if m.CodeIntegrity != "" {
+			if _, _, err := parseIntegrity(m.CodeIntegrity); err != nil {
+				return fail(`"codeIntegrity": %v`, err)
+			}
+		}
 	case "":
 		return fail(`"type" is required: "stdio" or "http"`)
 	default:
-		return fail(`"type" must be "stdio" or "http" in metadata, not %q (deno entries are served as code)`, m.Type)
+		return fail(`"type" must be "stdio", "http", "cloud", or "deno" with "codeUrl", in metadata, not %q`, m.Type)
 	}
 	// The seeds' registry rows say "local" where the API says "client"
 	// (the seeds normalise it so).
-	if m.Routing == "local" {
-		m.Routing = RoutingClient
-	}
+	m.Routing = SeedRouting(m.Routing)
 	switch m.Routing {
 	case "":
 		m.Routing = RoutingClient
@@ -119,6 +213,9 @@ func ParseMetadata(f FQDN, doc []byte) (*Metadata, error) {
 	case RoutingClient, RoutingServer:
 	default:
 		return fail(`"routing" must be "client" or "server", not %q`, m.Routing)
+	}
+	if m.Version != "" && !capname.ValidVersion(m.Version) {
+		return fail(`"version" must be a semantic version such as 1.2.0, not %q`, m.Version)
 	}
 	if m.FQDN != "" && f.Hash != "" && m.FQDN != f.String() {
 		return fail(`its "fqdn" says %q: a registry must serve an entry under its own name`, m.FQDN)
@@ -143,7 +240,7 @@ func ParseMetadata(f FQDN, doc []byte) (*Metadata, error) {
 	if m.Type == TypeHTTP {
 		u, err := url.Parse(m.ProxyTo)
 		if m.ProxyTo == "" || err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			return fail(`"proxyTo" must be the http(s) URL of the API this entry fronts, not %q`, m.ProxyTo)
+			return fail(`"proxyTo" must be the http(s) URL of the API this entry fronts (the seeds write it "proxy_to"), not %q`, m.ProxyTo)
 		}
 	}
 	return &m, nil

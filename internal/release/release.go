@@ -53,6 +53,10 @@ type Client struct {
 	// URL is the releases URL, without a trailing slash.
 	URL  string
 	HTTP *http.Client
+	// Verify, when set, checks the checksums file against its signature
+	// (SignatureFile) before Fetch trusts it; a release without one is
+	// then refused. Nil checks the checksum alone.
+	Verify func(ctx context.Context, sums, bundle []byte) error
 }
 
 // New is a Client for base (DefaultURL when empty).
@@ -89,7 +93,7 @@ func (c *Client) Latest(ctx context.Context) (string, error) {
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return "", fmt.Errorf("asking %s for the latest release: %w", c.URL, err)
+		return "", &UnreachableError{URL: c.URL, Err: err}
 	}
 	_ = resp.Body.Close()
 	loc := resp.Header.Get("Location")
@@ -114,6 +118,15 @@ func (c *Client) Fetch(ctx context.Context, tag, asset string) ([]byte, error) {
 	sums, err := c.get(ctx, tag, ChecksumsFile, 1<<20)
 	if err != nil {
 		return nil, err
+	}
+	if c.Verify != nil {
+		bundle, err := c.get(ctx, tag, SignatureFile, 1<<20)
+		if err != nil {
+			return nil, fmt.Errorf("%w: the release's checksums have no signature to verify (PML_VERIFY_SIGNATURE=0 skips the check, for a mirror of an unsigned build)", err)
+		}
+		if err := c.Verify(ctx, sums, bundle); err != nil {
+			return nil, err
+		}
 	}
 	want, err := Checksum(sums, asset)
 	if err != nil {
@@ -159,7 +172,7 @@ func (c *Client) get(ctx context.Context, tag, asset string, limit int64) ([]byt
 	}
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("downloading %s: %w", u, err)
+		return nil, fmt.Errorf("downloading %s: %s", u, reason(err))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {

@@ -9,6 +9,15 @@
 //	DIR/<org>.<project>.<namespace>.<action>.ts    deno code (routing client)
 //	DIR/<org>.<project>.<namespace>.<action>.json  stdio or http metadata
 //
+// and, for entries published in semantic versions, one file per version
+// (its metadata's "version", when it has one, must agree):
+//
+//	DIR/<org>.<project>.<namespace>.<action>@1.2.0.ts
+//
+// The current version of a name (where its 4-part name redirects) is its
+// unversioned file, else its highest version that is not a prerelease,
+// else its highest version.
+//
 // The hash, integrity and ETag of each entry are computed from its file,
 // and files are re-read when they change, so editing a file publishes a new
 // version. Other files, sub-directories and symbolic links are ignored;
@@ -16,7 +25,10 @@
 // anything outside the directory.
 //
 // API: GET /mcp/{fqdn} (5 parts: the entry; 4 parts: 302 to the current
-// version), GET /mcp?type=&page=&limit= (the catalog). Errors are JSON
+// version), GET /mcp?type=&fqdn=&page=&limit= (the catalog: every version
+// of every entry, or of the 4-part name fqdn, each with its "version";
+// clients resolve ranges such as ^1.2 against it). An entry's semantic
+// version is sent in X-PML-Version. Errors are JSON
 // bodies {"error": "not_found"|"hash_mismatch"|"invalid_fqdn"|"bad_request",
 // "message": "…"}.
 package serve
@@ -35,8 +47,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/Masterminds/semver/v3"
 	"github.com/rs/zerolog"
 
+	"github.com/pml-dev/pml/internal/capname"
 	"github.com/pml-dev/pml/internal/registry"
 )
 
@@ -50,6 +64,7 @@ const (
 // entry is one servable entry, computed from its file.
 type entry struct {
 	fqdn        registry.FQDN // with its hash
+	version     string        // semantic version, or ""
 	typ         string
 	routing     string
 	description string
@@ -86,7 +101,8 @@ func New(dir string, log zerolog.Logger) (*Handler, error) {
 	return &Handler{dir: dir, log: log, files: map[string]fileState{}}, nil
 }
 
-// Scan reads the directory and returns the number of entries it serves.
+// Scan reads the directory and returns the number of names it serves (a
+// name published in several versions counts once).
 // Requests scan too; call it to report problems at start-up.
 func (h *Handler) Scan() (int, error) {
 	entries, err := h.scan()
@@ -98,9 +114,9 @@ func (h *Handler) Scan() (int, error) {
 // file system's clock keeps the same modification time.
 const racyWindow = 2 * time.Second
 
-// scan returns the current entries by 4-part name, reading only files that
-// changed since the last scan.
-func (h *Handler) scan() (map[string]*entry, error) {
+// scan returns the entries by 4-part name, the current version first,
+// reading only files that changed since the last scan.
+func (h *Handler) scan() (map[string][]*entry, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	des, err := os.ReadDir(h.dir)
@@ -129,7 +145,7 @@ func (h *Handler) scan() (map[string]*entry, error) {
 			h.files[name] = h.load(name, info)
 		}
 		if e := h.files[name].entry; e != nil {
-			byBase[e.fqdn.Base()] = append(byBase[e.fqdn.Base()], name)
+			byBase[e.fqdn.Base()+"@"+e.version] = append(byBase[e.fqdn.Base()+"@"+e.version], name)
 		}
 	}
 	for name := range h.files {
@@ -137,16 +153,37 @@ func (h *Handler) scan() (map[string]*entry, error) {
 			delete(h.files, name)
 		}
 	}
-	out := make(map[string]*entry, len(byBase))
-	for base, names := range byBase {
+	out := map[string][]*entry{}
+	for key, names := range byBase {
 		if len(names) > 1 {
 			sort.Strings(names)
-			h.log.Error().Str("dir", h.dir).Strs("files", names).Msgf("registry entry %s is defined by more than one file; it is not served until only one remains", base)
+			h.log.Error().Str("dir", h.dir).Strs("files", names).Msgf("registry entry %s is defined by more than one file; it is not served until only one remains", strings.TrimSuffix(key, "@"))
 			continue
 		}
-		out[base] = h.files[names[0]].entry
+		e := h.files[names[0]].entry
+		out[e.fqdn.Base()] = append(out[e.fqdn.Base()], e)
+	}
+	for _, es := range out {
+		sort.SliceStable(es, func(i, j int) bool { return currentFirst(es[i], es[j]) })
 	}
 	return out, nil
+}
+
+// currentFirst orders a name's versions: the unversioned file, then
+// releases from the highest, then prereleases from the highest.
+func currentFirst(a, b *entry) bool {
+	if (a.version == "") != (b.version == "") {
+		return a.version == ""
+	}
+	if a.version == "" {
+		return false
+	}
+	va, _ := semver.NewVersion(a.version)
+	vb, _ := semver.NewVersion(b.version)
+	if (va.Prerelease() == "") != (vb.Prerelease() == "") {
+		return va.Prerelease() == ""
+	}
+	return va.GreaterThan(vb)
 }
 
 // warnOnce logs a problem with a file once per version of the file and
@@ -173,9 +210,10 @@ func (h *Handler) load(name string, info os.FileInfo) fileState {
 		return st
 	}
 	ext := filepath.Ext(name)
-	f, err := registry.ParseFQDN(strings.TrimSuffix(name, ext))
-	if err != nil || f.Hash != "" {
-		return fail(fmt.Sprintf("the file name must be <org>.<project>.<namespace>.<action>%s (4 parts of lowercase letters, digits, '_' or '-')", ext))
+	base, version, versioned := strings.Cut(strings.TrimSuffix(name, ext), "@")
+	f, err := registry.ParseFQDN(base)
+	if err != nil || f.Hash != "" || (versioned && !capname.ValidVersion(version)) {
+		return fail(fmt.Sprintf("the file name must be <org>.<project>.<namespace>.<action>%s or <org>.<project>.<namespace>.<action>@<version>%s (4 parts of lowercase letters, digits, '_' or '-'; a semantic version such as 1.2.0)", ext, ext))
 	}
 	if info.Size() > MaxFileSize {
 		return fail(fmt.Sprintf("the file is over %d bytes", MaxFileSize))
@@ -192,6 +230,12 @@ func (h *Handler) load(name string, info os.FileInfo) fileState {
 	}
 	if err != nil {
 		return fail(err.Error())
+	}
+	switch {
+	case e.version != "" && versioned && e.version != version:
+		return fail(fmt.Sprintf("its metadata says \"version\": %q, its file name %s", e.version, version))
+	case versioned:
+		e.version = version
 	}
 	st.entry = e
 	return st
@@ -265,7 +309,7 @@ func metadataEntry(f registry.FQDN, data []byte, path string) (*entry, error) {
 		return nil, err
 	}
 	return &entry{
-		fqdn: full, typ: m.Type, routing: m.Routing, description: m.Description,
+		fqdn: full, version: m.Version, typ: m.Type, routing: m.Routing, description: m.Description,
 		integrity: integrity, contentType: "application/json", body: append(body, '\n'),
 	}, nil
 }
@@ -325,7 +369,16 @@ func (h *Handler) entry(w http.ResponseWriter, r *http.Request, name string) {
 		writeError(w, http.StatusInternalServerError, "internal", "the registry cannot read its directory", "")
 		return
 	}
-	e := entries[f.Base()]
+	versions := entries[f.Base()]
+	var e *entry
+	if len(versions) > 0 {
+		e = versions[0]
+	}
+	for _, v := range versions {
+		if f.Hash != "" && v.fqdn.Hash == f.Hash {
+			e = v
+		}
+	}
 	switch {
 	case e == nil:
 		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("MCP '%s' not in registry", f.Base()), "")
@@ -347,6 +400,9 @@ func (h *Handler) entry(w http.ResponseWriter, r *http.Request, name string) {
 	hd.Set("Cache-Control", "public, max-age=3600")
 	hd.Set("X-PML-Type", e.typ)
 	hd.Set("X-PML-Routing", e.routing)
+	if e.version != "" {
+		hd.Set("X-PML-Version", e.version)
+	}
 	if etagMatch(r.Header.Values("If-None-Match"), e.integrity) {
 		w.WriteHeader(http.StatusNotModified)
 		return
@@ -373,6 +429,7 @@ func etagMatch(values []string, integrity string) bool {
 
 type catalogItem struct {
 	FQDN        string `json:"fqdn"`
+	Version     string `json:"version,omitempty"`
 	Type        string `json:"type"`
 	Routing     string `json:"routing"`
 	Description string `json:"description,omitempty"`
@@ -386,6 +443,13 @@ func (h *Handler) catalog(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeError(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("type must be deno, stdio or http, not %q", typ), "")
 		return
+	}
+	only := q.Get("fqdn")
+	if only != "" {
+		if f, err := registry.ParseFQDN(only); err != nil || f.Hash != "" {
+			writeError(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("fqdn must be a 4-part name, not %q", only), "")
+			return
+		}
 	}
 	page, ok := intParam(w, q.Get("page"), "page", 1, 1, 1_000_000)
 	if !ok {
@@ -402,9 +466,14 @@ func (h *Handler) catalog(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	items := []catalogItem{}
-	for _, e := range entries {
-		if typ == "" || e.typ == typ {
-			items = append(items, catalogItem{FQDN: e.fqdn.String(), Type: e.typ, Routing: e.routing, Description: e.description})
+	for base, versions := range entries {
+		if only != "" && base != only {
+			continue
+		}
+		for _, e := range versions {
+			if typ == "" || e.typ == typ {
+				items = append(items, catalogItem{FQDN: e.fqdn.String(), Version: e.version, Type: e.typ, Routing: e.routing, Description: e.description})
+			}
 		}
 	}
 	sort.Slice(items, func(i, j int) bool { return items[i].FQDN < items[j].FQDN })

@@ -1,0 +1,235 @@
+//go:build linux
+
+package e2e
+
+import (
+	"bytes"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Faults of the container engine itself, against a dockerd of the test's
+// own (faultengine_test.go): deadlines are bounds whatever the engine
+// does, and what pml says of the call's container is what the engine
+// confirmed.
+
+// callBound is how long pml call --timeout 5s may take: the limit plus
+// one second, the process's start included.
+const (
+	faultTimeout = 5 * time.Second
+	callBound    = faultTimeout + time.Second
+)
+
+// noFalseRemoval fails when text claims a removal the engine could not
+// have confirmed.
+func noFalseRemoval(t *testing.T, text string) {
+	t.Helper()
+	if strings.Contains(text, "killed and removed") || strings.Contains(text, "it was removed") {
+		t.Errorf("the message claims a removal the frozen engine never confirmed: %q", text)
+	}
+}
+
+// reapedByNextStart runs a healthy call (the next pml start) and waits
+// until no container of ws is left on the engine: what a stopped call
+// could not remove is the next start's to reap.
+func reapedByNextStart(t *testing.T, f *faultEngine, ws *workspace) {
+	t.Helper()
+	r := runCLI(t, ws.Dir, f.Env(), "", "call", "shell:exec", `{"command": "echo after"}`, "--timeout", "60s")
+	if out := callJSON(t, r); r.code != 0 || !strings.Contains(out.Text, "after") {
+		t.Fatalf("the call after the engine was thawed: exit %d %q\n%s", r.code, out.Text, r.stderr)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		left := f.ContainersOf(t, ws.Dir)
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			for _, c := range left {
+				t.Errorf("container %.12s (%s, %s) was left behind after the next pml start", c.ID, c.Labels["pml.purpose"], c.State)
+			}
+			f.RemoveContainersOf(t, ws.Dir)
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestCallTimeoutWithTheEngineFrozenBeforeTheCall: the engine does not
+// answer from the start (dockerd SIGSTOPped). pml call --timeout 5s ends
+// within 6 s (it took 15 s) and says that no container had been created,
+// not that one was "killed and removed".
+func TestCallTimeoutWithTheEngineFrozenBeforeTheCall(t *testing.T) {
+	f := sharedFaultEngine(t)
+	ws := newWorkspace(t, `{"permissions": {"allow": ["shell:exec", "filesystem:list_directory"]}}`)
+	t.Cleanup(func() { f.RemoveContainersOf(t, ws.Dir) })
+	if r := runCLI(t, ws.Dir, f.Env(), "", "call", "shell:exec", `{"command": "echo ready"}`, "--timeout", "60s"); r.code != 0 {
+		t.Fatalf("a call on the fault engine before the fault: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	for _, c := range []struct{ tool, args string }{
+		{"shell:exec", `{"command": "echo hi"}`},
+		{"filesystem:list_directory", `{"path": "."}`},
+	} {
+		t.Run(c.tool, func(t *testing.T) {
+			f.Freeze(t)
+			began := time.Now()
+			r := runCLI(t, ws.Dir, f.Env(), "", "call", c.tool, c.args, "--timeout", faultTimeout.String())
+			took := time.Since(began)
+			f.Thaw(t)
+			out := callJSON(t, r)
+			t.Logf("%s with the engine frozen: exit %d after %v: %s", c.tool, r.code, took.Round(time.Millisecond), out.Text)
+			if took > callBound {
+				t.Errorf("pml call --timeout %s took %v with the engine frozen, more than %v", faultTimeout, took.Round(time.Millisecond), callBound)
+			}
+			if r.code != 124 || !strings.HasPrefix(out.Text, "--timeout 5s expired") {
+				t.Errorf("exit %d, text %q", r.code, out.Text)
+			}
+			if !strings.Contains(out.Text, "no container had been created yet") {
+				t.Errorf("the message does not say that no container had been created: %q", out.Text)
+			}
+			noFalseRemoval(t, out.Text)
+		})
+	}
+	reapedByNextStart(t, f, ws)
+}
+
+// TestCallTimeoutWithTheEngineFrozenDuringTheCall: the engine stops
+// answering while the call's container runs (sleep 30). pml call
+// --timeout 5s ends within 6 s (it took 65 s) and names the container
+// that may still run, instead of "killed and removed"; the next pml start
+// removes it once the engine answers again.
+func TestCallTimeoutWithTheEngineFrozenDuringTheCall(t *testing.T) {
+	f := sharedFaultEngine(t)
+	ws := newWorkspace(t, `{"permissions": {"allow": ["shell:exec"]}}`)
+	t.Cleanup(func() { f.RemoveContainersOf(t, ws.Dir) })
+
+	cmd := exec.Command(pmlBin, "call", "shell:exec", `{"command": "sleep 30"}`, "--timeout", faultTimeout.String())
+	cmd.Dir = ws.Dir
+	cmd.Env = cliEnv(f.Env()...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	began := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	var running string
+	waitFor(t, "the call's container to run", 4*time.Second, func() bool {
+		for _, c := range f.ContainersOf(t, ws.Dir) {
+			if c.State == "running" && c.Labels["pml.purpose"] == "pool:shell" {
+				running = c.ID
+				return true
+			}
+		}
+		return false
+	})
+	f.Freeze(t)
+	var err error
+	select {
+	case err = <-exited:
+	case <-time.After(90 * time.Second):
+		f.Thaw(t)
+		err = <-exited
+	}
+	took := time.Since(began)
+	f.Thaw(t)
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	}
+	out := callJSON(t, cliResult{stdout.Bytes(), stderr.Bytes(), code})
+	t.Logf("shell:exec sleep 30 with the engine frozen during the call: exit %d after %v: %s", code, took.Round(time.Millisecond), out.Text)
+	if took > callBound {
+		t.Errorf("pml call --timeout %s took %v with the engine frozen during the call, more than %v", faultTimeout, took.Round(time.Millisecond), callBound)
+	}
+	if code != 124 || !strings.HasPrefix(out.Text, "--timeout 5s expired") {
+		t.Errorf("exit %d, text %q", code, out.Text)
+	}
+	if !strings.Contains(out.Text, "container "+running[:12]+" may still be running") || !strings.Contains(out.Text, "the next pml start removes it") {
+		t.Errorf("the message does not name container %.12s as maybe still running, to be removed by the next start: %q", running, out.Text)
+	}
+	noFalseRemoval(t, out.Text)
+	reapedByNextStart(t, f, ws)
+}
+
+// TestEngineRestartedMidSession: a pml stdio session calls tools, the
+// engine hangs during a call (which still ends within its timeout_ms plus
+// a second: it took 34 s), is stopped and started again (its containers
+// are gone, the connection to it is new), and the session's next calls
+// succeed; once the session ends no container of it is left on the
+// engine.
+func TestEngineRestartedMidSession(t *testing.T) {
+	f := sharedFaultEngine(t)
+	ws := newWorkspace(t, `{"permissions": {"allow": ["shell:exec", "filesystem:list_directory"]}}`)
+	t.Cleanup(func() { f.RemoveContainersOf(t, ws.Dir) })
+	ws.write("hello.txt", "hello\n")
+	s := startSession(t, ws, f.Env()...)
+	call := func(when string) {
+		t.Helper()
+		if sh, out, res := shell(t, s, "echo "+when); res.IsError || sh.Stdout != when+"\n" {
+			t.Errorf("shell:exec %s: %q", when, out)
+		}
+		if out, res := s.call(t, "filesystem:list_directory", map[string]any{"path": "."}); res.IsError || !strings.Contains(out, "hello.txt") {
+			t.Errorf("filesystem:list_directory %s: %q", when, out)
+		}
+	}
+	call("before")
+	// The pool has pre-started containers by now. A call runs when the
+	// engine hangs (SIGSTOP): it still ends within its own limit
+	// (timeout_ms, no caller deadline here) plus a second. Then the
+	// person restarts the hung engine (the containers it ran are gone,
+	// the connection to it is new).
+	waitFor(t, "pre-started containers", 15*time.Second, func() bool { return len(f.ContainersOf(t, ws.Dir)) > 0 })
+	type ended struct {
+		out  string
+		took time.Duration
+	}
+	running := make(chan ended, 1)
+	go func() {
+		began := time.Now()
+		out, _ := s.call(t, "shell:exec", map[string]any{"command": "sleep 30", "timeout_ms": 4000})
+		running <- ended{out, time.Since(began)}
+	}()
+	// A pre-started container takes the call in milliseconds; the
+	// freeze comes well inside the sleep.
+	time.Sleep(1500 * time.Millisecond)
+	f.Freeze(t)
+	var e ended
+	select {
+	case e = <-running:
+	case <-time.After(90 * time.Second):
+		f.Thaw(t)
+		e = <-running
+	}
+	t.Logf("the call running when the engine hung (timeout_ms 4000) ended after %v: %s", e.took.Round(time.Millisecond), e.out)
+	if e.took > 5*time.Second {
+		t.Errorf("the call running when the engine hung took %v, more than its timeout_ms 4000 plus a second", e.took.Round(time.Millisecond))
+	}
+	if !strings.Contains(e.out, "timed out after 4s") || !strings.Contains(e.out, "may still be running") {
+		t.Errorf("the timed-out call's message does not say that its container may still run: %q", e.out)
+	}
+	noFalseRemoval(t, e.out)
+	f.Restart(t)
+	began := time.Now()
+	call("after")
+	t.Logf("the first calls after the engine's restart took %v", time.Since(began).Round(time.Millisecond))
+	call("again")
+	s.Close()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		left := f.ContainersOf(t, ws.Dir)
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			for _, c := range left {
+				t.Errorf("container %.12s (%s, %s) was left behind by the session", c.ID, c.Labels["pml.purpose"], c.State)
+			}
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}

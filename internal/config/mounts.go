@@ -1,0 +1,254 @@
+package config
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+)
+
+// Extra mounts (sandbox.mounts, per project; mcps.NAME.sandbox.mounts, per
+// server): host directories or files beyond the workspace, for the seeds'
+// least-privilege requirement that access is "workspace only by default,
+// extensible if the user wants". Each is a grant (trust), read-only unless
+// it says "read_only": false, and never one of what would hand a tool the
+// machine or pml itself: the container engine's socket, ~/.ssh, pml's
+// trust store and its own state (or a directory holding any of them).
+//
+//	"sandbox": {"mounts": ["/data/models",
+//	  {"source": "/srv/cache", "target": "/cache", "read_only": false}]}
+//
+// The engine side (bind mounts in tool containers) is not wired yet: pml
+// reads, checks, trusts and shows them.
+
+// Mount is one extra mount.
+type Mount struct {
+	// Source is the host path (absolute, cleaned).
+	Source string `json:"source"`
+	// Target is where it appears in the container (absolute; default
+	// Source).
+	Target string `json:"target"`
+	// ReadOnly is true unless the mount says "read_only": false.
+	ReadOnly bool `json:"read_only"`
+}
+
+// String is the mount as pml shows it: "SOURCE (ro)", "SOURCE → TARGET (rw)".
+func (m Mount) String() string {
+	mode := "rw"
+	if m.ReadOnly {
+		mode = "ro"
+	}
+	if m.Target != m.Source {
+		return fmt.Sprintf("%s → %s (%s)", m.Source, m.Target, mode)
+	}
+	return fmt.Sprintf("%s (%s)", m.Source, mode)
+}
+
+// Key is the mount's trust key: each of source, target and mode is
+// part of the grant.
+func (m Mount) Key() string { return m.String() }
+
+// decodeMounts reads a mounts list: strings (a host path, read-only, at
+// the same path) or objects {source, target, read_only}; the
+// environment gives host paths comma separated.
+func decodeMounts(v any, fromEnv bool) ([]Mount, error) {
+	if s, ok := v.(string); ok && fromEnv {
+		var l []any
+		for _, p := range splitList(s) {
+			l = append(l, p)
+		}
+		v = l
+	}
+	if v == nil {
+		return nil, nil
+	}
+	items, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf(`must be a list of host paths or {"source", "target", "read_only"} objects, such as ["/data/models"], not %s`, typeName(v))
+	}
+	out := make([]Mount, 0, len(items))
+	var bad itemErrors
+	for i, it := range items {
+		m, err := decodeMount(it)
+		if err != nil {
+			bad = append(bad, itemError{i, err})
+			continue
+		}
+		out = append(out, m)
+	}
+	if len(bad) > 0 {
+		return nil, bad
+	}
+	return out, nil
+}
+
+func decodeMount(v any) (Mount, error) {
+	var m Mount
+	ro := true
+	switch x := v.(type) {
+	case string:
+		m.Source = x
+	case map[string]any:
+		for k, val := range x {
+			switch k {
+			case "source", "target":
+				s, ok := val.(string)
+				if !ok {
+					return m, fmt.Errorf("%q must be a path, not %s", k, typeName(val))
+				}
+				if k == "source" {
+					m.Source = s
+				} else {
+					m.Target = s
+				}
+			case "read_only":
+				b, ok := val.(bool)
+				if !ok {
+					return m, fmt.Errorf(`"read_only" must be true or false, not %s`, typeName(val))
+				}
+				ro = b
+			default:
+				return m, fmt.Errorf(`has the unknown key %q (a mount has "source", "target" and "read_only")`, k)
+			}
+		}
+	default:
+		return m, fmt.Errorf(`must be a host path or a {"source", "target", "read_only"} object, not %s`, typeName(v))
+	}
+	if m.Source == "" || !filepath.IsAbs(m.Source) {
+		return m, fmt.Errorf(`"source" %q must be an absolute host path`, m.Source)
+	}
+	m.Source = filepath.Clean(m.Source)
+	if m.Target == "" {
+		m.Target = m.Source
+	}
+	// The container is Linux: its paths are slash paths whatever the host.
+	if !strings.HasPrefix(m.Target, "/") {
+		return m, fmt.Errorf(`"target" %q must be an absolute path in the container`, m.Target)
+	}
+	m.Target = filepath.ToSlash(filepath.Clean(m.Target))
+	for _, t := range []string{"/", "/proc", "/sys", "/dev", "/deps"} {
+		if m.Target == t || (t != "/" && strings.HasPrefix(m.Target, t+"/")) {
+			return m, fmt.Errorf(`"target" %s would cover the container's %s, which pml or the kernel provides`, m.Target, t)
+		}
+	}
+	m.ReadOnly = ro
+	return m, nil
+}
+
+// engineSockets are the names of container engines' API sockets: a tool
+// that can reach one can start a privileged container, so owns the host.
+var engineSockets = []string{"docker.sock", "podman.sock", "containerd.sock", "crio.sock", "dockershim.sock"}
+
+// mountRefused says why a mount's source may not be mounted, or "".
+// protected are the paths (engine sockets, ~/.ssh, pml's state) that no
+// mount may be, be inside, or hold.
+func mountRefused(m Mount, protected []protectedPath) string {
+	for _, s := range engineSockets {
+		if filepath.Base(m.Source) == s {
+			return "it is a container engine's socket: a tool that reaches it controls the machine"
+		}
+	}
+	for _, src := range sourceForms(m.Source) {
+		for _, p := range protected {
+			switch {
+			case src == p.path:
+				return fmt.Sprintf("it is %s", p.what)
+			case within(src, p.path):
+				return fmt.Sprintf("it is inside %s (%s)", p.path, p.what)
+			case within(p.path, src):
+				return fmt.Sprintf("it holds %s (%s)", p.path, p.what)
+			}
+		}
+	}
+	return ""
+}
+
+type protectedPath struct{ path, what string }
+
+// sourceForms are the source as written and with its links resolved (a
+// link to ~/.ssh is ~/.ssh), when it exists.
+func sourceForms(src string) []string {
+	out := []string{src}
+	if real, err := filepath.EvalSymlinks(src); err == nil && real != src {
+		out = append(out, real)
+	}
+	return out
+}
+
+// within reports whether p is dir or beneath it.
+func within(p, dir string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && (rel == "." || (rel != ".." && !strings.HasPrefix(rel, "../")))
+}
+
+// protectedPaths lists what no mount may touch, from the environment
+// (HOME, XDG_*, DOCKER_HOST) and the workspace.
+func protectedPaths(env func(string) string, workspace string) []protectedPath {
+	out := []protectedPath{
+		{"/var/run/docker.sock", "the Docker socket"},
+		{"/run/docker.sock", "the Docker socket"},
+		{"/run/podman", "Podman's socket"},
+		{"/run/containerd", "containerd's socket"},
+	}
+	if h := env("DOCKER_HOST"); strings.HasPrefix(h, "unix://") {
+		out = append(out, protectedPath{filepath.Clean(strings.TrimPrefix(h, "unix://")), "the Docker socket of DOCKER_HOST"})
+	}
+	if d := env("XDG_RUNTIME_DIR"); filepath.IsAbs(d) {
+		out = append(out, protectedPath{filepath.Join(d, "docker.sock"), "the rootless Docker socket"}, protectedPath{filepath.Join(d, "podman"), "Podman's socket"})
+	}
+	home := env("HOME")
+	if filepath.IsAbs(home) {
+		out = append(out, protectedPath{filepath.Join(home, ".ssh"), "your SSH keys"}, protectedPath{filepath.Join(home, ".docker"), "Docker's credentials and sockets"})
+	}
+	state := ""
+	if d := env("XDG_STATE_HOME"); filepath.IsAbs(d) {
+		state = filepath.Join(d, "pml")
+	} else if filepath.IsAbs(home) {
+		state = filepath.Join(home, ".local", "state", "pml")
+	}
+	if state != "" {
+		out = append(out, protectedPath{state, "pml's trust store and state"})
+	}
+	conf := ""
+	if d := env("XDG_CONFIG_HOME"); filepath.IsAbs(d) {
+		conf = filepath.Join(d, "pml")
+	} else if filepath.IsAbs(home) {
+		conf = filepath.Join(home, ".config", "pml")
+	}
+	if conf != "" {
+		out = append(out, protectedPath{conf, "pml's credentials"})
+	}
+	if workspace != "" {
+		out = append(out, protectedPath{filepath.Join(workspace, ".pml"), "pml's state in this project"})
+	}
+	for i, p := range out {
+		out[i].path = filepath.Clean(p.path)
+	}
+	return out
+}
+
+// checkMounts refuses the project's and the servers' mounts that touch
+// what protectedPaths lists.
+func checkMounts(cfg *Config, env func(string) string) []error {
+	ws := ""
+	if cfg.Path != "" {
+		ws = filepath.Dir(cfg.Path)
+	}
+	protected := protectedPaths(env, ws)
+	var errs []error
+	refuse := func(key string, i int, m Mount, why string) {
+		errs = append(errs, &Error{File: cfg.Source(key), Key: key, Problem: fmt.Sprintf("item %d: %s cannot be mounted: %s", i, m.Source, why)})
+	}
+	for i, m := range cfg.Sandbox.Mounts {
+		if why := mountRefused(m, protected); why != "" {
+			refuse("sandbox.mounts", i, m, why)
+		}
+	}
+	for _, name := range sortedKeys(cfg.Servers) {
+		for i, m := range cfg.Servers[name].Mounts {
+			if why := mountRefused(m, protected); why != "" {
+				refuse("mcps."+name+".sandbox.mounts", i, m, why)
+			}
+		}
+	}
+	return errs
+}
