@@ -76,17 +76,42 @@ func (b *Broker) dialogAnswer(ctx context.Context, c *Call, wfs *Workflows, wf *
 	case "continue", "always":
 		wfs.Settled(wf, choice, false)
 		return b.answer(ctx, c, wfs, wf, true, choice == "always")
-	case "abort", "":
-		choice = "aborted"
 	}
+	what := dialogOutcome(choice)
 	_, paused := wf.Data.(*pausedCall)
-	wfs.Settled(wf, choice, false)
+	wfs.Settled(wf, what, false)
 	res := b.answer(ctx, c, wfs, wf, false, false)
 	if !paused {
-		res.Text = fmt.Sprintf("Rejected: %s: the person was asked in the client's dialog and %s. This is final; a continue_workflow for it is refused.", notRun(wf), choice)
+		res.Text = fmt.Sprintf("Rejected: %s: %s. This is final; a continue_workflow for it is refused.", notRun(wf), what)
 		res.Cause = errDeclined
+		// Some clients (codex) give the model the structured result
+		// only: it says who answered too.
+		if m, ok := res.Structured.(map[string]any); ok {
+			m["reason"] = what
+		}
 	}
 	return res
+}
+
+// dialogOutcome says what ended a dialog without an approval, no more
+// than pml knows: what the client answered. MCP elicitation's "decline"
+// is meant as a person's no, but codex exec declines by itself with
+// nobody asked; "cancel" only says the dialog closed without a choice:
+// Claude Code in print mode closes it at once with nobody there, and a
+// person pressing Escape looks the same. Neither is told as a person's
+// answer.
+func dialogOutcome(choice string) string {
+	switch choice {
+	case "abort", "":
+		return "Abort was chosen in the client's dialog"
+	case "declined":
+		return "the client declined pml's dialog (a person's no, or the client's own where nobody can be asked, as codex exec does)"
+	case "cancelled":
+		return "the client closed pml's dialog; no person answered"
+	case "not answered":
+		return "pml's dialog got no answer in time; no person answered"
+	}
+	return "the client's dialog ended with " + choice
 }
 
 var errDeclined = fmt.Errorf("%w: declined in the client's dialog", ErrDenied)

@@ -38,13 +38,32 @@ func TestADialogNoIsFinal(t *testing.T) {
 			f.call(t, ContinueTool, map[string]any{"workflow_id": id, "approved": true}),
 			f.call(t, "filesystem:write_file", map[string]any{"continue_workflow": map[string]any{"workflow_id": id, "approved": true}}),
 		} {
-			if !relay.IsError || !errors.Is(relay.Err(), ErrAnsweredInDialog) || !strings.Contains(relay.Text, "answered there") {
+			if !relay.IsError || !errors.Is(relay.Err(), ErrAnsweredInDialog) || !strings.Contains(relay.Text, "ended there: "+dialogOutcome(choice)) {
 				t.Errorf("%s: relayed answer: %+v", choice, relay)
 			}
 		}
 		if _, err := os.Stat(filepath.Join(f.ws, "b.txt")); err == nil {
 			t.Fatalf("%s: the write ran", choice)
 		}
+	}
+}
+
+// A dialog the client closed (MCP elicitation "cancel": Claude Code in
+// print mode does it with nobody there) is never told as a person's answer.
+func TestADialogTheClientClosedSaysNoPersonAnswered(t *testing.T) {
+	f := newFixture(t, "")
+	r := f.ask(t, "filesystem:write_file", map[string]any{"path": "b.txt", "content": "x"}, "cancelled", true)
+	if !r.IsError || !strings.Contains(r.Text, "the client closed pml's dialog; no person answered") || strings.Contains(r.Text, "the person") {
+		t.Fatalf("%s", r.Text)
+	}
+	// A client that shows the model only the structured result (codex)
+	// says the same.
+	if m, _ := r.Structured.(map[string]any); m["reason"] != "the client closed pml's dialog; no person answered" {
+		t.Fatalf("structured: %+v", r.Structured)
+	}
+	r = f.ask(t, "filesystem:write_file", map[string]any{"path": "b.txt", "content": "x"}, "declined", true)
+	if !strings.Contains(r.Text, "the client declined pml's dialog") {
+		t.Fatalf("%s", r.Text)
 	}
 }
 

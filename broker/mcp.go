@@ -431,7 +431,7 @@ func (b *Broker) elicitor(ss *mcp.ServerSession) func(context.Context, Approval)
 		}
 		choice := decision(res)
 		if choice != "continue" && choice != "always" {
-			b.log.Info().Str("tool", a.Tool).Str("answer", choice).Msg("the person did not approve in the client's dialog; nothing runs")
+			b.log.Info().Str("tool", a.Tool).Str("answer", choice).Msg("the client's dialog ended without an approval; nothing runs")
 		}
 		return choice, true
 	}

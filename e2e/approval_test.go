@@ -326,7 +326,7 @@ func TestElicitation(t *testing.T) {
 					}
 					structured(t, res, &st)
 					out, _ = callC(t, cs, "pml:continue_workflow", map[string]any{"workflow_id": st.WorkflowID, "approved": true})
-					if _, err := os.Stat(ws.path("e.txt")); err == nil || !strings.Contains(out, "answered there") {
+					if _, err := os.Stat(ws.path("e.txt")); err == nil || !strings.Contains(out, "ended there") {
 						t.Errorf("continuation after a refused elicitation: %q (ran: %v)", out, err == nil)
 					}
 				}

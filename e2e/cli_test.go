@@ -489,6 +489,16 @@ func TestCompletion(t *testing.T) {
 			t.Errorf("exit %d:\n%s\n%s", r.code, r.stdout, r.stderr)
 		}
 	})
+	// A server never started here has no tool names yet: its name
+	// completes, with no space after, and nothing is started to do it.
+	t.Run("pml call completes server names", func(t *testing.T) {
+		ws := newWorkspace(t, `{"mcps": {"everything": {"image": "pml/node:18", "command": "node"}}}`)
+		r := runCLI(t, ws.Dir, nil, "", "__complete", "call", "every")
+		lines := strings.Split(strings.TrimSpace(string(r.stdout)), "\n")
+		if r.code != 0 || !inList(lines, "everything:") || !strings.Contains(string(r.stdout), ":6\n") {
+			t.Errorf("exit %d:\n%s\n%s", r.code, r.stdout, r.stderr)
+		}
+	})
 }
 
 // pmlOnPath is an environment whose PATH finds this pml as "pml" first.

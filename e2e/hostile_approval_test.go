@@ -81,9 +81,9 @@ func stillAnswers(t *testing.T, s *session, ws *workspace) {
 // refused and the command never runs.
 func TestHostileDeclinedElicitationIsFinal(t *testing.T) {
 	for _, c := range []struct{ version, action, outcome string }{
-		{"2025-06-18", "decline", "declined"},
-		{"2025-06-18", "cancel", "cancelled"},
-		{"2026-07-28", "decline", "declined"},
+		{"2025-06-18", "decline", "the client declined pml's dialog"},
+		{"2025-06-18", "cancel", "the client closed pml's dialog; no person answered"},
+		{"2026-07-28", "decline", "the client declined pml's dialog"},
 	} {
 		t.Run(c.version+"/"+c.action, func(t *testing.T) {
 			const cfg = `{"permissions": {"allow": ["filesystem:read_file"], "ask": ["shell:exec"]}}`
@@ -109,7 +109,7 @@ func TestHostileDeclinedElicitationIsFinal(t *testing.T) {
 				t.Errorf("a %s dialog should end the call as rejected, got isError=%v %q", c.action, res.IsError, out)
 			}
 			// The model answers in the person's place, both ways.
-			want := "answered there: " + c.outcome + "; the call is not run"
+			want := "ended there: " + c.outcome
 			args := map[string]any{"command": "touch marker", "continue_workflow": cont(st.WorkflowID, true, true)}
 			if out, res := s.call(t, "shell:exec", args); !res.IsError || !strings.Contains(out, want) {
 				t.Errorf("resent call with continue_workflow: isError=%v %q, want a refusal saying %q", res.IsError, out, want)

@@ -150,7 +150,7 @@ func dialogError(wf *Workflow) error {
 	if wf.outcome == "" {
 		return RelayRefused("this approval is being put to the person through the client's dialog and can only be answered there; the call is not run")
 	}
-	return RelayRefused(fmt.Sprintf("this approval was put to the person through the client's dialog and answered there: %s; the call is not run", wf.outcome))
+	return RelayRefused(fmt.Sprintf("this approval was put to the client's dialog and ended there: %s; the call is not run", wf.outcome))
 }
 
 // RelayRefused is an ErrAnsweredInDialog that reads as its message alone.

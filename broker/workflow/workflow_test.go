@@ -63,7 +63,7 @@ func TestARelayedAnswerIsRefusedForTheDialog(t *testing.T) {
 	}
 	w.Settled(wf, "declined", true)
 	_, err := w.TakeRelayed(wf.ID, "a:x")
-	if !errors.Is(err, ErrAnsweredInDialog) || err.Error() != "this approval was put to the person through the client's dialog and answered there: declined; the call is not run" {
+	if !errors.Is(err, ErrAnsweredInDialog) || err.Error() != "this approval was put to the client's dialog and ended there: declined; the call is not run" {
 		t.Fatalf("got %v", err)
 	}
 }

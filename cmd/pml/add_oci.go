@@ -66,6 +66,7 @@ func addOCI(cmd *cobra.Command, g *globals, spec string, o addServerOptions) err
 		what += fmt.Sprintf(" with %q", o.args)
 	}
 	what += ") pooled, with the workspace read-only and no network"
+	o.source = "oci:" + pinned
 	return addServer(cmd, g, name, entry, what, o)
 }
 

@@ -36,6 +36,9 @@ type addServerOptions struct {
 	allow bool
 	yes   bool
 	args  []string // after --
+	// format is the output format (--format); source what is added, for
+	// its JSON (npm:PACKAGE@VERSION, oci:IMAGE@DIGEST).
+	format, source string
 }
 
 // serverEntry is an mcps entry as pml add writes it (fields in the order
@@ -81,7 +84,7 @@ func addNPM(cmd *cobra.Command, g *globals, spec string, o addServerOptions) err
 		}
 		return &exitError{2, fmt.Errorf("%s@%s has several executables (%s) and none is named like the package: write its mcps entry by hand (docs/add.md)", pkg.Name, pkg.Version, strings.Join(names, ", "))}
 	}
-	fmt.Fprintf(os.Stderr, "resolved %s@%s from %s (%s); checking its tarball…\n", pkg.Name, pkg.Version, reg, pkg.Integrity)
+	fmt.Fprintf(g.narration(), "resolved %s@%s from %s (%s); checking its tarball…\n", pkg.Name, pkg.Version, reg, pkg.Integrity)
 	if err := pkg.Verify(ctx, npmHTTP); err != nil {
 		if errors.Is(err, npmreg.ErrIntegrity) {
 			return &exitError{1, err}
@@ -103,6 +106,7 @@ func addNPM(cmd *cobra.Command, g *globals, spec string, o addServerOptions) err
 	}
 	what := fmt.Sprintf("%s (npm %s@%s): runs `node %s` in %s; installs with `npm install %s@%s` from %s, checked against %s",
 		name, pkg.Name, pkg.Version, strings.Join(entry.Args, " "), nodeImage, pkg.Name, pkg.Version, reg, pkg.Integrity)
+	o.source = "npm:" + pkg.Name + "@" + pkg.Version
 	return addServer(cmd, g, name, entry, what, o)
 }
 
@@ -134,7 +138,7 @@ func addServer(cmd *cobra.Command, g *globals, name string, entry serverEntry, w
 			return &exitError{2, err}
 		}
 	}
-	w := os.Stderr
+	w := g.narration()
 	fmt.Fprintf(w, "pml add writes mcps.%s to %s:\n  %s\n", name, path, what)
 	if o.allow {
 		fmt.Fprintf(w, "  and allows its tools without asking (%q in permissions.allow)\n", name+":*")
@@ -173,6 +177,12 @@ func addServer(cmd *cobra.Command, g *globals, name string, entry serverEntry, w
 	fmt.Fprintf(w, "wrote mcps.%s to %s\n", name, path)
 	fmt.Fprintf(w, "✓ %s added: %d tools\n", name, len(tools))
 	out := cmd.OutOrStdout()
+	if o.format == formatJSON {
+		out = io.Discard
+		defer func() {
+			_ = writeJSON(cmd.OutOrStdout(), addJSON{Name: name, Kind: "server", File: path, Source: o.source, Allowed: o.allow, Tools: toolsJSON(tools)})
+		}()
+	}
 	for _, t := range tools {
 		fmt.Fprintf(out, "  %s\t%s\n", termsafe.Quote(t.Name, termsafe.DefaultMax), firstLine(t.Description))
 	}
@@ -209,28 +219,16 @@ func installAndList(ctx context.Context, g *globals, path, name string, entry se
 	if err != nil {
 		return nil, &exitError{2, err}
 	}
-	if _, err := clearInterrupted(g, e.ws.Dir, os.Stderr); err != nil {
+	if _, err := clearInterrupted(g, e.ws.Dir, g.narration()); err != nil {
 		return nil, &exitError{1, err}
 	}
 	store := deps.NewStore(e.ws.Dir)
 	had := store.Installed(srv)
-	began := time.Now()
-	done := make(chan struct{})
-	go func() {
-		t := time.NewTicker(5 * time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				fmt.Fprintf(os.Stderr, "  still installing %s (%s)…\n", name, time.Since(began).Round(time.Second))
-			}
-		}
-	}()
-	fmt.Fprintf(os.Stderr, "installing %s and listing its tools…\n", name)
+	// The install's progress (its start, a line every few seconds, its
+	// end) is the broker's to log (Options.Progress): said here too, every
+	// event came twice.
+	fmt.Fprintf(g.narration(), "installing %s and listing its tools…\n", name)
 	tools, err := e.broker.InstallNewServer(ctx, srv)
-	close(done)
 	if err != nil {
 		if !had {
 			// An install that succeeded for a server that then would not
@@ -239,7 +237,6 @@ func installAndList(ctx context.Context, g *globals, path, name string, entry se
 		}
 		return nil, &exitError{capExit(err), err}
 	}
-	fmt.Fprintf(os.Stderr, "installed %s in %s\n", name, time.Since(began).Round(100*time.Millisecond))
 	return tools, nil
 }
 
@@ -270,15 +267,21 @@ func entryServer(ws, path, name string, entry serverEntry, allow bool) (config.S
 // of pml processes that died are removed first: a killed pml's install
 // container outlives it and may still be writing there.
 func clearInterrupted(g *globals, ws string, w io.Writer) (int, error) {
+	cleared, err := clearInterruptedList(g, ws, w)
+	return len(cleared), err
+}
+
+// clearInterruptedList is clearInterrupted, returning what it deleted.
+func clearInterruptedList(g *globals, ws string, w io.Writer) ([]deps.Interrupted, error) {
 	log := g.logger()
 	cleared, err := deps.NewStore(ws).ClearInterrupted(false, func() { reapNow(log, g.host) })
 	for _, c := range cleared {
 		fmt.Fprintf(w, "removed an interrupted install's leftovers: %s\n", relToWorkspace(ws, c.Path))
 	}
 	if err != nil {
-		return len(cleared), fmt.Errorf("clearing what an interrupted install left in .pml/deps: %w", err)
+		return cleared, fmt.Errorf("clearing what an interrupted install left in .pml/deps: %w", err)
 	}
-	return len(cleared), nil
+	return cleared, nil
 }
 
 // relToWorkspace is p relative to the workspace ws, for messages.
@@ -300,7 +303,9 @@ func confirmAdd(w io.Writer, yes bool) bool {
 		fmt.Fprintln(w, "  not approved: no terminal to ask on; run again with --yes to approve")
 		return false
 	}
-	fmt.Fprint(w, "Approve? [y/N] ")
+	// The question itself goes to the terminal as it is: a JSON event
+	// waits for the end of its line.
+	fmt.Fprint(os.Stderr, "Approve? [y/N] ")
 	s, _ := bufio.NewReader(os.Stdin).ReadString('\n')
 	s = strings.ToLower(strings.TrimSpace(s))
 	return s == "y" || s == "yes"

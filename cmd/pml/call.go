@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -70,7 +71,7 @@ whether the engine confirmed that in time, and what it did not confirm is remove
 			if len(args) > 0 {
 				return nil, cobra.ShellCompDirectiveNoFileComp
 			}
-			return toolNames(g, toComplete), cobra.ShellCompDirectiveNoFileComp
+			return callCompletions(g, toComplete)
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var raw string
@@ -574,21 +575,62 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// toolNames completes TOOL from the tools pml lists here (built-in, the
-// configured servers' cached tools, cached cloud tools), without Docker.
-func toolNames(g *globals, prefix string) []string {
+// callCompletions completes pml call's TOOL from what pml knows without
+// starting anything (broker.Known: the built-in tools, the configured
+// servers' cached tools, the cloud's cached list) and the capabilities
+// added here. Before a ':' it offers namespaces, each ending in ':' and
+// without a space after (pml call every<TAB> → everything:), so that the
+// next TAB lists that server's tools, even one never started here.
+func callCompletions(g *globals, prefix string) ([]string, cobra.ShellCompDirective) {
 	quiet := *g
 	quiet.logLevel = "disabled"
-	e, err := quiet.setup()
+	_, ws, _, err := quiet.project()
 	if err != nil {
-		return nil
+		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	defer e.rt.Close()
-	var out []string
-	for _, t := range e.broker.Tools() {
-		if strings.HasPrefix(t.Name, prefix) && t.Name != broker.ContinueTool {
-			out = append(out, t.Name)
+	// The servers the file names, trusted or not: a call to one not yet
+	// trusted says so, with pml trust.
+	k := broker.Known(ws.Dir, quiet.rawCfg)
+	var extra []string
+	if caps, err := broker.LoadCapabilities(ws.Dir); err == nil {
+		for _, c := range caps {
+			extra = append(extra, c.Namespace)
 		}
 	}
-	return out
+	return completeTool(k, extra, prefix)
+}
+
+// completeTool is callCompletions on what is known: k, and namespaces
+// (capabilities) whose tools are not in it.
+func completeTool(k broker.KnownTools, namespaces []string, prefix string) ([]string, cobra.ShellCompDirective) {
+	if strings.Contains(prefix, ":") {
+		var out []string
+		for _, n := range k.Names {
+			if strings.HasPrefix(n, prefix) && n != broker.ContinueTool {
+				out = append(out, n)
+			}
+		}
+		sort.Strings(out)
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
+	seen := map[string]bool{}
+	var out []string
+	add := func(ns string) {
+		if ns != "" && strings.HasPrefix(ns, prefix) && !seen[ns] {
+			seen[ns] = true
+			out = append(out, ns+":")
+		}
+	}
+	for _, n := range k.Names {
+		if n == broker.ContinueTool {
+			continue
+		}
+		ns, _, _ := strings.Cut(n, ":")
+		add(ns)
+	}
+	for _, ns := range append(append([]string{}, k.Unlisted...), namespaces...) {
+		add(ns)
+	}
+	sort.Strings(out)
+	return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/pml-dev/pml/internal/capname"
 	"github.com/pml-dev/pml/internal/mcpjson"
 	"github.com/pml-dev/pml/internal/registry"
+	"github.com/pml-dev/pml/internal/wirename"
 )
 
 // Standalone capabilities (the "Docker model" of seed 000, story 14.10):
@@ -25,6 +26,7 @@ import (
 
 func newAddCmd(g *globals) *cobra.Command {
 	var yes bool
+	var format string
 	var o addServerOptions
 	cmd := &cobra.Command{
 		Use:   "add NAME[@VERSION] | npm:PACKAGE[@VERSION] | oci:IMAGE[@DIGEST] [--name NAME] [-- ARGS…]",
@@ -49,9 +51,13 @@ Record it (and its version) in .pml/mcp.lock, install what it needs (after a "y"
 .mcp.json under NAME with its dots made '_' (db.postgres_query → "db_postgres_query"; the old file
 is kept in .mcp.json.backup). Needs no PML_API_KEY; afterwards pml run NAME works offline.
 
+--format json prints one JSON object on stdout: {"name", "kind" ("server" or "capability"), "file",
+"source", "allowed", "tools": [as pml tools --format json lists them]}; what pml says while it works
+stays on stderr.
+
 Exit codes: 0 added, 1 failed, 2 bad name or configuration, 3 needs approval (no terminal and no
 --yes), 5 Docker or the registry unavailable.`,
-		Example: "  pml add npm:@modelcontextprotocol/server-everything --yes\n  pml add npm:@modelcontextprotocol/server-filesystem --name files -- /workspace\n  pml add oci:mcp/fetch@sha256:… --yes\n  pml add memory\n  pml add smartSearch@1.2.0\n  pml add db.postgres_query@latest\n  pml add acme.tools.json.parse@3f2a --yes",
+		Example: "  pml add npm:@modelcontextprotocol/server-everything --yes --allow\n  pml add npm:@modelcontextprotocol/server-filesystem --name files --allow -- .\n  pml add oci:mcp/fetch@sha256:… --yes\n  pml add memory\n  pml add smartSearch@1.2.0\n  pml add db.postgres_query@latest\n  pml add acme.tools.json.parse@3f2a --yes",
 		Args: func(cmd *cobra.Command, args []string) error {
 			dash := cmd.ArgsLenAtDash()
 			if len(args) == 0 || dash == 0 {
@@ -67,6 +73,11 @@ Exit codes: 0 added, 1 failed, 2 bad name or configuration, 3 needs approval (no
 				o.args = args[dash:]
 			}
 			o.yes = yes
+			of, err := outputFormat(cmd, format, false)
+			if err != nil {
+				return err
+			}
+			o.format = of
 			switch {
 			case strings.HasPrefix(args[0], "npm:"):
 				return addNPM(cmd, g, strings.TrimPrefix(args[0], "npm:"), o)
@@ -87,14 +98,15 @@ Exit codes: 0 added, 1 failed, 2 bad name or configuration, 3 needs approval (no
 			defer e.broker.Close(30 * time.Second)
 			interactive := isatty.IsTerminal(os.Stdin.Fd())
 			in := bufio.NewReader(os.Stdin)
+			say := g.narration()
 			confirm := func(a broker.Approval) bool {
-				fmt.Fprintf(os.Stderr, "%s\n", a.Description)
+				fmt.Fprintf(say, "%s\n", a.Description)
 				if yes {
-					fmt.Fprintln(os.Stderr, "  approved by --yes")
+					fmt.Fprintln(say, "  approved by --yes")
 					return true
 				}
 				if !interactive {
-					fmt.Fprintln(os.Stderr, "  not approved: no terminal to ask on; run again with --yes to approve")
+					fmt.Fprintln(say, "  not approved: no terminal to ask on; run again with --yes to approve")
 					return false
 				}
 				fmt.Fprint(os.Stderr, "Approve? [y/N] ")
@@ -130,7 +142,7 @@ Exit codes: 0 added, 1 failed, 2 bad name or configuration, 3 needs approval (no
 			if err != nil {
 				return &exitError{1, err}
 			}
-			w := os.Stderr
+			w := say
 			where := "local"
 			if c.Routing == registry.RoutingServer {
 				where = "cloud"
@@ -140,6 +152,15 @@ Exit codes: 0 added, 1 failed, 2 bad name or configuration, 3 needs approval (no
 				version = " " + c.Version
 			}
 			fmt.Fprintf(w, "✓ %s added (%s%s, %s, %s): tools %s\n", c.Name, c.FQDN, version, c.Type, where, strings.Join(c.Tools, ", "))
+			if of == formatJSON {
+				tools := []toolJSON{}
+				for _, t := range c.Tools {
+					tools = append(tools, toolJSON{Name: t, WireName: wirename.Encode(t)})
+				}
+				if err := writeJSON(cmd.OutOrStdout(), addJSON{Name: c.Name, Kind: "capability", File: f.Path, Source: c.FQDN, Tools: tools}); err != nil {
+					return err
+				}
+			}
 			if backedUp {
 				fmt.Fprintf(w, "  %s updated; the old file is in %s\n", f.Path, f.BackupPath())
 			}
@@ -156,6 +177,7 @@ Exit codes: 0 added, 1 failed, 2 bad name or configuration, 3 needs approval (no
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "approve the install and integrity changes without asking")
 	cmd.Flags().StringVar(&o.name, "name", "", "the server's name in .pml.json and its tools' prefix (npm:, oci:; default: derived from the package or image)")
 	cmd.Flags().BoolVar(&o.allow, "allow", false, "also allow the server's tools without asking (adds \"NAME:*\" to permissions.allow)")
+	addFormatFlag(cmd, &format, nil)
 	return cmd
 }
 
@@ -220,6 +242,7 @@ func newRunCmd(g *globals) *cobra.Command {
 
 func newRemoveCmd(g *globals) *cobra.Command {
 	var clean, yes bool
+	var format string
 	cmd := &cobra.Command{
 		Use:   "remove NAME",
 		Short: "Remove an MCP server from .pml.json, or an added capability (and its .mcp.json entry)",
@@ -229,9 +252,24 @@ func newRemoveCmd(g *globals) *cobra.Command {
 			".pml/deps.json), its cached tool list and, for a capability, its cached registry copy; deleting installed\n" +
 			"dependencies is asked first " +
 			"(a \"y\" on a terminal, or --yes). Built-in tools cannot be removed: deny them in permissions.deny.\n\n" +
+			"--format json prints one JSON object on stdout: {\"name\", \"kind\" (\"server\" or \"capability\"), \"file\",\n" +
+			"\"deleted\": [{\"server\", \"kind\", \"path\"}] (by --clean), \"kept\": [the same, left for pml cleanup]}.\n\n" +
 			"Exit codes: 0 removed, 1 failed, 2 nothing of that name, 3 --clean not approved (nothing changed).",
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) (rerr error) {
+			of, err := outputFormat(cmd, format, false)
+			if err != nil {
+				return err
+			}
+			say := g.narration()
+			rep := &removeJSON{Name: args[0], Deleted: []leftoverJSON{}, Kept: []leftoverJSON{}}
+			if of == formatJSON {
+				defer func() {
+					if rerr == nil {
+						_ = writeJSON(cmd.OutOrStdout(), rep)
+					}
+				}()
+			}
 			ws, err := resolveWorkspace(g)
 			if err != nil {
 				return err
@@ -246,20 +284,21 @@ func newRemoveCmd(g *globals) *cobra.Command {
 			}
 			capability, isCap := caps[args[0]]
 			if !isCap {
-				if done, err := removeServer(g, ws, args[0], clean, yes); done || err != nil {
+				if done, err := removeServer(g, ws, args[0], clean, yes, rep); done || err != nil {
 					return err
 				}
 			}
 			if clean && isCap {
 				files, _ := broker.ServerFiles(ws, capability.Namespace)
 				if len(files) > 0 {
-					describeLeftovers(os.Stderr, "pml remove --clean deletes:", files)
-					if hasInstalled(files) && !confirmAdd(os.Stderr, yes) {
+					describeLeftovers(say, "pml remove --clean deletes:", files)
+					if hasInstalled(files) && !confirmAdd(say, yes) {
 						return &exitError{3, errors.New("nothing was removed: approve on a terminal, or run again with --yes")}
 					}
 					if err := broker.RemoveLeftovers(ws, files); err != nil {
 						return &exitError{1, err}
 					}
+					rep.Deleted = leftoversJSON(files)
 				}
 			}
 			c, ok, err := broker.RemoveCapability(ws, args[0], clean)
@@ -290,20 +329,23 @@ func newRemoveCmd(g *globals) *cobra.Command {
 				if _, err := f.Write(f.Mode); err != nil {
 					return &exitError{1, err}
 				}
-				fmt.Fprintf(os.Stderr, "removed %s from %s (the old file is in %s)\n", key, f.Path, f.BackupPath())
+				fmt.Fprintf(say, "removed %s from %s (the old file is in %s)\n", key, f.Path, f.BackupPath())
+				rep.Kind, rep.File = "capability", f.Path
 			}
 			if ok {
-				fmt.Fprintf(os.Stderr, "removed %s (%s) from %s", c.Name, c.FQDN, broker.CapabilitiesFile)
+				fmt.Fprintf(say, "removed %s (%s) from %s", c.Name, c.FQDN, broker.CapabilitiesFile)
+				rep.Kind, rep.File = "capability", filepath.Join(ws, broker.CapabilitiesFile)
 				if clean {
-					fmt.Fprint(os.Stderr, " and its cached copy")
+					fmt.Fprint(say, " and its cached copy")
 				}
-				fmt.Fprintln(os.Stderr)
+				fmt.Fprintln(say)
 			}
 			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&clean, "clean", false, "also delete its installed dependencies, cached tool list and cached registry copy")
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "approve --clean's deletions without asking")
+	addFormatFlag(cmd, &format, nil)
 	return cmd
 }
 

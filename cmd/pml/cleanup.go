@@ -2,7 +2,7 @@ package main
 
 import (
 	"fmt"
-	"os"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -11,7 +11,10 @@ import (
 )
 
 func newCleanupCmd(g *globals) *cobra.Command {
-	var dryRun bool
+	var (
+		dryRun bool
+		format string
+	)
 	cmd := &cobra.Command{
 		Use:   "cleanup [--dry-run]",
 		Short: "Delete installed dependencies and cached tool lists that no server here uses any more",
@@ -19,10 +22,16 @@ func newCleanupCmd(g *globals) *cobra.Command {
 			"(.pml/capabilities.json) nor the registry lockfile (.pml/mcp.lock) names any more: installed\n" +
 			"dependencies (.pml/deps/NAME and their records in .pml/deps.json) and cached tool lists\n" +
 			"(.pml/tools-cache.json); and what an install interrupted by a kill left (.pml/deps/.partial-*,\n" +
-			"never a running install's). --dry-run lists them (on stdout) and deletes nothing.\n\n" +
+			"never a running install's). --dry-run lists them (on stdout) and deletes nothing.\n" +
+			"--format json prints one JSON object: {\"dry_run\", \"deleted\": [{\"server\", \"kind\", \"path\"}],\n" +
+			"\"interrupted\": [paths]} (with --dry-run, what would be deleted).\n\n" +
 			"Exit codes: 0 done (or nothing to do), 1 failed, 2 the configuration cannot be read.",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) (rerr error) {
+			f, err := outputFormat(cmd, format, false)
+			if err != nil {
+				return err
+			}
 			_, ws, _, err := g.project()
 			if err != nil {
 				return err
@@ -34,6 +43,15 @@ func newCleanupCmd(g *globals) *cobra.Command {
 				return &exitError{2, err}
 			}
 			out := cmd.OutOrStdout()
+			rep := cleanupJSON{DryRun: dryRun, Deleted: []leftoverJSON{}, Interrupted: []string{}}
+			if f == formatJSON {
+				out = io.Discard
+				defer func() {
+					if rerr == nil {
+						_ = writeJSON(cmd.OutOrStdout(), rep)
+					}
+				}()
+			}
 			// What a killed pml add (or first call) left mid-install:
 			// never a running install's.
 			var interrupted []deps.Interrupted
@@ -42,12 +60,14 @@ func newCleanupCmd(g *globals) *cobra.Command {
 					return &exitError{1, err}
 				}
 			} else {
-				n, err := clearInterrupted(g, ws.Dir, out)
+				cleared, err := clearInterruptedList(g, ws.Dir, out)
+				rep.Interrupted = relPaths(ws.Dir, cleared)
 				if err != nil {
 					return &exitError{1, err}
 				}
+				n := len(cleared)
 				if n > 0 && len(left) == 0 {
-					fmt.Fprintln(os.Stderr, "cleanup done")
+					fmt.Fprintln(g.narration(), "cleanup done")
 					return nil
 				}
 			}
@@ -55,6 +75,8 @@ func newCleanupCmd(g *globals) *cobra.Command {
 				fmt.Fprintln(out, "Nothing to clean up: every installed dependency and cached tool list belongs to a server here.")
 				return nil
 			}
+			rep.Interrupted = append(rep.Interrupted, relPaths(ws.Dir, interrupted)...)
+			rep.Deleted = leftoversJSON(left)
 			if dryRun {
 				describeLeftovers(out, "pml cleanup would delete:", left)
 				for _, c := range interrupted {
@@ -66,10 +88,11 @@ func newCleanupCmd(g *globals) *cobra.Command {
 				return &exitError{1, err}
 			}
 			describeLeftovers(out, "Deleted:", left)
-			fmt.Fprintln(os.Stderr, "cleanup done")
+			fmt.Fprintln(g.narration(), "cleanup done")
 			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "list what would be deleted, delete nothing")
+	addFormatFlag(cmd, &format, nil)
 	return cmd
 }

@@ -21,11 +21,13 @@ func checkClientFiles(ws, exe string, getenv func(string) string) []check {
 	var out []check
 	configured := 0
 	mcp := checkMCPJSON(ws, exe)
+	required := requiresPerson(ws, getenv)
 	if mcp.status != "" {
-		out = append(out, mcp)
+		out = append(out, mcp, checkApprovals(claudeCode, required))
 		configured++
 	}
 	env := clientEnv(getenv)
+	approvalsSaid := map[string]bool{claudeCode: mcp.status != ""}
 	for _, c := range clients.All {
 		for _, s := range c.Scopes() {
 			if c.Name == claudeCode && s == clients.Project {
@@ -40,6 +42,10 @@ func checkClientFiles(ws, exe string, getenv func(string) string) []check {
 			}
 			if ch := checkClientStatus(c, s, st, ws, exe); ch.status != "" {
 				out = append(out, ch)
+				if !approvalsSaid[c.Name] {
+					out = append(out, checkApprovals(c.Name, required))
+					approvalsSaid[c.Name] = true
+				}
 				configured++
 			}
 		}

@@ -34,8 +34,20 @@ func TestDoctorChecksEveryConfiguredClientFile(t *testing.T) {
 	}
 	p.write(".gemini/settings.json", `{"mcpServers": {"pml": {"command": "pml", "args": ["stdio"]}}}`)
 	got := checkClientFiles(p.dir, exe, getenv)
-	if c := find(got, "gemini-cli"); c.status != "ok" || len(got) != 1 {
+	if c := find(got, "gemini-cli"); c.status != "ok" || len(got) != 2 {
 		t.Errorf("gemini-cli only, configured as init writes it: %+v", got)
+	}
+	// gemini-cli has no dialog for pml's approvals: doctor says so, with
+	// how to require a person, until the project requires one.
+	if c := find(got, "gemini-cli approvals"); c.status != "warn" || !strings.Contains(c.detail, "its model answers them itself") || !strings.Contains(c.fix, "require_elicitation") {
+		t.Errorf("gemini-cli's approvals: %+v", c)
+	}
+	p.write(".pml.json", `{"hil": {"require_elicitation": true}}`)
+	if c := find(checkClientFiles(p.dir, exe, getenv), "gemini-cli approvals"); c.status != "ok" || !strings.Contains(c.detail, "fails closed") {
+		t.Errorf("gemini-cli's approvals with require_elicitation: %+v", c)
+	}
+	if err := os.Remove(filepath.Join(p.dir, ".pml.json")); err != nil {
+		t.Fatal(err)
 	}
 
 	p.write(".gemini/settings.json", `{"mcpServers": {"pml": {"command": "pml", "args": ["stdio"], "env": {"PML_WORKSPACE": "/srv/first"}}}}`)
@@ -50,6 +62,9 @@ func TestDoctorChecksEveryConfiguredClientFile(t *testing.T) {
 	p.write(".mcp.json", `{"mcpServers": {"pml": {"type": "stdio", "command": "`+exe+`", "args": ["stdio"]}}}`)
 	if c := find(checkClientFiles(p.dir, exe, getenv), ".mcp.json"); c.status != "warn" || !strings.Contains(c.detail, "absolute path") {
 		t.Errorf("a .mcp.json naming this pml by its absolute path: %+v", c)
+	}
+	if c := find(checkClientFiles(p.dir, exe, getenv), "claude-code approvals"); c.status != "ok" || !strings.Contains(c.detail, "no person answered") {
+		t.Errorf("Claude Code's approvals: %+v", c)
 	}
 
 	codex := filepath.Join(p.home, ".codex", "config.toml")

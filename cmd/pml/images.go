@@ -415,6 +415,7 @@ func newImagesSaveCmd(g *globals, manifest *string) *cobra.Command {
 		out        string
 		all        bool
 		imagesOnly bool
+		format     string
 	)
 	cmd := &cobra.Command{
 		Use:   "save -o FILE.tar.zst [IMAGE...]",
@@ -425,8 +426,13 @@ func newImagesSaveCmd(g *globals, manifest *string) *cobra.Command {
 			"(.pml/deps.json), .pml/mcp.lock, and the caches pml lists tools and routes from (.pml/tools-cache.json, " +
 			".pml/routing-cache.json, .pml/registry-cache). " + images.BundleManifestName + " comes first with the size " +
 			"and sha256 of every other part. Carry the file and the pml binary to the offline host and run `pml images " +
-			"load -i FILE` in the project there. Progress goes to stderr; the file is written atomically.",
+			"load -i FILE` in the project there. Progress goes to stderr; the file is written atomically. --format json prints " +
+			`one JSON object: {"file", "size", "raw_size", "images": [{"ref", "id"}], "project_files": [".pml/…"]}.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			f, err := outputFormat(cmd, format, false)
+			if err != nil {
+				return err
+			}
 			if out == "" {
 				return &exitError{2, errors.New("say where to write the bundle: pml images save -o FILE.tar.zst")}
 			}
@@ -466,16 +472,19 @@ func newImagesSaveCmd(g *globals, manifest *string) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			var raw int64
+			for _, f := range man.Files {
+				raw += f.Size
+			}
+			if f == formatJSON {
+				return writeJSON(cmd.OutOrStdout(), saveReport(out, st.Size(), raw, man))
+			}
 			w := cmd.OutOrStdout()
 			for _, im := range man.Images {
 				fmt.Fprintf(w, "saved %s (%s)\n", im.Ref, shortID(im.ID))
 			}
 			if man.Workspace != nil {
 				fmt.Fprintf(w, "saved .pml/%s\n", strings.Join(man.Workspace.Parts, ", .pml/"))
-			}
-			var raw int64
-			for _, f := range man.Files {
-				raw += f.Size
 			}
 			fmt.Fprintf(w, "wrote %s: %d images, %s (%s before compression)\n", out, len(man.Images), sizeOf(st.Size()), sizeOf(raw))
 			return nil
@@ -484,6 +493,7 @@ func newImagesSaveCmd(g *globals, manifest *string) *cobra.Command {
 	cmd.Flags().StringVarP(&out, "output", "o", "", "bundle file to write")
 	cmd.Flags().BoolVar(&all, "all", false, "include the manifest's optional images and the Deno image")
 	cmd.Flags().BoolVar(&imagesOnly, "images-only", false, "carry the images only, no project files")
+	addFormatFlag(cmd, &format, nil)
 	return cmd
 }
 
@@ -593,6 +603,7 @@ func newImagesLoadCmd(g *globals) *cobra.Command {
 	var (
 		in         string
 		imagesOnly bool
+		format     string
 	)
 	cmd := &cobra.Command{
 		Use:   "load -i FILE.tar.zst",
@@ -601,9 +612,15 @@ func newImagesLoadCmd(g *globals) *cobra.Command {
 			"bundle is refused, naming the part, and nothing is loaded or changed), then load the images, check that each " +
 			"has the recorded image ID and restore their names, and only then put the project files it carries " +
 			"(installed dependencies, deps.json, mcp.lock, the tools cache) into the workspace's .pml, each replacing " +
-			"what was there. Needs no network. Bundles of the first format (images only, uncompressed) load too.",
+			"what was there. Needs no network. Bundles of the first format (images only, uncompressed) load too. " +
+			`--format json prints one JSON object: {"ok", "images": [{"ref", "id", "names", "new"}], "restored": [paths], ` +
+			`"left_out": [".pml/…"], "error"}.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			f, err := outputFormat(cmd, format, false)
+			if err != nil {
+				return err
+			}
 			if in == "" {
 				return &exitError{2, errors.New("say which bundle to load: pml images load -i FILE.tar.zst")}
 			}
@@ -651,6 +668,11 @@ func newImagesLoadCmd(g *globals) *cobra.Command {
 			}
 			res, err := images.Load(cmd.Context(), rt, in, opt)
 			w := cmd.OutOrStdout()
+			if f == formatJSON {
+				r := loadReport(res, opt.Workspace, err)
+				w = io.Discard
+				defer func() { _ = writeJSON(cmd.OutOrStdout(), r) }()
+			}
 			if res != nil {
 				for _, l := range res.Images {
 					fmt.Fprintf(w, "loaded %s (%s) as %s\n", l.Image.Ref, shortID(l.Image.ID), strings.Join(l.Names, ", "))
@@ -681,13 +703,14 @@ func newImagesLoadCmd(g *globals) *cobra.Command {
 	}
 	cmd.Flags().StringVarP(&in, "input", "i", "", "bundle file to load")
 	cmd.Flags().BoolVar(&imagesOnly, "images-only", false, "load the images only and leave the workspace as it is")
+	addFormatFlag(cmd, &format, nil)
 	return cmd
 }
 
 func newImagesPruneCmd(g *globals, manifest *string) *cobra.Command {
 	var (
 		dryRun, includeBase bool
-		repo                string
+		repo, format        string
 	)
 	cmd := &cobra.Command{
 		Use:   "prune [--dry-run]",
@@ -700,9 +723,15 @@ func newImagesPruneCmd(g *globals, manifest *string) *cobra.Command {
 			"an image any container on the engine was created from (running or stopped, whoever's) is kept, and so are " +
 			"pml's base images (pml/toolbox of any version, pml/shell, pml/node, pml/deno) unless --include-base; prune " +
 			"says what it keeps and why. Run outside a project (in your home directory, say), it considers only the " +
-			"projects pml knows and records nothing. --dry-run prints what would go and why, and removes nothing.",
+			"projects pml knows and records nothing. --dry-run prints what would go and why, and removes nothing. " +
+			`--format json prints one JSON object: {"ok", "dry_run", "removed", "would_remove", "kept": [{"names", "id", ` +
+			`"size", "reason"}], "failed": [errors]}.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			f, err := outputFormat(cmd, format, false)
+			if err != nil {
+				return err
+			}
 			// --all: the optional images count as referenced, so prune
 			// never removes what `pull --all` fetched.
 			env, err := loadImagesEnv(g, *manifest, true)
@@ -767,7 +796,16 @@ func newImagesPruneCmd(g *globals, manifest *string) *cobra.Command {
 				Known: fmt.Sprintf("the %d projects pml knows for you on this host, nor by any container on this engine", len(known)),
 				InUse: inUse, Base: baseRepos(env.man), IncludeBase: includeBase})
 			out := cmd.OutOrStdout()
+			rep := pruneJSON{DryRun: dryRun, Removed: []prunedImage{}, WouldRemove: []prunedImage{}, Kept: []prunedImage{}, Failed: []string{}}
+			if f == formatJSON {
+				out = io.Discard
+				defer func() {
+					rep.OK = len(rep.Failed) == 0
+					_ = writeJSON(cmd.OutOrStdout(), rep)
+				}()
+			}
 			for _, k := range kept {
+				rep.Kept = append(rep.Kept, prunedOf(images.PruneCandidate{Image: k.Image}.Names(), k.Image, k.Reason))
 				fmt.Fprintf(out, "kept %s (%s, %s): %s\n", strings.Join(images.PruneCandidate{Image: k.Image}.Names(), ", "), shortID(k.Image.ID), sizeOf(k.Image.Size), k.Reason)
 			}
 			if len(cands) == 0 {
@@ -776,6 +814,7 @@ func newImagesPruneCmd(g *globals, manifest *string) *cobra.Command {
 			}
 			if dryRun {
 				for _, c := range cands {
+					rep.WouldRemove = append(rep.WouldRemove, prunedOf(c.Names(), c.Image, c.Reason))
 					fmt.Fprintf(out, "would remove %s (%s, %s): %s\n", strings.Join(c.Names(), ", "), shortID(c.Image.ID), sizeOf(c.Image.Size), c.Reason)
 				}
 				return nil
@@ -786,8 +825,10 @@ func newImagesPruneCmd(g *globals, manifest *string) *cobra.Command {
 				switch {
 				case r.Removed:
 					removed = append(removed, c.Image.ID)
+					rep.Removed = append(rep.Removed, prunedOf(c.Names(), c.Image, c.Reason))
 					fmt.Fprintf(out, "removed %s (%s, %s): %s\n", strings.Join(c.Names(), ", "), shortID(c.Image.ID), sizeOf(c.Image.Size), c.Reason)
 				case r.InUse:
+					rep.Kept = append(rep.Kept, prunedOf(c.Names(), c.Image, "a container uses it"))
 					fmt.Fprintf(out, "kept %s: a container uses it\n", strings.Join(c.Names(), ", "))
 				default:
 					failed = append(failed, r.Err.Error())
@@ -797,6 +838,7 @@ func newImagesPruneCmd(g *globals, manifest *string) *cobra.Command {
 				failed = append(failed, err.Error())
 			}
 			if len(failed) > 0 {
+				rep.Failed = failed
 				return &exitError{1, fmt.Errorf("prune failed for: %s", strings.Join(failed, "; "))}
 			}
 			return nil
@@ -804,6 +846,7 @@ func newImagesPruneCmd(g *globals, manifest *string) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print what would be removed and why, remove nothing")
 	cmd.Flags().StringVar(&repo, "repo", "", "only consider images whose name starts with this prefix (e.g. pml/toolbox)")
+	addFormatFlag(cmd, &format, nil)
 	cmd.Flags().BoolVar(&includeBase, "include-base", false, "also remove pml's base images (pml/toolbox of other versions, pml/shell, pml/node, pml/deno) that no project pml knows uses; other users' projects on a shared engine may need them")
 	return cmd
 }

@@ -48,6 +48,9 @@ type initOptions struct {
 	// detected); scope is --scope ("": each client's default).
 	clients []string
 	scope   string
+	// format is --format; stdout gets its JSON document.
+	format string
+	stdout io.Writer
 	// workspace is --workspace DIR: the project is DIR, not the one
 	// found from the current directory.
 	workspace string
@@ -93,13 +96,22 @@ same consent as .mcp.json (a "y" on a terminal, or --yes). Continue's user file 
 Continue reads ~/.continue/config.json (init says what to add there).
 
 The closing lines name, for each configured client, the step it needs before it starts pml (Claude
-Code's approval of project servers, codex's and gemini-cli's trusted folders) and the client's own
-command that shows pml connected (claude mcp list, codex mcp list, gemini mcp list, opencode mcp list).
+Code's approval of project servers, codex's and gemini-cli's trusted folders, which their
+non-interactive runs never ask for), the client's own command that shows pml (claude mcp list,
+gemini mcp list and opencode mcp list say connected, codex mcp list says enabled), and whether pml's
+approvals reach a person there: in the client's own dialog, or answered by its model where the client
+has none (opencode, gemini-cli); for those init proposes hil.require_elicitation.
+
+Everything init says goes to stderr. --format json also prints one JSON object on stdout:
+{"workspace", "mcp_json" (created, merged, unchanged, not touched), "pml_json" (created, kept),
+"gitignore_added", "key" (written, moved, stored, none), "clients": [{"name", "scope", "file", "trust",
+"check", "shows", "dialog", "approvals"}]}.
 
 Running init again is safe: what is already in place is left as it is.`
 
 func newInitCmd() *cobra.Command {
 	var o initOptions
+	var format string
 	cmd := &cobra.Command{
 		Use:   "init",
 		Short: "Set up this project for MCP clients: .mcp.json (and other clients' files), .pml.json, .gitignore",
@@ -133,6 +145,10 @@ func newInitCmd() *cobra.Command {
 				hide:        func() (func(), error) { return hideInput(int(os.Stdin.Fd())) },
 			}
 			o.cloudURLSet = cmd.Flags().Changed("cloud-url")
+			if o.format, err = outputFormat(cmd, format, false); err != nil {
+				return err
+			}
+			o.stdout = cmd.OutOrStdout()
 			if o.apiKey == "-" {
 				// stdin is the key's: nothing is left to answer a
 				// question with (a merge then needs --yes).
@@ -150,6 +166,7 @@ func newInitCmd() *cobra.Command {
 	f.BoolVar(&o.local, "local", false, "local mode: no API key (and remove one from .mcp.json; the user's credentials file is left alone)")
 	f.StringVar(&o.cloudURL, "cloud-url", config.DefaultCloudURL, "cloud.url written into a new .pml.json")
 	f.StringSliceVar(&o.clients, "client", nil, "configure this MCP client (repeatable, or comma-separated): "+strings.Join(clients.Names(), ", ")+"; without it: Claude Code and the clients detected")
+	addFormatFlag(cmd, &format, nil)
 	f.StringVar(&o.workspace, "workspace", "", "set up the project in this directory (it must exist; not /, your home or a system directory) instead of the one found from the current directory or $PML_WORKSPACE")
 	f.StringVar(&o.scope, "scope", "", "where the clients' configuration goes: project (a file in the workspace) or user (the client's file in your home, for every project); default: project where the client has one")
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
@@ -266,7 +283,7 @@ func runInit(ctx context.Context, o initOptions, term *terminal, getenv func(str
 		return err
 	}
 	p.summarise(term.out, o, backedUp)
-	return nil
+	return p.writeInitJSON(o.stdout, o, backedUp)
 }
 
 // usage is an error in what init was asked to do: exit 2.

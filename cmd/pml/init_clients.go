@@ -261,7 +261,7 @@ func (p *initPlan) summariseClients(w io.Writer) {
 // clientNext is what a person does after init for one client: the trust
 // or approval step the client needs before it starts pml ("" when none),
 // and how to see pml connected.
-type clientNext struct{ trust, check string }
+type clientNext struct{ trust, check, shows string }
 
 // nextFor is clientNext for a configured client. The texts follow each
 // client's documentation (November 2026).
@@ -271,32 +271,32 @@ func nextFor(name string, scope clients.Scope, ws string) clientNext {
 	switch name {
 	case claudeCode:
 		if project {
-			return clientNext{"open Claude Code in " + ws + " and approve the project server pml when it asks (.mcp.json servers need approval)", "claude mcp list"}
+			return clientNext{"open Claude Code in " + ws + " and approve the project server pml when it asks (.mcp.json servers need approval)", "claude mcp list", ""}
 		}
-		return clientNext{"", "claude mcp list"}
+		return clientNext{"", "claude mcp list", ""}
 	case "codex":
 		if project {
-			return clientNext{"codex reads .codex/config.toml only in a trusted project: start codex in " + ws + " and trust the folder when it asks", "codex mcp list"}
+			return clientNext{"codex reads .codex/config.toml only in a trusted project: start codex in " + ws + " and trust the folder when it asks (codex exec never asks: until the folder is trusted it ignores the file and starts no pml)", "codex mcp list", "enabled"}
 		}
-		return clientNext{"", "codex mcp list"}
+		return clientNext{"", "codex mcp list", "enabled"}
 	case "gemini-cli":
 		if project {
-			return clientNext{"gemini reads .gemini/settings.json only when started in " + ws + " itself (not a subdirectory) and only once the folder is trusted: trust it when gemini asks", "gemini mcp list"}
+			return clientNext{"gemini reads .gemini/settings.json only when started in " + ws + " itself (not a subdirectory) and only once the folder is trusted: trust it when gemini asks (gemini -p never asks: until the folder is trusted it ignores the file and starts no pml)", "gemini mcp list", ""}
 		}
-		return clientNext{"", "gemini mcp list"}
+		return clientNext{"", "gemini mcp list", ""}
 	case "opencode":
-		return clientNext{"", "opencode mcp list"}
+		return clientNext{"", "opencode mcp list", ""}
 	case "cursor":
-		return clientNext{"check that pml is turned on in Cursor's Settings → MCP", "that page (pml and its tools)"}
+		return clientNext{"check that pml is turned on in Cursor's Settings → MCP", "that page (pml and its tools)", ""}
 	case "vscode":
-		return clientNext{"start pml from .vscode/mcp.json (Start above the entry), and trust it if VS Code asks", "the command MCP: List Servers"}
+		return clientNext{"start pml from .vscode/mcp.json (Start above the entry), and trust it if VS Code asks", "the command MCP: List Servers", ""}
 	case "zed":
-		return clientNext{"", "the Agent panel's settings show pml"}
+		return clientNext{"", "the Agent panel's settings show pml", ""}
 	case "continue":
-		return clientNext{"", "Continue's configuration panel lists pml under MCP servers"}
+		return clientNext{"", "Continue's configuration panel lists pml under MCP servers", ""}
 	case "claude-desktop", "windsurf", "cline", "goose":
 		c, _ := clients.Lookup(name)
-		return clientNext{c.Title + ": " + outside, "restart " + c.Title + "; its list of MCP servers shows pml"}
+		return clientNext{c.Title + ": " + outside, "restart " + c.Title + "; its list of MCP servers shows pml", ""}
 	}
 	return clientNext{}
 }
@@ -316,13 +316,25 @@ func (p *initPlan) summariseNext(w io.Writer) {
 		configured = append(configured, done{e.Client.Name, e.Scope})
 	}
 	fmt.Fprintln(w, "Next:")
+	propose := false
 	for _, c := range configured {
 		n := nextFor(c.name, c.scope, p.ws.Dir)
-		if n.trust != "" {
-			fmt.Fprintf(w, "  %s: %s; then %s shows pml connected\n", c.name, n.trust, n.check)
-		} else {
-			fmt.Fprintf(w, "  %s: restart it; %s shows pml connected\n", c.name, n.check)
+		// Each client's own word: codex mcp list says "enabled".
+		shows := n.shows
+		if shows == "" {
+			shows = "connected"
 		}
+		if n.trust != "" {
+			fmt.Fprintf(w, "  %s: %s; then %s shows pml %s\n", c.name, n.trust, n.check, shows)
+		} else {
+			fmt.Fprintf(w, "  %s: restart it; %s shows pml %s\n", c.name, n.check, shows)
+		}
+		text, dialog := clientApprovals(c.name)
+		fmt.Fprintf(w, "    %s\n", text)
+		propose = propose || !dialog
+	}
+	if propose && !p.requireElicitation() {
+		fmt.Fprintf(w, "  approvals: %s\n", requireHint)
 	}
 	fmt.Fprintln(w, "  pml doctor checks the set-up (the engine, the images, every client file that names pml).")
 }

@@ -302,13 +302,36 @@ func TestInitClosingLinesNameEachClientsSteps(t *testing.T) {
 		"codex: codex reads .codex/config.toml only in a trusted project", "codex mcp list",
 		"gemini-cli: gemini reads .gemini/settings.json only when started in " + p.dir, "gemini mcp list",
 		"opencode: restart it; opencode mcp list shows pml connected",
+		// codex mcp list prints "enabled", not "connected".
+		"then codex mcp list shows pml enabled",
+		// codex exec and gemini -p never ask for the folder's trust.
+		"codex exec never asks", "gemini -p never asks",
+		// Whether approvals reach a person, per client.
+		"approvals reach you in Claude Code's own dialog", "no person answered",
+		"opencode has no dialog for pml's approvals: its model answers them itself",
+		"gemini-cli has no dialog for pml's approvals", "--yolo",
+		// and how to require one, proposed for the clients without a dialog.
+		`"hil": {"require_elicitation": true}`,
 	} {
 		if !strings.Contains(next, w) {
 			t.Errorf("closing lines lack %q:\n%s", w, next)
 		}
 	}
-	if strings.Count(next, "\n  ") != 5 {
-		t.Errorf("want one line per client and pml doctor's:\n%s", next)
+	if strings.Contains(next, "codex mcp list shows pml connected") {
+		t.Errorf("codex says enabled:\n%s", next)
+	}
+	if strings.Count(next, "\n  ") != 10 {
+		t.Errorf("want two lines per client, the proposal and pml doctor's:\n%s", next)
+	}
+	// A project that already requires a person is not told to.
+	p = newProject(t)
+	p.write(".pml.json", `{"hil": {"require_elicitation": true}}`)
+	term = newFakeTerm(false, strings.NewReader(""), nil)
+	if err := p.init(initOptions{local: true, clients: []string{"opencode"}}, term); err != nil {
+		t.Fatalf("%v\n%s", err, term.out)
+	}
+	if out := term.out.String(); strings.Contains(out, "to require a person") || !strings.Contains(out, "opencode has no dialog") {
+		t.Errorf("with require_elicitation set:\n%s", out)
 	}
 }
 

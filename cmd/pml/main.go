@@ -14,7 +14,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
@@ -112,15 +111,15 @@ func newRoot() *cobra.Command {
 					return usageError(cmd, fmt.Errorf("invalid --log-level %q: use debug, info, warn or error", g.logLevel))
 				}
 			}
-			if f.Changed("log-format") && g.logFormat != "auto" && g.logFormat != "console" && g.logFormat != "json" {
-				return usageError(cmd, fmt.Errorf("invalid --log-format %q: use auto, console or json", g.logFormat))
+			if f.Changed("log-format") && !validLogFormat(g.logFormat) {
+				return usageError(cmd, fmt.Errorf("invalid --log-format %q: use auto, text (or console) or json", g.logFormat))
 			}
 			return nil
 		},
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", envOr("PML_LOG_LEVEL", "info"), "log level: debug, info, warn, error (env PML_LOG_LEVEL)")
-	root.PersistentFlags().StringVar(&g.logFormat, "log-format", envOr("PML_LOG_FORMAT", "auto"), "log format on stderr: auto, console, json (env PML_LOG_FORMAT)")
+	root.PersistentFlags().StringVar(&g.logFormat, "log-format", envOr("PML_LOG_FORMAT", "auto"), "log format on stderr: auto (text on a terminal, else JSON lines), text (or console), json (env PML_LOG_FORMAT)")
 	root.PersistentFlags().BoolVarP(&g.debug, "debug", "D", false, "debug logging on stderr (same as --log-level debug)")
 	root.PersistentFlags().StringVarP(&g.host, hostFlag, "H", "", "container engine address, as docker -H: unix:///path, tcp://host:2376, ssh://user@host (default: DOCKER_HOST, then the Docker context, then the well-known sockets)")
 	root.AddCommand(newStdioCmd(g), newServeCmd(g), newDoctorCmd(g), newVersionCmd(), newImagesCmd(g), newDemoCmd(g), newRegistryCmd(g), newInitCmd(), newClientsCmd(), newCallCmd(g), newAddCmd(g), newRunCmd(g), newRemoveCmd(g), newListCmd(g), newTrustCmd(g), newToolsCmd(g), newCleanupCmd(g), newUpgradeCmd(), newAuditCmd(g))
@@ -188,8 +187,7 @@ func (g *globals) logger() zerolog.Logger {
 		lvl = zerolog.DebugLevel
 	}
 	var w = zerolog.New(os.Stderr)
-	console := g.logFormat == "console" || (g.logFormat == "auto" && isatty.IsTerminal(os.Stderr.Fd()))
-	if console {
+	if !g.jsonLog() {
 		w = zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: "15:04:05", NoColor: noColor()})
 	}
 	return w.Level(lvl).With().Timestamp().Logger()

@@ -16,8 +16,9 @@ import (
 
 // removeServer takes the MCP server name out of .pml.json and, with
 // clean, deletes what it installed and its cached tools (after consent).
-// done is false when .pml.json has no such server.
-func removeServer(g *globals, ws, name string, clean, yes bool) (done bool, err error) {
+// done is false when .pml.json has no such server. rep gets what was
+// done, for --format json.
+func removeServer(g *globals, ws, name string, clean, yes bool, rep *removeJSON) (done bool, err error) {
 	path := filepath.Join(ws, config.FileName)
 	data, err := safefs.ReadFile(ws, path, safefs.MaxConfig)
 	if errors.Is(err, os.ErrNotExist) {
@@ -33,7 +34,7 @@ func removeServer(g *globals, ws, name string, clean, yes bool) (done bool, err 
 	if out == nil {
 		return false, nil
 	}
-	w := os.Stderr
+	w := g.narration()
 	var files []broker.Leftover
 	if clean {
 		if files, err = broker.ServerFiles(ws, name); err != nil {
@@ -62,10 +63,12 @@ func removeServer(g *globals, ws, name string, clean, yes bool) (done bool, err 
 		fmt.Fprintf(w, "⚠ %s is removed but your trust records are not updated (%v): run `pml trust`\n", name, err)
 	}
 	fmt.Fprintf(w, "removed mcps.%s from %s\n", name, path)
+	rep.Kind, rep.File = "server", path
 	if clean && len(files) > 0 {
 		if err := broker.RemoveLeftovers(ws, files); err != nil {
 			return true, &exitError{1, fmt.Errorf("%s is out of %s, but deleting its files failed: %w (pml cleanup tries again)", name, path, err)}
 		}
+		rep.Deleted = leftoversJSON(files)
 		kinds := []string{}
 		for _, f := range files {
 			if !slices.Contains(kinds, f.Kind) {
@@ -74,6 +77,7 @@ func removeServer(g *globals, ws, name string, clean, yes bool) (done bool, err 
 		}
 		fmt.Fprintf(w, "deleted %s's %s\n", name, strings.Join(kinds, " and "))
 	} else if files, _ := broker.ServerFiles(ws, name); len(files) > 0 {
+		rep.Kept = leftoversJSON(files)
 		fmt.Fprintf(w, "  its installed files are kept: pml cleanup (or pml remove %s --clean next time) deletes them\n", name)
 	}
 	return true, nil

@@ -116,6 +116,9 @@ func newScratch(t *testing.T, binDir string) *scratch {
 		"TMPDIR=" + dir,
 		"LANG=C.UTF-8",
 		"TERM=dumb",
+		// The pages show what a person sees on a terminal, where pml's
+		// stderr is text; a pipe, as here, would get JSON lines.
+		"PML_LOG_FORMAT=text",
 	}
 	for _, k := range []string{"DOCKER_HOST", "DOCKER_CERT_PATH", "DOCKER_TLS_VERIFY"} {
 		if v, ok := os.LookupEnv(k); ok {

@@ -60,6 +60,7 @@ func claudeConnected(t *testing.T, m *machine, dir, bin string) {
 	if r.code != 0 || !strings.Contains(r.stdout, "pml") || !strings.Contains(r.stdout, "Connected") {
 		t.Fatalf("claude mcp list: exit %d\n%s\n%s", r.code, r.stdout, tail(r.stderr, 3000))
 	}
+	m.showsAsInitSaid("claude-code", r.stdout)
 }
 
 func claudeRead(m *machine, dir, bin string) result {
@@ -98,4 +99,36 @@ func TestClaudeCodeUserEntryServesEveryProject(t *testing.T) {
 	claudeConnected(t, m, two, bin)
 	m.readsThroughPML("claude in project one", claudeRead(m, one, bin), marker1)
 	m.readsThroughPML("claude in project two", claudeRead(m, two, bin), marker2)
+}
+
+// Claude Code in print mode (claude -p) has nobody to show pml's dialog
+// to: it closes it (MCP elicitation "cancel") at once. pml tells the model
+// that the client closed its dialog and no person answered, never that a
+// person cancelled, and nothing runs.
+func TestClaudeCodePrintModeApprovalSaysNoPersonAnswered(t *testing.T) {
+	m, bin := claudeMachine(t)
+	dir, marker := m.project("asked")
+	m.pmlInit(dir)
+	if !strings.Contains(m.initSaid, "in print mode (claude -p) nobody sees it") {
+		t.Errorf("pml init does not say what print mode does with approvals:\n%s", m.initSaid)
+	}
+	// The read is asked, not allowed: it needs a person.
+	if err := os.WriteFile(filepath.Join(dir, ".pml.json"), []byte(`{"permissions": {"allow": [], "ask": ["filesystem:read_file"]}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	approveProjectServer(t, m, dir)
+	began := time.Now()
+	r := claudeRead(m, dir, bin)
+	t.Logf("claude -p: exit %d after %s\n%s", r.code, time.Since(began).Round(time.Second), tail(r.stdout, 2000))
+	if m.model.sawMarker(marker) || strings.Contains(r.stdout, marker) {
+		t.Fatalf("the read ran with nobody there to approve it:\n%s", r.stdout)
+	}
+	if !m.model.sawMarker("the client closed pml's dialog; no person answered") {
+		m.model.dump(t)
+		t.Fatalf("the model was not told that no person answered: exit %d\n%s\n%s", r.code, r.stdout, tail(r.stderr, 3000))
+	}
+	if m.model.sawMarker("the person") {
+		m.model.dump(t)
+		t.Errorf("the model was told of a person's answer")
+	}
 }

@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -60,6 +61,8 @@ type machine struct {
 	path  string
 	model *model
 	extra []string
+	// initSaid is what the last pml init printed (its closing lines).
+	initSaid string
 }
 
 func newMachine(t *testing.T, clientBins ...string) *machine {
@@ -179,7 +182,23 @@ func (m *machine) pmlInit(dir string, args ...string) string {
 	if r.code != 0 {
 		m.t.Fatalf("pml init %v: exit %d\n%s", args, r.code, r.stderr)
 	}
+	m.initSaid = r.stderr
 	return r.stderr
+}
+
+// showsAsInitSaid checks the word pml init's closing line says the
+// client's own list shows pml with ("connected"; codex: "enabled")
+// against what that list printed.
+func (m *machine) showsAsInitSaid(client, listed string) {
+	m.t.Helper()
+	re := regexp.MustCompile(`(?m)^  ` + regexp.QuoteMeta(client) + `: .* shows pml (\w+)$`)
+	sub := re.FindStringSubmatch(m.initSaid)
+	if sub == nil {
+		m.t.Fatalf("pml init's closing lines do not say what %s shows:\n%s", client, m.initSaid)
+	}
+	if !strings.Contains(strings.ToLower(listed), strings.ToLower(sub[1])) {
+		m.t.Errorf("pml init says %s shows pml %q; it printed:\n%s", client, sub[1], listed)
+	}
 }
 
 // noMachinePath fails when a file init wrote holds the project's path or

@@ -54,6 +54,7 @@ func codexListsPML(t *testing.T, m *machine, dir, bin string) {
 		t.Fatalf("codex mcp list: exit %d\n%s\n%s", r.code, r.stdout, tail(r.stderr, 3000))
 	}
 	t.Logf("codex mcp list:\n%s", r.stdout)
+	m.showsAsInitSaid("codex", r.stdout)
 }
 
 // pml init --client codex in a trusted project: codex lists pml, offers

@@ -52,6 +52,7 @@ func geminiConnected(t *testing.T, m *machine, dir, bin string) {
 	if r.code != 0 || !strings.Contains(out, "pml") || !strings.Contains(out, "Connected") {
 		t.Fatalf("gemini mcp list: exit %d\n%s\n%s", r.code, r.stdout, tail(r.stderr, 3000))
 	}
+	m.showsAsInitSaid("gemini-cli", out)
 }
 
 func geminiRead(m *machine, dir, bin string) result {

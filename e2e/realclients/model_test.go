@@ -21,7 +21,8 @@ import (
 // generateContent (gemini-cli). Its script is one task: when the request
 // offers a tool that reads a file and no file has been read, call it on
 // hello.txt; when a tool result holding a project's marker comes back,
-// answer with the marker; otherwise answer "ok". So a client's final
+// answer with the marker; when pml rejected the call, say so; otherwise
+// answer "ok". So a client's final
 // answer holds the marker only if pml read the file and gave it back.
 type model struct {
 	srv *httptest.Server
@@ -107,6 +108,16 @@ func (m *model) decide(path string, body []byte) decision {
 	m.mu.Unlock()
 	if mk := markerRE.Find(body); mk != nil {
 		return decision{text: "pml read the file: " + string(mk)}
+	}
+	// A call pml rejected (an approval nobody gave) ends the task: asked
+	// again, it would be rejected again.
+	if strings.Contains(string(body), "Rejected: ") || strings.Contains(string(body), `\"status\":\"rejected\"`) {
+		return decision{text: "pml did not read the file: not approved"}
+	}
+	// pml's approval handed to the model (the client has no dialog): the
+	// script does not answer it in the person's place.
+	if strings.Contains(string(body), "Approval required (") {
+		return decision{text: "pml did not read the file: it needs a person's approval"}
 	}
 	if tool := readTool(names); tool != "" {
 		m.mu.Lock()

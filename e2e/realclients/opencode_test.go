@@ -51,6 +51,7 @@ func opencodeConnected(t *testing.T, m *machine, dir, bin string) {
 	if r.code != 0 || !strings.Contains(out, "pml") || !strings.Contains(strings.ToLower(out), "connected") {
 		t.Fatalf("opencode mcp list: exit %d\n%s\n%s", r.code, r.stdout, tail(r.stderr, 3000))
 	}
+	m.showsAsInitSaid("opencode", out)
 }
 
 func opencodeRead(m *machine, dir, bin string) result {
