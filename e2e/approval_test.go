@@ -250,7 +250,7 @@ func TestAnUnansweredElicitationFallsBack(t *testing.T) {
 	out, res := callC(t, cs, "filesystem:write_file", map[string]any{"path": "w.txt", "content": "x"})
 	var a approval
 	structured(t, res, &a)
-	if a.ApprovalRequired || !res.IsError || !strings.Contains(out, "not answered") {
+	if a.ApprovalRequired || !res.IsError || !strings.Contains(out, "got no answer in time") {
 		t.Fatalf("an unanswered elicitation should end the call, run nothing: %q", out)
 	}
 	if waited := time.Since(began); waited > 30*time.Second {
