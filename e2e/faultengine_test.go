@@ -24,7 +24,12 @@ import (
 // own socket, data-root, exec-root (a short path: unix socket paths have
 // a length limit, and containerd's sockets live under it), pid file and
 // containerd namespaces, no bridge and no iptables rules (DESIGN.md,
-// "Known pitfalls"). pml is pointed at it with Env (DOCKER_HOST).
+// "Known pitfalls"), and a network namespace of its own: dockerd started
+// with --bridge none deletes the host's docker0 — the shared engine's
+// bridge — at start, which left every bridge container of the shared
+// engine without a network (seen here: test-k8s's docker check failed on
+// "could not find bridge docker0"). pml is pointed at it with Env
+// (DOCKER_HOST); its socket is a file, reached from any namespace.
 //
 // One is started per test binary run, on first use (sharedFaultEngine),
 // and stopped by TestMain; tests that use it must not run in parallel
@@ -149,8 +154,9 @@ func (f *faultEngine) start() error {
 		"--containerd-namespace", "pmlfault", "--containerd-plugins-namespace", "pmlfault-plugins",
 	)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	// Gone with the test binary, even when it is killed.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM, Setpgid: true}
+	// Gone with the test binary, even when it is killed; in a network
+	// namespace of its own (see faultEngine).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM, Setpgid: true, Cloneflags: syscall.CLONE_NEWNET}
 	if err := cmd.Start(); err != nil {
 		return err
 	}

@@ -4,7 +4,10 @@ package e2e
 
 import (
 	"bytes"
+	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -232,4 +235,49 @@ func TestEngineRestartedMidSession(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// The fault engine is the tests' own: starting it (with --bridge none)
+// must leave the host's network links alone. dockerd with --bridge none
+// deletes docker0, the shared engine's bridge, unless it runs in a network
+// namespace of its own; every bridge container of the shared engine then
+// failed to start ("could not find bridge docker0").
+func TestTheFaultEngineLeavesTheHostsLinksAlone(t *testing.T) {
+	// The bridges at the test binary's start and now: an earlier test may
+	// have started the fault engine already.
+	want := hostBridges(t)
+	for name := range bridgesAtStart {
+		want[name] = true
+	}
+	f := sharedFaultEngine(t)
+	f.Restart(t)
+	after := hostBridges(t)
+	for name := range want {
+		if !after[name] {
+			t.Errorf("the host's bridge %s is gone after the fault engine started (bridges before: %v)", name, want)
+		}
+	}
+}
+
+// bridgesAtStart is read when the test binary starts, before any fault
+// engine ran.
+var bridgesAtStart = hostBridges(nil)
+
+// hostBridges names the host's bridge links (their /sys/class/net entry
+// has a bridge directory); veths come and go with other tests' containers.
+func hostBridges(t *testing.T) map[string]bool {
+	m := map[string]bool{}
+	ifs, err := net.Interfaces()
+	if err != nil {
+		if t != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	for _, i := range ifs {
+		if _, err := os.Stat(filepath.Join("/sys/class/net", i.Name, "bridge")); err == nil {
+			m[i.Name] = true
+		}
+	}
+	return m
 }
