@@ -138,7 +138,7 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 	sess := &sessions{ttl: b.cfg.HIL.Timeout, m: map[*mcp.ServerSession]*Workflows{}}
 	l := newListing(s, x, v, func(name string) mcp.ToolHandler { return toolHandler(x, sess, name) })
 	// Which protocol revision initialize agreed on, and why (protocol.go).
-	s.AddReceivingMiddleware(logProtocol(x))
+	s.AddReceivingMiddleware(logProtocol(func() zerolog.Logger { return x.get().log }))
 	x.swapped = func(nb *Broker) {
 		// A new session's approvals belong to the new workspace.
 		sess.reset()
