@@ -11,6 +11,7 @@ import (
 
 	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/execute"
+	"github.com/pml-dev/pml/internal/panics"
 )
 
 // execute_locally (seed 003, option A): the cloud answers pml:execute with
@@ -183,7 +184,7 @@ func (r *codeRuns) start(ctx context.Context, outer string, prog execute.Program
 	// its container, even while it waits for an approval.
 	context.AfterFunc(ex.ctx, func() { ex.run.Kill() })
 	// A panic here ends the events: the run ends "without a result".
-	go guarded(r.sb.log, "tools/call", "reading the events of the code "+outer+" runs", func() {
+	go panics.Guarded(r.sb.log, "tools/call", "reading the events of the code "+outer+" runs", func() {
 		defer close(ex.events)
 		for {
 			ev, err := run.Next(ex.ctx)
@@ -280,7 +281,7 @@ func (r *codeRuns) innerCall(ex *execution, c execute.Call, req Request) {
 func (r *codeRuns) guardedCall(ctx context.Context, req Request) (res Result) {
 	defer func() {
 		if v := recover(); v != nil {
-			res = errorResult(errors.New(recovered(r.sb.log, v, "tools/call", req.Tool).Message))
+			res = errorResult(errors.New(panics.Recovered(r.sb.log, v, "tools/call", req.Tool).Message))
 		}
 	}()
 	return r.call(ctx, req)

@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/pml-dev/pml/internal/jsonrpc"
+	"github.com/pml-dev/pml/internal/panics"
 	"github.com/pml-dev/pml/internal/telemetry"
 )
 
@@ -159,7 +160,7 @@ func (f *fastFront) take(frame []byte) (taken bool) {
 		// This runs in the go-sdk's reader goroutine, where a panic would
 		// end pml: a frame the fast path trips on goes the usual way.
 		if v := recover(); v != nil {
-			logPanic(f.x.get().log, v, "", "reading a frame for the fast path")
+			panics.Log(f.x.get().log, v, "", "reading a frame for the fast path")
 			taken = false
 		}
 	}()
@@ -281,7 +282,7 @@ func (f *fastFront) serve(ctx context.Context, cancel context.CancelFunc, ss *mc
 		// go-sdk path's: this worker is pml's own goroutine, and a panic
 		// in it would end the process.
 		if v := recover(); v != nil {
-			e := recovered(f.x.get().log, v, "tools/call", name)
+			e := panics.Recovered(f.x.get().log, v, "tools/call", name)
 			frame, _ := json.Marshal(struct {
 				JSONRPC string          `json:"jsonrpc"`
 				ID      json.RawMessage `json:"id"`

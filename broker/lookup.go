@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/pml-dev/pml/internal/container"
+	"github.com/pml-dev/pml/internal/panics"
 )
 
 // serverOf returns the configured server a tool name belongs to.
@@ -70,7 +71,7 @@ func (b *Broker) LoadServers(ctx context.Context) {
 	var wg sync.WaitGroup
 	for _, srv := range b.serverList() {
 		wg.Add(1)
-		go guarded(b.log, "tools/list", "loading the server "+srv.cfg.Name, func() {
+		go panics.Guarded(b.log, "tools/list", "loading the server "+srv.cfg.Name, func() {
 			defer wg.Done()
 			if err := b.loadServer(ctx, srv); err != nil {
 				if errors.Is(err, errNotInstalled) {

@@ -19,6 +19,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/pml-dev/pml/internal/jsonrpc"
+	"github.com/pml-dev/pml/internal/panics"
 	"github.com/pml-dev/pml/internal/slogzerolog"
 )
 
@@ -128,16 +129,16 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
 		// The client's roots choose the workspace (roots.go).
 		InitializedHandler: func(_ context.Context, req *mcp.InitializedRequest) {
-			go guarded(x.get().log, "notifications/initialized", "checking the client's roots", func() { x.checkRoots(req.Session) })
+			go panics.Guarded(x.get().log, "notifications/initialized", "checking the client's roots", func() { x.checkRoots(req.Session) })
 		},
 		RootsListChangedHandler: func(_ context.Context, req *mcp.RootsListChangedRequest) {
-			go guarded(x.get().log, "notifications/roots/list_changed", "checking the client's roots", func() { x.checkRoots(req.Session) })
+			go panics.Guarded(x.get().log, "notifications/roots/list_changed", "checking the client's roots", func() { x.checkRoots(req.Session) })
 		},
 	})
 	sess := &sessions{ttl: b.cfg.HIL.Timeout, m: map[*mcp.ServerSession]*Workflows{}}
 	l := newListing(s, x, v, func(name string) mcp.ToolHandler { return toolHandler(x, sess, name) })
 	// Which protocol revision initialize agreed on, and why (protocol.go).
-	s.AddReceivingMiddleware(logProtocol(x))
+	s.AddReceivingMiddleware(logProtocol(func() zerolog.Logger { return x.get().log }))
 	x.swapped = func(nb *Broker) {
 		// A new session's approvals belong to the new workspace.
 		sess.reset()

@@ -9,14 +9,16 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rs/zerolog"
 )
 
 // logProtocol says in pml's log which MCP protocol revision initialize
 // agreed on, and why when it is not the one the client asked for: the
 // go-sdk answers an unknown revision with the latest it offers through
 // initialize and says nothing, and a client that then gives up leaves no
-// trace of the reason.
-func logProtocol(x *binding) mcp.Middleware {
+// trace of the reason. log gives the log of the moment (the workspace's
+// broker may change during a session).
+func logProtocol(log func() zerolog.Logger) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			res, err := next(ctx, method, req)
@@ -29,7 +31,7 @@ func logProtocol(x *binding) mcp.Middleware {
 				return res, err
 			}
 			asked, agreed := in.ProtocolVersion, out.ProtocolVersion
-			log := x.get().log
+			log := log()
 			if asked == agreed {
 				log.Debug().Str("protocol", agreed).Msg("MCP protocol revision agreed with the client")
 				return res, err

@@ -2,15 +2,12 @@ package broker
 
 import (
 	"context"
-	"fmt"
 	"net/http"
-	"runtime/debug"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 
-	"github.com/pml-dev/pml/internal/telemetry"
+	"github.com/pml-dev/pml/internal/panics"
 	"github.com/pml-dev/pml/internal/wirename"
 )
 
@@ -31,7 +28,7 @@ func recoverRequests(log func() zerolog.Logger) mcp.Middleware {
 		return func(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
 			defer func() {
 				if v := recover(); v != nil {
-					res, err = nil, recovered(log(), v, method, requestTool(req))
+					res, err = nil, panics.Recovered(log(), v, method, requestTool(req))
 				}
 			}()
 			return next(ctx, method, req)
@@ -52,45 +49,6 @@ func requestTool(req mcp.Request) string {
 	return cr.Params.Name
 }
 
-// recovered logs and counts the panic v, raised while pml answered
-// method (for tool, when a tool call), and returns the request's answer:
-// a JSON-RPC internal error that says what failed and that pml goes on.
-func recovered(log zerolog.Logger, v any, method, tool string) *jsonrpc.Error {
-	what := method
-	if tool != "" {
-		what = method + " of " + tool
-	}
-	log.Error().Str("method", method).Str("tool", tool).Str("panic", fmt.Sprint(v)).Str("stack", string(debug.Stack())).
-		Msg("pml panicked while answering " + what + " (a bug in pml: please report it with this stack); the request got an internal error and pml goes on serving")
-	telemetry.CountPanic(method, tool)
-	return &jsonrpc.Error{
-		Code: jsonrpc.CodeInternalError,
-		Message: fmt.Sprintf("internal error in pml while answering %s: %v. pml kept running and serves the next request; "+
-			"the stack is in pml's log (a bug in pml: please report it)", what, v),
-	}
-}
-
-// guarded runs fn, a goroutine pml starts while it answers method (a
-// server's load for tools/list, the roots check of initialized), where no
-// recover boundary is above: a panic in it is logged with its stack and
-// counted, and pml goes on without what fn was doing.
-func guarded(log zerolog.Logger, method, what string, fn func()) {
-	defer func() {
-		if v := recover(); v != nil {
-			logPanic(log, v, method, what)
-		}
-	}()
-	fn()
-}
-
-// logPanic logs (with its stack) and counts the panic v, recovered while
-// pml was doing what for method.
-func logPanic(log zerolog.Logger, v any, method, what string) {
-	log.Error().Str("method", method).Str("panic", fmt.Sprint(v)).Str("stack", string(debug.Stack())).
-		Msg("pml panicked while " + what + " (a bug in pml: please report it with this stack); pml goes on without it")
-	telemetry.CountPanic(method, "")
-}
-
 // recoverHTTP is the recover boundary of pml serve's HTTP handler. net/http
 // recovers a panic in a handler itself, but only to log it to the
 // standard log and drop the connection; here it is pml's log line, with
@@ -107,7 +65,7 @@ func recoverHTTP(log zerolog.Logger, h http.Handler) http.Handler {
 			if v == http.ErrAbortHandler {
 				panic(v) // net/http's own way to drop a connection
 			}
-			logPanic(log, v, "", "serving an HTTP "+r.Method+" request")
+			panics.Log(log, v, "", "serving an HTTP "+r.Method+" request")
 			http.Error(w, "pml: internal error while serving the request (a bug in pml; the stack is in pml's log); pml kept running", http.StatusInternalServerError)
 		}()
 		h.ServeHTTP(w, r)

@@ -72,19 +72,6 @@ func TestARequestEndsWithThePOSTThatCarriedIt(t *testing.T) {
 	}
 }
 
-func TestAPanicInAGoroutinePMLStartsIsLoggedAndPMLGoesOn(t *testing.T) {
-	var logs strings.Builder
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		guarded(zerolog.New(&logs), "tools/list", "loading the server x", func() { panic("boom") })
-	}()
-	<-done
-	if !strings.Contains(logs.String(), "pml panicked while loading the server x") || !strings.Contains(logs.String(), "goroutine ") {
-		t.Errorf("log:\n%s", logs.String())
-	}
-}
-
 func TestAPanicInAnInnerCallOfCodeIsThatCallsError(t *testing.T) {
 	r := &codeRuns{sb: &sandbox{log: zerolog.Nop()}, call: func(context.Context, Request) Result { panic("boom") }}
 	res := r.guardedCall(context.Background(), Request{Tool: "shell:exec"})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pml-dev/pml/broker/call"
 	"github.com/pml-dev/pml/internal/capname"
+	"github.com/pml-dev/pml/internal/panics"
 	"github.com/pml-dev/pml/internal/registry"
 	"github.com/pml-dev/pml/internal/routing"
 	"github.com/pml-dev/pml/internal/termsafe"
@@ -190,7 +191,7 @@ func (b *Broker) loadRegistryServers(ctx context.Context) {
 			continue
 		}
 		wg.Add(1)
-		go guarded(b.log, "tools/list", "loading the locked registry server "+name, func() {
+		go panics.Guarded(b.log, "tools/list", "loading the locked registry server "+name, func() {
 			defer wg.Done()
 			if _, err := b.resolveFromRegistry(ctx, f.Namespace+":"+f.Action); err != nil {
 				b.log.Info().Err(err).Str("fqdn", name).Msg("a locked registry server is not listed")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pml-dev/pml/broker/permit"
 	"github.com/pml-dev/pml/internal/config"
+	"github.com/pml-dev/pml/internal/panics"
 	"github.com/pml-dev/pml/internal/toolbox"
 	"github.com/pml-dev/pml/internal/trust"
 )
@@ -180,7 +181,7 @@ func (b *Broker) applyServers(old, cur map[string]config.Server) {
 		// Close waits for it, as for a call: the load writes the tools
 		// cache under .pml/, which must not change after Close returns.
 		b.inflight.Add(1)
-		go guarded(b.log, "", "loading the server "+srv.cfg.Name+" added to .pml.json", func() {
+		go panics.Guarded(b.log, "", "loading the server "+srv.cfg.Name+" added to .pml.json", func() {
 			defer b.inflight.Done()
 			if err := b.loadServer(b.base, srv); err != nil && !errors.Is(err, errNotInstalled) {
 				b.log.Warn().Err(err).Str("server", srv.cfg.Name).Msg("its tools are not listed")
