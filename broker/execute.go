@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pml-dev/pml/broker/call"
 	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/execute"
 	"github.com/pml-dev/pml/internal/panics"
@@ -41,15 +42,6 @@ const (
 )
 
 type depthKey struct{}
-
-// requestKey carries the calling request (its workflows and elicitation)
-// to the tools a call runs, so a run's inner calls ask the same client.
-type requestKey struct{}
-
-func requestOf(ctx context.Context) Request {
-	r, _ := ctx.Value(requestKey{}).(Request)
-	return r
-}
 
 // execution is one run of cloud code, alive across the outer calls that
 // drive it (the first, and each continuation after a pause).
@@ -200,7 +192,7 @@ func (r *codeRuns) start(ctx context.Context, outer string, prog execute.Program
 			}
 		}
 	})
-	return r.drive(ctx, ex, requestOf(ctx))
+	return r.drive(ctx, ex, call.RequestOf(ctx))
 }
 
 // drive answers the run's calls until it is done or an inner call needs a
@@ -334,7 +326,7 @@ func (b *Broker) resumeRun(ctx context.Context, c *Call, wfs *Workflows, wf *Wor
 		return res
 	}
 	b.runs.settle(pc.ex, pc.callID, wfs, res)
-	return b.runs.drive(ctx, pc.ex, requestOf(ctx))
+	return b.runs.drive(ctx, pc.ex, c.Req)
 }
 
 // doneResult is the final result of a run.
