@@ -74,7 +74,7 @@ func (b *Broker) elicited(ctx context.Context, c *Call) Result {
 // answer runs (or aborts) a workflow that take has claimed.
 func (b *Broker) answer(ctx context.Context, c *Call, wfs *Workflows, wf *Workflow, approved, always bool) Result {
 	if pc, ok := wf.Data.(*pausedCall); ok {
-		return b.resumeRun(ctx, c, wfs, wf, pc, approved, always)
+		return pc.Resume(ctx, c, wfs, wf, approved, always)
 	}
 	keys := audit.Keys(wf.Args)
 	if !approved {

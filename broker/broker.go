@@ -168,7 +168,7 @@ func New(o Options) (*Broker, error) {
 	sb.egress = newEgressSet(b.audit, o.Logger, sb.user)
 	sb.egress.Shell.Store(&o.Config.Sandbox.Network.Rules)
 	b.base, b.cancelBase = context.WithCancel(context.Background())
-	b.runs = &codeRuns{sb: sb, hil: o.Config.HIL.Timeout, idle: o.Config.Sandbox.IdleTimeout, base: b.base, call: b.Call}
+	b.runs = codeRunsOf(b, sb)
 	b.toolbox = &images.Toolbox{Runtime: o.Runtime, Program: sb.inside}
 	fs := toolboxExec{sb: sb, image: b.toolbox}
 	for _, t := range toolbox.Filesystem {
@@ -281,7 +281,7 @@ func (b *Broker) Call(ctx context.Context, req Request) Result {
 	}
 	req.Ask = tracedAsk(req.Ask)
 	ctx, end := callSpan(ctx, req.Tool)
-	ctx = context.WithValue(ctx, requestKey{}, req)
+	ctx = call.WithRequest(ctx, req)
 	res := b.path.Call(ctx, call.NewCall(req))
 	end(res)
 	return res

@@ -65,7 +65,7 @@ func (e cloudExec) executeLocally(ctx context.Context, outer string, payload map
 	if strings.TrimSpace(code) == "" {
 		return errorResult(fmt.Errorf("%w: %s: the cloud asked to execute code locally but sent no code", ErrCloud, outer))
 	}
-	return e.runs.start(ctx, outer, execute.Program{Code: code})
+	return e.runs.Start(ctx, outer, execute.Program{Code: code})
 }
 
 // byokFor reads the variables a cloud tool declares from pml's environment,

@@ -57,5 +57,5 @@ func (e denoExec) run(ctx context.Context, def toolbox.Tool, args map[string]any
 	if entry == nil {
 		return errorResult(fmt.Errorf("%w %q: its capability's code is not loaded", ErrNotFound, def.Name))
 	}
-	return e.runs.start(ctx, def.Name, execute.Program{Module: entry.Code, Export: fn, Args: args})
+	return e.runs.Start(ctx, def.Name, execute.Program{Module: entry.Code, Export: fn, Args: args})
 }

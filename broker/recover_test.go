@@ -72,14 +72,6 @@ func TestARequestEndsWithThePOSTThatCarriedIt(t *testing.T) {
 	}
 }
 
-func TestAPanicInAnInnerCallOfCodeIsThatCallsError(t *testing.T) {
-	r := &codeRuns{sb: &sandbox{log: zerolog.Nop()}, call: func(context.Context, Request) Result { panic("boom") }}
-	res := r.guardedCall(context.Background(), Request{Tool: "shell:exec"})
-	if !res.IsError || !strings.Contains(res.Text, "tools/call of shell:exec") || !strings.Contains(res.Text, "pml kept running") {
-		t.Errorf("got %+v", res)
-	}
-}
-
 func TestAPanicInPMLServesHTTPHandlerIsA500(t *testing.T) {
 	var logs strings.Builder
 	h := recoverHTTP(zerolog.New(&logs), http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom") }))

@@ -292,7 +292,7 @@ func (b *Broker) approveIntegrity(ctx context.Context, c *Call, wfs *Workflows, 
 	args, _ := json.Marshal(wf.Args)
 	again := call.NewCall(Request{Tool: wf.Tool, Args: args, Workflows: wfs})
 	again.Began = c.Began
-	res := b.belowAudit.Call(context.WithValue(ctx, requestKey{}, again.Req), again)
+	res := b.belowAudit.Call(call.WithRequest(ctx, again.Req), again)
 	if e, ok := again.Noted(); ok {
 		if e.Reason == "" {
 			e.Reason = "integrity change approved"

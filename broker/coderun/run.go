@@ -1,4 +1,4 @@
-package broker
+package coderun
 
 import (
 	"context"
@@ -9,22 +9,16 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rs/zerolog"
+
+	"github.com/pml-dev/pml/broker/call"
+	"github.com/pml-dev/pml/broker/workflow"
 	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/execute"
 	"github.com/pml-dev/pml/internal/panics"
+	"github.com/pml-dev/pml/policies"
 )
-
-// execute_locally (seed 003, option A): the cloud answers pml:execute with
-// code to run here. The code runs in a Deno container that can touch
-// nothing (internal/execute); each of its mcp.* calls comes back here and
-// goes through the whole request path — resolve, permission, approval,
-// container or cloud, audit — one at a time. An inner call that needs a
-// person pauses the run: the outer call returns approval_required, the
-// container waits, and the answer resumes the same run.
-
-// ExecuteTool is the cloud's planner: the one tool whose answer may be
-// code to run here.
-const ExecuteTool = "pml:execute"
 
 // maxRunDepth bounds runs started from inside runs (a capability whose
 // code calls another capability): each is a container.
@@ -40,16 +34,9 @@ const (
 	maxRunInFlight = 8
 )
 
+// depthKey carries how deep a run is (runs started by its inner calls are
+// one deeper) in the context of its inner calls.
 type depthKey struct{}
-
-// requestKey carries the calling request (its workflows and elicitation)
-// to the tools a call runs, so a run's inner calls ask the same client.
-type requestKey struct{}
-
-func requestOf(ctx context.Context) Request {
-	r, _ := ctx.Value(requestKey{}).(Request)
-	return r
-}
 
 // execution is one run of cloud code, alive across the outer calls that
 // drive it (the first, and each continuation after a pause).
@@ -108,75 +95,97 @@ type runEvent struct {
 // paused is an inner call waiting for a person.
 type paused struct {
 	callID   int64
-	approval Approval
+	approval workflow.Approval
 }
 
-// pausedCall rides on the workflow of a paused inner call.
-type pausedCall struct {
+// PausedCall rides on the workflow of a paused inner call (its payload):
+// the person's answer resumes the run (Resume).
+type PausedCall struct {
+	runs     *Runs
 	ex       *execution
 	callID   int64
 	inner    any // the workflow's own data (an integrity change), restored for its answer
 	answered atomic.Bool
 }
 
-// codeRuns starts code in Deno containers (the cloud's execute_locally,
+// Runs starts code in Deno containers (the cloud's execute_locally,
 // deno capabilities) and drives each run: every mcp.* call of the code is
 // answered through call, the whole request path (Broker.Call). It holds
-// only that, the sandbox and its timeouts.
-type codeRuns struct {
-	sb *sandbox
+// only that, what it takes of the sandbox and its timeouts, and the three
+// functions of the approval side that a paused run uses.
+type Runs struct {
+	sb Sandbox
 	// hil is how long an approval may wait; idle how long a pre-started
 	// container waits for its code.
 	hil, idle time.Duration
 	// base ends every run (Close).
 	base context.Context
-	call func(ctx context.Context, req Request) Result
+	call func(ctx context.Context, req call.Request) call.Result
+	// approvalResult is the result that asks a person (approval_text.go);
+	// toMCP an inner call's result as the code gets it (mcp.go); answer
+	// applies a person's answer to a workflow (answers.go).
+	approvalResult func(a workflow.Approval) call.Result
+	toMCP          func(r call.Result) *mcp.CallToolResult
+	answer         func(ctx context.Context, c *call.Call, wfs *workflow.Workflows, wf *workflow.Workflow, approved, always bool) call.Result
 }
 
-// runner builds the Deno runner with the broker's policy. The run may
-// wait for one approval on top of its compute time.
-func (r *codeRuns) runner(ctx context.Context) *execute.Runner {
-	return &execute.Runner{
-		Runtime: &pooledRuntime{Runtime: r.sb.rt, pool: r.sb.pool},
-		Image:   execute.DefaultImage,
-		Policy:  r.sb.policy(),
-		User:    codeUser(r.sb.user),
-		Labels:  r.sb.labels("execute"),
-		Timeout: time.Duration(r.sb.policy().Timeout) + r.hil,
-		// Compute time is sandbox.timeout; waits for a person pause it.
-		Budget: time.Duration(r.sb.policy().Timeout),
-		// The container ends by itself with pml's end of its stdin, or at
-		// the run's ceiling plus the longest a pre-started one waits.
-		Supervisor: r.sb.supervisor(ctx),
-		Lifetime:   time.Duration(r.sb.policy().Timeout) + r.hil + r.idle + time.Minute,
-	}
+// Sandbox is what a run takes of pml's sandbox (broker's sandbox, wired
+// in New): the containers' runtime and pre-started pool, the user, the
+// policy, labels and supervisor of the containers, and the log.
+type Sandbox struct {
+	// Runtime is the cap-limited runtime; Pool its pre-started
+	// containers, where a run's container comes from.
+	Runtime container.Runtime
+	Pool    *container.Prestarted
+	// User is the sandbox's user (code never runs as root: codeUser).
+	User string
+	// Policy is the container policy in force (a reload replaces it).
+	Policy func() policies.Policy
+	// Labels are the labels of a container started for a purpose.
+	Labels func(purpose string) map[string]string
+	// Supervisor is the host path of pml's in-container program, or "".
+	Supervisor func(ctx context.Context) string
+	Log        zerolog.Logger
 }
 
-// codeUser is the user code runs as: the sandbox's, except that code never
-// runs as root (a root-owned workspace gives tools uid 0 so that they can
-// write it; code run by Deno writes nothing of the workspace, so it runs
-// as nobody instead).
-func codeUser(u string) string {
-	if container.IsRoot(u) {
-		return container.Nobody.String()
-	}
-	return u
+// Options is what New builds Runs from: the sandbox, the timeouts, the
+// context that ends every run, the request path (Call) and the approval
+// side's functions (see Runs).
+type Options struct {
+	Sandbox Sandbox
+	// HIL is how long an approval may wait (hil.timeout); Idle how long a
+	// pre-started container waits (sandbox.idle_timeout).
+	HIL, Idle time.Duration
+	Base      context.Context
+	Call      func(ctx context.Context, req call.Request) call.Result
+
+	ApprovalResult func(a workflow.Approval) call.Result
+	ToMCP          func(r call.Result) *mcp.CallToolResult
+	Answer         func(ctx context.Context, c *call.Call, wfs *workflow.Workflows, wf *workflow.Workflow, approved, always bool) call.Result
 }
 
-// start starts a program and drives it.
-func (r *codeRuns) start(ctx context.Context, outer string, prog execute.Program) Result {
+// New returns the code runs of one broker.
+func New(o Options) *Runs {
+	return &Runs{sb: o.Sandbox, hil: o.HIL, idle: o.Idle, base: o.Base, call: o.Call,
+		approvalResult: o.ApprovalResult, toMCP: o.ToMCP, answer: o.Answer}
+}
+
+// Start starts a program and drives it. The request that called outer
+// (its workflows, elicitation) is the one ctx carries (call.WithRequest):
+// the run's inner calls ask the same client.
+func (r *Runs) Start(ctx context.Context, outer string, prog execute.Program) call.Result {
 	depth, _ := ctx.Value(depthKey{}).(int)
 	if depth >= maxRunDepth {
-		return errorResult(fmt.Errorf("%w: %s: runs nest %d deep (code calling code calling code); refused", ErrInvalidInput, outer, depth))
+		return call.ResultFor(fmt.Errorf("%w: %s: runs nest %d deep (code calling code calling code); refused", call.ErrInvalidInput, outer, depth))
 	}
 	run, err := r.runner(ctx).StartProgram(ctx, prog)
 	if err != nil {
 		if errors.Is(err, container.ErrUnavailable) || errors.Is(err, container.ErrImageMissing) {
-			return errorResult(fmt.Errorf("%w: %w", ErrUnavailable, err))
+			return call.ResultFor(fmt.Errorf("%w: %w", call.ErrUnavailable, err))
 		}
-		return errorResult(fmt.Errorf("%s: %w", outer, err))
+		return call.ResultFor(fmt.Errorf("%s: %w", outer, err))
 	}
-	r.sb.log.Info().Str("tool", outer).Msg("running the cloud's code locally in a Deno container")
+	r.sb.Log.Info().Str("tool", outer).Msg("running the cloud's code locally in a Deno container")
 	ex := &execution{run: run, outer: outer, events: make(chan runEvent), pauses: make(chan paused, 64),
 		inflight: make(chan struct{}, maxRunInFlight)}
 	ex.ctx, ex.cancel = context.WithCancel(context.WithValue(r.base, depthKey{}, depth+1))
@@ -184,7 +193,7 @@ func (r *codeRuns) start(ctx context.Context, outer string, prog execute.Program
 	// its container, even while it waits for an approval.
 	context.AfterFunc(ex.ctx, func() { ex.run.Kill() })
 	// A panic here ends the events: the run ends "without a result".
-	go panics.Guarded(r.sb.log, "tools/call", "reading the events of the code "+outer+" runs", func() {
+	go panics.Guarded(r.sb.Log, "tools/call", "reading the events of the code "+outer+" runs", func() {
 		defer close(ex.events)
 		for {
 			ev, err := run.Next(ex.ctx)
@@ -200,27 +209,27 @@ func (r *codeRuns) start(ctx context.Context, outer string, prog execute.Program
 			}
 		}
 	})
-	return r.drive(ctx, ex, requestOf(ctx))
+	return r.drive(ctx, ex, call.RequestOf(ctx))
 }
 
 // drive answers the run's calls until it is done or an inner call needs a
 // person.
-func (r *codeRuns) drive(ctx context.Context, ex *execution, req Request) Result {
+func (r *Runs) drive(ctx context.Context, ex *execution, req call.Request) call.Result {
 	for {
 		select {
 		case <-ctx.Done():
 			// The client cancelled the outer call: stop the code.
 			ex.finish()
-			return errorResult(fmt.Errorf("%s was cancelled: the code's container was stopped", ex.outer))
+			return call.ResultFor(fmt.Errorf("%s was cancelled: the code's container was stopped", ex.outer))
 		case p := <-ex.pauses:
-			return approvalResult(p.approval)
+			return r.approvalResult(p.approval)
 		case e, ok := <-ex.events:
 			if !ok {
-				return errorResult(fmt.Errorf("%s: the run ended without a result", ex.outer))
+				return call.ResultFor(fmt.Errorf("%s: the run ended without a result", ex.outer))
 			}
 			if e.err != nil {
 				ex.finish()
-				return errorResult(fmt.Errorf("%s: running the code failed: %v", ex.outer, e.err))
+				return call.ResultFor(fmt.Errorf("%s: running the code failed: %v", ex.outer, e.err))
 			}
 			switch ev := e.ev.(type) {
 			case execute.Done:
@@ -243,8 +252,8 @@ func (ex *execution) finish() {
 }
 
 // innerCall answers one mcp.* call of the code through the request path.
-func (r *codeRuns) innerCall(ex *execution, c execute.Call, req Request) {
-	if c.Tool == ex.outer || c.Tool == ContinueTool {
+func (r *Runs) innerCall(ex *execution, c execute.Call, req call.Request) {
+	if c.Tool == ex.outer || c.Tool == call.ContinueTool {
 		_ = ex.run.Fail(c.ID, fmt.Sprintf("%s cannot be called from code that %s runs", c.Tool, ex.outer))
 		return
 	}
@@ -263,14 +272,14 @@ func (r *codeRuns) innerCall(ex *execution, c execute.Call, req Request) {
 	ask := req.Ask
 	if ask != nil {
 		// A person answering does not spend the run's compute time.
-		ask = func(ctx context.Context, a Approval) (string, bool) {
+		ask = func(ctx context.Context, a workflow.Approval) (string, bool) {
 			ex.run.Pause()
 			defer ex.run.Resume()
 			return req.Ask(ctx, a)
 		}
 	}
 	args, _ := json.Marshal(c.Args)
-	res := r.guardedCall(ex.ctx, Request{Tool: c.Tool, Args: args, Workflows: req.Workflows, Ask: ask, Dialog: req.Dialog})
+	res := r.guardedCall(ex.ctx, call.Request{Tool: c.Tool, Args: args, Workflows: req.Workflows, Ask: ask, Dialog: req.Dialog})
 	<-ex.inflight
 	r.settle(ex, c.ID, req.Workflows, res)
 }
@@ -278,10 +287,10 @@ func (r *codeRuns) innerCall(ex *execution, c execute.Call, req Request) {
 // guardedCall is r.call in a goroutine of pml's own (an inner call of
 // code): a panic in it is the call's error, which the code gets, not the
 // end of pml.
-func (r *codeRuns) guardedCall(ctx context.Context, req Request) (res Result) {
+func (r *Runs) guardedCall(ctx context.Context, req call.Request) (res call.Result) {
 	defer func() {
 		if v := recover(); v != nil {
-			res = errorResult(errors.New(panics.Recovered(r.sb.log, v, "tools/call", req.Tool).Message))
+			res = call.ResultFor(errors.New(panics.Recovered(r.sb.Log, v, "tools/call", req.Tool).Message))
 		}
 	}()
 	return r.call(ctx, req)
@@ -289,9 +298,9 @@ func (r *codeRuns) guardedCall(ctx context.Context, req Request) (res Result) {
 
 // settle delivers an inner call's result to the code, or pauses the run
 // when the result asks a person.
-func (r *codeRuns) settle(ex *execution, callID int64, wfs *Workflows, res Result) {
+func (r *Runs) settle(ex *execution, callID int64, wfs *workflow.Workflows, res call.Result) {
 	if a, ok := res.Approval(); ok && wfs != nil {
-		pc := &pausedCall{ex: ex, callID: callID}
+		pc := &PausedCall{runs: r, ex: ex, callID: callID}
 		if wf := wfs.Attach(a.WorkflowID, ex.outer, func(inner any) any { pc.inner = inner; return pc }); wf != nil {
 			a.Description = "While " + ex.outer + " runs code on this machine: " + a.Description
 			if a.Context == nil {
@@ -304,7 +313,7 @@ func (r *codeRuns) settle(ex *execution, callID int64, wfs *Workflows, res Resul
 			// The run dies with its unanswered approval.
 			time.AfterFunc(time.Until(a.ExpiresAt), func() {
 				if !pc.answered.Load() {
-					r.sb.log.Info().Str("tool", ex.outer).Msg("an approval inside the run expired; stopping the code")
+					r.sb.Log.Info().Str("tool", ex.outer).Msg("an approval inside the run expired; stopping the code")
 					ex.finish()
 				}
 			})
@@ -315,16 +324,18 @@ func (r *codeRuns) settle(ex *execution, callID int64, wfs *Workflows, res Resul
 			return
 		}
 	}
-	_ = ex.run.Reply(callID, toMCP(res))
+	_ = ex.run.Reply(callID, r.toMCP(res))
 }
 
-// resumeRun applies the answer to a paused inner call and drives the run
-// on: the same run, not a new one.
-func (b *Broker) resumeRun(ctx context.Context, c *Call, wfs *Workflows, wf *Workflow, pc *pausedCall, approved, always bool) Result {
+// Resume applies the answer to a paused inner call and drives the run
+// on: the same run, not a new one (it was Broker.resumeRun). c is the call
+// that answered; the run's next pause asks its client.
+func (pc *PausedCall) Resume(ctx context.Context, c *call.Call, wfs *workflow.Workflows, wf *workflow.Workflow, approved, always bool) call.Result {
+	r := pc.runs
 	pc.answered.Store(true)
 	pc.ex.run.Resume()
 	wf.Data = pc.inner
-	res := b.answer(ctx, c, wfs, wf, approved, always)
+	res := r.answer(ctx, c, wfs, wf, approved, always)
 	if wfs.Pending(wf) {
 		// The answer could not be applied (saving "always" failed) and the
 		// workflow is answerable again: the run stays paused on it.
@@ -333,12 +344,12 @@ func (b *Broker) resumeRun(ctx context.Context, c *Call, wfs *Workflows, wf *Wor
 		pc.ex.run.Pause()
 		return res
 	}
-	b.runs.settle(pc.ex, pc.callID, wfs, res)
-	return b.runs.drive(ctx, pc.ex, requestOf(ctx))
+	r.settle(pc.ex, pc.callID, wfs, res)
+	return r.drive(ctx, pc.ex, c.Req)
 }
 
 // doneResult is the final result of a run.
-func doneResult(outer string, d execute.Done) Result {
+func doneResult(outer string, d execute.Done) call.Result {
 	failures := d.ToolFailures
 	if failures == nil {
 		failures = []execute.ToolFailure{}
@@ -350,43 +361,7 @@ func doneResult(outer string, d execute.Done) Result {
 	structured := map[string]any{"status": d.Status, "result": result, "tool_failures": failures}
 	if d.Status != "success" {
 		structured["error"] = d.Error
-		return Result{Text: fmt.Sprintf("%s: the code failed: %s", outer, d.Error), Structured: structured, IsError: true}
+		return call.Result{Text: fmt.Sprintf("%s: the code failed: %s", outer, d.Error), Structured: structured, IsError: true}
 	}
-	return Result{Text: string(result), Structured: structured}
-}
-
-// pooledRuntime starts the runs' containers from the single-use pool, so
-// a run usually finds a Deno container already started and waiting for
-// its code.
-type pooledRuntime struct {
-	container.Runtime
-	pool *container.Prestarted
-}
-
-func (p *pooledRuntime) Start(ctx context.Context, spec container.Spec, streams container.Streams) (container.Process, error) {
-	lease, err := p.pool.Acquire(ctx, spec, streams)
-	if err != nil {
-		return nil, err
-	}
-	return &leased{Lease: lease}, nil
-}
-
-// leased ends its lease when the run removes its container.
-type leased struct {
-	*container.Lease
-	mu sync.Mutex
-}
-
-// Remove keeps the runtime contract: Done is closed once it returns (the
-// pool removes the container on Release), unless ctx ends first.
-func (l *leased) Remove(ctx context.Context) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.Release()
-	select {
-	case <-l.Done():
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return call.Result{Text: string(result), Structured: structured}
 }

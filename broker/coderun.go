@@ -1,0 +1,32 @@
+package broker
+
+import "github.com/pml-dev/pml/broker/coderun"
+
+// ExecuteTool is the cloud's planner: the one tool whose answer may be
+// code to run here (package coderun runs it).
+const ExecuteTool = "pml:execute"
+
+// Code runs live in package coderun; these names keep broker's files as
+// they were.
+type (
+	codeRuns   = coderun.Runs
+	pausedCall = coderun.PausedCall
+)
+
+// codeRunsOf builds the code runs of b with what they use of it: the
+// sandbox's pieces, the timeouts, the context Close ends, the request path
+// for inner calls, and the approval side's functions.
+func codeRunsOf(b *Broker, sb *sandbox) *codeRuns {
+	return coderun.New(coderun.Options{
+		Sandbox: coderun.Sandbox{Runtime: sb.rt, Pool: sb.pool, User: sb.user, Policy: sb.policy,
+			Labels: sb.labels, Supervisor: sb.supervisor, Log: sb.log},
+		HIL:  b.cfg.HIL.Timeout,
+		Idle: b.cfg.Sandbox.IdleTimeout,
+		Base: b.base,
+		Call: b.Call,
+		// From the approval side and the MCP surface.
+		ApprovalResult: approvalResult,
+		ToMCP:          toMCP,
+		Answer:         b.answer,
+	})
+}
