@@ -93,7 +93,7 @@ func (b *Broker) answer(ctx context.Context, c *Call, wfs *Workflows, wf *Workfl
 	if wf.Type == ApprovalIntegrity {
 		wfs.Finish(wf)
 		c.Note(audit.Entry{Tool: wf.Tool, Decision: audit.Approved, WorkflowID: wf.ID, Reason: "integrity change approved", ArgKeys: keys})
-		return b.approveIntegrity(ctx, c, wfs, wf)
+		return b.registry.approveIntegrity(ctx, c, wfs, wf)
 	}
 	if always {
 		if why := b.alwaysBlocked(wf.Tool); why != "" {

@@ -17,9 +17,9 @@ import (
 func (b *Broker) approvalFor(wf *Workflow) Approval {
 	switch wf.Type {
 	case ApprovalAPIKey:
-		return b.apiKeyApproval(wf)
+		return b.cloud.apiKeyApproval(wf)
 	case ApprovalIntegrity:
-		return b.integrityApproval(wf)
+		return b.registry.integrityApproval(wf)
 	}
 	if wf.Type == ApprovalDependency {
 		if srv := b.serverOf(wf.Tool); srv != nil && srv.cfg.Install != nil {

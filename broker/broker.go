@@ -108,6 +108,10 @@ type Broker struct {
 
 	cloud    *cloudSide
 	registry *registrySide
+	// caps adds capabilities and serves their tools; lister answers pml
+	// list.
+	caps   *capabilities
+	lister *lister
 
 	// base is cancelled by Close: every running call is cancelled with it,
 	// which kills its container; inflight lets Close wait for the cleanup.
@@ -178,9 +182,17 @@ func New(o Options) (*Broker, error) {
 	b.toolsCache = &toolsCache{Path: filepath.Join(o.Workspace, ".pml", "tools-cache.json")}
 	b.serverStartTimeout = o.ServerStartTimeout
 	b.setupServers()
-	b.setupCloud(o)
-	b.setupRegistry()
+	b.cloud = &cloudSide{sb: sb, cfg: o.Config, log: b.log, serverOf: b.serverOf, listable: b.listable, replaceTools: b.replaceTools, approval: b.approval}
+	b.cloud.setupCloud(o, b.runs)
+	b.registry = &registrySide{sb: sb, cfg: o.Config, log: b.log, cloud: b.cloud, decide: b.perms.Decide,
+		hasTool: b.hasTool, serverOf: b.serverOf, addServer: b.addServer, approval: b.approval, serverAccess: b.serverAccess}
+	b.registry.setupRegistry()
+	b.caps = &capabilities{registry: b.registry, cloud: b.cloud, sb: sb, log: b.log, runs: b.runs, deps: b.deps,
+		serverOf: b.serverOf, addServer: b.addServer, install: b.install, replaceTools: b.replaceTools, dependencyApproval: b.dependencyApproval}
+	b.lister = &lister{sb: sb, cfg: o.Config, toolbox: b.toolbox, toolsCache: b.toolsCache, deps: b.deps, registry: b.registry,
+		serverList: b.serverList, Tools: b.Tools}
 	b.path, b.belowAudit = b.chain()
+	b.registry.belowAudit = b.belowAudit
 	if n, ok := o.Runtime.(container.AuditNoter); ok {
 		b.path = auditLayerNoted(b.path, n)
 	}

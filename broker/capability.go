@@ -11,10 +11,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/pml-dev/pml/internal/capname"
+	"github.com/pml-dev/pml/internal/config"
+	"github.com/pml-dev/pml/internal/deps"
 	"github.com/pml-dev/pml/internal/lazyre"
 	"github.com/pml-dev/pml/internal/registry"
 	"github.com/pml-dev/pml/internal/safefs"
+	"github.com/pml-dev/pml/internal/toolbox"
 )
 
 // Standalone capabilities (seed 000, story 14.10): `pml add NAME` fetches a
@@ -73,19 +78,47 @@ type Confirm func(Approval) bool
 // approval `pml add` needed.
 var ErrRefused = errors.New("not approved")
 
+// capabilities adds capabilities (`pml add`) and makes their tools
+// callable (`pml run`). It holds what it uses, never the *Broker: the
+// functions of the servers, the tool table and the approval texts are
+// wired in New.
+type capabilities struct {
+	registry *registrySide
+	cloud    *cloudSide
+	sb       *sandbox
+	log      zerolog.Logger
+	// runs starts a deno capability's function in a Deno container.
+	runs *codeRuns
+	// deps is the store of installed server dependencies.
+	deps *deps.Store
+	// serverOf, addServer and install are the servers'; replaceTools
+	// the tool table's; dependencyApproval describes an install
+	// (approval_text.go).
+	serverOf           func(tool string) *server
+	addServer          func(cfg config.Server) *server
+	install            func(ctx context.Context, srv *server) error
+	replaceTools       func(old []string, defs []toolbox.Tool, exec executor) []string
+	dependencyApproval func(wf *Workflow, srv *server) Approval
+}
+
 // AddCapability fetches, locks, installs and records a capability.
 func (b *Broker) AddCapability(ctx context.Context, arg string, confirm Confirm) (Capability, error) {
+	return b.caps.AddCapability(ctx, arg, confirm)
+}
+
+// AddCapability is Broker.AddCapability.
+func (cs *capabilities) AddCapability(ctx context.Context, arg string, confirm Confirm) (Capability, error) {
 	ref, f, err := CapabilityFQDN(arg)
 	if err != nil {
 		return Capability{}, fmt.Errorf("%w: %w", ErrInvalidInput, err)
 	}
 	name, fqdn := ref.Name, f.String()
 	if ref.NeedsListing() {
-		if fqdn, err = b.resolveVersion(ctx, ref); err != nil {
+		if fqdn, err = cs.registry.resolveVersion(ctx, ref); err != nil {
 			return Capability{}, err
 		}
 	}
-	e, v, err := b.fetchChecked(ctx, fqdn)
+	e, v, err := cs.registry.fetchChecked(ctx, fqdn)
 	if err != nil {
 		return Capability{}, err
 	}
@@ -94,7 +127,7 @@ func (b *Broker) AddCapability(ctx context.Context, arg string, confirm Confirm)
 		if !confirm(a) {
 			return Capability{}, fmt.Errorf("%w: %s changed since it was locked; the lockfile is unchanged", ErrRefused, v.Name)
 		}
-		if err := b.registry.lock.Approve(e); err != nil {
+		if err := cs.registry.lock.Approve(e); err != nil {
 			return Capability{}, err
 		}
 	}
@@ -109,10 +142,10 @@ func (b *Broker) AddCapability(ctx context.Context, arg string, confirm Confirm)
 			}
 		}
 	}
-	if err := b.readyCapability(ctx, e, &c, confirm); err != nil {
+	if err := cs.readyCapability(ctx, e, &c, confirm); err != nil {
 		return Capability{}, err
 	}
-	if err := saveCapability(b.sb.ws, c); err != nil {
+	if err := saveCapability(cs.sb.ws, c); err != nil {
 		return Capability{}, err
 	}
 	return c, nil
@@ -121,23 +154,23 @@ func (b *Broker) AddCapability(ctx context.Context, arg string, confirm Confirm)
 // readyCapability readies what a capability of e's type needs here: a
 // stdio server is added and (once confirmed) installed, a deno module
 // must export a function, an http one needs the cloud.
-func (b *Broker) readyCapability(ctx context.Context, e *registry.Entry, c *Capability, confirm Confirm) error {
+func (cs *capabilities) readyCapability(ctx context.Context, e *registry.Entry, c *Capability, confirm Confirm) error {
 	switch e.Type {
 	case registry.TypeStdio:
 		cfg, err := registry.ServerConfig(e)
 		if registry.WantsWritable(e) {
-			b.log.Warn().Msg(registry.RWRefused(e))
+			cs.log.Warn().Msg(registry.RWRefused(e))
 		}
 		if err != nil {
 			return err
 		}
-		srv := b.addServer(cfg)
-		if cfg.Install != nil && !b.deps.Installed(cfg) {
+		srv := cs.addServer(cfg)
+		if cfg.Install != nil && !cs.deps.Installed(cfg) {
 			wf := &Workflow{Type: ApprovalDependency, Tool: cfg.Name + ":*"}
-			if !confirm(b.dependencyApproval(wf, srv)) {
+			if !confirm(cs.dependencyApproval(wf, srv)) {
 				return fmt.Errorf("%w: installing %s was not approved; nothing was installed", ErrRefused, cfg.Name)
 			}
-			if err := b.install(ctx, srv); err != nil {
+			if err := cs.install(ctx, srv); err != nil {
 				return err
 			}
 		}
@@ -147,8 +180,8 @@ func (b *Broker) readyCapability(ctx context.Context, e *registry.Entry, c *Capa
 			return fmt.Errorf("%s exports no function, so it has no tool to offer", e.FQDN)
 		}
 	case registry.TypeHTTP:
-		if !b.cloud.client.Enabled() {
-			b.log.Warn().Msg(c.Name + " runs in the PML cloud: set PML_API_KEY to use it")
+		if !cs.cloud.client.Enabled() {
+			cs.log.Warn().Msg(c.Name + " runs in the PML cloud: set PML_API_KEY to use it")
 		}
 	}
 	return nil
@@ -255,21 +288,21 @@ func SortedCapabilities(caps map[string]Capability) []Capability {
 // process (`pml run`): its locked registry entry is fetched again — the
 // cached copy when the registry is unreachable — and checked against the
 // lockfile.
-func (b *Broker) prepareCapability(ctx context.Context, c Capability) {
+func (cs *capabilities) prepareCapability(ctx context.Context, c Capability) {
 	tool := c.Namespace + ":" + firstOr(c.Tools, "run")
 	if c.Type == registry.TypeDeno {
-		b.registerDenoCapability(ctx, c)
+		cs.registerDenoCapability(ctx, c)
 		return
 	}
-	if b.serverOf(tool) != nil {
+	if cs.serverOf(tool) != nil {
 		return
 	}
-	change, err := b.resolveFromRegistry(ctx, tool)
+	change, err := cs.registry.resolveFromRegistry(ctx, tool)
 	switch {
 	case err != nil:
-		b.log.Warn().Err(err).Str("capability", c.Name).Msg("the capability cannot be loaded")
+		cs.log.Warn().Err(err).Str("capability", c.Name).Msg("the capability cannot be loaded")
 	case change != nil:
-		b.log.Warn().Str("capability", c.Name).Msg(change.verdict.Description() + " Run `pml add " + c.Name + "` to review and approve it.")
+		cs.log.Warn().Str("capability", c.Name).Msg(change.verdict.Description() + " Run `pml add " + c.Name + "` to review and approve it.")
 	}
 }
 

@@ -13,8 +13,10 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rs/zerolog"
 
 	"github.com/pml-dev/pml/internal/cloud"
+	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/credentials"
 	"github.com/pml-dev/pml/internal/keysafe"
 	"github.com/pml-dev/pml/internal/routing"
@@ -33,10 +35,24 @@ const cloudToolsFile = ".pml/cloud-tools-cache.json"
 // listWait bounds how long the first tools/list waits for the cloud's list.
 const listWait = 2 * time.Second
 
-// cloudSide is the broker's view of the PML cloud.
+// cloudSide is the broker's view of the PML cloud: its client, the
+// routing table, the tools it lists. It holds what it uses, never the
+// *Broker: the functions of the tool table, the servers and the approval
+// texts are wired in New.
 type cloudSide struct {
 	client *cloud.Client
 	router *routing.Router
+
+	sb  *sandbox
+	cfg *config.Config
+	log zerolog.Logger
+	// serverOf finds a configured server (servers); listable and
+	// replaceTools are the tool table's; approval the plain text of an
+	// approval (approval_text.go).
+	serverOf     func(tool string) *server
+	listable     func(source string, t *mcp.Tool) bool
+	replaceTools func(old []string, defs []toolbox.Tool, exec executor) []string
+	approval     func(wf *Workflow) Approval
 
 	mu    sync.Mutex
 	names []string            // registered cloud tool names
@@ -53,9 +69,10 @@ type cloudSide struct {
 }
 
 // setupCloud builds the router and the cloud client; it contacts nothing.
-func (b *Broker) setupCloud(o Options) {
+// runs starts the code an execute_locally answer carries.
+func (c *cloudSide) setupCloud(o Options, runs *codeRuns) {
 	local := []string{"filesystem", "shell"}
-	for name := range b.cfg.Servers {
+	for name := range c.cfg.Servers {
 		local = append(local, name)
 	}
 	hc := o.HTTPClient
@@ -66,68 +83,68 @@ func (b *Broker) setupCloud(o Options) {
 	// the key never has to sit in a project file.
 	key, _, err := credentials.APIKey(os.Getenv)
 	if err != nil {
-		b.log.Warn().Err(err).Msg("local mode: the API key could not be read; fix the file or set PML_API_KEY")
+		c.log.Warn().Err(err).Msg("local mode: the API key could not be read; fix the file or set PML_API_KEY")
 	}
-	b.cloud = &cloudSide{
-		client: &cloud.Client{URL: b.cfg.Cloud.URL, APIKey: key, HTTP: hc, Timeout: b.cfg.Cloud.Timeout},
-		router: routing.New(b.sb.ws, local),
-		env:    map[string][]string{},
-		regEnv: map[string][]string{},
-		ready:  make(chan struct{}),
-	}
-	b.cloud.exec = cloudExec{sb: b.sb, cloud: b.cloud, runs: b.runs}
-	if !b.cloud.client.Enabled() {
-		b.cloud.readyOnce.Do(func() { close(b.cloud.ready) })
+	c.client = &cloud.Client{URL: c.cfg.Cloud.URL, APIKey: key, HTTP: hc, Timeout: c.cfg.Cloud.Timeout}
+	c.router = routing.New(c.sb.ws, local)
+	c.env = map[string][]string{}
+	c.regEnv = map[string][]string{}
+	c.ready = make(chan struct{})
+	c.exec = cloudExec{sb: c.sb, cloud: c, runs: runs}
+	if !c.client.Enabled() {
+		c.readyOnce.Do(func() { close(c.ready) })
 		return
 	}
 	// Listed at once from the cache, refreshed by StartCloud.
-	if tools, err := readCloudTools(b.sb.ws, filepath.Join(b.sb.ws, cloudToolsFile)); err == nil {
-		b.registerCloudTools(tools)
+	if tools, err := readCloudTools(c.sb.ws, filepath.Join(c.sb.ws, cloudToolsFile)); err == nil {
+		c.registerCloudTools(tools)
 	}
 }
 
 // StartCloud syncs the routing table and the cloud's tool list in the
 // background. It never blocks: initialize must not wait for the network.
 // In local mode (no PML_API_KEY) pml does not contact the cloud at all.
-func (b *Broker) StartCloud(ctx context.Context) {
-	c := b.cloud
+func (b *Broker) StartCloud(ctx context.Context) { b.cloud.StartCloud(ctx) }
+
+// StartCloud is Broker.StartCloud.
+func (c *cloudSide) StartCloud(ctx context.Context) {
 	if !c.client.Enabled() {
-		b.log.Info().Msg("local mode: PML_API_KEY is not set and no key is in the credentials file (pml init --api-key), so cloud tools are off; local tools work")
+		c.log.Info().Msg("local mode: PML_API_KEY is not set and no key is in the credentials file (pml init --api-key), so cloud tools are off; local tools work")
 		return
 	}
 	if err := keysafe.Check("cloud.url", c.client.URL); err != nil {
 		// Said once at start; every request is refused the same way
 		// (internal/keysafe), so cloud tools answer with this too.
-		b.log.Error().Err(err).Str("cloud_url", c.client.URL).Msg("cloud tools are off: the API key is not sent to this cloud.url")
+		c.log.Error().Err(err).Str("cloud_url", c.client.URL).Msg("cloud tools are off: the API key is not sent to this cloud.url")
 		c.readyOnce.Do(func() { close(c.ready) })
 		return
 	}
 	go func() {
 		defer c.readyOnce.Do(func() { close(c.ready) })
-		sctx, cancel := context.WithTimeout(ctx, b.cfg.Cloud.Timeout)
+		sctx, cancel := context.WithTimeout(ctx, c.cfg.Cloud.Timeout)
 		defer cancel()
 		if err := c.router.Sync(sctx, c.client.HTTP, c.client.URL, c.client.APIKey); err != nil {
-			b.log.Warn().Err(err).Str("routing", c.router.Table().Version).Msg("routing sync failed; using the cached or embedded table")
+			c.log.Warn().Err(err).Str("routing", c.router.Table().Version).Msg("routing sync failed; using the cached or embedded table")
 		} else {
-			b.log.Debug().Str("version", c.router.Table().Version).Msg("routing table synced")
+			c.log.Debug().Str("version", c.router.Table().Version).Msg("routing table synced")
 		}
 		tools, err := c.client.ListTools(sctx)
 		if err != nil {
-			b.log.Warn().Err(err).Msg("could not list the cloud's tools; cloud tools from the last session stay listed")
+			c.log.Warn().Err(err).Msg("could not list the cloud's tools; cloud tools from the last session stay listed")
 			return
 		}
-		b.registerCloudTools(tools)
-		b.writeCloudTools(tools)
+		c.registerCloudTools(tools)
+		c.writeCloudTools(tools)
 	}()
 }
 
 // waitCloud lets the first tools/list include the cloud's tools when they
 // come quickly; later ones arrive with notifications/tools/list_changed.
-func (b *Broker) waitCloud(ctx context.Context) {
+func (c *cloudSide) waitCloud(ctx context.Context) {
 	t := time.NewTimer(listWait)
 	defer t.Stop()
 	select {
-	case <-b.cloud.ready:
+	case <-c.ready:
 	case <-t.C:
 	case <-ctx.Done():
 	}
@@ -137,11 +154,11 @@ func (b *Broker) waitCloud(ctx context.Context) {
 // namespace runs here (the toolbox, a configured server, anything the
 // routing does not send to the cloud) is left out: its calls must never
 // leave the machine.
-func (b *Broker) registerCloudTools(tools []*mcp.Tool) {
+func (c *cloudSide) registerCloudTools(tools []*mcp.Tool) {
 	var defs []toolbox.Tool
 	env := map[string][]string{}
 	for _, t := range tools {
-		if !b.listable("the PML cloud", t) || t.Name == ContinueTool || b.cloud.router.Route(t.Name) != routing.Server {
+		if !c.listable("the PML cloud", t) || t.Name == ContinueTool || c.router.Route(t.Name) != routing.Server {
 			continue
 		}
 		schema, _ := json.Marshal(t.InputSchema)
@@ -155,12 +172,11 @@ func (b *Broker) registerCloudTools(tools []*mcp.Tool) {
 		defs = append(defs, toolbox.Tool{Name: t.Name, Description: desc + " (runs in the PML cloud)", InputSchema: schema, Title: t.Title, Annotations: t.Annotations})
 		env[t.Name] = cloud.EnvRequired(t)
 	}
-	c := b.cloud
 	c.mu.Lock()
 	old := c.names
 	c.env = env
 	c.mu.Unlock()
-	names := b.replaceTools(old, defs, c.exec)
+	names := c.replaceTools(old, defs, c.exec)
 	c.mu.Lock()
 	c.names = names
 	c.mu.Unlock()
@@ -175,32 +191,32 @@ func readCloudTools(ws, path string) ([]*mcp.Tool, error) {
 	return tools, json.Unmarshal(data, &tools)
 }
 
-func (b *Broker) writeCloudTools(tools []*mcp.Tool) {
+func (c *cloudSide) writeCloudTools(tools []*mcp.Tool) {
 	data, err := json.MarshalIndent(tools, "", "  ")
 	if err != nil {
 		return
 	}
-	path := filepath.Join(b.sb.ws, cloudToolsFile)
-	if err := safefs.MkdirAll(b.sb.ws, filepath.Dir(path), 0o755); err == nil {
-		if err := safefs.WriteFile(b.sb.ws, path, append(data, '\n'), 0o644); err != nil {
-			b.log.Warn().Err(err).Msg("caching the cloud's tool list")
+	path := filepath.Join(c.sb.ws, cloudToolsFile)
+	if err := safefs.MkdirAll(c.sb.ws, filepath.Dir(path), 0o755); err == nil {
+		if err := safefs.WriteFile(c.sb.ws, path, append(data, '\n'), 0o644); err != nil {
+			c.log.Warn().Err(err).Msg("caching the cloud's tool list")
 		}
 	}
 }
 
 // isCloudTool reports whether a call goes to the cloud: its namespace is
 // server-routed and nothing local has that name.
-func (b *Broker) isCloudTool(name string) bool {
-	return name != ContinueTool && b.serverOf(name) == nil && b.cloud.router.Route(name) == routing.Server
+func (c *cloudSide) isCloudTool(name string) bool {
+	return name != ContinueTool && c.serverOf(name) == nil && c.router.Route(name) == routing.Server
 }
 
 // apiKeyApproval describes a missing BYOK key for a person.
-func (b *Broker) apiKeyApproval(wf *Workflow) Approval {
-	a := b.approval(wf)
-	_, missing := byokFor(b.sb, b.cloud, wf.Tool)
+func (c *cloudSide) apiKeyApproval(wf *Workflow) Approval {
+	a := c.approval(wf)
+	_, missing := byokFor(c.sb, c, wf.Tool)
 	a.Description = fmt.Sprintf("%s runs in the PML cloud with your own API key %s, which is not set. Set it (%s), then continue.",
-		wf.Tool, strings.Join(missing, ", "), whereToSet(b.sb.ws))
+		wf.Tool, strings.Join(missing, ", "), whereToSet(c.sb.ws))
 	a.Options = []string{"continue", "abort"}
-	a.Context = map[string]any{"variables": missing, "env_file": filepath.Join(b.sb.ws, ".env"), "pattern": wf.Pattern}
+	a.Context = map[string]any{"variables": missing, "env_file": filepath.Join(c.sb.ws, ".env"), "pattern": wf.Pattern}
 	return a
 }

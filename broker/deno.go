@@ -13,21 +13,21 @@ import (
 
 // registerDenoCapability makes each exported function of a deno
 // capability a tool ns:function.
-func (b *Broker) registerDenoCapability(ctx context.Context, c Capability) {
-	e, v, err := b.fetchChecked(ctx, c.FQDN)
+func (cs *capabilities) registerDenoCapability(ctx context.Context, c Capability) {
+	e, v, err := cs.registry.fetchChecked(ctx, c.FQDN)
 	if err != nil {
-		b.log.Warn().Err(err).Str("capability", c.Name).Msg("the capability's code cannot be loaded")
+		cs.log.Warn().Err(err).Str("capability", c.Name).Msg("the capability's code cannot be loaded")
 		return
 	}
 	if v.Status == registry.StatusMismatch {
-		b.log.Warn().Str("capability", c.Name).Msg("the capability's code changed since it was added; run `pml add " + c.Name + "` to review it")
+		cs.log.Warn().Str("capability", c.Name).Msg("the capability's code changed since it was added; run `pml add " + c.Name + "` to review it")
 		return
 	}
-	b.registry.mu.Lock()
-	b.registry.deno[c.Namespace] = e
-	b.registry.mu.Unlock()
+	cs.registry.mu.Lock()
+	cs.registry.deno[c.Namespace] = e
+	cs.registry.mu.Unlock()
 	// Its functions run here, whatever the cloud routes under that name.
-	b.cloud.router.AddLocal(c.Namespace)
+	cs.cloud.router.AddLocal(c.Namespace)
 	var defs []toolbox.Tool
 	for _, fn := range ExportedFunctions(e.Code) {
 		defs = append(defs, toolbox.Tool{
@@ -36,7 +36,7 @@ func (b *Broker) registerDenoCapability(ctx context.Context, c Capability) {
 			InputSchema: json.RawMessage(`{"type":"object"}`),
 		})
 	}
-	b.replaceTools(nil, defs, denoExec{registry: b.registry, runs: b.runs})
+	cs.replaceTools(nil, defs, denoExec{registry: cs.registry, runs: cs.runs})
 }
 
 // denoExec runs the exported functions of deno capabilities (pml add):

@@ -35,7 +35,7 @@ func (b *Broker) runTool(ctx context.Context, c *Call, name string, args map[str
 		}
 	}
 	entry := toolEntry{def: toolbox.Tool{Name: name}, exec: b.cloud.exec}
-	if !b.isCloudTool(name) || b.hasTool(name) {
+	if !b.cloud.isCloudTool(name) || b.hasTool(name) {
 		var err error
 		if entry, err = b.lookup(ctx, name); err != nil {
 			c.Note(audit.Entry{Tool: name, Decision: audit.Failed, Pattern: pattern, WorkflowID: workflowID, Reason: "no such tool", ArgKeys: audit.Keys(args)})

@@ -12,7 +12,7 @@ import (
 // anything of it runs (ApprovalIntegrity); abort keeps the old version.
 type registryLayer struct {
 	next Handler
-	// fetch loads a registry tool (Broker.resolveFromRegistry); a
+	// fetch loads a registry tool (registrySide.resolveFromRegistry); a
 	// non-nil change is an entry whose integrity changed.
 	fetch func(ctx context.Context, tool string) (*integrityChange, error)
 	ask   asking

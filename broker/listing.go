@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pml-dev/pml/images"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/deps"
@@ -109,18 +110,41 @@ type Listing struct {
 // that hangs makes the state unknown, not pml list.
 const listEngineTimeout = 10 * time.Second
 
+// lister answers pml list and pml tools' server states. It holds what it
+// reads, never the *Broker: the servers' list and the tool table's are
+// functions wired in New.
+type lister struct {
+	sb  *sandbox
+	cfg *config.Config
+	// toolbox is the filesystem tools' image; toolsCache the servers'
+	// cached tool lists; deps their installs.
+	toolbox    *images.Toolbox
+	toolsCache *toolsCache
+	deps       *deps.Store
+	// registry reads a capability's cached entry.
+	registry *registrySide
+	// serverList is the servers', Tools the tool table's.
+	serverList func() []*server
+	Tools      func() []Tool
+}
+
 // List says how everything pml serves here stands. version is pml's own,
 // for its built-in group. It never fails: what cannot be known is said.
 func (b *Broker) List(ctx context.Context, caps []Capability, version string) Listing {
+	return b.lister.List(ctx, caps, version)
+}
+
+// List is Broker.List.
+func (l *lister) List(ctx context.Context, caps []Capability, version string) Listing {
 	ctx, cancel := context.WithTimeout(ctx, listEngineTimeout)
 	defer cancel()
-	v := b.viewEngine(ctx)
-	out := Listing{Builtin: b.builtinStates(ctx, v, version), Servers: []ServerState{}, Capabilities: []CapabilityState{}}
-	for _, srv := range b.serverList() {
-		out.Servers = append(out.Servers, b.serverState(ctx, v, srv.cfg))
+	v := l.viewEngine(ctx)
+	out := Listing{Builtin: l.builtinStates(ctx, v, version), Servers: []ServerState{}, Capabilities: []CapabilityState{}}
+	for _, srv := range l.serverList() {
+		out.Servers = append(out.Servers, l.serverState(ctx, v, srv.cfg))
 	}
 	for _, c := range caps {
-		out.Capabilities = append(out.Capabilities, b.capabilityState(ctx, v, c))
+		out.Capabilities = append(out.Capabilities, l.capabilityState(ctx, v, c))
 	}
 	if v.err != nil {
 		out.EngineErr = v.err.Error()
@@ -130,13 +154,16 @@ func (b *Broker) List(ctx context.Context, caps []Capability, version string) Li
 
 // Servers lists the configured servers (mcps, private_mcps) and how each
 // stands; it asks the engine about images and running containers.
-func (b *Broker) Servers(ctx context.Context) []ServerState {
+func (b *Broker) Servers(ctx context.Context) []ServerState { return b.lister.Servers(ctx) }
+
+// Servers is Broker.Servers.
+func (l *lister) Servers(ctx context.Context) []ServerState {
 	ctx, cancel := context.WithTimeout(ctx, listEngineTimeout)
 	defer cancel()
-	v := b.viewEngine(ctx)
+	v := l.viewEngine(ctx)
 	out := []ServerState{}
-	for _, srv := range b.serverList() {
-		out = append(out, b.serverState(ctx, v, srv.cfg))
+	for _, srv := range l.serverList() {
+		out = append(out, l.serverState(ctx, v, srv.cfg))
 	}
 	return out
 }
@@ -151,20 +178,20 @@ type engineView struct {
 	images  map[string]bool
 }
 
-func (b *Broker) viewEngine(ctx context.Context) *engineView {
-	v := &engineView{rt: b.sb.rt, running: map[string]bool{}, images: map[string]bool{}}
+func (l *lister) viewEngine(ctx context.Context) *engineView {
+	v := &engineView{rt: l.sb.rt, running: map[string]bool{}, images: map[string]bool{}}
 	list, err := v.rt.ListManaged(ctx)
 	if err != nil {
 		v.err = err
 		return v
 	}
 	for _, m := range list {
-		if !m.Running || m.Labels[container.LabelWorkspace] != b.sb.ws {
+		if !m.Running || m.Labels[container.LabelWorkspace] != l.sb.ws {
 			continue
 		}
 		// A container whose pml died is an orphan the next start
 		// removes, not a server anyone can call.
-		if o, ok := container.OwnerFromLabels(m.Labels); ok && o != b.sb.owner && liveOwner(b.sb.owner, o) {
+		if o, ok := container.OwnerFromLabels(m.Labels); ok && o != l.sb.owner && liveOwner(l.sb.owner, o) {
 			v.running[m.Labels[container.LabelPurpose]] = true
 		}
 	}
@@ -215,14 +242,14 @@ func (v *engineView) health(ctx context.Context, image, purpose string) Health {
 	return h
 }
 
-func (b *Broker) builtinStates(ctx context.Context, v *engineView, version string) []BuiltinState {
+func (l *lister) builtinStates(ctx context.Context, v *engineView, version string) []BuiltinState {
 	isServer := map[string]bool{}
-	for _, s := range b.serverList() {
+	for _, s := range l.serverList() {
 		isServer[s.cfg.Name] = true
 	}
 	var out []BuiltinState
 	idx := map[string]int{}
-	for _, t := range b.Tools() {
+	for _, t := range l.Tools() {
 		ns, _, _ := strings.Cut(t.Name, ":")
 		if isServer[ns] || t.Name == ContinueTool {
 			continue
@@ -231,7 +258,7 @@ func (b *Broker) builtinStates(ctx context.Context, v *engineView, version strin
 		if !ok {
 			i = len(out)
 			idx[ns] = i
-			out = append(out, b.builtinState(ctx, v, ns, version))
+			out = append(out, l.builtinState(ctx, v, ns, version))
 		}
 		out[i].Tools++
 	}
@@ -244,7 +271,7 @@ func (b *Broker) builtinStates(ctx context.Context, v *engineView, version strin
 // builtinState is one of pml's own groups: the filesystem tools run in
 // pml's toolbox image (built from pml itself), shell:exec in
 // sandbox.shell_image, pml's own tools in pml.
-func (b *Broker) builtinState(ctx context.Context, v *engineView, ns, version string) BuiltinState {
+func (l *lister) builtinState(ctx context.Context, v *engineView, ns, version string) BuiltinState {
 	s := BuiltinState{Name: ns, Source: SourceBuiltin}
 	switch ns {
 	case "filesystem":
@@ -255,7 +282,7 @@ func (b *Broker) builtinState(ctx context.Context, v *engineView, ns, version st
 		}
 		// Its tag is a digest of pml's in-container program; the image
 		// is built from pml on first use (or by pml images pull).
-		ref, err := b.toolbox.Ref(ctx)
+		ref, err := l.toolbox.Ref(ctx)
 		if err != nil {
 			s.Health = Health{Installed: true, EngineErr: err.Error()}
 			break
@@ -264,7 +291,7 @@ func (b *Broker) builtinState(ctx context.Context, v *engineView, ns, version st
 		s.Version = imageVersion(ref)
 	case "shell":
 		s.Runs = "sandbox.shell_image"
-		img := b.cfg.Sandbox.ShellImage
+		img := l.cfg.Sandbox.ShellImage
 		s.Health = v.health(ctx, img, "pool:shell")
 		s.Version = imageVersion(img)
 	default:
@@ -275,18 +302,18 @@ func (b *Broker) builtinState(ctx context.Context, v *engineView, ns, version st
 	return s
 }
 
-func (b *Broker) serverState(ctx context.Context, v *engineView, cfg config.Server) ServerState {
-	tools, _ := b.toolsCache.Get(cfg)
+func (l *lister) serverState(ctx context.Context, v *engineView, cfg config.Server) ServerState {
+	tools, _ := l.toolsCache.Get(cfg)
 	st := ServerState{Name: cfg.Name, Tools: len(tools), Private: cfg.Private}
 	st.Source, st.Package, st.Version = serverSource(cfg)
 	st.Health = v.health(ctx, cfg.Image, "mcp:"+cfg.Name)
-	b.installHealth(&st.Health, cfg)
+	l.installHealth(&st.Health, cfg)
 	return st
 }
 
 // installHealth adds the state of cfg's install step to h.
-func (b *Broker) installHealth(h *Health, cfg config.Server) {
-	h.Install = b.deps.Status(cfg)
+func (l *lister) installHealth(h *Health, cfg config.Server) {
+	h.Install = l.deps.Status(cfg)
 	h.Installed = h.Install == deps.StatusInstalled || h.Install == deps.StatusNone
 }
 
@@ -333,7 +360,7 @@ func shortDigest(d string) string {
 // capabilityState reads the capability's locked entry from the registry
 // cache (no registry is asked) to say where it came from and, for a
 // stdio server, how its install, image and container stand.
-func (b *Broker) capabilityState(ctx context.Context, v *engineView, c Capability) CapabilityState {
+func (l *lister) capabilityState(ctx context.Context, v *engineView, c Capability) CapabilityState {
 	st := CapabilityState{Capability: c, Health: Health{Installed: true}, ToolCount: len(c.Tools)}
 	if f, err := registry.ParseFQDN(c.FQDN); err == nil {
 		st.Version = f.Hash
@@ -343,10 +370,10 @@ func (b *Broker) capabilityState(ctx context.Context, v *engineView, c Capabilit
 	}
 	var e *registry.Entry
 	var err error
-	if b.registry.client == nil {
-		err = b.registry.lockErr
+	if l.registry.client == nil {
+		err = l.registry.lockErr
 	} else {
-		e, err = b.registry.client.Cached(c.FQDN)
+		e, err = l.registry.client.Cached(c.FQDN)
 	}
 	switch {
 	case err != nil:
@@ -371,8 +398,8 @@ func (b *Broker) capabilityState(ctx context.Context, v *engineView, c Capabilit
 			st.Package = pkg + "@" + version
 		}
 		st.Health = v.health(ctx, cfg.Image, "mcp:"+cfg.Name)
-		b.installHealth(&st.Health, cfg)
-		if tools, ok := b.toolsCache.Get(cfg); ok {
+		l.installHealth(&st.Health, cfg)
+		if tools, ok := l.toolsCache.Get(cfg); ok {
 			st.ToolCount = len(tools)
 		}
 	}

@@ -67,7 +67,7 @@ func (srv *server) prepare(sb *sandbox) error {
 // A server that cannot start is logged and left out; it does not fail
 // the list.
 func (b *Broker) LoadServers(ctx context.Context) {
-	b.loadRegistryServers(ctx)
+	b.registry.loadRegistryServers(ctx)
 	var wg sync.WaitGroup
 	for _, srv := range b.serverList() {
 		wg.Add(1)

@@ -164,7 +164,7 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 				// initialize); later lists come from the cache.
 				prepare(ctx)
 				b.LoadServers(ctx)
-				b.waitCloud(ctx)
+				b.cloud.waitCloud(ctx)
 				// The permissions in force decide what is listed, even
 				// if no one said they changed.
 				l.sync(nil)
@@ -190,7 +190,7 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 				// or one of a server whose tools are not registered yet
 				// (not installed, or not started), which the broker asks
 				// about, installs and loads.
-				if name != "" && (b.hasTool(name) || b.resolvable(name)) {
+				if name != "" && (b.hasTool(name) || b.registry.resolvable(name)) {
 					return l.handler(name)(ctx, cr)
 				}
 				// No such tool: the SDK's protocol error answers, and
@@ -255,7 +255,7 @@ func callResult(res Result, deferred bool) *mcp.CallToolResult {
 // ServeCapability serves one added capability's tools over in/out, named
 // without their namespace (`pml run NAME`).
 func ServeCapability(ctx context.Context, b *Broker, c Capability, in io.ReadCloser, out io.Writer) error {
-	v := view{prefix: c.Namespace + ":", prepare: func(ctx context.Context) { b.prepareCapability(ctx, c) }}
+	v := view{prefix: c.Namespace + ":", prepare: func(ctx context.Context) { b.caps.prepareCapability(ctx, c) }}
 	o := jsonrpc.NewOutput(out)
 	filter := jsonrpc.NewFilter(in, o, jsonrpc.MaxFrame, func(r jsonrpc.Rejection) {
 		b.log.Warn().Int("code", r.Code).Int("bytes", r.Size).Msg("refused a malformed frame: " + r.Reason)

@@ -45,14 +45,14 @@ func resolveLayerOf(b *Broker, next Handler) resolveLayer {
 	return resolveLayer{
 		next: next,
 		known: func(tool string) bool {
-			return b.hasTool(tool) || b.serverOf(tool) != nil || b.isCloudTool(tool)
+			return b.hasTool(tool) || b.serverOf(tool) != nil || b.cloud.isCloudTool(tool)
 		},
-		registryName: func(tool string) bool { return registryCandidate(tool) && b.registryLookups() },
+		registryName: func(tool string) bool { return registryCandidate(tool) && b.registry.registryLookups() },
 	}
 }
 
 func registryLayerOf(b *Broker, next Handler) registryLayer {
-	return registryLayer{next: next, fetch: b.resolveFromRegistry, ask: askingOf(b)}
+	return registryLayer{next: next, fetch: b.registry.resolveFromRegistry, ask: askingOf(b)}
 }
 
 func approveLayerOf(b *Broker, next Handler) approveLayer {
@@ -62,12 +62,12 @@ func approveLayerOf(b *Broker, next Handler) approveLayer {
 			srv := b.serverOf(tool)
 			return srv != nil && !b.deps.Installed(srv.cfg)
 		},
-		cloudTool: b.isCloudTool,
+		cloudTool: b.cloud.isCloudTool,
 		missingKeys: func(ctx context.Context, tool string) []string {
 			// The keys a cloud tool needs come with the cloud's tool list:
 			// a call right after start (pml call, a fast client) waits for
 			// it as tools/list does, so no key is left out.
-			b.waitCloud(ctx)
+			b.cloud.waitCloud(ctx)
 			_, missing := byokFor(b.sb, b.cloud, tool)
 			return missing
 		},

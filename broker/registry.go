@@ -10,8 +10,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/pml-dev/pml/broker/call"
 	"github.com/pml-dev/pml/internal/capname"
+	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/panics"
 	"github.com/pml-dev/pml/internal/registry"
 	"github.com/pml-dev/pml/internal/routing"
@@ -29,10 +32,35 @@ import (
 const registryPrefix = "pml.mcp."
 
 // registrySide is the broker's view of the registries and the lockfile.
+// It holds what it uses, never the *Broker: the functions of the tool
+// table, the servers, the permissions and the approval texts are wired in
+// New.
 type registrySide struct {
 	client  *registry.Client
 	lock    *registry.Lockfile
 	lockErr error
+
+	sb  *sandbox
+	cfg *config.Config
+	log zerolog.Logger
+	// cloud is where an http entry's tools go (and whether cloud mode is
+	// on: registry lookups are then allowed).
+	cloud *cloudSide
+	// decide is the permissions in force (the lockfile keeps an entry
+	// whose namespace they do not deny).
+	decide func(tool string) (Decision, string)
+	// hasTool is the tool table's; serverOf and addServer the servers'.
+	hasTool   func(name string) bool
+	serverOf  func(tool string) *server
+	addServer func(cfg config.Server) *server
+	// approval and serverAccess describe an approval (approval_text.go,
+	// access.go).
+	approval     func(wf *Workflow) Approval
+	serverAccess func(cfg config.Server) access
+	// belowAudit is the request path below the audit layer: an approved
+	// integrity change runs its call through it again. Set in New once
+	// the path is built.
+	belowAudit Handler
 
 	mu sync.Mutex
 	// missing remembers namespaces no registry has, so a session does not
@@ -42,10 +70,12 @@ type registrySide struct {
 	deno map[string]*registry.Entry
 }
 
-func (b *Broker) setupRegistry() {
-	r := &registrySide{missing: map[string]error{}, deno: map[string]*registry.Entry{}}
-	b.registry = r
-	client, err := registry.New(registry.Options{Registries: b.cfg.Registries, CacheDir: registry.CacheDir(b.sb.ws)})
+// setupRegistry opens the registries' client and the lockfile (dropping
+// the entries of denied namespaces); it contacts no registry.
+func (r *registrySide) setupRegistry() {
+	r.missing = map[string]error{}
+	r.deno = map[string]*registry.Entry{}
+	client, err := registry.New(registry.Options{Registries: r.cfg.Registries, CacheDir: registry.CacheDir(r.sb.ws)})
 	if err != nil {
 		r.lockErr = err
 		return
@@ -55,18 +85,18 @@ func (b *Broker) setupRegistry() {
 	// still allowed or asked (a tool no pattern names is asked): dropping
 	// its record would make the next fetch "new" and trust a changed entry
 	// without asking.
-	lock, err := registry.LoadLockfileKeeping(registry.LockfilePath(b.sb.ws), func(ns string) bool {
-		d, _ := b.perms.Decide(ns + ":*")
+	lock, err := registry.LoadLockfileKeeping(registry.LockfilePath(r.sb.ws), func(ns string) bool {
+		d, _ := r.decide(ns + ":*")
 		return d != Deny
 	})
 	if err != nil {
 		r.lockErr = err
-		b.log.Error().Err(err).Msg("the lockfile cannot be read; registry tools are unavailable until it is fixed or removed")
+		r.log.Error().Err(err).Msg("the lockfile cannot be read; registry tools are unavailable until it is fixed or removed")
 		return
 	}
 	r.lock = lock
 	if removed := lock.Removed(); len(removed) > 0 {
-		b.log.Info().Strs("entries", removed).Msg("removed lockfile entries that no permission allows or asks any more")
+		r.log.Info().Strs("entries", removed).Msg("removed lockfile entries that no permission allows or asks any more")
 	}
 }
 
@@ -79,18 +109,18 @@ func fqdnFor(tool string) string {
 // registries: they were configured, or cloud mode is on. In local mode
 // with the default registry (the cloud) pml contacts nothing on its own;
 // `pml add` still may, since the user asks for it.
-func (b *Broker) registryLookups() bool {
-	return b.registry.client != nil && (b.cfg.RegistriesSet || b.cloud.client.Enabled())
+func (r *registrySide) registryLookups() bool {
+	return r.client != nil && (r.cfg.RegistriesSet || r.cloud.client.Enabled())
 }
 
 // resolvable reports whether a tool that is not registered (yet) can
 // still be called: a configured server's, a cloud tool, or one a registry
 // may provide. Anything else is the SDK's "unknown tool" protocol error.
-func (b *Broker) resolvable(name string) bool {
-	if b.hasTool(name) {
+func (r *registrySide) resolvable(name string) bool {
+	if r.hasTool(name) {
 		return false
 	}
-	return b.HasServer(name) || b.isCloudTool(name) || registryCandidate(name) && b.registryLookups()
+	return r.serverOf(name) != nil || r.cloud.isCloudTool(name) || registryCandidate(name) && r.registryLookups()
 }
 
 // registryCandidate reports whether a tool name may be resolved through
@@ -113,8 +143,7 @@ func registryCandidate(tool string) bool {
 // recorded there, a changed entry comes back with a StatusMismatch
 // verdict and nothing recorded. Errors wrap ErrNotFound (no registry has
 // it; registry.ErrNotFound too) or ErrUnavailable.
-func (b *Broker) fetchChecked(ctx context.Context, fqdn string) (*registry.Entry, registry.Verdict, error) {
-	r := b.registry
+func (r *registrySide) fetchChecked(ctx context.Context, fqdn string) (*registry.Entry, registry.Verdict, error) {
 	if r.client == nil || r.lock == nil {
 		return nil, registry.Verdict{}, fmt.Errorf("%w: the registries cannot be used: %v", ErrUnavailable, r.lockErr)
 	}
@@ -126,14 +155,14 @@ func (b *Broker) fetchChecked(ctx context.Context, fqdn string) (*registry.Entry
 		return nil, registry.Verdict{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	if e.FromCache {
-		b.log.Warn().Str("fqdn", e.FQDN).Msg(e.Warning)
+		r.log.Warn().Str("fqdn", e.FQDN).Msg(e.Warning)
 	}
 	v, err := r.lock.Check(e)
 	if err != nil {
 		return nil, v, fmt.Errorf("checking %s against %s: %v", e.FQDN, r.lock.Path(), err)
 	}
 	if v.Status == registry.StatusNew {
-		b.log.Info().Str("fqdn", e.FQDN).Str("integrity", e.Integrity).Msg("recorded in the lockfile")
+		r.log.Info().Str("fqdn", e.FQDN).Str("integrity", e.Integrity).Msg("recorded in the lockfile")
 	}
 	return e, v, nil
 }
@@ -141,8 +170,7 @@ func (b *Broker) fetchChecked(ctx context.Context, fqdn string) (*registry.Entry
 // resolveFromRegistry fetches the entry behind tool and makes it callable.
 // When the entry changed since it was locked, it returns a workflow-ready
 // integrity change instead (change != nil) and makes nothing callable.
-func (b *Broker) resolveFromRegistry(ctx context.Context, tool string) (change *integrityChange, err error) {
-	r := b.registry
+func (r *registrySide) resolveFromRegistry(ctx context.Context, tool string) (change *integrityChange, err error) {
 	ns := routing.Namespace(tool)
 	r.mu.Lock()
 	prev, known := r.missing[ns]
@@ -153,7 +181,7 @@ func (b *Broker) resolveFromRegistry(ctx context.Context, tool string) (change *
 	fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	fqdn := fqdnFor(tool)
-	e, v, err := b.fetchChecked(fctx, fqdn)
+	e, v, err := r.fetchChecked(fctx, fqdn)
 	switch {
 	case errors.Is(err, registry.ErrNotFound):
 		nf := fmt.Errorf("%w %q: nothing local provides it and no registry has %s (%v); tools/list (`pml tools` on the command line) shows the available tools", ErrNotFound, tool, fqdn, strings.TrimPrefix(err.Error(), ErrNotFound.Error()+": "))
@@ -166,7 +194,7 @@ func (b *Broker) resolveFromRegistry(ctx context.Context, tool string) (change *
 	case v.Status == registry.StatusMismatch:
 		return &integrityChange{entry: e, verdict: v}, nil
 	}
-	return nil, b.useEntry(e, tool)
+	return nil, r.useEntry(e, tool)
 }
 
 // loadRegistryServers makes the stdio servers this workspace fetched in
@@ -174,8 +202,7 @@ func (b *Broker) resolveFromRegistry(ctx context.Context, tool string) (change *
 // shows their tools. A registry that does not answer within a few seconds
 // leaves them to the first call; an entry that changed stays unlisted
 // until a call asks about it.
-func (b *Broker) loadRegistryServers(ctx context.Context) {
-	r := b.registry
+func (r *registrySide) loadRegistryServers(ctx context.Context) {
 	if r.lock == nil {
 		return
 	}
@@ -184,17 +211,17 @@ func (b *Broker) loadRegistryServers(ctx context.Context) {
 	var wg sync.WaitGroup
 	for name, e := range r.lock.Entries() {
 		f, err := registry.ParseFQDN(name)
-		if err != nil || e.Type != registry.TypeStdio || b.HasServer(f.Namespace+":") || !registryCandidate(f.Namespace+":"+f.Action) {
+		if err != nil || e.Type != registry.TypeStdio || r.serverOf(f.Namespace+":") != nil || !registryCandidate(f.Namespace+":"+f.Action) {
 			continue
 		}
 		if name != fqdnFor(f.Namespace+":") {
 			continue
 		}
 		wg.Add(1)
-		go panics.Guarded(b.log, "tools/list", "loading the locked registry server "+name, func() {
+		go panics.Guarded(r.log, "tools/list", "loading the locked registry server "+name, func() {
 			defer wg.Done()
-			if _, err := b.resolveFromRegistry(ctx, f.Namespace+":"+f.Action); err != nil {
-				b.log.Info().Err(err).Str("fqdn", name).Msg("a locked registry server is not listed")
+			if _, err := r.resolveFromRegistry(ctx, f.Namespace+":"+f.Action); err != nil {
+				r.log.Info().Err(err).Str("fqdn", name).Msg("a locked registry server is not listed")
 			}
 		})
 	}
@@ -208,40 +235,40 @@ type integrityChange struct {
 }
 
 // useEntry makes a verified entry callable.
-func (b *Broker) useEntry(e *registry.Entry, tool string) error {
+func (r *registrySide) useEntry(e *registry.Entry, tool string) error {
 	ns := routing.Namespace(tool)
 	switch e.Type {
 	case registry.TypeStdio:
 		cfg, err := registry.ServerConfig(e)
 		if registry.WantsWritable(e) {
-			b.log.Warn().Msg(registry.RWRefused(e))
+			r.log.Warn().Msg(registry.RWRefused(e))
 		}
 		if err != nil {
 			return err
 		}
-		b.addServer(cfg)
+		r.addServer(cfg)
 		return nil
 	case registry.TypeHTTP:
 		// An http server runs in the cloud, with the user's keys.
-		b.cloud.router.AddServer(ns)
+		r.cloud.router.AddServer(ns)
 		if e.Meta != nil {
-			b.cloud.mu.Lock()
-			b.cloud.regEnv[tool] = e.Meta.AllEnvRequired()
-			b.cloud.mu.Unlock()
+			r.cloud.mu.Lock()
+			r.cloud.regEnv[tool] = e.Meta.AllEnvRequired()
+			r.cloud.mu.Unlock()
 		}
 		return nil
 	case registry.TypeDeno:
-		b.registry.mu.Lock()
-		b.registry.deno[ns] = e
-		b.registry.mu.Unlock()
+		r.mu.Lock()
+		r.deno[ns] = e
+		r.mu.Unlock()
 		return fmt.Errorf("%s is a deno capability (%s): it runs with `pml run`, not as a tool of pml stdio yet", tool, e.FQDN)
 	}
 	return fmt.Errorf("%s: registry entry %s has the unknown type %q", tool, e.FQDN, e.Type)
 }
 
 // integrityApproval describes a changed registry entry for a person.
-func (b *Broker) integrityApproval(wf *Workflow) Approval {
-	a := b.approval(wf)
+func (r *registrySide) integrityApproval(wf *Workflow) Approval {
+	a := r.approval(wf)
 	ch, _ := wf.Data.(*integrityChange)
 	if ch == nil {
 		return a
@@ -266,8 +293,8 @@ func (b *Broker) integrityApproval(wf *Workflow) Approval {
 	// What the new version's container would get, as for any approval
 	// (access.go): its image, workspace access, variable names, network.
 	if cfg, err := registry.ServerConfig(ch.entry); err == nil {
-		acc := b.serverAccess(cfg)
-		acc.limits = b.sb.limitsNote(context.Background())
+		acc := r.serverAccess(cfg)
+		acc.limits = r.sb.limitsNote(context.Background())
 		a.Description += accessSentence(acc, a.Context)
 	}
 	return a
@@ -277,22 +304,22 @@ func (b *Broker) integrityApproval(wf *Workflow) Approval {
 // whole request path again (it may still need a permission or an
 // install), below the audit layer: the call's one audit entry is the
 // outcome of that run, with the approval as its reason when it has none.
-func (b *Broker) approveIntegrity(ctx context.Context, c *Call, wfs *Workflows, wf *Workflow) Result {
+func (r *registrySide) approveIntegrity(ctx context.Context, c *Call, wfs *Workflows, wf *Workflow) Result {
 	ch, _ := wf.Data.(*integrityChange)
 	if ch == nil {
 		return errorResult(fmt.Errorf("workflow %s has no integrity change attached", wf.ID))
 	}
-	if err := b.registry.lock.Approve(ch.entry); err != nil {
-		return errorResult(fmt.Errorf("could not update %s: %v; nothing was run", b.registry.lock.Path(), err))
+	if err := r.lock.Approve(ch.entry); err != nil {
+		return errorResult(fmt.Errorf("could not update %s: %v; nothing was run", r.lock.Path(), err))
 	}
-	b.log.Info().Str("fqdn", ch.entry.FQDN).Str("integrity", ch.entry.Integrity).Msg("integrity change approved; lockfile updated")
-	if err := b.useEntry(ch.entry, wf.Tool); err != nil {
+	r.log.Info().Str("fqdn", ch.entry.FQDN).Str("integrity", ch.entry.Integrity).Msg("integrity change approved; lockfile updated")
+	if err := r.useEntry(ch.entry, wf.Tool); err != nil {
 		return errorResult(err)
 	}
 	args, _ := json.Marshal(wf.Args)
 	again := call.NewCall(Request{Tool: wf.Tool, Args: args, Workflows: wfs})
 	again.Began = c.Began
-	res := b.belowAudit.Call(call.WithRequest(ctx, again.Req), again)
+	res := r.belowAudit.Call(call.WithRequest(ctx, again.Req), again)
 	if e, ok := again.Noted(); ok {
 		if e.Reason == "" {
 			e.Reason = "integrity change approved"
@@ -305,8 +332,7 @@ func (b *Broker) approveIntegrity(ctx context.Context, c *Call, wfs *Workflows, 
 // resolveVersion turns a name's semantic version or range into the
 // 5-part FQDN to fetch (registry.Resolve: a locked version that still
 // matches is kept; else the highest listed).
-func (b *Broker) resolveVersion(ctx context.Context, ref capname.Ref) (string, error) {
-	r := b.registry
+func (r *registrySide) resolveVersion(ctx context.Context, ref capname.Ref) (string, error) {
 	if r.client == nil || r.lock == nil {
 		return "", fmt.Errorf("%w: the registries cannot be used: %v", ErrUnavailable, r.lockErr)
 	}

@@ -255,7 +255,7 @@ func TestApprovalsNamePmlsTool(t *testing.T) {
 func TestCloudAnnotationsPassThrough(t *testing.T) {
 	f := cloudFixture(t, `{"allow": ["tavily:*"]}`)
 	yes := true
-	f.b.registerCloudTools([]*mcp.Tool{{Name: "tavily:search", Title: "Web search", Description: "d", InputSchema: map[string]any{"type": "object"},
+	f.b.cloud.registerCloudTools([]*mcp.Tool{{Name: "tavily:search", Title: "Web search", Description: "d", InputSchema: map[string]any{"type": "object"},
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: &yes}}})
 	cs := stdioClient(t, f, nil)
 	tl := listed(t, cs)["tavily__search"]
