@@ -27,10 +27,10 @@ type access struct {
 
 // accessOf describes the container a tool runs in; ok is false for tools
 // that run no container here (cloud tools).
-func (b *Broker) accessOf(tool string) (access, bool) {
+func (ap *approver) accessOf(tool string) (access, bool) {
 	switch {
 	case tool == shellTool.Name:
-		return access{image: b.cfg.Sandbox.ShellImage, workspace: "read-write", env: []string{"HOME", "PATH", "PML_WORKSPACE"}, network: b.cfg.Sandbox.Network.Describe()}, true
+		return access{image: ap.cfg.Sandbox.ShellImage, workspace: "read-write", env: []string{"HOME", "PATH", "PML_WORKSPACE"}, network: ap.cfg.Sandbox.Network.Describe()}, true
 	case tool == ExecuteTool:
 		return access{image: execute.DefaultImage, workspace: "none", network: "none"}, true
 	}
@@ -47,20 +47,20 @@ func (b *Broker) accessOf(tool string) (access, bool) {
 			return a, true
 		}
 	}
-	srv := b.serverOf(tool)
+	srv := ap.serverOf(tool)
 	if srv == nil {
 		return access{}, false
 	}
-	return b.serverAccess(srv.cfg), true
+	return ap.serverAccess(srv.cfg), true
 }
 
 // serverAccess describes a stdio server's container.
-func (b *Broker) serverAccess(cfg config.Server) access {
+func (ap *approver) serverAccess(cfg config.Server) access {
 	a := access{image: cfg.Image, workspace: map[string]string{"none": "none", "ro": "read-only", "rw": "read-write"}[cfg.Workspace], network: cfg.Network.Describe()}
 	if a.workspace == "" {
 		a.workspace = cfg.Workspace
 	}
-	if cfg.Install != nil && !b.deps.Installed(cfg) {
+	if cfg.Install != nil && !ap.deps.Installed(cfg) {
 		a.network += " when it runs; the dependency install reaches its package registry only"
 	}
 	seen := map[string]bool{}
@@ -81,12 +81,12 @@ func (b *Broker) serverAccess(cfg config.Server) access {
 
 // describeAccess appends the container's access to an approval's context
 // and returns the sentence for its description ("" for no container).
-func (b *Broker) describeAccess(tool string, ctx map[string]any) string {
-	a, ok := b.accessOf(tool)
+func (ap *approver) describeAccess(tool string, ctx map[string]any) string {
+	a, ok := ap.accessOf(tool)
 	if !ok {
 		return ""
 	}
-	a.limits = b.sb.limitsNote(context.Background())
+	a.limits = ap.sb.limitsNote(context.Background())
 	return accessSentence(a, ctx)
 }
 

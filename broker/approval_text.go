@@ -14,38 +14,38 @@ import (
 )
 
 // approvalFor describes a workflow by its type.
-func (b *Broker) approvalFor(wf *Workflow) Approval {
+func (ap *approver) approvalFor(wf *Workflow) Approval {
 	switch wf.Type {
 	case ApprovalAPIKey:
-		return b.apiKeyApproval(wf)
+		return ap.apiKeyApproval(wf)
 	case ApprovalIntegrity:
-		return b.integrityApproval(wf)
+		return ap.integrityApproval(wf)
 	}
 	if wf.Type == ApprovalDependency {
-		if srv := b.serverOf(wf.Tool); srv != nil && srv.cfg.Install != nil {
-			return b.dependencyApproval(wf, srv)
+		if srv := ap.serverOf(wf.Tool); srv != nil && srv.cfg.Install != nil {
+			return ap.dependencyApproval(wf, srv)
 		}
 	}
-	return b.approval(wf)
+	return ap.approval(wf)
 }
 
 // approval describes a workflow for the client.
-func (b *Broker) approval(wf *Workflow) Approval {
+func (ap *approver) approval(wf *Workflow) Approval {
 	desc := fmt.Sprintf("Allow pml to run %s%s?", shown(wf.Tool), describeArgs(wf.Args))
 	options := []string{"continue", "always", "abort"}
-	ctx := map[string]any{"pattern": wf.Pattern, "workspace": b.sb.ws}
-	if why := b.alwaysBlocked(wf.Tool); why != "" {
+	ctx := map[string]any{"pattern": wf.Pattern, "workspace": ap.sb.ws}
+	if why := ap.alwaysBlocked(wf.Tool); why != "" {
 		options = []string{"continue", "abort"}
 		ctx["always_not_offered"] = why
 	}
-	desc += b.describeAccess(wf.Tool, ctx) // access.go
-	if note := b.untrustedNote(func(g config.Grant) bool {
+	desc += ap.describeAccess(wf.Tool, ctx) // access.go
+	if note := ap.untrustedNote(func(g config.Grant) bool {
 		pat, ok := strings.CutPrefix(g.Key, "permissions.allow=")
 		d, _ := Permissions{Allow: []string{pat}}.Decide(wf.Tool)
 		return ok && d == Allow
 	}); note != "" {
 		desc += note
-		ctx["policy_not_trusted"] = b.cfg.Path
+		ctx["policy_not_trusted"] = ap.cfg.Path
 	}
 	return Approval{
 		ApprovalRequired: true,
@@ -92,8 +92,8 @@ func describeArgs(args map[string]any) string {
 }
 
 // dependencyApproval describes an install for a person.
-func (b *Broker) dependencyApproval(wf *Workflow, srv *server) Approval {
-	a := b.approval(wf)
+func (ap *approver) dependencyApproval(wf *Workflow, srv *server) Approval {
+	a := ap.approval(wf)
 	inst := srv.cfg.Install
 	hosts := append(deps.RegistryHosts(inst, os.Getenv), srv.cfg.Network.Rules.Strings()...)
 	reach := "with no network"
@@ -101,7 +101,7 @@ func (b *Broker) dependencyApproval(wf *Workflow, srv *server) Approval {
 		reach = "reaching only " + shown(strings.Join(hosts, ", ")) + " through pml's egress proxy"
 	}
 	a.Description = fmt.Sprintf("Install the MCP server %s (`%s` in %s, %s, into %s) so that %s can run?",
-		shown(srv.cfg.Name), termsafe.Quote(strings.TrimSpace(inst.Command+" "+strings.Join(inst.Args, " ")), 2*termsafe.DefaultMax), shown(srv.cfg.Image), reach, shown(b.deps.Dir(srv.cfg.Name)), shown(wf.Tool))
+		shown(srv.cfg.Name), termsafe.Quote(strings.TrimSpace(inst.Command+" "+strings.Join(inst.Args, " ")), 2*termsafe.DefaultMax), shown(srv.cfg.Image), reach, shown(ap.deps.Dir(srv.cfg.Name)), shown(wf.Tool))
 	a.Context = map[string]any{
 		"server":    srv.cfg.Name,
 		"version":   versionOf(inst),
@@ -110,9 +110,9 @@ func (b *Broker) dependencyApproval(wf *Workflow, srv *server) Approval {
 		"integrity": inst.Integrity,
 		"network":   hosts,
 		"pattern":   wf.Pattern,
-		"workspace": b.sb.ws,
+		"workspace": ap.sb.ws,
 	}
-	a.Description += b.describeAccess(wf.Tool, a.Context)
+	a.Description += ap.describeAccess(wf.Tool, a.Context)
 	return a
 }
 

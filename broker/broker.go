@@ -115,6 +115,9 @@ type Broker struct {
 	cancelBase context.CancelFunc
 	inflight   sync.WaitGroup
 
+	// ask asks a person and applies the answers (approver.go).
+	ask *approver
+
 	// runs starts and drives code in Deno containers (pml:execute, deno
 	// capabilities); its inner calls come back through Call.
 	runs *codeRuns
@@ -180,6 +183,7 @@ func New(o Options) (*Broker, error) {
 	b.setupServers()
 	b.setupCloud(o)
 	b.setupRegistry()
+	b.ask = approverOf(b)
 	b.path, b.belowAudit = b.chain()
 	if n, ok := o.Runtime.(container.AuditNoter); ok {
 		b.path = auditLayerNoted(b.path, n)

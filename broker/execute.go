@@ -324,7 +324,7 @@ func (b *Broker) resumeRun(ctx context.Context, c *Call, wfs *Workflows, wf *Wor
 	pc.answered.Store(true)
 	pc.ex.run.Resume()
 	wf.Data = pc.inner
-	res := b.answer(ctx, c, wfs, wf, approved, always)
+	res := b.ask.answer(ctx, c, wfs, wf, approved, always)
 	if wfs.Pending(wf) {
 		// The answer could not be applied (saving "always" failed) and the
 		// workflow is answerable again: the run stays paused on it.

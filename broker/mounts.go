@@ -14,26 +14,26 @@ var protectedPaths = toolbox.Protected
 
 // writeConfig applies edit to .pml.json through the guard: a .pml.json a
 // container changed is moved aside before anything of it is merged.
-func (b *Broker) writeConfig(edit func(old []byte) ([]byte, error)) error {
-	unlock, err := config.LockEdits(b.sb.ws)
+func (ap *approver) writeConfig(edit func(old []byte) ([]byte, error)) error {
+	unlock, err := config.LockEdits(ap.sb.ws)
 	if err != nil {
 		return err
 	}
 	defer unlock()
 	var before, after []byte
-	err = b.sb.guard.Write(".pml.json", 0o644, func(old []byte) ([]byte, error) {
+	err = ap.sb.guard.Write(".pml.json", 0o644, func(old []byte) ([]byte, error) {
 		out, err := edit(old)
 		before, after = old, out
 		return out, err
 	})
-	if err != nil || b.trust == nil {
+	if err != nil || ap.trust == nil {
 		return err
 	}
 	// The person asked for what this write adds ("Always"): it is trusted,
 	// so they never re-trust what pml just wrote for them. Anything else
 	// the file grants stays as trusted as it was.
-	if err := b.trust.Saved(b.cfg.Path, before, after, DefaultPermissions().Allow); err != nil {
-		b.log.Warn().Err(err).Msg("the answer was saved in .pml.json, but not in your trust records: run `pml trust` to apply it in later sessions")
+	if err := ap.trust.Saved(ap.cfg.Path, before, after, DefaultPermissions().Allow); err != nil {
+		ap.log.Warn().Err(err).Msg("the answer was saved in .pml.json, but not in your trust records: run `pml trust` to apply it in later sessions")
 	}
 	return nil
 }

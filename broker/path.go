@@ -21,7 +21,7 @@ func (b *Broker) chain() (whole, belowAudit Handler) {
 	h = registryLayerOf(b, h)
 	h = PermitLayer{Next: h, Decide: b.perms.Decide, Source: b.perms.Source}
 	h = resolveLayerOf(b, h)
-	h = inputLayer{next: h, answers: HandlerFunc(b.answerCall)}
+	h = inputLayer{next: h, answers: HandlerFunc(b.ask.answerCall)}
 	return auditLayer{next: h, log: b.log, sink: b.audit}, h
 }
 
@@ -38,7 +38,7 @@ type asking struct {
 }
 
 func askingOf(b *Broker) asking {
-	return asking{needsDialog: b.needsDialog, approval: b.approvalFor, inDialog: b.askInDialog}
+	return asking{needsDialog: b.ask.needsDialog, approval: b.ask.approvalFor, inDialog: b.ask.askInDialog}
 }
 
 func resolveLayerOf(b *Broker, next Handler) resolveLayer {

@@ -241,7 +241,7 @@ func (b *Broker) useEntry(e *registry.Entry, tool string) error {
 
 // integrityApproval describes a changed registry entry for a person.
 func (b *Broker) integrityApproval(wf *Workflow) Approval {
-	a := b.approval(wf)
+	a := b.ask.approval(wf)
 	ch, _ := wf.Data.(*integrityChange)
 	if ch == nil {
 		return a
@@ -266,7 +266,7 @@ func (b *Broker) integrityApproval(wf *Workflow) Approval {
 	// What the new version's container would get, as for any approval
 	// (access.go): its image, workspace access, variable names, network.
 	if cfg, err := registry.ServerConfig(ch.entry); err == nil {
-		acc := b.serverAccess(cfg)
+		acc := b.ask.serverAccess(cfg)
 		acc.limits = b.sb.limitsNote(context.Background())
 		a.Description += accessSentence(acc, a.Context)
 	}

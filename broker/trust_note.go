@@ -9,18 +9,18 @@ import (
 
 // refreshTrust applies a trust given since the policy was loaded (a
 // `pml trust` beside the session): the next call sees it.
-func (b *Broker) refreshTrust() {
-	if b.trustState.StoreChanged(b.trust) {
-		b.Reload(os.Getenv)
+func (ap *approver) refreshTrust() {
+	if ap.trustState.StoreChanged(ap.trust) {
+		ap.reload(os.Getenv)
 	}
 }
 
 // untrustedNote is what a call's text adds when a grant of the untrusted
 // policy would have changed its outcome ("" when none would).
-func (b *Broker) untrustedNote(match func(config.Grant) bool) string {
-	for _, g := range b.trustState.Untrusted() {
+func (ap *approver) untrustedNote(match func(config.Grant) bool) string {
+	for _, g := range ap.trustState.Untrusted() {
 		if match(g) {
-			return "\n(" + trust.Names(b.cfg) + " " + g.Text + ", but its content is not trusted, so that does not apply: review the file and run `pml trust` in " + b.sb.ws + " to apply it.)"
+			return "\n(" + trust.Names(ap.cfg) + " " + g.Text + ", but its content is not trusted, so that does not apply: review the file and run `pml trust` in " + ap.sb.ws + " to apply it.)"
 		}
 	}
 	return ""
