@@ -47,11 +47,11 @@ func (ap *approver) accessOf(tool string) (access, bool) {
 			return a, true
 		}
 	}
-	srv := ap.serverOf(tool)
-	if srv == nil {
+	srv, ok := ap.serverOf(tool)
+	if !ok {
 		return access{}, false
 	}
-	return ap.serverAccess(srv.cfg), true
+	return ap.serverAccess(srv), true
 }
 
 // serverAccess describes a stdio server's container.
@@ -86,7 +86,7 @@ func (ap *approver) describeAccess(tool string, ctx map[string]any) string {
 	if !ok {
 		return ""
 	}
-	a.limits = ap.sb.limitsNote(context.Background())
+	a.limits = ap.limitsNote(context.Background())
 	return accessSentence(a, ctx)
 }
 

@@ -31,8 +31,8 @@ func (ap *approver) egressOf(tool string) (id, who, key string) {
 	if tool == shellTool.Name {
 		return shellEgressID, "shell:exec", "sandbox.network.allow"
 	}
-	if srv := ap.serverOf(tool); srv != nil {
-		return serverEgressID(srv.cfg.Name), "server " + srv.cfg.Name, networkKey(srv.cfg.Private, srv.cfg.Name)
+	if srv, ok := ap.serverOf(tool); ok {
+		return serverEgressID(srv.Name), "server " + srv.Name, networkKey(srv.Private, srv.Name)
 	}
 	return "", "", ""
 }
@@ -47,7 +47,7 @@ func (ap *approver) networkApproval(ctx context.Context, c *Call, tool string, a
 	if id == "" {
 		return Result{}, false
 	}
-	ep := ap.sb.egress.Lookup(id)
+	ep := ap.egress.Lookup(id)
 	if ep == nil {
 		return Result{}, false
 	}
@@ -130,7 +130,7 @@ func (ap *approver) answerNetwork(ctx context.Context, c *Call, wfs *Workflows, 
 		}
 		decision = audit.Always
 	}
-	if ep := ap.sb.egress.Lookup(g.id); ep != nil {
+	if ep := ap.egress.Lookup(g.id); ep != nil {
 		if err := ep.Grant(g.hosts); err != nil {
 			wfs.Release(wf)
 			return errorResult(err)

@@ -22,7 +22,7 @@ func (ap *approver) approvalFor(wf *Workflow) Approval {
 		return ap.integrityApproval(wf)
 	}
 	if wf.Type == ApprovalDependency {
-		if srv := ap.serverOf(wf.Tool); srv != nil && srv.cfg.Install != nil {
+		if srv, ok := ap.serverOf(wf.Tool); ok && srv.Install != nil {
 			return ap.dependencyApproval(wf, srv)
 		}
 	}
@@ -33,7 +33,7 @@ func (ap *approver) approvalFor(wf *Workflow) Approval {
 func (ap *approver) approval(wf *Workflow) Approval {
 	desc := fmt.Sprintf("Allow pml to run %s%s?", shown(wf.Tool), describeArgs(wf.Args))
 	options := []string{"continue", "always", "abort"}
-	ctx := map[string]any{"pattern": wf.Pattern, "workspace": ap.sb.ws}
+	ctx := map[string]any{"pattern": wf.Pattern, "workspace": ap.ws}
 	if why := ap.alwaysBlocked(wf.Tool); why != "" {
 		options = []string{"continue", "abort"}
 		ctx["always_not_offered"] = why
@@ -91,26 +91,27 @@ func describeArgs(args map[string]any) string {
 	return ""
 }
 
-// dependencyApproval describes an install for a person.
-func (ap *approver) dependencyApproval(wf *Workflow, srv *server) Approval {
+// dependencyApproval describes the install of srv's dependencies for a
+// person.
+func (ap *approver) dependencyApproval(wf *Workflow, srv config.Server) Approval {
 	a := ap.approval(wf)
-	inst := srv.cfg.Install
-	hosts := append(deps.RegistryHosts(inst, os.Getenv), srv.cfg.Network.Rules.Strings()...)
+	inst := srv.Install
+	hosts := append(deps.RegistryHosts(inst, os.Getenv), srv.Network.Rules.Strings()...)
 	reach := "with no network"
 	if len(hosts) > 0 {
 		reach = "reaching only " + shown(strings.Join(hosts, ", ")) + " through pml's egress proxy"
 	}
 	a.Description = fmt.Sprintf("Install the MCP server %s (`%s` in %s, %s, into %s) so that %s can run?",
-		shown(srv.cfg.Name), termsafe.Quote(strings.TrimSpace(inst.Command+" "+strings.Join(inst.Args, " ")), 2*termsafe.DefaultMax), shown(srv.cfg.Image), reach, shown(ap.deps.Dir(srv.cfg.Name)), shown(wf.Tool))
+		shown(srv.Name), termsafe.Quote(strings.TrimSpace(inst.Command+" "+strings.Join(inst.Args, " ")), 2*termsafe.DefaultMax), shown(srv.Image), reach, shown(ap.deps.Dir(srv.Name)), shown(wf.Tool))
 	a.Context = map[string]any{
-		"server":    srv.cfg.Name,
+		"server":    srv.Name,
 		"version":   versionOf(inst),
 		"command":   append([]string{inst.Command}, inst.Args...),
-		"image":     srv.cfg.Image,
+		"image":     srv.Image,
 		"integrity": inst.Integrity,
 		"network":   hosts,
 		"pattern":   wf.Pattern,
-		"workspace": ap.sb.ws,
+		"workspace": ap.ws,
 	}
 	a.Description += ap.describeAccess(wf.Tool, a.Context)
 	return a

@@ -8,6 +8,7 @@ import (
 	"github.com/pml-dev/pml/broker/permit"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/deps"
+	"github.com/pml-dev/pml/internal/protect"
 	"github.com/pml-dev/pml/internal/trust"
 )
 
@@ -19,8 +20,15 @@ import (
 // what it asks of the rest of the broker, never the *Broker: the call it
 // approves runs through run, the execute step handed to it.
 type approver struct {
-	cfg        *config.Config
-	sb         *sandbox
+	cfg *config.Config
+	// ws, guard, egress and limitsNote are what it reads of the
+	// sandbox: the workspace, the guard .pml.json is written through, the
+	// egress proxies (their refusals, the hosts a person allows) and the
+	// engine's resource limits as an approval tells them.
+	ws         string
+	guard      *protect.Guard
+	egress     *egressSet
+	limitsNote func(ctx context.Context) string
 	perms      *LivePermissions
 	trust      *trust.Store
 	trustState *permit.TrustState
@@ -35,8 +43,9 @@ type approver struct {
 	run func(ctx context.Context, c *Call, name string, args map[string]any, decision, pattern, workflowID string) Result
 	// reload applies the configuration again (a trust given since).
 	reload func(env func(string) string)
-	// serverOf finds a tool's stdio server (nil for none).
-	serverOf func(tool string) *server
+	// serverOf gives the configuration of a tool's stdio server; ok is
+	// false for a tool of no server.
+	serverOf func(tool string) (srv config.Server, ok bool)
 	// apiKeyApproval and integrityApproval describe the cloud's and the
 	// registry's approvals; approveIntegrity carries out an approved
 	// integrity change; resumeRun answers the inner call of a paused
@@ -51,16 +60,24 @@ type approver struct {
 // dependency store) are set up.
 func approverOf(b *Broker) *approver {
 	return &approver{
-		cfg:               b.cfg,
-		sb:                b.sb,
-		perms:             b.perms,
-		trust:             b.trust,
-		trustState:        &b.trustState,
-		deps:              b.deps,
-		log:               &b.log,
-		run:               b.runTool,
-		reload:            b.Reload,
-		serverOf:          b.serverOf,
+		cfg:        b.cfg,
+		ws:         b.sb.ws,
+		guard:      b.sb.guard,
+		egress:     b.sb.egress,
+		limitsNote: b.sb.limitsNote,
+		perms:      b.perms,
+		trust:      b.trust,
+		trustState: &b.trustState,
+		deps:       b.deps,
+		log:        &b.log,
+		run:        b.runTool,
+		reload:     b.Reload,
+		serverOf: func(tool string) (config.Server, bool) {
+			if srv := b.serverOf(tool); srv != nil {
+				return srv.cfg, true
+			}
+			return config.Server{}, false
+		},
 		apiKeyApproval:    b.apiKeyApproval,
 		integrityApproval: b.integrityApproval,
 		approveIntegrity:  b.approveIntegrity,

@@ -15,13 +15,13 @@ var protectedPaths = toolbox.Protected
 // writeConfig applies edit to .pml.json through the guard: a .pml.json a
 // container changed is moved aside before anything of it is merged.
 func (ap *approver) writeConfig(edit func(old []byte) ([]byte, error)) error {
-	unlock, err := config.LockEdits(ap.sb.ws)
+	unlock, err := config.LockEdits(ap.ws)
 	if err != nil {
 		return err
 	}
 	defer unlock()
 	var before, after []byte
-	err = ap.sb.guard.Write(".pml.json", 0o644, func(old []byte) ([]byte, error) {
+	err = ap.guard.Write(".pml.json", 0o644, func(old []byte) ([]byte, error) {
 		out, err := edit(old)
 		before, after = old, out
 		return out, err

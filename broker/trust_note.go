@@ -20,7 +20,7 @@ func (ap *approver) refreshTrust() {
 func (ap *approver) untrustedNote(match func(config.Grant) bool) string {
 	for _, g := range ap.trustState.Untrusted() {
 		if match(g) {
-			return "\n(" + trust.Names(ap.cfg) + " " + g.Text + ", but its content is not trusted, so that does not apply: review the file and run `pml trust` in " + ap.sb.ws + " to apply it.)"
+			return "\n(" + trust.Names(ap.cfg) + " " + g.Text + ", but its content is not trusted, so that does not apply: review the file and run `pml trust` in " + ap.ws + " to apply it.)"
 		}
 	}
 	return ""
