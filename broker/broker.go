@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 
+	"github.com/pml-dev/pml/broker/approve"
 	"github.com/pml-dev/pml/broker/call"
 	"github.com/pml-dev/pml/broker/permit"
 	sbx "github.com/pml-dev/pml/broker/sandbox"
@@ -116,7 +117,7 @@ type Broker struct {
 	inflight   sync.WaitGroup
 
 	// ask asks a person and applies the answers (approver.go).
-	ask *approver
+	ask *approve.Approver
 
 	// runs starts and drives code in Deno containers (pml:execute, deno
 	// capabilities); its inner calls come back through Call.

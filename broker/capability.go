@@ -134,7 +134,7 @@ func (b *Broker) readyCapability(ctx context.Context, e *registry.Entry, c *Capa
 		srv := b.addServer(cfg)
 		if cfg.Install != nil && !b.deps.Installed(cfg) {
 			wf := &Workflow{Type: ApprovalDependency, Tool: cfg.Name + ":*"}
-			if !confirm(b.ask.dependencyApproval(wf, srv.cfg)) {
+			if !confirm(b.ask.DependencyApproval(wf, srv.cfg)) {
 				return fmt.Errorf("%w: installing %s was not approved; nothing was installed", ErrRefused, cfg.Name)
 			}
 			if err := b.install(ctx, srv); err != nil {

@@ -196,7 +196,7 @@ func (b *Broker) isCloudTool(name string) bool {
 
 // apiKeyApproval describes a missing BYOK key for a person.
 func (b *Broker) apiKeyApproval(wf *Workflow) Approval {
-	a := b.ask.approval(wf)
+	a := b.ask.Approval(wf)
 	_, missing := byokFor(b.sb, b.cloud, wf.Tool)
 	a.Description = fmt.Sprintf("%s runs in the PML cloud with your own API key %s, which is not set. Set it (%s), then continue.",
 		wf.Tool, strings.Join(missing, ", "), whereToSet(b.sb.ws))

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pml-dev/pml/broker/approve"
 	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/execute"
 	"github.com/pml-dev/pml/internal/panics"
@@ -213,7 +214,7 @@ func (r *codeRuns) drive(ctx context.Context, ex *execution, req Request) Result
 			ex.finish()
 			return errorResult(fmt.Errorf("%s was cancelled: the code's container was stopped", ex.outer))
 		case p := <-ex.pauses:
-			return approvalResult(p.approval)
+			return approve.ApprovalResult(p.approval)
 		case e, ok := <-ex.events:
 			if !ok {
 				return errorResult(fmt.Errorf("%s: the run ended without a result", ex.outer))
@@ -324,7 +325,7 @@ func (b *Broker) resumeRun(ctx context.Context, c *Call, wfs *Workflows, wf *Wor
 	pc.answered.Store(true)
 	pc.ex.run.Resume()
 	wf.Data = pc.inner
-	res := b.ask.answer(ctx, c, wfs, wf, approved, always)
+	res := b.ask.Answer(ctx, c, wfs, wf, approved, always)
 	if wfs.Pending(wf) {
 		// The answer could not be applied (saving "always" failed) and the
 		// workflow is answerable again: the run stays paused on it.

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pml-dev/pml/broker/approve"
 	"github.com/pml-dev/pml/broker/call"
 	"github.com/pml-dev/pml/internal/capname"
 	"github.com/pml-dev/pml/internal/panics"
@@ -241,7 +242,7 @@ func (b *Broker) useEntry(e *registry.Entry, tool string) error {
 
 // integrityApproval describes a changed registry entry for a person.
 func (b *Broker) integrityApproval(wf *Workflow) Approval {
-	a := b.ask.approval(wf)
+	a := b.ask.Approval(wf)
 	ch, _ := wf.Data.(*integrityChange)
 	if ch == nil {
 		return a
@@ -266,9 +267,9 @@ func (b *Broker) integrityApproval(wf *Workflow) Approval {
 	// What the new version's container would get, as for any approval
 	// (access.go): its image, workspace access, variable names, network.
 	if cfg, err := registry.ServerConfig(ch.entry); err == nil {
-		acc := b.ask.serverAccess(cfg)
-		acc.limits = b.sb.limitsNote(context.Background())
-		a.Description += accessSentence(acc, a.Context)
+		acc := b.ask.ServerAccess(cfg)
+		acc.Limits = b.sb.limitsNote(context.Background())
+		a.Description += approve.AccessSentence(acc, a.Context)
 	}
 	return a
 }
