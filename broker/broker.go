@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 
+	"github.com/pml-dev/pml/broker/approve"
 	"github.com/pml-dev/pml/broker/call"
 	"github.com/pml-dev/pml/broker/permit"
 	sbx "github.com/pml-dev/pml/broker/sandbox"
@@ -119,6 +120,9 @@ type Broker struct {
 	cancelBase context.CancelFunc
 	inflight   sync.WaitGroup
 
+	// ask asks a person and applies the answers (approver.go).
+	ask *approve.Approver
+
 	// runs starts and drives code in Deno containers (pml:execute, deno
 	// capabilities); its inner calls come back through Call.
 	runs *codeRuns
@@ -182,15 +186,17 @@ func New(o Options) (*Broker, error) {
 	b.toolsCache = &toolsCache{Path: filepath.Join(o.Workspace, ".pml", "tools-cache.json")}
 	b.serverStartTimeout = o.ServerStartTimeout
 	b.setupServers()
-	b.cloud = &cloudSide{sb: sb, cfg: o.Config, log: b.log, serverOf: b.serverOf, listable: b.listable, replaceTools: b.replaceTools, approval: b.approval}
+	b.cloud = &cloudSide{sb: sb, cfg: o.Config, log: b.log, serverOf: b.serverOf, listable: b.listable, replaceTools: b.replaceTools, approval: func(wf *Workflow) Approval { return b.ask.Approval(wf) }}
 	b.cloud.setupCloud(o, b.runs)
 	b.registry = &registrySide{sb: sb, cfg: o.Config, log: b.log, cloud: b.cloud, decide: b.perms.Decide,
-		hasTool: b.hasTool, serverOf: b.serverOf, addServer: b.addServer, approval: b.approval, serverAccess: b.serverAccess}
+		hasTool: b.hasTool, serverOf: b.serverOf, addServer: b.addServer, approval: func(wf *Workflow) Approval { return b.ask.Approval(wf) },
+		serverAccess: func(cfg config.Server) approve.Access { return b.ask.ServerAccess(cfg) }}
 	b.registry.setupRegistry()
 	b.caps = &capabilities{registry: b.registry, cloud: b.cloud, sb: sb, log: b.log, runs: b.runs, deps: b.deps,
-		serverOf: b.serverOf, addServer: b.addServer, install: b.install, replaceTools: b.replaceTools, dependencyApproval: b.dependencyApproval}
+		serverOf: b.serverOf, addServer: b.addServer, install: b.install, replaceTools: b.replaceTools, dependencyApproval: func(wf *Workflow, srv config.Server) Approval { return b.ask.DependencyApproval(wf, srv) }}
 	b.lister = &lister{sb: sb, cfg: o.Config, toolbox: b.toolbox, toolsCache: b.toolsCache, deps: b.deps, registry: b.registry,
 		serverList: b.serverList, Tools: b.Tools}
+	b.ask = approverOf(b)
 	b.path, b.belowAudit = b.chain()
 	b.registry.belowAudit = b.belowAudit
 	if n, ok := o.Runtime.(container.AuditNoter); ok {

@@ -98,7 +98,7 @@ type capabilities struct {
 	addServer          func(cfg config.Server) *server
 	install            func(ctx context.Context, srv *server) error
 	replaceTools       func(old []string, defs []toolbox.Tool, exec executor) []string
-	dependencyApproval func(wf *Workflow, srv *server) Approval
+	dependencyApproval func(wf *Workflow, srv config.Server) Approval
 }
 
 // AddCapability fetches, locks, installs and records a capability.
@@ -167,7 +167,7 @@ func (cs *capabilities) readyCapability(ctx context.Context, e *registry.Entry, 
 		srv := cs.addServer(cfg)
 		if cfg.Install != nil && !cs.deps.Installed(cfg) {
 			wf := &Workflow{Type: ApprovalDependency, Tool: cfg.Name + ":*"}
-			if !confirm(cs.dependencyApproval(wf, srv)) {
+			if !confirm(cs.dependencyApproval(wf, srv.cfg)) {
 				return fmt.Errorf("%w: installing %s was not approved; nothing was installed", ErrRefused, cfg.Name)
 			}
 			if err := cs.install(ctx, srv); err != nil {

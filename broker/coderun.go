@@ -1,6 +1,11 @@
 package broker
 
-import "github.com/pml-dev/pml/broker/coderun"
+import (
+	"context"
+
+	"github.com/pml-dev/pml/broker/approve"
+	"github.com/pml-dev/pml/broker/coderun"
+)
 
 // ExecuteTool is the cloud's planner: the one tool whose answer may be
 // code to run here (package coderun runs it).
@@ -25,8 +30,12 @@ func codeRunsOf(b *Broker, sb *sandbox) *codeRuns {
 		Base: b.base,
 		Call: b.Call,
 		// From the approval side and the MCP surface.
-		ApprovalResult: approvalResult,
+		ApprovalResult: approve.ApprovalResult,
 		ToMCP:          toMCP,
-		Answer:         b.answer,
+		// b.ask is built after the runs (it needs the servers' store):
+		// looked up when a run's paused call is answered.
+		Answer: func(ctx context.Context, c *Call, wfs *Workflows, wf *Workflow, approved, always bool) Result {
+			return b.ask.Answer(ctx, c, wfs, wf, approved, always)
+		},
 	})
 }

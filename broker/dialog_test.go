@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pml-dev/pml/broker/approve"
 )
 
 func (f *fixture) ask(t *testing.T, tool string, args any, choice string, shown bool) Result {
@@ -38,7 +40,7 @@ func TestADialogNoIsFinal(t *testing.T) {
 			f.call(t, ContinueTool, map[string]any{"workflow_id": id, "approved": true}),
 			f.call(t, "filesystem:write_file", map[string]any{"continue_workflow": map[string]any{"workflow_id": id, "approved": true}}),
 		} {
-			if !relay.IsError || !errors.Is(relay.Err(), ErrAnsweredInDialog) || !strings.Contains(relay.Text, "ended there: "+dialogOutcome(choice)) {
+			if !relay.IsError || !errors.Is(relay.Err(), ErrAnsweredInDialog) || !strings.Contains(relay.Text, "ended there: "+approve.DialogOutcome(choice)) {
 				t.Errorf("%s: relayed answer: %+v", choice, relay)
 			}
 		}

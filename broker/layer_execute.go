@@ -66,7 +66,7 @@ func (b *Broker) runTool(ctx context.Context, c *Call, name string, args map[str
 		decision = audit.PathBlocked
 	}
 	e := audit.Entry{Tool: entry.def.Name, Decision: decision, Pattern: pattern, WorkflowID: workflowID, ExitStatus: status, ArgKeys: audit.Keys(args)}
-	if _, inContainer := b.accessOf(entry.def.Name); inContainer {
+	if _, inContainer := b.ask.AccessOf(entry.def.Name); inContainer {
 		// Asked of the engine only after a call that ran: one stopped by
 		// its deadline (an engine that does not answer) must not wait for
 		// it past that deadline; the start-up's question learns it.
@@ -78,7 +78,7 @@ func (b *Broker) runTool(ctx context.Context, c *Call, name string, args map[str
 	c.Note(e)
 	// The tool's egress proxy refused a host it does not allow during
 	// the call: a person may allow it (approval_network.go).
-	if ask, ok := b.networkApproval(ctx, c, entry.def.Name, args, pattern, began, res); ok {
+	if ask, ok := b.ask.NetworkApproval(ctx, c, entry.def.Name, args, pattern, began, res); ok {
 		return ask
 	}
 	return res

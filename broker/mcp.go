@@ -155,7 +155,7 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 				defer x.gate.RUnlock()
 				// A `pml trust` given since the policy was read applies
 				// now: its servers' tools are listed and resolvable.
-				x.get().refreshTrust()
+				x.get().ask.RefreshTrust()
 			}
 			b := x.get()
 			switch method {

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 
+	"github.com/pml-dev/pml/broker/approve"
 	"github.com/pml-dev/pml/internal/toolbox"
 )
 
@@ -21,7 +22,7 @@ func (b *Broker) chain() (whole, belowAudit Handler) {
 	h = registryLayerOf(b, h)
 	h = PermitLayer{Next: h, Decide: b.perms.Decide, Source: b.perms.Source}
 	h = resolveLayerOf(b, h)
-	h = inputLayer{next: h, answers: HandlerFunc(b.answerCall)}
+	h = inputLayer{next: h, answers: HandlerFunc(b.ask.AnswerCall)}
 	return auditLayer{next: h, log: b.log, sink: b.audit}, h
 }
 
@@ -38,7 +39,7 @@ type asking struct {
 }
 
 func askingOf(b *Broker) asking {
-	return asking{needsDialog: b.needsDialog, approval: b.approvalFor, inDialog: b.askInDialog}
+	return asking{needsDialog: b.ask.NeedsDialog, approval: b.ask.ApprovalFor, inDialog: b.ask.AskInDialog}
 }
 
 func resolveLayerOf(b *Broker, next Handler) resolveLayer {
@@ -55,15 +56,15 @@ func registryLayerOf(b *Broker, next Handler) registryLayer {
 	return registryLayer{next: next, fetch: b.registry.resolveFromRegistry, ask: askingOf(b)}
 }
 
-func approveLayerOf(b *Broker, next Handler) approveLayer {
-	return approveLayer{
-		next: next,
-		needsInstall: func(tool string) bool {
+func approveLayerOf(b *Broker, next Handler) approve.Layer {
+	return approve.Layer{
+		Next: next,
+		NeedsInstall: func(tool string) bool {
 			srv := b.serverOf(tool)
 			return srv != nil && !b.deps.Installed(srv.cfg)
 		},
-		cloudTool: b.cloud.isCloudTool,
-		missingKeys: func(ctx context.Context, tool string) []string {
+		CloudTool: b.cloud.isCloudTool,
+		MissingKeys: func(ctx context.Context, tool string) []string {
 			// The keys a cloud tool needs come with the cloud's tool list:
 			// a call right after start (pml call, a fast client) waits for
 			// it as tools/list does, so no key is left out.
@@ -71,11 +72,11 @@ func approveLayerOf(b *Broker, next Handler) approveLayer {
 			_, missing := byokFor(b.sb, b.cloud, tool)
 			return missing
 		},
-		cloudOn: func() bool { return b.cloud.client.Enabled() },
-		local: func(ctx context.Context, tool string, args map[string]any) Result {
+		CloudOn: func() bool { return b.cloud.client.Enabled() },
+		Local: func(ctx context.Context, tool string, args map[string]any) Result {
 			return b.cloud.exec.run(ctx, toolbox.Tool{Name: tool}, args)
 		},
-		asking: askingOf(b),
+		Ask: b.ask,
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/pml-dev/pml/broker/approve"
 	"github.com/pml-dev/pml/broker/call"
 	"github.com/pml-dev/pml/internal/capname"
 	"github.com/pml-dev/pml/internal/config"
@@ -56,7 +57,7 @@ type registrySide struct {
 	// approval and serverAccess describe an approval (approval_text.go,
 	// access.go).
 	approval     func(wf *Workflow) Approval
-	serverAccess func(cfg config.Server) access
+	serverAccess func(cfg config.Server) approve.Access
 	// belowAudit is the request path below the audit layer: an approved
 	// integrity change runs its call through it again. Set in New once
 	// the path is built.
@@ -294,8 +295,8 @@ func (r *registrySide) integrityApproval(wf *Workflow) Approval {
 	// (access.go): its image, workspace access, variable names, network.
 	if cfg, err := registry.ServerConfig(ch.entry); err == nil {
 		acc := r.serverAccess(cfg)
-		acc.limits = r.sb.limitsNote(context.Background())
-		a.Description += accessSentence(acc, a.Context)
+		acc.Limits = r.sb.limitsNote(context.Background())
+		a.Description += approve.AccessSentence(acc, a.Context)
 	}
 	return a
 }

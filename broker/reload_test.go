@@ -109,7 +109,7 @@ func TestReloadRefusesALink(t *testing.T) {
 func TestAlwaysAndReloadAgree(t *testing.T) {
 	f := newFixture(t, `{"permissions": {"allow": []}}`)
 	gen := f.b.perms.Generation()
-	if err := f.b.allowAlways("filesystem:write_file"); err != nil {
+	if err := f.b.ask.AllowAlways("filesystem:write_file"); err != nil {
 		t.Fatal(err)
 	}
 	if _, applied := f.b.perms.Replace(Permissions{}, "", gen); applied {

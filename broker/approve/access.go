@@ -1,4 +1,4 @@
-package broker
+package approve
 
 import (
 	"context"
@@ -12,27 +12,27 @@ import (
 	"github.com/pml-dev/pml/internal/toolbox"
 )
 
-// access is what a tool's container gets, as the person approving it
+// Access is what a tool's container gets, as the person approving it
 // should see it: the image, the workspace access, the names of the
 // environment variables (never their values) and the network.
-type access struct {
+type Access struct {
 	image     string
 	workspace string // "none", "read-only" or "read-write"
 	env       []string
 	network   string
-	// limits is "" when the engine enforces the policy's resource limits,
+	// Limits is "" when the engine enforces the policy's resource limits,
 	// else what it does not (sandbox.limitsNote).
-	limits string
+	Limits string
 }
 
-// accessOf describes the container a tool runs in; ok is false for tools
+// AccessOf describes the container a tool runs in; ok is false for tools
 // that run no container here (cloud tools).
-func (b *Broker) accessOf(tool string) (access, bool) {
+func (ap *Approver) AccessOf(tool string) (Access, bool) {
 	switch {
-	case tool == shellTool.Name:
-		return access{image: b.cfg.Sandbox.ShellImage, workspace: "read-write", env: []string{"HOME", "PATH", "PML_WORKSPACE"}, network: b.cfg.Sandbox.Network.Describe()}, true
-	case tool == ExecuteTool:
-		return access{image: execute.DefaultImage, workspace: "none", network: "none"}, true
+	case tool == ap.ShellTool:
+		return Access{image: ap.Config.Sandbox.ShellImage, workspace: "read-write", env: []string{"HOME", "PATH", "PML_WORKSPACE"}, network: ap.Config.Sandbox.Network.Describe()}, true
+	case tool == ap.ExecuteTool:
+		return Access{image: execute.DefaultImage, workspace: "none", network: "none"}, true
 	}
 	for _, t := range toolbox.Filesystem {
 		if t.Name == tool {
@@ -40,27 +40,27 @@ func (b *Broker) accessOf(tool string) (access, bool) {
 			if err != nil {
 				repo = images.ToolboxRepo + " (" + err.Error() + ")"
 			}
-			a := access{image: repo + " (pml's own toolbox)", workspace: "read-only", env: []string{"PML_WORKSPACE"}, network: "none"}
+			a := Access{image: repo + " (pml's own toolbox)", workspace: "read-only", env: []string{"PML_WORKSPACE"}, network: "none"}
 			if t.Writes {
 				a.workspace = "read-write"
 			}
 			return a, true
 		}
 	}
-	srv := b.serverOf(tool)
-	if srv == nil {
-		return access{}, false
+	srv, ok := ap.ServerOf(tool)
+	if !ok {
+		return Access{}, false
 	}
-	return b.serverAccess(srv.cfg), true
+	return ap.ServerAccess(srv), true
 }
 
-// serverAccess describes a stdio server's container.
-func (b *Broker) serverAccess(cfg config.Server) access {
-	a := access{image: cfg.Image, workspace: map[string]string{"none": "none", "ro": "read-only", "rw": "read-write"}[cfg.Workspace], network: cfg.Network.Describe()}
+// ServerAccess describes a stdio server's container.
+func (ap *Approver) ServerAccess(cfg config.Server) Access {
+	a := Access{image: cfg.Image, workspace: map[string]string{"none": "none", "ro": "read-only", "rw": "read-write"}[cfg.Workspace], network: cfg.Network.Describe()}
 	if a.workspace == "" {
 		a.workspace = cfg.Workspace
 	}
-	if cfg.Install != nil && !b.deps.Installed(cfg) {
+	if cfg.Install != nil && !ap.Deps.Installed(cfg) {
 		a.network += " when it runs; the dependency install reaches its package registry only"
 	}
 	seen := map[string]bool{}
@@ -71,7 +71,7 @@ func (b *Broker) serverAccess(cfg config.Server) access {
 		seen[k] = true
 	}
 	for k := range seen {
-		if !ownVariable(k) {
+		if !ap.OwnVariable(k) {
 			a.env = append(a.env, k)
 		}
 	}
@@ -81,16 +81,18 @@ func (b *Broker) serverAccess(cfg config.Server) access {
 
 // describeAccess appends the container's access to an approval's context
 // and returns the sentence for its description ("" for no container).
-func (b *Broker) describeAccess(tool string, ctx map[string]any) string {
-	a, ok := b.accessOf(tool)
+func (ap *Approver) describeAccess(tool string, ctx map[string]any) string {
+	a, ok := ap.AccessOf(tool)
 	if !ok {
 		return ""
 	}
-	a.limits = b.sb.limitsNote(context.Background())
-	return accessSentence(a, ctx)
+	a.Limits = ap.LimitsNote(context.Background())
+	return AccessSentence(a, ctx)
 }
 
-func accessSentence(a access, ctx map[string]any) string {
+// AccessSentence appends a to an approval's context and returns the
+// sentence that tells it.
+func AccessSentence(a Access, ctx map[string]any) string {
 	env := "none"
 	if len(a.env) > 0 {
 		env = strings.Join(a.env, ", ")
@@ -100,9 +102,9 @@ func accessSentence(a access, ctx map[string]any) string {
 	ctx["env"] = append([]string{}, a.env...)
 	ctx["network"] = a.network
 	limits := ""
-	if a.limits != "" {
-		ctx["limits"] = a.limits
-		limits = "; limits: " + a.limits
+	if a.Limits != "" {
+		ctx["limits"] = a.Limits
+		limits = "; limits: " + a.Limits
 	}
 	return fmt.Sprintf(" It runs in a container of the image %s; workspace access: %s; environment variables (names only): %s; network: %s%s.",
 		shown(a.image), shown(a.workspace), shown(env), shown(a.network), limits)

@@ -1,4 +1,4 @@
-package broker
+package approve
 
 import (
 	"fmt"
@@ -7,45 +7,46 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pml-dev/pml/broker/call"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/deps"
 	"github.com/pml-dev/pml/internal/termsafe"
 	"github.com/pml-dev/pml/internal/wirename"
 )
 
-// approvalFor describes a workflow by its type.
-func (b *Broker) approvalFor(wf *Workflow) Approval {
+// ApprovalFor describes a workflow by its type.
+func (ap *Approver) ApprovalFor(wf *Workflow) Approval {
 	switch wf.Type {
 	case ApprovalAPIKey:
-		return b.cloud.apiKeyApproval(wf)
+		return ap.APIKeyApproval(wf)
 	case ApprovalIntegrity:
-		return b.registry.integrityApproval(wf)
+		return ap.IntegrityApproval(wf)
 	}
 	if wf.Type == ApprovalDependency {
-		if srv := b.serverOf(wf.Tool); srv != nil && srv.cfg.Install != nil {
-			return b.dependencyApproval(wf, srv)
+		if srv, ok := ap.ServerOf(wf.Tool); ok && srv.Install != nil {
+			return ap.DependencyApproval(wf, srv)
 		}
 	}
-	return b.approval(wf)
+	return ap.Approval(wf)
 }
 
-// approval describes a workflow for the client.
-func (b *Broker) approval(wf *Workflow) Approval {
+// Approval describes a workflow for the client.
+func (ap *Approver) Approval(wf *Workflow) Approval {
 	desc := fmt.Sprintf("Allow pml to run %s%s?", shown(wf.Tool), describeArgs(wf.Args))
 	options := []string{"continue", "always", "abort"}
-	ctx := map[string]any{"pattern": wf.Pattern, "workspace": b.sb.ws}
-	if why := b.alwaysBlocked(wf.Tool); why != "" {
+	ctx := map[string]any{"pattern": wf.Pattern, "workspace": ap.Workspace}
+	if why := ap.alwaysBlocked(wf.Tool); why != "" {
 		options = []string{"continue", "abort"}
 		ctx["always_not_offered"] = why
 	}
-	desc += b.describeAccess(wf.Tool, ctx) // access.go
-	if note := b.untrustedNote(func(g config.Grant) bool {
+	desc += ap.describeAccess(wf.Tool, ctx) // access.go
+	if note := ap.untrustedNote(func(g config.Grant) bool {
 		pat, ok := strings.CutPrefix(g.Key, "permissions.allow=")
 		d, _ := Permissions{Allow: []string{pat}}.Decide(wf.Tool)
-		return ok && d == Allow
+		return ok && d == call.Allow
 	}); note != "" {
 		desc += note
-		ctx["policy_not_trusted"] = b.cfg.Path
+		ctx["policy_not_trusted"] = ap.Config.Path
 	}
 	return Approval{
 		ApprovalRequired: true,
@@ -60,8 +61,8 @@ func (b *Broker) approval(wf *Workflow) Approval {
 	}
 }
 
-// approvalResult is a normal tool result (not an error) that asks.
-func approvalResult(a Approval) Result {
+// ApprovalResult is a normal tool result (not an error) that asks.
+func ApprovalResult(a Approval) Result {
 	always := ""
 	if adds, ok := a.Context["always_adds"].(string); ok && slices.Contains(a.Options, "always") {
 		always = fmt.Sprintf("\"always\" adds %s. ", adds)
@@ -91,28 +92,29 @@ func describeArgs(args map[string]any) string {
 	return ""
 }
 
-// dependencyApproval describes an install for a person.
-func (b *Broker) dependencyApproval(wf *Workflow, srv *server) Approval {
-	a := b.approval(wf)
-	inst := srv.cfg.Install
-	hosts := append(deps.RegistryHosts(inst, os.Getenv), srv.cfg.Network.Rules.Strings()...)
+// DependencyApproval describes the install of srv's dependencies for a
+// person.
+func (ap *Approver) DependencyApproval(wf *Workflow, srv config.Server) Approval {
+	a := ap.Approval(wf)
+	inst := srv.Install
+	hosts := append(deps.RegistryHosts(inst, os.Getenv), srv.Network.Rules.Strings()...)
 	reach := "with no network"
 	if len(hosts) > 0 {
 		reach = "reaching only " + shown(strings.Join(hosts, ", ")) + " through pml's egress proxy"
 	}
 	a.Description = fmt.Sprintf("Install the MCP server %s (`%s` in %s, %s, into %s) so that %s can run?",
-		shown(srv.cfg.Name), termsafe.Quote(strings.TrimSpace(inst.Command+" "+strings.Join(inst.Args, " ")), 2*termsafe.DefaultMax), shown(srv.cfg.Image), reach, shown(b.deps.Dir(srv.cfg.Name)), shown(wf.Tool))
+		shown(srv.Name), termsafe.Quote(strings.TrimSpace(inst.Command+" "+strings.Join(inst.Args, " ")), 2*termsafe.DefaultMax), shown(srv.Image), reach, shown(ap.Deps.Dir(srv.Name)), shown(wf.Tool))
 	a.Context = map[string]any{
-		"server":    srv.cfg.Name,
+		"server":    srv.Name,
 		"version":   versionOf(inst),
 		"command":   append([]string{inst.Command}, inst.Args...),
-		"image":     srv.cfg.Image,
+		"image":     srv.Image,
 		"integrity": inst.Integrity,
 		"network":   hosts,
 		"pattern":   wf.Pattern,
-		"workspace": b.sb.ws,
+		"workspace": ap.Workspace,
 	}
-	a.Description += b.describeAccess(wf.Tool, a.Context)
+	a.Description += ap.describeAccess(wf.Tool, a.Context)
 	return a
 }
 

@@ -1,10 +1,12 @@
-package broker
+package approve
 
 import (
 	"context"
 	"fmt"
 	"strings"
 
+	"github.com/pml-dev/pml/broker/call"
+	"github.com/pml-dev/pml/broker/workflow"
 	"github.com/pml-dev/pml/internal/audit"
 	"github.com/pml-dev/pml/internal/config"
 )
@@ -18,27 +20,27 @@ import (
 // answer for it is refused. hil.require_elicitation turns the relay off.
 
 // errRelayOff: a relayed answer under hil.require_elicitation.
-var errRelayOff error = RelayRefused("hil.require_elicitation is set, so approvals are answered only in the client's own dialog, never with continue_workflow; the call is not run")
+var errRelayOff error = workflow.RelayRefused("hil.require_elicitation is set, so approvals are answered only in the client's own dialog, never with continue_workflow; the call is not run")
 
-// needsDialog fails an approval closed before it is offered when
+// NeedsDialog fails an approval closed before it is offered when
 // hil.require_elicitation is set and the client has no dialog to put it
 // in: no workflow is created, so there is nothing to relay an answer to.
-func (b *Broker) needsDialog(c *Call, tool, pattern string, args map[string]any) (Result, bool) {
-	if !b.cfg.HIL.RequireElicitation || c.Req.Ask != nil || c.Req.Dialog {
+func (ap *Approver) NeedsDialog(c *Call, tool, pattern string, args map[string]any) (Result, bool) {
+	if !ap.Config.HIL.RequireElicitation || c.Req.Ask != nil || c.Req.Dialog {
 		return Result{}, false
 	}
 	c.Note(audit.Entry{Tool: tool, Decision: audit.Rejected, Pattern: pattern, Reason: "hil.require_elicitation: the client has no elicitation", ArgKeys: audit.Keys(args)})
 	return errorResult(fmt.Errorf("%w: %s needs a person's approval, and hil.require_elicitation in %s allows approvals only through the client's own dialog (MCP elicitation), which this client does not offer; nothing ran. "+
-		"Use a client with elicitation, or allow the tool in permissions.allow%s", ErrDenied, tool, b.cfg.Path, b.untrustedNote(func(g config.Grant) bool {
+		"Use a client with elicitation, or allow the tool in permissions.allow%s", call.ErrDenied, tool, ap.Config.Path, ap.untrustedNote(func(g config.Grant) bool {
 		return strings.HasPrefix(g.Key, "hil.require_elicitation=")
 	}))), true
 }
 
-// askInDialog puts a new approval to the person through the client's
+// AskInDialog puts a new approval to the person through the client's
 // dialog when it has one. Answered there, the answer is applied at once
 // and is final; otherwise the approval_required result goes back (and,
 // for a multi round-trip client, becomes an input request of its dialog).
-func (b *Broker) askInDialog(ctx context.Context, c *Call, wf *Workflow, a Approval) Result {
+func (ap *Approver) AskInDialog(ctx context.Context, c *Call, wf *Workflow, a Approval) Result {
 	req, wfs := c.Req, c.Req.Workflows
 	if req.Ask != nil {
 		// Marked before the question is out: a relayed answer racing the
@@ -47,40 +49,40 @@ func (b *Broker) askInDialog(ctx context.Context, c *Call, wf *Workflow, a Appro
 		choice, shown := req.Ask(ctx, a)
 		if shown {
 			if _, err := wfs.Take(wf.ID, wf.Tool); err != nil {
-				b.refusedAnswer(c, wf.Tool, wf.ID, wf, err)
+				ap.refusedAnswer(c, wf.Tool, wf.ID, wf, err)
 				return errorResult(err)
 			}
-			return b.dialogAnswer(ctx, c, wfs, wf, choice)
+			return ap.dialogAnswer(ctx, c, wfs, wf, choice)
 		}
 		// The question never reached the person (the client failed the
 		// request): the relay remains, unless it is turned off.
 		wfs.ToDialog(wf, false)
-		if b.cfg.HIL.RequireElicitation {
+		if ap.Config.HIL.RequireElicitation {
 			wfs.Finish(wf)
 			c.Note(audit.Entry{Tool: wf.Tool, Decision: audit.Rejected, Pattern: wf.Pattern, WorkflowID: wf.ID, Reason: "hil.require_elicitation: the client's dialog failed"})
-			return errorResult(fmt.Errorf("%w: %s needs a person's approval, the client's dialog (MCP elicitation) failed to ask, and hil.require_elicitation allows no other way; %s. Call the tool again to be asked again", ErrDenied, wf.Tool, notRun(wf)))
+			return errorResult(fmt.Errorf("%w: %s needs a person's approval, the client's dialog (MCP elicitation) failed to ask, and hil.require_elicitation allows no other way; %s. Call the tool again to be asked again", call.ErrDenied, wf.Tool, notRun(wf)))
 		}
-		return approvalResult(a)
+		return ApprovalResult(a)
 	}
 	if req.Dialog {
 		wfs.ToDialog(wf, true)
 	}
-	return approvalResult(a)
+	return ApprovalResult(a)
 }
 
 // dialogAnswer applies what the person chose in the client's dialog to a
 // taken workflow. Only continue and always run the call; anything else
 // (abort, declined, cancelled, not answered) ends the workflow.
-func (b *Broker) dialogAnswer(ctx context.Context, c *Call, wfs *Workflows, wf *Workflow, choice string) Result {
+func (ap *Approver) dialogAnswer(ctx context.Context, c *Call, wfs *Workflows, wf *Workflow, choice string) Result {
 	switch choice {
 	case "continue", "always":
 		wfs.Settled(wf, choice, false)
-		return b.answer(ctx, c, wfs, wf, true, choice == "always")
+		return ap.Answer(ctx, c, wfs, wf, true, choice == "always")
 	}
-	what := dialogOutcome(choice)
-	_, paused := wf.Data.(*pausedCall)
+	what := DialogOutcome(choice)
+	paused := ap.Paused(wf)
 	wfs.Settled(wf, what, false)
-	res := b.answer(ctx, c, wfs, wf, false, false)
+	res := ap.Answer(ctx, c, wfs, wf, false, false)
 	if !paused {
 		res.Text = fmt.Sprintf("Rejected: %s: %s. This is final; a continue_workflow for it is refused.", notRun(wf), what)
 		res.Cause = errDeclined
@@ -93,14 +95,14 @@ func (b *Broker) dialogAnswer(ctx context.Context, c *Call, wfs *Workflows, wf *
 	return res
 }
 
-// dialogOutcome says what ended a dialog without an approval, no more
+// DialogOutcome says what ended a dialog without an approval, no more
 // than pml knows: what the client answered. MCP elicitation's "decline"
 // is meant as a person's no, but codex exec declines by itself with
 // nobody asked; "cancel" only says the dialog closed without a choice:
 // Claude Code in print mode closes it at once with nobody there, and a
 // person pressing Escape looks the same. Neither is told as a person's
 // answer.
-func dialogOutcome(choice string) string {
+func DialogOutcome(choice string) string {
 	switch choice {
 	case "abort", "":
 		return "Abort was chosen in the client's dialog"
@@ -114,4 +116,4 @@ func dialogOutcome(choice string) string {
 	return "the client's dialog ended with " + choice
 }
 
-var errDeclined = fmt.Errorf("%w: declined in the client's dialog", ErrDenied)
+var errDeclined = fmt.Errorf("%w: declined in the client's dialog", call.ErrDenied)

@@ -1,4 +1,4 @@
-package broker
+package approve
 
 import (
 	"os"
@@ -9,13 +9,13 @@ import (
 	"github.com/pml-dev/pml/internal/toolglob"
 )
 
-// allowAlways persists tool in permissions.allow and applies it at once.
+// AllowAlways persists tool in permissions.allow and applies it at once.
 // Without a .pml.json, the file is first created with the built-in
 // defaults, so saving one answer does not take the defaults away.
-func (b *Broker) allowAlways(tool string) error {
-	return b.perms.Change(func(p *Permissions) error {
+func (ap *Approver) AllowAlways(tool string) error {
+	return ap.Perms.Change(func(p *Permissions) error {
 		inAsk := permit.Contains(p.Ask, tool)
-		err := b.writeConfig(func(old []byte) ([]byte, error) {
+		err := ap.writeConfig(func(old []byte) ([]byte, error) {
 			if old == nil {
 				old = config.WithPermissions(p.Allow, p.Ask, p.Deny)
 			}
@@ -25,7 +25,7 @@ func (b *Broker) allowAlways(tool string) error {
 			if inAsk {
 				save = config.MoveToAllowData
 			}
-			out, err := save(b.cfg.Path, old, tool)
+			out, err := save(ap.Config.Path, old, tool)
 			if out == nil && err == nil {
 				out = old // nothing to change
 			}
@@ -51,11 +51,11 @@ func (b *Broker) allowAlways(tool string) error {
 // from pml's environment (PML_PERMISSIONS_*) replace the file's, so the
 // answer would not hold there: then "always" is neither offered nor
 // accepted.
-func (b *Broker) alwaysBlocked(tool string) string {
+func (ap *Approver) alwaysBlocked(tool string) string {
 	if os.Getenv("PML_PERMISSIONS_ALLOW") != "" {
 		return "permissions.allow comes from PML_PERMISSIONS_ALLOW in pml's environment, which replaces the file's list, so a name saved in .pml.json would not be used"
 	}
-	if b.perms.InAsk(tool) && os.Getenv("PML_PERMISSIONS_ASK") != "" {
+	if ap.Perms.InAsk(tool) && os.Getenv("PML_PERMISSIONS_ASK") != "" {
 		return tool + " is named in PML_PERMISSIONS_ASK in pml's environment, which pml does not edit, and a name in ask beats allow"
 	}
 	return ""

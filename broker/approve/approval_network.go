@@ -1,4 +1,4 @@
-package broker
+package approve
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pml-dev/pml/broker/call"
 	"github.com/pml-dev/pml/internal/audit"
 	"github.com/pml-dev/pml/internal/config"
 )
@@ -27,32 +28,32 @@ type networkGrant struct {
 
 // egressOf names the proxy a tool's containers use and its allow list,
 // or "" when the tool has none.
-func (b *Broker) egressOf(tool string) (id, who, key string) {
-	if tool == shellTool.Name {
+func (ap *Approver) egressOf(tool string) (id, who, key string) {
+	if tool == ap.ShellTool {
 		return shellEgressID, "shell:exec", "sandbox.network.allow"
 	}
-	if srv := b.serverOf(tool); srv != nil {
-		return serverEgressID(srv.cfg.Name), "server " + srv.cfg.Name, networkKey(srv.cfg.Private, srv.cfg.Name)
+	if srv, ok := ap.ServerOf(tool); ok {
+		return serverEgressID(srv.Name), "server " + srv.Name, networkKey(srv.Private, srv.Name)
 	}
 	return "", "", ""
 }
 
-// networkApproval turns a call during which the tool's egress proxy
+// NetworkApproval turns a call during which the tool's egress proxy
 // refused a host:port it does not allow into an approval of type network
 // (where a person can be asked): approved, the host:port is allowed for
 // the session and the call runs again; "always" also adds it to the
 // allow list in .pml.json. ok is false when nothing was refused.
-func (b *Broker) networkApproval(ctx context.Context, c *Call, tool string, args map[string]any, pattern string, since time.Time, res Result) (Result, bool) {
-	id, who, key := b.egressOf(tool)
+func (ap *Approver) NetworkApproval(ctx context.Context, c *Call, tool string, args map[string]any, pattern string, since time.Time, res Result) (Result, bool) {
+	id, who, key := ap.egressOf(tool)
 	if id == "" {
 		return Result{}, false
 	}
-	ep := b.sb.egress.Lookup(id)
+	ep := ap.Egress.Lookup(id)
 	if ep == nil {
 		return Result{}, false
 	}
 	hosts := ep.RefusedSince(since)
-	if len(hosts) == 0 || b.cfg.HIL.RequireElicitation && c.Req.Ask == nil && !c.Req.Dialog {
+	if len(hosts) == 0 || ap.Config.HIL.RequireElicitation && c.Req.Ask == nil && !c.Req.Dialog {
 		return Result{}, false
 	}
 	if c.RawArgs {
@@ -63,7 +64,7 @@ func (b *Broker) networkApproval(ctx context.Context, c *Call, tool string, args
 	}
 	wf := c.Req.Workflows.Create(ApprovalNetwork, tool, args, pattern)
 	wf.Data = &networkGrant{id: id, who: who, key: key, hosts: hosts}
-	a := b.approval(wf)
+	a := ap.Approval(wf)
 	a.Description = fmt.Sprintf("%s (running %s%s) tried to connect to %s, which %s does not allow; pml's egress proxy refused it. Allow %s to connect to %s and run it again?",
 		// The hosts are what a container asked the proxy for: quoted.
 		shown(who), shown(tool), describeArgs(args), shown(strings.Join(hosts, ", ")), key, shown(who), shown(strings.Join(hosts, ", ")))
@@ -76,7 +77,7 @@ func (b *Broker) networkApproval(ctx context.Context, c *Call, tool string, args
 	// The tool's own "always" (permissions.allow) is not what is asked.
 	delete(a.Context, "always_not_offered")
 	opts := []string{"continue", "abort"}
-	if why := b.networkAlwaysBlocked(key); why != "" {
+	if why := ap.networkAlwaysBlocked(key); why != "" {
 		a.Context["always_not_offered"] = why
 	} else {
 		opts = []string{"continue", "always", "abort"}
@@ -84,12 +85,12 @@ func (b *Broker) networkApproval(ctx context.Context, c *Call, tool string, args
 	}
 	a.Options = opts
 	c.Note(audit.Entry{Tool: tool, Decision: audit.Asked, Pattern: pattern, WorkflowID: wf.ID, Reason: "network: " + strings.Join(hosts, ", "), ArgKeys: audit.Keys(args)})
-	return b.askInDialog(ctx, c, wf, a), true
+	return ap.AskInDialog(ctx, c, wf, a), true
 }
 
 // networkAlwaysBlocked says why "always" could not keep its promise for
 // key: sandbox.network.allow from pml's environment replaces the file's.
-func (b *Broker) networkAlwaysBlocked(key string) string {
+func (ap *Approver) networkAlwaysBlocked(key string) string {
 	if key == "sandbox.network.allow" && os.Getenv("PML_SANDBOX_NETWORK_ALLOW") != "" {
 		return "sandbox.network.allow comes from PML_SANDBOX_NETWORK_ALLOW in pml's environment, which replaces the file's list"
 	}
@@ -99,18 +100,18 @@ func (b *Broker) networkAlwaysBlocked(key string) string {
 // answerNetwork carries out an approved network approval: "always" saves
 // the host:ports first (if that fails nothing runs), then they are
 // allowed for the session and the call runs again.
-func (b *Broker) answerNetwork(ctx context.Context, c *Call, wfs *Workflows, wf *Workflow, g *networkGrant, always bool) Result {
+func (ap *Approver) answerNetwork(ctx context.Context, c *Call, wfs *Workflows, wf *Workflow, g *networkGrant, always bool) Result {
 	decision := audit.Approved
 	if always {
-		if why := b.networkAlwaysBlocked(g.key); why != "" {
+		if why := ap.networkAlwaysBlocked(g.key); why != "" {
 			wfs.Release(wf)
 			c.Note(audit.Entry{Tool: wf.Tool, Decision: audit.Failed, WorkflowID: wf.ID, Reason: "always cannot be kept"})
-			return errorResult(fmt.Errorf("%w: \"always\" is not offered here: %s; %s. Answer again with always: false to allow it for this session", ErrInvalidInput, why, notRun(wf)))
+			return errorResult(fmt.Errorf("%w: \"always\" is not offered here: %s; %s. Answer again with always: false to allow it for this session", call.ErrInvalidInput, why, notRun(wf)))
 		}
-		err := b.writeConfig(func(old []byte) ([]byte, error) {
+		err := ap.writeConfig(func(old []byte) ([]byte, error) {
 			cur := old
 			for _, h := range g.hosts {
-				out, err := config.AddNetworkAllowData(b.cfg.Path, cur, g.key, h)
+				out, err := config.AddNetworkAllowData(ap.Config.Path, cur, g.key, h)
 				if err != nil {
 					return nil, err
 				}
@@ -130,15 +131,15 @@ func (b *Broker) answerNetwork(ctx context.Context, c *Call, wfs *Workflows, wf 
 		}
 		decision = audit.Always
 	}
-	if ep := b.sb.egress.Lookup(g.id); ep != nil {
+	if ep := ap.Egress.Lookup(g.id); ep != nil {
 		if err := ep.Grant(g.hosts); err != nil {
 			wfs.Release(wf)
 			return errorResult(err)
 		}
 	}
 	wfs.Finish(wf)
-	b.log.Info().Str("who", g.who).Strs("hosts", g.hosts).Bool("always", always).Msg("network approved")
-	return b.runTool(ctx, c, wf.Tool, wf.Args, decision, wf.Pattern, wf.ID)
+	ap.Log.Info().Str("who", g.who).Strs("hosts", g.hosts).Bool("always", always).Msg("network approved")
+	return ap.Run(ctx, c, wf.Tool, wf.Args, decision, wf.Pattern, wf.ID)
 }
 
 // notRun says what of wf's call ran when it is not run (again): nothing,

@@ -1,47 +1,49 @@
-package broker
+package approve
 
 import (
 	"context"
 	"errors"
 	"fmt"
 
+	"github.com/pml-dev/pml/broker/call"
+	"github.com/pml-dev/pml/broker/workflow"
 	"github.com/pml-dev/pml/internal/audit"
 )
 
-// answerCall applies an answer to an approval that inputLayer took out
+// AnswerCall applies an answer to an approval that inputLayer took out
 // of the call: from the client's elicitation UI, or relayed by the model
 // (pml:continue_workflow, or a continue_workflow argument of the tool).
-func (b *Broker) answerCall(ctx context.Context, c *Call) Result {
+func (ap *Approver) AnswerCall(ctx context.Context, c *Call) Result {
 	if c.Req.Elicited != nil {
-		return b.elicited(ctx, c)
+		return ap.elicited(ctx, c)
 	}
 	tool := c.Tool
-	if tool == ContinueTool {
+	if tool == call.ContinueTool {
 		tool = "" // the workflow names its tool
 	}
-	return b.continueWorkflow(ctx, c, *c.Cont, tool)
+	return ap.continueWorkflow(ctx, c, *c.Cont, tool)
 }
 
 // continueWorkflow applies an answer relayed by the model
 // (continue_workflow): the seeds' channel for clients without elicitation.
 // It is refused for a workflow put to the person through the client's own
 // dialog, and altogether under hil.require_elicitation.
-func (b *Broker) continueWorkflow(ctx context.Context, c *Call, cont Continuation, tool string) Result {
+func (ap *Approver) continueWorkflow(ctx context.Context, c *Call, cont Continuation, tool string) Result {
 	wfs := c.Req.Workflows
 	wf, err := wfs.TakeRelayed(cont.WorkflowID, tool)
-	if err == nil && b.cfg.HIL.RequireElicitation {
+	if err == nil && ap.Config.HIL.RequireElicitation {
 		wfs.Finish(wf)
 		err = errRelayOff
 	}
 	if err != nil {
-		b.refusedAnswer(c, tool, cont.WorkflowID, wf, err)
+		ap.refusedAnswer(c, tool, cont.WorkflowID, wf, err)
 		return errorResult(err)
 	}
-	return b.answer(ctx, c, wfs, wf, cont.Approved, cont.Always)
+	return ap.Answer(ctx, c, wfs, wf, cont.Approved, cont.Always)
 }
 
 // refusedAnswer audits an answer that was not applied.
-func (b *Broker) refusedAnswer(c *Call, tool, id string, wf *Workflow, err error) {
+func (ap *Approver) refusedAnswer(c *Call, tool, id string, wf *Workflow, err error) {
 	switch {
 	case wf != nil:
 		tool = wf.Tool
@@ -49,9 +51,9 @@ func (b *Broker) refusedAnswer(c *Call, tool, id string, wf *Workflow, err error
 		tool = c.Tool // pml:continue_workflow for a workflow it does not know
 	}
 	switch {
-	case errors.Is(err, ErrAnsweredInDialog) || errors.Is(err, errRelayOff):
+	case errors.Is(err, workflow.ErrAnsweredInDialog) || errors.Is(err, errRelayOff):
 		c.Note(audit.Entry{Tool: tool, Decision: audit.Rejected, WorkflowID: id, Reason: "relayed answer refused"})
-	case errors.Is(err, ErrWorkflowExpired):
+	case errors.Is(err, workflow.ErrWorkflowExpired):
 		c.Note(audit.Entry{Tool: tool, Decision: audit.Expired, WorkflowID: id})
 	default:
 		c.Note(audit.Entry{Tool: tool, Decision: audit.Failed, WorkflowID: id, Reason: "continuation refused"})
@@ -61,20 +63,20 @@ func (b *Broker) refusedAnswer(c *Call, tool, id string, wf *Workflow, err error
 // elicited applies an answer given in the client's elicitation UI (multi
 // round-trip). An answer other than continue or always (abort, decline,
 // cancel) is final: the workflow ends and nothing runs.
-func (b *Broker) elicited(ctx context.Context, c *Call) Result {
+func (ap *Approver) elicited(ctx context.Context, c *Call) Result {
 	e, tool := c.Req.Elicited, c.Tool
 	wf, err := c.Req.Workflows.Take(e.WorkflowID, tool)
 	if err != nil {
-		b.refusedAnswer(c, tool, e.WorkflowID, wf, err)
+		ap.refusedAnswer(c, tool, e.WorkflowID, wf, err)
 		return errorResult(err)
 	}
-	return b.dialogAnswer(ctx, c, c.Req.Workflows, wf, e.Choice)
+	return ap.dialogAnswer(ctx, c, c.Req.Workflows, wf, e.Choice)
 }
 
-// answer runs (or aborts) a workflow that take has claimed.
-func (b *Broker) answer(ctx context.Context, c *Call, wfs *Workflows, wf *Workflow, approved, always bool) Result {
-	if pc, ok := wf.Data.(*pausedCall); ok {
-		return pc.Resume(ctx, c, wfs, wf, approved, always)
+// Answer runs (or aborts) a workflow that take has claimed.
+func (ap *Approver) Answer(ctx context.Context, c *Call, wfs *Workflows, wf *Workflow, approved, always bool) Result {
+	if ap.Paused(wf) {
+		return ap.ResumeRun(ctx, c, wfs, wf, approved, always)
 	}
 	keys := audit.Keys(wf.Args)
 	if !approved {
@@ -88,22 +90,22 @@ func (b *Broker) answer(ctx context.Context, c *Call, wfs *Workflows, wf *Workfl
 	}
 	decision := audit.Approved
 	if g, ok := wf.Data.(*networkGrant); ok && wf.Type == ApprovalNetwork {
-		return b.answerNetwork(ctx, c, wfs, wf, g, always)
+		return ap.answerNetwork(ctx, c, wfs, wf, g, always)
 	}
 	if wf.Type == ApprovalIntegrity {
 		wfs.Finish(wf)
 		c.Note(audit.Entry{Tool: wf.Tool, Decision: audit.Approved, WorkflowID: wf.ID, Reason: "integrity change approved", ArgKeys: keys})
-		return b.registry.approveIntegrity(ctx, c, wfs, wf)
+		return ap.ApproveIntegrity(ctx, c, wfs, wf)
 	}
 	if always {
-		if why := b.alwaysBlocked(wf.Tool); why != "" {
+		if why := ap.alwaysBlocked(wf.Tool); why != "" {
 			wfs.Release(wf)
 			c.Note(audit.Entry{Tool: wf.Tool, Decision: audit.Failed, WorkflowID: wf.ID, Reason: "always cannot be kept"})
-			return errorResult(fmt.Errorf("%w: \"always\" is not offered for %s: %s. The call was not run; answer again with always: false to run it once", ErrInvalidInput, wf.Tool, why))
+			return errorResult(fmt.Errorf("%w: \"always\" is not offered for %s: %s. The call was not run; answer again with always: false to run it once", call.ErrInvalidInput, wf.Tool, why))
 		}
 		// Save first, run after: if the file cannot be written the call
 		// has not run, and the user can answer again without "always".
-		if err := b.allowAlways(wf.Tool); err != nil {
+		if err := ap.AllowAlways(wf.Tool); err != nil {
 			wfs.Release(wf)
 			c.Note(audit.Entry{Tool: wf.Tool, Decision: audit.Failed, WorkflowID: wf.ID, Reason: "could not save always"})
 			return errorResult(fmt.Errorf("could not remember \"always\" for %s: %v. The call was not run; answer again with always: false to run it once", wf.Tool, err))
@@ -111,5 +113,5 @@ func (b *Broker) answer(ctx context.Context, c *Call, wfs *Workflows, wf *Workfl
 		decision = audit.Always
 	}
 	wfs.Finish(wf)
-	return b.runTool(ctx, c, wf.Tool, wf.Args, decision, wf.Pattern, wf.ID)
+	return ap.Run(ctx, c, wf.Tool, wf.Args, decision, wf.Pattern, wf.ID)
 }

@@ -1,0 +1,70 @@
+package approve
+
+import (
+	"context"
+
+	"github.com/pml-dev/pml/broker/call"
+
+	"github.com/pml-dev/pml/internal/audit"
+)
+
+// Layer is the approve layer of the request path. It decides whether a permitted call needs a person first:
+// an ask permission, a server whose install is not approved (unless its
+// tools are allowed outright), or a cloud tool whose API key is missing.
+// It then puts the approval to the person (dialog.go) or returns
+// approval_required; otherwise the call goes on to be executed. A cloud
+// tool in local mode fails here: asking a person to approve a call that
+// cannot run would only waste their answer.
+type Layer struct {
+	Next Handler
+	// NeedsInstall: the tool's server has dependencies not installed yet.
+	NeedsInstall func(tool string) bool
+	// CloudTool: the tool is the cloud's; MissingKeys the API keys it
+	// needs that the person has not given (it waits for the cloud's tool
+	// list); CloudOn whether the cloud is enabled, else Local runs the
+	// tool locally, which fails it.
+	CloudTool   func(tool string) bool
+	MissingKeys func(ctx context.Context, tool string) []string
+	CloudOn     func() bool
+	Local       func(ctx context.Context, tool string, args map[string]any) Result
+	// Ask puts the approval to the person.
+	Ask *Approver
+}
+
+func (l Layer) Call(ctx context.Context, c *Call) Result {
+	needsInstall := l.NeedsInstall(c.Tool)
+	cloudish := l.CloudTool(c.Tool)
+	var missingKeys []string
+	if cloudish {
+		missingKeys = l.MissingKeys(ctx, c.Tool)
+	}
+	switch {
+	case cloudish && !l.CloudOn():
+		c.DecodeArgs()
+		res := l.Local(ctx, c.Tool, c.Args)
+		c.Note(audit.Entry{Tool: c.Tool, Decision: audit.Failed, Pattern: c.Pattern, Reason: "local mode", ArgKeys: audit.Keys(c.Args)})
+		return res
+	case c.Decision == call.Ask || needsInstall && c.Decision != call.Allow || len(missingKeys) > 0:
+		typ := ApprovalToolPermission
+		switch {
+		case needsInstall:
+			typ = ApprovalDependency
+		case len(missingKeys) > 0 && c.Decision != call.Ask:
+			typ = ApprovalAPIKey
+		}
+		return l.ask(ctx, c, typ)
+	}
+	return l.Next.Call(ctx, c)
+}
+
+// ask opens a workflow of typ for the call and puts it to the person.
+func (l Layer) ask(ctx context.Context, c *Call, typ ApprovalType) Result {
+	c.DecodeArgs()
+	if res, refused := l.Ask.NeedsDialog(c, c.Tool, c.Pattern, c.Args); refused {
+		return res
+	}
+	wf := c.Req.Workflows.Create(typ, c.Tool, c.Args, c.Pattern)
+	approval := l.Ask.ApprovalFor(wf)
+	c.Note(audit.Entry{Tool: c.Tool, Decision: audit.Asked, Pattern: c.Pattern, WorkflowID: wf.ID, ArgKeys: audit.Keys(c.Args)})
+	return l.Ask.AskInDialog(ctx, c, wf, approval)
+}
