@@ -47,7 +47,7 @@ func (b *Broker) accessOf(tool string) (access, bool) {
 			return a, true
 		}
 	}
-	srv := b.serverOf(tool)
+	srv := b.srv.serverOf(tool)
 	if srv == nil {
 		return access{}, false
 	}
@@ -60,7 +60,7 @@ func (b *Broker) serverAccess(cfg config.Server) access {
 	if a.workspace == "" {
 		a.workspace = cfg.Workspace
 	}
-	if cfg.Install != nil && !b.deps.Installed(cfg) {
+	if cfg.Install != nil && !b.srv.deps.Installed(cfg) {
 		a.network += " when it runs; the dependency install reaches its package registry only"
 	}
 	seen := map[string]bool{}

@@ -31,7 +31,7 @@ func (b *Broker) egressOf(tool string) (id, who, key string) {
 	if tool == shellTool.Name {
 		return shellEgressID, "shell:exec", "sandbox.network.allow"
 	}
-	if srv := b.serverOf(tool); srv != nil {
+	if srv := b.srv.serverOf(tool); srv != nil {
 		return serverEgressID(srv.cfg.Name), "server " + srv.cfg.Name, networkKey(srv.cfg.Private, srv.cfg.Name)
 	}
 	return "", "", ""

@@ -22,7 +22,7 @@ func (b *Broker) approvalFor(wf *Workflow) Approval {
 		return b.integrityApproval(wf)
 	}
 	if wf.Type == ApprovalDependency {
-		if srv := b.serverOf(wf.Tool); srv != nil && srv.cfg.Install != nil {
+		if srv := b.srv.serverOf(wf.Tool); srv != nil && srv.cfg.Install != nil {
 			return b.dependencyApproval(wf, srv)
 		}
 	}
@@ -101,7 +101,7 @@ func (b *Broker) dependencyApproval(wf *Workflow, srv *server) Approval {
 		reach = "reaching only " + shown(strings.Join(hosts, ", ")) + " through pml's egress proxy"
 	}
 	a.Description = fmt.Sprintf("Install the MCP server %s (`%s` in %s, %s, into %s) so that %s can run?",
-		shown(srv.cfg.Name), termsafe.Quote(strings.TrimSpace(inst.Command+" "+strings.Join(inst.Args, " ")), 2*termsafe.DefaultMax), shown(srv.cfg.Image), reach, shown(b.deps.Dir(srv.cfg.Name)), shown(wf.Tool))
+		shown(srv.cfg.Name), termsafe.Quote(strings.TrimSpace(inst.Command+" "+strings.Join(inst.Args, " ")), 2*termsafe.DefaultMax), shown(srv.cfg.Image), reach, shown(b.srv.deps.Dir(srv.cfg.Name)), shown(wf.Tool))
 	a.Context = map[string]any{
 		"server":    srv.cfg.Name,
 		"version":   versionOf(inst),

@@ -21,7 +21,6 @@ import (
 	"github.com/pml-dev/pml/internal/audit"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/container"
-	"github.com/pml-dev/pml/internal/deps"
 	"github.com/pml-dev/pml/internal/inside"
 	"github.com/pml-dev/pml/internal/safefs"
 	"github.com/pml-dev/pml/internal/toolbox"
@@ -91,20 +90,14 @@ type Broker struct {
 	wsExplicit bool
 	log        zerolog.Logger
 	progress   zerolog.Logger
-	tools      toolTable
 	audit      *audit.Log
 	// toolbox is the image the filesystem tools run in (pml list asks
 	// for its ref).
 	toolbox *images.Toolbox
 
-	servers            map[string]*server
-	serverOrder        []string
-	deps               *deps.Store
-	toolsCache         *toolsCache
-	serverStartTimeout time.Duration
-	// serversMu guards servers and serverOrder: registry servers are
-	// added at run time.
-	serversMu sync.RWMutex
+	// srv is the configured stdio servers and the tool table
+	// (servers.go).
+	srv *serverSet
 
 	cloud    *cloudSide
 	registry *registrySide
@@ -170,14 +163,29 @@ func New(o Options) (*Broker, error) {
 	b.base, b.cancelBase = context.WithCancel(context.Background())
 	b.runs = &codeRuns{sb: sb, hil: o.Config.HIL.Timeout, idle: o.Config.Sandbox.IdleTimeout, base: b.base, call: b.Call}
 	b.toolbox = &images.Toolbox{Runtime: o.Runtime, Program: sb.inside}
+	b.srv = &serverSet{
+		sb:                 sb,
+		log:                b.log,
+		progress:           b.progress,
+		idle:               o.Config.Sandbox.IdleTimeout,
+		toolsCache:         &toolsCache{Path: filepath.Join(o.Workspace, ".pml", "tools-cache.json")},
+		serverStartTimeout: o.ServerStartTimeout,
+		base:               b.base,
+		inflight:           &b.inflight,
+		addLocal: func(name string) {
+			if b.cloud != nil {
+				b.cloud.router.AddLocal(name)
+			}
+		},
+		loadRegistryServers: b.loadRegistryServers,
+		decide:              b.perms.Decide,
+	}
 	fs := toolboxExec{sb: sb, image: b.toolbox}
 	for _, t := range toolbox.Filesystem {
-		b.tools.add(t, fs)
+		b.srv.tools.add(t, fs)
 	}
-	b.tools.add(shellTool, shellExec{sb: sb, image: o.Config.Sandbox.ShellImage})
-	b.toolsCache = &toolsCache{Path: filepath.Join(o.Workspace, ".pml", "tools-cache.json")}
-	b.serverStartTimeout = o.ServerStartTimeout
-	b.setupServers()
+	b.srv.tools.add(shellTool, shellExec{sb: sb, image: o.Config.Sandbox.ShellImage})
+	b.srv.setupServers(b.cfg.Servers)
 	b.setupCloud(o)
 	b.setupRegistry()
 	b.path, b.belowAudit = b.chain()
@@ -203,7 +211,7 @@ func (b *Broker) Close(timeout time.Duration) {
 		// wind down; it returns once their containers are removed too.
 		_ = b.sb.pool.Close(ctx)
 		b.inflight.Wait()
-		b.closeServers()
+		b.srv.closeServers()
 		// The creates and removals stopped calls no longer wait for (a
 		// pre-start cancelled by the pool's Close above, a removal past
 		// its grace): what they make or leave is gone before pml exits.

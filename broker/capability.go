@@ -131,13 +131,13 @@ func (b *Broker) readyCapability(ctx context.Context, e *registry.Entry, c *Capa
 		if err != nil {
 			return err
 		}
-		srv := b.addServer(cfg)
-		if cfg.Install != nil && !b.deps.Installed(cfg) {
+		srv := b.srv.addServer(cfg)
+		if cfg.Install != nil && !b.srv.deps.Installed(cfg) {
 			wf := &Workflow{Type: ApprovalDependency, Tool: cfg.Name + ":*"}
 			if !confirm(b.dependencyApproval(wf, srv)) {
 				return fmt.Errorf("%w: installing %s was not approved; nothing was installed", ErrRefused, cfg.Name)
 			}
-			if err := b.install(ctx, srv); err != nil {
+			if err := b.srv.install(ctx, srv); err != nil {
 				return err
 			}
 		}
@@ -261,7 +261,7 @@ func (b *Broker) prepareCapability(ctx context.Context, c Capability) {
 		b.registerDenoCapability(ctx, c)
 		return
 	}
-	if b.serverOf(tool) != nil {
+	if b.srv.serverOf(tool) != nil {
 		return
 	}
 	change, err := b.resolveFromRegistry(ctx, tool)

@@ -141,7 +141,7 @@ func (b *Broker) registerCloudTools(tools []*mcp.Tool) {
 	var defs []toolbox.Tool
 	env := map[string][]string{}
 	for _, t := range tools {
-		if !b.listable("the PML cloud", t) || t.Name == ContinueTool || b.cloud.router.Route(t.Name) != routing.Server {
+		if !b.srv.listable("the PML cloud", t) || t.Name == ContinueTool || b.cloud.router.Route(t.Name) != routing.Server {
 			continue
 		}
 		schema, _ := json.Marshal(t.InputSchema)
@@ -160,7 +160,7 @@ func (b *Broker) registerCloudTools(tools []*mcp.Tool) {
 	old := c.names
 	c.env = env
 	c.mu.Unlock()
-	names := b.replaceTools(old, defs, c.exec)
+	names := b.srv.replaceTools(old, defs, c.exec)
 	c.mu.Lock()
 	c.names = names
 	c.mu.Unlock()
@@ -191,7 +191,7 @@ func (b *Broker) writeCloudTools(tools []*mcp.Tool) {
 // isCloudTool reports whether a call goes to the cloud: its namespace is
 // server-routed and nothing local has that name.
 func (b *Broker) isCloudTool(name string) bool {
-	return name != ContinueTool && b.serverOf(name) == nil && b.cloud.router.Route(name) == routing.Server
+	return name != ContinueTool && b.srv.serverOf(name) == nil && b.cloud.router.Route(name) == routing.Server
 }
 
 // apiKeyApproval describes a missing BYOK key for a person.

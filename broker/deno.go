@@ -36,7 +36,7 @@ func (b *Broker) registerDenoCapability(ctx context.Context, c Capability) {
 			InputSchema: json.RawMessage(`{"type":"object"}`),
 		})
 	}
-	b.replaceTools(nil, defs, denoExec{registry: b.registry, runs: b.runs})
+	b.srv.replaceTools(nil, defs, denoExec{registry: b.registry, runs: b.runs})
 }
 
 // denoExec runs the exported functions of deno capabilities (pml add):

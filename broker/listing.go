@@ -116,7 +116,7 @@ func (b *Broker) List(ctx context.Context, caps []Capability, version string) Li
 	defer cancel()
 	v := b.viewEngine(ctx)
 	out := Listing{Builtin: b.builtinStates(ctx, v, version), Servers: []ServerState{}, Capabilities: []CapabilityState{}}
-	for _, srv := range b.serverList() {
+	for _, srv := range b.srv.serverList() {
 		out.Servers = append(out.Servers, b.serverState(ctx, v, srv.cfg))
 	}
 	for _, c := range caps {
@@ -135,7 +135,7 @@ func (b *Broker) Servers(ctx context.Context) []ServerState {
 	defer cancel()
 	v := b.viewEngine(ctx)
 	out := []ServerState{}
-	for _, srv := range b.serverList() {
+	for _, srv := range b.srv.serverList() {
 		out = append(out, b.serverState(ctx, v, srv.cfg))
 	}
 	return out
@@ -217,7 +217,7 @@ func (v *engineView) health(ctx context.Context, image, purpose string) Health {
 
 func (b *Broker) builtinStates(ctx context.Context, v *engineView, version string) []BuiltinState {
 	isServer := map[string]bool{}
-	for _, s := range b.serverList() {
+	for _, s := range b.srv.serverList() {
 		isServer[s.cfg.Name] = true
 	}
 	var out []BuiltinState
@@ -276,7 +276,7 @@ func (b *Broker) builtinState(ctx context.Context, v *engineView, ns, version st
 }
 
 func (b *Broker) serverState(ctx context.Context, v *engineView, cfg config.Server) ServerState {
-	tools, _ := b.toolsCache.Get(cfg)
+	tools, _ := b.srv.toolsCache.Get(cfg)
 	st := ServerState{Name: cfg.Name, Tools: len(tools), Private: cfg.Private}
 	st.Source, st.Package, st.Version = serverSource(cfg)
 	st.Health = v.health(ctx, cfg.Image, "mcp:"+cfg.Name)
@@ -286,7 +286,7 @@ func (b *Broker) serverState(ctx context.Context, v *engineView, cfg config.Serv
 
 // installHealth adds the state of cfg's install step to h.
 func (b *Broker) installHealth(h *Health, cfg config.Server) {
-	h.Install = b.deps.Status(cfg)
+	h.Install = b.srv.deps.Status(cfg)
 	h.Installed = h.Install == deps.StatusInstalled || h.Install == deps.StatusNone
 }
 
@@ -372,7 +372,7 @@ func (b *Broker) capabilityState(ctx context.Context, v *engineView, c Capabilit
 		}
 		st.Health = v.health(ctx, cfg.Image, "mcp:"+cfg.Name)
 		b.installHealth(&st.Health, cfg)
-		if tools, ok := b.toolsCache.Get(cfg); ok {
+		if tools, ok := b.srv.toolsCache.Get(cfg); ok {
 			st.ToolCount = len(tools)
 		}
 	}

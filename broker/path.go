@@ -45,7 +45,7 @@ func resolveLayerOf(b *Broker, next Handler) resolveLayer {
 	return resolveLayer{
 		next: next,
 		known: func(tool string) bool {
-			return b.hasTool(tool) || b.serverOf(tool) != nil || b.isCloudTool(tool)
+			return b.srv.hasTool(tool) || b.srv.serverOf(tool) != nil || b.isCloudTool(tool)
 		},
 		registryName: func(tool string) bool { return registryCandidate(tool) && b.registryLookups() },
 	}
@@ -59,8 +59,8 @@ func approveLayerOf(b *Broker, next Handler) approveLayer {
 	return approveLayer{
 		next: next,
 		needsInstall: func(tool string) bool {
-			srv := b.serverOf(tool)
-			return srv != nil && !b.deps.Installed(srv.cfg)
+			srv := b.srv.serverOf(tool)
+			return srv != nil && !b.srv.deps.Installed(srv.cfg)
 		},
 		cloudTool: b.isCloudTool,
 		missingKeys: func(ctx context.Context, tool string) []string {

@@ -87,10 +87,10 @@ func (b *Broker) registryLookups() bool {
 // still be called: a configured server's, a cloud tool, or one a registry
 // may provide. Anything else is the SDK's "unknown tool" protocol error.
 func (b *Broker) resolvable(name string) bool {
-	if b.hasTool(name) {
+	if b.srv.hasTool(name) {
 		return false
 	}
-	return b.HasServer(name) || b.isCloudTool(name) || registryCandidate(name) && b.registryLookups()
+	return b.srv.HasServer(name) || b.isCloudTool(name) || registryCandidate(name) && b.registryLookups()
 }
 
 // registryCandidate reports whether a tool name may be resolved through
@@ -184,7 +184,7 @@ func (b *Broker) loadRegistryServers(ctx context.Context) {
 	var wg sync.WaitGroup
 	for name, e := range r.lock.Entries() {
 		f, err := registry.ParseFQDN(name)
-		if err != nil || e.Type != registry.TypeStdio || b.HasServer(f.Namespace+":") || !registryCandidate(f.Namespace+":"+f.Action) {
+		if err != nil || e.Type != registry.TypeStdio || b.srv.HasServer(f.Namespace+":") || !registryCandidate(f.Namespace+":"+f.Action) {
 			continue
 		}
 		if name != fqdnFor(f.Namespace+":") {
@@ -219,7 +219,7 @@ func (b *Broker) useEntry(e *registry.Entry, tool string) error {
 		if err != nil {
 			return err
 		}
-		b.addServer(cfg)
+		b.srv.addServer(cfg)
 		return nil
 	case registry.TypeHTTP:
 		// An http server runs in the cloud, with the user's keys.
