@@ -36,6 +36,13 @@ type server struct {
 // table every source registers its tools in (tool_table.go). It holds
 // what it uses, never the *Broker: what it needs of another part is a
 // field wired in New.
+//
+// It is broker/tools' to hold, and stays here until what it builds on
+// is below it: broker's sandbox (a server's container spec, environment
+// and install run on it), the executors it gives each server's tools
+// (pooledExec, perCallExec, which read the fast path's forwardCall and
+// the MCP surface's callInfo), and the tool table's executor interface,
+// whose unexported run every source implements in package broker.
 type serverSet struct {
 	sb       *sandbox
 	log      zerolog.Logger
