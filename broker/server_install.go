@@ -61,10 +61,13 @@ var installTick = 5 * time.Second
 
 // stillInstalling logs a line every installTick while an install runs, so
 // that a 20-second npm install is not 20 seconds of silence; the returned
-// function stops it.
+// function stops it, and returns once no line can follow: the install's
+// own last line ("installed and verified") comes after it.
 func (s *serverSet) stillInstalling(name string, began time.Time) func() {
 	done := make(chan struct{})
+	exited := make(chan struct{})
 	go func() {
+		defer close(exited)
 		t := time.NewTicker(installTick)
 		defer t.Stop()
 		for {
@@ -76,7 +79,7 @@ func (s *serverSet) stillInstalling(name string, began time.Time) func() {
 			}
 		}
 	}()
-	return func() { close(done) }
+	return func() { close(done); <-exited }
 }
 
 // PreinstallApproved installs the dependencies of every configured server
