@@ -27,12 +27,12 @@ func approverOf(b *Broker) *approve.Approver {
 		Perms:      b.perms,
 		Trust:      b.trust,
 		TrustState: &b.trustState,
-		Deps:       b.deps,
+		Deps:       b.srv.deps,
 		Log:        &b.log,
 		Run:        b.runTool,
 		Reload:     b.Reload,
 		ServerOf: func(tool string) (config.Server, bool) {
-			if srv := b.serverOf(tool); srv != nil {
+			if srv := b.srv.serverOf(tool); srv != nil {
 				return srv.cfg, true
 			}
 			return config.Server{}, false

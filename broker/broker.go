@@ -22,7 +22,6 @@ import (
 	"github.com/pml-dev/pml/internal/audit"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/container"
-	"github.com/pml-dev/pml/internal/deps"
 	"github.com/pml-dev/pml/internal/inside"
 	"github.com/pml-dev/pml/internal/safefs"
 	"github.com/pml-dev/pml/internal/toolbox"
@@ -92,20 +91,14 @@ type Broker struct {
 	wsExplicit bool
 	log        zerolog.Logger
 	progress   zerolog.Logger
-	tools      toolTable
 	audit      *audit.Log
 	// toolbox is the image the filesystem tools run in (pml list asks
 	// for its ref).
 	toolbox *images.Toolbox
 
-	servers            map[string]*server
-	serverOrder        []string
-	deps               *deps.Store
-	toolsCache         *toolsCache
-	serverStartTimeout time.Duration
-	// serversMu guards servers and serverOrder: registry servers are
-	// added at run time.
-	serversMu sync.RWMutex
+	// srv is the configured stdio servers and the tool table
+	// (servers.go).
+	srv *serverSet
 
 	cloud    *cloudSide
 	registry *registrySide
@@ -178,24 +171,39 @@ func New(o Options) (*Broker, error) {
 	b.base, b.cancelBase = context.WithCancel(context.Background())
 	b.runs = codeRunsOf(b, sb)
 	b.toolbox = &images.Toolbox{Runtime: o.Runtime, Program: sb.inside}
+	b.srv = &serverSet{
+		sb:                 sb,
+		log:                b.log,
+		progress:           b.progress,
+		idle:               o.Config.Sandbox.IdleTimeout,
+		toolsCache:         &toolsCache{Path: filepath.Join(o.Workspace, ".pml", "tools-cache.json")},
+		serverStartTimeout: o.ServerStartTimeout,
+		base:               b.base,
+		inflight:           &b.inflight,
+		addLocal: func(name string) {
+			if b.cloud != nil {
+				b.cloud.router.AddLocal(name)
+			}
+		},
+		loadRegistryServers: func(ctx context.Context) { b.registry.loadRegistryServers(ctx) },
+		decide:              b.perms.Decide,
+	}
 	fs := toolboxExec{sb: sb, image: b.toolbox}
 	for _, t := range toolbox.Filesystem {
-		b.tools.add(t, fs)
+		b.srv.tools.add(t, fs)
 	}
-	b.tools.add(shellTool, shellExec{sb: sb, image: o.Config.Sandbox.ShellImage})
-	b.toolsCache = &toolsCache{Path: filepath.Join(o.Workspace, ".pml", "tools-cache.json")}
-	b.serverStartTimeout = o.ServerStartTimeout
-	b.setupServers()
-	b.cloud = &cloudSide{sb: sb, cfg: o.Config, log: b.log, serverOf: b.serverOf, listable: b.listable, replaceTools: b.replaceTools, approval: func(wf *Workflow) Approval { return b.ask.Approval(wf) }}
+	b.srv.tools.add(shellTool, shellExec{sb: sb, image: o.Config.Sandbox.ShellImage})
+	b.srv.setupServers(b.cfg.Servers)
+	b.cloud = &cloudSide{sb: sb, cfg: o.Config, log: b.log, serverOf: b.srv.serverOf, listable: b.srv.listable, replaceTools: b.srv.replaceTools, approval: func(wf *Workflow) Approval { return b.ask.Approval(wf) }}
 	b.cloud.setupCloud(o, b.runs)
 	b.registry = &registrySide{sb: sb, cfg: o.Config, log: b.log, cloud: b.cloud, decide: b.perms.Decide,
-		hasTool: b.hasTool, serverOf: b.serverOf, addServer: b.addServer, approval: func(wf *Workflow) Approval { return b.ask.Approval(wf) },
+		hasTool: b.srv.hasTool, serverOf: b.srv.serverOf, addServer: b.srv.addServer, approval: func(wf *Workflow) Approval { return b.ask.Approval(wf) },
 		serverAccess: func(cfg config.Server) approve.Access { return b.ask.ServerAccess(cfg) }}
 	b.registry.setupRegistry()
-	b.caps = &capabilities{registry: b.registry, cloud: b.cloud, sb: sb, log: b.log, runs: b.runs, deps: b.deps,
-		serverOf: b.serverOf, addServer: b.addServer, install: b.install, replaceTools: b.replaceTools, dependencyApproval: func(wf *Workflow, srv config.Server) Approval { return b.ask.DependencyApproval(wf, srv) }}
-	b.lister = &lister{sb: sb, cfg: o.Config, toolbox: b.toolbox, toolsCache: b.toolsCache, deps: b.deps, registry: b.registry,
-		serverList: b.serverList, Tools: b.Tools}
+	b.caps = &capabilities{registry: b.registry, cloud: b.cloud, sb: sb, log: b.log, runs: b.runs, deps: b.srv.deps,
+		serverOf: b.srv.serverOf, addServer: b.srv.addServer, install: b.srv.install, replaceTools: b.srv.replaceTools, dependencyApproval: func(wf *Workflow, srv config.Server) Approval { return b.ask.DependencyApproval(wf, srv) }}
+	b.lister = &lister{sb: sb, cfg: o.Config, toolbox: b.toolbox, toolsCache: b.srv.toolsCache, deps: b.srv.deps, registry: b.registry,
+		serverList: b.srv.serverList, Tools: b.Tools}
 	b.ask = approverOf(b)
 	b.path, b.belowAudit = b.chain()
 	b.registry.belowAudit = b.belowAudit
@@ -221,7 +229,7 @@ func (b *Broker) Close(timeout time.Duration) {
 		// wind down; it returns once their containers are removed too.
 		_ = b.sb.pool.Close(ctx)
 		b.inflight.Wait()
-		b.closeServers()
+		b.srv.closeServers()
 		// The creates and removals stopped calls no longer wait for (a
 		// pre-start cancelled by the pool's Close above, a removal past
 		// its grace): what they make or leave is gone before pml exits.

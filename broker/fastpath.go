@@ -229,14 +229,14 @@ func (f *fastFront) call(id, params []byte) bool {
 	if listed == "" {
 		return false
 	}
-	entry, ok := fb.tools.get(name)
+	entry, ok := fb.srv.tools.get(name)
 	if !ok {
 		return false
 	}
 	if _, pooled := entry.exec.(pooledExec); !pooled {
 		return false
 	}
-	if srv := fb.serverOf(name); srv == nil || !srv.cfg.Network.Empty() {
+	if srv := fb.srv.serverOf(name); srv == nil || !srv.cfg.Network.Empty() {
 		// A server given network: a host its proxy refuses during the
 		// call becomes an approval (approval_network.go), which needs the
 		// result held back, not passed on as it comes.

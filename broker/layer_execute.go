@@ -25,9 +25,9 @@ func (l executeLayer) Call(ctx context.Context, c *Call) Result {
 // (lookup) and runs it. decision is what let the call through (allowed,
 // approved, always), noted for the audit with the pattern and workflow.
 func (b *Broker) runTool(ctx context.Context, c *Call, name string, args map[string]any, decision, pattern, workflowID string) Result {
-	if srv := b.serverOf(name); srv != nil && !b.deps.Installed(srv.cfg) {
+	if srv := b.srv.serverOf(name); srv != nil && !b.srv.deps.Installed(srv.cfg) {
 		ictx, span := spanStep(ctx, "install")
-		err := b.install(ictx, srv)
+		err := b.srv.install(ictx, srv)
 		span.End()
 		if err != nil {
 			c.Note(audit.Entry{Tool: name, Decision: audit.Failed, Pattern: pattern, WorkflowID: workflowID, Reason: "install failed", ArgKeys: audit.Keys(args)})
@@ -35,9 +35,9 @@ func (b *Broker) runTool(ctx context.Context, c *Call, name string, args map[str
 		}
 	}
 	entry := toolEntry{def: toolbox.Tool{Name: name}, exec: b.cloud.exec}
-	if !b.cloud.isCloudTool(name) || b.hasTool(name) {
+	if !b.cloud.isCloudTool(name) || b.srv.hasTool(name) {
 		var err error
-		if entry, err = b.lookup(ctx, name); err != nil {
+		if entry, err = b.srv.lookup(ctx, name); err != nil {
 			c.Note(audit.Entry{Tool: name, Decision: audit.Failed, Pattern: pattern, WorkflowID: workflowID, Reason: "no such tool", ArgKeys: audit.Keys(args)})
 			return errorResult(err)
 		}

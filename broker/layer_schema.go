@@ -51,14 +51,14 @@ func (l schemaLayer) Call(ctx context.Context, c *Call) Result {
 // knownSchema is the input schema of tool when it is known without
 // starting anything: the tool table, else the server's cached tool list.
 func (b *Broker) knownSchema(tool string) (json.RawMessage, bool) {
-	if e, ok := b.tools.get(tool); ok {
+	if e, ok := b.srv.tools.get(tool); ok {
 		return e.def.InputSchema, true
 	}
-	srv := b.serverOf(tool)
-	if srv == nil || !b.deps.Installed(srv.cfg) {
+	srv := b.srv.serverOf(tool)
+	if srv == nil || !b.srv.deps.Installed(srv.cfg) {
 		return nil, false
 	}
-	tools, ok := b.toolsCache.Get(srv.cfg)
+	tools, ok := b.srv.toolsCache.Get(srv.cfg)
 	if !ok {
 		return nil, false
 	}

@@ -19,19 +19,19 @@ import (
 func TestToolNamesWithControlCharactersAreRefused(t *testing.T) {
 	f := newFixture(t, `{"permissions": {"allow": ["filesystem:*"]}}`)
 	var logs bytes.Buffer
-	f.b.log = zerolog.New(&logs)
+	f.b.srv.log = zerolog.New(&logs)
 	srv := &server{cfg: config.Server{Name: "probe"}}
-	f.b.registerServerTools(srv, []*mcp.Tool{
+	f.b.srv.registerServerTools(srv, []*mcp.Tool{
 		{Name: "lookup", Description: "fine"},
 		{Name: "read\x1b[2K\rfile", Description: "erases a line"},
 		{Name: "ev\u202eil", Description: "reordered"},
 		nil,
 	})
-	if _, ok := f.b.tools.get("probe:lookup"); !ok {
+	if _, ok := f.b.srv.tools.get("probe:lookup"); !ok {
 		t.Error("the ordinary tool is not listed")
 	}
 	for _, name := range []string{"probe:read\x1b[2K\rfile", "probe:ev\u202eil"} {
-		if _, ok := f.b.tools.get(name); ok {
+		if _, ok := f.b.srv.tools.get(name); ok {
 			t.Errorf("%q is listed", name)
 		}
 	}

@@ -12,41 +12,41 @@ import (
 )
 
 // serverOf returns the configured server a tool name belongs to.
-func (b *Broker) serverOf(tool string) *server {
+func (s *serverSet) serverOf(tool string) *server {
 	ns, _, ok := strings.Cut(tool, ":")
 	if !ok {
 		return nil
 	}
-	b.serversMu.RLock()
-	defer b.serversMu.RUnlock()
-	return b.servers[ns]
+	s.serversMu.RLock()
+	defer s.serversMu.RUnlock()
+	return s.servers[ns]
 }
 
 // loadServer makes sure a server's tools are registered: from the tools
 // cache when its configuration is unchanged, else by starting it.
-func (b *Broker) loadServer(ctx context.Context, srv *server) error {
+func (s *serverSet) loadServer(ctx context.Context, srv *server) error {
 	srv.mu.Lock()
 	loaded := srv.loaded
 	srv.mu.Unlock()
 	if loaded {
 		return nil
 	}
-	if !b.deps.Installed(srv.cfg) {
+	if !s.deps.Installed(srv.cfg) {
 		return errNotInstalled
 	}
-	if tools, ok := b.toolsCache.Get(srv.cfg); ok {
-		b.registerServerTools(srv, tools)
+	if tools, ok := s.toolsCache.Get(srv.cfg); ok {
+		s.registerServerTools(srv, tools)
 		return nil
 	}
-	if err := srv.prepare(b.sb); err != nil {
+	if err := srv.prepare(s.sb); err != nil {
 		return err
 	}
 	tools, err := srv.up.Tools(ctx)
 	if err != nil {
 		return err
 	}
-	b.toolsCache.Put(srv.cfg, tools)
-	b.registerServerTools(srv, tools)
+	s.toolsCache.Put(srv.cfg, tools)
+	s.registerServerTools(srv, tools)
 	return nil
 }
 
@@ -66,19 +66,19 @@ func (srv *server) prepare(sb *sandbox) error {
 // LoadServers registers the tools of every installed server (tools/list).
 // A server that cannot start is logged and left out; it does not fail
 // the list.
-func (b *Broker) LoadServers(ctx context.Context) {
-	b.registry.loadRegistryServers(ctx)
+func (s *serverSet) LoadServers(ctx context.Context) {
+	s.loadRegistryServers(ctx)
 	var wg sync.WaitGroup
-	for _, srv := range b.serverList() {
+	for _, srv := range s.serverList() {
 		wg.Add(1)
-		go panics.Guarded(b.log, "tools/list", "loading the server "+srv.cfg.Name, func() {
+		go panics.Guarded(s.log, "tools/list", "loading the server "+srv.cfg.Name, func() {
 			defer wg.Done()
-			if err := b.loadServer(ctx, srv); err != nil {
+			if err := s.loadServer(ctx, srv); err != nil {
 				if errors.Is(err, errNotInstalled) {
-					b.log.Info().Str("server", srv.cfg.Name).Msg("not installed yet: its tools appear after the first call to one of them is approved")
+					s.log.Info().Str("server", srv.cfg.Name).Msg("not installed yet: its tools appear after the first call to one of them is approved")
 					return
 				}
-				b.log.Warn().Err(err).Str("server", srv.cfg.Name).Msg("its tools are not listed")
+				s.log.Warn().Err(err).Str("server", srv.cfg.Name).Msg("its tools are not listed")
 			}
 		})
 	}
@@ -86,15 +86,15 @@ func (b *Broker) LoadServers(ctx context.Context) {
 }
 
 // lookup finds a tool; a server tool not registered yet is loaded first.
-func (b *Broker) lookup(ctx context.Context, name string) (toolEntry, error) {
-	if entry, ok := b.tools.get(name); ok {
+func (s *serverSet) lookup(ctx context.Context, name string) (toolEntry, error) {
+	if entry, ok := s.tools.get(name); ok {
 		return entry, nil
 	}
-	srv := b.serverOf(name)
+	srv := s.serverOf(name)
 	if srv == nil {
 		return toolEntry{}, fmt.Errorf("%w %q: tools/list (`pml tools` on the command line) shows the available tools", ErrNotFound, name)
 	}
-	if err := b.loadServer(ctx, srv); err != nil {
+	if err := s.loadServer(ctx, srv); err != nil {
 		if errors.Is(err, container.ErrImageMissing) || errors.Is(err, container.ErrUnavailable) {
 			// The server could not start for want of its image or the
 			// engine: the call is unavailable, not the tool's error.
@@ -102,7 +102,7 @@ func (b *Broker) lookup(ctx context.Context, name string) (toolEntry, error) {
 		}
 		return toolEntry{}, err
 	}
-	entry, ok := b.tools.get(name)
+	entry, ok := s.tools.get(name)
 	if !ok {
 		srv.mu.Lock()
 		names := strings.Join(srv.names, ", ")
@@ -113,4 +113,4 @@ func (b *Broker) lookup(ctx context.Context, name string) (toolEntry, error) {
 }
 
 // HasServer reports whether name is a configured server's prefix.
-func (b *Broker) HasServer(tool string) bool { return b.serverOf(tool) != nil }
+func (s *serverSet) HasServer(tool string) bool { return s.serverOf(tool) != nil }

@@ -190,7 +190,7 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 				// or one of a server whose tools are not registered yet
 				// (not installed, or not started), which the broker asks
 				// about, installs and loads.
-				if name != "" && (b.hasTool(name) || b.registry.resolvable(name)) {
+				if name != "" && (b.srv.hasTool(name) || b.registry.resolvable(name)) {
 					return l.handler(name)(ctx, cr)
 				}
 				// No such tool: the SDK's protocol error answers, and

@@ -46,7 +46,7 @@ func resolveLayerOf(b *Broker, next Handler) resolveLayer {
 	return resolveLayer{
 		next: next,
 		known: func(tool string) bool {
-			return b.hasTool(tool) || b.serverOf(tool) != nil || b.cloud.isCloudTool(tool)
+			return b.srv.hasTool(tool) || b.srv.serverOf(tool) != nil || b.cloud.isCloudTool(tool)
 		},
 		registryName: func(tool string) bool { return registryCandidate(tool) && b.registry.registryLookups() },
 	}
@@ -60,8 +60,8 @@ func approveLayerOf(b *Broker, next Handler) approve.Layer {
 	return approve.Layer{
 		Next: next,
 		NeedsInstall: func(tool string) bool {
-			srv := b.serverOf(tool)
-			return srv != nil && !b.deps.Installed(srv.cfg)
+			srv := b.srv.serverOf(tool)
+			return srv != nil && !b.srv.deps.Installed(srv.cfg)
 		},
 		CloudTool: b.cloud.isCloudTool,
 		MissingKeys: func(ctx context.Context, tool string) []string {

@@ -103,7 +103,7 @@ func (b *Broker) Reload(env func(string) string) {
 	if restart := restartOnly(last.Sandbox, cfg.Sandbox); len(restart) > 0 {
 		b.log.Warn().Str("file", cfg.Path).Strs("keys", restart).Msg("these sandbox settings changed in .pml.json and apply when pml restarts")
 	}
-	b.applyServers(last.Servers, cfg.Servers)
+	b.srv.applyServers(last.Servers, cfg.Servers)
 	if restart := otherRestartOnly(last, cfg); len(restart) > 0 {
 		b.log.Warn().Str("file", cfg.Path).Strs("keys", restart).Msg("these settings changed in .pml.json and apply when pml restarts")
 	}
@@ -155,17 +155,17 @@ func otherRestartOnly(old, cur *config.Config) []string {
 // added is created and its tools loaded in the background (the listing
 // changes when they arrive), and one whose settings changed is both.
 // Servers that came from the registry are left alone.
-func (b *Broker) applyServers(old, cur map[string]config.Server) {
+func (s *serverSet) applyServers(old, cur map[string]config.Server) {
 	var added []*server
 	handed := map[string]bool{}
 	for name, was := range old {
 		now, ok := cur[name]
 		switch {
-		case ok && !reflect.DeepEqual(was, now) && b.deps.Installed(now):
-			added = append(added, b.handOver(name, now))
+		case ok && !reflect.DeepEqual(was, now) && s.deps.Installed(now):
+			added = append(added, s.handOver(name, now))
 			handed[name] = true
 		case !ok || !reflect.DeepEqual(was, now):
-			b.removeServer(name)
+			s.removeServer(name)
 		}
 	}
 	for _, name := range sortedNames(cur) {
@@ -173,18 +173,18 @@ func (b *Broker) applyServers(old, cur map[string]config.Server) {
 			if handed[name] {
 				continue
 			}
-			added = append(added, b.addServer(cur[name]))
-			b.log.Info().Str("server", name).Msg("server added from .pml.json")
+			added = append(added, s.addServer(cur[name]))
+			s.log.Info().Str("server", name).Msg("server added from .pml.json")
 		}
 	}
 	for _, srv := range added {
 		// Close waits for it, as for a call: the load writes the tools
 		// cache under .pml/, which must not change after Close returns.
-		b.inflight.Add(1)
-		go panics.Guarded(b.log, "", "loading the server "+srv.cfg.Name+" added to .pml.json", func() {
-			defer b.inflight.Done()
-			if err := b.loadServer(b.base, srv); err != nil && !errors.Is(err, errNotInstalled) {
-				b.log.Warn().Err(err).Str("server", srv.cfg.Name).Msg("its tools are not listed")
+		s.inflight.Add(1)
+		go panics.Guarded(s.log, "", "loading the server "+srv.cfg.Name+" added to .pml.json", func() {
+			defer s.inflight.Done()
+			if err := s.loadServer(s.base, srv); err != nil && !errors.Is(err, errNotInstalled) {
+				s.log.Warn().Err(err).Str("server", srv.cfg.Name).Msg("its tools are not listed")
 			}
 		})
 	}
@@ -209,13 +209,13 @@ func sortedNames(m map[string]config.Server) []string {
 // running on it ends with it. Only for an entry that is installed: one
 // that needs an install first leaves the listing until it is installed,
 // as a new server does.
-func (b *Broker) handOver(name string, cfg config.Server) *server {
-	b.serversMu.Lock()
-	was := b.servers[name]
-	delete(b.servers, name)
-	b.serverOrder = slices.DeleteFunc(b.serverOrder, func(n string) bool { return n == name })
-	b.serversMu.Unlock()
-	srv := b.addServer(cfg)
+func (s *serverSet) handOver(name string, cfg config.Server) *server {
+	s.serversMu.Lock()
+	was := s.servers[name]
+	delete(s.servers, name)
+	s.serverOrder = slices.DeleteFunc(s.serverOrder, func(n string) bool { return n == name })
+	s.serversMu.Unlock()
+	srv := s.addServer(cfg)
 	if was == nil {
 		return srv
 	}
@@ -225,32 +225,32 @@ func (b *Broker) handOver(name string, cfg config.Server) *server {
 	was.mu.Unlock()
 	var defs []toolbox.Tool
 	for _, n := range names {
-		if e, ok := b.tools.get(n); ok {
+		if e, ok := s.tools.get(n); ok {
 			defs = append(defs, e.def)
 		}
 	}
-	var exec executor = pooledExec{sb: b.sb, srv: srv}
+	var exec executor = pooledExec{sb: s.sb, srv: srv}
 	if cfg.Lifetime == "per_call" {
-		exec = perCallExec{sb: b.sb, deps: b.deps, srv: srv}
+		exec = perCallExec{sb: s.sb, deps: s.deps, srv: srv}
 	}
-	kept := b.replaceTools(names, defs, exec)
+	kept := s.replaceTools(names, defs, exec)
 	srv.mu.Lock()
 	srv.names = kept // replaced by the new server's own list once loaded
 	srv.mu.Unlock()
 	was.up.Close()
-	b.log.Info().Str("server", name).Msg("server changed in .pml.json: restarted with the new entry")
+	s.log.Info().Str("server", name).Msg("server changed in .pml.json: restarted with the new entry")
 	return srv
 }
 
 // removeServer stops a server that left .pml.json and takes its tools
 // out of the listing (the MCP layer sends list_changed). A call running
 // on it ends with its container.
-func (b *Broker) removeServer(name string) {
-	b.serversMu.Lock()
-	srv := b.servers[name]
-	delete(b.servers, name)
-	b.serverOrder = slices.DeleteFunc(b.serverOrder, func(n string) bool { return n == name })
-	b.serversMu.Unlock()
+func (s *serverSet) removeServer(name string) {
+	s.serversMu.Lock()
+	srv := s.servers[name]
+	delete(s.servers, name)
+	s.serverOrder = slices.DeleteFunc(s.serverOrder, func(n string) bool { return n == name })
+	s.serversMu.Unlock()
 	if srv == nil {
 		return
 	}
@@ -258,9 +258,9 @@ func (b *Broker) removeServer(name string) {
 	names := srv.names
 	srv.names, srv.loaded = nil, false
 	srv.mu.Unlock()
-	b.replaceTools(names, nil, nil)
+	s.replaceTools(names, nil, nil)
 	srv.up.Close()
-	b.log.Info().Str("server", name).Msg("server removed from .pml.json: stopped")
+	s.log.Info().Str("server", name).Msg("server removed from .pml.json: stopped")
 }
 
 // tellVisible tells the tool listeners when a permissions change hides
@@ -273,7 +273,7 @@ func (b *Broker) removeServer(name string) {
 // table. An edit that only allows or asks tells no one.
 func (b *Broker) tellVisible(old, cur Permissions) {
 	changed := false
-	for _, t := range b.tools.list() {
+	for _, t := range b.srv.tools.list() {
 		was, _ := old.Decide(t.Name)
 		now, _ := cur.Decide(t.Name)
 		if (was == Deny) != (now == Deny) {
@@ -286,5 +286,5 @@ func (b *Broker) tellVisible(old, cur Permissions) {
 	}
 	// The MCP layer lists again (the denied tools leave, or come back)
 	// and sends notifications/tools/list_changed.
-	b.tools.notify()
+	b.srv.tools.notify()
 }

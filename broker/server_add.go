@@ -13,20 +13,20 @@ import (
 // person consented to it on the command line: pml add) and registers its
 // tools, from the tools cache or by starting the server once. It returns
 // the server's tools.
-func (b *Broker) InstallServer(ctx context.Context, name string) ([]Tool, error) {
-	srv := b.serverOf(name + ":")
+func (s *serverSet) InstallServer(ctx context.Context, name string) ([]Tool, error) {
+	srv := s.serverOf(name + ":")
 	if srv == nil {
 		return nil, fmt.Errorf("%w: %s is not a server in .pml.json (or its entry is not trusted: pml trust)", ErrNotFound, name)
 	}
-	if !b.deps.Installed(srv.cfg) {
-		if err := b.install(ctx, srv); err != nil {
+	if !s.deps.Installed(srv.cfg) {
+		if err := s.install(ctx, srv); err != nil {
 			return nil, err
 		}
 	}
-	if err := b.loadServer(ctx, srv); err != nil {
+	if err := s.loadServer(ctx, srv); err != nil {
 		return nil, err
 	}
-	return b.ServerTools(name), nil
+	return s.ServerTools(name), nil
 }
 
 // InstallNewServer is InstallServer for a server not (yet) in .pml.json:
@@ -34,18 +34,18 @@ func (b *Broker) InstallServer(ctx context.Context, name string) ([]Tool, error)
 // add that fails or is killed leaves .pml.json as it was. cfg is the
 // entry as pml add will write it; a configured server of that name is an
 // error.
-func (b *Broker) InstallNewServer(ctx context.Context, cfg config.Server) ([]Tool, error) {
-	if b.serverOf(cfg.Name+":") != nil {
+func (s *serverSet) InstallNewServer(ctx context.Context, cfg config.Server) ([]Tool, error) {
+	if s.serverOf(cfg.Name+":") != nil {
 		return nil, fmt.Errorf("%s is already a server here: choose another name with --name", cfg.Name)
 	}
-	b.addServer(cfg)
-	return b.InstallServer(ctx, cfg.Name)
+	s.addServer(cfg)
+	return s.InstallServer(ctx, cfg.Name)
 }
 
 // ServerTools lists the registered tools of server name.
-func (b *Broker) ServerTools(name string) []Tool {
+func (s *serverSet) ServerTools(name string) []Tool {
 	var out []Tool
-	for _, t := range b.tools.list() {
+	for _, t := range s.tools.list() {
 		if strings.HasPrefix(t.Name, name+":") {
 			out = append(out, t)
 		}
@@ -63,11 +63,11 @@ type Listed struct {
 // hides a tool), each with its wire name, in listing order; servers'
 // tools are those registered (LoadServers loads them, from the cache
 // where it can).
-func (b *Broker) ListedTools() []Listed {
+func (s *serverSet) ListedTools() []Listed {
 	var out []Listed
-	for _, t := range b.Tools() {
+	for _, t := range s.Tools() {
 		if t.Name != ContinueTool {
-			if d, _ := b.perms.Decide(t.Name); d == Deny {
+			if d, _ := s.decide(t.Name); d == Deny {
 				continue
 			}
 		}

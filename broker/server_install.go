@@ -16,43 +16,43 @@ import (
 
 // install runs a server's install step (once; concurrent callers wait)
 // and then registers its tools.
-func (b *Broker) install(ctx context.Context, srv *server) error {
+func (s *serverSet) install(ctx context.Context, srv *server) error {
 	srv.installMu.Lock()
 	defer srv.installMu.Unlock()
-	if b.deps.Installed(srv.cfg) {
+	if s.deps.Installed(srv.cfg) {
 		return nil
 	}
-	pol := serverPolicy(b.sb, srv.cfg)
-	network := b.installNetwork(ctx, srv)
+	pol := serverPolicy(s.sb, srv.cfg)
+	network := s.installNetwork(ctx, srv)
 	if network == nil {
 		// pml's in-container program is missing (a pml built without
 		// it) or cannot run there: the install gets the engine's network, as before
 		// egress existed.
-		b.log.Warn().Str("server", srv.cfg.Name).Msg("the install runs on the engine's bridge network (full egress): pml's egress listener cannot run in its container")
+		s.log.Warn().Str("server", srv.cfg.Name).Msg("the install runs on the engine's bridge network (full egress): pml's egress listener cannot run in its container")
 		pol.Network = "bridge"
 	}
 	if pol.Timeout < policiesDuration(deps.InstallTimeout) {
 		pol.Timeout = policiesDuration(deps.InstallTimeout)
 	}
 	in := &deps.Installer{
-		Store:   b.deps,
-		Runtime: b.sb.rt,
-		Spec:    container.Spec{Image: srv.cfg.Image, User: b.sb.user, Policy: pol, Labels: b.sb.labels("install:" + srv.cfg.Name)},
+		Store:   s.deps,
+		Runtime: s.sb.rt,
+		Spec:    container.Spec{Image: srv.cfg.Image, User: s.sb.user, Policy: pol, Labels: s.sb.labels("install:" + srv.cfg.Name)},
 		Env:     os.Getenv,
 		Network: network,
 		// An unpinned package (the seeds' npx -y @scope/server) says
 		// which version its first install chose.
-		Note: func(note string) { b.progress.Info().Str("server", srv.cfg.Name).Msg(note) },
+		Note: func(note string) { s.progress.Info().Str("server", srv.cfg.Name).Msg(note) },
 	}
-	b.progress.Info().Str("server", srv.cfg.Name).Str("image", srv.cfg.Image).Str("command", srv.cfg.Install.Command+" "+strings.Join(srv.cfg.Install.Args, " ")).Msg("installing (a first install takes a while; a line every few seconds until it ends)")
+	s.progress.Info().Str("server", srv.cfg.Name).Str("image", srv.cfg.Image).Str("command", srv.cfg.Install.Command+" "+strings.Join(srv.cfg.Install.Args, " ")).Msg("installing (a first install takes a while; a line every few seconds until it ends)")
 	began := time.Now()
-	stop := b.stillInstalling(srv.cfg.Name, began)
+	stop := s.stillInstalling(srv.cfg.Name, began)
 	err := in.Install(ctx, srv.cfg)
 	stop()
 	if err != nil {
 		return err
 	}
-	b.progress.Info().Str("server", srv.cfg.Name).Str("integrity", srv.cfg.Install.Integrity).Dur("took", time.Since(began).Round(100*time.Millisecond)).Msg("installed and verified")
+	s.progress.Info().Str("server", srv.cfg.Name).Str("integrity", srv.cfg.Install.Integrity).Dur("took", time.Since(began).Round(100*time.Millisecond)).Msg("installed and verified")
 	return nil
 }
 
@@ -61,10 +61,13 @@ var installTick = 5 * time.Second
 
 // stillInstalling logs a line every installTick while an install runs, so
 // that a 20-second npm install is not 20 seconds of silence; the returned
-// function stops it.
-func (b *Broker) stillInstalling(name string, began time.Time) func() {
+// function stops it, and returns once no line can follow: the install's
+// own last line ("installed and verified") comes after it.
+func (s *serverSet) stillInstalling(name string, began time.Time) func() {
 	done := make(chan struct{})
+	exited := make(chan struct{})
 	go func() {
+		defer close(exited)
 		t := time.NewTicker(installTick)
 		defer t.Stop()
 		for {
@@ -72,31 +75,31 @@ func (b *Broker) stillInstalling(name string, began time.Time) func() {
 			case <-done:
 				return
 			case <-t.C:
-				b.progress.Info().Str("server", name).Dur("elapsed", time.Since(began).Round(time.Second)).Msg("still installing")
+				s.progress.Info().Str("server", name).Dur("elapsed", time.Since(began).Round(time.Second)).Msg("still installing")
 			}
 		}
 	}()
-	return func() { close(done) }
+	return func() { close(done); <-exited }
 }
 
 // PreinstallApproved installs the dependencies of every configured server
 // whose tools are allowed outright (permissions.allow matches "name:*"),
 // for `pml images pull`: later runs then need no network. Servers whose
 // install is not approved are reported, not installed.
-func (b *Broker) PreinstallApproved(ctx context.Context) ([]images.DepResult, error) {
+func (s *serverSet) PreinstallApproved(ctx context.Context) ([]images.DepResult, error) {
 	var out []images.DepResult
-	for _, srv := range b.serverList() {
+	for _, srv := range s.serverList() {
 		if srv.cfg.Install == nil {
 			continue
 		}
 		r := images.DepResult{Server: srv.cfg.Name}
-		switch d, _ := b.perms.Decide(srv.cfg.Name + ":*"); {
-		case b.deps.Installed(srv.cfg):
+		switch d, _ := s.decide(srv.cfg.Name + ":*"); {
+		case s.deps.Installed(srv.cfg):
 			r.Status = "present"
 		case d != Allow:
 			r.Status = "needs approval (allow \"" + srv.cfg.Name + ":*\" in .pml.json, or call one of its tools once and approve the install)"
 		default:
-			if err := b.install(ctx, srv); err != nil {
+			if err := s.install(ctx, srv); err != nil {
 				r.Status, r.Err = "failed", err
 			} else {
 				r.Status = "installed"
@@ -111,8 +114,8 @@ func (b *Broker) PreinstallApproved(ctx context.Context) ([]images.DepResult, er
 // proxy: the registry's host (deps.RegistryHosts) and the server's own
 // network.allow, nothing else; the container keeps network none. nil
 // when pml's program cannot run in the container.
-func (b *Broker) installNetwork(ctx context.Context, srv *server) func(*container.Spec) error {
-	exe := b.sb.supervisor(ctx)
+func (s *serverSet) installNetwork(ctx context.Context, srv *server) func(*container.Spec) error {
+	exe := s.sb.supervisor(ctx)
 	if exe == "" {
 		return nil
 	}
@@ -128,7 +131,7 @@ func (b *Broker) installNetwork(ctx context.Context, srv *server) func(*containe
 			return nil
 		}
 		id := "install:" + srv.cfg.Name
-		if err := b.sb.withEgress(spec, id, "the install of "+srv.cfg.Name, "its package registry ("+strings.Join(hosts, ", ")+") or "+networkKey(srv.cfg.Private, srv.cfg.Name), rules); err != nil {
+		if err := s.sb.withEgress(spec, id, "the install of "+srv.cfg.Name, "its package registry ("+strings.Join(hosts, ", ")+") or "+networkKey(srv.cfg.Private, srv.cfg.Name), rules); err != nil {
 			return err
 		}
 		spec.Mounts = append(spec.Mounts, container.Mount{Source: exe, Target: shim.Binary, ReadOnly: true})

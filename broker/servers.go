@@ -3,12 +3,14 @@ package broker
 //lint:file-ignore SA1019 roots, sampling and logging are deprecated from MCP 2026-07-28 (SEP-2577), but the clients and servers pml serves today speak the revisions before it, where they are the protocol
 
 import (
+	"context"
 	"path/filepath"
 	"sort"
 	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rs/zerolog"
 
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/container"
@@ -29,49 +31,94 @@ type server struct {
 	names  []string // registered tool names (prefixed)
 }
 
+// serverSet is the configured stdio MCP servers (mcps, private_mcps, and
+// those a registry entry or a capability adds at run time) and the tool
+// table every source registers its tools in (tool_table.go). It holds
+// what it uses, never the *Broker: what it needs of another part is a
+// field wired in New.
+//
+// It is broker/tools' to hold, and stays here until what it builds on
+// is below it: broker's sandbox (a server's container spec, environment
+// and install run on it), the executors it gives each server's tools
+// (pooledExec, perCallExec, which read the fast path's forwardCall and
+// the MCP surface's callInfo), and the tool table's executor interface,
+// whose unexported run every source implements in package broker.
+type serverSet struct {
+	sb       *sandbox
+	log      zerolog.Logger
+	progress zerolog.Logger
+	// idle is sandbox.idle_timeout as pml started (read once).
+	idle time.Duration
+	// tools holds every callable tool: the built-in ones, the servers',
+	// the cloud's and the capabilities'.
+	tools toolTable
+
+	servers            map[string]*server
+	serverOrder        []string
+	deps               *deps.Store
+	toolsCache         *toolsCache
+	serverStartTimeout time.Duration
+	// serversMu guards servers and serverOrder: registry servers are
+	// added at run time.
+	serversMu sync.RWMutex
+
+	// base and inflight are the Broker's: a server a reload adds loads
+	// under base, and Close waits for it as for a call (applyServers).
+	base     context.Context
+	inflight *sync.WaitGroup
+
+	// addLocal tells the cloud's router that a server's namespace is
+	// local (a no-op before the cloud is set up: it reads the configured
+	// servers itself).
+	addLocal func(name string)
+	// loadRegistryServers makes the registry's stdio servers this
+	// workspace fetched (registry.go), before LoadServers loads them all.
+	loadRegistryServers func(ctx context.Context)
+	// decide is the permissions in force (PreinstallApproved, ListedTools).
+	decide func(tool string) (Decision, string)
+}
+
 // setupServers creates (but does not start) the configured servers.
-func (b *Broker) setupServers() {
-	b.deps = deps.NewStore(b.sb.ws)
-	b.servers = map[string]*server{}
-	names := make([]string, 0, len(b.cfg.Servers))
-	for n := range b.cfg.Servers {
+func (s *serverSet) setupServers(configured map[string]config.Server) {
+	s.deps = deps.NewStore(s.sb.ws)
+	s.servers = map[string]*server{}
+	names := make([]string, 0, len(configured))
+	for n := range configured {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		cfg := b.cfg.Servers[name]
+		cfg := configured[name]
 		if cfg.Private {
-			b.log.Debug().Str("server", name).Msg("private_mcps entry overrides any registry entry of the same name")
+			s.log.Debug().Str("server", name).Msg("private_mcps entry overrides any registry entry of the same name")
 		}
-		b.addServer(cfg)
+		s.addServer(cfg)
 	}
 }
 
 // addServer creates (but does not start) a server; one from the registry
 // joins at run time. A name already configured is kept as it is: local
 // configuration wins over the registry.
-func (b *Broker) addServer(cfg config.Server) *server {
-	b.serversMu.Lock()
-	defer b.serversMu.Unlock()
-	if srv, ok := b.servers[cfg.Name]; ok {
+func (s *serverSet) addServer(cfg config.Server) *server {
+	s.serversMu.Lock()
+	defer s.serversMu.Unlock()
+	if srv, ok := s.servers[cfg.Name]; ok {
 		return srv
 	}
 	srv := &server{cfg: cfg}
 	srv.up = upstream.New(upstream.Options{
 		Name:         cfg.Name,
-		Runtime:      b.sb.rt,
-		Spec:         serverSpec(b.sb, b.deps, cfg),
-		Roots:        serverRoots(b.sb.ws, cfg),
-		Idle:         b.cfg.Sandbox.IdleTimeout,
-		StartTimeout: b.serverStartTimeout,
-		ToolsChanged: func(tools []*mcp.Tool) { b.registerServerTools(srv, tools) },
-		Logger:       b.log,
+		Runtime:      s.sb.rt,
+		Spec:         serverSpec(s.sb, s.deps, cfg),
+		Roots:        serverRoots(s.sb.ws, cfg),
+		Idle:         s.idle,
+		StartTimeout: s.serverStartTimeout,
+		ToolsChanged: func(tools []*mcp.Tool) { s.registerServerTools(srv, tools) },
+		Logger:       s.log,
 	})
-	b.servers[cfg.Name] = srv
-	b.serverOrder = append(b.serverOrder, cfg.Name)
-	if b.cloud != nil {
-		b.cloud.router.AddLocal(cfg.Name)
-	}
+	s.servers[cfg.Name] = srv
+	s.serverOrder = append(s.serverOrder, cfg.Name)
+	s.addLocal(cfg.Name)
 	return srv
 }
 
@@ -128,9 +175,9 @@ func serverRoots(ws string, cfg config.Server) []*mcp.Root {
 }
 
 // closeServers stops every server container.
-func (b *Broker) closeServers() {
+func (s *serverSet) closeServers() {
 	var wg sync.WaitGroup
-	for _, srv := range b.serverList() {
+	for _, srv := range s.serverList() {
 		wg.Add(1)
 		go func() { defer wg.Done(); srv.up.Close() }()
 	}
@@ -138,12 +185,12 @@ func (b *Broker) closeServers() {
 }
 
 // serverList returns the servers in order.
-func (b *Broker) serverList() []*server {
-	b.serversMu.RLock()
-	defer b.serversMu.RUnlock()
-	out := make([]*server, 0, len(b.serverOrder))
-	for _, n := range b.serverOrder {
-		out = append(out, b.servers[n])
+func (s *serverSet) serverList() []*server {
+	s.serversMu.RLock()
+	defer s.serversMu.RUnlock()
+	out := make([]*server, 0, len(s.serverOrder))
+	for _, n := range s.serverOrder {
+		out = append(out, s.servers[n])
 	}
 	return out
 }

@@ -32,7 +32,7 @@ func TestServerToolsAreListedAndCalled(t *testing.T) {
 	if r := f.call(t, "fake:nope", nil); !r.IsError {
 		t.Fatalf("fake:nope: %+v", r)
 	}
-	if !f.b.HasServer("fake:echo") || f.b.HasServer("other:echo") {
+	if !f.b.srv.HasServer("fake:echo") || f.b.srv.HasServer("other:echo") {
 		t.Error("HasServer")
 	}
 }

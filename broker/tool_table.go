@@ -13,10 +13,10 @@ import (
 
 // registerServerTools makes a server's tools callable as server:tool and
 // tells the MCP layer.
-func (b *Broker) registerServerTools(srv *server, tools []*mcp.Tool) {
+func (s *serverSet) registerServerTools(srv *server, tools []*mcp.Tool) {
 	var defs []toolbox.Tool
 	for _, t := range tools {
-		if !b.listable(srv.cfg.Name, t) {
+		if !s.listable(srv.cfg.Name, t) {
 			continue
 		}
 		schema, _ := json.Marshal(t.InputSchema)
@@ -33,11 +33,11 @@ func (b *Broker) registerServerTools(srv *server, tools []*mcp.Tool) {
 	srv.mu.Lock()
 	old := srv.names
 	srv.mu.Unlock()
-	var exec executor = pooledExec{sb: b.sb, srv: srv}
+	var exec executor = pooledExec{sb: s.sb, srv: srv}
 	if srv.cfg.Lifetime == "per_call" {
-		exec = perCallExec{sb: b.sb, deps: b.deps, srv: srv}
+		exec = perCallExec{sb: s.sb, deps: s.deps, srv: srv}
 	}
-	names := b.replaceTools(old, defs, exec)
+	names := s.replaceTools(old, defs, exec)
 	srv.mu.Lock()
 	srv.names = names
 	srv.loaded = true
@@ -50,12 +50,12 @@ func (b *Broker) registerServerTools(srv *server, tools []*mcp.Tool) {
 // name quoted. Such a name would reach the client's screens (the tool
 // list, approvals, pml tools) and the audit as the server wrote it, and no
 // honest tool needs one.
-func (b *Broker) listable(source string, t *mcp.Tool) bool {
+func (s *serverSet) listable(source string, t *mcp.Tool) bool {
 	if t == nil {
 		return false
 	}
 	if termsafe.Has(t.Name) {
-		b.log.Warn().Str("server", termsafe.Quote(source, 0)).Str("tool", termsafe.Quote(t.Name, 0)).
+		s.log.Warn().Str("server", termsafe.Quote(source, 0)).Str("tool", termsafe.Quote(t.Name, 0)).
 			Msg("a tool name with control or bidi characters is not listed (the server must rename it)")
 		return false
 	}
@@ -209,19 +209,19 @@ func (t *toolTable) removeLocked(old []string, keep map[string]bool) []string {
 }
 
 // replaceTools swaps one source's tools in the table (toolTable.replace).
-func (b *Broker) replaceTools(old []string, defs []toolbox.Tool, exec executor) []string {
-	return b.tools.replace(old, defs, exec)
+func (s *serverSet) replaceTools(old []string, defs []toolbox.Tool, exec executor) []string {
+	return s.tools.replace(old, defs, exec)
 }
 
 // OnToolsChanged registers a listener for tools added or removed at run
 // time (servers loaded, list_changed).
-func (b *Broker) OnToolsChanged(f func(added []Tool, removed []string)) { b.tools.onChange(f) }
+func (s *serverSet) OnToolsChanged(f func(added []Tool, removed []string)) { s.tools.onChange(f) }
 
-func (b *Broker) hasTool(name string) bool { return b.tools.has(name) }
+func (s *serverSet) hasTool(name string) bool { return s.tools.has(name) }
 
 // Tools lists every tool, in a stable order, ending with
 // pml:continue_workflow.
-func (b *Broker) Tools() []Tool { return append(b.tools.list(), continueTool) }
+func (s *serverSet) Tools() []Tool { return append(s.tools.list(), continueTool) }
 
 var continueTool = Tool{
 	Name: ContinueTool,

@@ -34,8 +34,8 @@ func TestALongInstallSaysItStillRunsEveryTick(t *testing.T) {
 	old := installTick
 	installTick = 10 * time.Millisecond
 	defer func() { installTick = old }()
-	b := &Broker{progress: zerolog.New(&buf)}
-	stop := b.stillInstalling("memory", time.Now())
+	s := &serverSet{progress: zerolog.New(&buf)}
+	stop := s.stillInstalling("memory", time.Now())
 	time.Sleep(55 * time.Millisecond)
 	stop()
 	n := strings.Count(buf.String(), `"message":"still installing"`)

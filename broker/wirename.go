@@ -160,7 +160,7 @@ func (b *Broker) warnOldName(called string) {
 // the visible list differs. It returns at once (the listing reads the
 // permissions, so it may be called while they are held for a change);
 // tools/list reads the permissions in force anyway.
-func (b *Broker) PermissionsChanged() { go b.tools.notify() }
+func (b *Broker) PermissionsChanged() { go b.srv.tools.notify() }
 
 // ToolName returns pml's name (namespace:action) for a name given in
 // either form: pml's own, or the wire name tools/list shows (`pml call`

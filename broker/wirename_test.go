@@ -214,7 +214,7 @@ func TestServerAnnotationsPassThrough(t *testing.T) {
 	f := newFixture(t, `{"permissions": {"allow": ["filesystem:*"]}}`)
 	srv := &server{cfg: config.Server{Name: "probe"}}
 	yes := true
-	f.b.registerServerTools(srv, []*mcp.Tool{
+	f.b.srv.registerServerTools(srv, []*mcp.Tool{
 		{Name: "lookup", Title: "Look it up", Description: "d", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: &yes, Title: "Look it up"}},
 		{Name: "do.it", Description: "dotted"},
 	})

@@ -1,0 +1,40 @@
+package broker
+
+import (
+	"context"
+
+	"github.com/pml-dev/pml/images"
+	"github.com/pml-dev/pml/internal/config"
+)
+
+// The part of the facade cmd/pml and the MCP surface use that the server
+// set answers (servers.go): each delegates to b.srv.
+
+// LoadServers registers the tools of every installed server (tools/list);
+// see serverSet.LoadServers.
+func (b *Broker) LoadServers(ctx context.Context) { b.srv.LoadServers(ctx) }
+
+// InstallNewServer installs and lists a server not (yet) in .pml.json
+// (pml add); see serverSet.InstallNewServer.
+func (b *Broker) InstallNewServer(ctx context.Context, cfg config.Server) ([]Tool, error) {
+	return b.srv.InstallNewServer(ctx, cfg)
+}
+
+// PreinstallApproved installs the dependencies of the servers whose tools
+// are allowed outright (pml images pull); see
+// serverSet.PreinstallApproved.
+func (b *Broker) PreinstallApproved(ctx context.Context) ([]images.DepResult, error) {
+	return b.srv.PreinstallApproved(ctx)
+}
+
+// ListedTools is every tool a client would be shown, with its wire name;
+// see serverSet.ListedTools.
+func (b *Broker) ListedTools() []Listed { return b.srv.ListedTools() }
+
+// Tools lists every tool, in a stable order, ending with
+// pml:continue_workflow.
+func (b *Broker) Tools() []Tool { return b.srv.Tools() }
+
+// OnToolsChanged registers a listener for tools added or removed at run
+// time (servers loaded, list_changed).
+func (b *Broker) OnToolsChanged(f func(added []Tool, removed []string)) { b.srv.OnToolsChanged(f) }
