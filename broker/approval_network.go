@@ -56,7 +56,7 @@ func (b *Broker) networkApproval(ctx context.Context, c *Call, tool string, args
 		return Result{}, false
 	}
 	if c.RawArgs {
-		// A fast-path call (fastpath.go) kept its arguments as bytes: the
+		// A fast-path call (mcpserve/fastpath.go) kept its arguments as bytes: the
 		// person sees them, and the call runs again from them.
 		c.DecodeArgs()
 		args = c.Args

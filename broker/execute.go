@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pml-dev/pml/broker/call"
 	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/execute"
 	"github.com/pml-dev/pml/internal/panics"
@@ -315,7 +316,7 @@ func (r *codeRuns) settle(ex *execution, callID int64, wfs *Workflows, res Resul
 			return
 		}
 	}
-	_ = ex.run.Reply(callID, toMCP(res))
+	_ = ex.run.Reply(callID, call.ToMCP(res))
 }
 
 // resumeRun applies the answer to a paused inner call and drives the run
