@@ -13,7 +13,9 @@ import (
 // Backend is what the MCP surface reads of a broker: every member is
 // used by stdio, Streamable HTTP, the fast path or the roots, and
 // nothing else of the broker is. broker.Serving implements it (got from
-// Broker.Serving); tests may wrap one.
+// Broker.Serving); tests may wrap one. A Backend must be comparable,
+// and equal to another only when both serve the same broker: the listing
+// compares the one it follows with the one served (roots.go swaps it).
 type Backend interface {
 	// Workspace is the workspace directory; WorkspaceExplicit says the
 	// person named it (PML_WORKSPACE), so the client's roots neither move

@@ -223,7 +223,7 @@ func toolHandler(x *binding, sess *sessions, name string) mcp.ToolHandler {
 		if p == nil {
 			p = &mcp.CallToolParamsRaw{}
 		}
-		ctx = broker.WithCallInfo(ctx, broker.CallInfo{Relay: &sessionRelay{ss: req.Session, log: b}, ProgressToken: p.GetProgressToken()})
+		ctx = broker.WithCallInfo(ctx, broker.CallInfo{Relay: &sessionRelay{ss: req.Session, b: b}, ProgressToken: p.GetProgressToken()})
 		r := broker.Request{Tool: name, Args: p.Arguments, Workflows: wfs}
 		deferred := multiRoundTrip(req.Session)
 		if !deferred {
@@ -266,8 +266,8 @@ func ServeCapability(ctx context.Context, b Backend, c broker.Capability, in io.
 // sessionRelay passes what a stdio server sends during a call to the
 // client session that made the call.
 type sessionRelay struct {
-	ss  *mcp.ServerSession
-	log Backend
+	ss *mcp.ServerSession
+	b  Backend
 }
 
 // SessionKey ties the relay to its client session: a pooled server's
@@ -283,7 +283,7 @@ func (r *sessionRelay) Progress(ctx context.Context, p *mcp.ProgressNotification
 func (r *sessionRelay) Log(ctx context.Context, p *mcp.LoggingMessageParams) {
 	// pml declares no logging capability of its own; a server's log
 	// messages go to pml's stderr log.
-	r.log.Log().Info().Str("level", string(p.Level)).Str("logger", p.Logger).Interface("data", p.Data).Msg("MCP server log message")
+	r.b.Log().Info().Str("level", string(p.Level)).Str("logger", p.Logger).Interface("data", p.Data).Msg("MCP server log message")
 }
 
 func (r *sessionRelay) Elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
