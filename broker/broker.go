@@ -72,7 +72,7 @@ type Options struct {
 	// taken as trusted (tests of other layers).
 	Trust *trust.Store
 	// WorkspaceExplicit: the person named the workspace (PML_WORKSPACE),
-	// so the client's roots are not compared with it (roots.go).
+	// so the client's roots are not compared with it (mcpserve/roots.go).
 	WorkspaceExplicit bool
 }
 

@@ -31,7 +31,6 @@ func codeRunsOf(b *Broker, sb *sandbox) *codeRuns {
 		Call: b.Call,
 		// From the approval side and the MCP surface.
 		ApprovalResult: approve.ApprovalResult,
-		ToMCP:          toMCP,
 		// b.ask is built after the runs (it needs the servers' store):
 		// looked up when a run's paused call is answered.
 		Answer: func(ctx context.Context, c *Call, wfs *Workflows, wf *Workflow, approved, always bool) Result {

@@ -3,12 +3,10 @@ package broker
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 
@@ -57,7 +55,7 @@ func (l auditLayer) Call(ctx context.Context, c *Call) Result {
 	defer func() {
 		if v := recover(); v != nil {
 			// A panic below: the call still leaves its entry; the
-			// request's recover boundary (recover.go) answers it.
+			// request's recover boundary (mcpserve/recover.go) answers it.
 			_ = l.record(audit.Entry{Tool: c.Tool, Decision: audit.Failed, Reason: "pml panicked (a bug in pml; the stack is in pml's log)", ArgKeys: audit.Keys(c.Args)}, c.Began)
 			panic(v)
 		}
@@ -99,7 +97,7 @@ func (e *auditRefused) Is(target error) bool {
 }
 
 // withAuditFailure tells the client that its call ran but its entry is
-// not in the audit log. A result the fast path already sent (fastpath.go)
+// not in the audit log. A result the fast path already sent (mcpserve/fastpath.go)
 // cannot take the note: the failure is in pml's log only.
 func withAuditFailure(ctx context.Context, res Result, err error) Result {
 	note := "pml: this call ran, but its audit entry could not be written: " + err.Error()
@@ -174,15 +172,4 @@ func (b *Broker) auditRefused(tool string, args json.RawMessage, reason string) 
 	slices.Sort(keys)
 	l := auditLayer{log: b.log, sink: b.audit}
 	_ = l.record(audit.Entry{Tool: tool, Decision: audit.Failed, Reason: reason, ArgKeys: keys}, time.Now())
-}
-
-// refusedReason says why the go-sdk refused a call of a listed tool
-// before pml's steps: the JSON-RPC code only (its message may quote the
-// arguments).
-func refusedReason(err error) string {
-	var we *jsonrpc.Error
-	if errors.As(err, &we) {
-		return fmt.Sprintf("refused by the MCP layer before any step ran (JSON-RPC error %d)", we.Code)
-	}
-	return "refused by the MCP layer before any step ran"
 }

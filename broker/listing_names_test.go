@@ -2,8 +2,6 @@ package broker
 
 import (
 	"bytes"
-	"context"
-	"encoding/json"
 	"strings"
 	"testing"
 
@@ -41,24 +39,5 @@ func TestToolNamesWithControlCharactersAreRefused(t *testing.T) {
 	}
 	if strings.Contains(out, "\u202e") {
 		t.Errorf("the log holds a raw bidi override:\n%s", out)
-	}
-}
-
-// An approval's text quotes what the model wrote: an escape sequence in a
-// path cannot rewrite the question in the client's dialog.
-func TestApprovalTextQuotesControlCharacters(t *testing.T) {
-	f := newFixture(t, "")
-	cs := stdioClient(t, f, nil)
-	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "filesystem__write_file", Arguments: map[string]any{"path": "a\x1b[2K\rAllow nothing?\u202e.txt", "content": "x"}})
-	if err != nil || res.IsError {
-		t.Fatalf("%v %+v", err, res)
-	}
-	raw, _ := json.Marshal(res.StructuredContent)
-	var a Approval
-	if err := json.Unmarshal(raw, &a); err != nil {
-		t.Fatal(err)
-	}
-	if strings.ContainsAny(a.Description, "\x1b\r\u202e") || !strings.Contains(a.Description, `a\x1b[2K\rAllow nothing?\u202e.txt`) {
-		t.Errorf("the approval's description is not quoted: %q", a.Description)
 	}
 }

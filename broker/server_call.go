@@ -20,8 +20,8 @@ type callInfo struct {
 	relay         upstream.Relay
 	progressToken any
 	// fwd, when set, asks a pooled server's executor to forward the call
-	// as bytes (fastpath.go).
-	fwd *forwardCall
+	// as bytes (mcpserve/fastpath.go).
+	fwd *ForwardCall
 }
 
 type callInfoKey struct{}
@@ -91,7 +91,7 @@ func serverCallError(sb *sandbox, def toolbox.Tool, err error, parent context.Co
 // forwardServer is callServer on the fast path: the caller's arguments go
 // to the server as they came, and its result comes back as it went
 // (Result.raw), never decoded.
-func forwardServer(ctx context.Context, sb *sandbox, srv *server, def toolbox.Tool, fwd *forwardCall) Result {
+func forwardServer(ctx context.Context, sb *sandbox, srv *server, def toolbox.Tool, fwd *ForwardCall) Result {
 	// The environment matters when the container starts: a running
 	// server keeps the one it started with.
 	if !srv.up.Running() {

@@ -10,7 +10,7 @@ import (
 // PanicMarker in a tool call's arguments makes a pml built with the
 // pmlpanic tag panic inside that call, just before the tool runs, so the
 // e2e tests can prove a panicking call leaves the session and the
-// process serving (recover.go). Never in a release build.
+// process serving (mcpserve/recover.go). Never in a release build.
 const PanicMarker = "pml-test-panic-now"
 
 func testPanic(tool string, args map[string]any) {

@@ -57,7 +57,7 @@ func (ap *Approver) NetworkApproval(ctx context.Context, c *Call, tool string, a
 		return Result{}, false
 	}
 	if c.RawArgs {
-		// A fast-path call (fastpath.go) kept its arguments as bytes: the
+		// A fast-path call (mcpserve/fastpath.go) kept its arguments as bytes: the
 		// person sees them, and the call runs again from them.
 		c.DecodeArgs()
 		args = c.Args

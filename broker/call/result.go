@@ -22,7 +22,8 @@ type Result struct {
 	// content blocks), passed on unchanged.
 	Upstream *mcp.CallToolResult
 	// Raw is a server tool's result forwarded on the fast path
-	// (fastpath.go): the result member of its answer, as it sent it.
+	// (broker/mcpserve/fastpath.go): the result member of its answer, as
+	// it sent it.
 	Raw json.RawMessage
 	// Cause is the failure behind an error result made by pml itself (not
 	// a tool's own error), for callers that map kinds to exit codes.

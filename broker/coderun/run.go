@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 
 	"github.com/pml-dev/pml/broker/call"
@@ -122,10 +121,8 @@ type Runs struct {
 	base context.Context
 	call func(ctx context.Context, req call.Request) call.Result
 	// approvalResult is the result that asks a person (approval_text.go);
-	// toMCP an inner call's result as the code gets it (mcp.go); answer
-	// applies a person's answer to a workflow (answers.go).
+	// answer applies a person's answer to a workflow (answers.go).
 	approvalResult func(a workflow.Approval) call.Result
-	toMCP          func(r call.Result) *mcp.CallToolResult
 	answer         func(ctx context.Context, c *call.Call, wfs *workflow.Workflows, wf *workflow.Workflow, approved, always bool) call.Result
 }
 
@@ -160,14 +157,13 @@ type Options struct {
 	Call      func(ctx context.Context, req call.Request) call.Result
 
 	ApprovalResult func(a workflow.Approval) call.Result
-	ToMCP          func(r call.Result) *mcp.CallToolResult
 	Answer         func(ctx context.Context, c *call.Call, wfs *workflow.Workflows, wf *workflow.Workflow, approved, always bool) call.Result
 }
 
 // New returns the code runs of one broker.
 func New(o Options) *Runs {
 	return &Runs{sb: o.Sandbox, hil: o.HIL, idle: o.Idle, base: o.Base, call: o.Call,
-		approvalResult: o.ApprovalResult, toMCP: o.ToMCP, answer: o.Answer}
+		approvalResult: o.ApprovalResult, answer: o.Answer}
 }
 
 // Start starts a program and drives it. The request that called outer
@@ -324,7 +320,7 @@ func (r *Runs) settle(ex *execution, callID int64, wfs *workflow.Workflows, res 
 			return
 		}
 	}
-	_ = ex.run.Reply(callID, r.toMCP(res))
+	_ = ex.run.Reply(callID, call.ToMCP(res))
 }
 
 // Resume applies the answer to a paused inner call and drives the run

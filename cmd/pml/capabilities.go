@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pml-dev/pml/broker"
+	"github.com/pml-dev/pml/broker/mcpserve"
 	"github.com/pml-dev/pml/internal/capname"
 	"github.com/pml-dev/pml/internal/mcpjson"
 	"github.com/pml-dev/pml/internal/registry"
@@ -234,7 +235,7 @@ func newRunCmd(g *globals) *cobra.Command {
 					return &exitError{2, fmt.Errorf("%s is not added in %s: run `pml add %s` first (pml list shows what is added)", args[0], e.ws.Dir, args[0])}
 				}
 				e.log.Info().Str("capability", c.Name).Str("fqdn", c.FQDN).Msg("pml run ready")
-				return broker.ServeCapability(cmd.Context(), e.broker, c, os.Stdin, proto)
+				return mcpserve.ServeCapability(cmd.Context(), e.broker.Serving(), c, os.Stdin, proto)
 			})
 		},
 	}

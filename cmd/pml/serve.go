@@ -15,7 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/pml-dev/pml/broker"
+	"github.com/pml-dev/pml/broker/mcpserve"
 )
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -58,10 +58,10 @@ func newServeCmd(g *globals) *cobra.Command {
 			e.broker.StartCloud(cmd.Context())
 			stopWatch := watchConfig(cmd.Context(), e)
 			mux := http.NewServeMux()
-			mux.Handle("/mcp", broker.NewHTTPHandler(e.broker, token))
+			mux.Handle("/mcp", mcpserve.NewHTTPHandler(e.broker.Serving(), token))
 			if metricsHandler != nil {
 				// Prometheus metrics, under the same token rules.
-				mux.Handle("/metrics", broker.GuardHTTP(token, metricsHandler))
+				mux.Handle("/metrics", mcpserve.GuardHTTP(token, metricsHandler))
 			}
 			srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 			url := "http://" + ln.Addr().String() + "/mcp"

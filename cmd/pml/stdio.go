@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pml-dev/pml/broker"
+	"github.com/pml-dev/pml/broker/mcpserve"
 	"github.com/pml-dev/pml/internal/workspace"
 )
 
@@ -36,14 +37,14 @@ func newStdioCmd(g *globals) *cobra.Command {
 					from = "an empty stand-in: the start directory is not served"
 				}
 				e.log.Info().Str("workspace", e.ws.Dir).Str("from", from).Str("user", e.broker.User()).Msg("pml stdio ready")
-				return broker.ServeStdioRoots(cmd.Context(), e.broker, os.Stdin, proto, envs.rebinder(g))
+				return mcpserve.ServeStdioRoots(cmd.Context(), e.broker.Serving(), os.Stdin, proto, envs.rebinder(g))
 			})
 		},
 	}
 }
 
 // envSet is every broker a stdio session has built: the start one, and
-// one per workspace the client's roots moved it to (broker/roots.go).
+// one per workspace the client's roots moved it to (broker/mcpserve/roots.go).
 type envSet struct {
 	ctx  context.Context
 	mu   sync.Mutex
@@ -99,6 +100,22 @@ func (s *envSet) retire(b *broker.Broker) {
 	}
 }
 
+// retireServing retires the broker that serves bk (the client's roots
+// moved the session away from it).
+func (s *envSet) retireServing(bk mcpserve.Backend) {
+	s.mu.Lock()
+	var b *broker.Broker
+	for lb := range s.live {
+		if lb.Serving() == bk {
+			b = lb
+		}
+	}
+	s.mu.Unlock()
+	if b != nil {
+		s.retire(b)
+	}
+}
+
 // stopAll retires every broker left (the session ended).
 func (s *envSet) stopAll() {
 	s.mu.Lock()
@@ -116,7 +133,7 @@ func (s *envSet) stopAll() {
 // rebinder builds, for a root's workspace, the broker pml builds at start
 // (guard recovery, policy and trust, runtime), and runs beside it what
 // runs beside the first.
-func (s *envSet) rebinder(g *globals) broker.Rebinder {
+func (s *envSet) rebinder(g *globals) mcpserve.Rebinder {
 	noEnv := func(string) string { return "" }
 	resolve := func(dir string) workspace.Result {
 		ws, err := workspace.Resolve(noEnv, dir)
@@ -126,9 +143,9 @@ func (s *envSet) rebinder(g *globals) broker.Rebinder {
 		}
 		return ws
 	}
-	return broker.Rebinder{
+	return mcpserve.Rebinder{
 		Resolve: func(dir string) string { return resolve(dir).Dir },
-		Rebind: func(dir string) (*broker.Broker, error) {
+		Rebind: func(dir string) (mcpserve.Backend, error) {
 			log := g.logger()
 			_, ws, cfg, err := g.projectAt(log, resolve(dir))
 			if err != nil {
@@ -141,9 +158,9 @@ func (s *envSet) rebinder(g *globals) broker.Rebinder {
 			if err := s.start(e); err != nil {
 				return nil, err
 			}
-			return e.broker, nil
+			return e.broker.Serving(), nil
 		},
-		Retire: s.retire,
+		Retire: s.retireServing,
 	}
 }
 

@@ -1,6 +1,6 @@
 package jsonrpc
 
-// Top-level member scanning for the fast path (broker/fastpath.go,
+// Top-level member scanning for the fast path (broker/mcpserve/fastpath.go,
 // internal/upstream/forward.go): a tools/call and its answer are forwarded
 // as bytes, so pml only needs where a few members of a frame start and end
 // (id, method, params, result, error), not their values decoded into Go

@@ -3,8 +3,8 @@
 // code run's events, the roots check), or one inner call of a code run,
 // recovers a panic here, logs it with its stack once, counts it
 // (pml.panics) and goes on without what panicked. The boundaries of the
-// MCP surface itself (per request, per HTTP request) are broker's
-// recover.go, which answers with what Recovered returns.
+// MCP surface itself (per request, per HTTP request) are
+// broker/mcpserve's recover.go, which answers with what Recovered returns.
 package panics
 
 import (

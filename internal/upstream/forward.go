@@ -340,8 +340,8 @@ func (s *Server) answerOf(frame []byte) (json.RawMessage, error) {
 // MCP defines for a server's answer, so it can go to the client as it
 // came. Anything else (inputRequests and requestState above all: a
 // question to the person that would not be attributed to the server, nor
-// rate limited) makes the caller decode it and keep only those (the
-// broker's toMCP).
+// rate limited) makes the caller decode it and keep only those
+// (call.ToMCP).
 func plainResult(res []byte) bool {
 	plain := true
 	jsonrpc.Each(res, func(k, _ []byte) bool {

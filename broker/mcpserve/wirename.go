@@ -1,10 +1,13 @@
-package broker
+package mcpserve
 
 import (
 	"strings"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rs/zerolog"
+
+	"github.com/pml-dev/pml/broker"
 
 	"github.com/pml-dev/pml/internal/wirename"
 )
@@ -34,9 +37,9 @@ func newListing(s *mcp.Server, x *binding, v view, handler func(string) mcp.Tool
 // follow lists b's tools from now on (the workspace moved to b, roots.go):
 // tools b does not have are removed, its own added, and the SDK tells the
 // client when that changed the list.
-func (l *listing) follow(b *Broker) {
+func (l *listing) follow(b Backend) {
 	l.sync(nil)
-	b.OnToolsChanged(func(added []Tool, _ []string) {
+	b.OnToolsChanged(func(added []broker.Tool, _ []string) {
 		if l.x.get() == b {
 			l.sync(added)
 		}
@@ -50,7 +53,7 @@ func (l *listing) wire(name string) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	if name == ContinueTool {
+	if name == broker.ContinueTool {
 		return continueWire, true
 	}
 	if l.v.prefix == "" {
@@ -63,17 +66,17 @@ func (l *listing) wire(name string) (string, bool) {
 // (a call still answers "denied"). pml:continue_workflow is always listed:
 // approvals need it.
 func (l *listing) visible(name string) bool {
-	if name == ContinueTool {
+	if name == broker.ContinueTool {
 		return true
 	}
-	d, _ := l.x.get().perms.Decide(name)
-	return d != Deny
+	d := l.x.get().Decide(name)
+	return d != broker.Deny
 }
 
 // sync registers with the SDK the tools that should be listed and are
 // not, re-registers those in changed (their definition changed), and
 // removes the rest. The SDK tells the clients when anything changed.
-func (l *listing) sync(changed []Tool) {
+func (l *listing) sync(changed []broker.Tool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	redo := map[string]bool{}
@@ -105,7 +108,7 @@ func (l *listing) sync(changed []Tool) {
 	}
 }
 
-func mcpTool(wire string, t Tool) *mcp.Tool {
+func mcpTool(wire string, t broker.Tool) *mcp.Tool {
 	return &mcp.Tool{Name: wire, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema, Annotations: t.Annotations}
 }
 
@@ -116,10 +119,10 @@ func mcpTool(wire string, t Tool) *mcp.Tool {
 // for one release, with a warning.
 func (l *listing) resolve(called string) (name, listed string) {
 	if called == continueWire {
-		name = ContinueTool
+		name = broker.ContinueTool
 	} else if strings.Contains(called, ":") {
 		name = l.v.internal(called)
-		l.x.get().warnOldName(called)
+		warnOldName(*l.x.get().Log(), called)
 	} else if n, ok := l.names.Name(called); ok {
 		name = l.v.internal(n)
 	} else {
@@ -138,7 +141,7 @@ func (l *listing) resolve(called string) (name, listed string) {
 }
 
 // continueWire is pml:continue_workflow on the wire, in every view.
-var continueWire = wirename.Encode(ContinueTool)
+var continueWire = wirename.Encode(broker.ContinueTool)
 
 // oldNames remembers the namespace:action names clients called, so each
 // is warned about once.
@@ -146,41 +149,10 @@ var oldNames sync.Map
 
 // warnOldName logs, once per name, that a client called a tool by pml's
 // own name instead of its wire name.
-func (b *Broker) warnOldName(called string) {
+func warnOldName(log zerolog.Logger, called string) {
 	if _, seen := oldNames.LoadOrStore(called, true); seen {
 		return
 	}
-	b.log.Warn().Str("tool", called).Str("wire_name", wirename.Encode(called)).
+	log.Warn().Str("tool", called).Str("wire_name", wirename.Encode(called)).
 		Msg("the client called a tool by its old name with ':', which the MCP spec does not allow; it still works in this release, but clients should use the name tools/list shows")
-}
-
-// PermissionsChanged tells every MCP server of this broker that the
-// permissions in force changed (a .pml.json edit): each lists again what
-// is not denied, and clients get notifications/tools/list_changed when
-// the visible list differs. It returns at once (the listing reads the
-// permissions, so it may be called while they are held for a change);
-// tools/list reads the permissions in force anyway.
-func (b *Broker) PermissionsChanged() { go b.srv.tools.notify() }
-
-// ToolName returns pml's name (namespace:action) for a name given in
-// either form: pml's own, or the wire name tools/list shows (`pml call`
-// accepts both). A shortened wire name is found among the tools known
-// here; a name that is neither comes back as it is (the call then says
-// the tool is not found).
-func (b *Broker) ToolName(given string) string {
-	if strings.Contains(given, ":") {
-		return given
-	}
-	if given == continueWire {
-		return ContinueTool
-	}
-	for _, t := range b.Tools() {
-		if wirename.Encode(t.Name) == given {
-			return t.Name
-		}
-	}
-	if n, ok := wirename.Decode(given); ok {
-		return n
-	}
-	return given
 }

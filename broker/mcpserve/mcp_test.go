@@ -1,4 +1,4 @@
-package broker
+package mcpserve
 
 import (
 	"context"
@@ -15,11 +15,17 @@ import (
 // when set, answers the broker's elicitation requests.
 func stdioClient(t *testing.T, f *fixture, elicit func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error)) *mcp.ClientSession {
 	t.Helper()
+	return stdioClientOn(t, f.b, elicit)
+}
+
+// stdioClientOn is stdioClient serving b.
+func stdioClientOn(t *testing.T, b Backend, elicit func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error)) *mcp.ClientSession {
+	t.Helper()
 	cin, sout := io.Pipe()
 	sin, cout := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- ServeStdio(ctx, f.b, sin, sout) }()
+	go func() { done <- ServeStdio(ctx, b, sin, sout) }()
 	c := mcp.NewClient(&mcp.Implementation{Name: "test"}, &mcp.ClientOptions{ElicitationHandler: elicit})
 	cs, err := c.Connect(ctx, &mcp.IOTransport{Reader: cin, Writer: cout}, nil)
 	if err != nil {

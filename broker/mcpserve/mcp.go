@@ -1,10 +1,9 @@
-package broker
+package mcpserve
 
 //lint:file-ignore SA1019 roots, sampling and logging are deprecated from MCP 2026-07-28 (SEP-2577), but the clients and servers pml serves today speak the revisions before it, where they are the protocol
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,11 +12,13 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
+	sdkjsonrpc "github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 
+	"github.com/pml-dev/pml/broker"
+	"github.com/pml-dev/pml/broker/call"
 	"github.com/pml-dev/pml/internal/jsonrpc"
 	"github.com/pml-dev/pml/internal/panics"
 	"github.com/pml-dev/pml/internal/slogzerolog"
@@ -31,7 +32,7 @@ var Version = "dev"
 type sessions struct {
 	mu  sync.Mutex
 	ttl time.Duration
-	m   map[*mcp.ServerSession]*Workflows
+	m   map[*mcp.ServerSession]*broker.Workflows
 }
 
 // reset forgets every pending approval (the workspace changed).
@@ -41,13 +42,13 @@ func (s *sessions) reset() {
 	s.mu.Unlock()
 }
 
-func (s *sessions) workflows(ss *mcp.ServerSession) *Workflows {
+func (s *sessions) workflows(ss *mcp.ServerSession) *broker.Workflows {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if w, ok := s.m[ss]; ok {
 		return w
 	}
-	w := NewWorkflows(s.ttl)
+	w := broker.NewWorkflows(s.ttl)
 	s.m[ss] = w
 	if ss != nil {
 		go func() {
@@ -64,7 +65,7 @@ func (s *sessions) workflows(ss *mcp.ServerSession) *Workflows {
 // an MCP tool with its own JSON schema, under its wire name (see
 // wirename.go). Handlers never return protocol errors for tool failures;
 // those are results with isError.
-func NewMCPServer(b *Broker) *mcp.Server {
+func NewMCPServer(b Backend) *mcp.Server {
 	return newMCPServer(b, view{})
 }
 
@@ -80,7 +81,7 @@ type view struct {
 // show reports whether the view shows the tool, and under which name
 // before wire encoding (the name itself, or its action for pml run).
 func (v view) show(name string) (string, bool) {
-	if v.prefix == "" || name == ContinueTool {
+	if v.prefix == "" || name == broker.ContinueTool {
 		return name, true
 	}
 	if rest, ok := strings.CutPrefix(name, v.prefix); ok {
@@ -90,13 +91,13 @@ func (v view) show(name string) (string, bool) {
 }
 
 func (v view) internal(name string) string {
-	if v.prefix == "" || name == ContinueTool {
+	if v.prefix == "" || name == broker.ContinueTool {
 		return name
 	}
 	return v.prefix + name
 }
 
-func newMCPServer(b *Broker, v view) *mcp.Server {
+func newMCPServer(b Backend, v view) *mcp.Server {
 	s, _, _ := newMCPServerParts(fixed(b), v)
 	return s
 }
@@ -123,23 +124,23 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 		// The SDK's own warnings (an invalid tool name at AddTool, a
 		// notification that could not be sent) go to pml's stderr log as
 		// its own lines: their level, their attributes as fields.
-		Logger: sdkLogger(b.log),
+		Logger: sdkLogger(*b.Log()),
 		// No logging capability: logs go to pml's stderr, never the protocol.
 		// Tools: listChanged, since tools appear and go at run time.
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
 		// The client's roots choose the workspace (roots.go).
 		InitializedHandler: func(_ context.Context, req *mcp.InitializedRequest) {
-			go panics.Guarded(x.get().log, "notifications/initialized", "checking the client's roots", func() { x.checkRoots(req.Session) })
+			go panics.Guarded(*x.get().Log(), "notifications/initialized", "checking the client's roots", func() { x.checkRoots(req.Session) })
 		},
 		RootsListChangedHandler: func(_ context.Context, req *mcp.RootsListChangedRequest) {
-			go panics.Guarded(x.get().log, "notifications/roots/list_changed", "checking the client's roots", func() { x.checkRoots(req.Session) })
+			go panics.Guarded(*x.get().Log(), "notifications/roots/list_changed", "checking the client's roots", func() { x.checkRoots(req.Session) })
 		},
 	})
-	sess := &sessions{ttl: b.cfg.HIL.Timeout, m: map[*mcp.ServerSession]*Workflows{}}
+	sess := &sessions{ttl: b.ApprovalTimeout(), m: map[*mcp.ServerSession]*broker.Workflows{}}
 	l := newListing(s, x, v, func(name string) mcp.ToolHandler { return toolHandler(x, sess, name) })
 	// Which protocol revision initialize agreed on, and why (protocol.go).
-	s.AddReceivingMiddleware(logProtocol(func() zerolog.Logger { return x.get().log }))
-	x.swapped = func(nb *Broker) {
+	s.AddReceivingMiddleware(logProtocol(func() zerolog.Logger { return *x.get().Log() }))
+	x.swapped = func(nb Backend) {
 		// A new session's approvals belong to the new workspace.
 		sess.reset()
 		l.follow(nb)
@@ -155,7 +156,7 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 				defer x.gate.RUnlock()
 				// A `pml trust` given since the policy was read applies
 				// now: its servers' tools are listed and resolvable.
-				x.get().ask.RefreshTrust()
+				x.get().RefreshTrust()
 			}
 			b := x.get()
 			switch method {
@@ -163,8 +164,7 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 				// The first list starts the configured servers (never
 				// initialize); later lists come from the cache.
 				prepare(ctx)
-				b.LoadServers(ctx)
-				b.cloud.waitCloud(ctx)
+				b.Prepare(ctx)
 				// The permissions in force decide what is listed, even
 				// if no one said they changed.
 				l.sync(nil)
@@ -182,7 +182,7 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 					cr.Params.Name = listed
 					res, err := next(ctx, method, req)
 					if err != nil {
-						b.auditRefused(name, cr.Params.Arguments, refusedReason(err))
+						b.AuditRefused(name, cr.Params.Arguments, refusedReason(err))
 					}
 					return res, err
 				}
@@ -190,14 +190,14 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 				// or one of a server whose tools are not registered yet
 				// (not installed, or not started), which the broker asks
 				// about, installs and loads.
-				if name != "" && (b.srv.hasTool(name) || b.registry.resolvable(name)) {
+				if name != "" && b.Known(name) {
 					return l.handler(name)(ctx, cr)
 				}
 				// No such tool: the SDK's protocol error answers, and
 				// the call is audited like every other.
 				res, err := next(ctx, method, req)
 				if err != nil {
-					b.auditRefused(cr.Params.Name, cr.Params.Arguments, "no such tool")
+					b.AuditRefused(cr.Params.Name, cr.Params.Arguments, "no such tool")
 				}
 				return res, err
 			}
@@ -209,7 +209,7 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 	s.AddReceivingMiddleware(traceRequests)
 	// Added last, so it runs first: a panic anywhere in pml's answer to
 	// a request (its span included) answers that request alone.
-	s.AddReceivingMiddleware(recoverRequests(func() zerolog.Logger { return x.get().log }))
+	s.AddReceivingMiddleware(recoverRequests(func() zerolog.Logger { return *x.get().Log() }))
 	return s, l, sess
 }
 
@@ -223,11 +223,11 @@ func toolHandler(x *binding, sess *sessions, name string) mcp.ToolHandler {
 		if p == nil {
 			p = &mcp.CallToolParamsRaw{}
 		}
-		ctx = withCallInfo(ctx, callInfo{relay: &sessionRelay{ss: req.Session, log: b}, progressToken: p.GetProgressToken()})
-		r := Request{Tool: name, Args: p.Arguments, Workflows: wfs}
+		ctx = broker.WithCallInfo(ctx, broker.CallInfo{Relay: &sessionRelay{ss: req.Session, b: b}, ProgressToken: p.GetProgressToken()})
+		r := broker.Request{Tool: name, Args: p.Arguments, Workflows: wfs}
 		deferred := multiRoundTrip(req.Session)
 		if !deferred {
-			r.Ask = b.elicitor(req.Session)
+			r.Ask = elicitor(b, req.Session)
 		}
 		r.Dialog = deferred
 		if p.RequestState != "" {
@@ -242,23 +242,23 @@ func toolHandler(x *binding, sess *sessions, name string) mcp.ToolHandler {
 
 // callResult is the MCP result of a call: an approval becomes an input
 // request for a client that answers in its own dialog (deferred).
-func callResult(res Result, deferred bool) *mcp.CallToolResult {
-	if a, ok := res.Structured.(Approval); ok && deferred && !res.IsError {
+func callResult(res broker.Result, deferred bool) *mcp.CallToolResult {
+	if a, ok := res.Structured.(broker.Approval); ok && deferred && !res.IsError {
 		return &mcp.CallToolResult{
 			InputRequests: mcp.InputRequestMap{approvalInput: elicitParams(a)},
 			RequestState:  a.WorkflowID,
 		}
 	}
-	return toMCP(res)
+	return call.ToMCP(res)
 }
 
 // ServeCapability serves one added capability's tools over in/out, named
 // without their namespace (`pml run NAME`).
-func ServeCapability(ctx context.Context, b *Broker, c Capability, in io.ReadCloser, out io.Writer) error {
-	v := view{prefix: c.Namespace + ":", prepare: func(ctx context.Context) { b.caps.prepareCapability(ctx, c) }}
+func ServeCapability(ctx context.Context, b Backend, c broker.Capability, in io.ReadCloser, out io.Writer) error {
+	v := view{prefix: c.Namespace + ":", prepare: func(ctx context.Context) { b.PrepareCapability(ctx, c) }}
 	o := jsonrpc.NewOutput(out)
 	filter := jsonrpc.NewFilter(in, o, jsonrpc.MaxFrame, func(r jsonrpc.Rejection) {
-		b.log.Warn().Int("code", r.Code).Int("bytes", r.Size).Msg("refused a malformed frame: " + r.Reason)
+		b.Log().Warn().Int("code", r.Code).Int("bytes", r.Size).Msg("refused a malformed frame: " + r.Reason)
 	})
 	return newMCPServer(b, v).Run(ctx, &mcp.IOTransport{Reader: filter, Writer: o.Writer(), MaxLineLength: -1})
 }
@@ -266,8 +266,8 @@ func ServeCapability(ctx context.Context, b *Broker, c Capability, in io.ReadClo
 // sessionRelay passes what a stdio server sends during a call to the
 // client session that made the call.
 type sessionRelay struct {
-	ss  *mcp.ServerSession
-	log *Broker
+	ss *mcp.ServerSession
+	b  Backend
 }
 
 // SessionKey ties the relay to its client session: a pooled server's
@@ -283,7 +283,7 @@ func (r *sessionRelay) Progress(ctx context.Context, p *mcp.ProgressNotification
 func (r *sessionRelay) Log(ctx context.Context, p *mcp.LoggingMessageParams) {
 	// pml declares no logging capability of its own; a server's log
 	// messages go to pml's stderr log.
-	r.log.log.Info().Str("level", string(p.Level)).Str("logger", p.Logger).Interface("data", p.Data).Msg("MCP server log message")
+	r.b.Log().Info().Str("level", string(p.Level)).Str("logger", p.Logger).Interface("data", p.Data).Msg("MCP server log message")
 }
 
 func (r *sessionRelay) Elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
@@ -332,13 +332,13 @@ func multiRoundTrip(ss *mcp.ServerSession) bool {
 }
 
 // elicitParams asks a person to approve a (e.g. tool permission) workflow.
-func elicitParams(a Approval) *mcp.ElicitParams {
+func elicitParams(a broker.Approval) *mcp.ElicitParams {
 	// What each choice does: a network approval's call already ran, and
 	// its "always" adds the host to a network list, not the tool to
 	// permissions.allow.
 	cont, abort := "Continue runs it once", "Abort does not run it"
 	always := "Always also adds it to permissions.allow in .pml.json"
-	if a.ApprovalType == ApprovalNetwork {
+	if a.ApprovalType == broker.ApprovalNetwork {
 		cont, abort = "Continue allows the connection for this session and runs the call again", "Abort runs nothing more"
 	}
 	if adds, ok := a.Context["always_adds"].(string); ok {
@@ -391,15 +391,15 @@ func decision(res *mcp.ElicitResult) string {
 }
 
 // elicitedAnswer reads the answer a multi round-trip client sends back.
-func elicitedAnswer(p *mcp.CallToolParamsRaw) *Elicited {
+func elicitedAnswer(p *mcp.CallToolParamsRaw) *broker.Elicited {
 	res, _ := p.InputResponses[approvalInput].(*mcp.ElicitResult)
-	return &Elicited{WorkflowID: p.RequestState, Choice: decision(res)}
+	return &broker.Elicited{WorkflowID: p.RequestState, Choice: decision(res)}
 }
 
 // elicitor asks through MCP elicitation (elicitation/create while the call
 // waits) when a client on an older protocol declared the capability; nil
 // otherwise (then the approval_required result asks).
-func (b *Broker) elicitor(ss *mcp.ServerSession) func(context.Context, Approval) (string, bool) {
+func elicitor(b Backend, ss *mcp.ServerSession) func(context.Context, broker.Approval) (string, bool) {
 	if ss == nil {
 		return nil
 	}
@@ -409,11 +409,11 @@ func (b *Broker) elicitor(ss *mcp.ServerSession) func(context.Context, Approval)
 	}
 	// Give the human part of the workflow's lifetime; an unanswered
 	// question is final (see askInDialog), the call then returns.
-	wait := b.cfg.HIL.Timeout / 2
+	wait := b.ApprovalTimeout() / 2
 	if wait > 2*time.Minute {
 		wait = 2 * time.Minute
 	}
-	return func(ctx context.Context, a Approval) (string, bool) {
+	return func(ctx context.Context, a broker.Approval) (string, bool) {
 		ectx, cancel := context.WithTimeout(ctx, wait)
 		defer cancel()
 		res, err := ss.Elicit(ectx, elicitParams(a))
@@ -424,91 +424,25 @@ func (b *Broker) elicitor(ss *mcp.ServerSession) func(context.Context, Approval)
 		case err != nil && ectx.Err() != nil:
 			// Shown, and left unanswered: as final as a "no" (the model
 			// may not answer in the person's place).
-			b.log.Info().Str("tool", a.Tool).Dur("waited", wait).Msg("the person did not answer the elicitation; nothing runs")
+			b.Log().Info().Str("tool", a.Tool).Dur("waited", wait).Msg("the person did not answer the elicitation; nothing runs")
 			return "not answered", true
 		case err != nil:
-			b.log.Info().Err(err).Str("tool", a.Tool).Msg("elicitation failed; answering with approval_required")
+			b.Log().Info().Err(err).Str("tool", a.Tool).Msg("elicitation failed; answering with approval_required")
 			return "", false
 		}
 		choice := decision(res)
 		if choice != "continue" && choice != "always" {
-			b.log.Info().Str("tool", a.Tool).Str("answer", choice).Msg("the client's dialog ended without an approval; nothing runs")
+			b.Log().Info().Str("tool", a.Tool).Str("answer", choice).Msg("the client's dialog ended without an approval; nothing runs")
 		}
 		return choice, true
 	}
-}
-
-func toMCP(r Result) *mcp.CallToolResult {
-	if r.Raw != nil && r.Upstream == nil {
-		// A forwarded result taking the slow way (too large to pass on
-		// whole): decoded once, to be cut to fit.
-		var up mcp.CallToolResult
-		if err := json.Unmarshal(r.Raw, &up); err != nil {
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "the MCP server's result is malformed: " + err.Error()}}, IsError: true}
-		}
-		r.Upstream = &up
-	}
-	if r.Upstream != nil {
-		up := *r.Upstream
-		return fitFrame(&mcp.CallToolResult{Meta: up.Meta, Content: up.Content, StructuredContent: up.StructuredContent, IsError: up.IsError}, MaxResultBytes)
-	}
-	out := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: r.Text}}, IsError: r.IsError}
-	if r.Structured != nil {
-		out.StructuredContent = r.Structured
-	}
-	return fitFrame(out, MaxResultBytes)
-}
-
-// MaxResultBytes bounds one tool result on the wire. MCP clients refuse
-// frames above 16 MiB (the go-sdk's default, and pml's own inbound
-// limit), which would fail the whole call; a result is cut to fit instead.
-const MaxResultBytes = 15 << 20
-
-// fitFrame makes out encode to at most max bytes. Structured content
-// repeats what the text says, so it goes first; then the text is cut,
-// with a note, at a UTF-8 boundary.
-func fitFrame(out *mcp.CallToolResult, max int) *mcp.CallToolResult {
-	size := func() int {
-		b, err := json.Marshal(out)
-		if err != nil {
-			return 0
-		}
-		return len(b)
-	}
-	n := size()
-	if n <= max {
-		return out
-	}
-	tc, _ := out.Content[0].(*mcp.TextContent)
-	if out.StructuredContent != nil {
-		out.StructuredContent = nil
-		if tc != nil {
-			tc.Text += fmt.Sprintf("\n[structured content omitted: the result is larger than %d MiB]", max>>20)
-		}
-		if n = size(); n <= max {
-			return out
-		}
-	}
-	if tc == nil {
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "the result is too large to send"}}, IsError: true}
-	}
-	note := fmt.Sprintf("\n[result cut to fit the %d MiB message limit]", max>>20)
-	for n > max {
-		keep := int(float64(len(tc.Text)) * float64(max-1024) / float64(n))
-		for keep > 0 && !utf8.RuneStart(tc.Text[keep]) {
-			keep--
-		}
-		tc.Text = tc.Text[:keep] + note
-		n = size()
-	}
-	return out
 }
 
 // ServeStdio runs one MCP session over in/out (newline-delimited JSON-RPC)
 // until the client disconnects or ctx ends. Malformed frames are answered
 // with JSON-RPC errors and the session goes on. Calls still running when
 // the client goes away are cancelled, which kills their containers.
-func ServeStdio(ctx context.Context, b *Broker, in io.ReadCloser, out io.Writer) error {
+func ServeStdio(ctx context.Context, b Backend, in io.ReadCloser, out io.Writer) error {
 	return ServeStdioRoots(ctx, b, in, out, Rebinder{})
 }
 
@@ -521,28 +455,28 @@ type Rebinder struct {
 	Resolve func(dir string) string
 	// Rebind builds the broker for the workspace of a root directory,
 	// as pml builds the first one.
-	Rebind func(dir string) (*Broker, error)
+	Rebind func(dir string) (Backend, error)
 	// Retire closes a broker swapped out (no call uses it any more).
-	Retire func(*Broker)
+	Retire func(Backend)
 }
 
 // ServeStdioRoots is ServeStdio whose workspace the client's roots may
 // move (r).
-func ServeStdioRoots(ctx context.Context, b *Broker, in io.ReadCloser, out io.Writer, r Rebinder) error {
+func ServeStdioRoots(ctx context.Context, b Backend, in io.ReadCloser, out io.Writer, r Rebinder) error {
 	x := &binding{ready: make(chan struct{}), resolve: r.Resolve, rebind: r.Rebind, retire: r.Retire}
-	x.cur.Store(b)
-	if r.Rebind == nil || b.wsExplicit {
+	x.cur.Store(&b)
+	if r.Rebind == nil || b.WorkspaceExplicit() {
 		x.rebind = nil
 		x.settle()
 	}
 	o := jsonrpc.NewOutput(out)
 	filter := jsonrpc.NewFilter(in, o, jsonrpc.MaxFrame, func(r jsonrpc.Rejection) {
-		b.log.Warn().Int("code", r.Code).Int("bytes", r.Size).Msg("refused a malformed frame: " + r.Reason)
+		b.Log().Warn().Int("code", r.Code).Int("bytes", r.Size).Msg("refused a malformed frame: " + r.Reason)
 	})
 	// When ctx ends (SIGTERM), the SDK closes the session only after the
 	// calls in flight return: cancel them first, which kills their
 	// containers, so a call running `sleep 60` cannot hold pml's exit.
-	defer context.AfterFunc(ctx, func() { x.get().cancelBase() })()
+	defer context.AfterFunc(ctx, func() { x.get().CancelBase() })()
 	s, l, sess := newMCPServerParts(x, view{})
 	front := newFastFront(ctx, x, l, sess, filter, o)
 	defer front.close()
@@ -570,4 +504,15 @@ func ServeStdioRoots(ctx context.Context, b *Broker, in io.ReadCloser, out io.Wr
 // pml's zerolog lines marked as the SDK's.
 func sdkLogger(log zerolog.Logger) *slog.Logger {
 	return slogzerolog.Logger(log, "mcp-sdk", slog.LevelWarn)
+}
+
+// refusedReason says why the go-sdk refused a call of a listed tool
+// before pml's steps: the JSON-RPC code only (its message may quote the
+// arguments).
+func refusedReason(err error) string {
+	var we *sdkjsonrpc.Error
+	if errors.As(err, &we) {
+		return fmt.Sprintf("refused by the MCP layer before any step ran (JSON-RPC error %d)", we.Code)
+	}
+	return "refused by the MCP layer before any step ran"
 }

@@ -1,4 +1,4 @@
-package broker
+package mcpserve
 
 import (
 	"bytes"
@@ -11,9 +11,7 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/rs/zerolog"
-
-	"github.com/pml-dev/pml/internal/config"
+	"github.com/pml-dev/pml/broker"
 )
 
 var wireRule = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
@@ -78,9 +76,8 @@ func listed(t *testing.T, cs *mcp.ClientSession) map[string]*mcp.Tool {
 }
 
 func TestWireNamesAnnotationsAndTitles(t *testing.T) {
-	f := newFixture(t, "")
 	var logs lockedBuf
-	f.b.log = zerolog.New(&logs)
+	f := newLoggedFixture(t, "", &logs)
 	cs := stdioClient(t, f, nil)
 	tools := listed(t, cs)
 	for name, tl := range tools {
@@ -113,9 +110,8 @@ func TestWireNamesAnnotationsAndTitles(t *testing.T) {
 }
 
 func TestOldColonNamesStillWorkWithOneWarning(t *testing.T) {
-	f := newFixture(t, "")
 	var logs lockedBuf
-	f.b.log = zerolog.New(&logs)
+	f := newLoggedFixture(t, "", &logs)
 	cs := stdioClient(t, f, nil)
 	// A name nobody else in this test binary uses, so the once-per-name
 	// warning is this test's.
@@ -126,7 +122,9 @@ func TestOldColonNamesStillWorkWithOneWarning(t *testing.T) {
 			t.Fatalf("call by the old name: %v %+v", err, res)
 		}
 	}
-	if n := strings.Count(logs.String(), `"tool":"filesystem:get_file_info"`); n != 1 {
+	// (The broker logs into logs from its start: its audit lines name
+	// the tool too.)
+	if n := strings.Count(logs.String(), `"tool":"filesystem:get_file_info","wire_name"`); n != 1 {
 		t.Errorf("want one warning for the old name, got %d:\n%s", n, logs.String())
 	}
 	if !strings.Contains(logs.String(), "filesystem__get_file_info") {
@@ -156,19 +154,13 @@ func TestDeniedToolsAreNotListedButAnswerDenied(t *testing.T) {
 	case <-changed: // one from the start, if any
 	default:
 	}
-	if err := f.b.perms.Change(func(p *Permissions) error { p.Deny = append(p.Deny, "filesystem:read_file"); return nil }); err != nil {
-		t.Fatal(err)
-	}
-	f.b.PermissionsChanged()
+	f.reload(t, `{"permissions": {"allow": ["filesystem:*"], "deny": ["shell:*", "filesystem:write_file", "filesystem:read_file"]}}`)
 	<-changed
 	if tools := listed(t, cs); tools["filesystem__read_file"] != nil {
 		t.Fatalf("read_file still listed after the deny: %v", keys(tools))
 	}
 	// Lifting the deny lists it again.
-	if err := f.b.perms.Change(func(p *Permissions) error { p.Deny = []string{"shell:*"}; return nil }); err != nil {
-		t.Fatal(err)
-	}
-	f.b.PermissionsChanged()
+	f.reload(t, `{"permissions": {"allow": ["filesystem:*"], "deny": ["shell:*"]}}`)
 	<-changed
 	if tools := listed(t, cs); tools["filesystem__read_file"] == nil || tools["filesystem__write_file"] == nil {
 		t.Fatalf("tools not back after the deny was lifted: %v", keys(tools))
@@ -191,34 +183,20 @@ func keys(m map[string]*mcp.Tool) []string {
 	return out
 }
 
-func TestToolNameAcceptsBothForms(t *testing.T) {
-	f := newFixture(t, "")
-	for given, want := range map[string]string{
-		"filesystem:read_file":   "filesystem:read_file",
-		"filesystem__read_file":  "filesystem:read_file",
-		"shell__exec":            "shell:exec",
-		"pml__continue_workflow": ContinueTool,
-		"github__create_issue":   "github:create_issue",
-		"plain":                  "plain",
-	} {
-		if got := f.b.ToolName(given); got != want {
-			t.Errorf("ToolName(%q) = %q, want %q", given, got, want)
-		}
-	}
-}
-
 // A server's own title and annotations reach the client unchanged, and
 // a server tool name outside the wire rule is listed shortened and
 // callable under that name.
 func TestServerAnnotationsPassThrough(t *testing.T) {
 	f := newFixture(t, `{"permissions": {"allow": ["filesystem:*"]}}`)
-	srv := &server{cfg: config.Server{Name: "probe"}}
 	yes := true
-	f.b.srv.registerServerTools(srv, []*mcp.Tool{
-		{Name: "lookup", Title: "Look it up", Description: "d", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: &yes, Title: "Look it up"}},
-		{Name: "do.it", Description: "dotted"},
-	})
-	cs := stdioClient(t, f, nil)
+	schema := json.RawMessage(`{"type": "object"}`)
+	// As the broker registers a server's tools (broker's
+	// TestServerToolsKeepTheirAnnotations checks that it keeps them).
+	b := &extraTools{Backend: f.b, extra: []broker.Tool{
+		{Name: "probe:lookup", Title: "Look it up", Description: "d", InputSchema: schema, Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: &yes, Title: "Look it up"}},
+		{Name: "probe:do.it", Description: "dotted", InputSchema: schema},
+	}}
+	cs := stdioClientOn(t, b, nil)
 	tools := listed(t, cs)
 	tl := tools["probe__lookup"]
 	if tl == nil || tl.Title != "Look it up" || tl.Annotations == nil || !tl.Annotations.ReadOnlyHint || tl.Annotations.OpenWorldHint == nil || !*tl.Annotations.OpenWorldHint {
@@ -238,6 +216,15 @@ func TestServerAnnotationsPassThrough(t *testing.T) {
 	}
 }
 
+// extraTools is a Backend that lists tools beside its broker's, as a
+// server's or the cloud's would be registered there.
+type extraTools struct {
+	Backend
+	extra []broker.Tool
+}
+
+func (e *extraTools) Tools() []broker.Tool { return append(e.Backend.Tools(), e.extra...) }
+
 func TestApprovalsNamePmlsTool(t *testing.T) {
 	f := newFixture(t, "")
 	cs := stdioClient(t, f, nil)
@@ -251,15 +238,21 @@ func TestApprovalsNamePmlsTool(t *testing.T) {
 	}
 }
 
-// The cloud's titles and annotations pass through like a server's.
-func TestCloudAnnotationsPassThrough(t *testing.T) {
-	f := cloudFixture(t, `{"allow": ["tavily:*"]}`)
-	yes := true
-	f.b.cloud.registerCloudTools([]*mcp.Tool{{Name: "tavily:search", Title: "Web search", Description: "d", InputSchema: map[string]any{"type": "object"},
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: &yes}}})
+// An approval's text quotes what the model wrote: an escape sequence in a
+// path cannot rewrite the question in the client's dialog.
+func TestApprovalTextQuotesControlCharacters(t *testing.T) {
+	f := newFixture(t, "")
 	cs := stdioClient(t, f, nil)
-	tl := listed(t, cs)["tavily__search"]
-	if tl == nil || tl.Title != "Web search" || tl.Annotations == nil || !tl.Annotations.ReadOnlyHint || !*tl.Annotations.OpenWorldHint {
-		t.Fatalf("tavily__search listed as %+v", tl)
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "filesystem__write_file", Arguments: map[string]any{"path": "a\x1b[2K\rAllow nothing?\u202e.txt", "content": "x"}})
+	if err != nil || res.IsError {
+		t.Fatalf("%v %+v", err, res)
+	}
+	raw, _ := json.Marshal(res.StructuredContent)
+	var a broker.Approval
+	if err := json.Unmarshal(raw, &a); err != nil {
+		t.Fatal(err)
+	}
+	if strings.ContainsAny(a.Description, "\x1b\r\u202e") || !strings.Contains(a.Description, `a\x1b[2K\rAllow nothing?\u202e.txt`) {
+		t.Errorf("the approval's description is not quoted: %q", a.Description)
 	}
 }

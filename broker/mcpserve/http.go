@@ -1,4 +1,4 @@
-package broker
+package mcpserve
 
 import (
 	"crypto/subtle"
@@ -18,13 +18,13 @@ import (
 // header from anything but a loopback origin is refused, so a web page the
 // user visits cannot drive the broker. Each MCP session has its own
 // approvals.
-func NewHTTPHandler(b *Broker, token string) http.Handler {
+func NewHTTPHandler(b Backend, token string) http.Handler {
 	server := NewMCPServer(b)
 	// A call ends with the POST that carried it (http_cancel.go).
 	p := &posts{}
-	server.AddReceivingMiddleware(recoverRequests(func() zerolog.Logger { return b.log }), p.cancelWithPost)
+	server.AddReceivingMiddleware(recoverRequests(func() zerolog.Logger { return *b.Log() }), p.cancelWithPost)
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
-		&mcp.StreamableHTTPOptions{MaxRequestBodyBytes: jsonrpc.MaxFrame, Logger: sdkLogger(b.log),
+		&mcp.StreamableHTTPOptions{MaxRequestBodyBytes: jsonrpc.MaxFrame, Logger: sdkLogger(*b.Log()),
 			// SSE streams are primed and resumable (http_prime.go): a
 			// client whose stream drops gets what it missed (bounded:
 			// the store keeps the last 10 MiB of events).
@@ -33,8 +33,12 @@ func NewHTTPHandler(b *Broker, token string) http.Handler {
 	// right: http_ids.go, http_notfound.go, http_prime.go. A panic in the handler is
 	// answered and logged (recover.go); a call ends with its POST
 	// (http_cancel.go).
-	return guard(token, recoverHTTP(b.log, exactIDs(methodNotFound(primeRetry(p.tiePosts(h))))))
+	return guard(token, recoverHTTP(*b.Log(), exactIDs(methodNotFound(primeRetry(p.tiePosts(h))))))
 }
+
+// GuardHTTP is h behind pml serve's rules (bearer token, loopback
+// origins only), for what pml serve serves beside /mcp (/metrics).
+func GuardHTTP(token string, h http.Handler) http.Handler { return guard(token, h) }
 
 func guard(token string, next http.Handler) http.Handler {
 	want := []byte("Bearer " + token)

@@ -1,4 +1,4 @@
-package broker
+package mcpserve
 
 //lint:file-ignore SA1019 roots, sampling and logging are deprecated from MCP 2026-07-28 (SEP-2577), but the clients and servers pml serves today speak the revisions before it, where they are the protocol
 
@@ -46,7 +46,7 @@ var rootsWait = 5 * time.Second
 
 // binding is the broker one MCP session serves, and what may replace it.
 type binding struct {
-	cur atomic.Pointer[Broker]
+	cur atomic.Pointer[Backend]
 	// gate: calls hold it shared, a swap holds it alone.
 	gate sync.RWMutex
 	// ready is closed once the first workspace decision is made (or
@@ -61,21 +61,21 @@ type binding struct {
 	// a broker no call uses any more. rebind nil: the workspace never
 	// moves (roots are only compared with it).
 	resolve func(dir string) string
-	rebind  func(dir string) (*Broker, error)
-	retire  func(*Broker)
+	rebind  func(dir string) (Backend, error)
+	retire  func(Backend)
 	// swapped runs after a swap (the listing follows the new broker).
-	swapped func(b *Broker)
+	swapped func(b Backend)
 }
 
 // fixed is a binding that never changes (pml serve, pml run, tests).
-func fixed(b *Broker) *binding {
+func fixed(b Backend) *binding {
 	x := &binding{ready: make(chan struct{})}
-	x.cur.Store(b)
+	x.cur.Store(&b)
 	x.settle()
 	return x
 }
 
-func (x *binding) get() *Broker { return x.cur.Load() }
+func (x *binding) get() Backend { return *x.cur.Load() }
 
 // settle marks the first decision made; it reports whether this call did.
 func (x *binding) settle() (first bool) {
@@ -101,7 +101,7 @@ func (x *binding) wait(ctx context.Context, ss *mcp.ServerSession) {
 	if !offersRoots(ss) {
 		// No roots will come (nor notifications/initialized on
 		// 2026-07-28, which has no roots to ask for outside a request).
-		x.get().log.Debug().Msg("the client offers no roots: the workspace is the start directory's")
+		x.get().Log().Debug().Msg("the client offers no roots: the workspace is the start directory's")
 		x.settle()
 		return
 	}
@@ -112,7 +112,7 @@ func (x *binding) wait(ctx context.Context, ss *mcp.ServerSession) {
 	case <-ctx.Done():
 	case <-t.C:
 		if x.settle() {
-			x.get().log.Info().Str("workspace", x.get().Workspace()).Dur("waited", rootsWait).
+			x.get().Log().Info().Str("workspace", x.get().Workspace()).Dur("waited", rootsWait).
 				Msg("the client did not give its roots in time: serving the workspace of the start directory (an answer that comes later still moves it)")
 		}
 	}
@@ -129,34 +129,34 @@ func (x *binding) checkRoots(ss *mcp.ServerSession) {
 	if ss == nil {
 		return
 	}
-	if b.wsExplicit {
-		b.log.Debug().Msg("PML_WORKSPACE names the workspace: the client's roots are not read")
+	if b.WorkspaceExplicit() {
+		b.Log().Debug().Msg("PML_WORKSPACE names the workspace: the client's roots are not read")
 		return
 	}
 	if !offersRoots(ss) {
-		b.log.Debug().Msg("the client offers no roots: the workspace is the start directory's")
+		b.Log().Debug().Msg("the client offers no roots: the workspace is the start directory's")
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), rootsTimeout)
 	defer cancel()
 	res, err := ss.ListRoots(ctx, &mcp.ListRootsParams{})
 	if err != nil {
-		b.log.Info().Err(err).Str("workspace", b.Workspace()).Msg("the client's roots could not be read: serving the workspace of the start directory")
+		b.Log().Info().Err(err).Str("workspace", b.Workspace()).Msg("the client's roots could not be read: serving the workspace of the start directory")
 		return
 	}
 	var dir string
 	for _, r := range res.Roots {
 		d, ok := rootDir(r.URI)
 		if !ok {
-			b.log.Debug().Str("root", r.URI).Msg("a root that is not a file:// URI of this machine is ignored")
+			b.Log().Debug().Str("root", r.URI).Msg("a root that is not a file:// URI of this machine is ignored")
 			continue
 		}
 		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
-			b.log.Debug().Str("root", d).Msg("a root that is not a directory is ignored")
+			b.Log().Debug().Str("root", d).Msg("a root that is not a directory is ignored")
 			continue
 		}
 		if why := refusedRoot(x, d); why != "" {
-			b.log.Warn().Str("root", termsafe.Quote(r.URI, 1024)).Msg("the client's root " + termsafe.Quote(d, 1024) + " is not served as the workspace: " + why + "; open the client in a project directory, or set PML_WORKSPACE in pml's entry")
+			b.Log().Warn().Str("root", termsafe.Quote(r.URI, 1024)).Msg("the client's root " + termsafe.Quote(d, 1024) + " is not served as the workspace: " + why + "; open the client in a project directory, or set PML_WORKSPACE in pml's entry")
 			continue
 		}
 		if dir == "" {
@@ -165,24 +165,24 @@ func (x *binding) checkRoots(ss *mcp.ServerSession) {
 	}
 	ws := b.Workspace()
 	if dir == "" {
-		b.log.Debug().Str("workspace", ws).Msg("no root names a local directory: the workspace is the start directory's")
+		b.Log().Debug().Str("workspace", ws).Msg("no root names a local directory: the workspace is the start directory's")
 		return
 	}
 	if x.rebind == nil {
 		if related(ws, dir) {
-			b.log.Debug().Str("root", dir).Str("workspace", ws).Msg("the client's roots agree with the workspace")
+			b.Log().Debug().Str("root", dir).Str("workspace", ws).Msg("the client's roots agree with the workspace")
 		} else {
-			b.log.Warn().Str("root", dir).Str("workspace", ws).Msg("the client's roots do not hold the workspace pml serves, and this command keeps its workspace: open the client in the project, or set PML_WORKSPACE")
+			b.Log().Warn().Str("root", dir).Str("workspace", ws).Msg("the client's roots do not hold the workspace pml serves, and this command keeps its workspace: open the client in the project, or set PML_WORKSPACE")
 		}
 		return
 	}
 	if target := x.resolve(dir); target == ws {
-		b.log.Info().Str("root", dir).Str("workspace", ws).Msg("serving the workspace of the client's roots (the one pml started with)")
+		b.Log().Info().Str("root", dir).Str("workspace", ws).Msg("serving the workspace of the client's roots (the one pml started with)")
 		return
 	}
 	nb, err := x.rebind(dir)
 	if err != nil {
-		b.log.Warn().Err(err).Str("root", dir).Str("workspace", ws).Msg("the workspace of the client's root cannot be served: pml keeps serving the workspace it has; fix what is said, or set PML_WORKSPACE in pml's entry")
+		b.Log().Warn().Err(err).Str("root", dir).Str("workspace", ws).Msg("the workspace of the client's root cannot be served: pml keeps serving the workspace it has; fix what is said, or set PML_WORKSPACE in pml's entry")
 		return
 	}
 	// Between calls: the calls running end first, new ones wait.
@@ -192,11 +192,11 @@ func (x *binding) checkRoots(ss *mcp.ServerSession) {
 	x.gate.Lock()
 	defer x.gate.Unlock()
 	x.retire(b)
-	x.cur.Store(nb)
+	x.cur.Store(&nb)
 	if x.swapped != nil {
 		x.swapped(nb)
 	}
-	nb.log.Info().Str("workspace", nb.Workspace()).Str("from", "the client's roots").Str("root", dir).Str("was", ws).Msg("serving the workspace of the client's roots")
+	nb.Log().Info().Str("workspace", nb.Workspace()).Str("from", "the client's roots").Str("root", dir).Str("was", ws).Msg("serving the workspace of the client's roots")
 }
 
 // refusedRoot says why the workspace the root dir names (walked up to

@@ -1,4 +1,4 @@
-package broker
+package mcpserve
 
 import (
 	"bufio"
@@ -9,8 +9,6 @@ import (
 	"log"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -18,9 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
-	"github.com/pml-dev/pml/internal/config"
+	"github.com/pml-dev/pml/broker"
 	"github.com/pml-dev/pml/internal/telemetry"
 	"github.com/pml-dev/pml/internal/wirename"
 )
@@ -86,7 +82,7 @@ func FuzzMCP(f *testing.F) {
 		`{"jsonrpc":"2.0","ID":3,"method":"ping"}`, `{"jsonrpc":"2.0","id":9223372036854775807,"method":"ping"}`,
 		`{"jsonrpc":"2.0","id":"","method":"tools/list","params":{"cursor":"zzz"}}`,
 		`{"jsonrpc":"2.0","id":4,"result":{}}`, `{"jsonrpc":"2.0","id":5,"error":{"code":"x"}}`, `garbage`, `[]`,
-		`{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"` + ContinueTool + `","arguments":{"workflow_id":"","approved":true}}}`,
+		`{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"` + broker.ContinueTool + `","arguments":{"workflow_id":"","approved":true}}}`,
 	} {
 		f.Add(s, uint8(0))
 		f.Add(s, uint8(fuzzTelemetry|fuzzHTTP))
@@ -210,7 +206,7 @@ func answers(frames [][]byte) map[string]int {
 
 const fuzzWait = 20 * time.Second
 
-func fuzzOverStdio(t *testing.T, b *Broker, frame, want string, hasID, beforeInit bool) {
+func fuzzOverStdio(t *testing.T, b Backend, frame, want string, hasID, beforeInit bool) {
 	cin, sout := io.Pipe()
 	sin, cout := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -429,32 +425,6 @@ func (l *lockedBuffer) panicked() string {
 		return s[start:min(len(s), loc[1]+2000)]
 	}
 	return ""
-}
-
-// newLoggedFixture is newFixture whose broker logs into w.
-func newLoggedFixture(t testing.TB, pmlJSON string, w io.Writer) *fixture {
-	t.Helper()
-	ws, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(ws, ".pml.json"), []byte(pmlJSON), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(ws, "a.txt"), []byte("hello"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(ws, func(string) string { return "" })
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt := &inProcess{}
-	b, err := New(Options{Workspace: ws, Config: cfg, Runtime: rt, Inside: testInside, Logger: zerolog.New(w)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close(time.Second) })
-	return &fixture{ws: ws, b: b, rt: rt, wf: NewWorkflows(cfg.HIL.Timeout)}
 }
 
 // telemetrySwitch turns pml's telemetry on and off as pml turns it on:

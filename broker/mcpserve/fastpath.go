@@ -1,4 +1,4 @@
-package broker
+package mcpserve
 
 import (
 	"bytes"
@@ -10,6 +10,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/pml-dev/pml/broker"
+	"github.com/pml-dev/pml/broker/call"
 	"github.com/pml-dev/pml/internal/jsonrpc"
 	"github.com/pml-dev/pml/internal/panics"
 	"github.com/pml-dev/pml/internal/telemetry"
@@ -32,30 +34,6 @@ import (
 // the permissions allow, and a call that turns out to need an approval
 // anyway (the permissions changed on the way) is decoded there and goes
 // on as usual (Call.decodeArgs).
-
-// forwardCall is a call the fast path asks the executor to forward as
-// bytes; args is set to nil when a layer decides it must not be (an
-// answer to an approval).
-type forwardCall struct {
-	args     json.RawMessage
-	token    json.RawMessage // the client's progress token, or nil
-	progress func(params []byte)
-	// answer sends the server's result to the client the moment it
-	// arrives (upstream.Server.Forward calls it), before the layers
-	// unwind; the audit entry is written right after. It is false when
-	// the result cannot go as it is (too large to pass on whole).
-	// answered says it went (set by the executor).
-	answer   func(result json.RawMessage) bool
-	answered bool
-}
-
-func (f *forwardCall) on() bool { return f != nil && f.args != nil }
-
-// forwardOf returns the fast-path call in ctx, if any.
-func forwardOf(ctx context.Context) *forwardCall {
-	ci, _ := ctx.Value(callInfoKey{}).(callInfo)
-	return ci.fwd
-}
 
 // fastFront reads the client's frames for the go-sdk session, taking out
 // the calls it forwards (and the client's cancellations of them).
@@ -160,7 +138,7 @@ func (f *fastFront) take(frame []byte) (taken bool) {
 		// This runs in the go-sdk's reader goroutine, where a panic would
 		// end pml: a frame the fast path trips on goes the usual way.
 		if v := recover(); v != nil {
-			panics.Log(f.x.get().log, v, "", "reading a frame for the fast path")
+			panics.Log(*f.x.get().Log(), v, "", "reading a frame for the fast path")
 			taken = false
 		}
 	}()
@@ -229,20 +207,14 @@ func (f *fastFront) call(id, params []byte) bool {
 	if listed == "" {
 		return false
 	}
-	entry, ok := fb.srv.tools.get(name)
-	if !ok {
+	if !fb.Forwardable(name) {
+		// Not a pooled server's tool, or one of a server given network:
+		// a host its proxy refuses during the call becomes an approval
+		// (broker/approval_network.go), which needs the result held
+		// back, not passed on as it comes.
 		return false
 	}
-	if _, pooled := entry.exec.(pooledExec); !pooled {
-		return false
-	}
-	if srv := fb.srv.serverOf(name); srv == nil || !srv.cfg.Network.Empty() {
-		// A server given network: a host its proxy refuses during the
-		// call becomes an approval (approval_network.go), which needs the
-		// result held back, not passed on as it comes.
-		return false
-	}
-	if d, _ := fb.perms.Decide(name); d != Allow {
+	if fb.Decide(name) != broker.Allow {
 		return false // a person decides first: the usual path
 	}
 	var token json.RawMessage
@@ -282,7 +254,7 @@ func (f *fastFront) serve(ctx context.Context, cancel context.CancelFunc, ss *mc
 		// go-sdk path's: this worker is pml's own goroutine, and a panic
 		// in it would end the process.
 		if v := recover(); v != nil {
-			e := panics.Recovered(f.x.get().log, v, "tools/call", name)
+			e := panics.Recovered(*f.x.get().Log(), v, "tools/call", name)
 			frame, _ := json.Marshal(struct {
 				JSONRPC string          `json:"jsonrpc"`
 				ID      json.RawMessage `json:"id"`
@@ -298,9 +270,8 @@ func (f *fastFront) serve(ctx context.Context, cancel context.CancelFunc, ss *mc
 	if args == nil {
 		args = json.RawMessage("{}")
 	}
-	fwd := &forwardCall{args: args, token: token}
-	fwd.answer = func(result json.RawMessage) bool {
-		if len(result) > MaxResultBytes {
+	answer := func(result json.RawMessage) bool {
+		if len(result) > call.MaxResultBytes {
 			return false
 		}
 		frame := make([]byte, 0, 48+len(id)+len(result))
@@ -310,14 +281,15 @@ func (f *fastFront) serve(ctx context.Context, cancel context.CancelFunc, ss *mc
 		frame = append(frame, result...)
 		frame = append(frame, "}\n"...)
 		if err := f.out.WriteLine(frame); err != nil {
-			b.log.Debug().Err(err).Msg("answering a forwarded call")
+			b.Log().Debug().Err(err).Msg("answering a forwarded call")
 		}
 		return true
 	}
 	var tokenAny any
+	var progress func(params []byte)
 	if token != nil {
 		_ = json.Unmarshal(token, &tokenAny)
-		fwd.progress = func(params []byte) {
+		progress = func(params []byte) {
 			frame := make([]byte, 0, 64+len(params))
 			frame = append(frame, `{"jsonrpc":"2.0","method":"notifications/progress","params":`...)
 			frame = append(frame, params...)
@@ -325,22 +297,23 @@ func (f *fastFront) serve(ctx context.Context, cancel context.CancelFunc, ss *mc
 			_ = f.out.WriteLine(frame)
 		}
 	}
-	ctx = withCallInfo(ctx, callInfo{relay: &sessionRelay{ss: ss, log: b}, progressToken: tokenAny, fwd: fwd})
-	r := Request{Tool: name, Args: args, Workflows: f.sess.workflows(ss)}
+	fwd := broker.NewForwardCall(args, token, progress, answer)
+	ctx = broker.WithCallInfo(ctx, broker.CallInfo{Relay: &sessionRelay{ss: ss, b: b}, ProgressToken: tokenAny, Forward: fwd})
+	r := broker.Request{Tool: name, Args: args, Workflows: f.sess.workflows(ss)}
 	deferred := multiRoundTrip(ss)
 	if !deferred {
-		r.Ask = b.elicitor(ss)
+		r.Ask = elicitor(b, ss)
 	}
 	r.Dialog = deferred
 	res := b.Call(ctx, r)
-	if fwd.answered || ctx.Err() != nil {
+	if fwd.Answered() || ctx.Err() != nil {
 		// Answered already; or cancelled by the client (who no longer
 		// waits for an answer, as MCP has it), or the session is gone.
 		return
 	}
 	out, err := json.Marshal(callResult(res, deferred))
 	if err != nil {
-		out, _ = json.Marshal(toMCP(errorResult(err)))
+		out, _ = json.Marshal(call.ToMCP(call.ResultFor(err)))
 	}
 	frame := make([]byte, 0, 48+len(id)+len(out))
 	frame = append(frame, `{"jsonrpc":"2.0","id":`...)
@@ -349,6 +322,6 @@ func (f *fastFront) serve(ctx context.Context, cancel context.CancelFunc, ss *mc
 	frame = append(frame, out...)
 	frame = append(frame, "}\n"...)
 	if err := f.out.WriteLine(frame); err != nil {
-		b.log.Debug().Err(err).Msg("answering a forwarded call")
+		b.Log().Debug().Err(err).Msg("answering a forwarded call")
 	}
 }

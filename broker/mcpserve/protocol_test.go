@@ -1,4 +1,4 @@
-package broker
+package mcpserve
 
 import (
 	"bufio"
@@ -9,8 +9,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/rs/zerolog"
 )
 
 // rawStdio is pml stdio's session driven line by line.
@@ -40,9 +38,8 @@ func (s *syncBuffer) String() string {
 
 func newRawStdio(t *testing.T) *rawStdio {
 	t.Helper()
-	f := newFixture(t, "")
 	logs := &syncBuffer{}
-	f.b.log = zerolog.New(logs)
+	f := newLoggedFixture(t, "", logs)
 	cin, sout := io.Pipe()
 	sin, cout := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
