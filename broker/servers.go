@@ -61,6 +61,7 @@ func (b *Broker) addServer(cfg config.Server) *server {
 		Name:         cfg.Name,
 		Runtime:      b.sb.rt,
 		Spec:         serverSpec(b.sb, b.deps, cfg),
+		Mounts:       func() ([]container.Mount, error) { return b.sb.extra.Server(cfg) },
 		Roots:        serverRoots(b.sb.ws, cfg),
 		Idle:         b.cfg.Sandbox.IdleTimeout,
 		StartTimeout: b.serverStartTimeout,
