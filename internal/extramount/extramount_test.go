@@ -61,7 +61,7 @@ func TestTheProjectsMountsAreBindMountsReadOnlyByDefault(t *testing.T) {
 
 func TestAServersOwnMountsGoToThatServerOnly(t *testing.T) {
 	h := newHost(t)
-	own := filepath.Join(h.ws+"-own")
+	own := filepath.Join(h.ws + "-own")
 	if err := os.Mkdir(own, 0o755); err != nil {
 		t.Fatal(err)
 	}
