@@ -87,3 +87,49 @@ func TestResolveInSaysWhereAPathMayBe(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// FuzzResolveIn: whatever the path, what ResolveIn accepts lies in the
+// workspace or in a mount, and a write is never accepted in a read-only
+// one.
+func FuzzResolveIn(f *testing.F) {
+	for _, s := range []string{"a.txt", "/data/sub/f.txt", "/data/keys/id_rsa", "/data/../ssh/id_rsa", "/data/near", "/data", "/moved/x", "/moved/../data/x", "", "//data", "/data/sub/../../ws/a.txt"} {
+		f.Add(s, false)
+		f.Add(s, true)
+	}
+	root, err := filepath.EvalSymlinks(f.TempDir())
+	if err != nil {
+		f.Fatal(err)
+	}
+	ws, data, secret := filepath.Join(root, "ws"), filepath.Join(root, "data"), filepath.Join(root, "ssh")
+	for _, d := range []string{ws, filepath.Join(data, "sub"), secret} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			f.Fatal(err)
+		}
+	}
+	if err := os.Symlink(secret, filepath.Join(data, "keys")); err != nil {
+		f.Fatal(err)
+	}
+	mounts := []Mount{{Path: data, Host: data, ReadOnly: true}, {Path: "/moved", Host: filepath.Join(data, "sub")}}
+	f.Fuzz(func(t *testing.T, p string, write bool) {
+		// The seeds name the mount as /data: put it where it is.
+		p = strings.Replace(p, "/data", data, 1)
+		got, err := ResolveIn(ws, mounts, p, write)
+		if err != nil {
+			var pe *Error
+			if !errors.As(err, &pe) {
+				t.Fatalf("ResolveIn(%q) returned an untyped error: %v", p, err)
+			}
+			return
+		}
+		switch {
+		case Within(ws, got):
+		case Within(data, got) && !write:
+		case Within("/moved", got):
+		default:
+			t.Fatalf("ResolveIn(%q, write=%v) = %q: outside the workspace and the mounts, or a write in the read-only one", p, write, got)
+		}
+		if Within(secret, got) {
+			t.Fatalf("ResolveIn(%q) = %q: in the secret directory", p, got)
+		}
+	})
+}
