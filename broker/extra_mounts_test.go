@@ -119,3 +119,27 @@ func TestALinkInAGrantedDirectoryDoesNotWidenIt(t *testing.T) {
 		t.Fatalf("got %+v", r)
 	}
 }
+
+func TestAReloadThatTakesAMountAwayRestartsTheServersWithout(t *testing.T) {
+	data := outsideDir(t, "x")
+	with, _ := json.Marshal(map[string]any{"permissions": map[string]any{"allow": []string{"*"}}, "sandbox": map[string]any{"mounts": []any{data}}, "mcps": map[string]any{"fake": map[string]any{"image": "fake-image"}}})
+	f := newFixture(t, string(with))
+	if r := f.call(t, "fake:echo", map[string]any{"text": "hi"}); r.IsError {
+		t.Fatalf("fake:echo: %+v", r)
+	}
+	without, _ := json.Marshal(map[string]any{"permissions": map[string]any{"allow": []string{"*"}}, "mcps": map[string]any{"fake": map[string]any{"image": "fake-image"}}})
+	if err := os.WriteFile(filepath.Join(f.ws, ".pml.json"), without, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.b.Reload(func(string) string { return "" })
+	if r := f.call(t, "fake:echo", map[string]any{"text": "hi"}); r.IsError {
+		t.Fatalf("fake:echo after the reload: %+v", r)
+	}
+	specs := mountsOf(f, "mcp:fake")
+	if len(specs) != 2 || !hasMount(specs[0], container.Mount{Source: data, Target: data, ReadOnly: true}) || hasMount(specs[1], container.Mount{Source: data, Target: data, ReadOnly: true}) {
+		t.Fatalf("the server's containers' mounts: %+v", specs)
+	}
+	if r := f.call(t, "filesystem:read_file", map[string]any{"path": filepath.Join(data, "f.txt")}); !r.IsError || !strings.Contains(r.Text, "outside the workspace") {
+		t.Fatalf("read_file in the mount taken away: %+v", r)
+	}
+}

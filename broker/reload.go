@@ -105,6 +105,14 @@ func (b *Broker) Reload(env func(string) string) {
 		b.log.Warn().Str("file", cfg.Path).Strs("keys", restart).Msg("these sandbox settings changed in .pml.json and apply when pml restarts")
 	}
 	b.applyServers(last.Servers, cfg.Servers)
+	if !slices.Equal(last.Sandbox.Mounts, cfg.Sandbox.Mounts) {
+		// Running servers have the old sandbox.mounts: stopped, they start
+		// again at their next call with the new ones (a mount taken away
+		// stays in no container).
+		for _, srv := range b.serverList() {
+			srv.up.Stop()
+		}
+	}
 	if restart := otherRestartOnly(last, cfg); len(restart) > 0 {
 		b.log.Warn().Str("file", cfg.Path).Strs("keys", restart).Msg("these settings changed in .pml.json and apply when pml restarts")
 	}
