@@ -51,6 +51,7 @@ func TestTheProjectsMountsGoIntoToolAndServerContainers(t *testing.T) {
 		"mcps": map[string]any{
 			"fake":  map[string]any{"image": "fake-image", "sandbox": map[string]any{"mounts": []any{map[string]any{"source": own, "target": "/own"}}}},
 			"other": map[string]any{"image": "fake-image"},
+			"once":  map[string]any{"image": "fake-image", "lifetime": "per_call", "sandbox": map[string]any{"mounts": []any{map[string]any{"source": own, "target": "/own"}}}},
 		},
 	})
 	f := newFixture(t, string(pml))
@@ -71,8 +72,11 @@ func TestTheProjectsMountsGoIntoToolAndServerContainers(t *testing.T) {
 	if r := f.call(t, "other:echo", map[string]any{"text": "hi"}); r.IsError {
 		t.Fatalf("other:echo: %+v", r)
 	}
+	if r := f.call(t, "once:echo", map[string]any{"text": "hi"}); r.IsError {
+		t.Fatalf("once:echo: %+v", r)
+	}
 	ownMount := container.Mount{Source: own, Target: "/own", ReadOnly: true}
-	for _, purpose := range []string{"pool:toolbox", "pool:shell", "mcp:fake", "mcp:other"} {
+	for _, purpose := range []string{"pool:toolbox", "pool:shell", "mcp:fake", "mcp:other", "pool:mcp:once"} {
 		specs := mountsOf(f, purpose)
 		if len(specs) == 0 {
 			t.Fatalf("no %s container started", purpose)
@@ -81,7 +85,7 @@ func TestTheProjectsMountsGoIntoToolAndServerContainers(t *testing.T) {
 			if !hasMount(ms, ro) {
 				t.Errorf("%s: the project's mount is missing: %+v", purpose, ms)
 			}
-			if hasMount(ms, ownMount) != (purpose == "mcp:fake") {
+			if hasMount(ms, ownMount) != (purpose == "mcp:fake" || purpose == "pool:mcp:once") {
 				t.Errorf("%s: the server fake's own mount: %+v", purpose, ms)
 			}
 		}
