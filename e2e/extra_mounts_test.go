@@ -60,6 +60,22 @@ func TestAGrantedDirectoryIsReadByTheToolsAndNotWritten(t *testing.T) {
 		}
 	}
 
+	// A link in the granted directory to a directory not granted (as
+	// ~/.ssh would be) widens nothing: pml refuses the path, and in the
+	// container the link leads nowhere.
+	secret, _ := grantedDir(t, "not granted")
+	if err := os.Symlink(secret, filepath.Join(data, "keys")); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = runPML(t, ws, "call", "filesystem:read_file", fmt.Sprintf(`{"path": %q}`, filepath.Join(data, "keys", "f.txt")))
+	if code == 0 || strings.Contains(out, "not granted") || !strings.Contains(out+errOut, "leads outside the extra mount "+data) {
+		t.Fatalf("filesystem:read_file through a link out of the mount: exit %d\n%s\n%s", code, out, errOut)
+	}
+	_, out, errOut = runPML(t, ws, "call", "shell:exec", fmt.Sprintf(`{"command": "cat %s/keys/f.txt"}`, data))
+	if strings.Contains(out, "not granted") || !strings.Contains(out+errOut, "No such file") {
+		t.Fatalf("shell:exec through a link out of the mount: %s\n%s", out, errOut)
+	}
+
 	// Gone at call time: pml says which and what to do, not the engine.
 	if err := os.RemoveAll(data); err != nil {
 		t.Fatal(err)
