@@ -99,11 +99,20 @@ func (b *Broker) Reload(env func(string) string) {
 	// The container policy (sandbox.memory, cpus, pids, timeout) applies
 	// to the next container; the rest of sandbox is read once.
 	b.sb.setPolicy(pol)
+	b.sb.extra.Replace(cfg.Sandbox.Mounts)
 	b.sb.egress.Shell.Store(&cfg.Sandbox.Network.Rules)
 	if restart := restartOnly(last.Sandbox, cfg.Sandbox); len(restart) > 0 {
 		b.log.Warn().Str("file", cfg.Path).Strs("keys", restart).Msg("these sandbox settings changed in .pml.json and apply when pml restarts")
 	}
 	b.srv.applyServers(last.Servers, cfg.Servers)
+	if !slices.Equal(last.Sandbox.Mounts, cfg.Sandbox.Mounts) {
+		// Running servers have the old sandbox.mounts: stopped, they start
+		// again at their next call with the new ones (a mount taken away
+		// stays in no container).
+		for _, srv := range b.srv.serverList() {
+			srv.up.Stop()
+		}
+	}
 	if restart := otherRestartOnly(last, cfg); len(restart) > 0 {
 		b.log.Warn().Str("file", cfg.Path).Strs("keys", restart).Msg("these settings changed in .pml.json and apply when pml restarts")
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/container"
+	"github.com/pml-dev/pml/internal/extramount"
 	"github.com/pml-dev/pml/internal/inside"
 	"github.com/pml-dev/pml/internal/protect"
 	"github.com/pml-dev/pml/internal/safefs"
@@ -68,6 +69,9 @@ type sandbox struct {
 	// egress is the egress proxies of servers and tools given network
 	// (sandbox/egress.go).
 	egress *egressSet
+	// extra is the project's extra mounts (sandbox.mounts, as far as
+	// trust granted them), resolved and checked at each container.
+	extra *extramount.Set
 }
 
 // newSandbox builds the sandbox of a broker: the runtime goes through
@@ -83,6 +87,7 @@ func newSandbox(o Options, pol policies.Policy, owner container.Owner) *sandbox 
 		limited: limited,
 		log:     o.Logger,
 		inside:  o.Inside,
+		extra:   extramount.New(o.Workspace, o.Config.Sandbox.Mounts, nil),
 	}
 	if sb.inside == nil {
 		sb.inside = inside.NewSource(o.Runtime).Program

@@ -110,6 +110,7 @@ func (s *serverSet) addServer(cfg config.Server) *server {
 		Name:         cfg.Name,
 		Runtime:      s.sb.rt,
 		Spec:         serverSpec(s.sb, s.deps, cfg),
+		Mounts:       func() ([]container.Mount, error) { return s.sb.extra.Server(cfg) },
 		Roots:        serverRoots(s.sb.ws, cfg),
 		Idle:         s.idle,
 		StartTimeout: s.serverStartTimeout,

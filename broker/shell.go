@@ -184,13 +184,17 @@ func (e shellExec) spec(ctx context.Context) (container.Spec, error) {
 		// person's to get.
 		return container.Spec{}, fmt.Errorf("%w: the shell image %s named by sandbox.shell_image is not on this host (the container engine has no such image): pull or build it (`pml images pull` pulls the images .pml.json names), or remove sandbox.shell_image to use pml's own %s", ErrUnavailable, image, config.DefaultShellImage)
 	}
+	extra, err := e.sb.extra.Tool(false)
+	if err != nil {
+		return container.Spec{}, fmt.Errorf("%w: shell:exec: %w; nothing ran", ErrUnavailable, err)
+	}
 	return container.Spec{
 		Image:      image,
 		Entrypoint: []string{"/bin/sh", "-c", shellEntry},
 		Env:        []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "PML_WORKSPACE=" + e.sb.ws},
 		WorkingDir: e.sb.ws,
 		User:       e.sb.user,
-		Mounts:     e.sb.workspaceMounts(false),
+		Mounts:     append(e.sb.workspaceMounts(false), extra...),
 		Policy:     e.sb.policy(),
 		Labels:     e.sb.labels("pool:shell"),
 	}, nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pml-dev/pml/images"
 	"github.com/pml-dev/pml/internal/container"
+	"github.com/pml-dev/pml/internal/extramount"
 	"github.com/pml-dev/pml/internal/pathguard"
 	"github.com/pml-dev/pml/internal/toolbox"
 )
@@ -29,7 +30,13 @@ type toolboxExec struct {
 // filesystem tool with the same mount mode shares one kind, since the
 // request, not the container, names the tool.
 func (e toolboxExec) run(ctx context.Context, def toolbox.Tool, args map[string]any) Result {
-	if err := resolvePaths(e.sb.ws, def, args); err != nil {
+	// The extra mounts (sandbox.mounts), read-only unless the tool writes
+	// and the mount allows it.
+	extra, err := e.sb.extra.Tool(!def.Writes)
+	if err != nil {
+		return errorResult(fmt.Errorf("%w: %s: %w; nothing ran", ErrUnavailable, def.Name, err))
+	}
+	if err := resolvePaths(e.sb.ws, extramount.Guard(extra), def, args); err != nil {
 		r := errorResult(err)
 		r.Blocked = true
 		return r
@@ -49,7 +56,7 @@ func (e toolboxExec) run(ctx context.Context, def toolbox.Tool, args map[string]
 		deadline = defaultCallTimeout // what run applies
 	}
 	deadline += deadlineMargin
-	req, _ := json.Marshal(toolbox.Request{Tool: def.Name, Args: argJSON, Workspace: e.sb.ws, DeadlineMS: deadline.Milliseconds()})
+	req, _ := json.Marshal(toolbox.Request{Tool: def.Name, Args: argJSON, Workspace: e.sb.ws, Mounts: extramount.Inside(extra), DeadlineMS: deadline.Milliseconds()})
 	req = append(req, '\n')
 
 	spec := container.Spec{
@@ -58,7 +65,7 @@ func (e toolboxExec) run(ctx context.Context, def toolbox.Tool, args map[string]
 		Env:        []string{"PML_WORKSPACE=" + e.sb.ws},
 		WorkingDir: e.sb.ws,
 		User:       e.sb.user,
-		Mounts:     e.sb.workspaceMounts(!def.Writes),
+		Mounts:     append(e.sb.workspaceMounts(!def.Writes), extra...),
 		Policy:     e.sb.policy(),
 		Labels:     e.sb.labels("pool:toolbox"),
 	}
@@ -87,8 +94,9 @@ func (e toolboxExec) run(ctx context.Context, def toolbox.Tool, args map[string]
 }
 
 // resolvePaths validates every path argument of def in place, replacing
-// it with its resolved absolute form.
-func resolvePaths(ws string, def toolbox.Tool, args map[string]any) error {
+// it with its resolved absolute form: in the workspace, or in one of the
+// extra mounts (mounts; a tool that writes is refused a read-only one).
+func resolvePaths(ws string, mounts []pathguard.Mount, def toolbox.Tool, args map[string]any) error {
 	for _, name := range def.PathArgs {
 		v, ok := args[name]
 		if !ok {
@@ -96,7 +104,7 @@ func resolvePaths(ws string, def toolbox.Tool, args map[string]any) error {
 		}
 		switch t := v.(type) {
 		case string:
-			p, err := pathguard.Resolve(ws, t)
+			p, err := pathguard.ResolveIn(ws, mounts, t, def.Writes)
 			if err != nil {
 				return pathError(def.Name, name, err)
 			}
@@ -108,7 +116,7 @@ func resolvePaths(ws string, def toolbox.Tool, args map[string]any) error {
 				if !ok {
 					return fmt.Errorf("%w: %s: argument %q must be a list of paths (strings)", ErrInvalidInput, def.Name, name)
 				}
-				p, err := pathguard.Resolve(ws, s)
+				p, err := pathguard.ResolveIn(ws, mounts, s, def.Writes)
 				if err != nil {
 					return pathError(def.Name, fmt.Sprintf("%s[%d]", name, i), err)
 				}

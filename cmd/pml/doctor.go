@@ -138,7 +138,7 @@ func doctor(ctx context.Context, host string) []check {
 	}
 	if cfg != nil {
 		cfg = checkTrust(cfg, add)
-		if c, ok := checkExtraMounts(cfg); ok { // doctor_mounts.go
+		if c, ok := checkExtraMounts(cfg, ws.Dir); ok { // doctor_mounts.go
 			add(c)
 		}
 		u := broker.ContainerUser(cfg.Sandbox.User, ws.Dir)

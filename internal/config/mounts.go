@@ -17,8 +17,10 @@ import (
 //	"sandbox": {"mounts": ["/data/models",
 //	  {"source": "/srv/cache", "target": "/cache", "read_only": false}]}
 //
-// The engine side (bind mounts in tool containers) is not wired yet: pml
-// reads, checks, trusts and shows them.
+// The project's mounts go into the filesystem tools', shell:exec's and
+// every server's containers, a server's own into that server's only
+// (internal/extramount resolves and checks them again when a container
+// is made: MountRefused).
 
 // Mount is one extra mount.
 type Mount struct {
@@ -125,7 +127,7 @@ func decodeMount(v any) (Mount, error) {
 		return m, fmt.Errorf(`"target" %q must be an absolute path in the container`, m.Target)
 	}
 	m.Target = filepath.ToSlash(filepath.Clean(m.Target))
-	for _, t := range []string{"/", "/proc", "/sys", "/dev", "/deps"} {
+	for _, t := range []string{"/", "/proc", "/sys", "/dev", "/deps", "/.pml"} {
 		if m.Target == t || (t != "/" && strings.HasPrefix(m.Target, t+"/")) {
 			return m, fmt.Errorf(`"target" %s would cover the container's %s, which pml or the kernel provides`, m.Target, t)
 		}
@@ -163,6 +165,14 @@ func mountRefused(m Mount, protected []protectedPath) string {
 }
 
 type protectedPath struct{ path, what string }
+
+// MountRefused says why m's source may not be mounted now, or "": the
+// check of parse time, made again when a container is made (a link
+// granted as a harmless directory may point at ~/.ssh since). env is
+// pml's environment, workspace the project's root.
+func MountRefused(m Mount, env func(string) string, workspace string) string {
+	return mountRefused(m, protectedPaths(env, workspace))
+}
 
 // sourceForms are the source as written and with its links resolved (a
 // link to ~/.ssh is ~/.ssh), when it exists.

@@ -67,6 +67,10 @@ func Execute(ctx context.Context, req Request) (resp Response) {
 		}
 	}
 	a := argReader{args: args}
+	for _, m := range req.Mounts {
+		// Inside the container each mount's path is the directory itself.
+		a.mounts = append(a.mounts, pathguard.Mount{Path: filepath.Clean(m.Path), ReadOnly: m.ReadOnly})
+	}
 	ws := filepath.Clean(req.Workspace)
 	var text string
 	var structured any
@@ -108,7 +112,11 @@ func Execute(ctx context.Context, req Request) (resp Response) {
 func fail(msg string) Response { return Response{Text: msg, IsError: true} }
 
 // argReader decodes arguments with errors that name the argument.
-type argReader struct{ args map[string]json.RawMessage }
+type argReader struct {
+	args map[string]json.RawMessage
+	// mounts are the extra mounts paths may be in besides the workspace.
+	mounts []pathguard.Mount
+}
 
 func (a *argReader) str(name string) (string, error) {
 	raw, ok := a.args[name]
@@ -168,13 +176,17 @@ func (a *argReader) path(ws, name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return inside(ws, p)
+	return a.inside(ws, p, false)
 }
 
 // writePath reads a path argument that the tool will change (write,
 // edit, create, move) and refuses pml's own files.
 func (a *argReader) writePath(ws, name string) (string, error) {
-	p, err := a.path(ws, name)
+	raw, err := a.str(name)
+	if err != nil {
+		return "", err
+	}
+	p, err := a.inside(ws, raw, true)
 	if err != nil {
 		return "", err
 	}
@@ -206,8 +218,10 @@ func guardWrite(ws, p string) error {
 // inside re-checks a path with the same rules the broker applied
 // (pathguard), now against the filesystem the container sees: defence in
 // depth in case a path changed between the two checks.
-func inside(ws, p string) (string, error) {
-	return pathguard.Resolve(ws, p)
+// Paths in the extra mounts are allowed too, and refused in a read-only
+// one when the tool would change them (write).
+func (a *argReader) inside(ws, p string, write bool) (string, error) {
+	return pathguard.ResolveIn(ws, a.mounts, p, write)
 }
 
 // explain turns OS errors into sentences.
@@ -315,7 +329,7 @@ func readMultiple(ws string, a *argReader) (string, error) {
 	}
 	var parts []string
 	for _, raw := range paths {
-		p, err := inside(ws, raw)
+		p, err := a.inside(ws, raw, false)
 		if err != nil {
 			parts = append(parts, fmt.Sprintf("%s: Error - %v", raw, err))
 			continue

@@ -7,7 +7,11 @@
 // stdin, executes it, and writes one Response as JSON to stdout.
 package toolbox
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/pml-dev/pml/internal/pathguard"
+)
 
 // Subcommand is the in-container program's command that runs Serve.
 const Subcommand = "toolbox-agent"
@@ -21,6 +25,10 @@ type Request struct {
 	Args json.RawMessage `json:"args"`
 	// Workspace is the absolute workspace root (mounted at the same path).
 	Workspace string `json:"workspace"`
+	// Mounts are the extra mounts (sandbox.mounts) the container has
+	// beyond the workspace: paths in them are allowed too, and only
+	// read in a read-only one.
+	Mounts []pathguard.Mount `json:"mounts,omitempty"`
 	// DeadlineMS, when set, is the container's own deadline: the agent
 	// exits (ending its container) when it passes, even if pml, which
 	// normally kills the container first, is gone.

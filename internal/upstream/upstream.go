@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -61,6 +62,10 @@ type Options struct {
 	Runtime container.Runtime
 	// Spec is the container to start; Streams are set by the Server.
 	Spec container.Spec
+	// Mounts, when set, gives the container's further mounts at each
+	// start (the extra mounts, resolved and checked then, since the host
+	// changes between starts): its error stops the start.
+	Mounts func() ([]container.Mount, error)
 	// Roots are answered to roots/list (the workspace, when mounted).
 	Roots []*mcp.Root
 	// Idle stops the container after this long without calls.
@@ -449,6 +454,10 @@ func (s *Server) start() (*conn, error) {
 	s.mu.Lock()
 	spec := s.o.Spec
 	s.mu.Unlock()
+	spec, err := s.withMounts(spec)
+	if err != nil {
+		return nil, err
+	}
 	// Every call crosses stdin and stdout: skip the runtime's attach
 	// stream where it can.
 	spec.DirectStdio = true
@@ -499,6 +508,20 @@ func (s *Server) start() (*conn, error) {
 	return c, nil
 }
 
+// withMounts is spec with the mounts of Options.Mounts, taken now.
+func (s *Server) withMounts(spec container.Spec) (container.Spec, error) {
+	if s.o.Mounts == nil {
+		return spec, nil
+	}
+	ms, err := s.o.Mounts()
+	if err != nil {
+		return spec, fmt.Errorf("the MCP server %s was not started: %w", s.o.Name, err)
+	}
+	// A new slice: spec's may share its array with Options.Spec.
+	spec.Mounts = slices.Concat(spec.Mounts, ms)
+	return spec, nil
+}
+
 // CallOnce makes one tools/call on the server in a container of its own
 // (a per-call server): start gives the container (a pool lease, say),
 // which serves this call only; the caller removes it afterwards. The
@@ -509,6 +532,10 @@ func (s *Server) start() (*conn, error) {
 // attributed and rate limited with the pooled container's (asks.go).
 func (s *Server) CallOnce(ctx context.Context, start Starter, spec container.Spec, roots []*mcp.Root, tool string, args json.RawMessage, progressToken any, relay Relay) (*mcp.CallToolResult, error) {
 	// A per-call server: its container starts for this call.
+	spec, err := s.withMounts(spec)
+	if err != nil {
+		return nil, err
+	}
 	telemetry.CountStart(s.o.Name)
 	sctx, span := telemetry.Start(ctx, "pml.container.start", trace.SpanKindInternal, attribute.String("pml.server", s.o.Name))
 	c, err := s.connect(sctx, start, spec, s.clientOptions(true, relay), roots, true)
