@@ -51,8 +51,8 @@ func (l schemaLayer) Call(ctx context.Context, c *Call) Result {
 // knownSchema is the input schema of tool when it is known without
 // starting anything: the tool table, else the server's cached tool list.
 func (b *Broker) knownSchema(tool string) (json.RawMessage, bool) {
-	if e, ok := b.srv.tools.get(tool); ok {
-		return e.def.InputSchema, true
+	if e, ok := b.srv.tools.Get(tool); ok {
+		return e.Def.InputSchema, true
 	}
 	srv := b.srv.serverOf(tool)
 	if srv == nil || !b.srv.deps.Installed(srv.cfg) {

@@ -74,7 +74,7 @@ func approveLayerOf(b *Broker, next Handler) approve.Layer {
 		},
 		CloudOn: func() bool { return b.cloud.client.Enabled() },
 		Local: func(ctx context.Context, tool string, args map[string]any) Result {
-			return b.cloud.exec.run(ctx, toolbox.Tool{Name: tool}, args)
+			return b.cloud.exec.Run(ctx, toolbox.Tool{Name: tool}, args)
 		},
 		Ask: b.ask,
 	}

@@ -45,7 +45,7 @@ func (s *serverSet) InstallNewServer(ctx context.Context, cfg config.Server) ([]
 // ServerTools lists the registered tools of server name.
 func (s *serverSet) ServerTools(name string) []Tool {
 	var out []Tool
-	for _, t := range s.tools.list() {
+	for _, t := range s.tools.List() {
 		if strings.HasPrefix(t.Name, name+":") {
 			out = append(out, t)
 		}

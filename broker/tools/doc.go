@@ -3,5 +3,7 @@
 // schema layers of pml's request path. So far it holds the servers'
 // cached tool lists (cache.go: .pml/tools-cache.json, keyed by each
 // server's configuration), which let a later session list a server's
-// tools without starting it; the rest is still in package broker.
+// tools without starting it, and the tool table (table.go: every
+// callable tool, its Executor, and the listeners told of changes); the
+// sources themselves are still in package broker.
 package tools

@@ -1,0 +1,94 @@
+package broker
+
+import (
+	"encoding/json"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/pml-dev/pml/internal/termsafe"
+	"github.com/pml-dev/pml/internal/toolbox"
+)
+
+// registerServerTools makes a server's tools callable as server:tool and
+// tells the MCP layer.
+func (s *serverSet) registerServerTools(srv *server, tools []*mcp.Tool) {
+	var defs []toolbox.Tool
+	for _, t := range tools {
+		if !s.listable(srv.cfg.Name, t) {
+			continue
+		}
+		schema, _ := json.Marshal(t.InputSchema)
+		if len(schema) == 0 || string(schema) == "null" {
+			schema = json.RawMessage(`{"type":"object"}`)
+		}
+		desc := t.Description
+		if desc == "" {
+			desc = t.Title
+		}
+		// The server's title and annotations pass through unchanged.
+		defs = append(defs, toolbox.Tool{Name: srv.cfg.Name + ":" + t.Name, Description: desc, InputSchema: schema, Title: t.Title, Annotations: t.Annotations})
+	}
+	srv.mu.Lock()
+	old := srv.names
+	srv.mu.Unlock()
+	var exec executor = pooledExec{sb: s.sb, srv: srv}
+	if srv.cfg.Lifetime == "per_call" {
+		exec = perCallExec{sb: s.sb, deps: s.deps, srv: srv}
+	}
+	names := s.replaceTools(old, defs, exec)
+	srv.mu.Lock()
+	srv.names = names
+	srv.loaded = true
+	srv.mu.Unlock()
+}
+
+// listable reports whether a tool a server (or the cloud) listed may be
+// listed by pml: a name with a control character, a bidi control or
+// invalid UTF-8 is dropped, with a log line naming the source and the
+// name quoted. Such a name would reach the client's screens (the tool
+// list, approvals, pml tools) and the audit as the server wrote it, and no
+// honest tool needs one.
+func (s *serverSet) listable(source string, t *mcp.Tool) bool {
+	if t == nil {
+		return false
+	}
+	if termsafe.Has(t.Name) {
+		s.log.Warn().Str("server", termsafe.Quote(source, 0)).Str("tool", termsafe.Quote(t.Name, 0)).
+			Msg("a tool name with control or bidi characters is not listed (the server must rename it)")
+		return false
+	}
+	return true
+}
+
+// replaceTools swaps one source's tools in the table (toolTable.replace).
+func (s *serverSet) replaceTools(old []string, defs []toolbox.Tool, exec executor) []string {
+	return s.tools.Replace(old, defs, exec)
+}
+
+// OnToolsChanged registers a listener for tools added or removed at run
+// time (servers loaded, list_changed).
+func (s *serverSet) OnToolsChanged(f func(added []Tool, removed []string)) { s.tools.OnChange(f) }
+
+func (s *serverSet) hasTool(name string) bool { return s.tools.Has(name) }
+
+// Tools lists every tool, in a stable order, ending with
+// pml:continue_workflow.
+func (s *serverSet) Tools() []Tool { return append(s.tools.List(), continueTool) }
+
+var continueTool = Tool{
+	Name: ContinueTool,
+	Description: "Answer a pending approval (a result with approval_required) for clients that cannot resend the original call: " +
+		"approved runs the stored call, always also adds the tool to permissions.allow in .pml.json.",
+	InputSchema: json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    "workflow_id": {"type": "string", "description": "The workflow_id of the approval_required result."},
+    "approved": {"type": "boolean", "description": "true runs the call, false aborts it."},
+    "always": {"type": "boolean", "description": "Also allow this tool from now on (saved in .pml.json)."}
+  },
+  "required": ["workflow_id", "approved"]
+}`),
+	Title: "Continue workflow",
+	// It runs the stored call, which may write.
+	Annotations: toolbox.Hints("Continue workflow", false, true, false),
+}
