@@ -2,6 +2,7 @@ package broker
 
 import (
 	"encoding/json"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -91,4 +92,28 @@ var continueTool = Tool{
 	Title: "Continue workflow",
 	// It runs the stored call, which may write.
 	Annotations: toolbox.Hints("Continue workflow", false, true, false),
+}
+
+// knownSchema is the input schema of tool when it is known without
+// starting anything: the tool table, else the server's cached tool list.
+func (s *serverSet) knownSchema(tool string) (json.RawMessage, bool) {
+	if e, ok := s.tools.Get(tool); ok {
+		return e.Def.InputSchema, true
+	}
+	srv := s.serverOf(tool)
+	if srv == nil || !s.deps.Installed(srv.cfg) {
+		return nil, false
+	}
+	tools, ok := s.toolsCache.Get(srv.cfg)
+	if !ok {
+		return nil, false
+	}
+	_, name, _ := strings.Cut(tool, ":")
+	for _, t := range tools {
+		if t.Name == name {
+			s, err := json.Marshal(t.InputSchema)
+			return s, err == nil
+		}
+	}
+	return nil, false
 }
