@@ -53,12 +53,6 @@ func (s *serverSet) ServerTools(name string) []Tool {
 	return out
 }
 
-// Listed is a tool as a client sees it: its wire name and pml's.
-type Listed struct {
-	Tool
-	Wire string
-}
-
 // ListedTools is every tool a client would be shown (permissions.deny
 // hides a tool), each with its wire name, in listing order; servers'
 // tools are those registered (LoadServers loads them, from the cache

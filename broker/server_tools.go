@@ -6,6 +6,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	tl "github.com/pml-dev/pml/broker/tools"
 	"github.com/pml-dev/pml/internal/termsafe"
 	"github.com/pml-dev/pml/internal/toolbox"
 )
@@ -61,7 +62,7 @@ func (s *serverSet) listable(source string, t *mcp.Tool) bool {
 	return true
 }
 
-// replaceTools swaps one source's tools in the table (toolTable.replace).
+// replaceTools swaps one source's tools in the table (tools.Table.Replace).
 func (s *serverSet) replaceTools(old []string, defs []toolbox.Tool, exec executor) []string {
 	return s.tools.Replace(old, defs, exec)
 }
@@ -74,25 +75,7 @@ func (s *serverSet) hasTool(name string) bool { return s.tools.Has(name) }
 
 // Tools lists every tool, in a stable order, ending with
 // pml:continue_workflow.
-func (s *serverSet) Tools() []Tool { return append(s.tools.List(), continueTool) }
-
-var continueTool = Tool{
-	Name: ContinueTool,
-	Description: "Answer a pending approval (a result with approval_required) for clients that cannot resend the original call: " +
-		"approved runs the stored call, always also adds the tool to permissions.allow in .pml.json.",
-	InputSchema: json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "workflow_id": {"type": "string", "description": "The workflow_id of the approval_required result."},
-    "approved": {"type": "boolean", "description": "true runs the call, false aborts it."},
-    "always": {"type": "boolean", "description": "Also allow this tool from now on (saved in .pml.json)."}
-  },
-  "required": ["workflow_id", "approved"]
-}`),
-	Title: "Continue workflow",
-	// It runs the stored call, which may write.
-	Annotations: toolbox.Hints("Continue workflow", false, true, false),
-}
+func (s *serverSet) Tools() []Tool { return append(s.tools.List(), tl.Continue) }
 
 // knownSchema is the input schema of tool when it is known without
 // starting anything: the tool table, else the server's cached tool list.

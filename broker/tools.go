@@ -7,6 +7,7 @@ import tl "github.com/pml-dev/pml/broker/tools"
 // tools); these names keep broker's code and its facade as they were.
 type (
 	Tool         = tl.Tool
+	Listed       = tl.Listed
 	toolsCache   = tl.Cache
 	toolTable    = tl.Table
 	toolEntry    = tl.Entry
