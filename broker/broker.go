@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -11,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 
 	"github.com/pml-dev/pml/broker/approve"
@@ -28,17 +26,6 @@ import (
 	"github.com/pml-dev/pml/internal/trust"
 	"github.com/pml-dev/pml/policies"
 )
-
-// Tool is what the client sees in tools/list.
-type Tool struct {
-	Name        string
-	Description string
-	InputSchema json.RawMessage
-	// Title and Annotations are shown to clients as they are (a server's
-	// own pass through).
-	Title       string
-	Annotations *mcp.ToolAnnotations
-}
 
 // Options configure a Broker.
 type Options struct {
@@ -190,9 +177,9 @@ func New(o Options) (*Broker, error) {
 	}
 	fs := toolboxExec{sb: sb, image: b.toolbox}
 	for _, t := range toolbox.Filesystem {
-		b.srv.tools.add(t, fs)
+		b.srv.tools.Add(t, fs)
 	}
-	b.srv.tools.add(shellTool, shellExec{sb: sb, image: o.Config.Sandbox.ShellImage})
+	b.srv.tools.Add(shellTool, shellExec{sb: sb, image: o.Config.Sandbox.ShellImage})
 	b.srv.setupServers(b.cfg.Servers)
 	b.cloud = &cloudSide{sb: sb, cfg: o.Config, log: b.log, serverOf: b.srv.serverOf, listable: b.srv.listable, replaceTools: b.srv.replaceTools, approval: func(wf *Workflow) Approval { return b.ask.Approval(wf) }}
 	b.cloud.setupCloud(o, b.runs)

@@ -25,7 +25,7 @@ type cloudExec struct {
 }
 
 // run forwards an allowed call with its BYOK keys.
-func (e cloudExec) run(ctx context.Context, def toolbox.Tool, args map[string]any) Result {
+func (e cloudExec) Run(ctx context.Context, def toolbox.Tool, args map[string]any) Result {
 	c := e.cloud.client
 	if !c.Enabled() {
 		return errorResult(fmt.Errorf("%w: Cloud mode requires PML_API_KEY: %s runs in the PML cloud. Get a key at %s/settings and run pml init --api-key KEY (it goes to your user credentials file, not into the project), or set PML_API_KEY in pml's environment; local tools work without it", ErrCloud, def.Name, c.URL))

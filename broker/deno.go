@@ -49,7 +49,7 @@ type denoExec struct {
 // run runs one exported function of a deno capability in a
 // Deno container, like the cloud's execute_locally code: its mcp.* calls
 // come back through the request path.
-func (e denoExec) run(ctx context.Context, def toolbox.Tool, args map[string]any) Result {
+func (e denoExec) Run(ctx context.Context, def toolbox.Tool, args map[string]any) Result {
 	ns, fn, _ := strings.Cut(def.Name, ":")
 	e.registry.mu.Lock()
 	entry := e.registry.deno[ns]

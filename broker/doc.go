@@ -6,10 +6,10 @@
 //	audit     layer_audit.go     writes exactly one audit entry per call, whatever the exit;
 //	                             refuses, before it runs, a call it could not record
 //	input     layer_input.go     decodes the arguments; answers to approvals go to answers.go
-//	resolve   layer_resolve.go   toolbox, shell, a configured server, the cloud, or a registry name
+//	resolve   tools/ Resolve     toolbox, shell, a configured server, the cloud, or a registry name
 //	permit    layer_permit.go    deny > ask > allow (permissions.go); a deny ends the call
-//	registry  layer_registry.go  fetches a registry tool; a changed entry asks (integrity)
-//	schema    layer_schema.go    checks the arguments against the schema the client was shown
+//	registry  tools/ Registry    fetches a registry tool; a changed entry asks (integrity)
+//	schema    tools/ Schema      checks the arguments against the schema the client was shown
 //	approve   layer_approve.go   ask, install or API key: puts it to a person (dialog.go)
 //	execute   layer_execute.go   installs, finds the executor (lookup.go) and runs it
 //
@@ -29,7 +29,7 @@
 //   - the approve layer (layer_approve.go, approveLayer.ask): an ask
 //     permission, a server whose install is not approved, a cloud tool
 //     whose API key is missing;
-//   - the registry layer (layer_registry.go): a registry entry whose
+//   - the registry layer (tools/layer_registry.go): a registry entry whose
 //     integrity changed since it was locked;
 //   - the execute layer, after the run (approval_network.go,
 //     Broker.networkApproval, called from layer_execute.go): a server or

@@ -34,7 +34,7 @@ func (b *Broker) runTool(ctx context.Context, c *Call, name string, args map[str
 			return errorResult(err)
 		}
 	}
-	entry := toolEntry{def: toolbox.Tool{Name: name}, exec: b.cloud.exec}
+	entry := toolEntry{Def: toolbox.Tool{Name: name}, Exec: b.cloud.exec}
 	if !b.cloud.isCloudTool(name) || b.srv.hasTool(name) {
 		var err error
 		if entry, err = b.srv.lookup(ctx, name); err != nil {
@@ -44,7 +44,7 @@ func (b *Broker) runTool(ctx context.Context, c *Call, name string, args map[str
 	}
 	// else: a cloud tool not (yet) in the cloud's list is forwarded anyway,
 	// and the cloud answers whether it knows it.
-	if _, pooled := entry.exec.(pooledExec); c.RawArgs && !pooled {
+	if _, pooled := entry.Exec.(pooledExec); c.RawArgs && !pooled {
 		// Kept raw for a pooled server that is no longer one (a reload):
 		// this executor reads them.
 		c.DecodeArgs()
@@ -53,7 +53,7 @@ func (b *Broker) runTool(ctx context.Context, c *Call, name string, args map[str
 	began := time.Now()
 	testPanic(name, args)
 	ectx, span := spanStep(ctx, "execute")
-	res := entry.exec.run(ectx, entry.def, args)
+	res := entry.Exec.Run(ectx, entry.Def, args)
 	if res.IsError {
 		telemetry.Fail(span, "tool_error", "the tool's result is an error")
 	}
@@ -65,8 +65,8 @@ func (b *Broker) runTool(ctx context.Context, c *Call, name string, args map[str
 	if res.Blocked {
 		decision = audit.PathBlocked
 	}
-	e := audit.Entry{Tool: entry.def.Name, Decision: decision, Pattern: pattern, WorkflowID: workflowID, ExitStatus: status, ArgKeys: audit.Keys(args)}
-	if _, inContainer := b.ask.AccessOf(entry.def.Name); inContainer {
+	e := audit.Entry{Tool: entry.Def.Name, Decision: decision, Pattern: pattern, WorkflowID: workflowID, ExitStatus: status, ArgKeys: audit.Keys(args)}
+	if _, inContainer := b.ask.AccessOf(entry.Def.Name); inContainer {
 		// Asked of the engine only after a call that ran: one stopped by
 		// its deadline (an engine that does not answer) must not wait for
 		// it past that deadline; the start-up's question learns it.
@@ -78,7 +78,7 @@ func (b *Broker) runTool(ctx context.Context, c *Call, name string, args map[str
 	c.Note(e)
 	// The tool's egress proxy refused a host it does not allow during
 	// the call: a person may allow it (approval_network.go).
-	if ask, ok := b.ask.NetworkApproval(ctx, c, entry.def.Name, args, pattern, began, res); ok {
+	if ask, ok := b.ask.NetworkApproval(ctx, c, entry.Def.Name, args, pattern, began, res); ok {
 		return ask
 	}
 	return res

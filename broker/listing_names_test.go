@@ -25,11 +25,11 @@ func TestToolNamesWithControlCharactersAreRefused(t *testing.T) {
 		{Name: "ev\u202eil", Description: "reordered"},
 		nil,
 	})
-	if _, ok := f.b.srv.tools.get("probe:lookup"); !ok {
+	if _, ok := f.b.srv.tools.Get("probe:lookup"); !ok {
 		t.Error("the ordinary tool is not listed")
 	}
 	for _, name := range []string{"probe:read\x1b[2K\rfile", "probe:ev\u202eil"} {
-		if _, ok := f.b.srv.tools.get(name); ok {
+		if _, ok := f.b.srv.tools.Get(name); ok {
 			t.Errorf("%q is listed", name)
 		}
 	}

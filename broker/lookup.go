@@ -87,7 +87,7 @@ func (s *serverSet) LoadServers(ctx context.Context) {
 
 // lookup finds a tool; a server tool not registered yet is loaded first.
 func (s *serverSet) lookup(ctx context.Context, name string) (toolEntry, error) {
-	if entry, ok := s.tools.get(name); ok {
+	if entry, ok := s.tools.Get(name); ok {
 		return entry, nil
 	}
 	srv := s.serverOf(name)
@@ -102,7 +102,7 @@ func (s *serverSet) lookup(ctx context.Context, name string) (toolEntry, error) 
 		}
 		return toolEntry{}, err
 	}
-	entry, ok := s.tools.get(name)
+	entry, ok := s.tools.Get(name)
 	if !ok {
 		srv.mu.Lock()
 		names := strings.Join(srv.names, ", ")

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/pml-dev/pml/broker/approve"
+	tl "github.com/pml-dev/pml/broker/tools"
 	"github.com/pml-dev/pml/internal/toolbox"
 )
 
@@ -18,7 +19,7 @@ import (
 func (b *Broker) chain() (whole, belowAudit Handler) {
 	var h Handler = executeLayerOf(b)
 	h = approveLayerOf(b, h)
-	h = schemaLayer{next: h, schema: b.knownSchema}
+	h = tl.SchemaLayer{Next: h, Schema: b.srv.knownSchema}
 	h = registryLayerOf(b, h)
 	h = PermitLayer{Next: h, Decide: b.perms.Decide, Source: b.perms.Source}
 	h = resolveLayerOf(b, h)
@@ -29,31 +30,28 @@ func (b *Broker) chain() (whole, belowAudit Handler) {
 // The layers get only what they use of the broker, as functions (never
 // the *Broker): these build them.
 
-// asking is what a layer that opens an approval uses: whether the call
-// must be refused for want of the client's dialog (dialog.go), the
-// approval's text (approval_text.go), and putting it to the person.
-type asking struct {
-	needsDialog func(c *Call, tool, pattern string, args map[string]any) (Result, bool)
-	approval    func(wf *Workflow) Approval
-	inDialog    func(ctx context.Context, c *Call, wf *Workflow, a Approval) Result
-}
-
-func askingOf(b *Broker) asking {
-	return asking{needsDialog: b.ask.NeedsDialog, approval: b.ask.ApprovalFor, inDialog: b.ask.AskInDialog}
-}
-
-func resolveLayerOf(b *Broker, next Handler) resolveLayer {
-	return resolveLayer{
-		next: next,
-		known: func(tool string) bool {
+func resolveLayerOf(b *Broker, next Handler) tl.ResolveLayer {
+	return tl.ResolveLayer{
+		Next: next,
+		Known: func(tool string) bool {
 			return b.srv.hasTool(tool) || b.srv.serverOf(tool) != nil || b.cloud.isCloudTool(tool)
 		},
-		registryName: func(tool string) bool { return registryCandidate(tool) && b.registry.registryLookups() },
+		RegistryName: func(tool string) bool { return registryCandidate(tool) && b.registry.registryLookups() },
 	}
 }
 
+// registryLayer is the registry layer of broker's registry, whose
+// integrity changes it carries to the workflow.
+type registryLayer = tl.RegistryLayer[integrityChange]
+
+// The registry layer asks through the approver (approve/dialog.go,
+// approve/approval_text.go).
 func registryLayerOf(b *Broker, next Handler) registryLayer {
-	return registryLayer{next: next, fetch: b.registry.resolveFromRegistry, ask: askingOf(b)}
+	return registryLayer{
+		Next:  next,
+		Fetch: b.registry.resolveFromRegistry,
+		Ask:   tl.Asking{NeedsDialog: b.ask.NeedsDialog, Approval: b.ask.ApprovalFor, InDialog: b.ask.AskInDialog},
+	}
 }
 
 func approveLayerOf(b *Broker, next Handler) approve.Layer {
@@ -74,7 +72,7 @@ func approveLayerOf(b *Broker, next Handler) approve.Layer {
 		},
 		CloudOn: func() bool { return b.cloud.client.Enabled() },
 		Local: func(ctx context.Context, tool string, args map[string]any) Result {
-			return b.cloud.exec.run(ctx, toolbox.Tool{Name: tool}, args)
+			return b.cloud.exec.Run(ctx, toolbox.Tool{Name: tool}, args)
 		},
 		Ask: b.ask,
 	}

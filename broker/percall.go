@@ -22,7 +22,7 @@ type perCallExec struct {
 	srv  *server
 }
 
-func (e perCallExec) run(ctx context.Context, def toolbox.Tool, args map[string]any) Result {
+func (e perCallExec) Run(ctx context.Context, def toolbox.Tool, args map[string]any) Result {
 	return callServer(ctx, e.sb, e.srv, def, args, e.callOnce)
 }
 

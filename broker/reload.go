@@ -234,8 +234,8 @@ func (s *serverSet) handOver(name string, cfg config.Server) *server {
 	was.mu.Unlock()
 	var defs []toolbox.Tool
 	for _, n := range names {
-		if e, ok := s.tools.get(n); ok {
-			defs = append(defs, e.def)
+		if e, ok := s.tools.Get(n); ok {
+			defs = append(defs, e.Def)
 		}
 	}
 	var exec executor = pooledExec{sb: s.sb, srv: srv}
@@ -282,7 +282,7 @@ func (s *serverSet) removeServer(name string) {
 // table. An edit that only allows or asks tells no one.
 func (b *Broker) tellVisible(old, cur Permissions) {
 	changed := false
-	for _, t := range b.srv.tools.list() {
+	for _, t := range b.srv.tools.List() {
 		was, _ := old.Decide(t.Name)
 		now, _ := cur.Decide(t.Name)
 		if (was == Deny) != (now == Deny) {
@@ -295,5 +295,5 @@ func (b *Broker) tellVisible(old, cur Permissions) {
 	}
 	// The MCP layer lists again (the denied tools leave, or come back)
 	// and sends notifications/tools/list_changed.
-	b.srv.tools.notify()
+	b.srv.tools.Notify()
 }

@@ -45,18 +45,12 @@ func (s *serverSet) InstallNewServer(ctx context.Context, cfg config.Server) ([]
 // ServerTools lists the registered tools of server name.
 func (s *serverSet) ServerTools(name string) []Tool {
 	var out []Tool
-	for _, t := range s.tools.list() {
+	for _, t := range s.tools.List() {
 		if strings.HasPrefix(t.Name, name+":") {
 			out = append(out, t)
 		}
 	}
 	return out
-}
-
-// Listed is a tool as a client sees it: its wire name and pml's.
-type Listed struct {
-	Tool
-	Wire string
 }
 
 // ListedTools is every tool a client would be shown (permissions.deny

@@ -37,7 +37,7 @@ type pooledExec struct {
 	srv *server
 }
 
-func (e pooledExec) run(ctx context.Context, def toolbox.Tool, args map[string]any) Result {
+func (e pooledExec) Run(ctx context.Context, def toolbox.Tool, args map[string]any) Result {
 	if ci, _ := ctx.Value(callInfoKey{}).(callInfo); ci.fwd.on() {
 		return forwardServer(ctx, e.sb, e.srv, def, ci.fwd)
 	}

@@ -33,7 +33,7 @@ type server struct {
 
 // serverSet is the configured stdio MCP servers (mcps, private_mcps, and
 // those a registry entry or a capability adds at run time) and the tool
-// table every source registers its tools in (tool_table.go). It holds
+// table every source registers its tools in (tools/table.go). It holds
 // what it uses, never the *Broker: what it needs of another part is a
 // field wired in New.
 //
@@ -41,8 +41,8 @@ type server struct {
 // is below it: broker's sandbox (a server's container spec, environment
 // and install run on it), the executors it gives each server's tools
 // (pooledExec, perCallExec, which read the fast path's forwardCall and
-// the MCP surface's callInfo), and the tool table's executor interface,
-// whose unexported run every source implements in package broker.
+// the MCP surface's callInfo); the tool table and its Executor interface
+// are in broker/tools already.
 type serverSet struct {
 	sb       *sandbox
 	log      zerolog.Logger

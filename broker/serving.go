@@ -88,11 +88,11 @@ func (s Serving) PrepareCapability(ctx context.Context, c Capability) {
 // network (a host its proxy refuses becomes an approval, which needs the
 // result held back). The permissions are the caller's to check.
 func (s Serving) Forwardable(name string) bool {
-	entry, ok := s.b.srv.tools.get(name)
+	entry, ok := s.b.srv.tools.Get(name)
 	if !ok {
 		return false
 	}
-	if _, pooled := entry.exec.(pooledExec); !pooled {
+	if _, pooled := entry.Exec.(pooledExec); !pooled {
 		return false
 	}
 	srv := s.b.srv.serverOf(name)

@@ -6,6 +6,9 @@ import (
 	"testing"
 )
 
+// The resolve and registry layers (package tools) as path.go wires them
+// to the broker's sources.
+
 func TestResolveLayerFailsUnknownNamesOnly(t *testing.T) {
 	f := newFixture(t, "")
 	for _, tc := range []struct {
@@ -23,5 +26,14 @@ func TestResolveLayerFailsUnknownNamesOnly(t *testing.T) {
 		if tc.reached == 0 && !errors.Is(res.Err(), ErrNotFound) {
 			t.Errorf("%s: %+v", tc.tool, res)
 		}
+	}
+}
+
+func TestRegistryLayerPassesLocalToolsThrough(t *testing.T) {
+	f := newFixture(t, "")
+	next := &fakeNext{}
+	registryLayerOf(f.b, next).Call(context.Background(), &Call{Tool: "filesystem:read_file"})
+	if next.reached != 1 {
+		t.Fatal("a local tool did not go through")
 	}
 }

@@ -1,4 +1,4 @@
-package broker
+package tools
 
 import (
 	"context"
@@ -10,27 +10,29 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/pml-dev/pml/broker/call"
 	"github.com/pml-dev/pml/internal/audit"
 )
 
-// schemaLayer checks a call's arguments against the tool's input schema
+// SchemaLayer checks a call's arguments against the tool's input schema
 // before anything runs: a misspelt or missing argument is the caller's
 // mistake, and finding it should cost no approval and no container. The
 // schema is the one the client was shown (tools/list): a built-in tool's,
 // or a server's from its registered or cached tool list; a tool whose
 // schema is not known without starting something is not checked here
 // (its server checks its own arguments).
-type schemaLayer struct {
-	next Handler
-	// schema is the input schema the client was shown for a tool, when
-	// it is known without starting anything (Broker.knownSchema).
-	schema func(tool string) (json.RawMessage, bool)
+type SchemaLayer struct {
+	Next call.Handler
+	// Schema is the input schema the client was shown for a tool, when
+	// it is known without starting anything (broker's
+	// serverSet.knownSchema).
+	Schema func(tool string) (json.RawMessage, bool)
 }
 
-func (l schemaLayer) Call(ctx context.Context, c *Call) Result {
-	raw, ok := l.schema(c.Tool)
+func (l SchemaLayer) Call(ctx context.Context, c *call.Call) call.Result {
+	raw, ok := l.Schema(c.Tool)
 	if !ok {
-		return l.next.Call(ctx, c)
+		return l.Next.Call(ctx, c)
 	}
 	args := c.Args
 	if c.RawArgs {
@@ -38,38 +40,14 @@ func (l schemaLayer) Call(ctx context.Context, c *Call) Result {
 		// decoded copy and leaves the call's as they are.
 		args = map[string]any{}
 		if err := json.Unmarshal(c.Req.Args, &args); err != nil {
-			return l.next.Call(ctx, c)
+			return l.Next.Call(ctx, c)
 		}
 	}
 	if err := checkArgs(raw, args); err != nil {
 		c.Note(audit.Entry{Tool: c.Tool, Decision: audit.Failed, Reason: "arguments do not match the input schema", ArgKeys: audit.Keys(args)})
-		return errorResult(fmt.Errorf("%w: %s: %v", ErrInvalidInput, c.Tool, err))
+		return call.ResultFor(fmt.Errorf("%w: %s: %v", call.ErrInvalidInput, c.Tool, err))
 	}
-	return l.next.Call(ctx, c)
-}
-
-// knownSchema is the input schema of tool when it is known without
-// starting anything: the tool table, else the server's cached tool list.
-func (b *Broker) knownSchema(tool string) (json.RawMessage, bool) {
-	if e, ok := b.srv.tools.get(tool); ok {
-		return e.def.InputSchema, true
-	}
-	srv := b.srv.serverOf(tool)
-	if srv == nil || !b.srv.deps.Installed(srv.cfg) {
-		return nil, false
-	}
-	tools, ok := b.srv.toolsCache.Get(srv.cfg)
-	if !ok {
-		return nil, false
-	}
-	_, name, _ := strings.Cut(tool, ":")
-	for _, t := range tools {
-		if t.Name == name {
-			s, err := json.Marshal(t.InputSchema)
-			return s, err == nil
-		}
-	}
-	return nil, false
+	return l.Next.Call(ctx, c)
 }
 
 // resolvedSchemas caches resolved schemas by their text: resolving is

@@ -1,0 +1,36 @@
+package tools
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/pml-dev/pml/broker/call"
+	"github.com/pml-dev/pml/internal/audit"
+)
+
+// ResolveLayer finds where a tool comes from: the toolbox and shell
+// tables, a configured MCP server, the cloud, or (not loaded yet) a
+// registry. A name none of them can answer fails here as not found. A
+// registry name is only marked: it is fetched after the permission
+// check (RegistryLayer), so a denied name is never fetched.
+type ResolveLayer struct {
+	Next call.Handler
+	// Known: the toolbox or shell table, a configured server or the
+	// cloud has the tool.
+	Known func(tool string) bool
+	// RegistryName: the name is one a registry may provide, and registry
+	// lookups are on.
+	RegistryName func(tool string) bool
+}
+
+func (l ResolveLayer) Call(ctx context.Context, c *call.Call) call.Result {
+	if l.Known(c.Tool) {
+		return l.Next.Call(ctx, c)
+	}
+	if !l.RegistryName(c.Tool) {
+		c.Note(audit.Entry{Tool: c.Tool, Decision: audit.Failed, Reason: "no such tool"})
+		return call.ResultFor(fmt.Errorf("%w %q: tools/list (`pml tools` on the command line) shows the available tools", call.ErrNotFound, c.Tool))
+	}
+	c.FromRegistry = true
+	return l.Next.Call(ctx, c)
+}
