@@ -14,7 +14,7 @@ func TestEveryCommandWithAResultTakesFormatJSON(t *testing.T) {
 	for _, path := range [][]string{
 		{"add"}, {"remove"}, {"cleanup"}, {"init"},
 		{"images", "prune"}, {"images", "save"}, {"images", "load"},
-		{"doctor"}, {"list"}, {"tools"}, {"audit"}, {"version"},
+		{"doctor"}, {"list"}, {"tools"}, {"audit"}, {"version"}, {"upgrade"},
 	} {
 		c, _, err := root.Find(path)
 		if err != nil {
