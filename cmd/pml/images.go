@@ -174,7 +174,7 @@ func newImagesPullCmd(g *globals, manifest *string) *cobra.Command {
 		Long: "Pull every image the image manifest, .pml.json (mcps, private_mcps, sandbox.shell_image) and .pml/mcp.lock " +
 			"(stdio entries) name, each once, a few at a time. A pinned image is pulled by digest; a tag with a pinned " +
 			"digest must resolve to it, or the pull fails. Images built on this host (toolbox, shell, node) are built or " +
-			"reported missing with how to build them. Progress goes to stderr (bars on a terminal, lines otherwise); the " +
+			"reported missing with how to build them. Progress goes to stderr (bars on a terminal, else a line per step, JSON events unless --log-format text); the " +
 			"summary to stdout (--format json: one JSON object). Any image that fails makes the command fail.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -17,8 +17,8 @@ import (
 // firstUsePull is broker.Options.PullImage for a Docker engine: an image a
 // container needs and the engine lacks is pulled as `pml images pull`
 // pulls it (the same Puller: the manifest's and the lockfile's digest
-// pins, retries, progress on stderr: bars on a terminal, lines
-// otherwise), when pml knows it: the image manifest, .pml.json's servers
+// pins, retries, progress on stderr as g.progressOut says: bars on a
+// terminal, else a line per step in the log's format), when pml knows it: the image manifest, .pml.json's servers
 // and sandbox.shell_image, and .pml/mcp.lock's stdio entries name it.
 // Other runtimes (Kubernetes: the nodes pull) get nil.
 func firstUsePull(g *globals, rt container.Runtime, ws string, cfg *config.Config) func(context.Context, string) error {
