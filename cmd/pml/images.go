@@ -42,12 +42,12 @@ func newImagesCmd(g *globals) *cobra.Command {
 	}
 	var manifest string
 	cmd.PersistentFlags().StringVar(&manifest, "manifest", "", "image manifest to use instead of the embedded images/manifest.yaml (env "+images.ManifestEnv+")")
-	cmd.AddCommand(newImagesBuildCmd(g), newImagesPullCmd(g, &manifest), newImagesListCmd(g, &manifest),
+	cmd.AddCommand(newImagesBuildCmd(), newImagesPullCmd(g, &manifest), newImagesListCmd(g, &manifest),
 		newImagesSaveCmd(g, &manifest), newImagesLoadCmd(g), newImagesPruneCmd(g, &manifest))
 	return cmd
 }
 
-func newImagesBuildCmd(g *globals) *cobra.Command {
+func newImagesBuildCmd() *cobra.Command {
 	var (
 		busybox string
 		force   bool
@@ -55,7 +55,7 @@ func newImagesBuildCmd(g *globals) *cobra.Command {
 	build := &cobra.Command{
 		Use:   "build",
 		Short: "Build pml's own images locally, without a registry",
-		Long:  "Build the toolbox image from pml's in-container program for the daemon's architecture (embedded in this pml when it was built) and the shell image from a static busybox (Debian's busybox-static).",
+		Long:  "Build the toolbox image from pml's in-container program for the daemon's architecture (embedded in this pml when it was built) and the shell image from a static busybox (Debian's busybox-static). Prints the images' names on stdout (toolbox image: REF, shell image: REF).",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			rt, err := openRuntime(hostOf(cmd), nil)
@@ -68,7 +68,7 @@ func newImagesBuildCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return &exitError{5, err}
 			}
-			fmt.Fprintln(g.narration(), "toolbox image:", ref)
+			fmt.Fprintln(cmd.OutOrStdout(), "toolbox image:", ref)
 			if busybox != "" {
 				// Rebuilding an image that is there only leaves the old one
 				// dangling; --force replaces it on purpose.
@@ -81,7 +81,7 @@ func newImagesBuildCmd(g *globals) *cobra.Command {
 						return &exitError{5, err}
 					}
 				}
-				fmt.Fprintln(g.narration(), "shell image:", images.ShellRef)
+				fmt.Fprintln(cmd.OutOrStdout(), "shell image:", images.ShellRef)
 			}
 			return nil
 		},
