@@ -14,8 +14,10 @@ import (
 
 // stderr holds one format. On a terminal (or with --log-format text) it is
 // text for people; elsewhere (CI, a pipe, a file) JSON lines, unless
-// --log-format text: a command's own lines then become log events too,
-// so a script reads every line as JSON, and each event is said once.
+// --log-format text: a command's own lines (narration, warnings, progress,
+// questions) and main's last line for a failed command then become log
+// events too, so a script reads every line as JSON, and each event is
+// said once. A command's result goes to stdout, never here.
 
 func validLogFormat(f string) bool {
 	switch f {
