@@ -103,16 +103,14 @@ registry-bin:
 demo: images
 	$(BIN) demo
 
-# Releases (.goreleaser.yaml): GoReleaser is a Go tool of its own module
-# file, tools/goreleaser/go.mod (its version pinned there; a module of its
-# own because its hundreds of dependencies would move pml's to other
-# versions), run as `go tool -modfile=tools/goreleaser/go.mod goreleaser`:
-# Go builds it once into its cache and reuses it. cyclonedx-gomod (the
-# SBOMs) is built from the Go module proxy once and cached outside the
-# tree like the registry binary.
-CYCLONEDX_VERSION := v1.10.0
-CYCLONEDX_DIR ?= $(HOME)/.cache/pml/bin/cyclonedx-gomod-$(CYCLONEDX_VERSION)
+# Releases (.goreleaser.yaml): GoReleaser and cyclonedx-gomod (the SBOMs)
+# are Go tools, each of its own module file, tools/goreleaser/go.mod and
+# tools/cyclonedx/go.mod (their versions pinned there; modules of their own
+# because their dependencies would move pml's to other versions), run as
+# `go tool -modfile=tools/X/go.mod X`: Go builds each once into its cache
+# and reuses it.
 GORELEASER := $(GO) tool -modfile=tools/goreleaser/go.mod goreleaser
+CYCLONEDX := $(GO) tool -modfile=tools/cyclonedx/go.mod cyclonedx-gomod
 # Under a lock: CI builds these in the background while earlier stages
 # run, and a stage that needs them waits here for that build to finish
 # instead of starting a second one.
@@ -122,9 +120,7 @@ release-tools:
 .PHONY: release-tools-locked
 release-tools-locked:
 	@$(GORELEASER) --version | grep -m1 '^GitVersion' >&2
-	@set -e; if [ ! -x "$(CYCLONEDX_DIR)/cyclonedx-gomod" ]; then echo "building cyclonedx-gomod $(CYCLONEDX_VERSION) into $(CYCLONEDX_DIR), once" >&2; \
-	  t=$$(mktemp -d); GOBIN=$$t CGO_ENABLED=0 $(GO) install -trimpath -ldflags '-s -w' github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@$(CYCLONEDX_VERSION); \
-	  mkdir -p $(CYCLONEDX_DIR); mv $$t/cyclonedx-gomod $(CYCLONEDX_DIR)/; rm -rf $$t; fi
+	@$(CYCLONEDX) version | grep -m1 '^Version' | sed 's/^/cyclonedx-gomod /' >&2
 
 # A release into dist/release: the five platforms' archives, checksums.txt
 # (signed with cosign, keyless, when a GitHub Actions OIDC token is there),
@@ -135,7 +131,7 @@ release-tools-locked:
 # (test-release), it is a snapshot: offline, unsigned (it says so),
 # nothing published.
 release: release-tools
-	PATH="$(CYCLONEDX_DIR):$(PATH)" bash .ci/release.sh $$([ "$(SNAPSHOT)" = 1 ] && echo --snapshot)
+	bash .ci/release.sh $$([ "$(SNAPSHOT)" = 1 ] && echo --snapshot)
 
 # make release-tag TAG=v1.2.3: tags a commit that is HEAD plus the generated
 # in-container program (gitignored on branches), so that the module the Go

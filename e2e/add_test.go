@@ -53,7 +53,7 @@ func TestWrongArgumentsAreRefusedBeforeAContainerStarts(t *testing.T) {
 	if r.code != 2 || !strings.Contains(out.Text, `"paht"`) || !strings.Contains(out.Text, `missing required argument "path"`) {
 		t.Errorf("exit %d, text %q: want exit 2 naming paht and the missing path", r.code, out.Text)
 	}
-	if !strings.Contains(string(r.stderr), `"paht"`) {
+	if !strings.Contains(logText(r.stderr), `"paht"`) {
 		t.Errorf("stderr does not name paht:\n%s", r.stderr)
 	}
 	time.Sleep(200 * time.Millisecond)
@@ -206,7 +206,7 @@ func TestAddRefusesAPackageWhoseTarballChangedUpstream(t *testing.T) {
 	changed := fakeNPM(t, "@pml-test/server-fake", sri512([]byte("the tarball as it was pinned")), tarball)
 	ws := newWorkspace(t, "")
 	r := runCLI(t, ws.Dir, []string{"PML_WORKSPACE=" + ws.Dir, "npm_config_registry=" + changed.URL}, "", "add", "npm:@pml-test/server-fake", "--yes")
-	if r.code != 1 || !strings.Contains(string(r.stderr), "integrity mismatch") || !strings.Contains(string(r.stderr), sri512(tarball)) {
+	if r.code != 1 || !strings.Contains(logText(r.stderr), "integrity mismatch") || !strings.Contains(logText(r.stderr), sri512(tarball)) {
 		t.Errorf("exit %d, want 1 with the integrity mismatch and the tarball's real integrity:\n%s", r.code, r.stderr)
 	}
 	if _, err := os.Stat(ws.path(".pml.json")); !errors.Is(err, os.ErrNotExist) {
@@ -217,7 +217,7 @@ func TestAddRefusesAPackageWhoseTarballChangedUpstream(t *testing.T) {
 	// mismatch is what refused the first.
 	same := fakeNPM(t, "@pml-test/server-fake", sri512(tarball), tarball)
 	r = runCLI(t, ws.Dir, []string{"PML_WORKSPACE=" + ws.Dir, "npm_config_registry=" + same.URL}, "", "add", "npm:@pml-test/server-fake")
-	if r.code != 3 || !strings.Contains(string(r.stderr), "mcps.fake") || !strings.Contains(string(r.stderr), "nothing was written") {
+	if r.code != 3 || !strings.Contains(logText(r.stderr), "mcps.fake") || !strings.Contains(logText(r.stderr), "nothing was written") {
 		t.Errorf("a matching package: exit %d, want 3 at the consent:\n%s", r.code, r.stderr)
 	}
 	if _, err := os.Stat(ws.path(".pml.json")); !errors.Is(err, os.ErrNotExist) {
@@ -300,7 +300,7 @@ func TestAFailedInstallWritesNothing(t *testing.T) {
 	ws.write(".pml.json", `{"permissions": {"allow": ["filesystem:*"]}}`+"\n")
 	before, trustBefore := readFile(t, ws.path(".pml.json")), trustRecord(t, ws)
 	r := runCLI(t, ws.Dir, []string{"PML_WORKSPACE=" + ws.Dir, "npm_config_registry=" + reg.URL}, "", "add", "npm:@pml-test/server-fake", "--yes")
-	stderr := string(r.stderr)
+	stderr := logText(r.stderr)
 	if r.code == 0 || !strings.Contains(stderr, "installing fake: ") || !strings.Contains(stderr, "nothing was written to "+ws.path(".pml.json")) || strings.Contains(stderr, "wrote mcps.fake") {
 		t.Errorf("exit %d, want the install's failure and that nothing was written:\n%s", r.code, stderr)
 	}

@@ -235,13 +235,15 @@ func TestUsageErrorsExit2OnEveryCommand(t *testing.T) {
 			t.Errorf("pml %s: exit %d, want 2\n%s%s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
 			continue
 		}
-		if len(r.stderr) == 0 || !bytes.Contains(r.stderr, []byte("pml: ")) {
-			t.Errorf("pml %s: no message on stderr", strings.Join(args, " "))
+		// stderr is not a terminal: the message is main's error event.
+		msg, code, ok := errorEvent(r.stderr)
+		if !ok || code != 2 || msg == "" {
+			t.Errorf("pml %s: no error event with exit_code 2 on stderr:\n%s", strings.Join(args, " "), r.stderr)
 		}
 		// pml call keeps its one JSON line on stdout; the others print
 		// nothing there, and point at --help.
 		if args[0] != "call" {
-			if len(r.stdout) != 0 || !bytes.Contains(r.stderr, []byte("--help")) {
+			if len(r.stdout) != 0 || !strings.Contains(msg, "--help") {
 				t.Errorf("pml %s: stdout %q, stderr %q", strings.Join(args, " "), r.stdout, r.stderr)
 			}
 		}

@@ -147,7 +147,7 @@ func TestInitEmptyProject(t *testing.T) {
 		!reflect.DeepEqual(pml.Args, []string{"stdio"}) || len(pml.Env) != 0 {
 		t.Errorf("pml server = %+v, want command %s, args [stdio], no env", pml, realPML(t))
 	}
-	if !strings.Contains(string(r.stderr), "the pml on PATH is not this one") {
+	if !strings.Contains(logText(r.stderr), "the pml on PATH is not this one") {
 		t.Errorf("init does not say why it wrote an absolute path:\n%s", r.stderr)
 	}
 	var cfg struct {
@@ -170,7 +170,7 @@ func TestInitEmptyProject(t *testing.T) {
 		t.Errorf(".gitignore = %q", ignore)
 	}
 	for _, want := range []string{"created", "local mode"} {
-		if !strings.Contains(string(r.stderr), want) {
+		if !strings.Contains(logText(r.stderr), want) {
 			t.Errorf("the summary does not say %q:\n%s", want, r.stderr)
 		}
 	}
@@ -252,7 +252,7 @@ func TestInitWithAnExistingMCPJSON(t *testing.T) {
 		ws.write(".mcp.json", otherMCP)
 		before := snapshotFiles(t, ws.Dir)
 		r := runCLI(t, ws.Dir, nil, "", "init")
-		if r.code != 2 || !strings.Contains(string(r.stderr), "--yes") || !strings.Contains(string(r.stderr), "Nothing was written") {
+		if r.code != 2 || !strings.Contains(logText(r.stderr), "--yes") || !strings.Contains(logText(r.stderr), "Nothing was written") {
 			t.Fatalf("exit %d, stderr:\n%s", r.code, r.stderr)
 		}
 		if after := snapshotFiles(t, ws.Dir); !reflect.DeepEqual(before, after) {
@@ -264,7 +264,7 @@ func TestInitWithAnExistingMCPJSON(t *testing.T) {
 		ws.write(".mcp.json", "{\n  \"mcpServers\": {\n    \"a\": {\"command\": \"x\",}\n  }\n}\n")
 		before := snapshotFiles(t, ws.Dir)
 		r := runCLI(t, ws.Dir, nil, "", "init", "--yes")
-		if r.code != 2 || !strings.Contains(string(r.stderr), ws.path(".mcp.json")) || !strings.Contains(string(r.stderr), "line 3, column 26") {
+		if r.code != 2 || !strings.Contains(logText(r.stderr), ws.path(".mcp.json")) || !strings.Contains(logText(r.stderr), "line 3, column 26") {
 			t.Fatalf("exit %d, stderr:\n%s", r.code, r.stderr)
 		}
 		if after := snapshotFiles(t, ws.Dir); !reflect.DeepEqual(before, after) {
@@ -369,7 +369,7 @@ func TestCallExitCodes(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			r := runCLI(t, c.dir, append([]string{"PML_LOG_LEVEL=debug"}, c.env...), c.stdin, append([]string{"call"}, c.args...)...)
 			out := callJSON(t, r)
-			if r.code != c.code || out.Outcome != c.outcome || !strings.Contains(out.Text, c.stdout) || !strings.Contains(string(r.stderr), c.stderr) {
+			if r.code != c.code || out.Outcome != c.outcome || !strings.Contains(out.Text, c.stdout) || !strings.Contains(logText(r.stderr), c.stderr) {
 				t.Errorf("exit %d outcome %q, want %d %q with %q in the text and %q on stderr\nstdout: %s\nstderr:\n%s", r.code, out.Outcome, c.code, c.outcome, c.stdout, c.stderr, r.stdout, r.stderr)
 			}
 			if bytes.Contains(r.stderr, []byte("pml-call-e2e-key")) {
@@ -391,8 +391,9 @@ func TestCallWithTheEngineDownSaysItOnce(t *testing.T) {
 	ws := newWorkspace(t, `{"permissions": {"allow": ["filesystem:read_file"]}}`)
 	ws.write("hello.txt", "hello")
 	r := runCLI(t, ws.Dir, []string{"DOCKER_HOST=unix:///nonexistent.sock"}, "", "call", "filesystem:read_file", `{"path": "hello.txt"}`)
-	stderr := string(r.stderr)
-	if r.code != 5 || strings.Count(stderr, "does not answer") != 1 || !strings.HasPrefix(stderr, "pml: ") || !strings.Contains(stderr, "start it") {
+	// One line: main's error event (stderr is not a terminal: JSON).
+	stderr, code, ok := errorEvent(r.stderr)
+	if r.code != 5 || !ok || code != 5 || strings.Count(string(r.stderr), "\n") != 1 || strings.Count(stderr, "does not answer") != 1 || !strings.Contains(stderr, "start it") {
 		t.Errorf("exit %d, want 5 and one line on stderr saying the engine does not answer and what to do:\n%s", r.code, stderr)
 	}
 }

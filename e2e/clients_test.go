@@ -174,7 +174,7 @@ func TestInitWritesOnlyClaudeCodesFileAndNamesTheOthers(t *testing.T) {
 		"gemini-cli: installed, not configured; pml init --client gemini-cli writes .gemini/settings.json",
 		"opencode: installed, not configured; pml init --client opencode writes opencode.json",
 	} {
-		if !strings.Contains(string(r.stderr), w) {
+		if !strings.Contains(logText(r.stderr), w) {
 			t.Errorf("init does not say %q:\n%s", w, r.stderr)
 		}
 	}
@@ -190,7 +190,7 @@ func TestInitClientFileMergeNeedsConsent(t *testing.T) {
 	ws.write(".gemini/settings.json", old)
 	before := snapshotFiles(t, ws.Dir)
 	r := runCLI(t, ws.Dir, userEnv, "", "init", "--local", "--client", "gemini-cli")
-	if r.code != 2 || !strings.Contains(string(r.stderr), ".gemini/settings.json") || !strings.Contains(string(r.stderr), "Nothing was written") {
+	if r.code != 2 || !strings.Contains(logText(r.stderr), ".gemini/settings.json") || !strings.Contains(logText(r.stderr), "Nothing was written") {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
 	if after := snapshotFiles(t, ws.Dir); len(after) != len(before) || after["/.gemini/settings.json"] != old {

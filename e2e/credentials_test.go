@@ -90,7 +90,7 @@ func TestInitMovesTheKeyOutOfAnOldMCPJSON(t *testing.T) {
 
 	before := snapshotFiles(t, ws.Dir)
 	r := runCLI(t, ws.Dir, userEnv, "", "init")
-	if r.code != 2 || !strings.Contains(string(r.stderr), "Nothing was written") || !strings.Contains(string(r.stderr), "API key in it would move") {
+	if r.code != 2 || !strings.Contains(logText(r.stderr), "Nothing was written") || !strings.Contains(logText(r.stderr), "API key in it would move") {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
 	if after := snapshotFiles(t, ws.Dir); len(after) != len(before) || after["/.mcp.json"] != old {
@@ -166,7 +166,7 @@ func TestInitReadsTheKeyFromStdin(t *testing.T) {
 
 	before := snapshotFiles(t, ws.Dir)
 	r := runCLI(t, ws.Dir, userEnv, "y\n", "init", "--api-key", "-")
-	if r.code != 2 || !strings.Contains(string(r.stderr), "too short to be a PML API key") {
+	if r.code != 2 || !strings.Contains(logText(r.stderr), "too short to be a PML API key") {
 		t.Fatalf("a \"y\" as the key: exit %d\n%s", r.code, r.stderr)
 	}
 	if after := snapshotFiles(t, ws.Dir); len(after) != len(before) {
@@ -183,7 +183,7 @@ func TestInitReadsTheKeyFromStdin(t *testing.T) {
 	if b, _ := os.ReadFile(cred); !bytes.Contains(b, []byte(key)) {
 		t.Error("the key from stdin did not reach the credentials file")
 	}
-	if strings.Contains(string(r.stderr), key) || strings.Contains(readFile(t, ws.path(".mcp.json")), key) {
+	if strings.Contains(logText(r.stderr), key) || strings.Contains(readFile(t, ws.path(".mcp.json")), key) {
 		t.Error("the key was printed or written into .mcp.json")
 	}
 }

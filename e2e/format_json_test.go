@@ -19,6 +19,9 @@ import (
 func jsonLines(t *testing.T, what, stderr string) []string {
 	t.Helper()
 	var msgs []string
+	if strings.TrimSpace(stderr) == "" {
+		return nil
+	}
 	for _, l := range strings.Split(strings.TrimSpace(stderr), "\n") {
 		var e struct {
 			Message string `json:"message"`
@@ -149,6 +152,7 @@ func TestImagesSaveLoadPrunePrintJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &save); code != 0 || err != nil {
 		t.Fatalf("save: exit %d, %v\n%s\n%s", code, err, stdout, stderr)
 	}
+	saveStderr := stderr
 	saved := false
 	for _, im := range save.Images {
 		saved = saved || (im.Ref == ref && im.ID == id)
@@ -173,6 +177,8 @@ func TestImagesSaveLoadPrunePrintJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &load); code != 0 || err != nil {
 		t.Fatalf("load: exit %d, %v\n%s\n%s", code, err, stdout, stderr)
 	}
+	onceEach(t, "pml images save", jsonLines(t, "pml images save", saveStderr))
+	onceEach(t, "pml images load", jsonLines(t, "pml images load", stderr))
 	loaded := false
 	for _, im := range load.Images {
 		loaded = loaded || (im.Ref == ref && im.ID == id && im.New && len(im.Names) > 0)
@@ -196,6 +202,7 @@ func TestImagesSaveLoadPrunePrintJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &prune); code != 0 || err != nil {
 		t.Fatalf("prune: exit %d, %v\n%s\n%s", code, err, stdout, stderr)
 	}
+	onceEach(t, "pml images prune", jsonLines(t, "pml images prune", stderr))
 	// The project uses the image: it is not among what would go.
 	if !prune.OK || !prune.DryRun || prune.Removed == nil || prune.Kept == nil || prune.Failed == nil || len(prune.WouldRemove) != 0 {
 		t.Errorf("prune --format json: %+v\n%s", prune, stdout)
@@ -206,5 +213,53 @@ func TestImagesSaveLoadPrunePrintJSON(t *testing.T) {
 	prune.WouldRemove = nil
 	if err := json.Unmarshal([]byte(stdout), &prune); err != nil || len(prune.WouldRemove) != 1 || prune.WouldRemove[0].ID != id {
 		t.Errorf("prune --format json once unused: %v %+v\n%s", err, prune, stdout)
+	}
+}
+
+// TestEveryCommandSpeaksOneFormatOnStderr: with stderr not a terminal,
+// what init says, doctor's failure, a pull's progress and main's last
+// line for a failed command are JSON events, each said once; with
+// --log-format text they are text, with no JSON line (issue 44).
+func TestEveryCommandSpeaksOneFormatOnStderr(t *testing.T) {
+	ws := newWorkspace(t, "")
+	code, stdout, stderr := runPML(t, ws, "init", "--yes", "--local")
+	if code != 0 {
+		t.Fatalf("pml init: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	msgs := jsonLines(t, "pml init", stderr)
+	onceEach(t, "pml init", msgs)
+	if all := strings.Join(msgs, "\n"); !strings.Contains(all, "Next:") || !strings.Contains(all, "local mode") {
+		t.Errorf("pml init's events:\n%s", stderr)
+	}
+
+	// A failed command: its error is the last event, with its exit code.
+	code, stdout, stderr = runPML(t, ws, "-H", "unix:///nonexistent.sock", "doctor")
+	msgs = jsonLines(t, "pml doctor", stderr)
+	onceEach(t, "pml doctor", msgs)
+	if msg, c, ok := errorEvent(stderr); code != 1 || !ok || c != 1 || !strings.Contains(msg, "check(s) failed") || !strings.Contains(stdout, "FAIL") {
+		t.Errorf("pml doctor with no engine: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	code, _, stderr = runPML(t, ws, "images", "pull", "--parallel", "0")
+	jsonLines(t, "a usage error", stderr)
+	if msg, c, ok := errorEvent(stderr); code != 2 || !ok || c != 2 || !strings.Contains(msg, "--parallel must be at least 1") || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+		t.Errorf("a usage error: exit %d\n%s", code, stderr)
+	}
+	// --log-format text: the same error as the text line people read.
+	code, _, stderr = runPML(t, ws, "--log-format", "text", "images", "pull", "--parallel", "0")
+	if code != 2 || !strings.HasPrefix(stderr, "pml: --parallel must be at least 1") || strings.Contains(stderr, `{"level"`) {
+		t.Errorf("--log-format text: exit %d\n%s", code, stderr)
+	}
+
+	// A pull's progress: one event per line, each once.
+	cli := imagesEngine(t)
+	ref := "pml-e2e-" + imgNonce(t) + "/once:v1"
+	id := importTestImage(t, cli, ref, "", nil)
+	t.Cleanup(func() { removeTestImage(t, cli, id) })
+	pws := newWorkspace(t, fmt.Sprintf(`{"mcps": {"once": {"image": %q, "command": "/x"}}}`, ref))
+	out, stderr, code := runImagesCmd(t, pws, "images", "pull", "--manifest", writeImageManifest(t, ""))
+	msgs = jsonLines(t, "pml images pull", stderr)
+	onceEach(t, "pml images pull", msgs)
+	if code != 0 || len(msgs) == 0 {
+		t.Errorf("pml images pull: exit %d\n%s\n%s", code, out, stderr)
 	}
 }

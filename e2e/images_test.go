@@ -264,6 +264,7 @@ func TestImagesPullByDigestRefusesAMismatchAndFailsOnAMissingImage(t *testing.T)
 	if code != 0 {
 		t.Fatalf("pull: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
+	stderr = logText(stderr)
 	pinned := regexp.QuoteMeta(ref + "@" + digest)
 	if n := strings.Count(stderr, "pulling "+ref+"@"+digest+"\n"); n != 1 {
 		t.Errorf("want exactly one pull of the image, got %d:\n%s", n, stderr)

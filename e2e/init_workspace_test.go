@@ -18,7 +18,7 @@ func TestInitWorkspaceFlag(t *testing.T) {
 	}
 	elsewhere := t.TempDir()
 	r := runCLI(t, elsewhere, nil, "", "init", "--workspace", target, "--yes", "--local")
-	if r.code != 0 || !strings.Contains(string(r.stderr), "workspace "+target+" (--workspace)") {
+	if r.code != 0 || !strings.Contains(logText(r.stderr), "workspace "+target+" (--workspace)") {
 		t.Fatalf("pml init --workspace: exit %d\n%s", r.code, r.stderr)
 	}
 	for _, f := range []string{".mcp.json", ".pml.json", ".gitignore"} {
@@ -31,7 +31,7 @@ func TestInitWorkspaceFlag(t *testing.T) {
 	}
 	home := t.TempDir()
 	r = runCLI(t, elsewhere, []string{"HOME=" + home}, "", "init", "--workspace", home, "--yes", "--local")
-	if r.code != 2 || !strings.Contains(string(r.stderr), "home directory") {
+	if r.code != 2 || !strings.Contains(logText(r.stderr), "home directory") {
 		t.Errorf("pml init --workspace $HOME: exit %d\n%s", r.code, r.stderr)
 	}
 }

@@ -32,7 +32,7 @@ func TestCallNetworkApprovalSaysWhatRanAndWhatToAllow(t *testing.T) {
 		if r.code != 3 || out.Outcome != "approval_required" {
 			t.Fatalf("exit %d outcome %q, want 3 approval_required\nstdout: %s\nstderr:\n%s", r.code, out.Outcome, r.stdout, r.stderr)
 		}
-		stderr := string(r.stderr)
+		stderr := logText(r.stderr)
 		for _, w := range append([]string{"shell:exec ran, and pml's egress proxy refused its connection to " + otherHost + ", which sandbox.network.allow does not allow"}, want...) {
 			if !strings.Contains(stderr, w) {
 				t.Errorf("stderr lacks %q:\n%s", w, stderr)
@@ -59,7 +59,7 @@ func TestCallNetworkApprovalSaysWhatRanAndWhatToAllow(t *testing.T) {
 		ws := newWorkspace(t, "")
 		r := runCLI(t, ws.Dir, []string{"PML_PERMISSIONS_ALLOW=shell:exec", "PML_SANDBOX_NETWORK_ALLOW=" + allowed}, "", "call", "shell:exec", cmd)
 		check(t, r, ws, "add "+otherHost+" to PML_SANDBOX_NETWORK_ALLOW", "export PML_SANDBOX_NETWORK_ALLOW="+allowed+","+otherHost)
-		if _, hint, _ := strings.Cut(string(r.stderr), "pml: call"); strings.Contains(hint, ".pml.json") || strings.Contains(callJSON(t, r).Text, ".pml.json") {
+		if hint, _, _ := errorEvent(r.stderr); strings.Contains(hint, ".pml.json") || strings.Contains(callJSON(t, r).Text, ".pml.json") {
 			t.Errorf("the hint names .pml.json, which does not exist and would change nothing:\n%s", r.stderr)
 		}
 	})
@@ -79,12 +79,12 @@ func TestCallApprovalNamesWhatACLIUserCanDo(t *testing.T) {
 	want := []string{"nothing ran; pml call never asks and cannot answer an approval", `add "filesystem:create_directory" to PML_PERMISSIONS_ALLOW`,
 		"export PML_PERMISSIONS_ALLOW=filesystem:read_file,filesystem:create_directory"}
 	for _, w := range want {
-		if !strings.Contains(string(r.stderr), w) || !strings.Contains(out.Text, w) {
+		if !strings.Contains(logText(r.stderr), w) || !strings.Contains(out.Text, w) {
 			t.Errorf("stderr or text lacks %q\nstderr:\n%s\ntext:\n%s", w, r.stderr, out.Text)
 		}
 	}
 	for _, bad := range []string{"jq '.permissions.allow", "continue_workflow"} {
-		if strings.Contains(string(r.stderr), bad) || strings.Contains(out.Text, bad) {
+		if strings.Contains(logText(r.stderr), bad) || strings.Contains(out.Text, bad) {
 			t.Errorf("the message says %q\nstderr:\n%s\ntext:\n%s", bad, r.stderr, out.Text)
 		}
 	}
@@ -105,7 +105,7 @@ func TestCallErrorKeepsItsLines(t *testing.T) {
 	if r.code == 0 || !strings.Contains(out.Text, "probe: crashing on request") {
 		t.Fatalf("exit %d, text %q", r.code, out.Text)
 	}
-	_, after, ok := strings.Cut(string(r.stderr), "its last stderr lines:")
+	_, after, ok := strings.Cut(logText(r.stderr), "its last stderr lines:")
 	if !ok || !strings.Contains(after, "probe: crashing on request") {
 		t.Errorf("stderr does not show the server's stderr lines after the colon:\n%s", r.stderr)
 	}
@@ -153,7 +153,7 @@ func TestCallTimeoutNamesTheLimitThatExpired(t *testing.T) {
 			t.Fatalf("exit %d text %q", r.code, out.Text)
 		}
 		for _, bad := range []string{"1m0s", "sandbox.timeout", "timed out after"} {
-			if strings.Contains(out.Text, bad) || strings.Contains(string(r.stderr), bad) {
+			if strings.Contains(out.Text, bad) || strings.Contains(logText(r.stderr), bad) {
 				t.Errorf("the message names %q, which did not expire:\ntext: %s\nstderr: %s", bad, out.Text, r.stderr)
 			}
 		}

@@ -63,7 +63,8 @@ func startRegistry(t *testing.T, dir string) *registryServer {
 		sc := bufio.NewScanner(pr)
 		for sc.Scan() {
 			stderr.Write([]byte(sc.Text() + "\n"))
-			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+			// The line is a JSON event (--log-format json): its message.
+			if m := re.FindStringSubmatch(strings.TrimSuffix(logText(sc.Text()), "\n")); m != nil {
 				urlc <- m[1]
 			}
 		}

@@ -25,7 +25,7 @@ func TestAnUnpinnedSeedEntryIsResolvedAtFirstInstallAndRecorded(t *testing.T) {
 	if out := callJSON(t, r); r.code != 0 || !strings.Contains(out.Text, "Echo: unpinned") {
 		t.Fatalf("pml call everything:echo: exit %d %q\n%s", r.code, out.Text, r.stderr)
 	}
-	if !strings.Contains(string(r.stderr), "resolved to @modelcontextprotocol/server-everything@") || !strings.Contains(string(r.stderr), "at its first install") {
+	if !strings.Contains(logText(r.stderr), "resolved to @modelcontextprotocol/server-everything@") || !strings.Contains(logText(r.stderr), "at its first install") {
 		t.Errorf("no note of the version chosen:\n%s", r.stderr)
 	}
 	type record struct{ Version, Package, Integrity string }
@@ -40,7 +40,7 @@ func TestAnUnpinnedSeedEntryIsResolvedAtFirstInstallAndRecorded(t *testing.T) {
 	if first.Version == "" || first.Package != "@modelcontextprotocol/server-everything" || !strings.HasPrefix(first.Integrity, "sha512-") {
 		t.Fatalf(".pml/deps.json: %+v", first)
 	}
-	if r := runCLI(t, ws.Dir, []string{"PML_WORKSPACE=" + ws.Dir}, "", "doctor"); !strings.Contains(string(r.stdout)+string(r.stderr), "@modelcontextprotocol/server-everything@"+first.Version) {
+	if r := runCLI(t, ws.Dir, []string{"PML_WORKSPACE=" + ws.Dir}, "", "doctor"); !strings.Contains(string(r.stdout)+logText(r.stderr), "@modelcontextprotocol/server-everything@"+first.Version) {
 		t.Errorf("pml doctor's deps check does not show the recorded version:\n%s%s", r.stdout, r.stderr)
 	}
 
@@ -53,7 +53,7 @@ func TestAnUnpinnedSeedEntryIsResolvedAtFirstInstallAndRecorded(t *testing.T) {
 	if err := os.WriteFile(lock, []byte(strings.Replace(string(b), `"version": "`+first.Version+`"`, `"version": "0.0.1-drift"`, 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if r := runCLI(t, ws.Dir, []string{"PML_WORKSPACE=" + ws.Dir}, "", "doctor"); r.code == 0 || !strings.Contains(string(r.stdout)+string(r.stderr), "0.0.1-drift") {
+	if r := runCLI(t, ws.Dir, []string{"PML_WORKSPACE=" + ws.Dir}, "", "doctor"); r.code == 0 || !strings.Contains(string(r.stdout)+logText(r.stderr), "0.0.1-drift") {
 		t.Errorf("pml doctor passed with drift: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 
@@ -68,7 +68,7 @@ func TestAnUnpinnedSeedEntryIsResolvedAtFirstInstallAndRecorded(t *testing.T) {
 	if again := read(); again.Version != first.Version || again.Integrity != first.Integrity {
 		t.Errorf("reinstalled %+v; want the recorded %+v", again, first)
 	}
-	if strings.Contains(string(r.stderr), "at its first install") {
+	if strings.Contains(logText(r.stderr), "at its first install") {
 		t.Errorf("the reinstall says it resolved again:\n%s", r.stderr)
 	}
 }

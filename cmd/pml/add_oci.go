@@ -5,7 +5,6 @@ import (
 	"os"
 	"path"
 
-	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
 	"github.com/pml-dev/pml/images"
@@ -45,7 +44,7 @@ func addOCI(cmd *cobra.Command, g *globals, spec string, o addServerOptions) err
 		rt.Close()
 		return engineError(err)
 	}
-	p := &images.Puller{Engine: rt, Progress: images.NewProgress(os.Stderr, isatty.IsTerminal(os.Stderr.Fd()), termWidth(os.Stderr.Fd()))}
+	p := &images.Puller{Engine: rt, Progress: images.NewProgress(g.progressOut())}
 	res := p.Pull(ctx, []images.Want{{Ref: ref, Pin: ref.Digest, PinnedBy: "oci:" + spec, UsedBy: []string{"pml add"}, Source: images.SourceRegistry}})
 	rt.Close()
 	r := res[0]

@@ -303,9 +303,7 @@ func confirmAdd(w io.Writer, yes bool) bool {
 		fmt.Fprintln(w, "  not approved: no terminal to ask on; run again with --yes to approve")
 		return false
 	}
-	// The question itself goes to the terminal as it is: a JSON event
-	// waits for the end of its line.
-	fmt.Fprint(os.Stderr, "Approve? [y/N] ")
+	ask(w, "Approve? [y/N] ")
 	s, _ := bufio.NewReader(os.Stdin).ReadString('\n')
 	s = strings.ToLower(strings.TrimSpace(s))
 	return s == "y" || s == "yes"

@@ -63,7 +63,7 @@ line as they come. -f follows the log until interrupted.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return runAudit(ctx, ws.Dir, cmd.OutOrStdout(), os.Stderr, f, flt, follow)
+			return runAudit(ctx, ws.Dir, cmd.OutOrStdout(), g.warnings(), f, flt, follow)
 		},
 	}
 	cmd.Flags().StringVar(&since, "since", "", "only entries since a duration ago (10m, 2h) or a time (2006-01-02T15:04:05Z)")

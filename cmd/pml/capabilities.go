@@ -110,7 +110,7 @@ Exit codes: 0 added, 1 failed, 2 bad name or configuration, 3 needs approval (no
 					fmt.Fprintln(say, "  not approved: no terminal to ask on; run again with --yes to approve")
 					return false
 				}
-				fmt.Fprint(os.Stderr, "Approve? [y/N] ")
+				ask(say, "Approve? [y/N] ")
 				s, _ := in.ReadString('\n')
 				s = strings.ToLower(strings.TrimSpace(s))
 				return s == "y" || s == "yes"

@@ -36,12 +36,12 @@ func newDemoCmd(g *globals) *cobra.Command {
 		Short: "Drive a real `pml stdio` session in a temporary workspace and show each answer",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runDemo(cmd.Context(), cmd.OutOrStdout())
+			return runDemo(cmd.Context(), cmd.OutOrStdout(), g.logFormat)
 		},
 	}
 }
 
-func runDemo(ctx context.Context, w io.Writer) error {
+func runDemo(ctx context.Context, w io.Writer, logFormat string) error {
 	ws, err := os.MkdirTemp("", "pml-demo-")
 	if err != nil {
 		return err
@@ -92,7 +92,8 @@ func runDemo(ctx context.Context, w io.Writer) error {
 	if err := (&trust.Store{Path: filepath.Join(state, "pml", trust.FileName)}).Trust(cfg, broker.DefaultPermissions().Allow); err != nil {
 		return err
 	}
-	c := exec.CommandContext(ctx, exe, "stdio", "--log-level", "error")
+	// Its stderr is this one's: the same format on it.
+	c := exec.CommandContext(ctx, exe, "stdio", "--log-level", "error", "--log-format", logFormat)
 	c.Env = append(os.Environ(), "PML_WORKSPACE="+ws, "XDG_STATE_HOME="+state)
 	c.Stderr = os.Stderr
 

@@ -3,8 +3,12 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/rs/zerolog"
 )
 
 // Every command that reports a result takes --format json (one
@@ -14,7 +18,7 @@ func TestEveryCommandWithAResultTakesFormatJSON(t *testing.T) {
 	for _, path := range [][]string{
 		{"add"}, {"remove"}, {"cleanup"}, {"init"},
 		{"images", "prune"}, {"images", "save"}, {"images", "load"},
-		{"doctor"}, {"list"}, {"tools"}, {"audit"}, {"version"},
+		{"doctor"}, {"list"}, {"tools"}, {"audit"}, {"version"}, {"upgrade"},
 	} {
 		c, _, err := root.Find(path)
 		if err != nil {
@@ -105,5 +109,53 @@ func TestNarrationIsOneFormat(t *testing.T) {
 	}
 	if _, code, err := execRoot(t, "--log-format", "text", "version"); code != 0 {
 		t.Errorf("--log-format text: exit %d (%v)", code, err)
+	}
+}
+
+// The last line of a failed command, questions and warnings follow the
+// format of the rest of stderr: one JSON event each (a question too: an
+// event waits for the end of its line), or text as it was.
+func TestErrorLineQuestionsAndWarningsAreOneFormat(t *testing.T) {
+	var b bytes.Buffer
+	g := &globals{logFormat: "json"}
+	g.errorLine(&b, errors.New("call x failed:\n  its last stderr lines:\n  boom"), 3)
+	var e struct {
+		Level    string `json:"level"`
+		ExitCode int    `json:"exit_code"`
+		Message  string `json:"message"`
+	}
+	if err := json.Unmarshal(b.Bytes(), &e); err != nil || strings.Count(b.String(), "\n") != 1 || e.Level != "error" || e.ExitCode != 3 || !strings.HasSuffix(e.Message, "boom") {
+		t.Errorf("json: %v %q", err, b.String())
+	}
+	b.Reset()
+	(&globals{logFormat: "text"}).errorLine(&b, errors.New("no"), 1)
+	if b.String() != "pml: no\n" {
+		t.Errorf("text: %q", b.String())
+	}
+
+	b.Reset()
+	w := g.narrationTo(&b)
+	ask(w, "Approve? [y/N] ")
+	fmt.Fprintln(w, "  approved")
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], `"message":"Approve? [y/N]"`) || !strings.Contains(lines[1], `"message":"approved"`) {
+		t.Errorf("a question in JSON is not an event of its own:\n%s", b.String())
+	}
+	b.Reset()
+	ask((&globals{logFormat: "text"}).narrationTo(&b), "Approve? [y/N] ")
+	if b.String() != "Approve? [y/N] " {
+		t.Errorf("text: %q", b.String())
+	}
+
+	b.Reset()
+	fmt.Fprintln(g.eventsTo(&b, zerolog.WarnLevel), "not recorded")
+	if !strings.Contains(b.String(), `"level":"warn"`) {
+		t.Errorf("a warning: %q", b.String())
+	}
+	// Progress in JSON draws no bars: its lines are events.
+	if w, bars, _ := g.progressOut(); bars {
+		t.Errorf("progress draws bars on a JSON stderr: %T", w)
+	} else if _, ok := w.(*lineEvents); !ok {
+		t.Errorf("progress in JSON goes to %T", w)
 	}
 }

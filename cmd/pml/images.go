@@ -11,7 +11,6 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
@@ -31,7 +30,7 @@ import (
 // path so that approved dependencies are installed too. It is nil until
 // the broker offers one; pull then reports which servers still need their
 // install (see images.DepsInstaller).
-var preinstaller func(ctx context.Context, ws string, cfg *config.Config, rt *docker.Runtime) (images.DepsInstaller, func(), error)
+var preinstaller func(ctx context.Context, ws string, cfg *config.Config, rt *docker.Runtime, log zerolog.Logger) (images.DepsInstaller, func(), error)
 
 func newImagesCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
@@ -56,7 +55,7 @@ func newImagesBuildCmd() *cobra.Command {
 	build := &cobra.Command{
 		Use:   "build",
 		Short: "Build pml's own images locally, without a registry",
-		Long:  "Build the toolbox image from pml's in-container program for the daemon's architecture (embedded in this pml when it was built) and the shell image from a static busybox (Debian's busybox-static).",
+		Long:  "Build the toolbox image from pml's in-container program for the daemon's architecture (embedded in this pml when it was built) and the shell image from a static busybox (Debian's busybox-static). Prints the images' names on stdout (toolbox image: REF, shell image: REF).",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			rt, err := openRuntime(hostOf(cmd), nil)
@@ -69,7 +68,7 @@ func newImagesBuildCmd() *cobra.Command {
 			if err != nil {
 				return &exitError{5, err}
 			}
-			fmt.Fprintln(os.Stderr, "toolbox image:", ref)
+			fmt.Fprintln(cmd.OutOrStdout(), "toolbox image:", ref)
 			if busybox != "" {
 				// Rebuilding an image that is there only leaves the old one
 				// dangling; --force replaces it on purpose.
@@ -82,7 +81,7 @@ func newImagesBuildCmd() *cobra.Command {
 						return &exitError{5, err}
 					}
 				}
-				fmt.Fprintln(os.Stderr, "shell image:", images.ShellRef)
+				fmt.Fprintln(cmd.OutOrStdout(), "shell image:", images.ShellRef)
 			}
 			return nil
 		},
@@ -175,7 +174,7 @@ func newImagesPullCmd(g *globals, manifest *string) *cobra.Command {
 		Long: "Pull every image the image manifest, .pml.json (mcps, private_mcps, sandbox.shell_image) and .pml/mcp.lock " +
 			"(stdio entries) name, each once, a few at a time. A pinned image is pulled by digest; a tag with a pinned " +
 			"digest must resolve to it, or the pull fails. Images built on this host (toolbox, shell, node) are built or " +
-			"reported missing with how to build them. Progress goes to stderr (bars on a terminal, lines otherwise); the " +
+			"reported missing with how to build them. Progress goes to stderr (bars on a terminal, else a line per step, JSON events unless --log-format text); the " +
 			"summary to stdout (--format json: one JSON object). Any image that fails makes the command fail.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -196,12 +195,12 @@ func newImagesPullCmd(g *globals, manifest *string) *cobra.Command {
 				return engineError(err)
 			}
 			tb := env.tb
-			tty := isatty.IsTerminal(os.Stderr.Fd())
+			w, bars, width := g.progressOut()
 			p := &images.Puller{
 				Engine:       env.rt,
 				BuildToolbox: tb.Ensure,
 				Parallel:     parallel,
-				Progress:     images.NewProgress(os.Stderr, tty, termWidth(os.Stderr.Fd())),
+				Progress:     images.NewProgress(w, bars, width),
 			}
 			results := p.Pull(ctx, env.wants)
 			pulled := map[string]string{}
@@ -210,8 +209,8 @@ func newImagesPullCmd(g *globals, manifest *string) *cobra.Command {
 					pulled[r.Image.ID] = r.Want.String()
 				}
 			}
-			recordPulled(env.ws, pulled)
-			deps, depsFailed := pullDeps(ctx, env)
+			recordPulled(g, env.ws, pulled)
+			deps, depsFailed := pullDeps(ctx, env, g.logger().Level(zerolog.WarnLevel))
 			out := cmd.OutOrStdout()
 			if f == formatJSON {
 				err = writeJSON(out, pullReport(results, deps))
@@ -326,7 +325,7 @@ func writePullTable(out io.Writer, results []images.Result, deps []depRow) error
 // pullDeps pre-installs approved dependencies through the broker's hook,
 // or, without one, says which servers still need their install. The
 // rows come back with the failure, if any, for the output to show.
-func pullDeps(ctx context.Context, env *imagesEnv) ([]depRow, error) {
+func pullDeps(ctx context.Context, env *imagesEnv, log zerolog.Logger) ([]depRow, error) {
 	var withInstall []config.Server
 	for _, s := range env.cfg.Servers {
 		if s.Install != nil {
@@ -339,7 +338,7 @@ func pullDeps(ctx context.Context, env *imagesEnv) ([]depRow, error) {
 	sort.Slice(withInstall, func(i, j int) bool { return withInstall[i].Name < withInstall[j].Name })
 	var rows []depRow
 	if preinstaller != nil {
-		inst, done, err := preinstaller(ctx, env.ws, env.cfg, env.rt)
+		inst, done, err := preinstaller(ctx, env.ws, env.cfg, env.rt, log)
 		if err != nil {
 			return nil, fmt.Errorf("dependencies: %w", err)
 		}
@@ -452,7 +451,7 @@ func newImagesSaveCmd(g *globals, manifest *string) *cobra.Command {
 				}
 			}
 			opt := images.SaveOptions{Out: out, PMLVersion: version,
-				Progress: images.NewBundleProgress(os.Stderr, isatty.IsTerminal(os.Stderr.Fd()), termWidth(os.Stderr.Fd()))}
+				Progress: images.NewBundleProgress(g.progressOut())}
 			if !imagesOnly {
 				var missing []string
 				opt.Servers, missing = installedServers(env)
@@ -627,7 +626,7 @@ func newImagesLoadCmd(g *globals) *cobra.Command {
 			if _, err := os.Stat(in); err != nil {
 				return &exitError{2, fmt.Errorf("cannot read the bundle: %w", err)}
 			}
-			opt := images.LoadOptions{Progress: images.NewBundleProgress(os.Stderr, isatty.IsTerminal(os.Stderr.Fd()), termWidth(os.Stderr.Fd()))}
+			opt := images.LoadOptions{Progress: images.NewBundleProgress(g.progressOut())}
 			if !imagesOnly {
 				head, err := images.PeekBundle(in)
 				if err != nil {
@@ -683,7 +682,7 @@ func newImagesLoadCmd(g *globals) *cobra.Command {
 						loaded[l.Image.ID] = l.Image.Ref
 					}
 				}
-				recordPulled(opt.Workspace, loaded)
+				recordPulled(g, opt.Workspace, loaded)
 				for _, p := range res.Parts {
 					fmt.Fprintf(w, "restored %s\n", filepath.Join(opt.Workspace, ".pml", filepath.FromSlash(p)))
 				}
@@ -748,7 +747,7 @@ func newImagesPruneCmd(g *globals, manifest *string) *cobra.Command {
 			if err != nil {
 				return &exitError{1, err}
 			}
-			errOut := cmd.ErrOrStderr()
+			errOut := g.narration()
 			// Home or / is never a project: its config is not one, and
 			// nothing is recorded for it.
 			here := env.ws

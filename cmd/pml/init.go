@@ -109,7 +109,7 @@ Everything init says goes to stderr. --format json also prints one JSON object o
 
 Running init again is safe: what is already in place is left as it is.`
 
-func newInitCmd() *cobra.Command {
+func newInitCmd(g *globals) *cobra.Command {
 	var o initOptions
 	var format string
 	cmd := &cobra.Command{
@@ -141,7 +141,7 @@ func newInitCmd() *cobra.Command {
 			term := &terminal{
 				interactive: isatty.IsTerminal(os.Stdin.Fd()) || isatty.IsCygwinTerminal(os.Stdin.Fd()),
 				in:          bufio.NewReader(os.Stdin),
-				out:         os.Stderr,
+				out:         g.narration(),
 				hide:        func() (func(), error) { return hideInput(int(os.Stdin.Fd())) },
 			}
 			o.cloudURLSet = cmd.Flags().Changed("cloud-url")
@@ -224,7 +224,7 @@ func (t *terminal) line(ctx context.Context) (string, error) {
 
 // confirm asks a yes/no question; anything but y or yes is no.
 func (t *terminal) confirm(ctx context.Context, question string) (bool, error) {
-	fmt.Fprintf(t.out, "%s [y/N] ", question)
+	ask(t.out, question+" [y/N] ")
 	s, err := t.line(ctx)
 	if err != nil {
 		return false, err
@@ -241,7 +241,7 @@ func (t *terminal) secret(ctx context.Context, prompt string) (string, error) {
 		fmt.Fprintf(t.out, "(pml cannot hide the input here: %v; what you type will be visible)\n", err)
 		restore = func() {}
 	}
-	fmt.Fprint(t.out, prompt)
+	ask(t.out, prompt)
 	s, err := t.line(ctx)
 	restore()
 	return s, err

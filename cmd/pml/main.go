@@ -59,7 +59,8 @@ func (e *exitError) Error() string {
 func main() {
 	mcpserve.Version = version
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := newRoot().ExecuteContext(ctx)
+	root := newRoot()
+	err := root.ExecuteContext(ctx)
 	stop()
 	stopTelemetry()
 	if err != nil {
@@ -70,7 +71,10 @@ func main() {
 		}
 		// An exit status without an error: the command said it all.
 		if ee == nil || ee.err != nil {
-			fmt.Fprintln(os.Stderr, "pml:", err)
+			// In the format of the rest of stderr: --log-format as given
+			// (a bad value counts as auto).
+			g := &globals{logFormat: root.PersistentFlags().Lookup("log-format").Value.String()}
+			g.errorLine(os.Stderr, err, code)
 		}
 		os.Exit(code)
 	}
@@ -123,7 +127,7 @@ func newRoot() *cobra.Command {
 	root.PersistentFlags().StringVar(&g.logFormat, "log-format", envOr("PML_LOG_FORMAT", "auto"), "log format on stderr: auto (text on a terminal, else JSON lines), text (or console), json (env PML_LOG_FORMAT)")
 	root.PersistentFlags().BoolVarP(&g.debug, "debug", "D", false, "debug logging on stderr (same as --log-level debug)")
 	root.PersistentFlags().StringVarP(&g.host, hostFlag, "H", "", "container engine address, as docker -H: unix:///path, tcp://host:2376, ssh://user@host (default: DOCKER_HOST, then the Docker context, then the well-known sockets)")
-	root.AddCommand(newStdioCmd(g), newServeCmd(g), newDoctorCmd(g), newVersionCmd(), newImagesCmd(g), newDemoCmd(g), newRegistryCmd(g), newInitCmd(), newClientsCmd(), newCallCmd(g), newAddCmd(g), newRunCmd(g), newRemoveCmd(g), newListCmd(g), newTrustCmd(g), newToolsCmd(g), newCleanupCmd(g), newUpgradeCmd(), newAuditCmd(g))
+	root.AddCommand(newStdioCmd(g), newServeCmd(g), newDoctorCmd(g), newVersionCmd(), newImagesCmd(g), newDemoCmd(g), newRegistryCmd(g), newInitCmd(g), newClientsCmd(), newCallCmd(g), newAddCmd(g), newRunCmd(g), newRemoveCmd(g), newListCmd(g), newTrustCmd(g), newToolsCmd(g), newCleanupCmd(g), newUpgradeCmd(g), newAuditCmd(g))
 	markUsage(root)
 	return root
 }
@@ -314,7 +318,7 @@ func (g *globals) setupAt(log zerolog.Logger, ws workspace.Result, cfg *config.C
 	if d, ok := rt.(container.DirectStdio); ok {
 		d.UseDirectStdio(shimProgram(src), log)
 	}
-	b, err := broker.New(broker.Options{Workspace: ws.Dir, WorkspaceExplicit: ws.Source == "PML_WORKSPACE", Config: g.rawCfg, Trust: g.trust, Runtime: rt, Inside: src.Program, Logger: log, PullImage: firstUsePull(rt, ws.Dir, cfg), Progress: g.progress(log)})
+	b, err := broker.New(broker.Options{Workspace: ws.Dir, WorkspaceExplicit: ws.Source == "PML_WORKSPACE", Config: g.rawCfg, Trust: g.trust, Runtime: rt, Inside: src.Program, Logger: log, PullImage: firstUsePull(g, rt, ws.Dir, cfg), Progress: g.progress(log)})
 	if err != nil {
 		rt.Close()
 		return nil, &exitError{2, err}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -16,8 +15,7 @@ import (
 // The broker owns the install path (approval, policy, integrity check),
 // so `pml images pull` pre-installs dependencies through one.
 func init() {
-	preinstaller = func(ctx context.Context, ws string, cfg *config.Config, rt *docker.Runtime) (images.DepsInstaller, func(), error) {
-		log := zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: "15:04:05"}).Level(zerolog.WarnLevel)
+	preinstaller = func(ctx context.Context, ws string, cfg *config.Config, rt *docker.Runtime, log zerolog.Logger) (images.DepsInstaller, func(), error) {
 		b, err := broker.New(broker.Options{Workspace: ws, Config: cfg, Runtime: rt, Inside: insideSource(rt).Program, Logger: log})
 		if err != nil {
 			return nil, nil, err

@@ -26,7 +26,7 @@ func recordServed(ws string, log zerolog.Logger) {
 // recordPulled notes the images pml pulled or loaded for ws (id to
 // reference): they are pml's to prune once no project uses them. ws, a
 // project prepared for offline work, is recorded too ("" for none).
-func recordPulled(ws string, images map[string]string) {
+func recordPulled(g *globals, ws string, images map[string]string) {
 	// Home or / is never recorded as a project (workspace.Refused).
 	if ws != "" && workspace.Refused(ws, workspace.Home(os.Getenv)) != "" {
 		ws = ""
@@ -39,6 +39,6 @@ func recordPulled(ws string, images map[string]string) {
 		err = s.AddPulled(ws, images)
 	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "warning: the images pml brought here are not recorded, so `pml images prune` will leave them: %v\n", err)
+		fmt.Fprintf(g.warnings(), "the images pml brought here are not recorded, so `pml images prune` will leave them: %v\n", err)
 	}
 }

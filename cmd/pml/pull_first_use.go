@@ -6,8 +6,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/mattn/go-isatty"
-
 	"github.com/pml-dev/pml/broker"
 	"github.com/pml-dev/pml/images"
 	"github.com/pml-dev/pml/internal/config"
@@ -19,11 +17,11 @@ import (
 // firstUsePull is broker.Options.PullImage for a Docker engine: an image a
 // container needs and the engine lacks is pulled as `pml images pull`
 // pulls it (the same Puller: the manifest's and the lockfile's digest
-// pins, retries, progress on stderr: bars on a terminal, lines
-// otherwise), when pml knows it: the image manifest, .pml.json's servers
+// pins, retries, progress on stderr as g.progressOut says: bars on a
+// terminal, else a line per step in the log's format), when pml knows it: the image manifest, .pml.json's servers
 // and sandbox.shell_image, and .pml/mcp.lock's stdio entries name it.
 // Other runtimes (Kubernetes: the nodes pull) get nil.
-func firstUsePull(rt container.Runtime, ws string, cfg *config.Config) func(context.Context, string) error {
+func firstUsePull(g *globals, rt container.Runtime, ws string, cfg *config.Config) func(context.Context, string) error {
 	d, ok := rt.(*docker.Runtime)
 	if !ok {
 		return nil
@@ -61,7 +59,7 @@ func firstUsePull(rt container.Runtime, ws string, cfg *config.Config) func(cont
 			Engine:       d,
 			BuildToolbox: tb.Ensure,
 			Parallel:     1,
-			Progress:     images.NewProgress(os.Stderr, isatty.IsTerminal(os.Stderr.Fd()), termWidth(os.Stderr.Fd())),
+			Progress:     images.NewProgress(g.progressOut()),
 		}
 		r := p.Pull(ctx, []images.Want{w})[0]
 		if r.Status == images.StatusFailed {
@@ -70,7 +68,7 @@ func firstUsePull(rt container.Runtime, ws string, cfg *config.Config) func(cont
 		if r.Status == images.StatusPulled && r.Image.ID != "" {
 			// pml brought it here: `pml images prune` may remove it once
 			// no project it knows uses it.
-			recordPulled(ws, map[string]string{r.Image.ID: r.Want.String()})
+			recordPulled(g, ws, map[string]string{r.Image.ID: r.Want.String()})
 		}
 		return nil
 	}

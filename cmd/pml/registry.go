@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -86,7 +85,7 @@ The address must be a loopback one unless --public is given.`,
 				log.Warn().Str("addr", ln.Addr().String()).Msg("serving the registry beyond this machine (--public): anyone who can reach it can read every entry")
 			}
 			srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, WriteTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
-			fmt.Fprintf(os.Stderr, "pml registry serve: http://%s/mcp (%d entries from %s)\n", ln.Addr(), n, abs)
+			fmt.Fprintf(g.narration(), "pml registry serve: http://%s/mcp (%d entries from %s)\n", ln.Addr(), n, abs)
 			go func() {
 				<-cmd.Context().Done()
 				sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -66,9 +66,9 @@ func newServeCmd(g *globals) *cobra.Command {
 			srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 			url := "http://" + ln.Addr().String() + "/mcp"
 			if generated {
-				fmt.Fprintf(os.Stderr, "pml serve: %s\npml serve: bearer token (set PML_SERVE_TOKEN to choose one): %s\n", url, token)
+				fmt.Fprintf(g.narration(), "pml serve: %s\npml serve: bearer token (set PML_SERVE_TOKEN to choose one): %s\n", url, token)
 			} else {
-				fmt.Fprintf(os.Stderr, "pml serve: %s (token from PML_SERVE_TOKEN)\n", url)
+				fmt.Fprintf(g.narration(), "pml serve: %s (token from PML_SERVE_TOKEN)\n", url)
 			}
 			go func() {
 				<-cmd.Context().Done()

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -49,7 +48,7 @@ func newToolsCmd(g *globals) *cobra.Command {
 			e.broker.LoadServers(cmd.Context())
 			for _, s := range e.broker.Servers(cmd.Context()) {
 				if !s.Installed {
-					fmt.Fprintf(os.Stderr, "%s is not installed, so its tools are not listed: its first call installs it after approval (or pml images pull when \"%s:*\" is allowed)\n", shown(s.Name), shown(s.Name))
+					fmt.Fprintf(g.warnings(), "%s is not installed, so its tools are not listed: its first call installs it after approval (or pml images pull when \"%s:*\" is allowed)\n", shown(s.Name), shown(s.Name))
 				}
 			}
 			var out []toolJSON

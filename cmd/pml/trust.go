@@ -52,7 +52,7 @@ Exit status: 0 trusted (or nothing to trust), 1 you said no,
 			if yes && revoke {
 				return usageError(cmd, errors.New("--yes and --revoke contradict each other"))
 			}
-			return runTrust(g, cmd.OutOrStdout(), os.Stderr, f, yes, revoke)
+			return runTrust(g, cmd.OutOrStdout(), g.narration(), f, yes, revoke)
 		},
 	}
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "trust without asking (scripts, CI)")
@@ -152,7 +152,7 @@ func runTrust(g *globals, stdout, stderr io.Writer, format string, yes, revoke b
 			fmt.Fprintf(stderr, "pml trust: no terminal to ask on: run `pml trust --yes` in %s to trust this content (or `pml trust` on a terminal)\n", trust.Path(ws.Dir))
 			return finish(trustNeedPerson, exitNeedsPerson)
 		}
-		fmt.Fprint(stderr, "Trust this content of "+trust.Names(cfg)+"? [y/N] ")
+		ask(stderr, "Trust this content of "+trust.Names(cfg)+"? [y/N] ")
 		line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
 		switch strings.ToLower(strings.TrimSpace(line)) {
 		case "y", "yes":

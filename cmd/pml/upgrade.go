@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -25,8 +26,9 @@ const exitUpgradeAvailable = 10
 // goInstallCmd is how a go install build upgrades.
 const goInstallCmd = "go install github.com/pml-dev/pml/cmd/pml@latest"
 
-func newUpgradeCmd() *cobra.Command {
+func newUpgradeCmd(g *globals) *cobra.Command {
 	var check bool
+	var format string
 	cmd := &cobra.Command{
 		Use:   "upgrade",
 		Short: "Replace this pml with the latest release",
@@ -39,9 +41,19 @@ a failed download or a bad checksum leaves this pml as it was.
 A pml installed by a package manager (Homebrew, a .deb or .rpm package, Scoop) or by go install
 is left to that tool; pml upgrade names the command to use.
 
---check only reports: exit 0 when up to date, 10 when a newer release exists.`,
+--check only reports: exit 0 when up to date, 10 when a newer release exists.
+
+--format json prints one JSON object on stdout (with --check too, whatever the exit code):
+{"executable", "current", "latest", "up_to_date", "upgraded", "installed_by" ("" for pml's own
+install, else deb, rpm, homebrew, scoop, go install or source), "upgrade_command" (how to upgrade
+a pml another tool installed or built; "" otherwise)}. A failure prints no document: its message is on
+stderr and the exit code is 1.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			f, err := outputFormat(cmd, format, false)
+			if err != nil {
+				return err
+			}
 			exe, err := os.Executable()
 			if err == nil {
 				exe, err = filepath.EvalSymlinks(exe)
@@ -51,11 +63,13 @@ is left to that tool; pml upgrade names the command to use.
 			}
 			u := upgrader{exe: exe, built: built, base: os.Getenv("PML_RELEASES_URL"), owns: packageOwns,
 				goos: runtime.GOOS, goarch: runtime.GOARCH, apply: applyBinary,
-				cosign: lookCosign(), skipSignature: os.Getenv("PML_VERIFY_SIGNATURE") == "0"}
+				cosign: lookCosign(), skipSignature: os.Getenv("PML_VERIFY_SIGNATURE") == "0",
+				format: f, say: g.narration()}
 			return u.run(cmd.Context(), cmd, check)
 		},
 	}
 	cmd.Flags().BoolVar(&check, "check", false, "only report whether a newer release exists (exit 10 when one does)")
+	addFormatFlag(cmd, &format, nil)
 	return cmd
 }
 
@@ -70,17 +84,21 @@ type upgrader struct {
 	// skipSignature is PML_VERIFY_SIGNATURE=0 (upgrade_signature.go).
 	cosign        string
 	skipSignature bool
+	// format is --format (table when ""); say is where the checks the
+	// download gets are told (cmd's stderr when nil).
+	format string
+	say    io.Writer
 }
 
 func (u upgrader) run(ctx context.Context, cmd *cobra.Command, check bool) error {
 	out := cmd.OutOrStdout()
 	// Another tool's pml: --check still answers (0 or 10, with that tool's
 	// command); an upgrade is left to that tool.
-	other, how := "", ""
+	other, how, by := "", "", ""
 	if m := release.Owner(u.exe, u.owns); m != nil {
-		other, how = "installed by "+m.Name, m.Upgrade
+		other, how, by = "installed by "+m.Name, m.Upgrade, m.ID
 	} else if u.built.Built == builtGoInstall {
-		other, how = "built by go install", goInstallCmd
+		other, how, by = "built by go install", goInstallCmd, "go install"
 	}
 	if other != "" && !check {
 		return fmt.Errorf("this pml (%s) was %s; upgrade it with: %s", u.exe, other, how)
@@ -93,7 +111,7 @@ func (u upgrader) run(ctx context.Context, cmd *cobra.Command, check bool) error
 		if !check || !ok {
 			return fmt.Errorf("this pml's version %q is not a release version (a build from source), so pml upgrade cannot compare it with the releases; install a release instead (docs/install.md)", current)
 		}
-		current, other, how = base, "built from source", "build it from a newer checkout, or install the release (docs/install.md)"
+		current, other, how, by = base, "built from source", "build it from a newer checkout, or install the release (docs/install.md)", "source"
 	}
 	c, err := release.New(u.base)
 	if err != nil {
@@ -107,15 +125,17 @@ func (u upgrader) run(ctx context.Context, cmd *cobra.Command, check bool) error
 	if err != nil {
 		return fmt.Errorf("this pml's version %q cannot be compared with %s: %w", u.built.Version, latest, err)
 	}
+	r := upgradeJSON{Executable: u.exe, Current: u.built.Version, Latest: latest, UpToDate: !newer, InstalledBy: by, Command: how}
 	if !newer {
-		_, err := fmt.Fprintf(out, "✓ Already up to date (%s; the latest release is %s)\n", u.built.Version, latest)
-		return err
+		return u.report(out, r, fmt.Sprintf("✓ Already up to date (%s; the latest release is %s)", u.built.Version, latest))
 	}
 	if check {
+		text := fmt.Sprintf("A newer release exists: %s (this pml is %s); run pml upgrade", latest, u.built.Version)
 		if other != "" {
-			fmt.Fprintf(out, "A newer release exists: %s (this pml is %s, %s); upgrade it with: %s\n", latest, u.built.Version, other, how)
-		} else {
-			fmt.Fprintf(out, "A newer release exists: %s (this pml is %s); run pml upgrade\n", latest, u.built.Version)
+			text = fmt.Sprintf("A newer release exists: %s (this pml is %s, %s); upgrade it with: %s", latest, u.built.Version, other, how)
+		}
+		if err := u.report(out, r, text); err != nil {
+			return err
 		}
 		return &exitError{code: exitUpgradeAvailable}
 	}
@@ -135,8 +155,8 @@ func (u upgrader) run(ctx context.Context, cmd *cobra.Command, check bool) error
 		}
 		return fmt.Errorf("replacing %s: %w", u.exe, err)
 	}
-	_, err = fmt.Fprintf(out, "✓ Upgraded from %s to %s\n", u.built.Version, latest)
-	return err
+	r.Upgraded = true
+	return u.report(out, r, fmt.Sprintf("✓ Upgraded from %s to %s", u.built.Version, latest))
 }
 
 // describedTag is the release tag a git-describe version starts from

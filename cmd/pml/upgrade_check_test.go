@@ -7,7 +7,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -184,4 +186,58 @@ func TestUpgradeVerifiesTheSignatureWithCosignWhenItIsInstalled(t *testing.T) {
 			t.Fatalf("err %v, applied %q, stderr %q", r.err, r.applied, errOut)
 		}
 	})
+}
+
+// TestUpgradeFormatJSON: pml upgrade and pml upgrade --check print one
+// JSON document with --format json, whatever the exit code, naming who
+// installed pml and the command that upgrades it.
+func TestUpgradeFormatJSON(t *testing.T) {
+	dpkg := func(string) (string, bool) { return "dpkg", true }
+	rel := versionInfo{Version: "v1.0.0", Built: builtRelease}
+	decode := func(t *testing.T, r upgradeRun) upgradeJSON {
+		t.Helper()
+		var j upgradeJSON
+		if err := json.Unmarshal([]byte(r.out), &j); err != nil {
+			t.Fatalf("%v: %q", err, r.out)
+		}
+		return j
+	}
+	for _, tc := range []struct {
+		name    string
+		u       upgrader
+		by, cmd string
+	}{
+		{"install.sh", upgrader{built: rel}, "", ""},
+		{"a .deb", upgrader{exe: "/usr/bin/pml", owns: dpkg, built: rel}, "deb", "sudo apt-get install --only-upgrade pml"},
+		{"go install", upgrader{built: versionInfo{Version: "v1.0.0", Built: builtGoInstall}}, "go install", goInstallCmd},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.u.format = formatJSON
+			tc.u.base = releaseServer(t, "v1.1.0", []byte("pml 1.1.0"), false)
+			r := runUpgrade(t, tc.u, true)
+			var ee *exitError
+			if !errors.As(r.err, &ee) || ee.code != exitUpgradeAvailable {
+				t.Fatalf("--check: err %v, want exit %d", r.err, exitUpgradeAvailable)
+			}
+			j := decode(t, r)
+			if j.Current != "v1.0.0" || j.Latest != "v1.1.0" || j.UpToDate || j.Upgraded || j.InstalledBy != tc.by || !strings.HasPrefix(j.Command, tc.cmd) || j.Executable == "" {
+				t.Errorf("--check: %+v", j)
+			}
+			tc.u.base = releaseServer(t, "v1.0.0", []byte("pml 1.0.0"), false)
+			r = runUpgrade(t, tc.u, true)
+			if j := decode(t, r); r.err != nil || !j.UpToDate || j.Latest != "v1.0.0" || j.Upgraded {
+				t.Errorf("--check, up to date: err %v, %+v", r.err, j)
+			}
+		})
+	}
+	// The upgrade itself: upgraded, and nothing but the document on stdout.
+	u := upgrader{built: rel, format: formatJSON, base: releaseServer(t, "v1.1.0", []byte("pml 1.1.0"), false), say: io.Discard}
+	r := runUpgrade(t, u, false)
+	if j := decode(t, r); r.err != nil || !j.Upgraded || j.UpToDate || j.Latest != "v1.1.0" || string(r.applied) != "pml 1.1.0" {
+		t.Errorf("upgrade: err %v, %+v, applied %q", r.err, j, r.applied)
+	}
+	u.base = releaseServer(t, "v1.0.0", []byte("pml 1.0.0"), false)
+	if r := runUpgrade(t, u, false); r.err != nil || !decode(t, r).UpToDate || r.applied != nil {
+		t.Errorf("upgrade, up to date: err %v, %q", r.err, r.out)
+	}
 }

@@ -19,7 +19,10 @@ func lookCosign() string {
 // cosign is installed, and says on stderr which checks the download gets:
 // the checksum always, the signature when it can.
 func (u upgrader) verifier(c *release.Client, cmd *cobra.Command) {
-	errOut := cmd.ErrOrStderr()
+	errOut := u.say
+	if errOut == nil {
+		errOut = cmd.ErrOrStderr()
+	}
 	switch {
 	case u.skipSignature:
 		fmt.Fprintf(errOut, "PML_VERIFY_SIGNATURE=0: the signature of %s is not verified, only the archive's checksum\n", release.ChecksumsFile)

@@ -178,7 +178,8 @@ func (m *machine) run(dir string, limit time.Duration, name string, args ...stri
 // pmlInit runs pml init --yes --local with args in dir.
 func (m *machine) pmlInit(dir string, args ...string) string {
 	m.t.Helper()
-	r := m.run(dir, time.Minute, pmlBin, append([]string{"init", "--yes", "--local"}, args...)...)
+	// Text, as a person reads it on a terminal (a pipe gets JSON lines).
+	r := m.run(dir, time.Minute, pmlBin, append([]string{"--log-format", "text", "init", "--yes", "--local"}, args...)...)
 	if r.code != 0 {
 		m.t.Fatalf("pml init %v: exit %d\n%s", args, r.code, r.stderr)
 	}

@@ -3,6 +3,7 @@
 package release
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,9 +34,25 @@ func TestUpgradeFromAnOlderReleaseToTheSnapshot(t *testing.T) {
 	if r.code != 10 || !strings.Contains(r.stdout, "A newer release exists: "+tag()+" (this pml is v0.0.0)") {
 		t.Fatalf("upgrade --check: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
+	// --format json: the same answer for scripts, the same exit code.
+	r = run(t, home, env, pml, "upgrade", "--check", "--format", "json")
+	var j struct {
+		Current, Latest, InstalledBy string
+		UpToDate                     bool `json:"up_to_date"`
+		Upgraded                     bool
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &j); r.code != 10 || err != nil || j.Current != "v0.0.0" || j.Latest != tag() || j.UpToDate || j.Upgraded {
+		t.Fatalf("upgrade --check --format json: exit %d, %v %+v\n%s%s", r.code, err, j, r.stdout, r.stderr)
+	}
 	r = run(t, home, env, pml, "upgrade")
 	if r.code != 0 || r.stdout != "✓ Upgraded from v0.0.0 to "+tag()+"\n" {
 		t.Fatalf("upgrade: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// stderr is a pipe: what the download's checks are is a JSON event.
+	for _, l := range strings.Split(strings.TrimSpace(r.stderr), "\n") {
+		if l != "" && !json.Valid([]byte(l)) {
+			t.Errorf("upgrade: a stderr line that is not JSON: %q", l)
+		}
 	}
 	if v := run(t, home, env, pml, "version"); !strings.HasPrefix(v.stdout, "pml "+tag()+" ") {
 		t.Fatalf("after the upgrade pml version says %q %s", v.stdout, v.stderr)
@@ -48,6 +65,15 @@ func TestUpgradeFromAnOlderReleaseToTheSnapshot(t *testing.T) {
 		if r.code != 0 || !strings.HasPrefix(r.stdout, "✓ Already up to date ("+tag()) {
 			t.Fatalf("pml %v again: exit %d\n%s%s", args, r.code, r.stdout, r.stderr)
 		}
+	}
+	r = run(t, home, env, pml, "upgrade", "--format", "json")
+	j = struct {
+		Current, Latest, InstalledBy string
+		UpToDate                     bool `json:"up_to_date"`
+		Upgraded                     bool
+	}{}
+	if err := json.Unmarshal([]byte(r.stdout), &j); r.code != 0 || err != nil || j.Current != tag() || !j.UpToDate || j.Upgraded {
+		t.Fatalf("upgrade --format json when up to date: exit %d, %v %+v\n%s%s", r.code, err, j, r.stdout, r.stderr)
 	}
 	firstCall(t, pml, home)
 }

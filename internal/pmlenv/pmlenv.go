@@ -31,7 +31,7 @@ var Variables = []Variable{
 		Meaning: "Log level on stderr: `debug`, `info`, `warn` or `error` (the `--log-level` flag wins). An invalid value falls back to `info`.",
 		Example: "debug"},
 	{Name: "PML_LOG_FORMAT", Default: "`auto` (text on a terminal, else JSON lines)",
-		Meaning: "Log format on stderr: `auto`, `text` (or `console`) or `json` (the `--log-format` flag wins). With JSON lines, a command's own lines on stderr (pml add's, remove's, cleanup's) are JSON events too, each said once.",
+		Meaning: "Log format on stderr: `auto`, `text` (or `console`) or `json` (the `--log-format` flag wins). With JSON lines, everything on stderr is a JSON event, each said once: a command's own lines (init's steps, a pull's progress, a question), and a failed command's error, last, at level error with its `exit_code`.",
 		Example: "json"},
 	{Name: "PML_SERVE_TOKEN", Default: "a random token, printed on stderr at start",
 		Meaning: "The bearer token every request to `pml serve` must carry.",

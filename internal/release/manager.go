@@ -9,8 +9,10 @@ import (
 // leaves such a pml to it (replacing the file behind its back would make
 // the manager's records lie, and its next upgrade or removal misbehave).
 type Manager struct {
-	// Name is the package manager's name (Homebrew, dpkg, RPM, Scoop).
-	Name string
+	// Name is the package manager's name in a sentence (Homebrew, a
+	// Debian package, an RPM package, Scoop); ID the same as one word for
+	// scripts (homebrew, deb, rpm, scoop: pml upgrade --format json).
+	Name, ID string
 	// Upgrade is the command that upgrades pml with it.
 	Upgrade string
 }
@@ -25,9 +27,9 @@ func Owner(exe string, owns func(path string) (db string, ok bool)) *Manager {
 	lower := strings.ToLower(slash)
 	switch {
 	case strings.Contains(slash, "/Cellar/") || strings.Contains(slash, "/homebrew/") || strings.Contains(slash, "/.linuxbrew/"):
-		return &Manager{Name: "Homebrew", Upgrade: "brew upgrade pml"}
+		return &Manager{Name: "Homebrew", ID: "homebrew", Upgrade: "brew upgrade pml"}
 	case strings.Contains(lower, "/scoop/apps/"):
-		return &Manager{Name: "Scoop", Upgrade: "scoop update pml"}
+		return &Manager{Name: "Scoop", ID: "scoop", Upgrade: "scoop update pml"}
 	}
 	if owns == nil {
 		return nil
@@ -36,8 +38,8 @@ func Owner(exe string, owns func(path string) (db string, ok bool)) *Manager {
 	case !ok:
 		return nil
 	case db == "rpm":
-		return &Manager{Name: "an RPM package", Upgrade: "sudo dnf upgrade pml (or install the new .rpm from the release)"}
+		return &Manager{Name: "an RPM package", ID: "rpm", Upgrade: "sudo dnf upgrade pml (or install the new .rpm from the release)"}
 	default:
-		return &Manager{Name: "a Debian package", Upgrade: "sudo apt-get install --only-upgrade pml (or sudo dpkg -i the new .deb from the release)"}
+		return &Manager{Name: "a Debian package", ID: "deb", Upgrade: "sudo apt-get install --only-upgrade pml (or sudo dpkg -i the new .deb from the release)"}
 	}
 }
