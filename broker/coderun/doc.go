@@ -20,6 +20,5 @@
 //
 // Runs imports only downward (call, workflow, internal/*): what it takes
 // of the sandbox is a Sandbox of values and functions, and the approval
-// side's functions (the approval result, the answer, the MCP form of a
-// result) are given to New.
+// side's functions (the approval result, the answer) are given to New.
 package coderun
