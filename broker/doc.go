@@ -1,48 +1,69 @@
-// Package broker is pml's request path and its composition root. A tool
-// call comes in through Broker.Call (the MCP surface in mcp.go maps
-// tools/list and tools/call onto Tools and Call) and goes down a chain of
-// call.Handlers, each in its own file, in this order (path.go builds it):
+// Package broker is pml's composition root: New builds the request path
+// out of the packages below it and wires each part with only what it
+// uses; Call, Close, Reload and config watching are its own, and the rest
+// of *Broker is the facade cmd/pml uses. The MCP surface (package
+// mcpserve, above broker) reads it through Serving.
 //
-//	audit     layer_audit.go     writes exactly one audit entry per call, whatever the exit;
-//	                             refuses, before it runs, a call it could not record
-//	input     layer_input.go     decodes the arguments; answers to approvals go to answers.go
-//	resolve   tools/ Resolve     toolbox, shell, a configured server, the cloud, or a registry name
-//	permit    layer_permit.go    deny > ask > allow (permissions.go); a deny ends the call
-//	registry  tools/ Registry    fetches a registry tool; a changed entry asks (integrity)
-//	schema    tools/ Schema      checks the arguments against the schema the client was shown
-//	approve   layer_approve.go   ask, install or API key: puts it to a person (dialog.go)
-//	execute   layer_execute.go   installs, finds the executor (lookup.go) and runs it
+// A tool call goes down a chain of call.Handlers, in this order (path.go
+// builds it):
 //
-// The shapes every layer shares (Request, Call, Result, Handler, Decision,
-// the error kinds) are package call; a session's pending approvals are
-// package workflow. broker keeps their names as aliases for its facade.
-// TestNoImportRunsUpThePath (layering_test.go) keeps the packages in
-// order: mcpserve → broker → tools → coderun → approve → permit → sandbox
-// → call → workflow → internal/*; the packages not split out yet are
-// still files of broker (DESIGN.md, "Decisions of the fourth round").
+//	audit     layer_audit.go            one audit entry per call, whatever the exit;
+//	                                    refuses, before it runs, a call it could not record
+//	input     layer_input.go            decodes the arguments; answers to approvals go to
+//	                                    approve (Approver.AnswerCall)
+//	resolve   tools/layer_resolve.go    toolbox, shell, a configured server, the cloud, a registry name
+//	permit    permit/layer.go           deny > ask > allow (permit/permissions.go); a deny ends the call
+//	registry  tools/layer_registry.go   fetches a registry tool; a changed entry asks (integrity)
+//	schema    tools/layer_schema.go     checks the arguments against the schema the client was shown
+//	approve   approve/layer_approve.go  ask, install or API key: puts it to a person (approve/dialog.go)
+//	execute   layer_execute.go          installs, finds the executor (lookup.go), runs it, and
+//	                                    turns what egress refused into a network approval
+//
+// Packages, each importing only those after it (TestNoImportRunsUpThePath
+// in layering_test.go fails on an import that runs up):
+//
+//	mcpserve  stdio, Streamable HTTP, the fast path, roots, wire names (above broker)
+//	broker    New, Call, Close, Reload; the parts below as structs that never hold
+//	          the *Broker: serverSet (b.srv: servers and the tool table), registrySide,
+//	          cloudSide, capabilities, lister; the sandbox (sandbox.go) and executors
+//	tools     the tool table, the tool list, the resolve, registry and schema layers
+//	coderun   Deno runs (pml:execute, deno capabilities) and their inner calls
+//	approve   asking a person: the approve layer, network approval, dialog, answers, texts
+//	permit    rules, the live set, the permit layer, trust state
+//	sandbox   egress proxies, image pulls, the owner label (the leaves of the sandbox)
+//	call      Request, Call, Result, Handler, Decision, the error kinds
+//	workflow  a session's pending approvals
+//
+// broker keeps the names of call, workflow, permit and tools as aliases
+// for its facade. What is still a file of broker and not yet its package
+// (the sandbox struct and the executors, the server set) and why:
+// SPLIT-NOTES.md.
 //
 // # Where an approval is opened
 //
 // A workflow (workflow.Workflows.Create) is opened in four places, and
 // nowhere else:
 //
-//   - the approve layer (layer_approve.go, approveLayer.ask): an ask
+//   - the approve layer (approve/layer_approve.go, Layer.ask): an ask
 //     permission, a server whose install is not approved, a cloud tool
 //     whose API key is missing;
-//   - the registry layer (tools/layer_registry.go): a registry entry whose
-//     integrity changed since it was locked;
-//   - the execute layer, after the run (approval_network.go,
-//     Broker.networkApproval, called from layer_execute.go): a server or
+//   - the registry layer (tools/layer_registry.go): a registry entry
+//     whose integrity changed since it was locked;
+//   - after the execute step runs (approve/approval_network.go,
+//     Approver.NetworkApproval, called from layer_execute.go): a server or
 //     shell:exec that tried a host its rules do not allow;
-//   - inside a code run (execute.go, codeRuns.settle): an inner mcp.* call
-//     of pml:execute or a deno capability that needs a person opens its
-//     workflow in one of the three places above, and settle attaches it
-//     to the outer run (Workflows.Attach), which pauses until it is
-//     answered.
+//   - inside a code run (coderun/run.go, Runs.settle): an inner mcp.*
+//     call of pml:execute or a deno capability that needs a person opens
+//     its workflow in one of the three places above, and settle attaches
+//     it to the outer run (Workflows.Attach) with a coderun.PausedCall as
+//     its payload; the run waits until PausedCall.Resume is called with
+//     the answer.
 //
 // Each is put to the person in the client's dialog when it can
-// (dialog.go, askInDialog) or returned as approval_required
-// (approval_text.go); answers come back through answers.go.
+// (approve/dialog.go, Approver.AskInDialog) or returned as
+// approval_required (approve/approval_text.go); answers come back through
+// approve/answers.go, which runs an approved call through the execute
+// step it was handed (Approver.Run), never back through the broker.
 //
 // # Where a pooled container is reused
 //
@@ -59,8 +80,9 @@
 // out is a unix socket to an egress proxy on the host (internal/egress:
 // the allow rules of internal/netallow, checked before any dial, internal
 // ranges refused). sandbox/egress.go (package sandbox) holds one proxy
-// per server, shell or install and the rules in force; approval_network.go turns what a proxy refused during a
-// call into a network approval and its "always".
+// per server, shell or install and the rules in force;
+// approve/approval_network.go turns what a proxy refused during a call
+// into a network approval and its "always".
 //
 // # How a call is audited
 //
@@ -68,21 +90,23 @@
 // replaces an earlier one); only the audit layer (layer_audit.go) writes
 // it, once, when the call returns, whatever the exit: a call nothing
 // noted is written as failed, and a panic below writes a failed entry
-// before the request's recover boundary (recover.go) answers it. Before
-// the call goes down the audit layer checks that the log can take the
-// entry (audit.Log.Ready) and refuses the call when it cannot. The
-// egress proxies write their own entries for the connections they refuse.
+// before the request's recover boundary (mcpserve/recover.go) answers it.
+// Before the call goes down, the audit layer checks that the log can take
+// the entry (audit.Log.Ready) and refuses the call when it cannot. A call
+// the go-sdk refuses before any layer runs is audited by mcpserve
+// (Backend.AuditRefused); the egress proxies write their own entries for
+// the connections they refuse; a code run's inner calls are calls of
+// their own, each audited.
 //
 // # Executors
 //
 // The execute layer hands the call to its tool source's executor (the
-// tool table maps each name to one): toolboxExec (toolbox.go, filesystem
-// tools), shellExec (shell.go), pooledExec (server_call.go, stdio
-// servers), perCallExec (percall.go), cloudExec (cloud_exec.go) and
-// denoExec (deno.go). Each holds only what it needs; the container ones
-// share a *sandbox (sandbox.go), never the Broker. Code runs (execute.go:
-// codeRuns, for pml:execute and deno capabilities) happen in a Deno
-// container whose mcp.* calls come back through Call.
+// tool table, tools.Table, maps each name to a tools.Executor):
+// toolboxExec (toolbox.go, filesystem tools), shellExec (shell.go),
+// pooledExec (server_call.go, stdio servers), perCallExec (percall.go),
+// cloudExec (cloud_exec.go) and denoExec (deno.go, which starts a
+// coderun run). Each holds only what it needs; the container ones share a
+// *sandbox (sandbox.go), never the Broker.
 //
 // The broker knows nothing of Docker: it speaks to a container.Runtime.
 // docs/architecture.md draws the path and names every file.
