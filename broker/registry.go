@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -54,6 +55,9 @@ type registrySide struct {
 	hasTool   func(name string) bool
 	serverOf  func(tool string) *server
 	addServer func(cfg config.Server) *server
+	// listDeno lists a deno entry's functions as tools of its namespace
+	// (capabilities.listDeno), set in New.
+	listDeno func(e *registry.Entry, namespace string) []string
 	// approval and serverAccess describe an approval (approval_text.go,
 	// access.go).
 	approval     func(wf *Workflow) Approval
@@ -259,10 +263,12 @@ func (r *registrySide) useEntry(e *registry.Entry, tool string) error {
 		}
 		return nil
 	case registry.TypeDeno:
-		r.mu.Lock()
-		r.deno[ns] = e
-		r.mu.Unlock()
-		return fmt.Errorf("%s is a deno capability (%s): it runs with `pml run`, not as a tool of pml stdio yet", tool, e.FQDN)
+		// Its exported functions become tools, like an added capability's.
+		if !slices.Contains(r.listDeno(e, ns), tool) {
+			_, fn, _ := strings.Cut(tool, ":")
+			return fmt.Errorf("%w %q: the deno capability %s exports no function %s", ErrNotFound, tool, e.FQDN, fn)
+		}
+		return nil
 	}
 	return fmt.Errorf("%s: registry entry %s has the unknown type %q", tool, e.FQDN, e.Type)
 }
