@@ -97,7 +97,7 @@ func TestAddedCapabilitiesAreToolsOfPmlStdio(t *testing.T) {
 	reg := startRegistry(t, dir)
 	ws := newWorkspace(t, registryConfig("", reg.URL))
 	ws.write("note.txt", "twelve chars")
-	if code, _, stderr := runPML(t, ws, "add", "acme.tools.mathx.double"); code != 0 {
+	if code, _, stderr := runPML(t, ws, "add", "acme.tools.mathx.double"); code != 0 || !strings.Contains(stderr, "pml stdio sessions list mathx:double, mathx:noteLength from now on") {
 		t.Fatalf("pml add: %d\n%s", code, stderr)
 	}
 
