@@ -176,3 +176,20 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 	}
 	t.Fatalf("timed out waiting for %s", what)
 }
+
+// TestADenoEntryFoundByALookupBecomesATool: a call of ns:function that
+// nothing local provides finds a deno entry in a registry: its functions
+// become tools (it used to answer "runs with pml run"), and a function it
+// does not export is named as such.
+func TestADenoEntryFoundByALookupBecomesATool(t *testing.T) {
+	cfg, _ := capRegistry(t)
+	f := newFixture(t, cfg)
+	r := f.call(t, "smart:nosuch", nil)
+	if !r.IsError || !strings.Contains(r.Text, "exports no function nosuch") {
+		t.Fatalf("a function the entry does not export: %+v", r)
+	}
+	s, ok := listedTool(f.b, "smart:search")
+	if !ok || !strings.HasPrefix(s.Description, "Searches smartly.") {
+		t.Fatalf("smart:search after the lookup: %v %+v", ok, s)
+	}
+}

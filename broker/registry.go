@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -264,7 +263,8 @@ func (r *registrySide) useEntry(e *registry.Entry, tool string) error {
 		return nil
 	case registry.TypeDeno:
 		// Its exported functions become tools, like an added capability's.
-		if !slices.Contains(r.listDeno(e, ns), tool) {
+		r.listDeno(e, ns)
+		if !r.hasTool(tool) {
 			_, fn, _ := strings.Cut(tool, ":")
 			return fmt.Errorf("%w %q: the deno capability %s exports no function %s", ErrNotFound, tool, e.FQDN, fn)
 		}
