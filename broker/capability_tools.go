@@ -92,11 +92,20 @@ func (cs *capabilities) loadAdded() {
 		cs.registry.mu.Unlock()
 		cs.log.Info().Str("capability", name).Msg("an added capability was removed; its tools are no longer listed")
 	}
+	var lock *registry.Lockfile
 	for _, c := range SortedCapabilities(caps) {
 		if _, ok := a.listed[c.Name]; ok || c.Type != registry.TypeDeno {
 			continue
 		}
-		e, err := cs.lockedCopy(c)
+		if lock == nil {
+			// Read from disk, not the session's copy: a pml add run
+			// during the session wrote it.
+			if lock, err = registry.LoadLockfileKeeping(registry.LockfilePath(cs.sb.ws), func(string) bool { return true }); err != nil {
+				cs.log.Warn().Err(err).Msg("the added capabilities are not listed")
+				return
+			}
+		}
+		e, err := cs.lockedCopy(c, lock)
 		if err != nil {
 			cs.log.Warn().Err(err).Str("capability", c.Name).Msg("the capability is not listed")
 			continue
@@ -115,9 +124,8 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 // lockedCopy is the cached copy of an added capability's entry, when it
-// is the version the lockfile records. The lockfile is read from disk,
-// not the session's copy: a pml add run during the session wrote it.
-func (cs *capabilities) lockedCopy(c Capability) (*registry.Entry, error) {
+// is the version lock records.
+func (cs *capabilities) lockedCopy(c Capability, lock *registry.Lockfile) (*registry.Entry, error) {
 	again := "run `pml add " + c.Name + "` to fetch it again"
 	if cs.registry.client == nil {
 		return nil, fmt.Errorf("the registries cannot be used (%v); fix .pml.json", cs.registry.lockErr)
@@ -128,10 +136,6 @@ func (cs *capabilities) lockedCopy(c Capability) (*registry.Entry, error) {
 	}
 	if e == nil {
 		return nil, fmt.Errorf("the cache holds no copy of %s: %s", c.FQDN, again)
-	}
-	lock, err := registry.LoadLockfileKeeping(registry.LockfilePath(cs.sb.ws), func(string) bool { return true })
-	if err != nil {
-		return nil, err
 	}
 	le, ok := lock.Get(c.FQDN)
 	switch {

@@ -123,7 +123,9 @@ func TestAddedCapabilitiesAreToolsOfPmlStdio(t *testing.T) {
 	if code, _, stderr := runPML(t, ws, "add", "casys.pml.smartSearch"); code != 0 {
 		t.Fatalf("pml add casys.pml.smartSearch: %d\n%s", code, stderr)
 	}
+	added := time.Now()
 	waitFor(t, "tools/list_changed after pml add", 30*time.Second, func() bool { return changed.Load() > n })
+	t.Logf("tools/list_changed %v after pml add exited", time.Since(added).Round(time.Millisecond))
 	search := wireTool(t, ctx, s, "smartsearch", "search")
 	if !strings.HasPrefix(search.Description, "Searches the notes smartly.") || !strings.Contains(fmt.Sprint(search.InputSchema), "required") {
 		t.Errorf("%s is listed without the registry's description and schema: %q %v", search.Name, search.Description, search.InputSchema)
@@ -137,12 +139,17 @@ func TestAddedCapabilitiesAreToolsOfPmlStdio(t *testing.T) {
 	reg.stop(t)
 	codeSrv.Close()
 	var offChanged atomic.Int32
+	began := time.Now()
 	off := startSessionWith(t, pmlBin, ws, &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { offChanged.Add(1) },
 	})
 	note = wireTool(t, ctx, off, "mathx", "noteLength")
+	t.Logf("offline: initialize and the first tools/list took %v", time.Since(began).Round(time.Millisecond))
 	before = auditLen(t, ws)
-	if out, res := off.call(t, note.Name, map[string]any{"path": "note.txt"}); res.IsError || out != "12" {
+	began = time.Now()
+	out, res = off.call(t, note.Name, map[string]any{"path": "note.txt"})
+	t.Logf("offline: %s (a Deno container and its inner read_file) took %v", note.Name, time.Since(began).Round(time.Millisecond))
+	if res.IsError || out != "12" {
 		t.Fatalf("offline %s: %q\n%s", note.Name, out, off.stderr.String())
 	}
 	if got := auditTools(t, ws, before); strings.Join(got, ",") != "filesystem:read_file=allowed,mathx:noteLength=allowed" {
