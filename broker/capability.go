@@ -99,6 +99,9 @@ type capabilities struct {
 	install            func(ctx context.Context, srv *server) error
 	replaceTools       func(old []string, defs []toolbox.Tool, exec executor) []string
 	dependencyApproval func(wf *Workflow, srv config.Server) Approval
+	// added is what pml stdio lists of the added capabilities
+	// (capability_tools.go).
+	added addedTools
 }
 
 // AddCapability fetches, locks, installs and records a capability.

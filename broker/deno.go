@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -12,7 +11,8 @@ import (
 )
 
 // registerDenoCapability makes each exported function of a deno
-// capability a tool ns:function.
+// capability a tool ns:function (pml run), fetched again from the
+// registry: the cached copy when none answers.
 func (cs *capabilities) registerDenoCapability(ctx context.Context, c Capability) {
 	e, v, err := cs.registry.fetchChecked(ctx, c.FQDN)
 	if err != nil {
@@ -23,20 +23,7 @@ func (cs *capabilities) registerDenoCapability(ctx context.Context, c Capability
 		cs.log.Warn().Str("capability", c.Name).Msg("the capability's code changed since it was added; run `pml add " + c.Name + "` to review it")
 		return
 	}
-	cs.registry.mu.Lock()
-	cs.registry.deno[c.Namespace] = e
-	cs.registry.mu.Unlock()
-	// Its functions run here, whatever the cloud routes under that name.
-	cs.cloud.router.AddLocal(c.Namespace)
-	var defs []toolbox.Tool
-	for _, fn := range ExportedFunctions(e.Code) {
-		defs = append(defs, toolbox.Tool{
-			Name:        c.Namespace + ":" + fn,
-			Description: fmt.Sprintf("%s (from %s): runs the capability's function %s with the arguments object.", fn, c.FQDN, fn),
-			InputSchema: json.RawMessage(`{"type":"object"}`),
-		})
-	}
-	cs.replaceTools(nil, defs, denoExec{registry: cs.registry, runs: cs.runs})
+	cs.listDeno(c, e)
 }
 
 // denoExec runs the exported functions of deno capabilities (pml add):

@@ -54,6 +54,9 @@ type registrySide struct {
 	hasTool   func(name string) bool
 	serverOf  func(tool string) *server
 	addServer func(cfg config.Server) *server
+	// listDeno lists a deno entry's functions as tools of its namespace
+	// (capabilities.listDeno), set in New.
+	listDeno func(e *registry.Entry, namespace string) []string
 	// approval and serverAccess describe an approval (approval_text.go,
 	// access.go).
 	approval     func(wf *Workflow) Approval
@@ -259,10 +262,13 @@ func (r *registrySide) useEntry(e *registry.Entry, tool string) error {
 		}
 		return nil
 	case registry.TypeDeno:
-		r.mu.Lock()
-		r.deno[ns] = e
-		r.mu.Unlock()
-		return fmt.Errorf("%s is a deno capability (%s): it runs with `pml run`, not as a tool of pml stdio yet", tool, e.FQDN)
+		// Its exported functions become tools, like an added capability's.
+		r.listDeno(e, ns)
+		if !r.hasTool(tool) {
+			_, fn, _ := strings.Cut(tool, ":")
+			return fmt.Errorf("%w %q: the deno capability %s exports no function %s", ErrNotFound, tool, e.FQDN, fn)
+		}
+		return nil
 	}
 	return fmt.Errorf("%s: registry entry %s has the unknown type %q", tool, e.FQDN, e.Type)
 }

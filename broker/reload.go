@@ -35,6 +35,7 @@ const (
 // env is os.Getenv in production: the PML_* overrides keep applying on
 // top of the file.
 func (b *Broker) WatchConfig(ctx context.Context, env func(string) string) error {
+	go panics.Guarded(b.log, "capabilities", "watching the added capabilities", func() { b.caps.watchAdded(ctx) })
 	return config.Watch(ctx, b.sb.ws, config.DefaultDebounce, func() { b.Reload(env) }, func(err error) {
 		b.log.Warn().Err(err).Msg("watching .pml.json; edits may not apply until pml restarts")
 	})

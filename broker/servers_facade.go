@@ -11,8 +11,12 @@ import (
 // set answers (servers.go): each delegates to b.srv.
 
 // LoadServers registers the tools of every installed server (tools/list);
-// see serverSet.LoadServers.
-func (b *Broker) LoadServers(ctx context.Context) { b.srv.LoadServers(ctx) }
+// see serverSet.LoadServers. The added capabilities' tools come first:
+// they load from disk, the servers may wait for a registry.
+func (b *Broker) LoadServers(ctx context.Context) {
+	b.caps.loadAdded()
+	b.srv.LoadServers(ctx)
+}
 
 // InstallNewServer installs and lists a server not (yet) in .pml.json
 // (pml add); see serverSet.InstallNewServer.

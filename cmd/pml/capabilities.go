@@ -171,6 +171,15 @@ Exit codes: 0 added, 1 failed, 2 bad name or configuration, 3 needs approval (no
 				}
 			}
 			fmt.Fprintf(w, "  Its tools are asked before they run unless %s has %q.\n", allowList(), c.Namespace+":*")
+			if c.Type == registry.TypeDeno {
+				// A running pml stdio session lists it within a second.
+				names := make([]string, len(c.Tools))
+				for i, t := range c.Tools {
+					names[i] = c.Namespace + ":" + t
+				}
+				fmt.Fprintf(w, "  pml stdio sessions list %s from now on; a client that runs `pml run %s` from .mcp.json needs a restart.\n", strings.Join(names, ", "), c.Name)
+				return nil
+			}
 			fmt.Fprintln(w, "  Restart your MCP client (e.g. Claude Code) to use it.")
 			return nil
 		},

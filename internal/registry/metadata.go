@@ -60,6 +60,10 @@ type Metadata struct {
 	// recorded in the lockfile and a later change is asked about.
 	CodeURL       string `json:"codeUrl,omitempty"`
 	CodeIntegrity string `json:"codeIntegrity,omitempty"`
+	// InputSchema is the JSON schema of the arguments object a deno
+	// capability's functions take: tools/list of pml stdio shows it, and
+	// calls are checked against it.
+	InputSchema json.RawMessage `json:"inputSchema,omitempty"`
 
 	// Image is the container image a stdio server runs in (pin it by
 	// digest for reproducible runs).

@@ -1,0 +1,230 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/pml-dev/pml/internal/panics"
+	"github.com/pml-dev/pml/internal/registry"
+	"github.com/pml-dev/pml/internal/toolbox"
+)
+
+// Capabilities as tools of pml stdio (issue 43, the seeds' "unified
+// gateway"): every deno capability recorded in .pml/capabilities.json
+// (pml add) is listed as namespace:function next to the servers' tools,
+// and a call runs its code in a Deno container as pml:execute does, its
+// mcp.* calls going down the whole request path.
+//
+// They load from what pml add stored, never from the network: the cached
+// copy of the entry (whose content the cache checks against its
+// integrity) must be the version the lockfile records. So neither
+// initialize nor tools/list waits for a registry, and a session works
+// offline. A copy missing or changed leaves the capability unlisted, with
+// a log line saying to run pml add again (which fetches and asks).
+
+// addedTools is what the session lists of the added capabilities.
+type addedTools struct {
+	mu sync.Mutex
+	// listed maps a capability's name to its FQDN and the tools listed
+	// for it.
+	listed map[string]listedCapability
+	// stamp is the capabilities file as last read (watchAdded).
+	stamp fileStamp
+}
+
+type listedCapability struct {
+	fqdn, namespace string
+	tools           []string
+}
+
+type fileStamp struct {
+	mod  time.Time
+	size int64
+	ok   bool
+}
+
+func (s fileStamp) same(o fileStamp) bool {
+	return s.ok == o.ok && s.size == o.size && s.mod.Equal(o.mod)
+}
+
+func stampOf(path string) fileStamp {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fileStamp{}
+	}
+	return fileStamp{mod: fi.ModTime(), size: fi.Size(), ok: true}
+}
+
+// loadAdded lists the deno capabilities of .pml/capabilities.json as
+// tools, and unlists those no longer there (or at another version): the
+// tool table tells the sessions (tools/list_changed).
+func (cs *capabilities) loadAdded() {
+	a := &cs.added
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	path := filepath.Join(cs.sb.ws, CapabilitiesFile)
+	a.stamp = stampOf(path)
+	caps, err := LoadCapabilities(cs.sb.ws)
+	if err != nil {
+		cs.log.Warn().Err(err).Msg("the added capabilities are not listed")
+		return
+	}
+	if a.listed == nil {
+		a.listed = map[string]listedCapability{}
+	}
+	for _, name := range sortedKeys(a.listed) {
+		l := a.listed[name]
+		if c, ok := caps[name]; ok && c.FQDN == l.fqdn {
+			continue
+		}
+		cs.replaceTools(l.tools, nil, denoExec{registry: cs.registry, runs: cs.runs})
+		delete(a.listed, name)
+		cs.registry.mu.Lock()
+		delete(cs.registry.deno, l.namespace)
+		cs.registry.mu.Unlock()
+		cs.log.Info().Str("capability", name).Msg("an added capability was removed; its tools are no longer listed")
+	}
+	var lock *registry.Lockfile
+	for _, c := range SortedCapabilities(caps) {
+		if _, ok := a.listed[c.Name]; ok || c.Type != registry.TypeDeno {
+			continue
+		}
+		if lock == nil {
+			// Read from disk, not the session's copy: a pml add run
+			// during the session wrote it.
+			if lock, err = registry.LoadLockfileKeeping(registry.LockfilePath(cs.sb.ws), func(string) bool { return true }); err != nil {
+				cs.log.Warn().Err(err).Msg("the added capabilities are not listed")
+				return
+			}
+		}
+		e, err := cs.lockedCopy(c, lock)
+		if err != nil {
+			cs.log.Warn().Err(err).Str("capability", c.Name).Msg("the capability is not listed")
+			continue
+		}
+		a.listed[c.Name] = listedCapability{fqdn: c.FQDN, namespace: c.Namespace, tools: cs.listDeno(c, e)}
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// lockedCopy is the cached copy of an added capability's entry, when it
+// is the version lock records.
+func (cs *capabilities) lockedCopy(c Capability, lock *registry.Lockfile) (*registry.Entry, error) {
+	again := "run `pml add " + c.Name + "` to fetch it again"
+	if cs.registry.client == nil {
+		return nil, fmt.Errorf("the registries cannot be used (%v); fix .pml.json", cs.registry.lockErr)
+	}
+	e, err := cs.registry.client.Cached(c.FQDN)
+	if err != nil {
+		return nil, fmt.Errorf("its cached copy of %s cannot be read (%v): %s", c.FQDN, err, again)
+	}
+	if e == nil {
+		return nil, fmt.Errorf("the cache holds no copy of %s: %s", c.FQDN, again)
+	}
+	le, ok := lock.Get(c.FQDN)
+	switch {
+	case !ok:
+		return nil, fmt.Errorf("%s does not record %s: %s", lock.Path(), c.FQDN, again)
+	case le.FQDN != e.FQDN || le.Integrity != e.Integrity || le.CodeIntegrity != "" && le.CodeIntegrity != e.CodeIntegrity:
+		return nil, fmt.Errorf("the cached copy of %s is not the version %s records: %s and review the change", c.FQDN, lock.Path(), again)
+	}
+	return e, nil
+}
+
+// listDeno makes each exported function of a deno capability's entry e a
+// tool ns:function, described by the registry when it says something
+// (the entry's metadata, else what pml add recorded), and returns their
+// names. Its functions run here, whatever the cloud routes under that
+// namespace.
+func (cs *capabilities) listDeno(c Capability, e *registry.Entry) []string {
+	cs.registry.mu.Lock()
+	cs.registry.deno[c.Namespace] = e
+	cs.registry.mu.Unlock()
+	cs.cloud.router.AddLocal(c.Namespace)
+	desc, schema := c.Description, json.RawMessage(nil)
+	if e.Meta != nil {
+		if e.Meta.Description != "" {
+			desc = e.Meta.Description
+		}
+		schema = e.Meta.InputSchema
+	}
+	if len(schema) > 0 {
+		if err := objectSchema(schema); err != nil {
+			cs.log.Warn().Err(err).Str("capability", c.Name).Msg("the registry's input schema is not used; the tools take any arguments object")
+			schema = nil
+		}
+	}
+	if len(schema) == 0 {
+		schema = json.RawMessage(`{"type":"object"}`)
+	}
+	var defs []toolbox.Tool
+	for _, fn := range ExportedFunctions(e.Code) {
+		d := fmt.Sprintf("%s (from %s): runs the capability's function %s with the arguments object.", fn, e.FQDN, fn)
+		if desc != "" {
+			d = desc + " (" + d + ")"
+		}
+		defs = append(defs, toolbox.Tool{Name: c.Namespace + ":" + fn, Description: d, InputSchema: schema})
+	}
+	return cs.replaceTools(nil, defs, denoExec{registry: cs.registry, runs: cs.runs})
+}
+
+// listEntry lists the functions of a deno entry a tool call found in a
+// registry (the registry layer), as listDeno does an added capability's.
+func (cs *capabilities) listEntry(e *registry.Entry, namespace string) []string {
+	return cs.listDeno(Capability{Name: namespace, Namespace: namespace, FQDN: e.FQDN}, e)
+}
+
+// objectSchema checks that a registry's input schema is one MCP accepts
+// and pml can check arguments against: a valid JSON schema of an object.
+func objectSchema(raw json.RawMessage) error {
+	var s jsonschema.Schema
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return fmt.Errorf("the input schema is not a JSON schema: %v", err)
+	}
+	if s.Type != "object" {
+		return fmt.Errorf(`the input schema's "type" is %q, not "object"`, s.Type)
+	}
+	if _, err := s.Resolve(nil); err != nil {
+		return fmt.Errorf("the input schema is not valid: %v", err)
+	}
+	return nil
+}
+
+// watchAdded lists capabilities added or removed while a session runs
+// (pml add and pml remove are other processes). It polls the file's size
+// and time once a second: .pml/ may not exist yet when the session
+// starts, and a stat is cheaper than watching the workspace for it.
+func (cs *capabilities) watchAdded(ctx context.Context) {
+	path := filepath.Join(cs.sb.ws, CapabilitiesFile)
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		cs.added.mu.Lock()
+		last := cs.added.stamp
+		cs.added.mu.Unlock()
+		if !stampOf(path).same(last) {
+			panics.Guarded(cs.log, "capabilities", "listing the added capabilities", cs.loadAdded)
+		}
+	}
+}
