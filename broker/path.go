@@ -9,7 +9,7 @@ import (
 
 // chain builds the request path, outermost first:
 //
-//	audit → input → resolve → permit → registry → schema → approve → execute
+//	audit → input → resolve → permit → registry → schema → declared → approve → execute
 //
 // input sends answers to approvals (continue_workflow, elicitation) to
 // answers.go instead, which ends in the same execute step. It returns the
@@ -18,6 +18,7 @@ import (
 func (b *Broker) chain() (whole, belowAudit Handler) {
 	var h Handler = executeLayerOf(b)
 	h = approveLayerOf(b, h)
+	h = declaredLayer{next: h, declared: b.registry.declaredBy, decide: b.perms.Decide, source: b.perms.Source}
 	h = schemaLayer{next: h, schema: b.knownSchema}
 	h = registryLayerOf(b, h)
 	h = PermitLayer{Next: h, Decide: b.perms.Decide, Source: b.perms.Source}
