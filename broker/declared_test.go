@@ -176,3 +176,23 @@ func TestACapabilityDeclaringNothingIsUnchanged(t *testing.T) {
 		}
 	}
 }
+
+// A declared tool denied while the approval waited (a reload) refuses
+// the approved run before it starts.
+func TestADeclaredToolDeniedWhileTheApprovalWaitedRefusesTheRun(t *testing.T) {
+	f := newFixture(t, `{"permissions": {"allow": ["cap:*"], "ask": ["filesystem:write_file", "shell:exec"]}}`)
+	withCapability(t, f, capCode, "filesystem:write_file", "shell:exec")
+	a := approvalOf(t, f.call(t, "cap:main", map[string]any{}))
+	p := f.b.perms.Current()
+	p.Deny = []string{"shell:*"}
+	if _, ok := f.b.perms.Replace(p, "a reload", f.b.perms.Generation()); !ok {
+		t.Fatal("permissions not replaced")
+	}
+	res := f.call(t, "cap:main", map[string]any{"continue_workflow": map[string]any{"workflow_id": a.WorkflowID, "approved": true}})
+	if !res.IsError || !strings.Contains(res.Text, "shell:exec") || !strings.Contains(res.Text, `deny pattern "shell:*"`) {
+		t.Fatalf("after continue: %+v", res)
+	}
+	if _, err := os.Stat(filepath.Join(f.ws, "w.txt")); err == nil {
+		t.Error("the run started")
+	}
+}

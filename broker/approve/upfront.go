@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/pml-dev/pml/broker/call"
+	"github.com/pml-dev/pml/internal/audit"
 )
 
 // Up-front approval (seed 000 story 14.3 AC4-6): a capability declares
@@ -54,4 +55,19 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// deniedSince refuses a run approved up front when one of its declared
+// tools has been denied while the approval waited (a reload, another
+// answer): the run would otherwise start and meet the refusal halfway.
+func (ap *Approver) deniedSince(c *Call, wf *Workflow, d *call.Declared) (Result, bool) {
+	for _, t := range d.Tools {
+		if dec, pat := ap.Perms.Decide(t); dec == call.Deny {
+			src := ap.Perms.Source()
+			c.Note(audit.Entry{Tool: wf.Tool, Decision: audit.Denied, Pattern: pat, WorkflowID: wf.ID, ArgKeys: audit.Keys(wf.Args),
+				Reason: fmt.Sprintf("declares %s, which matches the deny pattern %q from %s", t, pat, src)})
+			return errorResult(fmt.Errorf("%w: %s was not run: its capability declares it calls %s (tools_used), which now matches the deny pattern %q in %s; nothing ran", call.ErrDenied, wf.Tool, t, pat, src)), true
+		}
+	}
+	return Result{}, false
 }
