@@ -196,3 +196,33 @@ func TestADeclaredToolDeniedWhileTheApprovalWaitedRefusesTheRun(t *testing.T) {
 		t.Error("the run started")
 	}
 }
+
+// Relayed (no dialog), the undeclared call that pauses the run is
+// flagged both in its "asked" entry and in the entry of the answer that
+// ran it.
+func TestAnUndeclaredCallAnsweredByRelayIsFlagged(t *testing.T) {
+	f := newFixture(t, `{"permissions": {"allow": ["cap:*", "filesystem:*"], "ask": ["shell:exec"]}}`)
+	withCapability(t, f, capCode, "filesystem:write_file")
+	a := approvalOf(t, f.call(t, "cap:main", map[string]any{}))
+	if a.Tool != "shell:exec" {
+		t.Fatalf("approval for %s", a.Tool)
+	}
+	res := f.call(t, "cap:main", map[string]any{"continue_workflow": map[string]any{"workflow_id": a.WorkflowID, "approved": true}})
+	if res.IsError || !strings.Contains(res.Text, "ran echo hi") {
+		t.Fatalf("after continue: %+v", res)
+	}
+	var shell []audit.Entry
+	for _, e := range entriesOf(t, f) {
+		if e.Tool == "shell:exec" {
+			shell = append(shell, e)
+		}
+	}
+	if len(shell) != 2 || shell[0].Decision != audit.Asked || shell[1].Decision != audit.Approved {
+		t.Fatalf("shell:exec entries: %+v", shell)
+	}
+	for _, e := range shell {
+		if e.NotDeclaredBy != "cap:main" {
+			t.Errorf("not flagged: %+v", e)
+		}
+	}
+}

@@ -339,6 +339,14 @@ func (pc *PausedCall) Resume(ctx context.Context, c *call.Call, wfs *workflow.Wo
 	pc.ex.run.Resume()
 	wf.Data = pc.inner
 	res := r.answer(ctx, c, wfs, wf, approved, always)
+	// The answer is the paused call's entry, in the answering call: a
+	// call the capability did not declare stays flagged there too.
+	if e, ok := c.Noted(); ok {
+		if d := call.RunOf(pc.ex.ctx); d != nil && !d.Declares(e.Tool) {
+			e.NotDeclaredBy = d.Capability
+			c.Note(e)
+		}
+	}
 	if wfs.Pending(wf) {
 		// The answer could not be applied (saving "always" failed) and the
 		// workflow is answerable again: the run stays paused on it.
