@@ -115,11 +115,14 @@ func (nopWriteCloser) Close() error { return nil }
 func (r *inProcess) deno(p *containertest.Proc) int {
 	in := bufio.NewReader(p.In)
 	var run struct {
-		Params struct{ Code string }
+		Params struct{ Code, Module string }
 	}
 	first, err := in.ReadBytes('\n')
 	if err != nil || json.Unmarshal(first, &run) != nil {
 		return 0
+	}
+	if run.Params.Code == "" { // a deno capability's module plays the same
+		run.Params.Code = run.Params.Module
 	}
 	var results []string
 	for i, line := range strings.Split(strings.TrimSpace(run.Params.Code), "\n") {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/pml-dev/pml/broker/call"
 	"github.com/pml-dev/pml/internal/execute"
 	"github.com/pml-dev/pml/internal/registry"
 	"github.com/pml-dev/pml/internal/toolbox"
@@ -43,6 +44,12 @@ func (e denoExec) Run(ctx context.Context, def toolbox.Tool, args map[string]any
 	e.registry.mu.Unlock()
 	if entry == nil {
 		return errorResult(fmt.Errorf("%w %q: its capability's code is not loaded", ErrNotFound, def.Name))
+	}
+	// Its declared tools were checked on the way here (layer_declared.go),
+	// unless the capability was loaded since: then it does not run
+	// unchecked.
+	if len(entry.Meta.Declared()) > 0 && call.UpFrontOf(ctx, def.Name) == nil {
+		return errorResult(fmt.Errorf("%w: %s was not run: its capability's declared tools were not checked against the permissions before the run (it was loaded meanwhile); call it again", ErrUnavailable, def.Name))
 	}
 	return e.runs.Start(ctx, def.Name, execute.Program{Module: entry.Code, Export: fn, Args: args})
 }

@@ -15,6 +15,9 @@
 //	permit    permit/layer.go           deny > ask > allow (permit/permissions.go); a deny ends the call
 //	registry  tools/layer_registry.go   fetches a registry tool; a changed entry asks (integrity)
 //	schema    tools/layer_schema.go     checks the arguments against the schema the client was shown
+//	declared  layer_declared.go         a capability's declared tools_used/client_tools, decided
+//	                                    before its run: one denied ends the call, the asked go to
+//	                                    approve as one approval (issue 43's up-front approval)
 //	approve   approve/layer_approve.go  ask, install or API key: puts it to a person (approve/dialog.go)
 //	execute   layer_execute.go          installs, finds the executor (lookup.go), runs it, and
 //	                                    turns what egress refused into a network approval

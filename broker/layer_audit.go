@@ -65,6 +65,10 @@ func (l auditLayer) Call(ctx context.Context, c *Call) Result {
 	if !ok {
 		e = audit.Entry{Tool: c.Tool, Decision: audit.Failed, Reason: unnotedReason(res), ArgKeys: audit.Keys(c.Args)}
 	}
+	// A call a capability's code made without declaring it (layer_declared.go).
+	if run := call.RunOf(ctx); run != nil && !run.Declares(c.Tool) {
+		e.NotDeclaredBy = run.Capability
+	}
 	if err := l.record(e, c.Began); err != nil {
 		res = withAuditFailure(ctx, res, err)
 	}

@@ -10,7 +10,7 @@ import (
 
 // chain builds the request path, outermost first:
 //
-//	audit → input → resolve → permit → registry → schema → approve → execute
+//	audit → input → resolve → permit → registry → schema → declared → approve → execute
 //
 // input sends answers to approvals (continue_workflow, elicitation) to
 // answers.go instead, which ends in the same execute step. It returns the
@@ -19,6 +19,7 @@ import (
 func (b *Broker) chain() (whole, belowAudit Handler) {
 	var h Handler = executeLayerOf(b)
 	h = approveLayerOf(b, h)
+	h = declaredLayer{next: h, declared: b.registry.declaredBy, decide: b.perms.Decide, source: b.perms.Source}
 	h = tl.SchemaLayer{Next: h, Schema: b.srv.knownSchema}
 	h = registryLayerOf(b, h)
 	h = PermitLayer{Next: h, Decide: b.perms.Decide, Source: b.perms.Source}

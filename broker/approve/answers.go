@@ -97,6 +97,19 @@ func (ap *Approver) Answer(ctx context.Context, c *Call, wfs *Workflows, wf *Wor
 		c.Note(audit.Entry{Tool: wf.Tool, Decision: audit.Approved, WorkflowID: wf.ID, Reason: "integrity change approved", ArgKeys: keys})
 		return ap.ApproveIntegrity(ctx, c, wfs, wf)
 	}
+	if d, ok := wf.Data.(*call.Declared); ok {
+		if always {
+			wfs.Release(wf)
+			c.Note(audit.Entry{Tool: wf.Tool, Decision: audit.Failed, WorkflowID: wf.ID, Reason: "always cannot be kept"})
+			return errorResult(fmt.Errorf("%w: \"always\" is not offered for %s: %s. The call was not run; answer again with always: false to run it once", call.ErrInvalidInput, wf.Tool, alwaysNotForDeclared))
+		}
+		if res, denied := ap.deniedSince(c, wf, d); denied {
+			wfs.Finish(wf)
+			return res
+		}
+		// The run starts with the declared tools the person just approved.
+		ctx = call.WithUpFront(ctx, d.Approved(wf.ID))
+	}
 	if always {
 		if why := ap.alwaysBlocked(wf.Tool); why != "" {
 			wfs.Release(wf)

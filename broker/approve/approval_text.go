@@ -27,7 +27,11 @@ func (ap *Approver) ApprovalFor(wf *Workflow) Approval {
 			return ap.DependencyApproval(wf, srv)
 		}
 	}
-	return ap.Approval(wf)
+	a := ap.Approval(wf)
+	if d, ok := wf.Data.(*call.Declared); ok {
+		withDeclared(&a, d) // upfront.go
+	}
+	return a
 }
 
 // Approval describes a workflow for the client.

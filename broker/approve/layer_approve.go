@@ -38,13 +38,20 @@ func (l Layer) Call(ctx context.Context, c *Call) Result {
 	if cloudish {
 		missingKeys = l.MissingKeys(ctx, c.Tool)
 	}
+	// An inner call of a capability's run that the capability declared
+	// and a person approved before the run started does not ask again;
+	// a capability's own declared tools that ask are put to the person
+	// in its one approval (upfront.go).
+	run := call.RunOf(ctx)
+	approvedBefore := c.Decision == call.Ask && run.ApprovedUpFront(c.Tool)
+	declared := declaredAsked(ctx, c.Tool)
 	switch {
 	case cloudish && !l.CloudOn():
 		c.DecodeArgs()
 		res := l.Local(ctx, c.Tool, c.Args)
 		c.Note(audit.Entry{Tool: c.Tool, Decision: audit.Failed, Pattern: c.Pattern, Reason: "local mode", ArgKeys: audit.Keys(c.Args)})
 		return res
-	case c.Decision == call.Ask || needsInstall && c.Decision != call.Allow || len(missingKeys) > 0:
+	case c.Decision == call.Ask && !approvedBefore || declared != nil || needsInstall && c.Decision != call.Allow || len(missingKeys) > 0:
 		typ := ApprovalToolPermission
 		switch {
 		case needsInstall:
@@ -52,18 +59,27 @@ func (l Layer) Call(ctx context.Context, c *Call) Result {
 		case len(missingKeys) > 0 && c.Decision != call.Ask:
 			typ = ApprovalAPIKey
 		}
-		return l.ask(ctx, c, typ)
+		return l.ask(ctx, c, typ, declared)
+	}
+	if approvedBefore {
+		c.DecodeArgs()
+		return l.Ask.Run(ctx, c, c.Tool, c.Args, audit.Approved, c.Pattern, run.WorkflowID)
 	}
 	return l.Next.Call(ctx, c)
 }
 
 // ask opens a workflow of typ for the call and puts it to the person.
-func (l Layer) ask(ctx context.Context, c *Call, typ ApprovalType) Result {
+// declared, when not nil, are a capability's declared tools that ask:
+// the workflow carries them (Answer starts the run with them approved).
+func (l Layer) ask(ctx context.Context, c *Call, typ ApprovalType, declared *call.Declared) Result {
 	c.DecodeArgs()
 	if res, refused := l.Ask.NeedsDialog(c, c.Tool, c.Pattern, c.Args); refused {
 		return res
 	}
 	wf := c.Req.Workflows.Create(typ, c.Tool, c.Args, c.Pattern)
+	if declared != nil {
+		wf.Data = declared
+	}
 	approval := l.Ask.ApprovalFor(wf)
 	c.Note(audit.Entry{Tool: c.Tool, Decision: audit.Asked, Pattern: c.Pattern, WorkflowID: wf.ID, ArgKeys: audit.Keys(c.Args)})
 	return l.Ask.AskInDialog(ctx, c, wf, approval)

@@ -184,7 +184,14 @@ func (r *Runs) Start(ctx context.Context, outer string, prog execute.Program) ca
 	r.sb.Log.Info().Str("tool", outer).Msg("running the cloud's code locally in a Deno container")
 	ex := &execution{run: run, outer: outer, events: make(chan runEvent), pauses: make(chan paused, 64),
 		inflight: make(chan struct{}, maxRunInFlight)}
-	ex.ctx, ex.cancel = context.WithCancel(context.WithValue(r.base, depthKey{}, depth+1))
+	base := context.WithValue(r.base, depthKey{}, depth+1)
+	// What the capability declared (and a person approved before it
+	// started) goes with its inner calls: those do not ask again, the
+	// others are flagged (call.Declared).
+	if d := call.UpFrontOf(ctx, outer); d != nil {
+		base = call.WithRun(base, d)
+	}
+	ex.ctx, ex.cancel = context.WithCancel(base)
 	// pml closing (or the run ending any way) stops the code and frees
 	// its container, even while it waits for an approval.
 	context.AfterFunc(ex.ctx, func() { ex.run.Kill() })
@@ -332,6 +339,14 @@ func (pc *PausedCall) Resume(ctx context.Context, c *call.Call, wfs *workflow.Wo
 	pc.ex.run.Resume()
 	wf.Data = pc.inner
 	res := r.answer(ctx, c, wfs, wf, approved, always)
+	// The answer is the paused call's entry, in the answering call: a
+	// call the capability did not declare stays flagged there too.
+	if e, ok := c.Noted(); ok {
+		if d := call.RunOf(pc.ex.ctx); d != nil && !d.Declares(e.Tool) {
+			e.NotDeclaredBy = d.Capability
+			c.Note(e)
+		}
+	}
 	if wfs.Pending(wf) {
 		// The answer could not be applied (saving "always" failed) and the
 		// workflow is answerable again: the run stays paused on it.

@@ -206,6 +206,10 @@ func (p *auditPrinter) entry(e audit.Entry) error {
 	if e.Net != nil {
 		reason = strings.TrimSpace(fmt.Sprintf("%s:%d up %d B down %d B %s", e.Net.Host, e.Net.Port, e.Net.BytesUp, e.Net.BytesDown, reason))
 	}
+	if e.NotDeclaredBy != "" {
+		reason = strings.TrimSpace(reason + "; not declared by " + e.NotDeclaredBy)
+		reason = strings.TrimPrefix(reason, "; ")
+	}
 	fmt.Fprintf(p.tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", e.Time.Local().Format("2006-01-02 15:04:05"), oneLine(tool), e.Decision, e.DurationMS, dash(oneLine(e.ExitStatus)), dash(oneLine(e.Pattern)), oneLine(reason))
 	if p.follow {
 		return p.tw.Flush()

@@ -421,11 +421,29 @@ func approvalHelp(cfg *config.Config, a broker.Approval) (what, fix string) {
 		return "nothing ran: the registry serves a different version of this server than .pml/mcp.lock pinned; " + cannotAsk + ".",
 			"Review the change, then accept it once in an MCP client session (pml stdio answers continue, which updates .pml/mcp.lock) and commit .pml/mcp.lock"
 	}
+	if asked := stringsOf(a.Context["asked_tools"]); len(asked) > 0 {
+		return declaredHelp(cfg, a, asked)
+	}
 	what = "nothing ran; " + cannotAsk + ", so allow it before the call."
 	if file, ok := a.Context["policy_not_trusted"].(string); ok {
 		return what, fmt.Sprintf("%s allows it, but that content of the file is not trusted: review it and run `pml trust --yes` in %s", file, filepath.Dir(file))
 	}
 	return what, permissionFix(cfg, a.Tool, stringOf(a.Context["pattern"]))
+}
+
+// declaredHelp: a capability declares tools (tools_used) that the
+// permissions ask about; its run asks once for them all, which pml call
+// cannot answer, so each must be allowed before the call.
+func declaredHelp(cfg *config.Config, a broker.Approval, asked []string) (what, fix string) {
+	what = fmt.Sprintf("nothing ran: %s declares (tools_used) that its code calls %s, which permissions ask about; %s, so allow them before the call.",
+		a.Tool, strings.Join(asked, ", "), cannotAsk)
+	perms := broker.PermissionsFrom(cfg)
+	fixes := make([]string, 0, len(asked))
+	for _, t := range asked {
+		_, pattern := perms.Decide(t)
+		fixes = append(fixes, t+": "+permissionFix(cfg, t, pattern))
+	}
+	return what, strings.Join(fixes, "\n  ")
 }
 
 // permissionFix says how to make tool allowed. An exact tool name in

@@ -61,6 +61,10 @@ type Entry struct {
 	// Net describes one connection through pml's egress proxy
 	// (internal/egress); Tool then names the server or tool that made it.
 	Net *Net `json:"net,omitempty"`
+	// NotDeclaredBy, for an inner call of a capability's run, names the
+	// capability when its declared tools (tools_used, client_tools) do
+	// not include this one: decided on its own, and flagged.
+	NotDeclaredBy string `json:"not_declared_by,omitempty"`
 }
 
 // Net is one egress connection: where to, and how much went each way;

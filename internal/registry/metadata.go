@@ -11,6 +11,7 @@ import (
 	"github.com/pml-dev/pml/internal/lazyre"
 	"github.com/pml-dev/pml/internal/npmspec"
 	"github.com/pml-dev/pml/internal/sri"
+	"github.com/pml-dev/pml/internal/termsafe"
 )
 
 // Entry types: how an entry is delivered.
@@ -78,6 +79,37 @@ type Metadata struct {
 	// as mcps.NAME.network.allow): shown in the approval to run it, and
 	// reached through pml's egress proxy only once approved.
 	Network []string `json:"network,omitempty"`
+
+	// ToolsUsed and ClientTools are the tools a capability declares its
+	// code calls (seed 000 story 14.3 AC4-6, seed 003: "tools_used",
+	// "client_tools"; client_tools are those that run here). pml checks
+	// them all against the permissions before a run starts (Declared).
+	ToolsUsed   []string `json:"toolsUsed,omitempty"`
+	ClientTools []string `json:"clientTools,omitempty"`
+}
+
+// maxDeclared bounds the tools one entry may declare.
+const maxDeclared = 256
+
+// declaredRE is a declared tool: namespace:action, as tools are named,
+// never a pattern (a declaration names what the code calls).
+var declaredRE = lazyre.New(`^[A-Za-z0-9_-]{1,64}:[A-Za-z0-9_.-]{1,128}$`)
+
+// Declared is every tool the entry declares it calls (toolsUsed and
+// clientTools), each once, in the order given.
+func (m *Metadata) Declared() []string {
+	if m == nil {
+		return nil
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, t := range append(append([]string(nil), m.ToolsUsed...), m.ClientTools...) {
+		if !seen[t] {
+			seen[t] = true
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // Install is a stdio server's one-time install step.
@@ -130,6 +162,8 @@ type seedFields struct {
 	ProxyTo       string   `json:"proxy_to"`
 	CodeURL       string   `json:"code_url"`
 	CodeIntegrity string   `json:"code_integrity"`
+	ToolsUsed     []string `json:"tools_used"`
+	ClientTools   []string `json:"client_tools"`
 	Install       *struct {
 		EnvRequired []string `json:"env_required"`
 	} `json:"install"`
@@ -146,9 +180,12 @@ func applySeedFields(m *Metadata, doc []byte) error {
 			ProxyTo       string   `json:"proxy_to"`
 			CodeURL       string   `json:"code_url"`
 			CodeIntegrity string   `json:"code_integrity"`
+			ToolsUsed     []string `json:"tools_used"`
+			ClientTools   []string `json:"client_tools"`
 		}
 		_ = json.Unmarshal(doc, &alt)
 		sf.EnvRequired, sf.ProxyTo, sf.CodeURL, sf.CodeIntegrity = alt.EnvRequired, alt.ProxyTo, alt.CodeURL, alt.CodeIntegrity
+		sf.ToolsUsed, sf.ClientTools = alt.ToolsUsed, alt.ClientTools
 	}
 	both := func(key string) error {
 		return fmt.Errorf("it gives both %q and its camelCase spelling, with different values; keep one", key)
@@ -166,6 +203,8 @@ func applySeedFields(m *Metadata, doc []byte) error {
 		*p.own = *p.seeds
 	}
 	m.EnvRequired = append(m.EnvRequired, sf.EnvRequired...)
+	m.ToolsUsed = append(m.ToolsUsed, sf.ToolsUsed...)
+	m.ClientTools = append(m.ClientTools, sf.ClientTools...)
 	if sf.Install != nil && m.Install != nil {
 		m.Install.EnvRequired = append(m.Install.EnvRequired, sf.Install.EnvRequired...)
 	}
@@ -230,6 +269,14 @@ func ParseMetadata(f FQDN, doc []byte) (*Metadata, error) {
 		ns, action, ok := strings.Cut(t, ":")
 		if !ok || ns != f.Namespace || !partRE.MatchString(action) {
 			return fail(`tool %q must be named %s:<action> (the entry's namespace, then a lowercase action)`, t, f.Namespace)
+		}
+	}
+	if d := m.Declared(); len(d) > maxDeclared {
+		return fail(`it declares %d tools in "tools_used" and "client_tools"; at most %d`, len(d), maxDeclared)
+	}
+	for _, t := range m.Declared() {
+		if !declaredRE.MatchString(t) {
+			return fail(`"tools_used" and "client_tools" name tools as namespace:action (filesystem:read_file), never patterns; %s is not one`, termsafe.Quote(t, 80))
 		}
 	}
 	envs := append([]string{}, m.EnvRequired...)
