@@ -74,6 +74,9 @@ type Metadata struct {
 	// as mcps.NAME.network.allow): shown in the approval to run it, and
 	// reached through pml's egress proxy only once approved.
 	Network []string `json:"network,omitempty"`
+
+	// McpDeps are the servers a capability needs (mcp_deps, mcpdeps.go).
+	McpDeps []McpDep `json:"-"`
 }
 
 // Install is a stdio server's one-time install step.
@@ -180,7 +183,11 @@ func ParseMetadata(f FQDN, doc []byte) (*Metadata, error) {
 	if err := json.Unmarshal(doc, &m); err != nil {
 		return fail("the metadata is not valid: %v", strings.TrimPrefix(err.Error(), "json: "))
 	}
-	if err := applySeedFields(&m, doc); err != nil {
+	err := applySeedFields(&m, doc)
+	if err != nil {
+		return fail("%v", err)
+	}
+	if m.McpDeps, err = parseMcpDeps(doc); err != nil {
 		return fail("%v", err)
 	}
 	m.Type = SeedType(m.Type)
