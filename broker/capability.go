@@ -13,6 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/pml-dev/pml/broker/approve"
 	"github.com/pml-dev/pml/internal/capname"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/deps"
@@ -47,6 +48,8 @@ type Capability struct {
 	EnvRequired []string  `json:"env_required,omitempty"`
 	Description string    `json:"description,omitempty"`
 	AddedAt     time.Time `json:"added_at"`
+	// Requires are the servers its mcp_deps name (capability_deps.go).
+	Requires []Requirement `json:"requires,omitempty"`
 }
 
 // CapabilityFQDN reads what `pml add` was given, as the seeds write it
@@ -99,6 +102,7 @@ type capabilities struct {
 	install            func(ctx context.Context, srv *server) error
 	replaceTools       func(old []string, defs []toolbox.Tool, exec executor) []string
 	dependencyApproval func(wf *Workflow, srv config.Server) Approval
+	serverAccess       func(cfg config.Server) approve.Access
 }
 
 // AddCapability fetches, locks, installs and records a capability.
@@ -184,7 +188,7 @@ func (cs *capabilities) readyCapability(ctx context.Context, e *registry.Entry, 
 			cs.log.Warn().Msg(c.Name + " runs in the PML cloud: set PML_API_KEY to use it")
 		}
 	}
-	return nil
+	return cs.readyDeps(ctx, e, c, confirm)
 }
 
 var exportFn = lazyre.New(`(?m)^\s*export\s+(?:async\s+)?function\s*\*?\s*([A-Za-z_$][A-Za-z0-9_$]*)\s*\(`)

@@ -36,7 +36,12 @@ func (cs *capabilities) registerDenoCapability(ctx context.Context, c Capability
 			InputSchema: json.RawMessage(`{"type":"object"}`),
 		})
 	}
-	cs.replaceTools(nil, defs, denoExec{registry: cs.registry, runs: cs.runs})
+	var exec executor = denoExec{registry: cs.registry, runs: cs.runs}
+	if err := cs.depsMissing(c.Name, e); err != nil { // its mcp_deps (capability_deps.go)
+		cs.log.Warn().Str("capability", c.Name).Msg(err.Error())
+		exec = refusedExec{err}
+	}
+	cs.replaceTools(nil, defs, exec)
 }
 
 // denoExec runs the exported functions of deno capabilities (pml add):

@@ -119,6 +119,9 @@ Exit codes: 0 added, 1 failed, 2 bad name or configuration, 3 needs approval (no
 			if err != nil {
 				return &exitError{capExit(err), err}
 			}
+			if err := recordDeps(g, e.ws.Dir, c); err != nil {
+				return err
+			}
 			exe, err := selfPath()
 			if err != nil {
 				return &exitError{1, err}
@@ -158,7 +161,7 @@ Exit codes: 0 added, 1 failed, 2 bad name or configuration, 3 needs approval (no
 				for _, t := range c.Tools {
 					tools = append(tools, toolJSON{Name: t, WireName: wirename.Encode(t)})
 				}
-				if err := writeJSON(cmd.OutOrStdout(), addJSON{Name: c.Name, Kind: "capability", File: f.Path, Source: c.FQDN, Tools: tools}); err != nil {
+				if err := writeJSON(cmd.OutOrStdout(), addJSON{Name: c.Name, Kind: "capability", File: f.Path, Source: c.FQDN, Tools: tools, Requires: c.Requires}); err != nil {
 					return err
 				}
 			}
