@@ -47,25 +47,42 @@ func (cs *capabilities) readyDeps(ctx context.Context, e *registry.Entry, c *Cap
 	// Said before anything is installed, as the seeds' pml add does.
 	cs.log.Info().Msg(fmt.Sprintf("%s requires: %s", c.Name, strings.Join(names, ", ")))
 	for _, d := range e.Meta.McpDeps {
-		if srv := cs.serverOf(d.Name + ":"); srv != nil {
-			c.Requires = append(c.Requires, Requirement{Name: d.Name, Configured: true, Grants: cs.grants(srv.cfg)})
-			continue
-		}
-		cfg, err := registry.DepServer(e, d)
-		if err != nil {
-			return fmt.Errorf("%w: %w", ErrInvalidInput, err)
-		}
-		srv := cs.addServer(cfg)
-		if !cs.deps.Installed(cfg) {
-			wf := &Workflow{Type: ApprovalDependency, Tool: cfg.Name + ":*"}
-			if !confirm(cs.dependencyApproval(wf, srv.cfg)) {
-				return fmt.Errorf("%w: installing %s (which %s requires) was not approved; nothing was recorded", ErrRefused, cfg.Name, c.Name)
+		// A server of that name configured here is used as it is (its
+		// install too, when it has one): the project's configuration wins,
+		// as it does over a registry server.
+		srv := cs.serverOf(d.Name + ":")
+		configured := srv != nil
+		if !configured {
+			cfg, err := registry.DepServer(e, d)
+			if err != nil {
+				return fmt.Errorf("%w: %w", ErrInvalidInput, err)
 			}
-			if err := cs.install(ctx, srv); err != nil {
-				return fmt.Errorf("installing %s, which %s requires: %w", cfg.Name, c.Name, err)
-			}
+			srv = cs.addServer(cfg)
 		}
-		c.Requires = append(c.Requires, Requirement{Name: d.Name, Grants: cs.grants(cfg), Server: &cfg})
+		if err := cs.installDep(ctx, srv, c.Name, confirm); err != nil {
+			return err
+		}
+		r := Requirement{Name: d.Name, Configured: configured, Grants: cs.grants(srv.cfg)}
+		if !configured {
+			cfg := srv.cfg
+			r.Server = &cfg
+		}
+		c.Requires = append(c.Requires, r)
+	}
+	return nil
+}
+
+// installDep installs srv, once the person confirmed, unless it is.
+func (cs *capabilities) installDep(ctx context.Context, srv *server, capName string, confirm Confirm) error {
+	if srv.cfg.Install == nil || cs.deps.Installed(srv.cfg) {
+		return nil
+	}
+	wf := &Workflow{Type: ApprovalDependency, Tool: srv.cfg.Name + ":*"}
+	if !confirm(cs.dependencyApproval(wf, srv.cfg)) {
+		return fmt.Errorf("%w: installing %s (which %s requires) was not approved; nothing was recorded", ErrRefused, srv.cfg.Name, capName)
+	}
+	if err := cs.install(ctx, srv); err != nil {
+		return fmt.Errorf("installing %s, which %s requires: %w", srv.cfg.Name, capName, err)
 	}
 	return nil
 }

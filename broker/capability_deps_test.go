@@ -109,3 +109,21 @@ func TestDepsMissing(t *testing.T) {
 		t.Errorf("none there: %v", err)
 	}
 }
+
+// A configured server that is not installed yet is installed as it is
+// configured (its own image and integrity), never replaced by the
+// registry's.
+func TestReadyDepsInstallsAConfiguredServerAsConfigured(t *testing.T) {
+	mine := &server{cfg: config.Server{Name: "memory", Image: "mine:1", Install: &config.Install{Command: "npm", Args: []string{"install", "mine@1.0.0"}, Integrity: "sha512-mine"}}}
+	cs, did := depCaps(t, map[string]*server{"memory": mine, "files": {cfg: config.Server{Name: "files"}}})
+	c := Capability{Name: "smartSearch"}
+	if err := cs.readyDeps(context.Background(), depEntry(t), &c, func(Approval) bool { return true }); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(*did, "; "); got != "install memory sha512-mine" {
+		t.Errorf("did %q", got)
+	}
+	if !c.Requires[0].Configured || c.Requires[0].Server != nil {
+		t.Errorf("requires: %+v", c.Requires)
+	}
+}

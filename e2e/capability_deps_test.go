@@ -87,3 +87,39 @@ func TestACapabilityWithMcpDepsIsAddedAndRuns(t *testing.T) {
 		t.Errorf("without its dependency: %v %q\n%s", err, text(res), serr2)
 	}
 }
+
+// A server the project already configures under a dependency's name is
+// used as it is (local configuration wins): pml add installs nothing,
+// writes nothing to .pml.json and says so; the capability's call reaches
+// the project's own server.
+func TestACapabilityDependencyAlreadyConfiguredIsUsedAsItIs(t *testing.T) {
+	needImage(t, "pml/deno:2.9.6")
+	dir := t.TempDir()
+	writeEntry(t, dir, "casys.pml.echoer.server.ts.code", "export async function shout(args: { q: string }) { return await mcp.everything.echo({ text: args.q }); }\n")
+	codeSrv := httptest.NewServer(http.FileServer(http.Dir(dir)))
+	defer codeSrv.Close()
+	writeEntry(t, dir, "casys.pml.echoer.server.json", fmt.Sprintf(`{"type": "deno", "code_url": %q,
+ "mcp_deps": [{"name": "everything", "install": "npx -y @modelcontextprotocol/server-everything@2026.8.31", "integrity": %q}]}`,
+		codeSrv.URL+"/casys.pml.echoer.server.ts.code", everythingSRI))
+	reg := startRegistry(t, dir)
+	ws := newWorkspace(t, registryConfig(fmt.Sprintf(`, "mcps": {"everything": {"image": %q, "workspace": "none"}}`, probeImage(t)), reg.URL))
+	before := readFile(t, ws.path(".pml.json"))
+
+	code, _, stderr := runPML(t, ws, "add", "casys.pml.echoer", "--yes")
+	if code != 0 || !strings.Contains(stderr, "requires: everything") || !strings.Contains(stderr, "the server of that name in .pml.json, used as it is") ||
+		strings.Contains(stderr, "installing") || strings.Contains(stderr, "wrote mcps.everything") {
+		t.Fatalf("pml add: exit %d\n%s", code, stderr)
+	}
+	if after := readFile(t, ws.path(".pml.json")); after != before {
+		t.Errorf(".pml.json changed:\n%s", after)
+	}
+	reg.stop(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cs, serr := pmlRun(t, ctx, ws, "casys.pml.echoer")
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "shout", Arguments: map[string]any{"q": "from my own server"}})
+	if err != nil || res.IsError || !strings.Contains(text(res), "from my own server") || strings.Contains(text(res), "Echo:") {
+		t.Errorf("shout: %v %q\n%s", err, text(res), serr)
+	}
+}

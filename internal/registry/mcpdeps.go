@@ -45,7 +45,7 @@ type rawDep struct {
 // parseMcpDeps reads the "mcp_deps" (or "mcpDeps") of a metadata
 // document: absent is none; anything malformed is an error that names
 // the field, so a registry author knows what to fix.
-func parseMcpDeps(doc []byte) ([]McpDep, error) {
+func parseMcpDeps(f FQDN, doc []byte) ([]McpDep, error) {
 	var top struct {
 		Seeds json.RawMessage `json:"mcp_deps"`
 		Own   json.RawMessage `json:"mcpDeps"`
@@ -78,6 +78,9 @@ func parseMcpDeps(doc []byte) ([]McpDep, error) {
 		switch r.Name {
 		case "filesystem", "shell", "pml":
 			return nil, fmt.Errorf(`%q is the built-in namespace %q: it needs no dependency`, field("name"), r.Name)
+		case f.Namespace:
+			// Its tools would be the capability's own.
+			return nil, fmt.Errorf(`%q is %q, the capability's own namespace: a server it requires needs another name`, field("name"), r.Name)
 		}
 		if seen[r.Name] {
 			return nil, fmt.Errorf(`%q: %q is listed twice`, field("name"), r.Name)

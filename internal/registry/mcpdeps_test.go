@@ -49,6 +49,7 @@ func TestMcpDepsMalformed(t *testing.T) {
 		{`"mcp_deps": [{"name": "Memory!", "install": "npx m@1.0.0", "integrity": "` + depSRI + `"}]`, `"mcp_deps[0].name"`},
 		{`"mcp_deps": [{"name": "filesystem", "install": "npx m@1.0.0", "integrity": "` + depSRI + `"}]`, `built-in namespace`},
 		{`"mcp_deps": [{"name": "memory", "integrity": "` + depSRI + `"}]`, `"mcp_deps[0].install" is required`},
+		{`"mcp_deps": [{"name": "smartsearch", "install": "npx m@1.0.0", "integrity": "` + depSRI + `"}]`, `the capability's own namespace`},
 		{`"mcp_deps": [{"name": "memory", "install": 3, "integrity": "` + depSRI + `"}]`, `"mcp_deps[0].install" must be`},
 		{`"mcp_deps": [{"name": "memory", "install": "npx m@1.0.0"}]`, `"mcp_deps[0].integrity" is required`},
 		{`"mcp_deps": [{"name": "memory", "install": "npx m@1.0.0", "integrity": "sha256-abc123..."}]`, `"mcp_deps[0].integrity": "sha256-abc123..." is not`},

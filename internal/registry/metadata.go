@@ -187,7 +187,7 @@ func ParseMetadata(f FQDN, doc []byte) (*Metadata, error) {
 	if err != nil {
 		return fail("%v", err)
 	}
-	if m.McpDeps, err = parseMcpDeps(doc); err != nil {
+	if m.McpDeps, err = parseMcpDeps(f, doc); err != nil {
 		return fail("%v", err)
 	}
 	m.Type = SeedType(m.Type)
