@@ -28,6 +28,8 @@ type Requirement struct {
 	// Grants is what the server's container gets, in the words of the
 	// approval to run it (image, workspace, variables, network).
 	Grants string `json:"grants"`
+	// EnvRequired are the variables the server needs (names only).
+	EnvRequired []string `json:"env_required,omitempty"`
 	// Server is the mcps entry pml add records for a new dependency
 	// (nil when Configured).
 	Server *config.Server `json:"-"`
@@ -62,7 +64,7 @@ func (cs *capabilities) readyDeps(ctx context.Context, e *registry.Entry, c *Cap
 		if err := cs.installDep(ctx, srv, c.Name, confirm); err != nil {
 			return err
 		}
-		r := Requirement{Name: d.Name, Configured: configured, Grants: cs.grants(srv.cfg)}
+		r := Requirement{Name: d.Name, Configured: configured, Grants: cs.grants(srv.cfg), EnvRequired: srv.cfg.EnvRequired}
 		if !configured {
 			cfg := srv.cfg
 			r.Server = &cfg

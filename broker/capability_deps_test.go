@@ -43,7 +43,7 @@ func depCaps(t *testing.T, servers map[string]*server) (*capabilities, *[]string
 func depEntry(t *testing.T) *registry.Entry {
 	f, _ := registry.ParseFQDN("casys.pml.smartsearch.server")
 	m, err := registry.ParseMetadata(f, []byte(`{"type": "deno", "code_url": "https://example.com/c.ts", "mcp_deps": [
-	 {"name": "memory", "install": "npx @modelcontextprotocol/server-memory@1.2.3", "version": "1.2.3", "integrity": "`+testDepSRI+`"},
+	 {"name": "memory", "install": "npx @modelcontextprotocol/server-memory@1.2.3", "version": "1.2.3", "integrity": "`+testDepSRI+`", "env_required": ["MEMORY_KEY"]},
 	 {"name": "files", "install": "npx @x/server-files@2.0.0", "integrity": "`+testDepSRI+`"}]}`))
 	if err != nil {
 		t.Fatal(err)
@@ -72,6 +72,9 @@ func TestReadyDepsInstallsWhatIsNotConfigured(t *testing.T) {
 	if len(c.Requires) != 2 || c.Requires[0].Name != "memory" || c.Requires[0].Server == nil || c.Requires[0].Server.Install.Package != "@modelcontextprotocol/server-memory" ||
 		c.Requires[1].Name != "files" || !c.Requires[1].Configured || c.Requires[1].Server != nil {
 		t.Errorf("requires: %+v", c.Requires)
+	}
+	if strings.Join(c.Requires[0].EnvRequired, ",") != "MEMORY_KEY" {
+		t.Errorf("env_required: %+v", c.Requires[0])
 	}
 	if !strings.Contains(c.Requires[0].Grants, "It runs in a container of the image") {
 		t.Errorf("grants: %q", c.Requires[0].Grants)

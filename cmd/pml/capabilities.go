@@ -55,7 +55,7 @@ in .mcp.json.backup). Needs no PML_API_KEY; afterwards pml run NAME works offlin
 
 --format json prints one JSON object on stdout: {"name", "kind" ("server" or "capability"), "file",
 "source", "allowed", "tools": [as pml tools --format json lists them], and for a capability whose
-mcp_deps name servers "requires": [{"name", "grants", "configured"}]}; what pml says while it works
+mcp_deps name servers "requires": [{"name", "grants", "configured", "env_required"}]}; what pml says while it works
 stays on stderr.
 
 Exit codes: 0 added, 1 failed, 2 bad name or configuration, 3 needs approval (no terminal and no

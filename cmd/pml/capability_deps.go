@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/pml-dev/pml/broker"
@@ -57,6 +58,14 @@ func recordDeps(g *globals, ws string, c broker.Capability) error {
 			fmt.Fprintf(w, "⚠ mcps.%s is written but not in your trust records (%v): run `pml trust`\n", r.Name, err)
 		}
 		fmt.Fprintf(w, "  %s: installed, pinned to %s; wrote mcps.%s to %s. %s\n", r.Name, entry.Install.Integrity, r.Name, path, r.Grants)
+	}
+	// The seeds' "⚠ Set ANTHROPIC_API_KEY for serena".
+	for _, r := range c.Requires {
+		for _, v := range r.EnvRequired {
+			if os.Getenv(v) == "" {
+				fmt.Fprintf(w, "⚠ %s (required by %s) needs %s: set it in %s or in pml's environment\n", r.Name, c.Name, v, filepath.Join(ws, ".env"))
+			}
+		}
 	}
 	return nil
 }
