@@ -188,7 +188,7 @@ func New(o Options) (*Broker, error) {
 		serverAccess: func(cfg config.Server) approve.Access { return b.ask.ServerAccess(cfg) }}
 	b.registry.setupRegistry()
 	b.caps = &capabilities{registry: b.registry, cloud: b.cloud, sb: sb, log: b.log, runs: b.runs, deps: b.srv.deps,
-		serverOf: b.srv.serverOf, addServer: b.srv.addServer, install: b.srv.install, replaceTools: b.srv.replaceTools, dependencyApproval: func(wf *Workflow, srv config.Server) Approval { return b.ask.DependencyApproval(wf, srv) }}
+		serverOf: b.srv.serverOf, addServer: b.srv.addServer, install: b.srv.install, replaceTools: b.srv.replaceTools, dependencyApproval: func(wf *Workflow, srv config.Server) Approval { return b.ask.DependencyApproval(wf, srv) }, serverAccess: func(cfg config.Server) approve.Access { return b.ask.ServerAccess(cfg) }}
 	b.registry.listDeno = b.caps.listEntry
 	b.lister = &lister{sb: sb, cfg: o.Config, toolbox: b.toolbox, toolsCache: b.srv.toolsCache, deps: b.srv.deps, registry: b.registry,
 		serverList: b.srv.serverList, Tools: b.Tools}

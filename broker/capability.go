@@ -13,6 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/pml-dev/pml/broker/approve"
 	"github.com/pml-dev/pml/internal/capname"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/deps"
@@ -47,6 +48,8 @@ type Capability struct {
 	EnvRequired []string  `json:"env_required,omitempty"`
 	Description string    `json:"description,omitempty"`
 	AddedAt     time.Time `json:"added_at"`
+	// Requires are the servers its mcp_deps name (capability_deps.go).
+	Requires []Requirement `json:"requires,omitempty"`
 }
 
 // CapabilityFQDN reads what `pml add` was given, as the seeds write it
@@ -101,7 +104,8 @@ type capabilities struct {
 	dependencyApproval func(wf *Workflow, srv config.Server) Approval
 	// added is what pml stdio lists of the added capabilities
 	// (capability_tools.go).
-	added addedTools
+	added        addedTools
+	serverAccess func(cfg config.Server) approve.Access
 }
 
 // AddCapability fetches, locks, installs and records a capability.
@@ -187,7 +191,7 @@ func (cs *capabilities) readyCapability(ctx context.Context, e *registry.Entry, 
 			cs.log.Warn().Msg(c.Name + " runs in the PML cloud: set PML_API_KEY to use it")
 		}
 	}
-	return nil
+	return cs.readyDeps(ctx, e, c, confirm)
 }
 
 var exportFn = lazyre.New(`(?m)^\s*export\s+(?:async\s+)?function\s*\*?\s*([A-Za-z_$][A-Za-z0-9_$]*)\s*\(`)

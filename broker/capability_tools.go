@@ -181,7 +181,12 @@ func (cs *capabilities) listDeno(c Capability, e *registry.Entry) []string {
 		}
 		defs = append(defs, toolbox.Tool{Name: c.Namespace + ":" + fn, Description: d, InputSchema: schema})
 	}
-	return cs.replaceTools(nil, defs, denoExec{registry: cs.registry, runs: cs.runs})
+	var exec executor = denoExec{registry: cs.registry, runs: cs.runs}
+	if err := cs.depsMissing(c.Name, e); err != nil { // its mcp_deps (capability_deps.go)
+		cs.log.Warn().Str("capability", c.Name).Msg(err.Error())
+		exec = refusedExec{err}
+	}
+	return cs.replaceTools(nil, defs, exec)
 }
 
 // listEntry lists the functions of a deno entry a tool call found in a

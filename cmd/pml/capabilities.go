@@ -48,12 +48,14 @@ pml.mcp.db.postgres_query), casys.pml.myCapability (org.project.name), or a 4- o
 version (@1.2.0) or a range as npm writes it (@^1.2, @~1.2.0, "@>=1.0.0 <2.0.0"), resolved once
 against the versions the registry lists: a version already locked that still matches is kept.
 Record it (and its version) in .pml/mcp.lock, install what it needs (after a "y" on a terminal, or
---yes), record it in .pml/capabilities.json and add {"command": <pml>, "args": ["run", NAME]} to
-.mcp.json under NAME with its dots made '_' (db.postgres_query → "db_postgres_query"; the old file
-is kept in .mcp.json.backup). Needs no PML_API_KEY; afterwards pml run NAME works offline.
+--yes; the servers its mcp_deps name are installed, pinned, and written to .pml.json's mcps),
+record it in .pml/capabilities.json and add {"command": <pml>, "args": ["run", NAME]} to .mcp.json
+under NAME with its dots made '_' (db.postgres_query → "db_postgres_query"; the old file is kept
+in .mcp.json.backup). Needs no PML_API_KEY; afterwards pml run NAME works offline.
 
 --format json prints one JSON object on stdout: {"name", "kind" ("server" or "capability"), "file",
-"source", "allowed", "tools": [as pml tools --format json lists them]}; what pml says while it works
+"source", "allowed", "tools": [as pml tools --format json lists them], and for a capability whose
+mcp_deps name servers "requires": [{"name", "grants", "configured", "env_required"}]}; what pml says while it works
 stays on stderr.
 
 Exit codes: 0 added, 1 failed, 2 bad name or configuration, 3 needs approval (no terminal and no
@@ -119,6 +121,9 @@ Exit codes: 0 added, 1 failed, 2 bad name or configuration, 3 needs approval (no
 			if err != nil {
 				return &exitError{capExit(err), err}
 			}
+			if err := recordDeps(g, e.ws.Dir, c); err != nil {
+				return err
+			}
 			exe, err := selfPath()
 			if err != nil {
 				return &exitError{1, err}
@@ -158,7 +163,7 @@ Exit codes: 0 added, 1 failed, 2 bad name or configuration, 3 needs approval (no
 				for _, t := range c.Tools {
 					tools = append(tools, toolJSON{Name: t, WireName: wirename.Encode(t)})
 				}
-				if err := writeJSON(cmd.OutOrStdout(), addJSON{Name: c.Name, Kind: "capability", File: f.Path, Source: c.FQDN, Tools: tools}); err != nil {
+				if err := writeJSON(cmd.OutOrStdout(), addJSON{Name: c.Name, Kind: "capability", File: f.Path, Source: c.FQDN, Tools: tools, Requires: c.Requires}); err != nil {
 					return err
 				}
 			}

@@ -53,6 +53,9 @@ type addJSON struct {
 	Allowed bool `json:"allowed"`
 	// Tools are its tools, as pml tools --format json lists them.
 	Tools []toolJSON `json:"tools"`
+	// Requires are the servers a capability's mcp_deps name, with what
+	// each one's container gets (capabilities only).
+	Requires []broker.Requirement `json:"requires,omitempty"`
 }
 
 // removeJSON is pml remove --format json.

@@ -86,6 +86,8 @@ type Metadata struct {
 	// them all against the permissions before a run starts (Declared).
 	ToolsUsed   []string `json:"toolsUsed,omitempty"`
 	ClientTools []string `json:"clientTools,omitempty"`
+	// McpDeps are the servers a capability needs (mcp_deps, mcpdeps.go).
+	McpDeps []McpDep `json:"-"`
 }
 
 // maxDeclared bounds the tools one entry may declare.
@@ -223,7 +225,11 @@ func ParseMetadata(f FQDN, doc []byte) (*Metadata, error) {
 	if err := json.Unmarshal(doc, &m); err != nil {
 		return fail("the metadata is not valid: %v", strings.TrimPrefix(err.Error(), "json: "))
 	}
-	if err := applySeedFields(&m, doc); err != nil {
+	err := applySeedFields(&m, doc)
+	if err != nil {
+		return fail("%v", err)
+	}
+	if m.McpDeps, err = parseMcpDeps(f, doc); err != nil {
 		return fail("%v", err)
 	}
 	m.Type = SeedType(m.Type)

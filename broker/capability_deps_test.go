@@ -1,0 +1,132 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/pml-dev/pml/broker/approve"
+	"github.com/pml-dev/pml/internal/config"
+	"github.com/pml-dev/pml/internal/deps"
+	"github.com/pml-dev/pml/internal/registry"
+)
+
+const testDepSRI = "sha512-5U3OZh8Xq0Li4nA26l6uNvV9/1suMDuWSn+NjLZIhzinhMY6N3A4DCrxVecBGPf2PsNFKTEv5krxGPRwzxc7jQ=="
+
+// depCaps is a capabilities with the servers in servers, recording what
+// it adds and installs.
+func depCaps(t *testing.T, servers map[string]*server) (*capabilities, *[]string) {
+	var did []string
+	cs := &capabilities{log: zerolog.Nop(), deps: deps.NewStore(t.TempDir()),
+		serverOf: func(tool string) *server { ns, _, _ := strings.Cut(tool, ":"); return servers[ns] },
+		addServer: func(cfg config.Server) *server {
+			did = append(did, "add "+cfg.Name)
+			s := &server{cfg: cfg}
+			servers[cfg.Name] = s
+			return s
+		},
+		install: func(_ context.Context, srv *server) error {
+			did = append(did, "install "+srv.cfg.Name+" "+srv.cfg.Install.Integrity)
+			return nil
+		},
+		dependencyApproval: func(wf *Workflow, srv config.Server) Approval {
+			return Approval{Description: "install " + srv.Name}
+		},
+		serverAccess: func(cfg config.Server) approve.Access { return approve.Access{} },
+	}
+	return cs, &did
+}
+
+func depEntry(t *testing.T) *registry.Entry {
+	f, _ := registry.ParseFQDN("casys.pml.smartsearch.server")
+	m, err := registry.ParseMetadata(f, []byte(`{"type": "deno", "code_url": "https://example.com/c.ts", "mcp_deps": [
+	 {"name": "memory", "install": "npx @modelcontextprotocol/server-memory@1.2.3", "version": "1.2.3", "integrity": "`+testDepSRI+`", "env_required": ["MEMORY_KEY"]},
+	 {"name": "files", "install": "npx @x/server-files@2.0.0", "integrity": "`+testDepSRI+`"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &registry.Entry{FQDN: "casys.pml.smartsearch.server.abcd", Type: registry.TypeDeno, Meta: m}
+}
+
+// A dependency already configured here is used as it is (local
+// configuration wins); the other is added and installed, pinned, after
+// the person confirmed; c.Requires lists both.
+func TestReadyDepsInstallsWhatIsNotConfigured(t *testing.T) {
+	mine := &server{cfg: config.Server{Name: "files", Image: "mine:1"}}
+	cs, did := depCaps(t, map[string]*server{"files": mine})
+	c := Capability{Name: "smartSearch"}
+	var asked []string
+	err := cs.readyDeps(context.Background(), depEntry(t), &c, func(a Approval) bool { asked = append(asked, a.Description); return true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(*did, "; "); got != "add memory; install memory "+testDepSRI {
+		t.Errorf("did %q", got)
+	}
+	if strings.Join(asked, ";") != "install memory" {
+		t.Errorf("asked %q", asked)
+	}
+	if len(c.Requires) != 2 || c.Requires[0].Name != "memory" || c.Requires[0].Server == nil || c.Requires[0].Server.Install.Package != "@modelcontextprotocol/server-memory" ||
+		c.Requires[1].Name != "files" || !c.Requires[1].Configured || c.Requires[1].Server != nil {
+		t.Errorf("requires: %+v", c.Requires)
+	}
+	if strings.Join(c.Requires[0].EnvRequired, ",") != "MEMORY_KEY" {
+		t.Errorf("env_required: %+v", c.Requires[0])
+	}
+	if !strings.Contains(c.Requires[0].Grants, "It runs in a container of the image") {
+		t.Errorf("grants: %q", c.Requires[0].Grants)
+	}
+}
+
+// An install the person refuses adds nothing and says which.
+func TestReadyDepsRefused(t *testing.T) {
+	cs, did := depCaps(t, map[string]*server{})
+	c := Capability{Name: "smartSearch"}
+	err := cs.readyDeps(context.Background(), depEntry(t), &c, func(Approval) bool { return false })
+	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "installing memory (which smartSearch requires) was not approved") {
+		t.Errorf("%v", err)
+	}
+	if strings.Contains(strings.Join(*did, ";"), "install") {
+		t.Errorf("installed: %v", *did)
+	}
+}
+
+// Before a run: a dependency that is no server here, or not installed,
+// refuses the capability, naming it and how to fix it.
+func TestDepsMissing(t *testing.T) {
+	cs, _ := depCaps(t, map[string]*server{"files": {cfg: config.Server{Name: "files"}},
+		"memory": {cfg: config.Server{Name: "memory", Install: &config.Install{Command: "npm", Integrity: testDepSRI}}}})
+	err := cs.depsMissing("smartSearch", depEntry(t))
+	if err == nil || !strings.Contains(err.Error(), "smartSearch requires the MCP servers memory (not installed): run `pml add smartSearch` again") {
+		t.Errorf("%v", err)
+	}
+	cs, _ = depCaps(t, map[string]*server{"files": {cfg: config.Server{Name: "files"}}, "memory": {cfg: config.Server{Name: "memory"}}})
+	if err := cs.depsMissing("smartSearch", depEntry(t)); err != nil {
+		t.Errorf("all there: %v", err)
+	}
+	cs, _ = depCaps(t, map[string]*server{})
+	if err := cs.depsMissing("smartSearch", depEntry(t)); err == nil || !strings.Contains(err.Error(), "memory (not a server in .pml.json") || !strings.Contains(err.Error(), "files (not a server") {
+		t.Errorf("none there: %v", err)
+	}
+}
+
+// A configured server that is not installed yet is installed as it is
+// configured (its own image and integrity), never replaced by the
+// registry's.
+func TestReadyDepsInstallsAConfiguredServerAsConfigured(t *testing.T) {
+	mine := &server{cfg: config.Server{Name: "memory", Image: "mine:1", Install: &config.Install{Command: "npm", Args: []string{"install", "mine@1.0.0"}, Integrity: "sha512-mine"}}}
+	cs, did := depCaps(t, map[string]*server{"memory": mine, "files": {cfg: config.Server{Name: "files"}}})
+	c := Capability{Name: "smartSearch"}
+	if err := cs.readyDeps(context.Background(), depEntry(t), &c, func(Approval) bool { return true }); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(*did, "; "); got != "install memory sha512-mine" {
+		t.Errorf("did %q", got)
+	}
+	if !c.Requires[0].Configured || c.Requires[0].Server != nil {
+		t.Errorf("requires: %+v", c.Requires)
+	}
+}

@@ -1,0 +1,125 @@
+//go:build linux
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// everythingSRI is the integrity npm gives @modelcontextprotocol/server-everything@2026.8.31.
+const everythingSRI = "sha512-5U3OZh8Xq0Li4nA26l6uNvV9/1suMDuWSn+NjLZIhzinhMY6N3A4DCrxVecBGPf2PsNFKTEv5krxGPRwzxc7jQ=="
+
+// The seeds' capability with stdio MCP deps (seed 000 story 14.10 AC2,
+// its mcp_deps written as seed 000 writes them) from a real `pml registry
+// serve`: pml add says what it requires and what that grants, installs
+// the server in a container, records it in .pml.json (trusted) and in
+// --format json; pml run then runs the capability, whose mcp.everything
+// call reaches the installed server, with the registry and the code
+// server gone. Without the installed dependency the run is refused,
+// naming it and how to fix it.
+func TestACapabilityWithMcpDepsIsAddedAndRuns(t *testing.T) {
+	needImage(t, "pml/deno:2.9.6")
+	needImage(t, nodeImage)
+	codeSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/typescript")
+		fmt.Fprint(w, "export async function search(args: { q: string }) { return await mcp.everything.echo({ message: args.q }); }\n")
+	}))
+	defer codeSrv.Close()
+	dir := t.TempDir()
+	writeEntry(t, dir, "casys.pml.smartsearch.server.json", fmt.Sprintf(`{"type": "deno", "code_url": %q, "routing": "client",
+ "mcp_deps": [{"name": "everything", "type": "stdio", "install": "npx -y @modelcontextprotocol/server-everything@2026.8.31",
+   "version": "2026.8.31", "integrity": %q}]}`, codeSrv.URL+"/s.ts", everythingSRI))
+	reg := startRegistry(t, dir)
+	ws := newWorkspace(t, registryConfig("", reg.URL))
+
+	code, stdout, stderr := runPML(t, ws, "add", "casys.pml.smartSearch", "--yes", "--format", "json")
+	if code != 0 || !strings.Contains(stderr, "casys.pml.smartSearch requires: everything") ||
+		!strings.Contains(stderr, "It runs in a container of the image") || !strings.Contains(stderr, "wrote mcps.everything") {
+		t.Fatalf("pml add: exit %d\n%s", code, stderr)
+	}
+	t.Logf("pml add:\n%s", stderr)
+	var out struct {
+		Requires []struct {
+			Name, Grants string
+			Configured   bool
+		} `json:"requires"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil || len(out.Requires) != 1 || out.Requires[0].Name != "everything" || !strings.Contains(out.Requires[0].Grants, "network: none") {
+		t.Errorf("--format json: %v %+v\n%s", err, out, stdout)
+	}
+	if pj := readFile(t, ws.path(".pml.json")); !strings.Contains(pj, `"everything"`) || !strings.Contains(pj, everythingSRI) {
+		t.Errorf(".pml.json records no pinned everything:\n%s", pj)
+	}
+	reg.stop(t)
+	codeSrv.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	cs, serr := pmlRun(t, ctx, ws, "casys.pml.smartSearch")
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "search", Arguments: map[string]any{"q": "deps offline"}})
+	if err != nil || res.IsError || !strings.Contains(text(res), "Echo: deps offline") {
+		t.Errorf("search: %v %q\n%s", err, text(res), serr)
+	}
+	cs.Close()
+	if audit := readFile(t, ws.path(".pml/audit.jsonl")); !strings.Contains(audit, `"everything:echo"`) {
+		t.Errorf("the inner call is not audited:\n%s", audit)
+	}
+
+	// The dependency's install gone: the capability is refused, saying
+	// which server and how to get it back.
+	if err := os.RemoveAll(ws.path(".pml/deps/everything")); err != nil {
+		t.Fatal(err)
+	}
+	cs2, serr2 := pmlRun(t, ctx, ws, "casys.pml.smartSearch")
+	defer cs2.Close()
+	res, err = cs2.CallTool(ctx, &mcp.CallToolParams{Name: "search", Arguments: map[string]any{"q": "x"}})
+	if err != nil || !res.IsError || !strings.Contains(text(res), "everything (not installed)") || !strings.Contains(text(res), "pml add casys.pml.smartSearch") {
+		t.Errorf("without its dependency: %v %q\n%s", err, text(res), serr2)
+	}
+}
+
+// A server the project already configures under a dependency's name is
+// used as it is (local configuration wins): pml add installs nothing,
+// writes nothing to .pml.json and says so; the capability's call reaches
+// the project's own server.
+func TestACapabilityDependencyAlreadyConfiguredIsUsedAsItIs(t *testing.T) {
+	needImage(t, "pml/deno:2.9.6")
+	dir := t.TempDir()
+	writeEntry(t, dir, "casys.pml.echoer.server.ts.code", "export async function shout(args: { q: string }) { return await mcp.everything.echo({ text: args.q }); }\n")
+	codeSrv := httptest.NewServer(http.FileServer(http.Dir(dir)))
+	defer codeSrv.Close()
+	writeEntry(t, dir, "casys.pml.echoer.server.json", fmt.Sprintf(`{"type": "deno", "code_url": %q,
+ "mcp_deps": [{"name": "everything", "install": "npx -y @modelcontextprotocol/server-everything@2026.8.31", "integrity": %q}]}`,
+		codeSrv.URL+"/casys.pml.echoer.server.ts.code", everythingSRI))
+	reg := startRegistry(t, dir)
+	ws := newWorkspace(t, registryConfig(fmt.Sprintf(`, "mcps": {"everything": {"image": %q, "workspace": "none"}}`, probeImage(t)), reg.URL))
+	before := readFile(t, ws.path(".pml.json"))
+
+	code, _, stderr := runPML(t, ws, "add", "casys.pml.echoer", "--yes")
+	if code != 0 || !strings.Contains(stderr, "requires: everything") || !strings.Contains(stderr, "the server of that name in .pml.json, used as it is") ||
+		strings.Contains(stderr, "installing") || strings.Contains(stderr, "wrote mcps.everything") {
+		t.Fatalf("pml add: exit %d\n%s", code, stderr)
+	}
+	if after := readFile(t, ws.path(".pml.json")); after != before {
+		t.Errorf(".pml.json changed:\n%s", after)
+	}
+	reg.stop(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cs, serr := pmlRun(t, ctx, ws, "casys.pml.echoer")
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "shout", Arguments: map[string]any{"q": "from my own server"}})
+	if err != nil || res.IsError || !strings.Contains(text(res), "from my own server") || strings.Contains(text(res), "Echo:") {
+		t.Errorf("shout: %v %q\n%s", err, text(res), serr)
+	}
+}
