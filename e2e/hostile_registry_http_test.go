@@ -21,6 +21,7 @@ func TestRegistriesRefusePlainHTTPToAnotherMachine(t *testing.T) {
 		ws := newWorkspace(t, "")
 		ws.writeUntrusted(".pml.json", `{"permissions": {"allow": ["x:*"]}, "registries": ["https://registry.example.org", "`+u+`"]}`)
 		out, code := trustWith(t, ws, t.TempDir(), "--yes")
+		out = logText(out)
 		if code == 0 || !strings.Contains(out, `"registries[1]"`) || !strings.Contains(out, refused) || !strings.Contains(out, "use https://") {
 			t.Errorf("pml trust --yes of a policy with registry %s: exit %d, want it refused as plain http\n%s", u, code, out)
 		}

@@ -53,7 +53,7 @@ func TestToolboxRepoFromTheEnvironmentIsBuiltAndUsed(t *testing.T) {
 
 	bad := repo + "-tagged:v1"
 	r = runCLI(t, ws.Dir, []string{"PML_TOOLBOX_REPO=" + bad}, "", "call", "filesystem:read_file", `{"path": "hello.txt"}`)
-	text := string(r.stdout) + string(r.stderr)
+	text := string(r.stdout) + logText(r.stderr)
 	if r.code == 0 || !strings.Contains(text, `PML_TOOLBOX_REPO="`+bad+`" is not an image repository name`) || !strings.Contains(text, "unset it or fix it") {
 		t.Errorf("a tagged PML_TOOLBOX_REPO: exit %d\n%s", r.code, text)
 	}
