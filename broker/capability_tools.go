@@ -212,6 +212,11 @@ func (cs *capabilities) listCloud(c Capability, e *registry.Entry) []string {
 	if e.Meta == nil {
 		return nil
 	}
+	if !cs.cloud.client.Enabled() {
+		// Local mode lists no cloud tool (pml add said to set the key).
+		cs.log.Info().Str("capability", c.Name).Msg("not listed: it runs in the PML cloud, and local mode (no PML_API_KEY) does not use the cloud")
+		return nil
+	}
 	cs.cloud.router.AddServer(c.Namespace)
 	desc, schema := cs.described(c, e)
 	var defs []toolbox.Tool
