@@ -105,6 +105,7 @@ func TestEverySeedShapeIsAToolOfPmlStdio(t *testing.T) {
 				if !res.IsError || !strings.Contains(out, "cannot be reached") || took > 30*time.Second {
 					t.Errorf("offline %s: %q after %v, want a clear error that the cloud cannot be reached", sh.name, out, took)
 				}
+				t.Logf("offline %s (%s): %v: %s", sh.name, tool.Name, took, out)
 				continue
 			}
 			t.Logf("offline=%v %s (%s): %v", offline, sh.name, tool.Name, took)
