@@ -117,7 +117,8 @@ func TestEverySeedShapeIsAToolOfPmlStdio(t *testing.T) {
 			if sh.deno {
 				want = "filesystem:read_file=allowed," + want
 			}
-			// The entry may land just after the answer: wait for it.
+			// The stdio fast path (mcpserve/fastpath.go) sends a pooled
+			// server's answer before its audit entry is written: wait for it.
 			entries := strings.Count(want, ",") + 1
 			deadline := time.Now().Add(10 * time.Second)
 			for auditLen(t, ws) < before+entries && time.Now().Before(deadline) {
