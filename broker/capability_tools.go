@@ -14,6 +14,7 @@ import (
 
 	"github.com/pml-dev/pml/internal/panics"
 	"github.com/pml-dev/pml/internal/registry"
+	"github.com/pml-dev/pml/internal/routing"
 	"github.com/pml-dev/pml/internal/toolbox"
 )
 
@@ -63,8 +64,8 @@ func stampOf(path string) fileStamp {
 	return fileStamp{mod: fi.ModTime(), size: fi.Size(), ok: true}
 }
 
-// loadAdded lists the deno capabilities of .pml/capabilities.json as
-// tools, and unlists those no longer there (or at another version): the
+// loadAdded lists the deno and cloud capabilities of
+// .pml/capabilities.json as tools, and unlists those no longer there (or at another version): the
 // tool table tells the sessions (tools/list_changed).
 func (cs *capabilities) loadAdded() {
 	a := &cs.added
@@ -94,7 +95,7 @@ func (cs *capabilities) loadAdded() {
 	}
 	var lock *registry.Lockfile
 	for _, c := range SortedCapabilities(caps) {
-		if _, ok := a.listed[c.Name]; ok || c.Type != registry.TypeDeno {
+		if _, ok := a.listed[c.Name]; ok || c.Type != registry.TypeDeno && c.Type != registry.TypeHTTP {
 			continue
 		}
 		if lock == nil {
@@ -110,7 +111,11 @@ func (cs *capabilities) loadAdded() {
 			cs.log.Warn().Err(err).Str("capability", c.Name).Msg("the capability is not listed")
 			continue
 		}
-		a.listed[c.Name] = listedCapability{fqdn: c.FQDN, namespace: c.Namespace, tools: cs.listDeno(c, e)}
+		list := cs.listDeno
+		if c.Type == registry.TypeHTTP {
+			list = cs.listCloud
+		}
+		a.listed[c.Name] = listedCapability{fqdn: c.FQDN, namespace: c.Namespace, tools: list(c, e)}
 	}
 }
 
@@ -157,6 +162,27 @@ func (cs *capabilities) listDeno(c Capability, e *registry.Entry) []string {
 	cs.registry.deno[c.Namespace] = e
 	cs.registry.mu.Unlock()
 	cs.cloud.router.AddLocal(c.Namespace)
+	desc, schema := cs.described(c, e)
+	var defs []toolbox.Tool
+	for _, fn := range ExportedFunctions(e.Code) {
+		d := fmt.Sprintf("%s (from %s): runs the capability's function %s with the arguments object.", fn, e.FQDN, fn)
+		if desc != "" {
+			d = desc + " (" + d + ")"
+		}
+		defs = append(defs, toolbox.Tool{Name: c.Namespace + ":" + fn, Description: d, InputSchema: schema})
+	}
+	var exec executor = denoExec{registry: cs.registry, runs: cs.runs}
+	if err := cs.depsMissing(c.Name, e); err != nil { // its mcp_deps (capability_deps.go)
+		cs.log.Warn().Str("capability", c.Name).Msg(err.Error())
+		exec = refusedExec{err}
+	}
+	return cs.replaceTools(nil, defs, exec)
+}
+
+// described is the description and input schema the registry gives an
+// added capability's tools (the entry's metadata, else what pml add
+// recorded; any arguments object when its schema is not usable).
+func (cs *capabilities) described(c Capability, e *registry.Entry) (string, json.RawMessage) {
 	desc, schema := c.Description, json.RawMessage(nil)
 	if e.Meta != nil {
 		if e.Meta.Description != "" {
@@ -173,20 +199,42 @@ func (cs *capabilities) listDeno(c Capability, e *registry.Entry) []string {
 	if len(schema) == 0 {
 		schema = json.RawMessage(`{"type":"object"}`)
 	}
+	return desc, schema
+}
+
+// listCloud lists the tools an added cloud entry declares (type http,
+// the seeds' "type": "cloud"): the registry says they run in the PML
+// cloud, so they are routed there with the keys the entry requires,
+// whatever the routing table says of the namespace, and listed even when
+// the cloud's own list does not name them. Offline they stay listed, and
+// a call answers that the cloud cannot be reached.
+func (cs *capabilities) listCloud(c Capability, e *registry.Entry) []string {
+	if e.Meta == nil {
+		return nil
+	}
+	if !cs.cloud.client.Enabled() {
+		// Local mode lists no cloud tool (pml add said to set the key).
+		cs.log.Info().Str("capability", c.Name).Msg("not listed: it runs in the PML cloud, and local mode (no PML_API_KEY) does not use the cloud")
+		return nil
+	}
+	cs.cloud.router.AddServer(c.Namespace)
+	desc, schema := cs.described(c, e)
 	var defs []toolbox.Tool
-	for _, fn := range ExportedFunctions(e.Code) {
-		d := fmt.Sprintf("%s (from %s): runs the capability's function %s with the arguments object.", fn, e.FQDN, fn)
+	cs.cloud.mu.Lock()
+	for _, tool := range e.Meta.Tools {
+		// An entry names the tools of its own namespace only.
+		if routing.Namespace(tool) != c.Namespace {
+			continue
+		}
+		cs.cloud.regEnv[tool] = e.Meta.AllEnvRequired()
+		d := tool + " (from " + e.FQDN + ", runs in the PML cloud)"
 		if desc != "" {
 			d = desc + " (" + d + ")"
 		}
-		defs = append(defs, toolbox.Tool{Name: c.Namespace + ":" + fn, Description: d, InputSchema: schema})
+		defs = append(defs, toolbox.Tool{Name: tool, Description: d, InputSchema: schema})
 	}
-	var exec executor = denoExec{registry: cs.registry, runs: cs.runs}
-	if err := cs.depsMissing(c.Name, e); err != nil { // its mcp_deps (capability_deps.go)
-		cs.log.Warn().Str("capability", c.Name).Msg(err.Error())
-		exec = refusedExec{err}
-	}
-	return cs.replaceTools(nil, defs, exec)
+	cs.cloud.mu.Unlock()
+	return cs.replaceTools(nil, defs, cs.cloud.exec)
 }
 
 // listEntry lists the functions of a deno entry a tool call found in a

@@ -181,7 +181,7 @@ func (r *Runs) Start(ctx context.Context, outer string, prog execute.Program) ca
 		}
 		return call.ResultFor(fmt.Errorf("%s: %w", outer, err))
 	}
-	r.sb.Log.Info().Str("tool", outer).Msg("running the cloud's code locally in a Deno container")
+	r.sb.Log.Info().Str("tool", outer).Msg("running code in a Deno container")
 	ex := &execution{run: run, outer: outer, events: make(chan runEvent), pauses: make(chan paused, 64),
 		inflight: make(chan struct{}, maxRunInFlight)}
 	base := context.WithValue(r.base, depthKey{}, depth+1)
