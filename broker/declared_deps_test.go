@@ -55,3 +55,24 @@ func TestANarrowerDenyOfARequiredServerLetsTheRunStart(t *testing.T) {
 		t.Errorf("w.txt: %q", b)
 	}
 }
+
+// A required server denied whole while the up-front approval waited (a
+// reload) refuses the approved run before it starts.
+func TestARequiredServerDeniedWhileTheApprovalWaitedRefusesTheRun(t *testing.T) {
+	f := newFixture(t, `{"permissions": {"allow": ["cap:*"], "ask": ["filesystem:write_file", "shell:exec"]}}`)
+	withCapability(t, f, capCode, "filesystem:write_file", "shell:exec")
+	withDeps(f, "memory")
+	a := approvalOf(t, f.call(t, "cap:main", map[string]any{}))
+	p := f.b.perms.Current()
+	p.Deny = []string{"memory__*"}
+	if _, ok := f.b.perms.Replace(p, "a reload", f.b.perms.Generation()); !ok {
+		t.Fatal("permissions not replaced")
+	}
+	res := f.call(t, "cap:main", map[string]any{"continue_workflow": map[string]any{"workflow_id": a.WorkflowID, "approved": true}})
+	if !res.IsError || !strings.Contains(res.Text, "requires the MCP server memory (mcp_deps)") || !strings.Contains(res.Text, `deny pattern "memory__*"`) {
+		t.Fatalf("after continue: %+v", res)
+	}
+	if _, err := os.Stat(filepath.Join(f.ws, "w.txt")); err == nil {
+		t.Error("the run started")
+	}
+}

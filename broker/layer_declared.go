@@ -40,7 +40,8 @@ type declaredLayer struct {
 }
 
 func (l declaredLayer) Call(ctx context.Context, c *Call) Result {
-	for _, ns := range l.requires(c.Tool) {
+	servers := l.requires(c.Tool)
+	for _, ns := range servers {
 		if pat := l.deniesServer(ns); pat != "" {
 			src := l.source()
 			c.Note(audit.Entry{Tool: c.Tool, Decision: audit.Denied, Pattern: pat, ArgKeys: audit.Keys(c.Args),
@@ -53,7 +54,7 @@ func (l declaredLayer) Call(ctx context.Context, c *Call) Result {
 	if len(tools) == 0 {
 		return l.next.Call(ctx, c)
 	}
-	d := &call.Declared{Capability: c.Tool, Tools: tools}
+	d := &call.Declared{Capability: c.Tool, Tools: tools, Servers: servers}
 	for _, t := range tools {
 		switch dec, pat := l.decide(t); dec {
 		case Deny:
