@@ -17,7 +17,8 @@
 //	schema    tools/layer_schema.go     checks the arguments against the schema the client was shown
 //	declared  layer_declared.go         a capability's declared tools_used/client_tools, decided
 //	                                    before its run: one denied ends the call, the asked go to
-//	                                    approve as one approval (issue 43's up-front approval)
+//	                                    approve as one approval (issue 43's up-front approval);
+//	                                    a required server (mcp_deps) denied whole ends the call
 //	approve   approve/layer_approve.go  ask, install or API key: puts it to a person (approve/dialog.go)
 //	execute   layer_execute.go          installs, finds the executor (lookup.go), runs it, and
 //	                                    turns what egress refused into a network approval

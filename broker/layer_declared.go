@@ -16,22 +16,45 @@ import (
 // call; those asked go with the call (call.WithUpFront) to the approve
 // step, which puts them to the person in the capability's one approval.
 // A tool that declares nothing goes on as it came.
+//
+// The servers a capability requires (its mcp_deps) are checked here too:
+// a deny pattern that covers a whole server ("memory:*", "*") refuses
+// the run the same way, naming the server and the pattern, since every
+// call the capability could make to it would be denied. A narrower deny
+// ("memory:delete_entities") refuses nothing up front: the server's
+// other tools may be all the capability uses, and each call is decided
+// on its own as always.
 type declaredLayer struct {
 	next Handler
 	// declared is what tool's capability declares, nil for a tool of no
 	// capability or one that declares nothing (registrySide.declaredBy).
 	declared func(tool string) []string
-	// decide and source are the permissions' (permit.LivePermissions).
-	decide func(tool string) (Decision, string)
-	source func() string
+	// requires are the servers tool's capability requires (its mcp_deps:
+	// registrySide.requiredBy), nil for any other tool.
+	requires func(tool string) []string
+	// decide, deniesServer and source are the permissions'
+	// (permit.LivePermissions).
+	decide       func(tool string) (Decision, string)
+	deniesServer func(ns string) string
+	source       func() string
 }
 
 func (l declaredLayer) Call(ctx context.Context, c *Call) Result {
+	servers := l.requires(c.Tool)
+	for _, ns := range servers {
+		if pat := l.deniesServer(ns); pat != "" {
+			src := l.source()
+			c.Note(audit.Entry{Tool: c.Tool, Decision: audit.Denied, Pattern: pat, ArgKeys: audit.Keys(c.Args),
+				Reason: fmt.Sprintf("requires the MCP server %s (mcp_deps), every tool of which the deny pattern %q from %s denies", ns, pat, src)})
+			return errorResult(fmt.Errorf("%w: %s was not run: its capability requires the MCP server %s (mcp_deps), and the deny pattern %q in %s denies every tool of %s; nothing ran. "+
+				"Remove the pattern from permissions.deny there (or deny only the tools of %s it must not call) to run it", ErrDenied, c.Tool, ns, pat, src, ns, ns))
+		}
+	}
 	tools := l.declared(c.Tool)
 	if len(tools) == 0 {
 		return l.next.Call(ctx, c)
 	}
-	d := &call.Declared{Capability: c.Tool, Tools: tools}
+	d := &call.Declared{Capability: c.Tool, Tools: tools, Servers: servers}
 	for _, t := range tools {
 		switch dec, pat := l.decide(t); dec {
 		case Deny:
@@ -61,4 +84,24 @@ func (r *registrySide) declaredBy(tool string) []string {
 		return nil
 	}
 	return e.Meta.Declared()
+}
+
+// requiredBy are the servers the deno capability that provides tool
+// requires (its mcp_deps), nil for any other tool.
+func (r *registrySide) requiredBy(tool string) []string {
+	ns, _, ok := strings.Cut(tool, ":")
+	if !ok {
+		return nil
+	}
+	r.mu.Lock()
+	e := r.deno[ns]
+	r.mu.Unlock()
+	if e == nil || e.Meta == nil {
+		return nil
+	}
+	out := make([]string, 0, len(e.Meta.McpDeps))
+	for _, d := range e.Meta.McpDeps {
+		out = append(out, d.Name)
+	}
+	return out
 }

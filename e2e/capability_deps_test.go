@@ -75,6 +75,31 @@ func TestACapabilityWithMcpDepsIsAddedAndRuns(t *testing.T) {
 		t.Errorf("the inner call is not audited:\n%s", audit)
 	}
 
+	// Every tool of its dependency denied ("everything:*"): the run is
+	// refused before its container starts, naming the server and the
+	// pattern (issue 43: mcp_deps are checked up front).
+	t.Run("dependency denied", func(t *testing.T) {
+		t.Setenv("PML_PERMISSIONS_DENY", "everything:*")
+		cs, serr := pmlRun(t, ctx, ws, "casys.pml.smartSearch")
+		defer cs.Close()
+		time.Sleep(3 * time.Second) // what pml starts by itself is there before the call
+		before := containerIDs(t, ws)
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "search", Arguments: map[string]any{"q": "x"}})
+		if err != nil || !res.IsError || !strings.Contains(text(res), "requires the MCP server everything (mcp_deps)") ||
+			!strings.Contains(text(res), `deny pattern "everything:*" in PML_PERMISSIONS_DENY`) || !strings.Contains(text(res), "nothing ran") {
+			t.Fatalf("with everything:* denied: %v %q\n%s", err, text(res), serr)
+		}
+		time.Sleep(2 * time.Second)
+		for id := range containerIDs(t, ws) {
+			if !before[id] {
+				t.Errorf("a container was made for the refused run: %s", id)
+			}
+		}
+		if audit := readFile(t, ws.path(".pml/audit.jsonl")); !strings.Contains(audit, "requires the MCP server everything (mcp_deps)") {
+			t.Errorf("the refusal is not audited:\n%s", audit)
+		}
+	})
+
 	// The dependency's install gone: the capability is refused, saying
 	// which server and how to get it back.
 	if err := os.RemoveAll(ws.path(".pml/deps/everything")); err != nil {

@@ -44,6 +44,27 @@ func TestAnUnpinnedSeedEntryIsResolvedAtFirstInstallAndRecorded(t *testing.T) {
 		t.Errorf("pml doctor's deps check does not show the recorded version:\n%s%s", r.stdout, r.stderr)
 	}
 
+	// pml lock --check, the CI gate: as recorded, exit 0; the record
+	// edited to another version, exit 1 with one line naming the server
+	// and what to run.
+	env := []string{"PML_WORKSPACE=" + ws.Dir}
+	if r := runCLI(t, ws.Dir, env, "", "lock", "--check"); r.code != 0 || !strings.Contains(string(r.stdout), "none installed otherwise") {
+		t.Errorf("pml lock --check as recorded: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	depsJSON := readFile(t, ws.path(".pml/deps.json"))
+	if err := os.WriteFile(ws.path(".pml/deps.json"), []byte(strings.Replace(depsJSON, `"version": "`+first.Version+`"`, `"version": "0.0.2-edited"`, 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = runCLI(t, ws.Dir, env, "", "lock", "--check")
+	if lines := strings.Split(strings.TrimSpace(string(r.stdout)), "\n"); r.code != 1 || len(lines) != 1 ||
+		!strings.HasPrefix(lines[0], "drift: everything: @modelcontextprotocol/server-everything is "+first.Version) ||
+		!strings.Contains(lines[0], "but 0.0.2-edited") || !strings.Contains(lines[0], "delete .pml/deps/everything and use the server again") {
+		t.Errorf("pml lock --check with the record edited: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if err := os.WriteFile(ws.path(".pml/deps.json"), []byte(depsJSON), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
 	// Drift: the installed tree says another version.
 	lock := ws.path(".pml/deps/everything/node_modules/.package-lock.json")
 	b, err := os.ReadFile(lock)

@@ -58,9 +58,18 @@ func plural(n int, one, many string) string {
 }
 
 // deniedSince refuses a run approved up front when one of its declared
-// tools has been denied while the approval waited (a reload, another
-// answer): the run would otherwise start and meet the refusal halfway.
+// tools, or a whole server it requires, has been denied while the
+// approval waited (a reload, another answer): the run would otherwise
+// start and meet the refusal halfway.
 func (ap *Approver) deniedSince(c *Call, wf *Workflow, d *call.Declared) (Result, bool) {
+	for _, ns := range d.Servers {
+		if pat := ap.Perms.DeniesServer(ns); pat != "" {
+			src := ap.Perms.Source()
+			c.Note(audit.Entry{Tool: wf.Tool, Decision: audit.Denied, Pattern: pat, WorkflowID: wf.ID, ArgKeys: audit.Keys(wf.Args),
+				Reason: fmt.Sprintf("requires the MCP server %s (mcp_deps), every tool of which the deny pattern %q from %s denies", ns, pat, src)})
+			return errorResult(fmt.Errorf("%w: %s was not run: its capability requires the MCP server %s (mcp_deps), and the deny pattern %q in %s now denies every tool of %s; nothing ran", call.ErrDenied, wf.Tool, ns, pat, src, ns)), true
+		}
+	}
 	for _, t := range d.Tools {
 		if dec, pat := ap.Perms.Decide(t); dec == call.Deny {
 			src := ap.Perms.Source()

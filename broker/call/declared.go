@@ -19,6 +19,9 @@ type Declared struct {
 	// Tools are the declared tools; Asked those of them the permissions
 	// ask about.
 	Tools, Asked []string
+	// Servers are the servers the capability requires (its mcp_deps),
+	// none of them denied whole when the run was checked.
+	Servers []string
 	// WorkflowID is the approval that let the run start with Asked
 	// approved ("" when nothing was asked).
 	WorkflowID string

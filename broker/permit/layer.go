@@ -105,6 +105,13 @@ func (l *LivePermissions) Decide(tool string) (call.Decision, string) {
 	return l.p.Decide(tool)
 }
 
+// DeniesServer is Permissions.DeniesServer of the permissions in force.
+func (l *LivePermissions) DeniesServer(ns string) string {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.p.DeniesServer(ns)
+}
+
 // InAsk reports whether tool is named exactly in ask.
 func (l *LivePermissions) InAsk(tool string) bool {
 	l.mu.RLock()

@@ -88,6 +88,19 @@ func (p Permissions) Decide(tool string) (call.Decision, string) {
 	return call.Ask, ""
 }
 
+// DeniesServer returns the deny pattern that denies every tool the
+// server ns can have (toolglob.CoversNamespace: "ns:*", "*"), or "". A
+// narrower deny leaves the server's other tools to be decided call by
+// call.
+func (p Permissions) DeniesServer(ns string) string {
+	for _, pat := range p.Deny {
+		if toolglob.CoversNamespace(pat, ns) {
+			return pat
+		}
+	}
+	return ""
+}
+
 // exactIn returns the first pattern of list that names tool exactly, in
 // any of its forms and any case (toolglob.Exact), or "".
 func exactIn(list []string, tool string) string {

@@ -11,49 +11,98 @@ import (
 	"github.com/pml-dev/pml/internal/safefs"
 )
 
-// checkDeps is the lock check of what is installed (pml has no `pml lock`
-// command; this is its --check): every npm package recorded in
+// The lock check of what is installed, shared by pml doctor's deps check
+// and pml lock --check (lock.go): every npm package recorded in
 // .pml/deps.json with a version (an unpinned package resolved at its
 // first install, or any npm install since) must still be that version
 // with that integrity in .pml/deps. Drift (a hand-run npm install, a
-// copied directory) fails, so CI running pml doctor notices it.
-func checkDeps(ctx context.Context, ws string) check {
-	const name = "deps"
+// copied directory, an edited record) fails, so CI notices it.
+
+// Lock entry states.
+const (
+	lockOK           = "ok"            // installed as recorded
+	lockNotInstalled = "not_installed" // installed at that version on first use
+	lockDrift        = "drift"         // installed otherwise than recorded
+)
+
+// lockEntry is one npm package .pml/deps.json records with its version,
+// checked against what .pml/deps holds (pml lock --format json).
+type lockEntry struct {
+	Server    string `json:"server"`
+	Package   string `json:"package"`
+	Version   string `json:"version"`
+	Integrity string `json:"integrity"`
+	State     string `json:"state"`
+	// InstalledVersion and InstalledIntegrity are what .pml/deps holds,
+	// for a drift; Error why it could not be read.
+	InstalledVersion   string `json:"installed_version,omitempty"`
+	InstalledIntegrity string `json:"installed_integrity,omitempty"`
+	Error              string `json:"error,omitempty"`
+}
+
+// driftFix is what to run for a drift: the install goes, and the next
+// use installs the recorded version, checked against its integrity.
+func driftFix(server string) string {
+	return fmt.Sprintf("delete .pml/deps/%s and use the server again: pml installs the version .pml/deps.json records and checks its integrity", server)
+}
+
+// driftText says what differs, without the fix.
+func (e lockEntry) driftText() string {
+	if e.Error != "" {
+		return fmt.Sprintf("%s: %s", e.Server, e.Error)
+	}
+	return fmt.Sprintf("%s: %s is %s (%s) in .pml/deps, but %s (%s) is recorded", e.Server, e.Package, e.InstalledVersion, e.InstalledIntegrity, e.Version, e.Integrity)
+}
+
+// lockEntries reads .pml/deps.json in ws and checks each npm package it
+// records with a version against .pml/deps, by server name.
+func lockEntries(ctx context.Context, ws string) ([]lockEntry, error) {
 	store := deps.NewStore(ws)
 	recs, err := store.Records()
 	if err != nil {
+		return nil, err
+	}
+	out := []lockEntry{}
+	for n, r := range recs {
+		if r.Version == "" || r.Package == "" {
+			continue
+		}
+		e := lockEntry{Server: n, Package: r.Package, Version: r.Version, Integrity: r.Integrity, State: lockOK}
+		if _, err := safefs.Lstat(ws, store.Dir(n)); err != nil {
+			e.State = lockNotInstalled
+		} else if version, integrity, err := installedNPM(ctx, ws, store.Dir(n), r.Package); err != nil {
+			e.State, e.Error = lockDrift, err.Error()
+		} else if version != r.Version || integrity != r.Integrity {
+			e.State, e.InstalledVersion, e.InstalledIntegrity = lockDrift, version, integrity
+		}
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Server < out[j].Server })
+	return out, nil
+}
+
+// checkDeps is pml doctor's deps check: lockEntries as one check.
+func checkDeps(ctx context.Context, ws string) check {
+	const name = "deps"
+	entries, err := lockEntries(ctx, ws)
+	if err != nil {
 		return check{"fail", name, err.Error(), "delete .pml/deps.json to install again"}
 	}
-	var names []string
-	for n, r := range recs {
-		if r.Version != "" && r.Package != "" {
-			names = append(names, n)
-		}
-	}
-	if len(names) == 0 {
+	if len(entries) == 0 {
 		return check{"ok", name, "no npm package recorded with its version in .pml/deps.json", ""}
 	}
-	sort.Strings(names)
-	var drift, fine []string
-	for _, n := range names {
-		r := recs[n]
-		dir := store.Dir(n)
-		if _, err := safefs.Lstat(ws, dir); err != nil {
-			continue // not installed here: installed (at that version) on first use
-		}
-		pkg := r.Package
-		version, integrity, err := installedNPM(ctx, ws, dir, pkg)
-		switch {
-		case err != nil:
-			drift = append(drift, fmt.Sprintf("%s: %v", n, err))
-		case version != r.Version || integrity != r.Integrity:
-			drift = append(drift, fmt.Sprintf("%s: %s is %s (%s) in .pml/deps, but %s (%s) is recorded", n, pkg, version, integrity, r.Version, r.Integrity))
-		default:
-			fine = append(fine, n+" "+pkg+"@"+version)
+	var drift, fine, fixes []string
+	for _, e := range entries {
+		switch e.State {
+		case lockDrift:
+			drift = append(drift, e.driftText())
+			fixes = append(fixes, driftFix(e.Server))
+		case lockOK:
+			fine = append(fine, e.Server+" "+e.Package+"@"+e.Version)
 		}
 	}
 	if len(drift) > 0 {
-		return check{"fail", name, "installed packages differ from .pml/deps.json: " + strings.Join(drift, "; "), "pml remove NAME --clean, then use the server again to install the recorded version"}
+		return check{"fail", name, "installed packages differ from .pml/deps.json: " + strings.Join(drift, "; "), strings.Join(fixes, "; ")}
 	}
 	return check{"ok", name, fmt.Sprintf("%d npm package(s) as recorded in .pml/deps.json: %s", len(fine), strings.Join(fine, ", ")), ""}
 }

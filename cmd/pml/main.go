@@ -127,7 +127,7 @@ func newRoot() *cobra.Command {
 	root.PersistentFlags().StringVar(&g.logFormat, "log-format", envOr("PML_LOG_FORMAT", "auto"), "log format on stderr: auto (text on a terminal, else JSON lines), text (or console), json (env PML_LOG_FORMAT)")
 	root.PersistentFlags().BoolVarP(&g.debug, "debug", "D", false, "debug logging on stderr (same as --log-level debug)")
 	root.PersistentFlags().StringVarP(&g.host, hostFlag, "H", "", "container engine address, as docker -H: unix:///path, tcp://host:2376, ssh://user@host (default: DOCKER_HOST, then the Docker context, then the well-known sockets)")
-	root.AddCommand(newStdioCmd(g), newServeCmd(g), newDoctorCmd(g), newVersionCmd(), newImagesCmd(g), newDemoCmd(g), newRegistryCmd(g), newInitCmd(g), newClientsCmd(), newCallCmd(g), newAddCmd(g), newRunCmd(g), newRemoveCmd(g), newListCmd(g), newTrustCmd(g), newToolsCmd(g), newCleanupCmd(g), newUpgradeCmd(g), newAuditCmd(g))
+	root.AddCommand(newStdioCmd(g), newServeCmd(g), newDoctorCmd(g), newVersionCmd(), newImagesCmd(g), newDemoCmd(g), newRegistryCmd(g), newInitCmd(g), newClientsCmd(), newCallCmd(g), newAddCmd(g), newRunCmd(g), newRemoveCmd(g), newListCmd(g), newTrustCmd(g), newToolsCmd(g), newCleanupCmd(g), newLockCmd(g), newUpgradeCmd(g), newAuditCmd(g))
 	markUsage(root)
 	return root
 }

@@ -52,6 +52,9 @@ func FuzzMatch(f *testing.F) {
 				t.Fatalf("%q does not match %q", p, tool)
 			}
 		}
+		if CoversNamespace(pattern, ns) && !Match(pattern, tool) {
+			t.Fatalf("%q covers the namespace %q but does not match %q", pattern, ns, tool)
+		}
 		forms := []string{tool, wirename.Encode(tool), ClientPrefix + wirename.Encode(tool)}
 		if isASCII(tool) {
 			forms = append(forms, strings.ToUpper(tool))

@@ -111,3 +111,34 @@ func glob(pattern, name string) bool {
 	ok, err := path.Match(strings.ReplaceAll(pattern, "/", slash), strings.ReplaceAll(name, "/", slash))
 	return err == nil && ok
 }
+
+// CoversNamespace reports whether pattern matches every tool the
+// namespace ns can have, whatever its actions are called: "*", "ns:*",
+// "ns__*", "mcp__pml__ns__*", "*:*", "n*". A server a capability
+// requires (its mcp_deps) is refused up front only by such a pattern:
+// it is the one answer that holds for tools not listed yet. The test
+// is by the pattern's shape and errs towards false: a pattern that
+// matches some actions only, or whose reach cannot be read off its
+// shape, is not a cover (each call is then decided on its own).
+func CoversNamespace(pattern, ns string) bool {
+	if ns == "" || Check(pattern) != nil {
+		return false
+	}
+	// Every tool of ns has a name (pml's form, lower case) that starts
+	// with prefix. A pattern q* where q matches a start of prefix
+	// matches all of them: the trailing * takes the rest, '/' included
+	// (glob).
+	prefix := strings.ToLower(ns) + ":"
+	for _, p := range []string{Normalize(pattern), lower(pattern)} {
+		q, ok := strings.CutSuffix(p, "*")
+		if !ok {
+			continue
+		}
+		for k := 0; k <= len(prefix); k++ {
+			if glob(q, prefix[:k]) {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -35,3 +35,18 @@ func TestCheck(t *testing.T) {
 		}
 	}
 }
+
+// A pattern covers a namespace when it matches every tool the server can
+// have; one that matches only some of them does not.
+func TestCoversNamespace(t *testing.T) {
+	for _, p := range []string{"*", "memory:*", "MEMORY:*", "memory__*", "mcp__pml__memory__*", "mcp__pml__*", "*:*", "mem*", "m?mory:*", "*y:*", " memory:* "} {
+		if !CoversNamespace(p, "memory") {
+			t.Errorf("%q does not cover memory", p)
+		}
+	}
+	for _, p := range []string{"memory:create_*", "memory:[a-z]*", "memory_*", "memoryx:*", "filesystem:*", `memory:\*`, "memory:[", "memory:create_entities", "", "*:x*"} {
+		if CoversNamespace(p, "memory") {
+			t.Errorf("%q covers memory", p)
+		}
+	}
+}
