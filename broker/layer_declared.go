@@ -7,6 +7,7 @@ import (
 
 	"github.com/pml-dev/pml/broker/call"
 	"github.com/pml-dev/pml/internal/audit"
+	"github.com/pml-dev/pml/internal/registry"
 )
 
 // declaredLayer checks a capability's declared tools (its registry
@@ -73,29 +74,16 @@ func (l declaredLayer) Call(ctx context.Context, c *Call) Result {
 // declaredBy is what the deno capability that provides tool declares
 // its code calls (tools_used and client_tools), nil for any other tool.
 func (r *registrySide) declaredBy(tool string) []string {
-	ns, _, ok := strings.Cut(tool, ":")
-	if !ok {
-		return nil
+	if e := r.denoOf(tool); e != nil {
+		return e.Meta.Declared()
 	}
-	r.mu.Lock()
-	e := r.deno[ns]
-	r.mu.Unlock()
-	if e == nil {
-		return nil
-	}
-	return e.Meta.Declared()
+	return nil
 }
 
 // requiredBy are the servers the deno capability that provides tool
 // requires (its mcp_deps), nil for any other tool.
 func (r *registrySide) requiredBy(tool string) []string {
-	ns, _, ok := strings.Cut(tool, ":")
-	if !ok {
-		return nil
-	}
-	r.mu.Lock()
-	e := r.deno[ns]
-	r.mu.Unlock()
+	e := r.denoOf(tool)
 	if e == nil || e.Meta == nil {
 		return nil
 	}
@@ -104,4 +92,16 @@ func (r *registrySide) requiredBy(tool string) []string {
 		out = append(out, d.Name)
 	}
 	return out
+}
+
+// denoOf is the loaded deno capability entry that provides tool, nil when
+// none does.
+func (r *registrySide) denoOf(tool string) *registry.Entry {
+	ns, _, ok := strings.Cut(tool, ":")
+	if !ok {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.deno[ns]
 }
