@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/pml-dev/pml/internal/wirename"
 )
@@ -121,7 +122,7 @@ func glob(pattern, name string) bool {
 // matches some actions only, or whose reach cannot be read off its
 // shape, is not a cover (each call is then decided on its own).
 func CoversNamespace(pattern, ns string) bool {
-	if ns == "" || Check(pattern) != nil {
+	if ns == "" || !utf8.ValidString(ns) || Check(pattern) != nil {
 		return false
 	}
 	// Every tool of ns has a name (pml's form, lower case) that starts
@@ -135,6 +136,12 @@ func CoversNamespace(pattern, ns string) bool {
 			continue
 		}
 		for k := 0; k <= len(prefix); k++ {
+			// Only whole characters: a start cut inside one is an
+			// invalid byte, which a class such as [\xde] (itself no
+			// valid character) would match as the fuzzer found.
+			if k < len(prefix) && !utf8.RuneStart(prefix[k]) {
+				continue
+			}
 			if glob(q, prefix[:k]) {
 				return true
 			}
