@@ -295,6 +295,14 @@ func objectSchema(raw json.RawMessage) error {
 // starts, and a stat is cheaper than watching the workspace for it.
 func (cs *capabilities) watchAdded(ctx context.Context) {
 	path := filepath.Join(cs.sb.ws, CapabilitiesFile)
+	// A session whose client has not listed its tools yet still fetches
+	// the named capabilities: what is missing is known once listed here.
+	cs.added.mu.Lock()
+	loaded := cs.added.listed != nil
+	cs.added.mu.Unlock()
+	if !loaded {
+		panics.Guarded(cs.log, "capabilities", "listing the added capabilities", cs.loadAdded)
+	}
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
