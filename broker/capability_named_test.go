@@ -8,6 +8,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/pml-dev/pml/internal/capname"
+	"github.com/pml-dev/pml/internal/registry"
 )
 
 // namedPmlJSON is capRegistry's .pml.json with capabilities naming its
@@ -87,5 +90,47 @@ func TestNamedCapabilityIsFetchedInTheBackground(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(f.ws, CapabilitiesFile)); !os.IsNotExist(err) {
 		t.Errorf("%s was written: %v", CapabilitiesFile, err)
+	}
+}
+
+// TestNamedCapabilityAddedByAnEditOfPmlJSON: a running session lists a
+// name an edit of .pml.json adds (fetching it), and unlists it when the
+// edit takes it out.
+func TestNamedCapabilityAddedByAnEditOfPmlJSON(t *testing.T) {
+	cfg, _ := capRegistry(t)
+	f := newFixture(t, cfg)
+	f.b.LoadServers(context.Background())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := f.b.WatchConfig(ctx, func(string) string { return "" }); err != nil {
+		t.Fatal(err)
+	}
+	write := func(s string) {
+		if err := os.WriteFile(filepath.Join(f.ws, ".pml.json"), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(namedPmlJSON(cfg))
+	waitUntil(t, "mathx:double listed after the edit", func() bool { _, ok := listedTool(f.b, "mathx:double"); return ok })
+	write(cfg)
+	waitUntil(t, "mathx:double unlisted after the edit", func() bool { _, ok := listedTool(f.b, "mathx:double"); return !ok })
+}
+
+// TestANamedVersionTheLockDoesNotHoldIsFetched: the pinned version is
+// used only when the name allows it; another is fetched (and a changed
+// entry then asks, through pml add).
+func TestANamedVersionTheLockDoesNotHoldIsFetched(t *testing.T) {
+	le := registry.LockEntry{FQDN: "pml.mcp.notes.server.3f2a", Version: "1.2.0"}
+	for ref, want := range map[string]bool{
+		"notes": true, "notes@latest": true, "notes@1.2.0": true, "notes@^1.0": true, "notes@3f2a": true,
+		"notes@2.0.0": false, "notes@~1.3": false, "notes@7b92": false,
+	} {
+		r, err := capname.Parse(ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := lockedAllows(r, le); got != want {
+			t.Errorf("%s against the pinned 1.2.0 (3f2a): %v, want %v", ref, got, want)
+		}
 	}
 }
