@@ -303,6 +303,7 @@ func (cs *capabilities) watchAdded(ctx context.Context) {
 	if !loaded {
 		panics.Guarded(cs.log, "capabilities", "listing the added capabilities", cs.loadAdded)
 	}
+	cs.fetchNamed(ctx)
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
