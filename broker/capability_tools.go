@@ -119,7 +119,7 @@ func (cs *capabilities) loadAdded() {
 		cs.registry.mu.Lock()
 		delete(cs.registry.deno, l.namespace)
 		cs.registry.mu.Unlock()
-		cs.log.Info().Str("capability", name).Msg("an added capability was removed; its tools are no longer listed")
+		cs.log.Info().Str("capability", name).Msg("a capability was removed (pml remove, or out of .pml.json's capabilities); its tools are no longer listed")
 	}
 	for _, c := range SortedCapabilities(caps) {
 		if _, ok := a.listed[c.Name]; ok || c.Type != registry.TypeDeno && c.Type != registry.TypeHTTP {
