@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/pml-dev/pml/internal/capname"
 	"github.com/pml-dev/pml/internal/panics"
 	"github.com/pml-dev/pml/internal/registry"
 	"github.com/pml-dev/pml/internal/routing"
@@ -39,6 +40,8 @@ type addedTools struct {
 	listed map[string]listedCapability
 	// stamp is the capabilities file as last read (watchAdded).
 	stamp fileStamp
+	// named is what is known of the capabilities .pml.json names.
+	named namedState
 }
 
 type listedCapability struct {
@@ -65,7 +68,8 @@ func stampOf(path string) fileStamp {
 }
 
 // loadAdded lists the deno and cloud capabilities of
-// .pml/capabilities.json as tools, and unlists those no longer there (or at another version): the
+// .pml/capabilities.json and those .pml.json names (capability_named.go)
+// as tools, and unlists those no longer there (or at another version): the
 // tool table tells the sessions (tools/list_changed).
 func (cs *capabilities) loadAdded() {
 	a := &cs.added
@@ -81,6 +85,30 @@ func (cs *capabilities) loadAdded() {
 	if a.listed == nil {
 		a.listed = map[string]listedCapability{}
 	}
+	// Read from disk, not the session's copy: a pml add run during the
+	// session wrote it, and so did a named capability's fetch.
+	var lock *registry.Lockfile
+	readLock := func() bool {
+		if lock == nil {
+			if lock, err = registry.LoadLockfileKeeping(registry.LockfilePath(cs.sb.ws), func(string) bool { return true }); err != nil {
+				cs.log.Warn().Err(err).Msg("the added capabilities are not listed")
+				return false
+			}
+		}
+		return true
+	}
+	named := map[string]bool{}
+	a.named.missing = nil
+	if refs := cs.namedRefs(); len(refs) > 0 {
+		if !readLock() {
+			return
+		}
+		var more map[string]Capability
+		more, a.named.missing = namedCapabilities(refs, caps, lock)
+		for n, c := range more {
+			caps[n], named[n] = c, true
+		}
+	}
 	for _, name := range sortedKeys(a.listed) {
 		l := a.listed[name]
 		if c, ok := caps[name]; ok && c.FQDN == l.fqdn {
@@ -91,22 +119,24 @@ func (cs *capabilities) loadAdded() {
 		cs.registry.mu.Lock()
 		delete(cs.registry.deno, l.namespace)
 		cs.registry.mu.Unlock()
-		cs.log.Info().Str("capability", name).Msg("an added capability was removed; its tools are no longer listed")
+		cs.log.Info().Str("capability", name).Msg("a capability was removed (pml remove, or out of .pml.json's capabilities); its tools are no longer listed")
 	}
-	var lock *registry.Lockfile
 	for _, c := range SortedCapabilities(caps) {
 		if _, ok := a.listed[c.Name]; ok || c.Type != registry.TypeDeno && c.Type != registry.TypeHTTP {
 			continue
 		}
-		if lock == nil {
-			// Read from disk, not the session's copy: a pml add run
-			// during the session wrote it.
-			if lock, err = registry.LoadLockfileKeeping(registry.LockfilePath(cs.sb.ws), func(string) bool { return true }); err != nil {
-				cs.log.Warn().Err(err).Msg("the added capabilities are not listed")
-				return
-			}
+		if !readLock() {
+			return
 		}
 		e, err := cs.lockedCopy(c, lock)
+		if err != nil && named[c.Name] {
+			// Pinned, but this clone's cache has no good copy: fetched
+			// again (and checked against the pin) in the background.
+			if ref, perr := capname.Parse(c.Name); perr == nil {
+				a.named.missing = append(a.named.missing, ref)
+			}
+			continue
+		}
 		if err != nil {
 			cs.log.Warn().Err(err).Str("capability", c.Name).Msg("the capability is not listed")
 			continue
@@ -265,6 +295,15 @@ func objectSchema(raw json.RawMessage) error {
 // starts, and a stat is cheaper than watching the workspace for it.
 func (cs *capabilities) watchAdded(ctx context.Context) {
 	path := filepath.Join(cs.sb.ws, CapabilitiesFile)
+	// A session whose client has not listed its tools yet still fetches
+	// the named capabilities: what is missing is known once listed here.
+	cs.added.mu.Lock()
+	loaded := cs.added.listed != nil
+	cs.added.mu.Unlock()
+	if !loaded {
+		panics.Guarded(cs.log, "capabilities", "listing the added capabilities", cs.loadAdded)
+	}
+	cs.fetchNamed(ctx)
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
@@ -279,5 +318,8 @@ func (cs *capabilities) watchAdded(ctx context.Context) {
 		if !stampOf(path).same(last) {
 			panics.Guarded(cs.log, "capabilities", "listing the added capabilities", cs.loadAdded)
 		}
+		// The named capabilities not fetched yet: in the background, once
+		// each, so no listing waits for a registry.
+		cs.fetchNamed(ctx)
 	}
 }

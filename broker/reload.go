@@ -106,6 +106,7 @@ func (b *Broker) Reload(env func(string) string) {
 		b.log.Warn().Str("file", cfg.Path).Strs("keys", restart).Msg("these sandbox settings changed in .pml.json and apply when pml restarts")
 	}
 	b.srv.applyServers(last.Servers, cfg.Servers)
+	b.caps.setNamed(cfg.Capabilities) // capability_named.go
 	if !slices.Equal(last.Sandbox.Mounts, cfg.Sandbox.Mounts) {
 		// Running servers have the old sandbox.mounts: stopped, they start
 		// again at their next call with the new ones (a mount taken away

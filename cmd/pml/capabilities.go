@@ -16,6 +16,7 @@ import (
 	"github.com/pml-dev/pml/broker"
 	"github.com/pml-dev/pml/broker/mcpserve"
 	"github.com/pml-dev/pml/internal/capname"
+	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/mcpjson"
 	"github.com/pml-dev/pml/internal/registry"
 	"github.com/pml-dev/pml/internal/wirename"
@@ -49,7 +50,8 @@ version (@1.2.0) or a range as npm writes it (@^1.2, @~1.2.0, "@>=1.0.0 <2.0.0")
 against the versions the registry lists: a version already locked that still matches is kept.
 Record it (and its version) in .pml/mcp.lock, install what it needs (after a "y" on a terminal, or
 --yes; the servers its mcp_deps name are installed, pinned, and written to .pml.json's mcps),
-record it in .pml/capabilities.json and add {"command": <pml>, "args": ["run", NAME]} to .mcp.json
+record it in .pml/capabilities.json, write NAME[@VERSION] to .pml.json's capabilities (committed: a
+clone's pml stdio fetches, pins and lists what it names) and add {"command": <pml>, "args": ["run", NAME]} to .mcp.json
 under NAME with its dots made '_' (db.postgres_query → "db_postgres_query"; the old file is kept
 in .mcp.json.backup). Needs no PML_API_KEY; afterwards pml run NAME works offline.
 
@@ -122,6 +124,9 @@ Exit codes: 0 added, 1 failed, 2 bad name or configuration, 3 needs approval (no
 				return &exitError{capExit(err), err}
 			}
 			if err := recordDeps(g, e.ws.Dir, c); err != nil {
+				return err
+			}
+			if err := recordNamed(g, e.ws.Dir, args[0]); err != nil {
 				return err
 			}
 			exe, err := selfPath()
@@ -262,7 +267,7 @@ func newRemoveCmd(g *globals) *cobra.Command {
 		Use:   "remove NAME",
 		Short: "Remove an MCP server from .pml.json, or an added capability (and its .mcp.json entry)",
 		Long: "Remove the MCP server NAME from .pml.json (mcps or private_mcps, with a \"NAME:*\" permission), or the\n" +
-			"capability NAME from .pml/capabilities.json and its entry from .mcp.json (the old file is kept in\n" +
+			"capability NAME from .pml/capabilities.json, from .pml.json's capabilities and its entry from .mcp.json (the old file is kept in\n" +
 			".mcp.json.backup). --clean also deletes what it installed (.pml/deps/NAME and its record in\n" +
 			".pml/deps.json), its cached tool list and, for a capability, its cached registry copy; deleting installed\n" +
 			"dependencies is asked first " +
@@ -337,7 +342,14 @@ func newRemoveCmd(g *globals) *cobra.Command {
 			} else if present && !ok {
 				return &exitError{2, fmt.Errorf("%s in %s is not a capability pml added (its args are not [\"run\", %q]); edit that file yourself to remove it", key, f.Path, args[0])}
 			}
-			if !ok && !had {
+			named, err := forgetNamed(g, ws, args[0])
+			if err != nil {
+				return err
+			}
+			if named && !ok && !had {
+				rep.Kind, rep.File = "capability", filepath.Join(ws, config.FileName)
+			}
+			if !ok && !had && !named {
 				return &exitError{2, fmt.Errorf("%s is not added here (pml list shows what is)", args[0])}
 			}
 			if had {

@@ -56,6 +56,7 @@ var keyClasses = map[string]Class{
 	"cloud.url":                     Granting,
 	"telemetry.endpoint":            Granting,
 	"registries":                    Granting,
+	"capabilities":                  Granting, // runs registry code
 	"sandbox.network.allow":         Granting,
 	"sandbox.network.forward":       Granting,
 	"mcps":                          Granting, // each server's whole definition

@@ -71,6 +71,10 @@ type Config struct {
 	// RegistriesSet: registries was configured (file or PML_REGISTRIES),
 	// not defaulted to the cloud.
 	RegistriesSet bool
+	// Capabilities are the registry capabilities the project declares
+	// (capabilities), as the seeds write them (internal/capname): pml
+	// stdio lists their tools, fetching and pinning one not fetched yet.
+	Capabilities []string
 	// Warnings are non-fatal findings (unknown keys), one sentence each.
 	Warnings []string
 	// Raw is the document as read, unknown keys included.

@@ -95,6 +95,11 @@ func GrantsAgainst(cfg *Config, defaultAllow []string, trusted Floor) []Grant {
 			add("registries="+r, fmt.Sprintf("fetches tools' code from %s and sends your PML_API_KEY there (registries)", shown(r)))
 		}
 	}
+	if fromFile("capabilities") {
+		for _, c := range cfg.Capabilities {
+			add("capabilities="+c, fmt.Sprintf("fetches the registry capability %s, pins it and offers its tools, which run its code (capabilities)", shown(c)))
+		}
+	}
 	for _, name := range sortedKeys(cfg.Servers) {
 		srv := cfg.Servers[name]
 		if srv.FromRegistry {
@@ -264,6 +269,15 @@ func RestrictAgainst(cfg *Config, defaultAllow []string, trusted Floor, keep fun
 		if len(kept) == 0 {
 			c.Registries = []string{c.Cloud.URL}
 		}
+	}
+	if fromFile("capabilities") {
+		var kept []string
+		for _, n := range cfg.Capabilities {
+			if ok("capabilities=" + n) {
+				kept = append(kept, n)
+			}
+		}
+		c.Capabilities = kept
 	}
 	if len(cfg.Servers) > 0 {
 		c.Servers = map[string]Server{}

@@ -72,6 +72,7 @@ func table(c *Config) []setting {
 		baseURL("cloud.url", &c.Cloud.URL, DefaultCloudURL),
 		baseURL("telemetry.endpoint", &c.Telemetry.Endpoint, ""),
 		field("registries", kStringList, &c.Registries, nil, decodeURLList, nil),
+		field("capabilities", kStringList, &c.Capabilities, nil, decodeCapabilityList, nil),
 		field("sandbox.network.allow", kStringList, &c.Sandbox.Network.Allow, nil, decodeHostList, nil),
 		field("sandbox.network.forward", kAny, &c.Sandbox.Network.Forward, nil, decodeForward, nil),
 		owned("mcps"), // servers.go

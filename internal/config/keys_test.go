@@ -40,6 +40,7 @@ var keyCases = []keyCase{
 	{"sandbox.network.allow", `["api.github.com", "*.npmjs.org:443"]`, func(c *Config) bool {
 		return len(c.Sandbox.Network.Rules.Allow) == 3 && c.Sandbox.Network.Rules.Allow[1].Port == 80
 	}, `["http://api.github.com"]`, "is a URL; write host or host:port"},
+	{"capabilities", `["smartSearch@1.2.0", "db.query"]`, func(c *Config) bool { return len(c.Capabilities) == 2 && c.Capabilities[0] == "smartSearch@1.2.0" }, `["ok", "a b"]`, `has the part "a b"`},
 	{"registries", `["https://r.example/"]`, func(c *Config) bool { return c.RegistriesSet && c.Registries[0] == "https://r.example" }, `["https://ok.example", "nope"]`, `"nope" is not an http:// or https:// URL`},
 	{"sandbox.shared_paths", `["/Users/me/src/"]`, func(c *Config) bool {
 		return len(c.Sandbox.SharedPaths) == 1 && c.Sandbox.SharedPaths[0] == "/Users/me/src"
@@ -112,7 +113,7 @@ func TestAnEnvironmentVariableOverridesEveryKey(t *testing.T) {
 		"sandbox.user": "1000:1000", "sandbox.shell_image": "my/shell:1", "sandbox.runtime": "runsc", "sandbox.memory": "512m", "sandbox.cpus": "1.5",
 		"sandbox.pids": "128", "sandbox.timeout": "90s", "sandbox.idle_timeout": "1m", "sandbox.pool.min": "2",
 		"sandbox.pool.max": "8", "sandbox.max_containers": "2", "hil.timeout": "10m", "hil.require_elicitation": "true",
-		"cloud.url": "https://cloud.example/", "cloud.timeout": "5s", "registries": "https://r.example/", "telemetry.endpoint": "http://127.0.0.1:4318/",
+		"cloud.url": "https://cloud.example/", "cloud.timeout": "5s", "registries": "https://r.example/", "capabilities": "smartSearch@1.2.0,db.query", "telemetry.endpoint": "http://127.0.0.1:4318/",
 		"sandbox.shared_paths":  "/Users/me/src/",
 		"sandbox.network.allow": "api.github.com,*.npmjs.org:443",
 		"runtime":               "kubernetes", "kubernetes.namespace": "tools", "kubernetes.unverified_network": "1",
