@@ -39,6 +39,18 @@ one() {
 	t0=$(date +%s)
 	"$go" test -run '^$' -fuzz "^$name\$" -fuzztime "$fuzztime" -fuzzminimizetime "$minimize" -parallel "$parallel" "./$dir" >"$log" 2>&1
 	st=$?
+	# Go's fuzzing coordinator before Go 1.27 can fail a target at the end
+	# of -fuzztime with a bare "context deadline exceeded" and no input (a
+	# race in its own shutdown, go.dev/issue/75804; seen here on
+	# FuzzLockfile under load). That is no finding: said as such, and
+	# passed only when the target's corpus then replays clean.
+	if [ "$st" != 0 ] && ! grep -q 'Failing input written to' "$log" &&
+		[ "$(grep -A1 -- "^--- FAIL: $name " "$log" | tail -1 | tr -d '[:space:]')" = contextdeadlineexceeded ]; then
+		if "$go" test -count=1 -run "^$name\$" "./$dir" >>"$log" 2>&1; then
+			echo "fuzz: $t: Go's fuzzer stopped on its own deadline race (go.dev/issue/75804, fixed in Go 1.27), no input failed; the corpus replays clean" >&2
+			st=0
+		fi
+	fi
 	# The last progress line has the totals: "fuzz: elapsed: 10m0s,
 	# execs: 123456 (205/sec), new interesting: 7 (total: 19)".
 	last=$(grep -E '^fuzz: elapsed: .*execs: ' "$log" | tail -1)
