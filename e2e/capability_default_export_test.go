@@ -22,6 +22,11 @@ func TestTheRegistryPagesOneFunctionCapabilityRuns(t *testing.T) {
 	if code, _, stderr := runPML(t, ws, "add", "acme.tools.text.upper", "--yes"); code != 0 {
 		t.Fatalf("pml add of the page's example: exit %d\n%s", code, stderr)
 	}
+	// pml call runs an added capability as pml stdio does (before, it
+	// looked the name up in the registry as a server and found none).
+	if code, stdout, stderr := runPML(t, ws, "call", "text:upper", `{"text": "shout"}`); code != 0 || !strings.Contains(stdout, "SHOUT") {
+		t.Errorf("pml call text:upper: exit %d\n%s\n%s", code, stdout, stderr)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	s := startSession(t, ws)
