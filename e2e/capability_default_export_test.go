@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -32,6 +33,35 @@ func TestTheRegistryPagesOneFunctionCapabilityRuns(t *testing.T) {
 	s := startSession(t, ws)
 	upper := wireTool(t, ctx, s, "text", "upper")
 	if out, res := s.call(t, upper.Name, map[string]any{"text": "shout"}); res.IsError || !strings.Contains(out, "SHOUT") {
+		t.Errorf("%s: %q\n%s", upper.Name, out, s.stderr.String())
+	}
+}
+
+// TestAnAddedCapabilityIsListedOnceByAClient: where the project's
+// .mcp.json runs pml stdio (as pml init writes it), pml add writes no
+// `pml run NAME` entry beside it, so a client lists the capability's
+// tools once, through pml stdio; before, Claude Code listed them twice.
+func TestAnAddedCapabilityIsListedOnceByAClient(t *testing.T) {
+	t.Parallel()
+	needImage(t, "pml/deno:2.9.6")
+	dir := t.TempDir()
+	writeEntry(t, dir, "acme.tools.text.upper.ts", "export function upper(a: { text: string }) { return a.text.toUpperCase(); }\n")
+	reg := startRegistry(t, dir)
+	ws := newWorkspace(t, registryConfig("", reg.URL))
+	const mcpJSON = `{"mcpServers": {"pml": {"type": "stdio", "command": "pml", "args": ["stdio"]}}}`
+	ws.writeUntrusted(".mcp.json", mcpJSON)
+	code, _, stderr := runPML(t, ws, "add", "acme.tools.text.upper", "--yes")
+	if code != 0 || !strings.Contains(stderr, `the entry \"pml\"`) || !strings.Contains(stderr, "no `pml run` entry was written") {
+		t.Fatalf("pml add beside a pml stdio entry: exit %d\n%s", code, stderr)
+	}
+	if b, _ := os.ReadFile(ws.path(".mcp.json")); string(b) != mcpJSON {
+		t.Errorf(".mcp.json changed: %s", b)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	s := startSession(t, ws)
+	upper := wireTool(t, ctx, s, "text", "upper")
+	if out, res := s.call(t, upper.Name, map[string]any{"text": "once"}); res.IsError || !strings.Contains(out, "ONCE") {
 		t.Errorf("%s: %q\n%s", upper.Name, out, s.stderr.String())
 	}
 }
