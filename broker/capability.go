@@ -182,7 +182,7 @@ func (cs *capabilities) readyCapability(ctx context.Context, e *registry.Entry, 
 			}
 		}
 	case registry.TypeDeno:
-		c.Tools = ExportedFunctions(e.Code)
+		c.Tools = ExportedFunctions(e.Code, e.FQDN)
 		if len(c.Tools) == 0 {
 			return fmt.Errorf("%s exports no function, so it has no tool to offer", e.FQDN)
 		}
@@ -194,20 +194,62 @@ func (cs *capabilities) readyCapability(ctx context.Context, e *registry.Entry, 
 	return cs.readyDeps(ctx, e, c, confirm)
 }
 
-var exportFn = lazyre.New(`(?m)^\s*export\s+(?:async\s+)?function\s*\*?\s*([A-Za-z_$][A-Za-z0-9_$]*)\s*\(`)
+var (
+	exportFn      = lazyre.New(`(?m)^\s*export\s+(?:async\s+)?function\s*\*?\s*([A-Za-z_$][A-Za-z0-9_$]*)\s*\(`)
+	exportArrow   = lazyre.New(`(?m)^\s*export\s+(?:const|let|var)\s+([A-Za-z_$][A-Za-z0-9_$]*)\s*=\s*(?:async\s+)?(?:function\b|\(|[A-Za-z_$][A-Za-z0-9_$]*\s*=>)`)
+	exportDefault = lazyre.New(`(?m)^\s*export\s+default\s+(?:async\s+)?(?:function\b|\(|[A-Za-z_$][A-Za-z0-9_$]*\s*=>)`)
+)
 
 // ExportedFunctions lists the functions a deno capability exports (each
-// becomes a tool).
-func ExportedFunctions(code string) []string {
+// becomes a tool): `export function f`, `export const f = (…) =>`, and a
+// default export (`export default (args) => …`, as docs/capabilities.md
+// writes a one-function capability), which is the tool named by the
+// entry's action (fqdn: acme.tools.text.upper → upper). The runner is
+// told which export runs a tool by exportFor.
+func ExportedFunctions(code, fqdn string) []string {
 	var out []string
 	seen := map[string]bool{}
-	for _, m := range exportFn.FindAllStringSubmatch(code, -1) {
-		if !seen[m[1]] {
-			seen[m[1]] = true
-			out = append(out, m[1])
+	for _, re := range []*lazyre.Regexp{exportFn, exportArrow} {
+		for _, m := range re.FindAllStringSubmatch(code, -1) {
+			if !seen[m[1]] {
+				seen[m[1]] = true
+				out = append(out, m[1])
+			}
 		}
 	}
+	if action := defaultTool(code, fqdn); action != "" && !seen[action] {
+		out = append(out, action)
+	}
 	return out
+}
+
+// defaultTool is the tool name of the module's default export: the
+// entry's action, or "" when it has no default function export.
+func defaultTool(code, fqdn string) string {
+	if !exportDefault.MatchString(code) {
+		return ""
+	}
+	f, err := registry.ParseFQDN(fqdn)
+	if err != nil {
+		return ""
+	}
+	return f.Action
+}
+
+// exportFor is the module export that runs tool function fn: the named
+// export, else "default" for the tool of the default export.
+func exportFor(code, fqdn, fn string) string {
+	for _, re := range []*lazyre.Regexp{exportFn, exportArrow} {
+		for _, m := range re.FindAllStringSubmatch(code, -1) {
+			if m[1] == fn {
+				return fn
+			}
+		}
+	}
+	if fn != "" && defaultTool(code, fqdn) == fn {
+		return "default"
+	}
+	return fn
 }
 
 type capDoc struct {

@@ -215,6 +215,7 @@ func runCall(ctx context.Context, g *globals, tool, rawArgs string, timeout time
 	}
 	reaped := e.reapInBackground(ctx)
 	e.broker.StartCloud(ctx)
+	e.broker.LoadAddedCapabilities()
 
 	cctx := ctx
 	if timeout > 0 {

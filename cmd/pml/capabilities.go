@@ -137,21 +137,27 @@ Exit codes: 0 added, 1 failed, 2 bad name or configuration, 3 needs approval (no
 			if err != nil {
 				return &exitError{2, fmt.Errorf("%v (the capability is recorded; fix .mcp.json and run pml add again)", err)}
 			}
-			// Like pml init's entry: no machine path, no workspace.
-			command, _ := launchCommand(exe, os.Getenv)
-			// The seeds' key: db.postgres_query is "db_postgres_query",
-			// smartSearch stays "smartSearch"; `pml run` gets the name.
-			key := capKey(c.Name)
-			if err := f.SetServer(key, mcpjson.Server{Type: "stdio", Command: command, Args: []string{"run", c.Name}, Unset: []string{"PML_WORKSPACE"}}); err != nil {
-				return &exitError{2, err}
-			}
-			mode := f.Mode
-			if mode == 0 {
-				mode = 0o644
-			}
-			backedUp, err := f.Write(mode)
-			if err != nil {
-				return &exitError{1, err}
+			// One way into a client: where .mcp.json already runs pml
+			// stdio, which lists every added capability, a pml run entry
+			// beside it would list the same tools twice.
+			stdioEntry := stdioEntryOf(f)
+			backedUp := false
+			if stdioEntry == "" {
+				// Like pml init's entry: no machine path, no workspace.
+				command, _ := launchCommand(exe, os.Getenv)
+				// The seeds' key: db.postgres_query is "db_postgres_query",
+				// smartSearch stays "smartSearch"; `pml run` gets the name.
+				key := capKey(c.Name)
+				if err := f.SetServer(key, mcpjson.Server{Type: "stdio", Command: command, Args: []string{"run", c.Name}, Unset: []string{"PML_WORKSPACE"}}); err != nil {
+					return &exitError{2, err}
+				}
+				mode := f.Mode
+				if mode == 0 {
+					mode = 0o644
+				}
+				if backedUp, err = f.Write(mode); err != nil {
+					return &exitError{1, err}
+				}
 			}
 			w := say
 			where := "local"
@@ -187,7 +193,15 @@ Exit codes: 0 added, 1 failed, 2 bad name or configuration, 3 needs approval (no
 				for i, t := range c.Tools {
 					names[i] = c.Namespace + ":" + t
 				}
-				fmt.Fprintf(w, "  pml stdio sessions list %s from now on; a client that runs `pml run %s` from .mcp.json needs a restart.\n", strings.Join(names, ", "), c.Name)
+				if stdioEntry != "" {
+					fmt.Fprintf(w, "  pml stdio sessions (the entry %q of %s) list %s from now on; no `pml run` entry was written, so the client lists them once.\n", stdioEntry, f.Path, strings.Join(names, ", "))
+					return nil
+				}
+				fmt.Fprintf(w, "  pml stdio sessions list %s from now on; a client that runs `pml run %s` from .mcp.json needs a restart (a client that runs both lists them twice: keep one).\n", strings.Join(names, ", "), c.Name)
+				return nil
+			}
+			if stdioEntry != "" {
+				fmt.Fprintf(w, "  The entry %q of %s (pml stdio) lists its tools once the MCP client restarts; no `pml run` entry was written.\n", stdioEntry, f.Path)
 				return nil
 			}
 			fmt.Fprintln(w, "  Restart your MCP client (e.g. Claude Code) to use it.")
@@ -199,6 +213,21 @@ Exit codes: 0 added, 1 failed, 2 bad name or configuration, 3 needs approval (no
 	cmd.Flags().BoolVar(&o.allow, "allow", false, "also allow the server's tools without asking (adds \"NAME:*\" to permissions.allow)")
 	addFormatFlag(cmd, &format, nil)
 	return cmd
+}
+
+// stdioEntryOf is the key of f's entry that runs pml stdio (a command
+// named pml, or pml.exe, whose first argument is stdio), or "".
+func stdioEntryOf(f *mcpjson.File) string {
+	for _, name := range f.Servers() {
+		e, ok, err := f.Server(name)
+		if err != nil || !ok || len(e.Args) == 0 || e.Args[0] != "stdio" {
+			continue
+		}
+		if base := strings.TrimSuffix(filepath.Base(e.Command), ".exe"); base == "pml" {
+			return name
+		}
+	}
+	return ""
 }
 
 // capKey is the .mcp.json key of a capability added as name: its dots
