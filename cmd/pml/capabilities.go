@@ -19,6 +19,7 @@ import (
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/mcpjson"
 	"github.com/pml-dev/pml/internal/registry"
+	"github.com/pml-dev/pml/internal/termsafe"
 	"github.com/pml-dev/pml/internal/wirename"
 )
 
@@ -175,9 +176,14 @@ Exit codes: 0 added, 1 failed, 2 bad name or configuration, 3 needs approval (no
 			if backedUp {
 				fmt.Fprintf(w, "  %s updated; the old file is in %s\n", f.Path, f.BackupPath())
 			}
-			for _, v := range c.EnvRequired {
-				if os.Getenv(v) == "" {
-					fmt.Fprintf(w, "⚠ %s requires %s: set it in %s or in the env of %s in .mcp.json\n", c.Name, v, filepath.Join(e.ws.Dir, ".env"), c.Name)
+			if c.Grant != nil {
+				// What leaves the machine, as granted: names only.
+				fmt.Fprintf(w, "  Granted (recorded outside the workspace): %s.\n", termsafe.Quote(c.Grant.Describe(), 4*termsafe.DefaultMax))
+				for _, v := range c.Grant.Env {
+					if os.Getenv(v) == "" {
+						fmt.Fprintf(w, "⚠ %s is not in pml's environment now: unless it is in %s, set it there or in the env of %s in .mcp.json; until it is set, %s's calls say so and send nothing\n",
+							v, filepath.Join(e.ws.Dir, ".env"), capKey(c.Name), c.Name)
+					}
 				}
 			}
 			fmt.Fprintf(w, "  Its tools are asked before they run unless %s has %q.\n", allowList(), c.Namespace+":*")
