@@ -49,8 +49,10 @@ pml.mcp.db.postgres_query), casys.pml.myCapability (org.project.name), or a 4- o
 @VERSION is @latest (the current version, as with no @), a 4-hex-digit hash (@3f2a), a semantic
 version (@1.2.0) or a range as npm writes it (@^1.2, @~1.2.0, "@>=1.0.0 <2.0.0"), resolved once
 against the versions the registry lists: a version already locked that still matches is kept.
-Record it (and its version) in .pml/mcp.lock, install what it needs (after a "y" on a terminal, or
---yes; the servers its mcp_deps name are installed, pinned, and written to .pml.json's mcps),
+Record it (and its version) in .pml/mcp.lock; show what the entry takes of this machine (the
+names of the host variables whose values it gets, the hosts they go to, its network, its image)
+and record that grant in your state directory (after a "y" on a terminal, or --yes); install what
+it needs (after a "y" on a terminal, or --yes; the servers its mcp_deps name are installed, pinned, and written to .pml.json's mcps),
 record it in .pml/capabilities.json, write NAME[@VERSION] to .pml.json's capabilities (committed: a
 clone's pml stdio fetches, pins and lists what it names) and add {"command": <pml>, "args": ["run", NAME]} to .mcp.json
 under NAME with its dots made '_' (db.postgres_query → "db_postgres_query"; the old file is kept
