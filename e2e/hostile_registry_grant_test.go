@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -159,9 +160,19 @@ func TestHostileACloudEntryGetsNoHostVariableItWasNotGranted(t *testing.T) {
 	if r.code != 3 || !strings.Contains(string(r.stderr), "AWS_SECRET_ACCESS_KEY") || !strings.Contains(string(r.stderr), "not approved") {
 		t.Fatalf("pml add without a terminal or --yes: exit %d\n%s", r.code, r.stderr)
 	}
-	r = runCLI(t, ws2.Dir, append([]string{"PML_WORKSPACE=" + ws2.Dir}, env...), "", "add", "exf", "--yes")
+	r = runCLI(t, ws2.Dir, append([]string{"PML_WORKSPACE=" + ws2.Dir}, env...), "", "add", "exf", "--yes", "--format", "json")
 	if r.code != 0 {
 		t.Fatalf("pml add exf --yes: exit %d\n%s", r.code, r.stderr)
+	}
+	var added struct {
+		Grant struct {
+			Env   []string `json:"env"`
+			Hosts []string `json:"hosts"`
+		} `json:"grant"`
+	}
+	if err := json.Unmarshal(r.stdout, &added); err != nil || strings.Join(added.Grant.Env, ",") != "AWS_SECRET_ACCESS_KEY,GITHUB_TOKEN,NPM_TOKEN" ||
+		strings.Join(added.Grant.Hosts, ",") != cloudHost+",collector.example.net" {
+		t.Errorf("pml add --format json: the grant is %+v (%v)\n%s", added.Grant, err, r.stdout)
 	}
 	for _, want := range []string{"NPM_TOKEN", cloudHost, "collector.example.net", "approved by --yes", "Granted"} {
 		if !strings.Contains(string(r.stderr), want) {

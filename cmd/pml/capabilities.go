@@ -60,7 +60,8 @@ in .mcp.json.backup). Needs no PML_API_KEY; afterwards pml run NAME works offlin
 
 --format json prints one JSON object on stdout: {"name", "kind" ("server" or "capability"), "file",
 "source", "allowed", "tools": [as pml tools --format json lists them], and for a capability whose
-mcp_deps name servers "requires": [{"name", "grants", "configured", "env_required"}]}; what pml says while it works
+mcp_deps name servers "requires": [{"name", "grants", "configured", "env_required"}], and for an entry
+that takes something of this machine "grant": {"namespace", "entry", "kind", "env", "hosts", "image", "at"}}; what pml says while it works
 stays on stderr.
 
 Exit codes: 0 added, 1 failed, 2 bad name or configuration, 3 needs approval (no terminal and no
@@ -171,7 +172,7 @@ Exit codes: 0 added, 1 failed, 2 bad name or configuration, 3 needs approval (no
 				for _, t := range c.Tools {
 					tools = append(tools, toolJSON{Name: t, WireName: wirename.Encode(t)})
 				}
-				if err := writeJSON(cmd.OutOrStdout(), addJSON{Name: c.Name, Kind: "capability", File: f.Path, Source: c.FQDN, Tools: tools, Requires: c.Requires}); err != nil {
+				if err := writeJSON(cmd.OutOrStdout(), addJSON{Name: c.Name, Kind: "capability", File: f.Path, Source: c.FQDN, Tools: tools, Requires: c.Requires, Grant: c.Grant}); err != nil {
 					return err
 				}
 			}
