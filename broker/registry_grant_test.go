@@ -238,3 +238,25 @@ func TestEntryGrantsLiveInTheStateDirectory(t *testing.T) {
 		t.Fatal("a grant of one workspace holds in another")
 	}
 }
+
+// TestAGrantThatCannotBeRecordedRunsNothing: continue on a registry
+// grant whose record cannot be written (the state directory is a file)
+// fails saying so, and no container starts.
+func TestAGrantThatCannotBeRecordedRunsNothing(t *testing.T) {
+	_, cfg := fakeRegistryDir(t)
+	f := newFixture(t, cfg)
+	a := approvalOf(t, f.call(t, "regfake:echo", map[string]any{"text": "x"}))
+	notDir := filepath.Join(t.TempDir(), "state")
+	if err := os.WriteFile(notDir, []byte("a file"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f.b.sb.grants.store = entrygrant.Open(notDir)
+	if r := continueCall(f, a.WorkflowID); !r.IsError || !strings.Contains(r.Text, "could not record the grant") || !strings.Contains(r.Text, "was not run") {
+		t.Fatalf("continue with an unwritable record: %+v", r)
+	}
+	for _, p := range f.rt.Procs() {
+		if p.Spec.Image == "fake-image" {
+			t.Fatal("the registry server started though its grant was not recorded")
+		}
+	}
+}
