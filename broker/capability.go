@@ -17,9 +17,11 @@ import (
 	"github.com/pml-dev/pml/internal/capname"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/deps"
+	"github.com/pml-dev/pml/internal/entrygrant"
 	"github.com/pml-dev/pml/internal/lazyre"
 	"github.com/pml-dev/pml/internal/registry"
 	"github.com/pml-dev/pml/internal/safefs"
+	"github.com/pml-dev/pml/internal/termsafe"
 	"github.com/pml-dev/pml/internal/toolbox"
 )
 
@@ -50,6 +52,11 @@ type Capability struct {
 	AddedAt     time.Time `json:"added_at"`
 	// Requires are the servers its mcp_deps name (capability_deps.go).
 	Requires []Requirement `json:"requires,omitempty"`
+	// Grant is what it gets of this machine (host variables and where
+	// they go, network, image), as the person granted it in pml add
+	// (registry_grant.go); nil when it asks for nothing. Never read from
+	// the workspace's file: the grant's record is the person's.
+	Grant *entrygrant.Grant `json:"-"`
 }
 
 // CapabilityFQDN reads what `pml add` was given, as the seeds write it
@@ -171,6 +178,9 @@ func (cs *capabilities) readyCapability(ctx context.Context, e *registry.Entry, 
 		if err != nil {
 			return err
 		}
+		if err := cs.confirmGrant(e, serverGrant(cfg), c, confirm); err != nil {
+			return err
+		}
 		srv := cs.addServer(cfg)
 		if cfg.Install != nil && !cs.deps.Installed(cfg) {
 			wf := &Workflow{Type: ApprovalDependency, Tool: cfg.Name + ":*"}
@@ -187,11 +197,43 @@ func (cs *capabilities) readyCapability(ctx context.Context, e *registry.Entry, 
 			return fmt.Errorf("%s exports no function, so it has no tool to offer", e.FQDN)
 		}
 	case registry.TypeHTTP:
+		if err := cs.confirmGrant(e, httpGrant(e, c.Namespace, cs.cloud.client.URL), c, confirm); err != nil {
+			return err
+		}
 		if !cs.cloud.client.Enabled() {
 			cs.log.Warn().Msg(c.Name + " runs in the PML cloud: set PML_API_KEY to use it")
 		}
 	}
 	return cs.readyDeps(ctx, e, c, confirm)
+}
+
+// confirmGrant puts what the entry asks of this machine to the person
+// running pml add (unless granted already) and records it: the same
+// grant a call would ask for, so the tools then run without that
+// question. Refused, nothing is added.
+func (cs *capabilities) confirmGrant(e *registry.Entry, g entrygrant.Grant, c *Capability, confirm Confirm) error {
+	g.Registry = e.Registry
+	g = g.Normal()
+	if g.Empty() {
+		return nil
+	}
+	c.Grant = &g
+	if cs.sb.grants.granted(g) {
+		return nil
+	}
+	where := "in " + cs.sb.grants.store.Path
+	if cs.sb.grants.store.Path == "" {
+		where = "for this process only (pml has no state directory: set HOME or XDG_STATE_HOME)"
+	}
+	a := Approval{ApprovalRequired: true, ApprovalType: ApprovalRegistryGrant, Tool: c.Namespace + ":*",
+		Description: fmt.Sprintf("%s (the registry entry %s from %s) asks for more than a tool's permission gives: %s. Grant it? pml records the grant %s and asks again if the entry asks for more.",
+			termsafe.Quote(c.Name, termsafe.DefaultMax), termsafe.Quote(e.FQDN, termsafe.DefaultMax), termsafe.Quote(e.Registry, termsafe.DefaultMax), shownGrant(g), where),
+		Options: []string{"continue", "abort"},
+		Context: map[string]any{"entry": g.Entry, "grant_kind": g.Kind, "grant_env": g.Env, "grant_hosts": g.Hosts, "grant_image": g.Image, "registry": e.Registry}}
+	if !confirm(a) {
+		return fmt.Errorf("%w: %s was not added: what it asks for (%s) was not granted", ErrRefused, c.Name, shownGrant(g))
+	}
+	return cs.sb.grants.record(g)
 }
 
 var (

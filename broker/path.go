@@ -114,7 +114,8 @@ func approveLayerOf(b *Broker, next Handler) approve.Layer {
 		Local: func(ctx context.Context, tool string, args map[string]any) Result {
 			return b.cloud.exec.Run(ctx, toolbox.Tool{Name: tool}, args)
 		},
-		Ask: b.ask,
+		GrantNeeded: b.grantNeeded,
+		Ask:         b.ask,
 	}
 }
 
