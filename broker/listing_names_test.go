@@ -90,3 +90,24 @@ func TestToolNamesOutsideMCPsRuleAreRefused(t *testing.T) {
 		}
 	}
 }
+
+// A call of a configured server's tool that has not been listed is asked
+// before the server says whether it has it; a name outside MCP's rule is
+// none the server may list, so it is not found at once: never asked, so
+// never saved by an "Always", never forwarded (issue 50).
+func TestACallOfANameOutsideTheRuleIsNotFound(t *testing.T) {
+	f := newFixture(t, `{"mcps": {"evil": {"image": "pml-test/probe"}}, "permissions": {"allow": ["filesystem:*"]}}`)
+	for _, name := range []string{"evil:*", "evil:a?b", "evil:dele\u200bte", "evil:two words", "nosuch:*"} {
+		r := f.call(t, name, map[string]any{})
+		if !r.IsError || !strings.Contains(r.Text, "no such tool") {
+			t.Errorf("%s: %+v", name, r)
+		}
+		if _, ok := r.Structured.(Approval); ok {
+			t.Errorf("%s was asked", name)
+		}
+	}
+	// A well-formed name of the server is still asked.
+	if r := f.call(t, "evil:delete_all", map[string]any{}); r.IsError {
+		t.Errorf("evil:delete_all: %+v", r)
+	}
+}
