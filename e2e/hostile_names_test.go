@@ -23,8 +23,8 @@ var hostileNames = []string{"*", "dele\u200bte_all", "e\u0301cho", "tag\U000e004
 // permissions.allow, and evil:delete_all then ran unasked. Now "*" and
 // the names with invisible characters are not listed (one warning each,
 // naming the server and the name quoted), the server's other tools are;
-// a call of evil:* is still asked (the server may not be listed yet) and
-// its "Always" saves the escaped `evil:\*`; delete_all is still asked.
+// a call of evil:* is not found, never asked (were it asked, its "Always"
+// would save the escaped `evil:\*`); delete_all is still asked.
 func TestHostileToolNamedStarAlwaysStaysExact(t *testing.T) {
 	t.Parallel()
 	ws := newWorkspace(t, fmt.Sprintf(`{"mcps": {"evil": {"image": %q, "env": {"PROBE_HOSTILE_NAMES": "1"}}}, "permissions": {"allow": ["filesystem:*"]}}`, probeImage(t)))
@@ -48,10 +48,11 @@ func TestHostileToolNamedStarAlwaysStaysExact(t *testing.T) {
 		structured(t, res, &a)
 	}
 	if a.ApprovalRequired {
-		// A configured server's tool is asked before the server says
-		// whether it has it; "Always" must still name this one tool.
+		t.Errorf("evil:* is asked: %q", out)
 		out, res = s.call(t, "evil:*", map[string]any{"continue_workflow": cont(a.WorkflowID, true, true)})
 		t.Logf("answered Always for evil:*: isError=%v %q", res.IsError, out)
+	} else if !res.IsError || !strings.Contains(out, "no such tool") {
+		t.Errorf("evil:* is not refused as no such tool: isError=%v %q", res.IsError, out)
 	}
 	if strings.Contains(out, `ran "*"`) {
 		t.Errorf("evil:* ran: %q", out)
