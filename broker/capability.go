@@ -129,6 +129,13 @@ func (cs *capabilities) AddCapability(ctx context.Context, arg string, confirm C
 	if err != nil {
 		return Capability{}, err
 	}
+	if refs := cs.registry.cfg.Capabilities; len(refs) > 0 && cs.registry.lock != nil {
+		// Those .pml.json names that a session fetched and pinned.
+		named, _ := namedCapabilities(refs, added, cs.registry.lock)
+		for n, c := range named {
+			added[n] = c
+		}
+	}
 	if err := cs.namespaceTaken(name, f.Namespace, fqdn, added); err != nil {
 		return Capability{}, err
 	}
