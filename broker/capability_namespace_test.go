@@ -94,4 +94,18 @@ func TestCapabilityNamespaceTakenIsRefused(t *testing.T) {
 	if r := h.call(t, "memory:create_entities", map[string]any{}); strings.Contains(r.Text, "the registry answered") {
 		t.Errorf("the registry's code answered a call meant for the server: %+v", r)
 	}
+
+	// pml run NAME does not serve it either.
+	caps, err := LoadCapabilities(g.ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs.Reset()
+	h.b.caps.prepareCapability(ctx, caps["acme.tools.memory.run"])
+	if _, ok := listedTool(h.b, "memory:create_entities"); ok {
+		t.Error("pml run lists the registry's memory:create_entities")
+	}
+	if !strings.Contains(logs.String(), "the capability is not loaded") || !strings.Contains(logs.String(), "mcps.memory") {
+		t.Errorf("pml run does not say why:\n%s", logs.String())
+	}
 }
