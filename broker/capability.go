@@ -19,6 +19,7 @@ import (
 	"github.com/pml-dev/pml/internal/deps"
 	"github.com/pml-dev/pml/internal/entrygrant"
 	"github.com/pml-dev/pml/internal/lazyre"
+	"github.com/pml-dev/pml/internal/mcpname"
 	"github.com/pml-dev/pml/internal/registry"
 	"github.com/pml-dev/pml/internal/safefs"
 	"github.com/pml-dev/pml/internal/termsafe"
@@ -113,6 +114,8 @@ type capabilities struct {
 	// (capability_tools.go).
 	added        addedTools
 	serverAccess func(cfg config.Server) approve.Access
+	// serverList is the servers' (capability_namespace.go).
+	serverList func() []*server
 }
 
 // AddCapability fetches, locks, installs and records a capability.
@@ -127,6 +130,22 @@ func (cs *capabilities) AddCapability(ctx context.Context, arg string, confirm C
 		return Capability{}, fmt.Errorf("%w: %w", ErrInvalidInput, err)
 	}
 	name, fqdn := ref.Name, f.String()
+	// Before anything is fetched or locked: a namespace taken here
+	// (capability_namespace.go) is refused whatever the entry holds.
+	added, err := LoadCapabilities(cs.sb.ws)
+	if err != nil {
+		return Capability{}, err
+	}
+	if refs := cs.registry.cfg.Capabilities; len(refs) > 0 && cs.registry.lock != nil {
+		// Those .pml.json names that a session fetched and pinned.
+		named, _ := namedCapabilities(refs, added, cs.registry.lock)
+		for n, c := range named {
+			added[n] = c
+		}
+	}
+	if err := cs.namespaceTaken(name, f.Namespace, fqdn, added); err != nil {
+		return Capability{}, err
+	}
 	if ref.NeedsListing() {
 		if fqdn, err = cs.registry.resolveVersion(ctx, ref); err != nil {
 			return Capability{}, err
@@ -151,7 +170,9 @@ func (cs *capabilities) AddCapability(ctx context.Context, arg string, confirm C
 		c.Description = e.Meta.Description
 		c.EnvRequired = e.Meta.AllEnvRequired()
 		for _, t := range e.Meta.Tools {
-			if _, action, ok := strings.Cut(t, ":"); ok {
+			// Printed by pml add: a name outside MCP's rule is no tool
+			// pml lists (capability_tools.go).
+			if _, action, ok := strings.Cut(t, ":"); ok && mcpname.Tool(action) == nil {
 				c.Tools = append(c.Tools, action)
 			}
 		}
@@ -192,7 +213,12 @@ func (cs *capabilities) readyCapability(ctx context.Context, e *registry.Entry, 
 			}
 		}
 	case registry.TypeDeno:
-		c.Tools = ExportedFunctions(e.Code, e.FQDN)
+		c.Tools = nil
+		for _, fn := range ExportedFunctions(e.Code, e.FQDN) {
+			if mcpname.Tool(fn) == nil {
+				c.Tools = append(c.Tools, fn)
+			}
+		}
 		if len(c.Tools) == 0 {
 			return fmt.Errorf("%s exports no function, so it has no tool to offer", e.FQDN)
 		}
@@ -380,6 +406,14 @@ func SortedCapabilities(caps map[string]Capability) []Capability {
 // cached copy when the registry is unreachable — and checked against the
 // lockfile.
 func (cs *capabilities) prepareCapability(ctx context.Context, c Capability) {
+	others, err := LoadCapabilities(cs.sb.ws)
+	if err == nil {
+		err = cs.namespaceTaken(c.Name, c.Namespace, c.FQDN, others)
+	}
+	if err != nil {
+		cs.log.Warn().Str("capability", c.Name).Msg("the capability is not loaded: " + err.Error())
+		return
+	}
 	tool := c.Namespace + ":" + firstOr(c.Tools, "run")
 	if c.Type == registry.TypeDeno {
 		cs.registerDenoCapability(ctx, c)

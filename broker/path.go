@@ -10,6 +10,7 @@ import (
 	tl "github.com/pml-dev/pml/broker/tools"
 	"github.com/pml-dev/pml/internal/capname"
 	"github.com/pml-dev/pml/internal/config"
+	"github.com/pml-dev/pml/internal/mcpname"
 	"github.com/pml-dev/pml/internal/termsafe"
 	"github.com/pml-dev/pml/internal/toolbox"
 	"github.com/pml-dev/pml/internal/trust"
@@ -42,9 +43,17 @@ func resolveLayerOf(b *Broker, next Handler) tl.ResolveLayer {
 	return tl.ResolveLayer{
 		Next: next,
 		Known: func(tool string) bool {
-			return b.srv.hasTool(tool) || b.srv.serverOf(tool) != nil || b.cloud.isCloudTool(tool)
+			if b.srv.hasTool(tool) {
+				return true
+			}
+			// A tool a server has not listed (yet) is its own to answer,
+			// but a name outside MCP's rule is none it may list
+			// (server_tools.go): not asked about, not forwarded.
+			return ruledAction(tool) && (b.srv.serverOf(tool) != nil || b.cloud.isCloudTool(tool))
 		},
-		RegistryName: func(tool string) bool { return registryCandidate(tool) && b.registry.registryLookups() },
+		RegistryName: func(tool string) bool {
+			return ruledAction(tool) && registryCandidate(tool) && b.registry.registryLookups()
+		},
 		Withheld: func(tool string) error {
 			return withheldByTrust(tool, b.ask.TrustState.Untrusted(), trust.Names(b.ask.Config), b.sb.ws)
 		},
@@ -120,3 +129,10 @@ func approveLayerOf(b *Broker, next Handler) approve.Layer {
 }
 
 func executeLayerOf(b *Broker) executeLayer { return executeLayer{run: b.runTool} }
+
+// ruledAction reports whether the action of tool (namespace:action)
+// follows MCP's rule for tool names (internal/mcpname).
+func ruledAction(tool string) bool {
+	_, action, ok := strings.Cut(tool, ":")
+	return ok && mcpname.Tool(action) == nil
+}

@@ -66,7 +66,7 @@ stays on stderr.
 
 Exit codes: 0 added, 1 failed, 2 bad name or configuration, 3 needs approval (no terminal and no
 --yes), 5 Docker or the registry unavailable.`,
-		Example: "  pml add npm:@modelcontextprotocol/server-everything --yes --allow\n  pml add npm:@modelcontextprotocol/server-filesystem --name files --allow -- .\n  pml add oci:mcp/fetch@sha256:… --yes\n  pml add memory\n  pml add smartSearch@1.2.0\n  pml add db.postgres_query@latest\n  pml add acme.tools.json.parse@3f2a --yes",
+		Example: "  pml add npm:@modelcontextprotocol/server-everything --yes --allow\n  pml add npm:@modelcontextprotocol/server-filesystem --name files --allow -- .\n  pml add oci:mcp/fetch@sha256:… --yes\n  pml add memory\n  pml add smartSearch@1.2.0\n  pml add db.postgres_query@latest\n  pml add acme.tools.yaml.parse@3f2a --yes",
 		Args: func(cmd *cobra.Command, args []string) error {
 			dash := cmd.ArgsLenAtDash()
 			if len(args) == 0 || dash == 0 {
