@@ -174,7 +174,13 @@ func (s *Set) resolve(ms []keyed, readOnly bool) ([]container.Mount, error) {
 func (s *Set) writable(ms []keyed) []config.Mount {
 	var out []config.Mount
 	add := func(m config.Mount) {
-		if !m.ReadOnly {
+		if m.ReadOnly {
+			return
+		}
+		out = append(out, m)
+		// Where it leads too: a writable link's directory is as writable.
+		if real, _, err := trace(m.Source); err == nil && real != m.Source {
+			m.Source = real
 			out = append(out, m)
 		}
 	}

@@ -121,3 +121,17 @@ func TestTraceFollowsLinksAsTheKernelDoes(t *testing.T) {
 		t.Fatal("openNoLinks through a link succeeded")
 	}
 }
+
+func TestASourceInsideWhereAWritableLinkLeadsIsRefused(t *testing.T) {
+	h := newHost(t)
+	sub := filepath.Join(h.data, "sub")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// link → data is writable at /cache: data/sub is a container's to
+	// replace, whichever path names it.
+	_, err := h.set(config.Mount{Source: h.link, Target: "/cache"}, config.Mount{Source: sub, Target: "/sub", ReadOnly: true}).Tool(false)
+	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "it is inside "+h.data+", which is mounted writable") {
+		t.Fatalf("got %v", err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -62,5 +63,37 @@ func TestTrustPinsTheMountsSources(t *testing.T) {
 	again, _ := store.Lookup(cfg.Path)
 	if again.Mounts[own] != rec.Mounts[own] {
 		t.Fatalf("a save re-measured a trusted source: %+v, was %+v", again.Mounts[own], rec.Mounts[own])
+	}
+}
+
+// MountsMoved lists the sources that changed on the host since trust,
+// and those an older record has no pin of.
+func TestMountsMovedListsChangedSources(t *testing.T) {
+	data, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, store := project(t, fmt.Sprintf(`{"sandbox": {"mounts": [%q]}}`, data))
+	cfg := load(t, ws)
+	if err := store.Trust(cfg, defaults); err != nil {
+		t.Fatal(err)
+	}
+	rec, _ := store.Lookup(cfg.Path)
+	if moved := MountsMoved(rec, cfg); len(moved) != 0 {
+		t.Fatalf("as trusted: %q", moved)
+	}
+	if err := os.Rename(data, data+".old"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if moved := MountsMoved(rec, cfg); len(moved) != 1 || !strings.Contains(moved[0], "is another directory than the one trusted") {
+		t.Fatalf("replaced: %q", moved)
+	}
+	old := *rec
+	old.Mounts = nil
+	if moved := MountsMoved(&old, cfg); len(moved) != 1 || !strings.Contains(moved[0], "was not recorded") {
+		t.Fatalf("an older record: %q", moved)
 	}
 }
