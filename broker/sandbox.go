@@ -92,6 +92,7 @@ func newSandbox(o Options, pol policies.Policy, owner container.Owner) *sandbox 
 		inside:  o.Inside,
 		extra:   extramount.New(o.Workspace, o.Config.Sandbox.Mounts, nil),
 	}
+	sb.extra.Servers(o.Config.Servers)
 	if sb.inside == nil {
 		sb.inside = inside.NewSource(o.Runtime).Program
 	}
