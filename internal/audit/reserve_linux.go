@@ -23,10 +23,10 @@ func reserve(f *os.File, need, extra int64) error {
 	// Reserved already, with room to spare (by earlier calls, or another
 	// pml on the workspace): no system call. The allocated size is read,
 	// not remembered: a log truncated or replaced has lost its reserve.
-	// It counts every block of the file, so the spare (half of extra)
-	// also covers the few an extent tree may take; with no spare asked
-	// for (a full disk) fallocate itself says whether need fits.
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && extra > 0 && st.Blocks*512 >= fi.Size()+need+extra/2 {
+	// It counts every block of the file, so the spare (half of Reserve)
+	// also covers the few an extent tree may take; with less to spare
+	// fallocate itself says whether need fits.
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Blocks*512 >= fi.Size()+need+Reserve/2 {
 		return nil
 	}
 	rc, err := f.SyscallConn()
