@@ -3,6 +3,7 @@ package audit
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -24,6 +25,36 @@ func smallDisk(t *testing.T, size string) string {
 		t.Skipf("cannot mount a tmpfs here: %v", err)
 	}
 	t.Cleanup(func() { _ = syscall.Unmount(dir, syscall.MNT_DETACH) })
+	return dir
+}
+
+// ext4Disk mounts a loop-mounted ext4 file system of size bytes on a
+// temporary directory (root, mkfs.ext4 and loop devices needed) and
+// returns it; the mount goes at the end of the test. fallocate on ext4
+// allocates extents, where tmpfs allocates pages.
+func ext4Disk(t *testing.T, size int64) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a loop device needs root; CI runs this as root")
+	}
+	if _, err := exec.LookPath("mkfs.ext4"); err != nil {
+		t.Skip("no mkfs.ext4 here")
+	}
+	img := filepath.Join(t.TempDir(), "disk.img")
+	if err := os.WriteFile(img, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(img, size); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mkfs.ext4", "-q", "-F", img).CombinedOutput(); err != nil {
+		t.Fatalf("mkfs.ext4: %v\n%s", err, out)
+	}
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-o", "loop", img, dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a loop device here: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", dir).Run() })
 	return dir
 }
 
@@ -103,7 +134,11 @@ func TestTheReserveTakesTheEntryOnAFullDisk(t *testing.T) {
 // same reserve and nothing counted the calls in flight: a burst
 // overflowed it, and the entries past it failed after their calls ran.
 func TestABurstOnAFullDiskWritesTheEntryOfEveryCallItAdmits(t *testing.T) {
-	disk := smallDisk(t, "256k")
+	t.Run("tmpfs", func(t *testing.T) { burstOnAFullDisk(t, smallDisk(t, "256k")) })
+	t.Run("ext4", func(t *testing.T) { burstOnAFullDisk(t, ext4Disk(t, 4<<20)) })
+}
+
+func burstOnAFullDisk(t *testing.T, disk string) {
 	path := filepath.Join(disk, ".pml", "audit.jsonl")
 	l := New(path)
 	defer l.Close()
