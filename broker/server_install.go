@@ -121,7 +121,7 @@ func (s *serverSet) installNetwork(ctx context.Context, srv *server) func(*conta
 	}
 	return func(spec *container.Spec) error {
 		rules := srv.cfg.Network.Rules
-		hosts := deps.RegistryHosts(srv.cfg.Install, os.Getenv)
+		hosts := deps.RegistryHosts(srv.cfg.Install, s.deps.Workspace(), os.Getenv)
 		extra, err := netallow.ParseList(hosts)
 		if err != nil {
 			return err

@@ -64,7 +64,11 @@ type Record struct {
 	// later install of the same step uses.
 	Version string `json:"version,omitempty"`
 	// Package is the npm package Version is of.
-	Package     string    `json:"package,omitempty"`
+	Package string `json:"package,omitempty"`
+	// Registry is the npm registry the install used (NPMRegistryOf): a
+	// later install of the same step goes to the one its install step or
+	// the person's npm configuration names then, shown here to compare.
+	Registry    string    `json:"registry,omitempty"`
 	InstalledAt time.Time `json:"installed_at"`
 }
 
@@ -74,6 +78,9 @@ type state struct {
 
 // NewStore returns the store of workspace ws.
 func NewStore(ws string) *Store { return &Store{ws: ws} }
+
+// Workspace is the workspace the store is of.
+func (s *Store) Workspace() string { return s.ws }
 
 // Dir is the cache directory of server name.
 func (s *Store) Dir(name string) string { return filepath.Join(s.ws, ".pml", "deps", name) }
@@ -202,6 +209,18 @@ func (in *Installer) Install(ctx context.Context, srv config.Server) (err error)
 		spec.Env = append(spec.Env, "SSL_CERT_FILE="+CABundle, "NODE_EXTRA_CA_CERTS="+CABundle,
 			"PIP_CERT="+CABundle, "REQUESTS_CA_BUNDLE="+CABundle, "npm_config_cafile="+CABundle)
 	}
+	registry := ""
+	if UsesNPM(srv.Install) {
+		// npm in the container is told the registry pml allows through
+		// its proxy (RegistryHosts), the install's only host: without it,
+		// it would ask npm's default, which the proxy refuses.
+		env := in.Env
+		if env == nil {
+			env = func(string) string { return "" }
+		}
+		registry = NPMRegistryOf(srv.Install, ws, env).URL
+		spec.Env = append(spec.Env, "npm_config_registry="+registry)
+	}
 	if in.Network != nil {
 		if err := in.Network(&spec); err != nil {
 			return fmt.Errorf("installing %s: %w", srv.Name, err)
@@ -264,7 +283,7 @@ func (in *Installer) Install(ctx context.Context, srv config.Server) (err error)
 	if err := safefs.Rename(ws, dir, final); err != nil {
 		return fmt.Errorf("moving the install of %s into %s: %w", srv.Name, final, err)
 	}
-	if err := in.Store.record(srv, actual, version); err != nil {
+	if err := in.Store.record(srv, actual, version, registry); err != nil {
 		return err
 	}
 	if unpinned && resolved == "" && in.Note != nil {
@@ -346,7 +365,7 @@ func (s *Store) recorded(srv config.Server) string {
 	return ""
 }
 
-func (s *Store) record(srv config.Server, integrity, version string) error {
+func (s *Store) record(srv config.Server, integrity, version, registry string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	// Another pml (a pml add of another server, now) may be recording
@@ -360,7 +379,7 @@ func (s *Store) record(srv config.Server, integrity, version string) error {
 	if err != nil {
 		st = state{Servers: map[string]Record{}}
 	}
-	rec := Record{Spec: SpecOf(srv), Integrity: integrity, Version: version, InstalledAt: time.Now().UTC()}
+	rec := Record{Spec: SpecOf(srv), Integrity: integrity, Version: version, Registry: registry, InstalledAt: time.Now().UTC()}
 	if version != "" {
 		rec.Package = srv.Install.Package
 	}

@@ -92,7 +92,7 @@ func TestRecordsOfTwoProcessesAreBothKept(t *testing.T) {
 		go func() {
 			for i := range each {
 				srv := config.Server{Name: fmt.Sprintf("p%d-%d", p, i), Image: "img", Install: &config.Install{Command: "npm"}}
-				if err := s.record(srv, "sha512-x", ""); err != nil {
+				if err := s.record(srv, "sha512-x", "", ""); err != nil {
 					done <- err
 					return
 				}
