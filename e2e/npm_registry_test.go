@@ -81,11 +81,17 @@ type privateNPM struct {
 	npm []string // paths npm asked for
 }
 
-func startPrivateNPM(t *testing.T, name string) *privateNPM {
+// startPrivateNPM starts the registry; with a token, it answers only
+// requests that carry it (403 otherwise, as a private registry does).
+func startPrivateNPM(t *testing.T, name, token string) *privateNPM {
 	t.Helper()
 	tarball := npmTarball(t, name)
 	p := &privateNPM{}
 	p.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if token != "" && r.Header.Get("Authorization") != "Bearer "+token {
+			http.Error(w, "a token is needed", http.StatusForbidden)
+			return
+		}
 		if strings.HasPrefix(r.UserAgent(), "npm/") {
 			p.mu.Lock()
 			p.npm = append(p.npm, r.URL.Path)
@@ -130,7 +136,7 @@ func TestAddNPMFromAPrivateRegistry(t *testing.T) {
 	needImage(t, nodeImage)
 	const pkg = "@pml-test/server-fake"
 	t.Run("NPM_CONFIG_REGISTRY", func(t *testing.T) {
-		reg := startPrivateNPM(t, pkg)
+		reg := startPrivateNPM(t, pkg, "")
 		ws := newWorkspace(t, "")
 		env := []string{"PML_WORKSPACE=" + ws.Dir, "npm_config_registry=", "NPM_CONFIG_REGISTRY=" + reg.URL}
 		r := runCLI(t, ws.Dir, env, "", "add", "npm:"+pkg, "--yes", "--allow")
@@ -175,7 +181,7 @@ func TestAddNPMFromAPrivateRegistry(t *testing.T) {
 		}
 	})
 	t.Run("project .npmrc", func(t *testing.T) {
-		reg := startPrivateNPM(t, pkg)
+		reg := startPrivateNPM(t, pkg, "")
 		ws := newWorkspace(t, "")
 		ws.write(".npmrc", "# the repository's registry\nregistry="+reg.URL+"/\n")
 		env := []string{"PML_WORKSPACE=" + ws.Dir, "npm_config_registry=", "NPM_CONFIG_REGISTRY="}
@@ -192,6 +198,31 @@ func TestAddNPMFromAPrivateRegistry(t *testing.T) {
 		}
 		if !strings.Contains(string(r.stdout), "fake:echo") {
 			t.Errorf("pml add lists no fake:echo:\n%s", r.stdout)
+		}
+	})
+	t.Run("token in the user npmrc", func(t *testing.T) {
+		const token = "s3cret-npm-token"
+		reg := startPrivateNPM(t, pkg, token)
+		home := t.TempDir()
+		u := strings.TrimPrefix(reg.URL, "http:")
+		if err := os.WriteFile(home+"/.npmrc", []byte("registry="+reg.URL+"/\n"+u+"/:_authToken="+token+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		ws := newWorkspace(t, "")
+		env := []string{"PML_WORKSPACE=" + ws.Dir, "HOME=" + home, "npm_config_registry=", "NPM_CONFIG_REGISTRY="}
+		r := runCLI(t, ws.Dir, env, "", "add", "npm:"+pkg, "--yes")
+		stderr := logText(r.stderr)
+		if r.code != 0 {
+			t.Fatalf("pml add: exit %d\n%s", r.code, stderr)
+		}
+		if !reg.npmFetched() {
+			t.Errorf("npm in the install container did not fetch the tarball with the token (it asked for %v)", reg.npm)
+		}
+		for what, text := range map[string]string{"stdout": string(r.stdout), "stderr": string(r.stderr),
+			".pml.json": readFile(t, ws.path(".pml.json")), ".pml/deps.json": readFile(t, ws.path(".pml/deps.json"))} {
+			if strings.Contains(text, token) {
+				t.Errorf("the token is in %s:\n%s", what, text)
+			}
 		}
 	})
 }

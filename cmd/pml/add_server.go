@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -74,7 +75,11 @@ func addNPM(cmd *cobra.Command, g *globals, spec string, o addServerOptions) err
 	// environment, the workspace's .npmrc, ~/.npmrc): pml checks the
 	// package there, and the install goes there and nowhere else.
 	reg := deps.NPMRegistry(ws.Dir, npmspec.Name(spec), os.Getenv)
-	pkg, err := npmreg.Resolve(ctx, npmHTTP, reg.URL, spec)
+	client := npmHTTP
+	if _, token := deps.NPMAuth(reg.URL, os.Getenv); token != "" {
+		client = withToken(npmHTTP, reg.URL, token)
+	}
+	pkg, err := npmreg.Resolve(ctx, client, reg.URL, spec)
 	switch {
 	case errors.Is(err, npmreg.ErrNotFound):
 		return &exitError{2, err}
@@ -93,7 +98,7 @@ func addNPM(cmd *cobra.Command, g *globals, spec string, o addServerOptions) err
 		return &exitError{2, fmt.Errorf("%s@%s has several executables (%s) and none is named like the package: write its mcps entry by hand (docs/add.md)", pkg.Name, pkg.Version, strings.Join(names, ", "))}
 	}
 	fmt.Fprintf(g.narration(), "resolved %s@%s from %s (%s); checking its tarball…\n", pkg.Name, pkg.Version, reg.URL, pkg.Integrity)
-	if err := pkg.Verify(ctx, npmHTTP); err != nil {
+	if err := pkg.Verify(ctx, client); err != nil {
 		if errors.Is(err, npmreg.ErrIntegrity) {
 			return &exitError{1, err}
 		}
@@ -115,6 +120,36 @@ func addNPM(cmd *cobra.Command, g *globals, spec string, o addServerOptions) err
 		name, pkg.Name, pkg.Version, strings.Join(entry.Args, " "), nodeImage, pkg.Name, pkg.Version, describeRegistry(reg), pkg.Integrity)
 	o.source = "npm:" + pkg.Name + "@" + pkg.Version
 	return addServer(cmd, g, name, entry, what, o)
+}
+
+// withToken is client sending token (the person's ~/.npmrc gives it to
+// the registry) to that registry's host only, as npm does: a tarball
+// elsewhere is fetched without it.
+func withToken(client *http.Client, registry, token string) *http.Client {
+	u, err := url.Parse(registry)
+	if err != nil {
+		return client
+	}
+	c := *client
+	c.Transport = &tokenTransport{next: client.Transport, scheme: u.Scheme, host: u.Host, token: token}
+	return &c
+}
+
+type tokenTransport struct {
+	next                http.RoundTripper
+	scheme, host, token string
+}
+
+func (t *tokenTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	next := t.next
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	if r.URL.Scheme == t.scheme && r.URL.Host == t.host && r.Header.Get("Authorization") == "" {
+		r = r.Clone(r.Context())
+		r.Header.Set("Authorization", "Bearer "+t.token)
+	}
+	return next.RoundTrip(r)
 }
 
 // installArgs is the install step of an npm server: a registry other

@@ -220,6 +220,11 @@ func (in *Installer) Install(ctx context.Context, srv config.Server) (err error)
 		}
 		registry = NPMRegistryOf(srv.Install, ws, env).URL
 		spec.Env = append(spec.Env, "npm_config_registry="+registry)
+		// The token the person's ~/.npmrc gives that registry, in the
+		// form npm reads from its environment (npm_config_//host/:_authToken).
+		if key, token := NPMAuth(registry, env); token != "" {
+			spec.Env = append(spec.Env, "npm_config_"+key+"="+token)
+		}
 	}
 	if in.Network != nil {
 		if err := in.Network(&spec); err != nil {

@@ -96,13 +96,13 @@ func NPMRegistry(ws, pkg string, env func(string) string) Registry {
 		// Read beneath the workspace without following a link: the
 		// repository wrote it.
 		if b, err := safefs.ReadFile(ws, p, maxNpmrc); err == nil {
-			files = append(files, npmrc{path: p, project: true, keys: parseNpmrc(b, env)})
+			files = append(files, npmrc{path: p, project: true, keys: parseNpmrc(b, env, false)})
 		}
 	}
 	if home, err := os.UserHomeDir(); err == nil {
 		p := filepath.Join(home, ".npmrc")
 		if b, err := readBounded(p); err == nil {
-			files = append(files, npmrc{path: p, keys: parseNpmrc(b, env)})
+			files = append(files, npmrc{path: p, keys: parseNpmrc(b, env, false)})
 		}
 	}
 	if scope, _, ok := strings.Cut(pkg, "/"); ok && strings.HasPrefix(scope, "@") {
@@ -145,8 +145,9 @@ var npmrcVar = regexp.MustCompile(`\$\{([^}]*)\}`)
 
 // parseNpmrc reads an .npmrc's "key = value" lines (comments start with
 // # or ;), expanding ${VAR} from env as npm does. Only the registry keys
-// are kept: the file's tokens are not pml's to hold.
-func parseNpmrc(b []byte, env func(string) string) map[string]string {
+// are kept, and the auth tokens ("//host/path/:_authToken") when tokens
+// is set (the person's own ~/.npmrc).
+func parseNpmrc(b []byte, env func(string) string, tokens bool) map[string]string {
 	keys := map[string]string{}
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	sc.Buffer(make([]byte, 64<<10), maxNpmrc)
@@ -160,7 +161,8 @@ func parseNpmrc(b []byte, env func(string) string) map[string]string {
 			continue
 		}
 		k, v = strings.TrimSpace(k), strings.Trim(strings.TrimSpace(v), `"'`)
-		if k != "registry" && !(strings.HasPrefix(k, "@") && strings.HasSuffix(k, ":registry")) {
+		token := tokens && strings.HasPrefix(k, "//") && strings.HasSuffix(k, ":_authToken")
+		if k != "registry" && !(strings.HasPrefix(k, "@") && strings.HasSuffix(k, ":registry")) && !token {
 			continue
 		}
 		keys[k] = npmrcVar.ReplaceAllStringFunc(v, func(m string) string { return env(m[2 : len(m)-1]) })
@@ -182,4 +184,39 @@ func hostPort(raw string) string {
 		port = "80"
 	}
 	return net.JoinHostPort(u.Hostname(), port)
+}
+
+// NPMAuth is the auth token the person's ~/.npmrc gives the registry at
+// url ("//host:port/path/:_authToken=…", npm's form, the longest path
+// that is a prefix of url's), and the key npm knows it by; "" when there
+// is none. Only ~/.npmrc counts: a workspace's .npmrc is the
+// repository's, and its ${VAR} would send the person's environment to a
+// registry the repository chose. The token is a secret: it goes in a
+// request's Authorization header and in the install container's
+// environment, never into a message, a log or a file pml writes.
+func NPMAuth(registry string, env func(string) string) (key, token string) {
+	u, err := url.Parse(registry)
+	if err != nil || u.Host == "" {
+		return "", ""
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", ""
+	}
+	b, err := readBounded(filepath.Join(home, ".npmrc"))
+	if err != nil {
+		return "", ""
+	}
+	keys := parseNpmrc(b, env, true)
+	p := strings.TrimSuffix(u.Path, "/") + "/"
+	for {
+		k := "//" + u.Host + p + ":_authToken"
+		if t := keys[k]; t != "" {
+			return k, t
+		}
+		if p == "/" {
+			return "", ""
+		}
+		p = p[:strings.LastIndex(strings.TrimSuffix(p, "/"), "/")+1]
+	}
 }

@@ -3,6 +3,7 @@ package deps
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/pml-dev/pml/internal/config"
@@ -68,5 +69,32 @@ func TestNPMRegistryDoesNotFollowAWorkspaceLink(t *testing.T) {
 	}
 	if got := NPMRegistry(ws, "pkg", func(string) string { return "" }); !got.Default() {
 		t.Errorf("a linked .npmrc was read: %+v", got)
+	}
+}
+
+func TestNPMAuthComesFromTheUsersNpmrcOnly(t *testing.T) {
+	home, ws := t.TempDir(), t.TempDir()
+	t.Setenv("HOME", home)
+	env := func(k string) string { return map[string]string{"NPM_TOKEN": "from-env"}[k] }
+	if err := os.WriteFile(filepath.Join(home, ".npmrc"), []byte("//npm.corp.test/:_authToken=root-token\n//npm.corp.test/team/:_authToken=${NPM_TOKEN}\n//127.0.0.1:4873/:_authToken = \"local\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, ".npmrc"), []byte("//other.test/:_authToken=${NPM_TOKEN}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ url, key, token string }{
+		{"https://npm.corp.test/", "//npm.corp.test/:_authToken", "root-token"},
+		{"https://npm.corp.test/team/npm/", "//npm.corp.test/team/:_authToken", "from-env"},
+		{"http://127.0.0.1:4873", "//127.0.0.1:4873/:_authToken", "local"},
+		{"https://other.test/", "", ""},
+		{"https://npm.corp.test:8443/", "", ""},
+	} {
+		if k, tok := NPMAuth(c.url, env); k != c.key || tok != c.token {
+			t.Errorf("NPMAuth(%s) = %q, %q; want %q, %q", c.url, k, tok, c.key, c.token)
+		}
+	}
+	// The registry keys never carry a token along.
+	if r := NPMRegistry(ws, "pkg", env); strings.Contains(r.URL+r.From, "token") {
+		t.Errorf("NPMRegistry: %+v", r)
 	}
 }
