@@ -462,22 +462,24 @@ func readAPIError(resp *http.Response, max int64) apiError {
 	return ae
 }
 
-// errorMessage is ": <message>" from a JSON error body, or "".
+// errorMessage is ": <message>" from a JSON error body, or "". The
+// registry wrote it: it is shown quoted (termsafe), never raw.
 func errorMessage(resp *http.Response, max int64) string {
 	if ae := readAPIError(resp, max); ae.Message != "" {
-		return ": " + ae.Message
+		return ": " + termsafe.Quote(ae.Message, 300)
 	}
 	return ""
 }
 
 func notFound(reg string, f FQDN, resp *http.Response, max int64) error {
 	ae := readAPIError(resp, max)
-	msg := ae.Message
+	// The registry wrote message and currentFqdn: shown quoted, never raw.
+	msg := termsafe.Quote(ae.Message, 300)
 	if msg == "" {
 		msg = fmt.Sprintf("%s is not in this registry", f)
 	}
 	if ae.CurrentFQDN != "" {
-		msg += " (current version: " + ae.CurrentFQDN + ")"
+		msg += " (current version: " + termsafe.Quote(ae.CurrentFQDN, 80) + ")"
 	}
 	return &registryError{kind: kindNotFound, msg: fmt.Sprintf("%s answered: %s", reg, msg), currentFQDN: ae.CurrentFQDN}
 }

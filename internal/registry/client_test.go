@@ -608,3 +608,49 @@ func TestNewRefusesPlainHTTPToAnotherMachine(t *testing.T) {
 		}
 	}
 }
+
+// TestCodeURLOnThisMachineOnlyOnTheRegistrysOrigin: a registry chooses
+// code, not what pml GETs on this machine. A codeUrl may name this
+// machine (a loopback or unspecified address, localhost) only on the
+// registry's own origin, whatever the scheme; plain http elsewhere is
+// refused as before; https elsewhere is fine (issue 50, finding 8).
+func TestCodeURLOnThisMachineOnlyOnTheRegistrysOrigin(t *testing.T) {
+	for _, c := range []struct {
+		reg, raw, want string // want "" is refused
+	}{
+		{"http://127.0.0.1:3004", "/code/a.ts", "http://127.0.0.1:3004/code/a.ts"},
+		{"http://127.0.0.1:3004", "a.ts", "http://127.0.0.1:3004/mcp/a.ts"},
+		{"http://127.0.0.1:3004", "http://127.0.0.1:3004/code/a.ts#x", "http://127.0.0.1:3004/code/a.ts"},
+		{"http://localhost:3004/base", "http://LOCALHOST:3004/code/a.ts", "http://LOCALHOST:3004/code/a.ts"},
+		{"http://127.0.0.1:3004", "https://cdn.example.com/a.ts", "https://cdn.example.com/a.ts"},
+		{"https://registry.example.com", "/code/a.ts", "https://registry.example.com/code/a.ts"},
+		{"https://registry.example.com", "https://registry.example.com:443/a.ts", "https://registry.example.com:443/a.ts"},
+		{"http://127.0.0.1:3004", "http://127.0.0.1:3005/admin/secret", ""},
+		{"http://127.0.0.1:3004", "http://localhost:3004/a.ts", ""},
+		{"http://127.0.0.1:3004", "http://127.0.0.2:3004/a.ts", ""},
+		{"http://127.0.0.1:3004", "https://127.0.0.1:3004/a.ts", ""},
+		{"http://127.0.0.1:3004", "//127.0.0.1:6379/", ""},
+		{"https://registry.example.com", "http://127.0.0.1:8080/admin/secret", ""},
+		{"https://registry.example.com", "https://127.0.0.1:8443/admin/secret", ""},
+		{"https://registry.example.com", "https://localhost./a.ts", ""},
+		{"https://registry.example.com", "http://[::1]:80/a.ts", ""},
+		{"https://registry.example.com", "http://[::ffff:127.0.0.1]:80/a.ts", ""},
+		{"https://registry.example.com", "https://0.0.0.0:8443/a.ts", ""},
+		{"https://registry.example.com", "http://[::]:8080/a.ts", ""},
+		{"https://registry.example.com", "http://cdn.example.com/a.ts", ""},
+		{"https://registry.example.com", "https://user:pw@cdn.example.com/a.ts", ""},
+		{"https://registry.example.com", "file:///etc/passwd", ""},
+	} {
+		got, err := codeURL(c.reg, c.raw)
+		switch {
+		case c.want == "" && err == nil:
+			t.Errorf("codeURL(%s, %s) = %s, want it refused", c.reg, c.raw, got)
+		case c.want != "" && (err != nil || got != c.want):
+			t.Errorf("codeURL(%s, %s) = %q, %v; want %s", c.reg, c.raw, got, err, c.want)
+		}
+	}
+	_, err := codeURL("http://127.0.0.1:3004", "http://127.0.0.1:3005/admin/secret")
+	if err == nil || !strings.Contains(err.Error(), "not the registry's own") || !strings.Contains(err.Error(), "http://127.0.0.1:3004") {
+		t.Errorf("the refusal does not say why: %v", err)
+	}
+}
