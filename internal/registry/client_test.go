@@ -597,7 +597,7 @@ func TestCachedAsksNoRegistry(t *testing.T) {
 // A registry is https or loopback http: the default one is cloud.url,
 // which the policy's check does not cover, so New checks again.
 func TestNewRefusesPlainHTTPToAnotherMachine(t *testing.T) {
-	for _, r := range []string{"http://registry.example.com", "http://10.0.0.1:3004", "http://localhost:1@registry.example.com"} {
+	for _, r := range []string{"http://registry.example.com", "http://10.0.0.1:3004"} {
 		if _, err := New(Options{Registries: []string{r}}); err == nil || !strings.Contains(err.Error(), "plain http to another machine") {
 			t.Errorf("New(%s): %v, want a refusal", r, err)
 		}
@@ -652,5 +652,16 @@ func TestCodeURLOnThisMachineOnlyOnTheRegistrysOrigin(t *testing.T) {
 	_, err := codeURL("http://127.0.0.1:3004", "http://127.0.0.1:3005/admin/secret")
 	if err == nil || !strings.Contains(err.Error(), "not the registry's own") || !strings.Contains(err.Error(), "http://127.0.0.1:3004") {
 		t.Errorf("the refusal does not say why: %v", err)
+	}
+}
+
+// A registry URL with user info is refused, and the refusal does not
+// show the password: pml sends no credentials to registries (issue 50).
+func TestNewRefusesUserInfo(t *testing.T) {
+	for _, r := range []string{"https://user:s3cret-pw@registry.example.com", "http://localhost:1@registry.example.com", "http://u@127.0.0.1:3004"} {
+		_, err := New(Options{Registries: []string{r}})
+		if err == nil || !strings.Contains(err.Error(), "user name or password") || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("New(%s): %v, want a refusal that does not show the password", r, err)
+		}
 	}
 }
