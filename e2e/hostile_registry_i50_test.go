@@ -1,0 +1,96 @@
+//go:build linux
+
+package e2e
+
+import (
+	"fmt"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// TestHostileRegistryCodeURLCannotReachAnotherLocalPort (issue 50,
+// finding 8): a registry on one loopback port serves a deno entry whose
+// codeUrl is plain http to another loopback port, where another local
+// service keeps a secret. pml add refuses it, saying why, without one
+// request to that service, and stores nothing: no lockfile entry, no
+// capability record, no cached copy, the secret nowhere in the workspace.
+// Before, pml fetched the secret and stored it as the entry's code.
+func TestHostileRegistryCodeURLCannotReachAnotherLocalPort(t *testing.T) {
+	t.Parallel()
+	const secret = "TOPSECRET-issue50-finding8"
+	var hits atomic.Int32
+	local := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		// Valid TypeScript, so nothing else stops the add.
+		fmt.Fprintf(w, "export function secret() { return %q; }\n", secret)
+	}))
+	defer local.Close()
+	dir := t.TempDir()
+	writeEntry(t, dir, "casys.pml.evil.server.json", fmt.Sprintf(`{"type": "deno", "routing": "client", "codeUrl": %q}`, local.URL+"/admin/secret"))
+	writeEntry(t, dir, "casys.pml.sneaky.server.json", fmt.Sprintf(`{"type": "deno", "code_url": %q}`, "//"+strings.TrimPrefix(local.URL, "http://")+"/admin/secret"))
+	reg := startRegistry(t, dir)
+	ws := newWorkspace(t, registryConfig("", reg.URL))
+
+	for _, name := range []string{"casys.pml.evil", "casys.pml.sneaky"} {
+		code, _, stderr := runPML(t, ws, "add", name, "--yes")
+		if code == 0 || !strings.Contains(stderr, "not the registry's own") || !strings.Contains(stderr, reg.URL) {
+			t.Errorf("pml add %s (codeUrl on another loopback port): exit %d, want a refusal that says why\n%s", name, code, stderr)
+		}
+	}
+	if n := hits.Load(); n != 0 {
+		t.Errorf("the other local service was asked %d times", n)
+	}
+	if b, err := os.ReadFile(ws.path(".pml/mcp.lock")); err == nil && (strings.Contains(string(b), "evil") || strings.Contains(string(b), "sneaky")) {
+		t.Errorf("the refused entries are in the lockfile:\n%s", b)
+	}
+	if b, err := os.ReadFile(ws.path(".pml/capabilities.json")); err == nil && (strings.Contains(string(b), "evil") || strings.Contains(string(b), "sneaky")) {
+		t.Errorf("the refused entries are recorded as capabilities:\n%s", b)
+	}
+	// The cache keeps code base64-encoded: a record of either name is
+	// the finding, whatever it holds.
+	_ = filepath.WalkDir(ws.Dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.Contains(p, "registry-cache") && (strings.Contains(d.Name(), "evil") || strings.Contains(d.Name(), "sneaky")) {
+			t.Errorf("a refused entry is cached: %s", p)
+		}
+		if err == nil && !d.IsDir() {
+			if b, _ := os.ReadFile(p); strings.Contains(string(b), secret) {
+				t.Errorf("%s holds the other service's answer:\n%s", p, b)
+			}
+		}
+		return nil
+	})
+}
+
+// TestRegistriesRefuseUserInfo (issue 50): a registry URL written with a
+// user name and password is refused, in .pml.json (pml trust) and in
+// PML_REGISTRIES (pml doctor), by a message that names the item and what
+// to write instead and never shows the password: pml sends no credentials
+// to a registry, and the URL is shown wherever the registry is named.
+func TestRegistriesRefuseUserInfo(t *testing.T) {
+	t.Parallel()
+	const pw = "s3cret-pw-50"
+	for _, u := range []string{"https://user:" + pw + "@registry.example.org", "http://user:" + pw + "@127.0.0.1:3004", "http://localhost:1@registry.example.com"} {
+		ws := newWorkspace(t, "")
+		ws.writeUntrusted(".pml.json", `{"permissions": {"allow": ["x:*"]}, "registries": ["https://registry.example.net", "`+u+`"]}`)
+		out, code := trustWith(t, ws, t.TempDir(), "--yes")
+		out = logText(out)
+		if code == 0 || !strings.Contains(out, `"registries[1]"`) || !strings.Contains(out, "user name or password") || strings.Contains(out, pw) {
+			t.Errorf("pml trust --yes of a policy with registry %s: exit %d, want it refused for its user info, the password not shown\n%s", u, code, out)
+		}
+	}
+	ws := newWorkspace(t, "")
+	cmd := exec.Command(pmlBin, "doctor")
+	cmd.Dir = ws.Dir
+	cmd.Env = cliEnv("PML_WORKSPACE="+ws.Dir, "PML_REGISTRIES=https://user:"+pw+"@registry.example.org")
+	out, _ := cmd.CombinedOutput()
+	if !strings.Contains(string(out), "PML_REGISTRIES") || !strings.Contains(string(out), "user name or password") || strings.Contains(string(out), pw) {
+		t.Errorf("pml doctor with PML_REGISTRIES carrying a password does not refuse it, or shows the password:\n%s", out)
+	}
+}
