@@ -94,3 +94,87 @@ func TestRegistriesRefuseUserInfo(t *testing.T) {
 		t.Errorf("pml doctor with PML_REGISTRIES carrying a password does not refuse it, or shows the password:\n%s", out)
 	}
 }
+
+// TestARefusedAddLeavesNoLockEntry (issue 50): pml add of a registry
+// server whose install is not approved (no terminal, no --yes) exits 3
+// and leaves no record of it in .pml/mcp.lock, so no later session
+// fetches it: pml tools afterwards asks the registry nothing about it.
+// Before, the refused entry stayed locked and every session fetched it.
+func TestARefusedAddLeavesNoLockEntry(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeEntry(t, dir, "pml.mcp.everything.server.json", `{"type": "stdio", "description": "MCP test server", "routing": "local",
+ "tools": ["everything:echo"],
+ "install": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-everything@2026.8.31"]}}`)
+	reg := startRegistry(t, dir)
+	ws := newWorkspace(t, registryConfig("", reg.URL))
+	code, _, stderr := runPML(t, ws, "add", "everything")
+	if code != 3 || !strings.Contains(stderr, "not approved") {
+		t.Fatalf("pml add everything without --yes and without a terminal: exit %d, want 3 (not approved)\n%s", code, stderr)
+	}
+	if b, err := os.ReadFile(ws.path(".pml/mcp.lock")); err == nil && strings.Contains(string(b), "everything") {
+		t.Errorf("the refused add left its entry in .pml/mcp.lock:\n%s", b)
+	}
+	if b, err := os.ReadFile(ws.path(".pml/capabilities.json")); err == nil && strings.Contains(string(b), "everything") {
+		t.Errorf("the refused add is recorded as a capability:\n%s", b)
+	}
+	before := requestsFor(reg, "everything")
+	if code, _, stderr := runPML(t, ws, "tools"); code != 0 {
+		t.Fatalf("pml tools: exit %d\n%s", code, stderr)
+	}
+	if after := requestsFor(reg, "everything"); after != before {
+		t.Errorf("a later session fetched the refused entry again (%d requests, was %d)", after, before)
+	}
+}
+
+// TestOneEntryAddedUnderSeveralSpellingsIsOneRecord (issue 50): the same
+// registry entry added as notes, Notes and pml.mcp.notes.server is one
+// record in .pml/capabilities.json (the last spelling), one pml run entry
+// in .mcp.json and one item of .pml.json's capabilities; pml add says
+// which spelling it replaced. Before, each spelling was a record and an
+// .mcp.json server of its own, all running the same entry.
+func TestOneEntryAddedUnderSeveralSpellingsIsOneRecord(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeEntry(t, dir, "pml.mcp.notes.server.ts", "export function count() { return 1; }\n")
+	reg := startRegistry(t, dir)
+	ws := newWorkspace(t, registryConfig("", reg.URL))
+	for i, name := range []string{"notes", "Notes", "pml.mcp.notes.server"} {
+		code, _, stderr := runPML(t, ws, "add", name)
+		if code != 0 {
+			t.Fatalf("pml add %s: exit %d\n%s", name, code, stderr)
+		}
+		if i > 0 && !strings.Contains(stderr, "replaces") {
+			t.Errorf("pml add %s does not say which record it replaced:\n%s", name, stderr)
+		}
+	}
+	var caps struct {
+		Capabilities map[string]struct{ FQDN string } `json:"capabilities"`
+	}
+	readJSON(t, ws.path(".pml/capabilities.json"), &caps)
+	if len(caps.Capabilities) != 1 {
+		t.Errorf(".pml/capabilities.json holds %d records of one entry, want 1: %+v", len(caps.Capabilities), caps.Capabilities)
+	} else if _, ok := caps.Capabilities["pml.mcp.notes.server"]; !ok {
+		t.Errorf(".pml/capabilities.json does not hold the last spelling: %+v", caps.Capabilities)
+	}
+	var mcpJSON struct {
+		MCPServers map[string]struct{ Args []string } `json:"mcpServers"`
+	}
+	readJSON(t, ws.path(".mcp.json"), &mcpJSON)
+	runs := 0
+	for _, s := range mcpJSON.MCPServers {
+		if len(s.Args) == 2 && s.Args[0] == "run" {
+			runs++
+		}
+	}
+	if runs != 1 {
+		t.Errorf(".mcp.json runs the one entry %d times, want once: %+v", runs, mcpJSON.MCPServers)
+	}
+	var pj struct {
+		Capabilities []string `json:"capabilities"`
+	}
+	readJSON(t, ws.path(".pml.json"), &pj)
+	if len(pj.Capabilities) != 1 {
+		t.Errorf(".pml.json's capabilities: %v, want one item", pj.Capabilities)
+	}
+}

@@ -145,6 +145,19 @@ Exit codes: 0 added, 1 failed, 2 bad name or configuration, 3 needs approval (no
 			if err := f.SetServer(key, mcpjson.Server{Type: "stdio", Command: command, Args: []string{"run", c.Name}, Unset: []string{"PML_WORKSPACE"}}); err != nil {
 				return &exitError{2, err}
 			}
+			// The same entry added before under another spelling: its
+			// record was replaced, and so is the entry pml add wrote for
+			// it (only that one: {"args": ["run", NAME]}).
+			for _, old := range c.Replaced {
+				if k := capKey(old); k != key {
+					if entry, present, err := f.Server(k); err == nil && present && len(entry.Args) == 2 && entry.Args[0] == "run" && entry.Args[1] == old {
+						if _, err := f.RemoveServer(k); err != nil {
+							return &exitError{2, err}
+						}
+					}
+				}
+				fmt.Fprintf(say, "  %s replaces %s, the same registry entry (%s) added under another spelling\n", c.Name, old, c.FQDN)
+			}
 			mode := f.Mode
 			if mode == 0 {
 				mode = 0o644
