@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"fmt"
+	"io"
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
@@ -176,5 +177,62 @@ func TestOneEntryAddedUnderSeveralSpellingsIsOneRecord(t *testing.T) {
 	readJSON(t, ws.path(".pml.json"), &pj)
 	if len(pj.Capabilities) != 1 {
 		t.Errorf(".pml.json's capabilities: %v, want one item", pj.Capabilities)
+	}
+}
+
+// TestTrustSaysWhatARegistryGets (issue 50): pml trust describes a
+// registry as what it is: where code is fetched from and pinned, with no
+// key sent there; and that is so: with PML_API_KEY set, pml add fetches
+// from the registry without it. Before, pml trust said registries receive
+// PML_API_KEY, which they never did.
+func TestTrustSaysWhatARegistryGets(t *testing.T) {
+	t.Parallel()
+	const key = "pml-key-issue50-trust"
+	var sawKey atomic.Int32
+	dir := t.TempDir()
+	writeEntry(t, dir, "pml.mcp.notes.server.ts", "export function count() { return 1; }\n")
+	reg := startRegistry(t, dir)
+	target := strings.TrimPrefix(reg.URL, "http://")
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for name, v := range r.Header {
+			if strings.Contains(strings.Join(v, " "), key) {
+				sawKey.Add(1)
+				t.Errorf("the registry received the key in %s", name)
+			}
+		}
+		r.URL.Scheme, r.URL.Host, r.RequestURI = "http", target, ""
+		resp, err := http.DefaultTransport.RoundTrip(r)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		for k, v := range resp.Header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(resp.StatusCode)
+		_, _ = io.Copy(w, resp.Body)
+	}))
+	defer front.Close()
+
+	ws := newWorkspace(t, "")
+	ws.writeUntrusted(".pml.json", registryConfig("", front.URL))
+	out, _ := trustWith(t, ws, t.TempDir())
+	out = logText(out)
+	if !strings.Contains(out, front.URL) || !strings.Contains(out, "no key is sent there") || strings.Contains(out, "PML_API_KEY") {
+		t.Errorf("pml trust does not say truly what a registry gets:\n%s", out)
+	}
+
+	// The cloud (where the key does go) is a closed loopback port: the
+	// test reaches no network.
+	ws2 := newWorkspace(t, registryConfig(`, "cloud": {"url": "http://127.0.0.1:1", "timeout": "1s"}`, front.URL))
+	cmd := execPML(ws2, "add", "notes")
+	cmd.Dir = ws2.Dir
+	cmd.Env = append(cmd.Env, "PML_API_KEY="+key)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("pml add notes with PML_API_KEY set: %v\n%s", err, b)
+	}
+	if sawKey.Load() != 0 {
+		t.Errorf("the registry received PML_API_KEY %d times", sawKey.Load())
 	}
 }
