@@ -236,3 +236,34 @@ func TestTrustSaysWhatARegistryGets(t *testing.T) {
 		t.Errorf("the registry received PML_API_KEY %d times", sawKey.Load())
 	}
 }
+
+// TestCleanupDryRunListsOnlyWhatItRemoves (issue 50): a .pml/deps.json
+// whose records name "../../outside", "a/b" and ".partial-x" besides a
+// stale server's: pml cleanup --dry-run lists the stale server alone (no
+// path outside .pml/deps), and pml cleanup then deletes exactly that,
+// exit 0, leaving the workspace's own files alone. Before, the dry run
+// listed .pml/deps/../../outside, which the real run refused (exit 1)
+// before it deleted anything.
+func TestCleanupDryRunListsOnlyWhatItRemoves(t *testing.T) {
+	t.Parallel()
+	ws := newWorkspace(t, `{"permissions": {"allow": ["filesystem:*"]}}`)
+	rec := `{"spec": "x", "integrity": "sha512-AAAA", "installed_at": "2026-01-01T00:00:00Z"}`
+	ws.writeUntrusted(".pml/deps.json", `{"servers": {"../../outside": `+rec+`, "a/b": `+rec+`, ".partial-x": `+rec+`, "stale": `+rec+`}}`)
+	ws.writeUntrusted(".pml/deps/stale/node_modules/p/index.js", "1")
+	ws.writeUntrusted("outside/keep.txt", "the project's own file")
+
+	code, stdout, stderr := runPML(t, ws, "cleanup", "--dry-run")
+	if code != 0 || !strings.Contains(stdout, "stale") || strings.Contains(stdout, "outside") || strings.Contains(stdout, "a/b") || strings.Contains(stdout, "partial") {
+		t.Errorf("pml cleanup --dry-run: exit %d, want the stale server alone\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	code, stdout, stderr = runPML(t, ws, "cleanup")
+	if code != 0 || !strings.Contains(stdout, "stale") {
+		t.Errorf("pml cleanup: exit %d, want the stale server deleted\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	if _, err := os.Stat(ws.path(".pml/deps/stale")); err == nil {
+		t.Error(".pml/deps/stale is still there")
+	}
+	if b, err := os.ReadFile(ws.path("outside/keep.txt")); err != nil || string(b) != "the project's own file" {
+		t.Errorf("outside/keep.txt: %q %v", b, err)
+	}
+}
