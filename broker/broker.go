@@ -142,6 +142,7 @@ func New(o Options) (*Broker, error) {
 		return nil, fmt.Errorf("%s: %w", o.Config.Path, err)
 	}
 	sb := newSandbox(o, pol, owner)
+	sb.grants = newEntryGrants(o.Trust, o.Workspace, o.Logger)
 	b := &Broker{
 		cfg:      o.Config,
 		sb:       sb,

@@ -17,9 +17,11 @@ import (
 	"github.com/pml-dev/pml/internal/capname"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/deps"
+	"github.com/pml-dev/pml/internal/entrygrant"
 	"github.com/pml-dev/pml/internal/lazyre"
 	"github.com/pml-dev/pml/internal/registry"
 	"github.com/pml-dev/pml/internal/safefs"
+	"github.com/pml-dev/pml/internal/termsafe"
 	"github.com/pml-dev/pml/internal/toolbox"
 )
 
@@ -55,6 +57,11 @@ type Capability struct {
 	// smartsearch, pml.mcp.smartsearch.server), so that one entry is one
 	// record. Not stored.
 	Replaced []string `json:"-"`
+	// Grant is what it gets of this machine (host variables and where
+	// they go, network, image), as the person granted it in pml add
+	// (registry_grant.go); nil when it asks for nothing. Never read from
+	// the workspace's file: the grant's record is the person's.
+	Grant *entrygrant.Grant `json:"-"`
 }
 
 // CapabilityFQDN reads what `pml add` was given, as the seeds write it
@@ -188,6 +195,9 @@ func (cs *capabilities) readyCapability(ctx context.Context, e *registry.Entry, 
 		if err != nil {
 			return err
 		}
+		if err := cs.confirmGrant(e, serverGrant(cfg), c, confirm); err != nil {
+			return err
+		}
 		srv := cs.addServer(cfg)
 		if cfg.Install != nil && !cs.deps.Installed(cfg) {
 			wf := &Workflow{Type: ApprovalDependency, Tool: cfg.Name + ":*"}
@@ -199,11 +209,14 @@ func (cs *capabilities) readyCapability(ctx context.Context, e *registry.Entry, 
 			}
 		}
 	case registry.TypeDeno:
-		c.Tools = ExportedFunctions(e.Code)
+		c.Tools = ExportedFunctions(e.Code, e.FQDN)
 		if len(c.Tools) == 0 {
 			return fmt.Errorf("%s exports no function, so it has no tool to offer", e.FQDN)
 		}
 	case registry.TypeHTTP:
+		if err := cs.confirmGrant(e, httpGrant(e, c.Namespace, cs.cloud.client.URL), c, confirm); err != nil {
+			return err
+		}
 		if !cs.cloud.client.Enabled() {
 			cs.log.Warn().Msg(c.Name + " runs in the PML cloud: set PML_API_KEY to use it")
 		}
@@ -211,20 +224,91 @@ func (cs *capabilities) readyCapability(ctx context.Context, e *registry.Entry, 
 	return cs.readyDeps(ctx, e, c, confirm)
 }
 
-var exportFn = lazyre.New(`(?m)^\s*export\s+(?:async\s+)?function\s*\*?\s*([A-Za-z_$][A-Za-z0-9_$]*)\s*\(`)
+// confirmGrant puts what the entry asks of this machine to the person
+// running pml add (unless granted already) and records it: the same
+// grant a call would ask for, so the tools then run without that
+// question. Refused, nothing is added.
+func (cs *capabilities) confirmGrant(e *registry.Entry, g entrygrant.Grant, c *Capability, confirm Confirm) error {
+	g.Registry = e.Registry
+	g = g.Normal()
+	if g.Empty() {
+		return nil
+	}
+	c.Grant = &g
+	if cs.sb.grants.granted(g) {
+		return nil
+	}
+	where := "in " + cs.sb.grants.store.Path
+	if cs.sb.grants.store.Path == "" {
+		where = "for this process only (pml has no state directory: set HOME or XDG_STATE_HOME)"
+	}
+	a := Approval{ApprovalRequired: true, ApprovalType: ApprovalRegistryGrant, Tool: c.Namespace + ":*",
+		Description: fmt.Sprintf("%s (the registry entry %s from %s) asks for more than a tool's permission gives: %s. Grant it? pml records the grant %s and asks again if the entry asks for more.",
+			termsafe.Quote(c.Name, termsafe.DefaultMax), termsafe.Quote(e.FQDN, termsafe.DefaultMax), termsafe.Quote(e.Registry, termsafe.DefaultMax), shownGrant(g), where),
+		Options: []string{"continue", "abort"},
+		Context: map[string]any{"entry": g.Entry, "grant_kind": g.Kind, "grant_env": g.Env, "grant_hosts": g.Hosts, "grant_image": g.Image, "registry": e.Registry}}
+	if !confirm(a) {
+		return fmt.Errorf("%w: %s was not added: what it asks for (%s) was not granted", ErrRefused, c.Name, shownGrant(g))
+	}
+	return cs.sb.grants.record(g)
+}
+
+var (
+	exportFn      = lazyre.New(`(?m)^\s*export\s+(?:async\s+)?function\s*\*?\s*([A-Za-z_$][A-Za-z0-9_$]*)\s*\(`)
+	exportArrow   = lazyre.New(`(?m)^\s*export\s+(?:const|let|var)\s+([A-Za-z_$][A-Za-z0-9_$]*)\s*=\s*(?:async\s+)?(?:function\b|\(|[A-Za-z_$][A-Za-z0-9_$]*\s*=>)`)
+	exportDefault = lazyre.New(`(?m)^\s*export\s+default\s+(?:async\s+)?(?:function\b|\(|[A-Za-z_$][A-Za-z0-9_$]*\s*=>)`)
+)
 
 // ExportedFunctions lists the functions a deno capability exports (each
-// becomes a tool).
-func ExportedFunctions(code string) []string {
+// becomes a tool): `export function f`, `export const f = (…) =>`, and a
+// default export (`export default (args) => …`, as docs/capabilities.md
+// writes a one-function capability), which is the tool named by the
+// entry's action (fqdn: acme.tools.text.upper → upper). The runner is
+// told which export runs a tool by exportFor.
+func ExportedFunctions(code, fqdn string) []string {
 	var out []string
 	seen := map[string]bool{}
-	for _, m := range exportFn.FindAllStringSubmatch(code, -1) {
-		if !seen[m[1]] {
-			seen[m[1]] = true
-			out = append(out, m[1])
+	for _, re := range []*lazyre.Regexp{exportFn, exportArrow} {
+		for _, m := range re.FindAllStringSubmatch(code, -1) {
+			if !seen[m[1]] {
+				seen[m[1]] = true
+				out = append(out, m[1])
+			}
 		}
 	}
+	if action := defaultTool(code, fqdn); action != "" && !seen[action] {
+		out = append(out, action)
+	}
 	return out
+}
+
+// defaultTool is the tool name of the module's default export: the
+// entry's action, or "" when it has no default function export.
+func defaultTool(code, fqdn string) string {
+	if !exportDefault.MatchString(code) {
+		return ""
+	}
+	f, err := registry.ParseFQDN(fqdn)
+	if err != nil {
+		return ""
+	}
+	return f.Action
+}
+
+// exportFor is the module export that runs tool function fn: the named
+// export, else "default" for the tool of the default export.
+func exportFor(code, fqdn, fn string) string {
+	for _, re := range []*lazyre.Regexp{exportFn, exportArrow} {
+		for _, m := range re.FindAllStringSubmatch(code, -1) {
+			if m[1] == fn {
+				return fn
+			}
+		}
+	}
+	if fn != "" && defaultTool(code, fqdn) == fn {
+		return "default"
+	}
+	return fn
 }
 
 type capDoc struct {

@@ -194,7 +194,7 @@ func (cs *capabilities) listDeno(c Capability, e *registry.Entry) []string {
 	cs.cloud.router.AddLocal(c.Namespace)
 	desc, schema := cs.described(c, e)
 	var defs []toolbox.Tool
-	for _, fn := range ExportedFunctions(e.Code) {
+	for _, fn := range ExportedFunctions(e.Code, e.FQDN) {
 		d := fmt.Sprintf("%s (from %s): runs the capability's function %s with the arguments object.", fn, e.FQDN, fn)
 		if desc != "" {
 			d = desc + " (" + d + ")"

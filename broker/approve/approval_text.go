@@ -21,6 +21,8 @@ func (ap *Approver) ApprovalFor(wf *Workflow) Approval {
 		return ap.APIKeyApproval(wf)
 	case ApprovalIntegrity:
 		return ap.IntegrityApproval(wf)
+	case ApprovalRegistryGrant:
+		return ap.GrantApproval(wf)
 	}
 	if wf.Type == ApprovalDependency {
 		if srv, ok := ap.ServerOf(wf.Tool); ok && srv.Install != nil {
