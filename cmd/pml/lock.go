@@ -34,8 +34,10 @@ func newLockCmd(g *globals) *cobra.Command {
 			"package (the seeds' `npx -y @scope/server`, a range, a dist-tag) is resolved at its first install\n" +
 			"and recorded there, and every later install uses that version. Each is shown with its state:\n" +
 			"ok (installed in .pml/deps as recorded), not_installed (installed at that version on first use)\n" +
-			"or drift (.pml/deps holds another version or integrity than the record).\n" +
-			"--check prints one line per drift, naming the server and what to run, and exits 1: run it in CI.\n" +
+			"drift (.pml/deps holds another version, integrity or files than the record) or unvouched (the record\n" +
+			"was not written by this user's pml in this workspace: a repository's or an older pml's; the server is\n" +
+			"installed again at its next use).\n" +
+			"--check prints one line per drift or unvouched record, naming the server and what to run, and exits 1: run it in CI.\n" +
 			"--format json prints one JSON object: {\"check\", \"ok\", \"entries\": [{\"server\", \"package\",\n" +
 			"\"version\", \"integrity\", \"state\", \"installed_version\", \"installed_integrity\", \"error\"}]}.\n\n" +
 			"Exit codes: 0 every entry as recorded (or, without --check, listed), 1 a drift (--check only),\n" +
@@ -61,7 +63,7 @@ func newLockCmd(g *globals) *cobra.Command {
 			}
 			var drift []lockEntry
 			for _, e := range entries {
-				if e.State == lockDrift {
+				if e.State == lockDrift || e.State == lockUnvouched {
 					drift = append(drift, e)
 				}
 			}
@@ -76,7 +78,7 @@ func newLockCmd(g *globals) *cobra.Command {
 				printLock(out, entries)
 			}
 			if check && len(drift) > 0 {
-				return &exitError{1, fmt.Errorf("%d npm package(s) installed otherwise than .pml/deps.json records", len(drift))}
+				return &exitError{1, fmt.Errorf("%d install(s) not as .pml/deps.json records, or recorded by something else than this user's pml", len(drift))}
 			}
 			return nil
 		},
@@ -94,7 +96,7 @@ func printDrift(w io.Writer, entries, drift []lockEntry) {
 		return
 	}
 	for _, e := range drift {
-		fmt.Fprintf(w, "drift: %s; %s\n", e.driftText(), driftFix(e.Server))
+		fmt.Fprintf(w, "%s: %s; %s\n", e.State, e.driftText(), e.fix())
 	}
 }
 
