@@ -50,6 +50,10 @@ type Capability struct {
 	AddedAt     time.Time `json:"added_at"`
 	// Requires are the servers its mcp_deps name (capability_deps.go).
 	Requires []Requirement `json:"requires,omitempty"`
+	// Vouch is the user's MAC over the record (internal/vouch;
+	// capability_vouch.go): a record pml add did not write here is not
+	// listed.
+	Vouch string `json:"vouch,omitempty"`
 }
 
 // CapabilityFQDN reads what `pml add` was given, as the seeds write it
@@ -66,11 +70,20 @@ func CapabilityFQDN(arg string) (capname.Ref, registry.FQDN, error) {
 	if err != nil {
 		return ref, f, err
 	}
-	switch f.Namespace {
-	case "filesystem", "shell", "pml":
+	if builtinNamespace(f.Namespace) {
 		return ref, f, fmt.Errorf("%q names the built-in namespace %q; it needs no pml add", arg, f.Namespace)
 	}
 	return ref, f, nil
+}
+
+// builtinNamespace reports whether ns is one of pml's own: no capability
+// may take it (pml add refuses it; load drops a record that has it).
+func builtinNamespace(ns string) bool {
+	switch strings.ToLower(ns) {
+	case "filesystem", "shell", "pml":
+		return true
+	}
+	return false
 }
 
 // Confirm asks the person running `pml add` to approve something (an
@@ -215,8 +228,17 @@ type capDoc struct {
 	Capabilities map[string]Capability `json:"capabilities"`
 }
 
-// LoadCapabilities reads .pml/capabilities.json (missing: none).
+// LoadCapabilities reads the capabilities pml add recorded in
+// .pml/capabilities.json (missing: none): a record without the user's
+// vouch, or one pml add would have refused, is left out
+// (CheckedCapabilities says why).
 func LoadCapabilities(ws string) (map[string]Capability, error) {
+	caps, _, err := CheckedCapabilities(ws)
+	return caps, err
+}
+
+// loadCapabilitiesFile reads .pml/capabilities.json as it is, every record.
+func loadCapabilitiesFile(ws string) (map[string]Capability, error) {
 	path := filepath.Join(ws, CapabilitiesFile)
 	data, err := safefs.ReadFile(ws, path, safefs.MaxConfig)
 	if errors.Is(err, os.ErrNotExist) {
@@ -248,8 +270,11 @@ func writeCapabilities(ws string, caps map[string]Capability) error {
 }
 
 func saveCapability(ws string, c Capability) error {
-	caps, err := LoadCapabilities(ws)
+	caps, err := loadCapabilitiesFile(ws)
 	if err != nil {
+		return err
+	}
+	if c, err = sealCapability(ws, c); err != nil {
 		return err
 	}
 	caps[c.Name] = c
@@ -260,7 +285,7 @@ func saveCapability(ws string, c Capability) error {
 // cached registry copy. Installed dependencies stay (another capability may
 // use them). It reports whether the capability was there.
 func RemoveCapability(ws, name string, clean bool) (Capability, bool, error) {
-	caps, err := LoadCapabilities(ws)
+	caps, err := loadCapabilitiesFile(ws)
 	if err != nil {
 		return Capability{}, false, err
 	}
