@@ -45,8 +45,10 @@ func capabilityRefused(key string, c Capability) string {
 	if err != nil || f.Hash == "" {
 		return fmt.Sprintf("its fqdn %q is not a locked 5-part name", c.FQDN)
 	}
-	if builtinNamespace(f.Namespace) || builtinNamespace(c.Namespace) {
-		return fmt.Sprintf("it takes the built-in namespace %q, which pml add refuses", f.Namespace)
+	for _, ns := range []string{c.Namespace, f.Namespace} {
+		if builtinNamespace(ns) {
+			return fmt.Sprintf("it takes the built-in namespace %q, which pml add refuses", ns)
+		}
 	}
 	if c.Namespace != f.Namespace {
 		return fmt.Sprintf("its namespace %q is not its fqdn's (%q)", c.Namespace, f.Namespace)

@@ -3,10 +3,15 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/deps"
@@ -95,5 +100,115 @@ func TestHostileCommittedDepsRunNothing(t *testing.T) {
 	}
 	if !strings.Contains(logText(r.stderr), "not the tree pml installed") {
 		t.Errorf("no line says the tree changed:\n%s", r.stderr)
+	}
+}
+
+// copyDotPML copies what pml add wrote under from's .pml (the added
+// capabilities, the lockfile, the registry cache) into to's, as a
+// repository that committed them hands them to a clone.
+func copyDotPML(t *testing.T, from, to *workspace, edit func(rel, content string) string) {
+	t.Helper()
+	err := filepath.WalkDir(from.path(".pml"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(from.Dir, p)
+		if !strings.HasPrefix(rel, filepath.Join(".pml", "registry-cache")) && rel != filepath.Join(".pml", "capabilities.json") && rel != filepath.Join(".pml", "mcp.lock") {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		content := string(b)
+		if edit != nil {
+			content = edit(rel, content)
+		}
+		to.writeUntrusted(rel, content)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// listedNames lists the tools of a new pml stdio session in ws, and what
+// it logged.
+func listedNames(t *testing.T, ws *workspace) (names []string, stderr string) {
+	t.Helper()
+	s := startSession(t, ws)
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	tools, err := s.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range tools.Tools {
+		names = append(names, tool.Name)
+	}
+	return names, s.stderr.String()
+}
+
+// TestHostileCommittedCapabilitiesListNothing: a repository commits the
+// .pml/capabilities.json, .pml/mcp.lock and .pml/registry-cache a pml add
+// wrote elsewhere (its author's clone), with no .pml.json and so no
+// trust; a clone must list none of it, pml lock --check must fail on it,
+// and the copy edited into the built-in namespace filesystem (which pml
+// add refuses) must not be listed either. The clone that ran pml add
+// keeps listing it (the same user, the same path).
+func TestHostileCommittedCapabilitiesListNothing(t *testing.T) {
+	needImage(t, "pml/deno:2.9.6")
+	dir := t.TempDir()
+	writeEntry(t, dir, "acme.tools.mathx.double.ts", noteCapability)
+	reg := startRegistry(t, dir)
+	author := newWorkspace(t, registryConfig("", reg.URL))
+	if code, _, stderr := runPML(t, author, "add", "acme.tools.mathx.double"); code != 0 {
+		t.Fatalf("pml add: %d\n%s", code, stderr)
+	}
+	has := func(names []string, part string) bool {
+		for _, n := range names {
+			if strings.Contains(n, part) {
+				return true
+			}
+		}
+		return false
+	}
+	if names, stderr := listedNames(t, author); !has(names, "double") {
+		t.Fatalf("the workspace that ran pml add does not list its capability: %v\n%s", names, stderr)
+	}
+
+	clone := newWorkspace(t, "")
+	copyDotPML(t, author, clone, nil)
+	names, stderr := listedNames(t, clone)
+	if has(names, "double") {
+		t.Errorf("a clone lists the committed capability with no .pml.json and no trust: %v", names)
+	}
+	if !strings.Contains(logText(stderr), `the capability "acme.tools.mathx.double" is not listed`) || !strings.Contains(logText(stderr), "pml add acme.tools.mathx.double") {
+		t.Errorf("no line says why the capability is not listed and what to run:\n%s", stderr)
+	}
+	r := runCLI(t, clone.Dir, []string{"PML_WORKSPACE=" + clone.Dir}, "", "lock", "--check")
+	out := string(r.stdout)
+	if r.code != 1 || !strings.Contains(out, "unvouched: "+clone.path(".pml/capabilities.json")) ||
+		!strings.Contains(out, "unvouched: "+clone.path(".pml/mcp.lock")+": the entry acme.tools.mathx.double") ||
+		!strings.Contains(out, "unvouched: "+clone.path(".pml/registry-cache/acme.tools.mathx.double.json")) {
+		t.Errorf("pml lock --check in the clone: exit %d\n%s%s", r.code, out, r.stderr)
+	}
+
+	// The record edited into a built-in namespace: pml add refuses it,
+	// and so does the listing.
+	builtin := newWorkspace(t, "")
+	copyDotPML(t, author, builtin, func(rel, content string) string {
+		if strings.HasSuffix(rel, "capabilities.json") {
+			return strings.ReplaceAll(content, `"namespace": "mathx"`, `"namespace": "filesystem"`)
+		}
+		return content
+	})
+	names, stderr = listedNames(t, builtin)
+	if has(names, "double") {
+		t.Errorf("a capability in the built-in namespace filesystem is listed: %v", names)
+	}
+	if !strings.Contains(logText(stderr), `built-in namespace "filesystem"`) && !strings.Contains(logText(stderr), "not listed") {
+		t.Errorf("no line says why the capability is not listed:\n%s", stderr)
 	}
 }

@@ -84,21 +84,25 @@ func lockEntries(ctx context.Context, ws string) ([]lockEntry, error) {
 				Error: "its record in .pml/deps.json is not honoured: " + why})
 			continue
 		}
-		if tree, err := deps.TreeSRI(ctx, ws, store.Dir(n), "sha256"); err == nil && tree != r.Tree {
-			out = append(out, lockEntry{Server: n, Package: r.Package, Version: r.Version, Integrity: r.Integrity, State: lockDrift,
-				Error: fmt.Sprintf("the files of .pml/deps/%s changed since pml installed them", n)})
-			continue
-		}
-		if r.Version == "" || r.Package == "" {
-			continue
-		}
 		e := lockEntry{Server: n, Package: r.Package, Version: r.Version, Integrity: r.Integrity, State: lockOK}
 		if _, err := safefs.Lstat(ws, store.Dir(n)); err != nil {
 			e.State = lockNotInstalled
+		} else if r.Version == "" || r.Package == "" {
+			// Not an npm package with its version: only its files are
+			// checked (below).
 		} else if version, integrity, err := installedNPM(ctx, ws, store.Dir(n), r.Package); err != nil {
 			e.State, e.Error = lockDrift, err.Error()
 		} else if version != r.Version || integrity != r.Integrity {
 			e.State, e.InstalledVersion, e.InstalledIntegrity = lockDrift, version, integrity
+		}
+		if e.State == lockOK {
+			// The tree as pml installed it (its start hashes it again too).
+			if tree, err := deps.TreeSRI(ctx, ws, store.Dir(n), "sha256"); err != nil || tree != r.Tree {
+				e.State, e.Error = lockDrift, fmt.Sprintf("the files of .pml/deps/%s changed since pml installed them", n)
+			}
+		}
+		if e.State != lockDrift && (r.Version == "" || r.Package == "") {
+			continue
 		}
 		out = append(out, e)
 	}

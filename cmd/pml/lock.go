@@ -12,10 +12,15 @@ import (
 
 // lockJSON is pml lock --format json.
 type lockJSON struct {
-	// Check is true with --check; OK is false when an entry drifted.
+	// Check is true with --check; OK is false when an entry drifted or a
+	// record is unvouched.
 	Check   bool        `json:"check"`
 	OK      bool        `json:"ok"`
 	Entries []lockEntry `json:"entries"`
+	// Unvouched are the other records of .pml/ (the registry lockfile,
+	// its cache, the added capabilities) this user's pml did not write
+	// in this workspace: each is ignored (unvouched.go).
+	Unvouched []string `json:"unvouched"`
 }
 
 // pml lock shows the npm versions pml resolved and recorded
@@ -37,9 +42,12 @@ func newLockCmd(g *globals) *cobra.Command {
 			"drift (.pml/deps holds another version, integrity or files than the record) or unvouched (the record\n" +
 			"was not written by this user's pml in this workspace: a repository's or an older pml's; the server is\n" +
 			"installed again at its next use).\n" +
+			"The records of the registry lockfile (.pml/mcp.lock), its cache (.pml/registry-cache) and the added\n" +
+			"capabilities (.pml/capabilities.json) this user's pml did not write in this workspace are listed too.\n" +
 			"--check prints one line per drift or unvouched record, naming the server and what to run, and exits 1: run it in CI.\n" +
 			"--format json prints one JSON object: {\"check\", \"ok\", \"entries\": [{\"server\", \"package\",\n" +
-			"\"version\", \"integrity\", \"state\", \"installed_version\", \"installed_integrity\", \"error\"}]}.\n\n" +
+			"\"version\", \"integrity\", \"state\", \"installed_version\", \"installed_integrity\", \"error\"}],\n" +
+			"\"unvouched\": [\"one line per other unvouched record\"]}.\n\n" +
 			"Exit codes: 0 every entry as recorded (or, without --check, listed), 1 a drift (--check only),\n" +
 			"2 a usage error or .pml/deps.json cannot be read.",
 		Example: "  pml lock            # the recorded versions and their state\n" +
@@ -67,18 +75,25 @@ func newLockCmd(g *globals) *cobra.Command {
 					drift = append(drift, e)
 				}
 			}
+			others, err := unvouchedRecords(ws.Dir)
+			if err != nil {
+				return &exitError{2, err}
+			}
 			out := cmd.OutOrStdout()
 			if f == formatJSON {
-				if err := writeJSON(out, lockJSON{Check: check, OK: len(drift) == 0, Entries: entries}); err != nil {
+				if err := writeJSON(out, lockJSON{Check: check, OK: len(drift)+len(others) == 0, Entries: entries, Unvouched: others}); err != nil {
 					return err
 				}
 			} else if check {
 				printDrift(out, entries, drift)
+				for _, o := range others {
+					fmt.Fprintf(out, "unvouched: %s\n", o)
+				}
 			} else {
 				printLock(out, entries)
 			}
-			if check && len(drift) > 0 {
-				return &exitError{1, fmt.Errorf("%d install(s) not as .pml/deps.json records, or recorded by something else than this user's pml", len(drift))}
+			if check && len(drift)+len(others) > 0 {
+				return &exitError{1, fmt.Errorf("%d record(s) of .pml/ not as recorded, or written by something else than this user's pml in this workspace", len(drift)+len(others))}
 			}
 			return nil
 		},

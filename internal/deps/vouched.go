@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/pml-dev/pml/internal/safefs"
 	"github.com/pml-dev/pml/internal/vouch"
 )
 
@@ -45,7 +46,7 @@ func (s *Store) seal(name string, rec Record) (Record, error) {
 // Vouched reports whether rec, the record of server name, was written by
 // this user's pml in this workspace; why says otherwise why not.
 func (s *Store) Vouched(name string, rec Record) (ok bool, why string) {
-	if rec.Tree != "" && vouch.Check(s.ws, vouch.Deps, name, payload(rec), rec.Vouch) {
+	if vouch.Check(s.ws, vouch.Deps, name, payload(rec), rec.Vouch) {
 		return true, ""
 	}
 	return false, vouch.Why(rec.Vouch)
@@ -70,6 +71,9 @@ func (s *Store) honoured(st state, name string) (Record, bool) {
 func (s *Store) treeMatches(name string, rec Record) bool {
 	if s.checked[name] == rec.Vouch {
 		return true
+	}
+	if rec.Tree == "" {
+		return false // vouched for with no tree (Revouch of a record whose tree was gone)
 	}
 	got, err := TreeSRI(context.Background(), s.ws, s.Dir(name), "sha256")
 	if err != nil || got != rec.Tree {
@@ -97,4 +101,41 @@ func (s *Store) warn(name, msg string) {
 	}
 	s.warned[name] = true
 	s.Note(msg)
+}
+
+// Revouch vouches for every record of deps.json as it is now, each with
+// the hash of its tree as it is now: pml images load restored them from a
+// bundle the person chose to load (images/bundle.go), which stands for them
+// as the images it holds do. A record whose tree is missing is vouched for
+// with none, so its server is installed again.
+func (s *Store) Revouch(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	unlock, err := s.lockDeps()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	st, err := s.load()
+	if err != nil {
+		return err
+	}
+	if len(st.Servers) == 0 {
+		return nil
+	}
+	for name, rec := range st.Servers {
+		rec.Tree = ""
+		if fi, err := safefs.Lstat(s.ws, s.Dir(name)); err == nil && fi.IsDir() {
+			if rec.Tree, err = TreeSRI(ctx, s.ws, s.Dir(name), "sha256"); err != nil {
+				return fmt.Errorf("hashing %s: %w", s.Dir(name), err)
+			}
+		}
+		if rec, err = s.seal(name, rec); err != nil {
+			return err
+		}
+		st.Servers[name] = rec
+		delete(s.checked, name)
+	}
+	b, _ := json.MarshalIndent(st, "", "  ")
+	return safefs.WriteFile(s.ws, s.file(), append(b, '\n'), 0o644)
 }
