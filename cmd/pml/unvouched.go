@@ -1,11 +1,15 @@
 package main
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/pml-dev/pml/broker"
 	"github.com/pml-dev/pml/internal/config"
+	"github.com/pml-dev/pml/internal/deps"
 	"github.com/pml-dev/pml/internal/registry"
 )
 
@@ -51,4 +55,31 @@ func unvouchedRecords(ws string) ([]string, error) {
 		out = append(out, f+": this cached copy is not served: this user's pml did not fetch it in this workspace; the next fetch replaces it")
 	}
 	return out, nil
+}
+
+// revouchRestored vouches for the records pml images load restored into
+// ws's .pml (parts as the bundle names them): the person chose to load
+// that bundle, which stands for them as it does for its images. Without
+// this, a bundle carried to an offline machine would be installed and
+// fetched again there (internal/vouch binds a record to a user's key and
+// a workspace's path).
+func revouchRestored(ctx context.Context, ws string, parts []string) error {
+	var depsDone bool
+	for _, p := range parts {
+		var err error
+		switch {
+		case p == "deps.json" || strings.HasPrefix(p, "deps/"):
+			if !depsDone {
+				depsDone, err = true, deps.NewStore(ws).Revouch(ctx)
+			}
+		case p == "mcp.lock":
+			err = registry.RevouchLockfile(ws)
+		case p == "registry-cache":
+			err = registry.RevouchCache(ws)
+		}
+		if err != nil {
+			return fmt.Errorf("vouching for the restored .pml/%s: %w (the next use installs or fetches it again)", p, err)
+		}
+	}
+	return nil
 }
