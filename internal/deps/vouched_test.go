@@ -108,3 +108,36 @@ func TestVouchedRecordBindsWorkspaceAndTree(t *testing.T) {
 		t.Fatalf("notes: %q", notes)
 	}
 }
+
+// Revouch (pml images load) makes the records restored into a workspace
+// this user's, each with its tree as it is; a record whose tree is gone
+// is vouched for with none, so its server is installed again.
+func TestRevouchTakesTheRestoredRecords(t *testing.T) {
+	author, here := t.TempDir(), t.TempDir()
+	srv := vouchServer()
+	installTree(t, NewStore(author), srv)
+	if err := os.CopyFS(filepath.Join(here, ".pml"), os.DirFS(filepath.Join(author, ".pml"))); err != nil {
+		t.Fatal(err)
+	}
+	if NewStore(here).Installed(srv) {
+		t.Fatal("a copied record counts before Revouch")
+	}
+	if err := NewStore(here).Revouch(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !NewStore(here).Installed(srv) {
+		t.Fatal("a restored record does not count after Revouch")
+	}
+	if err := os.RemoveAll(NewStore(here).Dir("m")); err != nil {
+		t.Fatal(err)
+	}
+	if err := NewStore(here).Revouch(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(NewStore(here).Dir("m"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if NewStore(here).Installed(srv) {
+		t.Fatal("a record vouched for with no tree counts")
+	}
+}

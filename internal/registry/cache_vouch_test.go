@@ -48,3 +48,24 @@ func TestACachedCopyNotVouchedForHereIsNotServed(t *testing.T) {
 		t.Fatalf("after RevouchCache: %+v %v", e, err)
 	}
 }
+
+// RevouchLockfile (pml images load) makes a restored lockfile's entries
+// this workspace's pins.
+func TestRevouchLockfileTakesTheRestoredEntries(t *testing.T) {
+	author, here := t.TempDir(), t.TempDir()
+	writeLock(t, LockfilePath(author), sealed(t, LockfilePath(author), lockWith("pml.mcp.tavily.server")))
+	data, err := os.ReadFile(LockfilePath(author))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeLock(t, LockfilePath(here), string(data))
+	if _, ok := load(t, LockfilePath(here), allowAll).Get("pml.mcp.tavily.server"); ok {
+		t.Fatal("a copied entry pins before RevouchLockfile")
+	}
+	if err := RevouchLockfile(here); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := load(t, LockfilePath(here), allowAll).Get("pml.mcp.tavily.server"); !ok {
+		t.Fatal("a restored entry does not pin after RevouchLockfile")
+	}
+}
