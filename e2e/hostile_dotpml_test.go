@@ -13,8 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pml-dev/pml/broker"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/deps"
+	"github.com/pml-dev/pml/internal/registry"
+	"github.com/pml-dev/pml/internal/vouch"
 )
 
 // A repository's own .pml/ is not pml's records (issue 50, finding 3):
@@ -195,20 +198,47 @@ func TestHostileCommittedCapabilitiesListNothing(t *testing.T) {
 		t.Errorf("pml lock --check in the clone: exit %d\n%s%s", r.code, out, r.stderr)
 	}
 
-	// The record edited into a built-in namespace: pml add refuses it,
-	// and so does the listing.
+	// The record edited into a built-in namespace, and (as if pml had
+	// written it: sealed with this user's key for this workspace) vouched
+	// for: pml add refuses that namespace, and so does the load.
 	builtin := newWorkspace(t, "")
 	copyDotPML(t, author, builtin, func(rel, content string) string {
-		if strings.HasSuffix(rel, "capabilities.json") {
-			return strings.ReplaceAll(content, `"namespace": "mathx"`, `"namespace": "filesystem"`)
+		if !strings.HasSuffix(rel, "capabilities.json") {
+			return content
 		}
-		return content
+		var doc struct {
+			Version      int                          `json:"version"`
+			Capabilities map[string]broker.Capability `json:"capabilities"`
+		}
+		if err := json.Unmarshal([]byte(content), &doc); err != nil {
+			t.Fatal(err)
+		}
+		for k, c := range doc.Capabilities {
+			c.Namespace, c.Vouch = "filesystem", ""
+			b, _ := json.Marshal(c)
+			sum, err := vouch.Seal(builtin.Dir, vouch.Capability, c.Name, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Vouch = sum
+			doc.Capabilities[k] = c
+		}
+		b, _ := json.Marshal(doc)
+		return string(b)
 	})
+	// Its pin and cached copy vouched for too: only the namespace is
+	// wrong (pml images load vouches so for what it restores).
+	if err := registry.RevouchLockfile(builtin.Dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := registry.RevouchCache(builtin.Dir); err != nil {
+		t.Fatal(err)
+	}
 	names, stderr = listedNames(t, builtin)
 	if has(names, "double") {
 		t.Errorf("a capability in the built-in namespace filesystem is listed: %v", names)
 	}
-	if !strings.Contains(logText(stderr), `built-in namespace "filesystem"`) && !strings.Contains(logText(stderr), "not listed") {
-		t.Errorf("no line says why the capability is not listed:\n%s", stderr)
+	if !strings.Contains(logText(stderr), `it takes the built-in namespace "filesystem", which pml add refuses`) {
+		t.Errorf("no line says the capability takes a built-in namespace:\n%s", stderr)
 	}
 }
