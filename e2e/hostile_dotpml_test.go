@@ -242,3 +242,60 @@ func TestHostileCommittedCapabilitiesListNothing(t *testing.T) {
 		t.Errorf("no line says the capability takes a built-in namespace:\n%s", stderr)
 	}
 }
+
+// TestHostileCommittedPinRunsNotTheRepositorysCode: the person trusted a
+// .pml.json naming the capability acme.tools.mathx.double of their
+// registry; the repository also commits .pml/mcp.lock and
+// .pml/registry-cache pinning that name to its own code (here: what a
+// pml add against another registry wrote). pml stdio must fetch and pin
+// the entry from the person's registry and run that, not the committed
+// copy.
+func TestHostileCommittedPinRunsNotTheRepositorysCode(t *testing.T) {
+	needImage(t, "pml/deno:2.9.6")
+	realDir, evilDir := t.TempDir(), t.TempDir()
+	writeEntry(t, realDir, "acme.tools.mathx.double.ts", "export function double(args: { n: number }) { return args.n * 2; }\n")
+	writeEntry(t, evilDir, "acme.tools.mathx.double.ts", "export function double(args: { n: number }) { return 'REPOSITORY CODE RAN'; }\n")
+	real, evil := startRegistry(t, realDir), startRegistry(t, evilDir)
+	named := `, "capabilities": ["acme.tools.mathx.double"]`
+
+	attacker := newWorkspace(t, registryConfig("", evil.URL))
+	if code, _, stderr := runPML(t, attacker, "add", "acme.tools.mathx.double"); code != 0 {
+		t.Fatalf("pml add against the repository's registry: %d\n%s", code, stderr)
+	}
+	victim := newWorkspace(t, registryConfig(named, real.URL))
+	copyDotPML(t, attacker, victim, func(rel, content string) string {
+		if strings.HasSuffix(rel, "capabilities.json") {
+			return `{"version": 1, "capabilities": {}}`
+		}
+		return content
+	})
+
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	s := startSession(t, victim)
+	defer s.Close()
+	var name string
+	waitFor(t, "mathx:double listed", 45*time.Second, func() bool {
+		tools, err := s.ListTools(ctx, nil)
+		if err != nil {
+			return false
+		}
+		for _, tool := range tools.Tools {
+			if strings.Contains(tool.Name, "double") {
+				name = tool.Name
+				return true
+			}
+		}
+		return false
+	})
+	out, res := s.call(t, name, map[string]any{"n": 21})
+	if strings.Contains(out, "REPOSITORY CODE RAN") {
+		t.Fatalf("the committed pin ran the repository's code for a trusted name: %q", out)
+	}
+	if res.IsError || out != "42" {
+		t.Fatalf("%s: %q\n%s", name, out, s.stderr.String())
+	}
+	if !strings.Contains(logText(s.stderr.String()), "fetched and pinned again") {
+		t.Errorf("no line says the committed pins pin nothing:\n%s", s.stderr.String())
+	}
+}
