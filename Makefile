@@ -84,9 +84,12 @@ images-deno: docker
 	@bash images/deno/build.sh
 
 # pml-test/{everything,memory,filesystem}: real MCP servers as FROM scratch
-# images, and their static binaries in bin/testservers/ for native baselines.
-images-test: docker
+# images, and their static binaries in bin/testservers/ for native baselines;
+# pml-test/curl:bookworm: Debian's curl added to pml/node:18, a client of the
+# egress tests.
+images-test: docker images-node
 	@bash e2e/testservers/build.sh
+	@bash e2e/testservers/curl.sh
 
 # A real OCI registry (go-containerregistry's, blobs on disk, loopback only)
 # for the `pml images` e2e tests, built from the Go module proxy in a

@@ -40,6 +40,8 @@ func approverOf(b *Broker) *approve.Approver {
 		APIKeyApproval:    b.cloud.apiKeyApproval,
 		IntegrityApproval: b.registry.integrityApproval,
 		ApproveIntegrity:  b.registry.approveIntegrity,
+		GrantApproval:     b.grantApproval,
+		RecordGrant:       b.recordGrant,
 		Paused: func(wf *Workflow) bool {
 			_, ok := wf.Data.(*pausedCall)
 			return ok

@@ -142,6 +142,7 @@ func New(o Options) (*Broker, error) {
 		return nil, fmt.Errorf("%s: %w", o.Config.Path, err)
 	}
 	sb := newSandbox(o, pol, owner)
+	sb.grants = newEntryGrants(o.Trust, o.Workspace, o.Logger)
 	b := &Broker{
 		cfg:      o.Config,
 		sb:       sb,
@@ -181,14 +182,15 @@ func New(o Options) (*Broker, error) {
 	}
 	b.srv.tools.Add(shellTool, shellExec{sb: sb, image: o.Config.Sandbox.ShellImage})
 	b.srv.setupServers(b.cfg.Servers)
-	b.cloud = &cloudSide{sb: sb, cfg: o.Config, log: b.log, serverOf: b.srv.serverOf, listable: b.srv.listable, replaceTools: b.srv.replaceTools, approval: func(wf *Workflow) Approval { return b.ask.Approval(wf) }}
+	b.cloud = &cloudSide{sb: sb, cfg: o.Config, log: b.log, serverOf: b.srv.serverOf, listable: b.srv.cloudListable, replaceTools: b.srv.replaceTools, approval: func(wf *Workflow) Approval { return b.ask.Approval(wf) }}
 	b.cloud.setupCloud(o, b.runs)
 	b.registry = &registrySide{sb: sb, cfg: o.Config, log: b.log, cloud: b.cloud, decide: b.perms.Decide,
 		hasTool: b.srv.hasTool, serverOf: b.srv.serverOf, addServer: b.srv.addServer, approval: func(wf *Workflow) Approval { return b.ask.Approval(wf) },
 		serverAccess: func(cfg config.Server) approve.Access { return b.ask.ServerAccess(cfg) }}
 	b.registry.setupRegistry()
 	b.caps = &capabilities{registry: b.registry, cloud: b.cloud, sb: sb, log: b.log, runs: b.runs, deps: b.srv.deps,
-		serverOf: b.srv.serverOf, addServer: b.srv.addServer, install: b.srv.install, replaceTools: b.srv.replaceTools, dependencyApproval: func(wf *Workflow, srv config.Server) Approval { return b.ask.DependencyApproval(wf, srv) }, serverAccess: func(cfg config.Server) approve.Access { return b.ask.ServerAccess(cfg) }}
+		serverOf: b.srv.serverOf, addServer: b.srv.addServer, install: b.srv.install, replaceTools: b.srv.replaceTools, dependencyApproval: func(wf *Workflow, srv config.Server) Approval { return b.ask.DependencyApproval(wf, srv) }, serverAccess: func(cfg config.Server) approve.Access { return b.ask.ServerAccess(cfg) },
+		serverList: b.srv.serverList}
 	b.registry.listDeno = b.caps.listEntry
 	b.lister = &lister{sb: sb, cfg: o.Config, toolbox: b.toolbox, toolsCache: b.srv.toolsCache, deps: b.srv.deps, registry: b.registry,
 		serverList: b.srv.serverList, Tools: b.Tools}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -17,9 +18,12 @@ import (
 	"github.com/pml-dev/pml/internal/capname"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/deps"
+	"github.com/pml-dev/pml/internal/entrygrant"
 	"github.com/pml-dev/pml/internal/lazyre"
+	"github.com/pml-dev/pml/internal/mcpname"
 	"github.com/pml-dev/pml/internal/registry"
 	"github.com/pml-dev/pml/internal/safefs"
+	"github.com/pml-dev/pml/internal/termsafe"
 	"github.com/pml-dev/pml/internal/toolbox"
 )
 
@@ -54,6 +58,11 @@ type Capability struct {
 	// capability_vouch.go): a record pml add did not write here is not
 	// listed.
 	Vouch string `json:"vouch,omitempty"`
+	// Grant is what it gets of this machine (host variables and where
+	// they go, network, image), as the person granted it in pml add
+	// (registry_grant.go); nil when it asks for nothing. Never read from
+	// the workspace's file: the grant's record is the person's.
+	Grant *entrygrant.Grant `json:"-"`
 }
 
 // CapabilityFQDN reads what `pml add` was given, as the seeds write it
@@ -79,11 +88,7 @@ func CapabilityFQDN(arg string) (capname.Ref, registry.FQDN, error) {
 // builtinNamespace reports whether ns is one of pml's own: no capability
 // may take it (pml add refuses it; load drops a record that has it).
 func builtinNamespace(ns string) bool {
-	switch strings.ToLower(ns) {
-	case "filesystem", "shell", "pml":
-		return true
-	}
-	return false
+	return slices.Contains(builtinNamespaces, strings.ToLower(ns)) // capability_namespace.go
 }
 
 // Confirm asks the person running `pml add` to approve something (an
@@ -119,6 +124,8 @@ type capabilities struct {
 	// (capability_tools.go).
 	added        addedTools
 	serverAccess func(cfg config.Server) approve.Access
+	// serverList is the servers' (capability_namespace.go).
+	serverList func() []*server
 }
 
 // AddCapability fetches, locks, installs and records a capability.
@@ -133,6 +140,22 @@ func (cs *capabilities) AddCapability(ctx context.Context, arg string, confirm C
 		return Capability{}, fmt.Errorf("%w: %w", ErrInvalidInput, err)
 	}
 	name, fqdn := ref.Name, f.String()
+	// Before anything is fetched or locked: a namespace taken here
+	// (capability_namespace.go) is refused whatever the entry holds.
+	added, err := LoadCapabilities(cs.sb.ws)
+	if err != nil {
+		return Capability{}, err
+	}
+	if refs := cs.registry.cfg.Capabilities; len(refs) > 0 && cs.registry.lock != nil {
+		// Those .pml.json names that a session fetched and pinned.
+		named, _ := namedCapabilities(refs, added, cs.registry.lock)
+		for n, c := range named {
+			added[n] = c
+		}
+	}
+	if err := cs.namespaceTaken(name, f.Namespace, fqdn, added); err != nil {
+		return Capability{}, err
+	}
 	if ref.NeedsListing() {
 		if fqdn, err = cs.registry.resolveVersion(ctx, ref); err != nil {
 			return Capability{}, err
@@ -157,7 +180,9 @@ func (cs *capabilities) AddCapability(ctx context.Context, arg string, confirm C
 		c.Description = e.Meta.Description
 		c.EnvRequired = e.Meta.AllEnvRequired()
 		for _, t := range e.Meta.Tools {
-			if _, action, ok := strings.Cut(t, ":"); ok {
+			// Printed by pml add: a name outside MCP's rule is no tool
+			// pml lists (capability_tools.go).
+			if _, action, ok := strings.Cut(t, ":"); ok && mcpname.Tool(action) == nil {
 				c.Tools = append(c.Tools, action)
 			}
 		}
@@ -184,6 +209,9 @@ func (cs *capabilities) readyCapability(ctx context.Context, e *registry.Entry, 
 		if err != nil {
 			return err
 		}
+		if err := cs.confirmGrant(e, serverGrant(cfg), c, confirm); err != nil {
+			return err
+		}
 		srv := cs.addServer(cfg)
 		if cfg.Install != nil && !cs.deps.Installed(cfg) {
 			wf := &Workflow{Type: ApprovalDependency, Tool: cfg.Name + ":*"}
@@ -195,11 +223,19 @@ func (cs *capabilities) readyCapability(ctx context.Context, e *registry.Entry, 
 			}
 		}
 	case registry.TypeDeno:
-		c.Tools = ExportedFunctions(e.Code)
+		c.Tools = nil
+		for _, fn := range ExportedFunctions(e.Code, e.FQDN) {
+			if mcpname.Tool(fn) == nil {
+				c.Tools = append(c.Tools, fn)
+			}
+		}
 		if len(c.Tools) == 0 {
 			return fmt.Errorf("%s exports no function, so it has no tool to offer", e.FQDN)
 		}
 	case registry.TypeHTTP:
+		if err := cs.confirmGrant(e, httpGrant(e, c.Namespace, cs.cloud.client.URL), c, confirm); err != nil {
+			return err
+		}
 		if !cs.cloud.client.Enabled() {
 			cs.log.Warn().Msg(c.Name + " runs in the PML cloud: set PML_API_KEY to use it")
 		}
@@ -207,20 +243,91 @@ func (cs *capabilities) readyCapability(ctx context.Context, e *registry.Entry, 
 	return cs.readyDeps(ctx, e, c, confirm)
 }
 
-var exportFn = lazyre.New(`(?m)^\s*export\s+(?:async\s+)?function\s*\*?\s*([A-Za-z_$][A-Za-z0-9_$]*)\s*\(`)
+// confirmGrant puts what the entry asks of this machine to the person
+// running pml add (unless granted already) and records it: the same
+// grant a call would ask for, so the tools then run without that
+// question. Refused, nothing is added.
+func (cs *capabilities) confirmGrant(e *registry.Entry, g entrygrant.Grant, c *Capability, confirm Confirm) error {
+	g.Registry = e.Registry
+	g = g.Normal()
+	if g.Empty() {
+		return nil
+	}
+	c.Grant = &g
+	if cs.sb.grants.granted(g) {
+		return nil
+	}
+	where := "in " + cs.sb.grants.store.Path
+	if cs.sb.grants.store.Path == "" {
+		where = "for this process only (pml has no state directory: set HOME or XDG_STATE_HOME)"
+	}
+	a := Approval{ApprovalRequired: true, ApprovalType: ApprovalRegistryGrant, Tool: c.Namespace + ":*",
+		Description: fmt.Sprintf("%s (the registry entry %s from %s) asks for more than a tool's permission gives: %s. Grant it? pml records the grant %s and asks again if the entry asks for more.",
+			termsafe.Quote(c.Name, termsafe.DefaultMax), termsafe.Quote(e.FQDN, termsafe.DefaultMax), termsafe.Quote(e.Registry, termsafe.DefaultMax), shownGrant(g), where),
+		Options: []string{"continue", "abort"},
+		Context: map[string]any{"entry": g.Entry, "grant_kind": g.Kind, "grant_env": g.Env, "grant_hosts": g.Hosts, "grant_image": g.Image, "registry": e.Registry}}
+	if !confirm(a) {
+		return fmt.Errorf("%w: %s was not added: what it asks for (%s) was not granted", ErrRefused, c.Name, shownGrant(g))
+	}
+	return cs.sb.grants.record(g)
+}
+
+var (
+	exportFn      = lazyre.New(`(?m)^\s*export\s+(?:async\s+)?function\s*\*?\s*([A-Za-z_$][A-Za-z0-9_$]*)\s*\(`)
+	exportArrow   = lazyre.New(`(?m)^\s*export\s+(?:const|let|var)\s+([A-Za-z_$][A-Za-z0-9_$]*)\s*=\s*(?:async\s+)?(?:function\b|\(|[A-Za-z_$][A-Za-z0-9_$]*\s*=>)`)
+	exportDefault = lazyre.New(`(?m)^\s*export\s+default\s+(?:async\s+)?(?:function\b|\(|[A-Za-z_$][A-Za-z0-9_$]*\s*=>)`)
+)
 
 // ExportedFunctions lists the functions a deno capability exports (each
-// becomes a tool).
-func ExportedFunctions(code string) []string {
+// becomes a tool): `export function f`, `export const f = (…) =>`, and a
+// default export (`export default (args) => …`, as docs/capabilities.md
+// writes a one-function capability), which is the tool named by the
+// entry's action (fqdn: acme.tools.text.upper → upper). The runner is
+// told which export runs a tool by exportFor.
+func ExportedFunctions(code, fqdn string) []string {
 	var out []string
 	seen := map[string]bool{}
-	for _, m := range exportFn.FindAllStringSubmatch(code, -1) {
-		if !seen[m[1]] {
-			seen[m[1]] = true
-			out = append(out, m[1])
+	for _, re := range []*lazyre.Regexp{exportFn, exportArrow} {
+		for _, m := range re.FindAllStringSubmatch(code, -1) {
+			if !seen[m[1]] {
+				seen[m[1]] = true
+				out = append(out, m[1])
+			}
 		}
 	}
+	if action := defaultTool(code, fqdn); action != "" && !seen[action] {
+		out = append(out, action)
+	}
 	return out
+}
+
+// defaultTool is the tool name of the module's default export: the
+// entry's action, or "" when it has no default function export.
+func defaultTool(code, fqdn string) string {
+	if !exportDefault.MatchString(code) {
+		return ""
+	}
+	f, err := registry.ParseFQDN(fqdn)
+	if err != nil {
+		return ""
+	}
+	return f.Action
+}
+
+// exportFor is the module export that runs tool function fn: the named
+// export, else "default" for the tool of the default export.
+func exportFor(code, fqdn, fn string) string {
+	for _, re := range []*lazyre.Regexp{exportFn, exportArrow} {
+		for _, m := range re.FindAllStringSubmatch(code, -1) {
+			if m[1] == fn {
+				return fn
+			}
+		}
+	}
+	if fn != "" && defaultTool(code, fqdn) == fn {
+		return "default"
+	}
+	return fn
 }
 
 type capDoc struct {
@@ -321,6 +428,14 @@ func SortedCapabilities(caps map[string]Capability) []Capability {
 // cached copy when the registry is unreachable — and checked against the
 // lockfile.
 func (cs *capabilities) prepareCapability(ctx context.Context, c Capability) {
+	others, err := LoadCapabilities(cs.sb.ws)
+	if err == nil {
+		err = cs.namespaceTaken(c.Name, c.Namespace, c.FQDN, others)
+	}
+	if err != nil {
+		cs.log.Warn().Str("capability", c.Name).Msg("the capability is not loaded: " + err.Error())
+		return
+	}
 	tool := c.Namespace + ":" + firstOr(c.Tools, "run")
 	if c.Type == registry.TypeDeno {
 		cs.registerDenoCapability(ctx, c)

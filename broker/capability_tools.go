@@ -7,15 +7,18 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/pml-dev/pml/internal/capname"
+	"github.com/pml-dev/pml/internal/mcpname"
 	"github.com/pml-dev/pml/internal/panics"
 	"github.com/pml-dev/pml/internal/registry"
 	"github.com/pml-dev/pml/internal/routing"
+	"github.com/pml-dev/pml/internal/termsafe"
 	"github.com/pml-dev/pml/internal/toolbox"
 )
 
@@ -121,9 +124,21 @@ func (cs *capabilities) loadAdded() {
 			caps[n], named[n] = c, true
 		}
 	}
+	// A namespace taken by a built-in group, a configured server, the
+	// cloud or another capability (capability_namespace.go) is not
+	// listed; one listed before (a server configured since) leaves.
+	taken := map[string]error{}
+	for n, c := range caps {
+		if c.Type != registry.TypeDeno && c.Type != registry.TypeHTTP {
+			continue
+		}
+		if err := cs.namespaceTaken(n, c.Namespace, c.FQDN, caps); err != nil {
+			taken[n] = err
+		}
+	}
 	for _, name := range sortedKeys(a.listed) {
 		l := a.listed[name]
-		if c, ok := caps[name]; ok && c.FQDN == l.fqdn {
+		if c, ok := caps[name]; ok && c.FQDN == l.fqdn && taken[name] == nil {
 			continue
 		}
 		cs.replaceTools(l.tools, nil, denoExec{registry: cs.registry, runs: cs.runs})
@@ -131,10 +146,17 @@ func (cs *capabilities) loadAdded() {
 		cs.registry.mu.Lock()
 		delete(cs.registry.deno, l.namespace)
 		cs.registry.mu.Unlock()
+		if taken[name] != nil {
+			continue // said below
+		}
 		cs.log.Info().Str("capability", name).Msg("a capability was removed (pml remove, or out of .pml.json's capabilities); its tools are no longer listed")
 	}
 	for _, c := range SortedCapabilities(caps) {
 		if _, ok := a.listed[c.Name]; ok || c.Type != registry.TypeDeno && c.Type != registry.TypeHTTP {
+			continue
+		}
+		if err := taken[c.Name]; err != nil {
+			cs.log.Warn().Str("capability", c.Name).Msg("the capability is not listed: " + err.Error())
 			continue
 		}
 		if !readLock() {
@@ -206,7 +228,13 @@ func (cs *capabilities) listDeno(c Capability, e *registry.Entry) []string {
 	cs.cloud.router.AddLocal(c.Namespace)
 	desc, schema := cs.described(c, e)
 	var defs []toolbox.Tool
-	for _, fn := range ExportedFunctions(e.Code) {
+	for _, fn := range ExportedFunctions(e.Code, e.FQDN) {
+		// A registry chooses these names as a server does its tools'
+		// ("$x" is a JavaScript name, not an MCP one).
+		if err := mcpname.Tool(fn); err != nil {
+			cs.log.Warn().Str("capability", termsafe.Quote(c.Name, 0)).Str("tool", termsafe.Quote(fn, 0)).Msg("a function of the capability is not listed: " + err.Error())
+			continue
+		}
 		d := fmt.Sprintf("%s (from %s): runs the capability's function %s with the arguments object.", fn, e.FQDN, fn)
 		if desc != "" {
 			d = desc + " (" + d + ")"
@@ -266,6 +294,10 @@ func (cs *capabilities) listCloud(c Capability, e *registry.Entry) []string {
 	for _, tool := range e.Meta.Tools {
 		// An entry names the tools of its own namespace only.
 		if routing.Namespace(tool) != c.Namespace {
+			continue
+		}
+		if _, action, _ := strings.Cut(tool, ":"); mcpname.Tool(action) != nil {
+			cs.log.Warn().Str("capability", termsafe.Quote(c.Name, 0)).Str("tool", termsafe.Quote(tool, 0)).Msg("a tool of the capability is not listed: " + mcpname.Tool(action).Error())
 			continue
 		}
 		cs.cloud.regEnv[tool] = e.Meta.AllEnvRequired()

@@ -18,6 +18,7 @@ import (
 	"github.com/pml-dev/pml/internal/cloud"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/credentials"
+	"github.com/pml-dev/pml/internal/entrygrant"
 	"github.com/pml-dev/pml/internal/keysafe"
 	"github.com/pml-dev/pml/internal/routing"
 	"github.com/pml-dev/pml/internal/safefs"
@@ -60,6 +61,10 @@ type cloudSide struct {
 	// regEnv: the same for tools of registry http entries, kept apart so
 	// a refresh of the cloud's list does not drop them.
 	regEnv map[string][]string
+	// regGrant: what each such tool's calls send (its variables, the
+	// cloud.url and proxy_to hosts), which the person must have granted
+	// (registry_grant.go).
+	regGrant map[string]entrygrant.Grant
 	// ready closes when the first refresh after start has ended (either
 	// way); a tools/list waits for it at most listWait.
 	ready     chan struct{}
@@ -89,6 +94,7 @@ func (c *cloudSide) setupCloud(o Options, runs *codeRuns) {
 	c.router = routing.New(c.sb.ws, local)
 	c.env = map[string][]string{}
 	c.regEnv = map[string][]string{}
+	c.regGrant = map[string]entrygrant.Grant{}
 	c.ready = make(chan struct{})
 	c.exec = cloudExec{sb: c.sb, cloud: c, runs: runs}
 	if !c.client.Enabled() {
@@ -202,6 +208,15 @@ func (c *cloudSide) writeCloudTools(tools []*mcp.Tool) {
 			c.log.Warn().Err(err).Msg("caching the cloud's tool list")
 		}
 	}
+}
+
+// regGrantOf is what a registry http entry's tool sends, when tool is
+// one.
+func (c *cloudSide) regGrantOf(tool string) (entrygrant.Grant, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g, ok := c.regGrant[tool]
+	return g, ok
 }
 
 // isCloudTool reports whether a call goes to the cloud: its namespace is

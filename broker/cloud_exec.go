@@ -30,6 +30,12 @@ func (e cloudExec) Run(ctx context.Context, def toolbox.Tool, args map[string]an
 	if !c.Enabled() {
 		return errorResult(fmt.Errorf("%w: Cloud mode requires PML_API_KEY: %s runs in the PML cloud. Get a key at %s/settings and run pml init --api-key KEY (it goes to your user credentials file, not into the project), or set PML_API_KEY in pml's environment; local tools work without it", ErrCloud, def.Name, c.URL))
 	}
+	if g, ok := e.cloud.regGrantOf(def.Name); ok && !e.sb.grants.granted(g) {
+		// The approve layer asks first; this is the last guard before a
+		// registry's choice of variables leaves the machine.
+		return errorResult(fmt.Errorf("%w: %s comes from a registry entry whose calls would send %s, which you have not granted; nothing was sent. Call it again to be asked, or add it with `pml add`, which shows it",
+			ErrRefused, def.Name, shownGrant(g)))
+	}
 	keys, missing := byokFor(e.sb, e.cloud, def.Name)
 	if len(missing) > 0 {
 		return errorResult(fmt.Errorf("%w: %s needs %s, which is not set: %s", ErrCloud, def.Name, strings.Join(missing, ", "), whereToSet(e.sb.ws)))

@@ -51,5 +51,5 @@ func (e denoExec) Run(ctx context.Context, def toolbox.Tool, args map[string]any
 	if len(entry.Meta.Declared()) > 0 && call.UpFrontOf(ctx, def.Name) == nil {
 		return errorResult(fmt.Errorf("%w: %s was not run: its capability's declared tools were not checked against the permissions before the run (it was loaded meanwhile); call it again", ErrUnavailable, def.Name))
 	}
-	return e.runs.Start(ctx, def.Name, execute.Program{Module: entry.Code, Export: fn, Args: args})
+	return e.runs.Start(ctx, def.Name, execute.Program{Module: entry.Code, Export: exportFor(entry.Code, entry.FQDN, fn), Args: args})
 }

@@ -147,3 +147,31 @@ func TestAReloadThatTakesAMountAwayRestartsTheServersWithout(t *testing.T) {
 		t.Fatalf("read_file in the mount taken away: %+v", r)
 	}
 }
+
+// A source reached through a link in the workspace is one a container
+// could re-point: the filesystem tools refuse it as the containers do,
+// before any container, naming the mount.
+func TestAMountThroughTheWorkspaceIsRefusedToTheFilesystemTools(t *testing.T) {
+	data := outsideDir(t, "granted")
+	via := filepath.Join(outsideDir(t, "x"), "via")
+	f := newFixture(t, `{"permissions": {"allow": ["*"]}}`)
+	hop := filepath.Join(f.ws, "hop")
+	if err := os.Symlink(data, hop); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(hop, via); err != nil {
+		t.Fatal(err)
+	}
+	pml, _ := json.Marshal(map[string]any{"permissions": map[string]any{"allow": []string{"*"}}, "sandbox": map[string]any{"mounts": []any{map[string]any{"source": via, "target": "/via"}}}})
+	if err := os.WriteFile(filepath.Join(f.ws, ".pml.json"), pml, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.b.Reload(func(string) string { return "" })
+	r := f.call(t, "filesystem:read_file", map[string]any{"path": "/via/f.txt"})
+	if !r.IsError || strings.Contains(r.Text, "granted") || !strings.Contains(r.Text, via+", which now leads to "+data+", (sandbox.mounts) cannot be mounted: it is inside the workspace") {
+		t.Fatalf("got %+v", r)
+	}
+	if n := len(mountsOf(f, "pool:toolbox")); n != 0 {
+		t.Fatalf("%d toolbox containers started", n)
+	}
+}

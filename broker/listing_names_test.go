@@ -41,3 +41,73 @@ func TestToolNamesWithControlCharactersAreRefused(t *testing.T) {
 		t.Errorf("the log holds a raw bidi override:\n%s", out)
 	}
 }
+
+// A tool name outside MCP's rule (issue 50) is not listed either: "*"
+// (whose "Always" would read as a glob over the server), other glob
+// characters, invisible characters, a space, more than 128 characters.
+// The server's other tools are; the log says so once per name, however
+// often the server lists again.
+func TestToolNamesOutsideMCPsRuleAreRefused(t *testing.T) {
+	f := newFixture(t, `{"permissions": {"allow": ["filesystem:*"]}}`)
+	var logs bytes.Buffer
+	f.b.srv.log = zerolog.New(&logs)
+	srv := &server{cfg: config.Server{Name: "evil"}}
+	bad := []string{"*", "a?b", "[x]", `x\y`, "dele\u200bte", "\ufeffbom", "soft\u00adhy", "tag\U000e0041", "vs\ufe0f", "e\u0301", "two words", "a:b", strings.Repeat("x", 129)}
+	tools := []*mcp.Tool{{Name: "delete_all"}, {Name: "admin.tools.list"}, {Name: "user-profile/update"}, {Name: strings.Repeat("y", 128)}}
+	for _, n := range bad {
+		tools = append(tools, &mcp.Tool{Name: n})
+	}
+	for range 3 {
+		f.b.srv.registerServerTools(srv, tools)
+	}
+	for _, n := range []string{"delete_all", "admin.tools.list", "user-profile/update", strings.Repeat("y", 128)} {
+		if _, ok := f.b.srv.tools.Get("evil:" + n); !ok {
+			t.Errorf("evil:%s is not listed", n)
+		}
+	}
+	for _, n := range bad {
+		if _, ok := f.b.srv.tools.Get("evil:" + n); ok {
+			t.Errorf("%q is listed", "evil:"+n)
+		}
+	}
+	out := logs.String()
+	if got := strings.Count(out, "a tool is not listed"); got != len(bad) {
+		t.Errorf("%d log lines for %d names:\n%s", got, len(bad), out)
+	}
+	for _, q := range []string{`"tool":"*"`, `dele\\u200bte`, `tag\\U000e0041`, `e\\u0301`} {
+		if !strings.Contains(out, q) {
+			t.Errorf("the log does not hold %s:\n%s", q, out)
+		}
+	}
+	if strings.Contains(out, "\u200b") || strings.Contains(out, "\u0301") {
+		t.Errorf("the log holds an invisible character raw:\n%s", out)
+	}
+
+	// The cloud's tools are namespace:action, each part by the rule.
+	for name, want := range map[string]bool{"tavily:search": true, "tavily:*": false, "*:x": false, "noaction": false, "tav\u200bily:search": false, "a:b:c": false} {
+		if got := f.b.srv.cloudListable("the PML cloud", &mcp.Tool{Name: name}); got != want {
+			t.Errorf("cloudListable(%q) = %v", name, got)
+		}
+	}
+}
+
+// A call of a configured server's tool that has not been listed is asked
+// before the server says whether it has it; a name outside MCP's rule is
+// none the server may list, so it is not found at once: never asked, so
+// never saved by an "Always", never forwarded (issue 50).
+func TestACallOfANameOutsideTheRuleIsNotFound(t *testing.T) {
+	f := newFixture(t, `{"mcps": {"evil": {"image": "pml-test/probe"}}, "permissions": {"allow": ["filesystem:*"]}}`)
+	for _, name := range []string{"evil:*", "evil:a?b", "evil:dele\u200bte", "evil:two words", "nosuch:*"} {
+		r := f.call(t, name, map[string]any{})
+		if !r.IsError || !strings.Contains(r.Text, "no such tool") {
+			t.Errorf("%s: %+v", name, r)
+		}
+		if _, ok := r.Structured.(Approval); ok {
+			t.Errorf("%s was asked", name)
+		}
+	}
+	// A well-formed name of the server is still asked.
+	if r := f.call(t, "evil:delete_all", map[string]any{}); r.IsError {
+		t.Errorf("evil:delete_all: %+v", r)
+	}
+}

@@ -53,8 +53,13 @@ func (s *serverSet) loadServer(ctx context.Context, srv *server) error {
 var errNotInstalled = errors.New("not installed")
 
 // prepare checks what must hold before the server's container may
-// start: its environment.
+// start: a registry server's grant, its environment.
 func (srv *server) prepare(sb *sandbox) error {
+	// A registry server's variables, network and image are the
+	// person's grant (registry_grant.go), whatever path starts it.
+	if err := sb.grants.checkServer(srv.cfg); err != nil {
+		return err
+	}
 	env, err := sb.envFor(srv.cfg)
 	if err != nil {
 		return err

@@ -2,10 +2,18 @@ package broker
 
 import (
 	"context"
+	"fmt"
+	"strings"
 
 	"github.com/pml-dev/pml/broker/approve"
+	"github.com/pml-dev/pml/broker/call"
 	tl "github.com/pml-dev/pml/broker/tools"
+	"github.com/pml-dev/pml/internal/capname"
+	"github.com/pml-dev/pml/internal/config"
+	"github.com/pml-dev/pml/internal/mcpname"
+	"github.com/pml-dev/pml/internal/termsafe"
 	"github.com/pml-dev/pml/internal/toolbox"
+	"github.com/pml-dev/pml/internal/trust"
 )
 
 // chain builds the request path, outermost first:
@@ -35,10 +43,50 @@ func resolveLayerOf(b *Broker, next Handler) tl.ResolveLayer {
 	return tl.ResolveLayer{
 		Next: next,
 		Known: func(tool string) bool {
-			return b.srv.hasTool(tool) || b.srv.serverOf(tool) != nil || b.cloud.isCloudTool(tool)
+			if b.srv.hasTool(tool) {
+				return true
+			}
+			// A tool a server has not listed (yet) is its own to answer,
+			// but a name outside MCP's rule is none it may list
+			// (server_tools.go): not asked about, not forwarded.
+			return ruledAction(tool) && (b.srv.serverOf(tool) != nil || b.cloud.isCloudTool(tool))
 		},
-		RegistryName: func(tool string) bool { return registryCandidate(tool) && b.registry.registryLookups() },
+		RegistryName: func(tool string) bool {
+			return ruledAction(tool) && registryCandidate(tool) && b.registry.registryLookups()
+		},
+		Withheld: func(tool string) error {
+			return withheldByTrust(tool, b.ask.TrustState.Untrusted(), trust.Names(b.ask.Config), b.sb.ws)
+		},
 	}
+}
+
+// withheldByTrust says, for a tool no source has, whether the project's
+// policy would offer it once trusted: its namespace is a server of mcps
+// or the namespace of a capability the policy names, each a grant that
+// is not trusted (untrusted). A CI job calling it gets "trust the
+// checkout" (exit 3, as docs/ci.md says), not "no such tool".
+func withheldByTrust(tool string, untrusted []config.Grant, files, ws string) error {
+	ns, _, ok := strings.Cut(tool, ":")
+	if !ok || ns == "" {
+		return nil
+	}
+	for _, g := range untrusted {
+		what := ""
+		switch {
+		case strings.HasPrefix(g.Key, "mcps."+ns+"#"):
+			what = "the server " + termsafe.Quote(ns, 128) + " of mcps"
+		case strings.HasPrefix(g.Key, "capabilities="):
+			name := strings.TrimPrefix(g.Key, "capabilities=")
+			if ref, err := capname.Parse(name); err == nil && strings.EqualFold(ref.Namespace, ns) {
+				what = "the capability " + termsafe.Quote(name, 200) + " of capabilities"
+			}
+		}
+		if what != "" {
+			return fmt.Errorf("%w: %s comes from %s in %s, whose content is not trusted, so it is not offered: review the file and run `pml trust` in %s (a CI job: `pml trust --yes` on the checkout it chose)",
+				call.ErrNotTrusted, termsafe.Quote(tool, 200), what, files, ws)
+		}
+	}
+	return nil
 }
 
 // registryLayer is the registry layer of broker's registry, whose
@@ -75,8 +123,16 @@ func approveLayerOf(b *Broker, next Handler) approve.Layer {
 		Local: func(ctx context.Context, tool string, args map[string]any) Result {
 			return b.cloud.exec.Run(ctx, toolbox.Tool{Name: tool}, args)
 		},
-		Ask: b.ask,
+		GrantNeeded: b.grantNeeded,
+		Ask:         b.ask,
 	}
 }
 
 func executeLayerOf(b *Broker) executeLayer { return executeLayer{run: b.runTool} }
+
+// ruledAction reports whether the action of tool (namespace:action)
+// follows MCP's rule for tool names (internal/mcpname).
+func ruledAction(tool string) bool {
+	_, action, ok := strings.Cut(tool, ":")
+	return ok && mcpname.Tool(action) == nil
+}

@@ -258,11 +258,15 @@ func (r *registrySide) useEntry(e *registry.Entry, tool string) error {
 	case registry.TypeHTTP:
 		// An http server runs in the cloud, with the user's keys.
 		r.cloud.router.AddServer(ns)
+		// Its variables leave the machine only as the person granted
+		// (registry_grant.go): the grant is what its calls would send.
+		g := httpGrant(e, ns, r.cloud.client.URL)
+		r.cloud.mu.Lock()
 		if e.Meta != nil {
-			r.cloud.mu.Lock()
 			r.cloud.regEnv[tool] = e.Meta.AllEnvRequired()
-			r.cloud.mu.Unlock()
 		}
+		r.cloud.regGrant[tool] = g
+		r.cloud.mu.Unlock()
 		return nil
 	case registry.TypeDeno:
 		// Its exported functions become tools, like an added capability's.

@@ -42,8 +42,17 @@ func fakeRegistryDir(t *testing.T) (dir, pmlJSON string) {
 func TestARegistryToolIsFetchedLockedAndRun(t *testing.T) {
 	dir, cfg := fakeRegistryDir(t)
 	f := newFixture(t, cfg)
+	// The entry chose its image: a grant of its own, asked though
+	// regfake:* is allowed (registry_grant.go), then the call runs.
+	ga := approvalOf(t, f.call(t, "regfake:echo", map[string]any{"text": "reg"}))
+	if ga.ApprovalType != ApprovalRegistryGrant || ga.Context["grant_image"] != "fake-image" || !strings.Contains(ga.Description, "fake-image") {
+		t.Fatalf("registry grant approval: %+v", ga)
+	}
+	if r := f.b.Call(context.Background(), Request{Tool: ContinueTool, Args: []byte(fmt.Sprintf(`{"workflow_id": %q, "approved": true}`, ga.WorkflowID)), Workflows: f.wf}); r.IsError || r.Text != "echo: reg" {
+		t.Fatalf("regfake:echo after the grant: %+v", r)
+	}
 	if r := f.call(t, "regfake:echo", map[string]any{"text": "reg"}); r.IsError || r.Text != "echo: reg" {
-		t.Fatalf("regfake:echo: %+v", r)
+		t.Fatalf("regfake:echo, granted: %+v", r)
 	}
 	if _, err := os.Stat(filepath.Join(f.ws, ".pml", "mcp.lock")); err != nil {
 		t.Fatalf("no lockfile: %v", err)
@@ -60,6 +69,9 @@ func TestARegistryToolIsFetchedLockedAndRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := newFixtureIn(t, f.ws)
+	// The person's record of grants outlives a session (here: the
+	// fixture's in-memory one, shared).
+	g.b.sb.grants = f.b.sb.grants
 	before := len(auditEntries(t, g.ws))
 	a := approvalOf(t, g.call(t, "regfake:echo", map[string]any{"text": "again"}))
 	if a.ApprovalType != ApprovalIntegrity || a.Context["fqdn"] == nil {

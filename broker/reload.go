@@ -101,6 +101,7 @@ func (b *Broker) Reload(env func(string) string) {
 	// to the next container; the rest of sandbox is read once.
 	b.sb.setPolicy(pol)
 	b.sb.extra.Replace(cfg.Sandbox.Mounts)
+	b.sb.extra.Servers(cfg.Servers)
 	b.sb.egress.Shell.Store(&cfg.Sandbox.Network.Rules)
 	if restart := restartOnly(last.Sandbox, cfg.Sandbox); len(restart) > 0 {
 		b.log.Warn().Str("file", cfg.Path).Strs("keys", restart).Msg("these sandbox settings changed in .pml.json and apply when pml restarts")

@@ -72,6 +72,9 @@ type sandbox struct {
 	// extra is the project's extra mounts (sandbox.mounts, as far as
 	// trust granted them), resolved and checked at each container.
 	extra *extramount.Set
+	// grants is what the person granted registry entries
+	// (registry_grant.go): a registry server starts only within it.
+	grants *entryGrants
 }
 
 // newSandbox builds the sandbox of a broker: the runtime goes through
@@ -89,6 +92,7 @@ func newSandbox(o Options, pol policies.Policy, owner container.Owner) *sandbox 
 		inside:  o.Inside,
 		extra:   extramount.New(o.Workspace, o.Config.Sandbox.Mounts, nil),
 	}
+	sb.extra.Servers(o.Config.Servers)
 	if sb.inside == nil {
 		sb.inside = inside.NewSource(o.Runtime).Program
 	}

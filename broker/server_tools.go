@@ -2,11 +2,13 @@ package broker
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	tl "github.com/pml-dev/pml/broker/tools"
+	"github.com/pml-dev/pml/internal/mcpname"
 	"github.com/pml-dev/pml/internal/termsafe"
 	"github.com/pml-dev/pml/internal/toolbox"
 )
@@ -44,22 +46,55 @@ func (s *serverSet) registerServerTools(srv *server, tools []*mcp.Tool) {
 	srv.mu.Unlock()
 }
 
-// listable reports whether a tool a server (or the cloud) listed may be
-// listed by pml: a name with a control character, a bidi control or
-// invalid UTF-8 is dropped, with a log line naming the source and the
-// name quoted. Such a name would reach the client's screens (the tool
-// list, approvals, pml tools) and the audit as the server wrote it, and no
-// honest tool needs one.
+// listable reports whether a tool a server listed may be listed by pml:
+// a name outside MCP's rule (internal/mcpname: 1–128 of A-Z a-z 0-9 _ -
+// . /) is left out, with one log line naming the server and the name
+// quoted; the server's other tools are listed. Such a name would reach
+// the client's screens (the tool list, approvals, pml tools), the audit
+// and the permission patterns as the server wrote it: "*" would make one
+// "Always" a glob over the server, a zero-width space or a combining mark
+// would let it pass for another tool, and no honest tool needs one.
 func (s *serverSet) listable(source string, t *mcp.Tool) bool {
 	if t == nil {
 		return false
 	}
-	if termsafe.Has(t.Name) {
-		s.log.Warn().Str("server", termsafe.Quote(source, 0)).Str("tool", termsafe.Quote(t.Name, 0)).
-			Msg("a tool name with control or bidi characters is not listed (the server must rename it)")
+	return s.nameListable(source, t.Name, mcpname.Tool(t.Name))
+}
+
+// cloudListable is listable for the cloud's tools, named namespace:action:
+// each part must follow the rule.
+func (s *serverSet) cloudListable(source string, t *mcp.Tool) bool {
+	if t == nil {
 		return false
 	}
-	return true
+	ns, action, ok := strings.Cut(t.Name, ":")
+	err := mcpname.Tool(ns)
+	if err == nil {
+		err = mcpname.Tool(action)
+	}
+	if !ok && err == nil {
+		err = fmt.Errorf("the tool name %q is not namespace:action", termsafe.Quote(t.Name, 80))
+	}
+	return s.nameListable(source, t.Name, err)
+}
+
+// nameListable logs, once per source and name, why a name is not listed.
+func (s *serverSet) nameListable(source, name string, err error) bool {
+	if err == nil {
+		return true
+	}
+	s.refusedMu.Lock()
+	if s.refused == nil {
+		s.refused = map[[2]string]bool{}
+	}
+	seen := s.refused[[2]string{source, name}]
+	s.refused[[2]string{source, name}] = true
+	s.refusedMu.Unlock()
+	if !seen {
+		s.log.Warn().Str("server", termsafe.Quote(source, 0)).Str("tool", termsafe.Quote(name, 0)).
+			Msg("a tool is not listed: " + err.Error() + "; the server's other tools are, and this one is listed once the server renames it")
+	}
+	return false
 }
 
 // replaceTools swaps one source's tools in the table (tools.Table.Replace).

@@ -76,6 +76,11 @@ type serverSet struct {
 	loadRegistryServers func(ctx context.Context)
 	// decide is the permissions in force (PreinstallApproved, ListedTools).
 	decide func(tool string) (Decision, string)
+
+	// refused holds the names (source, name) left out of a listing and
+	// logged once (server_tools.go).
+	refusedMu sync.Mutex
+	refused   map[[2]string]bool
 }
 
 // setupServers creates (but does not start) the configured servers.

@@ -18,6 +18,11 @@ func (b *Broker) LoadServers(ctx context.Context) {
 	b.srv.LoadServers(ctx)
 }
 
+// LoadAddedCapabilities lists the added capabilities' tools (and those
+// .pml.json names) from the lockfile and the cache, never the network:
+// pml call runs one as pml stdio does.
+func (b *Broker) LoadAddedCapabilities() { b.caps.loadAdded() }
+
 // InstallNewServer installs and lists a server not (yet) in .pml.json
 // (pml add); see serverSet.InstallNewServer.
 func (b *Broker) InstallNewServer(ctx context.Context, cfg config.Server) ([]Tool, error) {

@@ -122,7 +122,38 @@ func (e shellExec) Run(ctx context.Context, def toolbox.Tool, args map[string]an
 		}
 		return *failure
 	}
-	return Result{Text: formatShell(out), Structured: out, IsError: out.ExitCode != 0}
+	text := formatShell(out)
+	if out.ExitCode != 0 && e.sb.egress.Shell.Load().Empty() && networkFailure(out.Stdout+out.Stderr) {
+		text += isolatedNote
+	}
+	return Result{Text: text, Structured: out, IsError: out.ExitCode != 0}
+}
+
+// isolatedNote follows a failed command whose output says it could not
+// reach the network, in a container pml gave none: what the person and
+// the model see otherwise is "Network is unreachable" or "bad address",
+// which reads like an outage rather than a rule.
+const isolatedNote = "note: shell:exec runs with no network on purpose (pml isolates tools from your network and the internet). " +
+	"To let it reach a host, add the host to sandbox.network.allow in .pml.json " +
+	"(e.g. {\"sandbox\": {\"network\": {\"allow\": [\"example.com\"]}}}) and run `pml trust`; docs/network.md says more.\n"
+
+// networkSigns are what common clients print when a name cannot be
+// resolved or no route exists (busybox wget, curl, Node, Python, git,
+// getaddrinfo).
+var networkSigns = []string{
+	"network is unreachable", "bad address", "could not resolve host", "temporary failure in name resolution",
+	"name or service not known", "getaddrinfo", "enotfound", "eai_again", "no address associated with hostname",
+	"could not resolve hostname", "nodename nor servname",
+}
+
+func networkFailure(output string) bool {
+	low := strings.ToLower(output)
+	for _, s := range networkSigns {
+		if strings.Contains(low, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // cwd checks the optional cwd argument: an existing directory in the

@@ -22,6 +22,7 @@ const (
 	ApprovalDependency     = workflow.ApprovalDependency
 	ApprovalIntegrity      = workflow.ApprovalIntegrity
 	ApprovalAPIKey         = workflow.ApprovalAPIKey
+	ApprovalRegistryGrant  = workflow.ApprovalRegistryGrant
 	MaxWorkflows           = workflow.MaxWorkflows
 )
 

@@ -57,7 +57,8 @@ func TestAddRunListRemoveACapability(t *testing.T) {
 	ws := newWorkspace(t, registryConfig("", reg.URL))
 	ws.write(".mcp.json", `{"mcpServers": {"other": {"command": "other-server"}}, "x-custom": 1}`)
 
-	if code, _, stderr := runPML(t, ws, "add", "regprobe"); code != 0 || !strings.Contains(stderr, "regprobe added") {
+	// --yes grants what the entry asks of this machine (its image).
+	if code, _, stderr := runPML(t, ws, "add", "regprobe", "--yes"); code != 0 || !strings.Contains(stderr, "regprobe added") {
 		t.Fatalf("pml add: exit %d\n%s", code, stderr)
 	}
 	var mcpFile struct {
@@ -140,7 +141,7 @@ func TestAddRefusesUnknownAndAsksForAChangedEntry(t *testing.T) {
 	if code, _, stderr := runPML(t, ws, "add", "Bad Name"); code != 2 {
 		t.Errorf("bad name: exit %d %s", code, stderr)
 	}
-	if code, _, stderr := runPML(t, ws, "add", "chg"); code != 0 {
+	if code, _, stderr := runPML(t, ws, "add", "chg", "--yes"); code != 0 {
 		t.Fatalf("add: %d %s", code, stderr)
 	}
 	_, before := readLock(t, ws)

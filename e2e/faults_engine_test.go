@@ -158,6 +158,78 @@ func TestCallTimeoutWithTheEngineFrozenDuringTheCall(t *testing.T) {
 	reapedByNextStart(t, f, ws)
 }
 
+// TestCallTimeoutCoversTheReapOfAKilledPml: a pml killed while its
+// shell:exec container ran left its journal in .pml/guard (that container
+// could write pml's own files), and the engine does not answer
+// (SIGSTOP). The next pml call --timeout 5s must first remove that
+// container, and waited 15 s for the engine before its own deadline was
+// even set (it took 15.1 s, issue 51, item 3). Now the deadline covers
+// the reap: the call ends within it (plus slack for a loaded machine),
+// exits 124 saying the deadline passed while the engine did not answer
+// and that nothing ran, and keeps the journal: once the engine answers,
+// the next start removes the container.
+func TestCallTimeoutCoversTheReapOfAKilledPml(t *testing.T) {
+	f := sharedFaultEngine(t)
+	ws := newWorkspace(t, `{"permissions": {"allow": ["shell:exec"]}}`)
+	t.Cleanup(func() { f.RemoveContainersOf(t, ws.Dir) })
+
+	cmd := exec.Command(pmlBin, "call", "shell:exec", `{"command": "sleep 60"}`, "--timeout", "90s")
+	cmd.Dir = ws.Dir
+	cmd.Env = cliEnv(f.Env()...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the call's container to run", 30*time.Second, func() bool {
+		for _, c := range f.ContainersOf(t, ws.Dir) {
+			if c.State == "running" && c.Labels["pml.purpose"] == "pool:shell" {
+				return true
+			}
+		}
+		return false
+	})
+	journals := func() []string {
+		j, _ := filepath.Glob(ws.path(".pml/guard/journal-*.json"))
+		return j
+	}
+	if len(journals()) == 0 {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		t.Fatalf("no journal in .pml/guard while a shell:exec container runs")
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+
+	f.Freeze(t)
+	began := time.Now()
+	r := runCLI(t, ws.Dir, f.Env(), "", "call", "shell:exec", `{"command": "echo must not run"}`, "--timeout", faultTimeout.String())
+	took := time.Since(began)
+	f.Thaw(t)
+	out := callJSON(t, r)
+	t.Logf("pml call --timeout %s with a killed pml's journal and the engine frozen: exit %d after %v: %s", faultTimeout, r.code, took.Round(time.Millisecond), out.Text)
+	if bound := faultTimeout + 5*time.Second; took > bound {
+		t.Errorf("pml call --timeout %s took %v with a killed pml's journal and the engine frozen, more than %v", faultTimeout, took.Round(time.Millisecond), bound)
+	}
+	if r.code != 124 || out.Outcome != "timeout" || !strings.HasPrefix(out.Text, "--timeout 5s expired before the call started") {
+		t.Errorf("exit %d, outcome %q, text %q, want 124, timeout, the deadline", r.code, out.Outcome, out.Text)
+	}
+	if !strings.Contains(out.Text, "the container engine did not answer") || !strings.Contains(out.Text, "Nothing ran") {
+		t.Errorf("the message does not say the engine did not answer and nothing ran: %q", out.Text)
+	}
+	if strings.Contains(out.Text, "must not run") || !strings.Contains(string(r.stderr), "--timeout 5s expired") {
+		t.Errorf("the command ran, or stderr does not say why it did not:\n%s\n%s", out.Text, r.stderr)
+	}
+	noFalseRemoval(t, out.Text)
+	if len(journals()) == 0 {
+		t.Errorf("the killed pml's journal was dropped before its container was removed")
+	}
+	reapedByNextStart(t, f, ws)
+	if j := journals(); len(j) != 0 {
+		t.Errorf("after the next start the journal is still there: %v", j)
+	}
+}
+
 // TestEngineRestartedMidSession: a pml stdio session calls tools, the
 // engine hangs during a call (which still ends within its timeout_ms plus
 // a second: it took 34 s), is stopped and started again (its containers

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // probeEntry is registry metadata for the probe server under namespace
@@ -23,6 +25,27 @@ func writeEntry(t *testing.T, dir, name, body string) {
 	if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// callGranted calls a registry entry's tool, granting (continue) what
+// its entry asks of this machine when that is asked first (an approval of
+// type registry_grant: its image, variables, network), as a person would.
+func callGranted(t *testing.T, s *session, tool string, args map[string]any) (string, *mcp.CallToolResult) {
+	t.Helper()
+	out, res := s.call(t, tool, args)
+	var a approval
+	if res.IsError || res.StructuredContent == nil {
+		return out, res
+	}
+	structured(t, res, &a)
+	if a.ApprovalType != "registry_grant" {
+		return out, res
+	}
+	with := map[string]any{"continue_workflow": cont(a.WorkflowID, true, false)}
+	for k, v := range args {
+		with[k] = v
+	}
+	return s.call(t, tool, with)
 }
 
 func registryConfig(extra string, urls ...string) string {
@@ -64,7 +87,7 @@ func TestARegistryServerIsFetchedLockedApprovedAndWorksOffline(t *testing.T) {
 
 	// First use: fetched (4-part name → redirect → hashed version), locked, run.
 	s := startSession(t, ws)
-	out, res := s.call(t, "regprobe:env", nil)
+	out, res := callGranted(t, s, "regprobe:env", nil)
 	if res.IsError || !strings.Contains(out, "GREETING=v1") {
 		t.Fatalf("regprobe:env: %q\n%s", out, s.stderr.String())
 	}
@@ -141,10 +164,10 @@ func TestUnknownRegistryToolsAndFirstMatchAndPrivateOverride(t *testing.T) {
 	ws := newWorkspace(t, registryConfig(private, regA.URL, regB.URL))
 	s := startSession(t, ws)
 
-	if out, res := s.call(t, "both:env", nil); res.IsError || !strings.Contains(out, "GREETING=from-A") {
+	if out, res := callGranted(t, s, "both:env", nil); res.IsError || !strings.Contains(out, "GREETING=from-A") {
 		t.Errorf("first match should win: %q", out)
 	}
-	if out, res := s.call(t, "onlyb:env", nil); res.IsError || !strings.Contains(out, "GREETING=from-B") {
+	if out, res := callGranted(t, s, "onlyb:env", nil); res.IsError || !strings.Contains(out, "GREETING=from-B") {
 		t.Errorf("an entry only the second registry has: %q", out)
 	}
 	if n := requestsFor(regB, "both"); n != 0 {

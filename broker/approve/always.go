@@ -9,7 +9,10 @@ import (
 	"github.com/pml-dev/pml/internal/toolglob"
 )
 
-// AllowAlways persists tool in permissions.allow and applies it at once.
+// AllowAlways persists tool in permissions.allow and applies it at once,
+// as an exact pattern: the glob characters of its name escaped
+// (toolglob.Escape), so "always" for a tool named evil:* allows that one
+// tool, not every tool of evil.
 // Without a .pml.json, the file is first created with the built-in
 // defaults, so saving one answer does not take the defaults away.
 func (ap *Approver) AllowAlways(tool string) error {
@@ -34,7 +37,9 @@ func (ap *Approver) AllowAlways(tool string) error {
 		if err != nil {
 			return err
 		}
-		p.Allow = append(append([]string(nil), p.Allow...), tool)
+		// The escaped name the file now holds (config.AddAllowData):
+		// exactly this tool, even when its name holds a glob character.
+		p.Allow = append(append([]string(nil), p.Allow...), toolglob.Escape(tool))
 		if inAsk {
 			// Every exact name of the tool leaves, in whatever form it
 			// was written ("SHELL:EXEC", "shell__exec"): any of them

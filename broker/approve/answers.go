@@ -97,6 +97,18 @@ func (ap *Approver) Answer(ctx context.Context, c *Call, wfs *Workflows, wf *Wor
 		c.Note(audit.Entry{Tool: wf.Tool, Decision: audit.Approved, WorkflowID: wf.ID, Reason: "integrity change approved", ArgKeys: keys})
 		return ap.ApproveIntegrity(ctx, c, wfs, wf)
 	}
+	if wf.Type == ApprovalRegistryGrant {
+		// Recorded first: if it cannot be, nothing runs. "always" adds
+		// nothing here (the grant is kept either way; the tool's own
+		// permission is not what was asked).
+		if err := ap.RecordGrant(wf); err != nil {
+			wfs.Release(wf)
+			c.Note(audit.Entry{Tool: wf.Tool, Decision: audit.Failed, WorkflowID: wf.ID, Reason: "could not record the registry grant", ArgKeys: keys})
+			return errorResult(fmt.Errorf("could not record the grant for %s: %v; %s", wf.Tool, err, notRun(wf)))
+		}
+		wfs.Finish(wf)
+		return ap.Run(ctx, c, wf.Tool, wf.Args, decision, wf.Pattern, wf.ID)
+	}
 	if d, ok := wf.Data.(*call.Declared); ok {
 		if always {
 			wfs.Release(wf)

@@ -11,6 +11,7 @@ import (
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/deps"
 	"github.com/pml-dev/pml/internal/termsafe"
+	"github.com/pml-dev/pml/internal/toolglob"
 	"github.com/pml-dev/pml/internal/wirename"
 )
 
@@ -21,6 +22,8 @@ func (ap *Approver) ApprovalFor(wf *Workflow) Approval {
 		return ap.APIKeyApproval(wf)
 	case ApprovalIntegrity:
 		return ap.IntegrityApproval(wf)
+	case ApprovalRegistryGrant:
+		return ap.GrantApproval(wf)
 	}
 	if wf.Type == ApprovalDependency {
 		if srv, ok := ap.ServerOf(wf.Tool); ok && srv.Install != nil {
@@ -71,7 +74,9 @@ func ApprovalResult(a Approval) Result {
 	if adds, ok := a.Context["always_adds"].(string); ok && slices.Contains(a.Options, "always") {
 		always = fmt.Sprintf("\"always\" adds %s. ", adds)
 	} else if slices.Contains(a.Options, "always") {
-		always = fmt.Sprintf("\"always\" adds %s to permissions.allow in .pml.json (and takes the exact name out of permissions.ask). ", a.Tool)
+		// What AllowAlways saves: the name with its glob characters
+		// escaped (evil:* as evil:\*).
+		always = fmt.Sprintf("\"always\" adds %s to permissions.allow in .pml.json (and takes the exact name out of permissions.ask). ", shown(toolglob.Escape(a.Tool)))
 	} else if why, ok := a.Context["always_not_offered"].(string); ok {
 		always = fmt.Sprintf("\"always\" is not offered: %s. ", why)
 	}

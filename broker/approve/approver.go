@@ -53,6 +53,11 @@ type Approver struct {
 	APIKeyApproval    func(wf *Workflow) Approval
 	IntegrityApproval func(wf *Workflow) Approval
 	ApproveIntegrity  func(ctx context.Context, c *Call, wfs *Workflows, wf *Workflow) Result
+	// GrantApproval describes what a registry entry asks of this
+	// machine (its workflow's Data, from Layer.GrantNeeded); RecordGrant
+	// records it as the person's grant, outside the workspace.
+	GrantApproval func(wf *Workflow) Approval
+	RecordGrant   func(wf *Workflow) error
 	// Paused says whether wf holds the inner call of a paused code run,
 	// which ResumeRun answers (the run goes on or stops).
 	Paused    func(wf *Workflow) bool

@@ -27,6 +27,11 @@ type Layer struct {
 	MissingKeys func(ctx context.Context, tool string) []string
 	CloudOn     func() bool
 	Local       func(ctx context.Context, tool string, args map[string]any) Result
+	// GrantNeeded: the tool's registry entry asks for host variables,
+	// network or an image the person has not granted; grant is what it
+	// asks (the workflow's Data). Asked before anything else, whatever
+	// the tool's permission: an allow pattern is not that grant.
+	GrantNeeded func(tool string) (grant any, needed bool)
 	// Ask puts the approval to the person.
 	Ask *Approver
 }
@@ -51,6 +56,8 @@ func (l Layer) Call(ctx context.Context, c *Call) Result {
 		res := l.Local(ctx, c.Tool, c.Args)
 		c.Note(audit.Entry{Tool: c.Tool, Decision: audit.Failed, Pattern: c.Pattern, Reason: "local mode", ArgKeys: audit.Keys(c.Args)})
 		return res
+	case l.grantNeeded(c):
+		return l.askGrant(ctx, c)
 	case c.Decision == call.Ask && !approvedBefore || declared != nil || needsInstall && c.Decision != call.Allow || len(missingKeys) > 0:
 		typ := ApprovalToolPermission
 		switch {
@@ -66,6 +73,32 @@ func (l Layer) Call(ctx context.Context, c *Call) Result {
 		return l.Ask.Run(ctx, c, c.Tool, c.Args, audit.Approved, c.Pattern, run.WorkflowID)
 	}
 	return l.Next.Call(ctx, c)
+}
+
+// grantNeeded reports whether the call's registry entry needs the
+// person's grant first.
+func (l Layer) grantNeeded(c *Call) bool {
+	if l.GrantNeeded == nil {
+		return false
+	}
+	_, need := l.GrantNeeded(c.Tool)
+	return need
+}
+
+// askGrant puts what the call's registry entry asks of this machine to
+// the person; approved, it is recorded and the call runs (the approval
+// names the call, so it is the call's approval too).
+func (l Layer) askGrant(ctx context.Context, c *Call) Result {
+	c.DecodeArgs()
+	if res, refused := l.Ask.NeedsDialog(c, c.Tool, c.Pattern, c.Args); refused {
+		return res
+	}
+	g, _ := l.GrantNeeded(c.Tool)
+	wf := c.Req.Workflows.Create(ApprovalRegistryGrant, c.Tool, c.Args, c.Pattern)
+	wf.Data = g
+	approval := l.Ask.ApprovalFor(wf)
+	c.Note(audit.Entry{Tool: c.Tool, Decision: audit.Asked, Pattern: c.Pattern, WorkflowID: wf.ID, Reason: "registry grant", ArgKeys: audit.Keys(c.Args)})
+	return l.Ask.AskInDialog(ctx, c, wf, approval)
 }
 
 // ask opens a workflow of typ for the call and puts it to the person.

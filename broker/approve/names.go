@@ -28,6 +28,7 @@ const (
 	ApprovalDependency     = workflow.ApprovalDependency
 	ApprovalIntegrity      = workflow.ApprovalIntegrity
 	ApprovalAPIKey         = workflow.ApprovalAPIKey
+	ApprovalRegistryGrant  = workflow.ApprovalRegistryGrant
 )
 
 var (

@@ -16,6 +16,9 @@ var (
 	ErrNotFound = errdefs.New(errdefs.ErrNotFound, "no such tool")
 	// ErrUnavailable: the container runtime (or an image) is not available.
 	ErrUnavailable = errdefs.New(errdefs.ErrUnavailable, "unavailable")
+	// ErrNotTrusted: the tool comes from a grant of the project's policy
+	// that a person has not trusted yet (pml trust); nothing ran.
+	ErrNotTrusted = errdefs.New(errdefs.ErrNeedsApproval, "not trusted")
 	// ErrInvalidInput: bad arguments, including paths outside the workspace.
 	ErrInvalidInput = errdefs.New(errdefs.ErrInvalidInput, "invalid input")
 )

@@ -21,11 +21,22 @@ type ResolveLayer struct {
 	// RegistryName: the name is one a registry may provide, and registry
 	// lookups are on.
 	RegistryName func(tool string) bool
+	// Withheld says why a tool none of them has would be offered by the
+	// project's policy once trusted (a server of .pml.json's mcps, a
+	// capability it names), or nil: such a call needs a person's trust,
+	// not another name, and is refused before any registry is asked.
+	Withheld func(tool string) error
 }
 
 func (l ResolveLayer) Call(ctx context.Context, c *call.Call) call.Result {
 	if l.Known(c.Tool) {
 		return l.Next.Call(ctx, c)
+	}
+	if l.Withheld != nil {
+		if err := l.Withheld(c.Tool); err != nil {
+			c.Note(audit.Entry{Tool: c.Tool, Decision: audit.Failed, Reason: "not trusted"})
+			return call.ResultFor(err)
+		}
 	}
 	if !l.RegistryName(c.Tool) {
 		c.Note(audit.Entry{Tool: c.Tool, Decision: audit.Failed, Reason: "no such tool"})

@@ -16,6 +16,10 @@ const (
 	ApprovalDependency     ApprovalType = "dependency"
 	ApprovalIntegrity      ApprovalType = "integrity"
 	ApprovalAPIKey         ApprovalType = "api_key"
+	// ApprovalRegistryGrant: a registry entry asks for host variables,
+	// network or an image of its choice that the person has not granted
+	// (broker's registry_grant.go); asked whatever the tool's permission.
+	ApprovalRegistryGrant ApprovalType = "registry_grant"
 )
 
 // Approval is the structured content of a result that asks a human. Every

@@ -274,7 +274,7 @@ func clearInterrupted(g *globals, ws string, w io.Writer) (int, error) {
 // clearInterruptedList is clearInterrupted, returning what it deleted.
 func clearInterruptedList(g *globals, ws string, w io.Writer) ([]deps.Interrupted, error) {
 	log := g.logger()
-	cleared, err := deps.NewStore(ws).ClearInterrupted(false, func() { reapNow(log, g.host) })
+	cleared, err := deps.NewStore(ws).ClearInterrupted(false, func() { reapNow(context.Background(), log, g.host) })
 	for _, c := range cleared {
 		fmt.Fprintf(w, "removed an interrupted install's leftovers: %s\n", relToWorkspace(ws, c.Path))
 	}

@@ -57,7 +57,7 @@ Logs go to stderr: warnings and errors only (-D or --log-level info|debug for mo
 Exit codes:
 ` + exitTable() + `
 --timeout bounds the whole call: pml call exits within a second of it whatever the container engine
-does. When it expires (or on Ctrl-C) the call's container is killed and removed; the text says
+does, the removal of what a killed pml left running included. When it expires (or on Ctrl-C) the call's container is killed and removed; the text says
 whether the engine confirmed that in time, and what it did not confirm is removed by the next pml start.`,
 		Example: `  pml call filesystem:read_file '{"path": "README.md"}' | jq -r .text
   echo '{"command": "make test"}' | pml call shell:exec - --timeout 10m`,
@@ -189,12 +189,20 @@ func runCall(ctx context.Context, g *globals, tool, rawArgs string, timeout time
 		writeOutput(out, callOutput{Tool: tool, Outcome: outcomeOf(code), ExitCode: code, IsError: true, Text: err.Error()})
 		return &exitError{code, err}
 	}
+	if timeout > 0 {
+		// What runs before the call (the reap of a dead pml's
+		// containers, startGuard) stops at the same bound.
+		g.deadline = began.Add(timeout)
+	}
 	e, err := g.setup()
 	if err != nil {
 		code := exitUsage
 		var ee *exitError
 		if errors.As(err, &ee) {
 			code = ee.code
+		}
+		if ee != nil && errors.Is(ee.err, errReapCut) {
+			err = fmt.Errorf("--timeout %s expired before the call started: %w", timeout, ee.err)
 		}
 		return fail(code, err)
 	}
@@ -207,6 +215,7 @@ func runCall(ctx context.Context, g *globals, tool, rawArgs string, timeout time
 	}
 	reaped := e.reapInBackground(ctx)
 	e.broker.StartCloud(ctx)
+	e.broker.LoadAddedCapabilities()
 
 	cctx := ctx
 	if timeout > 0 {

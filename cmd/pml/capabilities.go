@@ -19,6 +19,7 @@ import (
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/mcpjson"
 	"github.com/pml-dev/pml/internal/registry"
+	"github.com/pml-dev/pml/internal/termsafe"
 	"github.com/pml-dev/pml/internal/wirename"
 )
 
@@ -48,8 +49,10 @@ pml.mcp.db.postgres_query), casys.pml.myCapability (org.project.name), or a 4- o
 @VERSION is @latest (the current version, as with no @), a 4-hex-digit hash (@3f2a), a semantic
 version (@1.2.0) or a range as npm writes it (@^1.2, @~1.2.0, "@>=1.0.0 <2.0.0"), resolved once
 against the versions the registry lists: a version already locked that still matches is kept.
-Record it (and its version) in .pml/mcp.lock, install what it needs (after a "y" on a terminal, or
---yes; the servers its mcp_deps name are installed, pinned, and written to .pml.json's mcps),
+Record it (and its version) in .pml/mcp.lock; show what the entry takes of this machine (the
+names of the host variables whose values it gets, the hosts they go to, its network, its image)
+and record that grant in your state directory (after a "y" on a terminal, or --yes); install what
+it needs (after a "y" on a terminal, or --yes; the servers its mcp_deps name are installed, pinned, and written to .pml.json's mcps),
 record it in .pml/capabilities.json, write NAME[@VERSION] to .pml.json's capabilities (committed: a
 clone's pml stdio fetches, pins and lists what it names) and add {"command": <pml>, "args": ["run", NAME]} to .mcp.json
 under NAME with its dots made '_' (db.postgres_query → "db_postgres_query"; the old file is kept
@@ -57,12 +60,13 @@ in .mcp.json.backup). Needs no PML_API_KEY; afterwards pml run NAME works offlin
 
 --format json prints one JSON object on stdout: {"name", "kind" ("server" or "capability"), "file",
 "source", "allowed", "tools": [as pml tools --format json lists them], and for a capability whose
-mcp_deps name servers "requires": [{"name", "grants", "configured", "env_required"}]}; what pml says while it works
+mcp_deps name servers "requires": [{"name", "grants", "configured", "env_required"}], and for an entry
+that takes something of this machine "grant": {"namespace", "entry", "kind", "env", "hosts", "image", "at"}}; what pml says while it works
 stays on stderr.
 
 Exit codes: 0 added, 1 failed, 2 bad name or configuration, 3 needs approval (no terminal and no
 --yes), 5 Docker or the registry unavailable.`,
-		Example: "  pml add npm:@modelcontextprotocol/server-everything --yes --allow\n  pml add npm:@modelcontextprotocol/server-filesystem --name files --allow -- .\n  pml add oci:mcp/fetch@sha256:… --yes\n  pml add memory\n  pml add smartSearch@1.2.0\n  pml add db.postgres_query@latest\n  pml add acme.tools.json.parse@3f2a --yes",
+		Example: "  pml add npm:@modelcontextprotocol/server-everything --yes --allow\n  pml add npm:@modelcontextprotocol/server-filesystem --name files --allow -- .\n  pml add oci:mcp/fetch@sha256:… --yes\n  pml add memory\n  pml add smartSearch@1.2.0\n  pml add db.postgres_query@latest\n  pml add acme.tools.yaml.parse@3f2a --yes",
 		Args: func(cmd *cobra.Command, args []string) error {
 			dash := cmd.ArgsLenAtDash()
 			if len(args) == 0 || dash == 0 {
@@ -137,21 +141,27 @@ Exit codes: 0 added, 1 failed, 2 bad name or configuration, 3 needs approval (no
 			if err != nil {
 				return &exitError{2, fmt.Errorf("%v (the capability is recorded; fix .mcp.json and run pml add again)", err)}
 			}
-			// Like pml init's entry: no machine path, no workspace.
-			command, _ := launchCommand(exe, os.Getenv)
-			// The seeds' key: db.postgres_query is "db_postgres_query",
-			// smartSearch stays "smartSearch"; `pml run` gets the name.
-			key := capKey(c.Name)
-			if err := f.SetServer(key, mcpjson.Server{Type: "stdio", Command: command, Args: []string{"run", c.Name}, Unset: []string{"PML_WORKSPACE"}}); err != nil {
-				return &exitError{2, err}
-			}
-			mode := f.Mode
-			if mode == 0 {
-				mode = 0o644
-			}
-			backedUp, err := f.Write(mode)
-			if err != nil {
-				return &exitError{1, err}
+			// One way into a client: where .mcp.json already runs pml
+			// stdio, which lists every added capability, a pml run entry
+			// beside it would list the same tools twice.
+			stdioEntry := stdioEntryOf(f)
+			backedUp := false
+			if stdioEntry == "" {
+				// Like pml init's entry: no machine path, no workspace.
+				command, _ := launchCommand(exe, os.Getenv)
+				// The seeds' key: db.postgres_query is "db_postgres_query",
+				// smartSearch stays "smartSearch"; `pml run` gets the name.
+				key := capKey(c.Name)
+				if err := f.SetServer(key, mcpjson.Server{Type: "stdio", Command: command, Args: []string{"run", c.Name}, Unset: []string{"PML_WORKSPACE"}}); err != nil {
+					return &exitError{2, err}
+				}
+				mode := f.Mode
+				if mode == 0 {
+					mode = 0o644
+				}
+				if backedUp, err = f.Write(mode); err != nil {
+					return &exitError{1, err}
+				}
 			}
 			w := say
 			where := "local"
@@ -168,16 +178,21 @@ Exit codes: 0 added, 1 failed, 2 bad name or configuration, 3 needs approval (no
 				for _, t := range c.Tools {
 					tools = append(tools, toolJSON{Name: t, WireName: wirename.Encode(t)})
 				}
-				if err := writeJSON(cmd.OutOrStdout(), addJSON{Name: c.Name, Kind: "capability", File: f.Path, Source: c.FQDN, Tools: tools, Requires: c.Requires}); err != nil {
+				if err := writeJSON(cmd.OutOrStdout(), addJSON{Name: c.Name, Kind: "capability", File: f.Path, Source: c.FQDN, Tools: tools, Requires: c.Requires, Grant: c.Grant}); err != nil {
 					return err
 				}
 			}
 			if backedUp {
 				fmt.Fprintf(w, "  %s updated; the old file is in %s\n", f.Path, f.BackupPath())
 			}
-			for _, v := range c.EnvRequired {
-				if os.Getenv(v) == "" {
-					fmt.Fprintf(w, "⚠ %s requires %s: set it in %s or in the env of %s in .mcp.json\n", c.Name, v, filepath.Join(e.ws.Dir, ".env"), c.Name)
+			if c.Grant != nil {
+				// What leaves the machine, as granted: names only.
+				fmt.Fprintf(w, "  Granted (recorded outside the workspace): %s.\n", termsafe.Quote(c.Grant.Describe(), 4*termsafe.DefaultMax))
+				for _, v := range c.Grant.Env {
+					if os.Getenv(v) == "" {
+						fmt.Fprintf(w, "⚠ %s is not in pml's environment now: unless it is in %s, set it there or in the env of %s in .mcp.json; until it is set, %s's calls say so and send nothing\n",
+							v, filepath.Join(e.ws.Dir, ".env"), capKey(c.Name), c.Name)
+					}
 				}
 			}
 			fmt.Fprintf(w, "  Its tools are asked before they run unless %s has %q.\n", allowList(), c.Namespace+":*")
@@ -187,7 +202,15 @@ Exit codes: 0 added, 1 failed, 2 bad name or configuration, 3 needs approval (no
 				for i, t := range c.Tools {
 					names[i] = c.Namespace + ":" + t
 				}
-				fmt.Fprintf(w, "  pml stdio sessions list %s from now on; a client that runs `pml run %s` from .mcp.json needs a restart.\n", strings.Join(names, ", "), c.Name)
+				if stdioEntry != "" {
+					fmt.Fprintf(w, "  pml stdio sessions (the entry %q of %s) list %s from now on; no `pml run` entry was written, so the client lists them once.\n", stdioEntry, f.Path, strings.Join(names, ", "))
+					return nil
+				}
+				fmt.Fprintf(w, "  pml stdio sessions list %s from now on; a client that runs `pml run %s` from .mcp.json needs a restart (a client that runs both lists them twice: keep one).\n", strings.Join(names, ", "), c.Name)
+				return nil
+			}
+			if stdioEntry != "" {
+				fmt.Fprintf(w, "  The entry %q of %s (pml stdio) lists its tools once the MCP client restarts; no `pml run` entry was written.\n", stdioEntry, f.Path)
 				return nil
 			}
 			fmt.Fprintln(w, "  Restart your MCP client (e.g. Claude Code) to use it.")
@@ -199,6 +222,21 @@ Exit codes: 0 added, 1 failed, 2 bad name or configuration, 3 needs approval (no
 	cmd.Flags().BoolVar(&o.allow, "allow", false, "also allow the server's tools without asking (adds \"NAME:*\" to permissions.allow)")
 	addFormatFlag(cmd, &format, nil)
 	return cmd
+}
+
+// stdioEntryOf is the key of f's entry that runs pml stdio (a command
+// named pml, or pml.exe, whose first argument is stdio), or "".
+func stdioEntryOf(f *mcpjson.File) string {
+	for _, name := range f.Servers() {
+		e, ok, err := f.Server(name)
+		if err != nil || !ok || len(e.Args) == 0 || e.Args[0] != "stdio" {
+			continue
+		}
+		if base := strings.TrimSuffix(filepath.Base(e.Command), ".exe"); base == "pml" {
+			return name
+		}
+	}
+	return ""
 }
 
 // capKey is the .mcp.json key of a capability added as name: its dots

@@ -34,6 +34,7 @@ func checkExtraMounts(cfg *config.Config, ws string) (check, bool) {
 		return check{}, false
 	}
 	set := extramount.New(ws, cfg.Sandbox.Mounts, nil)
+	set.Servers(cfg.Servers)
 	_, err := set.Tool(false)
 	for _, n := range names {
 		if err != nil {

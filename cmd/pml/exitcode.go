@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pml-dev/pml/broker"
+	"github.com/pml-dev/pml/broker/call"
 	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/engine"
 )
@@ -76,6 +77,7 @@ var failureExits = []struct {
 	code int
 }{
 	{broker.ErrDenied, exitDenied},
+	{call.ErrNotTrusted, exitApproval},
 	{broker.ErrUnavailable, exitUnavailable},
 	{broker.ErrCloud, exitCloud},
 	{broker.ErrNotFound, exitUsage},

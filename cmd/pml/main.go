@@ -94,6 +94,10 @@ type globals struct {
 	// one, made here and removed at exit, until the client's roots name
 	// a project.
 	stand func(dir, why string) (string, error)
+	// deadline is the command's own bound (pml call --timeout), zero for
+	// none: the start-up reap of a dead pml's containers (startGuard)
+	// stops there, as everything else of the call does.
+	deadline time.Time
 }
 
 func newRoot() *cobra.Command {
@@ -264,7 +268,9 @@ func (g *globals) projectAt(log zerolog.Logger, ws workspace.Result) (zerolog.Lo
 	}
 	// Containers of a pml that died are reaped and what they may have
 	// written is quarantined before the configuration is read.
-	startGuard(log, ws.Dir, g.host)
+	if err := startGuard(log, ws.Dir, g.host, g.deadline); err != nil {
+		return log, ws, nil, &exitError{exitTimeout, err}
+	}
 	cfg, err := config.Load(ws.Dir, os.Getenv)
 	if err != nil {
 		return log, ws, nil, &exitError{2, err}

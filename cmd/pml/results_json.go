@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/pml-dev/pml/broker"
 	"github.com/pml-dev/pml/internal/deps"
+	"github.com/pml-dev/pml/internal/entrygrant"
 	"github.com/pml-dev/pml/internal/wirename"
 )
 
@@ -56,6 +57,9 @@ type addJSON struct {
 	// Requires are the servers a capability's mcp_deps name, with what
 	// each one's container gets (capabilities only).
 	Requires []broker.Requirement `json:"requires,omitempty"`
+	// Grant is what a registry capability takes of this machine, as the
+	// person granted it: variable names (never values), hosts, image.
+	Grant *entrygrant.Grant `json:"grant,omitempty"`
 }
 
 // removeJSON is pml remove --format json.

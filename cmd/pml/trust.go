@@ -72,6 +72,9 @@ type trustReport struct {
 	Grants      []config.Grant `json:"grants"`
 	Added       []config.Grant `json:"added,omitempty"`
 	Dropped     []config.Grant `json:"dropped,omitempty"`
+	// MountsMoved are the mount sources that changed on the host since
+	// they were trusted (trust.MountsMoved).
+	MountsMoved []string `json:"mounts_moved,omitempty"`
 }
 
 // Results of pml trust.
@@ -138,7 +141,11 @@ func runTrust(g *globals, stdout, stderr io.Writer, format string, yes, revoke b
 	if !cfg.HasFile() {
 		return finish(trustNothing, 0)
 	}
-	if len(added) == 0 && rec.Whole(cfg) {
+	// A mount source that leads elsewhere now, or is another directory,
+	// is refused until the person trusts what is there now.
+	moved := trust.MountsMoved(rec, cfg)
+	rep.MountsMoved = moved
+	if len(added) == 0 && len(moved) == 0 && rec.Whole(cfg) {
 		// Trust is of the exact bytes: only the content trusted is
 		// "already trusted". Another one granting the same is shown (by
 		// grant: nothing more) and asked like any other.
@@ -146,6 +153,12 @@ func runTrust(g *globals, stdout, stderr io.Writer, format string, yes, revoke b
 	}
 	if format != formatJSON {
 		describeTrust(stdout, cfg, rec, grants, added, dropped)
+		if len(moved) > 0 {
+			fmt.Fprintln(stdout, "Mount sources changed on the host since (trusting records them as they are now):")
+			for _, m := range moved {
+				fmt.Fprintf(stdout, "  ~ %s\n", m)
+			}
+		}
 	}
 	if !yes {
 		if !isatty.IsTerminal(os.Stdin.Fd()) {

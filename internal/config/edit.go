@@ -19,7 +19,8 @@ import (
 // across processes (two pml sessions answering "Always" at once).
 var editMu sync.Mutex
 
-// AddAllow adds tool, exactly (never a wildcard), to permissions.allow in
+// AddAllow adds tool, exactly (never a wildcard: a glob character of its
+// name is escaped, so "evil:*" is saved as `evil:\*`), to permissions.allow in
 // the .pml.json at path, creating the file, the object or the list when
 // missing. Every other key, unknown ones included, keeps its value and its
 // place; the file is written with 2-space indentation, atomically (temp
@@ -75,13 +76,31 @@ func AddAllowData(path string, data []byte, tool string) ([]byte, error) {
 	return allowToolData(path, data, tool, false)
 }
 
+// allowPatternData adds pattern itself (a glob such as "name:*", as pml
+// add --allow writes it) to permissions.allow, unless the list has it
+// already in another form or case.
+func allowPatternData(path string, data []byte, pattern string) ([]byte, error) {
+	return allowData(path, data, pattern, false, func(s string) bool {
+		return toolglob.Normalize(s) == toolglob.Normalize(pattern)
+	}, pattern)
+}
+
 // MoveToAllowData is MoveToAllow on the content of a .pml.json (nil: no
 // file yet). It returns nil when nothing changes.
 func MoveToAllowData(path string, data []byte, tool string) ([]byte, error) {
 	return allowToolData(path, data, tool, true)
 }
 
+// allowToolData adds the tool's name, escaped (toolglob.Escape: a tool a
+// server named "*" is allowed alone, never read as a glob), unless the
+// list names it exactly already.
 func allowToolData(path string, data []byte, tool string, dropAsk bool) ([]byte, error) {
+	return allowData(path, data, tool, dropAsk, func(s string) bool { return toolglob.Exact(s, tool) }, toolglob.Escape(tool))
+}
+
+// allowData adds save to permissions.allow unless an entry has it
+// (has); dropAsk takes tool's exact names out of ask first.
+func allowData(path string, data []byte, tool string, dropAsk bool, has func(string) bool, save string) ([]byte, error) {
 	if strings.TrimSpace(tool) == "" {
 		return nil, errors.New("cannot allow an empty tool name")
 	}
@@ -120,7 +139,7 @@ func allowToolData(path string, data []byte, tool string, dropAsk bool) ([]byte,
 	for _, e := range list {
 		// A name of the tool in another form or case ("shell__exec")
 		// already allows it exactly (internal/toolglob).
-		if s, ok := e.(string); ok && toolglob.Exact(s, tool) {
+		if s, ok := e.(string); ok && has(s) {
 			present = true
 		}
 	}
@@ -128,7 +147,7 @@ func allowToolData(path string, data []byte, tool string, dropAsk bool) ([]byte,
 		return nil, nil
 	}
 	if !present {
-		perms.set("allow", append(list, tool))
+		perms.set("allow", append(list, save))
 	}
 
 	var out bytes.Buffer

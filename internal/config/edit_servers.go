@@ -43,7 +43,7 @@ func AddServerData(path string, data []byte, name string, entry []byte, allow bo
 	mcps.set(name, v)
 	out := render(doc)
 	if allow {
-		return allowToolData(path, out, name+":*", false)
+		return allowPatternData(path, out, name+":*")
 	}
 	return out, nil
 }

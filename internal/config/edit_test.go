@@ -186,3 +186,24 @@ func TestMoveToAllowTakesEveryFormOfTheNameOutOfAsk(t *testing.T) {
 		t.Errorf("allow = %q, want the name already there only", got)
 	}
 }
+
+// A tool named with a glob character is saved escaped: "Always" for a
+// server's tool "*" allows that tool, not the whole server (issue 50).
+func TestAddAllowEscapesAGlobName(t *testing.T) {
+	out, err := AddAllowData(".pml.json", []byte(`{"permissions": {"allow": ["filesystem:*"]}}`), "evil:*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), `"evil:\\*"`) || strings.Contains(string(out), `"evil:*"`) {
+		t.Fatalf("saved:\n%s", out)
+	}
+	again, err := AddAllowData(".pml.json", out, "evil:*")
+	if err != nil || again != nil {
+		t.Fatalf("adding it again changed the file (%v):\n%s", err, again)
+	}
+	// pml add --allow's "name:*" is a glob on purpose, and kept one.
+	out, err = AddServerData(".pml.json", nil, "b", []byte(`{"image": "y"}`), true)
+	if err != nil || !strings.Contains(string(out), `"b:*"`) {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+}

@@ -31,7 +31,26 @@ type Mount struct {
 	Target string `json:"target"`
 	// ReadOnly is true unless the mount says "read_only": false.
 	ReadOnly bool `json:"read_only"`
+	// Pin is what the person's trust recorded of Source when they trusted
+	// it (internal/trust sets it; never read from a file): a source that
+	// leads elsewhere now, or is another directory, is refused rather
+	// than mounted (internal/extramount). The zero Pin: nothing recorded.
+	Pin MountPin `json:"-"`
 }
+
+// MountPin is a mount's source as it was when trusted: the path it
+// resolved to (no link in it) and the directory's identity there.
+type MountPin struct {
+	// Path is the source with its links resolved, then.
+	Path string `json:"path"`
+	// Dev and Ino identify what was at Path (0, 0 where the host has no
+	// inode numbers: the path alone is then compared).
+	Dev uint64 `json:"dev,omitempty"`
+	Ino uint64 `json:"ino,omitempty"`
+}
+
+// Pinned reports whether anything was recorded.
+func (p MountPin) Pinned() bool { return p.Path != "" }
 
 // String is the mount as pml shows it: "SOURCE (ro)", "SOURCE → TARGET (rw)".
 func (m Mount) String() string {
@@ -248,17 +267,61 @@ func checkMounts(cfg *Config, env func(string) string) []error {
 	refuse := func(key string, i int, m Mount, why string) {
 		errs = append(errs, &Error{File: cfg.Source(key), Key: key, Problem: fmt.Sprintf("item %d: %s cannot be mounted: %s", i, m.Source, why)})
 	}
-	for i, m := range cfg.Sandbox.Mounts {
-		if why := mountRefused(m, protected); why != "" {
-			refuse("sandbox.mounts", i, m, why)
+	// Every writable mount of the file: a source inside one of them is
+	// a path that container can replace by a link.
+	var writable []Mount
+	for _, m := range cfg.Sandbox.Mounts {
+		if !m.ReadOnly {
+			writable = append(writable, m)
 		}
 	}
 	for _, name := range sortedKeys(cfg.Servers) {
-		for i, m := range cfg.Servers[name].Mounts {
-			if why := mountRefused(m, protected); why != "" {
-				refuse("mcps."+name+".sandbox.mounts", i, m, why)
+		for _, m := range cfg.Servers[name].Mounts {
+			if !m.ReadOnly {
+				writable = append(writable, m)
 			}
 		}
 	}
+	check := func(key string, i int, m Mount) {
+		why := mountRefused(m, protected)
+		if why == "" {
+			why = MountExposed(m.Source, ws, writable)
+		}
+		if why != "" {
+			refuse(key, i, m, why)
+		}
+	}
+	for i, m := range cfg.Sandbox.Mounts {
+		check("sandbox.mounts", i, m)
+	}
+	for _, name := range sortedKeys(cfg.Servers) {
+		key := "mcps." + name + ".sandbox.mounts"
+		if cfg.Servers[name].Private {
+			key = "private_mcps." + name + ".sandbox.mounts"
+		}
+		for i, m := range cfg.Servers[name].Mounts {
+			check(key, i, m)
+		}
+	}
 	return errs
+}
+
+// MountExposed says why a mount source at path p lies where a container
+// could replace it (by a link to any directory the person can reach,
+// which the next container would then get), or "": inside the workspace
+// ws, or strictly inside the source of one of the writable mounts (a
+// mount's own root cannot be renamed from inside its container). Both
+// are compared as given: the caller passes them resolved when it can.
+func MountExposed(p, ws string, writable []Mount) string {
+	if ws != "" && within(p, ws) {
+		return fmt.Sprintf("it is inside the workspace %s, where tool containers write and could replace it by a link to any directory you can reach; the workspace is mounted already: use its path there, or mount a directory outside it", ws)
+	}
+	for _, w := range writable {
+		for _, src := range []string{w.Source, w.Pin.Path} {
+			if src != "" && p != src && within(p, src) {
+				return fmt.Sprintf("it is inside %s, which is mounted writable (%s), so a container could replace it by a link to any directory you can reach; mount a directory outside it, or make that mount read-only", src, w)
+			}
+		}
+	}
+	return ""
 }

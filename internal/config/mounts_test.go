@@ -101,3 +101,37 @@ func TestSandboxMountsRefuseWhatHandsOverTheMachineOrPml(t *testing.T) {
 }
 
 func quote(s string) string { return `"` + strings.ReplaceAll(s, `"`, `\"`) + `"` }
+
+// A source a container could replace by a link is refused when the file
+// is read: inside the workspace, or inside another writable mount (a
+// server's or the project's).
+func TestSandboxMountsRefuseSourcesAContainerCouldRepoint(t *testing.T) {
+	ws := t.TempDir()
+	env := func(string) string { return "" }
+	for doc, want := range map[string]string{
+		`{"sandbox": {"mounts": [` + quote(filepath.Join(ws, "data")) + `]}}`:                                                                                 "sandbox.mounts\": item 0: " + filepath.Join(ws, "data") + " cannot be mounted: it is inside the workspace " + ws,
+		`{"sandbox": {"mounts": [` + quote(ws) + `]}}`:                                                                                                        "pml's state in this project",
+		`{"sandbox": {"mounts": [{"source": "/srv", "target": "/srv", "read_only": false}, "/srv/cache/x"]}}`:                                                 "item 1: /srv/cache/x cannot be mounted: it is inside /srv, which is mounted writable",
+		`{"sandbox": {"mounts": ["/srv/x"]}, "mcps": {"w": {"image": "i", "sandbox": {"mounts": [{"source": "/srv", "target": "/s", "read_only": false}]}}}}`: "it is inside /srv, which is mounted writable (/srv → /s (rw))",
+		`{"private_mcps": {"p": {"image": "i", "sandbox": {"mounts": [` + quote(filepath.Join(ws, "x")) + `]}}}}`:                                             "private_mcps.p.sandbox.mounts",
+	} {
+		if err := os.WriteFile(filepath.Join(ws, FileName), []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Load(ws, env); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v; want %q", doc, err, want)
+		}
+	}
+	// Read-only, or the writable mount's own root: nothing to re-point.
+	for _, doc := range []string{
+		`{"sandbox": {"mounts": ["/srv", "/srv/x"]}}`,
+		`{"sandbox": {"mounts": [{"source": "/srv", "target": "/a", "read_only": false}, {"source": "/srv", "target": "/b"}]}}`,
+	} {
+		if err := os.WriteFile(filepath.Join(ws, FileName), []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Load(ws, env); err != nil {
+			t.Errorf("%s: %v", doc, err)
+		}
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"io"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -24,6 +25,7 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/events"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/mount"
@@ -558,23 +560,66 @@ func (p *process) watch() {
 // oomKilled asks the engine whether the container's memory limit killed
 // it. The engine learns of an OOM kill from its own event, which can come
 // after the exit it reported (seen on a loaded machine: exit 137 and no
-// OOM flag yet; and under gVisor, where the kill ends the whole sandbox,
-// it came later than a second in CI): an exit by SIGKILL that pml did not
-// send is asked about again for up to three seconds. Only such an exit
-// waits; it ends the call anyway.
+// OOM flag yet, and on a fresh machine later than three seconds; under
+// gVisor, where the kill ends the whole sandbox, later than a second in
+// CI). So an exit by SIGKILL that pml did not send is not settled by a
+// poll of inspect alone: pml asks the engine's event log for the
+// container's "oom" event since it started, which replays one that was
+// already logged and waits for one still to come, for up to oomWait. Only
+// such an exit waits; it ends the call anyway, and a ctx that ends stops
+// the wait.
 func (p *process) oomKilled(ctx context.Context, code int) bool {
-	for i := 0; ; i++ {
-		ins, err := p.r.cli.ContainerInspect(ctx, p.id)
-		if err != nil || ins.State == nil {
-			return false
-		}
-		if ins.State.OOMKilled || code != 137 || i == 30 {
-			return ins.State.OOMKilled
-		}
+	ins, err := p.r.cli.ContainerInspect(ctx, p.id)
+	if err != nil || ins.State == nil {
+		return false
+	}
+	if ins.State.OOMKilled || code != 137 {
+		return ins.State.OOMKilled
+	}
+	wait, cancel := context.WithTimeout(ctx, oomWait)
+	defer cancel()
+	if p.oomEvent(wait, ins.State.StartedAt) {
+		return true
+	}
+	// The event log may be unreadable (an engine that refuses the filter)
+	// or the event may have been logged between the stream's end and now:
+	// the flag has the last word.
+	ins, err = p.r.cli.ContainerInspect(ctx, p.id)
+	return err == nil && ins.State != nil && ins.State.OOMKilled
+}
+
+// oomWait bounds how long an unexplained SIGKILL exit waits for the
+// engine's OOM event.
+var oomWait = 10 * time.Second
+
+// oomEvent reports whether the engine logs an "oom" event for the
+// container from its start until wait ends. The events API replays what
+// it logged since "since" and then streams what comes, until "until".
+func (p *process) oomEvent(wait context.Context, startedAt string) bool {
+	since := "0"
+	if t, err := time.Parse(time.RFC3339Nano, startedAt); err == nil && !t.IsZero() {
+		since = strconv.FormatInt(t.Add(-time.Second).Unix(), 10)
+	}
+	deadline, _ := wait.Deadline()
+	msgs, errs := p.r.cli.Events(wait, events.ListOptions{
+		Since: since,
+		Until: strconv.FormatInt(deadline.Unix()+1, 10),
+		Filters: filters.NewArgs(
+			filters.Arg("type", string(events.ContainerEventType)),
+			filters.Arg("container", p.id),
+			filters.Arg("event", string(events.ActionOOM)),
+		),
+	})
+	for {
 		select {
-		case <-ctx.Done():
+		case m := <-msgs:
+			if m.Action == events.ActionOOM {
+				return true
+			}
+		case <-errs:
 			return false
-		case <-time.After(100 * time.Millisecond):
+		case <-wait.Done():
+			return false
 		}
 	}
 }

@@ -107,6 +107,10 @@ type Proxy struct {
 	dir string
 	ln  net.Listener
 	srv *http.Server
+	// life is cancelled by Close: what a connection's decision, dial and
+	// forwarded request run under (see decisionContext).
+	life context.Context
+	end  context.CancelFunc
 
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{} // hijacked tunnels, closed by Close
@@ -161,6 +165,7 @@ func Start(base string, o Options) (*Proxy, error) {
 		o.Upstream = HostProxy
 	}
 	p := &Proxy{o: o, dir: dir, ln: ln, conns: map[net.Conn]struct{}{}, slots: make(chan struct{}, MaxConns)}
+	p.life, p.end = context.WithCancel(context.Background())
 	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second,
 		ErrorLog: log.New(io.Discard, "", 0), ConnState: p.track}
 	go func() { _ = p.srv.Serve(ln) }()
@@ -180,6 +185,7 @@ func (p *Proxy) Close() {
 	conns := p.conns
 	p.conns = map[net.Conn]struct{}{}
 	p.mu.Unlock()
+	p.end()
 	_ = p.srv.Close()
 	for c := range conns {
 		_ = c.Close()
@@ -319,13 +325,17 @@ func (p *Proxy) dial(ctx context.Context, r route, port int) (net.Conn, string, 
 	up := p.o.Upstream(r.host, port)
 	var errs []error
 	for _, t := range targets {
+		// Each attempt is bounded whatever Options.Dial does; the
+		// connection outlives it (ctx only bounds its opening).
+		actx, cancel := context.WithTimeout(ctx, DialTimeout)
 		var c net.Conn
 		var err error
 		if up != nil {
-			c, err = p.viaUpstream(ctx, up, t)
+			c, err = p.viaUpstream(actx, up, t)
 		} else {
-			c, err = p.o.Dial(ctx, "tcp", t)
+			c, err = p.o.Dial(actx, "tcp", t)
 		}
+		cancel()
 		if err == nil {
 			h, _, _ := net.SplitHostPort(t)
 			return c, h, nil
@@ -395,6 +405,15 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("pml's egress proxy: %s has %d connections open, the most it may have at once", p.o.Who, MaxConns), http.StatusServiceUnavailable)
 		return
 	}
+	// Nothing below decides, resolves, dials or forwards under the
+	// request's context: busybox wget shuts its sending side once its
+	// request is written (for an https:// URL), which net/http reads as
+	// the client gone and cancels that context, so an allowed name's
+	// lookup failed ("operation was canceled": 502). The proxy's life
+	// (p.life, ended by Close) bounds them instead, each step by its own
+	// limit (DialTimeout for a lookup and for each dial,
+	// ResponseTimeout for an answer's headers); a client that is really
+	// gone fails the write of the answer.
 	switch {
 	case r.Method == http.MethodConnect:
 		p.connect(w, r)
@@ -443,13 +462,13 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "pml's egress proxy: CONNECT needs host:port: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	rt, ref := p.decide(r.Context(), host, port)
+	rt, ref := p.decide(p.life, host, port)
 	if ref != nil {
 		p.refuse(w, ref, start)
 		return
 	}
 	host = netallow.Canonical(host)
-	up, addr, err := p.dial(r.Context(), rt, port)
+	up, addr, err := p.dial(p.life, rt, port)
 	if err != nil {
 		p.refuse(w, &Refusal{Host: host, Port: port, Reason: fmt.Sprintf("pml could not connect to %s for %s: %v", net.JoinHostPort(host, strconv.Itoa(port)), p.o.Who, err)}, start)
 		return
@@ -532,7 +551,7 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "pml's egress proxy: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	rt, ref := p.decide(r.Context(), host, port)
+	rt, ref := p.decide(p.life, host, port)
 	if ref != nil {
 		p.refuse(w, ref, start)
 		return
@@ -555,13 +574,11 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request) {
 		},
 	}
 	defer tr.CloseIdleConnections()
-	// Not the request's context: busybox wget shuts its sending side
-	// once the request is written, which the server reads as the client
-	// gone and cancels, often before a TLS handshake ends. A client that
-	// is really gone fails the copy of the answer; an answer that never
-	// starts is bounded by ResponseHeaderTimeout.
+	// The proxy's life, not the request's context (see ServeHTTP); a
+	// client that is really gone fails the copy of the answer; an
+	// answer that never starts is bounded by ResponseHeaderTimeout.
 	tr.ResponseHeaderTimeout = ResponseTimeout
-	out := r.Clone(context.WithoutCancel(r.Context()))
+	out := r.Clone(p.life)
 	out.RequestURI = ""
 	for _, h := range hopHeaders {
 		out.Header.Del(h)

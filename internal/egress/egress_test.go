@@ -301,3 +301,101 @@ func freeLoopbackPort(t *testing.T) int {
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
 }
+
+// slowLookup answers every name with 127.0.0.1 after a while, unless ctx
+// ends first, as a real resolver does.
+func slowLookup(ctx context.Context, _ string) ([]netip.Addr, error) {
+	select {
+	case <-time.After(200 * time.Millisecond):
+		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// halfClosed sends req on a new connection to the proxy, shuts the
+// sending side (as busybox wget does once its request is written) and
+// returns all that comes back.
+func halfClosed(t *testing.T, f *fixture, req string) string {
+	t.Helper()
+	c, err := net.Dial("unix", f.p.Socket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(c, req); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.(*net.UnixConn).CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(c)
+	return string(b)
+}
+
+// TestAHalfClosedRequestIsStillDecided: a client that shuts its sending
+// side right after its request (busybox wget, for an https:// URL) gets
+// the allowed name it asked for, by an absolute-form request and by
+// CONNECT: the proxy decided under the request's context, which the
+// half-close cancels, so the name's lookup failed ("operation was
+// canceled") and the client got 502 (issue 51).
+func TestAHalfClosedRequestIsStillDecided(t *testing.T) {
+	_, hp := target(t, "answered")
+	_, port, _ := net.SplitHostPort(hp)
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { raw.Close() })
+	go func() {
+		for {
+			c, err := raw.Accept()
+			if err != nil {
+				return
+			}
+			io.WriteString(c, "hello from the target\n")
+			c.Close()
+		}
+	}()
+	_, rawPort, _ := net.SplitHostPort(raw.Addr().String())
+	f := start(t, Options{Rules: rules(t, "slow.test:"+port, "slow.test:"+rawPort), Lookup: slowLookup})
+
+	got := halfClosed(t, f, "GET http://slow.test:"+port+"/x HTTP/1.1\r\nHost: slow.test:"+port+"\r\n\r\n")
+	if !strings.HasPrefix(got, "HTTP/1.1 200") || !strings.HasSuffix(got, "answered") {
+		t.Errorf("an absolute-form request, then a half-close: %q", got)
+	}
+	got = halfClosed(t, f, "CONNECT slow.test:"+rawPort+" HTTP/1.1\r\nHost: slow.test:"+rawPort+"\r\n\r\n")
+	if !strings.HasPrefix(got, "HTTP/1.1 200") || !strings.HasSuffix(got, "hello from the target\n") {
+		t.Errorf("CONNECT, then a half-close: %q", got)
+	}
+	for _, e := range f.entries(t) {
+		if e.Decision != audit.Allowed || e.Net == nil || e.Net.Address != "127.0.0.1" {
+			t.Errorf("audit: %+v %+v", e, e.Net)
+		}
+	}
+}
+
+// TestCloseEndsADecisionInProgress: a lookup in progress when the proxy
+// closes ends with it (the proxy's life bounds it, not the request's).
+func TestCloseEndsADecisionInProgress(t *testing.T) {
+	started := make(chan struct{})
+	stuck := func(ctx context.Context, _ string) ([]netip.Addr, error) {
+		close(started)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	f := start(t, Options{Rules: rules(t, "stuck.test:443"), Lookup: stuck})
+	c, err := net.Dial("unix", f.p.Socket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	io.WriteString(c, "CONNECT stuck.test:443 HTTP/1.1\r\nHost: stuck.test:443\r\n\r\n")
+	<-started
+	began := time.Now()
+	f.p.Close()
+	if took := time.Since(began); took > 2*time.Second {
+		t.Errorf("Close took %v with a lookup in progress", took)
+	}
+}

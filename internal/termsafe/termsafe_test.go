@@ -19,6 +19,17 @@ func TestQuote(t *testing.T) {
 		{"iso\u2066x\u2069", `iso\u2066x\u2069`},
 		{"bad\xffbyte", `bad\xffbyte`},
 		{"sep\u2028x", `sep\u2028x`},
+		// Invisible characters (issue 50): shown, so two names that look
+		// alike on screen read differently.
+		{"dele\u200bte", `dele\u200bte`},
+		{"a\u200cb\u200dc\u2060d", `a\u200cb\u200dc\u2060d`},
+		{"\ufeffbom", `\ufeffbom`},
+		{"soft\u00adhyphen", `soft\u00adhyphen`},
+		{"tag\U000e0041\U000e007f", `tag\U000e0041\U000e007f`},
+		{"vs\ufe0f\U000e0100", `vs\ufe0f\U000e0100`},
+		{"e\u0301 z\u0336", `e\u0301 z\u0336`},
+		{"cgj\u034f hangul\u3164", `cgj\u034f hangul\u3164`},
+		{"é ✓ 日本", "é ✓ 日本"},
 	} {
 		if got := Quote(c.in, 0); got != c.want {
 			t.Errorf("Quote(%q) = %q, want %q", c.in, got, c.want)
@@ -46,6 +57,11 @@ func TestHas(t *testing.T) {
 	if Has("read_file") || !Has("read\x1b[2Kfile") || !Has("a\u202eb") || !Has("a\xffb") {
 		t.Error("Has")
 	}
+	for _, s := range []string{"a\u200bb", "\ufeff", "a\u00ad", "\U000e0020", "x\ufe0e", "e\u0301", "\u180e"} {
+		if !Has(s) {
+			t.Errorf("Has(%q) = false", s)
+		}
+	}
 }
 
 // FuzzQuote: whatever the input, the output holds no character a
@@ -71,7 +87,7 @@ func FuzzQuote(f *testing.F) {
 		if m <= 0 {
 			m = DefaultMax
 		}
-		if n := utf8.RuneCountInString(out); n > 6*m+len("…( more)")+20 {
+		if n := utf8.RuneCountInString(out); n > 10*m+len("…( more)")+20 {
 			t.Fatalf("Quote of %d runes with max %d gave %d runes", utf8.RuneCountInString(s), max, n)
 		}
 		if !Has(s) && utf8.RuneCountInString(s) <= m && out != s {

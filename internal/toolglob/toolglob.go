@@ -69,20 +69,70 @@ func names(tool string) [3]string {
 	return [3]string{strings.ToLower(tool), w, ClientPrefix + w}
 }
 
+// Meta are the characters a pattern reads as wildcards ('*', '?', a class
+// '[…]') or as the escape of the next character ('\').
+const Meta = `*?[\`
+
+// Escape returns the pattern that names tool and nothing else: each of
+// Meta in it is escaped with '\', so a tool a server named "*" is saved
+// as `evil:\*`, which matches evil:* alone and not evil:delete_all. What
+// "Always" writes to permissions.allow (broker/approve).
+func Escape(tool string) string {
+	if !strings.ContainsAny(tool, Meta) {
+		return tool
+	}
+	// By byte: Meta is ASCII, which no byte of a longer UTF-8 sequence
+	// is, and an invalid byte stays as it was.
+	var b strings.Builder
+	for i := 0; i < len(tool); i++ {
+		if strings.IndexByte(Meta, tool[i]) >= 0 {
+			b.WriteByte('\\')
+		}
+		b.WriteByte(tool[i])
+	}
+	return b.String()
+}
+
+// Literal returns the name pattern stands for when it holds no wildcard,
+// its escapes removed (`evil:\*` is evil:*), and false when a '*', '?' or
+// '[' in it is a wildcard, or it ends with a lone '\'.
+func Literal(pattern string) (string, bool) {
+	if !strings.ContainsAny(pattern, Meta) {
+		return pattern, true
+	}
+	var b strings.Builder
+	for i := 0; i < len(pattern); i++ {
+		switch c := pattern[i]; c {
+		case '*', '?', '[':
+			return "", false
+		case '\\':
+			if i+1 == len(pattern) {
+				return "", false
+			}
+			i++
+			b.WriteByte(pattern[i])
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String(), true
+}
+
 // Exact reports whether pattern names tool itself, in any of its forms
 // and any case, without a wildcard doing the work: "SHELL:EXEC",
-// "shell__exec" and "mcp__pml__shell__exec" all name shell:exec. An exact
-// name outranks a glob in permissions (broker.Permissions.Decide).
+// "shell__exec" and "mcp__pml__shell__exec" all name shell:exec, and the
+// escaped `evil:\*` names evil:* (Escape). An exact name outranks a glob
+// in permissions (broker.Permissions.Decide).
 func Exact(pattern, tool string) bool {
 	if tool == "" {
 		return false
 	}
 	n := names(tool)
-	if Normalize(pattern) == n[0] {
+	if l, ok := Literal(Normalize(pattern)); ok && l == n[0] {
 		return true
 	}
-	l := lower(pattern)
-	return l == n[1] || l == n[2]
+	l, ok := Literal(lower(pattern))
+	return ok && (l == n[1] || l == n[2])
 }
 
 // Match reports whether pattern matches tool: exactly (Exact), or as a

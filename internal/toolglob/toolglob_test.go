@@ -1,6 +1,9 @@
 package toolglob
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestNormalize(t *testing.T) {
 	for in, want := range map[string]string{
@@ -47,6 +50,48 @@ func TestCoversNamespace(t *testing.T) {
 	for _, p := range []string{"memory:create_*", "memory:[a-z]*", "memory_*", "memoryx:*", "filesystem:*", `memory:\*`, "memory:[", "memory:create_entities", "", "*:x*"} {
 		if CoversNamespace(p, "memory") {
 			t.Errorf("%q covers memory", p)
+		}
+	}
+}
+
+// "Always" saves a tool's name escaped: a tool named "*" (or "a?b",
+// "[x]", "\\") is allowed alone, never read as a glob (issue 50).
+func TestEscapeNamesOneTool(t *testing.T) {
+	for _, c := range []struct {
+		tool, saved string
+		others      []string
+	}{
+		{"evil:*", `evil:\*`, []string{"evil:delete_all", "evil:x", "evil:"}},
+		{"a:b?c", `a:b\?c`, []string{"a:bxc", "a:b_c"}},
+		{"a:[x]", `a:\[x]`, []string{"a:x"}},
+		{`a:b\c`, `a:b\\c`, []string{"a:bc", `a:b\\c`}},
+		{"shell:exec", "shell:exec", []string{"shell:exec2"}},
+	} {
+		if got := Escape(c.tool); got != c.saved {
+			t.Errorf("Escape(%q) = %q, want %q", c.tool, got, c.saved)
+		}
+		if l, ok := Literal(c.saved); !ok || l != c.tool {
+			t.Errorf("Literal(%q) = %q, %v", c.saved, l, ok)
+		}
+		if err := Check(c.saved); err != nil {
+			t.Errorf("Check(%q): %v", c.saved, err)
+		}
+		if !Exact(c.saved, c.tool) || !Match(c.saved, c.tool) || !Exact(strings.ToUpper(c.saved), c.tool) {
+			t.Errorf("%q does not name %q exactly", c.saved, c.tool)
+		}
+		for _, o := range c.others {
+			if Match(c.saved, o) || Exact(c.saved, o) {
+				t.Errorf("%q, saved for %q, matches %q", c.saved, c.tool, o)
+			}
+		}
+	}
+	// The unescaped glob is no exact name of the tool it spells.
+	if Exact("evil:*", "evil:*") || !Match("evil:*", "evil:delete_all") {
+		t.Error(`"evil:*" is a glob, not the name of evil:*`)
+	}
+	for _, p := range []string{"a*", "a?", "a[b]", `a\`} {
+		if _, ok := Literal(p); ok {
+			t.Errorf("Literal(%q) reads it as a name", p)
 		}
 	}
 }

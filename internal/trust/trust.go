@@ -17,12 +17,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"time"
 
 	"github.com/pml-dev/pml/internal/config"
+	"github.com/pml-dev/pml/internal/extramount"
 	"github.com/pml-dev/pml/internal/safefs"
 	"github.com/pml-dev/pml/internal/termsafe"
 )
@@ -47,6 +49,13 @@ type Record struct {
 	// sandbox.runtime, the limits: config.Floor): a later content, or a
 	// .pml.local.json, that sets one weaker grants that.
 	Floor config.Floor `json:"floor,omitempty"`
+	// Mounts are the extra mounts' sources (sandbox.mounts, the servers'
+	// own) as they were when trusted, by source as written: where each
+	// led and what was there (internal/extramount.Measure). A source
+	// that leads elsewhere since, or is another directory, is refused at
+	// the next container; a record without one (older, or a source that
+	// did not exist then) pins nothing until `pml trust`.
+	Mounts map[string]config.MountPin `json:"mounts,omitempty"`
 	// At is when the record last changed.
 	At time.Time `json:"at"`
 }
@@ -233,8 +242,101 @@ func (s *Store) Trust(cfg *config.Config, defaultAllow []string) error {
 		if prev != nil && !prev.wellFormed() {
 			prev = nil
 		}
-		return &Record{SHA256: cfg.FileSum, LocalSHA256: cfg.LocalSum, Grants: Grants(cfg, prev, defaultAllow), Floor: config.FloorOf(cfg)}
+		return &Record{SHA256: cfg.FileSum, LocalSHA256: cfg.LocalSum, Grants: Grants(cfg, prev, defaultAllow), Floor: config.FloorOf(cfg), Mounts: measure(nil, cfg)}
 	})
+}
+
+// measure records the sources of cfg's mounts as they are now in pins
+// (a copy), except those pins has already: what the person trusts is
+// what is there when they trust it.
+func measure(pins map[string]config.MountPin, cfg *config.Config) map[string]config.MountPin {
+	out := maps.Clone(pins)
+	add := func(ms []config.Mount) {
+		for _, m := range ms {
+			if _, ok := out[m.Source]; ok {
+				continue
+			}
+			if pin, err := extramount.Measure(m.Source); err == nil {
+				if out == nil {
+					out = map[string]config.MountPin{}
+				}
+				out[m.Source] = pin
+			}
+		}
+	}
+	if cfg.FromFiles("sandbox.mounts") {
+		add(cfg.Sandbox.Mounts)
+	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.Servers)) {
+		add(cfg.Servers[name].Mounts)
+	}
+	return out
+}
+
+// MountsMoved lists, in words, the mount sources of cfg whose pin in rec
+// no longer holds (the source leads elsewhere, or another directory is
+// there) or that rec has no pin of (trusted by an older pml): `pml trust`
+// records them again, and until then the containers refuse the changed
+// ones. A source that is gone is not listed (the containers say so).
+func MountsMoved(rec *Record, cfg *config.Config) []string {
+	if rec == nil {
+		return nil
+	}
+	var out []string
+	seen := map[string]bool{}
+	check := func(ms []config.Mount) {
+		for _, m := range ms {
+			if seen[m.Source] {
+				continue
+			}
+			seen[m.Source] = true
+			now, err := extramount.Measure(m.Source)
+			if err != nil {
+				continue
+			}
+			pin, ok := rec.Mounts[m.Source]
+			switch {
+			case !ok:
+				out = append(out, fmt.Sprintf("%s: where it leads was not recorded (trusted by an older pml); it leads to %s", Path(m.Source), Path(now.Path)))
+			case pin.Path != now.Path:
+				out = append(out, fmt.Sprintf("%s now leads to %s, not to %s", Path(m.Source), Path(now.Path), Path(pin.Path)))
+			case pin != now:
+				out = append(out, fmt.Sprintf("%s is another directory than the one trusted (replaced since)", Path(m.Source)))
+			}
+		}
+	}
+	if cfg.FromFiles("sandbox.mounts") {
+		check(cfg.Sandbox.Mounts)
+	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.Servers)) {
+		check(cfg.Servers[name].Mounts)
+	}
+	return out
+}
+
+// withPins is cfg with rec's pins on its mounts (a copy when any is
+// set; cfg is not changed).
+func withPins(cfg *config.Config, rec *Record) *config.Config {
+	if rec == nil || len(rec.Mounts) == 0 {
+		return cfg
+	}
+	pin := func(ms []config.Mount) []config.Mount {
+		out := slices.Clone(ms)
+		for i := range out {
+			out[i].Pin = rec.Mounts[out[i].Source]
+		}
+		return out
+	}
+	c := *cfg
+	c.Sandbox.Mounts = pin(cfg.Sandbox.Mounts)
+	if cfg.Servers != nil {
+		c.Servers = make(map[string]config.Server, len(cfg.Servers))
+		for n, srv := range cfg.Servers {
+			srv.Mounts = pin(srv.Mounts)
+			c.Servers[n] = srv
+		}
+	}
+	return &c
 }
 
 // Revoke forgets what was trusted for the policy file at path.
@@ -278,6 +380,7 @@ func (s *Store) Saved(path string, before, after []byte, defaultAllow []string) 
 			rec.SHA256 = cur.FileSum
 			rec.Floor = config.FloorOf(cur)
 		}
+		rec.Mounts = measure(rec.Mounts, cur)
 		return rec
 	})
 }
@@ -322,9 +425,9 @@ func Apply(cfg *config.Config, s *Store, defaultAllow []string) (*config.Config,
 	// grants nothing needs no trust (what it narrows applies anyway).
 	st.Trusted = len(st.Untrusted) == 0 && (whole || len(grants) == 0)
 	if st.Trusted || len(st.Untrusted) == 0 {
-		return cfg, st, err
+		return withPins(cfg, rec), st, err
 	}
-	return config.RestrictAgainst(cfg, defaultAllow, rec.floor(), rec.Has), st, err
+	return withPins(config.RestrictAgainst(cfg, defaultAllow, rec.floor(), rec.Has), rec), st, err
 }
 
 // Changes lists what cur grants that rec did not (added) and what rec
