@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -58,6 +59,10 @@ type Capability struct {
 	// smartsearch, pml.mcp.smartsearch.server), so that one entry is one
 	// record. Not stored.
 	Replaced []string `json:"-"`
+	// Vouch is the user's MAC over the record (internal/vouch;
+	// capability_vouch.go): a record pml add did not write here is not
+	// listed.
+	Vouch string `json:"vouch,omitempty"`
 	// Grant is what it gets of this machine (host variables and where
 	// they go, network, image), as the person granted it in pml add
 	// (registry_grant.go); nil when it asks for nothing. Never read from
@@ -79,11 +84,16 @@ func CapabilityFQDN(arg string) (capname.Ref, registry.FQDN, error) {
 	if err != nil {
 		return ref, f, err
 	}
-	switch f.Namespace {
-	case "filesystem", "shell", "pml":
+	if builtinNamespace(f.Namespace) {
 		return ref, f, fmt.Errorf("%q names the built-in namespace %q; it needs no pml add", arg, f.Namespace)
 	}
 	return ref, f, nil
+}
+
+// builtinNamespace reports whether ns is one of pml's own: no capability
+// may take it (pml add refuses it; load drops a record that has it).
+func builtinNamespace(ns string) bool {
+	return slices.Contains(builtinNamespaces, strings.ToLower(ns)) // capability_namespace.go
 }
 
 // Confirm asks the person running `pml add` to approve something (an
@@ -342,8 +352,17 @@ type capDoc struct {
 	Capabilities map[string]Capability `json:"capabilities"`
 }
 
-// LoadCapabilities reads .pml/capabilities.json (missing: none).
+// LoadCapabilities reads the capabilities pml add recorded in
+// .pml/capabilities.json (missing: none): a record without the user's
+// vouch, or one pml add would have refused, is left out
+// (CheckedCapabilities says why).
 func LoadCapabilities(ws string) (map[string]Capability, error) {
+	caps, _, err := CheckedCapabilities(ws)
+	return caps, err
+}
+
+// loadCapabilitiesFile reads .pml/capabilities.json as it is, every record.
+func loadCapabilitiesFile(ws string) (map[string]Capability, error) {
 	path := filepath.Join(ws, CapabilitiesFile)
 	data, err := safefs.ReadFile(ws, path, safefs.MaxConfig)
 	if errors.Is(err, os.ErrNotExist) {
@@ -380,7 +399,7 @@ func writeCapabilities(ws string, caps map[string]Capability) error {
 // is one record, the last one added (issue 50). It returns the names it
 // replaced.
 func saveCapability(ws string, c Capability) ([]string, error) {
-	caps, err := LoadCapabilities(ws)
+	caps, err := loadCapabilitiesFile(ws)
 	if err != nil {
 		return nil, err
 	}
@@ -394,6 +413,9 @@ func saveCapability(ws string, c Capability) ([]string, error) {
 		}
 	}
 	sort.Strings(replaced)
+	if c, err = sealCapability(ws, c); err != nil {
+		return nil, err
+	}
 	caps[c.Name] = c
 	return replaced, writeCapabilities(ws, caps)
 }
@@ -402,7 +424,7 @@ func saveCapability(ws string, c Capability) ([]string, error) {
 // cached registry copy. Installed dependencies stay (another capability may
 // use them). It reports whether the capability was there.
 func RemoveCapability(ws, name string, clean bool) (Capability, bool, error) {
-	caps, err := LoadCapabilities(ws)
+	caps, err := loadCapabilitiesFile(ws)
 	if err != nil {
 		return Capability{}, false, err
 	}

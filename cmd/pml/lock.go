@@ -12,10 +12,15 @@ import (
 
 // lockJSON is pml lock --format json.
 type lockJSON struct {
-	// Check is true with --check; OK is false when an entry drifted.
+	// Check is true with --check; OK is false when an entry drifted or a
+	// record is unvouched.
 	Check   bool        `json:"check"`
 	OK      bool        `json:"ok"`
 	Entries []lockEntry `json:"entries"`
+	// Unvouched are the other records of .pml/ (the registry lockfile,
+	// its cache, the added capabilities) this user's pml did not write
+	// in this workspace: each is ignored (unvouched.go).
+	Unvouched []string `json:"unvouched"`
 }
 
 // pml lock shows the npm versions pml resolved and recorded
@@ -34,10 +39,15 @@ func newLockCmd(g *globals) *cobra.Command {
 			"package (the seeds' `npx -y @scope/server`, a range, a dist-tag) is resolved at its first install\n" +
 			"and recorded there, and every later install uses that version. Each is shown with its state:\n" +
 			"ok (installed in .pml/deps as recorded), not_installed (installed at that version on first use)\n" +
-			"or drift (.pml/deps holds another version or integrity than the record).\n" +
-			"--check prints one line per drift, naming the server and what to run, and exits 1: run it in CI.\n" +
+			"drift (.pml/deps holds another version, integrity or files than the record) or unvouched (the record\n" +
+			"was not written by this user's pml in this workspace: a repository's or an older pml's; the server is\n" +
+			"installed again at its next use).\n" +
+			"The records of the registry lockfile (.pml/mcp.lock), its cache (.pml/registry-cache) and the added\n" +
+			"capabilities (.pml/capabilities.json) this user's pml did not write in this workspace are listed too.\n" +
+			"--check prints one line per drift or unvouched record, naming the server and what to run, and exits 1: run it in CI.\n" +
 			"--format json prints one JSON object: {\"check\", \"ok\", \"entries\": [{\"server\", \"package\",\n" +
-			"\"version\", \"integrity\", \"state\", \"installed_version\", \"installed_integrity\", \"error\"}]}.\n\n" +
+			"\"version\", \"integrity\", \"state\", \"installed_version\", \"installed_integrity\", \"error\"}],\n" +
+			"\"unvouched\": [\"one line per other unvouched record\"]}.\n\n" +
 			"Exit codes: 0 every entry as recorded (or, without --check, listed), 1 a drift (--check only),\n" +
 			"2 a usage error or .pml/deps.json cannot be read.",
 		Example: "  pml lock            # the recorded versions and their state\n" +
@@ -61,22 +71,29 @@ func newLockCmd(g *globals) *cobra.Command {
 			}
 			var drift []lockEntry
 			for _, e := range entries {
-				if e.State == lockDrift {
+				if e.State == lockDrift || e.State == lockUnvouched {
 					drift = append(drift, e)
 				}
 			}
+			others, err := unvouchedRecords(ws.Dir)
+			if err != nil {
+				return &exitError{2, err}
+			}
 			out := cmd.OutOrStdout()
 			if f == formatJSON {
-				if err := writeJSON(out, lockJSON{Check: check, OK: len(drift) == 0, Entries: entries}); err != nil {
+				if err := writeJSON(out, lockJSON{Check: check, OK: len(drift)+len(others) == 0, Entries: entries, Unvouched: others}); err != nil {
 					return err
 				}
 			} else if check {
 				printDrift(out, entries, drift)
+				for _, o := range others {
+					fmt.Fprintf(out, "unvouched: %s\n", o)
+				}
 			} else {
 				printLock(out, entries)
 			}
-			if check && len(drift) > 0 {
-				return &exitError{1, fmt.Errorf("%d npm package(s) installed otherwise than .pml/deps.json records", len(drift))}
+			if check && len(drift)+len(others) > 0 {
+				return &exitError{1, fmt.Errorf("%d record(s) of .pml/ not as recorded, or written by something else than this user's pml in this workspace", len(drift)+len(others))}
 			}
 			return nil
 		},
@@ -94,7 +111,7 @@ func printDrift(w io.Writer, entries, drift []lockEntry) {
 		return
 	}
 	for _, e := range drift {
-		fmt.Fprintf(w, "drift: %s; %s\n", e.driftText(), driftFix(e.Server))
+		fmt.Fprintf(w, "%s: %s; %s\n", e.State, e.driftText(), e.fix())
 	}
 }
 
