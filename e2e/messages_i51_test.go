@@ -1,0 +1,61 @@
+//go:build linux
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestPmlRunApprovalNamesTheToolAsListed: under pml run a capability's
+// tools are listed without their namespace, so the approval of `env`
+// must tell the model to call `env` again (or pml__continue_workflow),
+// and doing what it says must answer the workflow. On the old code the
+// text said `regprobe__env`, which pml run does not list and which fails
+// with "workflow … belongs to regprobe:env".
+func TestPmlRunApprovalNamesTheToolAsListed(t *testing.T) {
+	dir := t.TempDir()
+	writeEntry(t, dir, "pml.mcp.regprobe.server.json", probeEntry(t, "regprobe", "asked"))
+	reg := startRegistry(t, dir)
+	js, _ := json.Marshal([]string{reg.URL})
+	ws := newWorkspace(t, fmt.Sprintf(`{"permissions": {"ask": ["regprobe:*"]}, "registries": %s}`, js))
+	if code, _, stderr := runPML(t, ws, "add", "regprobe"); code != 0 {
+		t.Fatalf("pml add: exit %d\n%s", code, stderr)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cs, stderr := pmlRun(t, ctx, ws, "regprobe")
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "env"})
+	if err != nil || res.IsError {
+		t.Fatalf("env: %v %q\n%s", err, text(res), stderr)
+	}
+	var a struct {
+		ApprovalRequired bool   `json:"approval_required"`
+		WorkflowID       string `json:"workflow_id"`
+	}
+	structured(t, res, &a)
+	if !a.ApprovalRequired {
+		t.Fatalf("env did not ask: %q", text(res))
+	}
+	m := regexp.MustCompile(`call (\S+) again with the extra argument continue_workflow`).FindStringSubmatch(text(res))
+	if m == nil {
+		t.Fatalf("the approval names no tool to call again:\n%s", text(res))
+	}
+	if m[1] != "env" {
+		t.Errorf("the approval says to call %s again; pml run lists the tool as env:\n%s", m[1], text(res))
+	}
+	// Do what the text says.
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: m[1], Arguments: map[string]any{
+		"continue_workflow": map[string]any{"workflow_id": a.WorkflowID, "approved": true, "always": false}}})
+	if err != nil || res.IsError || !strings.Contains(text(res), "GREETING=asked") {
+		t.Errorf("answering as the approval says (%s): %v %q\n%s", m[1], err, text(res), stderr)
+	}
+}
