@@ -59,3 +59,37 @@ func TestPmlRunApprovalNamesTheToolAsListed(t *testing.T) {
 		t.Errorf("answering as the approval says (%s): %v %q\n%s", m[1], err, text(res), stderr)
 	}
 }
+
+// TestADenyInsideACapabilityExits4: a deno capability's code calls
+// filesystem:read_file, which permissions.deny refuses; the code fails
+// on it. pml call of the capability's tool exits 4 (denied), as a
+// denied call of its own does, with outcome "denied". On the old code it
+// exited 1 (tool_error).
+func TestADenyInsideACapabilityExits4(t *testing.T) {
+	needImage(t, "pml/deno:2.9.6")
+	dir := t.TempDir()
+	writeEntry(t, dir, "acme.tools.mathx.double.ts", `export async function noteLength(args: { path: string }) {
+  const text = await mcp.filesystem.read_file({ path: args.path });
+  return text.length;
+}
+`)
+	reg := startRegistry(t, dir)
+	js, _ := json.Marshal([]string{reg.URL})
+	ws := newWorkspace(t, fmt.Sprintf(`{"permissions": {"allow": ["*"], "deny": ["filesystem:read_file"]}, "registries": %s}`, js))
+	ws.write("note.txt", "twelve chars")
+	if code, _, stderr := runPML(t, ws, "add", "acme.tools.mathx.double"); code != 0 {
+		t.Fatalf("pml add: %d\n%s", code, stderr)
+	}
+	code, stdout, stderr := runPML(t, ws, "call", "mathx:noteLength", `{"path": "note.txt"}`)
+	var out struct {
+		Outcome string `json:"outcome"`
+		Text    string `json:"text"`
+	}
+	_ = json.Unmarshal([]byte(stdout), &out)
+	if code != 4 || out.Outcome != "denied" {
+		t.Errorf("pml call of a capability whose inner call is denied: exit %d outcome %q, want 4 denied\nstdout: %s\nstderr:\n%s", code, out.Outcome, stdout, stderr)
+	}
+	if !strings.Contains(out.Text+stderr, "filesystem:read_file") {
+		t.Errorf("nothing names the denied call:\n%s\n%s", stdout, stderr)
+	}
+}

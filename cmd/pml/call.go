@@ -207,6 +207,7 @@ func runCall(ctx context.Context, g *globals, tool, rawArgs string, timeout time
 	}
 	reaped := e.reapInBackground(ctx)
 	e.broker.StartCloud(ctx)
+	prepareCapabilityOf(ctx, e, tool)
 
 	cctx := ctx
 	if timeout > 0 {
@@ -651,4 +652,24 @@ func completeTool(k broker.KnownTools, namespaces []string, prefix string) ([]st
 	}
 	sort.Strings(out)
 	return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
+}
+
+// prepareCapabilityOf makes the tools of the capability added here (pml
+// add) whose namespace tool is in callable, as pml run does: a deno
+// capability's tools exist only once it is prepared.
+func prepareCapabilityOf(ctx context.Context, e *env, tool string) {
+	ns, _, ok := strings.Cut(tool, ":")
+	if !ok {
+		return
+	}
+	caps, err := broker.LoadCapabilities(e.ws.Dir)
+	if err != nil {
+		return
+	}
+	for _, c := range caps {
+		if c.Namespace == ns {
+			e.broker.Serving().PrepareCapability(ctx, c)
+			return
+		}
+	}
 }
