@@ -93,3 +93,36 @@ func TestADenyInsideACapabilityExits4(t *testing.T) {
 		t.Errorf("nothing names the denied call:\n%s\n%s", stdout, stderr)
 	}
 }
+
+// TestAServerWhoseImageIsMissingOnAnOfflineEngineExits5: on an engine
+// that has not got pml/node:18 and reaches no registry (the fault engine:
+// a network namespace of its own), pml call of a server on that image
+// exits 5 (unavailable) and says to get the image with pml images; pml
+// doctor then suggests what a release user can run (pml images pull, or
+// pml images load of a bundle), not `make images-node`, which needs pml's
+// source tree. On the old code the call exited 1 and doctor said
+// `make images-node (in pml's source tree)`.
+func TestAServerWhoseImageIsMissingOnAnOfflineEngineExits5(t *testing.T) {
+	f := sharedFaultEngine(t)
+	if ok, _ := f.Client.InspectImage("pml/node:18"); ok != nil {
+		t.Skip("the fault engine has pml/node:18")
+	}
+	ws := newWorkspace(t, `{"permissions": {"allow": ["*"]}, "mcps": {"nodey": {"image": "pml/node:18", "workspace": "none", "install": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-everything@2026.8.31"], "integrity": "sha512-AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=="}}}}`)
+	t.Cleanup(func() { f.RemoveContainersOf(t, ws.Dir) })
+	r := runCLI(t, ws.Dir, append(f.Env(), "PML_WORKSPACE="+ws.Dir), "", "call", "nodey:anything", `{}`)
+	out := callJSON(t, r)
+	if r.code != 5 || out.Outcome != "unavailable" {
+		t.Errorf("pml call of a server whose image is missing offline: exit %d outcome %q, want 5 unavailable\nstdout: %s\nstderr:\n%s", r.code, out.Outcome, r.stdout, r.stderr)
+	}
+	if !strings.Contains(out.Text, "pml/node:18") || !strings.Contains(out.Text, "pml images") {
+		t.Errorf("the text does not name the image and pml images:\n%s", out.Text)
+	}
+	d := runCLI(t, ws.Dir, append(f.Env(), "PML_WORKSPACE="+ws.Dir), "", "doctor")
+	all := string(d.stdout) + string(d.stderr)
+	if strings.Contains(all, "make images-node") || strings.Contains(all, "make images-deno") {
+		t.Errorf("pml doctor suggests a make target of pml's source tree, which a release user has not got:\n%s", all)
+	}
+	if !strings.Contains(all, "pml images pull") || !strings.Contains(all, "pml images load") {
+		t.Errorf("pml doctor does not suggest pml images pull / load for the node image:\n%s", all)
+	}
+}
