@@ -3,11 +3,14 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -124,5 +127,102 @@ func TestAServerWhoseImageIsMissingOnAnOfflineEngineExits5(t *testing.T) {
 	}
 	if !strings.Contains(all, "pml images pull") || !strings.Contains(all, "pml images load") {
 		t.Errorf("pml doctor does not suggest pml images pull / load for the node image:\n%s", all)
+	}
+}
+
+// TestStdinClosedWithCallsInFlightAnswersEach: a client writes its
+// requests and closes pml's stdin at once (a script piping into pml
+// stdio). Every tools/call it sent gets its answer on stdout before pml
+// exits: the quick ones their result, the one still running after the
+// grace an error saying it was stopped; pml still exits within the bound
+// and leaves no container. On the old code the go-sdk dropped every
+// answer still owed when its input ended.
+func TestStdinClosedWithCallsInFlightAnswersEach(t *testing.T) {
+	ws := newWorkspace(t, allowAll)
+	ws.write("a.txt", "a")
+	cmd := execPML(ws, "stdio")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	var mu sync.Mutex
+	answers := map[string]string{}
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(make([]byte, 1<<20), 1<<22)
+		for sc.Scan() {
+			var m struct {
+				ID     json.RawMessage `json:"id"`
+				Method string          `json:"method"`
+			}
+			if json.Unmarshal(sc.Bytes(), &m) == nil && m.ID != nil && m.Method == "" {
+				mu.Lock()
+				answers[string(m.ID)] = sc.Text()
+				mu.Unlock()
+			}
+		}
+	}()
+	send := func(lines ...string) {
+		for _, line := range lines {
+			if _, err := io.WriteString(stdin, line+"\n"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// A first call starts the toolbox, so that the reads below are quick
+	// (a fresh container can take longer than the grace on a busy host).
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"piper","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":0,"method":"tools/call","params":{"name":"filesystem__list_directory","arguments":{"path":"."}}}`)
+	waitFor(t, "the first call's answer", 60*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return answers["0"] != "" })
+	lines := []string{
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"filesystem__read_file","arguments":{"path":"a.txt"}}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"filesystem__list_directory","arguments":{"path":"."}}}`,
+		`{"jsonrpc":"2.0","id":"slow","method":"tools/call","params":{"name":"shell__exec","arguments":{"command":"sleep 120"}}}`,
+		`{"jsonrpc":"2.0","id":5,"method":"tools/list"}`,
+	}
+	send(lines...)
+	closed := time.Now()
+	stdin.Close()
+	exited := make(chan error, 1)
+	go func() { <-read; exited <- cmd.Wait() }()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("pml did not exit cleanly after the client closed its input: %v", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("pml is still running 60 s after its input closed\n%s", stderr)
+	}
+	took := time.Since(closed)
+	t.Logf("pml exited %v after its input closed", took.Round(time.Millisecond))
+	for _, id := range []string{"1", "2", "3", `"slow"`, "5"} {
+		a, ok := answers[id]
+		if !ok {
+			t.Errorf("request %s got no answer before pml exited\n%s", id, stderr)
+			continue
+		}
+		t.Logf("answer %s: %.200s", id, a)
+	}
+	if a := answers["2"]; a != "" && (!strings.Contains(a, `"text":"a"`) || strings.Contains(a, `"isError":true`)) {
+		t.Errorf("the quick read did not get its result: %s", a)
+	}
+	if a := answers[`"slow"`]; a != "" && !strings.Contains(a, `"isError":true`) {
+		t.Errorf("the call still running was not answered as stopped: %s", a)
+	}
+	if n := len(containersOf(t, ws.Dir)); n != 0 {
+		t.Errorf("%d containers left after the client closed its input", n)
 	}
 }

@@ -509,7 +509,7 @@ func ServeStdioRoots(ctx context.Context, b Backend, in io.ReadCloser, out io.Wr
 	defer front.close()
 	// Batches pass on the revisions that have them (protocol.go).
 	filter.SetBatchRule(batchRule(front.ss.Load))
-	ss, err := s.Connect(ctx, &mcp.IOTransport{Reader: front, Writer: o.Writer(), MaxLineLength: -1}, nil)
+	ss, err := s.Connect(ctx, &mcp.IOTransport{Reader: front, Writer: &answerWriter{out: o, owed: &front.owed}, MaxLineLength: -1}, nil)
 	if err != nil {
 		return err
 	}
