@@ -6,11 +6,16 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -224,5 +229,75 @@ func TestStdinClosedWithCallsInFlightAnswersEach(t *testing.T) {
 	}
 	if n := len(containersOf(t, ws.Dir)); n != 0 {
 		t.Errorf("%d containers left after the client closed its input", n)
+	}
+}
+
+// TestKilledWritesLeaveNoTemporaryFiles kills pml remove and pml trust
+// with SIGKILL at random moments (a bounded count) until kills have left
+// the temporary file of a write of .pml.json (..pml.json.tmp-*) and of
+// the trust records (.trust.json.tmp-*), then runs one more command: it
+// must clear them (under the writers' lock), leaving neither. On the old
+// code they stayed for good.
+func TestKilledWritesLeaveNoTemporaryFiles(t *testing.T) {
+	ws := newWorkspace(t, "")
+	state := t.TempDir()
+	env := []string{"XDG_STATE_HOME=" + state}
+	const cfg = `{"permissions": {"allow": ["x:*"]}, "mcps": {"x": {"image": "pml/shell:busybox", "workspace": "none"}}}`
+	temps := func() (cfgTemps, trustTemps []string) {
+		cfgTemps, _ = filepath.Glob(filepath.Join(ws.Dir, "..pml.json.tmp-*"))
+		trustTemps, _ = filepath.Glob(filepath.Join(state, "pml", ".trust.json.tmp-*"))
+		return
+	}
+	run := func(kill time.Duration, args ...string) bool {
+		cmd := execPML(ws, args...)
+		cmd.Env = append(cmd.Env, env...)
+		cmd.Dir = ws.Dir
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		timer := time.AfterFunc(kill, func() { _ = cmd.Process.Signal(syscall.SIGKILL) })
+		err := cmd.Wait()
+		timer.Stop()
+		var ee *exec.ExitError
+		return errors.As(err, &ee) && ee.Sys().(syscall.WaitStatus).Signaled()
+	}
+	// How long each takes unkilled: the kills fall within that.
+	timed := func(args ...string) time.Duration {
+		ws.writeUntrusted(".pml.json", cfg)
+		began := time.Now()
+		run(time.Minute, args...)
+		return time.Since(began)
+	}
+	trustTook, removeTook := timed("trust", "--yes"), timed("remove", "x")
+	t.Logf("unkilled: pml trust %v, pml remove %v", trustTook.Round(time.Millisecond), removeTook.Round(time.Millisecond))
+	rnd := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 51))
+	sawCfg, sawTrust, kills := false, false, 0
+	began := time.Now()
+	for i := 0; i < 600 && time.Since(began) < 4*time.Minute && !(sawCfg && sawTrust); i++ {
+		ws.writeUntrusted(".pml.json", cfg)
+		if i%2 == 0 {
+			if run(time.Duration(rnd.Int64N(int64(trustTook))), "trust", "--yes") {
+				kills++
+			}
+		} else if run(time.Duration(rnd.Int64N(int64(removeTook))), "remove", "x") {
+			kills++
+		}
+		c, tr := temps()
+		sawCfg, sawTrust = sawCfg || len(c) > 0, sawTrust || len(tr) > 0
+	}
+	t.Logf("%d kills in %v; left a temporary of .pml.json: %v, of the trust records: %v", kills, time.Since(began).Round(time.Millisecond), sawCfg, sawTrust)
+	if !sawCfg && !sawTrust {
+		t.Fatalf("no kill landed during a write in %d kills: nothing was checked", kills)
+	}
+	// The next command clears them.
+	ws.writeUntrusted(".pml.json", cfg)
+	cmd := execPML(ws, "list")
+	cmd.Env = append(cmd.Env, env...)
+	cmd.Dir = ws.Dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("pml list: %v\n%s", err, out)
+	}
+	if c, tr := temps(); len(c)+len(tr) > 0 {
+		t.Errorf("after the next command, temporary files of killed writes are left: %v %v", c, tr)
 	}
 }
