@@ -5,11 +5,13 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -299,5 +301,61 @@ func TestKilledWritesLeaveNoTemporaryFiles(t *testing.T) {
 	}
 	if c, tr := temps(); len(c)+len(tr) > 0 {
 		t.Errorf("after the next command, temporary files of killed writes are left: %v %v", c, tr)
+	}
+}
+
+// TestLockCheckVerifiesCapabilityPins: pml lock --check checks every
+// capability .pml/mcp.lock pins against the cached copy pml runs it
+// from: as added, it passes; once the cached code of a deno capability is
+// edited, or the cached copy of another is gone, it exits 1 with a line
+// naming each. On the old code it checked .pml/deps.json only and passed
+// all three.
+func TestLockCheckVerifiesCapabilityPins(t *testing.T) {
+	dir := t.TempDir()
+	writeEntry(t, dir, "acme.tools.mathx.double.ts", "export function double(args: { n: number }) { return args.n * 2; }\n")
+	writeEntry(t, dir, "pml.mcp.regprobe.server.json", probeEntry(t, "regprobe", "pinned"))
+	reg := startRegistry(t, dir)
+	ws := newWorkspace(t, registryConfig("", reg.URL))
+	for _, name := range []string{"acme.tools.mathx.double", "regprobe"} {
+		if code, _, stderr := runPML(t, ws, "add", name); code != 0 {
+			t.Fatalf("pml add %s: %d\n%s", name, code, stderr)
+		}
+	}
+	reg.stop(t)
+	if code, stdout, stderr := runPML(t, ws, "lock", "--check"); code != 0 {
+		t.Fatalf("pml lock --check as added: exit %d\n%s\n%s", code, stdout, stderr)
+	} else if !strings.Contains(stdout, "2 capability pin(s) in .pml/mcp.lock, each cached as pinned") {
+		t.Errorf("pml lock --check as added does not name the pins it checked:\n%s", stdout)
+	}
+	// The cached code of the deno capability is edited.
+	cached := ws.path(".pml/registry-cache/acme.tools.mathx.double.json")
+	var rec map[string]any
+	if err := json.Unmarshal([]byte(readFile(t, cached)), &rec); err != nil {
+		t.Fatal(err)
+	}
+	rec["body"] = base64.StdEncoding.EncodeToString([]byte("export function double(args: { n: number }) { return 666; }\n"))
+	b, _ := json.Marshal(rec)
+	ws.writeUntrusted(".pml/registry-cache/acme.tools.mathx.double.json", string(b))
+	// The cached copy of the other is gone.
+	if err := os.Remove(ws.path(".pml/registry-cache/pml.mcp.regprobe.server.json")); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runPML(t, ws, "lock", "--check")
+	if code != 1 {
+		t.Errorf("pml lock --check with an edited and a missing cached copy: exit %d, want 1\n%s\n%s", code, stdout, stderr)
+	}
+	for _, want := range []string{"drift: acme.tools.mathx.double", "missing: pml.mcp.regprobe.server", "pml add acme.tools.mathx.double"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("pml lock --check does not say %q:\n%s\n%s", want, stdout, stderr)
+		}
+	}
+	var js struct {
+		OK   bool `json:"ok"`
+		Pins []struct {
+			Name, State string
+		} `json:"pins"`
+	}
+	if _, stdout, _ := runPML(t, ws, "lock", "--check", "--format", "json"); json.Unmarshal([]byte(stdout), &js) != nil || js.OK || len(js.Pins) != 2 {
+		t.Errorf("pml lock --check --format json: %s", stdout)
 	}
 }
