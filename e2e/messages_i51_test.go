@@ -359,3 +359,45 @@ func TestLockCheckVerifiesCapabilityPins(t *testing.T) {
 		t.Errorf("pml lock --check --format json: %s", stdout)
 	}
 }
+
+// TestAMountRemovedAndMadeAgainServesFromTheNewOne: a session's shell
+// calls have pre-started containers waiting, with a granted directory
+// (sandbox.mounts) mounted; the directory is removed and made again.
+// Every call after that reads the new directory: a pre-started container
+// holding the old one is not handed out. On the old code each stale
+// pooled container answered one call with "No such file or directory".
+func TestAMountRemovedAndMadeAgainServesFromTheNewOne(t *testing.T) {
+	data, file := grantedDir(t, "old")
+	ws := newWorkspace(t, mountsConfig(data))
+	s := startSession(t, ws)
+	defer s.Close()
+	cat := map[string]any{"command": "cat " + file}
+	// Calls in a row grow the shell's pool.
+	for i := 0; i < 4; i++ {
+		if out, res := s.call(t, "shell:exec", cat); res.IsError || !strings.Contains(out, "old") {
+			t.Fatalf("call %d before: %q\n%s", i, out, s.stderr.String())
+		}
+	}
+	waitFor(t, "pre-started containers waiting", 60*time.Second, func() bool { return len(containersOf(t, ws.Dir)) >= 2 })
+	t.Logf("%d containers waiting before the directory is made again", len(containersOf(t, ws.Dir)))
+	if err := os.RemoveAll(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, []byte("new"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	failed := 0
+	for i := 0; i < 4; i++ {
+		out, res := s.call(t, "shell:exec", cat)
+		if res.IsError || !strings.Contains(out, "new") {
+			failed++
+			t.Errorf("call %d after the directory was made again: %q", i, out)
+		}
+	}
+	if failed > 0 {
+		t.Logf("%d of 4 calls failed\n%s", failed, s.stderr.String())
+	}
+}
