@@ -91,8 +91,14 @@ func newLockCmd(g *globals) *cobra.Command {
 					return err
 				}
 			} else if check {
-				printDrift(out, entries, drift)
-				printPinDrift(out, pins, pinDrift)
+				// One line per drift when there is any; else what was
+				// checked.
+				if len(drift) > 0 || len(pinDrift) == 0 {
+					printDrift(out, entries, drift)
+				}
+				if len(pinDrift) > 0 || len(drift) == 0 {
+					printPinDrift(out, pins, pinDrift)
+				}
 			} else {
 				printLock(out, entries)
 				printPins(out, pins)
