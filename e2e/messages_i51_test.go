@@ -401,3 +401,49 @@ func TestAMountRemovedAndMadeAgainServesFromTheNewOne(t *testing.T) {
 		t.Logf("%d of 4 calls failed\n%s", failed, s.stderr.String())
 	}
 }
+
+// TestPmlRunAnswersWhatWasAskedBeforeStdinClosed: pml run, like pml
+// stdio, answers every request it read before its input closed. The
+// calls below start the capability's server first, so none is answered
+// when the input closes; on the old code none was ever answered.
+func TestPmlRunAnswersWhatWasAskedBeforeStdinClosed(t *testing.T) {
+	dir := t.TempDir()
+	writeEntry(t, dir, "pml.mcp.regprobe.server.json", probeEntry(t, "regprobe", "drained"))
+	reg := startRegistry(t, dir)
+	ws := newWorkspace(t, registryConfig("", reg.URL))
+	if code, _, stderr := runPML(t, ws, "add", "regprobe"); code != 0 {
+		t.Fatalf("pml add: exit %d\n%s", code, stderr)
+	}
+	cmd := execPML(ws, "run", "regprobe")
+	cmd.Dir = ws.Dir
+	cmd.Stdin = strings.NewReader(strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"piper","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"env","arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"message":"one"}}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"echo","arguments":{"message":"two"}}}`,
+	}, "\n") + "\n")
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Errorf("pml run: %v\n%s", err, stderr)
+	}
+	answered := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var m struct {
+			ID json.RawMessage `json:"id"`
+		}
+		if json.Unmarshal([]byte(line), &m) == nil && m.ID != nil {
+			answered[string(m.ID)] = line
+		}
+	}
+	for _, id := range []string{"1", "2", "3", "4"} {
+		if _, ok := answered[id]; !ok {
+			t.Errorf("request %s got no answer before pml run exited\nstdout:\n%s", id, out)
+		}
+	}
+	if a := answered["2"]; a != "" && !strings.Contains(a, "GREETING=drained") {
+		t.Errorf("env: %s", a)
+	}
+}

@@ -2,6 +2,7 @@ package mcpserve
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"sync"
@@ -116,21 +117,27 @@ var _ io.WriteCloser = (*answerWriter)(nil)
 // read is answered: the go-sdk session's and the fast path's. Calls still
 // running after drainGrace are stopped, and answer so.
 func (f *fastFront) drain() {
-	pending := func() int {
+	drainOwed(f.ctx, f.x.get(), func() int {
 		f.mu.Lock()
 		n := len(f.inflight)
 		f.mu.Unlock()
 		return n + f.owed.count()
-	}
+	})
+}
+
+// drainOwed waits until pending() is 0: up to drainGrace, then the calls
+// of b still running are stopped (CancelBase) and answer so, for up to
+// drainAfterCancel more.
+func drainOwed(ctx context.Context, b Backend, pending func() int) {
 	if pending() == 0 {
 		return
 	}
-	log := f.x.get().Log()
+	log := b.Log()
 	log.Info().Int("requests", pending()).Msg("the client closed its input with requests in flight: answering them before pml exits")
 	wait := func(d time.Duration) bool {
 		until := time.Now().Add(d)
 		for pending() > 0 {
-			if time.Now().After(until) || f.ctx.Err() != nil {
+			if time.Now().After(until) || ctx.Err() != nil {
 				return false
 			}
 			time.Sleep(drainPoll)
@@ -141,8 +148,41 @@ func (f *fastFront) drain() {
 		return
 	}
 	log.Info().Int("requests", pending()).Dur("after", drainGrace).Msg("stopping the calls still in flight; each answers that it was stopped")
-	f.x.get().CancelBase()
+	b.CancelBase()
 	if !wait(drainAfterCancel) {
 		log.Warn().Int("requests", pending()).Msg("some requests were not answered before pml exits; their calls are in the audit log")
 	}
 }
+
+// drainingReader is pml run's input: the client's frames for the go-sdk
+// session, whose end is held back until what was asked is answered
+// (drainOwed), as the fast front does for pml stdio.
+type drainingReader struct {
+	ctx     context.Context
+	b       Backend
+	filter  *jsonrpc.Filter
+	owed    owed
+	pending []byte
+	drained bool
+}
+
+func (d *drainingReader) Read(p []byte) (int, error) {
+	for len(d.pending) == 0 {
+		frame, err := d.filter.Next()
+		if err != nil {
+			if !d.drained {
+				d.drained = true
+				drainOwed(d.ctx, d.b, d.owed.count)
+			}
+			return 0, err
+		}
+		d.owed.read(frame)
+		d.pending = append(frame, '\n')
+	}
+	n := copy(p, d.pending)
+	d.pending = d.pending[n:]
+	return n, nil
+}
+
+// Close closes the client's input.
+func (d *drainingReader) Close() error { return d.filter.Close() }

@@ -287,7 +287,10 @@ func ServeCapability(ctx context.Context, b Backend, c broker.Capability, in io.
 	filter := jsonrpc.NewFilter(in, o, jsonrpc.MaxFrame, func(r jsonrpc.Rejection) {
 		b.Log().Warn().Int("code", r.Code).Int("bytes", r.Size).Msg("refused a malformed frame: " + r.Reason)
 	})
-	return newMCPServer(b, v).Run(ctx, &mcp.IOTransport{Reader: filter, Writer: o.Writer(), MaxLineLength: -1})
+	// The requests read when the client closes its input are answered
+	// first (drain.go).
+	d := &drainingReader{ctx: ctx, b: b, filter: filter}
+	return newMCPServer(b, v).Run(ctx, &mcp.IOTransport{Reader: d, Writer: &answerWriter{out: o, owed: &d.owed}, MaxLineLength: -1})
 }
 
 // sessionRelay passes what a stdio server sends during a call to the
