@@ -4,9 +4,12 @@ import (
 	"github.com/pml-dev/pml/internal/telemetry"
 
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/pml-dev/pml/internal/audit"
+	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/toolbox"
 )
 
@@ -31,6 +34,13 @@ func (b *Broker) runTool(ctx context.Context, c *Call, name string, args map[str
 		span.End()
 		if err != nil {
 			c.Note(audit.Entry{Tool: name, Decision: audit.Failed, Pattern: pattern, WorkflowID: workflowID, Reason: "install failed", ArgKeys: audit.Keys(args)})
+			if errors.Is(err, container.ErrImageMissing) || errors.Is(err, container.ErrUnavailable) {
+				// The install could not start for want of its image (not
+				// pulled: offline) or the engine: the call is
+				// unavailable (pml call exits 5), as when the server
+				// itself cannot start (lookup), not the tool's error.
+				err = fmt.Errorf("%w: %w", ErrUnavailable, err)
+			}
 			return errorResult(err)
 		}
 	}
