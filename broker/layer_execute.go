@@ -75,6 +75,11 @@ func (b *Broker) runTool(ctx context.Context, c *Call, name string, args map[str
 			e.Limits = b.sb.limitsNote(ctx)
 		}
 	}
+	if r := res.Refusal; r != nil {
+		// Refused by the executor before anything ran (cloud_exec.go):
+		// the call's one entry says denied, and by which pattern.
+		e = audit.Entry{Tool: entry.Def.Name, Decision: audit.Denied, Pattern: r.Pattern, WorkflowID: workflowID, Reason: r.Reason, ArgKeys: audit.Keys(args)}
+	}
 	c.Note(e)
 	// The tool's egress proxy refused a host it does not allow during
 	// the call: a person may allow it (approval_network.go).

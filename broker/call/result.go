@@ -28,6 +28,15 @@ type Result struct {
 	// Cause is the failure behind an error result made by pml itself (not
 	// a tool's own error), for callers that map kinds to exit codes.
 	Cause error
+	// Refusal, set by an executor that refused the call itself after a
+	// deny pattern (pml:execute whose answer declares a denied tool), is
+	// what the audit entry of the call records: denied, with the pattern.
+	Refusal *Refusal
+}
+
+// Refusal is why an executor refused a call by a deny pattern.
+type Refusal struct {
+	Pattern, Reason string
 }
 
 // Err returns the failure behind an error result pml made itself, to be
