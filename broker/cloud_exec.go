@@ -43,6 +43,11 @@ func (e cloudExec) Run(ctx context.Context, def toolbox.Tool, args map[string]an
 	if len(missing) > 0 {
 		return errorResult(fmt.Errorf("%w: %s needs %s, which is not set: %s", ErrCloud, def.Name, strings.Join(missing, ", "), whereToSet(e.sb.ws)))
 	}
+	if d := call.UpFrontOf(ctx, def.Name); d != nil && d.WorkflowID != "" && d.Held != nil && def.Name == ExecuteTool {
+		// The person approved the declared tools of this code: it runs,
+		// and the cloud is not asked again (for other code).
+		return e.executeLocally(ctx, def.Name, d.Held)
+	}
 	res, err := c.CallTool(ctx, def.Name, args, keys)
 	if err != nil {
 		var re *cloud.RemoteError
@@ -95,9 +100,18 @@ func (e cloudExec) executeLocally(ctx context.Context, outer string, payload map
 				d.Asked = append(d.Asked, t)
 			}
 		}
-		// Not approved up front (no WorkflowID): each call of the run
-		// that asks is put to the person on its own, as before; a call it
-		// did not declare is flagged in the audit (layer_audit.go).
+		if up := call.UpFrontOf(ctx, outer); up != nil && up.WorkflowID != "" {
+			// Approved (the held answer, Run): the run starts with them.
+			return e.runs.Start(ctx, outer, execute.Program{Code: code})
+		}
+		if len(d.Asked) > 0 {
+			// Put to the person once before anything runs; the answer
+			// starts this code (Run, d.Held).
+			d.Held = payload
+			return Result{UpFront: d}
+		}
+		// Nothing asks: a call the code did not declare is flagged in
+		// the audit (layer_audit.go).
 		ctx = call.WithUpFront(ctx, d)
 	}
 	return e.runs.Start(ctx, outer, execute.Program{Code: code})

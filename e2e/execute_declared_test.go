@@ -59,3 +59,65 @@ func TestExecuteLocallyDeclaredDenyRefusedUpFront(t *testing.T) {
 		t.Errorf("allowed declared tool: %q %+v", out, r)
 	}
 }
+
+// TestExecuteLocallyDeclaredAskIsApprovedOnceUpFront: the same answer,
+// its declared tool asked about: the person is asked once, before any
+// Deno container starts, naming the tool; approved, that code runs (the
+// cloud is not asked again) and its calls of the tool do not ask again,
+// each audited as approved under that approval.
+func TestExecuteLocallyDeclaredAskIsApprovedOnceUpFront(t *testing.T) {
+	needImage(t, "pml/deno:2.9.6")
+	fc := newFakeCloud(t)
+	ws := newWorkspace(t, fmt.Sprintf(`{"permissions": {"allow": ["json:*", "pml:*"], "ask": ["filesystem:read_file"]},
+ "cloud": {"url": %q, "timeout": "5s"}}`, fc.srv.URL))
+	ws.write("a.txt", "alpha")
+	ws.write("b.txt", "beta")
+	s := startSession(t, ws, "PML_API_KEY="+cloudKey)
+
+	code := `const a = await mcp.filesystem.read_file({path: "a.txt"}); const b = await mcp.filesystem.read_file({path: "b.txt"}); return a + "+" + b;`
+	_, res := s.call(t, "pml:execute", map[string]any{"code": code})
+	var a struct {
+		approval
+		Context map[string]any `json:"context"`
+	}
+	structured(t, res, &a)
+	if res.IsError || !a.ApprovalRequired || a.Tool != "pml:execute" || !strings.Contains(a.Description, "filesystem:read_file") || !strings.Contains(a.Description, "declares") {
+		t.Fatalf("want one approval of pml:execute naming its declared filesystem:read_file, got %+v", a)
+	}
+	if got := fmt.Sprint(a.Context["asked_tools"]); got != "[filesystem:read_file]" {
+		t.Errorf("asked_tools = %s", got)
+	}
+	for _, c := range containersOf(t, ws.Dir) {
+		if c.Labels["pml.purpose"] == "execute" {
+			t.Errorf("a Deno container was started before the approval: %s (%s)", c.ID[:12], c.State)
+		}
+	}
+	out, res := s.call(t, "pml:execute", map[string]any{"code": code, "continue_workflow": cont(a.WorkflowID, true, false)})
+	var r runResult
+	structured(t, res, &r)
+	if res.IsError || r.Status != "success" || string(r.Result) != `"alpha+beta"` {
+		t.Fatalf("after the one approval: %q %+v", out, r)
+	}
+	if n := len(fc.calls("pml:execute")); n != 1 {
+		t.Errorf("the cloud was asked %d times for the plan, want once (the approved code runs)", n)
+	}
+	var reads int
+	for _, line := range strings.Split(strings.TrimSpace(readAudit(t, ws)), "\n") {
+		var e struct {
+			Tool, Decision string
+			WorkflowID     string `json:"workflow_id"`
+		}
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatal(err)
+		}
+		if e.Tool == "filesystem:read_file" {
+			reads++
+			if e.Decision != "approved" || e.WorkflowID != a.WorkflowID {
+				t.Errorf("an inner read: %+v, want approved under %s", e, a.WorkflowID)
+			}
+		}
+	}
+	if reads != 2 {
+		t.Errorf("%d inner reads audited, want 2", reads)
+	}
+}

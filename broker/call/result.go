@@ -32,6 +32,11 @@ type Result struct {
 	// deny pattern (pml:execute whose answer declares a denied tool), is
 	// what the audit entry of the call records: denied, with the pattern.
 	Refusal *Refusal
+	// UpFront, set by pml:execute's executor, is the declaration of the
+	// code the cloud sent when some of its declared tools ask: the run
+	// waits for one approval of them (layer_execute.go opens it,
+	// approve.UpFrontApproval).
+	UpFront *Declared
 }
 
 // Refusal is why an executor refused a call by a deny pattern.
