@@ -85,7 +85,17 @@ func (b *Broker) runTool(ctx context.Context, c *Call, name string, args map[str
 			e.Limits = b.sb.limitsNote(ctx)
 		}
 	}
+	if r := res.Refusal; r != nil {
+		// Refused by the executor before anything ran (cloud_exec.go):
+		// the call's one entry says denied, and by which pattern.
+		e = audit.Entry{Tool: entry.Def.Name, Decision: audit.Denied, Pattern: r.Pattern, WorkflowID: workflowID, Reason: r.Reason, ArgKeys: audit.Keys(args)}
+	}
 	c.Note(e)
+	if d := res.UpFront; d != nil {
+		// pml:execute's code declares tools that ask: nothing ran yet, and
+		// the run waits for the person's one answer (approve/upfront.go).
+		return b.ask.UpFrontApproval(ctx, c, entry.Def.Name, args, pattern, d)
+	}
 	// The tool's egress proxy refused a host it does not allow during
 	// the call: a person may allow it (approval_network.go).
 	if ask, ok := b.ask.NetworkApproval(ctx, c, entry.Def.Name, args, pattern, began, res); ok {
