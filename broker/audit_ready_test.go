@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -63,5 +64,34 @@ func TestAnEntryLostAfterTheCallIsToldWithTheResult(t *testing.T) {
 	raw := withAuditFailure(t.Context(), Result{Raw: []byte(`{"content":[{"type":"text","text":"forwarded"}]}`)}, err)
 	if raw.Upstream == nil || len(raw.Upstream.Content) != 2 {
 		t.Errorf("raw: %+v", raw.Upstream)
+	}
+}
+
+// Every call gives back the room it held for its entry, however it ends
+// (ran, failed, denied), and calls in parallel each have their entry
+// (issue 51): nothing stays held to refuse later calls.
+func TestEveryCallGivesBackTheRoomOfItsEntry(t *testing.T) {
+	f := newFixture(t, `{"permissions": {"allow": ["filesystem:read_file"], "deny": ["filesystem:write_file"]}}`)
+	var wg sync.WaitGroup
+	for i := 0; i < 30; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			switch i % 3 {
+			case 0:
+				f.call(t, "filesystem:read_file", map[string]any{"path": "a.txt"})
+			case 1:
+				f.call(t, "filesystem:read_file", map[string]any{"path": "missing.txt"})
+			default:
+				f.call(t, "filesystem:write_file", map[string]any{"path": "b.txt", "content": "x"})
+			}
+		}()
+	}
+	wg.Wait()
+	if held := f.b.audit.Held(); held != 0 {
+		t.Errorf("%d bytes still held after every call ended", held)
+	}
+	if got := auditEntries(t, f.ws); len(got) != 30 {
+		t.Errorf("%d entries for 30 calls", len(got))
 	}
 }

@@ -24,11 +24,15 @@ import (
 //
 // The log is complete or the call does not run: before the call goes
 // down the path, the log must take its entry (audit.Log.Ready: it opens,
-// and room is reserved past its end), or the call is refused, nothing
-// run. The entry itself is written after, with the outcome: one line per
-// call, as pml audit shows it. Should that write still fail (the reserve
-// used up by other writers), the client is told with the result. No
-// setting turns any of this off.
+// and room for this entry is reserved past its end on top of the room
+// held for every other call in flight), or the call is refused, nothing
+// run. The entry itself is written after, with the outcome, into that
+// room (audit.Ticket.Record): one line per call, as pml audit shows it.
+// This holds for the fast path too, whose answer goes to the client
+// before the entry is written: the room was taken before it forwarded.
+// Should the write still fail (the file replaced, another pml on the
+// workspace using the room up), the client is told with the result where
+// it can be. No setting turns any of this off.
 type auditLayer struct {
 	next Handler
 	log  zerolog.Logger
@@ -48,15 +52,19 @@ func auditLayerNoted(path Handler, n container.AuditNoter) Handler {
 }
 
 func (l auditLayer) Call(ctx context.Context, c *Call) Result {
-	if err := l.sink.Ready(); err != nil {
+	t, err := l.sink.Ready()
+	if err != nil {
 		l.log.Error().Err(err).Str("tool", c.Tool).Msg("refused the call: its audit entry cannot be written")
 		return call.ResultFor(auditRefusal(c.Tool, err))
 	}
+	// Every way out below writes the entry, which gives the room back;
+	// this is for a way out that one day does not.
+	defer t.Release()
 	defer func() {
 		if v := recover(); v != nil {
 			// A panic below: the call still leaves its entry; the
 			// request's recover boundary (mcpserve/recover.go) answers it.
-			_ = l.record(audit.Entry{Tool: c.Tool, Decision: audit.Failed, Reason: "pml panicked (a bug in pml; the stack is in pml's log)", ArgKeys: audit.Keys(c.Args)}, c.Began)
+			_ = l.record(t, audit.Entry{Tool: c.Tool, Decision: audit.Failed, Reason: "pml panicked (a bug in pml; the stack is in pml's log)", ArgKeys: audit.Keys(c.Args)}, c.Began)
 			panic(v)
 		}
 	}()
@@ -69,7 +77,7 @@ func (l auditLayer) Call(ctx context.Context, c *Call) Result {
 	if run := call.RunOf(ctx); run != nil && !run.Declares(c.Tool) {
 		e.NotDeclaredBy = run.Capability
 	}
-	if err := l.record(e, c.Began); err != nil {
+	if err := l.record(t, e, c.Began); err != nil {
 		res = withAuditFailure(ctx, res, err)
 	}
 	return res
@@ -137,9 +145,10 @@ func unnotedReason(res Result) string {
 	return "not recorded by any step"
 }
 
-// record appends to the audit log; a failure is logged and returned, for
-// the client to hear of it too.
-func (l auditLayer) record(e audit.Entry, began time.Time) error {
+// record appends to the audit log, into the room t holds (nil: an entry
+// of no call Ready admitted); a failure is logged and returned, for the
+// client to hear of it too.
+func (l auditLayer) record(t *audit.Ticket, e audit.Entry, began time.Time) error {
 	e.DurationMS = time.Since(began).Milliseconds()
 	if l.noter != nil {
 		if n := l.noter.AuditNote(); n != "" {
@@ -154,7 +163,12 @@ func (l auditLayer) record(e audit.Entry, began time.Time) error {
 		ev = l.log.Warn()
 	}
 	ev.Str("tool", e.Tool).Str("decision", e.Decision).Str("pattern", e.Pattern).Str("workflow_id", e.WorkflowID).Int64("ms", e.DurationMS).Str("status", e.ExitStatus).Msg("tool call")
-	err := l.sink.Record(e)
+	var err error
+	if t != nil {
+		err = t.Record(e)
+	} else {
+		err = l.sink.Record(e)
+	}
 	if err != nil {
 		l.log.Error().Err(err).Str("tool", e.Tool).Msg("writing the audit log")
 	}
@@ -175,5 +189,5 @@ func (b *Broker) auditRefused(tool string, args json.RawMessage, reason string) 
 	}
 	slices.Sort(keys)
 	l := auditLayer{log: b.log, sink: b.audit}
-	_ = l.record(audit.Entry{Tool: tool, Decision: audit.Failed, Reason: reason, ArgKeys: keys}, time.Now())
+	_ = l.record(nil, audit.Entry{Tool: tool, Decision: audit.Failed, Reason: reason, ArgKeys: keys}, time.Now())
 }

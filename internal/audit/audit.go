@@ -91,6 +91,11 @@ type Log struct {
 	// while the path still names it (see Record); fi is its identity.
 	f  *os.File
 	fi os.FileInfo
+	// held is the room promised to the entries of calls in flight: one
+	// MaxEntry per Ticket that Ready gave and no entry has used yet. The
+	// blocks past the end of the file cover it (see Ready), so however
+	// many calls run at once, each admitted call's entry fits.
+	held int64
 }
 
 // New returns a log writing to path, which is <workspace>/.pml/<file>;
@@ -101,12 +106,20 @@ func New(path string) *Log { return &Log{path: path, root: filepath.Dir(filepath
 // Path is the file the log appends to.
 func (l *Log) Path() string { return l.path }
 
-// Record appends e as one line. Time is filled in when zero. A failure
-// is a *WriteError, which names the file, the cause and the fix.
+// Record appends e as one line, for an entry no call reserved room for
+// (an egress connection, a request refused before any layer): it is
+// written only into room beyond what calls in flight hold (see Ready),
+// never into theirs. Time is filled in when zero. A failure is a
+// *WriteError, which names the file, the cause and the fix.
 func (l *Log) Record(e Entry) error {
 	if l == nil || l.path == "" {
 		return nil
 	}
+	return l.record(e, nil)
+}
+
+// record writes e; t is the ticket whose room it uses, nil for none.
+func (l *Log) record(e Entry, t *Ticket) error {
 	if e.Time.IsZero() {
 		e.Time = time.Now().UTC()
 	}
@@ -115,18 +128,30 @@ func (l *Log) Record(e Entry) error {
 	} else {
 		telemetry.CountCall(e.Decision)
 	}
-	e.Tool = truncate(e.Tool, MaxToolBytes)
-	e.ArgKeys = capKeys(e.ArgKeys)
-	line, err := json.Marshal(e)
+	line, err := marshalBounded(e)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	reserved := t != nil && !t.done
+	if reserved {
+		// The ticket's room is given back whatever happens below: the
+		// entry is written into it, or it failed and is reported.
+		t.done = true
+		l.held -= MaxEntry
+	}
 	if err != nil {
 		return err
 	}
-	line = append(line, '\n')
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	f, err := l.current()
 	if err != nil {
 		return l.fail(err)
+	}
+	if !reserved {
+		// Not into the room held for the calls in flight: their entries
+		// would then be the ones that do not fit.
+		if err := reserve(f, l.held+int64(len(line))+1, 0); err != nil {
+			l.drop()
+			return l.fail(err)
+		}
 	}
 	if err := appendLine(f, line); err != nil {
 		// A write cut short (a full disk) leaves a torn line; the next
@@ -222,6 +247,40 @@ func (l *Log) Close() error {
 	err := l.f.Close()
 	l.f, l.fi = nil, nil
 	return err
+}
+
+// marshalBounded is e as one line, newline included, of at most
+// MaxEntry-1 bytes (the one byte left is the newline that may end a torn
+// line before it, appendLine): the room a call holds (Ready) is then
+// always enough. Entries are far smaller (a few hundred bytes); the free
+// texts are cut only when one is very long or escapes to several bytes
+// a character, and an entry that still does not fit keeps only what
+// identifies the call, saying how long it was.
+func marshalBounded(e Entry) ([]byte, error) {
+	e.Tool = truncate(e.Tool, MaxToolBytes)
+	e.ArgKeys = capKeys(e.ArgKeys)
+	line, err := json.Marshal(e)
+	if err != nil || len(line) < MaxEntry-1 {
+		return append(line, '\n'), err
+	}
+	full := len(line)
+	for _, s := range []*string{&e.Reason, &e.Pattern, &e.Limits, &e.WorkflowID, &e.NotDeclaredBy, &e.ExitStatus} {
+		*s = truncate(*s, MaxKeyBytes*4)
+	}
+	if e.Net != nil {
+		n := *e.Net
+		n.Host, n.Address = truncate(n.Host, MaxKeyBytes*4), truncate(n.Address, MaxKeyBytes)
+		e.Net = &n
+	}
+	if line, err = json.Marshal(e); err == nil && len(line) < MaxEntry-1 {
+		return append(line, '\n'), nil
+	}
+	// Each of the fields kept is at most 6 bytes (a \u escape) per byte
+	// of MaxToolBytes or of its fixed words: well under MaxEntry.
+	short := Entry{Time: e.Time, Tool: e.Tool, Decision: truncate(e.Decision, 32), DurationMS: e.DurationMS,
+		ExitStatus: truncate(e.ExitStatus, 32), Reason: "entry cut to fit: it was " + strconv.Itoa(full) + " bytes"}
+	line, err = json.Marshal(short)
+	return append(line, '\n'), err
 }
 
 // Keys returns the sorted argument names of args.

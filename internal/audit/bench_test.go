@@ -13,10 +13,11 @@ func BenchmarkReadyAndRecord(b *testing.B) {
 	defer l.Close()
 	e := Entry{Tool: "filesystem:read_file", Decision: Allowed, Pattern: "filesystem:*", ExitStatus: "ok", ArgKeys: []string{"path"}}
 	for b.Loop() {
-		if err := l.Ready(); err != nil {
+		tk, err := l.Ready()
+		if err != nil {
 			b.Fatal(err)
 		}
-		if err := l.Record(e); err != nil {
+		if err := tk.Record(e); err != nil {
 			b.Fatal(err)
 		}
 	}

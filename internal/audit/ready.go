@@ -10,42 +10,91 @@ import (
 	"github.com/pml-dev/pml/internal/safefs"
 )
 
-// Reserve is the room Ready keeps for the entries to come, past the end
-// of the log. An entry is at most a few KiB (the caps on tool and argument
-// names), most are a few hundred bytes: the reserve holds the entries of
-// every call in flight between two calls' checks, so a disk that fills
-// while a call runs (the call's own writes, a build beside it) still
-// takes its entry.
+// MaxEntry bounds one line of the log, its newline and the newline that
+// may end a torn line before it included (marshalBounded cuts an entry to
+// it): the room Ready holds for each call in flight.
+const MaxEntry = 4 << 10
+
+// Reserve is the room Ready asks for beyond what calls in flight hold,
+// when the disk has it: a fallocate then covers the next calls too (it
+// costs tens of microseconds on ext4, the check before it nothing), and
+// pml doctor wants that much free.
 const Reserve = 64 << 10
 
-// MinRoom is the least room Ready accepts when the disk cannot give the
-// whole Reserve: on a full disk, calls go on while what is left of the
-// reserve holds two of the largest entries, and are refused after.
-const MinRoom = 8 << 10
-
-// Ready makes sure the next entry can be written, before the call it
-// records runs: the log opens for appending (not a directory, a link or
-// a file pml may not write) and, where the file system allows it, room
-// is reserved past its end (see reserve). The request path refuses a
-// call when Ready fails: the log is complete or the call does not run.
-// The zero Log (no path) is always ready.
-func (l *Log) Ready() error {
+// Ready makes sure the entry of the call about to run can be written,
+// however many calls run at once and however full the disk is by the time
+// they end: the log opens for appending (not a directory, a link or a
+// file pml may not write) and, where the file system allows it, the
+// blocks past its end are allocated to hold MaxEntry for this call on top
+// of MaxEntry for each call already in flight (see reserve). The ticket
+// holds that room until its entry is written (Ticket.Record) or the call
+// gives it back (Ticket.Release). The request path refuses a call when
+// Ready fails: the log is complete or the call does not run. The zero
+// Log (no path) is always ready.
+//
+// The count is this process's: another pml appending to the same log at
+// the same time (a pml call beside pml stdio) is covered by Reserve when
+// the disk has room, not on a disk already full.
+func (l *Log) Ready() (*Ticket, error) {
 	if l == nil || l.path == "" {
-		return nil
+		return &Ticket{}, nil
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	f, err := l.current()
 	if err != nil {
-		return l.fail(err)
+		return nil, l.fail(err)
 	}
-	if err := reserve(f, Reserve); err != nil {
+	if err := reserve(f, l.held+MaxEntry, Reserve); err != nil {
 		// Not kept: the next call opens the log again, with every check
 		// (the full disk may be gone, or the file replaced).
 		l.drop()
-		return l.fail(err)
+		return nil, l.fail(err)
 	}
-	return nil
+	l.held += MaxEntry
+	return &Ticket{l: l}, nil
+}
+
+// Ticket is the room Ready holds in the log for one call's entry.
+type Ticket struct {
+	l *Log
+	// done says the room was used or given back; under l.mu.
+	done bool
+}
+
+// Record writes the call's entry into the room the ticket holds, and
+// gives the room back. Only the first Record or Release of a ticket
+// counts: a ticket used already writes as Log.Record does.
+func (t *Ticket) Record(e Entry) error {
+	if t == nil || t.l == nil || t.l.path == "" {
+		return nil
+	}
+	return t.l.record(e, t)
+}
+
+// Release gives the room back without writing (a call that leaves no
+// entry after all); after Record it does nothing.
+func (t *Ticket) Release() {
+	if t == nil || t.l == nil {
+		return
+	}
+	t.l.mu.Lock()
+	defer t.l.mu.Unlock()
+	if !t.done {
+		t.done = true
+		t.l.held -= MaxEntry
+	}
+}
+
+// Held is the room held for calls in flight (tests, and pml's own
+// accounting).
+func (l *Log) Held() int64 {
+	if l == nil {
+		return 0
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.held
 }
 
 // Probe says whether an entry could be written to the log at path,

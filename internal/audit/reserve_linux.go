@@ -8,24 +8,25 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// reserve allocates n bytes past the end of f without changing its size
-// (fallocate with FALLOC_FL_KEEP_SIZE): the entries written after it go
+// reserve makes sure the blocks past the end of f hold need bytes, and
+// need+extra when the disk has them (fallocate with FALLOC_FL_KEEP_SIZE,
+// which does not change the file's size): the entries written after it go
 // into blocks that are already the file's, so a disk that is full by then
-// still takes them. The blocks stay the file's (at most n bytes more on
-// disk than its size). A file system without fallocate gets the check of
-// free space instead, which keeps nothing aside.
-func reserve(f *os.File, n int64) error {
+// still takes them. The blocks stay the file's (at most need+extra bytes
+// more on disk than its size). A file system without fallocate gets the
+// check of free space instead, which keeps nothing aside.
+func reserve(f *os.File, need, extra int64) error {
 	fi, err := f.Stat()
 	if err != nil {
 		return err
 	}
-	// Already reserved (by this call's predecessors, or another pml on
-	// the workspace): half the reserve still free past the end. The
-	// fallocate costs tens of microseconds on ext4 and the check nothing,
-	// so it runs about once per n/2 bytes of entries. The allocated size
-	// is read, not remembered: a log truncated or replaced has lost its
-	// reserve.
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Blocks*512 >= fi.Size()+n/2 {
+	// Reserved already, with room to spare (by earlier calls, or another
+	// pml on the workspace): no system call. The allocated size is read,
+	// not remembered: a log truncated or replaced has lost its reserve.
+	// It counts every block of the file, so the spare (half of Reserve)
+	// also covers the few an extent tree may take; with less to spare
+	// fallocate itself says whether need fits.
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Blocks*512 >= fi.Size()+need+Reserve/2 {
 		return nil
 	}
 	rc, err := f.SyscallConn()
@@ -34,18 +35,21 @@ func reserve(f *os.File, n int64) error {
 	}
 	var ferr error
 	if err := rc.Control(func(fd uintptr) {
-		ferr = fallocate(fd, fi.Size(), n)
-		if errors.Is(ferr, unix.ENOSPC) && n > MinRoom {
-			// A full disk: what the earlier calls reserved may still
-			// hold the next entries (allocating blocks the file already
-			// has succeeds).
-			ferr = fallocate(fd, fi.Size(), MinRoom)
+		ferr = unix.ENOSPC
+		if extra > 0 {
+			ferr = fallocate(fd, fi.Size(), need+extra)
+		}
+		if errors.Is(ferr, unix.ENOSPC) {
+			// A full disk: the blocks reserved earlier may still hold
+			// need (allocating blocks the file already has succeeds,
+			// and asks for nothing more).
+			ferr = fallocate(fd, fi.Size(), need)
 		}
 	}); err != nil {
 		return err
 	}
 	if errors.Is(ferr, unix.EOPNOTSUPP) || errors.Is(ferr, unix.ENOSYS) {
-		return room(f.Name(), n)
+		return room(f.Name(), need+extra)
 	}
 	if ferr != nil {
 		return &os.PathError{Op: "reserve", Path: f.Name(), Err: ferr}

@@ -116,7 +116,8 @@ func TestReadyRefusesALogThatIsADirectory(t *testing.T) {
 	if err := os.MkdirAll(path, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	for name, err := range map[string]error{"Ready": New(path).Ready(), "Probe": Probe(path)} {
+	_, rerr := New(path).Ready()
+	for name, err := range map[string]error{"Ready": rerr, "Probe": Probe(path)} {
 		var we *WriteError
 		if !errors.As(err, &we) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "directory") || !strings.Contains(err.Error(), "remove") {
 			t.Errorf("%s: %v", name, err)

@@ -306,6 +306,29 @@ func (l *Lockfile) Approve(e *Entry) error {
 	return nil
 }
 
+// Forget takes back the record Check made of e as new: `pml add` calls
+// it when the add then fails or is refused, so that an entry nobody
+// accepted is not fetched by every later session (issue 50). A record of
+// another content (changed since, or approved by another process) stays.
+func (l *Lockfile) Forget(e *Entry) error {
+	f, next, err := lockEntryOf(e)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	old, ok := l.entries[f.Base()]
+	if !ok || old.Integrity != next.Integrity || old.CodeIntegrity != next.CodeIntegrity {
+		return nil
+	}
+	delete(l.entries, f.Base())
+	if err := l.save(); err != nil {
+		l.entries[f.Base()] = old
+		return err
+	}
+	return nil
+}
+
 // save writes the lockfile atomically; l.mu is held (or l is not shared
 // yet).
 func (l *Lockfile) save() error {

@@ -284,3 +284,31 @@ func TestFailedWriteRecordsNothing(t *testing.T) {
 		t.Fatal("an approval that could not be saved is recorded in memory")
 	}
 }
+
+// Forget takes back the record of the content Check recorded, and only
+// that: a record of other content (changed, or approved since) stays.
+func TestForgetTakesBackOnlyTheRecordOfThatContent(t *testing.T) {
+	p := lockPath(t)
+	l := load(t, p, allowAll)
+	t0 := time.Date(2026, 1, 7, 12, 0, 0, 0, time.UTC)
+	e := entryOf(t, "pml.mcp.tavily.server", "v1", t0)
+	if v, err := l.Check(e); err != nil || v.Status != StatusNew {
+		t.Fatalf("check = %+v, %v", v, err)
+	}
+	other := entryOf(t, "pml.mcp.tavily.server", "v2", t0)
+	if err := l.Forget(other); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := load(t, p, allowAll).Get("pml.mcp.tavily.server"); !ok {
+		t.Fatal("forgetting other content took the record away")
+	}
+	if err := l.Forget(e); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := load(t, p, allowAll).Get("pml.mcp.tavily.server"); ok {
+		t.Fatal("the record is still in the lockfile")
+	}
+	if v, err := l.Check(e); err != nil || v.Status != StatusNew {
+		t.Fatalf("after Forget, check = %+v, %v; want new", v, err)
+	}
+}
