@@ -124,7 +124,7 @@ func metaCase(name string, edit func(m map[string]any, ns string), headers func(
 
 // TestHostileRegistryFieldsAreCheckedAsServed: a registry serving a bad or
 // lying value in one field of an entry (its fqdn, type, version, routing,
-// tools, install step, mcp_deps, the X-PML-* headers disagreeing with the
+// tools, install step, mcp_deps, a deno entry's codeIntegrity, the X-PML-* headers disagreeing with the
 // metadata, an ETag of other content, a redirect off the registry or to
 // another name, a 404 whose message carries terminal escapes) gets it
 // refused by `pml add`: a non-zero exit naming what is wrong, the
@@ -173,6 +173,13 @@ func TestHostileRegistryFieldsAreCheckedAsServed(t *testing.T) {
 			return etagOf(integrityOf(t, `{"type": "stdio", "description": "another entry"}`))(t, "")
 		}, "the content does not match its integrity"),
 		{
+			name: "codeIntegrity", refused: []string{"codeIntegrity: the content does not match its integrity"},
+			serve: func(t *testing.T, w http.ResponseWriter, _ *http.Request, ns string) {
+				serveJSON(w, mustJSON(t, map[string]any{"type": "deno", "routing": "client", "codeUrl": "/code/" + ns + ".ts",
+					"codeIntegrity": registry.Integrity([]byte("export function other() { return 0; }\n"))}), nil)
+			},
+		},
+		{
 			name: "Location off the registry", refused: []string{"leaves the registry", "refused"},
 			serve: func(t *testing.T, w http.ResponseWriter, r *http.Request, ns string) {
 				http.Redirect(w, r, other.URL+"/mcp/pml.mcp."+ns+".server.abcd", http.StatusFound)
@@ -210,6 +217,12 @@ func TestHostileRegistryFieldsAreCheckedAsServed(t *testing.T) {
 				ns = ns[:40]
 			}
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if strings.HasPrefix(r.URL.Path, "/code/") {
+					// What a deno entry's codeUrl names: code other than
+					// its codeIntegrity says.
+					_, _ = w.Write([]byte("export function run() { return 1; }\n"))
+					return
+				}
 				if !strings.HasPrefix(r.URL.Path, "/mcp/") {
 					http.NotFound(w, r)
 					return
@@ -219,6 +232,7 @@ func TestHostileRegistryFieldsAreCheckedAsServed(t *testing.T) {
 			t.Cleanup(srv.Close)
 			ws := newWorkspace(t, registryConfig("", srv.URL))
 			code, stdout, stderr := addAsAPerson(t, ws, "add", ns, "--yes")
+			t.Logf("pml add: exit %d: %s", code, strings.TrimSpace(stderr))
 			if code == 0 {
 				t.Errorf("pml add of an entry whose %s lies: exit 0, want a refusal\n%s%s", c.name, stdout, stderr)
 			}
