@@ -182,7 +182,8 @@ func New(o Options) (*Broker, error) {
 	}
 	b.srv.tools.Add(shellTool, shellExec{sb: sb, image: o.Config.Sandbox.ShellImage})
 	b.srv.setupServers(b.cfg.Servers)
-	b.cloud = &cloudSide{sb: sb, cfg: o.Config, log: b.log, serverOf: b.srv.serverOf, listable: b.srv.cloudListable, replaceTools: b.srv.replaceTools, approval: func(wf *Workflow) Approval { return b.ask.Approval(wf) }}
+	b.cloud = &cloudSide{sb: sb, cfg: o.Config, log: b.log, serverOf: b.srv.serverOf, listable: b.srv.cloudListable, replaceTools: b.srv.replaceTools, approval: func(wf *Workflow) Approval { return b.ask.Approval(wf) },
+		decide: b.perms.Decide, permSource: b.perms.Source}
 	b.cloud.setupCloud(o, b.runs)
 	b.registry = &registrySide{sb: sb, cfg: o.Config, log: b.log, cloud: b.cloud, decide: b.perms.Decide,
 		hasTool: b.srv.hasTool, serverOf: b.srv.serverOf, addServer: b.srv.addServer, approval: func(wf *Workflow) Approval { return b.ask.Approval(wf) },

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -53,6 +54,15 @@ type Capability struct {
 	AddedAt     time.Time `json:"added_at"`
 	// Requires are the servers its mcp_deps name (capability_deps.go).
 	Requires []Requirement `json:"requires,omitempty"`
+	// Replaced are the names this add took the place of: the same
+	// registry entry recorded under another spelling (smartSearch,
+	// smartsearch, pml.mcp.smartsearch.server), so that one entry is one
+	// record. Not stored.
+	Replaced []string `json:"-"`
+	// Vouch is the user's MAC over the record (internal/vouch;
+	// capability_vouch.go): a record pml add did not write here is not
+	// listed.
+	Vouch string `json:"vouch,omitempty"`
 	// Grant is what it gets of this machine (host variables and where
 	// they go, network, image), as the person granted it in pml add
 	// (registry_grant.go); nil when it asks for nothing. Never read from
@@ -74,11 +84,16 @@ func CapabilityFQDN(arg string) (capname.Ref, registry.FQDN, error) {
 	if err != nil {
 		return ref, f, err
 	}
-	switch f.Namespace {
-	case "filesystem", "shell", "pml":
+	if builtinNamespace(f.Namespace) {
 		return ref, f, fmt.Errorf("%q names the built-in namespace %q; it needs no pml add", arg, f.Namespace)
 	}
 	return ref, f, nil
+}
+
+// builtinNamespace reports whether ns is one of pml's own: no capability
+// may take it (pml add refuses it; load drops a record that has it).
+func builtinNamespace(ns string) bool {
+	return slices.Contains(builtinNamespaces, strings.ToLower(ns)) // capability_namespace.go
 }
 
 // Confirm asks the person running `pml add` to approve something (an
@@ -124,7 +139,7 @@ func (b *Broker) AddCapability(ctx context.Context, arg string, confirm Confirm)
 }
 
 // AddCapability is Broker.AddCapability.
-func (cs *capabilities) AddCapability(ctx context.Context, arg string, confirm Confirm) (Capability, error) {
+func (cs *capabilities) AddCapability(ctx context.Context, arg string, confirm Confirm) (c Capability, err error) {
 	ref, f, err := CapabilityFQDN(arg)
 	if err != nil {
 		return Capability{}, fmt.Errorf("%w: %w", ErrInvalidInput, err)
@@ -155,6 +170,18 @@ func (cs *capabilities) AddCapability(ctx context.Context, arg string, confirm C
 	if err != nil {
 		return Capability{}, err
 	}
+	if v.Status == registry.StatusNew {
+		// Recorded by this fetch: an add that then fails or is refused
+		// takes it back, or every later session would fetch (and offer)
+		// an entry nobody accepted (issue 50).
+		defer func() {
+			if err != nil {
+				if ferr := cs.registry.lock.Forget(e); ferr != nil {
+					err = fmt.Errorf("%w; and %s stays in %s: %v", err, e.FQDN, cs.registry.lock.Path(), ferr)
+				}
+			}
+		}()
+	}
 	if v.Status == registry.StatusMismatch {
 		a := Approval{ApprovalRequired: true, ApprovalType: ApprovalIntegrity, Tool: f.Tool(), Description: v.Description(), Options: []string{"continue", "abort"}}
 		if !confirm(a) {
@@ -165,7 +192,7 @@ func (cs *capabilities) AddCapability(ctx context.Context, arg string, confirm C
 		}
 	}
 	ef, _ := registry.ParseFQDN(e.FQDN)
-	c := Capability{Name: name, FQDN: e.FQDN, Version: e.Version, Type: e.Type, Routing: e.Routing, Namespace: ef.Namespace, AddedAt: time.Now().UTC().Truncate(time.Second)}
+	c = Capability{Name: name, FQDN: e.FQDN, Version: e.Version, Type: e.Type, Routing: e.Routing, Namespace: ef.Namespace, AddedAt: time.Now().UTC().Truncate(time.Second)}
 	if e.Meta != nil {
 		c.Description = e.Meta.Description
 		c.EnvRequired = e.Meta.AllEnvRequired()
@@ -180,7 +207,7 @@ func (cs *capabilities) AddCapability(ctx context.Context, arg string, confirm C
 	if err := cs.readyCapability(ctx, e, &c, confirm); err != nil {
 		return Capability{}, err
 	}
-	if err := saveCapability(cs.sb.ws, c); err != nil {
+	if c.Replaced, err = saveCapability(cs.sb.ws, c); err != nil {
 		return Capability{}, err
 	}
 	return c, nil
@@ -325,8 +352,17 @@ type capDoc struct {
 	Capabilities map[string]Capability `json:"capabilities"`
 }
 
-// LoadCapabilities reads .pml/capabilities.json (missing: none).
+// LoadCapabilities reads the capabilities pml add recorded in
+// .pml/capabilities.json (missing: none): a record without the user's
+// vouch, or one pml add would have refused, is left out
+// (CheckedCapabilities says why).
 func LoadCapabilities(ws string) (map[string]Capability, error) {
+	caps, _, err := CheckedCapabilities(ws)
+	return caps, err
+}
+
+// loadCapabilitiesFile reads .pml/capabilities.json as it is, every record.
+func loadCapabilitiesFile(ws string) (map[string]Capability, error) {
 	path := filepath.Join(ws, CapabilitiesFile)
 	data, err := safefs.ReadFile(ws, path, safefs.MaxConfig)
 	if errors.Is(err, os.ErrNotExist) {
@@ -357,20 +393,38 @@ func writeCapabilities(ws string, caps map[string]Capability) error {
 	return safefs.WriteFile(ws, path, append(data, '\n'), 0o644)
 }
 
-func saveCapability(ws string, c Capability) error {
-	caps, err := LoadCapabilities(ws)
+// saveCapability records c under its name, in place of every record of
+// the same registry entry (its 4-part name) under another spelling: one
+// entry added as smartSearch, smartsearch and pml.mcp.smartsearch.server
+// is one record, the last one added (issue 50). It returns the names it
+// replaced.
+func saveCapability(ws string, c Capability) ([]string, error) {
+	caps, err := loadCapabilitiesFile(ws)
 	if err != nil {
-		return err
+		return nil, err
+	}
+	var replaced []string
+	if f, err := registry.ParseFQDN(c.FQDN); err == nil {
+		for name, old := range caps {
+			if of, err := registry.ParseFQDN(old.FQDN); err == nil && name != c.Name && of.Base() == f.Base() {
+				delete(caps, name)
+				replaced = append(replaced, name)
+			}
+		}
+	}
+	sort.Strings(replaced)
+	if c, err = sealCapability(ws, c); err != nil {
+		return nil, err
 	}
 	caps[c.Name] = c
-	return writeCapabilities(ws, caps)
+	return replaced, writeCapabilities(ws, caps)
 }
 
 // RemoveCapability forgets an added capability; clean also drops its
 // cached registry copy. Installed dependencies stay (another capability may
 // use them). It reports whether the capability was there.
 func RemoveCapability(ws, name string, clean bool) (Capability, bool, error) {
-	caps, err := LoadCapabilities(ws)
+	caps, err := loadCapabilitiesFile(ws)
 	if err != nil {
 		return Capability{}, false, err
 	}

@@ -45,6 +45,9 @@ type addedTools struct {
 	stamp fileStamp
 	// named is what is known of the capabilities .pml.json names.
 	named namedState
+	// said are the lines already logged about records of the file that
+	// are not listed (CheckedCapabilities): each once per process.
+	said map[string]bool
 }
 
 type listedCapability struct {
@@ -80,10 +83,19 @@ func (cs *capabilities) loadAdded() {
 	defer a.mu.Unlock()
 	path := filepath.Join(cs.sb.ws, CapabilitiesFile)
 	a.stamp = stampOf(path)
-	caps, err := LoadCapabilities(cs.sb.ws)
+	caps, notes, err := CheckedCapabilities(cs.sb.ws)
 	if err != nil {
 		cs.log.Warn().Err(err).Msg("the added capabilities are not listed")
 		return
+	}
+	for _, n := range notes {
+		if !a.said[n] {
+			if a.said == nil {
+				a.said = map[string]bool{}
+			}
+			a.said[n] = true
+			cs.log.Warn().Msg(n)
+		}
 	}
 	if a.listed == nil {
 		a.listed = map[string]listedCapability{}

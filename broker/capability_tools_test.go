@@ -28,20 +28,24 @@ func capRegistry(t *testing.T) (pmlJSON string, stop func()) {
 			t.Fatal(err)
 		}
 	}
-	code := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/typescript")
-		fmt.Fprint(w, "export function search(args: { q: string }) { return args.q }\n")
-	}))
 	write("acme.tools.mathx.double.ts", "export function double(n: number) { return 2 * n }\nexport async function half(n: number) { return n / 2 }\n")
-	write("pml.mcp.smart.server.json", fmt.Sprintf(`{"type": "deno", "codeUrl": %q, "description": "Searches smartly.",
-  "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}}`, code.URL+"/smart.ts"))
+	// The code is on the registry's own origin: a codeUrl on another
+	// loopback port is refused (registry.codeURL, issue 50).
+	write("pml.mcp.smart.server.json", `{"type": "deno", "codeUrl": "/code/smart.ts", "description": "Searches smartly.",
+  "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}}`)
 	h, err := serve.New(dir, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := httptest.NewServer(h)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/code/smart.ts", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/typescript")
+		fmt.Fprint(w, "export function search(args: { q: string }) { return args.q }\n")
+	})
+	mux.Handle("/", h)
+	reg := httptest.NewServer(mux)
 	var once sync.Once
-	stop = func() { once.Do(func() { reg.Close(); code.Close() }) }
+	stop = func() { once.Do(func() { reg.Close() }) }
 	t.Cleanup(stop)
 	return fmt.Sprintf(`{"registries": [%q], "permissions": {"allow": ["mathx:*", "smart:*"]}}`, reg.URL), stop
 }

@@ -54,6 +54,11 @@ type cloudSide struct {
 	listable     func(source string, t *mcp.Tool) bool
 	replaceTools func(old []string, defs []toolbox.Tool, exec executor) []string
 	approval     func(wf *Workflow) Approval
+	// decide and permSource are the permissions' (permit.LivePermissions):
+	// the tools an execute_locally answer declares are decided with them
+	// before its code runs (cloud_exec.go, declaredOfPayload).
+	decide     func(tool string) (Decision, string)
+	permSource func() string
 
 	mu    sync.Mutex
 	names []string            // registered cloud tool names

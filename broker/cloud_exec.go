@@ -9,8 +9,11 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/pml-dev/pml/broker/call"
 	"github.com/pml-dev/pml/internal/cloud"
 	"github.com/pml-dev/pml/internal/execute"
+	"github.com/pml-dev/pml/internal/registry"
+	"github.com/pml-dev/pml/internal/termsafe"
 	"github.com/pml-dev/pml/internal/toolbox"
 )
 
@@ -39,6 +42,11 @@ func (e cloudExec) Run(ctx context.Context, def toolbox.Tool, args map[string]an
 	keys, missing := byokFor(e.sb, e.cloud, def.Name)
 	if len(missing) > 0 {
 		return errorResult(fmt.Errorf("%w: %s needs %s, which is not set: %s", ErrCloud, def.Name, strings.Join(missing, ", "), whereToSet(e.sb.ws)))
+	}
+	if d := call.UpFrontOf(ctx, def.Name); d != nil && d.WorkflowID != "" && d.Held != nil && def.Name == ExecuteTool {
+		// The person approved the declared tools of this code: it runs,
+		// and the cloud is not asked again (for other code).
+		return e.executeLocally(ctx, def.Name, d.Held)
 	}
 	res, err := c.CallTool(ctx, def.Name, args, keys)
 	if err != nil {
@@ -71,7 +79,77 @@ func (e cloudExec) executeLocally(ctx context.Context, outer string, payload map
 	if strings.TrimSpace(code) == "" {
 		return errorResult(fmt.Errorf("%w: %s: the cloud asked to execute code locally but sent no code", ErrCloud, outer))
 	}
+	tools, err := declaredOfPayload(payload)
+	if err != nil {
+		return errorResult(fmt.Errorf("%w: %s: the cloud asked to execute code locally, but %v; nothing ran", ErrCloud, outer, err))
+	}
+	if len(tools) > 0 {
+		// Decided before the Deno container starts, as a registry
+		// capability's declaration is (layer_declared.go): one denied
+		// and nothing runs.
+		d := &call.Declared{Capability: outer, Tools: tools}
+		for _, t := range tools {
+			switch dec, pat := e.cloud.decide(t); dec {
+			case Deny:
+				src := e.cloud.permSource()
+				res := errorResult(fmt.Errorf("%w: %s was not run: the code the cloud sent declares it calls %s (tools_used), which matches the deny pattern %q in %s; nothing ran. "+
+					"Remove the pattern from permissions.deny there to run it, or ask for a task that does not call %s", ErrDenied, outer, t, pat, src, t))
+				res.Refusal = &call.Refusal{Pattern: pat, Reason: fmt.Sprintf("the code the cloud sent declares %s, which matches the deny pattern %q from %s", t, pat, src)}
+				return res
+			case Ask:
+				d.Asked = append(d.Asked, t)
+			}
+		}
+		if up := call.UpFrontOf(ctx, outer); up != nil && up.WorkflowID != "" {
+			// Approved (the held answer, Run): the run starts with them.
+			return e.runs.Start(ctx, outer, execute.Program{Code: code})
+		}
+		if len(d.Asked) > 0 {
+			// Put to the person once before anything runs; the answer
+			// starts this code (Run, d.Held).
+			d.Held = payload
+			return Result{UpFront: d}
+		}
+		// Nothing asks: a call the code did not declare is flagged in
+		// the audit (layer_audit.go).
+		ctx = call.WithUpFront(ctx, d)
+	}
 	return e.runs.Start(ctx, outer, execute.Program{Code: code})
+}
+
+// declaredOfPayload is what an execute_locally answer declares its code
+// calls: "tools_used" and "client_tools" (seed 003; their camelCase
+// spellings too), each once, in the order given. Each must name a tool
+// (namespace:action), never a pattern, as a registry entry's declaration
+// (internal/registry, ValidDeclared): a pattern would hide from the audit
+// the calls the code makes without declaring them.
+func declaredOfPayload(payload map[string]any) ([]string, error) {
+	var out []string
+	seen := map[string]bool{}
+	for _, key := range []string{"tools_used", "toolsUsed", "client_tools", "clientTools"} {
+		v, ok := payload[key]
+		if !ok || v == nil {
+			continue
+		}
+		list, ok := v.([]any)
+		if !ok {
+			return nil, fmt.Errorf("its %q is not a list of tool names", key)
+		}
+		for _, x := range list {
+			t, ok := x.(string)
+			if !ok || !registry.ValidDeclared(t) {
+				return nil, fmt.Errorf("its %q names tools as namespace:action (filesystem:read_file), never patterns; %s is not one", key, termsafe.Quote(fmt.Sprint(x), 80))
+			}
+			if !seen[t] {
+				seen[t] = true
+				out = append(out, t)
+			}
+		}
+	}
+	if len(out) > registry.MaxDeclared {
+		return nil, fmt.Errorf("it declares %d tools in \"tools_used\" and \"client_tools\"; at most %d", len(out), registry.MaxDeclared)
+	}
+	return out, nil
 }
 
 // byokFor reads the variables a cloud tool declares from pml's environment,

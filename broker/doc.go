@@ -55,7 +55,10 @@
 //     whose integrity changed since it was locked;
 //   - after the execute step runs (approve/approval_network.go,
 //     Approver.NetworkApproval, called from layer_execute.go): a server or
-//     shell:exec that tried a host its rules do not allow;
+//     shell:exec that tried a host its rules do not allow; and the
+//     pml:execute whose code the cloud sent declares tools that ask
+//     (approve/upfront.go, Approver.UpFrontApproval: nothing ran yet,
+//     the code waits in the workflow's call.Declared.Held);
 //   - inside a code run (coderun/run.go, Runs.settle): an inner mcp.*
 //     call of pml:execute or a deno capability that needs a person opens
 //     its workflow in one of the three places above, and settle attaches

@@ -4,9 +4,12 @@ import (
 	"github.com/pml-dev/pml/internal/telemetry"
 
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/pml-dev/pml/internal/audit"
+	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/toolbox"
 )
 
@@ -31,6 +34,13 @@ func (b *Broker) runTool(ctx context.Context, c *Call, name string, args map[str
 		span.End()
 		if err != nil {
 			c.Note(audit.Entry{Tool: name, Decision: audit.Failed, Pattern: pattern, WorkflowID: workflowID, Reason: "install failed", ArgKeys: audit.Keys(args)})
+			if errors.Is(err, container.ErrImageMissing) || errors.Is(err, container.ErrUnavailable) {
+				// The install could not start for want of its image (not
+				// pulled: offline) or the engine: the call is
+				// unavailable (pml call exits 5), as when the server
+				// itself cannot start (lookup), not the tool's error.
+				err = fmt.Errorf("%w: %w", ErrUnavailable, err)
+			}
 			return errorResult(err)
 		}
 	}
@@ -75,7 +85,17 @@ func (b *Broker) runTool(ctx context.Context, c *Call, name string, args map[str
 			e.Limits = b.sb.limitsNote(ctx)
 		}
 	}
+	if r := res.Refusal; r != nil {
+		// Refused by the executor before anything ran (cloud_exec.go):
+		// the call's one entry says denied, and by which pattern.
+		e = audit.Entry{Tool: entry.Def.Name, Decision: audit.Denied, Pattern: r.Pattern, WorkflowID: workflowID, Reason: r.Reason, ArgKeys: audit.Keys(args)}
+	}
 	c.Note(e)
+	if d := res.UpFront; d != nil {
+		// pml:execute's code declares tools that ask: nothing ran yet, and
+		// the run waits for the person's one answer (approve/upfront.go).
+		return b.ask.UpFrontApproval(ctx, c, entry.Def.Name, args, pattern, d)
+	}
 	// The tool's egress proxy refused a host it does not allow during
 	// the call: a person may allow it (approval_network.go).
 	if ask, ok := b.ask.NetworkApproval(ctx, c, entry.Def.Name, args, pattern, began, res); ok {

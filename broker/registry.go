@@ -102,6 +102,9 @@ func (r *registrySide) setupRegistry() {
 	if removed := lock.Removed(); len(removed) > 0 {
 		r.log.Info().Strs("entries", removed).Msg("removed lockfile entries that no permission allows or asks any more")
 	}
+	if note := lock.UnvouchedNote(); note != "" {
+		r.log.Warn().Msg(note)
+	}
 }
 
 // fqdnFor is the registry name of the MCP server behind a tool.

@@ -86,6 +86,9 @@ type serverSet struct {
 // setupServers creates (but does not start) the configured servers.
 func (s *serverSet) setupServers(configured map[string]config.Server) {
 	s.deps = deps.NewStore(s.sb.ws)
+	// A record of .pml/deps.json pml did not write here is said once:
+	// the server is installed again (internal/deps/vouched.go).
+	s.deps.Note = func(msg string) { s.log.Warn().Msg(msg) }
 	s.servers = map[string]*server{}
 	names := make([]string, 0, len(configured))
 	for n := range configured {

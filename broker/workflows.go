@@ -3,6 +3,7 @@ package broker
 import (
 	"time"
 
+	"github.com/pml-dev/pml/broker/approve"
 	"github.com/pml-dev/pml/broker/workflow"
 )
 
@@ -36,3 +37,7 @@ var (
 
 // NewWorkflows returns a store whose workflows expire after ttl.
 func NewWorkflows(ttl time.Duration) *Workflows { return workflow.NewWorkflows(ttl) }
+
+// ApprovalText is an approval's text for a client that lists the asking
+// tool as callAs ("" when it does not list it): see approve.ApprovalText.
+func ApprovalText(a Approval, callAs string) string { return approve.ApprovalText(a, callAs) }

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -30,17 +29,13 @@ const everythingSRI = "sha512-5U3OZh8Xq0Li4nA26l6uNvV9/1suMDuWSn+NjLZIhzinhMY6N3
 func TestACapabilityWithMcpDepsIsAddedAndRuns(t *testing.T) {
 	needImage(t, "pml/deno:2.9.6")
 	needImage(t, nodeImage)
-	codeSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/typescript")
-		fmt.Fprint(w, "export async function search(args: { q: string }) { return await mcp.everything.echo({ message: args.q }); }\n")
-	}))
-	defer codeSrv.Close()
 	dir := t.TempDir()
 	writeEntry(t, dir, "casys.pml.smartsearch.server.json", fmt.Sprintf(`{"type": "deno", "code_url": %q, "routing": "client",
  "mcp_deps": [{"name": "everything", "type": "stdio", "install": "npx -y @modelcontextprotocol/server-everything@2026.8.31",
-   "version": "2026.8.31", "integrity": %q}]}`, codeSrv.URL+"/s.ts", everythingSRI))
+   "version": "2026.8.31", "integrity": %q}]}`, "/code/s.ts", everythingSRI))
 	reg := startRegistry(t, dir)
-	ws := newWorkspace(t, registryConfig("", reg.URL))
+	codeSrv := codeOnRegistry(t, reg, codeFile("export async function search(args: { q: string }) { return await mcp.everything.echo({ message: args.q }); }\n"))
+	ws := newWorkspace(t, registryConfig("", codeSrv.URL))
 
 	code, stdout, stderr := runPML(t, ws, "add", "casys.pml.smartSearch", "--yes", "--format", "json")
 	if code != 0 || !strings.Contains(stderr, "casys.pml.smartSearch requires: everything") ||
@@ -121,13 +116,12 @@ func TestACapabilityDependencyAlreadyConfiguredIsUsedAsItIs(t *testing.T) {
 	needImage(t, "pml/deno:2.9.6")
 	dir := t.TempDir()
 	writeEntry(t, dir, "casys.pml.echoer.server.ts.code", "export async function shout(args: { q: string }) { return await mcp.everything.echo({ text: args.q }); }\n")
-	codeSrv := httptest.NewServer(http.FileServer(http.Dir(dir)))
-	defer codeSrv.Close()
 	writeEntry(t, dir, "casys.pml.echoer.server.json", fmt.Sprintf(`{"type": "deno", "code_url": %q,
  "mcp_deps": [{"name": "everything", "install": "npx -y @modelcontextprotocol/server-everything@2026.8.31", "integrity": %q}]}`,
-		codeSrv.URL+"/casys.pml.echoer.server.ts.code", everythingSRI))
+		"/code/casys.pml.echoer.server.ts.code", everythingSRI))
 	reg := startRegistry(t, dir)
-	ws := newWorkspace(t, registryConfig(fmt.Sprintf(`, "mcps": {"everything": {"image": %q, "workspace": "none"}}`, probeImage(t)), reg.URL))
+	codeSrv := codeOnRegistry(t, reg, http.StripPrefix("/code", http.FileServer(http.Dir(dir))))
+	ws := newWorkspace(t, registryConfig(fmt.Sprintf(`, "mcps": {"everything": {"image": %q, "workspace": "none"}}`, probeImage(t)), codeSrv.URL))
 	before := readFile(t, ws.path(".pml.json"))
 
 	code, _, stderr := runPML(t, ws, "add", "casys.pml.echoer", "--yes")

@@ -6,8 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,14 +29,10 @@ func TestAddSmartSearchAtAVersionAndRunIt(t *testing.T) {
 	writeEntry(t, dir, "pml.mcp.db.postgres_query.ts", "export function query() { return 1; }\n")
 	// The seeds' FQDN (casys.pml.myCapability) in their two steps: the
 	// registry serves metadata whose code_url holds the code.
-	codeSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/typescript")
-		fmt.Fprint(w, "export function hello(args: { who: string }) { return 'hello ' + args.who; }\n")
-	}))
-	defer codeSrv.Close()
-	writeEntry(t, dir, "casys.pml.mycapability.server.json", fmt.Sprintf(`{"type": "deno", "code_url": %q, "routing": "client"}`, codeSrv.URL+"/my.ts"))
+	writeEntry(t, dir, "casys.pml.mycapability.server.json", fmt.Sprintf(`{"type": "deno", "code_url": %q, "routing": "client"}`, "/code/my.ts"))
 	reg := startRegistry(t, dir)
-	ws := newWorkspace(t, registryConfig("", reg.URL))
+	codeSrv := codeOnRegistry(t, reg, codeFile("export function hello(args: { who: string }) { return 'hello ' + args.who; }\n"))
+	ws := newWorkspace(t, registryConfig("", codeSrv.URL))
 
 	code, _, stderr := runPML(t, ws, "add", "smartSearch@1.2.0")
 	if code != 0 || !strings.Contains(stderr, "✓ smartSearch added") || !strings.Contains(stderr, "1.2.0") {

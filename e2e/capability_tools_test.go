@@ -6,8 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -86,16 +84,12 @@ func TestAddedCapabilitiesAreToolsOfPmlStdio(t *testing.T) {
 	needImage(t, "pml/deno:2.9.6")
 	dir := t.TempDir()
 	writeEntry(t, dir, "acme.tools.mathx.double.ts", noteCapability)
-	codeSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/typescript")
-		fmt.Fprint(w, "export function search(args: { q: string }) { return 'found ' + args.q; }\n")
-	}))
-	defer codeSrv.Close()
 	writeEntry(t, dir, "casys.pml.smartsearch.server.json", fmt.Sprintf(`{"type": "deno", "code_url": %q, "routing": "client",
   "description": "Searches the notes smartly.",
-  "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}}`, codeSrv.URL+"/s.ts"))
+  "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}}`, "/code/s.ts"))
 	reg := startRegistry(t, dir)
-	ws := newWorkspace(t, registryConfig("", reg.URL))
+	codeSrv := codeOnRegistry(t, reg, codeFile("export function search(args: { q: string }) { return 'found ' + args.q; }\n"))
+	ws := newWorkspace(t, registryConfig("", codeSrv.URL))
 	ws.write("note.txt", "twelve chars")
 	if code, _, stderr := runPML(t, ws, "add", "acme.tools.mathx.double"); code != 0 || !strings.Contains(stderr, "pml stdio sessions list mathx:double, mathx:noteLength from now on") {
 		t.Fatalf("pml add: %d\n%s", code, stderr)

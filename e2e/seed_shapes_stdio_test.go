@@ -5,8 +5,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -46,12 +44,7 @@ func TestEverySeedShapeIsAToolOfPmlStdio(t *testing.T) {
 	writeEntry(t, dir, "pml.mcp.notes.server@1.0.0.ts", shapeCode("count", "notes 1.0.0"))
 	writeEntry(t, dir, "pml.mcp.notes.server@1.1.0.ts", shapeCode("count", "notes 1.1.0"))
 	// The seeds' FQDN in two steps: metadata whose code_url holds the code.
-	codeSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/typescript")
-		fmt.Fprint(w, shapeCode("hello", "myCapability"))
-	}))
-	defer codeSrv.Close()
-	writeEntry(t, dir, "casys.pml.mycapability.server.json", fmt.Sprintf(`{"type": "deno", "code_url": %q, "routing": "client"}`, codeSrv.URL+"/my.ts"))
+	writeEntry(t, dir, "casys.pml.mycapability.server.json", fmt.Sprintf(`{"type": "deno", "code_url": %q, "routing": "client"}`, "/code/my.ts"))
 	// Unpinned npx, as both seed examples write it.
 	writeEntry(t, dir, "pml.mcp.everything.server.json", `{"type": "stdio", "description": "MCP test server", "routing": "local",
  "tools": ["everything:echo"], "install": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-everything"]}}`)
@@ -59,8 +52,9 @@ func TestEverySeedShapeIsAToolOfPmlStdio(t *testing.T) {
 	writeEntry(t, dir, "pml.mcp.weather.server.json", `{"type": "cloud", "description": "Weather", "routing": "server",
  "proxy_to": "https://pml.casys.ai/mcp/proxy/weather", "tools": ["weather:today"], "env_required": ["WEATHER_API_KEY"]}`)
 	reg := startRegistry(t, dir)
+	codeSrv := codeOnRegistry(t, reg, codeFile(shapeCode("hello", "myCapability")))
 	fc := newFakeCloud(t)
-	ws := newWorkspace(t, registryConfig(fmt.Sprintf(`, "cloud": {"url": %q, "timeout": "2s"}`, fc.srv.URL), reg.URL))
+	ws := newWorkspace(t, registryConfig(fmt.Sprintf(`, "cloud": {"url": %q, "timeout": "2s"}`, fc.srv.URL), codeSrv.URL))
 	ws.write("note.txt", "twelve chars")
 	ws.write(".env", "WEATHER_API_KEY=wx-e2e-key-31\n")
 	env := []string{"PML_API_KEY=" + cloudKey}

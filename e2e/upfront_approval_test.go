@@ -5,8 +5,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"strings"
@@ -32,16 +30,12 @@ const upfrontCode = `export async function main(args: Record<string, unknown>) {
 func upfrontCapability(t *testing.T, perms string) *workspace {
 	t.Helper()
 	needImage(t, "pml/deno:2.9.6")
-	codeSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/typescript")
-		fmt.Fprint(w, upfrontCode)
-	}))
-	t.Cleanup(codeSrv.Close)
 	dir := t.TempDir()
 	writeEntry(t, dir, "acme.tools.upf.main.json", fmt.Sprintf(`{"type": "deno", "routing": "client", "codeUrl": %q,
-  "tools_used": ["filesystem:write_file", "filesystem:create_directory"], "client_tools": ["filesystem:write_file", "filesystem:create_directory"]}`, codeSrv.URL+"/upf.ts"))
+  "tools_used": ["filesystem:write_file", "filesystem:create_directory"], "client_tools": ["filesystem:write_file", "filesystem:create_directory"]}`, "/code/upf.ts"))
 	reg := startRegistry(t, dir)
-	ws := newWorkspace(t, fmt.Sprintf(`{"permissions": %s, "registries": [%q]}`, perms, reg.URL))
+	codeSrv := codeOnRegistry(t, reg, codeFile(upfrontCode))
+	ws := newWorkspace(t, fmt.Sprintf(`{"permissions": %s, "registries": [%q]}`, perms, codeSrv.URL))
 	if code, _, stderr := runPML(t, ws, "add", "acme.tools.upf.main"); code != 0 {
 		t.Fatalf("pml add: %d\n%s", code, stderr)
 	}

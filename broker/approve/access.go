@@ -23,6 +23,10 @@ type Access struct {
 	// Limits is "" when the engine enforces the policy's resource limits,
 	// else what it does not (sandbox.limitsNote).
 	Limits string
+	// dotfiles, writesDotfiles: what a registry entry declares the
+	// server writes (warnings.createsDotfiles), told and granted nothing.
+	dotfiles       []string
+	writesDotfiles bool
 }
 
 // AccessOf describes the container a tool runs in; ok is false for tools
@@ -76,6 +80,7 @@ func (ap *Approver) ServerAccess(cfg config.Server) Access {
 		}
 	}
 	sort.Strings(a.env)
+	a.dotfiles, a.writesDotfiles = cfg.Dotfiles, cfg.WritesDotfiles
 	return a
 }
 
@@ -107,5 +112,23 @@ func AccessSentence(a Access, ctx map[string]any) string {
 		limits = "; limits: " + a.Limits
 	}
 	return fmt.Sprintf(" It runs in a container of the image %s; workspace access: %s; environment variables (names only): %s; network: %s%s.",
-		shown(a.image), shown(a.workspace), shown(env), shown(a.network), limits)
+		shown(a.image), shown(a.workspace), shown(env), shown(a.network), limits) + dotfilesSentence(a, ctx)
+}
+
+// dotfilesSentence tells what a registry entry declares its server
+// writes (warnings.createsDotfiles). pml gives it no place for them: its
+// container's root is read-only and only /tmp, emptied when the container
+// stops, is writable; a registry server never gets the workspace
+// read-write (docs/registry.md, "Dotfiles").
+func dotfilesSentence(a Access, ctx map[string]any) string {
+	if !a.writesDotfiles {
+		return ""
+	}
+	names := "files it does not name"
+	if len(a.dotfiles) > 0 {
+		names = shown(strings.Join(a.dotfiles, ", "))
+	}
+	ctx["creates_dotfiles"] = append([]string{}, a.dotfiles...)
+	return fmt.Sprintf(" Its registry entry warns that it writes dotfiles (warnings.createsDotfiles): %s. pml grants no place for them: the container's root is read-only, only /tmp is writable and is emptied when the container stops, and the workspace is %s; what it writes there is lost, and a server that needs them kept may fail.",
+		names, shown(a.workspace))
 }

@@ -70,6 +70,16 @@ func (ap *Approver) Approval(wf *Workflow) Approval {
 
 // ApprovalResult is a normal tool result (not an error) that asks.
 func ApprovalResult(a Approval) Result {
+	// The names a client calls: their wire names (filesystem__write_file).
+	return Result{Text: ApprovalText(a, wirename.Encode(a.Tool)), Structured: a}
+}
+
+// ApprovalText is an approval's text for a client that answers it by
+// calling callAs (the name the asking tool has in that client's tool
+// list, e.g. `search` under pml run), or only through
+// pml:continue_workflow when callAs is "" (the asking tool is not in its
+// list).
+func ApprovalText(a Approval, callAs string) string {
 	always := ""
 	if adds, ok := a.Context["always_adds"].(string); ok && slices.Contains(a.Options, "always") {
 		always = fmt.Sprintf("\"always\" adds %s. ", adds)
@@ -80,13 +90,13 @@ func ApprovalResult(a Approval) Result {
 	} else if why, ok := a.Context["always_not_offered"].(string); ok {
 		always = fmt.Sprintf("\"always\" is not offered: %s. ", why)
 	}
-	text := fmt.Sprintf("Approval required (%s): %s\n"+
-		"To answer, call %s again with the extra argument continue_workflow: {\"workflow_id\": %q, \"approved\": true|false, \"always\": true|false}, "+
-		"or call %s with {\"workflow_id\": %q, \"approved\": ..., \"always\": ...}. "+
-		"%sThis request expires at %s.",
-		// The names a client calls: their wire names (filesystem__write_file).
-		a.ApprovalType, a.Description, wirename.Encode(a.Tool), a.WorkflowID, continueWire, a.WorkflowID, always, a.ExpiresAt.Format(time.RFC3339))
-	return Result{Text: text, Structured: a}
+	how := fmt.Sprintf("To answer, call %s with {\"workflow_id\": %q, \"approved\": true|false, \"always\": true|false}. ", continueWire, a.WorkflowID)
+	if callAs != "" {
+		how = fmt.Sprintf("To answer, call %s again with the extra argument continue_workflow: {\"workflow_id\": %q, \"approved\": true|false, \"always\": true|false}, "+
+			"or call %s with {\"workflow_id\": %q, \"approved\": ..., \"always\": ...}. ", callAs, a.WorkflowID, continueWire, a.WorkflowID)
+	}
+	return fmt.Sprintf("Approval required (%s): %s\n%s%sThis request expires at %s.",
+		a.ApprovalType, a.Description, how, always, a.ExpiresAt.Format(time.RFC3339))
 }
 
 // describeArgs names the main target of a call for a one-sentence prompt.

@@ -39,8 +39,12 @@ func withDeclared(a *Approval, d *call.Declared) {
 	for i, t := range d.Asked {
 		asked[i] = shown(t)
 	}
-	a.Description += fmt.Sprintf(" It declares (tools_used) that its code calls %s, which your permissions ask about: approving starts the run with %s approved for this run only, asked once here; a call it did not declare is asked about on its own.",
-		strings.Join(asked, ", "), plural(len(asked), "that call", "those calls"))
+	who := "It declares"
+	if d.Held != nil {
+		who = "The code the cloud sent declares"
+	}
+	a.Description += fmt.Sprintf(" %s (tools_used) that its code calls %s, which your permissions ask about: approving starts the run with %s approved for this run only, asked once here; a call it did not declare is asked about on its own.",
+		who, strings.Join(asked, ", "), plural(len(asked), "that call", "those calls"))
 	if a.Context == nil {
 		a.Context = map[string]any{}
 	}
@@ -48,6 +52,26 @@ func withDeclared(a *Approval, d *call.Declared) {
 	a.Context["asked_tools"] = d.Asked
 	a.Options = []string{"continue", "abort"}
 	a.Context["always_not_offered"] = alwaysNotForDeclared
+}
+
+// UpFrontApproval puts to the person, once, the tools that ask among
+// those the code of a pml:execute run declares (d, which holds the
+// cloud's answer): approved, the held code runs with them approved for
+// that run (Answer, then call.WithUpFront), and the cloud is not asked
+// again. Nothing has run yet.
+func (ap *Approver) UpFrontApproval(ctx context.Context, c *Call, tool string, args map[string]any, pattern string, d *call.Declared) Result {
+	if c.RawArgs {
+		c.DecodeArgs()
+		args = c.Args
+	}
+	if res, refused := ap.NeedsDialog(c, tool, pattern, args); refused {
+		return res
+	}
+	wf := c.Req.Workflows.Create(ApprovalToolPermission, tool, args, pattern)
+	wf.Data = d
+	a := ap.ApprovalFor(wf)
+	c.Note(audit.Entry{Tool: tool, Decision: audit.Asked, Pattern: pattern, WorkflowID: wf.ID, Reason: "declared tools ask: " + strings.Join(d.Asked, ", "), ArgKeys: audit.Keys(args)})
+	return ap.AskInDialog(ctx, c, wf, a)
 }
 
 func plural(n int, one, many string) string {

@@ -25,6 +25,11 @@ type Declared struct {
 	// WorkflowID is the approval that let the run start with Asked
 	// approved ("" when nothing was asked).
 	WorkflowID string
+	// Held is the cloud's execute_locally answer whose run waits for
+	// this approval (pml:execute, whose code is known only once the cloud
+	// answered): approved, the run starts from it, and the cloud is not
+	// asked again for other code. nil for a capability's run.
+	Held map[string]any
 }
 
 // Declares reports whether d names tool (in any of the forms a

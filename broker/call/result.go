@@ -28,6 +28,20 @@ type Result struct {
 	// Cause is the failure behind an error result made by pml itself (not
 	// a tool's own error), for callers that map kinds to exit codes.
 	Cause error
+	// Refusal, set by an executor that refused the call itself after a
+	// deny pattern (pml:execute whose answer declares a denied tool), is
+	// what the audit entry of the call records: denied, with the pattern.
+	Refusal *Refusal
+	// UpFront, set by pml:execute's executor, is the declaration of the
+	// code the cloud sent when some of its declared tools ask: the run
+	// waits for one approval of them (layer_execute.go opens it,
+	// approve.UpFrontApproval).
+	UpFront *Declared
+}
+
+// Refusal is why an executor refused a call by a deny pattern.
+type Refusal struct {
+	Pattern, Reason string
 }
 
 // Err returns the failure behind an error result pml made itself, to be

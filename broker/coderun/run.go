@@ -57,6 +57,10 @@ type execution struct {
 	refuseMu sync.Mutex
 	refused  []int64
 	refusing bool
+	// denied is the first refusal by permissions.deny of an inner call:
+	// a run that then fails was denied, not a tool's own failure (pml
+	// call exits 4 for it, as for a denied call of its own).
+	denied atomic.Pointer[error]
 }
 
 // refuse answers call id with an error inside the code, in the order
@@ -237,7 +241,11 @@ func (r *Runs) drive(ctx context.Context, ex *execution, req call.Request) call.
 			switch ev := e.ev.(type) {
 			case execute.Done:
 				ex.finish()
-				return doneResult(ex.outer, ev)
+				res := doneResult(ex.outer, ev)
+				if d := ex.denied.Load(); d != nil && res.IsError {
+					res.Cause = fmt.Errorf("%s: an inner call was refused (%w), and the code failed", ex.outer, *d)
+				}
+				return res
 			case execute.Call:
 				if ex.calls.Add(1) > maxRunCalls {
 					ex.refuse(ev.ID)
@@ -302,6 +310,9 @@ func (r *Runs) guardedCall(ctx context.Context, req call.Request) (res call.Resu
 // settle delivers an inner call's result to the code, or pauses the run
 // when the result asks a person.
 func (r *Runs) settle(ex *execution, callID int64, wfs *workflow.Workflows, res call.Result) {
+	if err := res.Err(); err != nil && errors.Is(err, call.ErrDenied) {
+		ex.denied.CompareAndSwap(nil, &err)
+	}
 	if a, ok := res.Approval(); ok && wfs != nil {
 		pc := &PausedCall{runs: r, ex: ex, callID: callID}
 		if wf := wfs.Attach(a.WorkflowID, ex.outer, func(inner any) any { pc.inner = inner; return pc }); wf != nil {

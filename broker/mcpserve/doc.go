@@ -17,6 +17,7 @@
 //	                  the Backend between calls)
 //	http*.go          pml serve's Streamable HTTP handler: bearer token,
 //	                  loopback origins, exact ids, -32601 for unknown methods,
+//	                  batches by the session's agreed revision (http_batch.go),
 //	                  primed SSE streams, a call ends with its POST
 //	protocol.go       which protocol revision initialize agreed on; batches
 //	recover.go        the recover boundaries: per MCP request, per HTTP request

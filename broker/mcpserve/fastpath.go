@@ -55,6 +55,10 @@ type fastFront struct {
 
 	// work hands a call to an idle worker (see run).
 	work chan func()
+
+	// owed: the requests the go-sdk session has not answered (drain.go).
+	owed    owed
+	drained bool
 }
 
 // workerIdle is how long a worker waits for another call before it ends.
@@ -114,11 +118,18 @@ func (f *fastFront) Read(p []byte) (int, error) {
 	for len(f.pending) == 0 {
 		frame, err := f.filter.Next()
 		if err != nil {
+			if !f.drained {
+				// The client's input ended: what it asked is answered
+				// before the go-sdk session hears of it (drain.go).
+				f.drained = true
+				f.drain()
+			}
 			return 0, err
 		}
 		if f.take(frame) {
 			continue
 		}
+		f.owed.read(frame)
 		f.pending = append(frame, '\n')
 	}
 	n := copy(p, f.pending)

@@ -30,10 +30,12 @@ func NewHTTPHandler(b Backend, token string) http.Handler {
 			// the store keeps the last 10 MiB of events).
 			EventStore: mcp.NewMemoryEventStore(nil)})
 	// Where the go-sdk (v1.8.0) answers off the protocol, wrappers put it
-	// right: http_ids.go, http_notfound.go, http_prime.go. A panic in the handler is
+	// right: http_batch.go, http_ids.go, http_notfound.go, http_prime.go. A panic in the handler is
 	// answered and logged (recover.go); a call ends with its POST
 	// (http_cancel.go).
-	return guard(token, recoverHTTP(*b.Log(), exactIDs(methodNotFound(primeRetry(p.tiePosts(h))))))
+	// A batch is refused on the revisions without batches, by the
+	// session's agreed revision (http_batch.go).
+	return guard(token, recoverHTTP(*b.Log(), refuseBatches(server, exactIDs(methodNotFound(primeRetry(p.tiePosts(h)))))))
 }
 
 // GuardHTTP is h behind pml serve's rules (bearer token, loopback

@@ -137,7 +137,8 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 		},
 	})
 	sess := &sessions{ttl: b.ApprovalTimeout(), m: map[*mcp.ServerSession]*broker.Workflows{}}
-	l := newListing(s, x, v, func(name string) mcp.ToolHandler { return toolHandler(x, sess, name) })
+	var l *listing
+	l = newListing(s, x, v, func(name string) mcp.ToolHandler { return toolHandler(x, sess, name, func() *listing { return l }) })
 	// Which protocol revision initialize agreed on, and why (protocol.go).
 	s.AddReceivingMiddleware(logProtocol(func() zerolog.Logger { return *x.get().Log() }))
 	x.swapped = func(nb Backend) {
@@ -215,7 +216,9 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 
 // toolHandler answers tools/call for the tool name (pml's name for it)
 // with Broker.Call, asking through the session's dialog when it has one.
-func toolHandler(x *binding, sess *sessions, name string) mcp.ToolHandler {
+// view is the listing the client sees, for the names an approval's text
+// tells it to call.
+func toolHandler(x *binding, sess *sessions, name string, view func() *listing) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		b := x.get()
 		wfs := sess.workflows(req.Session)
@@ -236,8 +239,32 @@ func toolHandler(x *binding, sess *sessions, name string) mcp.ToolHandler {
 			// it resumes may ask again: the same dialog.)
 			r.Args, r.Elicited = nil, elicitedAnswer(p)
 		}
-		return callResult(b.Call(ctx, r), deferred), nil
+		return callResult(inView(view(), b.Call(ctx, r)), deferred), nil
 	}
+}
+
+// inView words an approval for the client's own tool list: under pml run
+// the tools are listed without their namespace, so the text names the
+// tool as listed there (`search`, not `smartsearch__search`, which that
+// client has not got and which would not answer the workflow), and only
+// pml:continue_workflow when the asking tool is not listed there at all.
+// An approval of an inner call of code is answered by the tool that runs
+// the code (its Context "run").
+func inView(l *listing, res broker.Result) broker.Result {
+	a, ok := res.Structured.(broker.Approval)
+	if !ok || res.IsError || l == nil || l.v.prefix == "" {
+		return res
+	}
+	asker := a.Tool
+	if run, ok := a.Context["run"].(string); ok && run != "" {
+		asker = run
+	}
+	callAs, ok := l.wire(asker)
+	if !ok {
+		callAs = ""
+	}
+	res.Text = broker.ApprovalText(a, callAs)
+	return res
 }
 
 // callResult is the MCP result of a call: an approval becomes an input
@@ -260,7 +287,10 @@ func ServeCapability(ctx context.Context, b Backend, c broker.Capability, in io.
 	filter := jsonrpc.NewFilter(in, o, jsonrpc.MaxFrame, func(r jsonrpc.Rejection) {
 		b.Log().Warn().Int("code", r.Code).Int("bytes", r.Size).Msg("refused a malformed frame: " + r.Reason)
 	})
-	return newMCPServer(b, v).Run(ctx, &mcp.IOTransport{Reader: filter, Writer: o.Writer(), MaxLineLength: -1})
+	// The requests read when the client closes its input are answered
+	// first (drain.go).
+	d := &drainingReader{ctx: ctx, b: b, filter: filter}
+	return newMCPServer(b, v).Run(ctx, &mcp.IOTransport{Reader: d, Writer: &answerWriter{out: o, owed: &d.owed}, MaxLineLength: -1})
 }
 
 // sessionRelay passes what a stdio server sends during a call to the
@@ -482,7 +512,7 @@ func ServeStdioRoots(ctx context.Context, b Backend, in io.ReadCloser, out io.Wr
 	defer front.close()
 	// Batches pass on the revisions that have them (protocol.go).
 	filter.SetBatchRule(batchRule(front.ss.Load))
-	ss, err := s.Connect(ctx, &mcp.IOTransport{Reader: front, Writer: o.Writer(), MaxLineLength: -1}, nil)
+	ss, err := s.Connect(ctx, &mcp.IOTransport{Reader: front, Writer: &answerWriter{out: o, owed: &front.owed}, MaxLineLength: -1}, nil)
 	if err != nil {
 		return err
 	}

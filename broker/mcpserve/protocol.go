@@ -54,7 +54,7 @@ func logProtocol(log func() zerolog.Logger) mcp.Middleware {
 // batchRule allows a JSON-RPC batch on a stdio session (jsonrpc.Filter)
 // when the revision initialize agreed on has batches: 2025-03-26 (and
 // 2024-11-05, which did not forbid them); 2025-06-18 removed them. pml
-// serve's handler (the go-sdk's) draws the same line.
+// serve draws the same line by the same agreed revision (http_batch.go).
 func batchRule(ss func() *mcp.ServerSession) func() error {
 	return func() error {
 		var ip *mcp.InitializeParams

@@ -47,7 +47,8 @@ func newCallCmd(g *globals) *cobra.Command {
 		Long: `Run one tool call through the same path as pml stdio (permissions, approvals, containers with
 the same policy, cloud forwarding) and exit. ARGS_JSON is the tool's arguments as a JSON object
 (default {}); "-" reads it from stdin. TOOL is pml's name (filesystem:read_file) or the name MCP
-clients see on the wire (filesystem__read_file); the output names it the first way. pml call never prompts and never waits for a person: a call
+clients see on the wire (filesystem__read_file); the output names it the first way. A tool of a capability added
+with pml add (mathx:double) is callable too, as under pml run. pml call never prompts and never waits for a person: a call
 that needs approval exits 3 and says what to allow.
 
 Stdout holds exactly one line, one JSON object, and nothing else:

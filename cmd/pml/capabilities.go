@@ -145,16 +145,33 @@ Exit codes: 0 added, 1 failed, 2 bad name or configuration, 3 needs approval (no
 			// stdio, which lists every added capability, a pml run entry
 			// beside it would list the same tools twice.
 			stdioEntry := stdioEntryOf(f)
-			backedUp := false
+			backedUp, changed := false, false
+			// The seeds' key: db.postgres_query is "db_postgres_query",
+			// smartSearch stays "smartSearch"; `pml run` gets the name.
+			key := capKey(c.Name)
 			if stdioEntry == "" {
 				// Like pml init's entry: no machine path, no workspace.
 				command, _ := launchCommand(exe, os.Getenv)
-				// The seeds' key: db.postgres_query is "db_postgres_query",
-				// smartSearch stays "smartSearch"; `pml run` gets the name.
-				key := capKey(c.Name)
 				if err := f.SetServer(key, mcpjson.Server{Type: "stdio", Command: command, Args: []string{"run", c.Name}, Unset: []string{"PML_WORKSPACE"}}); err != nil {
 					return &exitError{2, err}
 				}
+				changed = true
+			}
+			// The same entry added before under another spelling: its
+			// record was replaced, and so is the entry pml add wrote for
+			// it (only that one: {"args": ["run", NAME]}).
+			for _, old := range c.Replaced {
+				if k := capKey(old); k != key {
+					if entry, present, err := f.Server(k); err == nil && present && len(entry.Args) == 2 && entry.Args[0] == "run" && entry.Args[1] == old {
+						if _, err := f.RemoveServer(k); err != nil {
+							return &exitError{2, err}
+						}
+						changed = true
+					}
+				}
+				fmt.Fprintf(say, "  %s replaces %s, the same registry entry (%s) added under another spelling\n", c.Name, old, c.FQDN)
+			}
+			if changed {
 				mode := f.Mode
 				if mode == 0 {
 					mode = 0o644

@@ -284,7 +284,7 @@ func checkLockfile(ws string, perms config.Permissions) check {
 	if err := os.WriteFile(cp, data, 0o600); err != nil {
 		return check{"warn", name, "cannot check " + path + ": " + err.Error(), ""}
 	}
-	l, err := registry.LoadLockfile(cp, perms)
+	l, err := registry.LoadLockfileOf(ws, cp, perms)
 	if err != nil {
 		return check{"fail", name, strings.ReplaceAll(err.Error(), cp, path), "fix the entry, or delete " + path + " to record every entry again on its next fetch"}
 	}
@@ -295,6 +295,9 @@ func checkLockfile(ws string, perms config.Permissions) check {
 	detail := fmt.Sprintf("%s: %d entries, all well-formed", path, len(doc.Entries))
 	if gone := l.Removed(); len(gone) > 0 {
 		detail += fmt.Sprintf("; %s no longer allowed or asked by the permissions: pml removes them at its next start", strings.Join(gone, ", "))
+	}
+	if u := l.Unvouched(); len(u) > 0 {
+		return check{"warn", name, strings.ReplaceAll(l.UnvouchedNote(), cp, path), "pml add NAME (or a first use) fetches and pins each again"}
 	}
 	return check{"ok", name, detail, ""}
 }

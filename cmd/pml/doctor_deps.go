@@ -23,6 +23,10 @@ const (
 	lockOK           = "ok"            // installed as recorded
 	lockNotInstalled = "not_installed" // installed at that version on first use
 	lockDrift        = "drift"         // installed otherwise than recorded
+	// lockUnvouched: the record was not written by this user's pml here
+	// (a repository's deps.json, an older pml's): it is not honoured,
+	// and the server is installed again at its next use.
+	lockUnvouched = "unvouched"
 )
 
 // lockEntry is one npm package .pml/deps.json records with its version,
@@ -46,8 +50,19 @@ func driftFix(server string) string {
 	return fmt.Sprintf("delete .pml/deps/%s and use the server again: pml installs the version .pml/deps.json records and checks its integrity", server)
 }
 
+// fix is what to run for the entry's state.
+func (e lockEntry) fix() string {
+	if e.State == lockUnvouched {
+		return fmt.Sprintf("use the server again (or run pml images pull): pml installs %s again and vouches for its record", e.Server)
+	}
+	return driftFix(e.Server)
+}
+
 // driftText says what differs, without the fix.
 func (e lockEntry) driftText() string {
+	if e.State == lockUnvouched {
+		return fmt.Sprintf("%s: %s", e.Server, e.Error)
+	}
 	if e.Error != "" {
 		return fmt.Sprintf("%s: %s", e.Server, e.Error)
 	}
@@ -64,16 +79,30 @@ func lockEntries(ctx context.Context, ws string) ([]lockEntry, error) {
 	}
 	out := []lockEntry{}
 	for n, r := range recs {
-		if r.Version == "" || r.Package == "" {
+		if ok, why := store.Vouched(n, r); !ok {
+			out = append(out, lockEntry{Server: n, Package: r.Package, Version: r.Version, Integrity: r.Integrity, State: lockUnvouched,
+				Error: "its record in .pml/deps.json is not honoured: " + why})
 			continue
 		}
 		e := lockEntry{Server: n, Package: r.Package, Version: r.Version, Integrity: r.Integrity, State: lockOK}
 		if _, err := safefs.Lstat(ws, store.Dir(n)); err != nil {
 			e.State = lockNotInstalled
+		} else if r.Version == "" || r.Package == "" {
+			// Not an npm package with its version: only its files are
+			// checked (below).
 		} else if version, integrity, err := installedNPM(ctx, ws, store.Dir(n), r.Package); err != nil {
 			e.State, e.Error = lockDrift, err.Error()
 		} else if version != r.Version || integrity != r.Integrity {
 			e.State, e.InstalledVersion, e.InstalledIntegrity = lockDrift, version, integrity
+		}
+		if e.State == lockOK {
+			// The tree as pml installed it (its start hashes it again too).
+			if tree, err := deps.TreeSRI(ctx, ws, store.Dir(n), "sha256"); err != nil || tree != r.Tree {
+				e.State, e.Error = lockDrift, fmt.Sprintf("the files of .pml/deps/%s changed since pml installed them", n)
+			}
+		}
+		if e.State != lockDrift && (r.Version == "" || r.Package == "") {
+			continue
 		}
 		out = append(out, e)
 	}
@@ -94,9 +123,9 @@ func checkDeps(ctx context.Context, ws string) check {
 	var drift, fine, fixes []string
 	for _, e := range entries {
 		switch e.State {
-		case lockDrift:
+		case lockDrift, lockUnvouched:
 			drift = append(drift, e.driftText())
-			fixes = append(fixes, driftFix(e.Server))
+			fixes = append(fixes, e.fix())
 		case lockOK:
 			fine = append(fine, e.Server+" "+e.Package+"@"+e.Version)
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 
 	"github.com/pml-dev/pml/images"
@@ -22,6 +23,10 @@ type hostFacts struct {
 	busybox      bool   // /bin/busybox is a static executable
 	apt, npm     bool   // apt-get and npm are on PATH
 	debootstrapd bool   // debootstrap is on PATH (or apt can install it)
+	// sourceTree: pml's doctor runs in pml's source tree, whose make
+	// targets build the node and deno images. A release install has no
+	// such tree: there they are pulled by digest or loaded.
+	sourceTree bool
 }
 
 func currentHost(info container.Info) hostFacts {
@@ -30,6 +35,9 @@ func currentHost(info container.Info) hostFacts {
 	h := hostFacts{goos: runtime.GOOS, arch: runtime.GOARCH, daemonArch: arch, remote: info.Remote,
 		apt: has("apt-get"), npm: has("npm")}
 	h.debootstrapd = has("debootstrap") || h.apt
+	if _, err := os.Stat(filepath.Join("images", "node", "build.sh")); err == nil {
+		h.sourceTree = true
+	}
 	if _, err := os.Stat("/bin/busybox"); err == nil && images.CheckStatic("/bin/busybox") == nil {
 		h.busybox = true
 	}
@@ -74,13 +82,18 @@ func imageRoute(p images.Pinned, h hostFacts) route {
 				why = "no static busybox here (Debian's busybox-static)"
 			}
 		case "node":
-			if h.debootstrapd {
+			switch {
+			case !h.sourceTree:
+				why = "only pml's source tree builds it, and a release install has none"
+			case h.debootstrapd:
 				build = "make images-node (in pml's source tree)"
-			} else {
+			default:
 				why = "no debootstrap here"
 			}
 		case "deno":
 			switch {
+			case !h.sourceTree:
+				why = "only pml's source tree builds it, and a release install has none"
 			case h.arch != "amd64":
 				why = "images/deno/build.sh builds the x86_64 image only"
 			case !h.npm:

@@ -17,6 +17,9 @@ func TestDoctorSaysHowEachHostGetsTheImagesBuiltFromHostFiles(t *testing.T) {
 		pinned[p.Name] = p
 	}
 	debian := hostFacts{goos: "linux", arch: "amd64", daemonArch: "amd64", busybox: true, apt: true, npm: true, debootstrapd: true}
+	debian.sourceTree = true
+	release := debian
+	release.sourceTree = false
 	noBusybox := debian
 	noBusybox.busybox, noBusybox.apt = false, false
 	mac := hostFacts{goos: "darwin", arch: "arm64", daemonArch: "arm64"}
@@ -31,6 +34,10 @@ func TestDoctorSaysHowEachHostGetsTheImagesBuiltFromHostFiles(t *testing.T) {
 		{"Debian", "shell", debian, "build", "pml images build --busybox /bin/busybox"},
 		{"Debian", "node", debian, "build", "make images-node"},
 		{"Debian", "deno", debian, "build", "make images-deno"},
+		// A release install has no source tree to run make in.
+		{"Debian, a release install", "node", release, "pull", "pml images pull (once .pml.json uses pml/node:18)"},
+		{"Debian, a release install", "deno", release, "pull", "pml images pull (once the project runs code"},
+		{"Debian, a release install", "shell", release, "build", "pml images build --busybox /bin/busybox"},
 		{"Linux without busybox or apt", "shell", noBusybox, "pull", "pml images pull (pulls busybox:1.36.1-musl@sha256:"},
 		{"macOS", "shell", mac, "pull", "tags it pml/shell:busybox"},
 		{"macOS", "node", mac, "pull", "docker pull node@sha256:f9ab18e354e6855ae56ef2b290dd225c1e51a564f87584b9bd21dd651838830e && docker tag node@sha256:f9ab18e354e6855ae56ef2b290dd225c1e51a564f87584b9bd21dd651838830e pml/node:18"},

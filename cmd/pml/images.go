@@ -666,6 +666,9 @@ func newImagesLoadCmd(g *globals) *cobra.Command {
 				return err
 			}
 			res, err := images.Load(cmd.Context(), rt, in, opt)
+			if err == nil && res != nil && len(res.Parts) > 0 {
+				err = revouchRestored(cmd.Context(), opt.Workspace, res.Parts)
+			}
 			w := cmd.OutOrStdout()
 			if f == formatJSON {
 				r := loadReport(res, opt.Workspace, err)

@@ -566,7 +566,15 @@ func (p *initPlan) write() (bool, error) {
 	}
 	if p.pmlJSON != nil {
 		protect.Bless(ws, config.FileName, p.pmlJSON)
-		if err := writeAtRoot(p.pmlPath, p.pmlJSON, 0o644); err != nil {
+		// Under the lock of every edit of .pml.json: a write in flight
+		// is never taken for a killed one's leftover (ClearStaleTemps).
+		unlock, err := config.LockEdits(filepath.Dir(p.pmlPath))
+		if err != nil {
+			return false, &exitError{1, err}
+		}
+		err = writeAtRoot(p.pmlPath, p.pmlJSON, 0o644)
+		unlock()
+		if err != nil {
 			return false, &exitError{1, err}
 		}
 		// What pml init wrote for the person (--cloud-url) is theirs:

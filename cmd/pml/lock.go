@@ -1,21 +1,32 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/pml-dev/pml/internal/registry"
 	"github.com/pml-dev/pml/internal/safefs"
 )
 
 // lockJSON is pml lock --format json.
 type lockJSON struct {
-	// Check is true with --check; OK is false when an entry drifted.
+	// Check is true with --check; OK is false when an entry drifted or a
+	// record is unvouched.
 	Check   bool        `json:"check"`
 	OK      bool        `json:"ok"`
 	Entries []lockEntry `json:"entries"`
+	// Unvouched are the other records of .pml/ (the registry lockfile,
+	// its cache, the added capabilities) this user's pml did not write
+	// in this workspace: each is ignored (unvouched.go).
+	Unvouched []string `json:"unvouched"`
+	// Pins are the registry entries .pml/mcp.lock pins (capabilities),
+	// each checked against its cached copy.
+	Pins []registry.Pin `json:"pins"`
 }
 
 // pml lock shows the npm versions pml resolved and recorded
@@ -29,17 +40,26 @@ func newLockCmd(g *globals) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "lock [--check]",
-		Short: "Show (or, with --check, verify) the npm versions recorded in .pml/deps.json",
+		Short: "Show (or, with --check, verify) the npm versions in .pml/deps.json and the capabilities pinned in .pml/mcp.lock",
 		Long: "List every npm package .pml/deps.json records with its version and integrity: an unpinned\n" +
 			"package (the seeds' `npx -y @scope/server`, a range, a dist-tag) is resolved at its first install\n" +
 			"and recorded there, and every later install uses that version. Each is shown with its state:\n" +
 			"ok (installed in .pml/deps as recorded), not_installed (installed at that version on first use)\n" +
-			"or drift (.pml/deps holds another version or integrity than the record).\n" +
-			"--check prints one line per drift, naming the server and what to run, and exits 1: run it in CI.\n" +
+			"drift (.pml/deps holds another version, integrity or files than the record) or unvouched (the record\n" +
+			"was not written by this user's pml in this workspace: a repository's or an older pml's; the server is\n" +
+			"installed again at its next use).\n" +
+			"The records of the registry lockfile (.pml/mcp.lock), its cache (.pml/registry-cache) and the added\n" +
+			"capabilities (.pml/capabilities.json) this user's pml did not write in this workspace are listed too.\n" +
+			"Then every registry entry (capability) .pml/mcp.lock pins, checked against its cached copy in\n" +
+			".pml/registry-cache, which pml runs it from: ok, drift (the copy is another version, or its code or\n" +
+			"metadata does not hash to the pinned integrity) or missing (no cached copy).\n" +
+			"--check prints one line per drift, unvouched record and missing pin, naming what to run, and exits 1: run it in CI.\n" +
 			"--format json prints one JSON object: {\"check\", \"ok\", \"entries\": [{\"server\", \"package\",\n" +
-			"\"version\", \"integrity\", \"state\", \"installed_version\", \"installed_integrity\", \"error\"}]}.\n\n" +
+			"\"version\", \"integrity\", \"state\", \"installed_version\", \"installed_integrity\", \"error\"}],\n" +
+			"\"unvouched\": [\"one line per other unvouched record\"],\n" +
+			"\"pins\": [{\"name\", \"fqdn\", \"version\", \"integrity\", \"code_integrity\", \"state\", \"problem\"}]}.\n\n" +
 			"Exit codes: 0 every entry as recorded (or, without --check, listed), 1 a drift (--check only),\n" +
-			"2 a usage error or .pml/deps.json cannot be read.",
+			"2 a usage error or .pml/deps.json or .pml/mcp.lock cannot be read.",
 		Example: "  pml lock            # the recorded versions and their state\n" +
 			"  pml lock --check    # in CI: exit 1 when what is installed differs from the record",
 		Args: cobra.NoArgs,
@@ -59,29 +79,64 @@ func newLockCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return &exitError{2, fmt.Errorf("%w; delete .pml/deps.json to install again", err)}
 			}
+			pins, err := registry.CheckPins(ws.Dir)
+			if err != nil {
+				return &exitError{2, err}
+			}
 			var drift []lockEntry
 			for _, e := range entries {
-				if e.State == lockDrift {
+				if e.State == lockDrift || e.State == lockUnvouched {
 					drift = append(drift, e)
+				}
+			}
+			others, err := unvouchedRecords(ws.Dir)
+			if err != nil {
+				return &exitError{2, err}
+			}
+			var pinDrift []registry.Pin
+			for _, p := range pins {
+				if p.State != registry.PinOK {
+					pinDrift = append(pinDrift, p)
 				}
 			}
 			out := cmd.OutOrStdout()
 			if f == formatJSON {
-				if err := writeJSON(out, lockJSON{Check: check, OK: len(drift) == 0, Entries: entries}); err != nil {
+				if err := writeJSON(out, lockJSON{Check: check, OK: len(drift)+len(others)+len(pinDrift) == 0, Entries: entries, Unvouched: others, Pins: pins}); err != nil {
 					return err
 				}
 			} else if check {
-				printDrift(out, entries, drift)
+				// One line per drift when there is any; else what was
+				// checked.
+				if len(drift) > 0 || len(pinDrift)+len(others) == 0 {
+					printDrift(out, entries, drift)
+				}
+				for _, o := range others {
+					fmt.Fprintf(out, "unvouched: %s\n", o)
+				}
+				if len(pinDrift) > 0 || len(drift)+len(others) == 0 {
+					printPinDrift(out, pins, pinDrift)
+				}
 			} else {
 				printLock(out, entries)
+				printPins(out, pins)
 			}
-			if check && len(drift) > 0 {
-				return &exitError{1, fmt.Errorf("%d npm package(s) installed otherwise than .pml/deps.json records", len(drift))}
+			if check && len(drift)+len(others)+len(pinDrift) > 0 {
+				var what []string
+				if len(drift) > 0 {
+					what = append(what, fmt.Sprintf("%d npm package(s) installed otherwise than .pml/deps.json records, or not recorded by this user's pml", len(drift)))
+				}
+				if len(others) > 0 {
+					what = append(what, fmt.Sprintf("%d record(s) of .pml/ written by something else than this user's pml in this workspace", len(others)))
+				}
+				if len(pinDrift) > 0 {
+					what = append(what, fmt.Sprintf("%d capability pin(s) of .pml/mcp.lock whose cached copy drifted or is missing", len(pinDrift)))
+				}
+				return &exitError{1, errors.New(strings.Join(what, "; "))}
 			}
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&check, "check", false, "exit 1, one line per drift, when an installed package differs from its record (for CI)")
+	cmd.Flags().BoolVar(&check, "check", false, "exit 1, one line per drift, when an installed package differs from its record or a pinned capability's cached copy from its pin (for CI)")
 	addFormatFlag(cmd, &format, nil)
 	return cmd
 }
@@ -94,8 +149,41 @@ func printDrift(w io.Writer, entries, drift []lockEntry) {
 		return
 	}
 	for _, e := range drift {
-		fmt.Fprintf(w, "drift: %s; %s\n", e.driftText(), driftFix(e.Server))
+		fmt.Fprintf(w, "%s: %s; %s\n", e.State, e.driftText(), e.fix())
 	}
+}
+
+// pinFix is what to do about a pin whose cached copy drifted or is
+// missing: fetch it again, which checks it against the pin.
+func pinFix(p registry.Pin) string {
+	return fmt.Sprintf("delete .pml/registry-cache/%s.json and run pml add %s (or any command that uses it) with a registry reachable: the copy fetched is checked against the pin", p.Name, p.Name)
+}
+
+// printPinDrift is --check's output for the pins of .pml/mcp.lock.
+func printPinDrift(w io.Writer, pins, drift []registry.Pin) {
+	if len(drift) == 0 {
+		if len(pins) > 0 {
+			fmt.Fprintf(w, "%d capability pin(s) in .pml/mcp.lock, each cached as pinned\n", len(pins))
+		}
+		return
+	}
+	for _, p := range drift {
+		fmt.Fprintf(w, "%s: %s (pinned %s): %s; %s\n", p.State, p.Name, p.FQDN, p.Problem, pinFix(p))
+	}
+}
+
+// printPins is the table of the pins of .pml/mcp.lock.
+func printPins(w io.Writer, pins []registry.Pin) {
+	if len(pins) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "CAPABILITY\tPINNED\tVERSION\tSTATE")
+	for _, p := range pins {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Name, p.FQDN, p.Version, p.State)
+	}
+	tw.Flush()
 }
 
 // printLock is the table of the recorded entries.

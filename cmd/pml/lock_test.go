@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pml-dev/pml/internal/deps"
 )
 
 // lockWorkspace is a workspace whose .pml/deps.json records everything's
@@ -29,6 +32,11 @@ func lockWorkspace(t *testing.T) (ws string, installed func(version, integrity s
  "memory": {"spec": "y", "integrity": "sha512-CCCC", "version": "2.0.0", "package": "@scope/memory", "installed_at": "2026-01-01T00:00:00Z"}}}`)
 	return ws, func(version, integrity string) {
 		write(".pml/deps/everything/node_modules/.package-lock.json", fmt.Sprintf(`{"packages": {"node_modules/@scope/server": {"version": %q, "integrity": %q}}}`, version, integrity))
+		// pml's own records, of the trees as they are now: the drift the
+		// tests look at is of the version npm installed.
+		if err := deps.NewStore(ws).Revouch(context.Background()); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -271,6 +272,12 @@ func (g *globals) projectAt(log zerolog.Logger, ws workspace.Result) (zerolog.Lo
 	if err := startGuard(log, ws.Dir, g.host, g.deadline); err != nil {
 		return log, ws, nil, &exitError{exitTimeout, err}
 	}
+	// A pml killed while it wrote .pml.json left its temporary file.
+	if gone, err := config.ClearStaleTemps(ws.Dir); err != nil {
+		log.Debug().Err(err).Msg("could not clear the temporary files of a killed write of .pml.json")
+	} else if len(gone) > 0 {
+		log.Info().Strs("files", gone).Str("dir", ws.Dir).Msg("removed the temporary files a killed write of .pml.json left")
+	}
 	cfg, err := config.Load(ws.Dir, os.Getenv)
 	if err != nil {
 		return log, ws, nil, &exitError{2, err}
@@ -293,6 +300,12 @@ func openTrust(log zerolog.Logger) *trust.Store {
 	if err != nil {
 		log.Warn().Err(err).Msg("no project policy can be trusted")
 		return &trust.Store{}
+	}
+	// A pml killed while it wrote the trust records left its temporary.
+	if gone, err := s.ClearStaleTemps(); err != nil {
+		log.Debug().Err(err).Msg("could not clear the temporary files of a killed write of the trust records")
+	} else if len(gone) > 0 {
+		log.Info().Strs("files", gone).Str("dir", filepath.Dir(s.Path)).Msg("removed the temporary files a killed write of the trust records left")
 	}
 	return s
 }

@@ -27,7 +27,8 @@ async function session(v) {
   const r = await fetch(url, { method: "POST", headers: base, body: JSON.stringify(init(v)) });
   const body = await r.text();
   const headers = { ...base, "mcp-session-id": r.headers.get("mcp-session-id"), "mcp-protocol-version": v };
-  const post = (msg) => fetch(url, { method: "POST", headers, body: JSON.stringify(msg) });
+  // extra overrides headers; a header set to undefined is left out.
+  const post = (msg, extra = {}) => fetch(url, { method: "POST", headers: Object.fromEntries(Object.entries({ ...headers, ...extra }).filter(([, v]) => v !== undefined)), body: JSON.stringify(msg) });
   await (await post(initialized)).text();
   return { post, agreed: /"protocolVersion":"([^"]+)"/.exec(body)?.[1] };
 }
@@ -59,7 +60,13 @@ async function messages(r) {
   check("pml serve: a batch on 2025-03-26 is answered", ms.length === 2 && ms.every((m) => m.result), JSON.stringify(ms));
   const s2 = await session("2025-06-18");
   const r = await s2.post([ping(1), ping(2)]);
-  check("pml serve: a batch on 2025-06-18 is refused", r.status === 400, `HTTP ${r.status}`);
+  const [e] = await messages(r).catch(() => []);
+  check("pml serve: a batch on 2025-06-18 is refused with -32600", r.status === 400 && e?.error?.code === -32600 && /2025-06-18/.test(e?.error?.message), `HTTP ${r.status} ${JSON.stringify(e)}`);
+  // The session's revision decides, not the header (issue 50).
+  const s3 = await session("2025-11-25");
+  const r3 = await s3.post([ping(1), ping(2)], { "mcp-protocol-version": undefined });
+  const [e3] = await messages(r3).catch(() => []);
+  check("pml serve: a batch on 2025-11-25 without MCP-Protocol-Version is refused with -32600", r3.status === 400 && e3?.error?.code === -32600, `HTTP ${r3.status} ${JSON.stringify(e3)}`);
 }
 
 // stdio: pml stdio on revision v; the answer to one line.

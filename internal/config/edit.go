@@ -233,6 +233,14 @@ func LockEdits(ws string) (func(), error) {
 	return func() { unlock(); editMu.Unlock() }, nil
 }
 
+// ClearStaleTemps removes the temporary files a pml killed while it
+// wrote the .pml.json of workspace ws left beside it, under the lock
+// LockEdits takes (tried, never waited for: a write in flight keeps its
+// file); see safefs.ClearStaleTemps.
+func ClearStaleTemps(ws string) ([]string, error) {
+	return safefs.ClearStaleTemps(ws, FileName, ws, filepath.Join(".pml", "config.lock"))
+}
+
 // writeConfig replaces the .pml.json at path (at the workspace root)
 // atomically, never through a link (internal/safefs).
 func writeConfig(path string, data []byte, mode os.FileMode) error {

@@ -92,7 +92,7 @@ func GrantsAgainst(cfg *Config, defaultAllow []string, trusted Floor) []Grant {
 	// no grant.
 	if fromFile("registries") && cfg.RegistriesSet {
 		for _, r := range cfg.Registries {
-			add("registries="+r, fmt.Sprintf("fetches tools' code from %s and sends your PML_API_KEY there (registries)", shown(r)))
+			add("registries="+r, fmt.Sprintf("fetches tools' code and servers from %s and pins them in .pml/mcp.lock at their first fetch; no key is sent there (registries)", shown(r)))
 		}
 	}
 	if fromFile("capabilities") {

@@ -155,7 +155,7 @@ var keyDocs = map[string]keyDoc{
 		meaning: "How long one forwarded cloud call may take.",
 		example: `{"cloud": {"timeout": "2m"}}`},
 	"registries": {section: "Cloud and registries", def: "`[cloud.url]`",
-		meaning: "Registry base URLs a tool that nothing local provides is looked up in; first match wins. Fetched entries are pinned in `.pml/mcp.lock`. Each is https, or http to a loopback address (127.0.0.0/8, ::1, localhost): the first fetch is what the lockfile pins. See [registry.md](registry.md).",
+		meaning: "Registry base URLs a tool that nothing local provides is looked up in; first match wins. Fetched entries are pinned in `.pml/mcp.lock`. Each is https, or http to a loopback address (127.0.0.0/8, ::1, localhost): the first fetch is what the lockfile pins. No user name or password (`https://user:pw@host` is refused): pml sends a registry no credentials and no key. See [registry.md](registry.md).",
 		example: `{"registries": ["http://127.0.0.1:3004", "https://pml.casys.ai"]}`},
 	"capabilities": {section: "Cloud and registries", def: "none",
 		meaning: "Registry capabilities the project uses, named as `pml add` takes them (`smartSearch`, `smartSearch@1.2.0`, `db.postgres_query@latest`, `casys.pml.smartSearch`, a version range such as `notes@^1.2`). `pml stdio` lists their tools as it does an added capability's; one that `.pml/mcp.lock` and the cache do not hold yet is fetched in the background once the session has started, pinned in `.pml/mcp.lock`, then listed (`notifications/tools/list_changed`). Offline, one not fetched yet is named in a warning (run `pml add NAME`). A grant: until the file is trusted none is fetched or listed. `pml add NAME` writes the name here, `pml remove NAME` takes it out. See [add.md](add.md).",

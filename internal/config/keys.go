@@ -211,6 +211,11 @@ func decodeURLList(v any, fromEnv bool) ([]string, error) {
 	var bad itemErrors
 	for i, r := range l {
 		r = trimSlash(r)
+		// First: the other checks' messages show the URL.
+		if err := checkNoUserInfo(r); err != nil {
+			bad = append(bad, itemError{i, err})
+			continue
+		}
 		if err := checkURL(r); err != nil {
 			bad = append(bad, itemError{i, err})
 			continue
@@ -225,6 +230,22 @@ func decodeURLList(v any, fromEnv bool) ([]string, error) {
 		return nil, bad
 	}
 	return out, nil
+}
+
+// checkNoUserInfo refuses a registry URL with a user name or password
+// (https://user:pw@host): pml sends no credentials to a registry (it
+// fetches anonymously; PML_API_KEY goes to cloud.url only), and a URL is
+// shown wherever pml names the registry (logs, errors, pml trust, the
+// cache and the lockfile's messages), so a password in it would be
+// printed and stored, not used (issue 50). The message never shows it.
+func checkNoUserInfo(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		return nil
+	}
+	u.User = nil
+	shown := strings.Replace(u.String(), "://", "://…@", 1)
+	return fmt.Errorf("%s is written with a user name or password before the host: pml sends no credentials to a registry and would show them wherever it names the registry; remove them: %s", termsafe.Quote(shown, 200), termsafe.Quote(u.String(), 200))
 }
 
 // checkRegistryURL refuses plain http to another machine, as keysafe does

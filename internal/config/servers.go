@@ -37,6 +37,12 @@ type Server struct {
 	// ${NAME} from pml's environment); it gets the user's values only for
 	// the names in its EnvRequired, which its approval shows.
 	FromRegistry bool
+	// Dotfiles are what a registry entry declares the server writes
+	// (its warnings.createsDotfiles; Dotfiles true with none named when
+	// it says only that it does): shown in its approvals, granting
+	// nothing (docs/registry.md, "Dotfiles").
+	Dotfiles       []string
+	WritesDotfiles bool
 	// Network is what the server may reach through pml's egress proxy
 	// (network.go); empty: nothing.
 	Network Network

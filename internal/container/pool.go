@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
 	"sync"
 	"time"
 
@@ -270,6 +271,8 @@ func (l *Lease) Release() {
 // nil when the pool is closed.
 func (p *Prestarted) take(spec Spec) (*warm, *kind) {
 	key := specKey(spec)
+	// What each mount's source is now, outside the lock (a stat each).
+	sources := mountSources(spec)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.busy++
@@ -317,6 +320,17 @@ func (p *Prestarted) take(spec Spec) (*warm, *kind) {
 			p.dispose(w)
 			continue
 		}
+		if !sameSources(w.sources, sources) {
+			// A mount's source was removed (and perhaps made again)
+			// since it started: the container holds the old directory,
+			// where every path is "no such file or directory". The
+			// call starts a fresh one instead; the other stale ones
+			// go the same way as they come up.
+			p.o.Logger.Info().Str("container", short(w.proc.ID())).Str("image", k.spec.Image).
+				Msg("pool: a mount's source was replaced since this container started; not handed out")
+			p.dispose(w)
+			continue
+		}
 		k.stats.Hits++
 		k.fails = 0
 		return w, k
@@ -345,7 +359,9 @@ func (p *Prestarted) refill(k *kind) {
 
 // start pre-starts one container for k, in the given epoch.
 func (p *Prestarted) start(k *kind, epoch uint64) {
-	w := &warm{stdout: &handoff{}, stderr: &handoff{}, epoch: epoch}
+	// The mounts' sources as they are before the container is made: a
+	// source replaced after this is found at take.
+	w := &warm{stdout: &handoff{}, stderr: &handoff{}, epoch: epoch, sources: mountSources(k.spec)}
 	ctx, cancel := context.WithTimeout(p.base, poolStartTimeout)
 	// A pre-start never queues for a slot under the container cap: with
 	// every slot taken by calls, the kind simply waits for its next refill.
@@ -593,6 +609,39 @@ type warm struct {
 	stdout, stderr *handoff
 	// epoch is the pool's epoch when its start began.
 	epoch uint64
+	// sources are its mounts' sources when its start began (mountSources).
+	sources []os.FileInfo
+}
+
+// mountSources is what each mount of spec has as its source on this
+// machine now (nil where it cannot be looked at: not a path here, as on
+// a remote engine, or gone).
+func mountSources(spec Spec) []os.FileInfo {
+	if len(spec.Mounts) == 0 {
+		return nil
+	}
+	out := make([]os.FileInfo, len(spec.Mounts))
+	for i, m := range spec.Mounts {
+		if fi, err := os.Stat(m.Source); err == nil {
+			out[i] = fi
+		}
+	}
+	return out
+}
+
+// sameSources reports whether the sources a container started with
+// (then) are still the same files (now): a source removed, or removed
+// and made again (another inode at the same path), is not.
+func sameSources(then, now []os.FileInfo) bool {
+	for i, fi := range then {
+		if fi == nil {
+			continue
+		}
+		if i >= len(now) || now[i] == nil || !os.SameFile(fi, now[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 func (w *warm) ID() string                             { return w.proc.ID() }

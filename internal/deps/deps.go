@@ -50,6 +50,14 @@ const InstallTimeout = 10 * time.Minute
 type Store struct {
 	ws string
 	mu sync.Mutex
+	// Note, when set, is told once per server and process why a record
+	// of deps.json is not honoured (vouched.go).
+	Note func(string)
+	// checked holds, per server, the vouch of the record whose tree was
+	// hashed again and matched in this process; warned the servers Note
+	// was told of.
+	checked map[string]string
+	warned  map[string]bool
 }
 
 // Record is one installed server in deps.json.
@@ -70,6 +78,14 @@ type Record struct {
 	// the person's npm configuration names then, shown here to compare.
 	Registry    string    `json:"registry,omitempty"`
 	InstalledAt time.Time `json:"installed_at"`
+	// Tree is the sha256 TreeSRI of .pml/deps/NAME as installed: the
+	// tree is hashed again before the server first starts in a process
+	// (vouched.go).
+	Tree string `json:"tree,omitempty"`
+	// Vouch is the user's MAC over the record (internal/vouch): a record
+	// without a valid one was not written by this user's pml here and is
+	// treated as absent.
+	Vouch string `json:"vouch,omitempty"`
 }
 
 type state struct {
@@ -126,12 +142,12 @@ func (s *Store) Installed(srv config.Server) bool {
 	if err != nil {
 		return false
 	}
-	rec, ok := st.Servers[srv.Name]
+	rec, ok := s.honoured(st, srv.Name)
 	if !ok || rec.Spec != SpecOf(srv) {
 		return false
 	}
 	fi, err := safefs.Lstat(s.ws, s.Dir(srv.Name))
-	return err == nil && fi.IsDir()
+	return err == nil && fi.IsDir() && s.treeMatches(srv.Name, rec)
 }
 
 // Installer runs install steps.
@@ -288,7 +304,7 @@ func (in *Installer) Install(ctx context.Context, srv config.Server) (err error)
 	if err := safefs.Rename(ws, dir, final); err != nil {
 		return fmt.Errorf("moving the install of %s into %s: %w", srv.Name, final, err)
 	}
-	if err := in.Store.record(srv, actual, version, registry); err != nil {
+	if err := in.Store.record(ctx, srv, actual, version, registry); err != nil {
 		return err
 	}
 	if unpinned && resolved == "" && in.Note != nil {
@@ -343,7 +359,9 @@ func (s *Store) recordOf(srv config.Server) (Record, bool) {
 	if err != nil {
 		return Record{}, false
 	}
-	rec, ok := st.Servers[srv.Name]
+	// The version an unpinned package keeps comes from a record only
+	// when pml wrote it: a repository's deps.json could pin any version.
+	rec, ok := s.honoured(st, srv.Name)
 	return rec, ok && rec.Spec == SpecOf(srv)
 }
 
@@ -364,13 +382,19 @@ func (s *Store) recorded(srv config.Server) string {
 	if err != nil {
 		return ""
 	}
-	if rec, ok := st.Servers[srv.Name]; ok && rec.Spec == SpecOf(srv) {
+	if rec, ok := s.honoured(st, srv.Name); ok && rec.Spec == SpecOf(srv) {
 		return rec.Integrity
 	}
 	return ""
 }
 
-func (s *Store) record(srv config.Server, integrity, version, registry string) error {
+func (s *Store) record(ctx context.Context, srv config.Server, integrity, version, registry string) error {
+	// The tree as installed, hashed before the lock: it is what the next
+	// start compares the tree with.
+	tree, err := TreeSRI(ctx, s.ws, s.Dir(srv.Name), "sha256")
+	if err != nil {
+		return fmt.Errorf("hashing the install of %s: %w", srv.Name, err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	// Another pml (a pml add of another server, now) may be recording
@@ -384,11 +408,15 @@ func (s *Store) record(srv config.Server, integrity, version, registry string) e
 	if err != nil {
 		st = state{Servers: map[string]Record{}}
 	}
-	rec := Record{Spec: SpecOf(srv), Integrity: integrity, Version: version, Registry: registry, InstalledAt: time.Now().UTC()}
+	rec := Record{Spec: SpecOf(srv), Integrity: integrity, Version: version, Registry: registry, InstalledAt: time.Now().UTC(), Tree: tree}
 	if version != "" {
 		rec.Package = srv.Install.Package
 	}
+	if rec, err = s.seal(srv.Name, rec); err != nil {
+		return err
+	}
 	st.Servers[srv.Name] = rec
+	s.checkedOK(srv.Name, rec)
 	b, _ := json.MarshalIndent(st, "", "  ")
 	return safefs.WriteFile(s.ws, s.file(), append(b, '\n'), 0o644)
 }
@@ -553,10 +581,10 @@ func (s *Store) Status(srv config.Server) string {
 	if err != nil {
 		return StatusMissing
 	}
-	rec, ok := st.Servers[srv.Name]
+	rec, ok := s.honoured(st, srv.Name)
 	fi, ferr := safefs.Lstat(s.ws, s.Dir(srv.Name))
 	switch {
-	case !ok || ferr != nil || !fi.IsDir():
+	case !ok || ferr != nil || !fi.IsDir() || !s.treeMatches(srv.Name, rec):
 		return StatusMissing
 	case rec.Spec != SpecOf(srv):
 		return StatusOutdated

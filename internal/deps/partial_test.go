@@ -1,6 +1,7 @@
 package deps
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -92,7 +93,11 @@ func TestRecordsOfTwoProcessesAreBothKept(t *testing.T) {
 		go func() {
 			for i := range each {
 				srv := config.Server{Name: fmt.Sprintf("p%d-%d", p, i), Image: "img", Install: &config.Install{Command: "npm"}}
-				if err := s.record(srv, "sha512-x", "", ""); err != nil {
+				if err := os.MkdirAll(s.Dir(srv.Name), 0o755); err != nil {
+					done <- err
+					return
+				}
+				if err := s.record(context.Background(), srv, "sha512-x", "", ""); err != nil {
 					done <- err
 					return
 				}

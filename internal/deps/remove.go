@@ -23,7 +23,13 @@ func (s *Store) Names() ([]string, error) {
 	}
 	seen := map[string]bool{}
 	for n := range st.Servers {
-		seen[n] = true
+		// A record Remove would refuse (a hand-edited or hostile
+		// deps.json: "../x", "a/b", a dot name) is nobody's: listing it
+		// made pml cleanup --dry-run show a path outside .pml/deps that
+		// pml cleanup then refused (issue 50). It is left as it is.
+		if listable(n) {
+			seen[n] = true
+		}
 	}
 	entries, err := os.ReadDir(filepath.Join(s.ws, ".pml", "deps"))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -44,11 +50,23 @@ func (s *Store) Names() ([]string, error) {
 	return out, nil
 }
 
+// listable reports whether name, a record of deps.json, is one Names
+// lists: one Remove accepts, and not a dot name (pml's own, as in the
+// directory).
+func listable(name string) bool {
+	return validName(name) && !strings.HasPrefix(name, ".")
+}
+
+// validName is a name Remove accepts: one path element.
+func validName(name string) bool {
+	return name != "" && name != "." && name != ".." && filepath.Base(name) == name
+}
+
 // Remove deletes what server name installed: its cache directory and its
 // record. It reports whether there was anything; the directory is removed
 // beneath the workspace without following a link.
 func (s *Store) Remove(name string) (bool, error) {
-	if name == "" || name == "." || name == ".." || filepath.Base(name) != name {
+	if !validName(name) {
 		return false, errors.New("not a server name: " + name)
 	}
 	s.mu.Lock()

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/pml-dev/pml/internal/safefs"
+	"github.com/pml-dev/pml/internal/vouch"
 )
 
 // CacheDir is where a workspace keeps fetched entries for offline use.
@@ -36,6 +39,17 @@ type record struct {
 	// codeUrl served.
 	TwoStep bool   `json:"twoStep,omitempty"`
 	Code    []byte `json:"code,omitempty"`
+	// Vouch is the user's MAC over the record (internal/vouch): a copy
+	// the repository committed, or another machine or path cached, is not
+	// served, offline or as a 304's body.
+	Vouch string `json:"vouch,omitempty"`
+}
+
+// payload is what a record's vouch covers: the record without it.
+func (r record) payload() []byte {
+	r.Vouch = ""
+	b, _ := json.Marshal(r)
+	return b
 }
 
 // cache is the in-memory cache in front of the on-disk one. An empty dir
@@ -74,6 +88,9 @@ func (c *cache) get(base string) (*record, error) {
 	if err := json.Unmarshal(data, &r); err != nil {
 		return nil, fmt.Errorf("the cached copy %s is corrupt (%v); it is replaced on the next successful fetch", p, err)
 	}
+	if !vouch.Check(c.root(), vouch.Cache, base, r.payload(), r.Vouch) {
+		return nil, fmt.Errorf("the cached copy %s is not honoured: %s; it is fetched again, and replaced on the next successful fetch", p, vouch.Why(r.Vouch))
+	}
 	c.mem[base] = &r
 	return &r, nil
 }
@@ -86,7 +103,13 @@ func (c *cache) put(base string, r *record) error {
 	if c.dir == "" {
 		return nil
 	}
-	data, err := json.Marshal(r)
+	sealed := *r
+	sum, err := vouch.Seal(c.root(), vouch.Cache, base, sealed.payload())
+	if err != nil {
+		return err
+	}
+	sealed.Vouch = sum
+	data, err := json.Marshal(sealed)
 	if err != nil {
 		return err
 	}
@@ -99,3 +122,29 @@ func (c *cache) put(base string, r *record) error {
 // root is the workspace of the cache directory <workspace>/.pml/registry-cache:
 // nothing below it is opened through a link (internal/safefs).
 func (c *cache) root() string { return filepath.Dir(filepath.Dir(c.dir)) }
+
+// UnvouchedCache lists the files of workspace ws's registry cache that
+// carry no valid vouch of this user's pml there (pml lock --check): they
+// are not served, and are replaced at the next fetch.
+func UnvouchedCache(ws string) ([]string, error) {
+	dir := CacheDir(ws)
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	c := newCache(dir)
+	var out []string
+	for _, e := range ents {
+		base, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok || e.IsDir() {
+			continue
+		}
+		if r, err := c.get(base); err != nil || r == nil {
+			out = append(out, filepath.Join(dir, e.Name()))
+		}
+	}
+	return out, nil
+}

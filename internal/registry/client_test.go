@@ -597,7 +597,7 @@ func TestCachedAsksNoRegistry(t *testing.T) {
 // A registry is https or loopback http: the default one is cloud.url,
 // which the policy's check does not cover, so New checks again.
 func TestNewRefusesPlainHTTPToAnotherMachine(t *testing.T) {
-	for _, r := range []string{"http://registry.example.com", "http://10.0.0.1:3004", "http://localhost:1@registry.example.com"} {
+	for _, r := range []string{"http://registry.example.com", "http://10.0.0.1:3004"} {
 		if _, err := New(Options{Registries: []string{r}}); err == nil || !strings.Contains(err.Error(), "plain http to another machine") {
 			t.Errorf("New(%s): %v, want a refusal", r, err)
 		}
@@ -605,6 +605,63 @@ func TestNewRefusesPlainHTTPToAnotherMachine(t *testing.T) {
 	for _, r := range []string{"https://registry.example.com", "http://127.0.0.1:3004", "http://[::1]:1", "http://localhost:2"} {
 		if _, err := New(Options{Registries: []string{r}}); err != nil {
 			t.Errorf("New(%s): %v", r, err)
+		}
+	}
+}
+
+// TestCodeURLOnThisMachineOnlyOnTheRegistrysOrigin: a registry chooses
+// code, not what pml GETs on this machine. A codeUrl may name this
+// machine (a loopback or unspecified address, localhost) only on the
+// registry's own origin, whatever the scheme; plain http elsewhere is
+// refused as before; https elsewhere is fine (issue 50, finding 8).
+func TestCodeURLOnThisMachineOnlyOnTheRegistrysOrigin(t *testing.T) {
+	for _, c := range []struct {
+		reg, raw, want string // want "" is refused
+	}{
+		{"http://127.0.0.1:3004", "/code/a.ts", "http://127.0.0.1:3004/code/a.ts"},
+		{"http://127.0.0.1:3004", "a.ts", "http://127.0.0.1:3004/mcp/a.ts"},
+		{"http://127.0.0.1:3004", "http://127.0.0.1:3004/code/a.ts#x", "http://127.0.0.1:3004/code/a.ts"},
+		{"http://localhost:3004/base", "http://LOCALHOST:3004/code/a.ts", "http://LOCALHOST:3004/code/a.ts"},
+		{"http://127.0.0.1:3004", "https://cdn.example.com/a.ts", "https://cdn.example.com/a.ts"},
+		{"https://registry.example.com", "/code/a.ts", "https://registry.example.com/code/a.ts"},
+		{"https://registry.example.com", "https://registry.example.com:443/a.ts", "https://registry.example.com:443/a.ts"},
+		{"http://127.0.0.1:3004", "http://127.0.0.1:3005/admin/secret", ""},
+		{"http://127.0.0.1:3004", "http://localhost:3004/a.ts", ""},
+		{"http://127.0.0.1:3004", "http://127.0.0.2:3004/a.ts", ""},
+		{"http://127.0.0.1:3004", "https://127.0.0.1:3004/a.ts", ""},
+		{"http://127.0.0.1:3004", "//127.0.0.1:6379/", ""},
+		{"https://registry.example.com", "http://127.0.0.1:8080/admin/secret", ""},
+		{"https://registry.example.com", "https://127.0.0.1:8443/admin/secret", ""},
+		{"https://registry.example.com", "https://localhost./a.ts", ""},
+		{"https://registry.example.com", "http://[::1]:80/a.ts", ""},
+		{"https://registry.example.com", "http://[::ffff:127.0.0.1]:80/a.ts", ""},
+		{"https://registry.example.com", "https://0.0.0.0:8443/a.ts", ""},
+		{"https://registry.example.com", "http://[::]:8080/a.ts", ""},
+		{"https://registry.example.com", "http://cdn.example.com/a.ts", ""},
+		{"https://registry.example.com", "https://user:pw@cdn.example.com/a.ts", ""},
+		{"https://registry.example.com", "file:///etc/passwd", ""},
+	} {
+		got, err := codeURL(c.reg, c.raw)
+		switch {
+		case c.want == "" && err == nil:
+			t.Errorf("codeURL(%s, %s) = %s, want it refused", c.reg, c.raw, got)
+		case c.want != "" && (err != nil || got != c.want):
+			t.Errorf("codeURL(%s, %s) = %q, %v; want %s", c.reg, c.raw, got, err, c.want)
+		}
+	}
+	_, err := codeURL("http://127.0.0.1:3004", "http://127.0.0.1:3005/admin/secret")
+	if err == nil || !strings.Contains(err.Error(), "not the registry's own") || !strings.Contains(err.Error(), "http://127.0.0.1:3004") {
+		t.Errorf("the refusal does not say why: %v", err)
+	}
+}
+
+// A registry URL with user info is refused, and the refusal does not
+// show the password: pml sends no credentials to registries (issue 50).
+func TestNewRefusesUserInfo(t *testing.T) {
+	for _, r := range []string{"https://user:s3cret-pw@registry.example.com", "http://localhost:1@registry.example.com", "http://u@127.0.0.1:3004"} {
+		_, err := New(Options{Registries: []string{r}})
+		if err == nil || !strings.Contains(err.Error(), "user name or password") || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("New(%s): %v, want a refusal that does not show the password", r, err)
 		}
 	}
 }

@@ -3,8 +3,10 @@ package registry
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/pml-dev/pml/internal/keysafe"
 	"github.com/pml-dev/pml/internal/termsafe"
@@ -18,8 +20,13 @@ import (
 // later change is asked about like any changed entry.
 
 // codeURL resolves the metadata's codeUrl against the registry that
-// served it and refuses what the registry URLs themselves may not be:
-// anything but https, or http to a loopback address.
+// served it and refuses what the registry URLs themselves may not be
+// (anything but https, or http to another machine), and one more thing:
+// an address of this machine on another origin than the registry's. A
+// registry is trusted to choose code, not to make pml GET whatever else
+// listens on this machine (another local service's /admin/secret,
+// stored as code and shown back): plain http, and any loopback address,
+// only on the registry's own loopback origin (issue 50, finding 8).
 func codeURL(reg, raw string) (string, error) {
 	base, err := url.Parse(reg + "/mcp/")
 	if err != nil {
@@ -33,11 +40,41 @@ func codeURL(reg, raw string) (string, error) {
 	if (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil {
 		return "", fmt.Errorf("codeUrl %s is not an http(s) URL", termsafe.Quote(raw, 200))
 	}
+	if thisMachine(u.Hostname()) && !sameOrigin(u, base) {
+		return "", fmt.Errorf("codeUrl %s is an address of this machine that is not the registry's own (%s): a registry may point pml only at its own origin on this machine, never at another local service; serve the code from the registry, or from https elsewhere", termsafe.Quote(raw, 200), base.Scheme+"://"+base.Host)
+	}
 	if !keysafe.Secure(u) {
-		return "", fmt.Errorf("codeUrl %s is plain http to another machine: anyone on the way could choose the code; use https://, or http:// to a loopback address", termsafe.Quote(raw, 200))
+		return "", fmt.Errorf("codeUrl %s is plain http to another machine: anyone on the way could choose the code; use https://, or serve it from the registry itself", termsafe.Quote(raw, 200))
 	}
 	u.Fragment = ""
 	return u.String(), nil
+}
+
+// thisMachine reports whether host (no port) names this machine: a
+// loopback address or localhost, or an unspecified address (0.0.0.0, ::),
+// which a connection reaches this machine through too.
+func thisMachine(host string) bool {
+	if keysafe.Loopback(host) {
+		return true
+	}
+	ip := net.ParseIP(strings.TrimSuffix(host, "."))
+	return ip != nil && ip.IsUnspecified()
+}
+
+// sameOrigin reports whether a and b have one scheme, host and port (the
+// scheme's default port when none is written).
+func sameOrigin(a, b *url.URL) bool {
+	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Hostname(), b.Hostname()) && port(a) == port(b)
+}
+
+func port(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	if strings.EqualFold(u.Scheme, "https") {
+		return "443"
+	}
+	return "80"
 }
 
 // fetchCode is the second step: GET the code at e's codeUrl, no redirect

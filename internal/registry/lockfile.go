@@ -16,6 +16,7 @@ import (
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/safefs"
 	"github.com/pml-dev/pml/internal/toolglob"
+	"github.com/pml-dev/pml/internal/vouch"
 )
 
 // LockfilePath is the workspace's lockfile.
@@ -40,6 +41,18 @@ type LockEntry struct {
 	FetchedAt     time.Time `json:"fetchedAt"`
 	Type          string    `json:"type"`
 	Routing       string    `json:"routing"`
+	// Vouch is the user's MAC over the entry (internal/vouch), written
+	// by save: an entry without a valid one (a repository's lockfile, an
+	// older pml's) pins nothing and is treated as absent, so the entry is
+	// fetched and pinned again.
+	Vouch string `json:"vouch,omitempty"`
+}
+
+// payload is what an entry's vouch covers: the entry without it.
+func (e LockEntry) payload() []byte {
+	e.Vouch = ""
+	b, _ := json.Marshal(e)
+	return b
 }
 
 // lockDoc is the file: seed 004's format, with entries keyed by the 4-part
@@ -63,10 +76,16 @@ type lockDoc struct {
 // wins: the worst outcome is an entry recorded again or asked about again,
 // never one accepted without a check.
 type Lockfile struct {
-	path    string
+	path string
+	// ws is the workspace the entries' vouches are of (the lockfile's
+	// own, but for pml doctor's copy of it).
+	ws      string
 	mu      sync.Mutex
 	entries map[string]LockEntry
 	removed []string
+	// unvouched are the 4-part names whose entries in the file pml did
+	// not write here (Unvouched).
+	unvouched []string
 }
 
 // LoadLockfile reads the lockfile at path (a missing file is an empty
@@ -78,15 +97,26 @@ type Lockfile struct {
 // keeping its record costs nothing). A corrupt file is an error naming it;
 // it is never reset silently.
 func LoadLockfile(file string, perms config.Permissions) (*Lockfile, error) {
+	return LoadLockfileOf(lockRoot(file), file, perms)
+}
+
+// LoadLockfileOf is LoadLockfile of a copy at file of workspace ws's
+// lockfile (pml doctor reads a copy, so that nothing is removed): its
+// entries' vouches are checked as ws's.
+func LoadLockfileOf(ws, file string, perms config.Permissions) (*Lockfile, error) {
 	keep := append(append([]string{}, perms.Allow...), perms.Ask...)
-	return LoadLockfileKeeping(file, func(ns string) bool { return covered(ns, keep) })
+	return loadLockfile(ws, file, func(ns string) bool { return covered(ns, keep) })
 }
 
 // LoadLockfileKeeping is LoadLockfile with the rule given as keep: an
 // entry of namespace ns stays when keep(ns). The broker keeps everything
 // not denied: a tool no pattern names is asked, so it is still "in ask".
 func LoadLockfileKeeping(file string, keep func(namespace string) bool) (*Lockfile, error) {
-	l := &Lockfile{path: file, entries: map[string]LockEntry{}}
+	return loadLockfile(lockRoot(file), file, keep)
+}
+
+func loadLockfile(ws, file string, keep func(namespace string) bool) (*Lockfile, error) {
+	l := &Lockfile{path: file, ws: ws, entries: map[string]LockEntry{}}
 	// The lockfile is <workspace>/.pml/mcp.lock: never read through a link
 	// or from a FIFO (internal/safefs).
 	data, err := safefs.ReadFile(lockRoot(file), file, safefs.MaxConfig)
@@ -114,12 +144,9 @@ func LoadLockfileKeeping(file string, keep func(namespace string) bool) (*Lockfi
 		if err != nil {
 			return nil, corrupt(fmt.Sprintf("entry %q: %v", key, err))
 		}
-		if f.Hash != "" {
+		if f.Hash != "" && e.FQDN == "" {
 			// The seed's own keys (5-part): keep the newest per name.
-			if e.FQDN == "" {
-				e.FQDN = key
-			}
-			migrated = true
+			e.FQDN = key
 		}
 		if e.FQDN == "" {
 			return nil, corrupt(fmt.Sprintf("entry %q has no \"fqdn\"", key))
@@ -134,10 +161,19 @@ func LoadLockfileKeeping(file string, keep func(namespace string) bool) (*Lockfi
 		if e.FetchedAt.IsZero() {
 			return nil, corrupt(fmt.Sprintf("entry %q has no \"fetchedAt\"", key))
 		}
+		if !vouch.Check(ws, vouch.Lock, f.Base(), e.payload(), e.Vouch) {
+			// Not pml's pin: as if absent; the next fetch pins again.
+			l.unvouched = append(l.unvouched, f.Base())
+			continue
+		}
+		if f.Hash != "" {
+			migrated = true
+		}
 		if old, ok := l.entries[f.Base()]; !ok || e.FetchedAt.After(old.FetchedAt) {
 			l.entries[f.Base()] = e
 		}
 	}
+	sort.Strings(l.unvouched)
 	for name := range l.entries {
 		f, _ := ParseFQDN(name)
 		if !keep(f.Namespace) {
@@ -171,6 +207,20 @@ func covered(ns string, patterns []string) bool {
 // Removed lists the 4-part names LoadLockfile removed because permissions
 // no longer cover them.
 func (l *Lockfile) Removed() []string { return append([]string(nil), l.removed...) }
+
+// Unvouched lists the 4-part names whose entries in the file carry no
+// valid vouch of this user's pml in this workspace: they were left out, as
+// if absent.
+func (l *Lockfile) Unvouched() []string { return append([]string(nil), l.unvouched...) }
+
+// UnvouchedNote is the one line said of Unvouched (empty when none).
+func (l *Lockfile) UnvouchedNote() string {
+	if len(l.unvouched) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s: the entries of %s were not pinned by this user's pml in this workspace (a repository's lockfile, or an older pml's): they pin nothing and are fetched and pinned again on first use (pml add NAME does it now)",
+		l.path, strings.Join(l.unvouched, ", "))
+}
 
 // Path is the lockfile's path.
 func (l *Lockfile) Path() string { return l.path }
@@ -306,10 +356,42 @@ func (l *Lockfile) Approve(e *Entry) error {
 	return nil
 }
 
+// Forget takes back the record Check made of e as new: `pml add` calls
+// it when the add then fails or is refused, so that an entry nobody
+// accepted is not fetched by every later session (issue 50). A record of
+// another content (changed since, or approved by another process) stays.
+func (l *Lockfile) Forget(e *Entry) error {
+	f, next, err := lockEntryOf(e)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	old, ok := l.entries[f.Base()]
+	if !ok || old.Integrity != next.Integrity || old.CodeIntegrity != next.CodeIntegrity {
+		return nil
+	}
+	delete(l.entries, f.Base())
+	if err := l.save(); err != nil {
+		l.entries[f.Base()] = old
+		return err
+	}
+	return nil
+}
+
 // save writes the lockfile atomically; l.mu is held (or l is not shared
 // yet).
 func (l *Lockfile) save() error {
-	data, err := json.MarshalIndent(lockDoc{Version: LockfileVersion, Entries: l.entries}, "", "  ")
+	sealed := make(map[string]LockEntry, len(l.entries))
+	for name, e := range l.entries {
+		sum, err := vouch.Seal(l.ws, vouch.Lock, name, e.payload())
+		if err != nil {
+			return fmt.Errorf("cannot write the lockfile %s: %w", l.path, err)
+		}
+		e.Vouch = sum
+		sealed[name] = e
+	}
+	data, err := json.MarshalIndent(lockDoc{Version: LockfileVersion, Entries: sealed}, "", "  ")
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,8 @@
 package registry
 
 import (
+	"github.com/pml-dev/pml/internal/vouch"
+
 	"encoding/json"
 	"fmt"
 	"os"
@@ -127,6 +129,26 @@ func writeLock(t *testing.T, p, content string) {
 	}
 }
 
+// sealed is content (a lockfile) with each entry vouched for as pml's
+// save does in the workspace of p.
+func sealed(t *testing.T, p, content string) string {
+	t.Helper()
+	var doc lockDoc
+	if err := json.Unmarshal([]byte(content), &doc); err != nil {
+		t.Fatal(err)
+	}
+	for k, e := range doc.Entries {
+		sum, err := vouch.Seal(lockRoot(p), vouch.Lock, k, e.payload())
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Vouch = sum
+		doc.Entries[k] = e
+	}
+	b, _ := json.MarshalIndent(doc, "", "    ")
+	return string(b)
+}
+
 func lockWith(names ...string) string {
 	entries := map[string]LockEntry{}
 	for _, n := range names {
@@ -156,7 +178,7 @@ func TestLoadRemovesEntriesPermissionsNoLongerCover(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := lockPath(t)
-			original := lockWith(names...)
+			original := sealed(t, p, lockWith(names...))
 			writeLock(t, p, original)
 			l := load(t, p, tc.perms)
 			want := tc.removed
@@ -209,7 +231,10 @@ func TestCorruptLockfileIsAnErrorNamingTheFileAndIsLeftAlone(t *testing.T) {
 	}
 }
 
-func TestSeedFormatKeyedByFivePartNamesIsMigrated(t *testing.T) {
+// The seed's format (5-part keys) was never written by pml with a vouch:
+// its entries pin nothing here, are named by Unvouched, and are fetched
+// and pinned again (issue 50).
+func TestSeedFormatKeyedByFivePartNamesIsNotHonoured(t *testing.T) {
 	p := lockPath(t)
 	i1, i2 := Integrity([]byte("1")), Integrity([]byte("2"))
 	h1, _ := HashOf(i1)
@@ -218,14 +243,28 @@ func TestSeedFormatKeyedByFivePartNamesIsMigrated(t *testing.T) {
 	  "pml.mcp.tavily.server.%s": {"integrity": %q, "fetchedAt": "2026-01-07T12:00:00Z", "type": "http", "routing": "server"},
 	  "pml.mcp.tavily.server.%s": {"integrity": %q, "fetchedAt": "2026-01-08T12:00:00Z", "type": "http", "routing": "server"}}}`, h1, i1, h2, i2))
 	l := load(t, p, allowAll)
-	got, ok := l.Get("pml.mcp.tavily.server")
-	if !ok || got.Integrity != i2 || got.FQDN != "pml.mcp.tavily.server."+h2 {
-		t.Fatalf("migrated entry = %+v", got)
+	if got, ok := l.Get("pml.mcp.tavily.server"); ok {
+		t.Fatalf("an entry nothing vouches for is honoured: %+v", got)
 	}
+	if u := l.Unvouched(); len(u) != 2 || u[0] != "pml.mcp.tavily.server" || !strings.Contains(l.UnvouchedNote(), "fetched and pinned again") {
+		t.Fatalf("unvouched %v; note %q", u, l.UnvouchedNote())
+	}
+	// Pinned again by a fetch: vouched, and honoured by the next load.
+	e := &Entry{FQDN: "pml.mcp.tavily.server." + h2, Integrity: i2, Type: "http", Routing: "server"}
+	if v, err := l.Check(e); err != nil || v.Status != StatusNew {
+		t.Fatalf("check: %+v %v", v, err)
+	}
+	if got, ok := load(t, p, allowAll).Get("pml.mcp.tavily.server"); !ok || got.Integrity != i2 {
+		t.Fatalf("pml's own pin is not honoured: %+v", got)
+	}
+	// The same file in another workspace pins nothing there.
+	other := lockPath(t)
 	data, _ := os.ReadFile(p)
-	if !strings.Contains(string(data), `"pml.mcp.tavily.server": {`) || strings.Count(string(data), `"fqdn"`) != 1 {
-		t.Fatalf("lockfile not rewritten with 4-part keys:\n%s", data)
+	writeLock(t, other, string(data))
+	if _, ok := load(t, other, allowAll).Get("pml.mcp.tavily.server"); ok {
+		t.Fatal("a pin vouched in another workspace is honoured")
 	}
+	_ = h1
 }
 
 func TestConcurrentChecksAreAllRecordedAndLeaveNoTemporaryFiles(t *testing.T) {
@@ -282,5 +321,33 @@ func TestFailedWriteRecordsNothing(t *testing.T) {
 	}
 	if _, ok := l.Get(e.FQDN); ok {
 		t.Fatal("an approval that could not be saved is recorded in memory")
+	}
+}
+
+// Forget takes back the record of the content Check recorded, and only
+// that: a record of other content (changed, or approved since) stays.
+func TestForgetTakesBackOnlyTheRecordOfThatContent(t *testing.T) {
+	p := lockPath(t)
+	l := load(t, p, allowAll)
+	t0 := time.Date(2026, 1, 7, 12, 0, 0, 0, time.UTC)
+	e := entryOf(t, "pml.mcp.tavily.server", "v1", t0)
+	if v, err := l.Check(e); err != nil || v.Status != StatusNew {
+		t.Fatalf("check = %+v, %v", v, err)
+	}
+	other := entryOf(t, "pml.mcp.tavily.server", "v2", t0)
+	if err := l.Forget(other); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := load(t, p, allowAll).Get("pml.mcp.tavily.server"); !ok {
+		t.Fatal("forgetting other content took the record away")
+	}
+	if err := l.Forget(e); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := load(t, p, allowAll).Get("pml.mcp.tavily.server"); ok {
+		t.Fatal("the record is still in the lockfile")
+	}
+	if v, err := l.Check(e); err != nil || v.Status != StatusNew {
+		t.Fatalf("after Forget, check = %+v, %v; want new", v, err)
 	}
 }

@@ -2,8 +2,10 @@ package registry
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/pml-dev/pml/internal/capname"
@@ -90,12 +92,68 @@ type Metadata struct {
 	McpDeps []McpDep `json:"-"`
 }
 
+// Warnings: createsDotfiles (the seeds' creates_dotfiles too) lists the
+// dotfiles a server writes ([".serena"]), or is true when it names none.
+// pml shows it in the server's approvals and grants nothing for it.
+type Warnings struct {
+	CreatesDotfiles     json.RawMessage `json:"createsDotfiles,omitempty"`
+	CreatesDotfilesSeed json.RawMessage `json:"creates_dotfiles,omitempty"`
+}
+
+// maxDotfiles bounds the dotfiles one entry may name.
+const maxDotfiles = 32
+
+// Dotfiles is what the entry declares the server writes: the names, and
+// whether it says it writes any (true also with none named).
+func (m *Metadata) Dotfiles() ([]string, bool, error) {
+	if m == nil || m.Warnings == nil {
+		return nil, false, nil
+	}
+	var out []string
+	writes := false
+	for _, raw := range []json.RawMessage{m.Warnings.CreatesDotfiles, m.Warnings.CreatesDotfilesSeed} {
+		if len(raw) == 0 || string(raw) == "null" {
+			continue
+		}
+		var b bool
+		if json.Unmarshal(raw, &b) == nil {
+			writes = writes || b
+			continue
+		}
+		var names []string
+		if err := json.Unmarshal(raw, &names); err != nil {
+			return nil, false, errors.New(`"warnings.createsDotfiles" must be a list of names (".serena") or true`)
+		}
+		for _, n := range names {
+			if n == "" || len(n) > 128 {
+				return nil, false, fmt.Errorf(`"warnings.createsDotfiles" holds %s, which is not a file name`, termsafe.Quote(n, 80))
+			}
+			if !slices.Contains(out, n) {
+				out = append(out, n)
+			}
+		}
+		writes = writes || len(names) > 0
+	}
+	if len(out) > maxDotfiles {
+		return nil, false, fmt.Errorf(`"warnings.createsDotfiles" names %d files; at most %d`, len(out), maxDotfiles)
+	}
+	return out, writes, nil
+}
+
 // maxDeclared bounds the tools one entry may declare.
 const maxDeclared = 256
 
 // declaredRE is a declared tool: namespace:action, as tools are named,
 // never a pattern (a declaration names what the code calls).
 var declaredRE = lazyre.New(`^[A-Za-z0-9_-]{1,64}:[A-Za-z0-9_.-]{1,128}$`)
+
+// ValidDeclared reports whether t may be a declared tool: namespace:action,
+// never a pattern. The cloud's execute_locally answers declare theirs the
+// same way (broker/cloud_exec.go).
+func ValidDeclared(t string) bool { return declaredRE.MatchString(t) }
+
+// MaxDeclared bounds the tools one declaration may name.
+const MaxDeclared = maxDeclared
 
 // Declared is every tool the entry declares it calls (toolsUsed and
 // clientTools), each once, in the order given.
@@ -126,11 +184,6 @@ type Install struct {
 	Package string `json:"package,omitempty"`
 	// EnvRequired is accepted here too, where the seed's AC3 puts it.
 	EnvRequired []string `json:"envRequired,omitempty"`
-}
-
-// Warnings tell a user what a server leaves behind.
-type Warnings struct {
-	CreatesDotfiles []string `json:"createsDotfiles,omitempty"`
 }
 
 var envNameRE = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -277,6 +330,9 @@ func ParseMetadata(f FQDN, doc []byte) (*Metadata, error) {
 			return fail(`tool %q must be named %s:<action> (the entry's namespace, then a lowercase action)`, t, f.Namespace)
 		}
 	}
+	if _, _, err := m.Dotfiles(); err != nil {
+		return fail("%v", err)
+	}
 	if d := m.Declared(); len(d) > maxDeclared {
 		return fail(`it declares %d tools in "tools_used" and "client_tools"; at most %d`, len(d), maxDeclared)
 	}
@@ -339,6 +395,20 @@ func RWRefused(e *Entry) string {
 // entry's namespace. It checks what a container needs: an image, a valid
 // workspace mode, and an install step with an SRI integrity.
 func ServerConfig(e *Entry) (config.Server, error) {
+	s, err := serverConfig(e)
+	if err != nil {
+		return s, err
+	}
+	// Shown in the server's approvals; they grant nothing (a dotfile's
+	// only writable places in its container are /tmp, and the workspace
+	// only if the person declares the server rw in .pml.json).
+	if s.Dotfiles, s.WritesDotfiles, err = e.Meta.Dotfiles(); err != nil {
+		return config.Server{}, fmt.Errorf("registry entry %s (from %s): %v", e.FQDN, e.Registry, err)
+	}
+	return s, nil
+}
+
+func serverConfig(e *Entry) (config.Server, error) {
 	if e == nil || e.Meta == nil || e.Type != TypeStdio {
 		typ := "nothing"
 		if e != nil {

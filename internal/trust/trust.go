@@ -204,6 +204,18 @@ func (s *Store) Stamp() (time.Time, int64) {
 	return st.ModTime(), st.Size()
 }
 
+// ClearStaleTemps removes the temporary files a pml killed while it
+// wrote the store left beside it, under the store's lock (tried, never
+// waited for: a write in flight keeps its file); see
+// safefs.ClearStaleTemps.
+func (s *Store) ClearStaleTemps() ([]string, error) {
+	if !filepath.IsAbs(s.Path) {
+		return nil, nil
+	}
+	dir := filepath.Dir(s.Path)
+	return safefs.ClearStaleTemps(dir, FileName, dir, FileName+".lock")
+}
+
 // update changes the record of path under the store's lock and writes the
 // store atomically, 0600, in a 0700 directory.
 func (s *Store) update(path string, change func(*Record) *Record) error {

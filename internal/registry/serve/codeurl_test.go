@@ -20,25 +20,23 @@ import (
 func TestCodeURLIsFetchedInTwoStepsWithIntegrity(t *testing.T) {
 	var code atomic.Value
 	code.Store("export function search(args: { q: string }) { return args.q; }\n")
-	codeSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/code/smartsearch.ts" {
-			http.NotFound(w, r)
-			return
-		}
+	// The code is on the registry's own origin: a loopback codeUrl on any
+	// other port is refused (TestCodeURLOnThisMachineOnlyOnTheRegistrysOrigin).
+	f := newFixture(t)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/code/smartsearch.ts", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/typescript")
 		fmt.Fprint(w, code.Load().(string))
-	}))
-	defer codeSrv.Close()
-
-	f := newFixture(t)
-	f.write("casys.pml.smartsearch.server.json", fmt.Sprintf(`{"type": "deno", "code_url": %q, "routing": "client",
-  "description": "search", "tools": ["smartsearch:search"]}`, codeSrv.URL+"/code/smartsearch.ts"))
-	good := registry.Integrity([]byte(code.Load().(string)))
-	f.write("casys.pml.pinned.server.json", fmt.Sprintf(`{"type": "deno", "codeUrl": %q, "codeIntegrity": %q}`, codeSrv.URL+"/code/smartsearch.ts", good))
-	f.write("casys.pml.bad.server.json", fmt.Sprintf(`{"type": "deno", "codeUrl": %q, "codeIntegrity": %q}`, codeSrv.URL+"/code/smartsearch.ts", registry.Integrity([]byte("other"))))
-	f.write("casys.pml.far.server.json", `{"type": "deno", "codeUrl": "http://example.com/code.ts"}`)
-	srv := httptest.NewServer(f.h)
+	})
+	mux.Handle("/", f.h)
+	srv := httptest.NewServer(mux)
 	defer srv.Close()
+	f.write("casys.pml.smartsearch.server.json", fmt.Sprintf(`{"type": "deno", "code_url": %q, "routing": "client",
+  "description": "search", "tools": ["smartsearch:search"]}`, srv.URL+"/code/smartsearch.ts"))
+	good := registry.Integrity([]byte(code.Load().(string)))
+	f.write("casys.pml.pinned.server.json", fmt.Sprintf(`{"type": "deno", "codeUrl": %q, "codeIntegrity": %q}`, srv.URL+"/code/smartsearch.ts", good))
+	f.write("casys.pml.bad.server.json", fmt.Sprintf(`{"type": "deno", "codeUrl": %q, "codeIntegrity": %q}`, srv.URL+"/code/smartsearch.ts", registry.Integrity([]byte("other"))))
+	f.write("casys.pml.far.server.json", `{"type": "deno", "codeUrl": "http://example.com/code.ts"}`)
 
 	ws := t.TempDir()
 	newClient := func(cache string) *registry.Client {
@@ -87,7 +85,6 @@ func TestCodeURLIsFetchedInTwoStepsWithIntegrity(t *testing.T) {
 	}
 	// Offline, the cached copy has its code.
 	srv.Close()
-	codeSrv.Close()
 	e3, err := c.Fetch(ctx, e.FQDN)
 	if err != nil || !e3.FromCache || e3.Code != e.Code || e3.CodeIntegrity != good {
 		t.Errorf("offline: %+v %v", e3, err)

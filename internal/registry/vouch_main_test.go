@@ -1,0 +1,20 @@
+package registry
+
+import (
+	"os"
+	"testing"
+)
+
+// TestMain gives the package's tests a state directory of their own:
+// pml's vouching key (internal/vouch) is created there, never in the
+// person's. A test that sets XDG_STATE_HOME itself gets its own.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "pml-test-state-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("XDG_STATE_HOME", dir)
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
