@@ -35,7 +35,7 @@ func newAddCmd(g *globals) *cobra.Command {
 		Use:   "add NAME[@VERSION] | npm:PACKAGE[@VERSION] | oci:IMAGE[@DIGEST] [--name NAME] [-- ARGS…]",
 		Short: "Add an MCP server (npm:, oci:) to .pml.json, or a registry capability to .mcp.json",
 		Long: `pml add npm:PACKAGE[@VERSION] resolves the package in the npm registry your npm configuration
-names (npm_config_registry, ~/.npmrc), checks its tarball against the integrity the registry gives,
+names (npm_config_registry, .npmrc), checks its tarball against the integrity the registry gives,
 writes a pinned mcps entry (exact version, integrity, entry point, ARGS after --) to .pml.json,
 installs it and lists its tools. pml add oci:IMAGE[@DIGEST] does the same for an MCP server shipped
 as a container image, pinned by digest. The name is derived from the package or image
