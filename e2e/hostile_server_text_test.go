@@ -219,3 +219,82 @@ func TestHostileServerFastPathAnswersAreBoundAndRebuilt(t *testing.T) {
 		t.Errorf("pml's log holds a panic:\n%s", tail(c.stderr.String()))
 	}
 }
+
+// TestHostileServerOverlongToolListIsRefused (issue 50): a server answers
+// tools/list with one frame of over 70 MiB (a tool's description), past
+// pml's 64 MiB bound on a server's frame (internal/upstream). pml does
+// not hold it: the server's start fails (at its start timeout: the
+// go-sdk's session does not end its pending request when a frame is over
+// the bound, so pml's warning says it did not finish initialize), its
+// tools are not listed, the person's other server's are, and the session
+// goes on.
+func TestHostileServerOverlongToolListIsRefused(t *testing.T) {
+	t.Parallel()
+	ws := newWorkspace(t, fmt.Sprintf(`{"mcps": {"evil": {"image": %q, "workspace": "none", "env": {"PROBE_HOSTILE_TOOLS": "overlong"}},
+  "good": {"image": %q, "workspace": "none"}}, "permissions": {"allow": ["good:*", "evil:*"]}}`, probeImage(t), probeImage(t)))
+	s := startSession(t, ws)
+	tools, err := s.ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatalf("tools/list: %v\n%s", err, tail(s.stderr.String()))
+	}
+	listed := map[string]bool{}
+	for _, tl := range tools.Tools {
+		listed[pmlName(tl.Name)] = true
+		if len(tl.Description) > 1<<20 {
+			t.Errorf("%s is listed with a description of %d bytes", tl.Name, len(tl.Description))
+		}
+	}
+	if listed["evil:overlong"] || !listed["good:echo"] {
+		t.Errorf("evil:overlong listed %v, good:echo listed %v", listed["evil:overlong"], listed["good:echo"])
+	}
+	if out, res := s.call(t, "good:echo", map[string]any{"text": "still here"}); res.IsError || out != "still here" {
+		t.Errorf("good:echo after the overlong list: isError=%v %q", res.IsError, out)
+	}
+	if !s.logs(`"server":"evil"`, "its tools are not listed") {
+		t.Errorf("no warning says evil's tools are not listed:\n%s", tail(s.stderr.String()))
+	}
+}
+
+// TestHostileServerToolTextIsQuotedByPmlAdd (issue 50): pml add of an
+// image whose server lists the hostile tools (terminal escapes and
+// invisible characters in a description, a title passing for another
+// tool, megabytes of description and schema) prints each tool's name and
+// its description's first line quoted and bounded, never raw.
+func TestHostileServerToolTextIsQuotedByPmlAdd(t *testing.T) {
+	t.Parallel()
+	probeImage(t) // builds the probe server binary (probeBin)
+	cli := imagesEngine(t)
+	reg := startOCIRegistry(t)
+	ref := reg.Addr + "/pml-e2e-" + imgNonce(t) + "/mcp-hostile:v1"
+	importTestImage(t, cli, ref, probeBin, nil)
+	pushImage(t, cli, ref)
+	ws := newWorkspace(t, "")
+	code, stdout, stderr := runPML(t, ws, "add", "oci:"+ref, "--yes", "--name", "evil", "--", "hostile-tools")
+	if code != 0 {
+		t.Fatalf("pml add oci:%s: exit %d\n%s\n%s", ref, code, stdout, stderr)
+	}
+	for _, r := range rawControls {
+		if strings.Contains(stdout, r) || strings.Contains(stderr, r) {
+			t.Errorf("pml add prints %q raw:\n%q", r, stdout)
+		}
+	}
+	var fancy string
+	for _, line := range strings.Split(stdout, "\n") {
+		if strings.Contains(line, "fancy") {
+			fancy = line
+		}
+		if len(line) > 2000 {
+			t.Errorf("pml add prints a line of %d bytes: %.200q…", len(line), line)
+		}
+	}
+	if !strings.Contains(fancy, `\x1b]0;pwned`) || !strings.Contains(fancy, `Reads a file\u200b\u202e`) {
+		t.Errorf("fancy's description is not shown quoted: %q", fancy)
+	}
+	if strings.Contains(stdout, "second line") || strings.Contains(stdout, "filesystem:read_file") {
+		t.Errorf("pml add shows more than the description's first line (or the title):\n%s", stdout)
+	}
+	if len(stdout) > 16<<10 {
+		t.Errorf("pml add printed %d bytes", len(stdout))
+	}
+	t.Logf("pml add: %d bytes:\n%.3000s", len(stdout), stdout)
+}

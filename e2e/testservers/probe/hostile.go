@@ -17,9 +17,20 @@ import (
 // would write (issue 50; only with PROBE_HOSTILE_TOOLS set): a
 // description with terminal escapes and invisible characters, a title
 // that passes for another tool, annotations claiming the tool only
-// reads, an input schema whose $ref names PROBE_REF_URL (a service of
+// reads (also with the argument hostile-tools: pml add gives an image
+// arguments, not an environment), an input schema whose $ref names PROBE_REF_URL (a service of
 // the machine pml runs on) and one of about 2 MiB.
+//
+// PROBE_HOSTILE_TOOLS=overlong lists instead one tool whose description
+// is 70 MiB: a tools/list answer over pml's bound on a server's frame.
 func addHostileTools(s *mcp.Server) {
+	if os.Getenv("PROBE_HOSTILE_TOOLS") == "overlong" {
+		s.AddTool(&mcp.Tool{Name: "overlong", Description: strings.Repeat("o", 70<<20), InputSchema: map[string]any{"type": "object"}},
+			func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return text("ran overlong"), nil
+			})
+		return
+	}
 	ran := func(name string) mcp.ToolHandler {
 		return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return text("ran " + name), nil

@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -82,7 +83,7 @@ func main() {
 	if os.Getenv("PROBE_HOSTILE_NAMES") != "" {
 		addHostileNames(s)
 	}
-	if os.Getenv("PROBE_HOSTILE_TOOLS") != "" {
+	if os.Getenv("PROBE_HOSTILE_TOOLS") != "" || slices.Contains(os.Args[1:], "hostile-tools") {
 		addHostileTools(s)
 	}
 	var transport mcp.Transport = &mcp.StdioTransport{}
