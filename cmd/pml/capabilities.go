@@ -77,7 +77,7 @@ Exit codes: 0 added, 1 failed, 2 bad name or configuration, 3 needs approval (no
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) (rerr error) {
 			if dash := cmd.ArgsLenAtDash(); dash >= 0 {
 				o.args = args[dash:]
 			}
@@ -87,6 +87,16 @@ Exit codes: 0 added, 1 failed, 2 bad name or configuration, 3 needs approval (no
 				return err
 			}
 			o.format = of
+			// A failed add changes nothing (add_snapshot.go).
+			wsDir, err := resolveWorkspace(g)
+			if err != nil {
+				return err
+			}
+			snap, err := addSnapshotFor(wsDir, args[0])
+			if err != nil {
+				return err
+			}
+			defer snap.undoOnFailure(g, &rerr)
 			switch {
 			case strings.HasPrefix(args[0], "npm:"):
 				return addNPM(cmd, g, strings.TrimPrefix(args[0], "npm:"), o)
@@ -105,6 +115,11 @@ Exit codes: 0 added, 1 failed, 2 bad name or configuration, 3 needs approval (no
 			}
 			defer e.rt.Close()
 			defer e.broker.Close(30 * time.Second)
+			// What a killed add (or first call) left mid-install goes
+			// first, as pml add npm: does (issue 51).
+			if _, err := clearInterrupted(g, e.ws.Dir, g.narration()); err != nil {
+				return &exitError{1, err}
+			}
 			interactive := isatty.IsTerminal(os.Stdin.Fd())
 			in := bufio.NewReader(os.Stdin)
 			say := g.narration()
@@ -331,6 +346,11 @@ func newRemoveCmd(g *globals) *cobra.Command {
 			ws, err := resolveWorkspace(g)
 			if err != nil {
 				return err
+			}
+			// What a killed add (or first call) left mid-install goes
+			// first, as pml add npm: does (issue 51).
+			if _, err := clearInterrupted(g, ws, say); err != nil {
+				return &exitError{1, err}
 			}
 			switch args[0] {
 			case "filesystem", "shell", "pml":
