@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"strings"
 	"syscall"
@@ -243,4 +244,46 @@ func TestKilledCapabilityAddsAreClearedByTheNextCommand(t *testing.T) {
 			runPML(t, ws, "cleanup")
 		}
 	}
+}
+
+// TestAnAddThatFailsAtItsLastWriteChangesNothing: pml add of a capability
+// gets as far as .mcp.json, which cannot be read, and fails. What it had
+// written on its way (the lockfile, the cache, .pml/capabilities.json,
+// .pml.json's capabilities) is put back: before, all of it stayed and
+// the message said "the capability is recorded".
+func TestAnAddThatFailsAtItsLastWriteChangesNothing(t *testing.T) {
+	dir := t.TempDir()
+	writeEntry(t, dir, "pml.mcp.smartsearch.server@1.2.0.ts", "export function search(args: { q: string }) { return 'v1.2.0 ' + args.q; }\n")
+	reg := startRegistry(t, dir)
+	ws := newWorkspace(t, registryConfig("", reg.URL))
+	ws.writeUntrusted(".mcp.json", "{ not json")
+	before := fileStates(t, ws, addFailedFiles)
+	trustBefore := trustContent(t, ws)
+	code, _, stderr := runPML(t, ws, "add", "smartSearch@1.2.0", "--yes")
+	if code == 0 {
+		t.Fatalf("pml add with an unreadable .mcp.json: exit 0, want a failure\n%s", stderr)
+	}
+	sameFiles(t, "the add that failed at .mcp.json", before, fileStates(t, ws, addFailedFiles))
+	if !strings.Contains(stderr, "nothing was added") {
+		t.Errorf("pml add with an unreadable .mcp.json: exit %d, want it to say nothing was added\n%s", code, stderr)
+	}
+	if tr := trustContent(t, ws); tr != trustBefore {
+		t.Errorf("the failed add changed the trust record:\n%s\nwas:\n%s", tr, trustBefore)
+	}
+}
+
+// trustContent is the trust record of ws's .pml.json without its time:
+// the bytes it trusts and the grants.
+func trustContent(t *testing.T, ws *workspace) string {
+	t.Helper()
+	var rec map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(trustRecord(t, ws)), &rec); err != nil {
+		t.Fatal(err)
+	}
+	delete(rec, "at")
+	b, err := json.Marshal(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

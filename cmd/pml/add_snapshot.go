@@ -13,6 +13,7 @@ import (
 	"github.com/pml-dev/pml/internal/mcpjson"
 	"github.com/pml-dev/pml/internal/registry"
 	"github.com/pml-dev/pml/internal/safefs"
+	"github.com/pml-dev/pml/internal/trust"
 )
 
 // A failed pml add changes nothing (issue 51): the broker writes the
@@ -60,13 +61,38 @@ type snapFile struct {
 type addSnapshot struct {
 	ws    string
 	files []snapFile
+	// later are the files pml add writes itself, late (.pml.json,
+	// .mcp.json): put back only once writing(path) said this add may
+	// have written them. Until then a change is someone else's (a
+	// session's "Always", another add) and is left alone.
+	later   map[string]bool
+	written map[string]bool
+	// trustRec is .pml.json's trust record before the add (trustOK: it
+	// could be read), put back with the file.
+	trustRec *trust.Record
+	trustOK  bool
+}
+
+// writing says that pml add is about to write path: from now on a
+// failure puts it back.
+func (s *addSnapshot) writing(paths ...string) {
+	if s == nil {
+		return
+	}
+	for _, p := range paths {
+		s.written[p] = true
+	}
 }
 
 // takeAddSnapshot reads each of paths (beneath ws) as it is now. A file
 // that cannot be read (too large, a link) is an error: pml add would not
 // be able to put it back, so it does not start.
 func takeAddSnapshot(ws string, paths ...string) (*addSnapshot, error) {
-	s := &addSnapshot{ws: ws}
+	s := &addSnapshot{ws: ws, later: map[string]bool{}, written: map[string]bool{}}
+	mcp := mcpjson.Path(ws)
+	for _, p := range []string{filepath.Join(ws, config.FileName), mcp, mcp + mcpjson.BackupSuffix} {
+		s.later[p] = true
+	}
 	for _, p := range paths {
 		if p == "" {
 			continue
@@ -89,12 +115,20 @@ func takeAddSnapshot(ws string, paths ...string) (*addSnapshot, error) {
 }
 
 // restore puts back every file that changed since the snapshot, each
-// atomically, and says so on w; .pml.json's trust record follows it back
-// (pml add's write of it was trusted, so its old content is again). It
-// returns the first file it could not put back.
+// atomically, and says so on w. .pml.json's trust record follows it back
+// as it was (trust.Store.Restore): the grants pml's write added are not
+// left trusted for a later edit to use. A record that could not be read
+// before is moved back by trust.Store.Saved instead (pml add only adds
+// to .pml.json: the old bytes hold no grant the new ones lack). It
+// returns the first file it could not put back. The lockfile, the cache and .pml/capabilities.json are
+// written by the add's broker and put back whole: a session that pinned
+// an entry in those seconds pins it again on its next fetch.
 func (s *addSnapshot) restore(g *globals, w io.Writer) error {
 	var first error
 	for _, f := range s.files {
+		if s.later[f.path] && !s.written[f.path] {
+			continue
+		}
 		now, err := safefs.ReadFile(s.ws, f.path, safefs.MaxConfig)
 		missing := errors.Is(err, fs.ErrNotExist)
 		if (missing && !f.exists) || (err == nil && f.exists && bytes.Equal(now, f.data)) {
@@ -115,10 +149,18 @@ func (s *addSnapshot) restore(g *globals, w io.Writer) error {
 			continue
 		}
 		fmt.Fprintf(w, "  put %s back as it was\n", relToWorkspace(s.ws, f.path))
-		if filepath.Base(f.path) == config.FileName && f.exists && now != nil {
-			if err := openTrust(g.logger()).Saved(f.path, now, f.data, broker.DefaultPermissions().Allow); err != nil {
-				fmt.Fprintf(w, "⚠ %s is back as it was but your trust records are not (%v): run `pml trust`\n", f.path, err)
-			}
+		if filepath.Base(f.path) != config.FileName {
+			continue
+		}
+		store := openTrust(g.logger())
+		switch {
+		case s.trustOK:
+			err = store.Restore(f.path, s.trustRec)
+		case f.exists && now != nil:
+			err = store.Saved(f.path, now, f.data, broker.DefaultPermissions().Allow)
+		}
+		if err != nil {
+			fmt.Fprintf(w, "⚠ %s is back as it was but your trust records are not (%v): run `pml trust`\n", f.path, err)
 		}
 	}
 	return first
@@ -136,8 +178,9 @@ func (s *addSnapshot) undoOnFailure(g *globals, err *error) {
 	}
 }
 
-// addSnapshotFor snapshots what pml add ARG may write in the workspace ws.
-func addSnapshotFor(ws, arg string) (*addSnapshot, error) {
+// addSnapshotFor snapshots what pml add ARG may write in the workspace
+// ws, and .pml.json's trust record.
+func addSnapshotFor(g *globals, ws, arg string) (*addSnapshot, error) {
 	paths := addFiles(ws)
 	if c := addCachePath(ws, arg); c != "" {
 		paths = append(paths, c)
@@ -146,5 +189,7 @@ func addSnapshotFor(ws, arg string) (*addSnapshot, error) {
 	if err != nil {
 		return nil, &exitError{1, err}
 	}
+	rec, err := openTrust(g.logger()).Lookup(filepath.Join(ws, config.FileName))
+	s.trustRec, s.trustOK = rec, err == nil
 	return s, nil
 }

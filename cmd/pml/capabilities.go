@@ -92,7 +92,7 @@ Exit codes: 0 added, 1 failed, 2 bad name or configuration, 3 needs approval (no
 			if err != nil {
 				return err
 			}
-			snap, err := addSnapshotFor(wsDir, args[0])
+			snap, err := addSnapshotFor(g, wsDir, args[0])
 			if err != nil {
 				return err
 			}
@@ -142,6 +142,9 @@ Exit codes: 0 added, 1 failed, 2 bad name or configuration, 3 needs approval (no
 			if err != nil {
 				return &exitError{capExit(err), err}
 			}
+			// From here on this add writes .pml.json and .mcp.json.
+			mcpPath := mcpjson.Path(snap.ws)
+			snap.writing(filepath.Join(snap.ws, config.FileName), mcpPath, mcpPath+mcpjson.BackupSuffix)
 			if err := recordDeps(g, e.ws.Dir, c); err != nil {
 				return err
 			}
@@ -154,7 +157,7 @@ Exit codes: 0 added, 1 failed, 2 bad name or configuration, 3 needs approval (no
 			}
 			f, err := mcpjson.Read(mcpjson.Path(e.ws.Dir))
 			if err != nil {
-				return &exitError{2, fmt.Errorf("%v (the capability is recorded; fix .mcp.json and run pml add again)", err)}
+				return &exitError{2, fmt.Errorf("%v (nothing was added; fix .mcp.json and run pml add again)", err)}
 			}
 			// One way into a client: where .mcp.json already runs pml
 			// stdio, which lists every added capability, a pml run entry
