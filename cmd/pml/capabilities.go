@@ -87,6 +87,15 @@ Exit codes: 0 added, 1 failed, 2 bad name or configuration, 3 needs approval (no
 				return err
 			}
 			o.format = of
+			registryName := !strings.HasPrefix(args[0], "npm:") && !strings.HasPrefix(args[0], "oci:")
+			switch {
+			case registryName && (len(o.args) > 0 || o.name != "" || o.allow):
+				return usageError(cmd, errors.New("--name, --allow and arguments after -- are for npm: and oci: sources"))
+			case registryName && (strings.HasPrefix(args[0], "@") || strings.Contains(args[0], "/")):
+				// A registry name has no '@' in front and no '/': this is
+				// an npm package or an image written without its source.
+				return &exitError{2, fmt.Errorf("%q is not a registry name: for the npm package run `pml add npm:%s`, for an image `pml add oci:%s`", args[0], args[0], args[0])}
+			}
 			// A failed add changes nothing (add_snapshot.go).
 			wsDir, err := resolveWorkspace(g)
 			if err != nil {
@@ -102,12 +111,6 @@ Exit codes: 0 added, 1 failed, 2 bad name or configuration, 3 needs approval (no
 				return addNPM(cmd, g, strings.TrimPrefix(args[0], "npm:"), o)
 			case strings.HasPrefix(args[0], "oci:"):
 				return addOCI(cmd, g, strings.TrimPrefix(args[0], "oci:"), o)
-			case len(o.args) > 0 || o.name != "" || o.allow:
-				return usageError(cmd, errors.New("--name, --allow and arguments after -- are for npm: and oci: sources"))
-			case strings.HasPrefix(args[0], "@") || strings.Contains(args[0], "/"):
-				// A registry name has no '@' in front and no '/': this is
-				// an npm package or an image written without its source.
-				return &exitError{2, fmt.Errorf("%q is not a registry name: for the npm package run `pml add npm:%s`, for an image `pml add oci:%s`", args[0], args[0], args[0])}
 			}
 			e, err := g.setup()
 			if err != nil {
