@@ -287,3 +287,33 @@ func trustContent(t *testing.T, ws *workspace) string {
 	}
 	return string(b)
 }
+
+// TestAFailedCapabilityAddRemovesWhatItInstalled: pml add of a stdio
+// capability installs its server (a real npm install), then fails at
+// .mcp.json, which cannot be read. The installed tree and its record go
+// with the rest: before, .pml/deps/memory and its record stayed, with
+// the capability recorded in .pml/capabilities.json.
+func TestAFailedCapabilityAddRemovesWhatItInstalled(t *testing.T) {
+	needImage(t, nodeImage)
+	dir := t.TempDir()
+	writeEntry(t, dir, "pml.mcp.memory.server.json", memoryCapability)
+	reg := startRegistry(t, dir)
+	ws := newWorkspace(t, registryConfig("", reg.URL))
+	ws.writeUntrusted(".mcp.json", "{ not json")
+	files := []string{".pml/mcp.lock", ".pml/registry-cache/pml.mcp.memory.server.json", ".pml.json", ".pml/capabilities.json", ".mcp.json"}
+	before := fileStates(t, ws, files)
+	code, _, stderr := runPML(t, ws, "add", "memory", "--yes")
+	if code == 0 {
+		t.Fatalf("pml add memory with an unreadable .mcp.json: exit 0, want a failure\n%s", stderr)
+	}
+	sameFiles(t, "the failed add", before, fileStates(t, ws, files))
+	if !strings.Contains(stderr, "removed what the failed add installed: .pml/deps/memory") {
+		t.Errorf("the failed add did not say it removed its install:\n%s", stderr)
+	}
+	if _, err := os.Stat(ws.path(".pml/deps/memory")); !os.IsNotExist(err) {
+		t.Errorf("the failed add left .pml/deps/memory (%v)", err)
+	}
+	if d := fileStates(t, ws, []string{".pml/deps.json"})[".pml/deps.json"]; strings.Contains(d, `"memory"`) {
+		t.Errorf("the failed add left its record in .pml/deps.json:\n%s", d)
+	}
+}

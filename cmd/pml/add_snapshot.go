@@ -10,6 +10,7 @@ import (
 
 	"github.com/pml-dev/pml/broker"
 	"github.com/pml-dev/pml/internal/config"
+	"github.com/pml-dev/pml/internal/deps"
 	"github.com/pml-dev/pml/internal/mcpjson"
 	"github.com/pml-dev/pml/internal/registry"
 	"github.com/pml-dev/pml/internal/safefs"
@@ -22,11 +23,15 @@ import (
 // before that version's code is refused), and the capability path writes
 // .pml/capabilities.json, .pml.json and .mcp.json one after the other. So
 // before anything runs, the bytes of each workspace file an add may write
-// are kept, and a failure puts back every one that changed. A kill cannot
-// restore: what a kill leaves is bounded by each write being atomic.
+// are kept, and a failure puts back every one that changed and removes
+// what the add installed in .pml/deps. A kill cannot restore: what a kill
+// leaves is bounded by each write being atomic, and cleared by the next
+// command (clearInterrupted).
 
 // addFiles are the workspace files pml add may write, beside the cached
-// registry copy of the name it adds (addCachePath).
+// registry copy of the name it adds (addCachePath). .pml/deps.json is not
+// put back as bytes: its records go with the trees they describe
+// (undoInstalls), and a record of another process's install stays.
 func addFiles(ws string) []string {
 	mcp := mcpjson.Path(ws)
 	return []string{
@@ -35,7 +40,6 @@ func addFiles(ws string) []string {
 		filepath.Join(ws, config.FileName),
 		mcp,
 		mcp + mcpjson.BackupSuffix,
-		filepath.Join(ws, ".pml", "deps.json"),
 	}
 }
 
@@ -71,6 +75,11 @@ type addSnapshot struct {
 	// could be read), put back with the file.
 	trustRec *trust.Record
 	trustOK  bool
+	// depsBefore are the servers .pml/deps had installed or recorded
+	// (depsOK: they could be listed): one the failed add installed goes,
+	// tree and record, as pml add npm: removes its own.
+	depsBefore map[string]bool
+	depsOK     bool
 }
 
 // writing says that pml add is about to write path: from now on a
@@ -166,6 +175,60 @@ func (s *addSnapshot) restore(g *globals, w io.Writer) error {
 	return first
 }
 
+// undoInstalls removes what the failed add installed in .pml/deps (tree
+// and record): each server installed since the snapshot that nothing
+// names once the files are back (.pml.json's servers, an added
+// capability, the lockfile), unless another pml add is adding it. What
+// cannot be told apart is left to pml cleanup.
+func (s *addSnapshot) undoInstalls(w io.Writer) error {
+	if !s.depsOK {
+		return nil
+	}
+	store := deps.NewStore(s.ws)
+	names, err := store.Names()
+	if err != nil {
+		return nil
+	}
+	used := map[string]bool{}
+	cfg, err := config.Load(s.ws, func(string) string { return "" })
+	if err != nil {
+		return nil
+	}
+	for n := range cfg.Servers {
+		used[n] = true
+	}
+	caps, err := broker.LoadCapabilities(s.ws)
+	if err != nil {
+		return nil
+	}
+	for _, c := range caps {
+		used[c.Name], used[c.Namespace] = true, true
+	}
+	lock, err := registry.LoadLockfileKeeping(registry.LockfilePath(s.ws), func(string) bool { return true })
+	if err != nil {
+		return nil
+	}
+	for name := range lock.Entries() {
+		if f, err := registry.ParseFQDN(name); err == nil {
+			used[f.Namespace] = true
+		}
+	}
+	var first error
+	for _, n := range names {
+		if s.depsBefore[n] || used[n] || store.Adding(n) {
+			continue
+		}
+		if _, err := store.Remove(n); err != nil {
+			if first == nil {
+				first = fmt.Errorf("removing %s, which the failed pml add installed: %w (pml cleanup removes it)", n, err)
+			}
+			continue
+		}
+		fmt.Fprintf(w, "  removed what the failed add installed: %s\n", relToWorkspace(s.ws, store.Dir(n)))
+	}
+	return first
+}
+
 // undoOnFailure restores s when *err is set (a deferred call), adding a
 // restore failure to what pml add reports.
 func (s *addSnapshot) undoOnFailure(g *globals, err *error) {
@@ -174,6 +237,9 @@ func (s *addSnapshot) undoOnFailure(g *globals, err *error) {
 	}
 	w := g.narration()
 	if rerr := s.restore(g, w); rerr != nil {
+		fmt.Fprintf(w, "⚠ %v\n", rerr)
+	}
+	if rerr := s.undoInstalls(w); rerr != nil {
 		fmt.Fprintf(w, "⚠ %v\n", rerr)
 	}
 }
@@ -191,5 +257,11 @@ func addSnapshotFor(g *globals, ws, arg string) (*addSnapshot, error) {
 	}
 	rec, err := openTrust(g.logger()).Lookup(filepath.Join(ws, config.FileName))
 	s.trustRec, s.trustOK = rec, err == nil
+	if names, err := deps.NewStore(ws).Names(); err == nil {
+		s.depsBefore, s.depsOK = map[string]bool{}, true
+		for _, n := range names {
+			s.depsBefore[n] = true
+		}
+	}
 	return s, nil
 }
