@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -296,7 +297,8 @@ func trustContent(t *testing.T, ws *workspace) string {
 func TestAFailedCapabilityAddRemovesWhatItInstalled(t *testing.T) {
 	needImage(t, nodeImage)
 	dir := t.TempDir()
-	writeEntry(t, dir, "pml.mcp.memory.server.json", memoryCapability)
+	// It takes a host variable: a grant the add records.
+	writeEntry(t, dir, "pml.mcp.memory.server.json", strings.Replace(memoryCapability, `"routing": "local",`, `"routing": "local", "env_required": ["MEMORY_NOTE_TOKEN"],`, 1))
 	reg := startRegistry(t, dir)
 	ws := newWorkspace(t, registryConfig("", reg.URL))
 	ws.writeUntrusted(".mcp.json", "{ not json")
@@ -316,4 +318,30 @@ func TestAFailedCapabilityAddRemovesWhatItInstalled(t *testing.T) {
 	if d := fileStates(t, ws, []string{".pml/deps.json"})[".pml/deps.json"]; strings.Contains(d, `"memory"`) {
 		t.Errorf("the failed add left its record in .pml/deps.json:\n%s", d)
 	}
+	if !strings.Contains(stderr, "Grant it?") {
+		t.Fatalf("the add asked no grant (its image): the grant's undo is not seen\n%s", stderr)
+	}
+	if g := entryGrants(t)[ws.Dir]; len(g) != 0 {
+		t.Errorf("the failed add left its grant recorded: %s", g)
+	}
+}
+
+// entryGrants are the registry grants recorded in the state directory,
+// by workspace.
+func entryGrants(t *testing.T) map[string]map[string]json.RawMessage {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(os.Getenv("XDG_STATE_HOME"), "pml", "entry-grants.json"))
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Workspaces map[string]map[string]json.RawMessage `json:"workspaces"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	return doc.Workspaces
 }

@@ -7,10 +7,12 @@ import (
 	"io"
 	"io/fs"
 	"path/filepath"
+	"reflect"
 
 	"github.com/pml-dev/pml/broker"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/deps"
+	"github.com/pml-dev/pml/internal/entrygrant"
 	"github.com/pml-dev/pml/internal/mcpjson"
 	"github.com/pml-dev/pml/internal/registry"
 	"github.com/pml-dev/pml/internal/safefs"
@@ -80,6 +82,13 @@ type addSnapshot struct {
 	// tree and record, as pml add npm: removes its own.
 	depsBefore map[string]bool
 	depsOK     bool
+	// grants is the record of what registry entries may take from this
+	// machine, grantNS the namespace the add names and grantBefore its
+	// grant then (grantOK: read): a grant the failed add recorded goes.
+	grants      *entrygrant.Store
+	grantNS     string
+	grantBefore *entrygrant.Grant
+	grantOK     bool
 }
 
 // writing says that pml add is about to write path: from now on a
@@ -229,6 +238,24 @@ func (s *addSnapshot) undoInstalls(w io.Writer) error {
 	return first
 }
 
+// undoGrant puts back the grant of the namespace the add names, when the
+// failed add recorded another: what the person granted for an entry that
+// was not added is not left granted.
+func (s *addSnapshot) undoGrant(w io.Writer) error {
+	if !s.grantOK {
+		return nil
+	}
+	now, err := s.grants.Lookup(s.ws, s.grantNS)
+	if err != nil || reflect.DeepEqual(now, s.grantBefore) {
+		return nil
+	}
+	if err := s.grants.Restore(s.ws, s.grantNS, s.grantBefore); err != nil {
+		return fmt.Errorf("taking back the grant the failed pml add recorded for %s: %w", s.grantNS, err)
+	}
+	fmt.Fprintf(w, "  took back the grant recorded for %s (%s)\n", s.grantNS, s.grants.Path)
+	return nil
+}
+
 // undoOnFailure restores s when *err is set (a deferred call), adding a
 // restore failure to what pml add reports.
 func (s *addSnapshot) undoOnFailure(g *globals, err *error) {
@@ -240,6 +267,9 @@ func (s *addSnapshot) undoOnFailure(g *globals, err *error) {
 		fmt.Fprintf(w, "⚠ %v\n", rerr)
 	}
 	if rerr := s.undoInstalls(w); rerr != nil {
+		fmt.Fprintf(w, "⚠ %v\n", rerr)
+	}
+	if rerr := s.undoGrant(w); rerr != nil {
 		fmt.Fprintf(w, "⚠ %v\n", rerr)
 	}
 }
@@ -257,6 +287,13 @@ func addSnapshotFor(g *globals, ws, arg string) (*addSnapshot, error) {
 	}
 	rec, err := openTrust(g.logger()).Lookup(filepath.Join(ws, config.FileName))
 	s.trustRec, s.trustOK = rec, err == nil
+	if ts := openTrust(g.logger()); filepath.IsAbs(ts.Path) {
+		if _, f, err := broker.CapabilityFQDN(arg); err == nil {
+			s.grants, s.grantNS = entrygrant.Open(filepath.Dir(ts.Path)), f.Namespace
+			s.grantBefore, err = s.grants.Lookup(ws, f.Namespace)
+			s.grantOK = err == nil
+		}
+	}
 	if names, err := deps.NewStore(ws).Names(); err == nil {
 		s.depsBefore, s.depsOK = map[string]bool{}, true
 		for _, n := range names {
