@@ -189,6 +189,9 @@ func (in *Installer) Install(ctx context.Context, srv config.Server) (err error)
 	// workspace without following a link: a repository shipping
 	// .pml/deps as a link to /etc would otherwise have pml fill it and
 	// mount it writable.
+	if err := CheckPinned(srv.Name, srv.Install); err != nil {
+		return err
+	}
 	ws := in.Store.ws
 	final := in.Store.Dir(srv.Name)
 	dir, finish, err := in.Store.beginPartial(srv.Name)
@@ -310,6 +313,43 @@ func (in *Installer) Install(ctx context.Context, srv config.Server) (err error)
 	if unpinned && resolved == "" && in.Note != nil {
 		in.Note(fmt.Sprintf("%s: %s resolved to %s@%s (%s) at its first install; recorded in .pml/deps.json, later installs use that version",
 			srv.Name, srv.Install.Args[len(srv.Install.Args)-1], srv.Install.Package, version, actual))
+	}
+	return nil
+}
+
+// CheckPinned refuses an npm install step that would install a package
+// its integrity does not check: npm records one integrity per package,
+// and pml checks the one of install.package, so a second package in the
+// arguments (`npm install a@1 b`), or an install.package naming another
+// package than the one installed (a dependency of it, say, whose
+// integrity is genuine), would let whatever the registry serves run
+// unchecked. Refused before anything runs.
+func CheckPinned(name string, inst *config.Install) error {
+	if inst == nil || inst.Command != "npm" || inst.Package == "" {
+		return nil
+	}
+	specs := npmspec.InstallSpecs(inst.Args)
+	if len(specs) == 0 {
+		return fmt.Errorf("installing %s: `npm %s` names no package, but install.package is %q: "+
+			"add the package to install.args (`npm install --prefix /deps %s@VERSION`)",
+			name, strings.Join(inst.Args, " "), inst.Package, inst.Package)
+	}
+	for _, s := range specs {
+		if npmspec.Name(s) != inst.Package {
+			if len(specs) == 1 {
+				return fmt.Errorf("installing %s: install.package is %q, but install.args install %s: "+
+					"the integrity would be checked on a package other than the one installed. "+
+					"Set install.package to %q and install.integrity to that package's integrity, or install %s",
+					name, inst.Package, s, npmspec.Name(s), inst.Package)
+			}
+			return fmt.Errorf("installing %s: install.args install %s besides %s, the package whose integrity is checked; "+
+				"npm would install %s unchecked. Install only %s (its own dependencies come with it): remove %s from install.args",
+				name, s, inst.Package, s, inst.Package, s)
+		}
+	}
+	if len(specs) > 1 {
+		return fmt.Errorf("installing %s: install.args name %s %d times (%s); name it once",
+			name, inst.Package, len(specs), strings.Join(specs, " "))
 	}
 	return nil
 }
