@@ -54,7 +54,7 @@ type npmPackage struct {
 }
 
 // npmTarball packs files as npm does (a gzipped tar under package/).
-func npmTarball(t *testing.T, name string, p npmPackage) []byte {
+func hostileNPMTarball(t *testing.T, name string, p npmPackage) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	gz := gzip.NewWriter(&buf)
@@ -99,7 +99,7 @@ func npmPackages(t *testing.T, pkgs map[string]npmPackage) (string, map[string]s
 	t.Helper()
 	tarballs, sris := map[string][]byte{}, map[string]string{}
 	for name, p := range pkgs {
-		tarballs[name] = npmTarball(t, name, p)
+		tarballs[name] = hostileNPMTarball(t, name, p)
 		sris[name] = sri512(tarballs[name])
 	}
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
