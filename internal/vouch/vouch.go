@@ -48,6 +48,7 @@ const (
 	Lock       = "lock"
 	Capability = "capability"
 	Cache      = "registry-cache"
+	Journal    = "guard-journal"
 )
 
 // Prefix starts every MAC pml writes: a record with another value was not
