@@ -49,6 +49,7 @@ const (
 	Capability = "capability"
 	Cache      = "registry-cache"
 	Journal    = "guard-journal"
+	CloudTools = "cloud-tools"
 )
 
 // Prefix starts every MAC pml writes: a record with another value was not
