@@ -52,7 +52,7 @@ func TestToolNamesOutsideMCPsRuleAreRefused(t *testing.T) {
 	var logs bytes.Buffer
 	f.b.srv.log = zerolog.New(&logs)
 	srv := &server{cfg: config.Server{Name: "evil"}}
-	bad := []string{"*", "a?b", "[x]", `x\y`, "dele\u200bte", "\ufeffbom", "soft\u00adhy", "tag\U000e0041", "vs\ufe0f", "e\u0301", "two words", "a:b", strings.Repeat("x", 129)}
+	bad := []string{"*", "a?b", "[x]", `x\y`, "dele\u200bte", "\ufeffbom", "soft\u00adhy", "tag\U000e0041", "vs\ufe0f", "e\u0301", "two&words", "a:b", strings.Repeat("x", 129)}
 	tools := []*mcp.Tool{{Name: "delete_all"}, {Name: "admin.tools.list"}, {Name: "user-profile/update"}, {Name: strings.Repeat("y", 128)}}
 	for _, n := range bad {
 		tools = append(tools, &mcp.Tool{Name: n})
@@ -97,7 +97,7 @@ func TestToolNamesOutsideMCPsRuleAreRefused(t *testing.T) {
 // never saved by an "Always", never forwarded (issue 50).
 func TestACallOfANameOutsideTheRuleIsNotFound(t *testing.T) {
 	f := newFixture(t, `{"mcps": {"evil": {"image": "pml-test/probe"}}, "permissions": {"allow": ["filesystem:*"]}}`)
-	for _, name := range []string{"evil:*", "evil:a?b", "evil:dele\u200bte", "evil:two words", "nosuch:*"} {
+	for _, name := range []string{"evil:*", "evil:a?b", "evil:dele\u200bte", "evil:two&words", "nosuch:*"} {
 		r := f.call(t, name, map[string]any{})
 		if !r.IsError || !strings.Contains(r.Text, "no such tool") {
 			t.Errorf("%s: %+v", name, r)

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -121,12 +122,13 @@ func (s *serverSet) installNetwork(ctx context.Context, srv *server) func(*conta
 	}
 	return func(spec *container.Spec) error {
 		rules := srv.cfg.Network.Rules
-		hosts := deps.RegistryHosts(srv.cfg.Install, os.Getenv)
+		hosts := deps.RegistryHosts(srv.cfg.Install, s.deps.Workspace(), os.Getenv)
 		extra, err := netallow.ParseList(hosts)
 		if err != nil {
 			return err
 		}
 		rules = rules.With(extra...)
+		rules = withLoopbackForwards(rules, extra)
 		if rules.Empty() {
 			return nil
 		}
@@ -139,4 +141,32 @@ func (s *serverSet) installNetwork(ctx context.Context, srv *server) func(*conta
 		spec.Egress = "" // run by the wrapper above, not the runtime
 		return nil
 	}
+}
+
+// withLoopbackForwards adds, for a registry on this machine's loopback
+// (a Verdaccio on 127.0.0.1:4873, the person's npm configuration naming
+// it), a forward of the same port: inside the container 127.0.0.1 is the
+// container's own and bypasses the proxy (NO_PROXY), so npm connects
+// there and the forward carries it to the host's port, the one the
+// registry entry allows. A port the server already forwards is left as
+// it is.
+func withLoopbackForwards(rules netallow.Rules, hosts []netallow.Entry) netallow.Rules {
+	forwards := append([]netallow.Forward(nil), rules.Forward...)
+	taken := map[int]bool{}
+	for _, f := range forwards {
+		taken[f.ListenPort] = true
+	}
+	for _, e := range hosts {
+		if (e.Host != "127.0.0.1" && e.Host != "localhost") || e.Port == 0 || taken[e.Port] {
+			continue
+		}
+		f, err := netallow.ParseForward("127.0.0.1:"+strconv.Itoa(e.Port), e.String())
+		if err != nil {
+			continue
+		}
+		forwards = append(forwards, f)
+		taken[e.Port] = true
+	}
+	rules.Forward = forwards
+	return rules
 }

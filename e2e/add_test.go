@@ -288,9 +288,10 @@ func TestASeedFormatRegistryEntryRuns(t *testing.T) {
 }
 
 // TestAFailedInstallWritesNothing: the package checks out on the host's
-// loopback registry, which the install container does not use (npm there
-// asks the public registry, which has no such package): the install
-// fails, pml add says nothing was written, and
+// loopback registry, whose tarball is no tarball (its integrity matches
+// what the registry announces, so pml's own check passes; npm in the
+// install container cannot unpack it): the install fails, pml add says
+// nothing was written, and
 // .pml.json, its trust record and .pml/deps are as they were.
 func TestAFailedInstallWritesNothing(t *testing.T) {
 	needImage(t, nodeImage)

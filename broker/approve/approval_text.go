@@ -116,10 +116,15 @@ func describeArgs(args map[string]any) string {
 func (ap *Approver) DependencyApproval(wf *Workflow, srv config.Server) Approval {
 	a := ap.Approval(wf)
 	inst := srv.Install
-	hosts := append(deps.RegistryHosts(inst, os.Getenv), srv.Network.Rules.Strings()...)
+	hosts := append(deps.RegistryHosts(inst, ap.Workspace, os.Getenv), srv.Network.Rules.Strings()...)
 	reach := "with no network"
 	if len(hosts) > 0 {
 		reach = "reaching only " + shown(strings.Join(hosts, ", ")) + " through pml's egress proxy"
+	}
+	if reg := deps.NPMRegistryOf(inst, ap.Workspace, os.Getenv); deps.UsesNPM(inst) && reg.Project {
+		// The repository's .npmrc chose the registry: the person approves
+		// that choice with the install.
+		reach += ", from the npm registry " + shown(reg.URL) + " the repository's .npmrc names"
 	}
 	a.Description = fmt.Sprintf("Install the MCP server %s (`%s` in %s, %s, into %s) so that %s can run?",
 		shown(srv.Name), termsafe.Quote(strings.TrimSpace(inst.Command+" "+strings.Join(inst.Args, " ")), 2*termsafe.DefaultMax), shown(srv.Image), reach, shown(ap.Deps.Dir(srv.Name)), shown(wf.Tool))

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/deps"
 	"github.com/pml-dev/pml/internal/npmreg"
+	"github.com/pml-dev/pml/internal/npmspec"
 	"github.com/pml-dev/pml/internal/safefs"
 	"github.com/pml-dev/pml/internal/termsafe"
 )
@@ -65,8 +67,19 @@ var npmHTTP = &http.Client{Timeout: 2 * time.Minute, Transport: &http.Transport{
 // names and adds it as a server.
 func addNPM(cmd *cobra.Command, g *globals, spec string, o addServerOptions) error {
 	ctx := cmd.Context()
-	reg := deps.NPMRegistry(os.Getenv)
-	pkg, err := npmreg.Resolve(ctx, npmHTTP, reg, spec)
+	_, ws, err := g.workspace()
+	if err != nil {
+		return err
+	}
+	// The registry the person's npm configuration names (the
+	// environment, the workspace's .npmrc, ~/.npmrc): pml checks the
+	// package there, and the install goes there and nowhere else.
+	reg := deps.NPMRegistry(ws.Dir, npmspec.Name(spec), os.Getenv)
+	client := npmHTTP
+	if _, token := deps.NPMAuth(reg.URL, os.Getenv); token != "" {
+		client = withToken(npmHTTP, reg.URL, token)
+	}
+	pkg, err := npmreg.Resolve(ctx, client, reg.URL, spec)
 	switch {
 	case errors.Is(err, npmreg.ErrNotFound):
 		return &exitError{2, err}
@@ -84,8 +97,8 @@ func addNPM(cmd *cobra.Command, g *globals, spec string, o addServerOptions) err
 		}
 		return &exitError{2, fmt.Errorf("%s@%s has several executables (%s) and none is named like the package: write its mcps entry by hand (docs/add.md)", pkg.Name, pkg.Version, strings.Join(names, ", "))}
 	}
-	fmt.Fprintf(g.narration(), "resolved %s@%s from %s (%s); checking its tarball…\n", pkg.Name, pkg.Version, reg, pkg.Integrity)
-	if err := pkg.Verify(ctx, npmHTTP); err != nil {
+	fmt.Fprintf(g.narration(), "resolved %s@%s from %s (%s); checking its tarball…\n", pkg.Name, pkg.Version, reg.URL, pkg.Integrity)
+	if err := pkg.Verify(ctx, client); err != nil {
 		if errors.Is(err, npmreg.ErrIntegrity) {
 			return &exitError{1, err}
 		}
@@ -101,13 +114,67 @@ func addNPM(cmd *cobra.Command, g *globals, spec string, o addServerOptions) err
 		Image:       nodeImage,
 		Command:     "node",
 		Args:        append([]string{entryPoint}, o.args...),
-		Install: &installEntry{Command: "npm", Args: []string{"install", "--prefix", deps.MountPoint, "--no-audit", "--no-fund", pkg.Name + "@" + pkg.Version},
-			Integrity: pkg.Integrity},
+		Install:     &installEntry{Command: "npm", Args: installArgs(reg, pkg.Name+"@"+pkg.Version), Integrity: pkg.Integrity},
 	}
 	what := fmt.Sprintf("%s (npm %s@%s): runs `node %s` in %s; installs with `npm install %s@%s` from %s, checked against %s",
-		name, pkg.Name, pkg.Version, strings.Join(entry.Args, " "), nodeImage, pkg.Name, pkg.Version, reg, pkg.Integrity)
+		name, pkg.Name, pkg.Version, strings.Join(entry.Args, " "), nodeImage, pkg.Name, pkg.Version, describeRegistry(reg), pkg.Integrity)
 	o.source = "npm:" + pkg.Name + "@" + pkg.Version
 	return addServer(cmd, g, name, entry, what, o)
+}
+
+// withToken is client sending token (the person's ~/.npmrc gives it to
+// the registry) to that registry's host only, as npm does: a tarball
+// elsewhere is fetched without it.
+func withToken(client *http.Client, registry, token string) *http.Client {
+	u, err := url.Parse(registry)
+	if err != nil {
+		return client
+	}
+	c := *client
+	c.Transport = &tokenTransport{next: client.Transport, scheme: u.Scheme, host: u.Host, token: token}
+	return &c
+}
+
+type tokenTransport struct {
+	next                http.RoundTripper
+	scheme, host, token string
+}
+
+func (t *tokenTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	next := t.next
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	if r.URL.Scheme == t.scheme && r.URL.Host == t.host && r.Header.Get("Authorization") == "" {
+		r = r.Clone(r.Context())
+		r.Header.Set("Authorization", "Bearer "+t.token)
+	}
+	return next.RoundTrip(r)
+}
+
+// installArgs is the install step of an npm server: a registry other
+// than npm's default is written into it (--registry), so that every
+// later install of the entry goes to the registry this one was checked
+// in, whatever the environment says then, and the step's spec in
+// .pml/deps.json covers it.
+func installArgs(reg deps.Registry, pkg string) []string {
+	args := []string{"install", "--prefix", deps.MountPoint, "--no-audit", "--no-fund"}
+	if !reg.Default() {
+		args = append(args, "--registry", reg.URL)
+	}
+	return append(args, pkg)
+}
+
+// describeRegistry names a registry and who named it, for the approval:
+// a workspace .npmrc's registry is the repository's choice.
+func describeRegistry(reg deps.Registry) string {
+	switch {
+	case reg.Default():
+		return reg.URL
+	case reg.Project:
+		return reg.URL + " (named by the repository's " + reg.From + ", the install's only host)"
+	}
+	return reg.URL + " (named by " + reg.From + ", the install's only host)"
 }
 
 // cleanRel is a bin path inside the package, without a leading "./".

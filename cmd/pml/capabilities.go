@@ -35,7 +35,7 @@ func newAddCmd(g *globals) *cobra.Command {
 		Use:   "add NAME[@VERSION] | npm:PACKAGE[@VERSION] | oci:IMAGE[@DIGEST] [--name NAME] [-- ARGS…]",
 		Short: "Add an MCP server (npm:, oci:) to .pml.json, or a registry capability to .mcp.json",
 		Long: `pml add npm:PACKAGE[@VERSION] resolves the package in the npm registry your npm configuration
-names (npm_config_registry, ~/.npmrc), checks its tarball against the integrity the registry gives,
+names (npm_config_registry, .npmrc), checks its tarball against the integrity the registry gives,
 writes a pinned mcps entry (exact version, integrity, entry point, ARGS after --) to .pml.json,
 installs it and lists its tools. pml add oci:IMAGE[@DIGEST] does the same for an MCP server shipped
 as a container image, pinned by digest. The name is derived from the package or image
@@ -77,7 +77,7 @@ Exit codes: 0 added, 1 failed, 2 bad name or configuration, 3 needs approval (no
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) (rerr error) {
 			if dash := cmd.ArgsLenAtDash(); dash >= 0 {
 				o.args = args[dash:]
 			}
@@ -87,17 +87,30 @@ Exit codes: 0 added, 1 failed, 2 bad name or configuration, 3 needs approval (no
 				return err
 			}
 			o.format = of
+			registryName := !strings.HasPrefix(args[0], "npm:") && !strings.HasPrefix(args[0], "oci:")
+			switch {
+			case registryName && (len(o.args) > 0 || o.name != "" || o.allow):
+				return usageError(cmd, errors.New("--name, --allow and arguments after -- are for npm: and oci: sources"))
+			case registryName && (strings.HasPrefix(args[0], "@") || strings.Contains(args[0], "/")):
+				// A registry name has no '@' in front and no '/': this is
+				// an npm package or an image written without its source.
+				return &exitError{2, fmt.Errorf("%q is not a registry name: for the npm package run `pml add npm:%s`, for an image `pml add oci:%s`", args[0], args[0], args[0])}
+			}
+			// A failed add changes nothing (add_snapshot.go).
+			wsDir, err := resolveWorkspace(g)
+			if err != nil {
+				return err
+			}
+			snap, err := addSnapshotFor(g, wsDir, args[0])
+			if err != nil {
+				return err
+			}
+			defer snap.undoOnFailure(g, &rerr)
 			switch {
 			case strings.HasPrefix(args[0], "npm:"):
 				return addNPM(cmd, g, strings.TrimPrefix(args[0], "npm:"), o)
 			case strings.HasPrefix(args[0], "oci:"):
 				return addOCI(cmd, g, strings.TrimPrefix(args[0], "oci:"), o)
-			case len(o.args) > 0 || o.name != "" || o.allow:
-				return usageError(cmd, errors.New("--name, --allow and arguments after -- are for npm: and oci: sources"))
-			case strings.HasPrefix(args[0], "@") || strings.Contains(args[0], "/"):
-				// A registry name has no '@' in front and no '/': this is
-				// an npm package or an image written without its source.
-				return &exitError{2, fmt.Errorf("%q is not a registry name: for the npm package run `pml add npm:%s`, for an image `pml add oci:%s`", args[0], args[0], args[0])}
 			}
 			e, err := g.setup()
 			if err != nil {
@@ -105,6 +118,11 @@ Exit codes: 0 added, 1 failed, 2 bad name or configuration, 3 needs approval (no
 			}
 			defer e.rt.Close()
 			defer e.broker.Close(30 * time.Second)
+			// What a killed add (or first call) left mid-install goes
+			// first, as pml add npm: does (issue 51).
+			if _, err := clearInterrupted(g, e.ws.Dir, g.narration()); err != nil {
+				return &exitError{1, err}
+			}
 			interactive := isatty.IsTerminal(os.Stdin.Fd())
 			in := bufio.NewReader(os.Stdin)
 			say := g.narration()
@@ -127,6 +145,9 @@ Exit codes: 0 added, 1 failed, 2 bad name or configuration, 3 needs approval (no
 			if err != nil {
 				return &exitError{capExit(err), err}
 			}
+			// From here on this add writes .pml.json and .mcp.json.
+			mcpPath := mcpjson.Path(snap.ws)
+			snap.writing(filepath.Join(snap.ws, config.FileName), mcpPath, mcpPath+mcpjson.BackupSuffix)
 			if err := recordDeps(g, e.ws.Dir, c); err != nil {
 				return err
 			}
@@ -139,7 +160,7 @@ Exit codes: 0 added, 1 failed, 2 bad name or configuration, 3 needs approval (no
 			}
 			f, err := mcpjson.Read(mcpjson.Path(e.ws.Dir))
 			if err != nil {
-				return &exitError{2, fmt.Errorf("%v (the capability is recorded; fix .mcp.json and run pml add again)", err)}
+				return &exitError{2, fmt.Errorf("%v (nothing was added; fix .mcp.json and run pml add again)", err)}
 			}
 			// One way into a client: where .mcp.json already runs pml
 			// stdio, which lists every added capability, a pml run entry
@@ -348,6 +369,11 @@ func newRemoveCmd(g *globals) *cobra.Command {
 			ws, err := resolveWorkspace(g)
 			if err != nil {
 				return err
+			}
+			// What a killed add (or first call) left mid-install goes
+			// first, as pml add npm: does (issue 51).
+			if _, err := clearInterrupted(g, ws, say); err != nil {
+				return &exitError{1, err}
 			}
 			switch args[0] {
 			case "filesystem", "shell", "pml":

@@ -28,7 +28,7 @@ func recordNamed(g *globals, ws, ref string) error {
 		return config.AddCapabilityData(path, old, ref)
 	})
 	if err != nil {
-		return &exitError{1, fmt.Errorf("writing %s to the capabilities of %s: %w (the capability is added to .pml/capabilities.json; fix the file and run pml add again)", ref, path, err)}
+		return &exitError{1, fmt.Errorf("writing %s to the capabilities of %s: %w (nothing was added; fix the file and run pml add again)", ref, path, err)}
 	}
 	w := g.narration()
 	if after == nil {

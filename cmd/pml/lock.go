@@ -75,6 +75,11 @@ func newLockCmd(g *globals) *cobra.Command {
 			if err := safefs.CheckStateDir(ws.Dir); err != nil {
 				return &exitError{2, err}
 			}
+			// What a killed add (or first call) left mid-install goes
+			// first, as pml add does (issue 51): it is no install to list.
+			if _, err := clearInterrupted(g, ws.Dir, g.narration()); err != nil {
+				return &exitError{1, err}
+			}
 			entries, err := lockEntries(cmd.Context(), ws.Dir)
 			if err != nil {
 				return &exitError{2, fmt.Errorf("%w; delete .pml/deps.json to install again", err)}

@@ -95,6 +95,11 @@ func runTrust(g *globals, stdout, stderr io.Writer, format string, yes, revoke b
 	if err := safefs.CheckStateDir(ws.Dir); err != nil {
 		return &exitError{2, err}
 	}
+	// What a killed add (or first call) left mid-install goes first, as
+	// pml add does (issue 51).
+	if _, err := clearInterrupted(g, ws.Dir, stderr); err != nil {
+		return &exitError{1, err}
+	}
 	cfg, err := config.Load(ws.Dir, func(string) string { return "" })
 	if err != nil {
 		return &exitError{2, fmt.Errorf("%w\nFix the file first: pml trusts only a policy it can read", err)}

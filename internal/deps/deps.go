@@ -72,7 +72,11 @@ type Record struct {
 	// later install of the same step uses.
 	Version string `json:"version,omitempty"`
 	// Package is the npm package Version is of.
-	Package     string    `json:"package,omitempty"`
+	Package string `json:"package,omitempty"`
+	// Registry is the npm registry the install used (NPMRegistryOf): a
+	// later install of the same step goes to the one its install step or
+	// the person's npm configuration names then, shown here to compare.
+	Registry    string    `json:"registry,omitempty"`
 	InstalledAt time.Time `json:"installed_at"`
 	// Tree is the sha256 TreeSRI of .pml/deps/NAME as installed: the
 	// tree is hashed again before the server first starts in a process
@@ -90,6 +94,9 @@ type state struct {
 
 // NewStore returns the store of workspace ws.
 func NewStore(ws string) *Store { return &Store{ws: ws} }
+
+// Workspace is the workspace the store is of.
+func (s *Store) Workspace() string { return s.ws }
 
 // Dir is the cache directory of server name.
 func (s *Store) Dir(name string) string { return filepath.Join(s.ws, ".pml", "deps", name) }
@@ -182,6 +189,9 @@ func (in *Installer) Install(ctx context.Context, srv config.Server) (err error)
 	// workspace without following a link: a repository shipping
 	// .pml/deps as a link to /etc would otherwise have pml fill it and
 	// mount it writable.
+	if err := CheckPinned(srv.Name, srv.Install); err != nil {
+		return err
+	}
 	ws := in.Store.ws
 	final := in.Store.Dir(srv.Name)
 	dir, finish, err := in.Store.beginPartial(srv.Name)
@@ -217,6 +227,23 @@ func (in *Installer) Install(ctx context.Context, srv config.Server) (err error)
 		spec.Mounts = append(spec.Mounts, container.Mount{Source: ca, Target: CABundle, ReadOnly: true})
 		spec.Env = append(spec.Env, "SSL_CERT_FILE="+CABundle, "NODE_EXTRA_CA_CERTS="+CABundle,
 			"PIP_CERT="+CABundle, "REQUESTS_CA_BUNDLE="+CABundle, "npm_config_cafile="+CABundle)
+	}
+	registry := ""
+	if UsesNPM(srv.Install) {
+		// npm in the container is told the registry pml allows through
+		// its proxy (RegistryHosts), the install's only host: without it,
+		// it would ask npm's default, which the proxy refuses.
+		env := in.Env
+		if env == nil {
+			env = func(string) string { return "" }
+		}
+		registry = NPMRegistryOf(srv.Install, ws, env).URL
+		spec.Env = append(spec.Env, "npm_config_registry="+registry)
+		// The token the person's ~/.npmrc gives that registry, in the
+		// form npm reads from its environment (npm_config_//host/:_authToken).
+		if key, token := NPMAuth(registry, env); token != "" {
+			spec.Env = append(spec.Env, "npm_config_"+key+"="+token)
+		}
 	}
 	if in.Network != nil {
 		if err := in.Network(&spec); err != nil {
@@ -280,12 +307,49 @@ func (in *Installer) Install(ctx context.Context, srv config.Server) (err error)
 	if err := safefs.Rename(ws, dir, final); err != nil {
 		return fmt.Errorf("moving the install of %s into %s: %w", srv.Name, final, err)
 	}
-	if err := in.Store.record(ctx, srv, actual, version); err != nil {
+	if err := in.Store.record(ctx, srv, actual, version, registry); err != nil {
 		return err
 	}
 	if unpinned && resolved == "" && in.Note != nil {
 		in.Note(fmt.Sprintf("%s: %s resolved to %s@%s (%s) at its first install; recorded in .pml/deps.json, later installs use that version",
 			srv.Name, srv.Install.Args[len(srv.Install.Args)-1], srv.Install.Package, version, actual))
+	}
+	return nil
+}
+
+// CheckPinned refuses an npm install step that would install a package
+// its integrity does not check: npm records one integrity per package,
+// and pml checks the one of install.package, so a second package in the
+// arguments (`npm install a@1 b`), or an install.package naming another
+// package than the one installed (a dependency of it, say, whose
+// integrity is genuine), would let whatever the registry serves run
+// unchecked. Refused before anything runs.
+func CheckPinned(name string, inst *config.Install) error {
+	if inst == nil || inst.Command != "npm" || inst.Package == "" {
+		return nil
+	}
+	specs := npmspec.InstallSpecs(inst.Args)
+	if len(specs) == 0 {
+		return fmt.Errorf("installing %s: `npm %s` names no package, but install.package is %q: "+
+			"add the package to install.args (`npm install --prefix /deps %s@VERSION`)",
+			name, strings.Join(inst.Args, " "), inst.Package, inst.Package)
+	}
+	for _, s := range specs {
+		if npmspec.Name(s) != inst.Package {
+			if len(specs) == 1 {
+				return fmt.Errorf("installing %s: install.package is %q, but install.args install %s: "+
+					"the integrity would be checked on a package other than the one installed. "+
+					"Set install.package to %q and install.integrity to that package's integrity, or install %s",
+					name, inst.Package, s, npmspec.Name(s), inst.Package)
+			}
+			return fmt.Errorf("installing %s: install.args install %s besides %s, the package whose integrity is checked; "+
+				"npm would install %s unchecked. Install only %s (its own dependencies come with it): remove %s from install.args",
+				name, s, inst.Package, s, inst.Package, s)
+		}
+	}
+	if len(specs) > 1 {
+		return fmt.Errorf("installing %s: install.args name %s %d times (%s); name it once",
+			name, inst.Package, len(specs), strings.Join(specs, " "))
 	}
 	return nil
 }
@@ -364,7 +428,7 @@ func (s *Store) recorded(srv config.Server) string {
 	return ""
 }
 
-func (s *Store) record(ctx context.Context, srv config.Server, integrity, version string) error {
+func (s *Store) record(ctx context.Context, srv config.Server, integrity, version, registry string) error {
 	// The tree as installed, hashed before the lock: it is what the next
 	// start compares the tree with.
 	tree, err := TreeSRI(ctx, s.ws, s.Dir(srv.Name), "sha256")
@@ -384,7 +448,7 @@ func (s *Store) record(ctx context.Context, srv config.Server, integrity, versio
 	if err != nil {
 		st = state{Servers: map[string]Record{}}
 	}
-	rec := Record{Spec: SpecOf(srv), Integrity: integrity, Version: version, InstalledAt: time.Now().UTC(), Tree: tree}
+	rec := Record{Spec: SpecOf(srv), Integrity: integrity, Version: version, Registry: registry, InstalledAt: time.Now().UTC(), Tree: tree}
 	if version != "" {
 		rec.Package = srv.Install.Package
 	}

@@ -60,7 +60,7 @@ func TestInstalledFollowsTheRecordAndTheSpec(t *testing.T) {
 	if err := os.MkdirAll(s.Dir("m"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.record(context.Background(), srv, srv.Install.Integrity, ""); err != nil {
+	if err := s.record(context.Background(), srv, srv.Install.Integrity, "", ""); err != nil {
 		t.Fatal(err)
 	}
 	if !s.Installed(srv) {
@@ -132,7 +132,7 @@ func TestStatusTellsMissingOutdatedAndInstalled(t *testing.T) {
 	if err := os.MkdirAll(s.Dir("m"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.record(context.Background(), srv, srv.Install.Integrity, ""); err != nil {
+	if err := s.record(context.Background(), srv, srv.Install.Integrity, "", ""); err != nil {
 		t.Fatal(err)
 	}
 	if got := s.Status(srv); got != StatusInstalled {
@@ -166,6 +166,36 @@ func TestUnpinnedIsAnNPMPackageWithoutAnExactVersionOrIntegrity(t *testing.T) {
 		inst.Integrity = "sha512-x"
 		if Unpinned(inst) {
 			t.Errorf("%s with an integrity is pinned by it", spec)
+		}
+	}
+}
+
+// TestCheckPinnedRefusesAnUncheckedPackage: an npm step installs the one
+// package whose integrity is checked, and nothing else.
+func TestCheckPinnedRefusesAnUncheckedPackage(t *testing.T) {
+	step := func(pkg string, args ...string) *config.Install {
+		return &config.Install{Command: "npm", Args: args, Package: pkg, Integrity: "sha512-x"}
+	}
+	for _, c := range []struct {
+		inst *config.Install
+		want string // "" when accepted
+	}{
+		{step("a", "install", "--prefix", "/deps", "--no-audit", "a@1.0.0"), ""},
+		{step("@s/a", "install", "--registry", "http://127.0.0.1:9/", "--fetch-retries", "0", "@s/a@1.0.0"), ""},
+		{&config.Install{Command: "pip", Args: []string{"install", "a", "b"}}, ""},
+		{step("a", "install", "b", "a@1.0.0"), "install.args install b besides a"},
+		{step("a", "install", "a@1.0.0", "--no-fund", "b@2"), "remove b@2 from install.args"},
+		{step("a", "install", "b@1.0.0"), `install.package is "a", but install.args install b@1.0.0`},
+		{step("a", "install", "--unknown-option", "x", "a@1.0.0"), "install.args install x besides a"},
+		{step("a", "install", "a@1.0.0", "a@2.0.0"), "name a 2 times"},
+		{step("a", "install"), "names no package"},
+	} {
+		err := CheckPinned("srv", c.inst)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%q: refused: %v", c.inst.Args, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%q: %v, want an error saying %q", c.inst.Args, err, c.want)
 		}
 	}
 }

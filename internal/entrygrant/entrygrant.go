@@ -226,11 +226,29 @@ func (s *Store) Granted(ws string, want Grant) (bool, error) {
 	return g.Normal().Covers(want), nil
 }
 
+// Restore puts the grant of namespace ns in ws back to prev (nil: none),
+// as it was before a pml add that failed recorded another.
+func (s *Store) Restore(ws, ns string, prev *Grant) error {
+	return s.change(ws, func(m map[string]Grant) {
+		if prev == nil {
+			delete(m, ns)
+		} else {
+			m[ns] = *prev
+		}
+	})
+}
+
 // Record saves g as what the person granted its entry in ws, replacing
 // any earlier grant of that namespace.
 func (s *Store) Record(ws string, g Grant) error {
 	g = g.Normal()
 	g.At = time.Now().UTC().Truncate(time.Second)
+	return s.change(ws, func(m map[string]Grant) { m[g.Namespace] = g })
+}
+
+// change applies edit to the grants of ws, in memory or in the file
+// (under its lock, written atomically, 0600).
+func (s *Store) change(ws string, edit func(map[string]Grant)) error {
 	if s.Path == "" {
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -240,7 +258,7 @@ func (s *Store) Record(ws string, g Grant) error {
 		if s.mem[ws] == nil {
 			s.mem[ws] = map[string]Grant{}
 		}
-		s.mem[ws][g.Namespace] = g
+		edit(s.mem[ws])
 		return nil
 	}
 	if err := s.private(); err != nil {
@@ -255,7 +273,10 @@ func (s *Store) Record(ws string, g Grant) error {
 		if doc.Workspaces[ws] == nil {
 			doc.Workspaces[ws] = map[string]Grant{}
 		}
-		doc.Workspaces[ws][g.Namespace] = g
+		edit(doc.Workspaces[ws])
+		if len(doc.Workspaces[ws]) == 0 {
+			delete(doc.Workspaces, ws)
+		}
 		data, err := json.MarshalIndent(doc, "", "  ")
 		if err != nil {
 			return err

@@ -88,3 +88,37 @@ func TestMemoryStoreForgetsWithTheProcess(t *testing.T) {
 		t.Fatal("a new memory store holds a grant")
 	}
 }
+
+// Restore puts a namespace's grant back as it was before a failed pml
+// add recorded another: the earlier grant, or none.
+func TestRestorePutsTheGrantBack(t *testing.T) {
+	for _, s := range []*Store{Open(filepath.Join(t.TempDir(), "pml")), Memory()} {
+		first := Grant{Namespace: "exf", Kind: "stdio", Env: []string{"A"}}
+		wider := Grant{Namespace: "exf", Kind: "stdio", Env: []string{"A", "B"}}
+		if err := s.Record("/ws", first); err != nil {
+			t.Fatal(err)
+		}
+		prev, err := s.Lookup("/ws", "exf")
+		if err != nil || prev == nil {
+			t.Fatalf("after the record: %v %v", prev, err)
+		}
+		if err := s.Record("/ws", wider); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Restore("/ws", "exf", prev); err != nil {
+			t.Fatal(err)
+		}
+		if ok, _ := s.Granted("/ws", wider); ok {
+			t.Errorf("%q: the wider grant holds after Restore", s.Path)
+		}
+		if ok, _ := s.Granted("/ws", first); !ok {
+			t.Errorf("%q: the earlier grant is gone after Restore", s.Path)
+		}
+		if err := s.Restore("/ws", "exf", nil); err != nil {
+			t.Fatal(err)
+		}
+		if g, err := s.Lookup("/ws", "exf"); g != nil || err != nil {
+			t.Errorf("%q: Restore(nil) left %+v (%v)", s.Path, g, err)
+		}
+	}
+}

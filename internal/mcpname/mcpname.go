@@ -10,7 +10,13 @@
 // The rule is MCP's for tool names (specification 2025-11-25, "Tool
 // names"; SEP-986): 1 to 128 characters, case-sensitive, ASCII letters,
 // digits, '_', '-', '.', and '/' (SEP-986 allows it; pml's patterns treat
-// it as an ordinary character). MCP sets no rule for prompt names; a
+// it as an ordinary character). MCP writes it as a SHOULD, and servers
+// in use go past it with visible ASCII (the go-sdk's own "everything"
+// example lists "elicit (form)"): so a name is also listed when it holds
+// only printable ASCII, with no space at either end, none of the
+// pattern language's characters (toolglob.Meta: '*', '?', '[', '\') and
+// no ':' (pml's namespace separator). What the rule is for holds either
+// way: a name means one thing in a pattern and on screen. MCP sets no rule for prompt names; a
 // prompt is got by its name as a tool is called by its, so pml holds it
 // to the same one. A resource's name is display text and may hold spaces
 // and letters of any script, but no character internal/termsafe quotes,
@@ -48,10 +54,13 @@ func ruleName(what, name string) error {
 		return fmt.Errorf("the %s name is empty", what)
 	}
 	for i := 0; i < len(name); i++ {
-		if !allowed(name[i]) {
+		if !allowed(name[i]) && !visible(name[i]) {
 			r, _ := utf8.DecodeRuneInString(name[i:])
-			return fmt.Errorf("the %s name %s holds %s, outside MCP's rule (ASCII letters, digits, '_', '-', '.', '/')", what, quoted(name), shownRune(r, name[i]))
+			return fmt.Errorf("the %s name %s holds %s, outside MCP's rule (ASCII letters, digits, '_', '-', '.', '/'; pml also lists a space and parentheses)", what, quoted(name), shownRune(r, name[i]))
 		}
+	}
+	if name[0] == ' ' || name[len(name)-1] == ' ' {
+		return fmt.Errorf("the %s name %s starts or ends with a space, which no one sees", what, quoted(name))
 	}
 	if len(name) > MaxLen {
 		return fmt.Errorf("the %s name %s is %d characters long, more than MCP's %d", what, quoted(name), len(name), MaxLen)
@@ -67,6 +76,10 @@ func quoted(name string) string { return `"` + termsafe.Quote(name, 80) + `"` }
 func allowed(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.' || c == '/'
 }
+
+// visible is what servers in use put in tool names past MCP's rule
+// ("elicit (form)"): words and parentheses.
+func visible(c byte) bool { return c == ' ' || c == '(' || c == ')' }
 
 // shownRune names the first character a name may not hold.
 func shownRune(r rune, b byte) string {

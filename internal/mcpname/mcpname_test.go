@@ -6,7 +6,10 @@ import (
 )
 
 func TestTool(t *testing.T) {
-	for _, ok := range []string{"getUser", "DATA_EXPORT_v2", "admin.tools.list", "user-profile/update", "a", strings.Repeat("x", 128)} {
+	for _, ok := range []string{"getUser", "DATA_EXPORT_v2", "admin.tools.list", "user-profile/update", "a", strings.Repeat("x", 128),
+		// Past MCP's SHOULD, as servers in use name tools (the go-sdk's
+		// everything example: "elicit (form)"): words and parentheses.
+		"elicit (form)", "with space"} {
 		if err := Tool(ok); err != nil {
 			t.Errorf("Tool(%q): %v", ok, err)
 		}
@@ -21,7 +24,11 @@ func TestTool(t *testing.T) {
 		"a?b":                    `'?'`,
 		"[x]":                    `'['`,
 		`a\b`:                    `'\\'`,
-		"with space":             "U+0020",
+		" lead":                  "starts or ends with a space",
+		"a,b=c!":                 "','",
+		"$evil":                  "'$'",
+		"trail ":                 "starts or ends with a space",
+		"tab\there":              "U+0009",
 		"dele\u200bte":           `"dele\u200bte" holds U+200B`,
 		"\ufeffbom":              "U+FEFF",
 		"soft\u00adhyphen":       "U+00AD",

@@ -24,3 +24,48 @@ var exactRE = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$`)
 // Exact reports whether version (what follows the name's '@') names one
 // version, not a range or a dist-tag.
 func Exact(version string) bool { return exactRE.MatchString(version) }
+
+// valueFlags are npm's options that take the next argument as their value
+// (`--prefix /deps`). Any other option is read as taking none, so an
+// unknown `--opt value` counts value as a package: a step is refused
+// rather than a package let through unchecked.
+var valueFlags = map[string]bool{
+	"--prefix": true, "-C": true, "--registry": true, "--cache": true, "--tag": true,
+	"--omit": true, "--include": true, "--install-strategy": true, "--loglevel": true,
+	"--userconfig": true, "--globalconfig": true, "--before": true,
+	"--fetch-retries": true, "--fetch-retry-mintimeout": true, "--fetch-retry-maxtimeout": true,
+	"--fetch-timeout": true, "--cafile": true, "--ca": true, "--proxy": true,
+	"--https-proxy": true, "--noproxy": true, "--workspace": true, "-w": true,
+	"--os": true, "--cpu": true, "--libc": true,
+}
+
+// InstallSpecs is what an `npm install` step's arguments (without the
+// command) ask npm to install: every argument that is neither an option,
+// an option's value, nor the subcommand (the first such argument).
+func InstallSpecs(args []string) []string {
+	var specs []string
+	sub := false
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			for _, s := range args[i+1:] {
+				if !sub {
+					sub = true
+					continue
+				}
+				specs = append(specs, s)
+			}
+			return specs
+		case strings.HasPrefix(a, "-"):
+			if valueFlags[a] {
+				i++
+			}
+		case !sub:
+			sub = true
+		default:
+			specs = append(specs, a)
+		}
+	}
+	return specs
+}

@@ -1,6 +1,9 @@
 package npmspec
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestName(t *testing.T) {
 	for _, c := range []struct{ name, spec, want string }{
@@ -15,5 +18,25 @@ func TestName(t *testing.T) {
 				t.Fatalf("Name(%q) = %q, want %q", c.spec, got, c.want)
 			}
 		})
+	}
+}
+
+func TestInstallSpecs(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"install", "--prefix", "/deps", "--no-audit", "--no-fund", "@x/y@1.0.0"}, "@x/y@1.0.0"},
+		{[]string{"install", "--registry", "http://127.0.0.1:9/", "--fetch-retries", "0", "a@1"}, "a@1"},
+		{[]string{"--prefix=/deps", "i", "a@1", "b"}, "a@1 b"},
+		{[]string{"install", "a@1", "--no-fund", "b"}, "a@1 b"},
+		{[]string{"install", "--unknown", "b", "a@1"}, "b a@1"},
+		{[]string{"install", "a@1", "--", "b"}, "a@1 b"},
+		{[]string{"--", "install", "b"}, "b"},
+		{[]string{"install"}, ""},
+	} {
+		if got := strings.Join(InstallSpecs(c.args), " "); got != c.want {
+			t.Errorf("InstallSpecs(%q) = %q, want %q", c.args, got, c.want)
+		}
 	}
 }

@@ -356,6 +356,20 @@ func (s *Store) Revoke(path string) error {
 	return s.update(path, func(*Record) *Record { return nil })
 }
 
+// Restore puts the record of path back to prev (nil: no record), as it
+// was before a write of pml's that did not stand: a failed pml add puts
+// .pml.json back, and the grants its write added are trusted no more.
+func (s *Store) Restore(path string, prev *Record) error {
+	return s.update(path, func(*Record) *Record {
+		if prev == nil {
+			return nil
+		}
+		c := *prev
+		c.Grants = slices.Clone(prev.Grants)
+		return &c
+	})
+}
+
 // Saved records a write pml made itself (an "Always" answer, pml init):
 // the person asked for what the write added, so the grants it added are
 // trusted; what the file granted before stays as trusted as it was. When

@@ -143,6 +143,39 @@ func TestSavedTrustsOnlyWhatPMLAdded(t *testing.T) {
 	}
 }
 
+// Restore puts a record back as it was before a write of pml's that did
+// not stand: the grant that write added is trusted no more, and a file
+// that had no record has none again.
+func TestRestorePutsTheRecordBack(t *testing.T) {
+	ws, store := project(t, `{"permissions": {"allow": ["filesystem:read_file"]}}`)
+	path := filepath.Join(ws, config.FileName)
+	if err := store.Trust(load(t, ws), defaults); err != nil {
+		t.Fatal(err)
+	}
+	prev, err := store.Lookup(path)
+	if err != nil || prev == nil {
+		t.Fatalf("no record after Trust: %v", err)
+	}
+	before, _ := os.ReadFile(path)
+	after := []byte(`{"permissions": {"allow": ["filesystem:read_file", "shell:exec"]}}`)
+	if err := store.Saved(path, before, after, defaults); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Restore(path, prev); err != nil {
+		t.Fatal(err)
+	}
+	got, err := store.Lookup(path)
+	if err != nil || got.SHA256 != prev.SHA256 || !slices.Equal(got.Grants, prev.Grants) {
+		t.Errorf("restored record %+v (%v), want %+v", got, err, prev)
+	}
+	if err := store.Restore(path, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := store.Lookup(path); err != nil || got != nil {
+		t.Errorf("Restore(nil) left %+v (%v)", got, err)
+	}
+}
+
 // .pml.local.json is under the same rules, and its lists add to the team's.
 func TestTheLocalFileNeedsTrustToo(t *testing.T) {
 	ws, store := project(t, `{"permissions": {"allow": ["filesystem:read_file"], "deny": ["shell:exec"]}}`)

@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -81,6 +82,14 @@ func main() {
 	addTraceTool(s)
 	if os.Getenv("PROBE_HOSTILE_NAMES") != "" {
 		addHostileNames(s)
+	}
+	if os.Getenv("PROBE_HOSTILE_TOOLS") != "" || slices.Contains(os.Args[1:], "hostile-tools") {
+		addHostileTools(s)
+	}
+	var transport mcp.Transport = &mcp.StdioTransport{}
+	if os.Getenv("PROBE_HOSTILE_RESULTS") != "" {
+		addHostileResults(s)
+		transport = &mcp.IOTransport{Reader: os.Stdin, Writer: &hostileWriter{w: os.Stdout}}
 	}
 	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo the text back."},
 		func(ctx context.Context, req *mcp.CallToolRequest, a echoArgs) (*mcp.CallToolResult, any, error) {
@@ -224,7 +233,7 @@ func main() {
 		})
 	log.SetFlags(0)
 	log.Printf("probe: serving on stdio")
-	err := s.Run(context.Background(), &mcp.StdioTransport{})
+	err := s.Run(context.Background(), transport)
 	if linger.Load() {
 		log.Printf("probe: input ended (%v); lingering", err)
 		for {
