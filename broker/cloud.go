@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,6 +24,7 @@ import (
 	"github.com/pml-dev/pml/internal/routing"
 	"github.com/pml-dev/pml/internal/safefs"
 	"github.com/pml-dev/pml/internal/toolbox"
+	"github.com/pml-dev/pml/internal/vouch"
 )
 
 // ErrCloud: a server-routed call could not be forwarded (local mode,
@@ -109,6 +111,8 @@ func (c *cloudSide) setupCloud(o Options, runs *codeRuns) {
 	// Listed at once from the cache, refreshed by StartCloud.
 	if tools, err := readCloudTools(c.sb.ws, filepath.Join(c.sb.ws, cloudToolsFile)); err == nil {
 		c.registerCloudTools(tools)
+	} else if errors.Is(err, errCloudToolsUnvouched) {
+		c.log.Warn().Str("path", filepath.Join(c.sb.ws, cloudToolsFile)).Msg(err.Error() + "; the cloud's tools are listed once it answers")
 	}
 }
 
@@ -193,17 +197,48 @@ func (c *cloudSide) registerCloudTools(tools []*mcp.Tool) {
 	c.mu.Unlock()
 }
 
+// cloudToolsRecord is the file cloudToolsFile: the cloud's list and this
+// user's vouch over it (internal/vouch). A repository can commit the
+// file; what it lists would be offered, and the variables a tool declares
+// (pml/env_required) sent to the cloud as its keys, while the cloud cannot
+// list. A file without a vouch that verifies is not read.
+type cloudToolsRecord struct {
+	Tools json.RawMessage `json:"tools"`
+	Vouch string          `json:"vouch"`
+}
+
+// errCloudToolsUnvouched: the cache was not written by this user's pml
+// for this workspace.
+var errCloudToolsUnvouched = errors.New("the cloud's cached tool list carries no vouch of this user's pml (the repository or another machine wrote it); it is not used")
+
 func readCloudTools(ws, path string) ([]*mcp.Tool, error) {
 	data, err := safefs.ReadFile(ws, path, safefs.MaxConfig)
 	if err != nil {
 		return nil, err
 	}
+	var rec cloudToolsRecord
+	if err := json.Unmarshal(data, &rec); err != nil {
+		return nil, errCloudToolsUnvouched
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, rec.Tools); err != nil || !vouch.Check(ws, vouch.CloudTools, cloudToolsFile, compact.Bytes(), rec.Vouch) {
+		return nil, errCloudToolsUnvouched
+	}
 	var tools []*mcp.Tool
-	return tools, json.Unmarshal(data, &tools)
+	return tools, json.Unmarshal(compact.Bytes(), &tools)
 }
 
 func (c *cloudSide) writeCloudTools(tools []*mcp.Tool) {
-	data, err := json.MarshalIndent(tools, "", "  ")
+	list, err := json.Marshal(tools)
+	if err != nil {
+		return
+	}
+	sum, err := vouch.Seal(c.sb.ws, vouch.CloudTools, cloudToolsFile, list)
+	if err != nil {
+		c.log.Warn().Err(err).Msg("caching the cloud's tool list: pml's vouching key cannot be had, so the list is not kept for an offline start")
+		return
+	}
+	data, err := json.MarshalIndent(cloudToolsRecord{Tools: list, Vouch: sum}, "", "  ")
 	if err != nil {
 		return
 	}

@@ -138,6 +138,9 @@ func doctor(ctx context.Context, host string) []check {
 	}
 	if cfg != nil {
 		cfg = checkTrust(cfg, add)
+		if c, ok := checkEnvSettings(cfg); ok { // doctor_env.go
+			add(c)
+		}
 		if c, ok := checkExtraMounts(cfg, ws.Dir); ok { // doctor_mounts.go
 			add(c)
 		}
@@ -244,6 +247,11 @@ func checkMCPJSON(ws, exe string) check {
 		return check{"warn", name, err.Error(), "pml init --yes (rewrites the pml entry, keeps the other servers)"}
 	case !ok:
 		return check{}
+	}
+	// First: whatever pml the entry starts, these apply (doctor_env.go).
+	if set := entryEnvSettings(e.Env); set != "" {
+		return check{"warn", name, fmt.Sprintf("the pml entry sets %s in its env: each applies as your own setting, with no trust step, whenever the client starts pml from this file", set),
+			"remove them from the entry's env unless you put them there"}
 	}
 	if problem := launchProblem(e.Command, e.Args, exe); problem != "" {
 		return check{"warn", name, problem, "pml init --yes"}

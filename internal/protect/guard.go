@@ -49,6 +49,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/pml-dev/pml/internal/safefs"
+	"github.com/pml-dev/pml/internal/vouch"
 )
 
 // Files are the protected files at the workspace root that a container
@@ -78,10 +79,38 @@ type state struct {
 
 // journal is what a pml process leaves under .pml/guard/ while containers
 // that may write exposed names live.
+//
+// Vouch is this user's MAC (internal/vouch) over the journal without it:
+// a repository can commit .pml/guard/journal-*.json, and such a journal
+// must neither make pml move aside the person's .pml.local.json, .env or
+// .mcp.json nor start a reap; one that does not verify is ignored.
 type journal struct {
 	Owner  map[string]string `json:"owner"`
 	Since  time.Time         `json:"since"`
 	Expect map[string]state  `json:"expect"`
+	Vouch  string            `json:"vouch,omitempty"`
+}
+
+// sealed is j as written: its bytes with the vouch of this user's key
+// over them without it (none when the key cannot be had: such a journal
+// is then ignored at the next start, as one from elsewhere).
+func (j journal) sealed(ws, file string) []byte {
+	j.Vouch = ""
+	data, _ := json.MarshalIndent(j, "", "  ")
+	if sum, err := vouch.Seal(ws, vouch.Journal, filepath.Base(file), data); err == nil {
+		j.Vouch = sum
+		data, _ = json.MarshalIndent(j, "", "  ")
+	}
+	return data
+}
+
+// vouched reports whether j, read from file, is one this user's pml wrote
+// for this workspace.
+func (j journal) vouched(ws, file string) bool {
+	sum := j.Vouch
+	j.Vouch = ""
+	data, _ := json.MarshalIndent(j, "", "  ")
+	return vouch.Check(ws, vouch.Journal, filepath.Base(file), data, sum)
 }
 
 // Guard watches the exposed names of one workspace for one pml process.
@@ -494,7 +523,7 @@ func (g *Guard) writeJournal() error {
 	for n := range g.exposed {
 		j.Expect[n] = g.expect[n]
 	}
-	data, _ := json.MarshalIndent(j, "", "  ")
+	data := j.sealed(g.ws, g.file)
 	if bytes.Equal(data, g.written) {
 		return nil
 	}
@@ -630,6 +659,10 @@ func (g *Guard) Close() {
 // then removed; a live pml keeps watching its own. A dead process's
 // containers may still run: the caller reaps them first (see NeedsReap).
 func Recover(ws string, alive func(owner map[string]string) bool, log zerolog.Logger) {
+	for _, j := range unvouchedJournals(ws) {
+		log.Warn().Str("path", j.path).Str("why", vouch.Why(j.Vouch)).
+			Msg("a guard journal pml did not write is ignored: nothing it names is moved aside and no container is removed for it (remove the file; a repository should not commit .pml/guard/)")
+	}
 	for _, j := range journals(ws) {
 		for n, want := range j.Expect {
 			if indexOf(Files, n) < 0 {
@@ -674,6 +707,29 @@ type foundJournal struct {
 }
 
 func journals(ws string) []foundJournal {
+	var out []foundJournal
+	for _, j := range allJournals(ws) {
+		if j.vouched(ws, j.path) {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+// unvouchedJournals are the journals this user's pml did not write (a
+// repository's, another user's, another path's).
+func unvouchedJournals(ws string) []foundJournal {
+	var out []foundJournal
+	for _, j := range allJournals(ws) {
+		if !j.vouched(ws, j.path) {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+// allJournals reads every journal under .pml/guard/, vouched or not.
+func allJournals(ws string) []foundJournal {
 	dir := filepath.Join(ws, Dir, "guard")
 	if safefs.CheckStateDir(ws) != nil {
 		return nil

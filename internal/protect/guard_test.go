@@ -1,6 +1,8 @@
 package protect
 
 import (
+	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -306,5 +308,54 @@ func TestRecoverDoesNotLeaveAFilePutBackByALiveContainer(t *testing.T) {
 	Recover(ws, func(map[string]string) bool { return true }, zerolog.Nop())
 	if !absent(p) {
 		t.Error("the file put back right after Recover moved the first aside is in place")
+	}
+}
+
+// A journal this user's pml did not write (committed by the repository,
+// or copied from another path of the project) asks for no reap and moves
+// nothing aside: the person's .pml.local.json stays.
+func TestRecoverIgnoresAJournalPMLDidNotWrite(t *testing.T) {
+	ws := newWS(t)
+	g := New(ws, owner, zerolog.Nop())
+	if _, err := g.Expose([]string{".pml.local.json"}, "shell"); err != nil {
+		t.Fatal(err)
+	}
+	g.mu.Lock()
+	g.w.Close()
+	g.w = nil
+	g.mu.Unlock()
+	own, err := os.ReadFile(g.file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(ws, ".pml.local.json")
+	if err := os.WriteFile(p, []byte(`{"permissions":{"deny":["shell:*"]}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dead := func(map[string]string) bool { return false }
+	var j journal
+	if err := json.Unmarshal(own, &j); err != nil || j.Vouch == "" {
+		t.Fatalf("pml's own journal carries no vouch: %v %s", err, own)
+	}
+	for name, data := range map[string][]byte{
+		"without its vouch":         bytes.Replace(own, []byte(j.Vouch), []byte(""), 1),
+		"under another file's name": own,
+	} {
+		_ = os.Remove(g.file)
+		target := g.file
+		if name == "under another file's name" {
+			target = filepath.Join(ws, Dir, "guard", "journal-1-1.json")
+		}
+		if err := os.WriteFile(target, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if NeedsReap(ws, dead) {
+			t.Errorf("%s: a journal pml did not write asks for a reap", name)
+		}
+		Recover(ws, dead, zerolog.Nop())
+		if absent(p) || len(refusedOf(p)) != 0 {
+			t.Errorf("%s: the person's file was moved aside", name)
+		}
+		_ = os.Remove(target)
 	}
 }

@@ -39,7 +39,9 @@ pml reads its settings from three places, the first that has a value winning:
 1. **The environment**: every key below has a variable, ` + "`PML_`" + ` and the key in capitals
    with dots as underscores (` + "`sandbox.timeout`" + ` is ` + "`PML_SANDBOX_TIMEOUT=30s`" + `). Lists are
    comma separated (` + "`PML_PERMISSIONS_ALLOW=filesystem:*,shell:exec`" + `) and replace the file's
-   list.
+   list. These are taken as the person's own, with no trust step; the ` + "`env`" + ` of a client's entry
+   for pml (a committed ` + "`.mcp.json`" + `) sets them too, so ` + "`pml doctor`" + ` names every ` + "`PML_<KEY>`" + ` its
+   environment sets (` + "`environment`" + `) and every one ` + "`.mcp.json`" + `'s pml entry sets.
 2. **` + "`.pml.local.json`" + `** beside ` + "`.pml.json`" + `: a person's own overrides, not committed
    (` + "`pml init`" + ` adds it to ` + "`.gitignore`" + `). Its keys win over ` + "`.pml.json`" + `'s, except the
    permission lists, which add to them.

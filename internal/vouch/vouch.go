@@ -48,6 +48,8 @@ const (
 	Lock       = "lock"
 	Capability = "capability"
 	Cache      = "registry-cache"
+	Journal    = "guard-journal"
+	CloudTools = "cloud-tools"
 )
 
 // Prefix starts every MAC pml writes: a record with another value was not
