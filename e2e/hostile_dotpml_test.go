@@ -46,6 +46,14 @@ rl.on('line', l => { let m; try { m = JSON.parse(l) } catch (e) { return }
 // repository's code; pml lock --check must fail on the record first.
 func TestHostileCommittedDepsRunNothing(t *testing.T) {
 	needImage(t, nodeImage)
+	if underGVisor() {
+		// npm's TLS through pml's egress proxy fails under runsc
+		// 0.0~20221219 here (ERR_SSL_DECRYPTION_FAILED_OR_BAD_RECORD_MAC
+		// from the public registry); what this test proves, the vouch of
+		// .pml/deps, does not depend on the runtime and runs under runc
+		// in make test.
+		t.Skip("a real npm install does not complete under gVisor on this machine; the vouch is checked under runc")
+	}
 	pmlJSON := fmt.Sprintf(`{"permissions": {"allow": ["memory:*"]}, "mcps": {"memory": {
   "image": %q, "command": "node",
   "args": ["/deps/node_modules/@modelcontextprotocol/server-memory/dist/index.js"],

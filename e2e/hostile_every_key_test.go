@@ -248,6 +248,13 @@ func TestHostileEveryGrantingKeyOfAClonedPolicyWaitsForTrust(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
+			if underGVisor() && runtimeBound[c.name] {
+				// make test-gvisor sets PML_SANDBOX_RUNTIME=runsc, the
+				// person's own grant over any runtime a file names, and
+				// gVisor shows cgroup files of its own: these are checked
+				// under runc in make test.
+				t.Skip("the person's PML_SANDBOX_RUNTIME and gVisor's own cgroup files decide this here; checked under runc")
+			}
 			base := c.base
 			if base == "probe" {
 				base = fmt.Sprintf(`{`+allowShell+`, "mcps": {"mine": {"image": %q, "workspace": "none"}}}`, probeImage(t))
@@ -283,6 +290,10 @@ func TestHostileEveryGrantingKeyOfAClonedPolicyWaitsForTrust(t *testing.T) {
 		})
 	}
 }
+
+// runtimeBound are the cases whose check reads what runc shows (the
+// container's cgroup limits) or the runtime itself.
+var runtimeBound = map[string]bool{"sandbox.memory": true, "sandbox.cpus": true, "sandbox.pids": true, "sandbox.runtime": true}
 
 // stillOnDocker: shell:exec still runs on this engine as before (with
 // runtime kubernetes applied it would fail: there is no cluster here).

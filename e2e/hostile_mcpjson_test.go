@@ -48,7 +48,9 @@ func TestHostileMCPJSONIsReadNotRun(t *testing.T) {
 	cmd.Dir = ws.Dir
 	cmd.Env = append(cmd.Env, `PML_PERMISSIONS_ALLOW=["*"]`)
 	b, _ := cmd.CombinedOutput()
-	if !strings.Contains(string(b), "pml's environment sets PML_PERMISSIONS_ALLOW (permissions.allow): applied with no trust step, over any value .pml.json gives") {
+	// Under make test-gvisor the environment also sets PML_SANDBOX_RUNTIME,
+	// which the same line names.
+	if !strings.Contains(string(b), "pml's environment sets PML_PERMISSIONS_ALLOW (permissions.allow)") || !strings.Contains(string(b), "applied with no trust step, over any value .pml.json gives") {
 		t.Errorf("pml doctor does not say PML_PERMISSIONS_ALLOW in its environment grants beyond the file:\n%s", b)
 	}
 }
