@@ -567,7 +567,7 @@ func hostCABundle() string {
 	return ""
 }
 
-var unreachableMarks = []string{"pml refused", "pml could not", "ENOTFOUND", "EAI_AGAIN", "ECONNREFUSED", "ETIMEDOUT", "ENETUNREACH", "EHOSTUNREACH",
+var unreachableMarks = []string{"pml refused", "pml could not", "pml egress: forward to", "ENOTFOUND", "EAI_AGAIN", "ECONNREFUSED", "ETIMEDOUT", "ENETUNREACH", "EHOSTUNREACH",
 	"getaddrinfo", "network is unreachable", "Could not resolve host", "Temporary failure in name resolution", "SELF_SIGNED_CERT_IN_CHAIN", "UNABLE_TO_GET_ISSUER_CERT"}
 
 func unreachable(out string) bool { return firstMatch(out) != "" }
