@@ -285,7 +285,7 @@ func (e *Entry) body() []byte {
 func entryFromRecord(r *record) (*Entry, error) {
 	f, err := ParseFQDN(r.FQDN)
 	if err != nil || f.Hash == "" {
-		return nil, fmt.Errorf("the cached copy of %s names no version (%q); it is replaced on the next successful fetch", f.Base(), r.FQDN)
+		return nil, fmt.Errorf("the cached copy of %s names no version (%+q); it is replaced on the next successful fetch", f.Base(), r.FQDN)
 	}
 	e, err := buildEntry(f, r.Type, r.Routing, r.Integrity, r.Body, r.Type != TypeDeno || r.TwoStep)
 	if err == nil && e.Meta != nil && e.Meta.CodeURL != "" {
@@ -306,7 +306,7 @@ func entryFromRecord(r *record) (*Entry, error) {
 func (e *Entry) setVersion(v string) error {
 	if e.Meta != nil && e.Meta.Version != "" {
 		if v != "" && v != e.Meta.Version {
-			return fmt.Errorf("%s: X-PML-Version says %q but the metadata says %q", e.FQDN, v, e.Meta.Version)
+			return fmt.Errorf("%s: X-PML-Version says %+q but the metadata says %+q", e.FQDN, v, e.Meta.Version)
 		}
 		v = e.Meta.Version
 	}
@@ -403,11 +403,11 @@ func checkRedirect(resp *http.Response, f FQDN) (FQDN, string, error) {
 	p := loc.EscapedPath()
 	i := strings.LastIndex(p, "/mcp/")
 	if i < 0 {
-		return FQDN{}, "", fmt.Errorf("redirect for %s goes to %q, not to /mcp/{fqdn}", f, p)
+		return FQDN{}, "", fmt.Errorf("redirect for %s goes to %+q, not to /mcp/{fqdn}", f, p)
 	}
 	next, err := ParseFQDN(p[i+len("/mcp/"):])
 	if err != nil || next.Hash == "" || next.Base() != f.Base() {
-		return FQDN{}, "", fmt.Errorf("redirect for %s goes to %q, not to a version of it (%s.<hash>)", f, p, f.Base())
+		return FQDN{}, "", fmt.Errorf("redirect for %s goes to %+q, not to a version of it (%s.<hash>)", f, p, f.Base())
 	}
 	loc.RawQuery, loc.Fragment = "", ""
 	return next, loc.String(), nil
@@ -557,10 +557,10 @@ func buildEntry(f FQDN, typ, routing, integrity string, body []byte, isMeta bool
 			return nil, err
 		}
 		if typ != "" && typ != m.Type {
-			return nil, fmt.Errorf("%s: X-PML-Type says %q but the metadata says %q", f, typ, m.Type)
+			return nil, fmt.Errorf("%s: X-PML-Type says %+q but the metadata says %+q", f, typ, m.Type)
 		}
 		if routing != "" && routing != m.Routing {
-			return nil, fmt.Errorf("%s: X-PML-Routing says %q but the metadata says %q", f, routing, m.Routing)
+			return nil, fmt.Errorf("%s: X-PML-Routing says %+q but the metadata says %+q", f, routing, m.Routing)
 		}
 		// Without an ETag the metadata's own integrity is the one the
 		// content is checked against: the cached copy is read back with
@@ -584,7 +584,7 @@ func buildEntry(f FQDN, typ, routing, integrity string, body []byte, isMeta bool
 			e.Routing = RoutingClient
 		case RoutingClient, RoutingServer:
 		default:
-			return nil, fmt.Errorf("%s: X-PML-Routing must be client or server, not %q", f, routing)
+			return nil, fmt.Errorf("%s: X-PML-Routing must be client or server, not %+q", f, routing)
 		}
 		e.Code = string(body)
 	}
@@ -631,7 +631,7 @@ func (c *Client) List(ctx context.Context, typ string, page, limit int) ([]Catal
 	switch typ {
 	case "", TypeDeno, TypeStdio, TypeHTTP:
 	default:
-		return nil, fmt.Errorf("type %q is not deno, stdio or http", typ)
+		return nil, fmt.Errorf("type %+q is not deno, stdio or http", typ)
 	}
 	if page < 0 || limit < 0 {
 		return nil, fmt.Errorf("page (%d) and limit (%d) must not be negative", page, limit)

@@ -33,6 +33,8 @@ import (
 
 	"github.com/pml-dev/pml/internal/errdefs"
 	"github.com/pml-dev/pml/internal/lazyre"
+
+	"github.com/pml-dev/pml/internal/termsafe"
 )
 
 // FQDN is a parsed registry name. Hash is empty for a 4-part name.
@@ -55,7 +57,7 @@ var ErrInvalidFQDN = errdefs.New(errdefs.ErrInvalidInput, "invalid FQDN")
 // digit, so a name can never hold a path separator or "..".
 func ParseFQDN(s string) (FQDN, error) {
 	bad := func(format string, args ...any) (FQDN, error) {
-		return FQDN{}, fmt.Errorf("%w %q: %s", ErrInvalidFQDN, s, fmt.Sprintf(format, args...))
+		return FQDN{}, fmt.Errorf("%w %+q: %s", ErrInvalidFQDN, s, fmt.Sprintf(format, args...))
 	}
 	if len(s) > 300 {
 		return bad("longer than 300 characters")
@@ -154,7 +156,7 @@ func parseIntegrity(s string) (func() hash.Hash, []byte, error) {
 		ok = false
 	}
 	if !ok {
-		return nil, nil, fmt.Errorf("integrity %q is not \"sha256-<hex>\" or an SRI string (sha256-, sha384- or sha512-<base64>)", s)
+		return nil, nil, fmt.Errorf("integrity \"%s\" is not \"sha256-<hex>\" or an SRI string (sha256-, sha384- or sha512-<base64>)", termsafe.Quote(s, 80))
 	}
 	if len(val) == 2*size {
 		if b, err := hex.DecodeString(val); err == nil && strings.ToLower(val) == val {
@@ -164,7 +166,7 @@ func parseIntegrity(s string) (func() hash.Hash, []byte, error) {
 	if b, err := base64.StdEncoding.DecodeString(val); err == nil && len(b) == size {
 		return newHash, b, nil
 	}
-	return nil, nil, fmt.Errorf("integrity %q does not hold a %s digest (%d bytes as lowercase hex or base64)", s, alg, size)
+	return nil, nil, fmt.Errorf("integrity %+q does not hold a %s digest (%d bytes as lowercase hex or base64)", s, alg, size)
 }
 
 // CanonicalMetadata returns the form of a metadata document that its

@@ -73,21 +73,21 @@ func parseMcpDeps(f FQDN, doc []byte) ([]McpDep, error) {
 			return nil, fmt.Errorf(`"mcp_deps[%d]" is not a valid dependency (%v): it must be an object with "name", "install" and "integrity"`, i, strings.TrimPrefix(err.Error(), "json: "))
 		}
 		if !partRE.MatchString(r.Name) {
-			return nil, fmt.Errorf(`%q must be the server's namespace (lowercase letters, digits, '-' or '_'), not %q`, field("name"), r.Name)
+			return nil, fmt.Errorf(`%+q must be the server's namespace (lowercase letters, digits, '-' or '_'), not %+q`, field("name"), r.Name)
 		}
 		switch r.Name {
 		case "filesystem", "shell", "pml":
-			return nil, fmt.Errorf(`%q is the built-in namespace %q: it needs no dependency`, field("name"), r.Name)
+			return nil, fmt.Errorf(`%+q is the built-in namespace %+q: it needs no dependency`, field("name"), r.Name)
 		case f.Namespace:
 			// Its tools would be the capability's own.
-			return nil, fmt.Errorf(`%q is %q, the capability's own namespace: a server it requires needs another name`, field("name"), r.Name)
+			return nil, fmt.Errorf(`%+q is %+q, the capability's own namespace: a server it requires needs another name`, field("name"), r.Name)
 		}
 		if seen[r.Name] {
-			return nil, fmt.Errorf(`%q: %q is listed twice`, field("name"), r.Name)
+			return nil, fmt.Errorf(`%+q: %+q is listed twice`, field("name"), r.Name)
 		}
 		seen[r.Name] = true
 		if r.Type != "" && r.Type != TypeStdio {
-			return nil, fmt.Errorf(`%q must be "stdio" (the only kind pml installs), not %q`, field("type"), r.Type)
+			return nil, fmt.Errorf(`%+q must be "stdio" (the only kind pml installs), not %+q`, field("type"), r.Type)
 		}
 		d := McpDep{Name: r.Name, Version: r.Version, Integrity: r.Integrity, EnvRequired: append(r.EnvRequired, r.EnvRequiredOwn...)}
 		var line string
@@ -98,7 +98,7 @@ func parseMcpDeps(f FQDN, doc []byte) ([]McpDep, error) {
 		}
 		switch {
 		case isNull(r.Install):
-			return nil, fmt.Errorf(`%q is required: the command that installs the server, e.g. "npx @modelcontextprotocol/server-memory@1.2.3"`, field("install"))
+			return nil, fmt.Errorf(`%+q is required: the command that installs the server, e.g. "npx @modelcontextprotocol/server-memory@1.2.3"`, field("install"))
 		case json.Unmarshal(r.Install, &line) == nil:
 			d.Install = strings.Fields(line)
 		case json.Unmarshal(r.Install, &obj) == nil:
@@ -106,23 +106,23 @@ func parseMcpDeps(f FQDN, doc []byte) ([]McpDep, error) {
 			if d.Integrity == "" {
 				d.Integrity = obj.Integrity
 			} else if obj.Integrity != "" && obj.Integrity != d.Integrity {
-				return nil, fmt.Errorf(`%q and %q differ: keep one`, field("integrity"), field("install.integrity"))
+				return nil, fmt.Errorf(`%+q and %+q differ: keep one`, field("integrity"), field("install.integrity"))
 			}
 		default:
-			return nil, fmt.Errorf(`%q must be a command line (a string) or {"command", "args"}`, field("install"))
+			return nil, fmt.Errorf(`%+q must be a command line (a string) or {"command", "args"}`, field("install"))
 		}
 		if len(d.Install) == 0 || d.Install[0] == "" {
-			return nil, fmt.Errorf(`%q names no command`, field("install"))
+			return nil, fmt.Errorf(`%+q names no command`, field("install"))
 		}
 		if d.Integrity == "" {
-			return nil, fmt.Errorf(`%q is required: the SRI hash (sha512-…) of the package the install fetches, so a changed package is never run`, field("integrity"))
+			return nil, fmt.Errorf(`%+q is required: the SRI hash (sha512-…) of the package the install fetches, so a changed package is never run`, field("integrity"))
 		}
 		if err := sri.Check(d.Integrity); err != nil {
-			return nil, fmt.Errorf(`%q: %v`, field("integrity"), err)
+			return nil, fmt.Errorf(`%+q: %v`, field("integrity"), err)
 		}
 		for _, v := range d.EnvRequired {
 			if !envNameRE.MatchString(v) {
-				return nil, fmt.Errorf(`%q holds %q, which is not an environment variable name`, field("env_required"), v)
+				return nil, fmt.Errorf(`%+q holds %+q, which is not an environment variable name`, field("env_required"), v)
 			}
 		}
 		out = append(out, d)
@@ -155,7 +155,7 @@ func DepServer(e *Entry, d McpDep) (config.Server, error) {
 	// the registry serves that day, which the integrity then refuses.
 	if s.Install != nil && d.Version != "" {
 		if v := versionOf(s.Install.Args[len(s.Install.Args)-1]); v != "" && v != d.Version {
-			return config.Server{}, fmt.Errorf("registry entry %s: mcp_deps %s installs version %s but says \"version\": %q", entryName(e), d.Name, v, d.Version)
+			return config.Server{}, fmt.Errorf("registry entry %s: mcp_deps %s installs version %s but says \"version\": %+q", entryName(e), d.Name, v, d.Version)
 		}
 	}
 	return s, nil

@@ -243,7 +243,7 @@ func applySeedFields(m *Metadata, doc []byte) error {
 		sf.ToolsUsed, sf.ClientTools = alt.ToolsUsed, alt.ClientTools
 	}
 	both := func(key string) error {
-		return fmt.Errorf("it gives both %q and its camelCase spelling, with different values; keep one", key)
+		return fmt.Errorf("it gives both %+q and its camelCase spelling, with different values; keep one", key)
 	}
 	for _, p := range []struct {
 		key        string
@@ -422,7 +422,7 @@ func serverConfig(e *Entry) (config.Server, error) {
 	}
 	m := e.Meta
 	fail := func(key, problem string) (config.Server, error) {
-		return config.Server{}, fmt.Errorf("registry entry %s (from %s): %q %s", e.FQDN, e.Registry, key, problem)
+		return config.Server{}, fmt.Errorf("registry entry %s (from %s): %+q %s", e.FQDN, e.Registry, key, problem)
 	}
 	switch f.Namespace {
 	case "filesystem", "shell", "pml":

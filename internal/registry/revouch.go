@@ -34,7 +34,7 @@ func RevouchLockfile(ws string) error {
 	for key, e := range doc.Entries {
 		f, err := ParseFQDN(key)
 		if err != nil {
-			return fmt.Errorf("the lockfile %s: entry %q: %v", file, key, err)
+			return fmt.Errorf("the lockfile %s: entry %+q: %v", file, key, err)
 		}
 		if f.Hash != "" && e.FQDN == "" {
 			e.FQDN = key
