@@ -27,19 +27,19 @@ func approverOf(b *Broker) *approve.Approver {
 		Perms:      b.perms,
 		Trust:      b.trust,
 		TrustState: &b.trustState,
-		Deps:       b.srv.deps,
+		Deps:       b.srv.Deps,
 		Log:        &b.log,
 		Run:        b.runTool,
 		Reload:     b.Reload,
 		ServerOf: func(tool string) (config.Server, bool) {
-			if srv := b.srv.serverOf(tool); srv != nil {
-				return srv.cfg, true
+			if srv := b.srv.ServerOf(tool); srv != nil {
+				return srv.Cfg, true
 			}
 			return config.Server{}, false
 		},
-		APIKeyApproval:    b.cloud.apiKeyApproval,
-		IntegrityApproval: b.registry.integrityApproval,
-		ApproveIntegrity:  b.registry.approveIntegrity,
+		APIKeyApproval:    b.cloud.APIKeyApproval,
+		IntegrityApproval: b.registry.IntegrityApproval,
+		ApproveIntegrity:  b.registry.ApproveIntegrity,
 		GrantApproval:     b.grantApproval,
 		RecordGrant:       b.recordGrant,
 		Paused: func(wf *Workflow) bool {

@@ -85,14 +85,14 @@ type Broker struct {
 
 	// srv is the configured stdio servers and the tool table
 	// (servers.go).
-	srv *serverSet
+	srv *Servers
 
-	cloud    *cloudSide
-	registry *registrySide
+	cloud    *Cloud
+	registry *Registry
 	// caps adds capabilities and serves their tools; lister answers pml
 	// list.
-	caps   *capabilities
-	lister *lister
+	caps   *Capabilities
+	lister *Lister
 
 	// base is cancelled by Close: every running call is cancelled with it,
 	// which kills its container; inflight lets Close wait for the cleanup.
@@ -142,7 +142,7 @@ func New(o Options) (*Broker, error) {
 		return nil, fmt.Errorf("%s: %w", o.Config.Path, err)
 	}
 	sb := newSandbox(o, pol, owner)
-	sb.grants = newEntryGrants(o.Trust, o.Workspace, o.Logger)
+	sb.grants = NewGrants(o.Trust, o.Workspace, o.Logger)
 	b := &Broker{
 		cfg:      o.Config,
 		sb:       sb,
@@ -159,12 +159,12 @@ func New(o Options) (*Broker, error) {
 	b.base, b.cancelBase = context.WithCancel(context.Background())
 	b.runs = codeRunsOf(b, sb)
 	b.toolbox = &images.Toolbox{Runtime: o.Runtime, Program: sb.inside}
-	b.srv = &serverSet{
+	b.srv = &Servers{
 		sb:                 sb,
 		log:                b.log,
 		progress:           b.progress,
 		idle:               o.Config.Sandbox.IdleTimeout,
-		toolsCache:         &toolsCache{Path: filepath.Join(o.Workspace, ".pml", "tools-cache.json")},
+		Cache:         &toolsCache{Path: filepath.Join(o.Workspace, ".pml", "tools-cache.json")},
 		serverStartTimeout: o.ServerStartTimeout,
 		base:               b.base,
 		inflight:           &b.inflight,
@@ -173,31 +173,31 @@ func New(o Options) (*Broker, error) {
 				b.cloud.router.AddLocal(name)
 			}
 		},
-		loadRegistryServers: func(ctx context.Context) { b.registry.loadRegistryServers(ctx) },
+		loadRegistryServers: func(ctx context.Context) { b.registry.LoadServers(ctx) },
 		decide:              b.perms.Decide,
 	}
 	fs := toolboxExec{sb: sb, image: b.toolbox}
 	for _, t := range toolbox.Filesystem {
-		b.srv.tools.Add(t, fs)
+		b.srv.Table.Add(t, fs)
 	}
-	b.srv.tools.Add(shellTool, shellExec{sb: sb, image: o.Config.Sandbox.ShellImage})
-	b.srv.setupServers(b.cfg.Servers)
-	b.cloud = &cloudSide{sb: sb, cfg: o.Config, log: b.log, serverOf: b.srv.serverOf, listable: b.srv.cloudListable, replaceTools: b.srv.replaceTools, approval: func(wf *Workflow) Approval { return b.ask.Approval(wf) },
+	b.srv.Table.Add(shellTool, shellExec{sb: sb, image: o.Config.Sandbox.ShellImage})
+	b.srv.Setup(b.cfg.Servers)
+	b.cloud = &Cloud{sb: sb, cfg: o.Config, log: b.log, serverOf: b.srv.ServerOf, listable: b.srv.CloudListable, replaceTools: b.srv.ReplaceTools, approval: func(wf *Workflow) Approval { return b.ask.Approval(wf) },
 		decide: b.perms.Decide, permSource: b.perms.Source}
-	b.cloud.setupCloud(o, b.runs)
-	b.registry = &registrySide{sb: sb, cfg: o.Config, log: b.log, cloud: b.cloud, decide: b.perms.Decide,
-		hasTool: b.srv.hasTool, serverOf: b.srv.serverOf, addServer: b.srv.addServer, approval: func(wf *Workflow) Approval { return b.ask.Approval(wf) },
+	b.cloud.Setup(o, b.runs)
+	b.registry = &Registry{sb: sb, cfg: o.Config, log: b.log, cloud: b.cloud, decide: b.perms.Decide,
+		hasTool: b.srv.HasTool, serverOf: b.srv.ServerOf, addServer: b.srv.Add, approval: func(wf *Workflow) Approval { return b.ask.Approval(wf) },
 		serverAccess: func(cfg config.Server) approve.Access { return b.ask.ServerAccess(cfg) }}
-	b.registry.setupRegistry()
-	b.caps = &capabilities{registry: b.registry, cloud: b.cloud, sb: sb, log: b.log, runs: b.runs, deps: b.srv.deps,
-		serverOf: b.srv.serverOf, addServer: b.srv.addServer, install: b.srv.install, replaceTools: b.srv.replaceTools, dependencyApproval: func(wf *Workflow, srv config.Server) Approval { return b.ask.DependencyApproval(wf, srv) }, serverAccess: func(cfg config.Server) approve.Access { return b.ask.ServerAccess(cfg) },
-		serverList: b.srv.serverList}
-	b.registry.listDeno = b.caps.listEntry
-	b.lister = &lister{sb: sb, cfg: o.Config, toolbox: b.toolbox, toolsCache: b.srv.toolsCache, deps: b.srv.deps, registry: b.registry,
-		serverList: b.srv.serverList, Tools: b.Tools}
+	b.registry.Setup()
+	b.caps = &Capabilities{registry: b.registry, cloud: b.cloud, sb: sb, log: b.log, runs: b.runs, deps: b.srv.Deps,
+		serverOf: b.srv.ServerOf, addServer: b.srv.Add, install: b.srv.Install, replaceTools: b.srv.ReplaceTools, dependencyApproval: func(wf *Workflow, srv config.Server) Approval { return b.ask.DependencyApproval(wf, srv) }, serverAccess: func(cfg config.Server) approve.Access { return b.ask.ServerAccess(cfg) },
+		serverList: b.srv.List}
+	b.registry.listDeno = b.caps.ListEntry
+	b.lister = &Lister{sb: sb, cfg: o.Config, toolbox: b.toolbox, toolsCache: b.srv.Cache, deps: b.srv.Deps, registry: b.registry,
+		serverList: b.srv.List, Tools: b.Tools}
 	b.ask = approverOf(b)
 	b.path, b.belowAudit = b.chain()
-	b.registry.belowAudit = b.belowAudit
+	b.registry.BelowAudit = b.belowAudit
 	if n, ok := o.Runtime.(container.AuditNoter); ok {
 		b.path = auditLayerNoted(b.path, n)
 	}
@@ -220,7 +220,7 @@ func (b *Broker) Close(timeout time.Duration) {
 		// wind down; it returns once their containers are removed too.
 		_ = b.sb.pool.Close(ctx)
 		b.inflight.Wait()
-		b.srv.closeServers()
+		b.srv.Close()
 		// The creates and removals stopped calls no longer wait for (a
 		// pre-start cancelled by the pool's Close above, a removal past
 		// its grace): what they make or leave is gone before pml exits.

@@ -108,9 +108,9 @@ var ErrRefused = errors.New("not approved")
 // callable (`pml run`). It holds what it uses, never the *Broker: the
 // functions of the servers, the tool table and the approval texts are
 // wired in New.
-type capabilities struct {
-	registry *registrySide
-	cloud    *cloudSide
+type Capabilities struct {
+	registry *Registry
+	cloud    *Cloud
 	sb       *sandbox
 	log      zerolog.Logger
 	// runs starts a deno capability's function in a Deno container.
@@ -120,9 +120,9 @@ type capabilities struct {
 	// serverOf, addServer and install are the servers'; replaceTools
 	// the tool table's; dependencyApproval describes an install
 	// (approval_text.go).
-	serverOf           func(tool string) *server
-	addServer          func(cfg config.Server) *server
-	install            func(ctx context.Context, srv *server) error
+	serverOf           func(tool string) *Server
+	addServer          func(cfg config.Server) *Server
+	install            func(ctx context.Context, srv *Server) error
 	replaceTools       func(old []string, defs []toolbox.Tool, exec executor) []string
 	dependencyApproval func(wf *Workflow, srv config.Server) Approval
 	// added is what pml stdio lists of the added capabilities
@@ -130,7 +130,7 @@ type capabilities struct {
 	added        addedTools
 	serverAccess func(cfg config.Server) approve.Access
 	// serverList is the servers' (capability_namespace.go).
-	serverList func() []*server
+	serverList func() []*Server
 }
 
 // AddCapability fetches, locks, installs and records a capability.
@@ -139,7 +139,7 @@ func (b *Broker) AddCapability(ctx context.Context, arg string, confirm Confirm)
 }
 
 // AddCapability is Broker.AddCapability.
-func (cs *capabilities) AddCapability(ctx context.Context, arg string, confirm Confirm) (c Capability, err error) {
+func (cs *Capabilities) AddCapability(ctx context.Context, arg string, confirm Confirm) (c Capability, err error) {
 	ref, f, err := CapabilityFQDN(arg)
 	if err != nil {
 		return Capability{}, fmt.Errorf("%w: %w", ErrInvalidInput, err)
@@ -166,7 +166,7 @@ func (cs *capabilities) AddCapability(ctx context.Context, arg string, confirm C
 			return Capability{}, err
 		}
 	}
-	e, v, err := cs.registry.fetchChecked(ctx, fqdn)
+	e, v, err := cs.registry.FetchChecked(ctx, fqdn)
 	if err != nil {
 		return Capability{}, err
 	}
@@ -216,7 +216,7 @@ func (cs *capabilities) AddCapability(ctx context.Context, arg string, confirm C
 // readyCapability readies what a capability of e's type needs here: a
 // stdio server is added and (once confirmed) installed, a deno module
 // must export a function, an http one needs the cloud.
-func (cs *capabilities) readyCapability(ctx context.Context, e *registry.Entry, c *Capability, confirm Confirm) error {
+func (cs *Capabilities) readyCapability(ctx context.Context, e *registry.Entry, c *Capability, confirm Confirm) error {
 	switch e.Type {
 	case registry.TypeStdio:
 		cfg, err := registry.ServerConfig(e)
@@ -232,7 +232,7 @@ func (cs *capabilities) readyCapability(ctx context.Context, e *registry.Entry, 
 		srv := cs.addServer(cfg)
 		if cfg.Install != nil && !cs.deps.Installed(cfg) {
 			wf := &Workflow{Type: ApprovalDependency, Tool: cfg.Name + ":*"}
-			if !confirm(cs.dependencyApproval(wf, srv.cfg)) {
+			if !confirm(cs.dependencyApproval(wf, srv.Cfg)) {
 				return fmt.Errorf("%w: installing %s was not approved; nothing was installed", ErrRefused, cfg.Name)
 			}
 			if err := cs.install(ctx, srv); err != nil {
@@ -250,10 +250,10 @@ func (cs *capabilities) readyCapability(ctx context.Context, e *registry.Entry, 
 			return fmt.Errorf("%s exports no function, so it has no tool to offer", e.FQDN)
 		}
 	case registry.TypeHTTP:
-		if err := cs.confirmGrant(e, httpGrant(e, c.Namespace, cs.cloud.client.URL), c, confirm); err != nil {
+		if err := cs.confirmGrant(e, httpGrant(e, c.Namespace, cs.cloud.Client.URL), c, confirm); err != nil {
 			return err
 		}
-		if !cs.cloud.client.Enabled() {
+		if !cs.cloud.Client.Enabled() {
 			cs.log.Warn().Msg(c.Name + " runs in the PML cloud: set PML_API_KEY to use it")
 		}
 	}
@@ -264,14 +264,14 @@ func (cs *capabilities) readyCapability(ctx context.Context, e *registry.Entry, 
 // running pml add (unless granted already) and records it: the same
 // grant a call would ask for, so the tools then run without that
 // question. Refused, nothing is added.
-func (cs *capabilities) confirmGrant(e *registry.Entry, g entrygrant.Grant, c *Capability, confirm Confirm) error {
+func (cs *Capabilities) confirmGrant(e *registry.Entry, g entrygrant.Grant, c *Capability, confirm Confirm) error {
 	g.Registry = e.Registry
 	g = g.Normal()
 	if g.Empty() {
 		return nil
 	}
 	c.Grant = &g
-	if cs.sb.grants.granted(g) {
+	if cs.sb.grants.Granted(g) {
 		return nil
 	}
 	where := "in " + cs.sb.grants.store.Path
@@ -280,13 +280,13 @@ func (cs *capabilities) confirmGrant(e *registry.Entry, g entrygrant.Grant, c *C
 	}
 	a := Approval{ApprovalRequired: true, ApprovalType: ApprovalRegistryGrant, Tool: c.Namespace + ":*",
 		Description: fmt.Sprintf("%s (the registry entry %s from %s) asks for more than a tool's permission gives: %s. Grant it? pml records the grant %s and asks again if the entry asks for more.",
-			termsafe.Quote(c.Name, termsafe.DefaultMax), termsafe.Quote(e.FQDN, termsafe.DefaultMax), termsafe.Quote(e.Registry, termsafe.DefaultMax), shownGrant(g), where),
+			termsafe.Quote(c.Name, termsafe.DefaultMax), termsafe.Quote(e.FQDN, termsafe.DefaultMax), termsafe.Quote(e.Registry, termsafe.DefaultMax), ShownGrant(g), where),
 		Options: []string{"continue", "abort"},
 		Context: map[string]any{"entry": g.Entry, "grant_kind": g.Kind, "grant_env": g.Env, "grant_hosts": g.Hosts, "grant_image": g.Image, "registry": e.Registry}}
 	if !confirm(a) {
-		return fmt.Errorf("%w: %s was not added: what it asks for (%s) was not granted", ErrRefused, c.Name, shownGrant(g))
+		return fmt.Errorf("%w: %s was not added: what it asks for (%s) was not granted", ErrRefused, c.Name, ShownGrant(g))
 	}
-	return cs.sb.grants.record(g)
+	return cs.sb.grants.Record(g)
 }
 
 var (
@@ -333,7 +333,7 @@ func defaultTool(code, fqdn string) string {
 
 // exportFor is the module export that runs tool function fn: the named
 // export, else "default" for the tool of the default export.
-func exportFor(code, fqdn, fn string) string {
+func ExportFor(code, fqdn, fn string) string {
 	for _, re := range []*lazyre.Regexp{exportFn, exportArrow} {
 		for _, m := range re.FindAllStringSubmatch(code, -1) {
 			if m[1] == fn {
@@ -459,7 +459,7 @@ func SortedCapabilities(caps map[string]Capability) []Capability {
 // process (`pml run`): its locked registry entry is fetched again — the
 // cached copy when the registry is unreachable — and checked against the
 // lockfile.
-func (cs *capabilities) prepareCapability(ctx context.Context, c Capability) {
+func (cs *Capabilities) Prepare(ctx context.Context, c Capability) {
 	others, err := LoadCapabilities(cs.sb.ws)
 	if err == nil {
 		err = cs.namespaceTaken(c.Name, c.Namespace, c.FQDN, others)
@@ -476,7 +476,7 @@ func (cs *capabilities) prepareCapability(ctx context.Context, c Capability) {
 	if cs.serverOf(tool) != nil {
 		return
 	}
-	change, err := cs.registry.resolveFromRegistry(ctx, tool)
+	change, err := cs.registry.Resolve(ctx, tool)
 	switch {
 	case err != nil:
 		cs.log.Warn().Err(err).Str("capability", c.Name).Msg("the capability cannot be loaded")

@@ -38,7 +38,7 @@ type Requirement struct {
 // readyDeps readies e's mcp_deps for the capability c: a configured
 // server of the same name is used as it is; any other is added (in this
 // process) and, once confirmed, installed. c.Requires lists them all.
-func (cs *capabilities) readyDeps(ctx context.Context, e *registry.Entry, c *Capability, confirm Confirm) error {
+func (cs *Capabilities) readyDeps(ctx context.Context, e *registry.Entry, c *Capability, confirm Confirm) error {
 	if e.Meta == nil || len(e.Meta.McpDeps) == 0 {
 		return nil
 	}
@@ -64,9 +64,9 @@ func (cs *capabilities) readyDeps(ctx context.Context, e *registry.Entry, c *Cap
 		if err := cs.installDep(ctx, srv, c.Name, confirm); err != nil {
 			return err
 		}
-		r := Requirement{Name: d.Name, Configured: configured, Grants: cs.grants(srv.cfg), EnvRequired: srv.cfg.EnvRequired}
+		r := Requirement{Name: d.Name, Configured: configured, Grants: cs.grants(srv.Cfg), EnvRequired: srv.Cfg.EnvRequired}
 		if !configured {
-			cfg := srv.cfg
+			cfg := srv.Cfg
 			r.Server = &cfg
 		}
 		c.Requires = append(c.Requires, r)
@@ -75,29 +75,29 @@ func (cs *capabilities) readyDeps(ctx context.Context, e *registry.Entry, c *Cap
 }
 
 // installDep installs srv, once the person confirmed, unless it is.
-func (cs *capabilities) installDep(ctx context.Context, srv *server, capName string, confirm Confirm) error {
-	if srv.cfg.Install == nil || cs.deps.Installed(srv.cfg) {
+func (cs *Capabilities) installDep(ctx context.Context, srv *Server, capName string, confirm Confirm) error {
+	if srv.Cfg.Install == nil || cs.deps.Installed(srv.Cfg) {
 		return nil
 	}
-	wf := &Workflow{Type: ApprovalDependency, Tool: srv.cfg.Name + ":*"}
-	if !confirm(cs.dependencyApproval(wf, srv.cfg)) {
-		return fmt.Errorf("%w: installing %s (which %s requires) was not approved; nothing was recorded", ErrRefused, srv.cfg.Name, capName)
+	wf := &Workflow{Type: ApprovalDependency, Tool: srv.Cfg.Name + ":*"}
+	if !confirm(cs.dependencyApproval(wf, srv.Cfg)) {
+		return fmt.Errorf("%w: installing %s (which %s requires) was not approved; nothing was recorded", ErrRefused, srv.Cfg.Name, capName)
 	}
 	if err := cs.install(ctx, srv); err != nil {
-		return fmt.Errorf("installing %s, which %s requires: %w", srv.cfg.Name, capName, err)
+		return fmt.Errorf("installing %s, which %s requires: %w", srv.Cfg.Name, capName, err)
 	}
 	return nil
 }
 
 // grants is the access sentence of a server's approval, without its
 // leading space.
-func (cs *capabilities) grants(cfg config.Server) string {
+func (cs *Capabilities) grants(cfg config.Server) string {
 	return strings.TrimSpace(approve.AccessSentence(cs.serverAccess(cfg), map[string]any{}))
 }
 
 // depsMissing says which of e's mcp_deps cannot run here, and how to fix
 // it: each must be a server of the project, installed. nil when all are.
-func (cs *capabilities) depsMissing(name string, e *registry.Entry) error {
+func (cs *Capabilities) depsMissing(name string, e *registry.Entry) error {
 	if e == nil || e.Meta == nil {
 		return nil
 	}
@@ -107,7 +107,7 @@ func (cs *capabilities) depsMissing(name string, e *registry.Entry) error {
 		switch {
 		case srv == nil:
 			missing = append(missing, d.Name+" (not a server in .pml.json, or its entry is not trusted)")
-		case srv.cfg.Install != nil && !cs.deps.Installed(srv.cfg):
+		case srv.Cfg.Install != nil && !cs.deps.Installed(srv.Cfg):
 			missing = append(missing, d.Name+" (not installed)")
 		}
 	}

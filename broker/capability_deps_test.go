@@ -18,18 +18,18 @@ const testDepSRI = "sha512-5U3OZh8Xq0Li4nA26l6uNvV9/1suMDuWSn+NjLZIhzinhMY6N3A4D
 
 // depCaps is a capabilities with the servers in servers, recording what
 // it adds and installs.
-func depCaps(t *testing.T, servers map[string]*server) (*capabilities, *[]string) {
+func depCaps(t *testing.T, servers map[string]*Server) (*Capabilities, *[]string) {
 	var did []string
-	cs := &capabilities{log: zerolog.Nop(), deps: deps.NewStore(t.TempDir()),
-		serverOf: func(tool string) *server { ns, _, _ := strings.Cut(tool, ":"); return servers[ns] },
-		addServer: func(cfg config.Server) *server {
+	cs := &Capabilities{log: zerolog.Nop(), deps: deps.NewStore(t.TempDir()),
+		serverOf: func(tool string) *Server { ns, _, _ := strings.Cut(tool, ":"); return servers[ns] },
+		addServer: func(cfg config.Server) *Server {
 			did = append(did, "add "+cfg.Name)
-			s := &server{cfg: cfg}
+			s := &Server{Cfg: cfg}
 			servers[cfg.Name] = s
 			return s
 		},
-		install: func(_ context.Context, srv *server) error {
-			did = append(did, "install "+srv.cfg.Name+" "+srv.cfg.Install.Integrity)
+		install: func(_ context.Context, srv *Server) error {
+			did = append(did, "install "+srv.Cfg.Name+" "+srv.Cfg.Install.Integrity)
 			return nil
 		},
 		dependencyApproval: func(wf *Workflow, srv config.Server) Approval {
@@ -55,8 +55,8 @@ func depEntry(t *testing.T) *registry.Entry {
 // configuration wins); the other is added and installed, pinned, after
 // the person confirmed; c.Requires lists both.
 func TestReadyDepsInstallsWhatIsNotConfigured(t *testing.T) {
-	mine := &server{cfg: config.Server{Name: "files", Image: "mine:1"}}
-	cs, did := depCaps(t, map[string]*server{"files": mine})
+	mine := &Server{Cfg: config.Server{Name: "files", Image: "mine:1"}}
+	cs, did := depCaps(t, map[string]*Server{"files": mine})
 	c := Capability{Name: "smartSearch"}
 	var asked []string
 	err := cs.readyDeps(context.Background(), depEntry(t), &c, func(a Approval) bool { asked = append(asked, a.Description); return true })
@@ -83,7 +83,7 @@ func TestReadyDepsInstallsWhatIsNotConfigured(t *testing.T) {
 
 // An install the person refuses adds nothing and says which.
 func TestReadyDepsRefused(t *testing.T) {
-	cs, did := depCaps(t, map[string]*server{})
+	cs, did := depCaps(t, map[string]*Server{})
 	c := Capability{Name: "smartSearch"}
 	err := cs.readyDeps(context.Background(), depEntry(t), &c, func(Approval) bool { return false })
 	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "installing memory (which smartSearch requires) was not approved") {
@@ -97,17 +97,17 @@ func TestReadyDepsRefused(t *testing.T) {
 // Before a run: a dependency that is no server here, or not installed,
 // refuses the capability, naming it and how to fix it.
 func TestDepsMissing(t *testing.T) {
-	cs, _ := depCaps(t, map[string]*server{"files": {cfg: config.Server{Name: "files"}},
-		"memory": {cfg: config.Server{Name: "memory", Install: &config.Install{Command: "npm", Integrity: testDepSRI}}}})
+	cs, _ := depCaps(t, map[string]*Server{"files": {Cfg: config.Server{Name: "files"}},
+		"memory": {Cfg: config.Server{Name: "memory", Install: &config.Install{Command: "npm", Integrity: testDepSRI}}}})
 	err := cs.depsMissing("smartSearch", depEntry(t))
 	if err == nil || !strings.Contains(err.Error(), "smartSearch requires the MCP servers memory (not installed): run `pml add smartSearch` again") {
 		t.Errorf("%v", err)
 	}
-	cs, _ = depCaps(t, map[string]*server{"files": {cfg: config.Server{Name: "files"}}, "memory": {cfg: config.Server{Name: "memory"}}})
+	cs, _ = depCaps(t, map[string]*Server{"files": {Cfg: config.Server{Name: "files"}}, "memory": {Cfg: config.Server{Name: "memory"}}})
 	if err := cs.depsMissing("smartSearch", depEntry(t)); err != nil {
 		t.Errorf("all there: %v", err)
 	}
-	cs, _ = depCaps(t, map[string]*server{})
+	cs, _ = depCaps(t, map[string]*Server{})
 	if err := cs.depsMissing("smartSearch", depEntry(t)); err == nil || !strings.Contains(err.Error(), "memory (not a server in .pml.json") || !strings.Contains(err.Error(), "files (not a server") {
 		t.Errorf("none there: %v", err)
 	}
@@ -117,8 +117,8 @@ func TestDepsMissing(t *testing.T) {
 // configured (its own image and integrity), never replaced by the
 // registry's.
 func TestReadyDepsInstallsAConfiguredServerAsConfigured(t *testing.T) {
-	mine := &server{cfg: config.Server{Name: "memory", Image: "mine:1", Install: &config.Install{Command: "npm", Args: []string{"install", "mine@1.0.0"}, Integrity: "sha512-mine"}}}
-	cs, did := depCaps(t, map[string]*server{"memory": mine, "files": {cfg: config.Server{Name: "files"}}})
+	mine := &Server{Cfg: config.Server{Name: "memory", Image: "mine:1", Install: &config.Install{Command: "npm", Args: []string{"install", "mine@1.0.0"}, Integrity: "sha512-mine"}}}
+	cs, did := depCaps(t, map[string]*Server{"memory": mine, "files": {Cfg: config.Server{Name: "files"}}})
 	c := Capability{Name: "smartSearch"}
 	if err := cs.readyDeps(context.Background(), depEntry(t), &c, func(Approval) bool { return true }); err != nil {
 		t.Fatal(err)

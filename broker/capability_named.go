@@ -40,7 +40,7 @@ type namedState struct {
 }
 
 // namedRefs are the names of .pml.json in force; called with a.mu held.
-func (cs *capabilities) namedRefs() []string {
+func (cs *Capabilities) namedRefs() []string {
 	if cs.added.named.set {
 		return cs.added.named.refs
 	}
@@ -49,11 +49,11 @@ func (cs *capabilities) namedRefs() []string {
 
 // setNamed puts the names of a reloaded .pml.json in force: the new ones
 // are listed (or fetched), those gone are unlisted.
-func (cs *capabilities) setNamed(refs []string) {
+func (cs *Capabilities) SetNamed(refs []string) {
 	cs.added.mu.Lock()
 	cs.added.named.refs, cs.added.named.set = refs, true
 	cs.added.mu.Unlock()
-	panics.Guarded(cs.log, "capabilities", "listing the capabilities of .pml.json", cs.loadAdded)
+	panics.Guarded(cs.log, "capabilities", "listing the capabilities of .pml.json", cs.LoadAdded)
 }
 
 // namedCapabilities are the capabilities refs names that added (pml add's
@@ -102,7 +102,7 @@ func lockedAllows(ref capname.Ref, le registry.LockEntry) bool {
 
 // fetchNamed fetches, in the background, the named capabilities loadAdded
 // found missing and not tried yet in this session, then lists them.
-func (cs *capabilities) fetchNamed(ctx context.Context) {
+func (cs *Capabilities) fetchNamed(ctx context.Context) {
 	a := &cs.added
 	a.mu.Lock()
 	var todo []capname.Ref
@@ -130,7 +130,7 @@ func (cs *capabilities) fetchNamed(ctx context.Context) {
 			fetched = true
 		}
 		if fetched && ctx.Err() == nil {
-			cs.loadAdded()
+			cs.LoadAdded()
 		}
 	})
 }
@@ -138,7 +138,7 @@ func (cs *capabilities) fetchNamed(ctx context.Context) {
 // fetchNamedOne fetches a named capability and pins it in the lockfile
 // (fetchChecked records a first fetch); one that changed since it was
 // pinned is not trusted here: pml add asks about it.
-func (cs *capabilities) fetchNamedOne(ctx context.Context, ref capname.Ref) error {
+func (cs *Capabilities) fetchNamedOne(ctx context.Context, ref capname.Ref) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	notYet := func(err error) error {
@@ -151,7 +151,7 @@ func (cs *capabilities) fetchNamedOne(ctx context.Context, ref capname.Ref) erro
 			return notYet(err)
 		}
 	}
-	e, v, err := cs.registry.fetchChecked(ctx, fqdn)
+	e, v, err := cs.registry.FetchChecked(ctx, fqdn)
 	switch {
 	case errors.Is(err, ErrNotFound):
 		return fmt.Errorf("%s, named in .pml.json's capabilities, is in no registry (%v): correct or remove the name", ref.Name, err)

@@ -27,7 +27,7 @@ func TestNamedCapabilityIsListedFromLockAndCacheOffline(t *testing.T) {
 	cfg, stop := capRegistry(t)
 	f := newFixture(t, namedPmlJSON(cfg))
 	for _, fqdn := range []string{"acme.tools.mathx.double", "pml.mcp.smart.server"} {
-		if _, _, err := f.b.caps.registry.fetchChecked(context.Background(), fqdn); err != nil {
+		if _, _, err := f.b.caps.registry.FetchChecked(context.Background(), fqdn); err != nil {
 			t.Fatal(err)
 		}
 	}

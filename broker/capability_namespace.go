@@ -26,7 +26,7 @@ var builtinNamespaces = []string{"filesystem", "shell", "pml"}
 // namespaceTaken says why the capability name (FQDN fqdn) may not have
 // the namespace ns, or nil. others are the other capabilities known here
 // (added and named), by name.
-func (cs *capabilities) namespaceTaken(name, ns, fqdn string, others map[string]Capability) error {
+func (cs *Capabilities) namespaceTaken(name, ns, fqdn string, others map[string]Capability) error {
 	refuse := func(what, fix string) error {
 		return fmt.Errorf("%w: %s cannot be used here: its namespace %q is %s, so its code would answer calls meant for it, under the permissions written for it; %s", ErrInvalidInput, name, ns, what, fix)
 	}
@@ -36,8 +36,8 @@ func (cs *capabilities) namespaceTaken(name, ns, fqdn string, others map[string]
 	}
 	if cs.serverList != nil {
 		for _, srv := range cs.serverList() {
-			if !srv.cfg.FromRegistry && strings.EqualFold(srv.cfg.Name, ns) {
-				return refuse(fmt.Sprintf("the server mcps.%s of .pml.json", srv.cfg.Name), fmt.Sprintf("remove or rename that server (pml remove %s) to use the capability, or use the server", srv.cfg.Name))
+			if !srv.Cfg.FromRegistry && strings.EqualFold(srv.Cfg.Name, ns) {
+				return refuse(fmt.Sprintf("the server mcps.%s of .pml.json", srv.Cfg.Name), fmt.Sprintf("remove or rename that server (pml remove %s) to use the capability, or use the server", srv.Cfg.Name))
 			}
 		}
 	}

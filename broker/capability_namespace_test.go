@@ -101,7 +101,7 @@ func TestCapabilityNamespaceTakenIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	logs.Reset()
-	h.b.caps.prepareCapability(ctx, caps["acme.tools.memory.run"])
+	h.b.caps.Prepare(ctx, caps["acme.tools.memory.run"])
 	if _, ok := listedTool(h.b, "memory:create_entities"); ok {
 		t.Error("pml run lists the registry's memory:create_entities")
 	}

@@ -77,7 +77,7 @@ func stampOf(path string) fileStamp {
 // .pml/capabilities.json and those .pml.json names (capability_named.go)
 // as tools, and unlists those no longer there (or at another version): the
 // tool table tells the sessions (tools/list_changed).
-func (cs *capabilities) loadAdded() {
+func (cs *Capabilities) LoadAdded() {
 	a := &cs.added
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -194,7 +194,7 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // lockedCopy is the cached copy of an added capability's entry, when it
 // is the version lock records.
-func (cs *capabilities) lockedCopy(c Capability, lock *registry.Lockfile) (*registry.Entry, error) {
+func (cs *Capabilities) lockedCopy(c Capability, lock *registry.Lockfile) (*registry.Entry, error) {
 	again := "run `pml add " + c.Name + "` to fetch it again"
 	if cs.registry.client == nil {
 		return nil, fmt.Errorf("the registries cannot be used (%v); fix .pml.json", cs.registry.lockErr)
@@ -221,7 +221,7 @@ func (cs *capabilities) lockedCopy(c Capability, lock *registry.Lockfile) (*regi
 // (the entry's metadata, else what pml add recorded), and returns their
 // names. Its functions run here, whatever the cloud routes under that
 // namespace.
-func (cs *capabilities) listDeno(c Capability, e *registry.Entry) []string {
+func (cs *Capabilities) listDeno(c Capability, e *registry.Entry) []string {
 	cs.registry.mu.Lock()
 	cs.registry.deno[c.Namespace] = e
 	cs.registry.mu.Unlock()
@@ -252,7 +252,7 @@ func (cs *capabilities) listDeno(c Capability, e *registry.Entry) []string {
 // described is the description and input schema the registry gives an
 // added capability's tools (the entry's metadata, else what pml add
 // recorded; any arguments object when its schema is not usable).
-func (cs *capabilities) described(c Capability, e *registry.Entry) (string, json.RawMessage) {
+func (cs *Capabilities) described(c Capability, e *registry.Entry) (string, json.RawMessage) {
 	desc, schema := c.Description, json.RawMessage(nil)
 	if e.Meta != nil {
 		if e.Meta.Description != "" {
@@ -278,11 +278,11 @@ func (cs *capabilities) described(c Capability, e *registry.Entry) (string, json
 // whatever the routing table says of the namespace, and listed even when
 // the cloud's own list does not name them. Offline they stay listed, and
 // a call answers that the cloud cannot be reached.
-func (cs *capabilities) listCloud(c Capability, e *registry.Entry) []string {
+func (cs *Capabilities) listCloud(c Capability, e *registry.Entry) []string {
 	if e.Meta == nil {
 		return nil
 	}
-	if !cs.cloud.client.Enabled() {
+	if !cs.cloud.Client.Enabled() {
 		// Local mode lists no cloud tool (pml add said to set the key).
 		cs.log.Info().Str("capability", c.Name).Msg("not listed: it runs in the PML cloud, and local mode (no PML_API_KEY) does not use the cloud")
 		return nil
@@ -308,12 +308,12 @@ func (cs *capabilities) listCloud(c Capability, e *registry.Entry) []string {
 		defs = append(defs, toolbox.Tool{Name: tool, Description: d, InputSchema: schema})
 	}
 	cs.cloud.mu.Unlock()
-	return cs.replaceTools(nil, defs, cs.cloud.exec)
+	return cs.replaceTools(nil, defs, cs.cloud.Exec)
 }
 
 // listEntry lists the functions of a deno entry a tool call found in a
 // registry (the registry layer), as listDeno does an added capability's.
-func (cs *capabilities) listEntry(e *registry.Entry, namespace string) []string {
+func (cs *Capabilities) ListEntry(e *registry.Entry, namespace string) []string {
 	return cs.listDeno(Capability{Name: namespace, Namespace: namespace, FQDN: e.FQDN}, e)
 }
 
@@ -337,7 +337,7 @@ func objectSchema(raw json.RawMessage) error {
 // (pml add and pml remove are other processes). It polls the file's size
 // and time once a second: .pml/ may not exist yet when the session
 // starts, and a stat is cheaper than watching the workspace for it.
-func (cs *capabilities) watchAdded(ctx context.Context) {
+func (cs *Capabilities) WatchAdded(ctx context.Context) {
 	path := filepath.Join(cs.sb.ws, CapabilitiesFile)
 	// A session whose client has not listed its tools yet still fetches
 	// the named capabilities: what is missing is known once listed here.
@@ -345,7 +345,7 @@ func (cs *capabilities) watchAdded(ctx context.Context) {
 	loaded := cs.added.listed != nil
 	cs.added.mu.Unlock()
 	if !loaded {
-		panics.Guarded(cs.log, "capabilities", "listing the added capabilities", cs.loadAdded)
+		panics.Guarded(cs.log, "capabilities", "listing the added capabilities", cs.LoadAdded)
 	}
 	cs.fetchNamed(ctx)
 	t := time.NewTicker(time.Second)
@@ -360,7 +360,7 @@ func (cs *capabilities) watchAdded(ctx context.Context) {
 		last := cs.added.stamp
 		cs.added.mu.Unlock()
 		if !stampOf(path).same(last) {
-			panics.Guarded(cs.log, "capabilities", "listing the added capabilities", cs.loadAdded)
+			panics.Guarded(cs.log, "capabilities", "listing the added capabilities", cs.LoadAdded)
 		}
 		// The named capabilities not fetched yet: in the background, once
 		// each, so no listing waits for a registry.

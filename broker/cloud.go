@@ -42,8 +42,8 @@ const listWait = 2 * time.Second
 // routing table, the tools it lists. It holds what it uses, never the
 // *Broker: the functions of the tool table, the servers and the approval
 // texts are wired in New.
-type cloudSide struct {
-	client *cloud.Client
+type Cloud struct {
+	Client *cloud.Client
 	router *routing.Router
 
 	sb  *sandbox
@@ -52,7 +52,7 @@ type cloudSide struct {
 	// serverOf finds a configured server (servers); listable and
 	// replaceTools are the tool table's; approval the plain text of an
 	// approval (approval_text.go).
-	serverOf     func(tool string) *server
+	serverOf     func(tool string) *Server
 	listable     func(source string, t *mcp.Tool) bool
 	replaceTools func(old []string, defs []toolbox.Tool, exec executor) []string
 	approval     func(wf *Workflow) Approval
@@ -77,12 +77,12 @@ type cloudSide struct {
 	ready     chan struct{}
 	readyOnce sync.Once
 	// exec runs its tools (cloudExec).
-	exec executor
+	Exec executor
 }
 
 // setupCloud builds the router and the cloud client; it contacts nothing.
 // runs starts the code an execute_locally answer carries.
-func (c *cloudSide) setupCloud(o Options, runs *codeRuns) {
+func (c *Cloud) Setup(o Options, runs *codeRuns) {
 	local := []string{"filesystem", "shell"}
 	for name := range c.cfg.Servers {
 		local = append(local, name)
@@ -97,14 +97,14 @@ func (c *cloudSide) setupCloud(o Options, runs *codeRuns) {
 	if err != nil {
 		c.log.Warn().Err(err).Msg("local mode: the API key could not be read; fix the file or set PML_API_KEY")
 	}
-	c.client = &cloud.Client{URL: c.cfg.Cloud.URL, APIKey: key, HTTP: hc, Timeout: c.cfg.Cloud.Timeout}
+	c.Client = &cloud.Client{URL: c.cfg.Cloud.URL, APIKey: key, HTTP: hc, Timeout: c.cfg.Cloud.Timeout}
 	c.router = routing.New(c.sb.ws, local)
 	c.env = map[string][]string{}
 	c.regEnv = map[string][]string{}
 	c.regGrant = map[string]entrygrant.Grant{}
 	c.ready = make(chan struct{})
-	c.exec = cloudExec{sb: c.sb, cloud: c, runs: runs}
-	if !c.client.Enabled() {
+	c.Exec = cloudExec{sb: c.sb, cloud: c, runs: runs}
+	if !c.Client.Enabled() {
 		c.readyOnce.Do(func() { close(c.ready) })
 		return
 	}
@@ -122,15 +122,15 @@ func (c *cloudSide) setupCloud(o Options, runs *codeRuns) {
 func (b *Broker) StartCloud(ctx context.Context) { b.cloud.StartCloud(ctx) }
 
 // StartCloud is Broker.StartCloud.
-func (c *cloudSide) StartCloud(ctx context.Context) {
-	if !c.client.Enabled() {
+func (c *Cloud) StartCloud(ctx context.Context) {
+	if !c.Client.Enabled() {
 		c.log.Info().Msg("local mode: PML_API_KEY is not set and no key is in the credentials file (pml init --api-key), so cloud tools are off; local tools work")
 		return
 	}
-	if err := keysafe.Check("cloud.url", c.client.URL); err != nil {
+	if err := keysafe.Check("cloud.url", c.Client.URL); err != nil {
 		// Said once at start; every request is refused the same way
 		// (internal/keysafe), so cloud tools answer with this too.
-		c.log.Error().Err(err).Str("cloud_url", c.client.URL).Msg("cloud tools are off: the API key is not sent to this cloud.url")
+		c.log.Error().Err(err).Str("cloud_url", c.Client.URL).Msg("cloud tools are off: the API key is not sent to this cloud.url")
 		c.readyOnce.Do(func() { close(c.ready) })
 		return
 	}
@@ -138,12 +138,12 @@ func (c *cloudSide) StartCloud(ctx context.Context) {
 		defer c.readyOnce.Do(func() { close(c.ready) })
 		sctx, cancel := context.WithTimeout(ctx, c.cfg.Cloud.Timeout)
 		defer cancel()
-		if err := c.router.Sync(sctx, c.client.HTTP, c.client.URL, c.client.APIKey); err != nil {
+		if err := c.router.Sync(sctx, c.Client.HTTP, c.Client.URL, c.Client.APIKey); err != nil {
 			c.log.Warn().Err(err).Str("routing", c.router.Table().Version).Msg("routing sync failed; using the cached or embedded table")
 		} else {
 			c.log.Debug().Str("version", c.router.Table().Version).Msg("routing table synced")
 		}
-		tools, err := c.client.ListTools(sctx)
+		tools, err := c.Client.ListTools(sctx)
 		if err != nil {
 			c.log.Warn().Err(err).Msg("could not list the cloud's tools; cloud tools from the last session stay listed")
 			return
@@ -155,7 +155,7 @@ func (c *cloudSide) StartCloud(ctx context.Context) {
 
 // waitCloud lets the first tools/list include the cloud's tools when they
 // come quickly; later ones arrive with notifications/tools/list_changed.
-func (c *cloudSide) waitCloud(ctx context.Context) {
+func (c *Cloud) Wait(ctx context.Context) {
 	t := time.NewTimer(listWait)
 	defer t.Stop()
 	select {
@@ -169,7 +169,7 @@ func (c *cloudSide) waitCloud(ctx context.Context) {
 // namespace runs here (the toolbox, a configured server, anything the
 // routing does not send to the cloud) is left out: its calls must never
 // leave the machine.
-func (c *cloudSide) registerCloudTools(tools []*mcp.Tool) {
+func (c *Cloud) registerCloudTools(tools []*mcp.Tool) {
 	var defs []toolbox.Tool
 	env := map[string][]string{}
 	for _, t := range tools {
@@ -191,7 +191,7 @@ func (c *cloudSide) registerCloudTools(tools []*mcp.Tool) {
 	old := c.names
 	c.env = env
 	c.mu.Unlock()
-	names := c.replaceTools(old, defs, c.exec)
+	names := c.replaceTools(old, defs, c.Exec)
 	c.mu.Lock()
 	c.names = names
 	c.mu.Unlock()
@@ -228,7 +228,7 @@ func readCloudTools(ws, path string) ([]*mcp.Tool, error) {
 	return tools, json.Unmarshal(compact.Bytes(), &tools)
 }
 
-func (c *cloudSide) writeCloudTools(tools []*mcp.Tool) {
+func (c *Cloud) writeCloudTools(tools []*mcp.Tool) {
 	list, err := json.Marshal(tools)
 	if err != nil {
 		return
@@ -252,7 +252,7 @@ func (c *cloudSide) writeCloudTools(tools []*mcp.Tool) {
 
 // regGrantOf is what a registry http entry's tool sends, when tool is
 // one.
-func (c *cloudSide) regGrantOf(tool string) (entrygrant.Grant, bool) {
+func (c *Cloud) RegGrantOf(tool string) (entrygrant.Grant, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	g, ok := c.regGrant[tool]
@@ -261,12 +261,12 @@ func (c *cloudSide) regGrantOf(tool string) (entrygrant.Grant, bool) {
 
 // isCloudTool reports whether a call goes to the cloud: its namespace is
 // server-routed and nothing local has that name.
-func (c *cloudSide) isCloudTool(name string) bool {
+func (c *Cloud) IsCloudTool(name string) bool {
 	return name != ContinueTool && c.serverOf(name) == nil && c.router.Route(name) == routing.Server
 }
 
 // apiKeyApproval describes a missing BYOK key for a person.
-func (c *cloudSide) apiKeyApproval(wf *Workflow) Approval {
+func (c *Cloud) APIKeyApproval(wf *Workflow) Approval {
 	a := c.approval(wf)
 	_, missing := byokFor(c.sb, c, wf.Tool)
 	a.Description = fmt.Sprintf("%s runs in the PML cloud with your own API key %s, which is not set. Set it (%s), then continue.",

@@ -23,21 +23,21 @@ import (
 // (runs).
 type cloudExec struct {
 	sb    *sandbox
-	cloud *cloudSide
+	cloud *Cloud
 	runs  *codeRuns
 }
 
 // run forwards an allowed call with its BYOK keys.
 func (e cloudExec) Run(ctx context.Context, def toolbox.Tool, args map[string]any) Result {
-	c := e.cloud.client
+	c := e.cloud.Client
 	if !c.Enabled() {
 		return errorResult(fmt.Errorf("%w: Cloud mode requires PML_API_KEY: %s runs in the PML cloud. Get a key at %s/settings and run pml init --api-key KEY (it goes to your user credentials file, not into the project), or set PML_API_KEY in pml's environment; local tools work without it", ErrCloud, def.Name, c.URL))
 	}
-	if g, ok := e.cloud.regGrantOf(def.Name); ok && !e.sb.grants.granted(g) {
+	if g, ok := e.cloud.RegGrantOf(def.Name); ok && !e.sb.grants.Granted(g) {
 		// The approve layer asks first; this is the last guard before a
 		// registry's choice of variables leaves the machine.
 		return errorResult(fmt.Errorf("%w: %s comes from a registry entry whose calls would send %s, which you have not granted; nothing was sent. Call it again to be asked, or add it with `pml add`, which shows it",
-			ErrRefused, def.Name, shownGrant(g)))
+			ErrRefused, def.Name, ShownGrant(g)))
 	}
 	keys, missing := byokFor(e.sb, e.cloud, def.Name)
 	if len(missing) > 0 {
@@ -154,7 +154,7 @@ func declaredOfPayload(payload map[string]any) ([]string, error) {
 
 // byokFor reads the variables a cloud tool declares from pml's environment,
 // else the workspace's .env. It returns the values and the missing names.
-func byokFor(sb *sandbox, c *cloudSide, tool string) (map[string]string, []string) {
+func byokFor(sb *sandbox, c *Cloud, tool string) (map[string]string, []string) {
 	c.mu.Lock()
 	names := append([]string(nil), c.env[tool]...)
 	names = append(names, c.regEnv[tool]...)

@@ -14,8 +14,8 @@ import (
 // registerDenoCapability makes each exported function of a deno
 // capability a tool ns:function (pml run), fetched again from the
 // registry: the cached copy when none answers.
-func (cs *capabilities) registerDenoCapability(ctx context.Context, c Capability) {
-	e, v, err := cs.registry.fetchChecked(ctx, c.FQDN)
+func (cs *Capabilities) registerDenoCapability(ctx context.Context, c Capability) {
+	e, v, err := cs.registry.FetchChecked(ctx, c.FQDN)
 	if err != nil {
 		cs.log.Warn().Err(err).Str("capability", c.Name).Msg("the capability's code cannot be loaded")
 		return
@@ -30,7 +30,7 @@ func (cs *capabilities) registerDenoCapability(ctx context.Context, c Capability
 // denoExec runs the exported functions of deno capabilities (pml add):
 // the code fetched from the registry, held by registry.
 type denoExec struct {
-	registry *registrySide
+	registry *Registry
 	runs     *codeRuns
 }
 
@@ -51,5 +51,5 @@ func (e denoExec) Run(ctx context.Context, def toolbox.Tool, args map[string]any
 	if len(entry.Meta.Declared()) > 0 && call.UpFrontOf(ctx, def.Name) == nil {
 		return errorResult(fmt.Errorf("%w: %s was not run: its capability's declared tools were not checked against the permissions before the run (it was loaded meanwhile); call it again", ErrUnavailable, def.Name))
 	}
-	return e.runs.Start(ctx, def.Name, execute.Program{Module: entry.Code, Export: exportFor(entry.Code, entry.FQDN, fn), Args: args})
+	return e.runs.Start(ctx, def.Name, execute.Program{Module: entry.Code, Export: ExportFor(entry.Code, entry.FQDN, fn), Args: args})
 }

@@ -23,7 +23,7 @@ func TestExportedFunctionsOfEveryShape(t *testing.T) {
 			t.Errorf("%q: %v, want %v", c.code, got, c.want)
 		}
 		for fn, want := range c.exports {
-			if got := exportFor(c.code, c.fqdn, fn); got != want {
+			if got := ExportFor(c.code, c.fqdn, fn); got != want {
 				t.Errorf("%q: the tool %s runs export %q, want %q", c.code, fn, got, want)
 			}
 		}

@@ -17,7 +17,7 @@ func TestNoStillInstallingLineAfterTheInstallEnds(t *testing.T) {
 	installTick = time.Millisecond
 	defer func() { installTick = old }()
 	w := &heldWriter{entered: make(chan struct{}), release: make(chan struct{})}
-	s := &serverSet{progress: zerolog.New(w)}
+	s := &Servers{progress: zerolog.New(w)}
 	stop := s.stillInstalling("memory", time.Now())
 	<-w.entered // a line is being written, and held there
 	time.AfterFunc(20*time.Millisecond, func() { close(w.release) })

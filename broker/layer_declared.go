@@ -73,8 +73,8 @@ func (l declaredLayer) Call(ctx context.Context, c *Call) Result {
 
 // declaredBy is what the deno capability that provides tool declares
 // its code calls (tools_used and client_tools), nil for any other tool.
-func (r *registrySide) declaredBy(tool string) []string {
-	if e := r.denoOf(tool); e != nil {
+func (r *Registry) DeclaredBy(tool string) []string {
+	if e := r.DenoOf(tool); e != nil {
 		return e.Meta.Declared()
 	}
 	return nil
@@ -82,8 +82,8 @@ func (r *registrySide) declaredBy(tool string) []string {
 
 // requiredBy are the servers the deno capability that provides tool
 // requires (its mcp_deps), nil for any other tool.
-func (r *registrySide) requiredBy(tool string) []string {
-	e := r.denoOf(tool)
+func (r *Registry) RequiredBy(tool string) []string {
+	e := r.DenoOf(tool)
 	if e == nil || e.Meta == nil {
 		return nil
 	}
@@ -96,7 +96,7 @@ func (r *registrySide) requiredBy(tool string) []string {
 
 // denoOf is the loaded deno capability entry that provides tool, nil when
 // none does.
-func (r *registrySide) denoOf(tool string) *registry.Entry {
+func (r *Registry) DenoOf(tool string) *registry.Entry {
 	ns, _, ok := strings.Cut(tool, ":")
 	if !ok {
 		return nil

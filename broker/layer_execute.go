@@ -28,9 +28,9 @@ func (l executeLayer) Call(ctx context.Context, c *Call) Result {
 // (lookup) and runs it. decision is what let the call through (allowed,
 // approved, always), noted for the audit with the pattern and workflow.
 func (b *Broker) runTool(ctx context.Context, c *Call, name string, args map[string]any, decision, pattern, workflowID string) Result {
-	if srv := b.srv.serverOf(name); srv != nil && !b.srv.deps.Installed(srv.cfg) {
+	if srv := b.srv.ServerOf(name); srv != nil && !b.srv.Deps.Installed(srv.Cfg) {
 		ictx, span := spanStep(ctx, "install")
-		err := b.srv.install(ictx, srv)
+		err := b.srv.Install(ictx, srv)
 		span.End()
 		if err != nil {
 			c.Note(audit.Entry{Tool: name, Decision: audit.Failed, Pattern: pattern, WorkflowID: workflowID, Reason: "install failed", ArgKeys: audit.Keys(args)})
@@ -44,10 +44,10 @@ func (b *Broker) runTool(ctx context.Context, c *Call, name string, args map[str
 			return errorResult(err)
 		}
 	}
-	entry := toolEntry{Def: toolbox.Tool{Name: name}, Exec: b.cloud.exec}
-	if !b.cloud.isCloudTool(name) || b.srv.hasTool(name) {
+	entry := toolEntry{Def: toolbox.Tool{Name: name}, Exec: b.cloud.Exec}
+	if !b.cloud.IsCloudTool(name) || b.srv.HasTool(name) {
 		var err error
-		if entry, err = b.srv.lookup(ctx, name); err != nil {
+		if entry, err = b.srv.Lookup(ctx, name); err != nil {
 			c.Note(audit.Entry{Tool: name, Decision: audit.Failed, Pattern: pattern, WorkflowID: workflowID, Reason: "no such tool", ArgKeys: audit.Keys(args)})
 			return errorResult(err)
 		}

@@ -113,7 +113,7 @@ const listEngineTimeout = 10 * time.Second
 // lister answers pml list and pml tools' server states. It holds what it
 // reads, never the *Broker: the servers' list and the tool table's are
 // functions wired in New.
-type lister struct {
+type Lister struct {
 	sb  *sandbox
 	cfg *config.Config
 	// toolbox is the filesystem tools' image; toolsCache the servers'
@@ -122,9 +122,9 @@ type lister struct {
 	toolsCache *toolsCache
 	deps       *deps.Store
 	// registry reads a capability's cached entry.
-	registry *registrySide
+	registry *Registry
 	// serverList is the servers', Tools the tool table's.
-	serverList func() []*server
+	serverList func() []*Server
 	Tools      func() []Tool
 }
 
@@ -135,13 +135,13 @@ func (b *Broker) List(ctx context.Context, caps []Capability, version string) Li
 }
 
 // List is Broker.List.
-func (l *lister) List(ctx context.Context, caps []Capability, version string) Listing {
+func (l *Lister) List(ctx context.Context, caps []Capability, version string) Listing {
 	ctx, cancel := context.WithTimeout(ctx, listEngineTimeout)
 	defer cancel()
 	v := l.viewEngine(ctx)
 	out := Listing{Builtin: l.builtinStates(ctx, v, version), Servers: []ServerState{}, Capabilities: []CapabilityState{}}
 	for _, srv := range l.serverList() {
-		out.Servers = append(out.Servers, l.serverState(ctx, v, srv.cfg))
+		out.Servers = append(out.Servers, l.serverState(ctx, v, srv.Cfg))
 	}
 	for _, c := range caps {
 		out.Capabilities = append(out.Capabilities, l.capabilityState(ctx, v, c))
@@ -157,13 +157,13 @@ func (l *lister) List(ctx context.Context, caps []Capability, version string) Li
 func (b *Broker) Servers(ctx context.Context) []ServerState { return b.lister.Servers(ctx) }
 
 // Servers is Broker.Servers.
-func (l *lister) Servers(ctx context.Context) []ServerState {
+func (l *Lister) Servers(ctx context.Context) []ServerState {
 	ctx, cancel := context.WithTimeout(ctx, listEngineTimeout)
 	defer cancel()
 	v := l.viewEngine(ctx)
 	out := []ServerState{}
 	for _, srv := range l.serverList() {
-		out = append(out, l.serverState(ctx, v, srv.cfg))
+		out = append(out, l.serverState(ctx, v, srv.Cfg))
 	}
 	return out
 }
@@ -178,7 +178,7 @@ type engineView struct {
 	images  map[string]bool
 }
 
-func (l *lister) viewEngine(ctx context.Context) *engineView {
+func (l *Lister) viewEngine(ctx context.Context) *engineView {
 	v := &engineView{rt: l.sb.rt, running: map[string]bool{}, images: map[string]bool{}}
 	list, err := v.rt.ListManaged(ctx)
 	if err != nil {
@@ -242,10 +242,10 @@ func (v *engineView) health(ctx context.Context, image, purpose string) Health {
 	return h
 }
 
-func (l *lister) builtinStates(ctx context.Context, v *engineView, version string) []BuiltinState {
+func (l *Lister) builtinStates(ctx context.Context, v *engineView, version string) []BuiltinState {
 	isServer := map[string]bool{}
 	for _, s := range l.serverList() {
-		isServer[s.cfg.Name] = true
+		isServer[s.Cfg.Name] = true
 	}
 	var out []BuiltinState
 	idx := map[string]int{}
@@ -271,7 +271,7 @@ func (l *lister) builtinStates(ctx context.Context, v *engineView, version strin
 // builtinState is one of pml's own groups: the filesystem tools run in
 // pml's toolbox image (built from pml itself), shell:exec in
 // sandbox.shell_image, pml's own tools in pml.
-func (l *lister) builtinState(ctx context.Context, v *engineView, ns, version string) BuiltinState {
+func (l *Lister) builtinState(ctx context.Context, v *engineView, ns, version string) BuiltinState {
 	s := BuiltinState{Name: ns, Source: SourceBuiltin}
 	switch ns {
 	case "filesystem":
@@ -302,7 +302,7 @@ func (l *lister) builtinState(ctx context.Context, v *engineView, ns, version st
 	return s
 }
 
-func (l *lister) serverState(ctx context.Context, v *engineView, cfg config.Server) ServerState {
+func (l *Lister) serverState(ctx context.Context, v *engineView, cfg config.Server) ServerState {
 	tools, _ := l.toolsCache.Get(cfg)
 	st := ServerState{Name: cfg.Name, Tools: len(tools), Private: cfg.Private}
 	st.Source, st.Package, st.Version = serverSource(cfg)
@@ -312,7 +312,7 @@ func (l *lister) serverState(ctx context.Context, v *engineView, cfg config.Serv
 }
 
 // installHealth adds the state of cfg's install step to h.
-func (l *lister) installHealth(h *Health, cfg config.Server) {
+func (l *Lister) installHealth(h *Health, cfg config.Server) {
 	h.Install = l.deps.Status(cfg)
 	h.Installed = h.Install == deps.StatusInstalled || h.Install == deps.StatusNone
 }
@@ -360,7 +360,7 @@ func shortDigest(d string) string {
 // capabilityState reads the capability's locked entry from the registry
 // cache (no registry is asked) to say where it came from and, for a
 // stdio server, how its install, image and container stand.
-func (l *lister) capabilityState(ctx context.Context, v *engineView, c Capability) CapabilityState {
+func (l *Lister) capabilityState(ctx context.Context, v *engineView, c Capability) CapabilityState {
 	st := CapabilityState{Capability: c, Health: Health{Installed: true}, ToolCount: len(c.Tools)}
 	if f, err := registry.ParseFQDN(c.FQDN); err == nil {
 		st.Version = f.Hash

@@ -18,18 +18,18 @@ func TestToolNamesWithControlCharactersAreRefused(t *testing.T) {
 	f := newFixture(t, `{"permissions": {"allow": ["filesystem:*"]}}`)
 	var logs bytes.Buffer
 	f.b.srv.log = zerolog.New(&logs)
-	srv := &server{cfg: config.Server{Name: "probe"}}
-	f.b.srv.registerServerTools(srv, []*mcp.Tool{
+	srv := &Server{Cfg: config.Server{Name: "probe"}}
+	f.b.srv.RegisterTools(srv, []*mcp.Tool{
 		{Name: "lookup", Description: "fine"},
 		{Name: "read\x1b[2K\rfile", Description: "erases a line"},
 		{Name: "ev\u202eil", Description: "reordered"},
 		nil,
 	})
-	if _, ok := f.b.srv.tools.Get("probe:lookup"); !ok {
+	if _, ok := f.b.srv.Table.Get("probe:lookup"); !ok {
 		t.Error("the ordinary tool is not listed")
 	}
 	for _, name := range []string{"probe:read\x1b[2K\rfile", "probe:ev\u202eil"} {
-		if _, ok := f.b.srv.tools.Get(name); ok {
+		if _, ok := f.b.srv.Table.Get(name); ok {
 			t.Errorf("%q is listed", name)
 		}
 	}
@@ -51,22 +51,22 @@ func TestToolNamesOutsideMCPsRuleAreRefused(t *testing.T) {
 	f := newFixture(t, `{"permissions": {"allow": ["filesystem:*"]}}`)
 	var logs bytes.Buffer
 	f.b.srv.log = zerolog.New(&logs)
-	srv := &server{cfg: config.Server{Name: "evil"}}
+	srv := &Server{Cfg: config.Server{Name: "evil"}}
 	bad := []string{"*", "a?b", "[x]", `x\y`, "dele\u200bte", "\ufeffbom", "soft\u00adhy", "tag\U000e0041", "vs\ufe0f", "e\u0301", "two&words", "a:b", strings.Repeat("x", 129)}
 	tools := []*mcp.Tool{{Name: "delete_all"}, {Name: "admin.tools.list"}, {Name: "user-profile/update"}, {Name: strings.Repeat("y", 128)}}
 	for _, n := range bad {
 		tools = append(tools, &mcp.Tool{Name: n})
 	}
 	for range 3 {
-		f.b.srv.registerServerTools(srv, tools)
+		f.b.srv.RegisterTools(srv, tools)
 	}
 	for _, n := range []string{"delete_all", "admin.tools.list", "user-profile/update", strings.Repeat("y", 128)} {
-		if _, ok := f.b.srv.tools.Get("evil:" + n); !ok {
+		if _, ok := f.b.srv.Table.Get("evil:" + n); !ok {
 			t.Errorf("evil:%s is not listed", n)
 		}
 	}
 	for _, n := range bad {
-		if _, ok := f.b.srv.tools.Get("evil:" + n); ok {
+		if _, ok := f.b.srv.Table.Get("evil:" + n); ok {
 			t.Errorf("%q is listed", "evil:"+n)
 		}
 	}
@@ -85,7 +85,7 @@ func TestToolNamesOutsideMCPsRuleAreRefused(t *testing.T) {
 
 	// The cloud's tools are namespace:action, each part by the rule.
 	for name, want := range map[string]bool{"tavily:search": true, "tavily:*": false, "*:x": false, "noaction": false, "tav\u200bily:search": false, "a:b:c": false} {
-		if got := f.b.srv.cloudListable("the PML cloud", &mcp.Tool{Name: name}); got != want {
+		if got := f.b.srv.CloudListable("the PML cloud", &mcp.Tool{Name: name}); got != want {
 			t.Errorf("cloudListable(%q) = %v", name, got)
 		}
 	}

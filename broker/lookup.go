@@ -12,7 +12,7 @@ import (
 )
 
 // serverOf returns the configured server a tool name belongs to.
-func (s *serverSet) serverOf(tool string) *server {
+func (s *Servers) ServerOf(tool string) *Server {
 	ns, _, ok := strings.Cut(tool, ":")
 	if !ok {
 		return nil
@@ -24,29 +24,29 @@ func (s *serverSet) serverOf(tool string) *server {
 
 // loadServer makes sure a server's tools are registered: from the tools
 // cache when its configuration is unchanged, else by starting it.
-func (s *serverSet) loadServer(ctx context.Context, srv *server) error {
+func (s *Servers) loadServer(ctx context.Context, srv *Server) error {
 	srv.mu.Lock()
 	loaded := srv.loaded
 	srv.mu.Unlock()
 	if loaded {
 		return nil
 	}
-	if !s.deps.Installed(srv.cfg) {
+	if !s.Deps.Installed(srv.Cfg) {
 		return errNotInstalled
 	}
-	if tools, ok := s.toolsCache.Get(srv.cfg); ok {
-		s.registerServerTools(srv, tools)
+	if tools, ok := s.Cache.Get(srv.Cfg); ok {
+		s.RegisterTools(srv, tools)
 		return nil
 	}
 	if err := srv.prepare(s.sb); err != nil {
 		return err
 	}
-	tools, err := srv.up.Tools(ctx)
+	tools, err := srv.Up.Tools(ctx)
 	if err != nil {
 		return err
 	}
-	s.toolsCache.Put(srv.cfg, tools)
-	s.registerServerTools(srv, tools)
+	s.Cache.Put(srv.Cfg, tools)
+	s.RegisterTools(srv, tools)
 	return nil
 }
 
@@ -54,36 +54,36 @@ var errNotInstalled = errors.New("not installed")
 
 // prepare checks what must hold before the server's container may
 // start: a registry server's grant, its environment.
-func (srv *server) prepare(sb *sandbox) error {
+func (srv *Server) prepare(sb *sandbox) error {
 	// A registry server's variables, network and image are the
 	// person's grant (registry_grant.go), whatever path starts it.
-	if err := sb.grants.checkServer(srv.cfg); err != nil {
+	if err := sb.grants.CheckServer(srv.Cfg); err != nil {
 		return err
 	}
-	env, err := sb.envFor(srv.cfg)
+	env, err := sb.envFor(srv.Cfg)
 	if err != nil {
 		return err
 	}
-	srv.up.SetEnv(env)
+	srv.Up.SetEnv(env)
 	return nil
 }
 
 // LoadServers registers the tools of every installed server (tools/list).
 // A server that cannot start is logged and left out; it does not fail
 // the list.
-func (s *serverSet) LoadServers(ctx context.Context) {
+func (s *Servers) LoadServers(ctx context.Context) {
 	s.loadRegistryServers(ctx)
 	var wg sync.WaitGroup
-	for _, srv := range s.serverList() {
+	for _, srv := range s.List() {
 		wg.Add(1)
-		go panics.Guarded(s.log, "tools/list", "loading the server "+srv.cfg.Name, func() {
+		go panics.Guarded(s.log, "tools/list", "loading the server "+srv.Cfg.Name, func() {
 			defer wg.Done()
 			if err := s.loadServer(ctx, srv); err != nil {
 				if errors.Is(err, errNotInstalled) {
-					s.log.Info().Str("server", srv.cfg.Name).Msg("not installed yet: its tools appear after the first call to one of them is approved")
+					s.log.Info().Str("server", srv.Cfg.Name).Msg("not installed yet: its tools appear after the first call to one of them is approved")
 					return
 				}
-				s.log.Warn().Err(err).Str("server", srv.cfg.Name).Msg("its tools are not listed")
+				s.log.Warn().Err(err).Str("server", srv.Cfg.Name).Msg("its tools are not listed")
 			}
 		})
 	}
@@ -91,11 +91,11 @@ func (s *serverSet) LoadServers(ctx context.Context) {
 }
 
 // lookup finds a tool; a server tool not registered yet is loaded first.
-func (s *serverSet) lookup(ctx context.Context, name string) (toolEntry, error) {
-	if entry, ok := s.tools.Get(name); ok {
+func (s *Servers) Lookup(ctx context.Context, name string) (toolEntry, error) {
+	if entry, ok := s.Table.Get(name); ok {
 		return entry, nil
 	}
-	srv := s.serverOf(name)
+	srv := s.ServerOf(name)
 	if srv == nil {
 		return toolEntry{}, fmt.Errorf("%w %q: tools/list (`pml tools` on the command line) shows the available tools", ErrNotFound, name)
 	}
@@ -107,15 +107,15 @@ func (s *serverSet) lookup(ctx context.Context, name string) (toolEntry, error) 
 		}
 		return toolEntry{}, err
 	}
-	entry, ok := s.tools.Get(name)
+	entry, ok := s.Table.Get(name)
 	if !ok {
 		srv.mu.Lock()
 		names := strings.Join(srv.names, ", ")
 		srv.mu.Unlock()
-		return toolEntry{}, fmt.Errorf("%w %q: the MCP server %s offers %s", ErrNotFound, name, srv.cfg.Name, names)
+		return toolEntry{}, fmt.Errorf("%w %q: the MCP server %s offers %s", ErrNotFound, name, srv.Cfg.Name, names)
 	}
 	return entry, nil
 }
 
 // HasServer reports whether name is a configured server's prefix.
-func (s *serverSet) HasServer(tool string) bool { return s.serverOf(tool) != nil }
+func (s *Servers) HasServer(tool string) bool { return s.ServerOf(tool) != nil }

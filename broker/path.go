@@ -27,8 +27,8 @@ import (
 func (b *Broker) chain() (whole, belowAudit Handler) {
 	var h Handler = executeLayerOf(b)
 	h = approveLayerOf(b, h)
-	h = declaredLayer{next: h, declared: b.registry.declaredBy, requires: b.registry.requiredBy, decide: b.perms.Decide, deniesServer: b.perms.DeniesServer, source: b.perms.Source}
-	h = tl.SchemaLayer{Next: h, Schema: b.srv.knownSchema}
+	h = declaredLayer{next: h, declared: b.registry.DeclaredBy, requires: b.registry.RequiredBy, decide: b.perms.Decide, deniesServer: b.perms.DeniesServer, source: b.perms.Source}
+	h = tl.SchemaLayer{Next: h, Schema: b.srv.KnownSchema}
 	h = registryLayerOf(b, h)
 	h = PermitLayer{Next: h, Decide: b.perms.Decide, Source: b.perms.Source}
 	h = resolveLayerOf(b, h)
@@ -43,16 +43,16 @@ func resolveLayerOf(b *Broker, next Handler) tl.ResolveLayer {
 	return tl.ResolveLayer{
 		Next: next,
 		Known: func(tool string) bool {
-			if b.srv.hasTool(tool) {
+			if b.srv.HasTool(tool) {
 				return true
 			}
 			// A tool a server has not listed (yet) is its own to answer,
 			// but a name outside MCP's rule is none it may list
 			// (server_tools.go): not asked about, not forwarded.
-			return ruledAction(tool) && (b.srv.serverOf(tool) != nil || b.cloud.isCloudTool(tool))
+			return ruledAction(tool) && (b.srv.ServerOf(tool) != nil || b.cloud.IsCloudTool(tool))
 		},
 		RegistryName: func(tool string) bool {
-			return ruledAction(tool) && registryCandidate(tool) && b.registry.registryLookups()
+			return ruledAction(tool) && RegistryCandidate(tool) && b.registry.Lookups()
 		},
 		Withheld: func(tool string) error {
 			return withheldByTrust(tool, b.ask.TrustState.Untrusted(), trust.Names(b.ask.Config), b.sb.ws)
@@ -91,14 +91,14 @@ func withheldByTrust(tool string, untrusted []config.Grant, files, ws string) er
 
 // registryLayer is the registry layer of broker's registry, whose
 // integrity changes it carries to the workflow.
-type registryLayer = tl.RegistryLayer[integrityChange]
+type registryLayer = tl.RegistryLayer[IntegrityChange]
 
 // The registry layer asks through the approver (approve/dialog.go,
 // approve/approval_text.go).
 func registryLayerOf(b *Broker, next Handler) registryLayer {
 	return registryLayer{
 		Next:  next,
-		Fetch: b.registry.resolveFromRegistry,
+		Fetch: b.registry.Resolve,
 		Ask:   tl.Asking{NeedsDialog: b.ask.NeedsDialog, Approval: b.ask.ApprovalFor, InDialog: b.ask.AskInDialog},
 	}
 }
@@ -107,21 +107,21 @@ func approveLayerOf(b *Broker, next Handler) approve.Layer {
 	return approve.Layer{
 		Next: next,
 		NeedsInstall: func(tool string) bool {
-			srv := b.srv.serverOf(tool)
-			return srv != nil && !b.srv.deps.Installed(srv.cfg)
+			srv := b.srv.ServerOf(tool)
+			return srv != nil && !b.srv.Deps.Installed(srv.Cfg)
 		},
-		CloudTool: b.cloud.isCloudTool,
+		CloudTool: b.cloud.IsCloudTool,
 		MissingKeys: func(ctx context.Context, tool string) []string {
 			// The keys a cloud tool needs come with the cloud's tool list:
 			// a call right after start (pml call, a fast client) waits for
 			// it as tools/list does, so no key is left out.
-			b.cloud.waitCloud(ctx)
+			b.cloud.Wait(ctx)
 			_, missing := byokFor(b.sb, b.cloud, tool)
 			return missing
 		},
-		CloudOn: func() bool { return b.cloud.client.Enabled() },
+		CloudOn: func() bool { return b.cloud.Client.Enabled() },
 		Local: func(ctx context.Context, tool string, args map[string]any) Result {
-			return b.cloud.exec.Run(ctx, toolbox.Tool{Name: tool}, args)
+			return b.cloud.Exec.Run(ctx, toolbox.Tool{Name: tool}, args)
 		},
 		GrantNeeded: b.grantNeeded,
 		Ask:         b.ask,

@@ -19,7 +19,7 @@ import (
 type perCallExec struct {
 	sb   *sandbox
 	deps *deps.Store
-	srv  *server
+	srv  *Server
 }
 
 func (e perCallExec) Run(ctx context.Context, def toolbox.Tool, args map[string]any) Result {
@@ -31,17 +31,17 @@ func (e perCallExec) Run(ctx context.Context, def toolbox.Tool, args map[string]
 // MCP initialize handshake is the only cost on top of the call itself.
 func (e perCallExec) callOnce(ctx context.Context, tool string, args json.RawMessage, progressToken any, relay upstream.Relay) (*mcp.CallToolResult, error) {
 	srv := e.srv
-	name := srv.cfg.Name
-	env, err := e.sb.envFor(srv.cfg)
+	name := srv.Cfg.Name
+	env, err := e.sb.envFor(srv.Cfg)
 	if err != nil {
 		return nil, err
 	}
 	// The tool list may have come from a long-lived container
 	// (loadServer). Calls never go there, so it has no further use.
-	if srv.up.Running() {
-		srv.up.Stop()
+	if srv.Up.Running() {
+		srv.Up.Stop()
 	}
-	spec := serverSpec(e.sb, e.deps, srv.cfg)
+	spec := serverSpec(e.sb, e.deps, srv.Cfg)
 	spec.Env = env
 	spec.Labels = e.sb.labels("pool:mcp:" + name)
 	// On the direct path the shim stays beside the server and ends the
@@ -66,7 +66,7 @@ func (e perCallExec) callOnce(ctx context.Context, tool string, args json.RawMes
 	// The server's upstream runs the session: it attributes and rate
 	// limits the server's requests to the person (asks.go) as it does for
 	// the pooled container.
-	res, err := srv.up.CallOnce(ctx, acquire, spec, serverRoots(e.sb.ws, srv.cfg), tool, args, progressToken, relay)
+	res, err := srv.Up.CallOnce(ctx, acquire, spec, serverRoots(e.sb.ws, srv.Cfg), tool, args, progressToken, relay)
 	if err == nil {
 		e.sb.log.Debug().Str("server", name).Str("container", lease.ID()).Bool("warm", lease.Warm).Msg("per-call server call")
 	}

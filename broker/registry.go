@@ -36,7 +36,7 @@ const registryPrefix = "pml.mcp."
 // It holds what it uses, never the *Broker: the functions of the tool
 // table, the servers, the permissions and the approval texts are wired in
 // New.
-type registrySide struct {
+type Registry struct {
 	client  *registry.Client
 	lock    *registry.Lockfile
 	lockErr error
@@ -46,14 +46,14 @@ type registrySide struct {
 	log zerolog.Logger
 	// cloud is where an http entry's tools go (and whether cloud mode is
 	// on: registry lookups are then allowed).
-	cloud *cloudSide
+	cloud *Cloud
 	// decide is the permissions in force (the lockfile keeps an entry
 	// whose namespace they do not deny).
 	decide func(tool string) (Decision, string)
 	// hasTool is the tool table's; serverOf and addServer the servers'.
 	hasTool   func(name string) bool
-	serverOf  func(tool string) *server
-	addServer func(cfg config.Server) *server
+	serverOf  func(tool string) *Server
+	addServer func(cfg config.Server) *Server
 	// listDeno lists a deno entry's functions as tools of its namespace
 	// (capabilities.listDeno), set in New.
 	listDeno func(e *registry.Entry, namespace string) []string
@@ -64,7 +64,7 @@ type registrySide struct {
 	// belowAudit is the request path below the audit layer: an approved
 	// integrity change runs its call through it again. Set in New once
 	// the path is built.
-	belowAudit Handler
+	BelowAudit Handler
 
 	mu sync.Mutex
 	// missing remembers namespaces no registry has, so a session does not
@@ -76,7 +76,7 @@ type registrySide struct {
 
 // setupRegistry opens the registries' client and the lockfile (dropping
 // the entries of denied namespaces); it contacts no registry.
-func (r *registrySide) setupRegistry() {
+func (r *Registry) Setup() {
 	r.missing = map[string]error{}
 	r.deno = map[string]*registry.Entry{}
 	client, err := registry.New(registry.Options{Registries: r.cfg.Registries, CacheDir: registry.CacheDir(r.sb.ws)})
@@ -116,23 +116,23 @@ func fqdnFor(tool string) string {
 // registries: they were configured, or cloud mode is on. In local mode
 // with the default registry (the cloud) pml contacts nothing on its own;
 // `pml add` still may, since the user asks for it.
-func (r *registrySide) registryLookups() bool {
-	return r.client != nil && (r.cfg.RegistriesSet || r.cloud.client.Enabled())
+func (r *Registry) Lookups() bool {
+	return r.client != nil && (r.cfg.RegistriesSet || r.cloud.Client.Enabled())
 }
 
 // resolvable reports whether a tool that is not registered (yet) can
 // still be called: a configured server's, a cloud tool, or one a registry
 // may provide. Anything else is the SDK's "unknown tool" protocol error.
-func (r *registrySide) resolvable(name string) bool {
+func (r *Registry) Resolvable(name string) bool {
 	if r.hasTool(name) {
 		return false
 	}
-	return r.serverOf(name) != nil || r.cloud.isCloudTool(name) || registryCandidate(name) && r.registryLookups()
+	return r.serverOf(name) != nil || r.cloud.IsCloudTool(name) || RegistryCandidate(name) && r.Lookups()
 }
 
 // registryCandidate reports whether a tool name may be resolved through
 // the registries: it has a namespace that is not built in.
-func registryCandidate(tool string) bool {
+func RegistryCandidate(tool string) bool {
 	ns, action, ok := strings.Cut(tool, ":")
 	if !ok || ns == "" || action == "" {
 		return false
@@ -150,7 +150,7 @@ func registryCandidate(tool string) bool {
 // recorded there, a changed entry comes back with a StatusMismatch
 // verdict and nothing recorded. Errors wrap ErrNotFound (no registry has
 // it; registry.ErrNotFound too) or ErrUnavailable.
-func (r *registrySide) fetchChecked(ctx context.Context, fqdn string) (*registry.Entry, registry.Verdict, error) {
+func (r *Registry) FetchChecked(ctx context.Context, fqdn string) (*registry.Entry, registry.Verdict, error) {
 	if r.client == nil || r.lock == nil {
 		return nil, registry.Verdict{}, fmt.Errorf("%w: the registries cannot be used: %v", ErrUnavailable, r.lockErr)
 	}
@@ -177,7 +177,7 @@ func (r *registrySide) fetchChecked(ctx context.Context, fqdn string) (*registry
 // resolveFromRegistry fetches the entry behind tool and makes it callable.
 // When the entry changed since it was locked, it returns a workflow-ready
 // integrity change instead (change != nil) and makes nothing callable.
-func (r *registrySide) resolveFromRegistry(ctx context.Context, tool string) (change *integrityChange, err error) {
+func (r *Registry) Resolve(ctx context.Context, tool string) (change *IntegrityChange, err error) {
 	ns := routing.Namespace(tool)
 	r.mu.Lock()
 	prev, known := r.missing[ns]
@@ -188,7 +188,7 @@ func (r *registrySide) resolveFromRegistry(ctx context.Context, tool string) (ch
 	fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	fqdn := fqdnFor(tool)
-	e, v, err := r.fetchChecked(fctx, fqdn)
+	e, v, err := r.FetchChecked(fctx, fqdn)
 	switch {
 	case errors.Is(err, registry.ErrNotFound):
 		nf := fmt.Errorf("%w %q: nothing local provides it and no registry has %s (%v); tools/list (`pml tools` on the command line) shows the available tools", ErrNotFound, tool, fqdn, strings.TrimPrefix(err.Error(), ErrNotFound.Error()+": "))
@@ -199,7 +199,7 @@ func (r *registrySide) resolveFromRegistry(ctx context.Context, tool string) (ch
 	case err != nil:
 		return nil, fmt.Errorf("%s needs the registry entry %s: %w", tool, fqdn, err)
 	case v.Status == registry.StatusMismatch:
-		return &integrityChange{entry: e, verdict: v}, nil
+		return &IntegrityChange{entry: e, verdict: v}, nil
 	}
 	return nil, r.useEntry(e, tool)
 }
@@ -209,7 +209,7 @@ func (r *registrySide) resolveFromRegistry(ctx context.Context, tool string) (ch
 // shows their tools. A registry that does not answer within a few seconds
 // leaves them to the first call; an entry that changed stays unlisted
 // until a call asks about it.
-func (r *registrySide) loadRegistryServers(ctx context.Context) {
+func (r *Registry) LoadServers(ctx context.Context) {
 	if r.lock == nil {
 		return
 	}
@@ -218,7 +218,7 @@ func (r *registrySide) loadRegistryServers(ctx context.Context) {
 	var wg sync.WaitGroup
 	for name, e := range r.lock.Entries() {
 		f, err := registry.ParseFQDN(name)
-		if err != nil || e.Type != registry.TypeStdio || r.serverOf(f.Namespace+":") != nil || !registryCandidate(f.Namespace+":"+f.Action) {
+		if err != nil || e.Type != registry.TypeStdio || r.serverOf(f.Namespace+":") != nil || !RegistryCandidate(f.Namespace+":"+f.Action) {
 			continue
 		}
 		if name != fqdnFor(f.Namespace+":") {
@@ -227,7 +227,7 @@ func (r *registrySide) loadRegistryServers(ctx context.Context) {
 		wg.Add(1)
 		go panics.Guarded(r.log, "tools/list", "loading the locked registry server "+name, func() {
 			defer wg.Done()
-			if _, err := r.resolveFromRegistry(ctx, f.Namespace+":"+f.Action); err != nil {
+			if _, err := r.Resolve(ctx, f.Namespace+":"+f.Action); err != nil {
 				r.log.Info().Err(err).Str("fqdn", name).Msg("a locked registry server is not listed")
 			}
 		})
@@ -236,13 +236,13 @@ func (r *registrySide) loadRegistryServers(ctx context.Context) {
 }
 
 // integrityChange is a fetched entry that differs from the locked one.
-type integrityChange struct {
+type IntegrityChange struct {
 	entry   *registry.Entry
 	verdict registry.Verdict
 }
 
 // useEntry makes a verified entry callable.
-func (r *registrySide) useEntry(e *registry.Entry, tool string) error {
+func (r *Registry) useEntry(e *registry.Entry, tool string) error {
 	ns := routing.Namespace(tool)
 	switch e.Type {
 	case registry.TypeStdio:
@@ -260,7 +260,7 @@ func (r *registrySide) useEntry(e *registry.Entry, tool string) error {
 		r.cloud.router.AddServer(ns)
 		// Its variables leave the machine only as the person granted
 		// (registry_grant.go): the grant is what its calls would send.
-		g := httpGrant(e, ns, r.cloud.client.URL)
+		g := httpGrant(e, ns, r.cloud.Client.URL)
 		r.cloud.mu.Lock()
 		if e.Meta != nil {
 			r.cloud.regEnv[tool] = e.Meta.AllEnvRequired()
@@ -281,9 +281,9 @@ func (r *registrySide) useEntry(e *registry.Entry, tool string) error {
 }
 
 // integrityApproval describes a changed registry entry for a person.
-func (r *registrySide) integrityApproval(wf *Workflow) Approval {
+func (r *Registry) IntegrityApproval(wf *Workflow) Approval {
 	a := r.approval(wf)
-	ch, _ := wf.Data.(*integrityChange)
+	ch, _ := wf.Data.(*IntegrityChange)
 	if ch == nil {
 		return a
 	}
@@ -318,8 +318,8 @@ func (r *registrySide) integrityApproval(wf *Workflow) Approval {
 // whole request path again (it may still need a permission or an
 // install), below the audit layer: the call's one audit entry is the
 // outcome of that run, with the approval as its reason when it has none.
-func (r *registrySide) approveIntegrity(ctx context.Context, c *Call, wfs *Workflows, wf *Workflow) Result {
-	ch, _ := wf.Data.(*integrityChange)
+func (r *Registry) ApproveIntegrity(ctx context.Context, c *Call, wfs *Workflows, wf *Workflow) Result {
+	ch, _ := wf.Data.(*IntegrityChange)
 	if ch == nil {
 		return errorResult(fmt.Errorf("workflow %s has no integrity change attached", wf.ID))
 	}
@@ -333,7 +333,7 @@ func (r *registrySide) approveIntegrity(ctx context.Context, c *Call, wfs *Workf
 	args, _ := json.Marshal(wf.Args)
 	again := call.NewCall(Request{Tool: wf.Tool, Args: args, Workflows: wfs})
 	again.Began = c.Began
-	res := r.belowAudit.Call(call.WithRequest(ctx, again.Req), again)
+	res := r.BelowAudit.Call(call.WithRequest(ctx, again.Req), again)
 	if e, ok := again.Noted(); ok {
 		if e.Reason == "" {
 			e.Reason = "integrity change approved"
@@ -346,7 +346,7 @@ func (r *registrySide) approveIntegrity(ctx context.Context, c *Call, wfs *Workf
 // resolveVersion turns a name's semantic version or range into the
 // 5-part FQDN to fetch (registry.Resolve: a locked version that still
 // matches is kept; else the highest listed).
-func (r *registrySide) resolveVersion(ctx context.Context, ref capname.Ref) (string, error) {
+func (r *Registry) resolveVersion(ctx context.Context, ref capname.Ref) (string, error) {
 	if r.client == nil || r.lock == nil {
 		return "", fmt.Errorf("%w: the registries cannot be used: %v", ErrUnavailable, r.lockErr)
 	}

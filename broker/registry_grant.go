@@ -33,7 +33,7 @@ import (
 // entryGrants is the broker's view of the record: the store, the
 // workspace it is keyed by, and the grants this process has seen covered
 // (a call of a granted server does not read the file again).
-type entryGrants struct {
+type Grants struct {
 	store *entrygrant.Store
 	ws    string
 	log   zerolog.Logger
@@ -44,16 +44,16 @@ type entryGrants struct {
 
 // newEntryGrants opens the record beside the trust store ts; without a
 // place for it (no HOME, a unit test) grants last for the process.
-func newEntryGrants(ts *trust.Store, ws string, log zerolog.Logger) *entryGrants {
+func NewGrants(ts *trust.Store, ws string, log zerolog.Logger) *Grants {
 	store := entrygrant.Memory()
 	if ts != nil && filepath.IsAbs(ts.Path) {
 		store = entrygrant.Open(filepath.Dir(ts.Path))
 	}
-	return &entryGrants{store: store, ws: ws, log: log, ok: map[string]entrygrant.Grant{}}
+	return &Grants{store: store, ws: ws, log: log, ok: map[string]entrygrant.Grant{}}
 }
 
 // granted reports whether want is covered by what the person granted.
-func (g *entryGrants) granted(want entrygrant.Grant) bool {
+func (g *Grants) Granted(want entrygrant.Grant) bool {
 	want = want.Normal()
 	if want.Empty() {
 		return true
@@ -77,7 +77,7 @@ func (g *entryGrants) granted(want entrygrant.Grant) bool {
 }
 
 // record saves want as granted by the person.
-func (g *entryGrants) record(want entrygrant.Grant) error {
+func (g *Grants) Record(want entrygrant.Grant) error {
 	want = want.Normal()
 	if err := g.store.Record(g.ws, want); err != nil {
 		return err
@@ -93,17 +93,17 @@ func (g *entryGrants) record(want entrygrant.Grant) error {
 // has not given: the last guard before its container gets the values of
 // host variables and its network (a tools/list loading a locked server,
 // any path that did not ask first).
-func (g *entryGrants) checkServer(cfg config.Server) error {
+func (g *Grants) CheckServer(cfg config.Server) error {
 	if !cfg.FromRegistry {
 		return nil
 	}
 	want := serverGrant(cfg)
-	if g.granted(want) {
+	if g.Granted(want) {
 		return nil
 	}
 	return fmt.Errorf("%w: the MCP server %s comes from a registry and asks for what nobody granted it here: %s; no container was started. "+
 		"Call one of its tools to be asked (the approval names all of it), or add it with `pml add`, which shows it",
-		ErrRefused, cfg.Name, shownGrant(want))
+		ErrRefused, cfg.Name, ShownGrant(want))
 }
 
 // serverGrant is what a registry stdio server gets of this machine: the
@@ -154,7 +154,7 @@ func hostOf(raw string) string {
 
 // shownGrant is a grant as an approval or a message tells it: names
 // only, quoted (they come from a registry).
-func shownGrant(g entrygrant.Grant) string {
+func ShownGrant(g entrygrant.Grant) string {
 	return termsafe.Quote(g.Describe(), 4*termsafe.DefaultMax)
 }
 
@@ -162,20 +162,20 @@ func shownGrant(g entrygrant.Grant) string {
 // false for a tool of no registry entry (a server of .pml.json, the
 // toolbox, the cloud's own list).
 func (b *Broker) wantedGrant(tool string) (entrygrant.Grant, bool) {
-	if srv := b.srv.serverOf(tool); srv != nil {
-		if !srv.cfg.FromRegistry {
+	if srv := b.srv.ServerOf(tool); srv != nil {
+		if !srv.Cfg.FromRegistry {
 			return entrygrant.Grant{}, false
 		}
-		return serverGrant(srv.cfg), true
+		return serverGrant(srv.Cfg), true
 	}
-	return b.cloud.regGrantOf(tool)
+	return b.cloud.RegGrantOf(tool)
 }
 
 // grantNeeded is the approve layer's GrantNeeded: the grant tool's entry
 // asks for, when the person has not given it.
 func (b *Broker) grantNeeded(tool string) (any, bool) {
 	g, ok := b.wantedGrant(tool)
-	if !ok || b.sb.grants.granted(g) {
+	if !ok || b.sb.grants.Granted(g) {
 		return nil, false
 	}
 	return &g, true
@@ -187,8 +187,8 @@ func (b *Broker) grantNeeded(tool string) (any, bool) {
 // would.
 func (b *Broker) grantApproval(wf *Workflow) Approval {
 	var a Approval
-	if srv := b.srv.serverOf(wf.Tool); srv != nil && srv.cfg.Install != nil && !b.srv.deps.Installed(srv.cfg) {
-		a = b.ask.DependencyApproval(wf, srv.cfg)
+	if srv := b.srv.ServerOf(wf.Tool); srv != nil && srv.Cfg.Install != nil && !b.srv.Deps.Installed(srv.Cfg) {
+		a = b.ask.DependencyApproval(wf, srv.Cfg)
 	} else {
 		a = b.ask.Approval(wf)
 	}
@@ -202,7 +202,7 @@ func (b *Broker) grantApproval(wf *Workflow) Approval {
 	}
 	a.Description = fmt.Sprintf("%s comes from the registry entry %s, which asks for more than the tool's permission gives: %s. "+
 		"None of it is given until you grant it here; pml records the grant %s and asks again when the entry asks for more. ",
-		termsafe.Quote(wf.Tool, termsafe.DefaultMax), termsafe.Quote(g.Entry, termsafe.DefaultMax), shownGrant(*g), where) + a.Description
+		termsafe.Quote(wf.Tool, termsafe.DefaultMax), termsafe.Quote(g.Entry, termsafe.DefaultMax), ShownGrant(*g), where) + a.Description
 	a.Options = []string{"continue", "abort"}
 	if a.Context == nil {
 		a.Context = map[string]any{}
@@ -225,5 +225,5 @@ func (b *Broker) recordGrant(wf *Workflow) error {
 	if !ok || g == nil {
 		return fmt.Errorf("workflow %s carries no registry grant", wf.ID)
 	}
-	return b.sb.grants.record(*g)
+	return b.sb.grants.Record(*g)
 }

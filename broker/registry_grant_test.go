@@ -166,20 +166,20 @@ func TestARegistryServerStartsOnlyWithinItsGrant(t *testing.T) {
 			t.Fatal("the registry server started before its grant")
 		}
 	}
-	srv := f.b.srv.serverOf("exf:echo")
-	if err := f.b.sb.grants.checkServer(srv.cfg); err == nil || !strings.Contains(err.Error(), "no container was started") {
+	srv := f.b.srv.ServerOf("exf:echo")
+	if err := f.b.sb.grants.CheckServer(srv.Cfg); err == nil || !strings.Contains(err.Error(), "no container was started") {
 		t.Fatalf("checkServer before the grant: %v", err)
 	}
 	if r := continueCall(f, a.WorkflowID); r.IsError || r.Text != "echo: x" {
 		t.Fatalf("after the grant: %+v", r)
 	}
-	if err := f.b.sb.grants.checkServer(srv.cfg); err != nil {
+	if err := f.b.sb.grants.CheckServer(srv.Cfg); err != nil {
 		t.Fatalf("checkServer after the grant: %v", err)
 	}
 	// One more variable is more than was granted.
-	wider := srv.cfg
+	wider := srv.Cfg
 	wider.EnvRequired = append([]string{"GITHUB_TOKEN"}, wider.EnvRequired...)
-	if err := f.b.sb.grants.checkServer(wider); err == nil || !strings.Contains(err.Error(), "GITHUB_TOKEN") {
+	if err := f.b.sb.grants.CheckServer(wider); err == nil || !strings.Contains(err.Error(), "GITHUB_TOKEN") {
 		t.Fatalf("checkServer of a wider entry: %v", err)
 	}
 }
@@ -207,7 +207,7 @@ func TestPmlAddShowsAndRecordsTheGrant(t *testing.T) {
 	if err != nil || c.Grant == nil || strings.Join(c.Grant.Env, ",") != "WEATHER_API_KEY" {
 		t.Fatalf("pml add weather: %v %+v", err, c.Grant)
 	}
-	if ok := f.b.sb.grants.granted(*c.Grant); !ok {
+	if ok := f.b.sb.grants.Granted(*c.Grant); !ok {
 		t.Fatal("the grant pml add showed was not recorded")
 	}
 }
@@ -215,26 +215,26 @@ func TestPmlAddShowsAndRecordsTheGrant(t *testing.T) {
 func TestEntryGrantsLiveInTheStateDirectory(t *testing.T) {
 	state := t.TempDir()
 	ws := t.TempDir()
-	g := newEntryGrants(nil, ws, zerolog.Nop())
+	g := NewGrants(nil, ws, zerolog.Nop())
 	if g.store.Path != "" {
 		t.Fatalf("no trust store: grants should be in memory, got %s", g.store.Path)
 	}
-	g = newEntryGrants(&trust.Store{Path: filepath.Join(state, trust.FileName)}, ws, zerolog.Nop())
+	g = NewGrants(&trust.Store{Path: filepath.Join(state, trust.FileName)}, ws, zerolog.Nop())
 	want := entrygrant.Grant{Namespace: "exf", Kind: "stdio", Env: []string{"B", "A"}, Image: "img"}
-	if g.granted(want) {
+	if g.Granted(want) {
 		t.Fatal("granted before anything was recorded")
 	}
-	if err := g.record(want); err != nil {
+	if err := g.Record(want); err != nil {
 		t.Fatal(err)
 	}
-	fresh := newEntryGrants(&trust.Store{Path: filepath.Join(state, trust.FileName)}, ws, zerolog.Nop())
-	if !fresh.granted(want) {
+	fresh := NewGrants(&trust.Store{Path: filepath.Join(state, trust.FileName)}, ws, zerolog.Nop())
+	if !fresh.Granted(want) {
 		t.Fatal("a recorded grant was not found by a new process")
 	}
 	if _, err := os.Stat(filepath.Join(state, entrygrant.FileName)); err != nil {
 		t.Fatalf("the record is not beside the trust records: %v", err)
 	}
-	if other := newEntryGrants(&trust.Store{Path: filepath.Join(state, trust.FileName)}, t.TempDir(), zerolog.Nop()); other.granted(want) {
+	if other := NewGrants(&trust.Store{Path: filepath.Join(state, trust.FileName)}, t.TempDir(), zerolog.Nop()); other.Granted(want) {
 		t.Fatal("a grant of one workspace holds in another")
 	}
 }

@@ -35,7 +35,7 @@ const (
 // env is os.Getenv in production: the PML_* overrides keep applying on
 // top of the file.
 func (b *Broker) WatchConfig(ctx context.Context, env func(string) string) error {
-	go panics.Guarded(b.log, "capabilities", "watching the added capabilities", func() { b.caps.watchAdded(ctx) })
+	go panics.Guarded(b.log, "capabilities", "watching the added capabilities", func() { b.caps.WatchAdded(ctx) })
 	return config.Watch(ctx, b.sb.ws, config.DefaultDebounce, func() { b.Reload(env) }, func(err error) {
 		b.log.Warn().Err(err).Msg("watching .pml.json; edits may not apply until pml restarts")
 	})
@@ -106,14 +106,14 @@ func (b *Broker) Reload(env func(string) string) {
 	if restart := restartOnly(last.Sandbox, cfg.Sandbox); len(restart) > 0 {
 		b.log.Warn().Str("file", cfg.Path).Strs("keys", restart).Msg("these sandbox settings changed in .pml.json and apply when pml restarts")
 	}
-	b.srv.applyServers(last.Servers, cfg.Servers)
-	b.caps.setNamed(cfg.Capabilities) // capability_named.go
+	b.srv.Apply(last.Servers, cfg.Servers)
+	b.caps.SetNamed(cfg.Capabilities) // capability_named.go
 	if !slices.Equal(last.Sandbox.Mounts, cfg.Sandbox.Mounts) {
 		// Running servers have the old sandbox.mounts: stopped, they start
 		// again at their next call with the new ones (a mount taken away
 		// stays in no container).
-		for _, srv := range b.srv.serverList() {
-			srv.up.Stop()
+		for _, srv := range b.srv.List() {
+			srv.Up.Stop()
 		}
 	}
 	if restart := otherRestartOnly(last, cfg); len(restart) > 0 {
@@ -167,13 +167,13 @@ func otherRestartOnly(old, cur *config.Config) []string {
 // added is created and its tools loaded in the background (the listing
 // changes when they arrive), and one whose settings changed is both.
 // Servers that came from the registry are left alone.
-func (s *serverSet) applyServers(old, cur map[string]config.Server) {
-	var added []*server
+func (s *Servers) Apply(old, cur map[string]config.Server) {
+	var added []*Server
 	handed := map[string]bool{}
 	for name, was := range old {
 		now, ok := cur[name]
 		switch {
-		case ok && !reflect.DeepEqual(was, now) && s.deps.Installed(now):
+		case ok && !reflect.DeepEqual(was, now) && s.Deps.Installed(now):
 			added = append(added, s.handOver(name, now))
 			handed[name] = true
 		case !ok || !reflect.DeepEqual(was, now):
@@ -185,7 +185,7 @@ func (s *serverSet) applyServers(old, cur map[string]config.Server) {
 			if handed[name] {
 				continue
 			}
-			added = append(added, s.addServer(cur[name]))
+			added = append(added, s.Add(cur[name]))
 			s.log.Info().Str("server", name).Msg("server added from .pml.json")
 		}
 	}
@@ -193,10 +193,10 @@ func (s *serverSet) applyServers(old, cur map[string]config.Server) {
 		// Close waits for it, as for a call: the load writes the tools
 		// cache under .pml/, which must not change after Close returns.
 		s.inflight.Add(1)
-		go panics.Guarded(s.log, "", "loading the server "+srv.cfg.Name+" added to .pml.json", func() {
+		go panics.Guarded(s.log, "", "loading the server "+srv.Cfg.Name+" added to .pml.json", func() {
 			defer s.inflight.Done()
 			if err := s.loadServer(s.base, srv); err != nil && !errors.Is(err, errNotInstalled) {
-				s.log.Warn().Err(err).Str("server", srv.cfg.Name).Msg("its tools are not listed")
+				s.log.Warn().Err(err).Str("server", srv.Cfg.Name).Msg("its tools are not listed")
 			}
 		})
 	}
@@ -221,13 +221,13 @@ func sortedNames(m map[string]config.Server) []string {
 // running on it ends with it. Only for an entry that is installed: one
 // that needs an install first leaves the listing until it is installed,
 // as a new server does.
-func (s *serverSet) handOver(name string, cfg config.Server) *server {
+func (s *Servers) handOver(name string, cfg config.Server) *Server {
 	s.serversMu.Lock()
 	was := s.servers[name]
 	delete(s.servers, name)
 	s.serverOrder = slices.DeleteFunc(s.serverOrder, func(n string) bool { return n == name })
 	s.serversMu.Unlock()
-	srv := s.addServer(cfg)
+	srv := s.Add(cfg)
 	if was == nil {
 		return srv
 	}
@@ -237,19 +237,19 @@ func (s *serverSet) handOver(name string, cfg config.Server) *server {
 	was.mu.Unlock()
 	var defs []toolbox.Tool
 	for _, n := range names {
-		if e, ok := s.tools.Get(n); ok {
+		if e, ok := s.Table.Get(n); ok {
 			defs = append(defs, e.Def)
 		}
 	}
 	var exec executor = pooledExec{sb: s.sb, srv: srv}
 	if cfg.Lifetime == "per_call" {
-		exec = perCallExec{sb: s.sb, deps: s.deps, srv: srv}
+		exec = perCallExec{sb: s.sb, deps: s.Deps, srv: srv}
 	}
-	kept := s.replaceTools(names, defs, exec)
+	kept := s.ReplaceTools(names, defs, exec)
 	srv.mu.Lock()
 	srv.names = kept // replaced by the new server's own list once loaded
 	srv.mu.Unlock()
-	was.up.Close()
+	was.Up.Close()
 	s.log.Info().Str("server", name).Msg("server changed in .pml.json: restarted with the new entry")
 	return srv
 }
@@ -257,7 +257,7 @@ func (s *serverSet) handOver(name string, cfg config.Server) *server {
 // removeServer stops a server that left .pml.json and takes its tools
 // out of the listing (the MCP layer sends list_changed). A call running
 // on it ends with its container.
-func (s *serverSet) removeServer(name string) {
+func (s *Servers) removeServer(name string) {
 	s.serversMu.Lock()
 	srv := s.servers[name]
 	delete(s.servers, name)
@@ -270,8 +270,8 @@ func (s *serverSet) removeServer(name string) {
 	names := srv.names
 	srv.names, srv.loaded = nil, false
 	srv.mu.Unlock()
-	s.replaceTools(names, nil, nil)
-	srv.up.Close()
+	s.ReplaceTools(names, nil, nil)
+	srv.Up.Close()
 	s.log.Info().Str("server", name).Msg("server removed from .pml.json: stopped")
 }
 
@@ -285,7 +285,7 @@ func (s *serverSet) removeServer(name string) {
 // table. An edit that only allows or asks tells no one.
 func (b *Broker) tellVisible(old, cur Permissions) {
 	changed := false
-	for _, t := range b.srv.tools.List() {
+	for _, t := range b.srv.Table.List() {
 		was, _ := old.Decide(t.Name)
 		now, _ := cur.Decide(t.Name)
 		if (was == Deny) != (now == Deny) {
@@ -298,5 +298,5 @@ func (b *Broker) tellVisible(old, cur Permissions) {
 	}
 	// The MCP layer lists again (the denied tools leave, or come back)
 	// and sends notifications/tools/list_changed.
-	b.srv.tools.Notify()
+	b.srv.Table.Notify()
 }

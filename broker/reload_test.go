@@ -258,7 +258,7 @@ func TestAChangedServerKeepsItsToolsWhileItRestarts(t *testing.T) {
 	})
 	f.writeConfig(t, `{"permissions": {"allow": ["*"]}, "mcps": {"fake": {"image": "fake-image", "network": {"allow": ["example.com:443"]}}}}`)
 	f.b.Reload(noEnv)
-	if !f.b.srv.hasTool("fake:echo") {
+	if !f.b.srv.HasTool("fake:echo") {
 		t.Fatal("fake:echo is unknown right after its server's entry changed")
 	}
 	if r := f.call(t, "fake:echo", map[string]any{"text": "again"}); r.IsError || r.Text != "echo: again" {

@@ -74,7 +74,7 @@ type sandbox struct {
 	extra *extramount.Set
 	// grants is what the person granted registry entries
 	// (registry_grant.go): a registry server starts only within it.
-	grants *entryGrants
+	grants *Grants
 }
 
 // newSandbox builds the sandbox of a broker: the runtime goes through

@@ -13,13 +13,13 @@ import (
 // person consented to it on the command line: pml add) and registers its
 // tools, from the tools cache or by starting the server once. It returns
 // the server's tools.
-func (s *serverSet) InstallServer(ctx context.Context, name string) ([]Tool, error) {
-	srv := s.serverOf(name + ":")
+func (s *Servers) InstallServer(ctx context.Context, name string) ([]Tool, error) {
+	srv := s.ServerOf(name + ":")
 	if srv == nil {
 		return nil, fmt.Errorf("%w: %s is not a server in .pml.json (or its entry is not trusted: pml trust)", ErrNotFound, name)
 	}
-	if !s.deps.Installed(srv.cfg) {
-		if err := s.install(ctx, srv); err != nil {
+	if !s.Deps.Installed(srv.Cfg) {
+		if err := s.Install(ctx, srv); err != nil {
 			return nil, err
 		}
 	}
@@ -34,18 +34,18 @@ func (s *serverSet) InstallServer(ctx context.Context, name string) ([]Tool, err
 // add that fails or is killed leaves .pml.json as it was. cfg is the
 // entry as pml add will write it; a configured server of that name is an
 // error.
-func (s *serverSet) InstallNewServer(ctx context.Context, cfg config.Server) ([]Tool, error) {
-	if s.serverOf(cfg.Name+":") != nil {
+func (s *Servers) InstallNewServer(ctx context.Context, cfg config.Server) ([]Tool, error) {
+	if s.ServerOf(cfg.Name+":") != nil {
 		return nil, fmt.Errorf("%s is already a server here: choose another name with --name", cfg.Name)
 	}
-	s.addServer(cfg)
+	s.Add(cfg)
 	return s.InstallServer(ctx, cfg.Name)
 }
 
 // ServerTools lists the registered tools of server name.
-func (s *serverSet) ServerTools(name string) []Tool {
+func (s *Servers) ServerTools(name string) []Tool {
 	var out []Tool
-	for _, t := range s.tools.List() {
+	for _, t := range s.Table.List() {
 		if strings.HasPrefix(t.Name, name+":") {
 			out = append(out, t)
 		}
@@ -57,7 +57,7 @@ func (s *serverSet) ServerTools(name string) []Tool {
 // hides a tool), each with its wire name, in listing order; servers'
 // tools are those registered (LoadServers loads them, from the cache
 // where it can).
-func (s *serverSet) ListedTools() []Listed {
+func (s *Servers) ListedTools() []Listed {
 	var out []Listed
 	for _, t := range s.Tools() {
 		if t.Name != ContinueTool {

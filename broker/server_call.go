@@ -34,14 +34,14 @@ func withCallInfo(ctx context.Context, ci callInfo) context.Context {
 // pooled, long-lived container (internal/upstream).
 type pooledExec struct {
 	sb  *sandbox
-	srv *server
+	srv *Server
 }
 
 func (e pooledExec) Run(ctx context.Context, def toolbox.Tool, args map[string]any) Result {
 	if ci, _ := ctx.Value(callInfoKey{}).(callInfo); ci.fwd.on() {
 		return forwardServer(ctx, e.sb, e.srv, def, ci.fwd)
 	}
-	return callServer(ctx, e.sb, e.srv, def, args, e.srv.up.Call)
+	return callServer(ctx, e.sb, e.srv, def, args, e.srv.Up.Call)
 }
 
 // serverCall is one tools/call of a server, in the container its
@@ -50,7 +50,7 @@ type serverCall func(ctx context.Context, tool string, args json.RawMessage, pro
 
 // callServer forwards an allowed call to srv through call, within the
 // policy's timeout, and words its failures.
-func callServer(ctx context.Context, sb *sandbox, srv *server, def toolbox.Tool, args map[string]any, call serverCall) Result {
+func callServer(ctx context.Context, sb *sandbox, srv *Server, def toolbox.Tool, args map[string]any, call serverCall) Result {
 	if err := srv.prepare(sb); err != nil {
 		return errorResult(err)
 	}
@@ -91,10 +91,10 @@ func serverCallError(sb *sandbox, def toolbox.Tool, err error, parent context.Co
 // forwardServer is callServer on the fast path: the caller's arguments go
 // to the server as they came, and its result comes back as it went
 // (Result.raw), never decoded.
-func forwardServer(ctx context.Context, sb *sandbox, srv *server, def toolbox.Tool, fwd *ForwardCall) Result {
+func forwardServer(ctx context.Context, sb *sandbox, srv *Server, def toolbox.Tool, fwd *ForwardCall) Result {
 	// The environment matters when the container starts: a running
 	// server keeps the one it started with.
-	if !srv.up.Running() {
+	if !srv.Up.Running() {
 		if err := srv.prepare(sb); err != nil {
 			return errorResult(err)
 		}
@@ -107,7 +107,7 @@ func forwardServer(ctx context.Context, sb *sandbox, srv *server, def toolbox.To
 		defer cancel()
 	}
 	_, tool, _ := strings.Cut(def.Name, ":")
-	res, sent, err := srv.up.Forward(ctx, tool, fwd.args, fwd.token, fwd.progress, fwd.answer, ci.relay)
+	res, sent, err := srv.Up.Forward(ctx, tool, fwd.args, fwd.token, fwd.progress, fwd.answer, ci.relay)
 	if err != nil {
 		return serverCallError(sb, def, err, parent)
 	}

@@ -17,43 +17,43 @@ import (
 
 // install runs a server's install step (once; concurrent callers wait)
 // and then registers its tools.
-func (s *serverSet) install(ctx context.Context, srv *server) error {
+func (s *Servers) Install(ctx context.Context, srv *Server) error {
 	srv.installMu.Lock()
 	defer srv.installMu.Unlock()
-	if s.deps.Installed(srv.cfg) {
+	if s.Deps.Installed(srv.Cfg) {
 		return nil
 	}
-	pol := serverPolicy(s.sb, srv.cfg)
+	pol := serverPolicy(s.sb, srv.Cfg)
 	network := s.installNetwork(ctx, srv)
 	if network == nil {
 		// pml's in-container program is missing (a pml built without
 		// it) or cannot run there: the install gets the engine's network, as before
 		// egress existed.
-		s.log.Warn().Str("server", srv.cfg.Name).Msg("the install runs on the engine's bridge network (full egress): pml's egress listener cannot run in its container")
+		s.log.Warn().Str("server", srv.Cfg.Name).Msg("the install runs on the engine's bridge network (full egress): pml's egress listener cannot run in its container")
 		pol.Network = "bridge"
 	}
 	if pol.Timeout < policiesDuration(deps.InstallTimeout) {
 		pol.Timeout = policiesDuration(deps.InstallTimeout)
 	}
 	in := &deps.Installer{
-		Store:   s.deps,
+		Store:   s.Deps,
 		Runtime: s.sb.rt,
-		Spec:    container.Spec{Image: srv.cfg.Image, User: s.sb.user, Policy: pol, Labels: s.sb.labels("install:" + srv.cfg.Name)},
+		Spec:    container.Spec{Image: srv.Cfg.Image, User: s.sb.user, Policy: pol, Labels: s.sb.labels("install:" + srv.Cfg.Name)},
 		Env:     os.Getenv,
 		Network: network,
 		// An unpinned package (the seeds' npx -y @scope/server) says
 		// which version its first install chose.
-		Note: func(note string) { s.progress.Info().Str("server", srv.cfg.Name).Msg(note) },
+		Note: func(note string) { s.progress.Info().Str("server", srv.Cfg.Name).Msg(note) },
 	}
-	s.progress.Info().Str("server", srv.cfg.Name).Str("image", srv.cfg.Image).Str("command", srv.cfg.Install.Command+" "+strings.Join(srv.cfg.Install.Args, " ")).Msg("installing (a first install takes a while; a line every few seconds until it ends)")
+	s.progress.Info().Str("server", srv.Cfg.Name).Str("image", srv.Cfg.Image).Str("command", srv.Cfg.Install.Command+" "+strings.Join(srv.Cfg.Install.Args, " ")).Msg("installing (a first install takes a while; a line every few seconds until it ends)")
 	began := time.Now()
-	stop := s.stillInstalling(srv.cfg.Name, began)
-	err := in.Install(ctx, srv.cfg)
+	stop := s.stillInstalling(srv.Cfg.Name, began)
+	err := in.Install(ctx, srv.Cfg)
 	stop()
 	if err != nil {
 		return err
 	}
-	s.progress.Info().Str("server", srv.cfg.Name).Str("integrity", srv.cfg.Install.Integrity).Dur("took", time.Since(began).Round(100*time.Millisecond)).Msg("installed and verified")
+	s.progress.Info().Str("server", srv.Cfg.Name).Str("integrity", srv.Cfg.Install.Integrity).Dur("took", time.Since(began).Round(100*time.Millisecond)).Msg("installed and verified")
 	return nil
 }
 
@@ -64,7 +64,7 @@ var installTick = 5 * time.Second
 // that a 20-second npm install is not 20 seconds of silence; the returned
 // function stops it, and returns once no line can follow: the install's
 // own last line ("installed and verified") comes after it.
-func (s *serverSet) stillInstalling(name string, began time.Time) func() {
+func (s *Servers) stillInstalling(name string, began time.Time) func() {
 	done := make(chan struct{})
 	exited := make(chan struct{})
 	go func() {
@@ -87,20 +87,20 @@ func (s *serverSet) stillInstalling(name string, began time.Time) func() {
 // whose tools are allowed outright (permissions.allow matches "name:*"),
 // for `pml images pull`: later runs then need no network. Servers whose
 // install is not approved are reported, not installed.
-func (s *serverSet) PreinstallApproved(ctx context.Context) ([]images.DepResult, error) {
+func (s *Servers) PreinstallApproved(ctx context.Context) ([]images.DepResult, error) {
 	var out []images.DepResult
-	for _, srv := range s.serverList() {
-		if srv.cfg.Install == nil {
+	for _, srv := range s.List() {
+		if srv.Cfg.Install == nil {
 			continue
 		}
-		r := images.DepResult{Server: srv.cfg.Name}
-		switch d, _ := s.decide(srv.cfg.Name + ":*"); {
-		case s.deps.Installed(srv.cfg):
+		r := images.DepResult{Server: srv.Cfg.Name}
+		switch d, _ := s.decide(srv.Cfg.Name + ":*"); {
+		case s.Deps.Installed(srv.Cfg):
 			r.Status = "present"
 		case d != Allow:
-			r.Status = "needs approval (allow \"" + srv.cfg.Name + ":*\" in .pml.json, or call one of its tools once and approve the install)"
+			r.Status = "needs approval (allow \"" + srv.Cfg.Name + ":*\" in .pml.json, or call one of its tools once and approve the install)"
 		default:
-			if err := s.install(ctx, srv); err != nil {
+			if err := s.Install(ctx, srv); err != nil {
 				r.Status, r.Err = "failed", err
 			} else {
 				r.Status = "installed"
@@ -115,14 +115,14 @@ func (s *serverSet) PreinstallApproved(ctx context.Context) ([]images.DepResult,
 // proxy: the registry's host (deps.RegistryHosts) and the server's own
 // network.allow, nothing else; the container keeps network none. nil
 // when pml's program cannot run in the container.
-func (s *serverSet) installNetwork(ctx context.Context, srv *server) func(*container.Spec) error {
+func (s *Servers) installNetwork(ctx context.Context, srv *Server) func(*container.Spec) error {
 	exe := s.sb.supervisor(ctx)
 	if exe == "" {
 		return nil
 	}
 	return func(spec *container.Spec) error {
-		rules := srv.cfg.Network.Rules
-		hosts := deps.RegistryHosts(srv.cfg.Install, s.deps.Workspace(), os.Getenv)
+		rules := srv.Cfg.Network.Rules
+		hosts := deps.RegistryHosts(srv.Cfg.Install, s.Deps.Workspace(), os.Getenv)
 		extra, err := netallow.ParseList(hosts)
 		if err != nil {
 			return err
@@ -132,8 +132,8 @@ func (s *serverSet) installNetwork(ctx context.Context, srv *server) func(*conta
 		if rules.Empty() {
 			return nil
 		}
-		id := "install:" + srv.cfg.Name
-		if err := s.sb.withEgress(spec, id, "the install of "+srv.cfg.Name, "its package registry ("+strings.Join(hosts, ", ")+") or "+networkKey(srv.cfg.Private, srv.cfg.Name), rules); err != nil {
+		id := "install:" + srv.Cfg.Name
+		if err := s.sb.withEgress(spec, id, "the install of "+srv.Cfg.Name, "its package registry ("+strings.Join(hosts, ", ")+") or "+networkKey(srv.Cfg.Private, srv.Cfg.Name), rules); err != nil {
 			return err
 		}
 		spec.Mounts = append(spec.Mounts, container.Mount{Source: exe, Target: shim.Binary, ReadOnly: true})

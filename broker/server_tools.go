@@ -15,10 +15,10 @@ import (
 
 // registerServerTools makes a server's tools callable as server:tool and
 // tells the MCP layer.
-func (s *serverSet) registerServerTools(srv *server, tools []*mcp.Tool) {
+func (s *Servers) RegisterTools(srv *Server, tools []*mcp.Tool) {
 	var defs []toolbox.Tool
 	for _, t := range tools {
-		if !s.listable(srv.cfg.Name, t) {
+		if !s.listable(srv.Cfg.Name, t) {
 			continue
 		}
 		schema, _ := json.Marshal(t.InputSchema)
@@ -30,16 +30,16 @@ func (s *serverSet) registerServerTools(srv *server, tools []*mcp.Tool) {
 			desc = t.Title
 		}
 		// The server's title and annotations pass through unchanged.
-		defs = append(defs, toolbox.Tool{Name: srv.cfg.Name + ":" + t.Name, Description: desc, InputSchema: schema, Title: t.Title, Annotations: t.Annotations})
+		defs = append(defs, toolbox.Tool{Name: srv.Cfg.Name + ":" + t.Name, Description: desc, InputSchema: schema, Title: t.Title, Annotations: t.Annotations})
 	}
 	srv.mu.Lock()
 	old := srv.names
 	srv.mu.Unlock()
 	var exec executor = pooledExec{sb: s.sb, srv: srv}
-	if srv.cfg.Lifetime == "per_call" {
-		exec = perCallExec{sb: s.sb, deps: s.deps, srv: srv}
+	if srv.Cfg.Lifetime == "per_call" {
+		exec = perCallExec{sb: s.sb, deps: s.Deps, srv: srv}
 	}
-	names := s.replaceTools(old, defs, exec)
+	names := s.ReplaceTools(old, defs, exec)
 	srv.mu.Lock()
 	srv.names = names
 	srv.loaded = true
@@ -54,7 +54,7 @@ func (s *serverSet) registerServerTools(srv *server, tools []*mcp.Tool) {
 // and the permission patterns as the server wrote it: "*" would make one
 // "Always" a glob over the server, a zero-width space or a combining mark
 // would let it pass for another tool, and no honest tool needs one.
-func (s *serverSet) listable(source string, t *mcp.Tool) bool {
+func (s *Servers) listable(source string, t *mcp.Tool) bool {
 	if t == nil {
 		return false
 	}
@@ -63,7 +63,7 @@ func (s *serverSet) listable(source string, t *mcp.Tool) bool {
 
 // cloudListable is listable for the cloud's tools, named namespace:action:
 // each part must follow the rule.
-func (s *serverSet) cloudListable(source string, t *mcp.Tool) bool {
+func (s *Servers) CloudListable(source string, t *mcp.Tool) bool {
 	if t == nil {
 		return false
 	}
@@ -79,7 +79,7 @@ func (s *serverSet) cloudListable(source string, t *mcp.Tool) bool {
 }
 
 // nameListable logs, once per source and name, why a name is not listed.
-func (s *serverSet) nameListable(source, name string, err error) bool {
+func (s *Servers) nameListable(source, name string, err error) bool {
 	if err == nil {
 		return true
 	}
@@ -98,31 +98,31 @@ func (s *serverSet) nameListable(source, name string, err error) bool {
 }
 
 // replaceTools swaps one source's tools in the table (tools.Table.Replace).
-func (s *serverSet) replaceTools(old []string, defs []toolbox.Tool, exec executor) []string {
-	return s.tools.Replace(old, defs, exec)
+func (s *Servers) ReplaceTools(old []string, defs []toolbox.Tool, exec executor) []string {
+	return s.Table.Replace(old, defs, exec)
 }
 
 // OnToolsChanged registers a listener for tools added or removed at run
 // time (servers loaded, list_changed).
-func (s *serverSet) OnToolsChanged(f func(added []Tool, removed []string)) { s.tools.OnChange(f) }
+func (s *Servers) OnToolsChanged(f func(added []Tool, removed []string)) { s.Table.OnChange(f) }
 
-func (s *serverSet) hasTool(name string) bool { return s.tools.Has(name) }
+func (s *Servers) HasTool(name string) bool { return s.Table.Has(name) }
 
 // Tools lists every tool, in a stable order, ending with
 // pml:continue_workflow.
-func (s *serverSet) Tools() []Tool { return append(s.tools.List(), tl.Continue) }
+func (s *Servers) Tools() []Tool { return append(s.Table.List(), tl.Continue) }
 
 // knownSchema is the input schema of tool when it is known without
 // starting anything: the tool table, else the server's cached tool list.
-func (s *serverSet) knownSchema(tool string) (json.RawMessage, bool) {
-	if e, ok := s.tools.Get(tool); ok {
+func (s *Servers) KnownSchema(tool string) (json.RawMessage, bool) {
+	if e, ok := s.Table.Get(tool); ok {
 		return e.Def.InputSchema, true
 	}
-	srv := s.serverOf(tool)
-	if srv == nil || !s.deps.Installed(srv.cfg) {
+	srv := s.ServerOf(tool)
+	if srv == nil || !s.Deps.Installed(srv.Cfg) {
 		return nil, false
 	}
-	tools, ok := s.toolsCache.Get(srv.cfg)
+	tools, ok := s.Cache.Get(srv.Cfg)
 	if !ok {
 		return nil, false
 	}

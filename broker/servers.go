@@ -20,9 +20,9 @@ import (
 )
 
 // server is one configured stdio MCP server.
-type server struct {
-	cfg config.Server
-	up  *upstream.Server
+type Server struct {
+	Cfg config.Server
+	Up  *upstream.Server
 	// installMu serialises installs of this server.
 	installMu sync.Mutex
 
@@ -43,7 +43,7 @@ type server struct {
 // (pooledExec, perCallExec, which read the fast path's forwardCall and
 // the MCP surface's callInfo); the tool table and its Executor interface
 // are in broker/tools already.
-type serverSet struct {
+type Servers struct {
 	sb       *sandbox
 	log      zerolog.Logger
 	progress zerolog.Logger
@@ -51,12 +51,12 @@ type serverSet struct {
 	idle time.Duration
 	// tools holds every callable tool: the built-in ones, the servers',
 	// the cloud's and the capabilities'.
-	tools toolTable
+	Table toolTable
 
-	servers            map[string]*server
+	servers            map[string]*Server
 	serverOrder        []string
-	deps               *deps.Store
-	toolsCache         *toolsCache
+	Deps               *deps.Store
+	Cache         *toolsCache
 	serverStartTimeout time.Duration
 	// serversMu guards servers and serverOrder: registry servers are
 	// added at run time.
@@ -84,12 +84,12 @@ type serverSet struct {
 }
 
 // setupServers creates (but does not start) the configured servers.
-func (s *serverSet) setupServers(configured map[string]config.Server) {
-	s.deps = deps.NewStore(s.sb.ws)
+func (s *Servers) Setup(configured map[string]config.Server) {
+	s.Deps = deps.NewStore(s.sb.ws)
 	// A record of .pml/deps.json pml did not write here is said once:
 	// the server is installed again (internal/deps/vouched.go).
-	s.deps.Note = func(msg string) { s.log.Warn().Msg(msg) }
-	s.servers = map[string]*server{}
+	s.Deps.Note = func(msg string) { s.log.Warn().Msg(msg) }
+	s.servers = map[string]*Server{}
 	names := make([]string, 0, len(configured))
 	for n := range configured {
 		names = append(names, n)
@@ -100,29 +100,29 @@ func (s *serverSet) setupServers(configured map[string]config.Server) {
 		if cfg.Private {
 			s.log.Debug().Str("server", name).Msg("private_mcps entry overrides any registry entry of the same name")
 		}
-		s.addServer(cfg)
+		s.Add(cfg)
 	}
 }
 
 // addServer creates (but does not start) a server; one from the registry
 // joins at run time. A name already configured is kept as it is: local
 // configuration wins over the registry.
-func (s *serverSet) addServer(cfg config.Server) *server {
+func (s *Servers) Add(cfg config.Server) *Server {
 	s.serversMu.Lock()
 	defer s.serversMu.Unlock()
 	if srv, ok := s.servers[cfg.Name]; ok {
 		return srv
 	}
-	srv := &server{cfg: cfg}
-	srv.up = upstream.New(upstream.Options{
+	srv := &Server{Cfg: cfg}
+	srv.Up = upstream.New(upstream.Options{
 		Name:         cfg.Name,
 		Runtime:      s.sb.rt,
-		Spec:         serverSpec(s.sb, s.deps, cfg),
+		Spec:         serverSpec(s.sb, s.Deps, cfg),
 		Mounts:       func() ([]container.Mount, error) { return s.sb.extra.Server(cfg) },
 		Roots:        serverRoots(s.sb.ws, cfg),
 		Idle:         s.idle,
 		StartTimeout: s.serverStartTimeout,
-		ToolsChanged: func(tools []*mcp.Tool) { s.registerServerTools(srv, tools) },
+		ToolsChanged: func(tools []*mcp.Tool) { s.RegisterTools(srv, tools) },
 		Logger:       s.log,
 	})
 	s.servers[cfg.Name] = srv
@@ -184,20 +184,20 @@ func serverRoots(ws string, cfg config.Server) []*mcp.Root {
 }
 
 // closeServers stops every server container.
-func (s *serverSet) closeServers() {
+func (s *Servers) Close() {
 	var wg sync.WaitGroup
-	for _, srv := range s.serverList() {
+	for _, srv := range s.List() {
 		wg.Add(1)
-		go func() { defer wg.Done(); srv.up.Close() }()
+		go func() { defer wg.Done(); srv.Up.Close() }()
 	}
 	wg.Wait()
 }
 
 // serverList returns the servers in order.
-func (s *serverSet) serverList() []*server {
+func (s *Servers) List() []*Server {
 	s.serversMu.RLock()
 	defer s.serversMu.RUnlock()
-	out := make([]*server, 0, len(s.serverOrder))
+	out := make([]*Server, 0, len(s.serverOrder))
 	for _, n := range s.serverOrder {
 		out = append(out, s.servers[n])
 	}

@@ -14,14 +14,14 @@ import (
 // see serverSet.LoadServers. The added capabilities' tools come first:
 // they load from disk, the servers may wait for a registry.
 func (b *Broker) LoadServers(ctx context.Context) {
-	b.caps.loadAdded()
+	b.caps.LoadAdded()
 	b.srv.LoadServers(ctx)
 }
 
 // LoadAddedCapabilities lists the added capabilities' tools (and those
 // .pml.json names) from the lockfile and the cache, never the network:
 // pml call runs one as pml stdio does.
-func (b *Broker) LoadAddedCapabilities() { b.caps.loadAdded() }
+func (b *Broker) LoadAddedCapabilities() { b.caps.LoadAdded() }
 
 // InstallNewServer installs and lists a server not (yet) in .pml.json
 // (pml add); see serverSet.InstallNewServer.

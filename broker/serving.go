@@ -55,14 +55,14 @@ func (s Serving) Call(ctx context.Context, r Request) Result { return s.b.Call(c
 // started, and the cloud's tools when they come quickly.
 func (s Serving) Prepare(ctx context.Context) {
 	s.b.LoadServers(ctx)
-	s.b.cloud.waitCloud(ctx)
+	s.b.cloud.Wait(ctx)
 }
 
 // Known reports whether a tool can be called: registered, or not
 // registered yet but resolvable (a configured server's, a cloud tool, one
 // a registry may provide). Anything else is the SDK's "unknown tool".
 func (s Serving) Known(name string) bool {
-	return s.b.srv.hasTool(name) || s.b.registry.resolvable(name)
+	return s.b.srv.HasTool(name) || s.b.registry.Resolvable(name)
 }
 
 // AuditRefused records a tools/call the go-sdk refused before any layer
@@ -80,7 +80,7 @@ func (s Serving) CancelBase() { s.b.cancelBase() }
 
 // PrepareCapability makes an added capability's tools callable (pml run).
 func (s Serving) PrepareCapability(ctx context.Context, c Capability) {
-	s.b.caps.prepareCapability(ctx, c)
+	s.b.caps.Prepare(ctx, c)
 }
 
 // Forwardable reports whether the stdio fast path may forward calls of
@@ -88,13 +88,13 @@ func (s Serving) PrepareCapability(ctx context.Context, c Capability) {
 // network (a host its proxy refuses becomes an approval, which needs the
 // result held back). The permissions are the caller's to check.
 func (s Serving) Forwardable(name string) bool {
-	entry, ok := s.b.srv.tools.Get(name)
+	entry, ok := s.b.srv.Table.Get(name)
 	if !ok {
 		return false
 	}
 	if _, pooled := entry.Exec.(pooledExec); !pooled {
 		return false
 	}
-	srv := s.b.srv.serverOf(name)
-	return srv != nil && srv.cfg.Network.Empty()
+	srv := s.b.srv.ServerOf(name)
+	return srv != nil && srv.Cfg.Network.Empty()
 }

@@ -26,8 +26,8 @@ func TestTheSourcesHoldNoBroker(t *testing.T) {
 		}
 	}
 	for _, typ := range []reflect.Type{
-		reflect.TypeFor[registrySide](), reflect.TypeFor[cloudSide](), reflect.TypeFor[capabilities](),
-		reflect.TypeFor[lister](), reflect.TypeFor[cloudExec](), reflect.TypeFor[denoExec](), reflect.TypeFor[registryLayer](),
+		reflect.TypeFor[Registry](), reflect.TypeFor[Cloud](), reflect.TypeFor[Capabilities](),
+		reflect.TypeFor[Lister](), reflect.TypeFor[cloudExec](), reflect.TypeFor[denoExec](), reflect.TypeFor[registryLayer](),
 	} {
 		walk(typ.Name(), typ, map[reflect.Type]bool{})
 	}

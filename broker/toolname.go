@@ -19,7 +19,7 @@ var continueWire = wirename.Encode(ContinueTool)
 // the visible list differs. It returns at once (the listing reads the
 // permissions, so it may be called while they are held for a change);
 // tools/list reads the permissions in force anyway.
-func (b *Broker) PermissionsChanged() { go b.srv.tools.Notify() }
+func (b *Broker) PermissionsChanged() { go b.srv.Table.Notify() }
 
 // ToolName returns pml's name (namespace:action) for a name given in
 // either form: pml's own, or the wire name tools/list shows (`pml call`

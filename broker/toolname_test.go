@@ -39,9 +39,9 @@ func toolNamed(b *Broker, name string) (Tool, bool) {
 // TestServerAnnotationsPassThrough: how the client sees them).
 func TestServerToolsKeepTheirAnnotations(t *testing.T) {
 	f := newFixture(t, `{"permissions": {"allow": ["filesystem:*"]}}`)
-	srv := &server{cfg: config.Server{Name: "probe"}}
+	srv := &Server{Cfg: config.Server{Name: "probe"}}
 	yes := true
-	f.b.srv.registerServerTools(srv, []*mcp.Tool{
+	f.b.srv.RegisterTools(srv, []*mcp.Tool{
 		{Name: "lookup", Title: "Look it up", Description: "d", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: &yes, Title: "Look it up"}},
 		{Name: "do.it", Description: "dotted"},
 	})

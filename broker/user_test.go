@@ -34,7 +34,7 @@ func TestALongInstallSaysItStillRunsEveryTick(t *testing.T) {
 	old := installTick
 	installTick = 10 * time.Millisecond
 	defer func() { installTick = old }()
-	s := &serverSet{progress: zerolog.New(&buf)}
+	s := &Servers{progress: zerolog.New(&buf)}
 	stop := s.stillInstalling("memory", time.Now())
 	time.Sleep(55 * time.Millisecond)
 	stop()
