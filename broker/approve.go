@@ -40,8 +40,8 @@ func approverOf(b *Broker) *approve.Approver {
 		APIKeyApproval:    b.cloud.APIKeyApproval,
 		IntegrityApproval: b.registry.IntegrityApproval,
 		ApproveIntegrity:  b.registry.ApproveIntegrity,
-		GrantApproval:     b.grantApproval,
-		RecordGrant:       b.recordGrant,
+		GrantApproval:     b.registry.GrantApproval,
+		RecordGrant:       b.registry.RecordGrant,
 		Paused: func(wf *Workflow) bool {
 			_, ok := wf.Data.(*pausedCall)
 			return ok

@@ -16,6 +16,7 @@ import (
 	"github.com/pml-dev/pml/broker/call"
 	"github.com/pml-dev/pml/broker/permit"
 	sbx "github.com/pml-dev/pml/broker/sandbox"
+	tl "github.com/pml-dev/pml/broker/tools"
 	"github.com/pml-dev/pml/images"
 	"github.com/pml-dev/pml/internal/audit"
 	"github.com/pml-dev/pml/internal/config"
@@ -85,14 +86,14 @@ type Broker struct {
 
 	// srv is the configured stdio servers and the tool table
 	// (servers.go).
-	srv *Servers
+	srv *tl.Servers
 
-	cloud    *Cloud
-	registry *Registry
+	cloud    *tl.Cloud
+	registry *tl.Registry
 	// caps adds capabilities and serves their tools; lister answers pml
 	// list.
-	caps   *Capabilities
-	lister *Lister
+	caps   *tl.Capabilities
+	lister *tl.Lister
 
 	// base is cancelled by Close: every running call is cancelled with it,
 	// which kills its container; inflight lets Close wait for the cleanup.
@@ -142,7 +143,7 @@ func New(o Options) (*Broker, error) {
 		return nil, fmt.Errorf("%s: %w", o.Config.Path, err)
 	}
 	sb := newSandbox(o, pol, owner)
-	sb.grants = NewGrants(o.Trust, o.Workspace, o.Logger)
+	sb.grants = tl.NewGrants(o.Trust, o.Workspace, o.Logger)
 	b := &Broker{
 		cfg:      o.Config,
 		sb:       sb,
@@ -159,43 +160,34 @@ func New(o Options) (*Broker, error) {
 	b.base, b.cancelBase = context.WithCancel(context.Background())
 	b.runs = codeRunsOf(b, sb)
 	b.toolbox = &images.Toolbox{Runtime: o.Runtime, Program: sb.inside}
-	b.srv = &Servers{
-		sb:                 sb,
-		log:                b.log,
-		progress:           b.progress,
-		idle:               o.Config.Sandbox.IdleTimeout,
-		Cache:         &toolsCache{Path: filepath.Join(o.Workspace, ".pml", "tools-cache.json")},
-		serverStartTimeout: o.ServerStartTimeout,
-		base:               b.base,
-		inflight:           &b.inflight,
-		addLocal: func(name string) {
-			if b.cloud != nil {
-				b.cloud.router.AddLocal(name)
-			}
-		},
-		loadRegistryServers: func(ctx context.Context) { b.registry.LoadServers(ctx) },
-		decide:              b.perms.Decide,
-	}
+	// The sources (broker/tools) meet the sandbox and the executors at
+	// tools.Sandbox and tools.Executors (sources.go); the approver is
+	// built from them, and given to them once it is.
+	part := sandboxPart{sb}
+	ex := &executors{sb: sb}
+	router := tl.NewRouter(sb.ws, o.Config.Servers)
+	b.srv = tl.NewServers(tl.ServersOptions{
+		Sandbox: part, Log: b.log, Progress: b.progress,
+		Idle:               o.Config.Sandbox.IdleTimeout,
+		Cache:              &toolsCache{Path: filepath.Join(o.Workspace, ".pml", "tools-cache.json")},
+		ServerStartTimeout: o.ServerStartTimeout,
+		Base:               b.base, Inflight: &b.inflight,
+		Router: router, Executors: ex, Grants: sb.grants, Permissions: b.perms,
+	}, b.cfg.Servers)
+	ex.deps = b.srv.Deps
 	fs := toolboxExec{sb: sb, image: b.toolbox}
 	for _, t := range toolbox.Filesystem {
 		b.srv.Table.Add(t, fs)
 	}
 	b.srv.Table.Add(shellTool, shellExec{sb: sb, image: o.Config.Sandbox.ShellImage})
-	b.srv.Setup(b.cfg.Servers)
-	b.cloud = &Cloud{sb: sb, cfg: o.Config, log: b.log, serverOf: b.srv.ServerOf, listable: b.srv.CloudListable, replaceTools: b.srv.ReplaceTools, approval: func(wf *Workflow) Approval { return b.ask.Approval(wf) },
-		decide: b.perms.Decide, permSource: b.perms.Source}
-	b.cloud.Setup(o, b.runs)
-	b.registry = &Registry{sb: sb, cfg: o.Config, log: b.log, cloud: b.cloud, decide: b.perms.Decide,
-		hasTool: b.srv.HasTool, serverOf: b.srv.ServerOf, addServer: b.srv.Add, approval: func(wf *Workflow) Approval { return b.ask.Approval(wf) },
-		serverAccess: func(cfg config.Server) approve.Access { return b.ask.ServerAccess(cfg) }}
-	b.registry.Setup()
-	b.caps = &Capabilities{registry: b.registry, cloud: b.cloud, sb: sb, log: b.log, runs: b.runs, deps: b.srv.Deps,
-		serverOf: b.srv.ServerOf, addServer: b.srv.Add, install: b.srv.Install, replaceTools: b.srv.ReplaceTools, dependencyApproval: func(wf *Workflow, srv config.Server) Approval { return b.ask.DependencyApproval(wf, srv) }, serverAccess: func(cfg config.Server) approve.Access { return b.ask.ServerAccess(cfg) },
-		serverList: b.srv.List}
-	b.registry.listDeno = b.caps.ListEntry
-	b.lister = &Lister{sb: sb, cfg: o.Config, toolbox: b.toolbox, toolsCache: b.srv.Cache, deps: b.srv.Deps, registry: b.registry,
-		serverList: b.srv.List, Tools: b.Tools}
+	b.cloud = tl.NewCloud(tl.CloudOptions{Sandbox: part, Config: o.Config, Log: b.log, HTTPClient: o.HTTPClient, Router: router, Servers: b.srv, Executors: ex})
+	ex.cloud = cloudExec{sb: sb, cloud: b.cloud, runs: b.runs, perms: b.perms}
+	b.registry = tl.NewRegistry(tl.RegistryOptions{Sandbox: part, Config: o.Config, Log: b.log, Cloud: b.cloud, Servers: b.srv, Permissions: b.perms, Grants: sb.grants})
+	ex.deno = denoExec{registry: b.registry, runs: b.runs}
+	b.caps = tl.NewCapabilities(tl.CapabilitiesOptions{Sandbox: part, Log: b.log, Registry: b.registry, Cloud: b.cloud, Servers: b.srv, Executors: ex, Grants: sb.grants})
+	b.lister = tl.NewLister(part, o.Config, b.toolbox, b.srv, b.registry)
 	b.ask = approverOf(b)
+	b.cloud.Ask, b.registry.Ask, b.caps.Ask = b.ask, b.ask, b.ask
 	b.path, b.belowAudit = b.chain()
 	b.registry.BelowAudit = b.belowAudit
 	if n, ok := o.Runtime.(container.AuditNoter); ok {

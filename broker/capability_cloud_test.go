@@ -45,12 +45,10 @@ func TestAnAddedCloudCapabilityIsATool(t *testing.T) {
 	if !ok || !strings.HasPrefix(tl.Description, "Weather") || !strings.Contains(tl.Description, "runs in the PML cloud") {
 		t.Fatalf("weather:today: listed %v, %q", ok, tl.Description)
 	}
-	if r := g.b.cloud.router.Route("weather:today"); r != routing.Server {
+	if r := g.b.cloud.Router().Route("weather:today"); r != routing.Server {
 		t.Errorf("weather:today routes %s, want the cloud", r)
 	}
-	g.b.cloud.mu.Lock()
-	env := g.b.cloud.regEnv["weather:today"]
-	g.b.cloud.mu.Unlock()
+	env := g.b.cloud.KeyNames("weather:today")
 	if strings.Join(env, ",") != "WEATHER_API_KEY" {
 		t.Errorf("the key weather:today carries: %v", env)
 	}

@@ -8,9 +8,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/pml-dev/pml/internal/capname"
-	"github.com/pml-dev/pml/internal/registry"
 )
 
 // namedPmlJSON is capRegistry's .pml.json with capabilities naming its
@@ -27,7 +24,7 @@ func TestNamedCapabilityIsListedFromLockAndCacheOffline(t *testing.T) {
 	cfg, stop := capRegistry(t)
 	f := newFixture(t, namedPmlJSON(cfg))
 	for _, fqdn := range []string{"acme.tools.mathx.double", "pml.mcp.smart.server"} {
-		if _, _, err := f.b.caps.registry.FetchChecked(context.Background(), fqdn); err != nil {
+		if _, _, err := f.b.registry.FetchChecked(context.Background(), fqdn); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -114,23 +111,4 @@ func TestNamedCapabilityAddedByAnEditOfPmlJSON(t *testing.T) {
 	waitUntil(t, "mathx:double listed after the edit", func() bool { _, ok := listedTool(f.b, "mathx:double"); return ok })
 	write(cfg)
 	waitUntil(t, "mathx:double unlisted after the edit", func() bool { _, ok := listedTool(f.b, "mathx:double"); return !ok })
-}
-
-// TestANamedVersionTheLockDoesNotHoldIsFetched: the pinned version is
-// used only when the name allows it; another is fetched (and a changed
-// entry then asks, through pml add).
-func TestANamedVersionTheLockDoesNotHoldIsFetched(t *testing.T) {
-	le := registry.LockEntry{FQDN: "pml.mcp.notes.server.3f2a", Version: "1.2.0"}
-	for ref, want := range map[string]bool{
-		"notes": true, "notes@latest": true, "notes@1.2.0": true, "notes@^1.0": true, "notes@3f2a": true,
-		"notes@2.0.0": false, "notes@~1.3": false, "notes@7b92": false,
-	} {
-		r, err := capname.Parse(ref)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := lockedAllows(r, le); got != want {
-			t.Errorf("%s against the pinned 1.2.0 (3f2a): %v, want %v", ref, got, want)
-		}
-	}
 }

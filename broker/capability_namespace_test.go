@@ -83,7 +83,7 @@ func TestCapabilityNamespaceTakenIsRefused(t *testing.T) {
 	}
 	h := newFixtureIn(t, g.ws)
 	var logs bytes.Buffer
-	h.b.caps.log = zerolog.New(&logs)
+	h.b.caps.SetLogForTest(zerolog.New(&logs))
 	h.b.LoadServers(ctx)
 	if _, ok := listedTool(h.b, "memory:create_entities"); ok {
 		t.Error("the registry's memory:create_entities is listed beside the configured memory server")

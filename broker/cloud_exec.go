@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 
 	"github.com/pml-dev/pml/broker/call"
+	tl "github.com/pml-dev/pml/broker/tools"
 	"github.com/pml-dev/pml/internal/cloud"
 	"github.com/pml-dev/pml/internal/execute"
 	"github.com/pml-dev/pml/internal/registry"
@@ -23,8 +23,11 @@ import (
 // (runs).
 type cloudExec struct {
 	sb    *sandbox
-	cloud *Cloud
+	cloud *tl.Cloud
 	runs  *codeRuns
+	// perms decide the tools an execute_locally answer declares before
+	// its code runs (declaredOfPayload).
+	perms *LivePermissions
 }
 
 // run forwards an allowed call with its BYOK keys.
@@ -37,11 +40,11 @@ func (e cloudExec) Run(ctx context.Context, def toolbox.Tool, args map[string]an
 		// The approve layer asks first; this is the last guard before a
 		// registry's choice of variables leaves the machine.
 		return errorResult(fmt.Errorf("%w: %s comes from a registry entry whose calls would send %s, which you have not granted; nothing was sent. Call it again to be asked, or add it with `pml add`, which shows it",
-			ErrRefused, def.Name, ShownGrant(g)))
+			ErrRefused, def.Name, tl.ShownGrant(g)))
 	}
 	keys, missing := byokFor(e.sb, e.cloud, def.Name)
 	if len(missing) > 0 {
-		return errorResult(fmt.Errorf("%w: %s needs %s, which is not set: %s", ErrCloud, def.Name, strings.Join(missing, ", "), whereToSet(e.sb.ws)))
+		return errorResult(fmt.Errorf("%w: %s needs %s, which is not set: %s", ErrCloud, def.Name, strings.Join(missing, ", "), tl.WhereToSet(e.sb.ws)))
 	}
 	if d := call.UpFrontOf(ctx, def.Name); d != nil && d.WorkflowID != "" && d.Held != nil && def.Name == ExecuteTool {
 		// The person approved the declared tools of this code: it runs,
@@ -69,10 +72,6 @@ func (e cloudExec) Run(ctx context.Context, def toolbox.Tool, args map[string]an
 	return Result{Text: joinText(res), Structured: res.StructuredContent, IsError: res.IsError, Upstream: res}
 }
 
-func whereToSet(ws string) string {
-	return fmt.Sprintf("add it to %s or to the env of the pml entry in your MCP client's configuration (e.g. .mcp.json)", filepath.Join(ws, ".env"))
-}
-
 // executeLocally runs the code of an execute_locally answer.
 func (e cloudExec) executeLocally(ctx context.Context, outer string, payload map[string]any) Result {
 	code, _ := payload["code"].(string)
@@ -89,9 +88,9 @@ func (e cloudExec) executeLocally(ctx context.Context, outer string, payload map
 		// and nothing runs.
 		d := &call.Declared{Capability: outer, Tools: tools}
 		for _, t := range tools {
-			switch dec, pat := e.cloud.decide(t); dec {
+			switch dec, pat := e.perms.Decide(t); dec {
 			case Deny:
-				src := e.cloud.permSource()
+				src := e.perms.Source()
 				res := errorResult(fmt.Errorf("%w: %s was not run: the code the cloud sent declares it calls %s (tools_used), which matches the deny pattern %q in %s; nothing ran. "+
 					"Remove the pattern from permissions.deny there to run it, or ask for a task that does not call %s", ErrDenied, outer, t, pat, src, t))
 				res.Refusal = &call.Refusal{Pattern: pat, Reason: fmt.Sprintf("the code the cloud sent declares %s, which matches the deny pattern %q from %s", t, pat, src)}
@@ -154,11 +153,12 @@ func declaredOfPayload(payload map[string]any) ([]string, error) {
 
 // byokFor reads the variables a cloud tool declares from pml's environment,
 // else the workspace's .env. It returns the values and the missing names.
-func byokFor(sb *sandbox, c *Cloud, tool string) (map[string]string, []string) {
-	c.mu.Lock()
-	names := append([]string(nil), c.env[tool]...)
-	names = append(names, c.regEnv[tool]...)
-	c.mu.Unlock()
+func byokFor(sb *sandbox, c *tl.Cloud, tool string) (map[string]string, []string) {
+	return byokValues(sb, tool, c.KeyNames(tool))
+}
+
+// byokValues reads names for tool (byokFor).
+func byokValues(sb *sandbox, tool string, names []string) (map[string]string, []string) {
 	if len(names) == 0 {
 		return nil, nil
 	}

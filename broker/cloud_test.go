@@ -64,9 +64,9 @@ func cloudFixture(t *testing.T, perms string) *fixture {
 	os.Unsetenv("TAVILY_KEY")
 	srv := fakeCloud(t)
 	f := newFixture(t, fmt.Sprintf(`{"cloud": {"url": %q}, "permissions": %s}`, srv.URL, perms))
-	f.b.cloud.router.AddServer("tavily", "pml")
+	f.b.cloud.Router().AddServer("tavily", "pml")
 	f.b.StartCloud(context.Background())
-	<-f.b.cloud.ready
+	<-f.b.cloud.Ready()
 	return f
 }
 
@@ -103,7 +103,7 @@ func TestCloudToolsAreListedAndForwardedWithTheirKeys(t *testing.T) {
 		t.Fatalf("tavily:broken: %+v", r)
 	}
 	// The list is cached for the next session.
-	if _, err := os.Stat(filepath.Join(f.ws, cloudToolsFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(f.ws, ".pml/cloud-tools-cache.json")); err != nil {
 		t.Fatalf("cloud tools cache: %v", err)
 	}
 }
@@ -141,7 +141,7 @@ pml:execute {"code": "x"}`
 func TestACloudToolInLocalModeSaysHowToTurnTheCloudOn(t *testing.T) {
 	t.Setenv("PML_API_KEY", "")
 	f := newFixture(t, `{"permissions": {"allow": ["tavily:*"]}}`)
-	f.b.cloud.router.AddServer("tavily")
+	f.b.cloud.Router().AddServer("tavily")
 	r := f.call(t, "tavily:search", nil)
 	if !r.IsError || !strings.Contains(r.Text, "PML_API_KEY") {
 		t.Fatalf("local mode: %+v", r)

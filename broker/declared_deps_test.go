@@ -13,10 +13,9 @@ import (
 // withDeps makes cap (withCapability) require the servers names (its
 // mcp_deps).
 func withDeps(f *fixture, names ...string) {
-	f.b.registry.mu.Lock()
-	defer f.b.registry.mu.Unlock()
+	e := f.b.registry.DenoOf("cap:")
 	for _, n := range names {
-		f.b.registry.deno["cap"].Meta.McpDeps = append(f.b.registry.deno["cap"].Meta.McpDeps, registry.McpDep{Name: n})
+		e.Meta.McpDeps = append(e.Meta.McpDeps, registry.McpDep{Name: n})
 	}
 }
 

@@ -19,11 +19,9 @@ import (
 // registry metadata declares the tools declared.
 func withCapability(t *testing.T, f *fixture, code string, declared ...string) {
 	t.Helper()
-	f.b.registry.mu.Lock()
-	f.b.registry.deno["cap"] = &registry.Entry{FQDN: "acme.tools.cap.main.abcd", Type: registry.TypeDeno, Code: code,
-		Meta: &registry.Metadata{Type: registry.TypeDeno, ToolsUsed: declared}}
-	f.b.registry.mu.Unlock()
-	f.b.caps.replaceTools(nil, []toolbox.Tool{{Name: "cap:main", InputSchema: json.RawMessage(`{"type":"object"}`)}}, denoExec{registry: f.b.registry, runs: f.b.runs})
+	f.b.registry.SetDenoForTest("cap", &registry.Entry{FQDN: "acme.tools.cap.main.abcd", Type: registry.TypeDeno, Code: code,
+		Meta: &registry.Metadata{Type: registry.TypeDeno, ToolsUsed: declared}})
+	f.b.srv.ReplaceTools(nil, []toolbox.Tool{{Name: "cap:main", InputSchema: json.RawMessage(`{"type":"object"}`)}}, denoExec{registry: f.b.registry, runs: f.b.runs})
 }
 
 // capCode writes to w.txt and runs a shell command: two calls that the

@@ -6,31 +6,15 @@ import (
 	"strings"
 
 	"github.com/pml-dev/pml/broker/call"
+	tl "github.com/pml-dev/pml/broker/tools"
 	"github.com/pml-dev/pml/internal/execute"
-	"github.com/pml-dev/pml/internal/registry"
 	"github.com/pml-dev/pml/internal/toolbox"
 )
-
-// registerDenoCapability makes each exported function of a deno
-// capability a tool ns:function (pml run), fetched again from the
-// registry: the cached copy when none answers.
-func (cs *Capabilities) registerDenoCapability(ctx context.Context, c Capability) {
-	e, v, err := cs.registry.FetchChecked(ctx, c.FQDN)
-	if err != nil {
-		cs.log.Warn().Err(err).Str("capability", c.Name).Msg("the capability's code cannot be loaded")
-		return
-	}
-	if v.Status == registry.StatusMismatch {
-		cs.log.Warn().Str("capability", c.Name).Msg("the capability's code changed since it was added; run `pml add " + c.Name + "` to review it")
-		return
-	}
-	cs.listDeno(c, e)
-}
 
 // denoExec runs the exported functions of deno capabilities (pml add):
 // the code fetched from the registry, held by registry.
 type denoExec struct {
-	registry *Registry
+	registry *tl.Registry
 	runs     *codeRuns
 }
 
@@ -39,9 +23,7 @@ type denoExec struct {
 // come back through the request path.
 func (e denoExec) Run(ctx context.Context, def toolbox.Tool, args map[string]any) Result {
 	ns, fn, _ := strings.Cut(def.Name, ":")
-	e.registry.mu.Lock()
-	entry := e.registry.deno[ns]
-	e.registry.mu.Unlock()
+	entry := e.registry.DenoOf(ns + ":")
 	if entry == nil {
 		return errorResult(fmt.Errorf("%w %q: its capability's code is not loaded", ErrNotFound, def.Name))
 	}
@@ -51,5 +33,5 @@ func (e denoExec) Run(ctx context.Context, def toolbox.Tool, args map[string]any
 	if len(entry.Meta.Declared()) > 0 && call.UpFrontOf(ctx, def.Name) == nil {
 		return errorResult(fmt.Errorf("%w: %s was not run: its capability's declared tools were not checked against the permissions before the run (it was loaded meanwhile); call it again", ErrUnavailable, def.Name))
 	}
-	return e.runs.Start(ctx, def.Name, execute.Program{Module: entry.Code, Export: ExportFor(entry.Code, entry.FQDN, fn), Args: args})
+	return e.runs.Start(ctx, def.Name, execute.Program{Module: entry.Code, Export: tl.ExportFor(entry.Code, entry.FQDN, fn), Args: args})
 }

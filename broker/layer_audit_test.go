@@ -10,11 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/pml-dev/pml/broker/call"
 	"github.com/pml-dev/pml/internal/audit"
 	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/policies"
-	"github.com/rs/zerolog"
 )
 
 // auditEntries reads the workspace's audit log.
@@ -135,7 +136,7 @@ func TestEveryOutcomeLeavesExactlyOneAuditEntry(t *testing.T) {
 			return now(func() Result { return f.call(t, "filesystem:read_file", map[string]any{"path": "a.txt"}) })
 		}, decision: audit.Allowed, status: "error"},
 		{name: "local mode", call: func(f *fixture) func() Result {
-			f.b.cloud.router.AddServer("tavily")
+			f.b.cloud.Router().AddServer("tavily")
 			return now(func() Result { return f.call(t, "tavily:search", map[string]any{"query": "q"}) })
 		}, decision: audit.Failed, reason: "local mode"},
 	}

@@ -3,11 +3,9 @@ package broker
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/pml-dev/pml/broker/call"
 	"github.com/pml-dev/pml/internal/audit"
-	"github.com/pml-dev/pml/internal/registry"
 )
 
 // declaredLayer checks a capability's declared tools (its registry
@@ -69,39 +67,4 @@ func (l declaredLayer) Call(ctx context.Context, c *Call) Result {
 		}
 	}
 	return l.next.Call(call.WithUpFront(ctx, d), c)
-}
-
-// declaredBy is what the deno capability that provides tool declares
-// its code calls (tools_used and client_tools), nil for any other tool.
-func (r *Registry) DeclaredBy(tool string) []string {
-	if e := r.DenoOf(tool); e != nil {
-		return e.Meta.Declared()
-	}
-	return nil
-}
-
-// requiredBy are the servers the deno capability that provides tool
-// requires (its mcp_deps), nil for any other tool.
-func (r *Registry) RequiredBy(tool string) []string {
-	e := r.DenoOf(tool)
-	if e == nil || e.Meta == nil {
-		return nil
-	}
-	out := make([]string, 0, len(e.Meta.McpDeps))
-	for _, d := range e.Meta.McpDeps {
-		out = append(out, d.Name)
-	}
-	return out
-}
-
-// denoOf is the loaded deno capability entry that provides tool, nil when
-// none does.
-func (r *Registry) DenoOf(tool string) *registry.Entry {
-	ns, _, ok := strings.Cut(tool, ":")
-	if !ok {
-		return nil
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.deno[ns]
 }

@@ -1,8 +1,6 @@
 package broker
 
 import (
-	"github.com/pml-dev/pml/internal/telemetry"
-
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +8,7 @@ import (
 
 	"github.com/pml-dev/pml/internal/audit"
 	"github.com/pml-dev/pml/internal/container"
+	"github.com/pml-dev/pml/internal/telemetry"
 	"github.com/pml-dev/pml/internal/toolbox"
 )
 
@@ -44,7 +43,7 @@ func (b *Broker) runTool(ctx context.Context, c *Call, name string, args map[str
 			return errorResult(err)
 		}
 	}
-	entry := toolEntry{Def: toolbox.Tool{Name: name}, Exec: b.cloud.Exec}
+	entry := toolEntry{Def: toolbox.Tool{Name: name}, Exec: b.cloud.Exec()}
 	if !b.cloud.IsCloudTool(name) || b.srv.HasTool(name) {
 		var err error
 		if entry, err = b.srv.Lookup(ctx, name); err != nil {

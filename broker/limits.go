@@ -2,11 +2,11 @@ package broker
 
 import (
 	"context"
-
-	"github.com/pml-dev/pml/internal/container"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/pml-dev/pml/internal/container"
 )
 
 // engineLimits remembers which of the policy's resource limits the engine

@@ -8,6 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 
+	tl "github.com/pml-dev/pml/broker/tools"
 	"github.com/pml-dev/pml/internal/config"
 )
 
@@ -17,8 +18,8 @@ import (
 func TestToolNamesWithControlCharactersAreRefused(t *testing.T) {
 	f := newFixture(t, `{"permissions": {"allow": ["filesystem:*"]}}`)
 	var logs bytes.Buffer
-	f.b.srv.log = zerolog.New(&logs)
-	srv := &Server{Cfg: config.Server{Name: "probe"}}
+	f.b.srv.SetLogForTest(zerolog.New(&logs))
+	srv := &tl.Server{Cfg: config.Server{Name: "probe"}}
 	f.b.srv.RegisterTools(srv, []*mcp.Tool{
 		{Name: "lookup", Description: "fine"},
 		{Name: "read\x1b[2K\rfile", Description: "erases a line"},
@@ -50,8 +51,8 @@ func TestToolNamesWithControlCharactersAreRefused(t *testing.T) {
 func TestToolNamesOutsideMCPsRuleAreRefused(t *testing.T) {
 	f := newFixture(t, `{"permissions": {"allow": ["filesystem:*"]}}`)
 	var logs bytes.Buffer
-	f.b.srv.log = zerolog.New(&logs)
-	srv := &Server{Cfg: config.Server{Name: "evil"}}
+	f.b.srv.SetLogForTest(zerolog.New(&logs))
+	srv := &tl.Server{Cfg: config.Server{Name: "evil"}}
 	bad := []string{"*", "a?b", "[x]", `x\y`, "dele\u200bte", "\ufeffbom", "soft\u00adhy", "tag\U000e0041", "vs\ufe0f", "e\u0301", "two&words", "a:b", strings.Repeat("x", 129)}
 	tools := []*mcp.Tool{{Name: "delete_all"}, {Name: "admin.tools.list"}, {Name: "user-profile/update"}, {Name: strings.Repeat("y", 128)}}
 	for _, n := range bad {

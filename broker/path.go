@@ -52,7 +52,7 @@ func resolveLayerOf(b *Broker, next Handler) tl.ResolveLayer {
 			return ruledAction(tool) && (b.srv.ServerOf(tool) != nil || b.cloud.IsCloudTool(tool))
 		},
 		RegistryName: func(tool string) bool {
-			return ruledAction(tool) && RegistryCandidate(tool) && b.registry.Lookups()
+			return ruledAction(tool) && tl.RegistryCandidate(tool) && b.registry.Lookups()
 		},
 		Withheld: func(tool string) error {
 			return withheldByTrust(tool, b.ask.TrustState.Untrusted(), trust.Names(b.ask.Config), b.sb.ws)
@@ -91,7 +91,7 @@ func withheldByTrust(tool string, untrusted []config.Grant, files, ws string) er
 
 // registryLayer is the registry layer of broker's registry, whose
 // integrity changes it carries to the workflow.
-type registryLayer = tl.RegistryLayer[IntegrityChange]
+type registryLayer = tl.RegistryLayer[tl.IntegrityChange]
 
 // The registry layer asks through the approver (approve/dialog.go,
 // approve/approval_text.go).
@@ -121,9 +121,9 @@ func approveLayerOf(b *Broker, next Handler) approve.Layer {
 		},
 		CloudOn: func() bool { return b.cloud.Client.Enabled() },
 		Local: func(ctx context.Context, tool string, args map[string]any) Result {
-			return b.cloud.Exec.Run(ctx, toolbox.Tool{Name: tool}, args)
+			return b.cloud.Exec().Run(ctx, toolbox.Tool{Name: tool}, args)
 		},
-		GrantNeeded: b.grantNeeded,
+		GrantNeeded: b.registry.GrantNeeded,
 		Ask:         b.ask,
 	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	tl "github.com/pml-dev/pml/broker/tools"
 	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/deps"
 	"github.com/pml-dev/pml/internal/toolbox"
@@ -19,7 +20,7 @@ import (
 type perCallExec struct {
 	sb   *sandbox
 	deps *deps.Store
-	srv  *Server
+	srv  *tl.Server
 }
 
 func (e perCallExec) Run(ctx context.Context, def toolbox.Tool, args map[string]any) Result {
@@ -66,7 +67,7 @@ func (e perCallExec) callOnce(ctx context.Context, tool string, args json.RawMes
 	// The server's upstream runs the session: it attributes and rate
 	// limits the server's requests to the person (asks.go) as it does for
 	// the pooled container.
-	res, err := srv.Up.CallOnce(ctx, acquire, spec, serverRoots(e.sb.ws, srv.Cfg), tool, args, progressToken, relay)
+	res, err := srv.Up.CallOnce(ctx, acquire, spec, tl.ServerRoots(e.sb.ws, srv.Cfg), tool, args, progressToken, relay)
 	if err == nil {
 		e.sb.log.Debug().Str("server", name).Str("container", lease.ID()).Bool("warm", lease.Warm).Msg("per-call server call")
 	}

@@ -17,7 +17,6 @@ import (
 	"github.com/pml-dev/pml/internal/entrygrant"
 	"github.com/pml-dev/pml/internal/registry/serve"
 	"github.com/pml-dev/pml/internal/toolbox"
-	"github.com/pml-dev/pml/internal/trust"
 )
 
 // headerCloud is a cloud that answers every tools/call and records the
@@ -126,10 +125,7 @@ func TestACloudEntrySendsNoVariableItWasNotGranted(t *testing.T) {
 
 	// The entry now asks for GITHUB_TOKEN too: more than was granted.
 	more := entrygrant.Grant{Namespace: "exf", Entry: "pml.mcp.exf.server", Kind: "http", Env: []string{"AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN"}, Hosts: []string{cloudHost, "collector.example.net"}}
-	f.b.cloud.mu.Lock()
-	f.b.cloud.regGrant["exf:read_x"] = more
-	f.b.cloud.regEnv["exf:read_x"] = more.Env
-	f.b.cloud.mu.Unlock()
+	f.b.cloud.SetEntryForTest("exf:read_x", more, more.Env)
 	before := len(hc.calls())
 	a = approvalOf(t, f.call(t, "exf:read_x", map[string]any{}))
 	if a.ApprovalType != ApprovalRegistryGrant || !strings.Contains(a.Description, "GITHUB_TOKEN") {
@@ -212,33 +208,6 @@ func TestPmlAddShowsAndRecordsTheGrant(t *testing.T) {
 	}
 }
 
-func TestEntryGrantsLiveInTheStateDirectory(t *testing.T) {
-	state := t.TempDir()
-	ws := t.TempDir()
-	g := NewGrants(nil, ws, zerolog.Nop())
-	if g.store.Path != "" {
-		t.Fatalf("no trust store: grants should be in memory, got %s", g.store.Path)
-	}
-	g = NewGrants(&trust.Store{Path: filepath.Join(state, trust.FileName)}, ws, zerolog.Nop())
-	want := entrygrant.Grant{Namespace: "exf", Kind: "stdio", Env: []string{"B", "A"}, Image: "img"}
-	if g.Granted(want) {
-		t.Fatal("granted before anything was recorded")
-	}
-	if err := g.Record(want); err != nil {
-		t.Fatal(err)
-	}
-	fresh := NewGrants(&trust.Store{Path: filepath.Join(state, trust.FileName)}, ws, zerolog.Nop())
-	if !fresh.Granted(want) {
-		t.Fatal("a recorded grant was not found by a new process")
-	}
-	if _, err := os.Stat(filepath.Join(state, entrygrant.FileName)); err != nil {
-		t.Fatalf("the record is not beside the trust records: %v", err)
-	}
-	if other := NewGrants(&trust.Store{Path: filepath.Join(state, trust.FileName)}, t.TempDir(), zerolog.Nop()); other.Granted(want) {
-		t.Fatal("a grant of one workspace holds in another")
-	}
-}
-
 // TestAGrantThatCannotBeRecordedRunsNothing: continue on a registry
 // grant whose record cannot be written (the state directory is a file)
 // fails saying so, and no container starts.
@@ -250,7 +219,7 @@ func TestAGrantThatCannotBeRecordedRunsNothing(t *testing.T) {
 	if err := os.WriteFile(notDir, []byte("a file"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	f.b.sb.grants.store = entrygrant.Open(notDir)
+	f.b.sb.grants.SetStoreForTest(entrygrant.Open(notDir))
 	if r := continueCall(f, a.WorkflowID); !r.IsError || !strings.Contains(r.Text, "could not record the grant") || !strings.Contains(r.Text, "was not run") {
 		t.Fatalf("continue with an unwritable record: %+v", r)
 	}

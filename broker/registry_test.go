@@ -71,7 +71,7 @@ func TestARegistryToolIsFetchedLockedAndRun(t *testing.T) {
 	g := newFixtureIn(t, f.ws)
 	// The person's record of grants outlives a session (here: the
 	// fixture's in-memory one, shared).
-	g.b.sb.grants = f.b.sb.grants
+	g.b.sb.grants.SetStoreForTest(f.b.sb.grants.StoreForTest())
 	before := len(auditEntries(t, g.ws))
 	a := approvalOf(t, g.call(t, "regfake:echo", map[string]any{"text": "again"}))
 	if a.ApprovalType != ApprovalIntegrity || a.Context["fqdn"] == nil {

@@ -22,7 +22,7 @@ func noEnv(string) string { return "" }
 func (f *fixture) logTo() *syncBuf {
 	buf := &syncBuf{}
 	f.b.log = zerolog.New(buf)
-	f.b.srv.log = f.b.log // the servers' lines too
+	f.b.srv.SetLogForTest(f.b.log) // the servers' lines too
 	return buf
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	tl "github.com/pml-dev/pml/broker/tools"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/extramount"
@@ -74,7 +75,7 @@ type sandbox struct {
 	extra *extramount.Set
 	// grants is what the person granted registry entries
 	// (registry_grant.go): a registry server starts only within it.
-	grants *Grants
+	grants *tl.Grants
 }
 
 // newSandbox builds the sandbox of a broker: the runtime goes through

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	tl "github.com/pml-dev/pml/broker/tools"
 	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/jsonrpc"
 	"github.com/pml-dev/pml/internal/toolbox"
@@ -34,7 +36,7 @@ func withCallInfo(ctx context.Context, ci callInfo) context.Context {
 // pooled, long-lived container (internal/upstream).
 type pooledExec struct {
 	sb  *sandbox
-	srv *Server
+	srv *tl.Server
 }
 
 func (e pooledExec) Run(ctx context.Context, def toolbox.Tool, args map[string]any) Result {
@@ -50,8 +52,8 @@ type serverCall func(ctx context.Context, tool string, args json.RawMessage, pro
 
 // callServer forwards an allowed call to srv through call, within the
 // policy's timeout, and words its failures.
-func callServer(ctx context.Context, sb *sandbox, srv *Server, def toolbox.Tool, args map[string]any, call serverCall) Result {
-	if err := srv.prepare(sb); err != nil {
+func callServer(ctx context.Context, sb *sandbox, srv *tl.Server, def toolbox.Tool, args map[string]any, call serverCall) Result {
+	if err := srv.Prepare(sb.grants, sb.envFor); err != nil {
 		return errorResult(err)
 	}
 	ci, _ := ctx.Value(callInfoKey{}).(callInfo)
@@ -91,11 +93,11 @@ func serverCallError(sb *sandbox, def toolbox.Tool, err error, parent context.Co
 // forwardServer is callServer on the fast path: the caller's arguments go
 // to the server as they came, and its result comes back as it went
 // (Result.raw), never decoded.
-func forwardServer(ctx context.Context, sb *sandbox, srv *Server, def toolbox.Tool, fwd *ForwardCall) Result {
+func forwardServer(ctx context.Context, sb *sandbox, srv *tl.Server, def toolbox.Tool, fwd *ForwardCall) Result {
 	// The environment matters when the container starts: a running
 	// server keeps the one it started with.
 	if !srv.Up.Running() {
-		if err := srv.prepare(sb); err != nil {
+		if err := srv.Prepare(sb.grants, sb.envFor); err != nil {
 			return errorResult(err)
 		}
 	}

@@ -1,8 +1,6 @@
 package broker
 
 import (
-	"github.com/pml-dev/pml/internal/egress/inside"
-
 	"bufio"
 	"bytes"
 	"errors"
@@ -15,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/pml-dev/pml/internal/config"
+	"github.com/pml-dev/pml/internal/egress/inside"
 	"github.com/pml-dev/pml/internal/lazyre"
 	"github.com/pml-dev/pml/internal/safefs"
 )
@@ -87,11 +86,11 @@ func (s *sandbox) missingEnv(cfg config.Server, missing []string, dotenvErr erro
 	sort.Strings(missing)
 	if dotenvErr != nil {
 		return fmt.Errorf("the MCP server %s needs the environment variable %s, which is not set, and pml does not read the workspace's .env: %w; no container was started",
-			cfg.Name, strings.Join(dedupe(missing), ", "), dotenvErr)
+			cfg.Name, strings.Join(uniqueSorted(missing), ", "), dotenvErr)
 	}
 	return fmt.Errorf("the MCP server %s needs the environment variable %s, which is not set. "+
 		"Set it in the env of the pml entry in your MCP client's configuration (e.g. .mcp.json) or in %s; no container was started",
-		cfg.Name, strings.Join(dedupe(missing), ", "), filepath.Join(s.ws, ".env"))
+		cfg.Name, strings.Join(uniqueSorted(missing), ", "), filepath.Join(s.ws, ".env"))
 }
 
 // envLookup finds a variable in pml's environment, else in the
@@ -123,12 +122,13 @@ func (l *envLookup) lookup(name string) (string, bool) {
 
 var envRef = lazyre.New(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 
-// ownVariable: pml's own settings and secrets (PML_API_KEY above all)
-// are never handed to a server or sent as a tool's key, whatever its
-// configuration or a registry entry asks for.
-func ownVariable(name string) bool { return strings.HasPrefix(strings.ToUpper(name), "PML_") }
+// ownVariable: pml's own settings and secrets are never handed to a
+// server (config.OwnVariable).
+func ownVariable(name string) bool { return config.OwnVariable(name) }
 
-func dedupe(l []string) []string {
+// uniqueSorted drops the repeats of a sorted list, in place: each name
+// once, in the list's order.
+func uniqueSorted(l []string) []string {
 	out := l[:0]
 	for i, s := range l {
 		if i == 0 || s != l[i-1] {

@@ -3,6 +3,8 @@ package broker
 import (
 	"reflect"
 	"testing"
+
+	tl "github.com/pml-dev/pml/broker/tools"
 )
 
 // The registry, the cloud, capabilities and the listing hold what they use
@@ -26,8 +28,8 @@ func TestTheSourcesHoldNoBroker(t *testing.T) {
 		}
 	}
 	for _, typ := range []reflect.Type{
-		reflect.TypeFor[Registry](), reflect.TypeFor[Cloud](), reflect.TypeFor[Capabilities](),
-		reflect.TypeFor[Lister](), reflect.TypeFor[cloudExec](), reflect.TypeFor[denoExec](), reflect.TypeFor[registryLayer](),
+		reflect.TypeFor[tl.Registry](), reflect.TypeFor[tl.Cloud](), reflect.TypeFor[tl.Capabilities](),
+		reflect.TypeFor[tl.Lister](), reflect.TypeFor[cloudExec](), reflect.TypeFor[denoExec](), reflect.TypeFor[registryLayer](),
 	} {
 		walk(typ.Name(), typ, map[reflect.Type]bool{})
 	}

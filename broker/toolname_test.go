@@ -5,6 +5,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	tl "github.com/pml-dev/pml/broker/tools"
 	"github.com/pml-dev/pml/internal/config"
 )
 
@@ -39,7 +40,7 @@ func toolNamed(b *Broker, name string) (Tool, bool) {
 // TestServerAnnotationsPassThrough: how the client sees them).
 func TestServerToolsKeepTheirAnnotations(t *testing.T) {
 	f := newFixture(t, `{"permissions": {"allow": ["filesystem:*"]}}`)
-	srv := &Server{Cfg: config.Server{Name: "probe"}}
+	srv := &tl.Server{Cfg: config.Server{Name: "probe"}}
 	yes := true
 	f.b.srv.RegisterTools(srv, []*mcp.Tool{
 		{Name: "lookup", Title: "Look it up", Description: "d", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: &yes, Title: "Look it up"}},
@@ -58,7 +59,7 @@ func TestServerToolsKeepTheirAnnotations(t *testing.T) {
 func TestCloudToolsKeepTheirAnnotations(t *testing.T) {
 	f := cloudFixture(t, `{"allow": ["tavily:*"]}`)
 	yes := true
-	f.b.cloud.registerCloudTools([]*mcp.Tool{{Name: "tavily:search", Title: "Web search", Description: "d", InputSchema: map[string]any{"type": "object"},
+	f.b.cloud.RegisterTools([]*mcp.Tool{{Name: "tavily:search", Title: "Web search", Description: "d", InputSchema: map[string]any{"type": "object"},
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: &yes}}})
 	tl, ok := toolNamed(f.b, "tavily:search")
 	if !ok || tl.Title != "Web search" || tl.Annotations == nil || !tl.Annotations.ReadOnlyHint || !*tl.Annotations.OpenWorldHint {

@@ -9,7 +9,6 @@ type (
 	Tool         = tl.Tool
 	Listed       = tl.Listed
 	toolsCache   = tl.Cache
-	toolTable    = tl.Table
 	toolEntry    = tl.Entry
 	executor     = tl.Executor
 	executorFunc = tl.ExecutorFunc

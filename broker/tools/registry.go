@@ -1,4 +1,4 @@
-package broker
+package tools
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/pml-dev/pml/broker/approve"
 	"github.com/pml-dev/pml/broker/call"
+	"github.com/pml-dev/pml/broker/workflow"
 	"github.com/pml-dev/pml/internal/capname"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/panics"
@@ -32,54 +33,71 @@ import (
 // registryOrg and registryProject prefix the FQDNs of MCP servers.
 const registryPrefix = "pml.mcp."
 
-// registrySide is the broker's view of the registries and the lockfile.
-// It holds what it uses, never the *Broker: the functions of the tool
-// table, the servers, the permissions and the approval texts are wired in
-// New.
+// Registry is the broker's view of the registries and the lockfile. It
+// holds what it uses, never the *Broker. Safe for concurrent use.
 type Registry struct {
 	client  *registry.Client
 	lock    *registry.Lockfile
 	lockErr error
 
-	sb  *sandbox
+	sb  Sandbox
+	ws  string
 	cfg *config.Config
 	log zerolog.Logger
 	// cloud is where an http entry's tools go (and whether cloud mode is
 	// on: registry lookups are then allowed).
 	cloud *Cloud
-	// decide is the permissions in force (the lockfile keeps an entry
+	// servers are where a stdio entry's server goes (and the tool table).
+	servers *Servers
+	// perms is the permissions in force (the lockfile keeps an entry
 	// whose namespace they do not deny).
-	decide func(tool string) (Decision, string)
-	// hasTool is the tool table's; serverOf and addServer the servers'.
-	hasTool   func(name string) bool
-	serverOf  func(tool string) *Server
-	addServer func(cfg config.Server) *Server
-	// listDeno lists a deno entry's functions as tools of its namespace
-	// (capabilities.listDeno), set in New.
-	listDeno func(e *registry.Entry, namespace string) []string
-	// approval and serverAccess describe an approval (approval_text.go,
-	// access.go).
-	approval     func(wf *Workflow) Approval
-	serverAccess func(cfg config.Server) approve.Access
-	// belowAudit is the request path below the audit layer: an approved
-	// integrity change runs its call through it again. Set in New once
-	// the path is built.
-	BelowAudit Handler
+	perms Permissions
+	// grants are what the person granted registry entries.
+	grants *Grants
+	// deno lists a deno entry's functions as tools of its namespace
+	// (Capabilities.ListEntry: NewCapabilities sets it).
+	denoLister interface {
+		ListEntry(e *registry.Entry, namespace string) []string
+	}
+	// Ask describes an approval (approve.Approver); BelowAudit is the
+	// request path below the audit layer: an approved integrity change
+	// runs its call through it again. Both set in New once built, before
+	// any call.
+	Ask        Approvals
+	BelowAudit call.Handler
 
 	mu sync.Mutex
 	// missing remembers namespaces no registry has, so a session does not
 	// ask again for every call of an unknown tool.
 	missing map[string]error
-	// deno holds fetched deno entries by tool name.
+	// deno holds fetched deno entries by namespace.
 	deno map[string]*registry.Entry
 }
 
-// setupRegistry opens the registries' client and the lockfile (dropping
+// RegistryOptions are what NewRegistry is given.
+type RegistryOptions struct {
+	Sandbox     Sandbox
+	Config      *config.Config
+	Log         zerolog.Logger
+	Cloud       *Cloud
+	Servers     *Servers
+	Permissions Permissions
+	Grants      *Grants
+}
+
+// NewRegistry opens the registries' client and the lockfile (dropping
 // the entries of denied namespaces); it contacts no registry.
-func (r *Registry) Setup() {
+func NewRegistry(o RegistryOptions) *Registry {
+	r := &Registry{sb: o.Sandbox, ws: o.Sandbox.Workspace(), cfg: o.Config, log: o.Log, cloud: o.Cloud, servers: o.Servers, perms: o.Permissions, grants: o.Grants}
+	r.setup()
+	return r
+}
+
+// setup opens the registries' client and the lockfile.
+func (r *Registry) setup() {
 	r.missing = map[string]error{}
 	r.deno = map[string]*registry.Entry{}
-	client, err := registry.New(registry.Options{Registries: r.cfg.Registries, CacheDir: registry.CacheDir(r.sb.ws)})
+	client, err := registry.New(registry.Options{Registries: r.cfg.Registries, CacheDir: registry.CacheDir(r.ws)})
 	if err != nil {
 		r.lockErr = err
 		return
@@ -89,9 +107,9 @@ func (r *Registry) Setup() {
 	// still allowed or asked (a tool no pattern names is asked): dropping
 	// its record would make the next fetch "new" and trust a changed entry
 	// without asking.
-	lock, err := registry.LoadLockfileKeeping(registry.LockfilePath(r.sb.ws), func(ns string) bool {
-		d, _ := r.decide(ns + ":*")
-		return d != Deny
+	lock, err := registry.LoadLockfileKeeping(registry.LockfilePath(r.ws), func(ns string) bool {
+		d, _ := r.perms.Decide(ns + ":*")
+		return d != call.Deny
 	})
 	if err != nil {
 		r.lockErr = err
@@ -112,7 +130,7 @@ func fqdnFor(tool string) string {
 	return registryPrefix + routing.Namespace(tool) + ".server"
 }
 
-// registryLookups reports whether an unknown tool may be looked up in the
+// Lookups reports whether an unknown tool may be looked up in the
 // registries: they were configured, or cloud mode is on. In local mode
 // with the default registry (the cloud) pml contacts nothing on its own;
 // `pml add` still may, since the user asks for it.
@@ -120,17 +138,17 @@ func (r *Registry) Lookups() bool {
 	return r.client != nil && (r.cfg.RegistriesSet || r.cloud.Client.Enabled())
 }
 
-// resolvable reports whether a tool that is not registered (yet) can
+// Resolvable reports whether a tool that is not registered (yet) can
 // still be called: a configured server's, a cloud tool, or one a registry
 // may provide. Anything else is the SDK's "unknown tool" protocol error.
 func (r *Registry) Resolvable(name string) bool {
-	if r.hasTool(name) {
+	if r.servers.HasTool(name) {
 		return false
 	}
-	return r.serverOf(name) != nil || r.cloud.IsCloudTool(name) || RegistryCandidate(name) && r.Lookups()
+	return r.servers.ServerOf(name) != nil || r.cloud.IsCloudTool(name) || RegistryCandidate(name) && r.Lookups()
 }
 
-// registryCandidate reports whether a tool name may be resolved through
+// RegistryCandidate reports whether a tool name may be resolved through
 // the registries: it has a namespace that is not built in.
 func RegistryCandidate(tool string) bool {
 	ns, action, ok := strings.Cut(tool, ":")
@@ -145,21 +163,21 @@ func RegistryCandidate(tool string) bool {
 	return err == nil
 }
 
-// fetchChecked fetches an entry (the cached copy, with a warning, when no
+// FetchChecked fetches an entry (the cached copy, with a warning, when no
 // registry answers) and checks it against the lockfile: a first fetch is
 // recorded there, a changed entry comes back with a StatusMismatch
 // verdict and nothing recorded. Errors wrap ErrNotFound (no registry has
 // it; registry.ErrNotFound too) or ErrUnavailable.
 func (r *Registry) FetchChecked(ctx context.Context, fqdn string) (*registry.Entry, registry.Verdict, error) {
 	if r.client == nil || r.lock == nil {
-		return nil, registry.Verdict{}, fmt.Errorf("%w: the registries cannot be used: %v", ErrUnavailable, r.lockErr)
+		return nil, registry.Verdict{}, fmt.Errorf("%w: the registries cannot be used: %v", call.ErrUnavailable, r.lockErr)
 	}
 	e, err := r.client.Fetch(ctx, fqdn)
 	if err != nil {
 		if errors.Is(err, registry.ErrNotFound) {
-			return nil, registry.Verdict{}, fmt.Errorf("%w: %w", ErrNotFound, err)
+			return nil, registry.Verdict{}, fmt.Errorf("%w: %w", call.ErrNotFound, err)
 		}
-		return nil, registry.Verdict{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		return nil, registry.Verdict{}, fmt.Errorf("%w: %w", call.ErrUnavailable, err)
 	}
 	if e.FromCache {
 		r.log.Warn().Str("fqdn", e.FQDN).Msg(e.Warning)
@@ -174,7 +192,7 @@ func (r *Registry) FetchChecked(ctx context.Context, fqdn string) (*registry.Ent
 	return e, v, nil
 }
 
-// resolveFromRegistry fetches the entry behind tool and makes it callable.
+// Resolve fetches the entry behind tool and makes it callable.
 // When the entry changed since it was locked, it returns a workflow-ready
 // integrity change instead (change != nil) and makes nothing callable.
 func (r *Registry) Resolve(ctx context.Context, tool string) (change *IntegrityChange, err error) {
@@ -191,7 +209,7 @@ func (r *Registry) Resolve(ctx context.Context, tool string) (change *IntegrityC
 	e, v, err := r.FetchChecked(fctx, fqdn)
 	switch {
 	case errors.Is(err, registry.ErrNotFound):
-		nf := fmt.Errorf("%w %q: nothing local provides it and no registry has %s (%v); tools/list (`pml tools` on the command line) shows the available tools", ErrNotFound, tool, fqdn, strings.TrimPrefix(err.Error(), ErrNotFound.Error()+": "))
+		nf := fmt.Errorf("%w %q: nothing local provides it and no registry has %s (%v); tools/list (`pml tools` on the command line) shows the available tools", call.ErrNotFound, tool, fqdn, strings.TrimPrefix(err.Error(), call.ErrNotFound.Error()+": "))
 		r.mu.Lock()
 		r.missing[ns] = nf
 		r.mu.Unlock()
@@ -204,7 +222,7 @@ func (r *Registry) Resolve(ctx context.Context, tool string) (change *IntegrityC
 	return nil, r.useEntry(e, tool)
 }
 
-// loadRegistryServers makes the stdio servers this workspace fetched in
+// LoadServers makes the stdio servers this workspace fetched in
 // earlier sessions (the lockfile's entries) known again, so tools/list
 // shows their tools. A registry that does not answer within a few seconds
 // leaves them to the first call; an entry that changed stays unlisted
@@ -218,7 +236,7 @@ func (r *Registry) LoadServers(ctx context.Context) {
 	var wg sync.WaitGroup
 	for name, e := range r.lock.Entries() {
 		f, err := registry.ParseFQDN(name)
-		if err != nil || e.Type != registry.TypeStdio || r.serverOf(f.Namespace+":") != nil || !RegistryCandidate(f.Namespace+":"+f.Action) {
+		if err != nil || e.Type != registry.TypeStdio || r.servers.ServerOf(f.Namespace+":") != nil || !RegistryCandidate(f.Namespace+":"+f.Action) {
 			continue
 		}
 		if name != fqdnFor(f.Namespace+":") {
@@ -235,7 +253,7 @@ func (r *Registry) LoadServers(ctx context.Context) {
 	wg.Wait()
 }
 
-// integrityChange is a fetched entry that differs from the locked one.
+// IntegrityChange is a fetched entry that differs from the locked one.
 type IntegrityChange struct {
 	entry   *registry.Entry
 	verdict registry.Verdict
@@ -253,36 +271,29 @@ func (r *Registry) useEntry(e *registry.Entry, tool string) error {
 		if err != nil {
 			return err
 		}
-		r.addServer(cfg)
+		r.servers.Add(cfg)
 		return nil
 	case registry.TypeHTTP:
 		// An http server runs in the cloud, with the user's keys.
-		r.cloud.router.AddServer(ns)
 		// Its variables leave the machine only as the person granted
 		// (registry_grant.go): the grant is what its calls would send.
-		g := httpGrant(e, ns, r.cloud.Client.URL)
-		r.cloud.mu.Lock()
-		if e.Meta != nil {
-			r.cloud.regEnv[tool] = e.Meta.AllEnvRequired()
-		}
-		r.cloud.regGrant[tool] = g
-		r.cloud.mu.Unlock()
+		r.cloud.useEntry(e, ns, tool)
 		return nil
 	case registry.TypeDeno:
 		// Its exported functions become tools, like an added capability's.
-		r.listDeno(e, ns)
-		if !r.hasTool(tool) {
+		r.denoLister.ListEntry(e, ns)
+		if !r.servers.HasTool(tool) {
 			_, fn, _ := strings.Cut(tool, ":")
-			return fmt.Errorf("%w %q: the deno capability %s exports no function %s", ErrNotFound, tool, e.FQDN, fn)
+			return fmt.Errorf("%w %q: the deno capability %s exports no function %s", call.ErrNotFound, tool, e.FQDN, fn)
 		}
 		return nil
 	}
 	return fmt.Errorf("%s: registry entry %s has the unknown type %q", tool, e.FQDN, e.Type)
 }
 
-// integrityApproval describes a changed registry entry for a person.
-func (r *Registry) IntegrityApproval(wf *Workflow) Approval {
-	a := r.approval(wf)
+// IntegrityApproval describes a changed registry entry for a person.
+func (r *Registry) IntegrityApproval(wf *workflow.Workflow) workflow.Approval {
+	a := r.Ask.Approval(wf)
 	ch, _ := wf.Data.(*IntegrityChange)
 	if ch == nil {
 		return a
@@ -307,31 +318,31 @@ func (r *Registry) IntegrityApproval(wf *Workflow) Approval {
 	// What the new version's container would get, as for any approval
 	// (access.go): its image, workspace access, variable names, network.
 	if cfg, err := registry.ServerConfig(ch.entry); err == nil {
-		acc := r.serverAccess(cfg)
-		acc.Limits = r.sb.limitsNote(context.Background())
+		acc := r.Ask.ServerAccess(cfg)
+		acc.Limits = r.sb.LimitsNote(context.Background())
 		a.Description += approve.AccessSentence(acc, a.Context)
 	}
 	return a
 }
 
-// approveIntegrity trusts the new version, then runs the call through the
+// ApproveIntegrity trusts the new version, then runs the call through the
 // whole request path again (it may still need a permission or an
 // install), below the audit layer: the call's one audit entry is the
 // outcome of that run, with the approval as its reason when it has none.
-func (r *Registry) ApproveIntegrity(ctx context.Context, c *Call, wfs *Workflows, wf *Workflow) Result {
+func (r *Registry) ApproveIntegrity(ctx context.Context, c *call.Call, wfs *workflow.Workflows, wf *workflow.Workflow) call.Result {
 	ch, _ := wf.Data.(*IntegrityChange)
 	if ch == nil {
-		return errorResult(fmt.Errorf("workflow %s has no integrity change attached", wf.ID))
+		return call.ResultFor(fmt.Errorf("workflow %s has no integrity change attached", wf.ID))
 	}
 	if err := r.lock.Approve(ch.entry); err != nil {
-		return errorResult(fmt.Errorf("could not update %s: %v; nothing was run", r.lock.Path(), err))
+		return call.ResultFor(fmt.Errorf("could not update %s: %v; nothing was run", r.lock.Path(), err))
 	}
 	r.log.Info().Str("fqdn", ch.entry.FQDN).Str("integrity", ch.entry.Integrity).Msg("integrity change approved; lockfile updated")
 	if err := r.useEntry(ch.entry, wf.Tool); err != nil {
-		return errorResult(err)
+		return call.ResultFor(err)
 	}
 	args, _ := json.Marshal(wf.Args)
-	again := call.NewCall(Request{Tool: wf.Tool, Args: args, Workflows: wfs})
+	again := call.NewCall(call.Request{Tool: wf.Tool, Args: args, Workflows: wfs})
 	again.Began = c.Began
 	res := r.BelowAudit.Call(call.WithRequest(ctx, again.Req), again)
 	if e, ok := again.Noted(); ok {
@@ -348,16 +359,16 @@ func (r *Registry) ApproveIntegrity(ctx context.Context, c *Call, wfs *Workflows
 // matches is kept; else the highest listed).
 func (r *Registry) resolveVersion(ctx context.Context, ref capname.Ref) (string, error) {
 	if r.client == nil || r.lock == nil {
-		return "", fmt.Errorf("%w: the registries cannot be used: %v", ErrUnavailable, r.lockErr)
+		return "", fmt.Errorf("%w: the registries cannot be used: %v", call.ErrUnavailable, r.lockErr)
 	}
 	fqdn, _, err := registry.Resolve(ctx, r.client, r.lock, ref)
 	switch {
 	case err == nil:
 		return fqdn, nil
 	case errors.Is(err, registry.ErrNotFound):
-		return "", fmt.Errorf("%w: %w", ErrNotFound, err)
+		return "", fmt.Errorf("%w: %w", call.ErrNotFound, err)
 	case ctx.Err() != nil:
 		return "", err
 	}
-	return "", fmt.Errorf("%w: %w", ErrUnavailable, err)
+	return "", fmt.Errorf("%w: %w", call.ErrUnavailable, err)
 }

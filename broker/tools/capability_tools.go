@@ -1,4 +1,4 @@
-package broker
+package tools
 
 import (
 	"context"
@@ -73,7 +73,7 @@ func stampOf(path string) fileStamp {
 	return fileStamp{mod: fi.ModTime(), size: fi.Size(), ok: true}
 }
 
-// loadAdded lists the deno and cloud capabilities of
+// LoadAdded lists the deno and cloud capabilities of
 // .pml/capabilities.json and those .pml.json names (capability_named.go)
 // as tools, and unlists those no longer there (or at another version): the
 // tool table tells the sessions (tools/list_changed).
@@ -81,9 +81,9 @@ func (cs *Capabilities) LoadAdded() {
 	a := &cs.added
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	path := filepath.Join(cs.sb.ws, CapabilitiesFile)
+	path := filepath.Join(cs.ws, CapabilitiesFile)
 	a.stamp = stampOf(path)
-	caps, notes, err := CheckedCapabilities(cs.sb.ws)
+	caps, notes, err := CheckedCapabilities(cs.ws)
 	if err != nil {
 		cs.log.Warn().Err(err).Msg("the added capabilities are not listed")
 		return
@@ -105,7 +105,7 @@ func (cs *Capabilities) LoadAdded() {
 	var lock *registry.Lockfile
 	readLock := func() bool {
 		if lock == nil {
-			if lock, err = registry.LoadLockfileKeeping(registry.LockfilePath(cs.sb.ws), func(string) bool { return true }); err != nil {
+			if lock, err = registry.LoadLockfileKeeping(registry.LockfilePath(cs.ws), func(string) bool { return true }); err != nil {
 				cs.log.Warn().Err(err).Msg("the added capabilities are not listed")
 				return false
 			}
@@ -141,11 +141,9 @@ func (cs *Capabilities) LoadAdded() {
 		if c, ok := caps[name]; ok && c.FQDN == l.fqdn && taken[name] == nil {
 			continue
 		}
-		cs.replaceTools(l.tools, nil, denoExec{registry: cs.registry, runs: cs.runs})
+		cs.servers.ReplaceTools(l.tools, nil, cs.exec.Deno())
 		delete(a.listed, name)
-		cs.registry.mu.Lock()
-		delete(cs.registry.deno, l.namespace)
-		cs.registry.mu.Unlock()
+		cs.registry.dropDeno(l.namespace)
 		if taken[name] != nil {
 			continue // said below
 		}
@@ -222,10 +220,8 @@ func (cs *Capabilities) lockedCopy(c Capability, lock *registry.Lockfile) (*regi
 // names. Its functions run here, whatever the cloud routes under that
 // namespace.
 func (cs *Capabilities) listDeno(c Capability, e *registry.Entry) []string {
-	cs.registry.mu.Lock()
-	cs.registry.deno[c.Namespace] = e
-	cs.registry.mu.Unlock()
-	cs.cloud.router.AddLocal(c.Namespace)
+	cs.registry.setDeno(c.Namespace, e)
+	cs.cloud.AddLocal(c.Namespace)
 	desc, schema := cs.described(c, e)
 	var defs []toolbox.Tool
 	for _, fn := range ExportedFunctions(e.Code, e.FQDN) {
@@ -241,12 +237,12 @@ func (cs *Capabilities) listDeno(c Capability, e *registry.Entry) []string {
 		}
 		defs = append(defs, toolbox.Tool{Name: c.Namespace + ":" + fn, Description: d, InputSchema: schema})
 	}
-	var exec executor = denoExec{registry: cs.registry, runs: cs.runs}
+	exec := cs.exec.Deno()
 	if err := cs.depsMissing(c.Name, e); err != nil { // its mcp_deps (capability_deps.go)
 		cs.log.Warn().Str("capability", c.Name).Msg(err.Error())
 		exec = refusedExec{err}
 	}
-	return cs.replaceTools(nil, defs, exec)
+	return cs.servers.ReplaceTools(nil, defs, exec)
 }
 
 // described is the description and input schema the registry gives an
@@ -290,7 +286,6 @@ func (cs *Capabilities) listCloud(c Capability, e *registry.Entry) []string {
 	cs.cloud.router.AddServer(c.Namespace)
 	desc, schema := cs.described(c, e)
 	var defs []toolbox.Tool
-	cs.cloud.mu.Lock()
 	for _, tool := range e.Meta.Tools {
 		// An entry names the tools of its own namespace only.
 		if routing.Namespace(tool) != c.Namespace {
@@ -300,18 +295,17 @@ func (cs *Capabilities) listCloud(c Capability, e *registry.Entry) []string {
 			cs.log.Warn().Str("capability", termsafe.Quote(c.Name, 0)).Str("tool", termsafe.Quote(tool, 0)).Msg("a tool of the capability is not listed: " + mcpname.Tool(action).Error())
 			continue
 		}
-		cs.cloud.regEnv[tool] = e.Meta.AllEnvRequired()
+		cs.cloud.setRegEnv(tool, e.Meta.AllEnvRequired())
 		d := tool + " (from " + e.FQDN + ", runs in the PML cloud)"
 		if desc != "" {
 			d = desc + " (" + d + ")"
 		}
 		defs = append(defs, toolbox.Tool{Name: tool, Description: d, InputSchema: schema})
 	}
-	cs.cloud.mu.Unlock()
-	return cs.replaceTools(nil, defs, cs.cloud.Exec)
+	return cs.servers.ReplaceTools(nil, defs, cs.cloud.Exec())
 }
 
-// listEntry lists the functions of a deno entry a tool call found in a
+// ListEntry lists the functions of a deno entry a tool call found in a
 // registry (the registry layer), as listDeno does an added capability's.
 func (cs *Capabilities) ListEntry(e *registry.Entry, namespace string) []string {
 	return cs.listDeno(Capability{Name: namespace, Namespace: namespace, FQDN: e.FQDN}, e)
@@ -333,12 +327,12 @@ func objectSchema(raw json.RawMessage) error {
 	return nil
 }
 
-// watchAdded lists capabilities added or removed while a session runs
+// WatchAdded lists capabilities added or removed while a session runs
 // (pml add and pml remove are other processes). It polls the file's size
 // and time once a second: .pml/ may not exist yet when the session
 // starts, and a stat is cheaper than watching the workspace for it.
 func (cs *Capabilities) WatchAdded(ctx context.Context) {
-	path := filepath.Join(cs.sb.ws, CapabilitiesFile)
+	path := filepath.Join(cs.ws, CapabilitiesFile)
 	// A session whose client has not listed its tools yet still fetches
 	// the named capabilities: what is missing is known once listed here.
 	cs.added.mu.Lock()

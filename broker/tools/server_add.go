@@ -1,10 +1,11 @@
-package broker
+package tools
 
 import (
 	"context"
 	"fmt"
 	"strings"
 
+	"github.com/pml-dev/pml/broker/call"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/wirename"
 )
@@ -16,7 +17,7 @@ import (
 func (s *Servers) InstallServer(ctx context.Context, name string) ([]Tool, error) {
 	srv := s.ServerOf(name + ":")
 	if srv == nil {
-		return nil, fmt.Errorf("%w: %s is not a server in .pml.json (or its entry is not trusted: pml trust)", ErrNotFound, name)
+		return nil, fmt.Errorf("%w: %s is not a server in .pml.json (or its entry is not trusted: pml trust)", call.ErrNotFound, name)
 	}
 	if !s.Deps.Installed(srv.Cfg) {
 		if err := s.Install(ctx, srv); err != nil {
@@ -60,8 +61,8 @@ func (s *Servers) ServerTools(name string) []Tool {
 func (s *Servers) ListedTools() []Listed {
 	var out []Listed
 	for _, t := range s.Tools() {
-		if t.Name != ContinueTool {
-			if d, _ := s.decide(t.Name); d == Deny {
+		if t.Name != call.ContinueTool {
+			if d, _ := s.perms.Decide(t.Name); d == call.Deny {
 				continue
 			}
 		}
@@ -69,3 +70,7 @@ func (s *Servers) ListedTools() []Listed {
 	}
 	return out
 }
+
+// Installed reports whether cfg's install step has run here (and still
+// matches its pin), or it has none.
+func (s *Servers) Installed(cfg config.Server) bool { return s.Deps.Installed(cfg) }

@@ -1,6 +1,8 @@
-package broker
+package tools
 
 import (
+	"bytes"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -43,4 +45,41 @@ func (w *heldWriter) Write(p []byte) (int, error) {
 		w.late.Store(true)
 	}
 	return len(p), nil
+}
+
+func TestALongInstallSaysItStillRunsEveryTick(t *testing.T) {
+	var buf syncBuf
+	old := installTick
+	installTick = 10 * time.Millisecond
+	defer func() { installTick = old }()
+	s := &Servers{progress: zerolog.New(&buf)}
+	stop := s.stillInstalling("memory", time.Now())
+	time.Sleep(55 * time.Millisecond)
+	stop()
+	n := strings.Count(buf.String(), `"message":"still installing"`)
+	time.Sleep(30 * time.Millisecond)
+	if n < 3 || !strings.Contains(buf.String(), `"server":"memory"`) {
+		t.Errorf("want a line per tick naming the server, got %d:\n%s", n, buf.String())
+	}
+	if after := strings.Count(buf.String(), `"message":"still installing"`); after != n {
+		t.Errorf("lines went on after the install ended: %d then %d", n, after)
+	}
+}
+
+// syncBuf is a log sink the test reads while lines are written.
+type syncBuf struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuf) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuf) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

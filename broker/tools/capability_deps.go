@@ -1,4 +1,4 @@
-package broker
+package tools
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/pml-dev/pml/broker/approve"
+	"github.com/pml-dev/pml/broker/call"
+	"github.com/pml-dev/pml/broker/workflow"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/registry"
 	"github.com/pml-dev/pml/internal/toolbox"
@@ -52,19 +54,19 @@ func (cs *Capabilities) readyDeps(ctx context.Context, e *registry.Entry, c *Cap
 		// A server of that name configured here is used as it is (its
 		// install too, when it has one): the project's configuration wins,
 		// as it does over a registry server.
-		srv := cs.serverOf(d.Name + ":")
+		srv := cs.servers.ServerOf(d.Name + ":")
 		configured := srv != nil
 		if !configured {
 			cfg, err := registry.DepServer(e, d)
 			if err != nil {
-				return fmt.Errorf("%w: %w", ErrInvalidInput, err)
+				return fmt.Errorf("%w: %w", call.ErrInvalidInput, err)
 			}
-			srv = cs.addServer(cfg)
+			srv = cs.servers.Add(cfg)
 		}
 		if err := cs.installDep(ctx, srv, c.Name, confirm); err != nil {
 			return err
 		}
-		r := Requirement{Name: d.Name, Configured: configured, Grants: cs.grants(srv.Cfg), EnvRequired: srv.Cfg.EnvRequired}
+		r := Requirement{Name: d.Name, Configured: configured, Grants: cs.accessSentence(srv.Cfg), EnvRequired: srv.Cfg.EnvRequired}
 		if !configured {
 			cfg := srv.Cfg
 			r.Server = &cfg
@@ -76,23 +78,23 @@ func (cs *Capabilities) readyDeps(ctx context.Context, e *registry.Entry, c *Cap
 
 // installDep installs srv, once the person confirmed, unless it is.
 func (cs *Capabilities) installDep(ctx context.Context, srv *Server, capName string, confirm Confirm) error {
-	if srv.Cfg.Install == nil || cs.deps.Installed(srv.Cfg) {
+	if srv.Cfg.Install == nil || cs.servers.Installed(srv.Cfg) {
 		return nil
 	}
-	wf := &Workflow{Type: ApprovalDependency, Tool: srv.Cfg.Name + ":*"}
-	if !confirm(cs.dependencyApproval(wf, srv.Cfg)) {
+	wf := &workflow.Workflow{Type: workflow.ApprovalDependency, Tool: srv.Cfg.Name + ":*"}
+	if !confirm(cs.Ask.DependencyApproval(wf, srv.Cfg)) {
 		return fmt.Errorf("%w: installing %s (which %s requires) was not approved; nothing was recorded", ErrRefused, srv.Cfg.Name, capName)
 	}
-	if err := cs.install(ctx, srv); err != nil {
+	if err := cs.servers.Install(ctx, srv); err != nil {
 		return fmt.Errorf("installing %s, which %s requires: %w", srv.Cfg.Name, capName, err)
 	}
 	return nil
 }
 
-// grants is the access sentence of a server's approval, without its
+// accessSentence is the access sentence of a server's approval, without its
 // leading space.
-func (cs *Capabilities) grants(cfg config.Server) string {
-	return strings.TrimSpace(approve.AccessSentence(cs.serverAccess(cfg), map[string]any{}))
+func (cs *Capabilities) accessSentence(cfg config.Server) string {
+	return strings.TrimSpace(approve.AccessSentence(cs.Ask.ServerAccess(cfg), map[string]any{}))
 }
 
 // depsMissing says which of e's mcp_deps cannot run here, and how to fix
@@ -103,24 +105,24 @@ func (cs *Capabilities) depsMissing(name string, e *registry.Entry) error {
 	}
 	var missing []string
 	for _, d := range e.Meta.McpDeps {
-		srv := cs.serverOf(d.Name + ":")
+		srv := cs.servers.ServerOf(d.Name + ":")
 		switch {
 		case srv == nil:
 			missing = append(missing, d.Name+" (not a server in .pml.json, or its entry is not trusted)")
-		case srv.Cfg.Install != nil && !cs.deps.Installed(srv.Cfg):
+		case srv.Cfg.Install != nil && !cs.servers.Installed(srv.Cfg):
 			missing = append(missing, d.Name+" (not installed)")
 		}
 	}
 	if len(missing) == 0 {
 		return nil
 	}
-	return fmt.Errorf("%w: %s requires the MCP servers %s: run `pml add %s` again to install them", ErrNotFound, name, strings.Join(missing, ", "), name)
+	return fmt.Errorf("%w: %s requires the MCP servers %s: run `pml add %s` again to install them", call.ErrNotFound, name, strings.Join(missing, ", "), name)
 }
 
 // refusedExec answers every call of a capability that cannot run with
 // why (depsMissing), instead of running half of it.
 type refusedExec struct{ err error }
 
-func (r refusedExec) Run(context.Context, toolbox.Tool, map[string]any) Result {
-	return errorResult(r.err)
+func (r refusedExec) Run(context.Context, toolbox.Tool, map[string]any) call.Result {
+	return call.ResultFor(r.err)
 }

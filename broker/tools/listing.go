@@ -1,10 +1,11 @@
-package broker
+package tools
 
 import (
 	"context"
 	"strings"
 	"time"
 
+	"github.com/pml-dev/pml/broker/call"
 	"github.com/pml-dev/pml/images"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/container"
@@ -110,37 +111,33 @@ type Listing struct {
 // that hangs makes the state unknown, not pml list.
 const listEngineTimeout = 10 * time.Second
 
-// lister answers pml list and pml tools' server states. It holds what it
-// reads, never the *Broker: the servers' list and the tool table's are
-// functions wired in New.
+// Lister answers pml list and pml tools' server states. It holds what it
+// reads, never the *Broker. Safe for concurrent use.
 type Lister struct {
-	sb  *sandbox
+	sb  Sandbox
 	cfg *config.Config
-	// toolbox is the filesystem tools' image; toolsCache the servers'
-	// cached tool lists; deps their installs.
-	toolbox    *images.Toolbox
-	toolsCache *toolsCache
-	deps       *deps.Store
+	// toolbox is the filesystem tools' image.
+	toolbox *images.Toolbox
+	// servers are the configured servers, their installs, cached tool
+	// lists and the tool table.
+	servers *Servers
 	// registry reads a capability's cached entry.
 	registry *Registry
-	// serverList is the servers', Tools the tool table's.
-	serverList func() []*Server
-	Tools      func() []Tool
+}
+
+// NewLister makes the listing of what sb's workspace serves.
+func NewLister(sb Sandbox, cfg *config.Config, toolbox *images.Toolbox, servers *Servers, registry *Registry) *Lister {
+	return &Lister{sb: sb, cfg: cfg, toolbox: toolbox, servers: servers, registry: registry}
 }
 
 // List says how everything pml serves here stands. version is pml's own,
 // for its built-in group. It never fails: what cannot be known is said.
-func (b *Broker) List(ctx context.Context, caps []Capability, version string) Listing {
-	return b.lister.List(ctx, caps, version)
-}
-
-// List is Broker.List.
 func (l *Lister) List(ctx context.Context, caps []Capability, version string) Listing {
 	ctx, cancel := context.WithTimeout(ctx, listEngineTimeout)
 	defer cancel()
 	v := l.viewEngine(ctx)
 	out := Listing{Builtin: l.builtinStates(ctx, v, version), Servers: []ServerState{}, Capabilities: []CapabilityState{}}
-	for _, srv := range l.serverList() {
+	for _, srv := range l.servers.List() {
 		out.Servers = append(out.Servers, l.serverState(ctx, v, srv.Cfg))
 	}
 	for _, c := range caps {
@@ -154,15 +151,12 @@ func (l *Lister) List(ctx context.Context, caps []Capability, version string) Li
 
 // Servers lists the configured servers (mcps, private_mcps) and how each
 // stands; it asks the engine about images and running containers.
-func (b *Broker) Servers(ctx context.Context) []ServerState { return b.lister.Servers(ctx) }
-
-// Servers is Broker.Servers.
 func (l *Lister) Servers(ctx context.Context) []ServerState {
 	ctx, cancel := context.WithTimeout(ctx, listEngineTimeout)
 	defer cancel()
 	v := l.viewEngine(ctx)
 	out := []ServerState{}
-	for _, srv := range l.serverList() {
+	for _, srv := range l.servers.List() {
 		out = append(out, l.serverState(ctx, v, srv.Cfg))
 	}
 	return out
@@ -179,19 +173,19 @@ type engineView struct {
 }
 
 func (l *Lister) viewEngine(ctx context.Context) *engineView {
-	v := &engineView{rt: l.sb.rt, running: map[string]bool{}, images: map[string]bool{}}
+	v := &engineView{rt: l.sb.Runtime(), running: map[string]bool{}, images: map[string]bool{}}
 	list, err := v.rt.ListManaged(ctx)
 	if err != nil {
 		v.err = err
 		return v
 	}
 	for _, m := range list {
-		if !m.Running || m.Labels[container.LabelWorkspace] != l.sb.ws {
+		if !m.Running || m.Labels[container.LabelWorkspace] != l.sb.Workspace() {
 			continue
 		}
 		// A container whose pml died is an orphan the next start
 		// removes, not a server anyone can call.
-		if o, ok := container.OwnerFromLabels(m.Labels); ok && o != l.sb.owner && liveOwner(l.sb.owner, o) {
+		if o, ok := container.OwnerFromLabels(m.Labels); ok && o != l.sb.Owner() && liveOwner(l.sb.Owner(), o) {
 			v.running[m.Labels[container.LabelPurpose]] = true
 		}
 	}
@@ -244,14 +238,14 @@ func (v *engineView) health(ctx context.Context, image, purpose string) Health {
 
 func (l *Lister) builtinStates(ctx context.Context, v *engineView, version string) []BuiltinState {
 	isServer := map[string]bool{}
-	for _, s := range l.serverList() {
+	for _, s := range l.servers.List() {
 		isServer[s.Cfg.Name] = true
 	}
 	var out []BuiltinState
 	idx := map[string]int{}
-	for _, t := range l.Tools() {
+	for _, t := range l.servers.Tools() {
 		ns, _, _ := strings.Cut(t.Name, ":")
-		if isServer[ns] || t.Name == ContinueTool {
+		if isServer[ns] || t.Name == call.ContinueTool {
 			continue
 		}
 		i, ok := idx[ns]
@@ -303,7 +297,7 @@ func (l *Lister) builtinState(ctx context.Context, v *engineView, ns, version st
 }
 
 func (l *Lister) serverState(ctx context.Context, v *engineView, cfg config.Server) ServerState {
-	tools, _ := l.toolsCache.Get(cfg)
+	tools, _ := l.servers.Cache.Get(cfg)
 	st := ServerState{Name: cfg.Name, Tools: len(tools), Private: cfg.Private}
 	st.Source, st.Package, st.Version = serverSource(cfg)
 	st.Health = v.health(ctx, cfg.Image, "mcp:"+cfg.Name)
@@ -313,7 +307,7 @@ func (l *Lister) serverState(ctx context.Context, v *engineView, cfg config.Serv
 
 // installHealth adds the state of cfg's install step to h.
 func (l *Lister) installHealth(h *Health, cfg config.Server) {
-	h.Install = l.deps.Status(cfg)
+	h.Install = l.servers.Deps.Status(cfg)
 	h.Installed = h.Install == deps.StatusInstalled || h.Install == deps.StatusNone
 }
 
@@ -399,7 +393,7 @@ func (l *Lister) capabilityState(ctx context.Context, v *engineView, c Capabilit
 		}
 		st.Health = v.health(ctx, cfg.Image, "mcp:"+cfg.Name)
 		l.installHealth(&st.Health, cfg)
-		if tools, ok := l.toolsCache.Get(cfg); ok {
+		if tools, ok := l.servers.Cache.Get(cfg); ok {
 			st.ToolCount = len(tools)
 		}
 	}

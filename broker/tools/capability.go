@@ -1,4 +1,4 @@
-package broker
+package tools
 
 import (
 	"context"
@@ -14,10 +14,10 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/pml-dev/pml/broker/approve"
+	"github.com/pml-dev/pml/broker/call"
+	"github.com/pml-dev/pml/broker/workflow"
 	"github.com/pml-dev/pml/internal/capname"
 	"github.com/pml-dev/pml/internal/config"
-	"github.com/pml-dev/pml/internal/deps"
 	"github.com/pml-dev/pml/internal/entrygrant"
 	"github.com/pml-dev/pml/internal/lazyre"
 	"github.com/pml-dev/pml/internal/mcpname"
@@ -98,56 +98,75 @@ func builtinNamespace(ns string) bool {
 
 // Confirm asks the person running `pml add` to approve something (an
 // integrity change, an install with network access). false refuses.
-type Confirm func(Approval) bool
+type Confirm func(workflow.Approval) bool
 
 // ErrRefused: the person (or the lack of a terminal) said no to an
 // approval `pml add` needed.
 var ErrRefused = errors.New("not approved")
 
-// capabilities adds capabilities (`pml add`) and makes their tools
-// callable (`pml run`). It holds what it uses, never the *Broker: the
-// functions of the servers, the tool table and the approval texts are
-// wired in New.
+// Capabilities adds capabilities (`pml add`) and makes their tools
+// callable (`pml run`, and pml stdio's listing). It holds what it uses,
+// never the *Broker. Safe for concurrent use.
 type Capabilities struct {
 	registry *Registry
 	cloud    *Cloud
-	sb       *sandbox
+	servers  serverSet
+	ws       string
 	log      zerolog.Logger
-	// runs starts a deno capability's function in a Deno container.
-	runs *codeRuns
-	// deps is the store of installed server dependencies.
-	deps *deps.Store
-	// serverOf, addServer and install are the servers'; replaceTools
-	// the tool table's; dependencyApproval describes an install
-	// (approval_text.go).
-	serverOf           func(tool string) *Server
-	addServer          func(cfg config.Server) *Server
-	install            func(ctx context.Context, srv *Server) error
-	replaceTools       func(old []string, defs []toolbox.Tool, exec executor) []string
-	dependencyApproval func(wf *Workflow, srv config.Server) Approval
+	// exec runs a deno capability's functions (Executors.Deno) and the
+	// cloud's tools.
+	exec Executors
+	// grants are what the person granted registry entries.
+	grants *Grants
+	// Ask describes an install (approve.Approver); set in New once the
+	// approver is built, before any call.
+	Ask Approvals
 	// added is what pml stdio lists of the added capabilities
 	// (capability_tools.go).
-	added        addedTools
-	serverAccess func(cfg config.Server) approve.Access
-	// serverList is the servers' (capability_namespace.go).
-	serverList func() []*Server
+	added addedTools
+}
+
+// CapabilitiesOptions are what NewCapabilities is given.
+type CapabilitiesOptions struct {
+	Sandbox   Sandbox
+	Log       zerolog.Logger
+	Registry  *Registry
+	Cloud     *Cloud
+	Servers   *Servers
+	Executors Executors
+	Grants    *Grants
+}
+
+// serverSet is what the capabilities use of the servers (Servers): a
+// capability's stdio server and its mcp_deps are found, added and
+// installed there, and its tools listed in the tool table.
+type serverSet interface {
+	ServerOf(tool string) *Server
+	Add(cfg config.Server) *Server
+	Installed(cfg config.Server) bool
+	Install(ctx context.Context, srv *Server) error
+	List() []*Server
+	ReplaceTools(old []string, defs []toolbox.Tool, exec Executor) []string
+}
+
+// NewCapabilities makes the capabilities; a deno entry a call finds in
+// a registry is listed by them (Registry's ListEntry).
+func NewCapabilities(o CapabilitiesOptions) *Capabilities {
+	cs := &Capabilities{registry: o.Registry, cloud: o.Cloud, servers: o.Servers, ws: o.Sandbox.Workspace(), log: o.Log, exec: o.Executors, grants: o.Grants}
+	o.Registry.denoLister = cs
+	return cs
 }
 
 // AddCapability fetches, locks, installs and records a capability.
-func (b *Broker) AddCapability(ctx context.Context, arg string, confirm Confirm) (Capability, error) {
-	return b.caps.AddCapability(ctx, arg, confirm)
-}
-
-// AddCapability is Broker.AddCapability.
 func (cs *Capabilities) AddCapability(ctx context.Context, arg string, confirm Confirm) (c Capability, err error) {
 	ref, f, err := CapabilityFQDN(arg)
 	if err != nil {
-		return Capability{}, fmt.Errorf("%w: %w", ErrInvalidInput, err)
+		return Capability{}, fmt.Errorf("%w: %w", call.ErrInvalidInput, err)
 	}
 	name, fqdn := ref.Name, f.String()
 	// Before anything is fetched or locked: a namespace taken here
 	// (capability_namespace.go) is refused whatever the entry holds.
-	added, err := LoadCapabilities(cs.sb.ws)
+	added, err := LoadCapabilities(cs.ws)
 	if err != nil {
 		return Capability{}, err
 	}
@@ -183,7 +202,7 @@ func (cs *Capabilities) AddCapability(ctx context.Context, arg string, confirm C
 		}()
 	}
 	if v.Status == registry.StatusMismatch {
-		a := Approval{ApprovalRequired: true, ApprovalType: ApprovalIntegrity, Tool: f.Tool(), Description: v.Description(), Options: []string{"continue", "abort"}}
+		a := workflow.Approval{ApprovalRequired: true, ApprovalType: workflow.ApprovalIntegrity, Tool: f.Tool(), Description: v.Description(), Options: []string{"continue", "abort"}}
 		if !confirm(a) {
 			return Capability{}, fmt.Errorf("%w: %s changed since it was locked; the lockfile is unchanged", ErrRefused, v.Name)
 		}
@@ -207,7 +226,7 @@ func (cs *Capabilities) AddCapability(ctx context.Context, arg string, confirm C
 	if err := cs.readyCapability(ctx, e, &c, confirm); err != nil {
 		return Capability{}, err
 	}
-	if c.Replaced, err = saveCapability(cs.sb.ws, c); err != nil {
+	if c.Replaced, err = saveCapability(cs.ws, c); err != nil {
 		return Capability{}, err
 	}
 	return c, nil
@@ -229,13 +248,13 @@ func (cs *Capabilities) readyCapability(ctx context.Context, e *registry.Entry, 
 		if err := cs.confirmGrant(e, serverGrant(cfg), c, confirm); err != nil {
 			return err
 		}
-		srv := cs.addServer(cfg)
-		if cfg.Install != nil && !cs.deps.Installed(cfg) {
-			wf := &Workflow{Type: ApprovalDependency, Tool: cfg.Name + ":*"}
-			if !confirm(cs.dependencyApproval(wf, srv.Cfg)) {
+		srv := cs.servers.Add(cfg)
+		if cfg.Install != nil && !cs.servers.Installed(cfg) {
+			wf := &workflow.Workflow{Type: workflow.ApprovalDependency, Tool: cfg.Name + ":*"}
+			if !confirm(cs.Ask.DependencyApproval(wf, srv.Cfg)) {
 				return fmt.Errorf("%w: installing %s was not approved; nothing was installed", ErrRefused, cfg.Name)
 			}
-			if err := cs.install(ctx, srv); err != nil {
+			if err := cs.servers.Install(ctx, srv); err != nil {
 				return err
 			}
 		}
@@ -271,14 +290,14 @@ func (cs *Capabilities) confirmGrant(e *registry.Entry, g entrygrant.Grant, c *C
 		return nil
 	}
 	c.Grant = &g
-	if cs.sb.grants.Granted(g) {
+	if cs.grants.Granted(g) {
 		return nil
 	}
-	where := "in " + cs.sb.grants.store.Path
-	if cs.sb.grants.store.Path == "" {
+	where := "in " + cs.grants.Path()
+	if cs.grants.Path() == "" {
 		where = "for this process only (pml has no state directory: set HOME or XDG_STATE_HOME)"
 	}
-	a := Approval{ApprovalRequired: true, ApprovalType: ApprovalRegistryGrant, Tool: c.Namespace + ":*",
+	a := workflow.Approval{ApprovalRequired: true, ApprovalType: workflow.ApprovalRegistryGrant, Tool: c.Namespace + ":*",
 		Description: fmt.Sprintf("%s (the registry entry %s from %s) asks for more than a tool's permission gives: %s. Grant it? pml records the grant %s and asks again if the entry asks for more.",
 			termsafe.Quote(c.Name, termsafe.DefaultMax), termsafe.Quote(e.FQDN, termsafe.DefaultMax), termsafe.Quote(e.Registry, termsafe.DefaultMax), ShownGrant(g), where),
 		Options: []string{"continue", "abort"},
@@ -286,7 +305,7 @@ func (cs *Capabilities) confirmGrant(e *registry.Entry, g entrygrant.Grant, c *C
 	if !confirm(a) {
 		return fmt.Errorf("%w: %s was not added: what it asks for (%s) was not granted", ErrRefused, c.Name, ShownGrant(g))
 	}
-	return cs.sb.grants.Record(g)
+	return cs.grants.Record(g)
 }
 
 var (
@@ -455,12 +474,12 @@ func SortedCapabilities(caps map[string]Capability) []Capability {
 	return out
 }
 
-// prepareCapability makes an added capability's tools callable in this
+// Prepare makes an added capability's tools callable in this
 // process (`pml run`): its locked registry entry is fetched again — the
 // cached copy when the registry is unreachable — and checked against the
 // lockfile.
 func (cs *Capabilities) Prepare(ctx context.Context, c Capability) {
-	others, err := LoadCapabilities(cs.sb.ws)
+	others, err := LoadCapabilities(cs.ws)
 	if err == nil {
 		err = cs.namespaceTaken(c.Name, c.Namespace, c.FQDN, others)
 	}
@@ -470,10 +489,10 @@ func (cs *Capabilities) Prepare(ctx context.Context, c Capability) {
 	}
 	tool := c.Namespace + ":" + firstOr(c.Tools, "run")
 	if c.Type == registry.TypeDeno {
-		cs.registerDenoCapability(ctx, c)
+		cs.registerDeno(ctx, c)
 		return
 	}
-	if cs.serverOf(tool) != nil {
+	if cs.servers.ServerOf(tool) != nil {
 		return
 	}
 	change, err := cs.registry.Resolve(ctx, tool)

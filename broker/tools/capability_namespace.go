@@ -1,10 +1,11 @@
-package broker
+package tools
 
 import (
 	"fmt"
 	"slices"
 	"strings"
 
+	"github.com/pml-dev/pml/broker/call"
 	"github.com/pml-dev/pml/internal/registry"
 )
 
@@ -28,14 +29,14 @@ var builtinNamespaces = []string{"filesystem", "shell", "pml"}
 // (added and named), by name.
 func (cs *Capabilities) namespaceTaken(name, ns, fqdn string, others map[string]Capability) error {
 	refuse := func(what, fix string) error {
-		return fmt.Errorf("%w: %s cannot be used here: its namespace %q is %s, so its code would answer calls meant for it, under the permissions written for it; %s", ErrInvalidInput, name, ns, what, fix)
+		return fmt.Errorf("%w: %s cannot be used here: its namespace %q is %s, so its code would answer calls meant for it, under the permissions written for it; %s", call.ErrInvalidInput, name, ns, what, fix)
 	}
 	lower := strings.ToLower(ns)
 	if slices.Contains(builtinNamespaces, lower) {
 		return refuse("pml's built-in "+lower, "no registry entry can take it")
 	}
-	if cs.serverList != nil {
-		for _, srv := range cs.serverList() {
+	if cs.servers != nil {
+		for _, srv := range cs.servers.List() {
 			if !srv.Cfg.FromRegistry && strings.EqualFold(srv.Cfg.Name, ns) {
 				return refuse(fmt.Sprintf("the server mcps.%s of .pml.json", srv.Cfg.Name), fmt.Sprintf("remove or rename that server (pml remove %s) to use the capability, or use the server", srv.Cfg.Name))
 			}

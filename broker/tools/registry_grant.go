@@ -1,4 +1,4 @@
-package broker
+package tools
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/pml-dev/pml/broker/workflow"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/entrygrant"
 	"github.com/pml-dev/pml/internal/registry"
@@ -30,7 +31,7 @@ import (
 // A server declared in .pml.json's mcps is the person's own (trusted with
 // the file) and needs none.
 
-// entryGrants is the broker's view of the record: the store, the
+// Grants is the broker's view of the record: the store, the
 // workspace it is keyed by, and the grants this process has seen covered
 // (a call of a granted server does not read the file again).
 type Grants struct {
@@ -42,7 +43,7 @@ type Grants struct {
 	ok map[string]entrygrant.Grant // namespace → the want found covered
 }
 
-// newEntryGrants opens the record beside the trust store ts; without a
+// NewGrants opens the record beside the trust store ts; without a
 // place for it (no HOME, a unit test) grants last for the process.
 func NewGrants(ts *trust.Store, ws string, log zerolog.Logger) *Grants {
 	store := entrygrant.Memory()
@@ -52,7 +53,7 @@ func NewGrants(ts *trust.Store, ws string, log zerolog.Logger) *Grants {
 	return &Grants{store: store, ws: ws, log: log, ok: map[string]entrygrant.Grant{}}
 }
 
-// granted reports whether want is covered by what the person granted.
+// Granted reports whether want is covered by what the person granted.
 func (g *Grants) Granted(want entrygrant.Grant) bool {
 	want = want.Normal()
 	if want.Empty() {
@@ -76,7 +77,7 @@ func (g *Grants) Granted(want entrygrant.Grant) bool {
 	return yes
 }
 
-// record saves want as granted by the person.
+// Record saves want as granted by the person.
 func (g *Grants) Record(want entrygrant.Grant) error {
 	want = want.Normal()
 	if err := g.store.Record(g.ws, want); err != nil {
@@ -89,7 +90,7 @@ func (g *Grants) Record(want entrygrant.Grant) error {
 	return nil
 }
 
-// checkServer refuses to start a registry server whose grant the person
+// CheckServer refuses to start a registry server whose grant the person
 // has not given: the last guard before its container gets the values of
 // host variables and its network (a tools/list loading a locked server,
 // any path that did not ask first).
@@ -113,7 +114,7 @@ func (g *Grants) CheckServer(cfg config.Server) error {
 func serverGrant(cfg config.Server) entrygrant.Grant {
 	g := entrygrant.Grant{Namespace: cfg.Name, Entry: fqdnFor(cfg.Name + ":"), Kind: registry.TypeStdio}
 	for _, v := range cfg.EnvRequired {
-		if !ownVariable(v) {
+		if !config.OwnVariable(v) {
 			g.Env = append(g.Env, v)
 		}
 	}
@@ -135,7 +136,7 @@ func httpGrant(e *registry.Entry, ns, cloudURL string) entrygrant.Grant {
 		return g
 	}
 	for _, v := range e.Meta.AllEnvRequired() {
-		if !ownVariable(v) {
+		if !config.OwnVariable(v) {
 			g.Env = append(g.Env, v)
 		}
 	}
@@ -152,7 +153,7 @@ func hostOf(raw string) string {
 	return u.Host
 }
 
-// shownGrant is a grant as an approval or a message tells it: names
+// ShownGrant is a grant as an approval or a message tells it: names
 // only, quoted (they come from a registry).
 func ShownGrant(g entrygrant.Grant) string {
 	return termsafe.Quote(g.Describe(), 4*termsafe.DefaultMax)
@@ -161,43 +162,43 @@ func ShownGrant(g entrygrant.Grant) string {
 // wantedGrant is what tool's registry entry asks of this machine; ok is
 // false for a tool of no registry entry (a server of .pml.json, the
 // toolbox, the cloud's own list).
-func (b *Broker) wantedGrant(tool string) (entrygrant.Grant, bool) {
-	if srv := b.srv.ServerOf(tool); srv != nil {
+func (r *Registry) wantedGrant(tool string) (entrygrant.Grant, bool) {
+	if srv := r.servers.ServerOf(tool); srv != nil {
 		if !srv.Cfg.FromRegistry {
 			return entrygrant.Grant{}, false
 		}
 		return serverGrant(srv.Cfg), true
 	}
-	return b.cloud.RegGrantOf(tool)
+	return r.cloud.RegGrantOf(tool)
 }
 
-// grantNeeded is the approve layer's GrantNeeded: the grant tool's entry
+// GrantNeeded is the approve layer's GrantNeeded: the grant tool's entry
 // asks for, when the person has not given it.
-func (b *Broker) grantNeeded(tool string) (any, bool) {
-	g, ok := b.wantedGrant(tool)
-	if !ok || b.sb.grants.Granted(g) {
+func (r *Registry) GrantNeeded(tool string) (any, bool) {
+	g, ok := r.wantedGrant(tool)
+	if !ok || r.grants.Granted(g) {
 		return nil, false
 	}
 	return &g, true
 }
 
-// grantApproval describes a registry grant for a person: the entry, the
+// GrantApproval describes a registry grant for a person: the entry, the
 // variables (names only) and where they go, the network and the image,
 // then the call (and the install, when one is due) as its own approval
 // would.
-func (b *Broker) grantApproval(wf *Workflow) Approval {
-	var a Approval
-	if srv := b.srv.ServerOf(wf.Tool); srv != nil && srv.Cfg.Install != nil && !b.srv.Deps.Installed(srv.Cfg) {
-		a = b.ask.DependencyApproval(wf, srv.Cfg)
+func (r *Registry) GrantApproval(wf *workflow.Workflow) workflow.Approval {
+	var a workflow.Approval
+	if srv := r.servers.ServerOf(wf.Tool); srv != nil && srv.Cfg.Install != nil && !r.servers.Deps.Installed(srv.Cfg) {
+		a = r.Ask.DependencyApproval(wf, srv.Cfg)
 	} else {
-		a = b.ask.Approval(wf)
+		a = r.Ask.Approval(wf)
 	}
 	g, _ := wf.Data.(*entrygrant.Grant)
 	if g == nil {
 		return a
 	}
-	where := "in " + b.sb.grants.store.Path
-	if b.sb.grants.store.Path == "" {
+	where := "in " + r.grants.Path()
+	if r.grants.Path() == "" {
 		where = "for this session only (pml has no state directory: set HOME or XDG_STATE_HOME)"
 	}
 	a.Description = fmt.Sprintf("%s comes from the registry entry %s, which asks for more than the tool's permission gives: %s. "+
@@ -219,11 +220,14 @@ func (b *Broker) grantApproval(wf *Workflow) Approval {
 	return a
 }
 
-// recordGrant records an approved registry grant as the person's.
-func (b *Broker) recordGrant(wf *Workflow) error {
+// RecordGrant records an approved registry grant as the person's.
+func (r *Registry) RecordGrant(wf *workflow.Workflow) error {
 	g, ok := wf.Data.(*entrygrant.Grant)
 	if !ok || g == nil {
 		return fmt.Errorf("workflow %s carries no registry grant", wf.ID)
 	}
-	return b.sb.grants.Record(*g)
+	return r.grants.Record(*g)
 }
+
+// Path is where the grants are recorded ("": for this process only).
+func (g *Grants) Path() string { return g.store.Path }

@@ -1,4 +1,4 @@
-package broker
+package tools
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/pml-dev/pml/broker/call"
 	"github.com/pml-dev/pml/internal/capname"
 	"github.com/pml-dev/pml/internal/panics"
 	"github.com/pml-dev/pml/internal/registry"
@@ -153,7 +154,7 @@ func (cs *Capabilities) fetchNamedOne(ctx context.Context, ref capname.Ref) erro
 	}
 	e, v, err := cs.registry.FetchChecked(ctx, fqdn)
 	switch {
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, call.ErrNotFound):
 		return fmt.Errorf("%s, named in .pml.json's capabilities, is in no registry (%v): correct or remove the name", ref.Name, err)
 	case err != nil:
 		return notYet(err)

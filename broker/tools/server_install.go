@@ -1,4 +1,4 @@
-package broker
+package tools
 
 import (
 	"context"
@@ -7,15 +7,18 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pml-dev/pml/broker/call"
+	sbx "github.com/pml-dev/pml/broker/sandbox"
 	"github.com/pml-dev/pml/images"
 	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/deps"
 	"github.com/pml-dev/pml/internal/egress/inside"
 	"github.com/pml-dev/pml/internal/netallow"
 	"github.com/pml-dev/pml/internal/shim"
+	"github.com/pml-dev/pml/policies"
 )
 
-// install runs a server's install step (once; concurrent callers wait)
+// Install runs a server's install step (once; concurrent callers wait)
 // and then registers its tools.
 func (s *Servers) Install(ctx context.Context, srv *Server) error {
 	srv.installMu.Lock()
@@ -23,7 +26,7 @@ func (s *Servers) Install(ctx context.Context, srv *Server) error {
 	if s.Deps.Installed(srv.Cfg) {
 		return nil
 	}
-	pol := serverPolicy(s.sb, srv.Cfg)
+	pol := s.sb.ServerPolicy(srv.Cfg)
 	network := s.installNetwork(ctx, srv)
 	if network == nil {
 		// pml's in-container program is missing (a pml built without
@@ -32,13 +35,13 @@ func (s *Servers) Install(ctx context.Context, srv *Server) error {
 		s.log.Warn().Str("server", srv.Cfg.Name).Msg("the install runs on the engine's bridge network (full egress): pml's egress listener cannot run in its container")
 		pol.Network = "bridge"
 	}
-	if pol.Timeout < policiesDuration(deps.InstallTimeout) {
-		pol.Timeout = policiesDuration(deps.InstallTimeout)
+	if pol.Timeout < policies.Duration(deps.InstallTimeout) {
+		pol.Timeout = policies.Duration(deps.InstallTimeout)
 	}
 	in := &deps.Installer{
 		Store:   s.Deps,
-		Runtime: s.sb.rt,
-		Spec:    container.Spec{Image: srv.Cfg.Image, User: s.sb.user, Policy: pol, Labels: s.sb.labels("install:" + srv.Cfg.Name)},
+		Runtime: s.sb.Runtime(),
+		Spec:    container.Spec{Image: srv.Cfg.Image, User: s.sb.User(), Policy: pol, Labels: s.sb.Labels("install:" + srv.Cfg.Name)},
 		Env:     os.Getenv,
 		Network: network,
 		// An unpinned package (the seeds' npx -y @scope/server) says
@@ -94,10 +97,10 @@ func (s *Servers) PreinstallApproved(ctx context.Context) ([]images.DepResult, e
 			continue
 		}
 		r := images.DepResult{Server: srv.Cfg.Name}
-		switch d, _ := s.decide(srv.Cfg.Name + ":*"); {
+		switch d, _ := s.perms.Decide(srv.Cfg.Name + ":*"); {
 		case s.Deps.Installed(srv.Cfg):
 			r.Status = "present"
-		case d != Allow:
+		case d != call.Allow:
 			r.Status = "needs approval (allow \"" + srv.Cfg.Name + ":*\" in .pml.json, or call one of its tools once and approve the install)"
 		default:
 			if err := s.Install(ctx, srv); err != nil {
@@ -116,7 +119,7 @@ func (s *Servers) PreinstallApproved(ctx context.Context) ([]images.DepResult, e
 // network.allow, nothing else; the container keeps network none. nil
 // when pml's program cannot run in the container.
 func (s *Servers) installNetwork(ctx context.Context, srv *Server) func(*container.Spec) error {
-	exe := s.sb.supervisor(ctx)
+	exe := s.sb.Supervisor(ctx)
 	if exe == "" {
 		return nil
 	}
@@ -133,7 +136,7 @@ func (s *Servers) installNetwork(ctx context.Context, srv *Server) func(*contain
 			return nil
 		}
 		id := "install:" + srv.Cfg.Name
-		if err := s.sb.withEgress(spec, id, "the install of "+srv.Cfg.Name, "its package registry ("+strings.Join(hosts, ", ")+") or "+networkKey(srv.Cfg.Private, srv.Cfg.Name), rules); err != nil {
+		if err := s.sb.WithEgress(spec, id, "the install of "+srv.Cfg.Name, "its package registry ("+strings.Join(hosts, ", ")+") or "+sbx.NetworkKey(srv.Cfg.Private, srv.Cfg.Name), rules); err != nil {
 			return err
 		}
 		spec.Mounts = append(spec.Mounts, container.Mount{Source: exe, Target: shim.Binary, ReadOnly: true})

@@ -1,4 +1,4 @@
-package broker
+package tools
 
 import (
 	"context"
@@ -7,11 +7,13 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/pml-dev/pml/broker/call"
+	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/panics"
 )
 
-// serverOf returns the configured server a tool name belongs to.
+// ServerOf returns the configured server a tool name belongs to.
 func (s *Servers) ServerOf(tool string) *Server {
 	ns, _, ok := strings.Cut(tool, ":")
 	if !ok {
@@ -38,7 +40,7 @@ func (s *Servers) loadServer(ctx context.Context, srv *Server) error {
 		s.RegisterTools(srv, tools)
 		return nil
 	}
-	if err := srv.prepare(s.sb); err != nil {
+	if err := srv.Prepare(s.grants, s.sb.ServerEnv); err != nil {
 		return err
 	}
 	tools, err := srv.Up.Tools(ctx)
@@ -52,27 +54,28 @@ func (s *Servers) loadServer(ctx context.Context, srv *Server) error {
 
 var errNotInstalled = errors.New("not installed")
 
-// prepare checks what must hold before the server's container may
-// start: a registry server's grant, its environment.
-func (srv *Server) prepare(sb *sandbox) error {
+// Prepare checks what must hold before the server's container may
+// start: a registry server's grant (g), its environment (env, which
+// says what is missing).
+func (srv *Server) Prepare(g *Grants, env func(config.Server) ([]string, error)) error {
 	// A registry server's variables, network and image are the
 	// person's grant (registry_grant.go), whatever path starts it.
-	if err := sb.grants.CheckServer(srv.Cfg); err != nil {
+	if err := g.CheckServer(srv.Cfg); err != nil {
 		return err
 	}
-	env, err := sb.envFor(srv.Cfg)
+	vars, err := env(srv.Cfg)
 	if err != nil {
 		return err
 	}
-	srv.Up.SetEnv(env)
+	srv.Up.SetEnv(vars)
 	return nil
 }
 
 // LoadServers registers the tools of every installed server (tools/list).
 // A server that cannot start is logged and left out; it does not fail
-// the list.
+// the list. The registry's servers this workspace fetched are made
+// known first (Registry.LoadServers).
 func (s *Servers) LoadServers(ctx context.Context) {
-	s.loadRegistryServers(ctx)
 	var wg sync.WaitGroup
 	for _, srv := range s.List() {
 		wg.Add(1)
@@ -90,29 +93,29 @@ func (s *Servers) LoadServers(ctx context.Context) {
 	wg.Wait()
 }
 
-// lookup finds a tool; a server tool not registered yet is loaded first.
-func (s *Servers) Lookup(ctx context.Context, name string) (toolEntry, error) {
+// Lookup finds a tool; a server tool not registered yet is loaded first.
+func (s *Servers) Lookup(ctx context.Context, name string) (Entry, error) {
 	if entry, ok := s.Table.Get(name); ok {
 		return entry, nil
 	}
 	srv := s.ServerOf(name)
 	if srv == nil {
-		return toolEntry{}, fmt.Errorf("%w %q: tools/list (`pml tools` on the command line) shows the available tools", ErrNotFound, name)
+		return Entry{}, fmt.Errorf("%w %q: tools/list (`pml tools` on the command line) shows the available tools", call.ErrNotFound, name)
 	}
 	if err := s.loadServer(ctx, srv); err != nil {
 		if errors.Is(err, container.ErrImageMissing) || errors.Is(err, container.ErrUnavailable) {
 			// The server could not start for want of its image or the
 			// engine: the call is unavailable, not the tool's error.
-			return toolEntry{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+			return Entry{}, fmt.Errorf("%w: %w", call.ErrUnavailable, err)
 		}
-		return toolEntry{}, err
+		return Entry{}, err
 	}
 	entry, ok := s.Table.Get(name)
 	if !ok {
 		srv.mu.Lock()
 		names := strings.Join(srv.names, ", ")
 		srv.mu.Unlock()
-		return toolEntry{}, fmt.Errorf("%w %q: the MCP server %s offers %s", ErrNotFound, name, srv.Cfg.Name, names)
+		return Entry{}, fmt.Errorf("%w %q: the MCP server %s offers %s", call.ErrNotFound, name, srv.Cfg.Name, names)
 	}
 	return entry, nil
 }

@@ -1,4 +1,4 @@
-package broker
+package tools
 
 import (
 	"bytes"
@@ -16,11 +16,14 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 
+	"github.com/pml-dev/pml/broker/call"
+	"github.com/pml-dev/pml/broker/workflow"
 	"github.com/pml-dev/pml/internal/cloud"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/credentials"
 	"github.com/pml-dev/pml/internal/entrygrant"
 	"github.com/pml-dev/pml/internal/keysafe"
+	"github.com/pml-dev/pml/internal/registry"
 	"github.com/pml-dev/pml/internal/routing"
 	"github.com/pml-dev/pml/internal/safefs"
 	"github.com/pml-dev/pml/internal/toolbox"
@@ -38,29 +41,25 @@ const cloudToolsFile = ".pml/cloud-tools-cache.json"
 // listWait bounds how long the first tools/list waits for the cloud's list.
 const listWait = 2 * time.Second
 
-// cloudSide is the broker's view of the PML cloud: its client, the
-// routing table, the tools it lists. It holds what it uses, never the
-// *Broker: the functions of the tool table, the servers and the approval
-// texts are wired in New.
+// Cloud is the broker's view of the PML cloud: its client, the routing
+// table, the tools it lists. It holds what it uses, never the *Broker.
+// Safe for concurrent use.
 type Cloud struct {
 	Client *cloud.Client
 	router *routing.Router
 
-	sb  *sandbox
+	sb  Sandbox
+	ws  string
 	cfg *config.Config
 	log zerolog.Logger
-	// serverOf finds a configured server (servers); listable and
-	// replaceTools are the tool table's; approval the plain text of an
-	// approval (approval_text.go).
-	serverOf     func(tool string) *Server
-	listable     func(source string, t *mcp.Tool) bool
-	replaceTools func(old []string, defs []toolbox.Tool, exec executor) []string
-	approval     func(wf *Workflow) Approval
-	// decide and permSource are the permissions' (permit.LivePermissions):
-	// the tools an execute_locally answer declares are decided with them
-	// before its code runs (cloud_exec.go, declaredOfPayload).
-	decide     func(tool string) (Decision, string)
-	permSource func() string
+	// servers are the configured servers (a local one wins over the
+	// cloud) and the tool table its tools go in.
+	servers *Servers
+	// exec runs its tools (broker's cloudExec).
+	exec Executors
+	// Ask writes an approval's text (approve.Approver); set in New once
+	// the approver is built, before any call.
+	Ask Approvals
 
 	mu    sync.Mutex
 	names []string            // registered cloud tool names
@@ -76,17 +75,35 @@ type Cloud struct {
 	// way); a tools/list waits for it at most listWait.
 	ready     chan struct{}
 	readyOnce sync.Once
-	// exec runs its tools (cloudExec).
-	Exec executor
 }
 
-// setupCloud builds the router and the cloud client; it contacts nothing.
-// runs starts the code an execute_locally answer carries.
-func (c *Cloud) Setup(o Options, runs *codeRuns) {
+// NewRouter is the routing table of workspace ws: the built-in groups
+// and the configured servers run here (Servers adds the servers that
+// join later).
+func NewRouter(ws string, servers map[string]config.Server) *routing.Router {
 	local := []string{"filesystem", "shell"}
-	for name := range c.cfg.Servers {
+	for name := range servers {
 		local = append(local, name)
 	}
+	return routing.New(ws, local)
+}
+
+// CloudOptions are what NewCloud is given.
+type CloudOptions struct {
+	Sandbox Sandbox
+	Config  *config.Config
+	Log     zerolog.Logger
+	// HTTPClient talks to the cloud; nil: a default one.
+	HTTPClient *http.Client
+	Router     *routing.Router
+	Servers    *Servers
+	Executors  Executors
+}
+
+// NewCloud makes the cloud's client and lists the cloud's tools from
+// the cache; it contacts nothing.
+func NewCloud(o CloudOptions) *Cloud {
+	c := &Cloud{sb: o.Sandbox, ws: o.Sandbox.Workspace(), cfg: o.Config, log: o.Log, router: o.Router, servers: o.Servers, exec: o.Executors}
 	hc := o.HTTPClient
 	if hc == nil {
 		hc = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
@@ -98,30 +115,38 @@ func (c *Cloud) Setup(o Options, runs *codeRuns) {
 		c.log.Warn().Err(err).Msg("local mode: the API key could not be read; fix the file or set PML_API_KEY")
 	}
 	c.Client = &cloud.Client{URL: c.cfg.Cloud.URL, APIKey: key, HTTP: hc, Timeout: c.cfg.Cloud.Timeout}
-	c.router = routing.New(c.sb.ws, local)
 	c.env = map[string][]string{}
 	c.regEnv = map[string][]string{}
 	c.regGrant = map[string]entrygrant.Grant{}
 	c.ready = make(chan struct{})
-	c.Exec = cloudExec{sb: c.sb, cloud: c, runs: runs}
 	if !c.Client.Enabled() {
 		c.readyOnce.Do(func() { close(c.ready) })
-		return
+		return c
 	}
 	// Listed at once from the cache, refreshed by StartCloud.
-	if tools, err := readCloudTools(c.sb.ws, filepath.Join(c.sb.ws, cloudToolsFile)); err == nil {
-		c.registerCloudTools(tools)
+	if tools, err := readCloudTools(c.ws, filepath.Join(c.ws, cloudToolsFile)); err == nil {
+		c.RegisterTools(tools)
 	} else if errors.Is(err, errCloudToolsUnvouched) {
-		c.log.Warn().Str("path", filepath.Join(c.sb.ws, cloudToolsFile)).Msg(err.Error() + "; the cloud's tools are listed once it answers")
+		c.log.Warn().Str("path", filepath.Join(c.ws, cloudToolsFile)).Msg(err.Error() + "; the cloud's tools are listed once it answers")
 	}
+	return c
+}
+
+// Exec is what runs the cloud's tools.
+func (c *Cloud) Exec() Executor { return c.exec.Cloud() }
+
+// KeyNames are the variables tool declares it needs (BYOK), from the
+// cloud's list or its registry entry.
+func (c *Cloud) KeyNames(tool string) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	names := append([]string(nil), c.env[tool]...)
+	return append(names, c.regEnv[tool]...)
 }
 
 // StartCloud syncs the routing table and the cloud's tool list in the
 // background. It never blocks: initialize must not wait for the network.
 // In local mode (no PML_API_KEY) pml does not contact the cloud at all.
-func (b *Broker) StartCloud(ctx context.Context) { b.cloud.StartCloud(ctx) }
-
-// StartCloud is Broker.StartCloud.
 func (c *Cloud) StartCloud(ctx context.Context) {
 	if !c.Client.Enabled() {
 		c.log.Info().Msg("local mode: PML_API_KEY is not set and no key is in the credentials file (pml init --api-key), so cloud tools are off; local tools work")
@@ -148,12 +173,12 @@ func (c *Cloud) StartCloud(ctx context.Context) {
 			c.log.Warn().Err(err).Msg("could not list the cloud's tools; cloud tools from the last session stay listed")
 			return
 		}
-		c.registerCloudTools(tools)
+		c.RegisterTools(tools)
 		c.writeCloudTools(tools)
 	}()
 }
 
-// waitCloud lets the first tools/list include the cloud's tools when they
+// Wait lets the first tools/list include the cloud's tools when they
 // come quickly; later ones arrive with notifications/tools/list_changed.
 func (c *Cloud) Wait(ctx context.Context) {
 	t := time.NewTimer(listWait)
@@ -165,33 +190,25 @@ func (c *Cloud) Wait(ctx context.Context) {
 	}
 }
 
-// registerCloudTools lists the cloud's server-routed tools. A tool whose
+// RegisterTools lists the cloud's server-routed tools. A tool whose
 // namespace runs here (the toolbox, a configured server, anything the
 // routing does not send to the cloud) is left out: its calls must never
 // leave the machine.
-func (c *Cloud) registerCloudTools(tools []*mcp.Tool) {
+func (c *Cloud) RegisterTools(tools []*mcp.Tool) {
 	var defs []toolbox.Tool
 	env := map[string][]string{}
 	for _, t := range tools {
-		if !c.listable("the PML cloud", t) || t.Name == ContinueTool || c.router.Route(t.Name) != routing.Server {
+		if !c.servers.CloudListable("the PML cloud", t) || t.Name == call.ContinueTool || c.router.Route(t.Name) != routing.Server {
 			continue
 		}
-		schema, _ := json.Marshal(t.InputSchema)
-		if len(schema) == 0 || string(schema) == "null" {
-			schema = json.RawMessage(`{"type":"object"}`)
-		}
-		desc := t.Description
-		if desc == "" {
-			desc = t.Title
-		}
-		defs = append(defs, toolbox.Tool{Name: t.Name, Description: desc + " (runs in the PML cloud)", InputSchema: schema, Title: t.Title, Annotations: t.Annotations})
+		defs = append(defs, toolDef(t.Name, t, " (runs in the PML cloud)"))
 		env[t.Name] = cloud.EnvRequired(t)
 	}
 	c.mu.Lock()
 	old := c.names
 	c.env = env
 	c.mu.Unlock()
-	names := c.replaceTools(old, defs, c.Exec)
+	names := c.servers.ReplaceTools(old, defs, c.Exec())
 	c.mu.Lock()
 	c.names = names
 	c.mu.Unlock()
@@ -233,7 +250,7 @@ func (c *Cloud) writeCloudTools(tools []*mcp.Tool) {
 	if err != nil {
 		return
 	}
-	sum, err := vouch.Seal(c.sb.ws, vouch.CloudTools, cloudToolsFile, list)
+	sum, err := vouch.Seal(c.ws, vouch.CloudTools, cloudToolsFile, list)
 	if err != nil {
 		c.log.Warn().Err(err).Msg("caching the cloud's tool list: pml's vouching key cannot be had, so the list is not kept for an offline start")
 		return
@@ -242,15 +259,15 @@ func (c *Cloud) writeCloudTools(tools []*mcp.Tool) {
 	if err != nil {
 		return
 	}
-	path := filepath.Join(c.sb.ws, cloudToolsFile)
-	if err := safefs.MkdirAll(c.sb.ws, filepath.Dir(path), 0o755); err == nil {
-		if err := safefs.WriteFile(c.sb.ws, path, append(data, '\n'), 0o644); err != nil {
+	path := filepath.Join(c.ws, cloudToolsFile)
+	if err := safefs.MkdirAll(c.ws, filepath.Dir(path), 0o755); err == nil {
+		if err := safefs.WriteFile(c.ws, path, append(data, '\n'), 0o644); err != nil {
 			c.log.Warn().Err(err).Msg("caching the cloud's tool list")
 		}
 	}
 }
 
-// regGrantOf is what a registry http entry's tool sends, when tool is
+// RegGrantOf is what a registry http entry's tool sends, when tool is
 // one.
 func (c *Cloud) RegGrantOf(tool string) (entrygrant.Grant, bool) {
 	c.mu.Lock()
@@ -259,19 +276,48 @@ func (c *Cloud) RegGrantOf(tool string) (entrygrant.Grant, bool) {
 	return g, ok
 }
 
-// isCloudTool reports whether a call goes to the cloud: its namespace is
+// IsCloudTool reports whether a call goes to the cloud: its namespace is
 // server-routed and nothing local has that name.
 func (c *Cloud) IsCloudTool(name string) bool {
-	return name != ContinueTool && c.serverOf(name) == nil && c.router.Route(name) == routing.Server
+	return name != call.ContinueTool && c.servers.ServerOf(name) == nil && c.router.Route(name) == routing.Server
 }
 
-// apiKeyApproval describes a missing BYOK key for a person.
-func (c *Cloud) APIKeyApproval(wf *Workflow) Approval {
-	a := c.approval(wf)
-	_, missing := byokFor(c.sb, c, wf.Tool)
+// APIKeyApproval describes a missing BYOK key for a person.
+func (c *Cloud) APIKeyApproval(wf *workflow.Workflow) workflow.Approval {
+	a := c.Ask.Approval(wf)
+	_, missing := c.sb.HostValues(wf.Tool, c.KeyNames(wf.Tool))
 	a.Description = fmt.Sprintf("%s runs in the PML cloud with your own API key %s, which is not set. Set it (%s), then continue.",
-		wf.Tool, strings.Join(missing, ", "), whereToSet(c.sb.ws))
+		wf.Tool, strings.Join(missing, ", "), WhereToSet(c.ws))
 	a.Options = []string{"continue", "abort"}
-	a.Context = map[string]any{"variables": missing, "env_file": filepath.Join(c.sb.ws, ".env"), "pattern": wf.Pattern}
+	a.Context = map[string]any{"variables": missing, "env_file": filepath.Join(c.ws, ".env"), "pattern": wf.Pattern}
 	return a
+}
+
+// WhereToSet says where a missing variable of a cloud tool is set.
+func WhereToSet(ws string) string {
+	return fmt.Sprintf("add it to %s or to the env of the pml entry in your MCP client's configuration (e.g. .mcp.json)", filepath.Join(ws, ".env"))
+}
+
+// AddLocal tells the routing table that namespace ns runs here.
+func (c *Cloud) AddLocal(ns string) { c.router.AddLocal(ns) }
+
+// useEntry routes a registry http entry's namespace ns to the cloud and
+// records what tool's calls send (its variables, and the grant they
+// need).
+func (c *Cloud) useEntry(e *registry.Entry, ns, tool string) {
+	c.router.AddServer(ns)
+	g := httpGrant(e, ns, c.Client.URL)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e.Meta != nil {
+		c.regEnv[tool] = e.Meta.AllEnvRequired()
+	}
+	c.regGrant[tool] = g
+}
+
+// setRegEnv records the variables tool of an added cloud entry needs.
+func (c *Cloud) setRegEnv(tool string, env []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.regEnv[tool] = env
 }

@@ -1,4 +1,4 @@
-package broker
+package tools
 
 import (
 	"context"
@@ -9,35 +9,76 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/pml-dev/pml/broker/approve"
+	"github.com/pml-dev/pml/broker/workflow"
 	"github.com/pml-dev/pml/internal/config"
-	"github.com/pml-dev/pml/internal/deps"
 	"github.com/pml-dev/pml/internal/registry"
+	"github.com/pml-dev/pml/internal/toolbox"
 )
 
 const testDepSRI = "sha512-5U3OZh8Xq0Li4nA26l6uNvV9/1suMDuWSn+NjLZIhzinhMY6N3A4DCrxVecBGPf2PsNFKTEv5krxGPRwzxc7jQ=="
 
+// fakeServers is the servers a capability sees (serverSet), recording
+// what it adds and installs.
+type fakeServers struct {
+	servers map[string]*Server
+	did     []string
+}
+
+func (f *fakeServers) ServerOf(tool string) *Server {
+	ns, _, _ := strings.Cut(tool, ":")
+	return f.servers[ns]
+}
+
+func (f *fakeServers) Add(cfg config.Server) *Server {
+	f.did = append(f.did, "add "+cfg.Name)
+	s := &Server{Cfg: cfg}
+	f.servers[cfg.Name] = s
+	return s
+}
+
+// Installed: a server with an install step is not installed yet.
+func (f *fakeServers) Installed(cfg config.Server) bool { return cfg.Install == nil }
+
+func (f *fakeServers) Install(_ context.Context, srv *Server) error {
+	f.did = append(f.did, "install "+srv.Cfg.Name+" "+srv.Cfg.Install.Integrity)
+	return nil
+}
+
+func (f *fakeServers) List() []*Server {
+	var out []*Server
+	for _, n := range sortedKeys(f.servers) {
+		out = append(out, f.servers[n])
+	}
+	return out
+}
+
+func (f *fakeServers) ReplaceTools(old []string, defs []toolbox.Tool, _ Executor) []string {
+	var out []string
+	for _, d := range defs {
+		out = append(out, d.Name)
+	}
+	return out
+}
+
+// fakeApprovals writes an install's approval as "install NAME".
+type fakeApprovals struct{}
+
+func (fakeApprovals) Approval(wf *workflow.Workflow) workflow.Approval {
+	return workflow.Approval{Description: wf.Tool}
+}
+
+func (fakeApprovals) DependencyApproval(wf *workflow.Workflow, srv config.Server) workflow.Approval {
+	return workflow.Approval{Description: "install " + srv.Name}
+}
+
+func (fakeApprovals) ServerAccess(config.Server) approve.Access { return approve.Access{} }
+
 // depCaps is a capabilities with the servers in servers, recording what
 // it adds and installs.
 func depCaps(t *testing.T, servers map[string]*Server) (*Capabilities, *[]string) {
-	var did []string
-	cs := &Capabilities{log: zerolog.Nop(), deps: deps.NewStore(t.TempDir()),
-		serverOf: func(tool string) *Server { ns, _, _ := strings.Cut(tool, ":"); return servers[ns] },
-		addServer: func(cfg config.Server) *Server {
-			did = append(did, "add "+cfg.Name)
-			s := &Server{Cfg: cfg}
-			servers[cfg.Name] = s
-			return s
-		},
-		install: func(_ context.Context, srv *Server) error {
-			did = append(did, "install "+srv.Cfg.Name+" "+srv.Cfg.Install.Integrity)
-			return nil
-		},
-		dependencyApproval: func(wf *Workflow, srv config.Server) Approval {
-			return Approval{Description: "install " + srv.Name}
-		},
-		serverAccess: func(cfg config.Server) approve.Access { return approve.Access{} },
-	}
-	return cs, &did
+	fs := &fakeServers{servers: servers}
+	cs := &Capabilities{log: zerolog.Nop(), servers: fs, Ask: fakeApprovals{}}
+	return cs, &fs.did
 }
 
 func depEntry(t *testing.T) *registry.Entry {
@@ -59,7 +100,7 @@ func TestReadyDepsInstallsWhatIsNotConfigured(t *testing.T) {
 	cs, did := depCaps(t, map[string]*Server{"files": mine})
 	c := Capability{Name: "smartSearch"}
 	var asked []string
-	err := cs.readyDeps(context.Background(), depEntry(t), &c, func(a Approval) bool { asked = append(asked, a.Description); return true })
+	err := cs.readyDeps(context.Background(), depEntry(t), &c, func(a workflow.Approval) bool { asked = append(asked, a.Description); return true })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +126,7 @@ func TestReadyDepsInstallsWhatIsNotConfigured(t *testing.T) {
 func TestReadyDepsRefused(t *testing.T) {
 	cs, did := depCaps(t, map[string]*Server{})
 	c := Capability{Name: "smartSearch"}
-	err := cs.readyDeps(context.Background(), depEntry(t), &c, func(Approval) bool { return false })
+	err := cs.readyDeps(context.Background(), depEntry(t), &c, func(workflow.Approval) bool { return false })
 	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "installing memory (which smartSearch requires) was not approved") {
 		t.Errorf("%v", err)
 	}
@@ -120,7 +161,7 @@ func TestReadyDepsInstallsAConfiguredServerAsConfigured(t *testing.T) {
 	mine := &Server{Cfg: config.Server{Name: "memory", Image: "mine:1", Install: &config.Install{Command: "npm", Args: []string{"install", "mine@1.0.0"}, Integrity: "sha512-mine"}}}
 	cs, did := depCaps(t, map[string]*Server{"memory": mine, "files": {Cfg: config.Server{Name: "files"}}})
 	c := Capability{Name: "smartSearch"}
-	if err := cs.readyDeps(context.Background(), depEntry(t), &c, func(Approval) bool { return true }); err != nil {
+	if err := cs.readyDeps(context.Background(), depEntry(t), &c, func(workflow.Approval) bool { return true }); err != nil {
 		t.Fatal(err)
 	}
 	if got := strings.Join(*did, "; "); got != "install memory sha512-mine" {

@@ -1,4 +1,4 @@
-package broker
+package tools
 
 import (
 	"encoding/json"
@@ -7,13 +7,28 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	tl "github.com/pml-dev/pml/broker/tools"
 	"github.com/pml-dev/pml/internal/mcpname"
 	"github.com/pml-dev/pml/internal/termsafe"
 	"github.com/pml-dev/pml/internal/toolbox"
 )
 
-// registerServerTools makes a server's tools callable as server:tool and
+// toolDef is the tool table's definition of a tool an MCP server (or the
+// cloud) listed, named name: its schema (any object when it has none),
+// its description (else its title) with note appended; its title and
+// annotations pass through unchanged.
+func toolDef(name string, t *mcp.Tool, note string) toolbox.Tool {
+	schema, _ := json.Marshal(t.InputSchema)
+	if len(schema) == 0 || string(schema) == "null" {
+		schema = json.RawMessage(`{"type":"object"}`)
+	}
+	desc := t.Description
+	if desc == "" {
+		desc = t.Title
+	}
+	return toolbox.Tool{Name: name, Description: desc + note, InputSchema: schema, Title: t.Title, Annotations: t.Annotations}
+}
+
+// RegisterTools makes a server's tools callable as server:tool and
 // tells the MCP layer.
 func (s *Servers) RegisterTools(srv *Server, tools []*mcp.Tool) {
 	var defs []toolbox.Tool
@@ -21,25 +36,12 @@ func (s *Servers) RegisterTools(srv *Server, tools []*mcp.Tool) {
 		if !s.listable(srv.Cfg.Name, t) {
 			continue
 		}
-		schema, _ := json.Marshal(t.InputSchema)
-		if len(schema) == 0 || string(schema) == "null" {
-			schema = json.RawMessage(`{"type":"object"}`)
-		}
-		desc := t.Description
-		if desc == "" {
-			desc = t.Title
-		}
-		// The server's title and annotations pass through unchanged.
-		defs = append(defs, toolbox.Tool{Name: srv.Cfg.Name + ":" + t.Name, Description: desc, InputSchema: schema, Title: t.Title, Annotations: t.Annotations})
+		defs = append(defs, toolDef(srv.Cfg.Name+":"+t.Name, t, ""))
 	}
 	srv.mu.Lock()
 	old := srv.names
 	srv.mu.Unlock()
-	var exec executor = pooledExec{sb: s.sb, srv: srv}
-	if srv.Cfg.Lifetime == "per_call" {
-		exec = perCallExec{sb: s.sb, deps: s.Deps, srv: srv}
-	}
-	names := s.ReplaceTools(old, defs, exec)
+	names := s.ReplaceTools(old, defs, s.exec.Server(srv))
 	srv.mu.Lock()
 	srv.names = names
 	srv.loaded = true
@@ -61,7 +63,7 @@ func (s *Servers) listable(source string, t *mcp.Tool) bool {
 	return s.nameListable(source, t.Name, mcpname.Tool(t.Name))
 }
 
-// cloudListable is listable for the cloud's tools, named namespace:action:
+// CloudListable is listable for the cloud's tools, named namespace:action:
 // each part must follow the rule.
 func (s *Servers) CloudListable(source string, t *mcp.Tool) bool {
 	if t == nil {
@@ -97,8 +99,8 @@ func (s *Servers) nameListable(source, name string, err error) bool {
 	return false
 }
 
-// replaceTools swaps one source's tools in the table (tools.Table.Replace).
-func (s *Servers) ReplaceTools(old []string, defs []toolbox.Tool, exec executor) []string {
+// ReplaceTools swaps one source's tools in the table (tools.Table.Replace).
+func (s *Servers) ReplaceTools(old []string, defs []toolbox.Tool, exec Executor) []string {
 	return s.Table.Replace(old, defs, exec)
 }
 
@@ -110,9 +112,9 @@ func (s *Servers) HasTool(name string) bool { return s.Table.Has(name) }
 
 // Tools lists every tool, in a stable order, ending with
 // pml:continue_workflow.
-func (s *Servers) Tools() []Tool { return append(s.Table.List(), tl.Continue) }
+func (s *Servers) Tools() []Tool { return append(s.Table.List(), Continue) }
 
-// knownSchema is the input schema of tool when it is known without
+// KnownSchema is the input schema of tool when it is known without
 // starting anything: the tool table, else the server's cached tool list.
 func (s *Servers) KnownSchema(tool string) (json.RawMessage, bool) {
 	if e, ok := s.Table.Get(tool); ok {

@@ -1,11 +1,10 @@
-package broker
+package tools
 
 import (
 	"path/filepath"
 	"sort"
 
 	"github.com/pml-dev/pml/internal/config"
-	"github.com/pml-dev/pml/internal/toolbox"
 )
 
 // KnownTools are the tool names pml can name without starting anything
@@ -24,18 +23,14 @@ type KnownTools struct {
 // knows them without starting a server or contacting the cloud: the
 // built-in ones, each configured server's from the tools cache (whatever
 // its configuration was when it was cached: doctor only wants names), and
-// the cloud's cached list.
-func Known(workspace string, cfg *config.Config) KnownTools {
-	var k KnownTools
-	for _, t := range toolbox.Filesystem {
-		k.Names = append(k.Names, t.Name)
-	}
-	k.Names = append(k.Names, shellTool.Name, ContinueTool, ExecuteTool)
+// the cloud's cached list. builtin are the names of pml's own tools.
+func Known(workspace string, cfg *config.Config, builtin []string) KnownTools {
+	k := KnownTools{Names: append([]string(nil), builtin...)}
 	var servers map[string]config.Server
 	if cfg != nil {
 		servers = cfg.Servers
 	}
-	cached := (&toolsCache{Path: filepath.Join(workspace, ".pml", "tools-cache.json")}).Read()
+	cached := (&Cache{Path: filepath.Join(workspace, ".pml", "tools-cache.json")}).Read()
 	for name := range servers {
 		e, ok := cached[name]
 		if !ok || len(e.Tools) == 0 {

@@ -1,4 +1,4 @@
-package broker
+package tools
 
 import (
 	"path/filepath"
@@ -97,7 +97,7 @@ func RemoveLeftovers(ws string, ls []Leftover) error {
 	if len(cacheNames) == 0 {
 		return nil
 	}
-	c := &toolsCache{Path: toolsCachePath(ws)}
+	c := &Cache{Path: toolsCachePath(ws)}
 	return c.Forget(cacheNames...)
 }
 
@@ -119,7 +119,7 @@ func leftovers(ws string) ([]Leftover, error) {
 	for _, n := range names {
 		out = append(out, Leftover{Server: n, Kind: kindDeps, Path: store.Dir(n)})
 	}
-	c := &toolsCache{Path: toolsCachePath(ws)}
+	c := &Cache{Path: toolsCachePath(ws)}
 	cached := c.Read()
 	keys := make([]string, 0, len(cached))
 	for n := range cached {
