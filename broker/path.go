@@ -28,7 +28,7 @@ func (b *Broker) chain() (whole, belowAudit Handler) {
 	var h Handler = executeLayerOf(b)
 	h = approveLayerOf(b, h)
 	h = declaredLayer{next: h, declared: b.registry.DeclaredBy, requires: b.registry.RequiredBy, decide: b.perms.Decide, deniesServer: b.perms.DeniesServer, source: b.perms.Source}
-	h = tl.SchemaLayer{Next: h, Schema: b.srv.KnownSchema}
+	h = tl.SchemaLayer{Next: h, Schemas: b.srv}
 	h = registryLayerOf(b, h)
 	h = PermitLayer{Next: h, Decide: b.perms.Decide, Source: b.perms.Source}
 	h = resolveLayerOf(b, h)
@@ -40,24 +40,35 @@ func (b *Broker) chain() (whole, belowAudit Handler) {
 // the *Broker): these build them.
 
 func resolveLayerOf(b *Broker, next Handler) tl.ResolveLayer {
-	return tl.ResolveLayer{
-		Next: next,
-		Known: func(tool string) bool {
-			if b.srv.HasTool(tool) {
-				return true
-			}
-			// A tool a server has not listed (yet) is its own to answer,
-			// but a name outside MCP's rule is none it may list
-			// (server_tools.go): not asked about, not forwarded.
-			return ruledAction(tool) && (b.srv.ServerOf(tool) != nil || b.cloud.IsCloudTool(tool))
-		},
-		RegistryName: func(tool string) bool {
-			return ruledAction(tool) && tl.RegistryCandidate(tool) && b.registry.Lookups()
-		},
-		Withheld: func(tool string) error {
-			return withheldByTrust(tool, b.ask.TrustState.Untrusted(), trust.Names(b.ask.Config), b.sb.ws)
-		},
+	return tl.ResolveLayer{Next: next, Names: toolNames{srv: b.srv, cloud: b.cloud, registry: b.registry, ask: b.ask, ws: b.sb.ws}}
+}
+
+// toolNames say where a tool name comes from (tools.Names): the sources,
+// and the trust state for a name the project's policy would offer.
+type toolNames struct {
+	srv      *tl.Servers
+	cloud    *tl.Cloud
+	registry *tl.Registry
+	ask      *approve.Approver
+	ws       string
+}
+
+func (n toolNames) Known(tool string) bool {
+	if n.srv.HasTool(tool) {
+		return true
 	}
+	// A tool a server has not listed (yet) is its own to answer, but a
+	// name outside MCP's rule is none it may list (tools/server_tools.go):
+	// not asked about, not forwarded.
+	return ruledAction(tool) && (n.srv.ServerOf(tool) != nil || n.cloud.IsCloudTool(tool))
+}
+
+func (n toolNames) RegistryName(tool string) bool {
+	return ruledAction(tool) && tl.RegistryCandidate(tool) && n.registry.Lookups()
+}
+
+func (n toolNames) Withheld(tool string) error {
+	return withheldByTrust(tool, n.ask.TrustState.Untrusted(), trust.Names(n.ask.Config), n.ws)
 }
 
 // withheldByTrust says, for a tool no source has, whether the project's
@@ -97,9 +108,9 @@ type registryLayer = tl.RegistryLayer[tl.IntegrityChange]
 // approve/approval_text.go).
 func registryLayerOf(b *Broker, next Handler) registryLayer {
 	return registryLayer{
-		Next:  next,
-		Fetch: b.registry.Resolve,
-		Ask:   tl.Asking{NeedsDialog: b.ask.NeedsDialog, Approval: b.ask.ApprovalFor, InDialog: b.ask.AskInDialog},
+		Next:     next,
+		Registry: b.registry,
+		Ask:      b.ask,
 	}
 }
 

@@ -11,10 +11,13 @@ import (
 // set answers (servers.go): each delegates to b.srv.
 
 // LoadServers registers the tools of every installed server (tools/list);
-// see serverSet.LoadServers. The added capabilities' tools come first:
-// they load from disk, the servers may wait for a registry.
+// see tools.Servers.LoadServers. The added capabilities' tools come
+// first: they load from disk; then the registry's stdio servers this
+// workspace fetched are made known (tools.Registry.LoadServers, which
+// may wait for a registry), and all the servers load.
 func (b *Broker) LoadServers(ctx context.Context) {
 	b.caps.LoadAdded()
+	b.registry.LoadServers(ctx)
 	b.srv.LoadServers(ctx)
 }
 
@@ -24,20 +27,20 @@ func (b *Broker) LoadServers(ctx context.Context) {
 func (b *Broker) LoadAddedCapabilities() { b.caps.LoadAdded() }
 
 // InstallNewServer installs and lists a server not (yet) in .pml.json
-// (pml add); see serverSet.InstallNewServer.
+// (pml add); see tools.Servers.InstallNewServer.
 func (b *Broker) InstallNewServer(ctx context.Context, cfg config.Server) ([]Tool, error) {
 	return b.srv.InstallNewServer(ctx, cfg)
 }
 
 // PreinstallApproved installs the dependencies of the servers whose tools
 // are allowed outright (pml images pull); see
-// serverSet.PreinstallApproved.
+// tools.Servers.PreinstallApproved.
 func (b *Broker) PreinstallApproved(ctx context.Context) ([]images.DepResult, error) {
 	return b.srv.PreinstallApproved(ctx)
 }
 
 // ListedTools is every tool a client would be shown, with its wire name;
-// see serverSet.ListedTools.
+// see tools.Servers.ListedTools.
 func (b *Broker) ListedTools() []Listed { return b.srv.ListedTools() }
 
 // Tools lists every tool, in a stable order, ending with

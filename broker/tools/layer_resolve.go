@@ -14,31 +14,35 @@ import (
 // registry name is only marked: it is fetched after the permission
 // check (RegistryLayer), so a denied name is never fetched.
 type ResolveLayer struct {
-	Next call.Handler
+	Next  call.Handler
+	Names Names
+}
+
+// Names say where a tool name comes from (broker wires the sources and
+// the trust state).
+type Names interface {
 	// Known: the toolbox or shell table, a configured server or the
 	// cloud has the tool.
-	Known func(tool string) bool
+	Known(tool string) bool
 	// RegistryName: the name is one a registry may provide, and registry
 	// lookups are on.
-	RegistryName func(tool string) bool
+	RegistryName(tool string) bool
 	// Withheld says why a tool none of them has would be offered by the
 	// project's policy once trusted (a server of .pml.json's mcps, a
 	// capability it names), or nil: such a call needs a person's trust,
 	// not another name, and is refused before any registry is asked.
-	Withheld func(tool string) error
+	Withheld(tool string) error
 }
 
 func (l ResolveLayer) Call(ctx context.Context, c *call.Call) call.Result {
-	if l.Known(c.Tool) {
+	if l.Names.Known(c.Tool) {
 		return l.Next.Call(ctx, c)
 	}
-	if l.Withheld != nil {
-		if err := l.Withheld(c.Tool); err != nil {
-			c.Note(audit.Entry{Tool: c.Tool, Decision: audit.Failed, Reason: "not trusted"})
-			return call.ResultFor(err)
-		}
+	if err := l.Names.Withheld(c.Tool); err != nil {
+		c.Note(audit.Entry{Tool: c.Tool, Decision: audit.Failed, Reason: "not trusted"})
+		return call.ResultFor(err)
 	}
-	if !l.RegistryName(c.Tool) {
+	if !l.Names.RegistryName(c.Tool) {
 		c.Note(audit.Entry{Tool: c.Tool, Decision: audit.Failed, Reason: "no such tool"})
 		return call.ResultFor(fmt.Errorf("%w %q: tools/list (`pml tools` on the command line) shows the available tools", call.ErrNotFound, c.Tool))
 	}

@@ -22,15 +22,18 @@ import (
 // schema is not known without starting something is not checked here
 // (its server checks its own arguments).
 type SchemaLayer struct {
-	Next call.Handler
-	// Schema is the input schema the client was shown for a tool, when
-	// it is known without starting anything (broker's
-	// serverSet.knownSchema).
-	Schema func(tool string) (json.RawMessage, bool)
+	Next    call.Handler
+	Schemas Schemas
+}
+
+// Schemas give the input schema the client was shown for a tool, when it
+// is known without starting anything (Servers.KnownSchema).
+type Schemas interface {
+	KnownSchema(tool string) (json.RawMessage, bool)
 }
 
 func (l SchemaLayer) Call(ctx context.Context, c *call.Call) call.Result {
-	raw, ok := l.Schema(c.Tool)
+	raw, ok := l.Schemas.KnownSchema(c.Tool)
 	if !ok {
 		return l.Next.Call(ctx, c)
 	}
