@@ -20,17 +20,17 @@
 //	                                    approve as one approval (issue 43's up-front approval);
 //	                                    a required server (mcp_deps) denied whole ends the call
 //	approve   approve/layer_approve.go  ask, install or API key: puts it to a person (approve/dialog.go)
-//	execute   layer_execute.go          installs, finds the executor (lookup.go), runs it, and
+//	execute   layer_execute.go          installs, finds the executor (tools/lookup.go), runs it, and
 //	                                    turns what egress refused into a network approval
 //
 // Packages, each importing only those after it (TestNoImportRunsUpThePath
 // in layering_test.go fails on an import that runs up):
 //
 //	mcpserve  stdio, Streamable HTTP, the fast path, roots, wire names (above broker)
-//	broker    New, Call, Close, Reload; the parts below as structs that never hold
-//	          the *Broker: serverSet (b.srv: servers and the tool table), registrySide,
-//	          cloudSide, capabilities, lister; the sandbox (sandbox.go) and executors
-//	tools     the tool table, the tool list, the resolve, registry and schema layers
+//	broker    New, Call, Close, Reload; the sandbox (sandbox.go) and executors
+//	tools     the sources, each a struct that never holds the *Broker: Servers
+//	          (b.srv: servers and the tool table), Registry, Cloud, Capabilities,
+//	          Lister; the tool list; the resolve, registry and schema layers
 //	coderun   Deno runs (pml:execute, deno capabilities) and their inner calls
 //	approve   asking a person: the approve layer, network approval, dialog, answers, texts
 //	permit    rules, the live set, the permit layer, trust state
@@ -40,7 +40,7 @@
 //
 // broker keeps the names of call, workflow, permit and tools as aliases
 // for its facade. What is still a file of broker and not yet its package
-// (the sandbox struct and the executors, the server set) and why:
+// (the sandbox struct and the executors) and why:
 // SPLIT-NOTES.md.
 //
 // # Where an approval is opened
