@@ -235,3 +235,21 @@ func TestServerGrant(t *testing.T) {
 		t.Error(hostOf("::bad"), hostOf("https://a.example:8443/p"))
 	}
 }
+
+// The stdio servers a workspace fetched in an earlier session are known
+// again at the next one's tools/list (Registry.LoadServers, before the
+// servers load), without a call asking for them.
+func TestLockedRegistryServersAreKnownAgain(t *testing.T) {
+	s, dir := registrySources(t, nil)
+	if _, err := s.registry.Resolve(context.Background(), "regfake:echo"); err != nil {
+		t.Fatal(err)
+	}
+	g, _ := registrySourcesIn(t, s.ws, dir)
+	if g.servers.ServerOf("regfake:") != nil {
+		t.Fatal("known before LoadServers")
+	}
+	g.registry.LoadServers(context.Background())
+	if srv := g.servers.ServerOf("regfake:"); srv == nil || !srv.Cfg.FromRegistry {
+		t.Errorf("the locked server: %+v", srv)
+	}
+}
