@@ -5,6 +5,7 @@ import (
 
 	"github.com/pml-dev/pml/broker/approve"
 	"github.com/pml-dev/pml/internal/config"
+	"github.com/pml-dev/pml/internal/toolbox"
 )
 
 // Asking a person lives in package approve; these names keep the
@@ -15,42 +16,76 @@ import (
 const ApprovalNetwork = approve.ApprovalNetwork
 
 // approverOf builds b's approver, once the servers (and so the
-// dependency store) are set up: what it asks of the rest of the broker
-// is wired here, the execute step (runTool) first.
+// dependency store) are set up: what it asks of the rest of the broker is
+// wired here (approverParts); its Execute handler is set when the path is
+// built (path.go).
 func approverOf(b *Broker) *approve.Approver {
+	parts := approverParts{sb: b.sb, srv: b.srv, cloud: b.cloud, registry: b.registry}
 	return &approve.Approver{
-		Config:     b.cfg,
-		Workspace:  b.sb.ws,
-		Guard:      b.sb.guard,
-		Egress:     b.sb.egress,
-		LimitsNote: b.sb.limitsNote,
-		Perms:      b.perms,
-		Trust:      b.trust,
-		TrustState: &b.trustState,
-		Deps:       b.srv.deps,
-		Log:        &b.log,
-		Run:        b.runTool,
-		Reload:     b.Reload,
-		ServerOf: func(tool string) (config.Server, bool) {
-			if srv := b.srv.serverOf(tool); srv != nil {
-				return srv.cfg, true
-			}
-			return config.Server{}, false
-		},
-		APIKeyApproval:    b.cloud.apiKeyApproval,
-		IntegrityApproval: b.registry.integrityApproval,
-		ApproveIntegrity:  b.registry.approveIntegrity,
-		GrantApproval:     b.grantApproval,
-		RecordGrant:       b.recordGrant,
-		Paused: func(wf *Workflow) bool {
-			_, ok := wf.Data.(*pausedCall)
-			return ok
-		},
-		ResumeRun: func(ctx context.Context, c *Call, wfs *Workflows, wf *Workflow, approved, always bool) Result {
-			return wf.Data.(*pausedCall).Resume(ctx, c, wfs, wf, approved, always)
-		},
-		ShellTool:   shellTool.Name,
-		ExecuteTool: ExecuteTool,
-		OwnVariable: ownVariable,
+		Config:        b.cfg,
+		Workspace:     b.sb.ws,
+		Guard:         b.sb.guard,
+		Egress:        b.sb.egress,
+		Perms:         b.perms,
+		Trust:         b.trust,
+		TrustState:    &b.trustState,
+		Deps:          b.srv.deps,
+		Log:           &b.log,
+		Sandbox:       parts,
+		Servers:       parts,
+		Cloud:         parts,
+		Integrity:     parts,
+		Reload:        b.Reload,
+		GrantApproval: b.grantApproval,
+		RecordGrant:   b.recordGrant,
+		ShellTool:     shellTool.Name,
+		ExecuteTool:   ExecuteTool,
 	}
+}
+
+// approverParts is what the approver asks of the broker's parts (the
+// interfaces of approve/interfaces.go), over the parts themselves: never
+// the *Broker.
+type approverParts struct {
+	sb       *sandbox
+	srv      *serverSet
+	cloud    *cloudSide
+	registry *registrySide
+}
+
+func (p approverParts) LimitsNote(ctx context.Context) string { return p.sb.limitsNote(ctx) }
+func (p approverParts) OwnVariable(name string) bool          { return ownVariable(name) }
+
+func (p approverParts) ServerOf(tool string) (config.Server, bool) {
+	if srv := p.srv.serverOf(tool); srv != nil {
+		return srv.cfg, true
+	}
+	return config.Server{}, false
+}
+
+func (p approverParts) IsCloudTool(tool string) bool { return p.cloud.isCloudTool(tool) }
+
+func (p approverParts) MissingKeys(ctx context.Context, tool string) []string {
+	// The keys a cloud tool needs come with the cloud's tool list: a call
+	// right after start (pml call, a fast client) waits for it as
+	// tools/list does, so no key is left out.
+	p.cloud.waitCloud(ctx)
+	_, missing := byokFor(p.sb, p.cloud, tool)
+	return missing
+}
+
+func (p approverParts) Enabled() bool { return p.cloud.client.Enabled() }
+
+func (p approverParts) Local(ctx context.Context, tool string, args map[string]any) Result {
+	return p.cloud.exec.Run(ctx, toolbox.Tool{Name: tool}, args)
+}
+
+func (p approverParts) APIKeyApproval(wf *Workflow) Approval { return p.cloud.apiKeyApproval(wf) }
+
+func (p approverParts) IntegrityApproval(wf *Workflow) Approval {
+	return p.registry.integrityApproval(wf)
+}
+
+func (p approverParts) ApproveIntegrity(ctx context.Context, c *Call, wfs *Workflows, wf *Workflow) Result {
+	return p.registry.approveIntegrity(ctx, c, wfs, wf)
 }
