@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"github.com/pml-dev/pml/internal/credentials"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/pml-dev/pml/cmd/pml/internal/launch"
+	"github.com/pml-dev/pml/internal/credentials"
 
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
@@ -172,7 +174,7 @@ Exit codes: 0 added, 1 failed, 2 bad name or configuration, 3 needs approval (no
 			key := capKey(c.Name)
 			if stdioEntry == "" {
 				// Like pml init's entry: no machine path, no workspace.
-				command, _ := launchCommand(exe, os.Getenv)
+				command, _ := launch.Command(exe, os.Getenv)
 				if err := f.SetServer(key, mcpjson.Server{Type: "stdio", Command: command, Args: []string{"run", c.Name}, Unset: []string{"PML_WORKSPACE"}}); err != nil {
 					return &exitError{2, err}
 				}

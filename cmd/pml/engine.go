@@ -26,12 +26,9 @@ func openRuntime(host string, cfg *config.Config) (*docker.Runtime, error) {
 	if cfg != nil {
 		shared = cfg.Sandbox.SharedPaths
 	}
-	ep, err := engine.Resolve(host, engine.OSEnv())
+	rt, err := docker.OpenHost(host, docker.Options{SharedPaths: shared})
 	if err == nil {
-		var rt *docker.Runtime
-		if rt, err = docker.Open(ep, docker.Options{SharedPaths: shared}); err == nil {
-			return rt, nil
-		}
+		return rt, nil
 	}
 	if errors.Is(err, engine.ErrConfig) {
 		return nil, &exitError{exitUsage, err}

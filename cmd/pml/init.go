@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pml-dev/pml/broker"
+	"github.com/pml-dev/pml/cmd/pml/internal/launch"
 	"github.com/pml-dev/pml/internal/clients"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/credentials"
@@ -134,7 +135,7 @@ func newInitCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return &exitError{2, fmt.Errorf("cannot read the current directory: %w", err)}
 			}
-			exe, err := executable()
+			exe, err := launch.Executable()
 			if err != nil {
 				return &exitError{1, err}
 			}
@@ -173,19 +174,6 @@ func newInitCmd(g *globals) *cobra.Command {
 		return &exitError{2, fmt.Errorf("%v (nothing was changed; see pml init --help)", err)}
 	})
 	return cmd
-}
-
-// executable is the absolute path of the running pml with symlinks
-// resolved: .mcp.json must name a file that still works from any directory.
-func executable() (string, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return "", fmt.Errorf("cannot find the pml executable: %w", err)
-	}
-	if real, err := filepath.EvalSymlinks(exe); err == nil {
-		exe = real
-	}
-	return filepath.Abs(exe)
 }
 
 // terminal is how init talks to a person; tests inject one.
@@ -359,7 +347,7 @@ func planInit(ctx context.Context, o initOptions, term *terminal, getenv func(st
 		p.pmlJSON = defaultPMLJSON(o.cloudURL)
 	}
 	p.getenv = getenv
-	p.command, p.commandOnPath = launchCommand(exe, getenv)
+	p.command, p.commandOnPath = launch.Command(exe, getenv)
 	if err := p.planClients(o, getenv); err != nil {
 		return nil, err
 	}
@@ -601,7 +589,7 @@ func (p *initPlan) summarise(w io.Writer, o initOptions, backedUp bool) {
 	fmt.Fprintf(w, "pml init: workspace %s (%s)\n", p.ws.Dir, src)
 	switch {
 	case !p.projectMCP:
-		fmt.Fprintf(w, "  %s: not touched (Claude Code's project file; --client %s writes it)\n", mcpjson.FileName, claudeCode)
+		fmt.Fprintf(w, "  %s: not touched (Claude Code's project file; --client %s writes it)\n", mcpjson.FileName, clients.ClaudeCode)
 	case !p.mcp.Exists:
 		fmt.Fprintf(w, "  %s: created with the pml server (%s stdio)\n", mcpjson.FileName, p.command)
 	case backedUp:

@@ -1,4 +1,4 @@
-package main
+package doctor
 
 import (
 	"fmt"
@@ -14,7 +14,7 @@ import (
 // checkRuntimes lists the engine's OCI runtimes and the one each kind of
 // pml container runs on (sandbox.runtime, a server's own): a runtime asked
 // for by name that the engine lacks fails, with how to add it.
-func checkRuntimes(cfg *config.Config, info container.Info) check {
+func checkRuntimes(cfg *config.Config, info container.Info) Check {
 	const name = "runtimes"
 	project := config.SandboxRuntimeDefault
 	var servers []string
@@ -27,7 +27,7 @@ func checkRuntimes(cfg *config.Config, info container.Info) check {
 		}
 	}
 	if len(info.Runtimes) == 0 {
-		return check{"ok", name, fmt.Sprintf("the engine does not list its runtimes; sandbox.runtime is %q", project), ""}
+		return Check{"ok", name, fmt.Sprintf("the engine does not list its runtimes; sandbox.runtime is %q", project), ""}
 	}
 	has := func(r string) bool { return slices.Contains(info.Runtimes, r) }
 	// settle is what a container asking for r runs on, as the broker
@@ -67,16 +67,16 @@ func checkRuntimes(cfg *config.Config, info container.Info) check {
 	}
 	detail := fmt.Sprintf("the engine has %s (default %s); %s", strings.Join(info.Runtimes, ", "), info.DefaultRuntime, strings.Join(uses, "; "))
 	if len(missing) > 0 {
-		return check{"fail", name, fmt.Sprintf("%s; but the engine has no runtime %q", detail, missing[0]), container.RuntimeFix(missing[0])}
+		return Check{"fail", name, fmt.Sprintf("%s; but the engine has no runtime %q", detail, missing[0]), container.RuntimeFix(missing[0])}
 	}
 	// gVisor forbids connecting to the host's unix sockets unless told:
 	// pml's egress proxy and pooled servers' direct stdio are such
 	// sockets, mounted into the container.
 	if onGVisor && !hostUDS(info.RuntimeArgs[policies.RuntimeGVisor]) {
-		return check{"warn", name, detail + "; but runsc is registered without --host-uds=open: under it, servers and shell:exec given network get none",
+		return Check{"warn", name, detail + "; but runsc is registered without --host-uds=open: under it, servers and shell:exec given network get none",
 			`add "--host-uds=open" to runsc's runtimeArgs in /etc/docker/daemon.json and send dockerd a SIGHUP (docs/gvisor.md)`}
 	}
-	return check{"ok", name, detail, ""}
+	return Check{"ok", name, detail, ""}
 }
 
 // hostUDS: runsc's arguments let a container connect to a host socket

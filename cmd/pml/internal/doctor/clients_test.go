@@ -1,4 +1,4 @@
-package main
+package doctor
 
 import (
 	"os"
@@ -13,15 +13,15 @@ import (
 // a warning that says which file and what to run.
 func TestDoctorChecksEveryConfiguredClientFile(t *testing.T) {
 	p := newProject(t)
-	exe, getenv := p.onPath(t)
+	exe, getenv := p.exe, p.env
 	t.Setenv("PATH", getenv("PATH")) // launchProblem looks "pml" up on the process's PATH
-	find := func(checks []check, name string) check {
+	find := func(checks []Check, name string) Check {
 		for _, c := range checks {
 			if c.name == name {
 				return c
 			}
 		}
-		return check{}
+		return Check{}
 	}
 
 	none := checkClientFiles(p.dir, exe, getenv)
@@ -88,5 +88,37 @@ func TestDoctorChecksEveryConfiguredClientFile(t *testing.T) {
 	}
 	if c := find(checkClientFiles(p.dir, exe, getenv), "codex (user)"); c.status != "ok" {
 		t.Errorf("a user file as init writes it: %+v", c)
+	}
+}
+
+// project is a workspace, a home and a PATH whose "pml" is exe (a
+// script that is never run: doctor only compares files).
+type project struct {
+	t              *testing.T
+	dir, home, bin string
+	exe            string
+}
+
+func newProject(t *testing.T) *project {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &project{t: t, dir: dir, home: t.TempDir(), bin: t.TempDir()}
+	p.exe = filepath.Join(p.bin, "pml")
+	if err := os.WriteFile(p.exe, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func (p *project) env(k string) string {
+	return map[string]string{"PML_WORKSPACE": p.dir, "HOME": p.home, "PATH": "/nonexistent:" + p.bin}[k]
+}
+
+func (p *project) write(name, content string) {
+	p.t.Helper()
+	if err := os.WriteFile(filepath.Join(p.dir, name), []byte(content), 0o644); err != nil {
+		p.t.Fatal(err)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package doctor
 
 import (
 	"context"
@@ -17,22 +17,22 @@ import (
 // can mount (a daemon in a VM or on another host sees only some, or
 // none). ok is false when the engine cannot be used: the checks after it
 // need a daemon. The caller closes rt.
-func checkEngine(ctx context.Context, host string, cfg *config.Config, ws string, add func(check)) (rt *docker.Runtime, info container.Info, ok bool) {
-	rt, err := openRuntime(host, cfg)
+func checkEngine(ctx context.Context, host string, cfg *config.Config, ws string, add func(Check)) (rt *docker.Runtime, info container.Info, ok bool) {
+	var shared []string
+	if cfg != nil {
+		shared = cfg.Sandbox.SharedPaths
+	}
+	rt, err := docker.OpenHost(host, docker.Options{SharedPaths: shared})
 	if err != nil {
-		var ee *exitError
-		if errors.As(err, &ee) {
-			err = ee.err
-		}
 		fix := "pass --host unix:///path/to/docker.sock, or set DOCKER_HOST"
 		if errors.Is(err, engine.ErrConfig) {
 			fix = "fix the Docker configuration as the message says (docker context ls; docker context use NAME), or pass --host"
 		}
-		add(check{"fail", "endpoint", err.Error(), fix})
+		add(Check{"fail", "endpoint", err.Error(), fix})
 		return nil, info, false
 	}
 	ep := rt.Endpoint()
-	add(check{"ok", "endpoint", ep.Host + ", " + ep.How(), ""})
+	add(Check{"ok", "endpoint", ep.Host + ", " + ep.How(), ""})
 	ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	info, err = rt.Info(ictx)
@@ -41,14 +41,14 @@ func checkEngine(ctx context.Context, host string, cfg *config.Config, ws string
 		if docker.SocketDenied(err) {
 			fix = "join the socket's group and log in again, or use a rootless engine (the message says how)"
 		}
-		add(check{"fail", "docker", err.Error(), fix})
+		add(Check{"fail", "docker", err.Error(), fix})
 		rt.Close()
 		return nil, info, false
 	}
-	add(check{"ok", "docker", fmt.Sprintf("Engine %s at %s, API %s", info.ServerVersion, info.Endpoint, info.APIVersion), ""})
+	add(Check{"ok", "docker", fmt.Sprintf("Engine %s at %s, API %s", info.ServerVersion, info.Endpoint, info.APIVersion), ""})
 	scope, err := rt.Scope(ictx)
 	if err != nil {
-		add(check{"warn", "mounts", "cannot tell which paths the engine can mount: " + err.Error(), ""})
+		add(Check{"warn", "mounts", "cannot tell which paths the engine can mount: " + err.Error(), ""})
 		return rt, info, true
 	}
 	add(checkMounts(scope, ws))
@@ -57,16 +57,16 @@ func checkEngine(ctx context.Context, host string, cfg *config.Config, ws string
 
 // checkMounts says which paths the engine can mount, and fails when the
 // workspace is not among them: every call would be refused.
-func checkMounts(s engine.Scope, ws string) check {
+func checkMounts(s engine.Scope, ws string) Check {
 	const name = "mounts"
 	if s.Local {
-		return check{"ok", name, s.Describe(), ""}
+		return Check{"ok", name, s.Describe(), ""}
 	}
 	if err := s.Check(ws); err != nil {
-		return check{"fail", name, s.Describe() + "; the workspace " + ws + " is not among them, so pml refuses to start containers for it (they would see an empty directory)",
+		return Check{"fail", name, s.Describe() + "; the workspace " + ws + " is not among them, so pml refuses to start containers for it (they would see an empty directory)",
 			"move the workspace under a shared path, or " + s.Advice}
 	}
-	return check{"ok", name, s.Describe() + "; the workspace " + ws + " is among them", ""}
+	return Check{"ok", name, s.Describe() + "; the workspace " + ws + " is among them", ""}
 }
 
 // engineFix is what to do when the engine at ep does not answer.

@@ -1,4 +1,4 @@
-package main
+package doctor
 
 import (
 	"context"
@@ -12,12 +12,13 @@ import (
 	"github.com/pml-dev/pml/internal/docker"
 	"github.com/pml-dev/pml/internal/egress"
 	"github.com/pml-dev/pml/internal/engine"
+	"github.com/pml-dev/pml/internal/inside"
 	"github.com/pml-dev/pml/internal/shim"
 )
 
 // checkEgress says which path egress takes here (internal/egress) and
 // who was given network.
-func checkEgress(cfg *config.Config, info container.Info, scope egressFacts) check {
+func checkEgress(cfg *config.Config, info container.Info, scope egressFacts) Check {
 	var given []string
 	if cfg != nil {
 		if !cfg.Sandbox.Network.Empty() {
@@ -36,7 +37,7 @@ func checkEgress(cfg *config.Config, info container.Info, scope egressFacts) che
 	}
 	path, why := egress.PathFor(info.Remote || scope.notHere, scope.programErr)
 	if path == egress.PathUnixSocket {
-		return check{"ok", "egress", fmt.Sprintf("path: %s (%s); %s", path, why, who), ""}
+		return Check{"ok", "egress", fmt.Sprintf("path: %s (%s); %s", path, why, who), ""}
 	}
 	status := "warn"
 	if len(given) > 0 {
@@ -48,7 +49,7 @@ func checkEgress(cfg *config.Config, info container.Info, scope egressFacts) che
 	if scope.programErr != nil {
 		fix = "use a pml that carries its in-container program: reinstall a release (docs/install.md), or `make build` in pml's source tree"
 	}
-	return check{status, "egress", fmt.Sprintf("path: %s: %s; servers and shell:exec given network run without it, and dependency installs use the engine's bridge network; %s", path, why, who), fix}
+	return Check{status, "egress", fmt.Sprintf("path: %s: %s; servers and shell:exec given network run without it, and dependency installs use the engine's bridge network; %s", path, why, who), fix}
 }
 
 // egressFacts is what decides the egress path besides the daemon's info:
@@ -61,7 +62,7 @@ type egressFacts struct {
 
 func egressScope(ctx context.Context, rt *docker.Runtime) egressFacts {
 	f := egressFacts{notHere: engine.NeedsDaemon(rt.Endpoint(), runtime.GOOS)}
-	p, err := insideSource(rt).Program(ctx)
+	p, err := inside.NewSource(rt).Program(ctx)
 	if err == nil {
 		err = shim.CheckBinary(p.Path, p.Arch)
 	}

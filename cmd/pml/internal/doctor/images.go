@@ -1,4 +1,4 @@
-package main
+package doctor
 
 import (
 	"context"
@@ -131,13 +131,13 @@ func imageRoute(p images.Pinned, h hostFacts) route {
 // checkLocalImages reports the shell, node and deno images: present, or
 // how this host gets each (build, pull by digest, or load a bundle), with
 // the exact command. shell is sandbox.shell_image.
-func checkLocalImages(ctx context.Context, rt *docker.Runtime, info container.Info, shell string) []check {
+func checkLocalImages(ctx context.Context, rt *docker.Runtime, info container.Info, shell string) []Check {
 	man, err := images.LoadManifest(images.ManifestPath("", os.Getenv))
 	if err != nil {
-		return []check{{"fail", "images", err.Error(), "fix the manifest named by " + images.ManifestEnv}}
+		return []Check{{"fail", "images", err.Error(), "fix the manifest named by " + images.ManifestEnv}}
 	}
 	h := currentHost(info)
-	var out []check
+	var out []Check
 	for _, p := range man.Images {
 		if p.Name != "shell" && p.Name != "node" && p.Name != "deno" {
 			continue
@@ -150,14 +150,14 @@ func checkLocalImages(ctx context.Context, rt *docker.Runtime, info container.In
 		ok, err := rt.ImageExists(ctx, ref)
 		switch {
 		case err != nil:
-			out = append(out, check{"fail", name, err.Error(), ""})
+			out = append(out, Check{"fail", name, err.Error(), ""})
 			continue
 		case ok:
-			out = append(out, check{"ok", name, ref + " present", ""})
+			out = append(out, Check{"ok", name, ref + " present", ""})
 			continue
 		case ref != p.Ref:
 			// A shell image of the user's own: pml cannot make it.
-			out = append(out, check{"fail", name, ref + " (sandbox.shell_image) missing: shell:exec cannot run", "docker pull " + ref + ", or set sandbox.shell_image back to " + p.Ref})
+			out = append(out, Check{"fail", name, ref + " (sandbox.shell_image) missing: shell:exec cannot run", "docker pull " + ref + ", or set sandbox.shell_image back to " + p.Ref})
 			continue
 		}
 		r := imageRoute(p, h)
@@ -173,7 +173,7 @@ func checkLocalImages(ctx context.Context, rt *docker.Runtime, info container.In
 		if r.how != "load" {
 			fix += "; or " + loadHint
 		}
-		out = append(out, check{status, name, detail, fix})
+		out = append(out, Check{status, name, detail, fix})
 	}
 	return out
 }

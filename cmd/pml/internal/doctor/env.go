@@ -1,4 +1,4 @@
-package main
+package doctor
 
 import (
 	"fmt"
@@ -14,7 +14,7 @@ import (
 // env of .mcp.json, which a repository can commit and the client asks
 // about once). Said so that a grant nobody meant is seen. Values are not
 // printed: one may be a secret.
-func checkEnvSettings(cfg *config.Config) (check, bool) {
+func checkEnvSettings(cfg *config.Config) (Check, bool) {
 	var set []string
 	for key, src := range cfg.Sources {
 		if src == config.EnvName(key) {
@@ -22,10 +22,10 @@ func checkEnvSettings(cfg *config.Config) (check, bool) {
 		}
 	}
 	if len(set) == 0 {
-		return check{}, false
+		return Check{}, false
 	}
 	sort.Strings(set)
-	return check{"warn", "environment",
+	return Check{"warn", "environment",
 		"pml's environment sets " + strings.Join(set, ", ") + ": applied with no trust step, over any value .pml.json gives",
 		"unset what you did not set yourself (in your shell, or in the env of your MCP client's entry for pml)"}, true
 }

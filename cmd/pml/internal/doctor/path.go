@@ -1,4 +1,4 @@
-package main
+package doctor
 
 import (
 	"fmt"
@@ -12,10 +12,10 @@ import (
 // clients pml init configures (they start `pml` by name) find it; when it
 // is not, the fix is the line for the user's shell (install.sh prints the
 // same advice, or writes it with --modify-path).
-func checkPath(exe string, getenv func(string) string) check {
+func checkPath(exe string, getenv func(string) string) Check {
 	const name = "PATH"
 	if exe == "" {
-		return check{}
+		return Check{}
 	}
 	dir := filepath.Dir(exe)
 	bin := "pml"
@@ -28,15 +28,15 @@ func checkPath(exe string, getenv func(string) string) check {
 			continue
 		}
 		if samePath(d, dir) {
-			return check{"ok", name, dir + " (this pml's directory) is on PATH", ""}
+			return Check{"ok", name, dir + " (this pml's directory) is on PATH", ""}
 		}
 		if found := filepath.Join(d, bin); isExecutableFile(found) {
 			// A link to this pml (as a package manager or a user makes) is
 			// this pml.
 			if samePath(found, exe) {
-				return check{"ok", name, "`pml` on PATH is this pml (" + found + ")", ""}
+				return Check{"ok", name, "`pml` on PATH is this pml (" + found + ")", ""}
 			}
-			return check{"warn", name, fmt.Sprintf("`pml` on PATH is %s, found before this pml (%s)", found, exe), "remove the other pml, or put " + dir + " before " + d + " on PATH"}
+			return Check{"warn", name, fmt.Sprintf("`pml` on PATH is %s, found before this pml (%s)", found, exe), "remove the other pml, or put " + dir + " before " + d + " on PATH"}
 		}
 	}
 	rc, line := pathAdvice(runtime.GOOS, getenv("SHELL"), getenv("HOME"), getenv("ZDOTDIR"), dir)
@@ -44,7 +44,7 @@ func checkPath(exe string, getenv func(string) string) check {
 	if rc != "" {
 		fix = fmt.Sprintf("echo '%s' >> %s, then open a new terminal", line, rc)
 	}
-	return check{"warn", name, dir + " (this pml's directory) is not on PATH: your shell, and the clients `pml init` sets up to run `pml`, will not find this pml", fix}
+	return Check{"warn", name, dir + " (this pml's directory) is not on PATH: your shell, and the clients `pml init` sets up to run `pml`, will not find this pml", fix}
 }
 
 // isExecutableFile: a regular file someone may run.

@@ -1,4 +1,4 @@
-package main
+package doctor
 
 import (
 	"errors"
@@ -12,15 +12,15 @@ import (
 // disk or an unwritable .pml/ stops every tool call. It changes nothing
 // (audit.Probe): a log not yet there is checked through the directory
 // that would hold it.
-func checkAuditLog(ws string) check {
+func checkAuditLog(ws string) Check {
 	path := filepath.Join(ws, ".pml", "audit.jsonl")
 	err := audit.Probe(path)
 	var we *audit.WriteError
 	switch {
 	case err == nil:
-		return check{"ok", "audit log", path + " is writable, with room for the next entries", ""}
+		return Check{"ok", "audit log", path + " is writable, with room for the next entries", ""}
 	case errors.As(err, &we):
-		return check{"fail", "audit log", "cannot be written: " + we.Cause() + ": pml refuses every tool call until it can record it in " + path, we.Fix()}
+		return Check{"fail", "audit log", "cannot be written: " + we.Cause() + ": pml refuses every tool call until it can record it in " + path, we.Fix()}
 	}
-	return check{"fail", "audit log", err.Error(), "make " + path + " writable"}
+	return Check{"fail", "audit log", err.Error(), "make " + path + " writable"}
 }

@@ -1,4 +1,4 @@
-package main
+package doctor
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 )
 
 // The lock check of what is installed, shared by pml doctor's deps check
-// and pml lock --check (lock.go): every npm package recorded in
+// and pml lock --check (cmd/pml/lock.go): every npm package recorded in
 // .pml/deps.json with a version (an unpinned package resolved at its
 // first install, or any npm install since) must still be that version
 // with that integrity in .pml/deps. Drift (a hand-run npm install, a
@@ -20,18 +20,18 @@ import (
 
 // Lock entry states.
 const (
-	lockOK           = "ok"            // installed as recorded
-	lockNotInstalled = "not_installed" // installed at that version on first use
-	lockDrift        = "drift"         // installed otherwise than recorded
-	// lockUnvouched: the record was not written by this user's pml here
+	LockOK           = "ok"            // installed as recorded
+	LockNotInstalled = "not_installed" // installed at that version on first use
+	LockDrift        = "drift"         // installed otherwise than recorded
+	// LockUnvouched: the record was not written by this user's pml here
 	// (a repository's deps.json, an older pml's): it is not honoured,
 	// and the server is installed again at its next use.
-	lockUnvouched = "unvouched"
+	LockUnvouched = "unvouched"
 )
 
-// lockEntry is one npm package .pml/deps.json records with its version,
+// LockEntry is one npm package .pml/deps.json records with its version,
 // checked against what .pml/deps holds (pml lock --format json).
-type lockEntry struct {
+type LockEntry struct {
 	Server    string `json:"server"`
 	Package   string `json:"package"`
 	Version   string `json:"version"`
@@ -50,17 +50,17 @@ func driftFix(server string) string {
 	return fmt.Sprintf("delete .pml/deps/%s and use the server again: pml installs the version .pml/deps.json records and checks its integrity", server)
 }
 
-// fix is what to run for the entry's state.
-func (e lockEntry) fix() string {
-	if e.State == lockUnvouched {
+// Fix is what to run for the entry's state.
+func (e LockEntry) Fix() string {
+	if e.State == LockUnvouched {
 		return fmt.Sprintf("use the server again (or run pml images pull): pml installs %s again and vouches for its record", e.Server)
 	}
 	return driftFix(e.Server)
 }
 
-// driftText says what differs, without the fix.
-func (e lockEntry) driftText() string {
-	if e.State == lockUnvouched {
+// DriftText says what differs, without the fix.
+func (e LockEntry) DriftText() string {
+	if e.State == LockUnvouched {
 		return fmt.Sprintf("%s: %s", e.Server, e.Error)
 	}
 	if e.Error != "" {
@@ -69,39 +69,39 @@ func (e lockEntry) driftText() string {
 	return fmt.Sprintf("%s: %s is %s (%s) in .pml/deps, but %s (%s) is recorded", e.Server, e.Package, e.InstalledVersion, e.InstalledIntegrity, e.Version, e.Integrity)
 }
 
-// lockEntries reads .pml/deps.json in ws and checks each npm package it
+// LockEntries reads .pml/deps.json in ws and checks each npm package it
 // records with a version against .pml/deps, by server name.
-func lockEntries(ctx context.Context, ws string) ([]lockEntry, error) {
+func LockEntries(ctx context.Context, ws string) ([]LockEntry, error) {
 	store := deps.NewStore(ws)
 	recs, err := store.Records()
 	if err != nil {
 		return nil, err
 	}
-	out := []lockEntry{}
+	out := []LockEntry{}
 	for n, r := range recs {
 		if ok, why := store.Vouched(n, r); !ok {
-			out = append(out, lockEntry{Server: n, Package: r.Package, Version: r.Version, Integrity: r.Integrity, State: lockUnvouched,
+			out = append(out, LockEntry{Server: n, Package: r.Package, Version: r.Version, Integrity: r.Integrity, State: LockUnvouched,
 				Error: "its record in .pml/deps.json is not honoured: " + why})
 			continue
 		}
-		e := lockEntry{Server: n, Package: r.Package, Version: r.Version, Integrity: r.Integrity, State: lockOK}
+		e := LockEntry{Server: n, Package: r.Package, Version: r.Version, Integrity: r.Integrity, State: LockOK}
 		if _, err := safefs.Lstat(ws, store.Dir(n)); err != nil {
-			e.State = lockNotInstalled
+			e.State = LockNotInstalled
 		} else if r.Version == "" || r.Package == "" {
 			// Not an npm package with its version: only its files are
 			// checked (below).
 		} else if version, integrity, err := installedNPM(ctx, ws, store.Dir(n), r.Package); err != nil {
-			e.State, e.Error = lockDrift, err.Error()
+			e.State, e.Error = LockDrift, err.Error()
 		} else if version != r.Version || integrity != r.Integrity {
-			e.State, e.InstalledVersion, e.InstalledIntegrity = lockDrift, version, integrity
+			e.State, e.InstalledVersion, e.InstalledIntegrity = LockDrift, version, integrity
 		}
-		if e.State == lockOK {
+		if e.State == LockOK {
 			// The tree as pml installed it (its start hashes it again too).
 			if tree, err := deps.TreeSRI(ctx, ws, store.Dir(n), "sha256"); err != nil || tree != r.Tree {
-				e.State, e.Error = lockDrift, fmt.Sprintf("the files of .pml/deps/%s changed since pml installed them", n)
+				e.State, e.Error = LockDrift, fmt.Sprintf("the files of .pml/deps/%s changed since pml installed them", n)
 			}
 		}
-		if e.State != lockDrift && (r.Version == "" || r.Package == "") {
+		if e.State != LockDrift && (r.Version == "" || r.Package == "") {
 			continue
 		}
 		out = append(out, e)
@@ -110,30 +110,30 @@ func lockEntries(ctx context.Context, ws string) ([]lockEntry, error) {
 	return out, nil
 }
 
-// checkDeps is pml doctor's deps check: lockEntries as one check.
-func checkDeps(ctx context.Context, ws string) check {
+// checkDeps is pml doctor's deps check: LockEntries as one check.
+func checkDeps(ctx context.Context, ws string) Check {
 	const name = "deps"
-	entries, err := lockEntries(ctx, ws)
+	entries, err := LockEntries(ctx, ws)
 	if err != nil {
-		return check{"fail", name, err.Error(), "delete .pml/deps.json to install again"}
+		return Check{"fail", name, err.Error(), "delete .pml/deps.json to install again"}
 	}
 	if len(entries) == 0 {
-		return check{"ok", name, "no npm package recorded with its version in .pml/deps.json", ""}
+		return Check{"ok", name, "no npm package recorded with its version in .pml/deps.json", ""}
 	}
 	var drift, fine, fixes []string
 	for _, e := range entries {
 		switch e.State {
-		case lockDrift, lockUnvouched:
-			drift = append(drift, e.driftText())
-			fixes = append(fixes, e.fix())
-		case lockOK:
+		case LockDrift, LockUnvouched:
+			drift = append(drift, e.DriftText())
+			fixes = append(fixes, e.Fix())
+		case LockOK:
 			fine = append(fine, e.Server+" "+e.Package+"@"+e.Version)
 		}
 	}
 	if len(drift) > 0 {
-		return check{"fail", name, "installed packages differ from .pml/deps.json: " + strings.Join(drift, "; "), strings.Join(fixes, "; ")}
+		return Check{"fail", name, "installed packages differ from .pml/deps.json: " + strings.Join(drift, "; "), strings.Join(fixes, "; ")}
 	}
-	return check{"ok", name, fmt.Sprintf("%d npm package(s) as recorded in .pml/deps.json: %s", len(fine), strings.Join(fine, ", ")), ""}
+	return Check{"ok", name, fmt.Sprintf("%d npm package(s) as recorded in .pml/deps.json: %s", len(fine), strings.Join(fine, ", ")), ""}
 }
 
 // installedNPM reads the version and integrity of pkg as npm installed

@@ -1,4 +1,4 @@
-package main
+package doctor
 
 import (
 	"fmt"
@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/pml-dev/pml/cmd/pml/internal/launch"
 	"github.com/pml-dev/pml/internal/clients"
+	"github.com/pml-dev/pml/internal/config"
 )
 
 // checkClientFiles checks every client file that names pml: Claude
@@ -17,20 +19,20 @@ import (
 // it pins no workspace that is not this one (a project file pins none:
 // a copy or a teammate's checkout would be served this directory).
 // With no such file at all, no client starts pml: one warning says so.
-func checkClientFiles(ws, exe string, getenv func(string) string) []check {
-	var out []check
+func checkClientFiles(ws, exe string, getenv func(string) string) []Check {
+	var out []Check
 	configured := 0
 	mcp := checkMCPJSON(ws, exe)
 	required := requiresPerson(ws, getenv)
 	if mcp.status != "" {
-		out = append(out, mcp, checkApprovals(claudeCode, required))
+		out = append(out, mcp, checkApprovals(clients.ClaudeCode, required))
 		configured++
 	}
-	env := clientEnv(getenv)
-	approvalsSaid := map[string]bool{claudeCode: mcp.status != ""}
+	env := clients.EnvFrom(getenv)
+	approvalsSaid := map[string]bool{clients.ClaudeCode: mcp.status != ""}
 	for _, c := range clients.All {
 		for _, s := range c.Scopes() {
-			if c.Name == claudeCode && s == clients.Project {
+			if c.Name == clients.ClaudeCode && s == clients.Project {
 				continue // .mcp.json, above
 			}
 			if s == clients.User && env.Home == "" {
@@ -51,13 +53,13 @@ func checkClientFiles(ws, exe string, getenv func(string) string) []check {
 		}
 	}
 	if configured == 0 {
-		out = append(out, check{"warn", "clients", "no MCP client file names pml (no .mcp.json in " + ws + ", no pml entry in another client's project or user file): MCP clients do not start pml", "pml init (Claude Code's .mcp.json), or pml init --client NAME (pml clients lists them)"})
+		out = append(out, Check{"warn", "clients", "no MCP client file names pml (no .mcp.json in " + ws + ", no pml entry in another client's project or user file): MCP clients do not start pml", "pml init (Claude Code's .mcp.json), or pml init --client NAME (pml clients lists them)"})
 	}
 	return out
 }
 
 // checkClientStatus checks one client file that names pml.
-func checkClientStatus(c *clients.Client, s clients.Scope, st clients.Status, ws, exe string) check {
+func checkClientStatus(c *clients.Client, s clients.Scope, st clients.Status, ws, exe string) Check {
 	name := c.Name
 	if s == clients.User {
 		name += " (user)"
@@ -67,24 +69,24 @@ func checkClientStatus(c *clients.Client, s clients.Scope, st clients.Status, ws
 		fix += " --scope user"
 	}
 	if st.Scope == clients.Unreadable {
-		return check{"warn", name, fmt.Sprintf("%s: %v", st.Path, st.Err), "correct the file, then " + fix}
+		return Check{"warn", name, fmt.Sprintf("%s: %v", st.Path, st.Err), "correct the file, then " + fix}
 	}
 	if problem := launchProblem(st.Command, st.Args, exe); problem != "" {
-		return check{"warn", name, st.Path + ": " + problem, fix}
+		return Check{"warn", name, st.Path + ": " + problem, fix}
 	}
 	if st.Workspace != "" && !strings.Contains(st.Workspace, "${") {
 		if s == clients.Project {
-			return check{"warn", name, fmt.Sprintf("%s: the pml entry pins PML_WORKSPACE=%s, which every copy and checkout of the project would serve", st.Path, st.Workspace), fix + " (removes it)"}
+			return Check{"warn", name, fmt.Sprintf("%s: the pml entry pins PML_WORKSPACE=%s, which every copy and checkout of the project would serve", st.Path, st.Workspace), fix + " (removes it)"}
 		}
 		if filepath.Clean(st.Workspace) != ws {
-			return check{"warn", name, fmt.Sprintf("%s: the pml entry pins PML_WORKSPACE=%s, not this workspace %s: opened here, %s serves that directory", st.Path, st.Workspace, ws, c.Title), fix + " (removes it: pml then serves the project the client is opened in)"}
+			return Check{"warn", name, fmt.Sprintf("%s: the pml entry pins PML_WORKSPACE=%s, not this workspace %s: opened here, %s serves that directory", st.Path, st.Workspace, ws, c.Title), fix + " (removes it: pml then serves the project the client is opened in)"}
 		}
 	}
 	detail := fmt.Sprintf("%s starts this pml (%s stdio)", st.Path, st.Command)
 	if s == clients.Project && filepath.IsAbs(st.Command) {
-		return check{"warn", name, detail + " by its absolute path, which works on this machine only", "put this pml on PATH, then " + fix}
+		return Check{"warn", name, detail + " by its absolute path, which works on this machine only", "put this pml on PATH, then " + fix}
 	}
-	return check{"ok", name, detail, ""}
+	return Check{"ok", name, detail, ""}
 }
 
 // launchProblem says what is wrong with how an entry starts pml ("" when
@@ -98,7 +100,7 @@ func launchProblem(command string, args []string, exe string) string {
 		}
 		cmd = p
 	}
-	if !sameFile(cmd, exe) {
+	if !launch.SameFile(cmd, exe) {
 		if _, err := os.Stat(cmd); err != nil {
 			return fmt.Sprintf("the pml entry runs %q, which does not exist", command)
 		}
@@ -108,4 +110,26 @@ func launchProblem(command string, args []string, exe string) string {
 		return fmt.Sprintf("the pml entry's args are %q, not [\"stdio\"]", args)
 	}
 	return ""
+}
+
+// checkApprovals is doctor's line on whether approvals reach a person in
+// the client name: a warning for a client known to have no dialog, unless
+// the project already requires a person (hil.require_elicitation).
+func checkApprovals(name string, required bool) Check {
+	text, dialog := clients.Approvals(name)
+	switch {
+	case dialog:
+		return Check{"ok", name + " approvals", text, ""}
+	case required:
+		return Check{"ok", name + " approvals", text + "; but hil.require_elicitation is set, so there such an approval fails closed and nothing runs", ""}
+	}
+	return Check{"warn", name + " approvals", text, clients.RequireHint}
+}
+
+// requiresPerson: the workspace's configuration sets
+// hil.require_elicitation (false when it cannot be read: doctor's
+// configuration check says why).
+func requiresPerson(ws string, getenv func(string) string) bool {
+	cfg, err := config.Load(ws, getenv)
+	return err == nil && cfg.HIL.RequireElicitation
 }

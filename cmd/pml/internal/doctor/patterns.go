@@ -1,4 +1,4 @@
-package main
+package doctor
 
 import (
 	"fmt"
@@ -16,14 +16,14 @@ import (
 // so the person should hear of it before a call does. A pattern that may
 // name a tool of a configured server whose tools are not cached yet
 // (never started here) is given the benefit of the doubt.
-func checkPatterns(cfg *config.Config, known broker.KnownTools) []check {
+func checkPatterns(cfg *config.Config, known broker.KnownTools) []Check {
 	const name = "permissions"
 	p := broker.PermissionsFrom(cfg)
 	lists := []struct {
 		key      string
 		patterns []string
 	}{{"deny", p.Deny}, {"ask", p.Ask}, {"allow", p.Allow}}
-	var out []check
+	var out []Check
 	total := 0
 	for _, l := range lists {
 		src := cfg.Source("permissions." + l.key)
@@ -39,7 +39,7 @@ func checkPatterns(cfg *config.Config, known broker.KnownTools) []check {
 			if l.key == "deny" {
 				detail += ": the tool it was meant to deny is not denied"
 			}
-			out = append(out, check{"warn", name, detail,
+			out = append(out, Check{"warn", name, detail,
 				fmt.Sprintf("correct it to a tool's name as pml shows it (shell:exec, shell__exec and mcp__pml__shell__exec all work; * and ? are wildcards), or remove it from permissions.%s", l.key)})
 		}
 	}
@@ -48,7 +48,7 @@ func checkPatterns(cfg *config.Config, known broker.KnownTools) []check {
 		if len(known.Unlisted) > 0 {
 			what += fmt.Sprintf(" (or may match a tool of %s, not started here yet)", strings.Join(known.Unlisted, ", "))
 		}
-		out = append(out, check{"ok", name, what, ""})
+		out = append(out, Check{"ok", name, what, ""})
 	}
 	return out
 }

@@ -1,4 +1,4 @@
-package main
+package doctor
 
 import (
 	"fmt"
@@ -15,7 +15,7 @@ import (
 // check fails); untrusted ones are held back by trust. Each is resolved
 // as a container would get it now (internal/extramount): one that is
 // gone, or now leads somewhere refused, fails the calls that get it.
-func checkExtraMounts(cfg *config.Config, ws string) (check, bool) {
+func checkExtraMounts(cfg *config.Config, ws string) (Check, bool) {
 	var parts []string
 	for _, m := range cfg.Sandbox.Mounts {
 		parts = append(parts, m.String())
@@ -31,7 +31,7 @@ func checkExtraMounts(cfg *config.Config, ws string) (check, bool) {
 		}
 	}
 	if len(parts) == 0 {
-		return check{}, false
+		return Check{}, false
 	}
 	set := extramount.New(ws, cfg.Sandbox.Mounts, nil)
 	set.Servers(cfg.Servers)
@@ -43,7 +43,7 @@ func checkExtraMounts(cfg *config.Config, ws string) (check, bool) {
 		_, err = set.Server(cfg.Servers[n])
 	}
 	if err != nil {
-		return check{"fail", "extra mounts", err.Error(), "do as it says: until then every call whose container gets this mount fails, before anything runs"}, true
+		return Check{"fail", "extra mounts", err.Error(), "do as it says: until then every call whose container gets this mount fails, before anything runs"}, true
 	}
-	return check{"ok", "extra mounts", fmt.Sprintf("beyond the workspace (sandbox.mounts): %s; mounted into the filesystem tools', shell:exec's and the servers' containers (a server's own into its containers only)", strings.Join(parts, ", ")), ""}, true
+	return Check{"ok", "extra mounts", fmt.Sprintf("beyond the workspace (sandbox.mounts): %s; mounted into the filesystem tools', shell:exec's and the servers' containers (a server's own into its containers only)", strings.Join(parts, ", ")), ""}, true
 }

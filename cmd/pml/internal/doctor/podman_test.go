@@ -1,4 +1,4 @@
-package main
+package doctor
 
 import (
 	"strings"
@@ -8,8 +8,8 @@ import (
 )
 
 func TestDoctorWarnsWhenTheEngineIgnoresLimits(t *testing.T) {
-	byName := func(cs []check) map[string]check {
-		m := map[string]check{}
+	byName := func(cs []Check) map[string]Check {
+		m := map[string]Check{}
 		for _, c := range cs {
 			m[c.name] = c
 		}
