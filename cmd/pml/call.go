@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pml-dev/pml/broker"
+	"github.com/pml-dev/pml/cmd/pml/internal/term"
 	"github.com/pml-dev/pml/internal/config"
 )
 
@@ -181,7 +182,7 @@ func runCall(ctx context.Context, g *globals, tool, rawArgs string, timeout time
 	if err != nil {
 		return callUsage(os.Stdout, tool, err)
 	}
-	out, err := reserveStdout()
+	out, err := term.ReserveStdout()
 	if err != nil {
 		return callUsage(os.Stdout, tool, err)
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/pml-dev/pml/broker"
 	"github.com/pml-dev/pml/cmd/pml/internal/launch"
+	"github.com/pml-dev/pml/cmd/pml/internal/term"
 	"github.com/pml-dev/pml/internal/clients"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/credentials"
@@ -143,7 +144,7 @@ func newInitCmd(g *globals) *cobra.Command {
 				interactive: isatty.IsTerminal(os.Stdin.Fd()) || isatty.IsCygwinTerminal(os.Stdin.Fd()),
 				in:          bufio.NewReader(os.Stdin),
 				out:         g.narration(),
-				hide:        func() (func(), error) { return hideInput(int(os.Stdin.Fd())) },
+				hide:        func() (func(), error) { return term.HideInput(int(os.Stdin.Fd())) },
 			}
 			o.cloudURLSet = cmd.Flags().Changed("cloud-url")
 			if o.format, err = outputFormat(cmd, format, false); err != nil {

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/mattn/go-isatty"
+	"github.com/pml-dev/pml/cmd/pml/internal/term"
 	"github.com/rs/zerolog"
 )
 
@@ -61,7 +62,7 @@ func (g *globals) eventsTo(w io.Writer, level zerolog.Level) io.Writer {
 // draw bars: bars on a terminal that gets text, else one event per line.
 func (g *globals) progressOut() (w io.Writer, bars bool, width int) {
 	if !g.jsonLog() && isatty.IsTerminal(os.Stderr.Fd()) {
-		return os.Stderr, true, termWidth(os.Stderr.Fd())
+		return os.Stderr, true, term.Width(os.Stderr.Fd())
 	}
 	return g.narration(), false, 0
 }

@@ -1,4 +1,4 @@
-package main
+package term
 
 import (
 	"fmt"
@@ -7,11 +7,11 @@ import (
 	"golang.org/x/sys/windows"
 )
 
-// reserveStdout keeps the real stdout for the protocol and points the
+// ReserveStdout keeps the real stdout for the protocol and points the
 // process's standard output handle (and os.Stdout) at stderr, so that
 // nothing else — a stray print, a library's output — can ever corrupt
 // the JSON-RPC stream.
-func reserveStdout() (*os.File, error) {
+func ReserveStdout() (*os.File, error) {
 	out := os.Stdout
 	if err := windows.SetStdHandle(windows.STD_OUTPUT_HANDLE, windows.Handle(os.Stderr.Fd())); err != nil {
 		return nil, fmt.Errorf("redirecting stdout to stderr: %w", err)

@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package term
 
 import (
 	"fmt"
@@ -9,10 +9,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// reserveStdout keeps the real stdout for the protocol and points file
+// ReserveStdout keeps the real stdout for the protocol and points file
 // descriptor 1 (and os.Stdout) at stderr, so that nothing else — a stray
 // print, a library's output — can ever corrupt the JSON-RPC stream.
-func reserveStdout() (*os.File, error) {
+func ReserveStdout() (*os.File, error) {
 	fd, err := unix.Dup(1)
 	if err != nil {
 		return nil, fmt.Errorf("reserving stdout for the protocol: %w", err)

@@ -1,6 +1,6 @@
 //go:build unix && !linux
 
-package main
+package term
 
 import "golang.org/x/sys/unix"
 
