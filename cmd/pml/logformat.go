@@ -9,8 +9,9 @@ import (
 	"sync"
 
 	"github.com/mattn/go-isatty"
-	"github.com/pml-dev/pml/cmd/pml/internal/term"
 	"github.com/rs/zerolog"
+
+	"github.com/pml-dev/pml/cmd/pml/internal/term"
 )
 
 // stderr holds one format. On a terminal (or with --log-format text) it is
