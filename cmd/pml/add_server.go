@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pml-dev/pml/broker"
+	tl "github.com/pml-dev/pml/broker/tools"
 	"github.com/pml-dev/pml/images"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/deps"
@@ -267,7 +268,7 @@ func addServer(cmd *cobra.Command, g *globals, name string, entry serverEntry, w
 // installs the server with progress on stderr and returns its tools.
 // What an interrupted install left is cleared first. A failure removes
 // what this add installed.
-func installAndList(ctx context.Context, g *globals, path, name string, entry serverEntry, allow bool) ([]broker.Tool, error) {
+func installAndList(ctx context.Context, g *globals, path, name string, entry serverEntry, allow bool) ([]tl.Tool, error) {
 	e, err := g.setup()
 	if err != nil {
 		return nil, err

@@ -13,7 +13,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pml-dev/pml/broker"
+	"github.com/pml-dev/pml/broker/call"
 	"github.com/pml-dev/pml/broker/mcpserve"
+	"github.com/pml-dev/pml/broker/workflow"
 	"github.com/pml-dev/pml/cmd/pml/internal/launch"
 	"github.com/pml-dev/pml/internal/capname"
 	"github.com/pml-dev/pml/internal/config"
@@ -127,7 +129,7 @@ Exit codes: 0 added, 1 failed, 2 bad name or configuration, 3 needs approval (no
 			interactive := isatty.IsTerminal(os.Stdin.Fd())
 			in := bufio.NewReader(os.Stdin)
 			say := g.narration()
-			confirm := func(a broker.Approval) bool {
+			confirm := func(a workflow.Approval) bool {
 				fmt.Fprintf(say, "%s\n", a.Description)
 				if yes {
 					fmt.Fprintln(say, "  approved by --yes")
@@ -290,11 +292,11 @@ func capKey(name string) string {
 // capExit maps an add failure to its exit code.
 func capExit(err error) int {
 	switch {
-	case errors.Is(err, broker.ErrInvalidInput), errors.Is(err, broker.ErrNotFound):
+	case errors.Is(err, call.ErrInvalidInput), errors.Is(err, call.ErrNotFound):
 		return 2
 	case errors.Is(err, broker.ErrRefused):
 		return 3
-	case errors.Is(err, broker.ErrUnavailable):
+	case errors.Is(err, call.ErrUnavailable):
 		return 5
 	}
 	return 1
