@@ -618,7 +618,7 @@ func (p *initPlan) summarise(w io.Writer, o initOptions, backedUp bool) {
 	if len(p.added) > 0 {
 		fmt.Fprintf(w, "  .gitignore: added %s\n", strings.Join(p.added, ", "))
 	} else {
-		fmt.Fprintf(w, "  .gitignore: already ignores %s\n", strings.Join(dedupe(p.ignore), ", "))
+		fmt.Fprintf(w, "  .gitignore: already ignores %s\n", strings.Join(uniqueInOrder(p.ignore), ", "))
 	}
 	fmt.Fprintln(w, keySummary(p.action, p.credPath, p.credOld != "" && p.credOld != p.key))
 	if p.action == keyLocal && p.credOld != "" {
@@ -872,7 +872,8 @@ func without(list []string, s string) []string {
 	return out
 }
 
-func dedupe(list []string) []string {
+// uniqueInOrder is list with each entry once, where it first appears.
+func uniqueInOrder(list []string) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, e := range list {
