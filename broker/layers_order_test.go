@@ -40,8 +40,11 @@ func TestTheChainRunsTheLayersInOrder(t *testing.T) {
 			break
 		}
 		name := strings.ToLower(h.Type().PkgPath()[strings.LastIndex(h.Type().PkgPath(), "/")+1:] + "." + h.Type().Name())
+		name, _, _ = strings.Cut(name, "[") // a generic layer's type arguments
+		// Only the layers count: a wrapper within a step (approve.Network,
+		// the network approval around execute) is walked through.
 		for _, l := range call.Layers {
-			if strings.Contains(name, l) {
+			if strings.HasSuffix(name, "layer") && strings.Contains(name, l) {
 				got = append(got, l)
 				break
 			}
