@@ -4,7 +4,9 @@ import (
 	"context"
 
 	"github.com/pml-dev/pml/broker/approve"
+	tl "github.com/pml-dev/pml/broker/tools"
 	"github.com/pml-dev/pml/internal/config"
+	"github.com/pml-dev/pml/internal/toolbox"
 )
 
 // Asking a person lives in package approve; these names keep the
@@ -15,42 +17,76 @@ import (
 const ApprovalNetwork = approve.ApprovalNetwork
 
 // approverOf builds b's approver, once the servers (and so the
-// dependency store) are set up: what it asks of the rest of the broker
-// is wired here, the execute step (runTool) first.
+// dependency store) are set up: what it asks of the rest of the broker is
+// wired here (approverParts); its Execute handler is set when the path is
+// built (path.go).
 func approverOf(b *Broker) *approve.Approver {
+	parts := approverParts{sb: b.sb, srv: b.srv, cloud: b.cloud, registry: b.registry}
 	return &approve.Approver{
-		Config:     b.cfg,
-		Workspace:  b.sb.ws,
-		Guard:      b.sb.guard,
-		Egress:     b.sb.egress,
-		LimitsNote: b.sb.limitsNote,
-		Perms:      b.perms,
-		Trust:      b.trust,
-		TrustState: &b.trustState,
-		Deps:       b.srv.Deps,
-		Log:        &b.log,
-		Run:        b.runTool,
-		Reload:     b.Reload,
-		ServerOf: func(tool string) (config.Server, bool) {
-			if srv := b.srv.ServerOf(tool); srv != nil {
-				return srv.Cfg, true
-			}
-			return config.Server{}, false
-		},
-		APIKeyApproval:    b.cloud.APIKeyApproval,
-		IntegrityApproval: b.registry.IntegrityApproval,
-		ApproveIntegrity:  b.registry.ApproveIntegrity,
-		GrantApproval:     b.registry.GrantApproval,
-		RecordGrant:       b.registry.RecordGrant,
-		Paused: func(wf *Workflow) bool {
-			_, ok := wf.Data.(*pausedCall)
-			return ok
-		},
-		ResumeRun: func(ctx context.Context, c *Call, wfs *Workflows, wf *Workflow, approved, always bool) Result {
-			return wf.Data.(*pausedCall).Resume(ctx, c, wfs, wf, approved, always)
-		},
-		ShellTool:   shellTool.Name,
-		ExecuteTool: ExecuteTool,
-		OwnVariable: ownVariable,
+		Config:        b.cfg,
+		Workspace:     b.sb.ws,
+		Guard:         b.sb.guard,
+		Egress:        b.sb.egress,
+		Perms:         b.perms,
+		Trust:         b.trust,
+		TrustState:    &b.trustState,
+		Deps:          b.srv.Deps,
+		Log:           &b.log,
+		Sandbox:       parts,
+		Servers:       parts,
+		Cloud:         parts,
+		Integrity:     parts,
+		Reload:        b.Reload,
+		GrantApproval: b.registry.GrantApproval,
+		RecordGrant:   b.registry.RecordGrant,
+		ShellTool:     shellTool.Name,
+		ExecuteTool:   ExecuteTool,
 	}
+}
+
+// approverParts is what the approver asks of the broker's parts (the
+// interfaces of approve/interfaces.go), over the parts themselves: never
+// the *Broker.
+type approverParts struct {
+	sb       *sandbox
+	srv      *tl.Servers
+	cloud    *tl.Cloud
+	registry *tl.Registry
+}
+
+func (p approverParts) LimitsNote(ctx context.Context) string { return p.sb.limitsNote(ctx) }
+func (p approverParts) OwnVariable(name string) bool          { return ownVariable(name) }
+
+func (p approverParts) ServerOf(tool string) (config.Server, bool) {
+	if srv := p.srv.ServerOf(tool); srv != nil {
+		return srv.Cfg, true
+	}
+	return config.Server{}, false
+}
+
+func (p approverParts) IsCloudTool(tool string) bool { return p.cloud.IsCloudTool(tool) }
+
+func (p approverParts) MissingKeys(ctx context.Context, tool string) []string {
+	// The keys a cloud tool needs come with the cloud's tool list: a call
+	// right after start (pml call, a fast client) waits for it as
+	// tools/list does, so no key is left out.
+	p.cloud.Wait(ctx)
+	_, missing := byokFor(p.sb, p.cloud, tool)
+	return missing
+}
+
+func (p approverParts) Enabled() bool { return p.cloud.Client.Enabled() }
+
+func (p approverParts) Local(ctx context.Context, tool string, args map[string]any) Result {
+	return p.cloud.Exec().Run(ctx, toolbox.Tool{Name: tool}, args)
+}
+
+func (p approverParts) APIKeyApproval(wf *Workflow) Approval { return p.cloud.APIKeyApproval(wf) }
+
+func (p approverParts) IntegrityApproval(wf *Workflow) Approval {
+	return p.registry.IntegrityApproval(wf)
+}
+
+func (p approverParts) ApproveIntegrity(ctx context.Context, c *Call, wfs *Workflows, wf *Workflow) Result {
+	return p.registry.ApproveIntegrity(ctx, c, wfs, wf)
 }

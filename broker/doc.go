@@ -20,8 +20,9 @@
 //	                                    approve as one approval (issue 43's up-front approval);
 //	                                    a required server (mcp_deps) denied whole ends the call
 //	approve   approve/layer_approve.go  ask, install or API key: puts it to a person (approve/dialog.go)
-//	execute   layer_execute.go          installs, finds the executor (tools/lookup.go), runs it, and
-//	                                    turns what egress refused into a network approval
+//	execute   layer_execute.go          installs, finds the executor (tools/lookup.go), runs it; wrapped
+//	                                    in approve.Network, which turns what egress refused into
+//	                                    a network approval
 //
 // Packages, each importing only those after it (TestNoImportRunsUpThePath
 // in layering_test.go fails on an import that runs up):
@@ -53,8 +54,8 @@
 //     whose API key is missing;
 //   - the registry layer (tools/layer_registry.go): a registry entry
 //     whose integrity changed since it was locked;
-//   - after the execute step runs (approve/approval_network.go,
-//     Approver.NetworkApproval, called from layer_execute.go): a server or
+//   - around the execute step (approve/approval_network.go,
+//     approve.Network, which path.go wraps around it): a server or
 //     shell:exec that tried a host its rules do not allow; and the
 //     pml:execute whose code the cloud sent declares tools that ask
 //     (approve/upfront.go, Approver.UpFrontApproval: nothing ran yet,
@@ -63,14 +64,15 @@
 //     call of pml:execute or a deno capability that needs a person opens
 //     its workflow in one of the three places above, and settle attaches
 //     it to the outer run (Workflows.Attach) with a coderun.PausedCall as
-//     its payload; the run waits until PausedCall.Resume is called with
-//     the answer.
+//     its payload; the run waits until the answer reaches it through
+//     its payload's own method (PausedCall.Resume, an approve.Resumer).
 //
 // Each is put to the person in the client's dialog when it can
 // (approve/dialog.go, Approver.AskInDialog) or returned as
 // approval_required (approve/approval_text.go); answers come back through
 // approve/answers.go, which runs an approved call through the execute
-// step it was handed (Approver.Run), never back through the broker.
+// step it was handed (Approver.Execute, the execute step wrapped in the
+// network approval), never back through the broker.
 //
 // # Where a pooled container is reused
 //

@@ -26,10 +26,10 @@ import (
 type declaredLayer struct {
 	next Handler
 	// declared is what tool's capability declares, nil for a tool of no
-	// capability or one that declares nothing (registrySide.declaredBy).
+	// capability or one that declares nothing (tools.Registry.DeclaredBy).
 	declared func(tool string) []string
 	// requires are the servers tool's capability requires (its mcp_deps:
-	// registrySide.requiredBy), nil for any other tool.
+	// tools.Registry.RequiredBy), nil for any other tool.
 	requires func(tool string) []string
 	// decide, deniesServer and source are the permissions'
 	// (permit.LivePermissions).

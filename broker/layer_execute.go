@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/pml-dev/pml/internal/audit"
 	"github.com/pml-dev/pml/internal/container"
@@ -59,7 +58,6 @@ func (b *Broker) runTool(ctx context.Context, c *Call, name string, args map[str
 		c.DecodeArgs()
 		args = c.Args
 	}
-	began := time.Now()
 	testPanic(name, args)
 	ectx, span := spanStep(ctx, "execute")
 	res := entry.Exec.Run(ectx, entry.Def, args)
@@ -94,11 +92,6 @@ func (b *Broker) runTool(ctx context.Context, c *Call, name string, args map[str
 		// pml:execute's code declares tools that ask: nothing ran yet, and
 		// the run waits for the person's one answer (approve/upfront.go).
 		return b.ask.UpFrontApproval(ctx, c, entry.Def.Name, args, pattern, d)
-	}
-	// The tool's egress proxy refused a host it does not allow during
-	// the call: a person may allow it (approval_network.go).
-	if ask, ok := b.ask.NetworkApproval(ctx, c, entry.Def.Name, args, pattern, began, res); ok {
-		return ask
 	}
 	return res
 }

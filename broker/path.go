@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"context"
 	"fmt"
 	"strings"
 
@@ -12,7 +11,6 @@ import (
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/mcpname"
 	"github.com/pml-dev/pml/internal/termsafe"
-	"github.com/pml-dev/pml/internal/toolbox"
 	"github.com/pml-dev/pml/internal/trust"
 )
 
@@ -25,12 +23,15 @@ import (
 // whole path and the path below the audit layer (for a call re-entered
 // inside an audited one: approveIntegrity runs the call again).
 func (b *Broker) chain() (whole, belowAudit Handler) {
-	var h Handler = executeLayerOf(b)
+	// The network approval wraps execute (approve/approval_network.go); an
+	// approved call runs through the same handler (Approver.Execute).
+	var h Handler = approve.Network{Next: executeLayerOf(b), Ask: b.ask}
+	b.ask.Execute = h
 	h = approveLayerOf(b, h)
 	h = declaredLayer{next: h, declared: b.registry.DeclaredBy, requires: b.registry.RequiredBy, decide: b.perms.Decide, deniesServer: b.perms.DeniesServer, source: b.perms.Source}
 	h = tl.SchemaLayer{Next: h, Schemas: b.srv}
 	h = registryLayerOf(b, h)
-	h = PermitLayer{Next: h, Decide: b.perms.Decide, Source: b.perms.Source}
+	h = PermitLayer{Next: h, Rules: b.perms}
 	h = resolveLayerOf(b, h)
 	h = inputLayer{next: h, answers: HandlerFunc(b.ask.AnswerCall)}
 	return auditLayer{next: h, log: b.log, sink: b.audit}, h
@@ -114,29 +115,10 @@ func registryLayerOf(b *Broker, next Handler) registryLayer {
 	}
 }
 
+// The approve layer reads the servers and the cloud through the approver
+// (approve/interfaces.go; approve.go wires them).
 func approveLayerOf(b *Broker, next Handler) approve.Layer {
-	return approve.Layer{
-		Next: next,
-		NeedsInstall: func(tool string) bool {
-			srv := b.srv.ServerOf(tool)
-			return srv != nil && !b.srv.Deps.Installed(srv.Cfg)
-		},
-		CloudTool: b.cloud.IsCloudTool,
-		MissingKeys: func(ctx context.Context, tool string) []string {
-			// The keys a cloud tool needs come with the cloud's tool list:
-			// a call right after start (pml call, a fast client) waits for
-			// it as tools/list does, so no key is left out.
-			b.cloud.Wait(ctx)
-			_, missing := byokFor(b.sb, b.cloud, tool)
-			return missing
-		},
-		CloudOn: func() bool { return b.cloud.Client.Enabled() },
-		Local: func(ctx context.Context, tool string, args map[string]any) Result {
-			return b.cloud.Exec().Run(ctx, toolbox.Tool{Name: tool}, args)
-		},
-		GrantNeeded: b.registry.GrantNeeded,
-		Ask:         b.ask,
-	}
+	return approve.Layer{Next: next, GrantNeeded: b.registry.GrantNeeded, Ask: b.ask}
 }
 
 func executeLayerOf(b *Broker) executeLayer { return executeLayer{run: b.runTool} }

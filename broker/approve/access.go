@@ -51,7 +51,7 @@ func (ap *Approver) AccessOf(tool string) (Access, bool) {
 			return a, true
 		}
 	}
-	srv, ok := ap.ServerOf(tool)
+	srv, ok := ap.Servers.ServerOf(tool)
 	if !ok {
 		return Access{}, false
 	}
@@ -75,7 +75,7 @@ func (ap *Approver) ServerAccess(cfg config.Server) Access {
 		seen[k] = true
 	}
 	for k := range seen {
-		if !ap.OwnVariable(k) {
+		if !ap.Sandbox.OwnVariable(k) {
 			a.env = append(a.env, k)
 		}
 	}
@@ -91,7 +91,7 @@ func (ap *Approver) describeAccess(tool string, ctx map[string]any) string {
 	if !ok {
 		return ""
 	}
-	a.Limits = ap.LimitsNote(context.Background())
+	a.Limits = ap.Sandbox.LimitsNote(context.Background())
 	return AccessSentence(a, ctx)
 }
 

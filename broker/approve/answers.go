@@ -73,29 +73,37 @@ func (ap *Approver) elicited(ctx context.Context, c *Call) Result {
 	return ap.dialogAnswer(ctx, c, c.Req.Workflows, wf, e.Choice)
 }
 
-// Answer runs (or aborts) a workflow that take has claimed.
+// Answer runs (or aborts) a workflow that take has claimed. A payload
+// that carries out the answer itself (Resumer: a paused run, a network
+// approval) is handed it; otherwise an approved call runs through
+// Execute, noted with what let it through.
 func (ap *Approver) Answer(ctx context.Context, c *Call, wfs *Workflows, wf *Workflow, approved, always bool) Result {
-	if ap.Paused(wf) {
-		return ap.ResumeRun(ctx, c, wfs, wf, approved, always)
+	return ap.answer(ctx, c, wfs, wf, Answer{Approved: approved, Always: always})
+}
+
+// Answer is a person's answer to a taken workflow.
+type Answer struct {
+	Approved, Always bool
+	// Declined is what ended the client's dialog without an approval
+	// (DialogOutcome), "" for any other answer: the refusal then says
+	// so, and that it is final.
+	Declined string
+}
+
+func (ap *Approver) answer(ctx context.Context, c *Call, wfs *Workflows, wf *Workflow, a Answer) Result {
+	if p, ok := wf.Data.(Resumer); ok {
+		return p.Resume(ctx, ap, c, wfs, wf, a)
 	}
+	if !a.Approved {
+		return ap.reject(c, wfs, wf, a)
+	}
+	always := a.Always
 	keys := audit.Keys(wf.Args)
-	if !approved {
-		wfs.Finish(wf)
-		c.Note(audit.Entry{Tool: wf.Tool, Decision: audit.Rejected, WorkflowID: wf.ID, ArgKeys: keys})
-		return Result{
-			Text:       fmt.Sprintf("Rejected: %s.", notRun(wf)),
-			Structured: map[string]any{"status": "rejected", "workflow_id": wf.ID, "tool": wf.Tool},
-			IsError:    true,
-		}
-	}
 	decision := audit.Approved
-	if g, ok := wf.Data.(*networkGrant); ok && wf.Type == ApprovalNetwork {
-		return ap.answerNetwork(ctx, c, wfs, wf, g, always)
-	}
 	if wf.Type == ApprovalIntegrity {
 		wfs.Finish(wf)
 		c.Note(audit.Entry{Tool: wf.Tool, Decision: audit.Approved, WorkflowID: wf.ID, Reason: "integrity change approved", ArgKeys: keys})
-		return ap.ApproveIntegrity(ctx, c, wfs, wf)
+		return ap.Integrity.ApproveIntegrity(ctx, c, wfs, wf)
 	}
 	if wf.Type == ApprovalRegistryGrant {
 		// Recorded first: if it cannot be, nothing runs. "always" adds
@@ -107,7 +115,7 @@ func (ap *Approver) Answer(ctx context.Context, c *Call, wfs *Workflows, wf *Wor
 			return errorResult(fmt.Errorf("could not record the grant for %s: %v; %s", wf.Tool, err, notRun(wf)))
 		}
 		wfs.Finish(wf)
-		return ap.Run(ctx, c, wf.Tool, wf.Args, decision, wf.Pattern, wf.ID)
+		return ap.run(ctx, c, wf, decision)
 	}
 	if d, ok := wf.Data.(*call.Declared); ok {
 		if always {
@@ -138,5 +146,55 @@ func (ap *Approver) Answer(ctx context.Context, c *Call, wfs *Workflows, wf *Wor
 		decision = audit.Always
 	}
 	wfs.Finish(wf)
-	return ap.Run(ctx, c, wf.Tool, wf.Args, decision, wf.Pattern, wf.ID)
+	return ap.run(ctx, c, wf, decision)
+}
+
+// reject ends a workflow the person said no to: nothing (more) runs.
+// A no in the client's dialog is final, and the refusal says who
+// answered.
+func (ap *Approver) reject(c *Call, wfs *Workflows, wf *Workflow, a Answer) Result {
+	wfs.Finish(wf)
+	c.Note(audit.Entry{Tool: wf.Tool, Decision: audit.Rejected, WorkflowID: wf.ID, ArgKeys: audit.Keys(wf.Args)})
+	res := Result{
+		Text:       fmt.Sprintf("Rejected: %s.", notRun(wf)),
+		Structured: map[string]any{"status": "rejected", "workflow_id": wf.ID, "tool": wf.Tool},
+		IsError:    true,
+	}
+	if a.Declined != "" {
+		res.Text = fmt.Sprintf("Rejected: %s: %s. This is final; a continue_workflow for it is refused.", notRun(wf), a.Declined)
+		res.Cause = errDeclined
+		// Some clients (codex) give the model the structured result
+		// only: it says who answered too.
+		res.Structured.(map[string]any)["reason"] = a.Declined
+	}
+	return res
+}
+
+// run runs the call of an approved workflow through Execute: wf's tool
+// with wf's arguments and pattern, asked by c (the answering call, whose
+// request, client and workflows it keeps), noted on c with what let it
+// through.
+func (ap *Approver) run(ctx context.Context, c *Call, wf *Workflow, decision string) Result {
+	again := &call.Call{Req: c.Req, Tool: wf.Tool, Args: wf.Args, Pattern: wf.Pattern, Began: c.Began}
+	return ap.let(ctx, c, again, decision, wf.ID)
+}
+
+// let runs the call run (c itself, or the call of c's answer) through
+// Execute and notes its outcome on c with what let it through: the
+// execute step notes a call that ran as allowed, with no workflow; one a
+// person let through is approved (or always) in workflow id. An entry
+// that names its own workflow (a new approval the run opened) or another
+// outcome (failed, denied, path_blocked) keeps it.
+func (ap *Approver) let(ctx context.Context, c, run *Call, decision, id string) Result {
+	res := ap.Execute.Call(ctx, run)
+	if e, ok := run.Noted(); ok {
+		if e.WorkflowID == "" {
+			e.WorkflowID = id
+			if e.Decision == audit.Allowed {
+				e.Decision = decision
+			}
+		}
+		c.Note(e)
+	}
+	return res
 }

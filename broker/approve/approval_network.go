@@ -32,18 +32,44 @@ func (ap *Approver) egressOf(tool string) (id, who, key string) {
 	if tool == ap.ShellTool {
 		return shellEgressID, "shell:exec", "sandbox.network.allow"
 	}
-	if srv, ok := ap.ServerOf(tool); ok {
+	if srv, ok := ap.Servers.ServerOf(tool); ok {
 		return serverEgressID(srv.Name), "server " + srv.Name, networkKey(srv.Private, srv.Name)
 	}
 	return "", "", ""
 }
 
-// NetworkApproval turns a call during which the tool's egress proxy
-// refused a host:port it does not allow into an approval of type network
+// Network is the network approval around the execute step: when the
+// tool's egress proxy refused a host:port it does not allow while the
+// call ran, the call's result becomes an approval of type network
 // (where a person can be asked): approved, the host:port is allowed for
-// the session and the call runs again; "always" also adds it to the
-// allow list in .pml.json. ok is false when nothing was refused.
-func (ap *Approver) NetworkApproval(ctx context.Context, c *Call, tool string, args map[string]any, pattern string, since time.Time, res Result) (Result, bool) {
+// the session and the call runs again through Ask.Execute (this wrapper
+// included, so a run that meets another refused host asks again);
+// "always" also adds it to the allow list in .pml.json. A call during
+// which nothing was refused returns as Next answered it.
+type Network struct {
+	Next Handler
+	Ask  *Approver
+}
+
+func (n Network) Call(ctx context.Context, c *Call) Result {
+	// The refusals are counted from the execute step's start. Its install
+	// goes through a proxy of its own (install:NAME), never the tool's;
+	// a server started by this call (its first) is the tool's own
+	// doing in this call.
+	since := time.Now()
+	res := n.Next.Call(ctx, c)
+	if ask, ok := n.Ask.networkApproval(ctx, c, since, res); ok {
+		return ask
+	}
+	return res
+}
+
+// networkApproval opens the network approval of c when its tool's proxy
+// refused a host from since on; ok is false when it did not (or the
+// approval could not be put to anyone: hil.require_elicitation without a
+// dialog leaves the tool's own result).
+func (ap *Approver) networkApproval(ctx context.Context, c *Call, since time.Time, res Result) (Result, bool) {
+	tool, args, pattern := c.Tool, c.Args, c.Pattern
 	id, who, key := ap.egressOf(tool)
 	if id == "" {
 		return Result{}, false
@@ -97,10 +123,15 @@ func (ap *Approver) networkAlwaysBlocked(key string) string {
 	return ""
 }
 
-// answerNetwork carries out an approved network approval: "always" saves
-// the host:ports first (if that fails nothing runs), then they are
-// allowed for the session and the call runs again.
-func (ap *Approver) answerNetwork(ctx context.Context, c *Call, wfs *Workflows, wf *Workflow, g *networkGrant, always bool) Result {
+// Resume carries out the answer to a network approval: rejected, the
+// call is not run again; approved, "always" saves the host:ports first
+// (if that fails nothing runs), then they are allowed for the session
+// and the call runs again.
+func (g *networkGrant) Resume(ctx context.Context, ap *Approver, c *Call, wfs *Workflows, wf *Workflow, ans Answer) Result {
+	if !ans.Approved {
+		return ap.reject(c, wfs, wf, ans)
+	}
+	always := ans.Always
 	decision := audit.Approved
 	if always {
 		if why := ap.networkAlwaysBlocked(g.key); why != "" {
@@ -139,14 +170,14 @@ func (ap *Approver) answerNetwork(ctx context.Context, c *Call, wfs *Workflows, 
 	}
 	wfs.Finish(wf)
 	ap.Log.Info().Str("who", g.who).Strs("hosts", g.hosts).Bool("always", always).Msg("network approved")
-	return ap.Run(ctx, c, wf.Tool, wf.Args, decision, wf.Pattern, wf.ID)
+	return ap.run(ctx, c, wf, decision)
 }
 
 // notRun says what of wf's call ran when it is not run (again): nothing,
 // except for a network approval, whose call ran once up to the refused
 // connection.
 func notRun(wf *Workflow) string {
-	if g, ok := wf.Data.(*networkGrant); ok && wf.Type == ApprovalNetwork {
+	if g, ok := wf.Data.(*networkGrant); ok {
 		return fmt.Sprintf("%s ran once, up to its refused connection to %s, and was not run again", wf.Tool, strings.Join(g.hosts, ", "))
 	}
 	return wf.Tool + " was not run"

@@ -19,14 +19,14 @@ import (
 func (ap *Approver) ApprovalFor(wf *Workflow) Approval {
 	switch wf.Type {
 	case ApprovalAPIKey:
-		return ap.APIKeyApproval(wf)
+		return ap.Cloud.APIKeyApproval(wf)
 	case ApprovalIntegrity:
-		return ap.IntegrityApproval(wf)
+		return ap.Integrity.IntegrityApproval(wf)
 	case ApprovalRegistryGrant:
 		return ap.GrantApproval(wf)
 	}
 	if wf.Type == ApprovalDependency {
-		if srv, ok := ap.ServerOf(wf.Tool); ok && srv.Install != nil {
+		if srv, ok := ap.Servers.ServerOf(wf.Tool); ok && srv.Install != nil {
 			return ap.DependencyApproval(wf, srv)
 		}
 	}

@@ -80,19 +80,8 @@ func (ap *Approver) dialogAnswer(ctx context.Context, c *Call, wfs *Workflows, w
 		return ap.Answer(ctx, c, wfs, wf, true, choice == "always")
 	}
 	what := DialogOutcome(choice)
-	paused := ap.Paused(wf)
 	wfs.Settled(wf, what, false)
-	res := ap.Answer(ctx, c, wfs, wf, false, false)
-	if !paused {
-		res.Text = fmt.Sprintf("Rejected: %s: %s. This is final; a continue_workflow for it is refused.", notRun(wf), what)
-		res.Cause = errDeclined
-		// Some clients (codex) give the model the structured result
-		// only: it says who answered too.
-		if m, ok := res.Structured.(map[string]any); ok {
-			m["reason"] = what
-		}
-	}
-	return res
+	return ap.answer(ctx, c, wfs, wf, Answer{Declined: what})
 }
 
 // DialogOutcome says what ended a dialog without an approval, no more

@@ -16,32 +16,27 @@ import (
 // tool in local mode fails here: asking a person to approve a call that
 // cannot run would only waste their answer.
 type Layer struct {
+	// Next is the execute step, wrapped in the network approval (the
+	// same handler as Ask.Execute).
 	Next Handler
-	// NeedsInstall: the tool's server has dependencies not installed yet.
-	NeedsInstall func(tool string) bool
-	// CloudTool: the tool is the cloud's; MissingKeys the API keys it
-	// needs that the person has not given (it waits for the cloud's tool
-	// list); CloudOn whether the cloud is enabled, else Local runs the
-	// tool locally, which fails it.
-	CloudTool   func(tool string) bool
-	MissingKeys func(ctx context.Context, tool string) []string
-	CloudOn     func() bool
-	Local       func(ctx context.Context, tool string, args map[string]any) Result
 	// GrantNeeded: the tool's registry entry asks for host variables,
 	// network or an image the person has not granted; grant is what it
 	// asks (the workflow's Data). Asked before anything else, whatever
 	// the tool's permission: an allow pattern is not that grant.
 	GrantNeeded func(tool string) (grant any, needed bool)
-	// Ask puts the approval to the person.
+	// Ask puts the approval to the person; what the layer asks of the
+	// servers (an install due) and the cloud (its keys, local mode) it
+	// reads through Ask's Servers and Cloud.
 	Ask *Approver
 }
 
 func (l Layer) Call(ctx context.Context, c *Call) Result {
-	needsInstall := l.NeedsInstall(c.Tool)
-	cloudish := l.CloudTool(c.Tool)
+	needsInstall := l.Ask.needsInstall(c.Tool)
+	cloud := l.Ask.Cloud
+	cloudish := cloud.IsCloudTool(c.Tool)
 	var missingKeys []string
 	if cloudish {
-		missingKeys = l.MissingKeys(ctx, c.Tool)
+		missingKeys = cloud.MissingKeys(ctx, c.Tool)
 	}
 	// An inner call of a capability's run that the capability declared
 	// and a person approved before the run started does not ask again;
@@ -51,9 +46,9 @@ func (l Layer) Call(ctx context.Context, c *Call) Result {
 	approvedBefore := c.Decision == call.Ask && run.ApprovedUpFront(c.Tool)
 	declared := declaredAsked(ctx, c.Tool)
 	switch {
-	case cloudish && !l.CloudOn():
+	case cloudish && !cloud.Enabled():
 		c.DecodeArgs()
-		res := l.Local(ctx, c.Tool, c.Args)
+		res := cloud.Local(ctx, c.Tool, c.Args)
 		c.Note(audit.Entry{Tool: c.Tool, Decision: audit.Failed, Pattern: c.Pattern, Reason: "local mode", ArgKeys: audit.Keys(c.Args)})
 		return res
 	case l.grantNeeded(c):
@@ -70,9 +65,16 @@ func (l Layer) Call(ctx context.Context, c *Call) Result {
 	}
 	if approvedBefore {
 		c.DecodeArgs()
-		return l.Ask.Run(ctx, c, c.Tool, c.Args, audit.Approved, c.Pattern, run.WorkflowID)
+		return l.Ask.let(ctx, c, c, audit.Approved, run.WorkflowID)
 	}
 	return l.Next.Call(ctx, c)
+}
+
+// needsInstall reports whether tool's server has dependencies not
+// installed yet.
+func (ap *Approver) needsInstall(tool string) bool {
+	srv, ok := ap.Servers.ServerOf(tool)
+	return ok && !ap.Deps.Installed(srv)
 }
 
 // grantNeeded reports whether the call's registry entry needs the

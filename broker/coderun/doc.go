@@ -14,11 +14,13 @@
 // (workflow.Workflows.Attach) to the outer call, with a PausedCall as its
 // payload; the outer call returns approval_required, the container waits
 // (its compute clock paused), and the person's answer, through the
-// approval side (broker's answers.go), calls PausedCall.Resume, which
-// applies the answer and drives the same run on. An approval that expires
-// unanswered stops the run.
+// approver (approve/answers.go), reaches PausedCall.Resume (an
+// approve.Resumer), which applies the answer through that approver and
+// drives the same run on. An approval that expires unanswered stops the
+// run.
 //
-// Runs imports only downward (call, workflow, internal/*): what it takes
-// of the sandbox is a Sandbox of values and functions, and the approval
-// side's functions (the approval result, the answer) are given to New.
+// Runs imports only downward (approve, call, workflow, internal/*): it
+// meets the rest of pml at two interfaces, Caller (the request path, the
+// broker's Call) and Containers (what the sandbox starts a run's
+// container with), beside the Sandbox's values.
 package coderun

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/pml-dev/pml/broker/approve"
 	"github.com/pml-dev/pml/broker/call"
 	"github.com/pml-dev/pml/broker/workflow"
 	"github.com/pml-dev/pml/internal/container"
@@ -101,8 +102,8 @@ type paused struct {
 	approval workflow.Approval
 }
 
-// PausedCall rides on the workflow of a paused inner call (its payload):
-// the person's answer resumes the run (Resume).
+// PausedCall rides on the workflow of a paused inner call (its payload,
+// an approve.Resumer): the person's answer resumes the run (Resume).
 type PausedCall struct {
 	runs     *Runs
 	ex       *execution
@@ -113,61 +114,65 @@ type PausedCall struct {
 
 // Runs starts code in Deno containers (the cloud's execute_locally,
 // deno capabilities) and drives each run: every mcp.* call of the code is
-// answered through call, the whole request path (Broker.Call). It holds
-// only that, what it takes of the sandbox and its timeouts, and the three
-// functions of the approval side that a paused run uses.
+// answered through calls, the whole request path (Broker.Call). It holds
+// only that, what it takes of the sandbox and its timeouts; a paused run
+// is resumed by the approver that took the person's answer
+// (PausedCall.Resume).
 type Runs struct {
 	sb Sandbox
 	// hil is how long an approval may wait; idle how long a pre-started
 	// container waits for its code.
 	hil, idle time.Duration
 	// base ends every run (Close).
-	base context.Context
-	call func(ctx context.Context, req call.Request) call.Result
-	// approvalResult is the result that asks a person (approval_text.go);
-	// answer applies a person's answer to a workflow (answers.go).
-	approvalResult func(a workflow.Approval) call.Result
-	answer         func(ctx context.Context, c *call.Call, wfs *workflow.Workflows, wf *workflow.Workflow, approved, always bool) call.Result
+	base  context.Context
+	calls Caller
+}
+
+// Caller is the request path an inner call of code goes through (the
+// broker: Broker.Call), from its top (the audit layer).
+type Caller interface {
+	Call(ctx context.Context, req call.Request) call.Result
 }
 
 // Sandbox is what a run takes of pml's sandbox (broker's sandbox, wired
 // in New): the containers' runtime and pre-started pool, the user, the
-// policy, labels and supervisor of the containers, and the log.
+// log, and the Containers it starts.
 type Sandbox struct {
 	// Runtime is the cap-limited runtime; Pool its pre-started
 	// containers, where a run's container comes from.
 	Runtime container.Runtime
 	Pool    *container.Prestarted
 	// User is the sandbox's user (code never runs as root: codeUser).
-	User string
-	// Policy is the container policy in force (a reload replaces it).
-	Policy func() policies.Policy
-	// Labels are the labels of a container started for a purpose.
-	Labels func(purpose string) map[string]string
-	// Supervisor is the host path of pml's in-container program, or "".
-	Supervisor func(ctx context.Context) string
+	User       string
+	Containers Containers
 	Log        zerolog.Logger
 }
 
+// Containers is what a run's container is started with, read at each
+// start (a reload replaces the policy).
+type Containers interface {
+	// Policy is the container policy in force.
+	Policy() policies.Policy
+	// Labels are the labels of a container started for a purpose.
+	Labels(purpose string) map[string]string
+	// Supervisor is the host path of pml's in-container program, or "".
+	Supervisor(ctx context.Context) string
+}
+
 // Options is what New builds Runs from: the sandbox, the timeouts, the
-// context that ends every run, the request path (Call) and the approval
-// side's functions (see Runs).
+// context that ends every run and the request path (Calls).
 type Options struct {
 	Sandbox Sandbox
 	// HIL is how long an approval may wait (hil.timeout); Idle how long a
 	// pre-started container waits (sandbox.idle_timeout).
 	HIL, Idle time.Duration
 	Base      context.Context
-	Call      func(ctx context.Context, req call.Request) call.Result
-
-	ApprovalResult func(a workflow.Approval) call.Result
-	Answer         func(ctx context.Context, c *call.Call, wfs *workflow.Workflows, wf *workflow.Workflow, approved, always bool) call.Result
+	Calls     Caller
 }
 
 // New returns the code runs of one broker.
 func New(o Options) *Runs {
-	return &Runs{sb: o.Sandbox, hil: o.HIL, idle: o.Idle, base: o.Base, call: o.Call,
-		approvalResult: o.ApprovalResult, answer: o.Answer}
+	return &Runs{sb: o.Sandbox, hil: o.HIL, idle: o.Idle, base: o.Base, calls: o.Calls}
 }
 
 // Start starts a program and drives it. The request that called outer
@@ -229,7 +234,7 @@ func (r *Runs) drive(ctx context.Context, ex *execution, req call.Request) call.
 			ex.finish()
 			return call.ResultFor(fmt.Errorf("%s was cancelled: the code's container was stopped", ex.outer))
 		case p := <-ex.pauses:
-			return r.approvalResult(p.approval)
+			return approve.ApprovalResult(p.approval)
 		case e, ok := <-ex.events:
 			if !ok {
 				return call.ResultFor(fmt.Errorf("%s: the run ended without a result", ex.outer))
@@ -295,7 +300,7 @@ func (r *Runs) innerCall(ex *execution, c execute.Call, req call.Request) {
 	r.settle(ex, c.ID, req.Workflows, res)
 }
 
-// guardedCall is r.call in a goroutine of pml's own (an inner call of
+// guardedCall is r.calls.Call in a goroutine of pml's own (an inner call of
 // code): a panic in it is the call's error, which the code gets, not the
 // end of pml.
 func (r *Runs) guardedCall(ctx context.Context, req call.Request) (res call.Result) {
@@ -304,7 +309,7 @@ func (r *Runs) guardedCall(ctx context.Context, req call.Request) (res call.Resu
 			res = call.ResultFor(errors.New(panics.Recovered(r.sb.Log, v, "tools/call", req.Tool).Message))
 		}
 	}()
-	return r.call(ctx, req)
+	return r.calls.Call(ctx, req)
 }
 
 // settle delivers an inner call's result to the code, or pauses the run
@@ -341,15 +346,18 @@ func (r *Runs) settle(ex *execution, callID int64, wfs *workflow.Workflows, res 
 	_ = ex.run.Reply(callID, call.ToMCP(res))
 }
 
-// Resume applies the answer to a paused inner call and drives the run
-// on: the same run, not a new one (it was Broker.resumeRun). c is the call
-// that answered; the run's next pause asks its client.
-func (pc *PausedCall) Resume(ctx context.Context, c *call.Call, wfs *workflow.Workflows, wf *workflow.Workflow, approved, always bool) call.Result {
+// Resume applies the answer to a paused inner call, through ap as the
+// inner call's own workflow (its payload restored), and drives the run
+// on: the same run, not a new one. c is the call that answered; the
+// run's next pause asks its client. A no in the client's dialog is the
+// inner call's refusal, which the code gets; the run's result is the
+// answer's.
+func (pc *PausedCall) Resume(ctx context.Context, ap *approve.Approver, c *call.Call, wfs *workflow.Workflows, wf *workflow.Workflow, a approve.Answer) call.Result {
 	r := pc.runs
 	pc.answered.Store(true)
 	pc.ex.run.Resume()
 	wf.Data = pc.inner
-	res := r.answer(ctx, c, wfs, wf, approved, always)
+	res := ap.Answer(ctx, c, wfs, wf, a.Approved, a.Always)
 	// The answer is the paused call's entry, in the answering call: a
 	// call the capability did not declare stays flagged there too.
 	if e, ok := c.Noted(); ok {

@@ -11,7 +11,7 @@ import (
 )
 
 func TestAPanicInAnInnerCallOfCodeIsThatCallsError(t *testing.T) {
-	r := New(Options{Sandbox: Sandbox{Log: zerolog.Nop()}, Call: func(context.Context, call.Request) call.Result { panic("boom") }})
+	r := New(Options{Sandbox: Sandbox{Log: zerolog.Nop()}, Calls: callerFunc(func(context.Context, call.Request) call.Result { panic("boom") })})
 	res := r.guardedCall(context.Background(), call.Request{Tool: "shell:exec"})
 	if !res.IsError || !strings.Contains(res.Text, "tools/call of shell:exec") || !strings.Contains(res.Text, "pml kept running") {
 		t.Errorf("got %+v", res)
@@ -26,3 +26,8 @@ func TestCodeNeverRunsAsRoot(t *testing.T) {
 		t.Errorf("the sandbox's unprivileged user is kept: got %s", got)
 	}
 }
+
+// callerFunc is a fake request path.
+type callerFunc func(ctx context.Context, req call.Request) call.Result
+
+func (f callerFunc) Call(ctx context.Context, req call.Request) call.Result { return f(ctx, req) }

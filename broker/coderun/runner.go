@@ -15,16 +15,16 @@ func (r *Runs) runner(ctx context.Context) *execute.Runner {
 	return &execute.Runner{
 		Runtime: &pooledRuntime{Runtime: r.sb.Runtime, pool: r.sb.Pool},
 		Image:   execute.DefaultImage,
-		Policy:  r.sb.Policy(),
+		Policy:  r.sb.Containers.Policy(),
 		User:    codeUser(r.sb.User),
-		Labels:  r.sb.Labels("execute"),
-		Timeout: time.Duration(r.sb.Policy().Timeout) + r.hil,
+		Labels:  r.sb.Containers.Labels("execute"),
+		Timeout: time.Duration(r.sb.Containers.Policy().Timeout) + r.hil,
 		// Compute time is sandbox.timeout; waits for a person pause it.
-		Budget: time.Duration(r.sb.Policy().Timeout),
+		Budget: time.Duration(r.sb.Containers.Policy().Timeout),
 		// The container ends by itself with pml's end of its stdin, or at
 		// the run's ceiling plus the longest a pre-started one waits.
-		Supervisor: r.sb.Supervisor(ctx),
-		Lifetime:   time.Duration(r.sb.Policy().Timeout) + r.hil + r.idle + time.Minute,
+		Supervisor: r.sb.Containers.Supervisor(ctx),
+		Lifetime:   time.Duration(r.sb.Containers.Policy().Timeout) + r.hil + r.idle + time.Minute,
 	}
 }
 

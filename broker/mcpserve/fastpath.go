@@ -221,7 +221,7 @@ func (f *fastFront) call(id, params []byte) bool {
 	if !fb.Forwardable(name) {
 		// Not a pooled server's tool, or one of a server given network:
 		// a host its proxy refuses during the call becomes an approval
-		// (broker/approval_network.go), which needs the result held
+		// (broker/approve/approval_network.go), which needs the result held
 		// back, not passed on as it comes.
 		return false
 	}

@@ -107,7 +107,7 @@ func newMCPServer(b Backend, v view) *mcp.Server {
 func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 	b := x.get()
 	ws := "the workspace " + b.Workspace()
-	if x.rebind != nil {
+	if x.roots.Rebind != nil {
 		// The client's roots may move it (roots.go).
 		ws = "the project's workspace (the client's root, else the project pml was started in)"
 	}
@@ -493,10 +493,10 @@ type Rebinder struct {
 // ServeStdioRoots is ServeStdio whose workspace the client's roots may
 // move (r).
 func ServeStdioRoots(ctx context.Context, b Backend, in io.ReadCloser, out io.Writer, r Rebinder) error {
-	x := &binding{ready: make(chan struct{}), resolve: r.Resolve, rebind: r.Rebind, retire: r.Retire}
+	x := &binding{ready: make(chan struct{}), roots: r}
 	x.cur.Store(&b)
 	if r.Rebind == nil || b.WorkspaceExplicit() {
-		x.rebind = nil
+		x.roots.Rebind = nil
 		x.settle()
 	}
 	o := jsonrpc.NewOutput(out)

@@ -56,13 +56,10 @@ type binding struct {
 	// decide serialises decisions (initialized, then each change).
 	decide sync.Mutex
 
-	// resolve is the workspace a root names (walked up to the markers);
-	// rebind builds the broker serving a root's workspace; retire closes
-	// a broker no call uses any more. rebind nil: the workspace never
-	// moves (roots are only compared with it).
-	resolve func(dir string) string
-	rebind  func(dir string) (Backend, error)
-	retire  func(Backend)
+	// roots moves the session to the workspace a root names (the
+	// command's Rebinder); roots.Rebind nil: the workspace never moves
+	// (roots are only compared with it).
+	roots Rebinder
 	// swapped runs after a swap (the listing follows the new broker).
 	swapped func(b Backend)
 }
@@ -168,7 +165,7 @@ func (x *binding) checkRoots(ss *mcp.ServerSession) {
 		b.Log().Debug().Str("workspace", ws).Msg("no root names a local directory: the workspace is the start directory's")
 		return
 	}
-	if x.rebind == nil {
+	if x.roots.Rebind == nil {
 		if related(ws, dir) {
 			b.Log().Debug().Str("root", dir).Str("workspace", ws).Msg("the client's roots agree with the workspace")
 		} else {
@@ -176,11 +173,11 @@ func (x *binding) checkRoots(ss *mcp.ServerSession) {
 		}
 		return
 	}
-	if target := x.resolve(dir); target == ws {
+	if target := x.roots.Resolve(dir); target == ws {
 		b.Log().Info().Str("root", dir).Str("workspace", ws).Msg("serving the workspace of the client's roots (the one pml started with)")
 		return
 	}
-	nb, err := x.rebind(dir)
+	nb, err := x.roots.Rebind(dir)
 	if err != nil {
 		b.Log().Warn().Err(err).Str("root", dir).Str("workspace", ws).Msg("the workspace of the client's root cannot be served: pml keeps serving the workspace it has; fix what is said, or set PML_WORKSPACE in pml's entry")
 		return
@@ -191,7 +188,7 @@ func (x *binding) checkRoots(ss *mcp.ServerSession) {
 	// which the new broker's would share.
 	x.gate.Lock()
 	defer x.gate.Unlock()
-	x.retire(b)
+	x.roots.Retire(b)
 	x.cur.Store(&nb)
 	if x.swapped != nil {
 		x.swapped(nb)
@@ -204,8 +201,8 @@ func (x *binding) checkRoots(ss *mcp.ServerSession) {
 // served, "" when it may.
 func refusedRoot(x *binding, dir string) string {
 	target := dir
-	if x.resolve != nil {
-		target = x.resolve(dir)
+	if x.roots.Resolve != nil {
+		target = x.roots.Resolve(dir)
 	}
 	why := workspace.Refused(target, workspace.Home(os.Getenv))
 	if why != "" && target != dir {

@@ -15,23 +15,28 @@ import (
 // ask > allow) and notes them on the Call; a deny pattern ends the call
 // here. Whether ask (or no pattern) needs a person is approveLayer's.
 type PermitLayer struct {
-	Next call.Handler
-	// Decide reads the current permissions (they change when a user
-	// answers "always"); Source names where they come
-	// from, for the refusal.
-	Decide func(tool string) (call.Decision, string)
-	Source func() string
+	Next  call.Handler
+	Rules Rules
+}
+
+// Rules are the permissions in force (LivePermissions: they change when a
+// user answers "always" and on a reload).
+type Rules interface {
+	// Decide reads the decision for tool and the pattern that made it.
+	Decide(tool string) (call.Decision, string)
+	// Source names where the permissions come from, for a refusal.
+	Source() string
 }
 
 func (l PermitLayer) Call(ctx context.Context, c *call.Call) call.Result {
 	_, span := call.SpanStep(ctx, "permit")
-	c.Decision, c.Pattern = l.Decide(c.Tool)
+	c.Decision, c.Pattern = l.Rules.Decide(c.Tool)
 	if span.IsRecording() {
 		span.SetAttributes(attribute.String("pml.decision", string(c.Decision)), attribute.String("pml.pattern", c.Pattern))
 	}
 	span.End()
 	if c.Decision == call.Deny {
-		src := l.Source()
+		src := l.Rules.Source()
 		c.Note(audit.Entry{Tool: c.Tool, Decision: audit.Denied, Pattern: c.Pattern, ArgKeys: audit.Keys(c.Args),
 			Reason: fmt.Sprintf("deny pattern %q from %s", c.Pattern, src)})
 		return call.ResultFor(fmt.Errorf("%w: %s matches the deny pattern %q in %s; remove it from permissions.deny there to use this tool", call.ErrDenied, c.Tool, c.Pattern, src))

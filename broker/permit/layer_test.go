@@ -19,7 +19,7 @@ func TestPermitLayerStopsDeniedCallsOnly(t *testing.T) {
 		{"a:x", 1, call.Allow}, {"q:x", 1, call.Ask}, {"d:x", 0, call.Deny}, {"other:x", 1, call.Ask},
 	} {
 		next := &countingNext{}
-		l := PermitLayer{Next: next, Decide: perms.Decide, Source: func() string { return "test" }}
+		l := PermitLayer{Next: next, Rules: NewLivePermissions(perms, "test")}
 		c := &call.Call{Tool: tc.tool}
 		res := l.Call(context.Background(), c)
 		if next.n != tc.reached || c.Decision != tc.want {

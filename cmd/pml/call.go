@@ -18,6 +18,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pml-dev/pml/broker"
+	"github.com/pml-dev/pml/broker/approve"
+	"github.com/pml-dev/pml/broker/call"
+	"github.com/pml-dev/pml/broker/permit"
+	"github.com/pml-dev/pml/broker/workflow"
+	"github.com/pml-dev/pml/cmd/pml/internal/term"
 	"github.com/pml-dev/pml/internal/config"
 )
 
@@ -181,7 +186,7 @@ func runCall(ctx context.Context, g *globals, tool, rawArgs string, timeout time
 	if err != nil {
 		return callUsage(os.Stdout, tool, err)
 	}
-	out, err := reserveStdout()
+	out, err := term.ReserveStdout()
 	if err != nil {
 		return callUsage(os.Stdout, tool, err)
 	}
@@ -224,7 +229,7 @@ func runCall(ctx context.Context, g *globals, tool, rawArgs string, timeout time
 		cctx, cancel = context.WithDeadline(ctx, began.Add(timeout))
 		defer cancel()
 	}
-	res, overran := callWithin(cctx, e.broker, broker.Request{Tool: tool, Args: args})
+	res, overran := callWithin(cctx, e.broker, call.Request{Tool: tool, Args: args})
 	// Whatever happened, the call's containers are gone before pml exits;
 	// after a deadline (or Ctrl-C) within what is left of its bound.
 	// The reap of other pmls' leftovers is not waited for then: the
@@ -285,8 +290,8 @@ const (
 // callWithin runs the call and returns its result, or, when it has not
 // ended callOverrun after cctx did, a result that says so (overran): the
 // call goes on in the background until pml exits.
-func callWithin(cctx context.Context, b *broker.Broker, req broker.Request) (broker.Result, bool) {
-	done := make(chan broker.Result, 1)
+func callWithin(cctx context.Context, b *broker.Broker, req call.Request) (call.Result, bool) {
+	done := make(chan call.Result, 1)
 	go func() { done <- b.Call(cctx, req) }()
 	select {
 	case res := <-done:
@@ -300,7 +305,7 @@ func callWithin(cctx context.Context, b *broker.Broker, req broker.Request) (bro
 		return res, false
 	case <-t.C:
 	}
-	return broker.Result{IsError: true, Text: fmt.Sprintf("the call did not end within %s of being stopped (the container engine did not answer): "+
+	return call.Result{IsError: true, Text: fmt.Sprintf("the call did not end within %s of being stopped (the container engine did not answer): "+
 		"its container, if one had been created, may still be running; the next pml start removes it (or run pml cleanup)", callOverrun)}, true
 }
 
@@ -320,7 +325,7 @@ func stoppedAt(cctx context.Context) time.Time {
 func answersApproval(tool string, args json.RawMessage) error {
 	var m map[string]json.RawMessage
 	_ = json.Unmarshal(args, &m)
-	if _, ok := m["continue_workflow"]; !ok && tool != broker.ContinueTool {
+	if _, ok := m["continue_workflow"]; !ok && tool != call.ContinueTool {
 		return nil
 	}
 	return errors.New("pml call cannot answer an approval: an approval is answered in the session that asked it, and each pml call is a new process. " +
@@ -329,7 +334,7 @@ func answersApproval(tool string, args json.RawMessage) error {
 
 // callExitCode maps a result to the exit code table. ctx is the command's
 // (cancelled by Ctrl-C), cctx the call's (also bounded by --timeout).
-func callExitCode(res broker.Result, ctx, cctx context.Context) int {
+func callExitCode(res call.Result, ctx, cctx context.Context) int {
 	if _, ok := res.Approval(); ok {
 		return exitApproval
 	}
@@ -347,7 +352,7 @@ func callExitCode(res broker.Result, ctx, cctx context.Context) int {
 
 // callSummary is the stderr line for a non-zero exit; for an approval it
 // says exactly what to allow, and how.
-func callSummary(e *env, tool string, code int, res broker.Result) string {
+func callSummary(e *env, tool string, code int, res call.Result) string {
 	text := summaryLines(res.Text)
 	a, ok := res.Approval()
 	switch {
@@ -399,7 +404,7 @@ func summaryLines(text string) string {
 
 // approvalHint is pml call's stderr block for an approval: what happened
 // and what a CI user can do before running the call again.
-func approvalHint(cfg *config.Config, a broker.Approval) string {
+func approvalHint(cfg *config.Config, a workflow.Approval) string {
 	what, fix := approvalHelp(cfg, a)
 	return fmt.Sprintf("call %s: approval_required (%s): %s\n  %s", a.Tool, a.ApprovalType, what, fix)
 }
@@ -407,7 +412,7 @@ func approvalHint(cfg *config.Config, a broker.Approval) string {
 // approvalText replaces the broker's approval text in pml call's output:
 // the broker's tells a model to answer with continue_workflow, which a
 // pml call cannot do (the process exits; the next one starts afresh).
-func approvalText(cfg *config.Config, a broker.Approval) string {
+func approvalText(cfg *config.Config, a workflow.Approval) string {
 	what, fix := approvalHelp(cfg, a)
 	return fmt.Sprintf("Approval required (%s): %s\n%s\n%s", a.ApprovalType, a.Description, what, fix)
 }
@@ -419,15 +424,15 @@ const cannotAsk = "pml call never asks and cannot answer an approval (each call 
 // pml call runs, for where the setting in force comes from: .pml.json,
 // or a PML_ variable that replaces the file's list (then editing the file
 // would change nothing).
-func approvalHelp(cfg *config.Config, a broker.Approval) (what, fix string) {
-	if a.ApprovalType == broker.ApprovalNetwork {
+func approvalHelp(cfg *config.Config, a workflow.Approval) (what, fix string) {
+	if a.ApprovalType == approve.ApprovalNetwork {
 		return networkHelp(cfg, a)
 	}
-	if a.ApprovalType == broker.ApprovalAPIKey {
+	if a.ApprovalType == workflow.ApprovalAPIKey {
 		return "nothing ran: the tool needs an API key that is not set.",
 			fmt.Sprintf("Set %s in the environment or in %s, then run the call again", strings.Join(stringsOf(a.Context["variables"]), ", "), a.Context["env_file"])
 	}
-	if a.ApprovalType == broker.ApprovalIntegrity {
+	if a.ApprovalType == workflow.ApprovalIntegrity {
 		return "nothing ran: the registry serves a different version of this server than .pml/mcp.lock pinned; " + cannotAsk + ".",
 			"Review the change, then accept it once in an MCP client session (pml stdio answers continue, which updates .pml/mcp.lock) and commit .pml/mcp.lock"
 	}
@@ -444,7 +449,7 @@ func approvalHelp(cfg *config.Config, a broker.Approval) (what, fix string) {
 // declaredHelp: a capability declares tools (tools_used) that the
 // permissions ask about; its run asks once for them all, which pml call
 // cannot answer, so each must be allowed before the call.
-func declaredHelp(cfg *config.Config, a broker.Approval, asked []string) (what, fix string) {
+func declaredHelp(cfg *config.Config, a workflow.Approval, asked []string) (what, fix string) {
 	what = fmt.Sprintf("nothing ran: %s declares (tools_used) that its code calls %s, which permissions ask about; %s, so allow them before the call.",
 		a.Tool, strings.Join(asked, ", "), cannotAsk)
 	perms := broker.PermissionsFrom(cfg)
@@ -461,17 +466,17 @@ func declaredHelp(cfg *config.Config, a broker.Approval, asked []string) (what, 
 // ask, which must be taken out.
 func permissionFix(cfg *config.Config, tool, pattern string) string {
 	perms := broker.PermissionsFrom(cfg)
-	allowed, _ := broker.Permissions{Allow: perms.Allow}.Decide(tool)
+	allowed, _ := permit.Permissions{Allow: perms.Allow}.Decide(tool)
 	allowEnv := envSource(cfg, "permissions.allow")
 	if pattern == tool {
 		if env := envSource(cfg, "permissions.ask"); env != "" {
 			fix := fmt.Sprintf("%q is named in %s in the environment (a name in ask beats allow): take it out of that variable", tool, env)
-			if allowed != broker.Allow {
+			if allowed != call.Allow {
 				fix += " and " + addToAllow(cfg, tool, allowEnv)
 			}
 			return fix
 		}
-		if allowed == broker.Allow {
+		if allowed == call.Allow {
 			fix := fmt.Sprintf("%q is listed in permissions.ask of %s, which beats its allow", tool, cfg.Path)
 			if allowEnv != "" {
 				fix += " (it is allowed by " + allowEnv + ")"
@@ -510,7 +515,7 @@ func addToAllow(cfg *config.Config, tool, env string) string {
 
 // networkHelp: the tool ran, and pml's egress proxy refused a connection
 // its network.allow does not name. What ran before stays done.
-func networkHelp(cfg *config.Config, a broker.Approval) (what, fix string) {
+func networkHelp(cfg *config.Config, a workflow.Approval) (what, fix string) {
 	hosts := stringsOf(a.Context["hosts"])
 	key := stringOf(a.Context["config_key"])
 	who := stringOf(a.Context["who"])
@@ -634,7 +639,7 @@ func completeTool(k broker.KnownTools, namespaces []string, prefix string) ([]st
 	if strings.Contains(prefix, ":") {
 		var out []string
 		for _, n := range k.Names {
-			if strings.HasPrefix(n, prefix) && n != broker.ContinueTool {
+			if strings.HasPrefix(n, prefix) && n != call.ContinueTool {
 				out = append(out, n)
 			}
 		}
@@ -650,7 +655,7 @@ func completeTool(k broker.KnownTools, namespaces []string, prefix string) ([]st
 		}
 	}
 	for _, n := range k.Names {
-		if n == broker.ContinueTool {
+		if n == call.ContinueTool {
 			continue
 		}
 		ns, _, _ := strings.Cut(n, ":")

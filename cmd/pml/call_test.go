@@ -7,7 +7,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/pml-dev/pml/broker"
+	"github.com/pml-dev/pml/broker/approve"
+	"github.com/pml-dev/pml/broker/workflow"
 	"github.com/pml-dev/pml/internal/config"
 )
 
@@ -94,13 +95,13 @@ func TestOutputIsOneJSONLine(t *testing.T) {
 func TestApprovalHint(t *testing.T) {
 	withFile := &config.Config{Path: "/w/.pml.json", Exists: true}
 	noFile := &config.Config{Path: "/w/.pml.json"}
-	approval := func(pattern string) broker.Approval {
-		return broker.Approval{Tool: "shell:exec", ApprovalType: broker.ApprovalToolPermission, Context: map[string]any{"pattern": pattern}}
+	approval := func(pattern string) workflow.Approval {
+		return workflow.Approval{Tool: "shell:exec", ApprovalType: workflow.ApprovalToolPermission, Context: map[string]any{"pattern": pattern}}
 	}
 	cases := []struct {
 		name string
 		cfg  *config.Config
-		a    broker.Approval
+		a    workflow.Approval
 		want []string
 	}{
 		{"no pattern matched", withFile, approval(""), []string{`add the pattern "shell:exec" to permissions.allow of /w/.pml.json`, `jq '.permissions.allow += ["shell:exec"]' .pml.json`}},
@@ -136,13 +137,13 @@ func TestApprovalHintFollowsWhereTheSettingComesFrom(t *testing.T) {
 	envAsk := &config.Config{Path: "/w/.pml.json", Exists: true,
 		Permissions: config.Permissions{Allow: []string{"shell:*"}, Ask: []string{"shell:exec"}},
 		Sources:     map[string]string{"permissions.allow": "/w/.pml.json", "permissions.ask": "PML_PERMISSIONS_ASK"}}
-	perm := func(pattern string) broker.Approval {
-		return broker.Approval{Tool: "shell:exec", ApprovalType: broker.ApprovalToolPermission, Context: map[string]any{"pattern": pattern}}
+	perm := func(pattern string) workflow.Approval {
+		return workflow.Approval{Tool: "shell:exec", ApprovalType: workflow.ApprovalToolPermission, Context: map[string]any{"pattern": pattern}}
 	}
 	cases := []struct {
 		name      string
 		cfg       *config.Config
-		a         broker.Approval
+		a         workflow.Approval
 		want, not []string
 	}{
 		{"allow from the variable", envAllow, perm(""),
@@ -176,8 +177,8 @@ func TestApprovalHintFollowsWhereTheSettingComesFrom(t *testing.T) {
 // hint names the host and the network list (where it comes from), says
 // the command ran, and never tells to edit permissions.ask.
 func TestNetworkApprovalHint(t *testing.T) {
-	net := func(key, who string) broker.Approval {
-		return broker.Approval{Tool: "shell:exec", ApprovalType: broker.ApprovalNetwork, Context: map[string]any{
+	net := func(key, who string) workflow.Approval {
+		return workflow.Approval{Tool: "shell:exec", ApprovalType: approve.ApprovalNetwork, Context: map[string]any{
 			"pattern": "shell:exec", "hosts": []string{"example.com:443"}, "config_key": key, "who": who, "result": "exit code: 1"}}
 	}
 	file := &config.Config{Path: "/w/.pml.json", Exists: true, Permissions: config.Permissions{Allow: []string{"shell:exec"}},
@@ -188,7 +189,7 @@ func TestNetworkApprovalHint(t *testing.T) {
 	cases := []struct {
 		name string
 		cfg  *config.Config
-		a    broker.Approval
+		a    workflow.Approval
 		want []string
 	}{
 		{"shell:exec, file", file, net("sandbox.network.allow", "shell:exec"),

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"github.com/pml-dev/pml/internal/credentials"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,9 +13,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pml-dev/pml/broker"
+	"github.com/pml-dev/pml/broker/call"
 	"github.com/pml-dev/pml/broker/mcpserve"
+	"github.com/pml-dev/pml/broker/workflow"
+	"github.com/pml-dev/pml/cmd/pml/internal/launch"
 	"github.com/pml-dev/pml/internal/capname"
 	"github.com/pml-dev/pml/internal/config"
+	"github.com/pml-dev/pml/internal/credentials"
 	"github.com/pml-dev/pml/internal/mcpjson"
 	"github.com/pml-dev/pml/internal/registry"
 	"github.com/pml-dev/pml/internal/termsafe"
@@ -126,7 +129,7 @@ Exit codes: 0 added, 1 failed, 2 bad name or configuration, 3 needs approval (no
 			interactive := isatty.IsTerminal(os.Stdin.Fd())
 			in := bufio.NewReader(os.Stdin)
 			say := g.narration()
-			confirm := func(a broker.Approval) bool {
+			confirm := func(a workflow.Approval) bool {
 				fmt.Fprintf(say, "%s\n", a.Description)
 				if yes {
 					fmt.Fprintln(say, "  approved by --yes")
@@ -172,7 +175,7 @@ Exit codes: 0 added, 1 failed, 2 bad name or configuration, 3 needs approval (no
 			key := capKey(c.Name)
 			if stdioEntry == "" {
 				// Like pml init's entry: no machine path, no workspace.
-				command, _ := launchCommand(exe, os.Getenv)
+				command, _ := launch.Command(exe, os.Getenv)
 				if err := f.SetServer(key, mcpjson.Server{Type: "stdio", Command: command, Args: []string{"run", c.Name}, Unset: []string{"PML_WORKSPACE"}}); err != nil {
 					return &exitError{2, err}
 				}
@@ -289,11 +292,11 @@ func capKey(name string) string {
 // capExit maps an add failure to its exit code.
 func capExit(err error) int {
 	switch {
-	case errors.Is(err, broker.ErrInvalidInput), errors.Is(err, broker.ErrNotFound):
+	case errors.Is(err, call.ErrInvalidInput), errors.Is(err, call.ErrNotFound):
 		return 2
 	case errors.Is(err, broker.ErrRefused):
 		return 3
-	case errors.Is(err, broker.ErrUnavailable):
+	case errors.Is(err, call.ErrUnavailable):
 		return 5
 	}
 	return 1
@@ -518,4 +521,120 @@ func plural(n int, word string) string {
 		return "1 " + word
 	}
 	return fmt.Sprintf("%d %ss", n, word)
+}
+
+// .pml.json's capabilities (issue 43): pml add NAME writes NAME there and
+// pml remove NAME takes it out, so the project's capabilities are in the
+// file a teammate clones (.pml/ is each clone's state): their pml stdio
+// fetches and pins what it names. Written as pml add npm: writes mcps:
+// under the edit lock, atomically, and trusted as pml's other writes are
+// (the person asked for it).
+
+// recordNamed writes ref into .pml.json's capabilities. A workspace
+// without .pml.json gets one holding pml's default permissions as well:
+// a file with none would ask before every tool pml otherwise allows.
+func recordNamed(g *globals, ws, ref string) error {
+	path := filepath.Join(ws, config.FileName)
+	before, after, err := config.EditFile(ws, func(old []byte) ([]byte, error) {
+		if old == nil {
+			d := broker.DefaultPermissions()
+			old = config.WithPermissions(d.Allow, d.Ask, d.Deny)
+		}
+		return config.AddCapabilityData(path, old, ref)
+	})
+	if err != nil {
+		return &exitError{1, fmt.Errorf("writing %s to the capabilities of %s: %w (nothing was added; fix the file and run pml add again)", ref, path, err)}
+	}
+	w := g.narration()
+	if after == nil {
+		return nil // named there already
+	}
+	if err := openTrust(g.logger()).Saved(path, before, after, broker.DefaultPermissions().Allow); err != nil {
+		fmt.Fprintf(w, "⚠ %s is in %s's capabilities but not in your trust records (%v): run `pml trust`\n", ref, path, err)
+	}
+	fmt.Fprintf(w, "  wrote %s to the capabilities of %s: commit it, and a clone's pml stdio fetches and pins it\n", ref, path)
+	return nil
+}
+
+// forgetNamed takes every item naming name's registry entry out of
+// .pml.json's capabilities; it reports whether there was one.
+func forgetNamed(g *globals, ws, name string) (bool, error) {
+	path := filepath.Join(ws, config.FileName)
+	before, after, err := config.EditFile(ws, func(old []byte) ([]byte, error) {
+		return config.RemoveCapabilityData(path, old, name)
+	})
+	if err != nil {
+		return false, &exitError{1, err}
+	}
+	if after == nil {
+		return false, nil
+	}
+	w := g.narration()
+	// Removing grants nothing: the rest of the file stays trusted.
+	if err := openTrust(g.logger()).Saved(path, before, after, broker.DefaultPermissions().Allow); err != nil {
+		fmt.Fprintf(w, "⚠ %s is out of %s but your trust records are not updated (%v): run `pml trust`\n", name, path, err)
+	}
+	fmt.Fprintf(w, "removed %s from the capabilities of %s\n", name, path)
+	return true, nil
+}
+
+// depEntry is the mcps entry pml add writes for a server a capability
+// requires (its mcp_deps): what pml add npm: writes, plus the variables
+// the server needs.
+type depEntry struct {
+	Description string        `json:"description,omitempty"`
+	Image       string        `json:"image"`
+	Command     string        `json:"command,omitempty"`
+	Args        []string      `json:"args,omitempty"`
+	EnvRequired []string      `json:"env_required,omitempty"`
+	Install     *installEntry `json:"install,omitempty"`
+}
+
+// recordDeps says what capability c requires and what that grants, and
+// records each server it installed in .pml.json's mcps, trusted as
+// pml add npm:'s entries are (the person asked for the capability and
+// approved the install): from then on it is a server of the project,
+// under the same policy as any other. A server that was already
+// configured is used as it is and not written.
+func recordDeps(g *globals, ws string, c broker.Capability) error {
+	if len(c.Requires) == 0 {
+		return nil
+	}
+	// The broker said "NAME requires: …" before it installed them; here
+	// each one's outcome and what it grants.
+	w := g.narration()
+	path := filepath.Join(ws, config.FileName)
+	store := openTrust(g.logger())
+	for _, r := range c.Requires {
+		if r.Configured || r.Server == nil {
+			fmt.Fprintf(w, "  %s: the server of that name in .pml.json, used as it is. %s\n", r.Name, r.Grants)
+			continue
+		}
+		s := r.Server
+		entry := depEntry{Description: fmt.Sprintf("required by %s (%s), added by pml add", c.Name, c.FQDN),
+			Image: s.Image, Command: s.Command, Args: s.Args, EnvRequired: s.EnvRequired}
+		if s.Install == nil {
+			return &exitError{1, fmt.Errorf("%s, which %s requires, has no install step to pin", r.Name, c.Name)}
+		}
+		entry.Install = &installEntry{Command: s.Install.Command, Args: s.Install.Args, Integrity: s.Install.Integrity}
+		before, after, err := config.EditFile(ws, func(old []byte) ([]byte, error) {
+			return config.AddServerData(path, old, r.Name, config.EntryBytes(entry), false)
+		})
+		if err != nil {
+			return &exitError{1, fmt.Errorf("recording %s, which %s requires, in %s: %w (the capability is not added; fix it and run pml add again)", r.Name, c.Name, path, err)}
+		}
+		if err := store.Saved(path, before, after, broker.DefaultPermissions().Allow); err != nil {
+			fmt.Fprintf(w, "⚠ mcps.%s is written but not in your trust records (%v): run `pml trust`\n", r.Name, err)
+		}
+		fmt.Fprintf(w, "  %s: installed, pinned to %s; wrote mcps.%s to %s. %s\n", r.Name, entry.Install.Integrity, r.Name, path, r.Grants)
+	}
+	// The seeds' "⚠ Set ANTHROPIC_API_KEY for serena".
+	for _, r := range c.Requires {
+		for _, v := range r.EnvRequired {
+			if os.Getenv(v) == "" {
+				fmt.Fprintf(w, "⚠ %s (required by %s) needs %s: set it in %s or in pml's environment\n", r.Name, c.Name, v, filepath.Join(ws, ".env"))
+			}
+		}
+	}
+	return nil
 }

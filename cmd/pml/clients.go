@@ -60,7 +60,7 @@ not-configured, or unreadable. pml init --client NAME configures one.`,
 			if err != nil {
 				return &exitError{2, err}
 			}
-			rows := clientRows(ws.Dir, clientEnv(os.Getenv))
+			rows := clientRows(ws.Dir, clients.EnvFrom(os.Getenv))
 			if format == "json" {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/pml-dev/pml/internal/clients"
-	"github.com/pml-dev/pml/internal/credentials"
 )
 
 func TestClientRows(t *testing.T) {
@@ -45,28 +44,5 @@ func TestClientRows(t *testing.T) {
 	printClients(&b, ws, rows)
 	if !strings.Contains(b.String(), "other-workspace (/elsewhere)") || !strings.Contains(b.String(), "not-configured .codex/config.toml") {
 		t.Errorf("table:\n%s", b.String())
-	}
-}
-
-// doctor finds the key where pml stdio would: the environment, else the
-// user's credentials file.
-func TestDoctorFindsTheKeyInTheCredentialsFile(t *testing.T) {
-	cfg := t.TempDir()
-	t.Setenv("XDG_CONFIG_HOME", cfg)
-	t.Setenv("PML_API_KEY", "")
-	ws := t.TempDir()
-	if k, _ := apiKeyFor(ws); k != "" {
-		t.Fatalf("key %q with no file", k)
-	}
-	path := filepath.Join(cfg, "pml", "credentials")
-	if err := credentials.Write(path, "sk-file"); err != nil {
-		t.Fatal(err)
-	}
-	if k, from := apiKeyFor(ws); k != "sk-file" || !strings.Contains(from, path) {
-		t.Errorf("key %q from %q", k, from)
-	}
-	t.Setenv("PML_API_KEY", "sk-env")
-	if k, from := apiKeyFor(ws); k != "sk-env" || from != "from the environment" {
-		t.Errorf("key %q from %q", k, from)
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pml-dev/pml/broker"
+	"github.com/pml-dev/pml/broker/workflow"
 	"github.com/pml-dev/pml/internal/config"
 )
 
@@ -22,7 +22,7 @@ func TestPmlCallSaysToAllowTheDeclaredToolsThatAsk(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := broker.Approval{ApprovalType: broker.ApprovalToolPermission, Tool: "upf:main",
+	a := workflow.Approval{ApprovalType: workflow.ApprovalToolPermission, Tool: "upf:main",
 		Context: map[string]any{"pattern": "upf:*", "asked_tools": []string{"filesystem:write_file", "shell:exec"}}}
 	what, fix := approvalHelp(cfg, a)
 	if !strings.Contains(what, "declares (tools_used) that its code calls filesystem:write_file, shell:exec") || !strings.Contains(what, "nothing ran") {

@@ -1,13 +1,19 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"os"
 
+	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
 	"github.com/pml-dev/pml/internal/config"
+	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/docker"
 	"github.com/pml-dev/pml/internal/engine"
+	"github.com/pml-dev/pml/internal/inside"
+	"github.com/pml-dev/pml/internal/kubernetes"
 )
 
 // hostFlag is the global --host (-H, as docker's): the engine address,
@@ -26,12 +32,9 @@ func openRuntime(host string, cfg *config.Config) (*docker.Runtime, error) {
 	if cfg != nil {
 		shared = cfg.Sandbox.SharedPaths
 	}
-	ep, err := engine.Resolve(host, engine.OSEnv())
+	rt, err := docker.OpenHost(host, docker.Options{SharedPaths: shared})
 	if err == nil {
-		var rt *docker.Runtime
-		if rt, err = docker.Open(ep, docker.Options{SharedPaths: shared}); err == nil {
-			return rt, nil
-		}
+		return rt, nil
 	}
 	if errors.Is(err, engine.ErrConfig) {
 		return nil, &exitError{exitUsage, err}
@@ -44,4 +47,45 @@ func openRuntime(host string, cfg *config.Config) (*docker.Runtime, error) {
 func hostOf(cmd *cobra.Command) string {
 	h, _ := cmd.Flags().GetString(hostFlag)
 	return h
+}
+
+// newRuntime builds the container runtime the configuration names
+// ("runtime" in .pml.json, PML_RUNTIME): Docker by default, or a
+// Kubernetes cluster. cfg may be nil (before the configuration is read):
+// PML_RUNTIME alone then decides. host is --host (the Docker engine's
+// address; "" when not given). Errors carry their exit code.
+func newRuntime(host string, cfg *config.Config, log zerolog.Logger) (container.Runtime, error) {
+	choice := os.Getenv("PML_RUNTIME")
+	if cfg != nil {
+		choice = cfg.Runtime
+	}
+	if choice != config.RuntimeKubernetes {
+		return openRuntime(host, cfg)
+	}
+	o := kubernetes.Options{Namespace: os.Getenv(kubernetes.NamespaceEnv), Logger: log, ProbeImage: config.DefaultShellImage}
+	if cfg != nil {
+		o.Namespace = cfg.Kubernetes.Namespace
+		o.AllowUnverifiedNetwork = cfg.Kubernetes.UnverifiedNetwork
+		o.ProbeImage = cfg.Sandbox.ShellImage
+	} else {
+		o.AllowUnverifiedNetwork = os.Getenv(kubernetes.UnverifiedNetworkEnv) == "1"
+	}
+	rt, err := kubernetes.New(o)
+	if err != nil {
+		return nil, &exitError{exitUnavailable, err}
+	}
+	return rt, nil
+}
+
+// insideSource is pml's in-container program (cmd/pml-inside, embedded in
+// this pml) for rt's daemon: the toolbox image, the stdio shim and the
+// supervisors all come from it, never from this executable.
+func insideSource(rt *docker.Runtime) *inside.Source { return inside.NewSource(rt) }
+
+// shimProgram adapts src to what the direct stdio path asks for.
+func shimProgram(src *inside.Source) func(context.Context) (string, string, error) {
+	return func(ctx context.Context) (string, string, error) {
+		p, err := src.Program(ctx)
+		return p.Path, p.Arch, err
+	}
 }

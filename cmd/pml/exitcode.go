@@ -76,12 +76,12 @@ var failureExits = []struct {
 	err  error
 	code int
 }{
-	{broker.ErrDenied, exitDenied},
+	{call.ErrDenied, exitDenied},
 	{call.ErrNotTrusted, exitApproval},
-	{broker.ErrUnavailable, exitUnavailable},
+	{call.ErrUnavailable, exitUnavailable},
 	{broker.ErrCloud, exitCloud},
-	{broker.ErrNotFound, exitUsage},
-	{broker.ErrInvalidInput, exitUsage},
+	{call.ErrNotFound, exitUsage},
+	{call.ErrInvalidInput, exitUsage},
 	{container.ErrUnavailable, exitUnavailable},
 	{engine.ErrNotShared, exitUnavailable},
 	{engine.ErrConfig, exitUsage},

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
@@ -25,12 +24,6 @@ import (
 	"github.com/pml-dev/pml/internal/termsafe"
 	"github.com/pml-dev/pml/internal/workspace"
 )
-
-// preinstaller, when set, gives `pml images pull` the broker's install
-// path so that approved dependencies are installed too. It is nil until
-// the broker offers one; pull then reports which servers still need their
-// install (see images.DepsInstaller).
-var preinstaller func(ctx context.Context, ws string, cfg *config.Config, rt *docker.Runtime, log zerolog.Logger) (images.DepsInstaller, func(), error)
 
 func newImagesCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
@@ -160,216 +153,6 @@ func loadImagesEnv(g *globals, manifestFlag string, all bool) (*imagesEnv, error
 // does not answer, else 1 (see exitCodeFor).
 func engineError(err error) error {
 	return &exitError{exitCodeFor(err), err}
-}
-
-func newImagesPullCmd(g *globals, manifest *string) *cobra.Command {
-	var (
-		all      bool
-		parallel int
-		format   string
-	)
-	cmd := &cobra.Command{
-		Use:   "pull",
-		Short: "Pull every image the manifest, .pml.json and .pml/mcp.lock name, so later runs need no network",
-		Long: "Pull every image the image manifest, .pml.json (mcps, private_mcps, sandbox.shell_image) and .pml/mcp.lock " +
-			"(stdio entries) name, each once, a few at a time. A pinned image is pulled by digest; a tag with a pinned " +
-			"digest must resolve to it, or the pull fails. Images built on this host (toolbox, shell, node) are built or " +
-			"reported missing with how to build them. Progress goes to stderr (bars on a terminal, else a line per step, JSON events unless --log-format text); the " +
-			"summary to stdout (--format json: one JSON object). Any image that fails makes the command fail.",
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			f, err := outputFormat(cmd, format, false)
-			if err != nil {
-				return err
-			}
-			if parallel < 1 {
-				return usageError(cmd, fmt.Errorf("--parallel must be at least 1, not %d", parallel))
-			}
-			env, err := loadImagesEnv(g, *manifest, all)
-			if err != nil {
-				return err
-			}
-			defer env.rt.Close()
-			ctx := cmd.Context()
-			if _, err := env.rt.Info(ctx); err != nil {
-				return engineError(err)
-			}
-			tb := env.tb
-			w, bars, width := g.progressOut()
-			p := &images.Puller{
-				Engine:       env.rt,
-				BuildToolbox: tb.Ensure,
-				Parallel:     parallel,
-				Progress:     images.NewProgress(w, bars, width),
-			}
-			results := p.Pull(ctx, env.wants)
-			pulled := map[string]string{}
-			for _, r := range results {
-				if r.Status == images.StatusPulled && r.Image.ID != "" {
-					pulled[r.Image.ID] = r.Want.String()
-				}
-			}
-			recordPulled(g, env.ws, pulled)
-			deps, depsFailed := pullDeps(ctx, env, g.logger().Level(zerolog.WarnLevel))
-			out := cmd.OutOrStdout()
-			if f == formatJSON {
-				err = writeJSON(out, pullReport(results, deps))
-			} else {
-				err = writePullTable(out, results, deps)
-			}
-			if err != nil {
-				return err
-			}
-			var failed []string
-			for _, r := range results {
-				if r.Status == images.StatusFailed {
-					failed = append(failed, fmt.Sprintf("%s: %v", r.Want, r.Err))
-				}
-			}
-			if len(failed) > 0 || depsFailed != nil {
-				msg := fmt.Sprintf("%d of %d images failed:\n  %s", len(failed), len(results), strings.Join(failed, "\n  "))
-				if len(failed) == 0 {
-					msg = depsFailed.Error()
-				} else if depsFailed != nil {
-					msg += "\n" + depsFailed.Error()
-				}
-				return &exitError{1, errors.New(msg)}
-			}
-			return nil
-		},
-	}
-	cmd.Flags().BoolVar(&all, "all", false, "also pull the manifest's optional images and the Deno image (needed only when the project runs code)")
-	cmd.Flags().IntVar(&parallel, "parallel", 3, "images pulled at the same time")
-	addFormatFlag(cmd, &format, nil)
-	return cmd
-}
-
-// depRow is one server's dependencies after pull.
-type depRow struct {
-	Server string `json:"server"`
-	Status string `json:"status"`
-	Error  string `json:"error,omitempty"`
-}
-
-// pulledImage is one image in pml images pull --format json.
-type pulledImage struct {
-	Image    string   `json:"image"`
-	Status   string   `json:"status"` // pulled, present, built, local or failed
-	UsedBy   []string `json:"used_by"`
-	Source   string   `json:"source"`
-	Size     int64    `json:"size,omitempty"`
-	Digest   string   `json:"digest,omitempty"`
-	ID       string   `json:"id,omitempty"`
-	Seconds  float64  `json:"seconds,omitempty"`
-	Attempts int      `json:"attempts,omitempty"`
-	Error    string   `json:"error,omitempty"`
-}
-
-// pullJSON is pml images pull --format json: ok is false exactly when the
-// command exits 1.
-type pullJSON struct {
-	OK           bool          `json:"ok"`
-	Images       []pulledImage `json:"images"`
-	Dependencies []depRow      `json:"dependencies"`
-}
-
-func pullReport(results []images.Result, deps []depRow) pullJSON {
-	r := pullJSON{OK: true, Images: make([]pulledImage, 0, len(results)), Dependencies: deps}
-	if r.Dependencies == nil {
-		r.Dependencies = []depRow{}
-	}
-	for _, res := range results {
-		im := pulledImage{Image: res.Want.String(), Status: res.Status, UsedBy: res.Want.UsedBy, Source: res.Want.Source,
-			Size: res.Image.Size, Digest: res.Digest, ID: res.Image.ID, Attempts: res.Attempts}
-		if res.Status == images.StatusPulled || res.Status == images.StatusBuilt {
-			im.Seconds = res.Elapsed.Seconds()
-		}
-		if res.Err != nil {
-			im.Error = res.Err.Error()
-		}
-		if res.Status == images.StatusFailed {
-			r.OK = false
-		}
-		r.Images = append(r.Images, im)
-	}
-	for _, d := range deps {
-		if d.Error != "" {
-			r.OK = false
-		}
-	}
-	return r
-}
-
-// writePullTable is the table output: the images' summary, then the
-// servers' dependencies when any server has an install step.
-func writePullTable(out io.Writer, results []images.Result, deps []depRow) error {
-	if err := images.WriteSummary(out, results); err != nil {
-		return err
-	}
-	if len(deps) == 0 {
-		return nil
-	}
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(out)
-	fmt.Fprintln(tw, "SERVER\tDEPENDENCIES")
-	for _, d := range deps {
-		s := d.Status
-		if d.Error != "" {
-			s += ": " + d.Error
-		}
-		fmt.Fprintf(tw, "%s\t%s\n", d.Server, s)
-	}
-	return tw.Flush()
-}
-
-// pullDeps pre-installs approved dependencies through the broker's hook,
-// or, without one, says which servers still need their install. The
-// rows come back with the failure, if any, for the output to show.
-func pullDeps(ctx context.Context, env *imagesEnv, log zerolog.Logger) ([]depRow, error) {
-	var withInstall []config.Server
-	for _, s := range env.cfg.Servers {
-		if s.Install != nil {
-			withInstall = append(withInstall, s)
-		}
-	}
-	if len(withInstall) == 0 {
-		return nil, nil
-	}
-	sort.Slice(withInstall, func(i, j int) bool { return withInstall[i].Name < withInstall[j].Name })
-	var rows []depRow
-	if preinstaller != nil {
-		inst, done, err := preinstaller(ctx, env.ws, env.cfg, env.rt, log)
-		if err != nil {
-			return nil, fmt.Errorf("dependencies: %w", err)
-		}
-		defer done()
-		res, err := inst.PreinstallApproved(ctx)
-		var failed []string
-		for _, r := range res {
-			row := depRow{Server: r.Server, Status: r.Status}
-			if r.Err != nil {
-				row.Error = r.Err.Error()
-				failed = append(failed, r.Server)
-			}
-			rows = append(rows, row)
-		}
-		if err != nil {
-			return rows, fmt.Errorf("dependencies: %w", err)
-		}
-		if len(failed) > 0 {
-			return rows, fmt.Errorf("the dependencies of %s failed to install (see above)", strings.Join(failed, ", "))
-		}
-		return rows, nil
-	}
-	store := deps.NewStore(env.ws)
-	for _, s := range withInstall {
-		status := "installed (" + store.Dir(s.Name) + ")"
-		if !store.Installed(s) {
-			status = "not installed: this pml cannot pre-install yet; call one of " + s.Name + "'s tools once while online and approve its install"
-		}
-		rows = append(rows, depRow{Server: s.Name, Status: status})
-	}
-	return rows, nil
 }
 
 func newImagesListCmd(g *globals, manifest *string) *cobra.Command {
@@ -969,3 +752,104 @@ func projectWants(dir string, env *imagesEnv, exeTag string) ([]images.Want, err
 }
 
 func sizeOf(n int64) string { return fmt.Sprintf("%.1f MB", float64(n)/1e6) }
+
+// The --format json documents of pml images save, load and prune. Every
+// list is present (empty, not null) so a script can read it directly.
+
+// savedImage is one image of a bundle.
+type savedImage struct {
+	Ref string `json:"ref"`
+	ID  string `json:"id"`
+}
+
+// saveJSON is pml images save --format json.
+type saveJSON struct {
+	File         string       `json:"file"`
+	Size         int64        `json:"size"`     // bytes of the bundle
+	RawSize      int64        `json:"raw_size"` // bytes before compression
+	Images       []savedImage `json:"images"`
+	ProjectFiles []string     `json:"project_files"` // ".pml/…" the bundle carries
+}
+
+func saveReport(file string, size, raw int64, man *images.BundleManifest) saveJSON {
+	r := saveJSON{File: file, Size: size, RawSize: raw, Images: []savedImage{}, ProjectFiles: []string{}}
+	for _, im := range man.Images {
+		r.Images = append(r.Images, savedImage{Ref: im.Ref, ID: im.ID})
+	}
+	if man.Workspace != nil {
+		for _, p := range man.Workspace.Parts {
+			r.ProjectFiles = append(r.ProjectFiles, ".pml/"+p)
+		}
+	}
+	return r
+}
+
+// loadedImage is one image a load put on the engine.
+type loadedImage struct {
+	Ref   string   `json:"ref"`
+	ID    string   `json:"id"`
+	Names []string `json:"names"`
+	New   bool     `json:"new"` // not on the engine before the load
+}
+
+// loadJSON is pml images load --format json: ok is false exactly when the
+// load failed (error says why; what was done before is listed).
+type loadJSON struct {
+	OK       bool          `json:"ok"`
+	Images   []loadedImage `json:"images"`
+	Restored []string      `json:"restored"` // project files put in place
+	LeftOut  []string      `json:"left_out"` // project files --images-only left out
+	Error    string        `json:"error"`
+}
+
+func loadReport(res *images.LoadResult, ws string, err error) loadJSON {
+	r := loadJSON{OK: err == nil, Images: []loadedImage{}, Restored: []string{}, LeftOut: []string{}}
+	if err != nil {
+		r.Error = err.Error()
+	}
+	if res == nil {
+		return r
+	}
+	for _, l := range res.Images {
+		names := l.Names
+		if names == nil {
+			names = []string{}
+		}
+		r.Images = append(r.Images, loadedImage{Ref: l.Image.Ref, ID: l.Image.ID, Names: names, New: l.New})
+	}
+	for _, p := range res.Parts {
+		r.Restored = append(r.Restored, filepath.Join(ws, ".pml", filepath.FromSlash(p)))
+	}
+	if res.Manifest != nil && res.Manifest.Workspace != nil && ws == "" && err == nil {
+		for _, p := range res.Manifest.Workspace.Parts {
+			r.LeftOut = append(r.LeftOut, ".pml/"+p)
+		}
+	}
+	return r
+}
+
+// prunedImage is one image prune removed, would remove or kept.
+type prunedImage struct {
+	Names  []string `json:"names"`
+	ID     string   `json:"id"`
+	Size   int64    `json:"size"`
+	Reason string   `json:"reason"`
+}
+
+// pruneJSON is pml images prune --format json: ok is false exactly when
+// an image could not be removed (failed says why).
+type pruneJSON struct {
+	OK          bool          `json:"ok"`
+	DryRun      bool          `json:"dry_run"`
+	Removed     []prunedImage `json:"removed"`
+	WouldRemove []prunedImage `json:"would_remove"`
+	Kept        []prunedImage `json:"kept"`
+	Failed      []string      `json:"failed"`
+}
+
+func prunedOf(names []string, im images.Image, reason string) prunedImage {
+	if names == nil {
+		names = []string{}
+	}
+	return prunedImage{Names: names, ID: im.ID, Size: im.Size, Reason: reason}
+}

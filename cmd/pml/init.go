@@ -19,6 +19,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pml-dev/pml/broker"
+	"github.com/pml-dev/pml/cmd/pml/internal/launch"
+	"github.com/pml-dev/pml/cmd/pml/internal/term"
 	"github.com/pml-dev/pml/internal/clients"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/credentials"
@@ -134,7 +136,7 @@ func newInitCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return &exitError{2, fmt.Errorf("cannot read the current directory: %w", err)}
 			}
-			exe, err := executable()
+			exe, err := launch.Executable()
 			if err != nil {
 				return &exitError{1, err}
 			}
@@ -142,7 +144,7 @@ func newInitCmd(g *globals) *cobra.Command {
 				interactive: isatty.IsTerminal(os.Stdin.Fd()) || isatty.IsCygwinTerminal(os.Stdin.Fd()),
 				in:          bufio.NewReader(os.Stdin),
 				out:         g.narration(),
-				hide:        func() (func(), error) { return hideInput(int(os.Stdin.Fd())) },
+				hide:        func() (func(), error) { return term.HideInput(int(os.Stdin.Fd())) },
 			}
 			o.cloudURLSet = cmd.Flags().Changed("cloud-url")
 			if o.format, err = outputFormat(cmd, format, false); err != nil {
@@ -173,19 +175,6 @@ func newInitCmd(g *globals) *cobra.Command {
 		return &exitError{2, fmt.Errorf("%v (nothing was changed; see pml init --help)", err)}
 	})
 	return cmd
-}
-
-// executable is the absolute path of the running pml with symlinks
-// resolved: .mcp.json must name a file that still works from any directory.
-func executable() (string, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return "", fmt.Errorf("cannot find the pml executable: %w", err)
-	}
-	if real, err := filepath.EvalSymlinks(exe); err == nil {
-		exe = real
-	}
-	return filepath.Abs(exe)
 }
 
 // terminal is how init talks to a person; tests inject one.
@@ -359,7 +348,7 @@ func planInit(ctx context.Context, o initOptions, term *terminal, getenv func(st
 		p.pmlJSON = defaultPMLJSON(o.cloudURL)
 	}
 	p.getenv = getenv
-	p.command, p.commandOnPath = launchCommand(exe, getenv)
+	p.command, p.commandOnPath = launch.Command(exe, getenv)
 	if err := p.planClients(o, getenv); err != nil {
 		return nil, err
 	}
@@ -601,7 +590,7 @@ func (p *initPlan) summarise(w io.Writer, o initOptions, backedUp bool) {
 	fmt.Fprintf(w, "pml init: workspace %s (%s)\n", p.ws.Dir, src)
 	switch {
 	case !p.projectMCP:
-		fmt.Fprintf(w, "  %s: not touched (Claude Code's project file; --client %s writes it)\n", mcpjson.FileName, claudeCode)
+		fmt.Fprintf(w, "  %s: not touched (Claude Code's project file; --client %s writes it)\n", mcpjson.FileName, clients.ClaudeCode)
 	case !p.mcp.Exists:
 		fmt.Fprintf(w, "  %s: created with the pml server (%s stdio)\n", mcpjson.FileName, p.command)
 	case backedUp:
@@ -629,7 +618,7 @@ func (p *initPlan) summarise(w io.Writer, o initOptions, backedUp bool) {
 	if len(p.added) > 0 {
 		fmt.Fprintf(w, "  .gitignore: added %s\n", strings.Join(p.added, ", "))
 	} else {
-		fmt.Fprintf(w, "  .gitignore: already ignores %s\n", strings.Join(dedupe(p.ignore), ", "))
+		fmt.Fprintf(w, "  .gitignore: already ignores %s\n", strings.Join(uniqueInOrder(p.ignore), ", "))
 	}
 	fmt.Fprintln(w, keySummary(p.action, p.credPath, p.credOld != "" && p.credOld != p.key))
 	if p.action == keyLocal && p.credOld != "" {
@@ -883,7 +872,8 @@ func without(list []string, s string) []string {
 	return out
 }
 
-func dedupe(list []string) []string {
+// uniqueInOrder is list with each entry once, where it first appears.
+func uniqueInOrder(list []string) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, e := range list {

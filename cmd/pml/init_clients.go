@@ -7,64 +7,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 
 	"github.com/pml-dev/pml/internal/clients"
+	"github.com/pml-dev/pml/internal/config"
+	"github.com/pml-dev/pml/internal/safefs"
 )
-
-// claudeCode is the client whose project file is .mcp.json, which init
-// writes itself (internal/mcpjson: consent, key migration, protect).
-const claudeCode = "claude-code"
-
-// clientEnv is the user's environment for the clients package, from the
-// same getenv as the rest of init (tests point HOME at a temporary
-// directory). Without a HOME, no user-level file is known.
-func clientEnv(getenv func(string) string) clients.Env {
-	return clients.Env{Home: getenv("HOME"), GOOS: runtime.GOOS, Getenv: getenv}
-}
-
-// launchCommand is how a client file names pml: "pml" when the first pml
-// on PATH is this one, so that the file holds no machine path and works
-// for a teammate and from a copy of the project; else this pml's absolute
-// path (onPath false: pml doctor and init's summary say so).
-func launchCommand(exe string, getenv func(string) string) (cmd string, onPath bool) {
-	if p := findOnPath("pml", getenv); p != "" && sameFile(p, exe) {
-		return "pml", true
-	}
-	return exe, false
-}
-
-// findOnPath is the first executable name in getenv("PATH"), as a shell
-// would run it ("" when there is none). exec.LookPath reads the process's
-// PATH only; init's getenv may be a test's.
-func findOnPath(name string, getenv func(string) string) string {
-	if runtime.GOOS == "windows" && filepath.Ext(name) == "" {
-		name += ".exe"
-	}
-	for _, dir := range filepath.SplitList(getenv("PATH")) {
-		if dir == "" || !filepath.IsAbs(dir) {
-			continue
-		}
-		p := filepath.Join(dir, name)
-		st, err := os.Stat(p)
-		if err != nil || !st.Mode().IsRegular() || (runtime.GOOS != "windows" && st.Mode().Perm()&0o111 == 0) {
-			continue
-		}
-		return p
-	}
-	return ""
-}
-
-// sameFile: a and b are one file (links resolved).
-func sameFile(a, b string) bool {
-	sa, err := os.Stat(a)
-	if err != nil {
-		return false
-	}
-	sb, err := os.Stat(b)
-	return err == nil && os.SameFile(sa, sb)
-}
 
 // clientChoice is one client init configures, at one scope.
 type clientChoice struct {
@@ -113,13 +61,13 @@ func chooseClients(o initOptions, env clients.Env) (chosen []clientChoice, detec
 	if scope == "" {
 		scope = clients.Project
 	}
-	cc, _ := clients.Lookup(claudeCode)
+	cc, _ := clients.Lookup(clients.ClaudeCode)
 	chosen = append(chosen, clientChoice{client: cc, scope: scope})
 	if env.Home == "" {
 		return chosen, nil, nil
 	}
 	for _, c := range clients.All {
-		if c.Name == claudeCode {
+		if c.Name == clients.ClaudeCode {
 			continue
 		}
 		if ok, _ := c.Installed(env); ok {
@@ -132,7 +80,7 @@ func chooseClients(o initOptions, env clients.Env) (chosen []clientChoice, detec
 // planClients chooses the clients and plans every file but .mcp.json,
 // and says whether .mcp.json is to be written.
 func (p *initPlan) planClients(o initOptions, getenv func(string) string) error {
-	env := clientEnv(getenv)
+	env := clients.EnvFrom(getenv)
 	chosen, detected, err := chooseClients(o, env)
 	if err != nil {
 		return err
@@ -140,7 +88,7 @@ func (p *initPlan) planClients(o initOptions, getenv func(string) string) error 
 	p.detected = detected
 	srv := clients.Server{Command: p.command, Args: []string{"stdio"}}
 	for _, ch := range chosen {
-		if ch.client.Name == claudeCode && ch.scope == clients.Project {
+		if ch.client.Name == clients.ClaudeCode && ch.scope == clients.Project {
 			p.projectMCP = true
 			continue
 		}
@@ -244,7 +192,7 @@ func (p *initPlan) summariseClients(w io.Writer) {
 	}
 	for _, c := range p.detected {
 		scope := c.DefaultScope()
-		path, _ := c.Path(scope, p.ws.Dir, clientEnv(p.getenv))
+		path, _ := c.Path(scope, p.ws.Dir, clients.EnvFrom(p.getenv))
 		if scope == clients.Project {
 			if rel, err := filepath.Rel(p.ws.Dir, path); err == nil {
 				path = rel
@@ -269,7 +217,7 @@ func nextFor(name string, scope clients.Scope, ws string) clientNext {
 	project := scope == clients.Project
 	outside := "it starts pml outside any project, so pml serves the directory it starts in: to choose one, add PML_WORKSPACE to the pml entry's env"
 	switch name {
-	case claudeCode:
+	case clients.ClaudeCode:
 		if project {
 			return clientNext{"open Claude Code in " + ws + " and approve the project server pml when it asks (.mcp.json servers need approval)", "claude mcp list", ""}
 		}
@@ -310,7 +258,7 @@ func (p *initPlan) summariseNext(w io.Writer) {
 	}
 	var configured []done
 	if p.projectMCP {
-		configured = append(configured, done{claudeCode, clients.Project})
+		configured = append(configured, done{clients.ClaudeCode, clients.Project})
 	}
 	for _, e := range p.edits {
 		configured = append(configured, done{e.Client.Name, e.Scope})
@@ -329,12 +277,27 @@ func (p *initPlan) summariseNext(w io.Writer) {
 		} else {
 			fmt.Fprintf(w, "  %s: restart it; %s shows pml %s\n", c.name, n.check, shows)
 		}
-		text, dialog := clientApprovals(c.name)
+		text, dialog := clients.Approvals(c.name)
 		fmt.Fprintf(w, "    %s\n", text)
 		propose = propose || !dialog
 	}
 	if propose && !p.requireElicitation() {
-		fmt.Fprintf(w, "  approvals: %s\n", requireHint)
+		fmt.Fprintf(w, "  approvals: %s\n", clients.RequireHint)
 	}
 	fmt.Fprintln(w, "  pml doctor checks the set-up (the engine, the images, every client file that names pml).")
+}
+
+// requireElicitation: the project's .pml.json (as init leaves it) already
+// requires a person, so init proposes nothing.
+func (p *initPlan) requireElicitation() bool {
+	data := p.pmlJSON
+	if p.pmlExists {
+		b, err := safefs.ReadFile(p.ws.Dir, p.pmlPath, safefs.MaxConfig)
+		if err != nil {
+			return false
+		}
+		data = b
+	}
+	cfg, err := config.Parse(p.pmlPath, data)
+	return err == nil && cfg.HIL.RequireElicitation
 }

@@ -217,7 +217,7 @@ func TestInitClientFilesHoldNoMachinePath(t *testing.T) {
 				if err := runInit(context.Background(), o, term.terminal, getenv, p.dir, exe); err != nil {
 					t.Fatalf("%v\n%s", err, term.out)
 				}
-				path, err := c.Path(scope, p.dir, clientEnv(getenv))
+				path, err := c.Path(scope, p.dir, clients.EnvFrom(getenv))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -230,7 +230,7 @@ func TestInitClientFilesHoldNoMachinePath(t *testing.T) {
 						t.Errorf("%s holds %s:\n%s", path, bad, b)
 					}
 				}
-				st := c.Status(scope, p.dir, clientEnv(getenv))
+				st := c.Status(scope, p.dir, clients.EnvFrom(getenv))
 				if st.Scope != clients.Configured || st.Command != "pml" || strings.Join(st.Args, " ") != "stdio" {
 					t.Errorf("read back: %+v", st)
 				}

@@ -64,11 +64,11 @@ func (p *initPlan) report(backedUp bool) initJSON {
 		if n.shows == "" {
 			n.shows = "connected"
 		}
-		text, dialog := clientApprovals(name)
+		text, dialog := clients.Approvals(name)
 		r.Clients = append(r.Clients, initClientJSON{Name: name, Scope: string(scope), File: file, Trust: n.trust, Check: n.check, Shows: n.shows, Dialog: dialog, Approvals: text})
 	}
 	if p.projectMCP {
-		add(claudeCode, clients.Project, filepath.Join(p.ws.Dir, mcpjson.FileName))
+		add(clients.ClaudeCode, clients.Project, filepath.Join(p.ws.Dir, mcpjson.FileName))
 	}
 	for _, e := range p.edits {
 		add(e.Client.Name, e.Scope, e.Path)

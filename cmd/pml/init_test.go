@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/pml-dev/pml/broker"
+	"github.com/pml-dev/pml/broker/call"
+	"github.com/pml-dev/pml/broker/permit"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/credentials"
 )
@@ -176,12 +178,12 @@ func TestInitOnAnEmptyProjectWithoutATerminal(t *testing.T) {
 			t.Errorf("%s: .pml.json says %s, the defaults %s", tool, got, want)
 		}
 	}
-	if d, _ := perms.Decide("shell:exec"); d != broker.Ask {
+	if d, _ := perms.Decide("shell:exec"); d != call.Ask {
 		t.Errorf("shell:exec is %s, want ask", d)
 	}
 	// "Always" (an exact name added to allow) must then allow the tool.
-	always := broker.Permissions{Allow: append(perms.Allow, "filesystem:write_file"), Ask: perms.Ask, Deny: perms.Deny}
-	if d, _ := always.Decide("filesystem:write_file"); d != broker.Allow {
+	always := permit.Permissions{Allow: append(perms.Allow, "filesystem:write_file"), Ask: perms.Ask, Deny: perms.Deny}
+	if d, _ := always.Decide("filesystem:write_file"); d != call.Allow {
 		t.Errorf("after Always, filesystem:write_file is %s", d)
 	}
 	if got := p.read(".gitignore"); strings.Count(got, ".pml/\n") != 1 || strings.Count(got, ".pml.local.json\n") != 1 || strings.Contains(got, ".pml.json\n") || strings.Contains(got, ".mcp.json") {

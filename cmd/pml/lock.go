@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pml-dev/pml/cmd/pml/internal/doctor"
 	"github.com/pml-dev/pml/internal/registry"
 	"github.com/pml-dev/pml/internal/safefs"
 )
@@ -17,9 +18,9 @@ import (
 type lockJSON struct {
 	// Check is true with --check; OK is false when an entry drifted or a
 	// record is unvouched.
-	Check   bool        `json:"check"`
-	OK      bool        `json:"ok"`
-	Entries []lockEntry `json:"entries"`
+	Check   bool               `json:"check"`
+	OK      bool               `json:"ok"`
+	Entries []doctor.LockEntry `json:"entries"`
 	// Unvouched are the other records of .pml/ (the registry lockfile,
 	// its cache, the added capabilities) this user's pml did not write
 	// in this workspace: each is ignored (unvouched.go).
@@ -32,7 +33,7 @@ type lockJSON struct {
 // pml lock shows the npm versions pml resolved and recorded
 // (.pml/deps.json); --check is the CI gate on them (issue 43: an
 // unpinned package is resolved once, and drift fails). The check is
-// pml doctor's deps check (doctor_deps.go), one line per drift.
+// pml doctor's deps check (internal/doctor/deps.go), one line per drift.
 func newLockCmd(g *globals) *cobra.Command {
 	var (
 		check  bool
@@ -80,7 +81,7 @@ func newLockCmd(g *globals) *cobra.Command {
 			if _, err := clearInterrupted(g, ws.Dir, g.narration()); err != nil {
 				return &exitError{1, err}
 			}
-			entries, err := lockEntries(cmd.Context(), ws.Dir)
+			entries, err := doctor.LockEntries(cmd.Context(), ws.Dir)
 			if err != nil {
 				return &exitError{2, fmt.Errorf("%w; delete .pml/deps.json to install again", err)}
 			}
@@ -88,9 +89,9 @@ func newLockCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return &exitError{2, err}
 			}
-			var drift []lockEntry
+			var drift []doctor.LockEntry
 			for _, e := range entries {
-				if e.State == lockDrift || e.State == lockUnvouched {
+				if e.State == doctor.LockDrift || e.State == doctor.LockUnvouched {
 					drift = append(drift, e)
 				}
 			}
@@ -148,13 +149,13 @@ func newLockCmd(g *globals) *cobra.Command {
 
 // printDrift is --check's table output: one line per drift, or one line
 // saying there is none.
-func printDrift(w io.Writer, entries, drift []lockEntry) {
+func printDrift(w io.Writer, entries, drift []doctor.LockEntry) {
 	if len(drift) == 0 {
 		fmt.Fprintf(w, "%d npm package(s) recorded in .pml/deps.json, none installed otherwise\n", len(entries))
 		return
 	}
 	for _, e := range drift {
-		fmt.Fprintf(w, "%s: %s; %s\n", e.State, e.driftText(), e.fix())
+		fmt.Fprintf(w, "%s: %s; %s\n", e.State, e.DriftText(), e.Fix())
 	}
 }
 
@@ -192,7 +193,7 @@ func printPins(w io.Writer, pins []registry.Pin) {
 }
 
 // printLock is the table of the recorded entries.
-func printLock(w io.Writer, entries []lockEntry) {
+func printLock(w io.Writer, entries []doctor.LockEntry) {
 	if len(entries) == 0 {
 		fmt.Fprintln(w, "No npm package is recorded with its version in .pml/deps.json (it is recorded at a server's first install).")
 		return

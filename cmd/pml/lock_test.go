@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pml-dev/pml/cmd/pml/internal/doctor"
 	"github.com/pml-dev/pml/internal/deps"
 )
 
@@ -71,7 +72,7 @@ func TestLockCheckFailsOnDrift(t *testing.T) {
 	out, code, _ = execRoot(t, "lock", "--check", "--format", "json")
 	var doc lockJSON
 	if err := json.Unmarshal([]byte(out), &doc); err != nil || code != 1 || !doc.Check || doc.OK || len(doc.Entries) != 2 ||
-		doc.Entries[0].Server != "everything" || doc.Entries[0].State != lockDrift || doc.Entries[0].InstalledVersion != "1.3.0" || doc.Entries[1].State != lockNotInstalled {
+		doc.Entries[0].Server != "everything" || doc.Entries[0].State != doctor.LockDrift || doc.Entries[0].InstalledVersion != "1.3.0" || doc.Entries[1].State != doctor.LockNotInstalled {
 		t.Errorf("--format json: exit %d %v %+v\n%s", code, err, doc, out)
 	}
 }

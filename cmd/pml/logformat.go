@@ -10,6 +10,8 @@ import (
 
 	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
+
+	"github.com/pml-dev/pml/cmd/pml/internal/term"
 )
 
 // stderr holds one format. On a terminal (or with --log-format text) it is
@@ -61,7 +63,7 @@ func (g *globals) eventsTo(w io.Writer, level zerolog.Level) io.Writer {
 // draw bars: bars on a terminal that gets text, else one event per line.
 func (g *globals) progressOut() (w io.Writer, bars bool, width int) {
 	if !g.jsonLog() && isatty.IsTerminal(os.Stderr.Fd()) {
-		return os.Stderr, true, termWidth(os.Stderr.Fd())
+		return os.Stderr, true, term.Width(os.Stderr.Fd())
 	}
 	return g.narration(), false, 0
 }

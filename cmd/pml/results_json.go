@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/pml-dev/pml/broker"
+	tl "github.com/pml-dev/pml/broker/tools"
 	"github.com/pml-dev/pml/internal/deps"
 	"github.com/pml-dev/pml/internal/entrygrant"
 	"github.com/pml-dev/pml/internal/wirename"
@@ -75,7 +76,7 @@ type removeJSON struct {
 }
 
 // toolsJSON is ts as pml tools --format json lists them.
-func toolsJSON(ts []broker.Tool) []toolJSON {
+func toolsJSON(ts []tl.Tool) []toolJSON {
 	out := []toolJSON{}
 	for _, t := range ts {
 		out = append(out, toolJSON{Name: t.Name, WireName: wirename.Encode(t.Name), Description: t.Description, InputSchema: t.InputSchema})

@@ -13,6 +13,7 @@ import (
 
 	"github.com/pml-dev/pml/broker"
 	"github.com/pml-dev/pml/broker/mcpserve"
+	"github.com/pml-dev/pml/cmd/pml/internal/term"
 	"github.com/pml-dev/pml/internal/workspace"
 )
 
@@ -169,7 +170,7 @@ func (s *envSet) rebinder(g *globals) mcpserve.Rebinder {
 // and the cloud synced in the background, then serve until the client
 // goes.
 func serveOverStdio(cmd *cobra.Command, g *globals, serve func(e *env, envs *envSet, proto *os.File) error) error {
-	proto, err := reserveStdout()
+	proto, err := term.ReserveStdout()
 	if err != nil {
 		return err
 	}

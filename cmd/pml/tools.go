@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/pml-dev/pml/broker"
+	"github.com/pml-dev/pml/broker/call"
 )
 
 // toolJSON is one tool in pml tools --format json.
@@ -54,7 +54,7 @@ func newToolsCmd(g *globals) *cobra.Command {
 			var out []toolJSON
 			matched := map[string]bool{}
 			for _, t := range e.broker.ListedTools() {
-				if t.Name == broker.ContinueTool && len(args) == 0 {
+				if t.Name == call.ContinueTool && len(args) == 0 {
 					continue
 				}
 				if len(args) > 0 {

@@ -81,7 +81,7 @@ type upgrader struct {
 	owns         func(string) (string, bool)
 	apply        func(exe string, bin []byte) error
 	// cosign is the cosign program found on PATH ("" when none);
-	// skipSignature is PML_VERIFY_SIGNATURE=0 (upgrade_signature.go).
+	// skipSignature is PML_VERIFY_SIGNATURE=0 (below).
 	cosign        string
 	skipSignature bool
 	// format is --format (table when ""); say is where the checks the
@@ -190,4 +190,54 @@ func packageOwns(path string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// upgradeJSON is pml upgrade --format json (with --check too): what this
+// pml is, what the latest release is, and what was done about it.
+type upgradeJSON struct {
+	Executable string `json:"executable"`
+	Current    string `json:"current"`
+	Latest     string `json:"latest"`
+	UpToDate   bool   `json:"up_to_date"`
+	// Upgraded: this run replaced the executable with the latest release.
+	Upgraded bool `json:"upgraded"`
+	// InstalledBy is what installed this pml ("" for pml's own install:
+	// install.sh or an archive; deb, rpm, homebrew, scoop, go install,
+	// source); Command how to upgrade it then.
+	InstalledBy string `json:"installed_by"`
+	Command     string `json:"upgrade_command"`
+}
+
+// report prints the result: r with --format json, else text for people.
+func (u upgrader) report(w io.Writer, r upgradeJSON, text string) error {
+	if u.format == formatJSON {
+		return writeJSON(w, r)
+	}
+	_, err := fmt.Fprintln(w, text)
+	return err
+}
+
+// lookCosign finds cosign on PATH ("" when it is not installed).
+func lookCosign() string {
+	p, _ := exec.LookPath("cosign")
+	return p
+}
+
+// verifier sets c to check the checksums file's cosign signature when
+// cosign is installed, and says on stderr which checks the download gets:
+// the checksum always, the signature when it can.
+func (u upgrader) verifier(c *release.Client, cmd *cobra.Command) {
+	errOut := u.say
+	if errOut == nil {
+		errOut = cmd.ErrOrStderr()
+	}
+	switch {
+	case u.skipSignature:
+		fmt.Fprintf(errOut, "PML_VERIFY_SIGNATURE=0: the signature of %s is not verified, only the archive's checksum\n", release.ChecksumsFile)
+	case u.cosign == "":
+		fmt.Fprintf(errOut, "cosign is not installed: the signature of %s is not verified, only the archive's checksum (docs/install.md)\n", release.ChecksumsFile)
+	default:
+		c.Verify = release.Cosign{Path: u.cosign}.Verify
+		fmt.Fprintf(errOut, "Verifying the signature of %s with %s\n", release.ChecksumsFile, u.cosign)
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -57,6 +58,13 @@ func benchK8sSession(b *testing.B, cfg string) *mcp.ClientSession {
 	ws := rtWorkspace(b, ns, cfg)
 	cmd := exec.Command(rtPML(b), "stdio")
 	cmd.Dir, cmd.Env = ws, rtEnv()
+	// pml's log, for a failed call's message (the transport drops it).
+	logf, err := os.Create(filepath.Join(b.TempDir(), "pml-stderr.log"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd.Stderr = logf
+	benchLogs.Store(cmd, logf.Name())
 	s, err := mcp.NewClient(&mcp.Implementation{Name: "bench-k8s", Version: "1"}, nil).
 		Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
@@ -78,7 +86,7 @@ func benchK8sToolbox(b *testing.B) []k8sRow {
 		r, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: "filesystem__read_file", Arguments: map[string]any{"path": "hello.txt"}})
 		d := time.Since(t0)
 		if err != nil || r.IsError {
-			b.Fatalf("read_file: %v %v", err, r)
+			b.Fatalf("read_file: %v %s\npml's log:\n%s", err, resultText(r), benchLog())
 		}
 		return d
 	}
@@ -119,7 +127,7 @@ func benchK8sServer(b *testing.B) k8sRow {
 		r, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"text": "x"}})
 		d := time.Since(t0)
 		if err != nil || r.IsError {
-			b.Fatalf("%s: %v %v", tool, err, r)
+			b.Fatalf("%s: %v %s\npml's log:\n%s", tool, err, resultText(r), benchLog())
 		}
 		return d
 	}
@@ -134,6 +142,35 @@ func benchK8sServer(b *testing.B) k8sRow {
 	}
 	return k8sRow{Name: "kubernetes: warm call to a pooled stdio server vs native", PML: "probe:echo, server pooled in a pod (attach)",
 		Baseline: "the same binary run natively, over a pipe", Comparison: benchstat.Compare(ms(p), ms(n))}
+}
+
+// benchLogs holds the log file of each pml the bench started.
+var benchLogs sync.Map
+
+// benchLog is the log of every pml the bench started, for a failure.
+func benchLog() string {
+	var out strings.Builder
+	benchLogs.Range(func(_, v any) bool {
+		b, _ := os.ReadFile(v.(string))
+		fmt.Fprintf(&out, "--- %s\n%s", v, b)
+		return true
+	})
+	return out.String()
+}
+
+// resultText is what a result says, for a failure's message (a
+// *CallToolResult printed with %v shows only pointers).
+func resultText(r *mcp.CallToolResult) string {
+	if r == nil {
+		return "(no result)"
+	}
+	var parts []string
+	for _, c := range r.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			parts = append(parts, t.Text)
+		}
+	}
+	return fmt.Sprintf("isError=%v %q", r.IsError, strings.Join(parts, "\n"))
 }
 
 func ms(d []time.Duration) []float64 {

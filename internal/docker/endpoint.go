@@ -26,6 +26,17 @@ type Options struct {
 	SharedPaths []string
 }
 
+// OpenHost connects to the engine chosen as docker would (see
+// internal/engine), with host (a --host; "" when not given) first. A
+// Docker configuration pml cannot use is an engine.ErrConfig.
+func OpenHost(host string, o Options) (*Runtime, error) {
+	ep, err := engine.Resolve(host, engine.OSEnv())
+	if err != nil {
+		return nil, err
+	}
+	return Open(ep, o)
+}
+
 // Open connects to the engine at ep. It does not contact the daemon yet.
 func Open(ep engine.Endpoint, o Options) (*Runtime, error) {
 	opts, err := clientOpts(ep)

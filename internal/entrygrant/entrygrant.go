@@ -14,10 +14,7 @@
 package entrygrant
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -25,7 +22,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/pml-dev/pml/internal/safefs"
+	"github.com/pml-dev/pml/internal/statefile"
 )
 
 // FileName is the store's name in pml's state directory.
@@ -168,15 +165,8 @@ func (s *Store) read() (*document, error) {
 	if err := s.private(); err != nil {
 		return nil, err
 	}
-	data, err := safefs.ReadFile(filepath.Dir(s.Path), FileName, 16<<20)
-	if errors.Is(err, os.ErrNotExist) {
-		return doc, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("cannot read pml's registry grants %s: %w", s.Path, err)
-	}
-	if err := json.Unmarshal(data, doc); err != nil {
-		return nil, fmt.Errorf("pml's registry grants %s are not valid JSON (%v): move the file aside (every registry entry then asks again)", s.Path, err)
+	if err := s.file().Read(doc); err != nil {
+		return nil, err
 	}
 	if doc.Workspaces == nil {
 		doc.Workspaces = map[string]map[string]Grant{}
@@ -186,8 +176,12 @@ func (s *Store) read() (*document, error) {
 
 // private refuses a store someone else than the person can change: its
 // records would be their grants.
-func (s *Store) private() error {
-	return safefs.Private(filepath.Dir(s.Path), "pml's registry grants", FileName, FileName+".lock")
+func (s *Store) private() error { return s.file().Private() }
+
+// file is the store as a state file.
+func (s *Store) file() statefile.File {
+	return statefile.File{Path: s.Path, What: "pml's registry grants", Plural: true, Max: 16 << 20,
+		Fix: "move the file aside (every registry entry then asks again)"}
 }
 
 // Lookup returns what was granted the entry of namespace ns in workspace
@@ -264,11 +258,10 @@ func (s *Store) change(ws string, edit func(map[string]Grant)) error {
 	if err := s.private(); err != nil {
 		return err
 	}
-	dir := filepath.Dir(s.Path)
-	return safefs.Locked(dir, FileName, "pml's registry grants", func() error {
+	return s.file().Update(func() (any, error) {
 		doc, err := s.read()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if doc.Workspaces[ws] == nil {
 			doc.Workspaces[ws] = map[string]Grant{}
@@ -277,13 +270,6 @@ func (s *Store) change(ws string, edit func(map[string]Grant)) error {
 		if len(doc.Workspaces[ws]) == 0 {
 			delete(doc.Workspaces, ws)
 		}
-		data, err := json.MarshalIndent(doc, "", "  ")
-		if err != nil {
-			return err
-		}
-		if err := safefs.WriteFile(dir, FileName, append(data, '\n'), 0o600); err != nil {
-			return fmt.Errorf("cannot write pml's registry grants %s: %w", s.Path, err)
-		}
-		return nil
+		return doc, nil
 	})
 }

@@ -40,6 +40,10 @@ type fakeAPI struct {
 	// them unless statusLags.
 	nodeImages []string
 	statusLags bool
+	// attachLate: this many first attaches fail with "container not
+	// found", as a loaded node's API server answers one made right after
+	// the container was reported running.
+	attachLate int
 
 	mu    sync.Mutex
 	procs map[string]*fakeProc
@@ -437,9 +441,16 @@ func (f *fakeAPI) host() string { return "https://fake:6443" }
 func (f *fakeAPI) attach(ctx context.Context, name string, stdin io.Reader, stdout, stderr io.Writer) error {
 	f.mu.Lock()
 	p := f.procs[name]
+	late := f.attachLate > 0
+	if late {
+		f.attachLate--
+	}
 	f.mu.Unlock()
 	if p == nil {
 		return fmt.Errorf("pod %s is not running", name)
+	}
+	if late {
+		return fmt.Errorf("unable to upgrade connection: container not found (%q)", name)
 	}
 	go func() {
 		_, _ = io.Copy(p.inW, stdin)

@@ -22,6 +22,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/rs/zerolog"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -139,6 +140,11 @@ func quietKlog() {
 	klogOnce.Do(func() {
 		klog.LogToStderr(false)
 		klog.SetOutput(io.Discard)
+		// SetOutput alone still let errors through to stderr (klog's
+		// stderrthreshold is ERROR): a pod's attach closed under it
+		// printed "Unhandled Error" lines into pml's log. A discarding
+		// logger takes every line, whatever its severity.
+		klog.SetLogger(logr.Discard())
 	})
 }
 

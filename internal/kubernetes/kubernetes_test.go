@@ -387,3 +387,30 @@ func TestAWidenedPolicyIsRestored(t *testing.T) {
 		t.Fatalf("the widened policy was kept: %+v", got.Spec)
 	}
 }
+
+// TestALateAttachStillCarriesTheCall: on a loaded node (a fresh machine's
+// first pods) the API server answers attaches with "container not found"
+// for seconds after the container was reported running. Three quick
+// retries (600 ms) gave up, and the toolbox's request never reached it:
+// "the toolbox agent gave no valid answer" in make bench's Kubernetes row.
+func TestALateAttachStillCarriesTheCall(t *testing.T) {
+	f := newFakeAPI(t)
+	f.attachLate = 6 // 0.2+0.4+...+1.2 s: past the old three tries
+	rt := newTestRuntime(t, f)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var out strings.Builder
+	p, err := rt.Start(ctx, specOf("cat"), container.Streams{Stdout: &out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Remove(context.Background()) })
+	if _, err := p.Stdin().Write([]byte("the request\n")); err != nil {
+		t.Fatal(err)
+	}
+	_ = p.Stdin().Close()
+	e, err := p.Wait(ctx)
+	if err != nil || e.Code != 0 || out.String() != "the request\n" {
+		t.Fatalf("exit %+v, %v, stdout %q; want the request echoed after the attach came through", e, err, out.String())
+	}
+}

@@ -63,23 +63,35 @@ func (p *process) start(pod *corev1.Pod) {
 	})
 }
 
-// attachRetries: the API server may answer an attach made right after the
-// container was reported running with "container not found" while the
-// node catches up; a retry before any output arrived loses nothing.
-const attachRetries = 3
+// attachWindow bounds the retries of an attach: the API server may answer
+// an attach made right after the container was reported running with
+// "container not found" while the node catches up, and on a loaded node
+// (a fresh machine's first pods: images unpacked, caches cold) it does
+// for seconds, not the few hundred milliseconds three quick retries
+// covered — the call then got no input and failed. A retry before any
+// output arrived loses nothing; a container that exited ends it.
+const attachWindow = 20 * time.Second
 
 func (p *process) attach() {
 	defer close(p.attached)
 	out := &countWriter{w: p.streams.Stdout}
 	errw := &countWriter{w: p.streams.Stderr}
 	var err error
-	for i := 0; i < attachRetries; i++ {
+	until := time.Now().Add(attachWindow)
+	for i := 0; ; i++ {
 		err = p.r.api.attach(p.ctx, p.name, p.stdinR, out, errw)
-		if err == nil || p.ctx.Err() != nil || out.n.Load()+errw.n.Load() > 0 || container.Exited(p) {
+		if err == nil || p.ctx.Err() != nil || out.n.Load()+errw.n.Load() > 0 || container.Exited(p) || time.Now().After(until) {
 			break
 		}
+		wait := time.Duration(i+1) * 200 * time.Millisecond
+		if wait > 2*time.Second {
+			wait = 2 * time.Second
+		}
+		if i > 0 {
+			p.r.log.Debug().Err(err).Str("pod", p.name).Int("try", i+1).Msg("attach failed before any output; trying again")
+		}
 		select {
-		case <-time.After(time.Duration(i+1) * 200 * time.Millisecond):
+		case <-time.After(wait):
 		case <-p.ctx.Done():
 		}
 	}

@@ -9,16 +9,13 @@
 package projects
 
 import (
-	"encoding/json"
 	"errors"
-	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"time"
 
-	"github.com/pml-dev/pml/internal/safefs"
+	"github.com/pml-dev/pml/internal/statefile"
 )
 
 // FileName is the record's name in pml's state directory.
@@ -59,11 +56,8 @@ type Store struct {
 
 // Open returns the store of the user whose environment getenv reads.
 func Open(getenv func(string) string) (*Store, error) {
-	if d := getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
-		return &Store{Path: filepath.Join(d, "pml", FileName)}, nil
-	}
-	if h := getenv("HOME"); h != "" && filepath.IsAbs(h) {
-		return &Store{Path: filepath.Join(h, ".local", "state", "pml", FileName)}, nil
+	if d, ok := statefile.Dir(getenv); ok {
+		return &Store{Path: filepath.Join(d, FileName)}, nil
 	}
 	return nil, errors.New("pml has no place to record the projects it serves: neither XDG_STATE_HOME nor HOME is set to an absolute path; set one")
 }
@@ -74,15 +68,8 @@ func (s *Store) Read() (*Record, error) {
 	if err := s.private(); err != nil {
 		return nil, err
 	}
-	data, err := safefs.ReadFile(filepath.Dir(s.Path), FileName, 64<<20)
-	if errors.Is(err, os.ErrNotExist) {
-		return rec, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("cannot read pml's record of projects %s: %w", s.Path, err)
-	}
-	if err := json.Unmarshal(data, rec); err != nil {
-		return nil, fmt.Errorf("pml's record of projects %s is not valid JSON (%v): move it aside (pml records each project again when it serves it, but forgets which images it pulled)", s.Path, err)
+	if err := s.file().Read(rec); err != nil {
+		return nil, err
 	}
 	if rec.Projects == nil {
 		rec.Projects = map[string]*Project{}
@@ -148,32 +135,28 @@ func (s *Store) Forget(ids []string) error {
 	})
 }
 
-// update changes the record under its lock and writes it atomically,
-// 0600, in a 0700 directory.
 // private refuses a record someone else than the person can change: it
 // names the projects and images pml prunes around (see safefs.Private).
-func (s *Store) private() error {
-	return safefs.Private(filepath.Dir(s.Path), "pml's record of projects", FileName, FileName+".lock")
+func (s *Store) private() error { return s.file().Private() }
+
+// file is the record as a state file.
+func (s *Store) file() statefile.File {
+	return statefile.File{Path: s.Path, What: "pml's record of projects", Max: 64 << 20,
+		Fix: "move it aside (pml records each project again when it serves it, but forgets which images it pulled)"}
 }
 
+// update changes the record under its lock and writes it atomically,
+// 0600, in a 0700 directory.
 func (s *Store) update(change func(*Record)) error {
 	if err := s.private(); err != nil {
 		return err
 	}
-	dir := filepath.Dir(s.Path)
-	return safefs.Locked(dir, FileName, "pml's record of projects", func() error {
+	return s.file().Update(func() (any, error) {
 		rec, err := s.Read()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		change(rec)
-		data, err := json.MarshalIndent(rec, "", "  ")
-		if err != nil {
-			return err
-		}
-		if err := safefs.WriteFile(dir, FileName, append(data, '\n'), 0o600); err != nil {
-			return fmt.Errorf("cannot write pml's record of projects %s: %w", s.Path, err)
-		}
-		return nil
+		return rec, nil
 	})
 }

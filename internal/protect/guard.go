@@ -39,7 +39,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -387,7 +387,7 @@ func (g *Guard) check(name string) {
 		return
 	}
 	p := filepath.Join(g.ws, name)
-	who := strings.Join(dedupe(g.who[name]), ", ")
+	who := strings.Join(sortedUnique(g.who[name]), ", ")
 	if !settle(g.log, g.ws, name, want, who) {
 		g.log.Error().Str("path", p).Str("container", who).Int("moves", maxMoves).
 			Msg("something keeps putting one of pml's own files back right after it is moved aside; it is not used, and is moved aside again at the next change (stop that container)")
@@ -445,17 +445,12 @@ func quarantine(log zerolog.Logger, ws, p, who string) bool {
 	return true
 }
 
-func dedupe(l []string) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, s := range l {
-		if !seen[s] {
-			seen[s] = true
-			out = append(out, s)
-		}
-	}
-	sort.Strings(out)
-	return out
+// sortedUnique is l sorted, each entry once (the containers a warning
+// names, in a stable order).
+func sortedUnique(l []string) []string {
+	out := slices.Clone(l)
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // stateOf reads what p (beneath ws) is without following a link at any

@@ -14,7 +14,6 @@
 package trust
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -26,6 +25,7 @@ import (
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/extramount"
 	"github.com/pml-dev/pml/internal/safefs"
+	"github.com/pml-dev/pml/internal/statefile"
 	"github.com/pml-dev/pml/internal/termsafe"
 )
 
@@ -128,11 +128,8 @@ type Store struct {
 
 // Dir is pml's user state directory.
 func Dir(getenv func(string) string) (string, error) {
-	if d := getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
-		return filepath.Join(d, "pml"), nil
-	}
-	if h := getenv("HOME"); h != "" && filepath.IsAbs(h) {
-		return filepath.Join(h, ".local", "state", "pml"), nil
+	if d, ok := statefile.Dir(getenv); ok {
+		return d, nil
 	}
 	return "", errors.New("cannot place pml's trust records: neither XDG_STATE_HOME nor HOME is set to an absolute path; set one")
 }
@@ -154,15 +151,8 @@ func (s *Store) read() (*document, error) {
 	if err := s.private(); err != nil {
 		return nil, err
 	}
-	data, err := safefs.ReadFile(filepath.Dir(s.Path), FileName, 16<<20)
-	if errors.Is(err, os.ErrNotExist) {
-		return doc, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("cannot read pml's trust records %s: %w", s.Path, err)
-	}
-	if err := json.Unmarshal(data, doc); err != nil {
-		return nil, fmt.Errorf("pml's trust records %s are not valid JSON (%v): move the file aside to start again (every project then asks to be trusted once more)", s.Path, err)
+	if err := s.file().Read(doc); err != nil {
+		return nil, err
 	}
 	if doc.Files == nil {
 		doc.Files = map[string]*Record{}
@@ -173,10 +163,16 @@ func (s *Store) read() (*document, error) {
 // private refuses a store that someone else than the person can change:
 // its records would be their grants (see safefs.Private).
 func (s *Store) private() error {
-	if err := safefs.Private(filepath.Dir(s.Path), "pml's trust records", FileName, FileName+".lock"); err != nil {
+	if err := s.file().Private(); err != nil {
 		return fmt.Errorf("%w; until then no project policy is trusted", err)
 	}
 	return nil
+}
+
+// file is the store as a state file.
+func (s *Store) file() statefile.File {
+	return statefile.File{Path: s.Path, What: "pml's trust records", Plural: true, Max: 16 << 20,
+		Fix: "move the file aside to start again (every project then asks to be trusted once more)"}
 }
 
 // Lookup returns the record for the policy file at path (nil: none).
@@ -225,11 +221,10 @@ func (s *Store) update(path string, change func(*Record) *Record) error {
 	if err := s.private(); err != nil {
 		return err
 	}
-	dir := filepath.Dir(s.Path)
-	return safefs.Locked(dir, FileName, "pml's trust records", func() error {
+	return s.file().Update(func() (any, error) {
 		doc, err := s.read()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if rec := change(doc.Files[path]); rec != nil {
 			rec.At = time.Now().UTC()
@@ -237,14 +232,7 @@ func (s *Store) update(path string, change func(*Record) *Record) error {
 		} else {
 			delete(doc.Files, path)
 		}
-		data, err := json.MarshalIndent(doc, "", "  ")
-		if err != nil {
-			return err
-		}
-		if err := safefs.WriteFile(dir, FileName, append(data, '\n'), 0o600); err != nil {
-			return fmt.Errorf("cannot write pml's trust records %s: %w", s.Path, err)
-		}
-		return nil
+		return doc, nil
 	})
 }
 

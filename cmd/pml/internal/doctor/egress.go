@@ -1,0 +1,71 @@
+package doctor
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sort"
+	"strings"
+
+	"github.com/pml-dev/pml/internal/config"
+	"github.com/pml-dev/pml/internal/container"
+	"github.com/pml-dev/pml/internal/docker"
+	"github.com/pml-dev/pml/internal/egress"
+	"github.com/pml-dev/pml/internal/engine"
+	"github.com/pml-dev/pml/internal/inside"
+	"github.com/pml-dev/pml/internal/shim"
+)
+
+// checkEgress says which path egress takes here (internal/egress) and
+// who was given network.
+func checkEgress(cfg *config.Config, info container.Info, scope egressFacts) Check {
+	var given []string
+	if cfg != nil {
+		if !cfg.Sandbox.Network.Empty() {
+			given = append(given, "shell:exec")
+		}
+		for name, s := range cfg.Servers {
+			if !s.Network.Empty() {
+				given = append(given, name)
+			}
+		}
+	}
+	sort.Strings(given)
+	who := "nothing is given network (mcps.NAME.network, sandbox.network)"
+	if len(given) > 0 {
+		who = "given network: " + strings.Join(given, ", ")
+	}
+	path, why := egress.PathFor(info.Remote || scope.notHere, scope.programErr)
+	if path == egress.PathUnixSocket {
+		return Check{"ok", "egress", fmt.Sprintf("path: %s (%s); %s", path, why, who), ""}
+	}
+	status := "warn"
+	if len(given) > 0 {
+		status = "fail"
+	}
+	// The fix for the cause: a pml without its in-container program gets
+	// one; an engine on another machine (or in a VM) is the other cause.
+	fix := "run pml on the Docker host itself"
+	if scope.programErr != nil {
+		fix = "use a pml that carries its in-container program: reinstall a release (docs/install.md), or `make build` in pml's source tree"
+	}
+	return Check{status, "egress", fmt.Sprintf("path: %s: %s; servers and shell:exec given network run without it, and dependency installs use the engine's bridge network; %s", path, why, who), fix}
+}
+
+// egressFacts is what decides the egress path besides the daemon's info:
+// whether the engine is off this machine (a VM: a unix socket does not
+// cross into it) and whether pml's in-container program runs there.
+type egressFacts struct {
+	notHere    bool
+	programErr error
+}
+
+func egressScope(ctx context.Context, rt *docker.Runtime) egressFacts {
+	f := egressFacts{notHere: engine.NeedsDaemon(rt.Endpoint(), runtime.GOOS)}
+	p, err := inside.NewSource(rt).Program(ctx)
+	if err == nil {
+		err = shim.CheckBinary(p.Path, p.Arch)
+	}
+	f.programErr = err
+	return f
+}

@@ -1,0 +1,24 @@
+package doctor
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/pml-dev/pml/internal/container"
+)
+
+// TestEgressFixFollowsTheCause: without the in-container program the fix
+// is a pml that carries it (the old one said to run pml on the Docker
+// host, which it may do already); with the engine elsewhere, to run pml
+// there.
+func TestEgressFixFollowsTheCause(t *testing.T) {
+	c := checkEgress(nil, container.Info{}, egressFacts{programErr: errors.New("pml's in-container program is missing")})
+	if !strings.Contains(c.fix, "reinstall a release") || strings.Contains(c.fix, "Docker host") {
+		t.Errorf("program missing: %+v", c)
+	}
+	c = checkEgress(nil, container.Info{Remote: true}, egressFacts{})
+	if !strings.Contains(c.fix, "run pml on the Docker host itself") {
+		t.Errorf("remote engine: %+v", c)
+	}
+}

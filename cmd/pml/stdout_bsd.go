@@ -1,8 +1,0 @@
-//go:build unix && !linux
-
-package main
-
-import "golang.org/x/sys/unix"
-
-// dupOnto makes newfd a copy of oldfd.
-func dupOnto(oldfd, newfd int) error { return unix.Dup2(oldfd, newfd) }
