@@ -298,7 +298,6 @@ func (b *Broker) Call(ctx context.Context, req Request) Result {
 	}
 	req.Ask = tracedAsk(req.Ask)
 	ctx, end := callSpan(ctx, req.Tool)
-	ctx = call.WithRequest(ctx, req)
 	res := b.path.Call(ctx, call.NewCall(req))
 	end(res)
 	return res

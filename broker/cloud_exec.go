@@ -28,10 +28,10 @@ type cloudExec struct {
 }
 
 // run forwards an allowed call with its BYOK keys.
-func (e cloudExec) Run(ctx context.Context, def toolbox.Tool, args map[string]any) Result {
-	c := e.cloud.client
-	if !c.Enabled() {
-		return errorResult(fmt.Errorf("%w: Cloud mode requires PML_API_KEY: %s runs in the PML cloud. Get a key at %s/settings and run pml init --api-key KEY (it goes to your user credentials file, not into the project), or set PML_API_KEY in pml's environment; local tools work without it", ErrCloud, def.Name, c.URL))
+func (e cloudExec) Run(ctx context.Context, c *Call, def toolbox.Tool, args map[string]any) Result {
+	cl := e.cloud.client
+	if !cl.Enabled() {
+		return errorResult(fmt.Errorf("%w: Cloud mode requires PML_API_KEY: %s runs in the PML cloud. Get a key at %s/settings and run pml init --api-key KEY (it goes to your user credentials file, not into the project), or set PML_API_KEY in pml's environment; local tools work without it", ErrCloud, def.Name, cl.URL))
 	}
 	if g, ok := e.cloud.regGrantOf(def.Name); ok && !e.sb.grants.granted(g) {
 		// The approve layer asks first; this is the last guard before a
@@ -43,12 +43,12 @@ func (e cloudExec) Run(ctx context.Context, def toolbox.Tool, args map[string]an
 	if len(missing) > 0 {
 		return errorResult(fmt.Errorf("%w: %s needs %s, which is not set: %s", ErrCloud, def.Name, strings.Join(missing, ", "), whereToSet(e.sb.ws)))
 	}
-	if d := call.UpFrontOf(ctx, def.Name); d != nil && d.WorkflowID != "" && d.Held != nil && def.Name == ExecuteTool {
+	if d := c.UpFrontFor(def.Name); d != nil && d.WorkflowID != "" && d.Held != nil && def.Name == ExecuteTool {
 		// The person approved the declared tools of this code: it runs,
 		// and the cloud is not asked again (for other code).
-		return e.executeLocally(ctx, def.Name, d.Held)
+		return e.executeLocally(ctx, c, def.Name, d.Held)
 	}
-	res, err := c.CallTool(ctx, def.Name, args, keys)
+	res, err := cl.CallTool(ctx, def.Name, args, keys)
 	if err != nil {
 		var re *cloud.RemoteError
 		switch {
@@ -64,7 +64,7 @@ func (e cloudExec) Run(ctx context.Context, def toolbox.Tool, args map[string]an
 	if payload, ok := cloud.ExecuteLocally(res); ok && def.Name == ExecuteTool {
 		// Never on the host: in a Deno container whose mcp.* calls come
 		// back through the broker.
-		return e.executeLocally(ctx, def.Name, payload)
+		return e.executeLocally(ctx, c, def.Name, payload)
 	}
 	return Result{Text: joinText(res), Structured: res.StructuredContent, IsError: res.IsError, Upstream: res}
 }
@@ -74,7 +74,7 @@ func whereToSet(ws string) string {
 }
 
 // executeLocally runs the code of an execute_locally answer.
-func (e cloudExec) executeLocally(ctx context.Context, outer string, payload map[string]any) Result {
+func (e cloudExec) executeLocally(ctx context.Context, c *Call, outer string, payload map[string]any) Result {
 	code, _ := payload["code"].(string)
 	if strings.TrimSpace(code) == "" {
 		return errorResult(fmt.Errorf("%w: %s: the cloud asked to execute code locally but sent no code", ErrCloud, outer))
@@ -100,9 +100,9 @@ func (e cloudExec) executeLocally(ctx context.Context, outer string, payload map
 				d.Asked = append(d.Asked, t)
 			}
 		}
-		if up := call.UpFrontOf(ctx, outer); up != nil && up.WorkflowID != "" {
+		if up := c.UpFrontFor(outer); up != nil && up.WorkflowID != "" {
 			// Approved (the held answer, Run): the run starts with them.
-			return e.runs.Start(ctx, outer, execute.Program{Code: code})
+			return e.runs.Start(ctx, c, outer, execute.Program{Code: code})
 		}
 		if len(d.Asked) > 0 {
 			// Put to the person once before anything runs; the answer
@@ -112,9 +112,9 @@ func (e cloudExec) executeLocally(ctx context.Context, outer string, payload map
 		}
 		// Nothing asks: a call the code did not declare is flagged in
 		// the audit (layer_audit.go).
-		ctx = call.WithUpFront(ctx, d)
+		c.UpFront = d
 	}
-	return e.runs.Start(ctx, outer, execute.Program{Code: code})
+	return e.runs.Start(ctx, c, outer, execute.Program{Code: code})
 }
 
 // declaredOfPayload is what an execute_locally answer declares its code

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/pml-dev/pml/broker/call"
 	"github.com/pml-dev/pml/internal/execute"
 	"github.com/pml-dev/pml/internal/registry"
 	"github.com/pml-dev/pml/internal/toolbox"
@@ -37,7 +36,7 @@ type denoExec struct {
 // run runs one exported function of a deno capability in a
 // Deno container, like the cloud's execute_locally code: its mcp.* calls
 // come back through the request path.
-func (e denoExec) Run(ctx context.Context, def toolbox.Tool, args map[string]any) Result {
+func (e denoExec) Run(ctx context.Context, c *Call, def toolbox.Tool, args map[string]any) Result {
 	ns, fn, _ := strings.Cut(def.Name, ":")
 	e.registry.mu.Lock()
 	entry := e.registry.deno[ns]
@@ -48,8 +47,8 @@ func (e denoExec) Run(ctx context.Context, def toolbox.Tool, args map[string]any
 	// Its declared tools were checked on the way here (layer_declared.go),
 	// unless the capability was loaded since: then it does not run
 	// unchecked.
-	if len(entry.Meta.Declared()) > 0 && call.UpFrontOf(ctx, def.Name) == nil {
+	if len(entry.Meta.Declared()) > 0 && c.UpFrontFor(def.Name) == nil {
 		return errorResult(fmt.Errorf("%w: %s was not run: its capability's declared tools were not checked against the permissions before the run (it was loaded meanwhile); call it again", ErrUnavailable, def.Name))
 	}
-	return e.runs.Start(ctx, def.Name, execute.Program{Module: entry.Code, Export: exportFor(entry.Code, entry.FQDN, fn), Args: args})
+	return e.runs.Start(ctx, c, def.Name, execute.Program{Module: entry.Code, Export: exportFor(entry.Code, entry.FQDN, fn), Args: args})
 }

@@ -14,7 +14,7 @@ import (
 // entry's tools_used and client_tools) against the permissions before
 // its run starts (seed 000 story 14.3 AC4-6): one denied and the run is
 // refused here, before any container, with the one audit entry of the
-// call; those asked go with the call (call.WithUpFront) to the approve
+// call; those asked go with the call (Call.UpFront) to the approve
 // step, which puts them to the person in the capability's one approval.
 // A tool that declares nothing goes on as it came.
 //
@@ -68,7 +68,8 @@ func (l declaredLayer) Call(ctx context.Context, c *Call) Result {
 			d.Asked = append(d.Asked, t)
 		}
 	}
-	return l.next.Call(call.WithUpFront(ctx, d), c)
+	c.UpFront = d
+	return l.next.Call(ctx, c)
 }
 
 // declaredBy is what the deno capability that provides tool declares

@@ -63,7 +63,7 @@ func (b *Broker) runTool(ctx context.Context, c *Call, name string, args map[str
 	began := time.Now()
 	testPanic(name, args)
 	ectx, span := spanStep(ctx, "execute")
-	res := entry.Exec.Run(ectx, entry.Def, args)
+	res := entry.Exec.Run(ectx, c, entry.Def, args)
 	if res.IsError {
 		telemetry.Fail(span, "tool_error", "the tool's result is an error")
 	}

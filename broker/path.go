@@ -121,7 +121,9 @@ func approveLayerOf(b *Broker, next Handler) approve.Layer {
 		},
 		CloudOn: func() bool { return b.cloud.client.Enabled() },
 		Local: func(ctx context.Context, tool string, args map[string]any) Result {
-			return b.cloud.exec.Run(ctx, toolbox.Tool{Name: tool}, args)
+			// No call's data is read on the way: local mode refuses it
+			// before anything runs.
+			return b.cloud.exec.Run(ctx, nil, toolbox.Tool{Name: tool}, args)
 		},
 		GrantNeeded: b.grantNeeded,
 		Ask:         b.ask,

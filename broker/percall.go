@@ -22,8 +22,8 @@ type perCallExec struct {
 	srv  *server
 }
 
-func (e perCallExec) Run(ctx context.Context, def toolbox.Tool, args map[string]any) Result {
-	return callServer(ctx, e.sb, e.srv, def, args, e.callOnce)
+func (e perCallExec) Run(ctx context.Context, c *Call, def toolbox.Tool, args map[string]any) Result {
+	return callServer(ctx, c, e.sb, e.srv, def, decoded{args: args, call: e.callOnce})
 }
 
 // callOnce runs one tools/call in a fresh container. It comes pre-started

@@ -331,9 +331,9 @@ func (r *registrySide) approveIntegrity(ctx context.Context, c *Call, wfs *Workf
 		return errorResult(err)
 	}
 	args, _ := json.Marshal(wf.Args)
-	again := call.NewCall(Request{Tool: wf.Tool, Args: args, Workflows: wfs})
+	again := call.NewCall(Request{Tool: wf.Tool, Args: args, Workflows: wfs}.Within(c.Req))
 	again.Began = c.Began
-	res := r.belowAudit.Call(call.WithRequest(ctx, again.Req), again)
+	res := r.belowAudit.Call(ctx, again)
 	if e, ok := again.Noted(); ok {
 		if e.Reason == "" {
 			e.Reason = "integrity change approved"

@@ -139,7 +139,7 @@ func TestACloudEntrySendsNoVariableItWasNotGranted(t *testing.T) {
 		t.Fatal("the wider entry's call reached the cloud before the grant")
 	}
 	// The executor refuses on its own what was not granted.
-	if r := (cloudExec{sb: f.b.sb, cloud: f.b.cloud, runs: f.b.runs}).Run(context.Background(), toolbox.Tool{Name: "exf:read_x"}, nil); !r.IsError || !strings.Contains(r.Text, "nothing was sent") {
+	if r := (cloudExec{sb: f.b.sb, cloud: f.b.cloud, runs: f.b.runs}).Run(context.Background(), nil, toolbox.Tool{Name: "exf:read_x"}, nil); !r.IsError || !strings.Contains(r.Text, "nothing was sent") {
 		t.Fatalf("cloudExec ran an ungranted entry: %+v", r)
 	}
 	if len(hc.calls()) != before {

@@ -14,22 +14,6 @@ import (
 	"github.com/pml-dev/pml/internal/upstream"
 )
 
-// callInfo travels in a call's context from the MCP layer to a server
-// tool: where progress, log messages and server requests go.
-type callInfo struct {
-	relay         upstream.Relay
-	progressToken any
-	// fwd, when set, asks a pooled server's executor to forward the call
-	// as bytes (mcpserve/fastpath.go).
-	fwd *ForwardCall
-}
-
-type callInfoKey struct{}
-
-func withCallInfo(ctx context.Context, ci callInfo) context.Context {
-	return context.WithValue(ctx, callInfoKey{}, ci)
-}
-
 // pooledExec runs the tools of one configured stdio server in its
 // pooled, long-lived container (internal/upstream).
 type pooledExec struct {
@@ -37,37 +21,85 @@ type pooledExec struct {
 	srv *server
 }
 
-func (e pooledExec) Run(ctx context.Context, def toolbox.Tool, args map[string]any) Result {
-	if ci, _ := ctx.Value(callInfoKey{}).(callInfo); ci.fwd.on() {
-		return forwardServer(ctx, e.sb, e.srv, def, ci.fwd)
+func (e pooledExec) Run(ctx context.Context, c *Call, def toolbox.Tool, args map[string]any) Result {
+	if fwd := c.Req.Forward; fwd.On() {
+		return callServer(ctx, c, e.sb, e.srv, def, forwarded{up: e.srv.up, fwd: fwd})
 	}
-	return callServer(ctx, e.sb, e.srv, def, args, e.srv.up.Call)
+	return callServer(ctx, c, e.sb, e.srv, def, decoded{args: args, call: e.srv.up.Call})
 }
 
 // serverCall is one tools/call of a server, in the container its
 // executor chooses.
 type serverCall func(ctx context.Context, tool string, args json.RawMessage, progressToken any, relay upstream.Relay) (*mcp.CallToolResult, error)
 
-// callServer forwards an allowed call to srv through call, within the
-// policy's timeout, and words its failures.
-func callServer(ctx context.Context, sb *sandbox, srv *server, def toolbox.Tool, args map[string]any, call serverCall) Result {
-	if err := srv.prepare(sb); err != nil {
-		return errorResult(err)
+// toServer is how a call goes to a server: its arguments decoded
+// (decoded), or as they came on the fast path (forwarded).
+type toServer interface {
+	// starts says the call may start the server's container, whose
+	// environment is then set first.
+	starts() bool
+	send(ctx context.Context, tool string, req Request) (Result, error)
+}
+
+// decoded sends args, decoded, through call; the result is decoded too.
+type decoded struct {
+	args map[string]any
+	call serverCall
+}
+
+func (d decoded) starts() bool { return true }
+
+func (d decoded) send(ctx context.Context, tool string, req Request) (Result, error) {
+	raw, _ := json.Marshal(d.args)
+	res, err := d.call(ctx, tool, raw, req.ProgressToken, req.Relay)
+	if err != nil {
+		return Result{}, err
 	}
-	ci, _ := ctx.Value(callInfoKey{}).(callInfo)
+	return Result{Text: joinText(res), Structured: res.StructuredContent, IsError: res.IsError, Upstream: res}, nil
+}
+
+// forwarded is the fast path: the caller's arguments go to the server as
+// they came, and its result comes back as it went (Result.Raw), never
+// decoded.
+type forwarded struct {
+	up  *upstream.Server
+	fwd *ForwardCall
+}
+
+// starts: the environment matters when the container starts; a running
+// server keeps the one it started with.
+func (f forwarded) starts() bool { return !f.up.Running() }
+
+func (f forwarded) send(ctx context.Context, tool string, req Request) (Result, error) {
+	args, token, progress, answer := f.fwd.Parts()
+	res, sent, err := f.up.Forward(ctx, tool, args, token, progress, answer, req.Relay)
+	if err != nil {
+		return Result{}, err
+	}
+	f.fwd.SetAnswered(sent)
+	return Result{Raw: res, IsError: string(jsonrpc.Member(res, "isError")) == "true"}, nil
+}
+
+// callServer puts an allowed call to srv the way to says, within the
+// policy's timeout, and words its failures.
+func callServer(ctx context.Context, c *Call, sb *sandbox, srv *server, def toolbox.Tool, to toServer) Result {
+	if to.starts() {
+		if err := srv.prepare(sb); err != nil {
+			return errorResult(err)
+		}
+	}
 	parent := ctx
 	if t := sb.policy().Timeout; t > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeDuration(t))
 		defer cancel()
 	}
-	raw, _ := json.Marshal(args)
 	_, tool, _ := strings.Cut(def.Name, ":")
-	res, err := call(ctx, tool, raw, ci.progressToken, ci.relay)
+	res, err := to.send(ctx, tool, c.Req)
 	if err != nil {
 		return serverCallError(sb, def, err, parent)
 	}
-	return Result{Text: joinText(res), Structured: res.StructuredContent, IsError: res.IsError, Upstream: res}
+	return res
 }
 
 // serverCallError words a failed call to a server; parent is the call's
@@ -86,33 +118,6 @@ func serverCallError(sb *sandbox, def toolbox.Tool, err error, parent context.Co
 		return errorResult(fmt.Errorf("%w: %w", ErrUnavailable, err))
 	}
 	return errorResult(err)
-}
-
-// forwardServer is callServer on the fast path: the caller's arguments go
-// to the server as they came, and its result comes back as it went
-// (Result.raw), never decoded.
-func forwardServer(ctx context.Context, sb *sandbox, srv *server, def toolbox.Tool, fwd *ForwardCall) Result {
-	// The environment matters when the container starts: a running
-	// server keeps the one it started with.
-	if !srv.up.Running() {
-		if err := srv.prepare(sb); err != nil {
-			return errorResult(err)
-		}
-	}
-	ci, _ := ctx.Value(callInfoKey{}).(callInfo)
-	parent := ctx
-	if t := sb.policy().Timeout; t > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, timeDuration(t))
-		defer cancel()
-	}
-	_, tool, _ := strings.Cut(def.Name, ":")
-	res, sent, err := srv.up.Forward(ctx, tool, fwd.args, fwd.token, fwd.progress, fwd.answer, ci.relay)
-	if err != nil {
-		return serverCallError(sb, def, err, parent)
-	}
-	fwd.answered = sent
-	return Result{Raw: res, IsError: string(jsonrpc.Member(res, "isError")) == "true"}
 }
 
 func joinText(res *mcp.CallToolResult) string {

@@ -71,7 +71,7 @@ type shellExec struct {
 	image string
 }
 
-func (e shellExec) Run(ctx context.Context, def toolbox.Tool, args map[string]any) Result {
+func (e shellExec) Run(ctx context.Context, c *Call, def toolbox.Tool, args map[string]any) Result {
 	command, ok := args["command"].(string)
 	if !ok || strings.TrimSpace(command) == "" {
 		return errorResult(fmt.Errorf("%w: shell:exec needs the argument \"command\" (a non-empty string)", ErrInvalidInput))

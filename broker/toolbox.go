@@ -29,7 +29,7 @@ type toolboxExec struct {
 // The container comes pre-started from the pool when one is ready: every
 // filesystem tool with the same mount mode shares one kind, since the
 // request, not the container, names the tool.
-func (e toolboxExec) Run(ctx context.Context, def toolbox.Tool, args map[string]any) Result {
+func (e toolboxExec) Run(ctx context.Context, c *Call, def toolbox.Tool, args map[string]any) Result {
 	// The extra mounts (sandbox.mounts), read-only unless the tool writes
 	// and the mount allows it.
 	extra, err := e.sb.extra.Tool(!def.Writes)

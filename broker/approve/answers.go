@@ -120,7 +120,7 @@ func (ap *Approver) Answer(ctx context.Context, c *Call, wfs *Workflows, wf *Wor
 			return res
 		}
 		// The run starts with the declared tools the person just approved.
-		ctx = call.WithUpFront(ctx, d.Approved(wf.ID))
+		c.UpFront = d.Approved(wf.ID)
 	}
 	if always {
 		if why := ap.alwaysBlocked(wf.Tool); why != "" {
