@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/pml-dev/pml/broker/approve"
+	sbx "github.com/pml-dev/pml/broker/sandbox"
 	"github.com/pml-dev/pml/internal/config"
 )
 
@@ -20,10 +21,10 @@ const ApprovalNetwork = approve.ApprovalNetwork
 func approverOf(b *Broker) *approve.Approver {
 	return &approve.Approver{
 		Config:     b.cfg,
-		Workspace:  b.sb.ws,
-		Guard:      b.sb.guard,
-		Egress:     b.sb.egress,
-		LimitsNote: b.sb.limitsNote,
+		Workspace:  b.sb.Workspace,
+		Guard:      b.sb.Guard,
+		Egress:     b.sb.Egress,
+		LimitsNote: b.sb.LimitsNote,
 		Perms:      b.perms,
 		Trust:      b.trust,
 		TrustState: &b.trustState,
@@ -49,7 +50,7 @@ func approverOf(b *Broker) *approve.Approver {
 		ResumeRun: func(ctx context.Context, c *Call, wfs *Workflows, wf *Workflow, approved, always bool) Result {
 			return wf.Data.(*pausedCall).Resume(ctx, c, wfs, wf, approved, always)
 		},
-		ShellTool:   shellTool.Name,
+		ShellTool:   sbx.ShellTool.Name,
 		ExecuteTool: ExecuteTool,
 		OwnVariable: ownVariable,
 	}

@@ -5,11 +5,12 @@ import (
 
 	"github.com/pml-dev/pml/broker/approve"
 	"github.com/pml-dev/pml/broker/coderun"
+	sbx "github.com/pml-dev/pml/broker/sandbox"
 )
 
 // ExecuteTool is the cloud's planner: the one tool whose answer may be
 // code to run here (package coderun runs it).
-const ExecuteTool = "pml:execute"
+const ExecuteTool = sbx.ExecuteTool
 
 // Code runs live in package coderun; these names keep broker's files as
 // they were.
@@ -23,8 +24,8 @@ type (
 // for inner calls, and the approval side's functions.
 func codeRunsOf(b *Broker, sb *sandbox) *codeRuns {
 	return coderun.New(coderun.Options{
-		Sandbox: coderun.Sandbox{Runtime: sb.rt, Pool: sb.pool, User: sb.user, Policy: sb.policy,
-			Labels: sb.labels, Supervisor: sb.supervisor, Log: sb.log},
+		Sandbox: coderun.Sandbox{Runtime: sb.Runtime, Pool: sb.Pool, User: sb.User, Policy: sb.Policy,
+			Labels: sb.Labels, Supervisor: sb.Supervisor, Log: sb.Log},
 		HIL:  b.cfg.HIL.Timeout,
 		Idle: b.cfg.Sandbox.IdleTimeout,
 		Base: b.base,

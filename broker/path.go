@@ -55,7 +55,7 @@ func resolveLayerOf(b *Broker, next Handler) tl.ResolveLayer {
 			return ruledAction(tool) && registryCandidate(tool) && b.registry.registryLookups()
 		},
 		Withheld: func(tool string) error {
-			return withheldByTrust(tool, b.ask.TrustState.Untrusted(), trust.Names(b.ask.Config), b.sb.ws)
+			return withheldByTrust(tool, b.ask.TrustState.Untrusted(), trust.Names(b.ask.Config), b.sb.Workspace)
 		},
 	}
 }
