@@ -78,7 +78,7 @@ type cloudSide struct {
 	// way); a tools/list waits for it at most listWait.
 	ready     chan struct{}
 	readyOnce sync.Once
-	// exec runs its tools (cloudExec).
+	// exec runs its tools (sandbox.CloudExec).
 	exec executor
 }
 

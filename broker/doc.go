@@ -108,12 +108,19 @@
 // # Executors
 //
 // The execute layer hands the call to its tool source's executor (the
-// tool table, tools.Table, maps each name to a tools.Executor):
-// toolboxExec (toolbox.go, filesystem tools), shellExec (shell.go),
-// pooledExec (server_call.go, stdio servers), perCallExec (percall.go),
-// cloudExec (cloud_exec.go) and denoExec (deno.go, which starts a
-// coderun run). Each holds only what it needs; the container ones share a
-// *sandbox (sandbox.go), never the Broker.
+// tool table, tools.Table, maps each name to a tools.Executor, whose Run
+// gets the call itself: what travels with it, the relay, the progress
+// token, the fast path's forward, a capability's checked declaration, is
+// on the call.Call, never in its context). The executors are package
+// sandbox's: ToolboxExec (sandbox/toolbox.go, filesystem tools),
+// ShellExec (sandbox/shell.go), PooledExec (sandbox/server.go, stdio
+// servers), PerCallExec (sandbox/percall.go), CloudExec (sandbox/cloud.go)
+// and DenoExec (sandbox/deno.go, which starts a coderun run). Each holds
+// only what it needs: the container ones share a *sandbox.Sandbox
+// (sandbox/sandbox.go), never the Broker, and what they need of the
+// sources they reach through sandbox's small interfaces, which
+// executors.go implements (a server, the cloud side, the deno
+// capabilities' code).
 //
 // The broker knows nothing of Docker: it speaks to a container.Runtime.
 // docs/architecture.md draws the path and names every file.

@@ -27,7 +27,7 @@ import (
 func (b *Broker) chain() (whole, belowAudit Handler) {
 	var h Handler = executeLayerOf(b)
 	h = approveLayerOf(b, h)
-	h = declaredLayer{next: h, declared: b.registry.declaredBy, requires: b.registry.requiredBy, decide: b.perms.Decide, deniesServer: b.perms.DeniesServer, source: b.perms.Source}
+	h = declaredLayer{next: h, decls: b.registry, perms: b.perms}
 	h = tl.SchemaLayer{Next: h, Schema: b.srv.knownSchema}
 	h = registryLayerOf(b, h)
 	h = PermitLayer{Next: h, Decide: b.perms.Decide, Source: b.perms.Source}

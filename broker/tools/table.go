@@ -26,7 +26,7 @@ type Entry struct {
 
 // Executor is a tool source: it runs one allowed call of def, its
 // arguments decoded (the execute layer's last step). Each source is its
-// own type holding only what it needs (broker's toolboxExec, shellExec, …).
+// own type holding only what it needs (package sandbox's ToolboxExec, ShellExec, …).
 //
 // c is the call that runs it, for what travels with a call (its request:
 // the relay, the progress token, the fast path's forward; a capability's
