@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/pml-dev/pml/broker/approve"
+	sbx "github.com/pml-dev/pml/broker/sandbox"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/toolbox"
 )
@@ -23,9 +24,9 @@ func approverOf(b *Broker) *approve.Approver {
 	parts := approverParts{sb: b.sb, srv: b.srv, cloud: b.cloud, registry: b.registry}
 	return &approve.Approver{
 		Config:        b.cfg,
-		Workspace:     b.sb.ws,
-		Guard:         b.sb.guard,
-		Egress:        b.sb.egress,
+		Workspace:     b.sb.Workspace,
+		Guard:         b.sb.Guard,
+		Egress:        b.sb.Egress,
 		Perms:         b.perms,
 		Trust:         b.trust,
 		TrustState:    &b.trustState,
@@ -38,7 +39,7 @@ func approverOf(b *Broker) *approve.Approver {
 		Reload:        b.Reload,
 		GrantApproval: b.grantApproval,
 		RecordGrant:   b.recordGrant,
-		ShellTool:     shellTool.Name,
+		ShellTool:     sbx.ShellTool.Name,
 		ExecuteTool:   ExecuteTool,
 	}
 }
@@ -53,7 +54,7 @@ type approverParts struct {
 	registry *registrySide
 }
 
-func (p approverParts) LimitsNote(ctx context.Context) string { return p.sb.limitsNote(ctx) }
+func (p approverParts) LimitsNote(ctx context.Context) string { return p.sb.LimitsNote(ctx) }
 func (p approverParts) OwnVariable(name string) bool          { return ownVariable(name) }
 
 func (p approverParts) ServerOf(tool string) (config.Server, bool) {
@@ -77,7 +78,9 @@ func (p approverParts) MissingKeys(ctx context.Context, tool string) []string {
 func (p approverParts) Enabled() bool { return p.cloud.client.Enabled() }
 
 func (p approverParts) Local(ctx context.Context, tool string, args map[string]any) Result {
-	return p.cloud.exec.Run(ctx, toolbox.Tool{Name: tool}, args)
+	// No call's data is read on the way: local mode refuses it before
+	// anything runs.
+	return p.cloud.exec.Run(ctx, nil, toolbox.Tool{Name: tool}, args)
 }
 
 func (p approverParts) APIKeyApproval(wf *Workflow) Approval { return p.cloud.apiKeyApproval(wf) }

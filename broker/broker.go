@@ -141,24 +141,22 @@ func New(o Options) (*Broker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", o.Config.Path, err)
 	}
-	sb := newSandbox(o, pol, owner)
-	sb.grants = newEntryGrants(o.Trust, o.Workspace, o.Logger)
 	b := &Broker{
 		cfg:      o.Config,
-		sb:       sb,
 		perms:    permit.NewLivePermissions(PermissionsFrom(o.Config), permit.DenySource(o.Config)),
 		log:      o.Logger,
 		progress: progressLogger(o),
 		audit:    audit.New(filepath.Join(o.Workspace, ".pml", "audit.jsonl")),
 	}
+	sb := newSandbox(o, pol, owner, b.audit)
+	sb.grants = newEntryGrants(o.Trust, o.Workspace, o.Logger)
+	b.sb = sb
 	b.trust = o.Trust
 	b.wsExplicit = o.WorkspaceExplicit
 	b.trustState.Set(b.trust, b.log, o.Config, tst)
-	sb.egress = newEgressSet(b.audit, o.Logger, sb.user)
-	sb.egress.Shell.Store(&o.Config.Sandbox.Network.Rules)
 	b.base, b.cancelBase = context.WithCancel(context.Background())
 	b.runs = codeRunsOf(b, sb)
-	b.toolbox = &images.Toolbox{Runtime: o.Runtime, Program: sb.inside}
+	b.toolbox = &images.Toolbox{Runtime: o.Runtime, Program: sb.Program}
 	b.srv = &serverSet{
 		sb:                 sb,
 		log:                b.log,
@@ -176,11 +174,11 @@ func New(o Options) (*Broker, error) {
 		loadRegistryServers: func(ctx context.Context) { b.registry.loadRegistryServers(ctx) },
 		decide:              b.perms.Decide,
 	}
-	fs := toolboxExec{sb: sb, image: b.toolbox}
+	fs := sbx.NewToolboxExec(sb.Sandbox, b.toolbox)
 	for _, t := range toolbox.Filesystem {
 		b.srv.tools.Add(t, fs)
 	}
-	b.srv.tools.Add(shellTool, shellExec{sb: sb, image: o.Config.Sandbox.ShellImage})
+	b.srv.tools.Add(sbx.ShellTool, sbx.NewShellExec(sb.Sandbox, o.Config.Sandbox.ShellImage))
 	b.srv.setupServers(b.cfg.Servers)
 	b.cloud = &cloudSide{sb: sb, cfg: o.Config, log: b.log, serverOf: b.srv.serverOf, listable: b.srv.cloudListable, replaceTools: b.srv.replaceTools, approval: func(wf *Workflow) Approval { return b.ask.Approval(wf) },
 		decide: b.perms.Decide, permSource: b.perms.Source}
@@ -218,7 +216,7 @@ func (b *Broker) Close(timeout time.Duration) {
 	go func() {
 		// Closing the pool first stops refills while the cancelled calls
 		// wind down; it returns once their containers are removed too.
-		_ = b.sb.pool.Close(ctx)
+		_ = b.sb.Pool.Close(ctx)
 		b.inflight.Wait()
 		b.srv.closeServers()
 		// The creates and removals stopped calls no longer wait for (a
@@ -250,10 +248,10 @@ func (b *Broker) Close(timeout time.Duration) {
 	// Every container is gone: the last look at pml's own files. When
 	// some may remain, their exposures stay journaled for the next start.
 	if swept {
-		b.sb.releaseSession()
+		b.sb.ReleaseSession()
 	}
-	b.sb.guard.Close()
-	b.sb.egress.Close()
+	b.sb.Guard.Close()
+	b.sb.Egress.Close()
 	// After the proxies: their Close writes their last audit entries.
 	_ = b.audit.Close()
 }
@@ -261,10 +259,10 @@ func (b *Broker) Close(timeout time.Duration) {
 // sweep removes every container of this pml still there (Close); it
 // reports whether it could.
 func (b *Broker) sweep(ctx context.Context) bool {
-	if b.sb.rt == nil || b.sb.limited != nil && !b.sb.limited.Used() {
+	if b.sb.Runtime == nil || b.sb.Limited != nil && !b.sb.Limited.Used() {
 		return true
 	}
-	n, err := container.RemoveOwn(ctx, b.sb.rt, b.sb.owner)
+	n, err := container.RemoveOwn(ctx, b.sb.Runtime, b.sb.Owner)
 	if err != nil {
 		b.log.Warn().Err(err).Msg("final sweep of this pml's containers; the next pml start removes what is left")
 		return false
@@ -276,13 +274,13 @@ func (b *Broker) sweep(ctx context.Context) bool {
 }
 
 // Workspace returns the workspace directory.
-func (b *Broker) Workspace() string { return b.sb.ws }
+func (b *Broker) Workspace() string { return b.sb.Workspace }
 
 // User returns the uid:gid containers run as.
-func (b *Broker) User() string { return b.sb.user }
+func (b *Broker) User() string { return b.sb.User }
 
 // Policy returns the effective container policy.
-func (b *Broker) Policy() policies.Policy { return b.sb.policy() }
+func (b *Broker) Policy() policies.Policy { return b.sb.Policy() }
 
 // Call runs one tool call through the request path (see the package
 // doc). It never returns a Go error: every failure is a Result with
@@ -298,7 +296,6 @@ func (b *Broker) Call(ctx context.Context, req Request) Result {
 	}
 	req.Ask = tracedAsk(req.Ask)
 	ctx, end := callSpan(ctx, req.Tool)
-	ctx = call.WithRequest(ctx, req)
 	res := b.path.Call(ctx, call.NewCall(req))
 	end(res)
 	return res

@@ -147,7 +147,7 @@ func (cs *capabilities) AddCapability(ctx context.Context, arg string, confirm C
 	name, fqdn := ref.Name, f.String()
 	// Before anything is fetched or locked: a namespace taken here
 	// (capability_namespace.go) is refused whatever the entry holds.
-	added, err := LoadCapabilities(cs.sb.ws)
+	added, err := LoadCapabilities(cs.sb.Workspace)
 	if err != nil {
 		return Capability{}, err
 	}
@@ -207,7 +207,7 @@ func (cs *capabilities) AddCapability(ctx context.Context, arg string, confirm C
 	if err := cs.readyCapability(ctx, e, &c, confirm); err != nil {
 		return Capability{}, err
 	}
-	if c.Replaced, err = saveCapability(cs.sb.ws, c); err != nil {
+	if c.Replaced, err = saveCapability(cs.sb.Workspace, c); err != nil {
 		return Capability{}, err
 	}
 	return c, nil
@@ -460,7 +460,7 @@ func SortedCapabilities(caps map[string]Capability) []Capability {
 // cached copy when the registry is unreachable — and checked against the
 // lockfile.
 func (cs *capabilities) prepareCapability(ctx context.Context, c Capability) {
-	others, err := LoadCapabilities(cs.sb.ws)
+	others, err := LoadCapabilities(cs.sb.Workspace)
 	if err == nil {
 		err = cs.namespaceTaken(c.Name, c.Namespace, c.FQDN, others)
 	}

@@ -121,6 +121,6 @@ func (cs *capabilities) depsMissing(name string, e *registry.Entry) error {
 // why (depsMissing), instead of running half of it.
 type refusedExec struct{ err error }
 
-func (r refusedExec) Run(context.Context, toolbox.Tool, map[string]any) Result {
+func (r refusedExec) Run(context.Context, *Call, toolbox.Tool, map[string]any) Result {
 	return errorResult(r.err)
 }

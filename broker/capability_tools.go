@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	sbx "github.com/pml-dev/pml/broker/sandbox"
 	"github.com/pml-dev/pml/internal/capname"
 	"github.com/pml-dev/pml/internal/mcpname"
 	"github.com/pml-dev/pml/internal/panics"
@@ -81,9 +82,9 @@ func (cs *capabilities) loadAdded() {
 	a := &cs.added
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	path := filepath.Join(cs.sb.ws, CapabilitiesFile)
+	path := filepath.Join(cs.sb.Workspace, CapabilitiesFile)
 	a.stamp = stampOf(path)
-	caps, notes, err := CheckedCapabilities(cs.sb.ws)
+	caps, notes, err := CheckedCapabilities(cs.sb.Workspace)
 	if err != nil {
 		cs.log.Warn().Err(err).Msg("the added capabilities are not listed")
 		return
@@ -105,7 +106,7 @@ func (cs *capabilities) loadAdded() {
 	var lock *registry.Lockfile
 	readLock := func() bool {
 		if lock == nil {
-			if lock, err = registry.LoadLockfileKeeping(registry.LockfilePath(cs.sb.ws), func(string) bool { return true }); err != nil {
+			if lock, err = registry.LoadLockfileKeeping(registry.LockfilePath(cs.sb.Workspace), func(string) bool { return true }); err != nil {
 				cs.log.Warn().Err(err).Msg("the added capabilities are not listed")
 				return false
 			}
@@ -141,7 +142,7 @@ func (cs *capabilities) loadAdded() {
 		if c, ok := caps[name]; ok && c.FQDN == l.fqdn && taken[name] == nil {
 			continue
 		}
-		cs.replaceTools(l.tools, nil, denoExec{registry: cs.registry, runs: cs.runs})
+		cs.replaceTools(l.tools, nil, sbx.NewDenoExec(cs.registry, cs.runs))
 		delete(a.listed, name)
 		cs.registry.mu.Lock()
 		delete(cs.registry.deno, l.namespace)
@@ -241,7 +242,7 @@ func (cs *capabilities) listDeno(c Capability, e *registry.Entry) []string {
 		}
 		defs = append(defs, toolbox.Tool{Name: c.Namespace + ":" + fn, Description: d, InputSchema: schema})
 	}
-	var exec executor = denoExec{registry: cs.registry, runs: cs.runs}
+	var exec executor = sbx.NewDenoExec(cs.registry, cs.runs)
 	if err := cs.depsMissing(c.Name, e); err != nil { // its mcp_deps (capability_deps.go)
 		cs.log.Warn().Str("capability", c.Name).Msg(err.Error())
 		exec = refusedExec{err}
@@ -338,7 +339,7 @@ func objectSchema(raw json.RawMessage) error {
 // and time once a second: .pml/ may not exist yet when the session
 // starts, and a stat is cheaper than watching the workspace for it.
 func (cs *capabilities) watchAdded(ctx context.Context) {
-	path := filepath.Join(cs.sb.ws, CapabilitiesFile)
+	path := filepath.Join(cs.sb.Workspace, CapabilitiesFile)
 	// A session whose client has not listed its tools yet still fetches
 	// the named capabilities: what is missing is known once listed here.
 	cs.added.mu.Lock()

@@ -16,6 +16,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 
+	"github.com/pml-dev/pml/broker/call"
+	sbx "github.com/pml-dev/pml/broker/sandbox"
 	"github.com/pml-dev/pml/internal/cloud"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/credentials"
@@ -29,7 +31,7 @@ import (
 
 // ErrCloud: a server-routed call could not be forwarded (local mode,
 // offline, refused key).
-var ErrCloud = errors.New("cloud")
+var ErrCloud = call.ErrCloud
 
 // cloudToolsFile caches the cloud's tools/list so an offline start still
 // lists them (calls then answer that the cloud is unreachable).
@@ -76,7 +78,7 @@ type cloudSide struct {
 	// way); a tools/list waits for it at most listWait.
 	ready     chan struct{}
 	readyOnce sync.Once
-	// exec runs its tools (cloudExec).
+	// exec runs its tools (sandbox.CloudExec).
 	exec executor
 }
 
@@ -98,21 +100,21 @@ func (c *cloudSide) setupCloud(o Options, runs *codeRuns) {
 		c.log.Warn().Err(err).Msg("local mode: the API key could not be read; fix the file or set PML_API_KEY")
 	}
 	c.client = &cloud.Client{URL: c.cfg.Cloud.URL, APIKey: key, HTTP: hc, Timeout: c.cfg.Cloud.Timeout}
-	c.router = routing.New(c.sb.ws, local)
+	c.router = routing.New(c.sb.Workspace, local)
 	c.env = map[string][]string{}
 	c.regEnv = map[string][]string{}
 	c.regGrant = map[string]entrygrant.Grant{}
 	c.ready = make(chan struct{})
-	c.exec = cloudExec{sb: c.sb, cloud: c, runs: runs}
+	c.exec = sbx.NewCloudExec(cloudTools{c}, runs)
 	if !c.client.Enabled() {
 		c.readyOnce.Do(func() { close(c.ready) })
 		return
 	}
 	// Listed at once from the cache, refreshed by StartCloud.
-	if tools, err := readCloudTools(c.sb.ws, filepath.Join(c.sb.ws, cloudToolsFile)); err == nil {
+	if tools, err := readCloudTools(c.sb.Workspace, filepath.Join(c.sb.Workspace, cloudToolsFile)); err == nil {
 		c.registerCloudTools(tools)
 	} else if errors.Is(err, errCloudToolsUnvouched) {
-		c.log.Warn().Str("path", filepath.Join(c.sb.ws, cloudToolsFile)).Msg(err.Error() + "; the cloud's tools are listed once it answers")
+		c.log.Warn().Str("path", filepath.Join(c.sb.Workspace, cloudToolsFile)).Msg(err.Error() + "; the cloud's tools are listed once it answers")
 	}
 }
 
@@ -233,7 +235,7 @@ func (c *cloudSide) writeCloudTools(tools []*mcp.Tool) {
 	if err != nil {
 		return
 	}
-	sum, err := vouch.Seal(c.sb.ws, vouch.CloudTools, cloudToolsFile, list)
+	sum, err := vouch.Seal(c.sb.Workspace, vouch.CloudTools, cloudToolsFile, list)
 	if err != nil {
 		c.log.Warn().Err(err).Msg("caching the cloud's tool list: pml's vouching key cannot be had, so the list is not kept for an offline start")
 		return
@@ -242,9 +244,9 @@ func (c *cloudSide) writeCloudTools(tools []*mcp.Tool) {
 	if err != nil {
 		return
 	}
-	path := filepath.Join(c.sb.ws, cloudToolsFile)
-	if err := safefs.MkdirAll(c.sb.ws, filepath.Dir(path), 0o755); err == nil {
-		if err := safefs.WriteFile(c.sb.ws, path, append(data, '\n'), 0o644); err != nil {
+	path := filepath.Join(c.sb.Workspace, cloudToolsFile)
+	if err := safefs.MkdirAll(c.sb.Workspace, filepath.Dir(path), 0o755); err == nil {
+		if err := safefs.WriteFile(c.sb.Workspace, path, append(data, '\n'), 0o644); err != nil {
 			c.log.Warn().Err(err).Msg("caching the cloud's tool list")
 		}
 	}
@@ -270,8 +272,8 @@ func (c *cloudSide) apiKeyApproval(wf *Workflow) Approval {
 	a := c.approval(wf)
 	_, missing := byokFor(c.sb, c, wf.Tool)
 	a.Description = fmt.Sprintf("%s runs in the PML cloud with your own API key %s, which is not set. Set it (%s), then continue.",
-		wf.Tool, strings.Join(missing, ", "), whereToSet(c.sb.ws))
+		wf.Tool, strings.Join(missing, ", "), whereToSet(c.sb.Workspace))
 	a.Options = []string{"continue", "abort"}
-	a.Context = map[string]any{"variables": missing, "env_file": filepath.Join(c.sb.ws, ".env"), "pattern": wf.Pattern}
+	a.Context = map[string]any{"variables": missing, "env_file": filepath.Join(c.sb.Workspace, ".env"), "pattern": wf.Pattern}
 	return a
 }

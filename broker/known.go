@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"sort"
 
+	sbx "github.com/pml-dev/pml/broker/sandbox"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/toolbox"
 )
@@ -30,7 +31,7 @@ func Known(workspace string, cfg *config.Config) KnownTools {
 	for _, t := range toolbox.Filesystem {
 		k.Names = append(k.Names, t.Name)
 	}
-	k.Names = append(k.Names, shellTool.Name, ContinueTool, ExecuteTool)
+	k.Names = append(k.Names, sbx.ShellTool.Name, ContinueTool, ExecuteTool)
 	var servers map[string]config.Server
 	if cfg != nil {
 		servers = cfg.Servers

@@ -179,19 +179,19 @@ type engineView struct {
 }
 
 func (l *lister) viewEngine(ctx context.Context) *engineView {
-	v := &engineView{rt: l.sb.rt, running: map[string]bool{}, images: map[string]bool{}}
+	v := &engineView{rt: l.sb.Runtime, running: map[string]bool{}, images: map[string]bool{}}
 	list, err := v.rt.ListManaged(ctx)
 	if err != nil {
 		v.err = err
 		return v
 	}
 	for _, m := range list {
-		if !m.Running || m.Labels[container.LabelWorkspace] != l.sb.ws {
+		if !m.Running || m.Labels[container.LabelWorkspace] != l.sb.Workspace {
 			continue
 		}
 		// A container whose pml died is an orphan the next start
 		// removes, not a server anyone can call.
-		if o, ok := container.OwnerFromLabels(m.Labels); ok && o != l.sb.owner && liveOwner(l.sb.owner, o) {
+		if o, ok := container.OwnerFromLabels(m.Labels); ok && o != l.sb.Owner && liveOwner(l.sb.Owner, o) {
 			v.running[m.Labels[container.LabelPurpose]] = true
 		}
 	}

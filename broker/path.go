@@ -28,7 +28,7 @@ func (b *Broker) chain() (whole, belowAudit Handler) {
 	var h Handler = approve.Network{Next: executeLayerOf(b), Ask: b.ask}
 	b.ask.Execute = h
 	h = approveLayerOf(b, h)
-	h = declaredLayer{next: h, declared: b.registry.declaredBy, requires: b.registry.requiredBy, decide: b.perms.Decide, deniesServer: b.perms.DeniesServer, source: b.perms.Source}
+	h = declaredLayer{next: h, decls: b.registry, perms: b.perms}
 	h = tl.SchemaLayer{Next: h, Schema: b.srv.knownSchema}
 	h = registryLayerOf(b, h)
 	h = PermitLayer{Next: h, Rules: b.perms}
@@ -56,7 +56,7 @@ func resolveLayerOf(b *Broker, next Handler) tl.ResolveLayer {
 			return ruledAction(tool) && registryCandidate(tool) && b.registry.registryLookups()
 		},
 		Withheld: func(tool string) error {
-			return withheldByTrust(tool, b.ask.TrustState.Untrusted(), trust.Names(b.ask.Config), b.sb.ws)
+			return withheldByTrust(tool, b.ask.TrustState.Untrusted(), trust.Names(b.ask.Config), b.sb.Workspace)
 		},
 	}
 }

@@ -79,7 +79,7 @@ type registrySide struct {
 func (r *registrySide) setupRegistry() {
 	r.missing = map[string]error{}
 	r.deno = map[string]*registry.Entry{}
-	client, err := registry.New(registry.Options{Registries: r.cfg.Registries, CacheDir: registry.CacheDir(r.sb.ws)})
+	client, err := registry.New(registry.Options{Registries: r.cfg.Registries, CacheDir: registry.CacheDir(r.sb.Workspace)})
 	if err != nil {
 		r.lockErr = err
 		return
@@ -89,7 +89,7 @@ func (r *registrySide) setupRegistry() {
 	// still allowed or asked (a tool no pattern names is asked): dropping
 	// its record would make the next fetch "new" and trust a changed entry
 	// without asking.
-	lock, err := registry.LoadLockfileKeeping(registry.LockfilePath(r.sb.ws), func(ns string) bool {
+	lock, err := registry.LoadLockfileKeeping(registry.LockfilePath(r.sb.Workspace), func(ns string) bool {
 		d, _ := r.decide(ns + ":*")
 		return d != Deny
 	})
@@ -308,7 +308,7 @@ func (r *registrySide) integrityApproval(wf *Workflow) Approval {
 	// (access.go): its image, workspace access, variable names, network.
 	if cfg, err := registry.ServerConfig(ch.entry); err == nil {
 		acc := r.serverAccess(cfg)
-		acc.Limits = r.sb.limitsNote(context.Background())
+		acc.Limits = r.sb.LimitsNote(context.Background())
 		a.Description += approve.AccessSentence(acc, a.Context)
 	}
 	return a
@@ -331,9 +331,9 @@ func (r *registrySide) approveIntegrity(ctx context.Context, c *Call, wfs *Workf
 		return errorResult(err)
 	}
 	args, _ := json.Marshal(wf.Args)
-	again := call.NewCall(Request{Tool: wf.Tool, Args: args, Workflows: wfs})
+	again := call.NewCall(Request{Tool: wf.Tool, Args: args, Workflows: wfs}.Within(c.Req))
 	again.Began = c.Began
-	res := r.belowAudit.Call(call.WithRequest(ctx, again.Req), again)
+	res := r.belowAudit.Call(ctx, again)
 	if e, ok := again.Noted(); ok {
 		if e.Reason == "" {
 			e.Reason = "integrity change approved"

@@ -25,8 +25,8 @@ import (
 // env_required variables. Nothing else of the host reaches the container.
 func (s *sandbox) envFor(cfg config.Server) ([]string, error) {
 	// A .env a container changed is moved aside before it is read.
-	s.guard.Verify(".env")
-	vars := &envLookup{ws: s.ws}
+	s.Guard.Verify(".env")
+	vars := &envLookup{ws: s.Workspace}
 	var missing []string
 	for _, name := range cfg.EnvRequired {
 		if _, ok := vars.lookup(name); !ok {
@@ -91,7 +91,7 @@ func (s *sandbox) missingEnv(cfg config.Server, missing []string, dotenvErr erro
 	}
 	return fmt.Errorf("the MCP server %s needs the environment variable %s, which is not set. "+
 		"Set it in the env of the pml entry in your MCP client's configuration (e.g. .mcp.json) or in %s; no container was started",
-		cfg.Name, strings.Join(dedupe(missing), ", "), filepath.Join(s.ws, ".env"))
+		cfg.Name, strings.Join(dedupe(missing), ", "), filepath.Join(s.Workspace, ".env"))
 }
 
 // envLookup finds a variable in pml's environment, else in the

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	sbx "github.com/pml-dev/pml/broker/sandbox"
 	"github.com/pml-dev/pml/images"
 	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/deps"
@@ -37,8 +38,8 @@ func (s *serverSet) install(ctx context.Context, srv *server) error {
 	}
 	in := &deps.Installer{
 		Store:   s.deps,
-		Runtime: s.sb.rt,
-		Spec:    container.Spec{Image: srv.cfg.Image, User: s.sb.user, Policy: pol, Labels: s.sb.labels("install:" + srv.cfg.Name)},
+		Runtime: s.sb.Runtime,
+		Spec:    container.Spec{Image: srv.cfg.Image, User: s.sb.User, Policy: pol, Labels: s.sb.Labels("install:" + srv.cfg.Name)},
 		Env:     os.Getenv,
 		Network: network,
 		// An unpinned package (the seeds' npx -y @scope/server) says
@@ -116,7 +117,7 @@ func (s *serverSet) PreinstallApproved(ctx context.Context) ([]images.DepResult,
 // network.allow, nothing else; the container keeps network none. nil
 // when pml's program cannot run in the container.
 func (s *serverSet) installNetwork(ctx context.Context, srv *server) func(*container.Spec) error {
-	exe := s.sb.supervisor(ctx)
+	exe := s.sb.Supervisor(ctx)
 	if exe == "" {
 		return nil
 	}
@@ -133,7 +134,7 @@ func (s *serverSet) installNetwork(ctx context.Context, srv *server) func(*conta
 			return nil
 		}
 		id := "install:" + srv.cfg.Name
-		if err := s.sb.withEgress(spec, id, "the install of "+srv.cfg.Name, "its package registry ("+strings.Join(hosts, ", ")+") or "+networkKey(srv.cfg.Private, srv.cfg.Name), rules); err != nil {
+		if err := s.sb.Egress.Give(spec, id, "the install of "+srv.cfg.Name, "its package registry ("+strings.Join(hosts, ", ")+") or "+sbx.NetworkKey(srv.cfg.Private, srv.cfg.Name), rules); err != nil {
 			return err
 		}
 		spec.Mounts = append(spec.Mounts, container.Mount{Source: exe, Target: shim.Binary, ReadOnly: true})

@@ -35,11 +35,7 @@ func (s *serverSet) registerServerTools(srv *server, tools []*mcp.Tool) {
 	srv.mu.Lock()
 	old := srv.names
 	srv.mu.Unlock()
-	var exec executor = pooledExec{sb: s.sb, srv: srv}
-	if srv.cfg.Lifetime == "per_call" {
-		exec = perCallExec{sb: s.sb, deps: s.deps, srv: srv}
-	}
-	names := s.replaceTools(old, defs, exec)
+	names := s.replaceTools(old, defs, s.executorOf(srv))
 	srv.mu.Lock()
 	srv.names = names
 	srv.loaded = true

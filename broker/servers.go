@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 
+	sbx "github.com/pml-dev/pml/broker/sandbox"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/deps"
@@ -85,7 +86,7 @@ type serverSet struct {
 
 // setupServers creates (but does not start) the configured servers.
 func (s *serverSet) setupServers(configured map[string]config.Server) {
-	s.deps = deps.NewStore(s.sb.ws)
+	s.deps = deps.NewStore(s.sb.Workspace)
 	// A record of .pml/deps.json pml did not write here is said once:
 	// the server is installed again (internal/deps/vouched.go).
 	s.deps.Note = func(msg string) { s.log.Warn().Msg(msg) }
@@ -116,10 +117,10 @@ func (s *serverSet) addServer(cfg config.Server) *server {
 	srv := &server{cfg: cfg}
 	srv.up = upstream.New(upstream.Options{
 		Name:         cfg.Name,
-		Runtime:      s.sb.rt,
+		Runtime:      s.sb.Runtime,
 		Spec:         serverSpec(s.sb, s.deps, cfg),
-		Mounts:       func() ([]container.Mount, error) { return s.sb.extra.Server(cfg) },
-		Roots:        serverRoots(s.sb.ws, cfg),
+		Mounts:       func() ([]container.Mount, error) { return s.sb.Extra.Server(cfg) },
+		Roots:        serverRoots(s.sb.Workspace, cfg),
 		Idle:         s.idle,
 		StartTimeout: s.serverStartTimeout,
 		ToolsChanged: func(tools []*mcp.Tool) { s.registerServerTools(srv, tools) },
@@ -137,17 +138,17 @@ func serverSpec(sb *sandbox, ds *deps.Store, cfg config.Server) container.Spec {
 	spec := container.Spec{
 		Image:      cfg.Image,
 		Cmd:        cfg.Args,
-		User:       sb.user,
+		User:       sb.User,
 		Policy:     serverPolicy(sb, cfg),
-		Labels:     sb.labels("mcp:" + cfg.Name),
+		Labels:     sb.Labels("mcp:" + cfg.Name),
 		WorkingDir: "/",
 	}
 	if cfg.Command != "" {
 		spec.Entrypoint = []string{cfg.Command}
 	}
 	if cfg.Workspace != "none" {
-		spec.Mounts = append(spec.Mounts, sb.workspaceMounts(cfg.Workspace != "rw")...)
-		spec.WorkingDir = sb.ws
+		spec.Mounts = append(spec.Mounts, sb.WorkspaceMounts(cfg.Workspace != "rw")...)
+		spec.WorkingDir = sb.Workspace
 	}
 	if cfg.Install != nil {
 		spec.Mounts = append(spec.Mounts, container.Mount{Source: ds.Dir(cfg.Name), Target: deps.MountPoint, ReadOnly: true})
@@ -156,12 +157,12 @@ func serverSpec(sb *sandbox, ds *deps.Store, cfg config.Server) container.Spec {
 		// The server's own code runs from its container's start (a
 		// per-call one waits pre-started in the pool): watched from
 		// then until pml closes.
-		sb.exposeForSession(&spec, "mcp:"+cfg.Name)
+		sb.ExposeForSession(&spec, "mcp:"+cfg.Name)
 	}
 	// mcps.NAME.network: the server reaches what it allows through pml's
 	// egress proxy, and nothing else (sandbox/egress.go).
-	if err := sb.withEgress(&spec, serverEgressID(cfg.Name), "server "+cfg.Name, networkKey(cfg.Private, cfg.Name), cfg.Network.Rules); err != nil {
-		sb.log.Error().Err(err).Str("server", cfg.Name).Msg("the server runs without the network it was given")
+	if err := sb.Egress.Give(&spec, sbx.ServerEgressID(cfg.Name), "server "+cfg.Name, sbx.NetworkKey(cfg.Private, cfg.Name), cfg.Network.Rules); err != nil {
+		sb.Log.Error().Err(err).Str("server", cfg.Name).Msg("the server runs without the network it was given")
 	}
 	return spec
 }
@@ -169,7 +170,7 @@ func serverSpec(sb *sandbox, ds *deps.Store, cfg config.Server) container.Spec {
 // serverPolicy is the project's policy with the server's own
 // sandbox.runtime, when it names one.
 func serverPolicy(sb *sandbox, cfg config.Server) policies.Policy {
-	p := sb.policy()
+	p := sb.Policy()
 	if cfg.Runtime != "" {
 		p.Runtime = config.PolicyRuntime(cfg.Runtime)
 	}
@@ -203,7 +204,5 @@ func (s *serverSet) serverList() []*server {
 	}
 	return out
 }
-
-func timeDuration(d policies.Duration) time.Duration { return time.Duration(d) }
 
 func policiesDuration(d time.Duration) policies.Duration { return policies.Duration(d) }

@@ -27,7 +27,7 @@ func TestTheSourcesHoldNoBroker(t *testing.T) {
 	}
 	for _, typ := range []reflect.Type{
 		reflect.TypeFor[registrySide](), reflect.TypeFor[cloudSide](), reflect.TypeFor[capabilities](),
-		reflect.TypeFor[lister](), reflect.TypeFor[cloudExec](), reflect.TypeFor[denoExec](), reflect.TypeFor[registryLayer](),
+		reflect.TypeFor[lister](), reflect.TypeFor[registryLayer](),
 	} {
 		walk(typ.Name(), typ, map[reflect.Type]bool{})
 	}
