@@ -3,8 +3,10 @@ package broker
 import (
 	"context"
 
-	"github.com/pml-dev/pml/broker/approve"
 	tl "github.com/pml-dev/pml/broker/tools"
+
+	"github.com/pml-dev/pml/broker/approve"
+	sbx "github.com/pml-dev/pml/broker/sandbox"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/toolbox"
 )
@@ -24,9 +26,9 @@ func approverOf(b *Broker) *approve.Approver {
 	parts := approverParts{sb: b.sb, srv: b.srv, cloud: b.cloud, registry: b.registry}
 	return &approve.Approver{
 		Config:        b.cfg,
-		Workspace:     b.sb.ws,
-		Guard:         b.sb.guard,
-		Egress:        b.sb.egress,
+		Workspace:     b.sb.Workspace,
+		Guard:         b.sb.Guard,
+		Egress:        b.sb.Egress,
 		Perms:         b.perms,
 		Trust:         b.trust,
 		TrustState:    &b.trustState,
@@ -39,7 +41,7 @@ func approverOf(b *Broker) *approve.Approver {
 		Reload:        b.Reload,
 		GrantApproval: b.registry.GrantApproval,
 		RecordGrant:   b.registry.RecordGrant,
-		ShellTool:     shellTool.Name,
+		ShellTool:     sbx.ShellTool.Name,
 		ExecuteTool:   ExecuteTool,
 	}
 }
@@ -54,7 +56,7 @@ type approverParts struct {
 	registry *tl.Registry
 }
 
-func (p approverParts) LimitsNote(ctx context.Context) string { return p.sb.limitsNote(ctx) }
+func (p approverParts) LimitsNote(ctx context.Context) string { return p.sb.LimitsNote(ctx) }
 func (p approverParts) OwnVariable(name string) bool          { return ownVariable(name) }
 
 func (p approverParts) ServerOf(tool string) (config.Server, bool) {
@@ -78,7 +80,9 @@ func (p approverParts) MissingKeys(ctx context.Context, tool string) []string {
 func (p approverParts) Enabled() bool { return p.cloud.Client.Enabled() }
 
 func (p approverParts) Local(ctx context.Context, tool string, args map[string]any) Result {
-	return p.cloud.Exec().Run(ctx, toolbox.Tool{Name: tool}, args)
+	// No call's data is read on the way: local mode refuses it before
+	// anything runs.
+	return p.cloud.Exec().Run(ctx, nil, toolbox.Tool{Name: tool}, args)
 }
 
 func (p approverParts) APIKeyApproval(wf *Workflow) Approval { return p.cloud.APIKeyApproval(wf) }

@@ -52,16 +52,16 @@ func TestACallThatCannotBeAuditedDoesNotRun(t *testing.T) {
 // client with the result, whatever its form.
 func TestAnEntryLostAfterTheCallIsToldWithTheResult(t *testing.T) {
 	err := &audit.WriteError{Path: "/w/.pml/audit.jsonl", Err: errors.New("no space left on device")}
-	plain := withAuditFailure(t.Context(), Result{Text: "Wrote 1 bytes"}, err)
+	plain := withAuditFailure(nil, Result{Text: "Wrote 1 bytes"}, err)
 	if !strings.HasPrefix(plain.Text, "Wrote 1 bytes\n\n") || !strings.Contains(plain.Text, "audit entry could not be written") || !strings.Contains(plain.Text, "/w/.pml/audit.jsonl") {
 		t.Errorf("plain: %q", plain.Text)
 	}
 	up := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "server says"}}}
-	got := withAuditFailure(t.Context(), Result{Upstream: up}, err)
+	got := withAuditFailure(nil, Result{Upstream: up}, err)
 	if len(up.Content) != 1 || len(got.Upstream.Content) != 2 {
 		t.Fatalf("upstream: %d blocks, the server's result %d", len(got.Upstream.Content), len(up.Content))
 	}
-	raw := withAuditFailure(t.Context(), Result{Raw: []byte(`{"content":[{"type":"text","text":"forwarded"}]}`)}, err)
+	raw := withAuditFailure(nil, Result{Raw: []byte(`{"content":[{"type":"text","text":"forwarded"}]}`)}, err)
 	if raw.Upstream == nil || len(raw.Upstream.Content) != 2 {
 		t.Errorf("raw: %+v", raw.Upstream)
 	}

@@ -10,13 +10,14 @@ import (
 	"sync"
 	"time"
 
+	tl "github.com/pml-dev/pml/broker/tools"
+
 	"github.com/rs/zerolog"
 
 	"github.com/pml-dev/pml/broker/approve"
 	"github.com/pml-dev/pml/broker/call"
 	"github.com/pml-dev/pml/broker/permit"
 	sbx "github.com/pml-dev/pml/broker/sandbox"
-	tl "github.com/pml-dev/pml/broker/tools"
 	"github.com/pml-dev/pml/images"
 	"github.com/pml-dev/pml/internal/audit"
 	"github.com/pml-dev/pml/internal/config"
@@ -142,30 +143,28 @@ func New(o Options) (*Broker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", o.Config.Path, err)
 	}
-	sb := newSandbox(o, pol, owner)
-	sb.grants = tl.NewGrants(o.Trust, o.Workspace, o.Logger)
 	b := &Broker{
 		cfg:      o.Config,
-		sb:       sb,
 		perms:    permit.NewLivePermissions(PermissionsFrom(o.Config), permit.DenySource(o.Config)),
 		log:      o.Logger,
 		progress: progressLogger(o),
 		audit:    audit.New(filepath.Join(o.Workspace, ".pml", "audit.jsonl")),
 	}
+	sb := newSandbox(o, pol, owner, b.audit)
+	sb.grants = tl.NewGrants(o.Trust, o.Workspace, o.Logger)
+	b.sb = sb
 	b.trust = o.Trust
 	b.wsExplicit = o.WorkspaceExplicit
 	b.trustState.Set(b.trust, b.log, o.Config, tst)
-	sb.egress = newEgressSet(b.audit, o.Logger, sb.user)
-	sb.egress.Shell.Store(&o.Config.Sandbox.Network.Rules)
 	b.base, b.cancelBase = context.WithCancel(context.Background())
 	b.runs = codeRunsOf(b, sb)
-	b.toolbox = &images.Toolbox{Runtime: o.Runtime, Program: sb.inside}
+	b.toolbox = &images.Toolbox{Runtime: o.Runtime, Program: sb.Program}
 	// The sources (broker/tools) meet the sandbox and the executors at
 	// tools.Sandbox and tools.Executors (sources.go); the approver is
 	// built from them, and given to them once it is.
 	part := sandboxPart{sb}
 	ex := &executors{sb: sb}
-	router := tl.NewRouter(sb.ws, o.Config.Servers)
+	router := tl.NewRouter(sb.Workspace, o.Config.Servers)
 	b.srv = tl.NewServers(tl.ServersOptions{
 		Sandbox: part, Log: b.log, Progress: b.progress,
 		Idle:               o.Config.Sandbox.IdleTimeout,
@@ -175,15 +174,15 @@ func New(o Options) (*Broker, error) {
 		Router: router, Executors: ex, Grants: sb.grants, Permissions: b.perms,
 	}, b.cfg.Servers)
 	ex.deps = b.srv.Deps
-	fs := toolboxExec{sb: sb, image: b.toolbox}
+	fs := sbx.NewToolboxExec(sb.Sandbox, b.toolbox)
 	for _, t := range toolbox.Filesystem {
 		b.srv.Table.Add(t, fs)
 	}
-	b.srv.Table.Add(shellTool, shellExec{sb: sb, image: o.Config.Sandbox.ShellImage})
+	b.srv.Table.Add(sbx.ShellTool, sbx.NewShellExec(sb.Sandbox, o.Config.Sandbox.ShellImage))
 	b.cloud = tl.NewCloud(tl.CloudOptions{Sandbox: part, Config: o.Config, Log: b.log, HTTPClient: o.HTTPClient, Router: router, Servers: b.srv, Executors: ex})
-	ex.cloud = cloudExec{sb: sb, cloud: b.cloud, runs: b.runs, perms: b.perms}
+	ex.cloud = sbx.NewCloudExec(cloudTools{c: b.cloud, sb: sb, perms: b.perms}, b.runs)
 	b.registry = tl.NewRegistry(tl.RegistryOptions{Sandbox: part, Config: o.Config, Log: b.log, Cloud: b.cloud, Servers: b.srv, Permissions: b.perms, Grants: sb.grants})
-	ex.deno = denoExec{registry: b.registry, runs: b.runs}
+	ex.deno = sbx.NewDenoExec(b.registry, b.runs)
 	b.caps = tl.NewCapabilities(tl.CapabilitiesOptions{Sandbox: part, Log: b.log, Registry: b.registry, Cloud: b.cloud, Servers: b.srv, Executors: ex, Grants: sb.grants})
 	b.lister = tl.NewLister(part, o.Config, b.toolbox, b.srv, b.registry)
 	b.ask = approverOf(b)
@@ -210,7 +209,7 @@ func (b *Broker) Close(timeout time.Duration) {
 	go func() {
 		// Closing the pool first stops refills while the cancelled calls
 		// wind down; it returns once their containers are removed too.
-		_ = b.sb.pool.Close(ctx)
+		_ = b.sb.Pool.Close(ctx)
 		b.inflight.Wait()
 		b.srv.Close()
 		// The creates and removals stopped calls no longer wait for (a
@@ -242,10 +241,10 @@ func (b *Broker) Close(timeout time.Duration) {
 	// Every container is gone: the last look at pml's own files. When
 	// some may remain, their exposures stay journaled for the next start.
 	if swept {
-		b.sb.releaseSession()
+		b.sb.ReleaseSession()
 	}
-	b.sb.guard.Close()
-	b.sb.egress.Close()
+	b.sb.Guard.Close()
+	b.sb.Egress.Close()
 	// After the proxies: their Close writes their last audit entries.
 	_ = b.audit.Close()
 }
@@ -253,10 +252,10 @@ func (b *Broker) Close(timeout time.Duration) {
 // sweep removes every container of this pml still there (Close); it
 // reports whether it could.
 func (b *Broker) sweep(ctx context.Context) bool {
-	if b.sb.rt == nil || b.sb.limited != nil && !b.sb.limited.Used() {
+	if b.sb.Runtime == nil || b.sb.Limited != nil && !b.sb.Limited.Used() {
 		return true
 	}
-	n, err := container.RemoveOwn(ctx, b.sb.rt, b.sb.owner)
+	n, err := container.RemoveOwn(ctx, b.sb.Runtime, b.sb.Owner)
 	if err != nil {
 		b.log.Warn().Err(err).Msg("final sweep of this pml's containers; the next pml start removes what is left")
 		return false
@@ -268,13 +267,13 @@ func (b *Broker) sweep(ctx context.Context) bool {
 }
 
 // Workspace returns the workspace directory.
-func (b *Broker) Workspace() string { return b.sb.ws }
+func (b *Broker) Workspace() string { return b.sb.Workspace }
 
 // User returns the uid:gid containers run as.
-func (b *Broker) User() string { return b.sb.user }
+func (b *Broker) User() string { return b.sb.User }
 
 // Policy returns the effective container policy.
-func (b *Broker) Policy() policies.Policy { return b.sb.policy() }
+func (b *Broker) Policy() policies.Policy { return b.sb.Policy() }
 
 // Call runs one tool call through the request path (see the package
 // doc). It never returns a Go error: every failure is a Result with
@@ -290,7 +289,6 @@ func (b *Broker) Call(ctx context.Context, req Request) Result {
 	}
 	req.Ask = tracedAsk(req.Ask)
 	ctx, end := callSpan(ctx, req.Tool)
-	ctx = call.WithRequest(ctx, req)
 	res := b.path.Call(ctx, call.NewCall(req))
 	end(res)
 	return res

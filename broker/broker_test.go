@@ -412,7 +412,7 @@ func TestConcurrentAlwaysForTwentyTools(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		def := toolbox.Filesystem[0]
 		def.Name = fmt.Sprintf("test:tool_%02d", i)
-		f.b.srv.Table.Add(def, executorFunc(func(context.Context, toolbox.Tool, map[string]any) Result { return Result{Text: "ran"} }))
+		f.b.srv.Table.Add(def, executorFunc(func(context.Context, *Call, toolbox.Tool, map[string]any) Result { return Result{Text: "ran"} }))
 		names = append(names, def.Name)
 	}
 	ids := make([]string, len(names))

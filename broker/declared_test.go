@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	sbx "github.com/pml-dev/pml/broker/sandbox"
 	"github.com/pml-dev/pml/internal/audit"
 	"github.com/pml-dev/pml/internal/registry"
 	"github.com/pml-dev/pml/internal/toolbox"
@@ -21,7 +22,7 @@ func withCapability(t *testing.T, f *fixture, code string, declared ...string) {
 	t.Helper()
 	f.b.registry.SetDenoForTest("cap", &registry.Entry{FQDN: "acme.tools.cap.main.abcd", Type: registry.TypeDeno, Code: code,
 		Meta: &registry.Metadata{Type: registry.TypeDeno, ToolsUsed: declared}})
-	f.b.srv.ReplaceTools(nil, []toolbox.Tool{{Name: "cap:main", InputSchema: json.RawMessage(`{"type":"object"}`)}}, denoExec{registry: f.b.registry, runs: f.b.runs})
+	f.b.srv.ReplaceTools(nil, []toolbox.Tool{{Name: "cap:main", InputSchema: json.RawMessage(`{"type":"object"}`)}}, sbx.NewDenoExec(f.b.registry, f.b.runs))
 }
 
 // capCode writes to w.txt and runs a shell command: two calls that the

@@ -28,21 +28,23 @@
 // in layering_test.go fails on an import that runs up):
 //
 //	mcpserve  stdio, Streamable HTTP, the fast path, roots, wire names (above broker)
-//	broker    New, Call, Close, Reload; the sandbox (sandbox.go) and executors
-//	tools     the sources, each a struct that never holds the *Broker: Servers
-//	          (b.srv: servers and the tool table), Registry, Cloud, Capabilities,
-//	          Lister; the tool list; the resolve, registry and schema layers
+//	broker    New, Call, Close, Reload; sources.go adapts the sandbox to what the
+//	          sources ask of it (tools.Sandbox, tools.Executors) and the sources
+//	          to what the executors ask of them
+//	tools     the sources, structs that never hold the *Broker: Servers (b.srv:
+//	          servers and the tool table), Registry, Cloud, Capabilities, Lister;
+//	          the tool list; the resolve, registry and schema layers
 //	coderun   Deno runs (pml:execute, deno capabilities) and their inner calls
 //	approve   asking a person: the approve layer, network approval, dialog, answers, texts
 //	permit    rules, the live set, the permit layer, trust state
-//	sandbox   egress proxies, image pulls, the owner label (the leaves of the sandbox)
+//	sandbox   the sandbox (Sandbox) and the executors; egress proxies, image pulls,
+//	          the owner label
 //	call      Request, Call, Result, Handler, Decision, the error kinds
 //	workflow  a session's pending approvals
 //
 // broker keeps the names of call, workflow, permit and tools as aliases
-// for its facade. What is still a file of broker and not yet its package
-// (the sandbox struct and the executors) and why:
-// SPLIT-NOTES.md.
+// for its facade (sources_facade.go, servers_facade.go); SPLIT-NOTES.md
+// tells how the split went.
 //
 // # Where an approval is opened
 //
@@ -76,8 +78,8 @@
 //
 // # Where a pooled container is reused
 //
-// Only a stdio server's container serves more than one call: pooledExec
-// (server_call.go) calls upstream.Server (internal/upstream), whose
+// Only a stdio server's container serves more than one call: PooledExec
+// (sandbox/server.go) calls upstream.Server (internal/upstream), whose
 // acquire reuses the server's started container and starts it on first
 // use. container.Prestarted (the sandbox's pre-started containers, for
 // the toolbox, shell and Deno) reuses nothing: each container serves one
@@ -110,12 +112,19 @@
 // # Executors
 //
 // The execute layer hands the call to its tool source's executor (the
-// tool table, tools.Table, maps each name to a tools.Executor):
-// toolboxExec (toolbox.go, filesystem tools), shellExec (shell.go),
-// pooledExec (server_call.go, stdio servers), perCallExec (percall.go),
-// cloudExec (cloud_exec.go) and denoExec (deno.go, which starts a
-// coderun run). Each holds only what it needs; the container ones share a
-// *sandbox (sandbox.go), never the Broker.
+// tool table, tools.Table, maps each name to a tools.Executor, whose Run
+// gets the call itself: what travels with it, the relay, the progress
+// token, the fast path's forward, a capability's checked declaration, is
+// on the call.Call, never in its context). The executors are package
+// sandbox's: ToolboxExec (sandbox/toolbox.go, filesystem tools),
+// ShellExec (sandbox/shell.go), PooledExec (sandbox/server.go, stdio
+// servers), PerCallExec (sandbox/percall.go), CloudExec (sandbox/cloud.go)
+// and DenoExec (sandbox/deno.go, which starts a coderun run). Each holds
+// only what it needs: the container ones share a *sandbox.Sandbox
+// (sandbox/sandbox.go), never the Broker, and what they need of the
+// sources they reach through sandbox's small interfaces, which
+// executors.go implements (a server, the cloud side, the deno
+// capabilities' code).
 //
 // The broker knows nothing of Docker: it speaks to a container.Runtime.
 // docs/architecture.md draws the path and names every file.

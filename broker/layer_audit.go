@@ -74,11 +74,11 @@ func (l auditLayer) Call(ctx context.Context, c *Call) Result {
 		e = audit.Entry{Tool: c.Tool, Decision: audit.Failed, Reason: unnotedReason(res), ArgKeys: audit.Keys(c.Args)}
 	}
 	// A call a capability's code made without declaring it (layer_declared.go).
-	if run := call.RunOf(ctx); run != nil && !run.Declares(c.Tool) {
+	if run := c.Req.Run; run != nil && !run.Declares(c.Tool) {
 		e.NotDeclaredBy = run.Capability
 	}
 	if err := l.record(t, e, c.Began); err != nil {
-		res = withAuditFailure(ctx, res, err)
+		res = withAuditFailure(c.Req.Forward, res, err)
 	}
 	return res
 }
@@ -111,9 +111,9 @@ func (e *auditRefused) Is(target error) bool {
 // withAuditFailure tells the client that its call ran but its entry is
 // not in the audit log. A result the fast path already sent (mcpserve/fastpath.go)
 // cannot take the note: the failure is in pml's log only.
-func withAuditFailure(ctx context.Context, res Result, err error) Result {
+func withAuditFailure(fwd *ForwardCall, res Result, err error) Result {
 	note := "pml: this call ran, but its audit entry could not be written: " + err.Error()
-	if fwd := forwardOf(ctx); fwd != nil && fwd.answered {
+	if fwd.Answered() {
 		return res
 	}
 	if res.Raw != nil && res.Upstream == nil {

@@ -127,9 +127,9 @@ func TestEveryOutcomeLeavesExactlyOneAuditEntry(t *testing.T) {
 			return func() Result { return f.call(t, ContinueTool, cont(id, true, false)) }
 		}, decision: audit.Rejected, reason: "relayed answer refused"},
 		{name: "timeout", rt: &inProcess{hang: true}, call: func(f *fixture) func() Result {
-			p := f.b.sb.policy()
+			p := f.b.sb.Policy()
 			p.Timeout = policies.Duration(time.Millisecond)
-			f.b.sb.setPolicy(p)
+			f.b.sb.SetPolicy(p)
 			return now(func() Result { return f.call(t, "filesystem:read_file", map[string]any{"path": "a.txt"}) })
 		}, decision: audit.Allowed, status: "error"},
 		{name: "unavailable", rt: &inProcess{fail: container.ErrUnavailable}, call: func(f *fixture) func() Result {

@@ -12,7 +12,7 @@ import (
 // entry's tools_used and client_tools) against the permissions before
 // its run starts (seed 000 story 14.3 AC4-6): one denied and the run is
 // refused here, before any container, with the one audit entry of the
-// call; those asked go with the call (call.WithUpFront) to the approve
+// call; those asked go with the call (Call.UpFront) to the approve
 // step, which puts them to the person in the capability's one approval.
 // A tool that declares nothing goes on as it came.
 //
@@ -24,40 +24,49 @@ import (
 // other tools may be all the capability uses, and each call is decided
 // on its own as always.
 type declaredLayer struct {
-	next Handler
-	// declared is what tool's capability declares, nil for a tool of no
-	// capability or one that declares nothing (tools.Registry.DeclaredBy).
-	declared func(tool string) []string
-	// requires are the servers tool's capability requires (its mcp_deps:
-	// tools.Registry.RequiredBy), nil for any other tool.
-	requires func(tool string) []string
-	// decide, deniesServer and source are the permissions'
-	// (permit.LivePermissions).
-	decide       func(tool string) (Decision, string)
-	deniesServer func(ns string) string
-	source       func() string
+	next  Handler
+	decls declarations
+	perms declaredPermissions
+}
+
+// declarations are what the deno capabilities declare (tools.Registry).
+type declarations interface {
+	// DeclaredBy is what tool's capability declares, nil for a tool of no
+	// capability or one that declares nothing.
+	DeclaredBy(tool string) []string
+	// RequiredBy are the servers tool's capability requires (its
+	// mcp_deps), nil for any other tool.
+	RequiredBy(tool string) []string
+}
+
+// declaredPermissions are the permissions the declared step decides
+// with (permit.LivePermissions).
+type declaredPermissions interface {
+	Decide(tool string) (Decision, string)
+	DeniesServer(ns string) string
+	Source() string
 }
 
 func (l declaredLayer) Call(ctx context.Context, c *Call) Result {
-	servers := l.requires(c.Tool)
+	servers := l.decls.RequiredBy(c.Tool)
 	for _, ns := range servers {
-		if pat := l.deniesServer(ns); pat != "" {
-			src := l.source()
+		if pat := l.perms.DeniesServer(ns); pat != "" {
+			src := l.perms.Source()
 			c.Note(audit.Entry{Tool: c.Tool, Decision: audit.Denied, Pattern: pat, ArgKeys: audit.Keys(c.Args),
 				Reason: fmt.Sprintf("requires the MCP server %s (mcp_deps), every tool of which the deny pattern %q from %s denies", ns, pat, src)})
 			return errorResult(fmt.Errorf("%w: %s was not run: its capability requires the MCP server %s (mcp_deps), and the deny pattern %q in %s denies every tool of %s; nothing ran. "+
 				"Remove the pattern from permissions.deny there (or deny only the tools of %s it must not call) to run it", ErrDenied, c.Tool, ns, pat, src, ns, ns))
 		}
 	}
-	tools := l.declared(c.Tool)
+	tools := l.decls.DeclaredBy(c.Tool)
 	if len(tools) == 0 {
 		return l.next.Call(ctx, c)
 	}
 	d := &call.Declared{Capability: c.Tool, Tools: tools, Servers: servers}
 	for _, t := range tools {
-		switch dec, pat := l.decide(t); dec {
+		switch dec, pat := l.perms.Decide(t); dec {
 		case Deny:
-			src := l.source()
+			src := l.perms.Source()
 			c.Note(audit.Entry{Tool: c.Tool, Decision: audit.Denied, Pattern: pat, ArgKeys: audit.Keys(c.Args),
 				Reason: fmt.Sprintf("declares %s, which matches the deny pattern %q from %s", t, pat, src)})
 			return errorResult(fmt.Errorf("%w: %s was not run: its capability declares it calls %s (tools_used), which matches the deny pattern %q in %s; nothing ran. "+
@@ -66,5 +75,6 @@ func (l declaredLayer) Call(ctx context.Context, c *Call) Result {
 			d.Asked = append(d.Asked, t)
 		}
 	}
-	return l.next.Call(call.WithUpFront(ctx, d), c)
+	c.UpFront = d
+	return l.next.Call(ctx, c)
 }

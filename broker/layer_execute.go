@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	sbx "github.com/pml-dev/pml/broker/sandbox"
 	"github.com/pml-dev/pml/internal/audit"
 	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/telemetry"
@@ -52,7 +53,7 @@ func (b *Broker) runTool(ctx context.Context, c *Call, name string, args map[str
 	}
 	// else: a cloud tool not (yet) in the cloud's list is forwarded anyway,
 	// and the cloud answers whether it knows it.
-	if _, pooled := entry.Exec.(pooledExec); c.RawArgs && !pooled {
+	if _, pooled := entry.Exec.(sbx.PooledExec); c.RawArgs && !pooled {
 		// Kept raw for a pooled server that is no longer one (a reload):
 		// this executor reads them.
 		c.DecodeArgs()
@@ -60,7 +61,7 @@ func (b *Broker) runTool(ctx context.Context, c *Call, name string, args map[str
 	}
 	testPanic(name, args)
 	ectx, span := spanStep(ctx, "execute")
-	res := entry.Exec.Run(ectx, entry.Def, args)
+	res := entry.Exec.Run(ectx, c, entry.Def, args)
 	if res.IsError {
 		telemetry.Fail(span, "tool_error", "the tool's result is an error")
 	}
@@ -77,9 +78,9 @@ func (b *Broker) runTool(ctx context.Context, c *Call, name string, args map[str
 		// Asked of the engine only after a call that ran: one stopped by
 		// its deadline (an engine that does not answer) must not wait for
 		// it past that deadline; the start-up's question learns it.
-		e.Limits = b.sb.knownLimitsNote()
+		e.Limits = b.sb.KnownLimitsNote()
 		if !res.IsError {
-			e.Limits = b.sb.limitsNote(ctx)
+			e.Limits = b.sb.LimitsNote(ctx)
 		}
 	}
 	if r := res.Refusal; r != nil {

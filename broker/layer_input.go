@@ -23,7 +23,7 @@ type inputLayer struct {
 }
 
 func (l inputLayer) Call(ctx context.Context, c *Call) Result {
-	if fwd := forwardOf(ctx); fwd.on() {
+	if fwd := c.Req.Forward; fwd.On() {
 		// The fast path: the arguments go to the server as they came;
 		// the layers need only their names (the audit's arg_keys).
 		if args, ok := topLevel(c.Req.Args); ok {
@@ -34,7 +34,7 @@ func (l inputLayer) Call(ctx context.Context, c *Call) Result {
 		}
 		// An answer to an approval, or arguments pml must look at: the
 		// whole call takes the usual path.
-		fwd.args = nil
+		fwd.Off()
 	}
 	c.Args = map[string]any{}
 	if raw := c.Req.Args; len(raw) > 0 && string(raw) != "null" {

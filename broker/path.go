@@ -28,7 +28,7 @@ func (b *Broker) chain() (whole, belowAudit Handler) {
 	var h Handler = approve.Network{Next: executeLayerOf(b), Ask: b.ask}
 	b.ask.Execute = h
 	h = approveLayerOf(b, h)
-	h = declaredLayer{next: h, declared: b.registry.DeclaredBy, requires: b.registry.RequiredBy, decide: b.perms.Decide, deniesServer: b.perms.DeniesServer, source: b.perms.Source}
+	h = declaredLayer{next: h, decls: b.registry, perms: b.perms}
 	h = tl.SchemaLayer{Next: h, Schemas: b.srv}
 	h = registryLayerOf(b, h)
 	h = PermitLayer{Next: h, Rules: b.perms}
@@ -41,7 +41,7 @@ func (b *Broker) chain() (whole, belowAudit Handler) {
 // the *Broker): these build them.
 
 func resolveLayerOf(b *Broker, next Handler) tl.ResolveLayer {
-	return tl.ResolveLayer{Next: next, Names: toolNames{srv: b.srv, cloud: b.cloud, registry: b.registry, ask: b.ask, ws: b.sb.ws}}
+	return tl.ResolveLayer{Next: next, Names: toolNames{srv: b.srv, cloud: b.cloud, registry: b.registry, ask: b.ask, ws: b.sb.Workspace}}
 }
 
 // toolNames say where a tool name comes from (tools.Names): the sources,

@@ -14,6 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	sbx "github.com/pml-dev/pml/broker/sandbox"
 	"github.com/pml-dev/pml/internal/entrygrant"
 	"github.com/pml-dev/pml/internal/registry/serve"
 	"github.com/pml-dev/pml/internal/toolbox"
@@ -135,7 +136,7 @@ func TestACloudEntrySendsNoVariableItWasNotGranted(t *testing.T) {
 		t.Fatal("the wider entry's call reached the cloud before the grant")
 	}
 	// The executor refuses on its own what was not granted.
-	if r := (cloudExec{sb: f.b.sb, cloud: f.b.cloud, runs: f.b.runs}).Run(context.Background(), toolbox.Tool{Name: "exf:read_x"}, nil); !r.IsError || !strings.Contains(r.Text, "nothing was sent") {
+	if r := sbx.NewCloudExec(cloudTools{c: f.b.cloud, sb: f.b.sb, perms: f.b.perms}, f.b.runs).Run(context.Background(), nil, toolbox.Tool{Name: "exf:read_x"}, nil); !r.IsError || !strings.Contains(r.Text, "nothing was sent") {
 		t.Fatalf("cloudExec ran an ungranted entry: %+v", r)
 	}
 	if len(hc.calls()) != before {

@@ -33,7 +33,7 @@ const (
 // top of the file.
 func (b *Broker) WatchConfig(ctx context.Context, env func(string) string) error {
 	go panics.Guarded(b.log, "capabilities", "watching the added capabilities", func() { b.caps.WatchAdded(ctx) })
-	return config.Watch(ctx, b.sb.ws, config.DefaultDebounce, func() { b.Reload(env) }, func(err error) {
+	return config.Watch(ctx, b.sb.Workspace, config.DefaultDebounce, func() { b.Reload(env) }, func(err error) {
 		b.log.Warn().Err(err).Msg("watching .pml.json; edits may not apply until pml restarts")
 	})
 }
@@ -50,9 +50,9 @@ func (b *Broker) Reload(env func(string) string) {
 	// Read before the file: if pml saves an "always" meanwhile, this read
 	// may predate it and is dropped (the save's own event reloads again).
 	gen := b.perms.Generation()
-	b.sb.guard.Verify(config.FileName)
-	b.sb.guard.Verify(config.LocalFileName)
-	cfg, err := config.Load(b.sb.ws, env)
+	b.sb.Guard.Verify(config.FileName)
+	b.sb.Guard.Verify(config.LocalFileName)
+	cfg, err := config.Load(b.sb.Workspace, env)
 	if err != nil {
 		ev := b.log.Error().Err(err).Str("file", b.cfg.Path)
 		var ce *config.Error
@@ -96,10 +96,10 @@ func (b *Broker) Reload(env func(string) string) {
 	}
 	// The container policy (sandbox.memory, cpus, pids, timeout) applies
 	// to the next container; the rest of sandbox is read once.
-	b.sb.setPolicy(pol)
-	b.sb.extra.Replace(cfg.Sandbox.Mounts)
-	b.sb.extra.Servers(cfg.Servers)
-	b.sb.egress.Shell.Store(&cfg.Sandbox.Network.Rules)
+	b.sb.SetPolicy(pol)
+	b.sb.Extra.Replace(cfg.Sandbox.Mounts)
+	b.sb.Extra.Servers(cfg.Servers)
+	b.sb.Egress.Shell.Store(&cfg.Sandbox.Network.Rules)
 	if restart := restartOnly(last.Sandbox, cfg.Sandbox); len(restart) > 0 {
 		b.log.Warn().Str("file", cfg.Path).Strs("keys", restart).Msg("these sandbox settings changed in .pml.json and apply when pml restarts")
 	}

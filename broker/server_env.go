@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"github.com/pml-dev/pml/internal/egress/inside"
+
 	"bufio"
 	"bytes"
 	"errors"
@@ -13,7 +15,6 @@ import (
 	"strings"
 
 	"github.com/pml-dev/pml/internal/config"
-	"github.com/pml-dev/pml/internal/egress/inside"
 	"github.com/pml-dev/pml/internal/lazyre"
 	"github.com/pml-dev/pml/internal/safefs"
 )
@@ -24,8 +25,8 @@ import (
 // env_required variables. Nothing else of the host reaches the container.
 func (s *sandbox) envFor(cfg config.Server) ([]string, error) {
 	// A .env a container changed is moved aside before it is read.
-	s.guard.Verify(".env")
-	vars := &envLookup{ws: s.ws}
+	s.Guard.Verify(".env")
+	vars := &envLookup{ws: s.Workspace}
 	var missing []string
 	for _, name := range cfg.EnvRequired {
 		if _, ok := vars.lookup(name); !ok {
@@ -90,7 +91,7 @@ func (s *sandbox) missingEnv(cfg config.Server, missing []string, dotenvErr erro
 	}
 	return fmt.Errorf("the MCP server %s needs the environment variable %s, which is not set. "+
 		"Set it in the env of the pml entry in your MCP client's configuration (e.g. .mcp.json) or in %s; no container was started",
-		cfg.Name, strings.Join(uniqueSorted(missing), ", "), filepath.Join(s.ws, ".env"))
+		cfg.Name, strings.Join(uniqueSorted(missing), ", "), filepath.Join(s.Workspace, ".env"))
 }
 
 // envLookup finds a variable in pml's environment, else in the

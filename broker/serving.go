@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	sbx "github.com/pml-dev/pml/broker/sandbox"
 )
 
 // Serving is the Broker as the MCP surface (package mcpserve, above this
@@ -92,7 +94,7 @@ func (s Serving) Forwardable(name string) bool {
 	if !ok {
 		return false
 	}
-	if _, pooled := entry.Exec.(pooledExec); !pooled {
+	if _, pooled := entry.Exec.(sbx.PooledExec); !pooled {
 		return false
 	}
 	srv := s.b.srv.ServerOf(name)

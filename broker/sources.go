@@ -1,42 +1,56 @@
 package broker
 
+//lint:file-ignore SA1019 roots, sampling and logging are deprecated from MCP 2026-07-28 (SEP-2577), but the clients and servers pml serves today speak the revisions before it, where they are the protocol
+
 import (
 	"context"
-	"time"
+	"fmt"
+	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	sbx "github.com/pml-dev/pml/broker/sandbox"
 	tl "github.com/pml-dev/pml/broker/tools"
+	"github.com/pml-dev/pml/internal/cloud"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/deps"
 	"github.com/pml-dev/pml/internal/netallow"
+	"github.com/pml-dev/pml/internal/upstream"
 	"github.com/pml-dev/pml/policies"
 )
 
-// What the sources (broker/tools) need of the sandbox and the executors,
-// until those are a package of their own: tools.Sandbox and
-// tools.Executors, given by these adapters.
+// The sources (broker/tools) and the executors (broker/sandbox) meet
+// here: tools.Sandbox and tools.Executors over the sandbox, and the
+// executors' sandbox.Server and sandbox.CloudTools over the sources.
 
 // sandboxPart is the sandbox as the sources see it (tools.Sandbox).
 type sandboxPart struct{ sb *sandbox }
 
-func (p sandboxPart) Workspace() string                       { return p.sb.ws }
-func (p sandboxPart) Runtime() container.Runtime              { return p.sb.rt }
-func (p sandboxPart) User() string                            { return p.sb.user }
-func (p sandboxPart) Owner() container.Owner                  { return p.sb.owner }
-func (p sandboxPart) Labels(purpose string) map[string]string { return p.sb.labels(purpose) }
+func (p sandboxPart) Workspace() string                       { return p.sb.Workspace }
+func (p sandboxPart) Runtime() container.Runtime              { return p.sb.Sandbox.Runtime }
+func (p sandboxPart) User() string                            { return p.sb.User }
+func (p sandboxPart) Owner() container.Owner                  { return p.sb.Owner }
+func (p sandboxPart) Labels(purpose string) map[string]string { return p.sb.Labels(purpose) }
 func (p sandboxPart) ServerSpec(ds *deps.Store, cfg config.Server) container.Spec {
 	return serverSpec(p.sb, ds, cfg)
 }
 func (p sandboxPart) ServerPolicy(cfg config.Server) policies.Policy { return serverPolicy(p.sb, cfg) }
 func (p sandboxPart) ServerMounts(cfg config.Server) ([]container.Mount, error) {
-	return p.sb.extra.Server(cfg)
+	return p.sb.Extra.Server(cfg)
 }
 func (p sandboxPart) ServerEnv(cfg config.Server) ([]string, error) { return p.sb.envFor(cfg) }
-func (p sandboxPart) Supervisor(ctx context.Context) string         { return p.sb.supervisor(ctx) }
+func (p sandboxPart) Supervisor(ctx context.Context) string         { return p.sb.Supervisor(ctx) }
 func (p sandboxPart) WithEgress(spec *container.Spec, id, who, key string, rules netallow.Rules) error {
-	return p.sb.withEgress(spec, id, who, key, rules)
+	return p.sb.Egress.Give(spec, id, who, key, rules)
 }
-func (p sandboxPart) LimitsNote(ctx context.Context) string { return p.sb.limitsNote(ctx) }
+func (p sandboxPart) LimitsNote(ctx context.Context) string { return p.sb.LimitsNote(ctx) }
+
+// HostValues: the values of the variables a cloud tool is sent with
+// (byokValues).
+func (p sandboxPart) HostValues(tool string, names []string) (map[string]string, []string) {
+	return byokValues(p.sb, tool, names)
+}
 
 // executors makes the sources' executors (tools.Executors); cloud and
 // deno are set in New once the cloud and the registry they read exist.
@@ -46,14 +60,60 @@ type executors struct {
 	cloud, deno executor
 }
 
+// Server is the executor of srv's tools: its pooled container, or one
+// per call ("lifetime": "per_call").
 func (e *executors) Server(srv *tl.Server) tl.Executor {
+	es := execServer{sb: e.sb, deps: e.deps, srv: srv}
 	if srv.Cfg.Lifetime == "per_call" {
-		return perCallExec{sb: e.sb, deps: e.deps, srv: srv}
+		return sbx.NewPerCallExec(e.sb.Sandbox, es)
 	}
-	return pooledExec{sb: e.sb, srv: srv}
+	return sbx.NewPooledExec(e.sb.Sandbox, es)
 }
 func (e *executors) Deno() tl.Executor  { return e.deno }
 func (e *executors) Cloud() tl.Executor { return e.cloud }
+
+// execServer is a configured server as its executor reaches it
+// (sandbox.Server).
+type execServer struct {
+	sb   *sandbox
+	deps *deps.Store
+	srv  *tl.Server
+}
+
+func (e execServer) Name() string              { return e.srv.Cfg.Name }
+func (e execServer) Session() *upstream.Server { return e.srv.Up }
+func (e execServer) Prepare() error            { return e.srv.Prepare(e.sb.grants, e.sb.envFor) }
+func (e execServer) Env() ([]string, error)    { return e.sb.envFor(e.srv.Cfg) }
+func (e execServer) Container() (container.Spec, []*mcp.Root) {
+	return serverSpec(e.sb, e.deps, e.srv.Cfg), tl.ServerRoots(e.sb.Workspace, e.srv.Cfg)
+}
+
+// cloudTools is the cloud side as its executor reaches it
+// (sandbox.CloudTools).
+type cloudTools struct {
+	c     *tl.Cloud
+	sb    *sandbox
+	perms *LivePermissions
+}
+
+func (t cloudTools) Client() *cloud.Client { return t.c.Client }
+
+func (t cloudTools) Keys(tool string) (map[string]string, error) {
+	if g, ok := t.c.RegGrantOf(tool); ok && !t.sb.grants.Granted(g) {
+		// The approve layer asks first; this is the last guard before a
+		// registry's choice of variables leaves the machine.
+		return nil, fmt.Errorf("%w: %s comes from a registry entry whose calls would send %s, which you have not granted; nothing was sent. Call it again to be asked, or add it with `pml add`, which shows it",
+			ErrRefused, tool, tl.ShownGrant(g))
+	}
+	keys, missing := byokFor(t.sb, t.c, tool)
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("%w: %s needs %s, which is not set: %s", ErrCloud, tool, strings.Join(missing, ", "), tl.WhereToSet(t.sb.Workspace))
+	}
+	return keys, nil
+}
+
+func (t cloudTools) Decide(tool string) (Decision, string) { return t.perms.Decide(tool) }
+func (t cloudTools) PermissionSource() string              { return t.perms.Source() }
 
 // serverSpec is the container of a pooled server: the same policy as the
 // toolbox, its workspace mode, its cache read-only at /deps.
@@ -61,17 +121,17 @@ func serverSpec(sb *sandbox, ds *deps.Store, cfg config.Server) container.Spec {
 	spec := container.Spec{
 		Image:      cfg.Image,
 		Cmd:        cfg.Args,
-		User:       sb.user,
+		User:       sb.User,
 		Policy:     serverPolicy(sb, cfg),
-		Labels:     sb.labels("mcp:" + cfg.Name),
+		Labels:     sb.Labels("mcp:" + cfg.Name),
 		WorkingDir: "/",
 	}
 	if cfg.Command != "" {
 		spec.Entrypoint = []string{cfg.Command}
 	}
 	if cfg.Workspace != "none" {
-		spec.Mounts = append(spec.Mounts, sb.workspaceMounts(cfg.Workspace != "rw")...)
-		spec.WorkingDir = sb.ws
+		spec.Mounts = append(spec.Mounts, sb.WorkspaceMounts(cfg.Workspace != "rw")...)
+		spec.WorkingDir = sb.Workspace
 	}
 	if cfg.Install != nil {
 		spec.Mounts = append(spec.Mounts, container.Mount{Source: ds.Dir(cfg.Name), Target: deps.MountPoint, ReadOnly: true})
@@ -80,12 +140,12 @@ func serverSpec(sb *sandbox, ds *deps.Store, cfg config.Server) container.Spec {
 		// The server's own code runs from its container's start (a
 		// per-call one waits pre-started in the pool): watched from
 		// then until pml closes.
-		sb.exposeForSession(&spec, "mcp:"+cfg.Name)
+		sb.ExposeForSession(&spec, "mcp:"+cfg.Name)
 	}
 	// mcps.NAME.network: the server reaches what it allows through pml's
 	// egress proxy, and nothing else (sandbox/egress.go).
-	if err := sb.withEgress(&spec, serverEgressID(cfg.Name), "server "+cfg.Name, networkKey(cfg.Private, cfg.Name), cfg.Network.Rules); err != nil {
-		sb.log.Error().Err(err).Str("server", cfg.Name).Msg("the server runs without the network it was given")
+	if err := sb.Egress.Give(&spec, sbx.ServerEgressID(cfg.Name), "server "+cfg.Name, sbx.NetworkKey(cfg.Private, cfg.Name), cfg.Network.Rules); err != nil {
+		sb.Log.Error().Err(err).Str("server", cfg.Name).Msg("the server runs without the network it was given")
 	}
 	return spec
 }
@@ -93,17 +153,9 @@ func serverSpec(sb *sandbox, ds *deps.Store, cfg config.Server) container.Spec {
 // serverPolicy is the project's policy with the server's own
 // sandbox.runtime, when it names one.
 func serverPolicy(sb *sandbox, cfg config.Server) policies.Policy {
-	p := sb.policy()
+	p := sb.Policy()
 	if cfg.Runtime != "" {
 		p.Runtime = config.PolicyRuntime(cfg.Runtime)
 	}
 	return p
-}
-
-func timeDuration(d policies.Duration) time.Duration { return time.Duration(d) }
-
-// HostValues: the values of the variables a cloud tool is sent with
-// (byokValues).
-func (p sandboxPart) HostValues(tool string, names []string) (map[string]string, []string) {
-	return byokValues(p.sb, tool, names)
 }

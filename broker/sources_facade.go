@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 
+	sbx "github.com/pml-dev/pml/broker/sandbox"
 	tl "github.com/pml-dev/pml/broker/tools"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/toolbox"
@@ -58,7 +59,7 @@ func Known(workspace string, cfg *config.Config) KnownTools {
 	for _, t := range toolbox.Filesystem {
 		names = append(names, t.Name)
 	}
-	return tl.Known(workspace, cfg, append(names, shellTool.Name, ContinueTool, ExecuteTool))
+	return tl.Known(workspace, cfg, append(names, sbx.ShellTool.Name, ContinueTool, ExecuteTool))
 }
 
 // AddCapability fetches, locks, installs and records a capability.

@@ -29,7 +29,7 @@ func TestTheSourcesHoldNoBroker(t *testing.T) {
 	}
 	for _, typ := range []reflect.Type{
 		reflect.TypeFor[tl.Registry](), reflect.TypeFor[tl.Cloud](), reflect.TypeFor[tl.Capabilities](),
-		reflect.TypeFor[tl.Lister](), reflect.TypeFor[cloudExec](), reflect.TypeFor[denoExec](), reflect.TypeFor[registryLayer](),
+		reflect.TypeFor[tl.Lister](), reflect.TypeFor[tl.Servers](), reflect.TypeFor[registryLayer](),
 	} {
 		walk(typ.Name(), typ, map[reflect.Type]bool{})
 	}

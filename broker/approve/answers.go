@@ -128,7 +128,7 @@ func (ap *Approver) answer(ctx context.Context, c *Call, wfs *Workflows, wf *Wor
 			return res
 		}
 		// The run starts with the declared tools the person just approved.
-		ctx = call.WithUpFront(ctx, d.Approved(wf.ID))
+		c.UpFront = d.Approved(wf.ID)
 	}
 	if always {
 		if why := ap.alwaysBlocked(wf.Tool); why != "" {
@@ -175,7 +175,7 @@ func (ap *Approver) reject(c *Call, wfs *Workflows, wf *Workflow, a Answer) Resu
 // request, client and workflows it keeps), noted on c with what let it
 // through.
 func (ap *Approver) run(ctx context.Context, c *Call, wf *Workflow, decision string) Result {
-	again := &call.Call{Req: c.Req, Tool: wf.Tool, Args: wf.Args, Pattern: wf.Pattern, Began: c.Began}
+	again := &call.Call{Req: c.Req, Tool: wf.Tool, Args: wf.Args, Pattern: wf.Pattern, Began: c.Began, UpFront: c.UpFront}
 	return ap.let(ctx, c, again, decision, wf.ID)
 }
 

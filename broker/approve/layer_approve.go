@@ -42,9 +42,9 @@ func (l Layer) Call(ctx context.Context, c *Call) Result {
 	// and a person approved before the run started does not ask again;
 	// a capability's own declared tools that ask are put to the person
 	// in its one approval (upfront.go).
-	run := call.RunOf(ctx)
+	run := c.Req.Run
 	approvedBefore := c.Decision == call.Ask && run.ApprovedUpFront(c.Tool)
-	declared := declaredAsked(ctx, c.Tool)
+	declared := declaredAsked(c)
 	switch {
 	case cloudish && !cloud.Enabled():
 		c.DecodeArgs()

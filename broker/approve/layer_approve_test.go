@@ -130,8 +130,9 @@ func TestACallApprovedUpFrontRunsWithoutAskingAgain(t *testing.T) {
 	f := newFakes(t)
 	wfs := workflow.NewWorkflows(time.Minute)
 	d := &call.Declared{Capability: "mathx:double", Tools: []string{"filesystem:write_file"}, Asked: []string{"filesystem:write_file"}, WorkflowID: "wf-up-front"}
-	ctx := call.WithRun(context.Background(), d)
+	ctx := context.Background()
 	c := layerCall(wfs, "filesystem:write_file", call.Ask)
+	c.Req.Run = d
 	res := Layer{Next: f.ap.Execute, Ask: f.ap}.Call(ctx, c)
 	if res.Text != "ran" || wfs.Len() != 0 {
 		t.Fatalf("%+v, %d workflows", res, wfs.Len())

@@ -13,14 +13,14 @@ import (
 // the tools its code calls; broker's declared step refused the run if one
 // is denied, and hands the approve step the ones that ask. They are put
 // to the person in one approval, the capability's own, and once it is
-// approved the run starts with them approved (call.WithUpFront): its
+// approved the run starts with them approved (call.Call.UpFront): its
 // declared calls do not ask again during that run. A call it did not
 // declare asks on its own, as any call.
 
 // declaredAsked is the declaration of tool's capability when some of
 // its declared tools ask, else nil.
-func declaredAsked(ctx context.Context, tool string) *call.Declared {
-	d := call.UpFrontOf(ctx, tool)
+func declaredAsked(c *Call) *call.Declared {
+	d := c.UpFrontFor(c.Tool)
 	if d == nil || len(d.Asked) == 0 {
 		return nil
 	}
@@ -57,7 +57,7 @@ func withDeclared(a *Approval, d *call.Declared) {
 // UpFrontApproval puts to the person, once, the tools that ask among
 // those the code of a pml:execute run declares (d, which holds the
 // cloud's answer): approved, the held code runs with them approved for
-// that run (Answer, then call.WithUpFront), and the cloud is not asked
+// that run (Answer, then call.Call.UpFront), and the cloud is not asked
 // again. Nothing has run yet.
 func (ap *Approver) UpFrontApproval(ctx context.Context, c *Call, tool string, args map[string]any, pattern string, d *call.Declared) Result {
 	if c.RawArgs {

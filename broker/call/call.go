@@ -45,8 +45,23 @@ type Call struct {
 	Cont *workflow.Continuation
 	// FromRegistry: the tool is fetched from a registry (resolve layer).
 	FromRegistry bool
-	Began        time.Time
-	Entry        *audit.Entry
+	// UpFront is the checked declaration of the capability this call
+	// runs, on its way to the run (the declared step puts it here, an
+	// approval's answer puts the approved one; the run's start reads it:
+	// UpFrontFor).
+	UpFront *Declared
+	Began   time.Time
+	Entry   *audit.Entry
+}
+
+// UpFrontFor is the declaration the call carries for the run of tool, or
+// nil (none, or one for another tool: a run started by an inner call of a
+// run never takes its parent's).
+func (c *Call) UpFrontFor(tool string) *Declared {
+	if c == nil || c.UpFront == nil || c.UpFront.Capability != tool {
+		return nil
+	}
+	return c.UpFront
 }
 
 // Note sets the audit entry of the call. A later Note replaces an earlier

@@ -1,10 +1,6 @@
 package call
 
-import (
-	"context"
-
-	"github.com/pml-dev/pml/internal/toolglob"
-)
+import "github.com/pml-dev/pml/internal/toolglob"
 
 // Declared is what a capability declares its code calls (its registry
 // entry's tools_used and client_tools) and, of those, the ones the
@@ -58,40 +54,4 @@ func named(list []string, tool string) bool {
 		}
 	}
 	return false
-}
-
-// upFrontKey carries the checked declaration of the capability call on
-// its way to its run (the approve step puts it there once approved; the
-// run's start reads it). runKey carries it in the run's inner calls.
-type (
-	upFrontKey struct{}
-	runKey     struct{}
-)
-
-// WithUpFront is ctx carrying d for the start of d.Capability's run.
-func WithUpFront(ctx context.Context, d *Declared) context.Context {
-	return context.WithValue(ctx, upFrontKey{}, d)
-}
-
-// UpFrontOf is the declaration ctx carries for the run of tool, or nil
-// (none, or one for another tool: a run started by an inner call of a
-// run never takes its parent's).
-func UpFrontOf(ctx context.Context, tool string) *Declared {
-	d, _ := ctx.Value(upFrontKey{}).(*Declared)
-	if d == nil || d.Capability != tool {
-		return nil
-	}
-	return d
-}
-
-// WithRun is ctx for the inner calls of a run started with d.
-func WithRun(ctx context.Context, d *Declared) context.Context {
-	return context.WithValue(ctx, runKey{}, d)
-}
-
-// RunOf is the declaration of the run that makes this call, or nil (not
-// an inner call, or of a run that declared nothing).
-func RunOf(ctx context.Context) *Declared {
-	d, _ := ctx.Value(runKey{}).(*Declared)
-	return d
 }

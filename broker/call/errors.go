@@ -1,6 +1,8 @@
 package call
 
 import (
+	"errors"
+
 	"github.com/pml-dev/pml/internal/errdefs"
 )
 
@@ -21,6 +23,9 @@ var (
 	ErrNotTrusted = errdefs.New(errdefs.ErrNeedsApproval, "not trusted")
 	// ErrInvalidInput: bad arguments, including paths outside the workspace.
 	ErrInvalidInput = errdefs.New(errdefs.ErrInvalidInput, "invalid input")
+	// ErrCloud: a call for the PML cloud could not be forwarded (local
+	// mode, a key not set, the cloud unreachable or failing).
+	ErrCloud = errors.New("cloud")
 )
 
 // ResultFor is the one place a failure pml itself hit becomes a tool

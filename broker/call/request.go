@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/pml-dev/pml/broker/workflow"
+	"github.com/pml-dev/pml/internal/upstream"
 )
 
 // Request is one tool call as the MCP layer hands it over.
@@ -25,6 +26,29 @@ type Request struct {
 	// Elicited, when set, is a person's answer to a workflow of this tool,
 	// given through the client's elicitation UI; Args are then ignored.
 	Elicited *Elicited
+
+	// Relay is where a server's progress, log messages and requests go
+	// during the call (the client's session); ProgressToken is the
+	// client's progress token. Set by the MCP surface; a server's
+	// executor reads them.
+	Relay         upstream.Relay
+	ProgressToken any
+	// Forward, when set, asks a pooled server's executor to forward the
+	// call as bytes (mcpserve/fastpath.go).
+	Forward *ForwardCall
+	// Run is the declaration of the code run that makes this call (one
+	// of its inner calls): nil for any other call, or a run that
+	// declared nothing. Its declared calls a person approved before the
+	// run do not ask again; the others are flagged in the audit.
+	Run *Declared
+}
+
+// Within is r made again within the call of outer (a call re-entered
+// below the audit, an integrity approval's run): it carries outer's
+// relay, progress token, forward and run, as outer's context did.
+func (r Request) Within(outer Request) Request {
+	r.Relay, r.ProgressToken, r.Forward, r.Run = outer.Relay, outer.ProgressToken, outer.Forward, outer.Run
+	return r
 }
 
 // Elicited is an answer from the client's elicitation UI.

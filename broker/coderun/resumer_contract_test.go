@@ -79,7 +79,7 @@ func pausedRun(t *testing.T) pending {
 	r, _, wfs, ctx := newRuns(t, q, func(r *runner) {
 		r.done(textOf(r.call(1, "filesystem:write_file", map[string]any{"path": "b"})))
 	})
-	a, ok := r.Start(ctx, "pml:execute", execute.Program{Code: "…"}).Approval()
+	a, ok := r.Start(ctx, callIn(ctx), "pml:execute", execute.Program{Code: "…"}).Approval()
 	if !ok {
 		t.Fatal("the run did not pause")
 	}

@@ -58,6 +58,10 @@ type execution struct {
 	refuseMu sync.Mutex
 	refused  []int64
 	refusing bool
+	// declared is what the run's code declares it calls, as a person
+	// approved it before the run (nil: nothing declared): it goes with
+	// each inner call (call.Request.Run).
+	declared *call.Declared
 	// denied is the first refusal by permissions.deny of an inner call:
 	// a run that then fails was denied, not a tool's own failure (pml
 	// call exits 4 for it, as for a denied call of its own).
@@ -175,10 +179,10 @@ func New(o Options) *Runs {
 	return &Runs{sb: o.Sandbox, hil: o.HIL, idle: o.Idle, base: o.Base, calls: o.Calls}
 }
 
-// Start starts a program and drives it. The request that called outer
-// (its workflows, elicitation) is the one ctx carries (call.WithRequest):
-// the run's inner calls ask the same client.
-func (r *Runs) Start(ctx context.Context, outer string, prog execute.Program) call.Result {
+// Start starts a program and drives it for c, the call of outer. c's
+// request (its workflows, elicitation) is the one the run's inner calls
+// ask through: the same client.
+func (r *Runs) Start(ctx context.Context, c *call.Call, outer string, prog execute.Program) call.Result {
 	depth, _ := ctx.Value(depthKey{}).(int)
 	if depth >= maxRunDepth {
 		return call.ResultFor(fmt.Errorf("%w: %s: runs nest %d deep (code calling code calling code); refused", call.ErrInvalidInput, outer, depth))
@@ -197,9 +201,7 @@ func (r *Runs) Start(ctx context.Context, outer string, prog execute.Program) ca
 	// What the capability declared (and a person approved before it
 	// started) goes with its inner calls: those do not ask again, the
 	// others are flagged (call.Declared).
-	if d := call.UpFrontOf(ctx, outer); d != nil {
-		base = call.WithRun(base, d)
-	}
+	ex.declared = c.UpFrontFor(outer)
 	ex.ctx, ex.cancel = context.WithCancel(base)
 	// pml closing (or the run ending any way) stops the code and frees
 	// its container, even while it waits for an approval.
@@ -221,7 +223,7 @@ func (r *Runs) Start(ctx context.Context, outer string, prog execute.Program) ca
 			}
 		}
 	})
-	return r.drive(ctx, ex, call.RequestOf(ctx))
+	return r.drive(ctx, ex, c.Req)
 }
 
 // drive answers the run's calls until it is done or an inner call needs a
@@ -295,7 +297,7 @@ func (r *Runs) innerCall(ex *execution, c execute.Call, req call.Request) {
 		}
 	}
 	args, _ := json.Marshal(c.Args)
-	res := r.guardedCall(ex.ctx, call.Request{Tool: c.Tool, Args: args, Workflows: req.Workflows, Ask: ask, Dialog: req.Dialog})
+	res := r.guardedCall(ex.ctx, call.Request{Tool: c.Tool, Args: args, Workflows: req.Workflows, Ask: ask, Dialog: req.Dialog, Run: ex.declared})
 	<-ex.inflight
 	r.settle(ex, c.ID, req.Workflows, res)
 }
@@ -361,7 +363,7 @@ func (pc *PausedCall) Resume(ctx context.Context, ap *approve.Approver, c *call.
 	// The answer is the paused call's entry, in the answering call: a
 	// call the capability did not declare stays flagged there too.
 	if e, ok := c.Noted(); ok {
-		if d := call.RunOf(pc.ex.ctx); d != nil && !d.Declares(e.Tool) {
+		if d := pc.ex.declared; d != nil && !d.Declares(e.Tool) {
 			e.NotDeclaredBy = d.Capability
 			c.Note(e)
 		}

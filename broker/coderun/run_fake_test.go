@@ -127,7 +127,7 @@ func newRuns(t *testing.T, q *requests, script code) (*Runs, *containertest.Runt
 	r := New(Options{Sandbox: Sandbox{Runtime: rt, Pool: pool, User: "1000:1000", Containers: fixedContainers{}, Log: zerolog.Nop()},
 		HIL: time.Minute, Idle: time.Minute, Base: base, Calls: q})
 	wfs := workflow.NewWorkflows(time.Minute)
-	ctx := call.WithRequest(context.Background(), call.Request{Tool: "pml:execute", Workflows: wfs})
+	ctx := context.WithValue(context.Background(), testCallKey{}, &call.Call{Req: call.Request{Tool: "pml:execute", Workflows: wfs}})
 	return r, rt, wfs, ctx
 }
 
@@ -136,7 +136,7 @@ func TestAnInnerCallGoesThroughTheRequestPathAndItsResultToTheCode(t *testing.T)
 	r, _, wfs, ctx := newRuns(t, q, func(r *runner) {
 		r.done(textOf(r.call(1, "filesystem:read_file", map[string]any{"path": "a.txt"})))
 	})
-	res := r.Start(ctx, "pml:execute", execute.Program{Code: "return 1"})
+	res := r.Start(ctx, callIn(ctx), "pml:execute", execute.Program{Code: "return 1"})
 	if res.IsError || res.Text != `"body of {\"path\":\"a.txt\"}"` {
 		t.Fatalf("%+v", res)
 	}
@@ -153,7 +153,7 @@ func TestCodeCannotCallItsOwnToolNorAnswerApprovals(t *testing.T) {
 		relay := textOf(r.call(3, "filesystem:write_file", map[string]any{"continue_workflow": map[string]any{"workflow_id": "x", "approved": true}}))
 		r.done([]string{self, cont, relay})
 	})
-	res := r.Start(ctx, "pml:execute", execute.Program{Code: "…"})
+	res := r.Start(ctx, callIn(ctx), "pml:execute", execute.Program{Code: "…"})
 	for _, want := range []string{"pml:execute cannot be called from code", "pml:continue_workflow cannot be called from code", "continue_workflow cannot be given from code"} {
 		if !strings.Contains(res.Text, want) {
 			t.Errorf("%q is not in %s", want, res.Text)
@@ -167,7 +167,7 @@ func TestCodeCannotCallItsOwnToolNorAnswerApprovals(t *testing.T) {
 func TestRunsNestAtMostMaxRunDepthDeep(t *testing.T) {
 	q := &requests{}
 	r, rt, _, ctx := newRuns(t, q, func(*runner) {})
-	res := r.Start(context.WithValue(ctx, depthKey{}, maxRunDepth), "mathx:double", execute.Program{Code: "…"})
+	res := r.Start(context.WithValue(ctx, depthKey{}, maxRunDepth), callIn(context.WithValue(ctx, depthKey{}, maxRunDepth)), "mathx:double", execute.Program{Code: "…"})
 	if !errors.Is(res.Err(), call.ErrInvalidInput) || !strings.Contains(res.Text, "runs nest 3 deep") {
 		t.Fatalf("%+v", res)
 	}
@@ -180,7 +180,7 @@ func TestAnEngineThatCannotStartTheRunIsUnavailable(t *testing.T) {
 	q := &requests{}
 	r, rt, _, ctx := newRuns(t, q, func(*runner) {})
 	rt.StartErr = fmt.Errorf("no engine: %w", container.ErrUnavailable)
-	if res := r.Start(ctx, "pml:execute", execute.Program{Code: "…"}); !errors.Is(res.Err(), call.ErrUnavailable) {
+	if res := r.Start(ctx, callIn(ctx), "pml:execute", execute.Program{Code: "…"}); !errors.Is(res.Err(), call.ErrUnavailable) {
 		t.Fatalf("%+v", res)
 	}
 }
@@ -215,7 +215,7 @@ func TestAPausedRunResumesTheSameRunWithTheAnswer(t *testing.T) {
 		r, rt, wfs, ctx := newRuns(t, q, func(r *runner) {
 			r.done(textOf(r.call(1, "filesystem:write_file", map[string]any{"path": "b"})))
 		})
-		res := r.Start(ctx, "pml:execute", execute.Program{Code: "…"})
+		res := r.Start(ctx, callIn(ctx), "pml:execute", execute.Program{Code: "…"})
 		a, ok := res.Approval()
 		if !ok || !strings.HasPrefix(a.Description, "While pml:execute runs code on this machine: ") || a.Context["run"] != "pml:execute" {
 			t.Fatalf("the paused run did not ask: %+v", res)
@@ -240,8 +240,8 @@ func TestAnApprovalThatExpiresStopsTheRun(t *testing.T) {
 	q := &requests{answer: pausing("filesystem:write_file")}
 	r, rt, _, _ := newRuns(t, q, func(r *runner) { r.call(1, "filesystem:write_file", nil) })
 	wfs := workflow.NewWorkflows(200 * time.Millisecond)
-	ctx := call.WithRequest(context.Background(), call.Request{Tool: "pml:execute", Workflows: wfs})
-	if _, ok := r.Start(ctx, "pml:execute", execute.Program{Code: "…"}).Approval(); !ok {
+	ctx := context.WithValue(context.Background(), testCallKey{}, &call.Call{Req: call.Request{Tool: "pml:execute", Workflows: wfs}})
+	if _, ok := r.Start(ctx, callIn(ctx), "pml:execute", execute.Program{Code: "…"}).Approval(); !ok {
 		t.Fatal("no approval")
 	}
 	select {
@@ -257,7 +257,7 @@ func TestACancelledOuterCallStopsTheCode(t *testing.T) {
 	r, rt, _, ctx := newRuns(t, q, func(*runner) { close(started) })
 	ctx, cancel := context.WithCancel(ctx)
 	go func() { <-started; cancel() }()
-	res := r.Start(ctx, "pml:execute", execute.Program{Code: "…"})
+	res := r.Start(ctx, callIn(ctx), "pml:execute", execute.Program{Code: "…"})
 	if !res.IsError || !strings.Contains(res.Text, "was cancelled: the code's container was stopped") {
 		t.Fatalf("%+v", res)
 	}
@@ -266,4 +266,16 @@ func TestACancelledOuterCallStopsTheCode(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the code's container was not stopped")
 	}
+}
+
+// testCallKey carries, in a test's context only, the outer call a run is
+// started for (Runs.Start takes it as an argument).
+type testCallKey struct{}
+
+// callIn is the outer call ctx carries, or an empty one.
+func callIn(ctx context.Context) *call.Call {
+	if c, ok := ctx.Value(testCallKey{}).(*call.Call); ok {
+		return c
+	}
+	return &call.Call{}
 }

@@ -309,8 +309,7 @@ func (f *fastFront) serve(ctx context.Context, cancel context.CancelFunc, ss *mc
 		}
 	}
 	fwd := broker.NewForwardCall(args, token, progress, answer)
-	ctx = broker.WithCallInfo(ctx, broker.CallInfo{Relay: &sessionRelay{ss: ss, b: b}, ProgressToken: tokenAny, Forward: fwd})
-	r := broker.Request{Tool: name, Args: args, Workflows: f.sess.workflows(ss)}
+	r := broker.Request{Tool: name, Args: args, Workflows: f.sess.workflows(ss), Relay: &sessionRelay{ss: ss, b: b}, ProgressToken: tokenAny, Forward: fwd}
 	deferred := multiRoundTrip(ss)
 	if !deferred {
 		r.Ask = elicitor(b, ss)

@@ -226,8 +226,7 @@ func toolHandler(x *binding, sess *sessions, name string, view func() *listing) 
 		if p == nil {
 			p = &mcp.CallToolParamsRaw{}
 		}
-		ctx = broker.WithCallInfo(ctx, broker.CallInfo{Relay: &sessionRelay{ss: req.Session, b: b}, ProgressToken: p.GetProgressToken()})
-		r := broker.Request{Tool: name, Args: p.Arguments, Workflows: wfs}
+		r := broker.Request{Tool: name, Args: p.Arguments, Workflows: wfs, Relay: &sessionRelay{ss: req.Session, b: b}, ProgressToken: p.GetProgressToken()}
 		deferred := multiRoundTrip(req.Session)
 		if !deferred {
 			r.Ask = elicitor(b, req.Session)

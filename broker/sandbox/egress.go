@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -68,7 +67,7 @@ func (s *EgressSet) Get(id, who, key string, rules netallow.Rules) (*EgressProxy
 		ep.rules.Store(&rules)
 		return ep, nil
 	}
-	uid, gid, err := userIDs(s.user)
+	uid, gid, err := container.NumericUser(s.user)
 	if err != nil {
 		return nil, err
 	}
@@ -191,14 +190,4 @@ func NetworkKey(private bool, name string) string {
 		return "private_mcps." + name + ".network.allow"
 	}
 	return "mcps." + name + ".network.allow"
-}
-
-func userIDs(user string) (int, int, error) {
-	u, g, ok := strings.Cut(user, ":")
-	uid, err1 := strconv.Atoi(u)
-	gid, err2 := strconv.Atoi(g)
-	if !ok || err1 != nil || err2 != nil {
-		return 0, 0, fmt.Errorf("the container user %q is not numeric uid:gid", user)
-	}
-	return uid, gid, nil
 }

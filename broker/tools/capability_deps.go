@@ -123,6 +123,6 @@ func (cs *Capabilities) depsMissing(name string, e *registry.Entry) error {
 // why (depsMissing), instead of running half of it.
 type refusedExec struct{ err error }
 
-func (r refusedExec) Run(context.Context, toolbox.Tool, map[string]any) call.Result {
+func (r refusedExec) Run(context.Context, *call.Call, toolbox.Tool, map[string]any) call.Result {
 	return call.ResultFor(r.err)
 }

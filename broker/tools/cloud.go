@@ -32,7 +32,7 @@ import (
 
 // ErrCloud: a server-routed call could not be forwarded (local mode,
 // offline, refused key).
-var ErrCloud = errors.New("cloud")
+var ErrCloud = call.ErrCloud
 
 // cloudToolsFile caches the cloud's tools/list so an offline start still
 // lists them (calls then answer that the cloud is unreachable).

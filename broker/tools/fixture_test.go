@@ -82,7 +82,7 @@ func (f *fakeSandbox) HostValues(_ string, names []string) (map[string]string, [
 // sourceExec answers every call with the name of the source it runs.
 type sourceExec string
 
-func (e sourceExec) Run(_ context.Context, def toolbox.Tool, _ map[string]any) call.Result {
+func (e sourceExec) Run(_ context.Context, _ *call.Call, def toolbox.Tool, _ map[string]any) call.Result {
 	return call.Result{Text: string(e) + " ran " + def.Name}
 }
 
@@ -189,5 +189,5 @@ func (s *sources) run(t *testing.T, tool string) call.Result {
 	if !ok {
 		t.Fatalf("%s is not in the tool table", tool)
 	}
-	return e.Exec.Run(context.Background(), e.Def, nil)
+	return e.Exec.Run(context.Background(), call.NewCall(call.Request{Tool: tool}), e.Def, nil)
 }

@@ -342,9 +342,9 @@ func (r *Registry) ApproveIntegrity(ctx context.Context, c *call.Call, wfs *work
 		return call.ResultFor(err)
 	}
 	args, _ := json.Marshal(wf.Args)
-	again := call.NewCall(call.Request{Tool: wf.Tool, Args: args, Workflows: wfs})
+	again := call.NewCall(call.Request{Tool: wf.Tool, Args: args, Workflows: wfs}.Within(c.Req))
 	again.Began = c.Began
-	res := r.BelowAudit.Call(call.WithRequest(ctx, again.Req), again)
+	res := r.BelowAudit.Call(ctx, again)
 	if e, ok := again.Noted(); ok {
 		if e.Reason == "" {
 			e.Reason = "integrity change approved"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/pml-dev/pml/internal/execute"
 	"github.com/pml-dev/pml/internal/registry"
 )
 
@@ -72,4 +73,15 @@ func (r *Registry) DenoOf(tool string) *registry.Entry {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.deno[ns]
+}
+
+// Program is the program that runs tool of a deno capability, and what
+// the capability declares (the deno executor's sandbox.Capabilities).
+func (r *Registry) Program(tool string, args map[string]any) (execute.Program, []string, bool) {
+	e := r.DenoOf(tool)
+	if e == nil {
+		return execute.Program{}, nil, false
+	}
+	_, fn, _ := strings.Cut(tool, ":")
+	return execute.Program{Module: e.Code, Export: ExportFor(e.Code, e.FQDN, fn), Args: args}, e.Meta.Declared(), true
 }

@@ -26,17 +26,22 @@ type Entry struct {
 
 // Executor is a tool source: it runs one allowed call of def, its
 // arguments decoded (the execute layer's last step). Each source is its
-// own type holding only what it needs (broker's toolboxExec, shellExec, …).
+// own type holding only what it needs (package sandbox's ToolboxExec, ShellExec, …).
+//
+// c is the call that runs it, for what travels with a call (its request:
+// the relay, the progress token, the fast path's forward; a capability's
+// declaration): def and args are what runs, which for an approval's
+// answer are the approved call's, not c's own.
 type Executor interface {
-	Run(ctx context.Context, def toolbox.Tool, args map[string]any) call.Result
+	Run(ctx context.Context, c *call.Call, def toolbox.Tool, args map[string]any) call.Result
 }
 
 // ExecutorFunc lets a function be an Executor, as http.HandlerFunc does
 // for handlers (a test's stand-in tool).
-type ExecutorFunc func(ctx context.Context, def toolbox.Tool, args map[string]any) call.Result
+type ExecutorFunc func(ctx context.Context, c *call.Call, def toolbox.Tool, args map[string]any) call.Result
 
-func (f ExecutorFunc) Run(ctx context.Context, def toolbox.Tool, args map[string]any) call.Result {
-	return f(ctx, def, args)
+func (f ExecutorFunc) Run(ctx context.Context, c *call.Call, def toolbox.Tool, args map[string]any) call.Result {
+	return f(ctx, c, def, args)
 }
 
 // Add registers a built-in tool (while the broker is built).

@@ -2,6 +2,7 @@ package container
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -50,6 +51,19 @@ func Choose(explicit string, invoking, owner Ident, ownerKnown bool) UserChoice 
 		return UserChoice{owner.String(), fmt.Sprintf("pml runs as root; the workspace's owner is uid %d", owner.UID)}
 	}
 	return UserChoice{owner.String(), "pml runs as root in a root-owned workspace: uid 0 with every capability dropped, no-new-privileges and a read-only root file system, so tools write only what root owns there"}
+}
+
+// NumericUser parses a numeric "uid:gid" user: what is handed a socket
+// or a file by id (the egress proxy's socket, the direct path's) must
+// not be a name the image resolves.
+func NumericUser(user string) (uid, gid int, err error) {
+	u, g, ok := strings.Cut(user, ":")
+	uid, err1 := strconv.Atoi(u)
+	gid, err2 := strconv.Atoi(g)
+	if !ok || err1 != nil || err2 != nil {
+		return 0, 0, fmt.Errorf("the container user %q is not numeric uid:gid", user)
+	}
+	return uid, gid, nil
 }
 
 // IsRoot reports whether a "uid:gid" (or "uid") user is uid 0.

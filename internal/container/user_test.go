@@ -75,3 +75,16 @@ func TestParseStatStartCopesWithOddCommandNames(t *testing.T) {
 		t.Error("garbage must fail")
 	}
 }
+
+// What gets a socket by id (the egress proxy's, the direct path's) is a
+// numeric uid:gid, never a name the image resolves.
+func TestNumericUserTakesOnlyNumbers(t *testing.T) {
+	if uid, gid, err := NumericUser("1000:1001"); err != nil || uid != 1000 || gid != 1001 {
+		t.Errorf("1000:1001 → %d %d %v", uid, gid, err)
+	}
+	for _, u := range []string{"node", "1000", "node:node", ":", ""} {
+		if _, _, err := NumericUser(u); err == nil {
+			t.Errorf("%q was accepted", u)
+		}
+	}
+}

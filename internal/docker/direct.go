@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -112,7 +111,7 @@ func (r *Runtime) directFailed(image string, why error) {
 // (the shim cannot run or reach the socket) is seen here and the caller
 // can start the container the usual way instead.
 func (r *Runtime) startDirect(ctx context.Context, spec pmlc.Spec, streams pmlc.Streams) (pmlc.Process, error) {
-	uid, gid, err := numericUser(spec.User)
+	uid, gid, err := pmlc.NumericUser(spec.User)
 	if err != nil {
 		return nil, err
 	}
@@ -231,17 +230,6 @@ func argv(ep, cmd, imgEP, imgCmd []string) []string {
 		}
 	}
 	return append(append([]string{}, ep...), cmd...)
-}
-
-// numericUser parses "uid:gid"; the socket is given to that user.
-func numericUser(user string) (int, int, error) {
-	u, g, ok := strings.Cut(user, ":")
-	uid, err1 := strconv.Atoi(u)
-	gid, err2 := strconv.Atoi(g)
-	if !ok || err1 != nil || err2 != nil {
-		return 0, 0, fmt.Errorf("the container user %q is not numeric uid:gid", user)
-	}
-	return uid, gid, nil
 }
 
 // gate holds what is written to it until open, then passes everything on.

@@ -28,17 +28,6 @@ func TestTheShimRunsWhatDockerWouldHaveRun(t *testing.T) {
 	}
 }
 
-func TestTheSocketGoesToANumericUserOnly(t *testing.T) {
-	if uid, gid, err := numericUser("1000:1001"); err != nil || uid != 1000 || gid != 1001 {
-		t.Errorf("1000:1001 → %d %d %v", uid, gid, err)
-	}
-	for _, u := range []string{"node", "1000", "node:node", ":", ""} {
-		if _, _, err := numericUser(u); err == nil {
-			t.Errorf("%q was accepted", u)
-		}
-	}
-}
-
 func TestStderrBeforeTheConnectionIsHeldThenPassedOn(t *testing.T) {
 	g := &gate{}
 	g.Write([]byte("early "))

@@ -149,7 +149,7 @@ var declaredRE = lazyre.New(`^[A-Za-z0-9_-]{1,64}:[A-Za-z0-9_.-]{1,128}$`)
 
 // ValidDeclared reports whether t may be a declared tool: namespace:action,
 // never a pattern. The cloud's execute_locally answers declare theirs the
-// same way (broker/cloud_exec.go).
+// same way (broker/sandbox/cloud.go).
 func ValidDeclared(t string) bool { return declaredRE.MatchString(t) }
 
 // MaxDeclared bounds the tools one declaration may name.

@@ -1,4 +1,4 @@
-package broker
+package sandbox
 
 import (
 	"context"
@@ -22,31 +22,31 @@ type engineLimits struct {
 // limitsInfoTimeout bounds the one Info request that learns the note.
 const limitsInfoTimeout = 5 * time.Second
 
-// limitsNote is "" when the engine enforces every limit of the policy,
+// LimitsNote is "" when the engine enforces every limit of the policy,
 // else what it does not ("not enforced: rootless Podman on cgroup v1
 // ignores the memory, cpus, pids limits"). Asked once of the engine; an
 // engine that does not answer yet gives "" (no container runs on it
 // either) and is asked again next time. ctx bounds the request, and
 // limitsInfoTimeout at most.
-func (s *sandbox) limitsNote(ctx context.Context) string {
+func (s *Sandbox) LimitsNote(ctx context.Context) string {
 	if p := s.limits.note.Load(); p != nil {
 		return *p
 	}
-	if s.rt == nil {
+	if s.Runtime == nil {
 		return ""
 	}
 	ctx, cancel := context.WithTimeout(ctx, limitsInfoTimeout)
 	defer cancel()
-	info, err := s.rt.Info(ctx)
+	info, err := s.Runtime.Info(ctx)
 	if err != nil {
 		return ""
 	}
 	return s.learnLimits(info)
 }
 
-// knownLimitsNote is limitsNote without asking the engine: what was
+// KnownLimitsNote is LimitsNote without asking the engine: what was
 // learnt so far.
-func (s *sandbox) knownLimitsNote() string {
+func (s *Sandbox) KnownLimitsNote() string {
 	if p := s.limits.note.Load(); p != nil {
 		return *p
 	}
@@ -54,12 +54,12 @@ func (s *sandbox) knownLimitsNote() string {
 }
 
 // learnLimits keeps what info says of the limits, and says it once.
-func (s *sandbox) learnLimits(info container.Info) string {
+func (s *Sandbox) learnLimits(info container.Info) string {
 	n := info.LimitsNote()
 	s.limits.note.Store(&n)
 	if n != "" {
 		s.limits.warned.Do(func() {
-			s.log.Warn().Str("engine", info.Engine).Strs("unenforced", info.Unenforced).
+			s.Log.Warn().Str("engine", info.Engine).Strs("unenforced", info.Unenforced).
 				Msg("resource limits " + n + ": a tool can use all the memory, CPU and processes the user may (pml doctor)")
 		})
 	}

@@ -1,4 +1,4 @@
-package broker
+package sandbox
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pml-dev/pml/broker/call"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/egress/inside"
@@ -16,7 +17,8 @@ import (
 	"github.com/pml-dev/pml/internal/toolbox"
 )
 
-var shellTool = toolbox.Tool{
+// ShellTool is shell:exec, which ShellExec runs.
+var ShellTool = toolbox.Tool{
 	Name: "shell:exec",
 	Description: "Run a shell command (/bin/sh -c) inside a disposable container with the workspace mounted " +
 		"read-write at its own path and no network (only the hosts sandbox.network.allow names, through pml's proxy). Returns stdout, stderr and the exit code.",
@@ -63,18 +65,23 @@ type ShellOutput struct {
 // container's is for when pml cannot act.
 const deadlineMargin = 2 * time.Second
 
-// shellExec runs shell:exec: each command in a single-use container of
+// ShellExec runs shell:exec: each command in a single-use container of
 // the shell image (sandbox.shell_image), pml's supervisor as its PID 1
 // when it can be.
-type shellExec struct {
-	sb    *sandbox
+type ShellExec struct {
+	sb    *Sandbox
 	image string
 }
 
-func (e shellExec) Run(ctx context.Context, def toolbox.Tool, args map[string]any) Result {
+// NewShellExec is shell:exec's executor on sb, in image.
+func NewShellExec(sb *Sandbox, image string) ShellExec {
+	return ShellExec{sb: sb, image: image}
+}
+
+func (e ShellExec) Run(ctx context.Context, _ *call.Call, def toolbox.Tool, args map[string]any) call.Result {
 	command, ok := args["command"].(string)
 	if !ok || strings.TrimSpace(command) == "" {
-		return errorResult(fmt.Errorf("%w: shell:exec needs the argument \"command\" (a non-empty string)", ErrInvalidInput))
+		return call.ResultFor(fmt.Errorf("%w: shell:exec needs the argument \"command\" (a non-empty string)", call.ErrInvalidInput))
 	}
 	cwd, refused := e.cwd(def, args)
 	if refused != nil {
@@ -82,7 +89,7 @@ func (e shellExec) Run(ctx context.Context, def toolbox.Tool, args map[string]an
 	}
 	limit, err := e.timeout(args)
 	if err != nil {
-		return errorResult(err)
+		return call.ResultFor(err)
 	}
 	// What is asked of the engine before the container runs counts
 	// against the call's limit too.
@@ -93,7 +100,7 @@ func (e shellExec) Run(ctx context.Context, def toolbox.Tool, args map[string]an
 		return beforeContainer(ctx, pctx, limit, err)
 	}
 	stdin := []byte(cwd + "\n" + command)
-	if exe := e.sb.supervisor(pctx); exe != "" {
+	if exe := e.sb.Supervisor(pctx); exe != "" {
 		// pml's in-container program at PID 1 gives the container a deadline of
 		// its own (internal/supervise): it ends even when pml cannot
 		// kill it (pml killed, or the daemon connection lost).
@@ -103,16 +110,16 @@ func (e shellExec) Run(ctx context.Context, def toolbox.Tool, args map[string]an
 	}
 	// sandbox.network: the supervisor runs the egress listener beside the
 	// command (sandbox/egress.go); without it there is no way out at all.
-	if rules := *e.sb.egress.Shell.Load(); !rules.Empty() {
-		if exe := e.sb.supervisor(pctx); exe == "" {
-			return errorResult(fmt.Errorf("%w: sandbox.network needs pml's supervisor in the shell container, and pml's in-container program is missing from this pml; reinstall pml from a release (docs/install.md), or build it from source with `make build`; nothing ran", ErrUnavailable))
+	if rules := *e.sb.Egress.Shell.Load(); !rules.Empty() {
+		if exe := e.sb.Supervisor(pctx); exe == "" {
+			return call.ResultFor(fmt.Errorf("%w: sandbox.network needs pml's supervisor in the shell container, and pml's in-container program is missing from this pml; reinstall pml from a release (docs/install.md), or build it from source with `make build`; nothing ran", call.ErrUnavailable))
 		}
-		if err := e.sb.withEgress(&spec, shellEgressID, "shell:exec", "sandbox.network.allow", rules); err != nil {
-			return errorResult(fmt.Errorf("%w: %w", ErrUnavailable, err))
+		if err := e.sb.Egress.Give(&spec, ShellEgressID, "shell:exec", "sandbox.network.allow", rules); err != nil {
+			return call.ResultFor(fmt.Errorf("%w: %w", call.ErrUnavailable, err))
 		}
 		spec.Entrypoint = append(spec.Entrypoint, inside.Flag, spec.Egress)
 	}
-	res, failure := e.sb.run(ctx, spec, container.Request{Stdin: stdin, Limit: e.sb.policy().OutputLimit}, limit)
+	res, failure := e.sb.run(ctx, spec, container.Request{Stdin: stdin, Limit: e.sb.Policy().OutputLimit}, limit)
 	out := ShellOutput{Stdout: string(res.Stdout), Stderr: string(res.Stderr), ExitCode: res.Exit.Code, Truncated: res.Truncated}
 	if failure != nil {
 		// Keep what the command printed before it was stopped.
@@ -123,10 +130,10 @@ func (e shellExec) Run(ctx context.Context, def toolbox.Tool, args map[string]an
 		return *failure
 	}
 	text := formatShell(out)
-	if out.ExitCode != 0 && e.sb.egress.Shell.Load().Empty() && networkFailure(out.Stdout+out.Stderr) {
+	if out.ExitCode != 0 && e.sb.Egress.Shell.Load().Empty() && networkFailure(out.Stdout+out.Stderr) {
 		text += isolatedNote
 	}
-	return Result{Text: text, Structured: out, IsError: out.ExitCode != 0}
+	return call.Result{Text: text, Structured: out, IsError: out.ExitCode != 0}
 }
 
 // isolatedNote follows a failed command whose output says it could not
@@ -159,41 +166,41 @@ func networkFailure(output string) bool {
 // cwd checks the optional cwd argument: an existing directory in the
 // workspace (the workspace itself when not given). A refusal is the
 // result to return.
-func (e shellExec) cwd(def toolbox.Tool, args map[string]any) (string, *Result) {
+func (e ShellExec) cwd(def toolbox.Tool, args map[string]any) (string, *call.Result) {
 	v, ok := args["cwd"]
 	if !ok {
-		return e.sb.ws, nil
+		return e.sb.Workspace, nil
 	}
-	fail := func(err error) (string, *Result) {
-		r := errorResult(err)
+	fail := func(err error) (string, *call.Result) {
+		r := call.ResultFor(err)
 		return "", &r
 	}
 	s, ok := v.(string)
 	if !ok {
-		return fail(fmt.Errorf("%w: shell:exec: argument \"cwd\" must be a string", ErrInvalidInput))
+		return fail(fmt.Errorf("%w: shell:exec: argument \"cwd\" must be a string", call.ErrInvalidInput))
 	}
-	p, err := pathguard.Resolve(e.sb.ws, s)
+	p, err := pathguard.Resolve(e.sb.Workspace, s)
 	if err != nil {
-		r := errorResult(pathError(def.Name, "cwd", err))
+		r := call.ResultFor(pathError(def.Name, "cwd", err))
 		r.Blocked = true
 		return "", &r
 	}
 	if strings.ContainsRune(p, '\n') {
-		return fail(fmt.Errorf("%w: shell:exec: the working directory %q contains a line break, which pml cannot pass to the shell; use a directory without one", ErrInvalidInput, p))
+		return fail(fmt.Errorf("%w: shell:exec: the working directory %q contains a line break, which pml cannot pass to the shell; use a directory without one", call.ErrInvalidInput, p))
 	}
 	if st, err := os.Stat(p); err != nil || !st.IsDir() {
-		return fail(fmt.Errorf("%w: shell:exec: the working directory %s is not an existing directory in the workspace; create it first (e.g. with filesystem:create_directory)", ErrInvalidInput, p))
+		return fail(fmt.Errorf("%w: shell:exec: the working directory %s is not an existing directory in the workspace; create it first (e.g. with filesystem:create_directory)", call.ErrInvalidInput, p))
 	}
 	return p, nil
 }
 
 // timeout is sandbox.timeout, or the shorter timeout_ms argument.
-func (e shellExec) timeout(args map[string]any) (callLimit, error) {
+func (e ShellExec) timeout(args map[string]any) (callLimit, error) {
 	limit := e.sb.policyLimit()
 	if v, ok := args["timeout_ms"]; ok {
 		ms, ok := v.(float64)
 		if !ok || ms < 1 || ms != float64(int64(ms)) {
-			return callLimit{}, fmt.Errorf("%w: shell:exec: argument \"timeout_ms\" must be a whole number of milliseconds ≥ 1", ErrInvalidInput)
+			return callLimit{}, fmt.Errorf("%w: shell:exec: argument \"timeout_ms\" must be a whole number of milliseconds ≥ 1", call.ErrInvalidInput)
 		}
 		if d := time.Duration(ms) * time.Millisecond; d < limit.d {
 			limit.d, limit.arg = d, "timeout_ms"
@@ -204,30 +211,30 @@ func (e shellExec) timeout(args map[string]any) (callLimit, error) {
 
 // spec is the container of a shell:exec call, once its image is
 // known to be there.
-func (e shellExec) spec(ctx context.Context) (container.Spec, error) {
+func (e ShellExec) spec(ctx context.Context) (container.Spec, error) {
 	image := e.image
-	if ok, err := e.sb.rt.ImageExists(ctx, image); err != nil {
-		return container.Spec{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	if ok, err := e.sb.Runtime.ImageExists(ctx, image); err != nil {
+		return container.Spec{}, fmt.Errorf("%w: %w", call.ErrUnavailable, err)
 	} else if !ok && image == config.DefaultShellImage {
-		return container.Spec{}, fmt.Errorf("%w: the shell image %s is not on this host (the container engine has no such image): run `pml images build` (it builds the shell image locally from a static busybox, Debian's busybox-static) or `pml images pull`, or set sandbox.shell_image in .pml.json to an image that has /bin/sh", ErrUnavailable, image)
+		return container.Spec{}, fmt.Errorf("%w: the shell image %s is not on this host (the container engine has no such image): run `pml images build` (it builds the shell image locally from a static busybox, Debian's busybox-static) or `pml images pull`, or set sandbox.shell_image in .pml.json to an image that has /bin/sh", call.ErrUnavailable, image)
 	} else if !ok {
 		// pml's commands build only its own shell image: this one is the
 		// person's to get.
-		return container.Spec{}, fmt.Errorf("%w: the shell image %s named by sandbox.shell_image is not on this host (the container engine has no such image): pull or build it (`pml images pull` pulls the images .pml.json names), or remove sandbox.shell_image to use pml's own %s", ErrUnavailable, image, config.DefaultShellImage)
+		return container.Spec{}, fmt.Errorf("%w: the shell image %s named by sandbox.shell_image is not on this host (the container engine has no such image): pull or build it (`pml images pull` pulls the images .pml.json names), or remove sandbox.shell_image to use pml's own %s", call.ErrUnavailable, image, config.DefaultShellImage)
 	}
-	extra, err := e.sb.extra.Tool(false)
+	extra, err := e.sb.Extra.Tool(false)
 	if err != nil {
-		return container.Spec{}, fmt.Errorf("%w: shell:exec: %w; nothing ran", ErrUnavailable, err)
+		return container.Spec{}, fmt.Errorf("%w: shell:exec: %w; nothing ran", call.ErrUnavailable, err)
 	}
 	return container.Spec{
 		Image:      image,
 		Entrypoint: []string{"/bin/sh", "-c", shellEntry},
-		Env:        []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "PML_WORKSPACE=" + e.sb.ws},
-		WorkingDir: e.sb.ws,
-		User:       e.sb.user,
-		Mounts:     append(e.sb.workspaceMounts(false), extra...),
-		Policy:     e.sb.policy(),
-		Labels:     e.sb.labels("pool:shell"),
+		Env:        []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "PML_WORKSPACE=" + e.sb.Workspace},
+		WorkingDir: e.sb.Workspace,
+		User:       e.sb.User,
+		Mounts:     append(e.sb.WorkspaceMounts(false), extra...),
+		Policy:     e.sb.Policy(),
+		Labels:     e.sb.Labels("pool:shell"),
 	}, nil
 }
 

@@ -1,4 +1,4 @@
-package broker
+package sandbox
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	tl "github.com/pml-dev/pml/broker/tools"
+	"github.com/pml-dev/pml/broker/call"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/extramount"
@@ -31,134 +31,167 @@ func disposalOf(res container.Result) string {
 	return res.Disposal.String()
 }
 
-// sandbox is what every executor that starts a container shares, and
+// Sandbox is what every executor that starts a container shares, and
 // nothing else: the workspace and how it is mounted (with the guard for
 // pml's own files), the user and policy containers run with, their
 // labels, the cap-limited runtime and its pool of pre-started
-// containers, and pml's supervisor. Executors hold a *sandbox, never the
-// Broker. Safe for concurrent use.
-type sandbox struct {
-	ws   string
-	user string
+// containers, and pml's supervisor. Executors hold a *Sandbox, never the
+// Broker. The exported fields are set by New and not changed after.
+// Safe for concurrent use.
+type Sandbox struct {
+	Workspace string
+	User      string
 	// pol is the container policy: a reload of .pml.json replaces it
 	// (sandbox.*), and the next container gets the new one.
 	pol   atomic.Pointer[policies.Policy]
-	owner container.Owner
-	// rt is the cap-limited runtime (container.Limited): every container
-	// of this pml goes through it.
-	rt   container.Runtime
-	pool *container.Prestarted
-	// limited is rt's cap (nil without a runtime): it knows whether this
-	// pml ever started a container.
-	limited *container.Limited
+	Owner container.Owner
+	// Runtime is the cap-limited runtime (container.Limited): every
+	// container of this pml goes through it.
+	Runtime container.Runtime
+	Pool    *container.Prestarted
+	// Limited is Runtime's cap (nil without a runtime): it knows whether
+	// this pml ever started a container.
+	Limited *container.Limited
 	// limits: which resource limits the engine ignores (limits.go).
 	limits engineLimits
-	// guard watches pml's own files that a container could create
+	// Guard watches pml's own files that a container could create
 	// (internal/protect); session holds the long-lived servers' exposures.
-	guard   *protect.Guard
+	Guard   *protect.Guard
 	session sessionGuard
-	log     zerolog.Logger
-	// inside gives pml's in-container program (the toolbox image is
+	Log     zerolog.Logger
+	// programs gives pml's in-container program (the toolbox image is
 	// built from it); it runs as the supervisor when it can (see
-	// supervisor).
-	inside func(context.Context) (inside.Program, error)
-	sup    struct {
+	// Supervisor).
+	programs Programs
+	sup      struct {
 		sync.Mutex
 		path   string
 		warned bool
 	}
-	// egress is the egress proxies of servers and tools given network
-	// (sandbox/egress.go).
-	egress *egressSet
-	// extra is the project's extra mounts (sandbox.mounts, as far as
+	// Egress is the egress proxies of servers and tools given network
+	// (egress.go).
+	Egress *EgressSet
+	// Extra is the project's extra mounts (sandbox.mounts, as far as
 	// trust granted them), resolved and checked at each container.
-	extra *extramount.Set
-	// grants is what the person granted registry entries
-	// (registry_grant.go): a registry server starts only within it.
-	grants *tl.Grants
+	Extra *extramount.Set
 }
 
-// newSandbox builds the sandbox of a broker: the runtime goes through
-// this pml's cap (limitRuntime), whose pool reclaims idle pre-started
-// containers when the cap is reached.
-func newSandbox(o Options, pol policies.Policy, owner container.Owner) *sandbox {
-	rt, limited := limitRuntime(o)
-	sb := &sandbox{
-		ws:      o.Workspace,
-		user:    runtimeUser(o.Runtime, chooseUser(o.Config.Sandbox.User, o.Workspace), o.Config.Sandbox.User),
-		owner:   owner,
-		rt:      rt,
-		limited: limited,
-		log:     o.Logger,
-		inside:  o.Inside,
-		extra:   extramount.New(o.Workspace, o.Config.Sandbox.Mounts, nil),
+// Programs gives pml's in-container program for the daemon's
+// architecture (internal/inside's Source, or Options.Inside).
+type Programs interface {
+	Program(ctx context.Context) (inside.Program, error)
+}
+
+// ProgramFunc lets a function be Programs (broker's Options.Inside).
+type ProgramFunc func(ctx context.Context) (inside.Program, error)
+
+func (f ProgramFunc) Program(ctx context.Context) (inside.Program, error) { return f(ctx) }
+
+// Options is what New builds a Sandbox from.
+type Options struct {
+	// Workspace is the absolute, symlink-free workspace directory; User
+	// the uid:gid containers run as.
+	Workspace, User string
+	// Runtime is the cap-limited runtime, Limited its cap (both nil
+	// without a runtime).
+	Runtime container.Runtime
+	Limited *container.Limited
+	// Programs gives pml's in-container program.
+	Programs Programs
+	Owner    container.Owner
+	Policy   policies.Policy
+	// Config is the sandbox section of .pml.json (pool, idle timeout,
+	// mounts); Servers the configured servers (their own mounts).
+	Config  config.Sandbox
+	Servers map[string]config.Server
+	// Egress is the egress proxies' set (NewEgressSet).
+	Egress *EgressSet
+	Logger zerolog.Logger
+}
+
+// New builds the sandbox of a broker: its pool of pre-started
+// containers goes through the cap (o.Limited), which reclaims idle ones
+// when the cap is reached.
+func New(o Options) *Sandbox {
+	sb := &Sandbox{
+		Workspace: o.Workspace,
+		User:      o.User,
+		Owner:     o.Owner,
+		Runtime:   o.Runtime,
+		Limited:   o.Limited,
+		Log:       o.Logger,
+		programs:  o.Programs,
+		Egress:    o.Egress,
+		Extra:     extramount.New(o.Workspace, o.Config.Mounts, nil),
 	}
-	sb.extra.Servers(o.Config.Servers)
-	if sb.inside == nil {
-		sb.inside = inside.NewSource(o.Runtime).Program
-	}
-	sb.setPolicy(pol)
+	sb.Extra.Servers(o.Servers)
+	sb.SetPolicy(o.Policy)
 	var ready func()
-	if limited != nil {
-		ready = limited.Idle
+	if o.Limited != nil {
+		ready = o.Limited.Idle
 	}
-	sb.pool = container.NewPrestarted(container.PrestartedOptions{Runtime: rt, Min: o.Config.Sandbox.Pool.Min,
-		Max: o.Config.Sandbox.Pool.Max, Idle: o.Config.Sandbox.IdleTimeout, Ready: ready, Logger: o.Logger})
-	if limited != nil {
-		limited.SetReclaim(sb.pool.Reclaim)
+	sb.Pool = container.NewPrestarted(container.PrestartedOptions{Runtime: o.Runtime, Min: o.Config.Pool.Min,
+		Max: o.Config.Pool.Max, Idle: o.Config.IdleTimeout, Ready: ready, Logger: o.Logger})
+	if o.Limited != nil {
+		o.Limited.SetReclaim(sb.Pool.Reclaim)
 	}
 	// .pml/ always exists, so that containers that may write the
-	// workspace get it read-only (see workspaceMounts); never through a
-	// link (New checked it: safefs.CheckStateDir).
+	// workspace get it read-only (see WorkspaceMounts); never through a
+	// link (broker.New checked it: safefs.CheckStateDir).
 	_ = safefs.MkdirAll(o.Workspace, ".pml", 0o755)
-	sb.guard = protect.New(o.Workspace, owner.Labels(), o.Logger)
+	sb.Guard = protect.New(o.Workspace, o.Owner.Labels(), o.Logger)
 	// Learn in the background what the engine does not enforce (a second
 	// or two on Podman), before the first call needs to say it.
-	go sb.limitsNote(context.Background())
+	go sb.LimitsNote(context.Background())
 	return sb
 }
 
-// policy is the container policy in force.
-func (s *sandbox) policy() policies.Policy { return *s.pol.Load() }
+// Program is pml's in-container program for the daemon's architecture.
+func (s *Sandbox) Program(ctx context.Context) (inside.Program, error) {
+	return s.programs.Program(ctx)
+}
 
-// setPolicy puts p in force for the containers started from now on
+// Policy is the container policy in force.
+func (s *Sandbox) Policy() policies.Policy { return *s.pol.Load() }
+
+// SetPolicy puts p in force for the containers started from now on
 // (pre-started ones are keyed by their spec, policy included, so none
 // started under the old policy serves a new call).
-func (s *sandbox) setPolicy(p policies.Policy) { s.pol.Store(&p) }
+func (s *Sandbox) SetPolicy(p policies.Policy) { s.pol.Store(&p) }
 
-// labels are the labels of a container started for purpose.
-func (s *sandbox) labels(purpose string) map[string]string {
-	l := s.owner.Labels()
-	l[container.LabelWorkspace] = s.ws
+// Labels are the labels of a container started for purpose.
+func (s *Sandbox) Labels(purpose string) map[string]string {
+	l := s.Owner.Labels()
+	l[container.LabelWorkspace] = s.Workspace
 	l[container.LabelPurpose] = purpose
 	return l
 }
 
-// workspaceMounts mounts the workspace at its own path; a writable mount
+// WorkspaceMounts mounts the workspace at its own path; a writable mount
 // gets pml's own files mounted read-only on top (Docker mounts the
-// deeper paths after the workspace). .pml/ always exists (newSandbox
+// deeper paths after the workspace). .pml/ always exists (New
 // creates it), so it is always covered; a file that does not exist cannot be
 // mounted (the daemon would create it on the host) and is left to the
 // guard (see exposed).
-func (s *sandbox) workspaceMounts(readOnly bool) []container.Mount {
-	ms := []container.Mount{{Source: s.ws, Target: s.ws, ReadOnly: readOnly}}
+func (s *Sandbox) WorkspaceMounts(readOnly bool) []container.Mount {
+	ms := []container.Mount{{Source: s.Workspace, Target: s.Workspace, ReadOnly: readOnly}}
 	if readOnly {
 		return ms
 	}
 	// Recreated if it was removed since New: an absent .pml could not be
 	// mounted, and a container could then forge pml's state in it.
-	_ = safefs.MkdirAll(s.ws, protect.Dir, 0o755)
+	_ = safefs.MkdirAll(s.Workspace, protect.Dir, 0o755)
 	for _, rel := range protectedPaths {
 		// A name a live container may be writing is left to the guard:
 		// it could swap a link in between this look and the daemon's
 		// mount, which follows links.
-		if rel != protect.Dir && s.guard.Exposed(rel) {
+		if rel != protect.Dir && s.Guard.Exposed(rel) {
 			continue
 		}
-		p := filepath.Join(s.ws, rel)
+		p := filepath.Join(s.Workspace, rel)
 		// Only real files and directories: a link would be followed by
 		// the bind mount to wherever it points.
-		if fi, err := safefs.Lstat(s.ws, rel); err == nil && (fi.Mode().IsRegular() || fi.IsDir()) {
+		if fi, err := safefs.Lstat(s.Workspace, rel); err == nil && (fi.Mode().IsRegular() || fi.IsDir()) {
 			ms = append(ms, container.Mount{Source: p, Target: p, ReadOnly: true})
 		}
 	}
@@ -169,11 +202,11 @@ func (s *sandbox) workspaceMounts(readOnly bool) []container.Mount {
 // create or change: none when the workspace is not mounted writable, else
 // those not mounted read-only on themselves. It fails when .pml/ itself is
 // not covered: nothing could then tell pml's state from a container's.
-func (s *sandbox) exposed(ms []container.Mount) ([]string, error) {
+func (s *Sandbox) exposed(ms []container.Mount) ([]string, error) {
 	writable := false
 	covered := map[string]bool{}
 	for _, m := range ms {
-		if m.Source == s.ws && !m.ReadOnly {
+		if m.Source == s.Workspace && !m.ReadOnly {
 			writable = true
 		}
 		if m.ReadOnly {
@@ -183,12 +216,12 @@ func (s *sandbox) exposed(ms []container.Mount) ([]string, error) {
 	if !writable {
 		return nil, nil
 	}
-	if p := filepath.Join(s.ws, protect.Dir); !covered[p] {
+	if p := filepath.Join(s.Workspace, protect.Dir); !covered[p] {
 		return nil, fmt.Errorf("%s is not a directory pml can mount read-only (a link or a file?): no container that may write the workspace is started; remove it and try again", p)
 	}
 	var out []string
 	for _, n := range protect.Files {
-		if !covered[filepath.Join(s.ws, n)] {
+		if !covered[filepath.Join(s.Workspace, n)] {
 			out = append(out, n)
 		}
 	}
@@ -204,11 +237,11 @@ type sessionGuard struct {
 	releases []func()
 }
 
-// exposeForSession exposes what spec's mounts leave uncovered for the rest
+// ExposeForSession exposes what spec's mounts leave uncovered for the rest
 // of the session. When the guard cannot watch, the workspace is mounted
 // read-only instead: a server then cannot write, rather than write
 // unwatched.
-func (s *sandbox) exposeForSession(spec *container.Spec, who string) {
+func (s *Sandbox) ExposeForSession(spec *container.Spec, who string) {
 	names, err := s.exposed(spec.Mounts)
 	s.session.mu.Lock()
 	defer s.session.mu.Unlock()
@@ -223,13 +256,13 @@ func (s *sandbox) exposeForSession(spec *container.Spec, who string) {
 	}
 	var release func()
 	if err == nil {
-		release, err = s.guard.Expose(fresh, who)
+		release, err = s.Guard.Expose(fresh, who)
 	}
 	if err != nil {
-		s.log.Error().Err(err).Str("server", who).Msg("the workspace is mounted read-only for this server instead")
+		s.Log.Error().Err(err).Str("server", who).Msg("the workspace is mounted read-only for this server instead")
 		kept := make([]container.Mount, 0, len(spec.Mounts))
 		for _, m := range spec.Mounts {
-			if m.Source == s.ws {
+			if m.Source == s.Workspace {
 				m.ReadOnly = true
 			}
 			kept = append(kept, m)
@@ -246,9 +279,9 @@ func (s *sandbox) exposeForSession(spec *container.Spec, who string) {
 	s.session.releases = append(s.session.releases, release)
 }
 
-// releaseSession ends the session exposures, once every server container
+// ReleaseSession ends the session exposures, once every server container
 // is gone.
-func (s *sandbox) releaseSession() {
+func (s *Sandbox) ReleaseSession() {
 	s.session.mu.Lock()
 	rs := s.session.releases
 	s.session.releases, s.session.names = nil, nil
@@ -258,26 +291,26 @@ func (s *sandbox) releaseSession() {
 	}
 }
 
-// supervisor returns the host path of pml's in-container program for
+// Supervisor returns the host path of pml's in-container program for
 // the daemon's architecture, mounted as PID 1 of shell and Deno
 // containers, or "" when there is none (a pml built without it, a daemon
 // of another architecture, an engine that does not answer yet): the
 // container then runs without a deadline of its own; pml still kills it
 // on timeout. The reason is logged once.
-func (s *sandbox) supervisor(ctx context.Context) string {
+func (s *Sandbox) Supervisor(ctx context.Context) string {
 	s.sup.Lock()
 	defer s.sup.Unlock()
 	if s.sup.path != "" {
 		return s.sup.path
 	}
-	p, err := s.inside(ctx)
+	p, err := s.programs.Program(ctx)
 	if err == nil {
 		err = shim.CheckBinary(p.Path, p.Arch)
 	}
 	if err != nil {
 		if !s.sup.warned {
 			s.sup.warned = true
-			s.log.Warn().Err(err).Msg("shell:exec and code runs have no deadline of their own inside their containers (pml still ends them while it runs)")
+			s.Log.Warn().Err(err).Msg("shell:exec and code runs have no deadline of their own inside their containers (pml still ends them while it runs)")
 		}
 		return ""
 	}
@@ -305,8 +338,8 @@ type callLimit struct {
 
 // policyLimit is sandbox.timeout (pml's default when it is not set),
 // counted from now.
-func (s *sandbox) policyLimit() callLimit {
-	d := time.Duration(s.policy().Timeout)
+func (s *Sandbox) policyLimit() callLimit {
+	d := time.Duration(s.Policy().Timeout)
 	if d <= 0 {
 		d = defaultCallTimeout
 	}
@@ -325,17 +358,17 @@ func (l callLimit) within(ctx context.Context) (context.Context, context.CancelF
 // beforeContainer is the result of a step before a call's container (an
 // image check) that failed with err under ctx, parent bounded by limit:
 // when a deadline ended it, it says whose, and that no container exists.
-func beforeContainer(parent, ctx context.Context, limit callLimit, err error) Result {
+func beforeContainer(parent, ctx context.Context, limit callLimit, err error) call.Result {
 	const none = "no container had been created yet (the engine had not answered)"
 	switch {
 	case errors.Is(parent.Err(), context.DeadlineExceeded):
-		return errorResult(fmt.Errorf("%s before the call's container was started; %s: %w", callerDeadline, none, err))
+		return call.ResultFor(fmt.Errorf("%s before the call's container was started; %s: %w", callerDeadline, none, err))
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return errorResult(fmt.Errorf("timed out after %s before the call's container was started; %s (%s): %w", limit.d, none, limit.advice(), err))
+		return call.ResultFor(fmt.Errorf("timed out after %s before the call's container was started; %s (%s): %w", limit.d, none, limit.advice(), err))
 	case parent.Err() != nil:
-		return errorResult(fmt.Errorf("cancelled before the call's container was started; %s: %w", none, err))
+		return call.ResultFor(fmt.Errorf("cancelled before the call's container was started; %s: %w", none, err))
 	}
-	return errorResult(err)
+	return call.ResultFor(err)
 }
 
 // stopped says what became of the container of a call that was stopped
@@ -392,7 +425,7 @@ const callerDeadline = "the call's deadline passed (set by its caller, before it
 // when one is ready) with a deadline and turns runtime failures, timeouts,
 // cancellations and OOM kills into error results. On success it returns the
 // raw container result and a nil failure.
-func (s *sandbox) run(ctx context.Context, spec container.Spec, req container.Request, limit callLimit) (container.Result, *Result) {
+func (s *Sandbox) run(ctx context.Context, spec container.Spec, req container.Request, limit callLimit) (container.Result, *call.Result) {
 	if limit.d <= 0 {
 		limit = s.policyLimit()
 	}
@@ -402,30 +435,30 @@ func (s *sandbox) run(ctx context.Context, spec container.Spec, req container.Re
 	defer cancel()
 	names, err := s.exposed(spec.Mounts)
 	if err != nil {
-		r := errorResult(fmt.Errorf("%w: %w", ErrUnavailable, err))
+		r := call.ResultFor(fmt.Errorf("%w: %w", call.ErrUnavailable, err))
 		return container.Result{}, &r
 	}
 	if len(names) > 0 {
 		// Watched from before the container takes the call (a
 		// pre-started one runs only pml's own code until then) until it
 		// is removed.
-		release, err := s.guard.Expose(names, spec.Labels[container.LabelPurpose])
+		release, err := s.Guard.Expose(names, spec.Labels[container.LabelPurpose])
 		if err != nil {
-			r := errorResult(fmt.Errorf("%w: %w", ErrUnavailable, err))
+			r := call.ResultFor(fmt.Errorf("%w: %w", call.ErrUnavailable, err))
 			return container.Result{}, &r
 		}
 		req.Disposed = release
 	}
 	ctx, queued := container.WithQueueWait(ctx)
-	res, err := s.pool.Run(ctx, spec, req)
-	s.log.Debug().Str("image", spec.Image).Bool("warm", res.Warm).Dur("took", res.Duration).Msg("container call")
-	fail := func(e error) (container.Result, *Result) {
+	res, err := s.Pool.Run(ctx, spec, req)
+	s.Log.Debug().Str("image", spec.Image).Bool("warm", res.Warm).Dur("took", res.Duration).Msg("container call")
+	fail := func(e error) (container.Result, *call.Result) {
 		// A call that ran out of time after a long wait for its slot
 		// says so (one that ran out in the queue says it already).
 		if note := queued.Explain(); note != "" && errors.Is(ctx.Err(), context.DeadlineExceeded) && !errors.Is(e, container.ErrAtCap) {
 			e = fmt.Errorf("%w; %s", e, note)
 		}
-		r := errorResult(e)
+		r := call.ResultFor(e)
 		return res, &r
 	}
 	// Whose deadline passed: the caller's (pml call --timeout) is not this
@@ -457,13 +490,13 @@ func (s *sandbox) run(ctx context.Context, spec container.Spec, req container.Re
 		what, cause := stopped(res, err)
 		return fail(withCause("cancelled before the container answered; "+what, cause))
 	case err != nil && errors.As(err, new(*container.PullError)):
-		return fail(fmt.Errorf("%w: %w", ErrUnavailable, err))
+		return fail(fmt.Errorf("%w: %w", call.ErrUnavailable, err))
 	case err != nil && errors.Is(err, container.ErrImageMissing):
-		return fail(fmt.Errorf("%w: image %s is not on this host (the container engine has no such image): %w", ErrUnavailable, spec.Image, err))
+		return fail(fmt.Errorf("%w: image %s is not on this host (the container engine has no such image): %w", call.ErrUnavailable, spec.Image, err))
 	case err != nil && errors.Is(err, container.ErrUnavailable):
-		return fail(fmt.Errorf("%w: %w", ErrUnavailable, err))
+		return fail(fmt.Errorf("%w: %w", call.ErrUnavailable, err))
 	case err != nil && !res.TimedOut && !res.Cancelled:
-		return fail(fmt.Errorf("%w: running the container failed: %w", ErrUnavailable, err))
+		return fail(fmt.Errorf("%w: running the container failed: %w", call.ErrUnavailable, err))
 	case res.TimedOut && byCaller:
 		return fail(fmt.Errorf("%s: %s", callerDeadline, disposalOf(res)))
 	case res.TimedOut:
@@ -471,7 +504,7 @@ func (s *sandbox) run(ctx context.Context, spec container.Spec, req container.Re
 	case res.Cancelled:
 		return fail(fmt.Errorf("cancelled: %s", disposalOf(res)))
 	case res.Exit.OOMKilled:
-		return fail(fmt.Errorf("killed: out of memory (limit %s; %s if needed)", s.policy().Resources.Memory, raiseSetting("sandbox.memory")))
+		return fail(fmt.Errorf("killed: out of memory (limit %s; %s if needed)", s.Policy().Resources.Memory, raiseSetting("sandbox.memory")))
 	}
 	return res, nil
 }
