@@ -55,7 +55,7 @@ type Cloud struct {
 	// servers are the configured servers (a local one wins over the
 	// cloud) and the tool table its tools go in.
 	servers *Servers
-	// exec runs its tools (broker's cloudExec).
+	// exec runs its tools (sandbox.CloudExec).
 	exec Executors
 	// Ask writes an approval's text (approve.Approver); set in New once
 	// the approver is built, before any call.
