@@ -3,7 +3,9 @@ package broker
 import (
 	"context"
 
+	"github.com/pml-dev/pml/broker/call"
 	tl "github.com/pml-dev/pml/broker/tools"
+	"github.com/pml-dev/pml/broker/workflow"
 
 	"github.com/pml-dev/pml/broker/approve"
 	sbx "github.com/pml-dev/pml/broker/sandbox"
@@ -79,18 +81,20 @@ func (p approverParts) MissingKeys(ctx context.Context, tool string) []string {
 
 func (p approverParts) Enabled() bool { return p.cloud.Client.Enabled() }
 
-func (p approverParts) Local(ctx context.Context, tool string, args map[string]any) Result {
+func (p approverParts) Local(ctx context.Context, tool string, args map[string]any) call.Result {
 	// No call's data is read on the way: local mode refuses it before
 	// anything runs.
 	return p.cloud.Exec().Run(ctx, nil, toolbox.Tool{Name: tool}, args)
 }
 
-func (p approverParts) APIKeyApproval(wf *Workflow) Approval { return p.cloud.APIKeyApproval(wf) }
+func (p approverParts) APIKeyApproval(wf *workflow.Workflow) workflow.Approval {
+	return p.cloud.APIKeyApproval(wf)
+}
 
-func (p approverParts) IntegrityApproval(wf *Workflow) Approval {
+func (p approverParts) IntegrityApproval(wf *workflow.Workflow) workflow.Approval {
 	return p.registry.IntegrityApproval(wf)
 }
 
-func (p approverParts) ApproveIntegrity(ctx context.Context, c *Call, wfs *Workflows, wf *Workflow) Result {
+func (p approverParts) ApproveIntegrity(ctx context.Context, c *call.Call, wfs *workflow.Workflows, wf *workflow.Workflow) call.Result {
 	return p.registry.ApproveIntegrity(ctx, c, wfs, wf)
 }

@@ -21,16 +21,16 @@ func (n fixedNote) AuditNote() string { return string(n) }
 func TestARuntimeNoteIsInEveryAuditEntry(t *testing.T) {
 	ws := t.TempDir()
 	sink := audit.New(filepath.Join(ws, ".pml", "audit.jsonl"))
-	next := HandlerFunc(func(_ context.Context, c *Call) Result {
+	next := call.HandlerFunc(func(_ context.Context, c *call.Call) call.Result {
 		if c.Tool == "ok" {
 			c.Note(audit.Entry{Tool: c.Tool, Decision: audit.Allowed, ExitStatus: "ok"})
-			return Result{}
+			return call.Result{}
 		}
-		return errorResult(ErrInvalidInput)
+		return errorResult(call.ErrInvalidInput)
 	})
 	path := auditLayerNoted(auditLayer{next: next, log: zerolog.Nop(), sink: sink}, fixedNote("network NOT verified"))
-	path.Call(context.Background(), call.NewCall(Request{Tool: "ok"}))
-	path.Call(context.Background(), call.NewCall(Request{Tool: "bad"}))
+	path.Call(context.Background(), call.NewCall(call.Request{Tool: "ok"}))
+	path.Call(context.Background(), call.NewCall(call.Request{Tool: "bad"}))
 	got := auditEntries(t, ws)
 	if len(got) != 2 || got[0].Reason != "network NOT verified" || got[1].Reason != "invalid_input; network NOT verified" {
 		t.Fatalf("entries %+v: want the note in each", got)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/pml-dev/pml/broker/call"
 	"github.com/pml-dev/pml/internal/audit"
 )
 
@@ -24,7 +25,7 @@ func TestACallThatCannotBeAuditedDoesNotRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := f.call(t, "filesystem:write_file", map[string]any{"path": "b.txt", "content": "x"})
-	if !res.IsError || !errors.Is(res.Err(), ErrUnavailable) {
+	if !res.IsError || !errors.Is(res.Err(), call.ErrUnavailable) {
 		t.Fatalf("the call was not refused: %+v", res)
 	}
 	for _, want := range []string{"did not run filesystem:write_file", logPath, "directory", "pml doctor"} {
@@ -52,16 +53,16 @@ func TestACallThatCannotBeAuditedDoesNotRun(t *testing.T) {
 // client with the result, whatever its form.
 func TestAnEntryLostAfterTheCallIsToldWithTheResult(t *testing.T) {
 	err := &audit.WriteError{Path: "/w/.pml/audit.jsonl", Err: errors.New("no space left on device")}
-	plain := withAuditFailure(nil, Result{Text: "Wrote 1 bytes"}, err)
+	plain := withAuditFailure(nil, call.Result{Text: "Wrote 1 bytes"}, err)
 	if !strings.HasPrefix(plain.Text, "Wrote 1 bytes\n\n") || !strings.Contains(plain.Text, "audit entry could not be written") || !strings.Contains(plain.Text, "/w/.pml/audit.jsonl") {
 		t.Errorf("plain: %q", plain.Text)
 	}
 	up := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "server says"}}}
-	got := withAuditFailure(nil, Result{Upstream: up}, err)
+	got := withAuditFailure(nil, call.Result{Upstream: up}, err)
 	if len(up.Content) != 1 || len(got.Upstream.Content) != 2 {
 		t.Fatalf("upstream: %d blocks, the server's result %d", len(got.Upstream.Content), len(up.Content))
 	}
-	raw := withAuditFailure(nil, Result{Raw: []byte(`{"content":[{"type":"text","text":"forwarded"}]}`)}, err)
+	raw := withAuditFailure(nil, call.Result{Raw: []byte(`{"content":[{"type":"text","text":"forwarded"}]}`)}, err)
 	if raw.Upstream == nil || len(raw.Upstream.Content) != 2 {
 		t.Errorf("raw: %+v", raw.Upstream)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	tl "github.com/pml-dev/pml/broker/tools"
+	"github.com/pml-dev/pml/broker/workflow"
 
 	"github.com/rs/zerolog"
 
@@ -69,7 +70,7 @@ type Options struct {
 type Broker struct {
 	cfg   *config.Config
 	sb    *sandbox
-	perms *LivePermissions
+	perms *permit.LivePermissions
 	// reload applies edits of .pml.json (reload.go).
 	reload reloadState
 	// trust is the person's trust records; trustState how the
@@ -111,7 +112,7 @@ type Broker struct {
 
 	// path is the request path, audit layer first; belowAudit the same
 	// path without it, for a call re-entered within an audited one.
-	path, belowAudit Handler
+	path, belowAudit call.Handler
 }
 
 // New builds a broker. It starts no container and does not contact the
@@ -129,7 +130,7 @@ func New(o Options) (*Broker, error) {
 	// trusted it (internal/trust); what it narrows applies whatever.
 	tst := trust.Status{Trusted: true}
 	if o.Trust != nil {
-		cfg, st, err := trust.Apply(o.Config, o.Trust, DefaultPermissions().Allow)
+		cfg, st, err := trust.Apply(o.Config, o.Trust, permit.DefaultPermissions().Allow)
 		if err != nil {
 			o.Logger.Warn().Err(err).Msg("the project's policy is applied as untrusted")
 		}
@@ -145,7 +146,7 @@ func New(o Options) (*Broker, error) {
 	}
 	b := &Broker{
 		cfg:      o.Config,
-		perms:    permit.NewLivePermissions(PermissionsFrom(o.Config), permit.DenySource(o.Config)),
+		perms:    permit.NewLivePermissions(permit.PermissionsFrom(o.Config), permit.DenySource(o.Config)),
 		log:      o.Logger,
 		progress: progressLogger(o),
 		audit:    audit.New(filepath.Join(o.Workspace, ".pml", "audit.jsonl")),
@@ -168,7 +169,7 @@ func New(o Options) (*Broker, error) {
 	b.srv = tl.NewServers(tl.ServersOptions{
 		Sandbox: part, Log: b.log, Progress: b.progress,
 		Idle:               o.Config.Sandbox.IdleTimeout,
-		Cache:              &toolsCache{Path: filepath.Join(o.Workspace, ".pml", "tools-cache.json")},
+		Cache:              &tl.Cache{Path: filepath.Join(o.Workspace, ".pml", "tools-cache.json")},
 		ServerStartTimeout: o.ServerStartTimeout,
 		Base:               b.base, Inflight: &b.inflight,
 		Router: router, Executors: ex, Grants: sb.grants, Permissions: b.perms,
@@ -278,14 +279,14 @@ func (b *Broker) Policy() policies.Policy { return b.sb.Policy() }
 // Call runs one tool call through the request path (see the package
 // doc). It never returns a Go error: every failure is a Result with
 // IsError and a readable message. Close cancels it.
-func (b *Broker) Call(ctx context.Context, req Request) Result {
+func (b *Broker) Call(ctx context.Context, req call.Request) call.Result {
 	b.inflight.Add(1)
 	defer b.inflight.Done()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(b.base, cancel)()
 	if req.Workflows == nil {
-		req.Workflows = NewWorkflows(b.cfg.HIL.Timeout)
+		req.Workflows = workflow.NewWorkflows(b.cfg.HIL.Timeout)
 	}
 	req.Ask = tracedAsk(req.Ask)
 	ctx, end := callSpan(ctx, req.Tool)
@@ -294,7 +295,7 @@ func (b *Broker) Call(ctx context.Context, req Request) Result {
 	return res
 }
 
-func errorResult(err error) Result {
+func errorResult(err error) call.Result {
 	return call.ResultFor(err)
 }
 

@@ -17,6 +17,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 
+	"github.com/pml-dev/pml/broker/call"
+	tl "github.com/pml-dev/pml/broker/tools"
+	"github.com/pml-dev/pml/broker/workflow"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/container/containertest"
@@ -178,7 +181,7 @@ type fixture struct {
 	ws string
 	b  *Broker
 	rt *inProcess
-	wf *Workflows
+	wf *workflow.Workflows
 }
 
 func newFixture(t testing.TB, pmlJSON string) *fixture {
@@ -229,18 +232,18 @@ func newBrokerIn(t testing.TB, ws string, rt *inProcess) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.Close(time.Second) })
-	return &fixture{ws: ws, b: b, rt: rt, wf: NewWorkflows(cfg.HIL.Timeout)}
+	return &fixture{ws: ws, b: b, rt: rt, wf: workflow.NewWorkflows(cfg.HIL.Timeout)}
 }
 
-func (f *fixture) call(t *testing.T, tool string, args any) Result {
+func (f *fixture) call(t *testing.T, tool string, args any) call.Result {
 	t.Helper()
 	raw, _ := json.Marshal(args)
-	return f.b.Call(context.Background(), Request{Tool: tool, Args: raw, Workflows: f.wf})
+	return f.b.Call(context.Background(), call.Request{Tool: tool, Args: raw, Workflows: f.wf})
 }
 
-func approvalOf(t *testing.T, r Result) Approval {
+func approvalOf(t *testing.T, r call.Result) workflow.Approval {
 	t.Helper()
-	a, ok := r.Structured.(Approval)
+	a, ok := r.Structured.(workflow.Approval)
 	if !ok || r.IsError {
 		t.Fatalf("expected approval_required, got %+v", r)
 	}
@@ -251,7 +254,7 @@ func TestAskReturnsApprovalAndRunsNothing(t *testing.T) {
 	f := newFixture(t, "")
 	r := f.call(t, "filesystem:write_file", map[string]any{"path": "b.txt", "content": "x"})
 	a := approvalOf(t, r)
-	if !a.ApprovalRequired || a.ApprovalType != ApprovalToolPermission || a.Tool != "filesystem:write_file" ||
+	if !a.ApprovalRequired || a.ApprovalType != workflow.ApprovalToolPermission || a.Tool != "filesystem:write_file" ||
 		len(a.Options) != 3 || a.Arguments["path"] != "b.txt" || a.Description == "" || time.Until(a.ExpiresAt) < 4*time.Minute {
 		t.Fatalf("approval: %+v", a)
 	}
@@ -285,7 +288,7 @@ func TestApproveRunsStoredArguments(t *testing.T) {
 		t.Fatal("the resent arguments were used")
 	}
 	// Used once.
-	r = f.call(t, ContinueTool, map[string]any{"workflow_id": a.WorkflowID, "approved": true})
+	r = f.call(t, call.ContinueTool, map[string]any{"workflow_id": a.WorkflowID, "approved": true})
 	if !r.IsError || !strings.Contains(r.Text, "already answered") {
 		t.Fatalf("reuse: %+v", r)
 	}
@@ -302,7 +305,7 @@ func TestRejectDifferentToolUnknownExpired(t *testing.T) {
 	if !r.IsError || !strings.Contains(r.Text, "belongs to filesystem:write_file") {
 		t.Fatalf("different tool: %+v", r)
 	}
-	r = f.call(t, ContinueTool, map[string]any{"workflow_id": a.WorkflowID, "approved": false})
+	r = f.call(t, call.ContinueTool, map[string]any{"workflow_id": a.WorkflowID, "approved": false})
 	if !r.IsError || !strings.Contains(r.Text, "Rejected") {
 		t.Fatalf("reject: %+v", r)
 	}
@@ -311,18 +314,18 @@ func TestRejectDifferentToolUnknownExpired(t *testing.T) {
 			t.Fatalf("%s exists after a refusal", name)
 		}
 	}
-	r = f.call(t, ContinueTool, map[string]any{"workflow_id": "00000000-0000-4000-8000-000000000000", "approved": true})
+	r = f.call(t, call.ContinueTool, map[string]any{"workflow_id": "00000000-0000-4000-8000-000000000000", "approved": true})
 	if !r.IsError || !strings.Contains(r.Text, "unknown workflow") {
 		t.Fatalf("unknown: %+v", r)
 	}
-	r = f.call(t, ContinueTool, map[string]any{"approved": true})
+	r = f.call(t, call.ContinueTool, map[string]any{"approved": true})
 	if !r.IsError || !strings.Contains(r.Text, "continue_workflow must be") {
 		t.Fatalf("malformed continuation: %+v", r)
 	}
 
 	a = approvalOf(t, f.call(t, "filesystem:write_file", map[string]any{"path": "b.txt", "content": "x"}))
 	f.wf.SetClock(func() time.Time { return time.Now().Add(6 * time.Minute) })
-	r = f.call(t, ContinueTool, map[string]any{"workflow_id": a.WorkflowID, "approved": true})
+	r = f.call(t, call.ContinueTool, map[string]any{"workflow_id": a.WorkflowID, "approved": true})
 	if !r.IsError || !strings.Contains(r.Text, "expired") {
 		t.Fatalf("expired: %+v", r)
 	}
@@ -347,7 +350,7 @@ func TestAlwaysKeepsTheFileAndAppliesAtOnce(t *testing.T) {
 	orig := "{\n  \"zeta\": {\"keep\": [1, 2]},\n  \"permissions\": {\n    \"allow\": [\"filesystem:read_*\"],\n    \"ask\": [\"*\"]\n  },\n  \"unknown_key\": true\n}\n"
 	f := newFixture(t, orig)
 	a := approvalOf(t, f.call(t, "filesystem:write_file", map[string]any{"path": "b.txt", "content": "x"}))
-	r := f.call(t, ContinueTool, map[string]any{"workflow_id": a.WorkflowID, "approved": true, "always": true})
+	r := f.call(t, call.ContinueTool, map[string]any{"workflow_id": a.WorkflowID, "approved": true, "always": true})
 	if r.IsError {
 		t.Fatal(r.Text)
 	}
@@ -384,7 +387,7 @@ func TestAlwaysThatCannotBeSavedDoesNotRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	before, _ := os.ReadFile(filepath.Join(f.ws, ".pml.json"))
-	r := f.call(t, ContinueTool, map[string]any{"workflow_id": a.WorkflowID, "approved": true, "always": true})
+	r := f.call(t, call.ContinueTool, map[string]any{"workflow_id": a.WorkflowID, "approved": true, "always": true})
 	if !r.IsError || !strings.Contains(r.Text, "could not remember") || !strings.Contains(r.Text, "not run") {
 		t.Fatalf("unsaved always: %+v", r)
 	}
@@ -398,7 +401,7 @@ func TestAlwaysThatCannotBeSavedDoesNotRun(t *testing.T) {
 	if err := os.Remove(lock); err != nil {
 		t.Fatal(err)
 	}
-	r = f.call(t, ContinueTool, map[string]any{"workflow_id": a.WorkflowID, "approved": true})
+	r = f.call(t, call.ContinueTool, map[string]any{"workflow_id": a.WorkflowID, "approved": true})
 	if r.IsError || f.rt.count() != 1 {
 		t.Fatalf("second answer: %+v (containers %d)", r, f.rt.count())
 	}
@@ -412,7 +415,9 @@ func TestConcurrentAlwaysForTwentyTools(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		def := toolbox.Filesystem[0]
 		def.Name = fmt.Sprintf("test:tool_%02d", i)
-		f.b.srv.Table.Add(def, executorFunc(func(context.Context, *Call, toolbox.Tool, map[string]any) Result { return Result{Text: "ran"} }))
+		f.b.srv.Table.Add(def, tl.ExecutorFunc(func(context.Context, *call.Call, toolbox.Tool, map[string]any) call.Result {
+			return call.Result{Text: "ran"}
+		}))
 		names = append(names, def.Name)
 	}
 	ids := make([]string, len(names))
@@ -468,10 +473,10 @@ func TestElicitation(t *testing.T) {
 	} {
 		t.Run(c.choice, func(t *testing.T) {
 			f := newFixture(t, "")
-			var asked Approval
+			var asked workflow.Approval
 			raw, _ := json.Marshal(map[string]any{"path": "b.txt", "content": "x"})
-			r := f.b.Call(context.Background(), Request{Tool: "filesystem:write_file", Args: raw, Workflows: f.wf,
-				Ask: func(_ context.Context, a Approval) (string, bool) { asked = a; return c.choice, c.ok }})
+			r := f.b.Call(context.Background(), call.Request{Tool: "filesystem:write_file", Args: raw, Workflows: f.wf,
+				Ask: func(_ context.Context, a workflow.Approval) (string, bool) { asked = a; return c.choice, c.ok }})
 			if asked.WorkflowID == "" {
 				t.Fatal("the human was not asked")
 			}
@@ -534,7 +539,7 @@ func FuzzCall(f *testing.F) {
 	}
 	fx := newFixture(f, `{"permissions": {"allow": ["filesystem:read_*", "filesystem:get_file_info"], "ask": ["*"]}}`)
 	f.Fuzz(func(t *testing.T, tool string, args []byte) {
-		r := fx.b.Call(context.Background(), Request{Tool: tool, Args: args, Workflows: fx.wf})
+		r := fx.b.Call(context.Background(), call.Request{Tool: tool, Args: args, Workflows: fx.wf})
 		if r.Text == "" {
 			t.Fatalf("Call(%q, %q) answered without text: %+v", tool, args, r)
 		}

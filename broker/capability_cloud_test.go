@@ -10,6 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/pml-dev/pml/broker/workflow"
 	"github.com/pml-dev/pml/internal/registry/serve"
 	"github.com/pml-dev/pml/internal/routing"
 )
@@ -34,7 +35,7 @@ func TestAnAddedCloudCapabilityIsATool(t *testing.T) {
 	defer reg.Close()
 	t.Setenv("PML_API_KEY", "pml-unit-key")
 	f := newFixture(t, `{"registries": ["`+reg.URL+`"], "cloud": {"url": "http://127.0.0.1:1"}, "permissions": {"allow": ["weather:*"]}}`)
-	if _, err := f.b.AddCapability(context.Background(), "weather", func(Approval) bool { return true }); err != nil {
+	if _, err := f.b.AddCapability(context.Background(), "weather", func(workflow.Approval) bool { return true }); err != nil {
 		t.Fatalf("pml add weather: %v", err)
 	}
 	reg.Close()

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	tl "github.com/pml-dev/pml/broker/tools"
 )
 
 // namedPmlJSON is capRegistry's .pml.json with capabilities naming its
@@ -29,8 +31,8 @@ func TestNamedCapabilityIsListedFromLockAndCacheOffline(t *testing.T) {
 		}
 	}
 	stop()
-	if _, err := os.Stat(filepath.Join(f.ws, CapabilitiesFile)); !os.IsNotExist(err) {
-		t.Fatalf("%s exists: %v", CapabilitiesFile, err)
+	if _, err := os.Stat(filepath.Join(f.ws, tl.CapabilitiesFile)); !os.IsNotExist(err) {
+		t.Fatalf("%s exists: %v", tl.CapabilitiesFile, err)
 	}
 	g := newFixtureIn(t, f.ws)
 	done := make(chan struct{})
@@ -59,7 +61,7 @@ func TestNamedCapabilityIsFetchedInTheBackground(t *testing.T) {
 	f := newFixture(t, namedPmlJSON(cfg))
 	var mu sync.Mutex
 	var added []string
-	f.b.OnToolsChanged(func(a []Tool, _ []string) {
+	f.b.OnToolsChanged(func(a []tl.Tool, _ []string) {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, tl := range a {
@@ -85,8 +87,8 @@ func TestNamedCapabilityIsFetchedInTheBackground(t *testing.T) {
 	if err != nil || !strings.Contains(string(lock), "acme.tools.mathx.double") || !strings.Contains(string(lock), "pml.mcp.smart.server") {
 		t.Fatalf("not pinned in the lockfile: %v\n%s", err, lock)
 	}
-	if _, err := os.Stat(filepath.Join(f.ws, CapabilitiesFile)); !os.IsNotExist(err) {
-		t.Errorf("%s was written: %v", CapabilitiesFile, err)
+	if _, err := os.Stat(filepath.Join(f.ws, tl.CapabilitiesFile)); !os.IsNotExist(err) {
+		t.Errorf("%s was written: %v", tl.CapabilitiesFile, err)
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	tl "github.com/pml-dev/pml/broker/tools"
+	"github.com/pml-dev/pml/broker/workflow"
 	"github.com/pml-dev/pml/internal/registry"
 )
 
@@ -25,7 +27,7 @@ func TestAddCapabilityWithTheSeedsNames(t *testing.T) {
 		}
 	}
 	f := newFixture(t, cfg)
-	yes := func(Approval) bool { return true }
+	yes := func(workflow.Approval) bool { return true }
 	ctx := context.Background()
 	for _, c := range []struct{ arg, name, fqdnBase, version string }{
 		{"smartSearch@1.2.0", "smartSearch", "pml.mcp.smartsearch.server", "1.2.0"},
@@ -53,7 +55,7 @@ func TestAddCapabilityWithTheSeedsNames(t *testing.T) {
 	if err != nil || got.Version != "1.2.0" {
 		t.Fatalf("smartSearch@^1.2 with 1.2.0 locked: %+v %v", got, err)
 	}
-	caps, err := LoadCapabilities(f.ws)
+	caps, err := tl.LoadCapabilities(f.ws)
 	if err != nil || caps["smartSearch"].Version != "1.2.0" || caps["db.postgres_query"].FQDN == "" {
 		t.Fatalf("capabilities: %+v %v", caps, err)
 	}

@@ -13,6 +13,9 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/pml-dev/pml/broker/call"
+	tl "github.com/pml-dev/pml/broker/tools"
+	"github.com/pml-dev/pml/broker/workflow"
 	"github.com/pml-dev/pml/internal/registry/serve"
 )
 
@@ -49,14 +52,14 @@ func TestCapabilityNamespaceTakenIsRefused(t *testing.T) {
 	reg := nsRegistry(t)
 	withServer := fmt.Sprintf(`{"registries": [%q], "mcps": {"memory": {"image": "pml-test/memory:1.8.0"}}, "permissions": {"allow": ["memory:*", "mathx:*", "json:*"]}}`, reg)
 	f := newFixture(t, withServer)
-	yes := func(Approval) bool { return true }
+	yes := func(workflow.Approval) bool { return true }
 	ctx := context.Background()
 	for arg, says := range map[string]string{
 		"acme.tools.memory.run": "the server mcps.memory of .pml.json",
 		"acme.tools.json.parse": "one the PML cloud serves",
 	} {
 		_, err := f.b.AddCapability(ctx, arg, yes)
-		if err == nil || !errors.Is(err, ErrInvalidInput) || !strings.Contains(err.Error(), says) {
+		if err == nil || !errors.Is(err, call.ErrInvalidInput) || !strings.Contains(err.Error(), says) {
 			t.Errorf("pml add %s: %v; want it refused as %q", arg, err, says)
 		}
 	}
@@ -96,7 +99,7 @@ func TestCapabilityNamespaceTakenIsRefused(t *testing.T) {
 	}
 
 	// pml run NAME does not serve it either.
-	caps, err := LoadCapabilities(g.ws)
+	caps, err := tl.LoadCapabilities(g.ws)
 	if err != nil {
 		t.Fatal(err)
 	}

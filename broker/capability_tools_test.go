@@ -14,6 +14,8 @@ import (
 
 	"github.com/rs/zerolog"
 
+	tl "github.com/pml-dev/pml/broker/tools"
+	"github.com/pml-dev/pml/broker/workflow"
 	"github.com/pml-dev/pml/internal/registry/serve"
 )
 
@@ -50,13 +52,13 @@ func capRegistry(t *testing.T) (pmlJSON string, stop func()) {
 	return fmt.Sprintf(`{"registries": [%q], "permissions": {"allow": ["mathx:*", "smart:*"]}}`, reg.URL), stop
 }
 
-func listedTool(b *Broker, name string) (Tool, bool) {
+func listedTool(b *Broker, name string) (tl.Tool, bool) {
 	for _, tl := range b.Tools() {
 		if tl.Name == name {
 			return tl, true
 		}
 	}
-	return Tool{}, false
+	return tl.Tool{}, false
 }
 
 // TestAddedCapabilitiesAreToolsOffline: what pml add stored is listed by
@@ -65,7 +67,7 @@ func listedTool(b *Broker, name string) (Tool, bool) {
 func TestAddedCapabilitiesAreToolsOffline(t *testing.T) {
 	cfg, stop := capRegistry(t)
 	f := newFixture(t, cfg)
-	yes := func(Approval) bool { return true }
+	yes := func(workflow.Approval) bool { return true }
 	for _, name := range []string{"acme.tools.mathx.double", "smart"} {
 		if _, err := f.b.AddCapability(context.Background(), name, yes); err != nil {
 			t.Fatalf("pml add %s: %v", name, err)
@@ -105,7 +107,7 @@ func TestAddedCapabilitiesAreToolsOffline(t *testing.T) {
 func TestAddedCapabilityWhoseCopyChangedIsNotListed(t *testing.T) {
 	cfg, _ := capRegistry(t)
 	f := newFixture(t, cfg)
-	if _, err := f.b.AddCapability(context.Background(), "acme.tools.mathx.double", func(Approval) bool { return true }); err != nil {
+	if _, err := f.b.AddCapability(context.Background(), "acme.tools.mathx.double", func(workflow.Approval) bool { return true }); err != nil {
 		t.Fatal(err)
 	}
 	lock := filepath.Join(f.ws, ".pml", "mcp.lock")
@@ -134,7 +136,7 @@ func TestCapabilitiesAddedOrRemovedDuringASession(t *testing.T) {
 	g := newFixtureIn(t, f.ws)
 	var mu sync.Mutex
 	var added, removed []string
-	g.b.OnToolsChanged(func(a []Tool, r []string) {
+	g.b.OnToolsChanged(func(a []tl.Tool, r []string) {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, tl := range a {
@@ -148,7 +150,7 @@ func TestCapabilitiesAddedOrRemovedDuringASession(t *testing.T) {
 	if err := g.b.WatchConfig(ctx, func(string) string { return "" }); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.b.AddCapability(context.Background(), "acme.tools.mathx.double", func(Approval) bool { return true }); err != nil {
+	if _, err := f.b.AddCapability(context.Background(), "acme.tools.mathx.double", func(workflow.Approval) bool { return true }); err != nil {
 		t.Fatal(err)
 	}
 	seen := func(l *[]string, name string) func() bool {
@@ -162,7 +164,7 @@ func TestCapabilitiesAddedOrRemovedDuringASession(t *testing.T) {
 	if _, ok := listedTool(g.b, "mathx:half"); !ok {
 		t.Fatal("mathx:half is not listed after pml add")
 	}
-	if _, ok, err := RemoveCapability(f.ws, "acme.tools.mathx.double", false); !ok || err != nil {
+	if _, ok, err := tl.RemoveCapability(f.ws, "acme.tools.mathx.double", false); !ok || err != nil {
 		t.Fatal(ok, err)
 	}
 	waitUntil(t, "mathx:double unlisted", seen(&removed, "mathx:double"))

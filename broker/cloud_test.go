@@ -10,6 +10,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pml-dev/pml/broker/call"
+	"github.com/pml-dev/pml/broker/workflow"
 )
 
 // fakeCloud answers the cloud's MCP endpoint: tavily:search (which needs
@@ -82,14 +85,14 @@ func TestCloudToolsAreListedAndForwardedWithTheirKeys(t *testing.T) {
 	// The key is missing: the person is asked to set it.
 	r := f.call(t, "tavily:search", map[string]any{"query": "q"})
 	a := approvalOf(t, r)
-	if a.ApprovalType != ApprovalAPIKey || !strings.Contains(a.Description, "TAVILY_KEY") {
+	if a.ApprovalType != workflow.ApprovalAPIKey || !strings.Contains(a.Description, "TAVILY_KEY") {
 		t.Fatalf("approval: %+v", a)
 	}
 	// Set in the workspace's .env, then continued: forwarded with it.
 	if err := os.WriteFile(filepath.Join(f.ws, ".env"), []byte("export TAVILY_KEY=\"k1\"\n# comment\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r = f.call(t, ContinueTool, map[string]any{"workflow_id": a.WorkflowID, "approved": true})
+	r = f.call(t, call.ContinueTool, map[string]any{"workflow_id": a.WorkflowID, "approved": true})
 	if r.IsError || r.Text != "cloud ran tavily:search with key k1" {
 		t.Fatalf("continued: %+v", r)
 	}
@@ -122,7 +125,7 @@ filesystem:read_file {"path": "b.txt"}`
 	if a.Tool != "filesystem:write_file" || !strings.Contains(a.Description, "runs code") {
 		t.Fatalf("approval inside the run: %+v", a)
 	}
-	r = f.call(t, ContinueTool, map[string]any{"workflow_id": a.WorkflowID, "approved": true})
+	r = f.call(t, call.ContinueTool, map[string]any{"workflow_id": a.WorkflowID, "approved": true})
 	if r.IsError || !strings.Contains(r.Text, "from code") {
 		t.Fatalf("resumed run: %+v", r)
 	}

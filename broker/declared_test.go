@@ -9,7 +9,9 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/pml-dev/pml/broker/call"
 	sbx "github.com/pml-dev/pml/broker/sandbox"
+	"github.com/pml-dev/pml/broker/workflow"
 	"github.com/pml-dev/pml/internal/audit"
 	"github.com/pml-dev/pml/internal/registry"
 	"github.com/pml-dev/pml/internal/toolbox"
@@ -32,9 +34,9 @@ shell:exec {"command": "echo hi"}`
 
 // askingRequest answers every approval in the client's dialog with
 // choice and counts them.
-func askingRequest(f *fixture, choice string, asked *atomic.Int32, questions *[]Approval) Request {
-	return Request{Tool: "cap:main", Args: json.RawMessage(`{}`), Workflows: f.wf,
-		Ask: func(ctx context.Context, a Approval) (string, bool) {
+func askingRequest(f *fixture, choice string, asked *atomic.Int32, questions *[]workflow.Approval) call.Request {
+	return call.Request{Tool: "cap:main", Args: json.RawMessage(`{}`), Workflows: f.wf,
+		Ask: func(ctx context.Context, a workflow.Approval) (string, bool) {
 			asked.Add(1)
 			*questions = append(*questions, a)
 			return choice, true
@@ -69,7 +71,7 @@ func TestTwoDeclaredAskedToolsAreAskedOnceInTheDialog(t *testing.T) {
 	f := newFixture(t, `{"permissions": {"allow": ["cap:*"], "ask": ["filesystem:write_file", "shell:exec"]}}`)
 	withCapability(t, f, capCode, "filesystem:write_file", "shell:exec")
 	var asked atomic.Int32
-	var qs []Approval
+	var qs []workflow.Approval
 	res := f.b.Call(context.Background(), askingRequest(f, "continue", &asked, &qs))
 	if res.IsError || !strings.Contains(res.Text, "ran echo hi") {
 		t.Fatalf("run: %+v", res)
@@ -122,7 +124,7 @@ func TestDeclaredAllowedToolsAskNothing(t *testing.T) {
 	f := newFixture(t, `{"permissions": {"allow": ["cap:*", "filesystem:*", "shell:exec"]}}`)
 	withCapability(t, f, capCode, "filesystem:write_file", "shell:exec")
 	var asked atomic.Int32
-	var qs []Approval
+	var qs []workflow.Approval
 	res := f.b.Call(context.Background(), askingRequest(f, "continue", &asked, &qs))
 	if res.IsError || !strings.Contains(res.Text, "ran echo hi") || asked.Load() != 0 {
 		t.Fatalf("run: %+v, asked %d", res, asked.Load())
@@ -141,7 +143,7 @@ func TestAnUndeclaredCallIsAskedOnItsOwnAndFlagged(t *testing.T) {
 	f := newFixture(t, `{"permissions": {"allow": ["cap:*"], "ask": ["filesystem:write_file", "shell:exec"]}}`)
 	withCapability(t, f, capCode, "filesystem:write_file")
 	var asked atomic.Int32
-	var qs []Approval
+	var qs []workflow.Approval
 	res := f.b.Call(context.Background(), askingRequest(f, "continue", &asked, &qs))
 	if res.IsError || asked.Load() != 2 {
 		t.Fatalf("run: %+v, asked %d (want the up-front question and the undeclared call's)", res, asked.Load())
@@ -164,7 +166,7 @@ func TestACapabilityDeclaringNothingIsUnchanged(t *testing.T) {
 	f := newFixture(t, `{"permissions": {"allow": ["cap:*", "shell:exec"], "ask": ["filesystem:write_file"]}}`)
 	withCapability(t, f, capCode)
 	var asked atomic.Int32
-	var qs []Approval
+	var qs []workflow.Approval
 	res := f.b.Call(context.Background(), askingRequest(f, "continue", &asked, &qs))
 	if res.IsError || asked.Load() != 1 || qs[0].Tool != "filesystem:write_file" {
 		t.Fatalf("run: %+v, asked %d", res, asked.Load())

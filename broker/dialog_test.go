@@ -10,16 +10,19 @@ import (
 	"testing"
 
 	"github.com/pml-dev/pml/broker/approve"
+	"github.com/pml-dev/pml/broker/call"
+	"github.com/pml-dev/pml/broker/permit"
+	"github.com/pml-dev/pml/broker/workflow"
 )
 
-func (f *fixture) ask(t *testing.T, tool string, args any, choice string, shown bool) Result {
+func (f *fixture) ask(t *testing.T, tool string, args any, choice string, shown bool) call.Result {
 	t.Helper()
 	raw, _ := json.Marshal(args)
-	return f.b.Call(context.Background(), Request{Tool: tool, Args: raw, Workflows: f.wf,
-		Ask: func(context.Context, Approval) (string, bool) { return choice, shown }})
+	return f.b.Call(context.Background(), call.Request{Tool: tool, Args: raw, Workflows: f.wf,
+		Ask: func(context.Context, workflow.Approval) (string, bool) { return choice, shown }})
 }
 
-func workflowOf(t *testing.T, r Result) string {
+func workflowOf(t *testing.T, r call.Result) string {
 	t.Helper()
 	m, ok := r.Structured.(map[string]any)
 	if !ok {
@@ -32,15 +35,15 @@ func TestADialogNoIsFinal(t *testing.T) {
 	for _, choice := range []string{"declined", "cancelled", "not answered", "abort"} {
 		f := newFixture(t, "")
 		r := f.ask(t, "filesystem:write_file", map[string]any{"path": "b.txt", "content": "x"}, choice, true)
-		if !r.IsError || !errors.Is(r.Err(), ErrDenied) {
+		if !r.IsError || !errors.Is(r.Err(), call.ErrDenied) {
 			t.Fatalf("%s: %+v", choice, r)
 		}
 		id := workflowOf(t, r)
-		for _, relay := range []Result{
-			f.call(t, ContinueTool, map[string]any{"workflow_id": id, "approved": true}),
+		for _, relay := range []call.Result{
+			f.call(t, call.ContinueTool, map[string]any{"workflow_id": id, "approved": true}),
 			f.call(t, "filesystem:write_file", map[string]any{"continue_workflow": map[string]any{"workflow_id": id, "approved": true}}),
 		} {
-			if !relay.IsError || !errors.Is(relay.Err(), ErrAnsweredInDialog) || !strings.Contains(relay.Text, "ended there: "+approve.DialogOutcome(choice)) {
+			if !relay.IsError || !errors.Is(relay.Err(), workflow.ErrAnsweredInDialog) || !strings.Contains(relay.Text, "ended there: "+approve.DialogOutcome(choice)) {
 				t.Errorf("%s: relayed answer: %+v", choice, relay)
 			}
 		}
@@ -72,7 +75,7 @@ func TestADialogTheClientClosedSaysNoPersonAnswered(t *testing.T) {
 func TestADialogThatFailsFallsBackToTheRelay(t *testing.T) {
 	f := newFixture(t, "")
 	a := approvalOf(t, f.ask(t, "filesystem:write_file", map[string]any{"path": "b.txt", "content": "x"}, "", false))
-	if r := f.call(t, ContinueTool, map[string]any{"workflow_id": a.WorkflowID, "approved": true}); r.IsError {
+	if r := f.call(t, call.ContinueTool, map[string]any{"workflow_id": a.WorkflowID, "approved": true}); r.IsError {
 		t.Fatalf("relay after a failed dialog: %s", r.Text)
 	}
 }
@@ -80,10 +83,10 @@ func TestADialogThatFailsFallsBackToTheRelay(t *testing.T) {
 func TestRequireElicitationFailsClosed(t *testing.T) {
 	f := newFixture(t, `{"permissions": {"allow": []}, "hil": {"require_elicitation": true}}`)
 	r := f.call(t, "filesystem:write_file", map[string]any{"path": "b.txt", "content": "x"})
-	if !r.IsError || !errors.Is(r.Err(), ErrDenied) || !strings.Contains(r.Text, "require_elicitation") {
+	if !r.IsError || !errors.Is(r.Err(), call.ErrDenied) || !strings.Contains(r.Text, "require_elicitation") {
 		t.Fatalf("%+v", r)
 	}
-	if _, ok := r.Structured.(Approval); ok {
+	if _, ok := r.Structured.(workflow.Approval); ok {
 		t.Fatal("an approval was offered")
 	}
 	// A failing dialog fails closed too.
@@ -99,10 +102,10 @@ func TestRequireElicitationFailsClosed(t *testing.T) {
 func TestAlwaysMovesAnExactAskNameToAllow(t *testing.T) {
 	f := newFixture(t, `{"permissions": {"allow": [], "ask": ["filesystem:write_file", "filesystem:*"]}}`)
 	a := approvalOf(t, f.call(t, "filesystem:write_file", map[string]any{"path": "b.txt", "content": "x"}))
-	if r := f.call(t, ContinueTool, map[string]any{"workflow_id": a.WorkflowID, "approved": true, "always": true}); r.IsError {
+	if r := f.call(t, call.ContinueTool, map[string]any{"workflow_id": a.WorkflowID, "approved": true, "always": true}); r.IsError {
 		t.Fatal(r.Text)
 	}
-	if r := f.call(t, "filesystem:write_file", map[string]any{"path": "c.txt", "content": "y"}); r.IsError || r.Structured != nil && func() bool { _, ok := r.Structured.(Approval); return ok }() {
+	if r := f.call(t, "filesystem:write_file", map[string]any{"path": "c.txt", "content": "y"}); r.IsError || r.Structured != nil && func() bool { _, ok := r.Structured.(workflow.Approval); return ok }() {
 		t.Fatalf("asked again: %+v", r)
 	}
 	// A glob in ask stays, and other tools it matches are still asked.
@@ -112,17 +115,17 @@ func TestAlwaysMovesAnExactAskNameToAllow(t *testing.T) {
 func TestAlwaysIsNotOfferedWhenTheEnvironmentHoldsTheAskList(t *testing.T) {
 	t.Setenv("PML_PERMISSIONS_ASK", "filesystem:write_file")
 	f := newFixture(t, `{"permissions": {"allow": []}}`)
-	_ = f.b.perms.Change(func(p *Permissions) error { p.Ask = []string{"filesystem:write_file"}; return nil }) // as config.Load would read it from the environment
+	_ = f.b.perms.Change(func(p *permit.Permissions) error { p.Ask = []string{"filesystem:write_file"}; return nil }) // as config.Load would read it from the environment
 	a := approvalOf(t, f.call(t, "filesystem:write_file", map[string]any{"path": "b.txt", "content": "x"}))
 	if len(a.Options) != 2 || a.Context["always_not_offered"] == nil {
 		t.Fatalf("options %v, context %v", a.Options, a.Context)
 	}
-	r := f.call(t, ContinueTool, map[string]any{"workflow_id": a.WorkflowID, "approved": true, "always": true})
+	r := f.call(t, call.ContinueTool, map[string]any{"workflow_id": a.WorkflowID, "approved": true, "always": true})
 	if !r.IsError || !strings.Contains(r.Text, "not offered") {
 		t.Fatalf("%+v", r)
 	}
 	// Answerable again without always.
-	if r := f.call(t, ContinueTool, map[string]any{"workflow_id": a.WorkflowID, "approved": true}); r.IsError {
+	if r := f.call(t, call.ContinueTool, map[string]any{"workflow_id": a.WorkflowID, "approved": true}); r.IsError {
 		t.Fatal(r.Text)
 	}
 }

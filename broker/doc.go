@@ -42,9 +42,10 @@
 //	call      Request, Call, Result, Handler, Decision, the error kinds
 //	workflow  a session's pending approvals
 //
-// broker keeps the names of call, workflow, permit and tools as aliases
-// for its facade (sources_facade.go, servers_facade.go); SPLIT-NOTES.md
-// tells how the split went.
+// broker re-exports no name of the packages below it: its callers
+// (mcpserve, cmd/pml) import call, workflow, permit and tools themselves;
+// its facade (sources_facade.go, servers_facade.go) is methods only.
+// SPLIT-NOTES.md tells how the split went.
 //
 // # Where an approval is opened
 //

@@ -17,6 +17,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/pml-dev/pml/broker/call"
+	tl "github.com/pml-dev/pml/broker/tools"
+	"github.com/pml-dev/pml/broker/workflow"
 	"github.com/pml-dev/pml/internal/cloud"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/container"
@@ -74,9 +76,9 @@ func openBroker(t *testing.T, rt container.Runtime, pmlJSON string, env map[stri
 	return b
 }
 
-func callOnce(b *Broker, tool string, args any) Result {
+func callOnce(b *Broker, tool string, args any) call.Result {
 	raw, _ := json.Marshal(args)
-	return b.Call(context.Background(), Request{Tool: tool, Args: raw, Workflows: NewWorkflows(time.Minute)})
+	return b.Call(context.Background(), call.Request{Tool: tool, Args: raw, Workflows: workflow.NewWorkflows(time.Minute)})
 }
 
 // closedURL is an address nothing listens on.
@@ -101,7 +103,7 @@ func TestAMissingImageIsVisibleAtTheTop(t *testing.T) {
 	if !res.IsError || err == nil {
 		t.Fatalf("%+v", res)
 	}
-	if !errors.Is(err, container.ErrImageMissing) || !errors.Is(err, ErrUnavailable) || !errdefs.IsUnavailable(err) || !errdefs.IsNotFound(err) {
+	if !errors.Is(err, container.ErrImageMissing) || !errors.Is(err, call.ErrUnavailable) || !errdefs.IsUnavailable(err) || !errdefs.IsNotFound(err) {
 		t.Errorf("the chain is cut: %v", err)
 	}
 	if errdefs.Kind(err) != errdefs.ErrUnavailable || call.KindName(err) != "unavailable" {
@@ -126,7 +128,7 @@ func TestEveryUnavailabilityIsOneKindAtTheTop(t *testing.T) {
 	t.Run("registry down", func(t *testing.T) {
 		b := brokerWith(t, failingRuntime{down}, fmt.Sprintf(`{"registries": [%q], "permissions": {"allow": ["nosuchns:act"]}}`, closedURL(t)), nil)
 		err := callOnce(b, "nosuchns:act", map[string]any{}).Err()
-		if !errdefs.IsUnavailable(err) || !errors.Is(err, registry.ErrUnavailable) || !errors.Is(err, ErrUnavailable) {
+		if !errdefs.IsUnavailable(err) || !errors.Is(err, registry.ErrUnavailable) || !errors.Is(err, call.ErrUnavailable) {
 			t.Errorf("%v", err)
 		}
 		var fe *registry.FetchError
@@ -141,7 +143,7 @@ func TestEveryUnavailabilityIsOneKindAtTheTop(t *testing.T) {
 			t.Fatalf("%v", err)
 		}
 		// As broker/cloud.go wraps a forwarding failure.
-		top := fmt.Errorf("%w: %s: %w", ErrCloud, "json:parse", err)
+		top := fmt.Errorf("%w: %s: %w", tl.ErrCloud, "json:parse", err)
 		if !errdefs.IsUnavailable(call.ResultFor(top).Err()) {
 			t.Errorf("%v", top)
 		}

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 
+	"github.com/pml-dev/pml/broker/call"
 	"github.com/pml-dev/pml/internal/audit"
 )
 
@@ -10,12 +11,12 @@ import (
 // was reached and with what, and returns res (noting note, if set).
 type fakeNext struct {
 	reached int
-	got     Call
+	got     call.Call
 	note    *audit.Entry
-	res     Result
+	res     call.Result
 }
 
-func (f *fakeNext) Call(_ context.Context, c *Call) Result {
+func (f *fakeNext) Call(_ context.Context, c *call.Call) call.Result {
 	f.reached++
 	f.got = *c
 	if f.note != nil {

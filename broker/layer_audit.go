@@ -34,7 +34,7 @@ import (
 // workspace using the room up), the client is told with the result where
 // it can be. No setting turns any of this off.
 type auditLayer struct {
-	next Handler
+	next call.Handler
 	log  zerolog.Logger
 	sink *audit.Log
 	// noter, when set, adds the runtime's note to every entry (see
@@ -43,7 +43,7 @@ type auditLayer struct {
 }
 
 // auditLayerNoted gives the audit layer of path the runtime's note.
-func auditLayerNoted(path Handler, n container.AuditNoter) Handler {
+func auditLayerNoted(path call.Handler, n container.AuditNoter) call.Handler {
 	if l, ok := path.(auditLayer); ok {
 		l.noter = n
 		return l
@@ -51,7 +51,7 @@ func auditLayerNoted(path Handler, n container.AuditNoter) Handler {
 	return path
 }
 
-func (l auditLayer) Call(ctx context.Context, c *Call) Result {
+func (l auditLayer) Call(ctx context.Context, c *call.Call) call.Result {
 	t, err := l.sink.Ready()
 	if err != nil {
 		l.log.Error().Err(err).Str("tool", c.Tool).Msg("refused the call: its audit entry cannot be written")
@@ -105,13 +105,13 @@ func (e *auditRefused) Error() string {
 func (e *auditRefused) Unwrap() error { return e.err }
 
 func (e *auditRefused) Is(target error) bool {
-	return target == ErrUnavailable || target == errdefs.ErrUnavailable
+	return target == call.ErrUnavailable || target == errdefs.ErrUnavailable
 }
 
 // withAuditFailure tells the client that its call ran but its entry is
 // not in the audit log. A result the fast path already sent (mcpserve/fastpath.go)
 // cannot take the note: the failure is in pml's log only.
-func withAuditFailure(fwd *ForwardCall, res Result, err error) Result {
+func withAuditFailure(fwd *ForwardCall, res call.Result, err error) call.Result {
 	note := "pml: this call ran, but its audit entry could not be written: " + err.Error()
 	if fwd.Answered() {
 		return res
@@ -138,7 +138,7 @@ func withAuditFailure(fwd *ForwardCall, res Result, err error) Result {
 
 // unnotedReason names an outcome no step noted: the kind of its error
 // (kindName, the words the logs use), "error" for an error of no kind.
-func unnotedReason(res Result) string {
+func unnotedReason(res call.Result) string {
 	if res.IsError {
 		return call.KindName(res.Cause)
 	}

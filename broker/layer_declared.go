@@ -24,7 +24,7 @@ import (
 // other tools may be all the capability uses, and each call is decided
 // on its own as always.
 type declaredLayer struct {
-	next  Handler
+	next  call.Handler
 	decls declarations
 	perms declaredPermissions
 }
@@ -42,12 +42,12 @@ type declarations interface {
 // declaredPermissions are the permissions the declared step decides
 // with (permit.LivePermissions).
 type declaredPermissions interface {
-	Decide(tool string) (Decision, string)
+	Decide(tool string) (call.Decision, string)
 	DeniesServer(ns string) string
 	Source() string
 }
 
-func (l declaredLayer) Call(ctx context.Context, c *Call) Result {
+func (l declaredLayer) Call(ctx context.Context, c *call.Call) call.Result {
 	servers := l.decls.RequiredBy(c.Tool)
 	for _, ns := range servers {
 		if pat := l.perms.DeniesServer(ns); pat != "" {
@@ -55,7 +55,7 @@ func (l declaredLayer) Call(ctx context.Context, c *Call) Result {
 			c.Note(audit.Entry{Tool: c.Tool, Decision: audit.Denied, Pattern: pat, ArgKeys: audit.Keys(c.Args),
 				Reason: fmt.Sprintf("requires the MCP server %s (mcp_deps), every tool of which the deny pattern %q from %s denies", ns, pat, src)})
 			return errorResult(fmt.Errorf("%w: %s was not run: its capability requires the MCP server %s (mcp_deps), and the deny pattern %q in %s denies every tool of %s; nothing ran. "+
-				"Remove the pattern from permissions.deny there (or deny only the tools of %s it must not call) to run it", ErrDenied, c.Tool, ns, pat, src, ns, ns))
+				"Remove the pattern from permissions.deny there (or deny only the tools of %s it must not call) to run it", call.ErrDenied, c.Tool, ns, pat, src, ns, ns))
 		}
 	}
 	tools := l.decls.DeclaredBy(c.Tool)
@@ -65,13 +65,13 @@ func (l declaredLayer) Call(ctx context.Context, c *Call) Result {
 	d := &call.Declared{Capability: c.Tool, Tools: tools, Servers: servers}
 	for _, t := range tools {
 		switch dec, pat := l.perms.Decide(t); dec {
-		case Deny:
+		case call.Deny:
 			src := l.perms.Source()
 			c.Note(audit.Entry{Tool: c.Tool, Decision: audit.Denied, Pattern: pat, ArgKeys: audit.Keys(c.Args),
 				Reason: fmt.Sprintf("declares %s, which matches the deny pattern %q from %s", t, pat, src)})
 			return errorResult(fmt.Errorf("%w: %s was not run: its capability declares it calls %s (tools_used), which matches the deny pattern %q in %s; nothing ran. "+
-				"Remove the pattern from permissions.deny there to run it, or use a capability that does not call %s", ErrDenied, c.Tool, t, pat, src, t))
-		case Ask:
+				"Remove the pattern from permissions.deny there to run it, or use a capability that does not call %s", call.ErrDenied, c.Tool, t, pat, src, t))
+		case call.Ask:
 			d.Asked = append(d.Asked, t)
 		}
 	}

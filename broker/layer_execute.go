@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/pml-dev/pml/broker/call"
 	sbx "github.com/pml-dev/pml/broker/sandbox"
+	tl "github.com/pml-dev/pml/broker/tools"
 	"github.com/pml-dev/pml/internal/audit"
 	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/telemetry"
@@ -16,17 +18,17 @@ import (
 // permission or a person's answer) and runs.
 type executeLayer struct {
 	// run installs, finds and runs a tool (Broker.runTool).
-	run func(ctx context.Context, c *Call, name string, args map[string]any, decision, pattern, workflowID string) Result
+	run func(ctx context.Context, c *call.Call, name string, args map[string]any, decision, pattern, workflowID string) call.Result
 }
 
-func (l executeLayer) Call(ctx context.Context, c *Call) Result {
+func (l executeLayer) Call(ctx context.Context, c *call.Call) call.Result {
 	return l.run(ctx, c, c.Tool, c.Args, audit.Allowed, c.Pattern, "")
 }
 
 // runTool installs what a server tool needs, finds the tool's executor
 // (lookup) and runs it. decision is what let the call through (allowed,
 // approved, always), noted for the audit with the pattern and workflow.
-func (b *Broker) runTool(ctx context.Context, c *Call, name string, args map[string]any, decision, pattern, workflowID string) Result {
+func (b *Broker) runTool(ctx context.Context, c *call.Call, name string, args map[string]any, decision, pattern, workflowID string) call.Result {
 	if srv := b.srv.ServerOf(name); srv != nil && !b.srv.Deps.Installed(srv.Cfg) {
 		ictx, span := spanStep(ctx, "install")
 		err := b.srv.Install(ictx, srv)
@@ -38,12 +40,12 @@ func (b *Broker) runTool(ctx context.Context, c *Call, name string, args map[str
 				// pulled: offline) or the engine: the call is
 				// unavailable (pml call exits 5), as when the server
 				// itself cannot start (lookup), not the tool's error.
-				err = fmt.Errorf("%w: %w", ErrUnavailable, err)
+				err = fmt.Errorf("%w: %w", call.ErrUnavailable, err)
 			}
 			return errorResult(err)
 		}
 	}
-	entry := toolEntry{Def: toolbox.Tool{Name: name}, Exec: b.cloud.Exec()}
+	entry := tl.Entry{Def: toolbox.Tool{Name: name}, Exec: b.cloud.Exec()}
 	if !b.cloud.IsCloudTool(name) || b.srv.HasTool(name) {
 		var err error
 		if entry, err = b.srv.Lookup(ctx, name); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/pml-dev/pml/broker/call"
 	"github.com/pml-dev/pml/internal/audit"
 )
 
@@ -16,7 +17,7 @@ func TestExecuteLayerNotesWhatRanAndHowItEnded(t *testing.T) {
 		{"missing.txt", audit.Allowed, "error"},
 		{"../outside", audit.PathBlocked, "error"},
 	} {
-		c := &Call{Tool: "filesystem:read_file", Args: map[string]any{"path": tc.path}, Pattern: "p"}
+		c := &call.Call{Tool: "filesystem:read_file", Args: map[string]any{"path": tc.path}, Pattern: "p"}
 		executeLayerOf(f.b).Call(context.Background(), c)
 		e, ok := c.Noted()
 		if !ok || e.Decision != tc.decision || e.ExitStatus != tc.status || e.Pattern != "p" {

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/pml-dev/pml/broker/call"
+	"github.com/pml-dev/pml/broker/workflow"
 	"github.com/pml-dev/pml/internal/audit"
 	"github.com/pml-dev/pml/internal/jsonrpc"
 )
@@ -18,11 +20,11 @@ import (
 // workflow, which names its tool, so answers need nothing resolved (a
 // registry tool may not be loaded yet).
 type inputLayer struct {
-	next    Handler
-	answers Handler
+	next    call.Handler
+	answers call.Handler
 }
 
-func (l inputLayer) Call(ctx context.Context, c *Call) Result {
+func (l inputLayer) Call(ctx context.Context, c *call.Call) call.Result {
 	if fwd := c.Req.Forward; fwd.On() {
 		// The fast path: the arguments go to the server as they came;
 		// the layers need only their names (the audit's arg_keys).
@@ -41,10 +43,10 @@ func (l inputLayer) Call(ctx context.Context, c *Call) Result {
 		if err := json.Unmarshal(raw, &c.Args); err != nil {
 			c.Args = nil
 			c.Note(audit.Entry{Tool: c.Tool, Decision: audit.Failed, Reason: "arguments are not a JSON object"})
-			return errorResult(fmt.Errorf("%w: the arguments of %s must be a JSON object: %v", ErrInvalidInput, c.Tool, err))
+			return errorResult(fmt.Errorf("%w: the arguments of %s must be a JSON object: %v", call.ErrInvalidInput, c.Tool, err))
 		}
 	}
-	if c.Tool == ContinueTool {
+	if c.Tool == call.ContinueTool {
 		return l.answer(ctx, c, c.Args)
 	}
 	if c.Req.Elicited != nil {
@@ -58,7 +60,7 @@ func (l inputLayer) Call(ctx context.Context, c *Call) Result {
 }
 
 // answer parses a relayed answer and hands it to answers.
-func (l inputLayer) answer(ctx context.Context, c *Call, raw any) Result {
+func (l inputLayer) answer(ctx context.Context, c *call.Call, raw any) call.Result {
 	cont, err := parseContinuation(raw)
 	if err != nil {
 		c.Note(audit.Entry{Tool: c.Tool, Decision: audit.Failed, Reason: "continue_workflow is malformed", ArgKeys: audit.Keys(c.Args)})
@@ -68,11 +70,11 @@ func (l inputLayer) answer(ctx context.Context, c *Call, raw any) Result {
 	return l.answers.Call(ctx, c)
 }
 
-func parseContinuation(raw any) (Continuation, error) {
+func parseContinuation(raw any) (workflow.Continuation, error) {
 	js, _ := json.Marshal(raw)
-	var c Continuation
+	var c workflow.Continuation
 	if err := json.Unmarshal(js, &c); err != nil || c.WorkflowID == "" {
-		return c, fmt.Errorf("%w: continue_workflow must be {\"workflow_id\": \"…\", \"approved\": true|false, \"always\": true|false}", ErrInvalidInput)
+		return c, fmt.Errorf("%w: continue_workflow must be {\"workflow_id\": \"…\", \"approved\": true|false, \"always\": true|false}", call.ErrInvalidInput)
 	}
 	return c, nil
 }

@@ -21,15 +21,15 @@ func TestInputLayerSendsAnswersAsideAndStripsTheContinuation(t *testing.T) {
 		{"arguments not an object", "t", `"x"`, false, 0, 0, true},
 		{"continue_workflow", "t", `{"a": 1, "continue_workflow": {"workflow_id": "w", "approved": true}}`, false, 0, 1, false},
 		{"malformed continue_workflow", "t", `{"continue_workflow": {"approved": true}}`, false, 0, 0, true},
-		{"pml:continue_workflow", ContinueTool, `{"workflow_id": "w", "approved": false}`, false, 0, 1, false},
+		{"pml:continue_workflow", call.ContinueTool, `{"workflow_id": "w", "approved": false}`, false, 0, 1, false},
 		{"an elicited answer", "t", ``, true, 0, 1, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			next, answers := &fakeNext{}, &fakeNext{}
-			req := Request{Tool: tc.tool, Args: json.RawMessage(tc.args)}
+			req := call.Request{Tool: tc.tool, Args: json.RawMessage(tc.args)}
 			if tc.elicited {
-				req.Elicited = &Elicited{WorkflowID: "w", Choice: "continue"}
+				req.Elicited = &call.Elicited{WorkflowID: "w", Choice: "continue"}
 			}
 			c := call.NewCall(req)
 			res := inputLayer{next: next, answers: answers}.Call(context.Background(), c)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/pml-dev/pml/broker/workflow"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/container"
 )
@@ -44,7 +45,7 @@ func brokerOnEngine(t *testing.T, pmlJSON string, info container.Info) *fixture 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.Close(time.Second) })
-	return &fixture{ws: ws, b: b, rt: rt, wf: NewWorkflows(cfg.HIL.Timeout)}
+	return &fixture{ws: ws, b: b, rt: rt, wf: workflow.NewWorkflows(cfg.HIL.Timeout)}
 }
 
 // auditLimits maps each audited tool to its entry's limits field.

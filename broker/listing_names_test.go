@@ -9,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 
 	tl "github.com/pml-dev/pml/broker/tools"
+	"github.com/pml-dev/pml/broker/workflow"
 	"github.com/pml-dev/pml/internal/config"
 )
 
@@ -103,7 +104,7 @@ func TestACallOfANameOutsideTheRuleIsNotFound(t *testing.T) {
 		if !r.IsError || !strings.Contains(r.Text, "no such tool") {
 			t.Errorf("%s: %+v", name, r)
 		}
-		if _, ok := r.Structured.(Approval); ok {
+		if _, ok := r.Structured.(workflow.Approval); ok {
 			t.Errorf("%s was asked", name)
 		}
 	}

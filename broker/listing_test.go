@@ -14,6 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	tl "github.com/pml-dev/pml/broker/tools"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/deps"
@@ -86,7 +87,7 @@ func TestListRunningIsALivePMLsPooledServer(t *testing.T) {
 		if s.Running == nil || *s.Running != want[s.Name] {
 			t.Errorf("%s: running %v, want %v", s.Name, s.Running, want[s.Name])
 		}
-		if s.Source != SourceOCI || s.Package != "example/"+s.Name || s.Version != "sha256:0123456789ab" {
+		if s.Source != tl.SourceOCI || s.Package != "example/"+s.Name || s.Version != "sha256:0123456789ab" {
 			t.Errorf("%s: source %q package %q version %q", s.Name, s.Source, s.Package, s.Version)
 		}
 		if s.ImagePresent == nil || !*s.ImagePresent || !s.Installed || s.Install != deps.StatusNone {
@@ -130,7 +131,7 @@ func TestListWithTheEngineDown(t *testing.T) {
 		t.Errorf("engine error %q", l.EngineErr)
 	}
 	s := l.Servers[0]
-	if s.Source != SourceNPM || s.Package != "@scope/server-memory" || s.Version != "1.2.3" || s.Install != deps.StatusMissing || s.Installed {
+	if s.Source != tl.SourceNPM || s.Package != "@scope/server-memory" || s.Version != "1.2.3" || s.Install != deps.StatusMissing || s.Installed {
 		t.Errorf("memory: %+v", s)
 	}
 	if s.ImagePresent != nil || s.Running != nil || s.EngineErr == "" {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/pml-dev/pml/broker/approve"
 	"github.com/pml-dev/pml/broker/call"
+	"github.com/pml-dev/pml/broker/permit"
 	tl "github.com/pml-dev/pml/broker/tools"
 	"github.com/pml-dev/pml/internal/capname"
 	"github.com/pml-dev/pml/internal/config"
@@ -22,25 +23,25 @@ import (
 // answers.go instead, which ends in the same execute step. It returns the
 // whole path and the path below the audit layer (for a call re-entered
 // inside an audited one: approveIntegrity runs the call again).
-func (b *Broker) chain() (whole, belowAudit Handler) {
+func (b *Broker) chain() (whole, belowAudit call.Handler) {
 	// The network approval wraps execute (approve/approval_network.go); an
 	// approved call runs through the same handler (Approver.Execute).
-	var h Handler = approve.Network{Next: executeLayerOf(b), Ask: b.ask}
+	var h call.Handler = approve.Network{Next: executeLayerOf(b), Ask: b.ask}
 	b.ask.Execute = h
 	h = approveLayerOf(b, h)
 	h = declaredLayer{next: h, decls: b.registry, perms: b.perms}
 	h = tl.SchemaLayer{Next: h, Schemas: b.srv}
 	h = registryLayerOf(b, h)
-	h = PermitLayer{Next: h, Rules: b.perms}
+	h = permit.PermitLayer{Next: h, Rules: b.perms}
 	h = resolveLayerOf(b, h)
-	h = inputLayer{next: h, answers: HandlerFunc(b.ask.AnswerCall)}
+	h = inputLayer{next: h, answers: call.HandlerFunc(b.ask.AnswerCall)}
 	return auditLayer{next: h, log: b.log, sink: b.audit}, h
 }
 
 // The layers get only what they use of the broker, as functions (never
 // the *Broker): these build them.
 
-func resolveLayerOf(b *Broker, next Handler) tl.ResolveLayer {
+func resolveLayerOf(b *Broker, next call.Handler) tl.ResolveLayer {
 	return tl.ResolveLayer{Next: next, Names: toolNames{srv: b.srv, cloud: b.cloud, registry: b.registry, ask: b.ask, ws: b.sb.Workspace}}
 }
 
@@ -107,7 +108,7 @@ type registryLayer = tl.RegistryLayer[tl.IntegrityChange]
 
 // The registry layer asks through the approver (approve/dialog.go,
 // approve/approval_text.go).
-func registryLayerOf(b *Broker, next Handler) registryLayer {
+func registryLayerOf(b *Broker, next call.Handler) registryLayer {
 	return registryLayer{
 		Next:     next,
 		Registry: b.registry,
@@ -117,7 +118,7 @@ func registryLayerOf(b *Broker, next Handler) registryLayer {
 
 // The approve layer reads the servers and the cloud through the approver
 // (approve/interfaces.go; approve.go wires them).
-func approveLayerOf(b *Broker, next Handler) approve.Layer {
+func approveLayerOf(b *Broker, next call.Handler) approve.Layer {
 	return approve.Layer{Next: next, GrantNeeded: b.registry.GrantNeeded, Ask: b.ask}
 }
 

@@ -14,7 +14,10 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/pml-dev/pml/broker/call"
 	sbx "github.com/pml-dev/pml/broker/sandbox"
+	tl "github.com/pml-dev/pml/broker/tools"
+	"github.com/pml-dev/pml/broker/workflow"
 	"github.com/pml-dev/pml/internal/entrygrant"
 	"github.com/pml-dev/pml/internal/registry/serve"
 	"github.com/pml-dev/pml/internal/toolbox"
@@ -82,8 +85,8 @@ func grantRegistry(t *testing.T, entries map[string]string) string {
 	return srv.URL
 }
 
-func continueCall(f *fixture, id string) Result {
-	return f.b.Call(context.Background(), Request{Tool: ContinueTool, Args: []byte(fmt.Sprintf(`{"workflow_id": %q, "approved": true}`, id)), Workflows: f.wf})
+func continueCall(f *fixture, id string) call.Result {
+	return f.b.Call(context.Background(), call.Request{Tool: call.ContinueTool, Args: []byte(fmt.Sprintf(`{"workflow_id": %q, "approved": true}`, id)), Workflows: f.wf})
 }
 
 // TestACloudEntrySendsNoVariableItWasNotGranted: issue 50 finding 1. A
@@ -104,7 +107,7 @@ func TestACloudEntrySendsNoVariableItWasNotGranted(t *testing.T) {
 
 	a := approvalOf(t, f.call(t, "exf:read_x", map[string]any{}))
 	cloudHost := strings.TrimPrefix(hc.srv.URL, "http://")
-	if a.ApprovalType != ApprovalRegistryGrant || !strings.Contains(a.Description, "AWS_SECRET_ACCESS_KEY") ||
+	if a.ApprovalType != workflow.ApprovalRegistryGrant || !strings.Contains(a.Description, "AWS_SECRET_ACCESS_KEY") ||
 		!strings.Contains(a.Description, cloudHost) || !strings.Contains(a.Description, "collector.example.net") {
 		t.Fatalf("the approval does not name the variable and both hosts: %+v", a)
 	}
@@ -129,7 +132,7 @@ func TestACloudEntrySendsNoVariableItWasNotGranted(t *testing.T) {
 	f.b.cloud.SetEntryForTest("exf:read_x", more, more.Env)
 	before := len(hc.calls())
 	a = approvalOf(t, f.call(t, "exf:read_x", map[string]any{}))
-	if a.ApprovalType != ApprovalRegistryGrant || !strings.Contains(a.Description, "GITHUB_TOKEN") {
+	if a.ApprovalType != workflow.ApprovalRegistryGrant || !strings.Contains(a.Description, "GITHUB_TOKEN") {
 		t.Fatalf("a wider entry did not ask again: %+v", a)
 	}
 	if len(hc.calls()) != before {
@@ -154,7 +157,7 @@ func TestARegistryServerStartsOnlyWithinItsGrant(t *testing.T) {
  "envRequired": ["AWS_SECRET_ACCESS_KEY"], "network": ["collector.example.net:443"]}`})
 	f := newFixture(t, fmt.Sprintf(`{"registries": [%q], "permissions": {"allow": ["*"]}}`, reg))
 	a := approvalOf(t, f.call(t, "exf:echo", map[string]any{"text": "x"}))
-	if a.ApprovalType != ApprovalRegistryGrant || !strings.Contains(a.Description, "AWS_SECRET_ACCESS_KEY") ||
+	if a.ApprovalType != workflow.ApprovalRegistryGrant || !strings.Contains(a.Description, "AWS_SECRET_ACCESS_KEY") ||
 		!strings.Contains(a.Description, "collector.example.net:443") || !strings.Contains(a.Description, "fake-image") {
 		t.Fatalf("the approval does not name the variable, the network and the image: %+v", a)
 	}
@@ -190,17 +193,17 @@ func TestPmlAddShowsAndRecordsTheGrant(t *testing.T) {
 	reg := grantRegistry(t, map[string]string{"pml.mcp.weather.server.json": `{"type": "cloud", "proxy_to": "https://api.weather.example/v1",
  "tools": ["weather:today"], "env_required": ["WEATHER_API_KEY"]}`})
 	f := newFixture(t, fmt.Sprintf(`{"registries": [%q], "cloud": {"url": %q}}`, reg, hc.srv.URL))
-	var shown []Approval
-	if _, err := f.b.AddCapability(context.Background(), "weather", func(a Approval) bool { shown = append(shown, a); return false }); err == nil || !strings.Contains(err.Error(), "not granted") {
+	var shown []workflow.Approval
+	if _, err := f.b.AddCapability(context.Background(), "weather", func(a workflow.Approval) bool { shown = append(shown, a); return false }); err == nil || !strings.Contains(err.Error(), "not granted") {
 		t.Fatalf("a refused grant: %v", err)
 	}
-	if len(shown) != 1 || shown[0].ApprovalType != ApprovalRegistryGrant || !strings.Contains(shown[0].Description, "WEATHER_API_KEY") || !strings.Contains(shown[0].Description, "api.weather.example") {
+	if len(shown) != 1 || shown[0].ApprovalType != workflow.ApprovalRegistryGrant || !strings.Contains(shown[0].Description, "WEATHER_API_KEY") || !strings.Contains(shown[0].Description, "api.weather.example") {
 		t.Fatalf("pml add showed %+v", shown)
 	}
-	if caps, _ := LoadCapabilities(f.ws); len(caps) != 0 {
+	if caps, _ := tl.LoadCapabilities(f.ws); len(caps) != 0 {
 		t.Fatalf("a refused add recorded %v", caps)
 	}
-	c, err := f.b.AddCapability(context.Background(), "weather", func(Approval) bool { return true })
+	c, err := f.b.AddCapability(context.Background(), "weather", func(workflow.Approval) bool { return true })
 	if err != nil || c.Grant == nil || strings.Join(c.Grant.Env, ",") != "WEATHER_API_KEY" {
 		t.Fatalf("pml add weather: %v %+v", err, c.Grant)
 	}

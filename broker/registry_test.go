@@ -11,6 +11,9 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/pml-dev/pml/broker/call"
+	tl "github.com/pml-dev/pml/broker/tools"
+	"github.com/pml-dev/pml/broker/workflow"
 	"github.com/pml-dev/pml/internal/audit"
 	"github.com/pml-dev/pml/internal/registry/serve"
 )
@@ -45,10 +48,10 @@ func TestARegistryToolIsFetchedLockedAndRun(t *testing.T) {
 	// The entry chose its image: a grant of its own, asked though
 	// regfake:* is allowed (registry_grant.go), then the call runs.
 	ga := approvalOf(t, f.call(t, "regfake:echo", map[string]any{"text": "reg"}))
-	if ga.ApprovalType != ApprovalRegistryGrant || ga.Context["grant_image"] != "fake-image" || !strings.Contains(ga.Description, "fake-image") {
+	if ga.ApprovalType != workflow.ApprovalRegistryGrant || ga.Context["grant_image"] != "fake-image" || !strings.Contains(ga.Description, "fake-image") {
 		t.Fatalf("registry grant approval: %+v", ga)
 	}
-	if r := f.b.Call(context.Background(), Request{Tool: ContinueTool, Args: []byte(fmt.Sprintf(`{"workflow_id": %q, "approved": true}`, ga.WorkflowID)), Workflows: f.wf}); r.IsError || r.Text != "echo: reg" {
+	if r := f.b.Call(context.Background(), call.Request{Tool: call.ContinueTool, Args: []byte(fmt.Sprintf(`{"workflow_id": %q, "approved": true}`, ga.WorkflowID)), Workflows: f.wf}); r.IsError || r.Text != "echo: reg" {
 		t.Fatalf("regfake:echo after the grant: %+v", r)
 	}
 	if r := f.call(t, "regfake:echo", map[string]any{"text": "reg"}); r.IsError || r.Text != "echo: reg" {
@@ -74,14 +77,14 @@ func TestARegistryToolIsFetchedLockedAndRun(t *testing.T) {
 	g.b.sb.grants.SetStoreForTest(f.b.sb.grants.StoreForTest())
 	before := len(auditEntries(t, g.ws))
 	a := approvalOf(t, g.call(t, "regfake:echo", map[string]any{"text": "again"}))
-	if a.ApprovalType != ApprovalIntegrity || a.Context["fqdn"] == nil {
+	if a.ApprovalType != workflow.ApprovalIntegrity || a.Context["fqdn"] == nil {
 		t.Fatalf("integrity approval: %+v", a)
 	}
 	if e := auditEntries(t, g.ws)[before:]; len(e) != 1 || e[0].Decision != audit.Asked || e[0].Reason != "integrity changed" {
 		t.Fatalf("audit of the integrity question: %+v", e)
 	}
 	before = len(auditEntries(t, g.ws))
-	r := g.b.Call(context.Background(), Request{Tool: ContinueTool, Args: []byte(fmt.Sprintf(`{"workflow_id": %q, "approved": true}`, a.WorkflowID)), Workflows: g.wf})
+	r := g.b.Call(context.Background(), call.Request{Tool: call.ContinueTool, Args: []byte(fmt.Sprintf(`{"workflow_id": %q, "approved": true}`, a.WorkflowID)), Workflows: g.wf})
 	if r.IsError || r.Text != "echo: again" {
 		t.Fatalf("after the integrity approval: %+v", r)
 	}
@@ -94,7 +97,7 @@ func TestARegistryToolIsFetchedLockedAndRun(t *testing.T) {
 func TestAddCapability(t *testing.T) {
 	_, cfg := fakeRegistryDir(t)
 	f := newFixture(t, cfg)
-	yes := func(Approval) bool { return true }
+	yes := func(workflow.Approval) bool { return true }
 	c, err := f.b.AddCapability(context.Background(), "regfake", yes)
 	if err != nil || c.Namespace != "regfake" || len(c.Tools) != 2 {
 		t.Fatalf("regfake: %+v %v", c, err)
@@ -103,11 +106,11 @@ func TestAddCapability(t *testing.T) {
 	if err != nil || strings.Join(c.Tools, ",") != "double,half" {
 		t.Fatalf("deno module: %+v %v", c, err)
 	}
-	caps, err := LoadCapabilities(f.ws)
+	caps, err := tl.LoadCapabilities(f.ws)
 	if err != nil || len(caps) != 2 {
 		t.Fatalf("capabilities: %v %v", caps, err)
 	}
-	if _, removed, err := RemoveCapability(f.ws, "regfake", true); !removed || err != nil {
+	if _, removed, err := tl.RemoveCapability(f.ws, "regfake", true); !removed || err != nil {
 		t.Fatalf("remove: %v %v", removed, err)
 	}
 	for _, bad := range []string{"Bad Name", "x@", "filesystem", "regfake@zz"} {

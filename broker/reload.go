@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/pml-dev/pml/broker/call"
 	"github.com/pml-dev/pml/broker/permit"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/panics"
@@ -71,7 +72,7 @@ func (b *Broker) Reload(env func(string) string) {
 	tst := trust.Status{Trusted: true}
 	if b.trust != nil {
 		var terr error
-		cfg, tst, terr = trust.Apply(cfg, b.trust, DefaultPermissions().Allow)
+		cfg, tst, terr = trust.Apply(cfg, b.trust, permit.DefaultPermissions().Allow)
 		if terr != nil {
 			b.log.Warn().Err(terr).Msg("the project's policy is applied as untrusted")
 		}
@@ -83,13 +84,13 @@ func (b *Broker) Reload(env func(string) string) {
 		b.log.Error().Err(err).Str("file", cfg.Path).Str("key", "sandbox").Msg(ConfigRejected + ": the last good configuration stays in force; fix the file and save it again")
 		return
 	}
-	old, applied := b.perms.Replace(PermissionsFrom(cfg), permit.DenySource(cfg), gen)
+	old, applied := b.perms.Replace(permit.PermissionsFrom(cfg), permit.DenySource(cfg), gen)
 	if !applied {
 		b.log.Debug().Msg("a reload of .pml.json predates pml's own save; the next one applies it")
 		return
 	}
 	b.trustState.Set(b.trust, b.log, cfg, tst)
-	b.tellVisible(old, PermissionsFrom(cfg))
+	b.tellVisible(old, permit.PermissionsFrom(cfg))
 	last := b.reload.last
 	if last == nil {
 		last = b.cfg
@@ -167,12 +168,12 @@ func otherRestartOnly(old, cur *config.Config) []string {
 // its list differs. The tools themselves are still registered (a denied
 // tool answers "denied" when called), so nothing is removed from the
 // table. An edit that only allows or asks tells no one.
-func (b *Broker) tellVisible(old, cur Permissions) {
+func (b *Broker) tellVisible(old, cur permit.Permissions) {
 	changed := false
 	for _, t := range b.srv.Table.List() {
 		was, _ := old.Decide(t.Name)
 		now, _ := cur.Decide(t.Name)
-		if (was == Deny) != (now == Deny) {
+		if (was == call.Deny) != (now == call.Deny) {
 			changed = true
 			break
 		}

@@ -12,7 +12,9 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/pml-dev/pml/broker/call"
 	"github.com/pml-dev/pml/broker/permit"
+	tl "github.com/pml-dev/pml/broker/tools"
 	"github.com/pml-dev/pml/internal/config"
 )
 
@@ -113,7 +115,7 @@ func TestAlwaysAndReloadAgree(t *testing.T) {
 	if err := f.b.ask.AllowAlways("filesystem:write_file"); err != nil {
 		t.Fatal(err)
 	}
-	if _, applied := f.b.perms.Replace(Permissions{}, "", gen); applied {
+	if _, applied := f.b.perms.Replace(permit.Permissions{}, "", gen); applied {
 		t.Fatal("a reload read before pml's own save must not be applied")
 	}
 	f.b.Reload(noEnv)
@@ -128,7 +130,7 @@ func TestAlwaysAndReloadAgree(t *testing.T) {
 func TestReloadTellsListenersWhenTheListingChanges(t *testing.T) {
 	f := newFixture(t, `{"permissions": {"allow": []}}`)
 	var calls int
-	f.b.OnToolsChanged(func(added []Tool, removed []string) {
+	f.b.OnToolsChanged(func(added []tl.Tool, removed []string) {
 		if added != nil || removed != nil {
 			t.Errorf("a permissions change adds or removes no tool: %v %v", added, removed)
 		}
@@ -160,11 +162,11 @@ func TestEnvDenyWithoutFileNamesTheVariable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := PermissionsFrom(cfg)
-	if d, _ := p.Decide("filesystem:read_file"); d != Deny {
+	p := permit.PermissionsFrom(cfg)
+	if d, _ := p.Decide("filesystem:read_file"); d != call.Deny {
 		t.Fatalf("env deny without a file: %v", p)
 	}
-	if d, _ := p.Decide("filesystem:list_directory"); d != Allow {
+	if d, _ := p.Decide("filesystem:list_directory"); d != call.Allow {
 		t.Fatalf("the defaults stay for the lists the environment does not set: %v", p)
 	}
 	if s := permit.DenySource(cfg); s != "PML_PERMISSIONS_DENY" {
@@ -180,7 +182,7 @@ func TestReloadAddsAndRemovesServers(t *testing.T) {
 		t.Fatal(r.Text)
 	}
 	var removed []string
-	f.b.OnToolsChanged(func(_ []Tool, r []string) { removed = append(removed, r...) })
+	f.b.OnToolsChanged(func(_ []tl.Tool, r []string) { removed = append(removed, r...) })
 	f.writeConfig(t, `{"permissions": {"allow": ["*"]}, "mcps": {"other": {"image": "fake-image"}}}`)
 	f.b.Reload(noEnv)
 	if r := f.call(t, "fake:echo", map[string]any{"text": "hi"}); !r.IsError || !strings.Contains(r.Text, "fake:echo") {
@@ -251,7 +253,7 @@ func TestAChangedServerKeepsItsToolsWhileItRestarts(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var removed []string
-	f.b.OnToolsChanged(func(_ []Tool, r []string) {
+	f.b.OnToolsChanged(func(_ []tl.Tool, r []string) {
 		mu.Lock()
 		defer mu.Unlock()
 		removed = append(removed, r...)

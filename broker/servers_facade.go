@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 
+	tl "github.com/pml-dev/pml/broker/tools"
 	"github.com/pml-dev/pml/images"
 	"github.com/pml-dev/pml/internal/config"
 )
@@ -28,7 +29,7 @@ func (b *Broker) LoadAddedCapabilities() { b.caps.LoadAdded() }
 
 // InstallNewServer installs and lists a server not (yet) in .pml.json
 // (pml add); see tools.Servers.InstallNewServer.
-func (b *Broker) InstallNewServer(ctx context.Context, cfg config.Server) ([]Tool, error) {
+func (b *Broker) InstallNewServer(ctx context.Context, cfg config.Server) ([]tl.Tool, error) {
 	return b.srv.InstallNewServer(ctx, cfg)
 }
 
@@ -41,12 +42,12 @@ func (b *Broker) PreinstallApproved(ctx context.Context) ([]images.DepResult, er
 
 // ListedTools is every tool a client would be shown, with its wire name;
 // see tools.Servers.ListedTools.
-func (b *Broker) ListedTools() []Listed { return b.srv.ListedTools() }
+func (b *Broker) ListedTools() []tl.Listed { return b.srv.ListedTools() }
 
 // Tools lists every tool, in a stable order, ending with
 // pml:continue_workflow.
-func (b *Broker) Tools() []Tool { return b.srv.Tools() }
+func (b *Broker) Tools() []tl.Tool { return b.srv.Tools() }
 
 // OnToolsChanged registers a listener for tools added or removed at run
 // time (servers loaded, list_changed).
-func (b *Broker) OnToolsChanged(f func(added []Tool, removed []string)) { b.srv.OnToolsChanged(f) }
+func (b *Broker) OnToolsChanged(f func(added []tl.Tool, removed []string)) { b.srv.OnToolsChanged(f) }

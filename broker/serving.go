@@ -7,7 +7,9 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/pml-dev/pml/broker/call"
 	sbx "github.com/pml-dev/pml/broker/sandbox"
+	tl "github.com/pml-dev/pml/broker/tools"
 )
 
 // Serving is the Broker as the MCP surface (package mcpserve, above this
@@ -37,21 +39,21 @@ func (s Serving) Log() *zerolog.Logger { return &s.b.log }
 func (s Serving) ApprovalTimeout() time.Duration { return s.b.cfg.HIL.Timeout }
 
 // Tools is every tool known now, pml:continue_workflow included.
-func (s Serving) Tools() []Tool { return s.b.Tools() }
+func (s Serving) Tools() []tl.Tool { return s.b.Tools() }
 
 // OnToolsChanged registers f, told when tools appear, change or go (and
 // when the permissions that decide the listing changed).
-func (s Serving) OnToolsChanged(f func(added []Tool, removed []string)) { s.b.OnToolsChanged(f) }
+func (s Serving) OnToolsChanged(f func(added []tl.Tool, removed []string)) { s.b.OnToolsChanged(f) }
 
 // Decide is what the permissions in force say of a tool (a denied tool is
 // not listed).
-func (s Serving) Decide(name string) Decision {
+func (s Serving) Decide(name string) call.Decision {
 	d, _ := s.b.perms.Decide(name)
 	return d
 }
 
 // Call runs a call down the request path.
-func (s Serving) Call(ctx context.Context, r Request) Result { return s.b.Call(ctx, r) }
+func (s Serving) Call(ctx context.Context, r call.Request) call.Result { return s.b.Call(ctx, r) }
 
 // Prepare is what the first tools/list waits for: the configured servers
 // started, and the cloud's tools when they come quickly.
@@ -81,7 +83,7 @@ func (s Serving) RefreshTrust() { s.b.ask.RefreshTrust() }
 func (s Serving) CancelBase() { s.b.cancelBase() }
 
 // PrepareCapability makes an added capability's tools callable (pml run).
-func (s Serving) PrepareCapability(ctx context.Context, c Capability) {
+func (s Serving) PrepareCapability(ctx context.Context, c tl.Capability) {
 	s.b.caps.Prepare(ctx, c)
 }
 

@@ -9,6 +9,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/pml-dev/pml/broker/call"
+	"github.com/pml-dev/pml/broker/permit"
 	sbx "github.com/pml-dev/pml/broker/sandbox"
 	tl "github.com/pml-dev/pml/broker/tools"
 	"github.com/pml-dev/pml/internal/cloud"
@@ -57,7 +59,7 @@ func (p sandboxPart) HostValues(tool string, names []string) (map[string]string,
 type executors struct {
 	sb          *sandbox
 	deps        *deps.Store
-	cloud, deno executor
+	cloud, deno tl.Executor
 }
 
 // Server is the executor of srv's tools: its pooled container, or one
@@ -93,7 +95,7 @@ func (e execServer) Container() (container.Spec, []*mcp.Root) {
 type cloudTools struct {
 	c     *tl.Cloud
 	sb    *sandbox
-	perms *LivePermissions
+	perms *permit.LivePermissions
 }
 
 func (t cloudTools) Client() *cloud.Client { return t.c.Client }
@@ -103,17 +105,17 @@ func (t cloudTools) Keys(tool string) (map[string]string, error) {
 		// The approve layer asks first; this is the last guard before a
 		// registry's choice of variables leaves the machine.
 		return nil, fmt.Errorf("%w: %s comes from a registry entry whose calls would send %s, which you have not granted; nothing was sent. Call it again to be asked, or add it with `pml add`, which shows it",
-			ErrRefused, tool, tl.ShownGrant(g))
+			tl.ErrRefused, tool, tl.ShownGrant(g))
 	}
 	keys, missing := byokFor(t.sb, t.c, tool)
 	if len(missing) > 0 {
-		return nil, fmt.Errorf("%w: %s needs %s, which is not set: %s", ErrCloud, tool, strings.Join(missing, ", "), tl.WhereToSet(t.sb.Workspace))
+		return nil, fmt.Errorf("%w: %s needs %s, which is not set: %s", tl.ErrCloud, tool, strings.Join(missing, ", "), tl.WhereToSet(t.sb.Workspace))
 	}
 	return keys, nil
 }
 
-func (t cloudTools) Decide(tool string) (Decision, string) { return t.perms.Decide(tool) }
-func (t cloudTools) PermissionSource() string              { return t.perms.Source() }
+func (t cloudTools) Decide(tool string) (call.Decision, string) { return t.perms.Decide(tool) }
+func (t cloudTools) PermissionSource() string                   { return t.perms.Source() }
 
 // serverSpec is the container of a pooled server: the same policy as the
 // toolbox, its workspace mode, its cache read-only at /deps.

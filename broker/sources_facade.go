@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 
+	"github.com/pml-dev/pml/broker/call"
 	sbx "github.com/pml-dev/pml/broker/sandbox"
 	tl "github.com/pml-dev/pml/broker/tools"
 	"github.com/pml-dev/pml/internal/config"
@@ -13,57 +14,19 @@ import (
 // names for their types and files, and the *Broker methods that hand to
 // them.
 
-// Capabilities, the listing and a server's files (broker/tools).
-type (
-	Capability      = tl.Capability
-	Requirement     = tl.Requirement
-	Confirm         = tl.Confirm
-	Leftover        = tl.Leftover
-	Health          = tl.Health
-	BuiltinState    = tl.BuiltinState
-	ServerState     = tl.ServerState
-	CapabilityState = tl.CapabilityState
-	Listing         = tl.Listing
-	KnownTools      = tl.KnownTools
-)
-
-const (
-	CapabilitiesFile = tl.CapabilitiesFile
-	SourceBuiltin    = tl.SourceBuiltin
-	SourceConfig     = tl.SourceConfig
-	SourceNPM        = tl.SourceNPM
-	SourceOCI        = tl.SourceOCI
-)
-
-var (
-	// ErrCloud: a server-routed call could not be forwarded; ErrRefused:
-	// the person said no to an approval pml add needed.
-	ErrCloud   = tl.ErrCloud
-	ErrRefused = tl.ErrRefused
-
-	CapabilityFQDN      = tl.CapabilityFQDN
-	LoadCapabilities    = tl.LoadCapabilities
-	CheckedCapabilities = tl.CheckedCapabilities
-	RemoveCapability    = tl.RemoveCapability
-	SortedCapabilities  = tl.SortedCapabilities
-	ServerFiles         = tl.ServerFiles
-	Unreferenced        = tl.Unreferenced
-	RemoveLeftovers     = tl.RemoveLeftovers
-)
-
 // Known lists the tools of workspace with configuration cfg as far as pml
 // knows them without starting a server or contacting the cloud
 // (tools.Known): pml's own, the servers' cached lists, the cloud's.
-func Known(workspace string, cfg *config.Config) KnownTools {
+func Known(workspace string, cfg *config.Config) tl.KnownTools {
 	names := make([]string, 0, len(toolbox.Filesystem)+3)
 	for _, t := range toolbox.Filesystem {
 		names = append(names, t.Name)
 	}
-	return tl.Known(workspace, cfg, append(names, sbx.ShellTool.Name, ContinueTool, ExecuteTool))
+	return tl.Known(workspace, cfg, append(names, sbx.ShellTool.Name, call.ContinueTool, ExecuteTool))
 }
 
 // AddCapability fetches, locks, installs and records a capability.
-func (b *Broker) AddCapability(ctx context.Context, arg string, confirm Confirm) (Capability, error) {
+func (b *Broker) AddCapability(ctx context.Context, arg string, confirm tl.Confirm) (tl.Capability, error) {
 	return b.caps.AddCapability(ctx, arg, confirm)
 }
 
@@ -74,10 +37,10 @@ func (b *Broker) StartCloud(ctx context.Context) { b.cloud.StartCloud(ctx) }
 
 // List says how everything pml serves here stands. version is pml's own,
 // for its built-in group. It never fails: what cannot be known is said.
-func (b *Broker) List(ctx context.Context, caps []Capability, version string) Listing {
+func (b *Broker) List(ctx context.Context, caps []tl.Capability, version string) tl.Listing {
 	return b.lister.List(ctx, caps, version)
 }
 
 // Servers lists the configured servers (mcps, private_mcps) and how each
 // stands; it asks the engine about images and running containers.
-func (b *Broker) Servers(ctx context.Context) []ServerState { return b.lister.Servers(ctx) }
+func (b *Broker) Servers(ctx context.Context) []tl.ServerState { return b.lister.Servers(ctx) }

@@ -3,6 +3,7 @@ package broker
 import (
 	"strings"
 
+	"github.com/pml-dev/pml/broker/call"
 	"github.com/pml-dev/pml/internal/wirename"
 )
 
@@ -11,7 +12,7 @@ import (
 // broker tells the surface, is here.
 
 // continueWire is pml:continue_workflow on the wire, in every view.
-var continueWire = wirename.Encode(ContinueTool)
+var continueWire = wirename.Encode(call.ContinueTool)
 
 // PermissionsChanged tells every MCP server of this broker that the
 // permissions in force changed (a .pml.json edit): each lists again what
@@ -31,7 +32,7 @@ func (b *Broker) ToolName(given string) string {
 		return given
 	}
 	if given == continueWire {
-		return ContinueTool
+		return call.ContinueTool
 	}
 	for _, t := range b.Tools() {
 		if wirename.Encode(t.Name) == given {

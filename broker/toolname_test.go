@@ -5,6 +5,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/pml-dev/pml/broker/call"
 	tl "github.com/pml-dev/pml/broker/tools"
 	"github.com/pml-dev/pml/internal/config"
 )
@@ -15,7 +16,7 @@ func TestToolNameAcceptsBothForms(t *testing.T) {
 		"filesystem:read_file":   "filesystem:read_file",
 		"filesystem__read_file":  "filesystem:read_file",
 		"shell__exec":            "shell:exec",
-		"pml__continue_workflow": ContinueTool,
+		"pml__continue_workflow": call.ContinueTool,
 		"github__create_issue":   "github:create_issue",
 		"plain":                  "plain",
 	} {
@@ -26,13 +27,13 @@ func TestToolNameAcceptsBothForms(t *testing.T) {
 }
 
 // toolNamed is the tool name in the broker's list, if any.
-func toolNamed(b *Broker, name string) (Tool, bool) {
+func toolNamed(b *Broker, name string) (tl.Tool, bool) {
 	for _, tl := range b.Tools() {
 		if tl.Name == name {
 			return tl, true
 		}
 	}
-	return Tool{}, false
+	return tl.Tool{}, false
 }
 
 // A server's own title and annotations are kept as it sent them, and a

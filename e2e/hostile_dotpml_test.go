@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pml-dev/pml/broker"
+	tl "github.com/pml-dev/pml/broker/tools"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/deps"
 	"github.com/pml-dev/pml/internal/registry"
@@ -215,8 +215,8 @@ func TestHostileCommittedCapabilitiesListNothing(t *testing.T) {
 			return content
 		}
 		var doc struct {
-			Version      int                          `json:"version"`
-			Capabilities map[string]broker.Capability `json:"capabilities"`
+			Version      int                      `json:"version"`
+			Capabilities map[string]tl.Capability `json:"capabilities"`
 		}
 		if err := json.Unmarshal([]byte(content), &doc); err != nil {
 			t.Fatal(err)

@@ -8,6 +8,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/pml-dev/pml/broker"
+	"github.com/pml-dev/pml/broker/call"
+	tl "github.com/pml-dev/pml/broker/tools"
 )
 
 // Backend is what the MCP surface reads of a broker: every member is
@@ -30,11 +32,11 @@ type Backend interface {
 
 	// Tools is every tool known now; OnToolsChanged tells f when tools
 	// appear, change or go, or the permissions deciding the list changed.
-	Tools() []broker.Tool
-	OnToolsChanged(f func(added []broker.Tool, removed []string))
+	Tools() []tl.Tool
+	OnToolsChanged(f func(added []tl.Tool, removed []string))
 	// Decide is what the permissions in force say of a tool (a denied
 	// one is not listed; the fast path takes only allowed ones).
-	Decide(name string) broker.Decision
+	Decide(name string) call.Decision
 	// Known: a tool not listed can still be called (registered but
 	// hidden, or resolvable: a configured server's, a cloud or registry
 	// tool); else the SDK's "unknown tool" answers.
@@ -45,7 +47,7 @@ type Backend interface {
 
 	// Call runs a call down the request path (which audits it);
 	// AuditRefused records a call the go-sdk refused before any layer ran.
-	Call(ctx context.Context, r broker.Request) broker.Result
+	Call(ctx context.Context, r call.Request) call.Result
 	AuditRefused(tool string, args json.RawMessage, reason string)
 
 	// Prepare is what the first tools/list waits for (the configured
@@ -53,7 +55,7 @@ type Backend interface {
 	// PrepareCapability makes an added capability's tools callable (pml
 	// run).
 	Prepare(ctx context.Context)
-	PrepareCapability(ctx context.Context, c broker.Capability)
+	PrepareCapability(ctx context.Context, c tl.Capability)
 	// RefreshTrust applies a `pml trust` given since the policy was read.
 	RefreshTrust()
 	// CancelBase cancels every running call, killing its container (the

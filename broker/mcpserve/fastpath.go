@@ -225,7 +225,7 @@ func (f *fastFront) call(id, params []byte) bool {
 		// back, not passed on as it comes.
 		return false
 	}
-	if fb.Decide(name) != broker.Allow {
+	if fb.Decide(name) != call.Allow {
 		return false // a person decides first: the usual path
 	}
 	var token json.RawMessage
@@ -309,7 +309,7 @@ func (f *fastFront) serve(ctx context.Context, cancel context.CancelFunc, ss *mc
 		}
 	}
 	fwd := broker.NewForwardCall(args, token, progress, answer)
-	r := broker.Request{Tool: name, Args: args, Workflows: f.sess.workflows(ss), Relay: &sessionRelay{ss: ss, b: b}, ProgressToken: tokenAny, Forward: fwd}
+	r := call.Request{Tool: name, Args: args, Workflows: f.sess.workflows(ss), Relay: &sessionRelay{ss: ss, b: b}, ProgressToken: tokenAny, Forward: fwd}
 	deferred := multiRoundTrip(ss)
 	if !deferred {
 		r.Ask = elicitor(b, ss)

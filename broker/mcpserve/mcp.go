@@ -18,7 +18,10 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/pml-dev/pml/broker"
+	"github.com/pml-dev/pml/broker/approve"
 	"github.com/pml-dev/pml/broker/call"
+	tl "github.com/pml-dev/pml/broker/tools"
+	"github.com/pml-dev/pml/broker/workflow"
 	"github.com/pml-dev/pml/internal/jsonrpc"
 	"github.com/pml-dev/pml/internal/panics"
 	"github.com/pml-dev/pml/internal/slogzerolog"
@@ -32,7 +35,7 @@ var Version = "dev"
 type sessions struct {
 	mu  sync.Mutex
 	ttl time.Duration
-	m   map[*mcp.ServerSession]*broker.Workflows
+	m   map[*mcp.ServerSession]*workflow.Workflows
 }
 
 // reset forgets every pending approval (the workspace changed).
@@ -42,13 +45,13 @@ func (s *sessions) reset() {
 	s.mu.Unlock()
 }
 
-func (s *sessions) workflows(ss *mcp.ServerSession) *broker.Workflows {
+func (s *sessions) workflows(ss *mcp.ServerSession) *workflow.Workflows {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if w, ok := s.m[ss]; ok {
 		return w
 	}
-	w := broker.NewWorkflows(s.ttl)
+	w := workflow.NewWorkflows(s.ttl)
 	s.m[ss] = w
 	if ss != nil {
 		go func() {
@@ -81,7 +84,7 @@ type view struct {
 // show reports whether the view shows the tool, and under which name
 // before wire encoding (the name itself, or its action for pml run).
 func (v view) show(name string) (string, bool) {
-	if v.prefix == "" || name == broker.ContinueTool {
+	if v.prefix == "" || name == call.ContinueTool {
 		return name, true
 	}
 	if rest, ok := strings.CutPrefix(name, v.prefix); ok {
@@ -91,7 +94,7 @@ func (v view) show(name string) (string, bool) {
 }
 
 func (v view) internal(name string) string {
-	if v.prefix == "" || name == broker.ContinueTool {
+	if v.prefix == "" || name == call.ContinueTool {
 		return name
 	}
 	return v.prefix + name
@@ -136,7 +139,7 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 			go panics.Guarded(*x.get().Log(), "notifications/roots/list_changed", "checking the client's roots", func() { x.checkRoots(req.Session) })
 		},
 	})
-	sess := &sessions{ttl: b.ApprovalTimeout(), m: map[*mcp.ServerSession]*broker.Workflows{}}
+	sess := &sessions{ttl: b.ApprovalTimeout(), m: map[*mcp.ServerSession]*workflow.Workflows{}}
 	var l *listing
 	l = newListing(s, x, v, func(name string) mcp.ToolHandler { return toolHandler(x, sess, name, func() *listing { return l }) })
 	// Which protocol revision initialize agreed on, and why (protocol.go).
@@ -226,7 +229,7 @@ func toolHandler(x *binding, sess *sessions, name string, view func() *listing) 
 		if p == nil {
 			p = &mcp.CallToolParamsRaw{}
 		}
-		r := broker.Request{Tool: name, Args: p.Arguments, Workflows: wfs, Relay: &sessionRelay{ss: req.Session, b: b}, ProgressToken: p.GetProgressToken()}
+		r := call.Request{Tool: name, Args: p.Arguments, Workflows: wfs, Relay: &sessionRelay{ss: req.Session, b: b}, ProgressToken: p.GetProgressToken()}
 		deferred := multiRoundTrip(req.Session)
 		if !deferred {
 			r.Ask = elicitor(b, req.Session)
@@ -249,8 +252,8 @@ func toolHandler(x *binding, sess *sessions, name string, view func() *listing) 
 // pml:continue_workflow when the asking tool is not listed there at all.
 // An approval of an inner call of code is answered by the tool that runs
 // the code (its Context "run").
-func inView(l *listing, res broker.Result) broker.Result {
-	a, ok := res.Structured.(broker.Approval)
+func inView(l *listing, res call.Result) call.Result {
+	a, ok := res.Structured.(workflow.Approval)
 	if !ok || res.IsError || l == nil || l.v.prefix == "" {
 		return res
 	}
@@ -262,14 +265,14 @@ func inView(l *listing, res broker.Result) broker.Result {
 	if !ok {
 		callAs = ""
 	}
-	res.Text = broker.ApprovalText(a, callAs)
+	res.Text = approve.ApprovalText(a, callAs)
 	return res
 }
 
 // callResult is the MCP result of a call: an approval becomes an input
 // request for a client that answers in its own dialog (deferred).
-func callResult(res broker.Result, deferred bool) *mcp.CallToolResult {
-	if a, ok := res.Structured.(broker.Approval); ok && deferred && !res.IsError {
+func callResult(res call.Result, deferred bool) *mcp.CallToolResult {
+	if a, ok := res.Structured.(workflow.Approval); ok && deferred && !res.IsError {
 		return &mcp.CallToolResult{
 			InputRequests: mcp.InputRequestMap{approvalInput: elicitParams(a)},
 			RequestState:  a.WorkflowID,
@@ -280,7 +283,7 @@ func callResult(res broker.Result, deferred bool) *mcp.CallToolResult {
 
 // ServeCapability serves one added capability's tools over in/out, named
 // without their namespace (`pml run NAME`).
-func ServeCapability(ctx context.Context, b Backend, c broker.Capability, in io.ReadCloser, out io.Writer) error {
+func ServeCapability(ctx context.Context, b Backend, c tl.Capability, in io.ReadCloser, out io.Writer) error {
 	v := view{prefix: c.Namespace + ":", prepare: func(ctx context.Context) { b.PrepareCapability(ctx, c) }}
 	o := jsonrpc.NewOutput(out)
 	filter := jsonrpc.NewFilter(in, o, jsonrpc.MaxFrame, func(r jsonrpc.Rejection) {
@@ -361,7 +364,7 @@ func multiRoundTrip(ss *mcp.ServerSession) bool {
 }
 
 // elicitParams asks a person to approve a (e.g. tool permission) workflow.
-func elicitParams(a broker.Approval) *mcp.ElicitParams {
+func elicitParams(a workflow.Approval) *mcp.ElicitParams {
 	// What each choice does: a network approval's call already ran, and
 	// its "always" adds the host to a network list, not the tool to
 	// permissions.allow.
@@ -420,15 +423,15 @@ func decision(res *mcp.ElicitResult) string {
 }
 
 // elicitedAnswer reads the answer a multi round-trip client sends back.
-func elicitedAnswer(p *mcp.CallToolParamsRaw) *broker.Elicited {
+func elicitedAnswer(p *mcp.CallToolParamsRaw) *call.Elicited {
 	res, _ := p.InputResponses[approvalInput].(*mcp.ElicitResult)
-	return &broker.Elicited{WorkflowID: p.RequestState, Choice: decision(res)}
+	return &call.Elicited{WorkflowID: p.RequestState, Choice: decision(res)}
 }
 
 // elicitor asks through MCP elicitation (elicitation/create while the call
 // waits) when a client on an older protocol declared the capability; nil
 // otherwise (then the approval_required result asks).
-func elicitor(b Backend, ss *mcp.ServerSession) func(context.Context, broker.Approval) (string, bool) {
+func elicitor(b Backend, ss *mcp.ServerSession) func(context.Context, workflow.Approval) (string, bool) {
 	if ss == nil {
 		return nil
 	}
@@ -442,7 +445,7 @@ func elicitor(b Backend, ss *mcp.ServerSession) func(context.Context, broker.App
 	if wait > 2*time.Minute {
 		wait = 2 * time.Minute
 	}
-	return func(ctx context.Context, a broker.Approval) (string, bool) {
+	return func(ctx context.Context, a workflow.Approval) (string, bool) {
 		ectx, cancel := context.WithTimeout(ctx, wait)
 		defer cancel()
 		res, err := ss.Elicit(ectx, elicitParams(a))

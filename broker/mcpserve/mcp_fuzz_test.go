@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pml-dev/pml/broker"
+	"github.com/pml-dev/pml/broker/call"
 	"github.com/pml-dev/pml/internal/telemetry"
 	"github.com/pml-dev/pml/internal/wirename"
 )
@@ -82,7 +82,7 @@ func FuzzMCP(f *testing.F) {
 		`{"jsonrpc":"2.0","ID":3,"method":"ping"}`, `{"jsonrpc":"2.0","id":9223372036854775807,"method":"ping"}`,
 		`{"jsonrpc":"2.0","id":"","method":"tools/list","params":{"cursor":"zzz"}}`,
 		`{"jsonrpc":"2.0","id":4,"result":{}}`, `{"jsonrpc":"2.0","id":5,"error":{"code":"x"}}`, `garbage`, `[]`,
-		`{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"` + broker.ContinueTool + `","arguments":{"workflow_id":"","approved":true}}}`,
+		`{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"` + call.ContinueTool + `","arguments":{"workflow_id":"","approved":true}}}`,
 	} {
 		f.Add(s, uint8(0))
 		f.Add(s, uint8(fuzzTelemetry|fuzzHTTP))

@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/pml-dev/pml/broker"
+	"github.com/pml-dev/pml/broker/workflow"
 )
 
 // TestSDKLogLinesArePMLLines: what the go-sdk logs (here its error for an
@@ -38,7 +39,7 @@ func TestSDKLogLinesArePMLLines(t *testing.T) {
 // and that continue runs the call again (the old text said "Always also
 // adds it to permissions.allow" and "Continue runs it once").
 func TestElicitationSaysWhatANetworkChoiceDoes(t *testing.T) {
-	a := broker.Approval{ApprovalType: broker.ApprovalNetwork, Tool: "shell:exec", Description: "shell:exec tried to connect to example.com:443.",
+	a := workflow.Approval{ApprovalType: broker.ApprovalNetwork, Tool: "shell:exec", Description: "shell:exec tried to connect to example.com:443.",
 		Options: []string{"continue", "always", "abort"}, Context: map[string]any{"always_adds": "example.com:443 to sandbox.network.allow in .pml.json"}}
 	msg := elicitParams(a).Message
 	for _, w := range []string{"Always also adds example.com:443 to sandbox.network.allow in .pml.json", "runs the call again"} {
@@ -49,7 +50,7 @@ func TestElicitationSaysWhatANetworkChoiceDoes(t *testing.T) {
 	if strings.Contains(msg, "permissions.allow") || strings.Contains(msg, "runs it once") {
 		t.Errorf("the dialog says what a tool permission does: %s", msg)
 	}
-	a = broker.Approval{ApprovalType: broker.ApprovalToolPermission, Tool: "shell:exec", Description: "Allow pml to run shell:exec?", Options: []string{"continue", "always", "abort"}}
+	a = workflow.Approval{ApprovalType: workflow.ApprovalToolPermission, Tool: "shell:exec", Description: "Allow pml to run shell:exec?", Options: []string{"continue", "always", "abort"}}
 	if msg := elicitParams(a).Message; !strings.Contains(msg, "Always also adds it to permissions.allow in .pml.json") {
 		t.Errorf("a tool permission's dialog: %s", msg)
 	}

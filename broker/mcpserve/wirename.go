@@ -7,7 +7,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 
-	"github.com/pml-dev/pml/broker"
+	"github.com/pml-dev/pml/broker/call"
+	tl "github.com/pml-dev/pml/broker/tools"
 
 	"github.com/pml-dev/pml/internal/wirename"
 )
@@ -39,7 +40,7 @@ func newListing(s *mcp.Server, x *binding, v view, handler func(string) mcp.Tool
 // client when that changed the list.
 func (l *listing) follow(b Backend) {
 	l.sync(nil)
-	b.OnToolsChanged(func(added []broker.Tool, _ []string) {
+	b.OnToolsChanged(func(added []tl.Tool, _ []string) {
 		if l.x.get() == b {
 			l.sync(added)
 		}
@@ -53,7 +54,7 @@ func (l *listing) wire(name string) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	if name == broker.ContinueTool {
+	if name == call.ContinueTool {
 		return continueWire, true
 	}
 	if l.v.prefix == "" {
@@ -66,17 +67,17 @@ func (l *listing) wire(name string) (string, bool) {
 // (a call still answers "denied"). pml:continue_workflow is always listed:
 // approvals need it.
 func (l *listing) visible(name string) bool {
-	if name == broker.ContinueTool {
+	if name == call.ContinueTool {
 		return true
 	}
 	d := l.x.get().Decide(name)
-	return d != broker.Deny
+	return d != call.Deny
 }
 
 // sync registers with the SDK the tools that should be listed and are
 // not, re-registers those in changed (their definition changed), and
 // removes the rest. The SDK tells the clients when anything changed.
-func (l *listing) sync(changed []broker.Tool) {
+func (l *listing) sync(changed []tl.Tool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	redo := map[string]bool{}
@@ -108,7 +109,7 @@ func (l *listing) sync(changed []broker.Tool) {
 	}
 }
 
-func mcpTool(wire string, t broker.Tool) *mcp.Tool {
+func mcpTool(wire string, t tl.Tool) *mcp.Tool {
 	return &mcp.Tool{Name: wire, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema, Annotations: t.Annotations}
 }
 
@@ -119,7 +120,7 @@ func mcpTool(wire string, t broker.Tool) *mcp.Tool {
 // for one release, with a warning.
 func (l *listing) resolve(called string) (name, listed string) {
 	if called == continueWire {
-		name = broker.ContinueTool
+		name = call.ContinueTool
 	} else if strings.Contains(called, ":") {
 		name = l.v.internal(called)
 		warnOldName(*l.x.get().Log(), called)
@@ -141,7 +142,7 @@ func (l *listing) resolve(called string) (name, listed string) {
 }
 
 // continueWire is pml:continue_workflow on the wire, in every view.
-var continueWire = wirename.Encode(broker.ContinueTool)
+var continueWire = wirename.Encode(call.ContinueTool)
 
 // oldNames remembers the namespace:action names clients called, so each
 // is warned about once.

@@ -11,7 +11,8 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/pml-dev/pml/broker"
+	tl "github.com/pml-dev/pml/broker/tools"
+	"github.com/pml-dev/pml/broker/workflow"
 )
 
 var wireRule = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
@@ -192,7 +193,7 @@ func TestServerAnnotationsPassThrough(t *testing.T) {
 	schema := json.RawMessage(`{"type": "object"}`)
 	// As the broker registers a server's tools (broker's
 	// TestServerToolsKeepTheirAnnotations checks that it keeps them).
-	b := &extraTools{Backend: f.b, extra: []broker.Tool{
+	b := &extraTools{Backend: f.b, extra: []tl.Tool{
 		{Name: "probe:lookup", Title: "Look it up", Description: "d", InputSchema: schema, Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: &yes, Title: "Look it up"}},
 		{Name: "probe:do.it", Description: "dotted", InputSchema: schema},
 	}}
@@ -220,10 +221,10 @@ func TestServerAnnotationsPassThrough(t *testing.T) {
 // server's or the cloud's would be registered there.
 type extraTools struct {
 	Backend
-	extra []broker.Tool
+	extra []tl.Tool
 }
 
-func (e *extraTools) Tools() []broker.Tool { return append(e.Backend.Tools(), e.extra...) }
+func (e *extraTools) Tools() []tl.Tool { return append(e.Backend.Tools(), e.extra...) }
 
 func TestApprovalsNamePmlsTool(t *testing.T) {
 	f := newFixture(t, "")
@@ -248,7 +249,7 @@ func TestApprovalTextQuotesControlCharacters(t *testing.T) {
 		t.Fatalf("%v %+v", err, res)
 	}
 	raw, _ := json.Marshal(res.StructuredContent)
-	var a broker.Approval
+	var a workflow.Approval
 	if err := json.Unmarshal(raw, &a); err != nil {
 		t.Fatal(err)
 	}

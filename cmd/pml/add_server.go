@@ -17,7 +17,7 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
-	"github.com/pml-dev/pml/broker"
+	"github.com/pml-dev/pml/broker/permit"
 	tl "github.com/pml-dev/pml/broker/tools"
 	"github.com/pml-dev/pml/images"
 	"github.com/pml-dev/pml/internal/config"
@@ -241,7 +241,7 @@ func addServer(cmd *cobra.Command, g *globals, name string, entry serverEntry, w
 	}
 	// The person asked for this entry: it is trusted as pml's other
 	// writes are, so it runs without a pml trust of its own.
-	if err := store.Saved(path, before, after, broker.DefaultPermissions().Allow); err != nil {
+	if err := store.Saved(path, before, after, permit.DefaultPermissions().Allow); err != nil {
 		fmt.Fprintf(w, "⚠ the entry is written but not in your trust records (%v): run `pml trust`\n", err)
 	}
 	fmt.Fprintf(w, "wrote mcps.%s to %s\n", name, path)

@@ -9,7 +9,8 @@ import (
 	"path/filepath"
 	"reflect"
 
-	"github.com/pml-dev/pml/broker"
+	"github.com/pml-dev/pml/broker/permit"
+	tl "github.com/pml-dev/pml/broker/tools"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/deps"
 	"github.com/pml-dev/pml/internal/entrygrant"
@@ -38,7 +39,7 @@ func addFiles(ws string) []string {
 	mcp := mcpjson.Path(ws)
 	return []string{
 		registry.LockfilePath(ws),
-		filepath.Join(ws, filepath.FromSlash(broker.CapabilitiesFile)),
+		filepath.Join(ws, filepath.FromSlash(tl.CapabilitiesFile)),
 		filepath.Join(ws, config.FileName),
 		mcp,
 		mcp + mcpjson.BackupSuffix,
@@ -48,7 +49,7 @@ func addFiles(ws string) []string {
 // addCachePath is the registry cache file of the entry arg names (one
 // file per 4-part name), or "" when arg is no registry name.
 func addCachePath(ws, arg string) string {
-	_, f, err := broker.CapabilityFQDN(arg)
+	_, f, err := tl.CapabilityFQDN(arg)
 	if err != nil {
 		return ""
 	}
@@ -175,7 +176,7 @@ func (s *addSnapshot) restore(g *globals, w io.Writer) error {
 		case s.trustOK:
 			err = store.Restore(f.path, s.trustRec)
 		case f.exists && now != nil:
-			err = store.Saved(f.path, now, f.data, broker.DefaultPermissions().Allow)
+			err = store.Saved(f.path, now, f.data, permit.DefaultPermissions().Allow)
 		}
 		if err != nil {
 			fmt.Fprintf(w, "⚠ %s is back as it was but your trust records are not (%v): run `pml trust`\n", f.path, err)
@@ -206,7 +207,7 @@ func (s *addSnapshot) undoInstalls(w io.Writer) error {
 	for n := range cfg.Servers {
 		used[n] = true
 	}
-	caps, err := broker.LoadCapabilities(s.ws)
+	caps, err := tl.LoadCapabilities(s.ws)
 	if err != nil {
 		return nil
 	}
@@ -288,7 +289,7 @@ func addSnapshotFor(g *globals, ws, arg string) (*addSnapshot, error) {
 	rec, err := openTrust(g.logger()).Lookup(filepath.Join(ws, config.FileName))
 	s.trustRec, s.trustOK = rec, err == nil
 	if ts := openTrust(g.logger()); filepath.IsAbs(ts.Path) {
-		if _, f, err := broker.CapabilityFQDN(arg); err == nil {
+		if _, f, err := tl.CapabilityFQDN(arg); err == nil {
 			s.grants, s.grantNS = entrygrant.Open(filepath.Dir(ts.Path)), f.Namespace
 			s.grantBefore, err = s.grants.Lookup(ws, f.Namespace)
 			s.grantOK = err == nil

@@ -21,6 +21,7 @@ import (
 	"github.com/pml-dev/pml/broker/approve"
 	"github.com/pml-dev/pml/broker/call"
 	"github.com/pml-dev/pml/broker/permit"
+	tl "github.com/pml-dev/pml/broker/tools"
 	"github.com/pml-dev/pml/broker/workflow"
 	"github.com/pml-dev/pml/cmd/pml/internal/term"
 	"github.com/pml-dev/pml/internal/config"
@@ -452,7 +453,7 @@ func approvalHelp(cfg *config.Config, a workflow.Approval) (what, fix string) {
 func declaredHelp(cfg *config.Config, a workflow.Approval, asked []string) (what, fix string) {
 	what = fmt.Sprintf("nothing ran: %s declares (tools_used) that its code calls %s, which permissions ask about; %s, so allow them before the call.",
 		a.Tool, strings.Join(asked, ", "), cannotAsk)
-	perms := broker.PermissionsFrom(cfg)
+	perms := permit.PermissionsFrom(cfg)
 	fixes := make([]string, 0, len(asked))
 	for _, t := range asked {
 		_, pattern := perms.Decide(t)
@@ -465,7 +466,7 @@ func declaredHelp(cfg *config.Config, a workflow.Approval, asked []string) (what
 // allow wins over a wildcard in ask, but not over the same exact name in
 // ask, which must be taken out.
 func permissionFix(cfg *config.Config, tool, pattern string) string {
-	perms := broker.PermissionsFrom(cfg)
+	perms := permit.PermissionsFrom(cfg)
 	allowed, _ := permit.Permissions{Allow: perms.Allow}.Decide(tool)
 	allowEnv := envSource(cfg, "permissions.allow")
 	if pattern == tool {
@@ -506,7 +507,7 @@ func addToAllow(cfg *config.Config, tool, env string) string {
 	if !cfg.HasFile() {
 		// Without a .pml.json the built-in defaults apply; a new file
 		// replaces them, so it must list the read tools too.
-		allow := append(broker.DefaultPermissions().Allow, tool)
+		allow := append(permit.DefaultPermissions().Allow, tool)
 		js, _ := json.Marshal(map[string]any{"permissions": map[string]any{"allow": allow}})
 		return fmt.Sprintf("add the pattern %q to permissions.allow. There is no %s yet; create it, then trust it:\n  echo '%s' > .pml.json && pml trust --yes", tool, cfg.Path, js)
 	}
@@ -625,7 +626,7 @@ func callCompletions(g *globals, prefix string) ([]string, cobra.ShellCompDirect
 	// trusted says so, with pml trust.
 	k := broker.Known(ws.Dir, quiet.rawCfg)
 	var extra []string
-	if caps, err := broker.LoadCapabilities(ws.Dir); err == nil {
+	if caps, err := tl.LoadCapabilities(ws.Dir); err == nil {
 		for _, c := range caps {
 			extra = append(extra, c.Namespace)
 		}
@@ -635,7 +636,7 @@ func callCompletions(g *globals, prefix string) ([]string, cobra.ShellCompDirect
 
 // completeTool is callCompletions on what is known: k, and namespaces
 // (capabilities) whose tools are not in it.
-func completeTool(k broker.KnownTools, namespaces []string, prefix string) ([]string, cobra.ShellCompDirective) {
+func completeTool(k tl.KnownTools, namespaces []string, prefix string) ([]string, cobra.ShellCompDirective) {
 	if strings.Contains(prefix, ":") {
 		var out []string
 		for _, n := range k.Names {

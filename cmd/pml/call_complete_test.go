@@ -8,14 +8,14 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/pml-dev/pml/broker"
 	"github.com/pml-dev/pml/broker/call"
+	tl "github.com/pml-dev/pml/broker/tools"
 )
 
 // pml call every<TAB> completes the server's name (everything:), not only
 // tool names: a server never started here has no tool names yet.
 func TestCallCompletesServerNames(t *testing.T) {
-	k := broker.KnownTools{Names: []string{"filesystem:read_file", "shell:exec", call.ContinueTool, "pml:execute", "files:read_text_file"}, Unlisted: []string{"everything"}}
+	k := tl.KnownTools{Names: []string{"filesystem:read_file", "shell:exec", call.ContinueTool, "pml:execute", "files:read_text_file"}, Unlisted: []string{"everything"}}
 	got, dir := completeTool(k, []string{"memory"}, "every")
 	if strings.Join(got, " ") != "everything:" || dir&cobra.ShellCompDirectiveNoSpace == 0 {
 		t.Errorf("every: %v (directive %d): want everything: with no space after", got, dir)

@@ -12,9 +12,10 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
-	"github.com/pml-dev/pml/broker"
 	"github.com/pml-dev/pml/broker/call"
 	"github.com/pml-dev/pml/broker/mcpserve"
+	"github.com/pml-dev/pml/broker/permit"
+	tl "github.com/pml-dev/pml/broker/tools"
 	"github.com/pml-dev/pml/broker/workflow"
 	"github.com/pml-dev/pml/cmd/pml/internal/launch"
 	"github.com/pml-dev/pml/internal/capname"
@@ -294,7 +295,7 @@ func capExit(err error) int {
 	switch {
 	case errors.Is(err, call.ErrInvalidInput), errors.Is(err, call.ErrNotFound):
 		return 2
-	case errors.Is(err, broker.ErrRefused):
+	case errors.Is(err, tl.ErrRefused):
 		return 3
 	case errors.Is(err, call.ErrUnavailable):
 		return 5
@@ -324,7 +325,7 @@ func newRunCmd(g *globals) *cobra.Command {
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return serveOverStdio(cmd, g, func(e *env, _ *envSet, proto *os.File) error {
-				caps, err := broker.LoadCapabilities(e.ws.Dir)
+				caps, err := tl.LoadCapabilities(e.ws.Dir)
 				if err != nil {
 					return &exitError{2, err}
 				}
@@ -382,7 +383,7 @@ func newRemoveCmd(g *globals) *cobra.Command {
 			case "filesystem", "shell", "pml":
 				return &exitError{2, fmt.Errorf("%s is built into pml and cannot be removed: add \"%s:*\" to permissions.deny in .pml.json to hide its tools", args[0], args[0])}
 			}
-			caps, err := broker.LoadCapabilities(ws)
+			caps, err := tl.LoadCapabilities(ws)
 			if err != nil {
 				return &exitError{2, err}
 			}
@@ -393,19 +394,19 @@ func newRemoveCmd(g *globals) *cobra.Command {
 				}
 			}
 			if clean && isCap {
-				files, _ := broker.ServerFiles(ws, capability.Namespace)
+				files, _ := tl.ServerFiles(ws, capability.Namespace)
 				if len(files) > 0 {
 					describeLeftovers(say, "pml remove --clean deletes:", files)
 					if hasInstalled(files) && !confirmAdd(say, yes) {
 						return &exitError{3, errors.New("nothing was removed: approve on a terminal, or run again with --yes")}
 					}
-					if err := broker.RemoveLeftovers(ws, files); err != nil {
+					if err := tl.RemoveLeftovers(ws, files); err != nil {
 						return &exitError{1, err}
 					}
 					rep.Deleted = leftoversJSON(files)
 				}
 			}
-			c, ok, err := broker.RemoveCapability(ws, args[0], clean)
+			c, ok, err := tl.RemoveCapability(ws, args[0], clean)
 			if err != nil {
 				return &exitError{1, err}
 			}
@@ -444,8 +445,8 @@ func newRemoveCmd(g *globals) *cobra.Command {
 				rep.Kind, rep.File = "capability", f.Path
 			}
 			if ok {
-				fmt.Fprintf(say, "removed %s (%s) from %s", c.Name, c.FQDN, broker.CapabilitiesFile)
-				rep.Kind, rep.File = "capability", filepath.Join(ws, broker.CapabilitiesFile)
+				fmt.Fprintf(say, "removed %s (%s) from %s", c.Name, c.FQDN, tl.CapabilitiesFile)
+				rep.Kind, rep.File = "capability", filepath.Join(ws, tl.CapabilitiesFile)
 				if clean {
 					fmt.Fprint(say, " and its cached copy")
 				}
@@ -487,11 +488,11 @@ func newListCmd(g *globals) *cobra.Command {
 			}
 			defer e.rt.Close()
 			defer e.broker.Close(30 * time.Second)
-			caps, err := broker.LoadCapabilities(e.ws.Dir)
+			caps, err := tl.LoadCapabilities(e.ws.Dir)
 			if err != nil {
 				return &exitError{2, err}
 			}
-			l := e.broker.List(cmd.Context(), broker.SortedCapabilities(caps), version)
+			l := e.broker.List(cmd.Context(), tl.SortedCapabilities(caps), version)
 			if f == formatJSON {
 				return writeJSON(cmd.OutOrStdout(), l)
 			}
@@ -537,7 +538,7 @@ func recordNamed(g *globals, ws, ref string) error {
 	path := filepath.Join(ws, config.FileName)
 	before, after, err := config.EditFile(ws, func(old []byte) ([]byte, error) {
 		if old == nil {
-			d := broker.DefaultPermissions()
+			d := permit.DefaultPermissions()
 			old = config.WithPermissions(d.Allow, d.Ask, d.Deny)
 		}
 		return config.AddCapabilityData(path, old, ref)
@@ -549,7 +550,7 @@ func recordNamed(g *globals, ws, ref string) error {
 	if after == nil {
 		return nil // named there already
 	}
-	if err := openTrust(g.logger()).Saved(path, before, after, broker.DefaultPermissions().Allow); err != nil {
+	if err := openTrust(g.logger()).Saved(path, before, after, permit.DefaultPermissions().Allow); err != nil {
 		fmt.Fprintf(w, "⚠ %s is in %s's capabilities but not in your trust records (%v): run `pml trust`\n", ref, path, err)
 	}
 	fmt.Fprintf(w, "  wrote %s to the capabilities of %s: commit it, and a clone's pml stdio fetches and pins it\n", ref, path)
@@ -571,7 +572,7 @@ func forgetNamed(g *globals, ws, name string) (bool, error) {
 	}
 	w := g.narration()
 	// Removing grants nothing: the rest of the file stays trusted.
-	if err := openTrust(g.logger()).Saved(path, before, after, broker.DefaultPermissions().Allow); err != nil {
+	if err := openTrust(g.logger()).Saved(path, before, after, permit.DefaultPermissions().Allow); err != nil {
 		fmt.Fprintf(w, "⚠ %s is out of %s but your trust records are not updated (%v): run `pml trust`\n", name, path, err)
 	}
 	fmt.Fprintf(w, "removed %s from the capabilities of %s\n", name, path)
@@ -596,7 +597,7 @@ type depEntry struct {
 // approved the install): from then on it is a server of the project,
 // under the same policy as any other. A server that was already
 // configured is used as it is and not written.
-func recordDeps(g *globals, ws string, c broker.Capability) error {
+func recordDeps(g *globals, ws string, c tl.Capability) error {
 	if len(c.Requires) == 0 {
 		return nil
 	}
@@ -623,7 +624,7 @@ func recordDeps(g *globals, ws string, c broker.Capability) error {
 		if err != nil {
 			return &exitError{1, fmt.Errorf("recording %s, which %s requires, in %s: %w (the capability is not added; fix it and run pml add again)", r.Name, c.Name, path, err)}
 		}
-		if err := store.Saved(path, before, after, broker.DefaultPermissions().Allow); err != nil {
+		if err := store.Saved(path, before, after, permit.DefaultPermissions().Allow); err != nil {
 			fmt.Fprintf(w, "⚠ mcps.%s is written but not in your trust records (%v): run `pml trust`\n", r.Name, err)
 		}
 		fmt.Fprintf(w, "  %s: installed, pinned to %s; wrote mcps.%s to %s. %s\n", r.Name, entry.Install.Integrity, r.Name, path, r.Grants)

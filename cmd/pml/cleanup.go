@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/pml-dev/pml/broker"
+	tl "github.com/pml-dev/pml/broker/tools"
 	"github.com/pml-dev/pml/internal/deps"
 )
 
@@ -38,7 +38,7 @@ func newCleanupCmd(g *globals) *cobra.Command {
 			}
 			// What the file names counts as used, trusted or not: a policy
 			// waiting for pml trust still means its servers.
-			left, err := broker.Unreferenced(ws.Dir, g.rawCfg)
+			left, err := tl.Unreferenced(ws.Dir, g.rawCfg)
 			if err != nil {
 				return &exitError{2, err}
 			}
@@ -84,7 +84,7 @@ func newCleanupCmd(g *globals) *cobra.Command {
 				}
 				return nil
 			}
-			if err := broker.RemoveLeftovers(ws.Dir, left); err != nil {
+			if err := tl.RemoveLeftovers(ws.Dir, left); err != nil {
 				return &exitError{1, err}
 			}
 			describeLeftovers(out, "Deleted:", left)

@@ -16,7 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
-	"github.com/pml-dev/pml/broker"
+	"github.com/pml-dev/pml/broker/permit"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/trust"
 )
@@ -89,7 +89,7 @@ func runDemo(ctx context.Context, w io.Writer, logFormat string) error {
 	if err != nil {
 		return err
 	}
-	if err := (&trust.Store{Path: filepath.Join(state, "pml", trust.FileName)}).Trust(cfg, broker.DefaultPermissions().Allow); err != nil {
+	if err := (&trust.Store{Path: filepath.Join(state, "pml", trust.FileName)}).Trust(cfg, permit.DefaultPermissions().Allow); err != nil {
 		return err
 	}
 	// Its stderr is this one's: the same format on it.

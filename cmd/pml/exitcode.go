@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/pml-dev/pml/broker"
 	"github.com/pml-dev/pml/broker/call"
+	tl "github.com/pml-dev/pml/broker/tools"
 	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/engine"
 )
@@ -79,7 +79,7 @@ var failureExits = []struct {
 	{call.ErrDenied, exitDenied},
 	{call.ErrNotTrusted, exitApproval},
 	{call.ErrUnavailable, exitUnavailable},
-	{broker.ErrCloud, exitCloud},
+	{tl.ErrCloud, exitCloud},
 	{call.ErrNotFound, exitUsage},
 	{call.ErrInvalidInput, exitUsage},
 	{container.ErrUnavailable, exitUnavailable},

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/pml-dev/pml/broker"
 	"github.com/pml-dev/pml/broker/call"
+	tl "github.com/pml-dev/pml/broker/tools"
 	"github.com/pml-dev/pml/internal/cloud"
 	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/errdefs"
@@ -25,8 +25,8 @@ func TestExitCodeForEachFailure(t *testing.T) {
 		{"a missing image", fmt.Errorf("%w: image x is not on this host: %w", call.ErrUnavailable, fmt.Errorf("creating: %w", container.ErrImageMissing)), exitUnavailable},
 		{"a registry down", fmt.Errorf("%w: %w", call.ErrUnavailable, &registry.FetchError{}), exitUnavailable},
 		{"the daemon down under pml images", fmt.Errorf("listing images: %w: start it", container.ErrUnavailable), exitUnavailable},
-		{"the cloud offline", fmt.Errorf("%w: web:search: %w", broker.ErrCloud, fmt.Errorf("%w: cannot be reached", cloud.ErrUnavailable)), exitCloud},
-		{"the cloud refused the key", fmt.Errorf("%w: web:search: %w", broker.ErrCloud, cloud.ErrUnauthorized), exitCloud},
+		{"the cloud offline", fmt.Errorf("%w: web:search: %w", tl.ErrCloud, fmt.Errorf("%w: cannot be reached", cloud.ErrUnavailable)), exitCloud},
+		{"the cloud refused the key", fmt.Errorf("%w: web:search: %w", tl.ErrCloud, cloud.ErrUnauthorized), exitCloud},
 		{"no such tool", fmt.Errorf("%w %q", call.ErrNotFound, "x:y"), exitUsage},
 		{"not in any registry", fmt.Errorf("%w: %w", call.ErrNotFound, registry.ErrNotFound), exitUsage},
 		{"a path outside", fmt.Errorf("%w: path outside the workspace", call.ErrInvalidInput), exitUsage},

@@ -13,7 +13,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
-	"github.com/pml-dev/pml/broker"
+	tl "github.com/pml-dev/pml/broker/tools"
 	"github.com/pml-dev/pml/images"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/container"
@@ -327,7 +327,7 @@ func runsCode(ws string, log *zerolog.Logger) bool {
 	if key, _, _ := credentials.APIKey(os.Getenv); key != "" {
 		return true
 	}
-	caps, err := broker.LoadCapabilities(ws)
+	caps, err := tl.LoadCapabilities(ws)
 	if err != nil {
 		log.Warn().Err(err).Msg("the Deno image counts as needed")
 		return true

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pml-dev/pml/broker"
+	"github.com/pml-dev/pml/broker/permit"
 	"github.com/pml-dev/pml/images"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/container"
@@ -120,7 +121,7 @@ func currentConfig(ws string, started *config.Config) *config.Config {
 	if err != nil {
 		return started
 	}
-	applied, _, _ := trust.Apply(c, store, broker.DefaultPermissions().Allow)
+	applied, _, _ := trust.Apply(c, store, permit.DefaultPermissions().Allow)
 	if applied == nil {
 		return started
 	}

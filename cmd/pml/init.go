@@ -18,7 +18,7 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
-	"github.com/pml-dev/pml/broker"
+	"github.com/pml-dev/pml/broker/permit"
 	"github.com/pml-dev/pml/cmd/pml/internal/launch"
 	"github.com/pml-dev/pml/cmd/pml/internal/term"
 	"github.com/pml-dev/pml/internal/clients"
@@ -569,7 +569,7 @@ func (p *initPlan) write() (bool, error) {
 		// What pml init wrote for the person (--cloud-url) is theirs:
 		// trusted, so they are not asked about it at the first call.
 		if store, err := trust.Open(p.getenv); err == nil {
-			_ = store.Saved(p.pmlPath, nil, p.pmlJSON, broker.DefaultPermissions().Allow)
+			_ = store.Saved(p.pmlPath, nil, p.pmlJSON, permit.DefaultPermissions().Allow)
 		}
 	}
 	if len(p.added) > 0 || len(p.gitDropped) > 0 {

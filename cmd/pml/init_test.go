@@ -12,7 +12,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pml-dev/pml/broker"
 	"github.com/pml-dev/pml/broker/call"
 	"github.com/pml-dev/pml/broker/permit"
 	"github.com/pml-dev/pml/internal/config"
@@ -170,10 +169,10 @@ func TestInitOnAnEmptyProjectWithoutATerminal(t *testing.T) {
 		t.Errorf(".pml.json: cloud %q, warnings %v", cfg.Cloud.URL, cfg.Warnings)
 	}
 	// The file decides exactly as pml's built-in defaults do.
-	perms := broker.PermissionsFrom(cfg)
+	perms := permit.PermissionsFrom(cfg)
 	for _, tool := range []string{"filesystem:read_file", "filesystem:list_directory", "filesystem:write_file", "filesystem:move_file", "shell:exec", "json:parse"} {
 		got, _ := perms.Decide(tool)
-		want, _ := broker.DefaultPermissions().Decide(tool)
+		want, _ := permit.DefaultPermissions().Decide(tool)
 		if got != want {
 			t.Errorf("%s: .pml.json says %s, the defaults %s", tool, got, want)
 		}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/pml-dev/pml/broker"
+	tl "github.com/pml-dev/pml/broker/tools"
 	"github.com/pml-dev/pml/internal/deps"
 	"github.com/pml-dev/pml/internal/registry"
 	"github.com/pml-dev/pml/internal/termsafe"
@@ -21,7 +21,7 @@ import (
 // (internal/termsafe).
 func shown(s string) string { return termsafe.Quote(s, termsafe.DefaultMax) }
 
-func writeListing(w io.Writer, l broker.Listing) {
+func writeListing(w io.Writer, l tl.Listing) {
 	tw := tabwriter.NewWriter(w, 2, 4, 3, ' ', 0)
 	fmt.Fprintln(tw, "Built-in tools:")
 	for _, b := range l.Builtin {
@@ -67,7 +67,7 @@ func writeListing(w io.Writer, l broker.Listing) {
 
 // stateText is a row's state in words: install, image, container, tool
 // count, and note, each only where it applies.
-func stateText(h broker.Health, tools int, note string) string {
+func stateText(h tl.Health, tools int, note string) string {
 	var parts []string
 	switch h.Install {
 	case deps.StatusInstalled:

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pml-dev/pml/broker"
+	tl "github.com/pml-dev/pml/broker/tools"
 	"github.com/pml-dev/pml/internal/deps"
 	"github.com/pml-dev/pml/internal/registry"
 )
@@ -17,24 +17,24 @@ func boolp(b bool) *bool { return &b }
 func TestStateText(t *testing.T) {
 	for _, c := range []struct {
 		name  string
-		h     broker.Health
+		h     tl.Health
 		tools int
 		note  string
 		want  string
 	}{
-		{"running npm server", broker.Health{Image: "pml/node:18", Install: deps.StatusInstalled, Installed: true, ImagePresent: boolp(true), Running: boolp(true)}, 9, "",
+		{"running npm server", tl.Health{Image: "pml/node:18", Install: deps.StatusInstalled, Installed: true, ImagePresent: boolp(true), Running: boolp(true)}, 9, "",
 			"installed, image present, running, 9 tools"},
-		{"before its install", broker.Health{Image: "pml/node:18", Install: deps.StatusMissing, ImagePresent: boolp(true), Running: boolp(false)}, 0, "",
+		{"before its install", tl.Health{Image: "pml/node:18", Install: deps.StatusMissing, ImagePresent: boolp(true), Running: boolp(false)}, 0, "",
 			"not installed (its first call installs it), image present, stopped"},
-		{"another version installed", broker.Health{Image: "pml/node:18", Install: deps.StatusOutdated, ImagePresent: boolp(true), Running: boolp(false)}, 1, "",
+		{"another version installed", tl.Health{Image: "pml/node:18", Install: deps.StatusOutdated, ImagePresent: boolp(true), Running: boolp(false)}, 1, "",
 			"installed for another version (its next start installs the pinned one), image present, stopped, 1 tool"},
-		{"image missing", broker.Health{Image: "mcp/fetch@sha256:ab", Install: deps.StatusNone, Installed: true, ImagePresent: boolp(false), Running: boolp(false)}, 0, "",
+		{"image missing", tl.Health{Image: "mcp/fetch@sha256:ab", Install: deps.StatusNone, Installed: true, ImagePresent: boolp(false), Running: boolp(false)}, 0, "",
 			"image missing (mcp/fetch@sha256:ab: pml images pull), stopped"},
-		{"engine unreachable", broker.Health{Image: "pml/node:18", Install: deps.StatusInstalled, Installed: true, EngineErr: "down"}, 2, "",
+		{"engine unreachable", tl.Health{Image: "pml/node:18", Install: deps.StatusInstalled, Installed: true, EngineErr: "down"}, 2, "",
 			"installed, image and container unknown (engine unreachable), 2 tools"},
-		{"cloud capability", broker.Health{Installed: true}, 3, "runs in the PML cloud",
+		{"cloud capability", tl.Health{Installed: true}, 3, "runs in the PML cloud",
 			"3 tools, runs in the PML cloud"},
-		{"deno capability", broker.Health{Image: "denoland/deno", Installed: true, ImagePresent: boolp(true)}, 1, "runs per call",
+		{"deno capability", tl.Health{Image: "denoland/deno", Installed: true, ImagePresent: boolp(true)}, 1, "runs per call",
 			"image present, 1 tool, runs per call"},
 	} {
 		if got := stateText(c.h, c.tools, c.note); got != c.want {
@@ -44,23 +44,23 @@ func TestStateText(t *testing.T) {
 }
 
 func TestWriteListing(t *testing.T) {
-	l := broker.Listing{
-		Builtin: []broker.BuiltinState{{Name: "filesystem", Tools: 10, Source: broker.SourceBuiltin, Runs: "pml's toolbox image", Version: "1a2df2da38f9200c",
-			Health: broker.Health{Image: "pml/toolbox:1a2df2da38f9200c", Installed: true, ImagePresent: boolp(true), Running: boolp(false)}}},
-		Servers: []broker.ServerState{
-			{Name: "memory", Source: broker.SourceNPM, Package: "@modelcontextprotocol/server-memory", Version: "2026.8.31", Tools: 9,
-				Health: broker.Health{Image: "pml/node:18", Install: deps.StatusInstalled, Installed: true, ImagePresent: boolp(true), Running: boolp(true)}},
-			{Name: "probe", Source: broker.SourceOCI, Package: "127.0.0.1:5000/probe", Version: "sha256:0123456789ab",
-				Health: broker.Health{Image: "127.0.0.1:5000/probe@sha256:0123", Install: deps.StatusNone, Installed: true, ImagePresent: boolp(false), Running: boolp(false)}},
-			{Name: "hand", Source: broker.SourceConfig, Version: "v2",
-				Health: broker.Health{Image: "example/hand:v2", Install: deps.StatusNone, Installed: true, ImagePresent: boolp(true), Running: boolp(false)}},
+	l := tl.Listing{
+		Builtin: []tl.BuiltinState{{Name: "filesystem", Tools: 10, Source: tl.SourceBuiltin, Runs: "pml's toolbox image", Version: "1a2df2da38f9200c",
+			Health: tl.Health{Image: "pml/toolbox:1a2df2da38f9200c", Installed: true, ImagePresent: boolp(true), Running: boolp(false)}}},
+		Servers: []tl.ServerState{
+			{Name: "memory", Source: tl.SourceNPM, Package: "@modelcontextprotocol/server-memory", Version: "2026.8.31", Tools: 9,
+				Health: tl.Health{Image: "pml/node:18", Install: deps.StatusInstalled, Installed: true, ImagePresent: boolp(true), Running: boolp(true)}},
+			{Name: "probe", Source: tl.SourceOCI, Package: "127.0.0.1:5000/probe", Version: "sha256:0123456789ab",
+				Health: tl.Health{Image: "127.0.0.1:5000/probe@sha256:0123", Install: deps.StatusNone, Installed: true, ImagePresent: boolp(false), Running: boolp(false)}},
+			{Name: "hand", Source: tl.SourceConfig, Version: "v2",
+				Health: tl.Health{Image: "example/hand:v2", Install: deps.StatusNone, Installed: true, ImagePresent: boolp(true), Running: boolp(false)}},
 		},
-		Capabilities: []broker.CapabilityState{
-			{Capability: broker.Capability{Name: "everything", Type: registry.TypeStdio, Routing: registry.RoutingClient, Namespace: "everything"},
+		Capabilities: []tl.CapabilityState{
+			{Capability: tl.Capability{Name: "everything", Type: registry.TypeStdio, Routing: registry.RoutingClient, Namespace: "everything"},
 				Source: "http://127.0.0.1:41031", Version: "a3b9", Package: "@modelcontextprotocol/server-everything@2026.8.31", ToolCount: 16,
-				Health: broker.Health{Image: "pml/node:18", Install: deps.StatusInstalled, Installed: true, ImagePresent: boolp(true), Running: boolp(false)}},
-			{Capability: broker.Capability{Name: "tavily", Type: registry.TypeHTTP, Routing: registry.RoutingServer, Namespace: "tavily"},
-				Version: "77aa", Note: "runs in the PML cloud; no copy of its registry entry is cached here: run `pml add tavily` again", Health: broker.Health{Installed: true}},
+				Health: tl.Health{Image: "pml/node:18", Install: deps.StatusInstalled, Installed: true, ImagePresent: boolp(true), Running: boolp(false)}},
+			{Capability: tl.Capability{Name: "tavily", Type: registry.TypeHTTP, Routing: registry.RoutingServer, Namespace: "tavily"},
+				Version: "77aa", Note: "runs in the PML cloud; no copy of its registry entry is cached here: run `pml add tavily` again", Health: tl.Health{Installed: true}},
 		},
 	}
 	var b bytes.Buffer
@@ -89,7 +89,7 @@ func TestWriteListing(t *testing.T) {
 
 	l.EngineErr = "listing containers: the Docker daemon does not answer; start it"
 	for i := range l.Servers {
-		l.Servers[i].Health = broker.Health{Image: l.Servers[i].Image, Install: l.Servers[i].Install, Installed: true, EngineErr: l.EngineErr}
+		l.Servers[i].Health = tl.Health{Image: l.Servers[i].Image, Install: l.Servers[i].Install, Installed: true, EngineErr: l.EngineErr}
 	}
 	b.Reset()
 	writeListing(&b, l)

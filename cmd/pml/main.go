@@ -20,6 +20,7 @@ import (
 
 	"github.com/pml-dev/pml/broker"
 	"github.com/pml-dev/pml/broker/mcpserve"
+	"github.com/pml-dev/pml/broker/permit"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/docker"
@@ -289,7 +290,7 @@ func (g *globals) projectAt(log zerolog.Logger, ws workspace.Result) (zerolog.Lo
 	// that content (internal/trust); the broker applies the same records
 	// to the raw configuration and to every reload.
 	g.rawCfg, g.trust = cfg, openTrust(log)
-	cfg, _, _ = trust.Apply(cfg, g.trust, broker.DefaultPermissions().Allow)
+	cfg, _, _ = trust.Apply(cfg, g.trust, permit.DefaultPermissions().Allow)
 	return log, ws, cfg, nil
 }
 

@@ -9,7 +9,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/pml-dev/pml/broker"
+	"github.com/pml-dev/pml/broker/permit"
+	tl "github.com/pml-dev/pml/broker/tools"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/safefs"
 )
@@ -35,9 +36,9 @@ func removeServer(g *globals, ws, name string, clean, yes bool, rep *removeJSON)
 		return false, nil
 	}
 	w := g.narration()
-	var files []broker.Leftover
+	var files []tl.Leftover
 	if clean {
-		if files, err = broker.ServerFiles(ws, name); err != nil {
+		if files, err = tl.ServerFiles(ws, name); err != nil {
 			return true, &exitError{1, err}
 		}
 		fmt.Fprintf(w, "pml remove --clean takes %s out of %s and deletes:\n", name, path)
@@ -59,13 +60,13 @@ func removeServer(g *globals, ws, name string, clean, yes bool, rep *removeJSON)
 	}
 	// What pml wrote for the person stays trusted as the rest of the file
 	// was (removing grants nothing).
-	if err := openTrust(g.logger()).Saved(path, before, after, broker.DefaultPermissions().Allow); err != nil {
+	if err := openTrust(g.logger()).Saved(path, before, after, permit.DefaultPermissions().Allow); err != nil {
 		fmt.Fprintf(w, "⚠ %s is removed but your trust records are not updated (%v): run `pml trust`\n", name, err)
 	}
 	fmt.Fprintf(w, "removed mcps.%s from %s\n", name, path)
 	rep.Kind, rep.File = "server", path
 	if clean && len(files) > 0 {
-		if err := broker.RemoveLeftovers(ws, files); err != nil {
+		if err := tl.RemoveLeftovers(ws, files); err != nil {
 			return true, &exitError{1, fmt.Errorf("%s is out of %s, but deleting its files failed: %w (pml cleanup tries again)", name, path, err)}
 		}
 		rep.Deleted = leftoversJSON(files)
@@ -76,7 +77,7 @@ func removeServer(g *globals, ws, name string, clean, yes bool, rep *removeJSON)
 			}
 		}
 		fmt.Fprintf(w, "deleted %s's %s\n", name, strings.Join(kinds, " and "))
-	} else if files, _ := broker.ServerFiles(ws, name); len(files) > 0 {
+	} else if files, _ := tl.ServerFiles(ws, name); len(files) > 0 {
 		rep.Kept = leftoversJSON(files)
 		fmt.Fprintf(w, "  its installed files are kept: pml cleanup (or pml remove %s --clean next time) deletes them\n", name)
 	}
@@ -84,7 +85,7 @@ func removeServer(g *globals, ws, name string, clean, yes bool, rep *removeJSON)
 }
 
 // describeLeftovers lists ls, one a line, under title.
-func describeLeftovers(w io.Writer, title string, ls []broker.Leftover) {
+func describeLeftovers(w io.Writer, title string, ls []tl.Leftover) {
 	if title != "" {
 		fmt.Fprintln(w, title)
 	}
@@ -103,7 +104,7 @@ func describeLeftovers(w io.Writer, title string, ls []broker.Leftover) {
 }
 
 // hasInstalled reports whether ls holds installed dependencies.
-func hasInstalled(ls []broker.Leftover) bool {
+func hasInstalled(ls []tl.Leftover) bool {
 	for _, l := range ls {
 		if l.Kind == "dependencies" {
 			return true

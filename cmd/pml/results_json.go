@@ -1,7 +1,6 @@
 package main
 
 import (
-	"github.com/pml-dev/pml/broker"
 	tl "github.com/pml-dev/pml/broker/tools"
 	"github.com/pml-dev/pml/internal/deps"
 	"github.com/pml-dev/pml/internal/entrygrant"
@@ -15,9 +14,9 @@ import (
 
 // leftoverJSON is one thing a server left in .pml/: {"server", "kind"
 // ("dependencies" or "tools cache"), "path"}.
-type leftoverJSON = broker.Leftover
+type leftoverJSON = tl.Leftover
 
-func leftoversJSON(ls []broker.Leftover) []leftoverJSON {
+func leftoversJSON(ls []tl.Leftover) []leftoverJSON {
 	return append([]leftoverJSON{}, ls...)
 }
 
@@ -57,7 +56,7 @@ type addJSON struct {
 	Tools []toolJSON `json:"tools"`
 	// Requires are the servers a capability's mcp_deps name, with what
 	// each one's container gets (capabilities only).
-	Requires []broker.Requirement `json:"requires,omitempty"`
+	Requires []tl.Requirement `json:"requires,omitempty"`
 	// Grant is what a registry capability takes of this machine, as the
 	// person granted it: variable names (never values), hosts, image.
 	Grant *entrygrant.Grant `json:"grant,omitempty"`

@@ -11,7 +11,7 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
-	"github.com/pml-dev/pml/broker"
+	"github.com/pml-dev/pml/broker/permit"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/safefs"
 	"github.com/pml-dev/pml/internal/trust"
@@ -115,7 +115,7 @@ func runTrust(g *globals, stdout, stderr io.Writer, format string, yes, revoke b
 	} else if err != nil {
 		return &exitError{1, err}
 	}
-	defaults := broker.DefaultPermissions().Allow
+	defaults := permit.DefaultPermissions().Allow
 	grants := trust.Grants(cfg, rec, defaults)
 	added, dropped := trust.Changes(rec, grants)
 	rep := trustReport{File: cfg.Path, SHA256: cfg.FileSum, LocalSHA256: cfg.LocalSum, Grants: grants, Added: added, Dropped: dropped}

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/pml-dev/pml/broker"
+	tl "github.com/pml-dev/pml/broker/tools"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/deps"
 	"github.com/pml-dev/pml/internal/registry"
@@ -20,7 +20,7 @@ import (
 // the file, and pml lock changes nothing.
 func unvouchedRecords(ws string) ([]string, error) {
 	out := []string{}
-	_, notes, err := broker.CheckedCapabilities(ws)
+	_, notes, err := tl.CheckedCapabilities(ws)
 	if err != nil {
 		return nil, err
 	}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/pml-dev/pml/broker"
+	"github.com/pml-dev/pml/broker/permit"
 	"github.com/pml-dev/pml/cmd/pml/internal/launch"
 	"github.com/pml-dev/pml/internal/clients"
 	"github.com/pml-dev/pml/internal/config"
@@ -130,7 +131,7 @@ func Run(ctx context.Context, host string) []Check {
 		perms := cfg.Permissions
 		if !cfg.HasFile() {
 			// Without .pml.json the built-in defaults decide, as in pml stdio.
-			d := broker.DefaultPermissions()
+			d := permit.DefaultPermissions()
 			perms = config.Permissions{Allow: d.Allow, Ask: d.Ask, Deny: d.Deny}
 		}
 		add(checkLockfile(ws.Dir, perms))
@@ -375,7 +376,7 @@ func checkTrust(cfg *config.Config, add func(Check)) *config.Config {
 	if err != nil {
 		store = &trust.Store{}
 	}
-	applied, st, err := trust.Apply(cfg, store, broker.DefaultPermissions().Allow)
+	applied, st, err := trust.Apply(cfg, store, permit.DefaultPermissions().Allow)
 	switch {
 	case !cfg.HasFile():
 	case !st.Trusted:

@@ -5,7 +5,8 @@ import (
 	"path"
 	"strings"
 
-	"github.com/pml-dev/pml/broker"
+	"github.com/pml-dev/pml/broker/permit"
+	tl "github.com/pml-dev/pml/broker/tools"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/toolglob"
 )
@@ -16,9 +17,9 @@ import (
 // so the person should hear of it before a call does. A pattern that may
 // name a tool of a configured server whose tools are not cached yet
 // (never started here) is given the benefit of the doubt.
-func checkPatterns(cfg *config.Config, known broker.KnownTools) []Check {
+func checkPatterns(cfg *config.Config, known tl.KnownTools) []Check {
 	const name = "permissions"
-	p := broker.PermissionsFrom(cfg)
+	p := permit.PermissionsFrom(cfg)
 	lists := []struct {
 		key      string
 		patterns []string
@@ -56,7 +57,7 @@ func checkPatterns(cfg *config.Config, known broker.KnownTools) []Check {
 // matchesKnown reports whether pat matches a known tool, or may match a
 // tool of a server whose tools are not known yet: its namespace part
 // matches the server's name.
-func matchesKnown(pat string, known broker.KnownTools) bool {
+func matchesKnown(pat string, known tl.KnownTools) bool {
 	for _, n := range known.Names {
 		if toolglob.Match(pat, n) {
 			return true
