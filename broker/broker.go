@@ -180,8 +180,13 @@ func New(o Options) (*Broker, error) {
 		b.srv.Table.Add(t, fs)
 	}
 	b.srv.Table.Add(sbx.ShellTool, sbx.NewShellExec(sb.Sandbox, o.Config.Sandbox.ShellImage))
+	// The cloud's executor exists before the cloud side: NewCloud lists
+	// the cached cloud tools at once, each with that executor (a nil one
+	// there panicked the first call of a cached tool).
+	ct := &cloudTools{sb: sb, perms: b.perms}
+	ex.cloud = sbx.NewCloudExec(ct, b.runs)
 	b.cloud = tl.NewCloud(tl.CloudOptions{Sandbox: part, Config: o.Config, Log: b.log, HTTPClient: o.HTTPClient, Router: router, Servers: b.srv, Executors: ex})
-	ex.cloud = sbx.NewCloudExec(cloudTools{c: b.cloud, sb: sb, perms: b.perms}, b.runs)
+	ct.c = b.cloud
 	b.registry = tl.NewRegistry(tl.RegistryOptions{Sandbox: part, Config: o.Config, Log: b.log, Cloud: b.cloud, Servers: b.srv, Permissions: b.perms, Grants: sb.grants})
 	ex.deno = sbx.NewDenoExec(b.registry, b.runs)
 	b.caps = tl.NewCapabilities(tl.CapabilitiesOptions{Sandbox: part, Log: b.log, Registry: b.registry, Cloud: b.cloud, Servers: b.srv, Executors: ex, Grants: sb.grants})

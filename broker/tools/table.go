@@ -46,6 +46,7 @@ func (f ExecutorFunc) Run(ctx context.Context, c *call.Call, def toolbox.Tool, a
 
 // Add registers a built-in tool (while the broker is built).
 func (t *Table) Add(def toolbox.Tool, exec Executor) {
+	mustExec(exec, def.Name)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.entries == nil {
@@ -108,6 +109,9 @@ func (t *Table) OnChange(f func(added []Tool, removed []string)) {
 // listeners are told. A name that another source already registered (e.g.
 // a local tool) is kept as it was. It returns the names now held.
 func (t *Table) Replace(old []string, defs []toolbox.Tool, exec Executor) []string {
+	if len(defs) > 0 {
+		mustExec(exec, defs[0].Name)
+	}
 	mine := map[string]bool{}
 	for _, n := range old {
 		mine[n] = true
@@ -160,4 +164,14 @@ func (t *Table) removeLocked(old []string, keep map[string]bool) []string {
 		t.order = order
 	}
 	return removed
+}
+
+// mustExec stops a tool from being listed with no executor: the broker is
+// built in an order (New), and a source that lists tools before their
+// executor exists would fail only at the tool's first call, as a panic
+// inside the request path. Here it fails where the order is wrong.
+func mustExec(exec Executor, name string) {
+	if exec == nil {
+		panic("tools: " + name + " registered with no executor (the broker's parts are built out of order)")
+	}
 }
