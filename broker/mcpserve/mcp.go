@@ -229,7 +229,8 @@ func toolHandler(x *binding, sess *sessions, name string, view func() *listing) 
 		if p == nil {
 			p = &mcp.CallToolParamsRaw{}
 		}
-		r := call.Request{Tool: name, Args: p.Arguments, Workflows: wfs, Relay: &sessionRelay{ss: req.Session, b: b}, ProgressToken: p.GetProgressToken()}
+		r := call.Request{Tool: name, Args: p.Arguments, Workflows: wfs, Relay: &sessionRelay{ss: req.Session, b: b}, ProgressToken: p.GetProgressToken(),
+			Meta: clientMeta(p.Meta)}
 		deferred := multiRoundTrip(req.Session)
 		if !deferred {
 			r.Ask = elicitor(b, req.Session)

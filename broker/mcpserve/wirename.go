@@ -109,8 +109,18 @@ func (l *listing) sync(changed []tl.Tool) {
 	}
 }
 
+// mcpTool is t as tools/list shows it under its wire name: everything a
+// server listed passes (title, annotations, output schema, _meta, icons),
+// so extensions that announce themselves in a tool's _meta (MCP Apps'
+// ui.resourceUri) work through pml. The go-sdk sends a nil OutputSchema
+// as absent.
 func mcpTool(wire string, t tl.Tool) *mcp.Tool {
-	return &mcp.Tool{Name: wire, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema, Annotations: t.Annotations}
+	out := &mcp.Tool{Name: wire, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema, Annotations: t.Annotations,
+		Meta: t.Meta, Icons: t.Icons}
+	if len(t.OutputSchema) > 0 {
+		out.OutputSchema = t.OutputSchema
+	}
+	return out
 }
 
 // resolve maps the name a client called to pml's name, and returns the
