@@ -157,7 +157,8 @@ func TestRequestMetaReachesTheServerAndResultMetaTheClient(t *testing.T) {
 // https: and data:image sources, at most 16 (file:, javascript:, http:
 // and data:text/html are dropped); a _meta of 1 MiB is dropped (the tool
 // is listed without it); a _meta naming "pml", "progressToken" or an MCP
-// key is passed as data and allows nothing: the tool still asks.
+// key is passed as data and allows nothing: the tool still asks; its
+// pml/ keys (pml's own namespace) are dropped.
 func TestHostileServerToolDefinitionsAreBoundedAndInert(t *testing.T) {
 	t.Parallel()
 	ws := newWorkspace(t, fmt.Sprintf(`{"mcps": {"evil": {"image": %q, "workspace": "none", "env": {"PROBE_HOSTILE_DEFS": "1"}}},
@@ -191,6 +192,9 @@ func TestHostileServerToolDefinitionsAreBoundedAndInert(t *testing.T) {
 			}
 			if dec.Meta["pml"] == nil || dec.Meta["progressToken"] != "forged" {
 				t.Errorf("a tool's _meta is not passed as data: %v", dec.Meta)
+			}
+			if _, ok := dec.Meta["pml/env_required"]; ok {
+				t.Errorf("a pml/ key of a tool's _meta reached the client: %v", dec.Meta)
 			}
 			big := listedTool(t, cs, "evil:bigmeta")
 			if big.Meta != nil {

@@ -44,8 +44,8 @@ const (
 )
 
 // passThrough is what of t's output schema, _meta and icons goes to the
-// client: each as the server wrote it, or nothing when it is over its
-// bound or not JSON the go-sdk can send. Icons keep only https: and
+// client: each as the server wrote it (but _meta's pml/ keys), or nothing
+// when it is over its bound or not JSON the go-sdk can send. Icons keep only https: and
 // data: sources, the two MCP names: a file:, javascript: or http:
 // source would have the client fetch or run what the server chose on
 // the person's machine.
@@ -55,10 +55,19 @@ func passThrough(t *mcp.Tool) (out json.RawMessage, meta mcp.Meta, icons []mcp.I
 			out = b
 		}
 	}
-	if len(t.Meta) > 0 {
-		if b, err := json.Marshal(t.Meta); err == nil && len(b) <= maxToolMeta {
-			meta = t.Meta
+	for k, v := range t.Meta {
+		if strings.HasPrefix(k, "pml/") {
+			// pml's own keys (the cloud's pml/env_required, read by
+			// cloud.EnvRequired) are for pml, not the client.
+			continue
 		}
+		if meta == nil {
+			meta = make(mcp.Meta, len(t.Meta))
+		}
+		meta[k] = v
+	}
+	if b, err := json.Marshal(meta); err != nil || len(b) > maxToolMeta {
+		meta = nil
 	}
 	for _, ic := range t.Icons {
 		if len(icons) == maxIcons {

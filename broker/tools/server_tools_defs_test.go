@@ -12,11 +12,11 @@ func TestAServersToolDefinitionPassesWhatItCarries(t *testing.T) {
 	in := &mcp.Tool{Name: "t", Title: "T", Description: "d", InputSchema: map[string]any{"type": "object"},
 		OutputSchema: map[string]any{"type": "object", "properties": map[string]any{"n": map[string]any{"type": "integer"}}},
 		Annotations:  &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: &no},
-		Meta:         mcp.Meta{"ui": map[string]any{"resourceUri": "ui://s/app.html"}},
+		Meta:         mcp.Meta{"ui": map[string]any{"resourceUri": "ui://s/app.html"}, "pml/env_required": []any{"HOME"}},
 		Icons:        []mcp.Icon{{Source: "https://example.com/i.png"}, {Source: "data:image/png;base64,AA=="}}}
 	def := toolDef("s:t", in, "")
 	if string(def.OutputSchema) != `{"properties":{"n":{"type":"integer"}},"type":"object"}` || def.Title != "T" || def.Annotations != in.Annotations ||
-		def.Meta["ui"].(map[string]any)["resourceUri"] != "ui://s/app.html" || len(def.Icons) != 2 {
+		def.Meta["ui"].(map[string]any)["resourceUri"] != "ui://s/app.html" || len(def.Meta) != 1 || len(def.Icons) != 2 {
 		t.Errorf("toolDef: %+v", def)
 	}
 	listed := toolOf(def)
