@@ -311,7 +311,8 @@ func (f *fastFront) serve(ctx context.Context, cancel context.CancelFunc, ss *mc
 	fwd := broker.NewForwardCall(args, token, progress, answer)
 	// The client's _meta for the server: as bytes when forwarded, decoded
 	// when the call takes the usual path after all (meta.go).
-	fwd.SetMeta(clientMetaBytes(meta))
+	meta = clientMetaBytes(meta)
+	fwd.SetMeta(meta)
 	r := call.Request{Tool: name, Args: args, Workflows: f.sess.workflows(ss), Relay: &sessionRelay{ss: ss, b: b}, ProgressToken: tokenAny, Forward: fwd,
 		Meta: decodedMeta(meta)}
 	deferred := multiRoundTrip(ss)

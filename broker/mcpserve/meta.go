@@ -1,8 +1,11 @@
 package mcpserve
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
+
+	"github.com/pml-dev/pml/internal/jsonrpc"
 )
 
 // A client's tools/call may carry a _meta object. Its members are the
@@ -61,6 +64,15 @@ func clientMeta(meta map[string]any) map[string]any {
 // not an object. A member the client repeated is sent once, the last
 // (as a JSON decoder reads it).
 func clientMetaBytes(meta json.RawMessage) json.RawMessage {
+	// Most calls' _meta is their progress token alone: a scan that
+	// decodes nothing says so (a key with an escape is decoded below).
+	some := false
+	if !jsonrpc.Each(meta, func(k, _ []byte) bool {
+		some = bytes.IndexByte(k, '\\') >= 0 || forServer(string(k))
+		return !some
+	}) || !some {
+		return nil
+	}
 	var members map[string]json.RawMessage
 	if json.Unmarshal(meta, &members) != nil {
 		return nil
@@ -81,8 +93,11 @@ func clientMetaBytes(meta json.RawMessage) json.RawMessage {
 }
 
 // decodedMeta is a client's _meta as the go-sdk's path has it (for a
-// forwarded call that turns out to need the usual path).
+// forwarded call that turns out to need the usual path); nil for none.
 func decodedMeta(meta json.RawMessage) map[string]any {
+	if len(meta) == 0 {
+		return nil
+	}
 	var m map[string]any
 	if json.Unmarshal(meta, &m) != nil {
 		return nil

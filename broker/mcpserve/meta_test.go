@@ -45,3 +45,20 @@ func TestTheFastPathSendsTheClientsMetaValuesAsWritten(t *testing.T) {
 		t.Errorf("decodedMeta: %v", m)
 	}
 }
+
+// BenchmarkClientMetaBytes is the fast path's cost of a client's _meta:
+// a call with a progress token only, and one with a few keys of its own.
+func BenchmarkClientMetaBytes(b *testing.B) {
+	for name, meta := range map[string]string{
+		"token-only": `{"progressToken":17}`,
+		"with-keys":  `{"progressToken":17,"example.com/trace":"abc-123","nested":{"n":7,"list":["a",true]}}`,
+	} {
+		b.Run(name, func(b *testing.B) {
+			raw := json.RawMessage(meta)
+			b.ReportAllocs()
+			for range b.N {
+				clientMetaBytes(raw)
+			}
+		})
+	}
+}
