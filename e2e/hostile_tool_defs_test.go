@@ -20,11 +20,13 @@ import (
 // and data:text/html are dropped); a _meta of 1 MiB is dropped (the tool
 // is listed without it); a _meta naming "pml", "progressToken" or an MCP
 // key is passed as data and allows nothing: the tool still asks; its
-// pml/ keys (pml's own namespace) are dropped.
+// pml/ keys (pml's own namespace) are dropped. pml's approval of a tool
+// with an output schema comes as an error result with its text alone:
+// it is not the tool's output, which a client checks against the schema.
 func TestHostileServerToolDefinitionsAreBoundedAndInert(t *testing.T) {
 	t.Parallel()
 	ws := newWorkspace(t, fmt.Sprintf(`{"mcps": {"evil": {"image": %q, "workspace": "none", "env": {"PROBE_HOSTILE_DEFS": "1"}}},
-  "permissions": {"allow": ["evil:bigmeta", "evil:typed"]}}`, probeImage(t)))
+  "permissions": {"allow": ["evil:bigmeta"]}}`, probeImage(t)))
 	code, stdout, stderr := runPML(t, ws, "tools", "evil")
 	if code != 0 {
 		t.Fatalf("pml tools evil: exit %d\n%s", code, stderr)
@@ -71,6 +73,15 @@ func TestHostileServerToolDefinitionsAreBoundedAndInert(t *testing.T) {
 			res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: dec.Name, Arguments: map[string]any{}})
 			if err != nil || strings.Contains(text(res), "ran decorated") || !strings.Contains(text(res), "approv") {
 				t.Errorf("decorated ran without a person's approval: %v %q", err, text(res))
+			}
+			// pml's approval is not the output of a tool with an output
+			// schema, which a client checks the structured content of a
+			// result that is not an error against: it comes as an error
+			// with its text alone (mcpserve/wirename.go, fitSchema).
+			typed := listedTool(t, cs, "evil:typed")
+			res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: typed.Name, Arguments: map[string]any{"w": 1, "h": 2}})
+			if err != nil || !res.IsError || res.StructuredContent != nil || !strings.Contains(text(res), "workflow_id") {
+				t.Errorf("typed's approval: %v isError=%v structured=%v %q", err, res != nil && res.IsError, res != nil && res.StructuredContent != nil, text(res))
 			}
 		})
 	}

@@ -326,7 +326,7 @@ func (f *fastFront) serve(ctx context.Context, cancel context.CancelFunc, ss *mc
 		// waits for an answer, as MCP has it), or the session is gone.
 		return
 	}
-	out, err := json.Marshal(callResult(res, deferred))
+	out, err := json.Marshal(f.l.fitSchema(name, res, callResult(res, deferred)))
 	if err != nil {
 		out, _ = json.Marshal(call.ToMCP(call.ResultFor(err)))
 	}

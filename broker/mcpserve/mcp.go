@@ -242,7 +242,8 @@ func toolHandler(x *binding, sess *sessions, name string, view func() *listing) 
 			// it resumes may ask again: the same dialog.)
 			r.Args, r.Elicited = nil, elicitedAnswer(p)
 		}
-		return callResult(inView(view(), b.Call(ctx, r)), deferred), nil
+		res := inView(view(), b.Call(ctx, r))
+		return view().fitSchema(name, res, callResult(res, deferred)), nil
 	}
 }
 
