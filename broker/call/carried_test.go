@@ -31,12 +31,12 @@ func TestAnUpFrontDeclarationIsOnlyItsCapabilitys(t *testing.T) {
 func TestACallReenteredWithinAnotherCarriesItsData(t *testing.T) {
 	run := &Declared{Capability: "cap:f"}
 	fwd := NewForwardCall(json.RawMessage(`{}`), nil, nil, nil)
-	outer := Request{Tool: "a:b", ProgressToken: "tok", Forward: fwd, Run: run}
+	outer := Request{Tool: "a:b", ProgressToken: "tok", Forward: fwd, Run: run, Meta: map[string]any{"k": "v"}}
 	again := Request{Tool: "x:y", Args: json.RawMessage(`{"k":1}`)}.Within(outer)
 	if again.Tool != "x:y" || string(again.Args) != `{"k":1}` {
 		t.Errorf("its own fields changed: %+v", again)
 	}
-	if again.ProgressToken != "tok" || again.Forward != fwd || again.Run != run {
+	if again.ProgressToken != "tok" || again.Forward != fwd || again.Run != run || again.Meta["k"] != "v" {
 		t.Errorf("the outer call's data is lost: %+v", again)
 	}
 }

@@ -8,6 +8,7 @@ import "encoding/json"
 type ForwardCall struct {
 	args     json.RawMessage
 	token    json.RawMessage // the client's progress token, or nil
+	meta     json.RawMessage // the client's _meta for the server (Request.Meta's bytes), or nil
 	progress func(params []byte)
 	// answer sends the server's result to the client the moment it
 	// arrives (upstream.Server.Forward calls it), before the layers
@@ -38,6 +39,13 @@ func (f *ForwardCall) Off() {
 		f.args = nil
 	}
 }
+
+// SetMeta sets the client's _meta for the server, as bytes: a JSON
+// object without the progress token (mcpserve/meta.go), or nil.
+func (f *ForwardCall) SetMeta(meta json.RawMessage) { f.meta = meta }
+
+// Meta is the client's _meta for the server, as SetMeta set it.
+func (f *ForwardCall) Meta() json.RawMessage { return f.meta }
 
 // Parts are what the executor forwards: the arguments as they came, the
 // client's progress token, and where progress and the answer go.

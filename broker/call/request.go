@@ -33,6 +33,11 @@ type Request struct {
 	// executor reads them.
 	Relay         upstream.Relay
 	ProgressToken any
+	// Meta is the client's _meta for the server: what the client sent
+	// but the progress token and the keys meant for pml alone
+	// (mcpserve/meta.go takes them out). A server's executor sends it on;
+	// no layer reads it.
+	Meta map[string]any
 	// Forward, when set, asks a pooled server's executor to forward the
 	// call as bytes (mcpserve/fastpath.go).
 	Forward *ForwardCall
@@ -45,9 +50,9 @@ type Request struct {
 
 // Within is r made again within the call of outer (a call re-entered
 // below the audit, an integrity approval's run): it carries outer's
-// relay, progress token, forward and run, as outer's context did.
+// relay, progress token, _meta, forward and run, as outer's context did.
 func (r Request) Within(outer Request) Request {
-	r.Relay, r.ProgressToken, r.Forward, r.Run = outer.Relay, outer.ProgressToken, outer.Forward, outer.Run
+	r.Relay, r.ProgressToken, r.Meta, r.Forward, r.Run = outer.Relay, outer.ProgressToken, outer.Meta, outer.Forward, outer.Run
 	return r
 }
 

@@ -247,12 +247,12 @@ func (f *fastFront) call(id, params []byte) bool {
 	f.mu.Unlock()
 	f.wg.Add(1)
 	id = append([]byte(nil), id...)
-	f.run(func() { f.serve(ctx, cancel, ss, id, name, args, token) })
+	f.run(func() { f.serve(ctx, cancel, ss, id, name, args, token, meta) })
 	return true
 }
 
 // serve runs one forwarded call through the broker and answers it.
-func (f *fastFront) serve(ctx context.Context, cancel context.CancelFunc, ss *mcp.ServerSession, id []byte, name string, args, token json.RawMessage) {
+func (f *fastFront) serve(ctx context.Context, cancel context.CancelFunc, ss *mcp.ServerSession, id []byte, name string, args, token, meta json.RawMessage) {
 	defer f.wg.Done()
 	defer func() {
 		f.mu.Lock()
@@ -309,7 +309,12 @@ func (f *fastFront) serve(ctx context.Context, cancel context.CancelFunc, ss *mc
 		}
 	}
 	fwd := broker.NewForwardCall(args, token, progress, answer)
-	r := call.Request{Tool: name, Args: args, Workflows: f.sess.workflows(ss), Relay: &sessionRelay{ss: ss, b: b}, ProgressToken: tokenAny, Forward: fwd}
+	// The client's _meta for the server: as bytes when forwarded, decoded
+	// when the call takes the usual path after all (meta.go).
+	meta = clientMetaBytes(meta)
+	fwd.SetMeta(meta)
+	r := call.Request{Tool: name, Args: args, Workflows: f.sess.workflows(ss), Relay: &sessionRelay{ss: ss, b: b}, ProgressToken: tokenAny, Forward: fwd,
+		Meta: decodedMeta(meta)}
 	deferred := multiRoundTrip(ss)
 	if !deferred {
 		r.Ask = elicitor(b, ss)
@@ -321,7 +326,7 @@ func (f *fastFront) serve(ctx context.Context, cancel context.CancelFunc, ss *mc
 		// waits for an answer, as MCP has it), or the session is gone.
 		return
 	}
-	out, err := json.Marshal(callResult(res, deferred))
+	out, err := json.Marshal(f.l.fitSchema(name, res, callResult(res, deferred)))
 	if err != nil {
 		out, _ = json.Marshal(call.ToMCP(call.ResultFor(err)))
 	}

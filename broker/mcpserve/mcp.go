@@ -229,7 +229,8 @@ func toolHandler(x *binding, sess *sessions, name string, view func() *listing) 
 		if p == nil {
 			p = &mcp.CallToolParamsRaw{}
 		}
-		r := call.Request{Tool: name, Args: p.Arguments, Workflows: wfs, Relay: &sessionRelay{ss: req.Session, b: b}, ProgressToken: p.GetProgressToken()}
+		r := call.Request{Tool: name, Args: p.Arguments, Workflows: wfs, Relay: &sessionRelay{ss: req.Session, b: b}, ProgressToken: p.GetProgressToken(),
+			Meta: clientMeta(p.Meta)}
 		deferred := multiRoundTrip(req.Session)
 		if !deferred {
 			r.Ask = elicitor(b, req.Session)
@@ -241,7 +242,8 @@ func toolHandler(x *binding, sess *sessions, name string, view func() *listing) 
 			// it resumes may ask again: the same dialog.)
 			r.Args, r.Elicited = nil, elicitedAnswer(p)
 		}
-		return callResult(inView(view(), b.Call(ctx, r)), deferred), nil
+		res := inView(view(), b.Call(ctx, r))
+		return view().fitSchema(name, res, callResult(res, deferred)), nil
 	}
 }
 

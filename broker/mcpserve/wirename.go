@@ -27,10 +27,13 @@ type listing struct {
 	mu sync.Mutex
 	// shown maps each wire name registered with the SDK to pml's name.
 	shown map[string]string
+	// typed holds pml's names of the listed tools that have an output
+	// schema (fitSchema).
+	typed map[string]bool
 }
 
 func newListing(s *mcp.Server, x *binding, v view, handler func(string) mcp.ToolHandler) *listing {
-	l := &listing{s: s, x: x, v: v, names: wirename.NewTable(v.prefix != ""), handler: handler, shown: map[string]string{}}
+	l := &listing{s: s, x: x, v: v, names: wirename.NewTable(v.prefix != ""), handler: handler, shown: map[string]string{}, typed: map[string]bool{}}
 	l.follow(x.get())
 	return l
 }
@@ -96,12 +99,14 @@ func (l *listing) sync(changed []tl.Tool) {
 		}
 		l.s.AddTool(mcpTool(w, t), l.handler(t.Name))
 		l.shown[w] = t.Name
+		l.typed[t.Name] = len(t.OutputSchema) > 0
 	}
 	var gone []string
-	for w := range l.shown {
+	for w, name := range l.shown {
 		if !want[w] {
 			gone = append(gone, w)
 			delete(l.shown, w)
+			delete(l.typed, name)
 		}
 	}
 	if len(gone) > 0 {
@@ -109,8 +114,41 @@ func (l *listing) sync(changed []tl.Tool) {
 	}
 }
 
+// mcpTool is t as tools/list shows it under its wire name: everything a
+// server listed passes (title, annotations, output schema, _meta, icons),
+// so extensions that announce themselves in a tool's _meta (MCP Apps'
+// ui.resourceUri) work through pml. The go-sdk sends a nil OutputSchema
+// as absent.
 func mcpTool(wire string, t tl.Tool) *mcp.Tool {
-	return &mcp.Tool{Name: wire, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema, Annotations: t.Annotations}
+	out := &mcp.Tool{Name: wire, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema, Annotations: t.Annotations,
+		Meta: t.Meta, Icons: t.Icons}
+	if len(t.OutputSchema) > 0 {
+		out.OutputSchema = t.OutputSchema
+	}
+	return out
+}
+
+// fitSchema keeps pml's own answer to a call of a tool with an output
+// schema (an approval_required, a rejection: results the tool did not
+// make) from being checked as the tool's output. A client checks the
+// structuredContent of such a tool's result against its outputSchema,
+// and refuses a result that is not an error and has none (the
+// TypeScript and Python SDKs do, failing the call with a protocol error
+// the model never reads): pml's answer goes as an error result with its
+// text alone (the text says all the structured content did: what is
+// asked, the workflow_id, how to answer). A server's own result
+// (res.Upstream, res.Raw) passes as it came.
+func (l *listing) fitSchema(name string, res call.Result, out *mcp.CallToolResult) *mcp.CallToolResult {
+	if l == nil || out == nil || out.IsError || out.StructuredContent == nil || res.Upstream != nil || res.Raw != nil {
+		return out
+	}
+	l.mu.Lock()
+	typed := l.typed[name]
+	l.mu.Unlock()
+	if typed {
+		out.IsError, out.StructuredContent = true, nil
+	}
+	return out
 }
 
 // resolve maps the name a client called to pml's name, and returns the

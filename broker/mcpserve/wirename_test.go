@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/pml-dev/pml/broker/call"
 	tl "github.com/pml-dev/pml/broker/tools"
 	"github.com/pml-dev/pml/broker/workflow"
 )
@@ -255,5 +256,30 @@ func TestApprovalTextQuotesControlCharacters(t *testing.T) {
 	}
 	if strings.ContainsAny(a.Description, "\x1b\r\u202e") || !strings.Contains(a.Description, `a\x1b[2K\rAllow nothing?\u202e.txt`) {
 		t.Errorf("the approval's description is not quoted: %q", a.Description)
+	}
+}
+
+func TestPmlsOwnAnswerToATypedToolIsAnErrorWithoutStructure(t *testing.T) {
+	l := &listing{typed: map[string]bool{"s:typed": true, "s:plain": false}}
+	mine := call.Result{Text: "approval required", Structured: map[string]any{"approval_required": true}}
+	for _, c := range []struct {
+		name  string
+		res   call.Result
+		isErr bool
+	}{
+		{"s:typed", mine, true},
+		{"s:plain", mine, false},
+		{"s:typed", call.Result{Text: "t", Structured: map[string]any{"n": 1}, Upstream: &mcp.CallToolResult{StructuredContent: map[string]any{"n": 1}}}, false},
+		{"s:typed", call.Result{Raw: []byte(`{"content":[],"structuredContent":{"n":1}}`)}, false},
+		{"s:typed", call.Result{Text: "no structure"}, false},
+	} {
+		out := l.fitSchema(c.name, c.res, call.ToMCP(c.res))
+		if out.IsError != c.isErr || (c.isErr && out.StructuredContent != nil) {
+			t.Errorf("%s %+v: isError=%v structured=%v, want isError=%v", c.name, c.res, out.IsError, out.StructuredContent, c.isErr)
+		}
+	}
+	var none *listing
+	if out := none.fitSchema("s:typed", mine, call.ToMCP(mine)); out.IsError {
+		t.Error("no listing: changed")
 	}
 }

@@ -32,7 +32,7 @@ func (e PerCallExec) Run(ctx context.Context, c *call.Call, def toolbox.Tool, ar
 // callOnce runs one tools/call in a fresh container. It comes pre-started
 // from the pool when one is ready, its server waiting on stdin, so the
 // MCP initialize handshake is the only cost on top of the call itself.
-func (e PerCallExec) callOnce(ctx context.Context, tool string, args json.RawMessage, progressToken any, relay upstream.Relay) (*mcp.CallToolResult, error) {
+func (e PerCallExec) callOnce(ctx context.Context, tool string, args json.RawMessage, meta map[string]any, progressToken any, relay upstream.Relay) (*mcp.CallToolResult, error) {
 	srv, up := e.srv, e.srv.Session()
 	name := srv.Name()
 	env, err := srv.Env()
@@ -69,7 +69,7 @@ func (e PerCallExec) callOnce(ctx context.Context, tool string, args json.RawMes
 	// The server's upstream runs the session: it attributes and rate
 	// limits the server's requests to the person (asks.go) as it does for
 	// the pooled container.
-	res, err := up.CallOnce(ctx, acquire, spec, roots, tool, args, progressToken, relay)
+	res, err := up.CallOnce(ctx, acquire, spec, roots, tool, args, meta, progressToken, relay)
 	if err == nil {
 		e.sb.Log.Debug().Str("server", name).Str("container", lease.ID()).Bool("warm", lease.Warm).Msg("per-call server call")
 	}

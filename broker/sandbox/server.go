@@ -58,7 +58,7 @@ func (e PooledExec) Run(ctx context.Context, c *call.Call, def toolbox.Tool, arg
 
 // serverCall is one tools/call of a server, in the container its
 // executor chooses.
-type serverCall func(ctx context.Context, tool string, args json.RawMessage, progressToken any, relay upstream.Relay) (*mcp.CallToolResult, error)
+type serverCall func(ctx context.Context, tool string, args json.RawMessage, meta map[string]any, progressToken any, relay upstream.Relay) (*mcp.CallToolResult, error)
 
 // toServer is how a call goes to a server: its arguments decoded
 // (decoded), or as they came on the fast path (forwarded).
@@ -79,7 +79,7 @@ func (d decoded) starts() bool { return true }
 
 func (d decoded) send(ctx context.Context, tool string, req call.Request) (call.Result, error) {
 	raw, _ := json.Marshal(d.args)
-	res, err := d.call(ctx, tool, raw, req.ProgressToken, req.Relay)
+	res, err := d.call(ctx, tool, raw, req.Meta, req.ProgressToken, req.Relay)
 	if err != nil {
 		return call.Result{}, err
 	}
@@ -100,7 +100,7 @@ func (f forwarded) starts() bool { return !f.up.Running() }
 
 func (f forwarded) send(ctx context.Context, tool string, req call.Request) (call.Result, error) {
 	args, token, progress, answer := f.fwd.Parts()
-	res, sent, err := f.up.Forward(ctx, tool, args, token, progress, answer, req.Relay)
+	res, sent, err := f.up.Forward(ctx, tool, args, f.fwd.Meta(), token, progress, answer, req.Relay)
 	if err != nil {
 		return call.Result{}, err
 	}

@@ -124,26 +124,27 @@ func TestADecodedCallSendsItsArgumentsAndTheCallersRelay(t *testing.T) {
 		tool  string
 		args  string
 		token any
+		meta  map[string]any
 		relay upstream.Relay
 	}
-	d := decoded{args: map[string]any{"text": "hi"}, call: func(_ context.Context, tool string, args json.RawMessage, token any, r upstream.Relay) (*mcp.CallToolResult, error) {
-		got.tool, got.args, got.token, got.relay = tool, string(args), token, r
+	d := decoded{args: map[string]any{"text": "hi"}, call: func(_ context.Context, tool string, args json.RawMessage, meta map[string]any, token any, r upstream.Relay) (*mcp.CallToolResult, error) {
+		got.tool, got.args, got.token, got.meta, got.relay = tool, string(args), token, meta, r
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "a"}, &mcp.ImageContent{}, &mcp.TextContent{Text: "b"}}, IsError: true}, nil
 	}}
 	if !d.starts() {
 		t.Error("a decoded call may not start the server")
 	}
-	res, err := d.send(context.Background(), "echo", call.Request{Relay: relay, ProgressToken: "tok"})
+	res, err := d.send(context.Background(), "echo", call.Request{Relay: relay, ProgressToken: "tok", Meta: map[string]any{"k": "v"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.tool != "echo" || got.args != `{"text":"hi"}` || got.token != "tok" || got.relay != relay {
+	if got.tool != "echo" || got.args != `{"text":"hi"}` || got.token != "tok" || got.relay != relay || got.meta["k"] != "v" {
 		t.Errorf("sent %+v", got)
 	}
 	if res.Text != "a\nb" || !res.IsError || res.Upstream == nil {
 		t.Errorf("result %+v", res)
 	}
-	d.call = func(context.Context, string, json.RawMessage, any, upstream.Relay) (*mcp.CallToolResult, error) {
+	d.call = func(context.Context, string, json.RawMessage, map[string]any, any, upstream.Relay) (*mcp.CallToolResult, error) {
 		return nil, errors.New("gone")
 	}
 	if _, err := d.send(context.Background(), "echo", call.Request{}); err == nil {

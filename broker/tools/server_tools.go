@@ -14,8 +14,10 @@ import (
 
 // toolDef is the tool table's definition of a tool an MCP server (or the
 // cloud) listed, named name: its schema (any object when it has none),
-// its description (else its title) with note appended; its title and
-// annotations pass through unchanged.
+// its description (else its title) with note appended; its title,
+// annotations, output schema, _meta and icons pass through as the server
+// wrote them (passThrough bounds them), for the client alone: pml
+// decides nothing by any of them.
 func toolDef(name string, t *mcp.Tool, note string) toolbox.Tool {
 	schema, _ := json.Marshal(t.InputSchema)
 	if len(schema) == 0 || string(schema) == "null" {
@@ -25,7 +27,76 @@ func toolDef(name string, t *mcp.Tool, note string) toolbox.Tool {
 	if desc == "" {
 		desc = t.Title
 	}
-	return toolbox.Tool{Name: name, Description: desc + note, InputSchema: schema, Title: t.Title, Annotations: t.Annotations}
+	def := toolbox.Tool{Name: name, Description: desc + note, InputSchema: schema, Title: t.Title, Annotations: t.Annotations}
+	def.OutputSchema, def.Meta, def.Icons = passThrough(t)
+	return def
+}
+
+// The bounds on what a tool's definition carries to the client besides
+// its name, description and input schema: an MCP App's _meta (a
+// ui.resourceUri, its CSP and permissions) is a few hundred bytes, an
+// icon a URL or a small data: image. A larger one is dropped, so one
+// server cannot make pml's tools/list too large for a client to read.
+const (
+	maxToolMeta  = 64 << 10
+	maxToolIcons = 256 << 10
+	maxIcons     = 16
+)
+
+// passThrough is what of t's output schema, _meta and icons goes to the
+// client: each as the server wrote it (but _meta's pml/ keys), or nothing
+// when it is over its bound or not JSON the go-sdk can send. Icons keep only https: and
+// data: sources, the two MCP names: a file:, javascript: or http:
+// source would have the client fetch or run what the server chose on
+// the person's machine.
+func passThrough(t *mcp.Tool) (out json.RawMessage, meta mcp.Meta, icons []mcp.Icon) {
+	if t.OutputSchema != nil {
+		if b, err := json.Marshal(t.OutputSchema); err == nil && string(b) != "null" {
+			out = b
+		}
+	}
+	for k, v := range t.Meta {
+		if strings.HasPrefix(k, "pml/") {
+			// pml's own keys (the cloud's pml/env_required, read by
+			// cloud.EnvRequired) are for pml, not the client.
+			continue
+		}
+		if meta == nil {
+			meta = make(mcp.Meta, len(t.Meta))
+		}
+		meta[k] = v
+	}
+	if b, err := json.Marshal(meta); err != nil || len(b) > maxToolMeta {
+		meta = nil
+	}
+	for _, ic := range t.Icons {
+		if len(icons) == maxIcons {
+			break
+		}
+		if iconSource(ic.Source) {
+			icons = append(icons, ic)
+		}
+	}
+	if b, err := json.Marshal(icons); err != nil || len(b) > maxToolIcons {
+		icons = nil
+	}
+	return out, meta, icons
+}
+
+// iconSource reports whether an icon's src may reach the client: an
+// https: URL or a data: image (MCP's two forms), case as RFC 3986 has it.
+func iconSource(src string) bool {
+	scheme, _, ok := strings.Cut(src, ":")
+	if !ok {
+		return false
+	}
+	switch strings.ToLower(scheme) {
+	case "https":
+		return true
+	case "data":
+		return strings.HasPrefix(strings.ToLower(src), "data:image/")
+	}
+	return false
 }
 
 // RegisterTools makes a server's tools callable as server:tool and

@@ -83,7 +83,8 @@ func (t *Table) List() []Tool {
 }
 
 func toolOf(d toolbox.Tool) Tool {
-	return Tool{Name: d.Name, Description: d.Description, InputSchema: d.InputSchema, Title: d.Title, Annotations: d.Annotations}
+	return Tool{Name: d.Name, Description: d.Description, InputSchema: d.InputSchema, Title: d.Title, Annotations: d.Annotations,
+		OutputSchema: d.OutputSchema, Meta: d.Meta, Icons: d.Icons}
 }
 
 // Notify calls the listeners with no change of tools: something else

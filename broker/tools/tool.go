@@ -18,6 +18,11 @@ type Tool struct {
 	// own pass through).
 	Title       string
 	Annotations *mcp.ToolAnnotations
+	// OutputSchema, Meta and Icons are a server's own, shown to clients
+	// as it listed them (toolbox.Tool's); pml decides nothing by them.
+	OutputSchema json.RawMessage
+	Meta         mcp.Meta
+	Icons        []mcp.Icon
 }
 
 // Listed is a tool as a client sees it: its wire name and pml's

@@ -29,6 +29,13 @@ type Tool struct {
 	// Annotations are the MCP tool hints clients show and act on (e.g.
 	// asking before a destructive tool). A server's own pass through.
 	Annotations *mcp.ToolAnnotations
+	// OutputSchema, Meta and Icons are a server's own, passed to the
+	// client as the server listed them (broker/tools/server_tools.go
+	// bounds them); pml reads none of them. Meta carries what extensions
+	// announce, e.g. an MCP App's UI resource (_meta.ui.resourceUri).
+	OutputSchema json.RawMessage
+	Meta         mcp.Meta
+	Icons        []mcp.Icon
 }
 
 // Hints builds the annotations of a built-in tool. Built-in tools only

@@ -214,14 +214,15 @@ var fastSeq atomic.Int64
 // for it is sent: see plainResult). answer (may be nil) is called with a well-formed result as soon
 // as it arrives, on the goroutine that reads the server, so the caller's
 // client has it without waiting for this one to be scheduled; it reports
-// whether it sent it. progressToken is the
+// whether it sent it. meta is the caller's _meta for the server (a JSON
+// object without a progress token, or nil), sent as it is. progressToken is the
 // caller's own (raw JSON) or nil; the server's progress for the call is
 // given to progress as the params of a notifications/progress carrying
 // that token. relay gets what else the server sends during the call (log
 // messages, requests to the person), as for Call. An error means the call
 // could not be made, the server died, or it answered with a JSON-RPC
 // error.
-func (s *Server) Forward(ctx context.Context, tool string, args json.RawMessage, progressToken json.RawMessage, progress func(params []byte), answer func(result json.RawMessage) bool, relay Relay) (json.RawMessage, bool, error) {
+func (s *Server) Forward(ctx context.Context, tool string, args, meta json.RawMessage, progressToken json.RawMessage, progress func(params []byte), answer func(result json.RawMessage) bool, relay Relay) (json.RawMessage, bool, error) {
 	c, err := s.acquire(ctx)
 	if err != nil {
 		return nil, false, err
@@ -246,10 +247,8 @@ func (s *Server) Forward(ctx context.Context, tool string, args json.RawMessage,
 	var tok string
 	if progressToken != nil && progress != nil {
 		tok = `"pml-p-` + strconv.FormatInt(n, 10) + `"`
-		frame = append(frame, `,"_meta":{"progressToken":`...)
-		frame = append(frame, tok...)
-		frame = append(frame, '}')
 	}
+	frame = appendMeta(frame, meta, tok)
 	frame = append(frame, "}}\n"...)
 
 	fc := &fastCall{done: make(chan fastDone, 1), answer: answer}
@@ -406,4 +405,30 @@ func progressParams(params []byte, token json.RawMessage) []byte {
 		out = append(out, message...)
 	}
 	return append(out, '}')
+}
+
+// appendMeta appends the call's "_meta" member to frame: the caller's
+// members (meta, a JSON object, or nil) and pml's progress token tok
+// ("" for none); nothing when both are empty. A meta that is not a JSON
+// object is left out.
+func appendMeta(frame, meta []byte, tok string) []byte {
+	inner := bytes.TrimSpace(meta)
+	if len(inner) < 2 || inner[0] != '{' || inner[len(inner)-1] != '}' || !json.Valid(inner) {
+		inner = nil
+	} else {
+		inner = bytes.TrimSpace(inner[1 : len(inner)-1])
+	}
+	if len(inner) == 0 && tok == "" {
+		return frame
+	}
+	frame = append(frame, `,"_meta":{`...)
+	frame = append(frame, inner...)
+	if tok != "" {
+		if len(inner) > 0 {
+			frame = append(frame, ',')
+		}
+		frame = append(frame, `"progressToken":`...)
+		frame = append(frame, tok...)
+	}
+	return append(frame, '}')
 }

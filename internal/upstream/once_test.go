@@ -76,7 +76,7 @@ func TestCallOnceServesOneCallInTheGivenContainer(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	res, err := s.CallOnce(ctx, start, container.Spec{Image: "echo"}, nil, "echo", []byte(`{"say":"hi"}`), "caller-token", relay)
+	res, err := s.CallOnce(ctx, start, container.Spec{Image: "echo"}, nil, "echo", []byte(`{"say":"hi"}`), nil, "caller-token", relay)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestCallOnceReportsACrashLikeThePooledSession(t *testing.T) {
 	start := func(ctx context.Context, spec container.Spec, st container.Streams) (container.Process, error) {
 		return rt.Start(ctx, spec, st)
 	}
-	_, err := s.CallOnce(context.Background(), start, container.Spec{}, nil, "x", nil, nil, nil)
+	_, err := s.CallOnce(context.Background(), start, container.Spec{}, nil, "x", nil, nil, nil, nil)
 	var ce *CrashError
 	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "exited while starting (exit code 1)") || !strings.Contains(err.Error(), "missing API key") {
 		t.Fatalf("got %v", err)
@@ -120,7 +120,7 @@ func TestCallOnceSaysWhenTheImageIsMissing(t *testing.T) {
 	start := func(context.Context, container.Spec, container.Streams) (container.Process, error) {
 		return nil, container.ErrImageMissing
 	}
-	_, err := s.CallOnce(context.Background(), start, container.Spec{Image: "gone:1"}, nil, "x", nil, nil, nil)
+	_, err := s.CallOnce(context.Background(), start, container.Spec{Image: "gone:1"}, nil, "x", nil, nil, nil, nil)
 	if !errors.Is(err, container.ErrImageMissing) || !strings.Contains(err.Error(), "gone:1") {
 		t.Fatalf("got %v", err)
 	}

@@ -172,10 +172,12 @@ func (s *Server) Tools(ctx context.Context) ([]*mcp.Tool, error) {
 	return c.tools, nil
 }
 
-// Call forwards one tools/call. The server's progress, log messages and
+// Call forwards one tools/call. meta is the caller's _meta for the server
+// (the MCP surface took out the progress token and the keys that were
+// for pml alone; nil: none). The server's progress, log messages and
 // requests during the call go to relay. An error means the call could not
 // be made or the server died; a tool failure is a result with IsError.
-func (s *Server) Call(ctx context.Context, tool string, args json.RawMessage, progressToken any, relay Relay) (*mcp.CallToolResult, error) {
+func (s *Server) Call(ctx context.Context, tool string, args json.RawMessage, meta map[string]any, progressToken any, relay Relay) (*mcp.CallToolResult, error) {
 	c, err := s.acquire(ctx)
 	if err != nil {
 		return nil, err
@@ -184,7 +186,7 @@ func (s *Server) Call(ctx context.Context, tool string, args json.RawMessage, pr
 	ref := s.pushRelay(relay)
 	defer s.popRelay(ref)
 
-	params := &mcp.CallToolParams{Name: tool}
+	params := &mcp.CallToolParams{Name: tool, Meta: callMeta(meta)}
 	if len(args) > 0 && string(args) != "null" {
 		params.Arguments = args
 	} else {
@@ -530,7 +532,7 @@ func (s *Server) withMounts(spec container.Spec) (container.Spec, error) {
 // caller: its progress under the caller's own token (it serves no one
 // else), its requests to the person through Elicit and CreateMessage,
 // attributed and rate limited with the pooled container's (asks.go).
-func (s *Server) CallOnce(ctx context.Context, start Starter, spec container.Spec, roots []*mcp.Root, tool string, args json.RawMessage, progressToken any, relay Relay) (*mcp.CallToolResult, error) {
+func (s *Server) CallOnce(ctx context.Context, start Starter, spec container.Spec, roots []*mcp.Root, tool string, args json.RawMessage, meta map[string]any, progressToken any, relay Relay) (*mcp.CallToolResult, error) {
 	// A per-call server: its container starts for this call.
 	spec, err := s.withMounts(spec)
 	if err != nil {
@@ -557,7 +559,7 @@ func (s *Server) CallOnce(ctx context.Context, start Starter, spec container.Spe
 		return nil, fmt.Errorf("the MCP server %s failed its initialize handshake: %w", s.o.Name, err)
 	}
 	defer c.cs.Close()
-	params := &mcp.CallToolParams{Name: tool, Arguments: map[string]any{}}
+	params := &mcp.CallToolParams{Name: tool, Arguments: map[string]any{}, Meta: callMeta(meta)}
 	if len(args) > 0 && string(args) != "null" {
 		params.Arguments = args
 	}
@@ -572,6 +574,20 @@ func (s *Server) CallOnce(ctx context.Context, start Starter, spec container.Spe
 }
 
 func (c *conn) dead() bool { return container.Exited(c.proc) }
+
+// callMeta is a copy of the caller's _meta for one call (nil when
+// empty): the progress token pml sets goes into the copy, never into
+// the caller's map.
+func callMeta(meta map[string]any) mcp.Meta {
+	if len(meta) == 0 {
+		return nil
+	}
+	out := make(mcp.Meta, len(meta)+1)
+	for k, v := range meta {
+		out[k] = v
+	}
+	return out
+}
 
 // clientOptions are pml's client handlers for the server. A pooled
 // server's messages are routed to the caller they belong to (progress by

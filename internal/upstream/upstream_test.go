@@ -56,7 +56,7 @@ func TestAServerThatExitsAtStartIsReported(t *testing.T) {
 func TestAClosedServerRefusesCalls(t *testing.T) {
 	s := New(Options{Name: "gone", Runtime: &containertest.Runtime{}, Logger: zerolog.Nop()})
 	s.Close()
-	if _, err := s.Call(context.Background(), "x", nil, nil, nil); err == nil || !strings.Contains(err.Error(), "shut down") {
+	if _, err := s.Call(context.Background(), "x", nil, nil, nil, nil); err == nil || !strings.Contains(err.Error(), "shut down") {
 		t.Fatalf("got %v", err)
 	}
 }

@@ -80,6 +80,7 @@ func main() {
 	s := mcp.NewServer(&mcp.Implementation{Name: "probe", Version: "1"}, nil)
 	addNetTools(s)
 	addTraceTool(s)
+	addDefsTools(s)
 	if os.Getenv("PROBE_HOSTILE_NAMES") != "" {
 		addHostileNames(s)
 	}
