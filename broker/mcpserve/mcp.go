@@ -128,9 +128,10 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 		// notification that could not be sent) go to pml's stderr log as
 		// its own lines: their level, their attributes as fields.
 		Logger: sdkLogger(*b.Log()),
-		// No logging capability: logs go to pml's stderr, never the protocol.
 		// Tools: listChanged, since tools appear and go at run time.
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+		// Logging: the servers' log messages are passed on (sessionRelay.Log);
+		// pml's own log stays on stderr.
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}, Logging: &mcp.LoggingCapabilities{}},
 		// The client's roots choose the workspace (roots.go).
 		InitializedHandler: func(_ context.Context, req *mcp.InitializedRequest) {
 			go panics.Guarded(*x.get().Log(), "notifications/initialized", "checking the client's roots", func() { x.checkRoots(req.Session) })
@@ -312,10 +313,20 @@ func (r *sessionRelay) Progress(ctx context.Context, p *mcp.ProgressNotification
 	}
 }
 
+// Log passes a server's log message (named and bounded by the upstream:
+// its logger is the server's name) to the client session whose call it
+// came during. The SDK sends it only at or above the level the client set
+// with logging/setLevel, and nothing before the client set one; it goes
+// on the protocol as JSON, so no byte of it leaves the message. pml's own
+// log keeps a debug line of it on stderr.
 func (r *sessionRelay) Log(ctx context.Context, p *mcp.LoggingMessageParams) {
-	// pml declares no logging capability of its own; a server's log
-	// messages go to pml's stderr log.
-	r.b.Log().Info().Str("level", string(p.Level)).Str("logger", p.Logger).Interface("data", p.Data).Msg("MCP server log message")
+	if p == nil {
+		return
+	}
+	r.b.Log().Debug().Str("level", string(p.Level)).Str("logger", p.Logger).Msg("MCP server log message")
+	if r.ss != nil {
+		_ = r.ss.Log(ctx, p)
+	}
 }
 
 func (r *sessionRelay) Elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
