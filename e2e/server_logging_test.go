@@ -1,3 +1,5 @@
+//go:build linux
+
 //lint:file-ignore SA1019 roots, sampling and logging are deprecated from MCP 2026-07-28 (SEP-2577), but the clients and servers pml serves today speak the revisions before it, where they are the protocol
 
 package e2e

@@ -73,8 +73,12 @@ func NewMCPServer(b Backend) *mcp.Server {
 }
 
 // view selects and names the broker tools one MCP server shows: all of
-// them (pml stdio), or one capability's, without their namespace
-// (pml run). pml:continue_workflow is always shown: approvals need it.
+// them (pml stdio, pml serve), or one capability's or one configured
+// server's, without their namespace (pml run NAME, pml serve --server
+// NAME: oneserver.go). pml:continue_workflow is always shown: approvals
+// need it. show and internal map any pml name of the form
+// namespace:name, so what else a server offers (prompts, resources) is
+// shown through the same view by the same mapping.
 type view struct {
 	prefix string
 	// prepare runs before the first tools/list or call (it may fetch).
@@ -506,6 +510,11 @@ type Rebinder struct {
 // ServeStdioRoots is ServeStdio whose workspace the client's roots may
 // move (r).
 func ServeStdioRoots(ctx context.Context, b Backend, in io.ReadCloser, out io.Writer, r Rebinder) error {
+	return serveStdio(ctx, b, in, out, r, view{})
+}
+
+// serveStdio is ServeStdioRoots showing the tools of v.
+func serveStdio(ctx context.Context, b Backend, in io.ReadCloser, out io.Writer, r Rebinder, v view) error {
 	x := &binding{ready: make(chan struct{}), roots: r}
 	x.cur.Store(&b)
 	if r.Rebind == nil || b.WorkspaceExplicit() {
@@ -520,7 +529,7 @@ func ServeStdioRoots(ctx context.Context, b Backend, in io.ReadCloser, out io.Wr
 	// calls in flight return: cancel them first, which kills their
 	// containers, so a call running `sleep 60` cannot hold pml's exit.
 	defer context.AfterFunc(ctx, func() { x.get().CancelBase() })()
-	s, l, sess := newMCPServerParts(x, view{})
+	s, l, sess := newMCPServerParts(x, v)
 	front := newFastFront(ctx, x, l, sess, filter, o)
 	defer front.close()
 	// Batches pass on the revisions that have them (protocol.go).
