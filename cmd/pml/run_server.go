@@ -43,9 +43,23 @@ func listOrNone(names []string) string {
 	return strings.Join(q, ", ")
 }
 
-// unknownServer is pml serve --server's answer to a name .pml.json does
-// not configure.
-func unknownServer(cfg *config.Config, name string) error {
-	return &exitError{exitUsage, fmt.Errorf("--server %s: no server of that name in %s's mcps (configured: %s): name one of them, or add it first (pml add npm:PACKAGE or oci:IMAGE)",
-		termsafe.Quote(name, 0), config.FileName, listOrNone(serverNames(cfg)))}
+// unknownServer is pml serve --server's answer to a name the policy in
+// force does not configure.
+func unknownServer(cfg *config.Config, ws, name string) error {
+	return &exitError{exitUsage, fmt.Errorf("--server %s: no server of that name in %s's mcps (configured: %s)%s: name one of them, or add it first (pml add npm:PACKAGE or oci:IMAGE)",
+		termsafe.Quote(name, 0), config.FileName, listOrNone(serverNames(cfg)), heldBack(ws, name))}
+}
+
+// heldBack says so when .pml.json configures the server name but its
+// trust gate holds it back (the file, or this change of it, is not
+// trusted yet): the policy in force has no such server until `pml trust`.
+func heldBack(ws, name string) string {
+	raw, err := config.Load(ws, func(string) string { return "" })
+	if err != nil || raw == nil {
+		return ""
+	}
+	if _, ok := raw.Servers[name]; !ok {
+		return ""
+	}
+	return fmt.Sprintf("; %s configures %s but is not trusted, so it does not start: review it and run `pml trust` in %s", config.FileName, termsafe.Quote(name, 0), termsafe.Quote(ws, 0))
 }

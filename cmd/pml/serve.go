@@ -43,7 +43,7 @@ func newServeCmd(g *globals) *cobra.Command {
 			}
 			defer e.rt.Close()
 			if _, ok := e.cfg.Servers[server]; server != "" && !ok {
-				return unknownServer(e.cfg, server)
+				return unknownServer(e.cfg, e.ws.Dir, server)
 			}
 			token := os.Getenv("PML_SERVE_TOKEN")
 			generated := token == ""
