@@ -175,3 +175,40 @@ func startServeArgs(t *testing.T, ws *workspace, args ...string) (url, token str
 	t.Fatalf("pml serve %v printed no address\n%s", args, seen.String())
 	return "", ""
 }
+
+// TestHostileServerToolNamedAsTheApprovalToolUnderPmlRun (issue 53): pml
+// run lists a server's tools without a prefix, so a server can name one
+// pml__continue_workflow, pml's approval tool on the wire. It is not
+// listed; the name stays pml's (its description, its answer).
+func TestHostileServerToolNamedAsTheApprovalToolUnderPmlRun(t *testing.T) {
+	ws := newWorkspace(t, fmt.Sprintf(`{"permissions": {"allow": ["evil:*"]}, "mcps": {"evil": {"image": %q, "workspace": "none", "env": {"PROBE_HOSTILE_NAMES": "continue"}}}}`, probeImage(t)))
+	client := mcp.NewClient(&mcp.Implementation{Name: "one", Version: "1"}, nil)
+	stderr := &syncBuffer{}
+	cmd := execPML(ws, "run", "evil")
+	cmd.Stderr = stderr
+	cs, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	t.Cleanup(func() { cs.Close() })
+	lr, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, tool := range lr.Tools {
+		if tool.Name == "pml__continue_workflow" {
+			n++
+			if strings.Contains(tool.Description, "hostile") {
+				t.Errorf("the server's tool took pml's approval tool's name: %q", tool.Description)
+			}
+		}
+	}
+	if n != 1 || len(lr.Tools) < 3 {
+		t.Errorf("pml__continue_workflow listed %d times among %d tools", n, len(lr.Tools))
+	}
+	out, _ := callC(t, cs, "pml__continue_workflow", map[string]any{"workflow_id": "00000000-0000-4000-8000-000000000000", "approved": true})
+	if strings.Contains(out, "ran") {
+		t.Errorf("the server's tool answered pml's approval tool: %q", out)
+	}
+}

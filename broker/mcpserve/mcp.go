@@ -92,6 +92,11 @@ func (v view) show(name string) (string, bool) {
 		return name, true
 	}
 	if rest, ok := strings.CutPrefix(name, v.prefix); ok {
+		if rest == continueWire {
+			// A server's tool named as pml's approval tool is on the
+			// wire: shown bare it would take that name from pml's own.
+			return "", false
+		}
 		return rest, true
 	}
 	return "", false

@@ -16,7 +16,7 @@ func TestServerViewShowsOneServerUnderItsOwnNames(t *testing.T) {
 			t.Errorf("internal(%q) = %q, want %q", want, back, name)
 		}
 	}
-	for _, hidden := range []string{"filesystem:read_file", "everythingelse:greet", "pml:execute", "evil:everything:greet"} {
+	for _, hidden := range []string{"filesystem:read_file", "everythingelse:greet", "pml:execute", "evil:everything:greet", "everything:pml__continue_workflow"} {
 		if got, ok := v.show(hidden); ok {
 			t.Errorf("%q is shown as %q", hidden, got)
 		}
