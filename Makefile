@@ -252,7 +252,10 @@ test-stress: images registry-bin
 # versions in e2e/conformance/install.sh), against one pml serve (every
 # server scenario; failures allowed only as listed, with their reasons, in
 # e2e/conformance/expected-failures.yml) and pml stdio (the Inspector's
-# checks); the pml serve must live through it all. About 30 s once cached.
+# checks); the pml serve must live through it all. Then the suite against
+# the go-sdk everything example directly and behind pml serve --server
+# everything (e2e/conformance/oneserver.sh): what passes directly must pass
+# through pml. About 30 s once cached.
 # The fault tests too long for make test (build tag faults): pml add
 # killed with SIGKILL at a dozen points of a real npm install, each
 # followed by a fresh install (5 to 12 minutes).

@@ -19,7 +19,12 @@ import (
 // user visits cannot drive the broker. Each MCP session has its own
 // approvals.
 func NewHTTPHandler(b Backend, token string) http.Handler {
-	server := NewMCPServer(b)
+	return newHTTPHandler(b, token, view{})
+}
+
+// newHTTPHandler is NewHTTPHandler showing the tools of v.
+func newHTTPHandler(b Backend, token string, v view) http.Handler {
+	server := newMCPServer(b, v)
 	// A call ends with the POST that carried it (http_cancel.go).
 	p := &posts{}
 	server.AddReceivingMiddleware(recoverRequests(func() zerolog.Logger { return *b.Log() }), p.cancelWithPost)

@@ -73,8 +73,12 @@ func NewMCPServer(b Backend) *mcp.Server {
 }
 
 // view selects and names the broker tools one MCP server shows: all of
-// them (pml stdio), or one capability's, without their namespace
-// (pml run). pml:continue_workflow is always shown: approvals need it.
+// them (pml stdio, pml serve), or one capability's or one configured
+// server's, without their namespace (pml run NAME, pml serve --server
+// NAME: oneserver.go). pml:continue_workflow is always shown: approvals
+// need it. show and internal map any pml name of the form
+// namespace:name, so what else a server offers (prompts, resources) is
+// shown through the same view by the same mapping.
 type view struct {
 	prefix string
 	// prepare runs before the first tools/list or call (it may fetch).
@@ -88,6 +92,11 @@ func (v view) show(name string) (string, bool) {
 		return name, true
 	}
 	if rest, ok := strings.CutPrefix(name, v.prefix); ok {
+		if rest == continueWire {
+			// A server's tool named as pml's approval tool is on the
+			// wire: shown bare it would take that name from pml's own.
+			return "", false
+		}
 		return rest, true
 	}
 	return "", false
@@ -128,9 +137,10 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 		// notification that could not be sent) go to pml's stderr log as
 		// its own lines: their level, their attributes as fields.
 		Logger: sdkLogger(*b.Log()),
-		// No logging capability: logs go to pml's stderr, never the protocol.
 		// Tools: listChanged, since tools appear and go at run time.
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+		// Logging: the servers' log messages are passed on (sessionRelay.Log);
+		// pml's own log stays on stderr.
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}, Logging: &mcp.LoggingCapabilities{}},
 		// The client's roots choose the workspace (roots.go).
 		InitializedHandler: func(_ context.Context, req *mcp.InitializedRequest) {
 			go panics.Guarded(*x.get().Log(), "notifications/initialized", "checking the client's roots", func() { x.checkRoots(req.Session) })
@@ -314,10 +324,20 @@ func (r *sessionRelay) Progress(ctx context.Context, p *mcp.ProgressNotification
 	}
 }
 
+// Log passes a server's log message (named and bounded by the upstream:
+// its logger is the server's name) to the client session whose call it
+// came during. The SDK sends it only at or above the level the client set
+// with logging/setLevel, and nothing before the client set one; it goes
+// on the protocol as JSON, so no byte of it leaves the message. pml's own
+// log keeps a debug line of it on stderr.
 func (r *sessionRelay) Log(ctx context.Context, p *mcp.LoggingMessageParams) {
-	// pml declares no logging capability of its own; a server's log
-	// messages go to pml's stderr log.
-	r.b.Log().Info().Str("level", string(p.Level)).Str("logger", p.Logger).Interface("data", p.Data).Msg("MCP server log message")
+	if p == nil {
+		return
+	}
+	r.b.Log().Debug().Str("level", string(p.Level)).Str("logger", p.Logger).Msg("MCP server log message")
+	if r.ss != nil {
+		_ = r.ss.Log(ctx, p)
+	}
 }
 
 func (r *sessionRelay) Elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
@@ -497,6 +517,11 @@ type Rebinder struct {
 // ServeStdioRoots is ServeStdio whose workspace the client's roots may
 // move (r).
 func ServeStdioRoots(ctx context.Context, b Backend, in io.ReadCloser, out io.Writer, r Rebinder) error {
+	return serveStdio(ctx, b, in, out, r, view{})
+}
+
+// serveStdio is ServeStdioRoots showing the tools of v.
+func serveStdio(ctx context.Context, b Backend, in io.ReadCloser, out io.Writer, r Rebinder, v view) error {
 	x := &binding{ready: make(chan struct{}), roots: r}
 	x.cur.Store(&b)
 	if r.Rebind == nil || b.WorkspaceExplicit() {
@@ -511,7 +536,7 @@ func ServeStdioRoots(ctx context.Context, b Backend, in io.ReadCloser, out io.Wr
 	// calls in flight return: cancel them first, which kills their
 	// containers, so a call running `sleep 60` cannot hold pml's exit.
 	defer context.AfterFunc(ctx, func() { x.get().CancelBase() })()
-	s, l, sess := newMCPServerParts(x, view{})
+	s, l, sess := newMCPServerParts(x, v)
 	front := newFastFront(ctx, x, l, sess, filter, o)
 	defer front.close()
 	// Batches pass on the revisions that have them (protocol.go).

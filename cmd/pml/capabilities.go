@@ -318,10 +318,15 @@ func selfPath() (string, error) {
 func newRunCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "run NAME",
-		Short: "Serve one added capability's tools over MCP stdio (what .mcp.json runs after pml add)",
-		Long: "Serve the tools of a capability added with pml add as an MCP server on stdin/stdout, named without\n" +
-			"their namespace. It works offline: the locked registry entry is read from the cache when no\n" +
-			"registry answers. Calls go through permissions, approvals and containers like pml stdio.",
+		Short: "Serve one configured server's or added capability's tools over MCP stdio, under their own names",
+		Long: "Serve, as an MCP server on stdin/stdout, the tools of NAME under their own names (no NAME__ prefix):\n" +
+			"NAME is a server of .pml.json's mcps (or private_mcps), fronted as itself in its container, or a capability\n" +
+			"added with pml add (what .mcp.json runs after pml add; offline, the locked registry entry is read from the\n" +
+			"cache). Calls go through permissions (written NAME:tool as ever), audit, approvals and containers like\n" +
+			"pml stdio; the one tool of pml's own listed beside them is pml__continue_workflow, which answers an\n" +
+			"approval when the client cannot show pml's question. The workspace is PML_WORKSPACE, else the directory\n" +
+			"pml run starts in walked up to its project (the client's roots do not move it).\n\n" +
+			"Exit codes: 2 NAME is neither a configured server nor an added capability (the message lists them).",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return serveOverStdio(cmd, g, func(e *env, _ *envSet, proto *os.File) error {
@@ -331,7 +336,12 @@ func newRunCmd(g *globals) *cobra.Command {
 				}
 				c, ok := caps[args[0]]
 				if !ok {
-					return &exitError{2, fmt.Errorf("%s is not added in %s: run `pml add %s` first (pml list shows what is added)", args[0], e.ws.Dir, args[0])}
+					if _, isServer := e.cfg.Servers[args[0]]; isServer {
+						e.log.Info().Str("server", args[0]).Str("workspace", e.ws.Dir).Msg("pml run ready: the server's tools under their own names")
+						return mcpserve.ServeServer(cmd.Context(), e.broker.Serving(), args[0], os.Stdin, proto)
+					}
+					return &exitError{2, fmt.Errorf("%s is neither a server of %s's mcps (%s) nor a capability added with pml add (%s)%s: name one of them, add the server to mcps (pml add npm:PACKAGE or oci:IMAGE), or run `pml add %s` for a registry capability",
+						args[0], config.FileName, listOrNone(serverNames(e.cfg)), listOrNone(sortedKeys(caps)), heldBack(e.ws.Dir, args[0]), args[0])}
 				}
 				e.log.Info().Str("capability", c.Name).Str("fqdn", c.FQDN).Msg("pml run ready")
 				return mcpserve.ServeCapability(cmd.Context(), e.broker.Serving(), c, os.Stdin, proto)

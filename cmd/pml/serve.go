@@ -19,12 +19,16 @@ import (
 )
 
 func newServeCmd(g *globals) *cobra.Command {
-	var addr string
+	var addr, server string
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve MCP over Streamable HTTP on a loopback address",
 		Long: "Serve the same broker over MCP Streamable HTTP at http://ADDR/mcp, and Prometheus metrics at http://ADDR/metrics.\nEvery request needs the bearer token:\n" +
-			"PML_SERVE_TOKEN if set (at least 16 characters, e.g. from `openssl rand -hex 24`), else a random one printed on stderr. Requests from non-loopback web origins are refused.",
+			"PML_SERVE_TOKEN if set (at least 16 characters, e.g. from `openssl rand -hex 24`), else a random one printed on stderr. Requests from non-loopback web origins are refused.\n" +
+			"--server NAME fronts only the server NAME of .pml.json's mcps, under its own tool names (no NAME__ prefix), in its\n" +
+			"container with the same permissions (written NAME:tool), audit and approvals; the one tool of pml's own listed\n" +
+			"beside them is pml__continue_workflow, which answers an approval when the client cannot show pml's question.\n\n" +
+			"Exit codes: 2 usage (a short PML_SERVE_TOKEN, an address that cannot be listened on, a --server NAME not configured).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// Refused before anything starts: a guessable token would let
@@ -38,6 +42,9 @@ func newServeCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer e.rt.Close()
+			if _, ok := e.cfg.Servers[server]; server != "" && !ok {
+				return unknownServer(e.cfg, e.ws.Dir, server)
+			}
 			token := os.Getenv("PML_SERVE_TOKEN")
 			generated := token == ""
 			if generated {
@@ -58,7 +65,12 @@ func newServeCmd(g *globals) *cobra.Command {
 			e.broker.StartCloud(cmd.Context())
 			stopWatch := watchConfig(cmd.Context(), e)
 			mux := http.NewServeMux()
-			mux.Handle("/mcp", mcpserve.NewHTTPHandler(e.broker.Serving(), token))
+			if server == "" {
+				mux.Handle("/mcp", mcpserve.NewHTTPHandler(e.broker.Serving(), token))
+			} else {
+				e.log.Info().Str("server", server).Msg("pml serve fronts one server under its own names")
+				mux.Handle("/mcp", mcpserve.NewServerHTTPHandler(e.broker.Serving(), token, server))
+			}
 			if metricsHandler != nil {
 				// Prometheus metrics, under the same token rules.
 				mux.Handle("/metrics", mcpserve.GuardHTTP(token, metricsHandler))
@@ -86,6 +98,7 @@ func newServeCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:3003", "address to listen on (keep it on loopback)")
+	cmd.Flags().StringVar(&server, "server", "", "front only this server of .pml.json's mcps, under its own tool names")
 	return cmd
 }
 

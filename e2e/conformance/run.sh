@@ -14,6 +14,8 @@
 # prompts/list, and a tools/call that reads a workspace file through the
 # toolbox). frames.mjs sends frames by hand for what the suite does not
 # check. At the end the same pml serve process must still be alive.
+# Last, oneserver.sh runs the suite against the go-sdk "everything"
+# example directly and behind `pml serve --server everything`.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 pml=${PML_BIN:?PML_BIN must name the pml binary}
@@ -182,6 +184,9 @@ if grep -q 'panic' "$tmp/serve.log"; then
 	fail "pml serve's log has a panic:"
 	grep -A20 panic "$tmp/serve.log" | head -40 >&2
 fi
+# The go-sdk everything example directly and fronted as itself by pml
+# serve --server everything (oneserver.sh).
+NODE=$node SUITE=$suite ONESERVER_TMP=$tmp bash "$here/oneserver.sh" || fail "one server fronted as itself (above)"
 echo "conformance: $(($(date +%s) - t0)) s" >&2
 if [ $failed -ne 0 ]; then
 	echo "conformance: FAILED ($failed check(s) above)" >&2

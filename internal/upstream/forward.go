@@ -67,6 +67,13 @@ type tap struct {
 	passing bool
 	// onDrop is told of fast answers no call waits for (late, or forged).
 	onDrop func(reason string)
+	// onLog takes a server's notifications/message: handed over here,
+	// in the order the server wrote, it reaches the calling client before
+	// the call's answer does. Through the go-sdk session it could not:
+	// the session resolves an answer as it reads it but queues a
+	// notification for its handler, so a message sent just before the
+	// answer found the call ended and no one to go to. logmsg.go.
+	onLog func(params []byte)
 }
 
 func (t *tap) Write(p []byte) (int, error) {
@@ -134,6 +141,12 @@ func (t *tap) lines(b []byte) error {
 
 // take reports whether line is a fast frame, and hands it over.
 func (t *tap) take(line []byte) bool {
+	if t.onLog != nil && bytes.Contains(line, []byte(`"notifications/message"`)) {
+		if m, ok := jsonrpc.Scan(bytes.TrimRight(line, "\r\n")); ok && !m.Dup && m.ID == nil && m.Params != nil && string(m.Method) == `"notifications/message"` {
+			t.onLog(m.Params)
+			return true
+		}
+	}
 	if t.routes.active.Load() == 0 {
 		// (a call registers before it writes, so its own answer always
 		// sees it counted.)

@@ -412,13 +412,18 @@ type Starter func(ctx context.Context, spec container.Spec, streams container.St
 // it: the one set-up of the session of pooled and one-shot servers. When
 // the start fails it returns a nil conn; when the handshake fails, the
 // conn (its container running or dead, for the caller to explain and
-// remove) and the error.
-func (s *Server) connect(ctx context.Context, start Starter, spec container.Spec, opts *mcp.ClientOptions, roots []*mcp.Root, oneShot bool) (*conn, error) {
+// remove) and the error. A one-shot server's log messages go to relay,
+// a pooled one's to the caller whose call is in flight.
+func (s *Server) connect(ctx context.Context, start Starter, spec container.Spec, opts *mcp.ClientOptions, roots []*mcp.Root, oneShot bool, relay Relay) (*conn, error) {
 	pr, pw := io.Pipe()
 	c := &conn{out: pr, stderr: NewRing(64, 16<<10), oneShot: oneShot, fast: newFastRoutes()}
 	stdout := &tap{routes: c.fast, next: pw, onDrop: func(why string) {
 		s.o.Logger.Debug().Str("server", s.o.Name).Msg("dropped " + why)
 	}}
+	stdout.onLog = func(params []byte) { s.logTo(s.currentRelay(), params) }
+	if oneShot {
+		stdout.onLog = func(params []byte) { s.logTo(relay, params) }
+	}
 	proc, err := start(ctx, spec, container.Streams{Stdout: stdout, Stderr: c.stderr})
 	if err != nil {
 		pw.Close()
@@ -444,6 +449,9 @@ func (s *Server) connect(ctx context.Context, start Starter, spec container.Spec
 	c.in = jsonrpc.NewOutput(proc.Stdin())
 	c.cs, err = client.Connect(ctx, &mcp.IOTransport{Reader: pr, Writer: lockedStdin{out: c.in, stdin: proc.Stdin()}, MaxLineLength: 64 << 20},
 		&mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
+	if err == nil {
+		s.askForLogs(ctx, c.cs)
+	}
 	return c, err
 }
 
@@ -463,7 +471,7 @@ func (s *Server) start() (*conn, error) {
 	// Every call crosses stdin and stdout: skip the runtime's attach
 	// stream where it can.
 	spec.DirectStdio = true
-	c, err := s.connect(ctx, s.o.Runtime.Start, spec, s.clientOptions(false, nil), s.o.Roots, false)
+	c, err := s.connect(ctx, s.o.Runtime.Start, spec, s.clientOptions(false, nil), s.o.Roots, false, nil)
 	if c == nil {
 		return nil, err
 	}
@@ -540,7 +548,7 @@ func (s *Server) CallOnce(ctx context.Context, start Starter, spec container.Spe
 	}
 	telemetry.CountStart(s.o.Name)
 	sctx, span := telemetry.Start(ctx, "pml.container.start", trace.SpanKindInternal, attribute.String("pml.server", s.o.Name))
-	c, err := s.connect(sctx, start, spec, s.clientOptions(true, relay), roots, true)
+	c, err := s.connect(sctx, start, spec, s.clientOptions(true, relay), roots, true, relay)
 	if err != nil {
 		telemetry.Fail(span, "_OTHER", err.Error())
 	}
@@ -607,7 +615,7 @@ func (s *Server) clientOptions(oneShot bool, relay Relay) *mcp.ClientOptions {
 			},
 			LoggingMessageHandler: func(ctx context.Context, req *mcp.LoggingMessageRequest) {
 				if relay != nil {
-					relay.Log(ctx, req.Params)
+					relay.Log(ctx, NamedLog(s.o.Name, req.Params))
 				}
 			},
 			ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
@@ -634,7 +642,7 @@ func (s *Server) clientOptions(oneShot bool, relay Relay) *mcp.ClientOptions {
 		},
 		LoggingMessageHandler: func(ctx context.Context, req *mcp.LoggingMessageRequest) {
 			if r := s.currentRelay(); r != nil {
-				r.Log(ctx, req.Params)
+				r.Log(ctx, NamedLog(s.o.Name, req.Params))
 			}
 		},
 		ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {

@@ -56,7 +56,7 @@ func addHostileTools(s *mcp.Server) {
 // marker "HOSTILE:<mode>" (and the progress token), which the server's
 // writer (hostileWriter) replaces by what the mode says.
 type hostileArgs struct {
-	Mode string `json:"mode" jsonschema:"extra, huge, forged, notobject, string or progress"`
+	Mode string `json:"mode" jsonschema:"extra, huge, forged, notobject, string, progress or log"`
 }
 
 func addHostileResults(s *mcp.Server) {
@@ -124,6 +124,14 @@ func (h *hostileWriter) Write(p []byte) (int, error) {
 			`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":`+tok+`,"progress":2,"total":3,"message":"`+strings.Repeat("m", 10000)+`","evil":"HOSTILE member","_meta":{"x":1}}}`,
 			`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":`+tok+`,"progress":"FORGED not a number"}}`)
 		answer(id, `{"content":[{"type":"text","text":"progress answered"}]}`)
+	case "log":
+		// Log messages a hostile server chooses (issue 53): terminal
+		// escapes and a newline in the logger, a frame-like line in the
+		// data, then 2 MiB of data.
+		frames = append(frames,
+			`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"error","logger":"evil\u001b[2J\u0007\nname","data":"line\n{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\u001b]0;pwned\u0007"}}`,
+			`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"error","logger":"huge","data":{"blob":"`+strings.Repeat("x", 2<<20)+`"}}}`)
+		answer(id, `{"content":[{"type":"text","text":"log answered"}]}`)
 	default:
 		return h.w.Write(p)
 	}
