@@ -247,12 +247,15 @@ func (f *fastFront) call(id, params []byte) bool {
 	f.mu.Unlock()
 	f.wg.Add(1)
 	id = append([]byte(nil), id...)
-	f.run(func() { f.serve(ctx, cancel, ss, id, name, args, token) })
+	modern := modernEra(ss)
+	f.run(func() { f.serve(ctx, cancel, ss, id, name, args, token, modern) })
 	return true
 }
 
-// serve runs one forwarded call through the broker and answers it.
-func (f *fastFront) serve(ctx context.Context, cancel context.CancelFunc, ss *mcp.ServerSession, id []byte, name string, args, token json.RawMessage) {
+// serve runs one forwarded call through the broker and answers it; a
+// modern client (MCP 2026-07-28 and later) gets the result in that
+// revision's form (modern.go).
+func (f *fastFront) serve(ctx context.Context, cancel context.CancelFunc, ss *mcp.ServerSession, id []byte, name string, args, token json.RawMessage, modern bool) {
 	defer f.wg.Done()
 	defer func() {
 		f.mu.Lock()
@@ -285,11 +288,11 @@ func (f *fastFront) serve(ctx context.Context, cancel context.CancelFunc, ss *mc
 		if len(result) > call.MaxResultBytes {
 			return false
 		}
-		frame := make([]byte, 0, 48+len(id)+len(result))
+		frame := make([]byte, 0, 48+len(completeMember)+len(id)+len(result))
 		frame = append(frame, `{"jsonrpc":"2.0","id":`...)
 		frame = append(frame, id...)
 		frame = append(frame, `,"result":`...)
-		frame = append(frame, result...)
+		frame = appendComplete(frame, result, modern)
 		frame = append(frame, "}\n"...)
 		if err := f.out.WriteLine(frame); err != nil {
 			b.Log().Debug().Err(err).Msg("answering a forwarded call")
@@ -321,9 +324,9 @@ func (f *fastFront) serve(ctx context.Context, cancel context.CancelFunc, ss *mc
 		// waits for an answer, as MCP has it), or the session is gone.
 		return
 	}
-	out, err := json.Marshal(callResult(res, deferred))
+	out, err := encodeCallResult(callResult(res, deferred), modern)
 	if err != nil {
-		out, _ = json.Marshal(call.ToMCP(call.ResultFor(err)))
+		out, _ = encodeCallResult(call.ToMCP(call.ResultFor(err)), modern)
 	}
 	frame := make([]byte, 0, 48+len(id)+len(out))
 	frame = append(frame, `{"jsonrpc":"2.0","id":`...)

@@ -1,0 +1,123 @@
+package mcpserve
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/pml-dev/pml/internal/jsonrpc"
+)
+
+// The results of MCP 2026-07-28. From that revision every result names
+// its kind (resultType: "complete", or "input_required" for a question
+// the client answers by calling again), and a tools/call result that is
+// complete has content (an array, never null) while one that asks has
+// inputRequests or requestState and no content. The go-sdk sets
+// resultType on the results its own handlers return, but not on three
+// kinds pml writes: the stdio fast path's (a server's answer as bytes,
+// written as it came: the servers behind pml speak 2025-11-25, which has
+// no resultType), the answers of tools no tools/list listed yet (pml's
+// middleware answers those itself, not through the go-sdk's tools/call),
+// and pml's approval question (the go-sdk sets its resultType but writes
+// `content: null` beside it). A client of an older revision gets the
+// results unchanged.
+
+// modernVersion is the first revision whose results carry resultType.
+const modernVersion = "2026-07-28"
+
+// modernEra reports whether the session's client speaks MCP 2026-07-28 or
+// later: what initialize agreed on, or (stateless) what its first
+// request's _meta named, which the go-sdk keeps as the session's.
+func modernEra(ss *mcp.ServerSession) bool {
+	if ss == nil {
+		return false
+	}
+	p := ss.InitializeParams()
+	return p != nil && p.ProtocolVersion >= modernVersion
+}
+
+// Values of resultType (schema 2026-07-28, ResultType).
+const (
+	resultComplete      = "complete"
+	resultInputRequired = "input_required"
+)
+
+// completeMember opens a result object that is complete.
+var completeMember = []byte(`{"resultType":"` + resultComplete + `"`)
+
+// appendComplete appends result, a tools/call result as a server sent it,
+// to dst: as it is for a client of an older revision, and for a modern
+// one with resultType "complete" put first in the object, without
+// decoding it (the fast path's answer costs one copy, as before).
+// result is what upstream.Server.Forward passes on: a JSON object that
+// holds only content, structuredContent, isError and _meta, content
+// among them (plainResult), so it has no resultType of its own and
+// needs nothing more.
+func appendComplete(dst, result []byte, modern bool) []byte {
+	if !modern || len(result) == 0 || result[0] != '{' {
+		return append(dst, result...)
+	}
+	dst = append(dst, completeMember...)
+	rest := result[1:]
+	if t := bytes.TrimLeft(rest, " \t\r\n"); len(t) > 0 && t[0] != '}' {
+		dst = append(dst, ',')
+	}
+	return append(dst, rest...)
+}
+
+// encodeCallResult is the JSON of a tools/call result pml made for its
+// client, its content an array (never null: MCP requires it). For a
+// modern client, an input request (pml's approval question) is an
+// InputRequiredResult (resultType, inputRequests, requestState, _meta:
+// no content), and anything else is complete.
+func encodeCallResult(res *mcp.CallToolResult, modern bool) ([]byte, error) {
+	if modern && (res.InputRequests != nil || res.NeedsInput()) {
+		return json.Marshal(struct {
+			Meta          mcp.Meta            `json:"_meta,omitempty"`
+			ResultType    string              `json:"resultType"`
+			InputRequests mcp.InputRequestMap `json:"inputRequests,omitempty"`
+			RequestState  string              `json:"requestState,omitempty"`
+		}{res.Meta, resultInputRequired, res.InputRequests, res.RequestState})
+	}
+	c := *res
+	if c.Content == nil && c.InputRequests == nil {
+		c.Content = []mcp.Content{}
+	}
+	out, err := json.Marshal(&c)
+	if err != nil || !modern || jsonrpc.Member(out, "resultType") != nil {
+		// (The go-sdk's tools/call set resultType, to "complete": an
+		// input request took the branch above.)
+		return out, err
+	}
+	return appendComplete(make([]byte, 0, len(out)+len(completeMember)+1), out, true), nil
+}
+
+// modernCallResult is a tools/call result on its way to a modern client
+// through the go-sdk session, which encodes it with MarshalJSON. It is
+// the go-sdk's result still (the embedded pointer): the session sets its
+// _meta (the server's identity, SEP-2575) before encoding it.
+type modernCallResult struct{ *mcp.CallToolResult }
+
+func (r modernCallResult) MarshalJSON() ([]byte, error) {
+	return encodeCallResult(r.CallToolResult, true)
+}
+
+// modernResults is the receiving middleware that gives a modern client's
+// tools/call results their 2026-07-28 form (encodeCallResult), whichever
+// of pml's handlers made them. It runs outside every other: what it
+// returns is only ever encoded, never read by another middleware.
+func modernResults(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		cr, ok := res.(*mcp.CallToolResult)
+		if err != nil || !ok || cr == nil {
+			return res, err
+		}
+		if ss, _ := req.GetSession().(*mcp.ServerSession); modernEra(ss) {
+			return modernCallResult{cr}, nil
+		}
+		return res, nil
+	}
+}
