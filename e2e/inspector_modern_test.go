@@ -118,4 +118,10 @@ func TestTheInspectorInTheModernEraCallsAServersToolOverStdio(t *testing.T) {
 	if !strings.Contains(out, "Hi inspector") || strings.Contains(out, `"isError": true`) {
 		t.Fatalf("tools/call everything__greet:\n%s\nstderr:\n%s", out, errs)
 	}
+	// The Inspector's subscriptions/listen, a stream it ends by going, is
+	// not a request pml waits to answer when the Inspector closes its
+	// input (pml's log, which the Inspector passes on).
+	if strings.Contains(errs, "not answered before pml exits") {
+		t.Errorf("pml waited for the Inspector's subscriptions/listen at exit:\n%s", errs)
+	}
 }
