@@ -16,7 +16,8 @@ import (
 // complete has content (an array, never null) while one that asks has
 // inputRequests or requestState and no content. The go-sdk sets
 // resultType on the results its own handlers return, but not on three
-// kinds pml writes: the stdio fast path's (a server's answer as bytes,
+// kinds pml writes (nor on a prompts/get or resources/read result pml
+// makes outside the go-sdk's handlers: modernResult): the stdio fast path's (a server's answer as bytes,
 // written as it came: the servers behind pml speak 2025-11-25, which has
 // no resultType), the answers of tools no tools/list listed yet (pml's
 // middleware answers those itself, not through the go-sdk's tools/call),
@@ -104,19 +105,58 @@ func (r modernCallResult) MarshalJSON() ([]byte, error) {
 	return encodeCallResult(r.CallToolResult, true)
 }
 
+// modernResult is a prompts/get or resources/read result on its way to a
+// modern client: the two other results that may ask the client for
+// input, on which the go-sdk sets resultType only when its own handler
+// made them. One that pml made elsewhere gets it here.
+type modernResult struct {
+	mcp.Result
+	inputRequired bool
+}
+
+func (r modernResult) MarshalJSON() ([]byte, error) {
+	out, err := json.Marshal(r.Result)
+	if err != nil || len(out) == 0 || out[0] != '{' || jsonrpc.Member(out, "resultType") != nil {
+		return out, err
+	}
+	kind := resultComplete
+	if r.inputRequired {
+		kind = resultInputRequired
+	}
+	dst := append(make([]byte, 0, len(out)+32), `{"resultType":"`+kind+`"`...)
+	if len(out) > 2 {
+		dst = append(dst, ',')
+	}
+	return append(dst, out[1:]...), nil
+}
+
 // modernResults is the receiving middleware that gives a modern client's
-// tools/call results their 2026-07-28 form (encodeCallResult), whichever
-// of pml's handlers made them. It runs outside every other: what it
-// returns is only ever encoded, never read by another middleware.
+// tools/call, prompts/get and resources/read results their 2026-07-28
+// form (encodeCallResult, modernResult), whichever of pml's handlers
+// made them. It runs outside every other: what it returns is only ever
+// encoded, never read by another middleware.
 func modernResults(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		res, err := next(ctx, method, req)
-		cr, ok := res.(*mcp.CallToolResult)
-		if err != nil || !ok || cr == nil {
+		if err != nil || res == nil {
 			return res, err
 		}
-		if ss, _ := req.GetSession().(*mcp.ServerSession); modernEra(ss) {
-			return modernCallResult{cr}, nil
+		if ss, _ := req.GetSession().(*mcp.ServerSession); !modernEra(ss) {
+			return res, nil
+		}
+		switch r := res.(type) {
+		case *mcp.CallToolResult:
+			if r != nil {
+				return modernCallResult{r}, nil
+			}
+		case *mcp.GetPromptResult:
+			if r != nil {
+				return modernResult{r, r.InputRequests != nil || r.NeedsInput()}, nil
+			}
+		case *mcp.ReadResourceResult:
+			if r != nil {
+				return modernResult{r, r.InputRequests != nil || r.NeedsInput()}, nil
+			}
 		}
 		return res, nil
 	}

@@ -178,3 +178,30 @@ func byteSize(n int) string {
 	}
 	return strconv.Itoa(n) + "B"
 }
+
+// A prompts/get or resources/read result pml made outside the go-sdk's
+// handlers gets resultType; one the go-sdk marked keeps its own.
+func TestAModernPromptOrReadResultHasOneResultType(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		res  modernResult
+		want string
+	}{
+		{"prompt", modernResult{&mcp.GetPromptResult{Messages: []*mcp.PromptMessage{}}, false}, `{"resultType":"complete","messages":[]}`},
+		{"read", modernResult{&mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{}}, false}, `"resultType":"complete"`},
+		{"prompt asking", modernResult{&mcp.GetPromptResult{RequestState: "s"}, true}, `{"resultType":"input_required",`},
+	} {
+		out, err := json.Marshal(c.res)
+		if err != nil || !strings.Contains(string(out), c.want) || strings.Count(string(out), "resultType") != 1 || !json.Valid(out) {
+			t.Errorf("%s: %s %v, want %s", c.name, out, err, c.want)
+		}
+	}
+	var sdk mcp.GetPromptResult
+	if err := json.Unmarshal([]byte(`{"messages":[],"resultType":"complete"}`), &sdk); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := json.Marshal(modernResult{&sdk, false})
+	if n := strings.Count(string(out), "resultType"); n != 1 {
+		t.Errorf("%d resultType members: %s", n, out)
+	}
+}
