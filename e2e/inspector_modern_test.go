@@ -77,7 +77,8 @@ func installedVersions(t *testing.T) map[string]string {
 
 // TestTheInspectorInTheModernEraCallsAServersToolOverStdio: the MCP
 // Inspector's CLI, a strict client, in its modern protocol era (MCP
-// 2026-07-28: server/discover, no initialize), lists pml's tools and calls
+// 2026-07-28: server/discover, no initialize; and in auto, where it
+// probes for it), lists pml's tools and calls
 // a third-party server's tool (the go-sdk's everything example) over `pml
 // stdio`. It refuses a result without resultType ("missing required
 // resultType"), as it did every server tool's result pml forwarded as
@@ -87,11 +88,11 @@ func TestTheInspectorInTheModernEraCallsAServersToolOverStdio(t *testing.T) {
 	node, cli := inspectorCLI(t)
 	ws := newWorkspace(t, everythingConfig(`"*"`))
 	scratch := t.TempDir()
-	inspect := func(args ...string) (string, string) {
+	inspect := func(era string, args ...string) (string, string) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		all := []string{cli, "--cli", "--protocol-era", "modern"}
+		all := []string{cli, "--cli", "--protocol-era", era}
 		// The Inspector starts pml with a few variables of its own
 		// environment only (PATH, HOME…): what pml reads is passed.
 		for _, kv := range append(os.Environ(), "PML_WORKSPACE="+ws.Dir) {
@@ -111,17 +112,22 @@ func TestTheInspectorInTheModernEraCallsAServersToolOverStdio(t *testing.T) {
 		}
 		return stdout.String(), stderr.String()
 	}
-	if out, errs := inspect("--method", "tools/list"); !strings.Contains(out, `"everything__greet"`) {
+	if out, errs := inspect("modern", "--method", "tools/list"); !strings.Contains(out, `"everything__greet"`) {
 		t.Fatalf("tools/list in the modern era does not list everything__greet:\n%s\nstderr:\n%s", out, errs)
 	}
-	out, errs := inspect("--method", "tools/call", "--tool-name", "everything__greet", "--tool-arg", "name=inspector")
-	if !strings.Contains(out, "Hi inspector") || strings.Contains(out, `"isError": true`) {
-		t.Fatalf("tools/call everything__greet:\n%s\nstderr:\n%s", out, errs)
-	}
-	// The Inspector's subscriptions/listen, a stream it ends by going, is
-	// not a request pml waits to answer when the Inspector closes its
-	// input (pml's log, which the Inspector passes on).
-	if strings.Contains(errs, "not answered before pml exits") {
-		t.Errorf("pml waited for the Inspector's subscriptions/listen at exit:\n%s", errs)
+	// auto: the Inspector probes server/discover first and takes
+	// 2026-07-28, as the dual-era clients (Claude Code, codex) do.
+	for _, era := range []string{"modern", "auto"} {
+		out, errs := inspect(era, "--method", "tools/call", "--tool-name", "everything__greet", "--tool-arg", "name=inspector")
+		if !strings.Contains(out, "Hi inspector") || strings.Contains(out, `"isError": true`) {
+			t.Fatalf("tools/call everything__greet (--protocol-era %s):\n%s\nstderr:\n%s", era, out, errs)
+		}
+		// The Inspector's subscriptions/listen, a stream it ends by
+		// going, is not a request pml waits to answer when the
+		// Inspector closes its input (pml's log, which the Inspector
+		// passes on).
+		if strings.Contains(errs, "not answered before pml exits") {
+			t.Errorf("pml waited for the Inspector's subscriptions/listen at exit (--protocol-era %s):\n%s", era, errs)
+		}
 	}
 }
