@@ -238,6 +238,13 @@ func TestAModernClientGetsConformingResultsOverStdio(t *testing.T) {
 		if last := calls[3].frame; !strings.Contains(last, `12345678901234567891`) || !strings.Contains(last, `1.50`) {
 			t.Errorf("probe:exact was not forwarded as bytes: %s", last)
 		}
+		// And pml names itself on them, as on the go-sdk's path
+		// (SEP-2575's serverInfo, which a server SHOULD send).
+		for _, c := range calls {
+			if !strings.Contains(c.frame, `"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"pml"`) {
+				t.Errorf("a fast path result does not name pml: %s", c.frame)
+			}
+		}
 	})
 
 	t.Run("a tool not listed yet", func(t *testing.T) {

@@ -120,7 +120,7 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 			prepareOnce.Do(func() { v.prepare(ctx) })
 		}
 	}
-	s := mcp.NewServer(&mcp.Implementation{Name: "pml", Title: "pml: container-isolated MCP tools", Version: Version}, &mcp.ServerOptions{
+	s := mcp.NewServer(pmlImplementation(), &mcp.ServerOptions{
 		Instructions: "pml runs each tool in a locked-down container with " + ws +
 			" mounted and no network. Paths are absolute or relative to the workspace. A result with approval_required " +
 			"asks the user; answer by calling the same tool again with continue_workflow.",

@@ -48,19 +48,43 @@ const (
 // completeMember opens a result object that is complete.
 var completeMember = []byte(`{"resultType":"` + resultComplete + `"`)
 
+// pmlImplementation is who pml says it is: to the client at initialize
+// (or server/discover), and on a modern client's every result
+// (serverInfoMember).
+func pmlImplementation() *mcp.Implementation {
+	return &mcp.Implementation{Name: "pml", Title: "pml: container-isolated MCP tools", Version: Version}
+}
+
+// serverInfoMember is the _meta member naming pml (SEP-2575: a server on
+// 2026-07-28 SHOULD name itself on every result), which the go-sdk puts
+// on the results of its own path and the fast path on the server's.
+func serverInfoMember() []byte {
+	info, _ := json.Marshal(pmlImplementation())
+	return append(append([]byte(`"_meta":{"`+mcp.MetaKeyServerInfo+`":`), info...), '}')
+}
+
+// metaName is a _meta member's name as JSON writes it.
+var metaName = []byte(`"_meta"`)
+
 // appendComplete appends result, a tools/call result as a server sent it,
-// to dst: as it is for a client of an older revision, and for a modern
-// one with resultType "complete" put first in the object, without
-// decoding it (the fast path's answer costs one copy, as before).
-// result is what upstream.Server.Forward passes on: a JSON object that
-// holds only content, structuredContent, isError and _meta, content
-// among them (plainResult), so it has no resultType of its own and
-// needs nothing more.
-func appendComplete(dst, result []byte, modern bool) []byte {
-	if !modern || len(result) == 0 || result[0] != '{' {
+// to dst: as it is for a client of an older revision (info nil), and
+// for a modern one with resultType "complete" put first in the object,
+// and info (serverInfoMember) after it when the server wrote no _meta,
+// without decoding it (the fast path's answer costs one copy, as
+// before). A server's _meta is left as it is: one that names a _meta
+// anywhere (bytes.Contains: it may be a string in its text) gets no
+// serverInfo, which is a SHOULD. result is what upstream.Server.Forward
+// passes on: a JSON object that holds only content, structuredContent,
+// isError and _meta, content among them (plainResult), so it has no
+// resultType of its own and needs nothing more.
+func appendComplete(dst, result, info []byte) []byte {
+	if info == nil || len(result) == 0 || result[0] != '{' {
 		return append(dst, result...)
 	}
 	dst = append(dst, completeMember...)
+	if len(info) > 0 && !bytes.Contains(result, metaName) {
+		dst = append(append(dst, ','), info...)
+	}
 	rest := result[1:]
 	if t := bytes.TrimLeft(rest, " \t\r\n"); len(t) > 0 && t[0] != '}' {
 		dst = append(dst, ',')
@@ -92,7 +116,22 @@ func encodeCallResult(res *mcp.CallToolResult, modern bool) ([]byte, error) {
 		// input request took the branch above.)
 		return out, err
 	}
-	return appendComplete(make([]byte, 0, len(out)+len(completeMember)+1), out, true), nil
+	return appendComplete(make([]byte, 0, len(out)+len(completeMember)+1), out, []byte{}), nil
+}
+
+// withServerInfo names pml in res's _meta (serverInfoMember) unless it
+// names someone already; a copy of the map, which may be the server's.
+func withServerInfo(res *mcp.CallToolResult) *mcp.CallToolResult {
+	if _, named := res.Meta[mcp.MetaKeyServerInfo]; named {
+		return res
+	}
+	c := *res
+	c.Meta = make(mcp.Meta, len(res.Meta)+1)
+	for k, v := range res.Meta {
+		c.Meta[k] = v
+	}
+	c.Meta[mcp.MetaKeyServerInfo] = pmlImplementation()
+	return &c
 }
 
 // modernCallResult is a tools/call result on its way to a modern client

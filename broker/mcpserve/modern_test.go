@@ -21,16 +21,36 @@ func TestAModernClientGetsAServersResultWithResultType(t *testing.T) {
 		"{\n}":                                     "{\"resultType\":\"complete\"\n}",
 		`{"_meta":{"resultType":"x"},"content":[]}`: `{"resultType":"complete","_meta":{"resultType":"x"},"content":[]}`,
 	} {
-		got := appendComplete([]byte("P"), []byte(in), true)
+		got := appendComplete([]byte("P"), []byte(in), []byte{})
 		if string(got) != "P"+want {
 			t.Errorf("%s: %s, want %s", in, got, want)
 		}
 		if !json.Valid(got[1:]) {
 			t.Errorf("%s: invalid JSON %s", in, got[1:])
 		}
-		if legacy := appendComplete(nil, []byte(in), false); string(legacy) != in {
+		if legacy := appendComplete(nil, []byte(in), nil); string(legacy) != in {
 			t.Errorf("%s: a legacy client got %s", in, legacy)
 		}
+	}
+}
+
+func TestAModernClientsFastPathResultNamesPML(t *testing.T) {
+	info := serverInfoMember()
+	got := appendComplete(nil, []byte(`{"content":[]}`), info)
+	var r struct {
+		ResultType string `json:"resultType"`
+		Meta       map[string]struct {
+			Name    string `json:"name"`
+			Version string `json:"version"`
+		} `json:"_meta"`
+	}
+	if err := json.Unmarshal(got, &r); err != nil || r.ResultType != "complete" || r.Meta[mcp.MetaKeyServerInfo].Name != "pml" {
+		t.Errorf("%s: %v", got, err)
+	}
+	// A server's own _meta is left as it wrote it.
+	in := `{"_meta":{"x":1},"content":[]}`
+	if got := appendComplete(nil, []byte(in), info); string(got) != `{"resultType":"complete",`+in[1:] {
+		t.Errorf("%s", got)
 	}
 }
 
@@ -118,12 +138,16 @@ func FuzzAppendComplete(f *testing.F) {
 		if _, has := before["resultType"]; has {
 			return // plainResult never passes one on
 		}
-		out := appendComplete(nil, in, true)
+		out := appendComplete(nil, in, serverInfoMember())
 		var after map[string]json.RawMessage
 		if err := json.Unmarshal(out, &after); err != nil {
 			t.Fatalf("%s → invalid %s: %v", in, out, err)
 		}
-		if string(after["resultType"]) != `"complete"` || len(after) != len(before)+1 {
+		added := 1
+		if _, has := before["_meta"]; !has && !bytes.Contains(in, metaName) {
+			added = 2 // and pml's serverInfo
+		}
+		if string(after["resultType"]) != `"complete"` || len(after) != len(before)+added {
 			t.Fatalf("%s → %s", in, out)
 		}
 	})
@@ -134,23 +158,24 @@ func FuzzAppendComplete(f *testing.F) {
 // a decode and encode of the result would cost instead (decoded).
 func BenchmarkFastPathAnswer(b *testing.B) {
 	id := []byte(`42`)
+	info := serverInfoMember()
 	for _, size := range []int{100, 16 << 10, 1 << 20} {
 		text := strings.Repeat("x", size)
 		result, _ := json.Marshal(map[string]any{"content": []any{map[string]any{"type": "text", "text": text}}})
-		frame := func(modern bool) []byte {
-			out := make([]byte, 0, 48+len(completeMember)+len(id)+len(result))
+		frame := func(info []byte) []byte {
+			out := make([]byte, 0, 48+len(completeMember)+len(info)+len(id)+len(result))
 			out = append(out, `{"jsonrpc":"2.0","id":`...)
 			out = append(out, id...)
 			out = append(out, `,"result":`...)
-			out = appendComplete(out, result, modern)
+			out = appendComplete(out, result, info)
 			return append(out, "}\n"...)
 		}
 		for _, c := range []struct {
 			name string
 			run  func()
 		}{
-			{"legacy", func() { frame(false) }},
-			{"modern", func() { frame(true) }},
+			{"legacy", func() { frame(nil) }},
+			{"modern", func() { frame(info) }},
 			{"decoded", func() {
 				var r mcp.CallToolResult
 				_ = json.Unmarshal(result, &r)
