@@ -43,10 +43,17 @@ func owedKey(raw []byte) string {
 	return "n:" + string(bytes.TrimSpace(raw))
 }
 
+// subscriptionsListen is MCP 2026-07-28's stream of notifications, which
+// the client ends by cancelling it or by going: never answered, nothing
+// to wait for when the client's input ends (waiting for it held every
+// modern client's pml for drainGrace and more, then warned of a request
+// not answered).
+var subscriptionsListen = []byte(`"subscriptions/listen"`)
+
 // read notes a frame going to the go-sdk session: a request is owed.
 func (o *owed) read(frame []byte) {
 	m, ok := jsonrpc.Scan(frame)
-	if !ok || m.ID == nil || m.Method == nil {
+	if !ok || m.ID == nil || m.Method == nil || bytes.Equal(m.Method, subscriptionsListen) {
 		return
 	}
 	o.mu.Lock()

@@ -9,8 +9,8 @@ import (
 
 // The requests the go-sdk session owes are paid by its answers, matched
 // by id as the go-sdk writes it anew (a string by its value, a number by
-// its text); notifications, pml's own requests to the client and the
-// client's answers to them owe nothing.
+// its text); notifications, pml's own requests to the client, the
+// client's answers to them and a subscriptions/listen owe nothing.
 func TestOwedRequestsArePaidByTheirAnswers(t *testing.T) {
 	var o owed
 	for _, f := range []string{
@@ -18,6 +18,8 @@ func TestOwedRequestsArePaidByTheirAnswers(t *testing.T) {
 		`{"jsonrpc":"2.0","id":"a\/b","method":"tools/call","params":{}}`,
 		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
 		`{"jsonrpc":"2.0","id":7,"result":{}}`, // the client's answer to pml
+		// A stream (2026-07-28) the client ends by going.
+		`{"jsonrpc":"2.0","id":8,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true}}}`,
 	} {
 		o.read([]byte(f))
 	}

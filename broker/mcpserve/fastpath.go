@@ -53,6 +53,9 @@ type fastFront struct {
 	mu       sync.Mutex
 	inflight map[string]context.CancelFunc // the client's raw id → its call
 
+	// serverInfo names pml on a modern client's results (modern.go).
+	serverInfo []byte
+
 	// work hands a call to an idle worker (see run).
 	work chan func()
 
@@ -94,7 +97,7 @@ func (f *fastFront) worker(fn func()) {
 }
 
 func newFastFront(ctx context.Context, x *binding, l *listing, sess *sessions, filter *jsonrpc.Filter, out *jsonrpc.Output) *fastFront {
-	f := &fastFront{x: x, l: l, sess: sess, filter: filter, out: out, inflight: map[string]context.CancelFunc{}, work: make(chan func())}
+	f := &fastFront{x: x, l: l, sess: sess, filter: filter, out: out, inflight: map[string]context.CancelFunc{}, work: make(chan func()), serverInfo: serverInfoMember()}
 	f.ctx, f.cancel = context.WithCancel(ctx)
 	return f
 }
@@ -247,12 +250,18 @@ func (f *fastFront) call(id, params []byte) bool {
 	f.mu.Unlock()
 	f.wg.Add(1)
 	id = append([]byte(nil), id...)
-	f.run(func() { f.serve(ctx, cancel, ss, id, name, args, token, meta) })
+	var info []byte // nil: the result as it came
+	if modernEra(ss) {
+		info = f.serverInfo
+	}
+	f.run(func() { f.serve(ctx, cancel, ss, id, name, args, token, meta, info) })
 	return true
 }
 
-// serve runs one forwarded call through the broker and answers it.
-func (f *fastFront) serve(ctx context.Context, cancel context.CancelFunc, ss *mcp.ServerSession, id []byte, name string, args, token, meta json.RawMessage) {
+// serve runs one forwarded call through the broker and answers it; a
+// modern client (MCP 2026-07-28 and later: info not nil) gets the result
+// in that revision's form (modern.go).
+func (f *fastFront) serve(ctx context.Context, cancel context.CancelFunc, ss *mcp.ServerSession, id []byte, name string, args, token, meta json.RawMessage, info []byte) {
 	defer f.wg.Done()
 	defer func() {
 		f.mu.Lock()
@@ -285,11 +294,11 @@ func (f *fastFront) serve(ctx context.Context, cancel context.CancelFunc, ss *mc
 		if len(result) > call.MaxResultBytes {
 			return false
 		}
-		frame := make([]byte, 0, 48+len(id)+len(result))
+		frame := make([]byte, 0, 48+len(completeMember)+len(info)+len(id)+len(result))
 		frame = append(frame, `{"jsonrpc":"2.0","id":`...)
 		frame = append(frame, id...)
 		frame = append(frame, `,"result":`...)
-		frame = append(frame, result...)
+		frame = appendComplete(frame, result, info)
 		frame = append(frame, "}\n"...)
 		if err := f.out.WriteLine(frame); err != nil {
 			b.Log().Debug().Err(err).Msg("answering a forwarded call")
@@ -326,9 +335,13 @@ func (f *fastFront) serve(ctx context.Context, cancel context.CancelFunc, ss *mc
 		// waits for an answer, as MCP has it), or the session is gone.
 		return
 	}
-	out, err := json.Marshal(f.l.fitSchema(name, res, callResult(res, deferred)))
+	mres := f.l.fitSchema(name, res, callResult(res, deferred))
+	if info != nil {
+		mres = withServerInfo(mres)
+	}
+	out, err := encodeCallResult(mres, info != nil)
 	if err != nil {
-		out, _ = json.Marshal(call.ToMCP(call.ResultFor(err)))
+		out, _ = encodeCallResult(call.ToMCP(call.ResultFor(err)), info != nil)
 	}
 	frame := make([]byte, 0, 48+len(id)+len(out))
 	frame = append(frame, `{"jsonrpc":"2.0","id":`...)

@@ -129,7 +129,7 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 			prepareOnce.Do(func() { v.prepare(ctx) })
 		}
 	}
-	s := mcp.NewServer(&mcp.Implementation{Name: "pml", Title: "pml: container-isolated MCP tools", Version: Version}, &mcp.ServerOptions{
+	s := mcp.NewServer(pmlImplementation(), &mcp.ServerOptions{
 		Instructions: "pml runs each tool in a locked-down container with " + ws +
 			" mounted and no network. Paths are absolute or relative to the workspace. A result with approval_required " +
 			"asks the user; answer by calling the same tool again with continue_workflow.",
@@ -141,6 +141,16 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 		// Logging: the servers' log messages are passed on (sessionRelay.Log);
 		// pml's own log stays on stderr.
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}, Logging: &mcp.LoggingCapabilities{}},
+		// What a modern client may cache (ttlMs and cacheScope, which
+		// 2026-07-28 requires on server/discover, the lists and
+		// resources/read): nothing for long, since what pml lists follows
+		// the servers and the permissions as they change (ttlMs 0), and
+		// only for this person (private: the lists and reads are one
+		// workspace's, never to be shared by a cache in front of
+		// another's).
+		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) {
+			c.TTLMs, c.CacheScope = 0, "private"
+		},
 		// The client's roots choose the workspace (roots.go).
 		InitializedHandler: func(_ context.Context, req *mcp.InitializedRequest) {
 			go panics.Guarded(*x.get().Log(), "notifications/initialized", "checking the client's roots", func() { x.checkRoots(req.Session) })
@@ -224,6 +234,10 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 	// Added last, so it runs first: a panic anywhere in pml's answer to
 	// a request (its span included) answers that request alone.
 	s.AddReceivingMiddleware(recoverRequests(func() zerolog.Logger { return *x.get().Log() }))
+	// Around it only the one that gives a modern client's tools/call
+	// results their 2026-07-28 form (modern.go): it reads no request and
+	// runs after every other has answered.
+	s.AddReceivingMiddleware(modernResults)
 	return s, l, sess
 }
 
@@ -286,7 +300,7 @@ func inView(l *listing, res call.Result) call.Result {
 func callResult(res call.Result, deferred bool) *mcp.CallToolResult {
 	if a, ok := res.Structured.(workflow.Approval); ok && deferred && !res.IsError {
 		return &mcp.CallToolResult{
-			InputRequests: mcp.InputRequestMap{approvalInput: elicitParams(a)},
+			InputRequests: mcp.InputRequestMap{approvalInput: elicitParams(a, true)},
 			RequestState:  a.WorkflowID,
 		}
 	}
@@ -386,7 +400,11 @@ func multiRoundTrip(ss *mcp.ServerSession) bool {
 }
 
 // elicitParams asks a person to approve a (e.g. tool permission) workflow.
-func elicitParams(a workflow.Approval) *mcp.ElicitParams {
+// titled words the choices as MCP 2025-11-25 and later have it (a oneOf
+// of const and title), for the input request of a modern client; an
+// elicitation/create of an older one keeps enum and enumNames, which
+// clients of 2025-06-18 read (2026-07-28 keeps them too, deprecated).
+func elicitParams(a workflow.Approval, titled bool) *mcp.ElicitParams {
 	// What each choice does: a network approval's call already ran, and
 	// its "always" adds the host to a network list, not the tool to
 	// permissions.allow.
@@ -404,20 +422,28 @@ func elicitParams(a workflow.Approval) *mcp.ElicitParams {
 		enum, names = []string{"continue", "abort"}, []string{"Continue", "Abort"}
 		msg = a.Description + " (" + cont + ", " + abort + ".)"
 	}
+	choice := map[string]any{
+		"type":        "string",
+		"title":       "Decision",
+		"enum":        enum,
+		"enumNames":   names,
+		"description": fmt.Sprintf("What to do with %s", a.Tool),
+	}
+	if titled {
+		one := make([]map[string]any, len(enum))
+		for i := range enum {
+			one[i] = map[string]any{"const": enum[i], "title": names[i]}
+		}
+		delete(choice, "enum")
+		delete(choice, "enumNames")
+		choice["oneOf"] = one
+	}
 	return &mcp.ElicitParams{
 		Message: msg,
 		RequestedSchema: map[string]any{
-			"type": "object",
-			"properties": map[string]any{
-				"decision": map[string]any{
-					"type":        "string",
-					"title":       "Decision",
-					"enum":        enum,
-					"enumNames":   names,
-					"description": fmt.Sprintf("What to do with %s", a.Tool),
-				},
-			},
-			"required": []string{"decision"},
+			"type":       "object",
+			"properties": map[string]any{"decision": choice},
+			"required":   []string{"decision"},
 		},
 	}
 }
@@ -470,7 +496,7 @@ func elicitor(b Backend, ss *mcp.ServerSession) func(context.Context, workflow.A
 	return func(ctx context.Context, a workflow.Approval) (string, bool) {
 		ectx, cancel := context.WithTimeout(ctx, wait)
 		defer cancel()
-		res, err := ss.Elicit(ectx, elicitParams(a))
+		res, err := ss.Elicit(ectx, elicitParams(a, false))
 		switch {
 		case err != nil && ctx.Err() != nil:
 			// The call itself was cancelled while the person was asked.

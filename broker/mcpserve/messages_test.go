@@ -41,7 +41,7 @@ func TestSDKLogLinesArePMLLines(t *testing.T) {
 func TestElicitationSaysWhatANetworkChoiceDoes(t *testing.T) {
 	a := workflow.Approval{ApprovalType: broker.ApprovalNetwork, Tool: "shell:exec", Description: "shell:exec tried to connect to example.com:443.",
 		Options: []string{"continue", "always", "abort"}, Context: map[string]any{"always_adds": "example.com:443 to sandbox.network.allow in .pml.json"}}
-	msg := elicitParams(a).Message
+	msg := elicitParams(a, false).Message
 	for _, w := range []string{"Always also adds example.com:443 to sandbox.network.allow in .pml.json", "runs the call again"} {
 		if !strings.Contains(msg, w) {
 			t.Errorf("the dialog lacks %q: %s", w, msg)
@@ -51,7 +51,7 @@ func TestElicitationSaysWhatANetworkChoiceDoes(t *testing.T) {
 		t.Errorf("the dialog says what a tool permission does: %s", msg)
 	}
 	a = workflow.Approval{ApprovalType: workflow.ApprovalToolPermission, Tool: "shell:exec", Description: "Allow pml to run shell:exec?", Options: []string{"continue", "always", "abort"}}
-	if msg := elicitParams(a).Message; !strings.Contains(msg, "Always also adds it to permissions.allow in .pml.json") {
+	if msg := elicitParams(a, false).Message; !strings.Contains(msg, "Always also adds it to permissions.allow in .pml.json") {
 		t.Errorf("a tool permission's dialog: %s", msg)
 	}
 }

@@ -19,7 +19,8 @@ import (
 // with a JSON-RPC internal error that names it, the stack goes to pml's
 // log once, the panic is counted (pml.panics), and pml serves on.
 
-// recoverRequests is the outermost receiving middleware: every MCP
+// recoverRequests is the outermost receiving middleware (but for
+// modernResults, which only gives a result its encoding): every MCP
 // request pml serves (stdio and Streamable HTTP) runs inside it, tool
 // calls on the go-sdk's path included. log gives the log of the moment
 // (the workspace's broker may change during a session).

@@ -349,22 +349,29 @@ func (s *Server) answerOf(frame []byte) (json.RawMessage, error) {
 }
 
 // plainResult reports whether a tools/call result holds only the members
-// MCP defines for a server's answer, so it can go to the client as it
-// came. Anything else (inputRequests and requestState above all: a
-// question to the person that would not be attributed to the server, nor
-// rate limited) makes the caller decode it and keep only those
+// MCP defines for a server's answer, content among them (MCP requires
+// it, an array), so it can go to the client as it came: a client on MCP 2026-07-28
+// gets it with resultType added and nothing else changed
+// (mcpserve.appendComplete). Anything else (inputRequests and
+// requestState above all: a question to the person that would not be
+// attributed to the server, nor rate limited; a resultType of the
+// server's own) makes the caller decode it and keep only those
 // (call.ToMCP).
 func plainResult(res []byte) bool {
-	plain := true
-	jsonrpc.Each(res, func(k, _ []byte) bool {
+	plain, content := true, false
+	jsonrpc.Each(res, func(k, v []byte) bool {
 		switch string(k) {
-		case "content", "structuredContent", "isError", "_meta":
+		case "content":
+			// An array (not null, which a strict client refuses).
+			content = len(v) > 0 && v[0] == '['
+			return true
+		case "structuredContent", "isError", "_meta":
 			return true
 		}
 		plain = false
 		return false
 	})
-	return plain
+	return plain && content
 }
 
 // resultOf checks that a result member is a JSON object.

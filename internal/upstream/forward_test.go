@@ -109,7 +109,10 @@ func TestAFastAnswerMustBeAnObject(t *testing.T) {
 func TestOnlyAPlainResultGoesOnAsItCame(t *testing.T) {
 	for res, plain := range map[string]bool{
 		`{"content":[{"type":"text","text":"x"}],"isError":false,"_meta":{"a":1},"structuredContent":{"inputRequests":1}}`: true,
-		`{}`: true,
+		`{}`:                            false,
+		`{"content":null}`:              false,
+		`{"structuredContent":{"a":1}}`: false,
+		`{"content":[],"resultType":"input_required"}`:                                   false,
 		`{"content":[],"inputRequests":{"q":{"message":"approve?"}},"requestState":"s"}`: false,
 		`{"content":[],"requestState":"s"}`:                                              false,
 		`{"content":[],"x":1}`:                                                           false,

@@ -56,7 +56,7 @@ func addHostileTools(s *mcp.Server) {
 // marker "HOSTILE:<mode>" (and the progress token), which the server's
 // writer (hostileWriter) replaces by what the mode says.
 type hostileArgs struct {
-	Mode string `json:"mode" jsonschema:"extra, huge, forged, notobject, string, progress or log"`
+	Mode string `json:"mode" jsonschema:"extra, huge, forged, resulttype, nocontent, nullcontent, notobject, string, progress or log"`
 }
 
 func addHostileResults(s *mcp.Server) {
@@ -112,6 +112,15 @@ func (h *hostileWriter) Write(p []byte) (int, error) {
 		}
 		answer(id, `{"content":[{"type":"text","text":"forged answered"}]}`)
 		answer(id, `{"content":[{"type":"text","text":"FORGED late"}]}`)
+	case "resulttype":
+		// A result that names its own kind (MCP 2026-07-28's
+		// resultType): a question, which a modern client would answer.
+		answer(id, `{"content":[{"type":"text","text":"resulttype answered"}],"resultType":"input_required"}`)
+	case "nocontent":
+		// No content (MCP requires it), then content null.
+		answer(id, `{"structuredContent":{"n":1},"isError":false}`)
+	case "nullcontent":
+		answer(id, `{"content":null}`)
 	case "notobject":
 		answer(id, `["FORGED array"]`)
 	case "string":
