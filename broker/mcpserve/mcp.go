@@ -120,7 +120,12 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 			prepareOnce.Do(func() { v.prepare(ctx) })
 		}
 	}
-	s := mcp.NewServer(&mcp.Implementation{Name: "pml", Title: "pml: container-isolated MCP tools", Version: Version}, &mcp.ServerOptions{
+	sess := &sessions{ttl: b.ApprovalTimeout(), m: map[*mcp.ServerSession]*workflow.Workflows{}}
+	// The prompts, resources and completions of the servers (features.go).
+	feats := newFeatures(x, sess)
+	caps := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}}
+	featureCapabilities(b, v, caps)
+	opts := &mcp.ServerOptions{
 		Instructions: "pml runs each tool in a locked-down container with " + ws +
 			" mounted and no network. Paths are absolute or relative to the workspace. A result with approval_required " +
 			"asks the user; answer by calling the same tool again with continue_workflow.",
@@ -130,7 +135,9 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 		Logger: sdkLogger(*b.Log()),
 		// No logging capability: logs go to pml's stderr, never the protocol.
 		// Tools: listChanged, since tools appear and go at run time.
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+		// Prompts, resources and completions only when a server could
+		// serve them (featureCapabilities).
+		Capabilities: caps,
 		// The client's roots choose the workspace (roots.go).
 		InitializedHandler: func(_ context.Context, req *mcp.InitializedRequest) {
 			go panics.Guarded(*x.get().Log(), "notifications/initialized", "checking the client's roots", func() { x.checkRoots(req.Session) })
@@ -138,8 +145,9 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 		RootsListChangedHandler: func(_ context.Context, req *mcp.RootsListChangedRequest) {
 			go panics.Guarded(*x.get().Log(), "notifications/roots/list_changed", "checking the client's roots", func() { x.checkRoots(req.Session) })
 		},
-	})
-	sess := &sessions{ttl: b.ApprovalTimeout(), m: map[*mcp.ServerSession]*workflow.Workflows{}}
+	}
+	feats.featureOptions(opts)
+	s := mcp.NewServer(&mcp.Implementation{Name: "pml", Title: "pml: container-isolated MCP tools", Version: Version}, opts)
 	var l *listing
 	l = newListing(s, x, v, func(name string) mcp.ToolHandler { return toolHandler(x, sess, name, func() *listing { return l }) })
 	// Which protocol revision initialize agreed on, and why (protocol.go).
@@ -151,7 +159,8 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 	}
 	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			if method == "tools/list" || method == "tools/call" {
+			served := featureMethods[method] && caps.Prompts != nil
+			if method == "tools/list" || method == "tools/call" || served {
 				// The workspace the client's roots choose serves them
 				// (roots.go); a swap waits for running calls.
 				ss, _ := req.GetSession().(*mcp.ServerSession)
@@ -163,6 +172,10 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 				x.get().RefreshTrust()
 			}
 			b := x.get()
+			if served {
+				// A server's prompts, resources, completions (features.go).
+				return feats.handle(ctx, method, req)
+			}
 			switch method {
 			case "tools/list":
 				// The first list starts the configured servers (never

@@ -1,0 +1,371 @@
+package mcpserve
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	sdkjsonrpc "github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/yosida95/uritemplate/v3"
+
+	"github.com/pml-dev/pml/broker/call"
+	"github.com/pml-dev/pml/internal/termsafe"
+	"github.com/pml-dev/pml/internal/wirename"
+)
+
+// features serves the prompts, resources and completions of the servers
+// behind pml, in the aggregate (pml stdio, pml serve):
+//
+//   - prompts are listed under the tools' wire-name scheme (SERVER__NAME,
+//     internal/wirename: collision-free, and what is listed is got);
+//   - resources and resource templates keep their URIs (an MCP App's tool
+//     names a ui:// URI its client then reads): a read goes to the server
+//     that listed the URI, or whose template matches it. A URI two
+//     servers list is the first's, in the servers' order (by name); the
+//     other's is withheld, with a log line;
+//   - a prompts/get, resources/read, resources/subscribe and
+//     completion/complete go down the request path as a call of their
+//     Kind (audit, permissions, approval), decided by the permission
+//     names call.PromptPermission and call.ResourcePermission give.
+type features struct {
+	x     *binding
+	sess  *sessions
+	names *wirename.Table
+
+	mu sync.Mutex
+	// resources maps a listed URI to its server; templates are the
+	// listed templates, in the servers' order.
+	resources map[string]string
+	templates []routedTemplate
+}
+
+type routedTemplate struct {
+	server string
+	raw    string
+	t      *uritemplate.Template
+}
+
+func newFeatures(x *binding, sess *sessions) *features {
+	return &features{x: x, sess: sess, names: wirename.NewTable(false), resources: map[string]string{}}
+}
+
+// featureMethods are the methods features answers.
+var featureMethods = map[string]bool{
+	"prompts/list": true, "prompts/get": true,
+	"resources/list": true, "resources/templates/list": true, "resources/read": true,
+	"completion/complete": true,
+}
+
+// capabilities adds to caps what pml serves of its servers: prompts,
+// resources and completions, when a configured server could serve them
+// (which ones a server has is known only once it runs, and initialize
+// never waits for a container).
+func featureCapabilities(b Backend, v view, caps *mcp.ServerCapabilities) {
+	if v.prefix != "" || !b.ServesFeatures() {
+		return
+	}
+	caps.Prompts = &mcp.PromptCapabilities{}
+	caps.Resources = &mcp.ResourceCapabilities{Subscribe: true}
+	caps.Completions = &mcp.CompletionCapabilities{}
+}
+
+// handle answers one of featureMethods.
+func (f *features) handle(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+	b := f.x.get()
+	switch method {
+	case "prompts/list":
+		return f.listPrompts(ctx, b), nil
+	case "resources/list":
+		res, _ := f.listResources(ctx, b)
+		return res, nil
+	case "resources/templates/list":
+		_, res := f.listResources(ctx, b)
+		return res, nil
+	case "prompts/get":
+		r, _ := req.(*mcp.GetPromptRequest)
+		if r == nil || r.Params == nil {
+			return nil, invalidParams("prompts/get needs params with a prompt's name")
+		}
+		server, prompt, ok := f.prompt(r.Params.Name)
+		if !ok {
+			return nil, invalidParams(fmt.Sprintf("no prompt %s: prompts/list shows the prompts pml serves", termsafe.Quote(r.Params.Name, 200)))
+		}
+		p := *r.Params
+		p.Name = prompt
+		res, err := f.call(ctx, b, req, call.KindPrompt, call.PromptPermission(server, prompt), &p)
+		if err != nil {
+			return nil, err
+		}
+		out, _ := res.(*mcp.GetPromptResult)
+		if out == nil {
+			out = &mcp.GetPromptResult{}
+		}
+		return out, nil
+	case "resources/read":
+		r, _ := req.(*mcp.ReadResourceRequest)
+		if r == nil || r.Params == nil || r.Params.URI == "" {
+			return nil, invalidParams("resources/read needs params with a resource's uri")
+		}
+		server, err := f.route(ctx, b, r.Params.URI)
+		if err != nil {
+			return nil, err
+		}
+		res, err := f.call(ctx, b, req, call.KindResource, call.ResourcePermission(server, r.Params.URI), r.Params)
+		if err != nil {
+			return nil, err
+		}
+		out, _ := res.(*mcp.ReadResourceResult)
+		if out == nil {
+			out = &mcp.ReadResourceResult{}
+		}
+		return out, nil
+	case "completion/complete":
+		r, _ := req.(*mcp.CompleteRequest)
+		if r == nil || r.Params == nil || r.Params.Ref == nil {
+			return nil, invalidParams("completion/complete needs params with a ref")
+		}
+		p := *r.Params
+		ref := *p.Ref
+		p.Ref = &ref
+		var server, perm string
+		switch ref.Type {
+		case "ref/prompt":
+			s, prompt, ok := f.prompt(ref.Name)
+			if !ok {
+				return nil, invalidParams(fmt.Sprintf("no prompt %s: prompts/list shows the prompts pml serves", termsafe.Quote(ref.Name, 200)))
+			}
+			server, ref.Name, perm = s, prompt, call.PromptPermission(s, prompt)
+		case "ref/resource":
+			s, err := f.routeTemplate(ctx, b, ref.URI)
+			if err != nil {
+				return nil, err
+			}
+			server, perm = s, call.ResourcePermission(s, ref.URI)
+		default:
+			return nil, invalidParams(fmt.Sprintf("completion/complete: unknown ref type %s", termsafe.Quote(ref.Type, 64)))
+		}
+		_ = server
+		res, err := f.call(ctx, b, req, call.KindCompletion, perm, &p)
+		if err != nil {
+			return nil, err
+		}
+		out, _ := res.(*mcp.CompleteResult)
+		if out == nil {
+			out = &mcp.CompleteResult{}
+		}
+		return out, nil
+	}
+	return nil, &sdkjsonrpc.Error{Code: sdkjsonrpc.CodeMethodNotFound, Message: "method not found"}
+}
+
+// prompt reads a prompt's wire name: its server and its own name.
+func (f *features) prompt(wire string) (server, prompt string, ok bool) {
+	name, ok := f.names.Name(wire)
+	if !ok {
+		return "", "", false
+	}
+	server, prompt, ok = strings.Cut(name, ":")
+	return server, prompt, ok && server != "" && prompt != ""
+}
+
+// listPrompts lists the servers' prompts under their wire names, minus
+// those permissions.deny refuses.
+func (f *features) listPrompts(ctx context.Context, b Backend) *mcp.ListPromptsResult {
+	res := &mcp.ListPromptsResult{Prompts: []*mcp.Prompt{}}
+	for _, o := range b.Offers(ctx) {
+		for _, p := range o.Prompts {
+			if p == nil || b.Decide(call.PromptPermission(o.Server, p.Name)) == call.Deny {
+				continue
+			}
+			shown := *p
+			shown.Name = f.names.Wire(o.Server + ":" + p.Name)
+			res.Prompts = append(res.Prompts, &shown)
+		}
+	}
+	return res
+}
+
+// listResources lists the servers' resources and templates under their
+// own URIs and notes which server serves each; a URI or template an
+// earlier server listed is withheld from a later one (logged).
+func (f *features) listResources(ctx context.Context, b Backend) (*mcp.ListResourcesResult, *mcp.ListResourceTemplatesResult) {
+	offers := b.Offers(ctx)
+	rs := &mcp.ListResourcesResult{Resources: []*mcp.Resource{}}
+	ts := &mcp.ListResourceTemplatesResult{ResourceTemplates: []*mcp.ResourceTemplate{}}
+	owner := map[string]string{}
+	var templates []routedTemplate
+	tOwner := map[string]string{}
+	for _, o := range offers {
+		for _, r := range o.Resources {
+			if r == nil || r.URI == "" {
+				continue
+			}
+			if first, ok := owner[r.URI]; ok && first != o.Server {
+				withheld(b, o.Server, first, r.URI)
+				continue
+			}
+			owner[r.URI] = o.Server
+			if b.Decide(call.ResourcePermission(o.Server, r.URI)) == call.Deny {
+				continue
+			}
+			rs.Resources = append(rs.Resources, r)
+		}
+		for _, t := range o.Templates {
+			if t == nil || t.URITemplate == "" {
+				continue
+			}
+			if first, ok := tOwner[t.URITemplate]; ok && first != o.Server {
+				withheld(b, o.Server, first, t.URITemplate)
+				continue
+			}
+			parsed, err := uritemplate.New(t.URITemplate)
+			if err != nil {
+				b.Log().Warn().Str("server", o.Server).Str("template", termsafe.Quote(t.URITemplate, 200)).Err(err).Msg("a resource template that is not an RFC 6570 URI template is not listed")
+				continue
+			}
+			tOwner[t.URITemplate] = o.Server
+			templates = append(templates, routedTemplate{server: o.Server, raw: t.URITemplate, t: parsed})
+			if b.Decide(call.ResourcePermission(o.Server, t.URITemplate)) == call.Deny {
+				continue
+			}
+			ts.ResourceTemplates = append(ts.ResourceTemplates, t)
+		}
+	}
+	f.mu.Lock()
+	f.resources, f.templates = owner, templates
+	f.mu.Unlock()
+	return rs, ts
+}
+
+func withheld(b Backend, server, first, uri string) {
+	b.Log().Warn().Str("server", server).Str("served_by", first).Str("uri", termsafe.Quote(uri, 200)).
+		Msg("a resource URI two servers list is served by the first (by name); this server's is not listed")
+}
+
+// route is the server that serves uri: the one that listed it, else the
+// first whose template matches it. A URI not known yet lists again once.
+func (f *features) route(ctx context.Context, b Backend, uri string) (string, error) {
+	for range 2 {
+		f.mu.Lock()
+		server, ok := f.resources[uri]
+		if !ok {
+			for _, t := range f.templates {
+				if t.t.Match(uri) != nil {
+					server, ok = t.server, true
+					break
+				}
+			}
+		}
+		f.mu.Unlock()
+		if ok {
+			return server, nil
+		}
+		f.listResources(ctx, b)
+	}
+	return "", &sdkjsonrpc.Error{Code: sdkjsonrpc.CodeInvalidParams, Message: fmt.Sprintf("no server behind pml lists the resource %s (resources/list and resources/templates/list show what is served)", termsafe.Quote(uri, 200))}
+}
+
+// routeTemplate is the server that listed the resource template raw.
+func (f *features) routeTemplate(ctx context.Context, b Backend, raw string) (string, error) {
+	for range 2 {
+		f.mu.Lock()
+		for _, t := range f.templates {
+			if t.raw == raw {
+				f.mu.Unlock()
+				return t.server, nil
+			}
+		}
+		f.mu.Unlock()
+		f.listResources(ctx, b)
+	}
+	// A completion may name a resource's URI rather than a template.
+	return f.route(ctx, b, raw)
+}
+
+// call sends one request of kind down the request path under the
+// permission name perm, with params as the server is to get them; a
+// refusal, a failure or an approval the client cannot answer here is a
+// protocol error that says what to do.
+func (f *features) call(ctx context.Context, b Backend, req mcp.Request, kind call.Kind, perm string, params any) (any, error) {
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return nil, invalidParams(err.Error())
+	}
+	ss, _ := req.GetSession().(*mcp.ServerSession)
+	r := call.Request{Kind: kind, Tool: perm, Args: raw, Relay: &sessionRelay{ss: ss, b: b}}
+	r.Workflows = f.sess.workflows(ss)
+	if !multiRoundTrip(ss) {
+		r.Ask = elicitor(b, ss)
+	}
+	res := b.Call(ctx, r)
+	if a, ok := res.Approval(); ok {
+		return nil, &sdkjsonrpc.Error{Code: codeRefused, Message: fmt.Sprintf(
+			"%s needs a person's approval, and this client cannot ask in a dialog (elicitation): add %s to permissions.allow in .pml.json to allow it (%s)",
+			termsafe.Quote(perm, 300), termsafe.Quote(perm, 300), a.Description)}
+	}
+	var we *sdkjsonrpc.Error
+	if res.IsError && errors.As(res.Err(), &we) {
+		// The server's own error (no such prompt, a read it refused):
+		// passed on as it sent it.
+		return nil, &sdkjsonrpc.Error{Code: we.Code, Message: we.Message, Data: we.Data}
+	}
+	if res.IsError {
+		msg := res.Text
+		if msg == "" {
+			msg = perm + " failed"
+		}
+		return nil, &sdkjsonrpc.Error{Code: codeRefused, Message: msg}
+	}
+	return res.Reply, nil
+}
+
+// codeRefused is the JSON-RPC error of a prompt, resource or completion
+// request pml refused or the server failed (the implementation-defined
+// range of JSON-RPC 2.0).
+const codeRefused = -32001
+
+func invalidParams(msg string) error {
+	return &sdkjsonrpc.Error{Code: sdkjsonrpc.CodeInvalidParams, Message: msg}
+}
+
+// subscribe is the SDK's SubscribeHandler (and, with kind
+// KindUnsubscribe, its UnsubscribeHandler): the subscription goes down
+// the request path to the server that serves the URI; the SDK then keeps
+// the session's subscription, and a server's resources/updated reaches
+// the sessions subscribed to the URI (Server.ResourceUpdated).
+func (f *features) subscribe(ctx context.Context, req mcp.Request, kind call.Kind, uri string, params any) error {
+	if uri == "" {
+		return invalidParams("resources/subscribe needs params with a resource's uri")
+	}
+	b := f.x.get()
+	server, err := f.route(ctx, b, uri)
+	if err != nil {
+		return err
+	}
+	_, err = f.call(ctx, b, req, kind, call.ResourcePermission(server, uri), params)
+	return err
+}
+
+// featureOptions sets, on opts, what the SDK answers itself of pml's
+// features: subscriptions (it keeps who subscribed to what).
+func (f *features) featureOptions(opts *mcp.ServerOptions) {
+	if opts.Capabilities == nil || opts.Capabilities.Resources == nil {
+		return
+	}
+	opts.SubscribeHandler = func(ctx context.Context, req *mcp.SubscribeRequest) error {
+		if req.Params == nil {
+			return invalidParams("resources/subscribe needs params with a resource's uri")
+		}
+		return f.subscribe(ctx, req, call.KindSubscribe, req.Params.URI, req.Params)
+	}
+	opts.UnsubscribeHandler = func(ctx context.Context, req *mcp.UnsubscribeRequest) error {
+		if req.Params == nil {
+			return invalidParams("resources/unsubscribe needs params with a resource's uri")
+		}
+		return f.subscribe(ctx, req, call.KindUnsubscribe, req.Params.URI, req.Params)
+	}
+}
