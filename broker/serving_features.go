@@ -15,3 +15,8 @@ func (s Serving) ServesFeatures() bool { return s.b.srv.ServesFeatures() }
 // configured servers (each started if it is not running), in the
 // servers' order.
 func (s Serving) Offers(ctx context.Context) []tl.ServerOffer { return s.b.srv.Offers(ctx) }
+
+// OnServerNotice registers f, told of each server's
+// notifications/resources/updated, resources/list_changed and
+// prompts/list_changed.
+func (s Serving) OnServerNotice(f func(server, method string, params any)) { s.b.srv.OnNotice(f) }

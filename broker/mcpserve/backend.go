@@ -68,6 +68,9 @@ type Backend interface {
 	// subscription or completion goes through Call, with its Kind).
 	ServesFeatures() bool
 	Offers(ctx context.Context) []tl.ServerOffer
+	// OnServerNotice tells f of a server's resources/updated and its
+	// resources and prompts list_changed.
+	OnServerNotice(f func(server, method string, params any))
 }
 
 // The broker's adapter is a Backend.

@@ -68,8 +68,8 @@ func featureCapabilities(b Backend, v view, caps *mcp.ServerCapabilities) {
 	if v.prefix != "" || !b.ServesFeatures() {
 		return
 	}
-	caps.Prompts = &mcp.PromptCapabilities{}
-	caps.Resources = &mcp.ResourceCapabilities{Subscribe: true}
+	caps.Prompts = &mcp.PromptCapabilities{ListChanged: true}
+	caps.Resources = &mcp.ResourceCapabilities{Subscribe: true, ListChanged: true}
 	caps.Completions = &mcp.CompletionCapabilities{}
 }
 
@@ -303,9 +303,13 @@ func (f *features) call(ctx context.Context, b Backend, req mcp.Request, kind ca
 	}
 	res := b.Call(ctx, r)
 	if a, ok := res.Approval(); ok {
+		why := "this client cannot answer in a dialog (it declared no elicitation)"
+		if multiRoundTrip(ss) {
+			why = "pml cannot ask a client on MCP 2026-07-28 in its dialog during a prompt, resource or completion request yet"
+		}
 		return nil, &sdkjsonrpc.Error{Code: codeRefused, Message: fmt.Sprintf(
-			"%s needs a person's approval, and this client cannot ask in a dialog (elicitation): add %s to permissions.allow in .pml.json to allow it (%s)",
-			termsafe.Quote(perm, 300), termsafe.Quote(perm, 300), a.Description)}
+			"%s needs a person's approval, and %s: add %s to permissions.allow in .pml.json to allow it (%s)",
+			termsafe.Quote(perm, 300), why, termsafe.Quote(perm, 300), a.Description)}
 	}
 	var we *sdkjsonrpc.Error
 	if res.IsError && errors.As(res.Err(), &we) {
@@ -368,4 +372,53 @@ func (f *features) featureOptions(opts *mcp.ServerOptions) {
 		}
 		return f.subscribe(ctx, req, call.KindUnsubscribe, req.Params.URI, req.Params)
 	}
+}
+
+// listChangedSentinel is a prompt or resource the SDK holds only for a
+// moment: adding and removing it is how the SDK sends its sessions
+// prompts/list_changed or resources/list_changed (it has no other way to
+// send them). Clients never see it: features answers the lists.
+const listChangedSentinel = "pml-list-changed"
+
+// passNotices passes the servers' notifications on to s's sessions: a
+// resources/updated to the sessions subscribed to its URI (the SDK keeps
+// the subscriptions), when the URI is the notifying server's to serve; a
+// list_changed to every session.
+func (f *features) passNotices(s *mcp.Server, b Backend) {
+	b.OnServerNotice(func(server, method string, params any) {
+		if f.x.get() != b {
+			return
+		}
+		switch method {
+		case "notifications/resources/updated":
+			p, _ := params.(*mcp.ResourceUpdatedNotificationParams)
+			if p == nil || !f.serves(server, p.URI) {
+				return
+			}
+			_ = s.ResourceUpdated(context.Background(), p)
+		case "notifications/resources/list_changed":
+			s.AddResource(&mcp.Resource{Name: listChangedSentinel, URI: "pml:" + listChangedSentinel}, nil)
+			s.RemoveResources("pml:" + listChangedSentinel)
+		case "notifications/prompts/list_changed":
+			s.AddPrompt(&mcp.Prompt{Name: listChangedSentinel}, nil)
+			s.RemovePrompts(listChangedSentinel)
+		}
+	})
+}
+
+// serves reports whether server is the one that serves uri (as listed
+// last): a server's resources/updated of another server's URI is not
+// passed on.
+func (f *features) serves(server, uri string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if owner, ok := f.resources[uri]; ok {
+		return owner == server
+	}
+	for _, t := range f.templates {
+		if t.t.Match(uri) != nil {
+			return t.server == server
+		}
+	}
+	return false
 }

@@ -83,5 +83,30 @@ func (s *Servers) FeatureExec(name string) (Executor, error) {
 	return s.exec.Server(srv), nil
 }
 
+// notices are the functions told of the servers' notifications of
+// resources and prompts (OnNotice).
+type notices struct {
+	mu sync.Mutex
+	fs []func(server, method string, params any)
+}
+
+func (n *notices) tell(server, method string, params any) {
+	n.mu.Lock()
+	fs := n.fs
+	n.mu.Unlock()
+	for _, f := range fs {
+		f(server, method, params)
+	}
+}
+
+// OnNotice registers f, told of each server's
+// notifications/resources/updated, resources/list_changed and
+// prompts/list_changed.
+func (s *Servers) OnNotice(f func(server, method string, params any)) {
+	s.notices.mu.Lock()
+	s.notices.fs = append(s.notices.fs, f)
+	s.notices.mu.Unlock()
+}
+
 // ErrNoFeatures: an executor that serves no prompts or resources.
 var ErrNoFeatures = errors.New("this executor serves no prompts or resources")

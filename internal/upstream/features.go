@@ -143,3 +143,10 @@ func request(ctx context.Context, cs *mcp.ClientSession, method string, params j
 	}
 	return nil, &badParams{fmt.Errorf("pml does not pass %q to a server", method)}
 }
+
+// notice passes a notification of the server on (Options.Notice).
+func (s *Server) notice(method string, params any) {
+	if s.o.Notice != nil {
+		s.o.Notice(method, params)
+	}
+}
