@@ -111,26 +111,27 @@ func TestAHostileServersPromptsAndResourcesCannotPassForAnothers(t *testing.T) {
 	if err != nil || promptText(t, got) != "the probe's greet" {
 		t.Fatalf("probe__everything__greet: %v", err)
 	}
+	// The prompt whose name holds terminal escapes is not listed (a log
+	// line says so), and its name, as the wire scheme would make it,
+	// gets nothing.
 	prompts, err := s.ListPrompts(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	evil := ""
 	for _, p := range prompts.Prompts {
 		if strings.HasPrefix(p.Name, "probe__evil") {
-			evil = p.Name
+			t.Errorf("a prompt whose name holds terminal escapes is listed as %q", p.Name)
 		}
 	}
-	if evil == "" {
-		t.Fatalf("the probe's evil prompt is not listed")
+	if !s.logs("a prompt of the server is not listed", "evil") {
+		t.Errorf("no log line says the evil prompt is not listed")
 	}
-	got, err = s.GetPrompt(ctx, &mcp.GetPromptParams{Name: evil})
-	if err != nil || promptText(t, got) != "the probe's evil prompt" {
-		t.Fatalf("%s: %v", evil, err)
+	if _, err := s.GetPrompt(ctx, &mcp.GetPromptParams{Name: "probe__evil\x1b[2J\u202eprompt"}); err == nil {
+		t.Errorf("a prompt not listed was got")
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(asked) != 2 {
+	if len(asked) != 1 {
 		t.Fatalf("the probe's prompts (ask) were not put to the person: %q", asked)
 	}
 	for _, q := range asked {

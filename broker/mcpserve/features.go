@@ -13,6 +13,7 @@ import (
 	"github.com/yosida95/uritemplate/v3"
 
 	"github.com/pml-dev/pml/broker/call"
+	"github.com/pml-dev/pml/internal/mcpname"
 	"github.com/pml-dev/pml/internal/termsafe"
 	"github.com/pml-dev/pml/internal/wirename"
 )
@@ -178,7 +179,7 @@ func (f *features) listPrompts(ctx context.Context, b Backend) *mcp.ListPromptsR
 	res := &mcp.ListPromptsResult{Prompts: []*mcp.Prompt{}}
 	for _, o := range b.Offers(ctx) {
 		for _, p := range o.Prompts {
-			if p == nil || b.Decide(call.PromptPermission(o.Server, p.Name)) == call.Deny {
+			if p == nil || !listable(b, o.Server, "prompt", mcpname.Prompt(p.Name)) || b.Decide(call.PromptPermission(o.Server, p.Name)) == call.Deny {
 				continue
 			}
 			shown := *p
@@ -201,7 +202,7 @@ func (f *features) listResources(ctx context.Context, b Backend) (*mcp.ListResou
 	tOwner := map[string]string{}
 	for _, o := range offers {
 		for _, r := range o.Resources {
-			if r == nil || r.URI == "" {
+			if r == nil || !listable(b, o.Server, "resource", errors.Join(mcpname.ResourceURI(r.URI), mcpname.Resource(r.Name))) {
 				continue
 			}
 			if first, ok := owner[r.URI]; ok && first != o.Server {
@@ -215,7 +216,7 @@ func (f *features) listResources(ctx context.Context, b Backend) (*mcp.ListResou
 			rs.Resources = append(rs.Resources, r)
 		}
 		for _, t := range o.Templates {
-			if t == nil || t.URITemplate == "" {
+			if t == nil || !listable(b, o.Server, "resource template", errors.Join(mcpname.ResourceURI(t.URITemplate), mcpname.Resource(t.Name))) {
 				continue
 			}
 			if first, ok := tOwner[t.URITemplate]; ok && first != o.Server {
@@ -239,6 +240,18 @@ func (f *features) listResources(ctx context.Context, b Backend) (*mcp.ListResou
 	f.resources, f.templates = owner, templates
 	f.mu.Unlock()
 	return rs, ts
+}
+
+// listable: a prompt's name or a resource's URI and name a server
+// chose is listed only within MCP's rules as internal/mcpname reads them
+// (no control, bidi or invisible character: they are shown to a person
+// and written in .pml.json); one that is not is logged and left out.
+func listable(b Backend, server, what string, err error) bool {
+	if err == nil {
+		return true
+	}
+	b.Log().Warn().Str("server", server).Err(err).Msg("a " + what + " of the server is not listed")
+	return false
 }
 
 func withheld(b Backend, server, first, uri string) {
