@@ -154,7 +154,8 @@ func describeServer(s Server) string {
 	return b.String()
 }
 
-// A pattern that names a server's prompts or resources (the permission
+// quoteTool says what a permissions.allow pattern lets run, quoted. A
+// pattern that names a server's prompts or resources (the permission
 // names SERVER:prompt:NAME and SERVER:resource:URI, issue 53) says so, and
 // one that covers a whole server says it covers them too (a glob's *
 // matches ':').
