@@ -31,6 +31,7 @@ func (b *Broker) serveFeature(ctx context.Context, c *call.Call) call.Result {
 	status := "ok"
 	if res.IsError {
 		status = "error"
+		b.log.Debug().Str("tool", c.Tool).Str("error", res.Text).Msg("the server's answer is an error")
 	}
 	c.Note(audit.Entry{Tool: c.Tool, Decision: audit.Allowed, Pattern: c.Pattern, ExitStatus: status, ArgKeys: audit.Keys(c.Args)})
 	return res

@@ -161,11 +161,18 @@ func TestAPromptThatAsksIsRefusedWithThePermissionToAddOverServe(t *testing.T) {
 
 // TestASubscribedResourcesUpdateReachesTheClient: resources/subscribe
 // through pml reaches the server, and its notifications/resources/updated
-// reaches the subscribed client (issue 53).
+// reaches the subscribed client, on MCP 2025-11-25 (resources/subscribe)
+// and 2026-07-28 (subscriptions/listen) (issue 53).
 func TestASubscribedResourcesUpdateReachesTheClient(t *testing.T) {
+	for _, version := range []string{"2025-11-25", "2026-07-28"} {
+		t.Run(version, func(t *testing.T) { subscribedUpdateReachesTheClient(t, version) })
+	}
+}
+
+func subscribedUpdateReachesTheClient(t *testing.T, version string) {
 	ws := newWorkspace(t, probeConfig(t, `, "env": {"PROBE_FEATURES": "1"}`))
 	updated := make(chan string, 4)
-	s := startSessionOn(t, ws, "2025-11-25", &mcp.ClientOptions{
+	s := startSessionOn(t, ws, version, &mcp.ClientOptions{
 		ResourceUpdatedHandler: func(ctx context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
 			updated <- req.Params.URI
 		},
@@ -177,6 +184,20 @@ func TestASubscribedResourcesUpdateReachesTheClient(t *testing.T) {
 	if err := s.Subscribe(ctx, &mcp.SubscribeParams{URI: "probe:doc"}); err != nil {
 		t.Fatalf("resources/subscribe: %v", err)
 	}
+	// On MCP 2026-07-28 Subscribe returns once the client opened its
+	// subscriptions/listen stream, before pml subscribed at the server:
+	// wait for the subscription's audit entry.
+	subscribed := func() bool {
+		for _, e := range auditJSON(t, ws) {
+			if e.Tool == "probe:resource:probe:doc" && e.Decision == "allowed" {
+				return true
+			}
+		}
+		return false
+	}
+	for deadline := time.Now().Add(10 * time.Second); !subscribed() && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+	}
 	if out, res := s.call(t, "probe:touch", nil); res.IsError {
 		t.Fatalf("probe:touch: %s", out)
 	}
@@ -186,13 +207,9 @@ func TestASubscribedResourcesUpdateReachesTheClient(t *testing.T) {
 			t.Errorf("updated: %q", uri)
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatal("no notifications/resources/updated reached the subscribed client")
+		t.Fatalf("no notifications/resources/updated reached the subscribed client: %v\n%s", auditJSON(t, ws), s.stderr.String())
 	}
-	found := false
-	for _, e := range auditJSON(t, ws) {
-		found = found || (e.Tool == "probe:resource:probe:doc" && e.Decision == "allowed")
-	}
-	if !found {
+	if !subscribed() {
 		t.Errorf("the subscription is not audited as probe:resource:probe:doc")
 	}
 }

@@ -377,13 +377,17 @@ func (f *features) featureOptions(opts *mcp.ServerOptions) {
 		if req.Params == nil {
 			return invalidParams("resources/subscribe needs params with a resource's uri")
 		}
-		return f.subscribe(ctx, req, call.KindSubscribe, req.Params.URI, req.Params)
+		// Only the URI goes on: on MCP 2026-07-28 the SDK makes this call
+		// from a subscriptions/listen whose _meta (the revision's own
+		// keys) would make a server read resources/subscribe as a method
+		// of that revision, which has none.
+		return f.subscribe(ctx, req, call.KindSubscribe, req.Params.URI, &mcp.SubscribeParams{URI: req.Params.URI})
 	}
 	opts.UnsubscribeHandler = func(ctx context.Context, req *mcp.UnsubscribeRequest) error {
 		if req.Params == nil {
 			return invalidParams("resources/unsubscribe needs params with a resource's uri")
 		}
-		return f.subscribe(ctx, req, call.KindUnsubscribe, req.Params.URI, req.Params)
+		return f.subscribe(ctx, req, call.KindUnsubscribe, req.Params.URI, &mcp.UnsubscribeParams{URI: req.Params.URI})
 	}
 }
 
