@@ -96,6 +96,13 @@ func checkServedFeatures(t *testing.T, cs *mcp.ClientSession, ws *workspace) {
 		t.Errorf("completion/complete: %+v", comp.Completion)
 	}
 
+	// A template's argument, decided by the template's permission name.
+	comp, err = cs.Complete(ctx, &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/resource", URI: "http://example.com/~{resource_name}/"},
+		Argument: mcp.CompleteParamsArgument{Name: "resource_name", Value: "in"}})
+	if err != nil || len(comp.Completion.Values) != 1 || comp.Completion.Values[0] != "inx" {
+		t.Errorf("completion/complete of a template: %v %+v", err, comp)
+	}
+
 	// Denied by name: refused with an MCP error that names the pattern,
 	// and audited as denied.
 	var denied string
@@ -121,10 +128,11 @@ func checkServedFeatures(t *testing.T, cs *mcp.ClientSession, ws *workspace) {
 		entries[e.Tool] = e.Decision
 	}
 	for tool, want := range map[string]string{
-		"everything:prompt:greet":                         "allowed",
-		"everything:resource:embedded:info":               "allowed",
-		"everything:resource:http://example.com/~info/":   "allowed",
-		"everything:resource:http://example.com/~secret/": "denied",
+		"everything:prompt:greet":                                  "allowed",
+		"everything:resource:embedded:info":                        "allowed",
+		"everything:resource:http://example.com/~info/":            "allowed",
+		"everything:resource:http://example.com/~secret/":          "denied",
+		"everything:resource:http://example.com/~{resource_name}/": "allowed",
 	} {
 		if entries[tool] != want {
 			t.Errorf("audit: %s is %q, want %q (entries: %v)", tool, entries[tool], want, entries)
