@@ -233,3 +233,34 @@ func startSessionOn(t *testing.T, ws *workspace, version string, opts *mcp.Clien
 	t.Cleanup(func() { s.Close() })
 	return s
 }
+
+// TestAServersPromptListChangedIsPassedOn: a server that adds a prompt
+// at run time sends prompts/list_changed; pml passes it on, and its next
+// prompts/list has the prompt (issue 53).
+func TestAServersPromptListChangedIsPassedOn(t *testing.T) {
+	for _, version := range []string{"2025-11-25", "2026-07-28"} {
+		t.Run(version, func(t *testing.T) {
+			ws := newWorkspace(t, probeConfig(t, `, "env": {"PROBE_FEATURES": "1"}`))
+			changed := make(chan struct{}, 4)
+			s := startSessionOn(t, ws, version, &mcp.ClientOptions{
+				PromptListChangedHandler: func(context.Context, *mcp.PromptListChangedRequest) { changed <- struct{}{} },
+			})
+			ctx := context.Background()
+			if _, err := s.ListPrompts(ctx, nil); err != nil {
+				t.Fatal(err)
+			}
+			if out, res := s.call(t, "probe:add_prompt", nil); res.IsError {
+				t.Fatalf("probe:add_prompt: %s", out)
+			}
+			select {
+			case <-changed:
+			case <-time.After(10 * time.Second):
+				t.Fatal("no notifications/prompts/list_changed reached the client")
+			}
+			got, err := s.GetPrompt(ctx, &mcp.GetPromptParams{Name: "probe__dynamic"})
+			if err != nil || promptText(t, got) != "added at run time" {
+				t.Errorf("probe__dynamic after list_changed: %v", err)
+			}
+		})
+	}
+}

@@ -47,6 +47,13 @@ func addFeatures(s *mcp.Server) {
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "touched"}}}, nil, nil
 		})
+	mcp.AddTool(s, &mcp.Tool{Name: "add_prompt", Description: "Add the prompt \"dynamic\" (the server then sends prompts/list_changed)."},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			s.AddPrompt(&mcp.Prompt{Name: "dynamic"}, func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+				return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "added at run time"}}}}, nil
+			})
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "added"}}}, nil, nil
+		})
 	prompt := func(body string) mcp.PromptHandler {
 		return func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: body}}}}, nil
