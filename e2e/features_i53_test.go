@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -102,6 +103,23 @@ func checkServedFeatures(t *testing.T, cs *mcp.ClientSession, ws *workspace) {
 	if err != nil || len(comp.Completion.Values) != 1 || comp.Completion.Values[0] != "inx" {
 		t.Errorf("completion/complete of a template: %v %+v", err, comp)
 	}
+
+	// Measured (reported by -v): a warm get and read through pml.
+	start := time.Now()
+	const n = 20
+	for range n {
+		if _, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "everything__greet", Arguments: map[string]string{"name": "x"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	perGet := time.Since(start) / n
+	start = time.Now()
+	for range n {
+		if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "embedded:info"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("warm prompts/get %v, resources/read %v (mean of %d, each audited)", perGet, time.Since(start)/n, n)
 
 	// Denied by name: refused with an MCP error that names the pattern,
 	// and audited as denied.
