@@ -54,6 +54,14 @@ func newFeatures(x *binding, sess *sessions) *features {
 	return &features{x: x, sess: sess, names: wirename.NewTable(false), resources: map[string]string{}}
 }
 
+// reset forgets which server serves which URI (the workspace moved:
+// its servers list again).
+func (f *features) reset() {
+	f.mu.Lock()
+	f.resources, f.templates = map[string]string{}, nil
+	f.mu.Unlock()
+}
+
 // featureMethods are the methods features answers.
 var featureMethods = map[string]bool{
 	"prompts/list": true, "prompts/get": true,

@@ -159,6 +159,11 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 		// A new session's approvals belong to the new workspace.
 		sess.reset()
 		l.follow(nb)
+		if caps.Prompts != nil {
+			// The new workspace's servers serve and notify from now on.
+			feats.reset()
+			feats.passNotices(s, nb)
+		}
 	}
 	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
