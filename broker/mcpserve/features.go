@@ -69,7 +69,7 @@ var featureMethods = map[string]bool{
 	"completion/complete": true,
 }
 
-// capabilities adds to caps what pml serves of its servers: prompts,
+// featureCapabilities adds to caps what pml serves of its servers: prompts,
 // resources and completions, when a configured server could serve them
 // (which ones a server has is known only once it runs, and initialize
 // never waits for a container).
@@ -140,24 +140,23 @@ func (f *features) handle(ctx context.Context, method string, req mcp.Request) (
 		p := *r.Params
 		ref := *p.Ref
 		p.Ref = &ref
-		var server, perm string
+		var perm string
 		switch ref.Type {
 		case "ref/prompt":
 			s, prompt, ok := f.prompt(ref.Name)
 			if !ok {
 				return nil, invalidParams(fmt.Sprintf("no prompt %s: prompts/list shows the prompts pml serves", termsafe.Quote(ref.Name, 200)))
 			}
-			server, ref.Name, perm = s, prompt, call.PromptPermission(s, prompt)
+			ref.Name, perm = prompt, call.PromptPermission(s, prompt)
 		case "ref/resource":
 			s, err := f.routeTemplate(ctx, b, ref.URI)
 			if err != nil {
 				return nil, err
 			}
-			server, perm = s, call.ResourcePermission(s, ref.URI)
+			perm = call.ResourcePermission(s, ref.URI)
 		default:
 			return nil, invalidParams(fmt.Sprintf("completion/complete: unknown ref type %s", termsafe.Quote(ref.Type, 64)))
 		}
-		_ = server
 		res, err := f.call(ctx, b, req, call.KindCompletion, perm, &p)
 		if err != nil {
 			return nil, err
