@@ -47,6 +47,17 @@
 // its facade (sources_facade.go, servers_facade.go) is methods only.
 // SPLIT-NOTES.md tells how the split went.
 //
+// # Prompts, resources and completions
+//
+// A server's prompts/get, resources/read, resources/subscribe and
+// completion/complete (mcpserve/features.go) go down the same path as a
+// tool call: a call.Request of their call.Kind, named by the permission
+// name a person writes in .pml.json (SERVER:prompt:NAME,
+// SERVER:resource:URI; call/kind.go). Resolve, registry, schema and
+// declared pass the other kinds on; the execute step hands them to the
+// server's executor (layer_feature.go, sandbox.FeatureExec: PooledExec's
+// Serve), which sends them to its upstream session (upstream.Request).
+//
 // # Where an approval is opened
 //
 // A workflow (workflow.Workflows.Create) is opened in four places, and

@@ -19,9 +19,14 @@ import (
 type executeLayer struct {
 	// run installs, finds and runs a tool (Broker.runTool).
 	run func(ctx context.Context, c *call.Call, name string, args map[string]any, decision, pattern, workflowID string) call.Result
+	// serve runs a request of another kind (Broker.serveFeature).
+	serve func(ctx context.Context, c *call.Call) call.Result
 }
 
 func (l executeLayer) Call(ctx context.Context, c *call.Call) call.Result {
+	if c.Req.Kind != call.KindTool && l.serve != nil {
+		return l.serve(ctx, c)
+	}
 	return l.run(ctx, c, c.Tool, c.Args, audit.Allowed, c.Pattern, "")
 }
 

@@ -122,7 +122,9 @@ func approveLayerOf(b *Broker, next call.Handler) approve.Layer {
 	return approve.Layer{Next: next, GrantNeeded: b.registry.GrantNeeded, Ask: b.ask}
 }
 
-func executeLayerOf(b *Broker) executeLayer { return executeLayer{run: b.runTool} }
+func executeLayerOf(b *Broker) executeLayer {
+	return executeLayer{run: b.runTool, serve: b.serveFeature}
+}
 
 // ruledAction reports whether the action of tool (namespace:action)
 // follows MCP's rule for tool names (internal/mcpname).

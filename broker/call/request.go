@@ -10,8 +10,16 @@ import (
 
 // Request is one tool call as the MCP layer hands it over.
 type Request struct {
+	// Tool is the tool's name; for a request of another Kind, the
+	// permission name it is decided by (kind.go: SERVER:prompt:NAME,
+	// SERVER:resource:URI).
 	Tool string
+	// Args are the tool's arguments; for another Kind, the request's
+	// params as the client sent them (mcp.GetPromptParams, ...).
 	Args json.RawMessage
+	// Kind is what the request asks of a server: a tool call (zero), a
+	// prompt, a resource read or subscription, a completion (kind.go).
+	Kind Kind
 	// Workflows holds the calling session's pending approvals.
 	Workflows *workflow.Workflows
 	// Ask, when set, asks the human right away (MCP elicitation). It

@@ -25,6 +25,11 @@ type Result struct {
 	// (broker/mcpserve/fastpath.go): the result member of its answer, as
 	// it sent it.
 	Raw json.RawMessage
+	// Reply is the server's answer to a request of another Kind than a
+	// tool call (*mcp.GetPromptResult, *mcp.ReadResourceResult,
+	// *mcp.CompleteResult, or nil for a subscription), passed on
+	// unchanged.
+	Reply any
 	// Cause is the failure behind an error result made by pml itself (not
 	// a tool's own error), for callers that map kinds to exit codes.
 	Cause error

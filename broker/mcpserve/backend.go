@@ -61,6 +61,16 @@ type Backend interface {
 	// CancelBase cancels every running call, killing its container (the
 	// session ends).
 	CancelBase()
+
+	// ServesFeatures: a configured server could serve prompts,
+	// resources or completions (features.go declares them only then);
+	// Offers lists them, server by server (a prompts/get, resources/read,
+	// subscription or completion goes through Call, with its Kind).
+	ServesFeatures() bool
+	Offers(ctx context.Context) []tl.ServerOffer
+	// OnServerNotice tells f of a server's resources/updated and its
+	// resources and prompts list_changed.
+	OnServerNotice(f func(server, method string, params any))
 }
 
 // The broker's adapter is a Backend.

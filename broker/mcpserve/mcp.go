@@ -129,7 +129,14 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 			prepareOnce.Do(func() { v.prepare(ctx) })
 		}
 	}
-	s := mcp.NewServer(pmlImplementation(), &mcp.ServerOptions{
+	sess := &sessions{ttl: b.ApprovalTimeout(), m: map[*mcp.ServerSession]*workflow.Workflows{}}
+	// The prompts, resources and completions of the servers (features.go).
+	feats := newFeatures(x, sess)
+	// Logging: the servers' log messages are passed on (sessionRelay.Log);
+	// pml's own log stays on stderr.
+	caps := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}, Logging: &mcp.LoggingCapabilities{}}
+	featureCapabilities(b, v, caps)
+	opts := &mcp.ServerOptions{
 		Instructions: "pml runs each tool in a locked-down container with " + ws +
 			" mounted and no network. Paths are absolute or relative to the workspace. A result with approval_required " +
 			"asks the user; answer by calling the same tool again with continue_workflow.",
@@ -138,9 +145,9 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 		// its own lines: their level, their attributes as fields.
 		Logger: sdkLogger(*b.Log()),
 		// Tools: listChanged, since tools appear and go at run time.
-		// Logging: the servers' log messages are passed on (sessionRelay.Log);
-		// pml's own log stays on stderr.
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}, Logging: &mcp.LoggingCapabilities{}},
+		// Prompts, resources and completions only when a server could
+		// serve them (featureCapabilities); logging always.
+		Capabilities: caps,
 		// What a modern client may cache (ttlMs and cacheScope, which
 		// 2026-07-28 requires on server/discover, the lists and
 		// resources/read): nothing for long, since what pml lists follows
@@ -158,8 +165,12 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 		RootsListChangedHandler: func(_ context.Context, req *mcp.RootsListChangedRequest) {
 			go panics.Guarded(*x.get().Log(), "notifications/roots/list_changed", "checking the client's roots", func() { x.checkRoots(req.Session) })
 		},
-	})
-	sess := &sessions{ttl: b.ApprovalTimeout(), m: map[*mcp.ServerSession]*workflow.Workflows{}}
+	}
+	feats.featureOptions(opts)
+	s := mcp.NewServer(pmlImplementation(), opts)
+	if caps.Prompts != nil {
+		feats.passNotices(s, b)
+	}
 	var l *listing
 	l = newListing(s, x, v, func(name string) mcp.ToolHandler { return toolHandler(x, sess, name, func() *listing { return l }) })
 	// Which protocol revision initialize agreed on, and why (protocol.go).
@@ -168,10 +179,16 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 		// A new session's approvals belong to the new workspace.
 		sess.reset()
 		l.follow(nb)
+		if caps.Prompts != nil {
+			// The new workspace's servers serve and notify from now on.
+			feats.reset()
+			feats.passNotices(s, nb)
+		}
 	}
 	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			if method == "tools/list" || method == "tools/call" {
+			served := featureMethods[method] && caps.Prompts != nil
+			if method == "tools/list" || method == "tools/call" || served {
 				// The workspace the client's roots choose serves them
 				// (roots.go); a swap waits for running calls.
 				ss, _ := req.GetSession().(*mcp.ServerSession)
@@ -183,6 +200,10 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 				x.get().RefreshTrust()
 			}
 			b := x.get()
+			if served {
+				// A server's prompts, resources, completions (features.go).
+				return feats.handle(ctx, method, req)
+			}
 			switch method {
 			case "tools/list":
 				// The first list starts the configured servers (never

@@ -35,6 +35,11 @@ type Names interface {
 }
 
 func (l ResolveLayer) Call(ctx context.Context, c *call.Call) call.Result {
+	if c.Req.Kind != call.KindTool {
+		// A prompt, resource or completion: its server's executor finds
+		// it (or says it has none), after the permissions decided.
+		return l.Next.Call(ctx, c)
+	}
 	if l.Names.Known(c.Tool) {
 		return l.Next.Call(ctx, c)
 	}

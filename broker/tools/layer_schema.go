@@ -34,7 +34,8 @@ type Schemas interface {
 
 func (l SchemaLayer) Call(ctx context.Context, c *call.Call) call.Result {
 	raw, ok := l.Schemas.KnownSchema(c.Tool)
-	if !ok {
+	if !ok || c.Req.Kind != call.KindTool {
+		// (A prompt's or resource's params are the server's to check.)
 		return l.Next.Call(ctx, c)
 	}
 	args := c.Args

@@ -77,6 +77,9 @@ type Servers struct {
 	// logged once (server_tools.go).
 	refusedMu sync.Mutex
 	refused   map[[2]string]bool
+	// notices are told of the servers' resource and prompt
+	// notifications (server_features.go).
+	notices notices
 }
 
 // ServersOptions are what NewServers is given.
@@ -145,6 +148,7 @@ func (s *Servers) Add(cfg config.Server) *Server {
 		Idle:         s.idle,
 		StartTimeout: s.serverStartTimeout,
 		ToolsChanged: func(tools []*mcp.Tool) { s.RegisterTools(srv, tools) },
+		Notice:       func(method string, params any) { s.notices.tell(cfg.Name, method, params) },
 		Logger:       s.log,
 	})
 	s.servers[cfg.Name] = srv

@@ -154,9 +154,21 @@ func describeServer(s Server) string {
 	return b.String()
 }
 
+// quoteTool says what a permissions.allow pattern lets run, quoted. A
+// pattern that names a server's prompts or resources (the permission
+// names SERVER:prompt:NAME and SERVER:resource:URI, issue 53) says so, and
+// one that covers a whole server says it covers them too (a glob's *
+// matches ':').
 func quoteTool(p string) string {
-	if p == "*" {
-		return "every tool"
+	switch {
+	case p == "*":
+		return "every tool, and every server's prompts and resources"
+	case strings.Contains(p, ":prompt:"):
+		return "the prompts " + shown(p) + " (prompts/get, completions)"
+	case strings.Contains(p, ":resource:"):
+		return "the resources " + shown(p) + " (reads, subscriptions, completions)"
+	case strings.HasSuffix(p, ":*"):
+		return shown(p) + " (the server's tools, prompts and resources)"
 	}
 	return shown(p)
 }

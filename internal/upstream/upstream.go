@@ -75,7 +75,12 @@ type Options struct {
 	// ToolsChanged is called with the new tool list after the server sent
 	// notifications/tools/list_changed.
 	ToolsChanged func(tools []*mcp.Tool)
-	Logger       zerolog.Logger
+	// Notice, when set, is told of the server's
+	// notifications/resources/updated, resources/list_changed and
+	// prompts/list_changed (method, params), which pml passes on to its
+	// clients (features.go).
+	Notice func(method string, params any)
+	Logger zerolog.Logger
 }
 
 // Server is one pooled stdio MCP server. Safe for concurrent use.
@@ -653,6 +658,15 @@ func (s *Server) clientOptions(oneShot bool, relay Relay) *mcp.ClientOptions {
 		},
 		ToolListChangedHandler: func(ctx context.Context, req *mcp.ToolListChangedRequest) {
 			go s.refreshTools()
+		},
+		ResourceUpdatedHandler: func(ctx context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+			s.notice("notifications/resources/updated", req.Params)
+		},
+		ResourceListChangedHandler: func(ctx context.Context, req *mcp.ResourceListChangedRequest) {
+			s.notice("notifications/resources/list_changed", req.Params)
+		},
+		PromptListChangedHandler: func(ctx context.Context, req *mcp.PromptListChangedRequest) {
+			s.notice("notifications/prompts/list_changed", req.Params)
 		},
 	}
 }

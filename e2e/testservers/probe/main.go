@@ -77,7 +77,10 @@ func elicit(ctx context.Context, ss *mcp.ServerSession, i int) string {
 }
 
 func main() {
-	s := mcp.NewServer(&mcp.Implementation{Name: "probe", Version: "1"}, nil)
+	s := mcp.NewServer(&mcp.Implementation{Name: "probe", Version: "1"}, featureOptions())
+	if probeFeatures() {
+		addFeatures(s)
+	}
 	addNetTools(s)
 	addTraceTool(s)
 	addDefsTools(s)
