@@ -40,7 +40,16 @@ func newHTTPHandler(b Backend, token string, v view) http.Handler {
 	// (http_cancel.go).
 	// A batch is refused on the revisions without batches, by the
 	// session's agreed revision (http_batch.go).
-	return guard(token, recoverHTTP(*b.Log(), refuseBatches(server, exactIDs(methodNotFound(primeRetry(p.tiePosts(h)))))))
+	legacy := refuseBatches(server, exactIDs(methodNotFound(primeRetry(p.tiePosts(h)))))
+	// MCP 2026-07-28 is stateless: no initialize, no session, each
+	// request names its revision, client and capabilities in its _meta
+	// (http_modern.go). The go-sdk serves it only on a stateless handler,
+	// beside which the stateful one keeps serving the older revisions;
+	// both serve the one server, so a modern and a legacy client see
+	// the same tools.
+	modern := exactIDs(p.tiePosts(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
+		&mcp.StreamableHTTPOptions{Stateless: true, MaxRequestBodyBytes: jsonrpc.MaxFrame, Logger: sdkLogger(*b.Log())})))
+	return guard(token, recoverHTTP(*b.Log(), byEra(legacy, modern)))
 }
 
 // GuardHTTP is h behind pml serve's rules (bearer token, loopback
