@@ -4,6 +4,7 @@ package mcpserve
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -36,13 +37,27 @@ type sessions struct {
 	mu  sync.Mutex
 	ttl time.Duration
 	m   map[*mcp.ServerSession]*workflow.Workflows
+	// shared: the stateless requests' (process).
+	shared *workflow.Workflows
 }
 
 // reset forgets every pending approval (the workspace changed).
 func (s *sessions) reset() {
 	s.mu.Lock()
 	clear(s.m)
+	s.shared = nil
 	s.mu.Unlock()
+}
+
+// process is the approvals pml serve's stateless requests ask in this
+// process (each request is a session of its own).
+func (s *sessions) process() *workflow.Workflows {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.shared == nil {
+		s.shared = workflow.NewWorkflows(s.ttl)
+	}
+	return s.shared
 }
 
 func (s *sessions) workflows(ss *mcp.ServerSession) *workflow.Workflows {
@@ -270,6 +285,13 @@ func toolHandler(x *binding, sess *sessions, name string, view func() *listing) 
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		b := x.get()
 		wfs := sess.workflows(req.Session)
+		// pml serve's stateless era: each request is a session of its
+		// own, so the approvals it asks are kept by the process, and
+		// their answers may come to another (requeststate.go).
+		stateless := statelessHTTP(req)
+		if stateless {
+			wfs = sess.process()
+		}
 		p := req.Params
 		if p == nil {
 			p = &mcp.CallToolParamsRaw{}
@@ -281,15 +303,91 @@ func toolHandler(x *binding, sess *sessions, name string, view func() *listing) 
 			r.Ask = elicitor(b, req.Session)
 		}
 		r.Dialog = deferred
-		if p.RequestState != "" {
+		var res call.Result
+		args := p.Arguments
+		switch {
+		case stateless && p.RequestState != "":
+			// The answer to a question pml serve sealed in the
+			// request (requeststate.go), asked here or elsewhere.
+			res, args = answerSealed(ctx, b, r, p, name)
+		case p.RequestState != "":
 			// The client is back with the human's answer to the
 			// elicitation we returned as an input request. (A run
 			// it resumes may ask again: the same dialog.)
 			r.Args, r.Elicited = nil, elicitedAnswer(p)
+			res = b.Call(ctx, r)
+		default:
+			res = b.Call(ctx, r)
 		}
-		res := inView(view(), b.Call(ctx, r))
-		return view().fitSchema(name, res, callResult(res, deferred)), nil
+		res = inView(view(), res)
+		out := callResult(res, deferred)
+		if stateless && out.RequestState != "" {
+			a, _ := res.Structured.(workflow.Approval)
+			state, err := sealState(b.Workspace(), name, args, a)
+			if err != nil {
+				return call.ToMCP(call.Result{Text: "pml could not seal the approval it would ask for " + name + " (" + err.Error() + "); nothing was run", IsError: true}), nil
+			}
+			out.RequestState = state
+		}
+		return view().fitSchema(name, res, out), nil
 	}
+}
+
+// statelessHTTP reports whether req came to pml serve in the stateless
+// era (MCP 2026-07-28): a modern client's request over HTTP (which the
+// go-sdk serves on the stateless handler only; the transport sets the
+// request's headers, stdio has none).
+func statelessHTTP(req *mcp.CallToolRequest) bool {
+	return req.Extra != nil && req.Extra.Header != nil && modernEra(req.Session)
+}
+
+// answerSealed answers a stateless request that carries the person's
+// answer and the requestState pml sealed with the question
+// (requeststate.go), and returns the result with the arguments of the
+// call it answers. A state that does not verify, has expired, belongs to
+// another tool or was answered before runs nothing. When the question
+// was asked in this process and is still pending here it is answered as
+// on stdio; otherwise the call is asked again up to the same approval,
+// which then takes the answer (an answer that approves nothing runs
+// nothing and is final).
+func answerSealed(ctx context.Context, b Backend, r call.Request, p *mcp.CallToolParamsRaw, name string) (call.Result, json.RawMessage) {
+	now := time.Now()
+	refuse := func(args json.RawMessage, err error) (call.Result, json.RawMessage) {
+		b.AuditRefused(name, args, "requestState refused")
+		return call.Result{Text: err.Error(), IsError: true, Cause: err}, nil
+	}
+	st, err := openState(b.Workspace(), p.RequestState, now)
+	if err != nil {
+		return refuse(p.Arguments, err)
+	}
+	if st.Tool != name {
+		return refuse(p.Arguments, fmt.Errorf("this requestState answers a call of %s, not of %s; nothing was run. Send it with the call it came with", st.Tool, name))
+	}
+	if err := markAnswered(st, now); err != nil {
+		return refuse(st.Args, err)
+	}
+	choice := elicitedAnswer(p).Choice
+	if r.Workflows.Has(st.Workflow) {
+		r.Args, r.Elicited = nil, &call.Elicited{WorkflowID: st.Workflow, Choice: choice}
+		return b.Call(ctx, r), st.Args
+	}
+	if choice != "continue" && choice != "always" {
+		b.AuditRefused(name, st.Args, "approval "+choice+" in the client's dialog")
+		return call.Result{Text: fmt.Sprintf("%s was not run: the person's answer was %s, which is final. Call the tool again to be asked again", name, choice), IsError: true}, nil
+	}
+	if st.Run {
+		return refuse(st.Args, fmt.Errorf("this approval is of a run of code that another pml serve process paused, and only that process can resume it; nothing was run. Send the answer to the same process, or call %s again", name))
+	}
+	r.Args, r.Elicited = st.Args, nil
+	first := b.Call(ctx, r)
+	a, ok := first.Structured.(workflow.Approval)
+	if !ok || first.IsError || string(a.ApprovalType) != st.Type {
+		// Nothing to approve any more (the call ran), or another
+		// question now, which the person is asked.
+		return first, st.Args
+	}
+	r.Args, r.Elicited = nil, &call.Elicited{WorkflowID: a.WorkflowID, Choice: choice}
+	return b.Call(ctx, r), st.Args
 }
 
 // inView words an approval for the client's own tool list: under pml run

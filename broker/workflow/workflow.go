@@ -259,3 +259,12 @@ func newUUID() string {
 	b[8] = b[8]&0x3f | 0x80
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
+
+// Has reports whether the workflow id is pending here (issued by this
+// store, not answered, not forgotten).
+func (w *Workflows) Has(id string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	wf, ok := w.byID[id]
+	return ok && !wf.used && !wf.resolved
+}
