@@ -492,13 +492,18 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return b.next.RoundTrip(r)
 }
 
+// httpSession is a session over pml serve on MCP 2025-11-25: the
+// revisions with sessions (initialize, Mcp-Session-Id), whose approvals
+// are the session's own. The go-sdk's client would otherwise take
+// 2026-07-28, which pml serve also speaks, statelessly
+// (serve_modern_test.go).
 func httpSession(t *testing.T, url, token string) *mcp.ClientSession {
 	t.Helper()
 	client := mcp.NewClient(&mcp.Implementation{Name: "pml-e2e-http", Version: "1"}, nil)
 	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{
 		Endpoint:   url,
 		HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}},
-	}, nil)
+	}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatal(err)
 	}
