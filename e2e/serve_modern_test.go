@@ -124,10 +124,26 @@ func TestServeDiscoverAnswersWithoutASession(t *testing.T) {
 		t.Errorf("an unknown revision: HTTP %d %s (its list of revisions must name 2026-07-28)", code, body)
 	}
 	code, _, body = rawModern(t, endpoint, token, `{"jsonrpc":"2.0","id":5,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01","io.modelcontextprotocol/clientInfo":{"name":"x","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`,
-		modernHeaders("tools/list", ""))
-	if _, e := answerOf(body); e == nil || (strings.Contains(body, "-32022") && !strings.Contains(body, "2026-07-28")) {
-		t.Errorf("a request naming a revision pml does not know: HTTP %d %s", code, body)
+		map[string]string{"Mcp-Protocol-Version": "2099-01-01", "Mcp-Method": "tools/list"})
+	if _, e := answerOf(body); code != http.StatusBadRequest || e == nil || e["code"] != float64(-32022) || !strings.Contains(body, "2026-07-28") || !strings.Contains(body, "2024-11-05") {
+		t.Errorf("a request naming a newer revision pml does not know: HTTP %d %s, want -32022 listing every revision pml serves", code, body)
 	}
+	// A modern request without the header: -32020, not the stateful
+	// handler's "only the older revisions".
+	code, _, body = rawModern(t, endpoint, token, `{"jsonrpc":"2.0","id":6,"method":"tools/list","params":{`+modernMeta+`}}`, nil)
+	if _, e := answerOf(body); code != http.StatusBadRequest || e == nil || e["code"] != float64(-32020) {
+		t.Errorf("a modern request without MCP-Protocol-Version: HTTP %d %s, want -32020", code, body)
+	}
+	// subscriptions/listen: a modern client that follows the tool list
+	// opens it when it connects.
+	follower := mcp.NewClient(&mcp.Implementation{Name: "e2e-follower", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {}})
+	fs, err := follower.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: endpoint,
+		HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}}, &mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
+	if err != nil {
+		t.Fatalf("a modern client with subscriptions/listen: %v", err)
+	}
+	fs.Close()
 	// The older revisions keep their sessions.
 	legacy := mcp.NewClient(&mcp.Implementation{Name: "e2e-legacy", Version: "1"}, nil)
 	cs, err := legacy.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: endpoint,
@@ -337,5 +353,61 @@ func TestAForgedRequestStateIsRefused(t *testing.T) {
 	}
 	if _, err := os.Stat(ws.path("b.txt")); err == nil {
 		t.Fatal("a replayed requestState wrote b.txt again")
+	}
+}
+
+// TestEachRevisionGetsWhatServeMdSays: docs/serve.md's protocol table,
+// row by row: a client asking for each revision speaks the revision the
+// table names with `pml stdio` and with `pml serve`, with a session
+// (Mcp-Session-Id) on pml serve unless the cell says stateless, and lists
+// the tools.
+func TestEachRevisionGetsWhatServeMdSays(t *testing.T) {
+	page, err := os.ReadFile("../docs/serve.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := newWorkspace(t, "")
+	endpoint, token := startServe(t, ws)
+	rows := 0
+	for _, line := range strings.Split(string(page), "\n") {
+		cells := strings.Split(strings.Trim(line, "| "), " | ")
+		if len(cells) != 3 || !strings.HasPrefix(cells[0], "20") {
+			continue
+		}
+		rows++
+		asked := cells[0]
+		first := func(cell string) string {
+			_, rest, _ := strings.Cut(cell, "`")
+			v, _, _ := strings.Cut(rest, "`")
+			return v
+		}
+		check := func(transport string, cs *mcp.ClientSession, err error, want string) {
+			t.Helper()
+			if err != nil {
+				t.Errorf("%s, asking for %s: %v", transport, asked, err)
+				return
+			}
+			defer cs.Close()
+			if got := cs.InitializeResult().ProtocolVersion; got != want {
+				t.Errorf("%s, asking for %s: speaks %s, docs/serve.md says %s", transport, asked, got, want)
+			}
+			if _, err := cs.ListTools(context.Background(), nil); err != nil {
+				t.Errorf("%s on %s: tools/list: %v", transport, asked, err)
+			}
+		}
+		client := mcp.NewClient(&mcp.Implementation{Name: "e2e-table", Version: "1"}, nil)
+		cs, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: execPML(ws, "stdio")}, &mcp.ClientSessionOptions{ProtocolVersion: asked})
+		check("pml stdio", cs, err, first(cells[1]))
+		cs, err = client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: endpoint,
+			HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}}, &mcp.ClientSessionOptions{ProtocolVersion: asked})
+		if err == nil {
+			if stateless := strings.Contains(cells[2], "stateless"); stateless != (cs.ID() == "") {
+				t.Errorf("pml serve on %s: session id %q, docs/serve.md says stateless: %v", asked, cs.ID(), stateless)
+			}
+		}
+		check("pml serve", cs, err, first(cells[2]))
+	}
+	if rows < 5 {
+		t.Fatalf("read %d rows of docs/serve.md's protocol table, want one per revision", rows)
 	}
 }
