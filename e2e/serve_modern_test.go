@@ -117,6 +117,12 @@ func TestServeDiscoverAnswersWithoutASession(t *testing.T) {
 	if _, e := answerOf(body); code != http.StatusBadRequest || e == nil || e["code"] != float64(-32020) {
 		t.Errorf("an Mcp-Method that is not the body's method: HTTP %d %s, want 400 and -32020", code, body)
 	}
+	// And Mcp-Name the tool the body calls.
+	code, _, body = rawModern(t, endpoint, token, `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"filesystem__read_file","arguments":{"path":"x"},`+modernMeta+`}}`,
+		modernHeaders("tools/call", "shell__exec"))
+	if _, e := answerOf(body); code != http.StatusBadRequest || e == nil || e["code"] != float64(-32020) {
+		t.Errorf("an Mcp-Name that is not the tool the body calls: HTTP %d %s, want 400 and -32020", code, body)
+	}
 	// An unknown revision: whatever the error, the revisions it lists
 	// include 2026-07-28 (pml serve serves it).
 	code, _, body = rawModern(t, endpoint, token, `{"jsonrpc":"2.0","id":4,"method":"tools/list","params":{}}`, map[string]string{"Mcp-Protocol-Version": "1999-01-01"})
