@@ -323,7 +323,7 @@ func toolHandler(x *binding, sess *sessions, name string, view func() *listing) 
 		out := callResult(res, deferred)
 		if stateless && out.RequestState != "" {
 			a, _ := res.Structured.(workflow.Approval)
-			state, err := sealState(b.Workspace(), name, args, a)
+			state, err := sealState(b.Workspace(), name, args, a, b.ApprovalTimeout())
 			if err != nil {
 				return call.ToMCP(call.Result{Text: "pml could not seal the approval it would ask for " + name + " (" + err.Error() + "); nothing was run", IsError: true}), nil
 			}

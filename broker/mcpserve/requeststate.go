@@ -62,8 +62,13 @@ type sealedState struct {
 }
 
 // sealState makes the requestState of an approval a asked in workspace ws
-// for the call of tool with args.
-func sealState(ws, tool string, args json.RawMessage, a workflow.Approval) (string, error) {
+// for the call of tool with args; ttl is how long approvals last, for one
+// that names no expiry.
+func sealState(ws, tool string, args json.RawMessage, a workflow.Approval, ttl time.Duration) (string, error) {
+	if a.ExpiresAt.IsZero() {
+		// An approval that names no expiry lasts as long as any.
+		a.ExpiresAt = time.Now().Add(ttl)
+	}
 	nonce := make([]byte, 16)
 	if _, err := rand.Read(nonce); err != nil {
 		return "", err
