@@ -48,7 +48,7 @@ export PML_SERVE_TOKEN
 serve_pid=$!
 url=
 for _ in $(seq 300); do
-	url=$(grep -o 'http://127\.0\.0\.1:[0-9]*/mcp' "$tmp/serve.log" | head -1)
+	url=$(grep -o 'http://127\.0\.0\.1:[0-9]*/mcp' "$tmp/serve.log" 2>/dev/null | head -1)
 	[ -n "$url" ] && break
 	kill -0 "$serve_pid" 2>/dev/null || break
 	sleep 0.1
@@ -62,7 +62,7 @@ fi
 proxy_pid=$!
 port=
 for _ in $(seq 100); do
-	port=$(awk '/^listening /{print $2}' "$tmp/proxy.out")
+	port=$(awk '/^listening /{print $2}' "$tmp/proxy.out" 2>/dev/null)
 	[ -n "$port" ] && break
 	sleep 0.1
 done

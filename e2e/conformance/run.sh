@@ -189,7 +189,7 @@ fi
 NODE=$node SUITE=$suite ONESERVER_TMP=$tmp bash "$here/oneserver.sh" || fail "one server fronted as itself (above)"
 # The newest suite, its 2026-07-28 scenarios among them, against a
 # pml serve of its own (modern.sh).
-NODE=$node bash "$here/modern.sh" || fail "the newest suite against pml serve (above)"
+NODE=$node PML_CONFORMANCE_CACHE=$cache bash "$here/modern.sh" || fail "the newest suite against pml serve (above)"
 echo "conformance: $(($(date +%s) - t0)) s" >&2
 if [ $failed -ne 0 ]; then
 	echo "conformance: FAILED ($failed check(s) above)" >&2
