@@ -255,7 +255,10 @@ test-stress: images registry-bin
 # checks); the pml serve must live through it all. Then the suite against
 # the go-sdk everything example directly and behind pml serve --server
 # everything (e2e/conformance/oneserver.sh): what passes directly must pass
-# through pml. About 30 s once cached.
+# through pml. Last the newest suite (0.2.0-alpha.12, its 2026-07-28
+# scenarios) against a pml serve of its own (e2e/conformance/modern.sh,
+# failures allowed as listed in expected-failures-modern.yml). About 45 s
+# once cached.
 # The fault tests too long for make test (build tag faults): pml add
 # killed with SIGKILL at a dozen points of a real npm install, each
 # followed by a fresh install (5 to 12 minutes).
