@@ -172,6 +172,29 @@ func TestHTTPModernApprovalAnsweredOnAnotherProcess(t *testing.T) {
 	if calls[0].Load() != 1 || calls[1].Load() != 1 {
 		t.Errorf("tools/call went %d times to one process and %d to the other, want once to each", calls[0].Load(), calls[1].Load())
 	}
+	// Abort, answered on the other process, runs nothing and is final.
+	abort := mcp.NewClient(&mcp.Implementation{Name: "modern", Version: "1"}, &mcp.ClientOptions{
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "abort"}}, nil
+		},
+	})
+	as, err := abort.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: a.URL, HTTPClient: &http.Client{Transport: rr}},
+		&mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer as.Close()
+	rr.n.Store(0)
+	res, err = as.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: map[string]any{"path": "c.txt", "content": "x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.IsError || !strings.Contains(text(res), "abort") {
+		t.Errorf("an abort answered on another process: isError=%v %q", res.IsError, text(res))
+	}
+	if _, err := os.Stat(filepath.Join(f.ws, "c.txt")); err == nil {
+		t.Error("an aborted call wrote c.txt")
+	}
 }
 
 // sseResult is the result member of the one JSON-RPC answer in body (an

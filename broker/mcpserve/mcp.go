@@ -321,8 +321,11 @@ func toolHandler(x *binding, sess *sessions, name string, view func() *listing) 
 		}
 		res = inView(view(), res)
 		out := callResult(res, deferred)
-		if stateless && out.RequestState != "" {
-			a, _ := res.Structured.(workflow.Approval)
+		// Only pml's own approval is sealed here. (A server's question
+		// relayed as an input request, the bridge, carries a state of
+		// its own, which must be made to travel the same way before it
+		// can be answered on another process.)
+		if a, ok := res.Structured.(workflow.Approval); ok && stateless && out.RequestState != "" {
 			state, err := sealState(b.Workspace(), name, args, a, b.ApprovalTimeout())
 			if err != nil {
 				return call.ToMCP(call.Result{Text: "pml could not seal the approval it would ask for " + name + " (" + err.Error() + "); nothing was run", IsError: true}), nil
