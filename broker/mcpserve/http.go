@@ -47,8 +47,8 @@ func newHTTPHandler(b Backend, token string, v view) http.Handler {
 	// beside which the stateful one keeps serving the older revisions;
 	// both serve the one server, so a modern and a legacy client see
 	// the same tools.
-	modern := exactIDs(p.tiePosts(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
-		&mcp.StreamableHTTPOptions{Stateless: true, MaxRequestBodyBytes: jsonrpc.MaxFrame, Logger: sdkLogger(*b.Log())})))
+	modern := refuseModernBatches(exactIDs(p.tiePosts(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
+		&mcp.StreamableHTTPOptions{Stateless: true, MaxRequestBodyBytes: jsonrpc.MaxFrame, Logger: sdkLogger(*b.Log())}))))
 	return guard(token, recoverHTTP(*b.Log(), byEra(legacy, modern)))
 }
 

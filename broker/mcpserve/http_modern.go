@@ -69,3 +69,23 @@ func modernBody(body []byte) bool {
 	_, named := m.Params.Meta[mcp.MetaKeyProtocolVersion]
 	return named
 }
+
+// refuseModernBatches answers a JSON-RPC batch sent on MCP 2026-07-28 with
+// the JSON-RPC error pml serve gives a batch on any revision without
+// batches (http_batch.go), where the go-sdk answers plain text.
+func refuseModernBatches(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.Body == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, jsonrpc.MaxFrame+1))
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if t := bytes.TrimLeft(body, " \t\r\n"); err == nil && len(t) > 0 && t[0] == '[' {
+			writeRPCError(w, http.StatusBadRequest, jsonrpc.CodeInvalidRequest,
+				"JSON-RPC batches were removed in MCP protocol 2025-06-18 and this request uses "+modernVersion+": send one message per request")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}

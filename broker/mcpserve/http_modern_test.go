@@ -62,6 +62,13 @@ func TestHTTPDiscoverWithoutASession(t *testing.T) {
 	if code != 400 || strings.Contains(body, "-32022") {
 		t.Fatalf("a modern tools/list without its header: HTTP %d %s", code, body)
 	}
+	// A batch: the JSON-RPC error a batch gets on every revision
+	// without batches.
+	code, body = modernPost(t, srv.URL, `[{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{`+meta+`}}]`,
+		map[string]string{"Mcp-Protocol-Version": "2026-07-28"})
+	if code != 400 || !strings.Contains(body, "-32600") || !strings.Contains(body, "batches were removed") {
+		t.Fatalf("a modern batch: HTTP %d %s", code, body)
+	}
 	// A go-sdk client on 2026-07-28 lists the tools.
 	client := mcp.NewClient(&mcp.Implementation{Name: "modern", Version: "1"}, nil)
 	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: srv.URL,
