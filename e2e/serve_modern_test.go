@@ -417,3 +417,37 @@ func TestEachRevisionGetsWhatServeMdSays(t *testing.T) {
 		t.Fatalf("read %d rows of docs/serve.md's protocol table, want one per revision", rows)
 	}
 }
+
+// TestAModernRequestsLogLevelIsItsOwnOverServe: on MCP 2026-07-28 the
+// log level travels in each request's _meta (no logging/setLevel, no
+// session): a server's log message during a tools/call reaches the
+// client on that request's stream, named after the server, when the
+// request set a level it passes, and not when it set none.
+func TestAModernRequestsLogLevelIsItsOwnOverServe(t *testing.T) {
+	needImage(t, everythingImage)
+	ws := newWorkspace(t, everythingConfig(`"*"`))
+	endpoint, token := startServe(t, ws)
+	const tool = "everything__log"
+	call := func(level string) string {
+		t.Helper()
+		meta := modernMeta
+		if level != "" {
+			meta = strings.Replace(meta, `"_meta":{`, `"_meta":{"io.modelcontextprotocol/logLevel":"`+level+`",`, 1)
+		}
+		_, _, body := rawModern(t, endpoint, token, `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"`+tool+`","arguments":{},`+meta+`}}`,
+			modernHeaders("tools/call", tool))
+		if res, rpcErr := answerOf(body); res == nil || res["isError"] == true {
+			t.Fatalf("%s (logLevel %q): %v %s", tool, level, rpcErr, body)
+		}
+		return body
+	}
+	if body := call("info"); !strings.Contains(body, `"notifications/message"`) || !strings.Contains(body, `"logger":"everything`) {
+		t.Errorf("a request at level info got no log message of the server's on its stream:\n%s", body)
+	}
+	if body := call(""); strings.Contains(body, `"notifications/message"`) {
+		t.Errorf("a request that set no level got a log message:\n%s", body)
+	}
+	if body := call("critical"); strings.Contains(body, `"notifications/message"`) {
+		t.Errorf("a request at level critical got an error-level message:\n%s", body)
+	}
+}

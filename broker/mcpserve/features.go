@@ -316,7 +316,7 @@ func (f *features) call(ctx context.Context, b Backend, req mcp.Request, kind ca
 		return nil, invalidParams(err.Error())
 	}
 	ss, _ := req.GetSession().(*mcp.ServerSession)
-	r := call.Request{Kind: kind, Tool: perm, Args: raw, Relay: &sessionRelay{ss: ss, b: b}}
+	r := call.Request{Kind: kind, Tool: perm, Args: raw, Relay: &sessionRelay{ss: ss, b: b, req: ctx}}
 	r.Workflows = f.sess.workflows(ss)
 	if !multiRoundTrip(ss) {
 		r.Ask = elicitor(b, ss)

@@ -296,7 +296,7 @@ func toolHandler(x *binding, sess *sessions, name string, view func() *listing) 
 		if p == nil {
 			p = &mcp.CallToolParamsRaw{}
 		}
-		r := call.Request{Tool: name, Args: p.Arguments, Workflows: wfs, Relay: &sessionRelay{ss: req.Session, b: b}, ProgressToken: p.GetProgressToken(),
+		r := call.Request{Tool: name, Args: p.Arguments, Workflows: wfs, Relay: &sessionRelay{ss: req.Session, b: b, req: ctx}, ProgressToken: p.GetProgressToken(),
 			Meta: clientMeta(p.Meta)}
 		deferred := multiRoundTrip(req.Session)
 		if !deferred {
@@ -448,6 +448,21 @@ func ServeCapability(ctx context.Context, b Backend, c tl.Capability, in io.Read
 type sessionRelay struct {
 	ss *mcp.ServerSession
 	b  Backend
+	// req is the client's request's context: on MCP 2026-07-28 what a
+	// server sends during a call goes on that request's own stream, at
+	// the log level its _meta set, both of which the go-sdk reads from
+	// it (a stateless pml serve has no other stream and no session
+	// level). nil: the session's (older revisions).
+	req context.Context
+}
+
+// notifyCtx is the context a notification to the client is sent with:
+// the request's on MCP 2026-07-28, else ctx.
+func (r *sessionRelay) notifyCtx(ctx context.Context) context.Context {
+	if r.req != nil && modernEra(r.ss) {
+		return r.req
+	}
+	return ctx
 }
 
 // SessionKey ties the relay to its client session: a pooled server's
@@ -456,7 +471,7 @@ func (r *sessionRelay) SessionKey() any { return r.ss }
 
 func (r *sessionRelay) Progress(ctx context.Context, p *mcp.ProgressNotificationParams) {
 	if r.ss != nil {
-		_ = r.ss.NotifyProgress(ctx, p)
+		_ = r.ss.NotifyProgress(r.notifyCtx(ctx), p)
 	}
 }
 
@@ -472,7 +487,7 @@ func (r *sessionRelay) Log(ctx context.Context, p *mcp.LoggingMessageParams) {
 	}
 	r.b.Log().Debug().Str("level", string(p.Level)).Str("logger", p.Logger).Msg("MCP server log message")
 	if r.ss != nil {
-		_ = r.ss.Log(ctx, p)
+		_ = r.ss.Log(r.notifyCtx(ctx), p)
 	}
 }
 
