@@ -189,6 +189,12 @@ func (f *fastFront) call(id, params []byte) bool {
 		// path waits for it (this goroutine reads the roots' answer).
 		return false
 	}
+	if modernEra(ss) && clientCan(ss, func(c *mcp.ClientCapabilities) bool { return c.Elicitation != nil || c.Sampling != nil }) {
+		// A modern client that can answer a server's questions gets them
+		// as input requests of the call's result (bridge.go), which the
+		// go-sdk's path holds the call open for.
+		return false
+	}
 	if telemetry.Enabled() {
 		// Traced calls take the go-sdk's path, where the request's
 		// span (traceRequests) and the server's client span are made.

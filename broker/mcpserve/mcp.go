@@ -25,6 +25,7 @@ import (
 	"github.com/pml-dev/pml/internal/jsonrpc"
 	"github.com/pml-dev/pml/internal/panics"
 	"github.com/pml-dev/pml/internal/slogzerolog"
+	"github.com/pml-dev/pml/internal/upstream"
 )
 
 // Version is set by cmd/pml at build time.
@@ -172,7 +173,11 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 		feats.passNotices(s, b)
 	}
 	var l *listing
-	l = newListing(s, x, v, func(name string) mcp.ToolHandler { return toolHandler(x, sess, name, func() *listing { return l }) })
+	// A server's questions to a modern client go through the bridge
+	// (bridge.go), waiting for the client's retry as long as a dialog
+	// waits for a person.
+	br := newBridge(func() time.Duration { return dialogWait(x.get()) })
+	l = newListing(s, x, v, func(name string) mcp.ToolHandler { return toolHandler(x, sess, br, name, func() *listing { return l }) })
 	// Which protocol revision initialize agreed on, and why (protocol.go).
 	s.AddReceivingMiddleware(logProtocol(func() zerolog.Logger { return *x.get().Log() }))
 	x.swapped = func(nb Backend) {
@@ -220,6 +225,10 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 					break
 				}
 				name, listed := l.resolve(cr.Params.Name)
+				if listed == "" {
+					// A wire name listed by another process (wirename.go).
+					name, listed = l.resolveCold(ctx, cr.Params.Name)
+				}
 				if listed != "" {
 					// A listed tool: the SDK's own path, under its wire name.
 					// The handler (Broker.Call) audits the call; a request
@@ -266,7 +275,7 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 // with Broker.Call, asking through the session's dialog when it has one.
 // view is the listing the client sees, for the names an approval's text
 // tells it to call.
-func toolHandler(x *binding, sess *sessions, name string, view func() *listing) mcp.ToolHandler {
+func toolHandler(x *binding, sess *sessions, br *bridge, name string, view func() *listing) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		b := x.get()
 		wfs := sess.workflows(req.Session)
@@ -274,7 +283,12 @@ func toolHandler(x *binding, sess *sessions, name string, view func() *listing) 
 		if p == nil {
 			p = &mcp.CallToolParamsRaw{}
 		}
-		r := call.Request{Tool: name, Args: p.Arguments, Workflows: wfs, Relay: &sessionRelay{ss: req.Session, b: b}, ProgressToken: p.GetProgressToken(),
+		if modernEra(req.Session) && isBridgeState(p.RequestState) {
+			// The answer to a server's question (bridge.go).
+			return br.resume(ctx, req.Session, name, p), nil
+		}
+		rel := &sessionRelay{ss: req.Session, b: b}
+		r := call.Request{Tool: name, Args: p.Arguments, Workflows: wfs, Relay: rel, ProgressToken: p.GetProgressToken(),
 			Meta: clientMeta(p.Meta)}
 		deferred := multiRoundTrip(req.Session)
 		if !deferred {
@@ -286,6 +300,15 @@ func toolHandler(x *binding, sess *sessions, name string, view func() *listing) 
 			// elicitation we returned as an input request. (A run
 			// it resumes may ask again: the same dialog.)
 			r.Args, r.Elicited = nil, elicitedAnswer(p)
+		}
+		if modernEra(req.Session) {
+			// A server's question during the call becomes an input
+			// request of this call's result (bridge.go).
+			return br.start(ctx, req.Session, name, rel, func(ctx context.Context, relay upstream.Relay) *mcp.CallToolResult {
+				r.Relay = relay
+				res := inView(view(), b.Call(ctx, r))
+				return view().fitSchema(name, res, callResult(res, deferred))
+			}), nil
 		}
 		res := inView(view(), b.Call(ctx, r))
 		return view().fitSchema(name, res, callResult(res, deferred)), nil
@@ -497,6 +520,17 @@ func elicitedAnswer(p *mcp.CallToolParamsRaw) *call.Elicited {
 	return &call.Elicited{WorkflowID: p.RequestState, Choice: decision(res)}
 }
 
+// dialogWait is how long a question waits for the person: part of an
+// approval's lifetime, at most two minutes. An unanswered question is
+// final (see askInDialog); the call then returns.
+func dialogWait(b Backend) time.Duration {
+	wait := b.ApprovalTimeout() / 2
+	if wait > 2*time.Minute {
+		wait = 2 * time.Minute
+	}
+	return wait
+}
+
 // elicitor asks through MCP elicitation (elicitation/create while the call
 // waits) when a client on an older protocol declared the capability; nil
 // otherwise (then the approval_required result asks).
@@ -508,12 +542,7 @@ func elicitor(b Backend, ss *mcp.ServerSession) func(context.Context, workflow.A
 	if p == nil || p.Capabilities == nil || p.Capabilities.Elicitation == nil {
 		return nil
 	}
-	// Give the human part of the workflow's lifetime; an unanswered
-	// question is final (see askInDialog), the call then returns.
-	wait := b.ApprovalTimeout() / 2
-	if wait > 2*time.Minute {
-		wait = 2 * time.Minute
-	}
+	wait := dialogWait(b)
 	return func(ctx context.Context, a workflow.Approval) (string, bool) {
 		ectx, cancel := context.WithTimeout(ctx, wait)
 		defer cancel()
