@@ -1,5 +1,7 @@
 package mcpserve
 
+//lint:file-ignore SA1019 sampling is deprecated from MCP 2026-07-28 (SEP-2577), but a client that declares it still gets a server's sampling requests
+
 import (
 	"bytes"
 	"context"
