@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -180,6 +181,45 @@ func TestAServersElicitationReachesAModernClient(t *testing.T) {
 		}
 		if out, res := callC(t, cs, names["everything:greet"], map[string]any{"name": "after"}); res.IsError || out != "Hi after" {
 			t.Errorf("after the forged retries a call should run as before: %q", out)
+		}
+	})
+
+	t.Run("a client that never answers", func(t *testing.T) {
+		// hil.timeout 4s: a question waits for the retry 2s.
+		ws := newWorkspace(t, fmt.Sprintf(`{"permissions": {"allow": ["*"]}, "hil": {"timeout": "4s"}, "mcps": {"probe": {"image": %q}}}`, probeImage(t)))
+		manual := mcp.NewClient(&mcp.Implementation{Name: "modern-manual", Version: "1"}, &mcp.ClientOptions{
+			ElicitationHandler: answering, MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}})
+		cs, _, stderr := startRecorded(t, ws, manual, "2026-07-28")
+		names := wireNames(t, cs, "probe:ask")
+		ask := func() *mcp.CallToolResult {
+			t.Helper()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: names["probe:ask"], Arguments: map[string]any{"n": 1}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return res
+		}
+		first := ask()
+		if first.InputRequests == nil || first.RequestState == "" {
+			t.Fatalf("want the server's question as an input request: %+v\nstderr:\n%s", first, stderr.String())
+		}
+		time.Sleep(3 * time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		late, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: names["probe:ask"], Arguments: map[string]any{"n": 1},
+			RequestState: first.RequestState, InputResponses: mcp.InputResponseMap{"pml_server_question": &mcp.ElicitResult{Action: "accept"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !late.IsError || !strings.Contains(text(late), "expired") {
+			t.Errorf("a retry after the wait should be refused as expired: %q", text(late))
+		}
+		// The waiting call ended: a new one's question is not refused as
+		// one of two calls in flight.
+		if again := ask(); again.InputRequests == nil {
+			t.Errorf("the first call still holds the server: %q", text(again))
 		}
 	})
 
