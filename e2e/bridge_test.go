@@ -155,6 +155,15 @@ func TestAServersElicitationReachesAModernClient(t *testing.T) {
 		if irs := inputRequestsOf(t, log); len(irs) != 3 {
 			t.Errorf("want three input requests, one a round trip: %d", len(irs))
 		}
+		// A call whose server asks nothing still takes the fast path (the
+		// server's answer passed on as bytes, its numbers as written)
+		// for a client that can answer questions.
+		names = wireNames(t, cs, "probe:exact", "probe:ask", "probe:roots")
+		callC(t, cs, names["probe:exact"], nil)
+		calls := checkModernResults(t, log)
+		if last := calls[len(calls)-1].frame; !strings.Contains(last, `12345678901234567891`) || !strings.Contains(last, `1.50`) {
+			t.Errorf("probe:exact did not take the fast path for a client with elicitation: %s", last)
+		}
 		// The client declared no roots (SEP-2577 deprecates them): the
 		// server's roots/list is answered with the workspace.
 		out, res = callC(t, cs, names["probe:roots"], nil)

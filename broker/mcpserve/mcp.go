@@ -37,6 +37,9 @@ type sessions struct {
 	mu  sync.Mutex
 	ttl time.Duration
 	m   map[*mcp.ServerSession]*workflow.Workflows
+	// bridge holds the modern calls whose server asked (bridge.go), for
+	// the go-sdk's path and the stdio fast path alike.
+	bridge *bridge
 }
 
 // reset forgets every pending approval (the workspace changed).
@@ -130,7 +133,11 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 			prepareOnce.Do(func() { v.prepare(ctx) })
 		}
 	}
-	sess := &sessions{ttl: b.ApprovalTimeout(), m: map[*mcp.ServerSession]*workflow.Workflows{}}
+	// A server's questions to a modern client go through the bridge
+	// (bridge.go), waiting for the client's retry as long as a dialog
+	// waits for a person.
+	sess := &sessions{ttl: b.ApprovalTimeout(), m: map[*mcp.ServerSession]*workflow.Workflows{},
+		bridge: newBridge(func() time.Duration { return dialogWait(x.get()) })}
 	// The prompts, resources and completions of the servers (features.go).
 	feats := newFeatures(x, sess)
 	// Logging: the servers' log messages are passed on (sessionRelay.Log);
@@ -173,11 +180,7 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 		feats.passNotices(s, b)
 	}
 	var l *listing
-	// A server's questions to a modern client go through the bridge
-	// (bridge.go), waiting for the client's retry as long as a dialog
-	// waits for a person.
-	br := newBridge(func() time.Duration { return dialogWait(x.get()) })
-	l = newListing(s, x, v, func(name string) mcp.ToolHandler { return toolHandler(x, sess, br, name, func() *listing { return l }) })
+	l = newListing(s, x, v, func(name string) mcp.ToolHandler { return toolHandler(x, sess, name, func() *listing { return l }) })
 	// Which protocol revision initialize agreed on, and why (protocol.go).
 	s.AddReceivingMiddleware(logProtocol(func() zerolog.Logger { return *x.get().Log() }))
 	x.swapped = func(nb Backend) {
@@ -275,7 +278,8 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 // with Broker.Call, asking through the session's dialog when it has one.
 // view is the listing the client sees, for the names an approval's text
 // tells it to call.
-func toolHandler(x *binding, sess *sessions, br *bridge, name string, view func() *listing) mcp.ToolHandler {
+func toolHandler(x *binding, sess *sessions, name string, view func() *listing) mcp.ToolHandler {
+	br := sess.bridge
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		b := x.get()
 		wfs := sess.workflows(req.Session)
