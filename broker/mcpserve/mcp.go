@@ -407,10 +407,10 @@ func (r *sessionRelay) Elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.El
 		return nil, errors.New("pml's client does not support elicitation, so the question cannot be asked")
 	}
 	if multiRoundTrip(r.ss) {
-		// On 2026-07-28 a request to the client in the middle of a call
-		// is not allowed, and relaying through input requests is not
-		// built yet.
-		return nil, errors.New("pml cannot relay a server's question to a client on MCP protocol 2026-07-28 yet; clients on 2025-11-25 or older get it")
+		// On 2026-07-28 a request to the client in the middle of a
+		// request is not allowed: a tool call's relay is the bridge's
+		// (bridge.go); a prompt's or resource's has none yet.
+		return nil, errors.New("pml cannot relay a server's question during a prompt or resource request to a client on MCP protocol 2026-07-28 yet; during a tool call it can, and clients on 2025-11-25 or older get it")
 	}
 	return r.ss.Elicit(ctx, p)
 }
@@ -420,7 +420,7 @@ func (r *sessionRelay) CreateMessage(ctx context.Context, p *mcp.CreateMessagePa
 		return nil, errors.New("pml's client does not support sampling, so no model can be asked")
 	}
 	if multiRoundTrip(r.ss) {
-		return nil, errors.New("pml cannot relay a server's sampling request to a client on MCP protocol 2026-07-28 yet; clients on 2025-11-25 or older get it")
+		return nil, errors.New("pml cannot relay a server's sampling request during a prompt or resource request to a client on MCP protocol 2026-07-28 yet; during a tool call it can, and clients on 2025-11-25 or older get it")
 	}
 	return r.ss.CreateMessage(ctx, p)
 }
