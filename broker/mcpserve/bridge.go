@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rs/zerolog"
 
+	"github.com/pml-dev/pml/internal/panics"
 	"github.com/pml-dev/pml/internal/upstream"
 )
 
@@ -107,7 +109,15 @@ func (br *bridge) start(ctx context.Context, ss *mcp.ServerSession, tool string,
 	relay := &bridgedRelay{sessionRelay: rel, run: r}
 	go func() {
 		defer cancel()
-		r.done <- run(rctx, relay)
+		res := bridgeError("pml failed on this call (a bug in pml: its log on stderr says where); nothing more of it runs")
+		defer func() { r.done <- res }()
+		// This goroutine is pml's own, past recoverRequests: a panic in
+		// the call answers this call alone.
+		log := zerolog.Nop()
+		if rel != nil && rel.b != nil {
+			log = *rel.b.Log()
+		}
+		panics.Guarded(log, "tools/call", "running "+tool, func() { res = run(rctx, relay) })
 	}()
 	return br.await(ctx, ss, tool, r)
 }

@@ -127,3 +127,14 @@ func TestTheBridgeCancelsWithTheRequest(t *testing.T) {
 		t.Fatal("the call outlived its cancelled request")
 	}
 }
+
+// A panic in a bridged call answers that call alone.
+func TestTheBridgeAnswersAPanicAsTheCallsError(t *testing.T) {
+	br := newBridge(func() time.Duration { return time.Minute })
+	res := br.start(context.Background(), nil, "probe:boom", &sessionRelay{}, func(context.Context, upstream.Relay) *mcp.CallToolResult {
+		panic("boom")
+	})
+	if !res.IsError || !strings.Contains(resultText(res), "a bug in pml") {
+		t.Fatalf("want an error result: %+v", res)
+	}
+}
