@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pml-dev/pml/internal/wirename"
 )
 
 // inspectorCLI installs (once, into the cache make test-conformance uses:
@@ -129,5 +131,38 @@ func TestTheInspectorInTheModernEraCallsAServersToolOverStdio(t *testing.T) {
 		if strings.Contains(errs, "not answered before pml exits") {
 			t.Errorf("pml waited for the Inspector's subscriptions/listen at exit (--protocol-era %s):\n%s", era, errs)
 		}
+	}
+}
+
+// TestTheInspectorInTheModernEraGetsTheLegacyAnswerWithoutElicitation:
+// the MCP Inspector CLI (a strict 2026-07-28 client, which declares no
+// elicitation and answers no dialog) calls the everything server's elicit
+// (form) tool over `pml stdio` under its shortened wire name: it gets
+// what a legacy client without elicitation gets (the server's question
+// refused, said in the result), as a result it accepts.
+func TestTheInspectorInTheModernEraGetsTheLegacyAnswerWithoutElicitation(t *testing.T) {
+	needImage(t, everythingImage)
+	node, cli := inspectorCLI(t)
+	ws := newWorkspace(t, everythingConfig(`"*"`))
+	scratch := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	all := []string{cli, "--cli", "--protocol-era", "modern"}
+	for _, kv := range append(os.Environ(), "PML_WORKSPACE="+ws.Dir) {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "PML_") || strings.HasPrefix(k, "XDG_") || strings.HasPrefix(k, "DOCKER_") {
+			all = append(all, "-e", kv)
+		}
+	}
+	all = append(all, "--transport", "stdio", "--cwd", ws.Dir, pmlBin, "stdio",
+		"--method", "tools/call", "--tool-name", wirename.Encode("everything:elicit (form)"))
+	cmd := exec.CommandContext(ctx, node, all...)
+	cmd.Env = append(os.Environ(), "PML_WORKSPACE="+ws.Dir,
+		"MCP_CATALOG_PATH="+filepath.Join(scratch, "mcp.json"), "MCP_CLIENT_CONFIG_PATH="+filepath.Join(scratch, "client.json"))
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	// The CLI exits non-zero for a result with isError, which this is.
+	_ = cmd.Run()
+	if out := stdout.String(); !strings.Contains(out, "does not support elicitation") {
+		t.Fatalf("the Inspector should get the server's refused question as a result it accepts:\nstdout:\n%s\nstderr:\n%s", out, stderr.String())
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/pml-dev/pml/internal/jsonrpc"
 	"github.com/pml-dev/pml/internal/panics"
 	"github.com/pml-dev/pml/internal/telemetry"
+	"github.com/pml-dev/pml/internal/upstream"
 )
 
 // The stdio fast path. A tools/call of a pooled server's tool costs, on
@@ -290,8 +291,12 @@ func (f *fastFront) serve(ctx context.Context, cancel context.CancelFunc, ss *mc
 	if args == nil {
 		args = json.RawMessage("{}")
 	}
+	// A modern client's call whose server asks answers input_required
+	// (bridge.go); the server's answer then goes to the client's retry,
+	// decoded, not as bytes under this request's id.
+	var direct directAnswer
 	answer := func(result json.RawMessage) bool {
-		if len(result) > call.MaxResultBytes {
+		if len(result) > call.MaxResultBytes || !direct.take() {
 			return false
 		}
 		frame := make([]byte, 0, 48+len(completeMember)+len(info)+len(id)+len(result))
@@ -329,27 +334,83 @@ func (f *fastFront) serve(ctx context.Context, cancel context.CancelFunc, ss *mc
 		r.Ask = elicitor(b, ss)
 	}
 	r.Dialog = deferred
+	write := func(mres *mcp.CallToolResult) {
+		if info != nil {
+			mres = withServerInfo(mres)
+		}
+		out, err := encodeCallResult(mres, info != nil)
+		if err != nil {
+			out, _ = encodeCallResult(call.ToMCP(call.ResultFor(err)), info != nil)
+		}
+		frame := make([]byte, 0, 48+len(id)+len(out))
+		frame = append(frame, `{"jsonrpc":"2.0","id":`...)
+		frame = append(frame, id...)
+		frame = append(frame, `,"result":`...)
+		frame = append(frame, out...)
+		frame = append(frame, "}\n"...)
+		if err := f.out.WriteLine(frame); err != nil {
+			b.Log().Debug().Err(err).Msg("answering a forwarded call")
+		}
+	}
+	if modernEra(ss) {
+		// The server's questions become input requests (bridge.go): the
+		// call runs beside this request, which answers with the result
+		// (as bytes, when the server answered before asking anything) or
+		// the first question, whose answer comes with a retry that the
+		// go-sdk's path takes to the same bridge.
+		res := f.sess.bridge.start(ctx, ss, name, r.Relay.(*sessionRelay), func(ctx context.Context, relay upstream.Relay) *mcp.CallToolResult {
+			r.Relay = relay
+			res := b.Call(ctx, r)
+			if fwd.Answered() {
+				return nil
+			}
+			return f.l.fitSchema(name, res, callResult(res, deferred))
+		})
+		if res == nil || ctx.Err() != nil {
+			return
+		}
+		if res.InputRequests != nil && !direct.ask() {
+			// The server answered as it asked: that answer went out.
+			return
+		}
+		write(res)
+		return
+	}
 	res := b.Call(ctx, r)
 	if fwd.Answered() || ctx.Err() != nil {
 		// Answered already; or cancelled by the client (who no longer
 		// waits for an answer, as MCP has it), or the session is gone.
 		return
 	}
-	mres := f.l.fitSchema(name, res, callResult(res, deferred))
-	if info != nil {
-		mres = withServerInfo(mres)
+	write(f.l.fitSchema(name, res, callResult(res, deferred)))
+}
+
+// directAnswer decides, once, how a fast path call of a modern client is
+// answered: with the server's bytes under the request's id (take), or
+// with an input request, after which the server's answer goes to the
+// client's retry instead (ask). Whichever comes first wins.
+type directAnswer struct {
+	mu    sync.Mutex
+	asked bool
+	sent  bool
+}
+
+func (d *directAnswer) take() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.asked {
+		return false
 	}
-	out, err := encodeCallResult(mres, info != nil)
-	if err != nil {
-		out, _ = encodeCallResult(call.ToMCP(call.ResultFor(err)), info != nil)
+	d.sent = true
+	return true
+}
+
+func (d *directAnswer) ask() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.sent {
+		return false
 	}
-	frame := make([]byte, 0, 48+len(id)+len(out))
-	frame = append(frame, `{"jsonrpc":"2.0","id":`...)
-	frame = append(frame, id...)
-	frame = append(frame, `,"result":`...)
-	frame = append(frame, out...)
-	frame = append(frame, "}\n"...)
-	if err := f.out.WriteLine(frame); err != nil {
-		b.Log().Debug().Err(err).Msg("answering a forwarded call")
-	}
+	d.asked = true
+	return true
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/pml-dev/pml/internal/jsonrpc"
 	"github.com/pml-dev/pml/internal/panics"
 	"github.com/pml-dev/pml/internal/slogzerolog"
+	"github.com/pml-dev/pml/internal/upstream"
 )
 
 // Version is set by cmd/pml at build time.
@@ -39,6 +40,9 @@ type sessions struct {
 	m   map[*mcp.ServerSession]*workflow.Workflows
 	// shared: the stateless requests' (process).
 	shared *workflow.Workflows
+	// bridge holds the modern calls whose server asked (bridge.go), for
+	// the go-sdk's path and the stdio fast path alike.
+	bridge *bridge
 }
 
 // reset forgets every pending approval (the workspace changed).
@@ -144,7 +148,11 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 			prepareOnce.Do(func() { v.prepare(ctx) })
 		}
 	}
-	sess := &sessions{ttl: b.ApprovalTimeout(), m: map[*mcp.ServerSession]*workflow.Workflows{}}
+	// A server's questions to a modern client go through the bridge
+	// (bridge.go), waiting for the client's retry as long as a dialog
+	// waits for a person.
+	sess := &sessions{ttl: b.ApprovalTimeout(), m: map[*mcp.ServerSession]*workflow.Workflows{},
+		bridge: newBridge(func() time.Duration { return dialogWait(x.get()) })}
 	// The prompts, resources and completions of the servers (features.go).
 	feats := newFeatures(x, sess)
 	// Logging: the servers' log messages are passed on (sessionRelay.Log);
@@ -235,6 +243,10 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 					break
 				}
 				name, listed := l.resolve(cr.Params.Name)
+				if listed == "" {
+					// A wire name listed by another process (wirename.go).
+					name, listed = l.resolveCold(ctx, cr.Params.Name)
+				}
 				if listed != "" {
 					// A listed tool: the SDK's own path, under its wire name.
 					// The handler (Broker.Call) audits the call; a request
@@ -282,57 +294,78 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 // view is the listing the client sees, for the names an approval's text
 // tells it to call.
 func toolHandler(x *binding, sess *sessions, name string, view func() *listing) mcp.ToolHandler {
+	br := sess.bridge
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		b := x.get()
 		wfs := sess.workflows(req.Session)
+		// The bridge's questions belong to the session that was asked.
+		var owner any = req.Session
 		// pml serve's stateless era: each request is a session of its
 		// own, so the approvals it asks are kept by the process, and
-		// their answers may come to another (requeststate.go).
+		// their answers may come to another (requeststate.go). A
+		// server's question bridged there is answered on this process
+		// only: the server call waiting for it lives here.
 		stateless := statelessHTTP(req)
 		if stateless {
 			wfs = sess.process()
+			owner = wfs
 		}
 		p := req.Params
 		if p == nil {
 			p = &mcp.CallToolParamsRaw{}
 		}
-		r := call.Request{Tool: name, Args: p.Arguments, Workflows: wfs, Relay: &sessionRelay{ss: req.Session, b: b, req: ctx}, ProgressToken: p.GetProgressToken(),
+		if modernEra(req.Session) && isBridgeState(p.RequestState) {
+			// The answer to a server's question (bridge.go).
+			return br.resume(ctx, owner, name, p), nil
+		}
+		rel := &sessionRelay{ss: req.Session, b: b, req: ctx}
+		r := call.Request{Tool: name, Args: p.Arguments, Workflows: wfs, Relay: rel, ProgressToken: p.GetProgressToken(),
 			Meta: clientMeta(p.Meta)}
 		deferred := multiRoundTrip(req.Session)
 		if !deferred {
 			r.Ask = elicitor(b, req.Session)
 		}
 		r.Dialog = deferred
-		var res call.Result
-		args := p.Arguments
-		switch {
-		case stateless && p.RequestState != "":
-			// The answer to a question pml serve sealed in the
-			// request (requeststate.go), asked here or elsewhere.
-			res, args = answerSealed(ctx, b, r, p, name)
-		case p.RequestState != "":
-			// The client is back with the human's answer to the
-			// elicitation we returned as an input request. (A run
-			// it resumes may ask again: the same dialog.)
-			r.Args, r.Elicited = nil, elicitedAnswer(p)
-			res = b.Call(ctx, r)
-		default:
-			res = b.Call(ctx, r)
-		}
-		res = inView(view(), res)
-		out := callResult(res, deferred)
-		// Only pml's own approval is sealed here. (A server's question
-		// relayed as an input request, the bridge, carries a state of
-		// its own, which must be made to travel the same way before it
-		// can be answered on another process.)
-		if a, ok := res.Structured.(workflow.Approval); ok && stateless && out.RequestState != "" {
-			state, err := sealState(b.Workspace(), name, args, a, b.ApprovalTimeout())
-			if err != nil {
-				return call.ToMCP(call.Result{Text: "pml could not seal the approval it would ask for " + name + " (" + err.Error() + "); nothing was run", IsError: true}), nil
+		run := func(ctx context.Context) *mcp.CallToolResult {
+			var res call.Result
+			args := p.Arguments
+			switch {
+			case stateless && p.RequestState != "":
+				// The answer to a question pml serve sealed in the
+				// request (requeststate.go), asked here or elsewhere.
+				res, args = answerSealed(ctx, b, r, p, name)
+			case p.RequestState != "":
+				// The client is back with the human's answer to the
+				// elicitation we returned as an input request. (A run
+				// it resumes may ask again: the same dialog.)
+				r.Args, r.Elicited = nil, elicitedAnswer(p)
+				res = b.Call(ctx, r)
+			default:
+				res = b.Call(ctx, r)
 			}
-			out.RequestState = state
+			res = inView(view(), res)
+			out := callResult(res, deferred)
+			// pml's own approval is sealed so that any pml serve of the
+			// workspace can take its answer; a server's question
+			// (the bridge) is not: its server call waits here.
+			if a, ok := res.Structured.(workflow.Approval); ok && stateless && out.RequestState != "" {
+				state, err := sealState(b.Workspace(), name, args, a, b.ApprovalTimeout())
+				if err != nil {
+					return call.ToMCP(call.Result{Text: "pml could not seal the approval it would ask for " + name + " (" + err.Error() + "); nothing was run", IsError: true})
+				}
+				out.RequestState = state
+			}
+			return view().fitSchema(name, res, out)
 		}
-		return view().fitSchema(name, res, out), nil
+		if modernEra(req.Session) {
+			// A server's question during the call becomes an input
+			// request of this call's result (bridge.go).
+			return br.start(ctx, owner, name, rel, func(ctx context.Context, relay upstream.Relay) *mcp.CallToolResult {
+				r.Relay = relay
+				return run(ctx)
+			}), nil
+		}
+		return run(ctx), nil
 	}
 }
 
@@ -496,10 +529,10 @@ func (r *sessionRelay) Elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.El
 		return nil, errors.New("pml's client does not support elicitation, so the question cannot be asked")
 	}
 	if multiRoundTrip(r.ss) {
-		// On 2026-07-28 a request to the client in the middle of a call
-		// is not allowed, and relaying through input requests is not
-		// built yet.
-		return nil, errors.New("pml cannot relay a server's question to a client on MCP protocol 2026-07-28 yet; clients on 2025-11-25 or older get it")
+		// On 2026-07-28 a request to the client in the middle of a
+		// request is not allowed: a tool call's relay is the bridge's
+		// (bridge.go); a prompt's or resource's has none yet.
+		return nil, errors.New("pml cannot relay a server's question during a prompt or resource request to a client on MCP protocol 2026-07-28 yet; during a tool call it can, and clients on 2025-11-25 or older get it")
 	}
 	return r.ss.Elicit(ctx, p)
 }
@@ -509,7 +542,7 @@ func (r *sessionRelay) CreateMessage(ctx context.Context, p *mcp.CreateMessagePa
 		return nil, errors.New("pml's client does not support sampling, so no model can be asked")
 	}
 	if multiRoundTrip(r.ss) {
-		return nil, errors.New("pml cannot relay a server's sampling request to a client on MCP protocol 2026-07-28 yet; clients on 2025-11-25 or older get it")
+		return nil, errors.New("pml cannot relay a server's sampling request during a prompt or resource request to a client on MCP protocol 2026-07-28 yet; during a tool call it can, and clients on 2025-11-25 or older get it")
 	}
 	return r.ss.CreateMessage(ctx, p)
 }
@@ -613,6 +646,17 @@ func elicitedAnswer(p *mcp.CallToolParamsRaw) *call.Elicited {
 	return &call.Elicited{WorkflowID: p.RequestState, Choice: decision(res)}
 }
 
+// dialogWait is how long a question waits for the person: part of an
+// approval's lifetime, at most two minutes. An unanswered question is
+// final (see askInDialog); the call then returns.
+func dialogWait(b Backend) time.Duration {
+	wait := b.ApprovalTimeout() / 2
+	if wait > 2*time.Minute {
+		wait = 2 * time.Minute
+	}
+	return wait
+}
+
 // elicitor asks through MCP elicitation (elicitation/create while the call
 // waits) when a client on an older protocol declared the capability; nil
 // otherwise (then the approval_required result asks).
@@ -624,12 +668,7 @@ func elicitor(b Backend, ss *mcp.ServerSession) func(context.Context, workflow.A
 	if p == nil || p.Capabilities == nil || p.Capabilities.Elicitation == nil {
 		return nil
 	}
-	// Give the human part of the workflow's lifetime; an unanswered
-	// question is final (see askInDialog), the call then returns.
-	wait := b.ApprovalTimeout() / 2
-	if wait > 2*time.Minute {
-		wait = 2 * time.Minute
-	}
+	wait := dialogWait(b)
 	return func(ctx context.Context, a workflow.Approval) (string, bool) {
 		ectx, cancel := context.WithTimeout(ctx, wait)
 		defer cancel()

@@ -1,6 +1,7 @@
 package mcpserve
 
 import (
+	"context"
 	"strings"
 	"sync"
 
@@ -53,6 +54,14 @@ func (l *listing) follow(b Backend) {
 // wire returns the name a tool of pml (namespace:action) has on the
 // wire in this view, and whether the view shows it.
 func (l *listing) wire(name string) (string, bool) {
+	return l.wireOf(name, l.names.Wire)
+}
+
+// wireOf is wire with the table's lookup given: Wire records the name
+// (a tool listed), Peek does not (a name a client called, which may be
+// no tool at all: recorded, it would take the wire name a real tool's
+// shortened name has, and push that tool to another).
+func (l *listing) wireOf(name string, lookup func(string) string) (string, bool) {
 	shown, ok := l.v.show(name)
 	if !ok {
 		return "", false
@@ -61,9 +70,9 @@ func (l *listing) wire(name string) (string, bool) {
 		return continueWire, true
 	}
 	if l.v.prefix == "" {
-		return l.names.Wire(name), true
+		return lookup(name), true
 	}
-	return l.names.Wire(shown), true
+	return lookup(shown), true
 }
 
 // visible reports whether a tool is listed: permissions.deny hides it
@@ -167,7 +176,7 @@ func (l *listing) resolve(called string) (name, listed string) {
 	} else {
 		return "", ""
 	}
-	w, ok := l.wire(name)
+	w, ok := l.wireOf(name, l.names.Peek)
 	if !ok {
 		return name, ""
 	}
@@ -177,6 +186,33 @@ func (l *listing) resolve(called string) (name, listed string) {
 		return name, w
 	}
 	return name, ""
+}
+
+// resolveCold is resolve for a wire name this process has not handed out
+// yet: a shortened one (a hash of the full name, internal/wirename) that
+// a client read from another process's tools/list (a stateless client on
+// MCP 2026-07-28 may list on one `pml serve` and call on another, or
+// start a new `pml stdio` and call what it listed before). The name is
+// found from the configuration: the wire names of the tools known now
+// are computed, and when none matches the configured servers are started
+// as a first tools/list starts them, and their names computed (only for
+// a name of the shortened form: a name in the exact form decodes by
+// itself, and its server starts when it is called). A name that matches
+// nothing resolves as before.
+func (l *listing) resolveCold(ctx context.Context, called string) (name, listed string) {
+	if !wirename.Pattern.MatchString(called) {
+		return l.resolve(called)
+	}
+	l.sync(nil)
+	if name, listed = l.resolve(called); listed != "" || !wirename.Shortened(called) {
+		return name, listed
+	}
+	l.x.get().Prepare(ctx)
+	l.sync(nil)
+	if n, w := l.resolve(called); w != "" {
+		return n, w
+	}
+	return name, listed
 }
 
 // continueWire is pml:continue_workflow on the wire, in every view.

@@ -125,6 +125,22 @@ func shorten(body, full string, salt int) string {
 	return s + "_" + hex.EncodeToString(h.Sum(nil))[:hashLen]
 }
 
+// Shortened reports whether a wire name has the form of a shortened one
+// (ends in "_" and hashLen hex digits), which only a Table that handed it
+// out, or one that computed the same names, reads back.
+func Shortened(wire string) bool {
+	i := len(wire) - hashLen - 1
+	if i < 1 || wire[i] != '_' {
+		return false
+	}
+	for _, c := range wire[i+1:] {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
 // Table remembers the wire names it handed out, so a shortened name
 // reads back, and two names never share a wire name. Safe for concurrent
 // use.
@@ -160,6 +176,21 @@ func (t *Table) Wire(name string) string {
 	}
 	t.toWire[name], t.toName[w] = w, name
 	return w
+}
+
+// Peek returns name's wire name as Wire does, without recording it: the
+// recorded one, else the encoding (which a later Wire may salt).
+func (t *Table) Peek(name string) string {
+	t.mu.Lock()
+	w, ok := t.toWire[name]
+	t.mu.Unlock()
+	if ok {
+		return w
+	}
+	if t.bare {
+		return EncodeBare(name)
+	}
+	return Encode(name)
 }
 
 // Name returns the pml name of a wire name: the recorded one, else the

@@ -187,6 +187,18 @@ func main() {
 			}
 			return text(strings.Join(out, "\n")), nil, nil
 		})
+	mcp.AddTool(s, &mcp.Tool{Name: "roots", Description: "Ask the client for its roots (roots/list) during the call; one URI a line."},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			res, err := req.Session.ListRoots(ctx, nil)
+			if err != nil {
+				return text("error: " + err.Error()), nil, nil
+			}
+			var uris []string
+			for _, r := range res.Roots {
+				uris = append(uris, r.URI)
+			}
+			return text(strings.Join(uris, "\n")), nil, nil
+		})
 	mcp.AddTool(s, &mcp.Tool{Name: "ask_later", Description: "Return at once; ms later send an elicitation request (see asked)."},
 		func(ctx context.Context, req *mcp.CallToolRequest, a askArgs) (*mcp.CallToolResult, any, error) {
 			go func() {

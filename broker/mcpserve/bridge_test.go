@@ -1,0 +1,140 @@
+package mcpserve
+
+//lint:file-ignore SA1019 the bridge carries sampling answers, deprecated from MCP 2026-07-28 (SEP-2577) but what the servers pml runs speak
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/pml-dev/pml/internal/upstream"
+)
+
+// askingRun is a call whose server asks n questions in turn, then
+// answers with what it was told; its outcome goes to done.
+func askingRun(n int, outcome chan<- string) func(context.Context, upstream.Relay) *mcp.CallToolResult {
+	return func(ctx context.Context, r upstream.Relay) *mcp.CallToolResult {
+		br := r.(*bridgedRelay)
+		var got []string
+		for range n {
+			a, err := br.ask(ctx, "elicitation", &mcp.ElicitParams{Message: "server probe asks: ok?"})
+			if err != nil {
+				got = append(got, "error: "+err.Error())
+				break
+			}
+			got = append(got, a.(*mcp.ElicitResult).Action)
+		}
+		out := strings.Join(got, ",")
+		if outcome != nil {
+			outcome <- out
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: out}}}
+	}
+}
+
+func resultText(res *mcp.CallToolResult) string {
+	if res == nil || len(res.Content) == 0 {
+		return ""
+	}
+	t, _ := res.Content[0].(*mcp.TextContent)
+	return t.Text
+}
+
+func retry(state string, action string) *mcp.CallToolParamsRaw {
+	return &mcp.CallToolParamsRaw{RequestState: state, InputResponses: mcp.InputResponseMap{serverQuestion: &mcp.ElicitResult{Action: action}}}
+}
+
+func TestTheBridgeCarriesQuestionsInTurn(t *testing.T) {
+	br := newBridge(func() time.Duration { return time.Minute })
+	ctx := context.Background()
+	res := br.start(ctx, nil, "probe:ask", &sessionRelay{}, askingRun(2, nil))
+	if res.InputRequests == nil || !isBridgeState(res.RequestState) || res.Content != nil {
+		t.Fatalf("want the first question as an input request: %+v", res)
+	}
+	first := res.RequestState
+	res = br.resume(ctx, nil, "probe:ask", retry(first, "accept"))
+	if res.InputRequests == nil || res.RequestState == first {
+		t.Fatalf("want the second question under a new requestState: %+v", res)
+	}
+	// The first requestState is spent: a replay changes nothing.
+	if r := br.resume(ctx, nil, "probe:ask", retry(first, "accept")); !r.IsError || !strings.Contains(resultText(r), "not a question pml is waiting on") {
+		t.Fatalf("a replayed requestState: %+v", r)
+	}
+	second := res.RequestState
+	// Another tool's retry with it, or one without the answer, is refused
+	// and the question still waits.
+	if r := br.resume(ctx, nil, "probe:other", retry(second, "accept")); !r.IsError {
+		t.Fatalf("another tool's retry was taken: %+v", r)
+	}
+	if r := br.resume(ctx, nil, "probe:ask", &mcp.CallToolParamsRaw{RequestState: second}); !r.IsError || !strings.Contains(resultText(r), "still waiting") {
+		t.Fatalf("a retry without the answer: %+v", r)
+	}
+	if r := br.resume(ctx, nil, "probe:ask", &mcp.CallToolParamsRaw{RequestState: second,
+		InputResponses: mcp.InputResponseMap{serverQuestion: &mcp.CreateMessageWithToolsResult{Role: "assistant"}}}); !r.IsError || !strings.Contains(resultText(r), "not an answer to the server's elicitation") {
+		t.Fatalf("a sampling answer to an elicitation: %+v", r)
+	}
+	res = br.resume(ctx, nil, "probe:ask", retry(second, "decline"))
+	if res.IsError || resultText(res) != "accept,decline" {
+		t.Fatalf("want the call's result with both answers: %+v", res)
+	}
+	if len(br.parked) != 0 {
+		t.Errorf("%d questions still parked", len(br.parked))
+	}
+}
+
+// A client that never retries: the server's request gets an error after
+// the bridge's wait and the call ends; its requestState is then unknown.
+func TestTheBridgeEndsAQuestionNoOneAnswers(t *testing.T) {
+	br := newBridge(func() time.Duration { return 50 * time.Millisecond })
+	outcome := make(chan string, 1)
+	res := br.start(context.Background(), nil, "probe:ask", &sessionRelay{}, askingRun(1, outcome))
+	if res.InputRequests == nil {
+		t.Fatalf("want an input request: %+v", res)
+	}
+	select {
+	case got := <-outcome:
+		if !strings.Contains(got, "did not answer the elicitation within 50ms") {
+			t.Errorf("the server's request should get the bridge's error: %q", got)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the server's request is still waiting after the bridge's wait")
+	}
+	if r := br.resume(context.Background(), nil, "probe:ask", retry(res.RequestState, "accept")); !r.IsError || !strings.Contains(resultText(r), "expired") {
+		t.Errorf("a retry after the wait: %+v", r)
+	}
+}
+
+// A request the client cancels ends the call it runs.
+func TestTheBridgeCancelsWithTheRequest(t *testing.T) {
+	br := newBridge(func() time.Duration { return time.Minute })
+	ctx, cancel := context.WithCancel(context.Background())
+	ended := make(chan struct{})
+	go func() {
+		br.start(ctx, nil, "probe:sleep", &sessionRelay{}, func(ctx context.Context, _ upstream.Relay) *mcp.CallToolResult {
+			<-ctx.Done()
+			close(ended)
+			return &mcp.CallToolResult{}
+		})
+	}()
+	time.Sleep(10 * time.Millisecond)
+	cancel()
+	select {
+	case <-ended:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the call outlived its cancelled request")
+	}
+}
+
+// A panic in a bridged call answers that call alone.
+func TestTheBridgeAnswersAPanicAsTheCallsError(t *testing.T) {
+	br := newBridge(func() time.Duration { return time.Minute })
+	res := br.start(context.Background(), nil, "probe:boom", &sessionRelay{}, func(context.Context, upstream.Relay) *mcp.CallToolResult {
+		panic("boom")
+	})
+	if !res.IsError || !strings.Contains(resultText(res), "a bug in pml") {
+		t.Fatalf("want an error result: %+v", res)
+	}
+}
