@@ -50,7 +50,7 @@ func TestFeaturesRouteEachURIAndPromptToOneServer(t *testing.T) {
 			Templates: []*mcp.ResourceTemplate{{Name: "t", URITemplate: "file:///a/{name}"}, {Name: "u", URITemplate: "http://b/{x}"}},
 		}},
 	}}
-	f := newFeatures(fixed(b), &sessions{})
+	f := newFeatures(fixed(b), &sessions{}, view{})
 	ctx := context.Background()
 	rs, ts := f.listResources(ctx, b)
 	var uris []string

@@ -25,5 +25,6 @@ while read -r name pkg version; do
 done <<'LIST'
 node node 22.23.3
 suite @modelcontextprotocol/conformance 0.1.16
+suite @modelcontextprotocol/conformance 0.2.0-alpha.12
 inspector @modelcontextprotocol/inspector 2.12.0
 LIST

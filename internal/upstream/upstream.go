@@ -204,6 +204,16 @@ func (s *Server) Call(ctx context.Context, tool string, args json.RawMessage, me
 		s.tokens.Store(tok, progressRoute{relay: relay, token: progressToken})
 		defer s.tokens.Delete(tok)
 		params.SetProgressToken(tok)
+		// The tap passes the call's progress on as it reads it, in the
+		// order the server wrote it: the go-sdk session hands its
+		// notifications to handlers of their own, so the last progress
+		// before the answer could reach the client after the answer,
+		// when its request's stream has closed (the suite's
+		// tools-call-with-progress got 2 of 3 through pml serve).
+		defer c.fast.progressTo(`"`+tok+`"`, func(p *mcp.ProgressNotificationParams) {
+			p.ProgressToken = progressToken
+			relay.Progress(ctx, p)
+		})()
 	}
 	res, err := c.cs.CallTool(ctx, params)
 	if err == nil {
@@ -577,7 +587,14 @@ func (s *Server) CallOnce(ctx context.Context, start Starter, spec container.Spe
 		params.Arguments = args
 	}
 	if progressToken != nil && relay != nil {
-		params.SetProgressToken(progressToken)
+		// pml's token, so that the tap passes the progress on in order
+		// with the answer (as in Call).
+		tok := fmt.Sprintf("pml-%d", s.tokenSeq.Add(1))
+		params.SetProgressToken(tok)
+		defer c.fast.progressTo(`"`+tok+`"`, func(p *mcp.ProgressNotificationParams) {
+			p.ProgressToken = progressToken
+			relay.Progress(ctx, p)
+		})()
 	}
 	res, err := c.cs.CallTool(ctx, params)
 	if err == nil {
