@@ -1,0 +1,194 @@
+//go:build linux
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// checkOneServerFeatures: in the one-server view (pml run NAME, pml serve
+// --server NAME) the everything server's prompts, resources, templates
+// and completions are served under their own names, decided by the same
+// permission names as in the aggregate (everything:prompt:…,
+// everything:resource:…) and audited under them (issue 53).
+func checkOneServerFeatures(t *testing.T, cs *mcp.ClientSession, ws *workspace) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	init := cs.InitializeResult()
+	if init == nil || init.Capabilities == nil || init.Capabilities.Prompts == nil || init.Capabilities.Resources == nil || init.Capabilities.Completions == nil {
+		t.Fatalf("pml does not declare prompts, resources and completions in the one-server view: %+v", init)
+	}
+	prompts, err := cs.ListPrompts(ctx, nil)
+	if err != nil {
+		t.Fatalf("prompts/list: %v", err)
+	}
+	var names []string
+	for _, p := range prompts.Prompts {
+		names = append(names, p.Name)
+		if strings.Contains(p.Name, "__") {
+			t.Errorf("a prompt listed with a prefix: %q", p.Name)
+		}
+	}
+	if !strings.Contains(","+strings.Join(names, ",")+",", ",greet,") {
+		t.Fatalf("prompts/list does not list greet under its own name: %q", names)
+	}
+	for _, n := range names {
+		if strings.Contains(n, "Icons") {
+			t.Errorf("the denied prompt is listed: %q", names)
+		}
+	}
+	got, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "greet", Arguments: map[string]string{"name": "pml-one"}})
+	if err != nil {
+		t.Fatalf("prompts/get greet: %v", err)
+	}
+	if len(got.Messages) != 1 || !strings.Contains(got.Messages[0].Content.(*mcp.TextContent).Text, "Say hi to pml-one") {
+		t.Errorf("prompts/get greet: %+v", got.Messages)
+	}
+	if _, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "everything__greet", Arguments: map[string]string{"name": "x"}}); err == nil {
+		t.Errorf("the aggregate's name everything__greet was got in the one-server view")
+	}
+
+	res, err := cs.ListResources(ctx, nil)
+	if err != nil {
+		t.Fatalf("resources/list: %v", err)
+	}
+	found := false
+	for _, r := range res.Resources {
+		found = found || r.URI == "embedded:info"
+	}
+	if !found {
+		t.Fatalf("resources/list does not list embedded:info: %+v", res.Resources)
+	}
+	read, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "embedded:info"})
+	if err != nil {
+		t.Fatalf("resources/read embedded:info: %v", err)
+	}
+	if len(read.Contents) != 1 || !strings.Contains(read.Contents[0].Text, "hello example server") {
+		t.Errorf("resources/read embedded:info: %+v", read.Contents)
+	}
+	tpl, err := cs.ListResourceTemplates(ctx, nil)
+	if err != nil {
+		t.Fatalf("resources/templates/list: %v", err)
+	}
+	if len(tpl.ResourceTemplates) != 1 || tpl.ResourceTemplates[0].URITemplate != "http://example.com/~{resource_name}/" {
+		t.Fatalf("resources/templates/list: %+v", tpl.ResourceTemplates)
+	}
+
+	// A prompt's argument, by the prompt's own name.
+	comp, err := cs.Complete(ctx, &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "greet"},
+		Argument: mcp.CompleteParamsArgument{Name: "name", Value: "pm"}})
+	if err != nil || len(comp.Completion.Values) != 1 || comp.Completion.Values[0] != "pmx" {
+		t.Errorf("completion/complete of greet: %v %+v", err, comp)
+	}
+	comp, err = cs.Complete(ctx, &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/resource", URI: "http://example.com/~{resource_name}/"},
+		Argument: mcp.CompleteParamsArgument{Name: "resource_name", Value: "in"}})
+	if err != nil || len(comp.Completion.Values) != 1 || comp.Completion.Values[0] != "inx" {
+		t.Errorf("completion/complete of a template: %v %+v", err, comp)
+	}
+
+	// Denied by name, as in the aggregate.
+	_, err = cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "http://example.com/~secret/"})
+	if err == nil || !strings.Contains(err.Error(), "everything:resource:http://example.com/~secret/") {
+		t.Errorf("a denied resource read: %v", err)
+	}
+	entries := map[string]string{}
+	for _, e := range auditJSON(t, ws) {
+		entries[e.Tool] = e.Decision
+	}
+	for tool, want := range map[string]string{
+		"everything:prompt:greet":                         "allowed",
+		"everything:resource:embedded:info":               "allowed",
+		"everything:resource:http://example.com/~secret/": "denied",
+	} {
+		if entries[tool] != want {
+			t.Errorf("audit: %s is %q, want %q (entries: %v)", tool, entries[tool], want, entries)
+		}
+	}
+}
+
+// TestOneServerServesItsPromptsAndResourcesOverStdio (issue 53): pml run
+// everything serves the server's prompts, resources, templates and
+// completions under their own names.
+func TestOneServerServesItsPromptsAndResourcesOverStdio(t *testing.T) {
+	needImage(t, everythingImage)
+	ws := newWorkspace(t, featuresConfig())
+	client := mcp.NewClient(&mcp.Implementation{Name: "one", Version: "1"}, nil)
+	stderr := &syncBuffer{}
+	cmd := execPML(ws, "run", "everything")
+	cmd.Stderr = stderr
+	cs, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	t.Cleanup(func() { cs.Close() })
+	checkOneServerFeatures(t, cs, ws)
+}
+
+// TestOneServerServesItsPromptsAndResourcesOverServe (issue 53): pml
+// serve --server everything does the same over Streamable HTTP.
+func TestOneServerServesItsPromptsAndResourcesOverServe(t *testing.T) {
+	needImage(t, everythingImage)
+	ws := newWorkspace(t, featuresConfig())
+	url, token := startServeArgs(t, ws, "--server", "everything")
+	checkOneServerFeatures(t, httpSession(t, url, token), ws)
+}
+
+// TestToolProgressArrivesBeforeItsAnswerOverServe (issue 53): over pml
+// serve (in the aggregate and fronting one server) every progress
+// notification a server sends before its answer reaches the client; the
+// last ones used to be passed on after the answer, when the request's
+// stream had closed, and were lost (the conformance suite's
+// tools-call-with-progress got 2 of 3 through pml serve --server).
+func TestToolProgressArrivesBeforeItsAnswerOverServe(t *testing.T) {
+	img := probeImage(t)
+	ws := newWorkspace(t, fmt.Sprintf(`{"permissions": {"allow": ["probe:*"]}, "mcps": {"probe": {"image": %q}}}`, img))
+	for _, mode := range []struct {
+		name string
+		args []string
+		tool string
+	}{{"aggregate", nil, "probe__sleep"}, {"one server", []string{"--server", "probe"}, "sleep"}} {
+		t.Run(mode.name, func(t *testing.T) {
+			url, token := startServeArgs(t, ws, mode.args...)
+			var got atomic.Int64
+			client := mcp.NewClient(&mcp.Implementation{Name: "progress", Version: "1"}, &mcp.ClientOptions{
+				ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) { got.Add(1) },
+			})
+			cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{
+				Endpoint: url, HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}},
+			}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			const calls, steps = 5, 10
+			for i := range calls {
+				p := &mcp.CallToolParams{Name: mode.tool, Arguments: map[string]any{"ms": 0, "steps": steps, "tag": fmt.Sprint(i)}}
+				p.SetProgressToken(fmt.Sprintf("tok-%d", i))
+				res, err := cs.CallTool(ctx, p)
+				if err != nil || res.IsError {
+					t.Fatalf("%s: %v %+v", mode.tool, err, res)
+				}
+			}
+			// The client hands notifications to its handler on a
+			// goroutine of its own: give it a moment.
+			deadline := time.Now().Add(3 * time.Second)
+			for got.Load() < calls*steps && time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
+			}
+			if n := got.Load(); n != calls*steps {
+				t.Errorf("%d progress notifications reached the client, want %d (%d calls of %d)", n, calls*steps, calls, steps)
+			}
+		})
+	}
+}
