@@ -192,3 +192,76 @@ func TestToolProgressArrivesBeforeItsAnswerOverServe(t *testing.T) {
 		})
 	}
 }
+
+// TestAHostileServersPromptsAndResourcesStayOutOfAnotherServersView
+// (issue 53): a probe configured beside the everything server lists the
+// URI embedded:info that everything lists too and a prompt named
+// everything__greet; pml serve --server everything shows none of the
+// probe's prompts and reads embedded:info from everything, and the
+// probe's own view (pml run probe) reads its own, so a server's offer
+// never passes for another's in a one-server view. The probe's
+// notifications reach only its own view's sessions (features.passNotices).
+func TestAHostileServersPromptsAndResourcesStayOutOfAnotherServersView(t *testing.T) {
+	needImage(t, everythingImage)
+	ws := newWorkspace(t, fmt.Sprintf(`{"permissions": {"allow": ["*"]},
+  "mcps": {"everything": {"image": %q}, "probe": {"image": %q, "env": {"PROBE_FEATURES": "1"}}}}`, everythingImage, probeImage(t)))
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	url, token := startServeArgs(t, ws, "--server", "everything")
+	cs := httpSession(t, url, token)
+	prompts, err := cs.ListPrompts(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range prompts.Prompts {
+		if p.Name == "everything__greet" || strings.Contains(p.Name, "evil") || p.Name == "dynamic" {
+			t.Errorf("the probe's prompt %q is listed in everything's view", p.Name)
+		}
+	}
+	if _, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "everything__greet"}); err == nil {
+		t.Errorf("the probe's prompt everything__greet was got in everything's view")
+	}
+	res, err := cs.ListResources(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res.Resources {
+		if r.URI == "probe:doc" {
+			t.Errorf("the probe's resource probe:doc is listed in everything's view")
+		}
+	}
+	if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "probe:doc"}); err == nil {
+		t.Errorf("the probe's probe:doc was read in everything's view")
+	}
+	read, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "embedded:info"})
+	if err != nil || len(read.Contents) != 1 || !strings.Contains(read.Contents[0].Text, "hello example server") {
+		t.Errorf("embedded:info in everything's view is not everything's: %v %+v", err, read)
+	}
+
+	// The probe's own view: its embedded:info, its prompts under their
+	// own names (everything__greet is the probe's name for its prompt).
+	client := mcp.NewClient(&mcp.Implementation{Name: "one", Version: "1"}, nil)
+	stderr := &syncBuffer{}
+	cmd := execPML(ws, "run", "probe")
+	cmd.Stderr = stderr
+	ps, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	defer ps.Close()
+	read, err = ps.ReadResource(ctx, &mcp.ReadResourceParams{URI: "embedded:info"})
+	if err != nil || len(read.Contents) != 1 || read.Contents[0].Text != "the probe's own info" {
+		t.Errorf("embedded:info in the probe's view: %v %+v", err, read)
+	}
+	got, err := ps.GetPrompt(ctx, &mcp.GetPromptParams{Name: "everything__greet"})
+	if err != nil || promptText(t, got) != "the probe's greet" {
+		t.Errorf("the probe's everything__greet in its view: %v", err)
+	}
+	entries := map[string]bool{}
+	for _, e := range auditJSON(t, ws) {
+		entries[e.Tool] = true
+	}
+	if !entries["probe:prompt:everything__greet"] || !entries["everything:resource:embedded:info"] || !entries["probe:resource:embedded:info"] {
+		t.Errorf("the audit does not name each read and get by its own server: %v", entries)
+	}
+}
