@@ -265,3 +265,55 @@ func TestAHostileServersPromptsAndResourcesStayOutOfAnotherServersView(t *testin
 		t.Errorf("the audit does not name each read and get by its own server: %v", entries)
 	}
 }
+
+// TestAServersPagedPromptsAndResourcesAreListedWhole (issue 53): a
+// server that sends its prompts and resources two to a page (nextCursor)
+// has every one of them listed through pml, in the aggregate (pml stdio,
+// under wire names) and in its own view (pml serve --server probe, under
+// its own names), and the last page's are got and read.
+func TestAServersPagedPromptsAndResourcesAreListedWhole(t *testing.T) {
+	ws := newWorkspace(t, fmt.Sprintf(`{"permissions": {"allow": ["probe:*"]},
+  "mcps": {"probe": {"image": %q, "env": {"PROBE_FEATURES": "1", "PROBE_PAGE_SIZE": "2"}}}}`, probeImage(t)))
+	check := func(t *testing.T, cs *mcp.ClientSession, prompt func(i int) string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		prompts := map[string]bool{}
+		for p, err := range cs.Prompts(ctx, nil) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			prompts[p.Name] = true
+		}
+		resources := map[string]bool{}
+		for r, err := range cs.Resources(ctx, nil) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			resources[r.URI] = true
+		}
+		for i := range 5 {
+			if !prompts[prompt(i)] {
+				t.Errorf("prompt %s is not listed: %v", prompt(i), prompts)
+			}
+			if uri := fmt.Sprintf("probe:page/%d", i); !resources[uri] {
+				t.Errorf("resource %s is not listed: %v", uri, resources)
+			}
+		}
+		got, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: prompt(4)})
+		if err != nil || promptText(t, got) != "page 4" {
+			t.Errorf("prompts/get %s: %v", prompt(4), err)
+		}
+		read, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "probe:page/4"})
+		if err != nil || len(read.Contents) != 1 || read.Contents[0].Text != "page 4" {
+			t.Errorf("resources/read probe:page/4: %v %+v", err, read)
+		}
+	}
+	t.Run("aggregate over stdio", func(t *testing.T) {
+		s := startSession(t, ws)
+		check(t, s.ClientSession, func(i int) string { return fmt.Sprintf("probe__page-%d", i) })
+	})
+	t.Run("one server over serve", func(t *testing.T) {
+		url, token := startServeArgs(t, ws, "--server", "probe")
+		check(t, httpSession(t, url, token), func(i int) string { return fmt.Sprintf("page-%d", i) })
+	})
+}
