@@ -317,3 +317,76 @@ func TestAServersPagedPromptsAndResourcesAreListedWhole(t *testing.T) {
 		check(t, httpSession(t, url, token), func(i int) string { return fmt.Sprintf("page-%d", i) })
 	})
 }
+
+// TestAPerCallServersPromptsAndResourcesReachTheClient (issue 53): a
+// server with "lifetime": "per_call" has its prompts, resources and
+// completions listed and served (each request in a container of its
+// own) through pml stdio and pml run NAME; a subscription to it is
+// refused, saying why.
+func TestAPerCallServersPromptsAndResourcesReachTheClient(t *testing.T) {
+	needImage(t, everythingImage)
+	ws := newWorkspace(t, fmt.Sprintf(`{"permissions": {"allow": ["everything:*"]},
+  "mcps": {"everything": {"image": %q, "lifetime": "per_call"}}}`, everythingImage))
+	check := func(t *testing.T, cs *mcp.ClientSession, greet string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		init := cs.InitializeResult()
+		if init == nil || init.Capabilities == nil || init.Capabilities.Prompts == nil || init.Capabilities.Resources == nil {
+			t.Fatalf("pml does not declare prompts and resources for a per-call server: %+v", init)
+		}
+		prompts, err := cs.ListPrompts(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed := false
+		for _, p := range prompts.Prompts {
+			listed = listed || p.Name == greet
+		}
+		if !listed {
+			t.Fatalf("prompts/list does not list %s: %+v", greet, prompts.Prompts)
+		}
+		got, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: greet, Arguments: map[string]string{"name": "per-call"}})
+		if err != nil || len(got.Messages) != 1 || !strings.Contains(got.Messages[0].Content.(*mcp.TextContent).Text, "Say hi to per-call") {
+			t.Fatalf("prompts/get %s: %v %+v", greet, err, got)
+		}
+		read, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "embedded:info"})
+		if err != nil || len(read.Contents) != 1 || !strings.Contains(read.Contents[0].Text, "hello example server") {
+			t.Errorf("resources/read embedded:info: %v %+v", err, read)
+		}
+		comp, err := cs.Complete(ctx, &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: greet},
+			Argument: mcp.CompleteParamsArgument{Name: "name", Value: "pm"}})
+		if err != nil || len(comp.Completion.Values) != 1 || comp.Completion.Values[0] != "pmx" {
+			t.Errorf("completion/complete: %v %+v", err, comp)
+		}
+		err = cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "embedded:info"})
+		if err == nil || !strings.Contains(err.Error(), "per_call") {
+			t.Errorf("a subscription to a per-call server's resource: %v, want a refusal naming per_call", err)
+		}
+	}
+	t.Run("aggregate over stdio", func(t *testing.T) {
+		// On 2025-11-25, where resources/subscribe is a request its
+		// client waits on (2026-07-28's subscriptions/listen answers no
+		// refusal of one URI).
+		s := startSessionOn(t, ws, "2025-11-25", nil)
+		check(t, s.ClientSession, "everything__greet")
+	})
+	t.Run("pml run everything", func(t *testing.T) {
+		client := mcp.NewClient(&mcp.Implementation{Name: "one", Version: "1"}, nil)
+		stderr := &syncBuffer{}
+		cmd := execPML(ws, "run", "everything")
+		cmd.Stderr = stderr
+		cs, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		if err != nil {
+			t.Fatalf("%v\n%s", err, stderr.String())
+		}
+		defer cs.Close()
+		check(t, cs, "greet")
+	})
+	entries := map[string]bool{}
+	for _, e := range auditJSON(t, ws) {
+		entries[e.Tool] = true
+	}
+	if !entries["everything:prompt:greet"] || !entries["everything:resource:embedded:info"] {
+		t.Errorf("the audit does not name the per-call server's get and read: %v", entries)
+	}
+}
