@@ -40,7 +40,7 @@ func (s *Servers) Offers(ctx context.Context) []ServerOffer {
 			continue
 		}
 		if perCall(srv) {
-			if o, ok := s.perCallOffers.Load(srv.Cfg.Name); ok {
+			if o, ok := s.perCallOffers.Load(srv); ok {
 				out[i] = o.(ServerOffer)
 				continue
 			}
@@ -58,15 +58,16 @@ func (s *Servers) Offers(ctx context.Context) []ServerOffer {
 			}
 			out[i] = ServerOffer{Server: srv.Cfg.Name, Offer: o}
 			if perCall(srv) {
-				// A per-call server is listed once, in a container of
-				// its own as its tools are, which then goes (no request
-				// is ever served there): each get, read or completion
-				// runs in a fresh container (sandbox.PerCallExec.Serve).
-				// It keeps no session to subscribe in.
-				srv.Up.Stop()
+				// A per-call server is listed once, in the long-lived
+				// container its tools are listed in (its first call
+				// stops it; stopping it here could cut a tools/list
+				// running there now): no request is ever served there,
+				// each get, read or completion runs in a fresh container
+				// (sandbox.PerCallExec.Serve). It keeps no session to
+				// subscribe in.
 				if err == nil {
 					out[i].Subscribe = false
-					s.perCallOffers.Store(srv.Cfg.Name, out[i])
+					s.perCallOffers.Store(srv, out[i])
 				}
 			}
 		})
