@@ -91,10 +91,10 @@ JSON
 # serve V: starts pml serve --server reference and its token proxy for
 # suite version V; sets serve_pid and pport.
 serve() {
-	local log=$tmp/serve-$1.log url= _
+	local log=$tmp/serve-$1.log url='' _
 	(cd "$ws" && PML_WORKSPACE=$ws exec "$pml" serve --addr 127.0.0.1:0 --server reference) 2>"$log" &
 	serve_pid=$!
-	pids+=($serve_pid)
+	pids+=("$serve_pid")
 	for _ in $(seq 300); do
 		url=$(grep -o 'http://127\.0\.0\.1:[0-9]*/mcp' "$log" | head -1)
 		[ -n "$url" ] && break
