@@ -390,3 +390,57 @@ func TestAPerCallServersPromptsAndResourcesReachTheClient(t *testing.T) {
 		t.Errorf("the audit does not name the per-call server's get and read: %v", entries)
 	}
 }
+
+// TestASubscriptionInAOneServerViewGetsItsUpdates (issue 53): pml serve
+// --server probe takes a subscription to the probe's resource under its
+// URI (audited as probe:resource:probe:doc), the probe's
+// resources/updated reaches the subscribed client, and an unsubscribe
+// goes down too.
+func TestASubscriptionInAOneServerViewGetsItsUpdates(t *testing.T) {
+	ws := newWorkspace(t, probeConfig(t, `, "env": {"PROBE_FEATURES": "1"}`))
+	url, token := startServeArgs(t, ws, "--server", "probe")
+	updated := make(chan string, 4)
+	client := mcp.NewClient(&mcp.Implementation{Name: "one", Version: "1"}, &mcp.ClientOptions{
+		ResourceUpdatedHandler: func(ctx context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+			updated <- req.Params.URI
+		},
+	})
+	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{
+		Endpoint: url, HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}},
+	}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if init := cs.InitializeResult(); init.Capabilities.Resources == nil || !init.Capabilities.Resources.Subscribe {
+		t.Fatalf("pml serve --server does not declare resource subscriptions: %+v", init.Capabilities)
+	}
+	if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "probe:doc"}); err != nil {
+		t.Fatalf("resources/subscribe: %v", err)
+	}
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "touch", Arguments: map[string]any{}}); err != nil || res.IsError {
+		t.Fatalf("touch: %v %+v", err, res)
+	}
+	select {
+	case uri := <-updated:
+		if uri != "probe:doc" {
+			t.Errorf("updated: %q", uri)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no notifications/resources/updated reached the subscribed client: %v", auditJSON(t, ws))
+	}
+	if err := cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: "probe:doc"}); err != nil {
+		t.Errorf("resources/unsubscribe: %v", err)
+	}
+	n := 0
+	for _, e := range auditJSON(t, ws) {
+		if e.Tool == "probe:resource:probe:doc" && e.Decision == "allowed" {
+			n++
+		}
+	}
+	if n != 2 {
+		t.Errorf("%d allowed audit entries of probe:resource:probe:doc, want 2 (the subscribe and the unsubscribe)", n)
+	}
+}
