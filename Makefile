@@ -254,11 +254,14 @@ test-stress: images registry-bin
 # e2e/conformance/expected-failures.yml) and pml stdio (the Inspector's
 # checks); the pml serve must live through it all. Then the suite against
 # the go-sdk everything example directly and behind pml serve --server
-# everything (e2e/conformance/oneserver.sh): what passes directly must pass
+# everything (e2e/conformance/oneserver.sh), and the suite (0.1.16 and the
+# newest) against its own reference server (e2e/conformance/reference/,
+# built once FROM pml/node:18) directly and behind pml serve --server
+# reference (e2e/conformance/reference.sh): what passes directly must pass
 # through pml. Last the newest suite (0.2.0-alpha.12, its 2026-07-28
 # scenarios) against a pml serve of its own (e2e/conformance/modern.sh,
-# failures allowed as listed in expected-failures-modern.yml). About 45 s
-# once cached.
+# failures allowed as listed in expected-failures-modern.yml). About a
+# minute once cached.
 # The fault tests too long for make test (build tag faults): pml add
 # killed with SIGKILL at a dozen points of a real npm install, each
 # followed by a fresh install (5 to 12 minutes).

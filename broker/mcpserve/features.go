@@ -13,6 +13,7 @@ import (
 	"github.com/yosida95/uritemplate/v3"
 
 	"github.com/pml-dev/pml/broker/call"
+	tl "github.com/pml-dev/pml/broker/tools"
 	"github.com/pml-dev/pml/internal/mcpname"
 	"github.com/pml-dev/pml/internal/termsafe"
 	"github.com/pml-dev/pml/internal/wirename"
@@ -32,10 +33,16 @@ import (
 //     completion/complete go down the request path as a call of their
 //     Kind (audit, permissions, approval), decided by the permission
 //     names call.PromptPermission and call.ResourcePermission give.
+//
+// In a one-server view (pml run NAME, pml serve --server NAME: v.server)
+// only that server's are served, prompts under their own names: the
+// permission names stay NAME:prompt:… and NAME:resource:….
 type features struct {
 	x     *binding
 	sess  *sessions
 	names *wirename.Table
+	// v.server, when set, is the one server served (oneserver.go).
+	v view
 
 	mu sync.Mutex
 	// resources maps a listed URI to its server; templates are the
@@ -50,8 +57,23 @@ type routedTemplate struct {
 	t      *uritemplate.Template
 }
 
-func newFeatures(x *binding, sess *sessions) *features {
-	return &features{x: x, sess: sess, names: wirename.NewTable(false), resources: map[string]string{}}
+func newFeatures(x *binding, sess *sessions, v view) *features {
+	return &features{x: x, sess: sess, v: v, names: wirename.NewTable(false), resources: map[string]string{}}
+}
+
+// offers is what the servers the view shows offer: every server's in the
+// aggregate, the one server's in a one-server view.
+func (f *features) offers(ctx context.Context, b Backend) []tl.ServerOffer {
+	all := b.Offers(ctx)
+	if f.v.server == "" {
+		return all
+	}
+	for _, o := range all {
+		if o.Server == f.v.server {
+			return []tl.ServerOffer{o}
+		}
+	}
+	return nil
 }
 
 // reset forgets which server serves which URI (the workspace moved:
@@ -74,7 +96,8 @@ var featureMethods = map[string]bool{
 // (which ones a server has is known only once it runs, and initialize
 // never waits for a container).
 func featureCapabilities(b Backend, v view, caps *mcp.ServerCapabilities) {
-	if v.prefix != "" || !b.ServesFeatures() {
+	if v.prefix != "" && v.server == "" || !b.ServesFeatures() {
+		// A capability (pml run of the registry's) has none.
 		return
 	}
 	caps.Prompts = &mcp.PromptCapabilities{ListChanged: true}
@@ -172,6 +195,10 @@ func (f *features) handle(ctx context.Context, method string, req mcp.Request) (
 
 // prompt reads a prompt's wire name: its server and its own name.
 func (f *features) prompt(wire string) (server, prompt string, ok bool) {
+	if f.v.server != "" {
+		// A one-server view shows prompts under their own names.
+		return f.v.server, wire, wire != ""
+	}
 	name, ok := f.names.Name(wire)
 	if !ok {
 		return "", "", false
@@ -184,13 +211,15 @@ func (f *features) prompt(wire string) (server, prompt string, ok bool) {
 // those permissions.deny refuses.
 func (f *features) listPrompts(ctx context.Context, b Backend) *mcp.ListPromptsResult {
 	res := &mcp.ListPromptsResult{Prompts: []*mcp.Prompt{}}
-	for _, o := range b.Offers(ctx) {
+	for _, o := range f.offers(ctx, b) {
 		for _, p := range o.Prompts {
 			if p == nil || !listable(b, o.Server, "prompt", mcpname.Prompt(p.Name)) || b.Decide(call.PromptPermission(o.Server, p.Name)) == call.Deny {
 				continue
 			}
 			shown := *p
-			shown.Name = f.names.Wire(o.Server + ":" + p.Name)
+			if f.v.server == "" {
+				shown.Name = f.names.Wire(o.Server + ":" + p.Name)
+			}
 			res.Prompts = append(res.Prompts, &shown)
 		}
 	}
@@ -201,7 +230,7 @@ func (f *features) listPrompts(ctx context.Context, b Backend) *mcp.ListPromptsR
 // own URIs and notes which server serves each; a URI or template an
 // earlier server listed is withheld from a later one (logged).
 func (f *features) listResources(ctx context.Context, b Backend) (*mcp.ListResourcesResult, *mcp.ListResourceTemplatesResult) {
-	offers := b.Offers(ctx)
+	offers := f.offers(ctx, b)
 	rs := &mcp.ListResourcesResult{Resources: []*mcp.Resource{}}
 	ts := &mcp.ListResourceTemplatesResult{ResourceTemplates: []*mcp.ResourceTemplate{}}
 	owner := map[string]string{}
@@ -410,7 +439,7 @@ const listChangedSentinel = "pml-list-changed"
 // list_changed to every session.
 func (f *features) passNotices(s *mcp.Server, b Backend) {
 	b.OnServerNotice(func(server, method string, params any) {
-		if f.x.get() != b {
+		if f.x.get() != b || f.v.server != "" && server != f.v.server {
 			return
 		}
 		switch method {

@@ -50,7 +50,7 @@ func TestFeaturesRouteEachURIAndPromptToOneServer(t *testing.T) {
 			Templates: []*mcp.ResourceTemplate{{Name: "t", URITemplate: "file:///a/{name}"}, {Name: "u", URITemplate: "http://b/{x}"}},
 		}},
 	}}
-	f := newFeatures(fixed(b), &sessions{})
+	f := newFeatures(fixed(b), &sessions{}, view{})
 	ctx := context.Background()
 	rs, ts := f.listResources(ctx, b)
 	var uris []string
@@ -87,5 +87,51 @@ func TestFeaturesRouteEachURIAndPromptToOneServer(t *testing.T) {
 		if s, p, ok := f.prompt(wire); !ok || s != want[0] || p != want[1] {
 			t.Errorf("prompt(%s) = %q %q %v", wire, s, p, ok)
 		}
+	}
+}
+
+// In a one-server view (pml run b, pml serve --server b) only b's
+// prompts and resources are listed, routed and notified, prompts under
+// their own names; a's URI that b lists too is b's there (issue 53).
+func TestFeaturesInAOneServerViewAreThatServersOnly(t *testing.T) {
+	log := zerolog.Nop()
+	b := offering{log: &log, offers: []tl.ServerOffer{
+		{Server: "a", Offer: upstream.Offer{
+			Prompts:   []*mcp.Prompt{{Name: "greet"}},
+			Resources: []*mcp.Resource{{Name: "info", URI: "embedded:info"}, {Name: "a", URI: "a:only"}},
+		}},
+		{Server: "b", Offer: upstream.Offer{
+			Prompts:   []*mcp.Prompt{{Name: "a__greet"}, {Name: "hello"}},
+			Resources: []*mcp.Resource{{Name: "info", URI: "embedded:info"}},
+			Templates: []*mcp.ResourceTemplate{{Name: "u", URITemplate: "http://b/{x}"}},
+		}},
+	}}
+	f := newFeatures(fixed(b), &sessions{}, serverView("b"))
+	ctx := context.Background()
+	ps := f.listPrompts(ctx, b)
+	var names []string
+	for _, p := range ps.Prompts {
+		names = append(names, p.Name)
+	}
+	if len(names) != 2 || names[0] != "a__greet" || names[1] != "hello" {
+		t.Fatalf("prompts in b's view: %q", names)
+	}
+	for name, want := range map[string]string{"a__greet": "a__greet", "hello": "hello"} {
+		if s, p, ok := f.prompt(name); !ok || s != "b" || p != want {
+			t.Errorf("prompt(%s) = %q %q %v, want b %q", name, s, p, ok, want)
+		}
+	}
+	rs, _ := f.listResources(ctx, b)
+	if len(rs.Resources) != 1 || rs.Resources[0].URI != "embedded:info" {
+		t.Errorf("resources in b's view: %+v", rs.Resources)
+	}
+	if s, err := f.route(ctx, b, "embedded:info"); err != nil || s != "b" {
+		t.Errorf("embedded:info in b's view goes to %q, %v", s, err)
+	}
+	if _, err := f.route(ctx, b, "a:only"); err == nil {
+		t.Error("a's resource was routed in b's view")
+	}
+	if f.serves("a", "embedded:info") || !f.serves("b", "http://b/1") {
+		t.Error("serves: only b notifies in b's view")
 	}
 }

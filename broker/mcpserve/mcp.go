@@ -100,6 +100,11 @@ func NewMCPServer(b Backend) *mcp.Server {
 // shown through the same view by the same mapping.
 type view struct {
 	prefix string
+	// server is the configured server the view fronts as itself (pml
+	// run NAME of a server, pml serve --server NAME): its prompts,
+	// resources and completions are served under their own names too.
+	// Empty in the aggregate and for a capability.
+	server string
 	// prepare runs before the first tools/list or call (it may fetch).
 	prepare func(context.Context)
 }
@@ -154,7 +159,7 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 	sess := &sessions{ttl: b.ApprovalTimeout(), m: map[*mcp.ServerSession]*workflow.Workflows{},
 		bridge: newBridge(func() time.Duration { return dialogWait(x.get()) })}
 	// The prompts, resources and completions of the servers (features.go).
-	feats := newFeatures(x, sess)
+	feats := newFeatures(x, sess, v)
 	// Logging: the servers' log messages are passed on (sessionRelay.Log);
 	// pml's own log stays on stderr.
 	caps := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}, Logging: &mcp.LoggingCapabilities{}}

@@ -17,8 +17,10 @@ import (
 // beside the server's is pml's approval tool (pml__continue_workflow),
 // which answers approvals when the client cannot answer an elicitation.
 
-// serverView shows the tools of the configured server name.
-func serverView(name string) view { return view{prefix: name + ":"} }
+// serverView shows the tools of the configured server name, and its
+// prompts, resources, templates and completions under their own names
+// (features.go).
+func serverView(name string) view { return view{prefix: name + ":", server: name} }
 
 // ServeServer serves the configured server name's tools under their own
 // names over MCP stdio (`pml run NAME`), on b's workspace (the client's

@@ -1,5 +1,7 @@
 package sandbox
 
+//lint:file-ignore SA1019 roots, sampling and logging are deprecated from MCP 2026-07-28 (SEP-2577), but the clients and servers pml serves today speak the revisions before it, where they are the protocol
+
 import (
 	"context"
 	"encoding/json"
@@ -33,11 +35,26 @@ func (e PerCallExec) Run(ctx context.Context, c *call.Call, def toolbox.Tool, ar
 // from the pool when one is ready, its server waiting on stdin, so the
 // MCP initialize handshake is the only cost on top of the call itself.
 func (e PerCallExec) callOnce(ctx context.Context, tool string, args json.RawMessage, meta map[string]any, progressToken any, relay upstream.Relay) (*mcp.CallToolResult, error) {
+	var res *mcp.CallToolResult
+	err := e.fresh(ctx, func(acquire upstream.Starter, spec container.Spec, roots []*mcp.Root) error {
+		var err error
+		// The server's upstream runs the session: it attributes and rate
+		// limits the server's requests to the person (asks.go) as it does
+		// for the pooled container.
+		res, err = e.srv.Session().CallOnce(ctx, acquire, spec, roots, tool, args, meta, progressToken, relay)
+		return err
+	})
+	return res, err
+}
+
+// fresh gives run a container of the server's own for one request (from
+// the pool when one is ready), released when run returns.
+func (e PerCallExec) fresh(ctx context.Context, run func(acquire upstream.Starter, spec container.Spec, roots []*mcp.Root) error) error {
 	srv, up := e.srv, e.srv.Session()
 	name := srv.Name()
 	env, err := srv.Env()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	// The tool list may have come from a long-lived container
 	// (loadServer). Calls never go there, so it has no further use.
@@ -66,12 +83,9 @@ func (e PerCallExec) callOnce(ctx context.Context, tool string, args json.RawMes
 		lease = l
 		return l, nil
 	}
-	// The server's upstream runs the session: it attributes and rate
-	// limits the server's requests to the person (asks.go) as it does for
-	// the pooled container.
-	res, err := up.CallOnce(ctx, acquire, spec, roots, tool, args, meta, progressToken, relay)
-	if err == nil {
-		e.sb.Log.Debug().Str("server", name).Str("container", lease.ID()).Bool("warm", lease.Warm).Msg("per-call server call")
+	err = run(acquire, spec, roots)
+	if err == nil && lease != nil {
+		e.sb.Log.Debug().Str("server", name).Str("container", lease.ID()).Bool("warm", lease.Warm).Msg("per-call server request")
 	}
-	return res, err
+	return err
 }

@@ -1,11 +1,17 @@
 package sandbox
 
+//lint:file-ignore SA1019 roots, sampling and logging are deprecated from MCP 2026-07-28 (SEP-2577), but the clients and servers pml serves today speak the revisions before it, where they are the protocol
+
 import (
 	"context"
 	"fmt"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/pml-dev/pml/broker/call"
+	"github.com/pml-dev/pml/internal/container"
+	"github.com/pml-dev/pml/internal/upstream"
 )
 
 // FeatureExec is an executor that also answers a server's prompts,
@@ -54,8 +60,34 @@ func (e PooledExec) Serve(ctx context.Context, c *call.Call) call.Result {
 	return call.Result{Reply: res}
 }
 
-// Serve: a per-call server keeps nothing between calls, so there is no
-// session whose prompts or resources pml could list and then serve.
+// Serve puts an allowed prompt get, resource read or completion to a
+// per-call server in a container of its own, as a tool call is (nothing
+// of one request reaches the next). A subscription is refused: no
+// container of the server lives on to tell of an update.
 func (e PerCallExec) Serve(ctx context.Context, c *call.Call) call.Result {
-	return call.ResultFor(fmt.Errorf("%w: %s runs each call in a container of its own (lifetime per_call), and pml serves prompts, resources and completions only of servers whose container is pooled", call.ErrNotFound, e.srv.Name()))
+	method := methodOf(c.Req.Kind)
+	if method == "" {
+		return call.ResultFor(fmt.Errorf("%w: %s is not a request pml passes to a server", call.ErrInvalidInput, c.Req.Kind))
+	}
+	if c.Req.Kind == call.KindSubscribe || c.Req.Kind == call.KindUnsubscribe {
+		return call.ResultFor(fmt.Errorf("%w: %s runs each request in a container of its own (lifetime per_call), so no container lives on to tell of an update: subscribe to a pooled server's resources, or read this one again", call.ErrInvalidInput, e.srv.Name()))
+	}
+	if err := e.srv.Prepare(); err != nil {
+		return call.ResultFor(err)
+	}
+	if t := e.sb.Policy().Timeout; t > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(t))
+		defer cancel()
+	}
+	var res any
+	err := e.fresh(ctx, func(acquire upstream.Starter, spec container.Spec, roots []*mcp.Root) error {
+		var err error
+		res, err = e.srv.Session().RequestOnce(ctx, acquire, spec, roots, method, c.Req.Args, c.Req.Relay)
+		return err
+	})
+	if err != nil {
+		return call.ResultFor(fmt.Errorf("%s: %w", c.Tool, err))
+	}
+	return call.Result{Reply: res}
 }

@@ -18,33 +18,32 @@ type ServerOffer struct {
 	upstream.Offer
 }
 
-// servesFeatures: the server's prompts and resources can be served, which
-// needs a session that lives between requests (a pooled container).
-func servesFeatures(srv *Server) bool { return srv.Cfg.Lifetime != "per_call" }
+// perCall: the server runs each request in a container of its own.
+func perCall(srv *Server) bool { return srv.Cfg.Lifetime == "per_call" }
 
 // ServesFeatures reports whether any configured server could serve
 // prompts, resources or completions (pml declares those capabilities
 // only then; what each server offers is known only once it started,
 // and nothing on initialize may wait for a container).
-func (s *Servers) ServesFeatures() bool {
-	for _, srv := range s.List() {
-		if servesFeatures(srv) {
-			return true
-		}
-	}
-	return false
-}
+func (s *Servers) ServesFeatures() bool { return len(s.List()) > 0 }
 
-// Offers lists what every installed, pooled server offers beside its
-// tools, in the servers' order (by name), starting those not running. A
-// server that cannot start or list is logged and left out.
+// Offers lists what every installed server offers beside its tools, in
+// the servers' order (by name), starting the pooled ones not running; a
+// per-call server's is listed once and kept. A server that cannot start
+// or list is logged and left out.
 func (s *Servers) Offers(ctx context.Context) []ServerOffer {
 	list := s.List()
 	out := make([]ServerOffer, len(list))
 	var wg sync.WaitGroup
 	for i, srv := range list {
-		if !servesFeatures(srv) || !s.Deps.Installed(srv.Cfg) {
+		if !s.Deps.Installed(srv.Cfg) {
 			continue
+		}
+		if perCall(srv) {
+			if o, ok := s.perCallOffers.Load(srv); ok {
+				out[i] = o.(ServerOffer)
+				continue
+			}
 		}
 		wg.Add(1)
 		go panics.Guarded(s.log, "prompts/list", "listing the prompts and resources of "+srv.Cfg.Name, func() {
@@ -58,6 +57,19 @@ func (s *Servers) Offers(ctx context.Context) []ServerOffer {
 				s.log.Warn().Err(err).Str("server", srv.Cfg.Name).Msg("its prompts and resources are not listed")
 			}
 			out[i] = ServerOffer{Server: srv.Cfg.Name, Offer: o}
+			if perCall(srv) {
+				// A per-call server is listed once, in the long-lived
+				// container its tools are listed in (its first call
+				// stops it; stopping it here could cut a tools/list
+				// running there now): no request is ever served there,
+				// each get, read or completion runs in a fresh container
+				// (sandbox.PerCallExec.Serve). It keeps no session to
+				// subscribe in.
+				if err == nil {
+					out[i].Subscribe = false
+					s.perCallOffers.Store(srv, out[i])
+				}
+			}
 		})
 	}
 	wg.Wait()

@@ -57,6 +57,10 @@ type Servers struct {
 	// serversMu guards servers and serverOrder: registry servers are
 	// added at run time.
 	serversMu sync.RWMutex
+	// perCallOffers holds what each per-call server (by its *Server: a
+	// reload that replaces the server lists it again) offers beside its
+	// tools (a ServerOffer), listed once (server_features.go).
+	perCallOffers sync.Map
 
 	// base and inflight are the Broker's: a server a reload adds loads
 	// under base, and Close waits for it as for a call (Apply).

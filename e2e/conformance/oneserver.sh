@@ -97,7 +97,6 @@ join -a1 -a2 -e - -o 0,1.2,1.3,1.4,2.2,2.3,2.4 <(sort "$tmp/direct.sum") <(sort 
 [ "$n" -gt 0 ] || fail "the suite ran no scenario against the server directly: $(tail -20 "$tmp/direct.log")"
 # Scenarios known to pass directly and not through pml yet: name # reason.
 gaps='
-completion-complete # the one-server view does not map prompt names yet: a completion for a prompt under its own name is not routed (the aggregate routes completions by the name pml lists, SERVER__NAME; issue 53)
 '
 gap_names=$(printf '%s\n' "$gaps" | sed -n 's/^\([^ #][^ #]*\) # .*/\1/p')
 for s in $(comm -23 <(passing "$tmp/direct.sum" | sort) <(passing "$tmp/viapml.sum" | sort)); do

@@ -15,7 +15,9 @@
 # toolbox). frames.mjs sends frames by hand for what the suite does not
 # check. At the end the same pml serve process must still be alive.
 # Last, oneserver.sh runs the suite against the go-sdk "everything"
-# example directly and behind `pml serve --server everything`.
+# example directly and behind `pml serve --server everything`, and
+# reference.sh the suite (0.1.16 and the newest) against its own
+# reference server directly and behind `pml serve --server reference`.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 pml=${PML_BIN:?PML_BIN must name the pml binary}
@@ -187,6 +189,11 @@ fi
 # The go-sdk everything example directly and fronted as itself by pml
 # serve --server everything (oneserver.sh).
 NODE=$node SUITE=$suite ONESERVER_TMP=$tmp bash "$here/oneserver.sh" || fail "one server fronted as itself (above)"
+# The suite's own reference server directly and fronted by pml serve
+# --server reference, under 0.1.16 and the newest suite (reference.sh).
+NODE=$node ONESERVER_TMP=$tmp PML_CONFORMANCE_CACHE=$cache \
+	SUITES="0.1.16=$suite 0.2.0-alpha.12=$cache/suite-0.2.0-alpha.12/node_modules/@modelcontextprotocol/conformance/dist/index.js" \
+	bash "$here/reference.sh" || fail "the reference server (above)"
 # The newest suite, its 2026-07-28 scenarios among them, against a
 # pml serve of its own (modern.sh).
 NODE=$node PML_CONFORMANCE_CACHE=$cache bash "$here/modern.sh" || fail "the newest suite against pml serve (above)"

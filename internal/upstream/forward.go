@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/pml-dev/pml/internal/jsonrpc"
 )
 
@@ -40,6 +42,28 @@ type fastRoutes struct {
 
 func newFastRoutes() *fastRoutes {
 	return &fastRoutes{pending: map[string]*fastCall{}, progress: map[string]func([]byte){}}
+}
+
+// progressTo routes the server's progress notifications with the token
+// tok (raw JSON) to sink, from the tap, until the returned func is
+// called: a session call's progress in order with its answer (Call).
+// What sink gets is bounded as the fast path's (progressParams).
+func (r *fastRoutes) progressTo(tok string, sink func(*mcp.ProgressNotificationParams)) func() {
+	r.active.Add(1)
+	r.mu.Lock()
+	r.progress[tok] = func(params []byte) {
+		var p mcp.ProgressNotificationParams
+		if b := progressParams(params, json.RawMessage(tok)); b != nil && json.Unmarshal(b, &p) == nil {
+			sink(&p)
+		}
+	}
+	r.mu.Unlock()
+	return func() {
+		r.mu.Lock()
+		delete(r.progress, tok)
+		r.mu.Unlock()
+		r.active.Add(-1)
+	}
 }
 
 // fastCall is a Forward waiting for its answer.

@@ -204,6 +204,16 @@ func (s *Server) Call(ctx context.Context, tool string, args json.RawMessage, me
 		s.tokens.Store(tok, progressRoute{relay: relay, token: progressToken})
 		defer s.tokens.Delete(tok)
 		params.SetProgressToken(tok)
+		// The tap passes the call's progress on as it reads it, in the
+		// order the server wrote it: the go-sdk session hands its
+		// notifications to handlers of their own, so the last progress
+		// before the answer could reach the client after the answer,
+		// when its request's stream has closed (the suite's
+		// tools-call-with-progress got 2 of 3 through pml serve).
+		defer c.fast.progressTo(`"`+tok+`"`, func(p *mcp.ProgressNotificationParams) {
+			p.ProgressToken = progressToken
+			relay.Progress(ctx, p)
+		})()
 	}
 	res, err := c.cs.CallTool(ctx, params)
 	if err == nil {
@@ -546,10 +556,61 @@ func (s *Server) withMounts(spec container.Spec) (container.Spec, error) {
 // else), its requests to the person through Elicit and CreateMessage,
 // attributed and rate limited with the pooled container's (asks.go).
 func (s *Server) CallOnce(ctx context.Context, start Starter, spec container.Spec, roots []*mcp.Root, tool string, args json.RawMessage, meta map[string]any, progressToken any, relay Relay) (*mcp.CallToolResult, error) {
+	var res *mcp.CallToolResult
+	err := s.once(ctx, start, spec, roots, relay, func(c *conn) error {
+		params := &mcp.CallToolParams{Name: tool, Arguments: map[string]any{}, Meta: callMeta(meta)}
+		if len(args) > 0 && string(args) != "null" {
+			params.Arguments = args
+		}
+		if progressToken != nil && relay != nil {
+			// pml's token, so that the tap passes the progress on in
+			// order with the answer (as in Call).
+			tok := fmt.Sprintf("pml-%d", s.tokenSeq.Add(1))
+			params.SetProgressToken(tok)
+			defer c.fast.progressTo(`"`+tok+`"`, func(p *mcp.ProgressNotificationParams) {
+				p.ProgressToken = progressToken
+				relay.Progress(ctx, p)
+			})()
+		}
+		var err error
+		res, err = c.cs.CallTool(ctx, params)
+		if err != nil {
+			return s.callError(ctx, c, err)
+		}
+		return nil
+	})
+	return res, err
+}
+
+// RequestOnce is Request on a server in a container of its own (a
+// per-call server), started as CallOnce starts it: a prompt's get, a
+// resource's read or a completion, which the caller removes afterwards.
+func (s *Server) RequestOnce(ctx context.Context, start Starter, spec container.Spec, roots []*mcp.Root, method string, params json.RawMessage, relay Relay) (any, error) {
+	var res any
+	err := s.once(ctx, start, spec, roots, relay, func(c *conn) error {
+		var err error
+		res, err = request(ctx, c.cs, method, params)
+		var bad *badParams
+		if err == nil || errors.As(err, &bad) {
+			return err
+		}
+		if ctx.Err() == nil && !c.dead() {
+			// The server's own error, passed on as it is (as in Request).
+			return err
+		}
+		return s.callError(ctx, c, err)
+	})
+	return res, err
+}
+
+// once starts the server in a container of its own (start gives it),
+// makes the MCP handshake and runs do on the session: the server's
+// requests and messages go to relay, the one caller.
+func (s *Server) once(ctx context.Context, start Starter, spec container.Spec, roots []*mcp.Root, relay Relay, do func(c *conn) error) error {
 	// A per-call server: its container starts for this call.
 	spec, err := s.withMounts(spec)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	telemetry.CountStart(s.o.Name)
 	sctx, span := telemetry.Start(ctx, "pml.container.start", trace.SpanKindInternal, attribute.String("pml.server", s.o.Name))
@@ -559,31 +620,20 @@ func (s *Server) CallOnce(ctx context.Context, start Starter, spec container.Spe
 	}
 	span.End()
 	if c == nil {
-		return nil, err
+		return err
 	}
 	defer c.out.Close()
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return ctx.Err()
 		}
 		if c.exitedWithin(2 * time.Second) {
-			return nil, s.crashError(c, "while starting")
+			return s.crashError(c, "while starting")
 		}
-		return nil, fmt.Errorf("the MCP server %s failed its initialize handshake: %w", s.o.Name, err)
+		return fmt.Errorf("the MCP server %s failed its initialize handshake: %w", s.o.Name, err)
 	}
 	defer c.cs.Close()
-	params := &mcp.CallToolParams{Name: tool, Arguments: map[string]any{}, Meta: callMeta(meta)}
-	if len(args) > 0 && string(args) != "null" {
-		params.Arguments = args
-	}
-	if progressToken != nil && relay != nil {
-		params.SetProgressToken(progressToken)
-	}
-	res, err := c.cs.CallTool(ctx, params)
-	if err == nil {
-		return res, nil
-	}
-	return nil, s.callError(ctx, c, err)
+	return do(c)
 }
 
 func (c *conn) dead() bool { return container.Exited(c.proc) }

@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# Part of make test-conformance (run.sh runs it): the suite's own reference
+# server (reference/README.md; built by reference/build.sh) under each
+# suite version in $SUITES, once directly (its Streamable HTTP form, on
+# loopback) and once fronted as itself by `pml serve --server reference`
+# (its stdio form in its container, pml's policy allowing reference:*).
+# Every scenario that passes directly must pass through pml. The gaps below
+# are scenarios that pass directly and not through pml yet, per suite
+# version, each with its reason; one that passes through pml fails the run,
+# so the list stays true. Scenarios that fail directly too are counted and
+# not judged (pml cannot pass what its server fails).
+#
+#   reference.sh   (from run.sh's environment: NODE, SUITES (version=path
+#                   pairs), PML_BIN, ONESERVER_TMP, PML_SERVE_TOKEN, and
+#                   PML_CONFORMANCE_CACHE: run.sh moves HOME)
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+node=${NODE:?} pml=${PML_BIN:?} tmp=${ONESERVER_TMP:?}/reference
+suites=${SUITES:?}
+mkdir -p "$tmp"
+failed=0
+fail() { echo "conformance: FAIL: reference server: $*" >&2; failed=$((failed + 1)); }
+
+built=$(PML_CONFORMANCE_CACHE=${PML_CONFORMANCE_CACHE:?} bash "$here/reference/build.sh") || { fail "reference/build.sh failed"; exit 1; }
+read -r dir image <<<"$built"
+
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done; }
+trap cleanup EXIT
+
+# Scenarios known to pass directly and not through pml yet:
+# "version scenario # reason".
+gaps='
+0.1.16 elicitation-sep1330-enums # pml limits the requests a server sends to the person to 3 at once, then one per 20 s (internal/upstream/asks.go); this is the suites fourth elicitation or sampling in a few seconds, refused by design (it passes alone)
+0.2.0-alpha.12 elicitation-sep1330-enums # pml limits the requests a server sends to the person to 3 at once, then one per 20 s (internal/upstream/asks.go); this is the suites fourth elicitation or sampling in a few seconds, refused by design (it passes alone)
+0.2.0-alpha.12 caching # pml serve refuses MCP 2026-07-28 (-32022, unsupported protocol version): its stateless HTTP form is not served by pml serve yet, only by pml stdio (issue 54)
+0.2.0-alpha.12 input-required-result-basic-elicitation # pml serve refuses MCP 2026-07-28 (-32022, unsupported protocol version): its stateless HTTP form is not served by pml serve yet, only by pml stdio (issue 54)
+0.2.0-alpha.12 input-required-result-basic-list-roots # pml serve refuses MCP 2026-07-28 (-32022, unsupported protocol version): its stateless HTTP form is not served by pml serve yet, only by pml stdio (issue 54)
+0.2.0-alpha.12 input-required-result-basic-sampling # pml serve refuses MCP 2026-07-28 (-32022, unsupported protocol version): its stateless HTTP form is not served by pml serve yet, only by pml stdio (issue 54)
+0.2.0-alpha.12 input-required-result-capability-check # pml serve refuses MCP 2026-07-28 (-32022, unsupported protocol version): its stateless HTTP form is not served by pml serve yet, only by pml stdio (issue 54)
+0.2.0-alpha.12 input-required-result-ignore-extra-params # pml serve refuses MCP 2026-07-28 (-32022, unsupported protocol version): its stateless HTTP form is not served by pml serve yet, only by pml stdio (issue 54)
+0.2.0-alpha.12 input-required-result-missing-input-response # pml serve refuses MCP 2026-07-28 (-32022, unsupported protocol version): its stateless HTTP form is not served by pml serve yet, only by pml stdio (issue 54)
+0.2.0-alpha.12 input-required-result-multi-round # pml serve refuses MCP 2026-07-28 (-32022, unsupported protocol version): its stateless HTTP form is not served by pml serve yet, only by pml stdio (issue 54)
+0.2.0-alpha.12 input-required-result-multiple-input-requests # pml serve refuses MCP 2026-07-28 (-32022, unsupported protocol version): its stateless HTTP form is not served by pml serve yet, only by pml stdio (issue 54)
+0.2.0-alpha.12 input-required-result-non-tool-request # pml serve refuses MCP 2026-07-28 (-32022, unsupported protocol version): its stateless HTTP form is not served by pml serve yet, only by pml stdio (issue 54)
+0.2.0-alpha.12 input-required-result-request-state # pml serve refuses MCP 2026-07-28 (-32022, unsupported protocol version): its stateless HTTP form is not served by pml serve yet, only by pml stdio (issue 54)
+0.2.0-alpha.12 input-required-result-result-type # pml serve refuses MCP 2026-07-28 (-32022, unsupported protocol version): its stateless HTTP form is not served by pml serve yet, only by pml stdio (issue 54)
+0.2.0-alpha.12 input-required-result-tampered-state # pml serve refuses MCP 2026-07-28 (-32022, unsupported protocol version): its stateless HTTP form is not served by pml serve yet, only by pml stdio (issue 54)
+0.2.0-alpha.12 sep-2164-resource-not-found # pml serve refuses MCP 2026-07-28 (-32022, unsupported protocol version): its stateless HTTP form is not served by pml serve yet, only by pml stdio (issue 54)
+0.2.0-alpha.12 server-stateless # pml serve refuses MCP 2026-07-28 (-32022, unsupported protocol version): its stateless HTTP form is not served by pml serve yet, only by pml stdio (issue 54)
+'
+
+# summary DIR OUT: one line per scenario ("name passed failed warnings").
+summary() {
+	"$node" - "$1" >"$2" <<'JS'
+const fs = require("fs"), path = require("path");
+const dir = process.argv[2];
+for (const d of fs.existsSync(dir) ? fs.readdirSync(dir).sort() : []) {
+  const f = path.join(dir, d, "checks.json");
+  if (!fs.existsSync(f)) continue;
+  const name = d.replace(/^server-/, "").replace(/-\d{4}-\d\d-\d\dT[\d-]+Z$/, "");
+  const checks = JSON.parse(fs.readFileSync(f, "utf8"));
+  const c = (s) => checks.filter((x) => x.status === s).length;
+  console.log(`${name} ${c("SUCCESS")} ${c("FAILURE")} ${c("WARNING")}`);
+}
+JS
+}
+# passing FILE: the scenarios of a summary with no failure or warning.
+passing() { awk '$2 > 0 && $3 == 0 && $4 == 0 {print $1}' "$1"; }
+freeport() { "$node" -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'; }
+
+# Directly: the HTTP form on loopback.
+port=$(freeport)
+PORT=$port "$node" "$dir/server.mjs" >"$tmp/direct-server.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do
+	grep -q "running on" "$tmp/direct-server.log" && break
+	sleep 0.1
+done
+
+# Through pml: pml serve --server reference, in a workspace of its own,
+# one per suite version: pml limits a server's requests to the person
+# (internal/upstream/asks.go), and one version's must not use up the
+# next one's.
+ws=$tmp/ws
+mkdir -p "$ws"
+cat >"$ws/.pml.json" <<JSON
+{"permissions": {"allow": ["reference:*"]}, "mcps": {"reference": {"image": "$image"}}}
+JSON
+(cd "$ws" && PML_WORKSPACE=$ws "$pml" trust --yes) >"$tmp/trust.log" 2>&1 || { fail "pml trust: $(cat "$tmp/trust.log")"; exit 1; }
+# serve V: starts pml serve --server reference and its token proxy for
+# suite version V; sets serve_pid and pport.
+serve() {
+	local log=$tmp/serve-$1.log url='' _
+	(cd "$ws" && PML_WORKSPACE=$ws exec "$pml" serve --addr 127.0.0.1:0 --server reference) 2>"$log" &
+	serve_pid=$!
+	pids+=("$serve_pid")
+	for _ in $(seq 300); do
+		url=$(grep -o 'http://127\.0\.0\.1:[0-9]*/mcp' "$log" | head -1)
+		[ -n "$url" ] && break
+		kill -0 "$serve_pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	[ -n "$url" ] || { fail "pml serve --server reference did not start: $(tail -20 "$log")"; return 1; }
+	"$node" "$here/tokenproxy.mjs" "$url" >"$tmp/proxy-$1.out" 2>"$tmp/proxy-$1.log" &
+	pids+=($!)
+	pport=
+	for _ in $(seq 100); do
+		pport=$(awk '/^listening /{print $2}' "$tmp/proxy-$1.out")
+		[ -n "$pport" ] && break
+		sleep 0.1
+	done
+	[ -n "$pport" ] || { fail "the token proxy did not start: $(cat "$tmp/proxy-$1.log")"; return 1; }
+}
+
+for pair in $suites; do
+	v=${pair%%=*} suite=${pair#*=}
+	serve "$v" || exit 1
+	# Both runs at once: they share nothing but the CPU.
+	(cd "$tmp" && "$node" "$suite" server --url "http://127.0.0.1:$port/mcp" --suite all -o "$tmp/direct-$v") >"$tmp/direct-$v.log" 2>&1 &
+	d_pid=$!
+	(cd "$tmp" && "$node" "$suite" server --url "http://127.0.0.1:$pport/mcp" --suite all -o "$tmp/viapml-$v") >"$tmp/viapml-$v.log" 2>&1
+	wait $d_pid
+	summary "$tmp/direct-$v" "$tmp/direct-$v.sum"
+	summary "$tmp/viapml-$v" "$tmp/viapml-$v.sum"
+	n=$(wc -l <"$tmp/direct-$v.sum")
+	[ "$n" -gt 0 ] || fail "suite $v ran no scenario against the server directly: $(tail -20 "$tmp/direct-$v.log")"
+	echo "conformance: reference server, suite $v: $(passing "$tmp/direct-$v.sum" | wc -l) of $n scenarios pass directly, $(passing "$tmp/viapml-$v.sum" | wc -l) of $(wc -l <"$tmp/viapml-$v.sum") through pml serve --server reference" >&2
+	if [ -n "${REFERENCE_VERBOSE:-}" ]; then
+		join -a1 -a2 -e - -o 0,1.2,1.3,1.4,2.2,2.3,2.4 <(sort "$tmp/direct-$v.sum") <(sort "$tmp/viapml-$v.sum") |
+			awk '{printf "  %-48s directly %s/%s/%s; through pml %s/%s/%s (passed/failed/warnings)\n", $1, $2, $3, $4, $5, $6, $7}' >&2
+	fi
+	gap_names=$(printf '%s\n' "$gaps" | awk -v v="$v" '$1 == v && $3 == "#" {print $2}')
+	for s in $(comm -23 <(passing "$tmp/direct-$v.sum" | sort) <(passing "$tmp/viapml-$v.sum" | sort)); do
+		if printf '%s\n' $gap_names | grep -qx "$s"; then
+			echo "conformance: reference server, suite $v: $s: a known gap:$(printf '%s\n' "$gaps" | awk -v v="$v" -v s="$s" '$1 == v && $2 == s {sub(/^[^#]*#/, ""); print}')" >&2
+		else
+			fail "suite $v: $s passes against the server directly but not through pml serve --server reference"
+		fi
+	done
+	for s in $gap_names; do
+		if passing "$tmp/viapml-$v.sum" | grep -qx "$s"; then
+			fail "suite $v: $s passes through pml now: remove it from the gaps in reference.sh"
+		fi
+	done
+	if ! kill -0 "$serve_pid" 2>/dev/null; then
+		fail "pml serve --server reference ended during suite $v: $(tail -20 "$tmp/serve-$v.log")"
+	fi
+	grep -q panic "$tmp/serve-$v.log" && fail "pml serve --server reference logged a panic during suite $v: $(grep -A20 panic "$tmp/serve-$v.log" | head -40)"
+	kill "$serve_pid" 2>/dev/null && wait "$serve_pid" 2>/dev/null
+done
+exit $((failed > 0))
