@@ -2,6 +2,8 @@
 
 package e2e
 
+//lint:file-ignore SA1019 sampling is deprecated from MCP 2026-07-28 (SEP-2577), but the servers pml runs speak 2025-11-25, where the test's client answers it
+
 import (
 	"context"
 	"encoding/json"

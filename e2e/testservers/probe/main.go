@@ -4,6 +4,8 @@
 // slow calls, progress and cancellation behave.
 package main
 
+//lint:file-ignore SA1019 roots are deprecated from MCP 2026-07-28 (SEP-2577), but the probe speaks 2025-11-25, where it asks for them
+
 import (
 	"context"
 	"encoding/json"
