@@ -247,3 +247,14 @@ func CleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	}
 	return context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
 }
+
+// HostSharer is a Runtime that knows, by proof rather than from its
+// address, whether its engine shares this machine's files and unix
+// sockets (internal/docker/proof.go). pml's egress proxy is a unix
+// socket on this machine: an engine that does not share them (a VM,
+// another host) cannot give a container network through it. image is
+// one the engine has, for the proof ("": any). how says what was found,
+// for messages.
+type HostSharer interface {
+	SharesHost(ctx context.Context, image string) (shares bool, how string, err error)
+}

@@ -245,3 +245,15 @@ func (r *Runtime) proofImage(ctx context.Context, hint string) (string, error) {
 	}
 	return "", fmt.Errorf("%w: the engine has no image yet, so pml cannot prove whether it sees this machine's files (a container of it must read a marker pml writes); pull any image, or run a call (its image is pulled first)", pmlc.ErrUnavailable)
 }
+
+// SharesHost says whether the engine shares this machine's files and
+// unix sockets (container.HostSharer): proven for an endpoint pml does
+// not know, from the engine's facts for a known desktop VM or remote
+// daemon.
+func (r *Runtime) SharesHost(ctx context.Context, image string) (bool, string, error) {
+	s, err := r.scopeFor(ctx, image)
+	if err != nil {
+		return false, "", err
+	}
+	return s.Local, s.Describe(), nil
+}
