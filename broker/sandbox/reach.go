@@ -17,15 +17,17 @@ import (
 func (sb *Sandbox) EgressUnreachable(ctx context.Context, image string) string {
 	var rt container.Runtime = sb.Runtime
 	if sb.Limited != nil {
+		// Under the cap (and the first-use pull above it).
 		rt = sb.Limited.Runtime
 	}
-	h, ok := rt.(container.HostSharer)
+	h, ok := container.HostSharerOf(rt)
 	if !ok {
 		return ""
 	}
 	shares, how, err := h.SharesHost(ctx, image)
 	switch {
 	case err != nil:
+		sb.Log.Debug().Err(err).Msg("cannot tell whether the engine reaches pml's egress proxy")
 		// Unknown now: the start that follows asks again and fails
 		// with the engine's own error if it does not answer.
 		return ""

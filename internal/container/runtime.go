@@ -258,3 +258,21 @@ func CleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
 type HostSharer interface {
 	SharesHost(ctx context.Context, image string) (shares bool, how string, err error)
 }
+
+// HostSharerOf is rt's HostSharer, looking through pml's own wrappers
+// (Limited, RuntimeChooser); false when the runtime is not one.
+func HostSharerOf(rt Runtime) (HostSharer, bool) {
+	for rt != nil {
+		switch w := rt.(type) {
+		case HostSharer:
+			return w, true
+		case *Limited:
+			rt = w.Runtime
+		case *RuntimeChooser:
+			rt = w.Runtime
+		default:
+			return nil, false
+		}
+	}
+	return nil, false
+}
