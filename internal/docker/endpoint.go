@@ -171,7 +171,9 @@ func (r *Runtime) scopeFor(ctx context.Context, image string) (engine.Scope, err
 		r.daemon = &engine.Daemon{OperatingSystem: info.OperatingSystem, Name: info.Name, KernelVersion: info.KernelVersion}
 	}
 	s := engine.Classify(r.ep, r.daemon, runtime.GOOS, home, r.shared)
-	if !s.Unproven {
+	if !s.Unproven || runtime.GOOS != "linux" {
+		// Off Linux every engine runs in a VM (containers need a Linux
+		// kernel): its address decides which defaults it keeps.
 		r.proven = &s
 		return s, nil
 	}

@@ -33,7 +33,9 @@ import (
 // sockets), creates — never starts — a container of an image the engine
 // has with both bind-mounted read-only, and reads the markers back
 // through the engine's archive endpoint. Both the same: the engine sees
-// this machine's files. A create refused for a missing bind source, or a
+// this machine's files, and, when it also runs this machine's kernel
+// (a VM sharing both directories carries files, not sockets), can reach
+// pml's unix sockets. A create refused for a missing bind source, or a
 // marker of other content, proves it does not. It costs 230-480 ms against
 // the local engine here (an image list, one create, two archive reads, one
 // remove; measured on 2 busy CPUs), so the verdict is kept per engine
@@ -85,6 +87,15 @@ func bootID() string {
 	return strings.TrimSpace(string(b))
 }
 
+// hostKernel is this machine's kernel release ("" off Linux).
+func hostKernel() string {
+	b, err := os.ReadFile("/proc/sys/kernel/osrelease")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
 // prove says whether the engine sees pml's cache and socket directories
 // (seen) and how that was found (how). imageHint is an image the engine
 // has ("": any it lists). An error means nothing was proven (the engine
@@ -102,6 +113,13 @@ func (r *Runtime) prove(ctx context.Context, imageHint string) (seen bool, how s
 	seen, how, err = r.proveNow(ctx, imageHint)
 	if err != nil {
 		return false, "", err
+	}
+	if host := hostKernel(); seen && host != "" && info.KernelVersion != host {
+		// A VM that shares both directories at the same paths carries
+		// files, not unix sockets (a connection to one gets
+		// ECONNREFUSED there): an engine on this machine runs on its
+		// kernel.
+		seen, how = false, how+", but the engine runs another kernel ("+info.KernelVersion+", this machine "+host+"): a VM"
 	}
 	if info.ID != "" {
 		cache[key] = proofVerdict{Seen: seen, How: how, At: time.Now().UTC()}
