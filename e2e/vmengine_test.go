@@ -185,7 +185,10 @@ func TestDoctorTellsAVMEngineByProof(t *testing.T) {
 	ws := shareWorkspace(t, f, "{}")
 	t.Run("vm", func(t *testing.T) {
 		// The cache outside the share: the in-container program is there.
-		r := runCLI(t, ws.Dir, vmEnv(f, t.TempDir()), "", "doctor", "--format", "json")
+		cache := t.TempDir()
+		r := runCLI(t, ws.Dir, vmEnv(f, cache), "", "doctor", "--format", "json")
+		defer provedOnce(t, cache, false)
+		defer noProofLeft(t, f.Client, cache)
 		st, detail, _ := doctorCheck(t, r, "mounts")
 		for _, want := range []string{"does not see this machine's files", "proven", vmShare(f)} {
 			if !strings.Contains(detail, want) {
@@ -200,7 +203,10 @@ func TestDoctorTellsAVMEngineByProof(t *testing.T) {
 		}
 	})
 	t.Run("local", func(t *testing.T) {
-		r := runCLI(t, ws.Dir, []string{"PML_CACHE_DIR=" + t.TempDir()}, "", "doctor", "--format", "json")
+		cache := t.TempDir()
+		r := runCLI(t, ws.Dir, []string{"PML_CACHE_DIR=" + cache}, "", "doctor", "--format", "json")
+		defer provedOnce(t, cache, true)
+		defer noProofLeft(t, pool.Client, cache)
 		if st, detail, _ := doctorCheck(t, r, "mounts"); st != "ok" || !strings.Contains(detail, "proven") || !strings.Contains(detail, "any path") {
 			t.Errorf("mounts on the local engine: %s %q", st, detail)
 		}
@@ -269,4 +275,39 @@ func TestShellExecOnAVMEngineRunsWithoutNetworkAndSaysSo(t *testing.T) {
 			t.Errorf("the local engine: exit %d %q", r.code, out.Text)
 		}
 	})
+}
+
+// provedOnce checks that the verdict was kept in the cache (one engine,
+// this boot), so the next pml start does not prove again.
+func provedOnce(t *testing.T, cache string, seen bool) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(cache, "engine-proofs.json"))
+	if err != nil {
+		t.Errorf("the verdict was not kept: %v", err)
+		return
+	}
+	var m map[string]struct{ Seen bool }
+	if err := json.Unmarshal(b, &m); err != nil || len(m) != 1 {
+		t.Errorf("engine-proofs.json: %v\n%s", err, b)
+	}
+	for k, v := range m {
+		if v.Seen != seen {
+			t.Errorf("verdict %s: seen %v, want %v", k, v.Seen, seen)
+		}
+	}
+}
+
+// noProofLeft checks that the proof removed its container and markers.
+func noProofLeft(t *testing.T, c *dc.Client, cache string) {
+	t.Helper()
+	list, err := c.ListContainers(dc.ListContainersOptions{All: true, Filters: map[string][]string{"label": {"pml.proof"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ct := range list {
+		t.Errorf("the proof left container %.12s behind", ct.ID)
+	}
+	if left, _ := filepath.Glob(filepath.Join(cache, "pml-proof-*")); len(left) > 0 {
+		t.Errorf("the proof left its markers behind: %v", left)
+	}
 }
