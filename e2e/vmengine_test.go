@@ -311,3 +311,39 @@ func noProofLeft(t *testing.T, c *dc.Client, cache string) {
 		t.Errorf("the proof left its markers behind: %v", left)
 	}
 }
+
+// loadIntoVM copies ref from the shared engine into the VM-like one.
+func loadIntoVM(t *testing.T, f *faultEngine, ref string) {
+	t.Helper()
+	if _, err := f.Client.InspectImage(ref); err == nil {
+		return
+	}
+	cmd := exec.Command("sh", "-c", `docker save "$1" | docker -H "$2" load`, "sh", ref, f.Host())
+	cmd.Env = cliEnv("DOCKER_HOST=")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("docker save %s | docker load: %v\n%s", ref, err, out)
+	}
+}
+
+func TestAServerOnAVMEngineStartsWithoutNetworkAndSaysSo(t *testing.T) {
+	f := sharedVMEngine(t)
+	img := probeImage(t)
+	loadIntoVM(t, f, img)
+	cfg := fmt.Sprintf(`{"permissions": {"allow": ["*"]}, "mcps": {"probe": {"image": %q, "workspace": "none", "network": {"allow": ["example.com"]}}}}`, img)
+	ws := shareWorkspace(t, f, cfg)
+	r := runCLI(t, ws.Dir, vmEnv(f, filepath.Join(vmShare(f), "cache")), "", "call", "probe:interfaces", "{}")
+	out := callJSON(t, r)
+	if r.code != 0 || strings.TrimSpace(out.Text) != "lo" {
+		t.Fatalf("exit %d, want the server started (without network): %q\n%s", r.code, out.Text, r.stderr)
+	}
+	if !strings.Contains(string(r.stderr), "server probe ran WITHOUT network") {
+		t.Errorf("pml did not say the server runs without network:\n%s", r.stderr)
+	}
+	t.Run("local", func(t *testing.T) {
+		lw := newWorkspace(t, cfg)
+		r := runCLI(t, lw.Dir, nil, "", "call", "probe:interfaces", "{}")
+		if out := callJSON(t, r); r.code != 0 || strings.TrimSpace(out.Text) != "lo" || strings.Contains(string(r.stderr), "WITHOUT network") {
+			t.Errorf("the local engine: exit %d %q\n%s", r.code, out.Text, r.stderr)
+		}
+	})
+}
