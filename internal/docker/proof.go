@@ -122,6 +122,13 @@ func (r *Runtime) prove(ctx context.Context, imageHint string) (seen bool, how s
 		seen, how = false, how+", but the engine runs another kernel ("+info.KernelVersion+", this machine "+host+"): a VM"
 	}
 	if info.ID != "" {
+		// Verdicts of earlier boots are worth nothing now: dropped, so
+		// the file holds one line per engine.
+		for k := range cache {
+			if !strings.HasSuffix(k, "@"+bootID()) {
+				delete(cache, k)
+			}
+		}
 		cache[key] = proofVerdict{Seen: seen, How: how, At: time.Now().UTC()}
 		writeProofs(cache)
 	}
