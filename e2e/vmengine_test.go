@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,8 +46,19 @@ mount -c --bind . "$d"
 cd /
 exec dockerd "$@"`
 
-// vmHidden is what the VM-like engine does not see of this machine.
-var vmHidden = []string{"/tmp", "/root", "/home"}
+// vmHidden is what the VM-like engine does not see of this machine:
+// where pml keeps its files by default (the cache under the home
+// directory, its sockets in XDG_RUNTIME_DIR or the temporary directory)
+// and where the tests' workspaces are.
+func vmHidden() []string {
+	hide := []string{"/tmp", "/root", "/home"}
+	for _, d := range []string{os.TempDir(), os.Getenv("XDG_RUNTIME_DIR"), os.Getenv("HOME")} {
+		if d != "" && !slices.Contains(hide, d) && d != "/" {
+			hide = append(hide, d)
+		}
+	}
+	return hide
+}
 
 var (
 	vmOnce sync.Once
@@ -87,7 +99,7 @@ func sharedVMEngine(t *testing.T) *faultEngine {
 			vmErr = err
 			return
 		}
-		f := &faultEngine{dir: dir, sock: filepath.Join(dir, "d.sock"), vm: vmHidden}
+		f := &faultEngine{dir: dir, sock: filepath.Join(dir, "d.sock"), vm: vmHidden()}
 		if err := os.MkdirAll(filepath.Join(dir, "share"), 0o755); err != nil {
 			vmErr = err
 			return
