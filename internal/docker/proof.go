@@ -105,33 +105,37 @@ func (r *Runtime) prove(ctx context.Context, imageHint string) (seen bool, how s
 	if err != nil {
 		return false, "", wrap("asking the engine who it is", err)
 	}
-	key := info.ID + "@" + bootID()
+	id := info.ID
+	if id == "" {
+		// An engine that gives no ID (some Podman versions): its address
+		// stands for it.
+		id = "host:" + r.cli.DaemonHost()
+	}
+	key := id + "@" + bootID()
 	cache := readProofs()
-	if v, ok := cache[key]; ok && info.ID != "" {
+	if v, ok := cache[key]; ok {
 		return v.Seen, v.How + " on " + v.At.Format("2006-01-02 15:04"), nil
 	}
 	seen, how, err = r.proveNow(ctx, imageHint)
 	if err != nil {
 		return false, "", err
 	}
-	if host := hostKernel(); seen && host != "" && info.KernelVersion != host {
+	if host := hostKernel(); seen && host != "" && info.KernelVersion != "" && info.KernelVersion != host {
 		// A VM that shares both directories at the same paths carries
 		// files, not unix sockets (a connection to one gets
 		// ECONNREFUSED there): an engine on this machine runs on its
 		// kernel.
 		seen, how = false, how+", but the engine runs another kernel ("+info.KernelVersion+", this machine "+host+"): a VM"
 	}
-	if info.ID != "" {
-		// Verdicts of earlier boots are worth nothing now: dropped, so
-		// the file holds one line per engine.
-		for k := range cache {
-			if !strings.HasSuffix(k, "@"+bootID()) {
-				delete(cache, k)
-			}
+	// Verdicts of earlier boots are worth nothing now: dropped, so the
+	// file holds one line per engine.
+	for k := range cache {
+		if !strings.HasSuffix(k, "@"+bootID()) {
+			delete(cache, k)
 		}
-		cache[key] = proofVerdict{Seen: seen, How: how, At: time.Now().UTC()}
-		writeProofs(cache)
 	}
+	cache[key] = proofVerdict{Seen: seen, How: how, At: time.Now().UTC()}
+	writeProofs(cache)
 	return seen, how, nil
 }
 
