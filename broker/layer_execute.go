@@ -90,6 +90,9 @@ func (b *Broker) runTool(ctx context.Context, c *call.Call, name string, args ma
 			e.Limits = b.sb.LimitsNote(ctx)
 		}
 	}
+	if res.Degraded != "" {
+		e.Reason = res.Degraded
+	}
 	if r := res.Refusal; r != nil {
 		// Refused by the executor before anything ran (cloud_exec.go):
 		// the call's one entry says denied, and by which pattern.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -44,6 +45,16 @@ func (p sandboxPart) ServerMounts(cfg config.Server) ([]container.Mount, error) 
 func (p sandboxPart) ServerEnv(cfg config.Server) ([]string, error) { return p.sb.envFor(cfg) }
 func (p sandboxPart) Supervisor(ctx context.Context) string         { return p.sb.Supervisor(ctx) }
 func (p sandboxPart) WithEgress(spec *container.Spec, id, who, key string, rules netallow.Rules) error {
+	if !rules.Empty() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		why := p.sb.EgressUnreachable(ctx, spec.Image)
+		cancel()
+		if why != "" {
+			// An install reaches its registry only through the proxy:
+			// without it nothing could be fetched.
+			return fmt.Errorf("%w: %s needs the network (%s) through pml's egress proxy, and %s. Install it where the engine is local and carry the image over (pml images save, pml images load), or run pml on the engine's host", call.ErrUnavailable, who, key, why)
+		}
+	}
 	return p.sb.Egress.Give(spec, id, who, key, rules)
 }
 func (p sandboxPart) LimitsNote(ctx context.Context) string { return p.sb.LimitsNote(ctx) }
@@ -146,6 +157,18 @@ func serverSpec(sb *sandbox, ds *deps.Store, cfg config.Server) container.Spec {
 	}
 	// mcps.NAME.network: the server reaches what it allows through pml's
 	// egress proxy, and nothing else (sandbox/egress.go).
+	// An engine that cannot reach the proxy's socket (a VM, another
+	// host): the server runs without network, and the log says so,
+	// rather than failing on the socket's mount.
+	if !cfg.Network.Rules.Empty() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		why := sb.EgressUnreachable(ctx, cfg.Image)
+		cancel()
+		if why != "" {
+			sb.Log.Warn().Str("server", cfg.Name).Msg(sbx.NoNetworkNote("server "+cfg.Name, sbx.NetworkKey(cfg.Private, cfg.Name), why))
+			return spec
+		}
+	}
 	if err := sb.Egress.Give(&spec, sbx.ServerEgressID(cfg.Name), "server "+cfg.Name, sbx.NetworkKey(cfg.Private, cfg.Name), cfg.Network.Rules); err != nil {
 		sb.Log.Error().Err(err).Str("server", cfg.Name).Msg("the server runs without the network it was given")
 	}

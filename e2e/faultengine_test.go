@@ -40,6 +40,11 @@ type faultEngine struct {
 	// Client talks to it (never to the shared engine).
 	Client *dc.Client
 
+	// vm, when set, makes it a VM-like engine (vmengine_test.go): in a
+	// mount namespace of its own too, where only dir is left of what
+	// vm hides.
+	vm []string
+
 	mu     sync.Mutex
 	cmd    *exec.Cmd
 	exited chan struct{}
@@ -143,7 +148,7 @@ func (f *faultEngine) start() error {
 		return err
 	}
 	defer logf.Close()
-	cmd := exec.Command("dockerd",
+	args := []string{
 		"--host", f.Host(),
 		"--data-root", filepath.Join(f.dir, "data"),
 		"--exec-root", filepath.Join(f.dir, "x"),
@@ -152,11 +157,17 @@ func (f *faultEngine) start() error {
 		// Should it reach a system containerd, its containers stay apart
 		// from any other engine's.
 		"--containerd-namespace", "pmlfault", "--containerd-plugins-namespace", "pmlfault-plugins",
-	)
+	}
+	cmd := exec.Command("dockerd", args...)
+	flags := uintptr(syscall.CLONE_NEWNET)
+	if f.vm != nil {
+		cmd = exec.Command("sh", append([]string{"-c", vmScript, "vm", f.dir, strings.Join(f.vm, " ")}, args...)...)
+		flags |= syscall.CLONE_NEWNS
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// Gone with the test binary, even when it is killed; in a network
 	// namespace of its own (see faultEngine).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM, Setpgid: true, Cloneflags: syscall.CLONE_NEWNET}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM, Setpgid: true, Cloneflags: flags}
 	if err := cmd.Start(); err != nil {
 		return err
 	}

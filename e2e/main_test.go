@@ -100,6 +100,7 @@ func run(m *testing.M) int {
 	}
 	// The fault tests' own dockerd, if one was started, goes with them.
 	defer stopFaultEngine()
+	defer stopVMEngine() // vmengine_test.go
 	return m.Run()
 }
 

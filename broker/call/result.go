@@ -42,6 +42,10 @@ type Result struct {
 	// waits for one approval of them (layer_execute.go opens it,
 	// approve.UpFrontApproval).
 	UpFront *Declared
+	// Degraded says what the call ran without that it was given (network
+	// on an engine that cannot reach pml's egress proxy): the audit entry
+	// records it as its reason.
+	Degraded string
 }
 
 // Refusal is why an executor refused a call by a deny pattern.

@@ -110,7 +110,14 @@ func (e ShellExec) Run(ctx context.Context, _ *call.Call, def toolbox.Tool, args
 	}
 	// sandbox.network: the supervisor runs the egress listener beside the
 	// command (sandbox/egress.go); without it there is no way out at all.
+	var noNetwork string
 	if rules := *e.sb.Egress.Shell.Load(); !rules.Empty() {
+		if why := e.sb.EgressUnreachable(pctx, spec.Image); why != "" {
+			noNetwork = NoNetworkNote("shell:exec", "sandbox.network.allow", why)
+			e.sb.Log.Warn().Str("tool", "shell:exec").Msg(noNetwork)
+		}
+	}
+	if rules := *e.sb.Egress.Shell.Load(); !rules.Empty() && noNetwork == "" {
 		if exe := e.sb.Supervisor(pctx); exe == "" {
 			return call.ResultFor(fmt.Errorf("%w: sandbox.network needs pml's supervisor in the shell container, and pml's in-container program is missing from this pml; reinstall pml from a release (docs/install.md), or build it from source with `make build`; nothing ran", call.ErrUnavailable))
 		}
@@ -133,7 +140,10 @@ func (e ShellExec) Run(ctx context.Context, _ *call.Call, def toolbox.Tool, args
 	if out.ExitCode != 0 && e.sb.Egress.Shell.Load().Empty() && networkFailure(out.Stdout+out.Stderr) {
 		text += isolatedNote
 	}
-	return call.Result{Text: text, Structured: out, IsError: out.ExitCode != 0}
+	if noNetwork != "" {
+		text += "note: " + noNetwork + "\n"
+	}
+	return call.Result{Text: text, Structured: out, IsError: out.ExitCode != 0, Degraded: noNetwork}
 }
 
 // isolatedNote follows a failed command whose output says it could not

@@ -164,3 +164,37 @@ func TestShellNetworkNeedsTheSupervisor(t *testing.T) {
 		t.Errorf("%d containers started", n)
 	}
 }
+
+// vmEngine is the fake runtime as an engine proven not to share this
+// machine's files (a VM): pml's egress socket cannot reach it.
+type vmEngine struct{ *containertest.Runtime }
+
+func (vmEngine) SharesHost(context.Context, string) (bool, string, error) {
+	return false, "a container of the engine could not mount pml's directories", nil
+}
+
+func TestShellNetworkOnAVMEngineRunsWithoutItAndSaysSo(t *testing.T) {
+	sb, rt := newTestSandbox(t, fakeShell, 5*time.Second, func(rt *containertest.Runtime) container.Runtime { return vmEngine{rt} })
+	allow, err := netallow.ParseList([]string{"example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb.Egress.Shell.Store(&netallow.Rules{Allow: allow})
+	res := runShell(t, sb, map[string]any{"command": "ls"})
+	if res.IsError || !strings.Contains(res.Text, "WITHOUT network") || !strings.Contains(res.Degraded, "sandbox.network.allow") {
+		t.Fatalf("result %+v", res)
+	}
+	for _, p := range rt.Procs() {
+		for _, m := range p.Spec.Mounts {
+			if m.Target == "/.pml/egress" {
+				t.Errorf("the egress socket directory was mounted: %+v", m)
+			}
+		}
+		if p.Spec.Egress != "" {
+			t.Errorf("the container was given an egress listener: %q", p.Spec.Egress)
+		}
+	}
+	if sb.Egress.Lookup(ShellEgressID) != nil {
+		t.Error("an egress proxy was started for an engine that cannot reach it")
+	}
+}

@@ -247,3 +247,32 @@ func CleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	}
 	return context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
 }
+
+// HostSharer is a Runtime that knows, by proof rather than from its
+// address, whether its engine shares this machine's files and unix
+// sockets (internal/docker/proof.go). pml's egress proxy is a unix
+// socket on this machine: an engine that does not share them (a VM,
+// another host) cannot give a container network through it. image is
+// one the engine has, for the proof ("": any). how says what was found,
+// for messages.
+type HostSharer interface {
+	SharesHost(ctx context.Context, image string) (shares bool, how string, err error)
+}
+
+// HostSharerOf is rt's HostSharer, looking through pml's own wrappers
+// (Limited, RuntimeChooser); false when the runtime is not one.
+func HostSharerOf(rt Runtime) (HostSharer, bool) {
+	for rt != nil {
+		switch w := rt.(type) {
+		case HostSharer:
+			return w, true
+		case *Limited:
+			rt = w.Runtime
+		case *RuntimeChooser:
+			rt = w.Runtime
+		default:
+			return nil, false
+		}
+	}
+	return nil, false
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -62,8 +63,14 @@ func (r *Runtime) directFor(ctx context.Context, spec pmlc.Spec) bool {
 		var err error
 		// A socket crosses no VM boundary: only an engine known to be on
 		// this machine (internal/engine) gets the direct path.
-		if host := r.cli.DaemonHost(); engine.NeedsDaemon(r.ep, runtime.GOOS) {
-			err = fmt.Errorf("the Docker daemon at %s may not be on this machine (a VM or another host)", host)
+		home, _ := os.UserHomeDir()
+		if c := engine.Classify(r.ep, nil, runtime.GOOS, home, nil); runtime.GOOS != "linux" || !c.Local && !c.Unproven {
+			// Known from the address alone: no request.
+			err = fmt.Errorf("the Docker daemon at %s may not be on this machine (a VM or another host)", r.cli.DaemonHost())
+		} else if s, serr := r.scopeFor(ctx, spec.Image); serr != nil {
+			err = serr
+		} else if !s.Local {
+			err = fmt.Errorf("the Docker daemon at %s does not share this machine's files (%s)", r.cli.DaemonHost(), s.Describe())
 		} else {
 			var path, arch string
 			if path, arch, err = d.program(ctx); err == nil {

@@ -52,6 +52,8 @@ type Runtime struct {
 	shared  []string
 	scopeMu sync.Mutex
 	daemon  *engine.Daemon
+	// proven is the scope once decided (proof.go): asked once per run.
+	proven *engine.Scope
 
 	// What the engine is (podman.go), learnt once it answers: the user
 	// namespace containers get, and the facts pml doctor and the broker
@@ -237,7 +239,7 @@ func (r *Runtime) translate(ctx context.Context, spec pmlc.Spec) (*container.Con
 		// An empty user means the image default, often root: never.
 		return nil, nil, fmt.Errorf("container spec has no user: refusing to run as the image default (often root)")
 	}
-	if err := r.checkMounts(ctx, spec.Mounts); err != nil {
+	if err := r.checkMounts(ctx, spec.Image, spec.Mounts); err != nil {
 		return nil, nil, err
 	}
 	labels := map[string]string{}

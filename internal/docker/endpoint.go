@@ -4,9 +4,11 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -142,44 +144,76 @@ func (r *Runtime) Endpoint() engine.Endpoint { return r.ep }
 // from a local one.
 const scopeTimeout = 10 * time.Second
 
-// Scope says which host paths the engine can mount. For a unix socket of
-// this Linux machine it is decided without a request; otherwise the
-// daemon's info is asked once (an engine that does not answer then is
-// classified by its address alone, and asked again next time).
+// Scope says which host paths the engine can mount. A known desktop VM
+// or remote address is classified from its facts (the daemon's info,
+// asked once); an endpoint pml does not know (a unix socket of no
+// desktop VM, a loopback port) is proven: see proof.go.
 func (r *Runtime) Scope(ctx context.Context) (engine.Scope, error) {
+	return r.scopeFor(ctx, "")
+}
+
+// scopeFor is Scope; image is one the engine has, for the proof
+// container ("": any it lists).
+func (r *Runtime) scopeFor(ctx context.Context, image string) (engine.Scope, error) {
 	home, _ := os.UserHomeDir()
-	if !engine.NeedsDaemon(r.ep, runtime.GOOS) {
-		return engine.Classify(r.ep, nil, runtime.GOOS, home, r.shared), nil
-	}
 	r.scopeMu.Lock()
 	defer r.scopeMu.Unlock()
-	if r.daemon == nil {
-		ctx, cancel := context.WithTimeout(ctx, scopeTimeout)
-		defer cancel()
+	if r.proven != nil {
+		return *r.proven, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, scopeTimeout)
+	defer cancel()
+	if r.daemon == nil && engine.NeedsDaemon(r.ep, runtime.GOOS) {
 		info, err := r.cli.Info(ctx)
 		if err != nil {
 			return engine.Classify(r.ep, nil, runtime.GOOS, home, r.shared), wrap("asking the engine what it can mount", err)
 		}
 		r.daemon = &engine.Daemon{OperatingSystem: info.OperatingSystem, Name: info.Name, KernelVersion: info.KernelVersion}
 	}
-	return engine.Classify(r.ep, r.daemon, runtime.GOOS, home, r.shared), nil
+	s := engine.Classify(r.ep, r.daemon, runtime.GOOS, home, r.shared)
+	if !s.Unproven || runtime.GOOS != "linux" {
+		// Off Linux every engine runs in a VM (containers need a Linux
+		// kernel): its address decides which defaults it keeps.
+		r.proven = &s
+		return s, nil
+	}
+	seen, how, err := r.prove(ctx, image)
+	if err != nil {
+		return s, err
+	}
+	s = s.Prove(seen, how, r.shared)
+	r.proven = &s
+	return s, nil
 }
 
 // checkMounts refuses, before anything is created, a bind mount the
 // engine cannot see: a daemon in a VM or on another host would mount its
 // own directory of that name (empty, or missing) instead.
-func (r *Runtime) checkMounts(ctx context.Context, mounts []pmlc.Mount) error {
+func (r *Runtime) checkMounts(ctx context.Context, image string, mounts []pmlc.Mount) error {
 	if len(mounts) == 0 {
 		return nil
 	}
-	s, err := r.Scope(ctx)
+	s, err := r.scopeFor(ctx, image)
 	if err != nil {
 		return err
 	}
+	cache := pmlCacheDir()
 	for _, m := range mounts {
 		if err := s.Check(m.Source); err != nil {
+			var ns *engine.NotSharedError
+			if errors.As(err, &ns) && within(m.Source, cache) {
+				// pml's own file (its in-container program): the fix is
+				// where pml keeps it, not where the workspace is.
+				ns.Own = "pml's own in-container program (in its cache directory " + cache + "): set PML_CACHE_DIR to a directory the engine shares"
+			}
 			return err
 		}
 	}
 	return nil
+}
+
+// within reports whether path is dir or below it.
+func within(path, dir string) bool {
+	rel, err := filepath.Rel(filepath.Clean(dir), path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../") && !filepath.IsAbs(rel)
 }

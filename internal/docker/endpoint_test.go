@@ -117,20 +117,20 @@ func TestDockerDesktopIsAskedOnce(t *testing.T) {
 	}
 }
 
-func TestALocalSocketIsNotAsked(t *testing.T) {
-	// A unix socket of this Linux machine is local without a request:
-	// the address does not even exist.
+func TestAnUnknownSocketIsProvenNotAssumedLocal(t *testing.T) {
+	// A unix socket pml does not know may be a VM's (issue 57): it is
+	// not taken as local from its path. One that does not answer proves
+	// nothing, and no mount is let through meanwhile.
 	rt, err := Open(engine.Endpoint{Host: "unix:///nonexistent/pml-test.sock", Source: engine.FromFlag}, Options{SharedPaths: []string{"/nowhere"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rt.Close()
-	s, err := rt.Scope(context.Background())
-	if err != nil || !s.Local {
-		t.Fatalf("Scope = %+v, %v", s, err)
+	if _, err := rt.Scope(context.Background()); !errors.Is(err, pmlc.ErrUnavailable) {
+		t.Fatalf("Scope of an engine that does not answer = %v, want unavailable", err)
 	}
-	if err := rt.checkMounts(context.Background(), []pmlc.Mount{{Source: "/opt/x", Target: "/x"}}); err != nil {
-		t.Fatal(err)
+	if err := rt.checkMounts(context.Background(), "", []pmlc.Mount{{Source: "/opt/x", Target: "/x"}}); err == nil {
+		t.Fatal("a mount was let through for an engine whose sharing is not proven")
 	}
 }
 
@@ -154,8 +154,9 @@ func TestUnreachableNamesTheEndpointAndHowItWasChosen(t *testing.T) {
 
 func TestNoDirectStdioThroughAVM(t *testing.T) {
 	// A unix socket does not cross into Docker Desktop's VM nor to
-	// another host: pooled servers there use the attach stream.
-	for _, host := range []string{"unix:///home/me/.docker/desktop/docker.sock", "unix:///Users/me/.colima/default/docker.sock", "tcp://127.0.0.1:2375", "ssh://me@build.invalid"} {
+	// another host: pooled servers there use the attach stream. (A
+	// loopback port is proven like an unknown socket, proof.go.)
+	for _, host := range []string{"unix:///home/me/.docker/desktop/docker.sock", "unix:///Users/me/.colima/default/docker.sock", "ssh://me@build.invalid"} {
 		rt, err := Open(engine.Endpoint{Host: host}, Options{})
 		if err != nil {
 			t.Fatal(err)

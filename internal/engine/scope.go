@@ -38,6 +38,12 @@ type Scope struct {
 	FromSetting bool
 	// Advice says how to share another directory with this engine.
 	Advice string
+	// Unproven: the endpoint names no engine pml knows (a unix socket of
+	// no desktop VM, a loopback port): Local or not is only a guess until
+	// Prove settles it with a marker file the engine must see.
+	Unproven bool
+	// Proof says how the scope was proven ("" when it was not).
+	Proof string
 }
 
 // SharedPathsKey is the .pml.json setting that lists what a VM or remote
@@ -82,18 +88,42 @@ func Classify(ep Endpoint, d *Daemon, goos, home string, shared []string) Scope 
 		s = Scope{Engine: "Lima", Paths: []string{home, "/tmp/lima"},
 			Advice: "Lima mounts the home directory read-only unless its lima.yaml says `writable: true`; add the directory to `mounts` there, restart the instance, and list it in " + SharedPathsKey}
 	case goos == "linux" || goos == "windows" && isPipe || goos == "windows" && !isUnix:
-		// A socket, pipe or loopback port of this machine's own engine.
-		s = Scope{Local: true, Engine: "an engine on this machine"}
+		// A socket, pipe or loopback port: this machine's own engine, or
+		// a VM's socket under a name pml does not know (Prove decides).
+		s = Scope{Local: true, Engine: "an engine on this machine", Unproven: !isPipe}
 	default:
 		// A unix socket on macOS that none of the above claims: some VM
 		// whose shares pml cannot know.
-		s = Scope{Engine: "an engine in a virtual machine", Paths: []string{home},
+		s = Scope{Engine: "an engine in a virtual machine", Paths: []string{home}, Unproven: true,
 			Advice: "share the directory with the engine's VM and list it in " + SharedPathsKey}
 	}
 	if !s.Local && shared != nil {
 		s.Paths, s.FromSetting = shared, true
 	}
 	return s
+}
+
+// Prove settles an Unproven scope with what a container of the engine
+// saw: seen is true when it read, through bind mounts, the marker files
+// pml wrote in its cache and socket directories (how is said in Proof).
+// An engine that sees them shares this machine's filesystem and can
+// reach pml's unix sockets; one that does not is a VM or another
+// host's, whatever its socket is called, and mounts only what
+// sandbox.shared_paths lists (nothing when unset). A proven scope is
+// returned as is.
+func (s Scope) Prove(seen bool, how string, shared []string) Scope {
+	if !s.Unproven {
+		return s
+	}
+	if seen {
+		return Scope{Local: true, Engine: "an engine on this machine", Proof: how}
+	}
+	p := Scope{Engine: "an engine that does not see this machine's files (a VM or another host)", Proof: how,
+		Advice: "share the directory with the engine (its VM's file-sharing setting) and list it in " + SharedPathsKey}
+	if shared != nil {
+		p.Paths, p.FromSetting = shared, true
+	}
+	return p
 }
 
 // desktop is Docker Desktop's default file sharing: on macOS /Users,
@@ -184,6 +214,9 @@ var ErrNotShared = errdefs.New(errdefs.ErrUnavailable, "path not shared with the
 type NotSharedError struct {
 	Path  string
 	Scope Scope
+	// Own, when the path is pml's own file rather than the workspace's,
+	// says which and the setting that moves it (PML_CACHE_DIR).
+	Own string
 }
 
 func (e *NotSharedError) Error() string {
@@ -196,6 +229,10 @@ func (e *NotSharedError) Error() string {
 		can = fmt.Sprintf("%s lists only %s", SharedPathsKey, strings.Join(s.Paths, ", "))
 	default:
 		can = "it can mount only " + strings.Join(s.Paths, ", ")
+	}
+	if e.Own != "" {
+		return fmt.Sprintf("the container engine (%s) cannot see %s, %s; %s, and a bind mount of anything else would show the container the engine's own files, so nothing was started. Or share it: %s (.pml.json, or PML_SANDBOX_SHARED_PATHS)",
+			s.Engine, e.Path, e.Own, can, s.Advice)
 	}
 	return fmt.Sprintf("the container engine (%s) cannot see %s: %s, and a bind mount of anything else would show the container an empty directory, so nothing was started. Move it under a shared path, or: %s (.pml.json, or PML_SANDBOX_SHARED_PATHS)",
 		s.Engine, e.Path, can, s.Advice)
@@ -223,6 +260,17 @@ func (s Scope) Check(path string) error {
 
 // Describe is the scope in one line for pml doctor.
 func (s Scope) Describe() string {
+	d := s.describe()
+	switch {
+	case s.Proof != "":
+		d += " (proven: " + s.Proof + ")"
+	case s.Unproven:
+		d += " (not proven yet: assumed from its address)"
+	}
+	return d
+}
+
+func (s Scope) describe() string {
 	if s.Local {
 		return s.Engine + " shares this machine's filesystem: any path can be mounted"
 	}

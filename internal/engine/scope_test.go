@@ -116,3 +116,37 @@ func TestScopeRedactsPasswords(t *testing.T) {
 		t.Fatalf("password shown: %v / %s", err, s.Describe())
 	}
 }
+
+func TestAnUnknownSocketIsProvenNotAssumed(t *testing.T) {
+	ep := Endpoint{Host: "unix:///srv/vm/docker.sock"}
+	s := Classify(ep, nil, "linux", "/home/me", nil)
+	if !s.Unproven {
+		t.Fatalf("an unknown unix socket is not marked unproven: %+v", s)
+	}
+	if l := s.Prove(true, "seen", nil); !l.Local || l.Unproven || l.Proof != "seen" {
+		t.Errorf("seen markers: %+v", l)
+	}
+	vm := s.Prove(false, "not seen", []string{"/srv/share"})
+	if vm.Local || vm.Check("/srv/share/ws") != nil || vm.Check("/home/me/ws") == nil {
+		t.Errorf("unseen markers with shared paths: %+v", vm)
+	}
+	if none := s.Prove(false, "not seen", nil); none.Check("/home/me/ws") == nil {
+		t.Errorf("unseen markers without shared paths mount %s: %+v", "/home/me/ws", none)
+	}
+	for _, want := range []string{"proven: not seen", "/srv/share"} {
+		if !strings.Contains(vm.Describe(), want) {
+			t.Errorf("Describe %q lacks %q", vm.Describe(), want)
+		}
+	}
+	desktop := Classify(Endpoint{Host: "unix:///Users/me/.docker/run/docker.sock"}, nil, "darwin", "/Users/me", nil)
+	if desktop.Unproven {
+		t.Errorf("Docker Desktop keeps its defaults unproven: %+v", desktop)
+	}
+}
+
+func TestPMLsOwnFileNamesPMLCacheDir(t *testing.T) {
+	err := &NotSharedError{Path: "/root/.cache/pml/inside/x", Scope: Scope{Engine: "e", Advice: "share it and list it in " + SharedPathsKey}, Own: "pml's own in-container program: set PML_CACHE_DIR to a directory the engine shares"}
+	if !strings.Contains(err.Error(), "PML_CACHE_DIR") || !strings.Contains(err.Error(), SharedPathsKey) {
+		t.Errorf("%v", err)
+	}
+}

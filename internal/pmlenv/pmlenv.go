@@ -43,7 +43,7 @@ var Variables = []Variable{
 		Meaning: "`0`: `pml upgrade` (and `install.sh`) do not verify the cosign signature of the release's checksums file even when `cosign` is installed (for a mirror of an unsigned build); the archive's checksum is always verified.",
 		Example: "0"},
 	{Name: "PML_CACHE_DIR", Default: "`pml` in the user's cache directory (`~/.cache/pml` on Linux, `~/Library/Caches/pml` on macOS)",
-		Meaning: "Where pml extracts its in-container program (under `inside/`).",
+		Meaning: "Where pml extracts its in-container program (under `inside/`) and keeps what it proved of each container engine (`engine-proofs.json`). An engine in a VM must see it: put it under a directory the VM shares.",
 		Example: "/var/cache/pml"},
 	{Name: "PML_IMAGES_MANIFEST", Default: "the manifest built into pml",
 		Meaning: "A manifest file that replaces the built-in list of pml's images (`pml images`, `pml doctor`); the `--manifest` flag wins.",

@@ -11,7 +11,6 @@ import (
 	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/docker"
 	"github.com/pml-dev/pml/internal/egress"
-	"github.com/pml-dev/pml/internal/engine"
 	"github.com/pml-dev/pml/internal/inside"
 	"github.com/pml-dev/pml/internal/shim"
 )
@@ -49,7 +48,15 @@ func checkEgress(cfg *config.Config, info container.Info, scope egressFacts) Che
 	if scope.programErr != nil {
 		fix = "use a pml that carries its in-container program: reinstall a release (docs/install.md), or `make build` in pml's source tree"
 	}
-	return Check{status, "egress", fmt.Sprintf("path: %s: %s; servers and shell:exec given network run without it, and dependency installs use the engine's bridge network; %s", path, why, who), fix}
+	installs := "server installs that fetch packages (npm, pip) are refused, since they reach their registry only through that proxy: install where the engine is local and carry the image over (pml images save, pml images load)"
+	if scope.programErr != nil && !scope.notHere {
+		installs = "server installs that fetch packages cannot reach their registry either"
+	}
+	where := ""
+	if scope.how != "" {
+		where = " (" + scope.how + ")"
+	}
+	return Check{status, "egress", fmt.Sprintf("path: %s: %s%s; servers and shell:exec given network run WITHOUT it (each such call says so, and its audit entry), and %s; %s", path, why, where, installs, who), fix}
 }
 
 // egressFacts is what decides the egress path besides the daemon's info:
@@ -57,11 +64,18 @@ func checkEgress(cfg *config.Config, info container.Info, scope egressFacts) Che
 // cross into it) and whether pml's in-container program runs there.
 type egressFacts struct {
 	notHere    bool
+	how        string
 	programErr error
 }
 
+// egressScope finds out (internal/docker/proof.go), not guesses from the
+// socket's name, whether the engine can reach pml's sockets.
 func egressScope(ctx context.Context, rt *docker.Runtime) egressFacts {
-	f := egressFacts{notHere: engine.NeedsDaemon(rt.Endpoint(), runtime.GOOS)}
+	shares, how, err := rt.SharesHost(ctx, "")
+	if err != nil {
+		how = "not proven: " + err.Error()
+	}
+	f := egressFacts{notHere: !shares || runtime.GOOS != "linux", how: how}
 	p, err := inside.NewSource(rt).Program(ctx)
 	if err == nil {
 		err = shim.CheckBinary(p.Path, p.Arch)

@@ -22,3 +22,14 @@ func TestEgressFixFollowsTheCause(t *testing.T) {
 		t.Errorf("remote engine: %+v", c)
 	}
 }
+
+// TestEgressOnAnEngineElsewhereSaysWhatRunsWithoutIt: an engine proven
+// not to share this machine (issue 57) is never "ok", and the check says
+// where installs go (refused, not the bridge network).
+func TestEgressOnAnEngineElsewhereSaysWhatRunsWithoutIt(t *testing.T) {
+	c := checkEgress(nil, container.Info{}, egressFacts{notHere: true, how: "proven: no marker seen"})
+	if c.status == "ok" || !strings.Contains(c.detail, "WITHOUT") || !strings.Contains(c.detail, "installs") ||
+		!strings.Contains(c.detail, "proven: no marker seen") || strings.Contains(c.detail, "bridge network") {
+		t.Errorf("%+v", c)
+	}
+}

@@ -25,6 +25,14 @@ func checkInside(ctx context.Context, rt *docker.Runtime) []Check {
 		return []Check{{"fail", "in-container", err.Error() + fmt.Sprintf(" (this pml carries it for: %s)", embeddedList()), fix}}
 	}
 	out := []Check{{"ok", "in-container", fmt.Sprintf("pml-inside for linux/%s (%.1f MB) at %s", p.Arch, float64(p.Size)/1e6, p.Path), ""}}
+	// Mounted from this machine into shell:exec's containers and
+	// servers' shims: an engine that does not see it cannot run it.
+	if s, err := rt.Scope(ctx); err == nil {
+		if err := s.Check(p.Path); err != nil {
+			out[0] = Check{"fail", "in-container", fmt.Sprintf("pml-inside for linux/%s at %s, which the engine cannot see: %s", p.Arch, p.Path, s.Describe()),
+				"set PML_CACHE_DIR to a directory the engine shares (pml keeps its in-container program there), or " + s.Advice}
+		}
+	}
 	tb := &images.Toolbox{Runtime: rt, Program: src.Program}
 	ref, err := tb.Ref(ctx)
 	if err != nil {
