@@ -1,0 +1,298 @@
+// Package toolpin pins what a server says its tools are: each tool's
+// definition (name, title, description, input and output schemas,
+// annotations) as the client is shown it, recorded at the first listing
+// of its server and compared at every later one. A server that was
+// trusted can change what it says at run time (a new version, or simply a
+// different answer): a description that tells the model to read a key and
+// pass it on, a new tool, a schema that asks for a token ("rug pull",
+// tool poisoning). What changed, and every new tool of a server already
+// pinned, is held until a person accepts what they were shown.
+//
+// The pins live in the person's state directory (statefile), one file per
+// workspace keyed by its path, never under the workspace's .pml/: a
+// repository, or anything that can write the workspace, cannot pin a
+// definition the person did not see, nor unpin one (docs/security.md,
+// "Records a repository could have written vouch for nothing").
+package toolpin
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/pml-dev/pml/internal/statefile"
+)
+
+// Kinds of what is pinned: a tool, or a prompt (its description and
+// arguments carry instructions as a tool's do).
+const (
+	KindTool   = "tool"
+	KindPrompt = "prompt"
+)
+
+// Def is one pinned definition, as the client is shown it.
+type Def struct {
+	Kind         string          `json:"kind,omitempty"` // "" is KindTool
+	Name         string          `json:"name"`
+	Title        string          `json:"title,omitempty"`
+	Description  string          `json:"description,omitempty"`
+	InputSchema  json.RawMessage `json:"input_schema,omitempty"`
+	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
+	Annotations  json.RawMessage `json:"annotations,omitempty"`
+}
+
+// Digest is the definition's SHA-256 over its parts, each prefixed by
+// its length (no two definitions share an input). The schemas are hashed
+// as listed: pml marshals what a server sent (object keys sorted), so
+// the same schema is the same bytes; hashing them as they are keeps the
+// check of a 20-server listing well under a millisecond (no re-parse).
+func (d Def) Digest() string {
+	h := sha256.New()
+	kind := d.Kind
+	if kind == "" {
+		kind = KindTool
+	}
+	for _, p := range [][]byte{[]byte(kind), []byte(d.Name), []byte(d.Title), []byte(d.Description), raw(d.InputSchema), raw(d.OutputSchema), raw(d.Annotations)} {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(p)))
+		h.Write(n[:])
+		h.Write(p)
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// raw is a JSON part as hashed: absent and null are the same.
+func raw(r json.RawMessage) []byte {
+	if string(r) == "null" {
+		return nil
+	}
+	return r
+}
+
+func compact(r json.RawMessage) json.RawMessage {
+	if len(r) == 0 || string(r) == "null" {
+		return nil
+	}
+	var v any
+	if json.Unmarshal(r, &v) != nil {
+		return r
+	}
+	b, _ := json.Marshal(v) // map keys sorted
+	return b
+}
+
+// Server is the server a listed name belongs to: what is before its
+// first ':' (server:tool, namespace:action).
+func Server(name string) string {
+	s, _, _ := strings.Cut(name, ":")
+	return s
+}
+
+// Pin is one pinned definition and its digest.
+type Pin struct {
+	Digest string `json:"digest"`
+	Def    Def    `json:"def"`
+}
+
+// State is how a listed definition stands against the pins.
+type State string
+
+const (
+	// Pinned: the definition is the one pinned.
+	Pinned State = "pinned"
+	// First: its server had nothing pinned; it is pinned now.
+	First State = "first"
+	// Changed: the definition differs from the one pinned.
+	Changed State = "changed"
+	// New: its server has pins, but not this name.
+	New State = "new"
+)
+
+// Drift is a held definition: what changed, for the person to see.
+type Drift struct {
+	State State `json:"state"`
+	// Now is the definition listed now (and its digest), Was the pinned
+	// one (nil for a new tool).
+	Now    Def    `json:"now"`
+	Digest string `json:"digest"`
+	Was    *Def   `json:"was,omitempty"`
+}
+
+// document is the file.
+type document struct {
+	Version   int             `json:"version"`
+	Workspace string          `json:"workspace"`
+	Servers   map[string]bool `json:"servers"`
+	Pins      map[string]Pin  `json:"pins"` // by kind/name
+}
+
+// Store is a workspace's pins. Safe for concurrent use.
+type Store struct {
+	file statefile.File
+	ws   string
+	mu   sync.Mutex
+	doc  *document
+}
+
+// Dir is where the pins of every workspace are, under the state directory.
+const Dir = "toolpins"
+
+// Open returns the pins of workspace ws for the person whose environment
+// getenv reads.
+func Open(ws string, getenv func(string) string) (*Store, error) {
+	d, ok := statefile.Dir(getenv)
+	if !ok {
+		return nil, errors.New("cannot keep the pinned tool definitions: neither XDG_STATE_HOME nor HOME is set to an absolute path; set one")
+	}
+	ws = filepath.Clean(ws)
+	sum := sha256.Sum256([]byte(ws))
+	return &Store{ws: ws, file: statefile.File{
+		Path: filepath.Join(d, Dir, hex.EncodeToString(sum[:12])+".json"),
+		What: "pml's pinned tool definitions", Plural: true, Max: 64 << 20,
+		Fix: "delete it: every server's tools are then pinned again at their next listing",
+	}}, nil
+}
+
+// Path is the file that holds the pins.
+func (s *Store) Path() string { return s.file.Path }
+
+func key(kind, name string) string {
+	if kind == "" {
+		kind = KindTool
+	}
+	return kind + "/" + name
+}
+
+// load reads the file once; s.mu is held.
+func (s *Store) load() (*document, error) {
+	if s.doc != nil {
+		return s.doc, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(s.file.Path), 0o700); err != nil {
+		return nil, fmt.Errorf("cannot create %s: %w", filepath.Dir(s.file.Path), err)
+	}
+	if err := s.file.Private(); err != nil {
+		return nil, err
+	}
+	doc, err := s.read()
+	if err != nil {
+		return nil, err
+	}
+	s.doc = doc
+	return doc, nil
+}
+
+func (s *Store) read() (*document, error) {
+	doc := &document{}
+	if err := s.file.Read(doc); err != nil {
+		return nil, err
+	}
+	if doc.Servers == nil || doc.Workspace != s.ws {
+		// Another workspace's file (a hash collision cannot be made to
+		// matter: it is then started over) or none yet.
+		doc = &document{Version: 1, Workspace: s.ws, Servers: map[string]bool{}, Pins: map[string]Pin{}}
+	}
+	if doc.Pins == nil {
+		doc.Pins = map[string]Pin{}
+	}
+	return doc, nil
+}
+
+// Reload forgets what was read, so the next check reads the file again
+// (another pml of the workspace may have accepted a change).
+func (s *Store) Reload() {
+	s.mu.Lock()
+	s.doc = nil
+	s.mu.Unlock()
+}
+
+// Check compares the definitions one server lists now with its pins. A
+// server with nothing pinned is pinned whole (its first listing: trusted,
+// and what pml shows from now on). It returns the drifts, by name: each a
+// definition that is not to be used until accepted.
+func (s *Store) Check(server string, defs []Def) (map[string]*Drift, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	doc, err := s.load()
+	if err != nil {
+		return nil, err
+	}
+	if !doc.Servers[server] {
+		return nil, s.pinLocked(server, defs)
+	}
+	var held map[string]*Drift
+	for _, d := range defs {
+		dg := d.Digest()
+		p, ok := doc.Pins[key(d.Kind, d.Name)]
+		if ok && p.Digest == dg {
+			continue
+		}
+		if held == nil {
+			held = map[string]*Drift{}
+		}
+		dr := &Drift{State: New, Now: d, Digest: dg}
+		if ok {
+			was := p.Def
+			dr.State, dr.Was = Changed, &was
+		}
+		held[d.Name] = dr
+	}
+	return held, nil
+}
+
+// Accept pins d, whose digest must be digest: what the person was shown
+// is what is pinned, never what the server lists by the time they answer.
+func (s *Store) Accept(d Def, digest string) error {
+	if d.Digest() != digest {
+		return fmt.Errorf("the definition of %s accepted is not the one shown; nothing was pinned", d.Name)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pinLocked(Server(d.Name), []Def{d})
+}
+
+// pinLocked writes defs as pinned (and their server as seen) under the
+// file's lock, merged with what another pml wrote; s.mu is held.
+func (s *Store) pinLocked(server string, defs []Def) error {
+	return s.file.Update(func() (any, error) {
+		doc, err := s.read()
+		if err != nil {
+			return nil, err
+		}
+		doc.Servers[server] = true
+		for _, d := range defs {
+			doc.Pins[key(d.Kind, d.Name)] = Pin{Digest: d.Digest(), Def: d}
+		}
+		s.doc = doc
+		return doc, nil
+	})
+}
+
+// Pins lists every pin, by kind/name, in order.
+func (s *Store) Pins() ([]Pin, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.doc = nil
+	doc, err := s.load()
+	if err != nil {
+		return nil, err
+	}
+	keys := make([]string, 0, len(doc.Pins))
+	for k := range doc.Pins {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]Pin, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, doc.Pins[k])
+	}
+	return out, nil
+}
