@@ -30,6 +30,9 @@ type Server struct {
 
 	mu     sync.Mutex
 	loaded bool     // its tools are registered
+	// live: its tools were registered from what the server listed in
+	// this process, not only from the tools cache (Fresh).
+	live bool
 	names  []string // registered tool names (prefixed)
 }
 
@@ -147,7 +150,12 @@ func (s *Servers) Add(cfg config.Server) *Server {
 		Roots:        ServerRoots(s.sb.Workspace(), cfg),
 		Idle:         s.idle,
 		StartTimeout: s.serverStartTimeout,
-		ToolsChanged: func(tools []*mcp.Tool) { s.RegisterTools(srv, tools) },
+		ToolsChanged: func(tools []*mcp.Tool) {
+			srv.mu.Lock()
+			srv.live = true
+			srv.mu.Unlock()
+			s.RegisterTools(srv, tools)
+		},
 		Notice:       func(method string, params any) { s.notices.tell(cfg.Name, method, params) },
 		Logger:       s.log,
 	})

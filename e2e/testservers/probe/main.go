@@ -84,6 +84,7 @@ func main() {
 	addNetTools(s)
 	addTraceTool(s)
 	addDefsTools(s)
+	addFileDefs(s)
 	if os.Getenv("PROBE_HOSTILE_NAMES") != "" {
 		addHostileNames(s)
 	}
