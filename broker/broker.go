@@ -68,10 +68,10 @@ type Options struct {
 
 // Broker routes and executes tool calls. Safe for concurrent use.
 type Broker struct {
-	cfg   *config.Config
+	cfg *config.Config
 	// pins hold the tools whose definitions drifted from what the person
 	// accepted (pins.go; tools/layer_pin.go).
-	pins *tl.ToolPins
+	pins  *tl.ToolPins
 	sb    *sandbox
 	perms *permit.LivePermissions
 	// reload applies edits of .pml.json (reload.go).

@@ -29,11 +29,11 @@ type Server struct {
 	installMu sync.Mutex
 
 	mu     sync.Mutex
-	loaded bool     // its tools are registered
+	loaded bool // its tools are registered
 	// live: its tools were registered from what the server listed in
 	// this process, not only from the tools cache (Fresh).
-	live bool
-	names  []string // registered tool names (prefixed)
+	live  bool
+	names []string // registered tool names (prefixed)
 }
 
 // Servers is the configured stdio MCP servers (mcps, private_mcps, and
@@ -156,8 +156,8 @@ func (s *Servers) Add(cfg config.Server) *Server {
 			srv.mu.Unlock()
 			s.RegisterTools(srv, tools)
 		},
-		Notice:       func(method string, params any) { s.notices.tell(cfg.Name, method, params) },
-		Logger:       s.log,
+		Notice: func(method string, params any) { s.notices.tell(cfg.Name, method, params) },
+		Logger: s.log,
 	})
 	s.servers[cfg.Name] = srv
 	s.serverOrder = append(s.serverOrder, cfg.Name)

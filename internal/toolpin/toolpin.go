@@ -132,6 +132,10 @@ type document struct {
 	Workspace string          `json:"workspace"`
 	Servers   map[string]bool `json:"servers"`
 	Pins      map[string]Pin  `json:"pins"` // by kind/name
+	// Drifts are the held definitions pml last saw listed, by kind/name:
+	// what pml lock shows and --accept pins, what lock --check fails on.
+	// pml wrote each from what the server listed; none pins anything.
+	Drifts map[string]Drift `json:"drifts,omitempty"`
 }
 
 // Store is a workspace's pins. Safe for concurrent use.
@@ -245,7 +249,68 @@ func (s *Store) Check(server string, defs []Def) (map[string]*Drift, error) {
 		}
 		held[d.Name] = dr
 	}
-	return held, nil
+	return held, s.noteDriftsLocked(server, held)
+}
+
+// noteDriftsLocked records the drifts of server's listing when they are
+// not what the file says (most listings change nothing, and write
+// nothing); s.mu is held.
+func (s *Store) noteDriftsLocked(server string, held map[string]*Drift) error {
+	same := true
+	n := 0
+	for k, d := range s.doc.Drifts {
+		if Server(d.Now.Name) != server {
+			continue
+		}
+		n++
+		h := held[d.Now.Name]
+		if h == nil || key(h.Now.Kind, h.Now.Name) != k || h.Digest != d.Digest {
+			same = false
+		}
+	}
+	if same && n == len(held) {
+		return nil
+	}
+	return s.file.Update(func() (any, error) {
+		doc, err := s.read()
+		if err != nil {
+			return nil, err
+		}
+		for k, d := range doc.Drifts {
+			if Server(d.Now.Name) == server {
+				delete(doc.Drifts, k)
+			}
+		}
+		for _, h := range held {
+			if doc.Drifts == nil {
+				doc.Drifts = map[string]Drift{}
+			}
+			doc.Drifts[key(h.Now.Kind, h.Now.Name)] = *h
+		}
+		s.doc = doc
+		return doc, nil
+	})
+}
+
+// Drifts lists the held definitions pml last saw, by kind/name, in order.
+func (s *Store) Drifts() ([]Drift, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.doc = nil
+	doc, err := s.load()
+	if err != nil {
+		return nil, err
+	}
+	keys := make([]string, 0, len(doc.Drifts))
+	for k := range doc.Drifts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]Drift, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, doc.Drifts[k])
+	}
+	return out, nil
 }
 
 // Accept pins d, whose digest must be digest: what the person was shown
@@ -269,7 +334,11 @@ func (s *Store) pinLocked(server string, defs []Def) error {
 		}
 		doc.Servers[server] = true
 		for _, d := range defs {
-			doc.Pins[key(d.Kind, d.Name)] = Pin{Digest: d.Digest(), Def: d}
+			k := key(d.Kind, d.Name)
+			doc.Pins[k] = Pin{Digest: d.Digest(), Def: d}
+			if dr, ok := doc.Drifts[k]; ok && dr.Digest == doc.Pins[k].Digest {
+				delete(doc.Drifts, k)
+			}
 		}
 		s.doc = doc
 		return doc, nil
