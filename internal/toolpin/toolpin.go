@@ -16,6 +16,7 @@
 package toolpin
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -207,7 +208,35 @@ func (s *Store) read() (*document, error) {
 	if doc.Pins == nil {
 		doc.Pins = map[string]Pin{}
 	}
+	// The file is written indented, which re-indents the schemas: they
+	// are made the bytes pml listed again (compact, as json.Marshal
+	// wrote them), so their digests are what they were.
+	for k, p := range doc.Pins {
+		p.Def = p.Def.compacted()
+		doc.Pins[k] = p
+	}
+	for k, d := range doc.Drifts {
+		d.Now = d.Now.compacted()
+		if d.Was != nil {
+			w := d.Was.compacted()
+			d.Was = &w
+		}
+		doc.Drifts[k] = d
+	}
 	return doc, nil
+}
+
+func (d Def) compacted() Def {
+	for _, r := range []*json.RawMessage{&d.InputSchema, &d.OutputSchema, &d.Annotations} {
+		if len(*r) == 0 {
+			continue
+		}
+		var b bytes.Buffer
+		if json.Compact(&b, *r) == nil {
+			*r = b.Bytes()
+		}
+	}
+	return d
 }
 
 // Reload forgets what was read, so the next check reads the file again
