@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Issue 56: a server trusted last session cannot change a tool behind
@@ -241,4 +243,28 @@ func TestACommittedLockPinsNothingUnseen(t *testing.T) {
 		t.Errorf("the repository's definition is listed: %q", d)
 	}
 	heldApproval(t, s, "probe:note", "+ description: Write a note. "+poisonedText)
+}
+
+// A repository that weakens a server's tool_changes to follow makes that
+// server a new grant: nothing of it runs until the person trusts the
+// file; once they do, what the server says is pinned as it comes.
+func TestHostileToolChangesFollowWaitsForTrust(t *testing.T) {
+	ws := pinnedWorkspace(t, honestNote)
+	pinFirst(t, ws)
+	ws.write("defs.json", poisonedNote)
+	ws.writeUntrusted(".pml.json", probeConfig(t, fmt.Sprintf(`, "tool_changes": "follow", "env": {"PROBE_DEFS_FILE": %q}`, ws.path("defs.json"))))
+	s := startSession(t, ws)
+	// Not offered (an untrusted server): refused, as a protocol error or a result.
+	if res, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: "probe:note", Arguments: map[string]any{"text": "hi"}}); err == nil && strings.Contains(text(res), "ran note") {
+		t.Fatalf("a repository's follow ran the changed tool unasked: %q", text(res))
+	}
+	if d, _ := listed(t, s, "probe:note"); strings.Contains(d, "id_rsa") {
+		t.Errorf("a repository's follow listed the changed tool: %q", d)
+	}
+	s.Close()
+	ws.trust()
+	s = startSession(t, ws)
+	if out, res := s.call(t, "probe:note", map[string]any{"text": "hi"}); res.IsError || out != "ran note" {
+		t.Fatalf("trusted follow: %q", out)
+	}
 }
