@@ -48,7 +48,13 @@ type PinLayer struct {
 }
 
 func (l PinLayer) Call(ctx context.Context, c *call.Call) call.Result {
-	if c.Req.Kind != call.KindTool || l.Pins == nil || l.Pins.Table == nil {
+	if l.Pins == nil || l.Pins.Table == nil {
+		return l.Next.Call(ctx, c)
+	}
+	if c.Req.Kind == call.KindPrompt {
+		return l.prompt(ctx, c)
+	}
+	if c.Req.Kind != call.KindTool {
 		return l.Next.Call(ctx, c)
 	}
 	if l.Pins.Fresh != nil {
@@ -68,6 +74,19 @@ func (l PinLayer) Call(ctx context.Context, c *call.Call) call.Result {
 	wf.Data = &PinHold{Drift: dr}
 	c.Note(audit.Entry{Tool: c.Tool, Decision: audit.Asked, Pattern: c.Pattern, WorkflowID: wf.ID, Reason: "tool definition " + string(dr.State) + ": held", ArgKeys: audit.Keys(c.Args)})
 	return l.Pins.Ask.AskInDialog(ctx, c, wf, l.Pins.ToolChangeApproval(wf))
+}
+
+// prompt refuses the get of a held prompt, saying what changed and how
+// to accept it: a prompt's answer is messages for the model, with no
+// place for an approval's question.
+func (l PinLayer) prompt(ctx context.Context, c *call.Call) call.Result {
+	dr := l.Pins.Table.HeldPrompt(c.Tool)
+	if dr == nil {
+		return l.Next.Call(ctx, c)
+	}
+	c.Note(audit.Entry{Tool: c.Tool, Decision: audit.Denied, Pattern: c.Pattern, Reason: "prompt definition " + string(dr.State) + ": held"})
+	return call.ResultFor(fmt.Errorf("%w: pml holds %s: %s; nothing was sent to the server. Review the change (pml lock shows its diff) and accept it with `pml lock --accept %s`, then ask again",
+		call.ErrNotTrusted, termsafe.Quote(c.Tool, 200), dr.Summary(), c.Tool))
 }
 
 // ToolChangeApproval describes a held tool's approval: what changed, as

@@ -3,6 +3,10 @@ package tools
 import (
 	"encoding/json"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/pml-dev/pml/broker/call"
+
 	"github.com/pml-dev/pml/internal/toolbox"
 	"github.com/pml-dev/pml/internal/toolpin"
 )
@@ -11,7 +15,7 @@ import (
 // (internal/toolpin's Store, wired by broker's New): the drifts of one
 // server's listing, and accepting one.
 type Pinner interface {
-	Check(server string, defs []toolpin.Def) (map[string]*toolpin.Drift, error)
+	Check(kind, server string, defs []toolpin.Def) (map[string]*toolpin.Drift, error)
 	Accept(d toolpin.Def, digest string) error
 }
 
@@ -36,6 +40,92 @@ func PinDef(d toolbox.Tool) toolpin.Def {
 		p.Annotations, _ = json.Marshal(d.Annotations)
 	}
 	return p
+}
+
+// HoldPrompts checks the prompts one server lists against the pins, as
+// its tools are (their descriptions and arguments are instructions the
+// model reads as well): each prompt is returned as it is to be listed, a
+// held one without what it now says (under hold; with it under ask), and
+// a get of a held one is refused until a person accepts it (PinLayer).
+func (t *Table) HoldPrompts(server string, prompts []*mcp.Prompt) []*mcp.Prompt {
+	t.mu.RLock()
+	pins, policy, onErr := t.pins, t.policy, t.onPinErr
+	t.mu.RUnlock()
+	if pins == nil || len(prompts) == 0 {
+		return prompts
+	}
+	defs := make([]toolpin.Def, 0, len(prompts))
+	for _, p := range prompts {
+		if p != nil {
+			defs = append(defs, PromptDef(server, p))
+		}
+	}
+	p := PolicyHold
+	if policy != nil {
+		p = policy(server)
+	}
+	var held map[string]*toolpin.Drift
+	if p == PolicyFollow {
+		for _, d := range defs {
+			if err := pins.Accept(d, d.Digest()); err != nil && onErr != nil {
+				onErr(server, err)
+			}
+		}
+	} else {
+		h, err := pins.Check(toolpin.KindPrompt, server, defs)
+		if err != nil && onErr != nil {
+			onErr(server, err)
+		}
+		held = h
+	}
+	t.mu.Lock()
+	if t.heldPrompts == nil {
+		t.heldPrompts = map[string]*toolpin.Drift{}
+	}
+	for n := range t.heldPrompts {
+		if toolpin.Server(n) == server {
+			delete(t.heldPrompts, n)
+		}
+	}
+	for n, d := range held {
+		t.heldPrompts[n] = d
+	}
+	t.mu.Unlock()
+	out := make([]*mcp.Prompt, 0, len(prompts))
+	for _, pr := range prompts {
+		if pr == nil {
+			continue
+		}
+		if held[call.PromptPermission(server, pr.Name)] == nil || p == PolicyAsk {
+			out = append(out, pr)
+			continue
+		}
+		shown := &mcp.Prompt{Name: pr.Name, Description: "A prompt" + heldNote}
+		for _, a := range pr.Arguments {
+			if a != nil {
+				shown.Arguments = append(shown.Arguments, &mcp.PromptArgument{Name: a.Name, Required: a.Required})
+			}
+		}
+		out = append(out, shown)
+	}
+	return out
+}
+
+// HeldPrompt is the drift of a held prompt, by its permission name.
+func (t *Table) HeldPrompt(name string) *toolpin.Drift {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.heldPrompts[name]
+}
+
+// PromptDef is the pinned definition of a server's prompt, named by its
+// permission name: its title, description and arguments (as a schema).
+func PromptDef(server string, p *mcp.Prompt) toolpin.Def {
+	d := toolpin.Def{Kind: toolpin.KindPrompt, Name: call.PromptPermission(server, p.Name), Title: p.Title, Description: p.Description}
+	if len(p.Arguments) > 0 {
+		d.InputSchema, _ = json.Marshal(p.Arguments)
+	}
+	return d
 }
 
 // heldNote ends the description a held tool is listed with.

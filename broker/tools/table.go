@@ -22,6 +22,9 @@ type Table struct {
 	pins     Pinner
 	policy   func(server string) string
 	onPinErr func(server string, err error)
+	// heldPrompts are the prompts whose definition drifted from its pin,
+	// by permission name (SERVER:prompt:NAME; HoldPrompts).
+	heldPrompts map[string]*toolpin.Drift
 }
 
 // Entry is a tool and the executor that runs it.
@@ -115,7 +118,7 @@ func (t *Table) holds(defs []toolbox.Tool) (map[string]*toolpin.Drift, func(stri
 			}
 			continue
 		}
-		h, err := pins.Check(s, by[s])
+		h, err := pins.Check(toolpin.KindTool, s, by[s])
 		if err != nil {
 			if onErr != nil {
 				onErr(s, err)

@@ -251,15 +251,18 @@ func (s *Store) Reload() {
 // server with nothing pinned is pinned whole (its first listing: trusted,
 // and what pml shows from now on). It returns the drifts, by name: each a
 // definition that is not to be used until accepted.
-func (s *Store) Check(server string, defs []Def) (map[string]*Drift, error) {
+//
+// kind is what defs are (KindTool, KindPrompt): a server's prompts are
+// first listed apart from its tools.
+func (s *Store) Check(kind, server string, defs []Def) (map[string]*Drift, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	doc, err := s.load()
 	if err != nil {
 		return nil, err
 	}
-	if !doc.Servers[server] {
-		return nil, s.pinLocked(server, defs)
+	if !doc.Servers[key(kind, server)] {
+		return nil, s.pinLocked(kind, server, defs)
 	}
 	var held map[string]*Drift
 	for _, d := range defs {
@@ -278,17 +281,18 @@ func (s *Store) Check(server string, defs []Def) (map[string]*Drift, error) {
 		}
 		held[d.Name] = dr
 	}
-	return held, s.noteDriftsLocked(server, held)
+	return held, s.noteDriftsLocked(kind, server, held)
 }
 
 // noteDriftsLocked records the drifts of server's listing when they are
 // not what the file says (most listings change nothing, and write
 // nothing); s.mu is held.
-func (s *Store) noteDriftsLocked(server string, held map[string]*Drift) error {
+func (s *Store) noteDriftsLocked(kind, server string, held map[string]*Drift) error {
+	mine := func(d Drift) bool { return Server(d.Now.Name) == server && kindOf(d.Now) == kind }
 	same := true
 	n := 0
 	for k, d := range s.doc.Drifts {
-		if Server(d.Now.Name) != server {
+		if !mine(d) {
 			continue
 		}
 		n++
@@ -306,7 +310,7 @@ func (s *Store) noteDriftsLocked(server string, held map[string]*Drift) error {
 			return nil, err
 		}
 		for k, d := range doc.Drifts {
-			if Server(d.Now.Name) == server {
+			if mine(d) {
 				delete(doc.Drifts, k)
 			}
 		}
@@ -350,18 +354,18 @@ func (s *Store) Accept(d Def, digest string) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.pinLocked(Server(d.Name), []Def{d})
+	return s.pinLocked(kindOf(d), Server(d.Name), []Def{d})
 }
 
 // pinLocked writes defs as pinned (and their server as seen) under the
 // file's lock, merged with what another pml wrote; s.mu is held.
-func (s *Store) pinLocked(server string, defs []Def) error {
+func (s *Store) pinLocked(kind, server string, defs []Def) error {
 	return s.file.Update(func() (any, error) {
 		doc, err := s.read()
 		if err != nil {
 			return nil, err
 		}
-		doc.Servers[server] = true
+		doc.Servers[key(kind, server)] = true
 		for _, d := range defs {
 			k := key(d.Kind, d.Name)
 			doc.Pins[k] = Pin{Digest: d.Digest(), Def: d}
