@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -134,5 +135,62 @@ func TestAChangedPromptIsHeld(t *testing.T) {
 	res := l.Call(context.Background(), call.NewCall(call.Request{Tool: "srv:prompt:greet", Kind: call.KindPrompt}))
 	if n.reached != 0 || !res.IsError || !strings.Contains(res.Text, "pml lock --accept srv:prompt:greet") {
 		t.Errorf("reached %d: %+v", n.reached, res)
+	}
+}
+
+// BenchmarkPinnedListing20Servers is what the pins add to a pml process
+// that lists 20 servers' tools from the tools cache (the bench's 20
+// servers row): opening the pins file once (20 servers of 21 tools) and
+// checking each server's list as it is registered. Nothing is written.
+func BenchmarkPinnedListing20Servers(b *testing.B) {
+	state := b.TempDir()
+	getenv := func(k string) string {
+		if k == "XDG_STATE_HOME" {
+			return state
+		}
+		return ""
+	}
+	lists := make([][]toolbox.Tool, 20)
+	for s := range lists {
+		for i := 0; i < 21; i++ {
+			d := tool(fmt.Sprintf("probe%d:tool%d", s, i), strings.Repeat("Does one thing and answers its text. ", 4))
+			d.InputSchema = json.RawMessage(fmt.Sprintf(`{"properties":{"path":{"description":"The file %d to read.","type":"string"},"n":{"type":"integer"}},"required":["path"],"type":"object"}`, i))
+			lists[s] = append(lists[s], d)
+		}
+	}
+	run := func() {
+		store, err := toolpin.Open("/ws", getenv)
+		if err != nil {
+			b.Fatal(err)
+		}
+		tb := &Table{}
+		tb.SetPins(store, func(string) string { return PolicyHold }, func(s string, err error) { b.Fatal(s, err) })
+		for _, l := range lists {
+			tb.Replace(nil, l, noopExec)
+		}
+	}
+	run() // the first listing pins
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		run()
+	}
+}
+
+// BenchmarkUnpinnedListing20Servers is the same listing without pins,
+// the baseline of the one above.
+func BenchmarkUnpinnedListing20Servers(b *testing.B) {
+	lists := make([][]toolbox.Tool, 20)
+	for s := range lists {
+		for i := 0; i < 21; i++ {
+			d := tool(fmt.Sprintf("probe%d:tool%d", s, i), strings.Repeat("Does one thing and answers its text. ", 4))
+			d.InputSchema = json.RawMessage(fmt.Sprintf(`{"properties":{"path":{"description":"The file %d to read.","type":"string"},"n":{"type":"integer"}},"required":["path"],"type":"object"}`, i))
+			lists[s] = append(lists[s], d)
+		}
+	}
+	for i := 0; i < b.N; i++ {
+		tb := &Table{}
+		for _, l := range lists {
+			tb.Replace(nil, l, noopExec)
+		}
 	}
 }

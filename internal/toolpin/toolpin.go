@@ -29,6 +29,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/pml-dev/pml/internal/safefs"
 	"github.com/pml-dev/pml/internal/statefile"
 )
 
@@ -97,20 +98,10 @@ func Server(name string) string {
 	return s
 }
 
-// Pin is one pinned definition and its digest.
-type Pin struct {
-	Digest string `json:"digest"`
-	Def    Def    `json:"def"`
-}
-
 // State is how a listed definition stands against the pins.
 type State string
 
 const (
-	// Pinned: the definition is the one pinned.
-	Pinned State = "pinned"
-	// First: its server had nothing pinned; it is pinned now.
-	First State = "first"
 	// Changed: the definition differs from the one pinned.
 	Changed State = "changed"
 	// New: its server has pins, but not this name.
@@ -127,24 +118,33 @@ type Drift struct {
 	Was    *Def   `json:"was,omitempty"`
 }
 
-// document is the file.
-type document struct {
-	Version   int             `json:"version"`
-	Workspace string          `json:"workspace"`
-	Servers   map[string]bool `json:"servers"`
-	Pins      map[string]Pin  `json:"pins"` // by kind/name
+// index is the file read at every start: which servers were listed,
+// each pinned definition's digest, the drifts last seen. The definitions
+// themselves (for the diffs) are in the defs file, read only when a
+// definition drifted: a 20-server listing reads a few kilobytes.
+type index struct {
+	Version   int               `json:"version"`
+	Workspace string            `json:"workspace"`
+	Servers   map[string]bool   `json:"servers"` // by kind/server
+	Digests   map[string]string `json:"digests"` // by kind/name
 	// Drifts are the held definitions pml last saw listed, by kind/name:
 	// what pml lock shows and --accept pins, what lock --check fails on.
 	// pml wrote each from what the server listed; none pins anything.
 	Drifts map[string]Drift `json:"drifts,omitempty"`
 }
 
+// defsFile holds the pinned definitions, by kind/name.
+type defsFile struct {
+	Workspace string         `json:"workspace"`
+	Defs      map[string]Def `json:"defs"`
+}
+
 // Store is a workspace's pins. Safe for concurrent use.
 type Store struct {
-	file statefile.File
-	ws   string
-	mu   sync.Mutex
-	doc  *document
+	file, defs statefile.File
+	ws         string
+	mu         sync.Mutex
+	doc        *index
 }
 
 // Dir is where the pins of every workspace are, under the state directory.
@@ -159,14 +159,15 @@ func Open(ws string, getenv func(string) string) (*Store, error) {
 	}
 	ws = filepath.Clean(ws)
 	sum := sha256.Sum256([]byte(ws))
-	return &Store{ws: ws, file: statefile.File{
-		Path: filepath.Join(d, Dir, hex.EncodeToString(sum[:12])+".json"),
-		What: "pml's pinned tool definitions", Plural: true, Max: 64 << 20,
-		Fix: "delete it: every server's tools are then pinned again at their next listing",
-	}}, nil
+	base := filepath.Join(d, Dir, hex.EncodeToString(sum[:12]))
+	fix := "delete it: every server's tools are then pinned again at their next listing"
+	return &Store{ws: ws,
+		file: statefile.File{Path: base + ".json", What: "pml's pinned tool definitions", Plural: true, Max: 16 << 20, Fix: fix},
+		defs: statefile.File{Path: base + ".defs.json", What: "pml's pinned tool definitions", Plural: true, Max: 64 << 20, Fix: fix},
+	}, nil
 }
 
-// Path is the file that holds the pins.
+// Path is the file that holds the pins' digests.
 func (s *Store) Path() string { return s.file.Path }
 
 func key(kind, name string) string {
@@ -176,15 +177,16 @@ func key(kind, name string) string {
 	return kind + "/" + name
 }
 
-// load reads the file once; s.mu is held.
-func (s *Store) load() (*document, error) {
+// load reads the index once; s.mu is held.
+func (s *Store) load() (*index, error) {
 	if s.doc != nil {
 		return s.doc, nil
 	}
 	if err := os.MkdirAll(filepath.Dir(s.file.Path), 0o700); err != nil {
 		return nil, fmt.Errorf("cannot create %s: %w", filepath.Dir(s.file.Path), err)
 	}
-	if err := s.file.Private(); err != nil {
+	// Someone else who could write the pins could accept for the person.
+	if err := safefs.Private(filepath.Dir(s.file.Path), s.file.What, filepath.Base(s.file.Path), filepath.Base(s.file.Path)+".lock", filepath.Base(s.defs.Path), filepath.Base(s.defs.Path)+".lock"); err != nil {
 		return nil, err
 	}
 	doc, err := s.read()
@@ -195,35 +197,37 @@ func (s *Store) load() (*document, error) {
 	return doc, nil
 }
 
-func (s *Store) read() (*document, error) {
-	doc := &document{}
+func (s *Store) read() (*index, error) {
+	doc := &index{}
 	if err := s.file.Read(doc); err != nil {
 		return nil, err
 	}
 	if doc.Servers == nil || doc.Workspace != s.ws {
-		// Another workspace's file (a hash collision cannot be made to
-		// matter: it is then started over) or none yet.
-		doc = &document{Version: 1, Workspace: s.ws, Servers: map[string]bool{}, Pins: map[string]Pin{}}
+		// None yet, or another workspace's (its pins pin nothing here).
+		doc = &index{Version: 1, Workspace: s.ws, Servers: map[string]bool{}}
 	}
-	if doc.Pins == nil {
-		doc.Pins = map[string]Pin{}
+	if doc.Digests == nil {
+		doc.Digests = map[string]string{}
+	}
+	return doc, nil
+}
+
+// readDefs reads the pinned definitions (only when one drifted).
+func (s *Store) readDefs() (*defsFile, error) {
+	f := &defsFile{}
+	if err := s.defs.Read(f); err != nil {
+		return nil, err
+	}
+	if f.Defs == nil || f.Workspace != s.ws {
+		f = &defsFile{Workspace: s.ws, Defs: map[string]Def{}}
 	}
 	// The file is written indented, which re-indents the schemas: they
 	// are made the bytes pml listed again (compact, as json.Marshal
 	// wrote them), so their digests are what they were.
-	for k, p := range doc.Pins {
-		p.Def = p.Def.compacted()
-		doc.Pins[k] = p
+	for k, d := range f.Defs {
+		f.Defs[k] = d.compacted()
 	}
-	for k, d := range doc.Drifts {
-		d.Now = d.Now.compacted()
-		if d.Was != nil {
-			w := d.Was.compacted()
-			d.Was = &w
-		}
-		doc.Drifts[k] = d
-	}
-	return doc, nil
+	return f, nil
 }
 
 func (d Def) compacted() Def {
@@ -265,10 +269,11 @@ func (s *Store) Check(kind, server string, defs []Def) (map[string]*Drift, error
 		return nil, s.pinLocked(kind, server, defs)
 	}
 	var held map[string]*Drift
+	var pinned *defsFile
 	for _, d := range defs {
 		dg := d.Digest()
-		p, ok := doc.Pins[key(d.Kind, d.Name)]
-		if ok && p.Digest == dg {
+		was, ok := doc.Digests[key(d.Kind, d.Name)]
+		if ok && was == dg {
 			continue
 		}
 		if held == nil {
@@ -276,8 +281,15 @@ func (s *Store) Check(kind, server string, defs []Def) (map[string]*Drift, error
 		}
 		dr := &Drift{State: New, Now: d, Digest: dg}
 		if ok {
-			was := p.Def
-			dr.State, dr.Was = Changed, &was
+			dr.State = Changed
+			if pinned == nil {
+				if pinned, err = s.readDefs(); err != nil {
+					return nil, err
+				}
+			}
+			if p, ok := pinned.Defs[key(d.Kind, d.Name)]; ok {
+				dr.Was = &p
+			}
 		}
 		held[d.Name] = dr
 	}
@@ -341,7 +353,13 @@ func (s *Store) Drifts() ([]Drift, error) {
 	sort.Strings(keys)
 	out := make([]Drift, 0, len(keys))
 	for _, k := range keys {
-		out = append(out, doc.Drifts[k])
+		d := doc.Drifts[k]
+		d.Now = d.Now.compacted()
+		if d.Was != nil {
+			w := d.Was.compacted()
+			d.Was = &w
+		}
+		out = append(out, d)
 	}
 	return out, nil
 }
@@ -354,12 +372,29 @@ func (s *Store) Accept(d Def, digest string) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if _, err := s.load(); err != nil {
+		return err
+	}
 	return s.pinLocked(kindOf(d), Server(d.Name), []Def{d})
 }
 
-// pinLocked writes defs as pinned (and their server as seen) under the
-// file's lock, merged with what another pml wrote; s.mu is held.
+// pinLocked writes defs as pinned (and their server as listed) under the
+// files' locks, merged with what another pml wrote: the definitions
+// first, then their digests, which are what counts; s.mu is held.
 func (s *Store) pinLocked(kind, server string, defs []Def) error {
+	err := s.defs.Update(func() (any, error) {
+		f, err := s.readDefs()
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range defs {
+			f.Defs[key(d.Kind, d.Name)] = d
+		}
+		return f, nil
+	})
+	if err != nil {
+		return err
+	}
 	return s.file.Update(func() (any, error) {
 		doc, err := s.read()
 		if err != nil {
@@ -368,33 +403,12 @@ func (s *Store) pinLocked(kind, server string, defs []Def) error {
 		doc.Servers[key(kind, server)] = true
 		for _, d := range defs {
 			k := key(d.Kind, d.Name)
-			doc.Pins[k] = Pin{Digest: d.Digest(), Def: d}
-			if dr, ok := doc.Drifts[k]; ok && dr.Digest == doc.Pins[k].Digest {
+			doc.Digests[k] = d.Digest()
+			if dr, ok := doc.Drifts[k]; ok && dr.Digest == doc.Digests[k] {
 				delete(doc.Drifts, k)
 			}
 		}
 		s.doc = doc
 		return doc, nil
 	})
-}
-
-// Pins lists every pin, by kind/name, in order.
-func (s *Store) Pins() ([]Pin, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.doc = nil
-	doc, err := s.load()
-	if err != nil {
-		return nil, err
-	}
-	keys := make([]string, 0, len(doc.Pins))
-	for k := range doc.Pins {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	out := make([]Pin, 0, len(keys))
-	for _, k := range keys {
-		out = append(out, doc.Pins[k])
-	}
-	return out, nil
 }

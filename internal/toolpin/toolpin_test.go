@@ -69,7 +69,7 @@ func TestTheFirstListingIsPinnedAndALaterChangeIsHeld(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Another process reads the file and sees srv:a accepted.
-	s2 := &Store{ws: s.ws, file: s.file}
+	s2 := &Store{ws: s.ws, file: s.file, defs: s.defs}
 	held, err = s2.Check(KindTool, "srv", later)
 	if err != nil || held["srv:a"] != nil || held["srv:b"] == nil || held["srv:exfil"] == nil {
 		t.Errorf("after accepting srv:a: %v %v", held, err)
@@ -83,7 +83,7 @@ func TestPinsOfAnotherWorkspacePinNothingHere(t *testing.T) {
 	}
 	// The file copied under this workspace's name: another workspace's
 	// pins are not this one's (its first listing pins what it lists).
-	other := &Store{ws: "/other", file: s.file}
+	other := &Store{ws: "/other", file: s.file, defs: s.defs}
 	held, err := other.Check(KindTool, "srv", []Def{def("srv:a", "B.", `{}`)})
 	if err != nil || len(held) != 0 {
 		t.Errorf("%v %v", held, err)
