@@ -268,3 +268,22 @@ func TestHostileToolChangesFollowWaitsForTrust(t *testing.T) {
 		t.Fatalf("trusted follow: %q", out)
 	}
 }
+
+// Over pml serve (Streamable HTTP) a changed tool is held the same, and
+// the approval's continue runs it.
+func TestAChangedToolIsHeldOverServe(t *testing.T) {
+	ws := pinnedWorkspace(t, honestNote)
+	pinFirst(t, ws)
+	ws.write("defs.json", poisonedNote)
+	url, token := startServe(t, ws)
+	cs := httpSession(t, url, token)
+	out, res := callC(t, cs, "probe:note", map[string]any{"text": "hi"})
+	var a approval
+	structured(t, res, &a)
+	if a.ApprovalType != "tool_change" || !strings.Contains(a.Description, poisonedText) || strings.Contains(out, "ran note") {
+		t.Fatalf("over serve, probe:note was not held: %q", out)
+	}
+	if out, res := callC(t, cs, "probe:note", map[string]any{"text": "hi", "continue_workflow": cont(a.WorkflowID, true, false)}); res.IsError || out != "ran note" {
+		t.Fatalf("accepted over serve: %q", out)
+	}
+}
