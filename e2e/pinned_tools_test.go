@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -285,5 +286,28 @@ func TestAChangedToolIsHeldOverServe(t *testing.T) {
 	}
 	if out, res := callC(t, cs, "probe:note", map[string]any{"text": "hi", "continue_workflow": cont(a.WorkflowID, true, false)}); res.IsError || out != "ran note" {
 		t.Fatalf("accepted over serve: %q", out)
+	}
+}
+
+// A client on 2026-07-28 with elicitation is asked in its dialog, which
+// shows the diff; its continue pins the change and the call runs.
+func TestAChangedToolIsHeldInTheModernEra(t *testing.T) {
+	ws := pinnedWorkspace(t, honestNote)
+	pinFirst(t, ws)
+	ws.write("defs.json", poisonedNote)
+	var asked, shown atomic.Int32
+	client := mcp.NewClient(&mcp.Implementation{Name: "modern", Version: "1"}, &mcp.ClientOptions{
+		ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			asked.Add(1)
+			if strings.Contains(req.Params.Message, poisonedText) && strings.Contains(req.Params.Message, "probe:note") {
+				shown.Add(1)
+			}
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "continue"}}, nil
+		},
+	})
+	cs, _, stderr := startRecorded(t, ws, client, "2026-07-28")
+	out, res := callC(t, cs, "probe:note", map[string]any{"text": "hi"})
+	if res.IsError || out != "ran note" || asked.Load() != 1 || shown.Load() != 1 {
+		t.Fatalf("asked %d times (the diff shown %d), then %q\nstderr:\n%s", asked.Load(), shown.Load(), out, stderr.String())
 	}
 }
