@@ -214,6 +214,9 @@ func TestLockCheckFailsOnDrift(t *testing.T) {
 	if !strings.Contains(string(r.stdout), poisonedText) {
 		t.Errorf("pml lock does not show the diff:\n%s", r.stdout)
 	}
+	if r := runCLI(t, ws.Dir, nil, "", "trust", "--yes"); !strings.Contains(string(r.stdout), "probe:note") || !strings.Contains(string(r.stdout), poisonedText) {
+		t.Errorf("pml trust does not show the held definition:\n%s", r.stdout)
+	}
 	if r := runCLI(t, ws.Dir, nil, "", "lock", "--accept", "probe:note"); r.code != 0 {
 		t.Fatalf("pml lock --accept: %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
