@@ -11,8 +11,9 @@ import (
 // pinsOf opens the workspace's pinned tool definitions (internal/toolpin,
 // in the person's state directory) and makes the tool table hold every
 // listed tool that drifted from them, each server under its tool_changes
-// policy. Without a state directory nothing is pinned (and said once per
-// server): the project's trust needs one too.
+// policy. Without a state directory nothing is pinned (and said once):
+// the project's trust needs one too; pins that cannot be read hold every
+// tool of the server (Table.holds).
 func pinsOf(b *Broker, ws string) *tl.ToolPins {
 	p := &tl.ToolPins{Table: &b.srv.Table, Fresh: b.srv.Fresh}
 	store, err := toolpin.Open(ws, os.Getenv)

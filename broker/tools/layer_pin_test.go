@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -194,3 +195,22 @@ func BenchmarkUnpinnedListing20Servers(b *testing.B) {
 		}
 	}
 }
+
+// Pins that cannot be read hold every tool: nothing is taken as accepted
+// that pml cannot check.
+func TestUnreadablePinsHoldEverything(t *testing.T) {
+	tb := &Table{}
+	var told int
+	tb.SetPins(failingPins{}, nil, func(string, error) { told++ })
+	tb.Replace(nil, []toolbox.Tool{tool("srv:a", "Add.")}, noopExec)
+	if tb.Held("srv:a") == nil || told != 1 {
+		t.Errorf("held %+v, told %d", tb.Held("srv:a"), told)
+	}
+}
+
+type failingPins struct{}
+
+func (failingPins) Check(string, string, []toolpin.Def) (map[string]*toolpin.Drift, error) {
+	return nil, errors.New("pml's pinned tool definitions are writable by others")
+}
+func (failingPins) Accept(toolpin.Def, string) error { return errors.New("no") }

@@ -41,8 +41,8 @@ type Entry struct {
 // SetPins makes the table hold every listed definition that drifted from
 // its pin (a new tool of a pinned server, a changed one). policy says a
 // server's tool_changes policy; onErr is told when the pins cannot be
-// read (nothing is held then: the pins are the person's file, and a
-// state directory pml cannot use stops more than this).
+// read (every tool of that server is then held: nothing is taken as
+// accepted that pml cannot check).
 func (t *Table) SetPins(p Pinner, policy func(server string) string, onErr func(server string, err error)) {
 	t.mu.Lock()
 	t.pins, t.policy, t.onPinErr = p, policy, onErr
@@ -120,10 +120,17 @@ func (t *Table) holds(defs []toolbox.Tool) (map[string]*toolpin.Drift, func(stri
 		}
 		h, err := pins.Check(toolpin.KindTool, s, by[s])
 		if err != nil {
+			// The pins cannot be read (a file someone else could
+			// write, a damaged one): nothing of the server is taken as
+			// accepted, so every tool is held, and accepting one says why
+			// it cannot be pinned.
 			if onErr != nil {
 				onErr(s, err)
 			}
-			continue
+			h = map[string]*toolpin.Drift{}
+			for _, d := range by[s] {
+				h[d.Name] = &toolpin.Drift{State: toolpin.New, Now: d, Digest: d.Digest()}
+			}
 		}
 		for n, d := range h {
 			if held == nil {
