@@ -64,19 +64,24 @@ func (t *Table) HoldPrompts(server string, prompts []*mcp.Prompt) []*mcp.Prompt 
 	if policy != nil {
 		p = policy(server)
 	}
-	var held map[string]*toolpin.Drift
-	if p == PolicyFollow {
+	held, err := pins.Check(toolpin.KindPrompt, server, defs)
+	if err != nil {
+		// Unreadable pins hold everything, as for tools (Table.holds).
+		if onErr != nil {
+			onErr(server, err)
+		}
+		held = map[string]*toolpin.Drift{}
 		for _, d := range defs {
-			if err := pins.Accept(d, d.Digest()); err != nil && onErr != nil {
+			held[d.Name] = &toolpin.Drift{State: toolpin.New, Now: d, Digest: d.Digest()}
+		}
+	}
+	if err == nil && p == PolicyFollow {
+		for _, d := range held {
+			if err := pins.Accept(d.Now, d.Digest); err != nil && onErr != nil {
 				onErr(server, err)
 			}
 		}
-	} else {
-		h, err := pins.Check(toolpin.KindPrompt, server, defs)
-		if err != nil && onErr != nil {
-			onErr(server, err)
-		}
-		held = h
+		held = nil
 	}
 	t.mu.Lock()
 	if t.heldPrompts == nil {

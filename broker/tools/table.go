@@ -109,16 +109,17 @@ func (t *Table) holds(defs []toolbox.Tool) (map[string]*toolpin.Drift, func(stri
 	}
 	var held map[string]*toolpin.Drift
 	for _, s := range order {
-		if policy != nil && policy(s) == PolicyFollow {
-			// Pinned as it comes: accepted by the policy the person trusted.
-			for _, d := range by[s] {
-				if err := pins.Accept(d, d.Digest()); err != nil && onErr != nil {
+		h, err := pins.Check(toolpin.KindTool, s, by[s])
+		if err == nil && policy != nil && policy(s) == PolicyFollow {
+			// Pinned as it comes: accepted by the policy the person
+			// trusted (only what drifted is written).
+			for _, d := range h {
+				if err := pins.Accept(d.Now, d.Digest); err != nil && onErr != nil {
 					onErr(s, err)
 				}
 			}
 			continue
 		}
-		h, err := pins.Check(toolpin.KindTool, s, by[s])
 		if err != nil {
 			// The pins cannot be read (a file someone else could
 			// write, a damaged one): nothing of the server is taken as
