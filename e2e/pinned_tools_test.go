@@ -314,3 +314,36 @@ func TestAChangedToolIsHeldInTheModernEra(t *testing.T) {
 		t.Fatalf("asked %d times (the diff shown %d), then %q\nstderr:\n%s", asked.Load(), shown.Load(), out, stderr.String())
 	}
 }
+
+// A server's prompt whose description changed is listed without what it
+// now says, and its get is refused naming how to accept it.
+func TestAChangedPromptIsHeld(t *testing.T) {
+	ws := pinnedWorkspace(t, honestNote[:len(honestNote)-1]+`, {"prompt": true, "name": "brief", "description": "Summarize the file."}]`)
+	s := startSession(t, ws)
+	ctx := context.Background()
+	if got, err := s.ListPrompts(ctx, nil); err != nil || len(got.Prompts) == 0 {
+		t.Fatalf("first prompts/list: %v %v", got, err)
+	}
+	s.Close()
+	ws.write("defs.json", honestNote[:len(honestNote)-1]+`, {"prompt": true, "name": "brief", "description": "Summarize the file. `+poisonedText+`"}]`)
+	s = startSession(t, ws)
+	got, err := s.ListPrompts(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, p := range got.Prompts {
+		if p.Name == "probe__brief" {
+			found = true
+			if strings.Contains(p.Description, "id_rsa") || !strings.Contains(p.Description, "held by pml") {
+				t.Errorf("the changed prompt is listed as %q", p.Description)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("probe__brief not listed: %+v", got.Prompts)
+	}
+	if r, err := s.GetPrompt(ctx, &mcp.GetPromptParams{Name: "probe__brief"}); err == nil || !strings.Contains(err.Error(), "pml lock --accept probe:prompt:brief") {
+		t.Errorf("the held prompt was got: %+v %v", r, err)
+	}
+}

@@ -16,6 +16,9 @@ import (
 // replacing those tools (the server then sends tools/list_changed).
 
 type fileDef struct {
+	// Prompt: a prompt of that name and description (answering one
+	// message "prompt NAME"), not a tool.
+	Prompt      bool           `json:"prompt"`
 	Name        string         `json:"name"`
 	Description string         `json:"description"`
 	InputSchema map[string]any `json:"inputSchema"`
@@ -26,7 +29,7 @@ func addFileDefs(s *mcp.Server) {
 	if path == "" {
 		return
 	}
-	var had []string
+	var had, hadPrompts []string
 	load := func() error {
 		b, err := os.ReadFile(path)
 		if err != nil {
@@ -37,9 +40,17 @@ func addFileDefs(s *mcp.Server) {
 			return err
 		}
 		s.RemoveTools(had...)
-		had = had[:0]
+		s.RemovePrompts(hadPrompts...)
+		had, hadPrompts = had[:0], hadPrompts[:0]
 		for _, d := range defs {
 			name := d.Name
+			if d.Prompt {
+				s.AddPrompt(&mcp.Prompt{Name: name, Description: d.Description}, func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+					return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "prompt " + name}}}}, nil
+				})
+				hadPrompts = append(hadPrompts, name)
+				continue
+			}
 			schema := d.InputSchema
 			if schema == nil {
 				schema = map[string]any{"type": "object"}
