@@ -223,6 +223,9 @@ func TestLockCheckFailsOnDrift(t *testing.T) {
 	if r := runCLI(t, ws.Dir, nil, "", "lock", "--check"); r.code != 0 {
 		t.Errorf("pml lock --check after accepting: %d\n%s", r.code, r.stdout)
 	}
+	if b, _ := os.ReadFile(ws.path(".pml/audit.jsonl")); !strings.Contains(string(b), "pml lock --accept") {
+		t.Errorf("the audit does not record the acceptance:\n%s", b)
+	}
 	if r := runCLI(t, ws.Dir, nil, "", "call", "probe:note", `{"text": "hi"}`); r.code != 0 || !strings.Contains(string(r.stdout), "ran note") {
 		t.Errorf("the accepted tool: %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}

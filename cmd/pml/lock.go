@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/pml-dev/pml/cmd/pml/internal/doctor"
+	"github.com/pml-dev/pml/internal/audit"
 	"github.com/pml-dev/pml/internal/registry"
 	"github.com/pml-dev/pml/internal/safefs"
 	"github.com/pml-dev/pml/internal/toolpin"
@@ -204,6 +206,10 @@ func toolDrifts(ws string, accept []string, w io.Writer) ([]toolDrift, error) {
 			fmt.Fprintf(w, "accepting %s: %s\n%s", d.Now.Name, d.Summary(), d.Diff())
 			if err := store.Accept(d.Now, d.Digest); err != nil {
 				return nil, err
+			}
+			// The person's decision is audited like an approval's.
+			if err := audit.New(filepath.Join(ws, ".pml", "audit.jsonl")).Record(audit.Entry{Tool: d.Now.Name, Decision: audit.Approved, Reason: "tool change accepted (pml lock --accept)"}); err != nil {
+				fmt.Fprintf(w, "pml lock: %v\n", err)
 			}
 			continue
 		}
