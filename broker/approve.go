@@ -40,6 +40,7 @@ func approverOf(b *Broker) *approve.Approver {
 		Servers:       parts,
 		Cloud:         parts,
 		Integrity:     parts,
+		ToolChanges:   b.pins,
 		Reload:        b.Reload,
 		GrantApproval: b.registry.GrantApproval,
 		RecordGrant:   b.registry.RecordGrant,

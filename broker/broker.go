@@ -68,7 +68,10 @@ type Options struct {
 
 // Broker routes and executes tool calls. Safe for concurrent use.
 type Broker struct {
-	cfg   *config.Config
+	cfg *config.Config
+	// pins hold the tools whose definitions drifted from what the person
+	// accepted (pins.go; tools/layer_pin.go).
+	pins  *tl.ToolPins
 	sb    *sandbox
 	perms *permit.LivePermissions
 	// reload applies edits of .pml.json (reload.go).
@@ -175,6 +178,7 @@ func New(o Options) (*Broker, error) {
 		Router: router, Executors: ex, Grants: sb.grants, Permissions: b.perms,
 	}, b.cfg.Servers)
 	ex.deps = b.srv.Deps
+	b.pins = pinsOf(b, o.Workspace)
 	fs := sbx.NewToolboxExec(sb.Sandbox, b.toolbox)
 	for _, t := range toolbox.Filesystem {
 		b.srv.Table.Add(t, fs)
@@ -193,8 +197,10 @@ func New(o Options) (*Broker, error) {
 	b.lister = tl.NewLister(part, o.Config, b.toolbox, b.srv, b.registry)
 	b.ask = approverOf(b)
 	b.cloud.Ask, b.registry.Ask, b.caps.Ask = b.ask, b.ask, b.ask
+	b.pins.Ask = b.ask
 	b.path, b.belowAudit = b.chain()
 	b.registry.BelowAudit = b.belowAudit
+	b.pins.BelowAudit = b.belowAudit
 	if n, ok := o.Runtime.(container.AuditNoter); ok {
 		b.path = auditLayerNoted(b.path, n)
 	}

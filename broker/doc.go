@@ -14,6 +14,8 @@
 //	resolve   tools/layer_resolve.go    toolbox, shell, a configured server, the cloud, a registry name
 //	permit    permit/layer.go           deny > ask > allow (permit/permissions.go); a deny ends the call
 //	registry  tools/layer_registry.go   fetches a registry tool; a changed entry asks (integrity)
+//	pin       tools/layer_pin.go        a tool whose definition drifted from the one the person
+//	                                    accepted (internal/toolpin) asks (tool_change), showing the diff
 //	schema    tools/layer_schema.go     checks the arguments against the schema the client was shown
 //	declared  layer_declared.go         a capability's declared tools_used/client_tools, decided
 //	                                    before its run: one denied ends the call, the asked go to
@@ -60,7 +62,7 @@
 //
 // # Where an approval is opened
 //
-// A workflow (workflow.Workflows.Create) is opened in four places, and
+// A workflow (workflow.Workflows.Create) is opened in five places, and
 // nowhere else:
 //
 //   - the approve layer (approve/layer_approve.go, Layer.ask): an ask
@@ -68,6 +70,8 @@
 //     whose API key is missing;
 //   - the registry layer (tools/layer_registry.go): a registry entry
 //     whose integrity changed since it was locked;
+//   - the pin layer (tools/layer_pin.go): a tool whose definition is not
+//     the one pinned (changed, or new), its approval the diff;
 //   - around the execute step (approve/approval_network.go,
 //     approve.Network, which path.go wraps around it): a server or
 //     shell:exec that tried a host its rules do not allow; and the

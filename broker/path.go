@@ -17,7 +17,7 @@ import (
 
 // chain builds the request path, outermost first:
 //
-//	audit → input → resolve → permit → registry → schema → declared → approve → execute
+//	audit → input → resolve → permit → registry → pin → schema → declared → approve → execute
 //
 // input sends answers to approvals (continue_workflow, elicitation) to
 // answers.go instead, which ends in the same execute step. It returns the
@@ -31,6 +31,7 @@ func (b *Broker) chain() (whole, belowAudit call.Handler) {
 	h = approveLayerOf(b, h)
 	h = declaredLayer{next: h, decls: b.registry, perms: b.perms}
 	h = tl.SchemaLayer{Next: h, Schemas: b.srv}
+	h = tl.PinLayer{Next: h, Pins: b.pins}
 	h = registryLayerOf(b, h)
 	h = permit.PermitLayer{Next: h, Rules: b.perms}
 	h = resolveLayerOf(b, h)

@@ -44,6 +44,17 @@ func (b *Broker) PreinstallApproved(ctx context.Context) ([]images.DepResult, er
 // see tools.Servers.ListedTools.
 func (b *Broker) ListedTools() []tl.Listed { return b.srv.ListedTools() }
 
+// HeldTool says how tool's definition drifted from the one accepted
+// (toolpin: "changed" or "new", and what of it changed); "" when it is
+// not held.
+func (b *Broker) HeldTool(tool string) (change string, parts []string) {
+	dr := b.srv.Table.Held(tool)
+	if dr == nil {
+		return "", nil
+	}
+	return string(dr.State), dr.Parts()
+}
+
 // Tools lists every tool, in a stable order, ending with
 // pml:continue_workflow.
 func (b *Broker) Tools() []tl.Tool { return b.srv.Tools() }

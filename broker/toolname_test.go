@@ -62,6 +62,13 @@ func TestCloudToolsKeepTheirAnnotations(t *testing.T) {
 	yes := true
 	f.b.cloud.RegisterTools([]*mcp.Tool{{Name: "tavily:search", Title: "Web search", Description: "d", InputSchema: map[string]any{"type": "object"},
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: &yes}}})
+	// The fixture's cached cloud list pinned another tavily:search: this
+	// one is held (issue 56) until accepted, then listed as it came.
+	if dr := f.b.srv.Table.Held("tavily:search"); dr != nil {
+		if err := f.b.srv.Table.Accept("tavily:search", dr.Digest); err != nil {
+			t.Fatal(err)
+		}
+	}
 	tl, ok := toolNamed(f.b, "tavily:search")
 	if !ok || tl.Title != "Web search" || tl.Annotations == nil || !tl.Annotations.ReadOnlyHint || !*tl.Annotations.OpenWorldHint {
 		t.Fatalf("tavily:search is %+v", tl)

@@ -556,7 +556,15 @@ func TestAServersListChangedIsPassedOn(t *testing.T) {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	if out, _ := callC(t, cs, "probe:dynamic", nil); out != "dynamic answer" {
+	// A new tool of a server whose tools are pinned is held until the
+	// person accepts it (issue 56); then it runs.
+	_, res := callC(t, cs, "probe:dynamic", nil)
+	var a approval
+	structured(t, res, &a)
+	if a.ApprovalType != "tool_change" {
+		t.Fatalf("probe:dynamic was not held as a new tool: %+v", a)
+	}
+	if out, _ := callC(t, cs, "probe:dynamic", map[string]any{"continue_workflow": cont(a.WorkflowID, true, false)}); out != "dynamic answer" {
 		t.Errorf("probe:dynamic: %q", out)
 	}
 	done := make(chan struct{})

@@ -105,6 +105,12 @@ func (ap *Approver) answer(ctx context.Context, c *Call, wfs *Workflows, wf *Wor
 		c.Note(audit.Entry{Tool: wf.Tool, Decision: audit.Approved, WorkflowID: wf.ID, Reason: "integrity change approved", ArgKeys: keys})
 		return ap.Integrity.ApproveIntegrity(ctx, c, wfs, wf)
 	}
+	if wf.Type == ApprovalToolChange {
+		// "always" adds nothing: what is accepted is pinned either way,
+		// and the tool's own permission is not what was asked.
+		wfs.Finish(wf)
+		return ap.ToolChanges.AcceptToolChange(ctx, c, wfs, wf)
+	}
 	if wf.Type == ApprovalRegistryGrant {
 		// Recorded first: if it cannot be, nothing runs. "always" adds
 		// nothing here (the grant is kept either way; the tool's own

@@ -22,6 +22,8 @@ func (ap *Approver) ApprovalFor(wf *Workflow) Approval {
 		return ap.Cloud.APIKeyApproval(wf)
 	case ApprovalIntegrity:
 		return ap.Integrity.IntegrityApproval(wf)
+	case ApprovalToolChange:
+		return ap.ToolChanges.ToolChangeApproval(wf)
 	case ApprovalRegistryGrant:
 		return ap.GrantApproval(wf)
 	}

@@ -45,6 +45,9 @@ type Approver struct {
 	Servers   Servers
 	Cloud     Cloud
 	Integrity Integrity
+	// ToolChanges describes and accepts a held tool definition
+	// (ApprovalToolChange; broker/tools/layer_pin.go).
+	ToolChanges ToolChanges
 	// Reload applies the configuration again (a trust given since).
 	Reload func(env func(string) string)
 	// GrantApproval describes what a registry entry asks of this

@@ -43,6 +43,13 @@ type Cloud interface {
 	APIKeyApproval(wf *Workflow) Approval
 }
 
+// ToolChanges are the pinned tool definitions: it describes the approval
+// of a held tool (what changed), and pins and runs an accepted one.
+type ToolChanges interface {
+	ToolChangeApproval(wf *Workflow) Approval
+	AcceptToolChange(ctx context.Context, c *Call, wfs *Workflows, wf *Workflow) Result
+}
+
 // Integrity is the registry side's integrity check: it describes an
 // approval of a changed entry, and carries out an approved one.
 type Integrity interface {

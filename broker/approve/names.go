@@ -27,6 +27,7 @@ const (
 	ApprovalToolPermission = workflow.ApprovalToolPermission
 	ApprovalDependency     = workflow.ApprovalDependency
 	ApprovalIntegrity      = workflow.ApprovalIntegrity
+	ApprovalToolChange     = workflow.ApprovalToolChange
 	ApprovalAPIKey         = workflow.ApprovalAPIKey
 	ApprovalRegistryGrant  = workflow.ApprovalRegistryGrant
 )

@@ -6,7 +6,7 @@
 // result's Err is tested against.
 //
 // The path a Call goes down, each step a Handler (package broker builds
-// it): audit → input → resolve → permit → registry → schema → approve →
+// it): audit → input → resolve → permit → registry → pin → schema → approve →
 // execute. Only the audit layer writes the entry a Call carries (Note,
 // Noted); every other layer notes. Package broker's doc says where an
 // approval is opened, where a container is reused, where egress is

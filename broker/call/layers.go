@@ -6,4 +6,4 @@ package call
 // broker/doc.go, path.go's own comment). TestTheDocsListTheLayersInOrder
 // (layers_test.go) checks those pages against it, so a layer added here
 // fails that test until the docs say where it stands.
-var Layers = []string{"audit", "input", "resolve", "permit", "registry", "schema", "declared", "approve", "execute"}
+var Layers = []string{"audit", "input", "resolve", "permit", "registry", "pin", "schema", "declared", "approve", "execute"}

@@ -26,7 +26,7 @@ import (
 // already is: it takes the tools/call frames whose tool is a listed tool
 // of a pooled server that the permissions allow outright, and runs them
 // through Broker.Call like any call, so the layers (audit, input,
-// resolve, permit, registry, schema, approve, execute) still decide; only the
+// resolve, permit, registry, pin, schema, approve, execute) still decide; only the
 // executor forwards the call as bytes (upstream.Server.Forward) and the
 // answer comes back as bytes, with the client's id and progress token put
 // back. Everything else (initialize, lists, pings, answers to pml's

@@ -3,7 +3,7 @@
 // allow, what "always" writes, beats a wildcard in ask), the live set in force (LivePermissions: read by
 // every call, changed by "always", replaced by a reload), the permit
 // layer of the request path (layer.go; the path is audit → input →
-// resolve → permit → registry → schema → approve → execute), and how the
+// resolve → permit → registry → pin → schema → approve → execute), and how the
 // policy in force stands against the person's trust records (trust.go).
 // A deny ends the call here; ask is the approve layer's (package broker).
 package permit

@@ -1,7 +1,9 @@
 package tools
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -48,8 +50,50 @@ func (s *Servers) loadServer(ctx context.Context, srv *Server) error {
 		return err
 	}
 	s.Cache.Put(srv.Cfg, tools)
+	srv.mu.Lock()
+	srv.live = true
+	srv.mu.Unlock()
 	s.RegisterTools(srv, tools)
 	return nil
+}
+
+// Fresh makes sure the tools of tool's server were registered from what
+// the server lists in this process before its call is decided: a list
+// read from the tools cache (.pml/tools-cache.json, which anyone who
+// writes the workspace can write) is what the server said once, and a
+// server that says otherwise now must meet its pins (pins.go) before a
+// call of it runs. It starts the server's container, as the call's own
+// execute step would. A server not installed, or one that cannot start,
+// is left to the execute step, which says why.
+func (s *Servers) Fresh(ctx context.Context, tool string) {
+	srv := s.ServerOf(tool)
+	if srv == nil {
+		return
+	}
+	srv.mu.Lock()
+	live := srv.live
+	srv.mu.Unlock()
+	if live || !s.Deps.Installed(srv.Cfg) {
+		return
+	}
+	if err := srv.Prepare(s.grants, s.sb.ServerEnv); err != nil {
+		return
+	}
+	tools, err := srv.Up.Tools(ctx)
+	if err != nil {
+		return
+	}
+	srv.mu.Lock()
+	srv.live = true
+	srv.mu.Unlock()
+	cached, _ := s.Cache.Get(srv.Cfg)
+	a, _ := json.Marshal(cached)
+	b, _ := json.Marshal(tools)
+	if bytes.Equal(a, b) {
+		return
+	}
+	s.Cache.Put(srv.Cfg, tools)
+	s.RegisterTools(srv, tools)
 }
 
 var errNotInstalled = errors.New("not installed")

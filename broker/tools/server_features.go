@@ -56,6 +56,7 @@ func (s *Servers) Offers(ctx context.Context) []ServerOffer {
 			if err != nil {
 				s.log.Warn().Err(err).Str("server", srv.Cfg.Name).Msg("its prompts and resources are not listed")
 			}
+			o.Prompts = s.Table.HoldPrompts(srv.Cfg.Name, o.Prompts)
 			out[i] = ServerOffer{Server: srv.Cfg.Name, Offer: o}
 			if perCall(srv) {
 				// A per-call server is listed once, in the long-lived

@@ -29,8 +29,11 @@ type Server struct {
 	installMu sync.Mutex
 
 	mu     sync.Mutex
-	loaded bool     // its tools are registered
-	names  []string // registered tool names (prefixed)
+	loaded bool // its tools are registered
+	// live: its tools were registered from what the server listed in
+	// this process, not only from the tools cache (Fresh).
+	live  bool
+	names []string // registered tool names (prefixed)
 }
 
 // Servers is the configured stdio MCP servers (mcps, private_mcps, and
@@ -151,9 +154,14 @@ func (s *Servers) Add(cfg config.Server) *Server {
 		Roots:        ServerRoots(s.sb.Workspace(), cfg),
 		Idle:         s.idle,
 		StartTimeout: s.serverStartTimeout,
-		ToolsChanged: func(tools []*mcp.Tool) { s.RegisterTools(srv, tools) },
-		Notice:       func(method string, params any) { s.notices.tell(cfg.Name, method, params) },
-		Logger:       s.log,
+		ToolsChanged: func(tools []*mcp.Tool) {
+			srv.mu.Lock()
+			srv.live = true
+			srv.mu.Unlock()
+			s.RegisterTools(srv, tools)
+		},
+		Notice: func(method string, params any) { s.notices.tell(cfg.Name, method, params) },
+		Logger: s.log,
 	})
 	s.servers[cfg.Name] = srv
 	s.serverOrder = append(s.serverOrder, cfg.Name)

@@ -20,6 +20,10 @@ const (
 	// network or an image of its choice that the person has not granted
 	// (broker's registry_grant.go); asked whatever the tool's permission.
 	ApprovalRegistryGrant ApprovalType = "registry_grant"
+	// ApprovalToolChange: a server's tool is not the one pinned (its
+	// definition changed, or it is new: internal/toolpin); accepting pins
+	// what the approval showed.
+	ApprovalToolChange ApprovalType = "tool_change"
 )
 
 // Approval is the structured content of a result that asks a human. Every

@@ -437,6 +437,11 @@ func approvalHelp(cfg *config.Config, a workflow.Approval) (what, fix string) {
 		return "nothing ran: the registry serves a different version of this server than .pml/mcp.lock pinned; " + cannotAsk + ".",
 			"Review the change, then accept it once in an MCP client session (pml stdio answers continue, which updates .pml/mcp.lock) and commit .pml/mcp.lock"
 	}
+	if a.ApprovalType == workflow.ApprovalToolChange {
+		return fmt.Sprintf("nothing ran: the definition of %s is not the one accepted for this workspace (%s: %s); %s.",
+				a.Tool, stringOf(a.Context["change"]), strings.Join(stringsOf(a.Context["changed"]), ", "), cannotAsk),
+			fmt.Sprintf("Review the change (pml lock shows its diff), then accept it with `pml lock --accept %s` (or answer continue once in an MCP client session) and run the call again", a.Tool)
+	}
 	if asked := stringsOf(a.Context["asked_tools"]); len(asked) > 0 {
 		return declaredHelp(cfg, a, asked)
 	}

@@ -4,14 +4,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/pml-dev/pml/cmd/pml/internal/doctor"
+	"github.com/pml-dev/pml/internal/audit"
 	"github.com/pml-dev/pml/internal/registry"
 	"github.com/pml-dev/pml/internal/safefs"
+	"github.com/pml-dev/pml/internal/toolpin"
 )
 
 // lockJSON is pml lock --format json.
@@ -28,6 +32,19 @@ type lockJSON struct {
 	// Pins are the registry entries .pml/mcp.lock pins (capabilities),
 	// each checked against its cached copy.
 	Pins []registry.Pin `json:"pins"`
+	// Tools are the tool definitions held because they drifted from what
+	// the person accepted (changed, or new), as pml last saw them listed.
+	Tools []toolDrift `json:"tools"`
+}
+
+// toolDrift is one held tool definition in pml lock's JSON.
+type toolDrift struct {
+	Tool    string   `json:"tool"`
+	Kind    string   `json:"kind"`
+	Change  string   `json:"change"`
+	Changed []string `json:"changed"`
+	Digest  string   `json:"digest"`
+	Diff    string   `json:"diff"`
 }
 
 // pml lock shows the npm versions pml resolved and recorded
@@ -38,9 +55,10 @@ func newLockCmd(g *globals) *cobra.Command {
 	var (
 		check  bool
 		format string
+		accept []string
 	)
 	cmd := &cobra.Command{
-		Use:   "lock [--check]",
+		Use:   "lock [--check] [--accept TOOL]...",
 		Short: "Show (or, with --check, verify) the npm versions in .pml/deps.json and the capabilities pinned in .pml/mcp.lock",
 		Long: "List every npm package .pml/deps.json records with its version and integrity: an unpinned\n" +
 			"package (the seeds' `npx -y @scope/server`, a range, a dist-tag) is resolved at its first install\n" +
@@ -54,11 +72,14 @@ func newLockCmd(g *globals) *cobra.Command {
 			"Then every registry entry (capability) .pml/mcp.lock pins, checked against its cached copy in\n" +
 			".pml/registry-cache, which pml runs it from: ok, drift (the copy is another version, or its code or\n" +
 			"metadata does not hash to the pinned integrity) or missing (no cached copy).\n" +
+			"Then every tool definition held because it changed since it was accepted (or is new: issue 56), as pml last\n" +
+			"saw its server list it, with a short diff; --accept TOOL pins the definition shown.\n" +
 			"--check prints one line per drift, unvouched record and missing pin, naming what to run, and exits 1: run it in CI.\n" +
 			"--format json prints one JSON object: {\"check\", \"ok\", \"entries\": [{\"server\", \"package\",\n" +
 			"\"version\", \"integrity\", \"state\", \"installed_version\", \"installed_integrity\", \"error\"}],\n" +
 			"\"unvouched\": [\"one line per other unvouched record\"],\n" +
-			"\"pins\": [{\"name\", \"fqdn\", \"version\", \"integrity\", \"code_integrity\", \"state\", \"problem\"}]}.\n\n" +
+			"\"pins\": [{\"name\", \"fqdn\", \"version\", \"integrity\", \"code_integrity\", \"state\", \"problem\"}],\n" +
+			"\"tools\": [{\"tool\", \"kind\", \"change\", \"changed\", \"digest\", \"diff\"}]}.\n\n" +
 			"Exit codes: 0 every entry as recorded (or, without --check, listed), 1 a drift (--check only),\n" +
 			"2 a usage error or .pml/deps.json or .pml/mcp.lock cannot be read.",
 		Example: "  pml lock            # the recorded versions and their state\n" +
@@ -89,6 +110,10 @@ func newLockCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return &exitError{2, err}
 			}
+			held, err := toolDrifts(ws.Dir, accept, cmd.ErrOrStderr())
+			if err != nil {
+				return &exitError{2, err}
+			}
 			var drift []doctor.LockEntry
 			for _, e := range entries {
 				if e.State == doctor.LockDrift || e.State == doctor.LockUnvouched {
@@ -107,7 +132,7 @@ func newLockCmd(g *globals) *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			if f == formatJSON {
-				if err := writeJSON(out, lockJSON{Check: check, OK: len(drift)+len(others)+len(pinDrift) == 0, Entries: entries, Unvouched: others, Pins: pins}); err != nil {
+				if err := writeJSON(out, lockJSON{Check: check, OK: len(drift)+len(others)+len(pinDrift)+len(held) == 0, Entries: entries, Unvouched: others, Pins: pins, Tools: held}); err != nil {
 					return err
 				}
 			} else if check {
@@ -122,11 +147,15 @@ func newLockCmd(g *globals) *cobra.Command {
 				if len(pinDrift) > 0 || len(drift)+len(others) == 0 {
 					printPinDrift(out, pins, pinDrift)
 				}
+				for _, h := range held {
+					fmt.Fprintf(out, "tool %s: %s %s (%s); review it with pml lock and accept it with pml lock --accept %s\n", h.Change, h.Tool, h.Kind, strings.Join(h.Changed, ", "), h.Tool)
+				}
 			} else {
 				printLock(out, entries)
 				printPins(out, pins)
+				printToolDrifts(out, held)
 			}
-			if check && len(drift)+len(others)+len(pinDrift) > 0 {
+			if check && len(drift)+len(others)+len(pinDrift)+len(held) > 0 {
 				var what []string
 				if len(drift) > 0 {
 					what = append(what, fmt.Sprintf("%d npm package(s) installed otherwise than .pml/deps.json records, or not recorded by this user's pml", len(drift)))
@@ -137,14 +166,81 @@ func newLockCmd(g *globals) *cobra.Command {
 				if len(pinDrift) > 0 {
 					what = append(what, fmt.Sprintf("%d capability pin(s) of .pml/mcp.lock whose cached copy drifted or is missing", len(pinDrift)))
 				}
+				if len(held) > 0 {
+					what = append(what, fmt.Sprintf("%d tool definition(s) held because they changed since they were accepted, or are new", len(held)))
+				}
 				return &exitError{1, errors.New(strings.Join(what, "; "))}
 			}
 			return nil
 		},
 	}
+	cmd.Flags().StringArrayVar(&accept, "accept", nil, "accept the held definition of this tool as pml lock shows it (pins it; repeatable)")
 	cmd.Flags().BoolVar(&check, "check", false, "exit 1, one line per drift, when an installed package differs from its record or a pinned capability's cached copy from its pin (for CI)")
 	addFormatFlag(cmd, &format, nil)
 	return cmd
+}
+
+// toolDrifts are the held tool definitions of the workspace
+// (internal/toolpin), after accepting those named in accept: each
+// accepted one's diff is written to w, then it is pinned.
+func toolDrifts(ws string, accept []string, w io.Writer) ([]toolDrift, error) {
+	store, err := toolpin.Open(ws, os.Getenv)
+	if err != nil {
+		if len(accept) > 0 {
+			return nil, err
+		}
+		return nil, nil
+	}
+	drifts, err := store.Drifts()
+	if err != nil {
+		return nil, err
+	}
+	left := map[string]bool{}
+	for _, a := range accept {
+		left[a] = true
+	}
+	out := []toolDrift{}
+	for _, d := range drifts {
+		if left[d.Now.Name] {
+			delete(left, d.Now.Name)
+			fmt.Fprintf(w, "accepting %s: %s\n%s", d.Now.Name, d.Summary(), d.Diff())
+			if err := store.Accept(d.Now, d.Digest); err != nil {
+				return nil, err
+			}
+			// The person's decision is audited like an approval's.
+			if err := audit.New(filepath.Join(ws, ".pml", "audit.jsonl")).Record(audit.Entry{Tool: d.Now.Name, Decision: audit.Approved, Reason: "tool change accepted (pml lock --accept)"}); err != nil {
+				fmt.Fprintf(w, "pml lock: %v\n", err)
+			}
+			continue
+		}
+		kind := d.Now.Kind
+		if kind == "" {
+			kind = toolpin.KindTool
+		}
+		out = append(out, toolDrift{Tool: d.Now.Name, Kind: kind, Change: string(d.State), Changed: d.Parts(), Digest: d.Digest, Diff: d.Diff()})
+	}
+	for _, a := range accept {
+		if left[a] {
+			return nil, fmt.Errorf("%s is not held (pml lock lists the held tools): nothing was accepted for it", a)
+		}
+	}
+	return out, nil
+}
+
+// printToolDrifts is the table's part for held tool definitions: each
+// with its diff.
+func printToolDrifts(w io.Writer, held []toolDrift) {
+	if len(held) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Held tool definitions (changed since accepted, or new); accept one with pml lock --accept TOOL:")
+	for _, h := range held {
+		fmt.Fprintf(w, "%s (%s %s: %s)\n", h.Tool, h.Change, h.Kind, strings.Join(h.Changed, ", "))
+		for _, l := range strings.Split(strings.TrimRight(h.Diff, "\n"), "\n") {
+			fmt.Fprintf(w, "  %s\n", l)
+		}
+	}
 }
 
 // printDrift is --check's table output: one line per drift, or one line

@@ -19,6 +19,10 @@ type toolJSON struct {
 	WireName    string          `json:"wire_name"`
 	Description string          `json:"description"`
 	InputSchema json.RawMessage `json:"input_schema"`
+	// Held is how the tool's definition drifted from the one accepted
+	// ("changed: description", "new"); "" when it is not held. A held
+	// tool's call asks the person first (docs/security.md).
+	Held string `json:"held,omitempty"`
 }
 
 func newToolsCmd(g *globals) *cobra.Command {
@@ -31,7 +35,8 @@ func newToolsCmd(g *globals) *cobra.Command {
 			"(.pml/tools-cache.json); a server whose list is not cached is started once to ask it. NAME keeps only\n" +
 			"the tools of that server or group (everything, filesystem) or that tool (everything:echo, or its wire\n" +
 			"name). The wire name is what the client calls; pml call takes either. --format json prints a list of\n" +
-			"{name, wire_name, description, input_schema}.\n\n" +
+			"{name, wire_name, description, input_schema, held}; held (\"changed: description\", \"new: definition\") marks a\n" +
+			"tool whose definition is not the one accepted here: its call asks first (pml lock shows the diff).\n\n" +
 			"Exit codes: 0 listed, 1 failed, 2 a NAME that matches nothing.",
 		Example: "  pml tools\n  pml tools everything --format json\n  pml tools filesystem:read_file",
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -69,7 +74,11 @@ func newToolsCmd(g *globals) *cobra.Command {
 						continue
 					}
 				}
-				out = append(out, toolJSON{Name: t.Name, WireName: t.Wire, Description: t.Description, InputSchema: t.InputSchema})
+				tj := toolJSON{Name: t.Name, WireName: t.Wire, Description: t.Description, InputSchema: t.InputSchema}
+				if change, parts := e.broker.HeldTool(t.Name); change != "" {
+					tj.Held = change + ": " + strings.Join(parts, ", ")
+				}
+				out = append(out, tj)
 			}
 			for _, a := range args {
 				if !matched[a] {
@@ -86,7 +95,11 @@ func newToolsCmd(g *globals) *cobra.Command {
 			tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "WIRE NAME\tNAME\tARGUMENTS\tDESCRIPTION")
 			for _, t := range out {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.WireName, shown(t.Name), shown(argSummary(t.InputSchema)), firstLine(t.Description))
+				desc := firstLine(t.Description)
+				if t.Held != "" {
+					desc = "HELD (" + t.Held + "; pml lock shows the diff) " + desc
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.WireName, shown(t.Name), shown(argSummary(t.InputSchema)), desc)
 			}
 			return tw.Flush()
 		},

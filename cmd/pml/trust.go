@@ -130,6 +130,14 @@ func runTrust(g *globals, stdout, stderr io.Writer, format string, yes, revoke b
 			}
 		} else {
 			fmt.Fprintf(stdout, "%s: %s\n", trust.Names(cfg), result)
+			if result != trustRevoked {
+				// Trusting a project is trusting its servers as they
+				// first answered: what they say differently since is
+				// shown here, and accepted one by one (pml lock --accept).
+				if held, err := toolDrifts(ws.Dir, nil, io.Discard); err == nil {
+					printToolDrifts(stdout, held)
+				}
+			}
 		}
 		if code != 0 {
 			return &exitError{code, nil}

@@ -52,6 +52,11 @@ type Server struct {
 	// Mounts are the server's extra host paths (its sandbox.mounts;
 	// mounts.go), part of its definition and so of its trust.
 	Mounts []Mount `json:",omitempty"`
+	// ToolChanges is what pml does when a tool of the server is not the
+	// one pinned (changed, or new): "hold" ("" is hold), "ask" or
+	// "follow" (broker/tools/pins.go). Part of the server's definition,
+	// so of its trust: a repository cannot weaken it unseen.
+	ToolChanges string `json:",omitempty"`
 }
 
 // Install is the one-time step that fills the server's /deps cache.
@@ -160,6 +165,13 @@ func serverMembers(s *Server, path, key string, warnings *[]string) []member {
 		{"network", nil, readNetwork(&s.Network)},
 		{"sandbox", nil, readServerSandbox(s, path, key+".sandbox", warnings)},
 		{"description", nil, nil},
+		{"tool_changes", readString(&s.ToolChanges, ""), func(any) error {
+			switch s.ToolChanges {
+			case "", "hold", "ask", "follow":
+				return nil
+			}
+			return fmt.Errorf("is %q: it must be \"hold\" (the default: a changed or new tool is held until you accept it), \"ask\" (listed as the server says, its call asks) or \"follow\" (pinned as it comes)", s.ToolChanges)
+		}},
 	}
 }
 

@@ -86,6 +86,7 @@ func main() {
 	addNetTools(s)
 	addTraceTool(s)
 	addDefsTools(s)
+	addFileDefs(s)
 	if os.Getenv("PROBE_HOSTILE_NAMES") != "" {
 		addHostileNames(s)
 	}
