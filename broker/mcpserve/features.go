@@ -110,12 +110,16 @@ func (f *features) handle(ctx context.Context, method string, req mcp.Request) (
 	b := f.x.get()
 	switch method {
 	case "prompts/list":
-		return f.listPrompts(ctx, b), nil
+		res := f.listPrompts(ctx, b)
+		cacheable(&res.Cacheable)
+		return res, nil
 	case "resources/list":
 		res, _ := f.listResources(ctx, b)
+		cacheable(&res.Cacheable)
 		return res, nil
 	case "resources/templates/list":
 		_, res := f.listResources(ctx, b)
+		cacheable(&res.Cacheable)
 		return res, nil
 	case "prompts/get":
 		r, _ := req.(*mcp.GetPromptRequest)
@@ -154,6 +158,9 @@ func (f *features) handle(ctx context.Context, method string, req mcp.Request) (
 		if out == nil {
 			out = &mcp.ReadResourceResult{}
 		}
+		// What the server said of caching is not pml's answer: the read
+		// went through this workspace's policy.
+		cacheable(&out.Cacheable)
 		return out, nil
 	case "completion/complete":
 		r, _ := req.(*mcp.CompleteRequest)
@@ -315,7 +322,10 @@ func (f *features) route(ctx context.Context, b Backend, uri string) (string, er
 		}
 		f.listResources(ctx, b)
 	}
-	return "", &sdkjsonrpc.Error{Code: sdkjsonrpc.CodeInvalidParams, Message: fmt.Sprintf("no server behind pml lists the resource %s (resources/list and resources/templates/list show what is served)", termsafe.Quote(uri, 200))}
+	// -32602 with the URI in data, as MCP 2026-07-28 (SEP-2164) says of a
+	// resource that is not found, on every revision.
+	data, _ := json.Marshal(map[string]string{"uri": uri})
+	return "", &sdkjsonrpc.Error{Code: sdkjsonrpc.CodeInvalidParams, Data: data, Message: fmt.Sprintf("no server behind pml lists the resource %s (resources/list and resources/templates/list show what is served)", termsafe.Quote(uri, 200))}
 }
 
 // routeTemplate is the server that listed the resource template raw.
