@@ -350,3 +350,75 @@ func TestAnApprovalRoundTripsInTheModernEra(t *testing.T) {
 		}
 	}
 }
+
+// TestAModernClientGetsCacheableServerFeatures: the prompts and resources
+// pml lists and reads itself (features.go, not the go-sdk's handlers)
+// carry the ttlMs and cacheScope MCP 2026-07-28 requires, as its tools
+// list does; and a resource no server lists is refused with -32602 and
+// the URI in data (SEP-2164). The conformance suite's caching,
+// input-required-result-unsupported-methods and
+// sep-2164-resource-not-found scenarios check the same through
+// `pml serve --server reference`.
+func TestAModernClientGetsCacheableServerFeatures(t *testing.T) {
+	needImage(t, everythingImage)
+	ws := newWorkspace(t, everythingConfig(`"everything:*"`))
+	client := mcp.NewClient(&mcp.Implementation{Name: "modern", Version: "1"}, nil)
+	cs, log, _ := startRecorded(t, ws, client, "2026-07-28")
+	ctx := context.Background()
+	if _, err := cs.ListPrompts(ctx, nil); err != nil {
+		t.Fatalf("prompts/list: %v", err)
+	}
+	if _, err := cs.ListResources(ctx, nil); err != nil {
+		t.Fatalf("resources/list: %v", err)
+	}
+	if _, err := cs.ListResourceTemplates(ctx, nil); err != nil {
+		t.Fatalf("resources/templates/list: %v", err)
+	}
+	if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "embedded:info"}); err != nil {
+		t.Fatalf("resources/read embedded:info: %v", err)
+	}
+	const missing = "test://no-such-resource"
+	if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: missing}); err == nil {
+		t.Fatalf("resources/read %s: no error", missing)
+	}
+	checkModernResults(t, log)
+	seen := map[string]bool{}
+	for _, r := range log.results() {
+		seen[r.method] = true
+		if r.method != "resources/read" {
+			continue
+		}
+		var res struct {
+			TTLMs      *int   `json:"ttlMs"`
+			CacheScope string `json:"cacheScope"`
+		}
+		if json.Unmarshal(r.result, &res) != nil || res.TTLMs == nil || (res.CacheScope != "public" && res.CacheScope != "private") {
+			t.Errorf("resources/read: no ttlMs and cacheScope (MCP 2026-07-28 requires them): %s", r.frame)
+		}
+	}
+	for _, m := range []string{"prompts/list", "resources/list", "resources/templates/list", "resources/read"} {
+		if !seen[m] {
+			t.Errorf("no %s result recorded", m)
+		}
+	}
+	// The refusal: pml's own error frame for the unlisted URI.
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	var refusal string
+	for _, line := range log.written {
+		if bytes.Contains(line, []byte(`"error"`)) && bytes.Contains(line, []byte(missing)) {
+			refusal = string(line)
+		}
+	}
+	var e struct {
+		Error struct {
+			Code int `json:"code"`
+			Data struct {
+				URI string `json:"uri"`
+			} `json:"data"`
+		} `json:"error"`
+	}
+	if refusal == "" || json.Unmarshal([]byte(refusal), &e) != nil || e.Error.Code != -32602 || e.Error.Data.URI != missing {
+		t.Errorf("resources/read of an unlisted URI: want -32602 with data.uri %q (SEP-2164), got %s", missing, refusal)
+	}
+}

@@ -110,12 +110,16 @@ func (f *features) handle(ctx context.Context, method string, req mcp.Request) (
 	b := f.x.get()
 	switch method {
 	case "prompts/list":
-		return f.listPrompts(ctx, b), nil
+		res := f.listPrompts(ctx, b)
+		cacheable(&res.Cacheable)
+		return res, nil
 	case "resources/list":
 		res, _ := f.listResources(ctx, b)
+		cacheable(&res.Cacheable)
 		return res, nil
 	case "resources/templates/list":
 		_, res := f.listResources(ctx, b)
+		cacheable(&res.Cacheable)
 		return res, nil
 	case "prompts/get":
 		r, _ := req.(*mcp.GetPromptRequest)
@@ -148,12 +152,16 @@ func (f *features) handle(ctx context.Context, method string, req mcp.Request) (
 		}
 		res, err := f.call(ctx, b, req, call.KindResource, call.ResourcePermission(server, r.Params.URI), r.Params)
 		if err != nil {
-			return nil, err
+			ss, _ := req.GetSession().(*mcp.ServerSession)
+			return nil, resourceNotFound(err, r.Params.URI, modernEra(ss))
 		}
 		out, _ := res.(*mcp.ReadResourceResult)
 		if out == nil {
 			out = &mcp.ReadResourceResult{}
 		}
+		// What the server said of caching is not pml's answer: the read
+		// went through this workspace's policy.
+		cacheable(&out.Cacheable)
 		return out, nil
 	case "completion/complete":
 		r, _ := req.(*mcp.CompleteRequest)
@@ -315,7 +323,10 @@ func (f *features) route(ctx context.Context, b Backend, uri string) (string, er
 		}
 		f.listResources(ctx, b)
 	}
-	return "", &sdkjsonrpc.Error{Code: sdkjsonrpc.CodeInvalidParams, Message: fmt.Sprintf("no server behind pml lists the resource %s (resources/list and resources/templates/list show what is served)", termsafe.Quote(uri, 200))}
+	// -32602 with the URI in data, as MCP 2026-07-28 (SEP-2164) says of a
+	// resource that is not found, on every revision.
+	data, _ := json.Marshal(map[string]string{"uri": uri})
+	return "", &sdkjsonrpc.Error{Code: sdkjsonrpc.CodeInvalidParams, Data: data, Message: fmt.Sprintf("no server behind pml lists the resource %s (resources/list and resources/templates/list show what is served)", termsafe.Quote(uri, 200))}
 }
 
 // routeTemplate is the server that listed the resource template raw.
@@ -380,6 +391,35 @@ func (f *features) call(ctx context.Context, b Backend, req mcp.Request, kind ca
 // request pml refused or the server failed (the implementation-defined
 // range of JSON-RPC 2.0).
 const codeRefused = -32001
+
+// codeOldResourceNotFound is "resource not found" up to MCP 2025-11-25,
+// the revision pml speaks to its servers; 2026-07-28 (SEP-2164) made it
+// -32602 with the URI in data.
+const codeOldResourceNotFound = -32002
+
+// resourceNotFound passes on a server's answer to resources/read: its
+// "resource not found" in the old code goes to a client on 2026-07-28 in
+// the code that revision gives it (-32602, the URI in data, added when
+// the server left it out), since that client knows no -32002; every
+// other error, and every error to an older client, as the server sent it.
+func resourceNotFound(err error, uri string, modern bool) error {
+	var we *sdkjsonrpc.Error
+	if !modern || !errors.As(err, &we) || we.Code != codeOldResourceNotFound {
+		return err
+	}
+	out := *we
+	out.Code = sdkjsonrpc.CodeInvalidParams
+	data := map[string]json.RawMessage{}
+	if json.Unmarshal(we.Data, &data) != nil || data == nil {
+		// Data that is not an object cannot carry the URI: replaced.
+		data = map[string]json.RawMessage{}
+	}
+	if _, ok := data["uri"]; !ok {
+		data["uri"], _ = json.Marshal(uri)
+	}
+	out.Data, _ = json.Marshal(data)
+	return &out
+}
 
 func invalidParams(msg string) error {
 	return &sdkjsonrpc.Error{Code: sdkjsonrpc.CodeInvalidParams, Message: msg}

@@ -176,16 +176,9 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 		// Prompts, resources and completions only when a server could
 		// serve them (featureCapabilities); logging always.
 		Capabilities: caps,
-		// What a modern client may cache (ttlMs and cacheScope, which
-		// 2026-07-28 requires on server/discover, the lists and
-		// resources/read): nothing for long, since what pml lists follows
-		// the servers and the permissions as they change (ttlMs 0), and
-		// only for this person (private: the lists and reads are one
-		// workspace's, never to be shared by a cache in front of
-		// another's).
-		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) {
-			c.TTLMs, c.CacheScope = 0, "private"
-		},
+		// What a modern client may cache (cacheable), on the results
+		// the SDK builds; features.go sets it on those pml builds.
+		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) { cacheable(c) },
 		// The client's roots choose the workspace (roots.go).
 		InitializedHandler: func(_ context.Context, req *mcp.InitializedRequest) {
 			go panics.Guarded(*x.get().Log(), "notifications/initialized", "checking the client's roots", func() { x.checkRoots(req.Session) })
@@ -782,3 +775,14 @@ func refusedReason(err error) string {
 	}
 	return "refused by the MCP layer before any step ran"
 }
+
+// cacheable sets what a modern client may cache of a result (ttlMs and
+// cacheScope, which 2026-07-28 requires on server/discover, the lists
+// and resources/read): nothing for long, since what pml lists follows
+// the servers and the permissions as they change (ttlMs 0), and only for
+// this person (private: the lists and reads are one workspace's, never
+// to be shared by a cache in front of another's). The SDK's own results
+// get it through ServerOptions.SetCacheable; the prompts and resources
+// pml lists and reads itself (features.go) would otherwise go out with
+// an empty cacheScope, which a strict client refuses.
+func cacheable(c *mcp.Cacheable) { c.TTLMs, c.CacheScope = 0, "private" }
