@@ -52,6 +52,10 @@ func PythonCommand(command string, args []string) bool {
 	return false
 }
 
+// DerivePython is derivePython for a server built elsewhere (a registry
+// entry's install step): s.Command and s.Args say how to run it.
+func DerivePython(s *Server) error { return derivePython(s) }
+
 // derivePython fills a server whose entry says how to run it as uvx or
 // python -m would, without an image: it runs in PythonImage, installed
 // with pip into /deps (every distribution locked by sha256 at its first
