@@ -232,8 +232,29 @@ func callGreet(t *testing.T, ws *workspace, env ...string) (string, *mcp.CallToo
 
 func TestAPythonServerAddedFromAnIndexIsCalled(t *testing.T) {
 	ix, _ := pyServerIndex(t, "", "")
-	ws := newWorkspace(t, pyConfig)
+	ix.add("pmltest-sdistonly", "pmltest-sdistonly-1.0.0.tar.gz", []byte("not built"))
+	ws := newWorkspace(t, "")
 	env := "PIP_INDEX_URL=" + ix.simpleURL()
+	// Errors a person understands, before anything is written.
+	for _, c := range []struct{ spec, want string }{
+		{"pypi:pmltest-nosuch", "not found in the Python package index"},
+		{"pypi:pmltest-pyserver@9.9.9", "pmltest-pyserver 9.9.9 is not found"},
+		{"pypi:pmltest-sdistonly", "compiler"},
+	} {
+		if code, _, stderr := runPMLEnv(t, ws, []string{env}, "add", c.spec, "--yes"); code != 2 || !strings.Contains(stderr, c.want) {
+			t.Errorf("pml add %s: exit %d, want 2 and %q:\n%s", c.spec, code, c.want, stderr)
+		}
+	}
+	code, stdout, stderr := runPMLEnv(t, ws, []string{env}, "add", "pypi:pmltest-pyserver", "--yes", "--allow", "--name", "py")
+	if code != 0 || !strings.Contains(stdout, "greet") {
+		t.Fatalf("pml add pypi:pmltest-pyserver: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if cfg := readFile(t, ws.path(".pml.json")); !strings.Contains(cfg, `"uvx"`) || !strings.Contains(cfg, `pmltest-pyserver==1.0.0`) {
+		t.Errorf(".pml.json lacks the pinned uvx entry:\n%s", cfg)
+	}
+	if code, stdout, stderr := runPMLEnv(t, ws, []string{env}, "tools"); code != 0 || !strings.Contains(stdout, "py:greet") {
+		t.Errorf("pml tools: exit %d\n%s\n%s", code, stdout, stderr)
+	}
 	got, res, s := callGreet(t, ws, env)
 	if res.IsError || got != "hello, pml" {
 		t.Fatalf("py:greet = %q (error %v)\nstderr:\n%s", got, res.IsError, s.stderr.String())
@@ -254,9 +275,9 @@ func TestAPythonServerAddedFromAnIndexIsCalled(t *testing.T) {
 	if code, out, errs := runPML(t, ws, "lock", "--check"); code != 0 {
 		t.Errorf("pml lock --check: exit %d\n%s\n%s", code, out, errs)
 	}
-	// The server ran in the Python image, read-only, with no network.
-	if !s.logs(pythonImage) {
-		t.Errorf("the log does not name %s:\n%s", pythonImage, s.stderr.String())
+	// The server runs in the Python image, installed.
+	if code, out, errs := runPMLEnv(t, ws, []string{env}, "list"); code != 0 || !strings.Contains(out, "image "+pythonImage) || strings.Contains(out, "not installed") {
+		t.Errorf("pml list: exit %d\n%s\n%s", code, out, errs)
 	}
 }
 

@@ -50,7 +50,7 @@ type addServerOptions struct {
 // people read them).
 type serverEntry struct {
 	Description string        `json:"description,omitempty"`
-	Image       string        `json:"image"`
+	Image       string        `json:"image,omitempty"`
 	Command     string        `json:"command,omitempty"`
 	Args        []string      `json:"args,omitempty"`
 	Install     *installEntry `json:"install,omitempty"`

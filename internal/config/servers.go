@@ -131,6 +131,13 @@ func parseServer(path, section, name string, val any) (Server, []string, error) 
 	if err := readObject(path, key, m, serverMembers(&s, path, key, &warnings), &warnings); err != nil {
 		return Server{}, nil, err
 	}
+	// Read and checked: without an image, a uvx or python -m entry
+	// becomes its derived Python container.
+	if s.Image == "" && PythonCommand(s.Command, s.Args) {
+		if err := derivePython(&s); err != nil {
+			return Server{}, nil, memberError(path, key+".command", err)
+		}
+	}
 	return s, warnings, nil
 }
 
@@ -160,14 +167,6 @@ func serverMembers(s *Server, path, key string, warnings *[]string) []member {
 		{"network", nil, readNetwork(&s.Network)},
 		{"sandbox", nil, readServerSandbox(s, path, key+".sandbox", warnings)},
 		{"description", nil, nil},
-		// Last: the entry is read and checked; without an image, a uvx
-		// or python -m entry becomes its derived Python container.
-		{"command", nil, func(any) error {
-			if s.Image == "" && PythonCommand(s.Command, s.Args) {
-				return derivePython(s)
-			}
-			return nil
-		}},
 	}
 }
 
