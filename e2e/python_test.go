@@ -275,9 +275,56 @@ func TestAPythonServerAddedFromAnIndexIsCalled(t *testing.T) {
 	if code, out, errs := runPML(t, ws, "lock", "--check"); code != 0 {
 		t.Errorf("pml lock --check: exit %d\n%s\n%s", code, out, errs)
 	}
+	if code, out, errs := runPMLEnv(t, ws, []string{env}, "call", "py:greet", `{"name": "cli"}`); code != 0 || !strings.Contains(out, `"text":"hello, cli"`) && !strings.Contains(out, `"text": "hello, cli"`) {
+		t.Errorf("pml call py:greet: exit %d\n%s\n%s", code, out, errs)
+	}
 	// The server runs in the Python image, installed.
 	if code, out, errs := runPMLEnv(t, ws, []string{env}, "list"); code != 0 || !strings.Contains(out, "image "+pythonImage) || strings.Contains(out, "not installed") {
 		t.Errorf("pml list: exit %d\n%s\n%s", code, out, errs)
+	}
+}
+
+// TestAPythonServerIsRemovedWithItsInstall: pml remove --clean takes the
+// entry, its installed tree and its lock.
+func TestAPythonServerIsRemovedWithItsInstall(t *testing.T) {
+	ix, _ := pyServerIndex(t, "", "")
+	ws := newWorkspace(t, "")
+	env := "PIP_INDEX_URL=" + ix.simpleURL()
+	if code, stdout, stderr := runPMLEnv(t, ws, []string{env}, "add", "pypi:pmltest-pyserver@1.0.0", "--yes"); code != 0 {
+		t.Fatalf("pml add: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if code, stdout, stderr := runPMLEnv(t, ws, []string{env}, "remove", "pmltest-pyserver", "--clean", "--yes"); code != 0 {
+		t.Fatalf("pml remove --clean: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if _, err := os.Stat(ws.path(".pml/deps/pmltest-pyserver")); err == nil {
+		t.Errorf(".pml/deps/pmltest-pyserver is still there")
+	}
+	if b, err := os.ReadFile(ws.path(".pml/deps.json")); err == nil && strings.Contains(string(b), "pmltest-greet") {
+		t.Errorf("the lock is still in .pml/deps.json:\n%s", b)
+	}
+}
+
+// TestAnUnreachableIndexIsNamed: an install whose index does not answer
+// says so, with what the connection got, and not "no such package".
+func TestAnUnreachableIndexIsNamed(t *testing.T) {
+	needImage(t, pythonImage)
+	ix := newPyIndex(t, "", "")
+	url := ix.simpleURL()
+	ix.Close()
+	ws := newWorkspace(t, pyConfig)
+	s := startSession(t, ws, "PIP_INDEX_URL="+url)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "py:greet", Arguments: map[string]any{"name": "pml"}})
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	} else {
+		msg = text(res)
+	}
+	t.Logf("the refusal: %s", msg)
+	if !strings.Contains(msg, "could not be reached") || strings.Contains(msg, "no such package") {
+		t.Errorf("an unreachable index: %q\nstderr:\n%s", msg, s.stderr.String())
 	}
 }
 

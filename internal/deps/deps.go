@@ -351,6 +351,10 @@ func (in *Installer) Install(ctx context.Context, srv config.Server) (err error)
 	if err := in.Store.record(ctx, srv, actual, version, registry, dists); err != nil {
 		return err
 	}
+	if pip && locked == nil && in.Note != nil {
+		in.Note(fmt.Sprintf("%s: %s locked at its first install: %s (%s); recorded in .pml/deps.json, later installs accept only these files",
+			srv.Name, pipSpec(srv.Install), strings.ReplaceAll(strings.TrimSpace(PythonLock(dists)), "\n", ", "), actual))
+	}
 	if unpinned && resolved == "" && in.Note != nil {
 		in.Note(fmt.Sprintf("%s: %s resolved to %s@%s (%s) at its first install; recorded in .pml/deps.json, later installs use that version",
 			srv.Name, srv.Install.Args[len(srv.Install.Args)-1], srv.Install.Package, version, actual))
@@ -618,7 +622,9 @@ func hostCABundle() string {
 }
 
 var unreachableMarks = []string{"pml refused", "pml could not", "pml egress: forward to", "ENOTFOUND", "EAI_AGAIN", "ECONNREFUSED", "ETIMEDOUT", "ENETUNREACH", "EHOSTUNREACH",
-	"getaddrinfo", "network is unreachable", "Could not resolve host", "Temporary failure in name resolution", "SELF_SIGNED_CERT_IN_CHAIN", "UNABLE_TO_GET_ISSUER_CERT"}
+	"getaddrinfo", "network is unreachable", "Could not resolve host", "Temporary failure in name resolution", "SELF_SIGNED_CERT_IN_CHAIN", "UNABLE_TO_GET_ISSUER_CERT",
+	// pip's (urllib3's) words for the same.
+	"ProxyError", "NewConnectionError", "Max retries exceeded", "CERTIFICATE_VERIFY_FAILED"}
 
 func unreachable(out string) bool { return firstMatch(out) != "" }
 

@@ -278,6 +278,10 @@ func readPipReport(b []byte) ([]PyDist, error) {
 // output; "" when it says nothing pml knows.
 func pipFailure(name, spec string, index Index, out string) string {
 	switch {
+	case unreachable(out):
+		// pip says it found no version after its retries failed: the
+		// index was not reached, which Install says with the answer.
+		return ""
 	case strings.Contains(out, "THESE PACKAGES DO NOT MATCH THE HASHES"):
 		return fmt.Sprintf("installing %s: a distribution %s serves does not match the sha256 recorded in .pml/deps.json at its first install (pip refused it before unpacking anything):\n%s\n"+
 			"Nothing ran. If the index changed the file on purpose, run `pml remove %s --clean` and add the server again to pin the new one",
