@@ -431,3 +431,29 @@ func TestARepositoryPythonLockIsNotHonoured(t *testing.T) {
 		t.Errorf("the repository's lock was kept")
 	}
 }
+
+// TestAUvxEntryIsImportedFromMcpJson: a client's own uvx server in the
+// project's .mcp.json becomes a contained server of .pml.json, its env
+// values left behind (their names required), and is called.
+func TestAUvxEntryIsImportedFromMcpJson(t *testing.T) {
+	ix, _ := pyServerIndex(t, "", "")
+	ws := newWorkspace(t, "")
+	ws.write(".mcp.json", `{"mcpServers": {"py": {"command": "uvx", "args": ["pmltest-pyserver"], "env": {"PY_TOKEN": "not-for-the-repo"}},
+  "memory": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"]}}}`)
+	env := []string{"PIP_INDEX_URL=" + ix.simpleURL(), "PY_TOKEN=from-the-person"}
+	if code, _, stderr := runPMLEnv(t, ws, env, "add", "mcp.json:memory", "--yes"); code != 2 || !strings.Contains(stderr, "pml add npm:") {
+		t.Errorf("importing an npx entry: exit %d\n%s", code, stderr)
+	}
+	code, stdout, stderr := runPMLEnv(t, ws, env, "add", "mcp.json:py", "--yes", "--allow")
+	if code != 0 || !strings.Contains(stdout, "greet") {
+		t.Fatalf("pml add mcp.json:py: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	cfg := readFile(t, ws.path(".pml.json"))
+	if !strings.Contains(cfg, `"uvx"`) || !strings.Contains(cfg, `"PY_TOKEN"`) || strings.Contains(cfg, "not-for-the-repo") {
+		t.Errorf(".pml.json:\n%s", cfg)
+	}
+	got, res, s := callGreet(t, ws, env...)
+	if res.IsError || got != "hello, pml" {
+		t.Fatalf("py:greet = %q\nstderr:\n%s", got, s.stderr.String())
+	}
+}

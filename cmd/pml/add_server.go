@@ -53,6 +53,7 @@ type serverEntry struct {
 	Image       string        `json:"image,omitempty"`
 	Command     string        `json:"command,omitempty"`
 	Args        []string      `json:"args,omitempty"`
+	EnvRequired []string      `json:"env_required,omitempty"`
 	Install     *installEntry `json:"install,omitempty"`
 }
 
