@@ -457,3 +457,45 @@ func TestAUvxEntryIsImportedFromMcpJson(t *testing.T) {
 		t.Fatalf("py:greet = %q\nstderr:\n%s", got, s.stderr.String())
 	}
 }
+
+// TestAPythonInstallIsApprovedShowingWhatItTakes: a Python server's first
+// start is an approval naming its image, its install and the index it
+// reaches; approved, it installs and answers.
+func TestAPythonInstallIsApprovedShowingWhatItTakes(t *testing.T) {
+	ix, _ := pyServerIndex(t, "", "")
+	ws := newWorkspace(t, `{"mcps": {"py": {"command": "uvx", "args": ["pmltest-pyserver"]}}}`)
+	s := startSession(t, ws, "PIP_INDEX_URL="+ix.simpleURL())
+	a := askFor2(t, s, "py:greet", map[string]any{"name": "pml"}, "dependency")
+	host := strings.TrimPrefix(ix.URL, "http://")
+	for _, want := range []string{"pip install pmltest-pyserver", pythonImage, host} {
+		if !strings.Contains(a.Description, want) {
+			t.Errorf("the approval does not show %q: %q", want, a.Description)
+		}
+	}
+	out, res := s.call(t, "pml:continue_workflow", cont(a.WorkflowID, true, false))
+	if res.IsError || !strings.Contains(out, "hello, pml") {
+		t.Fatalf("approved install + call: %q", out)
+	}
+}
+
+// TestAPythonServerIsBundledForAnOfflineHost: pml images save carries
+// the Python image and the installed, locked tree.
+func TestAPythonServerIsBundledForAnOfflineHost(t *testing.T) {
+	ix, _ := pyServerIndex(t, "", "")
+	ws := newWorkspace(t, pyConfig)
+	if got, _, s := callGreet(t, ws, "PIP_INDEX_URL="+ix.simpleURL()); got != "hello, pml" {
+		t.Fatalf("py:greet = %q\n%s", got, s.stderr.String())
+	} else {
+		s.Close()
+	}
+	bundle := filepath.Join(t.TempDir(), "project.tar.zst")
+	stdout, stderr, code := runImagesCmd(t, ws, "images", "save", "-o", bundle)
+	if code != 0 {
+		t.Fatalf("save: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	for _, want := range []string{"saved " + pythonImage, ".pml/deps/py", ".pml/deps.json"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("save does not say %q:\n%s", want, stdout)
+		}
+	}
+}
