@@ -259,6 +259,12 @@ func TestAPythonServerAddedFromAnIndexIsCalled(t *testing.T) {
 	if res.IsError || got != "hello, pml" {
 		t.Fatalf("py:greet = %q (error %v)\nstderr:\n%s", got, res.IsError, s.stderr.String())
 	}
+	// A pooled call (the container started by the call above).
+	began := time.Now()
+	if got, _ := s.call(t, "py:greet", map[string]any{"name": "again"}); got != "hello, again" {
+		t.Errorf("the pooled call: %q", got)
+	}
+	t.Logf("pooled call of the Python server: %s", time.Since(began).Round(100*time.Microsecond))
 	if !listsTool(t, s.ClientSession, "py:greet") {
 		t.Errorf("py:greet is not listed")
 	}
