@@ -278,6 +278,9 @@ func TestAPythonServerAddedFromAnIndexIsCalled(t *testing.T) {
 	if _, err := os.Stat(ws.path(".pml/deps/py/pml-lock.txt")); err != nil {
 		t.Errorf("no lock in the installed tree: %v", err)
 	}
+	if code, out, errs := runPML(t, ws, "lock"); code != 0 || !strings.Contains(out, "pmltest-greet==1.0.0 sha256:") {
+		t.Errorf("pml lock does not list the locked distributions: exit %d\n%s\n%s", code, out, errs)
+	}
 	if code, out, errs := runPML(t, ws, "lock", "--check"); code != 0 {
 		t.Errorf("pml lock --check: exit %d\n%s\n%s", code, out, errs)
 	}
