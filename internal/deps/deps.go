@@ -197,6 +197,9 @@ func (in *Installer) Install(ctx context.Context, srv config.Server) (err error)
 	if err := CheckPinned(srv.Name, srv.Install); err != nil {
 		return err
 	}
+	if err := CheckPipStep(srv.Name, srv.Install); err != nil {
+		return err
+	}
 	ws := in.Store.ws
 	final := in.Store.Dir(srv.Name)
 	dir, finish, err := in.Store.beginPartial(srv.Name)

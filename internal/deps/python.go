@@ -208,6 +208,27 @@ func PipName(spec string) string {
 	return name
 }
 
+// pipReqRE is the one form of requirement a pip install step may name:
+// a distribution, optionally at an exact version. Anything else (an
+// option, a URL, a path, a marker) could make pip install from somewhere
+// the lock does not describe.
+var pipReqRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?(==[A-Za-z0-9.!+_-]+)?$`)
+
+// CheckPipStep refuses a pip install step whose requirement is not
+// NAME or NAME==VERSION, or whose arguments are more than
+// ["install", REQUIREMENT]; before anything runs.
+func CheckPipStep(name string, inst *config.Install) error {
+	if !UsesPip(inst) {
+		return nil
+	}
+	req := PipRequirement(pipSpec(inst))
+	if len(inst.Args) != 2 || inst.Args[0] != "install" || !pipReqRE.MatchString(req) {
+		return fmt.Errorf("installing %s: a pip install step is [\"install\", \"NAME\"] or [\"install\", \"NAME==VERSION\"], not %q: "+
+			"pml runs pip itself (wheels only, into /deps, locked by hash); write the server as {\"command\": \"uvx\", \"args\": [\"NAME==VERSION\"]}", name, inst.Args)
+	}
+	return nil
+}
+
 // PipRequirement is spec as pip takes it: uvx's NAME@1.2 is NAME==1.2.
 func PipRequirement(spec string) string {
 	if name, v, ok := strings.Cut(spec, "@"); ok && PipName(name) == name {

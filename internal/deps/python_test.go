@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pml-dev/pml/internal/config"
 )
 
 func TestReadPipReport(t *testing.T) {
@@ -82,5 +84,26 @@ func TestPipFailureAndRedaction(t *testing.T) {
 	}
 	if r := PipRequirement("x@1.2"); r != "x==1.2" {
 		t.Errorf("PipRequirement: %s", r)
+	}
+}
+
+func TestCheckPipStep(t *testing.T) {
+	for args, ok := range map[string]bool{
+		"install x":                    true,
+		"install x==1.0":               true,
+		"install x@1.0":                true,
+		"install --index-url=http://e": false,
+		"install x @ http://e/x.whl":   false,
+		"install x y":                  false,
+		"download x":                   false,
+		"install ../x":                 false,
+	} {
+		inst := &config.Install{Command: "pip", Args: strings.Fields(args)}
+		if args == "install x @ http://e/x.whl" {
+			inst.Args = []string{"install", "x @ http://e/x.whl"}
+		}
+		if err := CheckPipStep("py", inst); (err == nil) != ok {
+			t.Errorf("%q: %v", args, err)
+		}
 	}
 }
