@@ -383,6 +383,7 @@ func TestATamperedWheelIsRefused(t *testing.T) {
 			t.Fatalf("a tampered wheel was installed and ran: %q", msg)
 		}
 	}
+	t.Logf("the refusal: %s", msg)
 	if strings.Contains(msg, "pwned") || !strings.Contains(msg, "sha256") {
 		t.Errorf("the refusal does not name the hash mismatch: %q\nstderr:\n%s", msg, s.stderr.String())
 	}
