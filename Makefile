@@ -11,7 +11,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 export PATH := /usr/local/go/bin:$(PATH)
 
-.PHONY: all build inside cross dist qemu-user docker images images-node images-test images-deno registry-bin demo test unit e2e vet fmt-check bench clean test-podman podman-down release release-tools test-release release-tag
+.PHONY: all build inside cross dist qemu-user docker images images-node images-python images-test images-deno registry-bin demo test unit e2e vet fmt-check bench clean test-podman podman-down release release-tools test-release release-tag
 
 all: build
 
@@ -68,7 +68,7 @@ docker:
 # image for npm-packaged MCP servers, the Deno runtime for code run locally
 # and the test servers' images.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-images: build docker images-node images-test images-deno
+images: build docker images-node images-python images-test images-deno
 	@bash .ci/apt.sh busybox-static
 	$(BIN) images build --busybox /bin/busybox
 
@@ -76,6 +76,11 @@ images: build docker images-node images-test images-deno
 # registry (about 2 minutes the first time; skipped when the image exists).
 images-node: docker
 	@bash images/node/build.sh
+
+# pml/python:3.11: debootstrapped Debian bookworm with python3 and pip, for
+# Python MCP servers (uvx, python -m, pml add pypi:); skipped when it exists.
+images-python: docker
+	@bash images/python/build.sh
 
 # pml/deno:2.9.6: the deno binary from npm's @deno/linux-x64-glibc and its
 # glibc libraries, FROM scratch, for code run locally (execute_locally);

@@ -50,9 +50,10 @@ type addServerOptions struct {
 // people read them).
 type serverEntry struct {
 	Description string        `json:"description,omitempty"`
-	Image       string        `json:"image"`
+	Image       string        `json:"image,omitempty"`
 	Command     string        `json:"command,omitempty"`
 	Args        []string      `json:"args,omitempty"`
+	EnvRequired []string      `json:"env_required,omitempty"`
 	Install     *installEntry `json:"install,omitempty"`
 }
 

@@ -36,13 +36,19 @@ func newAddCmd(g *globals) *cobra.Command {
 	var format string
 	var o addServerOptions
 	cmd := &cobra.Command{
-		Use:   "add NAME[@VERSION] | npm:PACKAGE[@VERSION] | oci:IMAGE[@DIGEST] [--name NAME] [-- ARGS…]",
-		Short: "Add an MCP server (npm:, oci:) to .pml.json, or a registry capability to .mcp.json",
+		Use:   "add NAME[@VERSION] | npm:PACKAGE[@VERSION] | pypi:PACKAGE[@VERSION] | oci:IMAGE[@DIGEST] | mcp.json:SERVER [--name NAME] [-- ARGS…]",
+		Short: "Add an MCP server (npm:, pypi:, oci:) to .pml.json, or a registry capability to .mcp.json",
 		Long: `pml add npm:PACKAGE[@VERSION] resolves the package in the npm registry your npm configuration
 names (npm_config_registry, .npmrc), checks its tarball against the integrity the registry gives,
 writes a pinned mcps entry (exact version, integrity, entry point, ARGS after --) to .pml.json,
 installs it and lists its tools. pml add oci:IMAGE[@DIGEST] does the same for an MCP server shipped
-as a container image, pinned by digest. The name is derived from the package or image
+as a container image, pinned by digest. pml add pypi:PACKAGE[@VERSION] resolves the package in the
+Python index your pip or uv configuration names (PIP_INDEX_URL, UV_INDEX_URL, pip.conf's index-url;
+credentials in its URL are used, never shown), writes {"command": "uvx", "args": ["PACKAGE==VERSION"]}
+(run in pml/python:3.11), installs it with pip, wheels only, every distribution locked by its sha256
+in .pml/deps.json, and lists its tools. pml add mcp.json:SERVER imports a uvx or python -m server of
+the project's .mcp.json the same way (its env values are not copied: their names become env_required;
+.mcp.json is left as it is). The name is derived from the package or image
 (server-everything → everything) unless --name gives one; a name already in .pml.json is an error.
 Both ask before writing (a "y" on a terminal, or --yes); --allow also allows the server's tools
 without asking. See docs/add.md.
@@ -70,11 +76,11 @@ stays on stderr.
 
 Exit codes: 0 added, 1 failed, 2 bad name or configuration, 3 needs approval (no terminal and no
 --yes), 5 Docker or the registry unavailable.`,
-		Example: "  pml add npm:@modelcontextprotocol/server-everything --yes --allow\n  pml add npm:@modelcontextprotocol/server-filesystem --name files --allow -- .\n  pml add oci:mcp/fetch@sha256:… --yes\n  pml add memory\n  pml add smartSearch@1.2.0\n  pml add db.postgres_query@latest\n  pml add acme.tools.yaml.parse@3f2a --yes",
+		Example: "  pml add npm:@modelcontextprotocol/server-everything --yes --allow\n  pml add npm:@modelcontextprotocol/server-filesystem --name files --allow -- .\n  pml add pypi:mcp-server-time@2025.9.25 --yes -- --local-timezone UTC\n  pml add mcp.json:time --yes\n  pml add oci:mcp/fetch@sha256:… --yes\n  pml add memory\n  pml add smartSearch@1.2.0\n  pml add db.postgres_query@latest\n  pml add acme.tools.yaml.parse@3f2a --yes",
 		Args: func(cmd *cobra.Command, args []string) error {
 			dash := cmd.ArgsLenAtDash()
 			if len(args) == 0 || dash == 0 {
-				return usageError(cmd, errors.New("pml add needs what to add: npm:PACKAGE, oci:IMAGE or a registry NAME"))
+				return usageError(cmd, errors.New("pml add needs what to add: npm:PACKAGE, pypi:PACKAGE, oci:IMAGE or a registry NAME"))
 			}
 			if (dash < 0 && len(args) > 1) || dash > 1 {
 				return usageError(cmd, fmt.Errorf("pml add takes one source; the server's own arguments go after --: pml add %s -- %s", args[0], strings.Join(args[1:], " ")))
@@ -91,10 +97,10 @@ Exit codes: 0 added, 1 failed, 2 bad name or configuration, 3 needs approval (no
 				return err
 			}
 			o.format = of
-			registryName := !strings.HasPrefix(args[0], "npm:") && !strings.HasPrefix(args[0], "oci:")
+			registryName := !strings.HasPrefix(args[0], "npm:") && !strings.HasPrefix(args[0], "oci:") && !strings.HasPrefix(args[0], "pypi:") && !strings.HasPrefix(args[0], "mcp.json:")
 			switch {
 			case registryName && (len(o.args) > 0 || o.name != "" || o.allow):
-				return usageError(cmd, errors.New("--name, --allow and arguments after -- are for npm: and oci: sources"))
+				return usageError(cmd, errors.New("--name, --allow and arguments after -- are for npm:, pypi:, oci: and mcp.json: sources"))
 			case registryName && (strings.HasPrefix(args[0], "@") || strings.Contains(args[0], "/")):
 				// A registry name has no '@' in front and no '/': this is
 				// an npm package or an image written without its source.
@@ -115,6 +121,10 @@ Exit codes: 0 added, 1 failed, 2 bad name or configuration, 3 needs approval (no
 				return addNPM(cmd, g, strings.TrimPrefix(args[0], "npm:"), o)
 			case strings.HasPrefix(args[0], "oci:"):
 				return addOCI(cmd, g, strings.TrimPrefix(args[0], "oci:"), o)
+			case strings.HasPrefix(args[0], "pypi:"):
+				return addPyPI(cmd, g, strings.TrimPrefix(args[0], "pypi:"), o)
+			case strings.HasPrefix(args[0], "mcp.json:"):
+				return addFromMCPJSON(cmd, g, strings.TrimPrefix(args[0], "mcp.json:"), o)
 			}
 			e, err := g.setup()
 			if err != nil {

@@ -506,7 +506,7 @@ func newImagesPruneCmd(g *globals, manifest *string) *cobra.Command {
 			"(as recorded), and neither the manifest, nor the .pml.json or .pml/mcp.lock of any known project references " +
 			"it. Every other image is left alone. The engine may be shared by other users, whose projects pml cannot see: " +
 			"an image any container on the engine was created from (running or stopped, whoever's) is kept, and so are " +
-			"pml's base images (pml/toolbox of any version, pml/shell, pml/node, pml/deno) unless --include-base; prune " +
+			"pml's base images (pml/toolbox of any version, pml/shell, pml/node, pml/python, pml/deno) unless --include-base; prune " +
 			"says what it keeps and why. Run outside a project (in your home directory, say), it considers only the " +
 			"projects pml knows and records nothing. --dry-run prints what would go and why, and removes nothing. " +
 			`--format json prints one JSON object: {"ok", "dry_run", "removed", "would_remove", "kept": [{"names", "id", ` +
@@ -632,7 +632,7 @@ func newImagesPruneCmd(g *globals, manifest *string) *cobra.Command {
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print what would be removed and why, remove nothing")
 	cmd.Flags().StringVar(&repo, "repo", "", "only consider images whose name starts with this prefix (e.g. pml/toolbox)")
 	addFormatFlag(cmd, &format, nil)
-	cmd.Flags().BoolVar(&includeBase, "include-base", false, "also remove pml's base images (pml/toolbox of other versions, pml/shell, pml/node, pml/deno) that no project pml knows uses; other users' projects on a shared engine may need them")
+	cmd.Flags().BoolVar(&includeBase, "include-base", false, "also remove pml's base images (pml/toolbox of other versions, pml/shell, pml/node, pml/python, pml/deno) that no project pml knows uses; other users' projects on a shared engine may need them")
 	return cmd
 }
 

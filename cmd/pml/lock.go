@@ -60,7 +60,8 @@ func newLockCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "lock [--check] [--accept TOOL]...",
 		Short: "Show (or, with --check, verify) the npm versions in .pml/deps.json and the capabilities pinned in .pml/mcp.lock",
-		Long: "List every npm package .pml/deps.json records with its version and integrity: an unpinned\n" +
+		Long: "List every npm package .pml/deps.json records with its version and integrity (and every Python server\n" +
+			"with the distributions its first install locked, each by sha256: \"distributions\" in JSON): an unpinned\n" +
 			"package (the seeds' `npx -y @scope/server`, a range, a dist-tag) is resolved at its first install\n" +
 			"and recorded there, and every later install uses that version. Each is shown with its state:\n" +
 			"ok (installed in .pml/deps as recorded), not_installed (installed at that version on first use)\n" +
@@ -76,7 +77,7 @@ func newLockCmd(g *globals) *cobra.Command {
 			"saw its server list it, with a short diff; --accept TOOL pins the definition shown.\n" +
 			"--check prints one line per drift, unvouched record and missing pin, naming what to run, and exits 1: run it in CI.\n" +
 			"--format json prints one JSON object: {\"check\", \"ok\", \"entries\": [{\"server\", \"package\",\n" +
-			"\"version\", \"integrity\", \"state\", \"installed_version\", \"installed_integrity\", \"error\"}],\n" +
+			"\"version\", \"integrity\", \"state\", \"installed_version\", \"installed_integrity\", \"error\", \"distributions\"}],\n" +
 			"\"unvouched\": [\"one line per other unvouched record\"],\n" +
 			"\"pins\": [{\"name\", \"fqdn\", \"version\", \"integrity\", \"code_integrity\", \"state\", \"problem\"}],\n" +
 			"\"tools\": [{\"tool\", \"kind\", \"change\", \"changed\", \"digest\", \"diff\"}]}.\n\n" +
@@ -298,6 +299,10 @@ func printLock(w io.Writer, entries []doctor.LockEntry) {
 	fmt.Fprintln(tw, "SERVER\tPACKAGE\tVERSION\tINTEGRITY\tSTATE")
 	for _, e := range entries {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.Server, e.Package, e.Version, e.Integrity, e.State)
+		// A Python server's lock: each distribution pip installed.
+		for _, d := range e.Distributions {
+			fmt.Fprintf(tw, "\t  %s\t\t\t\n", d)
+		}
 	}
 	tw.Flush()
 }

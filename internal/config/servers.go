@@ -136,6 +136,13 @@ func parseServer(path, section, name string, val any) (Server, []string, error) 
 	if err := readObject(path, key, m, serverMembers(&s, path, key, &warnings), &warnings); err != nil {
 		return Server{}, nil, err
 	}
+	// Read and checked: without an image, a uvx or python -m entry
+	// becomes its derived Python container.
+	if s.Image == "" && PythonCommand(s.Command, s.Args) {
+		if err := derivePython(&s); err != nil {
+			return Server{}, nil, memberError(path, key+".command", err)
+		}
+	}
 	return s, warnings, nil
 }
 
@@ -150,8 +157,8 @@ func serverMembers(s *Server, path, key string, warnings *[]string) []member {
 			return nil
 		}},
 		{"image", readString(&s.Image, ""), func(any) error {
-			if s.Image == "" {
-				return errors.New("is required: the container image the server runs in (e.g. \"pml/node:18\")")
+			if s.Image == "" && !PythonCommand(s.Command, s.Args) {
+				return errors.New("is required: the container image the server runs in (e.g. \"pml/node:18\"); uvx and python -m entries get pml/python:3.11")
 			}
 			return nil
 		}},
@@ -185,6 +192,12 @@ func installMembers(in *Install) []member {
 			return nil
 		}},
 		{"integrity", readString(&in.Integrity, ""), func(any) error {
+			if in.Integrity == "" && isPip(in.Command) {
+				// A pip install is locked at its first install: every
+				// distribution's sha256, recorded (vouched) in
+				// .pml/deps.json and required by every later install.
+				return nil
+			}
 			if in.Integrity == "" {
 				return errors.New("is required: the SRI hash (sha512-…) the installed package must match, so a changed package is never run")
 			}

@@ -82,6 +82,11 @@ type Record struct {
 	// tree is hashed again before the server first starts in a process
 	// (vouched.go).
 	Tree string `json:"tree,omitempty"`
+	// Python is the lock of a Python server (python.go): every
+	// distribution pip installed, by name, version and sha256. A later
+	// install of the same step installs exactly these, with
+	// --require-hashes.
+	Python []PyDist `json:"python,omitempty"`
 	// Vouch is the user's MAC over the record (internal/vouch): a record
 	// without a valid one was not written by this user's pml here and is
 	// treated as absent.
@@ -192,6 +197,9 @@ func (in *Installer) Install(ctx context.Context, srv config.Server) (err error)
 	if err := CheckPinned(srv.Name, srv.Install); err != nil {
 		return err
 	}
+	if err := CheckPipStep(srv.Name, srv.Install); err != nil {
+		return err
+	}
 	ws := in.Store.ws
 	final := in.Store.Dir(srv.Name)
 	dir, finish, err := in.Store.beginPartial(srv.Name)
@@ -229,14 +237,34 @@ func (in *Installer) Install(ctx context.Context, srv config.Server) (err error)
 			"PIP_CERT="+CABundle, "REQUESTS_CA_BUNDLE="+CABundle, "npm_config_cafile="+CABundle)
 	}
 	registry := ""
+	env := in.Env
+	if env == nil {
+		env = func(string) string { return "" }
+	}
+	pip := UsesPip(srv.Install)
+	var index Index
+	var locked []PyDist
+	if pip {
+		// pip in the container is told the index pml allows through its
+		// proxy (RegistryHosts), in its environment: the URL may hold
+		// the person's credentials, which must not show in the command
+		// line pml logs or in a message.
+		index = PythonIndexOf(env)
+		registry = index.Redacted()
+		if rec, ok := in.Store.recordOf(srv); ok && len(rec.Python) > 0 {
+			locked = rec.Python
+			if err := safefs.WriteFile(ws, filepath.Join(dir, PythonLockFile), []byte(PythonLock(locked)), 0o644); err != nil {
+				return fmt.Errorf("writing the lock of %s: %w", srv.Name, err)
+			}
+		}
+		spec.Entrypoint = []string{"python3", "-m", "pip"}
+		spec.Cmd = pipArgs(PipRequirement(pipSpec(srv.Install)), locked != nil)
+		spec.Env = append(spec.Env, "PIP_INDEX_URL="+index.URL, "PYTHONDONTWRITEBYTECODE=1", "PIP_NO_CACHE_DIR=1")
+	}
 	if UsesNPM(srv.Install) {
 		// npm in the container is told the registry pml allows through
 		// its proxy (RegistryHosts), the install's only host: without it,
 		// it would ask npm's default, which the proxy refuses.
-		env := in.Env
-		if env == nil {
-			env = func(string) string { return "" }
-		}
 		registry = NPMRegistryOf(srv.Install, ws, env).URL
 		spec.Env = append(spec.Env, "npm_config_registry="+registry)
 		// The token the person's ~/.npmrc gives that registry, in the
@@ -267,13 +295,24 @@ func (in *Installer) Install(ctx context.Context, srv config.Server) (err error)
 	}
 	out := strings.TrimSpace(string(res.Stderr) + "\n" + string(res.Stdout))
 	if res.Exit.Code != 0 {
+		if pip {
+			if msg := pipFailure(srv.Name, pipSpec(srv.Install), index, out); msg != "" {
+				return &InstallError{Message: msg, Mismatch: strings.Contains(out, "DO NOT MATCH THE HASHES")}
+			}
+		}
 		if unreachable(out) {
 			return fmt.Errorf("installing %s: the package registry could not be reached from the install container (%s). "+
 				"Check the network or proxy settings (HTTP_PROXY/HTTPS_PROXY are passed on); an installed server works offline",
-				srv.Name, firstMatch(out))
+				srv.Name, redactIndex(matchLine(out), index))
 		}
 		return fmt.Errorf("installing %s: `%s %s` failed with exit code %d:\n%s", srv.Name, srv.Install.Command,
-			strings.Join(srv.Install.Args, " "), res.Exit.Code, tail(out, 20))
+			strings.Join(srv.Install.Args, " "), res.Exit.Code, redactIndex(tail(out, 20), index))
+	}
+	var dists []PyDist
+	if pip {
+		if dists, err = in.pythonLock(ctx, srv, dir, locked); err != nil {
+			return err
+		}
 	}
 	actual, err := Integrity(ctx, ws, dir, srv.Install)
 	if err != nil {
@@ -290,6 +329,11 @@ func (in *Installer) Install(ctx context.Context, srv config.Server) (err error)
 		return &MismatchError{Server: srv.Name, Expected: expected, Actual: actual}
 	}
 	version := ""
+	for _, d := range dists {
+		if d.Name == NormalizeName(srv.Install.Package) {
+			version = d.Version
+		}
+	}
 	if srv.Install.Command == "npm" && srv.Install.Package != "" {
 		if version, err = InstalledVersion(ctx, ws, dir, srv.Install.Package); err != nil {
 			return fmt.Errorf("checking the version of %s: %w", srv.Name, err)
@@ -307,8 +351,12 @@ func (in *Installer) Install(ctx context.Context, srv config.Server) (err error)
 	if err := safefs.Rename(ws, dir, final); err != nil {
 		return fmt.Errorf("moving the install of %s into %s: %w", srv.Name, final, err)
 	}
-	if err := in.Store.record(ctx, srv, actual, version, registry); err != nil {
+	if err := in.Store.record(ctx, srv, actual, version, registry, dists); err != nil {
 		return err
+	}
+	if pip && locked == nil && in.Note != nil {
+		in.Note(fmt.Sprintf("%s: %s locked at its first install: %s (%s); recorded in .pml/deps.json, later installs accept only these files",
+			srv.Name, pipSpec(srv.Install), strings.ReplaceAll(strings.TrimSpace(PythonLock(dists)), "\n", ", "), actual))
 	}
 	if unpinned && resolved == "" && in.Note != nil {
 		in.Note(fmt.Sprintf("%s: %s resolved to %s@%s (%s) at its first install; recorded in .pml/deps.json, later installs use that version",
@@ -428,7 +476,7 @@ func (s *Store) recorded(srv config.Server) string {
 	return ""
 }
 
-func (s *Store) record(ctx context.Context, srv config.Server, integrity, version, registry string) error {
+func (s *Store) record(ctx context.Context, srv config.Server, integrity, version, registry string, python []PyDist) error {
 	// The tree as installed, hashed before the lock: it is what the next
 	// start compares the tree with.
 	tree, err := TreeSRI(ctx, s.ws, s.Dir(srv.Name), "sha256")
@@ -448,7 +496,7 @@ func (s *Store) record(ctx context.Context, srv config.Server, integrity, versio
 	if err != nil {
 		st = state{Servers: map[string]Record{}}
 	}
-	rec := Record{Spec: SpecOf(srv), Integrity: integrity, Version: version, Registry: registry, InstalledAt: time.Now().UTC(), Tree: tree}
+	rec := Record{Spec: SpecOf(srv), Integrity: integrity, Version: version, Registry: registry, InstalledAt: time.Now().UTC(), Tree: tree, Python: python}
 	if version != "" {
 		rec.Package = srv.Install.Package
 	}
@@ -485,6 +533,15 @@ func Integrity(ctx context.Context, root, dir string, inst *config.Install) (str
 			return "", fmt.Errorf("npm did not install %s", inst.Package)
 		}
 		return p.Integrity, nil
+	}
+	if UsesPip(inst) {
+		// The lock pml wrote into the tree: the integrity of the whole
+		// set of distributions, each pinned by its sha256.
+		b, err := safefs.ReadFileContext(ctx, root, filepath.Join(dir, PythonLockFile), 1<<20)
+		if err != nil {
+			return "", fmt.Errorf("the install left no %s: %w", PythonLockFile, err)
+		}
+		return PythonIntegrity(string(b)), nil
 	}
 	algo := strings.SplitN(inst.Integrity, "-", 2)[0]
 	return TreeSRI(ctx, root, dir, algo)
@@ -568,9 +625,27 @@ func hostCABundle() string {
 }
 
 var unreachableMarks = []string{"pml refused", "pml could not", "pml egress: forward to", "ENOTFOUND", "EAI_AGAIN", "ECONNREFUSED", "ETIMEDOUT", "ENETUNREACH", "EHOSTUNREACH",
-	"getaddrinfo", "network is unreachable", "Could not resolve host", "Temporary failure in name resolution", "SELF_SIGNED_CERT_IN_CHAIN", "UNABLE_TO_GET_ISSUER_CERT"}
+	"getaddrinfo", "network is unreachable", "Could not resolve host", "Temporary failure in name resolution", "SELF_SIGNED_CERT_IN_CHAIN", "UNABLE_TO_GET_ISSUER_CERT",
+	// pip's (urllib3's) words for the same.
+	"ProxyError", "NewConnectionError", "Max retries exceeded", "CERTIFICATE_VERIFY_FAILED"}
 
 func unreachable(out string) bool { return firstMatch(out) != "" }
+
+// matchLine is the line of out that says the registry could not be
+// reached (the proxy's answer, when it refused), trimmed.
+func matchLine(out string) string {
+	m := firstMatch(out)
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, m) {
+			l = strings.TrimSpace(l)
+			if len(l) > 400 {
+				l = l[:400] + "…"
+			}
+			return l
+		}
+	}
+	return m
+}
 
 func firstMatch(out string) string {
 	for _, m := range unreachableMarks {

@@ -60,7 +60,7 @@ func TestInstalledFollowsTheRecordAndTheSpec(t *testing.T) {
 	if err := os.MkdirAll(s.Dir("m"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.record(context.Background(), srv, srv.Install.Integrity, "", ""); err != nil {
+	if err := s.record(context.Background(), srv, srv.Install.Integrity, "", "", nil); err != nil {
 		t.Fatal(err)
 	}
 	if !s.Installed(srv) {
@@ -132,7 +132,7 @@ func TestStatusTellsMissingOutdatedAndInstalled(t *testing.T) {
 	if err := os.MkdirAll(s.Dir("m"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.record(context.Background(), srv, srv.Install.Integrity, "", ""); err != nil {
+	if err := s.record(context.Background(), srv, srv.Install.Integrity, "", "", nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := s.Status(srv); got != StatusInstalled {

@@ -27,15 +27,14 @@ const maxNpmrc = 1 << 20
 // network.allow): an install script can reach nothing else.
 //
 // npm's registry is NPMRegistryOf's (ws is the workspace, whose .npmrc
-// counts); pip's are PyPI's two hosts. Other commands get only the
+// counts); pip's is PythonIndexOf's (PyPI's two hosts by default). Other commands get only the
 // server's own network.allow.
 func RegistryHosts(inst *config.Install, ws string, env func(string) string) []string {
 	if UsesNPM(inst) {
 		return []string{hostPort(NPMRegistryOf(inst, ws, env).URL)}
 	}
-	switch filepath.Base(inst.Command) {
-	case "pip", "pip3", "uv", "pipx":
-		return []string{"pypi.org:443", "files.pythonhosted.org:443"}
+	if UsesPip(inst) {
+		return pythonHosts(PythonIndexOf(env))
 	}
 	return nil
 }

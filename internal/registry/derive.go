@@ -41,6 +41,20 @@ func derivedServer(e *Entry, f FQDN) (config.Server, error) {
 	}
 	var spec string
 	var args []string
+	if py, ok := pythonInstall(in.Command, in.Args); ok {
+		// uvx NAME, python -m MODULE, pip install NAME: the derived
+		// Python container (config.DerivePython), installed with pip
+		// and locked by hash at its first install.
+		if in.Integrity != "" {
+			return fail("install.integrity", "is an npm package's integrity: a Python server is locked at its first install, every distribution by its sha256 (.pml/deps.json)")
+		}
+		s := config.Server{Name: f.Namespace, Type: TypeStdio, Command: py[0], Args: py[1:], Env: map[string]string{},
+			EnvRequired: m.AllEnvRequired(), Workspace: "ro", Lifetime: "pooled", FromRegistry: true}
+		if err := config.DerivePython(&s); err != nil {
+			return fail("install.args", err.Error())
+		}
+		return withEntryFields(s, m, fail)
+	}
 	switch in.Command {
 	case "npx":
 		rest := in.Args
@@ -60,7 +74,7 @@ func derivedServer(e *Entry, f FQDN) (config.Server, error) {
 		}
 		spec = in.Args[len(in.Args)-1]
 	default:
-		return fail("image", fmt.Sprintf("is required for an install with %q: pml derives the container only for npm and npx packages", in.Command))
+		return fail("image", fmt.Sprintf("is required for an install with %q: pml derives the container only for npm and npx packages and Python ones (uvx, pip install NAME, python -m MODULE)", in.Command))
 	}
 	name := npmspec.Name(spec)
 	if name == "" || strings.HasPrefix(name, ".") || strings.Contains(name, "..") || strings.ContainsAny(name, ":\\ ") {
@@ -89,6 +103,28 @@ func derivedServer(e *Entry, f FQDN) (config.Server, error) {
 			Integrity: in.Integrity, Package: name},
 		FromRegistry: true,
 	}
+	return withEntryFields(s, m, fail)
+}
+
+// pythonInstall is an install step's command line as a Python server's
+// (uvx NAME…, python -m MODULE…; pip install NAME is uvx NAME), ok when
+// it is one.
+func pythonInstall(command string, args []string) ([]string, bool) {
+	switch command {
+	case "uvx", "python", "python3":
+		line := append([]string{command}, args...)
+		return line, config.PythonCommand(command, args)
+	case "pip", "pip3":
+		if len(args) == 2 && args[0] == "install" {
+			return []string{"uvx", args[1]}, true
+		}
+	}
+	return nil, false
+}
+
+// withEntryFields adds the entry's own env, workspace and network to a
+// derived server.
+func withEntryFields(s config.Server, m *Metadata, fail func(key, problem string) (config.Server, error)) (config.Server, error) {
 	for k, v := range m.Env {
 		if !envNameRE.MatchString(k) {
 			return fail("env", fmt.Sprintf("holds %q, which is not an environment variable name", k))

@@ -45,7 +45,8 @@ func TestASeedFormatEntryGetsItsContainerDerived(t *testing.T) {
 
 func TestASeedFormatEntryIsRefusedWhereNothingCanBeDerived(t *testing.T) {
 	for _, tc := range []struct{ name, doc, want string }{
-		{"a pip install", `{"type": "stdio", "install": {"command": "uvx", "args": ["mcp-server-git"]}}`, `"image" is required`},
+		{"a pip install of several packages", `{"type": "stdio", "install": {"command": "pip", "args": ["install", "a", "b"]}}`, `"image" is required`},
+		{"uvx with an option pml cannot contain", `{"type": "stdio", "install": {"command": "uvx", "args": ["--with", "x", "mcp-server-git"]}}`, "--with"},
 		{"no install and no image", `{"type": "stdio"}`, `"image" is required`},
 		{"npx --package", `{"type": "stdio", "install": {"command": "npx", "args": ["--package=x@1.0.0", "y"]}}`, "--package"},
 		{"a bad integrity", `{"type": "stdio", "install": {"command": "npx", "args": ["pkg@1.0.0"], "integrity": "md5-x"}}`, "install.integrity"},
@@ -83,6 +84,34 @@ func TestAnUnpinnedSeedEntryIsDerivedForResolutionAtFirstInstall(t *testing.T) {
 		}
 		if s.Install.Args[len(s.Install.Args)-1] != spec || s.Install.Package != "@modelcontextprotocol/server-everything" || s.Install.Integrity != "" {
 			t.Errorf("%s: install %+v", spec, s.Install)
+		}
+	}
+}
+
+// A Python entry (uvx, pip install, python -m) is derived like an npm
+// one: pml/python:3.11, installed with pip into /deps and locked by hash
+// at its first install (internal/deps).
+func TestAPythonSeedEntryGetsItsContainerDerived(t *testing.T) {
+	for _, tc := range []struct{ install, pkg, req string }{
+		{`{"command": "uvx", "args": ["mcp-server-time", "--local-timezone", "UTC"]}`, "mcp-server-time", "mcp-server-time"},
+		{`{"command": "uvx", "args": ["mcp-server-git@0.6.2"]}`, "mcp-server-git", "mcp-server-git==0.6.2"},
+		{`{"command": "pip", "args": ["install", "mcp-server-fetch==2025.4.7"]}`, "mcp-server-fetch", "mcp-server-fetch==2025.4.7"},
+		{`{"command": "python", "args": ["-m", "mcp_server_fetch"]}`, "mcp-server-fetch", "mcp-server-fetch"},
+	} {
+		e, err := seedEntry(t, `{"type": "stdio", "install": `+tc.install+`, "env": {"A": "1"}}`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := ServerConfig(e)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.install, err)
+		}
+		if s.Image != "pml/python:3.11" || s.Command != "python3" || s.Install == nil || s.Install.Command != "pip" ||
+			s.Install.Package != tc.pkg || s.Install.Args[len(s.Install.Args)-1] != tc.req || s.Install.Integrity != "" {
+			t.Errorf("%s: derived %s %s %q, install %+v", tc.install, s.Image, s.Command, s.Args, s.Install)
+		}
+		if s.Env["PYTHONPATH"] != "/deps/site" || s.Env["A"] != "1" || !s.FromRegistry {
+			t.Errorf("%s: env %v", tc.install, s.Env)
 		}
 	}
 }

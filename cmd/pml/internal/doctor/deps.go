@@ -29,8 +29,8 @@ const (
 	LockUnvouched = "unvouched"
 )
 
-// LockEntry is one npm package .pml/deps.json records with its version,
-// checked against what .pml/deps holds (pml lock --format json).
+// LockEntry is one npm or Python package .pml/deps.json records with its
+// version, checked against what .pml/deps holds (pml lock --format json).
 type LockEntry struct {
 	Server    string `json:"server"`
 	Package   string `json:"package"`
@@ -42,6 +42,9 @@ type LockEntry struct {
 	InstalledVersion   string `json:"installed_version,omitempty"`
 	InstalledIntegrity string `json:"installed_integrity,omitempty"`
 	Error              string `json:"error,omitempty"`
+	// Distributions is a Python server's lock: every distribution pip
+	// installed, "name==version sha256:HEX".
+	Distributions []string `json:"distributions,omitempty"`
 }
 
 // driftFix is what to run for a drift: the install goes, and the next
@@ -90,6 +93,15 @@ func LockEntries(ctx context.Context, ws string) ([]LockEntry, error) {
 		} else if r.Version == "" || r.Package == "" {
 			// Not an npm package with its version: only its files are
 			// checked (below).
+		} else if len(r.Python) > 0 {
+			// A Python server: the lock in its tree is the set pip
+			// installed, each distribution by its sha256.
+			e.Distributions = pythonDists(r.Python)
+			if integrity, err := deps.Integrity(ctx, ws, store.Dir(n), &config.Install{Command: "pip", Package: r.Package}); err != nil {
+				e.State, e.Error = LockDrift, err.Error()
+			} else if integrity != r.Integrity {
+				e.State, e.InstalledVersion, e.InstalledIntegrity = LockDrift, r.Version, integrity
+			}
 		} else if version, integrity, err := installedNPM(ctx, ws, store.Dir(n), r.Package); err != nil {
 			e.State, e.Error = LockDrift, err.Error()
 		} else if version != r.Version || integrity != r.Integrity {
@@ -134,6 +146,16 @@ func checkDeps(ctx context.Context, ws string) Check {
 		return Check{"fail", name, "installed packages differ from .pml/deps.json: " + strings.Join(drift, "; "), strings.Join(fixes, "; ")}
 	}
 	return Check{"ok", name, fmt.Sprintf("%d npm package(s) as recorded in .pml/deps.json: %s", len(fine), strings.Join(fine, ", ")), ""}
+}
+
+// pythonDists are a Python lock's distributions as "name==version
+// sha256:HEX", for the person.
+func pythonDists(dists []deps.PyDist) []string {
+	out := make([]string, 0, len(dists))
+	for _, d := range dists {
+		out = append(out, d.Name+"=="+d.Version+" sha256:"+d.SHA256)
+	}
+	return out
 }
 
 // installedNPM reads the version and integrity of pkg as npm installed
