@@ -11,7 +11,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 export PATH := /usr/local/go/bin:$(PATH)
 
-.PHONY: all build inside cross dist qemu-user docker images images-node images-python images-test images-deno registry-bin demo test unit e2e vet fmt-check bench clean test-podman podman-down release release-tools test-release release-tag
+.PHONY: all build inside cross dist qemu-user docker images images-base images-node images-python images-test images-deno registry-bin demo test unit e2e vet fmt-check bench clean test-podman podman-down release release-tools test-release release-tag
 
 all: build
 
@@ -68,7 +68,7 @@ docker:
 # image for npm-packaged MCP servers, the Deno runtime for code run locally
 # and the test servers' images.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-images: build docker images-node images-python images-test images-deno
+images: build docker images-base images-test images-deno
 	@bash .ci/apt.sh busybox-static
 	$(BIN) images build --busybox /bin/busybox
 
@@ -82,6 +82,13 @@ images-node: docker
 images-python: docker
 	@bash images/python/build.sh
 
+# Both debootstrapped images at once: each spends most of its minute or two
+# waiting on the Debian mirror, so on a fresh machine side by side saves one
+# of them. Each script logs under its own prefix; either failing fails this.
+images-base: docker
+	@bash images/node/build.sh & n=$$!; bash images/python/build.sh & p=$$!; \
+	  wait $$n || { wait $$p; exit 1; }; wait $$p
+
 # pml/deno:2.9.6: the deno binary from npm's @deno/linux-x64-glibc and its
 # glibc libraries, FROM scratch, for code run locally (execute_locally);
 # the npm tarball is cached in ~/.cache/pml/deno; skipped when the image exists.
@@ -92,7 +99,7 @@ images-deno: docker
 # images, and their static binaries in bin/testservers/ for native baselines;
 # pml-test/curl:bookworm: Debian's curl added to pml/node:18, a client of the
 # egress tests.
-images-test: docker images-node
+images-test: docker images-base
 	@bash e2e/testservers/build.sh
 	@bash e2e/testservers/curl.sh
 
