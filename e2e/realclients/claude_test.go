@@ -11,9 +11,9 @@ import (
 	"time"
 )
 
-// Claude Code 2.1.197, pointed at the scripted model by
+// Claude Code 2.1.332, pointed at the scripted model by
 // ANTHROPIC_BASE_URL.
-const claudeDir = "claude-code-2.1.197"
+const claudeDir = "claude-code-2.1.332"
 
 func claudeMachine(t *testing.T) (*machine, string) {
 	bin := clientBin(t, claudeDir, "claude")
