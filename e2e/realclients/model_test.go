@@ -36,8 +36,10 @@ type model struct {
 	srv  *httptest.Server
 	mu   sync.Mutex
 	task task
-	// calls numbers the tool calls, for their ids.
-	calls int
+	// calls numbers the tool calls, for their ids; taskCalls are the ids
+	// of the task's calls.
+	calls     int
+	taskCalls []string
 	// requests are the request bodies, by path, for the failure report.
 	requests []string
 	// toolCalls are the tools it asked for.
@@ -159,8 +161,18 @@ func (m *model) decide(path string, body []byte) decision {
 	if strings.Contains(string(body), "Approval required (") {
 		return decision{text: "pml did not read the file: it needs a person's approval"}
 	}
+	// The task's call came back without what it should hold (the client
+	// refused it, say): once per conversation, as a model that does not
+	// retry a failed call forever.
+	if id := m.calledIn(body); id != "" {
+		return decision{text: "the tool call " + id + " did not return what the task expected"}
+	}
 	if tool := tk.tool(loaded); tool != "" {
-		return m.call(tool, tk.args)
+		d := m.call(tool, tk.args)
+		m.mu.Lock()
+		m.taskCalls = append(m.taskCalls, d.id)
+		m.mu.Unlock()
+		return d
 	}
 	// Deferred: select it with the client's tool search, once.
 	if tool := tk.tool(pml); tool != "" && slices.Contains(loaded, "ToolSearch") {
@@ -173,12 +185,28 @@ func (m *model) decide(path string, body []byte) decision {
 	return decision{text: "ok"}
 }
 
+// call is a call of tool with args. Its id (the formats prefix it:
+// toolu_, call_, fc_) is one no client makes, so that a conversation's
+// history shows the calls the script made in it.
 func (m *model) call(tool, args string) decision {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.toolCalls = append(m.toolCalls, tool)
 	m.calls++
-	return decision{tool: tool, args: args, id: fmt.Sprintf("%02d", m.calls)}
+	return decision{tool: tool, args: args, id: fmt.Sprintf("scripted_%02d", m.calls)}
+}
+
+// calledIn is the id of a call of the task that the request's history
+// holds ("" if none).
+func (m *model) calledIn(body []byte) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, id := range m.taskCalls {
+		if strings.Contains(string(body), id+`"`) || strings.Contains(string(body), id+`\"`) {
+			return id
+		}
+	}
+	return ""
 }
 
 // tool finds, among the tool names a request offers, the task's tool.
