@@ -150,11 +150,12 @@ func TestClaudeCodePrintModeApprovalSaysNoPersonAnswered(t *testing.T) {
 // (the go-sdk v1.8.0 "everything" example; e2e/testservers builds it).
 const everythingImage = "pml-test/everything:1.8.0"
 
-// needImage skips when a test server's image is not on the daemon.
+// needImage fails when a test server's image is not on the daemon (make
+// test-clients builds it first; a skip would hide the test).
 func needImage(t *testing.T, image string) {
 	t.Helper()
 	if err := exec.Command("docker", "image", "inspect", image).Run(); err != nil {
-		t.Skipf("%s is not on the daemon (make images builds it): %v", image, err)
+		t.Fatalf("image %s is missing: run `make images` (it builds it locally, no registry needed): %v", image, err)
 	}
 }
 
