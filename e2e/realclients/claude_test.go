@@ -3,17 +3,30 @@
 package realclients
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 )
 
-// Claude Code 2.1.197, pointed at the scripted model by
+// Claude Code 2.1.332, pointed at the scripted model by
 // ANTHROPIC_BASE_URL.
-const claudeDir = "claude-code-2.1.197"
+const claudeDir = "claude-code-2.1.332"
+
+// claudeModel is the model the runs name (the scripted model answers
+// any name; Claude Code warns of one due to retire).
+const claudeModel = "claude-sonnet-5"
+
+// modernEra is the line of Claude Code's debug log that says which MCP
+// era and revision it agreed with pml.
+var modernEra = regexp.MustCompile(`MCP server "pml": Connection established with capabilities: .*"protocolEra":"modern","negotiatedProtocolVersion":"2026-07-28"`)
 
 func claudeMachine(t *testing.T) (*machine, string) {
 	bin := clientBin(t, claudeDir, "claude")
@@ -64,7 +77,7 @@ func claudeConnected(t *testing.T, m *machine, dir, bin string) {
 }
 
 func claudeRead(m *machine, dir, bin string) result {
-	return m.run(dir, 4*time.Minute, bin, "-p", "Read hello.txt with pml and quote it.", "--allowedTools", "mcp__pml", "--model", "claude-sonnet-4-5")
+	return m.run(dir, 4*time.Minute, bin, "-p", "Read hello.txt with pml and quote it.", "--allowedTools", "mcp__pml", "--model", claudeModel)
 }
 
 // pml init (Claude Code's .mcp.json, no path in it), approved: claude
@@ -130,5 +143,72 @@ func TestClaudeCodePrintModeApprovalSaysNoPersonAnswered(t *testing.T) {
 	if m.model.sawMarker("the person") {
 		m.model.dump(t)
 		t.Errorf("the model was told of a person's answer")
+	}
+}
+
+// everythingImage is the third-party server the modern-era tests call
+// (the go-sdk v1.8.0 "everything" example; e2e/testservers builds it).
+const everythingImage = "pml-test/everything:1.8.0"
+
+// needImage fails when a test server's image is not on the daemon (make
+// test-clients builds it first; a skip would hide the test).
+func needImage(t *testing.T, image string) {
+	t.Helper()
+	if err := exec.Command("docker", "image", "inspect", image).Run(); err != nil {
+		t.Fatalf("image %s is missing: run `make images` (it builds it locally, no registry needed): %v", image, err)
+	}
+}
+
+// greetsThroughPML sets up a project whose .pml.json runs the everything
+// server with its greet tool allowed, and sets the model's task to call
+// greet with a marker of its own; it returns the project and what the
+// result that reaches the model holds ("Hi <marker>").
+func greetsThroughPML(t *testing.T, m *machine, name string) (string, string) {
+	t.Helper()
+	needImage(t, everythingImage)
+	dir, _ := m.project(name)
+	cfg := fmt.Sprintf(`{"permissions": {"allow": ["everything:greet"]}, "mcps": {"everything": {"image": %q}}}`, everythingImage)
+	if err := os.WriteFile(filepath.Join(dir, ".pml.json"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// What the person answers when pml asks to trust the file.
+	if r := m.run(dir, time.Minute, pmlBin, "trust", "--yes"); r.code != 0 {
+		t.Fatalf("pml trust --yes: exit %d\n%s", r.code, r.stderr)
+	}
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	who := "person-" + hex.EncodeToString(b)
+	want := "Hi " + who
+	m.model.setTask(task{suffix: "everything__greet", args: fmt.Sprintf(`{"name":%q}`, who), result: regexp.MustCompile(regexp.QuoteMeta(want))})
+	return dir, want
+}
+
+// Claude Code (dual era: it probes server/discover and speaks MCP
+// 2026-07-28 where the server offers it, as pml stdio does) calls a
+// third-party server's tool through pml: the result reaches the model,
+// and Claude Code's debug log shows the modern era and no result it had
+// to mend ("… result omits required fields …; filled in resultType …",
+// what it logs for each method whose result lacks what 2026-07-28
+// requires, where a strict client fails the call).
+func TestClaudeCodeCallsAServersToolInTheModernEra(t *testing.T) {
+	m, bin := claudeMachine(t)
+	dir, want := greetsThroughPML(t, m, "modern")
+	m.pmlInit(dir)
+	approveProjectServer(t, m, dir)
+	debug := filepath.Join(m.home, "claude-debug.log")
+	r := m.run(dir, 4*time.Minute, bin, "-p", "Greet me with pml.", "--allowedTools", "mcp__pml", "--model", claudeModel, "--debug-file", debug)
+	logb, _ := os.ReadFile(debug)
+	log := string(logb)
+	if r.code != 0 || !m.model.sawMarker(want) || !strings.Contains(r.stdout, want) {
+		m.model.dump(t)
+		t.Fatalf("claude did not get %q from everything:greet through pml: exit %d\nstdout:\n%s\nstderr:\n%s\ndebug log:\n%s", want, r.code, r.stdout, tail(r.stderr, 3000), tail(log, 8000))
+	}
+	for _, line := range strings.Split(log, "\n") {
+		if strings.Contains(line, "omits required fields") || strings.Contains(line, "filled in resultType") {
+			t.Errorf("Claude Code mended a result of pml's: %s", line)
+		}
+	}
+	if !modernEra.MatchString(log) {
+		t.Errorf("Claude Code's debug log does not say it spoke MCP 2026-07-28 to pml:\n%s", tail(log, 8000))
 	}
 }

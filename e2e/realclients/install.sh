@@ -6,7 +6,7 @@
 set -euo pipefail
 cache=${PML_CLIENTS_CACHE:-$HOME/.cache/pml/clients}
 mkdir -p "$cache"
-# name package version: the versions the issue checked (November 2026).
+# name package version: the newest on npm when issue 54 checked them (November 2026).
 while read -r name pkg version; do
 	dir=$cache/$name-$version
 	[ -e "$dir/.installed" ] && continue
@@ -18,8 +18,8 @@ while read -r name pkg version; do
 	rm -rf "$dir"
 	mv "$dir.tmp" "$dir"
 done <<'LIST'
-claude-code @anthropic-ai/claude-code 2.1.197
-codex @openai/codex 0.169.0
+claude-code @anthropic-ai/claude-code 2.1.332
+codex @openai/codex 0.171.0
 gemini-cli @google/gemini-cli 0.61.0
 opencode opencode-ai 1.18.33
 LIST

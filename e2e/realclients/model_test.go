@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -24,9 +25,21 @@ import (
 // answer with the marker; when pml rejected the call, say so; otherwise
 // answer "ok". So a client's final
 // answer holds the marker only if pml read the file and gave it back.
+// A test may set another task (a server's tool, its arguments, what its
+// result holds) before the client starts.
+//
+// A client may defer tools (Claude Code names its MCP tools in a
+// system reminder and loads one's schema when the model calls its
+// ToolSearch tool with "select:<name>"): the script then does what a
+// model does, selects the tool first and calls it once it is loaded.
 type model struct {
-	srv *httptest.Server
-	mu  sync.Mutex
+	srv  *httptest.Server
+	mu   sync.Mutex
+	task task
+	// calls numbers the tool calls, for their ids; taskCalls are the ids
+	// of the task's calls.
+	calls     int
+	taskCalls []string
 	// requests are the request bodies, by path, for the failure report.
 	requests []string
 	// toolCalls are the tools it asked for.
@@ -45,8 +58,21 @@ func (m *model) offered() []string {
 // markerRE matches the content of the test projects' hello.txt.
 var markerRE = regexp.MustCompile(`pml-client-marker-[0-9a-f]{16}`)
 
+// task is the one tool call the script makes: the tool whose name ends
+// in suffix (each client spells pml's tools its own way: mcp__pml__…,
+// pml_…, mcp_pml_…), with args, and what a result that reached the
+// model holds.
+type task struct {
+	suffix string
+	args   string
+	result *regexp.Regexp
+}
+
+// readHello is the default task: pml's filesystem read of hello.txt.
+var readHello = task{suffix: "read_file", args: `{"path":"hello.txt"}`, result: markerRE}
+
 func newModel(t *testing.T) *model {
-	m := &model{}
+	m := &model{task: readHello}
 	m.srv = httptest.NewServer(http.HandlerFunc(m.serve))
 	t.Cleanup(m.srv.Close)
 	return m
@@ -80,12 +106,25 @@ func (m *model) dump(t *testing.T) {
 	t.Logf("tool calls: %v", m.toolCalls)
 }
 
-// decision is what the script answers: a call of tool on hello.txt, or
-// text.
+// setTask makes the script call another tool (before the client starts).
+func (m *model) setTask(tk task) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.task = tk
+}
+
+// decision is what the script answers: a call of tool with args (id
+// names the call), or text.
 type decision struct {
 	tool string
+	args string
+	id   string
 	text string
 }
+
+// deferredRE finds Claude Code's deferred pml tools, which a request
+// names in a system reminder rather than in its tools.
+var deferredRE = regexp.MustCompile(`mcp__pml__[A-Za-z0-9_-]+`)
 
 func (m *model) decide(path string, body []byte) decision {
 	m.mu.Lock()
@@ -94,10 +133,12 @@ func (m *model) decide(path string, body []byte) decision {
 		_ = os.WriteFile(fmt.Sprintf("%s/%03d.json", d, len(m.requests)), body, 0o644)
 	}
 	m.mu.Unlock()
-	names := toolNames(body)
+	loaded := toolNames(body)
+	seen := map[string]bool{}
 	var pml []string
-	for _, n := range names {
-		if strings.Contains(n, "pml") {
+	for _, n := range append(append([]string(nil), loaded...), deferredRE.FindAllString(string(body), -1)...) {
+		if strings.Contains(n, "pml") && !seen[n] {
+			seen[n] = true
 			pml = append(pml, n)
 		}
 	}
@@ -105,8 +146,9 @@ func (m *model) decide(path string, body []byte) decision {
 	if len(pml) > len(m.pmlTools) {
 		m.pmlTools = pml
 	}
+	tk := m.task
 	m.mu.Unlock()
-	if mk := markerRE.Find(body); mk != nil {
+	if mk := tk.result.Find(body); mk != nil {
 		return decision{text: "pml read the file: " + string(mk)}
 	}
 	// A call pml rejected (an approval nobody gave) ends the task: asked
@@ -119,21 +161,58 @@ func (m *model) decide(path string, body []byte) decision {
 	if strings.Contains(string(body), "Approval required (") {
 		return decision{text: "pml did not read the file: it needs a person's approval"}
 	}
-	if tool := readTool(names); tool != "" {
+	// The task's call came back without what it should hold (the client
+	// refused it, say): once per conversation, as a model that does not
+	// retry a failed call forever.
+	if id := m.calledIn(body); id != "" {
+		return decision{text: "the tool call " + id + " did not return what the task expected"}
+	}
+	if tool := tk.tool(loaded); tool != "" {
+		d := m.call(tool, tk.args)
 		m.mu.Lock()
-		m.toolCalls = append(m.toolCalls, tool)
+		m.taskCalls = append(m.taskCalls, d.id)
 		m.mu.Unlock()
-		return decision{tool: tool}
+		return d
+	}
+	// Deferred: select it with the client's tool search, once.
+	if tool := tk.tool(pml); tool != "" && slices.Contains(loaded, "ToolSearch") {
+		if strings.Contains(string(body), "select:"+tool) {
+			return decision{text: "the client did not load " + tool + " when selected"}
+		}
+		q, _ := json.Marshal(map[string]any{"query": "select:" + tool, "max_results": 1})
+		return m.call("ToolSearch", string(q))
 	}
 	return decision{text: "ok"}
 }
 
-// readTool finds, among the tool names a request offers, pml's
-// read_file (each client spells it its own way: mcp__pml__…, pml_…,
-// mcp_pml_…).
-func readTool(names []string) string {
+// call is a call of tool with args. Its id (the formats prefix it:
+// toolu_, call_, fc_) is one no client makes, so that a conversation's
+// history shows the calls the script made in it.
+func (m *model) call(tool, args string) decision {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.toolCalls = append(m.toolCalls, tool)
+	m.calls++
+	return decision{tool: tool, args: args, id: fmt.Sprintf("scripted_%02d", m.calls)}
+}
+
+// calledIn is the id of a call of the task that the request's history
+// holds ("" if none).
+func (m *model) calledIn(body []byte) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, id := range m.taskCalls {
+		if strings.Contains(string(body), id+`"`) || strings.Contains(string(body), id+`\"`) {
+			return id
+		}
+	}
+	return ""
+}
+
+// tool finds, among the tool names a request offers, the task's tool.
+func (tk task) tool(names []string) string {
 	for _, n := range names {
-		if strings.Contains(n, "pml") && strings.HasSuffix(n, "read_file") {
+		if strings.Contains(n, "pml") && strings.HasSuffix(n, tk.suffix) {
 			return n
 		}
 	}
@@ -205,8 +284,6 @@ func (m *model) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-const toolArgs = `{"path":"hello.txt"}`
-
 func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(v)
@@ -246,7 +323,7 @@ func (m *model) anthropic(w http.ResponseWriter, body []byte, d decision) {
 	var block map[string]any
 	stop := "end_turn"
 	if d.tool != "" {
-		block = map[string]any{"type": "tool_use", "id": "toolu_01", "name": d.tool, "input": json.RawMessage(toolArgs)}
+		block = map[string]any{"type": "tool_use", "id": "toolu_" + d.id, "name": d.tool, "input": json.RawMessage(d.args)}
 		stop = "tool_use"
 	} else {
 		block = map[string]any{"type": "text", "text": d.text}
@@ -261,9 +338,9 @@ func (m *model) anthropic(w http.ResponseWriter, body []byte, d decision) {
 		"model": req.Model, "content": []any{}, "stop_reason": nil, "stop_sequence": nil, "usage": usage}})
 	if d.tool != "" {
 		s.send("content_block_start", map[string]any{"type": "content_block_start", "index": 0,
-			"content_block": map[string]any{"type": "tool_use", "id": "toolu_01", "name": d.tool, "input": map[string]any{}}})
+			"content_block": map[string]any{"type": "tool_use", "id": "toolu_" + d.id, "name": d.tool, "input": map[string]any{}}})
 		s.send("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0,
-			"delta": map[string]any{"type": "input_json_delta", "partial_json": toolArgs}})
+			"delta": map[string]any{"type": "input_json_delta", "partial_json": d.args}})
 	} else {
 		s.send("content_block_start", map[string]any{"type": "content_block_start", "index": 0,
 			"content_block": map[string]any{"type": "text", "text": ""}})
@@ -283,7 +360,7 @@ func (m *model) responses(w http.ResponseWriter, d decision) {
 	s.send("response.created", map[string]any{"type": "response.created", "sequence_number": 0, "response": resp})
 	var item map[string]any
 	if d.tool != "" {
-		item = map[string]any{"type": "function_call", "id": "fc_01", "call_id": "call_01", "name": d.tool, "arguments": toolArgs, "status": "completed"}
+		item = map[string]any{"type": "function_call", "id": "fc_" + d.id, "call_id": "call_" + d.id, "name": d.tool, "arguments": d.args, "status": "completed"}
 		if ns, name, ok := strings.Cut(d.tool, "."); ok {
 			item["namespace"], item["name"] = ns, name
 		}
@@ -309,8 +386,8 @@ func (m *model) chat(w http.ResponseWriter, body []byte, d decision) {
 	msg := map[string]any{"role": "assistant", "content": d.text}
 	finish := "stop"
 	if d.tool != "" {
-		msg = map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{"index": 0, "id": "call_01", "type": "function",
-			"function": map[string]any{"name": d.tool, "arguments": toolArgs}}}}
+		msg = map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{"index": 0, "id": "call_" + d.id, "type": "function",
+			"function": map[string]any{"name": d.tool, "arguments": d.args}}}}
 		finish = "tool_calls"
 	}
 	usage := map[string]any{"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
@@ -331,7 +408,7 @@ func (m *model) chat(w http.ResponseWriter, body []byte, d decision) {
 func (m *model) gemini(w http.ResponseWriter, stream bool, d decision) {
 	part := map[string]any{"text": d.text}
 	if d.tool != "" {
-		part = map[string]any{"functionCall": map[string]any{"name": d.tool, "args": json.RawMessage(toolArgs)}}
+		part = map[string]any{"functionCall": map[string]any{"name": d.tool, "args": json.RawMessage(d.args)}}
 	}
 	resp := map[string]any{"candidates": []any{map[string]any{"content": map[string]any{"role": "model", "parts": []any{part}}, "finishReason": "STOP", "index": 0}},
 		"usageMetadata": map[string]any{"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15}, "modelVersion": "scripted"}
