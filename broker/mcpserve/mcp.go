@@ -234,6 +234,8 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 				// The permissions in force decide what is listed, even
 				// if no one said they changed.
 				l.sync(nil)
+				res, err := next(ctx, method, req)
+				return l.withExecution(res), err
 			case "tools/call":
 				prepare(ctx)
 				cr, ok := req.(*mcp.CallToolRequest)
