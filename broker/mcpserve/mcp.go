@@ -234,6 +234,8 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 				// The permissions in force decide what is listed, even
 				// if no one said they changed.
 				l.sync(nil)
+				res, err := next(ctx, method, req)
+				return l.withExecution(res), err
 			case "tools/call":
 				prepare(ctx)
 				cr, ok := req.(*mcp.CallToolRequest)
@@ -431,7 +433,22 @@ func answerSealed(ctx context.Context, b Backend, r call.Request, p *mcp.CallToo
 // pml:continue_workflow when the asking tool is not listed there at all.
 // An approval of an inner call of code is answered by the tool that runs
 // the code (its Context "run").
+//
+// A call of a tool the server does not list is answered with the tools
+// it does, named as this view lists them too.
 func inView(l *listing, res call.Result) call.Result {
+	var unknown *tl.UnknownToolError
+	if l != nil && l.v.prefix != "" && res.IsError && errors.As(res.Cause, &unknown) {
+		called, _ := l.v.show(unknown.Name)
+		var names []string
+		for _, n := range unknown.Tools {
+			if w, ok := l.wireOf(n, l.names.Peek); ok {
+				names = append(names, w)
+			}
+		}
+		res.Text = unknown.Worded(called, names)
+		return res
+	}
 	a, ok := res.Structured.(workflow.Approval)
 	if !ok || res.IsError || l == nil || l.v.prefix == "" {
 		return res

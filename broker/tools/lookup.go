@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -157,12 +158,36 @@ func (s *Servers) Lookup(ctx context.Context, name string) (Entry, error) {
 	entry, ok := s.Table.Get(name)
 	if !ok {
 		srv.mu.Lock()
-		names := strings.Join(srv.names, ", ")
+		names := slices.Clone(srv.names)
 		srv.mu.Unlock()
-		return Entry{}, fmt.Errorf("%w %q: the MCP server %s offers %s", call.ErrNotFound, name, srv.Cfg.Name, names)
+		return Entry{}, &UnknownToolError{Name: name, Server: srv.Cfg.Name, Tools: names}
 	}
 	return entry, nil
 }
+
+// UnknownToolError is a call of a tool a configured server does not
+// list: it names the tools the server does list, as pml names them
+// (server:tool). A client's view words it with the names it lists
+// (mcpserve's inView: `pml run NAME` lists `tool`, not `NAME:tool`).
+type UnknownToolError struct {
+	Name   string   // pml's name of the tool called
+	Server string   // the configured server
+	Tools  []string // pml's names of the server's tools
+}
+
+func (e *UnknownToolError) Error() string {
+	return e.Worded(e.Name, e.Tools)
+}
+
+// Worded is the error's text with the tool called and the server's tools
+// named as the reader knows them.
+func (e *UnknownToolError) Worded(called string, tools []string) string {
+	return fmt.Sprintf("%v %q: the MCP server %s offers %s", call.ErrNotFound, called, e.Server, strings.Join(tools, ", "))
+}
+
+// Unwrap makes it a call.ErrNotFound (pml call exits 2, the audit says
+// not_found).
+func (e *UnknownToolError) Unwrap() error { return call.ErrNotFound }
 
 // HasServer reports whether name is a configured server's prefix.
 func (s *Servers) HasServer(tool string) bool { return s.ServerOf(tool) != nil }
