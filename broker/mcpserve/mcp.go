@@ -316,9 +316,9 @@ func toolHandler(x *binding, sess *sessions, name string, view func() *listing) 
 		}
 		if modernEra(req.Session) && isBridgeState(p.RequestState) {
 			// The answer to a server's question (bridge.go).
-			return br.resume(ctx, owner, name, p), nil
+			return br.resume(ctx, owner, name, p)
 		}
-		rel := &sessionRelay{ss: req.Session, b: b, req: ctx}
+		rel := &sessionRelay{ss: req.Session, b: b, req: ctx, sessionLevel: !stateless && !metaNamesLogLevel(p.Meta)}
 		r := call.Request{Tool: name, Args: p.Arguments, Workflows: wfs, Relay: rel, ProgressToken: p.GetProgressToken(),
 			Meta: clientMeta(p.Meta)}
 		deferred := multiRoundTrip(req.Session)
@@ -363,7 +363,7 @@ func toolHandler(x *binding, sess *sessions, name string, view func() *listing) 
 			return br.start(ctx, owner, name, rel, func(ctx context.Context, relay upstream.Relay) *mcp.CallToolResult {
 				r.Relay = relay
 				return run(ctx)
-			}), nil
+			})
 		}
 		return run(ctx), nil
 	}
@@ -502,15 +502,30 @@ type sessionRelay struct {
 	// it (a stateless pml serve has no other stream and no session
 	// level). nil: the session's (older revisions).
 	req context.Context
+	// sessionLevel: over stdio a modern request whose _meta names no log
+	// level gets the level the client set for the session (the go-sdk
+	// reads an empty level from such a request's context, which would
+	// silence every server log message of a client that set one).
+	sessionLevel bool
 }
 
 // notifyCtx is the context a notification to the client is sent with:
 // the request's on MCP 2026-07-28, else ctx.
 func (r *sessionRelay) notifyCtx(ctx context.Context) context.Context {
 	if r.req != nil && modernEra(r.ss) {
+		if r.sessionLevel {
+			return context.Background()
+		}
 		return r.req
 	}
 	return ctx
+}
+
+// metaNamesLogLevel reports whether a request's _meta names its log level
+// (MCP 2026-07-28).
+func metaNamesLogLevel(m mcp.Meta) bool {
+	_, ok := m[mcp.MetaKeyLogLevel]
+	return ok
 }
 
 // SessionKey ties the relay to its client session: a pooled server's
