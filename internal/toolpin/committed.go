@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -116,6 +117,11 @@ func ReadCommitted(ws string) (*Committed, error) {
 func writeCommitted(ws string, sections map[string]map[string]string) error {
 	// The lock is taken under the workspace's .pml/, never through a
 	// link a repository put there.
+	// A workspace that is not there (gone, or a test's name) is never
+	// made: nothing is written.
+	if st, err := os.Stat(ws); err != nil || !st.IsDir() {
+		return fmt.Errorf("the workspace %s is not a directory here: %s not written", ws, LockName)
+	}
 	lockName := filepath.Join(ws, ".pml", "committed-lock.lock")
 	if err := safefs.MkdirAll(ws, filepath.Dir(lockName), 0o700); err != nil {
 		return err
