@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 
@@ -61,7 +60,18 @@ type Committed struct {
 	ToolDefinitions map[string]*Section `json:"tool_definitions"`
 }
 
-var digestRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+// isDigest reports whether d is sha256:<64 lower-case hex digits>.
+func isDigest(d string) bool {
+	if len(d) != len("sha256:")+64 || !strings.HasPrefix(d, "sha256:") {
+		return false
+	}
+	for _, c := range d[len("sha256:"):] {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
 
 // ReadCommitted reads the committed lock of workspace ws: nil (and no
 // error) when there is none. It is never read through a link, nor past
@@ -100,7 +110,7 @@ func ReadCommitted(ws string) (*Committed, error) {
 				if Server(name) != server {
 					return nil, bad(fmt.Sprintf("%q is listed under the server %q", name, server))
 				}
-				if !digestRE.MatchString(d) {
+				if !isDigest(d) {
 					return nil, bad(fmt.Sprintf("the digest of %q is not sha256:<64 hex digits>", name))
 				}
 			}
