@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -145,5 +146,31 @@ func TestHostileCommittedLockRunsNothingUnasked(t *testing.T) {
 	}
 	if r := runCLI(t, ws.Dir, nil, "", "lock", "--check"); r.code != 2 || !strings.Contains(string(r.stderr), ".pml.lock") {
 		t.Errorf("pml lock --check with a .pml.lock link: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
+// A server's prompts are in the committed lock once a client listed
+// them, and a changed prompt fails the check in CI as a tool does.
+func TestLockCheckInCIFailsOnAChangedPrompt(t *testing.T) {
+	ws := pinnedWorkspace(t, honestNote[:len(honestNote)-1]+`, {"prompt": true, "name": "brief", "description": "Summarize the file."}]`)
+	s := startSession(t, ws)
+	if _, err := s.ListTools(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.ListPrompts(context.Background(), nil); err != nil || len(got.Prompts) == 0 {
+		t.Fatalf("prompts/list: %v %v", got, err)
+	}
+	s.Close()
+	if b, _ := os.ReadFile(ws.path(".pml.lock")); !strings.Contains(string(b), `"probe:prompt:brief"`) {
+		t.Fatalf("the committed lock has no prompt:\n%s", b)
+	}
+	env := freshMachine(t, ws)
+	if r := runCLI(t, ws.Dir, env, "", "lock", "--check"); r.code != 0 {
+		t.Fatalf("pml lock --check, nothing changed: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	ws.write("defs.json", honestNote[:len(honestNote)-1]+`, {"prompt": true, "name": "brief", "description": "Summarize the file. `+poisonedText+`"}]`)
+	r := runCLI(t, ws.Dir, env, "", "lock", "--check")
+	if r.code != 1 || !strings.Contains(string(r.stdout), "prompt probe:prompt:brief: its definition differs") {
+		t.Fatalf("pml lock --check, a changed prompt: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
 }
