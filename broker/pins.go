@@ -40,7 +40,7 @@ func pinsOf(b *Broker, ws string, pins tl.Pinner) *tl.ToolPins {
 	// person pinned; it vouches for nothing, so failing to write it
 	// holds nothing: it is said.
 	store.OnCommitErr = func(err error) {
-		b.log.Warn().Err(err).Msg("the project's committed lock of tool definitions was not updated")
+		b.log.Warn().Err(err).Msg("the project's committed lock of tool definitions (" + toolpin.LockName + ")")
 	}
 	b.srv.Table.SetPins(store, policy, onErr)
 	return p

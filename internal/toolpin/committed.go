@@ -200,7 +200,7 @@ func (s *Store) sectionLocked(kind, server string, names []string) map[string]st
 // commitLocked writes kind/server's section to the committed lock when it
 // is not what this process last saw there; s.mu is held. A failure is
 // returned for the caller to say: the pins (what counts) are written.
-func (s *Store) commitLocked(kind, server string, section map[string]string) error {
+func (s *Store) commitLocked(kind, server string, section map[string]string, first bool) error {
 	if s.noCommit {
 		return nil
 	}
@@ -225,10 +225,22 @@ func (s *Store) commitLocked(kind, server string, section map[string]string) err
 	if sameDigests(s.committed[k], section) {
 		return nil
 	}
+	var differ []string
+	if first {
+		for n, d := range section {
+			if was, ok := s.committed[k][n]; ok && was != d {
+				differ = append(differ, n)
+			}
+		}
+		sort.Strings(differ)
+	}
 	if err := writeCommitted(s.ws, map[string]map[string]string{k: section}); err != nil {
 		return fmt.Errorf("the definitions of %s were pinned, but %s was not written: %w", server, LockName, err)
 	}
 	s.committed[k] = section
+	if len(differ) > 0 {
+		return fmt.Errorf("%s said otherwise than %s records (committed) about %s at its first listing here: pml pinned what it says now and wrote it there; review the change (git diff %s) before you commit it", server, LockName, strings.Join(differ, ", "), LockName)
+	}
 	return nil
 }
 

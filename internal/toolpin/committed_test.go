@@ -113,3 +113,24 @@ func TestCompareCommittedNamesChangedNewAndRemoved(t *testing.T) {
 		t.Error("equal listings compared as drift-free although dead:t is missing")
 	}
 }
+
+// On a machine whose pins are empty (a teammate's clone), the first
+// listing pins what the server says (trust on first use) and writes it
+// to the committed lock; a digest it replaces there is said.
+func TestAFirstListingThatDiffersFromTheCommittedLockIsSaid(t *testing.T) {
+	ws := t.TempDir()
+	a := def("srv:a", "Add.", `{}`)
+	os.WriteFile(filepath.Join(ws, LockName), []byte(`{"version": 1, "tool_definitions": {"srv": {"tools": {"srv:a": "sha256:`+strings.Repeat("a", 64)+`"}}}}`), 0o644)
+	s := open(t, ws)
+	var said []error
+	s.OnCommitErr = func(err error) { said = append(said, err) }
+	if held, err := s.Check(KindTool, "srv", []Def{a}); err != nil || len(held) != 0 {
+		t.Fatal(held, err)
+	}
+	if len(said) != 1 || !strings.Contains(said[0].Error(), "srv:a") || !strings.Contains(said[0].Error(), "git diff .pml.lock") {
+		t.Fatalf("said %v", said)
+	}
+	if got := mustCommitted(t, ws).ToolDefinitions["srv"].Tools["srv:a"]; got != a.Digest() {
+		t.Errorf("the committed lock: %s", got)
+	}
+}

@@ -155,7 +155,8 @@ type Store struct {
 	committed map[string]map[string]string
 	noCommit  bool
 	// OnCommitErr is told when the committed lock could not be written
-	// (the pins, which count, were): a session logs it.
+	// (the pins, which count, were), or when a first listing here replaced
+	// a digest it recorded: a session logs it.
 	OnCommitErr func(error)
 }
 
@@ -311,7 +312,7 @@ func (s *Store) Check(kind, server string, defs []Def) (map[string]*Drift, error
 	if err := s.noteListedLocked(kind, server, defs); err != nil {
 		return held, err
 	}
-	s.commitSection(kind, server)
+	s.commitSection(kind, server, false)
 	return held, nil
 }
 
@@ -350,7 +351,11 @@ func (s *Store) noteListedLocked(kind, server string, defs []Def) error {
 // commitSection writes kind/server's section of the committed lock from
 // the pins (names listed last, each with its pinned digest); a failure
 // goes to OnCommitErr. s.mu is held.
-func (s *Store) commitSection(kind, server string) {
+//
+// first: the section is of a server's first listing here (trust on first
+// use): a digest it replaces in the committed lock is said, for the person
+// to review (the committed lock says someone accepted something else).
+func (s *Store) commitSection(kind, server string, first bool) {
 	k := key(kind, server)
 	ns, ok := s.doc.Listed[k]
 	if !ok {
@@ -361,7 +366,7 @@ func (s *Store) commitSection(kind, server string) {
 			}
 		}
 	}
-	if err := s.commitLocked(kind, server, s.sectionLocked(kind, server, ns)); err != nil && s.OnCommitErr != nil {
+	if err := s.commitLocked(kind, server, s.sectionLocked(kind, server, ns), first); err != nil && s.OnCommitErr != nil {
 		s.OnCommitErr(err)
 	}
 }
@@ -492,6 +497,6 @@ func (s *Store) pinLocked(kind, server string, defs []Def, listing bool) error {
 	if err != nil {
 		return err
 	}
-	s.commitSection(kind, server)
+	s.commitSection(kind, server, listing)
 	return nil
 }
