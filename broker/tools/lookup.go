@@ -191,3 +191,45 @@ func (e *UnknownToolError) Unwrap() error { return call.ErrNotFound }
 
 // HasServer reports whether name is a configured server's prefix.
 func (s *Servers) HasServer(tool string) bool { return s.ServerOf(tool) != nil }
+
+// ListLive lists every configured server's tools from the server itself,
+// never from the tools cache (which anyone who writes the workspace can
+// write), starting its container as a call would, and registers them
+// (so that the pins, or pml lock --check's recorder, see them). It
+// returns why each server that could not be listed was not: one not
+// installed, one that cannot start, one that did not answer before ctx
+// ended.
+func (s *Servers) ListLive(ctx context.Context) map[string]error {
+	list := s.List()
+	errs := make([]error, len(list))
+	var wg sync.WaitGroup
+	for i, srv := range list {
+		wg.Add(1)
+		go panics.Guarded(s.log, "tools/list", "listing the server "+srv.Cfg.Name, func() {
+			defer wg.Done()
+			if !s.Deps.Installed(srv.Cfg) {
+				errs[i] = fmt.Errorf("%s is not installed here, so its tools cannot be listed: run pml images pull (or a first call of one of its tools) first", srv.Cfg.Name)
+				return
+			}
+			if err := srv.Prepare(s.grants, s.sb.ServerEnv); err != nil {
+				errs[i] = err
+				return
+			}
+			tools, err := srv.Up.Tools(ctx)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			srv.mu.Lock()
+			srv.live = true
+			srv.mu.Unlock()
+			s.RegisterTools(srv, tools)
+		})
+	}
+	wg.Wait()
+	out := map[string]error{}
+	for i, srv := range list {
+		out[srv.Cfg.Name] = errs[i]
+	}
+	return out
+}
