@@ -38,16 +38,67 @@ func runPML(t *testing.T, ws *workspace, args ...string) (int, string, string) {
 // pmlRun starts `pml run name` in ws with the go-sdk client.
 func pmlRun(t *testing.T, ctx context.Context, ws *workspace, name string) (*mcp.ClientSession, *syncBuffer) {
 	t.Helper()
+	return pmlRunVersion(t, ctx, ws, name, "")
+}
+
+// pmlRunVersion is pmlRun with the protocol version the client offers
+// ("" for the go-sdk's default).
+func pmlRunVersion(t *testing.T, ctx context.Context, ws *workspace, name, version string) (*mcp.ClientSession, *syncBuffer) {
+	t.Helper()
 	cmd := execPML(ws, "run", name)
 	cmd.Dir = ws.Dir
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr
+	var opts *mcp.ClientSessionOptions
+	if version != "" {
+		opts = &mcp.ClientSessionOptions{ProtocolVersion: version}
+	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "pml-run-e2e", Version: "1"}, nil)
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, opts)
 	if err != nil {
 		t.Fatalf("pml run %s: %v\n%s", name, err, stderr)
 	}
 	return cs, stderr
+}
+
+// listedURIs lists a session's resources and returns their URIs.
+func listedURIs(t *testing.T, ctx context.Context, cs *mcp.ClientSession) []string {
+	t.Helper()
+	res, err := cs.ListResources(ctx, nil)
+	if err != nil {
+		t.Fatalf("resources/list: %v", err)
+	}
+	var uris []string
+	for _, r := range res.Resources {
+		uris = append(uris, r.URI)
+	}
+	return uris
+}
+
+// checkEverythingInfo reads embedded:info, the go-sdk everything
+// example's resource, and checks it is that server's text.
+func checkEverythingInfo(t *testing.T, ctx context.Context, cs *mcp.ClientSession, what string) {
+	t.Helper()
+	read, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "embedded:info"})
+	if err != nil {
+		t.Fatalf("resources/read embedded:info (%s): %v", what, err)
+	}
+	if len(read.Contents) != 1 || !strings.Contains(read.Contents[0].Text, "hello example server") {
+		t.Errorf("embedded:info (%s) is not the everything server's: %+v", what, read.Contents)
+	}
+}
+
+// checkEverythingTemplate checks the everything example's one resource
+// template is listed as it declares it.
+func checkEverythingTemplate(t *testing.T, ctx context.Context, cs *mcp.ClientSession) {
+	t.Helper()
+	tpl, err := cs.ListResourceTemplates(ctx, nil)
+	if err != nil {
+		t.Fatalf("resources/templates/list: %v", err)
+	}
+	if len(tpl.ResourceTemplates) != 1 || tpl.ResourceTemplates[0].URITemplate != "http://example.com/~{resource_name}/" {
+		t.Fatalf("resources/templates/list: %+v", tpl.ResourceTemplates)
+	}
 }
 
 func TestAddRunListRemoveACapability(t *testing.T) {

@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -56,32 +57,12 @@ func checkServedFeatures(t *testing.T, cs *mcp.ClientSession, ws *workspace) {
 		t.Errorf("prompts/get: %+v", got.Messages)
 	}
 
-	res, err := cs.ListResources(ctx, nil)
-	if err != nil {
-		t.Fatalf("resources/list: %v", err)
+	if uris := listedURIs(t, ctx, cs); !slices.Contains(uris, "embedded:info") {
+		t.Fatalf("resources/list does not list embedded:info unchanged: %q", uris)
 	}
-	found := false
-	for _, r := range res.Resources {
-		found = found || r.URI == "embedded:info"
-	}
-	if !found {
-		t.Fatalf("resources/list does not list embedded:info unchanged: %+v", res.Resources)
-	}
-	read, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "embedded:info"})
-	if err != nil {
-		t.Fatalf("resources/read embedded:info: %v", err)
-	}
-	if len(read.Contents) != 1 || !strings.Contains(read.Contents[0].Text, "hello example server") {
-		t.Errorf("resources/read embedded:info: %+v", read.Contents)
-	}
+	checkEverythingInfo(t, ctx, cs, "listed by the server")
 
-	tpl, err := cs.ListResourceTemplates(ctx, nil)
-	if err != nil {
-		t.Fatalf("resources/templates/list: %v", err)
-	}
-	if len(tpl.ResourceTemplates) != 1 || tpl.ResourceTemplates[0].URITemplate != "http://example.com/~{resource_name}/" {
-		t.Fatalf("resources/templates/list: %+v", tpl.ResourceTemplates)
-	}
+	checkEverythingTemplate(t, ctx, cs)
 	// The example's template handler refuses every URI but embedded:
 	// ones ("wrong scheme"): its own error, passed on as it sent it,
 	// shows the read reached it through its template.

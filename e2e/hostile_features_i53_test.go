@@ -43,24 +43,10 @@ func promptText(t *testing.T, res *mcp.GetPromptResult) string {
 func checkHostileFeatures(t *testing.T, cs *mcp.ClientSession) {
 	t.Helper()
 	ctx := context.Background()
-	res, err := cs.ListResources(ctx, nil)
-	if err != nil {
-		t.Fatalf("resources/list: %v", err)
-	}
-	var uris []string
-	for _, r := range res.Resources {
-		uris = append(uris, r.URI)
-	}
-	if !strings.Contains(strings.Join(uris, " "), "probe:doc") {
+	if uris := listedURIs(t, ctx, cs); !strings.Contains(strings.Join(uris, " "), "probe:doc") {
 		t.Fatalf("resources/list does not list probe:doc: %q", uris)
 	}
-	read, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "embedded:info"})
-	if err != nil {
-		t.Fatalf("resources/read embedded:info: %v", err)
-	}
-	if len(read.Contents) != 1 || !strings.Contains(read.Contents[0].Text, "hello example server") {
-		t.Errorf("embedded:info, listed by everything and probe, is not everything's: %+v", read.Contents)
-	}
+	checkEverythingInfo(t, ctx, cs, "listed by everything and probe")
 	prompts, err := cs.ListPrompts(ctx, nil)
 	if err != nil {
 		t.Fatalf("prompts/list: %v", err)

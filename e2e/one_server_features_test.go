@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -57,31 +58,11 @@ func checkOneServerFeatures(t *testing.T, cs *mcp.ClientSession, ws *workspace) 
 		t.Errorf("the aggregate's name everything__greet was got in the one-server view")
 	}
 
-	res, err := cs.ListResources(ctx, nil)
-	if err != nil {
-		t.Fatalf("resources/list: %v", err)
+	if uris := listedURIs(t, ctx, cs); !slices.Contains(uris, "embedded:info") {
+		t.Fatalf("resources/list does not list embedded:info unchanged: %q", uris)
 	}
-	found := false
-	for _, r := range res.Resources {
-		found = found || r.URI == "embedded:info"
-	}
-	if !found {
-		t.Fatalf("resources/list does not list embedded:info: %+v", res.Resources)
-	}
-	read, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "embedded:info"})
-	if err != nil {
-		t.Fatalf("resources/read embedded:info: %v", err)
-	}
-	if len(read.Contents) != 1 || !strings.Contains(read.Contents[0].Text, "hello example server") {
-		t.Errorf("resources/read embedded:info: %+v", read.Contents)
-	}
-	tpl, err := cs.ListResourceTemplates(ctx, nil)
-	if err != nil {
-		t.Fatalf("resources/templates/list: %v", err)
-	}
-	if len(tpl.ResourceTemplates) != 1 || tpl.ResourceTemplates[0].URITemplate != "http://example.com/~{resource_name}/" {
-		t.Fatalf("resources/templates/list: %+v", tpl.ResourceTemplates)
-	}
+	checkEverythingInfo(t, ctx, cs, "listed by the server")
+	checkEverythingTemplate(t, ctx, cs)
 
 	// A prompt's argument, by the prompt's own name.
 	comp, err := cs.Complete(ctx, &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "greet"},
@@ -121,14 +102,7 @@ func checkOneServerFeatures(t *testing.T, cs *mcp.ClientSession, ws *workspace) 
 func TestOneServerServesItsPromptsAndResourcesOverStdio(t *testing.T) {
 	needImage(t, everythingImage)
 	ws := newWorkspace(t, featuresConfig())
-	client := mcp.NewClient(&mcp.Implementation{Name: "one", Version: "1"}, nil)
-	stderr := &syncBuffer{}
-	cmd := execPML(ws, "run", "everything")
-	cmd.Stderr = stderr
-	cs, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-	if err != nil {
-		t.Fatalf("%v\n%s", err, stderr.String())
-	}
+	cs, _ := pmlRunVersion(t, context.Background(), ws, "everything", "2025-11-25")
 	t.Cleanup(func() { cs.Close() })
 	checkOneServerFeatures(t, cs, ws)
 }
@@ -240,14 +214,7 @@ func TestAHostileServersPromptsAndResourcesStayOutOfAnotherServersView(t *testin
 
 	// The probe's own view: its embedded:info, its prompts under their
 	// own names (everything__greet is the probe's name for its prompt).
-	client := mcp.NewClient(&mcp.Implementation{Name: "one", Version: "1"}, nil)
-	stderr := &syncBuffer{}
-	cmd := execPML(ws, "run", "probe")
-	cmd.Stderr = stderr
-	ps, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-	if err != nil {
-		t.Fatalf("%v\n%s", err, stderr.String())
-	}
+	ps, _ := pmlRunVersion(t, ctx, ws, "probe", "2025-11-25")
 	defer ps.Close()
 	read, err = ps.ReadResource(ctx, &mcp.ReadResourceParams{URI: "embedded:info"})
 	if err != nil || len(read.Contents) != 1 || read.Contents[0].Text != "the probe's own info" {
@@ -371,14 +338,7 @@ func TestAPerCallServersPromptsAndResourcesReachTheClient(t *testing.T) {
 		check(t, s.ClientSession, "everything__greet")
 	})
 	t.Run("pml run everything", func(t *testing.T) {
-		client := mcp.NewClient(&mcp.Implementation{Name: "one", Version: "1"}, nil)
-		stderr := &syncBuffer{}
-		cmd := execPML(ws, "run", "everything")
-		cmd.Stderr = stderr
-		cs, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-		if err != nil {
-			t.Fatalf("%v\n%s", err, stderr.String())
-		}
+		cs, _ := pmlRunVersion(t, context.Background(), ws, "everything", "2025-11-25")
 		defer cs.Close()
 		check(t, cs, "greet")
 	})

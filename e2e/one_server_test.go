@@ -78,14 +78,7 @@ func checkOneServer(t *testing.T, cs *mcp.ClientSession) {
 func TestOneServerAsItselfOverStdio(t *testing.T) {
 	needImage(t, everythingImage)
 	ws := newWorkspace(t, oneServerConfig())
-	client := mcp.NewClient(&mcp.Implementation{Name: "one", Version: "1"}, nil)
-	stderr := &syncBuffer{}
-	cmd := execPML(ws, "run", "everything")
-	cmd.Stderr = stderr
-	cs, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-	if err != nil {
-		t.Fatalf("%v\n%s", err, stderr.String())
-	}
+	cs, _ := pmlRunVersion(t, context.Background(), ws, "everything", "2025-11-25")
 	t.Cleanup(func() { cs.Close() })
 	checkOneServer(t, cs)
 }
@@ -182,14 +175,7 @@ func startServeArgs(t *testing.T, ws *workspace, args ...string) (url, token str
 // listed; the name stays pml's (its description, its answer).
 func TestHostileServerToolNamedAsTheApprovalToolUnderPmlRun(t *testing.T) {
 	ws := newWorkspace(t, fmt.Sprintf(`{"permissions": {"allow": ["evil:*"]}, "mcps": {"evil": {"image": %q, "workspace": "none", "env": {"PROBE_HOSTILE_NAMES": "continue"}}}}`, probeImage(t)))
-	client := mcp.NewClient(&mcp.Implementation{Name: "one", Version: "1"}, nil)
-	stderr := &syncBuffer{}
-	cmd := execPML(ws, "run", "evil")
-	cmd.Stderr = stderr
-	cs, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-	if err != nil {
-		t.Fatalf("%v\n%s", err, stderr.String())
-	}
+	cs, _ := pmlRunVersion(t, context.Background(), ws, "evil", "2025-11-25")
 	t.Cleanup(func() { cs.Close() })
 	lr, err := cs.ListTools(context.Background(), nil)
 	if err != nil {

@@ -46,9 +46,6 @@
 set -euo pipefail
 
 IMAGE=${PML_NODE_IMAGE:-pml/node:18}
-SUITE=bookworm
-MIRROR=${PML_DEBIAN_MIRROR:-http://deb.debian.org/debian}
-SECURITY=${PML_DEBIAN_SECURITY:-http://deb.debian.org/debian-security}
 REGISTRY=${PML_NPM_REGISTRY:-https://registry.npmjs.org}
 # npm 10.9.x is the newest line whose engines field accepts bookworm's
 # Node 18 ("^18.17.0 || >=20.5.0"); npm 11 needs Node >= 20.17.
@@ -58,70 +55,14 @@ NPM_INTEGRITY=sha512-1g+6jLQvaIuB4zwvHL7yrXuXcWZwDsCtBX8bbWDqbvJSSr9nPiDDWTHNgwX
 log() { echo "images/node: $*" >&2; }
 die() { echo "images/node: error: $*" >&2; exit 1; }
 
-command -v docker >/dev/null 2>&1 || die "docker is not installed (run \`make docker\`)"
-docker version --format '{{.Server.Version}}' >/dev/null 2>&1 \
-  || die "the Docker daemon does not answer (run \`make docker\`)"
-
-if [ "${PML_REBUILD:-0}" != 1 ] && docker image inspect "$IMAGE" >/dev/null 2>&1; then
-  log "$IMAGE exists, skipping (PML_REBUILD=1 rebuilds it)"
-  exit 0
-fi
-
-SUDO=""
-if [ "$(id -u)" != 0 ]; then
-  command -v sudo >/dev/null 2>&1 || die "debootstrap needs root: run as root or install sudo"
-  SUDO=sudo
-fi
-
+. "$(dirname "${BASH_SOURCE[0]}")/../rootfs.sh"
+rootfs_begin
 for tool in curl sha512sum base64 od tar; do
   command -v "$tool" >/dev/null 2>&1 || die "$tool is missing"
 done
-work=$(mktemp -d "${TMPDIR:-/var/tmp}/pml-node-image.XXXXXX")
-rootfs=$work/rootfs
-cleanup() {
-  # debootstrap or a failed chroot step may leave /proc, /sys... mounted in
-  # the rootfs: unmount them (deepest first) before deleting anything.
-  local mnts
-  mnts=$(awk -v p="$work/" 'index($2, p) == 1 { print $2 }' /proc/mounts | sort -r || true)
-  if [ -n "$mnts" ]; then
-    while read -r m; do $SUDO umount -l "$m" 2>/dev/null || true; done <<<"$mnts"
-  fi
-  $SUDO rm -rf --one-file-system "$work"
-}
-trap cleanup EXIT
-
-if ! command -v debootstrap >/dev/null 2>&1 && ! [ -x /usr/sbin/debootstrap ]; then
-  log "installing Debian's debootstrap"
-  bash "$(dirname "${BASH_SOURCE[0]}")/../../.ci/apt.sh" debootstrap || die "installing debootstrap failed"
-fi
-DEBOOTSTRAP=$(command -v debootstrap || echo /usr/sbin/debootstrap)
 
 # --- 1. Debian root filesystem ---------------------------------------------
-log "debootstrap $SUITE (minbase + nodejs, ca-certificates) from $MIRROR (about a minute)"
-if ! $SUDO "$DEBOOTSTRAP" --variant=minbase --include=nodejs,ca-certificates \
-    "$SUITE" "$rootfs" "$MIRROR" >"$work/debootstrap.log" 2>&1; then
-  tail -n 30 "$work/debootstrap.log" >&2 || true
-  [ -f "$rootfs/debootstrap/debootstrap.log" ] && tail -n 30 "$rootfs/debootstrap/debootstrap.log" >&2
-  die "debootstrap failed (log above)"
-fi
-
-if [ "$SECURITY" != none ]; then
-  log "applying $SUITE-updates and $SUITE-security"
-  $SUDO tee "$rootfs/etc/apt/sources.list" >/dev/null <<EOF
-deb $MIRROR $SUITE main
-deb $MIRROR $SUITE-updates main
-deb $SECURITY $SUITE-security main
-EOF
-  chroot_apt() {
-    $SUDO chroot "$rootfs" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
-      DEBIAN_FRONTEND=noninteractive apt-get -qq -o Dpkg::Use-Pty=0 "$@"
-  }
-  if ! { chroot_apt update && chroot_apt -y upgrade; } >"$work/upgrade.log" 2>&1; then
-    tail -n 30 "$work/upgrade.log" >&2 || true
-    die "apt-get upgrade in the rootfs failed (PML_DEBIAN_SECURITY=none skips it)"
-  fi
-  $SUDO chroot "$rootfs" apt-get clean
-fi
+rootfs_debootstrap nodejs,ca-certificates
 node_version=$($SUDO chroot "$rootfs" /usr/bin/node --version) || die "node does not run in the rootfs"
 log "node $node_version"
 
@@ -156,22 +97,9 @@ npm_version=$($SUDO chroot "$rootfs" /usr/bin/env -i PATH=/usr/bin:/bin HOME=/tm
 [ "$npm_version" = "$NPM_VERSION" ] || die "npm --version says $npm_version, expected $NPM_VERSION"
 
 # --- 3. trim and import ----------------------------------------------------
-log "trimming the rootfs"
-$SUDO rm -rf "$npmdir/man" "$npmdir/docs" \
-  "$rootfs"/var/lib/apt/lists/* "$rootfs"/var/cache/apt/* "$rootfs"/var/cache/debconf/*-old \
-  "$rootfs"/usr/share/doc/* "$rootfs"/usr/share/man/* "$rootfs"/usr/share/info/* \
-  "$rootfs"/usr/share/locale/* "$rootfs"/usr/share/lintian "$rootfs"/var/log/* \
-  "$rootfs"/tmp/* "$rootfs"/root/.npm "$rootfs"/dev/* "$rootfs"/etc/machine-id
-# Docker supplies /etc/resolv.conf, /etc/hosts and /etc/hostname at run time.
-$SUDO rm -f "$rootfs"/etc/resolv.conf "$rootfs"/etc/hostname
-$SUDO touch "$rootfs"/etc/resolv.conf "$rootfs"/etc/hostname
-
-log "importing $IMAGE ($($SUDO du -sh "$rootfs" | cut -f1) root filesystem)"
-$SUDO tar --numeric-owner -C "$rootfs" -c . | docker import \
-  --change 'LABEL pml.image=node' \
-  --change "LABEL pml.node.version=$node_version pml.npm.version=$npm_version" \
-  --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
-  --change 'ENV npm_config_update_notifier=false' \
-  --change 'CMD ["node"]' \
-  - "$IMAGE" >/dev/null || die "docker import failed"
+rootfs_trim "$npmdir/man" "$npmdir/docs" "$rootfs"/root/.npm
+rootfs_import 'LABEL pml.image=node' \
+  "LABEL pml.node.version=$node_version pml.npm.version=$npm_version" \
+  'ENV npm_config_update_notifier=false' \
+  'CMD ["node"]'
 log "built $IMAGE (node $node_version, npm $npm_version)"
