@@ -200,8 +200,10 @@ docs: inside
 # compiling comes first and the installing (Docker, images) last, so that
 # CI's background install of Debian's packages (.ci/run) has finished
 # by the time anything needs one.
-test: inside vet fmt-check registry-bin images
-	PML_BIN=$(CURDIR)/$(BIN) $(GO) test -race -count=1 -timeout 25m ./...
+# .ci/test.sh builds the images while vet and the unit packages run, and
+# then runs the e2e packages.
+test: build docker
+	@GO=$(GO) bash .ci/test.sh $(BIN)
 
 # The slower matrix, after make test (CI runs both, .ci/run): the MCP
 # conformance suite (first: it is cheap), the docs'
