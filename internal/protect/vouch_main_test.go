@@ -1,20 +1,10 @@
 package protect
 
 import (
-	"os"
 	"testing"
+
+	"github.com/pml-dev/pml/internal/vouch/vouchtest"
 )
 
-// TestMain gives the package's tests a state directory of their own:
-// pml's vouching key (internal/vouch), which signs the guard's journals,
-// is created there, never in the person's.
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "pml-test-state-")
-	if err != nil {
-		panic(err)
-	}
-	os.Setenv("XDG_STATE_HOME", dir)
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+// TestMain keeps pml's vouching key out of the person's state directory.
+func TestMain(m *testing.M) { vouchtest.Main(m) }
