@@ -23,7 +23,7 @@ func pinsOf(b *Broker, ws string, pins tl.Pinner) *tl.ToolPins {
 		return tl.PolicyHold
 	}
 	onErr := func(server string, err error) {
-		b.log.Warn().Str("server", termsafe.Quote(server, 0)).Err(err).Msg("the tool definitions of a server could not be checked against their pins; its tools are listed as they come")
+		b.log.Warn().Str("server", termsafe.Quote(server, 0)).Err(err).Msg("the tool definitions of a server could not be checked against their pins; every tool of it is held until they can be")
 	}
 	if pins != nil {
 		// The caller's (pml lock --check lists the servers through one

@@ -350,3 +350,22 @@ func TestAChangedPromptIsHeld(t *testing.T) {
 		t.Errorf("the held prompt was got: %+v %v", r, err)
 	}
 }
+
+// Each pml call is a process of its own that lists no server: the one
+// that held a changed tool wrote the server's new list to the tools
+// cache, and the next one, finding the server's list equal to the cache,
+// registered nothing and ran the tool unasked. Every call holds it.
+func TestADriftHeldByPmlCallStaysHeldOnTheNextCalls(t *testing.T) {
+	ws := pinnedWorkspace(t, honestNote)
+	pinFirst(t, ws)
+	ws.write("defs.json", poisonedNote)
+	for i := 0; i < 3; i++ {
+		r := runCLI(t, ws.Dir, nil, "", "call", "probe:note", `{"text": "hi"}`)
+		if r.code != 3 || strings.Contains(string(r.stdout), "ran note") || !strings.Contains(string(r.stdout), "tool_change") {
+			t.Fatalf("pml call %d of the changed probe:note: exit %d, want 3 (held)\n%s\n%s", i+1, r.code, r.stdout, r.stderr)
+		}
+	}
+	// A session after them holds it too.
+	s := startSession(t, ws)
+	heldApproval(t, s, "probe:note", "+ description: Write a note. "+poisonedText)
+}

@@ -86,14 +86,24 @@ func (s *Servers) Fresh(ctx context.Context, tool string) {
 	}
 	srv.mu.Lock()
 	srv.live = true
+	loaded := srv.loaded
 	srv.mu.Unlock()
 	cached, _ := s.Cache.Get(srv.Cfg)
 	a, _ := json.Marshal(cached)
 	b, _ := json.Marshal(tools)
-	if bytes.Equal(a, b) {
+	same := bytes.Equal(a, b)
+	if same && loaded {
+		// Registered from this same list already, checked against the pins then.
 		return
 	}
-	s.Cache.Put(srv.Cfg, tools)
+	if !same {
+		s.Cache.Put(srv.Cfg, tools)
+	}
+	// Registered even when the cache already says the same: a process that
+	// registered nothing yet (pml call, which lists no server) must hold a
+	// drifted tool of it too; a held tool that is not in the table would
+	// run unasked (a cache written by the last call, which held it, is
+	// already the drifted list).
 	s.RegisterTools(srv, tools)
 }
 
