@@ -11,6 +11,7 @@ import (
 	"github.com/pml-dev/pml/internal/audit"
 	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/telemetry"
+	"github.com/pml-dev/pml/internal/termsafe"
 	"github.com/pml-dev/pml/internal/toolbox"
 )
 
@@ -57,6 +58,15 @@ func (b *Broker) runTool(ctx context.Context, c *call.Call, name string, args ma
 			c.Note(audit.Entry{Tool: name, Decision: audit.Failed, Pattern: pattern, WorkflowID: workflowID, Reason: "no such tool", ArgKeys: audit.Keys(args)})
 			return errorResult(err)
 		}
+	}
+	if entry.Held != nil {
+		// The pin layer puts a held tool to the person and pins what they
+		// accept before it runs again; a held entry reaching this step
+		// was registered after that layer looked (a list read from the
+		// tools cache here), and runs nothing.
+		c.Note(audit.Entry{Tool: name, Decision: audit.Denied, Pattern: pattern, WorkflowID: workflowID, Reason: "tool definition " + string(entry.Held.State) + ": held", ArgKeys: audit.Keys(args)})
+		return errorResult(fmt.Errorf("%w: pml holds %s: %s; nothing ran. Review the change (pml lock shows its diff) and accept it with `pml lock --accept %s`, then call again",
+			call.ErrNotTrusted, termsafe.Quote(name, 200), entry.Held.Summary(), name))
 	}
 	// else: a cloud tool not (yet) in the cloud's list is forwarded anyway,
 	// and the cloud answers whether it knows it.
