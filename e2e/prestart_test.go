@@ -1,0 +1,96 @@
+//go:build linux
+
+package e2e
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	dc "github.com/ory/dockertest/v3/docker"
+)
+
+// sandbox.prestart (broker/tools/prestart.go): a session's start starts
+// the pooled container of each configured server whose calls need no
+// question, so that its first call finds it running.
+
+// prestartPolicy configures the probe twice: "probe", all of whose tools
+// are allowed, and "asker", whose calls ask (no permission names it).
+func prestartPolicy(t *testing.T) string {
+	image := probeImage(t)
+	return fmt.Sprintf(`{"permissions": {"allow": ["probe:*"]},
+ "mcps": {"probe": {"image": %q, "workspace": "none"}, "asker": {"image": %q, "workspace": "none"}}}`, image, image)
+}
+
+// serverContainers are the containers of ws's server name (pml.purpose
+// mcp:NAME).
+func serverContainers(t *testing.T, ws *workspace, name string) []dc.APIContainers {
+	var out []dc.APIContainers
+	for _, c := range containersOf(t, ws.Dir) {
+		if c.Labels["pml.purpose"] == "mcp:"+name {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// TestASessionsFirstCallFindsItsServerStarted: once initialize is done,
+// and before any call or tools/list, the container of the allowed pooled
+// server is created; the first call is answered by that container (no
+// second one), and no container was created at the call.
+func TestASessionsFirstCallFindsItsServerStarted(t *testing.T) {
+	ws := newWorkspace(t, prestartPolicy(t))
+	s := startSession(t, ws)
+	var ctr dc.APIContainers
+	waitSaw(t, "the probe's container started before any call", 30*time.Second, func() (bool, string) {
+		cs := serverContainers(t, ws, "probe")
+		if len(cs) == 1 && cs[0].State == "running" {
+			ctr = cs[0]
+			return true, ""
+		}
+		return false, fmt.Sprintf("%d containers of probe; pml's stderr: %s", len(cs), tail(s.stderr.String()))
+	})
+	if !s.logs(`"MCP server started"`, `"server":"probe"`) {
+		t.Fatalf("its server did not finish starting before the first call:\n%s", tail(s.stderr.String()))
+	}
+	before := time.Now()
+	out, res := s.call(t, "probe:echo", map[string]any{"text": "first"})
+	if res.IsError || out != "first" {
+		t.Fatalf("probe:echo: %q (error %v)", out, res.IsError)
+	}
+	cs := serverContainers(t, ws, "probe")
+	if len(cs) != 1 || cs[0].ID != ctr.ID {
+		t.Fatalf("the first call did not use the pre-started container %.12s: now %d containers of probe", ctr.ID, len(cs))
+	}
+	if created := time.Unix(ctr.Created, 0); !created.Before(before) {
+		t.Errorf("the container was created at %s, not before the first call (%s)", created, before)
+	}
+	// One start in the log: the call's acquire found it running.
+	if n := strings.Count(s.stderr.String(), `"message":"MCP server started"`); n != 1 {
+		t.Errorf("%d server starts logged, want the one pre-start", n)
+	}
+}
+
+// TestAServerThatNeedsAnApprovalIsNotPreStarted: the session pre-starts
+// the allowed server (the reference that pre-starting ran), but not the
+// one whose calls ask, nor one that is not installed (its install asks):
+// neither has a container until a call of it is approved.
+func TestAServerThatNeedsAnApprovalIsNotPreStarted(t *testing.T) {
+	image := probeImage(t)
+	ws := newWorkspace(t, fmt.Sprintf(`{"permissions": {"allow": ["probe:*", "installs:*"]},
+ "mcps": {"probe": {"image": %q, "workspace": "none"}, "asker": {"image": %q, "workspace": "none"},
+  "installs": {"image": %q, "workspace": "none", "install": {"command": "true", "integrity": %q}}}}`, image, image, image, "sha512-"+strings.Repeat("A", 86)+"=="))
+	s := startSession(t, ws)
+	waitSaw(t, "the allowed server pre-started", 30*time.Second, func() (bool, string) {
+		n := len(serverContainers(t, ws, "probe"))
+		return n == 1, fmt.Sprintf("%d containers of probe; pml's stderr: %s", n, tail(s.stderr.String()))
+	})
+	// What a pre-start of the others would have created by now.
+	time.Sleep(2 * time.Second)
+	for _, name := range []string{"asker", "installs"} {
+		if cs := serverContainers(t, ws, name); len(cs) > 0 {
+			t.Errorf("%s was started (%d containers) though its first call needs a person's approval", name, len(cs))
+		}
+	}
+}
