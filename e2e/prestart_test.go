@@ -94,3 +94,22 @@ func TestAServerThatNeedsAnApprovalIsNotPreStarted(t *testing.T) {
 		}
 	}
 }
+
+// TestAPreStartedServerNoOneCallsStopsWhenIdle: a pre-started server
+// that gets no call is stopped after sandbox.idle_timeout, as a called
+// one is, while the session goes on; a call then starts it again.
+func TestAPreStartedServerNoOneCallsStopsWhenIdle(t *testing.T) {
+	ws := newWorkspace(t, strings.Replace(prestartPolicy(t), `"mcps"`, `"sandbox": {"idle_timeout": "2s"}, "mcps"`, 1))
+	s := startSession(t, ws)
+	waitSaw(t, "the probe pre-started", 30*time.Second, func() (bool, string) {
+		n := len(serverContainers(t, ws, "probe"))
+		return n == 1, fmt.Sprintf("%d containers of probe; pml's stderr: %s", n, tail(s.stderr.String()))
+	})
+	waitSaw(t, "the idle pre-started probe stopped", 30*time.Second, func() (bool, string) {
+		n := len(serverContainers(t, ws, "probe"))
+		return n == 0, fmt.Sprintf("%d containers of probe", n)
+	})
+	if out, res := s.call(t, "probe:echo", map[string]any{"text": "again"}); res.IsError || out != "again" {
+		t.Fatalf("probe:echo after the idle stop: %q", out)
+	}
+}
