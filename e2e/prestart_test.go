@@ -3,11 +3,13 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	dc "github.com/ory/dockertest/v3/docker"
 )
 
@@ -111,5 +113,33 @@ func TestAPreStartedServerNoOneCallsStopsWhenIdle(t *testing.T) {
 	})
 	if out, res := s.call(t, "probe:echo", map[string]any{"text": "again"}); res.IsError || out != "again" {
 		t.Fatalf("probe:echo after the idle stop: %q", out)
+	}
+}
+
+// TestAServeSessionPreStartsItsServers: `pml serve` starts nothing
+// before a client comes; a session's initialize starts the allowed
+// pooled server, and its first call is answered by that container.
+func TestAServeSessionPreStartsItsServers(t *testing.T) {
+	ws := newWorkspace(t, prestartPolicy(t))
+	url, token := startServe(t, ws)
+	time.Sleep(time.Second)
+	if n := len(serverContainers(t, ws, "probe")); n != 0 {
+		t.Fatalf("%d containers of probe before any session", n)
+	}
+	cs := httpSession(t, url, token)
+	var id string
+	waitSaw(t, "the probe pre-started by the session's initialize", 30*time.Second, func() (bool, string) {
+		c := serverContainers(t, ws, "probe")
+		if len(c) == 1 {
+			id = c[0].ID
+		}
+		return len(c) == 1, fmt.Sprintf("%d containers of probe", len(c))
+	})
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "probe__echo", Arguments: map[string]any{"text": "served"}})
+	if err != nil || res.IsError || text(res) != "served" {
+		t.Fatalf("probe echo: %v %v", err, res)
+	}
+	if c := serverContainers(t, ws, "probe"); len(c) != 1 || c[0].ID != id {
+		t.Errorf("the call did not use the pre-started container %.12s (%d containers now)", id, len(c))
 	}
 }
