@@ -75,3 +75,14 @@ func (b *Broker) ListServersLive(ctx context.Context) map[string]error {
 	b.srv.Offers(ctx)
 	return errs
 }
+
+// Prestart starts, in the background, the pooled containers of the
+// configured servers (only's, when not "") that a call could start
+// without a question (tools.Servers.Prestart), unless sandbox.prestart
+// is off; it returns their names.
+func (b *Broker) Prestart(only string) []string {
+	if b.cfg.Sandbox.Prestart == config.PrestartOff {
+		return nil
+	}
+	return b.srv.Prestart(only)
+}

@@ -62,6 +62,11 @@ func (s Serving) Prepare(ctx context.Context) {
 	s.b.cloud.Wait(ctx)
 }
 
+// Prestart starts the pooled containers a session's first call would
+// start unasked, before it comes (sandbox.prestart); only: the one
+// server a view fronts ("": every configured server).
+func (s Serving) Prestart(only string) { s.b.Prestart(only) }
+
 // Known reports whether a tool can be called: registered, or not
 // registered yet but resolvable (a configured server's, a cloud tool, one
 // a registry may provide). Anything else is the SDK's "unknown tool".

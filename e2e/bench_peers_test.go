@@ -4,11 +4,15 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -16,6 +20,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/mod/modfile"
+	"golang.org/x/mod/semver"
 
 	"github.com/pml-dev/pml/internal/benchstat"
 )
@@ -25,18 +31,20 @@ import (
 // the same go-sdk client. A peer that cannot be installed or started gets
 // a row that says why; the bench never fails because of a peer.
 
-// thvVersions are the ToolHive releases tried, newest first: the first
-// whose `go install` works here is used (and cached). Releases from v0.55
-// need Go 1.27 (fetched through the module proxy by GOTOOLCHAIN); on this
-// machine's proxy some of their dependencies are not available, so older
-// releases stay on the list.
-var thvVersions = []string{"v0.63.0", "v0.55.1", "v0.47.0"}
+// thvFallback are the ToolHive releases tried, newest first, when the
+// module proxy does not list them (thvReleases): the first that builds
+// here is used (and cached).
+var thvFallback = []string{"v0.63.0", "v0.55.1", "v0.47.0"}
 
-// thvToolchain is what `go install` runs under for releases that need a
-// newer Go than the one installed.
+// thvToolchain is what a release that needs a newer Go than the one
+// installed is resolved and built with (GOTOOLCHAIN: the go command
+// fetches it through the module proxy, which serves this one).
 const thvToolchain = "go1.27.4"
 
-const thvModule = "github.com/stacklok/toolhive/cmd/thv"
+const (
+	thvModulePath = "github.com/stacklok/toolhive"
+	thvModule     = thvModulePath + "/cmd/thv"
+)
 
 type toolhive struct {
 	version string
@@ -47,6 +55,12 @@ type toolhive struct {
 	notRun string
 	// tried says what the install did, for the Peers section.
 	tried []string
+	// newer are the releases newer than the one measured, each with why
+	// it is not (the module the proxy refused, most often).
+	newer []string
+	// resolveOnly: the newest release that resolves is named, not built
+	// (BenchmarkPeerDiscovery).
+	resolveOnly bool
 
 	// started: it answered at least once on this run.
 	started bool
@@ -137,32 +151,61 @@ func (t *toolhive) status() peerStatus {
 			how = "why: " + t.notRun
 		}
 	}
+	if len(t.newer) > 0 {
+		how += ". Newer releases, not measured: " + strings.Join(t.newer, "; ")
+	}
 	if len(t.tried) > 0 {
 		how += ". Install: " + strings.Join(t.tried, "; ")
 	}
 	return peerStatus{Name: "ToolHive", Version: t.version, Measured: measured, How: how}
 }
 
-// gatewayStatus tries to build Docker's MCP Gateway the way ToolHive is
-// built. It is measured only if it builds and runs here; otherwise the
-// report keeps a reference line.
+// gatewayStatus finds out whether Docker's MCP Gateway can be built here
+// the way ToolHive is: its releases listed by the module proxy, the
+// newest resolved (goResolve). The verdict is kept in the bench's cache
+// directory. It is measured only if it builds and runs here; otherwise
+// the report says why, with a reference line.
 func gatewayStatus(b *testing.B) peerStatus {
-	const mod = "github.com/docker/mcp-gateway/cmd/docker-mcp"
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	dir := filepath.Join(benchCacheDir(), "docker-mcp")
-	cmd := exec.CommandContext(ctx, "go", "install", mod+"@latest")
-	cmd.Env = append(os.Environ(), "GOBIN="+dir, "CGO_ENABLED=0", "GOTOOLCHAIN="+thvToolchain+"+auto")
-	cmd.Dir = os.TempDir()
-	out, err := cmd.CombinedOutput()
+	const (
+		modPath = "github.com/docker/mcp-gateway"
+		mod     = modPath + "/cmd/docker-mcp"
+	)
 	ref := "Issue 18 quotes earlier measurements on this machine (date and method not recorded in the report): " +
 		"`--long-lived` about 4× native on a warm call, its default container per call hundreds of times native"
-	if err != nil {
-		return peerStatus{Name: "Docker MCP Gateway", Measured: false,
-			How: fmt.Sprintf("`go install %s@latest` fails here (%s). %s", mod, firstLine(string(out), err), ref)}
+	dir := filepath.Join(benchCacheDir(), "docker-mcp")
+	cannot := func(why string) peerStatus {
+		return peerStatus{Name: "Docker MCP Gateway", Measured: false, How: "cannot be built here: " + why + ". " + ref}
 	}
-	return peerStatus{Name: "Docker MCP Gateway", Measured: false,
-		How: "it builds here (" + filepath.Join(dir, "docker-mcp") + ") but running it needs the docker CLI plugin setup and its catalog; the bench does not drive it yet. " + ref}
+	if why, err := os.ReadFile(filepath.Join(dir, "refused")); err == nil {
+		return cannot(strings.TrimSpace(string(why)) + " (cached: rm -r " + dir + " to retry)")
+	}
+	why, refused := "", false
+	vs, err := goListVersions(modPath)
+	switch {
+	case err != nil:
+		why = "`go list -m -versions " + modPath + "` fails"
+		if mod, status, ok := refusedModule(err.Error()); ok {
+			why, refused = "the module proxy refuses "+mod+" ("+status+"): it lists no release of it and serves none", true
+		} else {
+			why += " (" + err.Error() + ")"
+		}
+	case len(vs) == 0:
+		why, refused = "the module proxy lists no release of "+modPath, true
+	default:
+		toolchain := "local"
+		if w := goModGo(modPath, vs[0]); w != "" && goVersionLess(localGo(), w) {
+			toolchain = thvToolchain
+		}
+		if why, refused = goResolve(mod, vs[0], toolchain); why == "" {
+			return peerStatus{Name: "Docker MCP Gateway", Version: vs[0], Measured: false,
+				How: "its modules resolve here (" + vs[0] + ") but running it needs the docker CLI plugin setup and its catalog; the bench does not drive it yet. " + ref}
+		}
+		why = vs[0] + ": " + why
+	}
+	if refused && os.MkdirAll(dir, 0o755) == nil {
+		_ = os.WriteFile(filepath.Join(dir, "refused"), []byte(why+"\n"), 0o644)
+	}
+	return cannot(why)
 }
 
 func firstLine(out string, err error) string {
@@ -175,10 +218,21 @@ func firstLine(out string, err error) string {
 	return err.Error()
 }
 
-// install finds a cached thv or installs the first release that builds.
+// install finds a cached thv or installs the newest release that builds:
+// every release the module proxy lists, newest first (thvReleases). A
+// release is first resolved (goResolve: its module graph downloaded, no
+// compile, a matter of seconds), and only one whose every module the
+// proxy serves is built. The verdict on a release that cannot be built
+// here is kept in the bench's cache directory, so a rerun does not try it
+// again; each newer release than the one measured is named in the
+// report with why (t.newer).
 func (t *toolhive) install(b *testing.B) {
+	versions, listed := thvReleases()
+	if listed != "" {
+		t.tried = append(t.tried, listed)
+	}
 	var errs []string
-	for _, v := range thvVersions {
+	for _, v := range versions {
 		dir := filepath.Join(benchCacheDir(), "thv-"+v)
 		bin := filepath.Join(dir, "thv")
 		if st, err := os.Stat(bin); err == nil && st.Mode().IsRegular() {
@@ -186,15 +240,33 @@ func (t *toolhive) install(b *testing.B) {
 			t.tried = append(t.tried, v+" cached")
 			return
 		}
-		// A release known not to build here is not tried on every run.
-		if why, err := os.ReadFile(filepath.Join(dir, "failed")); err == nil {
-			errs = append(errs, v+": "+strings.TrimSpace(string(why)))
-			t.tried = append(t.tried, v+" failed before (rm "+filepath.Join(dir, "failed")+" to retry)")
+		// A release known not to build here is not tried on every run
+		// ("failed": what an older bench wrote, the install's first line).
+		if why, ok := cachedVerdict(dir); ok {
+			errs = append(errs, v+": "+why)
+			t.newer = append(t.newer, v+": "+why+" (cached: rm -r "+dir+" to retry)")
 			continue
 		}
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			errs = append(errs, v+": "+err.Error())
 			continue
+		}
+		toolchain, needs := thvToolchainFor(v)
+		fmt.Fprintf(os.Stderr, "bench: resolving ToolHive %s (%s; module graph only, no compile) …\n", v, toolchain)
+		if why, refused := goResolve(thvModule, v, toolchain); why != "" {
+			why = needs + ", " + why
+			errs = append(errs, v+": "+why)
+			t.newer = append(t.newer, v+": "+why)
+			if refused {
+				_ = os.WriteFile(filepath.Join(dir, "refused"), []byte(why+"\n"), 0o644)
+			}
+			fmt.Fprintf(os.Stderr, "bench: ToolHive %s cannot be built here: %s\n", v, why)
+			continue
+		}
+		if t.resolveOnly {
+			t.version = v
+			t.notRun = "its modules all resolve (" + needs + "), not built: discovery only"
+			return
 		}
 		fmt.Fprintf(os.Stderr, "bench: installing ToolHive %s (go install, a few minutes the first time) …\n", v)
 		// About 25 minutes on a busy 2-CPU machine the first time (some
@@ -202,16 +274,15 @@ func (t *toolhive) install(b *testing.B) {
 		// compiled for the next.
 		ctx, cancel := context.WithTimeout(context.Background(), 45*time.Minute)
 		cmd := exec.CommandContext(ctx, "nice", "-n", "10", "go", "install", thvModule+"@"+v)
-		// GOTOOLCHAIN fetches a newer Go through the module proxy when the
-		// release needs one; the binary goes to a temporary GOBIN first so
-		// a half-done install is never taken for a cached one.
+		// The binary goes to a temporary GOBIN first so a half-done
+		// install is never taken for a cached one.
 		tmp, err := os.MkdirTemp(dir, ".install-")
 		if err != nil {
 			cancel()
 			errs = append(errs, v+": "+err.Error())
 			continue
 		}
-		cmd.Env = append(os.Environ(), "GOBIN="+tmp, "CGO_ENABLED=0", "GOTOOLCHAIN="+thvToolchain+"+auto", "GOFLAGS=-buildvcs=false")
+		cmd.Env = append(os.Environ(), "GOBIN="+tmp, "CGO_ENABLED=0", "GOTOOLCHAIN="+toolchain, "GOFLAGS=-buildvcs=false")
 		cmd.Dir = os.TempDir()
 		t0 := time.Now()
 		done := make(chan struct{})
@@ -238,7 +309,7 @@ func (t *toolhive) install(b *testing.B) {
 		if err != nil {
 			why := firstLine(string(out), err)
 			errs = append(errs, v+": "+why)
-			t.tried = append(t.tried, v+" did not build")
+			t.newer = append(t.newer, v+": did not build ("+why+")")
 			// A release that timed out may build on a quieter run.
 			if !timedOut {
 				_ = os.WriteFile(filepath.Join(dir, "failed"), []byte(why+"\n"), 0o644)
@@ -248,10 +319,197 @@ func (t *toolhive) install(b *testing.B) {
 		}
 		fmt.Fprintf(os.Stderr, "bench: ToolHive %s installed in %s\n", v, time.Since(t0).Round(time.Second))
 		t.version, t.bin = v, bin
-		t.tried = append(t.tried, v+" installed this run")
+		t.tried = append(t.tried, v+" installed this run ("+toolchain+")")
 		return
 	}
 	t.notRun = "no release could be installed: " + strings.Join(errs, "; ")
+}
+
+// thvReleases are ToolHive's releases, newest first, as the module proxy
+// lists them (prereleases left out), and what the list says of itself;
+// thvFallback when the proxy cannot be asked.
+func thvReleases() ([]string, string) {
+	vs, err := goListVersions(thvModulePath)
+	if err != nil || len(vs) == 0 {
+		return thvFallback, fmt.Sprintf("the module proxy did not list the releases (%v): tried %s", err, strings.Join(thvFallback, ", "))
+	}
+	return vs, fmt.Sprintf("the module proxy lists %d releases (%s to %s), tried newest first", len(vs), vs[len(vs)-1], vs[0])
+}
+
+// goListVersions lists a module's releases, newest first
+// (`go list -m -versions`), prereleases left out.
+func goListVersions(module string) ([]string, error) {
+	dir, err := os.MkdirTemp("", "pml-bench-list-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "list", "-m", "-versions", module)
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return nil, errors.New(firstLine(string(ee.Stderr), err))
+		}
+		return nil, err
+	}
+	var vs []string
+	for _, v := range strings.Fields(string(out))[1:] {
+		if semver.IsValid(v) && semver.Prerelease(v) == "" {
+			vs = append(vs, v)
+		}
+	}
+	sort.Slice(vs, func(i, j int) bool { return semver.Compare(vs[i], vs[j]) > 0 })
+	return vs, nil
+}
+
+// thvToolchainFor is the Go toolchain a release is resolved and built
+// with: the installed one ("local") when it is as new as the release's
+// go.mod asks, else thvToolchain; and what the release needs, in words.
+func thvToolchainFor(v string) (toolchain, needs string) {
+	want := goModGo(thvModulePath, v)
+	if want == "" {
+		return "local", "its go.mod not read"
+	}
+	needs = "needs Go " + want
+	if goVersionLess(localGo(), want) {
+		return thvToolchain, needs + " (resolved with " + thvToolchain + ")"
+	}
+	return "local", needs
+}
+
+// goModGo is the go directive of module@v's go.mod ("" when not known).
+func goModGo(module, v string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", module+"@"+v)
+	cmd.Dir = os.TempDir()
+	// It exits 1 for a release that needs a newer Go than this one, its
+	// go.mod fetched all the same (GoMod): the output is read either way.
+	out, _ := cmd.Output()
+	var info struct{ GoMod string }
+	if json.Unmarshal(out, &info) != nil || info.GoMod == "" {
+		return ""
+	}
+	data, err := os.ReadFile(info.GoMod)
+	if err != nil {
+		return ""
+	}
+	f, err := modfile.ParseLax(info.GoMod, data, nil)
+	if err != nil || f.Go == nil {
+		return ""
+	}
+	return f.Go.Version
+}
+
+// localGo is the installed go command's version, without "go" ("1.26.8").
+func localGo() string {
+	out, err := exec.Command("go", "env", "GOVERSION").Output()
+	if err != nil {
+		return strings.TrimPrefix(runtime.Version(), "go")
+	}
+	return strings.TrimPrefix(strings.TrimSpace(string(out)), "go")
+}
+
+// goVersionLess compares Go versions ("1.27", "1.26.8") number by number.
+func goVersionLess(a, b string) bool {
+	as, bs := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < len(as) || i < len(bs); i++ {
+		var x, y int
+		if i < len(as) {
+			x, _ = strconv.Atoi(as[i])
+		}
+		if i < len(bs) {
+			y, _ = strconv.Atoi(bs[i])
+		}
+		if x != y {
+			return x < y
+		}
+	}
+	return false
+}
+
+// goResolve resolves pkg@v's module graph in a module of its own (`go
+// get`: every module the package's imports need is downloaded, nothing
+// is compiled), failing fast on a module the proxy will not serve. It
+// returns "" when all of it resolves, else why not; refused says the
+// proxy refused a module (a verdict worth keeping; a network failure or
+// a time-out is not).
+func goResolve(pkg, v, toolchain string) (why string, refused bool) {
+	dir, err := os.MkdirTemp("", "pml-bench-resolve-")
+	if err != nil {
+		return err.Error(), false
+	}
+	defer os.RemoveAll(dir)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	env := append(os.Environ(), "GOTOOLCHAIN="+toolchain, "GOFLAGS=-mod=mod", "CGO_ENABLED=0")
+	for _, args := range [][]string{{"mod", "init", "pmlbench.example/resolve"}, {"get", pkg + "@" + v}} {
+		cmd := exec.CommandContext(ctx, "go", args...)
+		cmd.Dir, cmd.Env = dir, env
+		out, err := cmd.CombinedOutput()
+		if err == nil {
+			continue
+		}
+		if mod, status, ok := refusedModule(string(out)); ok {
+			return "the module proxy refuses " + mod + " (" + status + ")", true
+		}
+		if ctx.Err() != nil {
+			return "resolving its modules took more than 10 minutes", false
+		}
+		return "go " + args[0] + ": " + firstLine(string(out), err), false
+	}
+	return "", false
+}
+
+// refusedRE is the go command's report of a module the proxy would not
+// serve: "MODULE[@VERSION]: reading URL: 403 Forbidden".
+var refusedRE = regexp.MustCompile(`([^\s:]+(?:@[^\s:]+)?): reading \S+: ((?:403|404|410)[^\n]*)`)
+
+// refusedModule finds the module the proxy refused in the go command's
+// output.
+func refusedModule(out string) (mod, status string, ok bool) {
+	m := refusedRE.FindStringSubmatch(out)
+	if m == nil {
+		return "", "", false
+	}
+	return m[1], strings.TrimSpace(m[2]), true
+}
+
+// cachedVerdict is the reason kept for a release that cannot be built
+// here: "refused" (goResolve's) or "failed" (a build's, or an older
+// bench's install try, whose first line names the refused module).
+func cachedVerdict(dir string) (string, bool) {
+	if why, err := os.ReadFile(filepath.Join(dir, "refused")); err == nil {
+		return strings.TrimSpace(string(why)), true
+	}
+	why, err := os.ReadFile(filepath.Join(dir, "failed"))
+	if err != nil {
+		return "", false
+	}
+	if mod, status, ok := refusedModule(string(why)); ok {
+		return "the module proxy refuses " + mod + " (" + status + ")", true
+	}
+	return "did not build (" + strings.TrimSpace(string(why)) + ")", true
+}
+
+// BenchmarkPeerDiscovery is the bench's peer discovery alone: which
+// ToolHive release is the newest that builds here (built if it is not
+// cached), why each newer one is not, and whether Docker's MCP Gateway
+// can be built; it prints the report's Peers section. Nothing is
+// measured (`go test -run '^$' -bench '^BenchmarkPeerDiscovery$'
+// -benchtime 1x ./e2e/`); a release not cached is resolved, not built,
+// unless PML_BENCH_PEER_BUILD is set.
+func BenchmarkPeerDiscovery(b *testing.B) {
+	// The newest that resolves is built only when asked: a build takes
+	// some 25 minutes of CPU.
+	thv := &toolhive{resolveOnly: os.Getenv("PML_BENCH_PEER_BUILD") == ""}
+	thv.install(b)
+	peers := []peerStatus{thv.status(), gatewayStatus(b)}
+	fmt.Fprintf(os.Stderr, "\n## Peers\n\n%s", peersSection(peers))
 }
 
 // environment keeps thv's state, config and runs in a directory of the
@@ -459,40 +717,73 @@ func (t *toolhive) side(what string, samples []time.Duration, baseline []time.Du
 
 // benchStartToFirstAnswer: n fresh `pml stdio` sessions (each in a new
 // workspace, so no server runs yet) until the first probe:echo is
-// answered, and the native probe started as many times.
+// answered, and the native probe started as many times, interleaved.
 func benchStartToFirstAnswer(b *testing.B) (pmlSide, native []time.Duration) {
 	const n = 8
-	image := probeImage(b)
 	for i := 0; i < n; i++ {
-		ws := benchWorkspace(b, fmt.Sprintf(`{"permissions": {"allow": ["*"]}, "mcps": {"probe": {"image": %q, "workspace": "none"}}}`, image))
-		for _, side := range []string{"pml", "native"} {
-			var cmd *exec.Cmd
-			tool := "echo"
-			if side == "pml" {
-				cmd = exec.Command(pmlBin, "stdio", "--log-level", "warn")
-				cmd.Env = append(os.Environ(), "PML_WORKSPACE="+ws.Dir)
-				tool = "probe:echo"
-			} else {
-				cmd = exec.Command(probeBin)
-			}
-			t0 := time.Now()
-			cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).
-				Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
-			if err != nil {
-				b.Fatalf("%s: %v", side, err)
-			}
-			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"text": "first"}})
-			if err != nil || res.IsError {
-				b.Fatalf("%s: %v %v", tool, err, res)
-			}
-			d := time.Since(t0)
-			cs.Close()
-			if side == "pml" {
-				pmlSide = append(pmlSide, d)
-			} else {
-				native = append(native, d)
-			}
-		}
+		pmlSide = append(pmlSide, firstAnswer(b, pmlBin))
+		native = append(native, firstAnswer(b, ""))
 	}
 	return pmlSide, native
+}
+
+// firstAnswer is one process start until its first echo was answered:
+// `pml stdio` of bin in a new workspace whose probe is a pooled server,
+// or (bin "") the probe binary itself.
+func firstAnswer(b *testing.B, bin string) time.Duration {
+	var cmd *exec.Cmd
+	tool := "echo"
+	if bin != "" {
+		ws := benchWorkspace(b, fmt.Sprintf(`{"permissions": {"allow": ["*"]}, "mcps": {"probe": {"image": %q, "workspace": "none"}}}`, probeImage(b)))
+		cmd = exec.Command(bin, "stdio", "--log-level", "warn")
+		cmd.Env = append(os.Environ(), "PML_WORKSPACE="+ws.Dir)
+		tool = "probe:echo"
+	} else {
+		probeImage(b) // builds probeBin
+		cmd = exec.Command(probeBin)
+	}
+	t0 := time.Now()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).
+		Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		b.Fatalf("%s: %v", cmd.Path, err)
+	}
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"text": "first"}})
+	if err != nil || res.IsError {
+		b.Fatalf("%s: %v %v", tool, err, res)
+	}
+	d := time.Since(t0)
+	cs.Close()
+	return d
+}
+
+// BenchmarkStartToFirstAnswer is the report's start-to-first-answer row
+// alone, pml (PML_BIN) against another pml build (PML_BENCH_BASE_BIN, say
+// the previous commit's) and the native probe, in interleaved rounds
+// (PML_BENCH_ROUNDS, default 12): `go test -run '^$' -bench
+// '^BenchmarkStartToFirstAnswer$' -benchtime 1x ./e2e/`.
+func BenchmarkStartToFirstAnswer(b *testing.B) {
+	rounds := 12
+	if n, err := strconv.Atoi(os.Getenv("PML_BENCH_ROUNDS")); err == nil && n > 0 {
+		rounds = n
+	}
+	base := os.Getenv("PML_BENCH_BASE_BIN")
+	var cur, old, native []time.Duration
+	for i := 0; i < rounds; i++ {
+		cur = append(cur, firstAnswer(b, pmlBin))
+		if base != "" {
+			old = append(old, firstAnswer(b, base))
+		}
+		native = append(native, firstAnswer(b, ""))
+	}
+	show := func(name string, c benchstat.Comparison) {
+		fmt.Fprintf(os.Stderr, "%s: median %.1f ms (p99 %.1f) vs %.1f ms (p99 %.1f): %.3f× [%.3f, %.3f], p %.3g\n",
+			name, c.A.Median, c.A.P99, c.B.Median, c.B.P99, c.Ratio, c.CILow, c.CIHigh, c.P)
+	}
+	fmt.Fprintf(os.Stderr, "\nstart to first answer, %d interleaved rounds\n", rounds)
+	show(pmlBin+" vs native", benchstat.Compare(durationsMS(cur), durationsMS(native)))
+	if base != "" {
+		show(base+" vs native", benchstat.Compare(durationsMS(old), durationsMS(native)))
+		show(pmlBin+" vs "+base, benchstat.Compare(durationsMS(cur), durationsMS(old)))
+	}
 }

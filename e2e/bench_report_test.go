@@ -538,17 +538,7 @@ func (r *report) markdown() string {
 	sb.WriteString("\n## Figures\n\n")
 	sb.WriteString(r.table())
 	sb.WriteString("\n## Peers\n\n")
-	for _, p := range r.Peers {
-		state := "not measured on this run"
-		if p.Measured {
-			state = "measured on this run"
-		}
-		v := ""
-		if p.Version != "" {
-			v = " " + p.Version
-		}
-		fmt.Fprintf(&sb, "- **%s%s**: %s. %s\n", p.Name, v, state, p.How)
-	}
+	sb.WriteString(peersSection(r.Peers))
 	sb.WriteString("\n## Notes\n\n")
 	for _, f := range r.Figures {
 		line := fmt.Sprintf("- **%s**: pml side: %s", f.Name, f.PML)
@@ -616,4 +606,21 @@ func (r *report) summary() string {
 	}
 	return fmt.Sprintf("Measured %s on %s (%s CPUs, shared: load %s at the start; `make bench`, bench/report.md): %s. Targets met: %d of %d decided (%d in all).",
 		r.Started.Format("2006-01-02"), r.Env["cpu"], r.Env["cpus"], load, strings.Join(parts, "; "), met, decided, len(r.Targets))
+}
+
+// peersSection is the body of the report's Peers section: a line a peer.
+func peersSection(peers []peerStatus) string {
+	var sb strings.Builder
+	for _, p := range peers {
+		state := "not measured on this run"
+		if p.Measured {
+			state = "measured on this run"
+		}
+		v := ""
+		if p.Version != "" {
+			v = " " + p.Version
+		}
+		fmt.Fprintf(&sb, "- **%s%s**: %s. %s\n", p.Name, v, state, p.How)
+	}
+	return sb.String()
 }

@@ -104,9 +104,11 @@ func probeConfig(t *testing.T, extra string) string {
 
 func TestAStdioServerRunsPooledAndLockedDown(t *testing.T) {
 	ws := newWorkspace(t, probeConfig(t, `, "env": {"GREETING": "hello ${E2E_PML_GREETING}"}`))
-	s := startSession(t, ws, "E2E_PML_GREETING=from-the-host", "E2E_PML_SECRET=must-not-leak")
+	// With sandbox.prestart off a server starts at its first use (on,
+	// the session's start starts it: prestart_test.go).
+	s := startSession(t, ws, "E2E_PML_GREETING=from-the-host", "E2E_PML_SECRET=must-not-leak", "PML_SANDBOX_PRESTART=off")
 	if n := len(containersOf(t, ws.Dir)); n != 0 {
-		t.Fatalf("%d containers after initialize; servers start on first use", n)
+		t.Fatalf("%d containers after initialize; with sandbox.prestart off servers start on first use", n)
 	}
 	tools, err := s.ListTools(context.Background(), nil)
 	if err != nil {

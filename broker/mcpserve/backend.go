@@ -55,6 +55,11 @@ type Backend interface {
 	// PrepareCapability makes an added capability's tools callable (pml
 	// run).
 	Prepare(ctx context.Context)
+	// Prestart starts, in the background, the pooled container of each
+	// configured server (only: that one) whose calls need no question,
+	// so that the session's first call finds it running
+	// (sandbox.prestart); it never asks, installs or waits.
+	Prestart(only string)
 	PrepareCapability(ctx context.Context, c tl.Capability)
 	// RefreshTrust applies a `pml trust` given since the policy was read.
 	RefreshTrust()

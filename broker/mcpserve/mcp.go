@@ -134,13 +134,13 @@ func (v view) internal(name string) string {
 }
 
 func newMCPServer(b Backend, v view) *mcp.Server {
-	s, _, _ := newMCPServerParts(fixed(b), v)
+	s, _, _, _ := newMCPServerParts(fixed(b), v)
 	return s
 }
 
 // newMCPServerParts is newMCPServer, also returning its tool listing and
 // sessions (the stdio fast path answers calls beside the server).
-func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
+func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions, func(Backend)) {
 	b := x.get()
 	ws := "the workspace " + b.Workspace()
 	if x.roots.Rebind != nil {
@@ -196,7 +196,18 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 	l = newListing(s, x, v, func(name string) mcp.ToolHandler { return toolHandler(x, sess, name, func() *listing { return l }) })
 	// Which protocol revision initialize agreed on, and why (protocol.go).
 	s.AddReceivingMiddleware(logProtocol(func() zerolog.Logger { return *x.get().Log() }))
+	// prestart starts the pooled containers of the servers the view
+	// shows (every configured one in the aggregate, its own for pml run
+	// NAME, none for a capability's) that a call could start unasked.
+	// Off the handshake's path: deciding reads the workspace's files.
+	prestart := func(b Backend) {
+		if v.prefix == "" || v.server != "" {
+			go panics.Guarded(*b.Log(), "prestart", "pre-starting the servers", func() { b.Prestart(v.server) })
+		}
+	}
 	x.swapped = func(nb Backend) {
+		// The new workspace's servers, as the first one's were.
+		prestart(nb)
 		// A new session's approvals belong to the new workspace.
 		sess.reset()
 		l.follow(nb)
@@ -208,6 +219,12 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 	}
 	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "initialize" || method == "server/discover" {
+				// A session starts (a client of 2026-07-28 discovers
+				// instead of initializing): the servers its first call
+				// would start unasked start now, beside the handshake.
+				prestart(x.get())
+			}
 			served := featureMethods[method] && caps.Prompts != nil
 			if method == "tools/list" || method == "tools/call" || served {
 				// The workspace the client's roots choose serves them
@@ -286,7 +303,7 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 	// results their 2026-07-28 form (modern.go): it reads no request and
 	// runs after every other has answered.
 	s.AddReceivingMiddleware(modernResults)
-	return s, l, sess
+	return s, l, sess, prestart
 }
 
 // toolHandler answers tools/call for the tool name (pml's name for it)
@@ -768,7 +785,10 @@ func serveStdio(ctx context.Context, b Backend, in io.ReadCloser, out io.Writer,
 	// calls in flight return: cancel them first, which kills their
 	// containers, so a call running `sleep 60` cannot hold pml's exit.
 	defer context.AfterFunc(ctx, func() { x.get().CancelBase() })()
-	s, l, sess := newMCPServerParts(x, v)
+	s, l, sess, prestart := newMCPServerParts(x, v)
+	// The session is this process's one: its servers start now, before
+	// the client's first message is read.
+	prestart(b)
 	front := newFastFront(ctx, x, l, sess, filter, o)
 	defer front.close()
 	// Batches pass on the revisions that have them (protocol.go).

@@ -50,6 +50,7 @@ var keyClasses = map[string]Class{
 	"sandbox.max_containers":        Granting, // raised (floors.go)
 	"sandbox.timeout":               Granting, // raised (floors.go)
 	"sandbox.idle_timeout":          Neutral,
+	"sandbox.prestart":              Neutral, // starts only what a call could start unasked
 	"hil.timeout":                   Neutral,
 	"cloud.timeout":                 Neutral,
 	"hil.require_elicitation":       Granting, // true→false (floors.go); true narrows

@@ -120,7 +120,12 @@ type Sandbox struct {
 	Runtime string
 	// IdleTimeout stops a pooled server after this long without calls.
 	IdleTimeout time.Duration
-	Pool        Pool
+	// Prestart is sandbox.prestart: "on" starts, when a session starts,
+	// the pooled container of every configured server whose calls need
+	// no question (prestart.go in broker/tools); "off" waits for the
+	// first call.
+	Prestart string
+	Pool     Pool
 	// MaxContainers caps the containers one pml runs at once (0: the
 	// default, from the CPU count); calls beyond it queue.
 	MaxContainers int

@@ -66,6 +66,7 @@ func table(c *Config) []setting {
 		whole("sandbox.max_containers", &c.Sandbox.MaxContainers, 2, 1024),
 		duration("sandbox.timeout", &c.Sandbox.Timeout, 0),
 		duration("sandbox.idle_timeout", &c.Sandbox.IdleTimeout, DefaultIdleTimeout),
+		text("sandbox.prestart", kString, &c.Sandbox.Prestart, PrestartOn, checkPrestart),
 		duration("hil.timeout", &c.HIL.Timeout, DefaultHILTimeout),
 		duration("cloud.timeout", &c.Cloud.Timeout, DefaultCloudTimeout),
 		field("hil.require_elicitation", kBool, &c.HIL.RequireElicitation, false, decodeBool, nil),

@@ -122,6 +122,8 @@ func (k Key) sampleEnv() string {
 		return "docker"
 	case "sandbox.runtime":
 		return "auto"
+	case "sandbox.prestart":
+		return "off"
 	case "kubernetes.namespace":
 		return "tools"
 	}

@@ -68,3 +68,17 @@ func checkNamespace(s string) error {
 	}
 	return nil
 }
+
+// sandbox.prestart's values.
+const (
+	PrestartOn  = "on"
+	PrestartOff = "off"
+)
+
+func checkPrestart(s string) error {
+	switch s {
+	case "", PrestartOn, PrestartOff:
+		return nil
+	}
+	return fmt.Errorf("must be %q or %q (got %q)", PrestartOn, PrestartOff, s)
+}

@@ -169,6 +169,13 @@ func (s *Server) Running() bool {
 	return s.cur != nil && !s.cur.dead()
 }
 
+// Starting reports whether a start is under way.
+func (s *Server) Starting() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.starting != nil
+}
+
 // Tools starts the server if needed and returns its tools.
 func (s *Server) Tools(ctx context.Context) ([]*mcp.Tool, error) {
 	c, err := s.acquire(ctx)
@@ -307,6 +314,27 @@ func (s *Server) Close() {
 // acquire returns a live connection, starting the container when there
 // is none (one start at a time; concurrent callers wait for it).
 func (s *Server) acquire(ctx context.Context) (c *conn, err error) {
+	return s.acquireHow(ctx, false)
+}
+
+// Prestart starts the server's container before any call needs it, and
+// releases it at once (so sandbox.idle_timeout stops it when no call
+// comes). Its start never waits for a container slot
+// (container.WithoutQueue): with every slot taken it fails at once, and
+// the first call starts the server as it would have. A server running
+// or starting is left as it is.
+func (s *Server) Prestart(ctx context.Context) error {
+	c, err := s.acquireHow(ctx, true)
+	if err != nil {
+		return err
+	}
+	s.release(c)
+	return nil
+}
+
+// acquireHow is acquire; noQueue: a start it makes does not wait for a
+// container slot.
+func (s *Server) acquireHow(ctx context.Context, noQueue bool) (c *conn, err error) {
 	// The span says whether the pool had the server running (a hit) or a
 	// container was started for it.
 	_, span := telemetry.Start(ctx, "pml.container.acquire", trace.SpanKindInternal, attribute.String("pml.server", s.o.Name))
@@ -349,7 +377,7 @@ func (s *Server) acquire(ctx context.Context) (c *conn, err error) {
 			telemetry.CountStart(s.o.Name)
 			s.starting = op
 			s.mu.Unlock()
-			c, err := s.start()
+			c, err := s.start(noQueue)
 			s.mu.Lock()
 			op.c, op.err = c, err
 			s.starting = nil
@@ -474,8 +502,12 @@ func (s *Server) connect(ctx context.Context, start Starter, spec container.Spec
 }
 
 // start runs the pooled server's container and the initialize handshake.
-func (s *Server) start() (*conn, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), s.o.StartTimeout)
+func (s *Server) start(noQueue bool) (*conn, error) {
+	base := context.Background()
+	if noQueue {
+		base = container.WithoutQueue(base)
+	}
+	ctx, cancel := context.WithTimeout(base, s.o.StartTimeout)
 	defer cancel()
 	s.starts.Add(1)
 	began := time.Now()
