@@ -31,8 +31,6 @@ trap cleanup EXIT
 # Scenarios known to pass directly and not through pml yet:
 # "version scenario # reason".
 gaps='
-0.1.16 elicitation-sep1330-enums # pml limits the requests a server sends to the person to 3 at once, then one per 20 s (internal/upstream/asks.go); this is the suites fourth elicitation or sampling in a few seconds, refused by design (it passes alone)
-0.2.0-alpha.12 elicitation-sep1330-enums # pml limits the requests a server sends to the person to 3 at once, then one per 20 s (internal/upstream/asks.go); this is the suites fourth elicitation or sampling in a few seconds, refused by design (it passes alone)
 0.2.0-alpha.12 input-required-result-basic-elicitation # its tool test_input_required_result_elicitation exists only on the reference servers hand-written 2026-07-28 HTTP path (app.post in everything-server.ts), not in the createMcpServer() its stdio form serves: pml runs every server over stdio and speaks 2025-11-25 to it, so the tool is not there (pml answers no such tool); passing it needs pml to speak 2026-07-28 to its servers and relay their input_required results
 0.2.0-alpha.12 input-required-result-basic-list-roots # its tool test_input_required_result_list_roots exists only on the reference servers hand-written 2026-07-28 HTTP path (app.post in everything-server.ts), not in the createMcpServer() its stdio form serves: pml runs every server over stdio and speaks 2025-11-25 to it, so the tool is not there (pml answers no such tool); passing it needs pml to speak 2026-07-28 to its servers and relay their input_required results
 0.2.0-alpha.12 input-required-result-basic-sampling # its tool test_input_required_result_sampling exists only on the reference servers hand-written 2026-07-28 HTTP path (app.post in everything-server.ts), not in the createMcpServer() its stdio form serves: pml runs every server over stdio and speaks 2025-11-25 to it, so the tool is not there (pml answers no such tool); passing it needs pml to speak 2026-07-28 to its servers and relay their input_required results
@@ -76,9 +74,8 @@ for _ in $(seq 100); do
 done
 
 # Through pml: pml serve --server reference, in a workspace of its own,
-# one per suite version: pml limits a server's requests to the person
-# (internal/upstream/asks.go), and one version's must not use up the
-# next one's.
+# a fresh pml serve per suite version, so one version's run leaves
+# nothing (a pooled container's state) to the next.
 ws=$tmp/ws
 mkdir -p "$ws"
 cat >"$ws/.pml.json" <<JSON

@@ -97,15 +97,18 @@ type Server struct {
 	// (asks.go).
 	relayMu sync.Mutex
 	relays  []*relayRef
-	// asks limits the server's requests to the person (asks.go).
-	asks bucket
 
 	tokens   sync.Map // progress token → Relay + the caller's token
 	tokenSeq atomic.Int64
 	starts   atomic.Int64
 }
 
-type relayRef struct{ r Relay }
+// relayRef is one call in flight: its caller, and how many questions the
+// server has asked while serving it (asks.go).
+type relayRef struct {
+	r     Relay
+	asked atomic.Int32
+}
 
 type progressRoute struct {
 	relay Relay
@@ -558,8 +561,8 @@ func (s *Server) withMounts(spec container.Spec) (container.Spec, error) {
 // session is the pooled one's (the same handshake, crash report and
 // stderr tail), but everything the server sends goes to relay, the one
 // caller: its progress under the caller's own token (it serves no one
-// else), its requests to the person through Elicit and CreateMessage,
-// attributed and rate limited with the pooled container's (asks.go).
+// else), its requests to the person attributed and within the call's
+// budget of questions, as the pooled container's (asks.go).
 func (s *Server) CallOnce(ctx context.Context, start Starter, spec container.Spec, roots []*mcp.Root, tool string, args json.RawMessage, meta map[string]any, progressToken any, relay Relay) (*mcp.CallToolResult, error) {
 	var res *mcp.CallToolResult
 	err := s.once(ctx, start, spec, roots, relay, func(c *conn) error {
@@ -666,6 +669,8 @@ func (s *Server) clientOptions(oneShot bool, relay Relay) *mcp.ClientOptions {
 	// name) are pml's log lines.
 	sdkLog := slogzerolog.Logger(s.o.Logger.With().Str("server", s.o.Name).Logger(), "mcp-sdk", slog.LevelWarn)
 	if oneShot {
+		// The one call this container serves.
+		ref := &relayRef{r: relay}
 		return &mcp.ClientOptions{
 			Logger: sdkLog,
 			ProgressNotificationHandler: func(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
@@ -679,10 +684,10 @@ func (s *Server) clientOptions(oneShot bool, relay Relay) *mcp.ClientOptions {
 				}
 			},
 			ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-				return s.Elicit(ctx, relay, req.Params)
+				return s.elicit(ctx, ref, req.Params)
 			},
 			CreateMessageHandler: func(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-				return s.CreateMessage(ctx, relay, req.Params)
+				return s.createMessage(ctx, ref, req.Params)
 			},
 		}
 	}
