@@ -50,7 +50,7 @@ func TestEachCallHasItsOwnBudgetOfQuestions(t *testing.T) {
 func TestAOneShotServersQuestionsHaveTheCallsBudget(t *testing.T) {
 	s := New(Options{Name: "srv"})
 	a := &keyedRelay{key: "A"}
-	h := s.clientOptions(true, a).ElicitationHandler
+	h := s.clientOptions(true, &relayRef{r: a}).ElicitationHandler
 	for i := 1; i <= AskPerCall+1; i++ {
 		_, err := h(context.Background(), &mcp.ElicitRequest{Params: &mcp.ElicitParams{Message: "hi"}})
 		if (i <= AskPerCall) != (err == nil) {
