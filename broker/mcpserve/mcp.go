@@ -577,6 +577,18 @@ func (r *sessionRelay) CreateMessage(ctx context.Context, p *mcp.CreateMessagePa
 	return r.ss.CreateMessage(ctx, p)
 }
 
+// ClientCapabilities is what the relay's client declared (for a
+// 2026-07-28 server's questions: upstream.ClientCapable).
+func (r *sessionRelay) ClientCapabilities() *mcp.ClientCapabilities {
+	if r.ss == nil {
+		return nil
+	}
+	if p := r.ss.InitializeParams(); p != nil {
+		return p.Capabilities
+	}
+	return nil
+}
+
 func clientCan(ss *mcp.ServerSession, has func(*mcp.ClientCapabilities) bool) bool {
 	p := ss.InitializeParams()
 	return p != nil && p.Capabilities != nil && has(p.Capabilities)

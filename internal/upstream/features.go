@@ -81,6 +81,10 @@ func (s *Server) Request(ctx context.Context, method string, params json.RawMess
 	if err == nil {
 		return res, nil
 	}
+	var re *roundErr
+	if errors.As(err, &re) {
+		return nil, re.error
+	}
 	var bad *badParams
 	if errors.As(err, &bad) {
 		return nil, err

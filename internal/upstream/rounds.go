@@ -126,23 +126,66 @@ func (s *Server) fulfil(ctx context.Context, ref *relayRef, roots []*mcp.Root, r
 // shedding).
 var errBusy = errors.New("is busy (it answered input_required with no questions); try again later")
 
+// roundErr is why pml ended a call of a 2026-07-28 server in its rounds
+// (a question refused or unanswerable, too many rounds): pml's own
+// message, not a server that did not answer.
+type roundErr struct{ error }
+
+func (r *roundErr) Unwrap() error { return r.error }
+
+// ClientCapable is a Relay that knows what its client can answer.
+type ClientCapable interface {
+	ClientCapabilities() *mcp.ClientCapabilities
+}
+
+// askMeta is meta with the capabilities pml can answer for this call
+// (the caller's client's elicitation and sampling, pml's roots) when c
+// speaks 2026-07-28, where a server reads them from each request's _meta
+// and must not ask for what the client did not declare; meta unchanged
+// otherwise (the session's, told at initialize).
+func askMeta(c *conn, ref *relayRef, meta mcp.Meta) mcp.Meta {
+	if res := c.cs.InitializeResult(); res == nil || res.ProtocolVersion < ModernProtocol || ref == nil {
+		return meta
+	}
+	cc, ok := ref.r.(ClientCapable)
+	if !ok {
+		return meta
+	}
+	caps := map[string]any{"roots": map[string]any{}}
+	if cl := cc.ClientCapabilities(); cl != nil {
+		if cl.Elicitation != nil {
+			caps["elicitation"] = cl.Elicitation
+		}
+		if cl.Sampling != nil {
+			caps["sampling"] = cl.Sampling
+		}
+	}
+	out := make(mcp.Meta, len(meta)+1)
+	for k, v := range meta {
+		out[k] = v
+	}
+	out[mcp.MetaKeyClientCapabilities] = caps
+	return out
+}
+
 // errTooManyRounds ends a call whose server keeps asking.
 var errTooManyRounds = errors.New("asked again after " + fmt.Sprint(maxRounds) + " rounds of answers")
 
 // callTool makes a tools/call on c for the call ref, answering the
 // server's input requests (a 2026-07-28 server) round after round.
 func (s *Server) callTool(ctx context.Context, c *conn, ref *relayRef, params *mcp.CallToolParams) (*mcp.CallToolResult, error) {
+	params.Meta = askMeta(c, ref, params.Meta)
 	for round := 1; ; round++ {
 		res, err := c.cs.CallTool(ctx, params)
 		if err != nil || !res.NeedsInput() {
 			return res, err
 		}
 		if round >= maxRounds {
-			return nil, fmt.Errorf("the MCP server %s %w", s.o.Name, errTooManyRounds)
+			return nil, &roundErr{fmt.Errorf("the MCP server %s %w", s.o.Name, errTooManyRounds)}
 		}
 		resps, err := s.fulfil(ctx, ref, c.roots, res.InputRequests)
 		if err != nil {
-			return nil, err
+			return nil, &roundErr{err}
 		}
 		p := *params
 		p.InputResponses, p.RequestState = resps, res.RequestState
@@ -153,17 +196,18 @@ func (s *Server) callTool(ctx context.Context, c *conn, ref *relayRef, params *m
 // getPrompt and readResource are callTool's rounds for prompts/get and
 // resources/read, the other requests a server may answer input_required.
 func (s *Server) getPrompt(ctx context.Context, c *conn, ref *relayRef, params *mcp.GetPromptParams) (*mcp.GetPromptResult, error) {
+	params.Meta = askMeta(c, ref, params.Meta)
 	for round := 1; ; round++ {
 		res, err := c.cs.GetPrompt(ctx, params)
 		if err != nil || !res.NeedsInput() {
 			return res, err
 		}
 		if round >= maxRounds {
-			return nil, fmt.Errorf("the MCP server %s %w", s.o.Name, errTooManyRounds)
+			return nil, &roundErr{fmt.Errorf("the MCP server %s %w", s.o.Name, errTooManyRounds)}
 		}
 		resps, err := s.fulfil(ctx, ref, c.roots, res.InputRequests)
 		if err != nil {
-			return nil, err
+			return nil, &roundErr{err}
 		}
 		p := *params
 		p.InputResponses, p.RequestState = resps, res.RequestState
@@ -172,17 +216,18 @@ func (s *Server) getPrompt(ctx context.Context, c *conn, ref *relayRef, params *
 }
 
 func (s *Server) readResource(ctx context.Context, c *conn, ref *relayRef, params *mcp.ReadResourceParams) (*mcp.ReadResourceResult, error) {
+	params.Meta = askMeta(c, ref, params.Meta)
 	for round := 1; ; round++ {
 		res, err := c.cs.ReadResource(ctx, params)
 		if err != nil || !res.NeedsInput() {
 			return res, err
 		}
 		if round >= maxRounds {
-			return nil, fmt.Errorf("the MCP server %s %w", s.o.Name, errTooManyRounds)
+			return nil, &roundErr{fmt.Errorf("the MCP server %s %w", s.o.Name, errTooManyRounds)}
 		}
 		resps, err := s.fulfil(ctx, ref, c.roots, res.InputRequests)
 		if err != nil {
-			return nil, err
+			return nil, &roundErr{err}
 		}
 		p := *params
 		p.InputResponses, p.RequestState = resps, res.RequestState

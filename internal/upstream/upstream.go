@@ -230,8 +230,9 @@ func (s *Server) Call(ctx context.Context, tool string, args json.RawMessage, me
 	if err == nil {
 		return res, nil
 	}
-	if errors.Is(err, ErrAskRefused) || errors.Is(err, errTooManyRounds) || errors.Is(err, errBusy) {
-		return nil, err
+	var re *roundErr
+	if errors.As(err, &re) {
+		return nil, re.error
 	}
 	return nil, s.callError(ctx, c, err)
 }
@@ -595,8 +596,9 @@ func (s *Server) CallOnce(ctx context.Context, start Starter, spec container.Spe
 		}
 		var err error
 		res, err = s.callTool(ctx, c, ref, params)
-		if errors.Is(err, ErrAskRefused) || errors.Is(err, errTooManyRounds) || errors.Is(err, errBusy) {
-			return err
+		var re *roundErr
+		if errors.As(err, &re) {
+			return re.error
 		}
 		if err != nil {
 			return s.callError(ctx, c, err)
