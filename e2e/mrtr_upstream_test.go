@@ -20,8 +20,8 @@ import (
 // key, attributed to the server, with a requestState of pml's (the
 // server's never leaves pml); its retry's answer reaches the server,
 // which gets its own state back; a tampered requestState is a JSON-RPC
-// error. A client on 2025-06-18 gets the same question as an elicitation
-// request.
+// error. The same for a prompt's get over pml serve. A client on
+// 2025-06-18 gets the same question as an elicitation request.
 func TestAModernServersInputRequestReachesTheClient(t *testing.T) {
 	config := probeConfig(t, `, "workspace": "none", "protocol": "2026-07-28"`)
 	modern := mcp.NewClient(&mcp.Implementation{Name: "modern", Version: "1"}, &mcp.ClientOptions{
@@ -89,6 +89,52 @@ func TestAModernServersInputRequestReachesTheClient(t *testing.T) {
 		}
 		defer cs.Close()
 		check(t, cs)
+	})
+
+	t.Run("a prompt, over pml serve", func(t *testing.T) {
+		// The probe's colour prompt asks the same way during prompts/get.
+		ws := newWorkspace(t, probeConfig(t, `, "workspace": "none", "protocol": "2026-07-28", "env": {"PROBE_FEATURES": "1"}`))
+		url, token := startServe(t, ws)
+		cs, err := modern.Connect(context.Background(), &mcp.StreamableClientTransport{
+			Endpoint: url, HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}},
+		}, &mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cs.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		var name string
+		for p, err := range cs.Prompts(ctx, nil) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.HasSuffix(p.Name, "colour") {
+				name = p.Name
+			}
+		}
+		if name == "" {
+			t.Fatal("the probe's colour prompt is not listed")
+		}
+		res, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, ok := res.InputRequests["favourite_colour"].(*mcp.ElicitParams)
+		if !res.NeedsInput() || !ok || q.Message != "server probe asks: Which colour?" || strings.Contains(res.RequestState, "probe-state") {
+			t.Fatalf("want the server's question under its key, attributed, with pml's requestState: %#v %q", res.InputRequests, res.RequestState)
+		}
+		res, err = cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: name, RequestState: res.RequestState,
+			InputResponses: mcp.InputResponseMap{"favourite_colour": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"colour": "teal"}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.NeedsInput() || len(res.Messages) != 1 {
+			t.Fatalf("want the prompt after the answer: %#v", res)
+		}
+		if tc, ok := res.Messages[0].Content.(*mcp.TextContent); !ok || tc.Text != "paint it teal" {
+			t.Fatalf("the answer did not reach the server: %#v", res.Messages[0].Content)
+		}
 	})
 
 	t.Run("a legacy client", func(t *testing.T) {
