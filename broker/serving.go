@@ -95,7 +95,10 @@ func (s Serving) PrepareCapability(ctx context.Context, c tl.Capability) {
 // Forwardable reports whether the stdio fast path may forward calls of
 // the tool as bytes: a pooled server's tool, of a server given no
 // network (a host its proxy refuses becomes an approval, which needs the
-// result held back). The permissions are the caller's to check.
+// result held back), spoken to on 2025-11-25 (a 2026-07-28 server's
+// answer may be input_required, which pml answers itself round after
+// round: internal/upstream/rounds.go). The permissions are the caller's
+// to check.
 func (s Serving) Forwardable(name string) bool {
 	entry, ok := s.b.srv.Table.Get(name)
 	if !ok {
@@ -105,5 +108,5 @@ func (s Serving) Forwardable(name string) bool {
 		return false
 	}
 	srv := s.b.srv.ServerOf(name)
-	return srv != nil && srv.Cfg.Network.Empty()
+	return srv != nil && srv.Cfg.Network.Empty() && srv.Cfg.Protocol == ""
 }

@@ -357,8 +357,8 @@ func (p *probeAsker) seen() []string {
 }
 
 // TestHostilePooledServerQuestions: a pooled server's elicitations are
-// attributed and rate limited during its call, and refused when no call
-// of the session is in flight.
+// attributed and held to the call's budget of questions during its call,
+// and refused when no call of the session is in flight.
 func TestHostilePooledServerQuestions(t *testing.T) {
 	ws := newWorkspace(t, fmt.Sprintf(`{"permissions": {"allow": ["*"]}, "mcps": {"probe": {"image": %q, "workspace": "none"}}}`, probeImage(t)))
 	var p probeAsker
@@ -465,5 +465,33 @@ func TestHostilePooledServerQuestionWithTwoSessions(t *testing.T) {
 	// With A's call over, B's own question reaches B, attributed.
 	if out, _ := callC(t, b, "probe:ask", map[string]any{"n": 1}); len(pb.seen()) != 1 || len(pa.seen()) != 0 {
 		t.Errorf("B's own question: A saw %d, B saw %d (%q)", len(pa.seen()), len(pb.seen()), out)
+	}
+}
+
+// TestAServersQuestionsInSuccessiveCallsReachThePerson: the limit on a
+// server's questions is per call (3 while it serves one call), not a rate:
+// calls the client makes one after another, each asking 2, all reach the
+// person however close together they come, for a pooled and a per-call
+// server alike, and a 4th in one call is still refused.
+func TestAServersQuestionsInSuccessiveCallsReachThePerson(t *testing.T) {
+	for _, lifetime := range []string{"pooled", "per_call"} {
+		t.Run(lifetime, func(t *testing.T) {
+			ws := newWorkspace(t, fmt.Sprintf(`{"permissions": {"allow": ["*"]}, "mcps": {"probe": {"image": %q, "workspace": "none", "lifetime": %q}}}`, probeImage(t), lifetime))
+			var p probeAsker
+			s := elicitSession(t, ws, "2025-06-18", p.handle)
+			for call := 1; call <= 3; call++ {
+				out, res := s.call(t, "probe:ask", map[string]any{"n": 2})
+				if res.IsError || out != "1: accept\n2: accept" {
+					t.Fatalf("call %d asking 2 questions: %q\nstderr:\n%s", call, out, s.stderr.String())
+				}
+			}
+			if n := len(p.seen()); n != 6 {
+				t.Fatalf("%d of 6 questions in 3 calls reached the person", n)
+			}
+			out, _ := s.call(t, "probe:ask", map[string]any{"n": 4})
+			if lines := strings.Split(out, "\n"); len(lines) != 4 || !strings.Contains(lines[3], "refused by pml") || strings.Contains(lines[2], "refused") {
+				t.Fatalf("4 questions in one call: want 3 answered and the 4th refused: %q", out)
+			}
+		})
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 
@@ -76,12 +77,14 @@ type bridgedRun struct {
 	done   chan runOutcome // buffered: the run never waits on it
 }
 
-// question is a server's request to the person or the client's model,
-// waiting for the client's answer.
+// question is a server's requests to the person or the client's model,
+// by key, waiting for the client's answers: one under serverQuestion from
+// a 2025-11-25 server's request, or a 2026-07-28 server's input requests
+// under the keys it chose (upstream.InputAsker).
 type question struct {
-	kind  string // "elicitation", "sampling"
-	req   mcp.InputRequest
-	reply chan answer // buffered
+	reqs  mcp.InputRequestMap
+	kinds map[string]string // key → "elicitation", "sampling"
+	reply chan answer       // buffered
 }
 
 // runOutcome is how a bridged call ended: its result, or the protocol
@@ -92,8 +95,8 @@ type runOutcome struct {
 }
 
 type answer struct {
-	resp mcp.InputResponse
-	err  error
+	resps mcp.InputResponseMap
+	err   error
 }
 
 // parkedCall is a run whose question went to the client.
@@ -147,7 +150,7 @@ func (br *bridge) await(ctx context.Context, owner any, tool string, r *bridgedR
 			r.cancel()
 			return bridgeError(err.Error()), nil
 		}
-		return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{serverQuestion: q.req}, RequestState: token}, nil
+		return &mcp.CallToolResult{InputRequests: q.reqs, RequestState: token}, nil
 	case <-ctx.Done():
 		// The client cancelled the request, or went: the call ends too.
 		r.cancel()
@@ -181,58 +184,71 @@ func (br *bridge) expire(token string, p *parkedCall, wait time.Duration) {
 	}
 	delete(br.parked, token)
 	br.mu.Unlock()
-	p.q.reply <- answer{err: fmt.Errorf("the client did not answer the %s within %s", p.q.kind, wait)}
+	p.q.reply <- answer{err: fmt.Errorf("the client did not answer the %s within %s", p.q.what(), wait)}
 	p.run.cancel()
 }
 
 // resume takes a modern client's retry of a call whose server asked:
-// the answer goes to the server, and the request waits for what the call
+// the answers go to the server, and the request waits for what the call
 // does next. A requestState the bridge did not hand out to this session
-// for this tool, or a retry without the answer, gets an error result and
-// leaves everything as it was.
+// for this tool (forged, tampered with, another session's, answered or
+// expired) gets a JSON-RPC error (invalid params: SEP-2322 has a state
+// that fails verification rejected so) and changes nothing; a retry
+// without every answer gets an error result and leaves the question
+// waiting.
 func (br *bridge) resume(ctx context.Context, owner any, tool string, p *mcp.CallToolParamsRaw) (*mcp.CallToolResult, error) {
 	br.mu.Lock()
 	pk := br.parked[p.RequestState]
 	if pk == nil || pk.owner != owner || pk.tool != tool {
 		br.mu.Unlock()
-		return bridgeError("requestState " + clip(p.RequestState) + " is not a question pml is waiting on in this session for this tool " +
-			"(unknown, already answered, or expired after " + br.wait().String() + "); call the tool again without requestState to start over"), nil
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "requestState " + clip(p.RequestState) + " is not a question pml is waiting on in this session for this tool " +
+			"(unknown, already answered, or expired after " + br.wait().String() + "); call the tool again without requestState to start over"}
 	}
-	resp, err := pk.q.take(p.InputResponses[serverQuestion])
+	resps, err := pk.q.take(p.InputResponses)
 	if err != nil {
 		br.mu.Unlock()
-		return bridgeError(err.Error() + "; the question is still waiting: call again with the same requestState and inputResponses." + serverQuestion), nil
+		return bridgeError(err.Error() + "; the question is still waiting: call again with the same requestState and every answer in inputResponses"), nil
 	}
 	delete(br.parked, p.RequestState)
 	pk.timer.Stop()
 	br.mu.Unlock()
-	pk.q.reply <- answer{resp: resp}
+	pk.q.reply <- answer{resps: resps}
 	return br.await(ctx, owner, tool, pk.run)
 }
 
-// take checks that the client's answer is one to this kind of question.
-func (q *question) take(a mcp.InputResponse) (mcp.InputResponse, error) {
-	if a == nil {
-		return nil, fmt.Errorf("the retry has no inputResponses.%s (the answer to the server's %s)", serverQuestion, q.kind)
-	}
-	switch v := a.(type) {
-	case *mcp.ElicitResult:
-		if q.kind == "elicitation" {
-			return v, nil
+// take checks that the client answered every request of the question,
+// each with an answer of its kind, and keeps only those answers.
+func (q *question) take(got mcp.InputResponseMap) (mcp.InputResponseMap, error) {
+	out := make(mcp.InputResponseMap, len(q.reqs))
+	for key := range q.reqs {
+		kind := q.kinds[key]
+		a := got[key]
+		if a == nil {
+			return nil, fmt.Errorf("the retry has no inputResponses.%s (the answer to the server's %s)", clip(key), kind)
 		}
-	case *mcp.CreateMessageWithToolsResult:
-		if q.kind == "sampling" {
-			if len(v.Content) != 1 {
-				return nil, fmt.Errorf("the answer to the server's sampling request has %d content blocks; the server asked for one message", len(v.Content))
+		switch v := a.(type) {
+		case *mcp.ElicitResult:
+			if kind == "elicitation" {
+				out[key] = v
+				continue
 			}
-			return &mcp.CreateMessageResult{Meta: v.Meta, Content: v.Content[0], Model: v.Model, Role: v.Role, StopReason: v.StopReason}, nil
+		case *mcp.CreateMessageWithToolsResult:
+			if kind == "sampling" {
+				if len(v.Content) != 1 {
+					return nil, fmt.Errorf("the answer to the server's sampling request %s has %d content blocks; the server asked for one message", clip(key), len(v.Content))
+				}
+				out[key] = &mcp.CreateMessageResult{Meta: v.Meta, Content: v.Content[0], Model: v.Model, Role: v.Role, StopReason: v.StopReason}
+				continue
+			}
+		case *mcp.CreateMessageResult:
+			if kind == "sampling" {
+				out[key] = v
+				continue
+			}
 		}
-	case *mcp.CreateMessageResult:
-		if q.kind == "sampling" {
-			return v, nil
-		}
+		return nil, fmt.Errorf("inputResponses.%s is not an answer to the server's %s", clip(key), kind)
 	}
-	return nil, fmt.Errorf("inputResponses.%s is not an answer to the server's %s", serverQuestion, q.kind)
+	return out, nil
 }
 
 func bridgeError(text string) *mcp.CallToolResult {
@@ -268,7 +284,11 @@ func (r *bridgedRelay) Elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.El
 	if err != nil {
 		return nil, err
 	}
-	return a.(*mcp.ElicitResult), nil
+	e, ok := a.(*mcp.ElicitResult)
+	if !ok {
+		return nil, errors.New("the client's answer is not an elicitation result")
+	}
+	return e, nil
 }
 
 func (r *bridgedRelay) CreateMessage(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
@@ -279,13 +299,61 @@ func (r *bridgedRelay) CreateMessage(ctx context.Context, p *mcp.CreateMessagePa
 	if err != nil {
 		return nil, err
 	}
-	return a.(*mcp.CreateMessageResult), nil
+	m, ok := a.(*mcp.CreateMessageResult)
+	if !ok {
+		return nil, errors.New("the client's answer is not a sampling result")
+	}
+	return m, nil
 }
 
-// ask hands the question to the call's waiting request and waits for the
-// client's answer (or the bridge's error when none comes in time).
+// ask is one question of a 2025-11-25 server, under serverQuestion.
 func (r *bridgedRelay) ask(ctx context.Context, kind string, req mcp.InputRequest) (mcp.InputResponse, error) {
-	q := &question{kind: kind, req: req, reply: make(chan answer, 1)}
+	resps, err := r.askAll(ctx, mcp.InputRequestMap{serverQuestion: req}, map[string]string{serverQuestion: kind})
+	if err != nil {
+		return nil, err
+	}
+	return resps[serverQuestion], nil
+}
+
+// AskInputs puts a 2026-07-28 server's input requests to the client as
+// they are, under the server's keys, in one input_required result
+// (upstream.InputAsker); upstream worded and counted them already.
+func (r *bridgedRelay) AskInputs(ctx context.Context, reqs mcp.InputRequestMap) (mcp.InputResponseMap, error) {
+	kinds := make(map[string]string, len(reqs))
+	for key, req := range reqs {
+		switch req.(type) {
+		case *mcp.ElicitParams:
+			if r.ss == nil || !clientCan(r.ss, func(c *mcp.ClientCapabilities) bool { return c.Elicitation != nil }) {
+				return nil, errors.New("pml's client does not support elicitation, so the question cannot be asked")
+			}
+			kinds[key] = "elicitation"
+		case *mcp.CreateMessageParams:
+			if r.ss == nil || !clientCan(r.ss, func(c *mcp.ClientCapabilities) bool { return c.Sampling != nil }) {
+				return nil, errors.New("pml's client does not support sampling, so no model can be asked")
+			}
+			kinds[key] = "sampling"
+		default:
+			return nil, fmt.Errorf("pml does not pass a request of type %T to its client", req)
+		}
+	}
+	return r.askAll(ctx, reqs, kinds)
+}
+
+// what names the question's kind in a message.
+func (q *question) what() string {
+	for _, k := range q.kinds {
+		if len(q.kinds) == 1 {
+			return k
+		}
+	}
+	return "questions"
+}
+
+// askAll hands the question to the call's waiting request and waits for
+// the client's answers (or the bridge's error when none comes in time).
+func (r *bridgedRelay) askAll(ctx context.Context, reqs mcp.InputRequestMap, kinds map[string]string) (mcp.InputResponseMap, error) {
+	q := &question{reqs: reqs, kinds: kinds, reply: make(chan answer, 1)}
+	kind := q.what()
 	select {
 	case r.run.asks <- q:
 	case <-ctx.Done():
@@ -295,14 +363,14 @@ func (r *bridgedRelay) ask(ctx context.Context, kind string, req mcp.InputReques
 	}
 	select {
 	case a := <-q.reply:
-		return a.resp, a.err
+		return a.resps, a.err
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	case <-r.run.ctx.Done():
 		// Expired (its error is in the reply) or cancelled.
 		select {
 		case a := <-q.reply:
-			return a.resp, a.err
+			return a.resps, a.err
 		default:
 			return nil, errors.New("the call this " + kind + " came during has ended")
 		}

@@ -16,6 +16,7 @@ import (
 	tl "github.com/pml-dev/pml/broker/tools"
 	"github.com/pml-dev/pml/internal/mcpname"
 	"github.com/pml-dev/pml/internal/termsafe"
+	"github.com/pml-dev/pml/internal/upstream"
 	"github.com/pml-dev/pml/internal/wirename"
 )
 
@@ -132,7 +133,25 @@ func (f *features) handle(ctx context.Context, method string, req mcp.Request) (
 		}
 		p := *r.Params
 		p.Name = prompt
-		res, err := f.call(ctx, b, req, call.KindPrompt, call.PromptPermission(server, prompt), &p)
+		perm := call.PromptPermission(server, prompt)
+		if ss, _ := req.GetSession().(*mcp.ServerSession); multiRoundTrip(ss) && f.sess != nil && f.sess.bridge != nil {
+			// A client on 2026-07-28: the server's questions become the
+			// input requests of this result (bridge.go), as a call's.
+			p.InputResponses, p.RequestState = nil, ""
+			res, state, err := f.bridged(ctx, b, req, ss, call.KindPrompt, perm, &p, r.Params.RequestState, r.Params.InputResponses)
+			if err != nil || state != nil {
+				if state != nil {
+					return &mcp.GetPromptResult{InputRequests: state.InputRequests, RequestState: state.RequestState}, nil
+				}
+				return nil, err
+			}
+			out, _ := res.(*mcp.GetPromptResult)
+			if out == nil {
+				out = &mcp.GetPromptResult{}
+			}
+			return out, nil
+		}
+		res, err := f.call(ctx, b, req, call.KindPrompt, perm, &p)
 		if err != nil {
 			return nil, err
 		}
@@ -351,12 +370,73 @@ func (f *features) routeTemplate(ctx context.Context, b Backend, raw string) (st
 // refusal, a failure or an approval the client cannot answer here is a
 // protocol error that says what to do.
 func (f *features) call(ctx context.Context, b Backend, req mcp.Request, kind call.Kind, perm string, params any) (any, error) {
+	return f.callVia(ctx, b, req, kind, perm, params, nil)
+}
+
+// bridgedReply carries a prompt's or resource's answer through the bridge,
+// which runs tool calls (bridge.go).
+type bridgedReply struct {
+	res any
+	err error
+}
+
+// bridged runs a prompt or resource request of a client on 2026-07-28
+// beside it (bridge.go): the answer, or the server's questions (state:
+// the input requests and requestState for the client), or, given the
+// client's retry (requestState and its answers), what the waiting
+// request does next.
+func (f *features) bridged(ctx context.Context, b Backend, req mcp.Request, ss *mcp.ServerSession, kind call.Kind, perm string, params any, state string, answers mcp.InputResponseMap) (any, *mcp.CallToolResult, error) {
+	var owner any = ss
+	if extra := req.GetExtra(); extra != nil && extra.Header != nil {
+		// Stateless pml serve: the waiting request lives in this process.
+		owner = f.sess.process()
+	}
+	key := string(kind) + " " + perm
+	var res *mcp.CallToolResult
+	var err error
+	if isBridgeState(state) {
+		res, err = f.sess.bridge.resume(ctx, owner, key, &mcp.CallToolParamsRaw{RequestState: state, InputResponses: answers})
+	} else {
+		rel := &sessionRelay{ss: ss, b: b, req: ctx}
+		res, err = f.sess.bridge.start(ctx, owner, key, rel, func(ctx context.Context, relay upstream.Relay) *mcp.CallToolResult {
+			out, err := f.callVia(ctx, b, req, kind, perm, params, relay)
+			return &mcp.CallToolResult{StructuredContent: bridgedReply{res: out, err: err}}
+		})
+	}
+	switch {
+	case err != nil:
+		return nil, nil, err
+	case res == nil:
+		return nil, nil, &sdkjsonrpc.Error{Code: codeRefused, Message: perm + " failed"}
+	case res.InputRequests != nil:
+		return nil, res, nil
+	}
+	if r, ok := res.StructuredContent.(bridgedReply); ok {
+		return r.res, nil, r.err
+	}
+	// The bridge's own error (a retry without every answer, a question
+	// that expired).
+	msg := ""
+	for _, c := range res.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			msg += t.Text
+		}
+	}
+	return nil, nil, &sdkjsonrpc.Error{Code: codeRefused, Message: msg}
+}
+
+// callVia is call with the server's questions going to relay (nil: the
+// client's session).
+func (f *features) callVia(ctx context.Context, b Backend, req mcp.Request, kind call.Kind, perm string, params any, relay upstream.Relay) (any, error) {
 	raw, err := json.Marshal(params)
 	if err != nil {
 		return nil, invalidParams(err.Error())
 	}
 	ss, _ := req.GetSession().(*mcp.ServerSession)
-	r := call.Request{Kind: kind, Tool: perm, Args: raw, Relay: &sessionRelay{ss: ss, b: b, req: ctx}}
+	if relay == nil {
+		relay = &sessionRelay{ss: ss, b: b, req: ctx}
+	}
+	r := call.Request{Kind: kind, Tool: perm, Args: raw, Relay: relay}
 	r.Workflows = f.sess.workflows(ss)
 	if !multiRoundTrip(ss) {
 		r.Ask = elicitor(b, ss)

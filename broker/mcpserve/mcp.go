@@ -577,9 +577,9 @@ func (r *sessionRelay) Elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.El
 	}
 	if multiRoundTrip(r.ss) {
 		// On 2026-07-28 a request to the client in the middle of a
-		// request is not allowed: a tool call's relay is the bridge's
-		// (bridge.go); a prompt's or resource's has none yet.
-		return nil, errors.New("pml cannot relay a server's question during a prompt or resource request to a client on MCP protocol 2026-07-28 yet; during a tool call it can, and clients on 2025-11-25 or older get it")
+		// request is not allowed: a tool call's and a prompt's relay is
+		// the bridge's (bridge.go); a resource's has none yet.
+		return nil, errors.New("pml cannot relay a server's question during a resource request to a client on MCP protocol 2026-07-28 yet; during a tool call or a prompt's get it can, and clients on 2025-11-25 or older get it")
 	}
 	return r.ss.Elicit(ctx, p)
 }
@@ -589,9 +589,21 @@ func (r *sessionRelay) CreateMessage(ctx context.Context, p *mcp.CreateMessagePa
 		return nil, errors.New("pml's client does not support sampling, so no model can be asked")
 	}
 	if multiRoundTrip(r.ss) {
-		return nil, errors.New("pml cannot relay a server's sampling request during a prompt or resource request to a client on MCP protocol 2026-07-28 yet; during a tool call it can, and clients on 2025-11-25 or older get it")
+		return nil, errors.New("pml cannot relay a server's sampling request during a resource request to a client on MCP protocol 2026-07-28 yet; during a tool call or a prompt's get it can, and clients on 2025-11-25 or older get it")
 	}
 	return r.ss.CreateMessage(ctx, p)
+}
+
+// ClientCapabilities is what the relay's client declared (for a
+// 2026-07-28 server's questions: upstream.ClientCapable).
+func (r *sessionRelay) ClientCapabilities() *mcp.ClientCapabilities {
+	if r.ss == nil {
+		return nil
+	}
+	if p := r.ss.InitializeParams(); p != nil {
+		return p.Capabilities
+	}
+	return nil
 }
 
 func clientCan(ss *mcp.ServerSession, has func(*mcp.ClientCapabilities) bool) bool {

@@ -38,9 +38,9 @@ func (e PerCallExec) callOnce(ctx context.Context, tool string, args json.RawMes
 	var res *mcp.CallToolResult
 	err := e.fresh(ctx, func(acquire upstream.Starter, spec container.Spec, roots []*mcp.Root) error {
 		var err error
-		// The server's upstream runs the session: it attributes and rate
-		// limits the server's requests to the person (asks.go) as it does
-		// for the pooled container.
+		// The server's upstream runs the session: it attributes the
+		// server's requests to the person and holds them to the call's
+		// budget (asks.go) as it does for the pooled container.
 		res, err = e.srv.Session().CallOnce(ctx, acquire, spec, roots, tool, args, meta, progressToken, relay)
 		return err
 	})

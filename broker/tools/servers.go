@@ -152,6 +152,7 @@ func (s *Servers) Add(cfg config.Server) *Server {
 		Spec:         s.sb.ServerSpec(s.Deps, cfg),
 		Mounts:       func() ([]container.Mount, error) { return s.sb.ServerMounts(cfg) },
 		Roots:        ServerRoots(s.sb.Workspace(), cfg),
+		Protocol:     cfg.Protocol,
 		Idle:         s.idle,
 		StartTimeout: s.serverStartTimeout,
 		ToolsChanged: func(tools []*mcp.Tool) {

@@ -4,6 +4,13 @@
 # suite version in $SUITES, once directly (its Streamable HTTP form, on
 # loopback) and once fronted as itself by `pml serve --server reference`
 # (its stdio form in its container, pml's policy allowing reference:*).
+# The reference server's scenarios of MCP 2026-07-28 input_required
+# results and statelessness ($modern) exist only on its hand-written
+# 2026-07-28 HTTP path, a server of its own beside the createMcpServer()
+# its stdio form serves: through pml they run against that path, fronted
+# by `pml serve --server modern` (reference/modern.mjs on stdio in the same
+# image, "protocol": "2026-07-28"), one scenario at a time, and count as
+# the run through pml.
 # Every scenario that passes directly must pass through pml. The gaps below
 # are scenarios that pass directly and not through pml yet, per suite
 # version, each with its reason; one that passes through pml fails the run,
@@ -31,20 +38,9 @@ trap cleanup EXIT
 # Scenarios known to pass directly and not through pml yet:
 # "version scenario # reason".
 gaps='
-0.1.16 elicitation-sep1330-enums # pml limits the requests a server sends to the person to 3 at once, then one per 20 s (internal/upstream/asks.go); this is the suites fourth elicitation or sampling in a few seconds, refused by design (it passes alone)
-0.2.0-alpha.12 elicitation-sep1330-enums # pml limits the requests a server sends to the person to 3 at once, then one per 20 s (internal/upstream/asks.go); this is the suites fourth elicitation or sampling in a few seconds, refused by design (it passes alone)
-0.2.0-alpha.12 input-required-result-basic-elicitation # its tool test_input_required_result_elicitation exists only on the reference servers hand-written 2026-07-28 HTTP path (app.post in everything-server.ts), not in the createMcpServer() its stdio form serves: pml runs every server over stdio and speaks 2025-11-25 to it, so the tool is not there (pml answers no such tool); passing it needs pml to speak 2026-07-28 to its servers and relay their input_required results
-0.2.0-alpha.12 input-required-result-basic-list-roots # its tool test_input_required_result_list_roots exists only on the reference servers hand-written 2026-07-28 HTTP path (app.post in everything-server.ts), not in the createMcpServer() its stdio form serves: pml runs every server over stdio and speaks 2025-11-25 to it, so the tool is not there (pml answers no such tool); passing it needs pml to speak 2026-07-28 to its servers and relay their input_required results
-0.2.0-alpha.12 input-required-result-basic-sampling # its tool test_input_required_result_sampling exists only on the reference servers hand-written 2026-07-28 HTTP path (app.post in everything-server.ts), not in the createMcpServer() its stdio form serves: pml runs every server over stdio and speaks 2025-11-25 to it, so the tool is not there (pml answers no such tool); passing it needs pml to speak 2026-07-28 to its servers and relay their input_required results
-0.2.0-alpha.12 input-required-result-capability-check # its tool test_input_required_result_capabilities exists only on the reference servers hand-written 2026-07-28 HTTP path (app.post in everything-server.ts), not in the createMcpServer() its stdio form serves: pml runs every server over stdio and speaks 2025-11-25 to it, so the tool is not there (pml answers no such tool); passing it needs pml to speak 2026-07-28 to its servers and relay their input_required results
-0.2.0-alpha.12 input-required-result-missing-input-response # its tool test_input_required_result_elicitation exists only on the reference servers hand-written 2026-07-28 HTTP path (app.post in everything-server.ts), not in the createMcpServer() its stdio form serves: pml runs every server over stdio and speaks 2025-11-25 to it, so the tool is not there (pml answers no such tool); passing it needs pml to speak 2026-07-28 to its servers and relay their input_required results
-0.2.0-alpha.12 input-required-result-multi-round # its tool test_input_required_result_multi_round exists only on the reference servers hand-written 2026-07-28 HTTP path (app.post in everything-server.ts), not in the createMcpServer() its stdio form serves: pml runs every server over stdio and speaks 2025-11-25 to it, so the tool is not there (pml answers no such tool); passing it needs pml to speak 2026-07-28 to its servers and relay their input_required results
-0.2.0-alpha.12 input-required-result-multiple-input-requests # its tool test_input_required_result_multiple_inputs exists only on the reference servers hand-written 2026-07-28 HTTP path (app.post in everything-server.ts), not in the createMcpServer() its stdio form serves: pml runs every server over stdio and speaks 2025-11-25 to it, so the tool is not there (pml answers no such tool); passing it needs pml to speak 2026-07-28 to its servers and relay their input_required results
-0.2.0-alpha.12 input-required-result-non-tool-request # its prompt test_input_required_result_prompt exists only on the reference servers hand-written 2026-07-28 HTTP path (app.post in everything-server.ts), not in the createMcpServer() its stdio form serves: pml runs every server over stdio and speaks 2025-11-25 to it, so the prompt is not there (the server answers -32602, prompt not found); passing it needs pml to speak 2026-07-28 to its servers and relay their input_required results
-0.2.0-alpha.12 input-required-result-request-state # its tool test_input_required_result_request_state exists only on the reference servers hand-written 2026-07-28 HTTP path (app.post in everything-server.ts), not in the createMcpServer() its stdio form serves: pml runs every server over stdio and speaks 2025-11-25 to it, so the tool is not there (pml answers no such tool); passing it needs pml to speak 2026-07-28 to its servers and relay their input_required results
-0.2.0-alpha.12 input-required-result-result-type # its tool test_input_required_result_elicitation exists only on the reference servers hand-written 2026-07-28 HTTP path (app.post in everything-server.ts), not in the createMcpServer() its stdio form serves: pml runs every server over stdio and speaks 2025-11-25 to it, so the tool is not there (pml answers no such tool); passing it needs pml to speak 2026-07-28 to its servers and relay their input_required results
-0.2.0-alpha.12 input-required-result-tampered-state # its tool test_input_required_result_tampered_state exists only on the reference servers hand-written 2026-07-28 HTTP path (app.post in everything-server.ts), not in the createMcpServer() its stdio form serves: pml runs every server over stdio and speaks 2025-11-25 to it, so the tool is not there (pml answers no such tool); passing it needs pml to speak 2026-07-28 to its servers and relay their input_required results
-0.2.0-alpha.12 server-stateless # pml passes its checks of server/discover, the _meta and header validation, subscriptions/listen and the caching fields; it fails those that need the tools test_missing_capability (-32021, HTTP 400) and test_trigger_tool_change and test_trigger_prompt_change (list_changed on a listen stream), which exist only on the reference servers hand-written 2026-07-28 HTTP path (app.post in everything-server.ts), not in the createMcpServer() its stdio form serves, the form pml runs
+0.2.0-alpha.12 input-required-result-basic-list-roots # the reference servers modern path asks for roots/list in an input_required result; pml answers a servers roots/list itself, from the roots its container sees (the workspace as mounted), never with the clients host paths, so the client is not asked and gets the complete result (internal/upstream/rounds.go; docs/servers.md)
+0.2.0-alpha.12 input-required-result-multiple-input-requests # the servers input requests include roots/list, which pml answers itself from the containers roots (as in basic-list-roots): the client gets the elicitation and sampling requests under the servers keys, not the third
+0.2.0-alpha.12 server-stateless # through pml serve --server modern it passes server/discover, the _meta and header validation, subscriptions/listen and the caching fields; the servers -32021 MissingRequiredClientCapability error (HTTP 400) is not passed on as such, and its list_changed on a listen stream does not reach the clients listen stream (2 failures, 2 warnings)
 '
 
 # summary DIR OUT: one line per scenario ("name passed failed warnings").
@@ -75,21 +71,28 @@ for _ in $(seq 100); do
 	sleep 0.1
 done
 
+# The scenarios run against the reference server's 2026-07-28 path
+# through pml serve --server modern, per suite version.
+modern='
+0.2.0-alpha.12 input-required-result-basic-elicitation input-required-result-basic-list-roots input-required-result-basic-sampling input-required-result-capability-check input-required-result-missing-input-response input-required-result-multi-round input-required-result-multiple-input-requests input-required-result-non-tool-request input-required-result-request-state input-required-result-result-type input-required-result-tampered-state server-stateless
+'
+
 # Through pml: pml serve --server reference, in a workspace of its own,
-# one per suite version: pml limits a server's requests to the person
-# (internal/upstream/asks.go), and one version's must not use up the
-# next one's.
+# a fresh pml serve per suite version, so one version's run leaves
+# nothing (a pooled container's state) to the next.
 ws=$tmp/ws
 mkdir -p "$ws"
 cat >"$ws/.pml.json" <<JSON
-{"permissions": {"allow": ["reference:*"]}, "mcps": {"reference": {"image": "$image"}}}
+{"permissions": {"allow": ["reference:*", "modern:*"]}, "mcps": {"reference": {"image": "$image"},
+ "modern": {"image": "$image", "command": "node", "args": ["/srv/modern.mjs"], "protocol": "2026-07-28", "workspace": "none"}}}
 JSON
 (cd "$ws" && PML_WORKSPACE=$ws "$pml" trust --yes) >"$tmp/trust.log" 2>&1 || { fail "pml trust: $(cat "$tmp/trust.log")"; exit 1; }
-# serve V: starts pml serve --server reference and its token proxy for
-# suite version V; sets serve_pid and pport.
+# serve V [SERVER]: starts pml serve --server SERVER (reference) and its
+# token proxy for suite version V; sets serve_pid and pport.
 serve() {
-	local log=$tmp/serve-$1.log url='' _
-	(cd "$ws" && PML_WORKSPACE=$ws exec "$pml" serve --addr 127.0.0.1:0 --server reference) 2>"$log" &
+	local srv=${2:-reference}
+	local log=$tmp/serve-$1-$srv.log url='' _
+	(cd "$ws" && PML_WORKSPACE=$ws exec "$pml" serve --addr 127.0.0.1:0 --server "$srv") 2>"$log" &
 	serve_pid=$!
 	pids+=("$serve_pid")
 	for _ in $(seq 300); do
@@ -99,15 +102,15 @@ serve() {
 		sleep 0.1
 	done
 	[ -n "$url" ] || { fail "pml serve --server reference did not start: $(tail -20 "$log")"; return 1; }
-	"$node" "$here/tokenproxy.mjs" "$url" >"$tmp/proxy-$1.out" 2>"$tmp/proxy-$1.log" &
+	"$node" "$here/tokenproxy.mjs" "$url" >"$tmp/proxy-$1-$srv.out" 2>"$tmp/proxy-$1-$srv.log" &
 	pids+=($!)
 	pport=
 	for _ in $(seq 100); do
-		pport=$(awk '/^listening /{print $2}' "$tmp/proxy-$1.out")
+		pport=$(awk '/^listening /{print $2}' "$tmp/proxy-$1-$srv.out")
 		[ -n "$pport" ] && break
 		sleep 0.1
 	done
-	[ -n "$pport" ] || { fail "the token proxy did not start: $(cat "$tmp/proxy-$1.log")"; return 1; }
+	[ -n "$pport" ] || { fail "the token proxy did not start: $(cat "$tmp/proxy-$1-$srv.log")"; return 1; }
 }
 
 for pair in $suites; do
@@ -120,6 +123,20 @@ for pair in $suites; do
 	wait $d_pid
 	summary "$tmp/direct-$v" "$tmp/direct-$v.sum"
 	summary "$tmp/viapml-$v" "$tmp/viapml-$v.sum"
+	mods=$(printf '%s\n' "$modern" | awk -v v="$v" '$1 == v {$1 = ""; print}')
+	if [ -n "$mods" ]; then
+		kill -0 "$serve_pid" 2>/dev/null || fail "pml serve --server reference ended during suite $v: $(tail -20 "$tmp/serve-$v-reference.log")"
+		kill "$serve_pid" 2>/dev/null && wait "$serve_pid" 2>/dev/null
+		serve "$v" modern || exit 1
+		for s in $mods; do
+			(cd "$tmp" && "$node" "$suite" server --url "http://127.0.0.1:$pport/mcp" --suite all --scenario "$s" -o "$tmp/viamodern-$v") >>"$tmp/viamodern-$v.log" 2>&1
+		done
+		summary "$tmp/viamodern-$v" "$tmp/viamodern-$v.sum"
+		# These scenarios count as run through pml against the modern path.
+		awk 'NR == FNR {m[$1] = 1; next} !($1 in m)' <(printf '%s\n' $mods) "$tmp/viapml-$v.sum" |
+			cat - "$tmp/viamodern-$v.sum" | sort >"$tmp/viapml-$v.sum.new"
+		mv "$tmp/viapml-$v.sum.new" "$tmp/viapml-$v.sum"
+	fi
 	n=$(wc -l <"$tmp/direct-$v.sum")
 	[ "$n" -gt 0 ] || fail "suite $v ran no scenario against the server directly: $(tail -20 "$tmp/direct-$v.log")"
 	echo "conformance: reference server, suite $v: $(passing "$tmp/direct-$v.sum" | wc -l) of $n scenarios pass directly, $(passing "$tmp/viapml-$v.sum" | wc -l) of $(wc -l <"$tmp/viapml-$v.sum") through pml serve --server reference" >&2
@@ -141,9 +158,11 @@ for pair in $suites; do
 		fi
 	done
 	if ! kill -0 "$serve_pid" 2>/dev/null; then
-		fail "pml serve --server reference ended during suite $v: $(tail -20 "$tmp/serve-$v.log")"
+		fail "pml serve ended during suite $v: $(tail -20 "$(ls -t "$tmp"/serve-"$v"-*.log | head -1)")"
 	fi
-	grep -q panic "$tmp/serve-$v.log" && fail "pml serve --server reference logged a panic during suite $v: $(grep -A20 panic "$tmp/serve-$v.log" | head -40)"
+	for log in "$tmp"/serve-"$v"-*.log; do
+		grep -q panic "$log" && fail "pml serve logged a panic during suite $v ($log): $(grep -A20 panic "$log" | head -40)"
+	done
 	kill "$serve_pid" 2>/dev/null && wait "$serve_pid" 2>/dev/null
 done
 exit $((failed > 0))

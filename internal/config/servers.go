@@ -57,6 +57,12 @@ type Server struct {
 	// "follow" (broker/tools/pins.go). Part of the server's definition,
 	// so of its trust: a repository cannot weaken it unseen.
 	ToolChanges string `json:",omitempty"`
+	// Protocol is the MCP revision pml offers the server: "" (2025-11-25,
+	// where a server asks the person with requests of its own during a
+	// call) or "2026-07-28" (server/discover, and the server asks with
+	// input_required results; pml falls back to 2025-11-25 when the server
+	// does not offer it). Part of the server's definition, so of its trust.
+	Protocol string `json:",omitempty"`
 }
 
 // Install is the one-time step that fills the server's /deps cache.
@@ -172,6 +178,16 @@ func serverMembers(s *Server, path, key string, warnings *[]string) []member {
 		{"network", nil, readNetwork(&s.Network)},
 		{"sandbox", nil, readServerSandbox(s, path, key+".sandbox", warnings)},
 		{"description", nil, nil},
+		{"protocol", readString(&s.Protocol, ""), func(any) error {
+			switch s.Protocol {
+			case "", "2025-11-25", "2026-07-28":
+				if s.Protocol == "2025-11-25" {
+					s.Protocol = ""
+				}
+				return nil
+			}
+			return fmt.Errorf("is %q: it must be \"2025-11-25\" (the default: the server asks the person with requests during a call) or \"2026-07-28\" (pml asks the server for it with server/discover; the server asks with input_required results)", s.Protocol)
+		}},
 		{"tool_changes", readString(&s.ToolChanges, ""), func(any) error {
 			switch s.ToolChanges {
 			case "", "hold", "ask", "follow":

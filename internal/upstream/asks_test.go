@@ -6,27 +6,59 @@ import (
 	"context"
 	"errors"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-func TestTheBucketLetsABurstThroughThenRefills(t *testing.T) {
-	var b bucket
-	now := time.Unix(1000, 0)
-	for i := 0; i < AskBurst; i++ {
-		if !b.take(now) {
-			t.Fatalf("request %d of the burst refused", i+1)
+func TestEachCallHasItsOwnBudgetOfQuestions(t *testing.T) {
+	s := New(Options{Name: "srv"})
+	ctx := context.Background()
+	q := &mcp.ElicitParams{Message: "hi"}
+	a := &keyedRelay{key: "A"}
+	// Two calls one after the other, each asking one more than it may:
+	// each call's first AskPerCall reach the person, however close
+	// together the calls are, and the rest are refused.
+	for call := 1; call <= 2; call++ {
+		ref := s.pushRelay(a)
+		for i := 1; i <= AskPerCall+1; i++ {
+			_, err := s.routedElicit(ctx, q)
+			if i <= AskPerCall && err != nil {
+				t.Fatalf("call %d, question %d: %v", call, i, err)
+			}
+			if i > AskPerCall && !errors.Is(err, ErrAskRefused) {
+				t.Fatalf("call %d, question %d beyond the budget: %v", call, i, err)
+			}
+		}
+		s.popRelay(ref)
+	}
+	if len(a.asked) != 2*AskPerCall {
+		t.Fatalf("%d questions reached the person, want %d", len(a.asked), 2*AskPerCall)
+	}
+	// Sampling spends the same budget.
+	ref := s.pushRelay(a)
+	defer s.popRelay(ref)
+	for i := 0; i < AskPerCall; i++ {
+		if _, err := s.routedSample(ctx, &mcp.CreateMessageParams{}); err != nil {
+			t.Fatal(err)
 		}
 	}
-	if b.take(now) {
-		t.Fatal("a request beyond the burst passed")
+	if _, err := s.routedElicit(ctx, q); !errors.Is(err, ErrAskRefused) {
+		t.Fatalf("an elicitation after %d samplings in one call: %v", AskPerCall, err)
 	}
-	if !b.take(now.Add(AskEvery)) {
-		t.Fatal("no refill after AskEvery")
+}
+
+func TestAOneShotServersQuestionsHaveTheCallsBudget(t *testing.T) {
+	s := New(Options{Name: "srv"})
+	a := &keyedRelay{key: "A"}
+	h := s.clientOptions(true, &relayRef{r: a}).ElicitationHandler
+	for i := 1; i <= AskPerCall+1; i++ {
+		_, err := h(context.Background(), &mcp.ElicitRequest{Params: &mcp.ElicitParams{Message: "hi"}})
+		if (i <= AskPerCall) != (err == nil) {
+			t.Fatalf("question %d: %v", i, err)
+		}
 	}
-	if b.take(now.Add(AskEvery)) {
-		t.Fatal("refilled more than one")
+	if _, err := s.clientOptions(true, nil).ElicitationHandler(context.Background(), &mcp.ElicitRequest{Params: &mcp.ElicitParams{}}); !errors.Is(err, ErrAskRefused) {
+		t.Fatalf("a one-shot server with no caller: %v", err)
 	}
 }
 

@@ -77,9 +77,13 @@ func (s *Server) Request(ctx context.Context, method string, params json.RawMess
 	defer s.release(c)
 	ref := s.pushRelay(relay)
 	defer s.popRelay(ref)
-	res, err := request(ctx, c.cs, method, params)
+	res, err := s.request(ctx, c, ref, method, params)
 	if err == nil {
 		return res, nil
+	}
+	var re *roundErr
+	if errors.As(err, &re) {
+		return nil, re.error
 	}
 	var bad *badParams
 	if errors.As(err, &bad) {
@@ -108,20 +112,21 @@ func decode[T any](params json.RawMessage) (*T, error) {
 	return &p, nil
 }
 
-func request(ctx context.Context, cs *mcp.ClientSession, method string, params json.RawMessage) (any, error) {
+func (s *Server) request(ctx context.Context, c *conn, ref *relayRef, method string, params json.RawMessage) (any, error) {
+	cs := c.cs
 	switch method {
 	case "prompts/get":
 		p, err := decode[mcp.GetPromptParams](params)
 		if err != nil {
 			return nil, err
 		}
-		return cs.GetPrompt(ctx, p)
+		return s.getPrompt(ctx, c, ref, p)
 	case "resources/read":
 		p, err := decode[mcp.ReadResourceParams](params)
 		if err != nil {
 			return nil, err
 		}
-		return cs.ReadResource(ctx, p)
+		return s.readResource(ctx, c, ref, p)
 	case "resources/subscribe":
 		p, err := decode[mcp.SubscribeParams](params)
 		if err != nil {

@@ -378,8 +378,8 @@ func (s *Server) answerOf(frame []byte) (json.RawMessage, error) {
 // gets it with resultType added and nothing else changed
 // (mcpserve.appendComplete). Anything else (inputRequests and
 // requestState above all: a question to the person that would not be
-// attributed to the server, nor rate limited; a resultType of the
-// server's own) makes the caller decode it and keep only those
+// attributed to the server, nor counted in the call's budget of
+// questions; a resultType of the server's own) makes the caller decode it and keep only those
 // (call.ToMCP).
 func plainResult(res []byte) bool {
 	plain, content := true, false

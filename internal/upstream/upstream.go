@@ -68,6 +68,10 @@ type Options struct {
 	Mounts func() ([]container.Mount, error)
 	// Roots are answered to roots/list (the workspace, when mounted).
 	Roots []*mcp.Root
+	// Protocol, when ModernProtocol, is offered first (server/discover;
+	// rounds.go), falling back to ProtocolVersion when the server does
+	// not offer it; "" is ProtocolVersion.
+	Protocol string
 	// Idle stops the container after this long without calls.
 	Idle time.Duration
 	// StartTimeout overrides StartTimeout (tests).
@@ -97,15 +101,18 @@ type Server struct {
 	// (asks.go).
 	relayMu sync.Mutex
 	relays  []*relayRef
-	// asks limits the server's requests to the person (asks.go).
-	asks bucket
 
 	tokens   sync.Map // progress token → Relay + the caller's token
 	tokenSeq atomic.Int64
 	starts   atomic.Int64
 }
 
-type relayRef struct{ r Relay }
+// relayRef is one call in flight: its caller, and how many questions the
+// server has asked while serving it (asks.go).
+type relayRef struct {
+	r     Relay
+	asked atomic.Int32
+}
 
 type progressRoute struct {
 	relay Relay
@@ -125,6 +132,8 @@ type conn struct {
 	proc container.Process
 	cs   *mcp.ClientSession
 	out  *io.PipeReader // the server's stdout, read by cs
+	// roots are what pml answers the server's roots/list.
+	roots []*mcp.Root
 	// in is the server's stdin, shared by cs and Forward (forward.go);
 	// fast are Forward's calls in flight.
 	in     *jsonrpc.Output
@@ -224,9 +233,13 @@ func (s *Server) Call(ctx context.Context, tool string, args json.RawMessage, me
 			relay.Progress(ctx, p)
 		})()
 	}
-	res, err := c.cs.CallTool(ctx, params)
+	res, err := s.callTool(ctx, c, ref, params)
 	if err == nil {
 		return res, nil
+	}
+	var re *roundErr
+	if errors.As(err, &re) {
+		return nil, re.error
 	}
 	return nil, s.callError(ctx, c, err)
 }
@@ -461,7 +474,7 @@ type Starter func(ctx context.Context, spec container.Spec, streams container.St
 // a pooled one's to the caller whose call is in flight.
 func (s *Server) connect(ctx context.Context, start Starter, spec container.Spec, opts *mcp.ClientOptions, roots []*mcp.Root, oneShot bool, relay Relay) (*conn, error) {
 	pr, pw := io.Pipe()
-	c := &conn{out: pr, stderr: NewRing(64, 16<<10), oneShot: oneShot, fast: newFastRoutes()}
+	c := &conn{out: pr, stderr: NewRing(64, 16<<10), oneShot: oneShot, fast: newFastRoutes(), roots: roots}
 	stdout := &tap{routes: c.fast, next: pw, onDrop: func(why string) {
 		s.o.Logger.Debug().Str("server", s.o.Name).Msg("dropped " + why)
 	}}
@@ -493,8 +506,12 @@ func (s *Server) connect(ctx context.Context, start Starter, spec container.Spec
 	}
 	c.in = jsonrpc.NewOutput(proc.Stdin())
 	tr := &mcp.IOTransport{Reader: pr, Writer: lockedStdin{out: c.in, stdin: proc.Stdin()}, MaxLineLength: 64 << 20}
+	version := ProtocolVersion
+	if s.o.Protocol == ModernProtocol {
+		version = ModernProtocol
+	}
 	c.cs, err = client.Connect(ctx, &execTransport{next: tr, rec: &c.exec},
-		&mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
+		&mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err == nil {
 		s.askForLogs(ctx, c.cs)
 	}
@@ -590,11 +607,11 @@ func (s *Server) withMounts(spec container.Spec) (container.Spec, error) {
 // session is the pooled one's (the same handshake, crash report and
 // stderr tail), but everything the server sends goes to relay, the one
 // caller: its progress under the caller's own token (it serves no one
-// else), its requests to the person through Elicit and CreateMessage,
-// attributed and rate limited with the pooled container's (asks.go).
+// else), its requests to the person attributed and within the call's
+// budget of questions, as the pooled container's (asks.go).
 func (s *Server) CallOnce(ctx context.Context, start Starter, spec container.Spec, roots []*mcp.Root, tool string, args json.RawMessage, meta map[string]any, progressToken any, relay Relay) (*mcp.CallToolResult, error) {
 	var res *mcp.CallToolResult
-	err := s.once(ctx, start, spec, roots, relay, func(c *conn) error {
+	err := s.once(ctx, start, spec, roots, relay, func(c *conn, ref *relayRef) error {
 		params := &mcp.CallToolParams{Name: tool, Arguments: map[string]any{}, Meta: callMeta(meta)}
 		if len(args) > 0 && string(args) != "null" {
 			params.Arguments = args
@@ -610,7 +627,11 @@ func (s *Server) CallOnce(ctx context.Context, start Starter, spec container.Spe
 			})()
 		}
 		var err error
-		res, err = c.cs.CallTool(ctx, params)
+		res, err = s.callTool(ctx, c, ref, params)
+		var re *roundErr
+		if errors.As(err, &re) {
+			return re.error
+		}
 		if err != nil {
 			return s.callError(ctx, c, err)
 		}
@@ -624,9 +645,9 @@ func (s *Server) CallOnce(ctx context.Context, start Starter, spec container.Spe
 // resource's read or a completion, which the caller removes afterwards.
 func (s *Server) RequestOnce(ctx context.Context, start Starter, spec container.Spec, roots []*mcp.Root, method string, params json.RawMessage, relay Relay) (any, error) {
 	var res any
-	err := s.once(ctx, start, spec, roots, relay, func(c *conn) error {
+	err := s.once(ctx, start, spec, roots, relay, func(c *conn, ref *relayRef) error {
 		var err error
-		res, err = request(ctx, c.cs, method, params)
+		res, err = s.request(ctx, c, ref, method, params)
 		var bad *badParams
 		if err == nil || errors.As(err, &bad) {
 			return err
@@ -643,7 +664,7 @@ func (s *Server) RequestOnce(ctx context.Context, start Starter, spec container.
 // once starts the server in a container of its own (start gives it),
 // makes the MCP handshake and runs do on the session: the server's
 // requests and messages go to relay, the one caller.
-func (s *Server) once(ctx context.Context, start Starter, spec container.Spec, roots []*mcp.Root, relay Relay, do func(c *conn) error) error {
+func (s *Server) once(ctx context.Context, start Starter, spec container.Spec, roots []*mcp.Root, relay Relay, do func(c *conn, ref *relayRef) error) error {
 	// A per-call server: its container starts for this call.
 	spec, err := s.withMounts(spec)
 	if err != nil {
@@ -651,7 +672,9 @@ func (s *Server) once(ctx context.Context, start Starter, spec container.Spec, r
 	}
 	telemetry.CountStart(s.o.Name)
 	sctx, span := telemetry.Start(ctx, "pml.container.start", trace.SpanKindInternal, attribute.String("pml.server", s.o.Name))
-	c, err := s.connect(sctx, start, spec, s.clientOptions(true, relay), roots, true, relay)
+	// The one call this container serves.
+	ref := &relayRef{r: relay}
+	c, err := s.connect(sctx, start, spec, s.clientOptions(true, ref), roots, true, relay)
 	if err != nil {
 		telemetry.Fail(span, "_OTHER", err.Error())
 	}
@@ -670,7 +693,7 @@ func (s *Server) once(ctx context.Context, start Starter, spec container.Spec, r
 		return fmt.Errorf("the MCP server %s failed its initialize handshake: %w", s.o.Name, err)
 	}
 	defer c.cs.Close()
-	return do(c)
+	return do(c, ref)
 }
 
 func (c *conn) dead() bool { return container.Exited(c.proc) }
@@ -693,13 +716,20 @@ func callMeta(meta map[string]any) mcp.Meta {
 // server's messages are routed to the caller they belong to (progress by
 // token, the rest to the session with calls in flight, asks.go); a
 // one-shot server's all go to relay, the one caller.
-func (s *Server) clientOptions(oneShot bool, relay Relay) *mcp.ClientOptions {
+func (s *Server) clientOptions(oneShot bool, ref *relayRef) *mcp.ClientOptions {
 	// The SDK's own warnings (a tool of the server dropped for an invalid
 	// name) are pml's log lines.
 	sdkLog := slogzerolog.Logger(s.o.Logger.With().Str("server", s.o.Name).Logger(), "mcp-sdk", slog.LevelWarn)
+	// pml answers a 2026-07-28 server's input requests itself (rounds.go).
+	mrtr := &mcp.MultiRoundTripOptions{Disabled: true}
 	if oneShot {
+		var relay Relay
+		if ref != nil {
+			relay = ref.r
+		}
 		return &mcp.ClientOptions{
-			Logger: sdkLog,
+			Logger:         sdkLog,
+			MultiRoundTrip: mrtr,
 			ProgressNotificationHandler: func(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
 				if relay != nil {
 					relay.Progress(ctx, req.Params)
@@ -711,15 +741,16 @@ func (s *Server) clientOptions(oneShot bool, relay Relay) *mcp.ClientOptions {
 				}
 			},
 			ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-				return s.Elicit(ctx, relay, req.Params)
+				return s.elicit(ctx, ref, req.Params)
 			},
 			CreateMessageHandler: func(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-				return s.CreateMessage(ctx, relay, req.Params)
+				return s.createMessage(ctx, ref, req.Params)
 			},
 		}
 	}
 	return &mcp.ClientOptions{
-		Logger: sdkLog,
+		Logger:         sdkLog,
+		MultiRoundTrip: mrtr,
 		ProgressNotificationHandler: func(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
 			tok, ok := req.Params.ProgressToken.(string)
 			if !ok {

@@ -6,7 +6,9 @@
 #       form (PORT=N node server.mjs), run directly by ../reference.sh
 #   $PML_CONFORMANCE_CACHE/reference-HASH/stdio.mjs   its stdio form
 #   image pml-test/conformance-reference:HASH         FROM pml/node:18,
-#       ENTRYPOINT node /srv/stdio.mjs (the server pml fronts)
+#       ENTRYPOINT node /srv/stdio.mjs (the server pml fronts); with the
+#       command node /srv/modern.mjs, its 2026-07-28 path on stdio (the
+#       HTTP form /srv/server.mjs on the container's loopback, modern.mjs)
 # The dependencies come from the npm registry as package-lock.json pins
 # them (npm ci); esbuild (tsx's, from the same lock) bundles each form into
 # one file. Prints the cache directory and the image on stdout as
@@ -15,7 +17,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${PML_CONFORMANCE_CACHE:-$HOME/.cache/pml/conformance}
-hash=$(cd "$here" && cat everything-server.ts package.json package-lock.json stdio.ts guard.ts build.sh | sha256sum | cut -c1-12)
+hash=$(cd "$here" && cat everything-server.ts package.json package-lock.json stdio.ts guard.ts modern.mjs build.sh | sha256sum | cut -c1-12)
 dir=$cache/reference-$hash
 image=pml-test/conformance-reference:$hash
 mkdir -p "$cache"
@@ -45,10 +47,10 @@ if ! docker image inspect "$image" >/dev/null 2>&1; then
 	docker image inspect pml/node:18 >/dev/null 2>&1 || { echo "conformance: pml/node:18 is missing: run make images-node" >&2; exit 1; }
 	ctx=$(mktemp -d /tmp/pml-reference-image.XXXXXX)
 	trap 'rm -rf "$ctx"' EXIT
-	cp "$dir/stdio.mjs" "$ctx/"
+	cp "$dir/stdio.mjs" "$dir/server.mjs" "$here/modern.mjs" "$ctx/"
 	cat >"$ctx/Dockerfile" <<'DOCKERFILE'
 FROM pml/node:18
-COPY stdio.mjs /srv/stdio.mjs
+COPY stdio.mjs server.mjs modern.mjs /srv/
 LABEL pml.image=test
 ENTRYPOINT ["node", "/srv/stdio.mjs"]
 DOCKERFILE

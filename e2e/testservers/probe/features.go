@@ -38,6 +38,7 @@ func featureOptions() *mcp.ServerOptions {
 //   - the prompt "evil\x1b[2J\u202eprompt", whose name and description
 //     hold terminal escapes and a bidi override (shown in approvals).
 func addFeatures(s *mcp.Server) {
+	addModernPrompt(s)
 	text := func(uri, body string) mcp.ResourceHandler {
 		return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: body}}}, nil

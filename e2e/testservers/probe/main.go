@@ -84,6 +84,7 @@ func main() {
 		addFeatures(s)
 	}
 	addNetTools(s)
+	addModernTools(s)
 	addTraceTool(s)
 	addDefsTools(s)
 	addFileDefs(s)
