@@ -1,0 +1,96 @@
+//go:build linux
+
+package e2e
+
+import (
+	"fmt"
+	"syscall"
+	"testing"
+	"time"
+
+	dc "github.com/ory/dockertest/v3/docker"
+)
+
+// TestNothingLeftWhenPMLStopsDuringRefills: a client stops pml (each way
+// a client does) right after a burst of calls, while the pool's
+// replacements for the containers they took are being created and
+// started. Once pml is gone, nothing labelled for its workspace is left,
+// created, running or exited, even after a create the engine finishes
+// late. A stop pml sees (stdin closed, SIGTERM, SIGINT) is cleaned up by
+// pml itself; a SIGKILL, alone or 30 ms after SIGTERM as codex sends it,
+// by the watcher of its exit that pml stdio starts (pml 6674d15 left the
+// pool's containers, a created-never-started one among them, until the
+// next pml start: codex's TestCodexProjectFile failed so about 2 runs in
+// 12).
+func TestNothingLeftWhenPMLStopsDuringRefills(t *testing.T) {
+	t.Parallel()
+	ways := []struct {
+		name string
+		stop func(s *rawSession)
+	}{
+		{"stdin closed", func(s *rawSession) { _ = s.stdin.Close() }},
+		{"SIGTERM", func(s *rawSession) { _ = s.cmd.Process.Signal(syscall.SIGTERM) }},
+		{"SIGINT", func(s *rawSession) { _ = s.cmd.Process.Signal(syscall.SIGINT) }},
+		{"SIGTERM then SIGKILL", func(s *rawSession) {
+			_ = s.cmd.Process.Signal(syscall.SIGTERM)
+			time.Sleep(30 * time.Millisecond)
+			_ = s.cmd.Process.Signal(syscall.SIGKILL)
+		}},
+		{"SIGKILL", func(s *rawSession) { _ = s.cmd.Process.Signal(syscall.SIGKILL) }},
+	}
+	for _, way := range ways {
+		// One way after the other: another pml starting meanwhile would
+		// reap a killed one's leftovers before they are looked for.
+		t.Run(way.name, func(t *testing.T) {
+			var dirs []*workspace
+			for round := range 4 {
+				ws := newWorkspace(t, `{"permissions": {"allow": ["filesystem:read_file"]}}`)
+				ws.write("a.txt", "a\n")
+				s := startRaw(t, ws)
+				// A first call makes the kind known and its pool fill;
+				// then bursts take the ready ones and raise the target,
+				// so that several replacements are in flight at the stop.
+				s.send(t, `{"jsonrpc":"2.0","id":"r0","method":"tools/call","params":{"name":"filesystem:read_file","arguments":{"path":"a.txt"}}}`)
+				s.await(t, `"r0"`, 60*time.Second)
+				for burst := range 2 {
+					for i := range 3 {
+						s.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":"b%d-%d","method":"tools/call","params":{"name":"filesystem:read_file","arguments":{"path":"a.txt"}}}`, burst, i))
+					}
+					for i := range 3 {
+						s.await(t, fmt.Sprintf(`"b%d-%d"`, burst, i), 60*time.Second)
+					}
+				}
+				// Later each round: into the create, the attach, the start.
+				time.Sleep(time.Duration(round) * 30 * time.Millisecond)
+				way.stop(s)
+				select {
+				case <-s.exited:
+				case <-time.After(5*time.Second + 500*time.Millisecond):
+					t.Fatalf("round %d: pml still runs 5 s after it was stopped\nstderr:\n%s", round, tail(s.stderr.String()))
+				}
+				// Checked before the next pml starts: a pml's start reaps
+				// what a dead one left, which would hide it. A killed
+				// pml's watcher, and the engine finishing what it was
+				// asked for, take a moment.
+				deadline := time.Now().Add(5 * time.Second)
+				for len(containersOf(t, ws.Dir)) > 0 && time.Now().Before(deadline) {
+					time.Sleep(100 * time.Millisecond)
+				}
+				for _, c := range containersOf(t, ws.Dir) {
+					t.Errorf("round %d: container %.12s (%s, %s) outlived its pml by 5 s", round, c.ID, c.Labels["pml.purpose"], c.Status)
+					_ = pool.Client.RemoveContainer(dc.RemoveContainerOptions{ID: c.ID, Force: true})
+				}
+				dirs = append(dirs, ws)
+			}
+			// Nothing may appear later either (a create the engine
+			// finished after pml exited).
+			time.Sleep(3 * time.Second)
+			for _, ws := range dirs {
+				for _, c := range containersOf(t, ws.Dir) {
+					t.Errorf("container %.12s (%s, %s) of %s outlived its pml", c.ID, c.Labels["pml.purpose"], c.Status, ws.Dir)
+					_ = pool.Client.RemoveContainer(dc.RemoveContainerOptions{ID: c.ID, Force: true})
+				}
+			}
+		})
+	}
+}
