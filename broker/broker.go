@@ -34,8 +34,12 @@ import (
 type Options struct {
 	// Workspace is the absolute, symlink-free workspace directory.
 	Workspace string
-	Config    *config.Config
-	Runtime   container.Runtime
+	// ToolPins, when set, replaces the person's pinned tool definitions
+	// (internal/toolpin in the state directory): pml lock --check lists
+	// the servers through one that records and pins nothing.
+	ToolPins tl.Pinner
+	Config   *config.Config
+	Runtime  container.Runtime
 	// Inside gives pml's in-container program (cmd/pml-inside) for the
 	// daemon's architecture: the toolbox image is built from it and it
 	// is mounted as the shell and Deno supervisor. nil: extracted from
@@ -178,7 +182,7 @@ func New(o Options) (*Broker, error) {
 		Router: router, Executors: ex, Grants: sb.grants, Permissions: b.perms,
 	}, b.cfg.Servers)
 	ex.deps = b.srv.Deps
-	b.pins = pinsOf(b, o.Workspace)
+	b.pins = pinsOf(b, o.Workspace, o.ToolPins)
 	fs := sbx.NewToolboxExec(sb.Sandbox, b.toolbox)
 	for _, t := range toolbox.Filesystem {
 		b.srv.Table.Add(t, fs)

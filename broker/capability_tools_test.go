@@ -93,7 +93,7 @@ func TestAddedCapabilitiesAreToolsOffline(t *testing.T) {
 		t.Errorf("smart:search: the registry's description and schema are not used: %q %s", s.Description, s.InputSchema)
 	}
 	d, _ := listedTool(g.b, "mathx:double")
-	if string(d.InputSchema) != `{"type":"object"}` || !strings.Contains(d.Description, "double (from acme.tools.mathx.double.") {
+	if string(d.InputSchema) != `{"type":"object"}` || !strings.Contains(d.Description, "double (from acme.tools.mathx.double)") {
 		t.Errorf("mathx:double: %q %s", d.Description, d.InputSchema)
 	}
 	// The registry's schema checks the arguments before anything runs.

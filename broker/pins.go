@@ -14,13 +14,8 @@ import (
 // policy. Without a state directory nothing is pinned (and said once):
 // the project's trust needs one too; pins that cannot be read hold every
 // tool of the server (Table.holds).
-func pinsOf(b *Broker, ws string) *tl.ToolPins {
+func pinsOf(b *Broker, ws string, pins tl.Pinner) *tl.ToolPins {
 	p := &tl.ToolPins{Table: &b.srv.Table, Fresh: b.srv.Fresh}
-	store, err := toolpin.Open(ws, os.Getenv)
-	if err != nil {
-		b.log.Warn().Err(err).Msg("tool definitions are not pinned: a server's changed or new tool is not held")
-		return p
-	}
 	policy := func(server string) string {
 		if srv := b.srv.ServerOf(server + ":"); srv != nil && srv.Cfg.ToolChanges != "" {
 			return srv.Cfg.ToolChanges
@@ -29,6 +24,23 @@ func pinsOf(b *Broker, ws string) *tl.ToolPins {
 	}
 	onErr := func(server string, err error) {
 		b.log.Warn().Str("server", termsafe.Quote(server, 0)).Err(err).Msg("the tool definitions of a server could not be checked against their pins; its tools are listed as they come")
+	}
+	if pins != nil {
+		// The caller's (pml lock --check lists the servers through one
+		// that records what they say and pins nothing).
+		b.srv.Table.SetPins(pins, policy, onErr)
+		return p
+	}
+	store, err := toolpin.Open(ws, os.Getenv)
+	if err != nil {
+		b.log.Warn().Err(err).Msg("tool definitions are not pinned: a server's changed or new tool is not held")
+		return p
+	}
+	// The project's committed lock (toolpin.LockName) records what the
+	// person pinned; it vouches for nothing, so failing to write it
+	// holds nothing: it is said.
+	store.OnCommitErr = func(err error) {
+		b.log.Warn().Err(err).Msg("the project's committed lock of tool definitions (" + toolpin.LockName + ")")
 	}
 	b.srv.Table.SetPins(store, policy, onErr)
 	return p

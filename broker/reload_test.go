@@ -181,15 +181,24 @@ func TestReloadAddsAndRemovesServers(t *testing.T) {
 	if r := f.call(t, "fake:echo", map[string]any{"text": "hi"}); r.IsError {
 		t.Fatal(r.Text)
 	}
+	// The listeners are called from the goroutines that load servers.
+	var mu sync.Mutex
 	var removed []string
-	f.b.OnToolsChanged(func(_ []tl.Tool, r []string) { removed = append(removed, r...) })
+	f.b.OnToolsChanged(func(_ []tl.Tool, r []string) {
+		mu.Lock()
+		removed = append(removed, r...)
+		mu.Unlock()
+	})
 	f.writeConfig(t, `{"permissions": {"allow": ["*"]}, "mcps": {"other": {"image": "fake-image"}}}`)
 	f.b.Reload(noEnv)
 	if r := f.call(t, "fake:echo", map[string]any{"text": "hi"}); !r.IsError || !strings.Contains(r.Text, "fake:echo") {
 		t.Fatalf("a removed server must not answer: %+v", r)
 	}
-	if !slices.Contains(removed, "fake:echo") {
-		t.Fatalf("the listeners should hear fake:echo removed: %v", removed)
+	mu.Lock()
+	heard := slices.Clone(removed)
+	mu.Unlock()
+	if !slices.Contains(heard, "fake:echo") {
+		t.Fatalf("the listeners should hear fake:echo removed: %v", heard)
 	}
 	if r := f.call(t, "other:echo", map[string]any{"text": "hi"}); r.IsError || r.Text != "echo: hi" {
 		t.Fatalf("an added server should answer: %+v", r)

@@ -62,3 +62,16 @@ func (b *Broker) Tools() []tl.Tool { return b.srv.Tools() }
 // OnToolsChanged registers a listener for tools added or removed at run
 // time (servers loaded, list_changed).
 func (b *Broker) OnToolsChanged(f func(added []tl.Tool, removed []string)) { b.srv.OnToolsChanged(f) }
+
+// ListServersLive lists every configured server's tools (and prompts)
+// from the servers themselves, never from the tools cache: the added
+// capabilities and registry servers are made known first, as
+// LoadServers does. It returns why each server that could not be listed
+// was not (nil for those listed). See tools.Servers.ListLive.
+func (b *Broker) ListServersLive(ctx context.Context) map[string]error {
+	b.caps.LoadAdded()
+	b.registry.LoadServers(ctx)
+	errs := b.srv.ListLive(ctx)
+	b.srv.Offers(ctx)
+	return errs
+}

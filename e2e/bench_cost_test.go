@@ -412,3 +412,15 @@ func containerMemMiB(id string) float64 {
 	}
 	return math.NaN()
 }
+
+// BenchmarkServersScale runs benchServersScale alone and prints its rows
+// (the full report runs it among the rest: make bench); run it with one
+// pml and then another to see what a change costs at start.
+func BenchmarkServersScale(b *testing.B) {
+	if b.N > 1 {
+		b.Skip("one run: use -benchtime 1x")
+	}
+	r := &report{Env: benchEnv(b), Started: time.Now().UTC()}
+	benchServersScale(b, r, map[string][]float64{})
+	fmt.Fprintf(os.Stderr, "%s\n", r.table())
+}

@@ -48,6 +48,7 @@ func BenchmarkReport(b *testing.B) {
 		{"per-call server containers, sustained", benchPerCall},
 		{"queue: 256 pml serve sessions × toolbox calls, more calls than containers", benchQueue},
 		{"gVisor vs runc: warm pooled call, pooled and cold toolbox call", benchGVisor},
+		{"first call of a Python server beside an npm one, cold and pooled", benchFirstCallPythonNpm},
 		{"initialize + tools/list", benchInitialize},
 		{"cost as work grows: 1, 5, 20 configured servers", benchServersScale},
 		{"broker memory", benchRSS},

@@ -54,7 +54,7 @@ type npmPackage struct {
 }
 
 // npmTarball packs files as npm does (a gzipped tar under package/).
-func hostileNPMTarball(t *testing.T, name string, p npmPackage) []byte {
+func hostileNPMTarball(t testing.TB, name string, p npmPackage) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	gz := gzip.NewWriter(&buf)
@@ -95,7 +95,7 @@ func sortedKeys(m map[string]string) []string {
 
 // npmPackages serves pkgs (each at 1.0.0, with its true integrity) on
 // loopback; it returns the registry's URL and each tarball's integrity.
-func npmPackages(t *testing.T, pkgs map[string]npmPackage) (string, map[string]string) {
+func npmPackages(t testing.TB, pkgs map[string]npmPackage) (string, map[string]string) {
 	t.Helper()
 	tarballs, sris := map[string][]byte{}, map[string]string{}
 	for name, p := range pkgs {

@@ -47,7 +47,7 @@ func validEntry(t *testing.T, ns string, edit func(m map[string]any, ns string))
 	return mustJSON(t, m)
 }
 
-func mustJSON(t *testing.T, v any) string {
+func mustJSON(t testing.TB, v any) string {
 	t.Helper()
 	b, err := json.Marshal(v)
 	if err != nil {

@@ -72,7 +72,7 @@ def main():
 // wheel builds a pure-Python wheel: files under their paths, METADATA
 // with requires, WHEEL, entry_points.txt with scripts, and a RECORD with
 // every file's hash, as pip checks it.
-func wheel(t *testing.T, name, version string, files map[string]string, requires []string, scripts map[string]string) (string, []byte) {
+func wheel(t testing.TB, name, version string, files map[string]string, requires []string, scripts map[string]string) (string, []byte) {
 	t.Helper()
 	dist := strings.ReplaceAll(name, "-", "_")
 	info := dist + "-" + version + ".dist-info/"
@@ -128,7 +128,7 @@ type pyIndex struct {
 	hits     int
 }
 
-func newPyIndex(t *testing.T, user, password string) *pyIndex {
+func newPyIndex(t testing.TB, user, password string) *pyIndex {
 	t.Helper()
 	ix := &pyIndex{projects: map[string][]string{}, files: map[string][]byte{}, user: user, password: password}
 	ix.Server = httptest.NewServer(http.HandlerFunc(ix.serve))
@@ -201,14 +201,14 @@ func (ix *pyIndex) simpleURL() string {
 }
 
 // greetWheel is the dependency: pmltest_greet.greet(name).
-func greetWheel(t *testing.T, greeting string) (string, []byte) {
+func greetWheel(t testing.TB, greeting string) (string, []byte) {
 	return wheel(t, "pmltest-greet", "1.0.0", map[string]string{
 		"pmltest_greet/__init__.py": "def greet(name):\n    return \"" + greeting + ", \" + name\n",
 	}, nil, nil)
 }
 
 // pyServerIndex is an index with the server and its dependency.
-func pyServerIndex(t *testing.T, user, password string) (*pyIndex, string) {
+func pyServerIndex(t testing.TB, user, password string) (*pyIndex, string) {
 	t.Helper()
 	needImage(t, pythonImage)
 	ix := newPyIndex(t, user, password)

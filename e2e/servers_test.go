@@ -91,7 +91,7 @@ func probeImage(t testing.TB) string {
 	return probeRef
 }
 
-func needImage(t *testing.T, ref string) {
+func needImage(t testing.TB, ref string) {
 	t.Helper()
 	if _, err := pool.Client.InspectImage(ref); err != nil {
 		t.Fatalf("image %s is missing: run `make images` (it builds it locally, no registry needed): %v", ref, err)

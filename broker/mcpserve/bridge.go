@@ -73,7 +73,7 @@ type bridgedRun struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	asks   chan *question
-	done   chan *mcp.CallToolResult // buffered: the run never waits on it
+	done   chan runOutcome // buffered: the run never waits on it
 }
 
 // question is a server's request to the person or the client's model,
@@ -82,6 +82,13 @@ type question struct {
 	kind  string // "elicitation", "sampling"
 	req   mcp.InputRequest
 	reply chan answer // buffered
+}
+
+// runOutcome is how a bridged call ended: its result, or the protocol
+// error of a panic in it (answered as recoverRequests answers one).
+type runOutcome struct {
+	res *mcp.CallToolResult
+	err error
 }
 
 type answer struct {
@@ -101,44 +108,50 @@ type parkedCall struct {
 // start runs a modern client's call (run, given the relay the server's
 // questions go through) and answers the request: with the call's result,
 // or with the first question the server asks during it.
-func (br *bridge) start(ctx context.Context, owner any, tool string, rel *sessionRelay, run func(context.Context, upstream.Relay) *mcp.CallToolResult) *mcp.CallToolResult {
+func (br *bridge) start(ctx context.Context, owner any, tool string, rel *sessionRelay, run func(context.Context, upstream.Relay) *mcp.CallToolResult) (*mcp.CallToolResult, error) {
 	// The call outlives this request when the server asks: its context
 	// keeps the request's values (trace, log) but not its end.
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	r := &bridgedRun{ctx: rctx, cancel: cancel, asks: make(chan *question), done: make(chan *mcp.CallToolResult, 1)}
+	r := &bridgedRun{ctx: rctx, cancel: cancel, asks: make(chan *question), done: make(chan runOutcome, 1)}
 	relay := &bridgedRelay{sessionRelay: rel, run: r}
 	go func() {
 		defer cancel()
-		res := bridgeError("pml failed on this call (a bug in pml: its log on stderr says where); nothing more of it runs")
-		defer func() { r.done <- res }()
+		var out runOutcome
+		defer func() { r.done <- out }()
 		// This goroutine is pml's own, past recoverRequests: a panic in
-		// the call answers this call alone.
-		log := zerolog.Nop()
-		if rel != nil && rel.b != nil {
-			log = *rel.b.Log()
-		}
-		panics.Guarded(log, "tools/call", "running "+tool, func() { res = run(rctx, relay) })
+		// the call answers this call alone, with the same internal error
+		// and log line recoverRequests gives one.
+		defer func() {
+			if v := recover(); v != nil {
+				log := zerolog.Nop()
+				if rel != nil && rel.b != nil {
+					log = *rel.b.Log()
+				}
+				out = runOutcome{err: panics.Recovered(log, v, "tools/call", tool)}
+			}
+		}()
+		out.res = run(rctx, relay)
 	}()
 	return br.await(ctx, owner, tool, r)
 }
 
 // await answers a request of the run: its result, or its next question.
-func (br *bridge) await(ctx context.Context, owner any, tool string, r *bridgedRun) *mcp.CallToolResult {
+func (br *bridge) await(ctx context.Context, owner any, tool string, r *bridgedRun) (*mcp.CallToolResult, error) {
 	select {
-	case res := <-r.done:
-		return res
+	case o := <-r.done:
+		return o.res, o.err
 	case q := <-r.asks:
 		token, err := br.park(owner, tool, r, q)
 		if err != nil {
 			q.reply <- answer{err: err}
 			r.cancel()
-			return bridgeError(err.Error())
+			return bridgeError(err.Error()), nil
 		}
-		return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{serverQuestion: q.req}, RequestState: token}
+		return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{serverQuestion: q.req}, RequestState: token}, nil
 	case <-ctx.Done():
 		// The client cancelled the request, or went: the call ends too.
 		r.cancel()
-		return bridgeError("the call was cancelled")
+		return bridgeError("the call was cancelled"), nil
 	}
 }
 
@@ -177,18 +190,18 @@ func (br *bridge) expire(token string, p *parkedCall, wait time.Duration) {
 // does next. A requestState the bridge did not hand out to this session
 // for this tool, or a retry without the answer, gets an error result and
 // leaves everything as it was.
-func (br *bridge) resume(ctx context.Context, owner any, tool string, p *mcp.CallToolParamsRaw) *mcp.CallToolResult {
+func (br *bridge) resume(ctx context.Context, owner any, tool string, p *mcp.CallToolParamsRaw) (*mcp.CallToolResult, error) {
 	br.mu.Lock()
 	pk := br.parked[p.RequestState]
 	if pk == nil || pk.owner != owner || pk.tool != tool {
 		br.mu.Unlock()
 		return bridgeError("requestState " + clip(p.RequestState) + " is not a question pml is waiting on in this session for this tool " +
-			"(unknown, already answered, or expired after " + br.wait().String() + "); call the tool again without requestState to start over")
+			"(unknown, already answered, or expired after " + br.wait().String() + "); call the tool again without requestState to start over"), nil
 	}
 	resp, err := pk.q.take(p.InputResponses[serverQuestion])
 	if err != nil {
 		br.mu.Unlock()
-		return bridgeError(err.Error() + "; the question is still waiting: call again with the same requestState and inputResponses." + serverQuestion)
+		return bridgeError(err.Error() + "; the question is still waiting: call again with the same requestState and inputResponses." + serverQuestion), nil
 	}
 	delete(br.parked, p.RequestState)
 	pk.timer.Stop()

@@ -50,33 +50,33 @@ func retry(state string, action string) *mcp.CallToolParamsRaw {
 func TestTheBridgeCarriesQuestionsInTurn(t *testing.T) {
 	br := newBridge(func() time.Duration { return time.Minute })
 	ctx := context.Background()
-	res := br.start(ctx, nil, "probe:ask", &sessionRelay{}, askingRun(2, nil))
+	res, _ := br.start(ctx, nil, "probe:ask", &sessionRelay{}, askingRun(2, nil))
 	if res.InputRequests == nil || !isBridgeState(res.RequestState) || res.Content != nil {
 		t.Fatalf("want the first question as an input request: %+v", res)
 	}
 	first := res.RequestState
-	res = br.resume(ctx, nil, "probe:ask", retry(first, "accept"))
+	res, _ = br.resume(ctx, nil, "probe:ask", retry(first, "accept"))
 	if res.InputRequests == nil || res.RequestState == first {
 		t.Fatalf("want the second question under a new requestState: %+v", res)
 	}
 	// The first requestState is spent: a replay changes nothing.
-	if r := br.resume(ctx, nil, "probe:ask", retry(first, "accept")); !r.IsError || !strings.Contains(resultText(r), "not a question pml is waiting on") {
+	if r, _ := br.resume(ctx, nil, "probe:ask", retry(first, "accept")); !r.IsError || !strings.Contains(resultText(r), "not a question pml is waiting on") {
 		t.Fatalf("a replayed requestState: %+v", r)
 	}
 	second := res.RequestState
 	// Another tool's retry with it, or one without the answer, is refused
 	// and the question still waits.
-	if r := br.resume(ctx, nil, "probe:other", retry(second, "accept")); !r.IsError {
+	if r, _ := br.resume(ctx, nil, "probe:other", retry(second, "accept")); !r.IsError {
 		t.Fatalf("another tool's retry was taken: %+v", r)
 	}
-	if r := br.resume(ctx, nil, "probe:ask", &mcp.CallToolParamsRaw{RequestState: second}); !r.IsError || !strings.Contains(resultText(r), "still waiting") {
+	if r, _ := br.resume(ctx, nil, "probe:ask", &mcp.CallToolParamsRaw{RequestState: second}); !r.IsError || !strings.Contains(resultText(r), "still waiting") {
 		t.Fatalf("a retry without the answer: %+v", r)
 	}
-	if r := br.resume(ctx, nil, "probe:ask", &mcp.CallToolParamsRaw{RequestState: second,
+	if r, _ := br.resume(ctx, nil, "probe:ask", &mcp.CallToolParamsRaw{RequestState: second,
 		InputResponses: mcp.InputResponseMap{serverQuestion: &mcp.CreateMessageWithToolsResult{Role: "assistant"}}}); !r.IsError || !strings.Contains(resultText(r), "not an answer to the server's elicitation") {
 		t.Fatalf("a sampling answer to an elicitation: %+v", r)
 	}
-	res = br.resume(ctx, nil, "probe:ask", retry(second, "decline"))
+	res, _ = br.resume(ctx, nil, "probe:ask", retry(second, "decline"))
 	if res.IsError || resultText(res) != "accept,decline" {
 		t.Fatalf("want the call's result with both answers: %+v", res)
 	}
@@ -90,7 +90,7 @@ func TestTheBridgeCarriesQuestionsInTurn(t *testing.T) {
 func TestTheBridgeEndsAQuestionNoOneAnswers(t *testing.T) {
 	br := newBridge(func() time.Duration { return 50 * time.Millisecond })
 	outcome := make(chan string, 1)
-	res := br.start(context.Background(), nil, "probe:ask", &sessionRelay{}, askingRun(1, outcome))
+	res, _ := br.start(context.Background(), nil, "probe:ask", &sessionRelay{}, askingRun(1, outcome))
 	if res.InputRequests == nil {
 		t.Fatalf("want an input request: %+v", res)
 	}
@@ -102,7 +102,7 @@ func TestTheBridgeEndsAQuestionNoOneAnswers(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the server's request is still waiting after the bridge's wait")
 	}
-	if r := br.resume(context.Background(), nil, "probe:ask", retry(res.RequestState, "accept")); !r.IsError || !strings.Contains(resultText(r), "expired") {
+	if r, _ := br.resume(context.Background(), nil, "probe:ask", retry(res.RequestState, "accept")); !r.IsError || !strings.Contains(resultText(r), "expired") {
 		t.Errorf("a retry after the wait: %+v", r)
 	}
 }
@@ -131,10 +131,10 @@ func TestTheBridgeCancelsWithTheRequest(t *testing.T) {
 // A panic in a bridged call answers that call alone.
 func TestTheBridgeAnswersAPanicAsTheCallsError(t *testing.T) {
 	br := newBridge(func() time.Duration { return time.Minute })
-	res := br.start(context.Background(), nil, "probe:boom", &sessionRelay{}, func(context.Context, upstream.Relay) *mcp.CallToolResult {
+	res, err := br.start(context.Background(), nil, "probe:boom", &sessionRelay{}, func(context.Context, upstream.Relay) *mcp.CallToolResult {
 		panic("boom")
 	})
-	if !res.IsError || !strings.Contains(resultText(res), "a bug in pml") {
-		t.Fatalf("want an error result: %+v", res)
+	if res != nil || err == nil || !strings.Contains(err.Error(), "tools/call of probe:boom") || !strings.Contains(err.Error(), "pml kept running") {
+		t.Fatalf("want the internal error recoverRequests gives a panic: %+v, %v", res, err)
 	}
 }

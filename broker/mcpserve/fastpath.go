@@ -275,13 +275,7 @@ func (f *fastFront) serve(ctx context.Context, cancel context.CancelFunc, ss *mc
 		// go-sdk path's: this worker is pml's own goroutine, and a panic
 		// in it would end the process.
 		if v := recover(); v != nil {
-			e := panics.Recovered(*f.x.get().Log(), v, "tools/call", name)
-			frame, _ := json.Marshal(struct {
-				JSONRPC string          `json:"jsonrpc"`
-				ID      json.RawMessage `json:"id"`
-				Error   any             `json:"error"`
-			}{"2.0", id, e})
-			_ = f.out.WriteLine(append(frame, '\n'))
+			f.writeError(id, panics.Recovered(*f.x.get().Log(), v, "tools/call", name))
 		}
 	}()
 	// A swap of workspace (roots.go) happens between calls.
@@ -358,7 +352,7 @@ func (f *fastFront) serve(ctx context.Context, cancel context.CancelFunc, ss *mc
 		// (as bytes, when the server answered before asking anything) or
 		// the first question, whose answer comes with a retry that the
 		// go-sdk's path takes to the same bridge.
-		res := f.sess.bridge.start(ctx, ss, name, r.Relay.(*sessionRelay), func(ctx context.Context, relay upstream.Relay) *mcp.CallToolResult {
+		res, perr := f.sess.bridge.start(ctx, ss, name, r.Relay.(*sessionRelay), func(ctx context.Context, relay upstream.Relay) *mcp.CallToolResult {
 			r.Relay = relay
 			res := b.Call(ctx, r)
 			if fwd.Answered() {
@@ -366,6 +360,12 @@ func (f *fastFront) serve(ctx context.Context, cancel context.CancelFunc, ss *mc
 			}
 			return f.l.fitSchema(name, res, callResult(res, deferred))
 		})
+		if perr != nil {
+			// A panic in the call: answered as the recover boundary
+			// above answers one (it was logged and counted there).
+			f.writeError(id, perr)
+			return
+		}
 		if res == nil || ctx.Err() != nil {
 			return
 		}
@@ -413,4 +413,14 @@ func (d *directAnswer) ask() bool {
 	}
 	d.asked = true
 	return true
+}
+
+// writeError answers the request id with the JSON-RPC error e.
+func (f *fastFront) writeError(id json.RawMessage, e error) {
+	frame, _ := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   any             `json:"error"`
+	}{"2.0", id, e})
+	_ = f.out.WriteLine(append(frame, '\n'))
 }

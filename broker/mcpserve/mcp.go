@@ -234,6 +234,8 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 				// The permissions in force decide what is listed, even
 				// if no one said they changed.
 				l.sync(nil)
+				res, err := next(ctx, method, req)
+				return l.withExecution(res), err
 			case "tools/call":
 				prepare(ctx)
 				cr, ok := req.(*mcp.CallToolRequest)
@@ -314,9 +316,9 @@ func toolHandler(x *binding, sess *sessions, name string, view func() *listing) 
 		}
 		if modernEra(req.Session) && isBridgeState(p.RequestState) {
 			// The answer to a server's question (bridge.go).
-			return br.resume(ctx, owner, name, p), nil
+			return br.resume(ctx, owner, name, p)
 		}
-		rel := &sessionRelay{ss: req.Session, b: b, req: ctx}
+		rel := &sessionRelay{ss: req.Session, b: b, req: ctx, sessionLevel: !stateless && !metaNamesLogLevel(p.Meta)}
 		r := call.Request{Tool: name, Args: p.Arguments, Workflows: wfs, Relay: rel, ProgressToken: p.GetProgressToken(),
 			Meta: clientMeta(p.Meta)}
 		deferred := multiRoundTrip(req.Session)
@@ -361,7 +363,7 @@ func toolHandler(x *binding, sess *sessions, name string, view func() *listing) 
 			return br.start(ctx, owner, name, rel, func(ctx context.Context, relay upstream.Relay) *mcp.CallToolResult {
 				r.Relay = relay
 				return run(ctx)
-			}), nil
+			})
 		}
 		return run(ctx), nil
 	}
@@ -431,7 +433,22 @@ func answerSealed(ctx context.Context, b Backend, r call.Request, p *mcp.CallToo
 // pml:continue_workflow when the asking tool is not listed there at all.
 // An approval of an inner call of code is answered by the tool that runs
 // the code (its Context "run").
+//
+// A call of a tool the server does not list is answered with the tools
+// it does, named as this view lists them too.
 func inView(l *listing, res call.Result) call.Result {
+	var unknown *tl.UnknownToolError
+	if l != nil && l.v.prefix != "" && res.IsError && errors.As(res.Cause, &unknown) {
+		called, _ := l.v.show(unknown.Name)
+		var names []string
+		for _, n := range unknown.Tools {
+			if w, ok := l.wireOf(n, l.names.Peek); ok {
+				names = append(names, w)
+			}
+		}
+		res.Text = unknown.Worded(called, names)
+		return res
+	}
 	a, ok := res.Structured.(workflow.Approval)
 	if !ok || res.IsError || l == nil || l.v.prefix == "" {
 		return res
@@ -485,15 +502,30 @@ type sessionRelay struct {
 	// it (a stateless pml serve has no other stream and no session
 	// level). nil: the session's (older revisions).
 	req context.Context
+	// sessionLevel: over stdio a modern request whose _meta names no log
+	// level gets the level the client set for the session (the go-sdk
+	// reads an empty level from such a request's context, which would
+	// silence every server log message of a client that set one).
+	sessionLevel bool
 }
 
 // notifyCtx is the context a notification to the client is sent with:
 // the request's on MCP 2026-07-28, else ctx.
 func (r *sessionRelay) notifyCtx(ctx context.Context) context.Context {
 	if r.req != nil && modernEra(r.ss) {
+		if r.sessionLevel {
+			return context.Background()
+		}
 		return r.req
 	}
 	return ctx
+}
+
+// metaNamesLogLevel reports whether a request's _meta names its log level
+// (MCP 2026-07-28).
+func metaNamesLogLevel(m mcp.Meta) bool {
+	_, ok := m[mcp.MetaKeyLogLevel]
+	return ok
 }
 
 // SessionKey ties the relay to its client session: a pooled server's

@@ -31,10 +31,13 @@ type listing struct {
 	// typed holds pml's names of the listed tools that have an output
 	// schema (fitSchema).
 	typed map[string]bool
+	// exec maps a listed tool's wire name to its server's `execution`
+	// (execution.go).
+	exec map[string][]byte
 }
 
 func newListing(s *mcp.Server, x *binding, v view, handler func(string) mcp.ToolHandler) *listing {
-	l := &listing{s: s, x: x, v: v, names: wirename.NewTable(v.prefix != ""), handler: handler, shown: map[string]string{}, typed: map[string]bool{}}
+	l := &listing{s: s, x: x, v: v, names: wirename.NewTable(v.prefix != ""), handler: handler, shown: map[string]string{}, typed: map[string]bool{}, exec: map[string][]byte{}}
 	l.follow(x.get())
 	return l
 }
@@ -103,6 +106,11 @@ func (l *listing) sync(changed []tl.Tool) {
 			continue
 		}
 		want[w] = true
+		if len(t.Execution) > 0 {
+			l.exec[w] = t.Execution
+		} else {
+			delete(l.exec, w)
+		}
 		if _, has := l.shown[w]; has && !redo[t.Name] {
 			continue
 		}
@@ -116,6 +124,7 @@ func (l *listing) sync(changed []tl.Tool) {
 			gone = append(gone, w)
 			delete(l.shown, w)
 			delete(l.typed, name)
+			delete(l.exec, w)
 		}
 	}
 	if len(gone) > 0 {

@@ -231,7 +231,11 @@ func (cs *Capabilities) listDeno(c Capability, e *registry.Entry) []string {
 			cs.log.Warn().Str("capability", termsafe.Quote(c.Name, 0)).Str("tool", termsafe.Quote(fn, 0)).Msg("a function of the capability is not listed: " + err.Error())
 			continue
 		}
-		d := fmt.Sprintf("%s (from %s): runs the capability's function %s with the arguments object.", fn, e.FQDN, fn)
+		// Named without the FQDN's hash: what the code is, pml add's lock
+		// pins (the person's act); what a tool says is pinned apart
+		// (toolpin), and a new hash alone must not hold every tool of a
+		// capability the person just updated.
+		d := fmt.Sprintf("%s (from %s): runs the capability's function %s with the arguments object.", fn, unhashed(e.FQDN), fn)
 		if desc != "" {
 			d = desc + " (" + d + ")"
 		}
@@ -360,4 +364,13 @@ func (cs *Capabilities) WatchAdded(ctx context.Context) {
 		// each, so no listing waits for a registry.
 		cs.fetchNamed(ctx)
 	}
+}
+
+// unhashed is a locked 5-part name without its last part (the hash of the
+// code): acme.tools.text.upper.c08d -> acme.tools.text.upper.
+func unhashed(fqdn string) string {
+	if i := strings.LastIndexByte(fqdn, '.'); i > 0 && strings.Count(fqdn, ".") == 4 {
+		return fqdn[:i]
+	}
+	return fqdn
 }

@@ -144,7 +144,7 @@ func TestAChangedPromptIsHeld(t *testing.T) {
 // servers row): opening the pins file once (20 servers of 21 tools) and
 // checking each server's list as it is registered. Nothing is written.
 func BenchmarkPinnedListing20Servers(b *testing.B) {
-	state := b.TempDir()
+	state, ws := b.TempDir(), b.TempDir()
 	getenv := func(k string) string {
 		if k == "XDG_STATE_HOME" {
 			return state
@@ -160,7 +160,7 @@ func BenchmarkPinnedListing20Servers(b *testing.B) {
 		}
 	}
 	run := func() {
-		store, err := toolpin.Open("/ws", getenv)
+		store, err := toolpin.Open(ws, getenv)
 		if err != nil {
 			b.Fatal(err)
 		}

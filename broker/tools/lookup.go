@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -157,12 +158,78 @@ func (s *Servers) Lookup(ctx context.Context, name string) (Entry, error) {
 	entry, ok := s.Table.Get(name)
 	if !ok {
 		srv.mu.Lock()
-		names := strings.Join(srv.names, ", ")
+		names := slices.Clone(srv.names)
 		srv.mu.Unlock()
-		return Entry{}, fmt.Errorf("%w %q: the MCP server %s offers %s", call.ErrNotFound, name, srv.Cfg.Name, names)
+		return Entry{}, &UnknownToolError{Name: name, Server: srv.Cfg.Name, Tools: names}
 	}
 	return entry, nil
 }
 
+// UnknownToolError is a call of a tool a configured server does not
+// list: it names the tools the server does list, as pml names them
+// (server:tool). A client's view words it with the names it lists
+// (mcpserve's inView: `pml run NAME` lists `tool`, not `NAME:tool`).
+type UnknownToolError struct {
+	Name   string   // pml's name of the tool called
+	Server string   // the configured server
+	Tools  []string // pml's names of the server's tools
+}
+
+func (e *UnknownToolError) Error() string {
+	return e.Worded(e.Name, e.Tools)
+}
+
+// Worded is the error's text with the tool called and the server's tools
+// named as the reader knows them.
+func (e *UnknownToolError) Worded(called string, tools []string) string {
+	return fmt.Sprintf("%v %q: the MCP server %s offers %s", call.ErrNotFound, called, e.Server, strings.Join(tools, ", "))
+}
+
+// Unwrap makes it a call.ErrNotFound (pml call exits 2, the audit says
+// not_found).
+func (e *UnknownToolError) Unwrap() error { return call.ErrNotFound }
+
 // HasServer reports whether name is a configured server's prefix.
 func (s *Servers) HasServer(tool string) bool { return s.ServerOf(tool) != nil }
+
+// ListLive lists every configured server's tools from the server itself,
+// never from the tools cache (which anyone who writes the workspace can
+// write), starting its container as a call would, and registers them
+// (so that the pins, or pml lock --check's recorder, see them). It
+// returns why each server that could not be listed was not: one not
+// installed, one that cannot start, one that did not answer before ctx
+// ended.
+func (s *Servers) ListLive(ctx context.Context) map[string]error {
+	list := s.List()
+	errs := make([]error, len(list))
+	var wg sync.WaitGroup
+	for i, srv := range list {
+		wg.Add(1)
+		go panics.Guarded(s.log, "tools/list", "listing the server "+srv.Cfg.Name, func() {
+			defer wg.Done()
+			if !s.Deps.Installed(srv.Cfg) {
+				errs[i] = fmt.Errorf("%s is not installed here, so its tools cannot be listed: run pml images pull (or a first call of one of its tools) first", srv.Cfg.Name)
+				return
+			}
+			if err := srv.Prepare(s.grants, s.sb.ServerEnv); err != nil {
+				errs[i] = err
+				return
+			}
+			tools, err := srv.Up.Tools(ctx)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			srv.mu.Lock()
+			srv.live = true
+			srv.mu.Unlock()
+			s.RegisterTools(srv, tools)
+		})
+	}
+	wg.Wait()
+	out := map[string]error{}
+	for i, srv := range list {
+		out[srv.Cfg.Name] = errs[i]
+	}
+	return out
+}

@@ -146,7 +146,7 @@ func heldDef(d toolbox.Tool, dr *toolpin.Drift, policy string) toolbox.Tool {
 		return d
 	}
 	out := d
-	out.Meta, out.Icons, out.OutputSchema, out.Annotations = nil, nil, nil, nil
+	out.Meta, out.Icons, out.OutputSchema, out.Annotations, out.Execution = nil, nil, nil, nil, nil
 	if dr.Was != nil {
 		out.Title, out.Description, out.InputSchema = dr.Was.Title, dr.Was.Description+heldNote, dr.Was.InputSchema
 		out.OutputSchema = dr.Was.OutputSchema

@@ -10,6 +10,7 @@ import (
 	"github.com/pml-dev/pml/internal/mcpname"
 	"github.com/pml-dev/pml/internal/termsafe"
 	"github.com/pml-dev/pml/internal/toolbox"
+	"github.com/pml-dev/pml/internal/upstream"
 )
 
 // toolDef is the tool table's definition of a tool an MCP server (or the
@@ -29,6 +30,7 @@ func toolDef(name string, t *mcp.Tool, note string) toolbox.Tool {
 	}
 	def := toolbox.Tool{Name: name, Description: desc + note, InputSchema: schema, Title: t.Title, Annotations: t.Annotations}
 	def.OutputSchema, def.Meta, def.Icons = passThrough(t)
+	def.Execution = execution(t)
 	return def
 }
 
@@ -41,7 +43,31 @@ const (
 	maxToolMeta  = 64 << 10
 	maxToolIcons = 256 << 10
 	maxIcons     = 16
+	// A tool's execution is {"taskSupport": "optional"} today: a few
+	// dozen bytes.
+	maxToolExecution = 4 << 10
 )
+
+// execution is t's `execution` as its server wrote it, which the
+// connection to the server put in its _meta (upstream.ExecutionKey), or
+// nothing when it is not a JSON object or is over maxToolExecution. pml
+// reads none of it: it tells the client how the server runs the tool
+// (as a task or not), and grants nothing.
+func execution(t *mcp.Tool) json.RawMessage {
+	v, ok := t.Meta[upstream.ExecutionKey]
+	if !ok {
+		return nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil || len(b) > maxToolExecution {
+		return nil
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(b, &obj) != nil || obj == nil {
+		return nil
+	}
+	return b
+}
 
 // passThrough is what of t's output schema, _meta and icons goes to the
 // client: each as the server wrote it (but _meta's pml/ keys), or nothing

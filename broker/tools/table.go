@@ -203,7 +203,7 @@ func (t *Table) List() []Tool {
 
 func toolOf(d toolbox.Tool) Tool {
 	return Tool{Name: d.Name, Description: d.Description, InputSchema: d.InputSchema, Title: d.Title, Annotations: d.Annotations,
-		OutputSchema: d.OutputSchema, Meta: d.Meta, Icons: d.Icons}
+		OutputSchema: d.OutputSchema, Meta: d.Meta, Icons: d.Icons, Execution: d.Execution}
 }
 
 // Notify calls the listeners with no change of tools: something else

@@ -23,6 +23,9 @@ type Tool struct {
 	OutputSchema json.RawMessage
 	Meta         mcp.Meta
 	Icons        []mcp.Icon
+	// Execution is the server's `execution` object as it wrote it
+	// (toolbox.Tool's), for the client alone.
+	Execution json.RawMessage
 }
 
 // Listed is a tool as a client sees it: its wire name and pml's

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -35,6 +36,11 @@ type lockJSON struct {
 	// Tools are the tool definitions held because they drifted from what
 	// the person accepted (changed, or new), as pml last saw them listed.
 	Tools []toolDrift `json:"tools"`
+	// Committed are, with --check, the definitions the servers list now
+	// that differ from the project's committed lock (.pml.lock): changed,
+	// new or removed; Unlisted the servers that could not be listed.
+	Committed []toolpin.CommittedDrift `json:"committed"`
+	Unlisted  []string                 `json:"unlisted"`
 }
 
 // toolDrift is one held tool definition in pml lock's JSON.
@@ -53,9 +59,10 @@ type toolDrift struct {
 // pml doctor's deps check (internal/doctor/deps.go), one line per drift.
 func newLockCmd(g *globals) *cobra.Command {
 	var (
-		check  bool
-		format string
-		accept []string
+		check   bool
+		format  string
+		accept  []string
+		timeout time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "lock [--check] [--accept TOOL]...",
@@ -75,16 +82,24 @@ func newLockCmd(g *globals) *cobra.Command {
 			"metadata does not hash to the pinned integrity) or missing (no cached copy).\n" +
 			"Then every tool definition held because it changed since it was accepted (or is new: issue 56), as pml last\n" +
 			"saw its server list it, with a short diff; --accept TOOL pins the definition shown.\n" +
+			"The digests of the definitions accepted here (each server's tools and prompts) are recorded in .pml.lock at\n" +
+			"the workspace root, to commit: a server's first listing, an accepted change and pml lock write it. It vouches\n" +
+			"for nothing in a session (what runs unasked is decided by your own pins only). With --check and a .pml.lock,\n" +
+			"every server is started and listed (within --timeout, said on stderr; nothing is pinned or accepted) and\n" +
+			"each definition whose digest differs from .pml.lock, each new one and each removed one is a drift: the CI\n" +
+			"gate on a server that changed what it says since the lock was committed.\n" +
 			"--check prints one line per drift, unvouched record and missing pin, naming what to run, and exits 1: run it in CI.\n" +
 			"--format json prints one JSON object: {\"check\", \"ok\", \"entries\": [{\"server\", \"package\",\n" +
 			"\"version\", \"integrity\", \"state\", \"installed_version\", \"installed_integrity\", \"error\", \"distributions\"}],\n" +
 			"\"unvouched\": [\"one line per other unvouched record\"],\n" +
 			"\"pins\": [{\"name\", \"fqdn\", \"version\", \"integrity\", \"code_integrity\", \"state\", \"problem\"}],\n" +
-			"\"tools\": [{\"tool\", \"kind\", \"change\", \"changed\", \"digest\", \"diff\"}]}.\n\n" +
+			"\"tools\": [{\"tool\", \"kind\", \"change\", \"changed\", \"digest\", \"diff\"}],\n" +
+			"\"committed\": [{\"server\", \"kind\", \"name\", \"change\", \"committed\", \"listed\"}], \"unlisted\": [\"server: why\"]}.\n\n" +
 			"Exit codes: 0 every entry as recorded (or, without --check, listed), 1 a drift (--check only),\n" +
 			"2 a usage error or .pml/deps.json or .pml/mcp.lock cannot be read.",
 		Example: "  pml lock            # the recorded versions and their state\n" +
-			"  pml lock --check    # in CI: exit 1 when what is installed differs from the record",
+			"  pml lock --check    # in CI: exit 1 when what is installed differs from the record,\n" +
+			"                      # or a server's tools from .pml.lock",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f, err := outputFormat(cmd, format, false)
@@ -115,6 +130,38 @@ func newLockCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return &exitError{2, err}
 			}
+			committed, err := toolpin.ReadCommitted(ws.Dir)
+			if err != nil {
+				return &exitError{2, err}
+			}
+			cc := &committedCheck{}
+			switch {
+			case check && committed != nil:
+				// The CI gate: what the servers say now against what
+				// the person committed (a runner's state directory is
+				// empty, so its own pins would be whatever is said).
+				if cc, err = checkCommitted(cmd.Context(), g, committed, timeout, cmd.ErrOrStderr()); err != nil {
+					return err
+				}
+			case check && os.Getenv("CI") != "":
+				// A CI gate that compares no definition says so.
+				fmt.Fprintf(cmd.ErrOrStderr(), "pml lock: no %s here, so no tool definition is compared with a committed one (a first listing of each server, pml tools, writes it; commit it)\n", toolpin.LockName)
+			default:
+				// The person's step: the committed lock is written from
+				// their pins.
+				if n, err := writeCommittedLock(ws.Dir); err != nil {
+					fmt.Fprintf(cmd.ErrOrStderr(), "pml lock: %v\n", err)
+				} else if n > 0 {
+					fmt.Fprintf(cmd.ErrOrStderr(), "pml lock: %s records the %d tool and prompt definition(s) accepted here; commit it\n", toolpin.LockName, n)
+				}
+			}
+			if cc.Drifts == nil {
+				cc.Drifts = []toolpin.CommittedDrift{}
+			}
+			if cc.Unlisted == nil {
+				cc.Unlisted = []string{}
+			}
+			bad := len(cc.Drifts) + len(cc.Unlisted)
 			var drift []doctor.LockEntry
 			for _, e := range entries {
 				if e.State == doctor.LockDrift || e.State == doctor.LockUnvouched {
@@ -133,7 +180,7 @@ func newLockCmd(g *globals) *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			if f == formatJSON {
-				if err := writeJSON(out, lockJSON{Check: check, OK: len(drift)+len(others)+len(pinDrift)+len(held) == 0, Entries: entries, Unvouched: others, Pins: pins, Tools: held}); err != nil {
+				if err := writeJSON(out, lockJSON{Check: check, OK: len(drift)+len(others)+len(pinDrift)+len(held)+bad == 0, Entries: entries, Unvouched: others, Pins: pins, Tools: held, Committed: cc.Drifts, Unlisted: cc.Unlisted}); err != nil {
 					return err
 				}
 			} else if check {
@@ -151,12 +198,18 @@ func newLockCmd(g *globals) *cobra.Command {
 				for _, h := range held {
 					fmt.Fprintf(out, "tool %s: %s %s (%s); review it with pml lock and accept it with pml lock --accept %s\n", h.Change, h.Tool, h.Kind, strings.Join(h.Changed, ", "), h.Tool)
 				}
+				for _, d := range cc.Drifts {
+					fmt.Fprintf(out, "%s: %s\n", toolpin.LockName, committedLine(d))
+				}
+				for _, u := range cc.Unlisted {
+					fmt.Fprintf(out, "%s: not listed, so not compared: %s\n", toolpin.LockName, u)
+				}
 			} else {
 				printLock(out, entries)
 				printPins(out, pins)
 				printToolDrifts(out, held)
 			}
-			if check && len(drift)+len(others)+len(pinDrift)+len(held) > 0 {
+			if check && len(drift)+len(others)+len(pinDrift)+len(held)+bad > 0 {
 				var what []string
 				if len(drift) > 0 {
 					what = append(what, fmt.Sprintf("%d npm package(s) installed otherwise than .pml/deps.json records, or not recorded by this user's pml", len(drift)))
@@ -170,12 +223,16 @@ func newLockCmd(g *globals) *cobra.Command {
 				if len(held) > 0 {
 					what = append(what, fmt.Sprintf("%d tool definition(s) held because they changed since they were accepted, or are new", len(held)))
 				}
+				if bad > 0 {
+					what = append(what, committedSummary(cc))
+				}
 				return &exitError{1, errors.New(strings.Join(what, "; "))}
 			}
 			return nil
 		},
 	}
 	cmd.Flags().StringArrayVar(&accept, "accept", nil, "accept the held definition of this tool as pml lock shows it (pins it; repeatable)")
+	cmd.Flags().DurationVar(&timeout, "timeout", 3*time.Minute, "with --check and a committed "+toolpin.LockName+": how long listing the servers may take in all")
 	cmd.Flags().BoolVar(&check, "check", false, "exit 1, one line per drift, when an installed package differs from its record or a pinned capability's cached copy from its pin (for CI)")
 	addFormatFlag(cmd, &format, nil)
 	return cmd
@@ -186,6 +243,9 @@ func newLockCmd(g *globals) *cobra.Command {
 // accepted one's diff is written to w, then it is pinned.
 func toolDrifts(ws string, accept []string, w io.Writer) ([]toolDrift, error) {
 	store, err := toolpin.Open(ws, os.Getenv)
+	if err == nil {
+		store.OnCommitErr = func(err error) { fmt.Fprintf(w, "pml lock: %v\n", err) }
+	}
 	if err != nil {
 		if len(accept) > 0 {
 			return nil, err
@@ -305,4 +365,15 @@ func printLock(w io.Writer, entries []doctor.LockEntry) {
 		}
 	}
 	tw.Flush()
+}
+
+// writeCommittedLock writes the project's committed lock from the
+// person's pins (pml lock without --check): how many definitions it
+// records. No state directory, nothing pinned: nothing is written.
+func writeCommittedLock(ws string) (int, error) {
+	store, err := toolpin.Open(ws, os.Getenv)
+	if err != nil {
+		return 0, nil
+	}
+	return store.WriteCommitted()
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/pml-dev/pml/broker"
 	"github.com/pml-dev/pml/broker/mcpserve"
 	"github.com/pml-dev/pml/broker/permit"
+	tl "github.com/pml-dev/pml/broker/tools"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/docker"
@@ -100,6 +101,9 @@ type globals struct {
 	// none: the start-up reap of a dead pml's containers (startGuard)
 	// stops there, as everything else of the call does.
 	deadline time.Time
+	// toolPins, when set, stands for the person's pinned tool
+	// definitions in the broker (pml lock --check's recorder).
+	toolPins tl.Pinner
 }
 
 func newRoot() *cobra.Command {
@@ -339,7 +343,7 @@ func (g *globals) setupAt(log zerolog.Logger, ws workspace.Result, cfg *config.C
 	if d, ok := rt.(container.DirectStdio); ok {
 		d.UseDirectStdio(shimProgram(src), log)
 	}
-	b, err := broker.New(broker.Options{Workspace: ws.Dir, WorkspaceExplicit: ws.Source == "PML_WORKSPACE", Config: g.rawCfg, Trust: g.trust, Runtime: rt, Inside: src.Program, Logger: log, PullImage: firstUsePull(g, rt, ws.Dir, cfg), Progress: g.progress(log)})
+	b, err := broker.New(broker.Options{ToolPins: g.toolPins, Workspace: ws.Dir, WorkspaceExplicit: ws.Source == "PML_WORKSPACE", Config: g.rawCfg, Trust: g.trust, Runtime: rt, Inside: src.Program, Logger: log, PullImage: firstUsePull(g, rt, ws.Dir, cfg), Progress: g.progress(log)})
 	if err != nil {
 		rt.Close()
 		return nil, &exitError{2, err}

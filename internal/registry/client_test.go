@@ -640,6 +640,8 @@ func TestCodeURLOnThisMachineOnlyOnTheRegistrysOrigin(t *testing.T) {
 		{"https://registry.example.com", "http://cdn.example.com/a.ts", ""},
 		{"https://registry.example.com", "https://user:pw@cdn.example.com/a.ts", ""},
 		{"https://registry.example.com", "file:///etc/passwd", ""},
+		{"https://registry.example.com/base", "//::0", ""},
+		{"https://registry.example.com/base", "//::1/a.ts", ""},
 	} {
 		got, err := codeURL(c.reg, c.raw)
 		switch {

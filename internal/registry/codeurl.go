@@ -47,7 +47,14 @@ func codeURL(reg, raw string) (string, error) {
 		return "", fmt.Errorf("codeUrl %s is plain http to another machine: anyone on the way could choose the code; use https://, or serve it from the registry itself", termsafe.Quote(raw, 200))
 	}
 	u.Fragment = ""
-	return u.String(), nil
+	// A host Go's parser took in a relative reference ("//::0") can print
+	// as a URL nobody can parse again; what pml fetches and records must be
+	// the URL it checked, so one that does not round-trip is refused.
+	out := u.String()
+	if again, err := url.Parse(out); err != nil || again.Host != u.Host {
+		return "", fmt.Errorf("codeUrl %s names no usable host (%s does not parse back as the same URL); write an absolute https:// URL with a host name", termsafe.Quote(raw, 200), termsafe.Quote(out, 200))
+	}
+	return out, nil
 }
 
 // thisMachine reports whether host (no port) names this machine: a

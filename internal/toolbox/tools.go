@@ -36,6 +36,12 @@ type Tool struct {
 	OutputSchema json.RawMessage
 	Meta         mcp.Meta
 	Icons        []mcp.Icon
+	// Execution is a server's tool's `execution` (MCP 2025-11-25, e.g.
+	// {"taskSupport":"optional"}), passed to the client as the server
+	// wrote it (a JSON object, bounded: broker/tools/server_tools.go);
+	// pml reads none of it. The go-sdk's Tool has no such field, so it
+	// travels as raw JSON.
+	Execution json.RawMessage
 }
 
 // Hints builds the annotations of a built-in tool. Built-in tools only

@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -131,6 +132,9 @@ type index struct {
 	// what pml lock shows and --accept pins, what lock --check fails on.
 	// pml wrote each from what the server listed; none pins anything.
 	Drifts map[string]Drift `json:"drifts,omitempty"`
+	// Listed are the names each kind/server listed last (held ones too),
+	// sorted: what its section of the committed lock (LockName) covers.
+	Listed map[string][]string `json:"listed,omitempty"`
 }
 
 // defsFile holds the pinned definitions, by kind/name.
@@ -145,6 +149,15 @@ type Store struct {
 	ws         string
 	mu         sync.Mutex
 	doc        *index
+	// committed is the committed lock's sections as this process last
+	// read or wrote them, by kind/server (nil: not read yet); noCommit
+	// writes none.
+	committed map[string]map[string]string
+	noCommit  bool
+	// OnCommitErr is told when the committed lock could not be written
+	// (the pins, which count, were), or when a first listing here replaced
+	// a digest it recorded: a session logs it.
+	OnCommitErr func(error)
 }
 
 // Dir is where the pins of every workspace are, under the state directory.
@@ -266,7 +279,7 @@ func (s *Store) Check(kind, server string, defs []Def) (map[string]*Drift, error
 		return nil, err
 	}
 	if !doc.Servers[key(kind, server)] {
-		return nil, s.pinLocked(kind, server, defs)
+		return nil, s.pinLocked(kind, server, defs, true)
 	}
 	var held map[string]*Drift
 	var pinned *defsFile
@@ -293,7 +306,69 @@ func (s *Store) Check(kind, server string, defs []Def) (map[string]*Drift, error
 		}
 		held[d.Name] = dr
 	}
-	return held, s.noteDriftsLocked(kind, server, held)
+	if err := s.noteDriftsLocked(kind, server, held); err != nil {
+		return held, err
+	}
+	if err := s.noteListedLocked(kind, server, defs); err != nil {
+		return held, err
+	}
+	s.commitSection(kind, server, false)
+	return held, nil
+}
+
+// names are the sorted names of defs.
+func names(defs []Def) []string {
+	out := make([]string, 0, len(defs))
+	for _, d := range defs {
+		out = append(out, d.Name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// noteListedLocked records the names server's listing has when they are
+// not the ones the file has (a tool added or removed); s.mu is held.
+func (s *Store) noteListedLocked(kind, server string, defs []Def) error {
+	k := key(kind, server)
+	now := names(defs)
+	if was, ok := s.doc.Listed[k]; ok && slices.Equal(was, now) {
+		return nil
+	}
+	return s.file.Update(func() (any, error) {
+		doc, err := s.read()
+		if err != nil {
+			return nil, err
+		}
+		if doc.Listed == nil {
+			doc.Listed = map[string][]string{}
+		}
+		doc.Listed[k] = now
+		s.doc = doc
+		return doc, nil
+	})
+}
+
+// commitSection writes kind/server's section of the committed lock from
+// the pins (names listed last, each with its pinned digest); a failure
+// goes to OnCommitErr. s.mu is held.
+//
+// first: the section is of a server's first listing here (trust on first
+// use): a digest it replaces in the committed lock is said, for the person
+// to review (the committed lock says someone accepted something else).
+func (s *Store) commitSection(kind, server string, first bool) {
+	k := key(kind, server)
+	ns, ok := s.doc.Listed[k]
+	if !ok {
+		for dk := range s.doc.Digests {
+			dkind, name, _ := strings.Cut(dk, "/")
+			if dkind == kind && Server(name) == server {
+				ns = append(ns, name)
+			}
+		}
+	}
+	if err := s.commitLocked(kind, server, s.sectionLocked(kind, server, ns), first); err != nil && s.OnCommitErr != nil {
+		s.OnCommitErr(err)
+	}
 }
 
 // noteDriftsLocked records the drifts of server's listing when they are
@@ -375,13 +450,15 @@ func (s *Store) Accept(d Def, digest string) error {
 	if _, err := s.load(); err != nil {
 		return err
 	}
-	return s.pinLocked(kindOf(d), Server(d.Name), []Def{d})
+	return s.pinLocked(kindOf(d), Server(d.Name), []Def{d}, false)
 }
 
 // pinLocked writes defs as pinned (and their server as listed) under the
 // files' locks, merged with what another pml wrote: the definitions
-// first, then their digests, which are what counts; s.mu is held.
-func (s *Store) pinLocked(kind, server string, defs []Def) error {
+// first, then their digests, which are what counts; then the committed
+// lock's section of server. listing: defs are the server's whole listing
+// (its first), not one accepted definition. s.mu is held.
+func (s *Store) pinLocked(kind, server string, defs []Def, listing bool) error {
 	err := s.defs.Update(func() (any, error) {
 		f, err := s.readDefs()
 		if err != nil {
@@ -395,12 +472,18 @@ func (s *Store) pinLocked(kind, server string, defs []Def) error {
 	if err != nil {
 		return err
 	}
-	return s.file.Update(func() (any, error) {
+	err = s.file.Update(func() (any, error) {
 		doc, err := s.read()
 		if err != nil {
 			return nil, err
 		}
 		doc.Servers[key(kind, server)] = true
+		if listing {
+			if doc.Listed == nil {
+				doc.Listed = map[string][]string{}
+			}
+			doc.Listed[key(kind, server)] = names(defs)
+		}
 		for _, d := range defs {
 			k := key(d.Kind, d.Name)
 			doc.Digests[k] = d.Digest()
@@ -411,4 +494,9 @@ func (s *Store) pinLocked(kind, server string, defs []Def) error {
 		s.doc = doc
 		return doc, nil
 	})
+	if err != nil {
+		return err
+	}
+	s.commitSection(kind, server, listing)
+	return nil
 }

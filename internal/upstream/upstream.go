@@ -132,8 +132,10 @@ type conn struct {
 	stderr *Ring
 	// oneShot: the container serves one call (CallOnce) and is not
 	// restarted by this Server.
-	oneShot  bool
-	tools    []*mcp.Tool
+	oneShot bool
+	tools   []*mcp.Tool
+	// exec: the `execution` of the tools it listed (execution.go).
+	exec     executions
 	inflight int
 	idle     *time.Timer
 	stopping bool
@@ -462,7 +464,8 @@ func (s *Server) connect(ctx context.Context, start Starter, spec container.Spec
 		client.AddRoots(roots...)
 	}
 	c.in = jsonrpc.NewOutput(proc.Stdin())
-	c.cs, err = client.Connect(ctx, &mcp.IOTransport{Reader: pr, Writer: lockedStdin{out: c.in, stdin: proc.Stdin()}, MaxLineLength: 64 << 20},
+	tr := &mcp.IOTransport{Reader: pr, Writer: lockedStdin{out: c.in, stdin: proc.Stdin()}, MaxLineLength: 64 << 20}
+	c.cs, err = client.Connect(ctx, &execTransport{next: tr, rec: &c.exec},
 		&mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
 	if err == nil {
 		s.askForLogs(ctx, c.cs)
@@ -491,6 +494,7 @@ func (s *Server) start() (*conn, error) {
 		return nil, err
 	}
 	if err == nil {
+		c.exec.reset()
 		for t, terr := range c.cs.Tools(ctx, nil) {
 			if terr != nil {
 				err = terr
@@ -498,6 +502,7 @@ func (s *Server) start() (*conn, error) {
 			}
 			c.tools = append(c.tools, t)
 		}
+		c.exec.withExecution(c.tools)
 	}
 	if err != nil {
 		defer func() {
@@ -732,6 +737,7 @@ func (s *Server) refreshTools() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var tools []*mcp.Tool
+	c.exec.reset()
 	for t, err := range c.cs.Tools(ctx, nil) {
 		if err != nil {
 			s.o.Logger.Warn().Err(err).Str("server", s.o.Name).Msg("refreshing the tool list")
@@ -739,6 +745,7 @@ func (s *Server) refreshTools() {
 		}
 		tools = append(tools, t)
 	}
+	c.exec.withExecution(tools)
 	s.mu.Lock()
 	c.tools = tools
 	s.mu.Unlock()
