@@ -4,6 +4,11 @@ package e2e
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -92,5 +97,40 @@ func TestNothingLeftWhenPMLStopsDuringRefills(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// killExitWatcher kills the watcher of pml pid's exit (pml after-exit,
+// which removes a killed pml's containers within a moment). Tests of what
+// a killed pml leaves (the next start's reap, a container that ends by
+// itself) call it before the kill: they test what still holds when the
+// watcher is gone too (killed with pml by someone who kills every
+// process, or never started: pml serve, a Kubernetes runtime). Builds
+// without a watcher have none to kill.
+func killExitWatcher(t *testing.T, pid int) {
+	t.Helper()
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(b), "\x00")
+		if !slices.Contains(args, "after-exit") {
+			continue
+		}
+		i := slices.Index(args, "--owner-pid")
+		if i < 0 || i+1 >= len(args) || args[i+1] != strconv.Itoa(pid) {
+			continue
+		}
+		w, err := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+		if err != nil {
+			continue
+		}
+		if err := syscall.Kill(w, syscall.SIGKILL); err != nil {
+			t.Fatalf("killing pml %d's exit watcher %d: %v", pid, w, err)
+		}
+		// Collected by pml: gone, or a zombie until pml is.
+		waitFor(t, "pml's exit watcher to die", 10*time.Second, func() bool { return !running(w) })
 	}
 }

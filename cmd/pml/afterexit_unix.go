@@ -69,6 +69,9 @@ func startAfterExit(g *globals, e *env) (clean func()) {
 	// client that kills pml's process group does not kill the watcher.
 	cmd.ExtraFiles = []*os.File{r}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	// Nothing of the person's held open while it may outlive pml (a
+	// workspace on a disk to unmount).
+	cmd.Dir = "/"
 	err = cmd.Start()
 	r.Close()
 	if err != nil {
@@ -76,10 +79,19 @@ func startAfterExit(g *globals, e *env) (clean func()) {
 		e.log.Debug().Err(err).Msg("no watcher of pml's exit; containers of a killed pml are removed at the next start")
 		return nop
 	}
-	go func() { _ = cmd.Wait() }()
+	gone := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(gone) }()
 	return func() {
+		// A watcher killed meanwhile makes this write fail (EPIPE, not
+		// a signal: the pipe is not fd 1 or 2); nothing is lost then.
 		_, _ = w.Write([]byte{'c'})
 		w.Close()
+		// Collected here, not left to whoever adopts it after pml exits
+		// (a container's init that never waits would keep a zombie).
+		select {
+		case <-gone:
+		case <-time.After(time.Second):
+		}
 	}
 }
 
@@ -95,6 +107,8 @@ func afterExitCmds(g *globals) []*cobra.Command {
 			if f == nil {
 				return nil
 			}
+			// Not passed on to an ssh the engine connection may start.
+			syscall.CloseOnExec(3)
 			b := make([]byte, 1)
 			if n, _ := f.Read(b); n == 1 {
 				return nil // pml stopped cleanly and removed its own
