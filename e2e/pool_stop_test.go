@@ -21,7 +21,8 @@ import (
 // replacements for the containers they took are being created and
 // started. Once pml is gone, nothing labelled for its workspace is left,
 // created, running or exited, even after a create the engine finishes
-// late. A stop pml sees (stdin closed, SIGTERM, SIGINT) is cleaned up by
+// late; another pml's session running beside it keeps its containers and
+// answers. A stop pml sees (stdin closed, SIGTERM, SIGINT) is cleaned up by
 // pml itself; a SIGKILL, alone or 30 ms after SIGTERM as codex sends it,
 // by the watcher of its exit that pml stdio starts (pml 6674d15 left the
 // pool's containers, a created-never-started one among them, until the
@@ -43,6 +44,24 @@ func TestNothingLeftWhenPMLStopsDuringRefills(t *testing.T) {
 		}},
 		{"SIGKILL", func(s *rawSession) { _ = s.cmd.Process.Signal(syscall.SIGKILL) }},
 	}
+	// A bystander: another pml's session on the same daemon, running the
+	// whole time. Its containers must outlive every kill (the watcher of
+	// a killed pml removes that pml's own and nothing else), and it must
+	// keep answering.
+	other := newWorkspace(t, `{"permissions": {"allow": ["filesystem:read_file"]}}`)
+	other.write("a.txt", "a\n")
+	by := startRaw(t, other)
+	byCalls := 0
+	byCall := func(t *testing.T, what string) {
+		t.Helper()
+		byCalls++
+		id := fmt.Sprintf(`"by%d"`, byCalls)
+		by.send(t, `{"jsonrpc":"2.0","id":`+id+`,"method":"tools/call","params":{"name":"filesystem:read_file","arguments":{"path":"a.txt"}}}`)
+		if got := by.await(t, id, 60*time.Second); !strings.Contains(string(got), `"text":"a\n"`) {
+			t.Fatalf("the other session's call %s: %s", what, got)
+		}
+	}
+	byCall(t, "at the start")
 	for _, way := range ways {
 		// One way after the other: another pml starting meanwhile would
 		// reap a killed one's leftovers before they are looked for.
@@ -67,6 +86,7 @@ func TestNothingLeftWhenPMLStopsDuringRefills(t *testing.T) {
 				}
 				// Later each round: into the create, the attach, the start.
 				time.Sleep(time.Duration(round) * 30 * time.Millisecond)
+				byBefore := containersOf(t, other.Dir)
 				way.stop(s)
 				select {
 				case <-s.exited:
@@ -85,6 +105,16 @@ func TestNothingLeftWhenPMLStopsDuringRefills(t *testing.T) {
 					t.Errorf("round %d: container %.12s (%s, %s) outlived its pml by 5 s", round, c.ID, c.Labels["pml.purpose"], c.Status)
 					_ = pool.Client.RemoveContainer(dc.RemoveContainerOptions{ID: c.ID, Force: true})
 				}
+				byAfter := map[string]bool{}
+				for _, c := range containersOf(t, other.Dir) {
+					byAfter[c.ID] = true
+				}
+				for _, c := range byBefore {
+					if !byAfter[c.ID] {
+						t.Errorf("round %d: the other session's container %.12s (%s) went with the stopped pml", round, c.ID, c.Labels["pml.purpose"])
+					}
+				}
+				byCall(t, fmt.Sprintf("after round %d", round))
 				dirs = append(dirs, ws)
 			}
 			// Nothing may appear later either (a create the engine
