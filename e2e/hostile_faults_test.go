@@ -325,6 +325,7 @@ func TestHostileKill9WithServersRunning(t *testing.T) {
 		}
 		return kinds["mcp:probe"] && len(busyShell(t, ws.Dir, "sleep 120")) > 0
 	})
+	killExitWatcher(t, pid)
 	if err := s.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

@@ -172,6 +172,7 @@ while true; do echo '%s' > .pml.json; sleep 1; done`, hostileConfig)}
 		return err == nil
 	})
 	pid := s.cmd.Process.Pid
+	killExitWatcher(t, pid)
 	if err := s.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -273,6 +274,7 @@ func TestHostileServerOutlivesKilledPML(t *testing.T) {
 		t.Fatalf("probe:linger: %q", out)
 	}
 	pid := s.cmd.Process.Pid
+	killExitWatcher(t, pid)
 	if err := s.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -366,6 +368,7 @@ func TestHostileSpinningCodeOutlivesKilledPML(t *testing.T) {
 	// Spinning, not just started: give the runner time to take the code.
 	time.Sleep(time.Second)
 	pid := s.cmd.Process.Pid
+	killExitWatcher(t, pid)
 	if err := s.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

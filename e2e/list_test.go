@@ -216,6 +216,7 @@ func TestListShowsSourceVersionAndState(t *testing.T) {
 	// in its place, so that the case is always there.)
 	labels := labelsOfRunning(t, ws.Dir, "mcp:memory")
 	pid := s.cmd.Process.Pid
+	killExitWatcher(t, pid)
 	if err := s.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

@@ -246,6 +246,7 @@ func warmPools(t *testing.T) (*workspace, *session) {
 func TestAWarmPoolOfAKilledPMLIsReapedByTheNextStart(t *testing.T) {
 	ws, s := warmPools(t)
 	pid := s.cmd.Process.Pid
+	killExitWatcher(t, pid)
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

@@ -361,6 +361,7 @@ func TestLeftoversOfAKilledPMLAreReapedByTheNextStart(t *testing.T) {
 	}()
 	waitFor(t, "the container to run", 30*time.Second, func() bool { return len(containersOf(t, ws.Dir)) > 0 })
 	pid := s.cmd.Process.Pid
+	killExitWatcher(t, pid)
 	if err := s.cmd.Process.Kill(); err != nil { // SIGKILL: no cleanup possible
 		t.Fatal(err)
 	}

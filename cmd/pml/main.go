@@ -138,6 +138,7 @@ func newRoot() *cobra.Command {
 	root.PersistentFlags().BoolVarP(&g.debug, "debug", "D", false, "debug logging on stderr (same as --log-level debug)")
 	root.PersistentFlags().StringVarP(&g.host, hostFlag, "H", "", "container engine address, as docker -H: unix:///path, tcp://host:2376, ssh://user@host (default: DOCKER_HOST, then the Docker context, then the well-known sockets)")
 	root.AddCommand(newStdioCmd(g), newServeCmd(g), newDoctorCmd(g), newVersionCmd(), newImagesCmd(g), newDemoCmd(g), newRegistryCmd(g), newInitCmd(g), newClientsCmd(), newCallCmd(g), newAddCmd(g), newRunCmd(g), newRemoveCmd(g), newListCmd(g), newTrustCmd(g), newToolsCmd(g), newCleanupCmd(g), newLockCmd(g), newUpgradeCmd(g), newAuditCmd(g))
+	root.AddCommand(afterExitCmds(g)...)
 	markUsage(root)
 	return root
 }

@@ -195,11 +195,15 @@ func serveOverStdio(cmd *cobra.Command, g *globals, serve func(e *env, envs *env
 	if err != nil {
 		return err
 	}
+	// Started before any container: a pml killed from here on leaves
+	// nothing for long (afterexit_unix.go).
+	clean := startAfterExit(g, e)
 	envs := &envSet{ctx: cmd.Context(), live: map[*broker.Broker]*liveEnv{}}
 	_ = envs.start(e) // the session has not ended yet
 	err = serve(e, envs, proto)
 	// The client is gone (or we were told to stop).
 	envs.stopAll()
+	clean()
 	if err != nil && cmd.Context().Err() == nil {
 		return err
 	}

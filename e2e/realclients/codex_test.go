@@ -11,11 +11,11 @@ import (
 	"time"
 )
 
-// codex 0.169.0 (0.171.0, the newest, SIGKILLs pml 30 ms after SIGTERM: the pool
-// containers of a killed pml then wait for the next pml to reap them, which
-// this test counts as left behind; the fix is not in yet), pointed at the scripted model by a model_providers entry
-// (base_url, wire_api = "responses") in its user configuration.
-const codexDir = "codex-0.169.0"
+// codex 0.171.0 (the newest on npm; it SIGKILLs pml 30 ms after SIGTERM, so
+// what pml had in flight is removed by pml stdio's exit watcher), pointed at
+// the scripted model by a model_providers entry (base_url, wire_api =
+// "responses") in its user configuration.
+const codexDir = "codex-0.171.0"
 
 // codexMachine writes ~/.codex/config.toml: the scripted provider, and
 // the projects the person trusted (codex reads a project's

@@ -19,7 +19,7 @@ while read -r name pkg version; do
 	mv "$dir.tmp" "$dir"
 done <<'LIST'
 claude-code @anthropic-ai/claude-code 2.1.332
-codex @openai/codex 0.169.0
+codex @openai/codex 0.171.0
 gemini-cli @google/gemini-cli 0.61.0
 opencode opencode-ai 1.18.33
 LIST

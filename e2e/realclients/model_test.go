@@ -174,6 +174,16 @@ func (m *model) decide(path string, body []byte) decision {
 		m.mu.Unlock()
 		return d
 	}
+	// Claude Code may start the turn before pml has answered its tools
+	// list (its reminder then says "The following MCP servers are still
+	// connecting", pml among them, and that ToolSearch waits for them):
+	// the script searches as that reminder asks a model to, once.
+	if tk.tool(pml) == "" && slices.Contains(loaded, "ToolSearch") && strings.Contains(string(body), "MCP servers are still connecting") {
+		q, _ := json.Marshal(map[string]any{"query": "pml " + tk.suffix, "max_results": 5})
+		if !strings.Contains(string(body), `"query":"pml `+tk.suffix+`"`) {
+			return m.call("ToolSearch", string(q))
+		}
+	}
 	// Deferred: select it with the client's tool search, once.
 	if tool := tk.tool(pml); tool != "" && slices.Contains(loaded, "ToolSearch") {
 		if strings.Contains(string(body), "select:"+tool) {

@@ -17,6 +17,10 @@ func ReserveStdout() (*os.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reserving stdout for the protocol: %w", err)
 	}
+	// Not passed on to what pml starts (the watcher of its exit, an ssh
+	// to a remote engine): a client waits for the end of pml's stdout,
+	// which would then come only when they exit too.
+	unix.CloseOnExec(fd)
 	if err := dupOnto(2, 1); err != nil {
 		return nil, fmt.Errorf("redirecting stdout to stderr: %w", err)
 	}
