@@ -14,7 +14,9 @@
 package telemetry
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -226,6 +228,50 @@ func (m metaCarrier) Keys() []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
 		out = append(out, k)
+	}
+	return out
+}
+
+// FromMetaJSON is FromMeta for a _meta object as raw JSON (the stdio fast
+// path forwards a call's bytes and decodes none of them): decoded only
+// while traces are on, and only when there is one.
+func FromMetaJSON(ctx context.Context, meta []byte) context.Context {
+	if !enabled.Load() || len(meta) == 0 {
+		return ctx
+	}
+	var m map[string]any
+	if json.Unmarshal(meta, &m) != nil {
+		return ctx
+	}
+	return FromMeta(ctx, m)
+}
+
+// ToMetaJSON is ToMeta for a _meta object as raw JSON (or nil): the span
+// context of ctx replaces any traceparent and tracestate the object has,
+// and the other members stay as they were written. Off, or with no span
+// in ctx, meta is returned as it is; an object that does not decode too.
+func ToMetaJSON(ctx context.Context, meta []byte) []byte {
+	if !enabled.Load() || !trace.SpanContextFromContext(ctx).IsValid() {
+		return meta
+	}
+	carrier := propagation.MapCarrier{}
+	prop.Inject(ctx, carrier)
+	if len(carrier) == 0 {
+		return meta
+	}
+	members := map[string]json.RawMessage{}
+	if len(bytes.TrimSpace(meta)) > 0 && json.Unmarshal(meta, &members) != nil {
+		return meta
+	}
+	for _, k := range prop.Fields() {
+		delete(members, k)
+	}
+	for k, v := range carrier {
+		members[k], _ = json.Marshal(v)
+	}
+	out, err := json.Marshal(members)
+	if err != nil {
+		return meta
 	}
 	return out
 }
