@@ -254,24 +254,79 @@ func ToMetaJSON(ctx context.Context, meta []byte) []byte {
 	if !enabled.Load() || !trace.SpanContextFromContext(ctx).IsValid() {
 		return meta
 	}
-	carrier := propagation.MapCarrier{}
-	prop.Inject(ctx, carrier)
-	if len(carrier) == 0 {
+	var c traceCarrier
+	prop.Inject(ctx, &c)
+	if c.parent == "" {
 		return meta
 	}
+	if len(bytes.TrimSpace(meta)) == 0 {
+		// Most calls carry no _meta for the server: the object is
+		// written directly.
+		out := make([]byte, 0, 32+len(c.parent)+len(c.state))
+		out = appendString(append(out, `{"traceparent":`...), c.parent)
+		if c.state != "" {
+			out = appendString(append(out, `,"tracestate":`...), c.state)
+		}
+		return append(out, '}')
+	}
 	members := map[string]json.RawMessage{}
-	if len(bytes.TrimSpace(meta)) > 0 && json.Unmarshal(meta, &members) != nil {
+	if json.Unmarshal(meta, &members) != nil {
 		return meta
 	}
 	for _, k := range prop.Fields() {
 		delete(members, k)
 	}
-	for k, v := range carrier {
-		members[k], _ = json.Marshal(v)
+	members["traceparent"], _ = json.Marshal(c.parent)
+	if c.state != "" {
+		members["tracestate"], _ = json.Marshal(c.state)
 	}
 	out, err := json.Marshal(members)
 	if err != nil {
 		return meta
 	}
 	return out
+}
+
+// traceCarrier takes the two keys W3C trace context writes
+// (propagation.TextMapCarrier), without a map.
+type traceCarrier struct{ parent, state string }
+
+func (c *traceCarrier) Get(key string) string {
+	switch key {
+	case "traceparent":
+		return c.parent
+	case "tracestate":
+		return c.state
+	}
+	return ""
+}
+
+func (c *traceCarrier) Set(key, value string) {
+	switch key {
+	case "traceparent":
+		c.parent = value
+	case "tracestate":
+		c.state = value
+	}
+}
+
+func (c *traceCarrier) Keys() []string { return []string{"traceparent", "tracestate"} }
+
+// appendString appends s as a JSON string. (Trace context values are
+// printable ASCII; a quote, a backslash and control bytes are escaped
+// all the same.)
+func appendString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+		case c < 0x20:
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		default:
+			b = append(b, c)
+		}
+	}
+	return append(b, '"')
 }
