@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -195,7 +196,14 @@ func (f *fastFront) call(id, params []byte) bool {
 	plain := jsonrpc.Each(params, func(k, v []byte) bool {
 		switch string(k) {
 		case "name":
-			if json.Unmarshal(v, &wire) != nil {
+			if !jsonrpc.IsString(v) {
+				return false
+			}
+			if bytes.IndexByte(v, '\\') < 0 && utf8.Valid(v) {
+				// A name without an escape is its bytes (the filter
+				// passed the frame as valid JSON): no decode.
+				wire = string(v[1 : len(v)-1])
+			} else if json.Unmarshal(v, &wire) != nil {
 				return false
 			}
 		case "arguments":

@@ -288,15 +288,14 @@ func (s *Server) Forward(ctx context.Context, tool string, args, meta json.RawMe
 
 	n := fastSeq.Add(1)
 	id := `"pml-f-` + strconv.FormatInt(n, 10) + `"`
-	name, _ := json.Marshal(tool)
 	if len(bytes.TrimSpace(args)) == 0 || string(args) == "null" {
 		args = json.RawMessage("{}")
 	}
-	frame := make([]byte, 0, 96+len(name)+len(args))
+	frame := make([]byte, 0, 96+len(tool)+len(args)+len(meta))
 	frame = append(frame, `{"jsonrpc":"2.0","id":`...)
 	frame = append(frame, id...)
 	frame = append(frame, `,"method":"tools/call","params":{"name":`...)
-	frame = append(frame, name...)
+	frame = appendName(frame, tool)
 	frame = append(frame, `,"arguments":`...)
 	frame = append(frame, args...)
 	var tok string
@@ -508,3 +507,18 @@ func (a answeredError) Error() string {
 }
 
 func (a answeredError) Unwrap() error { return a.err }
+
+// appendName appends tool as a JSON string: as it is when nothing in it
+// needs escaping (every tool name a server lists in practice), else as
+// encoding/json writes it.
+func appendName(frame []byte, tool string) []byte {
+	for i := 0; i < len(tool); i++ {
+		if c := tool[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			name, _ := json.Marshal(tool)
+			return append(frame, name...)
+		}
+	}
+	frame = append(frame, '"')
+	frame = append(frame, tool...)
+	return append(frame, '"')
+}
