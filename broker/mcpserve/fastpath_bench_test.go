@@ -9,6 +9,11 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"testing"
+	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	oteltrace "go.opentelemetry.io/otel/trace"
 
 	"github.com/pml-dev/pml/internal/container/containertest"
 	"github.com/pml-dev/pml/internal/jsonrpc"
@@ -183,4 +188,68 @@ func TestFastPathCallAnswersAsTheServerDid(t *testing.T) {
 	if want := `{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"fast"}]}}` + "\n"; string(got) != want {
 		t.Errorf("answer %s, want %s", got, want)
 	}
+}
+
+// TestFastPathCallsAreTraced: with traces on, a call still takes the
+// fast path and gives the spans the go-sdk's path gives: the request's
+// server span (continuing the client's traceparent) with the
+// conventions' attributes, the permit and execute steps under it, and
+// pml's client span to the server.
+func TestFastPathCallsAreTraced(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	t.Cleanup(telemetry.Use(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)), "test"))
+	s := newFastSession(t, newEchoFixture(t))
+	const trace, parent = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+	got := s.roundTrip(t, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo:echo","arguments":{"text":"x"},"_meta":{"traceparent":"00-`+trace+`-`+parent+`-01"}}}`, "7")
+	if !bytes.Contains(got, []byte(`"text":"fast"`)) {
+		t.Fatalf("with traces on, the call did not take the fast path: %s", got)
+	}
+	var server sdktrace.ReadOnlySpan
+	byName := map[string]sdktrace.ReadOnlySpan{}
+	waitFor := time.Now().Add(5 * time.Second)
+	for server == nil && time.Now().Before(waitFor) {
+		for _, sp := range rec.Ended() {
+			byName[sp.Name()] = sp
+			if sp.Name() == "tools/call echo:echo" && sp.SpanKind() == oteltrace.SpanKindServer {
+				server = sp
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if server == nil {
+		t.Fatalf("no server span tools/call echo:echo among %v", spanNames(byName))
+	}
+	attrs := func(sp sdktrace.ReadOnlySpan) map[string]string {
+		m := map[string]string{}
+		for _, a := range sp.Attributes() {
+			m[string(a.Key)] = a.Value.String()
+		}
+		return m
+	}
+	for k, v := range map[string]string{"mcp.method.name": "tools/call", "gen_ai.tool.name": "echo:echo", "gen_ai.operation.name": "execute_tool",
+		"network.transport": "pipe", "mcp.protocol.version": "2025-06-18"} {
+		if a := attrs(server); a[k] != v {
+			t.Errorf("server span %s = %q, want %q", k, a[k], v)
+		}
+	}
+	if server.SpanContext().TraceID().String() != trace || server.Parent().SpanID().String() != parent {
+		t.Errorf("the server span does not continue the client's trace: trace %s parent %s", server.SpanContext().TraceID(), server.Parent().SpanID())
+	}
+	for _, step := range []string{"pml.permit", "pml.execute"} {
+		if sp := byName[step]; sp == nil || sp.Parent().SpanID() != server.SpanContext().SpanID() {
+			t.Errorf("no %s under the server span: %v", step, spanNames(byName))
+		}
+	}
+	client := byName["tools/call echo"]
+	if client == nil || client.SpanKind() != oteltrace.SpanKindClient || client.SpanContext().TraceID().String() != trace || attrs(client)["pml.server"] != "echo" {
+		t.Errorf("no client span tools/call echo in the call's trace: %v", spanNames(byName))
+	}
+}
+
+func spanNames(m map[string]sdktrace.ReadOnlySpan) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
 }

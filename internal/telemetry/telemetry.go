@@ -153,6 +153,14 @@ func Setup(ctx context.Context, s Settings, version string) (shutdown func(), er
 	}, nil
 }
 
+// Use makes tp the provider of pml's spans and turns them on, as Setup
+// does with its exporter: for a test that records spans in memory. stop
+// turns them off again.
+func Use(tp trace.TracerProvider, version string) (stop func()) {
+	use(tp, version)
+	return func() { enabled.Store(false) }
+}
+
 // use makes tp the provider of pml's spans and turns them on.
 func use(tp trace.TracerProvider, version string) {
 	otel.SetTracerProvider(tp)
