@@ -57,7 +57,7 @@ func benchTelemetry(b *testing.B, r *report, raw map[string][]float64) {
 	r.add(timeFigure("telemetry_warm", "warm call to a pooled stdio server, telemetry on vs off",
 		"probe:echo via pml stdio with OTEL_EXPORTER_OTLP_ENDPOINT set (traces and metrics to a loopback OTLP/HTTP receiver)",
 		"the same call via pml stdio without any OTEL_* variable (telemetry off)", pOn, pOff,
-		fmt.Sprintf("the two sessions take turns call by call; the receiver got %d OTLP posts. With telemetry on, calls take the go-sdk's path (the stdio fast path is off), where the spans are made", posts.Load())))
+		fmt.Sprintf("the two sessions take turns call by call; the receiver got %d OTLP posts. With telemetry on, calls still take the stdio fast path, which makes the same spans and metrics", posts.Load())))
 	rssOn, rssOff := rssMiB(b, on.cmd.Process.Pid), rssMiB(b, off.cmd.Process.Pid)
 	raw["telemetry_rss_on_off_mib"] = []float64{rssOn, rssOff}
 	r.add(figure{ID: "telemetry_rss_on", Name: "broker RSS after 330 calls, telemetry on", PML: "pml stdio, OTLP to a loopback receiver", Unit: "MiB", Value: floatp(rssOn),

@@ -5,10 +5,14 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -127,5 +131,78 @@ func BenchmarkFastPathRSS(b *testing.B) {
 		calls(k)
 		time.Sleep(time.Second)
 		fmt.Fprintf(os.Stderr, "after %5d calls: %.2f MiB\n", n, rssMiB(b, s.cmd.Process.Pid))
+	}
+}
+
+// BenchmarkTelemetryAB measures the warm call to a pooled server with
+// telemetry on (traces and metrics over OTLP/HTTP to a receiver on
+// loopback) and off, for PML_BIN and, when set, PML_BIN_BASE, the
+// sessions taking turns call by call as `make bench`'s telemetry row
+// does (debug log, as there); it prints the medians and on/off ratios.
+//
+//	PML_BIN=$PWD/bin/pml PML_BIN_BASE=/tmp/pml-main go test -run '^$' \
+//	  -bench BenchmarkTelemetryAB -benchtime 1x ./e2e
+func BenchmarkTelemetryAB(b *testing.B) {
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		_, _ = io.Copy(io.Discard, req.Body)
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	b.Cleanup(recv.Close)
+	pmlJSON := fmt.Sprintf(`{"permissions": {"allow": ["*"]}, "mcps": {"probe": {"image": %q, "workspace": "none"}}}`, probeImage(b))
+	type side struct {
+		name string
+		s    *benchSession
+	}
+	bins := []string{pmlBin}
+	if base := os.Getenv("PML_BIN_BASE"); base != "" {
+		bins = append(bins, base)
+	}
+	var sides []side
+	for i, bin := range bins {
+		name := []string{"new", "base"}[i]
+		old := pmlBin
+		pmlBin = bin
+		sides = append(sides, side{name + " off", startBenchSession(b, benchWorkspace(b, pmlJSON))},
+			side{name + " on", startBenchSessionEnv(b, benchWorkspace(b, pmlJSON), "OTEL_EXPORTER_OTLP_ENDPOINT="+recv.URL)})
+		pmlBin = old
+	}
+	call := func(s *benchSession) time.Duration {
+		t0 := time.Now()
+		res, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: "probe:echo", Arguments: map[string]any{"text": "x"}})
+		if err != nil || res.IsError {
+			b.Fatalf("probe:echo: %v %v", err, res)
+		}
+		return time.Since(t0)
+	}
+	for i := 0; i < 30; i++ {
+		for _, s := range sides {
+			call(s.s)
+		}
+	}
+	n := 300
+	if v, err := strconv.Atoi(os.Getenv("PML_AB_N")); err == nil {
+		n = v
+	}
+	lines := make([]int, len(sides))
+	for j, s := range sides {
+		lines[j] = strings.Count(s.s.stderr.String(), "\n")
+	}
+	d := make([][]time.Duration, len(sides))
+	for i := 0; i < n; i++ {
+		for j, s := range sides {
+			d[j] = append(d[j], call(s.s))
+		}
+	}
+	med := func(d []time.Duration) time.Duration {
+		d = append([]time.Duration(nil), d...)
+		sort.Slice(d, func(a, b int) bool { return d[a] < d[b] })
+		return d[len(d)/2]
+	}
+	for j := 0; j < len(sides); j += 2 {
+		off, on := med(d[j]), med(d[j+1])
+		logOff := float64(strings.Count(sides[j].s.stderr.String(), "\n")-lines[j]) / float64(n)
+		logOn := float64(strings.Count(sides[j+1].s.stderr.String(), "\n")-lines[j+1]) / float64(n)
+		fmt.Fprintf(os.Stderr, "%-5s warm off %8s  on %8s  on/off %.3f×  (log lines per call: off %.1f, on %.1f)\n",
+			sides[j].name[:len(sides[j].name)-4], off, on, float64(on)/float64(off), logOff, logOn)
 	}
 }

@@ -31,10 +31,12 @@ type fastRawClient struct {
 	more   chan struct{}
 }
 
-func startFastRaw(t *testing.T, ws *workspace) *fastRawClient {
+// startFastRaw starts pml stdio on ws, with env added to its environment,
+// and initializes a session on protocol 2025-06-18.
+func startFastRaw(t *testing.T, ws *workspace, env ...string) *fastRawClient {
 	t.Helper()
 	cmd := exec.Command(pmlBin, "stdio", "--log-format", "json", "--log-level", "debug")
-	cmd.Env = append(os.Environ(), "PML_WORKSPACE="+ws.Dir)
+	cmd.Env = append(append(os.Environ(), "PML_WORKSPACE="+ws.Dir), env...)
 	c := &fastRawClient{t: t, stderr: &syncBuffer{}, more: make(chan struct{}, 1)}
 	cmd.Stderr = c.stderr
 	in, err := cmd.StdinPipe()

@@ -257,7 +257,7 @@ func TestAModernClientGetsConformingResultsOverStdio(t *testing.T) {
 		}
 	})
 
-	t.Run("go-sdk path with traces on", func(t *testing.T) {
+	t.Run("fast path with traces on", func(t *testing.T) {
 		recv := otlpSink(t)
 		cs, log, _ := startRecorded(t, ws, client, "2026-07-28", "OTEL_EXPORTER_OTLP_ENDPOINT="+recv)
 		if _, err := cs.ListTools(context.Background(), nil); err != nil {

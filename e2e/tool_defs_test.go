@@ -16,16 +16,18 @@ import (
 // The App the probe's tool "typed" announces (e2e/testservers/probe/defs.go).
 const probeAppURI = "ui://probe/app.html"
 
-// defsSessions are the client sessions of one workspace the tests of tool
-// definitions run over: `pml stdio` (its calls to a pooled server take
-// the fast path), `pml stdio` with telemetry on (the go-sdk's path: traced
-// calls are never forwarded as bytes) and `pml serve` (the go-sdk's path).
+// defsSessions are the client sessions the tests of tool definitions run
+// over: `pml stdio` on ws (its calls to a pooled server take the fast
+// path), `pml stdio` on a workspace where the probe is given network (the
+// go-sdk's path: such a server's calls are never forwarded as bytes,
+// mcpserve/fastpath.go) and `pml serve` on ws (the go-sdk's path).
 func defsSessions(t *testing.T, ws *workspace) map[string]*mcp.ClientSession {
 	t.Helper()
 	url, token := startServe(t, ws)
+	networked := newWorkspace(t, probeConfig(t, `, "network": {"allow": ["example.com"]}`))
 	return map[string]*mcp.ClientSession{
 		"stdio":      startSession(t, ws).ClientSession,
-		"stdio-slow": startSession(t, ws, "OTEL_EXPORTER_OTLP_ENDPOINT="+otlpSink(t)).ClientSession,
+		"stdio-slow": startSession(t, networked).ClientSession,
 		"serve":      httpSession(t, url, token),
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -14,7 +15,6 @@ import (
 	"github.com/pml-dev/pml/broker/call"
 	"github.com/pml-dev/pml/internal/jsonrpc"
 	"github.com/pml-dev/pml/internal/panics"
-	"github.com/pml-dev/pml/internal/telemetry"
 	"github.com/pml-dev/pml/internal/upstream"
 )
 
@@ -190,18 +190,20 @@ func (f *fastFront) call(id, params []byte) bool {
 		// path waits for it (this goroutine reads the roots' answer).
 		return false
 	}
-	if telemetry.Enabled() {
-		// Traced calls take the go-sdk's path, where the request's
-		// span (traceRequests) and the server's client span are made.
-		return false
-	}
 	fb := f.x.get()
 	var wire string
 	var args, meta []byte
 	plain := jsonrpc.Each(params, func(k, v []byte) bool {
 		switch string(k) {
 		case "name":
-			if json.Unmarshal(v, &wire) != nil {
+			if !jsonrpc.IsString(v) {
+				return false
+			}
+			if bytes.IndexByte(v, '\\') < 0 && utf8.Valid(v) {
+				// A name without an escape is its bytes (the filter
+				// passed the frame as valid JSON): no decode.
+				wire = string(v[1 : len(v)-1])
+			} else if json.Unmarshal(v, &wire) != nil {
 				return false
 			}
 		case "arguments":
@@ -255,14 +257,14 @@ func (f *fastFront) call(id, params []byte) bool {
 	if modernEra(ss) {
 		info = f.serverInfo
 	}
-	f.run(func() { f.serve(ctx, cancel, ss, id, name, args, token, meta, info) })
+	f.run(func() { f.serve(ctx, cancel, ss, id, wire, name, args, token, meta, info) })
 	return true
 }
 
 // serve runs one forwarded call through the broker and answers it; a
 // modern client (MCP 2026-07-28 and later: info not nil) gets the result
 // in that revision's form (modern.go).
-func (f *fastFront) serve(ctx context.Context, cancel context.CancelFunc, ss *mcp.ServerSession, id []byte, name string, args, token, meta json.RawMessage, info []byte) {
+func (f *fastFront) serve(ctx context.Context, cancel context.CancelFunc, ss *mcp.ServerSession, id []byte, wire, name string, args, token, meta json.RawMessage, info []byte) {
 	defer f.wg.Done()
 	defer func() {
 		f.mu.Lock()
@@ -270,12 +272,21 @@ func (f *fastFront) serve(ctx context.Context, cancel context.CancelFunc, ss *mc
 		f.mu.Unlock()
 		cancel()
 	}()
+	// The request's server span and duration, as traceRequests makes
+	// them on the go-sdk's path; the steps' spans go under it.
+	var toolErr atomic.Bool
+	var failed error
+	ctx, traced := traceForwarded(ctx, ss, wire, meta)
+	if traced != nil {
+		defer func() { traced(toolErr.Load(), failed) }()
+	}
 	defer func() {
 		// The fast path's recover boundary, as recoverRequests is the
 		// go-sdk path's: this worker is pml's own goroutine, and a panic
 		// in it would end the process.
 		if v := recover(); v != nil {
-			f.writeError(id, panics.Recovered(*f.x.get().Log(), v, "tools/call", name))
+			failed = panics.Recovered(*f.x.get().Log(), v, "tools/call", name)
+			f.writeError(id, failed)
 		}
 	}()
 	// A swap of workspace (roots.go) happens between calls.
@@ -329,6 +340,7 @@ func (f *fastFront) serve(ctx context.Context, cancel context.CancelFunc, ss *mc
 	}
 	r.Dialog = deferred
 	write := func(mres *mcp.CallToolResult) {
+		toolErr.Store(mres.IsError)
 		if info != nil {
 			mres = withServerInfo(mres)
 		}
@@ -356,6 +368,7 @@ func (f *fastFront) serve(ctx context.Context, cancel context.CancelFunc, ss *mc
 			r.Relay = relay
 			res := b.Call(ctx, r)
 			if fwd.Answered() {
+				toolErr.Store(res.IsError)
 				return nil
 			}
 			return f.l.fitSchema(name, res, callResult(res, deferred))
@@ -363,6 +376,7 @@ func (f *fastFront) serve(ctx context.Context, cancel context.CancelFunc, ss *mc
 		if perr != nil {
 			// A panic in the call: answered as the recover boundary
 			// above answers one (it was logged and counted there).
+			failed = perr
 			f.writeError(id, perr)
 			return
 		}
@@ -377,6 +391,7 @@ func (f *fastFront) serve(ctx context.Context, cancel context.CancelFunc, ss *mc
 		return
 	}
 	res := b.Call(ctx, r)
+	toolErr.Store(res.IsError)
 	if fwd.Answered() || ctx.Err() != nil {
 		// Answered already; or cancelled by the client (who no longer
 		// waits for an answer, as MCP has it), or the session is gone.

@@ -31,6 +31,9 @@ type fixture struct {
 	// b is what the MCP surface serves; br the broker behind it.
 	b  broker.Serving
 	br *broker.Broker
+	// rt is the fake runtime; its Behave may be changed before a
+	// container starts.
+	rt *containertest.Runtime
 }
 
 // newFixture builds a broker on a new workspace holding a.txt ("hello")
@@ -69,7 +72,7 @@ func newLoggedFixture(t testing.TB, pmlJSON string, w io.Writer) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.Close(time.Second) })
-	return &fixture{ws: ws, b: b.Serving(), br: b}
+	return &fixture{ws: ws, b: b.Serving(), br: b, rt: rt}
 }
 
 // testInside stands for pml's in-container program: the fake runtime

@@ -2,6 +2,7 @@ package mcpserve
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -67,4 +68,25 @@ func traceRequests(next mcp.MethodHandler) mcp.MethodHandler {
 		telemetry.End(ctx, span, r, true, began, toolErr, err)
 		return res, err
 	}
+}
+
+// traceForwarded gives a call the stdio fast path takes (fastpath.go) what
+// traceRequests gives a tools/call on the go-sdk's path: its server span,
+// by the same name and attributes, continuing the trace in the client's
+// _meta (meta, raw), and the conventions' server duration. end ends them
+// with the call's outcome. Off, it is one atomic load and end is nil.
+func traceForwarded(ctx context.Context, ss *mcp.ServerSession, wire string, meta json.RawMessage) (_ context.Context, end func(toolErr bool, err error)) {
+	if !telemetry.Active() {
+		return ctx, nil
+	}
+	began := time.Now()
+	r := telemetry.Request{Method: "tools/call", Tool: wire, SessionID: ss.ID()}
+	if ip := ss.InitializeParams(); ip != nil {
+		r.Protocol = ip.ProtocolVersion
+	}
+	ctx, span := telemetry.StartServer(telemetry.FromMetaJSON(ctx, meta), r, nil)
+	if n, ok := wirename.Decode(wire); ok && n != wire {
+		span.SetAttributes(attribute.String("pml.tool", n))
+	}
+	return ctx, func(toolErr bool, err error) { telemetry.End(ctx, span, r, true, began, toolErr, err) }
 }

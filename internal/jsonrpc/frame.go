@@ -228,14 +228,12 @@ func (f *Filter) check(line []byte) bool {
 		f.reject(echo, CodeInvalidRequest, IDProblem, len(line))
 		return false
 	}
-	var version string
-	if json.Unmarshal(msg["jsonrpc"], &version) != nil || version != "2.0" {
+	if !isString(msg["jsonrpc"], "2.0") {
 		f.reject(id, CodeInvalidRequest, `"jsonrpc" must be "2.0"`, len(line))
 		return false
 	}
 	if m, ok := msg["method"]; ok {
-		var method string
-		if json.Unmarshal(m, &method) != nil || method == "" {
+		if !nonEmptyString(m) {
 			f.reject(id, CodeInvalidRequest, `"method" must be a non-empty string`, len(line))
 			return false
 		}
@@ -322,7 +320,7 @@ func members(line []byte) (map[string]json.RawMessage, string, error) {
 	dup := ""
 	var kerr error
 	if !Each(line, func(k, v []byte) bool {
-		key := string(k)
+		key := memberName(k)
 		if bytes.IndexByte(k, '\\') >= 0 {
 			quoted := make([]byte, 0, len(k)+2)
 			quoted = append(append(append(quoted, '"'), k...), '"')
@@ -342,6 +340,49 @@ func members(line []byte) (map[string]json.RawMessage, string, error) {
 		return nil, "", kerr
 	}
 	return msg, dup, nil
+}
+
+// memberName is a member's raw name as a string; the names of JSON-RPC's
+// own members without a copy (every frame has three or four of them).
+func memberName(k []byte) string {
+	switch string(k) {
+	case "jsonrpc":
+		return "jsonrpc"
+	case "id":
+		return "id"
+	case "method":
+		return "method"
+	case "params":
+		return "params"
+	case "result":
+		return "result"
+	case "error":
+		return "error"
+	}
+	return string(k)
+}
+
+// isString reports whether raw is the JSON string want; written plainly,
+// as nearly every frame has it, it is compared without a decode.
+func isString(raw []byte, want string) bool {
+	t := bytes.TrimSpace(raw)
+	if len(t) == len(want)+2 && t[0] == '"' && string(t[1:len(t)-1]) == want {
+		return true
+	}
+	var s string
+	return json.Unmarshal(raw, &s) == nil && s == want
+}
+
+// nonEmptyString reports whether raw is a JSON string other than "".
+func nonEmptyString(raw []byte) bool {
+	t := bytes.TrimSpace(raw)
+	if len(t) > 2 && t[0] == '"' && t[len(t)-1] == '"' && bytes.IndexByte(t, '\\') < 0 {
+		// (members already checked the frame is valid JSON: a string
+		// without an escape is whole.)
+		return true
+	}
+	var s string
+	return json.Unmarshal(raw, &s) == nil && s != ""
 }
 
 // MaxExactID bounds a numeric id. The go-sdk decodes a numeric id

@@ -199,3 +199,27 @@ func TestBatchesFollowTheRule(t *testing.T) {
 		t.Errorf("passed %q, answered %s", b, out.String())
 	}
 }
+
+// The version and the method are read without a decode when written
+// plainly; written with escapes, or as something else, they are judged
+// as a decoder reads them.
+func TestVersionAndMethodAsADecoderReadsThem(t *testing.T) {
+	for _, c := range []struct {
+		line string
+		ok   bool
+	}{
+		{`{"jsonrpc":"\u0032.0","id":1,"method":"ping"}`, true},
+		{`{"jsonrpc":"2.0","id":1,"method":"p\u0069ng"}`, true},
+		{`{"jsonrpc": "2.0" ,"id":1,"method": "ping" }`, true},
+		{`{"jsonrpc":"2.00","id":1,"method":"ping"}`, false},
+		{`{"jsonrpc":"2.0","id":1,"method":""}`, false},
+		{`{"jsonrpc":"2.0","id":1,"method":null}`, false},
+		{`{"jsonrpc":2.0,"id":1,"method":"ping"}`, false},
+		{`{"jsonr\u0070c":"2.0","jsonrpc":"2.0","id":1,"method":"ping"}`, false}, // twice, once escaped
+	} {
+		passed, replies := run(t, c.line+"\n", 0)
+		if got := len(passed) == 1 && len(replies) == 0; got != c.ok {
+			t.Errorf("%s: passed %q, replies %v; want passed %v", c.line, passed, replies, c.ok)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package telemetry
 import (
 	"context"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -138,21 +139,47 @@ func recordOp(ctx context.Context, server bool, r Request, began time.Time, errT
 		return
 	}
 	d := time.Since(began).Seconds()
-	attrs := []attribute.KeyValue{attribute.String("network.transport", "pipe")}
-	if r.Tool != "" {
-		attrs = append(attrs, attribute.String("gen_ai.tool.name", r.Tool))
-	}
-	if r.Protocol != "" {
-		attrs = append(attrs, attribute.String("mcp.protocol.version", r.Protocol))
-	}
-	if errType != "" {
-		attrs = append(attrs, attribute.String("error.type", errType))
-	}
+	set := opSet(opKey{r.Method, r.Tool, r.Protocol, errType})
 	if server {
-		in.serverOp.Record(ctx, d, mcpconv.MethodNameAttr(r.Method), attrs...)
+		in.serverOp.RecordSet(ctx, d, set)
 	} else {
-		in.clientOp.Record(ctx, d, mcpconv.MethodNameAttr(r.Method), attrs...)
+		in.clientOp.RecordSet(ctx, d, set)
 	}
+}
+
+// opKey is what an operation's duration is recorded by.
+type opKey struct{ method, tool, protocol, errType string }
+
+// opSets holds the attribute sets of up to maxOpSets operation kinds:
+// a warm call records under the same few, built once each.
+var (
+	opSets     sync.Map
+	opSetCount atomic.Int64
+)
+
+const maxOpSets = 4096
+
+func opSet(k opKey) attribute.Set {
+	if s, ok := opSets.Load(k); ok {
+		return s.(attribute.Set)
+	}
+	attrs := []attribute.KeyValue{attribute.String("mcp.method.name", k.method), attribute.String("network.transport", "pipe")}
+	if k.tool != "" {
+		attrs = append(attrs, attribute.String("gen_ai.tool.name", k.tool))
+	}
+	if k.protocol != "" {
+		attrs = append(attrs, attribute.String("mcp.protocol.version", k.protocol))
+	}
+	if k.errType != "" {
+		attrs = append(attrs, attribute.String("error.type", k.errType))
+	}
+	set := attribute.NewSet(attrs...)
+	if opSetCount.Load() < maxOpSets {
+		if _, loaded := opSets.LoadOrStore(k, set); !loaded {
+			opSetCount.Add(1)
+		}
+	}
+	return set
 }
 
 // SessionEnded records a session's duration.

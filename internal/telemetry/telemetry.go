@@ -14,7 +14,9 @@
 package telemetry
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -151,6 +153,14 @@ func Setup(ctx context.Context, s Settings, version string) (shutdown func(), er
 	}, nil
 }
 
+// Use makes tp the provider of pml's spans and turns them on, as Setup
+// does with its exporter: for a test that records spans in memory. stop
+// turns them off again.
+func Use(tp trace.TracerProvider, version string) (stop func()) {
+	use(tp, version)
+	return func() { enabled.Store(false) }
+}
+
 // use makes tp the provider of pml's spans and turns them on.
 func use(tp trace.TracerProvider, version string) {
 	otel.SetTracerProvider(tp)
@@ -228,4 +238,103 @@ func (m metaCarrier) Keys() []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// FromMetaJSON is FromMeta for a _meta object as raw JSON (the stdio fast
+// path forwards a call's bytes and decodes none of them): decoded only
+// while traces are on, and only when there is one.
+func FromMetaJSON(ctx context.Context, meta []byte) context.Context {
+	if !enabled.Load() || len(meta) == 0 {
+		return ctx
+	}
+	var m map[string]any
+	if json.Unmarshal(meta, &m) != nil {
+		return ctx
+	}
+	return FromMeta(ctx, m)
+}
+
+// ToMetaJSON is ToMeta for a _meta object as raw JSON (or nil): the span
+// context of ctx replaces any traceparent and tracestate the object has,
+// and the other members stay as they were written. Off, or with no span
+// in ctx, meta is returned as it is; an object that does not decode too.
+func ToMetaJSON(ctx context.Context, meta []byte) []byte {
+	if !enabled.Load() || !trace.SpanContextFromContext(ctx).IsValid() {
+		return meta
+	}
+	var c traceCarrier
+	prop.Inject(ctx, &c)
+	if c.parent == "" {
+		return meta
+	}
+	if len(bytes.TrimSpace(meta)) == 0 {
+		// Most calls carry no _meta for the server: the object is
+		// written directly.
+		out := make([]byte, 0, 32+len(c.parent)+len(c.state))
+		out = appendString(append(out, `{"traceparent":`...), c.parent)
+		if c.state != "" {
+			out = appendString(append(out, `,"tracestate":`...), c.state)
+		}
+		return append(out, '}')
+	}
+	members := map[string]json.RawMessage{}
+	if json.Unmarshal(meta, &members) != nil {
+		return meta
+	}
+	for _, k := range prop.Fields() {
+		delete(members, k)
+	}
+	members["traceparent"], _ = json.Marshal(c.parent)
+	if c.state != "" {
+		members["tracestate"], _ = json.Marshal(c.state)
+	}
+	out, err := json.Marshal(members)
+	if err != nil {
+		return meta
+	}
+	return out
+}
+
+// traceCarrier takes the two keys W3C trace context writes
+// (propagation.TextMapCarrier), without a map.
+type traceCarrier struct{ parent, state string }
+
+func (c *traceCarrier) Get(key string) string {
+	switch key {
+	case "traceparent":
+		return c.parent
+	case "tracestate":
+		return c.state
+	}
+	return ""
+}
+
+func (c *traceCarrier) Set(key, value string) {
+	switch key {
+	case "traceparent":
+		c.parent = value
+	case "tracestate":
+		c.state = value
+	}
+}
+
+func (c *traceCarrier) Keys() []string { return []string{"traceparent", "tracestate"} }
+
+// appendString appends s as a JSON string. (Trace context values are
+// printable ASCII; a quote, a backslash and control bytes are escaped
+// all the same.)
+func appendString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+		case c < 0x20:
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		default:
+			b = append(b, c)
+		}
+	}
+	return append(b, '"')
 }

@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -113,5 +114,46 @@ func TestTraceContextCrossesMeta(t *testing.T) {
 		if strings.Contains(k, "argument") || strings.Contains(attrs[k], "secret") {
 			t.Errorf("an argument in the span: %s=%s", k, attrs[k])
 		}
+	}
+}
+
+// The fast path's _meta is raw JSON: the client's traceparent is read
+// from it, and pml's replaces the client's in what the server gets, the
+// other members passed on as written; off, nothing is read or written.
+func TestTraceContextCrossesRawMeta(t *testing.T) {
+	const parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	raw := []byte(`{"traceparent":"` + parent + `","tracestate":"k=v","app":{"n":12345678901234567891}}`)
+	if ctx := FromMetaJSON(context.Background(), raw); trace.SpanContextFromContext(ctx).IsValid() {
+		t.Error("a trace context read while off")
+	}
+	if out := ToMetaJSON(context.Background(), raw); string(out) != string(raw) {
+		t.Errorf("_meta changed while off: %s", out)
+	}
+
+	rec := tracetest.NewSpanRecorder()
+	use(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)), "test")
+	t.Cleanup(func() { enabled.Store(false) })
+	ctx := FromMetaJSON(context.Background(), raw)
+	if sc := trace.SpanContextFromContext(ctx); sc.TraceID().String() != "4bf92f3577b34da6a3ce929d0e0e4736" || sc.SpanID().String() != "00f067aa0ba902b7" {
+		t.Fatalf("the client's trace context was not read: %v", sc)
+	}
+	ctx, span := StartClient(ctx, Request{Method: "tools/call", Tool: "say"}, "echo")
+	defer span.End()
+	for _, meta := range [][]byte{raw, nil} {
+		out := ToMetaJSON(ctx, meta)
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(out, &m); err != nil {
+			t.Fatalf("%s: %v", out, err)
+		}
+		want := `"00-` + span.SpanContext().TraceID().String() + `-` + span.SpanContext().SpanID().String() + `-01"`
+		if string(m["traceparent"]) != want {
+			t.Errorf("traceparent %s, want %s", m["traceparent"], want)
+		}
+		if meta != nil && (string(m["app"]) != `{"n":12345678901234567891}` || string(m["tracestate"]) != `"k=v"`) {
+			t.Errorf("the other members changed: %s", out)
+		}
+	}
+	if out := ToMetaJSON(ctx, []byte(`[1]`)); string(out) != `[1]` {
+		t.Errorf("a _meta that is not an object was rewritten: %s", out)
 	}
 }

@@ -16,6 +16,8 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/pml-dev/pml/internal/wirename"
@@ -65,9 +67,29 @@ func lower(pattern string) string { return strings.ToLower(strings.TrimSpace(pat
 // names are the forms of tool a person may have copied, lower-case: pml's
 // own, the wire name, and the client's (ClientPrefix + wire name).
 func names(tool string) [3]string {
+	if n, ok := known.Load(tool); ok {
+		return n.([3]string)
+	}
 	w := strings.ToLower(wirename.Encode(tool))
-	return [3]string{strings.ToLower(tool), w, ClientPrefix + w}
+	n := [3]string{strings.ToLower(tool), w, ClientPrefix + w}
+	if knownCount.Load() < maxKnown {
+		// Every permission check of every call asks for the same few
+		// tools' names: built once each (a bounded number: a client may
+		// name any tool).
+		if _, loaded := known.LoadOrStore(tool, n); !loaded {
+			knownCount.Add(1)
+		}
+	}
+	return n
 }
+
+// known holds the names of up to maxKnown tools (names).
+var (
+	known      sync.Map
+	knownCount atomic.Int64
+)
+
+const maxKnown = 4096
 
 // Meta are the characters a pattern reads as wildcards ('*', '?', a class
 // '[…]') or as the escape of the next character ('\').
@@ -127,7 +149,11 @@ func Exact(pattern, tool string) bool {
 	if tool == "" {
 		return false
 	}
-	n := names(tool)
+	return exactNames(pattern, names(tool))
+}
+
+// exactNames is Exact for the names of a tool.
+func exactNames(pattern string, n [3]string) bool {
 	if l, ok := Literal(Normalize(pattern)); ok && l == n[0] {
 		return true
 	}
@@ -141,10 +167,10 @@ func Match(pattern, tool string) bool {
 	if tool == "" {
 		return false
 	}
-	if Exact(pattern, tool) {
+	n := names(tool)
+	if exactNames(pattern, n) {
 		return true
 	}
-	n := names(tool)
 	for _, p := range []string{Normalize(pattern), lower(pattern)} {
 		for _, name := range n {
 			if glob(p, name) {

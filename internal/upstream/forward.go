@@ -10,10 +10,14 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
+	sdkjsonrpc "github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pml-dev/pml/internal/jsonrpc"
+	"github.com/pml-dev/pml/internal/telemetry"
 )
 
 // The fast path. A tools/call to a pooled server that the broker's layers
@@ -259,7 +263,7 @@ var fastSeq atomic.Int64
 // messages, requests to the person), as for Call. An error means the call
 // could not be made, the server died, or it answered with a JSON-RPC
 // error.
-func (s *Server) Forward(ctx context.Context, tool string, args, meta json.RawMessage, progressToken json.RawMessage, progress func(params []byte), answer func(result json.RawMessage) bool, relay Relay) (json.RawMessage, bool, error) {
+func (s *Server) Forward(ctx context.Context, tool string, args, meta json.RawMessage, progressToken json.RawMessage, progress func(params []byte), answer func(result json.RawMessage) bool, relay Relay) (result json.RawMessage, sent bool, err error) {
 	c, err := s.acquire(ctx)
 	if err != nil {
 		return nil, false, err
@@ -267,18 +271,31 @@ func (s *Server) Forward(ctx context.Context, tool string, args, meta json.RawMe
 	defer s.release(c)
 	ref := s.pushRelay(relay)
 	defer s.popRelay(ref)
+	if telemetry.Active() {
+		// The client span the go-sdk session's middleware gives its own
+		// calls (telemetry.ClientMiddleware), with the trace context in
+		// the _meta the server gets.
+		began := time.Now()
+		r := telemetry.Request{Method: "tools/call", Tool: tool}
+		var span trace.Span
+		ctx, span = telemetry.StartClient(ctx, r, s.o.Name)
+		meta = telemetry.ToMetaJSON(ctx, meta)
+		defer func() {
+			toolErr := err == nil && string(jsonrpc.Member(result, "isError")) == "true"
+			telemetry.End(ctx, span, r, false, began, toolErr, err)
+		}()
+	}
 
 	n := fastSeq.Add(1)
 	id := `"pml-f-` + strconv.FormatInt(n, 10) + `"`
-	name, _ := json.Marshal(tool)
 	if len(bytes.TrimSpace(args)) == 0 || string(args) == "null" {
 		args = json.RawMessage("{}")
 	}
-	frame := make([]byte, 0, 96+len(name)+len(args))
+	frame := make([]byte, 0, 96+len(tool)+len(args)+len(meta))
 	frame = append(frame, `{"jsonrpc":"2.0","id":`...)
 	frame = append(frame, id...)
 	frame = append(frame, `,"method":"tools/call","params":{"name":`...)
-	frame = append(frame, name...)
+	frame = appendName(frame, tool)
 	frame = append(frame, `,"arguments":`...)
 	frame = append(frame, args...)
 	var tok string
@@ -363,7 +380,7 @@ func (s *Server) answerOf(frame []byte) (json.RawMessage, error) {
 		if json.Unmarshal(m.Error, &e) != nil {
 			return nil, fmt.Errorf("the MCP server %s answered with a malformed error", s.o.Name)
 		}
-		return nil, fmt.Errorf("the MCP server %s answered with an error: %s (code %d)", s.o.Name, e.Message, e.Code)
+		return nil, answeredError{server: s.o.Name, err: &sdkjsonrpc.Error{Code: e.Code, Message: e.Message}}
 	}
 	res, ok := resultOf(m.Result)
 	if !ok {
@@ -475,4 +492,33 @@ func appendMeta(frame, meta []byte, tok string) []byte {
 		frame = append(frame, tok...)
 	}
 	return append(frame, '}')
+}
+
+// answeredError is a server's JSON-RPC error answer to a forwarded call;
+// it unwraps to the go-sdk's error, as the session's calls fail, so that
+// the call's span records its code the same way (telemetry.End).
+type answeredError struct {
+	server string
+	err    *sdkjsonrpc.Error
+}
+
+func (a answeredError) Error() string {
+	return fmt.Sprintf("the MCP server %s answered with an error: %s (code %d)", a.server, a.err.Message, a.err.Code)
+}
+
+func (a answeredError) Unwrap() error { return a.err }
+
+// appendName appends tool as a JSON string: as it is when nothing in it
+// needs escaping (every tool name a server lists in practice), else as
+// encoding/json writes it.
+func appendName(frame []byte, tool string) []byte {
+	for i := 0; i < len(tool); i++ {
+		if c := tool[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			name, _ := json.Marshal(tool)
+			return append(frame, name...)
+		}
+	}
+	frame = append(frame, '"')
+	frame = append(frame, tool...)
+	return append(frame, '"')
 }
