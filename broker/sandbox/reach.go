@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/pml-dev/pml/images"
 	"github.com/pml-dev/pml/internal/container"
+	"github.com/pml-dev/pml/internal/egress/box"
 )
 
 // EgressUnreachable says why a container of image cannot be given
@@ -35,6 +37,27 @@ func (sb *Sandbox) EgressUnreachable(ctx context.Context, image string) string {
 		return ""
 	}
 	return fmt.Sprintf("the container engine cannot reach pml's egress proxy (a unix socket on this machine): %s", how)
+}
+
+// UseEgressBox lets an engine that cannot reach pml's egress socket give
+// containers their network through pml's egress container
+// (internal/egress/box), of the image image makes sure of (the toolbox:
+// pml builds it through the engine's API, so pml's in-container program
+// gets into the engine without any mount).
+func (sb *Sandbox) UseEgressBox(image func(context.Context) (string, error)) {
+	var rt container.Runtime = sb.Runtime
+	if sb.Limited != nil {
+		// Under the cap (and the first-use pull above it).
+		rt = sb.Limited.Runtime
+	}
+	bx, ok := container.EgressBoxerOf(rt)
+	if !ok {
+		return
+	}
+	sb.Egress.UseBox(bx, container.Spec{
+		User: sb.User, Policy: sb.Policy(), Labels: sb.Labels("egress"),
+		Entrypoint: []string{images.AgentPath, box.Subcommand},
+	}, image)
 }
 
 // NoNetworkNote is what a call given network says when it ran without
