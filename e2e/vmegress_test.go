@@ -151,3 +151,40 @@ func TestShellExecOnAVMEngineReachesOnlyTheAllowedHostThroughTheEgressContainer(
 		networkRefusal(t, ls, "shell:exec", map[string]any{"command": "wget -q -O - http://" + otherHost + "/ || echo FAILED"}, otherHost)
 	})
 }
+
+func TestAServerOnAVMEngineReachesOnlyItsAllowedHostThroughTheEgressContainer(t *testing.T) {
+	f := sharedVMEngine(t)
+	img := probeImage(t)
+	loadIntoVM(t, f, img)
+	port := vmHTTP(t, f, "hello from the VM's host")
+	other := vmHTTP(t, f, "must not be reached")
+	target := "host.docker.internal:" + strconv.Itoa(port)
+	cfg := fmt.Sprintf(`{"permissions": {"allow": ["*"]}, "mcps": {"probe": {"image": %q, "workspace": "none", "network": {"allow": [%q]}}}}`, img, target)
+	ws := shareWorkspace(t, f, cfg)
+	s := startSession(t, ws, vmEnv(f, filepath.Join(vmShare(f), "cache"))...)
+	if out, _ := s.call(t, "probe:fetch", map[string]any{"url": "http://" + target + "/hello.txt"}); !strings.Contains(out, "status 200") || !strings.Contains(out, "hello from the VM's host") {
+		t.Fatalf("the server's fetch through the egress container: %q\n%s", out, s.stderr.String())
+	}
+	otherHP := "host.docker.internal:" + strconv.Itoa(other)
+	if res := networkRefusal(t, s, "probe:fetch", map[string]any{"url": "http://" + otherHP + "/hello.txt"}, otherHP); !strings.Contains(res, "status 403") || !strings.Contains(res, "not in mcps.probe.network.allow") {
+		t.Errorf("another host: %q, want a 403 naming the allow list", res)
+	}
+	var allowed, denied bool
+	for _, e := range netEntries(t, ws) {
+		allowed = allowed || (e.Tool == "probe" && e.Decision == "allowed" && e.Net.Port == port)
+		denied = denied || (e.Tool == "probe" && e.Decision == "denied" && e.Net.Port == other)
+	}
+	if !allowed || !denied {
+		t.Errorf("the audit log lacks the server's connection or its refusal: %+v", netEntries(t, ws))
+	}
+	t.Run("local", func(t *testing.T) {
+		web, webHost := hostHTTP(t, "hello from this machine")
+		_, otherHost := hostHTTP(t, "must not be reached")
+		lw := newWorkspace(t, fmt.Sprintf(`{"permissions": {"allow": ["*"]}, "mcps": {"probe": {"image": %q, "workspace": "none", "network": {"allow": [%q]}}}}`, img, webHost))
+		ls := startSession(t, lw)
+		if out, _ := ls.call(t, "probe:fetch", map[string]any{"url": web.URL + "/"}); !strings.Contains(out, "hello from this machine") {
+			t.Errorf("the local engine: %q", out)
+		}
+		networkRefusal(t, ls, "probe:fetch", map[string]any{"url": "http://" + otherHost + "/"}, otherHost)
+	})
+}

@@ -133,6 +133,11 @@ func (e ShellExec) Run(ctx context.Context, _ *call.Call, def toolbox.Tool, args
 			return call.ResultFor(fmt.Errorf("%w: %w", call.ErrUnavailable, err))
 		}
 		spec.Entrypoint = append(spec.Entrypoint, inside.Flag, spec.Egress)
+		if boxed {
+			// The supervisor runs the listener: the runtime must not
+			// wrap the command in another.
+			spec.Egress = ""
+		}
 	}
 	res, failure := e.sb.run(ctx, spec, container.Request{Stdin: stdin, Limit: e.sb.Policy().OutputLimit}, limit)
 	out := ShellOutput{Stdout: string(res.Stdout), Stderr: string(res.Stderr), ExitCode: res.Exit.Code, Truncated: res.Truncated}

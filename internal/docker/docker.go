@@ -33,7 +33,9 @@ import (
 	"github.com/docker/docker/pkg/stdcopy"
 
 	pmlc "github.com/pml-dev/pml/internal/container"
+	"github.com/pml-dev/pml/internal/egress/inside"
 	"github.com/pml-dev/pml/internal/engine"
+	"github.com/pml-dev/pml/internal/shim"
 	"github.com/pml-dev/pml/policies"
 )
 
@@ -109,7 +111,7 @@ func (r *Runtime) Start(ctx context.Context, spec pmlc.Spec, streams pmlc.Stream
 }
 
 func (r *Runtime) start(ctx context.Context, spec pmlc.Spec, streams pmlc.Streams) (pmlc.Process, error) {
-	if r.directFor(ctx, spec) && r.ownCgroups(ctx) {
+	if spec.EgressNet == "" && r.directFor(ctx, spec) && r.ownCgroups(ctx) {
 		p, err := r.startDirect(ctx, spec, streams)
 		if err == nil || !isFallback(ctx, err) {
 			return p, err
@@ -159,6 +161,19 @@ func (r *Runtime) startAttachedWith(ctx context.Context, spec pmlc.Spec, streams
 		leave = l
 		cfg.NetworkDisabled = false
 		host.NetworkMode = container.NetworkMode(name)
+		if spec.Egress != "" {
+			// The listener runs in pml's in-container program, which
+			// the caller mounted at shim.Binary, around the command
+			// (as for an install): a server on the attach stream has
+			// no shim of its own.
+			argv, err := r.command(ctx, spec)
+			if err != nil {
+				leave()
+				return nil, err
+			}
+			cfg.Entrypoint = append([]string{shim.Binary, inside.RunSubcommand, spec.Egress, "--"}, argv...)
+			cfg.Cmd = nil
+		}
 	}
 	p, err := r.create(ctx, spec.Image, cfg, host)
 	if err != nil {
