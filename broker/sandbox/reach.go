@@ -63,5 +63,5 @@ func (sb *Sandbox) UseEgressBox(image func(context.Context) (string, error)) {
 // NoNetworkNote is what a call given network says when it ran without
 // it (EgressUnreachable): in its result and its audit entry.
 func NoNetworkNote(who, key, why string) string {
-	return fmt.Sprintf("%s ran WITHOUT network: %s allows hosts, but %s. The egress container for such engines is not built yet (docs/network.md); run pml where the engine is (a local engine) for network", who, key, why)
+	return fmt.Sprintf("%s ran WITHOUT network: %s allows hosts, but %s, and pml cannot run its egress container on this engine (docs/network.md); run pml where the engine is (a local engine) for network", who, key, why)
 }
