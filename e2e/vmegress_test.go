@@ -87,6 +87,12 @@ func TestShellExecOnAVMEngineReachesOnlyTheAllowedHostThroughTheEgressContainer(
 		t.Logf("the egress container: %s", o)
 		t.Fatalf("wget through the egress container: %q\n%+v\n%s", out, netEntries(t, ws), s.stderr.String())
 	}
+	// Around the proxy: the engine's host by the network's gateway, and
+	// the egress container's own port for another host, give nothing.
+	around := fmt.Sprintf("gw=$(ip route | awk '/default/ {print $3}'); echo gw=$gw; http_proxy= wget -q -T 3 -O - http://$gw:%d/hello.txt || echo NOGATEWAY", port)
+	if out, _ := s.call(t, "shell:exec", map[string]any{"command": around}); strings.Contains(out, "hello from the VM's host") || !strings.Contains(out, "NOGATEWAY") {
+		t.Errorf("the container reached the engine's host around the egress container: %q", out)
+	}
 	// The allowed connection is in the audit log, as on a local engine.
 	found := false
 	for _, e := range netEntries(t, ws) {

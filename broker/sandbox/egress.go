@@ -51,6 +51,9 @@ type EgressProxy struct {
 	// push sends the rules in force to the egress container (nil for a
 	// proxy on this machine, which asks Current itself).
 	push func()
+	// sync waits for the egress container's reports so far (nil for a
+	// proxy on this machine, which notes a refusal before answering it).
+	sync func()
 
 	mu      sync.Mutex
 	extra   []netallow.Entry
@@ -119,6 +122,11 @@ func (s *EgressSet) getBoxed(id, who, key string, rules netallow.Rules) *EgressP
 		ep = &EgressProxy{id: id, who: who, key: key}
 		bx := s.box
 		ep.push = func() { bx.PushEgressRules(id) }
+		ep.sync = func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			bx.SyncEgress(ctx)
+		}
 		s.byID[id] = ep
 	}
 	ep.rules.Store(&rules)
@@ -247,6 +255,11 @@ func (ep *EgressProxy) NoteRefused(host string, port int) {
 
 // RefusedSince lists (once each) the host:ports refused from since on.
 func (ep *EgressProxy) RefusedSince(since time.Time) []string {
+	if ep.sync != nil {
+		// The container's refusal crosses the egress container's
+		// stream, not the call's: the call may end first.
+		ep.sync()
+	}
 	ep.mu.Lock()
 	defer ep.mu.Unlock()
 	seen := map[string]bool{}

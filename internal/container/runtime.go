@@ -292,6 +292,10 @@ type EgressBoxer interface {
 	// PushEgressRules sends id's rules (Rules) to the egress container
 	// when it runs: a change applies to the next connection.
 	PushEgressRules(id string)
+	// SyncEgress returns once every report the egress container wrote
+	// before now has been handled (a refusal is then known to the
+	// approval that follows the call), or ctx ends.
+	SyncEgress(ctx context.Context)
 	// CloseEgressBox stops the egress container and removes its
 	// networks.
 	CloseEgressBox(ctx context.Context)

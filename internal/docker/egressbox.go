@@ -53,6 +53,8 @@ type egressBox struct {
 	stdin  io.WriteCloser
 	inMu   sync.Mutex
 	acks   map[string]chan string
+	syncs  map[uint64]chan struct{}
+	syncN  uint64
 	dead   chan struct{}
 }
 
@@ -61,7 +63,7 @@ type egressBox struct {
 func (r *Runtime) UseEgressBox(o pmlc.EgressBoxOptions) {
 	r.scopeMu.Lock()
 	defer r.scopeMu.Unlock()
-	r.box = &egressBox{r: r, o: o, acks: map[string]chan string{}}
+	r.box = &egressBox{r: r, o: o, acks: map[string]chan string{}, syncs: map[uint64]chan struct{}{}}
 }
 
 func (r *Runtime) egress() *egressBox {
@@ -81,6 +83,33 @@ func (r *Runtime) PushEgressRules(id string) {
 	b.mu.Unlock()
 	if running {
 		_ = b.pushRules(id)
+	}
+}
+
+// SyncEgress waits until the egress container's reports written before
+// now were handled; at once when it does not run.
+func (r *Runtime) SyncEgress(ctx context.Context) {
+	b := r.egress()
+	if b == nil {
+		return
+	}
+	b.inMu.Lock()
+	b.syncN++
+	n := b.syncN
+	ch := make(chan struct{})
+	b.syncs[n] = ch
+	b.inMu.Unlock()
+	defer func() {
+		b.inMu.Lock()
+		delete(b.syncs, n)
+		b.inMu.Unlock()
+	}()
+	if b.send(box.In{Sync: n}) != nil {
+		return
+	}
+	select {
+	case <-ch:
+	case <-ctx.Done():
 	}
 }
 
@@ -237,6 +266,14 @@ func (b *egressBox) read(r io.Reader, ready, dead chan struct{}) {
 			if ch != nil {
 				ch <- m.Bound.Error
 			}
+		case m.Synced != 0:
+			b.inMu.Lock()
+			ch := b.syncs[m.Synced]
+			delete(b.syncs, m.Synced)
+			b.inMu.Unlock()
+			if ch != nil {
+				close(ch)
+			}
 		case m.Conn != nil && b.o.Conn != nil:
 			b.o.Conn(*m.Conn)
 		case m.Refused != nil && b.o.Refused != nil:
@@ -282,7 +319,14 @@ func (b *egressBox) join(ctx context.Context, id string) (string, func(), error)
 	boxID := b.id
 	b.mu.Unlock()
 	name := "pml-eg-" + randomHex(6)
-	if _, err := b.r.cli.NetworkCreate(ctx, name, network.CreateOptions{Driver: "bridge", Internal: true, Labels: b.labels(purposeEgressNet)}); err != nil {
+	// inhibit_ipv4: the bridge gets no address on the engine's host, so
+	// the container cannot reach the host's own services by the
+	// network's gateway (an internal network blocks only forwarding;
+	// measured on Docker 20.10: a listener on the host's 0.0.0.0 answered
+	// at the gateway without it, and did not with it). The egress
+	// container is reached on the bridge itself.
+	if _, err := b.r.cli.NetworkCreate(ctx, name, network.CreateOptions{Driver: "bridge", Internal: true, Labels: b.labels(purposeEgressNet),
+		Options: map[string]string{"com.docker.network.bridge.inhibit_ipv4": "true"}}); err != nil {
 		return "", nil, wrap("creating a container's internal network", err)
 	}
 	remove := func() {

@@ -74,6 +74,9 @@ type In struct {
 	Rules  *Rules `json:"rules,omitempty"`
 	Bind   *Bind  `json:"bind,omitempty"`
 	Unbind string `json:"unbind,omitempty"`
+	// Sync asks for Synced with the same value: every report written
+	// before it has then reached pml (one stream, in order).
+	Sync uint64 `json:"sync,omitempty"`
 }
 
 // Refused is a host:port refused as not allowed.
@@ -95,6 +98,7 @@ type Out struct {
 	Bound   *Bound       `json:"bound,omitempty"`
 	Conn    *egress.Conn `json:"conn,omitempty"`
 	Refused *Refused     `json:"refused,omitempty"`
+	Synced  uint64       `json:"synced,omitempty"`
 }
 
 type server struct {
@@ -137,6 +141,8 @@ func Serve(in io.Reader, out io.Writer) error {
 			s.send(Out{Bound: b})
 		case m.Unbind != "":
 			s.unbind(m.Unbind)
+		case m.Sync != 0:
+			s.send(Out{Synced: m.Sync})
 		}
 	}
 	return sc.Err()
