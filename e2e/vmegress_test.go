@@ -119,6 +119,17 @@ func TestShellExecOnAVMEngineReachesOnlyTheAllowedHostThroughTheEgressContainer(
 	if !denied {
 		t.Errorf("no audit entry of the refusal: %+v", netEntries(t, ws))
 	}
+	// "continue" allows it for this session: the grant crosses to the
+	// egress container, and the command runs again, reaching it.
+	_, cres := s.call(t, "shell:exec", map[string]any{"command": "wget -q -O - http://" + otherHP + "/hello.txt"})
+	var a approval
+	structured(t, cres, &a)
+	if a.ApprovalType != "network" {
+		t.Fatalf("no network approval: %+v", a)
+	}
+	if out, _ := s.call(t, "pml:continue_workflow", cont(a.WorkflowID, true, false)); !strings.Contains(out, "must not be reached") {
+		t.Errorf("after continue, shell:exec did not reach the approved host: %q", out)
+	}
 	// 127.0.0.1 in the egress container is the container itself: refused
 	// with the way to the engine's host.
 	t.Run("loopback", func(t *testing.T) {
