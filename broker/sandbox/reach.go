@@ -13,9 +13,10 @@ import (
 // network through pml's egress proxy ("" when it can): the proxy is a
 // unix socket on this machine, and an engine that does not share this
 // machine's files (a VM, another host; proven, internal/docker/proof.go)
-// cannot reach it. Until the egress container for such engines exists
-// (issue 57), what was given network runs without it and says so, rather
-// than failing on the socket's mount.
+// cannot reach it. There pml's egress container serves it instead
+// (UseEgressBox, Egress.GiveBoxed); where the runtime cannot run one,
+// what was given network runs without it and says so, rather than
+// failing on the socket's mount.
 func (sb *Sandbox) EgressUnreachable(ctx context.Context, image string) string {
 	var rt container.Runtime = sb.Runtime
 	if sb.Limited != nil {
