@@ -62,7 +62,7 @@ func vmHTTP(t *testing.T, f *faultEngine, body string) int {
 
 // egressLeft lists the egress containers and networks of pml left on
 // engine host after pml exited.
-func egressLeft(t *testing.T, host string) string {
+func egressLeft(t testing.TB, host string) string {
 	t.Helper()
 	cmd := exec.Command("sh", "-c", `docker ps -aq --filter label=pml.purpose=egress; docker network ls -q --filter label=pml.purpose=egress-net`)
 	cmd.Env = cliEnv("DOCKER_HOST=" + host)
@@ -204,4 +204,31 @@ func TestAServerOnAVMEngineReachesOnlyItsAllowedHostThroughTheEgressContainer(t 
 		}
 		networkRefusal(t, ls, "probe:fetch", map[string]any{"url": "http://" + otherHost + "/"}, otherHost)
 	})
+}
+
+// TestPMLCleanupRemovesTheEgressContainerOfAKilledPML: a pml killed with
+// its egress container running leaves it and its networks; pml cleanup
+// removes them (and any later pml start would).
+func TestPMLCleanupRemovesTheEgressContainerOfAKilledPML(t *testing.T) {
+	f := sharedVMEngine(t)
+	port := vmHTTP(t, f, "hello from the VM's host")
+	target := "host.docker.internal:" + strconv.Itoa(port)
+	ws := shareWorkspace(t, f, fmt.Sprintf(`{"permissions": {"allow": ["*"]}, "sandbox": {"network": {"allow": [%q]}}}`, target))
+	env := vmEnv(f, filepath.Join(vmShare(f), "cache"))
+	s := startSession(t, ws, env...)
+	if out, _ := s.call(t, "shell:exec", map[string]any{"command": "wget -q -O - http://" + target + "/hello.txt"}); !strings.Contains(out, "hello from the VM's host") {
+		t.Fatalf("wget through the egress container: %q", out)
+	}
+	s.kill()
+	_ = s.cmd.Wait()
+	if left := egressLeft(t, f.Host()); left == "" {
+		t.Fatalf("a killed pml left nothing to clean up: the test proves nothing")
+	}
+	r := runCLI(t, ws.Dir, env, "", "cleanup")
+	if r.code != 0 {
+		t.Fatalf("pml cleanup: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if left := egressLeft(t, f.Host()); left != "" {
+		t.Errorf("pml cleanup left the killed pml's egress container or networks:\n%s\n%s", left, r.stdout)
+	}
 }

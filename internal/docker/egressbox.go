@@ -385,18 +385,25 @@ func (b *egressBox) join(ctx context.Context, id string) (string, func(), error)
 // (their containers are reaped by container.Reap; networks are not
 // containers).
 func (b *egressBox) reapNetworks(ctx context.Context) {
-	list, err := b.r.cli.NetworkList(ctx, network.ListOptions{Filters: filters.NewArgs(
+	self, _ := pmlc.OwnerFromLabels(b.o.Template.Labels)
+	b.r.ReapNetworks(ctx, self)
+}
+
+// ReapNetworks removes the egress networks (container.NetworkReaper) of
+// pml processes of this host that died; a network still in use (its
+// container not reaped yet) stays for the next time.
+func (r *Runtime) ReapNetworks(ctx context.Context, self pmlc.Owner) {
+	list, err := r.cli.NetworkList(ctx, network.ListOptions{Filters: filters.NewArgs(
 		filters.Arg("label", pmlc.LabelManaged+"=true"), filters.Arg("label", pmlc.LabelPurpose+"="+purposeEgressNet))})
 	if err != nil {
 		return
 	}
-	self, _ := pmlc.OwnerFromLabels(b.o.Template.Labels)
 	for _, n := range list {
 		o, ok := pmlc.OwnerFromLabels(n.Labels)
 		if !ok || o == self || o.HostID != self.HostID || o.Alive() {
 			continue
 		}
-		_ = b.r.cli.NetworkRemove(ctx, n.ID)
+		_ = r.cli.NetworkRemove(ctx, n.ID)
 	}
 }
 
