@@ -275,6 +275,9 @@ type Refusal struct {
 	// the reason.
 	Address    string
 	unresolved bool
+	// loopback: a loopback target in the egress container (a refusal
+	// of policy: 403, as for an internal address).
+	loopback bool
 }
 
 func (r *Refusal) Error() string { return r.Reason }
@@ -331,7 +334,7 @@ func (p *Proxy) check(ctx context.Context, host string, port int) ([]netip.Addr,
 			if a.IsLoopback() {
 				// 127.0.0.1 in the egress container is the container
 				// itself: never this machine's service the entry meant.
-				return nil, &Refusal{Host: host, Port: port, Address: a.String(), Reason: fmt.Sprintf(
+				return nil, &Refusal{Host: host, Port: port, Address: a.String(), loopback: true, Reason: fmt.Sprintf(
 					"pml refused %s for %s: the engine runs elsewhere (a VM or another host), where %s is pml's egress container itself; to reach a port of the engine's host, allow host.docker.internal:%d in %s and connect to that name",
 					hp, p.o.Who, a, port, p.o.Key)}
 			}
@@ -499,7 +502,7 @@ func (p *Proxy) refuse(w http.ResponseWriter, ref *Refusal, start time.Time) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Connection", "close")
 	code := http.StatusForbidden
-	if !ref.NotAllowed && !strings.Contains(ref.Reason, "internal address") {
+	if !ref.NotAllowed && !ref.loopback && !strings.Contains(ref.Reason, "internal address") {
 		code = http.StatusBadGateway
 	}
 	w.WriteHeader(code)
