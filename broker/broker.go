@@ -167,6 +167,7 @@ func New(o Options) (*Broker, error) {
 	b.base, b.cancelBase = context.WithCancel(context.Background())
 	b.runs = codeRunsOf(b, sb)
 	b.toolbox = &images.Toolbox{Runtime: o.Runtime, Program: sb.Program}
+	sb.UseEgressBox(b.toolbox.Ensure)
 	// The sources (broker/tools) meet the sandbox and the executors at
 	// tools.Sandbox and tools.Executors (sources.go); the approver is
 	// built from them, and given to them once it is.

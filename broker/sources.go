@@ -19,6 +19,7 @@ import (
 	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/deps"
 	"github.com/pml-dev/pml/internal/netallow"
+	"github.com/pml-dev/pml/internal/shim"
 	"github.com/pml-dev/pml/internal/upstream"
 	"github.com/pml-dev/pml/policies"
 )
@@ -164,6 +165,20 @@ func serverSpec(sb *sandbox, ds *deps.Store, cfg config.Server) container.Spec {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		why := sb.EgressUnreachable(ctx, cfg.Image)
 		cancel()
+		if why != "" && sb.Egress.Boxed() {
+			// The engine's egress container serves it, on a network of
+			// the server's own; pml's in-container program runs the
+			// listener around the server's command.
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			exe := sb.Supervisor(ctx)
+			cancel()
+			if exe != "" {
+				spec.Mounts = append(spec.Mounts, container.Mount{Source: exe, Target: shim.Binary, ReadOnly: true})
+				sb.Egress.GiveBoxed(&spec, sbx.ServerEgressID(cfg.Name), "server "+cfg.Name, sbx.NetworkKey(cfg.Private, cfg.Name), cfg.Network.Rules)
+				return spec
+			}
+			why = "pml's in-container program is not where the engine can mount it"
+		}
 		if why != "" {
 			sb.Log.Warn().Str("server", cfg.Name).Msg(sbx.NoNetworkNote("server "+cfg.Name, sbx.NetworkKey(cfg.Private, cfg.Name), why))
 			return spec

@@ -53,6 +53,7 @@ func BenchmarkReport(b *testing.B) {
 		{"cost as work grows: 1, 5, 20 configured servers", benchServersScale},
 		{"broker memory", benchRSS},
 		{"egress proxy vs direct", benchEgress},
+		{"egress container vs the unix-socket proxy", benchEgressBox},
 		{"telemetry on vs off", benchTelemetry},
 		{"first workflow: install.sh, pml init, first tool call", benchFirstWorkflow},
 	}

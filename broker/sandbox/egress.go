@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 	"github.com/pml-dev/pml/internal/audit"
 	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/egress"
+	"github.com/pml-dev/pml/internal/egress/box"
 	"github.com/pml-dev/pml/internal/egress/inside"
 	"github.com/pml-dev/pml/internal/netallow"
 	"github.com/pml-dev/pml/internal/shim"
@@ -28,6 +30,10 @@ type EgressSet struct {
 	log   zerolog.Logger
 	user  string
 
+	// box is the engine's egress container (UseEgressBox), nil where
+	// the runtime cannot run one.
+	box container.EgressBoxer
+
 	mu   sync.Mutex
 	byID map[string]*EgressProxy
 	// Shell is sandbox.network, live (a reload replaces it).
@@ -41,6 +47,13 @@ type EgressProxy struct {
 	id, who, key string
 	p            *egress.Proxy
 	rules        atomic.Pointer[netallow.Rules]
+
+	// push sends the rules in force to the egress container (nil for a
+	// proxy on this machine, which asks Current itself).
+	push func()
+	// sync waits for the egress container's reports so far (nil for a
+	// proxy on this machine, which notes a refusal before answering it).
+	sync func()
 
 	mu      sync.Mutex
 	extra   []netallow.Entry
@@ -74,7 +87,7 @@ func (s *EgressSet) Get(id, who, key string, rules netallow.Rules) (*EgressProxy
 	ep := &EgressProxy{id: id, who: who, key: key}
 	ep.rules.Store(&rules)
 	ep.p, err = egress.Start(shim.BaseDir(), egress.Options{
-		Who: who, Tool: id, Key: key, UID: uid, GID: gid, Audit: s.audit,
+		Who: who, Tool: id, Key: key, UID: uid, GID: gid, Record: s.record,
 		Rules:   ep.Current,
 		Refused: ep.NoteRefused,
 	})
@@ -83,6 +96,115 @@ func (s *EgressSet) Get(id, who, key string, rules netallow.Rules) (*EgressProxy
 	}
 	s.byID[id] = ep
 	return ep, nil
+}
+
+// record writes one connection of a proxy (here, or in the egress
+// container) to the audit log.
+func (s *EgressSet) record(c egress.Conn) {
+	if s.audit == nil {
+		return
+	}
+	_ = s.audit.Record(AuditEntry(c))
+}
+
+// AuditEntry is the audit log's entry of one egress connection.
+func AuditEntry(c egress.Conn) audit.Entry {
+	return audit.Entry{Tool: c.Tool, Decision: c.Decision, Reason: c.Reason, DurationMS: c.DurationMS,
+		Net: &audit.Net{Host: c.Host, Port: c.Port, Address: c.Address, BytesUp: c.BytesUp, BytesDown: c.BytesDown}}
+}
+
+// getBoxed returns id's rules for the egress container (no proxy on
+// this machine), its rules pushed to the container.
+func (s *EgressSet) getBoxed(id, who, key string, rules netallow.Rules) *EgressProxy {
+	s.mu.Lock()
+	ep, ok := s.byID[id]
+	if !ok {
+		ep = &EgressProxy{id: id, who: who, key: key}
+		bx := s.box
+		ep.push = func() { bx.PushEgressRules(id) }
+		ep.sync = func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			bx.SyncEgress(ctx)
+		}
+		s.byID[id] = ep
+	}
+	ep.rules.Store(&rules)
+	s.mu.Unlock()
+	ep.push()
+	return ep
+}
+
+// UseBox makes bx the egress container of containers the engine cannot
+// give pml's egress socket; template is the egress container's user,
+// policy, labels and entrypoint; image makes sure of its image.
+func (s *EgressSet) UseBox(bx container.EgressBoxer, template container.Spec, image func(context.Context) (string, error)) {
+	s.mu.Lock()
+	s.box = bx
+	s.mu.Unlock()
+	bx.UseEgressBox(container.EgressBoxOptions{
+		Image: image, Template: template, Log: s.log,
+		Rules: s.boxRules,
+		Conn:  s.record,
+		Refused: func(id, host string, port int) {
+			if ep := s.Lookup(id); ep != nil {
+				ep.NoteRefused(host, port)
+			}
+		},
+	})
+}
+
+// Boxed reports whether an egress container can serve containers the
+// engine cannot give pml's egress socket.
+func (s *EgressSet) Boxed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.box != nil
+}
+
+// boxRules are id's rules in force as the egress container reads them:
+// the allow entries as written, each forward's target, and this
+// session's approvals.
+func (s *EgressSet) boxRules(id string) (who, key string, allow []string, ok bool) {
+	ep := s.Lookup(id)
+	if ep == nil {
+		return "", "", nil, false
+	}
+	r := ep.Current()
+	seen := map[string]bool{}
+	add := func(t string) {
+		if !seen[t] {
+			seen[t] = true
+			allow = append(allow, t)
+		}
+	}
+	for _, e := range r.Allow {
+		t := e.Text
+		if t == "" {
+			t = e.String()
+		}
+		add(t)
+	}
+	for _, f := range r.Forward {
+		add(f.Target.String())
+	}
+	return ep.who, ep.key, allow, true
+}
+
+// GiveBoxed gives spec the network of rules through the engine's egress
+// container: a network of the container's own with that container only
+// (container.Spec.EgressNet), the in-container listener carrying its
+// connections there, and the proxy variables. Empty rules change nothing.
+func (s *EgressSet) GiveBoxed(spec *container.Spec, id, who, key string, rules netallow.Rules) {
+	if rules.Empty() {
+		return
+	}
+	s.getBoxed(id, who, key, rules)
+	sp := egressSpec(rules)
+	sp.Socket = box.Socket
+	spec.EgressNet = id
+	spec.Egress = sp.Arg()
+	spec.Env = append(spec.Env, inside.Env(inside.ProxyPort)...)
 }
 
 // Lookup returns id's proxy when one runs.
@@ -95,9 +217,19 @@ func (s *EgressSet) Lookup(id string) *EgressProxy {
 // Close stops every proxy (their containers are gone).
 func (s *EgressSet) Close() {
 	s.mu.Lock()
+	bx := s.box
+	defer func() {
+		if bx != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			bx.CloseEgressBox(ctx)
+		}
+	}()
 	defer s.mu.Unlock()
 	for id, ep := range s.byID {
-		ep.p.Close()
+		if ep.p != nil {
+			ep.p.Close()
+		}
 		delete(s.byID, id)
 	}
 }
@@ -123,6 +255,11 @@ func (ep *EgressProxy) NoteRefused(host string, port int) {
 
 // RefusedSince lists (once each) the host:ports refused from since on.
 func (ep *EgressProxy) RefusedSince(since time.Time) []string {
+	if ep.sync != nil {
+		// The container's refusal crosses the egress container's
+		// stream, not the call's: the call may end first.
+		ep.sync()
+	}
 	ep.mu.Lock()
 	defer ep.mu.Unlock()
 	seen := map[string]bool{}
@@ -149,6 +286,9 @@ func (ep *EgressProxy) Grant(hostports []string) error {
 	ep.mu.Lock()
 	ep.extra = append(ep.extra, add...)
 	ep.mu.Unlock()
+	if ep.push != nil {
+		ep.push()
+	}
 	return nil
 }
 

@@ -111,20 +111,33 @@ func (e ShellExec) Run(ctx context.Context, _ *call.Call, def toolbox.Tool, args
 	// sandbox.network: the supervisor runs the egress listener beside the
 	// command (sandbox/egress.go); without it there is no way out at all.
 	var noNetwork string
+	boxed := false
 	if rules := *e.sb.Egress.Shell.Load(); !rules.Empty() {
 		if why := e.sb.EgressUnreachable(pctx, spec.Image); why != "" {
-			noNetwork = NoNetworkNote("shell:exec", "sandbox.network.allow", why)
-			e.sb.Log.Warn().Str("tool", "shell:exec").Msg(noNetwork)
+			// The engine's egress container serves it instead, where
+			// the runtime runs one.
+			boxed = e.sb.Egress.Boxed()
+			if !boxed {
+				noNetwork = NoNetworkNote("shell:exec", "sandbox.network.allow", why)
+				e.sb.Log.Warn().Str("tool", "shell:exec").Msg(noNetwork)
+			}
 		}
 	}
 	if rules := *e.sb.Egress.Shell.Load(); !rules.Empty() && noNetwork == "" {
 		if exe := e.sb.Supervisor(pctx); exe == "" {
 			return call.ResultFor(fmt.Errorf("%w: sandbox.network needs pml's supervisor in the shell container, and pml's in-container program is missing from this pml; reinstall pml from a release (docs/install.md), or build it from source with `make build`; nothing ran", call.ErrUnavailable))
 		}
-		if err := e.sb.Egress.Give(&spec, ShellEgressID, "shell:exec", "sandbox.network.allow", rules); err != nil {
+		if boxed {
+			e.sb.Egress.GiveBoxed(&spec, ShellEgressID, "shell:exec", "sandbox.network.allow", rules)
+		} else if err := e.sb.Egress.Give(&spec, ShellEgressID, "shell:exec", "sandbox.network.allow", rules); err != nil {
 			return call.ResultFor(fmt.Errorf("%w: %w", call.ErrUnavailable, err))
 		}
 		spec.Entrypoint = append(spec.Entrypoint, inside.Flag, spec.Egress)
+		if boxed {
+			// The supervisor runs the listener: the runtime must not
+			// wrap the command in another.
+			spec.Egress = ""
+		}
 	}
 	res, failure := e.sb.run(ctx, spec, container.Request{Stdin: stdin, Limit: e.sb.Policy().OutputLimit}, limit)
 	out := ShellOutput{Stdout: string(res.Stdout), Stderr: string(res.Stderr), ExitCode: res.Exit.Code, Truncated: res.Truncated}

@@ -20,6 +20,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/pml-dev/pml/internal/egress/box"
 	egress "github.com/pml-dev/pml/internal/egress/inside"
 	"github.com/pml-dev/pml/internal/shim"
 	"github.com/pml-dev/pml/internal/supervise"
@@ -72,6 +73,14 @@ func run(args []string) int {
 			return 2
 		}
 		return egress.Run(rest[0], rest[2:])
+	case box.Subcommand:
+		// pml's egress container (an engine not on pml's machine):
+		// pml's messages on stdin, its reports on stdout.
+		if err := box.Serve(os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "pml-inside:", err)
+			return 1
+		}
+		return 0
 	case supervise.LinkSubcommand:
 		deadline, argv, err := supervise.ParseLink(rest)
 		if err != nil {
@@ -86,7 +95,7 @@ func run(args []string) int {
 
 const usage = "usage: pml-inside " + toolbox.Subcommand + " | " + shim.Subcommand + " SOCKET [--egress SPEC] -- COMMAND [ARG...] | " +
 	supervise.Subcommand + " [--egress SPEC] | " + supervise.LinkSubcommand + " DEADLINE_MS -- COMMAND [ARG...] | " +
-	egress.RunSubcommand + " SPEC -- COMMAND [ARG...]\n" +
+	egress.RunSubcommand + " SPEC -- COMMAND [ARG...] | " + box.Subcommand + "\n" +
 	"(it runs inside pml's containers; pml starts it)"
 
 // runShim connects to pml's socket and becomes the server (shim.Exec

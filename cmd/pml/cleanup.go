@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	tl "github.com/pml-dev/pml/broker/tools"
+	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/deps"
 )
 
@@ -22,7 +25,9 @@ func newCleanupCmd(g *globals) *cobra.Command {
 			"(.pml/capabilities.json) nor the registry lockfile (.pml/mcp.lock) names any more: installed\n" +
 			"dependencies (.pml/deps/NAME and their records in .pml/deps.json) and cached tool lists\n" +
 			"(.pml/tools-cache.json); and what an install interrupted by a kill left (.pml/deps/.partial-*,\n" +
-			"never a running install's). --dry-run lists them (on stdout) and deletes nothing.\n" +
+			"never a running install's). It also removes, from the container engine, the containers and\n" +
+			"networks (pml's egress container's) of a pml on this host that exited without removing them.\n" +
+			"--dry-run lists the files (on stdout) and deletes nothing.\n" +
 			"--format json prints one JSON object: {\"dry_run\", \"deleted\": [{\"server\", \"kind\", \"path\"}],\n" +
 			"\"interrupted\": [paths]} (with --dry-run, what would be deleted).\n\n" +
 			"Exit codes: 0 done (or nothing to do), 1 failed, 2 the configuration cannot be read.",
@@ -55,6 +60,14 @@ func newCleanupCmd(g *globals) *cobra.Command {
 			// What a killed pml add (or first call) left mid-install:
 			// never a running install's.
 			var interrupted []deps.Interrupted
+			if !dryRun {
+				// What a pml that exited abnormally left on the engine:
+				// its containers (pml's egress container among them) and
+				// the egress container's networks.
+				if n := reapForCleanup(g); n > 0 {
+					fmt.Fprintf(out, "removed %d container(s) left by a pml that exited, with their networks\n", n)
+				}
+			}
 			if dryRun {
 				if interrupted, err = deps.NewStore(ws.Dir).ClearInterrupted(true, nil); err != nil {
 					return &exitError{1, err}
@@ -95,4 +108,23 @@ func newCleanupCmd(g *globals) *cobra.Command {
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "list what would be deleted, delete nothing")
 	addFormatFlag(cmd, &format, nil)
 	return cmd
+}
+
+// reapForCleanup removes the containers and networks of pml processes of
+// this host that died (container.Reap), bounded: an engine that does not
+// answer leaves them for the next pml start, which reaps them too.
+func reapForCleanup(g *globals) int {
+	log := g.logger()
+	rt, err := newRuntime(g.host, nil, log)
+	if err != nil {
+		return 0
+	}
+	defer rt.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	n, err := container.Reap(ctx, rt, container.Self())
+	if err != nil {
+		log.Debug().Err(err).Msg("pml cleanup: the containers of a pml that exited were not looked for")
+	}
+	return n
 }

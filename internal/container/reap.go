@@ -27,7 +27,37 @@ const ForeignAge = time.Hour
 // Containers without complete owner labels are left alone. It returns how
 // many it removed.
 func Reap(ctx context.Context, rt Runtime, self Owner) (int, error) {
-	return removeOwnedBy(ctx, rt, "orphaned ", orphaned(self, time.Now()))
+	n, err := removeOwnedBy(ctx, rt, "orphaned ", orphaned(self, time.Now()))
+	if nr, ok := networkReaperOf(rt); ok && err == nil {
+		// Their networks once their containers are gone (pml's egress
+		// container's: internal/docker/egressbox.go).
+		nr.ReapNetworks(ctx, self)
+	}
+	return n, err
+}
+
+// NetworkReaper is a runtime whose pml processes make networks of their
+// own (the egress container's), labelled as their containers are.
+type NetworkReaper interface {
+	// ReapNetworks removes the networks of pml processes of this host
+	// that died.
+	ReapNetworks(ctx context.Context, self Owner)
+}
+
+func networkReaperOf(rt Runtime) (NetworkReaper, bool) {
+	for rt != nil {
+		switch w := rt.(type) {
+		case NetworkReaper:
+			return w, true
+		case *Limited:
+			rt = w.Runtime
+		case *RuntimeChooser:
+			rt = w.Runtime
+		default:
+			return nil, false
+		}
+	}
+	return nil, false
 }
 
 // orphaned is Reap's judgement of one container.

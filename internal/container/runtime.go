@@ -13,6 +13,8 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/pml-dev/pml/internal/egress"
+
 	"github.com/pml-dev/pml/policies"
 )
 
@@ -65,6 +67,12 @@ type Spec struct {
 	// the process (the stdio shim); where it cannot, the container has no
 	// network, as without Egress.
 	Egress string `json:",omitempty"`
+	// EgressNet, when set, names the egress rules (a server, shell:exec)
+	// of a container whose engine cannot reach pml's egress socket: the
+	// runtime puts it on an internal network of its own whose only other
+	// member is pml's egress container (EgressBoxer), which serves it with
+	// those rules. Egress's socket is then that container's address.
+	EgressNet string `json:",omitempty"`
 }
 
 // Streams receive the container's output. A nil writer discards.
@@ -257,6 +265,57 @@ func CleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
 // for messages.
 type HostSharer interface {
 	SharesHost(ctx context.Context, image string) (shares bool, how string, err error)
+}
+
+// EgressBoxOptions are what a runtime needs to run pml's egress
+// container (internal/egress/box).
+type EgressBoxOptions struct {
+	// Image is the image with pml's in-container program (the toolbox),
+	// made sure of before the first start.
+	Image func(ctx context.Context) (string, error)
+	// Template gives the egress container its user, policy and labels.
+	Template Spec
+	// Rules are an egress id's rules now (who, configuration key, allow
+	// entries as written); ok is false for an id without rules.
+	Rules func(id string) (who, key string, allow []string, ok bool)
+	// Conn is one connection the egress container made or refused.
+	Conn func(egress.Conn)
+	// Refused is a host:port of id refused as not allowed.
+	Refused func(id, host string, port int)
+	Log     zerolog.Logger
+}
+
+// EgressBoxer is a runtime that runs pml's egress container for
+// containers whose spec sets EgressNet.
+type EgressBoxer interface {
+	UseEgressBox(o EgressBoxOptions)
+	// PushEgressRules sends id's rules (Rules) to the egress container
+	// when it runs: a change applies to the next connection.
+	PushEgressRules(id string)
+	// SyncEgress returns once every report the egress container wrote
+	// before now has been handled (a refusal is then known to the
+	// approval that follows the call), or ctx ends.
+	SyncEgress(ctx context.Context)
+	// CloseEgressBox stops the egress container and removes its
+	// networks.
+	CloseEgressBox(ctx context.Context)
+}
+
+// EgressBoxerOf is rt's EgressBoxer, through pml's wrappers.
+func EgressBoxerOf(rt Runtime) (EgressBoxer, bool) {
+	for rt != nil {
+		switch w := rt.(type) {
+		case EgressBoxer:
+			return w, true
+		case *Limited:
+			rt = w.Runtime
+		case *RuntimeChooser:
+			rt = w.Runtime
+		default:
+			return nil, false
+		}
+	}
+	return nil, false
 }
 
 // HostSharerOf is rt's HostSharer, looking through pml's own wrappers

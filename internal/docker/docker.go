@@ -33,7 +33,9 @@ import (
 	"github.com/docker/docker/pkg/stdcopy"
 
 	pmlc "github.com/pml-dev/pml/internal/container"
+	"github.com/pml-dev/pml/internal/egress/inside"
 	"github.com/pml-dev/pml/internal/engine"
+	"github.com/pml-dev/pml/internal/shim"
 	"github.com/pml-dev/pml/policies"
 )
 
@@ -67,6 +69,10 @@ type Runtime struct {
 	podman      bool
 	factsKnown  bool
 	engineFacts engineFacts
+
+	// box is pml's egress container, for specs that set EgressNet
+	// (egressbox.go); nil until UseEgressBox.
+	box *egressBox
 
 	// createGate serializes creates of keep-id containers (creategate.go).
 	createGate *createGate
@@ -105,7 +111,7 @@ func (r *Runtime) Start(ctx context.Context, spec pmlc.Spec, streams pmlc.Stream
 }
 
 func (r *Runtime) start(ctx context.Context, spec pmlc.Spec, streams pmlc.Streams) (pmlc.Process, error) {
-	if r.directFor(ctx, spec) && r.ownCgroups(ctx) {
+	if spec.EgressNet == "" && r.directFor(ctx, spec) && r.ownCgroups(ctx) {
 		p, err := r.startDirect(ctx, spec, streams)
 		if err == nil || !isFallback(ctx, err) {
 			return p, err
@@ -129,14 +135,54 @@ func (r *Runtime) start(ctx context.Context, spec pmlc.Spec, streams pmlc.Stream
 
 // startAttached starts a container whose stdio is Docker's attach stream.
 func (r *Runtime) startAttached(ctx context.Context, spec pmlc.Spec, streams pmlc.Streams) (pmlc.Process, error) {
+	return r.startAttachedWith(ctx, spec, streams, nil)
+}
+
+// startAttachedWith is startAttached with adjust applied to what the
+// engine is asked for (the egress container's own networks).
+func (r *Runtime) startAttachedWith(ctx context.Context, spec pmlc.Spec, streams pmlc.Streams, adjust func(*container.Config, *container.HostConfig)) (pmlc.Process, error) {
 	cfg, host, err := r.translate(ctx, spec)
 	if err != nil {
 		return nil, err
 	}
+	if adjust != nil {
+		adjust(cfg, host)
+	}
+	var leave func()
+	if spec.EgressNet != "" {
+		b := r.egress()
+		if b == nil {
+			return nil, fmt.Errorf("this container was given network through pml's egress container, which this pml does not run")
+		}
+		name, l, err := b.join(ctx, spec.EgressNet)
+		if err != nil {
+			return nil, fmt.Errorf("giving the container its network: %w", err)
+		}
+		leave = l
+		cfg.NetworkDisabled = false
+		host.NetworkMode = container.NetworkMode(name)
+		if spec.Egress != "" {
+			// The listener runs in pml's in-container program, which
+			// the caller mounted at shim.Binary, around the command
+			// (as for an install): a server on the attach stream has
+			// no shim of its own.
+			argv, err := r.command(ctx, spec)
+			if err != nil {
+				leave()
+				return nil, err
+			}
+			cfg.Entrypoint = append([]string{shim.Binary, inside.RunSubcommand, spec.Egress, "--"}, argv...)
+			cfg.Cmd = nil
+		}
+	}
 	p, err := r.create(ctx, spec.Image, cfg, host)
 	if err != nil {
+		if leave != nil {
+			leave()
+		}
 		return nil, err
 	}
+	p.leave = leave
 	att, err := r.attach(ctx, p.id, container.AttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
 	if err != nil {
 		return nil, p.discard(ctx, wrap("attaching to container", err))
@@ -476,8 +522,10 @@ func (r *Runtime) runtimes(ctx context.Context) ([]string, string, map[string][]
 }
 
 type process struct {
-	r      *Runtime
-	id     string
+	r  *Runtime
+	id string
+	// leave removes the container's internal network (EgressNet).
+	leave  func()
 	att    types.HijackedResponse
 	copied chan struct{} // closed when the attach stream has ended
 
@@ -653,6 +701,10 @@ func (p *process) Remove(ctx context.Context) error {
 		defer p.conn.Close()
 	}
 	err := p.r.RemoveContainer(ctx, p.id)
+	if p.leave != nil && err == nil {
+		// The container's internal network, once the container is gone.
+		go p.leave()
+	}
 	if !p.watching {
 		// Never started: no watcher will finish the watch.
 		p.Finish(pmlc.Exit{}, fmt.Errorf("container %s was removed before it started", shortID(p.id)))

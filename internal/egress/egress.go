@@ -43,7 +43,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/pml-dev/pml/internal/audit"
 	"github.com/pml-dev/pml/internal/netallow"
 )
 
@@ -64,7 +63,17 @@ type Options struct {
 	Rules func() netallow.Rules
 	// UID, GID: the container's user, who must be able to connect.
 	UID, GID int
-	Audit    *audit.Log
+	// Record is told of every connection, made or refused (nil: none
+	// kept). pml's side writes it to the audit log (AuditEntry); the
+	// egress container sends it to pml over its attach stream. A func,
+	// not the audit log, so that pml's in-container program carries this
+	// proxy without the audit package's dependencies.
+	Record func(Conn)
+	// InContainer: the proxy runs in pml's egress container
+	// (internal/egress/box), where 127.0.0.1 is that container itself,
+	// not this machine: a loopback target is refused, pointing at
+	// host.docker.internal.
+	InContainer bool
 	// Refused is told of a host:port that is not allowed (not of an
 	// internal address refused for an allowed name): where a person can
 	// be asked, the broker makes it an approval. May be nil.
@@ -125,6 +134,27 @@ type Proxy struct {
 // maxSocketPath is what fits in sockaddr_un.sun_path with its NUL.
 const maxSocketPath = 107
 
+// Decisions of a Conn, as the audit log spells them (audit.Allowed,
+// audit.Denied).
+const (
+	Allowed = "allowed"
+	Denied  = "denied"
+)
+
+// Conn is one connection as the audit log keeps it: who, where to, the
+// decision and how much went each way; never what was sent.
+type Conn struct {
+	Tool       string `json:"tool"`
+	Decision   string `json:"decision"`
+	Reason     string `json:"reason,omitempty"`
+	DurationMS int64  `json:"duration_ms"`
+	Host       string `json:"host"`
+	Port       int    `json:"port"`
+	Address    string `json:"address,omitempty"`
+	BytesUp    int64  `json:"bytes_up"`
+	BytesDown  int64  `json:"bytes_down"`
+}
+
 // Start makes a private directory under base holding the proxy's socket,
 // reachable by o.UID only (and root), and serves it.
 func Start(base string, o Options) (*Proxy, error) {
@@ -155,6 +185,14 @@ func Start(base string, o Options) (*Proxy, error) {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("giving the egress socket to uid %d: %w", o.UID, err)
 	}
+	p := Serve(ln, o)
+	p.dir = dir
+	return p, nil
+}
+
+// Serve serves the proxy on ln (the egress container's listener on one
+// internal network; Start's unix socket); Close closes ln.
+func Serve(ln net.Listener, o Options) *Proxy {
 	if o.Lookup == nil {
 		o.Lookup = Resolve
 	}
@@ -164,12 +202,12 @@ func Start(base string, o Options) (*Proxy, error) {
 	if o.Upstream == nil {
 		o.Upstream = HostProxy
 	}
-	p := &Proxy{o: o, dir: dir, ln: ln, conns: map[net.Conn]struct{}{}, slots: make(chan struct{}, MaxConns)}
+	p := &Proxy{o: o, ln: ln, conns: map[net.Conn]struct{}{}, slots: make(chan struct{}, MaxConns)}
 	p.life, p.end = context.WithCancel(context.Background())
 	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second,
 		ErrorLog: log.New(io.Discard, "", 0), ConnState: p.track}
 	go func() { _ = p.srv.Serve(ln) }()
-	return p, nil
+	return p
 }
 
 // Dir is the host directory to mount read-only at inside.SocketDir.
@@ -190,7 +228,9 @@ func (p *Proxy) Close() {
 	for c := range conns {
 		_ = c.Close()
 	}
-	_ = os.RemoveAll(p.dir)
+	if p.dir != "" {
+		_ = os.RemoveAll(p.dir)
+	}
 	done := make(chan struct{})
 	go func() { p.busy.Wait(); close(done) }()
 	select {
@@ -235,6 +275,9 @@ type Refusal struct {
 	// the reason.
 	Address    string
 	unresolved bool
+	// loopback: a loopback target in the egress container (a refusal
+	// of policy: 403, as for an internal address).
+	loopback bool
 }
 
 func (r *Refusal) Error() string { return r.Reason }
@@ -284,6 +327,17 @@ func (p *Proxy) check(ctx context.Context, host string, port int) ([]netip.Addr,
 		}
 		for _, a := range got {
 			addrs = append(addrs, a.Unmap())
+		}
+	}
+	if p.o.InContainer {
+		for _, a := range addrs {
+			if a.IsLoopback() {
+				// 127.0.0.1 in the egress container is the container
+				// itself: never this machine's service the entry meant.
+				return nil, &Refusal{Host: host, Port: port, Address: a.String(), loopback: true, Reason: fmt.Sprintf(
+					"pml refused %s for %s: the engine runs elsewhere (a VM or another host), where %s is pml's egress container itself; to reach a port of the engine's host, allow host.docker.internal:%d in %s and connect to that name",
+					hp, p.o.Who, a, port, p.o.Key)}
+			}
 		}
 	}
 	var ok2 []netip.Addr
@@ -444,11 +498,11 @@ func (p *Proxy) refuse(w http.ResponseWriter, ref *Refusal, start time.Time) {
 	if ref.NotAllowed && p.o.Refused != nil {
 		p.o.Refused(ref.Host, ref.Port)
 	}
-	p.record(ref.Host, ref.Port, ref.Address, audit.Denied, ref.Reason, 0, 0, start)
+	p.record(ref.Host, ref.Port, ref.Address, Denied, ref.Reason, 0, 0, start)
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Connection", "close")
 	code := http.StatusForbidden
-	if !ref.NotAllowed && !strings.Contains(ref.Reason, "internal address") {
+	if !ref.NotAllowed && !ref.loopback && !strings.Contains(ref.Reason, "internal address") {
 		code = http.StatusBadGateway
 	}
 	w.WriteHeader(code)
@@ -502,7 +556,7 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 		from = io.MultiReader(io.LimitReader(buf.Reader, int64(n)), down)
 	}
 	bUp, bDown := splice(up, down, from)
-	p.record(host, port, addr, audit.Allowed, "", bUp, bDown, start)
+	p.record(host, port, addr, Allowed, "", bUp, bDown, start)
 }
 
 // splice copies both ways until both are done, half-closing as each
@@ -607,7 +661,7 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request) {
 	select {
 	case up := <-dialled:
 		up.Close()
-		p.record(host, port, up.addr, audit.Allowed, "", up.written.Load(), up.read.Load(), start)
+		p.record(host, port, up.addr, Allowed, "", up.written.Load(), up.read.Load(), start)
 	default:
 	}
 }
@@ -635,12 +689,12 @@ func (c *countConn) Write(b []byte) (int, error) {
 }
 
 func (p *Proxy) record(host string, port int, addr, decision, reason string, up, down int64, start time.Time) {
-	if p.o.Audit == nil {
+	if p.o.Record == nil {
 		return
 	}
-	_ = p.o.Audit.Record(audit.Entry{Tool: p.o.Tool, Decision: decision, Reason: reason,
+	p.o.Record(Conn{Tool: p.o.Tool, Decision: decision, Reason: reason,
 		DurationMS: time.Since(start).Milliseconds(),
-		Net:        &audit.Net{Host: host, Port: port, Address: addr, BytesUp: up, BytesDown: down}})
+		Host:       host, Port: port, Address: addr, BytesUp: up, BytesDown: down})
 }
 
 // Resolve looks host up with the system's resolver; "localhost" and any

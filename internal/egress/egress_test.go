@@ -43,7 +43,10 @@ func start(t *testing.T, o Options) *fixture {
 	f.log = audit.New(filepath.Join(ws, ".pml", "audit.jsonl"))
 	o.Who, o.Tool, o.Key = "server probe", "probe", "mcps.probe.network.allow"
 	o.UID, o.GID = os.Geteuid(), os.Getegid()
-	o.Audit = f.log
+	o.Record = func(c Conn) {
+		_ = f.log.Record(audit.Entry{Tool: c.Tool, Decision: c.Decision, Reason: c.Reason, DurationMS: c.DurationMS,
+			Net: &audit.Net{Host: c.Host, Port: c.Port, Address: c.Address, BytesUp: c.BytesUp, BytesDown: c.BytesDown}})
+	}
 	o.Refused = func(h string, p int) { f.refused = append(f.refused, net.JoinHostPort(h, fmt.Sprint(p))) }
 	p, err := Start(t.TempDir(), o)
 	if err != nil {

@@ -12,6 +12,11 @@ const (
 	// machine's filesystem and a pml that runs in a container (static
 	// Linux).
 	PathUnixSocket Path = "unix-socket"
+	// PathContainer: the engine is not on this machine (a VM, another
+	// host), so pml runs its egress container there (internal/egress/box):
+	// the same proxy and rules, each container given network on an
+	// internal network of its own with that container only.
+	PathContainer Path = "egress-container"
 	// PathNone: no path works here; a server or shell:exec given network
 	// runs without it (fail closed), and installs fall back to the
 	// engine's bridge network.
@@ -23,15 +28,14 @@ const (
 // TCP) and a pml executable (staticErr: why it cannot run in a
 // container, nil when it can), and why.
 //
-// The second path DESIGN names for remote daemons — a per-container
-// internal network whose only peer is a pml egress container enforcing
-// the same rules — is not built yet: PathFor answers PathNone there.
+// An engine elsewhere gets PathContainer: the egress container runs
+// pml's in-container program, so it too needs that program.
 func PathFor(remote bool, staticErr error) (Path, string) {
 	switch {
-	case remote:
-		return PathNone, "the container engine is not on this machine (a VM or another host), so pml's egress socket cannot be mounted into containers (the egress-container path for such engines is not built yet)"
 	case staticErr != nil:
 		return PathNone, fmt.Sprintf("pml's in-container listener cannot run in containers: %v", staticErr)
+	case remote:
+		return PathContainer, "the container engine is not on this machine (a VM or another host), so pml runs its egress container there: the same proxy and rules, each container given network on an internal network of its own with that container only; connections, refusals (approvals) and rule changes cross its attach stream"
 	}
 	return PathUnixSocket, "pml's proxy runs on this machine; each container reaches it over a unix socket mounted read-only at /.pml/egress, and keeps only lo"
 }

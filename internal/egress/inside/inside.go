@@ -139,7 +139,7 @@ func serve(ln net.Listener, socket, target string) {
 // client would; the proxy's refusal closes the client's connection.
 func carry(c net.Conn, socket, target string) {
 	defer c.Close()
-	p, err := net.Dial("unix", socket)
+	p, err := dialProxy(socket)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "pml egress: cannot reach pml's proxy: %v\n", err)
 		return
@@ -179,6 +179,19 @@ func carry(c net.Conn, socket, target string) {
 	_, _ = io.Copy(c, from)
 	closeWrite(c)
 	<-done
+}
+
+// TCPPrefix marks a Spec's Socket that is the egress container's
+// address on the container's own internal network ("tcp:HOST:PORT"),
+// where the engine is not on this machine and cannot reach a unix socket
+// of pml's (internal/egress/box).
+const TCPPrefix = "tcp:"
+
+func dialProxy(socket string) (net.Conn, error) {
+	if addr, ok := strings.CutPrefix(socket, TCPPrefix); ok {
+		return net.DialTimeout("tcp", addr, 10*time.Second)
+	}
+	return net.Dial("unix", socket)
 }
 
 func closeWrite(c net.Conn) {

@@ -38,6 +38,15 @@ func checkEgress(cfg *config.Config, info container.Info, scope egressFacts) Che
 	if path == egress.PathUnixSocket {
 		return Check{"ok", "egress", fmt.Sprintf("path: %s (%s); %s", path, why, who), ""}
 	}
+	if path == egress.PathContainer {
+		where := ""
+		if scope.how != "" {
+			where = " (" + scope.how + ")"
+		}
+		// Installs still reach their registry only through pml's own
+		// proxy (broker/server_install.go refuses them here).
+		return Check{"ok", "egress", fmt.Sprintf("path: %s: %s%s; server installs that fetch packages (npm, pip) are refused on such an engine: install where the engine is local and carry the image over (pml images save, pml images load); %s", path, why, where, who), ""}
+	}
 	status := "warn"
 	if len(given) > 0 {
 		status = "fail"

@@ -1,0 +1,234 @@
+//go:build linux
+
+package e2e
+
+import (
+	"fmt"
+
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The egress container (issue 57): on an engine that cannot reach pml's
+// egress socket, containers given network reach the hosts allowed
+// through pml's egress container, on an internal network of their own.
+// The hosts are listeners the test runs where the VM-like engine's
+// containers can reach them: in the engine's own network namespace (the
+// VM), reached as host.docker.internal (the engine's host, named).
+
+// vmHTTP serves body at /hello.txt on every address of the VM-like
+// engine's network namespace (busybox httpd run there with nsenter), and
+// returns its port.
+func vmHTTP(t *testing.T, f *faultEngine, body string) int {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "hello.txt"), []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	port := freePort(t)
+	f.mu.Lock()
+	pid := f.cmd.Process.Pid
+	f.mu.Unlock()
+	// A new network namespace's loopback starts down.
+	if out, err := exec.Command("nsenter", "-t", strconv.Itoa(pid), "-n", "ip", "link", "set", "lo", "up").CombinedOutput(); err != nil {
+		t.Fatalf("lo up in the VM-like engine's network: %v\n%s", err, out)
+	}
+	cmd := exec.Command("nsenter", "-t", strconv.Itoa(pid), "-n", "busybox", "httpd", "-f", "-p", "0.0.0.0:"+strconv.Itoa(port), "-h", dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Skipf("busybox httpd in the VM-like engine's network: %v", err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	// Up once it accepts, asked from inside that namespace.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		probe := exec.Command("nsenter", "-t", strconv.Itoa(pid), "-n", "busybox", "wget", "-q", "-O", "-", "http://127.0.0.1:"+strconv.Itoa(port)+"/hello.txt")
+		out, err := probe.CombinedOutput()
+		if err == nil && strings.Contains(string(out), body) {
+			return port
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("busybox httpd in the VM-like engine's network did not answer: %v\n%s", err, out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// egressLeft lists the egress containers and networks of pml left on
+// engine host after pml exited.
+func egressLeft(t testing.TB, host string) string {
+	t.Helper()
+	cmd := exec.Command("sh", "-c", `docker ps -aq --filter label=pml.purpose=egress; docker network ls -q --filter label=pml.purpose=egress-net`)
+	cmd.Env = cliEnv("DOCKER_HOST=" + host)
+	out, _ := cmd.CombinedOutput()
+	return strings.TrimSpace(string(out))
+}
+
+func TestShellExecOnAVMEngineReachesOnlyTheAllowedHostThroughTheEgressContainer(t *testing.T) {
+	f := sharedVMEngine(t)
+	port := vmHTTP(t, f, "hello from the VM's host")
+	other := vmHTTP(t, f, "must not be reached")
+	target := "host.docker.internal:" + strconv.Itoa(port)
+	cfg := fmt.Sprintf(`{"permissions": {"allow": ["*"]}, "sandbox": {"network": {"allow": [%q]}}}`, target)
+	ws := shareWorkspace(t, f, cfg)
+	env := vmEnv(f, filepath.Join(vmShare(f), "cache"))
+	s := startSession(t, ws, env...)
+	out, _ := s.call(t, "shell:exec", map[string]any{"command": "wget -q -O - http://" + target + "/hello.txt; echo; ls /sys/class/net"})
+	if !strings.Contains(out, "hello from the VM's host") || strings.Contains(out, "WITHOUT") {
+		dbg := exec.Command("sh", "-c", `for c in $(docker ps -q --filter label=pml.purpose=egress); do docker inspect --format '{{json .HostConfig.ExtraHosts}} {{json .NetworkSettings.Networks}}' $c; done; docker network ls`)
+		dbg.Env = cliEnv("DOCKER_HOST=" + f.Host())
+		o, _ := dbg.CombinedOutput()
+		t.Logf("the egress container: %s", o)
+		t.Fatalf("wget through the egress container: %q\n%+v\n%s", out, netEntries(t, ws), s.stderr.String())
+	}
+	// Around the proxy: the engine's host by the network's gateway, and
+	// the egress container's own port for another host, give nothing.
+	around := fmt.Sprintf("gw=$(ip route | awk '/default/ {print $3}'); echo gw=$gw; http_proxy= wget -q -T 3 -O - http://$gw:%d/hello.txt || echo NOGATEWAY", port)
+	if out, _ := s.call(t, "shell:exec", map[string]any{"command": around}); strings.Contains(out, "hello from the VM's host") || !strings.Contains(out, "NOGATEWAY") {
+		t.Errorf("the container reached the engine's host around the egress container: %q", out)
+	}
+	// The allowed connection is in the audit log, as on a local engine.
+	found := false
+	for _, e := range netEntries(t, ws) {
+		if e.Tool == "shell:exec" && e.Decision == "allowed" && e.Net.Host == "host.docker.internal" && e.Net.Port == port && e.Net.BytesDown > 0 {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no audit entry of the allowed connection: %+v", netEntries(t, ws))
+	}
+	// Another host: refused (403 from the egress container), audited, and
+	// asked for.
+	otherHP := "host.docker.internal:" + strconv.Itoa(other)
+	res := networkRefusal(t, s, "shell:exec", map[string]any{"command": "wget -q -O - http://" + otherHP + "/hello.txt || echo FAILED"}, otherHP)
+	if strings.Contains(res, "must not be reached") || !strings.Contains(res, "FAILED") {
+		t.Errorf("wget to a host not allowed: %q", res)
+	}
+	denied := false
+	for _, e := range netEntries(t, ws) {
+		if e.Decision == "denied" && e.Net.Port == other && strings.Contains(e.Reason, "not in sandbox.network.allow") {
+			denied = true
+		}
+	}
+	if !denied {
+		t.Errorf("no audit entry of the refusal: %+v", netEntries(t, ws))
+	}
+	// "continue" allows it for this session: the grant crosses to the
+	// egress container, and the command runs again, reaching it.
+	_, cres := s.call(t, "shell:exec", map[string]any{"command": "wget -q -O - http://" + otherHP + "/hello.txt"})
+	var a approval
+	structured(t, cres, &a)
+	if a.ApprovalType != "network" {
+		t.Fatalf("no network approval: %+v", a)
+	}
+	if out, _ := s.call(t, "pml:continue_workflow", cont(a.WorkflowID, true, false)); !strings.Contains(out, "must not be reached") {
+		t.Errorf("after continue, shell:exec did not reach the approved host: %q", out)
+	}
+	// 127.0.0.1 in the egress container is the container itself: refused
+	// with the way to the engine's host.
+	t.Run("loopback", func(t *testing.T) {
+		lws := shareWorkspace(t, f, fmt.Sprintf(`{"permissions": {"allow": ["*"]}, "sandbox": {"network": {"allow": ["127.0.0.1:%d"]}}}`, port))
+		ls := startSession(t, lws, env...)
+		out, _ := ls.call(t, "shell:exec", map[string]any{"command": fmt.Sprintf("wget -q -O - http://127.0.0.1:%d/hello.txt; wget -S -O /dev/null http://127.0.0.1:%d/hello.txt 2>&1", port, port)})
+		if strings.Contains(out, "hello from the VM's host") {
+			t.Errorf("127.0.0.1 reached something: %q", out)
+		}
+		var reason string
+		for _, e := range netEntries(t, lws) {
+			if e.Decision == "denied" {
+				reason = e.Reason
+			}
+		}
+		if !strings.Contains(reason, "host.docker.internal:"+strconv.Itoa(port)) {
+			t.Errorf("the refusal of 127.0.0.1 does not point at host.docker.internal: %q (%q)", reason, out)
+		}
+	})
+	t.Run("nothing left", func(t *testing.T) {
+		// pml's close stops the egress container and removes its
+		// networks (the session is s; the loopback one closed already).
+		s.Close()
+		if left := egressLeft(t, f.Host()); left != "" {
+			t.Errorf("pml left its egress container or networks on the engine:\n%s", left)
+		}
+	})
+	t.Run("local", func(t *testing.T) {
+		web, webHost := hostHTTP(t, "hello from this machine")
+		_, otherHost := hostHTTP(t, "must not be reached")
+		lw := newWorkspace(t, fmt.Sprintf(`{"permissions": {"allow": ["*"]}, "sandbox": {"network": {"allow": [%q]}}}`, webHost))
+		ls := startSession(t, lw)
+		if out, _ := ls.call(t, "shell:exec", map[string]any{"command": "wget -q -O - " + web.URL + "/"}); !strings.Contains(out, "hello from this machine") {
+			t.Errorf("the local engine: %q", out)
+		}
+		networkRefusal(t, ls, "shell:exec", map[string]any{"command": "wget -q -O - http://" + otherHost + "/ || echo FAILED"}, otherHost)
+	})
+}
+
+func TestAServerOnAVMEngineReachesOnlyItsAllowedHostThroughTheEgressContainer(t *testing.T) {
+	f := sharedVMEngine(t)
+	img := probeImage(t)
+	loadIntoVM(t, f, img)
+	port := vmHTTP(t, f, "hello from the VM's host")
+	other := vmHTTP(t, f, "must not be reached")
+	target := "host.docker.internal:" + strconv.Itoa(port)
+	cfg := fmt.Sprintf(`{"permissions": {"allow": ["*"]}, "mcps": {"probe": {"image": %q, "workspace": "none", "network": {"allow": [%q]}}}}`, img, target)
+	ws := shareWorkspace(t, f, cfg)
+	s := startSession(t, ws, vmEnv(f, filepath.Join(vmShare(f), "cache"))...)
+	if out, _ := s.call(t, "probe:fetch", map[string]any{"url": "http://" + target + "/hello.txt"}); !strings.Contains(out, "status 200") || !strings.Contains(out, "hello from the VM's host") {
+		t.Fatalf("the server's fetch through the egress container: %q\n%s", out, s.stderr.String())
+	}
+	otherHP := "host.docker.internal:" + strconv.Itoa(other)
+	if res := networkRefusal(t, s, "probe:fetch", map[string]any{"url": "http://" + otherHP + "/hello.txt"}, otherHP); !strings.Contains(res, "status 403") || !strings.Contains(res, "not in mcps.probe.network.allow") {
+		t.Errorf("another host: %q, want a 403 naming the allow list", res)
+	}
+	var allowed, denied bool
+	for _, e := range netEntries(t, ws) {
+		allowed = allowed || (e.Tool == "probe" && e.Decision == "allowed" && e.Net.Port == port)
+		denied = denied || (e.Tool == "probe" && e.Decision == "denied" && e.Net.Port == other)
+	}
+	if !allowed || !denied {
+		t.Errorf("the audit log lacks the server's connection or its refusal: %+v", netEntries(t, ws))
+	}
+	t.Run("local", func(t *testing.T) {
+		web, webHost := hostHTTP(t, "hello from this machine")
+		_, otherHost := hostHTTP(t, "must not be reached")
+		lw := newWorkspace(t, fmt.Sprintf(`{"permissions": {"allow": ["*"]}, "mcps": {"probe": {"image": %q, "workspace": "none", "network": {"allow": [%q]}}}}`, img, webHost))
+		ls := startSession(t, lw)
+		if out, _ := ls.call(t, "probe:fetch", map[string]any{"url": web.URL + "/"}); !strings.Contains(out, "hello from this machine") {
+			t.Errorf("the local engine: %q", out)
+		}
+		networkRefusal(t, ls, "probe:fetch", map[string]any{"url": "http://" + otherHost + "/"}, otherHost)
+	})
+}
+
+// TestPMLCleanupRemovesTheEgressContainerOfAKilledPML: a pml killed with
+// its egress container running leaves it and its networks; pml cleanup
+// removes them (and any later pml start would).
+func TestPMLCleanupRemovesTheEgressContainerOfAKilledPML(t *testing.T) {
+	f := sharedVMEngine(t)
+	port := vmHTTP(t, f, "hello from the VM's host")
+	target := "host.docker.internal:" + strconv.Itoa(port)
+	ws := shareWorkspace(t, f, fmt.Sprintf(`{"permissions": {"allow": ["*"]}, "sandbox": {"network": {"allow": [%q]}}}`, target))
+	env := vmEnv(f, filepath.Join(vmShare(f), "cache"))
+	s := startSession(t, ws, env...)
+	if out, _ := s.call(t, "shell:exec", map[string]any{"command": "wget -q -O - http://" + target + "/hello.txt"}); !strings.Contains(out, "hello from the VM's host") {
+		t.Fatalf("wget through the egress container: %q", out)
+	}
+	s.kill()
+	_ = s.cmd.Wait()
+	if left := egressLeft(t, f.Host()); left == "" {
+		t.Fatalf("a killed pml left nothing to clean up: the test proves nothing")
+	}
+	r := runCLI(t, ws.Dir, env, "", "cleanup")
+	if r.code != 0 {
+		t.Fatalf("pml cleanup: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if left := egressLeft(t, f.Host()); left != "" {
+		t.Errorf("pml cleanup left the killed pml's egress container or networks:\n%s\n%s", left, r.stdout)
+	}
+}
