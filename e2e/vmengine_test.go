@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"bufio"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -169,26 +168,6 @@ func shareWorkspace(t *testing.T, f *faultEngine, pmlJSON string) *workspace {
 // sandbox.shared_paths and cache as PML_CACHE_DIR.
 func vmEnv(f *faultEngine, cache string) []string {
 	return []string{"DOCKER_HOST=" + f.Host(), "PML_SANDBOX_SHARED_PATHS=" + vmShare(f), "PML_CACHE_DIR=" + cache}
-}
-
-// lastAudit is the last entry of ws's audit log.
-func lastAudit(t *testing.T, ws *workspace) map[string]any {
-	t.Helper()
-	fh, err := os.Open(ws.path(".pml/audit.jsonl"))
-	if err != nil {
-		t.Fatalf("the audit log: %v", err)
-	}
-	defer fh.Close()
-	var last map[string]any
-	sc := bufio.NewScanner(fh)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var e map[string]any
-		if json.Unmarshal(sc.Bytes(), &e) == nil {
-			last = e
-		}
-	}
-	return last
 }
 
 func TestDoctorTellsAVMEngineByProof(t *testing.T) {
