@@ -610,20 +610,29 @@ type warm struct {
 	// epoch is the pool's epoch when its start began.
 	epoch uint64
 	// sources are its mounts' sources when its start began (mountSources).
-	sources []os.FileInfo
+	sources []*source
+}
+
+// source is a mount's source as it was: the file, and when it was made
+// (its birth time in ns where the file system keeps one, else 0). An
+// inode number alone does not tell a directory made again: a file
+// system hands a removed directory's number to the next one made.
+type source struct {
+	fi   os.FileInfo
+	born int64
 }
 
 // mountSources is what each mount of spec has as its source on this
 // machine now (nil where it cannot be looked at: not a path here, as on
 // a remote engine, or gone).
-func mountSources(spec Spec) []os.FileInfo {
+func mountSources(spec Spec) []*source {
 	if len(spec.Mounts) == 0 {
 		return nil
 	}
-	out := make([]os.FileInfo, len(spec.Mounts))
+	out := make([]*source, len(spec.Mounts))
 	for i, m := range spec.Mounts {
 		if fi, err := os.Stat(m.Source); err == nil {
-			out[i] = fi
+			out[i] = &source{fi: fi, born: bornOf(m.Source)}
 		}
 	}
 	return out
@@ -631,13 +640,17 @@ func mountSources(spec Spec) []os.FileInfo {
 
 // sameSources reports whether the sources a container started with
 // (then) are still the same files (now): a source removed, or removed
-// and made again (another inode at the same path), is not.
-func sameSources(then, now []os.FileInfo) bool {
-	for i, fi := range then {
-		if fi == nil {
+// and made again (another inode at the same path, or the same inode
+// number born again), is not.
+func sameSources(then, now []*source) bool {
+	for i, was := range then {
+		if was == nil {
 			continue
 		}
-		if i >= len(now) || now[i] == nil || !os.SameFile(fi, now[i]) {
+		if i >= len(now) || now[i] == nil || !os.SameFile(was.fi, now[i].fi) {
+			return false
+		}
+		if was.born != 0 && now[i].born != 0 && was.born != now[i].born {
 			return false
 		}
 	}

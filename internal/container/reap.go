@@ -44,21 +44,7 @@ type NetworkReaper interface {
 	ReapNetworks(ctx context.Context, self Owner)
 }
 
-func networkReaperOf(rt Runtime) (NetworkReaper, bool) {
-	for rt != nil {
-		switch w := rt.(type) {
-		case NetworkReaper:
-			return w, true
-		case *Limited:
-			rt = w.Runtime
-		case *RuntimeChooser:
-			rt = w.Runtime
-		default:
-			return nil, false
-		}
-	}
-	return nil, false
-}
+func networkReaperOf(rt Runtime) (NetworkReaper, bool) { return unwrap[NetworkReaper](rt) }
 
 // orphaned is Reap's judgement of one container.
 func orphaned(self Owner, now time.Time) func(Owner, Managed) bool {

@@ -302,36 +302,29 @@ type EgressBoxer interface {
 }
 
 // EgressBoxerOf is rt's EgressBoxer, through pml's wrappers.
-func EgressBoxerOf(rt Runtime) (EgressBoxer, bool) {
-	for rt != nil {
-		switch w := rt.(type) {
-		case EgressBoxer:
-			return w, true
-		case *Limited:
-			rt = w.Runtime
-		case *RuntimeChooser:
-			rt = w.Runtime
-		default:
-			return nil, false
-		}
-	}
-	return nil, false
-}
+func EgressBoxerOf(rt Runtime) (EgressBoxer, bool) { return unwrap[EgressBoxer](rt) }
 
 // HostSharerOf is rt's HostSharer, looking through pml's own wrappers
 // (Limited, RuntimeChooser); false when the runtime is not one.
-func HostSharerOf(rt Runtime) (HostSharer, bool) {
+func HostSharerOf(rt Runtime) (HostSharer, bool) { return unwrap[HostSharer](rt) }
+
+// unwrap finds the T under pml's own wrappers of a runtime (Limited,
+// RuntimeChooser): what an engine's runtime can do that a wrapper does
+// not pass on.
+func unwrap[T any](rt Runtime) (T, bool) {
 	for rt != nil {
-		switch w := rt.(type) {
-		case HostSharer:
+		if w, ok := rt.(T); ok {
 			return w, true
+		}
+		switch w := rt.(type) {
 		case *Limited:
 			rt = w.Runtime
 		case *RuntimeChooser:
 			rt = w.Runtime
 		default:
-			return nil, false
+			rt = nil
 		}
 	}
-	return nil, false
+	var zero T
+	return zero, false
 }

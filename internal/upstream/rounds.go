@@ -171,66 +171,63 @@ func askMeta(c *conn, ref *relayRef, meta mcp.Meta) mcp.Meta {
 // errTooManyRounds ends a call whose server keeps asking.
 var errTooManyRounds = errors.New("asked again after " + fmt.Sprint(maxRounds) + " rounds of answers")
 
+// needsInput is a result a 2026-07-28 server may answer input_required.
+type needsInput interface{ NeedsInput() bool }
+
+// inRounds sends a request with send, and while the server answers it
+// input_required, answers the server's input requests (fulfil) and sends
+// it again with the responses and the server's requestState, up to
+// maxRounds: the rounds of one call (or prompt get, or resource read)
+// the client made. The first round sends resps and state as the request
+// had them; asked reads a result's input requests and state.
+func inRounds[R needsInput](ctx context.Context, s *Server, c *conn, ref *relayRef,
+	resps mcp.InputResponseMap, state string,
+	send func(resps mcp.InputResponseMap, state string) (R, error),
+	asked func(R) (mcp.InputRequestMap, string)) (R, error) {
+	for round := 1; ; round++ {
+		res, err := send(resps, state)
+		if err != nil || !res.NeedsInput() {
+			return res, err
+		}
+		var zero R
+		if round >= maxRounds {
+			return zero, &roundErr{fmt.Errorf("the MCP server %s %w", s.o.Name, errTooManyRounds)}
+		}
+		reqs, st := asked(res)
+		if resps, err = s.fulfil(ctx, ref, c.roots, reqs); err != nil {
+			return zero, &roundErr{err}
+		}
+		state = st
+	}
+}
+
 // callTool makes a tools/call on c for the call ref, answering the
 // server's input requests (a 2026-07-28 server) round after round.
 func (s *Server) callTool(ctx context.Context, c *conn, ref *relayRef, params *mcp.CallToolParams) (*mcp.CallToolResult, error) {
 	params.Meta = askMeta(c, ref, params.Meta)
-	for round := 1; ; round++ {
-		res, err := c.cs.CallTool(ctx, params)
-		if err != nil || !res.NeedsInput() {
-			return res, err
-		}
-		if round >= maxRounds {
-			return nil, &roundErr{fmt.Errorf("the MCP server %s %w", s.o.Name, errTooManyRounds)}
-		}
-		resps, err := s.fulfil(ctx, ref, c.roots, res.InputRequests)
-		if err != nil {
-			return nil, &roundErr{err}
-		}
+	return inRounds(ctx, s, c, ref, params.InputResponses, params.RequestState, func(resps mcp.InputResponseMap, state string) (*mcp.CallToolResult, error) {
 		p := *params
-		p.InputResponses, p.RequestState = resps, res.RequestState
-		params = &p
-	}
+		p.InputResponses, p.RequestState = resps, state
+		return c.cs.CallTool(ctx, &p)
+	}, func(r *mcp.CallToolResult) (mcp.InputRequestMap, string) { return r.InputRequests, r.RequestState })
 }
 
 // getPrompt and readResource are callTool's rounds for prompts/get and
 // resources/read, the other requests a server may answer input_required.
 func (s *Server) getPrompt(ctx context.Context, c *conn, ref *relayRef, params *mcp.GetPromptParams) (*mcp.GetPromptResult, error) {
 	params.Meta = askMeta(c, ref, params.Meta)
-	for round := 1; ; round++ {
-		res, err := c.cs.GetPrompt(ctx, params)
-		if err != nil || !res.NeedsInput() {
-			return res, err
-		}
-		if round >= maxRounds {
-			return nil, &roundErr{fmt.Errorf("the MCP server %s %w", s.o.Name, errTooManyRounds)}
-		}
-		resps, err := s.fulfil(ctx, ref, c.roots, res.InputRequests)
-		if err != nil {
-			return nil, &roundErr{err}
-		}
+	return inRounds(ctx, s, c, ref, params.InputResponses, params.RequestState, func(resps mcp.InputResponseMap, state string) (*mcp.GetPromptResult, error) {
 		p := *params
-		p.InputResponses, p.RequestState = resps, res.RequestState
-		params = &p
-	}
+		p.InputResponses, p.RequestState = resps, state
+		return c.cs.GetPrompt(ctx, &p)
+	}, func(r *mcp.GetPromptResult) (mcp.InputRequestMap, string) { return r.InputRequests, r.RequestState })
 }
 
 func (s *Server) readResource(ctx context.Context, c *conn, ref *relayRef, params *mcp.ReadResourceParams) (*mcp.ReadResourceResult, error) {
 	params.Meta = askMeta(c, ref, params.Meta)
-	for round := 1; ; round++ {
-		res, err := c.cs.ReadResource(ctx, params)
-		if err != nil || !res.NeedsInput() {
-			return res, err
-		}
-		if round >= maxRounds {
-			return nil, &roundErr{fmt.Errorf("the MCP server %s %w", s.o.Name, errTooManyRounds)}
-		}
-		resps, err := s.fulfil(ctx, ref, c.roots, res.InputRequests)
-		if err != nil {
-			return nil, &roundErr{err}
-		}
+	return inRounds(ctx, s, c, ref, params.InputResponses, params.RequestState, func(resps mcp.InputResponseMap, state string) (*mcp.ReadResourceResult, error) {
 		p := *params
-		p.InputResponses, p.RequestState = resps, res.RequestState
-		params = &p
-	}
+		p.InputResponses, p.RequestState = resps, state
+		return c.cs.ReadResource(ctx, &p)
+	}, func(r *mcp.ReadResourceResult) (mcp.InputRequestMap, string) { return r.InputRequests, r.RequestState })
 }
