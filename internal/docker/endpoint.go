@@ -177,11 +177,11 @@ func (r *Runtime) scopeFor(ctx context.Context, image string) (engine.Scope, err
 		r.proven = &s
 		return s, nil
 	}
-	seen, how, err := r.prove(ctx, image)
+	seen, how, unseen, err := r.prove(ctx, image, r.shared)
 	if err != nil {
 		return s, err
 	}
-	s = s.Prove(seen, how, r.shared)
+	s = s.Prove(seen, how, r.shared, unseen)
 	r.proven = &s
 	return s, nil
 }

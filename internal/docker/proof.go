@@ -36,10 +36,14 @@ import (
 // this machine's files, and, when it also runs this machine's kernel
 // (a VM sharing both directories carries files, not sockets), can reach
 // pml's unix sockets. A create refused for a missing bind source, or a
-// marker of other content, proves it does not. It costs 230-480 ms against
+// marker of other content, proves it does not. Then each path
+// sandbox.shared_paths lists is proven the same way, with a marker and a
+// proof container of its own: a listed path whose marker does not come
+// back is not shared (the setting is a claim, so it is checked), and a
+// workspace under it is refused. It costs 230-480 ms against
 // the local engine here (an image list, one create, two archive reads, one
 // remove; measured on 2 busy CPUs), so the verdict is kept per engine
-// identity (the daemon's ID) and host boot in the cache directory: a pml
+// identity (the daemon's ID), shared-path list and host boot in the cache directory: a pml
 // start then pays one info request (7-17 ms), at its first container
 // with a mount, not the proof.
 
@@ -53,9 +57,11 @@ const proofTarget = "/pml-proof"
 
 // proofVerdict is one engine's verdict as cached.
 type proofVerdict struct {
-	Seen bool      `json:"seen"`
-	How  string    `json:"how"`
-	At   time.Time `json:"at"`
+	Seen bool   `json:"seen"`
+	How  string `json:"how"`
+	// Unseen are the sandbox.shared_paths the engine did not see.
+	Unseen []string  `json:"unseen,omitempty"`
+	At     time.Time `json:"at"`
 }
 
 // proofCacheFile is where verdicts are kept: PML_CACHE_DIR, else the
@@ -100,10 +106,13 @@ func hostKernel() string {
 // (seen) and how that was found (how). imageHint is an image the engine
 // has ("": any it lists). An error means nothing was proven (the engine
 // did not answer, it has no image): the caller asks again next time.
-func (r *Runtime) prove(ctx context.Context, imageHint string) (seen bool, how string, err error) {
+// On an engine that does not see them, each of shared (the
+// sandbox.shared_paths) is proven the same way, by a marker of its own:
+// unseen are those whose marker did not come back.
+func (r *Runtime) prove(ctx context.Context, imageHint string, shared []string) (seen bool, how string, unseen []string, err error) {
 	info, err := r.cli.Info(ctx)
 	if err != nil {
-		return false, "", wrap("asking the engine who it is", err)
+		return false, "", nil, wrap("asking the engine who it is", err)
 	}
 	id := info.ID
 	if id == "" {
@@ -111,14 +120,23 @@ func (r *Runtime) prove(ctx context.Context, imageHint string) (seen bool, how s
 		// stands for it.
 		id = "host:" + r.cli.DaemonHost()
 	}
+	// The shared paths are part of the key: a changed list is proven
+	// again.
 	key := id + "@" + bootID()
+	if len(shared) > 0 {
+		key = id + " shared=" + strings.Join(shared, ",") + "@" + bootID()
+	}
 	cache := readProofs()
 	if v, ok := cache[key]; ok {
-		return v.Seen, v.How + " on " + v.At.Format("2006-01-02 15:04"), nil
+		return v.Seen, v.How + " on " + v.At.Format("2006-01-02 15:04"), v.Unseen, nil
 	}
-	seen, how, err = r.proveNow(ctx, imageHint)
+	ref, err := r.proofImage(ctx, imageHint)
 	if err != nil {
-		return false, "", err
+		return false, "", nil, err
+	}
+	seen, how, err = r.proveDirs(ctx, ref, []string{pmlCacheDir(), shim.BaseDir()}, true)
+	if err != nil {
+		return false, "", nil, err
 	}
 	if host := hostKernel(); seen && host != "" && info.KernelVersion != "" && info.KernelVersion != host {
 		// A VM that shares both directories at the same paths carries
@@ -127,6 +145,20 @@ func (r *Runtime) prove(ctx context.Context, imageHint string) (seen bool, how s
 		// kernel.
 		seen, how = false, how+", but the engine runs another kernel ("+info.KernelVersion+", this machine "+host+"): a VM"
 	}
+	if !seen {
+		// Each listed path by a container of its own: one the engine
+		// lacks fails the whole create.
+		for _, p := range shared {
+			ok, why, err := r.proveDirs(ctx, ref, []string{p}, false)
+			if err != nil {
+				return false, "", nil, err
+			}
+			if !ok {
+				unseen = append(unseen, p)
+				how += "; " + why
+			}
+		}
+	}
 	// Verdicts of earlier boots are worth nothing now: dropped, so the
 	// file holds one line per engine.
 	for k := range cache {
@@ -134,9 +166,9 @@ func (r *Runtime) prove(ctx context.Context, imageHint string) (seen bool, how s
 			delete(cache, k)
 		}
 	}
-	cache[key] = proofVerdict{Seen: seen, How: how, At: time.Now().UTC()}
+	cache[key] = proofVerdict{Seen: seen, How: how, Unseen: unseen, At: time.Now().UTC()}
 	writeProofs(cache)
-	return seen, how, nil
+	return seen, how, unseen, nil
 }
 
 func readProofs() map[string]proofVerdict {
@@ -166,12 +198,12 @@ func writeProofs(m map[string]proofVerdict) {
 	_ = os.Remove(tmp)
 }
 
-// proveNow runs the proof (see the top of this file).
-func (r *Runtime) proveNow(ctx context.Context, imageHint string) (bool, string, error) {
-	ref, err := r.proofImage(ctx, imageHint)
-	if err != nil {
-		return false, "", err
-	}
+// proveDirs runs the proof (see the top of this file) for bases, with a
+// container of image ref: true when the engine read back the marker
+// written in each. own: bases are pml's own directories, made when
+// missing; a listed shared path is not made, and one this machine lacks
+// or pml cannot write in is not seen (pml cannot prove it).
+func (r *Runtime) proveDirs(ctx context.Context, ref string, bases []string, own bool) (bool, string, error) {
 	type marker struct{ dir, content, target string }
 	var markers []marker
 	defer func() {
@@ -179,12 +211,17 @@ func (r *Runtime) proveNow(ctx context.Context, imageHint string) (bool, string,
 			_ = os.RemoveAll(m.dir)
 		}
 	}()
-	for i, base := range []string{pmlCacheDir(), shim.BaseDir()} {
-		if err := os.MkdirAll(base, 0o700); err != nil {
-			return false, "", fmt.Errorf("proving what the engine sees: %w", err)
+	for i, base := range bases {
+		if own {
+			if err := os.MkdirAll(base, 0o700); err != nil {
+				return false, "", fmt.Errorf("proving what the engine sees: %w", err)
+			}
 		}
 		dir, err := os.MkdirTemp(base, "pml-proof-")
 		if err != nil {
+			if !own {
+				return false, "pml could not write a marker in " + base + " (" + err.Error() + "), so it cannot prove the engine sees it", nil
+			}
 			return false, "", fmt.Errorf("proving what the engine sees: %w", err)
 		}
 		// The daemon reads it as root; a rootless one as this user.
@@ -201,11 +238,15 @@ func (r *Runtime) proveNow(ctx context.Context, imageHint string) (bool, string,
 	}
 	labels := map[string]string{pmlc.LabelManaged: "true", proofLabel: "mounts"}
 	cfg := &container.Config{Image: ref, Entrypoint: []string{"/pml-proof-never-started"}, User: "65534:65534", Labels: labels, NetworkDisabled: true}
-	dirs := markers[0].dir + " and " + markers[1].dir
+	var dirs, parents []string
+	for _, m := range markers {
+		dirs = append(dirs, m.dir)
+		parents = append(parents, filepath.Dir(m.dir))
+	}
 	created, err := r.cli.ContainerCreate(ctx, cfg, host, nil, nil, "pml-proof-"+randomHex(6))
 	if err != nil {
 		if strings.Contains(err.Error(), "bind source path does not exist") || strings.Contains(err.Error(), "no such file or directory") {
-			return false, "a container of the engine could not mount " + dirs + ": the engine has no such paths", nil
+			return false, "a container of the engine could not mount " + strings.Join(dirs, " and ") + ": the engine has no such paths", nil
 		}
 		return false, "", wrap("creating the container that proves what the engine sees", err)
 	}
@@ -226,7 +267,7 @@ func (r *Runtime) proveNow(ctx context.Context, imageHint string) (bool, string,
 			return false, "a container of the engine saw another file than the marker pml wrote in " + filepath.Dir(m.dir), nil
 		}
 	}
-	return true, "a container of the engine read the markers pml wrote in " + filepath.Dir(markers[0].dir) + " and " + filepath.Dir(markers[1].dir), nil
+	return true, "a container of the engine read the markers pml wrote in " + strings.Join(parents, " and "), nil
 }
 
 // readArchived reads one small file of a created container through the

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/pml-dev/pml/internal/errdefs"
@@ -44,6 +45,11 @@ type Scope struct {
 	Unproven bool
 	// Proof says how the scope was proven ("" when it was not).
 	Proof string
+	// Unseen are the paths sandbox.shared_paths lists that a container
+	// of the engine did not see (the marker pml wrote there did not come
+	// back): not in Paths, and a path under one is refused with the
+	// engine's file-sharing setting as the fix.
+	Unseen []string
 }
 
 // SharedPathsKey is the .pml.json setting that lists what a VM or remote
@@ -110,8 +116,9 @@ func Classify(ep Endpoint, d *Daemon, goos, home string, shared []string) Scope 
 // reach pml's unix sockets; one that does not is a VM or another
 // host's, whatever its socket is called, and mounts only what
 // sandbox.shared_paths lists (nothing when unset). A proven scope is
-// returned as is.
-func (s Scope) Prove(seen bool, how string, shared []string) Scope {
+// returned as is. unseen are the listed paths whose own marker the
+// engine did not see: they are dropped from Paths, kept in Unseen.
+func (s Scope) Prove(seen bool, how string, shared, unseen []string) Scope {
 	if !s.Unproven {
 		return s
 	}
@@ -121,7 +128,14 @@ func (s Scope) Prove(seen bool, how string, shared []string) Scope {
 	p := Scope{Engine: "an engine that does not see this machine's files (a VM or another host)", Proof: how,
 		Advice: "share the directory with the engine (its VM's file-sharing setting) and list it in " + SharedPathsKey}
 	if shared != nil {
-		p.Paths, p.FromSetting = shared, true
+		p.Paths, p.FromSetting = []string{}, true
+		for _, d := range shared {
+			if slices.Contains(unseen, d) {
+				p.Unseen = append(p.Unseen, d)
+			} else {
+				p.Paths = append(p.Paths, d)
+			}
+		}
 	}
 	return p
 }
@@ -217,10 +231,17 @@ type NotSharedError struct {
 	// Own, when the path is pml's own file rather than the workspace's,
 	// says which and the setting that moves it (PML_CACHE_DIR).
 	Own string
+	// Unseen is the listed shared path the path is under that the
+	// engine was proven not to see ("" for none).
+	Unseen string
 }
 
 func (e *NotSharedError) Error() string {
 	s := e.Scope
+	if e.Unseen != "" {
+		return fmt.Sprintf("the container engine (%s) cannot see %s: %s lists %s, but a container of the engine did not see the marker pml wrote there, so the engine does not share it and a bind mount would show the container the engine's own directory of that name; nothing was started. Share %s with the engine (its file-sharing setting: Docker Desktop's Settings > Resources > File sharing, Colima's or Lima's `mounts`, Podman machine's volumes) and restart it, or remove it from %s",
+			s.Engine, e.Path, SharedPathsKey, e.Unseen, e.Unseen, SharedPathsKey)
+	}
 	var can string
 	switch {
 	case len(s.Paths) == 0:
@@ -250,6 +271,11 @@ func (s Scope) Check(path string) error {
 	if s.Local {
 		return nil
 	}
+	for _, p := range s.Unseen {
+		if within(path, p) {
+			return &NotSharedError{Path: path, Scope: s, Unseen: p}
+		}
+	}
 	for _, p := range s.Paths {
 		if within(path, p) {
 			return nil
@@ -266,6 +292,9 @@ func (s Scope) Describe() string {
 		d += " (proven: " + s.Proof + ")"
 	case s.Unproven:
 		d += " (not proven yet: assumed from its address)"
+	}
+	if len(s.Unseen) > 0 {
+		d += "; " + SharedPathsKey + " also lists " + strings.Join(s.Unseen, ", ") + ", which the engine was proven not to see"
 	}
 	return d
 }

@@ -123,14 +123,14 @@ func TestAnUnknownSocketIsProvenNotAssumed(t *testing.T) {
 	if !s.Unproven {
 		t.Fatalf("an unknown unix socket is not marked unproven: %+v", s)
 	}
-	if l := s.Prove(true, "seen", nil); !l.Local || l.Unproven || l.Proof != "seen" {
+	if l := s.Prove(true, "seen", nil, nil); !l.Local || l.Unproven || l.Proof != "seen" {
 		t.Errorf("seen markers: %+v", l)
 	}
-	vm := s.Prove(false, "not seen", []string{"/srv/share"})
+	vm := s.Prove(false, "not seen", []string{"/srv/share"}, nil)
 	if vm.Local || vm.Check("/srv/share/ws") != nil || vm.Check("/home/me/ws") == nil {
 		t.Errorf("unseen markers with shared paths: %+v", vm)
 	}
-	if none := s.Prove(false, "not seen", nil); none.Check("/home/me/ws") == nil {
+	if none := s.Prove(false, "not seen", nil, nil); none.Check("/home/me/ws") == nil {
 		t.Errorf("unseen markers without shared paths mount %s: %+v", "/home/me/ws", none)
 	}
 	for _, want := range []string{"proven: not seen", "/srv/share"} {
@@ -148,5 +148,20 @@ func TestPMLsOwnFileNamesPMLCacheDir(t *testing.T) {
 	err := &NotSharedError{Path: "/root/.cache/pml/inside/x", Scope: Scope{Engine: "e", Advice: "share it and list it in " + SharedPathsKey}, Own: "pml's own in-container program: set PML_CACHE_DIR to a directory the engine shares"}
 	if !strings.Contains(err.Error(), "PML_CACHE_DIR") || !strings.Contains(err.Error(), SharedPathsKey) {
 		t.Errorf("%v", err)
+	}
+}
+
+func TestASharedPathTheEngineDoesNotSeeIsRefused(t *testing.T) {
+	s := Classify(Endpoint{Host: "unix:///srv/vm/docker.sock"}, nil, "linux", "/home/me", nil)
+	vm := s.Prove(false, "not seen", []string{"/srv/share", "/srv/gone"}, []string{"/srv/gone"})
+	if vm.Check("/srv/share/ws") != nil {
+		t.Errorf("a seen shared path is refused: %+v", vm)
+	}
+	err := vm.Check("/srv/gone/ws")
+	if err == nil || !strings.Contains(err.Error(), "/srv/gone") || !strings.Contains(err.Error(), "file-sharing setting") {
+		t.Fatalf("a workspace under an unseen shared path: %v", err)
+	}
+	if !strings.Contains(vm.Describe(), "/srv/gone, which the engine was proven not to see") {
+		t.Errorf("Describe %q does not name the unseen path", vm.Describe())
 	}
 }

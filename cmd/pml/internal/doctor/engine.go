@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/pml-dev/pml/internal/config"
@@ -52,6 +53,12 @@ func checkEngine(ctx context.Context, host string, cfg *config.Config, ws string
 		return rt, info, true
 	}
 	add(checkMounts(scope, ws))
+	if len(scope.Unseen) > 0 {
+		// A listed share the engine was proven not to see: a workspace
+		// under it is refused, and the fix is the engine's, not pml's.
+		add(Check{"warn", "shared paths", fmt.Sprintf("%s lists %s, but a container of the engine did not see the marker pml wrote there: workspaces under it are refused", engine.SharedPathsKey, strings.Join(scope.Unseen, ", ")),
+			"share " + strings.Join(scope.Unseen, ", ") + " with the engine (its file-sharing setting: Docker Desktop's Settings > Resources > File sharing, Colima's or Lima's mounts) and restart it, or remove it from " + engine.SharedPathsKey})
+	}
 	return rt, info, true
 }
 
@@ -63,6 +70,11 @@ func checkMounts(s engine.Scope, ws string) Check {
 		return Check{"ok", name, s.Describe(), ""}
 	}
 	if err := s.Check(ws); err != nil {
+		var ns *engine.NotSharedError
+		if errors.As(err, &ns) && ns.Unseen != "" {
+			return Check{"fail", name, s.Describe() + "; the workspace " + ws + " is under " + ns.Unseen + ", which the engine does not see, so pml refuses to start containers for it (they would see the engine's own directory of that name)",
+				"share " + ns.Unseen + " with the engine (its file-sharing setting) and restart it, or move the workspace under a shared path"}
+		}
 		return Check{"fail", name, s.Describe() + "; the workspace " + ws + " is not among them, so pml refuses to start containers for it (they would see an empty directory)",
 			"move the workspace under a shared path, or " + s.Advice}
 	}
