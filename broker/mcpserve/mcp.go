@@ -343,7 +343,7 @@ func toolHandler(x *binding, sess *sessions, name string, view func() *listing) 
 			r.Ask = elicitor(b, req.Session)
 		}
 		r.Dialog = deferred
-		run := func(ctx context.Context) *mcp.CallToolResult {
+		run := func(ctx context.Context) (*mcp.CallToolResult, call.Result) {
 			var res call.Result
 			args := p.Arguments
 			switch {
@@ -368,22 +368,40 @@ func toolHandler(x *binding, sess *sessions, name string, view func() *listing) 
 			if a, ok := res.Structured.(workflow.Approval); ok && stateless && out.RequestState != "" {
 				state, err := sealState(b.Workspace(), name, args, a, b.ApprovalTimeout())
 				if err != nil {
-					return call.ToMCP(call.Result{Text: "pml could not seal the approval it would ask for " + name + " (" + err.Error() + "); nothing was run", IsError: true})
+					return call.ToMCP(call.Result{Text: "pml could not seal the approval it would ask for " + name + " (" + err.Error() + "); nothing was run", IsError: true}), res
 				}
 				out.RequestState = state
 			}
-			return view().fitSchema(name, res, out)
+			return view().fitSchema(name, res, out), res
 		}
 		if modernEra(req.Session) {
 			// A server's question during the call becomes an input
 			// request of this call's result (bridge.go).
-			return br.start(ctx, owner, name, rel, func(ctx context.Context, relay upstream.Relay) *mcp.CallToolResult {
+			return br.startErr(ctx, owner, name, rel, func(ctx context.Context, relay upstream.Relay) (*mcp.CallToolResult, error) {
 				r.Relay = relay
-				return run(ctx)
+				return passedError(run(ctx))
 			})
 		}
-		return run(ctx), nil
+		out, _ := run(ctx)
+		return out, nil
 	}
+}
+
+// passedError is a modern client's answer to a call: out, or the
+// server's own JSON-RPC error when it is one that 2026-07-28 defines for
+// the client to act on, passed on as the server sent it (code, message
+// and data). A -32021 (MissingRequiredClientCapability) names in its data
+// the capabilities the client must declare in its request's _meta to be
+// served; as a tool result that failed it would tell the client nothing
+// it can act on, and the go-sdk answers the error with HTTP 400, as the
+// transport requires of it. Every other error of a server stays a failed
+// tool result, as on the older revisions (what a model reads).
+func passedError(out *mcp.CallToolResult, res call.Result) (*mcp.CallToolResult, error) {
+	var we *sdkjsonrpc.Error
+	if res.IsError && errors.As(res.Err(), &we) && we.Code == mcp.CodeMissingRequiredClientCapabilities {
+		return nil, &sdkjsonrpc.Error{Code: we.Code, Message: we.Message, Data: we.Data}
+	}
+	return out, nil
 }
 
 // statelessHTTP reports whether req came to pml serve in the stateless
