@@ -15,7 +15,8 @@ import (
 // naming sampling) is answered to a modern client of pml serve with that
 // error, its data intact, and HTTP 400 as the 2026-07-28 transport
 // requires of it, so the client learns what to declare. Before, it got a
-// tool result that failed (HTTP 200), with the code and data gone.
+// tool result that failed (HTTP 200), with the code and data gone. The
+// call is audited once.
 func TestAServersMissingCapabilityErrorReachesAModernClient(t *testing.T) {
 	ws := newWorkspace(t, probeConfig(t, `, "workspace": "none", "protocol": "2026-07-28"`))
 	endpoint, token := startServe(t, ws)
@@ -55,5 +56,16 @@ func TestAServersMissingCapabilityErrorReachesAModernClient(t *testing.T) {
 	}
 	if !strings.Contains(body, `"id":7`) {
 		t.Errorf("the error does not carry the request's id: %s", body)
+	}
+	// The call ran, and is audited once, as a call of the server's that
+	// failed: not also as one the MCP layer refused before any step.
+	var entries []string
+	for _, e := range auditTools(t, ws, 0) {
+		if strings.Contains(e, "needs_sampling") {
+			entries = append(entries, e)
+		}
+	}
+	if len(entries) != 1 {
+		t.Errorf("want the call audited once, got %q", entries)
 	}
 }
