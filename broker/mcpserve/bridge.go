@@ -112,6 +112,15 @@ type parkedCall struct {
 // questions go through) and answers the request: with the call's result,
 // or with the first question the server asks during it.
 func (br *bridge) start(ctx context.Context, owner any, tool string, rel *sessionRelay, run func(context.Context, upstream.Relay) *mcp.CallToolResult) (*mcp.CallToolResult, error) {
+	return br.startErr(ctx, owner, tool, rel, func(ctx context.Context, relay upstream.Relay) (*mcp.CallToolResult, error) {
+		return run(ctx, relay), nil
+	})
+}
+
+// startErr is start for a run that may end in a JSON-RPC error of its
+// own (a server's error passed on as it sent it: passedError), which
+// answers the request, or the retry that answered the last question.
+func (br *bridge) startErr(ctx context.Context, owner any, tool string, rel *sessionRelay, run func(context.Context, upstream.Relay) (*mcp.CallToolResult, error)) (*mcp.CallToolResult, error) {
 	// The call outlives this request when the server asks: its context
 	// keeps the request's values (trace, log) but not its end.
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -133,7 +142,7 @@ func (br *bridge) start(ctx context.Context, owner any, tool string, rel *sessio
 				out = runOutcome{err: panics.Recovered(log, v, "tools/call", tool)}
 			}
 		}()
-		out.res = run(rctx, relay)
+		out.res, out.err = run(rctx, relay)
 	}()
 	return br.await(ctx, owner, tool, r)
 }

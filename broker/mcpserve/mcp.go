@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	sdkjsonrpc "github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -269,8 +270,9 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions, fu
 					// The handler (Broker.Call) audits the call; a request
 					// the SDK refuses before it runs is audited here.
 					cr.Params.Name = listed
-					res, err := next(ctx, method, req)
-					if err != nil {
+					passed := new(atomic.Bool)
+					res, err := next(context.WithValue(ctx, passedKey{}, passed), method, req)
+					if err != nil && !passed.Load() {
 						b.AuditRefused(name, cr.Params.Arguments, refusedReason(err))
 					}
 					return res, err
@@ -343,7 +345,7 @@ func toolHandler(x *binding, sess *sessions, name string, view func() *listing) 
 			r.Ask = elicitor(b, req.Session)
 		}
 		r.Dialog = deferred
-		run := func(ctx context.Context) *mcp.CallToolResult {
+		run := func(ctx context.Context) (*mcp.CallToolResult, call.Result) {
 			var res call.Result
 			args := p.Arguments
 			switch {
@@ -368,23 +370,53 @@ func toolHandler(x *binding, sess *sessions, name string, view func() *listing) 
 			if a, ok := res.Structured.(workflow.Approval); ok && stateless && out.RequestState != "" {
 				state, err := sealState(b.Workspace(), name, args, a, b.ApprovalTimeout())
 				if err != nil {
-					return call.ToMCP(call.Result{Text: "pml could not seal the approval it would ask for " + name + " (" + err.Error() + "); nothing was run", IsError: true})
+					return call.ToMCP(call.Result{Text: "pml could not seal the approval it would ask for " + name + " (" + err.Error() + "); nothing was run", IsError: true}), res
 				}
 				out.RequestState = state
 			}
-			return view().fitSchema(name, res, out)
+			return view().fitSchema(name, res, out), res
 		}
 		if modernEra(req.Session) {
 			// A server's question during the call becomes an input
 			// request of this call's result (bridge.go).
-			return br.start(ctx, owner, name, rel, func(ctx context.Context, relay upstream.Relay) *mcp.CallToolResult {
+			return br.startErr(ctx, owner, name, rel, func(ctx context.Context, relay upstream.Relay) (*mcp.CallToolResult, error) {
 				r.Relay = relay
-				return run(ctx)
+				out, res := run(ctx)
+				return passedError(ctx, out, res)
 			})
 		}
-		return run(ctx), nil
+		out, _ := run(ctx)
+		return out, nil
 	}
 }
+
+// passedError is a modern client's answer to a call: out, or the
+// server's own JSON-RPC error when it is one that 2026-07-28 defines for
+// the client to act on, passed on as the server sent it (code, message
+// and data). A -32021 (MissingRequiredClientCapability) names in its data
+// the capabilities the client must declare in its request's _meta to be
+// served; as a tool result that failed it would tell the client nothing
+// it can act on, and the go-sdk answers the error with HTTP 400, as the
+// transport requires of it. Every other error of a server stays a failed
+// tool result, as on the older revisions (what a model reads).
+//
+// The call was audited (Broker.Call), so the error is marked as passed
+// (passedKey) for the tools/call middleware, which audits an error of the
+// SDK's path as a call the SDK refused before any step ran.
+func passedError(ctx context.Context, out *mcp.CallToolResult, res call.Result) (*mcp.CallToolResult, error) {
+	var we *sdkjsonrpc.Error
+	if res.IsError && errors.As(res.Err(), &we) && we.Code == mcp.CodeMissingRequiredClientCapabilities {
+		if p, _ := ctx.Value(passedKey{}).(*atomic.Bool); p != nil {
+			p.Store(true)
+		}
+		return nil, &sdkjsonrpc.Error{Code: we.Code, Message: we.Message, Data: we.Data}
+	}
+	return out, nil
+}
+
+// passedKey is the context key of the flag passedError sets on a server's
+// error it passes on: an error of a call that ran, not the SDK's refusal.
+type passedKey struct{}
 
 // statelessHTTP reports whether req came to pml serve in the stateless
 // era (MCP 2026-07-28): a modern client's request over HTTP (which the

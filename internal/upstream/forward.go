@@ -373,14 +373,18 @@ func (s *Server) fastAnswer(d fastDone) (json.RawMessage, bool, error) {
 func (s *Server) answerOf(frame []byte) (json.RawMessage, error) {
 	m, _ := jsonrpc.Scan(bytes.TrimRight(frame, "\r\n"))
 	if m.Error != nil {
+		// Its data too: some errors are answered by what it holds (a
+		// -32021's requiredCapabilities names what the client must
+		// declare to be served).
 		var e struct {
-			Code    int64  `json:"code"`
-			Message string `json:"message"`
+			Code    int64           `json:"code"`
+			Message string          `json:"message"`
+			Data    json.RawMessage `json:"data"`
 		}
 		if json.Unmarshal(m.Error, &e) != nil {
 			return nil, fmt.Errorf("the MCP server %s answered with a malformed error", s.o.Name)
 		}
-		return nil, answeredError{server: s.o.Name, err: &sdkjsonrpc.Error{Code: e.Code, Message: e.Message}}
+		return nil, answeredError{server: s.o.Name, err: &sdkjsonrpc.Error{Code: e.Code, Message: e.Message, Data: e.Data}}
 	}
 	res, ok := resultOf(m.Result)
 	if !ok {

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -44,6 +46,16 @@ func addModernPrompt(s *mcp.Server) {
 // 2025-11-25 gets the question as an elicitation request instead (the
 // go-sdk asks it and calls the tool again).
 func addModernTools(s *mcp.Server) {
+	// needs_sampling refuses the call with the error MCP 2026-07-28
+	// defines for a request the client did not declare a capability for
+	// (-32021, MissingRequiredClientCapability), naming sampling in its
+	// data, as a server that would ask the client to sample does.
+	mcp.AddTool(s, &mcp.Tool{Name: "needs_sampling", Description: "Refuse with -32021 (MissingRequiredClientCapability): the client declared no sampling."},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			return nil, nil, &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities,
+				Message: "the probe needs the client's sampling capability",
+				Data:    json.RawMessage(`{"requiredCapabilities":{"sampling":{}}}`)}
+		})
 	mcp.AddTool(s, &mcp.Tool{Name: "colour", Description: "Ask the person for a colour with an input_required result (MCP 2026-07-28); answer what they chose."},
 		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 			a, ok := req.Params.InputResponses["favourite_colour"].(*mcp.ElicitResult)
