@@ -219,8 +219,12 @@ func TestPMLCleanupRemovesTheEgressContainerOfAKilledPML(t *testing.T) {
 	if out, _ := s.call(t, "shell:exec", map[string]any{"command": "wget -q -O - http://" + target + "/hello.txt"}); !strings.Contains(out, "hello from the VM's host") {
 		t.Fatalf("wget through the egress container: %q", out)
 	}
+	// Without its exit watcher, which would remove what it leaves.
+	pid := s.cmd.Process.Pid
+	killExitWatcher(t, pid)
 	s.kill()
-	_ = s.cmd.Wait()
+	// Not cmd.Wait: the session's transport waits for the process.
+	waitFor(t, "pml to die", 10*time.Second, func() bool { return !running(pid) })
 	if left := egressLeft(t, f.Host()); left == "" {
 		t.Fatalf("a killed pml left nothing to clean up: the test proves nothing")
 	}

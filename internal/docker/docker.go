@@ -72,7 +72,8 @@ type Runtime struct {
 
 	// box is pml's egress container, for specs that set EgressNet
 	// (egressbox.go); nil until UseEgressBox.
-	box *egressBox
+	boxMu sync.Mutex
+	box   *egressBox
 
 	// createGate serializes creates of keep-id containers (creategate.go).
 	createGate *createGate

@@ -9,6 +9,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/docker/docker/api/types/container"
@@ -46,6 +47,12 @@ type egressBox struct {
 	r *Runtime
 	o pmlc.EgressBoxOptions
 
+	// made is set before the box first asks the engine to make anything
+	// (a network, its container): a pml that never made one has nothing
+	// to remove at its close, and does not ask an engine that may be
+	// frozen (up to the close's deadline) for what it has.
+	made atomic.Bool
+
 	mu     sync.Mutex
 	id     string // the container, "" until started
 	outNet string
@@ -61,14 +68,16 @@ type egressBox struct {
 // UseEgressBox makes the runtime put containers whose spec sets
 // EgressNet on a network of their own with pml's egress container.
 func (r *Runtime) UseEgressBox(o pmlc.EgressBoxOptions) {
-	r.scopeMu.Lock()
-	defer r.scopeMu.Unlock()
+	r.boxMu.Lock()
+	defer r.boxMu.Unlock()
 	r.box = &egressBox{r: r, o: o, acks: map[string]chan string{}, syncs: map[uint64]chan struct{}{}}
 }
 
 func (r *Runtime) egress() *egressBox {
-	r.scopeMu.Lock()
-	defer r.scopeMu.Unlock()
+	// Not scopeMu: that is held while a frozen engine is asked what it
+	// can mount (up to scopeTimeout), and pml's exit must not wait on it.
+	r.boxMu.Lock()
+	defer r.boxMu.Unlock()
 	return r.box
 }
 
@@ -117,7 +126,7 @@ func (r *Runtime) SyncEgress(ctx context.Context) {
 // removed) and removes its egress network.
 func (r *Runtime) CloseEgressBox(ctx context.Context) {
 	b := r.egress()
-	if b == nil {
+	if b == nil || !b.made.Load() {
 		return
 	}
 	b.mu.Lock()
@@ -181,6 +190,7 @@ func (b *egressBox) ensure(ctx context.Context) error {
 		return fmt.Errorf("the egress container's image: %w", err)
 	}
 	out := "pml-egress-out-" + randomHex(6)
+	b.made.Store(true)
 	if _, err := b.r.cli.NetworkCreate(ctx, out, network.CreateOptions{Driver: "bridge", Labels: b.labels(purposeEgressNet)}); err != nil {
 		return wrap("creating the egress container's network", err)
 	}
@@ -325,6 +335,7 @@ func (b *egressBox) join(ctx context.Context, id string) (string, func(), error)
 	// measured on Docker 20.10: a listener on the host's 0.0.0.0 answered
 	// at the gateway without it, and did not with it). The egress
 	// container is reached on the bridge itself.
+	b.made.Store(true)
 	if _, err := b.r.cli.NetworkCreate(ctx, name, network.CreateOptions{Driver: "bridge", Internal: true, Labels: b.labels(purposeEgressNet),
 		Options: map[string]string{"com.docker.network.bridge.inhibit_ipv4": "true"}}); err != nil {
 		return "", nil, wrap("creating a container's internal network", err)
