@@ -236,3 +236,89 @@ func TestPMLCleanupRemovesTheEgressContainerOfAKilledPML(t *testing.T) {
 		t.Errorf("pml cleanup left the killed pml's egress container or networks:\n%s\n%s", left, r.stdout)
 	}
 }
+
+// TestContainersOnAVMEngineReachOnlyTheEgressContainer: each container
+// given network on a VM engine has an internal network of its own, with
+// pml's egress container as its only other member. Two servers' pooled
+// containers, both given network: each reaches the egress container on
+// its own network (the control: a dial that would fail anyway proves
+// nothing), neither reaches the other's container nor the egress
+// container's address on the other's network.
+func TestContainersOnAVMEngineReachOnlyTheEgressContainer(t *testing.T) {
+	f := sharedVMEngine(t)
+	img := probeImage(t)
+	loadIntoVM(t, f, img)
+	port := vmHTTP(t, f, "hello from the VM's host")
+	target := "host.docker.internal:" + strconv.Itoa(port)
+	cfg := fmt.Sprintf(`{"permissions": {"allow": ["*"]}, "mcps": {
+		"one": {"image": %q, "workspace": "none", "network": {"allow": [%q]}},
+		"two": {"image": %q, "workspace": "none", "network": {"allow": [%q]}}}}`, img, target, img, target)
+	ws := shareWorkspace(t, f, cfg)
+	s := startSession(t, ws, vmEnv(f, filepath.Join(vmShare(f), "cache"))...)
+	for _, srv := range []string{"one", "two"} {
+		if out, _ := s.call(t, srv+":fetch", map[string]any{"url": "http://" + target + "/hello.txt"}); !strings.Contains(out, "hello from the VM's host") {
+			t.Fatalf("%s's fetch through the egress container: %q\n%s", srv, out, s.stderr.String())
+		}
+	}
+	// Each container's networks and addresses, as the engine has them.
+	docker := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("docker", args...)
+		cmd.Env = cliEnv("DOCKER_HOST=" + f.Host())
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("docker %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	nets := func(purpose string) map[string]string {
+		t.Helper()
+		id := docker("ps", "-q", "--filter", "label=pml.purpose="+purpose)
+		if id == "" || strings.Contains(id, "\n") {
+			t.Fatalf("want one running container of purpose %s, got %q", purpose, id)
+		}
+		m := map[string]string{}
+		for _, l := range strings.Split(docker("inspect", "--format", `{{range $n, $e := .NetworkSettings.Networks}}{{$n}} {{$e.IPAddress}}{{"\n"}}{{end}}`, id), "\n") {
+			if fl := strings.Fields(l); len(fl) == 2 {
+				m[fl[0]] = fl[1]
+			}
+		}
+		return m
+	}
+	box, one, two := nets("egress"), nets("mcp:one"), nets("mcp:two")
+	if len(one) != 1 || len(two) != 1 {
+		t.Fatalf("each server's container should be on one network: one %v, two %v", one, two)
+	}
+	var netOne, ipOne, netTwo, ipTwo string
+	for n, ip := range one {
+		netOne, ipOne = n, ip
+	}
+	for n, ip := range two {
+		netTwo, ipTwo = n, ip
+	}
+	if netOne == netTwo || box[netOne] == "" || box[netTwo] == "" {
+		t.Fatalf("the servers share a network or the egress container is not on theirs: one %v, two %v, egress %v", one, two, box)
+	}
+	dial := func(srv, addr string) string {
+		out, _ := s.call(t, srv+":dial", map[string]any{"addr": addr})
+		return out
+	}
+	if out := dial("one", box[netOne]+":3128"); out != "connected" {
+		t.Fatalf("one does not reach the egress container on its own network (the control): %q", out)
+	}
+	if out := dial("two", box[netTwo]+":3128"); out != "connected" {
+		t.Fatalf("two does not reach the egress container on its own network (the control): %q", out)
+	}
+	// Unreachable, not merely closed: "connection refused" would mean a
+	// packet got there.
+	for _, c := range []struct{ srv, addr string }{
+		{"one", ipTwo + ":3128"}, {"one", ipTwo + ":9"}, {"one", box[netTwo] + ":3128"},
+		{"two", ipOne + ":3128"}, {"two", ipOne + ":9"}, {"two", box[netOne] + ":3128"},
+	} {
+		out := dial(c.srv, c.addr)
+		t.Logf("%s dials %s: %s", c.srv, c.addr, out)
+		if out == "connected" || strings.Contains(out, "connection refused") {
+			t.Errorf("%s reached %s on another container's network: %q", c.srv, c.addr, out)
+		}
+	}
+}
