@@ -261,7 +261,7 @@ func (b *Broker) Close(timeout time.Duration) {
 		b.sb.ReleaseSession()
 	}
 	b.sb.Guard.Close()
-	b.sb.Egress.Close()
+	b.sb.Egress.Close(ctx)
 	// After the proxies: their Close writes their last audit entries.
 	_ = b.audit.Close()
 }

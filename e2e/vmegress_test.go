@@ -322,3 +322,84 @@ func TestContainersOnAVMEngineReachOnlyTheEgressContainer(t *testing.T) {
 		}
 	}
 }
+
+// TestANetworkedCallOnAFrozenVMEngineEndsInTime: on a VM engine a call
+// given network first makes pml's egress container and its network. The
+// engine frozen before the call (nothing made yet) and during it (the
+// egress container, the networks and the call's container made): pml
+// call --timeout 5s ends in time either way, claims no removal the engine
+// never confirmed, and once the engine answers again the next start
+// works through a new egress container and leaves nothing of either.
+func TestANetworkedCallOnAFrozenVMEngineEndsInTime(t *testing.T) {
+	f := sharedVMEngine(t)
+	port := vmHTTP(t, f, "hello from the VM's host")
+	target := "host.docker.internal:" + strconv.Itoa(port)
+	ws := shareWorkspace(t, f, fmt.Sprintf(`{"permissions": {"allow": ["*"]}, "sandbox": {"network": {"allow": [%q]}}}`, target))
+	env := vmEnv(f, filepath.Join(vmShare(f), "cache"))
+	fetch := "wget -q -O - http://" + target + "/hello.txt"
+	ended := func(t *testing.T, code int, took time.Duration, text string) {
+		t.Helper()
+		t.Logf("exit %d after %v: %s", code, took.Round(time.Millisecond), text)
+		if took > callBound {
+			t.Errorf("pml call --timeout %s took %v with the engine frozen, more than %v", faultTimeout, took.Round(time.Millisecond), callBound)
+		}
+		if code != 124 || !strings.HasPrefix(text, "--timeout 5s expired") {
+			t.Errorf("exit %d, text %q", code, text)
+		}
+		noFalseRemoval(t, text)
+	}
+	t.Run("before", func(t *testing.T) {
+		f.Freeze(t)
+		began := time.Now()
+		r := runCLI(t, ws.Dir, env, "", "call", "shell:exec", fmt.Sprintf(`{"command": %q}`, fetch), "--timeout", faultTimeout.String())
+		took := time.Since(began)
+		f.Thaw(t)
+		ended(t, r.code, took, callJSON(t, r).Text)
+	})
+	t.Run("during", func(t *testing.T) {
+		cmd := exec.Command(pmlBin, "call", "shell:exec", fmt.Sprintf(`{"command": %q}`, fetch+"; sleep 30"), "--timeout", faultTimeout.String())
+		cmd.Dir = ws.Dir
+		cmd.Env = cliEnv(env...)
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		began := time.Now()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		waitFor(t, "the call's container and the egress container to run", 20*time.Second, func() bool {
+			for _, c := range f.ContainersOf(t, ws.Dir) {
+				if c.State == "running" && c.Labels["pml.purpose"] == "pool:shell" {
+					return egressLeft(t, f.Host()) != ""
+				}
+			}
+			return false
+		})
+		f.Freeze(t)
+		var err error
+		select {
+		case err = <-exited:
+		case <-time.After(90 * time.Second):
+			f.Thaw(t)
+			err = <-exited
+		}
+		took := time.Since(began)
+		f.Thaw(t)
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		// The budget counts from the call's start, not the freeze.
+		ended(t, code, took, callJSON(t, cliResult{[]byte(stdout.String()), []byte(stderr.String()), code}).Text)
+	})
+	// The next start: the call works, and when it is over nothing of the
+	// frozen calls or its own is left on the engine.
+	r := runCLI(t, ws.Dir, env, "", "call", "shell:exec", fmt.Sprintf(`{"command": %q}`, fetch), "--timeout", "60s")
+	if out := callJSON(t, r); r.code != 0 || !strings.Contains(out.Text, "hello from the VM's host") {
+		t.Fatalf("the call after the engine was thawed: exit %d %q\n%s", r.code, out.Text, r.stderr)
+	}
+	waitFor(t, "nothing left on the engine", 30*time.Second, func() bool {
+		return len(f.ContainersOf(t, ws.Dir)) == 0 && egressLeft(t, f.Host()) == ""
+	})
+}

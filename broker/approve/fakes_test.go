@@ -35,7 +35,7 @@ func newFakes(t *testing.T) *fakes {
 	guard := protect.New(ws, nil, log)
 	t.Cleanup(guard.Close)
 	egress := sbx.NewEgressSet(nil, log, fmt.Sprintf("%d:%d", os.Getuid(), os.Getgid()))
-	t.Cleanup(egress.Close)
+	t.Cleanup(func() { egress.Close(context.Background()) })
 	exec := &fakeExec{}
 	parts := &fakeParts{servers: map[string]config.Server{}, missing: map[string][]string{}, cloud: map[string]bool{}, cloudOn: true}
 	ap := &Approver{

@@ -94,7 +94,7 @@ func networkApproval(t *testing.T) pending {
 	ws := t.TempDir()
 	log := zerolog.Nop()
 	egress := sbx.NewEgressSet(nil, log, fmt.Sprintf("%d:%d", os.Getuid(), os.Getgid()))
-	t.Cleanup(egress.Close)
+	t.Cleanup(func() { egress.Close(context.Background()) })
 	ep, err := egress.Get("probe", "server probe", "mcps.probe.network.allow", netallow.Rules{})
 	if err != nil {
 		t.Fatal(err)

@@ -214,14 +214,16 @@ func (s *EgressSet) Lookup(id string) *EgressProxy {
 	return s.byID[id]
 }
 
-// Close stops every proxy (their containers are gone).
-func (s *EgressSet) Close() {
+// Close stops every proxy (their containers are gone), and the egress
+// container with its networks within ctx: the bound of pml's whole close
+// (a frozen engine held pml call 10 s past its --timeout here). What the
+// engine does not remove in time, the exit watcher, pml cleanup or the
+// next start's reap does.
+func (s *EgressSet) Close(ctx context.Context) {
 	s.mu.Lock()
 	bx := s.box
 	defer func() {
 		if bx != nil {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
 			bx.CloseEgressBox(ctx)
 		}
 	}()

@@ -54,7 +54,7 @@ func newTestSandbox(t *testing.T, behave func(p *containertest.Proc) int, timeou
 		defer cancel()
 		_ = sb.Pool.Close(ctx)
 		sb.Guard.Close()
-		sb.Egress.Close()
+		sb.Egress.Close(context.Background())
 	})
 	return sb, rt
 }
