@@ -403,3 +403,60 @@ func TestANetworkedCallOnAFrozenVMEngineEndsInTime(t *testing.T) {
 		return len(f.ContainersOf(t, ws.Dir)) == 0 && egressLeft(t, f.Host()) == ""
 	})
 }
+
+// TestEachClientImageOnAVMEngineReachesOnlyTheAllowedHost: busybox wget
+// (the default shell image), curl (pml-test/curl:bookworm) and Node's own
+// CONNECT (pml/node:18, whose http ignores proxy variables) each reach an
+// allowed host through pml's egress container, and each is refused
+// another (asked for, and a failure of the command); the one-client test
+// above is busybox only.
+func TestEachClientImageOnAVMEngineReachesOnlyTheAllowedHost(t *testing.T) {
+	f := sharedVMEngine(t)
+	port := vmHTTP(t, f, "hello from the VM's host")
+	other := vmHTTP(t, f, "must not be reached")
+	target := "host.docker.internal:" + strconv.Itoa(port)
+	otherHP := "host.docker.internal:" + strconv.Itoa(other)
+	const nodeGet = `node -e '
+const http = require("http");
+const u = new URL(process.argv[1]), p = new URL(process.env.http_proxy);
+const fail = (m) => { console.log("FAILED " + m); process.exit(1); };
+http.request({host: p.hostname, port: p.port, method: "CONNECT", path: u.host}).on("connect", (res, sock) => {
+  if (res.statusCode !== 200) fail("proxy answered " + res.statusCode);
+  http.get(u, {createConnection: () => sock}, (r) => {
+    let b = ""; r.on("data", (d) => b += d); r.on("end", () => { console.log("status " + r.statusCode + ": " + b); process.exit(r.statusCode === 200 ? 0 : 1); });
+  }).on("error", (e) => fail(e.message));
+}).on("error", (e) => fail(e.message)).end();' `
+	clients := []struct {
+		name, image string
+		get         func(url string) string
+	}{
+		{"busybox", "", func(url string) string { return "timeout 30 wget -q -O - " + url }},
+		{"curl", curlImage, func(url string) string { return "curl -sS --fail --max-time 30 " + url }},
+		{"node", "pml/node:18", func(url string) string { return nodeGet + url }},
+	}
+	for _, c := range clients {
+		t.Run(c.name, func(t *testing.T) {
+			image := ""
+			if c.image != "" {
+				needImage(t, c.image)
+				loadIntoVM(t, f, c.image)
+				image = fmt.Sprintf(`"shell_image": %q, `, c.image)
+			}
+			ws := shareWorkspace(t, f, fmt.Sprintf(`{"permissions": {"allow": ["*"]}, "sandbox": {%s"network": {"allow": [%q]}}}`, image, target))
+			s := startSession(t, ws, vmEnv(f, filepath.Join(vmShare(f), "cache"))...)
+			var sh struct {
+				Stdout   string `json:"stdout"`
+				ExitCode int    `json:"exit_code"`
+			}
+			out, res := s.call(t, "shell:exec", map[string]any{"command": c.get("http://" + target + "/hello.txt")})
+			structured(t, res, &sh)
+			if res.IsError || sh.ExitCode != 0 || !strings.Contains(sh.Stdout, "hello from the VM's host") {
+				t.Errorf("%s: the allowed host through the egress container: is_error %v, exit %d:\n%s\n%s", c.name, res.IsError, sh.ExitCode, out, s.stderr.String())
+			}
+			got := networkRefusal(t, s, "shell:exec", map[string]any{"command": c.get("http://" + otherHP + "/hello.txt")}, otherHP)
+			if strings.Contains(got, "must not be reached") || !strings.Contains(got, "exit code: ") || strings.Contains(got, "exit code: 0\n") {
+				t.Errorf("%s: a host not allowed: %q, want a refusal and a non-zero exit", c.name, got)
+			}
+		})
+	}
+}
