@@ -3,8 +3,8 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
-
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -458,5 +458,73 @@ http.request({host: p.hostname, port: p.port, method: "CONNECT", path: u.host}).
 				t.Errorf("%s: a host not allowed: %q, want a refusal and a non-zero exit", c.name, got)
 			}
 		})
+	}
+}
+
+// TestAHostileHostNameCrossesTheEgressContainerQuoted: a container asks
+// pml's egress container for hosts whose names carry terminal escapes,
+// bidirectional overrides, a newline and a JSON-looking tail (what
+// reaches pml on the attach stream is built from them). Each is refused;
+// the approval a refusal opens shows the name quoted, with no control or
+// invisible character; the audit log stays one entry a line; nothing is
+// reached; the allowed host still is. A name Go's HTTP parser refuses
+// (control characters) gets a 400 and no approval.
+func TestAHostileHostNameCrossesTheEgressContainerQuoted(t *testing.T) {
+	f := sharedVMEngine(t)
+	port := vmHTTP(t, f, "hello from the VM's host")
+	target := "host.docker.internal:" + strconv.Itoa(port)
+	ws := shareWorkspace(t, f, fmt.Sprintf(`{"permissions": {"allow": ["*"]}, "sandbox": {"network": {"allow": [%q]}}}`, target))
+	s := startSession(t, ws, vmEnv(f, filepath.Join(vmShare(f), "cache"))...)
+	// Raw requests to the container's proxy listener: no client would
+	// send these names, a hostile program does.
+	hosts := []string{
+		`evil\033[2J\033]0;pwned\007.example`,
+		`evil\342\200\256moc.example`,
+		`evil"}\n{"refused":{"id":"x","host":"granted.example","port":80}}`,
+		`evil","host":"granted.example`,
+	}
+	for _, h := range hosts {
+		cmd := fmt.Sprintf(`p=${http_proxy##*:}; p=${p%%%%/}; printf 'CONNECT %s:80 HTTP/1.1\r\n\r\n' | timeout 10 nc 127.0.0.1 $p; echo; printf 'GET http://%s/ HTTP/1.1\r\nHost: x\r\n\r\n' | timeout 10 nc 127.0.0.1 $p`, h, h)
+		out, res := s.call(t, "shell:exec", map[string]any{"command": cmd})
+		t.Logf("%q: %q", h, out)
+		if strings.Contains(out, "hello from the VM's host") {
+			t.Errorf("a hostile name reached the allowed host: %q", out)
+		}
+		var a approval
+		structured(t, res, &a)
+		if !a.ApprovalRequired {
+			// Refused before any rule: the proxy's HTTP parser answers
+			// 400 to a name no URL can carry (the container's own
+			// output, passed on as any command's).
+			if !strings.Contains(out, "400 Bad Request") {
+				t.Errorf("%q: neither an approval nor a 400: %q", h, out)
+			}
+			continue
+		}
+		for _, text := range []string{a.Description, out} {
+			for _, r := range text {
+				if r == 0x1b || r == 0x07 || r == 0x202e || (r < 0x20 && r != '\n' && r != '\t') {
+					t.Errorf("the answer to the person carries %U: %q", r, text)
+					break
+				}
+			}
+		}
+	}
+	// The audit log: every line one JSON object, and no entry for a host
+	// a line forged ("granted.example") as if it were its own.
+	raw := readAudit(t, ws)
+	for _, l := range strings.Split(strings.TrimSpace(raw), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Errorf("an audit line that is not one JSON object: %q", l)
+		}
+	}
+	for _, e := range netEntries(t, ws) {
+		if e.Net.Host == "granted.example" {
+			t.Errorf("a forged line became an audit entry of its own: %+v", e)
+		}
+	}
+	if out, _ := s.call(t, "shell:exec", map[string]any{"command": "wget -q -O - http://" + target + "/hello.txt"}); !strings.Contains(out, "hello from the VM's host") {
+		t.Errorf("the allowed host after the hostile names: %q", out)
 	}
 }
