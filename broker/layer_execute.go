@@ -111,7 +111,7 @@ func (b *Broker) runTool(ctx context.Context, c *call.Call, name string, args ma
 		// or pinned; the exact entry (the pattern) let it through.
 		e.Unlisted = true
 		if e.Reason == "" {
-			e.Reason = "not listed by its server: forwarded because an exact entry of permissions names it; unpinned"
+			e.Reason = "not listed by its server: forwarded because an exact entry of permissions.allow names it; unpinned"
 		}
 	}
 	if r := res.Refusal; r != nil {

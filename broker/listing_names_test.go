@@ -97,7 +97,7 @@ func TestToolNamesOutsideMCPsRuleAreRefused(t *testing.T) {
 // found at once: never asked, so never saved by an "Always", never
 // forwarded (issue 50). A well-formed name the server does not list is
 // refused too, once the server has listed, before anything is asked:
-// only an exact entry of permissions reaches it (tools/unlisted.go).
+// only an exact entry of permissions.allow reaches it (tools/unlisted.go).
 func TestACallOfANameOutsideTheRuleIsNotFound(t *testing.T) {
 	f := newFixture(t, `{"mcps": {"evil": {"image": "pml-test/probe"}}, "permissions": {"allow": ["filesystem:*"]}}`)
 	for _, name := range []string{"evil:*", "evil:a?b", "evil:dele\u200bte", "evil:two&words", "nosuch:*"} {

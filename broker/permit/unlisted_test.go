@@ -7,8 +7,8 @@ import (
 )
 
 // A call of a tool its server does not list goes on only when an entry
-// of allow or ask names the tool exactly; no wildcard reaches it, and a
-// deny still wins.
+// of allow names the tool exactly; no wildcard reaches it, an exact ask
+// entry beside it asks, one alone reaches nothing, and a deny still wins.
 func TestUnlistedNeedsAnExactEntry(t *testing.T) {
 	const tool = "modern:test_trigger_tool_change"
 	cases := []struct {
@@ -31,7 +31,8 @@ func TestUnlistedNeedsAnExactEntry(t *testing.T) {
 		{"the exact entry in the wire form", Permissions{Allow: []string{"modern__test_trigger_tool_change"}}, call.Allow, "modern__test_trigger_tool_change", true},
 		{"the exact entry in the client's form, upper case", Permissions{Allow: []string{"MCP__PML__MODERN__TEST_TRIGGER_TOOL_CHANGE"}}, call.Allow, "MCP__PML__MODERN__TEST_TRIGGER_TOOL_CHANGE", true},
 		{"an exact allow beside a wildcard ask", Permissions{Allow: []string{tool}, Ask: []string{"modern:*"}}, call.Allow, tool, true},
-		{"an exact ask entry asks", Permissions{Allow: []string{"*"}, Ask: []string{tool}}, call.Ask, tool, true},
+		{"an exact ask entry alone does not reach it", Permissions{Allow: []string{"*"}, Ask: []string{tool}}, call.Deny, "", false},
+		{"an exact ask entry beside the exact allow asks", Permissions{Allow: []string{"*", tool}, Ask: []string{tool}}, call.Ask, tool, true},
 		{"an exact ask beats an exact allow", Permissions{Allow: []string{tool}, Ask: []string{tool}}, call.Ask, tool, true},
 		{"an exact deny wins", Permissions{Allow: []string{tool}, Deny: []string{tool}}, call.Deny, tool, true},
 		{"a wildcard deny wins", Permissions{Allow: []string{tool}, Deny: []string{"modern:*"}}, call.Deny, "modern:*", true},

@@ -73,7 +73,7 @@ func (l PinLayer) Call(ctx context.Context, c *call.Call) call.Result {
 			// it goes on only when the policy names it exactly
 			// (unlisted.go), refused here before anything is asked.
 			if err := l.Pins.Unlisted(c.Tool); err != nil {
-				c.Note(audit.Entry{Tool: c.Tool, Decision: audit.Failed, Pattern: c.Pattern, Reason: "no such tool: not listed by its server, and no exact entry of permissions names it"})
+				c.Note(audit.Entry{Tool: c.Tool, Decision: audit.Failed, Pattern: c.Pattern, Reason: "no such tool: not listed by its server, and no exact entry of permissions.allow names it"})
 				return call.ResultFor(err)
 			}
 		}

@@ -207,11 +207,11 @@ func (e *UnknownToolError) Worded(called string, tools []string) string {
 	}
 	// (A name outside MCP's rule never gets here: quoted as Go does, a
 	// valid name reads as the JSON string to write.)
-	why := "no entry of permissions names it exactly"
+	why := "no entry of permissions.allow names it exactly"
 	if e.Wildcard != "" {
 		why = fmt.Sprintf("the wildcard %q in permissions never reaches a tool its server does not list", termsafe.Quote(e.Wildcard, 200))
 	}
-	return text + fmt.Sprintf(". pml forwards a call of a tool its server does not list only when .pml.json names that tool exactly, and %s: if the server answers %q though it does not list it, add %q (the exact name, no wildcard) to permissions.allow in .pml.json (or to permissions.ask, to be asked each time)",
+	return text + fmt.Sprintf(". pml forwards a call of a tool its server does not list only when .pml.json names that tool exactly, and %s: if the server answers %q though it does not list it, add %q (the exact name, no wildcard) to permissions.allow in .pml.json (and to permissions.ask too, to be asked each time)",
 		why, e.Name, e.Name)
 }
 

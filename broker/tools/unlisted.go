@@ -17,8 +17,9 @@ import (
 // name its tools/list does not show (the conformance suite's reference
 // server answers test_trigger_tool_change so, to change its lists on
 // demand). pml forwards such a call only when the person's policy names
-// the tool exactly: an entry SERVER:TOOL of permissions.allow (or ask,
-// which asks each time) with no wildcard (permit's Permissions.Unlisted).
+// the tool exactly: an entry SERVER:TOOL of permissions.allow with no
+// wildcard (permit's Permissions.Unlisted; an exact ask entry beside it
+// asks each time).
 // A wildcard (SERVER:*, *) was written for what the server lists and
 // never reaches further. The call goes down the same path as any other:
 // audit (its entry says unlisted), permit, the approve layer where the
