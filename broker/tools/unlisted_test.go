@@ -85,3 +85,22 @@ func TestAHeldToolIsNeverUnlisted(t *testing.T) {
 		t.Errorf("srv:a: held %v, unlisted %v, %v", e.Held != nil, unlisted, err)
 	}
 }
+
+// Once its server lists it (a tools/list_changed), an unlisted tool is a
+// listed one: pinned, and held as a new tool of a pinned server, with no
+// way around that through its exact entry.
+func TestAnUnlistedToolOnceListedIsPinnedLikeAnyOther(t *testing.T) {
+	s := newSources(t, &config.Config{Servers: map[string]config.Server{"srv": {Name: "srv"}}}, fakePerms{"srv:hidden": call.Allow})
+	tb := pinnedTable(t, PolicyHold)
+	s.servers.Table.SetPins(tb.pins, tb.policy, nil)
+	srv := s.servers.ServerOf("srv:")
+	s.servers.RegisterTools(srv, []*mcp.Tool{{Name: "a", Description: "Add."}})
+	if _, unlisted, err := s.servers.LookupCall(context.Background(), "srv:hidden"); err != nil || !unlisted {
+		t.Fatalf("srv:hidden before it is listed: unlisted %v, %v", unlisted, err)
+	}
+	s.servers.RegisterTools(srv, []*mcp.Tool{{Name: "a", Description: "Add."}, {Name: "hidden", Description: "Now listed."}})
+	e, unlisted, err := s.servers.LookupCall(context.Background(), "srv:hidden")
+	if err != nil || unlisted || e.Held == nil || e.Held.State != toolpin.New {
+		t.Errorf("srv:hidden once listed: held %+v, unlisted %v, %v", e.Held, unlisted, err)
+	}
+}
