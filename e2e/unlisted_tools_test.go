@@ -64,7 +64,8 @@ func auditOf(t *testing.T, ws *workspace, tool string) []map[string]any {
 
 // TestAnExactlyAllowedUnlistedToolRuns: "probe:hidden" in
 // permissions.allow reaches the probe's unlisted tool over pml stdio (the
-// aggregate) and pml serve --server probe; it is not listed, and its
+// aggregate), pml serve (the aggregate), pml serve --server probe and
+// pml run probe; it is not listed, and its
 // audit entry says unlisted, with the exact entry as its pattern.
 func TestAnExactlyAllowedUnlistedToolRuns(t *testing.T) {
 	ws := newWorkspace(t, unlistedConfig(t, `"probe:*", "probe:hidden"`, ""))
@@ -88,9 +89,18 @@ func TestAnExactlyAllowedUnlistedToolRuns(t *testing.T) {
 		url, token := startServeArgs(t, ws, "--server", "probe")
 		check(t, httpSession(t, url, token), "hidden", "unlisted_calls")
 	})
+	t.Run("aggregate over serve", func(t *testing.T) {
+		url, token := startServeArgs(t, ws)
+		check(t, httpSession(t, url, token), "probe__hidden", "probe__unlisted_calls")
+	})
+	t.Run("one server over stdio (pml run)", func(t *testing.T) {
+		cs, _ := pmlRunVersion(t, context.Background(), ws, "probe", "2025-11-25")
+		t.Cleanup(func() { cs.Close() })
+		check(t, cs, "hidden", "unlisted_calls")
+	})
 	entries := auditOf(t, ws, "probe:hidden")
-	if len(entries) != 2 {
-		t.Fatalf("%d audit entries of probe:hidden, want 2:\n%s", len(entries), readAudit(t, ws))
+	if len(entries) != 4 {
+		t.Fatalf("%d audit entries of probe:hidden, want 4:\n%s", len(entries), readAudit(t, ws))
 	}
 	for _, e := range entries {
 		if e["decision"] != "allowed" || e["unlisted"] != true || e["pattern"] != "probe:hidden" || !strings.Contains(fmt.Sprint(e["reason"]), "unpinned") {
@@ -129,8 +139,23 @@ func TestAWildcardNeverReachesAnUnlistedTool(t *testing.T) {
 		url, token := startServeArgs(t, ws, "--server", "probe")
 		check(t, httpSession(t, url, token), "hidden", "unlisted_calls")
 	})
-	if e := auditOf(t, ws, "probe:hidden"); len(e) != 2 || e[0]["decision"] == "allowed" || e[1]["decision"] == "allowed" {
-		t.Errorf("audit entries of probe:hidden: %v", e)
+	t.Run("aggregate over serve", func(t *testing.T) {
+		url, token := startServeArgs(t, ws)
+		check(t, httpSession(t, url, token), "probe__hidden", "probe__unlisted_calls")
+	})
+	t.Run("one server over stdio (pml run)", func(t *testing.T) {
+		cs, _ := pmlRunVersion(t, context.Background(), ws, "probe", "2025-11-25")
+		t.Cleanup(func() { cs.Close() })
+		check(t, cs, "hidden", "unlisted_calls")
+	})
+	entries := auditOf(t, ws, "probe:hidden")
+	if len(entries) != 4 {
+		t.Errorf("%d audit entries of probe:hidden, want 4", len(entries))
+	}
+	for _, e := range entries {
+		if e["decision"] == "allowed" || e["unlisted"] == true {
+			t.Errorf("audit entry of probe:hidden under probe:*: %v", e)
+		}
 	}
 }
 
