@@ -15,7 +15,9 @@
 //	permit    permit/layer.go           deny > ask > allow (permit/permissions.go); a deny ends the call
 //	registry  tools/layer_registry.go   fetches a registry tool; a changed entry asks (integrity)
 //	pin       tools/layer_pin.go        a tool whose definition drifted from the one the person
-//	                                    accepted (internal/toolpin) asks (tool_change), showing the diff
+//	                                    accepted (internal/toolpin) asks (tool_change), showing the diff;
+//	                                    one its server does not list has no definition: refused unless
+//	                                    permissions.allow names it exactly (tools/unlisted.go)
 //	schema    tools/layer_schema.go     checks the arguments against the schema the client was shown
 //	declared  layer_declared.go         a capability's declared tools_used/client_tools, decided
 //	                                    before its run: one denied ends the call, the asked go to

@@ -52,9 +52,12 @@ func (b *Broker) runTool(ctx context.Context, c *call.Call, name string, args ma
 		}
 	}
 	entry := tl.Entry{Def: toolbox.Tool{Name: name}, Exec: b.cloud.Exec()}
+	unlisted := false
 	if !b.cloud.IsCloudTool(name) || b.srv.HasTool(name) {
 		var err error
-		if entry, err = b.srv.Lookup(ctx, name); err != nil {
+		// A name its server does not list runs only when the policy
+		// names it exactly (tools/unlisted.go).
+		if entry, unlisted, err = b.srv.LookupCall(ctx, name); err != nil {
 			c.Note(audit.Entry{Tool: name, Decision: audit.Failed, Pattern: pattern, WorkflowID: workflowID, Reason: "no such tool", ArgKeys: audit.Keys(args)})
 			return errorResult(err)
 		}
@@ -102,6 +105,14 @@ func (b *Broker) runTool(ctx context.Context, c *call.Call, name string, args ma
 	}
 	if res.Degraded != "" {
 		e.Reason = res.Degraded
+	}
+	if unlisted {
+		// Its server does not list it: no definition was shown, checked
+		// or pinned; the exact entry (the pattern) let it through.
+		e.Unlisted = true
+		if e.Reason == "" {
+			e.Reason = "not listed by its server: forwarded because an exact entry of permissions.allow names it; unpinned"
+		}
 	}
 	if r := res.Refusal; r != nil {
 		// Refused by the executor before anything ran (cloud_exec.go):

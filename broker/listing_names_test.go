@@ -93,10 +93,11 @@ func TestToolNamesOutsideMCPsRuleAreRefused(t *testing.T) {
 	}
 }
 
-// A call of a configured server's tool that has not been listed is asked
-// before the server says whether it has it; a name outside MCP's rule is
-// none the server may list, so it is not found at once: never asked, so
-// never saved by an "Always", never forwarded (issue 50).
+// A name outside MCP's rule is none the server may list, so it is not
+// found at once: never asked, so never saved by an "Always", never
+// forwarded (issue 50). A well-formed name the server does not list is
+// refused too, once the server has listed, before anything is asked:
+// only an exact entry of permissions.allow reaches it (tools/unlisted.go).
 func TestACallOfANameOutsideTheRuleIsNotFound(t *testing.T) {
 	f := newFixture(t, `{"mcps": {"evil": {"image": "pml-test/probe"}}, "permissions": {"allow": ["filesystem:*"]}}`)
 	for _, name := range []string{"evil:*", "evil:a?b", "evil:dele\u200bte", "evil:two&words", "nosuch:*"} {
@@ -108,8 +109,8 @@ func TestACallOfANameOutsideTheRuleIsNotFound(t *testing.T) {
 			t.Errorf("%s was asked", name)
 		}
 	}
-	// A well-formed name of the server is still asked.
-	if r := f.call(t, "evil:delete_all", map[string]any{}); r.IsError {
+	r := f.call(t, "evil:delete_all", map[string]any{})
+	if _, asked := r.Structured.(workflow.Approval); asked || !r.IsError || !strings.Contains(r.Text, `add "evil:delete_all" (the exact name, no wildcard)`) {
 		t.Errorf("evil:delete_all: %+v", r)
 	}
 }

@@ -15,7 +15,7 @@ import (
 // the project's trust needs one too; pins that cannot be read hold every
 // tool of the server (Table.holds).
 func pinsOf(b *Broker, ws string, pins tl.Pinner) *tl.ToolPins {
-	p := &tl.ToolPins{Table: &b.srv.Table, Fresh: b.srv.Fresh}
+	p := &tl.ToolPins{Table: &b.srv.Table, Fresh: b.srv.Fresh, Unlisted: b.srv.CheckUnlisted}
 	policy := func(server string) string {
 		if srv := b.srv.ServerOf(server + ":"); srv != nil && srv.Cfg.ToolChanges != "" {
 			return srv.Cfg.ToolChanges

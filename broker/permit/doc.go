@@ -1,6 +1,7 @@
 // Package permit decides whether a call may go on without a person: the
 // permission rules (permissions.go: deny > ask > allow; an exact name in
-// allow, what "always" writes, beats a wildcard in ask), the live set in force (LivePermissions: read by
+// allow, what "always" writes, beats a wildcard in ask; a tool its server
+// does not list is reached only by an exact allow entry, Unlisted), the live set in force (LivePermissions: read by
 // every call, changed by "always", replaced by a reload), the permit
 // layer of the request path (layer.go; the path is audit → input →
 // resolve → permit → registry → pin → schema → approve → execute), and how the

@@ -133,3 +133,10 @@ func (l *LivePermissions) Change(f func(p *Permissions) error) error {
 	l.gen++
 	return f(&l.p)
 }
+
+// Unlisted is Permissions.Unlisted of the permissions in force.
+func (l *LivePermissions) Unlisted(tool string) (call.Decision, string, bool) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.p.Unlisted(tool)
+}

@@ -123,3 +123,33 @@ func firstMatch(patterns []string, tool string) string {
 	}
 	return ""
 }
+
+// Unlisted decides a call of a tool its server does not list (a name no
+// tools/list showed, which the server may still answer: the
+// conformance suite's test_trigger_tool_change). Such a call goes on
+// only when an entry of allow names the tool exactly: the tool's name,
+// with no wildcard, in any of the forms and any case Decide reads
+// (toolglob.Exact). A wildcard ("srv:*", "srv:test_*", "*") never
+// reaches an unlisted tool: it was written for what the server lists,
+// and a server must not widen it by answering names it does not show.
+// Only allow counts, because only allow is a grant of the project's
+// policy that waits for `pml trust` (internal/config/grants.go): an
+// ask entry, which an untrusted .pml.json may add, does not reach an
+// unlisted tool by itself. Beside the allow entry, an exact ask entry
+// asks each time and a deny that matches the tool wins, as in Decide.
+//
+// It returns the decision and its pattern as Decide does, and named
+// false when no allow entry names the tool exactly (the call is then
+// refused, whatever a wildcard says; d is Deny and pattern "").
+func (p Permissions) Unlisted(tool string) (d call.Decision, pattern string, named bool) {
+	d, pattern = p.Decide(tool)
+	if d == call.Deny {
+		return d, pattern, true
+	}
+	if exactIn(p.Allow, tool) == "" {
+		return call.Deny, "", false
+	}
+	// (Decide reads the exact entries of ask, then of allow, before any
+	// wildcard: pattern is the exact entry that decided.)
+	return d, pattern, true
+}

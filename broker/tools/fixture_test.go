@@ -101,6 +101,13 @@ func (fakeExecutors) Cloud() Executor { return sourceExec("cloud") }
 // fakePerms decides by exact pattern ("ns:*" or a tool), else asks.
 type fakePerms map[string]call.Decision
 
+func (p fakePerms) Unlisted(tool string) (call.Decision, string, bool) {
+	if d, ok := p[tool]; ok {
+		return d, tool, true
+	}
+	return call.Deny, "", false
+}
+
 func (p fakePerms) Decide(tool string) (call.Decision, string) {
 	if d, ok := p[tool]; ok {
 		return d, tool

@@ -21,6 +21,10 @@ type ToolPins struct {
 	// (Servers.Fresh); nil: the table as it is.
 	Fresh func(ctx context.Context, tool string)
 	Ask   PinAsking
+	// Unlisted refuses a call of a tool its server lists without it that
+	// the policy does not name exactly (Servers.CheckUnlisted); nil:
+	// left to the execute step.
+	Unlisted func(tool string) error
 	// BelowAudit is the request path below the audit layer: an accepted
 	// call runs through it again (permissions, schema, approvals), never
 	// straight to the execute step.
@@ -64,6 +68,15 @@ func (l PinLayer) Call(ctx context.Context, c *call.Call) call.Result {
 	}
 	dr := l.Pins.Table.Held(c.Tool)
 	if dr == nil {
+		if l.Pins.Unlisted != nil {
+			// A tool its server does not list has no definition to pin:
+			// it goes on only when the policy names it exactly
+			// (unlisted.go), refused here before anything is asked.
+			if err := l.Pins.Unlisted(c.Tool); err != nil {
+				c.Note(audit.Entry{Tool: c.Tool, Decision: audit.Failed, Pattern: c.Pattern, Reason: "no such tool: not listed by its server, and no exact entry of permissions.allow names it"})
+				return call.ResultFor(err)
+			}
+		}
 		return l.Next.Call(ctx, c)
 	}
 	c.DecodeArgs()

@@ -14,6 +14,7 @@ import (
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/panics"
+	"github.com/pml-dev/pml/internal/termsafe"
 )
 
 // ServerOf returns the configured server a tool name belongs to.
@@ -183,6 +184,12 @@ type UnknownToolError struct {
 	Name   string   // pml's name of the tool called
 	Server string   // the configured server
 	Tools  []string // pml's names of the server's tools
+	// Unlisted: the name is one pml would forward to the server if the
+	// policy named it exactly (unlisted.go); the text says how. Wildcard
+	// is the wildcard entry that matched it and does not reach it ("":
+	// none did).
+	Unlisted bool
+	Wildcard string
 }
 
 func (e *UnknownToolError) Error() string {
@@ -190,9 +197,22 @@ func (e *UnknownToolError) Error() string {
 }
 
 // Worded is the error's text with the tool called and the server's tools
-// named as the reader knows them.
+// named as the reader knows them. The way to reach a tool the server
+// answers but does not list names the tool as .pml.json does
+// (SERVER:TOOL), whatever the reader's view.
 func (e *UnknownToolError) Worded(called string, tools []string) string {
-	return fmt.Sprintf("%v %q: the MCP server %s offers %s", call.ErrNotFound, called, e.Server, strings.Join(tools, ", "))
+	text := fmt.Sprintf("%v %q: the MCP server %s offers %s", call.ErrNotFound, called, e.Server, strings.Join(tools, ", "))
+	if !e.Unlisted {
+		return text
+	}
+	// (A name outside MCP's rule never gets here: quoted as Go does, a
+	// valid name reads as the JSON string to write.)
+	why := "no entry of permissions.allow names it exactly"
+	if e.Wildcard != "" {
+		why = fmt.Sprintf("the wildcard %q in permissions never reaches a tool its server does not list", termsafe.Quote(e.Wildcard, 200))
+	}
+	return text + fmt.Sprintf(". pml forwards a call of a tool its server does not list only when .pml.json names that tool exactly, and %s: if the server answers %q though it does not list it, add %q (the exact name, no wildcard) to permissions.allow in .pml.json (and to permissions.ask too, to be asked each time)",
+		why, e.Name, e.Name)
 }
 
 // Unwrap makes it a call.ErrNotFound (pml call exits 2, the audit says

@@ -73,6 +73,10 @@ type Executors interface {
 // Permissions are the permissions in force (permit.LivePermissions).
 type Permissions interface {
 	Decide(tool string) (call.Decision, string)
+	// Unlisted decides a call of a tool its server does not list: named
+	// false unless an entry names the tool exactly (permit's
+	// Permissions.Unlisted; unlisted.go).
+	Unlisted(tool string) (d call.Decision, pattern string, named bool)
 }
 
 // Approvals write an approval's text for a person (approve.Approver).

@@ -65,6 +65,10 @@ type Entry struct {
 	// capability when its declared tools (tools_used, client_tools) do
 	// not include this one: decided on its own, and flagged.
 	NotDeclaredBy string `json:"not_declared_by,omitempty"`
+	// Unlisted: the tool is not one its server lists; the call went to
+	// the server because an exact entry of the policy (Pattern) names it
+	// (broker/tools/unlisted.go). No definition of it was pinned.
+	Unlisted bool `json:"unlisted,omitempty"`
 }
 
 // Net is one egress connection: where to, and how much went each way;

@@ -91,6 +91,9 @@ func main() {
 	if os.Getenv("PROBE_HOSTILE_NAMES") != "" {
 		addHostileNames(s)
 	}
+	if os.Getenv("PROBE_UNLISTED") != "" {
+		addUnlisted(s)
+	}
 	if os.Getenv("PROBE_HOSTILE_TOOLS") != "" || slices.Contains(os.Args[1:], "hostile-tools") {
 		addHostileTools(s)
 	}
