@@ -51,10 +51,20 @@ func (s *Server) fulfil(ctx context.Context, ref *relayRef, roots []*mcp.Root, r
 	}
 	out := make(mcp.InputResponseMap, len(reqs))
 	ask := mcp.InputRequestMap{}
+	clientRoots := asksRoots(ref)
 	for key, r := range reqs {
 		switch p := r.(type) {
 		case *mcp.ListRootsParams:
-			out[key] = &mcp.ListRootsResult{Roots: append([]*mcp.Root{}, roots...)}
+			// The server's roots/list goes to a client that declared
+			// roots and takes input requests; its answer is mapped into
+			// the container (MapRoots) before the server sees it, so no
+			// host path reaches the server. Any other caller: pml
+			// answers with the container's roots.
+			if clientRoots {
+				ask[key] = p
+				continue
+			}
+			out[key] = &mcp.ListRootsResult{Roots: MapRoots(RootMount{}, nil, roots)}
 		case *mcp.ElicitParams:
 			if err := s.admit("elicitation", ref, nil); err != nil {
 				return nil, err
@@ -97,8 +107,21 @@ func (s *Server) fulfil(ctx context.Context, ref *relayRef, roots []*mcp.Root, r
 			return nil, err
 		}
 		for k, v := range got {
-			if _, asked := ask[k]; asked {
-				out[k] = v
+			q, asked := ask[k]
+			if !asked {
+				continue
+			}
+			if _, isRoots := q.(*mcp.ListRootsParams); isRoots {
+				lr, _ := v.(*mcp.ListRootsResult)
+				v = &mcp.ListRootsResult{Roots: MapRoots(s.o.RootMount, lr, roots)}
+			}
+			out[k] = v
+		}
+		// A roots/list the client left unanswered (the bridge insists on
+		// every answer; another asker may not) gets the container's roots.
+		for k, q := range ask {
+			if _, isRoots := q.(*mcp.ListRootsParams); isRoots && out[k] == nil {
+				out[k] = &mcp.ListRootsResult{Roots: MapRoots(RootMount{}, nil, roots)}
 			}
 		}
 		return out, nil
@@ -120,6 +143,24 @@ func (s *Server) fulfil(ctx context.Context, ref *relayRef, roots []*mcp.Root, r
 		out[key] = resp
 	}
 	return out, nil
+}
+
+// asksRoots reports whether a server's roots/list during the call ref goes
+// to its caller: a client that takes input requests (a client on
+// 2026-07-28) and declared roots in its request.
+func asksRoots(ref *relayRef) bool {
+	if ref == nil {
+		return false
+	}
+	if _, ok := ref.r.(InputAsker); !ok {
+		return false
+	}
+	cc, ok := ref.r.(ClientCapable)
+	if !ok {
+		return false
+	}
+	cl := cc.ClientCapabilities()
+	return cl != nil && cl.RootsV2 != nil
 }
 
 // errBusy: the server answered input_required with no questions (load
