@@ -167,7 +167,9 @@ func TestAModernServersRootsListReachesTheClientMapped(t *testing.T) {
 			cs, _, stderr := startRecorded(t, ws, c, "2026-07-28")
 			stderrs = append(stderrs, stderr)
 			return cs
-		}, func(cs *mcp.ClientSession) string { return wireNames(t, cs, "probe:modern_roots")["probe:modern_roots"] })
+		}, func(cs *mcp.ClientSession) string {
+			return wireNames(t, cs, "probe:modern_roots")["probe:modern_roots"]
+		})
 		if t.Failed() {
 			for _, s := range stderrs {
 				t.Logf("stderr:\n%s", s.String())
