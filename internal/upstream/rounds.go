@@ -18,8 +18,11 @@ import (
 // a result itself, round after round, within the one call the client
 // made: the server's questions go to that call's caller as any server's
 // questions do (attributed to the server, within the call's budget,
-// asks.go), its roots/list is answered from the container's roots as the
-// request of a 2025-11-25 server is, and the server's requestState never
+// asks.go), its roots/list goes to a caller that declared roots and takes
+// input requests, whose answer the server gets only mapped into the
+// container (roots.go: the server never sees a host path), and is
+// answered from the container's roots for any other caller, as the
+// request of a 2025-11-25 server is; the server's requestState never
 // leaves pml, so no client can hand a server a state it did not get from
 // it. A caller that is itself a client on 2026-07-28 (InputAsker) gets
 // the server's questions at once, under the server's own keys, as the
@@ -180,7 +183,8 @@ type ClientCapable interface {
 }
 
 // askMeta is meta with the capabilities pml can answer for this call
-// (the caller's client's elicitation and sampling, pml's roots) when c
+// (the caller's client's elicitation and sampling; roots always: the
+// client's, mapped, or else the container's) when c
 // speaks 2026-07-28, where a server reads them from each request's _meta
 // and must not ask for what the client did not declare; meta unchanged
 // otherwise (the session's, told at initialize).
