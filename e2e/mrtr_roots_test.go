@@ -6,6 +6,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -158,6 +159,38 @@ func TestAModernServersRootsListReachesTheClientMapped(t *testing.T) {
 			t.Cleanup(func() { _ = cs.Close() })
 			return cs
 		}, func(*mcp.ClientSession) string { return "modern_roots" })
+
+		// Answers that are no roots list, raw: a string, a number for
+		// the list, an error object, a root whose uri is no string, an
+		// elicitation's answer. None reaches the server; the question
+		// still waits for an answer that is one.
+		dir, _ := filepath.EvalSymlinks(ws.Dir)
+		meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"e2e-raw","version":"1"},` +
+			`"io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{}},"roots":{}}}`
+		hdr := modernHeaders("tools/call", "modern_roots")
+		_, _, body := rawModern(t, url, token, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"modern_roots","arguments":{},`+meta+`}}`, hdr)
+		res, rpcErr := answerOf(body)
+		state, _ := res["requestState"].(string)
+		if reqs, _ := res["inputRequests"].(map[string]any); reqs["client_roots"] == nil || state == "" {
+			t.Fatalf("want the roots/list as an input request: %v %s", rpcErr, body)
+		}
+		retry := func(answer string) (map[string]any, map[string]any, string) {
+			q, _ := json.Marshal(state)
+			_, _, body := rawModern(t, url, token, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"modern_roots","arguments":{},"requestState":`+string(q)+
+				`,"inputResponses":{"favourite_colour":{"action":"accept","content":{"colour":"teal"}},"client_roots":`+answer+`},`+meta+`}}`, hdr)
+			res, rpcErr := answerOf(body)
+			return res, rpcErr, body
+		}
+		for _, bad := range []string{`"x"`, `{"roots":5}`, `{"code":-32603,"message":"the client failed"}`, `{"roots":[{"uri":5}]}`, `{"action":"accept"}`, `[]`, `null`} {
+			res, rpcErr, body := retry(bad)
+			if rpcErr == nil && (res["isError"] != true || !strings.Contains(body, "still waiting")) {
+				t.Errorf("the answer %s reached the server: %s", bad, body)
+			}
+		}
+		res, rpcErr, body = retry(`{"roots":[{"uri":"file:///etc"},{"uri":"file://` + dir + `/sub","name":"sub"}]}`)
+		if rpcErr != nil || res["isError"] == true || !strings.Contains(body, "file://"+dir+"/sub|sub") || strings.Contains(body, "/etc") {
+			t.Errorf("after the bad answers, a good one: %v %s", rpcErr, body)
+		}
 	})
 
 	t.Run("stdio", func(t *testing.T) {
