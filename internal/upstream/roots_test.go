@@ -191,7 +191,7 @@ func TestAModernServersRootsListGoesToAClientThatDeclaredRoots(t *testing.T) {
 	s := New(Options{Name: "srv", RootMount: RootMount{Host: "/ws", Container: "/ws"}})
 	ctx := context.Background()
 	container := []*mcp.Root{{URI: "file:///ws", Name: "ws"}}
-	reqs := mcp.InputRequestMap{"name": &mcp.ElicitParams{Message: "Who?"}, "roots": &mcp.ListRootsParams{}}
+	reqs := mcp.InputRequestMap{"name": &mcp.ElicitParams{Message: "Who?"}, "roots": &mcp.ListRootsParams{Meta: mcp.Meta{"server": "data"}}}
 	withRoots := &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{}}
 	answer := &mcp.ListRootsResult{Roots: []*mcp.Root{{URI: "file:///etc"}, {URI: "file:///ws/sub", Name: "\x1b[2Jsub"}}}
 
@@ -203,6 +203,9 @@ func TestAModernServersRootsListGoesToAClientThatDeclaredRoots(t *testing.T) {
 	}
 	if len(a.rounds) != 1 || len(a.rounds[0]) != 2 || a.rounds[0]["roots"] == nil {
 		t.Fatalf("asked %#v", a.rounds)
+	}
+	if m := a.rounds[0]["roots"].(*mcp.ListRootsParams).Meta; m != nil {
+		t.Fatalf("the server's _meta reached the client: %v", m)
 	}
 	if r := got["roots"].(*mcp.ListRootsResult); len(r.Roots) != 1 || r.Roots[0].URI != "file:///ws/sub" || r.Roots[0].Name != "[2Jsub" {
 		t.Fatalf("the server got %#v", r.Roots)

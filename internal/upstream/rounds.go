@@ -64,7 +64,9 @@ func (s *Server) fulfil(ctx context.Context, ref *relayRef, roots []*mcp.Root, r
 			// host path reaches the server. Any other caller: pml
 			// answers with the container's roots.
 			if clientRoots {
-				ask[key] = p
+				// A fresh request: nothing of the server's but its key
+				// (a roots/list has no parameter but _meta).
+				ask[key] = &mcp.ListRootsParams{}
 				continue
 			}
 			out[key] = &mcp.ListRootsResult{Roots: MapRoots(RootMount{}, nil, roots)}
