@@ -1,6 +1,6 @@
 package mcpserve
 
-//lint:file-ignore SA1019 sampling is deprecated from MCP 2026-07-28 (SEP-2577), but the servers pml runs speak 2025-11-25, where it is the protocol
+//lint:file-ignore SA1019 sampling and roots are deprecated from MCP 2026-07-28 (SEP-2577), but the servers pml runs speak 2025-11-25, where they are the protocol, and a 2026-07-28 server may still ask for them
 
 import (
 	"context"
@@ -83,7 +83,7 @@ type bridgedRun struct {
 // under the keys it chose (upstream.InputAsker).
 type question struct {
 	reqs  mcp.InputRequestMap
-	kinds map[string]string // key → "elicitation", "sampling"
+	kinds map[string]string // key → "elicitation", "sampling", "roots"
 	reply chan answer       // buffered
 }
 
@@ -254,6 +254,13 @@ func (q *question) take(got mcp.InputResponseMap) (mcp.InputResponseMap, error) 
 				out[key] = v
 				continue
 			}
+		case *mcp.ListRootsResult:
+			// Read as it is here; upstream.MapRoots decides what of it
+			// the server gets.
+			if kind == "roots" {
+				out[key] = v
+				continue
+			}
 		}
 		return nil, fmt.Errorf("inputResponses.%s is not an answer to the server's %s", clip(key), kind)
 	}
@@ -341,6 +348,14 @@ func (r *bridgedRelay) AskInputs(ctx context.Context, reqs mcp.InputRequestMap) 
 				return nil, errors.New("pml's client does not support sampling, so no model can be asked")
 			}
 			kinds[key] = "sampling"
+		case *mcp.ListRootsParams:
+			// upstream asks only a client that declared roots in its
+			// request, and maps the answer into the container
+			// (upstream.MapRoots) before the server sees it.
+			if c := r.ClientCapabilities(); c == nil || c.RootsV2 == nil {
+				return nil, errors.New("pml's client did not declare roots, so the server's roots/list cannot be passed to it")
+			}
+			kinds[key] = "roots"
 		default:
 			return nil, fmt.Errorf("pml does not pass a request of type %T to its client", req)
 		}

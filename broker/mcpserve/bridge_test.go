@@ -138,3 +138,44 @@ func TestTheBridgeAnswersAPanicAsTheCallsError(t *testing.T) {
 		t.Fatalf("want the internal error recoverRequests gives a panic: %+v, %v", res, err)
 	}
 }
+
+// A 2026-07-28 server's roots/list reaches a client that declared roots
+// among the server's other input requests, and only a roots answer is
+// taken for it (upstream maps it into the container before the server
+// sees it); a client that did not declare roots is not asked.
+func TestTheBridgeAsksForRootsOnlyAClientThatDeclaredThem(t *testing.T) {
+	br := newBridge(func() time.Duration { return time.Minute })
+	ctx := context.Background()
+	reqs := mcp.InputRequestMap{"client_roots": &mcp.ListRootsParams{}}
+	got := make(chan any, 1)
+	run := func(ctx context.Context, r upstream.Relay) *mcp.CallToolResult {
+		a, err := r.(upstream.InputAsker).AskInputs(ctx, reqs)
+		if err != nil {
+			got <- err
+		} else {
+			got <- a["client_roots"]
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}
+	}
+	rel := &sessionRelay{caps: &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{}}}
+	res, _ := br.start(ctx, nil, "probe:roots", rel, run)
+	if _, ok := res.InputRequests["client_roots"].(*mcp.ListRootsParams); !ok {
+		t.Fatalf("want the roots/list as an input request: %+v", res)
+	}
+	state := res.RequestState
+	if r, _ := br.resume(ctx, nil, "probe:roots", &mcp.CallToolParamsRaw{RequestState: state,
+		InputResponses: mcp.InputResponseMap{"client_roots": &mcp.ElicitResult{Action: "accept"}}}); !r.IsError || !strings.Contains(resultText(r), "not an answer to the server's roots") {
+		t.Fatalf("an elicitation answer to a roots/list: %+v", r)
+	}
+	answer := &mcp.ListRootsResult{Roots: []*mcp.Root{{URI: "file:///etc"}}}
+	res, _ = br.resume(ctx, nil, "probe:roots", &mcp.CallToolParamsRaw{RequestState: state, InputResponses: mcp.InputResponseMap{"client_roots": answer}})
+	if resultText(res) != "done" || <-got != answer {
+		t.Fatalf("the answer was not handed on as it came (upstream maps it): %+v", res)
+	}
+
+	// Not declared: refused, never asked.
+	res, _ = br.start(ctx, nil, "probe:roots", &sessionRelay{caps: &mcp.ClientCapabilities{}}, run)
+	if err, _ := (<-got).(error); res.InputRequests != nil || err == nil || !strings.Contains(err.Error(), "did not declare roots") {
+		t.Fatalf("a client without roots was asked: %+v, %v", res, err)
+	}
+}

@@ -397,7 +397,7 @@ func (f *features) bridged(ctx context.Context, b Backend, req mcp.Request, ss *
 	if isBridgeState(state) {
 		res, err = f.sess.bridge.resume(ctx, owner, key, &mcp.CallToolParamsRaw{RequestState: state, InputResponses: answers})
 	} else {
-		rel := &sessionRelay{ss: ss, b: b, req: ctx}
+		rel := &sessionRelay{ss: ss, b: b, req: ctx, caps: requestCaps(req)}
 		res, err = f.sess.bridge.start(ctx, owner, key, rel, func(ctx context.Context, relay upstream.Relay) *mcp.CallToolResult {
 			out, err := f.callVia(ctx, b, req, kind, perm, params, relay)
 			return &mcp.CallToolResult{StructuredContent: bridgedReply{res: out, err: err}}
@@ -434,7 +434,7 @@ func (f *features) callVia(ctx context.Context, b Backend, req mcp.Request, kind
 	}
 	ss, _ := req.GetSession().(*mcp.ServerSession)
 	if relay == nil {
-		relay = &sessionRelay{ss: ss, b: b, req: ctx}
+		relay = &sessionRelay{ss: ss, b: b, req: ctx, caps: requestCaps(req)}
 	}
 	r := call.Request{Kind: kind, Tool: perm, Args: raw, Relay: relay}
 	r.Workflows = f.sess.workflows(ss)

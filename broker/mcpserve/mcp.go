@@ -337,7 +337,7 @@ func toolHandler(x *binding, sess *sessions, name string, view func() *listing) 
 			// The answer to a server's question (bridge.go).
 			return br.resume(ctx, owner, name, p)
 		}
-		rel := &sessionRelay{ss: req.Session, b: b, req: ctx, sessionLevel: !stateless && !metaNamesLogLevel(p.Meta)}
+		rel := &sessionRelay{ss: req.Session, b: b, req: ctx, sessionLevel: !stateless && !metaNamesLogLevel(p.Meta), caps: req.ClientCapabilities()}
 		r := call.Request{Tool: name, Args: p.Arguments, Workflows: wfs, Relay: rel, ProgressToken: p.GetProgressToken(),
 			Meta: clientMeta(p.Meta)}
 		deferred := multiRoundTrip(req.Session)
@@ -556,6 +556,10 @@ type sessionRelay struct {
 	// reads an empty level from such a request's context, which would
 	// silence every server log message of a client that set one).
 	sessionLevel bool
+	// caps are the capabilities the client declared for this request
+	// (on 2026-07-28 in its _meta, which may differ from one request to
+	// the next; before it, the session's); nil: the session's.
+	caps *mcp.ClientCapabilities
 }
 
 // notifyCtx is the context a notification to the client is sent with:
@@ -629,6 +633,9 @@ func (r *sessionRelay) CreateMessage(ctx context.Context, p *mcp.CreateMessagePa
 // ClientCapabilities is what the relay's client declared (for a
 // 2026-07-28 server's questions: upstream.ClientCapable).
 func (r *sessionRelay) ClientCapabilities() *mcp.ClientCapabilities {
+	if r.caps != nil {
+		return r.caps
+	}
 	if r.ss == nil {
 		return nil
 	}
@@ -882,3 +889,14 @@ func refusedReason(err error) string {
 // pml lists and reads itself (features.go) would otherwise go out with
 // an empty cacheScope, which a strict client refuses.
 func cacheable(c *mcp.Cacheable) { c.TTLMs, c.CacheScope = 0, "private" }
+
+// requestCaps is what the client declared for the request req (its _meta
+// on 2026-07-28, else the session's), nil when req cannot say.
+func requestCaps(req mcp.Request) *mcp.ClientCapabilities {
+	if r, ok := req.(interface {
+		ClientCapabilities() *mcp.ClientCapabilities
+	}); ok {
+		return r.ClientCapabilities()
+	}
+	return nil
+}

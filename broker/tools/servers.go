@@ -4,6 +4,7 @@ package tools
 
 import (
 	"context"
+	"path"
 	"path/filepath"
 	"sort"
 	"sync"
@@ -152,6 +153,7 @@ func (s *Servers) Add(cfg config.Server) *Server {
 		Spec:         s.sb.ServerSpec(s.Deps, cfg),
 		Mounts:       func() ([]container.Mount, error) { return s.sb.ServerMounts(cfg) },
 		Roots:        ServerRoots(s.sb.Workspace(), cfg),
+		RootMount:    ServerRootMount(s.sb.Workspace(), cfg),
 		Protocol:     cfg.Protocol,
 		Idle:         s.idle,
 		StartTimeout: s.serverStartTimeout,
@@ -177,6 +179,17 @@ func ServerRoots(ws string, cfg config.Server) []*mcp.Root {
 		return nil
 	}
 	return []*mcp.Root{{URI: "file://" + ws, Name: filepath.Base(ws)}}
+}
+
+// ServerRootMount is where a server's container sees the workspace,
+// through which a client's roots reach it (upstream.MapRoots): at its own
+// path (sandbox.WorkspaceMounts), unless it has none.
+func ServerRootMount(ws string, cfg config.Server) upstream.RootMount {
+	if cfg.Workspace == "none" || ws == "" {
+		return upstream.RootMount{}
+	}
+	p := path.Clean(filepath.ToSlash(ws))
+	return upstream.RootMount{Host: p, Container: p}
 }
 
 // Close stops every server container.

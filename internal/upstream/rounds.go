@@ -18,8 +18,11 @@ import (
 // a result itself, round after round, within the one call the client
 // made: the server's questions go to that call's caller as any server's
 // questions do (attributed to the server, within the call's budget,
-// asks.go), its roots/list is answered from the container's roots as the
-// request of a 2025-11-25 server is, and the server's requestState never
+// asks.go), its roots/list goes to a caller that declared roots and takes
+// input requests, whose answer the server gets only mapped into the
+// container (roots.go: the server never sees a host path), and is
+// answered from the container's roots for any other caller, as the
+// request of a 2025-11-25 server is; the server's requestState never
 // leaves pml, so no client can hand a server a state it did not get from
 // it. A caller that is itself a client on 2026-07-28 (InputAsker) gets
 // the server's questions at once, under the server's own keys, as the
@@ -51,10 +54,22 @@ func (s *Server) fulfil(ctx context.Context, ref *relayRef, roots []*mcp.Root, r
 	}
 	out := make(mcp.InputResponseMap, len(reqs))
 	ask := mcp.InputRequestMap{}
+	clientRoots := asksRoots(ref)
 	for key, r := range reqs {
 		switch p := r.(type) {
 		case *mcp.ListRootsParams:
-			out[key] = &mcp.ListRootsResult{Roots: append([]*mcp.Root{}, roots...)}
+			// The server's roots/list goes to a client that declared
+			// roots and takes input requests; its answer is mapped into
+			// the container (MapRoots) before the server sees it, so no
+			// host path reaches the server. Any other caller: pml
+			// answers with the container's roots.
+			if clientRoots {
+				// A fresh request: nothing of the server's but its key
+				// (a roots/list has no parameter but _meta).
+				ask[key] = &mcp.ListRootsParams{}
+				continue
+			}
+			out[key] = &mcp.ListRootsResult{Roots: MapRoots(RootMount{}, nil, roots)}
 		case *mcp.ElicitParams:
 			if err := s.admit("elicitation", ref, nil); err != nil {
 				return nil, err
@@ -97,8 +112,21 @@ func (s *Server) fulfil(ctx context.Context, ref *relayRef, roots []*mcp.Root, r
 			return nil, err
 		}
 		for k, v := range got {
-			if _, asked := ask[k]; asked {
-				out[k] = v
+			q, asked := ask[k]
+			if !asked {
+				continue
+			}
+			if _, isRoots := q.(*mcp.ListRootsParams); isRoots {
+				lr, _ := v.(*mcp.ListRootsResult)
+				v = &mcp.ListRootsResult{Roots: MapRoots(s.o.RootMount, lr, roots)}
+			}
+			out[k] = v
+		}
+		// A roots/list the client left unanswered (the bridge insists on
+		// every answer; another asker may not) gets the container's roots.
+		for k, q := range ask {
+			if _, isRoots := q.(*mcp.ListRootsParams); isRoots && out[k] == nil {
+				out[k] = &mcp.ListRootsResult{Roots: MapRoots(RootMount{}, nil, roots)}
 			}
 		}
 		return out, nil
@@ -122,6 +150,24 @@ func (s *Server) fulfil(ctx context.Context, ref *relayRef, roots []*mcp.Root, r
 	return out, nil
 }
 
+// asksRoots reports whether a server's roots/list during the call ref goes
+// to its caller: a client that takes input requests (a client on
+// 2026-07-28) and declared roots in its request.
+func asksRoots(ref *relayRef) bool {
+	if ref == nil {
+		return false
+	}
+	if _, ok := ref.r.(InputAsker); !ok {
+		return false
+	}
+	cc, ok := ref.r.(ClientCapable)
+	if !ok {
+		return false
+	}
+	cl := cc.ClientCapabilities()
+	return cl != nil && cl.RootsV2 != nil
+}
+
 // errBusy: the server answered input_required with no questions (load
 // shedding).
 var errBusy = errors.New("is busy (it answered input_required with no questions); try again later")
@@ -139,7 +185,8 @@ type ClientCapable interface {
 }
 
 // askMeta is meta with the capabilities pml can answer for this call
-// (the caller's client's elicitation and sampling, pml's roots) when c
+// (the caller's client's elicitation and sampling; roots always: the
+// client's, mapped, or else the container's) when c
 // speaks 2026-07-28, where a server reads them from each request's _meta
 // and must not ask for what the client did not declare; meta unchanged
 // otherwise (the session's, told at initialize).

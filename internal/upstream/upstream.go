@@ -68,6 +68,9 @@ type Options struct {
 	Mounts func() ([]container.Mount, error)
 	// Roots are answered to roots/list (the workspace, when mounted).
 	Roots []*mcp.Root
+	// RootMount is where the container sees the workspace: a client's
+	// answer to the server's roots/list is mapped through it (roots.go).
+	RootMount RootMount
 	// Protocol, when ModernProtocol, is offered first (server/discover;
 	// rounds.go), falling back to ProtocolVersion when the server does
 	// not offer it; "" is ProtocolVersion.

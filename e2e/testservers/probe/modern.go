@@ -1,9 +1,12 @@
 package main
 
+//lint:file-ignore SA1019 roots are deprecated from MCP 2026-07-28 (SEP-2577), but a server of that revision may still ask for them in its input requests
+
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -12,6 +15,9 @@ import (
 // probeState is the requestState the probe hands out with its question:
 // a retry must bring it back unchanged.
 const probeState = "probe-state-colour-1"
+
+// probeRootsState is modern_roots' requestState.
+const probeRootsState = "probe-state-roots-1"
 
 // colourQuestion is the probe's one question, under its key.
 func colourQuestion() mcp.InputRequestMap {
@@ -55,6 +61,27 @@ func addModernTools(s *mcp.Server) {
 			return nil, nil, &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities,
 				Message: "the probe needs the client's sampling capability",
 				Data:    json.RawMessage(`{"requiredCapabilities":{"sampling":{}}}`)}
+		})
+	// modern_roots asks for the client's roots with an input_required
+	// result (its roots/list under the key client_roots, with a question
+	// under favourite_colour beside it, as a server asks several things
+	// at once) and answers what it was given: "URI|name" a line.
+	mcp.AddTool(s, &mcp.Tool{Name: "modern_roots", Description: "Ask for the roots (roots/list) and a colour with an input_required result (MCP 2026-07-28); answer the roots given, URI|name a line."},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			r, ok := req.Params.InputResponses["client_roots"].(*mcp.ListRootsResult)
+			if !ok {
+				q := colourQuestion()
+				q["client_roots"] = &mcp.ListRootsParams{}
+				return &mcp.CallToolResult{InputRequests: q, RequestState: probeRootsState}, nil, nil
+			}
+			if req.Params.RequestState != probeRootsState {
+				return text(fmt.Sprintf("error: the retry brought requestState %q, not the probe's", req.Params.RequestState)), nil, nil
+			}
+			var lines []string
+			for _, root := range r.Roots {
+				lines = append(lines, root.URI+"|"+root.Name)
+			}
+			return text(strings.Join(lines, "\n")), nil, nil
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "colour", Description: "Ask the person for a colour with an input_required result (MCP 2026-07-28); answer what they chose."},
 		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
