@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -155,5 +156,33 @@ func TestTraceContextCrossesRawMeta(t *testing.T) {
 	}
 	if out := ToMetaJSON(ctx, []byte(`[1]`)); string(out) != `[1]` {
 		t.Errorf("a _meta that is not an object was rewritten: %s", out)
+	}
+}
+
+// ToMetaJSON writes a _meta without members of its own directly, not
+// through the propagator: what it writes is what the propagator would,
+// sampled or not, with a tracestate or without.
+func TestToMetaJSONWritesWhatThePropagatorWrites(t *testing.T) {
+	enabled.Store(true)
+	t.Cleanup(func() { enabled.Store(false) })
+	ts, err := trace.ParseTraceState("k=v,a=b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sc := range []trace.SpanContextConfig{
+		{TraceID: trace.TraceID{0x4b, 0xf9, 1, 2, 3}, SpanID: trace.SpanID{0, 0xf0, 0x67, 0xaa}, TraceFlags: trace.FlagsSampled},
+		{TraceID: trace.TraceID{0xff, 0xee}, SpanID: trace.SpanID{0x12, 0x34}},
+		{TraceID: trace.TraceID{0x01}, SpanID: trace.SpanID{0x02}, TraceFlags: trace.FlagsSampled, TraceState: ts},
+	} {
+		ctx := trace.ContextWithSpanContext(context.Background(), trace.NewSpanContext(sc))
+		want := map[string]string{}
+		prop.Inject(ctx, propagation.MapCarrier(want))
+		var got map[string]string
+		if err := json.Unmarshal(ToMetaJSON(ctx, nil), &got); err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want) || got["traceparent"] != want["traceparent"] || got["tracestate"] != want["tracestate"] {
+			t.Errorf("ToMetaJSON wrote %v, the propagator %v", got, want)
+		}
 	}
 }
