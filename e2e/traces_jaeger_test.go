@@ -357,14 +357,16 @@ func TestTracesOfASessionReachJaeger(t *testing.T) {
 		t.Errorf("probe: the server's own span is not under pml's client span: %+v (client span %s)", theirs, cs.SpanID)
 	}
 	// No execute span for a pooled server: the client span is under the
-	// request's, and the wait for the server's container (its first
-	// call: the container starts, when the pin step lists its tools) is
-	// pml.container.acquire.
+	// request's. A wait for the server's container (when the call came
+	// before the container was up) is pml.container.acquire; a call that
+	// found it running has none (the pool's start may have won the race).
 	if cs.parent() != ps.SpanID || len(probe.named("pml.execute")) != 0 {
 		t.Errorf("probe: the client span is not right under the request's, or an execute span: %s", spanTree(probe))
 	}
-	if acq := probe.named("pml.container.acquire"); len(acq) != 1 || acq[0].tag("pml.pool.hit") != "false" || acq[0].tag("pml.server") != "probe" || acq[0].Duration < 1000 {
-		t.Errorf("probe: want one pml.container.acquire, of the container start: %+v; spans: %s", acq, spanTree(probe))
+	for _, acq := range probe.named("pml.container.acquire") {
+		if acq.tag("pml.pool.hit") != "false" || acq.tag("pml.server") != "probe" {
+			t.Errorf("probe: pml.container.acquire %+v; spans: %s", acq.Tags, spanTree(probe))
+		}
 	}
 
 	// The refused call: an error, no execution.
