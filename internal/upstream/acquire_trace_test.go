@@ -53,9 +53,9 @@ func TestOnlyAWaitForTheContainerIsASpan(t *testing.T) {
 				for _, a := range sp.Attributes() {
 					switch a.Key {
 					case "pml.pool.hit":
-						hit = a.Value.Emit()
+						hit = a.Value.String()
 					case "pml.server":
-						server = a.Value.Emit()
+						server = a.Value.String()
 					}
 				}
 			}
