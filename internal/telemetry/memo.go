@@ -10,7 +10,7 @@ import (
 // without a lock or an allocation: reads see an immutable map, a new
 // key copies it. (sync.Map would box each struct key it is asked for,
 // an allocation per lookup.) It holds at most memoMax keys, as names
-// come from clients and servers; past that, build runs for each lookup.
+// come from clients and servers; when full it is emptied.
 type memo[K comparable, V any] struct {
 	mu sync.Mutex
 	m  atomic.Pointer[map[K]V]
@@ -32,14 +32,17 @@ func (c *memo[K, V]) get(k K, build func(K) V) V {
 		if w, ok := (*old)[k]; ok {
 			return w
 		}
-		if len(*old) >= memoMax {
-			return v
+		if len(*old) < memoMax {
+			next = make(map[K]V, len(*old)+1)
+			for ok, ov := range *old {
+				next[ok] = ov
+			}
 		}
-		next = make(map[K]V, len(*old)+1)
-		for ok, ov := range *old {
-			next[ok] = ov
-		}
-	} else {
+	}
+	if next == nil {
+		// The first key, or the memo is full (a long pml serve sees
+		// sessions come and go, each with its id): it starts again
+		// with the kinds in use now.
 		next = map[K]V{}
 	}
 	next[k] = v

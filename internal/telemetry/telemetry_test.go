@@ -186,3 +186,24 @@ func TestToMetaJSONWritesWhatThePropagatorWrites(t *testing.T) {
 		}
 	}
 }
+
+// The memo gives what it built for a key back; full, it starts again
+// rather than build on every lookup from then on.
+func TestMemoKeepsWhatItBuiltAndStartsAgainWhenFull(t *testing.T) {
+	var m memo[int, int]
+	builds := 0
+	build := func(k int) int { builds++; return k * 2 }
+	for i := 0; i < memoMax; i++ {
+		if m.get(i, build) != i*2 {
+			t.Fatal("wrong value")
+		}
+	}
+	if m.get(7, build) != 14 || builds != memoMax {
+		t.Fatalf("%d builds for %d keys and one asked again", builds, memoMax)
+	}
+	m.get(memoMax, build) // full: starts again
+	m.get(memoMax, build)
+	if builds != memoMax+1 || len(*m.m.Load()) != 1 {
+		t.Fatalf("full memo: %d builds, %d keys", builds, len(*m.m.Load()))
+	}
+}
