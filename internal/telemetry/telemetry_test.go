@@ -3,10 +3,12 @@ package telemetry
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -205,5 +207,36 @@ func TestMemoKeepsWhatItBuiltAndStartsAgainWhenFull(t *testing.T) {
 	m.get(memoMax, build)
 	if builds != memoMax+1 || len(*m.m.Load()) != 1 {
 		t.Fatalf("full memo: %d builds, %d keys", builds, len(*m.m.Load()))
+	}
+}
+
+// End gives a request's span its outcome by the conventions: a JSON-RPC
+// error's code (and rpc.response.status_code), _OTHER for another
+// error, tool_error for a result with isError, nothing for a success.
+func TestEndRecordsTheOutcome(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	t.Cleanup(Use(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)), "test"))
+	r := Request{Method: "tools/call", Tool: "say"}
+	for _, c := range []struct {
+		err     error
+		toolErr bool
+		want    string
+		code    string
+	}{
+		{&jsonrpc.Error{Code: -32602, Message: "bad params"}, false, "-32602", "-32602"},
+		{errors.New("the server died"), false, "_OTHER", ""},
+		{nil, true, "tool_error", ""},
+		{nil, false, "", ""},
+	} {
+		ctx, span := StartServer(context.Background(), r, nil)
+		End(ctx, span, r, true, time.Now(), c.toolErr, c.err)
+		ended := rec.Ended()
+		got := map[string]string{}
+		for _, a := range ended[len(ended)-1].Attributes() {
+			got[string(a.Key)] = a.Value.String()
+		}
+		if got["error.type"] != c.want || got["rpc.response.status_code"] != c.code || got["gen_ai.tool.name"] != "say" {
+			t.Errorf("%v, tool error %v: attributes %v, want error.type %q and code %q", c.err, c.toolErr, got, c.want, c.code)
+		}
 	}
 }
