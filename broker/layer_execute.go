@@ -73,19 +73,29 @@ func (b *Broker) runTool(ctx context.Context, c *call.Call, name string, args ma
 	}
 	// else: a cloud tool not (yet) in the cloud's list is forwarded anyway,
 	// and the cloud answers whether it knows it.
-	if _, pooled := entry.Exec.(sbx.PooledExec); c.RawArgs && !pooled {
+	_, pooled := entry.Exec.(sbx.PooledExec)
+	if c.RawArgs && !pooled {
 		// Kept raw for a pooled server that is no longer one (a reload):
 		// this executor reads them.
 		c.DecodeArgs()
 		args = c.Args
 	}
 	testPanic(name, args)
-	ectx, span := spanStep(ctx, "execute")
-	res := entry.Exec.Run(ectx, c, entry.Def, args)
-	if res.IsError {
-		telemetry.Fail(span, "tool_error", "the tool's result is an error")
+	var res call.Result
+	if pooled {
+		// A pooled server's call has pml's client span to the server
+		// (internal/upstream), and pml.container.acquire when it waited
+		// for the container: an execute span around them would say
+		// nothing more, at the cost of a span on every warm call.
+		res = entry.Exec.Run(ctx, c, entry.Def, args)
+	} else {
+		ectx, span := spanStep(ctx, "execute")
+		res = entry.Exec.Run(ectx, c, entry.Def, args)
+		if res.IsError {
+			telemetry.Fail(span, "tool_error", "the tool's result is an error")
+		}
+		span.End()
 	}
-	span.End()
 	status := "ok"
 	if res.IsError {
 		status = "error"

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/pml-dev/pml/internal/telemetry"
 	"github.com/pml-dev/pml/internal/wirename"
@@ -31,11 +30,10 @@ func traceRequests(next mcp.MethodHandler) mcp.MethodHandler {
 		if p := req.GetParams(); p != nil && !telemetry.IsNilParams(p) {
 			meta = p.GetMeta()
 		}
-		var pmlName string
 		if cr, ok := req.(*mcp.CallToolRequest); ok && cr.Params != nil {
 			r.Tool = cr.Params.Name
-			if n, ok := wirename.Decode(cr.Params.Name); ok {
-				pmlName = n
+			if n, ok := wirename.Decode(cr.Params.Name); ok && n != r.Tool {
+				r.Name = n
 			}
 		}
 		if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil {
@@ -57,9 +55,6 @@ func traceRequests(next mcp.MethodHandler) mcp.MethodHandler {
 			}()
 		}
 		ctx, span := telemetry.StartServer(ctx, r, meta)
-		if pmlName != "" && pmlName != r.Tool {
-			span.SetAttributes(attribute.String("pml.tool", pmlName))
-		}
 		res, err := next(ctx, method, req)
 		toolErr := false
 		if cr, ok := res.(*mcp.CallToolResult); ok && cr != nil {
@@ -84,9 +79,9 @@ func traceForwarded(ctx context.Context, ss *mcp.ServerSession, wire string, met
 	if ip := ss.InitializeParams(); ip != nil {
 		r.Protocol = ip.ProtocolVersion
 	}
-	ctx, span := telemetry.StartServer(telemetry.FromMetaJSON(ctx, meta), r, nil)
 	if n, ok := wirename.Decode(wire); ok && n != wire {
-		span.SetAttributes(attribute.String("pml.tool", n))
+		r.Name = n
 	}
+	ctx, span := telemetry.StartServer(telemetry.FromMetaJSON(ctx, meta), r, nil)
 	return ctx, func(toolErr bool, err error) { telemetry.End(ctx, span, r, true, began, toolErr, err) }
 }

@@ -62,9 +62,9 @@ func (l PinLayer) Call(ctx context.Context, c *call.Call) call.Result {
 		return l.Next.Call(ctx, c)
 	}
 	if l.Pins.Fresh != nil {
-		fctx, span := call.SpanStep(ctx, "pin")
-		l.Pins.Fresh(fctx, c.Tool)
-		span.End()
+		// Its span (pml.pin) only when it lists the server's tools: a
+		// server already listed costs a warm call nothing here.
+		l.Pins.Fresh(ctx, c.Tool)
 	}
 	dr := l.Pins.Table.Held(c.Tool)
 	if dr == nil {

@@ -78,6 +78,9 @@ func (s *Servers) Fresh(ctx context.Context, tool string) {
 	if live || !s.Deps.Installed(srv.Cfg) {
 		return
 	}
+	// The pin step's span: the server's tools are listed for this call.
+	ctx, span := call.SpanStep(ctx, "pin")
+	defer span.End()
 	if err := srv.Prepare(s.grants, s.sb.ServerEnv); err != nil {
 		return
 	}

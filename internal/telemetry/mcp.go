@@ -26,6 +26,9 @@ type Request struct {
 	SessionID, Protocol string
 	// ID is the JSON-RPC request id, when known.
 	ID string
+	// Name is pml's own name of the tool when the wire name (Tool)
+	// differs (pml.tool).
+	Name string
 }
 
 // spanName is the conventions' `{mcp.method.name} {target}`.
@@ -50,7 +53,55 @@ func (r Request) attrs(extra ...attribute.KeyValue) []attribute.KeyValue {
 	if r.ID != "" {
 		a = append(a, semconv.JSONRPCRequestID(r.ID))
 	}
+	if r.Name != "" {
+		a = append(a, attribute.String("pml.tool", r.Name))
+	}
 	return append(a, extra...)
+}
+
+// spanShape is a request span's name and start options (kind and
+// attributes), built once per kind of request: a warm call starts its
+// spans from the same few, without building a name, an attribute or an
+// option.
+type spanShape struct {
+	name string
+	opts []trace.SpanStartOption
+}
+
+// shapeKey is what a request span's shape depends on.
+type shapeKey struct {
+	r      Request
+	server string
+	kind   trace.SpanKind
+}
+
+var shapes memo[shapeKey, *spanShape]
+
+func shapeOf(r Request, kind trace.SpanKind, server string) *spanShape {
+	k := shapeKey{r, server, kind}
+	if r.ID != "" {
+		// An id is new with each request: not kept.
+		return newShape(k)
+	}
+	return shapes.get(k, newShape)
+}
+
+func newShape(k shapeKey) *spanShape {
+	var a []attribute.KeyValue
+	if k.server != "" {
+		a = k.r.attrs(attribute.String("pml.server", k.server))
+	} else {
+		a = k.r.attrs()
+	}
+	return &spanShape{name: k.r.spanName(), opts: []trace.SpanStartOption{kindOption(k.kind), trace.WithAttributes(a...)}}
+}
+
+func (s *spanShape) start(ctx context.Context) (context.Context, trace.Span) {
+	t := tracer.Load()
+	if t == nil {
+		return ctx, noSpan
+	}
+	return (*t).Start(ctx, s.name, s.opts...)
 }
 
 // StartServer starts the server span of a request pml answers,
@@ -59,7 +110,7 @@ func StartServer(ctx context.Context, r Request, meta map[string]any) (context.C
 	if !enabled.Load() {
 		return ctx, noSpan
 	}
-	return Start(FromMeta(ctx, meta), r.spanName(), trace.SpanKindServer, r.attrs()...)
+	return shapeOf(r, trace.SpanKindServer, "").start(FromMeta(ctx, meta))
 }
 
 // StartClient starts the client span of a request pml sends to the MCP
@@ -68,7 +119,7 @@ func StartClient(ctx context.Context, r Request, server string) (context.Context
 	if !enabled.Load() {
 		return ctx, noSpan
 	}
-	return Start(ctx, r.spanName(), trace.SpanKindClient, r.attrs(attribute.String("pml.server", server))...)
+	return shapeOf(r, trace.SpanKindClient, server).start(ctx)
 }
 
 // End ends a request's span and records its duration (began) in the
@@ -82,13 +133,16 @@ func End(ctx context.Context, span trace.Span, r Request, server bool, began tim
 		return
 	}
 	errType, desc := "", ""
-	var we *jsonrpc.Error
 	switch {
-	case errors.As(err, &we):
-		errType, desc = strconv.FormatInt(we.Code, 10), we.Message
-		span.SetAttributes(semconv.RPCResponseStatusCode(errType))
 	case err != nil:
-		errType, desc = "_OTHER", err.Error()
+		// (Only here: the pointer errors.As fills escapes, an allocation
+		// that a call without an error does not make.)
+		if we := (*jsonrpc.Error)(nil); errors.As(err, &we) {
+			errType, desc = strconv.FormatInt(we.Code, 10), we.Message
+			span.SetAttributes(semconv.RPCResponseStatusCode(errType))
+		} else {
+			errType, desc = "_OTHER", err.Error()
+		}
 	case toolError:
 		errType, desc = "tool_error", "the tool's result is an error"
 	}

@@ -3,7 +3,6 @@ package telemetry
 import (
 	"context"
 	"net/http"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -139,30 +138,25 @@ func recordOp(ctx context.Context, server bool, r Request, began time.Time, errT
 		return
 	}
 	d := time.Since(began).Seconds()
-	set := opSet(opKey{r.Method, r.Tool, r.Protocol, errType})
+	opt := opOption(opKey{r.Method, r.Tool, r.Protocol, errType})
 	if server {
-		in.serverOp.RecordSet(ctx, d, set)
+		in.serverOp.Inst().Record(ctx, d, opt)
 	} else {
-		in.clientOp.RecordSet(ctx, d, set)
+		in.clientOp.Inst().Record(ctx, d, opt)
 	}
 }
 
 // opKey is what an operation's duration is recorded by.
 type opKey struct{ method, tool, protocol, errType string }
 
-// opSets holds the attribute sets of up to maxOpSets operation kinds:
-// a warm call records under the same few, built once each.
-var (
-	opSets     sync.Map
-	opSetCount atomic.Int64
-)
+// opOptions holds the attribute sets, as record options, of the
+// operation kinds: a warm call records under the same few, built once
+// each.
+var opOptions memo[opKey, metric.RecordOption]
 
-const maxOpSets = 4096
+func opOption(k opKey) metric.RecordOption { return opOptions.get(k, newOpOption) }
 
-func opSet(k opKey) attribute.Set {
-	if s, ok := opSets.Load(k); ok {
-		return s.(attribute.Set)
-	}
+func newOpOption(k opKey) metric.RecordOption {
 	attrs := []attribute.KeyValue{attribute.String("mcp.method.name", k.method), attribute.String("network.transport", "pipe")}
 	if k.tool != "" {
 		attrs = append(attrs, attribute.String("gen_ai.tool.name", k.tool))
@@ -173,13 +167,7 @@ func opSet(k opKey) attribute.Set {
 	if k.errType != "" {
 		attrs = append(attrs, attribute.String("error.type", k.errType))
 	}
-	set := attribute.NewSet(attrs...)
-	if opSetCount.Load() < maxOpSets {
-		if _, loaded := opSets.LoadOrStore(k, set); !loaded {
-			opSetCount.Add(1)
-		}
-	}
-	return set
+	return metric.WithAttributeSet(attribute.NewSet(attrs...))
 }
 
 // SessionEnded records a session's duration.
@@ -195,17 +183,34 @@ func add(c func(*instruments) metric.Int64Counter, n int64, attrs ...attribute.K
 	}
 }
 
+// addOne adds n to a counter under one attribute key=value, whose
+// option is made once (a call counts under the same few: an outcome, a
+// server).
+func addOne(c func(*instruments) metric.Int64Counter, n int64, key, value string) {
+	if in := instrumentsOn(); in != nil {
+		c(in).Add(context.Background(), n, addOptions.get(attrKey{key, value}, newAddOption))
+	}
+}
+
+type attrKey struct{ key, value string }
+
+var addOptions memo[attrKey, metric.AddOption]
+
+func newAddOption(k attrKey) metric.AddOption {
+	return metric.WithAttributeSet(attribute.NewSet(attribute.String(k.key, k.value)))
+}
+
 // CountCall counts a tool call by its outcome.
 func CountCall(outcome string) {
-	add(func(i *instruments) metric.Int64Counter { return i.calls }, 1, attribute.String("pml.outcome", outcome))
+	addOne(func(i *instruments) metric.Int64Counter { return i.calls }, 1, "pml.outcome", outcome)
 }
 
 // CountPool counts a call to a pooled server: a hit found it running.
 func CountPool(server string, hit bool) {
 	if hit {
-		add(func(i *instruments) metric.Int64Counter { return i.poolHits }, 1, attribute.String("pml.server", server))
+		addOne(func(i *instruments) metric.Int64Counter { return i.poolHits }, 1, "pml.server", server)
 	} else {
-		add(func(i *instruments) metric.Int64Counter { return i.poolMisses }, 1, attribute.String("pml.server", server))
+		addOne(func(i *instruments) metric.Int64Counter { return i.poolMisses }, 1, "pml.server", server)
 	}
 }
 

@@ -16,6 +16,7 @@ package telemetry
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -184,7 +185,41 @@ func Start(ctx context.Context, name string, kind trace.SpanKind, attrs ...attri
 	if t == nil {
 		return ctx, noSpan
 	}
-	return (*t).Start(ctx, name, trace.WithSpanKind(kind), trace.WithAttributes(attrs...))
+	if len(attrs) == 0 {
+		return (*t).Start(ctx, name, kindOption(kind))
+	}
+	return (*t).Start(ctx, name, kindOption(kind), trace.WithAttributes(attrs...))
+}
+
+// StartAt is Start for a span that began at began, before it was known
+// to be worth a span (a wait that turned out to be one).
+func StartAt(ctx context.Context, began time.Time, name string, kind trace.SpanKind, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	if !enabled.Load() {
+		return ctx, noSpan
+	}
+	t := tracer.Load()
+	if t == nil {
+		return ctx, noSpan
+	}
+	return (*t).Start(ctx, name, kindOption(kind), trace.WithTimestamp(began), trace.WithAttributes(attrs...))
+}
+
+// kindOptions are the span kinds as start options, made once (an option
+// made for each span is an allocation).
+var kindOptions = [...]trace.SpanStartOption{
+	trace.WithSpanKind(trace.SpanKindUnspecified),
+	trace.WithSpanKind(trace.SpanKindInternal),
+	trace.WithSpanKind(trace.SpanKindServer),
+	trace.WithSpanKind(trace.SpanKindClient),
+	trace.WithSpanKind(trace.SpanKindProducer),
+	trace.WithSpanKind(trace.SpanKindConsumer),
+}
+
+func kindOption(k trace.SpanKind) trace.SpanStartOption {
+	if int(k) >= 0 && int(k) < len(kindOptions) {
+		return kindOptions[k]
+	}
+	return trace.WithSpanKind(k)
 }
 
 // Fail marks span as failed with errType (error.type), and the
@@ -259,23 +294,28 @@ func FromMetaJSON(ctx context.Context, meta []byte) context.Context {
 // and the other members stay as they were written. Off, or with no span
 // in ctx, meta is returned as it is; an object that does not decode too.
 func ToMetaJSON(ctx context.Context, meta []byte) []byte {
-	if !enabled.Load() || !trace.SpanContextFromContext(ctx).IsValid() {
+	sc := trace.SpanContextFromContext(ctx)
+	if !enabled.Load() || !sc.IsValid() {
 		return meta
+	}
+	state := sc.TraceState().String()
+	if len(bytes.TrimSpace(meta)) == 0 {
+		// Most calls carry no _meta for the server: the object is
+		// written directly, the traceparent as W3C trace context has
+		// it (what prop.Inject writes, without its carrier and strings).
+		out := make([]byte, 0, 32+traceparentLen+len(state))
+		out = append(out, `{"traceparent":"`...)
+		out = appendTraceparent(out, sc)
+		out = append(out, '"')
+		if state != "" {
+			out = appendString(append(out, `,"tracestate":`...), state)
+		}
+		return append(out, '}')
 	}
 	var c traceCarrier
 	prop.Inject(ctx, &c)
 	if c.parent == "" {
 		return meta
-	}
-	if len(bytes.TrimSpace(meta)) == 0 {
-		// Most calls carry no _meta for the server: the object is
-		// written directly.
-		out := make([]byte, 0, 32+len(c.parent)+len(c.state))
-		out = appendString(append(out, `{"traceparent":`...), c.parent)
-		if c.state != "" {
-			out = appendString(append(out, `,"tracestate":`...), c.state)
-		}
-		return append(out, '}')
 	}
 	members := map[string]json.RawMessage{}
 	if json.Unmarshal(meta, &members) != nil {
@@ -293,6 +333,23 @@ func ToMetaJSON(ctx context.Context, meta []byte) []byte {
 		return meta
 	}
 	return out
+}
+
+// traceparentLen is the length of a version 00 traceparent.
+const traceparentLen = 2 + 1 + 32 + 1 + 16 + 1 + 2
+
+// appendTraceparent appends sc as a W3C traceparent (version 00): the
+// trace id, the span id, and the sampled flag.
+func appendTraceparent(b []byte, sc trace.SpanContext) []byte {
+	tid, sid := sc.TraceID(), sc.SpanID()
+	b = append(b, "00-"...)
+	b = hex.AppendEncode(b, tid[:])
+	b = append(b, '-')
+	b = hex.AppendEncode(b, sid[:])
+	if sc.IsSampled() {
+		return append(b, "-01"...)
+	}
+	return append(b, "-00"...)
 }
 
 // traceCarrier takes the two keys W3C trace context writes

@@ -3,11 +3,14 @@ package telemetry
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -155,5 +158,85 @@ func TestTraceContextCrossesRawMeta(t *testing.T) {
 	}
 	if out := ToMetaJSON(ctx, []byte(`[1]`)); string(out) != `[1]` {
 		t.Errorf("a _meta that is not an object was rewritten: %s", out)
+	}
+}
+
+// ToMetaJSON writes a _meta without members of its own directly, not
+// through the propagator: what it writes is what the propagator would,
+// sampled or not, with a tracestate or without.
+func TestToMetaJSONWritesWhatThePropagatorWrites(t *testing.T) {
+	enabled.Store(true)
+	t.Cleanup(func() { enabled.Store(false) })
+	ts, err := trace.ParseTraceState("k=v,a=b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sc := range []trace.SpanContextConfig{
+		{TraceID: trace.TraceID{0x4b, 0xf9, 1, 2, 3}, SpanID: trace.SpanID{0, 0xf0, 0x67, 0xaa}, TraceFlags: trace.FlagsSampled},
+		{TraceID: trace.TraceID{0xff, 0xee}, SpanID: trace.SpanID{0x12, 0x34}},
+		{TraceID: trace.TraceID{0x01}, SpanID: trace.SpanID{0x02}, TraceFlags: trace.FlagsSampled, TraceState: ts},
+	} {
+		ctx := trace.ContextWithSpanContext(context.Background(), trace.NewSpanContext(sc))
+		want := map[string]string{}
+		prop.Inject(ctx, propagation.MapCarrier(want))
+		var got map[string]string
+		if err := json.Unmarshal(ToMetaJSON(ctx, nil), &got); err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want) || got["traceparent"] != want["traceparent"] || got["tracestate"] != want["tracestate"] {
+			t.Errorf("ToMetaJSON wrote %v, the propagator %v", got, want)
+		}
+	}
+}
+
+// The memo gives what it built for a key back; full, it starts again
+// rather than build on every lookup from then on.
+func TestMemoKeepsWhatItBuiltAndStartsAgainWhenFull(t *testing.T) {
+	var m memo[int, int]
+	builds := 0
+	build := func(k int) int { builds++; return k * 2 }
+	for i := 0; i < memoMax; i++ {
+		if m.get(i, build) != i*2 {
+			t.Fatal("wrong value")
+		}
+	}
+	if m.get(7, build) != 14 || builds != memoMax {
+		t.Fatalf("%d builds for %d keys and one asked again", builds, memoMax)
+	}
+	m.get(memoMax, build) // full: starts again
+	m.get(memoMax, build)
+	if builds != memoMax+1 || len(*m.m.Load()) != 1 {
+		t.Fatalf("full memo: %d builds, %d keys", builds, len(*m.m.Load()))
+	}
+}
+
+// End gives a request's span its outcome by the conventions: a JSON-RPC
+// error's code (and rpc.response.status_code), _OTHER for another
+// error, tool_error for a result with isError, nothing for a success.
+func TestEndRecordsTheOutcome(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	t.Cleanup(Use(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)), "test"))
+	r := Request{Method: "tools/call", Tool: "say"}
+	for _, c := range []struct {
+		err     error
+		toolErr bool
+		want    string
+		code    string
+	}{
+		{&jsonrpc.Error{Code: -32602, Message: "bad params"}, false, "-32602", "-32602"},
+		{errors.New("the server died"), false, "_OTHER", ""},
+		{nil, true, "tool_error", ""},
+		{nil, false, "", ""},
+	} {
+		ctx, span := StartServer(context.Background(), r, nil)
+		End(ctx, span, r, true, time.Now(), c.toolErr, c.err)
+		ended := rec.Ended()
+		got := map[string]string{}
+		for _, a := range ended[len(ended)-1].Attributes() {
+			got[string(a.Key)] = a.Value.String()
+		}
+		if got["error.type"] != c.want || got["rpc.response.status_code"] != c.code || got["gen_ai.tool.name"] != "say" {
+			t.Errorf("%v, tool error %v: attributes %v, want error.type %q and code %q", c.err, c.toolErr, got, c.want, c.code)
+		}
 	}
 }

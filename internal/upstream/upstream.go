@@ -351,19 +351,22 @@ func (s *Server) Prestart(ctx context.Context) error {
 // acquireHow is acquire; noQueue: a start it makes does not wait for a
 // container slot.
 func (s *Server) acquireHow(ctx context.Context, noQueue bool) (c *conn, err error) {
-	// The span says whether the pool had the server running (a hit) or a
-	// container was started for it.
-	_, span := telemetry.Start(ctx, "pml.container.acquire", trace.SpanKindInternal, attribute.String("pml.server", s.o.Name))
+	// A call that waited for the container (started for it, or starting
+	// already) gets the span pml.container.acquire, from the moment it
+	// asked: its trace shows the wait. A call that found the server
+	// running (a hit, every warm call) gets none; pml.pool.hits counts it.
+	began := time.Now()
 	hit := true
 	defer func() {
 		if err == nil {
 			telemetry.CountPool(s.o.Name, hit)
 		}
-		if span.IsRecording() {
-			span.SetAttributes(attribute.Bool("pml.pool.hit", hit && err == nil))
-			if err != nil {
-				telemetry.Fail(span, "_OTHER", err.Error())
-			}
+		if hit && err == nil || !telemetry.Enabled() {
+			return
+		}
+		_, span := telemetry.StartAt(ctx, began, "pml.container.acquire", trace.SpanKindInternal, attribute.String("pml.server", s.o.Name), attribute.Bool("pml.pool.hit", hit && err == nil))
+		if err != nil {
+			telemetry.Fail(span, "_OTHER", err.Error())
 		}
 		span.End()
 	}()
