@@ -77,6 +77,15 @@ type Runtime struct {
 
 	// createGate serializes creates of keep-id containers (creategate.go).
 	createGate *createGate
+
+	// infoCache shares the engine's /info among the questions a start
+	// asks at once (info.go).
+	infoCache infoCache
+
+	// What /_ping said of Podman (podman.go rememberPing).
+	pingMu      sync.Mutex
+	libpod      string
+	libpodKnown bool
 }
 
 // New connects to the engine the environment names (DOCKER_HOST, Docker
@@ -112,8 +121,16 @@ func (r *Runtime) Start(ctx context.Context, spec pmlc.Spec, streams pmlc.Stream
 }
 
 func (r *Runtime) start(ctx context.Context, spec pmlc.Spec, streams pmlc.Streams) (pmlc.Process, error) {
+	var argv func() ([]string, error)
+	if spec.EgressNet == "" && spec.DirectStdio && r.direct != nil {
+		// The image's command (an inspect) is asked while the direct
+		// path is checked (the engine's facts, at a session's start):
+		// one round trip fewer before the create. Unused when the check
+		// says no.
+		argv = r.commandAhead(ctx, spec)
+	}
 	if spec.EgressNet == "" && r.directFor(ctx, spec) && r.ownCgroups(ctx) {
-		p, err := r.startDirect(ctx, spec, streams)
+		p, err := r.startDirect(ctx, spec, streams, argv)
 		if err == nil || !isFallback(ctx, err) {
 			return p, err
 		}
@@ -389,7 +406,7 @@ func GVisorHostPids(pids int64) int64 {
 // SeccompSupported reports whether the daemon applies seccomp profiles.
 func (r *Runtime) SeccompSupported(ctx context.Context) bool {
 	r.seccompOnce.Do(func() {
-		info, err := r.cli.Info(ctx)
+		info, err := r.engineInfo(ctx)
 		if err != nil {
 			return
 		}
@@ -508,7 +525,7 @@ func (r *Runtime) OCIRuntimes(ctx context.Context) ([]string, string, error) {
 
 // runtimes is OCIRuntimes with the arguments the engine gives each.
 func (r *Runtime) runtimes(ctx context.Context) ([]string, string, map[string][]string, error) {
-	info, err := r.cli.Info(ctx)
+	info, err := r.engineInfo(ctx)
 	if err != nil {
 		return nil, "", nil, wrap("asking the engine for its runtimes", err)
 	}
