@@ -82,6 +82,9 @@ type Runtime struct {
 	// asks at once (info.go).
 	infoCache infoCache
 
+	// createAfter: creates wait for it to close (CreateAfter).
+	createAfter <-chan struct{}
+
 	// What /_ping said of Podman (podman.go rememberPing).
 	pingMu      sync.Mutex
 	libpod      string
@@ -101,6 +104,12 @@ func New() (*Runtime, error) {
 
 // Close releases the client's connections.
 func (r *Runtime) Close() error { return r.cli.Close() }
+
+// CreateAfter holds every container create until ready is closed: what
+// must run before pml has containers (the watcher of its exit, which
+// removes them when pml is killed) is started beside the engine's first
+// questions rather than before them. Call it before the first Start.
+func (r *Runtime) CreateAfter(ready <-chan struct{}) { r.createAfter = ready }
 
 // createTimeout bounds one container create.
 const createTimeout = 60 * time.Second
@@ -238,6 +247,13 @@ func (r *Runtime) startAttachedWith(ctx context.Context, spec pmlc.Spec, streams
 // next pml start reaps it.
 func (r *Runtime) create(ctx context.Context, image string, cfg *container.Config, host *container.HostConfig) (*process, error) {
 	name := "pml-" + randomHex(6)
+	if gate := r.createAfter; gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return nil, &pmlc.StartStopped{Err: ctx.Err()}
+		}
+	}
 	type answer struct {
 		id  string
 		err error

@@ -2,6 +2,7 @@ package docker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -10,6 +11,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+
+	pmlc "github.com/pml-dev/pml/internal/container"
 )
 
 // countingEngine is a Docker engine that counts each request by its path
@@ -100,5 +106,28 @@ func TestEngineInfoFailureIsNotKept(t *testing.T) {
 	}
 	if got := n("GET /info"); got != 1 {
 		t.Errorf("/info asked %d times after a failure, want 1", got)
+	}
+}
+
+// No container is created before CreateAfter's channel closes (the
+// watcher of pml's exit runs): a start that ends first asked for none.
+func TestCreateWaitsForCreateAfter(t *testing.T) {
+	r, n := countingEngine(t)
+	gate := make(chan struct{})
+	r.CreateAfter(gate)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err := r.create(ctx, "x", &container.Config{Image: "x"}, &container.HostConfig{})
+	var stopped *pmlc.StartStopped
+	if !errors.As(err, &stopped) {
+		t.Fatalf("create before the gate opened: %v, want a StartStopped", err)
+	}
+	if got := n("POST /containers/create"); got != 0 {
+		t.Errorf("%d creates asked before the gate opened", got)
+	}
+	close(gate)
+	_, _ = r.create(context.Background(), "x", &container.Config{Image: "x"}, &container.HostConfig{})
+	if got := n("POST /containers/create"); got != 1 {
+		t.Errorf("%d creates asked once the gate opened, want 1", got)
 	}
 }
