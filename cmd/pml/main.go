@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
@@ -104,6 +105,10 @@ type globals struct {
 	// toolPins, when set, stands for the person's pinned tool
 	// definitions in the broker (pml lock --check's recorder).
 	toolPins tl.Pinner
+	// recording, when set (the serving commands), takes the record of
+	// the project served (recordServed) off the way to the first answer:
+	// it is written beside the session's start and waited for at its end.
+	recording *sync.WaitGroup
 }
 
 func newRoot() *cobra.Command {
@@ -349,7 +354,17 @@ func (g *globals) setupAt(log zerolog.Logger, ws workspace.Result, cfg *config.C
 		return nil, &exitError{2, err}
 	}
 	log.Debug().Str("workspace", ws.Dir).Str("source", ws.Source).Str("user", b.User()).Msg("broker ready")
-	recordServed(ws.Dir, log)
+	if g.recording != nil {
+		// A lock, a write and a sync of the projects file: 2 to 13 ms
+		// measured on a loaded machine.
+		g.recording.Add(1)
+		go func() {
+			defer g.recording.Done()
+			recordServed(ws.Dir, log)
+		}()
+	} else {
+		recordServed(ws.Dir, log)
+	}
 	return &env{log: log, ws: ws, cfg: cfg, rt: rt, broker: b}, nil
 }
 
