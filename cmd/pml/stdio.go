@@ -197,8 +197,8 @@ func serveOverStdio(cmd *cobra.Command, g *globals, serve func(e *env, envs *env
 			os.RemoveAll(stand)
 		}
 	}()
-	g.recording = &sync.WaitGroup{}
-	defer g.recording.Wait()
+	g.recording = &background{}
+	defer g.recording.wait(closeTimeout)
 	e, err := g.setup()
 	if err != nil {
 		return err
