@@ -511,7 +511,7 @@ func (r *Runtime) Info(ctx context.Context) (pmlc.Info, error) {
 	host := r.cli.DaemonHost()
 	scope, _ := r.Scope(ctx)
 	// Without an answer the runtimes are left unsaid (nil).
-	runtimes, defRuntime, args, _ := r.runtimes(ctx)
+	runtimes, defRuntime, args, _ := r.runtimes(ctx, false)
 	return pmlc.Info{
 		Runtimes:         runtimes,
 		DefaultRuntime:   defRuntime,
@@ -534,14 +534,22 @@ func (r *Runtime) Info(ctx context.Context) (pmlc.Info, error) {
 
 // OCIRuntimes asks the engine for the OCI runtimes it has registered
 // (runc, runsc...), sorted, and its default one.
+// It asks afresh, never the shared answer (info.go): it is asked when a
+// container wants a runtime not seen yet, which may have been registered
+// a moment ago (a SIGHUP to dockerd).
 func (r *Runtime) OCIRuntimes(ctx context.Context) ([]string, string, error) {
-	names, def, _, err := r.runtimes(ctx)
+	names, def, _, err := r.runtimes(ctx, true)
 	return names, def, err
 }
 
-// runtimes is OCIRuntimes with the arguments the engine gives each.
-func (r *Runtime) runtimes(ctx context.Context) ([]string, string, map[string][]string, error) {
-	info, err := r.engineInfo(ctx)
+// runtimes is OCIRuntimes with the arguments the engine gives each;
+// fresh skips the shared answer.
+func (r *Runtime) runtimes(ctx context.Context, fresh bool) ([]string, string, map[string][]string, error) {
+	ask := r.engineInfo
+	if fresh {
+		ask = r.freshInfo
+	}
+	info, err := ask(ctx)
 	if err != nil {
 		return nil, "", nil, wrap("asking the engine for its runtimes", err)
 	}

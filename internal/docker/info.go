@@ -62,3 +62,16 @@ func (r *Runtime) engineInfo(ctx context.Context) (system.Info, error) {
 		return info, err
 	}
 }
+
+// freshInfo asks the engine's /info now, and keeps the answer for the
+// others.
+func (r *Runtime) freshInfo(ctx context.Context) (system.Info, error) {
+	info, err := r.cli.Info(ctx)
+	if err == nil {
+		c := &r.infoCache
+		c.mu.Lock()
+		c.info, c.at = &info, time.Now()
+		c.mu.Unlock()
+	}
+	return info, err
+}

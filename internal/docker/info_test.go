@@ -131,3 +131,19 @@ func TestCreateWaitsForCreateAfter(t *testing.T) {
 		t.Errorf("%d creates asked once the gate opened, want 1", got)
 	}
 }
+
+// OCIRuntimes asks afresh (a runtime registered a moment ago is used
+// from the next container on), whatever answer is shared.
+func TestOCIRuntimesAsksAfresh(t *testing.T) {
+	r, n := countingEngine(t)
+	ctx := context.Background()
+	if _, err := r.engineInfo(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := r.OCIRuntimes(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := n("GET /info"); got != 2 {
+		t.Errorf("/info asked %d times, want 2 (OCIRuntimes asks afresh)", got)
+	}
+}
