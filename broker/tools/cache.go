@@ -62,7 +62,9 @@ func (c *Cache) Put(cfg config.Server, tools []*mcp.Tool) {
 		return
 	}
 	if err := safefs.MkdirAll(c.Root(), filepath.Dir(c.Path), 0o755); err == nil {
-		_ = safefs.WriteFile(c.Root(), c.Path, append(b, '\n'), 0o644)
+		// Not synced: a lost cache only costs a server's start, and this
+		// write is on the way to a first call's answer.
+		_ = safefs.WriteCache(c.Root(), c.Path, append(b, '\n'), 0o644)
 	}
 }
 

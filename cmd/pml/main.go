@@ -12,6 +12,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
+	"sync"
 	"syscall"
 	"time"
 
@@ -104,6 +106,45 @@ type globals struct {
 	// toolPins, when set, stands for the person's pinned tool
 	// definitions in the broker (pml lock --check's recorder).
 	toolPins tl.Pinner
+	// recording, when set (the serving commands), takes the record of
+	// the project served (recordServed) off the way to the first answer:
+	// it is written beside the session's start and waited for at its end.
+	recording *background
+}
+
+// background is work started beside a session whose end waits for it
+// (bounded); work started after that wait began is not waited for.
+type background struct {
+	mu   sync.Mutex
+	runs []chan struct{}
+}
+
+// run runs fn in the background.
+func (b *background) run(fn func()) {
+	done := make(chan struct{})
+	b.mu.Lock()
+	b.runs = append(b.runs, done)
+	b.mu.Unlock()
+	go func() {
+		defer close(done)
+		fn()
+	}()
+}
+
+// wait waits for what run started, up to bound in all.
+func (b *background) wait(bound time.Duration) {
+	b.mu.Lock()
+	runs := slices.Clone(b.runs)
+	b.mu.Unlock()
+	t := time.NewTimer(bound)
+	defer t.Stop()
+	for _, r := range runs {
+		select {
+		case <-r:
+		case <-t.C:
+			return
+		}
+	}
 }
 
 func newRoot() *cobra.Command {
@@ -349,7 +390,13 @@ func (g *globals) setupAt(log zerolog.Logger, ws workspace.Result, cfg *config.C
 		return nil, &exitError{2, err}
 	}
 	log.Debug().Str("workspace", ws.Dir).Str("source", ws.Source).Str("user", b.User()).Msg("broker ready")
-	recordServed(ws.Dir, log)
+	if g.recording != nil {
+		// A lock, a write and a sync of the projects file: 2 to 13 ms
+		// measured on a loaded machine.
+		g.recording.run(func() { recordServed(ws.Dir, log) })
+	} else {
+		recordServed(ws.Dir, log)
+	}
 	return &env{log: log, ws: ws, cfg: cfg, rt: rt, broker: b}, nil
 }
 

@@ -52,6 +52,9 @@ type envSet struct {
 	live map[*broker.Broker]*liveEnv
 	// ended: stopAll ran; a broker built after it is stopped at once.
 	ended bool
+	// watching is closed once the watcher of pml's exit runs (or could
+	// not be started): no broker's engine creates a container before.
+	watching <-chan struct{}
 }
 
 // liveEnv is one broker with what runs beside it.
@@ -63,6 +66,9 @@ type liveEnv struct {
 // start runs beside e's broker what a serving pml runs: the reap of
 // leftovers, the cloud sync, the watch of .pml.json.
 func (s *envSet) start(e *env) error {
+	if d, ok := e.rt.(interface{ CreateAfter(<-chan struct{}) }); ok && s.watching != nil {
+		d.CreateAfter(s.watching)
+	}
 	// A reap that has not started (or finished) by the end of the session
 	// is left to the next start.
 	reapCtx, stopReap := context.WithCancel(s.ctx)
@@ -191,19 +197,34 @@ func serveOverStdio(cmd *cobra.Command, g *globals, serve func(e *env, envs *env
 			os.RemoveAll(stand)
 		}
 	}()
+	g.recording = &background{}
+	defer g.recording.wait(closeTimeout)
 	e, err := g.setup()
 	if err != nil {
 		return err
 	}
 	// Started before any container: a pml killed from here on leaves
-	// nothing for long (afterexit_unix.go).
-	clean := startAfterExit(g, e)
-	envs := &envSet{ctx: cmd.Context(), live: map[*broker.Broker]*liveEnv{}}
+	// nothing for long (afterexit_unix.go). Starting it (a fork and exec
+	// of pml, which the start waits for) took 1 to 85 ms on a loaded
+	// machine, on the way to a first answer when it came before the
+	// session: it runs beside the session's start, and the engine creates
+	// no container before it runs.
+	watching := make(chan struct{})
+	clean := func() {}
+	go func() {
+		defer close(watching)
+		clean = startAfterExit(g, e)
+	}()
+	finish := func() {
+		<-watching
+		clean()
+	}
+	envs := &envSet{ctx: cmd.Context(), live: map[*broker.Broker]*liveEnv{}, watching: watching}
 	_ = envs.start(e) // the session has not ended yet
 	err = serve(e, envs, proto)
 	// The client is gone (or we were told to stop).
 	envs.stopAll()
-	clean()
+	finish()
 	if err != nil && cmd.Context().Err() == nil {
 		return err
 	}

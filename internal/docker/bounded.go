@@ -5,6 +5,7 @@ package docker
 
 import (
 	"context"
+	"net/http"
 
 	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
@@ -28,6 +29,19 @@ func (r *Runtime) negotiate(ctx context.Context) {
 	defer r.negotiating.unlock()
 	if r.negotiated.Load() {
 		return
+	}
+	// One GET /_ping settles the version and says whether the engine is
+	// Podman (its header, podman.go): at a session's start these were two
+	// round trips on the way to the first container, three with the
+	// client's own HEAD.
+	if resp, err := r.get(ctx, "/_ping"); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			r.rememberPing(resp.Header.Get(libpodHeader))
+			r.cli.NegotiateAPIVersionPing(types.Ping{APIVersion: resp.Header.Get("Api-Version"), OSType: resp.Header.Get("Ostype")})
+			r.negotiated.Store(true)
+			return
+		}
 	}
 	ping, err := r.cli.Ping(ctx)
 	if err != nil {

@@ -117,12 +117,15 @@ func (r *Runtime) directFailed(image string, why error) {
 // stream. It returns only once the shim connected, so that a failure
 // (the shim cannot run or reach the socket) is seen here and the caller
 // can start the container the usual way instead.
-func (r *Runtime) startDirect(ctx context.Context, spec pmlc.Spec, streams pmlc.Streams) (pmlc.Process, error) {
+func (r *Runtime) startDirect(ctx context.Context, spec pmlc.Spec, streams pmlc.Streams, command func() ([]string, error)) (pmlc.Process, error) {
 	uid, gid, err := pmlc.NumericUser(spec.User)
 	if err != nil {
 		return nil, err
 	}
-	argv, err := r.command(ctx, spec)
+	if command == nil {
+		command = func() ([]string, error) { return r.command(ctx, spec) }
+	}
+	argv, err := command()
 	if err != nil {
 		return nil, err
 	}
@@ -223,6 +226,24 @@ func (r *Runtime) command(ctx context.Context, spec pmlc.Spec) ([]string, error)
 		return nil, fmt.Errorf("the image %s names no command to run", spec.Image)
 	}
 	return a, nil
+}
+
+// commandAhead starts command in the background; the function it
+// returns waits for its answer.
+func (r *Runtime) commandAhead(ctx context.Context, spec pmlc.Spec) func() ([]string, error) {
+	type answer struct {
+		argv []string
+		err  error
+	}
+	c := make(chan answer, 1)
+	go func() {
+		a, err := r.command(ctx, spec)
+		c <- answer{a, err}
+	}()
+	return func() ([]string, error) {
+		a := <-c
+		return a.argv, a.err
+	}
 }
 
 // argv is the command line Docker runs for a container created with

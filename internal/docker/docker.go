@@ -77,6 +77,18 @@ type Runtime struct {
 
 	// createGate serializes creates of keep-id containers (creategate.go).
 	createGate *createGate
+
+	// infoCache shares the engine's /info among the questions a start
+	// asks at once (info.go).
+	infoCache infoCache
+
+	// createAfter: creates wait for it to close (CreateAfter).
+	createAfter <-chan struct{}
+
+	// What /_ping said of Podman (podman.go rememberPing).
+	pingMu      sync.Mutex
+	libpod      string
+	libpodKnown bool
 }
 
 // New connects to the engine the environment names (DOCKER_HOST, Docker
@@ -92,6 +104,12 @@ func New() (*Runtime, error) {
 
 // Close releases the client's connections.
 func (r *Runtime) Close() error { return r.cli.Close() }
+
+// CreateAfter holds every container create until ready is closed: what
+// must run before pml has containers (the watcher of its exit, which
+// removes them when pml is killed) is started beside the engine's first
+// questions rather than before them. Call it before the first Start.
+func (r *Runtime) CreateAfter(ready <-chan struct{}) { r.createAfter = ready }
 
 // createTimeout bounds one container create.
 const createTimeout = 60 * time.Second
@@ -112,8 +130,16 @@ func (r *Runtime) Start(ctx context.Context, spec pmlc.Spec, streams pmlc.Stream
 }
 
 func (r *Runtime) start(ctx context.Context, spec pmlc.Spec, streams pmlc.Streams) (pmlc.Process, error) {
+	var argv func() ([]string, error)
+	if spec.EgressNet == "" && spec.DirectStdio && r.direct != nil {
+		// The image's command (an inspect) is asked while the direct
+		// path is checked (the engine's facts, at a session's start):
+		// one round trip fewer before the create. Unused when the check
+		// says no.
+		argv = r.commandAhead(ctx, spec)
+	}
 	if spec.EgressNet == "" && r.directFor(ctx, spec) && r.ownCgroups(ctx) {
-		p, err := r.startDirect(ctx, spec, streams)
+		p, err := r.startDirect(ctx, spec, streams, argv)
 		if err == nil || !isFallback(ctx, err) {
 			return p, err
 		}
@@ -221,6 +247,13 @@ func (r *Runtime) startAttachedWith(ctx context.Context, spec pmlc.Spec, streams
 // next pml start reaps it.
 func (r *Runtime) create(ctx context.Context, image string, cfg *container.Config, host *container.HostConfig) (*process, error) {
 	name := "pml-" + randomHex(6)
+	if gate := r.createAfter; gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return nil, &pmlc.StartStopped{Err: ctx.Err()}
+		}
+	}
 	type answer struct {
 		id  string
 		err error
@@ -389,7 +422,7 @@ func GVisorHostPids(pids int64) int64 {
 // SeccompSupported reports whether the daemon applies seccomp profiles.
 func (r *Runtime) SeccompSupported(ctx context.Context) bool {
 	r.seccompOnce.Do(func() {
-		info, err := r.cli.Info(ctx)
+		info, err := r.engineInfo(ctx)
 		if err != nil {
 			return
 		}
@@ -478,7 +511,7 @@ func (r *Runtime) Info(ctx context.Context) (pmlc.Info, error) {
 	host := r.cli.DaemonHost()
 	scope, _ := r.Scope(ctx)
 	// Without an answer the runtimes are left unsaid (nil).
-	runtimes, defRuntime, args, _ := r.runtimes(ctx)
+	runtimes, defRuntime, args, _ := r.runtimes(ctx, false)
 	return pmlc.Info{
 		Runtimes:         runtimes,
 		DefaultRuntime:   defRuntime,
@@ -501,14 +534,22 @@ func (r *Runtime) Info(ctx context.Context) (pmlc.Info, error) {
 
 // OCIRuntimes asks the engine for the OCI runtimes it has registered
 // (runc, runsc...), sorted, and its default one.
+// It asks afresh, never the shared answer (info.go): it is asked when a
+// container wants a runtime not seen yet, which may have been registered
+// a moment ago (a SIGHUP to dockerd).
 func (r *Runtime) OCIRuntimes(ctx context.Context) ([]string, string, error) {
-	names, def, _, err := r.runtimes(ctx)
+	names, def, _, err := r.runtimes(ctx, true)
 	return names, def, err
 }
 
-// runtimes is OCIRuntimes with the arguments the engine gives each.
-func (r *Runtime) runtimes(ctx context.Context) ([]string, string, map[string][]string, error) {
-	info, err := r.cli.Info(ctx)
+// runtimes is OCIRuntimes with the arguments the engine gives each;
+// fresh skips the shared answer.
+func (r *Runtime) runtimes(ctx context.Context, fresh bool) ([]string, string, map[string][]string, error) {
+	ask := r.engineInfo
+	if fresh {
+		ask = r.freshInfo
+	}
+	info, err := ask(ctx)
 	if err != nil {
 		return nil, "", nil, wrap("asking the engine for its runtimes", err)
 	}

@@ -164,7 +164,7 @@ func (r *Runtime) scopeFor(ctx context.Context, image string) (engine.Scope, err
 	ctx, cancel := context.WithTimeout(ctx, scopeTimeout)
 	defer cancel()
 	if r.daemon == nil && engine.NeedsDaemon(r.ep, runtime.GOOS) {
-		info, err := r.cli.Info(ctx)
+		info, err := r.engineInfo(ctx)
 		if err != nil {
 			return engine.Classify(r.ep, nil, runtime.GOOS, home, r.shared), wrap("asking the engine what it can mount", err)
 		}

@@ -27,6 +27,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/docker/docker/api/types/system"
 	"github.com/docker/docker/client"
 )
 
@@ -124,6 +125,9 @@ func (r *Runtime) isPodman(ctx context.Context) (bool, error) {
 
 // libpodVersion is Podman's version from /_ping's header, "" for Docker.
 func (r *Runtime) libpodVersion(ctx context.Context) (string, error) {
+	if v, ok := r.pingedLibpod(); ok {
+		return v, nil
+	}
 	resp, err := r.get(ctx, "/_ping")
 	if err != nil {
 		// The request's URL names no daemon (a placeholder host on unix
@@ -132,18 +136,45 @@ func (r *Runtime) libpodVersion(ctx context.Context) (string, error) {
 		return "", wrap("contacting the container engine", fmt.Errorf("%s: %w", r.cli.DaemonHost(), err))
 	}
 	resp.Body.Close()
-	return resp.Header.Get(libpodHeader), nil
+	v := resp.Header.Get(libpodHeader)
+	r.rememberPing(v)
+	return v, nil
+}
+
+// rememberPing keeps what the engine's /_ping said of Podman (its
+// version, "" for Docker): the engine behind a socket does not change
+// within a run, and the version negotiation's ping already asked.
+func (r *Runtime) rememberPing(libpod string) {
+	r.pingMu.Lock()
+	defer r.pingMu.Unlock()
+	r.libpod, r.libpodKnown = libpod, true
+}
+
+// pingedLibpod is what rememberPing kept, if anything.
+func (r *Runtime) pingedLibpod() (string, bool) {
+	r.pingMu.Lock()
+	defer r.pingMu.Unlock()
+	return r.libpod, r.libpodKnown
 }
 
 // dockerFacts reads Docker's Info, which reports rootless mode as a
 // security option and the limits it can apply as flags.
 func (r *Runtime) dockerFacts(ctx context.Context) (engineFacts, error) {
+	// Both at once: two round trips on the way to a first container
+	// become one.
+	infoc := make(chan error, 1)
+	var info system.Info
+	go func() {
+		var err error
+		info, err = r.engineInfo(ctx)
+		infoc <- err
+	}()
 	v, err := r.cli.ServerVersion(ctx)
+	ierr := <-infoc
 	if err != nil {
 		return engineFacts{}, wrap("contacting the container engine", err)
 	}
-	info, err := r.cli.Info(ctx)
-	if err != nil {
+	if err := ierr; err != nil {
 		return engineFacts{}, wrap("asking the Docker daemon for its info", err)
 	}
 	f := engineFacts{version: v.Version, os: v.Os, arch: v.Arch, cgroupVersion: info.CgroupVersion}

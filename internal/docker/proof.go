@@ -110,7 +110,7 @@ func hostKernel() string {
 // sandbox.shared_paths) is proven the same way, by a marker of its own:
 // unseen are those whose marker did not come back.
 func (r *Runtime) prove(ctx context.Context, imageHint string, shared []string) (seen bool, how string, unseen []string, err error) {
-	info, err := r.cli.Info(ctx)
+	info, err := r.engineInfo(ctx)
 	if err != nil {
 		return false, "", nil, wrap("asking the engine who it is", err)
 	}

@@ -24,6 +24,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 
@@ -133,10 +134,14 @@ func CacheDir(getenv func(string) string) (string, error) {
 // place), so a crash or a concurrent pml never leaves a partial program
 // where another pml would mount it.
 func Extract(dir, arch string, blob []byte) (Program, error) {
+	return extractSum(dir, arch, blob, sha256.Sum256(blob))
+}
+
+// extractSum is Extract with the blob's digest already computed.
+func extractSum(dir, arch string, blob []byte, sum [sha256.Size]byte) (Program, error) {
 	if len(blob) < 18 {
 		return Program{}, fmt.Errorf("%w: the copy of it for linux/%s in this pml is damaged (%d bytes); reinstall pml (docs/install.md), or build it from source with `make build`", ErrMissing, arch, len(blob))
 	}
-	sum := sha256.Sum256(blob)
 	digest := hex.EncodeToString(sum[:])
 	// A gzip stream ends with the size of what it holds (RFC 1952, ISIZE).
 	size := int64(binary.LittleEndian.Uint32(blob[len(blob)-4:]))
@@ -214,11 +219,26 @@ func (s *Source) Program(ctx context.Context) (Program, error) {
 	if s.err != nil {
 		return Program{}, s.err
 	}
+	// The digest of this machine's own architecture's program (the
+	// engine's, when the engine runs here: the common case) is computed
+	// while the engine is asked, not after: a few milliseconds of a
+	// first container's start.
+	local, _ := NormalizeArch(runtime.GOARCH)
+	var ahead chan [sha256.Size]byte
+	if blob, err := s.lookup(local); err == nil {
+		ahead = make(chan [sha256.Size]byte, 1)
+		go func() { ahead <- sha256.Sum256(blob) }()
+	}
 	info, err := s.engine.Info(ctx)
 	if err != nil {
 		return Program{}, err
 	}
-	p, err := s.extract(info.Architecture)
+	var p Program
+	if arch, aerr := NormalizeArch(info.Architecture); aerr == nil && arch == local && ahead != nil {
+		p, err = s.extractWith(arch, <-ahead)
+	} else {
+		p, err = s.extract(info.Architecture)
+	}
 	if err != nil {
 		s.err = err
 		return Program{}, err
@@ -241,4 +261,18 @@ func (s *Source) extract(engineArch string) (Program, error) {
 		return Program{}, err
 	}
 	return Extract(dir, arch, content)
+}
+
+// extractWith is extract for a normalized arch whose program's digest is
+// sum.
+func (s *Source) extractWith(arch string, sum [sha256.Size]byte) (Program, error) {
+	content, err := s.lookup(arch)
+	if err != nil {
+		return Program{}, err
+	}
+	dir, err := CacheDir(s.getenv)
+	if err != nil {
+		return Program{}, err
+	}
+	return extractSum(dir, arch, content, sum)
 }

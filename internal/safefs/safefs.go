@@ -269,10 +269,26 @@ func WriteFile(root, name string, data []byte, perm fs.FileMode) error {
 	if r == "." {
 		return notRegularError(show, fs.ModeDir)
 	}
-	if err := writeAtomic(root, r, show, data, perm); err != nil {
+	if err := writeAtomic(root, r, show, data, perm, true); err != nil {
 		return err
 	}
 	return nil
+}
+
+// WriteCache is WriteFile without the sync: for a cache, which pml
+// rebuilds when it is missing or unreadable, so that a write on the way
+// to an answer (a server's tool list, at its first start) does not wait
+// for the disk. Readers still see the old or the new file, never a part;
+// after a power loss it may be empty.
+func WriteCache(root, name string, data []byte, perm fs.FileMode) error {
+	r, show, err := rel(root, name)
+	if err != nil {
+		return err
+	}
+	if r == "." {
+		return notRegularError(show, fs.ModeDir)
+	}
+	return writeAtomic(root, r, show, data, perm, false)
 }
 
 // MkdirAll creates name beneath root and its missing parents with perm,
@@ -424,13 +440,14 @@ func unwrapPathErr(err error) error {
 }
 
 // fillTemp writes data to the new temporary file f, sets its mode, syncs
-// and closes it: the part of an atomic write both platforms share.
-func fillTemp(f *os.File, data []byte, perm fs.FileMode, show string) error {
+// it (sync) and closes it: the part of an atomic write both platforms
+// share.
+func fillTemp(f *os.File, data []byte, perm fs.FileMode, show string, sync bool) error {
 	_, err := f.Write(data)
 	if err == nil {
 		err = f.Chmod(perm.Perm())
 	}
-	if err == nil {
+	if err == nil && sync {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {

@@ -224,7 +224,7 @@ func openWrite(root, r, show string, flag int, perm fs.FileMode) (*os.File, erro
 	return os.NewFile(uintptr(fd), show), nil
 }
 
-func writeAtomic(root, r, show string, data []byte, perm fs.FileMode) error {
+func writeAtomic(root, r, show string, data []byte, perm fs.FileMode, sync bool) error {
 	pfd, leaf, err := openParent(root, r, show)
 	if err != nil {
 		return err
@@ -247,7 +247,7 @@ func writeAtomic(root, r, show string, data []byte, perm fs.FileMode) error {
 			_ = unix.Unlinkat(pfd, tmp, 0)
 		}
 	}()
-	if err := fillTemp(f, data, perm, show); err != nil {
+	if err := fillTemp(f, data, perm, show, sync); err != nil {
 		return err
 	}
 	if err := unix.Renameat(pfd, tmp, pfd, leaf); err != nil {

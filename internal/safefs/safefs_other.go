@@ -139,7 +139,7 @@ func openWrite(root, r, show string, flag int, perm fs.FileMode) (*os.File, erro
 	return f, nil
 }
 
-func writeAtomic(root, r, show string, data []byte, perm fs.FileMode) error {
+func writeAtomic(root, r, show string, data []byte, perm fs.FileMode, sync bool) error {
 	if err := checkDirs(root, r, show); err != nil {
 		return err
 	}
@@ -159,7 +159,7 @@ func writeAtomic(root, r, show string, data []byte, perm fs.FileMode) error {
 			os.Remove(tmp)
 		}
 	}()
-	if err := fillTemp(f, data, perm, show); err != nil {
+	if err := fillTemp(f, data, perm, show, sync); err != nil {
 		return err
 	}
 	if err := os.Rename(tmp, show); err != nil {
