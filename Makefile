@@ -276,13 +276,14 @@ test-stress: images registry-bin
 # scenarios) against a pml serve of its own (e2e/conformance/modern.sh,
 # failures allowed as listed in expected-failures-modern.yml). About a
 # minute once cached.
-# The fault tests too long for make test (build tag faults): pml add
-# killed with SIGKILL at a dozen points of a real npm install, each
-# followed by a fresh install (5 to 12 minutes).
-FAULT_TESTS ?= TestAKilledAddChangesNothing
+# The e2e tests out of make test (.ci/e2e.sh's LATER, with why): the fault
+# tests (a dockerd of the tests' own frozen, restarted or offline; a full
+# disk; pml add killed at a dozen points, a real npm install each), the
+# VM-like engine's and the client-image matrix. make test runs every other
+# e2e test, so each runs in exactly one of the two.
 .PHONY: test-faults
 test-faults: images registry-bin
-	PML_BIN=$(CURDIR)/$(BIN) $(GO) test -tags faults -race -count=1 -timeout 30m -v -run '^($(FAULT_TESTS))$$' ./e2e
+	@GO=$(GO) bash .ci/e2e.sh later $(BIN)
 
 .PHONY: test-conformance
 test-conformance: build images
