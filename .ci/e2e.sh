@@ -92,6 +92,15 @@ SLOW=(
 	TestAModernClientGetsConformingResultsOverStdio
 	TestAddedCapabilitiesAreToolsOfPmlStdio
 	TestAPMLBuiltWithoutTheProgramSaysToRunMakeBuild
+	TestAnUnpinnedSeedEntryIsResolvedAtFirstInstallAndRecorded
+	TestEverySeedShapeIsAToolOfPmlStdio
+	TestAPanicInsideAToolCallAnswersThatCallAndTheSessionGoesOn
+	TestAnNPMServerIsInstalledThroughApprovalAndIntegrity
+	TestAnIntegrityMismatchIsRefused
+	# Not for its time alone: it expects exactly one new pml/toolbox image
+	# during its call, so it runs beside no test that builds one
+	# (TestTheToolboxImageHoldsTheInContainerProgramNotPML, above).
+	TestTheToolboxImageIsBuiltWhenMissing
 )
 
 re() { local IFS='|'; echo "^($*)\$"; }
