@@ -97,6 +97,11 @@ SLOW=(
 	TestAPanicInsideAToolCallAnswersThatCallAndTheSessionGoesOn
 	TestAnNPMServerIsInstalledThroughApprovalAndIntegrity
 	TestAnIntegrityMismatchIsRefused
+	# The three longest parallel tests: they run at this process's end,
+	# beside the other's parallel tests.
+	TestNothingLeftWhenPMLStopsDuringRefills
+	TestHostileServerFastPathAnswersAreBoundAndRebuilt
+	TestHostileHugeOutputKeepsPMLFlat
 	# Not for its time alone: it expects exactly one new pml/toolbox image
 	# during its call, so it runs beside no test that builds one
 	# (TestTheToolboxImageHoldsTheInContainerProgramNotPML, above).
