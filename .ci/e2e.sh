@@ -56,8 +56,9 @@ LATER=(
 	TestDoctorTellsAVMEngineByProof
 	TestAWorkspaceOutsideTheShareIsRefused
 	TestASharedPathTheVMDoesNotSeeIsProven
-	# HTTPS through the egress proxy from every client image (curl, node,
-	# python, deno); make test keeps the egress tests of one client each.
+	# HTTPS through the egress proxy from every client image (busybox
+	# wget, Node, curl); make test keeps busybox wget's, the default shell
+	# image's (TestBusyboxWgetReachesAnAllowedHostOverHTTPS).
 	TestHTTPSToAnAllowedHostFromEachClientImage
 )
 
