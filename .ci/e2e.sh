@@ -164,6 +164,8 @@ shard() {
 	else
 		echo "e2e.sh: the e2e tests ($name) FAILED after $(( $(date +%s) - s0 )) s; their output:" >&2
 		cat "$logs/$name.log" >&2
+		echo "e2e.sh: the tests that failed ($name):" >&2
+		grep -- '--- FAIL: ' "$logs/$name.log" >&2 || echo "  none said FAIL: the process ended (a panic or the timeout, above)" >&2
 		return 1
 	fi
 }
