@@ -208,8 +208,9 @@ test: build docker
 	@GO=$(GO) bash .ci/test.sh $(BIN)
 
 # The slower matrix, after make test (CI runs both, .ci/run): the MCP
-# conformance suite (first: it is cheap), the docs'
-# shell examples (docs-check), the five
+# conformance suite (first: it is cheap), the e2e fault and matrix tests
+# make test leaves out (test-faults), fuzzing, the docs' shell examples
+# (docs-check), the five
 # platforms' builds (linux/arm64 run under qemu), Podman, the e2e tests as
 # an ordinary user, gVisor, real MCP clients, the release and its install,
 # the trace backend, Kubernetes. Each stage is a target of its own; this
