@@ -98,6 +98,10 @@ SLOW=(
 	TestAPanicInsideAToolCallAnswersThatCallAndTheSessionGoesOn
 	TestAnNPMServerIsInstalledThroughApprovalAndIntegrity
 	TestAnIntegrityMismatchIsRefused
+	TestAKilledServerFailsItsCallsAndRestarts
+	TestAPoolContainerKilledWhileWaitingIsNeverHandedOut
+	TestAServersElicitationReachesAModernClient
+	TestAnUnreachableIndexIsNamed
 	# The three longest parallel tests: they run at this process's end,
 	# beside the other's parallel tests.
 	TestNothingLeftWhenPMLStopsDuringRefills
