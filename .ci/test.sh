@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# make test: set-up, vet, gofmt, the unit packages, then the e2e packages.
+# make test: set-up, vet, gofmt, the unit packages, then the e2e packages
+# (.ci/e2e.sh: all but the fault and matrix tests, which make test-faults
+# runs, in two processes at once).
 #
 # On a fresh machine the images (two debootstraps from the Debian mirror,
 # the test servers) are minutes of downloading and unpacking that need
@@ -31,7 +33,6 @@ make --no-print-directory vet fmt-check registry-bin
 say "vet, staticcheck, actionlint and gofmt passed after $(since)"
 
 mapfile -t unit < <("$go" list ./... | grep -v -e '/e2e$' -e '/e2e/')
-mapfile -t e2e < <("$go" list ./... | grep -e '/e2e$' -e '/e2e/')
 PML_BIN=$PWD/$bin "$go" test -race -count=1 -timeout 25m "${unit[@]}"
 say "the unit packages passed after $(since)"
 
@@ -43,5 +44,5 @@ fi
 trap - EXIT
 say "the images were ready after $(since) (log: $images_log)"
 
-PML_BIN=$PWD/$bin "$go" test -race -count=1 -timeout 25m "${e2e[@]}"
+GO=$go bash .ci/e2e.sh first "$bin"
 say "the e2e packages passed after $(since)"

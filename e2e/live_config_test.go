@@ -196,6 +196,22 @@ func TestLiveConfigServersComeAndGo(t *testing.T) {
 		t.Fatalf("a removed server answered: %s", text(res))
 	}
 	s.edit(t, ws, withProbe, logReloaded)
+	// The trust that adds the server back reaches the session by a reload
+	// of its own, after edit returns: a call before that reload listed the
+	// server's tools was an unknown tool (seen with make test's two e2e
+	// processes on a loaded machine). Wait until the client sees it.
+	waitFor(t, "the server added back to be listed", 30*time.Second, func() bool {
+		tools, err := s.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatalf("tools/list: %v", err)
+		}
+		for _, tool := range tools.Tools {
+			if pmlName(tool.Name) == "probe:echo" {
+				return true
+			}
+		}
+		return false
+	})
 	if out, res := s.call(t, "probe:echo", map[string]any{"text": "again"}); res.IsError || !strings.Contains(out, "again") {
 		t.Fatalf("the server added back should answer: %s", out)
 	}

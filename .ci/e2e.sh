@@ -1,0 +1,193 @@
+#!/usr/bin/env bash
+# The e2e package, split in one place (this file) between make test and
+# make test-faults (a stage of make test-all, which CI runs right after
+# make test: .ci/run):
+#
+#   bash .ci/e2e.sh first BIN   make test: every e2e test except LATER's,
+#                               in two processes at once (SLOW's and the rest)
+#   bash .ci/e2e.sh later BIN   make test-faults: exactly LATER's tests, each
+#                               of which must pass (not be absent, not skip)
+#   bash .ci/e2e.sh check       only the check that every listed name is a
+#                               test (internal/cicheck runs it in go test)
+#
+# make test skips LATER (go test -skip) and make test-faults runs LATER
+# (-run) with the same regexp, so a test is in exactly one of the two: a
+# new test lands in make test unless it is listed here. A name listed here
+# that no test has fails both (a renamed test would run in neither).
+#
+# BIN is the pml under test (PML_BIN); GO overrides go.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mode=${1:?usage: .ci/e2e.sh first|later BIN, or check}
+bin=${2:-bin/pml}
+go=${GO:-go}
+export PML_BIN=$PWD/$bin
+
+# LATER: the fault and matrix tests, out of make test to keep it under 12
+# minutes on a fresh machine (CONTRIBUTING.md, "Testing"). Each proves how
+# pml behaves when the engine or the disk fails, or repeats a path make
+# test proves once over a matrix; make test keeps a test of each feature
+# area on the ordinary path (sandbox, approvals, pins, egress, serve,
+# stdio, servers). Most need a dockerd of the tests' own (the fault
+# engine, faultengine_test.go, or the VM-like one, vmengine_test.go),
+# whose start is seconds and whose tests must run one at a time.
+LATER=(
+	# pml add killed with SIGKILL at a dozen points, a real npm install
+	# after each (5 to 12 minutes).
+	TestAKilledAddChangesNothing
+	# The fault engine frozen (SIGSTOP), restarted, offline.
+	TestCallTimeoutWithTheEngineFrozenBeforeTheCall
+	TestCallTimeoutWithTheEngineFrozenDuringTheCall
+	TestCallTimeoutCoversTheReapOfAKilledPml
+	TestEngineRestartedMidSession
+	TestTheFaultEngineLeavesTheHostsLinksAlone
+	TestAServerWhoseImageIsMissingOnAnOfflineEngineExits5
+	# A full disk (a small tmpfs of the test's own).
+	TestAWriteThatOverflowsTheDiskLeavesTheFileAsItWas
+	TestACallWhoseAuditEntryCannotBeWrittenDoesNotRun
+	TestABurstOverStdioOnAFullDiskRunsOnlyAuditedCalls
+	TestABurstOverServeOnAFullDiskRunsOnlyAuditedCalls
+	TestAcceptingADriftOnAFullDiskChangesNothing
+	# The VM-like engine (Docker Desktop, Colima): egress through the
+	# egress container, the shared path proven, the doctor's verdict.
+	TestShellExecOnAVMEngineReachesOnlyTheAllowedHostThroughTheEgressContainer
+	TestAServerOnAVMEngineReachesOnlyItsAllowedHostThroughTheEgressContainer
+	TestPMLCleanupRemovesTheEgressContainerOfAKilledPML
+	TestDoctorTellsAVMEngineByProof
+	TestAWorkspaceOutsideTheShareIsRefused
+	TestASharedPathTheVMDoesNotSeeIsProven
+	# HTTPS through the egress proxy from every client image (busybox
+	# wget, Node, curl); make test keeps busybox wget's, the default shell
+	# image's (TestBusyboxWgetReachesAnAllowedHostOverHTTPS).
+	TestHTTPSToAnAllowedHostFromEachClientImage
+)
+
+# SLOW: make test's longest serial e2e tests (measured, .ci/TESTTIME-NOTES.md),
+# run in a process of their own beside the rest, so that the two end
+# about together. Most of their time is waiting (npm's registry, image
+# saves and loads, container starts), not CPU. Each process has its own
+# XDG directories (TestMain) and every test labels what it creates, as
+# on a daemon other people's tests share. A test missing here only runs
+# in the other process.
+SLOW=(
+	TestABundleCarriesAnOfflineProject
+	TestListShowsSourceVersionAndState
+	TestHostileCommittedDepsRunNothing
+	TestTheToolboxImageHoldsTheInContainerProgramNotPML
+	TestACapabilityWithMcpDepsIsAddedAndRuns
+	TestAddNPMFromAPrivateRegistry
+	TestAddNPMServersFromTheRealRegistry
+	TestTwoAddsAtOnce
+	TestAddRemoveCleanupPrintJSONAndOneLogFormat
+	TestASeedFormatRegistryEntryRuns
+	TestCleanupLeavesARunningInstallAlone
+	TestFirstUsePullsAMissingServerImage
+	TestHostileStateFilesAreLinks
+	TestAFailedCapabilityAddRemovesWhatItInstalled
+	TestCallTimeoutOfAServerCallNamesTimeout
+	TestImagesSaveLoadThenRunWithTheRegistryStopped
+	TestAddOCIServerFromALoopbackRegistry
+	TestFastPathForwardsCallsAsBytes
+	TestExecuteLocallyExpiryAndTimeout
+	TestAServersDepsAreReadOnlyAndTheVouchedTree
+	TestAModernClientGetsConformingResultsOverStdio
+	TestAddedCapabilitiesAreToolsOfPmlStdio
+	TestAPMLBuiltWithoutTheProgramSaysToRunMakeBuild
+	TestAnUnpinnedSeedEntryIsResolvedAtFirstInstallAndRecorded
+	TestEverySeedShapeIsAToolOfPmlStdio
+	TestAPanicInsideAToolCallAnswersThatCallAndTheSessionGoesOn
+	TestAnNPMServerIsInstalledThroughApprovalAndIntegrity
+	TestAnIntegrityMismatchIsRefused
+	TestAKilledServerFailsItsCallsAndRestarts
+	TestAPoolContainerKilledWhileWaitingIsNeverHandedOut
+	TestAServersElicitationReachesAModernClient
+	TestAnUnreachableIndexIsNamed
+	# The three longest parallel tests: they run at this process's end,
+	# beside the other's parallel tests.
+	TestNothingLeftWhenPMLStopsDuringRefills
+	TestHostileServerFastPathAnswersAreBoundAndRebuilt
+	TestHostileHugeOutputKeepsPMLFlat
+	# Not for its time alone: it expects exactly one new pml/toolbox image
+	# during its call, so it runs beside no test that builds one
+	# (TestTheToolboxImageHoldsTheInContainerProgramNotPML, above).
+	TestTheToolboxImageIsBuiltWhenMissing
+)
+
+re() { local IFS='|'; echo "^($*)\$"; }
+later_re=$(re "${LATER[@]}")
+
+# Every listed name must be a test of the e2e package.
+for name in "${LATER[@]}" "${SLOW[@]}"; do
+	if ! grep -q "^func $name(t \*testing.T)" e2e/*_test.go; then
+		echo "e2e.sh: $name is listed in .ci/e2e.sh but no e2e test has that name (renamed? update the list)" >&2
+		exit 1
+	fi
+done
+
+case $mode in
+check) exit 0 ;;
+later)
+	log=$(mktemp /tmp/pml-e2e-later-XXXXXX.log)
+	rc=0
+	"$go" test -race -count=1 -timeout 30m -v -run "$later_re" ./e2e 2>&1 | tee "$log" || rc=$?
+	missing=()
+	for name in "${LATER[@]}"; do
+		grep -q "^--- PASS: $name " "$log" || missing+=("$name")
+	done
+	if [ "${#missing[@]}" -gt 0 ]; then
+		echo "e2e.sh: these tests of LATER did not pass (failed, skipped or absent; log: $log): ${missing[*]}" >&2
+		exit 1
+	fi
+	exit $rc
+	;;
+first) ;;
+*)
+	echo "usage: .ci/e2e.sh first|later BIN, or check" >&2
+	exit 2
+	;;
+esac
+
+t0=$(date +%s)
+# The packages under e2e/ other than e2e itself (test servers): none has
+# tests today; any that gets some runs here.
+mapfile -t others < <("$go" list ./e2e/... | grep -v -e '/e2e$')
+"$go" test -race -count=1 -timeout 25m "${others[@]}"
+
+# The e2e package: compiled once, run as two processes.
+"$go" test -c -race -o bin/e2e.test ./e2e
+echo "e2e.sh: the e2e tests compiled after $(( $(date +%s) - t0 )) s; $(( ${#LATER[@]} )) of them run in make test-faults, not here (.ci/e2e.sh LATER)" >&2
+logs=$(mktemp -d /tmp/pml-e2e-XXXXXX)
+shard() {
+	local name=$1
+	shift
+	local s0
+	s0=$(date +%s)
+	# go test runs a package's tests in its directory.
+	if (cd e2e && exec ../bin/e2e.test -test.v -test.timeout 25m "$@") >"$logs/$name.log" 2>&1; then
+		echo "e2e.sh: the e2e tests ($name) passed in $(( $(date +%s) - s0 )) s" >&2
+	else
+		echo "e2e.sh: the e2e tests ($name) FAILED after $(( $(date +%s) - s0 )) s; their output:" >&2
+		cat "$logs/$name.log" >&2
+		echo "e2e.sh: the tests that failed ($name):" >&2
+		grep -- '--- FAIL: ' "$logs/$name.log" >&2 || echo "  none said FAIL: the process ended (a panic or the timeout, above)" >&2
+		return 1
+	fi
+}
+slow_args=(-test.run '^$')
+rest_skip=$later_re
+if [ "${#SLOW[@]}" -gt 0 ]; then
+	slow_re=$(re "${SLOW[@]}")
+	slow_args=(-test.run "$slow_re" -test.skip "$later_re")
+	rest_skip=$(re "${LATER[@]}" "${SLOW[@]}")
+fi
+shard slow "${slow_args[@]}" &
+slow=$!
+shard rest -test.skip "$rest_skip" &
+rest=$!
+rc=0
+wait $slow || rc=1
+wait $rest || rc=1
+# Where the time went: the slowest tests of both.
+echo "e2e.sh: the slowest e2e tests (logs: $logs):" >&2
+grep -h '^--- \(PASS\|FAIL\|SKIP\): ' "$logs"/*.log | sed 's/^--- \([A-Z]*\): \([^ ]*\) (\([0-9.]*\)s)/\3 \2 \1/' | sort -rn | head -n 15 | sed 's/^/  /' >&2
+exit $rc
