@@ -56,6 +56,10 @@ LATER=(
 	TestDoctorTellsAVMEngineByProof
 	TestAWorkspaceOutsideTheShareIsRefused
 	TestASharedPathTheVMDoesNotSeeIsProven
+	TestContainersOnAVMEngineReachOnlyTheEgressContainer
+	TestANetworkedCallOnAFrozenVMEngineEndsInTime
+	TestEachClientImageOnAVMEngineReachesOnlyTheAllowedHost
+	TestAHostileHostNameCrossesTheEgressContainerQuoted
 	# HTTPS through the egress proxy from every client image (busybox
 	# wget, Node, curl); make test keeps busybox wget's, the default shell
 	# image's (TestBusyboxWgetReachesAnAllowedHostOverHTTPS).
