@@ -32,6 +32,43 @@ import (
 // (e2e/testservers/curl.sh).
 const curlImage = "pml-test/curl:bookworm"
 
+// nodeGet fetches a URL with Node's own http or https: Node 18 ignores
+// proxy variables, so it asks the proxy (https_proxy or http_proxy, which
+// pml sets) for a tunnel itself, as agents do, and speaks TLS over it to
+// an https URL (trusting ca.pem in the working directory).
+const nodeGet = `node -e '
+const http = require("http"), https = require("https"), tls = require("tls"), fs = require("fs");
+const u = new URL(process.argv[1]), p = new URL(process.env.https_proxy || process.env.http_proxy);
+const fail = (m) => { console.log("FAILED " + m); process.exit(1); };
+http.request({host: p.hostname, port: p.port, method: "CONNECT", path: u.host}).on("connect", (res, sock) => {
+  if (res.statusCode !== 200) fail("proxy answered " + res.statusCode);
+  const tunnel = u.protocol === "https:" ? () => tls.connect({socket: sock, servername: u.hostname, ca: fs.readFileSync("ca.pem")}) : () => sock;
+  (u.protocol === "https:" ? https : http).get(u, {createConnection: tunnel}, (r) => {
+    let b = ""; r.on("data", (d) => b += d); r.on("end", () => { console.log("status " + r.statusCode + ": " + b); process.exit(r.statusCode === 200 ? 0 : 1); });
+  }).on("error", (e) => fail(e.message));
+}).on("error", (e) => fail(e.message)).end();' `
+
+// clientImage is a shell image and how a command there fetches a URL.
+type clientImage struct {
+	name, image string
+	get         func(url string) string
+}
+
+// clientImages are the images agents' commands fetch from: busybox wget
+// (the default shell image: ""), curl (Debian's, with curlFlags) and
+// Node's own tunnel (pml/node:18).
+func clientImages(curlFlags string) []clientImage {
+	return []clientImage{
+		// For busybox pml makes the TLS connection (it asks its proxy
+		// for the https:// URL itself) and checks the certificate
+		// against SSL_CERT_FILE in pml's environment. (busybox 1.35's
+		// wget -T crashes: timeout bounds it instead.)
+		{"busybox", "", func(url string) string { return "timeout 30 wget -q -O - " + url }},
+		{"node", "pml/node:18", func(url string) string { return nodeGet + url }},
+		{"curl", curlImage, func(url string) string { return "curl -sS --fail --max-time 30 " + curlFlags + url }},
+	}
+}
+
 // TestHTTPSToAnAllowedHostFromEachClientImage: busybox wget (the default
 // shell image), Node's https.get (pml/node:18) and curl (Debian's, on
 // pml-test/curl:bookworm) each fetch over HTTPS from an allowed host on
@@ -63,30 +100,7 @@ func TestHTTPSToAnAllowedHostFromEachClientImage(t *testing.T) {
 	hostport := func(port int) string { return net.JoinHostPort(testHost, strconv.Itoa(port)) }
 	allowedHost, otherHost, deadHost := hostport(allowed), hostport(other), hostport(deadPort)
 
-	// Node 18's https ignores proxy variables: it asks the proxy
-	// (https_proxy, which pml sets) for a tunnel itself, as agents do.
-	const nodeGet = `node -e '
-const http = require("http"), https = require("https"), tls = require("tls"), fs = require("fs");
-const u = new URL(process.argv[1]), p = new URL(process.env.https_proxy);
-const fail = (m) => { console.log("FAILED " + m); process.exit(1); };
-http.request({host: p.hostname, port: p.port, method: "CONNECT", path: u.host}).on("connect", (res, sock) => {
-  if (res.statusCode !== 200) fail("proxy answered " + res.statusCode);
-  https.get(u, {createConnection: () => tls.connect({socket: sock, servername: u.hostname, ca: fs.readFileSync("ca.pem")})}, (r) => {
-    let b = ""; r.on("data", (d) => b += d); r.on("end", () => { console.log("status " + r.statusCode + ": " + b); process.exit(r.statusCode === 200 ? 0 : 1); });
-  }).on("error", (e) => fail(e.message));
-}).on("error", (e) => fail(e.message)).end();' `
-	clients := []struct {
-		name, image string
-		get         func(url string) string
-	}{
-		// pml makes the TLS connection for busybox (it asks its proxy
-		// for the https:// URL itself) and checks the certificate
-		// against SSL_CERT_FILE in pml's environment. (busybox 1.35's
-		// wget -T crashes: timeout bounds it instead.)
-		{"busybox", "", func(url string) string { return "timeout 30 wget -q -O - " + url }},
-		{"node", "pml/node:18", func(url string) string { return nodeGet + url }},
-		{"curl", curlImage, func(url string) string { return "curl -sS --fail --max-time 30 --cacert ca.pem " + url }},
-	}
+	clients := clientImages("--cacert ca.pem ")
 	for _, c := range clients {
 		t.Run(c.name, func(t *testing.T) {
 			image := ""

@@ -34,6 +34,28 @@ func noFalseRemoval(t *testing.T, text string) {
 	}
 }
 
+// exitFrozen freezes f, waits for the process whose Wait reports on
+// exited to end (90 s at most, then thaws f so it can), thaws f, and
+// returns its exit code and how long it ran since began.
+func exitFrozen(t *testing.T, f *faultEngine, exited <-chan error, began time.Time) (int, time.Duration) {
+	t.Helper()
+	f.Freeze(t)
+	var err error
+	select {
+	case err = <-exited:
+	case <-time.After(90 * time.Second):
+		f.Thaw(t)
+		err = <-exited
+	}
+	took := time.Since(began)
+	f.Thaw(t)
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	}
+	return code, took
+}
+
 // reapedByNextStart runs a healthy call (the next pml start) and waits
 // until no container of ws is left on the engine: what a stopped call
 // could not remove is the next start's to reap.
@@ -129,20 +151,7 @@ func TestCallTimeoutWithTheEngineFrozenDuringTheCall(t *testing.T) {
 		}
 		return false
 	})
-	f.Freeze(t)
-	var err error
-	select {
-	case err = <-exited:
-	case <-time.After(90 * time.Second):
-		f.Thaw(t)
-		err = <-exited
-	}
-	took := time.Since(began)
-	f.Thaw(t)
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	}
+	code, took := exitFrozen(t, f, exited, began)
 	out := callJSON(t, cliResult{stdout.Bytes(), stderr.Bytes(), code})
 	t.Logf("shell:exec sleep 30 with the engine frozen during the call: exit %d after %v: %s", code, took.Round(time.Millisecond), out.Text)
 	if took > callBound {

@@ -81,6 +81,22 @@ func TestAnExactlyAllowedUnlistedToolRuns(t *testing.T) {
 			t.Errorf("the probe was reached by %s", got)
 		}
 	}
+	inEachMode(t, ws, check)
+	entries := auditOf(t, ws, "probe:hidden")
+	if len(entries) != 4 {
+		t.Fatalf("%d audit entries of probe:hidden, want 4:\n%s", len(entries), readAudit(t, ws))
+	}
+	for _, e := range entries {
+		if e["decision"] != "allowed" || e["unlisted"] != true || e["pattern"] != "probe:hidden" || !strings.Contains(fmt.Sprint(e["reason"]), "unpinned") {
+			t.Errorf("audit entry %v: want allowed, unlisted, pattern probe:hidden, unpinned", e)
+		}
+	}
+}
+
+// inEachMode runs check in the aggregate and the one-server view, over
+// stdio and serve, with the names the view gives the probe's hidden tool
+// and its unlisted_calls tool.
+func inEachMode(t *testing.T, ws *workspace, check func(t *testing.T, cs *mcp.ClientSession, hidden, calls string)) {
 	t.Run("aggregate over stdio", func(t *testing.T) {
 		s := startSession(t, ws)
 		check(t, s.ClientSession, "probe__hidden", "probe__unlisted_calls")
@@ -98,15 +114,6 @@ func TestAnExactlyAllowedUnlistedToolRuns(t *testing.T) {
 		t.Cleanup(func() { cs.Close() })
 		check(t, cs, "hidden", "unlisted_calls")
 	})
-	entries := auditOf(t, ws, "probe:hidden")
-	if len(entries) != 4 {
-		t.Fatalf("%d audit entries of probe:hidden, want 4:\n%s", len(entries), readAudit(t, ws))
-	}
-	for _, e := range entries {
-		if e["decision"] != "allowed" || e["unlisted"] != true || e["pattern"] != "probe:hidden" || !strings.Contains(fmt.Sprint(e["reason"]), "unpinned") {
-			t.Errorf("audit entry %v: want allowed, unlisted, pattern probe:hidden, unpinned", e)
-		}
-	}
 }
 
 // TestAWildcardNeverReachesAnUnlistedTool: under "probe:*" (and "*") the
@@ -131,23 +138,7 @@ func TestAWildcardNeverReachesAnUnlistedTool(t *testing.T) {
 			t.Errorf("the probe was reached by %s", got)
 		}
 	}
-	t.Run("aggregate over stdio", func(t *testing.T) {
-		s := startSession(t, ws)
-		check(t, s.ClientSession, "probe__hidden", "probe__unlisted_calls")
-	})
-	t.Run("one server over serve", func(t *testing.T) {
-		url, token := startServeArgs(t, ws, "--server", "probe")
-		check(t, httpSession(t, url, token), "hidden", "unlisted_calls")
-	})
-	t.Run("aggregate over serve", func(t *testing.T) {
-		url, token := startServeArgs(t, ws)
-		check(t, httpSession(t, url, token), "probe__hidden", "probe__unlisted_calls")
-	})
-	t.Run("one server over stdio (pml run)", func(t *testing.T) {
-		cs, _ := pmlRunVersion(t, context.Background(), ws, "probe", "2025-11-25")
-		t.Cleanup(func() { cs.Close() })
-		check(t, cs, "hidden", "unlisted_calls")
-	})
+	inEachMode(t, ws, check)
 	entries := auditOf(t, ws, "probe:hidden")
 	if len(entries) != 4 {
 		t.Errorf("%d audit entries of probe:hidden, want 4", len(entries))

@@ -376,20 +376,7 @@ func TestANetworkedCallOnAFrozenVMEngineEndsInTime(t *testing.T) {
 			}
 			return false
 		})
-		f.Freeze(t)
-		var err error
-		select {
-		case err = <-exited:
-		case <-time.After(90 * time.Second):
-			f.Thaw(t)
-			err = <-exited
-		}
-		took := time.Since(began)
-		f.Thaw(t)
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		}
+		code, took := exitFrozen(t, f, exited, began)
 		// The budget counts from the call's start, not the freeze.
 		ended(t, code, took, callJSON(t, cliResult{[]byte(stdout.String()), []byte(stderr.String()), code}).Text)
 	})
@@ -416,24 +403,7 @@ func TestEachClientImageOnAVMEngineReachesOnlyTheAllowedHost(t *testing.T) {
 	other := vmHTTP(t, f, "must not be reached")
 	target := "host.docker.internal:" + strconv.Itoa(port)
 	otherHP := "host.docker.internal:" + strconv.Itoa(other)
-	const nodeGet = `node -e '
-const http = require("http");
-const u = new URL(process.argv[1]), p = new URL(process.env.http_proxy);
-const fail = (m) => { console.log("FAILED " + m); process.exit(1); };
-http.request({host: p.hostname, port: p.port, method: "CONNECT", path: u.host}).on("connect", (res, sock) => {
-  if (res.statusCode !== 200) fail("proxy answered " + res.statusCode);
-  http.get(u, {createConnection: () => sock}, (r) => {
-    let b = ""; r.on("data", (d) => b += d); r.on("end", () => { console.log("status " + r.statusCode + ": " + b); process.exit(r.statusCode === 200 ? 0 : 1); });
-  }).on("error", (e) => fail(e.message));
-}).on("error", (e) => fail(e.message)).end();' `
-	clients := []struct {
-		name, image string
-		get         func(url string) string
-	}{
-		{"busybox", "", func(url string) string { return "timeout 30 wget -q -O - " + url }},
-		{"curl", curlImage, func(url string) string { return "curl -sS --fail --max-time 30 " + url }},
-		{"node", "pml/node:18", func(url string) string { return nodeGet + url }},
-	}
+	clients := clientImages("")
 	for _, c := range clients {
 		t.Run(c.name, func(t *testing.T) {
 			image := ""

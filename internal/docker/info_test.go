@@ -32,7 +32,7 @@ func countingEngine(t *testing.T) (*Runtime, func(string) int32) {
 		}
 		return counts[p]
 	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+	r := engineAt(t, func(w http.ResponseWriter, req *http.Request) {
 		w.Header().Set("Api-Version", "1.41")
 		p := req.URL.Path
 		if i := strings.Index(p[1:], "/"); strings.HasPrefix(p, "/v1.") && i > 0 {
@@ -49,14 +49,7 @@ func countingEngine(t *testing.T) (*Runtime, func(string) int32) {
 		default:
 			http.NotFound(w, req)
 		}
-	}))
-	t.Cleanup(srv.Close)
-	t.Setenv("DOCKER_HOST", "tcp://"+strings.TrimPrefix(srv.URL, "http://"))
-	r, err := New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
+	})
 	return r, func(p string) int32 { return count(p).Load() }
 }
 
@@ -146,4 +139,19 @@ func TestOCIRuntimesAsksAfresh(t *testing.T) {
 	if got := n("GET /info"); got != 2 {
 		t.Errorf("/info asked %d times, want 2 (OCIRuntimes asks afresh)", got)
 	}
+}
+
+// engineAt is a Runtime whose engine is h, served on loopback for the
+// test (DOCKER_HOST set to it).
+func engineAt(t *testing.T, h http.HandlerFunc) *Runtime {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	t.Setenv("DOCKER_HOST", "tcp://"+strings.TrimPrefix(srv.URL, "http://"))
+	r, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
 }

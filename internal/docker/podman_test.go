@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -67,7 +66,7 @@ func TestLimitsNote(t *testing.T) {
 func fakeEngine(t *testing.T, libpod string, rootless bool, cgroup string) (*Runtime, *atomic.Int32) {
 	t.Helper()
 	slow := &atomic.Int32{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+	r := engineAt(t, func(w http.ResponseWriter, req *http.Request) {
 		w.Header().Set("Api-Version", "1.41")
 		if libpod != "" {
 			w.Header().Set("Libpod-Api-Version", libpod)
@@ -91,14 +90,7 @@ func fakeEngine(t *testing.T, libpod string, rootless bool, cgroup string) (*Run
 		default:
 			http.NotFound(w, req)
 		}
-	}))
-	t.Cleanup(srv.Close)
-	t.Setenv("DOCKER_HOST", "tcp://"+strings.TrimPrefix(srv.URL, "http://"))
-	r, err := New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
+	})
 	return r, slow
 }
 
