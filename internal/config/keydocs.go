@@ -68,7 +68,7 @@ var keyDocs = map[string]keyDoc{
 		meaning: "A pooled server container that gets no call for this long is stopped; the next call starts it again.",
 		example: `{"sandbox": {"idle_timeout": "15m"}}`},
 	"sandbox.prestart": {section: "Sandbox",
-		meaning: "`on`: when a session starts (`pml stdio`, each `pml serve` session), pml starts the pooled container of every configured server whose calls need no question (all its tools allowed, trusted, installed, its variables set, a registry server granted), in parallel with `initialize`, so the first call finds it running; one never called is stopped after `sandbox.idle_timeout` like any idle server. `off`: a server's container starts at its first call (or the first `tools/list` that must ask it).",
+		meaning: "`on`: when a session starts (`pml stdio`, each `pml serve` session), pml starts the pooled container of every configured server whose calls need no question (all its tools allowed, trusted, installed, its variables set, a registry server granted), beside `initialize`, one at a time in the order configured (a server a call started meanwhile is left to it), so the first call finds it running; one never called is stopped after `sandbox.idle_timeout` like any idle server. `off`: a server's container starts at its first call (or the first `tools/list` that must ask it).",
 		example: `{"sandbox": {"prestart": "off"}}`},
 	"sandbox.pool.min": {section: "Sandbox", def: "`1`",
 		meaning: "How many pre-started single-use containers pml keeps ready per kind of container (0 to 64), so a call skips the container's start.",
