@@ -23,9 +23,6 @@ type instruments struct {
 	serverOp      mcpconv.ServerOperationDuration
 	clientOp      mcpconv.ClientOperationDuration
 	serverSession mcpconv.ServerSessionDuration
-	calls         metric.Int64Counter
-	poolHits      metric.Int64Counter
-	poolMisses    metric.Int64Counter
 	starts        metric.Int64Counter
 	approvals     metric.Int64Counter
 	egressBytes   metric.Int64Counter
@@ -95,9 +92,16 @@ func MetricsSetup(ctx context.Context, s Settings, version string, prom bool) (h
 		}
 		return c
 	}
-	in.calls = counter("pml.calls", "{call}", "Tool calls by outcome (the audit log's decision).")
-	in.poolHits = counter("pml.pool.hits", "{call}", "Calls to a pooled server that found its container running.")
-	in.poolMisses = counter("pml.pool.misses", "{call}", "Calls to a pooled server that waited for its container to start.")
+	// Counted on every call: kept by pml (an atomic add) and read when
+	// the metrics are collected (tallies.go).
+	tally := func(name, unit, desc string, of *tallies) {
+		if _, e := m.Int64ObservableCounter(name, metric.WithUnit(unit), metric.WithDescription(desc), metric.WithInt64Callback(of.observe)); e != nil && err == nil {
+			err = e
+		}
+	}
+	tally("pml.calls", "{call}", "Tool calls by outcome (the audit log's decision).", &callTallies)
+	tally("pml.pool.hits", "{call}", "Calls to a pooled server that found its container running.", &poolHitTallies)
+	tally("pml.pool.misses", "{call}", "Calls to a pooled server that waited for its container to start.", &poolMissTallies)
 	in.starts = counter("pml.container.starts", "{container}", "Server containers started (pooled and per call).")
 	in.approvals = counter("pml.approvals", "{approval}", "Questions put to a person, by answer.")
 	in.egressBytes = counter("pml.egress.bytes", "By", "Bytes through pml's egress proxy, by direction.")
@@ -183,34 +187,22 @@ func add(c func(*instruments) metric.Int64Counter, n int64, attrs ...attribute.K
 	}
 }
 
-// addOne adds n to a counter under one attribute key=value, whose
-// option is made once (a call counts under the same few: an outcome, a
-// server).
-func addOne(c func(*instruments) metric.Int64Counter, n int64, key, value string) {
-	if in := instrumentsOn(); in != nil {
-		c(in).Add(context.Background(), n, addOptions.get(attrKey{key, value}, newAddOption))
-	}
-}
-
-type attrKey struct{ key, value string }
-
-var addOptions memo[attrKey, metric.AddOption]
-
-func newAddOption(k attrKey) metric.AddOption {
-	return metric.WithAttributeSet(attribute.NewSet(attribute.String(k.key, k.value)))
-}
-
 // CountCall counts a tool call by its outcome.
 func CountCall(outcome string) {
-	addOne(func(i *instruments) metric.Int64Counter { return i.calls }, 1, "pml.outcome", outcome)
+	if metricsOn.Load() {
+		callTallies.add("pml.outcome", outcome)
+	}
 }
 
 // CountPool counts a call to a pooled server: a hit found it running.
 func CountPool(server string, hit bool) {
+	if !metricsOn.Load() {
+		return
+	}
 	if hit {
-		addOne(func(i *instruments) metric.Int64Counter { return i.poolHits }, 1, "pml.server", server)
+		poolHitTallies.add("pml.server", server)
 	} else {
-		addOne(func(i *instruments) metric.Int64Counter { return i.poolMisses }, 1, "pml.server", server)
+		poolMissTallies.add("pml.server", server)
 	}
 }
 
