@@ -13,6 +13,7 @@ import (
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/exemplar"
 	"go.opentelemetry.io/otel/sdk/resource"
 	"go.opentelemetry.io/otel/semconv/v1.40.0/mcpconv"
 )
@@ -68,6 +69,15 @@ func MetricsSetup(ctx context.Context, s Settings, version string, prom bool) (h
 	}
 	if len(opts) == 0 {
 		return nil, func() {}, nil
+	}
+	if s.ExemplarFilter == "" {
+		// No exemplars unless asked for (OTEL_METRICS_EXEMPLAR_FILTER,
+		// which the SDK reads): by default the SDK offers each
+		// measurement made under a sampled span to a reservoir, which
+		// was half the cost of recording a call's durations, on every
+		// call, for an example trace per bucket that a trace search
+		// finds as well.
+		opts = append(opts, sdkmetric.WithExemplarFilter(exemplar.AlwaysOffFilter))
 	}
 	res, _ := resource.New(ctx, resource.WithAttributes(attribute.String("service.name", "pml"), attribute.String("service.version", version)), resource.WithFromEnv())
 	if res != nil {

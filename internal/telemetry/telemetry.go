@@ -59,6 +59,9 @@ type Settings struct {
 	Protocol string
 	// Disabled is OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none.
 	Disabled bool
+	// ExemplarFilter is OTEL_METRICS_EXEMPLAR_FILTER: unset, metrics
+	// carry no exemplars (MetricsSetup).
+	ExemplarFilter string
 	// FromConfig: Endpoint is .pml.json's telemetry.endpoint (a base
 	// URL: traces go to its /v1/traces, metrics to /v1/metrics), not a
 	// variable the exporters read themselves.
@@ -84,6 +87,8 @@ func FromEnv(getenv func(string) string) Settings {
 	s := Settings{
 		Endpoint: first(getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"), getenv("OTEL_EXPORTER_OTLP_ENDPOINT")),
 		Protocol: first(getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"), getenv("OTEL_EXPORTER_OTLP_PROTOCOL")),
+
+		ExemplarFilter: first(getenv("OTEL_METRICS_EXEMPLAR_FILTER")),
 	}
 	exp := strings.TrimSpace(strings.ToLower(getenv("OTEL_TRACES_EXPORTER")))
 	s.Disabled = strings.EqualFold(strings.TrimSpace(getenv("OTEL_SDK_DISABLED")), "true") || exp == "none"
