@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"sync"
 
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/pml-dev/pml/broker/call"
 	"github.com/pml-dev/pml/internal/audit"
+	"github.com/pml-dev/pml/internal/telemetry"
 )
 
 // PermitLayer reads the permissions for the tool (permissions.go: deny >
@@ -35,7 +33,7 @@ func (l PermitLayer) Call(ctx context.Context, c *call.Call) call.Result {
 	// own: it takes no time worth a span, and a span costs every traced
 	// call (the telemetry row of make bench).
 	if span := call.Traced(ctx); span != nil {
-		span.AddEvent("pml.permit", trace.WithAttributes(attribute.String("pml.decision", string(c.Decision)), attribute.String("pml.pattern", c.Pattern)))
+		telemetry.AddEvent(span, "pml.permit", "pml.decision", string(c.Decision), "pml.pattern", c.Pattern)
 	}
 	if c.Decision == call.Deny {
 		src := l.Rules.Source()

@@ -36,7 +36,7 @@ func startTelemetry(log zerolog.Logger, configEndpoint string) {
 		stop, err := telemetry.Setup(context.Background(), s, version)
 		if err != nil {
 			log.Warn().Err(err).Msg("traces and metrics over OTLP are off")
-			s = telemetry.Settings{}
+			s = telemetry.Settings{ExemplarFilter: s.ExemplarFilter}
 		} else {
 			stops = append(stops, stop)
 			log.Debug().Str("endpoint", s.Endpoint).Msg("exporting traces and metrics over OTLP")

@@ -13,6 +13,7 @@ import (
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/exemplar"
 	"go.opentelemetry.io/otel/sdk/resource"
 	"go.opentelemetry.io/otel/semconv/v1.40.0/mcpconv"
 )
@@ -23,9 +24,6 @@ type instruments struct {
 	serverOp      mcpconv.ServerOperationDuration
 	clientOp      mcpconv.ClientOperationDuration
 	serverSession mcpconv.ServerSessionDuration
-	calls         metric.Int64Counter
-	poolHits      metric.Int64Counter
-	poolMisses    metric.Int64Counter
 	starts        metric.Int64Counter
 	approvals     metric.Int64Counter
 	egressBytes   metric.Int64Counter
@@ -72,6 +70,15 @@ func MetricsSetup(ctx context.Context, s Settings, version string, prom bool) (h
 	if len(opts) == 0 {
 		return nil, func() {}, nil
 	}
+	if s.ExemplarFilter == "" {
+		// No exemplars unless asked for (OTEL_METRICS_EXEMPLAR_FILTER,
+		// which the SDK reads): by default the SDK offers each
+		// measurement made under a sampled span to a reservoir, which
+		// was half the cost of recording a call's durations, on every
+		// call, for an example trace per bucket that a trace search
+		// finds as well.
+		opts = append(opts, sdkmetric.WithExemplarFilter(exemplar.AlwaysOffFilter))
+	}
 	res, _ := resource.New(ctx, resource.WithAttributes(attribute.String("service.name", "pml"), attribute.String("service.version", version)), resource.WithFromEnv())
 	if res != nil {
 		opts = append(opts, sdkmetric.WithResource(res))
@@ -95,9 +102,16 @@ func MetricsSetup(ctx context.Context, s Settings, version string, prom bool) (h
 		}
 		return c
 	}
-	in.calls = counter("pml.calls", "{call}", "Tool calls by outcome (the audit log's decision).")
-	in.poolHits = counter("pml.pool.hits", "{call}", "Calls to a pooled server that found its container running.")
-	in.poolMisses = counter("pml.pool.misses", "{call}", "Calls to a pooled server that waited for its container to start.")
+	// Counted on every call: kept by pml (an atomic add) and read when
+	// the metrics are collected (tallies.go).
+	tally := func(name, unit, desc string, of *tallies) {
+		if _, e := m.Int64ObservableCounter(name, metric.WithUnit(unit), metric.WithDescription(desc), metric.WithInt64Callback(of.observe)); e != nil && err == nil {
+			err = e
+		}
+	}
+	tally("pml.calls", "{call}", "Tool calls by outcome (the audit log's decision).", &callTallies)
+	tally("pml.pool.hits", "{call}", "Calls to a pooled server that found its container running.", &poolHitTallies)
+	tally("pml.pool.misses", "{call}", "Calls to a pooled server that waited for its container to start.", &poolMissTallies)
 	in.starts = counter("pml.container.starts", "{container}", "Server containers started (pooled and per call).")
 	in.approvals = counter("pml.approvals", "{approval}", "Questions put to a person, by answer.")
 	in.egressBytes = counter("pml.egress.bytes", "By", "Bytes through pml's egress proxy, by direction.")
@@ -183,34 +197,22 @@ func add(c func(*instruments) metric.Int64Counter, n int64, attrs ...attribute.K
 	}
 }
 
-// addOne adds n to a counter under one attribute key=value, whose
-// option is made once (a call counts under the same few: an outcome, a
-// server).
-func addOne(c func(*instruments) metric.Int64Counter, n int64, key, value string) {
-	if in := instrumentsOn(); in != nil {
-		c(in).Add(context.Background(), n, addOptions.get(attrKey{key, value}, newAddOption))
-	}
-}
-
-type attrKey struct{ key, value string }
-
-var addOptions memo[attrKey, metric.AddOption]
-
-func newAddOption(k attrKey) metric.AddOption {
-	return metric.WithAttributeSet(attribute.NewSet(attribute.String(k.key, k.value)))
-}
-
 // CountCall counts a tool call by its outcome.
 func CountCall(outcome string) {
-	addOne(func(i *instruments) metric.Int64Counter { return i.calls }, 1, "pml.outcome", outcome)
+	if metricsOn.Load() {
+		callTallies.add("pml.outcome", outcome)
+	}
 }
 
 // CountPool counts a call to a pooled server: a hit found it running.
 func CountPool(server string, hit bool) {
+	if !metricsOn.Load() {
+		return
+	}
 	if hit {
-		addOne(func(i *instruments) metric.Int64Counter { return i.poolHits }, 1, "pml.server", server)
+		poolHitTallies.add("pml.server", server)
 	} else {
-		addOne(func(i *instruments) metric.Int64Counter { return i.poolMisses }, 1, "pml.server", server)
+		poolMissTallies.add("pml.server", server)
 	}
 }
 

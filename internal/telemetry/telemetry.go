@@ -59,6 +59,9 @@ type Settings struct {
 	Protocol string
 	// Disabled is OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none.
 	Disabled bool
+	// ExemplarFilter is OTEL_METRICS_EXEMPLAR_FILTER: unset, metrics
+	// carry no exemplars (MetricsSetup).
+	ExemplarFilter string
 	// FromConfig: Endpoint is .pml.json's telemetry.endpoint (a base
 	// URL: traces go to its /v1/traces, metrics to /v1/metrics), not a
 	// variable the exporters read themselves.
@@ -84,6 +87,8 @@ func FromEnv(getenv func(string) string) Settings {
 	s := Settings{
 		Endpoint: first(getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"), getenv("OTEL_EXPORTER_OTLP_ENDPOINT")),
 		Protocol: first(getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"), getenv("OTEL_EXPORTER_OTLP_PROTOCOL")),
+
+		ExemplarFilter: first(getenv("OTEL_METRICS_EXEMPLAR_FILTER")),
 	}
 	exp := strings.TrimSpace(strings.ToLower(getenv("OTEL_TRACES_EXPORTER")))
 	s.Disabled = strings.EqualFold(strings.TrimSpace(getenv("OTEL_SDK_DISABLED")), "true") || exp == "none"
@@ -144,7 +149,9 @@ func Setup(ctx context.Context, s Settings, version string) (shutdown func(), er
 	}
 	// The sampler is OTEL_TRACES_SAMPLER's (the SDK reads it), by
 	// default the parent's decision, else every trace.
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+	// (Not the SDK's batcher: ours takes an ended span without waking a
+	// goroutine; batch.go.)
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(newEnvBatcher(exp)), sdktrace.WithResource(res))
 	use(tp, version)
 	return func() {
 		enabled.Store(false)
@@ -279,7 +286,10 @@ func (m metaCarrier) Keys() []string {
 // path forwards a call's bytes and decodes none of them): decoded only
 // while traces are on, and only when there is one.
 func FromMetaJSON(ctx context.Context, meta []byte) context.Context {
-	if !enabled.Load() || len(meta) == 0 {
+	if !enabled.Load() || !bytes.Contains(meta, traceparentKey) {
+		// Most calls' _meta holds a progress token and no trace
+		// context: not decoded (W3C trace context reads nothing
+		// without a traceparent).
 		return ctx
 	}
 	var m map[string]any
@@ -288,6 +298,8 @@ func FromMetaJSON(ctx context.Context, meta []byte) context.Context {
 	}
 	return FromMeta(ctx, m)
 }
+
+var traceparentKey = []byte(`"traceparent"`)
 
 // ToMetaJSON is ToMeta for a _meta object as raw JSON (or nil): the span
 // context of ctx replaces any traceparent and tracestate the object has,
@@ -394,4 +406,23 @@ func appendString(b []byte, s string) []byte {
 		}
 	}
 	return append(b, '"')
+}
+
+// eventKey is what an event of two string attributes is made of.
+type eventKey struct{ name, k1, v1, k2, v2 string }
+
+// eventOptions holds the options of the events calls add (the
+// permission's decision on every call), built once per kind: an event's
+// option made on each call is two allocations more.
+var eventOptions memo[eventKey, trace.EventOption]
+
+// AddEvent adds the event name with the attributes k1=v1 and k2=v2 to
+// span, if it records.
+func AddEvent(span trace.Span, name, k1, v1, k2, v2 string) {
+	if !span.IsRecording() {
+		return
+	}
+	span.AddEvent(name, eventOptions.get(eventKey{name, k1, v1, k2, v2}, func(k eventKey) trace.EventOption {
+		return trace.WithAttributes(attribute.String(k.k1, k.v1), attribute.String(k.k2, k.v2))
+	}))
 }

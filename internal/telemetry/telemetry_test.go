@@ -69,6 +69,18 @@ func TestSettingsFromTheStandardVariables(t *testing.T) {
 // On, a request's server span continues the trace of the client's
 // _meta.traceparent, and a request pml sends carries pml's span in its
 // own _meta; names and attributes are the conventions'.
+// Exemplars are off unless OTEL_METRICS_EXEMPLAR_FILTER asks for them
+// (the SDK reads its value; MetricsSetup turns them off when it is unset).
+func TestExemplarFilterFromTheStandardVariable(t *testing.T) {
+	if f := FromEnv(func(string) string { return "" }).ExemplarFilter; f != "" {
+		t.Errorf("exemplar filter %q with no variable set", f)
+	}
+	env := map[string]string{"OTEL_METRICS_EXEMPLAR_FILTER": " trace_based "}
+	if f := FromEnv(func(k string) string { return env[k] }).ExemplarFilter; f != "trace_based" {
+		t.Errorf("exemplar filter %q, want trace_based", f)
+	}
+}
+
 func TestTraceContextCrossesMeta(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
