@@ -32,8 +32,16 @@ func benchTelemetry(b *testing.B, r *report, raw map[string][]float64) {
 	b.Cleanup(recv.Close)
 	image := probeImage(b)
 	pmlJSON := fmt.Sprintf(`{"permissions": {"allow": ["*"]}, "mcps": {"probe": {"image": %q, "workspace": "none"}}}`, image)
+	// Two pairs of sessions, started in opposite orders: of two sessions
+	// of one build taking turns, the one started second answered about
+	// 3 % faster in every A/A run (whatever the order of the calls), so
+	// one pair alone would credit that to whichever side it started
+	// second. Each side's samples are half from each pair.
+	otel := "OTEL_EXPORTER_OTLP_ENDPOINT=" + recv.URL
 	off := startBenchSession(b, benchWorkspace(b, pmlJSON))
-	on := startBenchSessionEnv(b, benchWorkspace(b, pmlJSON), "OTEL_EXPORTER_OTLP_ENDPOINT="+recv.URL)
+	on := startBenchSessionEnv(b, benchWorkspace(b, pmlJSON), otel)
+	on2 := startBenchSessionEnv(b, benchWorkspace(b, pmlJSON), otel)
+	off2 := startBenchSession(b, benchWorkspace(b, pmlJSON))
 	call := func(s *benchSession) time.Duration {
 		t0 := time.Now()
 		res, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: "probe:echo", Arguments: map[string]any{"text": "x"}})
@@ -45,19 +53,23 @@ func benchTelemetry(b *testing.B, r *report, raw map[string][]float64) {
 	for i := 0; i < 30; i++ {
 		call(off)
 		call(on)
+		call(on2)
+		call(off2)
 	}
-	const n = 300
+	const n = 300 // calls per session: 600 a side
 	var pOn, pOff []time.Duration
 	for i := 0; i < n; i++ {
 		pOff = append(pOff, call(off))
 		pOn = append(pOn, call(on))
+		pOn = append(pOn, call(on2))
+		pOff = append(pOff, call(off2))
 	}
 	time.Sleep(6 * time.Second) // the batch exporter's default 5 s delay: the spans leave
 	raw["telemetry_warm_on_ms"], raw["telemetry_warm_off_ms"] = durationsMS(pOn), durationsMS(pOff)
 	r.add(timeFigure("telemetry_warm", "warm call to a pooled stdio server, telemetry on vs off",
 		"probe:echo via pml stdio with OTEL_EXPORTER_OTLP_ENDPOINT set (traces and metrics to a loopback OTLP/HTTP receiver)",
 		"the same call via pml stdio without any OTEL_* variable (telemetry off)", pOn, pOff,
-		fmt.Sprintf("the two sessions take turns call by call; the receiver got %d OTLP posts. With telemetry on, calls still take the stdio fast path, which makes the same spans and metrics", posts.Load())))
+		fmt.Sprintf("two pairs of sessions (one started off then on, the other on then off) take turns call by call, half of each side's calls from each pair; the receiver got %d OTLP posts. With telemetry on, calls still take the stdio fast path, which makes the same spans and metrics", posts.Load())))
 	rssOn, rssOff := rssMiB(b, on.cmd.Process.Pid), rssMiB(b, off.cmd.Process.Pid)
 	raw["telemetry_rss_on_off_mib"] = []float64{rssOn, rssOff}
 	r.add(figure{ID: "telemetry_rss_on", Name: "broker RSS after 330 calls, telemetry on", PML: "pml stdio, OTLP to a loopback receiver", Unit: "MiB", Value: floatp(rssOn),
