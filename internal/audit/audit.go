@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -272,11 +273,10 @@ func (l *Log) fail(err error) error { return &WriteError{Path: l.path, Err: err}
 // own last entry left (l.end): another process appended since, or the
 // file is not the one that entry went to.
 func (l *Log) appendLine(f *os.File, line []byte) error {
-	fi, err := f.Stat()
+	n, _, err := statOf(f)
 	if err != nil {
 		return err
 	}
-	n := fi.Size()
 	if n > 0 && n != l.end {
 		var last [1]byte
 		if _, err := f.ReadAt(last[:], n-1); err == nil && last[0] != '\n' {
@@ -375,8 +375,8 @@ func truncate(s string, n int) string {
 // capKeys keeps the first MaxArgKeys names, each at most MaxKeyBytes,
 // and says how many were left out.
 func capKeys(keys []string) []string {
-	if len(keys) == 0 {
-		return keys
+	if len(keys) <= MaxArgKeys && !slices.ContainsFunc(keys, func(k string) bool { return len(k) > MaxKeyBytes }) {
+		return keys // nothing to cut: no copy
 	}
 	n := len(keys)
 	if n > MaxArgKeys {
