@@ -20,7 +20,8 @@ import (
 // say the previous commit's) in one interleaved loop with the floor
 // (the bare relay in front of the probe in the cgroups of PML_BIN's
 // pooled container), PML_BENCH_ROUNDS calls each (default 300); with the
-// CPU each broker process spent per call:
+// CPU each broker process spent per call; with PML_BENCH_CALLERS, their
+// throughput with that many callers at once against the native probe:
 //
 //	PML_BENCH_BASE_BIN=/tmp/pml-old go test -run '^$' -bench '^BenchmarkWarmCallOverFloor$' -benchtime 1x ./e2e/
 func BenchmarkWarmCallOverFloor(b *testing.B) {
@@ -92,5 +93,32 @@ func BenchmarkWarmCallOverFloor(b *testing.B) {
 	}
 	if len(sides) == 2 {
 		show(sides[0].name+" vs "+sides[1].name, benchstat.Compare(sides[0].ms, sides[1].ms))
+	}
+	// PML_BENCH_CALLERS=k: then rounds of curveWork calls from k callers
+	// at once (the report's concurrency curve), each side and the native
+	// probe taking turns, PML_BENCH_CALLER_ROUNDS rounds (default 15).
+	k, _ := strconv.Atoi(os.Getenv("PML_BENCH_CALLERS"))
+	if k <= 0 {
+		return
+	}
+	crounds := 15
+	if n, err := strconv.Atoi(os.Getenv("PML_BENCH_CALLER_ROUNDS")); err == nil && n > 0 {
+		crounds = n
+	}
+	native := connectNative(b)
+	var nat []float64
+	conc := make([][]float64, len(sides))
+	for r := 0; r < crounds; r++ {
+		for i, sd := range sides {
+			conc[i] = append(conc[i], float64(concurrentRound(k, func(int) { call(sd.s.ClientSession, "probe:echo") }).Microseconds())/1000)
+		}
+		nat = append(nat, float64(concurrentRound(k, func(int) { call(native, "echo") }).Microseconds())/1000)
+	}
+	fmt.Fprintf(os.Stderr, "\n%d callers at once, %d calls a round, %d interleaved rounds (time per round: below 1 is faster)\n", k, curveWork, crounds)
+	for i, sd := range sides {
+		show(sd.name+" vs native", benchstat.Compare(conc[i], nat))
+	}
+	if len(sides) == 2 {
+		show(sides[0].name+" vs "+sides[1].name, benchstat.Compare(conc[0], conc[1]))
 	}
 }
