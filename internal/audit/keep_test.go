@@ -178,3 +178,48 @@ func mustSymlink(t *testing.T, target, at string) {
 		t.Fatal(err)
 	}
 }
+
+// Two logs of one process, one workspace inside the other (they share
+// the process's inotify instance, and watches): a swap in either is seen
+// by that log, and the other goes on writing its own file.
+func TestLogsOfOneProcessEachSeeTheirOwnPath(t *testing.T) {
+	base := t.TempDir()
+	outer := filepath.Join(base, "ws")
+	inner := filepath.Join(outer, "sub")
+	victim := filepath.Join(base, "bashrc")
+	if err := os.WriteFile(victim, []byte("orig\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(inner, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lo, li := New(filepath.Join(outer, ".pml", "audit.jsonl")), New(filepath.Join(inner, ".pml", "audit.jsonl"))
+	t.Cleanup(func() { _ = lo.Close(); _ = li.Close() })
+	rec := func(l *Log, tool string) error { return l.Record(Entry{Tool: tool, Decision: Allowed}) }
+	for _, l := range []*Log{lo, li} {
+		if err := rec(l, "a:one"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The inner log becomes a link: the inner refuses, the outer writes.
+	mustRename(t, li.Path(), li.Path()+".old")
+	mustSymlink(t, victim, li.Path())
+	if err := rec(lo, "a:outer"); err != nil {
+		t.Errorf("the outer log after the inner one's swap: %v", err)
+	}
+	if err := rec(li, "a:inner"); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Errorf("the inner log after its swap: %v", err)
+	}
+	// The outer .pml/ becomes a link: the outer refuses.
+	mustRename(t, filepath.Join(outer, ".pml"), filepath.Join(outer, ".pml.old"))
+	mustSymlink(t, base, filepath.Join(outer, ".pml"))
+	if err := rec(lo, "a:outer2"); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Errorf("the outer log after its .pml/ became a link: %v", err)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "orig\n" {
+		t.Errorf("the file behind a link was written: %q", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(outer, ".pml.old", "audit.jsonl")); !strings.Contains(string(b), "a:outer") || strings.Contains(string(b), "a:outer2") {
+		t.Errorf("the outer log holds %q", b)
+	}
+}

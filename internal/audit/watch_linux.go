@@ -5,26 +5,28 @@ import (
 	"errors"
 	"path/filepath"
 	"slices"
+	"sync"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
 // pathWatch tells, without walking the path, whether the names that lead
-// to the log could name another file than the one pml keeps open: an
-// inotify instance watching the log's directory for its name, the
-// workspace root for .pml, and every directory above for a move or
-// removal of itself. The kernel queues an event before the rename,
-// unlink or creation that caused it returns, so a non-blocking read
-// (changed) sees every change that happened before it: the same answer
-// as a lstat of the path, at the price of one read of an empty queue
-// instead of a walk of every component (a third of the time here) and
-// its check.
+// to a log could name another file than the one pml keeps open: inotify
+// watches on the log's directory for its name, on the workspace root for
+// .pml, and on every directory above for a move or removal of itself.
+// The kernel queues an event before the rename, unlink or creation that
+// caused it returns, so a non-blocking read (changed) sees every change
+// that happened before it: the same answer as a lstat of the path, at the
+// price of one read of an empty queue instead of a walk of every
+// component (a third of the time here) and its check.
 //
 // Writes to the log are not watched (no IN_MODIFY): pml's own appends
-// leave the queue empty.
+// leave the queue empty. The logs of a process share one inotify
+// instance (watches, which they may share too, are plenty; instances
+// are few, 128 a user by default, and a container that may write the
+// workspace is started only while internal/protect gets one).
 type pathWatch struct {
-	fd   int
 	name string // the log's file name, in dir
 	// dirName is the name of dir (.pml) in root.
 	dirName string
@@ -32,114 +34,159 @@ type pathWatch struct {
 	// root; up, of the directories above (only their own moves).
 	dir, root int
 	up        []int
-	buf       [4096]byte
+	// stale: a change concerning this log was read; under inotify.mu.
+	stale bool
 }
+
+// inotify is the process's instance, made at the first log's first
+// write; fd -1 before, -2 when it could not be made (the logs then check
+// their path on every entry).
+var inotify = struct {
+	mu   sync.Mutex
+	fd   int
+	logs map[*pathWatch]struct{}
+	buf  [4096]byte
+}{fd: -1, logs: map[*pathWatch]struct{}{}}
 
 // nameMask: a name in a watched directory that came, went or was
 // replaced; selfMask: the watched directory itself moved or removed.
+// Watches are added to (IN_MASK_ADD): a directory another log watches
+// keeps what that log asked for.
 const (
 	selfMask = unix.IN_MOVE_SELF | unix.IN_DELETE_SELF
 	nameMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_MOVED_TO | selfMask
 	// Never through a link: a component that is one is not watched
 	// (the open through safefs refuses it anyway).
-	armFlags = unix.IN_DONT_FOLLOW | unix.IN_ONLYDIR
+	armFlags = unix.IN_DONT_FOLLOW | unix.IN_ONLYDIR | unix.IN_MASK_ADD
 )
 
 // newPathWatch is nil when inotify is not there (or its instances are
 // used up): the log then checks the path on every entry, as before.
 func newPathWatch(path string) *pathWatch {
-	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
-	if err != nil {
+	inotify.mu.Lock()
+	defer inotify.mu.Unlock()
+	if inotify.fd == -1 {
+		fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+		if err != nil {
+			fd = -2
+		}
+		inotify.fd = fd
+	}
+	if inotify.fd < 0 {
 		return nil
 	}
-	return &pathWatch{fd: fd, name: filepath.Base(path), dirName: filepath.Base(filepath.Dir(path)), dir: -1, root: -1}
+	w := &pathWatch{name: filepath.Base(path), dirName: filepath.Base(filepath.Dir(path)), dir: -1, root: -1}
+	inotify.logs[w] = struct{}{}
+	return w
 }
 
 // arm watches the directories of path (…/root/.pml/name) as they are
 // now. It is called before the check it guards (a lstat, or the open),
 // so a change after that check is in the queue for the next changed.
 func (w *pathWatch) arm(path string) error {
+	inotify.mu.Lock()
+	defer inotify.mu.Unlock()
 	dir := filepath.Dir(path)
 	root := filepath.Dir(dir)
 	var err error
-	if w.dir, err = w.add(w.dir, dir, nameMask); err != nil {
+	if w.dir, err = unix.InotifyAddWatch(inotify.fd, dir, nameMask|armFlags); err != nil {
 		return err
 	}
-	if w.root, err = w.add(w.root, root, nameMask); err != nil {
+	if w.root, err = unix.InotifyAddWatch(inotify.fd, root, nameMask|armFlags); err != nil {
 		return err
 	}
-	var up []int
+	w.up = w.up[:0]
 	for p := filepath.Dir(root); ; p = filepath.Dir(p) {
-		wd, err := unix.InotifyAddWatch(w.fd, p, selfMask|armFlags)
+		wd, err := unix.InotifyAddWatch(inotify.fd, p, selfMask|armFlags)
 		if err != nil {
 			return err
 		}
-		up = append(up, wd)
+		w.up = append(w.up, wd)
 		if p == filepath.Dir(p) {
-			break
+			return nil
 		}
 	}
-	for _, old := range w.up {
-		if !slices.Contains(up, old) {
-			_, _ = unix.InotifyRmWatch(w.fd, uint32(old))
-		}
-	}
-	w.up = up
-	return nil
 }
 
-// add watches p, removing the watch old when p is now another directory
-// (its events would only be noise).
-func (w *pathWatch) add(old int, p string, mask uint32) (int, error) {
-	wd, err := unix.InotifyAddWatch(w.fd, p, mask|armFlags)
-	if err != nil {
-		return -1, err
-	}
-	if old >= 0 && old != wd {
-		_, _ = unix.InotifyRmWatch(w.fd, uint32(old))
-	}
-	return wd, nil
-}
-
-// changed empties the queue and says whether anything in it could have
-// changed what the path names: the log's name in .pml, .pml in the root,
-// a watched directory moved or removed, a watch gone, the queue
-// overflowed; or the queue could not be read. Anything else (other
-// files of .pml or of the root) is dropped.
+// changed empties the queue and says whether anything read from it,
+// now or for another log before, could have changed what this log's
+// path names: its name in .pml, .pml in the root, a watched directory
+// moved or removed, a watch gone, the queue overflowed; or the queue
+// could not be read. Anything else (other files of .pml or of the root)
+// is dropped.
 func (w *pathWatch) changed() bool {
-	changed := false
+	inotify.mu.Lock()
+	defer inotify.mu.Unlock()
+	drain()
+	c := w.stale
+	w.stale = false
+	return c
+}
+
+// drain reads what the queue holds and marks the logs it concerns; the
+// caller holds inotify.mu.
+func drain() {
+	all := func() {
+		for w := range inotify.logs {
+			w.stale = true
+		}
+	}
 	for {
-		n, err := unix.Read(w.fd, w.buf[:])
+		n, err := unix.Read(inotify.fd, inotify.buf[:])
 		if errors.Is(err, unix.EINTR) {
 			continue
 		}
 		if errors.Is(err, unix.EAGAIN) {
-			return changed
+			return
 		}
 		if err != nil || n < unix.SizeofInotifyEvent {
-			return true
+			all()
+			return
 		}
 		for off := 0; off+unix.SizeofInotifyEvent <= n; {
-			ev := (*unix.InotifyEvent)(unsafe.Pointer(&w.buf[off]))
+			ev := (*unix.InotifyEvent)(unsafe.Pointer(&inotify.buf[off]))
 			end := off + unix.SizeofInotifyEvent + int(ev.Len)
 			if end > n {
-				return true
+				all()
+				return
 			}
-			name := w.buf[off+unix.SizeofInotifyEvent : end]
+			name := inotify.buf[off+unix.SizeofInotifyEvent : end]
 			if i := bytes.IndexByte(name, 0); i >= 0 {
 				name = name[:i]
 			}
-			switch {
-			case ev.Mask&(unix.IN_Q_OVERFLOW|unix.IN_IGNORED|unix.IN_UNMOUNT|selfMask) != 0:
-				changed = true
-			case int(ev.Wd) == w.dir && string(name) == w.name:
-				changed = true
-			case int(ev.Wd) == w.root && string(name) == w.dirName:
-				changed = true
+			if ev.Mask&unix.IN_Q_OVERFLOW != 0 {
+				all()
+			}
+			for w := range inotify.logs {
+				if w.concerns(int(ev.Wd), ev.Mask, name) {
+					w.stale = true
+				}
 			}
 			off = end
 		}
 	}
 }
 
-func (w *pathWatch) close() { _ = unix.Close(w.fd) }
+// concerns reports whether an event could change what w's path names.
+func (w *pathWatch) concerns(wd int, mask uint32, name []byte) bool {
+	mine := wd == w.dir || wd == w.root || slices.Contains(w.up, wd)
+	switch {
+	case !mine:
+		return false
+	case mask&(unix.IN_IGNORED|unix.IN_UNMOUNT|selfMask) != 0:
+		return true
+	case wd == w.dir && string(name) == w.name:
+		return true
+	case wd == w.root && string(name) == w.dirName:
+		return true
+	}
+	return false
+}
+
+// close stops telling w of changes (the watches stay while another log
+// may use them; each goes with its directory).
+func (w *pathWatch) close() {
+	inotify.mu.Lock()
+	defer inotify.mu.Unlock()
+	delete(inotify.logs, w)
+}
