@@ -21,6 +21,12 @@ import (
 // price of one read of an empty queue instead of a walk of every
 // component (a third of the time here) and its check.
 //
+// inotify does not see a file system mounted over a directory of the
+// path (a .pml/ moved to a disk of its own while pml runs): the table of
+// mounts is watched too (/proc/self/mountinfo, whose poll says when it
+// changed), and a change there sends every log back to its lstat. Both
+// are asked at once, with one epoll_wait that does not wait.
+//
 // Writes to the log are not watched (no IN_MODIFY): pml's own appends
 // leave the queue empty. The logs of a process share one inotify
 // instance (watches, which they may share too, are plenty; instances
@@ -42,11 +48,46 @@ type pathWatch struct {
 // write; fd -1 before, -2 when it could not be made (the logs then check
 // their path on every entry).
 var inotify = struct {
-	mu   sync.Mutex
-	fd   int
-	logs map[*pathWatch]struct{}
-	buf  [4096]byte
+	mu sync.Mutex
+	fd int
+	// ep holds fd (readable: events queued) and mounts (a priority
+	// event: the mount table changed).
+	ep, mounts int
+	logs       map[*pathWatch]struct{}
+	buf        [4096]byte
+	events     [2]unix.EpollEvent
 }{fd: -1, logs: map[*pathWatch]struct{}{}}
+
+// setup makes the process's instance, its mount watch and the epoll
+// that asks both; false when any cannot be made.
+func setup() bool {
+	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err != nil {
+		return false
+	}
+	mounts, err := unix.Open("/proc/self/mountinfo", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		_ = unix.Close(fd)
+		return false
+	}
+	ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err == nil {
+		err = unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)})
+	}
+	if err == nil {
+		err = unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, mounts, &unix.EpollEvent{Events: unix.EPOLLPRI, Fd: int32(mounts)})
+	}
+	if err != nil {
+		for _, f := range []int{fd, mounts, ep} {
+			if f >= 0 {
+				_ = unix.Close(f)
+			}
+		}
+		return false
+	}
+	inotify.fd, inotify.mounts, inotify.ep = fd, mounts, ep
+	return true
+}
 
 // nameMask: a name in a watched directory that came, went or was
 // replaced; selfMask: the watched directory itself moved or removed.
@@ -65,12 +106,8 @@ const (
 func newPathWatch(path string) *pathWatch {
 	inotify.mu.Lock()
 	defer inotify.mu.Unlock()
-	if inotify.fd == -1 {
-		fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
-		if err != nil {
-			fd = -2
-		}
-		inotify.fd = fd
+	if inotify.fd == -1 && !setup() {
+		inotify.fd = -2
 	}
 	if inotify.fd < 0 {
 		return nil
@@ -117,20 +154,46 @@ func (w *pathWatch) arm(path string) error {
 func (w *pathWatch) changed() bool {
 	inotify.mu.Lock()
 	defer inotify.mu.Unlock()
-	drain()
+	poll()
 	c := w.stale
 	w.stale = false
 	return c
 }
 
+// poll asks, without waiting, whether events are queued or the mounts
+// changed, and marks the logs they concern; the caller holds inotify.mu.
+// (The mount table's poll reports each change once.)
+func poll() {
+	for {
+		n, err := unix.EpollWait(inotify.ep, inotify.events[:], 0)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			staleAll()
+			return
+		}
+		for _, ev := range inotify.events[:n] {
+			if int(ev.Fd) == inotify.mounts {
+				staleAll()
+			} else {
+				drain()
+			}
+		}
+		return
+	}
+}
+
+func staleAll() {
+	for w := range inotify.logs {
+		w.stale = true
+	}
+}
+
 // drain reads what the queue holds and marks the logs it concerns; the
 // caller holds inotify.mu.
 func drain() {
-	all := func() {
-		for w := range inotify.logs {
-			w.stale = true
-		}
-	}
+	all := staleAll
 	for {
 		n, err := unix.Read(inotify.fd, inotify.buf[:])
 		if errors.Is(err, unix.EINTR) {
