@@ -183,7 +183,7 @@ func TestMembersFindsEveryDuplicate(t *testing.T) {
 		}
 	}
 	call := []byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo:echo","arguments":{"text":"x"}}}`)
-	if n := testing.AllocsPerRun(100, func() { _, _, _ = members(call) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { _, _, _ = members(call) }); n != 0 && !raceOn {
 		t.Errorf("members of a call frame: %v allocations, want 0", n)
 	}
 }
