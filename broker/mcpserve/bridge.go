@@ -112,21 +112,35 @@ type parkedCall struct {
 // questions go through) and answers the request: with the call's result,
 // or with the first question the server asks during it.
 func (br *bridge) start(ctx context.Context, owner any, tool string, rel *sessionRelay, run func(context.Context, upstream.Relay) *mcp.CallToolResult) (*mcp.CallToolResult, error) {
-	return br.startErr(ctx, owner, tool, rel, func(ctx context.Context, relay upstream.Relay) (*mcp.CallToolResult, error) {
+	return br.startOn(ctx, goSpawn, owner, tool, rel, run)
+}
+
+// startOn is start with the run on spawn: the fast path's workers
+// (fastFront.run), whose stacks grew on earlier calls, where a new
+// goroutine grows its stack again (a copy, several times) on every call.
+func (br *bridge) startOn(ctx context.Context, spawn func(func()), owner any, tool string, rel *sessionRelay, run func(context.Context, upstream.Relay) *mcp.CallToolResult) (*mcp.CallToolResult, error) {
+	return br.startErrOn(ctx, spawn, owner, tool, rel, func(ctx context.Context, relay upstream.Relay) (*mcp.CallToolResult, error) {
 		return run(ctx, relay), nil
 	})
 }
+
+// goSpawn runs fn on a goroutine of its own.
+func goSpawn(fn func()) { go fn() }
 
 // startErr is start for a run that may end in a JSON-RPC error of its
 // own (a server's error passed on as it sent it: passedError), which
 // answers the request, or the retry that answered the last question.
 func (br *bridge) startErr(ctx context.Context, owner any, tool string, rel *sessionRelay, run func(context.Context, upstream.Relay) (*mcp.CallToolResult, error)) (*mcp.CallToolResult, error) {
+	return br.startErrOn(ctx, goSpawn, owner, tool, rel, run)
+}
+
+func (br *bridge) startErrOn(ctx context.Context, spawn func(func()), owner any, tool string, rel *sessionRelay, run func(context.Context, upstream.Relay) (*mcp.CallToolResult, error)) (*mcp.CallToolResult, error) {
 	// The call outlives this request when the server asks: its context
 	// keeps the request's values (trace, log) but not its end.
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	r := &bridgedRun{ctx: rctx, cancel: cancel, asks: make(chan *question), done: make(chan runOutcome, 1)}
 	relay := &bridgedRelay{sessionRelay: rel, run: r}
-	go func() {
+	spawn(func() {
 		defer cancel()
 		var out runOutcome
 		defer func() { r.done <- out }()
@@ -143,7 +157,7 @@ func (br *bridge) startErr(ctx context.Context, owner any, tool string, rel *ses
 			}
 		}()
 		out.res, out.err = run(rctx, relay)
-	}()
+	})
 	return br.await(ctx, owner, tool, r)
 }
 

@@ -364,7 +364,7 @@ func (f *fastFront) serve(ctx context.Context, cancel context.CancelFunc, ss *mc
 		// (as bytes, when the server answered before asking anything) or
 		// the first question, whose answer comes with a retry that the
 		// go-sdk's path takes to the same bridge.
-		res, perr := f.sess.bridge.start(ctx, ss, name, r.Relay.(*sessionRelay), func(ctx context.Context, relay upstream.Relay) *mcp.CallToolResult {
+		res, perr := f.sess.bridge.startOn(ctx, f.run, ss, name, r.Relay.(*sessionRelay), func(ctx context.Context, relay upstream.Relay) *mcp.CallToolResult {
 			r.Relay = relay
 			res := b.Call(ctx, r)
 			if fwd.Answered() {

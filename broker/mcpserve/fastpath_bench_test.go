@@ -77,6 +77,12 @@ type fastSession struct {
 }
 
 func newFastSession(tb testing.TB, f *fixture) *fastSession {
+	return newFastSessionAt(tb, f, "2025-06-18")
+}
+
+// newFastSessionAt is newFastSession for a client of protocol version
+// (a modern one's calls go through the bridge, bridge.go).
+func newFastSessionAt(tb testing.TB, f *fixture, version string) *fastSession {
 	tb.Helper()
 	cin, sout := io.Pipe()
 	sin, cout := io.Pipe()
@@ -90,7 +96,7 @@ func newFastSession(tb testing.TB, f *fixture) *fastSession {
 		go func() { _, _ = io.Copy(io.Discard, cin) }()
 		<-done
 	})
-	s.roundTrip(tb, `{"jsonrpc":"2.0","id":"i","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`, `"i"`)
+	s.roundTrip(tb, `{"jsonrpc":"2.0","id":"i","method":"initialize","params":{"protocolVersion":"`+version+`","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`, `"i"`)
 	s.send(tb, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	s.roundTrip(tb, `{"jsonrpc":"2.0","id":"l","method":"tools/list"}`, `"l"`)
 	return s
@@ -132,6 +138,11 @@ func newEchoFixture(tb testing.TB) *fixture {
 // BenchmarkFastPathCall: one warm call at a time through the fast path.
 func BenchmarkFastPathCall(b *testing.B) { benchFastPath(b) }
 
+// BenchmarkFastPathCallModern: the same from a client of MCP 2026-07-28
+// (as the go-sdk's client of make bench is), whose calls run beside
+// their request (the bridge).
+func BenchmarkFastPathCallModern(b *testing.B) { benchFastPathAt(b, modernVersion) }
+
 // BenchmarkFastPathCallTraced: the same with traces and metrics on,
 // exported over OTLP/HTTP to a receiver on loopback (as `make bench`'s
 // telemetry row has them).
@@ -155,8 +166,10 @@ func BenchmarkFastPathCallTraced(b *testing.B) {
 	benchFastPath(b)
 }
 
-func benchFastPath(b *testing.B) {
-	s := newFastSession(b, newEchoFixture(b))
+func benchFastPath(b *testing.B) { benchFastPathAt(b, "2025-06-18") }
+
+func benchFastPathAt(b *testing.B, version string) {
+	s := newFastSessionAt(b, newEchoFixture(b), version)
 	call := []byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo:echo","arguments":{"text":"x"}}}` + "\n")
 	first := s.roundTrip(b, string(call[:len(call)-1]), "7")
 	if !bytes.Contains(first, []byte(`"text":"fast"`)) {

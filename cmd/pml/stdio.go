@@ -38,7 +38,7 @@ func newStdioCmd(g *globals) *cobra.Command {
 					from = "an empty stand-in: the start directory is not served"
 				}
 				e.log.Info().Str("workspace", e.ws.Dir).Str("from", from).Str("user", e.broker.User()).Msg("pml stdio ready")
-				return mcpserve.ServeStdioRoots(cmd.Context(), e.broker.Serving(), os.Stdin, proto, envs.rebinder(g))
+				return mcpserve.ServeStdioRoots(cmd.Context(), e.broker.Serving(), term.ProtocolStdin(), proto, envs.rebinder(g))
 			})
 		},
 	}

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -95,6 +96,17 @@ type Log struct {
 	// while the path still names it (see Record); fi is its identity.
 	f  *os.File
 	fi os.FileInfo
+	// end is the file's size after the last entry pml appended to f, -1
+	// when unknown: while the size is still that, the file ends with
+	// that entry's newline, and nothing needs reading (appendLine).
+	end int64
+	// watch says when the path could name another file than f (see
+	// pathWatch); armed: it watches the path as it was last checked.
+	// noWatch: inotify is not there, and the path is checked on every
+	// entry.
+	watch   *pathWatch
+	armed   bool
+	noWatch bool
 	// held is the room promised to the entries of calls in flight: one
 	// MaxEntry per Ticket that Ready gave and no entry has used yet. The
 	// blocks past the end of the file cover it (see Ready), so however
@@ -105,7 +117,7 @@ type Log struct {
 // New returns a log writing to path, which is <workspace>/.pml/<file>;
 // the file and its directory are created on the first write, never
 // through a symbolic link.
-func New(path string) *Log { return &Log{path: path, root: filepath.Dir(filepath.Dir(path))} }
+func New(path string) *Log { return &Log{path: path, root: filepath.Dir(filepath.Dir(path)), end: -1} }
 
 // Path is the file the log appends to.
 func (l *Log) Path() string { return l.path }
@@ -157,7 +169,7 @@ func (l *Log) record(e Entry, t *Ticket) error {
 			return l.fail(err)
 		}
 	}
-	if err := appendLine(f, line); err != nil {
+	if err := l.appendLine(f, line); err != nil {
 		// A write cut short (a full disk) leaves a torn line; the next
 		// append terminates it (appendLine). The file is opened again,
 		// with every check, for the next entry.
@@ -169,12 +181,24 @@ func (l *Log) record(e Entry, t *Ticket) error {
 
 // current returns the file the path names, opened for appending; the
 // caller holds mu.
+//
+// The file of the last entry is kept while the path still names that
+// very file (not renamed away by a rotation, not replaced by a link, nor
+// .pml/ or a directory above it moved or replaced): appends go through
+// that descriptor, which names the file it was opened on whatever
+// happens to the path since, so a link swapped in never makes pml write
+// to another file. Whether the path still names it is a lstat compared
+// with the kept file's identity, asked only when the watch on the path
+// (pathWatch) saw a change since the last check, or where there is no
+// watch. Anything else is opened again, with every check below.
 func (l *Log) current() (*os.File, error) {
-	// The file of the last entry, while the path still names that very
-	// file (not renamed away by a rotation, not replaced by a link): one
-	// lstat instead of a checked open per call. Anything else is opened
-	// again, with every check below.
 	if l.f != nil {
+		if l.armed && !l.watch.changed() {
+			return l.f, nil
+		}
+		// Armed before the lstat: a change after it is seen by the next
+		// call's changed.
+		l.arm()
 		if fi, err := os.Lstat(l.path); err == nil && os.SameFile(fi, l.fi) {
 			return l.f, nil
 		}
@@ -183,11 +207,13 @@ func (l *Log) current() (*os.File, error) {
 	// Never through a link (a repository can ship .pml/audit.jsonl as one
 	// to a login script), never blocking on a FIFO. The directory is made
 	// only when missing: this runs on every call.
+	l.arm()
 	f, err := safefs.OpenAppend(l.root, l.path, 0o600)
 	if errors.Is(err, fs.ErrNotExist) {
 		if err := safefs.MkdirAll(l.root, filepath.Dir(l.path), 0o700); err != nil {
 			return nil, err
 		}
+		l.arm()
 		f, err = safefs.OpenAppend(l.root, l.path, 0o600)
 	}
 	if err != nil {
@@ -198,8 +224,28 @@ func (l *Log) current() (*os.File, error) {
 		_ = f.Close()
 		return nil, err
 	}
-	l.f, l.fi = f, fi
+	l.f, l.fi, l.end = f, fi, -1
 	return f, nil
+}
+
+// arm watches the path as it is now, before it is checked; the caller
+// holds mu. Without a watch (no inotify, or a directory of the path
+// that cannot be watched), armed is false and every entry checks the
+// path.
+func (l *Log) arm() {
+	l.armed = false
+	if l.noWatch {
+		return
+	}
+	if l.watch == nil {
+		if l.watch = newPathWatch(l.path); l.watch == nil {
+			l.noWatch = true
+			return
+		}
+	}
+	// Whatever is queued now came before the check this arms for.
+	l.watch.changed()
+	l.armed = l.watch.arm(l.path) == nil
 }
 
 // drop closes the kept file; the caller holds mu.
@@ -207,26 +253,31 @@ func (l *Log) drop() {
 	if l.f != nil {
 		_ = l.f.Close()
 	}
-	l.f, l.fi = nil, nil
+	l.f, l.fi, l.end = nil, nil, -1
 }
 
 func (l *Log) fail(err error) error { return &WriteError{Path: l.path, Err: err} }
 
-// appendLine appends line to f, on a line of its own. When the file
-// does not end with a newline (a write cut short by a full disk or a
-// crash, by this pml or another one on the same workspace), the torn
-// line is terminated first, in the same write: otherwise the new entry
-// would be glued to it and both lost to a reader. Terminating it, rather
-// than cutting it off (truncate) or moving the log aside, is the one
-// repair that is safe while other pml processes append to the same file
-// (a truncate could cut their fresh entries) and that keeps every byte
-// that was written, for pml audit to report by its line number.
-func appendLine(f *os.File, line []byte) error {
-	fi, err := f.Stat()
+// appendLine appends line to f, on a line of its own; the caller holds
+// mu. When the file does not end with a newline (a write cut short by a
+// full disk or a crash, by this pml or another one on the same
+// workspace), the torn line is terminated first, in the same write:
+// otherwise the new entry would be glued to it and both lost to a
+// reader. Terminating it, rather than cutting it off (truncate) or
+// moving the log aside, is the one repair that is safe while other pml
+// processes append to the same file (a truncate could cut their fresh
+// entries) and that keeps every byte that was written, for pml audit to
+// report by its line number.
+//
+// The last byte is read only when the file's size is not the one pml's
+// own last entry left (l.end): another process appended since, or the
+// file is not the one that entry went to.
+func (l *Log) appendLine(f *os.File, line []byte) error {
+	n, _, err := statOf(f)
 	if err != nil {
 		return err
 	}
-	if n := fi.Size(); n > 0 {
+	if n > 0 && n != l.end {
 		var last [1]byte
 		if _, err := f.ReadAt(last[:], n-1); err == nil && last[0] != '\n' {
 			line = append([]byte{'\n'}, line...)
@@ -234,7 +285,10 @@ func appendLine(f *os.File, line []byte) error {
 	}
 	// One write of the whole line: with O_APPEND, lines from several
 	// processes never interleave.
-	_, err = f.Write(line)
+	l.end = -1
+	if _, err = f.Write(line); err == nil {
+		l.end = n + int64(len(line))
+	}
 	return err
 }
 
@@ -245,11 +299,15 @@ func (l *Log) Close() error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.watch != nil {
+		l.watch.close()
+		l.watch, l.armed = nil, false
+	}
 	if l.f == nil {
 		return nil
 	}
 	err := l.f.Close()
-	l.f, l.fi = nil, nil
+	l.f, l.fi, l.end = nil, nil, -1
 	return err
 }
 
@@ -317,8 +375,8 @@ func truncate(s string, n int) string {
 // capKeys keeps the first MaxArgKeys names, each at most MaxKeyBytes,
 // and says how many were left out.
 func capKeys(keys []string) []string {
-	if len(keys) == 0 {
-		return keys
+	if len(keys) <= MaxArgKeys && !slices.ContainsFunc(keys, func(k string) bool { return len(k) > MaxKeyBytes }) {
+		return keys // nothing to cut: no copy
 	}
 	n := len(keys)
 	if n > MaxArgKeys {

@@ -3,7 +3,6 @@ package audit
 import (
 	"errors"
 	"os"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -16,7 +15,7 @@ import (
 // more on disk than its size). A file system without fallocate gets the
 // check of free space instead, which keeps nothing aside.
 func reserve(f *os.File, need, extra int64) error {
-	fi, err := f.Stat()
+	size, blocks, err := statOf(f)
 	if err != nil {
 		return err
 	}
@@ -26,7 +25,7 @@ func reserve(f *os.File, need, extra int64) error {
 	// It counts every block of the file, so the spare (half of Reserve)
 	// also covers the few an extent tree may take; with less to spare
 	// fallocate itself says whether need fits.
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Blocks*512 >= fi.Size()+need+Reserve/2 {
+	if blocks*512 >= size+need+Reserve/2 {
 		return nil
 	}
 	rc, err := f.SyscallConn()
@@ -37,13 +36,13 @@ func reserve(f *os.File, need, extra int64) error {
 	if err := rc.Control(func(fd uintptr) {
 		ferr = unix.ENOSPC
 		if extra > 0 {
-			ferr = fallocate(fd, fi.Size(), need+extra)
+			ferr = fallocate(fd, size, need+extra)
 		}
 		if errors.Is(ferr, unix.ENOSPC) {
 			// A full disk: the blocks reserved earlier may still hold
 			// need (allocating blocks the file already has succeeds,
 			// and asks for nothing more).
-			ferr = fallocate(fd, fi.Size(), need)
+			ferr = fallocate(fd, size, need)
 		}
 	}); err != nil {
 		return err
@@ -55,6 +54,17 @@ func reserve(f *os.File, need, extra int64) error {
 		return &os.PathError{Op: "reserve", Path: f.Name(), Err: ferr}
 	}
 	return nil
+}
+
+// statOf is f's size and the 512-byte blocks allocated to it, from a
+// fstat into a value of this frame (f.Stat allocates its answer, on
+// every call of the fast path).
+func statOf(f *os.File) (size, blocks int64, err error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return 0, 0, &os.PathError{Op: "fstat", Path: f.Name(), Err: err}
+	}
+	return st.Size, st.Blocks, nil
 }
 
 func fallocate(fd uintptr, off, n int64) error {

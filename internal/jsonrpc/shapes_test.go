@@ -162,3 +162,28 @@ func FuzzFilterShapes(f *testing.F) {
 		}
 	})
 }
+
+// members finds a name given twice however many members come between
+// (past the array it compares in, in its map), escaped or not, and
+// allocates nothing for a frame of JSON-RPC's few members.
+func TestMembersFindsEveryDuplicate(t *testing.T) {
+	many := `{"jsonrpc":"2.0"`
+	for i := 0; i < 40; i++ {
+		many += fmt.Sprintf(`,"m%d":%d`, i, i)
+	}
+	for frame, want := range map[string]string{
+		many + `,"m2":0}`:  "m2",
+		many + `,"m39":0}`: "m39",
+		many + `}`:         "",
+		`{"jsonrpc":"2.0","id":1,"\u0069d":2,"method":"x"}`: "id",
+		`{"jsonrpc":"2.0","id":1,"method":"x","params":{}}`: "",
+	} {
+		if _, dup, err := members([]byte(frame)); err != nil || dup != want {
+			t.Errorf("%.60s…: dup %q, %v; want %q", frame, dup, err, want)
+		}
+	}
+	call := []byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo:echo","arguments":{"text":"x"}}}`)
+	if n := testing.AllocsPerRun(100, func() { _, _, _ = members(call) }); n != 0 && !raceOn {
+		t.Errorf("members of a call frame: %v allocations, want 0", n)
+	}
+}

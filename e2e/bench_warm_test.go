@@ -1,0 +1,126 @@
+//go:build linux
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/pml-dev/pml/internal/benchstat"
+)
+
+// BenchmarkWarmCallOverFloor is the report's warm-call-over-the-floor
+// row alone, for pml (PML_BIN) and another pml build (PML_BENCH_BASE_BIN,
+// say the previous commit's) in one interleaved loop with the floor
+// (the bare relay in front of the probe in the cgroups of PML_BIN's
+// pooled container), PML_BENCH_ROUNDS calls each (default 300); with the
+// CPU each broker process spent per call; with PML_BENCH_CALLERS, their
+// throughput with that many callers at once against the native probe:
+//
+//	PML_BENCH_BASE_BIN=/tmp/pml-old go test -run '^$' -bench '^BenchmarkWarmCallOverFloor$' -benchtime 1x ./e2e/
+func BenchmarkWarmCallOverFloor(b *testing.B) {
+	rounds := 300
+	if n, err := strconv.Atoi(os.Getenv("PML_BENCH_ROUNDS")); err == nil && n > 0 {
+		rounds = n
+	}
+	image := probeImage(b)
+	cfg := fmt.Sprintf(`{"permissions": {"allow": ["*"]}, "mcps": {"probe": {"image": %q, "workspace": "none"}}}`, image)
+	type side struct {
+		name string
+		ws   *workspace
+		s    *benchSession
+		ms   []float64
+		cpu  time.Duration
+	}
+	var sides []*side
+	for _, bin := range []string{pmlBin, os.Getenv("PML_BENCH_BASE_BIN")} {
+		if bin != "" {
+			ws := benchWorkspace(b, cfg)
+			sides = append(sides, &side{name: bin, ws: ws, s: startBenchSessionOf(b, ws, bin)})
+		}
+	}
+	call := func(s *mcp.ClientSession, tool string) time.Duration {
+		t0 := time.Now()
+		res, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"text": "x"}})
+		if err != nil || res.IsError {
+			b.Fatalf("%s: %v %v", tool, err, res)
+		}
+		return time.Since(t0)
+	}
+	for i := 0; i < 20; i++ {
+		for _, sd := range sides {
+			call(sd.s.ClientSession, "probe:echo")
+		}
+	}
+	dir := sides[0].ws.Dir
+	floor, why := connectFloor(b, dir, image, pooledContainer(b, dir, image))
+	if floor == nil {
+		b.Fatalf("no floor: %s", why)
+	}
+	for i := 0; i < 20; i++ {
+		call(floor, "echo")
+	}
+	var fl []float64
+	cpu0 := make([]time.Duration, len(sides))
+	for i, sd := range sides {
+		cpu0[i] = processCPU(sd.s.cmd.Process.Pid)
+	}
+	for r := 0; r < rounds; r++ {
+		fl = append(fl, float64(call(floor, "echo").Microseconds())/1000)
+		for k := range sides {
+			// The sides take turns going first.
+			sd := sides[(r+k)%len(sides)]
+			sd.ms = append(sd.ms, float64(call(sd.s.ClientSession, "probe:echo").Microseconds())/1000)
+		}
+	}
+	for i, sd := range sides {
+		sd.cpu = processCPU(sd.s.cmd.Process.Pid) - cpu0[i]
+	}
+	show := func(name string, c benchstat.Comparison) {
+		fmt.Fprintf(os.Stderr, "%s: median %.3f ms (p99 %.3f) vs %.3f ms (p99 %.3f): %.3f× [%.3f, %.3f], p %.3g\n",
+			name, c.A.Median, c.A.P99, c.B.Median, c.B.P99, c.Ratio, c.CILow, c.CIHigh, c.P)
+	}
+	fmt.Fprintf(os.Stderr, "\nwarm call over the floor, %d interleaved rounds\n", rounds)
+	for _, sd := range sides {
+		show(sd.name+" vs the floor", benchstat.Compare(sd.ms, fl))
+		fmt.Fprintf(os.Stderr, "%s: broker CPU %.0f µs per call\n", sd.name, float64(sd.cpu.Microseconds())/float64(rounds))
+	}
+	if len(sides) == 2 {
+		show(sides[0].name+" vs "+sides[1].name, benchstat.Compare(sides[0].ms, sides[1].ms))
+	}
+	// PML_BENCH_CALLERS=k: then rounds of curveWork calls from k callers
+	// at once (the report's concurrency curve), each side and the native
+	// probe taking turns, PML_BENCH_CALLER_ROUNDS rounds (default 15).
+	k, _ := strconv.Atoi(os.Getenv("PML_BENCH_CALLERS"))
+	if k <= 0 {
+		return
+	}
+	crounds := 15
+	if n, err := strconv.Atoi(os.Getenv("PML_BENCH_CALLER_ROUNDS")); err == nil && n > 0 {
+		crounds = n
+	}
+	native := connectNative(b)
+	var nat []float64
+	conc := make([][]float64, len(sides))
+	for r := 0; r < crounds; r++ {
+		// The sides take turns going first here too.
+		for j := range sides {
+			i := (r + j) % len(sides)
+			conc[i] = append(conc[i], float64(concurrentRound(k, func(int) { call(sides[i].s.ClientSession, "probe:echo") }).Microseconds())/1000)
+		}
+		nat = append(nat, float64(concurrentRound(k, func(int) { call(native, "echo") }).Microseconds())/1000)
+	}
+	fmt.Fprintf(os.Stderr, "\n%d callers at once, %d calls a round, %d interleaved rounds (time per round: below 1 is faster)\n", k, curveWork, crounds)
+	for i, sd := range sides {
+		show(sd.name+" vs native", benchstat.Compare(conc[i], nat))
+	}
+	if len(sides) == 2 {
+		show(sides[0].name+" vs "+sides[1].name, benchstat.Compare(conc[0], conc[1]))
+	}
+}
