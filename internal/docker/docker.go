@@ -137,27 +137,40 @@ func (r *Runtime) start(ctx context.Context, spec pmlc.Spec, streams pmlc.Stream
 		// one round trip fewer before the create. Unused when the check
 		// says no.
 		argv = r.commandAhead(ctx, spec)
+		if g := r.guessDirect(ctx, spec); g != nil {
+			// The first container of this pml: created while the
+			// direct path is checked, started only once it passed.
+			if p, err := r.runDirect(ctx, spec, streams, argv, g); !errors.Is(err, errGuessWrong) {
+				return p, err
+			}
+		}
 	}
 	if spec.EgressNet == "" && r.directFor(ctx, spec) && r.ownCgroups(ctx) {
-		p, err := r.startDirect(ctx, spec, streams, argv)
-		if err == nil || !isFallback(ctx, err) {
-			return p, err
-		}
-		p, aerr := r.startAttached(ctx, spec, streams)
-		if aerr == nil && spec.Egress != "" {
-			r.direct.log.Warn().Str("image", spec.Image).Msg("this server runs without the network it was given: pml's egress listener runs in the stdio shim, which failed for this image")
-		}
-		if aerr == nil {
-			// The attach stream works where the direct path did not:
-			// the direct path is what failed.
-			r.directFailed(spec.Image, err)
-		}
-		return p, aerr
+		return r.runDirect(ctx, spec, streams, argv, nil)
 	}
 	if spec.Egress != "" && spec.DirectStdio && r.direct != nil {
 		r.direct.log.Warn().Str("image", spec.Image).Msg("this server runs without the network it was given: pml's egress listener needs the direct stdio path (an engine on this machine and pml's in-container program)")
 	}
 	return r.startAttached(ctx, spec, streams)
+}
+
+// runDirect starts a container on the direct path, and on Docker's attach
+// stream when the direct path fails for its image.
+func (r *Runtime) runDirect(ctx context.Context, spec pmlc.Spec, streams pmlc.Streams, argv func() ([]string, error), g *directGuess) (pmlc.Process, error) {
+	p, err := r.startDirect(ctx, spec, streams, argv, g)
+	if err == nil || errors.Is(err, errGuessWrong) || !isFallback(ctx, err) {
+		return p, err
+	}
+	p, aerr := r.startAttached(ctx, spec, streams)
+	if aerr == nil && spec.Egress != "" {
+		r.direct.log.Warn().Str("image", spec.Image).Msg("this server runs without the network it was given: pml's egress listener runs in the stdio shim, which failed for this image")
+	}
+	if aerr == nil {
+		// The attach stream works where the direct path did not:
+		// the direct path is what failed.
+		r.directFailed(spec.Image, err)
+	}
+	return p, aerr
 }
 
 // startAttached starts a container whose stdio is Docker's attach stream.
@@ -584,7 +597,9 @@ type process struct {
 	*pmlc.ExitWatch
 	watchCtx context.Context
 	unwatch  context.CancelFunc
+	watchMu  sync.Mutex
 	watching bool // set once, before the watcher starts
+	removed  bool // Remove ran: no watcher starts after it
 	// killed: pml killed it (a timeout, a cancel, a used container
 	// going): whether the kernel also killed it for memory changes
 	// nothing, so the watch does not ask the daemon.
@@ -612,8 +627,30 @@ func (p *process) Stdin() io.WriteCloser {
 // startWatch starts the watcher, once the container runs and its streams
 // are in place.
 func (p *process) startWatch() {
+	p.watchMu.Lock()
+	defer p.watchMu.Unlock()
+	if p.removed {
+		return
+	}
 	p.watching = true
 	go p.watch()
+}
+
+// startWatchAfter starts the watcher once the engine has answered the
+// start (started): a wait for the exit asked before the engine records
+// the container as running would see it not running yet, and answer at
+// once. A start that failed although the container's shim connected
+// leaves nothing running that pml uses: it is killed, and the watch
+// reports its exit.
+func (p *process) startWatchAfter(started <-chan error) {
+	go func() {
+		if err := <-started; err != nil {
+			kctx, cancel := pmlc.CleanupContext(context.Background())
+			_ = p.Kill(kctx)
+			cancel()
+		}
+		p.startWatch()
+	}()
 }
 
 // watch is the container's one exit watcher, started once it runs: it
@@ -747,8 +784,13 @@ func (p *process) Remove(ctx context.Context) error {
 		// The container's internal network, once the container is gone.
 		go p.leave()
 	}
-	if !p.watching {
-		// Never started: no watcher will finish the watch.
+	p.watchMu.Lock()
+	p.removed = true
+	watching := p.watching
+	p.watchMu.Unlock()
+	if !watching {
+		// Never started, or its start not answered yet: no watcher
+		// will finish the watch.
 		p.Finish(pmlc.Exit{}, fmt.Errorf("container %s was removed before it started", shortID(p.id)))
 		return err
 	}
