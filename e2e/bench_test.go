@@ -89,7 +89,12 @@ type benchSession struct {
 }
 
 func startBenchSession(b *testing.B, ws *workspace) *benchSession {
-	cmd := exec.Command(pmlBin, "stdio", "--log-format", "json", "--log-level", "debug")
+	return startBenchSessionOf(b, pmlBin, ws)
+}
+
+// startBenchSessionOf is startBenchSession of the pml at bin.
+func startBenchSessionOf(b *testing.B, bin string, ws *workspace) *benchSession {
+	cmd := exec.Command(bin, "stdio", "--log-format", "json", "--log-level", "debug")
 	cmd.Env = append(os.Environ(), "PML_WORKSPACE="+ws.Dir)
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr

@@ -228,6 +228,20 @@ func (r *Runtime) startAttachedWith(ctx context.Context, spec pmlc.Spec, streams
 		return nil, p.discard(ctx, wrap("attaching to container", err))
 	}
 	p.att = att
+	if len(streams.Stdin) > 0 && cfg.OpenStdin {
+		// The request goes with the start (Streams.Stdin): the engine
+		// holds what the attach stream brings until the process reads
+		// it, so the process has it the moment it runs. Written beside
+		// the start: an engine that stops reading must not hold it (the
+		// removal closes the stream and ends the write).
+		p.stdinGiven = true
+		in := streams.Stdin
+		go func() {
+			if _, err := att.Conn.Write(in); err == nil {
+				_ = att.CloseWrite()
+			}
+		}()
+	}
 	stdout, stderr := streams.Stdout, streams.Stderr
 	if stdout == nil {
 		stdout = io.Discard
@@ -591,6 +605,9 @@ type process struct {
 
 	stdinOnce sync.Once
 	stdin     *stdinWriter
+	// stdinGiven: Start wrote Streams.Stdin and closes stdin itself;
+	// Stdin discards.
+	stdinGiven bool
 
 	// The one watch of the container's exit (watch): Done, Exit and Wait
 	// answer from it. Remove ends it (unwatch).
@@ -617,6 +634,9 @@ func (p *process) ID() string { return p.id }
 func (p *process) Stdin() io.WriteCloser {
 	if p.conn != nil {
 		return connStdin{p.conn}
+	}
+	if p.stdinGiven {
+		return givenStdin{}
 	}
 	p.stdinOnce.Do(func() {
 		p.stdin = &stdinWriter{p: p}
@@ -838,6 +858,14 @@ type stdinWriter struct{ p *process }
 func (w *stdinWriter) Write(b []byte) (int, error) { return w.p.att.Conn.Write(b) }
 
 func (w *stdinWriter) Close() error { return w.p.att.CloseWrite() }
+
+// givenStdin is the stdin of a container whose input Start wrote
+// (Streams.Stdin): what the caller writes again is dropped.
+type givenStdin struct{}
+
+func (givenStdin) Write(b []byte) (int, error) { return len(b), nil }
+
+func (givenStdin) Close() error { return nil }
 
 func randomHex(n int) string {
 	b := make([]byte, n)
