@@ -249,6 +249,13 @@ func (r *Runtime) startAttachedWith(ctx context.Context, spec pmlc.Spec, streams
 	if stderr == nil {
 		stderr = io.Discard
 	}
+	// spoke is closed by the container's first output: it runs.
+	var spoke chan struct{}
+	if p.stdinGiven {
+		spoke = make(chan struct{})
+		once := &sync.Once{}
+		stdout, stderr = firstWrite(stdout, once, spoke), firstWrite(stderr, once, spoke)
+	}
 	p.copied = make(chan struct{})
 	go func() {
 		// Without a TTY the attach stream is multiplexed with 8-byte frame
@@ -256,11 +263,58 @@ func (r *Runtime) startAttachedWith(ctx context.Context, spec pmlc.Spec, streams
 		_, _ = stdcopy.StdCopy(stdout, stderr, att.Reader)
 		close(p.copied)
 	}()
-	if err := r.cli.ContainerStart(ctx, p.id, container.StartOptions{}); err != nil {
-		return nil, p.discard(ctx, wrap("starting container", err))
+	if spoke == nil {
+		if err := r.cli.ContainerStart(ctx, p.id, container.StartOptions{}); err != nil {
+			return nil, p.discard(ctx, wrap("starting container", err))
+		}
+		p.startWatch()
+		return p, nil
 	}
-	p.startWatch()
+	// A container that got its request with its start (Streams.Stdin)
+	// often answers before the engine has answered the start (which it
+	// records on disk first): its first output says it runs, and the
+	// caller has its answer without waiting for the engine's. The exit
+	// watch begins once the engine has answered (startWatchAfter).
+	started := make(chan error, 1)
+	go func() {
+		// Not ended with ctx, which may end (the call is done) while
+		// this answer is on its way: an aborted request would be taken
+		// for a failed start.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createTimeout)
+		defer cancel()
+		started <- r.cli.ContainerStart(sctx, p.id, container.StartOptions{})
+	}()
+	select {
+	case err := <-started:
+		if err != nil {
+			return nil, p.discard(ctx, wrap("starting container", err))
+		}
+		p.startWatch()
+	case <-spoke:
+		p.startWatchAfter(started)
+	case <-ctx.Done():
+		return nil, p.discard(ctx, ctx.Err())
+	}
 	return p, nil
+}
+
+// firstWrite passes writes on to w, and closes c at the first (once for
+// every writer given the same once).
+func firstWrite(w io.Writer, once *sync.Once, c chan struct{}) io.Writer {
+	return &firstWriter{w: w, once: once, c: c}
+}
+
+type firstWriter struct {
+	w    io.Writer
+	once *sync.Once
+	c    chan struct{}
+}
+
+func (f *firstWriter) Write(b []byte) (int, error) {
+	if len(b) > 0 {
+		f.once.Do(func() { close(f.c) })
+	}
+	return f.w.Write(b)
 }
 
 // create creates the container; it is removed again if ctx ended
