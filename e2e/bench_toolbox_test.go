@@ -7,13 +7,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/pml-dev/pml/internal/benchstat"
 )
 
 // --- toolbox ---------------------------------------------------------------
@@ -123,6 +127,72 @@ func benchToolbox(b *testing.B, r *report, raw map[string][]float64) {
 	}
 	r.add(ce)
 	r.add(timeFigure("toolbox_pool_cold", "toolbox call from the pool vs cold start", "pre-started container", "container started for the call", pool, coldD, "what the pool saves"))
+}
+
+// BenchmarkToolboxCold is the report's cold toolbox row alone:
+// filesystem:read_file with the pool off (a container started for the
+// call) through pml (PML_BIN), through another pml build
+// (PML_BENCH_BASE_BIN, say the previous commit's) and the engine's own
+// create + start of docker run's container, in interleaved rounds
+// (PML_BENCH_ROUNDS, default 20): `go test -run '^$' -bench
+// '^BenchmarkToolboxCold$' -benchtime 1x ./e2e/`.
+func BenchmarkToolboxCold(b *testing.B) {
+	rounds := 20
+	if n, err := strconv.Atoi(os.Getenv("PML_BENCH_ROUNDS")); err == nil && n > 0 {
+		rounds = n
+	}
+	const cold = `{"permissions": {"allow": ["filesystem:*"]}, "sandbox": {"idle_timeout": "1ms"}}`
+	args := map[string]any{"path": "bench.txt"}
+	read := func(s *benchSession) time.Duration {
+		t0 := time.Now()
+		res, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: "filesystem:read_file", Arguments: args})
+		d := time.Since(t0)
+		if err != nil || res.IsError {
+			b.Fatalf("read_file: %v %v", err, res)
+		}
+		return d
+	}
+	ws := benchWorkspace(b, cold)
+	cur := startBenchSession(b, ws)
+	var base *benchSession
+	if bin := os.Getenv("PML_BENCH_BASE_BIN"); bin != "" {
+		base = startBenchSessionOf(b, benchWorkspace(b, cold), bin)
+	}
+	eng := newEngineFloor(b, toolboxRef(b), ws.expectedUID(), ws.Dir, ws.Dir)
+	// Warm-up: the images built and in the page cache, every path once.
+	read(cur)
+	if base != nil {
+		read(base)
+	}
+	var curD, baseD, engine []time.Duration
+	for i := 0; i < rounds; i++ {
+		curD = append(curD, read(cur))
+		if base != nil {
+			baseD = append(baseD, read(base))
+		}
+		if eng.failed == nil {
+			id, d, err := eng.start()
+			if err != nil {
+				eng.failed = err
+			} else {
+				engine = append(engine, d)
+				eng.remove(id)
+			}
+		}
+	}
+	show := func(name string, c benchstat.Comparison) {
+		fmt.Fprintf(os.Stderr, "%s: median %.1f ms (p99 %.1f) vs %.1f ms (p99 %.1f): %.3f× [%.3f, %.3f], p %.3g\n",
+			name, c.A.Median, c.A.P99, c.B.Median, c.B.P99, c.Ratio, c.CILow, c.CIHigh, c.P)
+	}
+	fmt.Fprintf(os.Stderr, "\ncold toolbox call (pool off), %d interleaved rounds\n", rounds)
+	if eng.failed != nil {
+		b.Fatalf("the engine's create + start: %v", eng.failed)
+	}
+	show("pml vs the engine's create + start", benchstat.Compare(durationsMS(curD), durationsMS(engine)))
+	if base != nil {
+		show("base vs the engine's create + start", benchstat.Compare(durationsMS(baseD), durationsMS(engine)))
+		show("pml vs base", benchstat.Compare(durationsMS(curD), durationsMS(baseD)))
+	}
 }
 
 // --- per-call containers -------------------------------------------------------

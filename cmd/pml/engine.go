@@ -89,3 +89,12 @@ func shimProgram(src *inside.Source) func(context.Context) (string, string, erro
 		return p.Path, p.Arch, err
 	}
 }
+
+// localShimProgram is src's program for this machine's own architecture,
+// known without asking the engine (docker.Runtime.UseLocalProgram).
+func localShimProgram(src *inside.Source) func() (string, string, error) {
+	return func() (string, string, error) {
+		p, err := src.Local()
+		return p.Path, p.Arch, err
+	}
+}

@@ -384,6 +384,11 @@ func (g *globals) setupAt(log zerolog.Logger, ws workspace.Result, cfg *config.C
 	if d, ok := rt.(container.DirectStdio); ok {
 		d.UseDirectStdio(shimProgram(src), log)
 	}
+	if d, ok := rt.(interface {
+		UseLocalProgram(func() (string, string, error))
+	}); ok {
+		d.UseLocalProgram(localShimProgram(src))
+	}
 	b, err := broker.New(broker.Options{ToolPins: g.toolPins, Workspace: ws.Dir, WorkspaceExplicit: ws.Source == "PML_WORKSPACE", Config: g.rawCfg, Trust: g.trust, Runtime: rt, Inside: src.Program, Logger: log, PullImage: firstUsePull(g, rt, ws.Dir, cfg), Progress: g.progress(log)})
 	if err != nil {
 		rt.Close()

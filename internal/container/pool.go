@@ -146,7 +146,14 @@ func NewPrestarted(o PrestartedOptions) *Prestarted {
 func (p *Prestarted) Run(ctx context.Context, spec Spec, req Request) (Result, error) {
 	began := time.Now()
 	out := newCapped(req.Limit, req.AnswerLine)
-	l, err := p.Acquire(ctx, spec, out.streams())
+	streams := out.streams()
+	if len(req.Stdin) <= earlyStdinMax {
+		// A container started for this call may get its request
+		// beside its start (Streams.Stdin); collect writes it too, for
+		// a pre-started one and for the runtimes that do not.
+		streams.Stdin = req.Stdin
+	}
+	l, err := p.Acquire(ctx, spec, streams)
 	if err != nil {
 		if req.Disposed != nil {
 			req.Disposed()
@@ -174,6 +181,10 @@ func (p *Prestarted) Run(ctx context.Context, spec Spec, req Request) (Result, e
 	}
 	return res, err
 }
+
+// earlyStdinMax bounds the input a container started for a call gets
+// beside its start (Streams.Stdin): a request, not a stream.
+const earlyStdinMax = 64 << 10
 
 // Lease is one single-use container: pre-started from the pool (Warm) or,
 // when none was ready, started for this call. Release ends it.

@@ -79,6 +79,15 @@ type Spec struct {
 type Streams struct {
 	Stdout io.Writer
 	Stderr io.Writer
+	// Stdin, when set, is the container's whole input (a one-request
+	// container's request, small). A runtime that can writes it, and
+	// closes the container's stdin, as early as it can: on Docker's attach
+	// stream once attached, beside the start, so that the process reads
+	// its request the moment it runs rather than after the engine has
+	// answered the start and the caller has written it. Such a runtime's
+	// Process.Stdin then discards what is written to it (the caller writes
+	// Stdin there as usual, for the runtimes that do not).
+	Stdin []byte
 }
 
 // Exit is how a container ended.

@@ -38,6 +38,82 @@ type direct struct {
 
 	mu  sync.Mutex
 	off map[string]error // image → why the direct path failed for it
+
+	// local gives the program for this machine's architecture without
+	// asking the engine (UseLocalProgram): a first container is created
+	// with it while the checks run (guessDirect).
+	local func() (path, arch string, err error)
+}
+
+// UseLocalProgram gives the direct path pml's in-container program for
+// this machine's own architecture, known without asking the engine: the
+// first container of a pml whose engine may be on this machine is then
+// created while the direct path is checked (the engine's info, the
+// proof that it shares this machine's files, its architecture) instead
+// of after, and started only once the checks passed with that same
+// program. Call it after UseDirectStdio.
+func (r *Runtime) UseLocalProgram(local func() (path, arch string, err error)) {
+	if r.direct != nil {
+		r.direct.local = local
+	}
+}
+
+// directGuess is a first container's create ahead of the direct path's
+// checks: exe is the program it mounts, verdict says (once) whether the
+// checks passed with that program.
+type directGuess struct {
+	exe     string
+	verdict <-chan bool
+}
+
+// errGuessWrong: the checks the create went ahead of did not pass (or
+// chose another program); the container was removed before it started,
+// and the start is made again the checked way.
+var errGuessWrong = errors.New("the direct stdio path's checks did not confirm what the container was created with")
+
+// guessDirect starts the direct path's checks in the background and
+// returns what the container may be created with meanwhile, when the
+// checks have not run yet and the engine's address says it may be on
+// this machine; else nil (the checks are known, or would say no from the
+// address alone).
+func (r *Runtime) guessDirect(ctx context.Context, spec pmlc.Spec) *directGuess {
+	d := r.direct
+	if d.local == nil {
+		return nil
+	}
+	d.checkMu.Lock()
+	checked := d.checked
+	d.checkMu.Unlock()
+	if checked {
+		return nil
+	}
+	home, _ := os.UserHomeDir()
+	if c := engine.Classify(r.ep, nil, runtime.GOOS, home, nil); runtime.GOOS != "linux" || !c.Local && !c.Unproven {
+		return nil
+	}
+	exe, arch, err := d.local()
+	if err != nil || shim.CheckBinary(exe, arch) != nil {
+		return nil
+	}
+	verdict := make(chan bool, 1)
+	go func() {
+		ok := r.directFor(ctx, spec) && r.ownCgroups(ctx)
+		d.checkMu.Lock()
+		same := d.exe == exe
+		d.checkMu.Unlock()
+		verdict <- ok && same
+	}()
+	return &directGuess{exe: exe, verdict: verdict}
+}
+
+// confirmed waits for the checks the create went ahead of.
+func (g *directGuess) confirmed(ctx context.Context) (bool, error) {
+	select {
+	case ok := <-g.verdict:
+		return ok, nil
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
 }
 
 // UseDirectStdio lets containers whose Spec sets DirectStdio talk to pml
@@ -116,8 +192,10 @@ func (r *Runtime) directFailed(image string, why error) {
 // stdout are a socket connection to pml, its stderr comes on the attach
 // stream. It returns only once the shim connected, so that a failure
 // (the shim cannot run or reach the socket) is seen here and the caller
-// can start the container the usual way instead.
-func (r *Runtime) startDirect(ctx context.Context, spec pmlc.Spec, streams pmlc.Streams, command func() ([]string, error)) (pmlc.Process, error) {
+// can start the container the usual way instead. With g, the container is
+// created with g's program before the direct path's checks have passed,
+// and started only once they have (else: errGuessWrong).
+func (r *Runtime) startDirect(ctx context.Context, spec pmlc.Spec, streams pmlc.Streams, command func() ([]string, error), g *directGuess) (pmlc.Process, error) {
 	uid, gid, err := pmlc.NumericUser(spec.User)
 	if err != nil {
 		return nil, err
@@ -144,7 +222,11 @@ func (r *Runtime) startDirect(ctx context.Context, spec pmlc.Spec, streams pmlc.
 	}
 	// Nothing reads the attached stdin or stdout: they are the socket.
 	cfg.AttachStdin, cfg.AttachStdout, cfg.OpenStdin, cfg.StdinOnce = false, false, false, false
-	for _, m := range [][2]string{{r.direct.exe, shim.Binary}, {ln.Dir(), shim.RunDir}} {
+	exe := r.direct.exe
+	if g != nil {
+		exe = g.exe
+	}
+	for _, m := range [][2]string{{exe, shim.Binary}, {ln.Dir(), shim.RunDir}} {
 		host.Mounts = append(host.Mounts, mount.Mount{
 			Type: mount.TypeBind, Source: m[0], Target: m[1], ReadOnly: true,
 			BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate},
@@ -152,6 +234,13 @@ func (r *Runtime) startDirect(ctx context.Context, spec pmlc.Spec, streams pmlc.
 	}
 	p, err := r.create(ctx, spec.Image, cfg, host)
 	if err != nil {
+		if g != nil {
+			if ok, cerr := g.confirmed(ctx); cerr == nil && !ok {
+				// Created for a path the checks then refused: what
+				// failed was the guess.
+				return nil, errGuessWrong
+			}
+		}
 		return nil, err
 	}
 	fail := func(err error) (pmlc.Process, error) {
@@ -174,13 +263,45 @@ func (r *Runtime) startDirect(ctx context.Context, spec pmlc.Spec, streams pmlc.
 		_, _ = stdcopy.StdCopy(io.Discard, early, att.Reader)
 		close(p.copied)
 	}()
-	if err := r.cli.ContainerStart(ctx, p.id, container.StartOptions{}); err != nil {
-		return fail(wrap("starting container", err))
+	if g != nil {
+		// Nothing of it runs before the checks passed.
+		ok, err := g.confirmed(ctx)
+		if err != nil {
+			return fail(err)
+		}
+		if !ok {
+			return fail(errGuessWrong)
+		}
 	}
-	conn, err := ln.Accept(ctx, p.id, p.copied)
+	// The shim connects as soon as the container runs, before the engine
+	// has answered the start (it records the start on disk first): the
+	// connection is accepted meanwhile, and the server's session (its
+	// initialize) begins without waiting for that answer. The exit watch
+	// begins once the engine says the container runs (startWatchAfter).
+	started := make(chan error, 1)
+	gone := make(chan struct{}) // the attach stream ended, or the start failed
+	go func() {
+		// Not ended with ctx, which may end (the caller's start is done)
+		// while this answer is still on its way: the container runs, and
+		// an aborted request would be taken for a failed start.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createTimeout)
+		defer cancel()
+		err := r.cli.ContainerStart(sctx, p.id, container.StartOptions{})
+		started <- err
+		if err != nil {
+			close(gone)
+			return
+		}
+		<-p.copied
+		close(gone)
+	}()
+	conn, err := ln.Accept(ctx, p.id, gone)
 	if err != nil {
 		if ctx.Err() != nil {
 			return fail(ctx.Err())
+		}
+		if serr := <-started; serr != nil {
+			return fail(wrap("starting container", serr))
 		}
 		<-p.copied // the container has exited or is going: its last words
 		if said := strings.TrimSpace(early.String()); said != "" {
@@ -199,7 +320,7 @@ func (r *Runtime) startDirect(ctx context.Context, spec pmlc.Spec, streams pmlc.
 		_, _ = io.Copy(stdout, conn)
 		close(p.out)
 	}()
-	p.startWatch()
+	p.startWatchAfter(started)
 	return p, nil
 }
 
@@ -240,10 +361,12 @@ func (r *Runtime) commandAhead(ctx context.Context, spec pmlc.Spec) func() ([]st
 		a, err := r.command(ctx, spec)
 		c <- answer{a, err}
 	}()
-	return func() ([]string, error) {
+	// Memoized: a create ahead of the direct path's checks that was
+	// undone asks it again.
+	return sync.OnceValues(func() ([]string, error) {
 		a := <-c
 		return a.argv, a.err
-	}
+	})
 }
 
 // argv is the command line Docker runs for a container created with

@@ -137,27 +137,40 @@ func (r *Runtime) start(ctx context.Context, spec pmlc.Spec, streams pmlc.Stream
 		// one round trip fewer before the create. Unused when the check
 		// says no.
 		argv = r.commandAhead(ctx, spec)
+		if g := r.guessDirect(ctx, spec); g != nil {
+			// The first container of this pml: created while the
+			// direct path is checked, started only once it passed.
+			if p, err := r.runDirect(ctx, spec, streams, argv, g); !errors.Is(err, errGuessWrong) {
+				return p, err
+			}
+		}
 	}
 	if spec.EgressNet == "" && r.directFor(ctx, spec) && r.ownCgroups(ctx) {
-		p, err := r.startDirect(ctx, spec, streams, argv)
-		if err == nil || !isFallback(ctx, err) {
-			return p, err
-		}
-		p, aerr := r.startAttached(ctx, spec, streams)
-		if aerr == nil && spec.Egress != "" {
-			r.direct.log.Warn().Str("image", spec.Image).Msg("this server runs without the network it was given: pml's egress listener runs in the stdio shim, which failed for this image")
-		}
-		if aerr == nil {
-			// The attach stream works where the direct path did not:
-			// the direct path is what failed.
-			r.directFailed(spec.Image, err)
-		}
-		return p, aerr
+		return r.runDirect(ctx, spec, streams, argv, nil)
 	}
 	if spec.Egress != "" && spec.DirectStdio && r.direct != nil {
 		r.direct.log.Warn().Str("image", spec.Image).Msg("this server runs without the network it was given: pml's egress listener needs the direct stdio path (an engine on this machine and pml's in-container program)")
 	}
 	return r.startAttached(ctx, spec, streams)
+}
+
+// runDirect starts a container on the direct path, and on Docker's attach
+// stream when the direct path fails for its image.
+func (r *Runtime) runDirect(ctx context.Context, spec pmlc.Spec, streams pmlc.Streams, argv func() ([]string, error), g *directGuess) (pmlc.Process, error) {
+	p, err := r.startDirect(ctx, spec, streams, argv, g)
+	if err == nil || errors.Is(err, errGuessWrong) || !isFallback(ctx, err) {
+		return p, err
+	}
+	p, aerr := r.startAttached(ctx, spec, streams)
+	if aerr == nil && spec.Egress != "" {
+		r.direct.log.Warn().Str("image", spec.Image).Msg("this server runs without the network it was given: pml's egress listener runs in the stdio shim, which failed for this image")
+	}
+	if aerr == nil {
+		// The attach stream works where the direct path did not:
+		// the direct path is what failed.
+		r.directFailed(spec.Image, err)
+	}
+	return p, aerr
 }
 
 // startAttached starts a container whose stdio is Docker's attach stream.
@@ -215,12 +228,33 @@ func (r *Runtime) startAttachedWith(ctx context.Context, spec pmlc.Spec, streams
 		return nil, p.discard(ctx, wrap("attaching to container", err))
 	}
 	p.att = att
+	if len(streams.Stdin) > 0 && cfg.OpenStdin {
+		// The request goes with the start (Streams.Stdin): the engine
+		// holds what the attach stream brings until the process reads
+		// it, so the process has it the moment it runs. Written beside
+		// the start: an engine that stops reading must not hold it (the
+		// removal closes the stream and ends the write).
+		p.stdinGiven = true
+		in := streams.Stdin
+		go func() {
+			if _, err := att.Conn.Write(in); err == nil {
+				_ = att.CloseWrite()
+			}
+		}()
+	}
 	stdout, stderr := streams.Stdout, streams.Stderr
 	if stdout == nil {
 		stdout = io.Discard
 	}
 	if stderr == nil {
 		stderr = io.Discard
+	}
+	// spoke is closed by the container's first output: it runs.
+	var spoke chan struct{}
+	if p.stdinGiven {
+		spoke = make(chan struct{})
+		once := &sync.Once{}
+		stdout, stderr = firstWrite(stdout, once, spoke), firstWrite(stderr, once, spoke)
 	}
 	p.copied = make(chan struct{})
 	go func() {
@@ -229,11 +263,58 @@ func (r *Runtime) startAttachedWith(ctx context.Context, spec pmlc.Spec, streams
 		_, _ = stdcopy.StdCopy(stdout, stderr, att.Reader)
 		close(p.copied)
 	}()
-	if err := r.cli.ContainerStart(ctx, p.id, container.StartOptions{}); err != nil {
-		return nil, p.discard(ctx, wrap("starting container", err))
+	if spoke == nil {
+		if err := r.cli.ContainerStart(ctx, p.id, container.StartOptions{}); err != nil {
+			return nil, p.discard(ctx, wrap("starting container", err))
+		}
+		p.startWatch()
+		return p, nil
 	}
-	p.startWatch()
+	// A container that got its request with its start (Streams.Stdin)
+	// often answers before the engine has answered the start (which it
+	// records on disk first): its first output says it runs, and the
+	// caller has its answer without waiting for the engine's. The exit
+	// watch begins once the engine has answered (startWatchAfter).
+	started := make(chan error, 1)
+	go func() {
+		// Not ended with ctx, which may end (the call is done) while
+		// this answer is on its way: an aborted request would be taken
+		// for a failed start.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createTimeout)
+		defer cancel()
+		started <- r.cli.ContainerStart(sctx, p.id, container.StartOptions{})
+	}()
+	select {
+	case err := <-started:
+		if err != nil {
+			return nil, p.discard(ctx, wrap("starting container", err))
+		}
+		p.startWatch()
+	case <-spoke:
+		p.startWatchAfter(started)
+	case <-ctx.Done():
+		return nil, p.discard(ctx, ctx.Err())
+	}
 	return p, nil
+}
+
+// firstWrite passes writes on to w, and closes c at the first (once for
+// every writer given the same once).
+func firstWrite(w io.Writer, once *sync.Once, c chan struct{}) io.Writer {
+	return &firstWriter{w: w, once: once, c: c}
+}
+
+type firstWriter struct {
+	w    io.Writer
+	once *sync.Once
+	c    chan struct{}
+}
+
+func (f *firstWriter) Write(b []byte) (int, error) {
+	if len(b) > 0 {
+		f.once.Do(func() { close(f.c) })
+	}
+	return f.w.Write(b)
 }
 
 // create creates the container; it is removed again if ctx ended
@@ -578,13 +659,18 @@ type process struct {
 
 	stdinOnce sync.Once
 	stdin     *stdinWriter
+	// stdinGiven: Start wrote Streams.Stdin and closes stdin itself;
+	// Stdin discards.
+	stdinGiven bool
 
 	// The one watch of the container's exit (watch): Done, Exit and Wait
 	// answer from it. Remove ends it (unwatch).
 	*pmlc.ExitWatch
 	watchCtx context.Context
 	unwatch  context.CancelFunc
+	watchMu  sync.Mutex
 	watching bool // set once, before the watcher starts
+	removed  bool // Remove ran: no watcher starts after it
 	// killed: pml killed it (a timeout, a cancel, a used container
 	// going): whether the kernel also killed it for memory changes
 	// nothing, so the watch does not ask the daemon.
@@ -603,6 +689,9 @@ func (p *process) Stdin() io.WriteCloser {
 	if p.conn != nil {
 		return connStdin{p.conn}
 	}
+	if p.stdinGiven {
+		return givenStdin{}
+	}
 	p.stdinOnce.Do(func() {
 		p.stdin = &stdinWriter{p: p}
 	})
@@ -612,8 +701,30 @@ func (p *process) Stdin() io.WriteCloser {
 // startWatch starts the watcher, once the container runs and its streams
 // are in place.
 func (p *process) startWatch() {
+	p.watchMu.Lock()
+	defer p.watchMu.Unlock()
+	if p.removed {
+		return
+	}
 	p.watching = true
 	go p.watch()
+}
+
+// startWatchAfter starts the watcher once the engine has answered the
+// start (started): a wait for the exit asked before the engine records
+// the container as running would see it not running yet, and answer at
+// once. A start that failed although the container's shim connected
+// leaves nothing running that pml uses: it is killed, and the watch
+// reports its exit.
+func (p *process) startWatchAfter(started <-chan error) {
+	go func() {
+		if err := <-started; err != nil {
+			kctx, cancel := pmlc.CleanupContext(context.Background())
+			_ = p.Kill(kctx)
+			cancel()
+		}
+		p.startWatch()
+	}()
 }
 
 // watch is the container's one exit watcher, started once it runs: it
@@ -747,8 +858,13 @@ func (p *process) Remove(ctx context.Context) error {
 		// The container's internal network, once the container is gone.
 		go p.leave()
 	}
-	if !p.watching {
-		// Never started: no watcher will finish the watch.
+	p.watchMu.Lock()
+	p.removed = true
+	watching := p.watching
+	p.watchMu.Unlock()
+	if !watching {
+		// Never started, or its start not answered yet: no watcher
+		// will finish the watch.
 		p.Finish(pmlc.Exit{}, fmt.Errorf("container %s was removed before it started", shortID(p.id)))
 		return err
 	}
@@ -796,6 +912,14 @@ type stdinWriter struct{ p *process }
 func (w *stdinWriter) Write(b []byte) (int, error) { return w.p.att.Conn.Write(b) }
 
 func (w *stdinWriter) Close() error { return w.p.att.CloseWrite() }
+
+// givenStdin is the stdin of a container whose input Start wrote
+// (Streams.Stdin): what the caller writes again is dropped.
+type givenStdin struct{}
+
+func (givenStdin) Write(b []byte) (int, error) { return len(b), nil }
+
+func (givenStdin) Close() error { return nil }
 
 func randomHex(n int) string {
 	b := make([]byte, n)

@@ -75,3 +75,17 @@ func (r *Runtime) freshInfo(ctx context.Context) (system.Info, error) {
 	}
 	return info, err
 }
+
+// Architecture is the engine's machine (its /info's, shared: see
+// infoCache): what pml's in-container program must be built for. Asked
+// alone, it does not wait for the rest of the engine's facts (Info), which
+// on Docker include /version, an answer the engine gathers by running its
+// runtimes.
+func (r *Runtime) Architecture(ctx context.Context) (string, error) {
+	r.negotiate(ctx)
+	info, err := r.engineInfo(ctx)
+	if err != nil {
+		return "", wrap("asking the container engine for its architecture", err)
+	}
+	return info.Architecture, nil
+}

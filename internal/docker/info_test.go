@@ -155,3 +155,33 @@ func engineAt(t *testing.T, h http.HandlerFunc) *Runtime {
 	t.Cleanup(func() { r.Close() })
 	return r
 }
+
+// What a first container's create needs of a Docker engine (whether it is
+// Podman, whether containers get their own cgroups, the machine for the
+// in-container program) comes from the negotiation's ping and the shared
+// /info: never /version, which Docker gathers by running its runtimes and
+// which the create waited for.
+func TestAFirstCreateAsksNoEngineFactsBeyondPingAndInfo(t *testing.T) {
+	r, n := countingEngine(t)
+	ctx := context.Background()
+	r.negotiate(ctx)
+	if mode, err := r.usernsMode(ctx); err != nil || mode != "" {
+		t.Errorf("userns mode %q, %v", mode, err)
+	}
+	if !r.ownCgroups(ctx) {
+		t.Error("Docker's containers said to share a cgroup")
+	}
+	if got := n("GET /info"); got != 0 {
+		t.Errorf("/info asked %d times for the userns mode and the cgroups", got)
+	}
+	arch, err := r.Architecture(ctx)
+	if err != nil || arch != "x86_64" {
+		t.Errorf("architecture %q, %v", arch, err)
+	}
+	if got := n("GET /version"); got != 0 {
+		t.Errorf("/version asked %d times, want 0", got)
+	}
+	if got := n("GET /info"); got != 1 {
+		t.Errorf("/info asked %d times, want 1", got)
+	}
+}

@@ -106,6 +106,12 @@ func (r *Runtime) usernsMode(ctx context.Context) (string, error) {
 
 // isPodman pings the engine once: Podman adds its own header.
 func (r *Runtime) isPodman(ctx context.Context) (bool, error) {
+	if v, ok := r.pingedLibpod(); ok {
+		// The version negotiation's ping said it: no need to wait for
+		// engineMu, which the engine's facts hold while they ask their
+		// slower questions (a first container's create waited for them).
+		return v != "", nil
+	}
 	if err := r.engineMu.lock(ctx); err != nil {
 		return false, err
 	}
@@ -321,6 +327,12 @@ func (f engineFacts) name() string {
 // so its servers use the attach stream (and no doomed attempt is made per
 // image first).
 func (r *Runtime) ownCgroups(ctx context.Context) bool {
+	if podman, err := r.isPodman(ctx); err == nil && !podman {
+		// Docker gives every container a cgroup of its own: what /_ping
+		// said settles it, without the rest of the engine's facts (its
+		// /version and /info) on the way to a first container.
+		return true
+	}
 	f, err := r.facts(ctx)
 	return err != nil || !(f.podman && f.rootless && f.cgroupVersion == "1")
 }

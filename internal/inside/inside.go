@@ -190,6 +190,14 @@ type Engine interface {
 	Info(ctx context.Context) (container.Info, error)
 }
 
+// archEngine is an Engine that can say its architecture alone: Info
+// gathers every fact pml reports of the engine (Docker's /version, which
+// runs the engine's runtimes to learn their versions, among them), and a
+// first container's create waited for all of it to learn one word.
+type archEngine interface {
+	Architecture(ctx context.Context) (string, error)
+}
+
 // Source gives the program for an engine's architecture, asking the
 // engine once and extracting once. Safe for concurrent use.
 type Source struct {
@@ -200,11 +208,58 @@ type Source struct {
 	mu   sync.Mutex
 	prog *Program
 	err  error // a lasting failure (no program for that architecture)
+
+	// ahead is the digest of this machine's own architecture's program,
+	// computed from NewSource on (hashAhead).
+	ahead chan [sha256.Size]byte
 }
 
 // NewSource is the Source of engine's architecture.
 func NewSource(engine Engine) *Source {
-	return &Source{engine: engine, getenv: os.Getenv, lookup: Lookup}
+	s := &Source{engine: engine, getenv: os.Getenv, lookup: Lookup}
+	s.hashAhead()
+	return s
+}
+
+// hashAhead starts the digest of this machine's own architecture's
+// program (the engine's, when the engine runs here: the common case), so
+// that it is ready when the engine has said its architecture rather than
+// computed after: a few milliseconds of a first container's start, more
+// on a loaded machine.
+func (s *Source) hashAhead() {
+	local, _ := NormalizeArch(runtime.GOARCH)
+	if blob, err := s.lookup(local); err == nil {
+		s.ahead = make(chan [sha256.Size]byte, 1)
+		go func() { s.ahead <- sha256.Sum256(blob) }()
+	}
+}
+
+// Local is the program for this machine's own architecture, extracted
+// without asking the engine: what a container of an engine on this
+// machine runs. A first container's create uses it before the engine has
+// said its architecture; the caller checks it against Program before the
+// container starts.
+func (s *Source) Local() (Program, error) {
+	local, err := NormalizeArch(runtime.GOARCH)
+	if err != nil {
+		return Program{}, err
+	}
+	if s.ahead == nil {
+		return s.extract(local)
+	}
+	sum := <-s.ahead
+	s.ahead <- sum
+	return s.extractWith(local, sum)
+}
+
+// architecture is the engine's architecture, asked alone when the engine
+// can answer that alone.
+func (s *Source) architecture(ctx context.Context) (string, error) {
+	if a, ok := s.engine.(archEngine); ok {
+		return a.Architecture(ctx)
+	}
+	info, err := s.engine.Info(ctx)
+	return info.Architecture, err
 }
 
 // Program returns the extracted program for the engine's architecture.
@@ -219,25 +274,18 @@ func (s *Source) Program(ctx context.Context) (Program, error) {
 	if s.err != nil {
 		return Program{}, s.err
 	}
-	// The digest of this machine's own architecture's program (the
-	// engine's, when the engine runs here: the common case) is computed
-	// while the engine is asked, not after: a few milliseconds of a
-	// first container's start.
 	local, _ := NormalizeArch(runtime.GOARCH)
-	var ahead chan [sha256.Size]byte
-	if blob, err := s.lookup(local); err == nil {
-		ahead = make(chan [sha256.Size]byte, 1)
-		go func() { ahead <- sha256.Sum256(blob) }()
-	}
-	info, err := s.engine.Info(ctx)
+	engineArch, err := s.architecture(ctx)
 	if err != nil {
 		return Program{}, err
 	}
 	var p Program
-	if arch, aerr := NormalizeArch(info.Architecture); aerr == nil && arch == local && ahead != nil {
-		p, err = s.extractWith(arch, <-ahead)
+	if arch, aerr := NormalizeArch(engineArch); aerr == nil && arch == local && s.ahead != nil {
+		sum := <-s.ahead
+		s.ahead <- sum // for the next caller, should this one fail
+		p, err = s.extractWith(arch, sum)
 	} else {
-		p, err = s.extract(info.Architecture)
+		p, err = s.extract(engineArch)
 	}
 	if err != nil {
 		s.err = err

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -210,4 +211,61 @@ func gz(t *testing.T, s string) []byte {
 		t.Fatal(err)
 	}
 	return b.Bytes()
+}
+
+// archOnly answers its architecture alone, and fails Info: the program
+// is chosen without the rest of the engine's facts (Docker's /version
+// among them), which a first container's create waited for.
+type archOnly struct{ engine }
+
+func (a *archOnly) Architecture(context.Context) (string, error) { return a.arch, nil }
+
+func (a *archOnly) Info(context.Context) (container.Info, error) {
+	return container.Info{}, errors.New("Info asked")
+}
+
+func TestTheSourceAsksOnlyTheArchitectureOfAnEngineThatSaysItAlone(t *testing.T) {
+	e := &archOnly{engine{arch: "aarch64"}}
+	dir := t.TempDir()
+	s := testSource(t, &e.engine)
+	s.engine = e
+	s.getenv = func(k string) string {
+		if k == "PML_CACHE_DIR" {
+			return dir
+		}
+		return ""
+	}
+	p, err := s.Program(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(p.Path); string(b) != "arm64 program" {
+		t.Errorf("got %q", b)
+	}
+}
+
+// Local is this machine's program, extracted without asking the engine,
+// and the same file Program gives when the engine runs here.
+func TestLocalIsThisMachinesProgramWithoutTheEngine(t *testing.T) {
+	if runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64" {
+		t.Skip("no program for", runtime.GOARCH)
+	}
+	e := &engine{err: errors.New("the engine was asked")}
+	s := testSource(t, e)
+	s.hashAhead()
+	local, err := s.Local()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.calls != 0 {
+		t.Errorf("Local asked the engine %d times", e.calls)
+	}
+	if b, _ := os.ReadFile(local.Path); string(b) != runtime.GOARCH+" program" {
+		t.Errorf("Local gave %q", b)
+	}
+	e.err, e.arch = nil, runtime.GOARCH
+	p, err := s.Program(context.Background())
+	if err != nil || p != local {
+		t.Errorf("Program %+v, %v; Local %+v", p, err, local)
+	}
 }

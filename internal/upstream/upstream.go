@@ -518,7 +518,8 @@ func (s *Server) connect(ctx context.Context, start Starter, spec container.Spec
 	}
 	c.cs, err = client.Connect(ctx, &execTransport{next: tr, rec: &c.exec},
 		&mcp.ClientSessionOptions{ProtocolVersion: version})
-	if err == nil {
+	if err == nil && oneShot {
+		// A pooled server's level is asked beside its tools/list (start).
 		s.askForLogs(ctx, c.cs)
 	}
 	return c, err
@@ -549,6 +550,14 @@ func (s *Server) start(noQueue bool) (*conn, error) {
 		return nil, err
 	}
 	if err == nil {
+		// The log level and the tool list are asked at once: one round
+		// trip to a server that has just started, not two, before its
+		// first call. Both are answered before any call is sent.
+		logsAsked := make(chan struct{})
+		go func() {
+			defer close(logsAsked)
+			s.askForLogs(ctx, c.cs)
+		}()
 		c.exec.reset()
 		for t, terr := range c.cs.Tools(ctx, nil) {
 			if terr != nil {
@@ -558,6 +567,7 @@ func (s *Server) start(noQueue bool) (*conn, error) {
 			c.tools = append(c.tools, t)
 		}
 		c.exec.withExecution(c.tools)
+		<-logsAsked
 	}
 	if err != nil {
 		defer func() {
