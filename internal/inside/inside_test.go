@@ -151,11 +151,9 @@ func testSource(t *testing.T, e *engine) *Source {
 			return dir
 		}
 		return ""
-	}, lookup: func(arch string) ([]byte, error) {
-		return lookup(fstest.MapFS{
-			"programs/pml-inside-linux-amd64.gz": {Data: gz(t, "amd64 program")},
-			"programs/pml-inside-linux-arm64.gz": {Data: gz(t, "arm64 program")},
-		}, arch)
+	}, fsys: fstest.MapFS{
+		"programs/pml-inside-linux-amd64.gz": {Data: gz(t, "amd64 program")},
+		"programs/pml-inside-linux-arm64.gz": {Data: gz(t, "arm64 program")},
 	}}
 }
 
@@ -210,4 +208,29 @@ func gz(t *testing.T, s string) []byte {
 		t.Fatal(err)
 	}
 	return b.Bytes()
+}
+
+// The facts of a program are read as a stream, never as a copy: its
+// digest and sizes are those of the whole copy, however it is cut.
+func TestFactsOfAProgramAreItsDigestAndSizes(t *testing.T) {
+	blob := gz(t, strings.Repeat("a program of some size ", 5000))
+	f := factsOf(fstest.MapFS{"programs/pml-inside-linux-arm64.gz": {Data: blob}}, "arm64")
+	if f.err != nil || f.sum != sha256.Sum256(blob) || f.n != int64(len(blob)) || f.size != int64(5000*len("a program of some size ")) {
+		t.Fatalf("facts %x %d %d %v; want %x %d", f.sum, f.n, f.size, f.err, sha256.Sum256(blob), len(blob))
+	}
+	for _, cut := range []int{1, 2, 3, 5, 7} {
+		var tw tailWriter
+		for i := 0; i < len(blob); i += cut {
+			_, _ = tw.Write(blob[i:min(i+cut, len(blob))])
+		}
+		if !bytes.Equal(tw.b[:], blob[len(blob)-4:]) {
+			t.Errorf("written %d bytes at a time: tail %x, want %x", cut, tw.b, blob[len(blob)-4:])
+		}
+	}
+	if f := factsOf(fstest.MapFS{"programs/pml-inside-linux-arm64.gz": {Data: blob[:10]}}, "arm64"); !errors.Is(f.err, ErrMissing) {
+		t.Errorf("a cut copy: %v", f.err)
+	}
+	if f := factsOf(fstest.MapFS{}, "arm64"); !errors.Is(f.err, ErrMissing) || !strings.Contains(f.err.Error(), "make build") {
+		t.Errorf("no copy: %v", f.err)
+	}
 }
