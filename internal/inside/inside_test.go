@@ -8,6 +8,7 @@ import (
 	"debug/elf"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -232,5 +233,31 @@ func TestFactsOfAProgramAreItsDigestAndSizes(t *testing.T) {
 	}
 	if f := factsOf(fstest.MapFS{}, "arm64"); !errors.Is(f.err, ErrMissing) || !strings.Contains(f.err.Error(), "make build") {
 		t.Errorf("no copy: %v", f.err)
+	}
+}
+
+// The digest the Makefile wrote beside the program names it, unread,
+// when its length is the program's; any other one is not used.
+func TestTheWrittenDigestNamesTheProgramWhenItsLengthMatches(t *testing.T) {
+	blob := gz(t, "arm64 program")
+	real := sha256.Sum256(blob)
+	written := strings.Repeat("ab", sha256.Size)
+	for _, c := range []struct {
+		name, sha256 string
+		want         string
+	}{
+		{"matching length", fmt.Sprintf("%s %d\n", written, len(blob)), written},
+		{"another length", fmt.Sprintf("%s %d\n", written, len(blob)+1), hex.EncodeToString(real[:])},
+		{"not a digest", fmt.Sprintf("xyz %d\n", len(blob)), hex.EncodeToString(real[:])},
+		{"no length", written + "\n", hex.EncodeToString(real[:])},
+	} {
+		fsys := fstest.MapFS{
+			"programs/pml-inside-linux-arm64.gz":        {Data: blob},
+			"programs/pml-inside-linux-arm64.gz.sha256": {Data: []byte(c.sha256)},
+		}
+		f := factsOf(fsys, "arm64")
+		if f.err != nil || hex.EncodeToString(f.sum[:]) != c.want || f.size != int64(len("arm64 program")) || f.n != int64(len(blob)) {
+			t.Errorf("%s: %x size %d n %d %v; want %s", c.name, f.sum, f.size, f.n, f.err, c.want)
+		}
 	}
 }
