@@ -24,15 +24,23 @@ build: inside
 # The program that runs inside pml's containers (toolbox agent, stdio shim,
 # supervisors): static, small (-tags pml_inside leaves the MCP SDK out), one
 # per daemon architecture, in bin/, and gzipped (-n: the same bytes every
-# build) where internal/inside embeds it.
+# build) where internal/inside embeds it, with its digest and length
+# beside it (.gz.sha256: pml names the program by it without reading the
+# 2.7 MB into its memory; without it pml computes it). The old digest
+# goes first and the new one comes last, so the two never disagree.
 INSIDE_DIR   := internal/inside/programs
 INSIDE_ARCHS := amd64 arm64
 inside:
 	@for a in $(INSIDE_ARCHS); do \
+	  gz=$(INSIDE_DIR)/pml-inside-linux-$$a.gz; tmp=$(INSIDE_DIR)/.pml-inside-linux-$$a.gz.tmp; \
 	  CGO_ENABLED=0 GOOS=linux GOARCH=$$a $(GO) build -tags pml_inside -trimpath -ldflags '-s -w' \
 	    -o bin/pml-inside-linux-$$a ./cmd/pml-inside && \
-	  gzip -9n -c bin/pml-inside-linux-$$a > $(INSIDE_DIR)/.pml-inside-linux-$$a.gz.tmp && \
-	  mv $(INSIDE_DIR)/.pml-inside-linux-$$a.gz.tmp $(INSIDE_DIR)/pml-inside-linux-$$a.gz || exit 1; done
+	  gzip -9n -c bin/pml-inside-linux-$$a > $$tmp && \
+	  rm -f $$gz.sha256 && \
+	  sum=$$({ sha256sum || shasum -a 256; } < $$tmp 2>/dev/null | cut -c1-64) && \
+	  len=$$(wc -c < $$tmp | tr -d ' ') && \
+	  mv $$tmp $$gz || exit 1; \
+	  case "$$sum" in ????????????????????????????????????????????????????????????????) echo "$$sum $$len" > $$tmp.sha256 && mv $$tmp.sha256 $$gz.sha256;; esac; done
 
 # pml for every platform it supports, each vetted (so a Linux-only system
 # call cannot slip back in), into dist/; the linux/arm64 one is run under
@@ -157,7 +165,7 @@ release: release-tools
 release-tag: inside
 	@case "$(TAG)" in v[0-9]*.[0-9]*.[0-9]*) ;; *) echo "release-tag: TAG=vMAJOR.MINOR.PATCH is needed (got \"$(TAG)\")" >&2; exit 2;; esac
 	@set -e; idx=$$(mktemp); trap 'rm -f $$idx' EXIT; export GIT_INDEX_FILE=$$idx; \
-	  git read-tree HEAD; git add -f $(INSIDE_DIR)/pml-inside-linux-*.gz; \
+	  git read-tree HEAD; git add -f $(INSIDE_DIR)/pml-inside-linux-*.gz $(INSIDE_DIR)/pml-inside-linux-*.gz.sha256; \
 	  c=$$(git commit-tree $$(git write-tree) -p HEAD -m "release $(TAG): the in-container program, for go install"); \
 	  git tag -a "$(TAG)" -m "pml $(TAG)" $$c; echo "tagged $(TAG) at $$c (HEAD plus $(INSIDE_DIR)/*.gz)"
 

@@ -130,15 +130,10 @@ func TestNothingLeftWhenPMLStopsDuringRefills(t *testing.T) {
 	}
 }
 
-// killExitWatcher kills the watcher of pml pid's exit (pml after-exit,
-// which removes a killed pml's containers within a moment). Tests of what
-// a killed pml leaves (the next start's reap, a container that ends by
-// itself) call it before the kill: they test what still holds when the
-// watcher is gone too (killed with pml by someone who kills every
-// process, or never started: pml serve, a Kubernetes runtime). Builds
-// without a watcher have none to kill.
-func killExitWatcher(t *testing.T, pid int) {
-	t.Helper()
+// exitWatchers are the pids of the watchers of pml pid's exit (pml
+// after-exit).
+func exitWatchers(pid int) []int {
+	var out []int
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, p := range procs {
 		b, err := os.ReadFile(p)
@@ -153,10 +148,23 @@ func killExitWatcher(t *testing.T, pid int) {
 		if i < 0 || i+1 >= len(args) || args[i+1] != strconv.Itoa(pid) {
 			continue
 		}
-		w, err := strconv.Atoi(filepath.Base(filepath.Dir(p)))
-		if err != nil {
-			continue
+		if w, err := strconv.Atoi(filepath.Base(filepath.Dir(p))); err == nil {
+			out = append(out, w)
 		}
+	}
+	return out
+}
+
+// killExitWatcher kills the watcher of pml pid's exit (pml after-exit,
+// which removes a killed pml's containers within a moment). Tests of what
+// a killed pml leaves (the next start's reap, a container that ends by
+// itself) call it before the kill: they test what still holds when the
+// watcher is gone too (killed with pml by someone who kills every
+// process, or never started: pml serve, a Kubernetes runtime). Builds
+// without a watcher have none to kill.
+func killExitWatcher(t *testing.T, pid int) {
+	t.Helper()
+	for _, w := range exitWatchers(pid) {
 		if err := syscall.Kill(w, syscall.SIGKILL); err != nil {
 			t.Fatalf("killing pml %d's exit watcher %d: %v", pid, w, err)
 		}

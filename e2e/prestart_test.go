@@ -143,3 +143,33 @@ func TestAServeSessionPreStartsItsServers(t *testing.T) {
 		t.Errorf("the call did not use the pre-started container %.12s (%d containers now)", id, len(c))
 	}
 }
+
+// TestASessionsStartTakesNothingFromItsHandshake: while a client's
+// initialize and first tools/list are answered, pml stdio starts neither
+// the watcher of its exit (a whole pml process) nor a pre-start: on two
+// busy cores they took a CPU from the handshake (make bench: initialize
+// + tools/list went from 2.1× to 2.6× a bare go-sdk server's). Both
+// start once the first list is answered.
+func TestASessionsStartTakesNothingFromItsHandshake(t *testing.T) {
+	ws := newWorkspace(t, prestartPolicy(t))
+	s := startSession(t, ws) // initialize answered
+	pid := s.cmd.Process.Pid
+	time.Sleep(100 * time.Millisecond)
+	if n := len(exitWatchers(pid)); n != 0 {
+		t.Fatalf("%d watchers of pml's exit before the first tools/list", n)
+	}
+	if n := len(serverContainers(t, ws, "probe")); n != 0 {
+		t.Fatalf("%d containers of probe before the first tools/list", n)
+	}
+	if _, err := s.ListTools(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	waitSaw(t, "the watcher and the probe's pre-start once the tools were listed", 30*time.Second, func() (bool, string) {
+		w, c := len(exitWatchers(pid)), len(serverContainers(t, ws, "probe"))
+		return w == 1 && c == 1, fmt.Sprintf("%d watchers, %d containers of probe; pml's stderr: %s", w, c, tail(s.stderr.String()))
+	})
+	out, res := s.call(t, "probe:echo", map[string]any{"text": "after"})
+	if res.IsError || out != "after" {
+		t.Fatalf("probe:echo: %q (error %v)", out, res.IsError)
+	}
+}

@@ -135,13 +135,13 @@ func (v view) internal(name string) string {
 }
 
 func newMCPServer(b Backend, v view) *mcp.Server {
-	s, _, _, _ := newMCPServerParts(fixed(b), v)
+	s, _, _ := newMCPServerParts(fixed(b), v)
 	return s
 }
 
 // newMCPServerParts is newMCPServer, also returning its tool listing and
 // sessions (the stdio fast path answers calls beside the server).
-func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions, func(Backend)) {
+func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 	b := x.get()
 	ws := "the workspace " + b.Workspace()
 	if x.roots.Rebind != nil {
@@ -206,6 +206,23 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions, fu
 			go panics.Guarded(*b.Log(), "prestart", "pre-starting the servers", func() { b.Prestart(v.server) })
 		}
 	}
+	// started runs once the session has started: its first tools/list
+	// answered, its first tools/call come, or sessionSettle after its
+	// initialize. What a session's servers need before a call (their
+	// pre-start, the stdio command's watcher of its exit) waits for
+	// that, so it never takes the CPUs and the engine from the
+	// handshake and the first list (on two busy cores a pre-start and
+	// the watcher's fork and exec beside them made pml stdio's
+	// initialize + tools/list 2.6× a bare go-sdk server's, from 2.1×).
+	var startOnce sync.Once
+	started := func() {
+		startOnce.Do(func() {
+			prestart(x.get())
+			if f := x.roots.Started; f != nil {
+				f()
+			}
+		})
+	}
 	x.swapped = func(nb Backend) {
 		// The new workspace's servers, as the first one's were.
 		prestart(nb)
@@ -220,11 +237,15 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions, fu
 	}
 	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			if method == "initialize" || method == "server/discover" {
+			switch method {
+			case "initialize", "server/discover":
 				// A session starts (a client of 2026-07-28 discovers
 				// instead of initializing): the servers its first call
-				// would start unasked start now, beside the handshake.
-				prestart(x.get())
+				// would start unasked start once it has listed its
+				// tools, or a moment after this if it does not.
+				time.AfterFunc(sessionSettle, started)
+			case "tools/call":
+				started()
 			}
 			served := featureMethods[method] && caps.Prompts != nil
 			if method == "tools/list" || method == "tools/call" || served {
@@ -253,6 +274,7 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions, fu
 				// if no one said they changed.
 				l.sync(nil)
 				res, err := next(ctx, method, req)
+				defer started()
 				return l.withExecution(res), err
 			case "tools/call":
 				prepare(ctx)
@@ -305,7 +327,7 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions, fu
 	// results their 2026-07-28 form (modern.go): it reads no request and
 	// runs after every other has answered.
 	s.AddReceivingMiddleware(modernResults)
-	return s, l, sess, prestart
+	return s, l, sess
 }
 
 // toolHandler answers tools/call for the tool name (pml's name for it)
@@ -812,7 +834,15 @@ type Rebinder struct {
 	Rebind func(dir string) (Backend, error)
 	// Retire closes a broker swapped out (no call uses it any more).
 	Retire func(Backend)
+	// Started, when set, is called once the session has started (its
+	// first tools/list answered, its first tools/call come, or
+	// sessionSettle after its initialize).
+	Started func()
 }
+
+// sessionSettle is how long after initialize a session that neither
+// lists nor calls is taken to have started.
+const sessionSettle = time.Second
 
 // ServeStdioRoots is ServeStdio whose workspace the client's roots may
 // move (r).
@@ -836,10 +866,7 @@ func serveStdio(ctx context.Context, b Backend, in io.ReadCloser, out io.Writer,
 	// calls in flight return: cancel them first, which kills their
 	// containers, so a call running `sleep 60` cannot hold pml's exit.
 	defer context.AfterFunc(ctx, func() { x.get().CancelBase() })()
-	s, l, sess, prestart := newMCPServerParts(x, v)
-	// The session is this process's one: its servers start now, before
-	// the client's first message is read.
-	prestart(b)
+	s, l, sess := newMCPServerParts(x, v)
 	front := newFastFront(ctx, x, l, sess, filter, o)
 	defer front.close()
 	// Batches pass on the revisions that have them (protocol.go).

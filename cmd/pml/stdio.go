@@ -38,7 +38,9 @@ func newStdioCmd(g *globals) *cobra.Command {
 					from = "an empty stand-in: the start directory is not served"
 				}
 				e.log.Info().Str("workspace", e.ws.Dir).Str("from", from).Str("user", e.broker.User()).Msg("pml stdio ready")
-				return mcpserve.ServeStdioRoots(cmd.Context(), e.broker.Serving(), term.ProtocolStdin(), proto, envs.rebinder(g))
+				r := envs.rebinder(g)
+				r.Started = envs.watch
+				return mcpserve.ServeStdioRoots(cmd.Context(), e.broker.Serving(), term.ProtocolStdin(), proto, r)
 			})
 		},
 	}
@@ -53,8 +55,11 @@ type envSet struct {
 	// ended: stopAll ran; a broker built after it is stopped at once.
 	ended bool
 	// watching is closed once the watcher of pml's exit runs (or could
-	// not be started): no broker's engine creates a container before.
+	// not be started, or the session ended before it was needed): no
+	// broker's engine creates a container before. watch starts it if
+	// nothing has; it does not wait.
 	watching <-chan struct{}
+	watch    func()
 }
 
 // liveEnv is one broker with what runs beside it.
@@ -66,8 +71,8 @@ type liveEnv struct {
 // start runs beside e's broker what a serving pml runs: the reap of
 // leftovers, the cloud sync, the watch of .pml.json.
 func (s *envSet) start(e *env) error {
-	if d, ok := e.rt.(interface{ CreateAfter(<-chan struct{}) }); ok && s.watching != nil {
-		d.CreateAfter(s.watching)
+	if d, ok := e.rt.(interface{ CreateAfter(<-chan struct{}, func()) }); ok && s.watching != nil {
+		d.CreateAfter(s.watching, s.watch)
 	}
 	// A reap that has not started (or finished) by the end of the session
 	// is left to the next start.
@@ -204,22 +209,34 @@ func serveOverStdio(cmd *cobra.Command, g *globals, serve func(e *env, envs *env
 		return err
 	}
 	// Started before any container: a pml killed from here on leaves
-	// nothing for long (afterexit_unix.go). Starting it (a fork and exec
-	// of pml, which the start waits for) took 1 to 85 ms on a loaded
-	// machine, on the way to a first answer when it came before the
-	// session: it runs beside the session's start, and the engine creates
-	// no container before it runs.
+	// nothing for long (afterexit_unix.go). Starting it is a fork and
+	// exec of pml (1 to 85 ms on a loaded machine), and the watcher's
+	// own start is a whole pml's: before the session it was on the way
+	// to the first answer, beside the session's start it took a CPU
+	// from initialize + tools/list. It starts once the session has
+	// started (mcpserve's Rebinder.Started: the first tools/list
+	// answered, the first call, or a second after initialize), or at
+	// the first container create, which waits for it; a session that
+	// ended before either starts none.
 	watching := make(chan struct{})
 	clean := func() {}
-	go func() {
-		defer close(watching)
-		clean = startAfterExit(g, e)
-	}()
+	var once sync.Once
+	watch := func() {
+		once.Do(func() {
+			go func() {
+				defer close(watching)
+				clean = startAfterExit(g, e)
+			}()
+		})
+	}
 	finish := func() {
+		// No container was created if nothing started it: none to
+		// watch for.
+		once.Do(func() { close(watching) })
 		<-watching
 		clean()
 	}
-	envs := &envSet{ctx: cmd.Context(), live: map[*broker.Broker]*liveEnv{}, watching: watching}
+	envs := &envSet{ctx: cmd.Context(), live: map[*broker.Broker]*liveEnv{}, watching: watching, watch: watch}
 	_ = envs.start(e) // the session has not ended yet
 	err = serve(e, envs, proto)
 	// The client is gone (or we were told to stop).

@@ -82,8 +82,10 @@ type Runtime struct {
 	// asks at once (info.go).
 	infoCache infoCache
 
-	// createAfter: creates wait for it to close (CreateAfter).
+	// createAfter: creates wait for it to close, after calling kick
+	// (CreateAfter).
 	createAfter <-chan struct{}
+	kick        func()
 
 	// What /_ping said of Podman (podman.go rememberPing).
 	pingMu      sync.Mutex
@@ -107,9 +109,13 @@ func (r *Runtime) Close() error { return r.cli.Close() }
 
 // CreateAfter holds every container create until ready is closed: what
 // must run before pml has containers (the watcher of its exit, which
-// removes them when pml is killed) is started beside the engine's first
-// questions rather than before them. Call it before the first Start.
-func (r *Runtime) CreateAfter(ready <-chan struct{}) { r.createAfter = ready }
+// removes them when pml is killed) is started when a session has
+// started, or by the first create, which calls kick (kick starts it if
+// nothing has; it must not block) and waits. Call it before the first
+// Start.
+func (r *Runtime) CreateAfter(ready <-chan struct{}, kick func()) {
+	r.createAfter, r.kick = ready, kick
+}
 
 // createTimeout bounds one container create.
 const createTimeout = 60 * time.Second
@@ -329,6 +335,9 @@ func (f *firstWriter) Write(b []byte) (int, error) {
 func (r *Runtime) create(ctx context.Context, image string, cfg *container.Config, host *container.HostConfig) (*process, error) {
 	name := "pml-" + randomHex(6)
 	if gate := r.createAfter; gate != nil {
+		if r.kick != nil {
+			r.kick()
+		}
 		select {
 		case <-gate:
 		case <-ctx.Done():

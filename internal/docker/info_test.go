@@ -104,10 +104,13 @@ func TestEngineInfoFailureIsNotKept(t *testing.T) {
 
 // No container is created before CreateAfter's channel closes (the
 // watcher of pml's exit runs): a start that ends first asked for none.
+// Each create kicks what opens the gate (the watcher starts at the first
+// create when the session had not started it).
 func TestCreateWaitsForCreateAfter(t *testing.T) {
 	r, n := countingEngine(t)
 	gate := make(chan struct{})
-	r.CreateAfter(gate)
+	kicks := 0
+	r.CreateAfter(gate, func() { kicks++ })
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	_, err := r.create(ctx, "x", &container.Config{Image: "x"}, &container.HostConfig{})
@@ -117,6 +120,9 @@ func TestCreateWaitsForCreateAfter(t *testing.T) {
 	}
 	if got := n("POST /containers/create"); got != 0 {
 		t.Errorf("%d creates asked before the gate opened", got)
+	}
+	if kicks != 1 {
+		t.Errorf("the create kicked the gate %d times, want 1", kicks)
 	}
 	close(gate)
 	_, _ = r.create(context.Background(), "x", &container.Config{Image: "x"}, &container.HostConfig{})

@@ -8,6 +8,7 @@ import (
 	"debug/elf"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -152,11 +153,9 @@ func testSource(t *testing.T, e *engine) *Source {
 			return dir
 		}
 		return ""
-	}, lookup: func(arch string) ([]byte, error) {
-		return lookup(fstest.MapFS{
-			"programs/pml-inside-linux-amd64.gz": {Data: gz(t, "amd64 program")},
-			"programs/pml-inside-linux-arm64.gz": {Data: gz(t, "arm64 program")},
-		}, arch)
+	}, fsys: fstest.MapFS{
+		"programs/pml-inside-linux-amd64.gz": {Data: gz(t, "amd64 program")},
+		"programs/pml-inside-linux-arm64.gz": {Data: gz(t, "arm64 program")},
 	}}
 }
 
@@ -252,7 +251,6 @@ func TestLocalIsThisMachinesProgramWithoutTheEngine(t *testing.T) {
 	}
 	e := &engine{err: errors.New("the engine was asked")}
 	s := testSource(t, e)
-	s.hashAhead()
 	local, err := s.Local()
 	if err != nil {
 		t.Fatal(err)
@@ -267,5 +265,56 @@ func TestLocalIsThisMachinesProgramWithoutTheEngine(t *testing.T) {
 	p, err := s.Program(context.Background())
 	if err != nil || p != local {
 		t.Errorf("Program %+v, %v; Local %+v", p, err, local)
+	}
+}
+
+// The facts of a program are read as a stream, never as a copy: its
+// digest and sizes are those of the whole copy, however it is cut.
+func TestFactsOfAProgramAreItsDigestAndSizes(t *testing.T) {
+	blob := gz(t, strings.Repeat("a program of some size ", 5000))
+	f := factsOf(fstest.MapFS{"programs/pml-inside-linux-arm64.gz": {Data: blob}}, "arm64")
+	if f.err != nil || f.sum != sha256.Sum256(blob) || f.n != int64(len(blob)) || f.size != int64(5000*len("a program of some size ")) {
+		t.Fatalf("facts %x %d %d %v; want %x %d", f.sum, f.n, f.size, f.err, sha256.Sum256(blob), len(blob))
+	}
+	for _, cut := range []int{1, 2, 3, 5, 7} {
+		var tw tailWriter
+		for i := 0; i < len(blob); i += cut {
+			_, _ = tw.Write(blob[i:min(i+cut, len(blob))])
+		}
+		if !bytes.Equal(tw.b[:], blob[len(blob)-4:]) {
+			t.Errorf("written %d bytes at a time: tail %x, want %x", cut, tw.b, blob[len(blob)-4:])
+		}
+	}
+	if f := factsOf(fstest.MapFS{"programs/pml-inside-linux-arm64.gz": {Data: blob[:10]}}, "arm64"); !errors.Is(f.err, ErrMissing) {
+		t.Errorf("a cut copy: %v", f.err)
+	}
+	if f := factsOf(fstest.MapFS{}, "arm64"); !errors.Is(f.err, ErrMissing) || !strings.Contains(f.err.Error(), "make build") {
+		t.Errorf("no copy: %v", f.err)
+	}
+}
+
+// The digest the Makefile wrote beside the program names it, unread,
+// when its length is the program's; any other one is not used.
+func TestTheWrittenDigestNamesTheProgramWhenItsLengthMatches(t *testing.T) {
+	blob := gz(t, "arm64 program")
+	real := sha256.Sum256(blob)
+	written := strings.Repeat("ab", sha256.Size)
+	for _, c := range []struct {
+		name, sha256 string
+		want         string
+	}{
+		{"matching length", fmt.Sprintf("%s %d\n", written, len(blob)), written},
+		{"another length", fmt.Sprintf("%s %d\n", written, len(blob)+1), hex.EncodeToString(real[:])},
+		{"not a digest", fmt.Sprintf("xyz %d\n", len(blob)), hex.EncodeToString(real[:])},
+		{"no length", written + "\n", hex.EncodeToString(real[:])},
+	} {
+		fsys := fstest.MapFS{
+			"programs/pml-inside-linux-arm64.gz":        {Data: blob},
+			"programs/pml-inside-linux-arm64.gz.sha256": {Data: []byte(c.sha256)},
+		}
+		f := factsOf(fsys, "arm64")
+		if f.err != nil || hex.EncodeToString(f.sum[:]) != c.want || f.size != int64(len("arm64 program")) || f.n != int64(len(blob)) {
+			t.Errorf("%s: %x size %d n %d %v; want %s", c.name, f.sum, f.size, f.n, f.err, c.want)
+		}
 	}
 }
