@@ -45,11 +45,15 @@ type fastFront struct {
 	filter *jsonrpc.Filter
 	out    *jsonrpc.Output
 
-	ss      atomic.Pointer[mcp.ServerSession]
-	ctx     context.Context
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
-	pending []byte
+	ss atomic.Pointer[mcp.ServerSession]
+	// connected is closed once ss is set: the go-sdk may answer the
+	// client's initialize before Connect has returned the session to
+	// pml, so a frame read after that answer can find ss still nil.
+	connected chan struct{}
+	ctx       context.Context
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+	pending   []byte
 
 	mu       sync.Mutex
 	inflight map[string]context.CancelFunc // the client's raw id → its call
@@ -98,14 +102,29 @@ func (f *fastFront) worker(fn func()) {
 }
 
 func newFastFront(ctx context.Context, x *binding, l *listing, sess *sessions, filter *jsonrpc.Filter, out *jsonrpc.Output) *fastFront {
-	f := &fastFront{x: x, l: l, sess: sess, filter: filter, out: out, inflight: map[string]context.CancelFunc{}, work: make(chan func()), serverInfo: serverInfoMember()}
+	f := &fastFront{x: x, l: l, sess: sess, filter: filter, out: out, inflight: map[string]context.CancelFunc{}, work: make(chan func()), serverInfo: serverInfoMember(), connected: make(chan struct{})}
 	f.ctx, f.cancel = context.WithCancel(ctx)
 	return f
 }
 
 // session sets the go-sdk session the calls belong to; calls before it
 // is set (and before initialize) go the usual way.
-func (f *fastFront) session(ss *mcp.ServerSession) { f.ss.Store(ss) }
+func (f *fastFront) session(ss *mcp.ServerSession) {
+	f.ss.Store(ss)
+	close(f.connected)
+}
+
+// connectedSession is the go-sdk session once Connect has returned it
+// (nil when the session ended first): for a rule that must see what
+// initialize agreed on, which a frame read right after initialize's
+// answer may otherwise miss (the batch rule).
+func (f *fastFront) connectedSession() *mcp.ServerSession {
+	select {
+	case <-f.connected:
+	case <-f.ctx.Done():
+	}
+	return f.ss.Load()
+}
 
 // close cancels the calls still in flight (the client is gone) and waits
 // for them, so each leaves its audit entry.

@@ -870,7 +870,7 @@ func serveStdio(ctx context.Context, b Backend, in io.ReadCloser, out io.Writer,
 	front := newFastFront(ctx, x, l, sess, filter, o)
 	defer front.close()
 	// Batches pass on the revisions that have them (protocol.go).
-	filter.SetBatchRule(batchRule(front.ss.Load))
+	filter.SetBatchRule(batchRule(front.connectedSession))
 	ss, err := s.Connect(ctx, &mcp.IOTransport{Reader: front, Writer: &answerWriter{out: o, owed: &front.owed}, MaxLineLength: -1}, nil)
 	if err != nil {
 		return err
