@@ -193,6 +193,7 @@ set -e
 echo "fresh.sh: make test exited $rc after $(( $(date +%s) - t0 )) s" >&2
 # The e2e processes' logs, before the clone goes.
 for f in $(grep -o '/tmp/pml-e2e-[A-Za-z0-9]*' "$out/make-test.log" | sort -u); do cp -r "$f" "$out/e2e" 2>/dev/null || true; rm -rf "$f"; done
+for f in $(grep -o '/tmp/pml-test-[A-Za-z0-9]*' "$out/make-test.log" | sort -u); do cp -r "$f" "$out/test-logs" 2>/dev/null || true; rm -rf "$f"; done
 for f in $(grep -o '/tmp/pml-test-images-[A-Za-z0-9]*\.log' "$out/make-test.log" | sort -u); do cp "$f" "$out/images-build.log" 2>/dev/null || true; rm -f "$f"; done
 exit "$rc"
 EOF
