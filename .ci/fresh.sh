@@ -51,6 +51,9 @@
 # and end is in summary.txt (a run on a busy machine is a conservative
 # figure).
 set -euo pipefail
+# All of it in one block, which bash reads whole before running any of it:
+# an edit of this file during a run (they take minutes) cannot change it.
+{
 [ "$(id -u)" = 0 ] || { echo "fresh.sh: run as root (a dockerd, namespaces, iptables)" >&2; exit 1; }
 here=$(cd "$(dirname "$0")/.." && pwd)
 check=false
@@ -221,3 +224,4 @@ if ! $check; then
 fi
 log "load at the end: $(uptime)"
 exit $rc
+}
