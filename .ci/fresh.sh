@@ -74,6 +74,12 @@ chmod 0755 "$base"
 rule_nat=(-s "$net.0/30" ! -o "$vh" -j MASQUERADE -m comment --comment "$ns")
 rule_in=(FORWARD -i "$vh" -j ACCEPT -m comment --comment "$ns")
 rule_out=(FORWARD -o "$vh" -j ACCEPT -m comment --comment "$ns")
+# A cpuacct cgroup of the run's own (cgroup v1 here): how many CPU-seconds
+# make test and its engine used (the containers' own processes are in the
+# engine's cgroups, not counted), the run's cost independent of how busy the
+# machine was: on an idle machine of N cores the CPU-bound part cannot take
+# less than that divided by N.
+cg=/sys/fs/cgroup/cpuacct/$ns
 
 cleanup() {
 	local rc=$?
@@ -89,6 +95,7 @@ cleanup() {
 	# (containers run in network namespaces of their own).
 	for p in $(pgrep -f -- "-address $base/"); do kill -9 "$p" 2>/dev/null; done
 	ip netns del "$ns" 2>/dev/null
+	[ ! -d "$cg" ] || rmdir "$cg" 2>/dev/null
 	ip link del "$vh" 2>/dev/null
 	iptables -t nat -D POSTROUTING "${rule_nat[@]}" 2>/dev/null
 	iptables -D "${rule_in[@]}" 2>/dev/null
@@ -137,7 +144,8 @@ done < <(env)
 
 cat >"$base/inner.sh" <<'EOF'
 set -euo pipefail
-base=$1 out=$2 check=$3
+base=$1 out=$2 check=$3 cg=$4
+cpu() { [ -r "$cg/cpuacct.usage" ] && echo $(( $(cat "$cg/cpuacct.usage") / 1000000000 )) || echo 0; }
 # The shared engine out of reach (see the top of fresh.sh).
 mount --bind /dev/null /run/docker.sock
 mount -t tmpfs tmpfs /run/containerd
@@ -184,6 +192,7 @@ t0=$(date +%s)
 			seen[$img]=1
 			echo "$(( $(date +%s) - t0 )) $img"
 		done < <(docker images --format '{{.Repository}}:{{.Tag}}' 2>/dev/null | grep -v '<none>')
+		echo "$(( $(date +%s) - t0 )) $(cpu)" >>"$out/cpu.log"
 	done
 ) >"$out/images.log" 2>&1 &
 poll=$!
@@ -193,7 +202,7 @@ set +e
 CI=true make test </dev/null 2>&1 | while IFS= read -r l; do printf '%4d %s\n' $(( $(date +%s) - t0 )) "$l"; done >"$out/make-test.log"
 rc=${PIPESTATUS[0]}
 set -e
-echo "fresh.sh: make test exited $rc after $(( $(date +%s) - t0 )) s" >&2
+echo "fresh.sh: make test exited $rc after $(( $(date +%s) - t0 )) s, having used $(cpu) CPU-seconds (cpu.log: seconds, CPU-seconds so far)" >&2
 # The e2e processes' logs, before the clone goes.
 for f in $(grep -o '/tmp/pml-e2e-[A-Za-z0-9]*' "$out/make-test.log" | sort -u); do cp -r "$f" "$out/e2e" 2>/dev/null || true; rm -rf "$f"; done
 for f in $(grep -o '/tmp/pml-test-[A-Za-z0-9]*' "$out/make-test.log" | sort -u); do cp -r "$f" "$out/test-logs" 2>/dev/null || true; rm -rf "$f"; done
@@ -209,12 +218,14 @@ log "cloned in $(( $(date +%s) - t_clone )) s"
 
 t_run=$(date +%s)
 rc=0
-nsenter --net="/run/netns/$ns" -- unshare --mount --propagation slave -- \
+[ -d /sys/fs/cgroup/cpuacct ] && mkdir -p "$cg" || cg=/nonexistent
+sh -c '[ ! -d "$1" ] || echo $$ >"$1/cgroup.procs"; shift; exec "$@"' sh "$cg" \
+	nsenter --net="/run/netns/$ns" -- unshare --mount --propagation slave -- \
 	env -i PATH=/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
 	LANG=C.UTF-8 HOME="$base/home" GOCACHE="$base/gocache" GOPATH="$base/gopath" \
 	GOMODCACHE="$base/gopath/pkg/mod" XDG_CACHE_HOME="$base/xdg-cache" GOFLAGS=-modcacherw \
 	"${passenv[@]}" \
-	bash "$base/inner.sh" "$base" "$out" "$check" || rc=$?
+	bash "$base/inner.sh" "$base" "$out" "$check" "$cg" || rc=$?
 t=$(( $(date +%s) - t_run ))
 if ! $check; then
 	log "make test exited $rc after $((t / 60)) m $((t % 60)) s (including the engine's start)"
