@@ -182,14 +182,18 @@ test-release: build images qemu-user
 
 # The same flags as `build` (see cross), so the two share compiled packages.
 # Then staticcheck, a Go tool of this module (go.mod's tool line pins its
-# version; its results are cached in ~/.cache/staticcheck). A deliberate
+# version; its results are cached in ~/.cache/staticcheck), with the same
+# flags again: it loads every package and its tests through `go list
+# -export`, which compiles them; with Go's defaults (cgo on, no -trimpath)
+# that was a third compile of the whole tree on a fresh machine (521 s of
+# make test's under load here), with these it reuses vet's and the build's. A deliberate
 # use of something it flags carries a //lint:ignore with the reason.
 # And actionlint (a Go tool too) on .github/workflows: the CI and release
 # workflows, with shellcheck on their run: scripts when it is installed
 # (internal/cicheck has the project's own rules for them, run by go test).
 vet: inside
 	CGO_ENABLED=0 $(GO) vet -trimpath ./...
-	$(GO) tool staticcheck ./...
+	CGO_ENABLED=0 GOFLAGS='$(strip $(GOFLAGS) -trimpath)' $(GO) tool staticcheck ./...
 	$(GO) tool actionlint -color=false
 
 fmt-check:
@@ -205,14 +209,15 @@ fmt-check:
 docs: inside
 	$(GO) test -count=1 -run 'ReferenceIsCurrent|PerformanceQuotesTheBench' ./internal/refdocs ./cmd/pml -args -update
 
-# Every test: unit tests and the e2e suite against the real daemon. The
-# compiling comes first and the installing (Docker, images) last, so that
-# CI's background install of Debian's packages (.ci/run) has finished
-# by the time anything needs one.
-# .ci/test.sh builds the images while vet and the unit packages run, and
-# then runs the e2e packages: every e2e test except the fault and matrix
-# tests that make test-faults runs (.ci/e2e.sh holds the split and why).
-test: build docker
+# Every test: unit tests and the e2e suite against the real daemon.
+# .ci/test.sh makes the engine (make docker) and the images in the
+# background from the start (downloads: they wait on the network, and on
+# CI's background install of Debian's packages, .ci/run, not on the CPU),
+# while pml and the e2e test binary compile; then it runs the e2e packages
+# (every e2e test except the fault and matrix tests that make test-faults
+# runs; .ci/e2e.sh holds the split and why) with vet, staticcheck and the
+# unit packages beside them (.ci/TESTTIME-NOTES.md: why, and the times).
+test:
 	@GO=$(GO) bash .ci/test.sh $(BIN)
 
 # The slower matrix, after make test (CI runs both, .ci/run): the MCP

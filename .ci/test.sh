@@ -1,17 +1,31 @@
 #!/usr/bin/env bash
-# make test: set-up, vet, gofmt, the unit packages, then the e2e packages
+# make test: the set-up, vet, gofmt, the unit packages, then the e2e packages
 # (.ci/e2e.sh: all but the fault and matrix tests, which make test-faults
 # runs, in two processes at once).
 #
-# On a fresh machine the images (two debootstraps from the Debian mirror,
-# the test servers) are minutes of downloading and unpacking that need
-# little CPU, and vet and the unit packages (compiling, staticcheck) are
-# minutes of CPU that need no image: so the images are built in the
-# background while vet and the unit packages run, and only the e2e
-# packages wait for them. Each phase prints when it ended, so a slow run
-# says where its time went.
+# On a fresh machine (no Go cache, no image) most of make test is two kinds
+# of work that need not wait for each other (.ci/TESTTIME-NOTES.md):
+#   - downloading and unpacking: the engine (apt), two debootstraps from the
+#     Debian mirror, Deno's npm tarball, the test servers' modules; little CPU;
+#   - compiling: pml, then the race build (the e2e test binary and the unit
+#     packages), vet and staticcheck; all CPU.
+# And the e2e tests themselves wait on containers, npm and the engine more
+# than on the CPU (about half of it idle). So:
+#   1. from the start, in the background: the engine, then every image at
+#      once (both debootstraps, the test servers, Deno), then pml's own
+#      toolbox and shell images once pml is built;
+#   2. pml, then the e2e test binary (the race build of most of what the
+#      unit packages need too), each on all the CPUs: the e2e tests wait
+#      for them;
+#   3. vet, staticcheck and gofmt in the background at the lowest priority
+#      from then on (they take the CPU the race build leaves), and the unit
+#      packages after them, beside the e2e tests;
+#   4. the e2e tests once the images are there.
+# Every check still runs and make test fails if any does; a failure of vet or
+# of a unit package is reported when the e2e tests end, with its output.
+# Each phase prints when it ended, so a slow run says where its time went.
 #
-#   bash .ci/test.sh BIN     (from the Makefile, after make build docker)
+#   bash .ci/test.sh BIN     (from the Makefile: make test)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${1:?usage: .ci/test.sh BIN}
@@ -19,30 +33,104 @@ go=${GO:-go}
 t0=$(date +%s)
 since() { echo "$(( $(date +%s) - t0 )) s"; }
 say() { echo "make test: $*" >&2; }
+logs=$(mktemp -d /tmp/pml-test-XXXXXX)
+bg_jobs=()
+# The background jobs (each its own process group, set -m) go with make test.
+kill_bg() {
+	local j
+	for j in "${bg_jobs[@]}"; do kill -- -"$j" 2>/dev/null || kill "$j" 2>/dev/null || true; done
+}
+trap kill_bg EXIT
 
-images_log=$(mktemp /tmp/pml-test-images-XXXXXX.log)
-# Not `make images`: its prerequisites (build, inside) are made already,
-# and a second make writing bin/ beside this one's vet would race.
-( make --no-print-directory images-base images-test images-deno &&
-	bash .ci/apt.sh busybox-static &&
-	"$bin" images build --busybox /bin/busybox ) >"$images_log" 2>&1 &
-images=$!
-trap 'kill "$images" 2>/dev/null || true' EXIT
+# 1. The engine and the images. Not `make images`: its prerequisites
+# (build, inside) are made below, and a second make writing bin/ beside
+# that one would race. images-base (the two debootstraps, side by side)
+# and then pml-test/curl, which is Debian's curl added to pml/node:18; the
+# test servers (Go builds from the module proxy) and Deno's image need
+# neither, and run beside them.
+images() {
+	lane() {
+		local name=$1
+		shift
+		if "$@" >"$logs/images-$name.log" 2>&1; then
+			echo "make test: images: $name ready after $(since)"
+		else
+			echo "make test: images: $name FAILED after $(since):"
+			tail -n 60 "$logs/images-$name.log"
+			return 1
+		fi
+	}
+	make --no-print-directory docker
+	echo "make test: the engine answered after $(since)"
+	lane base bash -c 'make --no-print-directory images-base && bash e2e/testservers/curl.sh' &
+	local b=$!
+	lane testservers bash e2e/testservers/build.sh &
+	local s=$!
+	lane deno make --no-print-directory images-deno &
+	local d=$!
+	local rc=0
+	wait $b || rc=1
+	wait $s || rc=1
+	wait $d || rc=1
+	[ $rc = 0 ] || return 1
+	# pml's toolbox and shell images need pml, built in the foreground.
+	while [ ! -e "$logs/built" ]; do sleep 1; done
+	lane pml bash -c "bash .ci/apt.sh busybox-static && '$bin' images build --busybox /bin/busybox"
+}
+set -m
+images >"$logs/images.log" 2>&1 &
+images_job=$!
+set +m
+bg_jobs+=("$images_job")
 
-make --no-print-directory vet fmt-check registry-bin
-say "vet, staticcheck, actionlint and gofmt passed after $(since)"
+# 2. pml (the in-container program first), then the OCI registry the e2e
+# tests use (seconds), then the e2e test binary.
+make --no-print-directory build
+touch "$logs/built"
+say "pml built after $(since)"
+make --no-print-directory registry-bin
 
-mapfile -t unit < <("$go" list ./... | grep -v -e '/e2e$' -e '/e2e/')
-PML_BIN=$PWD/$bin "$go" test -race -count=1 -timeout 25m "${unit[@]}"
-say "the unit packages passed after $(since)"
+# 3. vet, staticcheck, actionlint, gofmt, then the unit packages: in the
+# background, at the lowest priority while the e2e binary compiles (the
+# e2e tests wait for that binary, not for these), then at the normal one.
+checks() {
+	nice -n 19 make --no-print-directory vet fmt-check
+	echo "make test: vet, staticcheck, actionlint and gofmt passed after $(since)"
+	mapfile -t unit < <("$go" list ./... | grep -v -e '/e2e$' -e '/e2e/')
+	PML_BIN=$PWD/$bin "$go" test -race -count=1 -timeout 25m "${unit[@]}"
+	echo "make test: the unit packages passed after $(since)"
+}
+set -m
+checks >"$logs/checks.log" 2>&1 &
+checks_job=$!
+set +m
+bg_jobs+=("$checks_job")
 
-if ! wait "$images"; then
-	tail -n 60 "$images_log" >&2
-	say "building the images failed (the whole log: $images_log)"
+GO=$go bash .ci/e2e.sh build "$bin"
+say "the e2e tests compiled after $(since)"
+
+# 4. The e2e tests, once the images are there.
+if ! wait "$images_job"; then
+	cat "$logs/images.log" >&2
+	say "building the images failed (logs: $logs)"
 	exit 1
 fi
-trap - EXIT
-say "the images were ready after $(since) (log: $images_log)"
+grep '^make test: ' "$logs/images.log" >&2 || true
+say "the images were ready after $(since) (logs: $logs)"
 
-GO=$go bash .ci/e2e.sh first "$bin"
-say "the e2e packages passed after $(since)"
+e2e_rc=0
+E2E_BUILT=1 GO=$go bash .ci/e2e.sh first "$bin" || e2e_rc=$?
+[ $e2e_rc = 0 ] && say "the e2e packages passed after $(since)"
+
+checks_rc=0
+wait "$checks_job" || checks_rc=$?
+bg_jobs=()
+if [ $checks_rc != 0 ]; then
+	cat "$logs/checks.log" >&2
+	say "vet, gofmt or a unit package FAILED (output above; log: $logs/checks.log)"
+else
+	grep -E '^make test: |^(ok|FAIL|---) ' "$logs/checks.log" >&2 || true
+fi
+[ $e2e_rc = 0 ] || say "the e2e packages FAILED (output above)"
+[ $e2e_rc = 0 ] && [ $checks_rc = 0 ] || exit 1
+say "passed after $(since)"
