@@ -344,19 +344,15 @@ func (in *Installer) Install(ctx context.Context, srv config.Server) (err error)
 	}
 	// Complete and verified: into place. What was there (an install of
 	// an older step) goes first, as a rename cannot replace a directory
-	// that has files. The record is written before the rename, so that
-	// a pml killed between the two leaves no install in place that
-	// .pml/deps.json does not record (a record whose directory is absent
-	// is installed again); the other order left one, found by
-	// TestAKilledAddChangesNothing's kill at 8 s.
+	// that has files.
 	if err := safefs.RemoveAll(ws, final); err != nil {
 		return fmt.Errorf("clearing %s: %w", final, err)
 	}
-	if err := in.Store.record(ctx, srv, actual, version, registry, dists); err != nil {
-		return err
-	}
 	if err := safefs.Rename(ws, dir, final); err != nil {
 		return fmt.Errorf("moving the install of %s into %s: %w", srv.Name, final, err)
+	}
+	if err := in.Store.record(ctx, srv, actual, version, registry, dists); err != nil {
+		return err
 	}
 	if pip && locked == nil && in.Note != nil {
 		in.Note(fmt.Sprintf("%s: %s locked at its first install: %s (%s); recorded in .pml/deps.json, later installs accept only these files",
