@@ -83,6 +83,14 @@ func (r *Runtime) freshInfo(ctx context.Context) (system.Info, error) {
 // runtimes.
 func (r *Runtime) Architecture(ctx context.Context) (string, error) {
 	r.negotiate(ctx)
+	if !r.negotiated.Load() {
+		// The engine did not answer its ping: say so as every other
+		// first request does, naming the endpoint and the dial's error,
+		// not the client library's generic "Cannot connect".
+		if _, err := r.libpodVersion(ctx); err != nil {
+			return "", err
+		}
+	}
 	info, err := r.engineInfo(ctx)
 	if err != nil {
 		return "", wrap("asking the container engine for its architecture", err)
