@@ -11,7 +11,8 @@
 #     packages), vet and staticcheck; all CPU.
 # And the e2e tests themselves wait on containers, npm and the engine more
 # than on the CPU (about half of it idle). So:
-#   1. from the start, in the background: the engine, then every image at
+#   1. from the start, in the background: the e2e tests' npm packages;
+#      the engine, then every image at
 #      once (both debootstraps, the test servers, Deno), then pml's own
 #      toolbox and shell images once pml is built;
 #   2. pml, then the e2e test binary (the race build of most of what the
@@ -83,6 +84,21 @@ images_job=$!
 set +m
 bg_jobs+=("$images_job")
 
+# 1b. The npm packages two e2e tests run (the MCP Inspectors, Node.js 22:
+# e2e/conformance/install.sh, into its cache outside the tree), from the
+# start and at the lowest priority: network more than CPU, and the tests
+# found them missing on a fresh machine and spent about 50 s of one e2e
+# process's serial tests on npm's registry (.ci/TESTTIME-NOTES.md). Not a
+# check: if it fails, the tests run install.sh themselves (under its lock,
+# so they also wait for this one) and say why.
+set -m
+(nice -n 19 bash e2e/conformance/install.sh >"$logs/npm.log" 2>&1 &&
+	echo "make test: the e2e tests' npm packages installed after $(since)" >>"$logs/npm.log" ||
+	echo "make test: installing the e2e tests' npm packages failed after $(since) (the tests try again)" >>"$logs/npm.log") &
+npm_job=$!
+set +m
+bg_jobs+=("$npm_job")
+
 # 2. pml (the in-container program first), then the OCI registry the e2e
 # tests use (seconds), then the e2e test binary.
 make --no-print-directory build
@@ -115,7 +131,7 @@ if ! wait "$images_job"; then
 	say "building the images failed (logs: $logs)"
 	exit 1
 fi
-grep '^make test: ' "$logs/images.log" >&2 || true
+grep '^make test: ' "$logs/images.log" "$logs/npm.log" -h >&2 || true
 say "the images were ready after $(since) (logs: $logs)"
 
 e2e_rc=0
