@@ -103,13 +103,8 @@ SLOW=(
 	TestAPMLBuiltWithoutTheProgramSaysToRunMakeBuild
 	TestAnUnpinnedSeedEntryIsResolvedAtFirstInstallAndRecorded
 	TestEverySeedShapeIsAToolOfPmlStdio
-	TestAPanicInsideAToolCallAnswersThatCallAndTheSessionGoesOn
 	TestAnNPMServerIsInstalledThroughApprovalAndIntegrity
 	TestAnIntegrityMismatchIsRefused
-	TestAKilledServerFailsItsCallsAndRestarts
-	TestAPoolContainerKilledWhileWaitingIsNeverHandedOut
-	TestAServersElicitationReachesAModernClient
-	TestAnUnreachableIndexIsNamed
 	# The three longest parallel tests: they run at this process's end,
 	# beside the other's parallel tests.
 	TestNothingLeftWhenPMLStopsDuringRefills
