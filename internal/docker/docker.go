@@ -814,12 +814,12 @@ func (p *process) oomEvent(wait context.Context, startedAt string) bool {
 		since = strconv.FormatInt(t.Add(-time.Second).Unix(), 10)
 	}
 	deadline, _ := wait.Deadline()
-	// The engine's "kill" event settles it the other way at once: it logs
-	// one only for a kill asked through its API (docker kill, docker stop,
-	// another pml's cleanup), never for the kernel's OOM kill, so a
-	// container killed from outside answers its call now, not after
-	// oomWait (every such call waited the whole 10 s for an oom event
-	// that could not come).
+	// The engine's "kill" event with SIGKILL settles it the other way at
+	// once: it logs one only for a kill asked through its API (docker
+	// kill, docker stop after its grace, another pml's cleanup), never for
+	// the kernel's OOM kill, so a container killed from outside answers
+	// its call now, not after oomWait (every such call waited the whole
+	// 10 s for an oom event that could not come).
 	msgs, errs := p.r.cli.Events(wait, events.ListOptions{
 		Since: since,
 		Until: strconv.FormatInt(deadline.Unix()+1, 10),
@@ -837,7 +837,12 @@ func (p *process) oomEvent(wait context.Context, startedAt string) bool {
 			case events.ActionOOM:
 				return true
 			case events.ActionKill:
-				return false
+				// SIGKILL only: a SIGTERM (docker stop's first) does
+				// not explain an exit 137.
+				switch m.Actor.Attributes["signal"] {
+				case "9", "KILL", "SIGKILL":
+					return false
+				}
 			}
 		case <-errs:
 			return false

@@ -47,7 +47,11 @@ func fakeOOMEngine(t *testing.T, oomAfter time.Duration, action ...string) (*Run
 			case <-r.Context().Done():
 				return
 			}
-			_ = json.NewEncoder(w).Encode(map[string]any{"Type": "container", "Action": event, "Actor": map[string]any{"ID": "c1"}})
+			attrs := map[string]string{}
+			if event == "kill" {
+				attrs["signal"] = "9" // as the engine logs docker kill's
+			}
+			_ = json.NewEncoder(w).Encode(map[string]any{"Type": "container", "Action": event, "Actor": map[string]any{"ID": "c1", "Attributes": attrs}})
 			w.(http.Flusher).Flush()
 			<-r.Context().Done()
 		default:
