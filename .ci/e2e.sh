@@ -81,7 +81,6 @@ SLOW=(
 	TestABundleCarriesAnOfflineProject
 	TestListShowsSourceVersionAndState
 	TestHostileCommittedDepsRunNothing
-	TestTheToolboxImageHoldsTheInContainerProgramNotPML
 	TestACapabilityWithMcpDepsIsAddedAndRuns
 	TestAddNPMFromAPrivateRegistry
 	TestAddNPMServersFromTheRealRegistry
@@ -103,21 +102,16 @@ SLOW=(
 	TestAPMLBuiltWithoutTheProgramSaysToRunMakeBuild
 	TestAnUnpinnedSeedEntryIsResolvedAtFirstInstallAndRecorded
 	TestEverySeedShapeIsAToolOfPmlStdio
-	TestAPanicInsideAToolCallAnswersThatCallAndTheSessionGoesOn
 	TestAnNPMServerIsInstalledThroughApprovalAndIntegrity
 	TestAnIntegrityMismatchIsRefused
-	TestAKilledServerFailsItsCallsAndRestarts
-	TestAPoolContainerKilledWhileWaitingIsNeverHandedOut
-	TestAServersElicitationReachesAModernClient
 	TestAnUnreachableIndexIsNamed
 	# The three longest parallel tests: they run at this process's end,
 	# beside the other's parallel tests.
 	TestNothingLeftWhenPMLStopsDuringRefills
 	TestHostileServerFastPathAnswersAreBoundAndRebuilt
 	TestHostileHugeOutputKeepsPMLFlat
-	# Not for its time alone: it expects exactly one new pml/toolbox image
-	# during its call, so it runs beside no test that builds one
-	# (TestTheToolboxImageHoldsTheInContainerProgramNotPML, above).
+	# It builds a pml of its own and a toolbox image (and expects exactly
+	# one new pml/toolbox image during its call).
 	TestTheToolboxImageIsBuiltWhenMissing
 )
 

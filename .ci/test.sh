@@ -11,7 +11,8 @@
 #     packages), vet and staticcheck; all CPU.
 # And the e2e tests themselves wait on containers, npm and the engine more
 # than on the CPU (about half of it idle). So:
-#   1. from the start, in the background: the engine, then every image at
+#   1. from the start, in the background: the e2e tests' npm packages;
+#      the engine, then every image at
 #      once (both debootstraps, the test servers, Deno), then pml's own
 #      toolbox and shell images once pml is built;
 #   2. pml, then the e2e test binary (the race build of most of what the
@@ -68,10 +69,16 @@ images() {
 	local s=$!
 	lane deno make --no-print-directory images-deno &
 	local d=$!
+	# The OCI registry the e2e tests run (a Go build from the module
+	# proxy, about 15 s on a fresh machine): not an image, but the e2e
+	# tests are what need it, so it is made here, off pml's path.
+	lane registry make --no-print-directory registry-bin &
+	local r=$!
 	local rc=0
 	wait $b || rc=1
 	wait $s || rc=1
 	wait $d || rc=1
+	wait $r || rc=1
 	[ $rc = 0 ] || return 1
 	# pml's toolbox and shell images need pml, built in the foreground.
 	while [ ! -e "$logs/built" ]; do sleep 1; done
@@ -83,12 +90,35 @@ images_job=$!
 set +m
 bg_jobs+=("$images_job")
 
-# 2. pml (the in-container program first), then the OCI registry the e2e
-# tests use (seconds), then the e2e test binary.
-make --no-print-directory build
+# 1b. The npm packages two e2e tests run (the MCP Inspectors, Node.js 22:
+# e2e/conformance/install.sh, into its cache outside the tree), from the
+# start and at the lowest priority: network more than CPU, and the tests
+# found them missing on a fresh machine and spent about 50 s of one e2e
+# process's serial tests on npm's registry (.ci/TESTTIME-NOTES.md). Not a
+# check: if it fails, the tests run install.sh themselves (under its lock,
+# so they also wait for this one) and say why.
+set -m
+(nice -n 19 bash e2e/conformance/install.sh >"$logs/npm.log" 2>&1 &&
+	echo "make test: the e2e tests' npm packages installed after $(since)" >>"$logs/npm.log" ||
+	echo "make test: installing the e2e tests' npm packages failed after $(since) (the tests try again)" >>"$logs/npm.log") &
+npm_job=$!
+set +m
+bg_jobs+=("$npm_job")
+
+# pml's modules, downloaded from the start (the build below asks for
+# them as it goes, one package's imports at a time; both share the
+# module cache, which Go locks).
+("$go" mod download >"$logs/modules.log" 2>&1 || true) &
+bg_jobs+=("$!")
+
+# 2. pml (the in-container program first, for this machine's architecture
+# only: the engine's, which is all make test runs; make build, make cross
+# and the release build every architecture, and make test-cross proves
+# them; arm64's standard library was ~40 CPU-seconds of a fresh machine's
+# critical path), then the e2e test binary.
+make --no-print-directory build INSIDE_ARCHS="$("$go" env GOARCH)"
 touch "$logs/built"
 say "pml built after $(since)"
-make --no-print-directory registry-bin
 
 # 3. vet, staticcheck, actionlint, gofmt, then the unit packages: in the
 # background, at the lowest priority while the e2e binary compiles (the
@@ -115,7 +145,7 @@ if ! wait "$images_job"; then
 	say "building the images failed (logs: $logs)"
 	exit 1
 fi
-grep '^make test: ' "$logs/images.log" >&2 || true
+grep '^make test: ' "$logs/images.log" "$logs/npm.log" -h >&2 || true
 say "the images were ready after $(since) (logs: $logs)"
 
 e2e_rc=0

@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	dc "github.com/ory/dockertest/v3/docker"
 )
@@ -75,33 +74,12 @@ func sameFile(a, b string) (bool, error) {
 	return string(x) == string(y), nil
 }
 
-// TestTheToolboxImageHoldsTheInContainerProgramNotPML: the image pml
-// builds (on a host without it, from the program embedded in pml for the
-// daemon's architecture) holds the small in-container program as its
-// entrypoint, and no pml.
-func TestTheToolboxImageHoldsTheInContainerProgramNotPML(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "pml")
-	tag := "e2e-inside-" + time.Now().Format("150405.000000")
-	if err := buildPML(bin, tag); err != nil {
-		t.Fatal(err)
-	}
-	ws := newWorkspace(t, allowAll)
-	ws.write("a.txt", "from the agent")
-	before := toolboxImages(t)
-	s := startSessionBin(t, bin, ws)
-	if out, res := s.call(t, "filesystem:read_file", map[string]any{"path": "a.txt"}); res.IsError || out != "from the agent" {
-		t.Fatalf("read_file: %q", out)
-	}
-	var ref string
-	for img := range toolboxImages(t) {
-		if !before[img] {
-			ref = img
-		}
-	}
-	if ref == "" {
-		t.Fatal("no new toolbox image")
-	}
-	t.Cleanup(func() { _ = pool.Client.RemoveImage(ref) })
+// checkToolboxImage: the toolbox image pml built (on a host without it,
+// from the program embedded in pml bin for the daemon's architecture)
+// holds the small in-container program as its entrypoint, and no pml
+// (TestTheToolboxImageIsBuiltWhenMissing, which builds one).
+func checkToolboxImage(t *testing.T, ref, bin, wsDir string) {
+	t.Helper()
 	img, err := pool.Client.InspectImage(ref)
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +91,7 @@ func TestTheToolboxImageHoldsTheInContainerProgramNotPML(t *testing.T) {
 		t.Errorf("architecture %q", img.Architecture)
 	}
 	// The image's files: the program, /etc/passwd, /tmp; no pml.
-	files := imageFiles(t, ref, ws.Dir)
+	files := imageFiles(t, ref, wsDir)
 	prog, ok := files["pml-inside"]
 	if !ok {
 		t.Fatalf("no /pml-inside in %v", keys(files))

@@ -21,22 +21,7 @@ import (
 // reached, saying so.
 func inspectorCLI(t *testing.T) (node, cli string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	install := exec.CommandContext(ctx, "bash", "conformance/install.sh")
-	if out, err := install.CombinedOutput(); err != nil {
-		ping, perr := exec.CommandContext(ctx, "npm", "ping").CombinedOutput()
-		if perr != nil {
-			t.Skipf("the npm registry is unreachable (npm ping: %v: %s), so the MCP Inspector cannot be installed; install.sh said: %s", perr, strings.TrimSpace(string(ping)), out)
-		}
-		t.Fatalf("e2e/conformance/install.sh failed with the npm registry reachable: %v\n%s", err, out)
-	}
-	cache := os.Getenv("PML_CONFORMANCE_CACHE")
-	if cache == "" {
-		home, _ := os.UserHomeDir()
-		cache = filepath.Join(home, ".cache", "pml", "conformance")
-	}
-	versions := installedVersions(t)
+	cache, versions := installConformance(t, true)
 	node = filepath.Join(cache, "node-"+versions["node"], "node_modules", "node", "bin", "node")
 	cli = filepath.Join(cache, "inspector-"+versions["inspector"], "node_modules", "@modelcontextprotocol", "inspector", "clients", "launcher", "build", "index.js")
 	for _, f := range []string{node, cli} {
@@ -45,6 +30,33 @@ func inspectorCLI(t *testing.T) (node, cli string) {
 		}
 	}
 	return node, cli
+}
+
+// installConformance runs e2e/conformance/install.sh (a no-op once all of
+// its LIST is in the cache: make test runs it from its start, beside the
+// builds, so that no test waits on npm's registry) and returns the cache
+// and the versions it installs. With skipOffline, an unreachable npm
+// registry skips the test, saying so; without, it fails it.
+func installConformance(t *testing.T, skipOffline bool) (cache string, versions map[string]string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	install := exec.CommandContext(ctx, "bash", "conformance/install.sh")
+	if out, err := install.CombinedOutput(); err != nil {
+		if skipOffline {
+			ping, perr := exec.CommandContext(ctx, "npm", "ping").CombinedOutput()
+			if perr != nil {
+				t.Skipf("the npm registry is unreachable (npm ping: %v: %s), so the MCP Inspector cannot be installed; install.sh said: %s", perr, strings.TrimSpace(string(ping)), out)
+			}
+		}
+		t.Fatalf("e2e/conformance/install.sh failed (npm must reach its registry): %v\n%s", err, out)
+	}
+	cache = os.Getenv("PML_CONFORMANCE_CACHE")
+	if cache == "" {
+		home, _ := os.UserHomeDir()
+		cache = filepath.Join(home, ".cache", "pml", "conformance")
+	}
+	return cache, installedVersions(t)
 }
 
 // installedVersions reads the versions install.sh installs (its LIST:
@@ -71,8 +83,8 @@ func installedVersions(t *testing.T) map[string]string {
 			}
 		}
 	}
-	if out["node"] == "" || out["inspector"] == "" {
-		t.Fatalf("conformance/install.sh names no node or inspector version: %v", out)
+	if out["node"] == "" || out["inspector"] == "" || out["inspector-cli"] == "" {
+		t.Fatalf("conformance/install.sh names no node, inspector or inspector-cli version: %v", out)
 	}
 	return out
 }

@@ -10,7 +10,11 @@ import (
 )
 
 // A host with no prepared toolbox image (and no registry): pml builds the
-// image from its in-container program (embedded in pml) on the first call.
+// image from its in-container program (embedded in pml) on the first call,
+// exactly one image, and it holds the small in-container program as its
+// entrypoint, and no pml (checkToolboxImage; one test with one pml build
+// since round 61, TestTheToolboxImageHoldsTheInContainerProgramNotPML
+// having built a second pml of its own for the same first call).
 func TestTheToolboxImageIsBuiltWhenMissing(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "pml")
 	// A distinct version string gives a distinct binary, so a distinct
@@ -37,6 +41,7 @@ func TestTheToolboxImageIsBuiltWhenMissing(t *testing.T) {
 		t.Fatalf("expected exactly one new toolbox image, got %v", created)
 	}
 	t.Cleanup(func() { _ = pool.Client.RemoveImage(created[0]) })
+	checkToolboxImage(t, created[0], bin, ws.Dir)
 }
 
 func toolboxImages(t *testing.T) map[string]bool {

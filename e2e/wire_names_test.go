@@ -124,47 +124,21 @@ func TestPmlCallAcceptsTheWireName(t *testing.T) {
 	}
 }
 
-// inspectorVersion is the MCP Inspector the test installs (once, outside
-// the repository) and drives in CLI mode.
-const inspectorVersion = "0.15.0"
-
-// inspector returns the MCP Inspector CLI, installing it into the user's
-// cache on first use. Without node and npm the test fails: it is part of
-// what "done" means for wire names.
+// inspector returns the MCP Inspector 0.15's CLI (install.sh's
+// inspector-cli), installing it into the conformance cache on first use.
+// Without node and npm the test fails: it is part of what "done" means
+// for wire names.
 func inspector(t *testing.T) string {
 	t.Helper()
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		t.Fatalf("no cache directory for the MCP Inspector: %v", err)
-	}
-	dir := filepath.Join(cache, "pml", "inspector")
-	bin := filepath.Join(dir, "node_modules", ".bin", "mcp-inspector")
-	if _, err := os.Stat(bin); err == nil {
-		return bin
-	}
 	for _, tool := range []string{"node", "npm"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("the MCP Inspector test needs %s on PATH (install Node.js 20+), or the Inspector installed in %s: %v", tool, dir, err)
+			t.Fatalf("the MCP Inspector test needs %s on PATH (install Node.js 20+): %v", tool, err)
 		}
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "package.json")); err != nil {
-		if err := os.WriteFile(filepath.Join(dir, "package.json"), []byte(`{"private": true}`), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "npm", "install", "--no-audit", "--no-fund", "@modelcontextprotocol/inspector@"+inspectorVersion)
-	cmd.Dir = dir
-	cmd.Env = os.Environ()
-	if _, err := os.Stat("/etc/ssl/certs/ca-certificates.crt"); err == nil && os.Getenv("NODE_EXTRA_CA_CERTS") == "" {
-		cmd.Env = append(cmd.Env, "NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt")
-	}
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("installing the MCP Inspector into %s (npm must reach its registry): %v\n%s", dir, err, out)
+	cache, versions := installConformance(t, false)
+	bin := filepath.Join(cache, "inspector-cli-"+versions["inspector-cli"], "node_modules", ".bin", "mcp-inspector")
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("install.sh ran but %s is missing: %v", bin, err)
 	}
 	return bin
 }

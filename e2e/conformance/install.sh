@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Installs what make test-conformance runs, from the npm registry, into a
-# cache outside the tree, once per version:
+# Installs what make test-conformance runs, and the two MCP Inspectors the
+# e2e tests drive (inspector: the modern era's; inspector-cli: the 0.15
+# CLI of TestWireNamesMCPInspectorCLI), from the npm registry, into a
+# cache outside the tree, once per version (make test runs it in the
+# background from its start, so the tests find them installed):
 # $PML_CONFORMANCE_CACHE (default ~/.cache/pml/conformance)/<name>-<version>/.
 # Node.js 22 comes as npm's `node` package (it carries the binary): the
 # suite needs Node >= 22.19 and the machine's may be older. Prints nothing
@@ -8,6 +11,11 @@
 # the same place.
 set -euo pipefail
 cache=${PML_CONFORMANCE_CACHE:-$HOME/.cache/pml/conformance}
+# npm trusts the system's CAs too (a machine behind an intercepting proxy
+# has its CA there only).
+if [ -z "${NODE_EXTRA_CA_CERTS:-}" ] && [ -e /etc/ssl/certs/ca-certificates.crt ]; then
+	export NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt
+fi
 mkdir -p "$cache"
 exec 9>"$cache/.install.lock"
 flock 9
@@ -27,4 +35,5 @@ node node 22.23.3
 suite @modelcontextprotocol/conformance 0.1.16
 suite @modelcontextprotocol/conformance 0.2.0-alpha.12
 inspector @modelcontextprotocol/inspector 2.12.0
+inspector-cli @modelcontextprotocol/inspector 0.15.0
 LIST

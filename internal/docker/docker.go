@@ -805,14 +805,21 @@ func (p *process) oomKilled(ctx context.Context, code int) bool {
 var oomWait = 10 * time.Second
 
 // oomEvent reports whether the engine logs an "oom" event for the
-// container from its start until wait ends. The events API replays what
-// it logged since "since" and then streams what comes, until "until".
+// container from its start until wait ends (false at once on a "kill"
+// event). The events API replays what it logged since "since" and then
+// streams what comes, until "until".
 func (p *process) oomEvent(wait context.Context, startedAt string) bool {
 	since := "0"
 	if t, err := time.Parse(time.RFC3339Nano, startedAt); err == nil && !t.IsZero() {
 		since = strconv.FormatInt(t.Add(-time.Second).Unix(), 10)
 	}
 	deadline, _ := wait.Deadline()
+	// The engine's "kill" event with SIGKILL settles it the other way at
+	// once: it logs one only for a kill asked through its API (docker
+	// kill, docker stop after its grace, another pml's cleanup), never for
+	// the kernel's OOM kill, so a container killed from outside answers
+	// its call now, not after oomWait (every such call waited the whole
+	// 10 s for an oom event that could not come).
 	msgs, errs := p.r.cli.Events(wait, events.ListOptions{
 		Since: since,
 		Until: strconv.FormatInt(deadline.Unix()+1, 10),
@@ -820,13 +827,22 @@ func (p *process) oomEvent(wait context.Context, startedAt string) bool {
 			filters.Arg("type", string(events.ContainerEventType)),
 			filters.Arg("container", p.id),
 			filters.Arg("event", string(events.ActionOOM)),
+			filters.Arg("event", string(events.ActionKill)),
 		),
 	})
 	for {
 		select {
 		case m := <-msgs:
-			if m.Action == events.ActionOOM {
+			switch m.Action {
+			case events.ActionOOM:
 				return true
+			case events.ActionKill:
+				// SIGKILL only: a SIGTERM (docker stop's first) does
+				// not explain an exit 137.
+				switch m.Actor.Attributes["signal"] {
+				case "9", "KILL", "SIGKILL":
+					return false
+				}
 			}
 		case <-errs:
 			return false

@@ -14,8 +14,13 @@ import (
 
 // fakeOOMEngine answers inspect with no OOM flag (the flag that came late
 // on a fresh machine) and, when oomAfter > 0, logs the container's "oom"
-// event on the events stream that long after the stream opened.
-func fakeOOMEngine(t *testing.T, oomAfter time.Duration) (*Runtime, *int) {
+// event (or the action given) on the events stream that long after the
+// stream opened.
+func fakeOOMEngine(t *testing.T, oomAfter time.Duration, action ...string) (*Runtime, *int) {
+	event := "oom"
+	if len(action) > 0 {
+		event = action[0]
+	}
 	t.Helper()
 	eventsAsked := new(int)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -27,8 +32,8 @@ func fakeOOMEngine(t *testing.T, oomAfter time.Duration) (*Runtime, *int) {
 		case strings.HasSuffix(r.URL.Path, "/events"):
 			*eventsAsked++
 			f := r.URL.Query().Get("filters")
-			if !strings.Contains(f, "c1") || !strings.Contains(f, "oom") || r.URL.Query().Get("since") == "" {
-				t.Errorf("the events asked for are not the container's oom since its start: %s", r.URL.RawQuery)
+			if !strings.Contains(f, "c1") || !strings.Contains(f, "oom") || !strings.Contains(f, "kill") || r.URL.Query().Get("since") == "" {
+				t.Errorf("the events asked for are not the container's oom and kill since its start: %s", r.URL.RawQuery)
 			}
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusOK)
@@ -42,7 +47,11 @@ func fakeOOMEngine(t *testing.T, oomAfter time.Duration) (*Runtime, *int) {
 			case <-r.Context().Done():
 				return
 			}
-			_ = json.NewEncoder(w).Encode(map[string]any{"Type": "container", "Action": "oom", "Actor": map[string]any{"ID": "c1"}})
+			attrs := map[string]string{}
+			if event == "kill" {
+				attrs["signal"] = "9" // as the engine logs docker kill's
+			}
+			_ = json.NewEncoder(w).Encode(map[string]any{"Type": "container", "Action": event, "Actor": map[string]any{"ID": "c1", "Attributes": attrs}})
 			w.(http.Flusher).Flush()
 			<-r.Context().Done()
 		default:
@@ -90,5 +99,21 @@ func TestAKillWithoutOOMEventIsNotOOM(t *testing.T) {
 	}
 	if p.oomKilled(context.Background(), 1) || *asked != 1 {
 		t.Errorf("an exit 1 asked the events (%d asks in all)", *asked)
+	}
+}
+
+// A container killed through the engine's API (docker kill: the engine
+// logs "kill") is not out of memory, and its call is answered at once,
+// not after oomWait: every call whose container was killed from outside
+// waited the whole 10 s for an oom event that could not come.
+func TestAKillEventSettlesItAtOnce(t *testing.T) {
+	r, _ := fakeOOMEngine(t, 50*time.Millisecond, "kill")
+	p := &process{r: r, id: "c1"}
+	began := time.Now()
+	if p.oomKilled(context.Background(), 137) {
+		t.Error("a container the engine was asked to kill was called out of memory")
+	}
+	if d := time.Since(began); d > oomWait/2 {
+		t.Errorf("a kill event took %s to settle it (oomWait is %s)", d, oomWait)
 	}
 }
