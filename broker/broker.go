@@ -181,6 +181,7 @@ func New(o Options) (*Broker, error) {
 		ServerStartTimeout: o.ServerStartTimeout,
 		Base:               b.base, Inflight: &b.inflight,
 		Router: router, Executors: ex, Grants: sb.grants, Permissions: b.perms,
+		Slots: slotsOf(sb.Limited),
 	}, b.cfg.Servers)
 	ex.deps = b.srv.Deps
 	b.pins = pinsOf(b, o.Workspace, o.ToolPins)
@@ -317,6 +318,15 @@ func errorResult(err error) call.Result {
 
 // limitRuntime puts every container of this pml through one cap (see
 // container.Limited); o.Runtime itself is kept for image work only.
+// slotsOf is the container cap the servers share their idle slots
+// through (nil: no engine, no cap).
+func slotsOf(l *container.Limited) tl.Slots {
+	if l == nil {
+		return nil
+	}
+	return l
+}
+
 func limitRuntime(o Options) (container.Runtime, *container.Limited) {
 	if o.Runtime == nil {
 		return nil, nil
