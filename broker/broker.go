@@ -78,8 +78,10 @@ type Broker struct {
 	pins  *tl.ToolPins
 	sb    *sandbox
 	perms *permit.LivePermissions
-	// reload applies edits of .pml.json (reload.go).
-	reload reloadState
+	// reload applies edits of .pml.json (reload.go); startStamps are the
+	// stamps of the files as New found them.
+	reload      reloadState
+	startStamps stamps
 	// trust is the person's trust records; trustState how the
 	// configuration in force stands against them (permit/trust.go).
 	trust      *trust.Store
@@ -162,6 +164,7 @@ func New(o Options) (*Broker, error) {
 	sb.grants = tl.NewGrants(o.Trust, o.Workspace, o.Logger)
 	b.sb = sb
 	b.trust = o.Trust
+	b.startStamps = b.stamps()
 	b.wsExplicit = o.WorkspaceExplicit
 	b.trustState.Set(b.trust, b.log, o.Config, tst)
 	b.base, b.cancelBase = context.WithCancel(context.Background())
