@@ -86,6 +86,7 @@ SLOW=(
 	TestAddNPMFromAPrivateRegistry
 	TestAddNPMServersFromTheRealRegistry
 	TestTwoAddsAtOnce
+	TestAnAddKilledBetweenItsInstallAndItsRecordLeavesNoUnrecordedInstall
 	TestAddRemoveCleanupPrintJSONAndOneLogFormat
 	TestASeedFormatRegistryEntryRuns
 	TestCleanupLeavesARunningInstallAlone
