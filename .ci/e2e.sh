@@ -85,6 +85,7 @@ SLOW=(
 	TestAddNPMFromAPrivateRegistry
 	TestAddNPMServersFromTheRealRegistry
 	TestTwoAddsAtOnce
+	TestAnAddKilledBetweenItsInstallAndItsRecordLeavesNoUnrecordedInstall
 	TestAddRemoveCleanupPrintJSONAndOneLogFormat
 	TestASeedFormatRegistryEntryRuns
 	TestCleanupLeavesARunningInstallAlone

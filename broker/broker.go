@@ -78,8 +78,10 @@ type Broker struct {
 	pins  *tl.ToolPins
 	sb    *sandbox
 	perms *permit.LivePermissions
-	// reload applies edits of .pml.json (reload.go).
-	reload reloadState
+	// reload applies edits of .pml.json (reload.go); startStamps are the
+	// stamps of the files as New found them.
+	reload      reloadState
+	startStamps stamps
 	// trust is the person's trust records; trustState how the
 	// configuration in force stands against them (permit/trust.go).
 	trust      *trust.Store
@@ -162,6 +164,7 @@ func New(o Options) (*Broker, error) {
 	sb.grants = tl.NewGrants(o.Trust, o.Workspace, o.Logger)
 	b.sb = sb
 	b.trust = o.Trust
+	b.startStamps = b.stamps()
 	b.wsExplicit = o.WorkspaceExplicit
 	b.trustState.Set(b.trust, b.log, o.Config, tst)
 	b.base, b.cancelBase = context.WithCancel(context.Background())
@@ -181,6 +184,7 @@ func New(o Options) (*Broker, error) {
 		ServerStartTimeout: o.ServerStartTimeout,
 		Base:               b.base, Inflight: &b.inflight,
 		Router: router, Executors: ex, Grants: sb.grants, Permissions: b.perms,
+		Slots: slotsOf(sb.Limited),
 	}, b.cfg.Servers)
 	ex.deps = b.srv.Deps
 	b.pins = pinsOf(b, o.Workspace, o.ToolPins)
@@ -317,6 +321,15 @@ func errorResult(err error) call.Result {
 
 // limitRuntime puts every container of this pml through one cap (see
 // container.Limited); o.Runtime itself is kept for image work only.
+// slotsOf is the container cap the servers share their idle slots
+// through (nil: no engine, no cap).
+func slotsOf(l *container.Limited) tl.Slots {
+	if l == nil {
+		return nil
+	}
+	return l
+}
+
 func limitRuntime(o Options) (container.Runtime, *container.Limited) {
 	if o.Runtime == nil {
 		return nil, nil

@@ -3,8 +3,11 @@ package broker
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/pml-dev/pml/broker/call"
 	"github.com/pml-dev/pml/broker/permit"
@@ -18,6 +21,62 @@ import (
 type reloadState struct {
 	mu   sync.Mutex
 	last *config.Config
+	// env is the environment lookup WatchConfig was given (nil: the
+	// configuration is not live, as in `pml call`); seen the stamps of
+	// the files the last reload read (ReloadIfChanged).
+	env  func(string) string
+	seen stamps
+}
+
+// stamps identify what a reload read: .pml.json, .pml.local.json and the
+// trust records, each by its file, size and time of change (absent: nil).
+type stamps struct {
+	files [2]os.FileInfo
+	trust time.Time
+	size  int64
+}
+
+func (b *Broker) stamps() stamps {
+	var st stamps
+	for i, name := range []string{config.FileName, config.LocalFileName} {
+		if fi, err := os.Stat(filepath.Join(b.sb.Workspace, name)); err == nil {
+			st.files[i] = fi
+		}
+	}
+	if b.trust != nil {
+		st.trust, st.size = b.trust.Stamp()
+	}
+	return st
+}
+
+func (a stamps) same(c stamps) bool {
+	for i := range a.files {
+		x, y := a.files[i], c.files[i]
+		if (x == nil) != (y == nil) || x != nil && (!os.SameFile(x, y) || !x.ModTime().Equal(y.ModTime()) || x.Size() != y.Size()) {
+			return false
+		}
+	}
+	return a.trust.Equal(c.trust) && a.size == c.size
+}
+
+// ReloadIfChanged reloads .pml.json now when it, .pml.local.json or the
+// trust records changed since the last reload read them, and reports
+// whether it did. The watcher reloads 150 ms after a save
+// (config.DefaultDebounce), and a trust alone reloads at the next call
+// only while the content in force is untrusted (RefreshTrust): a script
+// that saves .pml.json, runs `pml trust` and calls the new server's tool
+// at once called before either, and got "unknown tool". The MCP layer
+// calls this when a call names a tool pml does not know, and before a
+// tools/list: three stats, nothing read when nothing changed.
+func (b *Broker) ReloadIfChanged() bool {
+	b.reload.mu.Lock()
+	env, seen := b.reload.env, b.reload.seen
+	b.reload.mu.Unlock()
+	if env == nil || b.stamps().same(seen) {
+		return false
+	}
+	b.Reload(env)
+	return true
 }
 
 // ConfigReloaded is the message logged once an edit of .pml.json is in
@@ -33,6 +92,13 @@ const (
 // env is os.Getenv in production: the PML_* overrides keep applying on
 // top of the file.
 func (b *Broker) WatchConfig(ctx context.Context, env func(string) string) error {
+	b.reload.mu.Lock()
+	if b.reload.env == nil {
+		// What New read is taken as seen: a change made since is seen
+		// by the watcher (its first event) or by ReloadIfChanged.
+		b.reload.env, b.reload.seen = env, b.startStamps
+	}
+	b.reload.mu.Unlock()
 	go panics.Guarded(b.log, "capabilities", "watching the added capabilities", func() { b.caps.WatchAdded(ctx) })
 	return config.Watch(ctx, b.sb.Workspace, config.DefaultDebounce, func() { b.Reload(env) }, func(err error) {
 		b.log.Warn().Err(err).Msg("watching .pml.json; edits may not apply until pml restarts")
@@ -48,6 +114,11 @@ func (b *Broker) WatchConfig(ctx context.Context, env func(string) string) error
 func (b *Broker) Reload(env func(string) string) {
 	b.reload.mu.Lock()
 	defer b.reload.mu.Unlock()
+	// Taken before the files are read: a change made while this reload
+	// reads them is seen by the next ReloadIfChanged. Kept whether the
+	// edit is applied or refused, so that a refused edit is not read
+	// again at every call of an unknown tool.
+	b.reload.seen = b.stamps()
 	// Read before the file: if pml saves an "always" meanwhile, this read
 	// may predate it and is dropped (the save's own event reloads again).
 	gen := b.perms.Generation()

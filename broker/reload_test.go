@@ -281,3 +281,32 @@ func TestAChangedServerKeepsItsToolsWhileItRestarts(t *testing.T) {
 		t.Errorf("the listeners heard fake:echo removed: %v", removed)
 	}
 }
+
+// ReloadIfChanged reads .pml.json again when it changed since it was
+// last read, before the watcher's debounce: a server saved a moment ago
+// answers its first call (the MCP layer calls it for a tool pml does not
+// know). Nothing changed, nothing is read; a configuration that is not
+// live (no WatchConfig: pml call) is never read again.
+func TestReloadIfChangedReadsAnEditTheWatcherHasNotYet(t *testing.T) {
+	f := newFixture(t, `{"permissions": {"allow": ["*"]}, "mcps": {"fake": {"image": "fake-image"}}}`)
+	f.writeConfig(t, `{"permissions": {"allow": ["*"]}, "mcps": {"fake": {"image": "fake-image"}, "other": {"image": "fake-image"}}}`)
+	if f.b.ReloadIfChanged() {
+		t.Fatal("reloaded a configuration that is not live")
+	}
+	f.b.reload.mu.Lock()
+	f.b.reload.env, f.b.reload.seen = noEnv, f.b.stamps()
+	f.b.reload.mu.Unlock()
+	if f.b.ReloadIfChanged() {
+		t.Fatal("reloaded with nothing changed")
+	}
+	f.writeConfig(t, `{"permissions": {"allow": ["*"]}, "mcps": {"fake": {"image": "fake-image"}, "third": {"image": "fake-image"}}}`)
+	if !f.b.ReloadIfChanged() {
+		t.Fatal("an edit was not read")
+	}
+	if f.b.ReloadIfChanged() {
+		t.Fatal("the same edit was read twice")
+	}
+	if r := f.call(t, "third:echo", map[string]any{"text": "hi"}); r.IsError || r.Text != "echo: hi" {
+		t.Fatalf("the server the edit added: %+v", r)
+	}
+}

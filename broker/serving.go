@@ -83,6 +83,10 @@ func (s Serving) AuditRefused(tool string, args json.RawMessage, reason string) 
 // RefreshTrust applies a `pml trust` given since the policy was read.
 func (s Serving) RefreshTrust() { s.b.ask.RefreshTrust() }
 
+// ReloadIfChanged reloads .pml.json now when it or the trust records
+// changed since the last reload (Broker.ReloadIfChanged).
+func (s Serving) ReloadIfChanged() bool { return s.b.ReloadIfChanged() }
+
 // CancelBase cancels every running call, which kills its container (the
 // session is ending).
 func (s Serving) CancelBase() { s.b.cancelBase() }

@@ -63,6 +63,10 @@ type Backend interface {
 	PrepareCapability(ctx context.Context, c tl.Capability)
 	// RefreshTrust applies a `pml trust` given since the policy was read.
 	RefreshTrust()
+	// ReloadIfChanged reads .pml.json again at once when it or the trust
+	// records changed since they were last read (before the watcher
+	// does), and reports whether it did.
+	ReloadIfChanged() bool
 	// CancelBase cancels every running call, killing its container (the
 	// session ends).
 	CancelBase()

@@ -266,6 +266,9 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 			}
 			switch method {
 			case "tools/list":
+				// An edit of .pml.json or a `pml trust` the watcher has
+				// not applied yet is listed.
+				b.ReloadIfChanged()
 				// The first list starts the configured servers (never
 				// initialize); later lists come from the cache.
 				prepare(ctx)
@@ -304,6 +307,13 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 				// (not installed, or not started), which the broker asks
 				// about, installs and loads.
 				if name != "" && b.Known(name) {
+					return l.handler(name)(ctx, cr)
+				}
+				// Not known: perhaps not yet. A server saved into
+				// .pml.json and trusted a moment ago is known once the
+				// file is read again, which the watcher does only
+				// after its debounce: read now, then look again.
+				if name != "" && b.ReloadIfChanged() && b.Known(name) {
 					return l.handler(name)(ctx, cr)
 				}
 				// No such tool: the SDK's protocol error answers, and

@@ -88,6 +88,9 @@ type Servers struct {
 	// notices are told of the servers' resource and prompt
 	// notifications (server_features.go).
 	notices notices
+	// released is told when a pooled server's last call in flight ends
+	// (Slots.Idle; nil: no cap to tell).
+	released func()
 }
 
 // ServersOptions are what NewServers is given.
@@ -104,6 +107,18 @@ type ServersOptions struct {
 	Executors   Executors
 	Grants      *Grants
 	Permissions Permissions
+	// Slots, when set, is the cap on containers (sandbox.max_containers):
+	// a start waiting for a slot takes the one of the pooled server idle
+	// the longest (reclaimIdle).
+	Slots Slots
+}
+
+// Slots is the cap on this pml's containers (container.Limited): a
+// start waiting for a slot calls the functions AddReclaim registered,
+// and tries them again whenever Idle says a container became idle.
+type Slots interface {
+	AddReclaim(func() bool)
+	Idle()
 }
 
 // NewServers makes the server set with the configured servers (created,
@@ -112,8 +127,38 @@ func NewServers(o ServersOptions, configured map[string]config.Server) *Servers 
 	s := &Servers{sb: o.Sandbox, log: o.Log, progress: o.Progress, idle: o.Idle, Cache: o.Cache,
 		serverStartTimeout: o.ServerStartTimeout, base: o.Base, inflight: o.Inflight, router: o.Router,
 		exec: o.Executors, grants: o.Grants, perms: o.Permissions}
+	if o.Slots != nil {
+		s.released = o.Slots.Idle
+		o.Slots.AddReclaim(s.reclaimIdle)
+	}
 	s.Setup(configured)
 	return s
+}
+
+// reclaimIdle stops the pooled server that has had no call in flight
+// the longest, so that a container start waiting for a slot gets its
+// slot: without it, a first tools/list of more servers than
+// sandbox.max_containers waited for slots the servers it had listed
+// held until sandbox.idle_timeout (each start gave up after its start
+// timeout, and the list lacked their tools). The server starts again at
+// its next call. It reports whether it stopped one.
+func (s *Servers) reclaimIdle() bool {
+	for range 3 { // a server taken by a call meanwhile: the next oldest
+		var victim *Server
+		var since time.Time
+		for _, srv := range s.List() {
+			if t, ok := srv.Up.IdleSince(); ok && (victim == nil || t.Before(since)) {
+				victim, since = srv, t
+			}
+		}
+		if victim == nil {
+			return false
+		}
+		if victim.Up.StopIdle(since) {
+			return true
+		}
+	}
+	return false
 }
 
 // Setup creates (but does not start) the configured servers.
@@ -156,6 +201,7 @@ func (s *Servers) Add(cfg config.Server) *Server {
 		RootMount:    ServerRootMount(s.sb.Workspace(), cfg),
 		Protocol:     cfg.Protocol,
 		Idle:         s.idle,
+		Released:     s.released,
 		StartTimeout: s.serverStartTimeout,
 		ToolsChanged: func(tools []*mcp.Tool) {
 			srv.mu.Lock()

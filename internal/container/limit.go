@@ -49,7 +49,13 @@ type Limited struct {
 	mu sync.Mutex
 	// reclaim, when set, frees a slot held by a container no call is
 	// using (a pre-started pool container); it reports whether it did.
-	reclaim func() bool
+	// reclaimMore are tried after it, in order (an idle pooled server:
+	// AddReclaim).
+	reclaim     func() bool
+	reclaimMore []func() bool
+	// waiters counts the starts waiting for a slot: Idle has no one to
+	// tell while it is 0 (it is called after every pooled server's call).
+	waiters atomic.Int32
 	// idle is closed (and forgotten) by Idle: starts waiting for a slot
 	// try reclaim again.
 	idle chan struct{}
@@ -89,6 +95,9 @@ func (l *Limited) Waiting() int {
 // calls it when a pre-start has become ready): the starts waiting for a
 // slot try to reclaim it.
 func (l *Limited) Idle() {
+	if l.waiters.Load() == 0 {
+		return
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.idle != nil {
@@ -102,6 +111,16 @@ func (l *Limited) Idle() {
 func (l *Limited) SetReclaim(f func() bool) {
 	l.mu.Lock()
 	l.reclaim = f
+	l.mu.Unlock()
+}
+
+// AddReclaim registers a further function that frees an idle
+// container's slot, tried when the one SetReclaim registered freed none
+// (broker/tools: a pooled server with no call in flight, which its next
+// call starts again).
+func (l *Limited) AddReclaim(f func() bool) {
+	l.mu.Lock()
+	l.reclaimMore = append(l.reclaimMore, f)
 	l.mu.Unlock()
 }
 
@@ -142,22 +161,34 @@ func (l *Limited) acquire(ctx context.Context) error {
 	}
 	telemetry.QueueDepth(1)
 	defer telemetry.QueueDepth(-1)
+	l.waiters.Add(1)
+	defer l.waiters.Add(-1)
 	for {
 		// A pre-started container nobody uses yet gives its slot to a
 		// call: now, and again whenever one becomes ready while this call
 		// waits (a pre-start that held a slot when the call came finishes
 		// later, and would then hold it idle for as long as the call can
-		// wait). The slot it frees goes to the head of the line, which
-		// may be another call: the line stays in order.
+		// wait). Failing that, a pooled server no call uses now
+		// (AddReclaim), which would otherwise hold its slot until
+		// sandbox.idle_timeout: a first tools/list of more servers than
+		// slots waited for slots no one gave back. The slot it frees goes
+		// to the head of the line, which may be another call: the line
+		// stays in order.
 		l.mu.Lock()
-		reclaim := l.reclaim
+		reclaims := make([]func() bool, 0, 1+len(l.reclaimMore))
+		if l.reclaim != nil {
+			reclaims = append(reclaims, l.reclaim)
+		}
+		reclaims = append(reclaims, l.reclaimMore...)
 		if l.idle == nil {
 			l.idle = make(chan struct{})
 		}
 		idle := l.idle
 		l.mu.Unlock()
-		if reclaim != nil {
-			reclaim()
+		for _, reclaim := range reclaims {
+			if reclaim() {
+				break
+			}
 		}
 		select {
 		case <-w.granted:

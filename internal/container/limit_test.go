@@ -197,3 +197,48 @@ func TestUsedIsSetByTheFirstStartEvenAFailedOne(t *testing.T) {
 		t.Error("a failed start does not count")
 	}
 }
+
+// A start waiting at the cap tries the reclaimers AddReclaim registered
+// (an idle pooled server's, broker/tools), now and again each time Idle
+// says a container became idle: the first that frees a slot gives it.
+func TestAStartAtTheCapTakesTheSlotAReclaimerFrees(t *testing.T) {
+	f := &containertest.Runtime{Behave: behave(blockUntilKilled)}
+	l := Limit(f, 1)
+	held, err := l.Start(context.Background(), Spec{}, Streams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var idle atomic.Bool // the held container has no call in flight
+	var tried atomic.Int32
+	l.AddReclaim(func() bool {
+		tried.Add(1)
+		if !idle.Load() {
+			return false
+		}
+		go func() { _ = held.Remove(context.Background()) }()
+		return true
+	})
+	got := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		p, err := l.Start(ctx, Spec{}, Streams{})
+		if err == nil {
+			_ = p.Remove(context.Background())
+		}
+		got <- err
+	}()
+	for tried.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	select {
+	case err := <-got:
+		t.Fatalf("the start did not wait while nothing was idle: %v", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	idle.Store(true)
+	l.Idle()
+	if err := <-got; err != nil {
+		t.Fatalf("the start once a reclaimer freed a slot: %v", err)
+	}
+}

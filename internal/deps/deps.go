@@ -342,18 +342,33 @@ func (in *Installer) Install(ctx context.Context, srv config.Server) (err error)
 			return fmt.Errorf("installing %s: npm installed %s %s, not the version %s recorded at its first install; nothing was changed", srv.Name, srv.Install.Package, version, resolved)
 		}
 	}
-	// Complete and verified: into place. What was there (an install of
-	// an older step) goes first, as a rename cannot replace a directory
-	// that has files.
+	// Complete and verified: into place, in an order where a kill at any
+	// point leaves either an install that is not there (installed again
+	// by the next start or add) or the complete new one, never a tree in
+	// .pml/deps/NAME that deps.json does not record (TestAKilledAdd-
+	// ChangesNothing's kill at 8 s found one when the rename came first):
+	//  1. what was there (an install of an older step) goes, as a rename
+	//     cannot replace a directory that has files; its record, if any,
+	//     now names a directory that is absent, which Installed reads as
+	//     not installed;
+	//  2. the record is written, with the tree hashed here in the
+	//     partial directory (TreeSRI hashes paths relative to the tree,
+	//     so the hash is the same after the rename); a kill now leaves a
+	//     record whose directory is absent: not installed;
+	//  3. the rename, atomic: the install is there and recorded.
 	if err := safefs.RemoveAll(ws, final); err != nil {
 		return fmt.Errorf("clearing %s: %w", final, err)
+	}
+	rec, err := in.Store.record(ctx, srv, dir, actual, version, registry, dists)
+	if err != nil {
+		return err
 	}
 	if err := safefs.Rename(ws, dir, final); err != nil {
 		return fmt.Errorf("moving the install of %s into %s: %w", srv.Name, final, err)
 	}
-	if err := in.Store.record(ctx, srv, actual, version, registry, dists); err != nil {
-		return err
-	}
+	in.Store.mu.Lock()
+	in.Store.checkedOK(srv.Name, rec)
+	in.Store.mu.Unlock()
 	if pip && locked == nil && in.Note != nil {
 		in.Note(fmt.Sprintf("%s: %s locked at its first install: %s (%s); recorded in .pml/deps.json, later installs accept only these files",
 			srv.Name, pipSpec(srv.Install), strings.ReplaceAll(strings.TrimSpace(PythonLock(dists)), "\n", ", "), actual))
@@ -476,12 +491,17 @@ func (s *Store) recorded(srv config.Server) string {
 	return ""
 }
 
-func (s *Store) record(ctx context.Context, srv config.Server, integrity, version, registry string, python []PyDist) error {
+// record writes srv's record into deps.json (atomically: safefs.WriteFile
+// writes a temporary file and renames it) with the tree of dir, the
+// install as it will be once renamed to .pml/deps/NAME (Install renames
+// it after the record is written), and returns the record. The caller
+// marks the tree as checked (checkedOK) once it is in place.
+func (s *Store) record(ctx context.Context, srv config.Server, dir, integrity, version, registry string, python []PyDist) (Record, error) {
 	// The tree as installed, hashed before the lock: it is what the next
 	// start compares the tree with.
-	tree, err := TreeSRI(ctx, s.ws, s.Dir(srv.Name), "sha256")
+	tree, err := TreeSRI(ctx, s.ws, dir, "sha256")
 	if err != nil {
-		return fmt.Errorf("hashing the install of %s: %w", srv.Name, err)
+		return Record{}, fmt.Errorf("hashing the install of %s: %w", srv.Name, err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -489,7 +509,7 @@ func (s *Store) record(ctx context.Context, srv config.Server, integrity, versio
 	// too: without the lock, one of the two records would be lost.
 	unlock, err := s.lockDeps()
 	if err != nil {
-		return err
+		return Record{}, err
 	}
 	defer unlock()
 	st, err := s.load()
@@ -501,12 +521,11 @@ func (s *Store) record(ctx context.Context, srv config.Server, integrity, versio
 		rec.Package = srv.Install.Package
 	}
 	if rec, err = s.seal(srv.Name, rec); err != nil {
-		return err
+		return Record{}, err
 	}
 	st.Servers[srv.Name] = rec
-	s.checkedOK(srv.Name, rec)
 	b, _ := json.MarshalIndent(st, "", "  ")
-	return safefs.WriteFile(s.ws, s.file(), append(b, '\n'), 0o644)
+	return rec, safefs.WriteFile(s.ws, s.file(), append(b, '\n'), 0o644)
 }
 
 // Integrity computes the SRI of what an install produced. For npm it is

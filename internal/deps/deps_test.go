@@ -60,7 +60,7 @@ func TestInstalledFollowsTheRecordAndTheSpec(t *testing.T) {
 	if err := os.MkdirAll(s.Dir("m"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.record(context.Background(), srv, srv.Install.Integrity, "", "", nil); err != nil {
+	if _, err := s.record(context.Background(), srv, s.Dir(srv.Name), srv.Install.Integrity, "", "", nil); err != nil {
 		t.Fatal(err)
 	}
 	if !s.Installed(srv) {
@@ -132,7 +132,7 @@ func TestStatusTellsMissingOutdatedAndInstalled(t *testing.T) {
 	if err := os.MkdirAll(s.Dir("m"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.record(context.Background(), srv, srv.Install.Integrity, "", "", nil); err != nil {
+	if _, err := s.record(context.Background(), srv, s.Dir(srv.Name), srv.Install.Integrity, "", "", nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := s.Status(srv); got != StatusInstalled {
@@ -197,5 +197,47 @@ func TestCheckPinnedRefusesAnUncheckedPackage(t *testing.T) {
 		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
 			t.Errorf("%q: %v, want an error saying %q", c.inst.Args, err, c.want)
 		}
+	}
+}
+
+// Install writes the record with the tree hashed in the partial
+// directory, then renames it into place: a pml killed between the two
+// leaves a record whose directory is absent, which is not installed (and
+// is installed again); once renamed, a fresh process (a new Store) finds
+// the tree it recorded.
+func TestARecordWrittenBeforeItsRenameIsInstalledOnlyOnceRenamed(t *testing.T) {
+	ws := t.TempDir()
+	s := NewStore(ws)
+	srv := config.Server{Name: "m", Image: "img", Install: &config.Install{Command: "npm", Args: []string{"install", "p@1"}, Integrity: "sha512-x", Package: "p"}}
+	dir, finish, err := s.beginPartial(srv.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer finish()
+	if err := os.MkdirAll(filepath.Join(dir, "node_modules", "p"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "node_modules", "p", "index.js"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("p/index.js", filepath.Join(dir, "node_modules", "bin")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.record(context.Background(), srv, dir, srv.Install.Integrity, "", "", nil); err != nil {
+		t.Fatal(err)
+	}
+	// The kill point: recorded, not renamed.
+	if s.Installed(srv) || NewStore(ws).Installed(srv) {
+		t.Fatal("a record whose directory is absent counts as installed")
+	}
+	if got := NewStore(ws).Status(srv); got != StatusMissing {
+		t.Fatalf("status of a record whose directory is absent: %s", got)
+	}
+	if err := os.Rename(dir, s.Dir(srv.Name)); err != nil {
+		t.Fatal(err)
+	}
+	fresh := NewStore(ws)
+	if !fresh.Installed(srv) {
+		t.Fatal("the tree hashed before its rename does not match after it")
 	}
 }

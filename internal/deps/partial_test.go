@@ -97,7 +97,7 @@ func TestRecordsOfTwoProcessesAreBothKept(t *testing.T) {
 					done <- err
 					return
 				}
-				if err := s.record(context.Background(), srv, "sha512-x", "", "", nil); err != nil {
+				if _, err := s.record(context.Background(), srv, s.Dir(srv.Name), "sha512-x", "", "", nil); err != nil {
 					done <- err
 					return
 				}

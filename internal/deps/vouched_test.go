@@ -37,7 +37,7 @@ func installTree(t *testing.T, s *Store, srv config.Server) {
 	if err := os.WriteFile(filepath.Join(s.Dir(srv.Name), "index.js"), []byte("console.log('server')\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.record(context.Background(), srv, srv.Install.Integrity, "", "", nil); err != nil {
+	if _, err := s.record(context.Background(), srv, s.Dir(srv.Name), srv.Install.Integrity, "", "", nil); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -77,6 +77,10 @@ type Options struct {
 	Protocol string
 	// Idle stops the container after this long without calls.
 	Idle time.Duration
+	// Released, when set, is called (without locks held) each time the
+	// running container's last call in flight ends: a start waiting for
+	// a container slot may take this one's (StopIdle).
+	Released func()
 	// StartTimeout overrides StartTimeout (tests).
 	StartTimeout time.Duration
 	// ToolsChanged is called with the new tool list after the server sent
@@ -151,6 +155,9 @@ type conn struct {
 	inflight int
 	idle     *time.Timer
 	stopping bool
+	// used is when its last call in flight ended (StopIdle stops the
+	// server idle the longest first).
+	used time.Time
 }
 
 // New returns a stopped server; nothing starts before the first use.
@@ -425,16 +432,57 @@ func (s *Server) acquireHow(ctx context.Context, noQueue bool) (c *conn, err err
 
 func (s *Server) release(c *conn) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	c.inflight--
-	if c.inflight > 0 || s.cur != c || s.o.Idle <= 0 {
+	if c.inflight > 0 || s.cur != c {
+		s.mu.Unlock()
 		return
 	}
-	if c.idle == nil {
-		c.idle = time.AfterFunc(s.o.Idle, func() { s.idleStop(c) })
-	} else {
-		c.idle.Reset(s.o.Idle)
+	c.used = time.Now()
+	if s.o.Idle > 0 {
+		if c.idle == nil {
+			c.idle = time.AfterFunc(s.o.Idle, func() { s.idleStop(c) })
+		} else {
+			c.idle.Reset(s.o.Idle)
+		}
 	}
+	s.mu.Unlock()
+	if s.o.Released != nil {
+		s.o.Released()
+	}
+}
+
+// IdleSince reports whether the server's container runs with no call in
+// flight, and since when.
+func (s *Server) IdleSince() (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.cur
+	// A container not yet used (just started, its first caller about
+	// to take it) is not idle.
+	if c == nil || c.inflight > 0 || c.stopping || c.used.IsZero() || c.dead() {
+		return time.Time{}, false
+	}
+	return c.used, true
+}
+
+// StopIdle stops the server's container if no call is in flight and it
+// has been idle since (IdleSince) since, so that a start waiting for a
+// container slot gets its slot (container.Limited.AddReclaim); the next
+// call starts it again, as after sandbox.idle_timeout. It reports
+// whether it stopped it; the slot is free once the container is removed.
+func (s *Server) StopIdle(since time.Time) bool {
+	s.mu.Lock()
+	c := s.cur
+	if c == nil || c.inflight > 0 || c.stopping || c.used.IsZero() || !c.used.Equal(since) {
+		s.mu.Unlock()
+		return false
+	}
+	s.cur = nil
+	c.stopping = true
+	s.mu.Unlock()
+	s.o.Logger.Debug().Str("server", s.o.Name).Msg("stopping an idle MCP server: a container start waits for its slot (sandbox.max_containers)")
+	go s.stopConn(c)
+	return true
 }
 
 func (s *Server) idleStop(c *conn) {
