@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
@@ -329,17 +330,9 @@ func (r *Runtime) startDirect(ctx context.Context, spec pmlc.Spec, streams pmlc.
 func (r *Runtime) command(ctx context.Context, spec pmlc.Spec) ([]string, error) {
 	var imgEP, imgCmd []string
 	if len(spec.Entrypoint) == 0 {
-		ins, err := r.cli.ImageInspect(ctx, spec.Image)
-		if err != nil && cerrdefs.IsNotFound(err) {
-			if dt, ok := r.loadedImage(ctx, spec.Image); ok {
-				ins, err = r.cli.ImageInspect(ctx, dt)
-			}
-		}
-		if err != nil {
-			return nil, wrapImage("inspecting image "+spec.Image, err)
-		}
-		if ins.Config != nil {
-			imgEP, imgCmd = ins.Config.Entrypoint, ins.Config.Cmd
+		var err error
+		if imgEP, imgCmd, err = r.imageCommand(ctx, spec.Image); err != nil {
+			return nil, err
 		}
 	}
 	a := argv(spec.Entrypoint, spec.Cmd, imgEP, imgCmd)
@@ -347,6 +340,97 @@ func (r *Runtime) command(ctx context.Context, spec pmlc.Spec) ([]string, error)
 		return nil, fmt.Errorf("the image %s names no command to run", spec.Image)
 	}
 	return a, nil
+}
+
+// imageCommand is image's own entrypoint and command: what ImageAhead
+// read a moment ago, else the engine's answer now.
+func (r *Runtime) imageCommand(ctx context.Context, image string) (ep, cmd []string, err error) {
+	if a := r.takeAhead(image); a != nil {
+		select {
+		case <-a.done:
+			if a.err == nil && time.Since(a.at) < aheadFresh {
+				return a.ep, a.cmd, nil
+			}
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		}
+	}
+	return r.inspectCommand(ctx, image)
+}
+
+// inspectCommand asks the engine for image's entrypoint and command.
+func (r *Runtime) inspectCommand(ctx context.Context, image string) (ep, cmd []string, err error) {
+	ins, err := r.cli.ImageInspect(ctx, image)
+	if err != nil && cerrdefs.IsNotFound(err) {
+		if dt, ok := r.loadedImage(ctx, image); ok {
+			ins, err = r.cli.ImageInspect(ctx, dt)
+		}
+	}
+	if err != nil {
+		return nil, nil, wrapImage("inspecting image "+image, err)
+	}
+	if ins.Config != nil {
+		ep, cmd = ins.Config.Entrypoint, ins.Config.Cmd
+	}
+	return ep, cmd, nil
+}
+
+// imageAhead is an image's entrypoint and command asked before a start
+// needed them (ImageAhead): done is closed once the engine answered, at
+// at.
+type imageAhead struct {
+	done    chan struct{}
+	ep, cmd []string
+	err     error
+	at      time.Time
+}
+
+// aheadFresh is how long an answer read ahead stands in for the
+// engine's: a start that comes later asks again (the image may have been
+// pulled or built anew since).
+const aheadFresh = 5 * time.Second
+
+// ImageAhead asks the engine, in the background, for the entrypoint and
+// command of image (an image inspect), for the first container of it
+// that is started within aheadFresh: a session's first call of a pooled
+// server then creates its container without that round trip on its way
+// (the create names the command: the stdio shim runs it). pml stdio asks
+// it when its configuration is read, beside the client's initialize; it
+// creates and starts nothing. A failure is not reported: the start asks
+// again and says what failed.
+func (r *Runtime) ImageAhead(image string) {
+	if image == "" {
+		return
+	}
+	r.aheadMu.Lock()
+	if r.ahead == nil {
+		r.ahead = map[string]*imageAhead{}
+	}
+	if _, ok := r.ahead[image]; ok {
+		r.aheadMu.Unlock()
+		return
+	}
+	a := &imageAhead{done: make(chan struct{})}
+	r.ahead[image] = a
+	r.aheadMu.Unlock()
+	go func() {
+		defer close(a.done)
+		ctx, cancel := context.WithTimeout(context.Background(), createTimeout)
+		defer cancel()
+		r.negotiate(ctx)
+		a.ep, a.cmd, a.err = r.inspectCommand(ctx, image)
+		a.at = time.Now()
+	}()
+}
+
+// takeAhead removes and returns what ImageAhead asked for image, if
+// anything: it is used once.
+func (r *Runtime) takeAhead(image string) *imageAhead {
+	r.aheadMu.Lock()
+	defer r.aheadMu.Unlock()
+	a := r.ahead[image]
+	delete(r.ahead, image)
+	return a
 }
 
 // commandAhead starts command in the background; the function it

@@ -82,6 +82,11 @@ type Runtime struct {
 	// asks at once (info.go).
 	infoCache infoCache
 
+	// ahead: images' commands asked before a start needs them
+	// (ImageAhead), each used once.
+	aheadMu sync.Mutex
+	ahead   map[string]*imageAhead
+
 	// createAfter: creates wait for it to close, after calling kick
 	// (CreateAfter).
 	createAfter <-chan struct{}
