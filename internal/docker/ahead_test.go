@@ -16,12 +16,13 @@ import (
 
 // imageEngine answers an image inspect with the command cmd holds,
 // counting the inspects.
-func imageEngine(t *testing.T, cmd *atomic.Value, inspects *atomic.Int32) *Runtime {
+func imageEngine(t *testing.T, cmd *atomic.Value, inspects, pings *atomic.Int32) *Runtime {
 	t.Helper()
 	return engineAt(t, func(w http.ResponseWriter, req *http.Request) {
 		w.Header().Set("Api-Version", "1.41")
 		switch {
 		case strings.HasSuffix(req.URL.Path, "/_ping"):
+			pings.Add(1)
 			_, _ = io.WriteString(w, "OK")
 		case strings.Contains(req.URL.Path, "/images/") && strings.HasSuffix(req.URL.Path, "/json"):
 			inspects.Add(1)
@@ -39,11 +40,15 @@ func imageEngine(t *testing.T, cmd *atomic.Value, inspects *atomic.Int32) *Runti
 func TestImageAheadSavesTheFirstStartsInspect(t *testing.T) {
 	var cmd atomic.Value
 	cmd.Store("/first")
-	var inspects atomic.Int32
-	r := imageEngine(t, &cmd, &inspects)
+	var inspects, pings atomic.Int32
+	r := imageEngine(t, &cmd, &inspects, &pings)
 	r.ImageAhead("srv:1")
 	r.ImageAhead("srv:1") // asked once
 	waitFor(t, func() bool { return inspects.Load() == 1 })
+	if pings.Load() != 0 {
+		// It goes beside the session's first ping, not after it.
+		t.Fatalf("the inspect read ahead waited for %d pings (the API version's negotiation)", pings.Load())
+	}
 	cmd.Store("/second")
 	ctx := context.Background()
 	argv, err := r.command(ctx, pmlc.Spec{Image: "srv:1"})

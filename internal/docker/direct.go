@@ -3,10 +3,12 @@ package docker
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"runtime"
 	"strings"
@@ -417,10 +419,44 @@ func (r *Runtime) ImageAhead(image string) {
 		defer close(a.done)
 		ctx, cancel := context.WithTimeout(context.Background(), createTimeout)
 		defer cancel()
-		r.negotiate(ctx)
-		a.ep, a.cmd, a.err = r.inspectCommand(ctx, image)
+		a.ep, a.cmd, a.err = r.inspectUnversioned(ctx, image)
 		a.at = time.Now()
 	}()
+}
+
+// inspectUnversioned is an image's entrypoint and command from the
+// engine's own API version (a path without /vX.Y, which Docker and
+// Podman serve as their current version): it needs no version
+// negotiation first, and so goes beside the session's first ping rather
+// than after it. A reference with any other character than a reference's
+// is not asked (it would need escaping in the path).
+func (r *Runtime) inspectUnversioned(ctx context.Context, image string) (ep, cmd []string, err error) {
+	if strings.IndexFunc(image, func(c rune) bool {
+		return !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("._-/:@", c))
+	}) >= 0 || strings.Contains(image, "..") {
+		return nil, nil, fmt.Errorf("not asked ahead: %q", image)
+	}
+	resp, err := r.get(ctx, "/images/"+image+"/json")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, nil, fmt.Errorf("the engine answered %s", resp.Status)
+	}
+	var ins struct {
+		Config *struct {
+			Entrypoint []string
+			Cmd        []string
+		}
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&ins); err != nil {
+		return nil, nil, err
+	}
+	if ins.Config != nil {
+		ep, cmd = ins.Config.Entrypoint, ins.Config.Cmd
+	}
+	return ep, cmd, nil
 }
 
 // takeAhead removes and returns what ImageAhead asked for image, if
