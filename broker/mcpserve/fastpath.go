@@ -296,8 +296,8 @@ func (f *fastFront) serve(ctx context.Context, cancel context.CancelFunc, ss *mc
 	var toolErr atomic.Bool
 	var failed error
 	ctx, traced := traceForwarded(ctx, ss, wire, meta)
-	if traced != nil {
-		defer func() { traced(toolErr.Load(), failed) }()
+	if traced.on {
+		defer func() { traced.end(toolErr.Load(), failed) }()
 	}
 	defer func() {
 		// The fast path's recover boundary, as recoverRequests is the

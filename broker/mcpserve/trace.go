@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pml-dev/pml/internal/telemetry"
 	"github.com/pml-dev/pml/internal/wirename"
@@ -68,20 +69,39 @@ func traceRequests(next mcp.MethodHandler) mcp.MethodHandler {
 // traceForwarded gives a call the stdio fast path takes (fastpath.go) what
 // traceRequests gives a tools/call on the go-sdk's path: its server span,
 // by the same name and attributes, continuing the trace in the client's
-// _meta (meta, raw), and the conventions' server duration. end ends them
-// with the call's outcome. Off, it is one atomic load and end is nil.
-func traceForwarded(ctx context.Context, ss *mcp.ServerSession, wire string, meta json.RawMessage) (_ context.Context, end func(toolErr bool, err error)) {
+// _meta (meta, raw), and the conventions' server duration. Its end ends
+// them with the call's outcome. Off, it is one atomic load and the
+// forwardTrace's on is false.
+func traceForwarded(ctx context.Context, ss *mcp.ServerSession, wire string, meta json.RawMessage) (context.Context, forwardTrace) {
 	if !telemetry.Active() {
-		return ctx, nil
+		return ctx, forwardTrace{}
 	}
-	began := time.Now()
-	r := telemetry.Request{Method: "tools/call", Tool: wire, SessionID: ss.ID()}
+	t := forwardTrace{on: true, began: time.Now(), r: telemetry.Request{Method: "tools/call", Tool: wire, SessionID: ss.ID()}}
 	if ip := ss.InitializeParams(); ip != nil {
-		r.Protocol = ip.ProtocolVersion
+		t.r.Protocol = ip.ProtocolVersion
 	}
 	if n, ok := wirename.Decode(wire); ok && n != wire {
-		r.Name = n
+		t.r.Name = n
 	}
-	ctx, span := telemetry.StartServer(telemetry.FromMetaJSON(ctx, meta), r, nil)
-	return ctx, func(toolErr bool, err error) { telemetry.End(ctx, span, r, true, began, toolErr, err) }
+	ctx, t.span = telemetry.StartServer(telemetry.FromMetaJSON(ctx, meta), t.r, nil)
+	t.ctx = ctx
+	return ctx, t
+}
+
+// forwardTrace is a forwarded call's server span and what its duration
+// is recorded by: a value, not a closure (which would be an allocation
+// on each traced call).
+type forwardTrace struct {
+	on    bool
+	ctx   context.Context
+	span  trace.Span
+	r     telemetry.Request
+	began time.Time
+}
+
+// end ends the span and records the duration, with the call's outcome.
+func (t *forwardTrace) end(toolErr bool, err error) {
+	if t.on {
+		telemetry.End(t.ctx, t.span, t.r, true, t.began, toolErr, err)
+	}
 }

@@ -152,11 +152,11 @@ func recordOp(ctx context.Context, server bool, r Request, began time.Time, errT
 		return
 	}
 	d := time.Since(began).Seconds()
-	opt := opOption(opKey{r.Method, r.Tool, r.Protocol, errType})
+	opts := opOptions.get(opKey{r.Method, r.Tool, r.Protocol, errType}, newOpOptions)
 	if server {
-		in.serverOp.Inst().Record(ctx, d, opt)
+		in.serverOp.Inst().Record(ctx, d, opts...)
 	} else {
-		in.clientOp.Inst().Record(ctx, d, opt)
+		in.clientOp.Inst().Record(ctx, d, opts...)
 	}
 }
 
@@ -165,12 +165,11 @@ type opKey struct{ method, tool, protocol, errType string }
 
 // opOptions holds the attribute sets, as record options, of the
 // operation kinds: a warm call records under the same few, built once
-// each.
-var opOptions memo[opKey, metric.RecordOption]
+// each. (Kept as the option list Record takes: a list made for each
+// call is an allocation, the instrument being an interface.)
+var opOptions memo[opKey, []metric.RecordOption]
 
-func opOption(k opKey) metric.RecordOption { return opOptions.get(k, newOpOption) }
-
-func newOpOption(k opKey) metric.RecordOption {
+func newOpOptions(k opKey) []metric.RecordOption {
 	attrs := []attribute.KeyValue{attribute.String("mcp.method.name", k.method), attribute.String("network.transport", "pipe")}
 	if k.tool != "" {
 		attrs = append(attrs, attribute.String("gen_ai.tool.name", k.tool))
@@ -181,7 +180,7 @@ func newOpOption(k opKey) metric.RecordOption {
 	if k.errType != "" {
 		attrs = append(attrs, attribute.String("error.type", k.errType))
 	}
-	return metric.WithAttributeSet(attribute.NewSet(attrs...))
+	return []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(attrs...))}
 }
 
 // SessionEnded records a session's duration.

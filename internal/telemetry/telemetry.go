@@ -310,19 +310,11 @@ func ToMetaJSON(ctx context.Context, meta []byte) []byte {
 	if !enabled.Load() || !sc.IsValid() {
 		return meta
 	}
-	state := sc.TraceState().String()
 	if len(bytes.TrimSpace(meta)) == 0 {
 		// Most calls carry no _meta for the server: the object is
-		// written directly, the traceparent as W3C trace context has
-		// it (what prop.Inject writes, without its carrier and strings).
-		out := make([]byte, 0, 32+traceparentLen+len(state))
-		out = append(out, `{"traceparent":"`...)
-		out = appendTraceparent(out, sc)
-		out = append(out, '"')
-		if state != "" {
-			out = appendString(append(out, `,"tracestate":`...), state)
-		}
-		return append(out, '}')
+		// written directly.
+		out := make([]byte, 0, 32+traceparentLen)
+		return append(AppendTraceMembers(append(out, '{'), ctx), '}')
 	}
 	var c traceCarrier
 	prop.Inject(ctx, &c)
@@ -345,6 +337,26 @@ func ToMetaJSON(ctx context.Context, meta []byte) []byte {
 		return meta
 	}
 	return out
+}
+
+// AppendTraceMembers appends to b the members of a _meta object that
+// carry the span context of ctx, "traceparent" and (when there is one)
+// "tracestate", as W3C trace context has them (what prop.Inject writes,
+// without its carrier and strings); nothing while traces are off or ctx
+// holds no span. The stdio fast path writes them straight into the
+// request it forwards.
+func AppendTraceMembers(b []byte, ctx context.Context) []byte {
+	sc := trace.SpanContextFromContext(ctx)
+	if !enabled.Load() || !sc.IsValid() {
+		return b
+	}
+	b = append(b, `"traceparent":"`...)
+	b = appendTraceparent(b, sc)
+	b = append(b, '"')
+	if state := sc.TraceState().String(); state != "" {
+		b = appendString(append(b, `,"tracestate":`...), state)
+	}
+	return b
 }
 
 // traceparentLen is the length of a version 00 traceparent.
@@ -413,8 +425,9 @@ type eventKey struct{ name, k1, v1, k2, v2 string }
 
 // eventOptions holds the options of the events calls add (the
 // permission's decision on every call), built once per kind: an event's
-// option made on each call is two allocations more.
-var eventOptions memo[eventKey, trace.EventOption]
+// option made on each call is two allocations more, and the list of
+// options one more.
+var eventOptions memo[eventKey, []trace.EventOption]
 
 // AddEvent adds the event name with the attributes k1=v1 and k2=v2 to
 // span, if it records.
@@ -422,7 +435,7 @@ func AddEvent(span trace.Span, name, k1, v1, k2, v2 string) {
 	if !span.IsRecording() {
 		return
 	}
-	span.AddEvent(name, eventOptions.get(eventKey{name, k1, v1, k2, v2}, func(k eventKey) trace.EventOption {
-		return trace.WithAttributes(attribute.String(k.k1, k.v1), attribute.String(k.k2, k.v2))
-	}))
+	span.AddEvent(name, eventOptions.get(eventKey{name, k1, v1, k2, v2}, func(k eventKey) []trace.EventOption {
+		return []trace.EventOption{trace.WithAttributes(attribute.String(k.k1, k.v1), attribute.String(k.k2, k.v2))}
+	})...)
 }

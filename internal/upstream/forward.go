@@ -271,6 +271,7 @@ func (s *Server) Forward(ctx context.Context, tool string, args, meta json.RawMe
 	defer s.release(c)
 	ref := s.pushRelay(relay)
 	defer s.popRelay(ref)
+	var traced context.Context // the span whose context the _meta carries, when meta is empty
 	if telemetry.Active() {
 		// The client span the go-sdk session's middleware gives its own
 		// calls (telemetry.ClientMiddleware), with the trace context in
@@ -279,7 +280,13 @@ func (s *Server) Forward(ctx context.Context, tool string, args, meta json.RawMe
 		r := telemetry.Request{Method: "tools/call", Tool: tool}
 		var span trace.Span
 		ctx, span = telemetry.StartClient(ctx, r, s.o.Name)
-		meta = telemetry.ToMetaJSON(ctx, meta)
+		if len(bytes.TrimSpace(meta)) > 0 {
+			meta = telemetry.ToMetaJSON(ctx, meta)
+		} else {
+			// The usual case: the trace context is written straight
+			// into the frame (appendTracedMeta).
+			traced = ctx
+		}
 		defer func() {
 			toolErr := err == nil && string(jsonrpc.Member(result, "isError")) == "true"
 			telemetry.End(ctx, span, r, false, began, toolErr, err)
@@ -302,7 +309,11 @@ func (s *Server) Forward(ctx context.Context, tool string, args, meta json.RawMe
 	if progressToken != nil && progress != nil {
 		tok = `"pml-p-` + strconv.FormatInt(n, 10) + `"`
 	}
-	frame = appendMeta(frame, meta, tok)
+	if traced != nil {
+		frame = appendTracedMeta(frame, traced, tok)
+	} else {
+		frame = appendMeta(frame, meta, tok)
+	}
 	frame = append(frame, "}}\n"...)
 
 	fc := &fastCall{done: make(chan fastDone, 1), answer: answer}
@@ -493,6 +504,26 @@ func appendMeta(frame, meta []byte, tok string) []byte {
 			frame = append(frame, ',')
 		}
 		frame = append(frame, `"progressToken":`...)
+		frame = append(frame, tok...)
+	}
+	return append(frame, '}')
+}
+
+// appendTracedMeta is appendMeta for a call without a _meta of the
+// caller's whose trace context (the span in ctx) goes to the server:
+// the members are written into frame as they are made, without an object
+// made for them first.
+func appendTracedMeta(frame []byte, ctx context.Context, tok string) []byte {
+	start := len(frame)
+	frame = append(frame, `,"_meta":{`...)
+	members := len(frame)
+	frame = telemetry.AppendTraceMembers(frame, ctx)
+	if len(frame) == members {
+		// No trace context after all (traces turned off meanwhile).
+		return appendMeta(frame[:start], nil, tok)
+	}
+	if tok != "" {
+		frame = append(frame, `,"progressToken":`...)
 		frame = append(frame, tok...)
 	}
 	return append(frame, '}')

@@ -90,7 +90,9 @@ func EncodeBare(name string) string {
 // first "__". It reports false for a wire name that is not of that form
 // (a shortened name must be looked up in the Table that made it).
 func Decode(wire string) (string, bool) {
-	if !Pattern.MatchString(wire) {
+	// (Pattern, without the regular expression: a traced call decodes its
+	// tool's name on every call.)
+	if len(wire) > MaxLen || !validPart(wire) {
 		return "", false
 	}
 	ns, action, ok := strings.Cut(wire, Sep)

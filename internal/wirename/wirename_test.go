@@ -152,3 +152,17 @@ func TestPropertyManyNames(t *testing.T) {
 		}
 	}
 }
+
+// Decode reads exactly the names Pattern accepts.
+func TestDecodeAcceptsWhatPatternAccepts(t *testing.T) {
+	for _, w := range []string{"", "a", "a__b", "a:b", "a__b:c", "ä__b", "a b__c", "-__-", strings.Repeat("a", 30) + "__" + strings.Repeat("b", 32), strings.Repeat("a", 30) + "__" + strings.Repeat("b", 33), "a__b\n"} {
+		if _, ok := Decode(w); ok && !Pattern.MatchString(w) {
+			t.Errorf("Decode(%q) read a name Pattern refuses", w)
+		}
+		if ns, action, cut := strings.Cut(w, Sep); Pattern.MatchString(w) && cut && ns != "" && action != "" && !strings.HasSuffix(ns, "_") {
+			if _, ok := Decode(w); !ok {
+				t.Errorf("Decode(%q) refused a name Pattern accepts", w)
+			}
+		}
+	}
+}
