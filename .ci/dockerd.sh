@@ -36,7 +36,10 @@ fi
 
 if ! pgrep -x dockerd >/dev/null 2>&1; then
   log "starting dockerd in the background (log: /var/log/pml-dockerd.log)"
-  $SUDO sh -c 'nohup dockerd >>/var/log/pml-dockerd.log 2>&1 </dev/null &'
+  # In a session of its own: started from a job whose process group is
+  # later killed (a terminal closed, a CI step or tool run ended), nohup
+  # alone let that kill take the engine and every container with it.
+  $SUDO setsid sh -c 'nohup dockerd >>/var/log/pml-dockerd.log 2>&1 </dev/null &'
 fi
 
 for _ in $(seq 1 120); do
