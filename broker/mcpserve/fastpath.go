@@ -61,8 +61,10 @@ type fastFront struct {
 	// serverInfo names pml on a modern client's results (modern.go).
 	serverInfo []byte
 
-	// work hands a call to an idle worker (see run).
+	// work hands a call to an idle worker (see run); idle counts the
+	// workers waiting on it.
 	work chan func()
+	idle atomic.Int32
 
 	// owed: the requests the go-sdk session has not answered (drain.go).
 	owed    owed
@@ -72,11 +74,23 @@ type fastFront struct {
 // workerIdle is how long a worker waits for another call before it ends.
 const workerIdle = 10 * time.Second
 
+// maxIdleWorkers bounds the workers that wait for a call. Each keeps the
+// stack its calls grew (tens of KiB), and a burst of callers leaves as
+// many workers as it had calls in flight: 256 callers left 512 waiting
+// for their 10 s, 17 MiB of stacks in the broker's RSS (and in the
+// collector's target, which counts stacks). A worker that finishes a
+// call while this many wait ends instead. A call finding none waiting
+// starts one; the bound is above the calls one session keeps in flight
+// on most clients, and a busier one pays a new stack's growth per call
+// beyond it, not a lasting 32 KiB.
+const maxIdleWorkers = 16
+
 // run runs fn on an idle worker, or on a new one when none waits. A call
 // goes down every layer, which grows a new goroutine's stack (a copy) a
 // few times on every call; a worker keeps its grown stack for the next.
 // There are never more workers than calls in flight at the busiest
-// moment of the last workerIdle.
+// moment of the last workerIdle, and never more than maxIdleWorkers
+// waiting.
 func (f *fastFront) run(fn func()) {
 	select {
 	case f.work <- fn:
@@ -86,16 +100,31 @@ func (f *fastFront) run(fn func()) {
 }
 
 func (f *fastFront) worker(fn func()) {
-	idle := time.NewTimer(workerIdle)
-	defer idle.Stop()
+	var idle *time.Timer
+	defer func() {
+		if idle != nil {
+			idle.Stop()
+		}
+	}()
 	for {
 		fn()
-		idle.Reset(workerIdle)
+		if f.idle.Add(1) > maxIdleWorkers {
+			f.idle.Add(-1)
+			return
+		}
+		if idle == nil {
+			idle = time.NewTimer(workerIdle)
+		} else {
+			idle.Reset(workerIdle)
+		}
 		select {
 		case fn = <-f.work:
+			f.idle.Add(-1)
 		case <-idle.C:
+			f.idle.Add(-1)
 			return
 		case <-f.ctx.Done():
+			f.idle.Add(-1)
 			return
 		}
 	}
