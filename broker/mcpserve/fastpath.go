@@ -313,13 +313,19 @@ func (f *fastFront) call(id, params []byte) bool {
 // modern client (MCP 2026-07-28 and later: info not nil) gets the result
 // in that revision's form (modern.go).
 func (f *fastFront) serve(ctx context.Context, cancel context.CancelFunc, ss *mcp.ServerSession, id []byte, wire, name string, args, token, meta json.RawMessage, info []byte) {
-	defer f.wg.Done()
-	defer func() {
-		f.mu.Lock()
-		delete(f.inflight, string(id))
-		f.mu.Unlock()
-		cancel()
-	}()
+	// The request ends here, or when it is answered with the server's
+	// question while the call goes on (a modern client's: below).
+	var ended sync.Once
+	end := func() {
+		ended.Do(func() {
+			f.mu.Lock()
+			delete(f.inflight, string(id))
+			f.mu.Unlock()
+			cancel()
+			f.wg.Done()
+		})
+	}
+	defer end()
 	// The request's server span and duration, as traceRequests makes
 	// them on the go-sdk's path; the steps' spans go under it.
 	var toolErr atomic.Bool
@@ -408,11 +414,22 @@ func (f *fastFront) serve(ctx context.Context, cancel context.CancelFunc, ss *mc
 	}
 	if modernEra(ss) {
 		// The server's questions become input requests (bridge.go): the
-		// call runs beside this request, which answers with the result
-		// (as bytes, when the server answered before asking anything) or
+		// call runs here, and this request answers with its result (as
+		// bytes, when the server answered before asking anything) or
 		// the first question, whose answer comes with a retry that the
-		// go-sdk's path takes to the same bridge.
-		res, perr := f.sess.bridge.startOn(ctx, f.run, ss, name, r.Relay.(*sessionRelay), func(ctx context.Context, relay upstream.Relay) *mcp.CallToolResult {
+		// go-sdk's path takes to the same bridge. The request then ends
+		// (the session's close no longer waits for it), and the call
+		// goes on beside it, as one started by the go-sdk's path does.
+		answerQuestion := func(q *mcp.CallToolResult) {
+			defer end()
+			if ctx.Err() != nil || !direct.ask() {
+				// Cancelled; or the server answered as it asked, and
+				// that answer went out.
+				return
+			}
+			write(q)
+		}
+		res, perr, asked := f.sess.bridge.startInline(ctx, ss, name, r.Relay.(*sessionRelay), func(ctx context.Context, relay upstream.Relay) *mcp.CallToolResult {
 			r.Relay = relay
 			res := b.Call(ctx, r)
 			if fwd.Answered() {
@@ -420,7 +437,10 @@ func (f *fastFront) serve(ctx context.Context, cancel context.CancelFunc, ss *mc
 				return nil
 			}
 			return f.l.fitSchema(name, res, callResult(res, deferred))
-		})
+		}, answerQuestion)
+		if asked {
+			return
+		}
 		if perr != nil {
 			// A panic in the call: answered as the recover boundary
 			// above answers one (it was logged and counted there).
