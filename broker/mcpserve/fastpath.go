@@ -75,15 +75,14 @@ type fastFront struct {
 const workerIdle = 10 * time.Second
 
 // maxIdleWorkers bounds the workers that wait for a call. Each keeps the
-// stack its calls grew (tens of KiB), and a burst of callers leaves as
-// many workers as it had calls in flight: 256 callers left 512 waiting
-// for their 10 s, 17 MiB of stacks in the broker's RSS (and in the
+// stack its calls grew (32 KiB), and a burst of callers left as many
+// workers as it had calls in flight: 256 callers left 256 to 512 waiting
+// for their 10 s, up to 17 MiB of stacks in the broker's RSS (and in the
 // collector's target, which counts stacks). A worker that finishes a
-// call while this many wait ends instead. A call finding none waiting
-// starts one; the bound is above the calls one session keeps in flight
-// on most clients, and a busier one pays a new stack's growth per call
-// beyond it, not a lasting 32 KiB.
-const maxIdleWorkers = 16
+// call while this many wait ends instead. The bound keeps the workers of
+// 64 callers at once (2 MiB); a busier session pays a new stack's growth
+// for the calls beyond it.
+const maxIdleWorkers = 64
 
 // run runs fn on an idle worker, or on a new one when none waits. A call
 // goes down every layer, which grows a new goroutine's stack (a copy) a
