@@ -75,9 +75,9 @@ type bridgedRun struct {
 	cancel context.CancelFunc
 	asks   chan *question
 	done   chan runOutcome // buffered: the run never waits on it
-	// first, when set (startInline), takes the server's first question
-	// in place of a request waiting on asks; false: asks as usual.
-	first func(*question) bool
+	// inline, when set (startInline), takes the server's first question
+	// in place of a request waiting on asks.
+	inline *inlineRun
 }
 
 // question is a server's requests to the person or the client's model,
@@ -133,29 +133,8 @@ func (br *bridge) start(ctx context.Context, owner any, tool string, rel *sessio
 func (br *bridge) startInline(ctx context.Context, owner any, tool string, rel *sessionRelay, run func(context.Context, upstream.Relay) *mcp.CallToolResult, asked func(*mcp.CallToolResult)) (res *mcp.CallToolResult, err error, answered bool) {
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
-	r := &bridgedRun{ctx: rctx, cancel: cancel, asks: make(chan *question), done: make(chan runOutcome, 1)}
-	stop := context.AfterFunc(ctx, cancel)
-	var mu sync.Mutex
-	state := inlineRunning
-	r.first = func(q *question) bool {
-		mu.Lock()
-		defer mu.Unlock()
-		if state != inlineRunning || !stop() {
-			// Asked already (the retry's await takes the next), or
-			// the run ended or is being cancelled with its request.
-			return false
-		}
-		state = inlineAsked
-		token, err := br.park(owner, tool, r, q)
-		if err != nil {
-			q.reply <- answer{err: err}
-			cancel()
-			asked(bridgeError(err.Error()))
-			return true
-		}
-		asked(&mcp.CallToolResult{InputRequests: q.reqs, RequestState: token})
-		return true
-	}
+	r := &bridgedRun{ctx: rctx, cancel: cancel, asks: make(chan *question), done: make(chan runOutcome, 1),
+		inline: &inlineRun{br: br, owner: owner, tool: tool, asked: asked, stop: context.AfterFunc(ctx, cancel)}}
 	relay := &bridgedRelay{sessionRelay: rel, run: r}
 	var out runOutcome
 	func() {
@@ -172,16 +151,53 @@ func (br *bridge) startInline(ctx context.Context, owner any, tool string, rel *
 		}()
 		out.res = run(rctx, relay)
 	}()
-	stop()
-	mu.Lock()
-	was := state
-	state = inlineEnded
-	mu.Unlock()
+	in := r.inline
+	in.stop()
+	in.mu.Lock()
+	was := in.state
+	in.state = inlineEnded
+	in.mu.Unlock()
 	if was == inlineAsked {
 		r.done <- out
 		return nil, nil, true
 	}
 	return out.res, out.err, false
+}
+
+// inlineRun is what a run on the calling goroutine (startInline) adds
+// to a bridgedRun: who takes the server's first question.
+type inlineRun struct {
+	br    *bridge
+	owner any
+	tool  string
+	asked func(*mcp.CallToolResult)
+	// stop ends the request's hold on the run (context.AfterFunc).
+	stop func() bool
+
+	mu    sync.Mutex
+	state int
+}
+
+// first takes the server's first question q of run r: the request's
+// answer, parked for the client's retry. False: asked already (the
+// retry's await takes the next), or the run ended or is being cancelled
+// with its request; q then goes to asks as usual.
+func (in *inlineRun) first(r *bridgedRun, q *question) bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.state != inlineRunning || !in.stop() {
+		return false
+	}
+	in.state = inlineAsked
+	token, err := in.br.park(in.owner, in.tool, r, q)
+	if err != nil {
+		q.reply <- answer{err: err}
+		r.cancel()
+		in.asked(bridgeError(err.Error()))
+		return true
+	}
+	in.asked(&mcp.CallToolResult{InputRequests: q.reqs, RequestState: token})
+	return true
 }
 
 // The states of a run on the calling goroutine (startInline).
@@ -459,7 +475,7 @@ func (q *question) what() string {
 func (r *bridgedRelay) askAll(ctx context.Context, reqs mcp.InputRequestMap, kinds map[string]string) (mcp.InputResponseMap, error) {
 	q := &question{reqs: reqs, kinds: kinds, reply: make(chan answer, 1)}
 	kind := q.what()
-	if r.run.first == nil || !r.run.first(q) {
+	if r.run.inline == nil || !r.run.inline.first(r.run, q) {
 		select {
 		case r.run.asks <- q:
 		case <-ctx.Done():

@@ -312,19 +312,14 @@ func (f *fastFront) call(id, params []byte) bool {
 // modern client (MCP 2026-07-28 and later: info not nil) gets the result
 // in that revision's form (modern.go).
 func (f *fastFront) serve(ctx context.Context, cancel context.CancelFunc, ss *mcp.ServerSession, id []byte, wire, name string, args, token, meta json.RawMessage, info []byte) {
-	// The request ends here, or when it is answered with the server's
-	// question while the call goes on (a modern client's: below).
-	var ended sync.Once
-	end := func() {
-		ended.Do(func() {
-			f.mu.Lock()
-			delete(f.inflight, string(id))
-			f.mu.Unlock()
-			cancel()
-			f.wg.Done()
-		})
-	}
-	defer end()
+	// The request ends here, or, when it was answered with the server's
+	// question while the call went on (a modern client's: below), then.
+	detached := false
+	defer func() {
+		if !detached {
+			f.endRequest(id, cancel)
+		}
+	}()
 	// The request's server span and duration, as traceRequests makes
 	// them on the go-sdk's path; the steps' spans go under it.
 	var toolErr atomic.Bool
@@ -420,7 +415,7 @@ func (f *fastFront) serve(ctx context.Context, cancel context.CancelFunc, ss *mc
 		// (the session's close no longer waits for it), and the call
 		// goes on beside it, as one started by the go-sdk's path does.
 		answerQuestion := func(q *mcp.CallToolResult) {
-			defer end()
+			defer f.endRequest(id, cancel)
 			if ctx.Err() != nil || !direct.ask() {
 				// Cancelled; or the server answered as it asked, and
 				// that answer went out.
@@ -438,6 +433,8 @@ func (f *fastFront) serve(ctx context.Context, cancel context.CancelFunc, ss *mc
 			return f.l.fitSchema(name, res, callResult(res, deferred))
 		}, answerQuestion)
 		if asked {
+			// The request ended when it was answered (answerQuestion).
+			detached = true
 			return
 		}
 		if perr != nil {
@@ -465,6 +462,17 @@ func (f *fastFront) serve(ctx context.Context, cancel context.CancelFunc, ss *mc
 		return
 	}
 	write(f.l.fitSchema(name, res, callResult(res, deferred)))
+}
+
+// endRequest ends the request id: the client's cancellation no longer
+// finds it, its context ends, and the session's close no longer waits
+// for it.
+func (f *fastFront) endRequest(id []byte, cancel context.CancelFunc) {
+	f.mu.Lock()
+	delete(f.inflight, string(id))
+	f.mu.Unlock()
+	cancel()
+	f.wg.Done()
 }
 
 // directAnswer decides, once, how a fast path call of a modern client is
