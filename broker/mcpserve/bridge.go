@@ -75,6 +75,9 @@ type bridgedRun struct {
 	cancel context.CancelFunc
 	asks   chan *question
 	done   chan runOutcome // buffered: the run never waits on it
+	// inline, when set (startInline), takes the server's first question
+	// in place of a request waiting on asks.
+	inline *inlineRun
 }
 
 // question is a server's requests to the person or the client's model,
@@ -112,17 +115,97 @@ type parkedCall struct {
 // questions go through) and answers the request: with the call's result,
 // or with the first question the server asks during it.
 func (br *bridge) start(ctx context.Context, owner any, tool string, rel *sessionRelay, run func(context.Context, upstream.Relay) *mcp.CallToolResult) (*mcp.CallToolResult, error) {
-	return br.startOn(ctx, goSpawn, owner, tool, rel, run)
-}
-
-// startOn is start with the run on spawn: the fast path's workers
-// (fastFront.run), whose stacks grew on earlier calls, where a new
-// goroutine grows its stack again (a copy, several times) on every call.
-func (br *bridge) startOn(ctx context.Context, spawn func(func()), owner any, tool string, rel *sessionRelay, run func(context.Context, upstream.Relay) *mcp.CallToolResult) (*mcp.CallToolResult, error) {
-	return br.startErrOn(ctx, spawn, owner, tool, rel, func(ctx context.Context, relay upstream.Relay) (*mcp.CallToolResult, error) {
+	return br.startErr(ctx, owner, tool, rel, func(ctx context.Context, relay upstream.Relay) (*mcp.CallToolResult, error) {
 		return run(ctx, relay), nil
 	})
 }
+
+// startInline is start with the run on the calling goroutine (a fast
+// path worker, which the request's answer does not wait on): no second
+// goroutine for the run and no hand-off to it and back on every call.
+// The request's end (the client cancelled it, or went) cancels the run
+// until the server asks; the server's first question instead goes to
+// asked, from the goroutine it came on, as the request's answer (the
+// input_required result), and from then on the call runs beside the
+// request, its outcome and next questions for the client's retry
+// (resume), as start's. answered reports that asked was called: the
+// result is then the retry's, not the caller's to answer with.
+func (br *bridge) startInline(ctx context.Context, owner any, tool string, rel *sessionRelay, run func(context.Context, upstream.Relay) *mcp.CallToolResult, asked func(*mcp.CallToolResult)) (res *mcp.CallToolResult, err error, answered bool) {
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	r := &bridgedRun{ctx: rctx, cancel: cancel, asks: make(chan *question), done: make(chan runOutcome, 1),
+		inline: &inlineRun{br: br, owner: owner, tool: tool, asked: asked, stop: context.AfterFunc(ctx, cancel)}}
+	relay := &bridgedRelay{sessionRelay: rel, run: r}
+	var out runOutcome
+	func() {
+		// The recover boundary start's run has: a panic in the call
+		// answers this call alone.
+		defer func() {
+			if v := recover(); v != nil {
+				log := zerolog.Nop()
+				if rel != nil && rel.b != nil {
+					log = *rel.b.Log()
+				}
+				out = runOutcome{err: panics.Recovered(log, v, "tools/call", tool)}
+			}
+		}()
+		out.res = run(rctx, relay)
+	}()
+	in := r.inline
+	in.stop()
+	in.mu.Lock()
+	was := in.state
+	in.state = inlineEnded
+	in.mu.Unlock()
+	if was == inlineAsked {
+		r.done <- out
+		return nil, nil, true
+	}
+	return out.res, out.err, false
+}
+
+// inlineRun is what a run on the calling goroutine (startInline) adds
+// to a bridgedRun: who takes the server's first question.
+type inlineRun struct {
+	br    *bridge
+	owner any
+	tool  string
+	asked func(*mcp.CallToolResult)
+	// stop ends the request's hold on the run (context.AfterFunc).
+	stop func() bool
+
+	mu    sync.Mutex
+	state int
+}
+
+// first takes the server's first question q of run r: the request's
+// answer, parked for the client's retry. False: asked already (the
+// retry's await takes the next), or the run ended or is being cancelled
+// with its request; q then goes to asks as usual.
+func (in *inlineRun) first(r *bridgedRun, q *question) bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.state != inlineRunning || !in.stop() {
+		return false
+	}
+	in.state = inlineAsked
+	token, err := in.br.park(in.owner, in.tool, r, q)
+	if err != nil {
+		q.reply <- answer{err: err}
+		r.cancel()
+		in.asked(bridgeError(err.Error()))
+		return true
+	}
+	in.asked(&mcp.CallToolResult{InputRequests: q.reqs, RequestState: token})
+	return true
+}
+
+// The states of a run on the calling goroutine (startInline).
+const (
+	inlineRunning = iota
+	inlineAsked
+	inlineEnded
+)
 
 // goSpawn runs fn on a goroutine of its own.
 func goSpawn(fn func()) { go fn() }
@@ -392,12 +475,14 @@ func (q *question) what() string {
 func (r *bridgedRelay) askAll(ctx context.Context, reqs mcp.InputRequestMap, kinds map[string]string) (mcp.InputResponseMap, error) {
 	q := &question{reqs: reqs, kinds: kinds, reply: make(chan answer, 1)}
 	kind := q.what()
-	select {
-	case r.run.asks <- q:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-r.run.ctx.Done():
-		return nil, errors.New("the call this " + kind + " came during has ended")
+	if r.run.inline == nil || !r.run.inline.first(r.run, q) {
+		select {
+		case r.run.asks <- q:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-r.run.ctx.Done():
+			return nil, errors.New("the call this " + kind + " came during has ended")
+		}
 	}
 	select {
 	case a := <-q.reply:

@@ -179,3 +179,81 @@ func TestTheBridgeAsksForRootsOnlyAClientThatDeclaredThem(t *testing.T) {
 		t.Fatalf("a client without roots was asked: %+v, %v", res, err)
 	}
 }
+
+// The fast path's bridge runs the call on its own goroutine: a call that
+// asks nothing is answered there; the first question goes to asked as
+// the request's answer and the call goes on for the client's retries,
+// which get its next question and then its result.
+func TestTheInlineBridgeAnswersTheFirstQuestionThenTheRetries(t *testing.T) {
+	br := newBridge(func() time.Duration { return time.Minute })
+	ctx := context.Background()
+	res, err, answered := br.startInline(ctx, nil, "probe:echo", &sessionRelay{}, func(context.Context, upstream.Relay) *mcp.CallToolResult {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "x"}}}
+	}, func(*mcp.CallToolResult) { t.Error("asked a call that asks nothing") })
+	if err != nil || answered || resultText(res) != "x" {
+		t.Fatalf("a call that asks nothing: %+v, %v, %v", res, err, answered)
+	}
+
+	reqCtx, endRequest := context.WithCancel(ctx)
+	questions := make(chan *mcp.CallToolResult, 1)
+	type outcome struct {
+		res      *mcp.CallToolResult
+		answered bool
+	}
+	ran := make(chan outcome, 1)
+	go func() {
+		res, _, answered := br.startInline(reqCtx, nil, "probe:ask", &sessionRelay{}, askingRun(2, nil), func(q *mcp.CallToolResult) { questions <- q })
+		ran <- outcome{res, answered}
+	}()
+	var first *mcp.CallToolResult
+	select {
+	case first = <-questions:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the first question never reached asked")
+	}
+	if first.InputRequests == nil || !isBridgeState(first.RequestState) {
+		t.Fatalf("want the first question as an input request: %+v", first)
+	}
+	// The request is answered: its end no longer ends the call.
+	endRequest()
+	res, _ = br.resume(ctx, nil, "probe:ask", retry(first.RequestState, "accept"))
+	if res.InputRequests == nil || res.RequestState == first.RequestState {
+		t.Fatalf("want the second question under a new requestState: %+v", res)
+	}
+	res, _ = br.resume(ctx, nil, "probe:ask", retry(res.RequestState, "decline"))
+	if res.IsError || resultText(res) != "accept,decline" {
+		t.Fatalf("want the call's result with both answers: %+v", res)
+	}
+	select {
+	case o := <-ran:
+		if !o.answered || o.res != nil {
+			t.Errorf("the run's outcome went to the retry, not to its caller: %+v", o)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the run did not return")
+	}
+}
+
+// Before the server asks, the request's end (the client cancelled it, or
+// the session closed) ends the call; a question after that is refused.
+func TestTheInlineBridgeCancelsWithTheRequest(t *testing.T) {
+	br := newBridge(func() time.Duration { return time.Minute })
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(10*time.Millisecond, cancel)
+	res, _, answered := br.startInline(ctx, nil, "probe:ask", &sessionRelay{}, func(ctx context.Context, r upstream.Relay) *mcp.CallToolResult {
+		<-ctx.Done()
+		return askingRun(1, nil)(ctx, r)
+	}, func(*mcp.CallToolResult) { t.Error("a cancelled call's question was asked") })
+	if answered || !strings.Contains(resultText(res), "error: ") {
+		t.Fatalf("want the question refused: %+v, %v", res, answered)
+	}
+	if len(br.parked) != 0 {
+		t.Errorf("%d questions parked", len(br.parked))
+	}
+	_, err, _ := br.startInline(context.Background(), nil, "probe:boom", &sessionRelay{}, func(context.Context, upstream.Relay) *mcp.CallToolResult {
+		panic("boom")
+	}, func(*mcp.CallToolResult) {})
+	if err == nil || !strings.Contains(err.Error(), "pml kept running") {
+		t.Fatalf("want the internal error recoverRequests gives a panic: %v", err)
+	}
+}

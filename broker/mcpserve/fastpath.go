@@ -61,8 +61,10 @@ type fastFront struct {
 	// serverInfo names pml on a modern client's results (modern.go).
 	serverInfo []byte
 
-	// work hands a call to an idle worker (see run).
+	// work hands a call to an idle worker (see run); idle counts the
+	// workers waiting on it.
 	work chan func()
+	idle atomic.Int32
 
 	// owed: the requests the go-sdk session has not answered (drain.go).
 	owed    owed
@@ -72,11 +74,22 @@ type fastFront struct {
 // workerIdle is how long a worker waits for another call before it ends.
 const workerIdle = 10 * time.Second
 
+// maxIdleWorkers bounds the workers that wait for a call. Each keeps the
+// stack its calls grew (32 KiB), and a burst of callers left as many
+// workers as it had calls in flight: 256 callers left 256 to 512 waiting
+// for their 10 s, up to 17 MiB of stacks in the broker's RSS (and in the
+// collector's target, which counts stacks). A worker that finishes a
+// call while this many wait ends instead. The bound keeps the workers of
+// 64 callers at once (2 MiB); a busier session pays a new stack's growth
+// for the calls beyond it.
+const maxIdleWorkers = 64
+
 // run runs fn on an idle worker, or on a new one when none waits. A call
 // goes down every layer, which grows a new goroutine's stack (a copy) a
 // few times on every call; a worker keeps its grown stack for the next.
 // There are never more workers than calls in flight at the busiest
-// moment of the last workerIdle.
+// moment of the last workerIdle, and never more than maxIdleWorkers
+// waiting.
 func (f *fastFront) run(fn func()) {
 	select {
 	case f.work <- fn:
@@ -86,16 +99,31 @@ func (f *fastFront) run(fn func()) {
 }
 
 func (f *fastFront) worker(fn func()) {
-	idle := time.NewTimer(workerIdle)
-	defer idle.Stop()
+	var idle *time.Timer
+	defer func() {
+		if idle != nil {
+			idle.Stop()
+		}
+	}()
 	for {
 		fn()
-		idle.Reset(workerIdle)
+		if f.idle.Add(1) > maxIdleWorkers {
+			f.idle.Add(-1)
+			return
+		}
+		if idle == nil {
+			idle = time.NewTimer(workerIdle)
+		} else {
+			idle.Reset(workerIdle)
+		}
 		select {
 		case fn = <-f.work:
+			f.idle.Add(-1)
 		case <-idle.C:
+			f.idle.Add(-1)
 			return
 		case <-f.ctx.Done():
+			f.idle.Add(-1)
 			return
 		}
 	}
@@ -284,12 +312,13 @@ func (f *fastFront) call(id, params []byte) bool {
 // modern client (MCP 2026-07-28 and later: info not nil) gets the result
 // in that revision's form (modern.go).
 func (f *fastFront) serve(ctx context.Context, cancel context.CancelFunc, ss *mcp.ServerSession, id []byte, wire, name string, args, token, meta json.RawMessage, info []byte) {
-	defer f.wg.Done()
+	// The request ends here, or, when it was answered with the server's
+	// question while the call went on (a modern client's: below), then.
+	detached := false
 	defer func() {
-		f.mu.Lock()
-		delete(f.inflight, string(id))
-		f.mu.Unlock()
-		cancel()
+		if !detached {
+			f.endRequest(id, cancel)
+		}
 	}()
 	// The request's server span and duration, as traceRequests makes
 	// them on the go-sdk's path; the steps' spans go under it.
@@ -379,11 +408,22 @@ func (f *fastFront) serve(ctx context.Context, cancel context.CancelFunc, ss *mc
 	}
 	if modernEra(ss) {
 		// The server's questions become input requests (bridge.go): the
-		// call runs beside this request, which answers with the result
-		// (as bytes, when the server answered before asking anything) or
+		// call runs here, and this request answers with its result (as
+		// bytes, when the server answered before asking anything) or
 		// the first question, whose answer comes with a retry that the
-		// go-sdk's path takes to the same bridge.
-		res, perr := f.sess.bridge.startOn(ctx, f.run, ss, name, r.Relay.(*sessionRelay), func(ctx context.Context, relay upstream.Relay) *mcp.CallToolResult {
+		// go-sdk's path takes to the same bridge. The request then ends
+		// (the session's close no longer waits for it), and the call
+		// goes on beside it, as one started by the go-sdk's path does.
+		answerQuestion := func(q *mcp.CallToolResult) {
+			defer f.endRequest(id, cancel)
+			if ctx.Err() != nil || !direct.ask() {
+				// Cancelled; or the server answered as it asked, and
+				// that answer went out.
+				return
+			}
+			write(q)
+		}
+		res, perr, asked := f.sess.bridge.startInline(ctx, ss, name, r.Relay.(*sessionRelay), func(ctx context.Context, relay upstream.Relay) *mcp.CallToolResult {
 			r.Relay = relay
 			res := b.Call(ctx, r)
 			if fwd.Answered() {
@@ -391,7 +431,12 @@ func (f *fastFront) serve(ctx context.Context, cancel context.CancelFunc, ss *mc
 				return nil
 			}
 			return f.l.fitSchema(name, res, callResult(res, deferred))
-		})
+		}, answerQuestion)
+		if asked {
+			// The request ended when it was answered (answerQuestion).
+			detached = true
+			return
+		}
 		if perr != nil {
 			// A panic in the call: answered as the recover boundary
 			// above answers one (it was logged and counted there).
@@ -417,6 +462,17 @@ func (f *fastFront) serve(ctx context.Context, cancel context.CancelFunc, ss *mc
 		return
 	}
 	write(f.l.fitSchema(name, res, callResult(res, deferred)))
+}
+
+// endRequest ends the request id: the client's cancellation no longer
+// finds it, its context ends, and the session's close no longer waits
+// for it.
+func (f *fastFront) endRequest(id []byte, cancel context.CancelFunc) {
+	f.mu.Lock()
+	delete(f.inflight, string(id))
+	f.mu.Unlock()
+	cancel()
+	f.wg.Done()
 }
 
 // directAnswer decides, once, how a fast path call of a modern client is

@@ -8,17 +8,21 @@ import (
 
 func TestTheCollectorTargetFollowsTheLiveHeap(t *testing.T) {
 	for _, c := range []struct {
-		live uint64
-		want int
+		live, roots uint64
+		want        int
 	}{
-		{0, smallHeapGCPercent},
-		{3 << 20, smallHeapGCPercent},
-		{smallHeap - 1, smallHeapGCPercent},
-		{smallHeap, defaultGCPercent},
-		{500 << 20, defaultGCPercent},
+		{0, 0, smallHeapGCPercent},
+		{3 << 20, 1 << 20, smallHeapGCPercent},
+		{6 << 20, 2 << 20, smallHeapGCPercent},
+		// A burst of calls in flight: their stacks count.
+		{4 << 20, 9 << 20, 123},
+		{4 << 20, 16 << 20, defaultGCPercent},
+		{smallHeap - 1, 0, defaultGCPercent},
+		{smallHeap, 0, defaultGCPercent},
+		{500 << 20, 0, defaultGCPercent},
 	} {
-		if got := gcPercentFor(c.live); got != c.want {
-			t.Errorf("live %d: got %d, want %d", c.live, got, c.want)
+		if got := gcPercentFor(c.live, c.roots); got != c.want {
+			t.Errorf("live %d, roots %d: got %d, want %d", c.live, c.roots, got, c.want)
 		}
 	}
 }
