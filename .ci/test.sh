@@ -116,7 +116,8 @@ bg_jobs+=("$!")
 # and the release build every architecture, and make test-cross proves
 # them; arm64's standard library was ~40 CPU-seconds of a fresh machine's
 # critical path), then the e2e test binary.
-make --no-print-directory build INSIDE_ARCHS="$("$go" env GOARCH)"
+arch=$("$go" env GOARCH)
+make --no-print-directory build INSIDE_ARCHS="$arch"
 touch "$logs/built"
 say "pml built after $(since)"
 
@@ -124,7 +125,9 @@ say "pml built after $(since)"
 # background, at the lowest priority while the e2e binary compiles (the
 # e2e tests wait for that binary, not for these), then at the normal one.
 checks() {
-	nice -n 19 make --no-print-directory vet fmt-check
+	# The same architecture as the build above: make vet makes the
+	# in-container program again (unchanged, so nothing is rewritten).
+	nice -n 19 make --no-print-directory vet fmt-check INSIDE_ARCHS="$arch"
 	echo "make test: vet, staticcheck, actionlint and gofmt passed after $(since)"
 	mapfile -t unit < <("$go" list ./... | grep -v -e '/e2e$' -e '/e2e/')
 	PML_BIN=$PWD/$bin "$go" test -race -count=1 -timeout 25m "${unit[@]}"
