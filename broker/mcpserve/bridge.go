@@ -142,11 +142,7 @@ func (br *bridge) startInline(ctx context.Context, owner any, tool string, rel *
 		// answers this call alone.
 		defer func() {
 			if v := recover(); v != nil {
-				log := zerolog.Nop()
-				if rel != nil && rel.b != nil {
-					log = *rel.b.Log()
-				}
-				out = runOutcome{err: panics.Recovered(log, v, "tools/call", tool)}
+				out = panicked(rel, tool, v)
 			}
 		}()
 		out.res = run(rctx, relay)
@@ -232,11 +228,7 @@ func (br *bridge) startErrOn(ctx context.Context, spawn func(func()), owner any,
 		// and log line recoverRequests gives one.
 		defer func() {
 			if v := recover(); v != nil {
-				log := zerolog.Nop()
-				if rel != nil && rel.b != nil {
-					log = *rel.b.Log()
-				}
-				out = runOutcome{err: panics.Recovered(log, v, "tools/call", tool)}
+				out = panicked(rel, tool, v)
 			}
 		}()
 		out.res, out.err = run(rctx, relay)
@@ -503,3 +495,14 @@ func (r *bridgedRelay) askAll(ctx context.Context, reqs mcp.InputRequestMap, kin
 // isBridgeState reports whether a retry's requestState is one the bridge
 // handed out (else it is an approval's workflow id).
 func isBridgeState(s string) bool { return strings.HasPrefix(s, bridgePrefix) }
+
+// panicked is the outcome of a call whose run panicked with v: the
+// internal error and log line recoverRequests gives a request, for this
+// call alone.
+func panicked(rel *sessionRelay, tool string, v any) runOutcome {
+	log := zerolog.Nop()
+	if rel != nil && rel.b != nil {
+		log = *rel.b.Log()
+	}
+	return runOutcome{err: panics.Recovered(log, v, "tools/call", tool)}
+}

@@ -1,16 +1,13 @@
 package upstream
 
 import (
-	"bufio"
 	"context"
-	"io"
 	"testing"
 
 	"github.com/rs/zerolog"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/pml-dev/pml/internal/jsonrpc"
 	"github.com/pml-dev/pml/internal/telemetry"
 )
 
@@ -21,29 +18,7 @@ import (
 func TestOnlyAWaitForTheContainerIsASpan(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	t.Cleanup(telemetry.Use(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)), "test"))
-	rt := stub(func(stdin io.Reader, stdout, _ io.Writer, _ <-chan struct{}) int {
-		in := bufio.NewReader(stdin)
-		for {
-			line, err := in.ReadBytes('\n')
-			if err != nil {
-				return 0
-			}
-			m, ok := jsonrpc.Scan(line[:len(line)-1])
-			if !ok || m.ID == nil {
-				continue
-			}
-			result := `{}`
-			switch string(m.Method) {
-			case `"initialize"`:
-				result = `{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"echo","version":"1"}}`
-			case `"tools/list"`:
-				result = `{"tools":[{"name":"echo","inputSchema":{"type":"object"}}]}`
-			}
-			if _, err := io.WriteString(stdout, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":`+result+"}\n"); err != nil {
-				return 0
-			}
-		}
-	})
+	rt := stub(answersTools)
 	s := New(Options{Name: "echo", Runtime: rt, Logger: zerolog.Nop()})
 	t.Cleanup(s.Close)
 	acquires := func() (n int, hit string, server string) {
