@@ -196,10 +196,24 @@ test-release: build images qemu-user
 # And actionlint (a Go tool too) on .github/workflows: the CI and release
 # workflows, with shellcheck on their run: scripts when it is installed
 # (internal/cicheck has the project's own rules for them, run by go test).
-vet: inside
+# make vet is all three; make test runs vet-go (go vet and actionlint: they
+# reuse the build's packages) and make test-all's test-race runs staticcheck
+# (on a fresh machine it compiles every package's tests once more: over a
+# minute of two CPUs that make test's e2e tests need; .ci/TESTTIME-NOTES.md).
+.PHONY: vet-go staticcheck test-race
+vet: vet-go staticcheck
+vet-go: inside
 	CGO_ENABLED=0 $(GO) vet -trimpath ./...
-	CGO_ENABLED=0 GOFLAGS='$(strip $(GOFLAGS) -trimpath)' $(GO) tool staticcheck ./...
 	$(GO) tool actionlint -color=false
+staticcheck: inside
+	CGO_ENABLED=0 GOFLAGS='$(strip $(GOFLAGS) -trimpath)' $(GO) tool staticcheck ./...
+
+# staticcheck and every package but the e2e package under the race detector
+# (make test runs them without it, with the build's flags, so that they reuse
+# the build's compiled packages; the race build of the tree is a compile of
+# its own). The e2e package's race build runs in test-faults.
+test-race: staticcheck
+	$(GO) test -race -count=1 -timeout 25m $$($(GO) list ./... | grep -v -e '/e2e$$')
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -226,14 +240,15 @@ test:
 	@GO=$(GO) bash .ci/test.sh $(BIN)
 
 # The slower matrix, after make test (CI runs both, .ci/run): the MCP
-# conformance suite (first: it is cheap), the e2e fault and matrix tests
-# make test leaves out (test-faults), fuzzing, the docs' shell examples
+# conformance suite (first: it is cheap), staticcheck and the unit packages
+# under the race detector (test-race), the e2e fault and matrix tests
+# make test leaves out (test-faults, a race build), fuzzing, the docs' shell examples
 # (docs-check), the five
 # platforms' builds (linux/arm64 run under qemu), Podman, the e2e tests as
 # an ordinary user, gVisor, real MCP clients, the release and its install,
 # the trace backend, Kubernetes. Each stage is a target of its own; this
 # runs them in order and stops at the first that fails.
-TEST_ALL_STAGES := test-conformance test-faults fuzz-short docs-check test-cross test-user test-gvisor test-clients test-release test-traces test-k8s test-podman
+TEST_ALL_STAGES := test-conformance test-race test-faults fuzz-short docs-check test-cross test-user test-gvisor test-clients test-release test-traces test-k8s test-podman
 .PHONY: test-all test-cross
 test-all:
 	@t0=$$(date +%s); for s in $(TEST_ALL_STAGES); do \

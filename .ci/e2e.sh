@@ -158,8 +158,13 @@ t0=$(date +%s)
 # gets some runs here), then the e2e package compiled once.
 if [ "$mode" = build ] || [ "${E2E_BUILT:-}" != 1 ]; then
 	mapfile -t others < <("$go" list ./e2e/... | grep -v -e '/e2e$')
-	"$go" test -race -count=1 -timeout 25m "${others[@]}"
-	"$go" test -c -race -o bin/e2e.test ./e2e
+	# The build's flags (CGO_ENABLED=0, -trimpath), not the race
+	# detector: the test binary then reuses every package pml's build
+	# compiled (the race build was a compile of the whole tree of its own
+	# on make test's path; the tests run pml, which is never a race
+	# build). make test-faults (later, above) and make test-race keep it.
+	CGO_ENABLED=0 GOFLAGS="${GOFLAGS:+$GOFLAGS }-trimpath" "$go" test -count=1 -timeout 25m "${others[@]}"
+	CGO_ENABLED=0 GOFLAGS="${GOFLAGS:+$GOFLAGS }-trimpath" "$go" test -c -o bin/e2e.test ./e2e
 	echo "e2e.sh: the e2e tests compiled after $(( $(date +%s) - t0 )) s; $(( ${#LATER[@]} )) of them run in make test-faults, not here (.ci/e2e.sh LATER)" >&2
 	[ "$mode" = first ] || exit 0
 fi

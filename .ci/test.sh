@@ -7,22 +7,23 @@
 # of work that need not wait for each other (.ci/TESTTIME-NOTES.md):
 #   - downloading and unpacking: the engine (apt), two debootstraps from the
 #     Debian mirror, Deno's npm tarball, the test servers' modules; little CPU;
-#   - compiling: pml, then the race build (the e2e test binary and the unit
-#     packages), vet and staticcheck; all CPU.
+#   - compiling: pml, then the e2e test binary and the unit packages' tests
+#     (with the build's flags: they reuse its packages), vet; all CPU.
 # And the e2e tests themselves wait on containers, npm and the engine more
 # than on the CPU (about half of it idle). So:
 #   1. from the start, in the background: the e2e tests' npm packages;
 #      the engine, then every image at
 #      once (both debootstraps, the test servers, Deno), then pml's own
 #      toolbox and shell images once pml is built;
-#   2. pml, then the e2e test binary (the race build of most of what the
-#      unit packages need too), each on all the CPUs: the e2e tests wait
-#      for them;
-#   3. vet, staticcheck and gofmt in the background at the lowest priority
-#      from then on (they take the CPU the race build leaves), and the unit
+#   2. pml, then the e2e test binary (with the build's flags: it reuses
+#      pml's packages), each on all the CPUs: the e2e tests wait for them;
+#   3. vet, actionlint and gofmt in the background at the lowest priority
+#      from then on (they take the CPU the e2e compile leaves), and the unit
 #      packages after them, beside the e2e tests;
 #   4. the e2e tests once the images are there.
-# Every check still runs and make test fails if any does; a failure of vet or
+# staticcheck and the race detector run in make test-all (test-race, and
+# test-faults' race build of the e2e package), which CI runs right after.
+# Every check make test runs fails it if it fails; a failure of vet or
 # of a unit package is reported when the e2e tests end, with its output.
 # Each phase prints when it ended, so a slow run says where its time went.
 #
@@ -121,16 +122,21 @@ make --no-print-directory build INSIDE_ARCHS="$arch"
 touch "$logs/built"
 say "pml built after $(since)"
 
-# 3. vet, staticcheck, actionlint, gofmt, then the unit packages: in the
-# background, at the lowest priority while the e2e binary compiles (the
-# e2e tests wait for that binary, not for these), then at the normal one.
+# 3. vet, actionlint, gofmt, then the unit packages: in the background, at
+# the lowest priority while the e2e binary compiles (the e2e tests wait for
+# that binary, not for these), then at the normal one. All with the build's
+# flags (CGO_ENABLED=0, -trimpath), so that they compile only the packages'
+# tests and reuse everything the build compiled. staticcheck and the race
+# detector are make test-all's (test-race): on a fresh machine the race
+# build of the tree and staticcheck's compile of every package's tests were
+# two more compiles of it, beside the e2e tests (.ci/TESTTIME-NOTES.md).
 checks() {
-	# The same architecture as the build above: make vet makes the
+	# The same architecture as the build above: make vet-go makes the
 	# in-container program again (unchanged, so nothing is rewritten).
-	nice -n 19 make --no-print-directory vet fmt-check INSIDE_ARCHS="$arch"
-	echo "make test: vet, staticcheck, actionlint and gofmt passed after $(since)"
+	nice -n 19 make --no-print-directory vet-go fmt-check INSIDE_ARCHS="$arch"
+	echo "make test: vet, actionlint and gofmt passed after $(since)"
 	mapfile -t unit < <("$go" list ./... | grep -v -e '/e2e$' -e '/e2e/')
-	PML_BIN=$PWD/$bin "$go" test -race -count=1 -timeout 25m "${unit[@]}"
+	PML_BIN=$PWD/$bin CGO_ENABLED=0 GOFLAGS="${GOFLAGS:+$GOFLAGS }-trimpath" "$go" test -count=1 -timeout 25m "${unit[@]}"
 	echo "make test: the unit packages passed after $(since)"
 }
 set -m
