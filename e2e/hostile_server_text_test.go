@@ -181,6 +181,12 @@ func TestHostileServerFastPathAnswersAreBoundAndRebuilt(t *testing.T) {
 	if out := check("last", c.wait(`"last"`)); out != "still here" {
 		t.Errorf("the session did not go on: %q\n%s", out, tail(c.stderr.String()))
 	}
+	// The same server answered every call: an answer with a null id (the
+	// forged mode sends one) ended the go-sdk session's connection, and
+	// with it the server, so that the next call raced its exit.
+	if n := strings.Count(c.stderr.String(), `"message":"MCP server started"`); n != 1 {
+		t.Errorf("the server was started %d times in the session, want once:\n%s", n, tail(c.stderr.String()))
+	}
 
 	if _, ok := c.find(func(f fastFrame) bool {
 		return f.Method == "notifications/progress" && bytes.Contains(f.Params, []byte(`"progressToken":"mine"`)) && bytes.Contains(f.Params, []byte(`"progress":2`))

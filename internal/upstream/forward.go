@@ -93,7 +93,8 @@ type tap struct {
 	// passing: a line longer than maxTapLine is being passed on as it
 	// comes, up to its newline (the session's own limit refuses it).
 	passing bool
-	// onDrop is told of fast answers no call waits for (late, or forged).
+	// onDrop is told of answers no call waits for (late, forged, or with
+	// no usable id).
 	onDrop func(reason string)
 	// onLog takes a server's notifications/message: handed over here,
 	// in the order the server wrote, it reaches the calling client before
@@ -158,7 +159,7 @@ func (t *tap) lines(b []byte) error {
 		}
 		line := b[:i+1]
 		b = b[i+1:]
-		if t.take(line) {
+		if t.take(line) || t.ownerless(line) {
 			continue
 		}
 		if _, err := t.next.Write(line); err != nil {
@@ -226,6 +227,31 @@ func (t *tap) take(line []byte) bool {
 		return true
 	}
 	return false
+}
+
+// ownerless reports whether line is an answer no request can own, and
+// drops it: one whose id is absent or neither a string nor a number. JSON-RPC
+// has a server answer null to a request it could not read, and a hostile
+// one may send anything; the go-sdk session refuses such an id by ending
+// its connection, which closed the server's stdin, so the server exited,
+// and a call sent meanwhile was told it had exited during the call. Answers
+// whose id is a string or a number go on: the session ignores those it
+// did not ask for.
+func (t *tap) ownerless(line []byte) bool {
+	m, ok := jsonrpc.Scan(bytes.TrimRight(line, "\r\n"))
+	if !ok || m.Method != nil || (m.Result == nil && m.Error == nil) {
+		return false
+	}
+	if len(m.ID) > 0 {
+		switch c := m.ID[0]; {
+		case c == '"', c == '-', c >= '0' && c <= '9':
+			return false
+		}
+	}
+	if t.onDrop != nil {
+		t.onDrop("an answer whose id is null or missing (no request has such an id)")
+	}
+	return true
 }
 
 // lockedStdin is the container's stdin for the session: each of its

@@ -55,6 +55,38 @@ func TestTheTapTakesOnlyFastFrames(t *testing.T) {
 	}
 }
 
+func TestTheTapDropsAnswersNoRequestCanOwn(t *testing.T) {
+	tp, _, session, _, dropped := tapFor(t)
+	kept := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":7,"result":{}}`,
+		`{"jsonrpc":"2.0","id":-1,"error":{"code":-32600,"message":"x"}}`,
+		`{"jsonrpc":"2.0","id":"nobody","result":{}}`,
+		`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":null}}`,
+		`{"jsonrpc":"2.0","id":null,"method":"ping"}`,
+		`not json at all`,
+		``,
+	}, "\n")
+	ownerless := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}`,
+		`{"jsonrpc":"2.0","result":{"content":[]}}`,
+		`{"jsonrpc":"2.0","id":true,"result":{}}`,
+		`{"jsonrpc":"2.0","id":{"a":1},"result":{}}`,
+		`{"jsonrpc":"2.0", "id" : null , "result":["FORGED"]}`,
+		``,
+	}, "\n")
+	for _, in := range []string{kept, ownerless} {
+		if _, err := tp.Write([]byte(in)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if session.String() != kept {
+		t.Errorf("passed to the session:\n%s\nwant:\n%s", session, kept)
+	}
+	if len(*dropped) != 5 {
+		t.Errorf("dropped %d, want 5: %q", len(*dropped), *dropped)
+	}
+}
+
 func TestTheTapPassesAnOverlongLineOn(t *testing.T) {
 	tp, _, session, _, _ := tapFor(t)
 	long := bytes.Repeat([]byte("x"), maxTapLine+10)
