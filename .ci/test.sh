@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make test: the set-up, vet, gofmt, the unit packages, then the e2e packages
 # (.ci/e2e.sh: all but the fault and matrix tests, which make test-faults
-# runs, in two processes at once).
+# runs, in three processes at once).
 #
 # On a fresh machine (no Go cache, no image) most of make test is two kinds
 # of work that need not wait for each other (.ci/TESTTIME-NOTES.md):
