@@ -41,6 +41,9 @@ LATER=(
 	# and its record (45 s on a fresh machine, a real npm install).
 	TestAKilledAddChangesNothing
 	TestAnAddKilledBetweenItsInstallAndItsRecordLeavesNoUnrecordedInstall
+	# pml stdio killed with SIGKILL while it makes a standby container
+	# (sandbox.standby): what it leaves ends by itself.
+	TestStandbyPMLKilledWhileMakingOne
 	# The fault engine frozen (SIGSTOP), restarted, offline.
 	TestCallTimeoutWithTheEngineFrozenBeforeTheCall
 	TestCallTimeoutWithTheEngineFrozenDuringTheCall

@@ -1,0 +1,339 @@
+//go:build linux
+
+package e2e
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/mount"
+	"github.com/docker/docker/client"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	dc "github.com/ory/dockertest/v3/docker"
+)
+
+// Standby containers (sandbox.standby): a session leaves one of a
+// pooled server it used; the next session of the same server adopts it.
+// Each test names its own server, so that no other test's session (nor
+// another of these) can claim its standby.
+
+const standbyOn = "PML_SANDBOX_STANDBY=2m"
+
+// standbyServer is a fresh server name and a workspace whose one server
+// of that name is the probe, without workspace, with extra in its entry.
+func standbyServer(t *testing.T, extra string) (string, func() *workspace) {
+	t.Helper()
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	name := "sb" + hex.EncodeToString(b)
+	img := probeImage(t)
+	t.Cleanup(func() {
+		for _, c := range standbyServerContainers(t, name) {
+			_ = pool.Client.RemoveContainer(dc.RemoveContainerOptions{ID: c.ID, Force: true})
+		}
+	})
+	return name, func() *workspace {
+		return newWorkspace(t, fmt.Sprintf(`{"permissions": {"allow": ["*"]}, "sandbox": {"prestart": "off"}, "mcps": {%q: {"image": %q, "workspace": "none"%s}}}`, name, img, extra))
+	}
+}
+
+// serverContainers are the containers of server name, standbys or not.
+func standbyServerContainers(t *testing.T, name string) []dc.APIContainers {
+	t.Helper()
+	list, err := pool.Client.ListContainers(dc.ListContainersOptions{All: true,
+		Filters: map[string][]string{"label": {"pml.managed=true", "pml.purpose=mcp:" + name}}})
+	if err != nil {
+		t.Fatalf("listing containers: %v", err)
+	}
+	return list
+}
+
+// runningStandbys are the running standby containers of server name.
+func runningStandbys(t *testing.T, name string) []string {
+	t.Helper()
+	var ids []string
+	for _, c := range standbyServerContainers(t, name) {
+		if c.Labels["pml.standby"] != "" && c.State == "running" {
+			ids = append(ids, c.ID)
+		}
+	}
+	return ids
+}
+
+// fresh are the containers of server name that are not standbys (made by
+// a session's own create).
+func fresh(t *testing.T, name string) []string {
+	t.Helper()
+	var ids []string
+	for _, c := range standbyServerContainers(t, name) {
+		if c.Labels["pml.standby"] == "" {
+			ids = append(ids, c.ID)
+		}
+	}
+	return ids
+}
+
+// serversIn counts the probe servers running in container id (a standby
+// runs pml's in-container program alone until claimed).
+func serversIn(t *testing.T, id string) int {
+	t.Helper()
+	top, err := pool.Client.TopContainer(id, "")
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, p := range top.Processes {
+		if len(p) > 0 && strings.HasPrefix(p[len(p)-1], "/probe") {
+			n++
+		}
+	}
+	return n
+}
+
+// waitStandby waits for the one running standby of server name.
+func waitStandby(t *testing.T, name string) string {
+	t.Helper()
+	var id string
+	waitFor(t, "the standby container the session left", 20*time.Second, func() bool {
+		l := runningStandbys(t, name)
+		if len(l) == 1 {
+			id = l[0]
+		}
+		return len(l) == 1
+	})
+	return id
+}
+
+// firstEcho starts a session of ws and times it until its first echo of
+// server name was answered.
+func firstEcho(t *testing.T, ws *workspace, name string, env ...string) (*session, time.Duration) {
+	t.Helper()
+	began := time.Now()
+	s := startSession(t, ws, env...)
+	out, res := s.call(t, name+":echo", map[string]any{"text": "hi"})
+	if res.IsError || !strings.Contains(out, "hi") {
+		t.Fatalf("echo: %s\nstderr:\n%s", out, s.stderr.String())
+	}
+	return s, time.Since(began)
+}
+
+func TestStandbyIsAdoptedByTheNextSession(t *testing.T) {
+	name, ws := standbyServer(t, "")
+	s1, first := firstEcho(t, ws(), name, standbyOn)
+	s1.Close()
+	sb := waitStandby(t, name)
+	if n := serversIn(t, sb); n != 0 {
+		t.Fatalf("the standby runs %d servers before any session claimed it", n)
+	}
+	if l := fresh(t, name); len(l) != 0 {
+		t.Fatalf("the first session left its own container: %v", l)
+	}
+	s2, second := firstEcho(t, ws(), name, standbyOn)
+	if n := serversIn(t, sb); n != 1 {
+		t.Fatalf("the second session's call was not answered from the standby %.12s (servers in it: %d)\nstderr:\n%s", sb, n, s2.stderr.String())
+	}
+	if l := fresh(t, name); len(l) != 0 {
+		t.Fatalf("the second session created a container of its own beside the standby: %v", l)
+	}
+	fmt.Fprintf(os.Stderr, "start to first answer: %v without a standby, %v adopting one\n", first.Round(time.Millisecond), second.Round(time.Millisecond))
+	s2.Close()
+	waitFor(t, "the adopted container removed with its session", 15*time.Second, func() bool {
+		_, err := pool.Client.InspectContainer(sb)
+		return err != nil
+	})
+}
+
+func TestStandbyOfAnotherSpecIsNeverAdopted(t *testing.T) {
+	name, ws := standbyServer(t, "")
+	s1, _ := firstEcho(t, ws(), name, standbyOn)
+	s1.Close()
+	sb := waitStandby(t, name)
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	ctx := t.Context()
+	real, err := cli.ContainerInspect(ctx, sb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pool.Client.RemoveContainer(dc.RemoveContainerOptions{ID: sb, Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	// What a person with engine access, or another host sharing it,
+	// could plant: the standby's labels on a container made otherwise
+	// (each differs from it in one thing).
+	plants := []struct {
+		what   string
+		adjust func(*container.Config, *container.HostConfig)
+	}{
+		{"network on", func(c *container.Config, h *container.HostConfig) { c.NetworkDisabled, h.NetworkMode = false, "bridge" }},
+		{"an extra mount", func(c *container.Config, h *container.HostConfig) {
+			h.Mounts = append(h.Mounts, mount.Mount{Type: mount.TypeBind, Source: "/etc", Target: "/host-etc", ReadOnly: true})
+		}},
+		{"another image", func(c *container.Config, h *container.HostConfig) { c.Image = "pml-test/memory:1.8.0" }},
+		{"another user", func(c *container.Config, h *container.HostConfig) { c.User = "0:0" }},
+		{"more capabilities", func(c *container.Config, h *container.HostConfig) { h.CapAdd = append(h.CapAdd, "SYS_ADMIN") }},
+		{"another host", func(c *container.Config, h *container.HostConfig) { c.Labels["pml.owner.hostid"] = "another-host" }},
+	}
+	planted := map[string]string{}
+	var other string
+	for _, p := range plants {
+		cfg, host := *real.Config, *real.HostConfig
+		cfg.Labels = maps.Clone(real.Config.Labels)
+		host.Mounts = slices.Clone(real.HostConfig.Mounts)
+		host.CapAdd = slices.Clone(real.HostConfig.CapAdd)
+		p.adjust(&cfg, &host)
+		c, err := cli.ContainerCreate(ctx, &cfg, &host, nil, nil, "")
+		if err != nil {
+			t.Fatalf("planting a standby with %s: %v", p.what, err)
+		}
+		if err := cli.ContainerStart(ctx, c.ID, container.StartOptions{}); err != nil {
+			t.Fatalf("starting the standby with %s: %v", p.what, err)
+		}
+		if p.what == "another host" {
+			// Another host's standby of the same spec is not this
+			// host's to claim, nor to remove.
+			other = c.ID
+			continue
+		}
+		planted[c.ID] = p.what
+	}
+	waitFor(t, "the planted standbys running", 10*time.Second, func() bool { return len(runningStandbys(t, name)) == len(plants) })
+
+	s2, _ := firstEcho(t, ws(), name, standbyOn)
+	if l := fresh(t, name); len(l) != 1 {
+		t.Errorf("the call was not answered from a fresh container: %d of them", len(l))
+	}
+	for _, what := range []string{"image", "user or working directory", "network", "mounts", "capabilities"} {
+		if !s2.logs("its " + what + " differs; removing it") {
+			t.Errorf("pml did not say a planted standby's %s differs\n%s", what, s2.stderr.String())
+		}
+	}
+	waitSaw(t, "the planted standbys removed", 15*time.Second, func() (bool, string) {
+		var left []string
+		for id, what := range planted {
+			if _, err := pool.Client.InspectContainer(id); err == nil {
+				left = append(left, what)
+			}
+		}
+		return len(left) == 0, strings.Join(left, ", ")
+	})
+	if c, err := pool.Client.InspectContainer(other); err != nil || !c.State.Running || serversIn(t, other) != 0 {
+		t.Errorf("another host's standby was touched (%v)", err)
+	}
+	s2.Close()
+}
+
+func TestStandbyTwoSessionsAtOnceOneAdopts(t *testing.T) {
+	name, ws := standbyServer(t, "")
+	s1, _ := firstEcho(t, ws(), name, standbyOn)
+	s1.Close()
+	sb := waitStandby(t, name)
+	a, b := startSession(t, ws(), standbyOn), startSession(t, ws(), standbyOn)
+	var wg sync.WaitGroup
+	outs := make([]string, 2)
+	for i, s := range []*session{a, b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := s.CallTool(t.Context(), &mcp.CallToolParams{Name: name + ":echo", Arguments: map[string]any{"text": "both"}})
+			if err == nil && !res.IsError {
+				outs[i] = text(res)
+			}
+		}()
+	}
+	wg.Wait()
+	for i, o := range outs {
+		if !strings.Contains(o, "both") {
+			t.Errorf("session %d got no answer: %q", i, o)
+		}
+	}
+	if n := serversIn(t, sb); n != 1 {
+		t.Errorf("the standby runs %d servers, want 1", n)
+	}
+	if l := fresh(t, name); len(l) != 1 {
+		t.Errorf("%d containers created besides the standby, want 1 (the session that lost the claim)", len(l))
+	}
+	a.Close()
+	b.Close()
+}
+
+func TestStandbyExpiresAndOffLeavesNothing(t *testing.T) {
+	name, ws := standbyServer(t, "")
+	s, _ := firstEcho(t, ws(), name, "PML_SANDBOX_STANDBY=off")
+	s.Close()
+	time.Sleep(2 * time.Second)
+	if l := standbyServerContainers(t, name); len(l) != 0 {
+		t.Fatalf("with sandbox.standby off, %d containers are left", len(l))
+	}
+
+	s, _ = firstEcho(t, ws(), name, "PML_SANDBOX_STANDBY=3s")
+	s.Close()
+	waitStandby(t, name)
+	waitFor(t, "the standby ended by itself after its time", 20*time.Second, func() bool { return len(runningStandbys(t, name)) == 0 })
+	// What the expired standby left, the next pml removes.
+	if out, err := exec.Command(pmlBin, "cleanup").CombinedOutput(); err != nil {
+		t.Fatalf("pml cleanup: %v\n%s", err, out)
+	}
+	waitFor(t, "nothing of the server left", 10*time.Second, func() bool { return len(standbyServerContainers(t, name)) == 0 })
+}
+
+func TestStandbyNotLeftForAServerWithSecrets(t *testing.T) {
+	name, ws := standbyServer(t, `, "env": {"API_TOKEN": "s3cret"}`)
+	s, _ := firstEcho(t, ws(), name, standbyOn)
+	s.Close()
+	// The same server without the variable gets one: what decides is
+	// the secret.
+	plain, ws2 := standbyServer(t, "")
+	s, _ = firstEcho(t, ws2(), plain, standbyOn)
+	s.Close()
+	waitStandby(t, plain)
+	if l := standbyServerContainers(t, name); len(l) != 0 {
+		t.Fatalf("a server with a variable of the person's left %d containers", len(l))
+	}
+}
+
+// TestStandbyPMLKilledWhileMakingOne runs in make test-faults (it kills
+// pml): a pml SIGKILLed right after its first answer, while its standby
+// is being made, leaves nothing that outlives the standby's time, and
+// the next pml leaves nothing of it.
+func TestStandbyPMLKilledWhileMakingOne(t *testing.T) {
+	name, ws := standbyServer(t, "")
+	s, _ := firstEcho(t, ws(), name, "PML_SANDBOX_STANDBY=3s")
+	// Killed as soon as the engine shows the standby: between its
+	// create and its start, or just after.
+	deadline := time.Now().Add(20 * time.Second)
+	for len(standbyServerContainers(t, name))-len(fresh(t, name)) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no standby was made")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGKILL)
+	_ = s.cmd.Wait()
+	waitFor(t, "no container of the killed pml running after the standby's time", 30*time.Second, func() bool {
+		for _, c := range standbyServerContainers(t, name) {
+			if c.State == "running" {
+				return false
+			}
+		}
+		return true
+	})
+	if out, err := exec.Command(pmlBin, "cleanup").CombinedOutput(); err != nil {
+		t.Fatalf("pml cleanup: %v\n%s", err, out)
+	}
+	waitFor(t, "nothing of the server left", 10*time.Second, func() bool { return len(standbyServerContainers(t, name)) == 0 })
+}
