@@ -166,6 +166,12 @@ func (r *Runtime) standbyLog(err error) {
 func (r *Runtime) makeStandby(plan *standbyPlan) error {
 	ctx, cancel := context.WithTimeout(context.Background(), createTimeout)
 	defer cancel()
+	if podman, err := r.isPodman(ctx); err != nil || podman {
+		// Podman's containers are checked here against Docker's
+		// answers (an inspect's environment, masked paths): none would
+		// pass, and each session would make one for nothing.
+		return errors.New("standby containers are made on Docker only")
+	}
 	uid, gid, err := pmlc.NumericUser(plan.spec.User)
 	if err != nil {
 		return err
@@ -449,6 +455,9 @@ func (r *Runtime) adopt(ctx context.Context, spec pmlc.Spec, streams pmlc.Stream
 	exe, checked, unusable := d.exe, d.checked, d.unusable
 	d.checkMu.Unlock()
 	if checked && unusable != nil || !r.ownCgroups(ctx) {
+		return nil, errNoStandby
+	}
+	if podman, err := r.isPodman(ctx); err != nil || podman {
 		return nil, errNoStandby
 	}
 	if !checked {
