@@ -9,6 +9,7 @@ import (
 	"maps"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -139,6 +140,7 @@ func TestStandbyIsAdoptedByTheNextSession(t *testing.T) {
 	if l := fresh(t, name); len(l) != 0 {
 		t.Fatalf("the first session left its own container: %v", l)
 	}
+	assertStandbyShape(t, sb)
 	s2, second := firstEcho(t, ws(), name, standbyOn)
 	if n := serversIn(t, sb); n != 1 {
 		t.Fatalf("the second session's call was not answered from the standby %.12s (servers in it: %d)\nstderr:\n%s", sb, n, s2.stderr.String())
@@ -336,4 +338,40 @@ func TestStandbyPMLKilledWhileMakingOne(t *testing.T) {
 		t.Fatalf("pml cleanup: %v\n%s", err, out)
 	}
 	waitFor(t, "nothing of the server left", 10*time.Second, func() bool { return len(standbyServerContainers(t, name)) == 0 })
+}
+
+// assertStandbyShape checks what a standby is: the sandbox of the
+// server's containers (no network, every capability dropped, a user not
+// root, a read-only bind of pml's program and one of its socket
+// directory, nothing else mounted), of no workspace, its in-container
+// program waiting.
+func assertStandbyShape(t *testing.T, id string) {
+	t.Helper()
+	c, err := pool.Client.InspectContainer(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := c.HostConfig
+	if h.NetworkMode != "none" || !c.Config.NetworkDisabled || !slices.Equal(h.CapDrop, []string{"ALL"}) || len(h.CapAdd) != 0 || h.Privileged {
+		t.Errorf("the standby's sandbox: network %q (disabled %v), caps -%v +%v, privileged %v", h.NetworkMode, c.Config.NetworkDisabled, h.CapDrop, h.CapAdd, h.Privileged)
+	}
+	if u := c.Config.User; u == "" || strings.HasPrefix(u, "0:") || u == "0" || u == "root" {
+		t.Errorf("the standby runs as %q", u)
+	}
+	if len(c.Mounts) != 2 {
+		t.Errorf("the standby has %d mounts, want pml's program and its socket directory: %+v", len(c.Mounts), c.Mounts)
+	}
+	for _, m := range c.Mounts {
+		if m.RW || (m.Destination != "/.pml/shim" && m.Destination != "/.pml/run") ||
+			m.Destination == "/.pml/run" && !strings.HasPrefix(filepath.Base(m.Source), "pml-standby-") {
+			t.Errorf("the standby mounts %s at %s (read-write %v)", m.Source, m.Destination, m.RW)
+		}
+	}
+	l := c.Config.Labels
+	if l["pml.workspace"] != "" || l["pml.standby"] == "" || l["pml.managed"] != "true" || l["pml.owner.hostid"] == "" {
+		t.Errorf("the standby's labels: %v", l)
+	}
+	if ep := strings.Join(c.Config.Entrypoint, " "); !strings.HasPrefix(ep, "/.pml/shim stdio-shim /.pml/run/s --standby 2m0s -- ") {
+		t.Errorf("the standby runs %q", ep)
+	}
 }
