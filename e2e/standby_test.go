@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -373,5 +374,31 @@ func assertStandbyShape(t *testing.T, id string) {
 	}
 	if ep := strings.Join(c.Config.Entrypoint, " "); !strings.HasPrefix(ep, "/.pml/shim stdio-shim /.pml/run/s --standby 2m0s -- ") {
 		t.Errorf("the standby runs %q", ep)
+	}
+}
+
+func TestAStandbyCountsAgainstMaxContainersUntilACallNeedsItsSlot(t *testing.T) {
+	a, _ := standbyServer(t, "")
+	b, _ := standbyServer(t, "")
+	img := probeImage(t)
+	ws := newWorkspace(t, fmt.Sprintf(`{"permissions": {"allow": ["*"]}, "sandbox": {"prestart": "off", "max_containers": 2},
+		"mcps": {%q: {"image": %q, "workspace": "none"}, %q: {"image": %q, "workspace": "none"}}}`, a, img, b, img))
+	s, _ := firstEcho(t, ws, a, standbyOn)
+	waitStandby(t, a)
+	// a's server and its standby hold both slots: b's start takes the
+	// standby's, and no slot is left for a standby of b.
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: b + ":echo", Arguments: map[string]any{"text": "b"}})
+	if err != nil || res.IsError {
+		t.Fatalf("b's call waited behind a's standby: %v %v\nstderr:\n%s", err, res, s.stderr.String())
+	}
+	time.Sleep(time.Second)
+	if l := standbyServerContainers(t, b); len(l) != 1 || l[0].Labels["pml.standby"] != "" {
+		t.Errorf("b has %d containers; want its own only (no slot for a standby)", len(l))
+	}
+	s.Close()
+	if l := runningStandbys(t, a); len(l) != 1 {
+		t.Errorf("a's standby did not stay: %d", len(l))
 	}
 }

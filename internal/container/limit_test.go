@@ -256,6 +256,8 @@ type leavingProcess struct {
 
 func (p leavingProcess) LeaveStandby(release func()) { p.r.left.Add(1) }
 
+func (p leavingProcess) StandbyPlanned() bool { return true }
+
 func (r *leaving) Start(ctx context.Context, spec Spec, s Streams) (Process, error) {
 	p, err := r.Runtime.Start(ctx, spec, s)
 	if err != nil {

@@ -27,6 +27,8 @@ const (
 // StandbyLeaver is a Process that can leave a standby container of its
 // own spec behind for a later session (internal/docker's direct path).
 type StandbyLeaver interface {
+	// StandbyPlanned reports whether LeaveStandby would make one now.
+	StandbyPlanned() bool
 	// LeaveStandby makes, in the background, one standby container of
 	// the process's spec, unless standbys are off, the spec may not
 	// have one, or one was left already for it by this pml. release is
@@ -49,7 +51,7 @@ func LeaveStandby(p Process) {
 // every slot is taken.
 func (p *limitedProcess) LeaveStandby(release func()) {
 	l, ok := p.Process.(StandbyLeaver)
-	if !ok || !p.l.slots.take() {
+	if !ok || !l.StandbyPlanned() || !p.l.slots.take() {
 		if release != nil {
 			release()
 		}
@@ -65,6 +67,12 @@ func (p *limitedProcess) LeaveStandby(release func()) {
 			release()
 		}
 	})
+}
+
+// StandbyPlanned is the wrapped process's.
+func (p *limitedProcess) StandbyPlanned() bool {
+	l, ok := p.Process.(StandbyLeaver)
+	return ok && l.StandbyPlanned()
 }
 
 // standbySlot is the container slot a standby holds.

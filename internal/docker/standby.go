@@ -121,6 +121,23 @@ func (r *Runtime) standbyConfig(ctx context.Context, spec pmlc.Spec, argv []stri
 	return cfg, host, cfg.Labels[pmlc.LabelStandby], nil
 }
 
+// StandbyPlanned reports whether LeaveStandby would make a standby: the
+// spec may have one and this pml has not left one for it yet.
+func (p *process) StandbyPlanned() bool {
+	s, plan := p.r.standby, p.plan
+	if s == nil || plan == nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.left[plan.key()]
+}
+
+// key names plan's spec among the standbys this pml left.
+func (plan *standbyPlan) key() string {
+	return plan.spec.Image + "\x00" + strings.Join(plan.argv, "\x00")
+}
+
 // LeaveStandby makes one standby container of p's spec in the
 // background (see StandbyLeaver), once per spec in this pml. The pml
 // closing waits for it (container.WaitLingering, bounded); one killed
@@ -137,7 +154,7 @@ func (p *process) LeaveStandby(release func()) {
 		done()
 		return
 	}
-	key := plan.spec.Image + "\x00" + strings.Join(plan.argv, "\x00")
+	key := plan.key()
 	s.mu.Lock()
 	if s.left[key] {
 		s.mu.Unlock()
