@@ -190,6 +190,7 @@ func TestStandbyOfAnotherSpecIsNeverAdopted(t *testing.T) {
 		{"another user", func(c *container.Config, h *container.HostConfig) { c.User = "0:0" }},
 		{"more capabilities", func(c *container.Config, h *container.HostConfig) { h.CapAdd = append(h.CapAdd, "SYS_ADMIN") }},
 		{"another host", func(c *container.Config, h *container.HostConfig) { c.Labels["pml.owner.hostid"] = "another-host" }},
+		{"an exec run in it", func(c *container.Config, h *container.HostConfig) {}},
 	}
 	planted := map[string]string{}
 	var other string
@@ -206,6 +207,17 @@ func TestStandbyOfAnotherSpecIsNeverAdopted(t *testing.T) {
 		if err := cli.ContainerStart(ctx, c.ID, container.StartOptions{}); err != nil {
 			t.Fatalf("starting the standby with %s: %v", p.what, err)
 		}
+		if p.what == "an exec run in it" {
+			// Made exactly as pml makes one, then a process left
+			// running in it beside pml's program (one that waits).
+			ex, err := cli.ContainerExecCreate(ctx, c.ID, container.ExecOptions{Cmd: []string{"/.pml/shim", "stdio-shim", "/.pml/run/none", "--standby", "10m", "--", "/probe"}})
+			if err == nil {
+				err = cli.ContainerExecStart(ctx, ex.ID, container.ExecStartOptions{Detach: true})
+			}
+			if err != nil {
+				t.Fatalf("exec in the planted standby: %v", err)
+			}
+		}
 		if p.what == "another host" {
 			// Another host's standby of the same spec is not this
 			// host's to claim, nor to remove.
@@ -220,9 +232,10 @@ func TestStandbyOfAnotherSpecIsNeverAdopted(t *testing.T) {
 	if l := fresh(t, name); len(l) != 1 {
 		t.Errorf("the call was not answered from a fresh container: %d of them", len(l))
 	}
-	for _, what := range []string{"image", "user or working directory", "network", "mounts", "capabilities"} {
-		if !s2.logs("its " + what + " differs; removing it") {
-			t.Errorf("pml did not say a planted standby's %s differs\n%s", what, s2.stderr.String())
+	for _, what := range []string{"its image differs", "its user or working directory differs", "its network differs", "its mounts differs",
+		"its capabilities differs", "something ran in it beside pml's program"} {
+		if !s2.logs(what) {
+			t.Errorf("pml did not say of a planted standby: %s\n%s", what, s2.stderr.String())
 		}
 	}
 	waitSaw(t, "the planted standbys removed", 15*time.Second, func() (bool, string) {
@@ -288,9 +301,7 @@ func TestStandbyExpiresAndOffLeavesNothing(t *testing.T) {
 	waitStandby(t, name)
 	waitFor(t, "the standby ended by itself after its time", 20*time.Second, func() bool { return len(runningStandbys(t, name)) == 0 })
 	// What the expired standby left, the next pml removes.
-	if out, err := exec.Command(pmlBin, "cleanup").CombinedOutput(); err != nil {
-		t.Fatalf("pml cleanup: %v\n%s", err, out)
-	}
+	pmlCleanup(t)
 	waitFor(t, "nothing of the server left", 10*time.Second, func() bool { return len(standbyServerContainers(t, name)) == 0 })
 }
 
@@ -335,9 +346,7 @@ func TestStandbyPMLKilledWhileMakingOne(t *testing.T) {
 		}
 		return true
 	})
-	if out, err := exec.Command(pmlBin, "cleanup").CombinedOutput(); err != nil {
-		t.Fatalf("pml cleanup: %v\n%s", err, out)
-	}
+	pmlCleanup(t)
 	waitFor(t, "nothing of the server left", 10*time.Second, func() bool { return len(standbyServerContainers(t, name)) == 0 })
 }
 
@@ -400,5 +409,18 @@ func TestAStandbyCountsAgainstMaxContainersUntilACallNeedsItsSlot(t *testing.T) 
 	s.Close()
 	if l := runningStandbys(t, a); len(l) != 1 {
 		t.Errorf("a's standby did not stay: %d", len(l))
+	}
+}
+
+// pmlCleanup runs `pml cleanup` (its reap: what a dead pml of this host
+// left) in an empty workspace of its own.
+func pmlCleanup(t *testing.T) {
+	t.Helper()
+	ws := newWorkspace(t, "")
+	cmd := exec.Command(pmlBin, "cleanup")
+	cmd.Dir = ws.Dir
+	cmd.Env = append(os.Environ(), "PML_WORKSPACE="+ws.Dir)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("pml cleanup: %v\n%s", err, out)
 	}
 }

@@ -381,6 +381,11 @@ func sameStandby(ins container.InspectResponse, want *container.Config, wantHost
 	if !ins.State.Running || ins.State.Paused || ins.State.Restarting {
 		return "", errors.New("it does not run")
 	}
+	if len(ins.ExecIDs) > 0 || ins.RestartCount > 0 {
+		// Something was run in it beside pml's program (docker exec),
+		// or it was started again: not as pml left it.
+		return "", errors.New("something ran in it beside pml's program (an exec), or it was restarted")
+	}
 	differ := func(what string) (string, error) { return "", fmt.Errorf("its %s differs", what) }
 	switch {
 	case ins.Image != img.ID:
