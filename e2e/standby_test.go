@@ -280,8 +280,10 @@ func TestStandbyTwoSessionsAtOnceOneAdopts(t *testing.T) {
 	if n := serversIn(t, sb); n != 1 {
 		t.Errorf("the standby runs %d servers, want 1", n)
 	}
-	if l := fresh(t, name); len(l) != 1 {
-		t.Errorf("%d containers created besides the standby, want 1 (the session that lost the claim)", len(l))
+	// The session that lost the claim created its own (or, on a slow
+	// machine, adopted the standby the winner left after its answer).
+	if l := fresh(t, name); len(l) > 1 {
+		t.Errorf("%d containers created besides the standby, want at most 1", len(l))
 	}
 	a.Close()
 	b.Close()
