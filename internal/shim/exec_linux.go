@@ -76,6 +76,7 @@ func ExecStandby(path string, wait time.Duration, argv []string) error {
 		}
 	}
 	buf := make([]byte, 4096)
+	refused := 0
 	for {
 		fd, err := dial(path)
 		if err == nil {
@@ -85,8 +86,10 @@ func ExecStandby(path string, wait time.Duration, argv []string) error {
 		if left <= 0 {
 			return ErrStandbyExpired
 		}
-		if errors.Is(err, syscall.ECONNREFUSED) {
-			// Bound but not yet listening: a moment.
+		if errors.Is(err, syscall.ECONNREFUSED) && refused < 100 {
+			// Bound but not yet listening: a moment (a socket that
+			// stays refused is waited on as a missing one).
+			refused++
 			left = min(left, time.Millisecond)
 		}
 		timeout := int(min(left, every) / time.Millisecond)
