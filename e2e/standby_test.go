@@ -43,6 +43,13 @@ func standbyServer(t *testing.T, extra string) (string, func() *workspace) {
 	t.Cleanup(func() {
 		for _, c := range standbyServerContainers(t, name) {
 			_ = pool.Client.RemoveContainer(dc.RemoveContainerOptions{ID: c.ID, Force: true})
+			// And its socket directory, which pml sweeps only later.
+			for _, m := range c.Mounts {
+				if m.Destination == "/.pml/run" && strings.HasPrefix(filepath.Base(m.Source), "pml-standby-") {
+					_ = os.Remove(filepath.Join(m.Source, "s"))
+					_ = os.Remove(m.Source)
+				}
+			}
 		}
 	})
 	return name, func() *workspace {
