@@ -755,8 +755,16 @@ func benchStartToFirstAnswer(b *testing.B) (pmlSide, first, native []time.Durati
 func removeStandbys(b testing.TB) {
 	out, _ := exec.Command("docker", "ps", "-aq", "--filter", "label=pml.standby", "--filter", "label=pml.purpose=mcp:probe").Output()
 	if ids := strings.Fields(string(out)); len(ids) > 0 {
+		// Their socket directories too, which pml sweeps only later.
+		dirs, _ := exec.Command("docker", append([]string{"inspect", "-f", `{{range .Mounts}}{{if eq .Destination "/.pml/run"}}{{.Source}}{{end}}{{end}}`}, ids...)...).Output()
 		if msg, err := exec.Command("docker", append([]string{"rm", "-f"}, ids...)...).CombinedOutput(); err != nil {
 			b.Fatalf("removing standby containers: %v %s", err, msg)
+		}
+		for _, d := range strings.Fields(string(dirs)) {
+			if strings.HasPrefix(filepath.Base(d), "pml-standby-") {
+				_ = os.Remove(filepath.Join(d, "s"))
+				_ = os.Remove(d)
+			}
 		}
 	}
 }
