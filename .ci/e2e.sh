@@ -48,6 +48,9 @@ LATER=(
 	# test keeps the ordinary stop's (TestNothingIsLeftWhenTheSessionEnds,
 	# TestAPreStartInFlightIsGoneWhenTheSessionEnds, TestACallIsGoneWhenTheClientKillsSoonAfterSIGTERM).
 	TestNothingLeftWhenPMLStopsDuringRefills
+	# pml stdio killed with SIGKILL while it makes a standby container
+	# (sandbox.standby): what it leaves ends by itself.
+	TestStandbyPMLKilledWhileMakingOne
 	# The fault engine frozen (SIGSTOP), restarted, offline.
 	TestCallTimeoutWithTheEngineFrozenBeforeTheCall
 	TestCallTimeoutWithTheEngineFrozenDuringTheCall

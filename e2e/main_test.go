@@ -47,6 +47,15 @@ func run(m *testing.M) int {
 	// Sessions inherit this environment: a developer's own key must never
 	// send test calls to the real cloud. Cloud tests run a fake one.
 	os.Unsetenv("PML_API_KEY")
+	// Standby containers (sandbox.standby) are left by a session for the
+	// next one, of no workspace: tests share the daemon and their
+	// servers' specs, so one test's would be claimed by another's
+	// session and counted among what it left. Off for the tests but
+	// those of standbys (standby_test.go) and the benchmarks of a first
+	// answer, which set it themselves.
+	if _, set := os.LookupEnv("PML_SANDBOX_STANDBY"); !set {
+		os.Setenv("PML_SANDBOX_STANDBY", "off")
+	}
 	// Nor may the developer's credentials file (pml init --api-key): every
 	// pml started here reads and writes it under a fresh config directory.
 	cfgHome, err := os.MkdirTemp("", "pml-e2e-config-")

@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/pml-dev/pml/internal/egress/box"
 	egress "github.com/pml-dev/pml/internal/egress/inside"
@@ -93,7 +94,7 @@ func run(args []string) int {
 	return 2
 }
 
-const usage = "usage: pml-inside " + toolbox.Subcommand + " | " + shim.Subcommand + " SOCKET [--egress SPEC] -- COMMAND [ARG...] | " +
+const usage = "usage: pml-inside " + toolbox.Subcommand + " | " + shim.Subcommand + " SOCKET [--standby DURATION] [--egress SPEC] -- COMMAND [ARG...] | " +
 	supervise.Subcommand + " [--egress SPEC] | " + supervise.LinkSubcommand + " DEADLINE_MS -- COMMAND [ARG...] | " +
 	egress.RunSubcommand + " SPEC -- COMMAND [ARG...] | " + box.Subcommand + "\n" +
 	"(it runs inside pml's containers; pml starts it)"
@@ -105,8 +106,18 @@ const usage = "usage: pml-inside " + toolbox.Subcommand + " | " + shim.Subcomman
 func runShim(args []string) int {
 	var spec string
 	var rest []string
+	var standby time.Duration
 	if len(args) > 0 {
-		spec, rest = egress.SplitArgs(args[1:])
+		rest = args[1:]
+		if len(rest) >= 2 && rest[0] == shim.StandbyFlag {
+			d, err := time.ParseDuration(rest[1])
+			if err != nil || d <= 0 {
+				fmt.Fprintln(os.Stderr, "pml-inside: "+shim.StandbyFlag+" takes a positive duration")
+				return 2
+			}
+			standby, rest = d, rest[2:]
+		}
+		spec, rest = egress.SplitArgs(rest)
 	}
 	if len(rest) < 2 || rest[0] != "--" {
 		fmt.Fprintln(os.Stderr, "usage: pml-inside "+shim.Subcommand+" SOCKET [--egress SPEC] -- COMMAND [ARG...]")
@@ -115,7 +126,16 @@ func runShim(args []string) int {
 	if spec != "" && startEgress(spec) != nil {
 		return 126
 	}
-	err := shim.Exec(args[0], rest[1:])
+	var err error
+	if standby > 0 {
+		// Nothing of the server runs before a pml claims it.
+		err = shim.ExecStandby(args[0], standby, rest[1:])
+		if errors.Is(err, shim.ErrStandbyExpired) {
+			return shim.ExitStandbyExpired
+		}
+	} else {
+		err = shim.Exec(args[0], rest[1:])
+	}
 	fmt.Fprintln(os.Stderr, "pml-inside:", err)
 	var nc *shim.NoConnectionError
 	switch {

@@ -389,6 +389,9 @@ func (g *globals) setupAt(log zerolog.Logger, ws workspace.Result, cfg *config.C
 	}); ok {
 		d.UseLocalProgram(localShimProgram(src))
 	}
+	if d, ok := rt.(interface{ UseStandby(time.Duration) }); ok && cfg != nil {
+		d.UseStandby(cfg.Sandbox.StandbyWait())
+	}
 	b, err := broker.New(broker.Options{ToolPins: g.toolPins, Workspace: ws.Dir, WorkspaceExplicit: ws.Source == "PML_WORKSPACE", Config: g.rawCfg, Trust: g.trust, Runtime: rt, Inside: src.Program, Logger: log, PullImage: firstUsePull(g, rt, ws.Dir, cfg), Progress: g.progress(log)})
 	if err != nil {
 		rt.Close()

@@ -51,6 +51,7 @@ var keyClasses = map[string]Class{
 	"sandbox.timeout":               Granting, // raised (floors.go)
 	"sandbox.idle_timeout":          Neutral,
 	"sandbox.prestart":              Neutral, // starts only what a call could start unasked
+	"sandbox.standby":               Neutral, // a container of a server with no secret, no mount, no network
 	"hil.timeout":                   Neutral,
 	"cloud.timeout":                 Neutral,
 	"hil.require_elicitation":       Granting, // true→false (floors.go); true narrows

@@ -125,7 +125,11 @@ type Sandbox struct {
 	// no question (prestart.go in broker/tools); "off" waits for the
 	// first call.
 	Prestart string
-	Pool     Pool
+	// Standby is sandbox.standby: how long a standby container of a
+	// pooled server waits for the next session ("off": none; see
+	// StandbyWait).
+	Standby string
+	Pool    Pool
 	// MaxContainers caps the containers one pml runs at once (0: the
 	// default, from the CPU count); calls beyond it queue.
 	MaxContainers int
@@ -482,4 +486,36 @@ type Telemetry struct {
 	// go to its /v1/traces, metrics to /v1/metrics. Empty: off, unless
 	// the OTEL_* variables say otherwise.
 	Endpoint string
+}
+
+// DefaultStandby is sandbox.standby's default: the idle timeout's.
+const DefaultStandby = "5m"
+
+// StandbyWait is sandbox.standby as a duration (0: off).
+func (s Sandbox) StandbyWait() time.Duration {
+	d, err := parseStandby(s.Standby)
+	if err != nil {
+		return 0
+	}
+	return d
+}
+
+// parseStandby reads sandbox.standby: "off", "0" or a duration.
+func parseStandby(v string) (time.Duration, error) {
+	switch v {
+	case "":
+		v = DefaultStandby
+	case "off", "0":
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("must be \"off\" or a duration such as \"5m\" (got %q)", v)
+	}
+	return d, nil
+}
+
+func checkStandby(v string) error {
+	_, err := parseStandby(v)
+	return err
 }

@@ -67,6 +67,7 @@ func table(c *Config) []setting {
 		duration("sandbox.timeout", &c.Sandbox.Timeout, 0),
 		duration("sandbox.idle_timeout", &c.Sandbox.IdleTimeout, DefaultIdleTimeout),
 		text("sandbox.prestart", kString, &c.Sandbox.Prestart, PrestartOn, checkPrestart),
+		text("sandbox.standby", kString, &c.Sandbox.Standby, DefaultStandby, checkStandby),
 		duration("hil.timeout", &c.HIL.Timeout, DefaultHILTimeout),
 		duration("cloud.timeout", &c.Cloud.Timeout, DefaultCloudTimeout),
 		field("hil.require_elicitation", kBool, &c.HIL.RequireElicitation, false, decodeBool, nil),

@@ -30,6 +30,7 @@ var keyCases = []keyCase{
 	{"sandbox.timeout", `"90s"`, func(c *Config) bool { return c.Sandbox.Timeout == 90*time.Second }, `"-1s"`, "not a positive duration"},
 	{"sandbox.idle_timeout", `"1m"`, func(c *Config) bool { return c.Sandbox.IdleTimeout == time.Minute }, `60`, "must be a duration string"},
 	{"sandbox.prestart", `"off"`, func(c *Config) bool { return c.Sandbox.Prestart == PrestartOff }, `"later"`, `must be "on" or "off"`},
+	{"sandbox.standby", `"off"`, func(c *Config) bool { return c.Sandbox.StandbyWait() == 0 }, `"later"`, `must be "off" or a duration`},
 	{"sandbox.pool.min", `2`, func(c *Config) bool { return c.Sandbox.Pool.Min == 2 }, `65`, "from 0 to 64"},
 	{"sandbox.pool.max", `8`, func(c *Config) bool { return c.Sandbox.Pool.Max == 8 }, `2.5`, "from 0 to 64"},
 	{"sandbox.max_containers", `2`, func(c *Config) bool { return c.Sandbox.MaxContainers == 2 }, `1`, "from 2 to 1024"},
@@ -113,7 +114,7 @@ func TestAnEnvironmentVariableOverridesEveryKey(t *testing.T) {
 		"permissions.allow": "filesystem:*", "permissions.ask": "shell:exec", "permissions.deny": "a:*,b:c",
 		"sandbox.user": "1000:1000", "sandbox.shell_image": "my/shell:1", "sandbox.runtime": "runsc", "sandbox.memory": "512m", "sandbox.cpus": "1.5",
 		"sandbox.pids": "128", "sandbox.timeout": "90s", "sandbox.idle_timeout": "1m", "sandbox.pool.min": "2",
-		"sandbox.pool.max": "8", "sandbox.max_containers": "2", "sandbox.prestart": "off", "hil.timeout": "10m", "hil.require_elicitation": "true",
+		"sandbox.pool.max": "8", "sandbox.max_containers": "2", "sandbox.prestart": "off", "sandbox.standby": "off", "hil.timeout": "10m", "hil.require_elicitation": "true",
 		"cloud.url": "https://cloud.example/", "cloud.timeout": "5s", "registries": "https://r.example/", "capabilities": "smartSearch@1.2.0,db.query", "telemetry.endpoint": "http://127.0.0.1:4318/",
 		"sandbox.shared_paths":  "/Users/me/src/",
 		"sandbox.network.allow": "api.github.com,*.npmjs.org:443",
@@ -207,6 +208,14 @@ func TestUnknownKeysAreWarnedAndKept(t *testing.T) {
 	for i, w := range want {
 		if !strings.Contains(cfg.Warnings[i], w) || !strings.Contains(cfg.Warnings[i], "kept but ignored") {
 			t.Errorf("warning %d = %q, want %s", i, cfg.Warnings[i], w)
+		}
+	}
+}
+
+func TestStandbyWait(t *testing.T) {
+	for v, want := range map[string]time.Duration{"": 5 * time.Minute, "off": 0, "0": 0, "30s": 30 * time.Second, "soon": 0} {
+		if got := (Sandbox{Standby: v}).StandbyWait(); got != want {
+			t.Errorf("sandbox.standby %q: %v, want %v", v, got, want)
 		}
 	}
 }

@@ -122,7 +122,7 @@ func (k Key) sampleEnv() string {
 		return "docker"
 	case "sandbox.runtime":
 		return "auto"
-	case "sandbox.prestart":
+	case "sandbox.prestart", "sandbox.standby":
 		return "off"
 	case "kubernetes.namespace":
 		return "tools"

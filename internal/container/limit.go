@@ -61,6 +61,9 @@ type Limited struct {
 	idle chan struct{}
 	// used is set by the first Start, before anything reaches the engine.
 	used atomic.Bool
+	// standbys free the slots standby containers hold (standby.go),
+	// newest last.
+	standbys []*standbySlot
 }
 
 // Limit wraps rt with a cap of n containers (n < 1: DefaultMaxContainers).
@@ -175,7 +178,10 @@ func (l *Limited) acquire(ctx context.Context) error {
 		// to the head of the line, which may be another call: the line
 		// stays in order.
 		l.mu.Lock()
-		reclaims := make([]func() bool, 0, 1+len(l.reclaimMore))
+		reclaims := make([]func() bool, 0, 2+len(l.reclaimMore))
+		// A standby this pml left for a later session is the first to
+		// give its slot to a call of this one.
+		reclaims = append(reclaims, l.freeStandby)
 		if l.reclaim != nil {
 			reclaims = append(reclaims, l.reclaim)
 		}

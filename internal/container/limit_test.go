@@ -242,3 +242,56 @@ func TestAStartAtTheCapTakesTheSlotAReclaimerFrees(t *testing.T) {
 		t.Fatalf("the start once a reclaimer freed a slot: %v", err)
 	}
 }
+
+// leaving is a runtime whose processes leave standbys (as internal/docker's).
+type leaving struct {
+	Runtime
+	left atomic.Int32
+}
+
+type leavingProcess struct {
+	Process
+	r *leaving
+}
+
+func (p leavingProcess) LeaveStandby(release func()) { p.r.left.Add(1) }
+
+func (p leavingProcess) StandbyPlanned() bool { return true }
+
+func (r *leaving) Start(ctx context.Context, spec Spec, s Streams) (Process, error) {
+	p, err := r.Runtime.Start(ctx, spec, s)
+	if err != nil {
+		return nil, err
+	}
+	return leavingProcess{p, r}, nil
+}
+
+func TestAStandbyHoldsASlotUntilACallNeedsIt(t *testing.T) {
+	r := &leaving{Runtime: &containertest.Runtime{Behave: behave(blockUntilKilled)}}
+	l := Limit(r, 2)
+	ctx := context.Background()
+	p, err := l.Start(ctx, Spec{Image: "x"}, Streams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Remove(ctx)
+	LeaveStandby(p)
+	if r.left.Load() != 1 || l.Running() != 2 {
+		t.Fatalf("standbys left %d, slots taken %d; want 1 and 2", r.left.Load(), l.Running())
+	}
+	// Every slot taken: no second standby.
+	LeaveStandby(p)
+	if r.left.Load() != 1 {
+		t.Fatalf("a standby was left with every slot taken")
+	}
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	q, err := l.Start(wctx, Spec{Image: "x"}, Streams{})
+	if err != nil {
+		t.Fatalf("a call waited behind a standby's slot: %v", err)
+	}
+	defer q.Remove(ctx)
+	if l.Running() != 2 {
+		t.Fatalf("slots taken %d, want 2", l.Running())
+	}
+}

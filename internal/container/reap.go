@@ -49,6 +49,14 @@ func networkReaperOf(rt Runtime) (NetworkReaper, bool) { return unwrap[NetworkRe
 // orphaned is Reap's judgement of one container.
 func orphaned(self Owner, now time.Time) func(Owner, Managed) bool {
 	return func(o Owner, c Managed) bool {
+		if isStandby(c.Labels) && (o.HostID == self.HostID || o.HostID == "" && o.Host == self.Host) {
+			// A standby is meant to outlive its owner: a running one
+			// ends by itself (unclaimed past its time, or when the pml
+			// that claimed it is gone). One that does not run (it
+			// expired, or its owner died between its create and its
+			// start) goes, once its owner is gone.
+			return !c.Running && o != self && !o.Alive()
+		}
 		switch {
 		case o == self:
 			return false
@@ -84,16 +92,17 @@ func Orphans(ctx context.Context, rt Runtime, self Owner) (int, error) {
 // RemoveOwn removes every container self created that is still there: a
 // last sweep when a broker closes, for containers whose removal failed
 // during a call (the daemon was unreachable for a moment, say).
+//
+// A standby that runs is left (it is for the next session; it ends by
+// itself): only a standby made and not started yet goes with its owner.
 func RemoveOwn(ctx context.Context, rt Runtime, self Owner) (int, error) {
-	return removeOwned(ctx, rt, "", func(o Owner) bool { return o == self })
+	return removeOwnedBy(ctx, rt, "", func(o Owner, c Managed) bool {
+		return o == self && (!isStandby(c.Labels) || !c.Running)
+	})
 }
 
-// removeOwned removes the managed containers with complete owner labels
-// whose owner matches; what is of no one is never touched.
-func removeOwned(ctx context.Context, rt Runtime, what string, match func(Owner) bool) (int, error) {
-	return removeOwnedBy(ctx, rt, what, func(o Owner, _ Managed) bool { return match(o) })
-}
-
+// removeOwnedBy removes the managed containers with complete owner
+// labels that match; what is of no one is never touched.
 func removeOwnedBy(ctx context.Context, rt Runtime, what string, match func(Owner, Managed) bool) (int, error) {
 	list, err := rt.ListManaged(ctx)
 	if err != nil {

@@ -25,3 +25,38 @@ func TestRemoveOwnTakesOnlyThisOwnersContainers(t *testing.T) {
 		t.Errorf("removed %v", rt.Removed())
 	}
 }
+
+func TestStandbysOutliveTheirOwnerOnlyWhileTheyRun(t *testing.T) {
+	self := Self()
+	dead := Owner{PID: 1 << 22, Start: 1, Host: self.Host, HostID: self.HostID} // no such pid
+	foreign := Owner{PID: 5, Start: 5, Host: "h", HostID: "another-host"}
+	standby := func(o Owner) map[string]string {
+		l := o.Labels()
+		l[LabelStandby] = "k"
+		return l
+	}
+	rt := &containertest.Runtime{Managed: []Managed{
+		{ID: "mine-running", Labels: standby(self), Running: true},
+		{ID: "mine-created", Labels: standby(self)},
+		{ID: "dead-running", Labels: standby(dead), Running: true},
+		{ID: "dead-exited", Labels: standby(dead)},
+		{ID: "foreign-running", Labels: standby(foreign), Running: true},
+		{ID: "dead-plain", Labels: dead.Labels(), Running: true},
+	}}
+	if _, err := Reap(context.Background(), rt, self); err != nil {
+		t.Fatal(err)
+	}
+	for id, gone := range map[string]bool{"mine-running": false, "mine-created": false, "dead-running": false, "dead-exited": true, "foreign-running": false, "dead-plain": true} {
+		if rt.IsRemoved(id) != gone {
+			t.Errorf("Reap: %s removed %v, want %v", id, rt.IsRemoved(id), gone)
+		}
+	}
+	// A pml closing leaves its running standby, and takes one it made
+	// but did not start.
+	if _, err := RemoveOwn(context.Background(), rt, self); err != nil {
+		t.Fatal(err)
+	}
+	if rt.IsRemoved("mine-running") || !rt.IsRemoved("mine-created") {
+		t.Errorf("RemoveOwn removed %v", rt.Removed())
+	}
+}

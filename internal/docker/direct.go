@@ -324,6 +324,9 @@ func (r *Runtime) startDirect(ctx context.Context, spec pmlc.Spec, streams pmlc.
 		close(p.out)
 	}()
 	p.startWatchAfter(started)
+	if r.standbyFor(spec) {
+		p.plan = &standbyPlan{spec: spec, argv: argv, exe: exe}
+	}
 	return p, nil
 }
 

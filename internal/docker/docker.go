@@ -44,6 +44,8 @@ type Runtime struct {
 	cli *client.Client
 	// direct is set by UseDirectStdio.
 	direct *direct
+	// standby is set by UseStandby (standby.go).
+	standby *standbys
 
 	seccompOnce sync.Once
 	seccomp     bool
@@ -148,6 +150,11 @@ func (r *Runtime) start(ctx context.Context, spec pmlc.Spec, streams pmlc.Stream
 		// one round trip fewer before the create. Unused when the check
 		// says no.
 		argv = r.commandAhead(ctx, spec)
+		if r.standbyFor(spec) {
+			if p, err := r.adopt(ctx, spec, streams, argv); err == nil {
+				return p, nil
+			}
+		}
 		if g := r.guessDirect(ctx, spec); g != nil {
 			// The first container of this pml: created while the
 			// direct path is checked, started only once it passed.
@@ -689,6 +696,12 @@ type process struct {
 	// going): whether the kernel also killed it for memory changes
 	// nothing, so the watch does not ask the daemon.
 	killed atomic.Bool
+
+	// plan: how to leave a standby of this container's spec (standby.go);
+	// standbyDir: the socket directory of a standby this pml adopted,
+	// removed with the container.
+	plan       *standbyPlan
+	standbyDir string
 }
 
 func newProcess(r *Runtime, id string) *process {
@@ -884,6 +897,9 @@ func (p *process) Remove(ctx context.Context) error {
 		defer p.conn.Close()
 	}
 	err := p.r.RemoveContainer(ctx, p.id)
+	if p.standbyDir != "" && err == nil {
+		shim.RemoveStandbyDir(shim.BaseDir(), p.standbyDir)
+	}
 	if p.leave != nil && err == nil {
 		// The container's internal network, once the container is gone.
 		go p.leave()

@@ -8,7 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -32,14 +34,82 @@ func Exec(path string, argv []string) error {
 	// The socket is made with raw system calls, not the net package: it
 	// must stay a plain blocking descriptor for the program that inherits
 	// it (many read stdin with blocking reads and fail on EAGAIN).
-	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	fd, err := dial(path)
 	if err != nil {
 		return &NoConnectionError{Err: err}
 	}
+	return run(fd, argv)
+}
+
+// dial connects a blocking unix socket to path.
+func dial(path string) (int, error) {
+	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
 	if err := syscall.Connect(fd, &syscall.SockaddrUnix{Name: path}); err != nil {
 		syscall.Close(fd)
-		return &NoConnectionError{Err: err}
+		return -1, err
 	}
+	return fd, nil
+}
+
+// ExecStandby is Exec for a standby container (see Standby): nothing of
+// the server runs until a pml claims the container by making the socket
+// at path, for at most wait; it then connects and runs argv as Exec
+// does. Unclaimed for wait, it returns ErrStandbyExpired and the
+// container ends. The socket's directory is watched with inotify (an
+// idle standby wakes up only when something happens there), with a slow
+// poll beside it for engines where events from the host do not reach
+// the container's view of the mount.
+func ExecStandby(path string, wait time.Duration, argv []string) error {
+	if len(argv) == 0 {
+		return errors.New("no command to run")
+	}
+	end := time.Now().Add(wait)
+	in, ierr := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
+	every := 10 * time.Millisecond
+	if ierr == nil {
+		defer unix.Close(in)
+		if _, err := unix.InotifyAddWatch(in, filepath.Dir(path), unix.IN_CREATE|unix.IN_ATTRIB|unix.IN_MOVED_TO); err == nil {
+			every = 250 * time.Millisecond
+		}
+	}
+	buf := make([]byte, 4096)
+	refused := 0
+	for {
+		fd, err := dial(path)
+		if err == nil {
+			return run(fd, argv)
+		}
+		left := time.Until(end)
+		if left <= 0 {
+			return ErrStandbyExpired
+		}
+		if errors.Is(err, syscall.ECONNREFUSED) && refused < 100 {
+			// Bound but not yet listening: a moment (a socket that
+			// stays refused is waited on as a missing one).
+			refused++
+			left = min(left, time.Millisecond)
+		}
+		timeout := int(min(left, every) / time.Millisecond)
+		fds := []unix.PollFd{{Fd: int32(in), Events: unix.POLLIN}}
+		if ierr != nil {
+			fds = nil
+		}
+		if _, err := unix.Poll(fds, max(timeout, 1)); err == nil && ierr == nil {
+			for {
+				if n, _ := unix.Read(in, buf); n <= 0 {
+					break
+				}
+			}
+		}
+	}
+}
+
+// run runs argv with fd (connected to pml) on its stdin and stdout; it
+// returns only when argv cannot be run.
+func run(fd int, argv []string) error {
 	prog, err := exec.LookPath(argv[0])
 	if errors.Is(err, exec.ErrDot) {
 		// Docker runs a command found through a relative $PATH entry;

@@ -19,6 +19,8 @@ import (
 type Listener struct {
 	dir string
 	ln  *net.UnixListener
+	// keep: a standby's (Claim): the socket and directory stay.
+	keep bool
 }
 
 // maxSocketPath is what fits in sockaddr_un.sun_path with its NUL.
@@ -79,8 +81,10 @@ func (l *Listener) Dir() string { return l.dir }
 // directory may go while the container runs: its mount keeps it, and the
 // socket is not needed once connected.
 func (l *Listener) Close() {
-	_ = l.ln.Close() // also unlinks the socket
-	_ = os.Remove(l.dir)
+	_ = l.ln.Close() // also unlinks the socket, unless kept
+	if !l.keep {
+		_ = os.Remove(l.dir)
+	}
 }
 
 // Accept waits for the shim of container id (its full id) to connect and
@@ -194,4 +198,117 @@ func inContainer(cgroup []byte, id string) bool {
 		}
 	}
 	return false
+}
+
+// StandbyPrefix begins the name of a standby container's socket
+// directory under BaseDir.
+const StandbyPrefix = "pml-standby-"
+
+// StandbyDir makes the private directory (0700, under base) a standby
+// container mounts at RunDir: empty until a pml claims the container
+// (Claim). A container of uid:gid must be able to connect there later:
+// as for Listen, only root can give it to another user.
+func StandbyDir(base string, uid, gid int) (string, error) {
+	euid := os.Geteuid()
+	if euid != 0 && euid != uid {
+		return "", fmt.Errorf("the container runs as uid %d and pml as uid %d: its process could not reach pml's socket", uid, euid)
+	}
+	dir, err := os.MkdirTemp(base, StandbyPrefix)
+	if err != nil {
+		return "", err
+	}
+	if len(filepath.Join(dir, socketName)) > maxSocketPath {
+		os.Remove(dir)
+		return "", fmt.Errorf("the socket path under %s is longer than a unix socket address holds", dir)
+	}
+	if euid != uid {
+		if err := os.Chown(dir, uid, gid); err != nil {
+			os.Remove(dir)
+			return "", err
+		}
+	}
+	return dir, nil
+}
+
+// ErrClaimed: another pml claimed the standby first (its socket is
+// there), or its directory is gone.
+var ErrClaimed = errors.New("the standby container was claimed by another pml")
+
+// Claim claims the standby container whose socket directory is dir, a
+// directory StandbyDir made under base for uid (checked here: a path a
+// container's mount names is not trusted), by making its socket: the
+// file system lets exactly one pml bind it (ErrClaimed for the others).
+// The socket file stays when the listener closes, so that no later pml
+// can claim the same container; Remove removes it with its directory.
+func Claim(base, dir string, uid, gid int) (*Listener, error) {
+	if filepath.Dir(dir) != filepath.Clean(base) || !strings.HasPrefix(filepath.Base(dir), StandbyPrefix) {
+		return nil, fmt.Errorf("%s is not a standby directory of this pml's (under %s)", dir, base)
+	}
+	st, err := os.Lstat(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, ErrClaimed
+	}
+	if err != nil {
+		return nil, err
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	owner := os.Geteuid()
+	if owner == 0 {
+		owner = uid
+	}
+	if !st.IsDir() || st.Mode().Perm() != 0o700 || !ok || int(sys.Uid) != owner {
+		return nil, fmt.Errorf("%s is not a private directory of uid %d (mode %s)", dir, owner, st.Mode())
+	}
+	path := filepath.Join(dir, socketName)
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) || errors.Is(err, os.ErrNotExist) {
+			return nil, ErrClaimed
+		}
+		return nil, err
+	}
+	ln.SetUnlinkOnClose(false)
+	l := &Listener{dir: dir, ln: ln, keep: true}
+	err = os.Chmod(path, 0o600)
+	if err == nil && os.Geteuid() != uid {
+		err = os.Chown(path, uid, gid)
+	}
+	if err != nil {
+		_ = ln.Close()
+		return nil, fmt.Errorf("giving the socket to uid %d: %w", uid, err)
+	}
+	return l, nil
+}
+
+// RemoveStandbyDir removes a claimed standby's directory (and its
+// socket), once its container is gone.
+func RemoveStandbyDir(base, dir string) {
+	if filepath.Dir(dir) == filepath.Clean(base) && strings.HasPrefix(filepath.Base(dir), StandbyPrefix) {
+		_ = os.Remove(filepath.Join(dir, socketName))
+		_ = os.Remove(dir)
+	}
+}
+
+// SweepStandbyDirs removes the directories of standbys that expired
+// unclaimed: older than age and without a socket (a claimed one's goes
+// with its container).
+func SweepStandbyDirs(base string, age time.Duration) {
+	ents, err := os.ReadDir(base)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), StandbyPrefix) {
+			continue
+		}
+		dir := filepath.Join(base, e.Name())
+		st, err := os.Lstat(dir)
+		if err != nil || time.Since(st.ModTime()) < age {
+			continue
+		}
+		if _, err := os.Lstat(filepath.Join(dir, socketName)); err == nil {
+			continue
+		}
+		_ = os.Remove(dir)
+	}
 }

@@ -4,8 +4,10 @@ package shim
 
 import (
 	"context"
+	"errors"
 	"net"
 	"os"
+	"time"
 )
 
 // Listener is the host end; the direct path exists on Linux only.
@@ -30,3 +32,26 @@ func (l *Listener) Accept(ctx context.Context, id string, gone <-chan struct{}) 
 
 // Exec always fails.
 func Exec(path string, argv []string) error { return &NoConnectionError{Err: ErrUnsupported} }
+
+// ExecStandby always fails.
+func ExecStandby(path string, wait time.Duration, argv []string) error {
+	return &NoConnectionError{Err: ErrUnsupported}
+}
+
+// StandbyPrefix begins a standby directory's name.
+const StandbyPrefix = "pml-standby-"
+
+// ErrClaimed: see the Linux version.
+var ErrClaimed = errors.New("the standby container was claimed by another pml")
+
+// StandbyDir always fails.
+func StandbyDir(base string, uid, gid int) (string, error) { return "", ErrUnsupported }
+
+// Claim always fails.
+func Claim(base, dir string, uid, gid int) (*Listener, error) { return nil, ErrUnsupported }
+
+// RemoveStandbyDir does nothing.
+func RemoveStandbyDir(base, dir string) {}
+
+// SweepStandbyDirs does nothing.
+func SweepStandbyDirs(base string, age time.Duration) {}

@@ -25,6 +25,7 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Paths inside the container.
@@ -61,6 +62,24 @@ func Entrypoint(argv []string) []string {
 // listener of spec (internal/egress/inside) beside the server.
 func EntrypointEgress(spec string, argv []string) []string {
 	return append([]string{Binary, Subcommand, Socket, "--egress", spec, "--"}, argv...)
+}
+
+// StandbyFlag, before the command in the shim's command line, makes it a
+// standby (ExecStandby): `Binary stdio-shim SOCKET --standby DURATION --
+// COMMAND...`.
+const StandbyFlag = "--standby"
+
+// ExitStandbyExpired is the shim's exit code when its standby time ran
+// out with no pml claiming it.
+const ExitStandbyExpired = 98
+
+// ErrStandbyExpired: no pml claimed the standby within its time.
+var ErrStandbyExpired = errors.New("standby time over: no pml claimed this container")
+
+// EntrypointStandby is the entrypoint of a standby container of argv
+// (see ExecStandby): it waits up to wait for a pml to claim it.
+func EntrypointStandby(argv []string, wait time.Duration) []string {
+	return append([]string{Binary, Subcommand, Socket, StandbyFlag, wait.String(), "--"}, argv...)
 }
 
 // NoConnectionError: the shim could not reach pml's socket; nothing was

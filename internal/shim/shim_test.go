@@ -388,3 +388,44 @@ func TestTheEntrypointRunsTheCommandThroughTheShim(t *testing.T) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
+
+func TestAStandbyUnclaimedExpires(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the direct path is Linux's")
+	}
+	dir := t.TempDir()
+	began := time.Now()
+	err := ExecStandby(filepath.Join(dir, "s"), 100*time.Millisecond, []string{"/bin/true"})
+	if !errors.Is(err, ErrStandbyExpired) {
+		t.Fatalf("ExecStandby = %v, want ErrStandbyExpired", err)
+	}
+	if d := time.Since(began); d < 100*time.Millisecond || d > 2*time.Second {
+		t.Fatalf("it waited %v for a standby time of 100ms", d)
+	}
+}
+
+func TestAStandbyIsClaimedOnce(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the direct path is Linux's")
+	}
+	base := t.TempDir()
+	dir, err := StandbyDir(base, os.Geteuid(), os.Getegid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := Claim(base, dir, os.Geteuid(), os.Getegid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	if _, err := Claim(base, dir, os.Geteuid(), os.Getegid()); !errors.Is(err, ErrClaimed) {
+		t.Fatalf("a second claim: %v, want ErrClaimed", err)
+	}
+	if _, err := Claim(base, t.TempDir(), os.Geteuid(), os.Getegid()); err == nil || errors.Is(err, ErrClaimed) {
+		t.Fatalf("a directory not made by StandbyDir was claimed: %v", err)
+	}
+	RemoveStandbyDir(base, dir)
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("the claimed directory is still there: %v", err)
+	}
+}

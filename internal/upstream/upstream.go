@@ -158,6 +158,9 @@ type conn struct {
 	// used is when its last call in flight ended (StopIdle stops the
 	// server idle the longest first).
 	used time.Time
+	// standbyAsked: its runtime was asked to leave a standby of it for
+	// a later session (sandbox.standby), after its first use.
+	standbyAsked atomic.Bool
 }
 
 // New returns a stopped server; nothing starts before the first use.
@@ -446,6 +449,11 @@ func (s *Server) release(c *conn) {
 		}
 	}
 	s.mu.Unlock()
+	if !c.oneShot && c.standbyAsked.CompareAndSwap(false, true) {
+		// Once it has answered: a standby is made in the background,
+		// never on the way of a call.
+		container.LeaveStandby(c.proc)
+	}
 	if s.o.Released != nil {
 		s.o.Released()
 	}
