@@ -512,8 +512,16 @@ func parseStandby(v string) (time.Duration, error) {
 	if err != nil || d < 0 {
 		return 0, fmt.Errorf("must be \"off\" or a duration such as \"5m\" (got %q)", v)
 	}
+	if d > maxStandby {
+		return 0, fmt.Errorf("must be at most %s: a standby container outlives the session that left it by this long (got %q)", maxStandby, v)
+	}
 	return d, nil
 }
+
+// maxStandby bounds sandbox.standby: a repository's .pml.json can set it,
+// and a container left for a day or a year after the session is not what
+// a person who cloned it expects.
+const maxStandby = time.Hour
 
 func checkStandby(v string) error {
 	_, err := parseStandby(v)

@@ -213,7 +213,7 @@ func TestUnknownKeysAreWarnedAndKept(t *testing.T) {
 }
 
 func TestStandbyWait(t *testing.T) {
-	for v, want := range map[string]time.Duration{"": 5 * time.Minute, "off": 0, "0": 0, "30s": 30 * time.Second, "soon": 0} {
+	for v, want := range map[string]time.Duration{"": 5 * time.Minute, "off": 0, "0": 0, "30s": 30 * time.Second, "soon": 0, "1h": time.Hour, "61m": 0, "8760h": 0} {
 		if got := (Sandbox{Standby: v}).StandbyWait(); got != want {
 			t.Errorf("sandbox.standby %q: %v, want %v", v, got, want)
 		}
