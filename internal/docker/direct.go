@@ -313,16 +313,7 @@ func (r *Runtime) startDirect(ctx context.Context, spec pmlc.Spec, streams pmlc.
 		return fail(err)
 	}
 	early.open(stderr)
-	p.conn = conn
-	p.out = make(chan struct{})
-	stdout := streams.Stdout
-	if stdout == nil {
-		stdout = io.Discard
-	}
-	go func() {
-		_, _ = io.Copy(stdout, conn)
-		close(p.out)
-	}()
+	p.serveDirect(conn, streams.Stdout)
 	p.startWatchAfter(started)
 	if r.standbyFor(spec) {
 		p.plan = &standbyPlan{spec: spec, argv: argv, exe: exe}

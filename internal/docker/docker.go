@@ -665,6 +665,21 @@ func (r *Runtime) runtimes(ctx context.Context, fresh bool) ([]string, string, m
 	return names, info.DefaultRuntime, args, nil
 }
 
+// serveDirect makes conn the process's stdin and stdout on the direct
+// path (a start, or a standby's claim): stdout is copied until the
+// program closes it, and out closes once all of it was delivered.
+func (p *process) serveDirect(conn *net.UnixConn, stdout io.Writer) {
+	p.conn = conn
+	p.out = make(chan struct{})
+	if stdout == nil {
+		stdout = io.Discard
+	}
+	go func() {
+		_, _ = io.Copy(stdout, conn)
+		close(p.out)
+	}()
+}
+
 type process struct {
 	r  *Runtime
 	id string

@@ -354,16 +354,7 @@ func (r *Runtime) claimed(ctx context.Context, id, dir string, ln *shim.Listener
 		stderr = io.Discard
 	}
 	early.open(stderr)
-	p.conn = conn
-	p.out = make(chan struct{})
-	stdout := streams.Stdout
-	if stdout == nil {
-		stdout = io.Discard
-	}
-	go func() {
-		_, _ = io.Copy(stdout, conn)
-		close(p.out)
-	}()
+	p.serveDirect(conn, streams.Stdout)
 	p.startWatch()
 	return p, nil
 }
