@@ -346,7 +346,10 @@ func TestStandbyPMLKilledWhileMakingOne(t *testing.T) {
 		time.Sleep(2 * time.Millisecond)
 	}
 	_ = s.cmd.Process.Signal(syscall.SIGKILL)
-	_ = s.cmd.Wait()
+	// The go-sdk's transport waits for the process (its Close); a Wait of
+	// the test's own beside it was a data race (make test-faults' race
+	// build).
+	_ = s.Close()
 	waitFor(t, "no container of the killed pml running after the standby's time", 30*time.Second, func() bool {
 		for _, c := range standbyServerContainers(t, name) {
 			if c.State == "running" {
