@@ -23,6 +23,8 @@ import (
 	"github.com/docker/docker/client"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	dc "github.com/ory/dockertest/v3/docker"
+
+	pmlc "github.com/pml-dev/pml/internal/container"
 )
 
 // Standby containers (sandbox.standby): a session leaves one of a
@@ -204,6 +206,12 @@ func TestStandbyOfAnotherSpecIsNeverAdopted(t *testing.T) {
 	for _, p := range plants {
 		cfg, host := *real.Config, *real.HostConfig
 		cfg.Labels = maps.Clone(real.Config.Labels)
+		// Owned by this test process, which lives: the standby's own
+		// owner (the first session's pml) has exited, and any pml of
+		// another test starting meanwhile reaps a standby of a dead
+		// owner that it lists between its create and its start. The
+		// owner labels are the session's, which adoption ignores.
+		maps.Copy(cfg.Labels, pmlc.Self().Labels())
 		host.Mounts = slices.Clone(real.HostConfig.Mounts)
 		host.CapAdd = slices.Clone(real.HostConfig.CapAdd)
 		p.adjust(&cfg, &host)
@@ -233,7 +241,13 @@ func TestStandbyOfAnotherSpecIsNeverAdopted(t *testing.T) {
 		}
 		planted[c.ID] = p.what
 	}
-	waitFor(t, "the planted standbys running", 10*time.Second, func() bool { return len(runningStandbys(t, name)) == len(plants) })
+	waitSaw(t, "the planted standbys running", 10*time.Second, func() (bool, string) {
+		var saw []string
+		for _, c := range standbyServerContainers(t, name) {
+			saw = append(saw, fmt.Sprintf("%.12s (%s, standby %q): %s", c.ID, planted[c.ID], c.Labels["pml.standby"], c.Status))
+		}
+		return len(runningStandbys(t, name)) == len(plants), strings.Join(saw, "; ")
+	})
 
 	s2, _ := firstEcho(t, ws(), name, standbyOn)
 	if l := fresh(t, name); len(l) != 1 {
