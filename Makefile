@@ -280,7 +280,7 @@ fuzz-short: inside
 # The e2e tests that need no root, as a normal user (uid 1000 in the engine
 # socket's group, its own HOME, workspaces it owns): .ci/test-user.sh.
 # The root-owned-workspace cases run in make test (as root).
-USER_TESTS ?= TestFirstRun|TestReadInsideTheWorkspace|TestReadsAndWritesOutsideAreRefusedAndChangeNothing|TestAWrittenFileBelongsToTheContainerUser|TestShellReportsExitCodeAndStderr|TestPermissions|TestCallExitCodes|TestDoctorChecksTheProject|TestInitEmptyProject|TestRealGoSDKServers|TestHostilePaths|TestExecuteCallThenReturn
+USER_TESTS ?= TestFirstRun|TestStandbyIsAdoptedByTheNextSession|TestStandbyOfAnotherSpecIsNeverAdopted|TestStandbyTwoSessionsAtOnceOneAdopts|TestReadInsideTheWorkspace|TestReadsAndWritesOutsideAreRefusedAndChangeNothing|TestAWrittenFileBelongsToTheContainerUser|TestShellReportsExitCodeAndStderr|TestPermissions|TestCallExitCodes|TestDoctorChecksTheProject|TestInitEmptyProject|TestRealGoSDKServers|TestHostilePaths|TestExecuteCallThenReturn
 .PHONY: test-user
 test-user: images
 	$(GO) test -c -race -o bin/e2e.test ./e2e

@@ -32,6 +32,9 @@ mkdir -p "$home/bin" "$home/tmp"
 # The binaries where the user can run them (a clone under /root is not).
 install -m 0755 "$test_bin" "$home/bin/e2e.test"
 install -m 0755 "$pml_bin" "$home/bin/pml"
+# The tests' MCP server, built here: as the user, its build could not
+# write the checkout's bin/ nor stamp git's state of a root-owned checkout.
+(cd "$(dirname "$0")/.." && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$home/bin/probe" ./e2e/testservers/probe)
 chown -R "$uid:$uid" "$home"
 chmod 0755 "$home"
 
@@ -40,5 +43,5 @@ echo "test-user: e2e tests ($run) as uid $uid, groups $gid ($(getent group "$gid
 cd "$e2e_dir"
 setpriv --reuid="$uid" --regid="$uid" --groups="$gid" -- \
 	env -i PATH=/usr/local/go/bin:/usr/local/bin:/usr/bin:/bin HOME="$home" TMPDIR="$home/tmp" \
-	${DOCKER_HOST:+DOCKER_HOST=$DOCKER_HOST} PML_BIN="$home/bin/pml" \
+	${DOCKER_HOST:+DOCKER_HOST=$DOCKER_HOST} PML_BIN="$home/bin/pml" PML_E2E_PROBE_BIN="$home/bin/probe" \
 	"$home/bin/e2e.test" -test.run "$run" -test.count=1 -test.timeout=15m
