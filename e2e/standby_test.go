@@ -450,3 +450,53 @@ func pmlCleanup(t *testing.T) {
 		t.Fatalf("pml cleanup: %v\n%s", err, out)
 	}
 }
+
+// TestPmlCleanupRemovesUnclaimedStandbys: pml cleanup removes this
+// host's standbys that no session claimed, and says how many; the one a
+// session serves from stays and keeps answering; --dry-run removes none.
+func TestPmlCleanupRemovesUnclaimedStandbys(t *testing.T) {
+	name, ws := standbyServer(t, "")
+	s1, _ := firstEcho(t, ws(), name, standbyOn)
+	s1.Close()
+	claimedID := waitStandby(t, name)
+	s2, _ := firstEcho(t, ws(), name, standbyOn)
+	defer s2.Close()
+	if n := serversIn(t, claimedID); n != 1 {
+		t.Fatalf("the second session did not adopt the standby (servers in it: %d)", n)
+	}
+	// A session of its own while that one is claimed: it leaves a
+	// standby no one claims.
+	s3, _ := firstEcho(t, ws(), name, standbyOn)
+	s3.Close()
+	var unclaimed []string
+	waitSaw(t, "a standby besides the claimed one", 20*time.Second, func() (bool, string) {
+		unclaimed = slices.DeleteFunc(runningStandbys(t, name), func(id string) bool { return id == claimedID })
+		return len(unclaimed) > 0, fmt.Sprint(len(unclaimed), " unclaimed")
+	})
+	dir := ws().Dir
+	if r := runCLI(t, dir, nil, "", "cleanup", "--dry-run"); r.code != 0 || strings.Contains(string(r.stdout), "standby") {
+		t.Fatalf("pml cleanup --dry-run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if l := runningStandbys(t, name); len(l) != len(unclaimed)+1 {
+		t.Fatalf("pml cleanup --dry-run removed standbys: %d left of %d", len(l), len(unclaimed)+1)
+	}
+	r := runCLI(t, dir, nil, "", "cleanup")
+	want := fmt.Sprintf("removed %d standby container(s) that no session had claimed", len(unclaimed))
+	if r.code != 0 || !strings.Contains(string(r.stdout), want) {
+		t.Fatalf("pml cleanup: exit %d, want %q in\n%s\n%s", r.code, want, r.stdout, r.stderr)
+	}
+	for _, id := range unclaimed {
+		if _, err := pool.Client.InspectContainer(id); err == nil {
+			t.Errorf("the unclaimed standby %.12s is still there", id)
+		}
+	}
+	if c, err := pool.Client.InspectContainer(claimedID); err != nil || !c.State.Running {
+		t.Fatalf("the standby a session serves from was removed (%v)", err)
+	}
+	if out, res := s2.call(t, name+":echo", map[string]any{"text": "still"}); res.IsError || !strings.Contains(out, "still") {
+		t.Errorf("the session serving from the claimed standby no longer answers: %s", out)
+	}
+	if r := runCLI(t, dir, nil, "", "cleanup"); r.code != 0 || strings.Contains(string(r.stdout), "standby") {
+		t.Errorf("a second pml cleanup: exit %d\n%s", r.code, r.stdout)
+	}
+}

@@ -26,7 +26,8 @@ func newCleanupCmd(g *globals) *cobra.Command {
 			"dependencies (.pml/deps/NAME and their records in .pml/deps.json) and cached tool lists\n" +
 			"(.pml/tools-cache.json); and what an install interrupted by a kill left (.pml/deps/.partial-*,\n" +
 			"never a running install's). It also removes, from the container engine, the containers and\n" +
-			"networks (pml's egress container's) of a pml on this host that exited without removing them.\n" +
+			"networks (pml's egress container's) of a pml on this host that exited without removing them,\n" +
+			"and the standby containers no session has claimed (sandbox.standby).\n" +
 			"--dry-run lists the files (on stdout) and deletes nothing.\n" +
 			"--format json prints one JSON object: {\"dry_run\", \"deleted\": [{\"server\", \"kind\", \"path\"}],\n" +
 			"\"interrupted\": [paths]} (with --dry-run, what would be deleted).\n\n" +
@@ -64,8 +65,12 @@ func newCleanupCmd(g *globals) *cobra.Command {
 				// What a pml that exited abnormally left on the engine:
 				// its containers (pml's egress container among them) and
 				// the egress container's networks.
-				if n := reapForCleanup(g); n > 0 {
+				n, standbys := reapForCleanup(g)
+				if n > 0 {
 					fmt.Fprintf(out, "removed %d container(s) left by a pml that exited, with their networks\n", n)
+				}
+				if standbys > 0 {
+					fmt.Fprintf(out, "removed %d standby container(s) that no session had claimed (sandbox.standby)\n", standbys)
 				}
 			}
 			if dryRun {
@@ -111,20 +116,26 @@ func newCleanupCmd(g *globals) *cobra.Command {
 }
 
 // reapForCleanup removes the containers and networks of pml processes of
-// this host that died (container.Reap), bounded: an engine that does not
-// answer leaves them for the next pml start, which reaps them too.
-func reapForCleanup(g *globals) int {
+// this host that died (container.Reap), and this host's standby
+// containers that no session claimed; bounded: an engine that does not
+// answer leaves them for the next pml start, which reaps the first, and
+// to their own time (sandbox.standby), which ends the others.
+func reapForCleanup(g *globals) (reaped, standbys int) {
 	log := g.logger()
 	rt, err := newRuntime(g.host, nil, log)
 	if err != nil {
-		return 0
+		return 0, 0
 	}
 	defer rt.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	n, err := container.Reap(ctx, rt, container.Self())
+	reaped, err = container.Reap(ctx, rt, container.Self())
 	if err != nil {
 		log.Debug().Err(err).Msg("pml cleanup: the containers of a pml that exited were not looked for")
 	}
-	return n
+	standbys, err = container.RemoveStandbys(ctx, rt)
+	if err != nil {
+		log.Debug().Err(err).Msg("pml cleanup: the standby containers were not looked for")
+	}
+	return reaped, standbys
 }

@@ -1,6 +1,7 @@
 package container
 
 import (
+	"context"
 	"slices"
 	"sync"
 )
@@ -108,3 +109,19 @@ func (l *Limited) freeStandby() bool {
 
 // isStandby reports whether a container carries the standby label.
 func isStandby(l map[string]string) bool { return l[LabelStandby] != "" }
+
+// StandbyRemover is a runtime that can remove this host's standbys no
+// pml has claimed (internal/docker).
+type StandbyRemover interface {
+	RemoveStandbys(ctx context.Context) (int, error)
+}
+
+// RemoveStandbys removes this host's unclaimed standby containers, where
+// rt makes standbys (pml cleanup: a person who cleans up does not want a
+// container left running for a later session); it returns how many.
+func RemoveStandbys(ctx context.Context, rt Runtime) (int, error) {
+	if r, ok := unwrap[StandbyRemover](rt); ok {
+		return r.RemoveStandbys(ctx)
+	}
+	return 0, nil
+}

@@ -493,3 +493,52 @@ func (r *Runtime) adopt(ctx context.Context, spec pmlc.Spec, streams pmlc.Stream
 	p.plan.argv, _ = argv()
 	return p, nil
 }
+
+// RemoveStandbys removes the running standby containers of this host
+// that no pml has claimed (pml cleanup; the expired ones Reap takes).
+// Each is claimed first, as a session claims one: the file system lets
+// one claim win, so a standby a session is adopting at this moment (or
+// serves from) is left to it, and no session can adopt one this removes.
+// A standby of another user's pml (its directory is not under this
+// pml's base, or not this user's) is not claimed, and stays.
+func (r *Runtime) RemoveStandbys(ctx context.Context) (int, error) {
+	list, err := r.cli.ContainerList(ctx, container.ListOptions{Filters: filters.NewArgs(
+		filters.Arg("label", pmlc.LabelStandby),
+		filters.Arg("label", pmlc.LabelOwnerHostID+"="+pmlc.HostID()),
+		filters.Arg("status", "running"))})
+	if err != nil {
+		return 0, err
+	}
+	base := shim.BaseDir()
+	removed := 0
+	for _, c := range list {
+		dir := ""
+		for _, m := range c.Mounts {
+			if m.Destination == shim.RunDir {
+				dir = m.Source
+			}
+		}
+		ins, err := r.cli.ContainerInspect(ctx, c.ID)
+		if dir == "" || err != nil || ins.Config == nil {
+			continue
+		}
+		uid, gid, err := pmlc.NumericUser(ins.Config.User)
+		if err != nil {
+			continue
+		}
+		ln, err := shim.Claim(base, dir, uid, gid)
+		if err != nil {
+			continue
+		}
+		err = r.RemoveContainer(ctx, c.ID)
+		ln.Close()
+		if err != nil {
+			// Claimed, so no session adopts it; it ends by itself.
+			r.standbyLog(fmt.Errorf("removing standby container %s: %w", shortID(c.ID), err))
+			continue
+		}
+		shim.RemoveStandbyDir(base, dir)
+		removed++
+	}
+	return removed, nil
+}
