@@ -58,6 +58,7 @@ LATER=(
 	TestEngineRestartedMidSession
 	TestTheFaultEngineLeavesTheHostsLinksAlone
 	TestAServerWhoseImageIsMissingOnAnOfflineEngineExits5
+	TestAStandbyOnAFrozenEngine
 	# A full disk (a small tmpfs of the test's own).
 	TestAWriteThatOverflowsTheDiskLeavesTheFileAsItWas
 	TestACallWhoseAuditEntryCannotBeWrittenDoesNotRun

@@ -286,6 +286,12 @@ func (f *faultEngine) loadImages() error {
 	if err != nil {
 		return err
 	}
+	return f.load(refs...)
+}
+
+// load copies the images refs from the shared engine (docker save |
+// docker load).
+func (f *faultEngine) load(refs ...string) error {
 	if len(refs) == 0 {
 		return nil
 	}

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"bytes"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	dc "github.com/ory/dockertest/v3/docker"
 )
 
 // Faults of the container engine itself, against a dockerd of the test's
@@ -361,4 +364,80 @@ func hostBridges(t *testing.T) map[string]bool {
 		}
 	}
 	return m
+}
+
+// TestAStandbyOnAFrozenEngine: a session that would adopt a standby
+// container (sandbox.standby) finds the engine frozen. pml call
+// --timeout 5s ends within 6 s, says no more of the container than it
+// knows, and claims no removal (the candidates' list and inspect, which
+// adoption asks the engine first, are bounded as the create is); once
+// thawed, the next call is answered (from the standby or a fresh
+// container) and pml cleanup removes what is left unclaimed.
+func TestAStandbyOnAFrozenEngine(t *testing.T) {
+	f := sharedFaultEngine(t)
+	img := probeImage(t)
+	if err := f.load(img); err != nil {
+		t.Fatal(err)
+	}
+	name := fmt.Sprintf("sbf%d", time.Now().UnixNano()%1e9)
+	ws := newWorkspace(t, fmt.Sprintf(`{"permissions": {"allow": ["*"]}, "sandbox": {"prestart": "off"}, "mcps": {%q: {"image": %q, "workspace": "none"}}}`, name, img))
+	list := func() []dc.APIContainers {
+		l, err := f.Client.ListContainers(dc.ListContainersOptions{All: true, Filters: map[string][]string{"label": {"pml.purpose=mcp:" + name}}})
+		if err != nil {
+			t.Fatalf("listing the fault engine's containers: %v", err)
+		}
+		return l
+	}
+	standbys := func() []string {
+		var ids []string
+		for _, c := range list() {
+			if c.Labels["pml.standby"] != "" && c.State == "running" {
+				ids = append(ids, c.ID)
+			}
+		}
+		return ids
+	}
+	t.Cleanup(func() {
+		for _, c := range list() {
+			_ = f.Client.RemoveContainer(dc.RemoveContainerOptions{ID: c.ID, Force: true})
+		}
+	})
+	env := append(f.Env(), "PML_SANDBOX_STANDBY=2m")
+	echo := func(timeout string) (cliResult, time.Duration) {
+		began := time.Now()
+		r := runCLI(t, ws.Dir, env, "", "call", name+":echo", `{"text": "hi"}`, "--timeout", timeout)
+		return r, time.Since(began)
+	}
+	if r, _ := echo("60s"); r.code != 0 {
+		t.Fatalf("the first call: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	waitFor(t, "the standby the first call left", 20*time.Second, func() bool { return len(standbys()) == 1 })
+
+	f.Freeze(t)
+	r, took := echo(faultTimeout.String())
+	f.Thaw(t)
+	out := callJSON(t, r)
+	t.Logf("a call that would adopt the standby, the engine frozen: exit %d after %v: %s", r.code, took.Round(time.Millisecond), out.Text)
+	if took > callBound {
+		t.Errorf("pml call --timeout %s took %v with the engine frozen, more than %v", faultTimeout, took.Round(time.Millisecond), callBound)
+	}
+	// The server's start is the pool's, not this call's (it would serve
+	// the calls after it), so the call is abandoned rather than ended:
+	// pml says what it knows of the container, no more.
+	if r.code != 124 || !strings.HasPrefix(out.Text, "--timeout 5s expired") ||
+		!strings.Contains(out.Text, "no container had been created yet") && !strings.Contains(out.Text, "its container, if one had been created, may still be running") {
+		t.Errorf("exit %d, text %q", r.code, out.Text)
+	}
+	noFalseRemoval(t, out.Text)
+
+	if r, _ := echo("60s"); r.code != 0 || !strings.Contains(callJSON(t, r).Text, "hi") {
+		t.Fatalf("the call after the engine was thawed: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	waitFor(t, "a standby after the thawed call", 20*time.Second, func() bool { return len(standbys()) >= 1 })
+	if r := runCLI(t, ws.Dir, f.Env(), "", "cleanup"); r.code != 0 || !strings.Contains(string(r.stdout), "standby container(s) that no session had claimed") {
+		t.Errorf("pml cleanup: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if l := standbys(); len(l) != 0 {
+		t.Errorf("%d standbys left after pml cleanup", len(l))
+	}
 }
