@@ -368,10 +368,10 @@ func hostBridges(t *testing.T) map[string]bool {
 
 // TestAStandbyOnAFrozenEngine: a session that would adopt a standby
 // container (sandbox.standby) finds the engine frozen. pml call
-// --timeout 5s ends within 6 s, says no more of the container than it
-// knows, and claims no removal (the candidates' list and inspect, which
-// adoption asks the engine first, are bounded as the create is); once
-// thawed, the next call is answered (from the standby or a fresh
+// --timeout 5s ends at its deadline (the server's start held the call
+// to the start's own 30 s bound, and pml call gave up on it after 600 ms
+// more), says the call never reached the server, and claims no removal;
+// once thawed, the next call is answered (from the standby or a fresh
 // container) and pml cleanup removes what is left unclaimed.
 func TestAStandbyOnAFrozenEngine(t *testing.T) {
 	f := sharedFaultEngine(t)
@@ -421,12 +421,17 @@ func TestAStandbyOnAFrozenEngine(t *testing.T) {
 	if took > callBound {
 		t.Errorf("pml call --timeout %s took %v with the engine frozen, more than %v", faultTimeout, took.Round(time.Millisecond), callBound)
 	}
-	// The server's start is the pool's, not this call's (it would serve
-	// the calls after it), so the call is abandoned rather than ended:
-	// pml says what it knows of the container, no more.
-	if r.code != 124 || !strings.HasPrefix(out.Text, "--timeout 5s expired") ||
-		!strings.Contains(out.Text, "no container had been created yet") && !strings.Contains(out.Text, "its container, if one had been created, may still be running") {
+	// The server's start is the server's, not this call's (it serves the
+	// calls after it): the call ends at its deadline, and says that it
+	// never reached the server, not that the server was told to cancel
+	// it, nor that it overran (the start held the call to its end).
+	if r.code != 124 || !strings.HasPrefix(out.Text, "--timeout 5s expired") || !strings.Contains(out.Text, "before its server had started (the call never reached it") {
 		t.Errorf("exit %d, text %q", r.code, out.Text)
+	}
+	for _, untrue := range []string{"told to cancel", "did not end within"} {
+		if strings.Contains(out.Text, untrue) {
+			t.Errorf("the message says %q: %q", untrue, out.Text)
+		}
 	}
 	noFalseRemoval(t, out.Text)
 

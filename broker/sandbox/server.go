@@ -133,6 +133,15 @@ func callServer(ctx context.Context, c *call.Call, sb *Sandbox, srv Server, def 
 // serverCallError words a failed call to a server; parent is the call's
 // context before sandbox.timeout bounded it (whose deadline passed).
 func serverCallError(sb *Sandbox, def toolbox.Tool, err error, parent context.Context) call.Result {
+	var sw *upstream.StartWaitError
+	if errors.As(err, &sw) && errors.Is(err, context.DeadlineExceeded) {
+		// Nothing reached the server: nothing was told to cancel.
+		why := callerDeadline
+		if !errors.Is(parent.Err(), context.DeadlineExceeded) {
+			why = fmt.Sprintf("its limit of %s (sandbox.timeout) passed", time.Duration(sb.Policy().Timeout))
+		}
+		return call.ResultFor(fmt.Errorf("%s was stopped: %s before its server had started (the call never reached it; the start goes on within its own bound, %s)", def.Name, why, sw.Bound))
+	}
 	switch {
 	case errors.Is(err, context.DeadlineExceeded) && errors.Is(parent.Err(), context.DeadlineExceeded):
 		return call.ResultFor(fmt.Errorf("%s was stopped: %s; the server was told to cancel it", def.Name, callerDeadline))

@@ -98,10 +98,18 @@ func TestServerCallErrorsSayWhatEndedTheCall(t *testing.T) {
 		{"a cancel", context.Canceled, live, "srv:echo was cancelled"},
 		{"the engine", fmt.Errorf("start: %w", container.ErrUnavailable), live, "unavailable: start"},
 		{"the server's own", errors.New("it broke"), live, "it broke"},
+		{"the caller's deadline during the start", &upstream.StartWaitError{Server: "srv", Bound: 30 * time.Second, Err: context.DeadlineExceeded}, expired,
+			"srv:echo was stopped: " + callerDeadline + " before its server had started (the call never reached it; the start goes on within its own bound, 30s)"},
+		{"sandbox.timeout during the start", &upstream.StartWaitError{Server: "srv", Bound: 30 * time.Second, Err: context.DeadlineExceeded}, live,
+			"srv:echo was stopped: its limit of 1s (sandbox.timeout) passed before its server had started"},
+		{"a cancel during the start", &upstream.StartWaitError{Server: "srv", Err: context.Canceled}, live, "srv:echo was cancelled"},
 	} {
 		res := serverCallError(sb, echoTool, c.err, c.parent)
 		if !res.IsError || !strings.Contains(res.Text, c.want) {
 			t.Errorf("%s: %q", c.name, res.Text)
+		}
+		if strings.Contains(c.name, "during the start") && strings.Contains(res.Text, "told to cancel") {
+			t.Errorf("%s: nothing reached the server, but: %q", c.name, res.Text)
 		}
 	}
 	if res := serverCallError(sb, echoTool, container.ErrImageMissing, live); !errors.Is(res.Err(), call.ErrUnavailable) {

@@ -33,6 +33,7 @@ import (
 
 	"github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/jsonrpc"
+	"github.com/pml-dev/pml/internal/panics"
 	"github.com/pml-dev/pml/internal/slogzerolog"
 	"github.com/pml-dev/pml/internal/telemetry"
 )
@@ -401,24 +402,18 @@ func (s *Server) acquireHow(ctx context.Context, noQueue bool) (c *conn, err err
 		}
 		op := s.starting
 		if op == nil {
+			// The start is the server's, not this call's: it serves the
+			// calls after this one too, and is bounded by StartTimeout.
+			// It runs on a goroutine of its own, and this call waits for
+			// it as the others do, up to its own deadline or its
+			// client's cancellation: a call whose timeout is shorter than
+			// the start (a frozen engine, a slow one) ends then, and
+			// the start goes on for the next call.
 			op = &startOp{done: make(chan struct{})}
 			hit = false
 			telemetry.CountStart(s.o.Name)
 			s.starting = op
-			s.mu.Unlock()
-			c, err := s.start(noQueue)
-			s.mu.Lock()
-			op.c, op.err = c, err
-			s.starting = nil
-			if err == nil {
-				s.cur = c
-			}
-			close(op.done)
-			s.mu.Unlock()
-			if err != nil {
-				return nil, err
-			}
-			continue
+			go s.finishStart(op, noQueue)
 		}
 		s.mu.Unlock()
 		select {
@@ -428,9 +423,46 @@ func (s *Server) acquireHow(ctx context.Context, noQueue bool) (c *conn, err err
 				return nil, op.err
 			}
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, &StartWaitError{Server: s.o.Name, Bound: s.o.StartTimeout, Err: ctx.Err()}
 		}
 	}
+}
+
+// StartWaitError: the call ended (its deadline, its client's
+// cancellation) while it waited for the server's start: no request of
+// it reached the server, and the start goes on within its own bound.
+type StartWaitError struct {
+	Server string
+	Bound  time.Duration
+	Err    error
+}
+
+func (e *StartWaitError) Error() string {
+	return fmt.Sprintf("%v while the MCP server %s was starting", e.Err, e.Server)
+}
+
+func (e *StartWaitError) Unwrap() error { return e.Err }
+
+// finishStart runs the start op and makes its container the server's.
+// Until a call takes it, it stops after the idle time, as after a call:
+// every call that waited may have given up.
+func (s *Server) finishStart(op *startOp, noQueue bool) {
+	var c *conn
+	err := fmt.Errorf("starting the MCP server %s failed inside pml (a bug: its stack is in pml's log)", s.o.Name)
+	// No recover boundary is above this goroutine: a panic in the start
+	// fails the start (its waiters get the error), not pml.
+	panics.Guarded(s.o.Logger, "tools/call", "starting the MCP server "+s.o.Name, func() { c, err = s.start(noQueue) })
+	s.mu.Lock()
+	op.c, op.err = c, err
+	s.starting = nil
+	if err == nil {
+		s.cur = c
+		if s.o.Idle > 0 {
+			c.idle = time.AfterFunc(s.o.Idle, func() { s.idleStop(c) })
+		}
+	}
+	close(op.done)
+	s.mu.Unlock()
 }
 
 func (s *Server) release(c *conn) {

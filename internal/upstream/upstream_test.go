@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -58,5 +59,54 @@ func TestAClosedServerRefusesCalls(t *testing.T) {
 	s.Close()
 	if _, err := s.Call(context.Background(), "x", nil, nil, nil, nil); err == nil || !strings.Contains(err.Error(), "shut down") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// A call whose context ends while the server starts ends then, with a
+// StartWaitError (nothing reached the server); the start goes on, and
+// the next call gets its container without another start. A start no
+// call takes stops after the idle time.
+func TestACallDoesNotWaitForTheStartPastItsDeadline(t *testing.T) {
+	var initialized atomic.Bool
+	release := make(chan struct{})
+	rt := stub(func(stdin io.Reader, stdout, stderr io.Writer, killed <-chan struct{}) int {
+		<-release // a slow start: the engine, an image, the server's own
+		initialized.Store(true)
+		return answersTools(stdin, stdout, stderr, killed)
+	})
+	s := New(Options{Name: "slow", Runtime: rt, Idle: 200 * time.Millisecond, Logger: zerolog.Nop()})
+	t.Cleanup(s.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err := s.Tools(ctx)
+	var sw *StartWaitError
+	if !errors.As(err, &sw) || !errors.Is(err, context.DeadlineExceeded) || sw.Server != "slow" {
+		t.Fatalf("got %v, want a StartWaitError of the deadline", err)
+	}
+	if initialized.Load() {
+		t.Fatal("the call waited for the start to end")
+	}
+	close(release)
+	if _, err := s.Tools(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(rt.Procs()); n != 1 {
+		t.Fatalf("%d starts, want 1: the call after the abandoned one did not get its container", n)
+	}
+
+	// Abandoned, and then never called: stopped after the idle time.
+	s2 := New(Options{Name: "slow2", Runtime: stub(answersTools), Idle: 100 * time.Millisecond, Logger: zerolog.Nop()})
+	t.Cleanup(s2.Close)
+	gone, cancel2 := context.WithCancel(context.Background())
+	cancel2()
+	if _, err := s2.Tools(gone); !errors.As(err, &sw) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("a cancelled call: %v", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for s2.Running() || s2.Starting() {
+		if time.Now().After(deadline) {
+			t.Fatal("the container of a start no call took is still running after its idle time")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
