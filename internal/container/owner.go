@@ -94,29 +94,10 @@ func OwnerFromLabels(l map[string]string) (Owner, bool) {
 }
 
 // Alive reports whether the owner process still runs: same pid and same
-// start time, and not a zombie. A pml that exited and whose parent has
-// not collected it yet (a client that SIGKILLed it may take its time) can
-// remove nothing any more: what it left is an orphan already, for the
-// reap of any other pml and for pml cleanup (which otherwise found it
-// alive and left its containers until the parent's wait).
+// start time.
 func (o Owner) Alive() bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", o.PID))
-	if err != nil {
-		return false
-	}
-	start, err := parseStatStart(string(b))
-	return err == nil && start == o.Start && !exited(string(b))
-}
-
-// exited reports whether a /proc stat line is a process that has exited
-// (state Z, a zombie, or X, dead).
-func exited(stat string) bool {
-	i := strings.LastIndexByte(stat, ')')
-	if i < 0 {
-		return false
-	}
-	f := strings.Fields(stat[i+1:])
-	return len(f) > 0 && (f[0] == "Z" || f[0] == "X")
+	start, err := processStart(o.PID)
+	return err == nil && start == o.Start
 }
 
 // processStart reads the start time of pid from /proc/PID/stat.
