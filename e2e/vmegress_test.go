@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -223,8 +224,14 @@ func TestPMLCleanupRemovesTheEgressContainerOfAKilledPML(t *testing.T) {
 	pid := s.cmd.Process.Pid
 	killExitWatcher(t, pid)
 	s.kill()
-	// Not cmd.Wait: the session's transport waits for the process.
-	waitFor(t, "pml to die", 10*time.Second, func() bool { return !running(pid) })
+	// Not cmd.Wait: the session's transport waits for the process, once
+	// it has read the end of its output. Until then the killed pml is a
+	// zombie, which pml judges alive (same pid, same start time): wait
+	// for it to be collected, as a client collects the pml it killed.
+	waitFor(t, "pml to die and be collected", 10*time.Second, func() bool {
+		_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
+		return errors.Is(err, os.ErrNotExist)
+	})
 	if left := egressLeft(t, f.Host()); left == "" {
 		t.Fatalf("a killed pml left nothing to clean up: the test proves nothing")
 	}
