@@ -232,10 +232,7 @@ func (r *Runtime) adoptStandby(ctx context.Context, spec pmlc.Spec, streams pmlc
 	}
 	lc := make(chan listed, 1)
 	go func() {
-		l, err := r.cli.ContainerList(ctx, container.ListOptions{Filters: filters.NewArgs(
-			filters.Arg("label", pmlc.LabelStandby),
-			filters.Arg("label", pmlc.LabelOwnerHostID+"="+host),
-			filters.Arg("status", "running"))})
+		l, err := r.runningStandbys(ctx, host)
 		lc <- listed{l, err}
 	}()
 	type inspected struct {
@@ -502,10 +499,7 @@ func (r *Runtime) adopt(ctx context.Context, spec pmlc.Spec, streams pmlc.Stream
 // A standby of another user's pml (its directory is not under this
 // pml's base, or not this user's) is not claimed, and stays.
 func (r *Runtime) RemoveStandbys(ctx context.Context) (int, error) {
-	list, err := r.cli.ContainerList(ctx, container.ListOptions{Filters: filters.NewArgs(
-		filters.Arg("label", pmlc.LabelStandby),
-		filters.Arg("label", pmlc.LabelOwnerHostID+"="+pmlc.HostID()),
-		filters.Arg("status", "running"))})
+	list, err := r.runningStandbys(ctx, pmlc.HostID())
 	if err != nil {
 		return 0, err
 	}
@@ -518,8 +512,11 @@ func (r *Runtime) RemoveStandbys(ctx context.Context) (int, error) {
 				dir = m.Source
 			}
 		}
+		if dir == "" {
+			continue
+		}
 		ins, err := r.cli.ContainerInspect(ctx, c.ID)
-		if dir == "" || err != nil || ins.Config == nil {
+		if err != nil || ins.Config == nil {
 			continue
 		}
 		uid, gid, err := pmlc.NumericUser(ins.Config.User)
@@ -541,4 +538,14 @@ func (r *Runtime) RemoveStandbys(ctx context.Context) (int, error) {
 		removed++
 	}
 	return removed, nil
+}
+
+// runningStandbys lists the running standby containers of host (an
+// owner host id): the candidates a session adopts from, and what pml
+// cleanup removes.
+func (r *Runtime) runningStandbys(ctx context.Context, host string) ([]container.Summary, error) {
+	return r.cli.ContainerList(ctx, container.ListOptions{Filters: filters.NewArgs(
+		filters.Arg("label", pmlc.LabelStandby),
+		filters.Arg("label", pmlc.LabelOwnerHostID+"="+host),
+		filters.Arg("status", "running"))})
 }
