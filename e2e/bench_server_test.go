@@ -6,9 +6,7 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -65,12 +63,21 @@ func benchPooledServer(b *testing.B, r *report, raw map[string][]float64) {
 			call(floor, "echo", "warm")
 		}
 	}
+	// The floor in a container: the same relay in front of the probe in a
+	// container made as pml's, over the shim's socket (informational: the
+	// sandbox's own share of the warm call).
+	cfloor, cfloorWhy := connectContainerFloor(b, pmlCtr)
+	if cfloor != nil {
+		for i := 0; i < 20; i++ {
+			call(cfloor, "echo", "warm")
+		}
+	}
 	pmlCPU0 := processCPU(viaPML.cmd.Process.Pid)
 	ctrCPU0 := containerCPU(pmlCtr)
 	thvCPU0, thvCtrCPU0 := thv.cpu()
 
 	const warmN = 300
-	var p, n, t, fl []time.Duration
+	var p, n, t, fl, cfl []time.Duration
 	for i := 0; i < warmN; i++ {
 		if floor != nil {
 			t0 := time.Now()
@@ -86,6 +93,18 @@ func benchPooledServer(b *testing.B, r *report, raw map[string][]float64) {
 		if d, ok := thv.timedCall("x"); ok {
 			t = append(t, d)
 		}
+		// Last, so that the calls the targets are on follow one another
+		// as they did before this side was measured.
+		if cfloor != nil {
+			t0 := time.Now()
+			call(cfloor, "echo", "x")
+			cfl = append(cfl, time.Since(t0))
+		}
+	}
+	if cfloor != nil {
+		// Its server ends, and its container with it: nothing of it
+		// runs beside the rows below.
+		cfloor.Close()
 	}
 	// What the warm calls cost, per call: CPU of the broker process and
 	// of the server's container (the same image on every side).
@@ -115,6 +134,7 @@ func benchPooledServer(b *testing.B, r *report, raw map[string][]float64) {
 		of = figure{ID: of.ID, Name: of.Name, PML: of.PML, Baseline: of.Baseline, ValueText: "not measured: " + floorWhy}
 	}
 	r.add(of)
+	benchContainerFloor(r, raw, p, n, fl, cfl, cfloorWhy)
 
 	// The curve: every round is curveWork calls from k callers, the
 	// sides taking turns round by round.
@@ -265,13 +285,9 @@ func connectFloor(b *testing.B, dir, image, ctr string) (*mcp.ClientSession, str
 	if err != nil || c.State.Pid == 0 {
 		return nil, fmt.Sprintf("inspecting the floor's container: %v (pid %d)", err, c.State.Pid)
 	}
-	root, _ := filepath.Abs("..")
-	relay := filepath.Join(b.TempDir(), "relay")
-	build := exec.Command("go", "build", "-trimpath", "-o", relay, "./e2e/testservers/relay")
-	build.Dir = root
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		return nil, fmt.Sprintf("building the relay: %v: %s", err, out)
+	relay, err := buildRelay(b)
+	if err != nil {
+		return nil, err.Error()
 	}
 	cmd := exec.Command(relay, "-cgroup-of", strconv.Itoa(c.State.Pid), "--", probeBin)
 	var stderr syncBuffer

@@ -5,8 +5,10 @@ package e2e
 import (
 	"encoding/json"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pml-dev/pml/internal/benchstat"
 )
@@ -182,6 +184,49 @@ func TestBenchTargetsWithoutPreviousReport(t *testing.T) {
 	for _, tg := range r.Targets {
 		if tg.Met != nil {
 			t.Errorf("%s: decided (%v) with no figures", tg.Rule, *tg.Met)
+		}
+	}
+}
+
+// The floor in a container is informational: its rows are in the report
+// (or say why not) and leave every target as it was.
+func TestBenchContainerFloorRowsAreNotTargets(t *testing.T) {
+	ms := func(v float64, n int) []time.Duration {
+		var d []time.Duration
+		for i := 0; i < n; i++ {
+			d = append(d, time.Duration(v*(1+float64(i%5)*0.01)*float64(time.Millisecond)))
+		}
+		return d
+	}
+	want := targetsReport()
+	want.computeTargets()
+
+	r := targetsReport()
+	raw := map[string][]float64{}
+	// pml 2× the floor in a container, which is 3× the floor: were either
+	// taken for the warm target's ratio, it would be missed.
+	benchContainerFloor(r, raw, ms(0.6, 50), ms(0.05, 50), ms(0.1, 50), ms(0.3, 50), "")
+	r.computeTargets()
+	if !reflect.DeepEqual(r.Targets, want.Targets) {
+		t.Errorf("targets with the floor in a container:\n%+v\nwant\n%+v", r.Targets, want.Targets)
+	}
+	cf, of := r.figure("warm_floor_container"), r.figure("warm_over_floor_container")
+	if cf == nil || of == nil || math.Abs(cf.Ratio-3) > 0.01 || math.Abs(of.Ratio-2) > 0.01 || len(raw["server_warm_floor_container_ms"]) != 50 {
+		t.Errorf("rows: %+v\n%+v", cf, of)
+	}
+	if md := r.markdown(); !strings.Contains(md, "floor in a container like pml's") {
+		t.Errorf("report:\n%s", md)
+	}
+
+	r = targetsReport()
+	benchContainerFloor(r, map[string][]float64{}, ms(0.6, 50), ms(0.05, 50), ms(0.1, 50), nil, "pml's pooled container was not found")
+	r.computeTargets()
+	if !reflect.DeepEqual(r.Targets, want.Targets) {
+		t.Errorf("targets without the floor in a container:\n%+v\nwant\n%+v", r.Targets, want.Targets)
+	}
+	for _, id := range []string{"warm_floor_container", "warm_over_floor_container"} {
+		if f := r.figure(id); f == nil || f.RatioKind != "" || f.ValueText != "not measured: pml's pooled container was not found" {
+			t.Errorf("%s: %+v", id, f)
 		}
 	}
 }

@@ -19,9 +19,12 @@ import (
 // row alone, for pml (PML_BIN) and another pml build (PML_BENCH_BASE_BIN,
 // say the previous commit's) in one interleaved loop with the floor
 // (the bare relay in front of the probe in the cgroups of PML_BIN's
-// pooled container), PML_BENCH_ROUNDS calls each (default 300); with the
-// CPU each broker process spent per call; with PML_BENCH_CALLERS, their
-// throughput with that many callers at once against the native probe:
+// pooled container) and the floor in a container (the bare relay over the
+// shim's socket to the probe in a container made as PML_BIN's pooled one:
+// the sandbox's own share, informational), PML_BENCH_ROUNDS calls each
+// (default 300); with the CPU each broker process spent per call; with
+// PML_BENCH_CALLERS, their throughput with that many callers at once
+// against the native probe:
 //
 //	PML_BENCH_BASE_BIN=/tmp/pml-old go test -run '^$' -bench '^BenchmarkWarmCallOverFloor$' -benchtime 1x ./e2e/
 func BenchmarkWarmCallOverFloor(b *testing.B) {
@@ -59,24 +62,45 @@ func BenchmarkWarmCallOverFloor(b *testing.B) {
 		}
 	}
 	dir := sides[0].ws.Dir
-	floor, why := connectFloor(b, dir, image, pooledContainer(b, dir, image))
+	// Looked up once: the floor's own container is labelled with the
+	// workspace too.
+	ctr := pooledContainer(b, dir, image)
+	floor, why := connectFloor(b, dir, image, ctr)
 	if floor == nil {
 		b.Fatalf("no floor: %s", why)
 	}
+	// The floor in a container: not a target, so one that cannot be
+	// made is said and the rest measured.
+	cfloor, cwhy := connectContainerFloor(b, ctr)
+	if cfloor == nil {
+		fmt.Fprintf(os.Stderr, "floor in a container as pml's: not measured: %s\n", cwhy)
+	}
 	for i := 0; i < 20; i++ {
 		call(floor, "echo")
+		if cfloor != nil {
+			call(cfloor, "echo")
+		}
 	}
-	var fl []float64
+	var fl, cfl []float64
 	cpu0 := make([]time.Duration, len(sides))
 	for i, sd := range sides {
 		cpu0[i] = processCPU(sd.s.cmd.Process.Pid)
 	}
+	// After the floor, pml's sides and the floor in a container take
+	// turns going first.
+	turns := len(sides)
+	if cfloor != nil {
+		turns++
+	}
 	for r := 0; r < rounds; r++ {
 		fl = append(fl, float64(call(floor, "echo").Microseconds())/1000)
-		for k := range sides {
-			// The sides take turns going first.
-			sd := sides[(r+k)%len(sides)]
-			sd.ms = append(sd.ms, float64(call(sd.s.ClientSession, "probe:echo").Microseconds())/1000)
+		for k := 0; k < turns; k++ {
+			if i := (r + k) % turns; i < len(sides) {
+				sd := sides[i]
+				sd.ms = append(sd.ms, float64(call(sd.s.ClientSession, "probe:echo").Microseconds())/1000)
+			} else {
+				cfl = append(cfl, float64(call(cfloor, "echo").Microseconds())/1000)
+			}
 		}
 	}
 	for i, sd := range sides {
@@ -89,7 +113,13 @@ func BenchmarkWarmCallOverFloor(b *testing.B) {
 	fmt.Fprintf(os.Stderr, "\nwarm call over the floor, %d interleaved rounds\n", rounds)
 	for _, sd := range sides {
 		show(sd.name+" vs the floor", benchstat.Compare(sd.ms, fl))
+		if cfloor != nil {
+			show(sd.name+" vs the floor in a container", benchstat.Compare(sd.ms, cfl))
+		}
 		fmt.Fprintf(os.Stderr, "%s: broker CPU %.0f µs per call\n", sd.name, float64(sd.cpu.Microseconds())/float64(rounds))
+	}
+	if cfloor != nil {
+		show("the floor in a container vs the floor", benchstat.Compare(cfl, fl))
 	}
 	if len(sides) == 2 {
 		show(sides[0].name+" vs "+sides[1].name, benchstat.Compare(sides[0].ms, sides[1].ms))

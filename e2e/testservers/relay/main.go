@@ -5,7 +5,15 @@
 // measure the floor under pml's warm call on this machine: one more
 // process on the path, and the server scheduled as a container's process.
 //
+// With -listen it runs no server: it listens on a unix socket and relays
+// to the one process that connects, the way pml's pooled servers reach
+// pml (internal/shim: a container made as pml's pooled one, whose
+// entrypoint is pml's shim connecting to that socket). The bench measures
+// with it the floor that includes the sandbox itself: the server's
+// namespaces, seccomp filter and limits, and a socket instead of a pipe.
+//
 //	relay [-cgroup-of PID] -- COMMAND [ARG...]
+//	relay -listen SOCKET
 package main
 
 import (
@@ -14,18 +22,32 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
+
+// acceptWait is how long -listen waits for its one connection; the bench
+// that starts the container also connects once (and closes) to end the
+// wait early when the container could not start.
+const acceptWait = time.Minute
 
 func main() {
 	cgroupOf := flag.Int("cgroup-of", 0, "move COMMAND into the cgroups of this process (a container's)")
+	listen := flag.String("listen", "", "run no COMMAND: relay to the one process that connects to a unix socket made at this path")
 	flag.Parse()
-	if flag.NArg() == 0 {
-		fmt.Fprintln(os.Stderr, "usage: relay [-cgroup-of PID] -- COMMAND [ARG...]")
+	if *listen != "" && flag.NArg() == 0 && *cgroupOf == 0 {
+		if err := relaySocket(*listen); err != nil {
+			fail(err)
+		}
+		return
+	}
+	if *listen != "" || flag.NArg() == 0 {
+		fmt.Fprintln(os.Stderr, "usage: relay [-cgroup-of PID] -- COMMAND [ARG...] | relay -listen SOCKET")
 		os.Exit(2)
 	}
 	cmd := exec.Command(flag.Arg(0), flag.Args()[1:]...)
@@ -55,6 +77,37 @@ func main() {
 	}()
 	_, _ = io.Copy(os.Stdout, out)
 	_ = cmd.Wait()
+}
+
+// relaySocket listens on a unix socket at path, takes one connection
+// (from whoever connects: the bench's container is the only one that
+// knows the socket's private directory) and copies stdin to it and it to
+// stdout until it closes. The socket is removed once connected, as pml's
+// is.
+func relaySocket(path string) error {
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		return err
+	}
+	// The container's user may be any: connecting needs write access to
+	// the socket; its directory is what keeps others out.
+	if err := os.Chmod(path, 0o666); err != nil {
+		ln.Close()
+		return err
+	}
+	_ = ln.SetDeadline(time.Now().Add(acceptWait))
+	conn, err := ln.AcceptUnix()
+	ln.Close()
+	if err != nil {
+		return fmt.Errorf("no process connected to %s: %w", path, err)
+	}
+	go func() {
+		_, _ = io.Copy(conn, os.Stdin)
+		// The server sees the end of its input, as over a pipe.
+		_ = conn.CloseWrite()
+	}()
+	_, err = io.Copy(os.Stdout, conn)
+	return err
 }
 
 // joinCgroups writes pid into every cgroup that process of is in (cgroup
