@@ -90,6 +90,9 @@ type globals struct {
 	logFormat string
 	debug     bool
 	host      string // --host: the container engine's address
+	// processors: the Go processors a stdio session runs on
+	// (processors.go); 0 outside one.
+	processors int
 	// rawCfg is .pml.json as read, before trust (project); trust the
 	// person's trust records.
 	rawCfg *config.Config

@@ -40,7 +40,7 @@ func newStdioCmd(g *globals) *cobra.Command {
 				case "empty stand-in":
 					from = "an empty stand-in: the start directory is not served"
 				}
-				e.log.Info().Str("workspace", e.ws.Dir).Str("from", from).Str("user", e.broker.User()).Msg("pml stdio ready")
+				e.log.Info().Str("workspace", e.ws.Dir).Str("from", from).Str("user", e.broker.User()).Int("processors", g.processors).Msg("pml stdio ready")
 				r := envs.rebinder(g)
 				r.Started = envs.watch
 				return mcpserve.ServeStdioRoots(cmd.Context(), e.broker.Serving(), term.ProtocolStdin(), proto, r)
@@ -194,6 +194,7 @@ func (s *envSet) rebinder(g *globals) mcpserve.Rebinder {
 // and the cloud synced in the background, then serve until the client
 // goes.
 func serveOverStdio(cmd *cobra.Command, g *globals, serve func(e *env, envs *envSet, proto *os.File) error) error {
+	g.processors = useStdioProcessors()
 	proto, err := term.ReserveStdout()
 	if err != nil {
 		return err
