@@ -179,8 +179,12 @@ func (r *Registry) GrantNeeded(tool string) (any, bool) {
 	if !ok || r.grants.Granted(g) {
 		return nil, false
 	}
-	return &g, true
+	return grantAsked(g), true
 }
+
+// grantAsked is g as the workflow's Data. (Apart: the copy taken here
+// is the one that escapes, not the GrantNeeded's of every call.)
+func grantAsked(g entrygrant.Grant) any { return &g }
 
 // GrantApproval describes a registry grant for a person: the entry, the
 // variables (names only) and where they go, the network and the image,

@@ -104,6 +104,8 @@ type Filter struct {
 	batchIDs      map[string]bool
 	split, queued [][]byte
 	dry           *string
+	// one holds the frame of a line that is not a batch (frames).
+	one [1][]byte
 }
 
 // NewFilter reads frames from in; rejected frames are answered on out.

@@ -110,6 +110,41 @@ func Each(obj []byte, f func(key, val []byte) bool) bool {
 	}
 }
 
+// Elems calls f with the raw value of every element of the JSON array
+// arr, in order, until f returns false. It reports whether arr is a
+// well-formed-looking array and f never returned false.
+func Elems(arr []byte, f func(val []byte) bool) bool {
+	i := skipSpace(arr, 0)
+	if i >= len(arr) || arr[i] != '[' {
+		return false
+	}
+	i = skipSpace(arr, i+1)
+	if i < len(arr) && arr[i] == ']' {
+		return skipSpace(arr, i+1) == len(arr)
+	}
+	for {
+		vend := skipValue(arr, i)
+		if vend < 0 {
+			return false
+		}
+		if !f(arr[i:vend]) {
+			return false
+		}
+		i = skipSpace(arr, vend)
+		if i >= len(arr) {
+			return false
+		}
+		switch arr[i] {
+		case ',':
+			i = skipSpace(arr, i+1)
+		case ']':
+			return skipSpace(arr, i+1) == len(arr)
+		default:
+			return false
+		}
+	}
+}
+
 func skipSpace(b []byte, i int) int {
 	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
 		i++
