@@ -116,7 +116,7 @@ func TestAShapeNeverPassesWhatTheValidatorRefuses(t *testing.T) {
 // is valid on its bytes; one that does not is left to the validator.
 func TestShapesTellTheUsualCalls(t *testing.T) {
 	for _, tc := range []struct {
-		schema, args string
+		schema, args  string
 		shaped, valid bool
 	}{
 		{`{"type":"object"}`, `{"text":"x"}`, true, true},

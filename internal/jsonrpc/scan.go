@@ -20,7 +20,7 @@ type Members struct {
 // Scan returns the top-level members of the JSON object frame. ok is false
 // when frame is not one well-formed-looking JSON object (Scan checks the
 // structure, not the contents of strings and numbers: callers that pass a
-// value on check it with json.Valid).
+// value on check it with Valid).
 func Scan(frame []byte) (m Members, ok bool) {
 	ok = Each(frame, func(key, val []byte) bool {
 		var p *[]byte
