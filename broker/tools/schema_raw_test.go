@@ -1,8 +1,11 @@
 package tools
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
+
+	"github.com/pml-dev/pml/broker/call"
 )
 
 // decodedVerdict is what the schema layer decided before shapes: the
@@ -151,4 +154,34 @@ func FuzzShapeAgreesWithTheValidator(f *testing.F) {
 			}
 		}
 	})
+}
+
+// knownSchema gives one schema for every tool (the layer's Schemas).
+type knownSchema json.RawMessage
+
+func (s knownSchema) KnownSchema(string) (json.RawMessage, bool) { return json.RawMessage(s), true }
+
+// TestTheSchemaLayerDecidesRawArgumentsAsDecodedOnes: a fast-path call
+// (arguments kept as bytes) is let through or refused, with the same
+// words, as the same call with its arguments decoded.
+func TestTheSchemaLayerDecidesRawArgumentsAsDecodedOnes(t *testing.T) {
+	schema := knownSchema(`{"type":"object","properties":{"text":{"type":"string"},"n":{"type":"integer"}},"required":["text"],"additionalProperties":false}`)
+	for _, args := range []string{`{"text":"x"}`, `{"text":"x","n":2}`, `{"text":3}`, `{"txt":"x"}`, `{"text":"x","n":1.5}`, `{"text":"x","more":true}`} {
+		verdict := func(raw bool) (ran bool, text string) {
+			c := call.NewCall(call.Request{Tool: "srv:t", Args: json.RawMessage(args)})
+			if raw {
+				c.Args, c.RawArgs = map[string]any{}, true
+			} else {
+				_ = json.Unmarshal([]byte(args), &c.Args)
+			}
+			next := call.HandlerFunc(func(context.Context, *call.Call) call.Result { ran = true; return call.Result{} })
+			res := SchemaLayer{Next: next, Schemas: schema}.Call(context.Background(), c)
+			return ran, res.Text
+		}
+		rawRan, rawText := verdict(true)
+		ran, text := verdict(false)
+		if rawRan != ran || rawText != text {
+			t.Errorf("arguments %s: kept raw ran %v (%q), decoded ran %v (%q)", args, rawRan, rawText, ran, text)
+		}
+	}
 }
