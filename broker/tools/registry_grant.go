@@ -182,8 +182,9 @@ func (r *Registry) GrantNeeded(tool string) (any, bool) {
 	return grantAsked(g), true
 }
 
-// grantAsked is g as the workflow's Data. (Apart: the copy taken here
-// is the one that escapes, not the GrantNeeded's of every call.)
+// grantAsked is g as the workflow's Data. (A function of its own: the
+// copy that goes to the heap is taken only when a grant is needed, not
+// on every call's GrantNeeded.)
 func grantAsked(g entrygrant.Grant) any { return &g }
 
 // GrantApproval describes a registry grant for a person: the entry, the

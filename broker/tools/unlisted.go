@@ -52,8 +52,9 @@ func (s *Servers) LookupCall(ctx context.Context, name string) (e Entry, unliste
 	return s.lookupUnlisted(name, e, err)
 }
 
-// lookupUnlisted is LookupCall past a failed Lookup. (Apart: the
-// target errors.As fills escapes, and would cost every call.)
+// lookupUnlisted is LookupCall past a failed Lookup. (A function of its
+// own: the variable errors.As fills goes to the heap, which in
+// LookupCall would cost every call, not only a failed one.)
 func (s *Servers) lookupUnlisted(name string, e Entry, err error) (Entry, bool, error) {
 	var unknown *UnknownToolError
 	if !errors.As(err, &unknown) {
