@@ -111,6 +111,8 @@ type Broker struct {
 	base       context.Context
 	cancelBase context.CancelFunc
 	inflight   sync.WaitGroup
+	// running are the calls in Call, cancelled with base (running.go).
+	running runningCalls
 
 	// ask asks a person and applies the answers (approver.go).
 	ask *approve.Approver
@@ -168,6 +170,7 @@ func New(o Options) (*Broker, error) {
 	b.wsExplicit = o.WorkspaceExplicit
 	b.trustState.Set(b.trust, b.log, o.Config, tst)
 	b.base, b.cancelBase = context.WithCancel(context.Background())
+	context.AfterFunc(b.base, b.running.cancelAll)
 	b.runs = codeRunsOf(b, sb)
 	b.toolbox = &images.Toolbox{Runtime: o.Runtime, Program: sb.Program}
 	sb.UseEgressBox(b.toolbox.Ensure)
@@ -302,15 +305,19 @@ func (b *Broker) Policy() policies.Policy { return b.sb.Policy() }
 func (b *Broker) Call(ctx context.Context, req call.Request) call.Result {
 	b.inflight.Add(1)
 	defer b.inflight.Done()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	defer context.AfterFunc(b.base, cancel)()
 	if req.Workflows == nil {
 		req.Workflows = workflow.NewWorkflows(b.cfg.HIL.Timeout)
 	}
 	req.Ask = tracedAsk(req.Ask)
+	c := call.NewCall(req)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// Close cancels it (base); one set of the broker's, not a
+	// context.AfterFunc of base's for each call (two allocations each).
+	b.running.add(c, cancel)
+	defer b.running.remove(c)
 	ctx, end := callSpan(ctx, req.Tool)
-	res := b.path.Call(ctx, call.NewCall(req))
+	res := b.path.Call(ctx, c)
 	end(res)
 	return res
 }

@@ -26,16 +26,33 @@ type networkGrant struct {
 	hosts []string
 }
 
-// egressOf names the proxy a tool's containers use and its allow list,
-// or "" when the tool has none.
-func (ap *Approver) egressOf(tool string) (id, who, key string) {
+// egressOf names the proxy a tool's containers use (id "" when the tool
+// has none).
+func (ap *Approver) egressOf(tool string) egress {
 	if tool == ap.ShellTool {
-		return shellEgressID, "shell:exec", "sandbox.network.allow"
+		return egress{id: shellEgressID, shell: true}
 	}
 	if srv, ok := ap.Servers.ServerOf(tool); ok {
-		return serverEgressID(srv.Name), "server " + srv.Name, networkKey(srv.Private, srv.Name)
+		return egress{id: serverEgressID(srv.Name), srv: srv}
 	}
-	return "", "", ""
+	return egress{}
+}
+
+// egress is a tool's proxy: its id, and whose it is (shell:exec's, or
+// srv's).
+type egress struct {
+	id    string
+	shell bool
+	srv   config.Server
+}
+
+// names says whose the proxy is and which list allows its hosts: worded
+// only when there is an approval to word, not on every call.
+func (e egress) names() (who, key string) {
+	if e.shell {
+		return "shell:exec", "sandbox.network.allow"
+	}
+	return "server " + e.srv.Name, networkKey(e.srv.Private, e.srv.Name)
 }
 
 // Network is the network approval around the execute step: when the
@@ -70,7 +87,8 @@ func (n Network) Call(ctx context.Context, c *Call) Result {
 // dialog leaves the tool's own result).
 func (ap *Approver) networkApproval(ctx context.Context, c *Call, since time.Time, res Result) (Result, bool) {
 	tool, args, pattern := c.Tool, c.Args, c.Pattern
-	id, who, key := ap.egressOf(tool)
+	eg := ap.egressOf(tool)
+	id := eg.id
 	if id == "" {
 		return Result{}, false
 	}
@@ -82,6 +100,7 @@ func (ap *Approver) networkApproval(ctx context.Context, c *Call, since time.Tim
 	if len(hosts) == 0 || ap.Config.HIL.RequireElicitation && c.Req.Ask == nil && !c.Req.Dialog {
 		return Result{}, false
 	}
+	who, key := eg.names()
 	if c.RawArgs {
 		// A fast-path call (mcpserve/fastpath.go) kept its arguments as bytes: the
 		// person sees them, and the call runs again from them.

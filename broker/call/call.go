@@ -51,7 +51,10 @@ type Call struct {
 	// UpFrontFor).
 	UpFront *Declared
 	Began   time.Time
-	Entry   *audit.Entry
+	// entry is the audit entry noted (Note), when noted is set: held in
+	// the Call, not behind a pointer, so noting costs no allocation.
+	entry audit.Entry
+	noted bool
 }
 
 // UpFrontFor is the declaration the call carries for the run of tool, or
@@ -68,15 +71,15 @@ func (c *Call) UpFrontFor(tool string) *Declared {
 // one: the last step that decided (an approval answered in the dialog,
 // then the run) names the outcome.
 func (c *Call) Note(e audit.Entry) {
-	c.Entry = &e
+	c.entry, c.noted = e, true
 }
 
 // Noted returns the audit entry noted so far, if any.
 func (c *Call) Noted() (audit.Entry, bool) {
-	if c.Entry == nil {
+	if !c.noted {
 		return audit.Entry{}, false
 	}
-	return *c.Entry, true
+	return c.entry, true
 }
 
 // NewCall starts a call for req.

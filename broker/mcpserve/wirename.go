@@ -234,6 +234,11 @@ var oldNames sync.Map
 // warnOldName logs, once per name, that a client called a tool by pml's
 // own name instead of its wire name.
 func warnOldName(log zerolog.Logger, called string) {
+	// Load first: a name seen already (every call of such a client)
+	// costs no boxing of the name for LoadOrStore.
+	if _, seen := oldNames.Load(called); seen {
+		return
+	}
 	if _, seen := oldNames.LoadOrStore(called, true); seen {
 		return
 	}

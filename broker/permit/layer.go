@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/pml-dev/pml/broker/call"
 	"github.com/pml-dev/pml/internal/audit"
@@ -57,6 +58,31 @@ type LivePermissions struct {
 	// before one of them is stale and is not applied (the write's own
 	// file event brings the next reload).
 	gen uint64
+	// decided remembers Decide's answers (tool → decision) for p as it is
+	// now: every call of a tool reads the same answer, which matching
+	// each pattern in each of the tool's forms found on every call.
+	// Emptied, with mu held for writing, whenever p changes (Replace,
+	// Change), so no answer outlives the permissions it came from; read
+	// and filled with mu held for reading. It holds at most maxDecided
+	// names (a client may call any name), beyond which Decide decides
+	// without remembering.
+	decided  sync.Map // string → decided
+	nDecided atomic.Int64
+}
+
+// decided is one answer of Permissions.Decide.
+type decided struct {
+	d       call.Decision
+	pattern string
+}
+
+// maxDecided bounds the names LivePermissions remembers an answer for.
+const maxDecided = 4096
+
+// forget empties the remembered answers; the caller holds mu for writing.
+func (l *LivePermissions) forget() {
+	l.decided.Clear()
+	l.nDecided.Store(0)
 }
 
 // NewLivePermissions puts p in force; denyFrom names where its deny list
@@ -83,6 +109,7 @@ func (l *LivePermissions) Replace(p Permissions, denyFrom string, gen uint64) (P
 	}
 	old := l.p
 	l.p, l.denyFrom = p, denyFrom
+	l.forget()
 	return old, true
 }
 
@@ -107,7 +134,15 @@ func (l *LivePermissions) Current() Permissions {
 func (l *LivePermissions) Decide(tool string) (call.Decision, string) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	return l.p.Decide(tool)
+	if v, ok := l.decided.Load(tool); ok {
+		a := v.(decided)
+		return a.d, a.pattern
+	}
+	d, pattern := l.p.Decide(tool)
+	if l.nDecided.Add(1) <= maxDecided {
+		l.decided.Store(tool, decided{d, pattern})
+	}
+	return d, pattern
 }
 
 // DeniesServer is Permissions.DeniesServer of the permissions in force.
@@ -131,6 +166,9 @@ func (l *LivePermissions) Change(f func(p *Permissions) error) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.gen++
+	// Whatever f does to p (even when it fails part way), the answers
+	// remembered were for p before it.
+	defer l.forget()
 	return f(&l.p)
 }
 

@@ -40,12 +40,21 @@ func (l SchemaLayer) Call(ctx context.Context, c *call.Call) call.Result {
 	}
 	args := c.Args
 	if c.RawArgs {
-		// The fast path keeps them raw for the server; the check reads a
-		// decoded copy and leaves the call's as they are.
-		args = map[string]any{}
-		if err := json.Unmarshal(c.Req.Args, &args); err != nil {
+		// The fast path keeps them raw for the server. A schema with a
+		// shape checks them as they are (schema_raw.go); otherwise, or
+		// when the shape cannot tell, the check reads a decoded copy and
+		// leaves the call's as they are.
+		if len(raw) == 0 || string(raw) == "null" {
+			return l.Next.Call(ctx, c) // no schema: nothing to check
+		}
+		if cs := compiledSchema(raw); cs.shape != nil && cs.shape.validObject(c.Req.Args) {
 			return l.Next.Call(ctx, c)
 		}
+		decoded, err := decodedArgs(c.Req.Args)
+		if err != nil {
+			return l.Next.Call(ctx, c)
+		}
+		args = decoded
 	}
 	if err := checkArgs(raw, args); err != nil {
 		c.Note(audit.Entry{Tool: c.Tool, Decision: audit.Failed, Reason: "arguments do not match the input schema", ArgKeys: audit.Keys(args)})
@@ -54,9 +63,42 @@ func (l SchemaLayer) Call(ctx context.Context, c *call.Call) call.Result {
 	return l.Next.Call(ctx, c)
 }
 
-// resolvedSchemas caches resolved schemas by their text: resolving is
-// the costly part and the same few schemas are checked on every call.
-var resolvedSchemas sync.Map // string → *jsonschema.Resolved (nil: unusable)
+// decodedArgs decodes raw arguments for the validator. (A function of
+// its own: the map's address goes to the decoder, which would otherwise
+// put the layer's own variable on the heap on every call.)
+func decodedArgs(raw json.RawMessage) (map[string]any, error) {
+	args := map[string]any{}
+	err := json.Unmarshal(raw, &args)
+	return args, err
+}
+
+// resolvedSchemas caches the schemas by their text: resolving is the
+// costly part and the same few schemas are checked on every call. Keyed
+// by the text itself, an entry can never answer for another schema (a
+// reload that changes a tool's schema looks up its new text).
+var resolvedSchemas sync.Map // string → *schemaCheck
+
+// schemaCheck is one schema text, resolved (nil: one pml cannot read),
+// and its shape for arguments kept as bytes (nil: none).
+type schemaCheck struct {
+	rs    *jsonschema.Resolved
+	shape *shape
+}
+
+// compiledSchema is the cached check of the schema text raw.
+func compiledSchema(raw json.RawMessage) *schemaCheck {
+	if v, ok := resolvedSchemas.Load(string(raw)); ok {
+		return v.(*schemaCheck)
+	}
+	var s jsonschema.Schema
+	cs := &schemaCheck{}
+	if err := json.Unmarshal(raw, &s); err == nil {
+		cs.rs, _ = s.Resolve(nil)
+		cs.shape = shapeOf(cs.rs)
+	}
+	v, _ := resolvedSchemas.LoadOrStore(string(raw), cs)
+	return v.(*schemaCheck)
+}
 
 // checkArgs validates args against the JSON Schema raw. A schema pml
 // cannot read is not held against the call (the server decides). The
@@ -66,16 +108,7 @@ func checkArgs(raw json.RawMessage, args map[string]any) error {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil
 	}
-	v, ok := resolvedSchemas.Load(string(raw))
-	if !ok {
-		var s jsonschema.Schema
-		var rs *jsonschema.Resolved
-		if err := json.Unmarshal(raw, &s); err == nil {
-			rs, _ = s.Resolve(nil)
-		}
-		v, _ = resolvedSchemas.LoadOrStore(string(raw), rs)
-	}
-	rs, _ := v.(*jsonschema.Resolved)
+	rs := compiledSchema(raw).rs
 	if rs == nil {
 		return nil
 	}

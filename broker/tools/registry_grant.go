@@ -179,8 +179,13 @@ func (r *Registry) GrantNeeded(tool string) (any, bool) {
 	if !ok || r.grants.Granted(g) {
 		return nil, false
 	}
-	return &g, true
+	return grantAsked(g), true
 }
+
+// grantAsked is g as the workflow's Data. (A function of its own: the
+// copy that goes to the heap is taken only when a grant is needed, not
+// on every call's GrantNeeded.)
+func grantAsked(g entrygrant.Grant) any { return &g }
 
 // GrantApproval describes a registry grant for a person: the entry, the
 // variables (names only) and where they go, the network and the image,

@@ -46,8 +46,18 @@ var unlistedSchema = json.RawMessage(`{"type":"object"}`)
 // to name it.
 func (s *Servers) LookupCall(ctx context.Context, name string) (e Entry, unlisted bool, err error) {
 	e, err = s.Lookup(ctx, name)
+	if err == nil {
+		return e, false, nil
+	}
+	return s.lookupUnlisted(name, e, err)
+}
+
+// lookupUnlisted is LookupCall past a failed Lookup. (A function of its
+// own: the variable errors.As fills goes to the heap, which in
+// LookupCall would cost every call, not only a failed one.)
+func (s *Servers) lookupUnlisted(name string, e Entry, err error) (Entry, bool, error) {
 	var unknown *UnknownToolError
-	if err == nil || !errors.As(err, &unknown) {
+	if !errors.As(err, &unknown) {
 		return e, false, err
 	}
 	e, err = s.unlisted(name, unknown.Tools)

@@ -144,7 +144,10 @@ func (l *Log) record(e Entry, t *Ticket) error {
 	} else {
 		telemetry.CountCall(e.Decision)
 	}
-	line, err := marshalBounded(e)
+	// The line goes to the file before record returns, and nowhere else:
+	// built in a buffer of this frame (an entry is a few hundred bytes).
+	var buf [512]byte
+	line, err := appendBounded(buf[:0], e)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	reserved := t != nil && !t.done
@@ -318,9 +321,15 @@ func (l *Log) Close() error {
 // texts are cut only when one is very long or escapes to several bytes
 // a character, and an entry that still does not fit keeps only what
 // identifies the call, saying how long it was.
-func marshalBounded(e Entry) ([]byte, error) {
+func marshalBounded(e Entry) ([]byte, error) { return appendBounded(nil, e) }
+
+// appendBounded is marshalBounded appending to b (the caller's buffer).
+func appendBounded(b []byte, e Entry) ([]byte, error) {
 	e.Tool = truncate(e.Tool, MaxToolBytes)
 	e.ArgKeys = capKeys(e.ArgKeys)
+	if line, ok := appendEntry(b, e); ok && len(line)-len(b) < MaxEntry-1 {
+		return append(line, '\n'), nil
+	}
 	line, err := json.Marshal(e)
 	if err != nil || len(line) < MaxEntry-1 {
 		return append(line, '\n'), err

@@ -95,7 +95,10 @@ func (f *Filter) frames(line []byte) [][]byte {
 		f.split = nil
 		return s
 	}
-	return [][]byte{bytes.TrimRight(line, "\r\n")}
+	// One frame: in the Filter's own one-element array, not a new slice
+	// for every frame (the callers take the frame out before the next).
+	f.one[0] = bytes.TrimRight(line, "\r\n")
+	return f.one[:]
 }
 
 // checkDry checks one message of a batch as check does a line, without

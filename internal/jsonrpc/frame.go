@@ -104,6 +104,8 @@ type Filter struct {
 	batchIDs      map[string]bool
 	split, queued [][]byte
 	dry           *string
+	// one holds the frame of a line that is not a batch (frames).
+	one [1][]byte
 }
 
 // NewFilter reads frames from in; rejected frames are answered on out.
@@ -244,7 +246,7 @@ func (f *Filter) check(line []byte) bool {
 				return false
 			}
 		}
-		return f.sdkDecodes(id, line)
+		return f.sdkDecodes(id, line, msg.depth)
 	}
 	hasResult, hasError := msg.result != nil, msg.error != nil
 	if id != nil && (hasResult || hasError) {
@@ -273,56 +275,33 @@ const maxDepth = 512
 // or the SDK would end the whole session on the frame. Such a request is
 // answered with an error. (Calling the SDK's decoder itself costs ~30 µs
 // per frame; responses, which are rare, are checked with it.)
-func (f *Filter) sdkDecodes(id json.RawMessage, line []byte) bool {
-	if depth(line) > maxDepth {
+func (f *Filter) sdkDecodes(id json.RawMessage, line []byte, depth int) bool {
+	if depth > maxDepth {
 		f.reject(id, CodeInvalidRequest, fmt.Sprintf("the message nests deeper than %d levels", maxDepth), len(line))
 		return false
 	}
 	return true
 }
 
-// depth is the deepest nesting of objects and arrays in a JSON text,
-// brackets inside strings not counted.
-func depth(b []byte) int {
-	d, deepest := 0, 0
-	inString, escaped := false, false
-	for _, c := range b {
-		switch {
-		case inString && escaped:
-			escaped = false
-		case inString && c == '\\':
-			escaped = true
-		case inString && c == '"':
-			inString = false
-		case inString:
-		case c == '"':
-			inString = true
-		case c == '{' || c == '[':
-			d++
-			deepest = max(deepest, d)
-		case c == '}' || c == ']':
-			d--
-		}
-	}
-	return deepest
-}
-
 // frameMembers are the members of a frame that check looks at, raw (nil:
 // absent; a member present always has a value).
 type frameMembers struct {
 	id, jsonrpc, method, params, result, error json.RawMessage
+	// depth is the deepest nesting of objects and arrays in the frame.
+	depth int
 }
 
 // members parses a JSON object's top-level members and reports the first
 // name that appears twice (names compared unescaped, as a decoder sees
-// them). Values are kept raw. (json.Valid and one structural pass: a
+// them). Values are kept raw. (Valid and one structural pass: a
 // decoder's token-by-token walk cost ~15 µs per frame, on every frame.)
 // The names seen are compared in a small array, and in a map only past
 // it (a frame of many members): no allocation for a frame of JSON-RPC's
 // few members, which every frame of every call is.
 func members(line []byte) (frameMembers, string, error) {
 	var msg frameMembers
-	if !json.Valid(line) {
+	var valid bool
+	if msg.depth, valid = validDepth(line); !valid {
 		return msg, "", errors.New("not valid JSON")
 	}
 	var small [16][]byte

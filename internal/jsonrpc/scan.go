@@ -20,7 +20,7 @@ type Members struct {
 // Scan returns the top-level members of the JSON object frame. ok is false
 // when frame is not one well-formed-looking JSON object (Scan checks the
 // structure, not the contents of strings and numbers: callers that pass a
-// value on check it with json.Valid).
+// value on check it with Valid).
 func Scan(frame []byte) (m Members, ok bool) {
 	ok = Each(frame, func(key, val []byte) bool {
 		var p *[]byte
@@ -104,6 +104,41 @@ func Each(obj []byte, f func(key, val []byte) bool) bool {
 			i = skipSpace(obj, i+1)
 		case '}':
 			return skipSpace(obj, i+1) == len(obj)
+		default:
+			return false
+		}
+	}
+}
+
+// Elems calls f with the raw value of every element of the JSON array
+// arr, in order, until f returns false. It reports whether arr is a
+// well-formed-looking array and f never returned false.
+func Elems(arr []byte, f func(val []byte) bool) bool {
+	i := skipSpace(arr, 0)
+	if i >= len(arr) || arr[i] != '[' {
+		return false
+	}
+	i = skipSpace(arr, i+1)
+	if i < len(arr) && arr[i] == ']' {
+		return skipSpace(arr, i+1) == len(arr)
+	}
+	for {
+		vend := skipValue(arr, i)
+		if vend < 0 {
+			return false
+		}
+		if !f(arr[i:vend]) {
+			return false
+		}
+		i = skipSpace(arr, vend)
+		if i >= len(arr) {
+			return false
+		}
+		switch arr[i] {
+		case ',':
+			i = skipSpace(arr, i+1)
+		case ']':
+			return skipSpace(arr, i+1) == len(arr)
 		default:
 			return false
 		}
