@@ -459,7 +459,7 @@ func plainResult(res []byte) bool {
 // resultOf checks that a result member is a JSON object.
 func resultOf(raw []byte) (json.RawMessage, bool) {
 	res := bytes.TrimSpace(raw)
-	if len(res) == 0 || res[0] != '{' || !json.Valid(res) {
+	if len(res) == 0 || res[0] != '{' || !jsonrpc.Valid(res) {
 		return nil, false
 	}
 	return json.RawMessage(res), true
