@@ -32,7 +32,13 @@ import (
 // rawEchoServer plays a pooled MCP server with as little work as the
 // protocol allows: fixed answers to initialize and tools/list, and to
 // each tools/call a fixed result under the call's id.
-func rawEchoServer(p *containertest.Proc) int {
+func rawEchoServer(p *containertest.Proc) int { return echoServing(p, echoTools) }
+
+// echoTools is rawEchoServer's tools/list result.
+const echoTools = `{"tools":[{"name":"echo","description":"says x","inputSchema":{"type":"object"}}]}`
+
+// echoServing is rawEchoServer answering tools/list with tools.
+func echoServing(p *containertest.Proc, tools string) int {
 	in := bufio.NewReader(p.In)
 	var out []byte
 	for {
@@ -50,7 +56,7 @@ func rawEchoServer(p *containertest.Proc) int {
 		case `"initialize"`:
 			out = append(out, `,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"echo","version":"1"}}}`...)
 		case `"tools/list"`:
-			out = append(out, `,"result":{"tools":[{"name":"echo","description":"says x","inputSchema":{"type":"object"}}]}}`...)
+			out = append(out, `,"result":`+tools+`}`...)
 		case `"tools/call"`:
 			// Which path the call came by: the fast path's ids are
 			// pml's own strings, the go-sdk session's integers.

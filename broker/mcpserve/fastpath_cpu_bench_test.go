@@ -1,7 +1,6 @@
 package mcpserve
 
 import (
-	"bufio"
 	"bytes"
 	"strconv"
 	"syscall"
@@ -9,7 +8,6 @@ import (
 	"time"
 
 	"github.com/pml-dev/pml/internal/container/containertest"
-	"github.com/pml-dev/pml/internal/jsonrpc"
 )
 
 // The fast path's CPU per call, beside its time: on a machine other
@@ -80,36 +78,5 @@ func cpuTime() time.Duration {
 // typedEchoServer is rawEchoServer listing echo with a typed input
 // schema, as the go-sdk infers one from a struct of arguments.
 func typedEchoServer(p *containertest.Proc) int {
-	in := bufio.NewReader(p.In)
-	var out []byte
-	for {
-		line, err := in.ReadSlice('\n')
-		if err != nil {
-			return 0
-		}
-		m, ok := jsonrpc.Scan(bytes.TrimSpace(line))
-		if !ok || m.ID == nil {
-			continue
-		}
-		out = append(out[:0], `{"jsonrpc":"2.0","id":`...)
-		out = append(out, m.ID...)
-		switch string(m.Method) {
-		case `"initialize"`:
-			out = append(out, `,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"echo","version":"1"}}}`...)
-		case `"tools/list"`:
-			out = append(out, `,"result":{"tools":[{"name":"echo","description":"says x","inputSchema":{"type":"object","properties":{"text":{"type":"string","description":"what to say"},"count":{"type":"integer"},"tags":{"type":"array","items":{"type":"string"}}},"required":["text"],"additionalProperties":false}}]}}`...)
-		case `"tools/call"`:
-			how := "slow"
-			if bytes.HasPrefix(m.ID, []byte(`"pml-f-`)) {
-				how = "fast"
-			}
-			out = append(out, `,"result":{"content":[{"type":"text","text":"`+how+`"}]}}`...)
-		default:
-			out = append(out, `,"result":{}}`...)
-		}
-		out = append(out, '\n')
-		if _, err := p.Out.Write(out); err != nil {
-			return 0
-		}
-	}
+	return echoServing(p, `{"tools":[{"name":"echo","description":"says x","inputSchema":{"type":"object","properties":{"text":{"type":"string","description":"what to say"},"count":{"type":"integer"},"tags":{"type":"array","items":{"type":"string"}}},"required":["text"],"additionalProperties":false}}]}`)
 }
