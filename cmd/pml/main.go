@@ -90,6 +90,9 @@ type globals struct {
 	logFormat string
 	debug     bool
 	host      string // --host: the container engine's address
+	// logTo: where the log goes, when not os.Stderr (a stdio session's
+	// own description of it, term.ProtocolStderr).
+	logTo io.Writer
 	// processors: the Go processors a stdio session runs on
 	// (processors.go); 0 outside one.
 	processors int
@@ -246,9 +249,13 @@ func (g *globals) logger() zerolog.Logger {
 	if g.debug {
 		lvl = zerolog.DebugLevel
 	}
-	var w = zerolog.New(os.Stderr)
+	var to io.Writer = os.Stderr
+	if g.logTo != nil {
+		to = g.logTo
+	}
+	var w = zerolog.New(to)
 	if !g.jsonLog() {
-		w = zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: "15:04:05", NoColor: noColor()})
+		w = zerolog.New(zerolog.ConsoleWriter{Out: to, TimeFormat: "15:04:05", NoColor: noColor()})
 	}
 	return w.Level(lvl).With().Timestamp().Logger()
 }

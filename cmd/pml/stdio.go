@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
 	"github.com/pml-dev/pml/broker"
@@ -43,7 +44,7 @@ func newStdioCmd(g *globals) *cobra.Command {
 				e.log.Info().Str("workspace", e.ws.Dir).Str("from", from).Str("user", e.broker.User()).Int("processors", g.processors).Msg("pml stdio ready")
 				r := envs.rebinder(g)
 				r.Started = envs.watch
-				return mcpserve.ServeStdioRoots(cmd.Context(), e.broker.Serving(), term.ProtocolStdin(), proto, r)
+				return mcpserve.ServeStdioRoots(cmd.Context(), e.broker.Serving(), term.ProtocolStdin(), term.ProtocolStdout(proto), r)
 			})
 		},
 	}
@@ -199,6 +200,14 @@ func serveOverStdio(cmd *cobra.Command, g *globals, serve func(e *env, envs *env
 	if err != nil {
 		return err
 	}
+	// The session's log, a line per call, through a stderr of its own
+	// (term.ProtocolStderr: no write of it wakes the runtime's monitor).
+	g.logTo = term.ProtocolStderr()
+	// A log line that cannot be written (the client closed its end of
+	// stderr) is dropped: zerolog's default would say so on file
+	// descriptor 2, the same closed pipe, where a Go program's broken
+	// pipe is a SIGPIPE that ends the session.
+	zerolog.ErrorHandler = func(error) {}
 	var stand string
 	g.stand = func(string, string) (string, error) {
 		d, err := os.MkdirTemp("", "pml-no-workspace-")

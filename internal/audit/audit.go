@@ -289,7 +289,7 @@ func (l *Log) appendLine(f *os.File, line []byte) error {
 	// One write of the whole line: with O_APPEND, lines from several
 	// processes never interleave.
 	l.end = -1
-	if _, err = f.Write(line); err == nil {
+	if err = writeAll(f, line); err == nil {
 		l.end = n + int64(len(line))
 	}
 	return err

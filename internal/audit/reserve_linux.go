@@ -5,6 +5,8 @@ import (
 	"os"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/pml-dev/pml/internal/rawio"
 )
 
 // reserve makes sure the blocks past the end of f hold need bytes, and
@@ -60,11 +62,37 @@ func reserve(f *os.File, need, extra int64) error {
 // fstat into a value of this frame (f.Stat allocates its answer, on
 // every call of the fast path).
 func statOf(f *os.File) (size, blocks int64, err error) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return 0, 0, err
+	}
 	var st unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
-		return 0, 0, &os.PathError{Op: "fstat", Path: f.Name(), Err: err}
+	var serr error
+	// A raw fstat: this runs on every call (internal/rawio).
+	if err := rc.Control(func(fd uintptr) { serr = rawio.Fstat(fd, &st) }); err != nil {
+		return 0, 0, err
+	}
+	if serr != nil {
+		return 0, 0, &os.PathError{Op: "fstat", Path: f.Name(), Err: serr}
 	}
 	return st.Size, st.Blocks, nil
+}
+
+// writeAll writes line to f, the log (a regular file), with raw system
+// calls: this runs on every call (internal/rawio).
+func writeAll(f *os.File, line []byte) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var werr error
+	if err := rc.Control(func(fd uintptr) { _, werr = rawio.WriteFile(fd, line) }); err != nil {
+		return err
+	}
+	if werr != nil {
+		return &os.PathError{Op: "write", Path: f.Name(), Err: werr}
+	}
+	return nil
 }
 
 func fallocate(fd uintptr, off, n int64) error {

@@ -20,3 +20,9 @@ func statOf(f *os.File) (size, blocks int64, err error) {
 	}
 	return fi.Size(), 0, nil
 }
+
+// writeAll writes line to f, the log.
+func writeAll(f *os.File, line []byte) error {
+	_, err := f.Write(line)
+	return err
+}

@@ -9,6 +9,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/pml-dev/pml/internal/rawio"
 )
 
 // pathWatch tells, without walking the path, whether the names that lead
@@ -165,7 +167,8 @@ func (w *pathWatch) changed() bool {
 // (The mount table's poll reports each change once.)
 func poll() {
 	for {
-		n, err := unix.EpollWait(inotify.ep, inotify.events[:], 0)
+		// Raw: this runs on every call (internal/rawio).
+		n, err := rawio.PollNow(inotify.ep, inotify.events[:])
 		if errors.Is(err, unix.EINTR) {
 			continue
 		}

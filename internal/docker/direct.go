@@ -23,6 +23,7 @@ import (
 
 	pmlc "github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/engine"
+	"github.com/pml-dev/pml/internal/rawio"
 	"github.com/pml-dev/pml/internal/shim"
 )
 
@@ -537,9 +538,17 @@ func (g *gate) String() string {
 
 // connStdin is the container's stdin on the direct path; Close half-closes
 // the socket so the server reads EOF while its answers keep coming.
-type connStdin struct{ c *net.UnixConn }
+type connStdin struct {
+	c   *net.UnixConn
+	raw *rawio.FD
+}
 
-func (w connStdin) Write(b []byte) (int, error) { return w.c.Write(b) }
+func (w connStdin) Write(b []byte) (int, error) {
+	if w.raw != nil {
+		return w.raw.Write(b)
+	}
+	return w.c.Write(b)
+}
 
 func (w connStdin) Close() error { return w.c.CloseWrite() }
 

@@ -35,6 +35,7 @@ import (
 	pmlc "github.com/pml-dev/pml/internal/container"
 	"github.com/pml-dev/pml/internal/egress/inside"
 	"github.com/pml-dev/pml/internal/engine"
+	"github.com/pml-dev/pml/internal/rawio"
 	"github.com/pml-dev/pml/internal/shim"
 	"github.com/pml-dev/pml/policies"
 )
@@ -670,12 +671,19 @@ func (r *Runtime) runtimes(ctx context.Context, fresh bool) ([]string, string, m
 // program closes it, and out closes once all of it was delivered.
 func (p *process) serveDirect(conn *net.UnixConn, stdout io.Writer) {
 	p.conn = conn
+	// Raw reads and writes (internal/rawio): the warm call's own, which
+	// must not wake the runtime's monitor.
+	p.raw = rawio.Of(conn)
 	p.out = make(chan struct{})
 	if stdout == nil {
 		stdout = io.Discard
 	}
+	var from io.Reader = conn
+	if p.raw != nil {
+		from = p.raw
+	}
 	go func() {
-		_, _ = io.Copy(stdout, conn)
+		_, _ = io.Copy(stdout, from)
 		close(p.out)
 	}()
 }
@@ -691,6 +699,7 @@ type process struct {
 	// On the direct path: stdin and stdout, and out closed once all of
 	// stdout was delivered.
 	conn *net.UnixConn
+	raw  *rawio.FD // conn's raw side, nil where there is none
 	out  chan struct{}
 
 	stdinOnce sync.Once
@@ -729,7 +738,7 @@ func (p *process) ID() string { return p.id }
 
 func (p *process) Stdin() io.WriteCloser {
 	if p.conn != nil {
-		return connStdin{p.conn}
+		return connStdin{p.conn, p.raw}
 	}
 	if p.stdinGiven {
 		return givenStdin{}
