@@ -18,6 +18,7 @@ import (
 	tl "github.com/pml-dev/pml/broker/tools"
 	"github.com/pml-dev/pml/broker/workflow"
 	"github.com/pml-dev/pml/cmd/pml/internal/launch"
+	"github.com/pml-dev/pml/cmd/pml/internal/term"
 	"github.com/pml-dev/pml/internal/capname"
 	"github.com/pml-dev/pml/internal/config"
 	"github.com/pml-dev/pml/internal/credentials"
@@ -348,13 +349,13 @@ func newRunCmd(g *globals) *cobra.Command {
 				if !ok {
 					if _, isServer := e.cfg.Servers[args[0]]; isServer {
 						e.log.Info().Str("server", args[0]).Str("workspace", e.ws.Dir).Msg("pml run ready: the server's tools under their own names")
-						return mcpserve.ServeServer(cmd.Context(), e.broker.Serving(), args[0], os.Stdin, proto)
+						return mcpserve.ServeServer(cmd.Context(), e.broker.Serving(), args[0], term.ProtocolStdin(), term.ProtocolStdout(proto))
 					}
 					return &exitError{2, fmt.Errorf("%s is neither a server of %s's mcps (%s) nor a capability added with pml add (%s)%s: name one of them, add the server to mcps (pml add npm:PACKAGE or oci:IMAGE), or run `pml add %s` for a registry capability",
 						args[0], config.FileName, listOrNone(serverNames(e.cfg)), listOrNone(sortedKeys(caps)), heldBack(e.ws.Dir, args[0]), args[0])}
 				}
 				e.log.Info().Str("capability", c.Name).Str("fqdn", c.FQDN).Msg("pml run ready")
-				return mcpserve.ServeCapability(cmd.Context(), e.broker.Serving(), c, os.Stdin, proto)
+				return mcpserve.ServeCapability(cmd.Context(), e.broker.Serving(), c, term.ProtocolStdin(), term.ProtocolStdout(proto))
 			})
 		},
 	}
