@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -43,10 +44,11 @@ func buildRelay(b *testing.B) (string, error) {
 // relay (-listen) in front of the server in a container made as ctr, pml's
 // pooled one (its image, entrypoint through pml's shim, user, security
 // options, limits, mounts: its inspected config and host config), the
-// server reaching the relay over the shim's socket in a private host
-// directory mounted at /.pml/run, as it reaches pml. What it adds over
-// connectFloor is the sandbox's own share of a warm call (the server's
-// namespaces and seccomp filter, a socket instead of a pipe), which no
+// server reaching the relay through the shim's socket in a private host
+// directory mounted at /.pml/run (its stdio the pipes the relay gives it
+// there, when the entrypoint asks for them), as it reaches pml. What it
+// adds over connectFloor is the sandbox's own share of a warm call (the
+// server's namespaces and seccomp filter), which no
 // broker in front of that container can go under. nil and why when it
 // cannot be made (the row then says so; the bench goes on).
 func connectContainerFloor(b *testing.B, ctr string) (*mcp.ClientSession, string) {
@@ -98,7 +100,12 @@ func connectContainerFloor(b *testing.B, ctr string) (*mcp.ClientSession, string
 		return nil, err.Error()
 	}
 	sock := filepath.Join(dir, filepath.Base(shim.Socket))
-	cmd := exec.Command(relay, "-listen", sock)
+	args := []string{"-listen", sock}
+	if slices.Contains(cfg.Entrypoint, shim.PipesFlag) {
+		// The shim waits for the server's pipes, as pml gives them.
+		args = append(args, "-pipes")
+	}
+	cmd := exec.Command(relay, args...)
 	var stderr syncBuffer
 	cmd.Stderr = &stderr
 	type connected struct {
@@ -177,7 +184,7 @@ func connectContainerFloor(b *testing.B, ctr string) (*mcp.ClientSession, string
 // why says why cfl was not measured.
 func benchContainerFloor(r *report, raw map[string][]float64, p, n, fl, cfl []time.Duration, why string) {
 	cf := figure{ID: "warm_floor_container",
-		Name: "floor in a container like pml's: a bare relay to the server in a container made as pml's pooled one, over the shim's socket",
+		Name: "floor in a container like pml's: a bare relay to the server in a container made as pml's pooled one, through the shim's socket",
 		PML: "e2e/testservers/relay -listen, the probe in a container made from the inspected config of pml's pooled one (image, entrypoint through pml's shim, user, " +
 			"namespaces, seccomp, no network, read-only root, capabilities dropped, limits) connecting to the relay's socket in a host directory mounted at /.pml/run",
 		Baseline: "the bare relay in front of the probe in a container's cgroups (the floor above)", Unit: "ms", RatioKind: "time"}
@@ -197,7 +204,7 @@ func benchContainerFloor(r *report, raw map[string][]float64, p, n, fl, cfl []ti
 	if why == "" {
 		raw["server_warm_floor_container_ms"] = durationsMS(cfl)
 		cf.Note = "informational, not a target: measured in the same interleaved loop as the warm call; over the floor above, the sandbox's own share of a warm call " +
-			"(the server's namespaces and seccomp filter, a unix socket instead of a pipe), which no broker in front of such a container goes under"
+			"(the server's namespaces and seccomp filter; its stdio the pipes the relay gives it through the shim's socket, as pml does), which no broker in front of such a container goes under"
 	}
 	r.add(cf)
 	r.add(of)

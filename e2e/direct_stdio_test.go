@@ -37,9 +37,9 @@ func mountAt(c *dc.Container, dest string) (dc.Mount, bool) {
 }
 
 // TestDirectStdioSkipsTheDaemonAndKeepsThePolicy: a pooled server's stdin
-// and stdout are a socket to pml (the shim became the server), with the
-// same lockdown as on the attach stream, and its stderr still feeds the
-// crash report.
+// and stdout are the pipes pml sent over its shim's socket, with the same
+// lockdown as on the attach stream, and its stderr still feeds the crash
+// report.
 func TestDirectStdioSkipsTheDaemonAndKeepsThePolicy(t *testing.T) {
 	ws := newWorkspace(t, probeConfig(t, ""))
 	s := startSession(t, ws)
@@ -47,7 +47,7 @@ func TestDirectStdioSkipsTheDaemonAndKeepsThePolicy(t *testing.T) {
 		t.Fatalf("echo: %q", out)
 	}
 	c := serverContainer(t, ws)
-	if want := []string{"/.pml/shim", "stdio-shim", "/.pml/run/s", "--", "/probe"}; !slices.Equal(c.Config.Entrypoint, want) {
+	if want := []string{"/.pml/shim", "stdio-shim", "/.pml/run/s", "--pipes", "--", "/probe"}; !slices.Equal(c.Config.Entrypoint, want) {
 		t.Errorf("entrypoint %q, want %q (the image's own entrypoint behind the shim)", c.Config.Entrypoint, want)
 	}
 	if c.Config.OpenStdin || c.Config.AttachStdout {

@@ -407,7 +407,7 @@ func assertStandbyShape(t *testing.T, id string) {
 	if l["pml.workspace"] != "" || l["pml.standby"] == "" || l["pml.managed"] != "true" || l["pml.owner.hostid"] == "" {
 		t.Errorf("the standby's labels: %v", l)
 	}
-	if ep := strings.Join(c.Config.Entrypoint, " "); !strings.HasPrefix(ep, "/.pml/shim stdio-shim /.pml/run/s --standby 2m0s -- ") {
+	if ep := strings.Join(c.Config.Entrypoint, " "); !strings.HasPrefix(ep, "/.pml/shim stdio-shim /.pml/run/s --pipes --standby 2m0s -- ") {
 		t.Errorf("the standby runs %q", ep)
 	}
 }

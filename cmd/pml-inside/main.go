@@ -107,8 +107,12 @@ func runShim(args []string) int {
 	var spec string
 	var rest []string
 	var standby time.Duration
+	pipes := false
 	if len(args) > 0 {
 		rest = args[1:]
+		if len(rest) > 0 && rest[0] == shim.PipesFlag {
+			pipes, rest = true, rest[1:]
+		}
 		if len(rest) >= 2 && rest[0] == shim.StandbyFlag {
 			d, err := time.ParseDuration(rest[1])
 			if err != nil || d <= 0 {
@@ -120,7 +124,7 @@ func runShim(args []string) int {
 		spec, rest = egress.SplitArgs(rest)
 	}
 	if len(rest) < 2 || rest[0] != "--" {
-		fmt.Fprintln(os.Stderr, "usage: pml-inside "+shim.Subcommand+" SOCKET [--egress SPEC] -- COMMAND [ARG...]")
+		fmt.Fprintln(os.Stderr, "usage: pml-inside "+shim.Subcommand+" SOCKET ["+shim.PipesFlag+"] ["+shim.StandbyFlag+" DURATION] [--egress SPEC] -- COMMAND [ARG...]")
 		return 2
 	}
 	if spec != "" && startEgress(spec) != nil {
@@ -129,12 +133,12 @@ func runShim(args []string) int {
 	var err error
 	if standby > 0 {
 		// Nothing of the server runs before a pml claims it.
-		err = shim.ExecStandby(args[0], standby, rest[1:])
+		err = shim.ExecStandby(args[0], standby, pipes, rest[1:])
 		if errors.Is(err, shim.ErrStandbyExpired) {
 			return shim.ExitStandbyExpired
 		}
 	} else {
-		err = shim.Exec(args[0], rest[1:])
+		err = shim.Exec(args[0], pipes, rest[1:])
 	}
 	fmt.Fprintln(os.Stderr, "pml-inside:", err)
 	var nc *shim.NoConnectionError

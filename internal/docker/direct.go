@@ -539,18 +539,28 @@ func (g *gate) String() string {
 // connStdin is the container's stdin on the direct path; Close half-closes
 // the socket so the server reads EOF while its answers keep coming.
 type connStdin struct {
-	c   *net.UnixConn
-	raw *rawio.FD
+	c    *net.UnixConn
+	pipe *os.File  // the server's stdin pipe, when it took one (shim.Pipes)
+	raw  *rawio.FD // the raw side of pipe, else of c
 }
 
 func (w connStdin) Write(b []byte) (int, error) {
-	if w.raw != nil {
+	switch {
+	case w.raw != nil:
 		return w.raw.Write(b)
+	case w.pipe != nil:
+		return w.pipe.Write(b)
 	}
 	return w.c.Write(b)
 }
 
-func (w connStdin) Close() error { return w.c.CloseWrite() }
+func (w connStdin) Close() error {
+	if w.pipe != nil {
+		// The server reads the end of its input; the link stays.
+		return w.pipe.Close()
+	}
+	return w.c.CloseWrite()
+}
 
 // isFallback reports whether a failed direct start is worth retrying on
 // the attach stream: not when the caller gave up or the daemon is gone.

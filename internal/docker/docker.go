@@ -15,11 +15,13 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -666,21 +668,38 @@ func (r *Runtime) runtimes(ctx context.Context, fresh bool) ([]string, string, m
 	return names, info.DefaultRuntime, args, nil
 }
 
+// pipesWait bounds the shim's answer to the pipes pml sends it: it
+// answers as soon as it has connected, before the server runs.
+const pipesWait = 10 * time.Second
+
 // serveDirect makes conn the process's stdin and stdout on the direct
 // path (a start, or a standby's claim): stdout is copied until the
 // program closes it, and out closes once all of it was delivered.
 func (p *process) serveDirect(conn *net.UnixConn, stdout io.Writer) {
 	p.conn = conn
-	// Raw reads and writes (internal/rawio): the warm call's own, which
-	// must not wake the runtime's monitor.
-	p.raw = rawio.Of(conn)
 	p.out = make(chan struct{})
 	if stdout == nil {
 		stdout = io.Discard
 	}
+	// The server's stdin and stdout: the pipes its shim takes (a pipe
+	// carries a call's bytes faster than the socket), else the socket.
 	var from io.Reader = conn
-	if p.raw != nil {
-		from = p.raw
+	var wr syscall.Conn = conn
+	in, out, err := shim.Pipes(conn, pipesWait)
+	switch {
+	case err != nil:
+		// The shim is gone or stuck: so is the server (the socket then
+		// reads its end at once).
+		_ = conn.Close()
+	case in != nil:
+		p.stdinPipe, p.stdoutPipe = in, out
+		from, wr = out, in
+	}
+	// Raw reads and writes (internal/rawio): the warm call's own, which
+	// must not wake the runtime's monitor.
+	p.raw = rawio.Of(wr)
+	if raw := rawio.Of(from.(syscall.Conn)); raw != nil {
+		from = raw
 	}
 	go func() {
 		_, _ = io.Copy(stdout, from)
@@ -699,8 +718,11 @@ type process struct {
 	// On the direct path: stdin and stdout, and out closed once all of
 	// stdout was delivered.
 	conn *net.UnixConn
-	raw  *rawio.FD // conn's raw side, nil where there is none
-	out  chan struct{}
+	// stdinPipe, stdoutPipe: the server's stdin and stdout when its shim
+	// took pipes (shim.Pipes); conn is then only the link.
+	stdinPipe, stdoutPipe *os.File
+	raw                   *rawio.FD // the raw side of stdin (the pipe, else conn), nil where there is none
+	out                   chan struct{}
 
 	stdinOnce sync.Once
 	stdin     *stdinWriter
@@ -738,7 +760,7 @@ func (p *process) ID() string { return p.id }
 
 func (p *process) Stdin() io.WriteCloser {
 	if p.conn != nil {
-		return connStdin{p.conn, p.raw}
+		return connStdin{p.conn, p.stdinPipe, p.raw}
 	}
 	if p.stdinGiven {
 		return givenStdin{}
@@ -919,6 +941,11 @@ func (p *process) Remove(ctx context.Context) error {
 	}
 	if p.conn != nil {
 		defer p.conn.Close()
+	}
+	for _, f := range []*os.File{p.stdinPipe, p.stdoutPipe} {
+		if f != nil {
+			defer f.Close()
+		}
 	}
 	err := p.r.RemoveContainer(ctx, p.id)
 	if p.standbyDir != "" && err == nil {

@@ -312,3 +312,54 @@ func SweepStandbyDirs(base string, age time.Duration) {
 		_ = os.Remove(dir)
 	}
 }
+
+// Pipes gives the server behind conn (a shim started with PipesFlag) two
+// pipes for its stdin and stdout, and returns pml's ends of them,
+// non-blocking: stdin to write the server's input into, stdout to read
+// its output from. conn stays the link (its end stops the server). Both
+// nil and no error: the shim keeps the socket as the server's stdio (the
+// descriptors did not reach it), and conn carries the bytes. An error:
+// the shim did not answer within wait, or is gone.
+func Pipes(conn *net.UnixConn, wait time.Duration) (stdin, stdout *os.File, err error) {
+	var in, out [2]int
+	if err := syscall.Pipe2(in[:], syscall.O_CLOEXEC); err != nil {
+		return nil, nil, fmt.Errorf("making the server's stdin: %w", err)
+	}
+	if err := syscall.Pipe2(out[:], syscall.O_CLOEXEC); err != nil {
+		syscall.Close(in[0])
+		syscall.Close(in[1])
+		return nil, nil, fmt.Errorf("making the server's stdout: %w", err)
+	}
+	mine := func() {
+		syscall.Close(in[1])
+		syscall.Close(out[0])
+	}
+	// pml's ends only: a pipe's two ends are two open file descriptions,
+	// and the server's stay blocking, as a client's pipes are.
+	if err := errors.Join(syscall.SetNonblock(in[1], true), syscall.SetNonblock(out[0], true)); err != nil {
+		syscall.Close(in[0])
+		syscall.Close(out[1])
+		mine()
+		return nil, nil, err
+	}
+	_, _, err = conn.WriteMsgUnix([]byte{pipesHello}, syscall.UnixRights(in[0], out[1]), nil)
+	syscall.Close(in[0])
+	syscall.Close(out[1])
+	if err != nil {
+		mine()
+		return nil, nil, fmt.Errorf("sending the server its pipes: %w", err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(wait))
+	var ack [1]byte
+	_, err = conn.Read(ack[:])
+	_ = conn.SetReadDeadline(time.Time{})
+	switch {
+	case err != nil:
+		mine()
+		return nil, nil, fmt.Errorf("the in-container program did not take the server's pipes: %w", err)
+	case ack[0] != pipesYes:
+		mine()
+		return nil, nil, nil
+	}
+	return os.NewFile(uintptr(in[1]), "server stdin"), os.NewFile(uintptr(out[0]), "server stdout"), nil
+}

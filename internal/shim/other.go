@@ -31,10 +31,12 @@ func (l *Listener) Accept(ctx context.Context, id string, gone <-chan struct{}) 
 }
 
 // Exec always fails.
-func Exec(path string, argv []string) error { return &NoConnectionError{Err: ErrUnsupported} }
+func Exec(path string, pipes bool, argv []string) error {
+	return &NoConnectionError{Err: ErrUnsupported}
+}
 
 // ExecStandby always fails.
-func ExecStandby(path string, wait time.Duration, argv []string) error {
+func ExecStandby(path string, wait time.Duration, pipes bool, argv []string) error {
 	return &NoConnectionError{Err: ErrUnsupported}
 }
 
@@ -55,3 +57,8 @@ func RemoveStandbyDir(base, dir string) {}
 
 // SweepStandbyDirs does nothing.
 func SweepStandbyDirs(base string, age time.Duration) {}
+
+// Pipes always fails.
+func Pipes(conn *net.UnixConn, wait time.Duration) (stdin, stdout *os.File, err error) {
+	return nil, nil, ErrUnsupported
+}

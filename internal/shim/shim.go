@@ -8,11 +8,14 @@
 // direct path: pml listens on a socket in a private host directory that
 // is bind-mounted read-only into the container at RunDir, its static
 // in-container program (cmd/pml-inside) is bind-mounted read-only at Binary, and the container's
-// entrypoint becomes `Binary stdio-shim SOCKET -- COMMAND...`. The shim
-// connects to the socket, puts it on file descriptors 0 and 1, and
-// replaces itself (execve) with COMMAND: the server is the container's
-// process exactly as before, with the same uid, environment, working
-// directory, limits and exit status; nothing stays between it and pml.
+// entrypoint becomes `Binary stdio-shim SOCKET --pipes -- COMMAND...`. The
+// shim connects to the socket, takes the two pipes pml sends over it
+// (Pipes, takePipes) and runs COMMAND with them on file descriptors 0
+// and 1, as a client runs a stdio server: the same uid, environment,
+// working directory, limits and exit status as before; nothing stays
+// between it and pml. The shim stays beside it as PID 1 only to watch
+// the socket, the link whose end stops the server. Where the pipes do
+// not reach it, the socket itself is the server's stdin and stdout.
 // Stderr stays on Docker's attach stream (it is low-volume and feeds the
 // crash reports).
 //
@@ -53,16 +56,36 @@ const ExitNoConnection = 99
 
 // Entrypoint is the container entrypoint that runs argv (the server's
 // entrypoint and command, as Docker would have run them) through the
-// shim.
+// shim, its stdin and stdout the pipes pml sends (PipesFlag).
 func Entrypoint(argv []string) []string {
-	return append([]string{Binary, Subcommand, Socket, "--"}, argv...)
+	return append([]string{Binary, Subcommand, Socket, PipesFlag, "--"}, argv...)
 }
 
 // EntrypointEgress is Entrypoint with the shim also running the egress
 // listener of spec (internal/egress/inside) beside the server.
 func EntrypointEgress(spec string, argv []string) []string {
-	return append([]string{Binary, Subcommand, Socket, "--egress", spec, "--"}, argv...)
+	return append([]string{Binary, Subcommand, Socket, PipesFlag, "--egress", spec, "--"}, argv...)
 }
+
+// PipesFlag, first after the socket in the shim's command line, makes
+// the server's stdin and stdout two pipes pml sends over the socket
+// (file descriptors, SCM_RIGHTS) instead of the socket itself, which
+// stays as the link whose end stops the server. A pipe is what a client
+// gives a stdio server it starts, and it carries a warm call's bytes
+// faster than a socket. Where the descriptors do not come (a runtime
+// that does not pass them), the shim says so and the socket is the
+// server's stdio as without the flag. It is part of the entrypoint, so
+// a pml only ever talks to shims that expect what it sends (a standby
+// is adopted only by an identical entrypoint).
+const PipesFlag = "--pipes"
+
+// The bytes of the pipes' handshake: pml's hello, which carries the
+// descriptors, and the shim's answer.
+const (
+	pipesHello = 'P'
+	pipesYes   = 'p'
+	pipesNo    = 's'
+)
 
 // StandbyFlag, before the command in the shim's command line, makes it a
 // standby (ExecStandby): `Binary stdio-shim SOCKET --standby DURATION --
@@ -79,7 +102,7 @@ var ErrStandbyExpired = errors.New("standby time over: no pml claimed this conta
 // EntrypointStandby is the entrypoint of a standby container of argv
 // (see ExecStandby): it waits up to wait for a pml to claim it.
 func EntrypointStandby(argv []string, wait time.Duration) []string {
-	return append([]string{Binary, Subcommand, Socket, StandbyFlag, wait.String(), "--"}, argv...)
+	return append([]string{Binary, Subcommand, Socket, PipesFlag, StandbyFlag, wait.String(), "--"}, argv...)
 }
 
 // NoConnectionError: the shim could not reach pml's socket; nothing was

@@ -31,7 +31,7 @@ func TestMain(m *testing.M) {
 	switch os.Getenv("PML_SHIM_TEST_ROLE") {
 	case "shim":
 		os.Setenv("PML_SHIM_TEST_ROLE", "server")
-		err := Exec(os.Getenv("PML_SHIM_TEST_SOCKET"), []string{os.Args[0], "server-arg", "--flag=kept"})
+		err := Exec(os.Getenv("PML_SHIM_TEST_SOCKET"), os.Getenv("PML_SHIM_TEST_PIPES") == "1", []string{os.Args[0], "server-arg", "--flag=kept"})
 		fmt.Fprintln(os.Stderr, "shim:", err)
 		var nc *NoConnectionError
 		if errors.As(err, &nc) {
@@ -53,7 +53,11 @@ func serve() {
 	for sc.Scan() {
 		fmt.Println(strings.ToUpper(sc.Text()))
 	}
-	fmt.Printf("pid=%d args=%s nonblocking=%v\n", os.Getpid(), strings.Join(os.Args[1:], ","), flags&syscall.O_NONBLOCK != 0)
+	var in, out syscall.Stat_t
+	_ = syscall.Fstat(0, &in)
+	_ = syscall.Fstat(1, &out)
+	fifo := in.Mode&syscall.S_IFMT == syscall.S_IFIFO && out.Mode&syscall.S_IFMT == syscall.S_IFIFO
+	fmt.Printf("pid=%d args=%s nonblocking=%v pipes=%v\n", os.Getpid(), strings.Join(os.Args[1:], ","), flags&syscall.O_NONBLOCK != 0, fifo)
 	if os.Getenv("PML_SHIM_TEST_LINGER") == "1" {
 		// A hostile server: it ignores the end of its input and stays.
 		select {}
@@ -131,7 +135,7 @@ func TestTheShimBecomesTheServerWithItsStdioOnTheSocket(t *testing.T) {
 	}
 	var serverPID int
 	rest, _ := strings.CutPrefix(string(out), "HELLO\nSECOND LINE\npid=")
-	if _, err := fmt.Sscanf(rest, "%d args=server-arg,--flag=kept nonblocking=false\n", &serverPID); err != nil || serverPID == shimPID {
+	if _, err := fmt.Sscanf(rest, "%d args=server-arg,--flag=kept nonblocking=false pipes=false\n", &serverPID); err != nil || serverPID == shimPID {
 		// The server is the shim's child (the shim stays to watch the
 		// link to pml), with the socket itself on its stdio.
 		t.Errorf("the server answered %q: want its echo, its own pid (not the shim's %d), its arguments and a blocking stdin", out, shimPID)
@@ -139,6 +143,90 @@ func TestTheShimBecomesTheServerWithItsStdioOnTheSocket(t *testing.T) {
 	if !strings.Contains(stderr.String(), "server: started") {
 		t.Errorf("the server's stderr did not stay where it was: %q", stderr)
 	}
+}
+
+// With PipesFlag, the server's stdin and stdout are the pipes pml sends
+// (blocking, as a client's are), the socket only the link: pml writes
+// the input into one, closes it (the server reads its end), and reads the
+// answers and their end from the other, while the link stays open.
+func TestTheShimGivesTheServerThePipesPMLSends(t *testing.T) {
+	ln, err := Listen(t.TempDir(), os.Getuid(), os.Getgid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var shimPID int
+	asContainer(t, testID, func() []int { mu.Lock(); defer mu.Unlock(); return []int{shimPID} })
+	cmd, stderr := startShim(t, filepath.Join(ln.Dir(), socketName), "PML_SHIM_TEST_PIPES=1")
+	mu.Lock()
+	shimPID = cmd.Process.Pid
+	mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := ln.Accept(ctx, testID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	in, out, err := Pipes(conn, 10*time.Second)
+	if err != nil || in == nil || out == nil {
+		t.Fatalf("Pipes = %v, %v, %v; stderr:\n%s", in, out, err, stderr)
+	}
+	defer out.Close()
+	if _, err := io.WriteString(in, "hello\n"); err != nil {
+		t.Fatal(err)
+	}
+	in.Close()
+	got, err := io.ReadAll(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(got), "HELLO\npid=") || !strings.HasSuffix(string(got), " nonblocking=false pipes=true\n") {
+		t.Errorf("the server answered %q: want its echo, a blocking stdin and pipes on its stdin and stdout", got)
+	}
+	if err := cmd.Wait(); err == nil || cmd.ProcessState.ExitCode() != 7 {
+		t.Fatalf("the shim ended with %v, want the server's exit code 7; stderr:\n%s", err, stderr)
+	}
+}
+
+// Without descriptors (a runtime that does not pass them), a shim asked
+// for pipes says so and keeps the socket as the server's stdio.
+func TestAShimThatGetsNoPipesKeepsTheSocket(t *testing.T) {
+	ln, err := Listen(t.TempDir(), os.Getuid(), os.Getgid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var shimPID int
+	asContainer(t, testID, func() []int { mu.Lock(); defer mu.Unlock(); return []int{shimPID} })
+	cmd, stderr := startShim(t, filepath.Join(ln.Dir(), socketName), "PML_SHIM_TEST_PIPES=1")
+	mu.Lock()
+	shimPID = cmd.Process.Pid
+	mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := ln.Accept(ctx, testID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// pml's hello, with no descriptors.
+	if _, err := conn.Write([]byte{pipesHello}); err != nil {
+		t.Fatal(err)
+	}
+	var ack [1]byte
+	if _, err := io.ReadFull(conn, ack[:]); err != nil || ack[0] != pipesNo {
+		t.Fatalf("the shim answered %q, %v; want %q", ack[:], err, pipesNo)
+	}
+	if _, err := io.WriteString(conn, "hello\n"); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.CloseWrite()
+	got, _ := io.ReadAll(conn)
+	if !strings.HasPrefix(string(got), "HELLO\npid=") || !strings.HasSuffix(string(got), " pipes=false\n") {
+		t.Errorf("the server answered %q: want its echo over the socket; stderr:\n%s", got, stderr)
+	}
+	_ = cmd.Wait()
 }
 
 // TestAServerThatOutlivesPMLIsKilled: a server that ignores the end of its
@@ -216,11 +304,11 @@ func TestAMissingCommandIsNotFound(t *testing.T) {
 	}
 	defer ln.Close()
 	// Fails at the lookup, before anything replaces this process.
-	err = Exec(filepath.Join(ln.Dir(), socketName), []string{"pml-no-such-command-here"})
+	err = Exec(filepath.Join(ln.Dir(), socketName), false, []string{"pml-no-such-command-here"})
 	if !errors.Is(err, exec.ErrNotFound) {
 		t.Fatalf("got %v, want exec.ErrNotFound", err)
 	}
-	if err := Exec(filepath.Join(ln.Dir(), socketName), nil); err == nil {
+	if err := Exec(filepath.Join(ln.Dir(), socketName), false, nil); err == nil {
 		t.Fatal("an empty command was accepted")
 	}
 }
@@ -384,7 +472,7 @@ func writeFile(t *testing.T, content string) string {
 
 func TestTheEntrypointRunsTheCommandThroughTheShim(t *testing.T) {
 	got := strings.Join(Entrypoint([]string{"node", "server.js", "--"}), " ")
-	if want := "/.pml/shim stdio-shim /.pml/run/s -- node server.js --"; got != want {
+	if want := "/.pml/shim stdio-shim /.pml/run/s --pipes -- node server.js --"; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
@@ -395,7 +483,7 @@ func TestAStandbyUnclaimedExpires(t *testing.T) {
 	}
 	dir := t.TempDir()
 	began := time.Now()
-	err := ExecStandby(filepath.Join(dir, "s"), 100*time.Millisecond, []string{"/bin/true"})
+	err := ExecStandby(filepath.Join(dir, "s"), 100*time.Millisecond, false, []string{"/bin/true"})
 	if !errors.Is(err, ErrStandbyExpired) {
 		t.Fatalf("ExecStandby = %v, want ErrStandbyExpired", err)
 	}
@@ -428,4 +516,65 @@ func TestAStandbyIsClaimedOnce(t *testing.T) {
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Fatalf("the claimed directory is still there: %v", err)
 	}
+}
+
+// Pipes, pml's side: a shim that answers it kept the socket gets no pipes
+// and no error (the socket carries the bytes); one that is gone is an
+// error; one that says nothing within the wait is an error too.
+func TestPipesWhenTheShimKeepsTheSocketOrIsGone(t *testing.T) {
+	pair := func(t *testing.T) (*net.UnixConn, *net.UnixConn) {
+		fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn := func(fd int) *net.UnixConn {
+			f := os.NewFile(uintptr(fd), "pair")
+			defer f.Close()
+			c, err := net.FileConn(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { c.Close() })
+			return c.(*net.UnixConn)
+		}
+		return conn(fds[0]), conn(fds[1])
+	}
+	t.Run("kept the socket", func(t *testing.T) {
+		pml, sh := pair(t)
+		go func() {
+			buf, oob := make([]byte, 1), make([]byte, 64)
+			_, oobn, _, _, _ := sh.ReadMsgUnix(buf, oob)
+			// The descriptors are not taken (as where a runtime drops them).
+			if msgs, err := syscall.ParseSocketControlMessage(oob[:oobn]); err == nil {
+				for i := range msgs {
+					fds, _ := syscall.ParseUnixRights(&msgs[i])
+					for _, fd := range fds {
+						syscall.Close(fd)
+					}
+				}
+			}
+			_, _ = sh.Write([]byte{pipesNo})
+		}()
+		in, out, err := Pipes(pml, 5*time.Second)
+		if in != nil || out != nil || err != nil {
+			t.Fatalf("Pipes = %v, %v, %v; want nothing: the socket carries the bytes", in, out, err)
+		}
+	})
+	t.Run("gone", func(t *testing.T) {
+		pml, sh := pair(t)
+		sh.Close()
+		if in, out, err := Pipes(pml, 5*time.Second); err == nil || in != nil || out != nil {
+			t.Fatalf("Pipes = %v, %v, %v; want an error", in, out, err)
+		}
+	})
+	t.Run("silent", func(t *testing.T) {
+		pml, _ := pair(t)
+		began := time.Now()
+		if _, _, err := Pipes(pml, 100*time.Millisecond); !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("Pipes = %v; want the wait's end", err)
+		}
+		if d := time.Since(began); d > 5*time.Second {
+			t.Fatalf("it waited %v for 100ms", d)
+		}
+	})
 }

@@ -166,6 +166,7 @@ func main() {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "exact"}},
 				StructuredContent: json.RawMessage(`{"big":12345678901234567891,"f":1.50}`)}, nil, nil
 		})
+	addFDs(s)
 	mcp.AddTool(s, &mcp.Tool{Name: "whoami", Description: "uid, gid and working directory."},
 		func(ctx context.Context, req *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
 			wd, _ := os.Getwd()

@@ -8,12 +8,13 @@
 // With -listen it runs no server: it listens on a unix socket and relays
 // to the one process that connects, the way pml's pooled servers reach
 // pml (internal/shim: a container made as pml's pooled one, whose
-// entrypoint is pml's shim connecting to that socket). The bench measures
-// with it the floor that includes the sandbox itself: the server's
-// namespaces, seccomp filter and limits, and a socket instead of a pipe.
+// entrypoint is pml's shim connecting to that socket; with -pipes, the
+// server's stdio is then two pipes given over it, as pml gives them). The
+// bench measures with it the floor that includes the sandbox itself: the
+// server's namespaces, seccomp filter and limits.
 //
 //	relay [-cgroup-of PID] -- COMMAND [ARG...]
-//	relay -listen SOCKET
+//	relay -listen SOCKET [-pipes]
 package main
 
 import (
@@ -29,6 +30,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pml-dev/pml/internal/shim"
 )
 
 // acceptWait is how long -listen waits for its one connection; the bench
@@ -39,6 +42,7 @@ const acceptWait = time.Minute
 func main() {
 	cgroupOf := flag.Int("cgroup-of", 0, "move COMMAND into the cgroups of this process (a container's)")
 	listen := flag.String("listen", "", "run no COMMAND: relay to the one process that connects to a unix socket made at this path")
+	pipes = flag.Bool("pipes", false, "with -listen: give the process that connects (pml's shim with its --pipes flag) pipes for its server's stdio, as pml does")
 	flag.Parse()
 	if *listen != "" && flag.NArg() == 0 && *cgroupOf == 0 {
 		if err := relaySocket(*listen); err != nil {
@@ -84,6 +88,8 @@ func main() {
 // knows the socket's private directory) and copies stdin to it and it to
 // stdout until it closes. The socket is removed once connected, as pml's
 // is.
+var pipes *bool
+
 func relaySocket(path string) error {
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
 	if err != nil {
@@ -101,14 +107,32 @@ func relaySocket(path string) error {
 	if err != nil {
 		return fmt.Errorf("no process connected to %s: %w", path, err)
 	}
+	// The server's stdio: the pipes its shim takes when started with
+	// shim.PipesFlag, as pml's are; else the socket.
+	var to io.WriteCloser = halfCloser{conn}
+	var from io.Reader = conn
+	if *pipes {
+		in, out, err := shim.Pipes(conn, 10*time.Second)
+		if err != nil {
+			return err
+		}
+		if in != nil {
+			to, from = in, out
+		}
+	}
 	go func() {
-		_, _ = io.Copy(conn, os.Stdin)
+		_, _ = io.Copy(to, os.Stdin)
 		// The server sees the end of its input, as over a pipe.
-		_ = conn.CloseWrite()
+		_ = to.Close()
 	}()
-	_, err = io.Copy(os.Stdout, conn)
+	_, err = io.Copy(os.Stdout, from)
 	return err
 }
+
+// halfCloser closes a socket's sending half only.
+type halfCloser struct{ *net.UnixConn }
+
+func (h halfCloser) Close() error { return h.CloseWrite() }
 
 // joinCgroups writes pid into every cgroup that process of is in (cgroup
 // v1 hierarchies, a v2 unified one, or both), as read from
