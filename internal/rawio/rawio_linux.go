@@ -104,20 +104,8 @@ func (f *FD) Read(p []byte) (int, error) {
 func (f *FD) Write(p []byte) (int, error) {
 	n, errno := 0, syscall.Errno(0)
 	err := f.rc.Write(func(fd uintptr) bool {
-		for n < len(p) {
-			r, _, e := unix.RawSyscall(unix.SYS_WRITE, fd, uintptr(unsafe.Pointer(&p[n])), uintptr(len(p)-n))
-			switch e {
-			case 0:
-				n += int(r)
-			case unix.EINTR:
-			case unix.EAGAIN:
-				return false
-			default:
-				errno = e
-				return true
-			}
-		}
-		return true
+		errno = writeFrom(fd, p, &n)
+		return errno != unix.EAGAIN
 	})
 	switch {
 	case err != nil:
@@ -140,17 +128,27 @@ func Fstat(fd uintptr, st *unix.Stat_t) error {
 // EAGAIN: a write waits on no other process, only on the page cache).
 func WriteFile(fd uintptr, p []byte) (int, error) {
 	n := 0
-	for n < len(p) {
-		r, _, e := unix.RawSyscall(unix.SYS_WRITE, fd, uintptr(unsafe.Pointer(&p[n])), uintptr(len(p)-n))
-		switch e {
-		case 0:
-			n += int(r)
-		case unix.EINTR:
-		default:
-			return n, e
-		}
+	if e := writeFrom(fd, p, &n); e != 0 {
+		return n, e
 	}
 	return n, nil
+}
+
+// writeFrom writes p[*n:] to fd, advancing *n, until all of it is
+// written (0) or a write fails with something other than EINTR (EAGAIN
+// included: the caller waits, or not).
+func writeFrom(fd uintptr, p []byte, n *int) syscall.Errno {
+	for *n < len(p) {
+		r, _, e := unix.RawSyscall(unix.SYS_WRITE, fd, uintptr(unsafe.Pointer(&p[*n])), uintptr(len(p)-*n))
+		switch e {
+		case 0:
+			*n += int(r)
+		case unix.EINTR:
+		default:
+			return e
+		}
+	}
+	return 0
 }
 
 // PollNow is epoll_wait(2) on ep with no timeout: the events ready now.

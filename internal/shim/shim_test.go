@@ -95,26 +95,9 @@ func startShim(t *testing.T, socket string, env ...string) (*exec.Cmd, *bytes.Bu
 }
 
 func TestTheShimBecomesTheServerWithItsStdioOnTheSocket(t *testing.T) {
-	ln, err := Listen(t.TempDir(), os.Getuid(), os.Getgid())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var shimPID int
-	asContainer(t, testID, func() []int { mu.Lock(); defer mu.Unlock(); return []int{shimPID} })
-	cmd, stderr := startShim(t, filepath.Join(ln.Dir(), socketName))
-	mu.Lock()
-	shimPID = cmd.Process.Pid
-	mu.Unlock()
-
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	conn, err := ln.Accept(ctx, testID, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := os.Stat(ln.Dir()); !os.IsNotExist(err) {
+	conn, cmd, stderr, dir := connectedShim(t)
+	shimPID := cmd.Process.Pid
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("the socket directory is still there after the connection: %v", err)
 	}
 	if _, err := io.WriteString(conn, "hello\nsecond line\n"); err != nil {
@@ -145,11 +128,10 @@ func TestTheShimBecomesTheServerWithItsStdioOnTheSocket(t *testing.T) {
 	}
 }
 
-// With PipesFlag, the server's stdin and stdout are the pipes pml sends
-// (blocking, as a client's are), the socket only the link: pml writes
-// the input into one, closes it (the server reads its end), and reads the
-// answers and their end from the other, while the link stays open.
-func TestTheShimGivesTheServerThePipesPMLSends(t *testing.T) {
+// connectedShim starts the shim (with env) as a container's process and
+// returns pml's accepted connection from it, and the socket's directory.
+func connectedShim(t *testing.T, env ...string) (*net.UnixConn, *exec.Cmd, *bytes.Buffer, string) {
+	t.Helper()
 	ln, err := Listen(t.TempDir(), os.Getuid(), os.Getgid())
 	if err != nil {
 		t.Fatal(err)
@@ -157,7 +139,7 @@ func TestTheShimGivesTheServerThePipesPMLSends(t *testing.T) {
 	var mu sync.Mutex
 	var shimPID int
 	asContainer(t, testID, func() []int { mu.Lock(); defer mu.Unlock(); return []int{shimPID} })
-	cmd, stderr := startShim(t, filepath.Join(ln.Dir(), socketName), "PML_SHIM_TEST_PIPES=1")
+	cmd, stderr := startShim(t, filepath.Join(ln.Dir(), socketName), env...)
 	mu.Lock()
 	shimPID = cmd.Process.Pid
 	mu.Unlock()
@@ -167,7 +149,16 @@ func TestTheShimGivesTheServerThePipesPMLSends(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
+	t.Cleanup(func() { conn.Close() })
+	return conn, cmd, stderr, ln.Dir()
+}
+
+// With PipesFlag, the server's stdin and stdout are the pipes pml sends
+// (blocking, as a client's are), the socket only the link: pml writes
+// the input into one, closes it (the server reads its end), and reads the
+// answers and their end from the other, while the link stays open.
+func TestTheShimGivesTheServerThePipesPMLSends(t *testing.T) {
+	conn, cmd, stderr, _ := connectedShim(t, "PML_SHIM_TEST_PIPES=1")
 	in, out, err := Pipes(conn, 10*time.Second)
 	if err != nil || in == nil || out == nil {
 		t.Fatalf("Pipes = %v, %v, %v; stderr:\n%s", in, out, err, stderr)
@@ -192,24 +183,7 @@ func TestTheShimGivesTheServerThePipesPMLSends(t *testing.T) {
 // Without descriptors (a runtime that does not pass them), a shim asked
 // for pipes says so and keeps the socket as the server's stdio.
 func TestAShimThatGetsNoPipesKeepsTheSocket(t *testing.T) {
-	ln, err := Listen(t.TempDir(), os.Getuid(), os.Getgid())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var shimPID int
-	asContainer(t, testID, func() []int { mu.Lock(); defer mu.Unlock(); return []int{shimPID} })
-	cmd, stderr := startShim(t, filepath.Join(ln.Dir(), socketName), "PML_SHIM_TEST_PIPES=1")
-	mu.Lock()
-	shimPID = cmd.Process.Pid
-	mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	conn, err := ln.Accept(ctx, testID, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn, cmd, stderr, _ := connectedShim(t, "PML_SHIM_TEST_PIPES=1")
 	// pml's hello, with no descriptors.
 	if _, err := conn.Write([]byte{pipesHello}); err != nil {
 		t.Fatal(err)
@@ -233,23 +207,7 @@ func TestAShimThatGetsNoPipesKeepsTheSocket(t *testing.T) {
 // input stays while pml only half-closed (a normal stop waits for it), and
 // is killed with its container as soon as pml's end is gone.
 func TestAServerThatOutlivesPMLIsKilled(t *testing.T) {
-	ln, err := Listen(t.TempDir(), os.Getuid(), os.Getgid())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var shimPID int
-	asContainer(t, testID, func() []int { mu.Lock(); defer mu.Unlock(); return []int{shimPID} })
-	cmd, stderr := startShim(t, filepath.Join(ln.Dir(), socketName), "PML_SHIM_TEST_LINGER=1")
-	mu.Lock()
-	shimPID = cmd.Process.Pid
-	mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	conn, err := ln.Accept(ctx, testID, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn, cmd, stderr, _ := connectedShim(t, "PML_SHIM_TEST_LINGER=1")
 	if err := conn.CloseWrite(); err != nil {
 		t.Fatal(err)
 	}
