@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/pml-dev/pml/internal/capname"
@@ -15,6 +16,12 @@ import (
 	"github.com/pml-dev/pml/internal/sri"
 	"github.com/pml-dev/pml/internal/termsafe"
 )
+
+// shownQ is a value a registry wrote, quoted for a message: Go's quoting,
+// then every character a terminal could hide or be driven by (a
+// combining mark, a bidi control: termsafe) escaped, at most 120 runes.
+// %q alone keeps the printable ones that termsafe does not.
+func shownQ(s string) string { return termsafe.Quote(strconv.Quote(s), 120) }
 
 // Entry types: how an entry is delivered.
 const (
@@ -301,7 +308,7 @@ func ParseMetadata(f FQDN, doc []byte) (*Metadata, error) {
 	case "":
 		return fail(`"type" is required: "stdio" or "http"`)
 	default:
-		return fail(`"type" must be "stdio", "http", "cloud", or "deno" with "codeUrl", in metadata, not %q`, m.Type)
+		return fail(`"type" must be "stdio", "http", "cloud", or "deno" with "codeUrl", in metadata, not %s`, shownQ(m.Type))
 	}
 	// The seeds' registry rows say "local" where the API says "client"
 	// (the seeds normalise it so).
@@ -314,20 +321,20 @@ func ParseMetadata(f FQDN, doc []byte) (*Metadata, error) {
 		}
 	case RoutingClient, RoutingServer:
 	default:
-		return fail(`"routing" must be "client" or "server", not %q`, m.Routing)
+		return fail(`"routing" must be "client" or "server", not %s`, shownQ(m.Routing))
 	}
 	if m.Version != "" && !capname.ValidVersion(m.Version) {
-		return fail(`"version" must be a semantic version such as 1.2.0, not %q`, m.Version)
+		return fail(`"version" must be a semantic version such as 1.2.0, not %s`, shownQ(m.Version))
 	}
 	if m.FQDN != "" && f.Hash != "" && m.FQDN != f.String() {
-		return fail(`its "fqdn" says %q: a registry must serve an entry under its own name`, m.FQDN)
+		return fail(`its "fqdn" says %s: a registry must serve an entry under its own name`, shownQ(m.FQDN))
 	}
 	// A registry entry only ever provides tools of its own namespace: an
 	// entry that claimed filesystem:read_file could take over a built-in.
 	for _, t := range m.Tools {
 		ns, action, ok := strings.Cut(t, ":")
 		if !ok || ns != f.Namespace || !partRE.MatchString(action) {
-			return fail(`tool %q must be named %s:<action> (the entry's namespace, then a lowercase action)`, t, f.Namespace)
+			return fail(`tool %s must be named %s:<action> (the entry's namespace, then a lowercase action)`, shownQ(t), f.Namespace)
 		}
 	}
 	if _, _, err := m.Dotfiles(); err != nil {
@@ -347,13 +354,13 @@ func ParseMetadata(f FQDN, doc []byte) (*Metadata, error) {
 	}
 	for _, v := range envs {
 		if !envNameRE.MatchString(v) {
-			return fail(`"envRequired" holds %q, which is not an environment variable name`, v)
+			return fail(`"envRequired" holds %s, which is not an environment variable name`, shownQ(v))
 		}
 	}
 	if m.Type == TypeHTTP {
 		u, err := url.Parse(m.ProxyTo)
 		if m.ProxyTo == "" || err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			return fail(`"proxyTo" must be the http(s) URL of the API this entry fronts (the seeds write it "proxy_to"), not %q`, m.ProxyTo)
+			return fail(`"proxyTo" must be the http(s) URL of the API this entry fronts (the seeds write it "proxy_to"), not %s`, shownQ(m.ProxyTo))
 		}
 	}
 	return &m, nil
@@ -448,7 +455,7 @@ func serverConfig(e *Entry) (config.Server, error) {
 	}
 	for k, v := range m.Env {
 		if !envNameRE.MatchString(k) {
-			return fail("env", fmt.Sprintf("holds %q, which is not an environment variable name", k))
+			return fail("env", fmt.Sprintf("holds %s, which is not an environment variable name", shownQ(k)))
 		}
 		s.Env[k] = v
 	}
@@ -463,7 +470,7 @@ func serverConfig(e *Entry) (config.Server, error) {
 		s.Network = n
 	}
 	if s.Workspace != "none" && s.Workspace != "ro" && s.Workspace != "rw" {
-		return fail("workspace", fmt.Sprintf(`must be "none", "ro" or "rw", not %q`, s.Workspace))
+		return fail("workspace", fmt.Sprintf(`must be "none", "ro" or "rw", not %s`, shownQ(s.Workspace)))
 	}
 	if s.Workspace == "rw" {
 		// Only the user grants write access (a server of theirs in
