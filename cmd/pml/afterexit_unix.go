@@ -4,11 +4,9 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -150,22 +148,12 @@ func afterExitCmds(g *globals) []*cobra.Command {
 
 // ownerGone waits up to wait for the owner to be dead: gone, or a zombie
 // its parent has not collected yet (a client that SIGKILLed pml may take
-// its time to wait for it; container.Owner.Alive counts that as alive).
+// its time to wait for it; container.Owner.Alive counts a zombie dead).
 func ownerGone(o container.Owner, wait time.Duration) bool {
 	end := time.Now().Add(wait)
 	for {
 		if !o.Alive() {
 			return true
-		}
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", o.PID))
-		if err != nil {
-			return true
-		}
-		st := string(b)
-		if i := strings.LastIndexByte(st, ')'); i >= 0 {
-			if f := strings.Fields(st[i+1:]); len(f) > 0 && (f[0] == "Z" || f[0] == "X") {
-				return true
-			}
 		}
 		if time.Now().After(end) {
 			return false

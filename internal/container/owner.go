@@ -94,34 +94,50 @@ func OwnerFromLabels(l map[string]string) (Owner, bool) {
 }
 
 // Alive reports whether the owner process still runs: same pid and same
-// start time.
+// start time, and not ended. A pml that exited but whose parent (the
+// client that started it) has not waited for it yet is a zombie: its
+// /proc entry, start time included, stays until it is reaped, which a
+// client that never waits does only when it exits itself. It runs
+// nothing any more, so its containers are no one's.
 func (o Owner) Alive() bool {
-	start, err := processStart(o.PID)
-	return err == nil && start == o.Start
+	start, state, err := processStat(o.PID)
+	return err == nil && start == o.Start && !ended(state)
 }
+
+// ended reports whether a process state of /proc/PID/stat is one of a
+// process that has exited: Z (zombie) or X (dead).
+func ended(state byte) bool { return state == 'Z' || state == 'X' }
 
 // processStart reads the start time of pid from /proc/PID/stat.
 func processStart(pid int) (uint64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	return parseStatStart(string(b))
+	start, _, err := processStat(pid)
+	return start, err
 }
 
-// parseStatStart extracts field 22 (starttime). The command name (field 2)
-// is in parentheses and may itself contain spaces and parentheses, so the
-// fields are counted from the last ')'.
-func parseStatStart(stat string) (uint64, error) {
+// processStat reads the start time and the state of pid from
+// /proc/PID/stat.
+func processStat(pid int) (start uint64, state byte, err error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	return parseStat(string(b))
+}
+
+// parseStat extracts field 3 (state) and field 22 (starttime). The
+// command name (field 2) is in parentheses and may itself contain spaces
+// and parentheses, so the fields are counted from the last ')'.
+func parseStat(stat string) (start uint64, state byte, err error) {
 	i := strings.LastIndexByte(stat, ')')
 	if i < 0 {
-		return 0, fmt.Errorf("malformed /proc stat line")
+		return 0, 0, fmt.Errorf("malformed /proc stat line")
 	}
 	fields := strings.Fields(stat[i+1:])
 	// fields[0] is field 3 (state); starttime is field 22.
 	const idx = 22 - 3
-	if len(fields) <= idx {
-		return 0, fmt.Errorf("malformed /proc stat line: %d fields", len(fields))
+	if len(fields) <= idx || len(fields[0]) != 1 {
+		return 0, 0, fmt.Errorf("malformed /proc stat line: %d fields", len(fields))
 	}
-	return strconv.ParseUint(fields[idx], 10, 64)
+	start, err = strconv.ParseUint(fields[idx], 10, 64)
+	return start, fields[0][0], err
 }

@@ -63,16 +63,18 @@ func TestOwnerLabelsRoundTrip(t *testing.T) {
 	}
 }
 
-func TestParseStatStartCopesWithOddCommandNames(t *testing.T) {
+func TestParseStatCopesWithOddCommandNames(t *testing.T) {
 	fields := "S 1 1 1 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 10"
-	for _, comm := range []string{"(pml)", "(a b) c)", "(()"} {
-		got, err := parseStatStart("42 " + comm + " " + fields)
-		if err != nil || got != 987654 {
-			t.Errorf("comm %s: got %d %v", comm, got, err)
+	for _, comm := range []string{"(pml)", "(a b) c)", "(()", "(Z Z) Z)"} {
+		got, state, err := parseStat("42 " + comm + " " + fields)
+		if err != nil || got != 987654 || state != 'S' {
+			t.Errorf("comm %s: got %d %q %v", comm, got, state, err)
 		}
 	}
-	if _, err := parseStatStart("garbage"); err == nil {
-		t.Error("garbage must fail")
+	for _, bad := range []string{"garbage", "42 (pml) S 1 2", "42 (pml) SZ " + fields[2:]} {
+		if _, _, err := parseStat(bad); err == nil {
+			t.Errorf("%q must fail", bad)
+		}
 	}
 }
 
