@@ -536,8 +536,11 @@ func (g *gate) String() string {
 	return g.buf.String()
 }
 
-// connStdin is the container's stdin on the direct path; Close half-closes
-// the socket so the server reads EOF while its answers keep coming.
+// connStdin is the container's stdin on the direct path: the server's
+// stdin pipe when its shim took the pipes (shim.Pipes), else the socket.
+// Close ends the server's input (it closes the pipe, or half-closes the
+// socket) while its answers keep coming. (pipe without raw is a pipe
+// rawio cannot reach raw: not on Linux.)
 type connStdin struct {
 	c    *net.UnixConn
 	pipe *os.File  // the server's stdin pipe, when it took one (shim.Pipes)

@@ -672,9 +672,11 @@ func (r *Runtime) runtimes(ctx context.Context, fresh bool) ([]string, string, m
 // answers as soon as it has connected, before the server runs.
 const pipesWait = 10 * time.Second
 
-// serveDirect makes conn the process's stdin and stdout on the direct
-// path (a start, or a standby's claim): stdout is copied until the
-// program closes it, and out closes once all of it was delivered.
+// serveDirect gives the process its stdin and stdout on the direct path
+// (a start, or a standby's claim): two pipes sent over conn when the shim
+// takes them, else conn itself; conn stays the link whose end stops the
+// server. stdout is copied until the program closes it, and out closes
+// once all of it was delivered.
 func (p *process) serveDirect(conn *net.UnixConn, stdout io.Writer) {
 	p.conn = conn
 	p.out = make(chan struct{})
