@@ -141,7 +141,8 @@ func firstEcho(t *testing.T, ws *workspace, name string, env ...string) (*sessio
 
 func TestStandbyIsAdoptedByTheNextSession(t *testing.T) {
 	name, ws := standbyServer(t, "")
-	s1, first := firstEcho(t, ws(), name, standbyOn)
+	w1, w2 := ws(), ws()
+	s1, first := firstEcho(t, w1, name, standbyOn)
 	s1.Close()
 	sb := waitStandby(t, name)
 	if n := serversIn(t, sb); n != 0 {
@@ -151,18 +152,65 @@ func TestStandbyIsAdoptedByTheNextSession(t *testing.T) {
 		t.Fatalf("the first session left its own container: %v", l)
 	}
 	assertStandbyShape(t, sb)
-	s2, second := firstEcho(t, ws(), name, standbyOn)
+	listsRunning := func(w *workspace) bool {
+		t.Helper()
+		code, out, errOut := runPML(t, w, "list", "--format", "json")
+		if code != 0 {
+			t.Fatalf("pml list: exit %d\n%s%s", code, out, errOut)
+		}
+		return strings.Contains(out, `"running": true`)
+	}
+	if listsRunning(w1) || listsRunning(w2) {
+		t.Error("pml list shows the server running while only its standby waits, claimed by no session")
+	}
+	s2, second := firstEcho(t, w2, name, standbyOn)
 	if n := serversIn(t, sb); n != 1 {
 		t.Fatalf("the second session's call was not answered from the standby %.12s (servers in it: %d)\nstderr:\n%s", sb, n, s2.stderr.String())
 	}
 	if l := fresh(t, name); len(l) != 0 {
 		t.Fatalf("the second session created a container of its own beside the standby: %v", l)
 	}
+	// The standby's labels name the first session; pml list finds the
+	// one that serves from it in its claim record.
+	if !listsRunning(w2) {
+		t.Error("pml list in the workspace of the session serving from the standby does not show its server running")
+	}
+	if listsRunning(w1) {
+		t.Error("pml list in the first session's workspace shows the server running: the standby serves the second")
+	}
+	// The record is beside the standby's socket directory, not in it (the
+	// container mounts that one, read-only): the server neither reads it
+	// nor writes one.
+	c, err := pool.Client.InspectContainer(sb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	record := ""
+	for _, m := range c.Mounts {
+		if m.Destination != "/.pml/run" {
+			continue
+		}
+		record = m.Source + ".claim"
+		ents, err := os.ReadDir(m.Source)
+		if err != nil || len(ents) != 1 || ents[0].Name() != "s" {
+			t.Errorf("the standby's socket directory holds %v (%v), want its socket alone", ents, err)
+		}
+		if _, err := os.Lstat(m.Source + ".claim"); err != nil {
+			t.Errorf("no claim record beside %s: %v", m.Source, err)
+		}
+	}
+	if out, _ := s2.call(t, name+":write", map[string]any{"text": "/.pml/run/s.claim"}); !strings.Contains(out, "read-only") {
+		t.Errorf("the server wrote into its socket directory: %s", out)
+	}
 	fmt.Fprintf(os.Stderr, "start to first answer: %v without a standby, %v adopting one\n", first.Round(time.Millisecond), second.Round(time.Millisecond))
 	s2.Close()
 	waitFor(t, "the adopted container removed with its session", 15*time.Second, func() bool {
 		_, err := pool.Client.InspectContainer(sb)
 		return err != nil
+	})
+	waitFor(t, "the claim record removed with the container", 5*time.Second, func() bool {
+		_, err := os.Lstat(record)
+		return record != "" && os.IsNotExist(err)
 	})
 }
 

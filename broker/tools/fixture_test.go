@@ -33,12 +33,14 @@ type fakeSandbox struct {
 	rt container.Runtime
 	// env are the host's variables (HostValues, ServerEnv).
 	env map[string]string
+	// owner is this pml's identity (zero: none).
+	owner container.Owner
 }
 
 func (f *fakeSandbox) Workspace() string          { return f.ws }
 func (f *fakeSandbox) Runtime() container.Runtime { return f.rt }
 func (f *fakeSandbox) User() string               { return "1000:1000" }
-func (f *fakeSandbox) Owner() container.Owner     { return container.Owner{} }
+func (f *fakeSandbox) Owner() container.Owner     { return f.owner }
 func (f *fakeSandbox) Labels(purpose string) map[string]string {
 	return map[string]string{"purpose": purpose}
 }

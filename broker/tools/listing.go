@@ -13,6 +13,7 @@ import (
 	"github.com/pml-dev/pml/internal/execute"
 	"github.com/pml-dev/pml/internal/npmspec"
 	"github.com/pml-dev/pml/internal/registry"
+	"github.com/pml-dev/pml/internal/shim"
 )
 
 // What pml list shows: everything pml serves in the workspace (its own
@@ -180,12 +181,25 @@ func (l *Lister) viewEngine(ctx context.Context) *engineView {
 		return v
 	}
 	for _, m := range list {
-		if !m.Running || m.Labels[container.LabelWorkspace] != l.sb.Workspace() {
+		if !m.Running {
+			continue
+		}
+		// A standby a session claimed: its labels name the session that
+		// made it, the claim record the one that serves from it.
+		owner := m.Labels
+		if m.Labels[container.LabelStandby] != "" {
+			claim, err := shim.ReadClaim(shim.BaseDir(), m.StandbyDir)
+			if err != nil {
+				continue // not claimed (or not by this user): no one's server
+			}
+			owner = claim
+		}
+		if owner[container.LabelWorkspace] != l.sb.Workspace() {
 			continue
 		}
 		// A container whose pml died is an orphan the next start
 		// removes, not a server anyone can call.
-		if o, ok := container.OwnerFromLabels(m.Labels); ok && o != l.sb.Owner() && liveOwner(l.sb.Owner(), o) {
+		if o, ok := container.OwnerFromLabels(owner); ok && o != l.sb.Owner() && liveOwner(l.sb.Owner(), o) {
 			v.running[m.Labels[container.LabelPurpose]] = true
 		}
 	}

@@ -142,6 +142,10 @@ type Managed struct {
 	Running bool
 	// Created is when the container was created (zero: unknown).
 	Created time.Time
+	// StandbyDir is, for a standby container (LabelStandby), the host
+	// directory of its socket ("": none, or not known), where the claim
+	// of the pml that serves from it is found (shim.ReadClaim).
+	StandbyDir string
 }
 
 // Info describes the runtime for `pml doctor`.

@@ -591,7 +591,15 @@ func (r *Runtime) ListManaged(ctx context.Context) ([]pmlc.Managed, error) {
 	}
 	out := make([]pmlc.Managed, 0, len(list))
 	for _, c := range list {
-		out = append(out, pmlc.Managed{ID: c.ID, Labels: c.Labels, Running: c.State == "running", Created: time.Unix(c.Created, 0)})
+		m := pmlc.Managed{ID: c.ID, Labels: c.Labels, Running: c.State == "running", Created: time.Unix(c.Created, 0)}
+		if c.Labels[pmlc.LabelStandby] != "" {
+			for _, mp := range c.Mounts {
+				if mp.Destination == shim.RunDir {
+					m.StandbyDir = mp.Source
+				}
+			}
+		}
+		out = append(out, m)
 	}
 	return out, nil
 }

@@ -305,9 +305,27 @@ func (r *Runtime) adoptStandby(ctx context.Context, spec pmlc.Spec, streams pmlc
 			r.standbyLog(err)
 			continue
 		}
+		// The container's labels still name the session that made it:
+		// pml list learns from this record that this one serves from it.
+		if err := shim.WriteClaim(shim.BaseDir(), dir, claimLabels(spec.Labels)); err != nil {
+			r.standbyLog(fmt.Errorf("recording the claim of standby container %s (pml list shows its server stopped): %w", shortID(id), err))
+		}
 		return p, nil
 	}
 	return nil, errNoStandby
+}
+
+// claimLabels are the labels of a claiming session's containers that a
+// claim record keeps (shim.WriteClaim): the owner and the workspace, as
+// pml list reads them on a container.
+func claimLabels(l map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, k := range []string{pmlc.LabelOwnerPID, pmlc.LabelOwnerStart, pmlc.LabelOwnerHost, pmlc.LabelOwnerHostID, pmlc.LabelWorkspace} {
+		if v, ok := l[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // removeTimeoutStandby bounds the removal of a standby not adopted.

@@ -286,6 +286,7 @@ func RemoveStandbyDir(base, dir string) {
 	if filepath.Dir(dir) == filepath.Clean(base) && strings.HasPrefix(filepath.Base(dir), StandbyPrefix) {
 		_ = os.Remove(filepath.Join(dir, socketName))
 		_ = os.Remove(dir)
+		removeClaim(base, dir)
 	}
 }
 
@@ -297,6 +298,7 @@ func SweepStandbyDirs(base string, age time.Duration) {
 	if err != nil {
 		return
 	}
+	defer sweepClaims(base, ents, age)
 	for _, e := range ents {
 		if !e.IsDir() || !strings.HasPrefix(e.Name(), StandbyPrefix) {
 			continue

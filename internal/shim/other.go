@@ -52,6 +52,15 @@ func StandbyDir(base string, uid, gid int) (string, error) { return "", ErrUnsup
 // Claim always fails.
 func Claim(base, dir string, uid, gid int) (*Listener, error) { return nil, ErrUnsupported }
 
+// WriteClaim always fails.
+func WriteClaim(base, dir string, owner map[string]string) error { return ErrUnsupported }
+
+// ErrNoClaim: see the Linux version.
+var ErrNoClaim = errors.New("no claim record")
+
+// ReadClaim always fails.
+func ReadClaim(base, dir string) (map[string]string, error) { return nil, ErrNoClaim }
+
 // RemoveStandbyDir does nothing.
 func RemoveStandbyDir(base, dir string) {}
 

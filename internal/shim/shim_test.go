@@ -464,6 +464,26 @@ func TestAStandbyIsClaimedOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.Close()
+	// The claiming session's record, beside the directory (the container
+	// mounts the directory: it would read what is in it).
+	owner := map[string]string{"pml.owner.pid": "42", "pml.workspace": "/w"}
+	if err := WriteClaim(base, dir, owner); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ReadClaim(base, dir); err != nil || got["pml.owner.pid"] != "42" || got["pml.workspace"] != "/w" {
+		t.Fatalf("ReadClaim = %v, %v", got, err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Fatalf("the standby's directory holds %d entries, want its socket alone", len(ents))
+	}
+	for _, outside := range []string{t.TempDir(), filepath.Join(base, "elsewhere")} {
+		if err := WriteClaim(base, outside, owner); err == nil {
+			t.Errorf("a claim was written for %s, not a standby directory of base", outside)
+		}
+		if _, err := ReadClaim(base, outside); !errors.Is(err, ErrNoClaim) {
+			t.Errorf("ReadClaim(%s) = %v, want ErrNoClaim", outside, err)
+		}
+	}
 	if _, err := Claim(base, dir, os.Geteuid(), os.Getegid()); !errors.Is(err, ErrClaimed) {
 		t.Fatalf("a second claim: %v, want ErrClaimed", err)
 	}
@@ -473,6 +493,43 @@ func TestAStandbyIsClaimedOnce(t *testing.T) {
 	RemoveStandbyDir(base, dir)
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Fatalf("the claimed directory is still there: %v", err)
+	}
+	if _, err := os.Lstat(dir + claimSuffix); !os.IsNotExist(err) {
+		t.Fatalf("the claim record is still there: %v", err)
+	}
+}
+
+// A claim record whose standby directory is gone (its pml died before
+// removing it) is swept with the expired directories; one whose
+// directory stays, stays.
+func TestSweepTakesClaimsOfGoneStandbys(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the direct path is Linux's")
+	}
+	base := t.TempDir()
+	kept, err := StandbyDir(base, os.Geteuid(), os.Getegid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Claim(base, kept, os.Geteuid(), os.Getegid()); err != nil {
+		t.Fatal(err)
+	}
+	gone := filepath.Join(base, StandbyPrefix+"gone")
+	old := time.Now().Add(-time.Hour)
+	for _, d := range []string{kept, gone} {
+		if err := os.WriteFile(d+claimSuffix, []byte(`{}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(d+claimSuffix, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	SweepStandbyDirs(base, time.Minute)
+	if _, err := os.Lstat(kept + claimSuffix); err != nil {
+		t.Errorf("the claim of a standby still there was swept: %v", err)
+	}
+	if _, err := os.Lstat(gone + claimSuffix); !os.IsNotExist(err) {
+		t.Errorf("the claim of a gone standby stays: %v", err)
 	}
 }
 
