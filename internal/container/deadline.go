@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/rs/zerolog"
 )
 
 // DeadlineGrace is how long a call whose deadline passed (or whose caller
@@ -11,7 +13,7 @@ import (
 // killed and removed. A deadline is a bound on the call whatever the
 // engine does: a frozen or gone engine must not hold the caller for
 // CleanupTimeout. What the engine has not confirmed by then goes on being
-// removed in the background (bounded by CleanupTimeout), and whatever is
+// removed in the background (removeConfirmed), and whatever is
 // still left is reaped by the next pml start (Reap: its owner is gone).
 const DeadlineGrace = 500 * time.Millisecond
 
@@ -73,8 +75,9 @@ func (e *StartStopped) Unwrap() error { return e.Err }
 // DeadlineGrace for the engine, and reports what the engine confirmed,
 // with the exit when it was seen in time (else the zero Exit). When the
 // engine does not confirm in time, the removal goes on in the background
-// (bounded by CleanupTimeout) and calls done once over; otherwise done is
-// called before RemoveWithin returns.
+// (each request bounded by CleanupTimeout, asked again while the engine
+// has not removed it: removeConfirmed) and calls done once over;
+// otherwise done is called before RemoveWithin returns.
 //
 // The one request is the removal (it kills what still runs, the Process
 // contract), never a kill first: the engine finishes a removal it was
@@ -89,10 +92,9 @@ func RemoveWithin(ctx context.Context, p Process, done func()) (Disposal, Exit) 
 	lingered := Linger()
 	go func() {
 		defer lingered()
-		// The longer bound: this goroutine goes on after the grace ends.
-		cctx, cancel := CleanupContext(ctx)
-		defer cancel()
-		err := p.Remove(cctx)
+		// The longer bound: this goroutine goes on after the grace ends,
+		// asking again while the engine has not removed the container.
+		err := removeConfirmed(ctx, p, zerolog.Nop(), "removing a stopped call's container")
 		if done != nil {
 			done()
 		}

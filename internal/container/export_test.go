@@ -17,3 +17,11 @@ func HoldPool(p *Prestarted, spec Spec) (first Process, release func()) {
 	p.mu.Lock()
 	return p.kinds[specKey(spec)].ready[0], p.mu.Unlock
 }
+
+// SetRemovalRetries replaces the pauses between a pool's removal attempts
+// until the test ends.
+func SetRemovalRetries(t interface{ Cleanup(func()) }, d ...time.Duration) {
+	old := removalRetries
+	removalRetries = d
+	t.Cleanup(func() { removalRetries = old })
+}

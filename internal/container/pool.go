@@ -508,15 +508,7 @@ func (p *Prestarted) dispose(proc Process, done ...func()) {
 				defer f()
 			}
 		}
-		ctx, cancel := CleanupContext(context.Background())
-		defer cancel()
-		// Remove alone: it kills what still runs (the Process contract),
-		// and a Kill before it is one more round trip to the engine at the
-		// moment a client stopping pml may give it only milliseconds
-		// before its SIGKILL (codex: about 30 ms after SIGTERM).
-		if err := proc.Remove(ctx); err != nil {
-			p.o.Logger.Warn().Err(err).Str("container", short(proc.ID())).Msg("pool: removing a used container failed; the next pml start removes it")
-		}
+		removeConfirmed(context.Background(), proc, p.o.Logger, "pool: removing a used container")
 		p.mu.Lock()
 		p.busy--
 		p.signalDrained()
