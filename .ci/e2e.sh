@@ -65,6 +65,7 @@ LATER=(
 	TestABurstOverStdioOnAFullDiskRunsOnlyAuditedCalls
 	TestABurstOverServeOnAFullDiskRunsOnlyAuditedCalls
 	TestAcceptingADriftOnAFullDiskChangesNothing
+	TestAStandbyClaimedOnAFullDisk
 	# The VM-like engine (Docker Desktop, Colima): egress through the
 	# egress container, the shared path proven, the doctor's verdict.
 	TestShellExecOnAVMEngineReachesOnlyTheAllowedHostThroughTheEgressContainer
