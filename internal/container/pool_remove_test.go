@@ -1,11 +1,9 @@
 package container_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -48,24 +46,6 @@ func (s *stubborn) Remove(ctx context.Context) error {
 	return s.Process.Remove(ctx)
 }
 
-// syncBuffer is a log sink the pool's goroutines write to.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // A used container whose removal fails is asked for again until the engine
 // removes it, and the log says so; one the engine never removes is given up
 // after the last retry, with the log naming who removes it then. Either
@@ -83,7 +63,7 @@ func TestAFailedRemovalIsAskedForAgain(t *testing.T) {
 		{3, true, []string{"asking the engine again", "when asked again"}, "the next pml start"},
 		{4, false, []string{"asking the engine again", "the next pml start removes it"}, "when asked again"},
 	} {
-		var log syncBuffer
+		var log containertest.Buffer
 		rt := &containertest.Runtime{Behave: agent(echoAgent)}
 		eng := &stubbornEngine{Runtime: rt, fails: c.fails}
 		p := NewPrestarted(PrestartedOptions{Runtime: eng, Logger: zerolog.New(&log)})
