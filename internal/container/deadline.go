@@ -86,6 +86,12 @@ func (e *StartStopped) Unwrap() error { return e.Err }
 // then a wait for the exit, then the removal left the container killed
 // (exited 137) and never removed when pml died in between.
 func RemoveWithin(ctx context.Context, p Process, done func()) (Disposal, Exit) {
+	return removeWithin(ctx, p, zerolog.Nop(), "removing a stopped call's container", done)
+}
+
+// removeWithin is RemoveWithin whose background removal logs to log, its
+// lines naming the removal what (removeConfirmed).
+func removeWithin(ctx context.Context, p Process, log zerolog.Logger, what string, done func()) (Disposal, Exit) {
 	began := time.Now()
 	d := Disposal{Container: p.ID(), Created: true}
 	finished := make(chan error, 1)
@@ -94,7 +100,7 @@ func RemoveWithin(ctx context.Context, p Process, done func()) (Disposal, Exit) 
 		defer lingered()
 		// The longer bound: this goroutine goes on after the grace ends,
 		// asking again while the engine has not removed the container.
-		err := removeConfirmed(ctx, p, zerolog.Nop(), "removing a stopped call's container")
+		err := removeConfirmed(ctx, p, log, what)
 		if done != nil {
 			done()
 		}

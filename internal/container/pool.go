@@ -239,7 +239,7 @@ func (l *Lease) removeWithin(ctx context.Context) (Disposal, Exit) {
 	p.mu.Unlock()
 	disposed := l.disposed
 	l.disposed = nil
-	return RemoveWithin(ctx, l.Process, func() {
+	return removeWithin(ctx, l.Process, p.o.Logger, "pool: removing a stopped call's container", func() {
 		if disposed != nil {
 			disposed()
 		}

@@ -101,7 +101,8 @@ func TestAFailedRemovalIsAskedForAgain(t *testing.T) {
 func TestAStoppedCallsRemovalIsAskedForAgain(t *testing.T) {
 	SetRemovalRetries(t, time.Millisecond, time.Millisecond, time.Millisecond)
 	rt := sleeper()
-	p := NewPrestarted(PrestartedOptions{Runtime: &stubbornEngine{Runtime: rt, fails: 3}})
+	var log containertest.Buffer
+	p := NewPrestarted(PrestartedOptions{Runtime: &stubbornEngine{Runtime: rt, fails: 3}, Logger: zerolog.New(&log)})
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	res, _ := p.Run(ctx, toolboxSpec, Request{})
@@ -112,5 +113,9 @@ func TestAStoppedCallsRemovalIsAskedForAgain(t *testing.T) {
 	procs := rt.Procs()
 	if len(procs) == 0 || !procs[0].WasRemoved() {
 		t.Errorf("the stopped call's container was not removed once the engine answered")
+	}
+	l := log.String()
+	if strings.Count(l, "pool: removing a stopped call's container failed; asking the engine again") != 3 || !strings.Contains(l, "pool: removing a stopped call's container: the engine removed it when asked again") {
+		t.Errorf("the log does not say the removal was asked for three times more, then confirmed:\n%s", l)
 	}
 }
