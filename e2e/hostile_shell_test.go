@@ -346,8 +346,8 @@ func TestHostileForkBomb(t *testing.T) {
 	t.Logf("fork bomb: peak %d of %d pids", peak, max)
 	// Under gVisor (ptrace platform) the engine's teardown of a sandbox
 	// that died at its pids limit is slow: its shim left the sandbox's
-	// last runsc child unreaped, the container "running", for 13 to 100 s
-	// in 8 of 29 runs here (the others took under 0.4 s), past pml's 30 s
+	// last runsc child unreaped, the container "running", for 8 to about
+	// 100 s in 9 of 39 runs here (the others took under 0.4 s), past pml's 30 s
 	// bound for one removal request. pml asks again until the engine
 	// confirms (internal/container: removalRetries, about 2 min in all).
 	removal := 30 * time.Second
