@@ -34,12 +34,10 @@ func (e *stubbornEngine) Start(ctx context.Context, spec Spec, s Streams) (Proce
 
 type stubborn struct {
 	Process
-	left  atomic.Int32
-	tries atomic.Int32
+	left atomic.Int32
 }
 
 func (s *stubborn) Remove(ctx context.Context) error {
-	s.tries.Add(1)
 	if s.left.Add(-1) >= 0 {
 		return errors.New("removing container: context deadline exceeded")
 	}
