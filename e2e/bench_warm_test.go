@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,8 +17,9 @@ import (
 )
 
 // BenchmarkWarmCallOverFloor is the report's warm-call-over-the-floor
-// row alone, for pml (PML_BIN) and another pml build (PML_BENCH_BASE_BIN,
-// say the previous commit's) in one interleaved loop with the floor
+// row alone, for pml (PML_BIN) and other pml builds (PML_BENCH_BASE_BIN,
+// say the previous commit's; several separated by spaces, each compared
+// with PML_BIN's) in one interleaved loop with the floor
 // (the bare relay in front of the probe in the cgroups of PML_BIN's
 // pooled container) and the floor in a container (the bare relay over the
 // shim's socket to the probe in a container made as PML_BIN's pooled one:
@@ -42,11 +44,9 @@ func BenchmarkWarmCallOverFloor(b *testing.B) {
 		cpu  time.Duration
 	}
 	var sides []*side
-	for _, bin := range []string{pmlBin, os.Getenv("PML_BENCH_BASE_BIN")} {
-		if bin != "" {
-			ws := benchWorkspace(b, cfg)
-			sides = append(sides, &side{name: bin, ws: ws, s: startBenchSessionOf(b, ws, bin)})
-		}
+	for _, bin := range append([]string{pmlBin}, strings.Fields(os.Getenv("PML_BENCH_BASE_BIN"))...) {
+		ws := benchWorkspace(b, cfg)
+		sides = append(sides, &side{name: bin, ws: ws, s: startBenchSessionOf(b, ws, bin)})
 	}
 	call := func(s *mcp.ClientSession, tool string) time.Duration {
 		t0 := time.Now()
@@ -121,8 +121,8 @@ func BenchmarkWarmCallOverFloor(b *testing.B) {
 	if cfloor != nil {
 		show("the floor in a container vs the floor", benchstat.Compare(cfl, fl))
 	}
-	if len(sides) == 2 {
-		show(sides[0].name+" vs "+sides[1].name, benchstat.Compare(sides[0].ms, sides[1].ms))
+	for _, sd := range sides[1:] {
+		show(sides[0].name+" vs "+sd.name, benchstat.Compare(sides[0].ms, sd.ms))
 	}
 	// PML_BENCH_CALLERS=k: then rounds of curveWork calls from k callers
 	// at once (the report's concurrency curve), each side and the native
@@ -150,7 +150,7 @@ func BenchmarkWarmCallOverFloor(b *testing.B) {
 	for i, sd := range sides {
 		show(sd.name+" vs native", benchstat.Compare(conc[i], nat))
 	}
-	if len(sides) == 2 {
-		show(sides[0].name+" vs "+sides[1].name, benchstat.Compare(conc[0], conc[1]))
+	for i, sd := range sides[1:] {
+		show(sides[0].name+" vs "+sd.name, benchstat.Compare(conc[0], conc[i+1]))
 	}
 }
