@@ -112,6 +112,31 @@ func TestHostileCommittedDepsRunNothing(t *testing.T) {
 	if !strings.Contains(logText(r.stderr), "not the tree pml installed") {
 		t.Errorf("no line says the tree changed:\n%s", r.stderr)
 	}
+
+	// The repository's record written over pml's while a session runs
+	// (a checkout of the committed deps.json, in place: the same inode):
+	// a session keeps deps.json as it read it only while its stamp is
+	// unchanged, and the write changes it. The session's first call
+	// after the write finds the record unvouched and installs again.
+	s := startSession(t, ws)
+	// What the session keeps was last written more than settleTime (2 s)
+	// before it is read.
+	time.Sleep(2500 * time.Millisecond)
+	for range 2 {
+		if out, res := s.call(t, "memory:read_graph", nil); res.IsError || !strings.Contains(out, "entities") {
+			t.Fatalf("memory:read_graph in a session: %q", out)
+		}
+	}
+	if strings.Contains(logText([]byte(s.stderr.String())), "not honoured") {
+		t.Fatalf("pml's own record was not honoured:\n%s", s.stderr.String())
+	}
+	ws.writeUntrusted(".pml/deps.json", string(b))
+	if out, res := s.call(t, "memory:read_graph", nil); res.IsError || strings.Contains(out, "REPOSITORY CODE RAN") {
+		t.Fatalf("memory:read_graph after the repository's record: %q", out)
+	}
+	if log := logText([]byte(s.stderr.String())); !strings.Contains(log, "is not honoured") || !strings.Contains(log, "installed again") {
+		t.Errorf("the session used the record it had read before the repository's write:\n%s", s.stderr.String())
+	}
 }
 
 // copyDotPML copies what pml add wrote under from's .pml (the added

@@ -31,7 +31,10 @@ type Layer struct {
 }
 
 func (l Layer) Call(ctx context.Context, c *Call) Result {
-	needsInstall := l.Ask.needsInstall(c.Tool)
+	// An install due makes an allowed call ask only when it asks for
+	// something else too (then as the dependency's approval): an allowed
+	// call, the warm call's case, does not read the install state here.
+	needsInstall := c.Decision != call.Allow && l.Ask.needsInstall(c.Tool)
 	cloud := l.Ask.Cloud
 	cloudish := cloud.IsCloudTool(c.Tool)
 	var missingKeys []string
@@ -53,10 +56,10 @@ func (l Layer) Call(ctx context.Context, c *Call) Result {
 		return res
 	case l.grantNeeded(c):
 		return l.askGrant(ctx, c)
-	case c.Decision == call.Ask && !approvedBefore || declared != nil || needsInstall && c.Decision != call.Allow || len(missingKeys) > 0:
+	case c.Decision == call.Ask && !approvedBefore || declared != nil || needsInstall || len(missingKeys) > 0:
 		typ := ApprovalToolPermission
 		switch {
-		case needsInstall:
+		case needsInstall || c.Decision == call.Allow && l.Ask.needsInstall(c.Tool):
 			typ = ApprovalDependency
 		case len(missingKeys) > 0 && c.Decision != call.Ask:
 			typ = ApprovalAPIKey

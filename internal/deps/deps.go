@@ -58,6 +58,11 @@ type Store struct {
 	// was told of.
 	checked map[string]string
 	warned  map[string]bool
+	// seen is deps.json as Installed last read it (seen.go).
+	seen *seenState
+	// dirs holds, per server, its cache directory as Installed last
+	// found it in place (seen.go).
+	dirs map[string]dirSeen
 }
 
 // Record is one installed server in deps.json.
@@ -143,16 +148,12 @@ func (s *Store) Installed(srv config.Server) bool {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st, err := s.load()
+	seen, err := s.loadSeen()
 	if err != nil {
 		return false
 	}
-	rec, ok := s.honoured(st, srv.Name)
-	if !ok || rec.Spec != SpecOf(srv) {
-		return false
-	}
-	fi, err := safefs.Lstat(s.ws, s.Dir(srv.Name))
-	return err == nil && fi.IsDir() && s.treeMatches(srv.Name, rec)
+	rec, ok := s.honouredSeen(seen, srv.Name)
+	return ok && rec.Spec == SpecOf(srv) && s.treeInPlace(srv.Name, rec)
 }
 
 // Installer runs install steps.
@@ -367,6 +368,7 @@ func (in *Installer) Install(ctx context.Context, srv config.Server) (err error)
 		return fmt.Errorf("moving the install of %s into %s: %w", srv.Name, final, err)
 	}
 	in.Store.mu.Lock()
+	in.Store.forget()
 	in.Store.checkedOK(srv.Name, rec)
 	in.Store.mu.Unlock()
 	if pip && locked == nil && in.Note != nil {
@@ -512,6 +514,7 @@ func (s *Store) record(ctx context.Context, srv config.Server, dir, integrity, v
 		return Record{}, err
 	}
 	defer unlock()
+	s.forget()
 	st, err := s.load()
 	if err != nil {
 		st = state{Servers: map[string]Record{}}

@@ -76,6 +76,7 @@ func (s *Store) Remove(name string) (bool, error) {
 		return false, err
 	}
 	defer unlock()
+	s.forget()
 	had := false
 	if _, err := safefs.Lstat(s.ws, s.Dir(name)); err == nil {
 		had = true

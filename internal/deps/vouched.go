@@ -116,6 +116,7 @@ func (s *Store) Revouch(ctx context.Context) error {
 		return err
 	}
 	defer unlock()
+	s.forget()
 	st, err := s.load()
 	if err != nil {
 		return err

@@ -29,7 +29,7 @@ func vouchServer() config.Server {
 }
 
 // installTree writes a tree for server m and records it as pml does.
-func installTree(t *testing.T, s *Store, srv config.Server) {
+func installTree(t testing.TB, s *Store, srv config.Server) {
 	t.Helper()
 	if err := os.MkdirAll(s.Dir(srv.Name), 0o755); err != nil {
 		t.Fatal(err)

@@ -170,39 +170,53 @@ func ReadFile(root, name string, max int64) ([]byte, error) {
 
 // ReadFileContext is ReadFile stopping, between chunks, when ctx ends.
 func ReadFileContext(ctx context.Context, root, name string, max int64) ([]byte, error) {
+	b, _, err := readFile(ctx, root, name, max)
+	return b, err
+}
+
+// ReadFileInfo is ReadFile with the file's own stat, taken on the
+// descriptor it read (not on the path, which may name another file by
+// then): for a reader that keeps what it read until the file changes.
+func ReadFileInfo(root, name string, max int64) ([]byte, fs.FileInfo, error) {
+	return readFile(context.Background(), root, name, max)
+}
+
+func readFile(ctx context.Context, root, name string, max int64) ([]byte, fs.FileInfo, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	f, err := Open(root, name)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if st.Size() > max {
-		return nil, tooLargeError(f.Name(), st.Size(), max)
+		return nil, nil, tooLargeError(f.Name(), st.Size(), max)
 	}
 	buf := make([]byte, 0, st.Size()+1)
-	chunk := make([]byte, 64<<10)
+	// A small file (a configuration, a record) is read in one chunk of
+	// its size, not 64 KiB of garbage on each read.
+	chunk := make([]byte, min(64<<10, st.Size()+512))
 	lr := io.LimitReader(f, max+1)
 	for {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		n, err := lr.Read(chunk)
 		buf = append(buf, chunk[:n]...)
 		if int64(len(buf)) > max {
 			// It grew after the fstat.
-			return nil, tooLargeError(f.Name(), int64(len(buf)), max)
+			return nil, nil, tooLargeError(f.Name(), int64(len(buf)), max)
 		}
 		if err == io.EOF {
-			return buf, nil
+			return buf, st, nil
 		}
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 }
