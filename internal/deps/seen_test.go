@@ -18,6 +18,31 @@ func settled(t *testing.T) {
 	time.Sleep(60 * time.Millisecond)
 }
 
+// linkToCopy replaces the file or directory path with a link to a copy
+// of it outside the workspace: the same content, another inode.
+func linkToCopy(t *testing.T, path string) {
+	t.Helper()
+	cp := filepath.Join(t.TempDir(), filepath.Base(path))
+	fi, err := os.Lstat(path)
+	if err == nil && fi.IsDir() {
+		err = os.CopyFS(cp, os.DirFS(path))
+	} else if err == nil {
+		var b []byte
+		if b, err = os.ReadFile(path); err == nil {
+			err = os.WriteFile(cp, b, 0o644)
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(cp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // Installed keeps deps.json and the tree's place as it found them, and
 // finds every later change of either, in place or by rename, link or
 // removal, by a writer other than this pml.
@@ -64,17 +89,7 @@ func TestInstalledSeesEveryChangeOfWhatItKept(t *testing.T) {
 			}
 		}},
 		{"deps.json a link to a copy of itself", func(t *testing.T, ws string) {
-			cp := filepath.Join(t.TempDir(), "deps.json")
-			b, _ := os.ReadFile(file(ws))
-			if err := os.WriteFile(cp, b, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Remove(file(ws)); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Symlink(cp, file(ws)); err != nil {
-				t.Fatal(err)
-			}
+			linkToCopy(t, file(ws))
 		}},
 		{"deps.json removed", func(t *testing.T, ws string) {
 			if err := os.Remove(file(ws)); err != nil {
@@ -82,17 +97,7 @@ func TestInstalledSeesEveryChangeOfWhatItKept(t *testing.T) {
 			}
 		}},
 		{"the tree a link to a copy of itself", func(t *testing.T, ws string) {
-			dir := NewStore(ws).Dir("m")
-			cp := filepath.Join(t.TempDir(), "m")
-			if err := os.CopyFS(cp, os.DirFS(dir)); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.RemoveAll(dir); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Symlink(cp, dir); err != nil {
-				t.Fatal(err)
-			}
+			linkToCopy(t, NewStore(ws).Dir("m"))
 		}},
 		{"the tree removed", func(t *testing.T, ws string) {
 			if err := os.RemoveAll(NewStore(ws).Dir("m")); err != nil {
@@ -100,17 +105,7 @@ func TestInstalledSeesEveryChangeOfWhatItKept(t *testing.T) {
 			}
 		}},
 		{".pml/deps a link to a copy of itself", func(t *testing.T, ws string) {
-			deps := filepath.Join(ws, ".pml", "deps")
-			cp := filepath.Join(t.TempDir(), "deps")
-			if err := os.CopyFS(cp, os.DirFS(deps)); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.RemoveAll(deps); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Symlink(cp, deps); err != nil {
-				t.Fatal(err)
-			}
+			linkToCopy(t, filepath.Join(ws, ".pml", "deps"))
 		}},
 	}
 	for _, c := range changes {
