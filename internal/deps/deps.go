@@ -123,14 +123,19 @@ func SpecOf(srv config.Server) string {
 }
 
 func (s *Store) load() (state, error) {
-	st := state{Servers: map[string]Record{}}
 	b, err := safefs.ReadFile(s.ws, s.file(), safefs.MaxConfig)
 	if errors.Is(err, os.ErrNotExist) {
-		return st, nil
+		return state{Servers: map[string]Record{}}, nil
 	}
 	if err != nil {
-		return st, err
+		return state{Servers: map[string]Record{}}, err
 	}
+	return s.decode(b)
+}
+
+// decode reads deps.json's content b (missing servers: none).
+func (s *Store) decode(b []byte) (state, error) {
+	st := state{Servers: map[string]Record{}}
 	if err := json.Unmarshal(b, &st); err != nil {
 		return st, fmt.Errorf("%s is damaged (%v): delete it to reinstall", s.file(), err)
 	}

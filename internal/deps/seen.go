@@ -1,9 +1,7 @@
 package deps
 
 import (
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"time"
@@ -63,13 +61,11 @@ func (s *Store) loadSeen() (*seenState, error) {
 	if err != nil {
 		return nil, err
 	}
-	seen := &seenState{st: state{Servers: map[string]Record{}}, honoured: map[string]bool{}}
-	if err := json.Unmarshal(b, &seen.st); err != nil {
-		return nil, fmt.Errorf("%s is damaged (%v): delete it to reinstall", s.file(), err)
+	st, err := s.decode(b)
+	if err != nil {
+		return nil, err
 	}
-	if seen.st.Servers == nil {
-		seen.st.Servers = map[string]Record{}
-	}
+	seen := &seenState{st: st, honoured: map[string]bool{}}
 	if k, ok := stampOf(info); ok && k.settled(time.Now()) {
 		seen.stamp = k
 		s.seen = seen
