@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/pml-dev/pml/internal/benchstat"
 )
 
 // benchTelemetry: the warm call to a pooled server and the broker's RSS
@@ -58,8 +60,12 @@ func benchTelemetry(b *testing.B, r *report, raw map[string][]float64) {
 		call(on2)
 		call(off2)
 	}
-	const n = 300 // calls per session: 600 a side
+	// Calls per session: 2,000 a side. (With 600 a side the row's
+	// interval was some 12 % wide, twice the 5 % the target allows.)
+	const n = 1000
 	var pOn, pOff []time.Duration
+	// Each session's own samples too, for the A/A figures below.
+	var byOff, byOff2, byOn, byOn2 []time.Duration
 	// The brokers' CPU time over the measured calls, each side's two
 	// sessions together: what telemetry costs in all, on the call's path
 	// or beside it (the batch export, the garbage), where the median
@@ -72,10 +78,10 @@ func benchTelemetry(b *testing.B, r *report, raw map[string][]float64) {
 	}
 	cpuOn0, cpuOff0 := cpu(on, on2), cpu(off, off2)
 	for i := 0; i < n; i++ {
-		pOff = append(pOff, call(off))
-		pOn = append(pOn, call(on))
-		pOn = append(pOn, call(on2))
-		pOff = append(pOff, call(off2))
+		a, b, c, d := call(off), call(on), call(on2), call(off2)
+		byOff, byOn, byOn2, byOff2 = append(byOff, a), append(byOn, b), append(byOn2, c), append(byOff2, d)
+		pOff = append(pOff, a, d)
+		pOn = append(pOn, b, c)
 	}
 	cpuOn, cpuOff := (cpu(on, on2)-cpuOn0)/(2*n), (cpu(off, off2)-cpuOff0)/(2*n)
 	raw["telemetry_cpu_per_call_on_off_us"] = []float64{float64(cpuOn.Nanoseconds()) / 1e3, float64(cpuOff.Nanoseconds()) / 1e3}
@@ -84,12 +90,39 @@ func benchTelemetry(b *testing.B, r *report, raw map[string][]float64) {
 	r.add(timeFigure("telemetry_warm", "warm call to a pooled stdio server, telemetry on vs off",
 		"probe:echo via pml stdio with OTEL_EXPORTER_OTLP_ENDPOINT set (traces and metrics to a loopback OTLP/HTTP receiver)",
 		"the same call via pml stdio without any OTEL_* variable (telemetry off)", pOn, pOff,
-		fmt.Sprintf("two pairs of sessions (one started off then on, the other on then off) take turns call by call, half of each side's calls from each pair; the receiver got %d OTLP posts. With telemetry on, calls still take the stdio fast path, which makes the same spans and metrics. The brokers' CPU time per call over the measured calls: %.0f µs on, %.0f µs off (with the batch of spans each session exported meanwhile: 512 of its 660)", posts.Load(), float64(cpuOn.Nanoseconds())/1e3, float64(cpuOff.Nanoseconds())/1e3)))
+		fmt.Sprintf("two pairs of sessions (one started off then on, the other on then off) take turns call by call, half of each side's calls from each pair; the receiver got %d OTLP posts. With telemetry on, calls still take the stdio fast path, which makes the same spans and metrics. The brokers' CPU time per call over the measured calls: %.0f µs on, %.0f µs off (with the batches of spans each session exported meanwhile)", posts.Load(), float64(cpuOn.Nanoseconds())/1e3, float64(cpuOff.Nanoseconds())/1e3)))
+	// How far apart two sessions of the same side are in this loop: what
+	// the row's ratio can be told from.
+	r.add(timeFigure("telemetry_warm_aa", "warm call, telemetry off vs off (A/A: the row's two off sessions)",
+		"the off session started first", "the off session started last", byOff, byOff2,
+		"informational, not a target: the same build and settings in the same interleaved loop as the row above; the on sessions' own A/A: "+
+			aa(benchstat.Compare(durationsMS(byOn), durationsMS(byOn2)))))
+	// What the server pays for the trace context it is sent: the same
+	// probe binary called natively with a traceparent in params._meta
+	// (what pml's client span writes there) against without, interleaved.
+	native := connectNative(b)
+	const traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	nativeCall := func(meta mcp.Meta) time.Duration {
+		t0 := time.Now()
+		res, err := native.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "x"}, Meta: meta})
+		if err != nil || res.IsError {
+			b.Fatalf("echo natively: %v %v", err, res)
+		}
+		return time.Since(t0)
+	}
+	var withTP, without []time.Duration
+	for i := 0; i < 2*n; i++ {
+		withTP = append(withTP, nativeCall(mcp.Meta{"traceparent": traceparent}))
+		without = append(without, nativeCall(nil))
+	}
+	r.add(timeFigure("telemetry_server_share", "the server's part: a call with a traceparent in _meta vs without, the probe natively",
+		"echo over a pipe, params._meta.traceparent set (as pml sends it with telemetry on)", "the same call without _meta", withTP, without,
+		"informational, not a target: the probe (a go-sdk server) decoding the _meta pml's client span writes; part of the telemetry row's ratio above, paid by the server, whatever the broker"))
 	rssOn, rssOff := rssMiB(b, on.cmd.Process.Pid), rssMiB(b, off.cmd.Process.Pid)
 	raw["telemetry_rss_on_off_mib"] = []float64{rssOn, rssOff}
-	r.add(figure{ID: "telemetry_rss_on", Name: "broker RSS after 330 calls, telemetry on", PML: "pml stdio, OTLP to a loopback receiver", Unit: "MiB", Value: floatp(rssOn),
+	r.add(figure{ID: "telemetry_rss_on", Name: "broker RSS after 1,030 calls, telemetry on", PML: "pml stdio, OTLP to a loopback receiver", Unit: "MiB", Value: floatp(rssOn),
 		Note: fmt.Sprintf("%.1f MiB for the same session with telemetry off, measured in the same run", rssOff)})
-	r.add(figure{ID: "telemetry_rss_off", Name: "broker RSS after 330 calls, telemetry off", PML: "pml stdio, no OTEL_* variable", Unit: "MiB", Value: floatp(rssOff)})
+	r.add(figure{ID: "telemetry_rss_off", Name: "broker RSS after 1,030 calls, telemetry off", PML: "pml stdio, no OTEL_* variable", Unit: "MiB", Value: floatp(rssOff)})
 }
 
 // startBenchSessionEnv is startBenchSession with more environment.
@@ -128,4 +161,9 @@ func threadsCPU(pid int) time.Duration {
 		}
 	}
 	return sum
+}
+
+// aa says a comparison in the report's words: ratio and interval.
+func aa(c benchstat.Comparison) string {
+	return fmt.Sprintf("%.3f× [%.3f, %.3f]", c.Ratio, c.CILow, c.CIHigh)
 }

@@ -64,6 +64,10 @@ func echoServing(p *containertest.Proc, tools string) int {
 			if bytes.HasPrefix(m.ID, []byte(`"pml-f-`)) {
 				how = "fast"
 			}
+			// And the trace context it was sent, when it was (traces on).
+			if tp := jsonrpc.Member(jsonrpc.Member(m.Params, "_meta"), "traceparent"); jsonrpc.IsString(tp) {
+				how += " " + string(tp[1:len(tp)-1])
+			}
 			out = append(out, `,"result":{"content":[{"type":"text","text":"`+how+`"}]}}`...)
 		default:
 			out = append(out, `,"result":{}}`...)
@@ -178,7 +182,7 @@ func benchFastPathAt(b *testing.B, version string) {
 	s := newFastSessionAt(b, newEchoFixture(b), version)
 	call := []byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo:echo","arguments":{"text":"x"}}}` + "\n")
 	first := s.roundTrip(b, string(call[:len(call)-1]), "7")
-	if !bytes.Contains(first, []byte(`"text":"fast"`)) {
+	if !bytes.Contains(first, []byte(`"text":"fast`)) { // (traced: "fast <traceparent>")
 		b.Logf("the call did not take the fast path: %s", first)
 	}
 	// Each call its own id, as a client's are: an id still in flight
@@ -213,26 +217,47 @@ func TestFastPathCallAnswersAsTheServerDid(t *testing.T) {
 // fast path and gives the spans the go-sdk's path gives: the request's
 // server span (continuing the client's traceparent) with the
 // conventions' attributes and the permission's decision (an event), and
-// under it pml's client span to the server; nothing else.
+// under it pml's client span to the server, whose id the server was sent
+// in its traceparent; nothing else. The same with the provider pml
+// exports with (the client span made once the answer went:
+// telemetry/later.go) and with a provider of the caller's (started
+// before the request went).
 func TestFastPathCallsAreTraced(t *testing.T) {
-	rec := tracetest.NewSpanRecorder()
-	t.Cleanup(telemetry.Use(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)), "test"))
+	for _, how := range []struct {
+		name string
+		use  func(sdktrace.SpanProcessor) (stop func())
+	}{
+		{"as pml exports them", func(sp sdktrace.SpanProcessor) func() { return telemetry.UseProcessor(sp, "test") }},
+		{"to a provider of the caller's", func(sp sdktrace.SpanProcessor) func() {
+			return telemetry.Use(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sp)), "test")
+		}},
+	} {
+		t.Run(how.name, func(t *testing.T) {
+			rec := tracetest.NewSpanRecorder()
+			t.Cleanup(how.use(rec))
+			fastCallTraced(t, rec)
+		})
+	}
+}
+
+func fastCallTraced(t *testing.T, rec *tracetest.SpanRecorder) {
 	s := newFastSession(t, newEchoFixture(t))
 	const trace, parent = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
 	got := s.roundTrip(t, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo:echo","arguments":{"text":"x"},"_meta":{"traceparent":"00-`+trace+`-`+parent+`-01"}}}`, "7")
-	if !bytes.Contains(got, []byte(`"text":"fast"`)) {
+	if !bytes.Contains(got, []byte(`"text":"fast `)) {
 		t.Fatalf("with traces on, the call did not take the fast path: %s", got)
 	}
-	var server sdktrace.ReadOnlySpan
+	var server, client sdktrace.ReadOnlySpan
 	byName := map[string]sdktrace.ReadOnlySpan{}
 	waitFor := time.Now().Add(5 * time.Second)
-	for server == nil && time.Now().Before(waitFor) {
+	for (server == nil || client == nil) && time.Now().Before(waitFor) {
 		for _, sp := range rec.Ended() {
 			byName[sp.Name()] = sp
 			if sp.Name() == "tools/call echo:echo" && sp.SpanKind() == oteltrace.SpanKindServer {
 				server = sp
 			}
 		}
+		client = byName["tools/call echo"]
 		time.Sleep(10 * time.Millisecond)
 	}
 	if server == nil {
@@ -270,12 +295,18 @@ func TestFastPathCallsAreTraced(t *testing.T) {
 	if permit["pml.decision"] != "allow" || permit["pml.pattern"] != "*" {
 		t.Errorf("server span: pml.permit event %v, want decision allow by pattern *", permit)
 	}
-	client := byName["tools/call echo"]
 	if client == nil || client.SpanKind() != oteltrace.SpanKindClient || client.SpanContext().TraceID().String() != trace || attrs(client)["pml.server"] != "echo" {
 		t.Fatalf("no client span tools/call echo in the call's trace: %v", spanNames(byName))
 	}
 	if client.Parent().SpanID() != server.SpanContext().SpanID() {
 		t.Errorf("the client span is not under the server span")
+	}
+	// The server continues the trace under pml's client span.
+	if sent := "00-" + trace + "-" + client.SpanContext().SpanID().String() + "-01"; !bytes.Contains(got, []byte(`"text":"fast `+sent+`"`)) {
+		t.Errorf("the server was sent another trace context than %s: %s", sent, got)
+	}
+	if !client.StartTime().Before(client.EndTime()) || client.StartTime().Before(server.StartTime()) || client.EndTime().After(server.EndTime()) {
+		t.Errorf("client span %v to %v, not within the server span's %v to %v", client.StartTime(), client.EndTime(), server.StartTime(), server.EndTime())
 	}
 	// A warm call to a pooled server makes these two spans and no other
 	// (every span costs every traced call: make bench's telemetry row).

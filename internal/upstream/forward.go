@@ -10,11 +10,9 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	sdkjsonrpc "github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pml-dev/pml/internal/jsonrpc"
 	"github.com/pml-dev/pml/internal/telemetry"
@@ -302,10 +300,9 @@ func (s *Server) Forward(ctx context.Context, tool string, args, meta json.RawMe
 		// The client span the go-sdk session's middleware gives its own
 		// calls (telemetry.ClientMiddleware), with the trace context in
 		// the _meta the server gets.
-		began := time.Now()
-		r := telemetry.Request{Method: "tools/call", Tool: tool}
-		var span trace.Span
-		ctx, span = telemetry.StartClient(ctx, r, s.o.Name)
+		// The span itself is made once the answer has gone (later.go).
+		var span telemetry.ClientLater
+		ctx, span = telemetry.StartClientLater(ctx, telemetry.Request{Method: "tools/call", Tool: tool}, s.o.Name)
 		if len(bytes.TrimSpace(meta)) > 0 {
 			meta = telemetry.ToMetaJSON(ctx, meta)
 		} else {
@@ -315,7 +312,7 @@ func (s *Server) Forward(ctx context.Context, tool string, args, meta json.RawMe
 		}
 		defer func() {
 			toolErr := err == nil && string(jsonrpc.Member(result, "isError")) == "true"
-			telemetry.End(ctx, span, r, false, began, toolErr, err)
+			span.End(toolErr, err)
 		}()
 	}
 
