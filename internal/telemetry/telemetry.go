@@ -151,49 +151,20 @@ func Setup(ctx context.Context, s Settings, version string) (shutdown func(), er
 	// default the parent's decision, else every trace.
 	// (Not the SDK's batcher: ours takes an ended span without waking a
 	// goroutine; batch.go.)
-	tp := newProvider(newEnvBatcher(exp), res)
-	useLater(tp, version)
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(newEnvBatcher(exp)), sdktrace.WithResource(res))
+	use(tp, version)
 	return func() {
 		enabled.Store(false)
-		laterSpans.Store(false)
 		sctx, cancel := context.WithTimeout(context.Background(), ShutdownWait)
 		defer cancel()
 		_ = tp.Shutdown(sctx)
 	}, nil
 }
 
-// newProvider is the provider Setup makes, with sp for its exporter:
-// its ids come from idGenerator, which gives a forwarded call's client
-// span the id its server was sent (later.go).
-func newProvider(sp sdktrace.SpanProcessor, res *resource.Resource) *sdktrace.TracerProvider {
-	return sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sp), sdktrace.WithResource(res), sdktrace.WithIDGenerator(idGenerator{}))
-}
-
-// useLater is use for newProvider's tp: forwarded calls' client spans
-// are made once their answers went.
-func useLater(tp *sdktrace.TracerProvider, version string) {
-	use(tp, version)
-	laterSpans.Store(true)
-}
-
-// UseProcessor turns spans on as Setup does, the same provider sending
-// them to sp rather than to an exporter: for a test that records spans
-// in memory as pml makes them. stop turns them off again.
-func UseProcessor(sp sdktrace.SpanProcessor, version string) (stop func()) {
-	tp := newProvider(sp, resource.Default())
-	useLater(tp, version)
-	return func() {
-		enabled.Store(false)
-		laterSpans.Store(false)
-		_ = tp.Shutdown(context.Background())
-	}
-}
-
 // Use makes tp the provider of pml's spans and turns them on, as Setup
-// does with its exporter: for a test that records spans in memory with
-// a provider of its own. stop turns them off again.
+// does with its exporter: for a test that records spans in memory. stop
+// turns them off again.
 func Use(tp trace.TracerProvider, version string) (stop func()) {
-	laterSpans.Store(false)
 	use(tp, version)
 	return func() { enabled.Store(false) }
 }

@@ -10,9 +10,11 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	sdkjsonrpc "github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pml-dev/pml/internal/jsonrpc"
 	"github.com/pml-dev/pml/internal/telemetry"
@@ -300,9 +302,10 @@ func (s *Server) Forward(ctx context.Context, tool string, args, meta json.RawMe
 		// The client span the go-sdk session's middleware gives its own
 		// calls (telemetry.ClientMiddleware), with the trace context in
 		// the _meta the server gets.
-		// The span itself is made once the answer has gone (later.go).
-		var span telemetry.ClientLater
-		ctx, span = telemetry.StartClientLater(ctx, telemetry.Request{Method: "tools/call", Tool: tool}, s.o.Name)
+		began := time.Now()
+		r := telemetry.Request{Method: "tools/call", Tool: tool}
+		var span trace.Span
+		ctx, span = telemetry.StartClient(ctx, r, s.o.Name)
 		if len(bytes.TrimSpace(meta)) > 0 {
 			meta = telemetry.ToMetaJSON(ctx, meta)
 		} else {
@@ -312,7 +315,7 @@ func (s *Server) Forward(ctx context.Context, tool string, args, meta json.RawMe
 		}
 		defer func() {
 			toolErr := err == nil && string(jsonrpc.Member(result, "isError")) == "true"
-			span.End(toolErr, err)
+			telemetry.End(ctx, span, r, false, began, toolErr, err)
 		}()
 	}
 
