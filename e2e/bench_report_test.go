@@ -309,7 +309,7 @@ func (r *report) computeTargets() {
 		}
 		return f, ""
 	}
-	ratio := func(f *figure) string { return fmt.Sprintf("%.3f× [%.3f, %.3f]", f.Ratio, f.CILow, f.CIHigh) }
+	ratio := func(f *figure) string { return ratioText(f.Comparison) }
 	medians := func(f *figure, a, b string) string {
 		return fmt.Sprintf(" (%s median %s vs %s %s %s)", a, num(f.A.Median), b, num(f.B.Median), f.Unit)
 	}
@@ -439,6 +439,12 @@ func side(s benchstat.Summary, unit string) string {
 		return "–"
 	}
 	return fmt.Sprintf("%s / %s %s", num(s.Median), num(s.P99), unit)
+}
+
+// ratioText says a comparison in the report's words: its ratio and
+// interval.
+func ratioText(c benchstat.Comparison) string {
+	return fmt.Sprintf("%.3f× [%.3f, %.3f]", c.Ratio, c.CILow, c.CIHigh)
 }
 
 func (f figure) ratio() string {

@@ -96,7 +96,7 @@ func benchTelemetry(b *testing.B, r *report, raw map[string][]float64) {
 	r.add(timeFigure("telemetry_warm_aa", "warm call, telemetry off vs off (A/A: the row's two off sessions)",
 		"the off session started first", "the off session started last", byOff, byOff2,
 		"informational, not a target: the same build and settings in the same interleaved loop as the row above; the on sessions' own A/A: "+
-			aa(benchstat.Compare(durationsMS(byOn), durationsMS(byOn2)))))
+			ratioText(benchstat.Compare(durationsMS(byOn), durationsMS(byOn2)))))
 	// What the server pays for the trace context it is sent: the same
 	// probe binary called natively with a traceparent in params._meta
 	// (what pml's client span writes there) against without, interleaved.
@@ -161,9 +161,4 @@ func threadsCPU(pid int) time.Duration {
 		}
 	}
 	return sum
-}
-
-// aa says a comparison in the report's words: ratio and interval.
-func aa(c benchstat.Comparison) string {
-	return fmt.Sprintf("%.3f× [%.3f, %.3f]", c.Ratio, c.CILow, c.CIHigh)
 }
