@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -73,8 +74,10 @@ func newBridge(wait func() time.Duration) *bridge {
 type bridgedRun struct {
 	ctx    context.Context
 	cancel context.CancelFunc
-	asks   chan *question
-	done   chan runOutcome // buffered: the run never waits on it
+	// asks and done: made with the run by start, and by inline.first
+	// when the server first asks of a run started inline.
+	asks chan *question
+	done chan runOutcome // buffered: the run never waits on it
 	// inline, when set (startInline), takes the server's first question
 	// in place of a request waiting on asks.
 	inline *inlineRun
@@ -120,22 +123,64 @@ func (br *bridge) start(ctx context.Context, owner any, tool string, rel *sessio
 	})
 }
 
+// inlineCall is a modern client's call run on the calling goroutine
+// (startInline): the run, what running inline adds to it and its relay,
+// in one allocation, made with the request (newInlineCall) so that its
+// context is the request's too. A fast path call pays for no second
+// context, no hold of the request's end (context.AfterFunc) and no
+// channels: those are made when the server asks, which few calls do.
+type inlineCall struct {
+	run   bridgedRun
+	in    inlineRun
+	relay bridgedRelay
+	// gone: the request ended (the client cancelled it, it was
+	// answered, or the session ended); its answer is not wanted.
+	gone atomic.Bool
+}
+
+// newInlineCall makes the call of a request: its context keeps parent's
+// values but not its end, which reaches it through cancelRequest only
+// while the server has asked nothing (the call then outlives the
+// request, for the client's retries).
+func newInlineCall(parent context.Context) *inlineCall {
+	c := &inlineCall{}
+	c.run.ctx, c.run.cancel = context.WithCancel(context.WithoutCancel(parent))
+	c.run.inline = &c.in
+	c.relay.run = &c.run
+	return c
+}
+
+// cancelRequest is the request's end: the call is cancelled with it
+// until the server asks.
+func (c *inlineCall) cancelRequest() {
+	c.gone.Store(true)
+	c.in.mu.Lock()
+	running := c.in.state == inlineRunning
+	if running {
+		c.in.state = inlineCancelled
+	}
+	c.in.mu.Unlock()
+	if running {
+		c.run.cancel()
+	}
+}
+
 // startInline is start with the run on the calling goroutine (a fast
 // path worker, which the request's answer does not wait on): no second
 // goroutine for the run and no hand-off to it and back on every call.
-// The request's end (the client cancelled it, or went) cancels the run
-// until the server asks; the server's first question instead goes to
-// asked, from the goroutine it came on, as the request's answer (the
-// input_required result), and from then on the call runs beside the
-// request, its outcome and next questions for the client's retry
-// (resume), as start's. answered reports that asked was called: the
-// result is then the retry's, not the caller's to answer with.
-func (br *bridge) startInline(ctx context.Context, owner any, tool string, rel *sessionRelay, run func(context.Context, upstream.Relay) *mcp.CallToolResult, asked func(*mcp.CallToolResult)) (res *mcp.CallToolResult, err error, answered bool) {
-	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancel()
-	r := &bridgedRun{ctx: rctx, cancel: cancel, asks: make(chan *question), done: make(chan runOutcome, 1),
-		inline: &inlineRun{br: br, owner: owner, tool: tool, asked: asked, stop: context.AfterFunc(ctx, cancel)}}
-	relay := &bridgedRelay{sessionRelay: rel, run: r}
+// The request's end (c.cancelRequest: the client cancelled it, or went)
+// cancels the run until the server asks; the server's first question
+// instead goes to asked, from the goroutine it came on, as the request's
+// answer (the input_required result), and from then on the call runs
+// beside the request, its outcome and next questions for the client's
+// retry (resume), as start's. ctx is the run's (c's context, with the
+// request's trace). answered reports that asked was called: the result
+// is then the retry's, not the caller's to answer with.
+func (br *bridge) startInline(ctx context.Context, c *inlineCall, owner any, tool string, rel *sessionRelay, run func(context.Context, upstream.Relay) *mcp.CallToolResult, asked func(*mcp.CallToolResult)) (res *mcp.CallToolResult, err error, answered bool) {
+	r, in := &c.run, &c.in
+	defer r.cancel()
+	in.br, in.owner, in.tool, in.asked = br, owner, tool, asked
+	c.relay.sessionRelay = rel
 	var out runOutcome
 	func() {
 		// The recover boundary start's run has: a panic in the call
@@ -145,10 +190,8 @@ func (br *bridge) startInline(ctx context.Context, owner any, tool string, rel *
 				out = panicked(rel, tool, v)
 			}
 		}()
-		out.res = run(rctx, relay)
+		out.res = run(ctx, &c.relay)
 	}()
-	in := r.inline
-	in.stop()
 	in.mu.Lock()
 	was := in.state
 	in.state = inlineEnded
@@ -167,8 +210,6 @@ type inlineRun struct {
 	owner any
 	tool  string
 	asked func(*mcp.CallToolResult)
-	// stop ends the request's hold on the run (context.AfterFunc).
-	stop func() bool
 
 	mu    sync.Mutex
 	state int
@@ -176,15 +217,18 @@ type inlineRun struct {
 
 // first takes the server's first question q of run r: the request's
 // answer, parked for the client's retry. False: asked already (the
-// retry's await takes the next), or the run ended or is being cancelled
-// with its request; q then goes to asks as usual.
+// retry's await takes the next from asks, made here), or the run ended
+// or was cancelled with its request (asks is then nil, and the run's
+// context ends). asked is called holding in.mu, so the run's caller
+// returns only after the question was answered.
 func (in *inlineRun) first(r *bridgedRun, q *question) bool {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	if in.state != inlineRunning || !in.stop() {
+	if in.state != inlineRunning {
 		return false
 	}
 	in.state = inlineAsked
+	r.asks, r.done = make(chan *question), make(chan runOutcome, 1)
 	token, err := in.br.park(in.owner, in.tool, r, q)
 	if err != nil {
 		q.reply <- answer{err: err}
@@ -200,6 +244,7 @@ func (in *inlineRun) first(r *bridgedRun, q *question) bool {
 const (
 	inlineRunning = iota
 	inlineAsked
+	inlineCancelled
 	inlineEnded
 )
 

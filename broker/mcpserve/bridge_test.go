@@ -187,14 +187,15 @@ func TestTheBridgeAsksForRootsOnlyAClientThatDeclaredThem(t *testing.T) {
 func TestTheInlineBridgeAnswersTheFirstQuestionThenTheRetries(t *testing.T) {
 	br := newBridge(func() time.Duration { return time.Minute })
 	ctx := context.Background()
-	res, err, answered := br.startInline(ctx, nil, "probe:echo", &sessionRelay{}, func(context.Context, upstream.Relay) *mcp.CallToolResult {
+	c := newInlineCall(ctx)
+	res, err, answered := br.startInline(c.run.ctx, c, nil, "probe:echo", &sessionRelay{}, func(context.Context, upstream.Relay) *mcp.CallToolResult {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "x"}}}
 	}, func(*mcp.CallToolResult) { t.Error("asked a call that asks nothing") })
 	if err != nil || answered || resultText(res) != "x" {
 		t.Fatalf("a call that asks nothing: %+v, %v, %v", res, err, answered)
 	}
 
-	reqCtx, endRequest := context.WithCancel(ctx)
+	req := newInlineCall(ctx)
 	questions := make(chan *mcp.CallToolResult, 1)
 	type outcome struct {
 		res      *mcp.CallToolResult
@@ -202,7 +203,7 @@ func TestTheInlineBridgeAnswersTheFirstQuestionThenTheRetries(t *testing.T) {
 	}
 	ran := make(chan outcome, 1)
 	go func() {
-		res, _, answered := br.startInline(reqCtx, nil, "probe:ask", &sessionRelay{}, askingRun(2, nil), func(q *mcp.CallToolResult) { questions <- q })
+		res, _, answered := br.startInline(req.run.ctx, req, nil, "probe:ask", &sessionRelay{}, askingRun(2, nil), func(q *mcp.CallToolResult) { questions <- q })
 		ran <- outcome{res, answered}
 	}()
 	var first *mcp.CallToolResult
@@ -215,7 +216,7 @@ func TestTheInlineBridgeAnswersTheFirstQuestionThenTheRetries(t *testing.T) {
 		t.Fatalf("want the first question as an input request: %+v", first)
 	}
 	// The request is answered: its end no longer ends the call.
-	endRequest()
+	req.cancelRequest()
 	res, _ = br.resume(ctx, nil, "probe:ask", retry(first.RequestState, "accept"))
 	if res.InputRequests == nil || res.RequestState == first.RequestState {
 		t.Fatalf("want the second question under a new requestState: %+v", res)
@@ -238,9 +239,9 @@ func TestTheInlineBridgeAnswersTheFirstQuestionThenTheRetries(t *testing.T) {
 // the session closed) ends the call; a question after that is refused.
 func TestTheInlineBridgeCancelsWithTheRequest(t *testing.T) {
 	br := newBridge(func() time.Duration { return time.Minute })
-	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(10*time.Millisecond, cancel)
-	res, _, answered := br.startInline(ctx, nil, "probe:ask", &sessionRelay{}, func(ctx context.Context, r upstream.Relay) *mcp.CallToolResult {
+	req := newInlineCall(context.Background())
+	time.AfterFunc(10*time.Millisecond, req.cancelRequest)
+	res, _, answered := br.startInline(req.run.ctx, req, nil, "probe:ask", &sessionRelay{}, func(ctx context.Context, r upstream.Relay) *mcp.CallToolResult {
 		<-ctx.Done()
 		return askingRun(1, nil)(ctx, r)
 	}, func(*mcp.CallToolResult) { t.Error("a cancelled call's question was asked") })
@@ -250,7 +251,8 @@ func TestTheInlineBridgeCancelsWithTheRequest(t *testing.T) {
 	if len(br.parked) != 0 {
 		t.Errorf("%d questions parked", len(br.parked))
 	}
-	_, err, _ := br.startInline(context.Background(), nil, "probe:boom", &sessionRelay{}, func(context.Context, upstream.Relay) *mcp.CallToolResult {
+	boom := newInlineCall(context.Background())
+	_, err, _ := br.startInline(boom.run.ctx, boom, nil, "probe:boom", &sessionRelay{}, func(context.Context, upstream.Relay) *mcp.CallToolResult {
 		panic("boom")
 	}, func(*mcp.CallToolResult) {})
 	if err == nil || !strings.Contains(err.Error(), "pml kept running") {

@@ -56,7 +56,7 @@ type fastFront struct {
 	pending   []byte
 
 	mu       sync.Mutex
-	inflight map[string]context.CancelFunc // the client's raw id → its call
+	inflight map[string]canceller // the client's raw id → its call
 
 	// serverInfo names pml on a modern client's results (modern.go).
 	serverInfo []byte
@@ -130,9 +130,34 @@ func (f *fastFront) worker(fn func()) {
 }
 
 func newFastFront(ctx context.Context, x *binding, l *listing, sess *sessions, filter *jsonrpc.Filter, out *jsonrpc.Output) *fastFront {
-	f := &fastFront{x: x, l: l, sess: sess, filter: filter, out: out, inflight: map[string]context.CancelFunc{}, work: make(chan func()), serverInfo: serverInfoMember(), connected: make(chan struct{})}
+	f := &fastFront{x: x, l: l, sess: sess, filter: filter, out: out, inflight: map[string]canceller{}, work: make(chan func()), serverInfo: serverInfoMember(), connected: make(chan struct{})}
 	f.ctx, f.cancel = context.WithCancel(ctx)
+	// A modern client's call has a context of its own, not the
+	// session's child (newInlineCall): the session's end reaches it here.
+	context.AfterFunc(f.ctx, f.cancelAll)
 	return f
+}
+
+// canceller ends a request in flight: the client cancelled it, it was
+// answered, or the session ended.
+type canceller interface{ cancelRequest() }
+
+// cancelFunc is a classic call's request: its context's cancel.
+type cancelFunc context.CancelFunc
+
+func (c cancelFunc) cancelRequest() { c() }
+
+// cancelAll cancels every request in flight (the session ended).
+func (f *fastFront) cancelAll() {
+	f.mu.Lock()
+	all := make([]canceller, 0, len(f.inflight))
+	for _, c := range f.inflight {
+		all = append(all, c)
+	}
+	f.mu.Unlock()
+	for _, c := range all {
+		c.cancelRequest()
+	}
 }
 
 // session sets the go-sdk session the calls belong to; calls before it
@@ -221,7 +246,7 @@ func (f *fastFront) take(frame []byte) (taken bool) {
 		if cancel == nil {
 			return false // one of the go-sdk's calls
 		}
-		cancel()
+		cancel.cancelRequest()
 		return true
 	case bytes.Equal(m.Method, toolsCall) && m.ID != nil:
 		return f.call(m.ID, m.Params)
@@ -289,29 +314,42 @@ func (f *fastFront) call(id, params []byte) bool {
 		}
 	}
 	key := string(id)
-	ctx, cancel := context.WithCancel(f.ctx)
+	var ctx context.Context
+	var cancel canceller
+	var inline *inlineCall
+	var info []byte // nil: the result as it came
+	if modernEra(ss) {
+		// The call may outlive its request (bridge.go).
+		info = f.serverInfo
+		inline = newInlineCall(f.ctx)
+		ctx, cancel = inline.run.ctx, inline
+	} else {
+		c, cf := context.WithCancel(f.ctx)
+		ctx, cancel = c, cancelFunc(cf)
+	}
 	f.mu.Lock()
 	if _, dup := f.inflight[key]; dup {
 		f.mu.Unlock()
-		cancel()
+		cancel.cancelRequest()
 		return false
 	}
 	f.inflight[key] = cancel
 	f.mu.Unlock()
+	if f.ctx.Err() != nil {
+		// The session ended as this call came: cancelAll may have run
+		// before it was in flight.
+		cancel.cancelRequest()
+	}
 	f.wg.Add(1)
 	id = append([]byte(nil), id...)
-	var info []byte // nil: the result as it came
-	if modernEra(ss) {
-		info = f.serverInfo
-	}
-	f.run(func() { f.serve(ctx, cancel, ss, id, wire, name, args, token, meta, info) })
+	f.run(func() { f.serve(ctx, cancel, inline, ss, id, wire, name, args, token, meta, info) })
 	return true
 }
 
 // serve runs one forwarded call through the broker and answers it; a
 // modern client (MCP 2026-07-28 and later: info not nil) gets the result
 // in that revision's form (modern.go).
-func (f *fastFront) serve(ctx context.Context, cancel context.CancelFunc, ss *mcp.ServerSession, id []byte, wire, name string, args, token, meta json.RawMessage, info []byte) {
+func (f *fastFront) serve(ctx context.Context, cancel canceller, inline *inlineCall, ss *mcp.ServerSession, id []byte, wire, name string, args, token, meta json.RawMessage, info []byte) {
 	// The request ends here, or, when it was answered with the server's
 	// question while the call went on (a modern client's: below), then.
 	detached := false
@@ -406,7 +444,7 @@ func (f *fastFront) serve(ctx context.Context, cancel context.CancelFunc, ss *mc
 			b.Log().Debug().Err(err).Msg("answering a forwarded call")
 		}
 	}
-	if modernEra(ss) {
+	if inline != nil {
 		// The server's questions become input requests (bridge.go): the
 		// call runs here, and this request answers with its result (as
 		// bytes, when the server answered before asking anything) or
@@ -415,15 +453,18 @@ func (f *fastFront) serve(ctx context.Context, cancel context.CancelFunc, ss *mc
 		// (the session's close no longer waits for it), and the call
 		// goes on beside it, as one started by the go-sdk's path does.
 		answerQuestion := func(q *mcp.CallToolResult) {
-			defer f.endRequest(id, cancel)
-			if ctx.Err() != nil || !direct.ask() {
+			// The request ends, and its end (inline.cancelRequest) no
+			// longer ends the call: this runs holding the inline state
+			// cancelRequest takes, so it is not called here.
+			defer f.endRequest(id, nil)
+			if inline.gone.Load() || !direct.ask() {
 				// Cancelled; or the server answered as it asked, and
 				// that answer went out.
 				return
 			}
 			write(q)
 		}
-		res, perr, asked := f.sess.bridge.startInline(ctx, ss, name, r.Relay.(*sessionRelay), func(ctx context.Context, relay upstream.Relay) *mcp.CallToolResult {
+		res, perr, asked := f.sess.bridge.startInline(ctx, inline, ss, name, r.Relay.(*sessionRelay), func(ctx context.Context, relay upstream.Relay) *mcp.CallToolResult {
 			r.Relay = relay
 			res := b.Call(ctx, r)
 			if fwd.Answered() {
@@ -444,7 +485,10 @@ func (f *fastFront) serve(ctx context.Context, cancel context.CancelFunc, ss *mc
 			f.writeError(id, perr)
 			return
 		}
-		if res == nil || ctx.Err() != nil {
+		if res == nil || inline.gone.Load() {
+			// Answered already; or the request ended (cancelled by the
+			// client, or the session is gone). Not ctx.Err(): the run's
+			// context ended with it.
 			return
 		}
 		if res.InputRequests != nil && !direct.ask() {
@@ -467,11 +511,13 @@ func (f *fastFront) serve(ctx context.Context, cancel context.CancelFunc, ss *mc
 // endRequest ends the request id: the client's cancellation no longer
 // finds it, its context ends, and the session's close no longer waits
 // for it.
-func (f *fastFront) endRequest(id []byte, cancel context.CancelFunc) {
+func (f *fastFront) endRequest(id []byte, cancel canceller) {
 	f.mu.Lock()
 	delete(f.inflight, string(id))
 	f.mu.Unlock()
-	cancel()
+	if cancel != nil {
+		cancel.cancelRequest()
+	}
 	f.wg.Done()
 }
 
