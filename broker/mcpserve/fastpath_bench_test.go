@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,7 +69,14 @@ func echoServing(p *containertest.Proc, tools string) int {
 			if tp := jsonrpc.Member(jsonrpc.Member(m.Params, "_meta"), "traceparent"); jsonrpc.IsString(tp) {
 				how += " " + string(tp[1:len(tp)-1])
 			}
-			out = append(out, `,"result":{"content":[{"type":"text","text":"`+how+`"}]}}`...)
+			// A result with a resultType of the server's own is decoded
+			// and rebuilt on its way (upstream.plainResult), not passed
+			// on as its bytes.
+			rt := ""
+			if bytes.Contains(m.Params, []byte(`"rebuild"`)) {
+				rt = `,"resultType":"input_required"`
+			}
+			out = append(out, `,"result":{"content":[{"type":"text","text":"`+how+`"}]`+rt+`}}`...)
 		default:
 			out = append(out, `,"result":{}}`...)
 		}
@@ -210,6 +218,21 @@ func TestFastPathCallAnswersAsTheServerDid(t *testing.T) {
 	got := s.roundTrip(t, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo:echo","arguments":{"text":"x"}}}`, "7")
 	if want := `{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"fast"}]}}` + "\n"; string(got) != want {
 		t.Errorf("answer %s, want %s", got, want)
+	}
+}
+
+// TestAModernFastPathCallWhoseResultIsRebuiltIsAnswered: a modern
+// client's call whose result is not passed on as the server's bytes (the
+// server wrote a resultType of its own) is answered with the rebuilt
+// result, once, with pml's resultType.
+func TestAModernFastPathCallWhoseResultIsRebuiltIsAnswered(t *testing.T) {
+	s := newFastSessionAt(t, newEchoFixture(t), modernVersion)
+	for i := range 3 {
+		id := strconv.Itoa(i)
+		got := string(s.roundTrip(t, `{"jsonrpc":"2.0","id":`+id+`,"method":"tools/call","params":{"name":"echo:echo","arguments":{"text":"rebuild"}}}`, id))
+		if strings.Count(got, `"resultType"`) != 1 || !strings.Contains(got, `"resultType":"complete"`) || !strings.Contains(got, `"text":"fast"`) {
+			t.Errorf("call %d: %s", i, got)
+		}
 	}
 }
 
