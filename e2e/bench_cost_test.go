@@ -72,7 +72,7 @@ func benchRSS(b *testing.B, r *report, raw map[string][]float64) {
 	idle := rssMiB(b, s.cmd.Process.Pid)
 	calls := func(n int) {
 		for i := 0; i < n; i++ {
-			name, args := "probe:echo", map[string]any{"text": strconv.Itoa(i)}
+			name, args := "probe__echo", map[string]any{"text": strconv.Itoa(i)}
 			if i%10 == 0 {
 				name, args = "filesystem:read_file", map[string]any{"path": "bench.txt"}
 			}

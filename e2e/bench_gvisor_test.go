@@ -59,7 +59,7 @@ func benchGVisor(b *testing.B, r *report, raw map[string][]float64) {
 	// Warm-up: every path once (the server started, images in the page
 	// cache), and proof that the runsc side runs under gVisor.
 	for _, s := range sides {
-		call(s.warm, "probe:echo", echo)
+		call(s.warm, "probe__echo", echo)
 		call(s.warm, "filesystem:read_file", read)
 		call(s.cold, "filesystem:read_file", read)
 	}
@@ -70,7 +70,7 @@ func benchGVisor(b *testing.B, r *report, raw map[string][]float64) {
 	d := map[string][]time.Duration{}
 	for i := 0; i < warmN; i++ {
 		for _, rt := range []string{"default", "runsc"} {
-			d["server_"+rt] = append(d["server_"+rt], call(sides[rt].warm, "probe:echo", echo))
+			d["server_"+rt] = append(d["server_"+rt], call(sides[rt].warm, "probe__echo", echo))
 			sides[rt].warm.waitPoolReady(20 * time.Second)
 			d["pool_"+rt] = append(d["pool_"+rt], call(sides[rt].warm, "filesystem:read_file", read))
 			if i < coldN {

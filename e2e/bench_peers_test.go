@@ -780,7 +780,7 @@ func firstAnswer(b *testing.B, bin string) time.Duration {
 		ws := benchWorkspace(b, fmt.Sprintf(`{"permissions": {"allow": ["*"]}, "mcps": {"probe": {"image": %q, "workspace": "none"}}}`, probeImage(b)))
 		cmd = exec.Command(bin, "stdio", "--log-level", "warn")
 		cmd.Env = append(slices.DeleteFunc(os.Environ(), func(v string) bool { return strings.HasPrefix(v, "PML_SANDBOX_STANDBY=") }), "PML_WORKSPACE="+ws.Dir)
-		tool = "probe:echo"
+		tool = "probe__echo"
 	} else {
 		probeImage(b) // builds probeBin
 		cmd = exec.Command(probeBin)

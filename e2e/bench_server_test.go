@@ -50,7 +50,7 @@ func benchPooledServer(b *testing.B, r *report, raw map[string][]float64) {
 		}
 	}
 	for i := 0; i < 20; i++ { // warm all: container start, connections
-		call(viaPML.ClientSession, "probe:echo", "warm")
+		call(viaPML.ClientSession, "probe__echo", "warm")
 		call(native, "echo", "warm")
 		thv.call("warm")
 	}
@@ -71,7 +71,7 @@ func benchPooledServer(b *testing.B, r *report, raw map[string][]float64) {
 	ws2 := benchWorkspace(b, fmt.Sprintf(`{"permissions": {"allow": ["*"]}, "mcps": {"probe": {"image": %q, "workspace": "none"}}}`, image))
 	viaPML2 := startBenchSession(b, ws2)
 	for i := 0; i < 20; i++ {
-		call(viaPML2.ClientSession, "probe:echo", "warm")
+		call(viaPML2.ClientSession, "probe__echo", "warm")
 		if floor != nil {
 			call(floor, "echo", "warm")
 			call(floor2, "echo", "warm")
@@ -111,7 +111,7 @@ func benchPooledServer(b *testing.B, r *report, raw map[string][]float64) {
 			}
 			t0 := time.Now()
 			if c.pml {
-				call(c.s, "probe:echo", "x")
+				call(c.s, "probe__echo", "x")
 				p = append(p, time.Since(t0))
 			} else {
 				call(c.s, "echo", "x")
@@ -186,7 +186,7 @@ func benchPooledServer(b *testing.B, r *report, raw map[string][]float64) {
 		var pr, nr, tr []time.Duration
 		thvFailed, thvErr := 0, error(nil)
 		for i := 0; i < rounds[k]; i++ {
-			pr = append(pr, concurrentRound(k, func(j int) { call(viaPML.ClientSession, "probe:echo", strconv.Itoa(j)) }))
+			pr = append(pr, concurrentRound(k, func(j int) { call(viaPML.ClientSession, "probe__echo", strconv.Itoa(j)) }))
 			nr = append(nr, concurrentRound(k, func(j int) { call(native, "echo", strconv.Itoa(j)) }))
 			if thv.ok() {
 				// A peer's failed calls make its round void, not the run:

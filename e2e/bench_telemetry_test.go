@@ -48,7 +48,7 @@ func benchTelemetry(b *testing.B, r *report, raw map[string][]float64) {
 	off2 := startBenchSession(b, benchWorkspace(b, pmlJSON))
 	call := func(s *benchSession) time.Duration {
 		t0 := time.Now()
-		res, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: "probe:echo", Arguments: map[string]any{"text": "x"}})
+		res, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: "probe__echo", Arguments: map[string]any{"text": "x"}})
 		if err != nil || res.IsError {
 			b.Fatalf("probe:echo: %v %v", err, res)
 		}

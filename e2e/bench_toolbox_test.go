@@ -214,10 +214,10 @@ func benchPerCall(b *testing.B, r *report, raw map[string][]float64) {
 			b.Fatalf("%s: %v %v", tool, err, res)
 		}
 	}
-	echo(s.ClientSession, "probe:echo") // first call: cold, warms the pool
+	echo(s.ClientSession, "probe__echo") // first call: cold, warms the pool
 	s.waitPoolReady(30 * time.Second)
 	hits0, calls0 := s.poolHits()
-	pmlLat, pmlRate := closedLoop(workers, total, skip, func() { echo(s.ClientSession, "probe:echo") })
+	pmlLat, pmlRate := closedLoop(workers, total, skip, func() { echo(s.ClientSession, "probe__echo") })
 	hits, calls := s.poolHits()
 	hits, calls = hits-hits0, calls-calls0
 

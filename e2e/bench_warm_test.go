@@ -81,7 +81,7 @@ func BenchmarkWarmCallOverFloor(b *testing.B) {
 	}
 	for i := 0; i < 20; i++ {
 		for _, p := range players {
-			call(p.s.ClientSession, "probe:echo")
+			call(p.s.ClientSession, "probe__echo")
 		}
 	}
 	dir := sides[0].ws.Dir
@@ -126,7 +126,7 @@ func BenchmarkWarmCallOverFloor(b *testing.B) {
 		for k := 0; k < turns; k++ {
 			if i := (r + k) % turns; i < len(players) {
 				p := players[i]
-				p.sd.ms = append(p.sd.ms, float64(call(p.s.ClientSession, "probe:echo").Microseconds())/1000)
+				p.sd.ms = append(p.sd.ms, float64(call(p.s.ClientSession, "probe__echo").Microseconds())/1000)
 			} else {
 				cfl = append(cfl, float64(call(cfloor, "echo").Microseconds())/1000)
 			}
@@ -172,7 +172,7 @@ func BenchmarkWarmCallOverFloor(b *testing.B) {
 		// The sides take turns going first here too.
 		for j := range sides {
 			i := (r + j) % len(sides)
-			conc[i] = append(conc[i], float64(concurrentRound(k, func(int) { call(sides[i].s.ClientSession, "probe:echo") }).Microseconds())/1000)
+			conc[i] = append(conc[i], float64(concurrentRound(k, func(int) { call(sides[i].s.ClientSession, "probe__echo") }).Microseconds())/1000)
 		}
 		nat = append(nat, float64(concurrentRound(k, func(int) { call(native, "echo") }).Microseconds())/1000)
 	}

@@ -53,8 +53,8 @@ func BenchmarkFastPathAB(b *testing.B) {
 		name, tool string
 		cs         *mcp.ClientSession
 	}{
-		{"new", "probe:echo", start(pmlBin)},
-		{"base", "probe:echo", start(base)},
+		{"new", "probe__echo", start(pmlBin)},
+		{"base", "probe__echo", start(base)},
 		{"native", "echo", connectNative(b)},
 	}
 	call := func(s *mcp.ClientSession, tool, text string) {
@@ -117,7 +117,7 @@ func BenchmarkFastPathRSS(b *testing.B) {
 	calls := func(k int) {
 		for i := 0; i < k; i++ {
 			n++
-			name, args := "probe:echo", map[string]any{"text": strconv.Itoa(i)}
+			name, args := "probe__echo", map[string]any{"text": strconv.Itoa(i)}
 			if i%10 == 0 {
 				name, args = "filesystem:read_file", map[string]any{"path": "bench.txt"}
 			}
@@ -168,7 +168,7 @@ func BenchmarkTelemetryAB(b *testing.B) {
 	}
 	call := func(s *benchSession) time.Duration {
 		t0 := time.Now()
-		res, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: "probe:echo", Arguments: map[string]any{"text": "x"}})
+		res, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: "probe__echo", Arguments: map[string]any{"text": "x"}})
 		if err != nil || res.IsError {
 			b.Fatalf("probe:echo: %v %v", err, res)
 		}
