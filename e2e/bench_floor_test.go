@@ -189,7 +189,7 @@ func benchContainerFloor(r *report, raw map[string][]float64, p, n, fl, cfl []ti
 			"namespaces, seccomp, no network, read-only root, capabilities dropped, limits) connecting to the relay's socket in a host directory mounted at /.pml/run",
 		Baseline: "the bare relay in front of the probe in a container's cgroups (the floor above)", Unit: "ms", RatioKind: "time"}
 	of := timeFigure("warm_over_floor_container", "warm call to a pooled stdio server vs the floor in a container like pml's",
-		"probe:echo via pml stdio, server pooled in a container", "the bare relay to the probe in a container like pml's (the row above)", p, cfl,
+		"probe__echo via pml stdio, server pooled in a container", "the bare relay to the probe in a container like pml's (the row above)", p, cfl,
 		"informational, not a target: what pml's broker adds over a relay that only copies bytes to the same sandbox")
 	switch {
 	case why != "":

@@ -23,7 +23,7 @@ import (
 // rows say so.
 func benchGVisor(b *testing.B, r *report, raw map[string][]float64) {
 	rows := []struct{ id, name, pml string }{
-		{"gvisor_server_warm", "pooled server, warm call: gVisor vs runc", "probe:echo into a started server container under runsc"},
+		{"gvisor_server_warm", "pooled server, warm call: gVisor vs runc", "probe__echo into a started server container under runsc"},
 		{"gvisor_toolbox_pool", "toolbox call from the pool: gVisor vs runc", "filesystem:read_file, pre-started container under runsc"},
 		{"gvisor_toolbox_cold", "toolbox call, cold start: gVisor vs runc", "filesystem:read_file, container started for the call under runsc"},
 	}

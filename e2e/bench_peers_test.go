@@ -733,7 +733,7 @@ func (t *toolhive) side(what string, samples []time.Duration, baseline []time.Du
 const standbyPML = "`pml stdio` in a new workspace, the probe configured as a pooled server: a session after another left its standby (sandbox.standby, on by default)"
 
 // benchStartToFirstAnswer: n fresh `pml stdio` sessions (each in a new
-// workspace, so no server runs yet) until the first probe:echo is
+// workspace, so no server runs yet) until the first probe__echo is
 // answered, each after another session left its standby container
 // (adopted: pmlSide); as many sessions with no standby on the engine
 // (first: the standbys removed before each); and the native probe

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -56,28 +57,49 @@ func benchPooledServer(b *testing.B, r *report, raw map[string][]float64) {
 	}
 	pmlCtr := pooledContainer(b, ws.Dir, image)
 	// The floor under pml's side: the same binary behind a bare relay,
-	// scheduled in the cgroups of pml's own container. Two sessions of
-	// pml and of the floor, started pml, floor, floor, pml (A B B A),
-	// their samples pooled: a session started after another of the same
-	// program answered 1.5-2.5 % faster (BenchmarkWarmCallOverFloor), and
-	// one session a side credited that to the side started last.
-	floor, floorWhy := connectFloor(b, ws.Dir, image, pmlCtr)
-	var floor2 *mcp.ClientSession
-	if floor != nil {
-		if floor2, floorWhy = connectFloor(b, ws.Dir, image, pmlCtr); floor2 == nil {
-			floor = nil
+	// scheduled in the cgroups of a container with the limits of pml's.
+	// warmSessions sessions of pml and of the floor, started pml, floor,
+	// floor, pml, pml, floor, … (A B B A, over again), their samples
+	// pooled, each session's median in the note: a session started
+	// after another of the same program answered 1.5-2.5 % faster
+	// (BenchmarkWarmCallOverFloor), and two sessions of the floor in one
+	// run differed by up to 10 % (wherever each landed), which one
+	// session a side put whole into the ratio.
+	warm := []*warmSession{{s: viaPML.ClientSession, pml: viaPML, ctr: pmlCtr}}
+	floorWhy := ""
+	for j := 1; j < 2*warmSessions; j++ {
+		if j%4 == 0 || j%4 == 3 {
+			ws := benchWorkspace(b, fmt.Sprintf(`{"permissions": {"allow": ["*"]}, "mcps": {"probe": {"image": %q, "workspace": "none"}}}`, image))
+			s := startBenchSession(b, ws)
+			for i := 0; i < 20; i++ {
+				call(s.ClientSession, "probe__echo", "warm")
+			}
+			warm = append(warm, &warmSession{s: s.ClientSession, pml: s, ctr: pooledContainer(b, ws.Dir, image)})
+			continue
 		}
-	}
-	ws2 := benchWorkspace(b, fmt.Sprintf(`{"permissions": {"allow": ["*"]}, "mcps": {"probe": {"image": %q, "workspace": "none"}}}`, image))
-	viaPML2 := startBenchSession(b, ws2)
-	for i := 0; i < 20; i++ {
-		call(viaPML2.ClientSession, "probe__echo", "warm")
-		if floor != nil {
-			call(floor, "echo", "warm")
-			call(floor2, "echo", "warm")
+		if floorWhy != "" {
+			continue
 		}
+		fs, why := connectFloor(b, ws.Dir, image, pmlCtr)
+		if fs == nil {
+			floorWhy = why
+			continue
+		}
+		for i := 0; i < 20; i++ {
+			call(fs, "echo", "warm")
+		}
+		warm = append(warm, &warmSession{s: fs})
 	}
-	pmlCtr2 := pooledContainer(b, ws2.Dir, image)
+	if floorWhy != "" {
+		// Without every floor, none: pml's sessions alone.
+		kept := warm[:0]
+		for _, w := range warm {
+			if w.pml != nil {
+				kept = append(kept, w)
+			}
+		}
+		warm = kept
+	}
 	// The floor in a container: the same relay in front of the probe in a
 	// container made as pml's, over the shim's socket (informational: the
 	// sandbox's own share of the warm call).
@@ -87,37 +109,32 @@ func benchPooledServer(b *testing.B, r *report, raw map[string][]float64) {
 			call(cfloor, "echo", "warm")
 		}
 	}
-	pmlCPU0 := processCPU(viaPML.cmd.Process.Pid) + processCPU(viaPML2.cmd.Process.Pid)
-	ctrCPU0 := addCPU(containerCPU(pmlCtr), containerCPU(pmlCtr2))
+	pmlCPU0, ctrCPU0 := warmCPU(warm)
 	thvCPU0, thvCtrCPU0 := thv.cpu()
 
-	// warmN rounds; in each, both of pml's sessions and both floors,
-	// then native, ToolHive and the floor in a container. The four take
-	// each place in the round equally often: by start order (pml, floor,
-	// floor, pml) the even rounds go 1 0 3 2, the odd ones 3 2 1 0.
+	// warmN rounds: in each, every session of pml and of the floor in an
+	// order shuffled anew (each takes every place in a round about
+	// equally often, after every other), then native, ToolHive and the
+	// floor in a container.
 	const warmN = 300
-	pair := []struct {
-		s   *mcp.ClientSession
-		pml bool
-	}{{viaPML.ClientSession, true}, {floor, false}, {floor2, false}, {viaPML2.ClientSession, true}}
-	orders := [2][4]int{{1, 0, 3, 2}, {3, 2, 1, 0}}
+	order := rand.New(rand.NewPCG(58, uint64(len(warm))))
 	var p, n, t, fl, cfl []time.Duration
-	var each [4][]float64 // by start order, for the note
 	for i := 0; i < warmN; i++ {
-		for _, k := range orders[i%2] {
-			c := pair[k]
-			if c.s == nil {
-				continue // no floor
-			}
+		for _, k := range order.Perm(len(warm)) {
+			w := warm[k]
 			t0 := time.Now()
-			if c.pml {
-				call(c.s, "probe__echo", "x")
-				p = append(p, time.Since(t0))
+			if w.pml != nil {
+				call(w.s, "probe__echo", "x")
 			} else {
-				call(c.s, "echo", "x")
-				fl = append(fl, time.Since(t0))
+				call(w.s, "echo", "x")
 			}
-			each[k] = append(each[k], float64(time.Since(t0).Microseconds())/1000)
+			d := time.Since(t0)
+			if w.pml != nil {
+				p = append(p, d)
+			} else {
+				fl = append(fl, d)
+			}
+			w.ms = append(w.ms, float64(d.Microseconds())/1000)
 		}
 		t0 := time.Now()
 		call(native, "echo", "x")
@@ -134,46 +151,47 @@ func benchPooledServer(b *testing.B, r *report, raw map[string][]float64) {
 		}
 	}
 	// What the warm calls cost, per call: CPU of the broker processes
-	// and of the servers' containers (the same image on every side),
-	// halved: each made warmN calls.
-	pmlCPU := (processCPU(viaPML.cmd.Process.Pid) + processCPU(viaPML2.cmd.Process.Pid) - pmlCPU0) / 2
-	ctrCPU := cpuDiff(addCPU(containerCPU(pmlCtr), containerCPU(pmlCtr2)), ctrCPU0)
+	// and of the servers' containers (the same image on every side), a
+	// session's share: each made warmN calls.
+	pmlCPU1, ctrCPU1 := warmCPU(warm)
+	pmlCPU := (pmlCPU1 - pmlCPU0) / warmSessions
+	ctrCPU := cpuDiff(ctrCPU1, ctrCPU0)
 	if ctrCPU > 0 {
-		ctrCPU /= 2
+		ctrCPU /= warmSessions
 	}
 	// Their servers end, and their containers with them: nothing of them
-	// runs beside the rows below.
-	for _, s := range []*mcp.ClientSession{cfloor, floor2, viaPML2.ClientSession} {
-		if s != nil {
-			s.Close()
-		}
+	// runs beside the rows below (the first of pml's sessions stays, for
+	// them).
+	if cfloor != nil {
+		cfloor.Close()
+	}
+	for _, w := range warm[1:] {
+		w.s.Close()
 	}
 	thvCPU1, thvCtrCPU1 := thv.cpu()
 	raw["server_warm_pml_ms"], raw["server_warm_native_ms"], raw["server_warm_toolhive_ms"] = durationsMS(p), durationsMS(n), durationsMS(t)
-	f := timeFigure("warm", "warm call to a pooled stdio server vs native", "probe:echo via pml stdio, server pooled in a container",
+	f := timeFigure("warm", "warm call to a pooled stdio server vs native", "probe__echo via pml stdio, server pooled in a container",
 		"the same binary run natively, over a pipe", p, n, "")
 	f.Peer = thv.side("the probe image as a long-lived server behind `thv run` (stdio to streamable-http proxy)", t, n, false)
 	r.add(f)
 	ff := figure{ID: "warm_floor", Name: "floor under the warm call: a bare relay to the server in a container's cgroups vs native",
 		PML:      "e2e/testservers/relay (copies bytes, nothing else) in front of the probe binary, moved into the cgroups of a container with the limits of pml's pooled one",
 		Baseline: "the same binary run natively, over a pipe", Unit: "ms", RatioKind: "time"}
-	if floor != nil {
+	if floorWhy == "" {
 		raw["server_warm_floor_ms"] = durationsMS(fl)
 		ff.Comparison = benchstat.Compare(durationsMS(fl), durationsMS(n))
-		ff.Note = "measured in the same interleaved loop as the warm call (two sessions of each, started pml, floor, floor, pml, the four taking each place in a round equally often); what no broker in its own process can go under here: one more process on the path, and the server scheduled as a container's process (its cgroups; not its namespaces or seccomp filter)"
+		ff.Note = fmt.Sprintf("measured in the same interleaved loop as the warm call (%d sessions of each, started pml, floor, floor, pml, … and called in an order shuffled each round); what no broker in its own process can go under here: one more process on the path, and the server scheduled as a container's process (its cgroups; not its namespaces or seccomp filter)", warmSessions)
 	} else {
 		ff.RatioKind, ff.ValueText = "", "not measured: "+floorWhy
 	}
 	r.add(ff)
 	// pml's warm call over the floor, sample against sample (the same
 	// interleaved loop): the target is on this ratio.
-	of := timeFigure("warm_over_floor", "warm call to a pooled stdio server vs the bare relay (the floor)", "probe:echo via pml stdio, server pooled in a container",
-		"the bare relay in front of the probe in a container's cgroups (the floor above)", p, fl, "what pml's broker adds over a relay that only copies bytes; two sessions a side, started pml, floor, floor, pml, samples pooled")
-	if floor != nil {
-		med := func(k int) float64 { return benchstat.Summarize(each[k]).Median }
-		of.Note += fmt.Sprintf(" (medians by session, in start order: pml %.3f, floor %.3f, floor %.3f, pml %.3f ms)", med(0), med(1), med(2), med(3))
-	}
-	if floor == nil {
+	of := timeFigure("warm_over_floor", "warm call to a pooled stdio server vs the bare relay (the floor)", "probe__echo via pml stdio, server pooled in a container",
+		"the bare relay in front of the probe in a container's cgroups (the floor above)", p, fl, fmt.Sprintf("what pml's broker adds over a relay that only copies bytes; %d sessions a side, samples pooled", warmSessions))
+	if floorWhy == "" {
+		of.Note += "; medians by session, in start order: " + warmMedians(warm)
+	} else {
 		of = figure{ID: of.ID, Name: of.Name, PML: of.PML, Baseline: of.Baseline, ValueText: "not measured: " + floorWhy}
 	}
 	r.add(of)
@@ -216,7 +234,7 @@ func benchPooledServer(b *testing.B, r *report, raw map[string][]float64) {
 			// finds it.
 			name = "64 concurrent calls to one pooled server vs native (throughput)"
 		}
-		f := figure{ID: id, Name: name, PML: fmt.Sprintf("%s, %s each, probe:echo via pml stdio (one session)", plural(k, "caller"), plural(curveWork/k, "call")),
+		f := figure{ID: id, Name: name, PML: fmt.Sprintf("%s, %s each, probe__echo via pml stdio (one session)", plural(k, "caller"), plural(curveWork/k, "call")),
 			Baseline: fmt.Sprintf("%s, native over a pipe (one session)", plural(k, "caller")), Unit: fmt.Sprintf("ms per %d calls", curveWork), RatioKind: "throughput",
 			Comparison: throughput(benchstat.Compare(durationsMS(pr), durationsMS(nr)))}
 		f.Note = fmt.Sprintf("pml %.0f calls/s, native %.0f calls/s", curveWork/(f.A.Median/1000), curveWork/(f.B.Median/1000))
@@ -255,6 +273,44 @@ func benchPooledServer(b *testing.B, r *report, raw map[string][]float64) {
 	}
 	r.add(cf)
 	benchContainerCost(b, r, viaPML.cmd.Process.Pid, pmlCtr, thv)
+}
+
+// warmSessions is how many sessions of pml and of the floor the warm
+// call's rows take their samples from.
+const warmSessions = 4
+
+// warmSession is one of them: pml's (pml set, with its pooled
+// container) or the floor's.
+type warmSession struct {
+	s   *mcp.ClientSession
+	pml *benchSession
+	ctr string
+	ms  []float64 // its warm calls
+}
+
+// warmCPU is the CPU pml's sessions and their containers have used
+// (negative for the containers when that is not known).
+func warmCPU(warm []*warmSession) (broker, ctrs time.Duration) {
+	for _, w := range warm {
+		if w.pml != nil {
+			broker += processCPU(w.pml.cmd.Process.Pid)
+			ctrs = addCPU(ctrs, containerCPU(w.ctr))
+		}
+	}
+	return broker, ctrs
+}
+
+// warmMedians names each session's median warm call, in start order.
+func warmMedians(warm []*warmSession) string {
+	var parts []string
+	for _, w := range warm {
+		who := "floor"
+		if w.pml != nil {
+			who = "pml"
+		}
+		parts = append(parts, fmt.Sprintf("%s %.3f", who, benchstat.Summarize(w.ms).Median))
+	}
+	return strings.Join(parts, ", ") + " ms"
 }
 
 // addCPU is a+b, negative (unknown) when either is.

@@ -50,7 +50,7 @@ func benchTelemetry(b *testing.B, r *report, raw map[string][]float64) {
 		t0 := time.Now()
 		res, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: "probe__echo", Arguments: map[string]any{"text": "x"}})
 		if err != nil || res.IsError {
-			b.Fatalf("probe:echo: %v %v", err, res)
+			b.Fatalf("probe__echo: %v %v", err, res)
 		}
 		return time.Since(t0)
 	}
@@ -88,7 +88,7 @@ func benchTelemetry(b *testing.B, r *report, raw map[string][]float64) {
 	time.Sleep(6 * time.Second) // the batch exporter's default 5 s delay: the spans leave
 	raw["telemetry_warm_on_ms"], raw["telemetry_warm_off_ms"] = durationsMS(pOn), durationsMS(pOff)
 	r.add(timeFigure("telemetry_warm", "warm call to a pooled stdio server, telemetry on vs off",
-		"probe:echo via pml stdio with OTEL_EXPORTER_OTLP_ENDPOINT set (traces and metrics to a loopback OTLP/HTTP receiver)",
+		"probe__echo via pml stdio with OTEL_EXPORTER_OTLP_ENDPOINT set (traces and metrics to a loopback OTLP/HTTP receiver)",
 		"the same call via pml stdio without any OTEL_* variable (telemetry off)", pOn, pOff,
 		fmt.Sprintf("two pairs of sessions (one started off then on, the other on then off) take turns call by call, half of each side's calls from each pair; the receiver got %d OTLP posts. With telemetry on, calls still take the stdio fast path, which makes the same spans and metrics. The brokers' CPU time per call over the measured calls: %.0f µs on, %.0f µs off (with the batches of spans each session exported meanwhile)", posts.Load(), float64(cpuOn.Nanoseconds())/1e3, float64(cpuOff.Nanoseconds())/1e3)))
 	// How far apart two sessions of the same side are in this loop: what

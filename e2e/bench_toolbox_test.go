@@ -245,7 +245,7 @@ func benchPerCall(b *testing.B, r *report, raw map[string][]float64) {
 	}
 
 	raw["percall_pml_ms"], raw["percall_docker_run_ms"] = durationsMS(pmlLat), durationsMS(dockerLat)
-	f := timeFigure("percall", "per-call server container, sustained", fmt.Sprintf("\"lifetime\": \"per_call\" probe:echo via pml stdio, %d callers", workers),
+	f := timeFigure("percall", "per-call server container, sustained", fmt.Sprintf("\"lifetime\": \"per_call\" probe__echo via pml stdio, %d callers", workers),
 		fmt.Sprintf("docker run --rm -i per call + MCP handshake, %d callers", workers), pmlLat, dockerLat,
 		fmt.Sprintf("the honest limit: every call gets a new container, and once the pre-started ones are used the rate is what the daemon can create, start and remove; %d of %d pml calls found a pre-started container; the docker run side returns at its answer and removes its container while the next call runs, as pml does",
 			hits, calls))

@@ -170,7 +170,7 @@ func BenchmarkTelemetryAB(b *testing.B) {
 		t0 := time.Now()
 		res, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: "probe__echo", Arguments: map[string]any{"text": "x"}})
 		if err != nil || res.IsError {
-			b.Fatalf("probe:echo: %v %v", err, res)
+			b.Fatalf("probe__echo: %v %v", err, res)
 		}
 		return time.Since(t0)
 	}
