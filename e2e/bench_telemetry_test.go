@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -36,16 +37,26 @@ func benchTelemetry(b *testing.B, r *report, raw map[string][]float64) {
 	b.Cleanup(recv.Close)
 	image := probeImage(b)
 	pmlJSON := fmt.Sprintf(`{"permissions": {"allow": ["*"]}, "mcps": {"probe": {"image": %q, "workspace": "none"}}}`, image)
-	// Two pairs of sessions, started in opposite orders: of two sessions
-	// of one build taking turns, the one started second answered about
-	// 3 % faster in every A/A run (whatever the order of the calls), so
-	// one pair alone would credit that to whichever side it started
-	// second. Each side's samples are half from each pair.
+	// Four sessions a side, started off, on, on, off, off, on, on, off
+	// and called in an order shuffled each round: of two sessions of one
+	// build taking turns, the one started second answered about 3 %
+	// faster in every A/A run, and sessions of one build in one run
+	// differed by up to 10 % (wherever each landed), which one or two
+	// sessions a side put whole into the ratio.
 	otel := "OTEL_EXPORTER_OTLP_ENDPOINT=" + recv.URL
-	off := startBenchSession(b, benchWorkspace(b, pmlJSON))
-	on := startBenchSessionEnv(b, benchWorkspace(b, pmlJSON), otel)
-	on2 := startBenchSessionEnv(b, benchWorkspace(b, pmlJSON), otel)
-	off2 := startBenchSession(b, benchWorkspace(b, pmlJSON))
+	type session struct {
+		*benchSession
+		on bool
+		d  []time.Duration
+	}
+	var all []*session
+	for j := 0; j < 8; j++ {
+		if j%4 == 1 || j%4 == 2 {
+			all = append(all, &session{benchSession: startBenchSessionEnv(b, benchWorkspace(b, pmlJSON), otel), on: true})
+		} else {
+			all = append(all, &session{benchSession: startBenchSession(b, benchWorkspace(b, pmlJSON))})
+		}
+	}
 	call := func(s *benchSession) time.Duration {
 		t0 := time.Now()
 		res, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: "probe__echo", Arguments: map[string]any{"text": "x"}})
@@ -55,48 +66,58 @@ func benchTelemetry(b *testing.B, r *report, raw map[string][]float64) {
 		return time.Since(t0)
 	}
 	for i := 0; i < 30; i++ {
-		call(off)
-		call(on)
-		call(on2)
-		call(off2)
+		for _, s := range all {
+			call(s.benchSession)
+		}
 	}
-	// Calls per session: 2,000 a side. (With 600 a side the row's
+	// Calls per session; 4,000 a side. (With 600 a side the row's
 	// interval was some 12 % wide, twice the 5 % the target allows.)
 	const n = 1000
-	var pOn, pOff []time.Duration
-	// Each session's own samples too, for the A/A figures below.
-	var byOff, byOff2, byOn, byOn2 []time.Duration
-	// The brokers' CPU time over the measured calls, each side's two
+	// The brokers' CPU time over the measured calls, each side's
 	// sessions together: what telemetry costs in all, on the call's path
 	// or beside it (the batch export, the garbage), where the median
 	// time shows only what delays an answer.
-	cpu := func(ss ...*benchSession) (sum time.Duration) {
-		for _, s := range ss {
-			sum += threadsCPU(s.cmd.Process.Pid)
+	cpu := func(on bool) (sum time.Duration) {
+		for _, s := range all {
+			if s.on == on {
+				sum += threadsCPU(s.cmd.Process.Pid)
+			}
 		}
 		return sum
 	}
-	cpuOn0, cpuOff0 := cpu(on, on2), cpu(off, off2)
+	cpuOn0, cpuOff0 := cpu(true), cpu(false)
+	order := rand.New(rand.NewPCG(58, 8))
 	for i := 0; i < n; i++ {
-		a, b, c, d := call(off), call(on), call(on2), call(off2)
-		byOff, byOn, byOn2, byOff2 = append(byOff, a), append(byOn, b), append(byOn2, c), append(byOff2, d)
-		pOff = append(pOff, a, d)
-		pOn = append(pOn, b, c)
+		for _, k := range order.Perm(len(all)) {
+			s := all[k]
+			s.d = append(s.d, call(s.benchSession))
+		}
 	}
-	cpuOn, cpuOff := (cpu(on, on2)-cpuOn0)/(2*n), (cpu(off, off2)-cpuOff0)/(2*n)
+	cpuOn, cpuOff := (cpu(true)-cpuOn0)/(4*n), (cpu(false)-cpuOff0)/(4*n)
+	// Each side's samples, and two halves of each for the A/A figures
+	// below (by start order: sessions 0 and 7 against 3 and 4 off, 1
+	// and 6 against 2 and 5 on, halves started equally early).
+	samples := func(ks ...int) (out []time.Duration) {
+		for _, k := range ks {
+			out = append(out, all[k].d...)
+		}
+		return out
+	}
+	pOff, pOn := samples(0, 3, 4, 7), samples(1, 2, 5, 6)
 	raw["telemetry_cpu_per_call_on_off_us"] = []float64{float64(cpuOn.Nanoseconds()) / 1e3, float64(cpuOff.Nanoseconds()) / 1e3}
 	time.Sleep(6 * time.Second) // the batch exporter's default 5 s delay: the spans leave
 	raw["telemetry_warm_on_ms"], raw["telemetry_warm_off_ms"] = durationsMS(pOn), durationsMS(pOff)
 	r.add(timeFigure("telemetry_warm", "warm call to a pooled stdio server, telemetry on vs off",
 		"probe__echo via pml stdio with OTEL_EXPORTER_OTLP_ENDPOINT set (traces and metrics to a loopback OTLP/HTTP receiver)",
 		"the same call via pml stdio without any OTEL_* variable (telemetry off)", pOn, pOff,
-		fmt.Sprintf("two pairs of sessions (one started off then on, the other on then off) take turns call by call, half of each side's calls from each pair; the receiver got %d OTLP posts. With telemetry on, calls still take the stdio fast path, which makes the same spans and metrics. The brokers' CPU time per call over the measured calls: %.0f µs on, %.0f µs off (with the batches of spans each session exported meanwhile)", posts.Load(), float64(cpuOn.Nanoseconds())/1e3, float64(cpuOff.Nanoseconds())/1e3)))
-	// How far apart two sessions of the same side are in this loop: what
+		fmt.Sprintf("four sessions a side (started off, on, on, off, twice) called in an order shuffled each round, %d calls each; the receiver got %d OTLP posts. With telemetry on, calls still take the stdio fast path, which makes the same spans and metrics. The brokers' CPU time per call over the measured calls: %.0f µs on, %.0f µs off (with the batches of spans each session exported meanwhile)", n, posts.Load(), float64(cpuOn.Nanoseconds())/1e3, float64(cpuOff.Nanoseconds())/1e3)))
+	// How far apart two halves of the same side are in this loop: what
 	// the row's ratio can be told from.
-	r.add(timeFigure("telemetry_warm_aa", "warm call, telemetry off vs off (A/A: the row's two off sessions)",
-		"the off session started first", "the off session started last", byOff, byOff2,
+	r.add(timeFigure("telemetry_warm_aa", "warm call, telemetry off vs off (A/A: the row's off sessions, two against two)",
+		"the off sessions started first and last", "the two off sessions started between them", samples(0, 7), samples(3, 4),
 		"informational, not a target: the same build and settings in the same interleaved loop as the row above; the on sessions' own A/A: "+
-			ratioText(benchstat.Compare(durationsMS(byOn), durationsMS(byOn2)))))
+			ratioText(benchstat.Compare(durationsMS(samples(1, 6)), durationsMS(samples(2, 5))))))
+	on, off := all[1], all[0]
 	// What the server pays for the trace context it is sent: the same
 	// probe binary called natively with a traceparent in params._meta
 	// (what pml's client span writes there) against without, interleaved.
