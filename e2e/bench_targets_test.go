@@ -37,7 +37,7 @@ func cmpMedians(a, b, lo, hi float64) benchstat.Comparison {
 }
 
 // targetsReport is a run's figures, made up, every target decidable:
-// warm 1.05× its floor, 64 callers 1.02× native, a cold call 0.75× the
+// warm 1.05× its floor, 64 callers 1.02× native, telemetry 1.05× off, a cold call 0.75× the
 // engine's create + start, a first answer 0.25× ToolHive's, ToolHive on
 // both rows with a peer, a first workflow of 42 s.
 func targetsReport() *report {
@@ -49,6 +49,7 @@ func targetsReport() *report {
 		Peer: &peerSide{Name: "ToolHive v0.47.0", Comparison: cmp(4, 3.6, 4.3)}})
 	r.add(figure{ID: "warm_over_floor", Name: "warm vs floor", RatioKind: "time", Unit: "ms", Comparison: cmpMedians(0.84, 0.8, 1.01, 1.12)})
 	r.add(figure{ID: "c64", Name: "c64", RatioKind: "throughput", Comparison: cmp(1.02, 0.95, 1.1)})
+	r.add(figure{ID: "telemetry_warm", Name: "telemetry", RatioKind: "time", Unit: "ms", Comparison: cmpMedians(0.42, 0.4, 1.03, 1.07)})
 	r.add(figure{ID: "toolbox_cold_over_engine", Name: "cold vs engine", RatioKind: "time", Unit: "ms", Comparison: cmpMedians(375, 500, 0.7, 0.8)})
 	r.add(figure{ID: "rss_idle", Name: "rss", Unit: "MiB", Value: floatp(31), Comparison: benchstat.Compare(nil, nil)})
 	r.add(figure{ID: "first_workflow", Name: "first workflow", Unit: "s", Value: floatp(42), ValueText: "download + install 1.00 s, …"})
@@ -63,8 +64,9 @@ func TestBenchTargetsAreTodaysAndRelativeToTheSameRun(t *testing.T) {
 		start    = "first answer from a server not yet running ≤ 0.30× ToolHive's"
 		toolhive = "ToolHive measured on every row it can run"
 		first    = "first workflow (install.sh, pml init, first tool call; pml's images absent) ≤ 5 min"
+		tel      = "warm call with telemetry on ≤ 1.05× off (traces and metrics over OTLP)"
 	)
-	rules := []string{warm, c64, cold, start, toolhive, first}
+	rules := []string{warm, c64, cold, start, toolhive, first, tel}
 	check := func(t *testing.T, r *report, want map[string]string, measured map[string]string) {
 		t.Helper()
 		r.computeTargets()
@@ -88,8 +90,8 @@ func TestBenchTargetsAreTodaysAndRelativeToTheSameRun(t *testing.T) {
 	}
 
 	t.Run("all met", func(t *testing.T) {
-		check(t, targetsReport(), map[string]string{warm: "met", c64: "met", cold: "met", start: "met", toolhive: "met", first: "met"},
-			map[string]string{warm: "1.050× [1.010, 1.120] (pml median 0.84 vs relay 0.80 ms)", c64: "1.020×", cold: "0.750× [0.700, 0.800] (pml median 375 vs create + start 500 ms)",
+		check(t, targetsReport(), map[string]string{warm: "met", c64: "met", cold: "met", start: "met", toolhive: "met", first: "met", tel: "met"},
+			map[string]string{tel: "1.050× [1.030, 1.070] (on median 0.42 vs off 0.40 ms)", warm: "1.050× [1.010, 1.120] (pml median 0.84 vs relay 0.80 ms)", c64: "1.020×", cold: "0.750× [0.700, 0.800] (pml median 375 vs create + start 500 ms)",
 				start: "0.250× [0.220, 0.280] (pml median 250 vs ToolHive 1000 ms)", toolhive: "on all 2 rows", first: "42.0 s (download + install"})
 	})
 
@@ -101,8 +103,9 @@ func TestBenchTargetsAreTodaysAndRelativeToTheSameRun(t *testing.T) {
 		r.figure("start_over_toolhive").Comparison = cmpMedians(310, 1000, 0.28, 0.33)
 		r.figure("warm").Peer = &peerSide{Name: "ToolHive v0.47.0", NotRun: "it stopped answering"}
 		r.figure("first_workflow").Value = floatp(301)
-		check(t, r, map[string]string{warm: "**missed**", c64: "**missed**", cold: "**missed**", start: "**missed**", toolhive: "**missed**", first: "**missed**"},
-			map[string]string{warm: "1.175×", c64: "0.950×", cold: "0.810×", start: "0.310×", toolhive: "not on 1 of 2 rows: warm (it stopped answering)", first: "301.0 s"})
+		r.figure("telemetry_warm").Comparison = cmpMedians(0.426, 0.4, 1.04, 1.09) // 1.065×
+		check(t, r, map[string]string{warm: "**missed**", c64: "**missed**", cold: "**missed**", start: "**missed**", toolhive: "**missed**", first: "**missed**", tel: "**missed**"},
+			map[string]string{tel: "1.065×", warm: "1.175×", c64: "0.950×", cold: "0.810×", start: "0.310×", toolhive: "not on 1 of 2 rows: warm (it stopped answering)", first: "301.0 s"})
 	})
 
 	t.Run("on the line: met", func(t *testing.T) {
@@ -112,7 +115,8 @@ func TestBenchTargetsAreTodaysAndRelativeToTheSameRun(t *testing.T) {
 		r.figure("toolbox_cold_over_engine").Comparison = cmpMedians(400, 500, 0.7, 0.9)
 		r.figure("start_over_toolhive").Comparison = cmpMedians(300, 1000, 0.2, 0.4)
 		r.figure("first_workflow").Value = floatp(300)
-		check(t, r, map[string]string{warm: "met", c64: "met", cold: "met", start: "met", toolhive: "met", first: "met"}, nil)
+		r.figure("telemetry_warm").Comparison = cmpMedians(1.05, 1, 1, 1.1)
+		check(t, r, map[string]string{warm: "met", c64: "met", cold: "met", start: "met", toolhive: "met", first: "met", tel: "met"}, nil)
 	})
 
 	t.Run("not measured: not decided, and why; a failed workflow is missed", func(t *testing.T) {
@@ -124,13 +128,13 @@ func TestBenchTargetsAreTodaysAndRelativeToTheSameRun(t *testing.T) {
 		*r.figure("first_workflow") = figure{ID: "first_workflow", Name: "first workflow", Failed: true, ValueText: "failed: pml call filesystem:read_file: exit status 1"}
 		var figs []figure
 		for _, f := range r.Figures {
-			if f.ID != "c64" && f.ID != "toolbox_cold_over_engine" {
+			if f.ID != "c64" && f.ID != "toolbox_cold_over_engine" && f.ID != "telemetry_warm" {
 				figs = append(figs, f)
 			}
 		}
 		r.Figures = figs
-		check(t, r, map[string]string{warm: "not decided", c64: "not decided", cold: "not decided", start: "not decided", toolhive: "**missed**", first: "**missed**"},
-			map[string]string{warm: "not measured: no relay", c64: "figure c64 missing", cold: "figure toolbox_cold_over_engine missing",
+		check(t, r, map[string]string{warm: "not decided", c64: "not decided", cold: "not decided", start: "not decided", toolhive: "**missed**", first: "**missed**", tel: "not decided"},
+			map[string]string{tel: "figure telemetry_warm missing", warm: "not measured: no relay", c64: "figure c64 missing", cold: "figure toolbox_cold_over_engine missing",
 				start: "ToolHive not measured: did not build", toolhive: "not on 2 of 2 rows", first: "failed: pml call"})
 		if md := r.markdown(); !strings.Contains(md, "| "+first+" | failed: pml call filesystem:read_file: exit status 1 | **missed** |") {
 			t.Errorf("targets table:\n%s", md)
