@@ -40,7 +40,8 @@ const curveWork = 256
 // per call (CPU of the container and of the broker).
 func benchPooledServer(b *testing.B, r *report, raw map[string][]float64) {
 	image := probeImage(b)
-	ws := benchWorkspace(b, fmt.Sprintf(`{"permissions": {"allow": ["*"]}, "mcps": {"probe": {"image": %q, "workspace": "none"}}}`, image))
+	cfg := fmt.Sprintf(`{"permissions": {"allow": ["*"]}, "mcps": {"probe": {"image": %q, "workspace": "none"}}}`, image)
+	ws := benchWorkspace(b, cfg)
 	viaPML := startBenchSession(b, ws)
 	native := connectNative(b)
 	thv := r.toolhive
@@ -65,16 +66,16 @@ func benchPooledServer(b *testing.B, r *report, raw map[string][]float64) {
 	// (BenchmarkWarmCallOverFloor), and two sessions of the floor in one
 	// run differed by up to 10 % (wherever each landed), which one
 	// session a side put whole into the ratio.
-	warm := []*warmSession{{s: viaPML.ClientSession, pml: viaPML, ctr: pmlCtr}}
+	warm := []*warmSession{{s: viaPML.ClientSession, tool: "probe__echo", pml: viaPML, ctr: pmlCtr}}
 	floorWhy := ""
 	for j := 1; j < 2*warmSessions; j++ {
-		if j%4 == 0 || j%4 == 3 {
-			ws := benchWorkspace(b, fmt.Sprintf(`{"permissions": {"allow": ["*"]}, "mcps": {"probe": {"image": %q, "workspace": "none"}}}`, image))
+		if abbaFirst(j) {
+			ws := benchWorkspace(b, cfg)
 			s := startBenchSession(b, ws)
 			for i := 0; i < 20; i++ {
 				call(s.ClientSession, "probe__echo", "warm")
 			}
-			warm = append(warm, &warmSession{s: s.ClientSession, pml: s, ctr: pooledContainer(b, ws.Dir, image)})
+			warm = append(warm, &warmSession{s: s.ClientSession, tool: "probe__echo", pml: s, ctr: pooledContainer(b, ws.Dir, image)})
 			continue
 		}
 		if floorWhy != "" {
@@ -88,7 +89,7 @@ func benchPooledServer(b *testing.B, r *report, raw map[string][]float64) {
 		for i := 0; i < 20; i++ {
 			call(fs, "echo", "warm")
 		}
-		warm = append(warm, &warmSession{s: fs})
+		warm = append(warm, &warmSession{s: fs, tool: "echo"})
 	}
 	if floorWhy != "" {
 		// Without every floor, none: pml's sessions alone.
@@ -123,11 +124,7 @@ func benchPooledServer(b *testing.B, r *report, raw map[string][]float64) {
 		for _, k := range order.Perm(len(warm)) {
 			w := warm[k]
 			t0 := time.Now()
-			if w.pml != nil {
-				call(w.s, "probe__echo", "x")
-			} else {
-				call(w.s, "echo", "x")
-			}
+			call(w.s, w.tool, "x")
 			d := time.Since(t0)
 			if w.pml != nil {
 				p = append(p, d)
@@ -290,11 +287,17 @@ const warmSessions = 4
 // warmSession is one of them: pml's (pml set, with its pooled
 // container) or the floor's.
 type warmSession struct {
-	s   *mcp.ClientSession
-	pml *benchSession
-	ctr string
-	ms  []float64 // its warm calls
+	s    *mcp.ClientSession
+	tool string // the probe's echo, by the name the session lists
+	pml  *benchSession
+	ctr  string
+	ms   []float64 // its warm calls
 }
+
+// abbaFirst reports whether the j-th session started (from 0) is one of
+// the side started first, in the order A B B A A B B A …: each side's
+// sessions then start, on average, equally early.
+func abbaFirst(j int) bool { return j%4 == 0 || j%4 == 3 }
 
 // warmCPU is the CPU pml's sessions and their containers have used
 // (negative for the containers when that is not known).

@@ -51,10 +51,10 @@ func benchTelemetry(b *testing.B, r *report, raw map[string][]float64) {
 	}
 	var all []*session
 	for j := 0; j < 8; j++ {
-		if j%4 == 1 || j%4 == 2 {
-			all = append(all, &session{benchSession: startBenchSessionEnv(b, benchWorkspace(b, pmlJSON), otel), on: true})
-		} else {
+		if abbaFirst(j) {
 			all = append(all, &session{benchSession: startBenchSession(b, benchWorkspace(b, pmlJSON))})
+		} else {
+			all = append(all, &session{benchSession: startBenchSessionEnv(b, benchWorkspace(b, pmlJSON), otel), on: true})
 		}
 	}
 	call := func(s *benchSession) time.Duration {
