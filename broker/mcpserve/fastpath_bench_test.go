@@ -248,6 +248,16 @@ func TestFastPathCallsAreTraced(t *testing.T) {
 	fastCallTraced(t, rec)
 }
 
+// TestFastPathCallsAreTracedBySpansMadeAtTheirEnd: the same, with the
+// provider pml makes, whose request spans are made when they end
+// (internal/telemetry's pending.go).
+func TestFastPathCallsAreTracedBySpansMadeAtTheirEnd(t *testing.T) {
+	t.Setenv("OTEL_TRACES_SAMPLER", "")
+	rec := tracetest.NewSpanRecorder()
+	t.Cleanup(telemetry.UseProcessor(rec, "test"))
+	fastCallTraced(t, rec)
+}
+
 func fastCallTraced(t *testing.T, rec *tracetest.SpanRecorder) {
 	s := newFastSession(t, newEchoFixture(t))
 	const trace, parent = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"

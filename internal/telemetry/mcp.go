@@ -125,7 +125,16 @@ func StartServer(ctx context.Context, r Request, meta map[string]any) (context.C
 	if !enabled.Load() {
 		return ctx, noSpan
 	}
-	return shapeOf(r, trace.SpanKindServer, "").start(FromMeta(ctx, meta), false)
+	return startRequest(FromMeta(ctx, meta), shapeOf(r, trace.SpanKindServer, ""), false)
+}
+
+// startRequest starts a request's span of shape s: pending (pending.go)
+// when the sampler allows, else at once.
+func startRequest(ctx context.Context, s *spanShape, withAttrs bool) (context.Context, trace.Span) {
+	if ctx, span, ok := startPending(ctx, s); ok {
+		return ctx, span
+	}
+	return s.start(ctx, withAttrs)
 }
 
 // StartClient starts the client span of a request pml sends to the MCP
@@ -134,7 +143,7 @@ func StartClient(ctx context.Context, r Request, server string) (context.Context
 	if !enabled.Load() {
 		return ctx, noSpan
 	}
-	return shapeOf(r, trace.SpanKindClient, server).start(ctx, true)
+	return startRequest(ctx, shapeOf(r, trace.SpanKindClient, server), true)
 }
 
 // End ends a request's span and records its duration (began) in the
@@ -147,8 +156,9 @@ func End(ctx context.Context, span trace.Span, r Request, server bool, began tim
 		span.End()
 		return
 	}
-	if server && span.IsRecording() {
-		// StartServer left them to here.
+	if _, pending := span.(*pendingSpan); !pending && server && span.IsRecording() {
+		// StartServer left them to here (a pending span's are set
+		// when it is made).
 		span.SetAttributes(shapeOf(r, trace.SpanKindServer, "").attrs...)
 	}
 	errType, desc := "", ""

@@ -19,6 +19,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -151,14 +152,38 @@ func Setup(ctx context.Context, s Settings, version string) (shutdown func(), er
 	// default the parent's decision, else every trace.
 	// (Not the SDK's batcher: ours takes an ended span without waking a
 	// goroutine; batch.go.)
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(newEnvBatcher(exp)), sdktrace.WithResource(res))
+	tp, mode := newProvider(os.Getenv, sdktrace.WithSpanProcessor(newEnvBatcher(exp)), sdktrace.WithResource(res))
 	use(tp, version)
+	deferring.Store(int32(mode))
 	return func() {
 		enabled.Store(false)
 		sctx, cancel := context.WithTimeout(context.Background(), ShutdownWait)
 		defer cancel()
 		_ = tp.Shutdown(sctx)
 	}, nil
+}
+
+// newProvider makes the provider of pml's spans with opts: its sampler
+// is OTEL_TRACES_SAMPLER's (the SDK's default when unset), and under the
+// samplers whose decision pml can take itself, request spans are made
+// when they end (pending.go), which mode says.
+func newProvider(getenv func(string) string, opts ...sdktrace.TracerProviderOption) (*sdktrace.TracerProvider, deferMode) {
+	sampler, mode := samplerFor(getenv("OTEL_TRACES_SAMPLER"))
+	if sampler != nil {
+		opts = append(opts, sdktrace.WithSampler(sampler), sdktrace.WithIDGenerator(ids{}))
+	}
+	return sdktrace.NewTracerProvider(opts...), mode
+}
+
+// UseProcessor makes a provider as Setup does, with sp its span
+// processor and the sampler of the environment, and makes it the
+// provider of pml's spans: for a test that records them as pml makes
+// them. stop turns them off again.
+func UseProcessor(sp sdktrace.SpanProcessor, version string) (stop func()) {
+	tp, mode := newProvider(os.Getenv, sdktrace.WithSpanProcessor(sp))
+	use(tp, version)
+	deferring.Store(int32(mode))
+	return func() { enabled.Store(false) }
 }
 
 // Use makes tp the provider of pml's spans and turns them on, as Setup
@@ -171,6 +196,9 @@ func Use(tp trace.TracerProvider, version string) (stop func()) {
 
 // use makes tp the provider of pml's spans and turns them on.
 func use(tp trace.TracerProvider, version string) {
+	// A provider made elsewhere may not take the ids a pending span
+	// settled: its spans start at once.
+	deferring.Store(int32(deferOff))
 	otel.SetTracerProvider(tp)
 	otel.SetTextMapPropagator(prop)
 	t := tp.Tracer(ScopeName, trace.WithInstrumentationVersion(version))

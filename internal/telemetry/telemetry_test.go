@@ -81,11 +81,28 @@ func TestExemplarFilterFromTheStandardVariable(t *testing.T) {
 	}
 }
 
-func TestTraceContextCrossesMeta(t *testing.T) {
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	use(tp, "test")
-	t.Cleanup(func() { enabled.Store(false) })
+func TestTraceContextCrossesMeta(t *testing.T) { bothWays(t, traceContextCrossesMeta) }
+
+// bothWays runs test with spans made at once (a provider of its own) and
+// made when they end (pml's provider, pending.go), recorded by rec.
+func bothWays(t *testing.T, test func(*testing.T, *tracetest.SpanRecorder)) {
+	t.Run("at once", func(t *testing.T) {
+		rec := tracetest.NewSpanRecorder()
+		t.Cleanup(Use(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)), "test"))
+		test(t, rec)
+	})
+	t.Run("at their end", func(t *testing.T) {
+		t.Setenv("OTEL_TRACES_SAMPLER", "")
+		rec := tracetest.NewSpanRecorder()
+		t.Cleanup(UseProcessor(rec, "test"))
+		if deferMode(deferring.Load()) != deferParentBased {
+			t.Fatal("spans are not deferred under the default sampler")
+		}
+		test(t, rec)
+	})
+}
+
+func traceContextCrossesMeta(t *testing.T, rec *tracetest.SpanRecorder) {
 
 	const parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 	ctx, span := StartServer(context.Background(), Request{Method: "tools/call", Tool: "echo__say", Protocol: "2025-06-18"}, map[string]any{"traceparent": parent})
@@ -135,7 +152,11 @@ func TestTraceContextCrossesMeta(t *testing.T) {
 // The fast path's _meta is raw JSON: the client's traceparent is read
 // from it, and pml's replaces the client's in what the server gets, the
 // other members passed on as written; off, nothing is read or written.
-func TestTraceContextCrossesRawMeta(t *testing.T) {
+func TestTraceContextCrossesRawMeta(t *testing.T) { bothWays(t, traceContextCrossesRawMeta) }
+
+func traceContextCrossesRawMeta(t *testing.T, rec *tracetest.SpanRecorder) {
+	was := enabled.Load() // off for a moment
+	enabled.Store(false)
 	const parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 	raw := []byte(`{"traceparent":"` + parent + `","tracestate":"k=v","app":{"n":12345678901234567891}}`)
 	if ctx := FromMetaJSON(context.Background(), raw); trace.SpanContextFromContext(ctx).IsValid() {
@@ -144,10 +165,7 @@ func TestTraceContextCrossesRawMeta(t *testing.T) {
 	if out := ToMetaJSON(context.Background(), raw); string(out) != string(raw) {
 		t.Errorf("_meta changed while off: %s", out)
 	}
-
-	rec := tracetest.NewSpanRecorder()
-	use(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)), "test")
-	t.Cleanup(func() { enabled.Store(false) })
+	enabled.Store(was)
 	ctx := FromMetaJSON(context.Background(), raw)
 	if sc := trace.SpanContextFromContext(ctx); sc.TraceID().String() != "4bf92f3577b34da6a3ce929d0e0e4736" || sc.SpanID().String() != "00f067aa0ba902b7" {
 		t.Fatalf("the client's trace context was not read: %v", sc)
@@ -225,9 +243,9 @@ func TestMemoKeepsWhatItBuiltAndStartsAgainWhenFull(t *testing.T) {
 // End gives a request's span its outcome by the conventions: a JSON-RPC
 // error's code (and rpc.response.status_code), _OTHER for another
 // error, tool_error for a result with isError, nothing for a success.
-func TestEndRecordsTheOutcome(t *testing.T) {
-	rec := tracetest.NewSpanRecorder()
-	t.Cleanup(Use(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)), "test"))
+func TestEndRecordsTheOutcome(t *testing.T) { bothWays(t, endRecordsTheOutcome) }
+
+func endRecordsTheOutcome(t *testing.T, rec *tracetest.SpanRecorder) {
 	r := Request{Method: "tools/call", Tool: "say"}
 	for _, c := range []struct {
 		err     error

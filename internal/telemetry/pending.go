@@ -1,0 +1,288 @@
+package telemetry
+
+import (
+	"context"
+	"encoding/binary"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/embedded"
+)
+
+// A request's span is settled when the request begins and made when it
+// ends. The SDK's span start (its ids, the sampler, the span's record
+// and attributes) was on a call's path before its answer: in make
+// bench's telemetry row, the server span and the client span pml starts
+// for a warm call cost more of its median than anything else telemetry
+// does. A pendingSpan has the span's identity from the start (the trace
+// id, its own id, the sampled flag), which is all a call needs while it
+// runs: the trace context it sends the server, the parent of the steps'
+// spans. What is done to it meanwhile (an event, attributes, a status)
+// is kept, and End makes the SDK's span with those ids, begun when the
+// request began, and ends it, after the answer went.
+//
+// It is only as faithful as its sampling decision: pml makes one only
+// under the samplers whose decision it can take itself, the default
+// (parentbased_always_on) and always_on, with a provider that takes the
+// ids it is given (ids); under any other sampler spans start as before.
+
+// deferMode is how spans are sampled when their start can be deferred.
+type deferMode int32
+
+const (
+	// deferOff: spans start when their request begins.
+	deferOff deferMode = iota
+	// deferParentBased: sampled as the parent is, a root always
+	// (ParentBased(AlwaysSample), the SDK's default).
+	deferParentBased
+	// deferAlways: always sampled (AlwaysSample).
+	deferAlways
+)
+
+var deferring atomic.Int32
+
+// samplerFor is the sampler pml gives its provider for the value of
+// OTEL_TRACES_SAMPLER, and how its spans can be deferred under it: nil
+// (the SDK reads the variable itself) and deferOff for any other
+// sampler. It reads the value as the SDK does.
+func samplerFor(value string) (sdktrace.Sampler, deferMode) {
+	switch strings.ToLower(strings.TrimSpace(value)) {
+	case "", "parentbased_always_on":
+		return sdktrace.ParentBased(sdktrace.AlwaysSample()), deferParentBased
+	case "always_on":
+		return sdktrace.AlwaysSample(), deferAlways
+	}
+	return nil, deferOff
+}
+
+// ids is the provider's id generator: random ids, except for the span a
+// pendingSpan makes, which gets the ids it was given when its request
+// began (found in the context it is started with).
+type ids struct{}
+
+type presetKey struct{}
+
+func (ids) NewIDs(ctx context.Context) (trace.TraceID, trace.SpanID) {
+	if p, ok := ctx.Value(presetKey{}).(*pendingSpan); ok {
+		return p.sc.TraceID(), p.sc.SpanID()
+	}
+	return newTraceID(), newSpanID()
+}
+
+func (ids) NewSpanID(ctx context.Context, traceID trace.TraceID) trace.SpanID {
+	if p, ok := ctx.Value(presetKey{}).(*pendingSpan); ok && p.sc.TraceID() == traceID {
+		return p.sc.SpanID()
+	}
+	return newSpanID()
+}
+
+// newTraceID and newSpanID are random and never zero (a zero id is
+// invalid), from the runtime's generator: per thread, without a lock.
+func newTraceID() (t trace.TraceID) {
+	for !t.IsValid() {
+		binary.BigEndian.PutUint64(t[:8], rand.Uint64())
+		binary.BigEndian.PutUint64(t[8:], rand.Uint64())
+	}
+	return t
+}
+
+func newSpanID() (s trace.SpanID) {
+	for !s.IsValid() {
+		binary.BigEndian.PutUint64(s[:], rand.Uint64())
+	}
+	return s
+}
+
+// pendingSpan is a request span the SDK makes when it ends (above).
+type pendingSpan struct {
+	embedded.Span
+	sc trace.SpanContext
+	// parent is the context the span was started in: its parent's span
+	// context, when it has one.
+	parent context.Context
+	// shape is the span's name, kind and attributes (all set when it
+	// is made).
+	shape *spanShape
+	began time.Time
+
+	mu    sync.Mutex
+	ended bool
+	ops   []pendingOp
+	// Room for what a warm call needs, in the one allocation: its
+	// event (the permission's decision), the start's options, and the
+	// context End starts the span in.
+	op    [1]pendingOp
+	start [4]trace.SpanStartOption
+	made  presetContext
+}
+
+// presetContext is the context a pendingSpan's span is started in: its
+// parent's, with the span's ids for the provider's id generator.
+type presetContext struct {
+	context.Context
+	p *pendingSpan
+}
+
+func (c *presetContext) Value(key any) any {
+	if key == (presetKey{}) {
+		return c.p
+	}
+	return c.Context.Value(key)
+}
+
+// pendingOp is one thing done to a pendingSpan before it was made, done
+// again to the span in the same order.
+type pendingOp struct {
+	kind   opKind
+	at     time.Time
+	name   string
+	attrs  []attribute.KeyValue
+	events []trace.EventOption
+	err    error
+	code   codes.Code
+	link   trace.Link
+}
+
+type opKind uint8
+
+const (
+	opAttrs opKind = iota
+	opEvent
+	opError
+	opStatus
+	opName
+	opLink
+)
+
+// startPending settles the identity of a span of shape s started in ctx,
+// as the provider's sampler would, and returns ctx with it; false when
+// spans are not deferred.
+func startPending(ctx context.Context, s *spanShape) (context.Context, trace.Span, bool) {
+	mode := deferMode(deferring.Load())
+	if mode == deferOff {
+		return ctx, nil, false
+	}
+	psc := trace.SpanContextFromContext(ctx)
+	cfg := trace.SpanContextConfig{TraceState: psc.TraceState()}
+	if psc.TraceID().IsValid() {
+		cfg.TraceID, cfg.SpanID = psc.TraceID(), newSpanID()
+	} else {
+		cfg.TraceID, cfg.SpanID = newTraceID(), newSpanID()
+	}
+	if mode == deferAlways || !psc.IsValid() || psc.IsSampled() {
+		cfg.TraceFlags = psc.TraceFlags() | trace.FlagsSampled
+	} else {
+		cfg.TraceFlags = psc.TraceFlags() &^ trace.FlagsSampled
+	}
+	p := &pendingSpan{sc: trace.NewSpanContext(cfg), parent: ctx, shape: s, began: time.Now()}
+	p.ops = p.op[:0]
+	return trace.ContextWithSpan(ctx, p), p, true
+}
+
+func (p *pendingSpan) SpanContext() trace.SpanContext { return p.sc }
+
+// IsRecording is true for a sampled span until it ends, as the SDK's.
+func (p *pendingSpan) IsRecording() bool {
+	if !p.sc.IsSampled() {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return !p.ended
+}
+
+// do keeps op for the span, unless it ended or will not be recorded.
+func (p *pendingSpan) do(op pendingOp) {
+	if !p.sc.IsSampled() {
+		return
+	}
+	p.mu.Lock()
+	if !p.ended {
+		p.ops = append(p.ops, op)
+	}
+	p.mu.Unlock()
+}
+
+func (p *pendingSpan) SetAttributes(kv ...attribute.KeyValue) {
+	if len(kv) > 0 {
+		p.do(pendingOp{kind: opAttrs, attrs: kv})
+	}
+}
+
+func (p *pendingSpan) AddEvent(name string, options ...trace.EventOption) {
+	p.do(pendingOp{kind: opEvent, at: time.Now(), name: name, events: options})
+}
+
+func (p *pendingSpan) RecordError(err error, options ...trace.EventOption) {
+	if err != nil {
+		p.do(pendingOp{kind: opError, at: time.Now(), err: err, events: options})
+	}
+}
+
+func (p *pendingSpan) SetStatus(code codes.Code, description string) {
+	p.do(pendingOp{kind: opStatus, code: code, name: description})
+}
+
+func (p *pendingSpan) SetName(name string) { p.do(pendingOp{kind: opName, name: name}) }
+
+func (p *pendingSpan) AddLink(link trace.Link) { p.do(pendingOp{kind: opLink, link: link}) }
+
+func (p *pendingSpan) TracerProvider() trace.TracerProvider { return otel.GetTracerProvider() }
+
+// End makes the span, begun when its request began, with what was done
+// to it meanwhile, and ends it.
+func (p *pendingSpan) End(options ...trace.SpanEndOption) {
+	p.mu.Lock()
+	if p.ended {
+		p.mu.Unlock()
+		return
+	}
+	p.ended = true
+	ops := p.ops
+	p.ops = nil
+	p.mu.Unlock()
+	t := tracer.Load()
+	if t == nil || !p.sc.IsSampled() {
+		return
+	}
+	name := p.shape.name
+	for _, op := range ops {
+		if op.kind == opName {
+			name = op.name
+		}
+	}
+	start := append(append(p.start[:0], p.shape.opts...), trace.WithTimestamp(p.began))
+	p.made = presetContext{p.parent, p}
+	_, span := (*t).Start(&p.made, name, start...)
+	span.SetAttributes(p.shape.attrs...)
+	for _, op := range ops {
+		switch op.kind {
+		case opAttrs:
+			span.SetAttributes(op.attrs...)
+		case opEvent:
+			span.AddEvent(op.name, withTime(op.events, op.at)...)
+		case opError:
+			span.RecordError(op.err, withTime(op.events, op.at)...)
+		case opStatus:
+			span.SetStatus(op.code, op.name)
+		case opLink:
+			span.AddLink(op.link)
+		}
+	}
+	span.End(options...)
+}
+
+// withTime is an event's options with the time it happened first: a
+// time the options name themselves comes later, and wins.
+func withTime(options []trace.EventOption, at time.Time) []trace.EventOption {
+	out := make([]trace.EventOption, 0, len(options)+1)
+	return append(append(out, trace.WithTimestamp(at)), options...)
+}

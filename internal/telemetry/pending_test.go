@@ -1,0 +1,182 @@
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// usePending records pml's spans as Setup makes them, under the sampler
+// OTEL_TRACES_SAMPLER names (sampler).
+func usePending(t *testing.T, sampler string) *tracetest.SpanRecorder {
+	t.Helper()
+	t.Setenv("OTEL_TRACES_SAMPLER", sampler)
+	rec := tracetest.NewSpanRecorder()
+	t.Cleanup(UseProcessor(rec, "test"))
+	return rec
+}
+
+func remoteParent(t *testing.T, sampled bool) context.Context {
+	t.Helper()
+	flags := "-00"
+	if sampled {
+		flags = "-01"
+	}
+	return FromMeta(context.Background(), map[string]any{"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7" + flags, "tracestate": "k=v"})
+}
+
+// A request's span made at its end is the span the request ran under:
+// the ids its steps and the server were given, begun when the request
+// began, with the events, errors and status it had meanwhile (each at
+// the time it happened), its steps' spans under it.
+func TestAPendingSpanIsMadeAsTheRequestSawIt(t *testing.T) {
+	rec := usePending(t, "")
+	r := Request{Method: "tools/call", Tool: "echo__say", SessionID: "s1"}
+	began := time.Now()
+	ctx, span := StartServer(remoteParent(t, true), r, nil)
+	if _, ok := span.(*pendingSpan); !ok {
+		t.Fatalf("the server span is a %T, not made at its end", span)
+	}
+	seen := trace.SpanContextFromContext(ctx)
+	if !span.IsRecording() || !seen.IsSampled() || seen.TraceID().String() != "4bf92f3577b34da6a3ce929d0e0e4736" || seen.TraceState().String() != "k=v" {
+		t.Fatalf("during the request: %v, recording %v", seen, span.IsRecording())
+	}
+	AddEvent(span, "pml.permit", "pml.decision", "allow", "pml.pattern", "*")
+	eventAt := time.Now()
+	cctx, client := StartClient(ctx, Request{Method: "tools/call", Tool: "say"}, "echo")
+	sent := string(AppendTraceMembers(nil, cctx))
+	_, step := Start(cctx, "pml.step", trace.SpanKindInternal)
+	step.End()
+	span.RecordError(errors.New("boom"))
+	End(cctx, client, Request{Method: "tools/call", Tool: "say"}, false, time.Now(), true, nil)
+	if len(rec.Ended()) != 2 {
+		t.Fatalf("%d spans ended before the request, want the step's and the client's", len(rec.Ended()))
+	}
+	time.Sleep(2 * time.Millisecond)
+	answered := time.Now()
+	End(ctx, span, r, true, began, false, nil)
+	span.End() // a second end does nothing
+
+	spans := rec.Ended()
+	if len(spans) != 3 {
+		t.Fatalf("%d spans", len(spans))
+	}
+	stepSpan, clientSpan, server := spans[0], spans[1], spans[2]
+	if server.SpanContext().SpanID() != seen.SpanID() || server.SpanContext().TraceID() != seen.TraceID() || server.Parent().SpanID().String() != "00f067aa0ba902b7" || !server.Parent().IsRemote() {
+		t.Errorf("server span %v under %v, the request saw %v", server.SpanContext(), server.Parent(), seen)
+	}
+	if server.SpanContext().TraceState().String() != "k=v" || server.SpanKind() != trace.SpanKindServer || server.Name() != "tools/call echo__say" {
+		t.Errorf("server span %s %v tracestate %q", server.Name(), server.SpanKind(), server.SpanContext().TraceState())
+	}
+	if server.StartTime().Before(began) || server.StartTime().After(eventAt) || server.EndTime().Before(answered) {
+		t.Errorf("server span from %v to %v; the request began %v and was answered %v", server.StartTime(), server.EndTime(), began, answered)
+	}
+	attrs := map[string]string{}
+	for _, a := range server.Attributes() {
+		attrs[string(a.Key)] = a.Value.String()
+	}
+	if attrs["mcp.method.name"] != "tools/call" || attrs["gen_ai.tool.name"] != "echo__say" || attrs["mcp.session.id"] != "s1" {
+		t.Errorf("server span attributes %v", attrs)
+	}
+	var names []string
+	for _, e := range server.Events() {
+		names = append(names, e.Name)
+		if e.Name == "pml.permit" && (e.Time.Before(server.StartTime()) || e.Time.After(eventAt)) {
+			t.Errorf("the permit event at %v, not when it happened (%v to %v)", e.Time, server.StartTime(), eventAt)
+		}
+	}
+	if len(names) != 2 || names[0] != "pml.permit" || names[1] != "exception" {
+		t.Errorf("server span events %v, want pml.permit and exception", names)
+	}
+	if clientSpan.Parent().SpanID() != seen.SpanID() || clientSpan.SpanKind() != trace.SpanKindClient || clientSpan.Status().Code != codes.Error {
+		t.Errorf("client span under %v, kind %v, status %v", clientSpan.Parent(), clientSpan.SpanKind(), clientSpan.Status())
+	}
+	if want := `"traceparent":"00-` + seen.TraceID().String() + `-` + clientSpan.SpanContext().SpanID().String() + `-01","tracestate":"k=v"`; sent != want {
+		t.Errorf("the server was sent %s, want %s", sent, want)
+	}
+	if stepSpan.Parent().SpanID() != clientSpan.SpanContext().SpanID() {
+		t.Errorf("the step's span is not under the client span")
+	}
+}
+
+// A root request gets a trace of its own; under the default sampler a
+// parent that is not sampled makes nothing, and the server is told so;
+// always_on samples it all the same.
+func TestAPendingSpanIsSampledAsTheSamplerWould(t *testing.T) {
+	t.Run("root", func(t *testing.T) {
+		rec := usePending(t, "")
+		ctx, span := StartServer(context.Background(), Request{Method: "ping"}, nil)
+		sc := trace.SpanContextFromContext(ctx)
+		End(ctx, span, Request{Method: "ping"}, true, time.Now(), false, nil)
+		if len(rec.Ended()) != 1 || !sc.IsValid() || !sc.IsSampled() || rec.Ended()[0].SpanContext().SpanID() != sc.SpanID() || rec.Ended()[0].Parent().IsValid() {
+			t.Errorf("a root request: %v, %d spans", sc, len(rec.Ended()))
+		}
+	})
+	t.Run("a parent not sampled", func(t *testing.T) {
+		rec := usePending(t, "parentbased_always_on")
+		ctx, span := StartServer(remoteParent(t, false), Request{Method: "ping"}, nil)
+		sent := string(AppendTraceMembers(nil, ctx))
+		if span.IsRecording() || sent[len(sent)-len(`-00","tracestate":"k=v"`):] != `-00","tracestate":"k=v"` {
+			t.Errorf("recording %v; sent %s", span.IsRecording(), sent)
+		}
+		AddEvent(span, "pml.permit", "a", "b", "c", "d")
+		End(ctx, span, Request{Method: "ping"}, true, time.Now(), false, nil)
+		if len(rec.Ended()) != 0 {
+			t.Errorf("%d spans of a trace not sampled", len(rec.Ended()))
+		}
+	})
+	t.Run("always_on", func(t *testing.T) {
+		rec := usePending(t, " Always_On ")
+		ctx, span := StartServer(remoteParent(t, false), Request{Method: "ping"}, nil)
+		if !trace.SpanContextFromContext(ctx).IsSampled() {
+			t.Error("always_on: not sampled")
+		}
+		End(ctx, span, Request{Method: "ping"}, true, time.Now(), false, nil)
+		if len(rec.Ended()) != 1 || !rec.Ended()[0].SpanContext().IsSampled() {
+			t.Errorf("always_on: %d spans", len(rec.Ended()))
+		}
+	})
+	for _, other := range []string{"traceidratio", "parentbased_traceidratio", "always_off", "jaeger_remote"} {
+		t.Run(other, func(t *testing.T) {
+			usePending(t, other)
+			_, span := StartServer(context.Background(), Request{Method: "ping"}, nil)
+			defer span.End()
+			if _, ok := span.(*pendingSpan); ok {
+				t.Errorf("%s: a span left to its end, whose sampling pml cannot decide", other)
+			}
+		})
+	}
+}
+
+// The provider's ids are random and valid; a preset id is given only to
+// the span made for it.
+func TestIDsAreRandomButForTheSpanMadeForThem(t *testing.T) {
+	g := ids{}
+	seen := map[trace.SpanID]bool{}
+	for range 1000 {
+		tid, sid := g.NewIDs(context.Background())
+		if !tid.IsValid() || !sid.IsValid() || seen[sid] {
+			t.Fatalf("ids %v %v", tid, sid)
+		}
+		seen[sid] = true
+	}
+	p := &pendingSpan{sc: trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1}, SpanID: trace.SpanID{2}})}
+	ctx := context.WithValue(context.Background(), presetKey{}, p)
+	if tid, sid := g.NewIDs(ctx); tid != (trace.TraceID{1}) || sid != (trace.SpanID{2}) {
+		t.Errorf("preset ids not given: %v %v", tid, sid)
+	}
+	if sid := g.NewSpanID(ctx, trace.TraceID{1}); sid != (trace.SpanID{2}) {
+		t.Errorf("preset span id not given: %v", sid)
+	}
+	if sid := g.NewSpanID(ctx, trace.TraceID{9}); sid == (trace.SpanID{2}) {
+		t.Error("a preset span id given in another trace")
+	}
+}
+
+var _ sdktrace.IDGenerator = ids{}
