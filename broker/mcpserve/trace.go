@@ -76,13 +76,9 @@ func traceForwarded(ctx context.Context, ss *mcp.ServerSession, wire string, met
 	if !telemetry.Active() {
 		return ctx, forwardTrace{}
 	}
-	t := forwardTrace{on: true, began: time.Now(), r: telemetry.Request{Method: "tools/call", Tool: wire, SessionID: ss.ID()}}
-	if ip := ss.InitializeParams(); ip != nil {
-		t.r.Protocol = ip.ProtocolVersion
-	}
-	if n, ok := wirename.Decode(wire); ok && n != wire {
-		t.r.Name = n
-	}
+	// The span is named by the method and the tool; the rest of the
+	// request (its attributes) is read when it ends, after the answer.
+	t := forwardTrace{on: true, began: time.Now(), ss: ss, r: telemetry.Request{Method: "tools/call", Tool: wire}}
 	ctx, t.span = telemetry.StartServer(telemetry.FromMetaJSON(ctx, meta), t.r, nil)
 	t.ctx = ctx
 	return ctx, t
@@ -95,13 +91,22 @@ type forwardTrace struct {
 	on    bool
 	ctx   context.Context
 	span  trace.Span
+	ss    *mcp.ServerSession
 	r     telemetry.Request
 	began time.Time
 }
 
 // end ends the span and records the duration, with the call's outcome.
 func (t *forwardTrace) end(toolErr bool, err error) {
-	if t.on {
-		telemetry.End(t.ctx, t.span, t.r, true, t.began, toolErr, err)
+	if !t.on {
+		return
 	}
+	t.r.SessionID = t.ss.ID()
+	if ip := t.ss.InitializeParams(); ip != nil {
+		t.r.Protocol = ip.ProtocolVersion
+	}
+	if n, ok := wirename.Decode(t.r.Tool); ok && n != t.r.Tool {
+		t.r.Name = n
+	}
+	telemetry.End(t.ctx, t.span, t.r, true, t.began, toolErr, err)
 }

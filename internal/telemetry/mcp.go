@@ -79,8 +79,11 @@ type shapeKey struct {
 var shapes memo[shapeKey, *spanShape]
 
 func shapeOf(r Request, kind trace.SpanKind, server string) *spanShape {
-	k := shapeKey{r, server, kind}
-	if r.ID != "" {
+	return shapeFor(shapeKey{r, server, kind})
+}
+
+func shapeFor(k shapeKey) *spanShape {
+	if k.r.ID != "" {
 		// An id is new with each request: not kept.
 		return newShape(k)
 	}
@@ -125,16 +128,17 @@ func StartServer(ctx context.Context, r Request, meta map[string]any) (context.C
 	if !enabled.Load() {
 		return ctx, noSpan
 	}
-	return startRequest(FromMeta(ctx, meta), shapeOf(r, trace.SpanKindServer, ""), false)
+	return startRequest(FromMeta(ctx, meta), shapeKey{r: r, kind: trace.SpanKindServer}, false)
 }
 
-// startRequest starts a request's span of shape s: pending (pending.go)
-// when the sampler allows, else at once.
-func startRequest(ctx context.Context, s *spanShape, withAttrs bool) (context.Context, trace.Span) {
-	if ctx, span, ok := startPending(ctx, s); ok {
+// startRequest starts a request's span of the shape k gives: pending
+// (pending.go) when the sampler allows, its shape found when it is made;
+// else at once.
+func startRequest(ctx context.Context, k shapeKey, withAttrs bool) (context.Context, trace.Span) {
+	if ctx, span, ok := startPending(ctx, k); ok {
 		return ctx, span
 	}
-	return s.start(ctx, withAttrs)
+	return shapeFor(k).start(ctx, withAttrs)
 }
 
 // StartClient starts the client span of a request pml sends to the MCP
@@ -143,7 +147,7 @@ func StartClient(ctx context.Context, r Request, server string) (context.Context
 	if !enabled.Load() {
 		return ctx, noSpan
 	}
-	return startRequest(ctx, shapeOf(r, trace.SpanKindClient, server), true)
+	return startRequest(ctx, shapeKey{r: r, server: server, kind: trace.SpanKindClient}, true)
 }
 
 // End ends a request's span and records its duration (began) in the
@@ -156,9 +160,15 @@ func End(ctx context.Context, span trace.Span, r Request, server bool, began tim
 		span.End()
 		return
 	}
-	if _, pending := span.(*pendingSpan); !pending && server && span.IsRecording() {
-		// StartServer left them to here (a pending span's are set
-		// when it is made).
+	if p, pending := span.(*pendingSpan); pending {
+		if server {
+			// The request as it is known now: its attributes are
+			// set when the span is made.
+			ender := r
+			p.request(&ender)
+		}
+	} else if server && span.IsRecording() {
+		// StartServer left them to here.
 		span.SetAttributes(shapeOf(r, trace.SpanKindServer, "").attrs...)
 	}
 	errType, desc := "", ""

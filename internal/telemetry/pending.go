@@ -108,20 +108,19 @@ type pendingSpan struct {
 	// parent is the context the span was started in: its parent's span
 	// context, when it has one.
 	parent context.Context
-	// shape is the span's name, kind and attributes (all set when it
-	// is made).
-	shape *spanShape
+	// key is what the span's name, kind and attributes are built from
+	// (its shape), when it is made; a server span's attributes are its
+	// request's as End knows it (ender), as on a span made at once.
+	key   shapeKey
+	ender *Request
 	began time.Time
 
 	mu    sync.Mutex
 	ended bool
 	ops   []pendingOp
-	// Room for what a warm call needs, in the one allocation: its
-	// event (the permission's decision), the start's options, and the
-	// context End starts the span in.
-	op    [1]pendingOp
-	start [4]trace.SpanStartOption
-	made  presetContext
+	// Room for the one event of a warm call (the permission's
+	// decision), in the span's own allocation.
+	op [1]pendingOp
 }
 
 // presetContext is the context a pendingSpan's span is started in: its
@@ -141,9 +140,14 @@ func (c *presetContext) Value(key any) any {
 // pendingOp is one thing done to a pendingSpan before it was made, done
 // again to the span in the same order.
 type pendingOp struct {
-	kind   opKind
-	at     time.Time
-	name   string
+	kind  opKind
+	at    time.Time
+	name  string
+	event eventKey // opKeyedEvent's
+	more  *opMore  // the rest, which a warm call does not do
+}
+
+type opMore struct {
 	attrs  []attribute.KeyValue
 	events []trace.EventOption
 	err    error
@@ -156,6 +160,7 @@ type opKind uint8
 const (
 	opAttrs opKind = iota
 	opEvent
+	opKeyedEvent
 	opError
 	opStatus
 	opName
@@ -165,7 +170,7 @@ const (
 // startPending settles the identity of a span of shape s started in ctx,
 // as the provider's sampler would, and returns ctx with it; false when
 // spans are not deferred.
-func startPending(ctx context.Context, s *spanShape) (context.Context, trace.Span, bool) {
+func startPending(ctx context.Context, k shapeKey) (context.Context, trace.Span, bool) {
 	mode := deferMode(deferring.Load())
 	if mode == deferOff {
 		return ctx, nil, false
@@ -182,7 +187,7 @@ func startPending(ctx context.Context, s *spanShape) (context.Context, trace.Spa
 	} else {
 		cfg.TraceFlags = psc.TraceFlags() &^ trace.FlagsSampled
 	}
-	p := &pendingSpan{sc: trace.NewSpanContext(cfg), parent: ctx, shape: s, began: time.Now()}
+	p := &pendingSpan{sc: trace.NewSpanContext(cfg), parent: ctx, key: k, began: time.Now()}
 	p.ops = p.op[:0]
 	return trace.ContextWithSpan(ctx, p), p, true
 }
@@ -213,27 +218,43 @@ func (p *pendingSpan) do(op pendingOp) {
 
 func (p *pendingSpan) SetAttributes(kv ...attribute.KeyValue) {
 	if len(kv) > 0 {
-		p.do(pendingOp{kind: opAttrs, attrs: kv})
+		p.do(pendingOp{kind: opAttrs, more: &opMore{attrs: kv}})
 	}
 }
 
 func (p *pendingSpan) AddEvent(name string, options ...trace.EventOption) {
-	p.do(pendingOp{kind: opEvent, at: time.Now(), name: name, events: options})
+	p.do(pendingOp{kind: opEvent, at: time.Now(), name: name, more: &opMore{events: options}})
+}
+
+// addEvent keeps an event of two string attributes (AddEvent) as its
+// key: its options are found when the span is made.
+func (p *pendingSpan) addEvent(k eventKey) {
+	p.do(pendingOp{kind: opKeyedEvent, at: time.Now(), event: k})
+}
+
+// request is the request as End knows it, whose attributes a server
+// span gets.
+func (p *pendingSpan) request(r *Request) {
+	p.mu.Lock()
+	p.ender = r
+	p.mu.Unlock()
 }
 
 func (p *pendingSpan) RecordError(err error, options ...trace.EventOption) {
 	if err != nil {
-		p.do(pendingOp{kind: opError, at: time.Now(), err: err, events: options})
+		p.do(pendingOp{kind: opError, at: time.Now(), more: &opMore{err: err, events: options}})
 	}
 }
 
 func (p *pendingSpan) SetStatus(code codes.Code, description string) {
-	p.do(pendingOp{kind: opStatus, code: code, name: description})
+	p.do(pendingOp{kind: opStatus, name: description, more: &opMore{code: code}})
 }
 
 func (p *pendingSpan) SetName(name string) { p.do(pendingOp{kind: opName, name: name}) }
 
-func (p *pendingSpan) AddLink(link trace.Link) { p.do(pendingOp{kind: opLink, link: link}) }
+func (p *pendingSpan) AddLink(link trace.Link) {
+	p.do(pendingOp{kind: opLink, more: &opMore{link: link}})
+}
 
 func (p *pendingSpan) TracerProvider() trace.TracerProvider { return otel.GetTracerProvider() }
 
@@ -246,35 +267,42 @@ func (p *pendingSpan) End(options ...trace.SpanEndOption) {
 		return
 	}
 	p.ended = true
-	ops := p.ops
+	ops, key, ender := p.ops, p.key, p.ender
 	p.ops = nil
 	p.mu.Unlock()
 	t := tracer.Load()
 	if t == nil || !p.sc.IsSampled() {
 		return
 	}
-	name := p.shape.name
+	shape := shapeOf(key.r, key.kind, key.server)
+	name := shape.name
 	for _, op := range ops {
 		if op.kind == opName {
 			name = op.name
 		}
 	}
-	start := append(append(p.start[:0], p.shape.opts...), trace.WithTimestamp(p.began))
-	p.made = presetContext{p.parent, p}
-	_, span := (*t).Start(&p.made, name, start...)
-	span.SetAttributes(p.shape.attrs...)
+	start := make([]trace.SpanStartOption, 0, len(shape.opts)+1)
+	start = append(append(start, shape.opts...), trace.WithTimestamp(p.began))
+	_, span := (*t).Start(&presetContext{p.parent, p}, name, start...)
+	if ender != nil {
+		span.SetAttributes(shapeOf(*ender, key.kind, key.server).attrs...)
+	} else {
+		span.SetAttributes(shape.attrs...)
+	}
 	for _, op := range ops {
 		switch op.kind {
 		case opAttrs:
-			span.SetAttributes(op.attrs...)
+			span.SetAttributes(op.more.attrs...)
 		case opEvent:
-			span.AddEvent(op.name, withTime(op.events, op.at)...)
+			span.AddEvent(op.name, withTime(op.more.events, op.at)...)
+		case opKeyedEvent:
+			span.AddEvent(op.event.name, withTime(eventOptionsOf(op.event), op.at)...)
 		case opError:
-			span.RecordError(op.err, withTime(op.events, op.at)...)
+			span.RecordError(op.more.err, withTime(op.more.events, op.at)...)
 		case opStatus:
-			span.SetStatus(op.code, op.name)
+			span.SetStatus(op.more.code, op.name)
 		case opLink:
-			span.AddLink(op.link)
+			span.AddLink(op.more.link)
 		}
 	}
 	span.End(options...)

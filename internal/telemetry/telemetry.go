@@ -460,10 +460,18 @@ var eventOptions memo[eventKey, []trace.EventOption]
 // AddEvent adds the event name with the attributes k1=v1 and k2=v2 to
 // span, if it records.
 func AddEvent(span trace.Span, name, k1, v1, k2, v2 string) {
+	if p, ok := span.(*pendingSpan); ok {
+		p.addEvent(eventKey{name, k1, v1, k2, v2})
+		return
+	}
 	if !span.IsRecording() {
 		return
 	}
-	span.AddEvent(name, eventOptions.get(eventKey{name, k1, v1, k2, v2}, func(k eventKey) []trace.EventOption {
+	span.AddEvent(name, eventOptionsOf(eventKey{name, k1, v1, k2, v2})...)
+}
+
+func eventOptionsOf(k eventKey) []trace.EventOption {
+	return eventOptions.get(k, func(k eventKey) []trace.EventOption {
 		return []trace.EventOption{trace.WithAttributes(attribute.String(k.k1, k.v1), attribute.String(k.k2, k.v2))}
-	})...)
+	})
 }
