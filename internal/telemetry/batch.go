@@ -25,9 +25,13 @@ type batcher struct {
 	exp sdktrace.SpanExporter
 	bsp bspSettings
 
-	mu      sync.Mutex
-	spans   []sdktrace.ReadOnlySpan
-	spare   []sdktrace.ReadOnlySpan // the slice of the batch last sent, for the next
+	mu    sync.Mutex
+	spans []sdktrace.ReadOnlySpan
+	spare []sdktrace.ReadOnlySpan // the slice of the batch last sent, for the next
+	// ended holds the pending spans that ended (pending.go), made here
+	// before a batch leaves: a call's path does not make its spans.
+	ended   []*pendingSpan
+	closing bool // no more ended spans are taken (Shutdown)
 	stopped bool
 	dropped int // spans past the queue (the SDK's processor counts them too)
 
@@ -115,6 +119,45 @@ func (b *batcher) OnEnd(s sdktrace.ReadOnlySpan) {
 	}
 }
 
+// later takes p, ended, to be made before the next batch leaves: false
+// once the batcher is closing (p is then made by its caller). Past the
+// queue's size p is dropped, as a span would be.
+func (b *batcher) later(p *pendingSpan) bool {
+	b.mu.Lock()
+	if b.closing {
+		b.mu.Unlock()
+		return false
+	}
+	if len(b.spans)+len(b.ended) >= b.bsp.maxQueue {
+		b.dropped++
+		b.mu.Unlock()
+		return true
+	}
+	b.ended = append(b.ended, p)
+	ready := len(b.spans)+len(b.ended) >= b.bsp.maxBatch
+	b.mu.Unlock()
+	if ready {
+		select {
+		case b.full <- struct{}{}:
+		default:
+		}
+	}
+	return true
+}
+
+// makeEnded makes the pending spans that ended (they come back through
+// OnEnd, into the queue); closing, it takes no more after these.
+func (b *batcher) makeEnded(closing bool) {
+	b.mu.Lock()
+	ended := b.ended
+	b.ended = nil
+	b.closing = b.closing || closing
+	b.mu.Unlock()
+	for _, p := range ended {
+		p.make()
+	}
+}
+
 // run sends the queued spans: a full batch at once, the rest when the
 // delay has passed since the last send.
 func (b *batcher) run() {
@@ -143,6 +186,7 @@ func (b *batcher) run() {
 // full is true, only when a batch is full), and reports whether it sent
 // any.
 func (b *batcher) send(full bool) bool {
+	b.makeEnded(false)
 	b.mu.Lock()
 	n := len(b.spans)
 	if n == 0 || full && n < b.bsp.maxBatch {
@@ -182,6 +226,7 @@ func (b *batcher) send(full bool) bool {
 // and nothing after.
 func (b *batcher) sendAll(stopping bool) {
 	if stopping {
+		b.makeEnded(true)
 		b.mu.Lock()
 		b.stopped = true
 		b.mu.Unlock()

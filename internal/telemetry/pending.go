@@ -105,9 +105,9 @@ func newSpanID() (s trace.SpanID) {
 type pendingSpan struct {
 	embedded.Span
 	sc trace.SpanContext
-	// parent is the context the span was started in: its parent's span
-	// context, when it has one.
-	parent context.Context
+	// parent is the span context of the span's parent (invalid for a
+	// root span): all the SDK reads of the context a span starts in.
+	parent trace.SpanContext
 	// key is what the span's name, kind and attributes are built from
 	// (its shape), when it is made; a server span's attributes are its
 	// request's as End knows it (ender), as on a span made at once.
@@ -118,13 +118,17 @@ type pendingSpan struct {
 	mu    sync.Mutex
 	ended bool
 	ops   []pendingOp
+	// endAt and endOpts are its End's.
+	endAt   time.Time
+	endOpts []trace.SpanEndOption
 	// Room for the one event of a warm call (the permission's
 	// decision), in the span's own allocation.
 	op [1]pendingOp
 }
 
 // presetContext is the context a pendingSpan's span is started in: its
-// parent's, with the span's ids for the provider's id generator.
+// parent's span context, with the span's ids for the provider's id
+// generator.
 type presetContext struct {
 	context.Context
 	p *pendingSpan
@@ -187,7 +191,7 @@ func startPending(ctx context.Context, k shapeKey) (context.Context, trace.Span,
 	} else {
 		cfg.TraceFlags = psc.TraceFlags() &^ trace.FlagsSampled
 	}
-	p := &pendingSpan{sc: trace.NewSpanContext(cfg), parent: ctx, key: k, began: time.Now()}
+	p := &pendingSpan{sc: trace.NewSpanContext(cfg), parent: psc, key: k, began: time.Now()}
 	p.ops = p.op[:0]
 	return trace.ContextWithSpan(ctx, p), p, true
 }
@@ -258,8 +262,11 @@ func (p *pendingSpan) AddLink(link trace.Link) {
 
 func (p *pendingSpan) TracerProvider() trace.TracerProvider { return otel.GetTracerProvider() }
 
-// End makes the span, begun when its request began, with what was done
-// to it meanwhile, and ends it.
+// End ends the span: it is made, begun when its request began, with what
+// was done to it meanwhile, and ended when End was called. Under Setup's
+// provider that is done by its batcher (batch.go), before the batch it
+// goes in leaves, not here on the call's path; elsewhere (another span
+// processor) at once.
 func (p *pendingSpan) End(options ...trace.SpanEndOption) {
 	p.mu.Lock()
 	if p.ended {
@@ -267,13 +274,30 @@ func (p *pendingSpan) End(options ...trace.SpanEndOption) {
 		return
 	}
 	p.ended = true
-	ops, key, ender := p.ops, p.key, p.ender
-	p.ops = nil
+	p.endAt, p.endOpts = time.Now(), options
 	p.mu.Unlock()
-	t := tracer.Load()
-	if t == nil || !p.sc.IsSampled() {
+	if !p.sc.IsSampled() || tracer.Load() == nil {
 		return
 	}
+	if m := maker.Load(); m != nil && m.later(p) {
+		return
+	}
+	p.make()
+}
+
+// maker is the batcher of Setup's provider, which makes ended pending
+// spans before it sends a batch; nil under another provider.
+var maker atomic.Pointer[batcher]
+
+// make makes the span of p, which ended, and ends it.
+func (p *pendingSpan) make() {
+	t := tracer.Load()
+	if t == nil {
+		return
+	}
+	p.mu.Lock()
+	ops, key, ender := p.ops, p.key, p.ender
+	p.mu.Unlock()
 	shape := shapeOf(key.r, key.kind, key.server)
 	name := shape.name
 	for _, op := range ops {
@@ -283,7 +307,11 @@ func (p *pendingSpan) End(options ...trace.SpanEndOption) {
 	}
 	start := make([]trace.SpanStartOption, 0, len(shape.opts)+1)
 	start = append(append(start, shape.opts...), trace.WithTimestamp(p.began))
-	_, span := (*t).Start(&presetContext{p.parent, p}, name, start...)
+	parent := context.Background()
+	if p.parent.IsValid() {
+		parent = trace.ContextWithSpanContext(parent, p.parent)
+	}
+	_, span := (*t).Start(&presetContext{parent, p}, name, start...)
 	if ender != nil {
 		span.SetAttributes(shapeOf(*ender, key.kind, key.server).attrs...)
 	} else {
@@ -305,7 +333,8 @@ func (p *pendingSpan) End(options ...trace.SpanEndOption) {
 			span.AddLink(op.more.link)
 		}
 	}
-	span.End(options...)
+	end := make([]trace.SpanEndOption, 0, len(p.endOpts)+1)
+	span.End(append(append(end, trace.WithTimestamp(p.endAt)), p.endOpts...)...)
 }
 
 // withTime is an event's options with the time it happened first: a

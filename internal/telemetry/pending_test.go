@@ -3,6 +3,8 @@ package telemetry
 import (
 	"context"
 	"errors"
+	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -180,3 +182,118 @@ func TestIDsAreRandomButForTheSpanMadeForThem(t *testing.T) {
 }
 
 var _ sdktrace.IDGenerator = ids{}
+
+// useBatcher records pml's spans as Setup has them: made by its batcher
+// when a batch leaves, sent to exp.
+func useBatcher(t *testing.T, exp sdktrace.SpanExporter, s bspSettings) *batcher {
+	t.Helper()
+	t.Setenv("OTEL_TRACES_SAMPLER", "")
+	bat := newBatcher(exp, s)
+	tp, mode := newProvider(os.Getenv, sdktrace.WithSpanProcessor(bat))
+	use(tp, "test")
+	deferring.Store(int32(mode))
+	maker.Store(bat)
+	t.Cleanup(func() {
+		enabled.Store(false)
+		_ = tp.Shutdown(context.Background())
+		maker.Store(nil)
+	})
+	return bat
+}
+
+// Under Setup's provider a request's spans are made by the batcher, off
+// the call's path, when their batch leaves: with the times they had
+// (begun when the request began, ended when it ended, not when the
+// batch left), and all of them at the exit.
+func TestPendingSpansAreMadeWhenTheirBatchLeaves(t *testing.T) {
+	exp := &keepingExporter{InMemoryExporter: tracetest.NewInMemoryExporter()}
+	bat := useBatcher(t, exp, bspSettings{delay: time.Hour, timeout: time.Second, maxQueue: 8, maxBatch: 8})
+	r := Request{Method: "tools/call", Tool: "echo__say"}
+	began := time.Now()
+	ctx, span := StartServer(remoteParent(t, true), r, nil)
+	AddEvent(span, "pml.permit", "pml.decision", "allow", "pml.pattern", "*")
+	cctx, client := StartClient(ctx, Request{Method: "tools/call", Tool: "say"}, "echo")
+	End(cctx, client, Request{Method: "tools/call", Tool: "say"}, false, time.Now(), false, nil)
+	End(ctx, span, r, true, began, false, nil)
+	ended := time.Now()
+	if n := len(exp.GetSpans()); n != 0 {
+		t.Fatalf("%d spans sent before their batch left", n)
+	}
+	bat.mu.Lock()
+	queued, waiting := len(bat.spans), len(bat.ended)
+	bat.mu.Unlock()
+	if queued != 0 || waiting != 2 {
+		t.Fatalf("%d spans made and %d waiting on the call's path, want none made and 2 waiting", queued, waiting)
+	}
+	time.Sleep(5 * time.Millisecond)
+	if err := bat.ForceFlush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	spans := exp.GetSpans()
+	if len(spans) != 2 {
+		t.Fatalf("%d spans after the batch left", len(spans))
+	}
+	client2, server := spans[0], spans[1]
+	if server.Name != "tools/call echo__say" || server.SpanContext.SpanID() != trace.SpanContextFromContext(ctx).SpanID() || server.Parent.SpanID().String() != "00f067aa0ba902b7" {
+		t.Errorf("server span %s %v under %v", server.Name, server.SpanContext, server.Parent)
+	}
+	if client2.Parent.SpanID() != server.SpanContext.SpanID() || client2.SpanKind != trace.SpanKindClient {
+		t.Errorf("client span under %v", client2.Parent)
+	}
+	if server.StartTime.Before(began) || server.EndTime.After(ended) || len(server.Events) != 1 || server.Events[0].Time.After(ended) {
+		t.Errorf("server span %v to %v with events %v; the request began %v and ended by %v", server.StartTime, server.EndTime, server.Events, began, ended)
+	}
+
+	// What waits is sent at the exit (fewer than a batch: nothing
+	// leaves before it).
+	for range 3 {
+		ctx, span := StartServer(context.Background(), Request{Method: "ping"}, nil)
+		End(ctx, span, Request{Method: "ping"}, true, time.Now(), false, nil)
+	}
+	if err := bat.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := exp.total(); n != 5 {
+		t.Errorf("%d spans sent in all after the exit, want the 2 before and the 3 waiting", n)
+	}
+	// A span that ends after it is not taken, nor sent.
+	_, late := StartServer(context.Background(), Request{Method: "ping"}, nil)
+	late.End()
+	if n := exp.total(); n != 5 {
+		t.Errorf("a span that ended after the exit was sent")
+	}
+}
+
+// Past the queue's size an ended span is dropped, as a made one is.
+func TestEndedSpansPastTheQueueAreDropped(t *testing.T) {
+	b := &batcher{bsp: bspSettings{maxQueue: 8, maxBatch: 8}, full: make(chan struct{}, 1)}
+	for range 12 {
+		if !b.later(&pendingSpan{}) {
+			t.Fatal("an ended span refused before the exit")
+		}
+	}
+	if len(b.ended) != 8 || b.dropped != 4 || len(b.full) != 1 {
+		t.Errorf("%d waiting and %d dropped of 12 past a queue of 8; batch ready: %v", len(b.ended), b.dropped, len(b.full) == 1)
+	}
+}
+
+// keepingExporter is an in-memory exporter that keeps count of what it
+// was sent through its shutdown (which empties the one it wraps).
+type keepingExporter struct {
+	*tracetest.InMemoryExporter
+	mu sync.Mutex
+	n  int
+}
+
+func (c *keepingExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
+	c.mu.Lock()
+	c.n += len(spans)
+	c.mu.Unlock()
+	return c.InMemoryExporter.ExportSpans(ctx, spans)
+}
+
+func (c *keepingExporter) total() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}

@@ -152,9 +152,11 @@ func Setup(ctx context.Context, s Settings, version string) (shutdown func(), er
 	// default the parent's decision, else every trace.
 	// (Not the SDK's batcher: ours takes an ended span without waking a
 	// goroutine; batch.go.)
-	tp, mode := newProvider(os.Getenv, sdktrace.WithSpanProcessor(newEnvBatcher(exp)), sdktrace.WithResource(res))
+	bat := newEnvBatcher(exp)
+	tp, mode := newProvider(os.Getenv, sdktrace.WithSpanProcessor(bat), sdktrace.WithResource(res))
 	use(tp, version)
 	deferring.Store(int32(mode))
+	maker.Store(bat)
 	return func() {
 		enabled.Store(false)
 		sctx, cancel := context.WithTimeout(context.Background(), ShutdownWait)
@@ -199,6 +201,7 @@ func use(tp trace.TracerProvider, version string) {
 	// A provider made elsewhere may not take the ids a pending span
 	// settled: its spans start at once.
 	deferring.Store(int32(deferOff))
+	maker.Store(nil)
 	otel.SetTracerProvider(tp)
 	otel.SetTextMapPropagator(prop)
 	t := tp.Tracer(ScopeName, trace.WithInstrumentationVersion(version))
