@@ -282,7 +282,7 @@ func benchPooledServer(b *testing.B, r *report, raw map[string][]float64) {
 
 // warmSessions is how many sessions of pml and of the floor the warm
 // call's rows take their samples from.
-const warmSessions = 4
+const warmSessions = 8
 
 // warmSession is one of them: pml's (pml set, with its pooled
 // container) or the floor's.

@@ -22,6 +22,9 @@ import (
 	"github.com/pml-dev/pml/internal/benchstat"
 )
 
+// telemetrySide is how many sessions each side of the telemetry row has.
+const telemetrySide = 8
+
 // benchTelemetry: the warm call to a pooled server and the broker's RSS
 // with telemetry on (traces and metrics exported over OTLP/HTTP to a
 // receiver on loopback) against off, the two sessions taking turns call
@@ -37,12 +40,14 @@ func benchTelemetry(b *testing.B, r *report, raw map[string][]float64) {
 	b.Cleanup(recv.Close)
 	image := probeImage(b)
 	pmlJSON := fmt.Sprintf(`{"permissions": {"allow": ["*"]}, "mcps": {"probe": {"image": %q, "workspace": "none"}}}`, image)
-	// Four sessions a side, started off, on, on, off, off, on, on, off
-	// and called in an order shuffled each round: of two sessions of one
-	// build taking turns, the one started second answered about 3 %
-	// faster in every A/A run, and sessions of one build in one run
-	// differed by up to 10 % (wherever each landed), which one or two
-	// sessions a side put whole into the ratio.
+	// telemetrySide sessions a side, started off, on, on, off, off, on,
+	// on, off, … and called in an order shuffled each round: of two
+	// sessions of one build taking turns, the one started second
+	// answered about 3 % faster in every A/A run, and sessions of one
+	// build in one run differed by up to 10 % (wherever each landed),
+	// which one or two sessions a side put whole into the ratio; with
+	// four a side, two of them against the other two (the A/A row)
+	// still fell 0.977-1.028x apart.
 	otel := "OTEL_EXPORTER_OTLP_ENDPOINT=" + recv.URL
 	type session struct {
 		*benchSession
@@ -50,7 +55,7 @@ func benchTelemetry(b *testing.B, r *report, raw map[string][]float64) {
 		d  []time.Duration
 	}
 	var all []*session
-	for j := 0; j < 8; j++ {
+	for j := 0; j < 2*telemetrySide; j++ {
 		if abbaFirst(j) {
 			all = append(all, &session{benchSession: startBenchSession(b, benchWorkspace(b, pmlJSON))})
 		} else {
@@ -72,7 +77,7 @@ func benchTelemetry(b *testing.B, r *report, raw map[string][]float64) {
 	}
 	// Calls per session; 4,000 a side. (With 600 a side the row's
 	// interval was some 12 % wide, twice the 5 % the target allows.)
-	const n = 1000
+	const n = 4000 / telemetrySide
 	// The brokers' CPU time over the measured calls, each side's
 	// sessions together: what telemetry costs in all, on the call's path
 	// or beside it (the batch export, the garbage), where the median
@@ -93,30 +98,39 @@ func benchTelemetry(b *testing.B, r *report, raw map[string][]float64) {
 			s.d = append(s.d, call(s.benchSession))
 		}
 	}
-	cpuOn, cpuOff := (cpu(true)-cpuOn0)/(4*n), (cpu(false)-cpuOff0)/(4*n)
+	cpuOn, cpuOff := (cpu(true)-cpuOn0)/(telemetrySide*n), (cpu(false)-cpuOff0)/(telemetrySide*n)
 	// Each side's samples, and two halves of each for the A/A figures
-	// below (by start order: sessions 0 and 7 against 3 and 4 off, 1
-	// and 6 against 2 and 5 on, halves started equally early).
-	samples := func(ks ...int) (out []time.Duration) {
-		for _, k := range ks {
-			out = append(out, all[k].d...)
+	// below, by start order within the side, A B B A again (the first
+	// and the fourth off session against the second and the third, …):
+	// halves started equally early.
+	var pOff, pOn, offA, offB, onA, onB []time.Duration
+	var offs, ons int
+	for _, s := range all {
+		side, i, a, bb := &pOff, &offs, &offA, &offB
+		if s.on {
+			side, i, a, bb = &pOn, &ons, &onA, &onB
 		}
-		return out
+		*side = append(*side, s.d...)
+		if abbaFirst(*i) {
+			*a = append(*a, s.d...)
+		} else {
+			*bb = append(*bb, s.d...)
+		}
+		*i++
 	}
-	pOff, pOn := samples(0, 3, 4, 7), samples(1, 2, 5, 6)
 	raw["telemetry_cpu_per_call_on_off_us"] = []float64{float64(cpuOn.Nanoseconds()) / 1e3, float64(cpuOff.Nanoseconds()) / 1e3}
 	time.Sleep(6 * time.Second) // the batch exporter's default 5 s delay: the spans leave
 	raw["telemetry_warm_on_ms"], raw["telemetry_warm_off_ms"] = durationsMS(pOn), durationsMS(pOff)
 	r.add(timeFigure("telemetry_warm", "warm call to a pooled stdio server, telemetry on vs off",
 		"probe__echo via pml stdio with OTEL_EXPORTER_OTLP_ENDPOINT set (traces and metrics to a loopback OTLP/HTTP receiver)",
 		"the same call via pml stdio without any OTEL_* variable (telemetry off)", pOn, pOff,
-		fmt.Sprintf("four sessions a side (started off, on, on, off, twice) called in an order shuffled each round, %d calls each; the receiver got %d OTLP posts. With telemetry on, calls still take the stdio fast path, which makes the same spans and metrics. The brokers' CPU time per call over the measured calls: %.0f µs on, %.0f µs off (with the batches of spans each session exported meanwhile)", n, posts.Load(), float64(cpuOn.Nanoseconds())/1e3, float64(cpuOff.Nanoseconds())/1e3)))
+		fmt.Sprintf("%d sessions a side (started off, on, on, off, and over again) called in an order shuffled each round, %d calls each; the receiver got %d OTLP posts. With telemetry on, calls still take the stdio fast path, which makes the same spans and metrics. The brokers' CPU time per call over the measured calls: %.0f µs on, %.0f µs off (with the batches of spans each session exported meanwhile)", telemetrySide, n, posts.Load(), float64(cpuOn.Nanoseconds())/1e3, float64(cpuOff.Nanoseconds())/1e3)))
 	// How far apart two halves of the same side are in this loop: what
 	// the row's ratio can be told from.
-	r.add(timeFigure("telemetry_warm_aa", "warm call, telemetry off vs off (A/A: the row's off sessions, two against two)",
-		"the off sessions started first and last", "the two off sessions started between them", samples(0, 7), samples(3, 4),
+	r.add(timeFigure("telemetry_warm_aa", fmt.Sprintf("warm call, telemetry off vs off (A/A: the row's off sessions, %d against %d)", telemetrySide/2, telemetrySide/2),
+		"the off sessions started first and fourth (fifth and eighth, …)", "the off sessions started second and third (…)", offA, offB,
 		"informational, not a target: the same build and settings in the same interleaved loop as the row above; the on sessions' own A/A: "+
-			ratioText(benchstat.Compare(durationsMS(samples(1, 6)), durationsMS(samples(2, 5))))))
+			ratioText(benchstat.Compare(durationsMS(onA), durationsMS(onB)))))
 	on, off := all[1], all[0]
 	// What the server pays for the trace context it is sent: the same
 	// probe binary called natively with a traceparent in params._meta
@@ -132,18 +146,24 @@ func benchTelemetry(b *testing.B, r *report, raw map[string][]float64) {
 		return time.Since(t0)
 	}
 	var withTP, without []time.Duration
-	for i := 0; i < 2*n; i++ {
-		withTP = append(withTP, nativeCall(mcp.Meta{"traceparent": traceparent}))
-		without = append(without, nativeCall(nil))
+	// 2,000 calls each, taking turns at going first.
+	for i := 0; i < 2000; i++ {
+		if i%2 == 0 {
+			withTP = append(withTP, nativeCall(mcp.Meta{"traceparent": traceparent}))
+			without = append(without, nativeCall(nil))
+		} else {
+			without = append(without, nativeCall(nil))
+			withTP = append(withTP, nativeCall(mcp.Meta{"traceparent": traceparent}))
+		}
 	}
 	r.add(timeFigure("telemetry_server_share", "the server's part: a call with a traceparent in _meta vs without, the probe natively",
 		"echo over a pipe, params._meta.traceparent set (as pml sends it with telemetry on)", "the same call without _meta", withTP, without,
 		"informational, not a target: the probe (a go-sdk server) decoding the _meta pml's client span writes; part of the telemetry row's ratio above, paid by the server, whatever the broker"))
 	rssOn, rssOff := rssMiB(b, on.cmd.Process.Pid), rssMiB(b, off.cmd.Process.Pid)
 	raw["telemetry_rss_on_off_mib"] = []float64{rssOn, rssOff}
-	r.add(figure{ID: "telemetry_rss_on", Name: "broker RSS after 1,030 calls, telemetry on", PML: "pml stdio, OTLP to a loopback receiver", Unit: "MiB", Value: floatp(rssOn),
+	r.add(figure{ID: "telemetry_rss_on", Name: fmt.Sprintf("broker RSS after %d calls, telemetry on", 30+n), PML: "pml stdio, OTLP to a loopback receiver", Unit: "MiB", Value: floatp(rssOn),
 		Note: fmt.Sprintf("%.1f MiB for the same session with telemetry off, measured in the same run", rssOff)})
-	r.add(figure{ID: "telemetry_rss_off", Name: "broker RSS after 1,030 calls, telemetry off", PML: "pml stdio, no OTEL_* variable", Unit: "MiB", Value: floatp(rssOff)})
+	r.add(figure{ID: "telemetry_rss_off", Name: fmt.Sprintf("broker RSS after %d calls, telemetry off", 30+n), PML: "pml stdio, no OTEL_* variable", Unit: "MiB", Value: floatp(rssOff)})
 }
 
 // startBenchSessionEnv is startBenchSession with more environment.
