@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -75,7 +76,7 @@ func benchPooledServer(b *testing.B, r *report, raw map[string][]float64) {
 			for i := 0; i < 20; i++ {
 				call(s.ClientSession, "probe__echo", "warm")
 			}
-			warm = append(warm, &warmSession{s: s.ClientSession, tool: "probe__echo", pml: s, ctr: pooledContainer(b, ws.Dir, image)})
+			warm = append(warm, &warmSession{s: s.ClientSession, tool: "probe__echo", pml: s, ctr: pooledContainer(b, ws.Dir, image), dir: ws.Dir})
 			continue
 		}
 		if floorWhy != "" {
@@ -162,9 +163,14 @@ func benchPooledServer(b *testing.B, r *report, raw map[string][]float64) {
 	if cfloor != nil {
 		cfloor.Close()
 	}
+	var closed []string
 	for _, w := range warm[1:] {
 		w.s.Close()
+		if w.pml != nil {
+			closed = append(closed, w.dir)
+		}
 	}
+	waitEngineQuiet(b, closed)
 	thvCPU1, thvCtrCPU1 := thv.cpu()
 	raw["server_warm_pml_ms"], raw["server_warm_native_ms"], raw["server_warm_toolhive_ms"] = durationsMS(p), durationsMS(n), durationsMS(t)
 	f := timeFigure("warm", "warm call to a pooled stdio server vs native", "probe__echo via pml stdio, server pooled in a container",
@@ -197,8 +203,9 @@ func benchPooledServer(b *testing.B, r *report, raw map[string][]float64) {
 	// The curve: every round is curveWork calls from k callers, the
 	// sides taking turns round by round.
 	// The target's row (64) gets the most: its interval was some 20 %
-	// wide with 15.
-	rounds := map[int]int{1: 6, 8: 8, 64: 40, 256: 8}
+	// wide with 15 rounds, and with 40 the ratio still came out anywhere
+	// from 0.97x to 1.17x in a day's runs.
+	rounds := map[int]int{1: 6, 8: 8, 64: 100, 256: 8}
 	for _, k := range callers {
 		var pr, nr, tr []time.Duration
 		thvFailed, thvErr := 0, error(nil)
@@ -291,7 +298,33 @@ type warmSession struct {
 	tool string // the probe's echo, by the name the session lists
 	pml  *benchSession
 	ctr  string
+	dir  string    // a pml session's workspace (its containers' label)
 	ms   []float64 // its warm calls
+}
+
+// waitEngineQuiet waits (up to a minute) until no container of the
+// workspaces dirs runs: the pml sessions closed before the curve stop
+// their containers as they exit, and the engine's work of removing them
+// (a few seconds of CPU on this machine) ran beside the curve's first
+// rounds, on whichever side's turn it was.
+func waitEngineQuiet(b *testing.B, dirs []string) {
+	t0 := time.Now()
+	defer func() {
+		fmt.Fprintf(os.Stderr, "bench: %d closed sessions' containers gone in %s\n", len(dirs), time.Since(t0).Round(10*time.Millisecond))
+	}()
+	deadline := time.Now().Add(time.Minute)
+	for _, dir := range dirs {
+		for time.Now().Before(deadline) {
+			out, err := exec.Command("docker", "ps", "-q", "--filter", "label=pml.workspace="+dir).Output()
+			if err != nil || len(strings.TrimSpace(string(out))) == 0 {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	if time.Now().After(deadline) {
+		b.Logf("the closed sessions' containers still ran after a minute: the curve starts beside them")
+	}
 }
 
 // abbaFirst reports whether the j-th session started (from 0) is one of
