@@ -131,6 +131,8 @@ func (b *batcher) later(p *pendingSpan) bool {
 	if len(b.spans)+len(b.ended) >= b.bsp.maxQueue {
 		b.dropped++
 		b.mu.Unlock()
+		// The span is dropped; its request's duration is not.
+		p.recordOp()
 		return true
 	}
 	b.ended = append(b.ended, p)

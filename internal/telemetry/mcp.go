@@ -188,6 +188,12 @@ func End(ctx context.Context, span trace.Span, r Request, server bool, began tim
 	if errType != "" {
 		Fail(span, errType, desc)
 	}
+	if p, ok := span.(*pendingSpan); ok && p.recordLater(server, r, began, errType) {
+		// Its duration is recorded when it is made, off the call's
+		// path, as it ended now.
+		span.End()
+		return
+	}
 	span.End()
 	recordOp(ctx, server, r, began, errType)
 }

@@ -34,7 +34,10 @@ type instruments struct {
 
 var (
 	metricsOn atomic.Bool
-	inst      atomic.Pointer[instruments]
+	// exemplarsOn: a duration may carry an example trace (the span in
+	// the context it is recorded in), so it is recorded at once.
+	exemplarsOn atomic.Bool
+	inst        atomic.Pointer[instruments]
 )
 
 // MetricsSetup starts pml's metrics: exported over OTLP/HTTP when s asks
@@ -70,6 +73,7 @@ func MetricsSetup(ctx context.Context, s Settings, version string, prom bool) (h
 	if len(opts) == 0 {
 		return nil, func() {}, nil
 	}
+	exemplarsOn.Store(s.ExemplarFilter != "")
 	if s.ExemplarFilter == "" {
 		// No exemplars unless asked for (OTEL_METRICS_EXEMPLAR_FILTER,
 		// which the SDK reads): by default the SDK offers each
@@ -147,11 +151,16 @@ func instrumentsOn() *instruments {
 
 // recordOp records one operation's duration by the conventions.
 func recordOp(ctx context.Context, server bool, r Request, began time.Time, errType string) {
+	recordDuration(ctx, server, r, time.Since(began), errType)
+}
+
+// recordDuration is recordOp with the duration measured.
+func recordDuration(ctx context.Context, server bool, r Request, took time.Duration, errType string) {
 	in := instrumentsOn()
 	if in == nil {
 		return
 	}
-	d := time.Since(began).Seconds()
+	d := took.Seconds()
 	opts := opOptions.get(opKey{r.Method, r.Tool, r.Protocol, errType}, newOpOptions)
 	if server {
 		in.serverOp.Inst().Record(ctx, d, opts...)

@@ -121,6 +121,9 @@ type pendingSpan struct {
 	// endAt and endOpts are its End's.
 	endAt   time.Time
 	endOpts []trace.SpanEndOption
+	// took is its request's duration, recorded when the span is made
+	// (recordLater), or nil.
+	took *laterOp
 	// Room for the one event of a warm call (the permission's
 	// decision), in the span's own allocation.
 	op [1]pendingOp
@@ -277,6 +280,7 @@ func (p *pendingSpan) End(options ...trace.SpanEndOption) {
 	p.endAt, p.endOpts = time.Now(), options
 	p.mu.Unlock()
 	if !p.sc.IsSampled() || tracer.Load() == nil {
+		p.recordOp()
 		return
 	}
 	if m := maker.Load(); m != nil && m.later(p) {
@@ -285,12 +289,49 @@ func (p *pendingSpan) End(options ...trace.SpanEndOption) {
 	p.make()
 }
 
+// laterOp is what the request's duration is recorded by.
+type laterOp struct {
+	server  bool
+	r       Request
+	began   time.Time
+	errType string
+}
+
+// recordLater keeps the request's duration to be recorded when the span
+// is made, by the batcher of Setup's provider; false (the caller records
+// it now) without that batcher, metrics, or a sampled span, or when a
+// duration may carry an example trace (which needs the span's context).
+func (p *pendingSpan) recordLater(server bool, r Request, began time.Time, errType string) bool {
+	if !p.sc.IsSampled() || maker.Load() == nil || instrumentsOn() == nil || exemplarsOn.Load() {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ended {
+		return false
+	}
+	p.took = &laterOp{server: server, r: r, began: began, errType: errType}
+	return true
+}
+
+// recordOp records the duration recordLater kept, once.
+func (p *pendingSpan) recordOp() {
+	p.mu.Lock()
+	op := p.took
+	p.took = nil
+	p.mu.Unlock()
+	if op != nil {
+		recordDuration(context.Background(), op.server, op.r, p.endAt.Sub(op.began), op.errType)
+	}
+}
+
 // maker is the batcher of Setup's provider, which makes ended pending
 // spans before it sends a batch; nil under another provider.
 var maker atomic.Pointer[batcher]
 
 // make makes the span of p, which ended, and ends it.
 func (p *pendingSpan) make() {
+	defer p.recordOp()
 	t := tracer.Load()
 	if t == nil {
 		return

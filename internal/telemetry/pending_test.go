@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -296,4 +298,49 @@ func (c *keepingExporter) total() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.n
+}
+
+// A request's duration is recorded when its span is made, as it was when
+// the request ended; with exemplars asked for (which carry the span's
+// context), at once.
+func TestARequestsDurationIsRecordedWhenItsSpanIsMade(t *testing.T) {
+	for _, exemplars := range []bool{false, true} {
+		s := Settings{}
+		if exemplars {
+			s.ExemplarFilter = "trace_based"
+		}
+		h, stop, err := MetricsSetup(context.Background(), s, "test", true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		exp := &keepingExporter{InMemoryExporter: tracetest.NewInMemoryExporter()}
+		bat := useBatcher(t, exp, bspSettings{delay: time.Hour, timeout: time.Second, maxQueue: 8, maxBatch: 8})
+		tool := "dur" + strconv.FormatBool(exemplars)
+		r := Request{Method: "tools/call", Tool: tool}
+		began := time.Now().Add(-250 * time.Millisecond)
+		ctx, span := StartServer(context.Background(), r, nil)
+		End(ctx, span, r, true, began, false, nil)
+		count := `mcp_server_operation_duration_seconds_count{gen_ai_tool_name="` + tool + `",mcp_method_name="tools/call",network_transport="pipe",otel_scope_name="github.com/pml-dev/pml",otel_scope_schema_url="",otel_scope_version=""} 1`
+		if got := strings.Contains(scrape(t, h.ServeHTTP), count); got != exemplars {
+			t.Errorf("exemplars %v: the duration recorded before the span was made: %v", exemplars, got)
+		}
+		if err := bat.ForceFlush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		got := scrape(t, h.ServeHTTP)
+		if !strings.Contains(got, count) {
+			t.Errorf("exemplars %v: no %s after the span was made in\n%s", exemplars, count, got)
+		}
+		// 0.25 s and a little: over the bucket up to 0.25 s.
+		for _, l := range strings.Split(got, "\n") {
+			if strings.HasPrefix(l, "mcp_server_operation_duration_seconds_bucket{") && strings.Contains(l, `"`+tool+`"`) && strings.Contains(l, `le="0.25"`) && !strings.HasSuffix(l, "} 0") {
+				t.Errorf("exemplars %v: the duration is not the request's: %s", exemplars, l)
+			}
+		}
+		if sum := `mcp_server_operation_duration_seconds_sum{gen_ai_tool_name="` + tool + `"`; !strings.Contains(got, sum+`,mcp_method_name="tools/call",network_transport="pipe",otel_scope_name="github.com/pml-dev/pml",otel_scope_schema_url="",otel_scope_version=""} 0.25`) {
+			t.Errorf("exemplars %v: the sum is not the request's 0.25 s", exemplars)
+		}
+		stop()
+		exemplarsOn.Store(false)
+	}
 }
