@@ -26,8 +26,9 @@ import (
 // id, its own id, the sampled flag), which is all a call needs while it
 // runs: the trace context it sends the server, the parent of the steps'
 // spans. What is done to it meanwhile (an event, attributes, a status)
-// is kept, and End makes the SDK's span with those ids, begun when the
-// request began, and ends it, after the answer went.
+// is kept; after the request ended, the SDK's span is made with those
+// ids, begun when the request began and ended when it ended: by Setup's
+// batcher before the span's batch leaves (End, make).
 //
 // It is only as faithful as its sampling decision: pml makes one only
 // under the samplers whose decision it can take itself, the default
@@ -174,7 +175,7 @@ const (
 	opLink
 )
 
-// startPending settles the identity of a span of shape s started in ctx,
+// startPending settles the identity of a span of the shape k gives, started in ctx,
 // as the provider's sampler would, and returns ctx with it; false when
 // spans are not deferred.
 func startPending(ctx context.Context, k shapeKey) (context.Context, trace.Span, bool) {
