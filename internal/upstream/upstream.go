@@ -422,6 +422,13 @@ func (s *Server) acquireHow(ctx context.Context, noQueue bool) (c *conn, err err
 			if op.err != nil {
 				return nil, op.err
 			}
+			// Both may be ready at once (a fast start, a call cancelled
+			// while it ran), and select picks either: a call whose
+			// client has gone does not take the container either way,
+			// which its idle time then stops.
+			if err := ctx.Err(); err != nil {
+				return nil, &StartWaitError{Server: s.o.Name, Bound: s.o.StartTimeout, Err: err}
+			}
 		case <-ctx.Done():
 			return nil, &StartWaitError{Server: s.o.Name, Bound: s.o.StartTimeout, Err: ctx.Err()}
 		}
