@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -18,19 +19,22 @@ func TestCallAndPoolCountsAreExported(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stop()
+	// The tallies are the process's: values of this run's own, so that
+	// -count runs it again from zero.
+	run := strconv.FormatInt(countRuns.Add(1), 10)
 	for i := 0; i < 3; i++ {
-		CountCall("allowed-test")
+		CountCall("allowed-test" + run)
 	}
-	CountCall("denied-test")
-	CountPool("srv-test", true)
-	CountPool("srv-test", true)
-	CountPool("srv-test", false)
+	CountCall("denied-test" + run)
+	CountPool("srv-test"+run, true)
+	CountPool("srv-test"+run, true)
+	CountPool("srv-test"+run, false)
 	got := scrape(t, h.ServeHTTP)
 	for _, want := range []string{
-		`pml_calls_total{otel_scope_name="github.com/pml-dev/pml",otel_scope_schema_url="",otel_scope_version="",pml_outcome="allowed-test"} 3`,
-		`pml_outcome="denied-test"} 1`,
-		`pml_pool_hits_total{otel_scope_name="github.com/pml-dev/pml",otel_scope_schema_url="",otel_scope_version="",pml_server="srv-test"} 2`,
-		`pml_pool_misses_total{otel_scope_name="github.com/pml-dev/pml",otel_scope_schema_url="",otel_scope_version="",pml_server="srv-test"} 1`,
+		`pml_calls_total{otel_scope_name="github.com/pml-dev/pml",otel_scope_schema_url="",otel_scope_version="",pml_outcome="allowed-test` + run + `"} 3`,
+		`pml_outcome="denied-test` + run + `"} 1`,
+		`pml_pool_hits_total{otel_scope_name="github.com/pml-dev/pml",otel_scope_schema_url="",otel_scope_version="",pml_server="srv-test` + run + `"} 2`,
+		`pml_pool_misses_total{otel_scope_name="github.com/pml-dev/pml",otel_scope_schema_url="",otel_scope_version="",pml_server="srv-test` + run + `"} 1`,
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("no %s in\n%s", want, got)
@@ -40,6 +44,8 @@ func TestCallAndPoolCountsAreExported(t *testing.T) {
 		t.Errorf("pml.calls is not a counter:\n%s", got)
 	}
 }
+
+var countRuns atomic.Int64
 
 func scrape(t *testing.T, serve func(w http.ResponseWriter, r *http.Request)) string {
 	rec := httptest.NewRecorder()
