@@ -147,7 +147,8 @@ func TestAServerWhoseImageIsMissingOnAnOfflineEngineExits5(t *testing.T) {
 func TestStdinClosedWithCallsInFlightAnswersEach(t *testing.T) {
 	ws := newWorkspace(t, allowAll)
 	ws.write("a.txt", "a")
-	cmd := execPML(ws, "stdio")
+	// The pool's debug lines say when its containers are ready (below).
+	cmd := execPML(ws, "stdio", "--log-format", "json", "--log-level", "debug")
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -188,12 +189,30 @@ func TestStdinClosedWithCallsInFlightAnswersEach(t *testing.T) {
 			}
 		}
 	}
-	// A first call starts the toolbox, so that the reads below are quick
-	// (a fresh container can take longer than the grace on a busy host).
+	// The two quick calls below must finish within the grace: each takes
+	// a pre-started container of the pool, not one the engine makes then
+	// (a fresh container can take longer than the grace on a busy host:
+	// CI's fresh machine, load 15, cancelled both). Two calls at once
+	// teach the pool to keep two; the test goes on once both are ready.
 	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"piper","version":"1"}}}`,
 		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
 		`{"jsonrpc":"2.0","id":0,"method":"tools/call","params":{"name":"filesystem__list_directory","arguments":{"path":"."}}}`)
 	waitFor(t, "the first call's answer", 60*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return answers["0"] != "" })
+	send(`{"jsonrpc":"2.0","id":"w1","method":"tools/call","params":{"name":"filesystem__read_file","arguments":{"path":"a.txt"}}}`,
+		`{"jsonrpc":"2.0","id":"w2","method":"tools/call","params":{"name":"filesystem__read_file","arguments":{"path":"a.txt"}}}`)
+	waitFor(t, "two quick calls' answers", 60*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return answers[`"w1"`] != "" && answers[`"w2"`] != ""
+	})
+	waitFor(t, "two pre-started containers", 60*time.Second, func() bool {
+		for _, line := range strings.Split(stderr.String(), "\n") {
+			if strings.Contains(line, "pool: container pre-started and waiting") && strings.Contains(line, `"ready":2`) {
+				return true
+			}
+		}
+		return false
+	})
 	lines := []string{
 		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"filesystem__read_file","arguments":{"path":"a.txt"}}}`,
 		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"filesystem__list_directory","arguments":{"path":"."}}}`,
