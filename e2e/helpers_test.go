@@ -4,11 +4,15 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
+	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/docker/docker/client"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -74,6 +78,33 @@ func listsTool(t *testing.T, cs *mcp.ClientSession, name string) bool {
 	}
 	for _, tool := range tools.Tools {
 		if pmlName(tool.Name) == name {
+			return true
+		}
+	}
+	return false
+}
+
+// waitPoolReady waits until pml's debug log (stderr, JSON) says its pool
+// holds n pre-started containers of an image whose name has image in it.
+// A call then takes one and its command runs at once, without the
+// engine's create and start, which on a loaded engine (a fresh machine's
+// CI, load 15) can take longer than a test's short timeout or grace.
+func waitPoolReady(t *testing.T, stderr *syncBuffer, image string, n int) {
+	t.Helper()
+	waitFor(t, fmt.Sprintf("%d pre-started containers of %s", n, image), 60*time.Second, func() bool {
+		return poolReady(stderr.String(), image, n)
+	})
+}
+
+func poolReady(log, image string, n int) bool {
+	for _, line := range strings.Split(log, "\n") {
+		var e struct {
+			Message string `json:"message"`
+			Image   string `json:"image"`
+			Ready   int    `json:"ready"`
+		}
+		if json.Unmarshal([]byte(line), &e) == nil && e.Message == "pool: container pre-started and waiting" &&
+			strings.Contains(e.Image, image) && e.Ready >= n {
 			return true
 		}
 	}

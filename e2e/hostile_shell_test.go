@@ -480,6 +480,12 @@ func TestHostileIgnoredSIGTERM(t *testing.T) {
 	t.Parallel()
 	ws := newWorkspace(t, `{"permissions": {"allow": ["shell:exec"]}, "sandbox": {"timeout": "2s"}}`)
 	s := startSession(t, ws)
+	// The command must have printed within its 2 s: it runs in a
+	// pre-started container, not one a loaded engine makes for it.
+	if _, out, res := shell(t, s, "true"); res.IsError {
+		t.Fatalf("a first call: %s", out)
+	}
+	waitPoolReady(t, s.stderr, "pml/shell", 1)
 	busy := watchBusy(t, ws.Dir, "stubborn")
 	_, out, res := shell(t, s, `trap '' TERM INT HUP; echo stubborn; while :; do sleep 1; done`)
 	id := busy()

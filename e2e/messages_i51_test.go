@@ -205,14 +205,7 @@ func TestStdinClosedWithCallsInFlightAnswersEach(t *testing.T) {
 		defer mu.Unlock()
 		return answers[`"w1"`] != "" && answers[`"w2"`] != ""
 	})
-	waitFor(t, "two pre-started containers", 60*time.Second, func() bool {
-		for _, line := range strings.Split(stderr.String(), "\n") {
-			if strings.Contains(line, "pool: container pre-started and waiting") && strings.Contains(line, `"ready":2`) {
-				return true
-			}
-		}
-		return false
-	})
+	waitPoolReady(t, stderr, "pml/toolbox", 2)
 	lines := []string{
 		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"filesystem__read_file","arguments":{"path":"a.txt"}}}`,
 		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"filesystem__list_directory","arguments":{"path":"."}}}`,

@@ -147,9 +147,12 @@ func TestServeRefusesAShortToken(t *testing.T) {
 func TestCallTimeoutNamesTheLimitThatExpired(t *testing.T) {
 	ws := newWorkspace(t, `{"permissions": {"allow": ["shell:exec"]}}`)
 	t.Run("--timeout", func(t *testing.T) {
-		r := runCLI(t, ws.Dir, nil, "", "call", "shell:exec", `{"command": "echo started; sleep 30"}`, "--timeout", "2s")
+		// Long enough for a container the engine makes for the call to
+		// run its command first on a loaded host (each pml call is a
+		// process of its own: no pool to take one from).
+		r := runCLI(t, ws.Dir, nil, "", "call", "shell:exec", `{"command": "echo started; sleep 30"}`, "--timeout", "5s")
 		out := callJSON(t, r)
-		if r.code != 124 || !strings.HasPrefix(out.Text, "--timeout 2s expired") || !strings.Contains(out.Text, "started") {
+		if r.code != 124 || !strings.HasPrefix(out.Text, "--timeout 5s expired") || !strings.Contains(out.Text, "started") {
 			t.Fatalf("exit %d text %q", r.code, out.Text)
 		}
 		for _, bad := range []string{"1m0s", "sandbox.timeout", "timed out after"} {
@@ -159,9 +162,9 @@ func TestCallTimeoutNamesTheLimitThatExpired(t *testing.T) {
 		}
 	})
 	t.Run("timeout_ms", func(t *testing.T) {
-		r := runCLI(t, ws.Dir, nil, "", "call", "shell:exec", `{"command": "echo started; sleep 30", "timeout_ms": 1500}`)
+		r := runCLI(t, ws.Dir, nil, "", "call", "shell:exec", `{"command": "echo started; sleep 30", "timeout_ms": 4500}`)
 		out := callJSON(t, r)
-		if r.code == 0 || !strings.Contains(out.Text, "timed out after 1.5s") || !strings.Contains(out.Text, "the limit was the timeout_ms argument") {
+		if r.code == 0 || !strings.Contains(out.Text, "timed out after 4.5s") || !strings.Contains(out.Text, "the limit was the timeout_ms argument") {
 			t.Fatalf("exit %d text %q", r.code, out.Text)
 		}
 		if strings.Contains(out.Text, "raise it in .pml.json") || strings.Contains(out.Text, "raise sandbox.timeout") {
