@@ -96,6 +96,27 @@ func waitPoolReady(t *testing.T, stderr *syncBuffer, image string, n int) {
 	})
 }
 
+// warmShellPool makes shell calls until one ends normally, so that the
+// session's pool keeps a pre-started pml/shell container, and waits until
+// it has one. Under a short sandbox.timeout a call may time out instead
+// (a container the engine makes for it can take longer than that on a
+// loaded engine, or on Podman); the pool does not refill after a stopped
+// call, so it tries again, up to five times. Any other failure ends the
+// test.
+func warmShellPool(t *testing.T, s *session) {
+	t.Helper()
+	for try := 1; ; try++ {
+		out, res := s.call(t, "shell:exec", map[string]any{"command": "true"})
+		if !res.IsError {
+			break
+		}
+		if !strings.Contains(out, "timed out after") || try == 5 {
+			t.Fatalf("a first call (try %d): %s", try, out)
+		}
+	}
+	waitPoolReady(t, s.stderr, "pml/shell", 1)
+}
+
 func poolReady(log, image string, n int) bool {
 	for _, line := range strings.Split(log, "\n") {
 		var e struct {
