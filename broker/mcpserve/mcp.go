@@ -312,9 +312,16 @@ func newMCPServerParts(x *binding, v view) (*mcp.Server, *listing, *sessions) {
 				// Not known: perhaps not yet. A server saved into
 				// .pml.json and trusted a moment ago is known once the
 				// file is read again, which the watcher does only
-				// after its debounce: read now, then look again.
-				if name != "" && b.ReloadIfChanged() && b.Known(name) {
-					return l.handler(name)(ctx, cr)
+				// after its debounce: read now, then look again. Look
+				// again also when this read found nothing left to read:
+				// the watcher's own reload may have been applying the
+				// edit meanwhile (ReloadIfChanged waits for it, then
+				// finds the files as they were read).
+				if name != "" {
+					b.ReloadIfChanged()
+					if b.Known(name) {
+						return l.handler(name)(ctx, cr)
+					}
 				}
 				// No such tool: the SDK's protocol error answers, and
 				// the call is audited like every other.
